@@ -1,0 +1,25 @@
+import type { Command } from 'commander';
+import { openDatabase } from '../../storage/sqlite.ts';
+import { migrate } from '../../storage/migrate.ts';
+import type { CliContext } from '../context.ts';
+
+export function registerMigrate(program: Command, ctx: CliContext): void {
+  program
+    .command('migrate')
+    .description('create or upgrade a database and print the schema version it reached')
+    .option('--db <file>', 'SQLite database file', ctx.defaultDb)
+    .action((opts: { db: string }) => {
+      const db = openDatabase(opts.db);
+      try {
+        const result = migrate(db);
+        if (result.applied.length === 0) {
+          ctx.out(`${opts.db}: schema is at version ${result.to}, nothing to do`);
+        } else {
+          for (const m of result.applied) ctx.out(`applied migration ${m.version} (${m.name})`);
+          ctx.out(`${opts.db}: schema upgraded from version ${result.from} to ${result.to}`);
+        }
+      } finally {
+        db.close();
+      }
+    });
+}

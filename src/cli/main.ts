@@ -1,0 +1,41 @@
+/**
+ * The `sessiond` command. Only this file (through `cliContext`) reads `process.env`.
+ */
+import { Command, CommanderError } from 'commander';
+import { cliContext } from './context.ts';
+import { describeError, exitCodeFor, ExitCode } from './exit.ts';
+import { registerMigrate } from './commands/migrate.ts';
+
+export function buildProgram(ctx = cliContext(process.env)): Command {
+  const program = new Command('sessiond')
+    .description('durable, single-owner execution of sessions over an event log')
+    .showHelpAfterError(true)
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
+  registerMigrate(program, ctx);
+  for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError(true);
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const ctx = cliContext(process.env);
+  const program = buildProgram(ctx);
+  if (argv.length === 0) {
+    program.outputHelp({ error: true });
+    return ExitCode.Usage;
+  }
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return ExitCode.Ok;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // help and version exit 0; every other commander error is a usage error (already printed)
+      return err.exitCode === 0 ? ExitCode.Ok : ExitCode.Usage;
+    }
+    ctx.err(describeError(err, process.env.SESSIOND_DEBUG === '1'));
+    return exitCodeFor(err);
+  }
+}
+
+const code = await main(process.argv.slice(2));
+process.exitCode = code;

@@ -1,0 +1,99 @@
+/**
+ * The event catalog: every event type sessiond writes or publishes, defined once. Each entry has a
+ * schema version, a runtime schema for its payload (types are inferred from it), and whether it is
+ * durable (stored in the log) or live-only (published on NATS core subjects, never stored).
+ *
+ * Event types are past tense; the strings below are the only place they are spelled.
+ */
+import { z } from 'zod';
+
+const id = z.string().min(1).max(128);
+const seq = z.number().int().min(-1);
+const time = z.number().int().nonnegative();
+
+export const RecordedError = z.object({
+  type: z.string().min(1),
+  message: z.string(),
+  name: z.string().optional(),
+});
+export type RecordedError = z.infer<typeof RecordedError>;
+
+export const Delivery = z.enum(['steer', 'queue']);
+export type Delivery = z.infer<typeof Delivery>;
+
+/** `safe`: no external effect has started, rerunning is harmless. `unknown`: a model request or tool may be in flight. */
+export const ExecutionPhase = z.enum(['safe', 'unknown']);
+export type ExecutionPhase = z.infer<typeof ExecutionPhase>;
+
+export const SettleOutcome = z.enum(['succeeded', 'failed', 'released']);
+export type SettleOutcome = z.infer<typeof SettleOutcome>;
+
+function event<const T extends string, S extends z.ZodType>(type: T, schema: S, options: { version?: number; durable?: boolean } = {}) {
+  return { type, schema, version: options.version ?? 1, durable: options.durable ?? true } as const;
+}
+
+export const catalog = {
+  'execution.claimed': event('execution.claimed', z.object({
+    executionId: id, ownerId: id, expiresAt: time, leaseMs: z.number().int().positive(), assistantSeq: seq,
+  })),
+  'execution.renewed': event('execution.renewed', z.object({ executionId: id, expiresAt: time })),
+  'execution.started': event('execution.started', z.object({ executionId: id })),
+  'execution.phase': event('execution.phase', z.object({ executionId: id, phase: ExecutionPhase })),
+  'execution.cancelled': event('execution.cancelled', z.object({ executionId: id, reason: z.string().max(1000).optional() })),
+  'execution.settled': event('execution.settled', z.object({
+    executionId: id, outcome: SettleOutcome, error: RecordedError.optional(),
+  })),
+
+  'input.admitted': event('input.admitted', z.object({
+    inputId: id, prompt: z.string(), delivery: Delivery, wake: z.boolean(),
+    source: z.enum(['user', 'recovery']).default('user'),
+  })),
+  'input.promoted': event('input.promoted', z.object({ inputId: id, executionId: id })),
+
+  'step.started': event('step.started', z.object({ executionId: id, messageId: id, step: z.number().int().nonnegative() })),
+  'step.ended': event('step.ended', z.object({ executionId: id, messageId: id, finish: z.string().min(1) })),
+  'step.failed': event('step.failed', z.object({ executionId: id, messageId: id, error: RecordedError })),
+  'step.recovered': event('step.recovered', z.object({ executionId: id, messageId: id, reason: z.string() })),
+
+  'text.delta': event('text.delta', z.object({ executionId: id, messageId: id, partId: id, delta: z.string() }), { durable: false }),
+  'text.completed': event('text.completed', z.object({ executionId: id, messageId: id, partId: id, text: z.string() })),
+
+  'tool.called': event('tool.called', z.object({
+    executionId: id, messageId: id, callId: id, name: z.string().min(1), input: z.unknown(),
+    durable: z.boolean(), idempotencyKey: z.string().optional(),
+  })),
+  'tool.started': event('tool.started', z.object({ executionId: id, messageId: id, callId: id })),
+  'tool.succeeded': event('tool.succeeded', z.object({ executionId: id, messageId: id, callId: id, output: z.unknown() })),
+  'tool.failed': event('tool.failed', z.object({ executionId: id, messageId: id, callId: id, error: RecordedError })),
+
+  'compaction.started': event('compaction.started', z.object({ executionId: id, messageId: id, reason: z.string() })),
+  'compaction.completed': event('compaction.completed', z.object({ executionId: id, messageId: id, summary: z.string() })),
+
+  'recovery.started': event('recovery.started', z.object({ executionId: id })),
+  'recovery.completed': event('recovery.completed', z.object({
+    executionId: id, assistantMessageId: id.nullable(), continuationInputId: id.nullable(),
+    phase: ExecutionPhase, error: RecordedError.optional(),
+  })),
+  'recovery.wake_requested': event('recovery.wake_requested', z.object({ executionId: id, attempt: z.number().int().positive() })),
+  'recovery.wake_delivered': event('recovery.wake_delivered', z.object({ executionId: id, byExecutionId: id })),
+  'recovery.wake_failed': event('recovery.wake_failed', z.object({
+    executionId: id, attempt: z.number().int().positive(), error: RecordedError, parked: z.boolean(),
+  })),
+} as const;
+
+export type Catalog = typeof catalog;
+export type EventType = keyof Catalog;
+export type PayloadOf<T extends EventType> = z.output<Catalog[T]['schema']>;
+/** What a producer passes in: defaults (like `source`) may be left out. */
+export type PayloadInputOf<T extends EventType> = z.input<Catalog[T]['schema']>;
+
+export const eventTypes = Object.keys(catalog) as EventType[];
+export const durableEventTypes = eventTypes.filter((t) => catalog[t].durable);
+export const liveOnlyEventTypes = eventTypes.filter((t) => !catalog[t].durable);
+
+export function isEventType(value: unknown): value is EventType {
+  return typeof value === 'string' && Object.hasOwn(catalog, value);
+}
+export function isDurable(type: EventType): boolean {
+  return catalog[type].durable;
+}

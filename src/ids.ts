@@ -1,0 +1,57 @@
+import { randomUUID } from 'node:crypto';
+import { ErrorCode, SessiondError } from './errors.ts';
+
+/** Longest id accepted anywhere an id can become a NATS subject token. */
+export const MAX_ID_LENGTH = 128;
+
+// A NATS subject token must not contain '.', '*', '>' or whitespace; we also refuse control
+// characters and anything outside printable ASCII so ids survive every transport unchanged.
+const ID_PATTERN = /^[A-Za-z0-9_\-:+=@]+$/;
+
+/**
+ * Checks an id that will be used as a NATS subject token or a database key and returns it.
+ * Throws `invalid_id` naming the id's role, what is wrong and what is allowed.
+ */
+export function validateId(value: unknown, role = 'id'): string {
+  const fail = (why: string): never => {
+    throw new SessiondError(
+      ErrorCode.InvalidId,
+      `Invalid ${role} ${JSON.stringify(value)}: ${why}. Use 1-${MAX_ID_LENGTH} characters from A-Z a-z 0-9 _ - : + = @ (no dots, spaces, wildcards or control characters).`,
+      { details: { role, value } },
+    );
+  };
+  if (typeof value !== 'string') return fail(`expected a string, got ${value === null ? 'null' : typeof value}`);
+  if (value.length === 0) return fail('it is empty');
+  if (value.length > MAX_ID_LENGTH) return fail(`it is ${value.length} characters long`);
+  if (!ID_PATTERN.test(value)) {
+    const bad = [...value].find((c) => !ID_PATTERN.test(c)) ?? '';
+    const shown = /[\x00-\x1f\x7f]/.test(bad) ? `control character U+${bad.charCodeAt(0).toString(16).padStart(4, '0')}` : JSON.stringify(bad);
+    return fail(`it contains ${shown}`);
+  }
+  return value;
+}
+
+export function isValidId(value: unknown): value is string {
+  try {
+    validateId(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Source of new ids; injected so tests and replays are deterministic. */
+export interface IdSource {
+  next(prefix: string): string;
+}
+
+/** Random ids: `<prefix>_<uuid without dashes>`. */
+export const randomIds: IdSource = {
+  next: (prefix) => `${prefix}_${randomUUID().replaceAll('-', '')}`,
+};
+
+/** Deterministic ids for tests: `<prefix>_<seed><counter>`. */
+export function sequentialIds(seed = ''): IdSource {
+  let n = 0;
+  return { next: (prefix) => `${prefix}_${seed}${String(++n).padStart(6, '0')}` };
+}

@@ -1,0 +1,7 @@
+import type { Migration } from '../migrate.ts';
+import { migration001 } from './001_event_log.ts';
+import { migration002 } from './002_inputs_recovery.ts';
+
+/** Every migration this build knows, in order. Append only: never edit a shipped migration. */
+export const migrations: readonly Migration[] = [migration001, migration002];
+export const LATEST_SCHEMA_VERSION = migrations.length;

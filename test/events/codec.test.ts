@@ -1,0 +1,96 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { decodeEvent, encodeEvent, pack, parseDraft, DEFAULT_MAX_PAYLOAD_BYTES } from '../../src/events/codec.ts';
+import { catalog, durableEventTypes, liveOnlyEventTypes } from '../../src/events/catalog.ts';
+import type { SessionEvent } from '../../src/events/envelope.ts';
+import { ErrorCode, SessiondError } from '../../src/errors.ts';
+
+const claimed: SessionEvent = {
+  id: 'evt_1', type: 'execution.claimed', version: 1, sessionId: 'ses_a', seq: 1, time: 1000,
+  payload: { executionId: 'exe_1', ownerId: 'own_1', expiresAt: 31_000, leaseMs: 30_000, assistantSeq: -1 },
+};
+
+function codeOf(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    assert.instance(err, SessiondError, 'a typed SessiondError');
+    return (err as SessiondError).code;
+  }
+  throw new Error('expected a throw');
+}
+function messageOf(fn: () => unknown): string {
+  try { fn(); } catch (err) { return (err as Error).message; }
+  throw new Error('expected a throw');
+}
+
+test('codec - round-trips an event through msgpack as a plain map', () => {
+  const bytes = encodeEvent(claimed);
+  assert.equal(decodeEvent(bytes), claimed);
+  // no msgpackr record extension (0xd4 0x72 ...) or shared structures: a generic decoder sees a map
+  assert.is(bytes[0]! & 0xf0, 0x80, 'fixmap header');
+});
+
+test('codec - bad bytes are a decode_failed error, never a crash', () => {
+  assert.is(codeOf(() => decodeEvent(new Uint8Array([0x92, 0x01]))), ErrorCode.DecodeFailed);
+  assert.is(codeOf(() => decodeEvent(new Uint8Array([0xc1]))), ErrorCode.DecodeFailed);
+  assert.is(codeOf(() => decodeEvent(pack([1, 2, 3]))), ErrorCode.DecodeFailed);
+  assert.match(messageOf(() => decodeEvent(pack({ id: 'x' }))), 'not an event envelope');
+});
+
+test('codec - an unknown type says which and what to do', () => {
+  const bytes = pack({ ...claimed, type: 'execution.exploded' });
+  assert.is(codeOf(() => decodeEvent(bytes)), ErrorCode.UnknownEventType);
+  assert.match(messageOf(() => decodeEvent(bytes)), '"execution.exploded"');
+});
+
+test('codec - a version this build cannot read is refused', () => {
+  const bytes = pack({ ...claimed, version: 7 });
+  assert.is(codeOf(() => decodeEvent(bytes)), ErrorCode.UnsupportedEventVersion);
+  assert.match(messageOf(() => decodeEvent(bytes)), 'version 7');
+});
+
+test('codec - a payload failing its schema names the field', () => {
+  const bytes = pack({ ...claimed, payload: { ...claimed.payload, expiresAt: 'soon' } });
+  assert.is(codeOf(() => decodeEvent(bytes)), ErrorCode.InvalidPayload);
+  assert.match(messageOf(() => decodeEvent(bytes)), 'expiresAt');
+});
+
+test('codec - an invalid session id in a frame is refused', () => {
+  const bytes = pack({ ...claimed, sessionId: 'ses.a' });
+  assert.is(codeOf(() => decodeEvent(bytes)), ErrorCode.InvalidId);
+});
+
+test('codec - payloads over the size limit get a clear error', () => {
+  const big = 'x'.repeat(DEFAULT_MAX_PAYLOAD_BYTES + 10);
+  const draft = { id: 'evt_2', type: 'text.completed' as const, time: 1, payload: { executionId: 'e', messageId: 'm', partId: 'p', text: big } };
+  assert.is(codeOf(() => parseDraft(draft)), ErrorCode.PayloadTooLarge);
+  assert.match(messageOf(() => parseDraft(draft)), `limit of ${DEFAULT_MAX_PAYLOAD_BYTES} bytes`);
+  assert.is(codeOf(() => parseDraft({ ...draft, payload: { ...draft.payload, text: 'small' } }, 10)), ErrorCode.PayloadTooLarge);
+});
+
+test('codec - drafts get schema defaults applied and are validated', () => {
+  const d = parseDraft({ id: 'evt_3', type: 'input.admitted', time: 5, payload: { inputId: 'in_1', prompt: 'hi', delivery: 'queue', wake: true } });
+  assert.equal(d.payload, { inputId: 'in_1', prompt: 'hi', delivery: 'queue', wake: true, source: 'user' });
+  assert.is(codeOf(() => parseDraft({ id: 'evt_4', type: 'input.admitted', time: 5, payload: { inputId: 'in_1', prompt: 'hi', delivery: 'later', wake: true } } as never)), ErrorCode.InvalidPayload);
+  assert.is(codeOf(() => parseDraft({ id: 'evt 5', type: 'execution.started', time: 5, payload: { executionId: 'e' } })), ErrorCode.InvalidId);
+});
+
+test('catalog - every type has a version and schema; text deltas are live-only', () => {
+  for (const [type, entry] of Object.entries(catalog)) {
+    assert.is(entry.type, type);
+    assert.ok(entry.version >= 1);
+    assert.type(entry.schema.safeParse, 'function');
+    assert.match(type, /^[a-z]+\.[a-z_]+$/, `${type} is <noun>.<past-tense>`);
+  }
+  assert.equal(liveOnlyEventTypes, ['text.delta']);
+  assert.ok(durableEventTypes.includes('execution.claimed'));
+  for (const t of ['execution.claimed', 'execution.renewed', 'execution.phase', 'execution.cancelled', 'execution.settled',
+    'input.admitted', 'input.promoted', 'step.started', 'step.ended', 'step.failed', 'step.recovered', 'text.delta',
+    'tool.called', 'tool.succeeded', 'tool.failed', 'compaction.started', 'compaction.completed',
+    'recovery.wake_requested', 'recovery.wake_delivered', 'recovery.wake_failed']) {
+    assert.ok(t in catalog, `${t} is in the catalog`);
+  }
+});
+
+test.run();

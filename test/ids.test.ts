@@ -1,0 +1,36 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { validateId, isValidId, sequentialIds, randomIds, MAX_ID_LENGTH } from '../src/ids.ts';
+import { ErrorCode, isSessiondError } from '../src/errors.ts';
+
+test('ids - accepts subject-safe ids', () => {
+  for (const ok of ['ses_1', 'a', 'ses-ABC:12+x=y@z', 'x'.repeat(MAX_ID_LENGTH)]) assert.is(validateId(ok), ok);
+});
+
+test('ids - refuses dots, spaces, wildcards, control characters, empty and overlong ids, naming the problem', () => {
+  const cases: [unknown, string][] = [
+    ['ses.1', '"."'], ['ses 1', '" "'], ['ses*', '"*"'], ['ses>', '">"'], ['a\u0000b', 'U+0000'], ['a\nb', 'U+000a'],
+    ['', 'empty'], ['x'.repeat(MAX_ID_LENGTH + 1), `${MAX_ID_LENGTH + 1} characters`], [42, 'got number'], [null, 'got null'],
+  ];
+  for (const [value, why] of cases) {
+    try {
+      validateId(value, 'session id');
+      assert.unreachable(`should refuse ${JSON.stringify(value)}`);
+    } catch (err) {
+      assert.ok(isSessiondError(err, ErrorCode.InvalidId));
+      assert.match((err as Error).message, 'Invalid session id');
+      assert.match((err as Error).message, why);
+    }
+    assert.not.ok(isValidId(value));
+  }
+});
+
+test('ids - sources: sequential ids are deterministic, random ids are valid and distinct', () => {
+  const a = sequentialIds('t');
+  assert.equal([a.next('exe'), a.next('evt')], ['exe_t000001', 'evt_t000002']);
+  const r1 = randomIds.next('ses');
+  assert.ok(isValidId(r1));
+  assert.is.not(r1, randomIds.next('ses'));
+});
+
+test.run();
