@@ -1,0 +1,82 @@
+/**
+ * The event log port. Two implementations pass one contract suite (`src/testing/event-log-contract.ts`):
+ * the embedded SQLite log (`src/storage/sqlite-event-log.ts`) and the JetStream log (`src/nats`).
+ *
+ * Per-session sequences are 1-based and gap-free; `expectedSeq` is the fencing token. An append
+ * whose expectation is stale is refused with `SequenceConflictError` carrying the actual sequence,
+ * so a zombie owner can never write into a session someone else moved on.
+ *
+ * Positions order commits globally. They are non-decreasing in commit order; events that share a
+ * position always arrive in the same batch; `after: p` resumes after every event whose position is
+ * <= p. (The SQLite log gives each event its own position; JetStream gives one position per append,
+ * so an append is never split there.)
+ */
+import { ErrorCode, SessiondError } from '../errors.ts';
+import type { DraftEvent, SessionEvent } from './envelope.ts';
+
+export interface SubscribeOptions {
+  /** Deliver commits with position greater than this (0 = from the beginning). */
+  after?: number;
+  /** Called once per committed batch, in commit order; the next batch waits for the returned promise. */
+  onBatch: (events: SessionEvent[]) => void | Promise<void>;
+  /** A handler that throws stops the subscription and lands here (default: logged to stderr). */
+  onError?: (err: unknown) => void;
+}
+
+export interface Subscription {
+  /** Position of the last batch handed to `onBatch` and finished. */
+  readonly position: number;
+  close(): Promise<void>;
+}
+
+export interface EventLog {
+  /** Human-readable name for logs: "sqlite:/path" or "nats:stream". */
+  readonly name: string;
+  /**
+   * Appends `drafts` to a session whose last sequence must be `expectedSeq` (0 for a new session),
+   * atomically. Returns the committed events. A retry of an append whose events are already
+   * committed (same ids) returns those events without writing them again.
+   */
+  append(sessionId: string, expectedSeq: number, drafts: DraftEvent[]): Promise<SessionEvent[]>;
+  /** A session's events with seq > afterSeq, in order (limit: at most that many). */
+  readSession(sessionId: string, options?: { afterSeq?: number; limit?: number }): Promise<SessionEvent[]>;
+  /** A session's last sequence (0 when it has no events). */
+  lastSeq(sessionId: string): Promise<number>;
+  /** Events in commit order with position > after (limit: at most that many, whole batches). */
+  readAll(options?: { after?: number; limit?: number }): Promise<SessionEvent[]>;
+  /** Position of the last commit (0 when empty). */
+  head(): Promise<number>;
+  /** Committed events in commit order, from `after`, as they are committed (in this or any process). */
+  subscribe(options: SubscribeOptions): Subscription;
+  close(): Promise<void>;
+}
+
+export class SequenceConflictError extends SessiondError {
+  readonly sessionId: string;
+  readonly expectedSeq: number;
+  readonly actualSeq: number;
+  constructor(sessionId: string, expectedSeq: number, actualSeq: number, cause?: unknown) {
+    super(ErrorCode.SequenceConflict,
+      `Session ${sessionId} is at sequence ${actualSeq}, not ${expectedSeq} as expected: another writer appended first. Reload the session and decide again.`,
+      { cause, details: { sessionId, expectedSeq, actualSeq } });
+    this.name = 'SequenceConflictError';
+    this.sessionId = sessionId;
+    this.expectedSeq = expectedSeq;
+    this.actualSeq = actualSeq;
+  }
+}
+
+export function isSequenceConflict(err: unknown): err is SequenceConflictError {
+  return err instanceof SequenceConflictError;
+}
+
+/** Thrown when some, but not all, of an append's event ids are already committed. */
+export function duplicateEventError(sessionId: string, ids: string[]): SessiondError {
+  return new SessiondError(ErrorCode.DuplicateEvent,
+    `Append to session ${sessionId} reuses event ids already committed (${ids.slice(0, 3).join(', ')}${ids.length > 3 ? ', ...' : ''}) together with new ones. Retry the exact same batch, or use fresh ids.`,
+    { details: { sessionId, ids } });
+}
+
+export function logClosedError(name: string): SessiondError {
+  return new SessiondError(ErrorCode.LogClosed, `Event log ${name} is closed.`);
+}

@@ -1,0 +1,191 @@
+/**
+ * The EventLog contract, written once and run against every implementation:
+ *
+ *   eventLogContract('sqlite', async () => ({ log, another, cleanup })).run();
+ *
+ * `another()` opens a second, independent handle on the same log (a second connection, as another
+ * process would), so cross-handle fencing and subscription are covered.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { EventLog } from '../events/event-log.ts';
+import { SequenceConflictError } from '../events/event-log.ts';
+import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
+import { ErrorCode, isSessiondError } from '../errors.ts';
+import { waitFor } from './wait.ts';
+
+export interface LogFixture {
+  log: EventLog;
+  another: () => Promise<EventLog>;
+  cleanup: () => Promise<void>;
+}
+
+let counter = 0;
+const uid = (p: string) => `${p}_${process.pid}_${Date.now().toString(36)}_${++counter}`;
+
+export function started(executionId = 'exe_1', step = 0, messageId = uid('msg')): DraftEvent {
+  return { id: uid('evt'), type: 'step.started', time: 1000 + counter, payload: { executionId, messageId, step } };
+}
+export function admitted(prompt = 'hello'): DraftEvent {
+  return { id: uid('evt'), type: 'input.admitted', time: 1000 + counter, payload: { inputId: uid('in'), prompt, delivery: 'queue', wake: true } };
+}
+
+async function expectCode(p: Promise<unknown>, code: string): Promise<Error> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(isSessiondError(err), `a SessiondError, got ${String(err)}`);
+    assert.is((err as { code: string }).code, code);
+    return err as Error;
+  }
+  throw new assert.Assertion({ message: `expected a ${code} error`, operator: 'throws', actual: 'resolved', expects: code, generated: true });
+}
+
+export function eventLogContract(name: string, open: () => Promise<LogFixture>) {
+  const s = suite<{ fx: LogFixture }>(`EventLog contract (${name})`, {} as { fx: LogFixture });
+  s.before.each(async (ctx) => { ctx.fx = await open(); });
+  s.after.each(async (ctx) => { await ctx.fx.cleanup(); });
+
+  s('appends a batch to a new session and reads it back in order', async ({ fx }) => {
+    const ses = uid('ses');
+    const drafts = [admitted('a'), started(), admitted('b')];
+    const committed = await fx.log.append(ses, 0, drafts);
+    assert.equal(committed.map((e) => e.seq), [1, 2, 3]);
+    assert.equal(committed.map((e) => e.id), drafts.map((d) => d.id));
+    assert.is((committed[0] as SessionEvent<'input.admitted'>).payload.source, 'user', 'schema defaults applied');
+    const read = await fx.log.readSession(ses);
+    assert.equal(read.map(strip), committed.map(strip));
+    assert.is(await fx.log.lastSeq(ses), 3);
+    assert.is(await fx.log.lastSeq(uid('nobody')), 0);
+  });
+
+  s('refuses a stale expected sequence with the actual one, writing nothing', async ({ fx }) => {
+    const ses = uid('ses');
+    await fx.log.append(ses, 0, [admitted(), admitted()]);
+    const err = await expectCode(fx.log.append(ses, 1, [admitted()]), ErrorCode.SequenceConflict);
+    assert.instance(err, SequenceConflictError);
+    assert.is((err as SequenceConflictError).actualSeq, 2);
+    assert.is((err as SequenceConflictError).expectedSeq, 1);
+    await expectCode(fx.log.append(ses, 5, [admitted()]), ErrorCode.SequenceConflict);
+    await expectCode(fx.log.append(ses, 0, [admitted()]), ErrorCode.SequenceConflict);
+    assert.is(await fx.log.lastSeq(ses), 2);
+  });
+
+  s('concurrent appends at one expected sequence: exactly one wins, across handles', async ({ fx }) => {
+    const other = await fx.another();
+    try {
+      const ses = uid('ses');
+      await fx.log.append(ses, 0, [admitted()]);
+      const attempts = await Promise.allSettled([
+        fx.log.append(ses, 1, [started('exe_a'), admitted()]),
+        other.append(ses, 1, [started('exe_b'), admitted()]),
+        fx.log.append(ses, 1, [started('exe_c')]),
+        other.append(ses, 1, [started('exe_d')]),
+      ]);
+      const won = attempts.filter((a) => a.status === 'fulfilled');
+      assert.is(won.length, 1, 'one append wins');
+      for (const a of attempts) if (a.status === 'rejected') assert.instance(a.reason, SequenceConflictError);
+      const events = await other.readSession(ses);
+      const winner = (won[0] as PromiseFulfilledResult<SessionEvent[]>).value;
+      assert.equal(events.slice(1).map((e) => e.id), winner.map((e) => e.id));
+    } finally {
+      await other.close();
+    }
+  });
+
+  s('a retried append with the same event ids is not written twice', async ({ fx }) => {
+    const ses = uid('ses');
+    const batch = [admitted(), started()];
+    const first = await fx.log.append(ses, 0, batch);
+    const retry = await fx.log.append(ses, 0, batch);
+    assert.equal(retry.map((e) => [e.id, e.seq]), first.map((e) => [e.id, e.seq]));
+    assert.is(await fx.log.lastSeq(ses), 2);
+    assert.is((await fx.log.readSession(ses)).length, 2);
+    // old ids mixed with new ones: refused, nothing written
+    await fx.log.append(ses, 2, [admitted()]);
+    const mixed = await fx.log.append(ses, 3, [batch[0]!, admitted()]).then(() => 'ok', (e) => e);
+    assert.ok(isSessiondError(mixed), 'mixed old/new ids refused');
+    assert.is(await fx.log.lastSeq(ses), 3);
+  });
+
+  s('a batch is atomic: one invalid event writes nothing; live-only and empty batches are refused', async ({ fx }) => {
+    const ses = uid('ses');
+    const bad = { id: uid('evt'), type: 'step.started', time: 1, payload: { executionId: 'exe_1', messageId: 'm', step: -4 } } as DraftEvent;
+    await expectCode(fx.log.append(ses, 0, [admitted(), bad]), ErrorCode.InvalidPayload);
+    assert.is(await fx.log.lastSeq(ses), 0);
+    const delta = { id: uid('evt'), type: 'text.delta', time: 1, payload: { executionId: 'e', messageId: 'm', partId: 'p', delta: 'x' } } as DraftEvent;
+    await expectCode(fx.log.append(ses, 0, [delta]), ErrorCode.InvalidPayload);
+    await expectCode(fx.log.append(ses, 0, []), ErrorCode.InvalidOption);
+    await expectCode(fx.log.append('bad.session', 0, [admitted()]), ErrorCode.InvalidId);
+    assert.is(await fx.log.lastSeq(ses), 0);
+  });
+
+  s('reads a session from a sequence, with a limit', async ({ fx }) => {
+    const ses = uid('ses');
+    await fx.log.append(ses, 0, [admitted('1'), admitted('2'), admitted('3'), admitted('4')]);
+    assert.equal((await fx.log.readSession(ses, { afterSeq: 2 })).map((e) => e.seq), [3, 4]);
+    assert.equal((await fx.log.readSession(ses, { afterSeq: 1, limit: 2 })).map((e) => e.seq), [2, 3]);
+    assert.equal(await fx.log.readSession(ses, { afterSeq: 4 }), []);
+  });
+
+  s('reads everything in commit order from a global position', async ({ fx }) => {
+    const start = await fx.log.head();
+    const a = uid('ses');
+    const b = uid('ses');
+    const c1 = await fx.log.append(a, 0, [admitted('a1')]);
+    const c2 = await fx.log.append(b, 0, [admitted('b1'), admitted('b2')]);
+    const c3 = await fx.log.append(a, 1, [admitted('a2')]);
+    const all = await fx.log.readAll({ after: start });
+    assert.equal(all.map((e) => e.id), [...c1, ...c2, ...c3].map((e) => e.id));
+    const positions = all.map((e) => e.position!);
+    assert.ok(positions.every((p, i) => i === 0 || p >= positions[i - 1]!), 'positions never decrease');
+    assert.is(await fx.log.head(), positions[positions.length - 1]);
+    const afterFirst = await fx.log.readAll({ after: c1[0]!.position! });
+    assert.equal(afterFirst.map((e) => e.id), [...c2, ...c3].map((e) => e.id));
+  });
+
+  s('subscribers see past and new commits in order, including another handle\'s', async ({ fx }) => {
+    const other = await fx.another();
+    const start = await fx.log.head();
+    const ses = uid('ses');
+    const seen: string[] = [];
+    const sub = fx.log.subscribe({ after: start, onBatch: (events) => { for (const e of events) seen.push(e.id); } });
+    try {
+      const mine = await fx.log.append(ses, 0, [admitted('x')]);
+      const theirs = await other.append(ses, 1, [admitted('y'), admitted('z')]);
+      const expected = [...mine, ...theirs].map((e) => e.id);
+      await waitFor(() => seen.length >= 3, { timeoutMs: 5000, what: 'subscriber to see 3 events' });
+      assert.equal(seen, expected);
+      await waitFor(() => sub.position >= theirs[1]!.position!, { timeoutMs: 2000, what: 'subscription position to advance' });
+      // resuming from the position of the first commit delivers only what came after it
+      const resumed: string[] = [];
+      const sub2 = other.subscribe({ after: mine[0]!.position!, onBatch: (events) => { for (const e of events) resumed.push(e.id); } });
+      await waitFor(() => resumed.length >= 2, { timeoutMs: 5000, what: 'resumed subscriber' });
+      assert.equal(resumed.filter((id) => expected.includes(id)), expected.slice(1));
+      await sub2.close();
+    } finally {
+      await sub.close();
+      await other.close();
+    }
+  });
+
+  s('a subscriber whose handler throws stops and reports the error', async ({ fx }) => {
+    const errors: unknown[] = [];
+    const sub = fx.log.subscribe({
+      after: await fx.log.head(),
+      onBatch: () => { throw new Error('handler broke'); },
+      onError: (err) => errors.push(err),
+    });
+    await fx.log.append(uid('ses'), 0, [admitted()]);
+    await waitFor(() => errors.length > 0, { timeoutMs: 5000, what: 'onError' });
+    assert.match(String(errors[0]), 'handler broke');
+    await sub.close();
+  });
+
+  return s;
+}
+
+function strip(e: SessionEvent) {
+  const { position: _p, ...rest } = e;
+  return rest;
+}
