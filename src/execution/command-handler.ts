@@ -1,0 +1,100 @@
+/**
+ * The one place commands meet I/O: load the session's snapshot (folding what the log has that we
+ * have not seen), let the machine decide, stamp ids and time on the decided events, append them
+ * with the snapshot's sequence as the fencing token, and fold what was committed. A conflict means
+ * someone else wrote first: catch up and decide again (bounded).
+ */
+import type { Clock } from '../clock.ts';
+import type { IdSource } from '../ids.ts';
+import type { EventLog } from '../events/event-log.ts';
+import { isSequenceConflict } from '../events/event-log.ts';
+import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
+import { decide, evolve, initialSnapshot, type SessionSnapshot } from '../machines/decider.ts';
+import { sessionMachine } from '../machines/session-machine.ts';
+import type { Command } from '../machines/commands.ts';
+import { CommandRefusedError } from './errors.ts';
+
+export const DEFAULT_CONFLICT_RETRIES = 8;
+export const DEFAULT_SNAPSHOT_CACHE = 10_000;
+
+export interface CommandResult {
+  events: SessionEvent[];
+  snapshot: SessionSnapshot;
+}
+
+export class CommandHandler {
+  private readonly snapshots = new Map<string, SessionSnapshot>();
+
+  constructor(
+    readonly log: EventLog,
+    readonly clock: Clock,
+    readonly ids: IdSource,
+    private readonly machine = sessionMachine,
+    private readonly cacheSize = DEFAULT_SNAPSHOT_CACHE,
+  ) {}
+
+  /** The session's snapshot, caught up with the log. */
+  async load(sessionId: string): Promise<SessionSnapshot> {
+    let snapshot = this.snapshots.get(sessionId) ?? initialSnapshot(sessionId, this.machine);
+    for (;;) {
+      const events = await this.log.readSession(sessionId, { afterSeq: snapshot.context.seq, limit: 1000 });
+      for (const e of events) snapshot = evolve(snapshot, e, this.machine);
+      if (events.length < 1000) break;
+    }
+    this.remember(sessionId, snapshot);
+    return snapshot;
+  }
+
+  /** The cached snapshot without touching the log (may be behind). */
+  cached(sessionId: string): SessionSnapshot | undefined {
+    return this.snapshots.get(sessionId);
+  }
+
+  /** Folds events committed elsewhere (e.g. seen on a subscription) when they are the next ones. */
+  observe(events: SessionEvent[]): void {
+    for (const e of events) {
+      const snap = this.snapshots.get(e.sessionId);
+      if (!snap) continue;
+      if (e.seq === snap.context.seq + 1) this.snapshots.set(e.sessionId, evolve(snap, e, this.machine));
+      else if (e.seq > snap.context.seq + 1) this.snapshots.delete(e.sessionId); // gap: reload next time
+    }
+  }
+
+  /**
+   * Decides and appends. `fresh: true` catches up with the log before deciding (claims, cancels,
+   * admissions); otherwise the cached snapshot is used and a conflict triggers the catch-up.
+   */
+  async execute(sessionId: string, build: (now: number, snapshot: SessionSnapshot) => Command, options: { fresh?: boolean; retries?: number } = {}): Promise<CommandResult> {
+    const retries = options.retries ?? DEFAULT_CONFLICT_RETRIES;
+    let snapshot = options.fresh || !this.snapshots.has(sessionId) ? await this.load(sessionId) : this.snapshots.get(sessionId)!;
+    for (let attempt = 0; ; attempt++) {
+      const now = this.clock.now();
+      const command = build(now, snapshot);
+      const decision = decide(snapshot, command, this.machine);
+      if (!decision.ok) throw new CommandRefusedError(sessionId, command.type, decision.reason, decision.message);
+      const drafts = decision.events.map((p) => ({ id: this.ids.next('evt'), type: p.type, time: now, payload: p.payload }) as DraftEvent);
+      try {
+        const committed = await this.log.append(sessionId, snapshot.context.seq, drafts);
+        for (const e of committed) snapshot = evolve(snapshot, e, this.machine);
+        this.remember(sessionId, snapshot);
+        return { events: committed, snapshot };
+      } catch (err) {
+        if (!isSequenceConflict(err) || attempt >= retries) throw err;
+        snapshot = await this.load(sessionId);
+      }
+    }
+  }
+
+  forget(sessionId: string): void {
+    this.snapshots.delete(sessionId);
+  }
+
+  private remember(sessionId: string, snapshot: SessionSnapshot): void {
+    this.snapshots.delete(sessionId);
+    this.snapshots.set(sessionId, snapshot);
+    if (this.snapshots.size > this.cacheSize) {
+      const oldest = this.snapshots.keys().next().value;
+      if (oldest !== undefined) this.snapshots.delete(oldest);
+    }
+  }
+}

@@ -1,0 +1,298 @@
+/**
+ * The execution service of one worker process: it claims sessions, runs their turns with the
+ * runner, heartbeats the lease, and settles. Every decision is the session machine's; every write
+ * is a fenced append. One owner id per service instance (per process start).
+ *
+ *   wake(id)    claim if allowed and run; a session owned elsewhere is left alone
+ *   resume(id)  the same, but says why it could not run
+ *   cancel(id)  cancellation wins over any later settlement
+ *   awaitIdle(id)
+ */
+import { systemClock, type Clock, type TimerHandle } from '../clock.ts';
+import { randomIds, validateId, type IdSource } from '../ids.ts';
+import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import type { EventLog } from '../events/event-log.ts';
+import { nullLiveBus, type LiveBus } from '../events/live-bus.ts';
+import type { ProtoEvent, Refusal } from '../machines/commands.ts';
+import type { SessionSnapshot } from '../machines/decider.ts';
+import type { Runner } from '../runner/types.ts';
+import { CommandHandler } from './command-handler.ts';
+import { ClaimLostError, CommandRefusedError, isRefusal } from './errors.ts';
+import { inputsForTurn, loadPrompts } from './inputs.ts';
+import { createRunContext } from './run-context.ts';
+import { recordedError } from './recorded-error.ts';
+import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './registry.ts';
+
+export const DEFAULT_LEASE_MS = 30_000;
+export const DEFAULT_HEARTBEAT_MS = 10_000;
+
+export interface ExecutionOptions {
+  log: EventLog;
+  runner: Runner;
+  clock?: Clock;
+  ids?: IdSource;
+  ownerId?: string;
+  leaseMs?: number;
+  heartbeatMs?: number;
+  bus?: LiveBus;
+  /** Plain-words notices of what the service does (the CLI prints them). */
+  onNotice?: (notice: Notice) => void;
+}
+
+export type Notice =
+  | { type: 'claimed'; sessionId: string; executionId: string }
+  | { type: 'settled'; sessionId: string; executionId: string; outcome: string; error?: string }
+  | { type: 'claim_lost'; sessionId: string; executionId: string }
+  | { type: 'cancelled'; sessionId: string; executionId: string }
+  | { type: 'refused'; sessionId: string; reason: Refusal; message: string }
+  | { type: 'error'; sessionId: string; message: string };
+
+export type ResumeResult =
+  | { status: 'started'; executionId: string }
+  | { status: 'running_here'; executionId: string | null }
+  | { status: 'nothing_pending' }
+  | { status: 'refused'; reason: Refusal; message: string }
+  | { status: 'closed' };
+
+export type CancelResult = { cancelled: true; executionId: string } | { cancelled: false; reason: Refusal; message: string };
+
+export class CancelledError extends SessiondError {
+  constructor(executionId: string, reason?: string) {
+    super(ErrorCode.CommandRefused, `Execution ${executionId} was cancelled${reason ? `: ${reason}` : ''}`, { details: { executionId } });
+    this.name = 'CancelledError';
+  }
+}
+
+class ShutdownError extends Error {
+  constructor() {
+    super('the worker is shutting down');
+    this.name = 'ShutdownError';
+  }
+}
+
+function positiveInt(name: string, value: number): number {
+  if (!Number.isInteger(value) || value <= 0) {
+    throw new SessiondError(ErrorCode.InvalidOption, `Invalid option ${name}=${String(value)}: use a whole number of milliseconds > 0.`);
+  }
+  return value;
+}
+
+export class SessionExecution {
+  readonly ownerId: string;
+  readonly leaseMs: number;
+  readonly heartbeatMs: number;
+  readonly handler: CommandHandler;
+  readonly registry: RunRegistry = createRunRegistry();
+  private readonly clock: Clock;
+  private readonly ids: IdSource;
+  private readonly bus: LiveBus;
+  private readonly runner: Runner;
+  private readonly notice: (n: Notice) => void;
+  private readonly loops = new Map<string, Promise<void>>();
+  private readonly rewake = new Set<string>();
+  private closing = false;
+
+  constructor(options: ExecutionOptions) {
+    this.clock = options.clock ?? systemClock;
+    this.ids = options.ids ?? randomIds;
+    this.ownerId = validateId(options.ownerId ?? this.ids.next('own'), 'owner id');
+    this.leaseMs = positiveInt('leaseMs', options.leaseMs ?? DEFAULT_LEASE_MS);
+    this.heartbeatMs = positiveInt('heartbeatMs', options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
+    if (this.heartbeatMs >= this.leaseMs) {
+      throw new SessiondError(ErrorCode.InvalidOption, `Invalid options: heartbeatMs (${this.heartbeatMs}) must be shorter than leaseMs (${this.leaseMs}), ideally a third of it.`);
+    }
+    this.bus = options.bus ?? nullLiveBus;
+    this.runner = options.runner;
+    this.notice = options.onNotice ?? (() => {});
+    this.handler = new CommandHandler(options.log, this.clock, this.ids);
+  }
+
+  get log(): EventLog {
+    return this.handler.log;
+  }
+
+  /** Claims the session if allowed and runs it in the background. Refusals are silent (see `resume`). */
+  async wake(sessionId: string): Promise<void> {
+    await this.resume(sessionId);
+  }
+
+  /** Like `wake`, but reports what happened: started, already running here, nothing to do, or refused and why. */
+  async resume(sessionId: string): Promise<ResumeResult> {
+    validateId(sessionId, 'session id');
+    if (this.closing) return { status: 'closed' };
+    const mine = localRun(this.registry, sessionId);
+    if (mine) {
+      this.rewake.add(sessionId);
+      return { status: 'running_here', executionId: mine.executionId };
+    }
+    this.registry.trigger.begin({ sessionId });
+    let first!: (r: ResumeResult) => void;
+    const firstResult = new Promise<ResumeResult>((r) => (first = r));
+    const loop = this.drive(sessionId, first).catch((err) => {
+      this.notice({ type: 'error', sessionId, message: messageOf(err) });
+      first({ status: 'refused', reason: 'claim_lost', message: messageOf(err) });
+    }).finally(() => {
+      this.loops.delete(sessionId);
+      this.registry.trigger.end({ sessionId });
+    });
+    this.loops.set(sessionId, loop);
+    return firstResult;
+  }
+
+  /** Cancels the session's execution in progress (here or in another process). Cancellation is final. */
+  async cancel(sessionId: string, reason?: string): Promise<CancelResult> {
+    validateId(sessionId, 'session id');
+    try {
+      const { events } = await this.handler.execute(sessionId, (now) => ({ type: 'cancel', now, ...(reason ? { reason } : {}) }), { fresh: true });
+      const executionId = (events[0] as { payload: { executionId: string } }).payload.executionId;
+      const run = localRun(this.registry, sessionId);
+      if (run?.executionId === executionId && run.controller && !run.controller.signal.aborted) {
+        run.controller.abort(new CancelledError(executionId, reason));
+      }
+      this.notice({ type: 'cancelled', sessionId, executionId });
+      return { cancelled: true, executionId };
+    } catch (err) {
+      if (isRefusal(err)) return { cancelled: false, reason: err.reason, message: err.message };
+      throw err;
+    }
+  }
+
+  /** Resolves when this worker is no longer driving the session. */
+  awaitIdle(sessionId: string): Promise<void> {
+    return whenIdle(this.registry, sessionId);
+  }
+
+  /** The session's state, caught up with the log. */
+  status(sessionId: string): Promise<SessionSnapshot> {
+    return this.handler.load(validateId(sessionId, 'session id'));
+  }
+
+  /** Stops taking work; turns in progress here are aborted and handed back (`released`). */
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const run of Object.values(this.registry.getSnapshot().context.runs)) {
+      if (run.controller && !run.controller.signal.aborted) run.controller.abort(new ShutdownError());
+    }
+    await Promise.allSettled([...this.loops.values()]);
+  }
+
+  /** Claims and runs turns while the session has pending inputs. */
+  private async drive(sessionId: string, first: (r: ResumeResult) => void): Promise<void> {
+    let reported = false;
+    const report = (r: ResumeResult) => {
+      if (!reported) first(r);
+      reported = true;
+    };
+    while (!this.closing) {
+      this.rewake.delete(sessionId);
+      const snapshot = await this.handler.load(sessionId);
+      if (snapshot.context.pending.length === 0) {
+        if (this.rewake.has(sessionId)) continue;
+        // end synchronously: a wake arriving after this check starts a new loop instead of being lost
+        this.registry.trigger.end({ sessionId });
+        return report({ status: 'nothing_pending' });
+      }
+      const executionId = this.ids.next('exe');
+      try {
+        await this.handler.execute(sessionId, (now) => ({ type: 'claim', now, ownerId: this.ownerId, executionId, leaseMs: this.leaseMs }), { fresh: true });
+      } catch (err) {
+        if (isRefusal(err)) {
+          this.notice({ type: 'refused', sessionId, reason: err.reason, message: err.message });
+          return report({ status: 'refused', reason: err.reason, message: err.message });
+        }
+        throw err;
+      }
+      this.notice({ type: 'claimed', sessionId, executionId });
+      report({ status: 'started', executionId });
+      await this.runTurn(sessionId, executionId);
+    }
+    report({ status: 'closed' });
+  }
+
+  private async runTurn(sessionId: string, executionId: string): Promise<void> {
+    const controller = new AbortController();
+    this.registry.trigger.attach({ sessionId, executionId, controller });
+    const stopHeartbeat = this.startHeartbeat(sessionId, executionId, controller);
+    const ownerId = this.ownerId;
+    try {
+      const started = await this.handler.execute(sessionId, (now) => ({ type: 'start', now, ownerId, executionId }));
+      const turn = inputsForTurn(started.snapshot.context.pending);
+      const inputs = await loadPrompts(this.log, sessionId, turn);
+      if (turn.length > 0) {
+        const promoted = turn.map((i): ProtoEvent => ({ type: 'input.promoted', payload: { inputId: i.inputId, executionId } }));
+        await this.handler.execute(sessionId, (now) => ({ type: 'record', now, ownerId, executionId, events: promoted }));
+      }
+      const ctx = createRunContext({ handler: this.handler, clock: this.clock, ids: this.ids, bus: this.bus, sessionId, executionId, ownerId, inputs, controller });
+      await this.runner(ctx);
+      if (controller.signal.aborted) throw controller.signal.reason;
+      await this.settle(sessionId, executionId, 'succeeded');
+    } catch (err) {
+      await this.afterFailure(sessionId, executionId, controller, err);
+    } finally {
+      stopHeartbeat();
+      this.registry.trigger.detach({ sessionId });
+    }
+  }
+
+  private async afterFailure(sessionId: string, executionId: string, controller: AbortController, err: unknown): Promise<void> {
+    const reason = controller.signal.aborted ? controller.signal.reason : err;
+    if (reason instanceof ClaimLostError || isRefusal(reason, 'claim_lost')) {
+      this.notice({ type: 'claim_lost', sessionId, executionId });
+      return;
+    }
+    if (reason instanceof CancelledError || isRefusal(reason, 'cancelled')) return; // already settled by the cancellation
+    if (reason instanceof ShutdownError) {
+      await this.settle(sessionId, executionId, 'released');
+      return;
+    }
+    await this.settle(sessionId, executionId, 'failed', reason);
+  }
+
+  private async settle(sessionId: string, executionId: string, outcome: 'succeeded' | 'failed' | 'released', error?: unknown): Promise<void> {
+    const ownerId = this.ownerId;
+    try {
+      await this.handler.execute(sessionId, (now) => ({
+        type: 'settle', now, ownerId, executionId, outcome, ...(error === undefined ? {} : { error: recordedError(error) }),
+      }));
+      this.notice({ type: 'settled', sessionId, executionId, outcome, ...(error === undefined ? {} : { error: messageOf(error) }) });
+    } catch (err) {
+      // Cancellation wins: a late settlement after a cancel changes nothing. A lost claim cannot settle.
+      if (isRefusal(err, 'cancelled', 'already_settled')) return;
+      if (isRefusal(err, 'claim_lost')) {
+        this.notice({ type: 'claim_lost', sessionId, executionId });
+        return;
+      }
+      throw err;
+    }
+  }
+
+  /** Renews the lease every `heartbeatMs`; a refused renew aborts the runner with the claim-lost defect. */
+  private startHeartbeat(sessionId: string, executionId: string, controller: AbortController): () => void {
+    let timer: TimerHandle | undefined;
+    let stopped = false;
+    const ownerId = this.ownerId;
+    const beat = async () => {
+      if (stopped || controller.signal.aborted) return;
+      try {
+        await this.handler.execute(sessionId, (now) => ({ type: 'renew', now, ownerId, executionId }));
+      } catch (err) {
+        if (err instanceof CommandRefusedError) {
+          if (!controller.signal.aborted) controller.abort(err.reason === 'cancelled' ? new CancelledError(executionId) : new ClaimLostError(executionId, err));
+          return;
+        }
+        // An I/O failure: keep trying while the lease may still be live; past expiry the claim is lost.
+        const expiresAt = this.handler.cached(sessionId)?.context.execution?.expiresAt ?? 0;
+        if (this.clock.now() >= expiresAt) {
+          if (!controller.signal.aborted) controller.abort(new ClaimLostError(executionId, err));
+          return;
+        }
+      }
+      if (!stopped) timer = this.clock.setTimeout(() => void beat(), this.heartbeatMs);
+    };
+    timer = this.clock.setTimeout(() => void beat(), this.heartbeatMs);
+    return () => {
+      stopped = true;
+      this.clock.clearTimeout(timer);
+    };
+  }
+}

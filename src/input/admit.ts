@@ -1,0 +1,69 @@
+/**
+ * Admission: a prompt enters a session's inbox, idempotent by input id. An exact retry returns the
+ * same receipt; reusing an id with different content is refused.
+ */
+import { ErrorCode, SessiondError } from '../errors.ts';
+import { validateId } from '../ids.ts';
+import type { Delivery } from '../events/catalog.ts';
+import type { CommandHandler } from '../execution/command-handler.ts';
+import { isRefusal } from '../execution/errors.ts';
+
+export const DEFAULT_MAX_PROMPT_BYTES = 256 * 1024;
+
+export interface AdmitRequest {
+  /** Idempotency key; generated when absent. */
+  id?: string;
+  prompt: string;
+  delivery?: Delivery;
+  /** Wake the session after admitting (default true). */
+  wake?: boolean;
+}
+
+export interface AdmitReceipt {
+  sessionId: string;
+  inputId: string;
+  /** Sequence of the `input.admitted` event. */
+  admittedSeq: number;
+  /** False when this was a retry of an input already admitted. */
+  created: boolean;
+  wake: boolean;
+}
+
+export function parseAdmitRequest(sessionId: string, req: AdmitRequest, maxPromptBytes = DEFAULT_MAX_PROMPT_BYTES): Required<Omit<AdmitRequest, 'id'>> & { id?: string } {
+  validateId(sessionId, 'session id');
+  if (req === null || typeof req !== 'object') throw invalid('the request must be an object like { prompt: "..." }');
+  if (req.id !== undefined) validateId(req.id, 'input id');
+  if (typeof req.prompt !== 'string') throw invalid(`prompt must be a string, got ${typeof req.prompt}`);
+  const size = Buffer.byteLength(req.prompt);
+  if (size > maxPromptBytes) throw invalid(`prompt is ${size} bytes, over the limit of ${maxPromptBytes} bytes`);
+  const delivery = req.delivery ?? 'queue';
+  if (delivery !== 'steer' && delivery !== 'queue') throw invalid(`delivery must be "steer" or "queue", got ${JSON.stringify(delivery)}`);
+  if (req.wake !== undefined && typeof req.wake !== 'boolean') throw invalid('wake must be true or false');
+  return { ...(req.id ? { id: req.id } : {}), prompt: req.prompt, delivery, wake: req.wake ?? true };
+}
+
+function invalid(why: string): SessiondError {
+  return new SessiondError(ErrorCode.InvalidOption, `Invalid input: ${why}.`);
+}
+
+export async function admitInput(handler: CommandHandler, sessionId: string, request: AdmitRequest): Promise<AdmitReceipt> {
+  const req = parseAdmitRequest(sessionId, request);
+  const inputId = req.id ?? handler.ids.next('inp');
+  try {
+    const { events } = await handler.execute(sessionId, (now) => ({ type: 'admit', now, inputId, prompt: req.prompt, delivery: req.delivery, wake: req.wake }), { fresh: true });
+    return { sessionId, inputId, admittedSeq: events[0]!.seq, created: true, wake: req.wake };
+  } catch (err) {
+    if (!isRefusal(err, 'already_admitted')) throw err;
+    const snapshot = await handler.load(sessionId);
+    const seq = snapshot.context.admitted[inputId]!;
+    const [event] = await handler.log.readSession(sessionId, { afterSeq: seq - 1, limit: 1 });
+    if (event?.type !== 'input.admitted') throw err;
+    const same = event.payload.prompt === req.prompt && event.payload.delivery === req.delivery && event.payload.wake === req.wake;
+    if (!same) {
+      throw new SessiondError(ErrorCode.InputConflict,
+        `Input ${inputId} was already admitted to session ${sessionId} with different content (at sequence ${seq}). Use a new input id for a new prompt.`,
+        { details: { sessionId, inputId, admittedSeq: seq } });
+    }
+    return { sessionId, inputId, admittedSeq: seq, created: false, wake: req.wake };
+  }
+}

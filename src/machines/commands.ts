@@ -1,0 +1,55 @@
+/**
+ * Commands the session machine decides (imperative names), and what a decision returns. Every
+ * command carries `now`: time reaches decisions as data, never from a clock inside the machine.
+ */
+import type { EventType, PayloadInputOf, SettleOutcome, RecordedError, Delivery } from '../events/catalog.ts';
+
+/** An event the machine decided to write; the command handler stamps its id and time. */
+export type ProtoEvent = { [K in EventType]: { type: K; payload: PayloadInputOf<K> } }[EventType];
+
+export type Command =
+  | { type: 'claim'; now: number; ownerId: string; executionId: string; leaseMs: number }
+  | { type: 'start'; now: number; ownerId: string; executionId: string }
+  | { type: 'renew'; now: number; ownerId: string; executionId: string }
+  | { type: 'record'; now: number; ownerId: string; executionId: string; events: ProtoEvent[] }
+  | { type: 'settle'; now: number; ownerId: string; executionId: string; outcome: SettleOutcome; error?: RecordedError }
+  | { type: 'cancel'; now: number; reason?: string }
+  | { type: 'admit'; now: number; inputId: string; prompt: string; delivery: Delivery; wake: boolean; source?: 'user' | 'recovery' }
+  | { type: 'recover'; now: number; events: ProtoEvent[] };
+
+export type CommandType = Command['type'];
+
+/** Why a command was refused; stable strings, safe to match on. */
+export const Refusal = {
+  LeaseLive: 'lease_live',
+  OwnLeaseLive: 'own_lease_live',
+  LeaseExpired: 'lease_expired',
+  Recovering: 'recovering',
+  ClaimLost: 'claim_lost',
+  Cancelled: 'cancelled',
+  AlreadySettled: 'already_settled',
+  NotClaimed: 'not_claimed',
+  AlreadyStarted: 'already_started',
+  NothingToCancel: 'nothing_to_cancel',
+  NotRunnerEvent: 'not_runner_event',
+  NotPending: 'not_pending',
+  AlreadyAdmitted: 'already_admitted',
+  LeaseNotExpired: 'lease_not_expired',
+  NothingToRecover: 'nothing_to_recover',
+} as const;
+export type Refusal = (typeof Refusal)[keyof typeof Refusal];
+
+export type Decision =
+  | { ok: true; events: ProtoEvent[] }
+  | { ok: false; reason: Refusal; message: string };
+
+/** Events a runner may write through `record` (the rest belong to the engine itself). */
+export const RUNNER_EVENT_TYPES: ReadonlySet<EventType> = new Set<EventType>([
+  'execution.phase', 'input.promoted', 'step.started', 'step.ended', 'step.failed', 'text.completed',
+  'tool.called', 'tool.started', 'tool.succeeded', 'tool.failed', 'compaction.started', 'compaction.completed',
+]);
+
+/** Events recovery may write through `recover`. */
+export const RECOVERY_EVENT_TYPES: ReadonlySet<EventType> = new Set<EventType>([
+  'recovery.started', 'step.recovered', 'tool.failed', 'input.admitted', 'recovery.completed',
+]);

@@ -1,0 +1,129 @@
+/**
+ * The session's folded state (the machine's context) and the pure fold over committed events.
+ * The state *value* (idle, claimed, ...) lives in the machine; everything else lives here.
+ */
+import type { Delivery, ExecutionPhase, RecordedError } from '../events/catalog.ts';
+import type { SessionEvent } from '../events/envelope.ts';
+
+export interface ExecutionState {
+  id: string;
+  ownerId: string;
+  leaseMs: number;
+  expiresAt: number;
+  /** Latest assistant sequence when the claim was acquired (-1 when none). */
+  assistantSeq: number;
+  claimedSeq: number;
+  phase: ExecutionPhase;
+  started: boolean;
+  cancelled: boolean;
+  outcome: 'succeeded' | 'failed' | 'released' | 'cancelled' | null;
+  error: RecordedError | null;
+}
+
+export interface PendingInput {
+  inputId: string;
+  delivery: Delivery;
+  seq: number;
+  wake: boolean;
+}
+
+export interface RecoveryState {
+  executionId: string;
+  continuationInputId: string | null;
+  wakePending: boolean;
+  attempts: number;
+  parked: boolean;
+}
+
+export interface SessionContext {
+  sessionId: string;
+  /** Sequence of the last event folded (0 before any). */
+  seq: number;
+  execution: ExecutionState | null;
+  /** Sequence of the latest `step.started` (the latest assistant message), -1 when none. */
+  lastAssistantSeq: number;
+  /** Admitted and not yet promoted, in admission order. */
+  pending: PendingInput[];
+  /** Every admitted input id, with its admission sequence (idempotent admission). */
+  admitted: Record<string, number>;
+  recovery: RecoveryState | null;
+  /** Number of executions claimed so far. */
+  executions: number;
+}
+
+export function initialContext(sessionId: string): SessionContext {
+  return { sessionId, seq: 0, execution: null, lastAssistantSeq: -1, pending: [], admitted: {}, recovery: null, executions: 0 };
+}
+
+/** Folds one committed event into the context. Pure: returns a new context, never mutates. */
+export function foldContext(ctx: SessionContext, event: SessionEvent): SessionContext {
+  const next: SessionContext = { ...ctx, seq: event.seq };
+  const exec = ctx.execution;
+  const forCurrent = (id: string) => exec !== null && exec.id === id;
+  switch (event.type) {
+    case 'execution.claimed': {
+      const p = event.payload;
+      next.execution = {
+        id: p.executionId, ownerId: p.ownerId, leaseMs: p.leaseMs, expiresAt: p.expiresAt, assistantSeq: p.assistantSeq,
+        claimedSeq: event.seq, phase: 'safe', started: false, cancelled: false, outcome: null, error: null,
+      };
+      next.executions = ctx.executions + 1;
+      if (ctx.recovery?.wakePending) next.recovery = { ...ctx.recovery, wakePending: false };
+      return next;
+    }
+    case 'execution.renewed':
+      if (forCurrent(event.payload.executionId)) next.execution = { ...exec!, expiresAt: event.payload.expiresAt };
+      return next;
+    case 'execution.started':
+      if (forCurrent(event.payload.executionId)) next.execution = { ...exec!, started: true };
+      return next;
+    case 'execution.phase':
+      if (forCurrent(event.payload.executionId)) next.execution = { ...exec!, phase: event.payload.phase };
+      return next;
+    case 'execution.cancelled':
+      if (forCurrent(event.payload.executionId) && exec!.outcome === null) next.execution = { ...exec!, cancelled: true, outcome: 'cancelled' };
+      return next;
+    case 'execution.settled':
+      if (forCurrent(event.payload.executionId) && exec!.outcome === null) {
+        next.execution = { ...exec!, outcome: event.payload.outcome, error: event.payload.error ?? null };
+      }
+      return next;
+    case 'input.admitted': {
+      const p = event.payload;
+      next.pending = [...ctx.pending, { inputId: p.inputId, delivery: p.delivery, seq: event.seq, wake: p.wake }];
+      next.admitted = { ...ctx.admitted, [p.inputId]: event.seq };
+      return next;
+    }
+    case 'input.promoted':
+      next.pending = ctx.pending.filter((i) => i.inputId !== event.payload.inputId);
+      return next;
+    case 'step.started':
+      next.lastAssistantSeq = event.seq;
+      return next;
+    case 'recovery.completed':
+      next.recovery = {
+        executionId: event.payload.executionId, continuationInputId: event.payload.continuationInputId,
+        wakePending: event.payload.continuationInputId !== null, attempts: 0, parked: false,
+      };
+      return next;
+    case 'recovery.wake_requested':
+      if (ctx.recovery?.executionId === event.payload.executionId) next.recovery = { ...ctx.recovery, attempts: event.payload.attempt };
+      return next;
+    case 'recovery.wake_delivered':
+      if (ctx.recovery?.executionId === event.payload.executionId) next.recovery = { ...ctx.recovery, wakePending: false };
+      return next;
+    case 'recovery.wake_failed':
+      if (ctx.recovery?.executionId === event.payload.executionId) {
+        next.recovery = { ...ctx.recovery, attempts: event.payload.attempt, parked: event.payload.parked, wakePending: !event.payload.parked };
+      }
+      return next;
+    default:
+      return next;
+  }
+}
+
+/** Is the current execution's lease live at `now`? (Settled executions hold no lease.) */
+export function leaseLive(ctx: SessionContext, now: number): boolean {
+  const e = ctx.execution;
+  return e !== null && e.outcome === null && now < e.expiresAt;
+}

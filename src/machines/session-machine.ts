@@ -1,0 +1,200 @@
+/**
+ * The session machine (XState v5). It does two things, both pure:
+ *
+ * - folds committed events: `execution.claimed` moves idle|settled -> claimed, `execution.started`
+ *   claimed -> running, `execution.settled`/`execution.cancelled` -> settled, `recovery.started`
+ *   claimed|running -> recovering, `recovery.completed` recovering -> idle. Every event also folds
+ *   the context (`foldContext`).
+ * - decides commands: a command never changes state; its guarded transition emits either a
+ *   `decision` (the events to append) or a `refusal` (a stable reason). The state only changes
+ *   when the decided events are committed to the log and folded back.
+ *
+ * The guards are the seed's invariants; each has a test named after it in
+ * test/machines/session-machine.test.ts. Swap them with `sessionMachine.provide({ guards })` in tests.
+ */
+import { and, assign, emit, not, setup } from 'xstate';
+import type { SessionEvent } from '../events/envelope.ts';
+import { durableEventTypes, type EventType } from '../events/catalog.ts';
+import { foldContext, initialContext, leaseLive, type SessionContext } from './session-context.ts';
+import { RECOVERY_EVENT_TYPES, RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
+
+type MachineEvent = SessionEvent | Command;
+type Emitted = { type: 'decision'; events: ProtoEvent[] } | { type: 'refusal'; reason: Refusal; message: string };
+type Args = { context: SessionContext; event: MachineEvent };
+
+const cmd = <T extends Command['type']>(e: MachineEvent) => e as Extract<Command, { type: T }> & { ownerId?: string; executionId?: string; now: number };
+const messages: Record<Refusal, (a: Args) => string> = {
+  lease_live: ({ context }) => `session ${context.sessionId} is owned by ${context.execution?.ownerId} until ${context.execution?.expiresAt} (execution ${context.execution?.id})`,
+  own_lease_live: ({ context }) => `owner ${context.execution?.ownerId} already holds a live lease on session ${context.sessionId} (execution ${context.execution?.id}) with no runner attached here; wait for it to expire and be recovered`,
+  lease_expired: ({ context }) => `execution ${context.execution?.id} on session ${context.sessionId} expired at ${context.execution?.expiresAt} and has not been recovered yet`,
+  recovering: ({ context }) => `session ${context.sessionId} is being recovered`,
+  claim_lost: ({ context, event }) => `Session execution claim lost: ${cmd(event).executionId ?? context.execution?.id}`,
+  cancelled: ({ context }) => `execution ${context.execution?.id} was cancelled; its settlement changes nothing`,
+  already_settled: ({ context }) => `execution ${context.execution?.id} is already settled (${context.execution?.outcome})`,
+  not_claimed: ({ context }) => `session ${context.sessionId} has no claimed execution to start`,
+  already_started: ({ context }) => `execution ${context.execution?.id} has already started`,
+  nothing_to_cancel: ({ context }) => `session ${context.sessionId} has no execution in progress to cancel`,
+  not_runner_event: ({ event }) => `a runner may not write ${(cmd<'record'>(event).events ?? []).map((e) => e.type).filter((t) => !RUNNER_EVENT_TYPES.has(t)).join(', ')}`,
+  not_pending: ({ context }) => `invariant violated: promoting an input of session ${context.sessionId} that is not pending (already promoted or never admitted)`,
+  already_admitted: ({ event }) => `input ${cmd<'admit'>(event).inputId} was already admitted`,
+  lease_not_expired: ({ context }) => `never recovers a live execution lease: execution ${context.execution?.id} is live until ${context.execution?.expiresAt}`,
+  nothing_to_recover: ({ context }) => `session ${context.sessionId} has no expired execution to recover`,
+};
+
+const refuse = (reason: Refusal) => ({ type: 'refuse' as const, params: { reason } });
+const decide = { type: 'decide' as const };
+
+export const sessionMachine = setup({
+  types: {
+    context: {} as SessionContext,
+    events: {} as MachineEvent,
+    input: {} as { sessionId: string },
+    emitted: {} as Emitted,
+  },
+  guards: {
+    /** The current execution's lease is live at the command's `now`. */
+    leaseLive: ({ context, event }) => leaseLive(context, cmd(event).now),
+    /** The caller owns the current, live lease (same owner id). */
+    ownsLiveLease: ({ context, event }) => leaseLive(context, cmd(event).now) && context.execution?.ownerId === cmd(event).ownerId,
+    /** The caller's execution is the current one, it owns it, and the lease is live: runner writes and renewals. */
+    holdsClaim: ({ context, event }) => {
+      const c = cmd(event);
+      return context.execution?.id === c.executionId && context.execution?.ownerId === c.ownerId && leaseLive(context, c.now);
+    },
+    isCurrentExecution: ({ context, event }) => context.execution?.id === cmd(event).executionId,
+    cancelled: ({ context }) => context.execution?.cancelled === true,
+    onlyRunnerEvents: ({ event }) => cmd<'record'>(event).events.every((e) => RUNNER_EVENT_TYPES.has(e.type)),
+    promotesOnlyPending: ({ context, event }) => {
+      const ids = cmd<'record'>(event).events.flatMap((e) => (e.type === 'input.promoted' ? [e.payload.inputId] : []));
+      return ids.every((id, i) => ids.indexOf(id) === i && context.pending.some((p) => p.inputId === id));
+    },
+    alreadyAdmitted: ({ context, event }) => Object.hasOwn(context.admitted, cmd<'admit'>(event).inputId),
+    onlyRecoveryEvents: ({ event }) => cmd<'recover'>(event).events.every((e) => RECOVERY_EVENT_TYPES.has(e.type)),
+  },
+  actions: {
+    fold: assign(({ context, event }) => foldContext(context, event as SessionEvent)),
+    refuse: emit((args: Args, params: { reason: Refusal }) => ({ type: 'refusal' as const, reason: params.reason, message: messages[params.reason](args) })),
+    decide: emit(({ context, event }: Args) => ({ type: 'decision' as const, events: decisionFor(context, event as Command) })),
+  },
+}).createMachine({
+  id: 'session',
+  context: ({ input }) => initialContext(input.sessionId),
+  initial: 'idle',
+  on: {
+    // Every committed event folds the context; the states below add the moves between states.
+    ...Object.fromEntries(durableEventTypes.map((t) => [t, { actions: 'fold' }])) as Record<EventType, { actions: 'fold' }>,
+    // Fallbacks: commands a state does not accept.
+    claim: { actions: refuse(Refusal.Recovering) },
+    start: { actions: refuse(Refusal.NotClaimed) },
+    renew: { actions: refuse(Refusal.ClaimLost) },
+    record: [
+      { guard: and(['isCurrentExecution', 'cancelled']), actions: refuse(Refusal.Cancelled) },
+      { actions: refuse(Refusal.ClaimLost) },
+    ],
+    settle: [
+      { guard: 'cancelled', actions: refuse(Refusal.Cancelled) },
+      { guard: 'isCurrentExecution', actions: refuse(Refusal.AlreadySettled) },
+      { actions: refuse(Refusal.ClaimLost) },
+    ],
+    cancel: { actions: refuse(Refusal.NothingToCancel) },
+    admit: [
+      { guard: 'alreadyAdmitted', actions: refuse(Refusal.AlreadyAdmitted) },
+      { actions: decide },
+    ],
+    recover: { actions: refuse(Refusal.NothingToRecover) },
+  },
+  states: {
+    idle: {
+      on: {
+        'execution.claimed': { target: 'claimed', actions: 'fold' },
+        claim: { actions: decide },
+      },
+    },
+    claimed: {
+      on: {
+        'execution.started': { target: 'running', actions: 'fold' },
+        'execution.cancelled': { target: 'settled', actions: 'fold' },
+        'execution.settled': { target: 'settled', actions: 'fold' },
+        'recovery.started': { target: 'recovering', actions: 'fold' },
+        claim: [
+          { guard: 'ownsLiveLease', actions: refuse(Refusal.OwnLeaseLive) },
+          { guard: 'leaseLive', actions: refuse(Refusal.LeaseLive) },
+          { actions: refuse(Refusal.LeaseExpired) },
+        ],
+        start: [{ guard: 'holdsClaim', actions: decide }, { actions: refuse(Refusal.ClaimLost) }],
+        renew: [{ guard: 'holdsClaim', actions: decide }, { actions: refuse(Refusal.ClaimLost) }],
+        settle: [{ guard: 'holdsClaim', actions: decide }, { actions: refuse(Refusal.ClaimLost) }],
+        cancel: { actions: decide },
+        recover: [
+          { guard: 'leaseLive', actions: refuse(Refusal.LeaseNotExpired) },
+          { guard: 'onlyRecoveryEvents', actions: decide },
+          { actions: refuse(Refusal.NotRunnerEvent) },
+        ],
+      },
+    },
+    running: {
+      on: {
+        'execution.cancelled': { target: 'settled', actions: 'fold' },
+        'execution.settled': { target: 'settled', actions: 'fold' },
+        'recovery.started': { target: 'recovering', actions: 'fold' },
+        claim: [
+          { guard: 'ownsLiveLease', actions: refuse(Refusal.OwnLeaseLive) },
+          { guard: 'leaseLive', actions: refuse(Refusal.LeaseLive) },
+          { actions: refuse(Refusal.LeaseExpired) },
+        ],
+        start: { actions: refuse(Refusal.AlreadyStarted) },
+        renew: [{ guard: 'holdsClaim', actions: decide }, { actions: refuse(Refusal.ClaimLost) }],
+        record: [
+          { guard: not('holdsClaim'), actions: refuse(Refusal.ClaimLost) },
+          { guard: not('onlyRunnerEvents'), actions: refuse(Refusal.NotRunnerEvent) },
+          { guard: not('promotesOnlyPending'), actions: refuse(Refusal.NotPending) },
+          { actions: decide },
+        ],
+        settle: [{ guard: 'holdsClaim', actions: decide }, { actions: refuse(Refusal.ClaimLost) }],
+        cancel: { actions: decide },
+        recover: [
+          { guard: 'leaseLive', actions: refuse(Refusal.LeaseNotExpired) },
+          { guard: 'onlyRecoveryEvents', actions: decide },
+          { actions: refuse(Refusal.NotRunnerEvent) },
+        ],
+      },
+    },
+    recovering: {
+      on: {
+        'recovery.completed': { target: 'idle', actions: 'fold' },
+        recover: [{ guard: 'onlyRecoveryEvents', actions: decide }, { actions: refuse(Refusal.NotRunnerEvent) }],
+      },
+    },
+    settled: {
+      on: {
+        'execution.claimed': { target: 'claimed', actions: 'fold' },
+        claim: { actions: decide },
+      },
+    },
+  },
+});
+
+/** The events a command turns into, once its guards have let it through. */
+export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[] {
+  switch (command.type) {
+    case 'claim':
+      return [{ type: 'execution.claimed', payload: {
+        executionId: command.executionId, ownerId: command.ownerId, leaseMs: command.leaseMs,
+        expiresAt: command.now + command.leaseMs, assistantSeq: ctx.lastAssistantSeq,
+      } }];
+    case 'start':
+      return [{ type: 'execution.started', payload: { executionId: command.executionId } }];
+    case 'renew':
+      return [{ type: 'execution.renewed', payload: { executionId: command.executionId, expiresAt: command.now + ctx.execution!.leaseMs } }];
+    case 'record':
+      return command.events;
+    case 'settle':
+      return [{ type: 'execution.settled', payload: { executionId: command.executionId, outcome: command.outcome, ...(command.error ? { error: command.error } : {}) } }];
+    case 'cancel':
+      return [{ type: 'execution.cancelled', payload: { executionId: ctx.execution!.id, ...(command.reason ? { reason: command.reason } : {}) } }];
+    case 'admit':
+      return [{ type: 'input.admitted', payload: { inputId: command.inputId, prompt: command.prompt, delivery: command.delivery, wake: command.wake, source: command.source ?? 'user' } }];
+    case 'recover':
+      return command.events;
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * Connecting to NATS, spelled once.
+ *
+ * `parseConnectionOptions` checks options (from a config file, flags or code) and fills defaults;
+ * a bad option is refused with `invalid_option` naming the option, what was given and what is
+ * accepted. `connectNats` connects and keeps reconnecting forever (`maxReconnectAttempts: -1`),
+ * waiting `reconnectWaitMs` between attempts: a NATS restart must never end a sessiond process.
+ * Requests in flight while the connection is down either get their reply after the reconnect or
+ * time out; callers (the JetStream log) retry what is safe to retry.
+ */
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+
+/** nats.conf's listener on loopback. */
+export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
+/** Shown in the server's connection list (`/connz`). */
+export const DEFAULT_CONNECTION_NAME = 'sessiond';
+/** Wait between reconnect attempts. */
+export const DEFAULT_RECONNECT_WAIT_MS = 500;
+/** Longest wait for the first connection (and the default request timeout). */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+/** Reconnect forever: a NATS outage must not end the process. */
+export const RECONNECT_FOREVER = -1;
+
+export interface NatsConnectionOptions {
+  /** One URL, a comma-separated list, or an array: `nats://host:4222`. */
+  servers?: string | string[];
+  user?: string;
+  pass?: string;
+  name?: string;
+  reconnectWaitMs?: number;
+  timeoutMs?: number;
+}
+
+export interface ResolvedConnectionOptions {
+  servers: string[];
+  user: string | undefined;
+  pass: string | undefined;
+  name: string;
+  reconnectWaitMs: number;
+  timeoutMs: number;
+}
+
+const KNOWN = ['servers', 'user', 'pass', 'name', 'reconnectWaitMs', 'timeoutMs'] as const;
+
+function bad(option: string, value: unknown, expected: string): never {
+  const shown = option === 'pass' ? '(hidden)' : JSON.stringify(value);
+  throw new SessiondError(ErrorCode.InvalidOption, `Invalid NATS connection option ${option}: ${shown}. Expected ${expected}.`,
+    { details: { option } });
+}
+
+function positiveInt(option: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) bad(option, value, 'a positive integer number of milliseconds');
+  return value;
+}
+
+function optionalString(option: string, value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value.length === 0) bad(option, value, 'a non-empty string');
+  return value;
+}
+
+function parseServers(value: unknown): string[] {
+  if (value === undefined) return [DEFAULT_NATS_URL];
+  const list = typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter((s) => s.length > 0) : value;
+  if (!Array.isArray(list) || list.length === 0) bad('servers', value, `a NATS URL such as ${DEFAULT_NATS_URL}, or a list of them`);
+  for (const url of list) {
+    if (typeof url !== 'string' || !/^(nats|tls):\/\/[^\s/]+$/.test(url)) {
+      bad('servers', url, `a URL of the form nats://host:port (e.g. ${DEFAULT_NATS_URL})`);
+    }
+  }
+  return list as string[];
+}
+
+/** Checks connection options and fills in defaults. Unknown keys are refused (likely typos). */
+export function parseConnectionOptions(input: NatsConnectionOptions | undefined = {}): ResolvedConnectionOptions {
+  if (input === null || typeof input !== 'object') bad('options', input, 'an object');
+  for (const key of Object.keys(input)) {
+    if (!(KNOWN as readonly string[]).includes(key)) bad(key, (input as Record<string, unknown>)[key], `one of the known options: ${KNOWN.join(', ')}`);
+  }
+  const user = optionalString('user', input.user);
+  const pass = optionalString('pass', input.pass);
+  if ((user === undefined) !== (pass === undefined)) {
+    bad(user === undefined ? 'user' : 'pass', user === undefined ? undefined : '(missing)', 'user and pass to be given together (or neither)');
+  }
+  return {
+    servers: parseServers(input.servers),
+    user,
+    pass,
+    name: optionalString('name', input.name) ?? DEFAULT_CONNECTION_NAME,
+    reconnectWaitMs: positiveInt('reconnectWaitMs', input.reconnectWaitMs, DEFAULT_RECONNECT_WAIT_MS),
+    timeoutMs: positiveInt('timeoutMs', input.timeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
+  };
+}
+
+/** Connects (first attempt must succeed within `timeoutMs`), then reconnects forever. */
+export async function connectNats(options: NatsConnectionOptions = {}): Promise<NatsConnection> {
+  const o = parseConnectionOptions(options);
+  try {
+    return await connect({
+      servers: o.servers,
+      ...(o.user !== undefined ? { user: o.user, pass: o.pass } : {}),
+      name: o.name,
+      maxReconnectAttempts: RECONNECT_FOREVER,
+      reconnectTimeWait: o.reconnectWaitMs,
+      timeout: o.timeoutMs,
+    });
+  } catch (err) {
+    const who = o.user !== undefined ? ` as ${o.user}` : '';
+    throw new SessiondError(ErrorCode.InvalidOption,
+      `Could not connect to NATS at ${o.servers.join(', ')}${who}: ${messageOf(err)}. Check that nats-server is running (nats-server -c nats.conf) and that the servers, user and pass options are right.`,
+      { cause: err, details: { servers: o.servers, user: o.user } });
+  }
+}

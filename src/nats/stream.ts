@@ -1,0 +1,154 @@
+/**
+ * The events stream: one JetStream stream holding every session's durable log, one subject per
+ * session (`sessiond.events.<session>`), one message per append (see jetstream-event-log.ts).
+ *
+ * `ensureEventStream` is idempotent: it creates the stream, or verifies an existing one and updates
+ * what may be updated (duplicate window, replicas, discard, deny-delete, a missing subject). Storage
+ * cannot be changed in place, so a stream with memory storage is refused with what to do.
+ *
+ * Settings and why:
+ * - file storage, limits retention, discard old, no limits: the log keeps everything; limits are
+ *   left to operators, who must then accept losing old sessions.
+ * - duplicate window (`DEFAULT_DUPLICATE_WINDOW_MS`, 2 minutes): the server drops a publish whose
+ *   `Nats-Msg-Id` it has seen within the window. The log retries a publish that timed out with the
+ *   same id for less than this (see `DEFAULT_PUBLISH_RETRY_MS`), so a retried append is never written
+ *   twice; after the window the log falls back to comparing the session's last stored batch.
+ * - deny delete: committed events are immutable; deleting single messages would break sequences.
+ * - replicas: 1 on a single server, 3 in a cluster (R3 tolerates one server down).
+ *
+ * JetStream API error codes are matched by number (`JsErrorCode`), never by message text.
+ */
+import {
+  DiscardPolicy, JetStreamApiError, RetentionPolicy, StorageType,
+  type JetStreamManager, type StreamConfig, type StreamInfo,
+} from '@nats-io/jetstream';
+import { millis, nanos } from '@nats-io/transport-node';
+import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { STREAM_NAME, subjects } from './subjects.ts';
+
+export const DEFAULT_DUPLICATE_WINDOW_MS = 2 * 60_000;
+export const DEFAULT_REPLICAS = 1;
+export const CLUSTER_REPLICAS = 3;
+
+/** JetStream API error codes (`err_code`) sessiond reacts to; see nats-server's errors.json. */
+export const JsErrorCode = {
+  ConsumerNotFound: 10014,
+  NoMessageFound: 10037,
+  StreamMessageExceedsMaximum: 10054,
+  StreamNameExist: 10058,
+  StreamNotFound: 10059,
+  StreamSubjectOverlap: 10065,
+  StreamWrongLastSequence: 10071,
+  ClusterNotAvailable: 10008,
+  ClusterNotLeader: 10009,
+  InsufficientResources: 10023,
+} as const;
+export type JsErrorCode = (typeof JsErrorCode)[keyof typeof JsErrorCode];
+
+/** The JetStream API error code of `err` (0 when it is not a JetStream API error). */
+export function jsErrorCode(err: unknown): number {
+  return err instanceof JetStreamApiError ? err.code : 0;
+}
+export function isJsError(err: unknown, code: JsErrorCode): boolean {
+  return jsErrorCode(err) === code;
+}
+export const isWrongLastSequence = (err: unknown) => isJsError(err, JsErrorCode.StreamWrongLastSequence);
+export const isStreamNotFound = (err: unknown) => isJsError(err, JsErrorCode.StreamNotFound);
+/** Server-side conditions that pass on their own (leader election, recovery after a restart). */
+export const isJsTransient = (err: unknown) =>
+  [JsErrorCode.ClusterNotAvailable, JsErrorCode.ClusterNotLeader, JsErrorCode.InsufficientResources].includes(jsErrorCode(err) as never);
+
+export interface EventStreamOptions {
+  /** Stream name (default `STREAM_NAME`); its subjects are always `sessiond.events.>`. */
+  name?: string;
+  /** Replicas: 1 for a single server (default), 3 in a cluster. */
+  replicas?: number;
+  duplicateWindowMs?: number;
+}
+
+export function eventStreamConfig(options: EventStreamOptions = {}): StreamConfig {
+  const name = options.name ?? STREAM_NAME;
+  const replicas = options.replicas ?? DEFAULT_REPLICAS;
+  const windowMs = options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS;
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) {
+    throw new SessiondError(ErrorCode.InvalidOption, `Invalid stream name ${JSON.stringify(name)}: use 1-64 characters from A-Z a-z 0-9 _ -.`);
+  }
+  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 5) {
+    throw new SessiondError(ErrorCode.InvalidOption, `Invalid stream replicas ${String(replicas)}: use 1 on a single server, 3 in a cluster (at most 5).`);
+  }
+  if (!Number.isInteger(windowMs) || windowMs < 1000) {
+    throw new SessiondError(ErrorCode.InvalidOption, `Invalid duplicate window ${String(windowMs)} ms: use at least 1000 ms (default ${DEFAULT_DUPLICATE_WINDOW_MS}).`);
+  }
+  return {
+    name,
+    subjects: [subjects.allEvents],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.Old,
+    max_msgs: -1,
+    max_bytes: -1,
+    max_age: 0,
+    max_msgs_per_subject: -1,
+    max_msg_size: -1,
+    max_consumers: -1,
+    duplicate_window: nanos(windowMs),
+    num_replicas: replicas,
+    deny_delete: true,
+    deny_purge: false,
+    allow_rollup_hdrs: false,
+  } as StreamConfig;
+}
+
+/** Creates the events stream, or verifies (and if needed updates) an existing one. Returns its info. */
+export async function ensureEventStream(jsm: JetStreamManager, options: EventStreamOptions = {}): Promise<StreamInfo> {
+  const want = eventStreamConfig(options);
+  let info: StreamInfo | undefined;
+  try {
+    info = await jsm.streams.info(want.name);
+  } catch (err) {
+    if (!isStreamNotFound(err)) throw streamError(want.name, 'read', err);
+  }
+  if (!info) {
+    try {
+      return await jsm.streams.add(want);
+    } catch (err) {
+      // another process created it first: verify theirs
+      if (!isJsError(err, JsErrorCode.StreamNameExist)) throw streamError(want.name, 'create', err);
+      info = await jsm.streams.info(want.name);
+    }
+  }
+  const have = info.config;
+  if (have.storage !== StorageType.File) {
+    throw new SessiondError(ErrorCode.InvalidOption,
+      `Stream ${want.name} exists with ${have.storage} storage; the event log needs file storage. Back it up and delete it (or choose another stream name) and start again.`,
+      { details: { stream: want.name, storage: have.storage } });
+  }
+  const missingSubject = !have.subjects.includes(subjects.allEvents);
+  const differs = missingSubject
+    || millis(have.duplicate_window) !== millis(want.duplicate_window)
+    || have.num_replicas !== want.num_replicas
+    || have.discard !== want.discard
+    || have.deny_delete !== want.deny_delete;
+  if (!differs) return info;
+  const update = {
+    ...have,
+    subjects: missingSubject ? [...have.subjects, subjects.allEvents] : have.subjects,
+    duplicate_window: want.duplicate_window,
+    num_replicas: want.num_replicas,
+    discard: want.discard,
+    deny_delete: want.deny_delete,
+  };
+  try {
+    return await jsm.streams.update(want.name, update);
+  } catch (err) {
+    throw streamError(want.name, 'update', err);
+  }
+}
+
+function streamError(name: string, action: string, err: unknown): SessiondError {
+  const hint = isJsError(err, JsErrorCode.StreamSubjectOverlap)
+    ? `another stream already captures ${subjects.allEvents}; delete it or use that stream's name`
+    : 'check that JetStream is enabled for this account and the user may manage streams (see nats.conf)';
+  return new SessiondError(ErrorCode.InvalidOption, `Could not ${action} JetStream stream ${name}: ${messageOf(err)}. ${hint[0]!.toUpperCase()}${hint.slice(1)}.`,
+    { cause: err, details: { stream: name, jsErrorCode: jsErrorCode(err) } });
+}

@@ -1,0 +1,183 @@
+/**
+ * A real nats-server for tests: `startNatsServer()` runs /usr/sbin/nats-server with the repo's
+ * nats.conf on loopback, on free ports, with a throwaway JetStream store, and waits (polling with a
+ * deadline) until it accepts connections and reports healthy.
+ *
+ *   const server = await startNatsServer();
+ *   connect({ servers: server.url, user: 'worker', pass: 'worker-dev-secret' })
+ *   await server.restart();   // same ports and store: JetStream data survives
+ *   await server.kill();      // SIGKILL, as a crash; restart() brings it back
+ *   await server.dispose();   // stop and delete the store
+ *
+ * nats-server 2.9 refuses `-sd` when the config file also sets `store_dir` ("Duplicate 'store_dir'
+ * configuration"), so the harness runs a copy of the config without that line, next to the store.
+ * Every server started here is tracked and SIGKILLed when the test process exits, however it exits.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { createServer, connect as tcpConnect } from 'node:net';
+import { get as httpGet } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const NATS_SERVER_BIN = process.env.SESSIOND_NATS_SERVER ?? '/usr/sbin/nats-server';
+export const REPO_NATS_CONF = resolve(fileURLToPath(new URL('../../nats.conf', import.meta.url)));
+export const WORKER = { user: 'worker', pass: 'worker-dev-secret' } as const;
+export const CLIENT = { user: 'client', pass: 'client-dev-secret' } as const;
+export const OBSERVER = { user: 'observer', pass: 'observer-dev-secret' } as const;
+
+const START_TIMEOUT_MS = 15_000;
+const STOP_TIMEOUT_MS = 5_000;
+const LOG_LINES = 60;
+
+export interface NatsServer {
+  readonly url: string;
+  readonly port: number;
+  readonly monitorPort: number;
+  readonly storeDir: string;
+  /** The server's process id (undefined while stopped). */
+  readonly pid: number | undefined;
+  /** The last lines the server logged, for failure messages. */
+  log(): string;
+  /** SIGTERM, then SIGKILL if it has not exited within a deadline. The store is kept. */
+  stop(): Promise<void>;
+  /** Stops (if running) and starts again on the same ports with the same store. */
+  restart(): Promise<void>;
+  /** SIGKILL, like a crash. The store is kept. */
+  kill(): Promise<void>;
+  /** Stops and deletes the store. */
+  dispose(): Promise<void>;
+}
+
+const running = new Set<ChildProcess>();
+const tempDirs = new Set<string>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const child of running) {
+      try { child.kill('SIGKILL'); } catch { /* already gone */ }
+    }
+    for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+  });
+  process.once('SIGINT', () => process.exit(130));
+  process.once('SIGTERM', () => process.exit(143));
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      srv.close(() => resolvePort(port));
+    });
+  });
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const socket = tcpConnect(port, '127.0.0.1');
+    socket.once('connect', () => { socket.destroy(); done(true); });
+    socket.once('error', () => { socket.destroy(); done(false); });
+  });
+}
+
+function healthy(monitorPort: number): Promise<boolean> {
+  return new Promise((done) => {
+    const req = httpGet({ host: '127.0.0.1', port: monitorPort, path: '/healthz', timeout: 1000 }, (res) => {
+      res.resume();
+      done(res.statusCode === 200);
+    });
+    req.once('error', () => done(false));
+    req.once('timeout', () => { req.destroy(); done(false); });
+  });
+}
+
+/** The config without `store_dir` (which would clash with `-sd`). */
+function deriveConfig(config: string, dir: string): string {
+  const text = readFileSync(config, 'utf8').replace(/^\s*store_dir\s*[:=]?.*$/gm, '  # store_dir: set by the test harness with -sd');
+  const file = join(dir, 'nats.conf');
+  writeFileSync(file, text);
+  return file;
+}
+
+export async function startNatsServer(options: { config?: string } = {}): Promise<NatsServer> {
+  installExitHook();
+  const config = options.config ?? REPO_NATS_CONF;
+  if (!existsSync(NATS_SERVER_BIN)) {
+    throw new Error(`nats-server not found at ${NATS_SERVER_BIN}: install it (apt-get install nats-server) or set SESSIOND_NATS_SERVER.`);
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'sessiond-nats-'));
+  tempDirs.add(dir);
+  const storeDir = join(dir, 'store');
+  const conf = deriveConfig(config, dir);
+  const port = await freePort();
+  const monitorPort = await freePort();
+  const lines: string[] = [];
+  let child: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
+
+  const log = () => lines.join('\n');
+  const record = (chunk: Buffer) => {
+    for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) lines.push(line);
+    if (lines.length > LOG_LINES) lines.splice(0, lines.length - LOG_LINES);
+  };
+
+  const start = async () => {
+    const proc = spawn(NATS_SERVER_BIN, ['-c', conf, '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', storeDir],
+      { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = proc;
+    running.add(proc);
+    proc.stdout!.on('data', record);
+    proc.stderr!.on('data', record);
+    let gone = false;
+    exited = new Promise<void>((done) => proc.once('exit', () => { gone = true; running.delete(proc); done(); }));
+    proc.once('error', (err) => record(Buffer.from(`spawn error: ${err.message}`)));
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    for (;;) {
+      if (gone) throw new Error(`nats-server exited during startup (ports ${port}/${monitorPort}). Its log:\n${log()}`);
+      if (await canConnect(port) && await healthy(monitorPort)) return;
+      if (Date.now() > deadline) {
+        await halt('SIGKILL');
+        throw new Error(`nats-server did not become ready within ${START_TIMEOUT_MS} ms. Its log:\n${log()}`);
+      }
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  };
+
+  const halt = async (signal: 'SIGTERM' | 'SIGKILL') => {
+    const proc = child;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) { child = undefined; return; }
+    proc.kill(signal);
+    const timer = new Promise<'timeout'>((r) => { const t = setTimeout(() => r('timeout'), STOP_TIMEOUT_MS); t.unref(); });
+    if (await Promise.race([exited.then(() => 'exited' as const), timer]) === 'timeout') {
+      proc.kill('SIGKILL');
+      await exited;
+    }
+    child = undefined;
+  };
+
+  await start();
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    monitorPort,
+    storeDir,
+    get pid() { return child?.pid; },
+    log,
+    stop: () => halt('SIGTERM'),
+    kill: () => halt('SIGKILL'),
+    restart: async () => { await halt('SIGTERM'); await start(); },
+    dispose: async () => {
+      await halt('SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+      tempDirs.delete(dir);
+    },
+  };
+}
