@@ -57,6 +57,10 @@ export class ManualClock implements Clock {
   clearTimeout(handle: TimerHandle | undefined): void {
     if (handle && typeof (handle as { id?: unknown }).id === 'number') this.timers.delete((handle as { id: number }).id);
   }
+  /** Jumps to `ms` without firing timers (as a frozen process sees time when it wakes up). */
+  set(ms: number): void {
+    this.current = ms;
+  }
   /** Pending timers (for assertions). */
   get pendingTimers(): number {
     return this.timers.size;

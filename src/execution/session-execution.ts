@@ -14,7 +14,7 @@ import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { nullLiveBus, type LiveBus } from '../events/live-bus.ts';
 import type { ProtoEvent, Refusal } from '../machines/commands.ts';
-import type { SessionSnapshot } from '../machines/decider.ts';
+import { stateOf, type SessionSnapshot } from '../machines/decider.ts';
 import type { Runner } from '../runner/types.ts';
 import { CommandHandler } from './command-handler.ts';
 import { ClaimLostError, CommandRefusedError, isRefusal } from './errors.ts';
@@ -186,7 +186,9 @@ export class SessionExecution {
     while (!this.closing) {
       this.rewake.delete(sessionId);
       const snapshot = await this.handler.load(sessionId);
-      if (snapshot.context.pending.length === 0) {
+      // Nothing to run and nothing in progress: done. An execution in progress goes to the machine,
+      // which says why this worker may not take it (live lease, expired and awaiting recovery...).
+      if (snapshot.context.pending.length === 0 && (stateOf(snapshot) === 'idle' || stateOf(snapshot) === 'settled')) {
         if (this.rewake.has(sessionId)) continue;
         // end synchronously: a wake arriving after this check starts a new loop instead of being lost
         this.registry.trigger.end({ sessionId });
@@ -196,6 +198,7 @@ export class SessionExecution {
       try {
         await this.handler.execute(sessionId, (now) => ({ type: 'claim', now, ownerId: this.ownerId, executionId, leaseMs: this.leaseMs }), { fresh: true });
       } catch (err) {
+        if (isRefusal(err, 'nothing_pending')) return report({ status: 'nothing_pending' });
         if (isRefusal(err)) {
           this.notice({ type: 'refused', sessionId, reason: err.reason, message: err.message });
           return report({ status: 'refused', reason: err.reason, message: err.message });

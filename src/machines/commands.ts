@@ -36,6 +36,7 @@ export const Refusal = {
   AlreadyAdmitted: 'already_admitted',
   LeaseNotExpired: 'lease_not_expired',
   NothingToRecover: 'nothing_to_recover',
+  NothingPending: 'nothing_pending',
 } as const;
 export type Refusal = (typeof Refusal)[keyof typeof Refusal];
 

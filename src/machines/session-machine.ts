@@ -39,6 +39,7 @@ const messages: Record<Refusal, (a: Args) => string> = {
   already_admitted: ({ event }) => `input ${cmd<'admit'>(event).inputId} was already admitted`,
   lease_not_expired: ({ context }) => `never recovers a live execution lease: execution ${context.execution?.id} is live until ${context.execution?.expiresAt}`,
   nothing_to_recover: ({ context }) => `session ${context.sessionId} has no expired execution to recover`,
+  nothing_pending: ({ context }) => `session ${context.sessionId} has no pending input to run`,
 };
 
 const refuse = (reason: Refusal) => ({ type: 'refuse' as const, params: { reason } });
@@ -61,6 +62,8 @@ export const sessionMachine = setup({
       const c = cmd(event);
       return context.execution?.id === c.executionId && context.execution?.ownerId === c.ownerId && leaseLive(context, c.now);
     },
+    /** A turn needs something to run: an admitted input not yet promoted. */
+    hasPending: ({ context }) => context.pending.length > 0,
     isCurrentExecution: ({ context, event }) => context.execution?.id === cmd(event).executionId,
     cancelled: ({ context }) => context.execution?.cancelled === true,
     onlyRunnerEvents: ({ event }) => cmd<'record'>(event).events.every((e) => RUNNER_EVENT_TYPES.has(e.type)),
@@ -107,7 +110,7 @@ export const sessionMachine = setup({
     idle: {
       on: {
         'execution.claimed': { target: 'claimed', actions: 'fold' },
-        claim: { actions: decide },
+        claim: [{ guard: 'hasPending', actions: decide }, { actions: refuse(Refusal.NothingPending) }],
       },
     },
     claimed: {
@@ -168,7 +171,7 @@ export const sessionMachine = setup({
     settled: {
       on: {
         'execution.claimed': { target: 'claimed', actions: 'fold' },
-        claim: { actions: decide },
+        claim: [{ guard: 'hasPending', actions: decide }, { actions: refuse(Refusal.NothingPending) }],
       },
     },
   },

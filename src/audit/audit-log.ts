@@ -1,0 +1,92 @@
+/**
+ * Audits a log against the engine's invariants, from the events alone (no trust in the machine
+ * that wrote them): at no instant two live owners, each input promoted at most once (and only after
+ * admission), cancellation final, nothing written by an execution after its lease expired, each
+ * execution recovered at most once. Returns every violation with the sequences involved.
+ */
+import type { SessionEvent } from '../events/envelope.ts';
+
+export interface Violation {
+  sessionId: string;
+  rule: 'two_live_owners' | 'promoted_twice' | 'promoted_unadmitted' | 'cancellation_overwritten' | 'write_after_expiry' | 'recovered_twice' | 'sequence_gap';
+  seqs: number[];
+  message: string;
+}
+
+interface Exec { id: string; ownerId: string; expiresAt: number; claimSeq: number; terminal: 'settled' | 'cancelled' | 'recovered' | null; terminalSeq: number }
+
+const RUNNER_WRITES = new Set(['execution.started', 'execution.renewed', 'execution.phase', 'step.started', 'step.ended', 'step.failed', 'text.completed', 'tool.called', 'tool.started', 'tool.succeeded', 'tool.failed', 'compaction.started', 'compaction.completed', 'input.promoted', 'execution.settled']);
+
+export function auditSession(events: readonly SessionEvent[]): Violation[] {
+  const out: Violation[] = [];
+  if (events.length === 0) return out;
+  const sessionId = events[0]!.sessionId;
+  const v = (rule: Violation['rule'], seqs: number[], message: string) => out.push({ sessionId, rule, seqs, message: `session ${sessionId}: ${message}` });
+  const execs = new Map<string, Exec>();
+  let current: Exec | undefined;
+  const admitted = new Map<string, number>();
+  const promoted = new Map<string, number>();
+  const recovered = new Map<string, number>();
+  let expectSeq = 1;
+  for (const e of events) {
+    if (e.seq !== expectSeq) v('sequence_gap', [e.seq], `expected sequence ${expectSeq}, found ${e.seq}`);
+    expectSeq = e.seq + 1;
+    const execId = (e.payload as { executionId?: string }).executionId;
+    const exec = execId ? execs.get(execId) : undefined;
+    if (exec && RUNNER_WRITES.has(e.type)) {
+      if (exec.terminal === 'cancelled') v('cancellation_overwritten', [exec.terminalSeq, e.seq], `${e.type} for execution ${exec.id} after it was cancelled at seq ${exec.terminalSeq}`);
+      else if (e.time >= exec.expiresAt && exec.terminal === null) v('write_after_expiry', [e.seq], `${e.type} by execution ${exec.id} at ${e.time}, after its lease expired at ${exec.expiresAt}`);
+      else if (exec.terminal !== null) v('write_after_expiry', [exec.terminalSeq, e.seq], `${e.type} by execution ${exec.id} after it ended (${exec.terminal}) at seq ${exec.terminalSeq}`);
+    }
+    switch (e.type) {
+      case 'execution.claimed': {
+        if (current && current.terminal === null) {
+          const live = e.time < current.expiresAt;
+          v('two_live_owners', [current.claimSeq, e.seq],
+            `execution ${e.payload.executionId} (${e.payload.ownerId}) claimed at seq ${e.seq} while execution ${current.id} (${current.ownerId}, claimed at seq ${current.claimSeq}) was ${live ? 'live' : 'expired but not recovered'}`);
+        }
+        current = { id: e.payload.executionId, ownerId: e.payload.ownerId, expiresAt: e.payload.expiresAt, claimSeq: e.seq, terminal: null, terminalSeq: 0 };
+        execs.set(current.id, current);
+        break;
+      }
+      case 'execution.renewed':
+        if (exec && exec.terminal === null && e.time < exec.expiresAt) exec.expiresAt = e.payload.expiresAt;
+        break;
+      case 'execution.cancelled':
+        if (exec && exec.terminal === null) Object.assign(exec, { terminal: 'cancelled', terminalSeq: e.seq });
+        break;
+      case 'execution.settled':
+        if (exec && exec.terminal === null) Object.assign(exec, { terminal: 'settled', terminalSeq: e.seq });
+        break;
+      case 'recovery.started': {
+        const id = e.payload.executionId;
+        if (recovered.has(id)) v('recovered_twice', [recovered.get(id)!, e.seq], `execution ${id} recovered twice`);
+        recovered.set(id, e.seq);
+        if (exec && exec.terminal === null) Object.assign(exec, { terminal: 'recovered', terminalSeq: e.seq });
+        break;
+      }
+      case 'input.admitted':
+        admitted.set(e.payload.inputId, e.seq);
+        break;
+      case 'input.promoted': {
+        const id = e.payload.inputId;
+        if (!admitted.has(id)) v('promoted_unadmitted', [e.seq], `input ${id} promoted without being admitted`);
+        if (promoted.has(id)) v('promoted_twice', [promoted.get(id)!, e.seq], `input ${id} promoted twice`);
+        promoted.set(id, e.seq);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/** Audits a whole log (events of many sessions, in any interleaving but each session in order). */
+export function auditLog(events: Iterable<SessionEvent>): Violation[] {
+  const bySession = new Map<string, SessionEvent[]>();
+  for (const e of events) {
+    let list = bySession.get(e.sessionId);
+    if (!list) bySession.set(e.sessionId, (list = []));
+    list.push(e);
+  }
+  return [...bySession.values()].flatMap((list) => auditSession(list.sort((a, b) => a.seq - b.seq)));
+}

@@ -1,0 +1,56 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const WORKER = fileURLToPath(new URL('./worker-process.ts', import.meta.url));
+const live = new Set<ChildProcess>();
+process.on('exit', () => { for (const c of live) c.kill('SIGKILL'); });
+
+export interface WorkerHandle {
+  child: ChildProcess;
+  lines: string[];
+  exited: Promise<number | null>;
+  /** Releases a worker started with `waitForGo: true`. */
+  go(): void;
+  waitForLine(match: (line: string) => boolean, timeoutMs?: number): Promise<string>;
+}
+
+/** Spawns a real worker process (see worker-process.ts) and collects its output lines. */
+export function spawnWorker(args: Record<string, unknown>): WorkerHandle {
+  const child = spawn(process.execPath, ['--import', 'tsx', WORKER, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'pipe'] });
+  live.add(child);
+  const lines: string[] = [];
+  const listeners = new Set<() => void>();
+  let buf = '';
+  child.stdout!.on('data', (d) => {
+    buf += d;
+    const parts = buf.split('\n');
+    buf = parts.pop()!;
+    lines.push(...parts);
+    for (const l of listeners) l();
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d) => (stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => {
+    live.delete(child);
+    if (code !== 0 && code !== null && stderr) process.stderr.write(`worker ${child.pid} exited ${code}: ${stderr}\n`);
+    resolve(code);
+    for (const l of listeners) l();
+  }));
+  return {
+    child, lines, exited,
+    go: () => { child.stdin!.write('GO\n'); },
+    waitForLine(match, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const found = lines.find(match);
+          if (found !== undefined) { cleanup(); resolve(found); }
+          else if (child.exitCode !== null || child.signalCode !== null) { cleanup(); reject(new Error(`worker exited (${child.exitCode ?? child.signalCode}) before printing the expected line; stderr: ${stderr}`)); }
+        };
+        const timer = setTimeout(() => { cleanup(); reject(new Error(`timed out after ${timeoutMs} ms waiting for a worker line; got: ${lines.slice(-5).join(' | ')}; stderr: ${stderr}`)); }, timeoutMs);
+        const cleanup = () => { clearTimeout(timer); listeners.delete(check); };
+        listeners.add(check);
+        check();
+      });
+    },
+  };
+}
