@@ -5,6 +5,8 @@ import { Command, CommanderError } from 'commander';
 import { cliContext } from './context.ts';
 import { describeError, exitCodeFor, ExitCode } from './exit.ts';
 import { registerMigrate } from './commands/migrate.ts';
+import { registerStart } from './commands/start.ts';
+import { registerPrompt } from './commands/prompt.ts';
 
 export function buildProgram(ctx = cliContext(process.env)): Command {
   const program = new Command('sessiond')
@@ -13,6 +15,8 @@ export function buildProgram(ctx = cliContext(process.env)): Command {
     .exitOverride()
     .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
   registerMigrate(program, ctx);
+  registerStart(program, ctx);
+  registerPrompt(program, ctx);
   for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError(true);
   return program;
 }

@@ -8,7 +8,7 @@
  * Requests in flight while the connection is down either get their reply after the reconnect or
  * time out; callers (the JetStream log) retry what is safe to retry.
  */
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, errors as natsErrors, type NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
 
 /** nats.conf's listener on loopback. */
@@ -49,9 +49,13 @@ function bad(option: string, value: unknown, expected: string): never {
     { details: { option } });
 }
 
-function positiveInt(option: string, value: unknown, fallback: number): number {
+/** A positive integer option (`fallback` when absent); `invalid_option` naming `what` otherwise. */
+export function positiveIntOption(what: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) bad(option, value, 'a positive integer number of milliseconds');
+  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
+    throw new SessiondError(ErrorCode.InvalidOption, `Invalid ${what}: ${JSON.stringify(value)}. Expected a positive integer (default ${fallback}).`,
+      { details: { option: what } });
+  }
   return value;
 }
 
@@ -89,8 +93,8 @@ export function parseConnectionOptions(input: NatsConnectionOptions | undefined 
     user,
     pass,
     name: optionalString('name', input.name) ?? DEFAULT_CONNECTION_NAME,
-    reconnectWaitMs: positiveInt('reconnectWaitMs', input.reconnectWaitMs, DEFAULT_RECONNECT_WAIT_MS),
-    timeoutMs: positiveInt('timeoutMs', input.timeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
+    reconnectWaitMs: positiveIntOption('NATS connection option reconnectWaitMs', input.reconnectWaitMs, DEFAULT_RECONNECT_WAIT_MS),
+    timeoutMs: positiveIntOption('NATS connection option timeoutMs', input.timeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
   };
 }
 
@@ -111,5 +115,88 @@ export async function connectNats(options: NatsConnectionOptions = {}): Promise<
     throw new SessiondError(ErrorCode.InvalidOption,
       `Could not connect to NATS at ${o.servers.join(', ')}${who}: ${messageOf(err)}. Check that nats-server is running (nats-server -c nats.conf) and that the servers, user and pass options are right.`,
       { cause: err, details: { servers: o.servers, user: o.user } });
+  }
+}
+
+/**
+ * Errors after which the same request may be sent again: timeouts, no responder (JetStream still
+ * starting after a restart), a dropped connection. Not: a closed connection, permissions.
+ */
+export function isTransientNatsError(err: unknown): boolean {
+  if (err instanceof natsErrors.TimeoutError || err instanceof natsErrors.NoRespondersError) return true;
+  if (err instanceof natsErrors.RequestError) return !(err.cause instanceof natsErrors.PermissionViolationError);
+  if (err instanceof natsErrors.ClosedConnectionError || err instanceof natsErrors.DrainingConnectionError) return false;
+  if (err instanceof natsErrors.ConnectionError) return true;
+  // @nats-io/jetstream raises JetStreamNotEnabled when a JetStream request finds no responder
+  return err instanceof Error && err.name === 'JetStreamNotEnabled';
+}
+
+/** The server refused a publish or subscribe for the connected user (nats.conf permissions). */
+export function isPermissionError(err: unknown): boolean {
+  return err instanceof natsErrors.PermissionViolationError
+    || (err instanceof natsErrors.RequestError && err.cause instanceof natsErrors.PermissionViolationError);
+}
+
+/**
+ * Follows a connection's status. nats.js discards whatever was published while disconnected when it
+ * reconnects, so a request sent during an outage can only time out: callers check `connected`, wait
+ * for `nextReconnect()` and send again (safe for idempotent requests and msg-id deduped publishes).
+ */
+export class ConnectionWatch {
+  private up = true;
+  private resolveReconnect: () => void = () => undefined;
+  private reconnect: Promise<void>;
+  private readonly statuses: AsyncIterable<{ type: string }> & { stop?: () => void };
+
+  constructor(nc: NatsConnection) {
+    this.reconnect = this.arm();
+    const statuses = nc.status() as AsyncIterable<{ type: string }> & { stop?: () => void };
+    this.statuses = statuses;
+    void (async () => {
+      for await (const s of statuses) {
+        if (s.type === 'disconnect') this.up = false;
+        if (s.type === 'reconnect') {
+          this.up = true;
+          const resolve = this.resolveReconnect;
+          this.reconnect = this.arm();
+          resolve();
+        }
+      }
+    })().catch(() => undefined);
+  }
+
+  private arm(): Promise<void> {
+    return new Promise<void>((resolve) => { this.resolveReconnect = resolve; });
+  }
+
+  get connected(): boolean {
+    return this.up;
+  }
+
+  /** Resolves when the connection is next re-established. */
+  nextReconnect(): Promise<void> {
+    return this.reconnect;
+  }
+
+  stop(): void {
+    this.statuses.stop?.();
+    this.resolveReconnect();
+  }
+}
+
+export function isNatsConnection(value: unknown): value is NatsConnection {
+  return typeof value === 'object' && value !== null
+    && typeof (value as NatsConnection).request === 'function' && typeof (value as NatsConnection).isClosed === 'function';
+}
+
+/** Resolves true if `p` settles within `ms`, false once `ms` pass; never leaves a timer behind. */
+export async function waitAtMost(p: Promise<unknown>, ms: number): Promise<boolean> {
+  if (ms <= 0) return false;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), ms); });
+  try {
+    return await Promise.race([p.then(() => true as const, () => true as const), timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }

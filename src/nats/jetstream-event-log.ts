@@ -17,32 +17,43 @@
  * duplicate window, so it lands at most once; a duplicate ack is checked against the stored message
  * (same ids: return what is stored; other ids: `duplicate_event`). A retry after the window, with a
  * stale `expectedSeq`, is recognised when its ids are exactly the session's last stored batch.
+ * Reusing ids of the session's last batch in a new one is refused before publishing; ids reused from
+ * further back are only caught through the msg id, within the window (JetStream has no id index).
+ *
+ * Outages. The connection reconnects forever. nats.js drops what was sent while disconnected, so a
+ * request (publish or read) waits for the reconnect and is sent again at once, up to
+ * `publishRetryMs`; then the append fails with `log_closed` saying its outcome is unknown and that
+ * retrying the same append is safe.
  *
  * Reads and subscriptions use ordered consumers (the client recreates them after a reconnect at the
  * next stream sequence); a read stops on the message whose `pending` count is 0, or right away when
  * the consumer starts with nothing pending. Subscriptions also ignore positions they already handled.
  */
-import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck, type Consumer, type ConsumerMessages } from '@nats-io/jetstream';
-import { errors as natsErrors, type NatsConnection } from '@nats-io/transport-node';
+import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck, type Consumer, type ConsumerMessages } from '@nats-io/jetstream';
+import { millis, type NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
-import { validateId } from '../ids.ts';
 import { systemClock, type Clock } from '../clock.ts';
-import { catalog, isDurable, isEventType } from '../events/catalog.ts';
-import { parseDraft, parsePayload, pack, unpack, DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
+import { catalog } from '../events/catalog.ts';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import {
   SequenceConflictError, duplicateEventError, logClosedError,
   type EventLog, type SubscribeOptions, type Subscription,
 } from '../events/event-log.ts';
-import { connectNats, type NatsConnectionOptions } from './connection.ts';
-import { ensureEventStream, isJsTransient, isWrongLastSequence, DEFAULT_DUPLICATE_WINDOW_MS } from './stream.ts';
+import {
+  ConnectionWatch, connectNats, isNatsConnection, isPermissionError, isTransientNatsError, positiveIntOption, waitAtMost,
+  type NatsConnectionOptions,
+} from './connection.ts';
+import {
+  decodeBatch, encodeBatch, ensureEventStream, isJsTransient, isStreamNotFound, isWrongLastSequence, prepareBatch, DEFAULT_DUPLICATE_WINDOW_MS,
+} from './stream.ts';
 import { STREAM_NAME, subjects } from './subjects.ts';
 
 /** Wait for one PubAck before retrying the publish. */
 export const DEFAULT_PUBLISH_TIMEOUT_MS = 5_000;
 /** Keep retrying a publish (same msg id) this long; must stay under the duplicate window. */
 export const DEFAULT_PUBLISH_RETRY_MS = DEFAULT_DUPLICATE_WINDOW_MS / 2;
-/** Sessions whose tail is cached (least recently used are dropped). */
+/** Sessions whose tail is cached (the least recently written are dropped). */
 export const DEFAULT_TAIL_CACHE_SIZE = 10_000;
 /** Messages per pull for reads and subscriptions. */
 export const DEFAULT_READ_BATCH = 256;
@@ -69,7 +80,8 @@ export interface JetStreamEventLogOptions {
 /** Counters, for tests and benchmarks. */
 export interface JetStreamEventLogStats {
   published: number;
-  publishRetries: number;
+  /** Requests (publishes and reads) sent again after a timeout or an outage. */
+  retries: number;
   duplicateAcks: number;
   wrongLastSequence: number;
   retriesRecognised: number;
@@ -83,9 +95,10 @@ class HandlerError extends Error {}
 
 export class JetStreamEventLog implements EventLog {
   readonly name: string;
-  readonly stats: JetStreamEventLogStats = { published: 0, publishRetries: 0, duplicateAcks: 0, wrongLastSequence: 0, retriesRecognised: 0 };
+  readonly stats: JetStreamEventLogStats = { published: 0, retries: 0, duplicateAcks: 0, wrongLastSequence: 0, retriesRecognised: 0 };
   private readonly tails = new Map<string, Tail>();
   private readonly subscriptions = new Set<Subscription>();
+  private readonly watch: ConnectionWatch;
   private closed = false;
 
   private constructor(
@@ -97,6 +110,7 @@ export class JetStreamEventLog implements EventLog {
     private readonly o: Required<Pick<JetStreamEventLogOptions, 'maxPayloadBytes' | 'publishTimeoutMs' | 'publishRetryMs' | 'tailCacheSize' | 'clock'>>,
   ) {
     this.name = `nats:${stream}`;
+    this.watch = new ConnectionWatch(nc);
   }
 
   static async open(options: JetStreamEventLogOptions): Promise<JetStreamEventLog> {
@@ -104,24 +118,27 @@ export class JetStreamEventLog implements EventLog {
     const nc = given ? options.connection as NatsConnection : await connectNats(options.connection as NatsConnectionOptions);
     try {
       const stream = options.stream ?? STREAM_NAME;
-      const publishRetryMs = options.publishRetryMs ?? DEFAULT_PUBLISH_RETRY_MS;
-      const windowMs = options.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS;
-      if (publishRetryMs >= windowMs) {
-        throw new SessiondError(ErrorCode.InvalidOption, `publishRetryMs (${publishRetryMs}) must be shorter than the duplicate window (${windowMs} ms), or a retried append could be written twice.`);
-      }
-      const jsm = await jetstreamManager(nc);
-      if (options.ensureStream ?? true) {
-        await ensureEventStream(jsm, { name: stream, replicas: options.replicas, duplicateWindowMs: windowMs });
-      } else {
-        await jsm.streams.info(stream);
-      }
-      return new JetStreamEventLog(nc, !given, jetstream(nc), jsm, stream, {
-        maxPayloadBytes: options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES,
-        publishTimeoutMs: options.publishTimeoutMs ?? DEFAULT_PUBLISH_TIMEOUT_MS,
-        publishRetryMs,
-        tailCacheSize: options.tailCacheSize ?? DEFAULT_TAIL_CACHE_SIZE,
+      const opt = (name: keyof typeof options, fallback: number) => positiveIntOption(`JetStream event log option ${name}`, options[name], fallback);
+      const o = {
+        maxPayloadBytes: opt('maxPayloadBytes', DEFAULT_MAX_PAYLOAD_BYTES),
+        publishTimeoutMs: opt('publishTimeoutMs', DEFAULT_PUBLISH_TIMEOUT_MS),
+        publishRetryMs: opt('publishRetryMs', DEFAULT_PUBLISH_RETRY_MS),
+        tailCacheSize: opt('tailCacheSize', DEFAULT_TAIL_CACHE_SIZE),
         clock: options.clock ?? systemClock,
-      });
+      };
+      const jsm = await jetstreamManager(nc);
+      const info = options.ensureStream ?? true
+        ? await ensureEventStream(jsm, { name: stream, replicas: options.replicas, duplicateWindowMs: options.duplicateWindowMs })
+        : await jsm.streams.info(stream).catch((err: unknown) => {
+          throw isStreamNotFound(err)
+            ? new SessiondError(ErrorCode.InvalidOption, `JetStream stream ${stream} does not exist. Start a sessiond worker first (it creates the stream), or open the log with ensureStream.`, { cause: err })
+            : err;
+        });
+      const windowMs = millis(info.config.duplicate_window);
+      if (o.publishRetryMs >= windowMs) {
+        throw new SessiondError(ErrorCode.InvalidOption, `publishRetryMs (${o.publishRetryMs}) must be shorter than stream ${stream}'s duplicate window (${windowMs} ms), or a retried append could be written twice. Lower publishRetryMs or raise the window.`);
+      }
+      return new JetStreamEventLog(nc, !given, jetstream(nc), jsm, stream, o);
     } catch (err) {
       if (!given) await nc.close().catch(() => undefined);
       throw err;
@@ -171,25 +188,55 @@ export class JetStreamEventLog implements EventLog {
     }
   }
 
-  /** Publishes, retrying timeouts and outages with the same msg id for up to `publishRetryMs`. */
-  private async publish(subject: string, data: Uint8Array, msgId: string, lastSubjectSequence: number): Promise<PubAck> {
+  /** Publishes with the batch's msg id and expectation, resending through outages (never written twice). */
+  private publish(subject: string, data: Uint8Array, msgId: string, lastSubjectSequence: number): Promise<PubAck> {
+    return this.retrying(
+      () => this.js.publish(subject, data, { msgID: msgId, expect: { lastSubjectSequence }, timeout: this.o.publishTimeoutMs }),
+      (err) => new SessiondError(ErrorCode.LogClosed,
+        `Event log ${this.name} is unreachable: publishing to ${subject} failed for ${this.o.publishRetryMs} ms (${messageOf(err)}). The append may or may not have been written; retry the exact same append (same event ids) once NATS is back and it will not be written twice, or reload the session.`,
+        { cause: err, details: { subject, msgId, outcome: 'unknown' } }),
+    );
+  }
+
+  /** A read-only JetStream request, retried through outages like a publish. */
+  private request<T>(fn: () => Promise<T>): Promise<T> {
+    return this.retrying(fn, (err) => new SessiondError(ErrorCode.LogClosed,
+      `Event log ${this.name} is unreachable: a JetStream request failed for ${this.o.publishRetryMs} ms (${messageOf(err)}). Check that nats-server is running, then retry.`, { cause: err }));
+  }
+
+  /**
+   * Runs `fn` until it succeeds, a non-transient error, or `publishRetryMs` passes. A request sent
+   * while disconnected is lost (nats.js drops it), so while down we wait for the reconnect, and a
+   * reconnect during a request resends it at once instead of waiting for its timeout.
+   */
+  private async retrying<T>(fn: () => Promise<T>, giveUp: (err: unknown) => Error): Promise<T> {
     const deadline = this.o.clock.now() + this.o.publishRetryMs;
+    let lastError: unknown = new Error('disconnected from NATS');
     for (let attempt = 0; ; attempt++) {
       this.assertOpen();
-      try {
-        return await this.js.publish(subject, data, { msgID: msgId, expect: { lastSubjectSequence }, timeout: this.o.publishTimeoutMs });
-      } catch (err) {
-        if (this.closed || this.nc.isClosed()) throw logClosedError(this.name);
-        const wait = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]!;
-        if (!isTransient(err)) throw err;
-        if (this.o.clock.now() + wait >= deadline) {
-          throw new SessiondError(ErrorCode.LogClosed,
-            `Event log ${this.name} is unreachable: publishing to ${subject} failed for ${this.o.publishRetryMs} ms (${messageOf(err)}). The append may or may not have been written; retry the exact same append (same event ids) once NATS is back and it will not be written twice, or reload the session.`,
-            { cause: err, details: { subject, msgId, outcome: 'unknown' } });
-        }
-        this.stats.publishRetries++;
-        await sleep(wait);
+      const reconnected = this.watch.nextReconnect().then(() => ({ reconnected: true as const }));
+      if (!this.watch.connected) {
+        if (!await waitAtMost(reconnected, deadline - this.o.clock.now())) throw giveUp(lastError);
+        continue;
       }
+      const pending = fn();
+      const outcome = await Promise.race([pending.then((value) => ({ value }), (error: unknown) => ({ error })), reconnected]);
+      if ('value' in outcome) return outcome.value;
+      pending.catch(() => undefined);
+      if (this.closed || this.nc.isClosed()) throw logClosedError(this.name);
+      if ('error' in outcome) {
+        if (isPermissionError(outcome.error)) {
+          throw new SessiondError(ErrorCode.InvalidOption,
+            `NATS refused a request of event log ${this.name}: ${messageOf(outcome.error)}. The connected user lacks that permission; appending (and lastSeq's fast path) needs a user allowed to publish sessiond.> and $JS.API.> (the worker user in nats.conf).`,
+            { cause: outcome.error });
+        }
+        if (!isTransientNatsError(outcome.error) && !isJsTransient(outcome.error)) throw outcome.error;
+        lastError = outcome.error;
+      }
+      const wait = 'reconnected' in outcome ? 0 : BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]!;
+      if (this.o.clock.now() + wait >= deadline) throw giveUp(lastError);
+      this.stats.retries++;
+      if (wait > 0) await waitAtMost(new Promise<never>(() => undefined), wait);
     }
   }
 
@@ -208,7 +255,7 @@ export class JetStreamEventLog implements EventLog {
   /** The server already has a message with this batch's msg id: the same batch, or reused ids. */
   private async resolveDuplicate(sessionId: string, expectedSeq: number, drafts: DraftEvent[], streamSeq: number): Promise<SessionEvent[]> {
     this.stats.duplicateAcks++;
-    const stored = await this.jsm.streams.getMessage(this.stream, { seq: streamSeq });
+    const stored = await this.request(() => this.jsm.streams.getMessage(this.stream, { seq: streamSeq }));
     const events = stored ? decodeBatch(stored.data, stored.seq, stored.subject) : [];
     if (events[0]?.sessionId === sessionId && events[0].seq === expectedSeq + 1 && sameIds(events, drafts)) {
       this.stats.retriesRecognised++;
@@ -235,22 +282,6 @@ export class JetStreamEventLog implements EventLog {
     if (this.tails.size > this.o.tailCacheSize) this.tails.delete(this.tails.keys().next().value!);
   }
 
-  /** A read-only JetStream request, retried through short outages; closed logs fail fast. */
-  private async request<T>(fn: () => Promise<T>): Promise<T> {
-    const deadline = this.o.clock.now() + this.o.publishRetryMs;
-    for (let attempt = 0; ; attempt++) {
-      this.assertOpen();
-      try {
-        return await fn();
-      } catch (err) {
-        if (this.closed || this.nc.isClosed()) throw logClosedError(this.name);
-        const wait = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]!;
-        if (!isTransient(err) || this.o.clock.now() + wait >= deadline) throw err;
-        await sleep(wait);
-      }
-    }
-  }
-
   async readSession(sessionId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<SessionEvent[]> {
     const subject = subjects.events(sessionId);
     const afterSeq = options.afterSeq ?? 0;
@@ -265,8 +296,15 @@ export class JetStreamEventLog implements EventLog {
   }
 
   async lastSeq(sessionId: string): Promise<number> {
-    validateId(sessionId, 'session id');
-    return (await this.loadTail(sessionId)).lastSeq;
+    try {
+      return (await this.loadTail(sessionId)).lastSeq;
+    } catch (err) {
+      if (!isPermissionError((err as Error).cause)) throw err;
+      // users that may only use consumers (client, observer in nats.conf): read the last message with one
+      let last = 0;
+      await this.scan('last', subjects.events(sessionId), (events) => { last = events[events.length - 1]!.seq; return true; });
+      return last;
+    }
   }
 
   async readAll(options: { after?: number; limit?: number } = {}): Promise<SessionEvent[]> {
@@ -288,10 +326,11 @@ export class JetStreamEventLog implements EventLog {
   }
 
   /** Reads messages from `startSeq` with an ordered consumer until nothing is pending or `visit` says stop. */
-  private async scan(startSeq: number, filter: string | undefined, visit: (events: SessionEvent[]) => boolean): Promise<void> {
+  private async scan(start: number | 'last', filter: string | undefined, visit: (events: SessionEvent[]) => boolean): Promise<void> {
     this.assertOpen();
     const consumer = await this.request(() => this.js.consumers.get(this.stream, {
-      opt_start_seq: Math.max(1, startSeq), ...(filter ? { filter_subjects: filter } : {}),
+      ...(start === 'last' ? { deliver_policy: DeliverPolicy.Last } : { opt_start_seq: Math.max(1, start) }),
+      ...(filter ? { filter_subjects: filter } : {}),
     }));
     let messages: ConsumerMessages | undefined;
     try {
@@ -313,7 +352,8 @@ export class JetStreamEventLog implements EventLog {
     let position = options.after ?? 0;
     let stopped = false;
     let messages: ConsumerMessages | undefined;
-    let wake: () => void = () => undefined;
+    let stop: () => void = () => undefined;
+    const stopping = new Promise<void>((resolve) => { stop = resolve; });
     const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond: subscriber on ${this.name} stopped: ${String(err)}\n`));
     const run = async () => {
       for (let failures = 0; !stopped; failures++) {
@@ -344,8 +384,8 @@ export class JetStreamEventLog implements EventLog {
         }
         if (stopped) break;
         if (this.nc.isClosed()) throw logClosedError(this.name);
-        // the consumer ended (server gone too long, stream recreated): start again after `position`
-        await new Promise<void>((resolve) => { wake = resolve; setTimeout(resolve, BACKOFF_MS[Math.min(failures, BACKOFF_MS.length - 1)]); });
+        // the consumer ended or could not be created (server gone too long): start again after `position`
+        await waitAtMost(Promise.race([stopping, this.watch.nextReconnect()]), BACKOFF_MS[Math.min(failures, BACKOFF_MS.length - 1)]!);
       }
     };
     const done = run().catch((err) => { if (!stopped) { stopped = true; onError(err); } });
@@ -353,7 +393,7 @@ export class JetStreamEventLog implements EventLog {
       get position() { return position; },
       close: async () => {
         stopped = true;
-        wake();
+        stop();
         await messages?.close();
         await done;
         this.subscriptions.delete(sub);
@@ -367,6 +407,7 @@ export class JetStreamEventLog implements EventLog {
     if (this.closed) return;
     await Promise.all([...this.subscriptions].map((s) => s.close()));
     this.closed = true;
+    this.watch.stop();
     if (this.ownsConnection) await this.nc.close().catch(() => undefined);
   }
 
@@ -375,74 +416,6 @@ export class JetStreamEventLog implements EventLog {
   }
 }
 
-function isNatsConnection(value: unknown): value is NatsConnection {
-  return typeof value === 'object' && value !== null && typeof (value as NatsConnection).request === 'function' && typeof (value as NatsConnection).isClosed === 'function';
-}
-
-/** Errors after which the same request may be sent again: timeouts, no JetStream responder yet, leader elections. */
-function isTransient(err: unknown): boolean {
-  if (err instanceof natsErrors.TimeoutError || err instanceof natsErrors.NoRespondersError) return true;
-  if (err instanceof natsErrors.RequestError) return !(err.cause instanceof natsErrors.PermissionViolationError);
-  if (err instanceof natsErrors.ConnectionError) return true;
-  // the server answers "no responders" while JetStream is still starting after a restart
-  if (err instanceof Error && err.name === 'JetStreamNotEnabled') return true;
-  return isJsTransient(err);
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 function sameIds(a: { id: string }[], b: { id: string }[]): boolean {
   return a.length === b.length && a.every((e, i) => e.id === b[i]!.id);
-}
-
-/** The validation the SQLite log does, identically. */
-function prepareBatch(sessionId: string, expectedSeq: number, drafts: DraftEvent[], maxPayloadBytes: number): DraftEvent[] {
-  validateId(sessionId, 'session id');
-  if (!Number.isInteger(expectedSeq) || expectedSeq < 0) {
-    throw new SessiondError(ErrorCode.InvalidOption, `Invalid expectedSeq ${String(expectedSeq)} for session ${sessionId}: use the session's last sequence (0 for a new session).`);
-  }
-  if (!Array.isArray(drafts) || drafts.length === 0) {
-    throw new SessiondError(ErrorCode.InvalidOption, `Append to session ${sessionId} has no events: pass at least one.`);
-  }
-  return drafts.map((d) => {
-    const parsed = parseDraft(d, maxPayloadBytes);
-    if (!isDurable(parsed.type)) {
-      throw new SessiondError(ErrorCode.InvalidPayload, `Event ${parsed.type} is live-only and is never stored: publish it on the live bus instead of appending it.`, { details: { type: parsed.type } });
-    }
-    return parsed;
-  });
-}
-
-/** One append's message body: a msgpack array of plain-map event frames. */
-export function encodeBatch(events: SessionEvent[]): Uint8Array {
-  return pack(events.map((e) => ({ id: e.id, type: e.type, version: e.version, sessionId: e.sessionId, seq: e.seq, time: e.time, payload: e.payload })));
-}
-
-/** Decodes and validates one stored message; every event gets `position` = the message's stream sequence. */
-export function decodeBatch(data: Uint8Array, position: number, subject: string): SessionEvent[] {
-  const fail = (code: SessiondError['code'], why: string, cause?: unknown): never => {
-    throw new SessiondError(code, `Message ${position} on ${subject} is not a sessiond event batch: ${why}. Was it published by something other than sessiond?`, { cause, details: { position, subject } });
-  };
-  let raw: unknown;
-  try {
-    raw = unpack(data);
-  } catch (err) {
-    return fail(ErrorCode.DecodeFailed, `invalid msgpack (${messageOf(err)})`, err);
-  }
-  if (!Array.isArray(raw) || raw.length === 0) return fail(ErrorCode.DecodeFailed, 'expected a non-empty array of events');
-  const sessionId = subjects.sessionOfEventsSubject(subject);
-  return raw.map((f: Record<string, unknown> | null, i) => {
-    if (f === null || typeof f !== 'object') return fail(ErrorCode.DecodeFailed, `frame ${i} is not a map`);
-    const { id, type, version, seq, time } = f;
-    if (typeof id !== 'string' || typeof version !== 'number' || typeof seq !== 'number' || typeof time !== 'number') {
-      return fail(ErrorCode.DecodeFailed, `frame ${i} lacks id, version, seq or time`);
-    }
-    if (f.sessionId !== sessionId) return fail(ErrorCode.DecodeFailed, `frame ${i} belongs to session ${String(f.sessionId)}`);
-    if (!isEventType(type)) return fail(ErrorCode.UnknownEventType, `frame ${i} has unknown type ${JSON.stringify(type)} (upgrade sessiond)`);
-    const first = (raw as { seq: number }[])[0]!.seq;
-    if (seq !== first + i) return fail(ErrorCode.DecodeFailed, `frame ${i} has seq ${seq}, expected ${first + i}`);
-    return { id, type, version, sessionId, seq, time, payload: parsePayload(type, version, f.payload), position } as SessionEvent;
-  });
 }

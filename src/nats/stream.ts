@@ -16,7 +16,9 @@
  * - deny delete: committed events are immutable; deleting single messages would break sequences.
  * - replicas: 1 on a single server, 3 in a cluster (R3 tolerates one server down).
  *
- * JetStream API error codes are matched by number (`JsErrorCode`), never by message text.
+ * Messages: one per append, a msgpack array of plain-map event frames (`encodeBatch`/`decodeBatch`),
+ * so any msgpack reader can decode it; `prepareBatch` checks an append the way the SQLite log does. JetStream API error codes are matched by number
+ * (`JsErrorCode`), never by message text.
  */
 import {
   DiscardPolicy, JetStreamApiError, RetentionPolicy, StorageType,
@@ -24,6 +26,10 @@ import {
 } from '@nats-io/jetstream';
 import { millis, nanos } from '@nats-io/transport-node';
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { validateId } from '../ids.ts';
+import { isDurable, isEventType } from '../events/catalog.ts';
+import { pack, parseDraft, parsePayload, unpack } from '../events/codec.ts';
+import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import { STREAM_NAME, subjects } from './subjects.ts';
 
 export const DEFAULT_DUPLICATE_WINDOW_MS = 2 * 60_000;
@@ -39,6 +45,7 @@ export const JsErrorCode = {
   StreamNotFound: 10059,
   StreamSubjectOverlap: 10065,
   StreamWrongLastSequence: 10071,
+  StreamReplicasNotSupported: 10074,
   ClusterNotAvailable: 10008,
   ClusterNotLeader: 10009,
   InsufficientResources: 10023,
@@ -123,6 +130,10 @@ export async function ensureEventStream(jsm: JetStreamManager, options: EventStr
       `Stream ${want.name} exists with ${have.storage} storage; the event log needs file storage. Back it up and delete it (or choose another stream name) and start again.`,
       { details: { stream: want.name, storage: have.storage } });
   }
+  if (want.num_replicas > 1 && !info.cluster) {
+    // nats-server 2.9 accepts this update outside a cluster (and reports it) but cannot replicate
+    throw streamError(want.name, 'update', new Error(`stream ${want.name} is on a server without JetStream clustering`), true);
+  }
   const missingSubject = !have.subjects.includes(subjects.allEvents);
   const differs = missingSubject
     || millis(have.duplicate_window) !== millis(want.duplicate_window)
@@ -145,10 +156,62 @@ export async function ensureEventStream(jsm: JetStreamManager, options: EventStr
   }
 }
 
-function streamError(name: string, action: string, err: unknown): SessiondError {
+function streamError(name: string, action: string, err: unknown, replicas = isJsError(err, JsErrorCode.StreamReplicasNotSupported)): SessiondError {
   const hint = isJsError(err, JsErrorCode.StreamSubjectOverlap)
     ? `another stream already captures ${subjects.allEvents}; delete it or use that stream's name`
-    : 'check that JetStream is enabled for this account and the user may manage streams (see nats.conf)';
+    : replicas ? 'more than 1 replica needs a JetStream cluster: use replicas 1 on a single server, 3 in a cluster'
+      : 'check that JetStream is enabled for this account and the user may manage streams (see nats.conf)';
   return new SessiondError(ErrorCode.InvalidOption, `Could not ${action} JetStream stream ${name}: ${messageOf(err)}. ${hint[0]!.toUpperCase()}${hint.slice(1)}.`,
     { cause: err, details: { stream: name, jsErrorCode: jsErrorCode(err) } });
+}
+
+/** One append's message body: a msgpack array of plain-map event frames. */
+export function encodeBatch(events: SessionEvent[]): Uint8Array {
+  return pack(events.map((e) => ({ id: e.id, type: e.type, version: e.version, sessionId: e.sessionId, seq: e.seq, time: e.time, payload: e.payload })));
+}
+
+/** Decodes and validates one stored message; every event gets `position` = the message's stream sequence. */
+export function decodeBatch(data: Uint8Array, position: number, subject: string): SessionEvent[] {
+  const fail = (code: SessiondError['code'], why: string, cause?: unknown): never => {
+    const hint = code === ErrorCode.DecodeFailed ? 'Was it published by something other than sessiond?' : 'Upgrade sessiond to read it.';
+    throw new SessiondError(code, `Message ${position} on ${subject} cannot be read as a sessiond event batch: ${why}. ${hint}`, { cause, details: { position, subject } });
+  };
+  let raw: unknown;
+  try {
+    raw = unpack(data);
+  } catch (err) {
+    return fail(ErrorCode.DecodeFailed, `invalid msgpack (${messageOf(err)})`, err);
+  }
+  if (!Array.isArray(raw) || raw.length === 0) return fail(ErrorCode.DecodeFailed, 'expected a non-empty array of events');
+  const sessionId = subjects.sessionOfEventsSubject(subject);
+  return raw.map((f: Record<string, unknown> | null, i) => {
+    if (f === null || typeof f !== 'object') return fail(ErrorCode.DecodeFailed, `frame ${i} is not a map`);
+    const { id, type, version, seq, time } = f;
+    if (typeof id !== 'string' || typeof version !== 'number' || typeof seq !== 'number' || typeof time !== 'number') {
+      return fail(ErrorCode.DecodeFailed, `frame ${i} lacks id, version, seq or time`);
+    }
+    if (f.sessionId !== sessionId) return fail(ErrorCode.DecodeFailed, `frame ${i} belongs to session ${String(f.sessionId)}`);
+    if (!isEventType(type)) return fail(ErrorCode.UnknownEventType, `frame ${i} has unknown event type ${JSON.stringify(type)}`);
+    const first = (raw as { seq: number }[])[0]!.seq;
+    if (seq !== first + i) return fail(ErrorCode.DecodeFailed, `frame ${i} has seq ${seq}, expected ${first + i}`);
+    return { id, type, version, sessionId, seq, time, payload: parsePayload(type, version, f.payload), position } as SessionEvent;
+  });
+}
+
+/** Checks an append's arguments and drafts exactly as the SQLite log does; returns the parsed drafts. */
+export function prepareBatch(sessionId: string, expectedSeq: number, drafts: DraftEvent[], maxPayloadBytes: number): DraftEvent[] {
+  validateId(sessionId, 'session id');
+  if (!Number.isInteger(expectedSeq) || expectedSeq < 0) {
+    throw new SessiondError(ErrorCode.InvalidOption, `Invalid expectedSeq ${String(expectedSeq)} for session ${sessionId}: use the session's last sequence (0 for a new session).`);
+  }
+  if (!Array.isArray(drafts) || drafts.length === 0) {
+    throw new SessiondError(ErrorCode.InvalidOption, `Append to session ${sessionId} has no events: pass at least one.`);
+  }
+  return drafts.map((d) => {
+    const parsed = parseDraft(d, maxPayloadBytes);
+    if (!isDurable(parsed.type)) {
+      throw new SessiondError(ErrorCode.InvalidPayload, `Event ${parsed.type} is live-only and is never stored: publish it on the live bus instead of appending it.`, { details: { type: parsed.type } });
+    }
+    return parsed;
+  });
 }

@@ -61,7 +61,6 @@ export class ChangeNotifier {
   private schedule(): void {
     if (this.stopped || this.users === 0) return;
     this.timer = setTimeout(() => this.poll(), this.interval);
-    this.timer.unref?.();
   }
 
   private poll(): void {

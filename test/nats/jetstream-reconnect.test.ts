@@ -3,20 +3,22 @@
 // never split a message. Waits are on events or polls with deadlines, never bare sleeps.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
-import { jetstream, JetStreamApiError } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
+import { millis } from '@nats-io/transport-node';
 import { ErrorCode, isSessiondError } from '../../src/errors.ts';
 import { catalog } from '../../src/events/catalog.ts';
 import { parseDraft } from '../../src/events/codec.ts';
 import type { DraftEvent, SessionEvent } from '../../src/events/envelope.ts';
 import { SequenceConflictError } from '../../src/events/event-log.ts';
-import { JetStreamEventLog, encodeBatch, type JetStreamEventLogOptions } from '../../src/nats/jetstream-event-log.ts';
-import { isWrongLastSequence, jsErrorCode, JsErrorCode } from '../../src/nats/stream.ts';
-import { subjects } from '../../src/nats/subjects.ts';
+import { JetStreamEventLog, type JetStreamEventLogOptions } from '../../src/nats/jetstream-event-log.ts';
+import { connectNats, parseConnectionOptions } from '../../src/nats/connection.ts';
+import { encodeBatch, ensureEventStream, isWrongLastSequence, jsErrorCode, JsErrorCode } from '../../src/nats/stream.ts';
+import { STREAM_NAME, subjects } from '../../src/nats/subjects.ts';
 import { admitted, started } from '../../src/testing/event-log-contract.ts';
-import { startNatsServer, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { freePort, startNatsServer, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 
-const s = suite<{ server: NatsServer; logs: JetStreamEventLog[] }>('JetStream event log: reconnects, retries, conflicts');
+const s = suite<{ server: NatsServer; logs: JetStreamEventLog[] }>('JetStream event log: reconnects, retries, conflicts, permissions');
 let n = 0;
 const ses = () => `ses_rc_${process.pid}_${++n}`;
 
@@ -26,10 +28,12 @@ async function open(ctx: { server: NatsServer; logs: JetStreamEventLog[] }, extr
   return log;
 }
 const ids = (events: SessionEvent[]) => events.map((e) => e.id);
+async function nextStatus(log: JetStreamEventLog, type: string): Promise<void> {
+  for await (const status of log.nc.status()) if (status.type === type) return;
+}
 
 s.before(async (ctx) => { ctx.server = await startNatsServer(); ctx.logs = []; });
-s.before.each(() => { (globalThis as any).__t = Date.now(); });
-s.after.each(async (ctx) => { console.log('took', Date.now() - (globalThis as any).__t); for (const log of ctx.logs.splice(0)) await log.close(); });
+s.after.each(async (ctx) => { for (const log of ctx.logs.splice(0)) await log.close(); });
 s.after(async (ctx) => { await ctx.server.dispose(); });
 
 s('the server restarts between appends: later appends succeed, the sequence is continuous, nothing doubled', async (ctx) => {
@@ -54,10 +58,11 @@ s('a subscriber sees every event exactly once across a crash and restart, includ
   const sub = reader.subscribe({ after: await reader.head(), onBatch: (events) => { seen.push(...events); } });
   const before = [...await writer.append(id, 0, [admitted('a')]), ...await writer.append(id, 1, [admitted('b'), admitted('c')])];
   await waitFor(() => seen.length >= 3, { timeoutMs: 5000, what: 'events before the crash' });
+  const disconnected = nextStatus(writer, 'disconnect');
   await ctx.server.kill();
-  const retriesBefore = writer.stats.publishRetries;
   const during = writer.append(id, 3, [admitted('d')]);
-  await waitFor(() => writer.stats.publishRetries > retriesBefore, { timeoutMs: 5000, what: 'the append to be retried while the server is down' });
+  during.catch(() => undefined); // awaited below; never an unhandled rejection if the test fails first
+  await disconnected;
   await ctx.server.restart();
   const landed = await during;
   const after = await writer.append(id, 4, [admitted('e'), admitted('f')]);
@@ -178,6 +183,61 @@ s('readAll never splits a message and returns promptly on an empty range; close 
   assert.not.ok(log.nc.isClosed(), 'a connection the log did not open stays open');
   const closed = await shared.append(id, 4, [admitted('x')]).then(() => undefined, (e) => e);
   assert.ok(isSessiondError(closed, ErrorCode.LogClosed));
+});
+
+s('an observer (nats.conf) reads, subscribes and learns lastSeq through consumers, and may not append', async (ctx) => {
+  const log = await open(ctx);
+  const id = ses();
+  const committed = await log.append(id, 0, [admitted('1'), admitted('2')]);
+  const observer = await JetStreamEventLog.open({ connection: { servers: ctx.server.url, ...OBSERVER }, ensureStream: false });
+  ctx.logs.push(observer);
+  assert.equal(ids(await observer.readSession(id)), ids(committed));
+  assert.is(await observer.lastSeq(id), 2);
+  assert.is(await observer.lastSeq(ses()), 0);
+  const seen: string[] = [];
+  const sub = observer.subscribe({ after: committed[0]!.position! - 1, onBatch: (events) => { seen.push(...ids(events)); } });
+  await waitFor(() => seen.length >= 2, { timeoutMs: 5000, what: 'the observer subscription' });
+  await sub.close();
+  const refused = await observer.append(id, 2, [admitted('3')]).then(() => undefined, (e) => e);
+  assert.ok(isSessiondError(refused, ErrorCode.InvalidOption), `refused with a clear error, got ${String(refused)}`);
+  assert.match((refused as Error).message, /worker user/);
+  assert.is(await log.lastSeq(id), 2);
+});
+
+s('the stream is ensured idempotently, and its duplicate window is updated in place', async (ctx) => {
+  const log = await open(ctx);
+  const jsm = await jetstreamManager(log.nc);
+  const again = await ensureEventStream(jsm);
+  assert.is(again.config.storage, 'file');
+  assert.equal(again.config.subjects, [subjects.allEvents]);
+  assert.is(millis(again.config.duplicate_window), 120_000);
+  const changed = await ensureEventStream(jsm, { duplicateWindowMs: 90_000 });
+  assert.is(millis(changed.config.duplicate_window), 90_000);
+  assert.ok(changed.state.messages > 0, 'data kept');
+  const tooLong = await JetStreamEventLog.open({ connection: log.nc, ensureStream: false, publishRetryMs: 100_000 }).then(() => undefined, (e) => e);
+  assert.ok(isSessiondError(tooLong, ErrorCode.InvalidOption), 'a retry longer than the duplicate window is refused');
+  const r3 = await ensureEventStream(jsm, { replicas: 3 }).then(() => undefined, (e) => e);
+  assert.ok(isSessiondError(r3, ErrorCode.InvalidOption) && /JetStream cluster/.test(r3.message), 'replicas 3 outside a cluster: refused, clearly');
+  await ensureEventStream(jsm);
+  assert.is((await jsm.streams.info(STREAM_NAME)).config.num_replicas, 1);
+});
+
+s('connection options: defaults, and bad options named in the error', async () => {
+  const o = parseConnectionOptions();
+  assert.equal(o.servers, ['nats://127.0.0.1:4222']);
+  assert.is(o.name, 'sessiond');
+  assert.equal(parseConnectionOptions({ servers: 'nats://a:1, nats://b:2' }).servers, ['nats://a:1', 'nats://b:2']);
+  for (const [bad, named] of [
+    [{ servers: 'http://x:4222' }, 'servers'], [{ user: 'worker' }, 'pass'], [{ reconnectWaitMs: -5 }, 'reconnectWaitMs'],
+    [{ timeoutMs: 1.5 }, 'timeoutMs'], [{ sever: 'nats://x:1' }, 'sever'],
+  ] as [Record<string, unknown>, string][]) {
+    const err = (() => { try { parseConnectionOptions(bad); } catch (e) { return e; } })();
+    assert.ok(isSessiondError(err, ErrorCode.InvalidOption), `${named}: invalid_option`);
+    assert.ok((err as Error).message.includes(named), `the error names ${named}: ${(err as Error).message}`);
+  }
+  const unreachable = await connectNats({ servers: `nats://127.0.0.1:${await freePort()}`, timeoutMs: 2000 }).then(() => undefined, (e) => e);
+  assert.ok(isSessiondError(unreachable, ErrorCode.InvalidOption));
+  assert.match((unreachable as Error).message, /Could not connect to NATS.*nats-server is running/);
 });
 
 s.run();
