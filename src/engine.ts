@@ -21,8 +21,10 @@ import { stateOf, type SessionSnapshot, type SessionStateValue } from './machine
 import type { SessionContext } from './machines/session-context.ts';
 
 export interface EngineOptions {
-  /** SQLite file (created and migrated when needed). */
+  /** SQLite file (created and migrated when needed): the embedded log, and the projection. */
   file: string;
+  /** Another event log (e.g. a JetStreamEventLog); the SQLite file then only holds the projection. */
+  log?: EventLog;
   runner: Runner;
   clock?: Clock;
   ids?: IdSource;
@@ -62,7 +64,8 @@ export function statusOf(snapshot: SessionSnapshot): SessionStatus {
 export async function openEngine(options: EngineOptions): Promise<Engine> {
   const db = openDatabase(options.file, { ...(options.synchronous ? { synchronous: options.synchronous } : {}) });
   migrate(db, options.clock ? { clock: options.clock } : {});
-  const log = new SqliteEventLog(db);
+  const ownLog = options.log === undefined;
+  const log = options.log ?? new SqliteEventLog(db);
   const execution = new SessionExecution({
     log, runner: options.runner,
     ...pick(options, ['clock', 'ids', 'ownerId', 'leaseMs', 'heartbeatMs', 'bus', 'onNotice']),
@@ -81,7 +84,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     status: async (id) => statusOf(await execution.status(id)),
     async close() {
       await execution.close();
-      await log.close();
+      if (ownLog) await log.close();
       db.close();
     },
   };
