@@ -28,12 +28,18 @@ export function auditSession(events: readonly SessionEvent[]): Violation[] {
   const promoted = new Map<string, number>();
   const recovered = new Map<string, number>();
   let expectSeq = 1;
+  // Sealing events (open step and tools failed/recovered) that directly follow an execution's end
+  // (cancel, recovery) belong to that ending and are allowed.
+  let sealing: string | null = null;
+  const SEALS = new Set(['step.recovered', 'step.failed', 'tool.failed']);
   for (const e of events) {
     if (e.seq !== expectSeq) v('sequence_gap', [e.seq], `expected sequence ${expectSeq}, found ${e.seq}`);
     expectSeq = e.seq + 1;
     const execId = (e.payload as { executionId?: string }).executionId;
     const exec = execId ? execs.get(execId) : undefined;
-    if (exec && RUNNER_WRITES.has(e.type)) {
+    const isSeal = sealing !== null && execId === sealing && SEALS.has(e.type);
+    if (!isSeal) sealing = null;
+    if (exec && RUNNER_WRITES.has(e.type) && !isSeal) {
       if (exec.terminal === 'cancelled') v('cancellation_overwritten', [exec.terminalSeq, e.seq], `${e.type} for execution ${exec.id} after it was cancelled at seq ${exec.terminalSeq}`);
       else if (e.time >= exec.expiresAt && exec.terminal === null) v('write_after_expiry', [e.seq], `${e.type} by execution ${exec.id} at ${e.time}, after its lease expired at ${exec.expiresAt}`);
       else if (exec.terminal !== null) v('write_after_expiry', [exec.terminalSeq, e.seq], `${e.type} by execution ${exec.id} after it ended (${exec.terminal}) at seq ${exec.terminalSeq}`);
@@ -54,6 +60,7 @@ export function auditSession(events: readonly SessionEvent[]): Violation[] {
         break;
       case 'execution.cancelled':
         if (exec && exec.terminal === null) Object.assign(exec, { terminal: 'cancelled', terminalSeq: e.seq });
+        sealing = e.payload.executionId;
         break;
       case 'execution.settled':
         if (exec && exec.terminal === null) Object.assign(exec, { terminal: 'settled', terminalSeq: e.seq });
@@ -63,6 +70,7 @@ export function auditSession(events: readonly SessionEvent[]): Violation[] {
         if (recovered.has(id)) v('recovered_twice', [recovered.get(id)!, e.seq], `execution ${id} recovered twice`);
         recovered.set(id, e.seq);
         if (exec && exec.terminal === null) Object.assign(exec, { terminal: 'recovered', terminalSeq: e.seq });
+        sealing = id;
         break;
       }
       case 'input.admitted':

@@ -254,8 +254,10 @@ export class SessionExecution {
   private async settle(sessionId: string, executionId: string, outcome: 'succeeded' | 'failed' | 'released', error?: unknown): Promise<void> {
     const ownerId = this.ownerId;
     try {
+      const continuationInputId = outcome === 'released' ? `inp_handback_${executionId}` : undefined;
       await this.handler.execute(sessionId, (now) => ({
         type: 'settle', now, ownerId, executionId, outcome, ...(error === undefined ? {} : { error: recordedError(error) }),
+        ...(continuationInputId ? { continuationInputId } : {}),
       }));
       this.notice({ type: 'settled', sessionId, executionId, outcome, ...(error === undefined ? {} : { error: messageOf(error) }) });
     } catch (err) {

@@ -12,10 +12,16 @@ export type Command =
   | { type: 'start'; now: number; ownerId: string; executionId: string }
   | { type: 'renew'; now: number; ownerId: string; executionId: string }
   | { type: 'record'; now: number; ownerId: string; executionId: string; events: ProtoEvent[] }
-  | { type: 'settle'; now: number; ownerId: string; executionId: string; outcome: SettleOutcome; error?: RecordedError }
+  /** `released` hands the turn back: its open work is sealed and `continuationInputId` is admitted so another worker continues it. */
+  | { type: 'settle'; now: number; ownerId: string; executionId: string; outcome: SettleOutcome; error?: RecordedError; continuationInputId?: string }
   | { type: 'cancel'; now: number; reason?: string }
   | { type: 'admit'; now: number; inputId: string; prompt: string; delivery: Delivery; wake: boolean; source?: 'user' | 'recovery' }
-  | { type: 'recover'; now: number; events: ProtoEvent[] };
+  /** Seal an expired execution and admit one continuation (ids come with the command: the machine makes none). */
+  | { type: 'recover'; now: number; continuationInputId: string; reason?: string }
+  /** Count an attempt at the durable recovery wake. */
+  | { type: 'requestWake'; now: number }
+  /** A recovery wake attempt failed; `park` gives up: the session is parked with the error, visibly. */
+  | { type: 'failWake'; now: number; error: RecordedError; park: boolean };
 
 export type CommandType = Command['type'];
 
@@ -37,6 +43,7 @@ export const Refusal = {
   LeaseNotExpired: 'lease_not_expired',
   NothingToRecover: 'nothing_to_recover',
   NothingPending: 'nothing_pending',
+  NoWakePending: 'no_wake_pending',
 } as const;
 export type Refusal = (typeof Refusal)[keyof typeof Refusal];
 
@@ -50,7 +57,3 @@ export const RUNNER_EVENT_TYPES: ReadonlySet<EventType> = new Set<EventType>([
   'tool.called', 'tool.started', 'tool.succeeded', 'tool.failed', 'compaction.started', 'compaction.completed',
 ]);
 
-/** Events recovery may write through `recover`. */
-export const RECOVERY_EVENT_TYPES: ReadonlySet<EventType> = new Set<EventType>([
-  'recovery.started', 'step.recovered', 'tool.failed', 'input.admitted', 'recovery.completed',
-]);

@@ -18,6 +18,20 @@ export interface ExecutionState {
   cancelled: boolean;
   outcome: 'succeeded' | 'failed' | 'released' | 'cancelled' | null;
   error: RecordedError | null;
+  /** The assistant message of the step in progress (null between steps). */
+  openStep: string | null;
+  /** The execution's latest assistant message (null before its first step). */
+  lastMessage: string | null;
+  /** Tool calls journaled and not yet settled: what recovery or a cancel must seal. */
+  openTools: OpenTool[];
+}
+
+export interface OpenTool {
+  callId: string;
+  messageId: string;
+  name: string;
+  durable: boolean;
+  idempotencyKey: string | null;
 }
 
 export interface PendingInput {
@@ -33,6 +47,9 @@ export interface RecoveryState {
   wakePending: boolean;
   attempts: number;
   parked: boolean;
+  /** Time of the last wake attempt (for backoff), 0 before any. */
+  lastAttemptAt: number;
+  lastError: RecordedError | null;
 }
 
 export interface SessionContext {
@@ -66,6 +83,7 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       next.execution = {
         id: p.executionId, ownerId: p.ownerId, leaseMs: p.leaseMs, expiresAt: p.expiresAt, assistantSeq: p.assistantSeq,
         claimedSeq: event.seq, phase: 'safe', started: false, cancelled: false, outcome: null, error: null,
+        openStep: null, lastMessage: null, openTools: [],
       };
       next.executions = ctx.executions + 1;
       if (ctx.recovery?.wakePending) next.recovery = { ...ctx.recovery, wakePending: false };
@@ -99,22 +117,38 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       return next;
     case 'step.started':
       next.lastAssistantSeq = event.seq;
+      if (forCurrent(event.payload.executionId)) next.execution = { ...exec!, openStep: event.payload.messageId, lastMessage: event.payload.messageId };
+      return next;
+    case 'step.ended':
+    case 'step.failed':
+    case 'step.recovered':
+      if (forCurrent(event.payload.executionId) && exec!.openStep === event.payload.messageId) next.execution = { ...exec!, openStep: null };
+      return next;
+    case 'tool.called':
+      if (forCurrent(event.payload.executionId)) {
+        const p = event.payload;
+        next.execution = { ...exec!, openTools: [...exec!.openTools, { callId: p.callId, messageId: p.messageId, name: p.name, durable: p.durable, idempotencyKey: p.idempotencyKey ?? null }] };
+      }
+      return next;
+    case 'tool.succeeded':
+    case 'tool.failed':
+      if (forCurrent(event.payload.executionId)) next.execution = { ...exec!, openTools: exec!.openTools.filter((t) => t.callId !== event.payload.callId) };
       return next;
     case 'recovery.completed':
       next.recovery = {
         executionId: event.payload.executionId, continuationInputId: event.payload.continuationInputId,
-        wakePending: event.payload.continuationInputId !== null, attempts: 0, parked: false,
+        wakePending: event.payload.continuationInputId !== null, attempts: 0, parked: false, lastAttemptAt: 0, lastError: event.payload.error ?? null,
       };
       return next;
     case 'recovery.wake_requested':
-      if (ctx.recovery?.executionId === event.payload.executionId) next.recovery = { ...ctx.recovery, attempts: event.payload.attempt };
+      if (ctx.recovery?.executionId === event.payload.executionId) next.recovery = { ...ctx.recovery, attempts: event.payload.attempt, lastAttemptAt: event.time };
       return next;
     case 'recovery.wake_delivered':
       if (ctx.recovery?.executionId === event.payload.executionId) next.recovery = { ...ctx.recovery, wakePending: false };
       return next;
     case 'recovery.wake_failed':
       if (ctx.recovery?.executionId === event.payload.executionId) {
-        next.recovery = { ...ctx.recovery, attempts: event.payload.attempt, parked: event.payload.parked, wakePending: !event.payload.parked };
+        next.recovery = { ...ctx.recovery, attempts: event.payload.attempt, parked: event.payload.parked, wakePending: !event.payload.parked, lastError: event.payload.error };
       }
       return next;
     default:

@@ -15,8 +15,9 @@
 import { and, assign, emit, not, setup } from 'xstate';
 import type { SessionEvent } from '../events/envelope.ts';
 import { durableEventTypes, type EventType } from '../events/catalog.ts';
-import { foldContext, initialContext, leaseLive, type SessionContext } from './session-context.ts';
-import { RECOVERY_EVENT_TYPES, RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
+import { foldContext, initialContext, leaseLive, type ExecutionState, type SessionContext } from './session-context.ts';
+import type { RecordedError } from '../events/catalog.ts';
+import { RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
 
 type MachineEvent = SessionEvent | Command;
 type Emitted = { type: 'decision'; events: ProtoEvent[] } | { type: 'refusal'; reason: Refusal; message: string };
@@ -40,6 +41,7 @@ const messages: Record<Refusal, (a: Args) => string> = {
   lease_not_expired: ({ context }) => `never recovers a live execution lease: execution ${context.execution?.id} is live until ${context.execution?.expiresAt}`,
   nothing_to_recover: ({ context }) => `session ${context.sessionId} has no expired execution to recover`,
   nothing_pending: ({ context }) => `session ${context.sessionId} has no pending input to run`,
+  no_wake_pending: ({ context }) => `session ${context.sessionId} owes no recovery wake`,
 };
 
 const refuse = (reason: Refusal) => ({ type: 'refuse' as const, params: { reason } });
@@ -72,7 +74,8 @@ export const sessionMachine = setup({
       return ids.every((id, i) => ids.indexOf(id) === i && context.pending.some((p) => p.inputId === id));
     },
     alreadyAdmitted: ({ context, event }) => Object.hasOwn(context.admitted, cmd<'admit'>(event).inputId),
-    onlyRecoveryEvents: ({ event }) => cmd<'recover'>(event).events.every((e) => RECOVERY_EVENT_TYPES.has(e.type)),
+    /** The recovery wake is still owed (not landed, not parked). */
+    wakePending: ({ context }) => context.recovery?.wakePending === true && !context.recovery.parked,
   },
   actions: {
     fold: assign(({ context, event }) => foldContext(context, event as SessionEvent)),
@@ -105,6 +108,8 @@ export const sessionMachine = setup({
       { actions: decide },
     ],
     recover: { actions: refuse(Refusal.NothingToRecover) },
+    requestWake: [{ guard: 'wakePending', actions: decide }, { actions: refuse(Refusal.NoWakePending) }],
+    failWake: [{ guard: 'wakePending', actions: decide }, { actions: refuse(Refusal.NoWakePending) }],
   },
   states: {
     idle: {
@@ -130,8 +135,7 @@ export const sessionMachine = setup({
         cancel: { actions: decide },
         recover: [
           { guard: 'leaseLive', actions: refuse(Refusal.LeaseNotExpired) },
-          { guard: 'onlyRecoveryEvents', actions: decide },
-          { actions: refuse(Refusal.NotRunnerEvent) },
+          { actions: decide },
         ],
       },
     },
@@ -157,15 +161,14 @@ export const sessionMachine = setup({
         cancel: { actions: decide },
         recover: [
           { guard: 'leaseLive', actions: refuse(Refusal.LeaseNotExpired) },
-          { guard: 'onlyRecoveryEvents', actions: decide },
-          { actions: refuse(Refusal.NotRunnerEvent) },
+          { actions: decide },
         ],
       },
     },
     recovering: {
       on: {
         'recovery.completed': { target: 'idle', actions: 'fold' },
-        recover: [{ guard: 'onlyRecoveryEvents', actions: decide }, { actions: refuse(Refusal.NotRunnerEvent) }],
+        recover: { actions: refuse(Refusal.Recovering) },
       },
     },
     settled: {
@@ -181,23 +184,78 @@ export const sessionMachine = setup({
 export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[] {
   switch (command.type) {
     case 'claim':
-      return [{ type: 'execution.claimed', payload: {
-        executionId: command.executionId, ownerId: command.ownerId, leaseMs: command.leaseMs,
-        expiresAt: command.now + command.leaseMs, assistantSeq: ctx.lastAssistantSeq,
-      } }];
+      return [
+        { type: 'execution.claimed', payload: {
+          executionId: command.executionId, ownerId: command.ownerId, leaseMs: command.leaseMs,
+          expiresAt: command.now + command.leaseMs, assistantSeq: ctx.lastAssistantSeq,
+        } },
+        // a claim is where an owed recovery wake lands
+        ...(ctx.recovery?.wakePending ? [{ type: 'recovery.wake_delivered', payload: { executionId: ctx.recovery.executionId, byExecutionId: command.executionId } } as ProtoEvent] : []),
+      ];
     case 'start':
       return [{ type: 'execution.started', payload: { executionId: command.executionId } }];
     case 'renew':
       return [{ type: 'execution.renewed', payload: { executionId: command.executionId, expiresAt: command.now + ctx.execution!.leaseMs } }];
     case 'record':
       return command.events;
-    case 'settle':
-      return [{ type: 'execution.settled', payload: { executionId: command.executionId, outcome: command.outcome, ...(command.error ? { error: command.error } : {}) } }];
-    case 'cancel':
-      return [{ type: 'execution.cancelled', payload: { executionId: ctx.execution!.id, ...(command.reason ? { reason: command.reason } : {}) } }];
+    case 'settle': {
+      const settled: ProtoEvent = { type: 'execution.settled', payload: { executionId: command.executionId, outcome: command.outcome, ...(command.error ? { error: command.error } : {}) } };
+      if (command.outcome !== 'released') return [settled];
+      const exec = ctx.execution!;
+      const error = { type: 'released', name: 'Released', message: `the worker ${exec.ownerId} shut down and handed the turn back` };
+      return [
+        ...sealOpenWork(exec, error, error),
+        settled,
+        ...(command.continuationInputId ? [{ type: 'input.admitted', payload: {
+          inputId: command.continuationInputId, prompt: `Continue the turn handed back by execution ${exec.id} (phase ${exec.phase}).`, delivery: 'queue', wake: true, source: 'recovery',
+        } } as ProtoEvent] : []),
+      ];
+    }
+    case 'cancel': {
+      const exec = ctx.execution!;
+      const error = { type: 'cancelled', name: 'Cancelled', message: command.reason ? `cancelled: ${command.reason}` : 'cancelled' };
+      return [
+        { type: 'execution.cancelled', payload: { executionId: exec.id, ...(command.reason ? { reason: command.reason } : {}) } },
+        ...sealOpenWork(exec, error, error),
+      ];
+    }
     case 'admit':
       return [{ type: 'input.admitted', payload: { inputId: command.inputId, prompt: command.prompt, delivery: command.delivery, wake: command.wake, source: command.source ?? 'user' } }];
-    case 'recover':
-      return command.events;
+    case 'recover': {
+      const exec = ctx.execution!;
+      const message = `the owner ${exec.ownerId} of execution ${exec.id} lost its lease (expired at ${exec.expiresAt})`;
+      const interrupted = { type: 'interrupted', name: 'Interrupted', message: `${message}; the call was not retried` };
+      const durable = { type: 'interrupted', name: 'Interrupted', message: `${message}; a durable call may be retried with its idempotency key` };
+      const retry = exec.openTools.filter((t) => t.durable).map((t) => `${t.name} (${t.idempotencyKey})`);
+      const prompt = `Continue the interrupted turn (execution ${exec.id}, phase ${exec.phase}).${retry.length ? ` Durable tool calls to retry with their idempotency keys: ${retry.join(', ')}.` : ''}`;
+      return [
+        { type: 'recovery.started', payload: { executionId: exec.id } },
+        ...sealOpenWork(exec, { ...interrupted, message }, interrupted, durable, command.reason ?? message),
+        { type: 'input.admitted', payload: { inputId: command.continuationInputId, prompt, delivery: 'queue', wake: true, source: 'recovery' } },
+        { type: 'recovery.completed', payload: {
+          executionId: exec.id, assistantMessageId: exec.openStep ?? exec.lastMessage, continuationInputId: command.continuationInputId, phase: exec.phase,
+        } },
+      ];
+    }
+    case 'requestWake':
+      return [{ type: 'recovery.wake_requested', payload: { executionId: ctx.recovery!.executionId, attempt: ctx.recovery!.attempts + 1 } }];
+    case 'failWake':
+      return [{ type: 'recovery.wake_failed', payload: { executionId: ctx.recovery!.executionId, attempt: Math.max(1, ctx.recovery!.attempts), error: command.error, parked: command.park } }];
   }
+}
+
+/**
+ * Events that seal an execution's unfinished work: the open step (recovered, or failed when
+ * cancelled) and every open tool call (failed: non-durable ones are never rerun blindly).
+ */
+function sealOpenWork(exec: ExecutionState, stepError: RecordedError, toolError: RecordedError, durableError = toolError, recoveredReason?: string): ProtoEvent[] {
+  const out: ProtoEvent[] = exec.openTools.map((t) => ({
+    type: 'tool.failed', payload: { executionId: exec.id, messageId: t.messageId, callId: t.callId, error: t.durable ? durableError : toolError },
+  }));
+  if (exec.openStep) {
+    out.push(recoveredReason !== undefined
+      ? { type: 'step.recovered', payload: { executionId: exec.id, messageId: exec.openStep, reason: recoveredReason } }
+      : { type: 'step.failed', payload: { executionId: exec.id, messageId: exec.openStep, error: stepError } });
+  }
+  return out;
 }

@@ -58,12 +58,10 @@ test('machine - an expired, unrecovered lease is not overwritten: the claim wait
   const s = claimedBy();
   const d = decide(s, claim(30_000, 'own_b', 'exe_2'));
   assert.equal([d.ok, !d.ok && d.reason], [false, 'lease_expired']);
-  const recovered = run(s, { type: 'recover', now: 30_000, events: [
-    { type: 'recovery.started', payload: { executionId: 'exe_1' } },
-    { type: 'recovery.completed', payload: { executionId: 'exe_1', assistantMessageId: null, continuationInputId: null, phase: 'safe' } },
-  ] });
+  const recovered = run(s, { type: 'recover', now: 30_000, continuationInputId: 'inp_cont' });
   assert.is(stateOf(recovered), 'idle');
-  const next = run(run(recovered, admit(30_001)), claim(30_001, 'own_b', 'exe_2'));
+  assert.equal(recovered.context.pending.map((p) => p.inputId), [recovered.context.pending[0]!.inputId, 'inp_cont'].slice(-recovered.context.pending.length));
+  const next = run(recovered, claim(30_001, 'own_b', 'exe_2'));
   assert.is(next.context.execution!.id, 'exe_2');
   assert.is(next.context.executions, 2);
 });
@@ -122,7 +120,7 @@ test('machine - runners may not write engine events; recovery may not touch a li
   s = run(s, { type: 'start', now: 1, ownerId: 'own_a', executionId: 'exe_1' });
   const forged = decide(s, { type: 'record', now: 2, ownerId: 'own_a', executionId: 'exe_1', events: [{ type: 'execution.claimed', payload: { executionId: 'exe_9', ownerId: 'own_z', expiresAt: 1e12, leaseMs: 1, assistantSeq: -1 } }] });
   assert.equal([forged.ok, !forged.ok && forged.reason], [false, 'not_runner_event']);
-  const early = decide(s, { type: 'recover', now: 29_999, events: [{ type: 'recovery.started', payload: { executionId: 'exe_1' } }] });
+  const early = decide(s, { type: 'recover', now: 29_999, continuationInputId: 'inp_c' });
   assert.equal([early.ok, !early.ok && early.reason], [false, 'lease_not_expired']);
 });
 

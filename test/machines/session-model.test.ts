@@ -42,13 +42,7 @@ function commandFor(m: Model, step: Step & { type: 'cmd' }): Command | undefined
     case 'settle': return ex ? { type: 'settle', now, ownerId: step.who, executionId: ex, outcome: 'succeeded' } : undefined;
     case 'cancel': return { type: 'cancel', now };
     case 'admit': return { type: 'admit', now, inputId: `inp_${ctx.seq}`, prompt: 'p', delivery: 'queue', wake: true };
-    case 'recover': {
-      const id = ctx.execution?.id ?? 'none';
-      return { type: 'recover', now, events: [
-        { type: 'recovery.started', payload: { executionId: id } },
-        { type: 'recovery.completed', payload: { executionId: id, assistantMessageId: null, continuationInputId: null, phase: 'safe' } },
-      ] };
-    }
+    case 'recover': return { type: 'recover', now, continuationInputId: `inp_cont_${ctx.seq}` };
   }
   return undefined;
 }

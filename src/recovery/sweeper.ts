@@ -1,0 +1,167 @@
+/**
+ * The recovery sweep. Runs at worker start and every `intervalMs`. Candidates come from the
+ * projection (cheap, may lag); every decision is made against the log by the session machine:
+ *
+ * - an execution whose lease expired is recovered in one append (`recover`): its open step is
+ *   sealed (`step.recovered`), open tool calls are failed as interrupted (durable ones say they may
+ *   be retried with their idempotency key), exactly one continuation input is admitted (its id is
+ *   derived from the execution id, so two sweepers cannot admit two), and the wake becomes a
+ *   durable obligation. A live lease is never touched: the machine refuses it.
+ * - an owed wake is attempted: `recovery.wake_requested` counts the attempt durably, then the
+ *   session is woken; the claim that lands writes `recovery.wake_delivered`. Attempts back off
+ *   (`wakeBackoffMs` doubling); past `maxWakeAttempts` the session is parked with a recovery error
+ *   (`recovery.wake_failed`, parked) instead of looping forever.
+ *
+ * Several sweepers in several processes may run at once: OCC on the session log decides, the
+ * deterministic continuation id and the unique `session_recovery_execution_idx` back it.
+ */
+import type { Clock, TimerHandle } from '../clock.ts';
+import { messageOf } from '../errors.ts';
+import { stateOf } from '../machines/decider.ts';
+import { leaseLive } from '../machines/session-context.ts';
+import type { SessionExecution } from '../execution/session-execution.ts';
+import { isRefusal } from '../execution/errors.ts';
+import { recordedError } from '../execution/recorded-error.ts';
+
+export const DEFAULT_SWEEP_INTERVAL_MS = 5_000;
+export const DEFAULT_MAX_WAKE_ATTEMPTS = 5;
+export const DEFAULT_WAKE_BACKOFF_MS = 1_000;
+
+/** Where the sweep looks for work (the projection; see src/projector/queries.ts). */
+export interface RecoveryCandidates {
+  /** Sessions with an execution whose lease expired at or before `now` and was not settled. */
+  expired(now: number): string[] | Promise<string[]>;
+  /** Sessions that owe a recovery wake. */
+  owedWakes(): string[] | Promise<string[]>;
+}
+
+export interface SweeperOptions {
+  execution: SessionExecution;
+  candidates: RecoveryCandidates;
+  clock: Clock;
+  intervalMs?: number;
+  maxWakeAttempts?: number;
+  wakeBackoffMs?: number;
+  /** Test seam: stop after the continuation is admitted, before waking (a crash at the worst moment). */
+  crashAfterAdmit?: boolean;
+  onNotice?: (notice: RecoveryNotice) => void;
+}
+
+export type RecoveryNotice =
+  | { type: 'recovered'; sessionId: string; executionId: string; continuationInputId: string }
+  | { type: 'wake_attempt'; sessionId: string; attempt: number }
+  | { type: 'parked'; sessionId: string; message: string }
+  | { type: 'error'; sessionId: string; message: string };
+
+export interface SweepReport {
+  recovered: string[];
+  woken: string[];
+  parked: string[];
+  errors: { sessionId: string; message: string }[];
+}
+
+export function continuationIdFor(executionId: string): string {
+  return `inp_cont_${executionId}`;
+}
+
+export class RecoverySweeper {
+  readonly intervalMs: number;
+  readonly maxWakeAttempts: number;
+  readonly wakeBackoffMs: number;
+  private timer: TimerHandle | undefined;
+  private running: Promise<SweepReport> | undefined;
+  private stopped = false;
+
+  constructor(private readonly o: SweeperOptions) {
+    this.intervalMs = o.intervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
+    this.maxWakeAttempts = o.maxWakeAttempts ?? DEFAULT_MAX_WAKE_ATTEMPTS;
+    this.wakeBackoffMs = o.wakeBackoffMs ?? DEFAULT_WAKE_BACKOFF_MS;
+  }
+
+  /** Sweeps now, then every `intervalMs` until `stop()`. */
+  start(): void {
+    this.stopped = false;
+    const tick = async () => {
+      if (this.stopped) return;
+      await this.sweep().catch(() => undefined);
+      if (!this.stopped) this.timer = this.o.clock.setTimeout(() => void tick(), this.intervalMs);
+    };
+    void tick();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.o.clock.clearTimeout(this.timer);
+    await this.running?.catch(() => undefined);
+  }
+
+  /** One pass. Concurrent calls share the pass in progress. */
+  sweep(): Promise<SweepReport> {
+    this.running ??= this.pass().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async pass(): Promise<SweepReport> {
+    const report: SweepReport = { recovered: [], woken: [], parked: [], errors: [] };
+    const now = this.o.clock.now();
+    const sessions = new Set([...(await this.o.candidates.expired(now)), ...(await this.o.candidates.owedWakes())]);
+    for (const sessionId of sessions) {
+      if (this.stopped) break;
+      try {
+        await this.recoverOne(sessionId, report);
+      } catch (err) {
+        report.errors.push({ sessionId, message: messageOf(err) });
+        this.o.onNotice?.({ type: 'error', sessionId, message: messageOf(err) });
+      }
+    }
+    return report;
+  }
+
+  private async recoverOne(sessionId: string, report: SweepReport): Promise<void> {
+    const { handler } = this.o.execution;
+    let snapshot = await handler.load(sessionId); // the log decides, not the projection
+    const exec = snapshot.context.execution;
+    const state = stateOf(snapshot);
+    if ((state === 'claimed' || state === 'running') && exec && !leaseLive(snapshot.context, this.o.clock.now())) {
+      const continuationInputId = continuationIdFor(exec.id);
+      try {
+        ({ snapshot } = await handler.execute(sessionId, (now) => ({ type: 'recover', now, continuationInputId })));
+        report.recovered.push(sessionId);
+        this.o.onNotice?.({ type: 'recovered', sessionId, executionId: exec.id, continuationInputId });
+      } catch (err) {
+        if (!isRefusal(err)) throw err; // another sweeper got there first, or the owner renewed in time
+        snapshot = await handler.load(sessionId);
+      }
+      if (this.o.crashAfterAdmit) return;
+    }
+    await this.redriveWake(sessionId, report);
+  }
+
+  /** Attempts an owed wake (durably counted), with backoff; parks the session past the bound. */
+  private async redriveWake(sessionId: string, report: SweepReport): Promise<void> {
+    const { handler } = this.o.execution;
+    const snapshot = await handler.load(sessionId);
+    const recovery = snapshot.context.recovery;
+    if (!recovery?.wakePending || recovery.parked) return;
+    const now = this.o.clock.now();
+    if (recovery.attempts >= this.maxWakeAttempts) {
+      const message = `gave up waking session ${sessionId} after ${recovery.attempts} attempts${recovery.lastError ? ` (last error: ${recovery.lastError.message})` : ''}; wake it by hand once the cause is fixed`;
+      await handler.execute(sessionId, (t) => ({ type: 'failWake', now: t, park: true, error: { type: 'wake_exhausted', message } }));
+      report.parked.push(sessionId);
+      this.o.onNotice?.({ type: 'parked', sessionId, message });
+      return;
+    }
+    if (recovery.attempts > 0 && now < recovery.lastAttemptAt + this.wakeBackoffMs * 2 ** (recovery.attempts - 1)) return;
+    await handler.execute(sessionId, (t) => ({ type: 'requestWake', now: t }));
+    this.o.onNotice?.({ type: 'wake_attempt', sessionId, attempt: recovery.attempts + 1 });
+    try {
+      const result = await this.o.execution.resume(sessionId);
+      if (result.status === 'started' || result.status === 'running_here') report.woken.push(sessionId);
+      else if (result.status === 'refused' && result.reason !== 'lease_live') {
+        await handler.execute(sessionId, (t) => ({ type: 'failWake', now: t, park: false, error: { type: 'wake_refused', message: result.message } }));
+      }
+    } catch (err) {
+      await handler.execute(sessionId, (t) => ({ type: 'failWake', now: t, park: false, error: recordedError(err) }));
+    }
+  }
+}
