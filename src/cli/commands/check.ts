@@ -1,0 +1,27 @@
+import type { Command } from 'commander';
+import { auditLog } from '../../audit/audit-log.ts';
+import type { CliContext } from '../context.ts';
+import { addLogOptions, openLog, type LogOptions } from '../log-options.ts';
+
+export function registerCheck(program: Command, ctx: CliContext): void {
+  addLogOptions(program
+    .command('check')
+    .description('audit a log against the invariants; exits 1 when any is violated'), ctx)
+    .action(async (opts: LogOptions) => {
+      const opened = await openLog(opts, { readonly: true });
+      try {
+        const events = await opened.log.readAll();
+        const sessions = new Set(events.map((e) => e.sessionId)).size;
+        const violations = auditLog(events);
+        if (violations.length === 0) {
+          ctx.out(`${opened.describe}: ${events.length} events in ${sessions} sessions, no violations (no two live owners, each input promoted at most once, cancellations final, no writes after expiry, each execution recovered at most once)`);
+          return;
+        }
+        for (const v of violations) ctx.out(`VIOLATION ${v.rule} at seq ${v.seqs.join(', ')}: ${v.message}`);
+        ctx.out(`${violations.length} violation${violations.length === 1 ? '' : 's'} in ${events.length} events`);
+        process.exitCode = 1;
+      } finally {
+        await opened.close();
+      }
+    });
+}
