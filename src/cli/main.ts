@@ -7,6 +7,12 @@ import { describeError, exitCodeFor, ExitCode } from './exit.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerStart } from './commands/start.ts';
 import { registerPrompt } from './commands/prompt.ts';
+import { registerStatus } from './commands/status.ts';
+import { registerCancel } from './commands/cancel.ts';
+import { registerTail } from './commands/tail.ts';
+import { registerCheck } from './commands/check.ts';
+import { registerExport } from './commands/export.ts';
+import { registerChart } from './commands/chart.ts';
 
 export function buildProgram(ctx = cliContext(process.env)): Command {
   const program = new Command('sessiond')
@@ -17,6 +23,12 @@ export function buildProgram(ctx = cliContext(process.env)): Command {
   registerMigrate(program, ctx);
   registerStart(program, ctx);
   registerPrompt(program, ctx);
+  registerStatus(program, ctx);
+  registerCancel(program, ctx);
+  registerTail(program, ctx);
+  registerCheck(program, ctx);
+  registerExport(program, ctx);
+  registerChart(program, ctx);
   for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError(true);
   return program;
 }
@@ -30,7 +42,8 @@ export async function main(argv: string[]): Promise<number> {
   }
   try {
     await program.parseAsync(argv, { from: 'user' });
-    return ExitCode.Ok;
+    // a command that reports a failure in plain words sets process.exitCode (e.g. `check` finding violations)
+    return typeof process.exitCode === 'number' && process.exitCode !== 0 ? process.exitCode : ExitCode.Ok;
   } catch (err) {
     if (err instanceof CommanderError) {
       // help and version exit 0; every other commander error is a usage error (already printed)

@@ -1,18 +1,33 @@
 /**
- * A worker: the execution service plus a subscription to the log, so that work admitted by any
- * process reaches it. It wakes sessions whose admitted inputs ask for a wake, aborts local runs
- * that another process cancelled, and folds foreign events into the snapshot cache. At start it
- * catches up from the beginning of the log (or a given position) and wakes what is pending.
+ * A worker: the execution service plus what keeps it busy and correct over time.
+ *
+ * - a subscription to the log, so that work admitted by any process reaches it: it wakes sessions
+ *   whose admitted inputs ask for a wake, aborts local runs another process cancelled, and folds
+ *   foreign events into the snapshot cache;
+ * - with `projection` (a SQLite db): a projector following the log into the `session_*` tables, and
+ *   the recovery sweep reading its candidates from them (at start, then every `sweepMs`). The
+ *   subscription then starts at the log's head: older owed wakes are found by the sweep.
+ * - without a projection it catches up from the start of the log and wakes what is pending.
  */
 import type { SessionEvent } from '../events/envelope.ts';
 import type { Subscription } from '../events/event-log.ts';
 import { messageOf } from '../errors.ts';
+import type { Db } from '../storage/sqlite.ts';
+import { Projector } from '../projector/projector.ts';
+import { RecoverySweeper, type RecoveryNotice } from '../recovery/sweeper.ts';
+import { projectionCandidates } from '../recovery/projection-candidates.ts';
+import { systemClock, type Clock } from '../clock.ts';
 import { CancelledError, type SessionExecution } from './session-execution.ts';
 import { localRun } from './registry.ts';
 
 export interface WorkerOptions {
-  /** Start reading the log after this position (default 0: catch up with everything). */
+  /** Start reading the log after this position (default: 0, or the head when a projection is given). */
   after?: number;
+  /** SQLite database for the projection and the recovery sweep's candidates. */
+  projection?: Db;
+  /** Recovery sweep settings (used with `projection`). */
+  sweep?: { intervalMs?: number; maxWakeAttempts?: number; wakeBackoffMs?: number; onNotice?: (n: RecoveryNotice) => void };
+  clock?: Clock;
   /** Called for every committed event, after the worker handled it (the CLI prints them). */
   onEvent?: (event: SessionEvent) => void;
   onError?: (err: unknown) => void;
@@ -20,17 +35,23 @@ export interface WorkerOptions {
 
 export interface Worker {
   readonly execution: SessionExecution;
+  readonly sweeper: RecoverySweeper | undefined;
+  readonly projector: Projector | undefined;
   /** Log position the worker has handled. */
   readonly position: number;
-  /** Stops the subscription and closes the execution service (turns in progress are handed back). */
+  /** Stops the sweep, the subscriptions and the execution service (turns in progress are handed back). */
   stop(): Promise<void>;
 }
 
 export function startWorker(execution: SessionExecution, options: WorkerOptions = {}): Worker {
   const onError = options.onError ?? ((err) => process.stderr.write(`sessiond: worker error: ${messageOf(err)}\n`));
   const wakeLater = new Set<string>();
-  let catchingUp = true;
+  let catchingUp = options.projection === undefined;
   let subscription: Subscription | undefined;
+  let projection: Subscription | undefined;
+  let projector: Projector | undefined;
+  let sweeper: RecoverySweeper | undefined;
+  let stopped = false;
 
   const handle = (events: SessionEvent[]) => {
     execution.handler.observe(events);
@@ -53,8 +74,8 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
     }
   };
 
-  subscription = execution.log.subscribe({
-    after: options.after ?? 0,
+  const subscribe = (after: number) => execution.log.subscribe({
+    after,
     onBatch: async (events) => {
       handle(events);
       if (catchingUp && (await execution.log.head()) > events[events.length - 1]!.position!) return; // wake once caught up
@@ -64,14 +85,37 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
     onError,
   });
 
+  if (options.projection) {
+    const db = options.projection;
+    projector = new Projector(db);
+    projection = projector.follow(execution.log, { onError });
+    sweeper = new RecoverySweeper({
+      execution, candidates: projectionCandidates(db), clock: options.clock ?? systemClock,
+      ...(options.sweep ?? {}),
+    });
+    // new events from the head on; what was owed before is the sweep's to find
+    void execution.log.head().then((head) => {
+      if (stopped) return;
+      subscription = subscribe(options.after ?? head);
+      sweeper!.start();
+    }, onError);
+  } else {
+    subscription = subscribe(options.after ?? 0);
+  }
+
   return {
     execution,
+    get sweeper() { return sweeper; },
+    get projector() { return projector; },
     get position() {
       return subscription?.position ?? 0;
     },
     async stop() {
+      stopped = true;
+      await sweeper?.stop();
       await subscription?.close();
       await execution.close();
+      await projection?.close();
     },
   };
 }

@@ -7,17 +7,39 @@
  * | `sessiond.live.<session>.<event type>`    | every event as it happens, incl. live-only text deltas (core NATS) |
  * | `sessiond.cmd.<verb>`                     | request/reply commands: admit, wake, cancel, status |
  *
+ * Workers serve `sessiond.cmd.*` in the queue group `COMMAND_QUEUE`, so exactly one answers each request.
+ *
  * Event types contain one dot (`step.started`), so live subjects have five tokens and services can
  * subscribe to one session (`sessiond.live.ses_1.>`), one type everywhere
  * (`sessiond.live.*.step.started`), one family (`sessiond.live.*.tool.*`) or all (`sessiond.live.>`).
  */
+import { ErrorCode, SessiondError } from '../errors.ts';
 import { validateId } from '../ids.ts';
-import type { EventType } from '../events/catalog.ts';
+import { catalog, isEventType, type EventType } from '../events/catalog.ts';
 
 export const STREAM_NAME = 'SESSIOND_EVENTS';
 export const EVENTS_PREFIX = 'sessiond.events';
 export const LIVE_PREFIX = 'sessiond.live';
 export const COMMAND_PREFIX = 'sessiond.cmd';
+/** The queue group every worker's command service joins: one reply per request. */
+export const COMMAND_QUEUE = 'sessiond-workers';
+
+/** Event families (`step`, `tool`, ...): a live filter may name one as `<family>.*`. */
+const families = new Set(Object.keys(catalog).map((t) => t.split('.')[0]!));
+
+/**
+ * Checks a live-subject type filter: an event type (`step.started`), a family (`tool.*`) or every
+ * type (undefined). Returns the subject tokens it stands for.
+ */
+export function liveTypeFilter(type: string | undefined): string {
+  if (type === undefined || type === '>' || type === '*.*') return '>';
+  if (isEventType(type)) return type;
+  const [family, rest, ...more] = type.split('.');
+  if (rest === '*' && more.length === 0 && families.has(family!)) return type;
+  throw new SessiondError(ErrorCode.InvalidOption,
+    `Invalid live event type filter ${JSON.stringify(type)}: use an event type (e.g. step.started), a family with a wildcard (e.g. tool.*), or leave it out for every type. Families: ${[...families].join(', ')}.`,
+    { details: { type } });
+}
 
 export const subjects = {
   /** Wildcard bound to the events stream. */
@@ -26,10 +48,23 @@ export const subjects = {
   sessionOfEventsSubject: (subject: string) => subject.slice(EVENTS_PREFIX.length + 1),
   live: (sessionId: string, type: EventType) => `${LIVE_PREFIX}.${validateId(sessionId, 'session id')}.${type}`,
   liveFilter: (filter: { sessionId?: string; type?: string } = {}) =>
-    `${LIVE_PREFIX}.${filter.sessionId ? validateId(filter.sessionId, 'session id') : '*'}.${filter.type ?? '>'}`,
+    `${LIVE_PREFIX}.${filter.sessionId !== undefined ? validateId(filter.sessionId, 'session id') : '*'}.${liveTypeFilter(filter.type)}`,
+  /** `{ sessionId, type }` of a live subject, undefined when it is not one. */
+  parseLive: (subject: string): { sessionId: string; type: string } | undefined => {
+    const tokens = subject.split('.');
+    if (tokens.length !== 5 || `${tokens[0]}.${tokens[1]}` !== LIVE_PREFIX) return undefined;
+    return { sessionId: tokens[2]!, type: `${tokens[3]}.${tokens[4]}` };
+  },
   allLive: `${LIVE_PREFIX}.>`,
   command: (verb: CommandVerb) => `${COMMAND_PREFIX}.${verb}`,
+  /** What a command service subscribes to (in `COMMAND_QUEUE`). */
+  allCommands: `${COMMAND_PREFIX}.*`,
+  /** The verb of a command subject (any last token; the service refuses unknown verbs). */
+  verbOfCommandSubject: (subject: string) => subject.slice(COMMAND_PREFIX.length + 1),
 } as const;
 
 export const commandVerbs = ['admit', 'wake', 'cancel', 'status'] as const;
 export type CommandVerb = (typeof commandVerbs)[number];
+export function isCommandVerb(value: string): value is CommandVerb {
+  return (commandVerbs as readonly string[]).includes(value);
+}

@@ -142,7 +142,17 @@ export class RecoverySweeper {
     const { handler } = this.o.execution;
     const snapshot = await handler.load(sessionId);
     const recovery = snapshot.context.recovery;
-    if (!recovery?.wakePending || recovery.parked) return;
+    if (recovery?.parked) return; // parked: only a person wakes it now
+    if (!recovery?.wakePending) {
+      // A prompt admitted with a wake that never landed (its waker died): wake it. Inputs admitted
+      // with `wake: false`, and sessions that merely sit idle, are left alone.
+      const state = stateOf(snapshot);
+      if ((state === 'idle' || state === 'settled') && snapshot.context.pending.some((p) => p.wake)) {
+        const result = await this.o.execution.resume(sessionId);
+        if (result.status === 'started') report.woken.push(sessionId);
+      }
+      return;
+    }
     const now = this.o.clock.now();
     if (recovery.attempts >= this.maxWakeAttempts) {
       const message = `gave up waking session ${sessionId} after ${recovery.attempts} attempts${recovery.lastError ? ` (last error: ${recovery.lastError.message})` : ''}; wake it by hand once the cause is fixed`;

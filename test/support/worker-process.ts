@@ -1,33 +1,64 @@
 /**
  * A real worker process for the multi-process tests: `node --import tsx worker-process.ts '<json>'`.
- * Prints one line per turn it runs (`RUN <session> <execution> <inputs>`) and `DONE` when finished.
- *   mode "contend": keeps resuming the given sessions until none has pending work.
- *   mode "hold":    resumes one session with a slow echo runner and stays until killed.
+ * Prints `READY <owner>`, `CLAIMED <session> <execution>`, `CLAIM_LOST <session> <execution>`,
+ * `SETTLED <session> <execution> <outcome>`, `RUN <session> <execution> <inputs>`, `POINT <name>`
+ * (a crash runner reached its kill point) and `DONE`.
+ *   mode "contend": keeps resuming the given sessions until none has pending work, then exits.
+ *   mode "hold":    resumes one session and stays until killed.
+ *   mode "work":    a full worker (projection, recovery sweep, log subscription) until killed.
+ * runner "echo" (default) or "crash:<after-claim|mid-step|mid-tool|after-settle>": the first turn
+ * stops at that point and waits to be killed; later turns echo.
  */
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
 import { SessionExecution } from '../../src/execution/session-execution.ts';
+import { startWorker } from '../../src/execution/worker.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { stateOf } from '../../src/machines/decider.ts';
 import type { Runner } from '../../src/runner/types.ts';
 
-interface Args { waitForGo?: boolean; file: string; mode: 'contend' | 'hold'; sessions: string[]; leaseMs?: number; heartbeatMs?: number; echoDelayMs?: number; echoSteps?: number; ownerId?: string }
+interface Args {
+  waitForGo?: boolean; file: string; mode: 'contend' | 'hold' | 'work'; sessions: string[]; runner?: string;
+  leaseMs?: number; heartbeatMs?: number; sweepMs?: number; echoDelayMs?: number; echoSteps?: number; ownerId?: string;
+}
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
+const say = (line: string) => process.stdout.write(`${line}\n`);
+const forever = () => new Promise<never>(() => {});
+
 const db = openDatabase(args.file);
 migrate(db);
 const log = new SqliteEventLog(db);
 const echo = echoRunner({ delayMs: args.echoDelayMs ?? 0, steps: args.echoSteps ?? 1 });
+let crashed = false;
+const crash = async (point: string, ctx: Parameters<Runner>[0]) => {
+  crashed = true;
+  if (point === 'after-claim') { say('POINT after-claim'); return forever(); }
+  const { messageId } = await ctx.startStep();
+  await ctx.phase('unknown');
+  await ctx.text(messageId, 'half an answer');
+  if (point === 'mid-step') { say('POINT mid-step'); return forever(); }
+  if (point === 'mid-tool') {
+    await ctx.tool(messageId, { name: 'send_invoice', input: { to: 'bob' } }, async () => { say('POINT mid-tool'); return forever(); });
+  }
+  await ctx.endStep(messageId);
+  if (point === 'after-settle') setTimeout(() => say('POINT after-settle'), 0);
+};
 const runner: Runner = async (ctx) => {
-  process.stdout.write(`RUN ${ctx.sessionId} ${ctx.executionId} ${ctx.inputs.map((i) => i.inputId).join(',')}\n`);
+  say(`RUN ${ctx.sessionId} ${ctx.executionId} ${ctx.inputs.map((i) => i.inputId).join(',')}`);
+  if (args.runner?.startsWith('crash:') && !crashed) return crash(args.runner.slice(6), ctx);
   await echo(ctx);
 };
 const execution = new SessionExecution({
   log, runner, leaseMs: args.leaseMs ?? 30_000, heartbeatMs: args.heartbeatMs ?? 10_000,
   ...(args.ownerId ? { ownerId: args.ownerId } : {}),
-  onNotice: (n) => { if (n.type === 'claimed') process.stdout.write(`CLAIMED ${n.sessionId} ${n.executionId}\n`); },
+  onNotice: (n) => {
+    if (n.type === 'claimed') say(`CLAIMED ${n.sessionId} ${n.executionId}`);
+    if (n.type === 'claim_lost') say(`CLAIM_LOST ${n.sessionId} ${n.executionId}`);
+    if (n.type === 'settled') say(`SETTLED ${n.sessionId} ${n.executionId} ${n.outcome}`);
+  },
 });
-process.stdout.write(`READY ${execution.ownerId}\n`);
+say(`READY ${execution.ownerId}`);
 if (args.waitForGo) {
   // a start barrier: the parent releases all workers at once so they really contend
   await new Promise<void>((resolve) => process.stdin.on('data', (d) => { if (String(d).includes('GO')) resolve(); }));
@@ -36,7 +67,13 @@ if (args.waitForGo) {
 
 if (args.mode === 'hold') {
   await execution.resume(args.sessions[0]!);
-  await new Promise(() => {}); // until killed
+  await forever();
+}
+if (args.mode === 'work') {
+  const worker = startWorker(execution, { projection: db, sweep: { intervalMs: args.sweepMs ?? 1_000, wakeBackoffMs: 200 } });
+  for (const s of args.sessions) await execution.resume(s);
+  process.once('SIGTERM', () => void worker.stop().then(() => { say('DONE'); process.exit(0); }));
+  await forever();
 }
 
 const deadline = Date.now() + 60_000;
@@ -54,4 +91,4 @@ for (const s of args.sessions) await execution.awaitIdle(s);
 await execution.close();
 await log.close();
 db.close();
-process.stdout.write('DONE\n');
+say('DONE');

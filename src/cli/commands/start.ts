@@ -1,43 +1,142 @@
+/**
+ * `sessiond start`: runs a worker until SIGINT/SIGTERM. Embedded (default): the SQLite file holds the
+ * log. With `--nats <url>`: the log is the JetStream stream, the SQLite file only holds the local
+ * projection, live events go on `sessiond.live.<session>.<type>` (deltas as they stream, committed
+ * events republished from the log), and the worker answers `sessiond.cmd.*` in the workers' queue
+ * group. Stopping closes, in order: the command service, the republisher, the worker, the engine,
+ * the log, the connection; turns in progress are handed back.
+ */
 import type { Command } from 'commander';
-import { openEngine } from '../../engine.ts';
-import { startWorker } from '../../execution/worker.ts';
+import { openEngine, type Engine } from '../../engine.ts';
+import { startWorker, type Worker, type WorkerOptions } from '../../execution/worker.ts';
+import { DEFAULT_SWEEP_INTERVAL_MS, type RecoveryNotice } from '../../recovery/sweeper.ts';
 import { loadRunner } from '../../runner/load.ts';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, type Notice } from '../../execution/session-execution.ts';
 import type { SessionEvent } from '../../events/envelope.ts';
+import type { Runner } from '../../runner/types.ts';
+import { messageOf } from '../../errors.ts';
+import { connectNats, type NatsConnectionOptions } from '../../nats/connection.ts';
+import { JetStreamEventLog } from '../../nats/jetstream-event-log.ts';
+import { NatsLiveBus, publishCommitted } from '../../nats/live-bus.ts';
+import { startCommandService } from '../../nats/command-service.ts';
+import { COMMAND_QUEUE, LIVE_PREFIX, commandVerbs, subjects } from '../../nats/subjects.ts';
 import type { CliContext } from '../context.ts';
 import { nonNegativeInt, positiveInt } from '../options.ts';
+import { addNatsOptions, describeNats, natsConnectionOptions, type NatsFlags } from '../nats-options.ts';
+import { INSPECT_OPTION, inspectPort, serveInspector } from '../../inspector/cli.ts';
 
-interface StartOptions { db: string; runner: string; leaseMs: number; heartbeatMs: number; echoDelayMs: number }
+interface StartOptions extends NatsFlags { db: string; runner: string; leaseMs: number; heartbeatMs: number; echoDelayMs: number; sweepMs: number; inspect?: number }
 
 export function registerStart(program: Command, ctx: CliContext): void {
-  program
+  const command = program
     .command('start')
     .description('run a worker until SIGINT/SIGTERM: it claims sessions with pending prompts and runs them')
-    .option('--db <file>', 'SQLite database file', ctx.defaultDb)
+    .option('--db <file>', 'SQLite database file (with --nats: only the local projection)', ctx.defaultDb)
     .option('--runner <echo|path>', 'runner: "echo" or a module exporting a runner function', 'echo')
     .option('--lease-ms <n>', 'lease length in ms', positiveInt('--lease-ms'), DEFAULT_LEASE_MS)
     .option('--heartbeat-ms <n>', 'lease renewal interval in ms', positiveInt('--heartbeat-ms'), DEFAULT_HEARTBEAT_MS)
     .option('--echo-delay-ms <n>', 'pause per step of the echo runner, in ms', nonNegativeInt('--echo-delay-ms'), 0)
-    .action(async (opts: StartOptions) => {
-      const runner = await loadRunner(opts.runner, { delayMs: opts.echoDelayMs });
-      const engine = await openEngine({ file: opts.db, runner, leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs, onNotice: (n) => ctx.out(describeNotice(n)) });
-      const worker = startWorker(engine.execution, { onEvent: (e) => { const line = describeEvent(e); if (line) ctx.out(line); } });
-      ctx.out(`sessiond worker ${engine.ownerId} is running on ${opts.db} with the ${opts.runner} runner`);
-      ctx.out(`  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s. Stop it with Ctrl-C.`);
-      ctx.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" --db ${opts.db}`);
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string) => {
-          ctx.out(`${signal}: stopping; turns in progress are handed back`);
-          resolve();
-        };
-        process.once('SIGINT', () => stop('SIGINT'));
-        process.once('SIGTERM', () => stop('SIGTERM'));
-      });
-      const running = Object.values(engine.execution.registry.getSnapshot().context.runs).filter((r) => r.executionId).length;
-      await worker.stop();
-      await engine.close();
-      ctx.out(`stopped (${running === 0 ? 'nothing was running' : `handed back ${running} running session${running === 1 ? '' : 's'}`})`);
+    .option('--sweep-ms <n>', 'recovery sweep interval in ms', positiveInt('--sweep-ms'), DEFAULT_SWEEP_INTERVAL_MS)
+    .option(INSPECT_OPTION[0], INSPECT_OPTION[1], inspectPort);
+  addNatsOptions(command, ctx, 'worker').action(async (opts: StartOptions) => {
+    const nats = natsConnectionOptions(opts, ctx, 'sessiond-worker');
+    const runner = await loadRunner(opts.runner, { delayMs: opts.echoDelayMs });
+    if (nats) await startOnNats(opts, runner, nats, ctx);
+    else await startEmbedded(opts, runner, ctx);
+  });
+}
+
+async function startEmbedded(opts: StartOptions, runner: Runner, ctx: CliContext): Promise<void> {
+  const engine = await openEngine({ file: opts.db, runner, leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs, onNotice: (n) => ctx.out(describeNotice(n)) });
+  const worker = startWorker(engine.execution, workerOptions(engine, opts, ctx));
+  ctx.out(`sessiond worker ${engine.ownerId} is running on ${opts.db} with the ${opts.runner} runner`);
+  ctx.out(`  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s. Stop it with Ctrl-C.`);
+  ctx.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" --db ${opts.db}`);
+  const inspector = await serveInspector(engine.log, opts.inspect, ctx).catch(async (err) => { await worker.stop(); await engine.close(); throw err; });
+  await untilSignal(ctx);
+  const running = runningCount(engine);
+  await inspector?.close();
+  await worker.stop();
+  await engine.close();
+  ctx.out(stoppedLine(running));
+}
+
+async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnectionOptions, ctx: CliContext): Promise<void> {
+  const where = describeNats(nats);
+  ctx.out(`connecting to NATS at ${where}...`);
+  const nc = await connectNats(nats);
+  // everything opened so far, closed in reverse order on the way out (also if setup fails)
+  const opened: { what: string; close: () => Promise<unknown> }[] = [{ what: 'the NATS connection', close: () => nc.drain().catch(() => nc.close()) }];
+  let engine: Engine | undefined;
+  let worker: Worker | undefined;
+  try {
+    const log = await JetStreamEventLog.open({ connection: nc });
+    opened.push({ what: 'the event log', close: () => log.close() });
+    engine = await openEngine({
+      file: opts.db, log, runner, bus: new NatsLiveBus(nc), leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs,
+      onNotice: (n) => ctx.out(describeNotice(n)),
     });
+    const openedEngine = engine;
+    opened.push({ what: 'the engine', close: () => openedEngine.close() });
+    worker = startWorker(engine.execution, workerOptions(engine, opts, ctx));
+    const openedWorker = worker;
+    opened.push({ what: 'the worker', close: () => openedWorker.stop() });
+    const republisher = await publishCommitted(log, nc, { onError: (err) => ctx.err(`sessiond: republishing committed events: ${messageOf(err)}`) });
+    opened.push({ what: 'the committed-event republisher', close: () => republisher.close() });
+    const commands = startCommandService(nc, engine, { onError: (err) => ctx.err(`sessiond: command service: ${messageOf(err)}`) });
+    opened.push({ what: 'the command service', close: () => commands.close() });
+
+    ctx.out(`sessiond worker ${engine.ownerId} is running on NATS ${where} (stream ${log.stream}) with the ${opts.runner} runner`);
+    ctx.out(`  local projection: ${opts.db}`);
+    ctx.out(`  live events on ${LIVE_PREFIX}.<session>.<type> (text deltas, and every event committed after log position ${republisher.position})`);
+    ctx.out(`  serving commands ${commandVerbs.map((v) => subjects.command(v)).join(', ')} in queue group ${COMMAND_QUEUE}`);
+    ctx.out(`  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s. Stop it with Ctrl-C.`);
+    ctx.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" --nats ${Array.isArray(nats.servers) ? nats.servers.join(',') : nats.servers} --nats-user client --nats-pass <secret>`);
+    const inspector = await serveInspector(log, opts.inspect, ctx);
+    if (inspector) opened.push({ what: 'the inspector', close: () => inspector.close() });
+    await untilSignal(ctx);
+  } finally {
+    const running = engine ? runningCount(engine) : 0;
+    for (const step of opened.reverse()) {
+      try {
+        await step.close();
+      } catch (err) {
+        ctx.err(`sessiond: closing ${step.what} failed: ${messageOf(err)}`);
+      }
+    }
+    if (worker) ctx.out(stoppedLine(running));
+  }
+}
+
+/** Resolves on the first SIGINT or SIGTERM (then the handlers are removed). */
+function untilSignal(ctx: CliContext): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      process.off('SIGINT', onInt);
+      process.off('SIGTERM', onTerm);
+      ctx.out(`${signal}: stopping; turns in progress are handed back`);
+      resolve();
+    };
+    const onInt = () => stop('SIGINT');
+    const onTerm = () => stop('SIGTERM');
+    process.once('SIGINT', onInt);
+    process.once('SIGTERM', onTerm);
+  });
+}
+
+function runningCount(engine: Engine): number {
+  return Object.values(engine.execution.registry.getSnapshot().context.runs).filter((r) => r.executionId).length;
+}
+
+function stoppedLine(running: number): string {
+  return `stopped (${running === 0 ? 'nothing was running' : `handed back ${running} running session${running === 1 ? '' : 's'}`})`;
+}
+
+function printEvent(ctx: CliContext): (e: SessionEvent) => void {
+  return (e) => {
+    const line = describeEvent(e);
+    if (line) ctx.out(line);
+  };
 }
 
 export function describeNotice(n: Notice): string {
@@ -57,5 +156,23 @@ export function describeEvent(e: SessionEvent): string | undefined {
     case 'text.completed': return `${e.sessionId}  ${e.payload.text}`;
     case 'execution.cancelled': return `${e.sessionId}  execution ${e.payload.executionId} was cancelled`;
     default: return undefined;
+  }
+}
+
+/** The worker projects into the SQLite file and runs the recovery sweep every `--sweep-ms`. */
+function workerOptions(engine: Engine, opts: StartOptions, ctx: CliContext): WorkerOptions {
+  return {
+    onEvent: printEvent(ctx),
+    projection: engine.db,
+    sweep: { intervalMs: opts.sweepMs, onNotice: (n) => ctx.out(describeRecovery(n)) },
+  };
+}
+
+export function describeRecovery(n: RecoveryNotice): string {
+  switch (n.type) {
+    case 'recovered': return `${n.sessionId}  recovered expired execution ${n.executionId}; continuation ${n.continuationInputId} admitted`;
+    case 'wake_attempt': return `${n.sessionId}  recovery wake, attempt ${n.attempt}`;
+    case 'parked': return `${n.sessionId}  PARKED: ${n.message}`;
+    case 'error': return `${n.sessionId}  recovery error: ${n.message}`;
   }
 }

@@ -1,0 +1,253 @@
+// The inspector page's script (plain browser JavaScript, inlined into the page by page.ts; no build
+// step). It lists sessions and keeps their state live from /api/events (server-sent events), and
+// shows one session: its state chart with the state highlighted, its timeline, and time travel to
+// any sequence (slider, timeline row, or #/session/ID/at/SEQ in the address).
+'use strict';
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const ui = {
+    sessions: $('sessions').tBodies[0], noSessions: $('no-sessions'), status: $('live-status'), error: $('error'),
+    sessionId: $('session-id'), hint: $('pick-hint'), body: $('session-body'),
+    currentState: $('current-state'), currentSeq: $('current-seq'),
+    slider: $('seq-slider'), seqValue: $('seq-value'), seqMax: $('seq-max'), follow: $('follow-live'),
+    chart: $('chart'), atSeq: $('at-seq'), atState: $('at-state'), atEvent: $('at-event'), atLease: $('at-lease'),
+    atPending: $('at-pending'), atRows: $('at-rows'), rowsSeq: $('rows-seq'), atContext: $('at-context'), timeline: $('timeline').tBodies[0], timelineWrap: $('timeline-wrap'),
+  };
+  // `early`: live events for the selected session that arrive while its timeline is loading.
+  const model = { sessions: new Map(), selected: null, timeline: [], lastSeq: 0, follow: true, shownSeq: null, loading: false, early: [] };
+
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === 'class') el.className = v;
+      else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children.flat()) if (c !== null && c !== undefined) el.append(c instanceof Node ? c : String(c));
+    return el;
+  }
+  const clock = (ms) => (ms ? new Date(ms).toISOString().slice(11, 23) : '');
+  const stateBadge = (el, state) => { el.textContent = state; el.className = 'state state-' + state; };
+  const short = (v, n) => { const s = typeof v === 'string' ? v : JSON.stringify(v); return s.length > n ? s.slice(0, n - 1) + '\u2026' : s; };
+  const showError = (err) => { ui.error.textContent = err ? String(err.message || err) : ''; };
+
+  async function getJson(url) {
+    const res = await fetch(url, { headers: { accept: 'application/json' } });
+    const body = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error((body.error && body.error.message) || 'HTTP ' + res.status + ' on ' + url);
+    return body;
+  }
+  const sessionUrl = (id) => '/api/sessions/' + encodeURIComponent(id);
+
+  // ---- the session list -------------------------------------------------------------------------
+  function renderSessions() {
+    const list = [...model.sessions.values()].sort((a, b) => b.time - a.time || a.sessionId.localeCompare(b.sessionId));
+    ui.noSessions.hidden = list.length > 0;
+    ui.sessions.replaceChildren(...list.map((s) => h('tr', {
+      'data-testid': 'session-row', 'data-session-id': s.sessionId, 'aria-current': s.sessionId === model.selected ? 'true' : null,
+    },
+    h('td', {}, h('a', { href: '#/session/' + encodeURIComponent(s.sessionId), 'data-testid': 'session-link' }, s.sessionId)),
+    h('td', {}, h('span', { class: 'state state-' + s.state, 'data-testid': 'session-state' }, s.state)),
+    h('td', { 'data-testid': 'session-seq' }, s.seq),
+    h('td', { class: 'mono', title: s.owner || '' }, s.owner ? short(s.owner, 12) : h('span', { class: 'muted' }, 'none')),
+    h('td', {}, s.pending))));
+  }
+
+  async function loadSessions() {
+    const body = await getJson('/api/sessions');
+    model.sessions = new Map(body.sessions.map((s) => [s.sessionId, s]));
+    renderSessions();
+  }
+
+  // ---- one session ---------------------------------------------------------------------------------
+  function renderTimeline() {
+    ui.timeline.replaceChildren(...model.timeline.map((e) => {
+      const row = h('tr', { 'data-testid': 'timeline-row', 'data-seq': e.seq, onclick: () => userTravel(e.seq) },
+        h('td', {}, h('button', { type: 'button', 'aria-label': 'time travel to sequence ' + e.seq, 'data-testid': 'timeline-seq' }, e.seq)),
+        h('td', { class: 'mono' }, clock(e.time)),
+        h('td', { class: 'mono', 'data-testid': 'timeline-type' }, e.type),
+        h('td', { class: 'mono payload', title: JSON.stringify(e.payload) }, short(e.payload, 140)));
+      return row;
+    }));
+    markTimeline();
+  }
+  function markTimeline() {
+    let current = null;
+    for (const row of ui.timeline.rows) {
+      const seq = Number(row.dataset.seq);
+      row.setAttribute('aria-current', seq === model.shownSeq ? 'true' : 'false');
+      row.classList.toggle('future', model.shownSeq !== null && seq > model.shownSeq);
+      if (seq === model.shownSeq) current = row;
+    }
+    // keep the shown event in view inside the timeline's own scroll box (never scroll the page)
+    const box = ui.timelineWrap;
+    if (current && (current.offsetTop < box.scrollTop || current.offsetTop + current.offsetHeight > box.scrollTop + box.clientHeight)) {
+      box.scrollTop = current.offsetTop - box.clientHeight / 2;
+    }
+  }
+  function setMax(lastSeq) {
+    model.lastSeq = lastSeq;
+    ui.slider.max = String(lastSeq);
+    ui.seqMax.textContent = String(lastSeq);
+  }
+  function setFollow(on) {
+    model.follow = on;
+    ui.follow.setAttribute('aria-pressed', on ? 'true' : 'false');
+    if (model.selected) history.replaceState(null, '', '#/session/' + encodeURIComponent(model.selected) + (on ? '' : '/at/' + model.shownSeq));
+  }
+
+  async function selectSession(id, seq) {
+    model.selected = id;
+    model.shownSeq = null;
+    model.loading = true;
+    model.early = [];
+    renderSessions();
+    ui.sessionId.textContent = id;
+    ui.hint.hidden = true;
+    ui.body.hidden = false;
+    let view;
+    try {
+      view = await getJson(sessionUrl(id));
+    } finally {
+      if (model.selected === id) model.loading = false;
+    }
+    if (model.selected !== id) return;
+    const later = model.early.filter((d) => d.event.seq > view.lastSeq);
+    model.timeline = view.timeline.concat(later.map((d) => d.event));
+    const latest = later.length ? later[later.length - 1].session : view.summary;
+    stateBadge(ui.currentState, latest.state);
+    ui.currentSeq.textContent = String(latest.seq);
+    setMax(Math.max(view.lastSeq, latest.seq));
+    renderTimeline();
+    model.follow = seq === undefined;
+    ui.follow.setAttribute('aria-pressed', model.follow ? 'true' : 'false');
+    await travelTo(seq === undefined ? model.lastSeq : Math.min(seq, model.lastSeq));
+  }
+
+  // Time travel: one request at a time; a newer target replaces a queued one.
+  let queued = null;
+  let travelling = false;
+  async function travelTo(seq) {
+    queued = seq;
+    if (travelling) return;
+    travelling = true;
+    try {
+      while (queued !== null) {
+        const target = queued;
+        queued = null;
+        await showAt(model.selected, target);
+      }
+    } finally {
+      travelling = false;
+    }
+  }
+  function userTravel(seq) {
+    model.shownSeq = seq;
+    setFollow(false);
+    travelTo(seq).catch(showError);
+  }
+
+  async function showAt(id, seq) {
+    const chartUrl = '/api/chart.svg?session=' + encodeURIComponent(id) + '&seq=' + seq;
+    const [at, svg] = await Promise.all([
+      getJson(sessionUrl(id) + '/at/' + seq),
+      fetch(chartUrl).then((r) => (r.ok ? r.text() : Promise.reject(new Error('chart: HTTP ' + r.status)))),
+    ]);
+    if (model.selected !== id) return;
+    model.shownSeq = at.seq;
+    ui.slider.value = String(at.seq);
+    ui.seqValue.textContent = String(at.seq);
+    ui.atSeq.textContent = String(at.seq);
+    stateBadge(ui.atState, at.state);
+    ui.atEvent.textContent = at.event ? at.event.type + ' at ' + clock(at.event.time) + ' UTC' : 'before the first event';
+    renderLease(at.lease);
+    ui.atPending.replaceChildren(...(at.pending.length ? at.pending.map((p) => h('li', { class: 'mono' }, p.inputId + ' (' + p.delivery + ', admitted at seq ' + p.seq + ')'))
+      : [h('li', { class: 'muted' }, 'none')]));
+    renderRows(at.rows, at.seq);
+    ui.atContext.textContent = JSON.stringify(at.context, null, 2);
+    renderChart(svg, at.state, at.seq);
+    markTimeline();
+    showError(null);
+  }
+
+  function renderLease(lease) {
+    if (!lease) { ui.atLease.replaceChildren(h('dt', {}, 'status'), h('dd', { 'data-testid': 'lease-status', class: 'lease-ended' }, 'no execution yet')); return; }
+    const rel = lease.status === 'live' ? 'expires in ' + (lease.remainingMs / 1000).toFixed(1) + ' s'
+      : lease.status === 'expired' ? 'expired ' + (-lease.remainingMs / 1000).toFixed(1) + ' s before' : 'released';
+    ui.atLease.replaceChildren(
+      h('dt', {}, 'status'), h('dd', { 'data-testid': 'lease-status', class: 'lease-' + lease.status }, lease.status + ' (' + rel + ')'),
+      h('dt', {}, 'execution'), h('dd', { class: 'mono', 'data-testid': 'lease-execution' }, lease.executionId),
+      h('dt', {}, 'owner'), h('dd', { class: 'mono', 'data-testid': 'lease-owner' }, lease.ownerId),
+      h('dt', {}, 'expires at'), h('dd', { class: 'mono', 'data-testid': 'lease-expires' }, clock(lease.expiresAt) + ' UTC (lease ' + lease.leaseMs / 1000 + ' s)'));
+  }
+
+  // Rows are rendered generically: every array of objects becomes a table; times read as UTC clock times.
+  const isTime = (col, v) => typeof v === 'number' && v > 1e12 && /^time_|_at$/.test(col);
+  function cell(col, v) {
+    if (v === null || v === undefined) return h('td', { class: 'muted' }, '\u2014');
+    const full = typeof v === 'string' ? v : JSON.stringify(v);
+    return h('td', { class: 'mono', title: isTime(col, v) ? String(v) : full }, isTime(col, v) ? clock(v) : short(v, col === 'data' || col === 'prompt' ? 60 : 32));
+  }
+  function renderRows(rows, seq) {
+    ui.rowsSeq.textContent = String(seq);
+    if (rows === null || typeof rows !== 'object') { ui.atRows.replaceChildren(h('p', { class: 'muted' }, 'This inspector has no rows source.')); return; }
+    const parts = [];
+    for (const [name, value] of Object.entries(rows)) {
+      if (!Array.isArray(value)) continue;
+      parts.push(h('h4', {}, name + ' (' + value.length + ')'));
+      if (value.length === 0) continue;
+      const cols = [...new Set(value.flatMap((r) => Object.keys(r)))].filter((c) => c !== 'session_id');
+      parts.push(h('table', { 'data-testid': 'rows-' + name },
+        h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, value.map((r) => h('tr', {}, cols.map((c) => cell(c, r[c])))))));
+    }
+    ui.atRows.replaceChildren(...parts);
+  }
+
+  function renderChart(svg, state, seq) {
+    ui.chart.innerHTML = svg.slice(svg.indexOf('<svg'));
+    const el = ui.chart.querySelector('svg');
+    if (el) { el.removeAttribute('width'); el.removeAttribute('height'); el.setAttribute('aria-hidden', 'true'); }
+    ui.chart.dataset.highlight = state;
+    ui.chart.setAttribute('aria-label', 'State chart of the session machine; at sequence ' + seq + ' the session is ' + state);
+  }
+
+  // ---- live updates ----------------------------------------------------------------------------------
+  function onCommitted(msg) {
+    const d = JSON.parse(msg.data);
+    if (d.session) model.sessions.set(d.sessionId, d.session);
+    renderSessions();
+    if (d.sessionId !== model.selected || !d.session) return;
+    if (model.loading) { model.early.push(d); return; }
+    if (!model.timeline.some((e) => e.seq === d.event.seq)) {
+      model.timeline.push(d.event);
+      model.timeline.sort((a, b) => a.seq - b.seq);
+      renderTimeline();
+    }
+    stateBadge(ui.currentState, d.session.state);
+    ui.currentSeq.textContent = String(d.session.seq);
+    setMax(Math.max(model.lastSeq, d.event.seq));
+    if (model.follow) travelTo(model.lastSeq).catch(showError);
+  }
+
+  function connect() {
+    const events = new EventSource('/api/events');
+    events.addEventListener('open', () => { ui.status.textContent = 'live'; loadSessions().then(() => showError(null), showError); });
+    events.addEventListener('error', () => { ui.status.textContent = 'reconnecting'; });
+    events.addEventListener('committed', onCommitted);
+  }
+
+  // ---- wiring ------------------------------------------------------------------------------------------
+  function route() {
+    const m = /^#\/session\/([^/]+)(?:\/at\/(\d+))?$/.exec(location.hash);
+    if (!m) return;
+    selectSession(decodeURIComponent(m[1]), m[2] === undefined ? undefined : Number(m[2])).catch(showError);
+  }
+  ui.slider.addEventListener('input', () => { ui.seqValue.textContent = ui.slider.value; userTravel(Number(ui.slider.value)); });
+  ui.follow.addEventListener('click', () => { setFollow(true); travelTo(model.lastSeq).catch(showError); });
+  window.addEventListener('hashchange', route);
+  loadSessions().catch(showError);
+  connect();
+  route();
+})();

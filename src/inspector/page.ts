@@ -1,0 +1,120 @@
+/**
+ * The inspector page: one self-contained HTML document (markup and CSS here, the script from
+ * client.js inlined), no build step and nothing fetched from elsewhere. Element ids and
+ * data-testid attributes are stable: the browser test and anyone scripting the page rely on them.
+ */
+import { readFileSync } from 'node:fs';
+
+const client = readFileSync(new URL('./client.js', import.meta.url), 'utf8');
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+const css = `
+  :root { --fg:#1d1d1f; --muted:#5f6368; --line:#d0d4d9; --bg:#fafafa; --accent:#0b57d0; --now:#ffd54f; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; color: var(--fg); background: var(--bg); }
+  body { margin: 0; }
+  header { display: flex; flex-wrap: wrap; align-items: baseline; gap: .5rem 1.5rem; padding: .75rem 1.25rem; border-bottom: 1px solid var(--line); background: #fff; }
+  h1 { font-size: 1.25rem; margin: 0; } h2 { font-size: 1.1rem; margin: 0 0 .5rem; } h3 { font-size: 1rem; margin: 1rem 0 .4rem; } h4 { font-size: .9rem; margin: .8rem 0 .3rem; }
+  code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .85rem; }
+  main { display: grid; grid-template-columns: minmax(22rem, 27rem) 1fr; gap: 1rem; padding: 1rem 1.25rem; align-items: start; }
+  section.panel { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: .75rem 1rem; min-width: 0; }
+  table { border-collapse: collapse; width: 100%; }
+  th, td { text-align: left; padding: .3rem .45rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+  th { font-size: .8rem; color: var(--muted); font-weight: 600; }
+  tr[aria-current="true"] > td { background: #e8f0fe; }
+  tr.future > td { color: #9aa0a6; }
+  a { color: var(--accent); }
+  button { font: inherit; padding: .2rem .6rem; border: 1px solid var(--line); border-radius: 6px; background: #fff; cursor: pointer; }
+  button:hover { border-color: var(--accent); }
+  button:focus-visible, a:focus-visible, input:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
+  button[aria-pressed="true"] { background: var(--accent); color: #fff; border-color: var(--accent); }
+  .state { display: inline-block; padding: 0 .45rem; border-radius: 999px; border: 1px solid #999; font-size: .85rem; font-weight: 600; }
+  .state-idle { background: #eceff1; } .state-claimed { background: #fff3c4; } .state-running { background: #d7f5dd; }
+  .state-recovering { background: #ffe0cc; } .state-settled { background: #e3e8ff; }
+  .muted { color: var(--muted); }
+  .travel { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1rem; margin: .5rem 0; }
+  .travel input[type=range] { flex: 1 1 16rem; min-width: 12rem; }
+  #chart { margin: .5rem 0; border: 1px solid var(--line); border-radius: 8px; background: #fff; overflow-x: auto; }
+  #chart svg { display: block; width: 100%; height: auto; max-height: 34rem; }
+  .columns { display: grid; grid-template-columns: minmax(18rem, 2fr) 3fr; gap: 1rem; }
+  dl { display: grid; grid-template-columns: max-content 1fr; gap: .15rem .75rem; margin: 0; }
+  dt { color: var(--muted); } dd { margin: 0; overflow-wrap: anywhere; }
+  .lease-live { color: #137333; font-weight: 600; } .lease-expired { color: #b3261e; font-weight: 600; } .lease-ended { color: var(--muted); font-weight: 600; }
+  .rows { overflow-x: auto; } .rows h4 { margin: .6rem 0 .2rem; }
+  .rows table { width: auto; margin-bottom: .5rem; font-size: .8rem; } .rows td, .rows th { white-space: nowrap; }
+  #sessions { font-size: .9rem; } #sessions td { white-space: nowrap; }
+  #timeline-wrap { position: relative; max-height: 28rem; overflow: auto; }
+  #timeline thead th { position: sticky; top: 0; background: #fff; z-index: 1; }
+  #timeline td.payload { max-width: 30rem; overflow-wrap: anywhere; }
+  #error:not(:empty) { margin: 0 1.25rem; padding: .5rem .75rem; border: 1px solid #b3261e; border-radius: 6px; color: #b3261e; background: #fdecea; }
+  @media (max-width: 60rem) { main, .columns { grid-template-columns: 1fr; } }
+`;
+
+export function inspectorPage(options: { logName: string }): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>sessiond inspector</title>
+<style>${css}</style>
+</head>
+<body>
+<header>
+  <h1>sessiond inspector</h1>
+  <span class="muted">log <code id="log-name" data-testid="log-name">${escapeHtml(options.logName)}</code></span>
+  <span class="muted">updates: <span id="live-status" data-testid="live-status" role="status">connecting</span></span>
+</header>
+<div id="error" data-testid="error" role="alert"></div>
+<main>
+  <section class="panel" id="sessions-panel" aria-labelledby="sessions-heading">
+    <h2 id="sessions-heading">Sessions</h2>
+    <table id="sessions" data-testid="sessions">
+      <caption class="muted" style="caption-side: bottom; text-align: left; padding-top: .4rem">Live state, folded from the log; pick one to inspect it.</caption>
+      <thead><tr><th scope="col">Session</th><th scope="col">State</th><th scope="col">Seq</th><th scope="col">Owner</th><th scope="col">Pending</th></tr></thead>
+      <tbody></tbody>
+    </table>
+    <p id="no-sessions" data-testid="no-sessions" class="muted" hidden>No sessions in this log yet. Admit a prompt, e.g. <code>npx sessiond prompt ses_demo "hello"</code>.</p>
+  </section>
+  <section class="panel" id="session-detail" data-testid="session-detail" aria-labelledby="session-heading">
+    <h2 id="session-heading">Session <code id="session-id" data-testid="session-id">(none selected)</code></h2>
+    <p id="pick-hint" class="muted">Pick a session on the left to see its state chart, its timeline and time travel.</p>
+    <div id="session-body" hidden>
+      <p>Now: <span id="current-state" data-testid="current-state" class="state"></span> at sequence <span id="current-seq" data-testid="current-seq"></span></p>
+      <div class="travel">
+        <label for="seq-slider">Time travel to sequence <output id="seq-value" data-testid="seq-value" for="seq-slider">0</output> of <span id="seq-max" data-testid="seq-max">0</span></label>
+        <input type="range" id="seq-slider" data-testid="seq-slider" min="0" max="0" step="1" value="0">
+        <button type="button" id="follow-live" data-testid="follow-live" aria-pressed="true">Follow live</button>
+      </div>
+      <figure id="chart" data-testid="chart" aria-label="State chart of the session machine" role="img"></figure>
+      <div class="columns">
+        <section aria-labelledby="at-heading" id="at" data-testid="at" aria-live="polite">
+          <h3 id="at-heading">At sequence <span id="at-seq" data-testid="at-seq"></span>: <span id="at-state" data-testid="at-state" class="state"></span></h3>
+          <p id="at-event" data-testid="at-event" class="mono"></p>
+          <h4>Lease</h4>
+          <dl id="at-lease" data-testid="at-lease"></dl>
+          <h4>Pending inputs</h4>
+          <ul id="at-pending" data-testid="at-pending"></ul>
+          <details><summary>Context (the machine's folded context)</summary><pre id="at-context" data-testid="at-context"></pre></details>
+        </section>
+        <section aria-labelledby="timeline-heading">
+          <h3 id="timeline-heading">Timeline</h3>
+          <div id="timeline-wrap">
+            <table id="timeline" data-testid="timeline">
+              <thead><tr><th scope="col">Seq</th><th scope="col">Time (UTC)</th><th scope="col">Event</th><th scope="col">Payload</th></tr></thead>
+              <tbody></tbody>
+            </table>
+          </div>
+        </section>
+      </div>
+      <section aria-labelledby="rows-heading">
+        <h3 id="rows-heading">Rows at sequence <span id="rows-seq" data-testid="rows-seq"></span> <span class="muted">(the projector's tables, folded from the log up to this sequence)</span></h3>
+        <div id="at-rows" data-testid="at-rows" class="rows"></div>
+      </section>
+    </div>
+  </section>
+</main>
+<script>${client}</script>
+</body>
+</html>
+`;
+}

@@ -1,0 +1,227 @@
+/**
+ * The inspector: a small HTTP server (node:http, no framework) over an EventLog. It follows the log
+ * into an @xstate/store (every session's folded state) and answers:
+ *
+ *   GET /                            the page (one self-contained HTML document)
+ *   GET /api/sessions                every session with its live state
+ *   GET /api/sessions/:id            current state, context, lease and the event timeline
+ *   GET /api/sessions/:id/at/:seq    time travel: state, context, lease and rows folded up to seq
+ *   GET /api/chart.svg[?session=ID[&seq=N]]   the state chart, that session's state highlighted
+ *   GET /api/events                  server-sent events: each committed event as it is committed
+ *
+ * Errors are JSON `{ error: { code, message } }` with 400 (bad id or seq), 404 (unknown session,
+ * sequence or route) or 405 (not GET).
+ *
+ *   const inspector = await startInspector({ log: engine.log, port: 4600 });
+ *   console.log(inspector.url);  ...  await inspector.close();
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { systemClock, type Clock } from '../clock.ts';
+import type { SessionEvent } from '../events/envelope.ts';
+import type { EventLog } from '../events/event-log.ts';
+import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { sessionMachine } from '../machines/session-machine.ts';
+import { machineToDot, renderSvg } from './chart.ts';
+import { inspectorPage } from './page.ts';
+import { projectedRowsAt, type RowsAt } from './rows.ts';
+import { createInspectorStore, whenFolded, type InspectorStore } from './store.ts';
+import { HttpError, parseSeq, parseSessionId, readSession, stateView, timelineRow, type AtView, type SessionView } from './views.ts';
+
+export const DEFAULT_INSPECTOR_HOST = '127.0.0.1';
+/** How long a list request waits for the store to fold the log up to its head before answering. */
+export const DEFAULT_CATCH_UP_MS = 5_000;
+
+export interface InspectorOptions {
+  log: EventLog;
+  /** TCP port (0 picks a free one). */
+  port: number;
+  host?: string;
+  /** Rows of a session at a sequence (default: the projector into a fresh in-memory database; null: none). */
+  rowsAt?: RowsAt | null;
+  clock?: Clock;
+  /** The log subscription failed (default: printed to stderr); the list routes then answer 503. */
+  onError?: (err: unknown) => void;
+}
+
+export interface Inspector {
+  /** `http://127.0.0.1:4600/` */
+  readonly url: string;
+  readonly port: number;
+  readonly store: InspectorStore;
+  close(): Promise<void>;
+}
+
+type Handler = (req: IncomingMessage, res: ServerResponse, url: URL, params: string[]) => Promise<void> | void;
+
+export async function startInspector(options: InspectorOptions): Promise<Inspector> {
+  const { log } = options;
+  const host = options.host ?? DEFAULT_INSPECTOR_HOST;
+  const clock = options.clock ?? systemClock;
+  const rowsAt = options.rowsAt === undefined ? projectedRowsAt({ clock }) : options.rowsAt;
+  const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond inspector: ${messageOf(err)}\n`));
+  const store = createInspectorStore();
+  const clients = new Set<ServerResponse>();
+  let failure: unknown;
+  const failed = new Set<(err: unknown) => void>();
+
+  const broadcast = (events: SessionEvent[]) => {
+    if (clients.size === 0) return;
+    const sessions = store.getSnapshot().context.sessions;
+    const chunk = events.map((e) => `id: ${e.position ?? ''}\nevent: committed\ndata: ${JSON.stringify({ sessionId: e.sessionId, event: timelineRow(e), session: sessions[e.sessionId] ?? null })}\n\n`).join('');
+    for (const res of clients) res.write(chunk);
+  };
+
+  const subscription = log.subscribe({
+    after: 0,
+    onBatch: (events) => {
+      store.send({ type: 'committed', events });
+      broadcast(events);
+    },
+    onError: (err) => {
+      failure = err;
+      for (const f of failed) f(err);
+      onError(err);
+    },
+  });
+
+  /** Waits (bounded) until the store has folded everything committed before this request. */
+  const caughtUp = async (): Promise<boolean> => {
+    if (failure !== undefined) throw new HttpError(503, 'log_unavailable', `The inspector stopped following ${log.name}: ${messageOf(failure)}. Restart it.`);
+    const head = await log.head();
+    let timer: ReturnType<Clock['setTimeout']> | undefined;
+    let fail: ((err: unknown) => void) | undefined;
+    try {
+      return await Promise.race([
+        whenFolded(store, head).then(() => true),
+        new Promise<boolean>((resolve) => (timer = clock.setTimeout(() => resolve(false), DEFAULT_CATCH_UP_MS))),
+        new Promise<boolean>((_, reject) => failed.add((fail = (err) => reject(new HttpError(503, 'log_unavailable', `The inspector stopped following ${log.name}: ${messageOf(err)}.`))))),
+      ]);
+    } finally {
+      clock.clearTimeout(timer);
+      if (fail) failed.delete(fail);
+    }
+  };
+
+  const charts = new Map<string, Promise<string>>();
+  const chartSvg = (highlight?: string) => {
+    const key = highlight ?? '';
+    let svg = charts.get(key);
+    if (!svg) {
+      svg = renderSvg(machineToDot(sessionMachine, highlight === undefined ? {} : { highlight }));
+      svg.catch(() => charts.delete(key));
+      charts.set(key, svg);
+    }
+    return svg;
+  };
+
+  const routes: [RegExp, Handler][] = [
+    [/^\/$/, (_req, res) => send(res, 200, 'text/html; charset=utf-8', inspectorPage({ logName: log.name }))],
+    [/^\/api\/sessions$/, async (_req, res) => {
+      const complete = await caughtUp();
+      const { position, sessions } = store.getSnapshot().context;
+      const list = Object.values(sessions).sort((a, b) => b.time - a.time || a.sessionId.localeCompare(b.sessionId));
+      json(res, 200, { log: log.name, position, complete, sessions: list });
+    }],
+    [/^\/api\/sessions\/([^/]+)$/, async (_req, res, _url, [rawId]) => {
+      const sessionId = parseSessionId(rawId!);
+      const { events, lastSeq } = await readSession(log, sessionId);
+      const view: SessionView = { ...stateView(sessionId, events, lastSeq, clock.now()), timeline: events.map(timelineRow) };
+      json(res, 200, view);
+    }],
+    [/^\/api\/sessions\/([^/]+)\/at\/([^/]+)$/, async (_req, res, _url, [rawId, rawSeq]) => {
+      const sessionId = parseSessionId(rawId!);
+      const seq = parseSeq(rawSeq!);
+      const { events, lastSeq } = await readSession(log, sessionId, seq);
+      const view: AtView = { ...stateView(sessionId, events, lastSeq), rows: rowsAt ? await rowsAt(sessionId, events) : null };
+      json(res, 200, view);
+    }],
+    [/^\/api\/chart\.svg$/, async (_req, res, url) => {
+      const rawId = url.searchParams.get('session');
+      let highlight: string | undefined;
+      if (rawId !== null) {
+        const sessionId = parseSessionId(rawId);
+        const rawSeq = url.searchParams.get('seq');
+        const { events, lastSeq } = await readSession(log, sessionId, rawSeq === null ? undefined : parseSeq(rawSeq));
+        highlight = stateView(sessionId, events, lastSeq).state;
+      } else if (url.searchParams.has('seq')) {
+        throw new HttpError(400, 'invalid_query', 'seq needs a session: /api/chart.svg?session=ID&seq=N.');
+      }
+      send(res, 200, 'image/svg+xml; charset=utf-8', await chartSvg(highlight));
+    }],
+    [/^\/api\/events$/, (req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+      res.write(`retry: 2000\n: following ${log.name}\n\n`);
+      clients.add(res);
+      req.on('close', () => clients.delete(res));
+    }],
+  ];
+
+  const server = createServer((req, res) => {
+    void handle(req, res).catch((err) => {
+      const e = err instanceof HttpError ? err : new HttpError(500, 'internal', `The inspector failed to answer: ${messageOf(err)}`);
+      if (!(err instanceof HttpError)) onError(err);
+      if (res.headersSent) res.end();
+      else json(res, e.status, { error: { code: e.code, message: e.message } });
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://inspector.local');
+    for (const [pattern, handler] of routes) {
+      const match = pattern.exec(url.pathname);
+      if (!match) continue;
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.setHeader('allow', 'GET, HEAD');
+        throw new HttpError(405, 'method_not_allowed', `${req.method} is not allowed on ${url.pathname}: the inspector is read-only, use GET.`);
+      }
+      return handler(req, res, url, match.slice(1));
+    }
+    throw new HttpError(404, 'not_found', `No route ${url.pathname}. Routes: /, /api/sessions, /api/sessions/:id, /api/sessions/:id/at/:seq, /api/chart.svg, /api/events.`);
+  }
+
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    await subscription.close();
+    const code = (err as { code?: unknown }).code;
+    const why = code === 'EADDRINUSE' ? 'the address is in use' : code === 'EACCES' ? 'permission denied' : messageOf(err);
+    throw new SessiondError(ErrorCode.InvalidOption, `Cannot serve the inspector on ${host}:${options.port}: ${why}. Pick another port (0 picks a free one), or stop what is using it.`, { cause: err });
+  }
+  const port = (server.address() as AddressInfo).port;
+  const shownHost = host.includes(':') ? `[${host}]` : host;
+
+  return {
+    url: `http://${shownHost}:${port}/`,
+    port,
+    store,
+    async close() {
+      for (const res of clients) res.end();
+      clients.clear();
+      await subscription.close();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
+
+function send(res: ServerResponse, status: number, type: string, body: string): void {
+  res.writeHead(status, {
+    'content-type': type, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    ...(type.startsWith('text/html') ? { 'content-security-policy': "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:" } : {}),
+  });
+  res.end(res.req.method === 'HEAD' ? undefined : body);
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  send(res, status, 'application/json; charset=utf-8', `${JSON.stringify(body, null, 2)}\n`);
+}

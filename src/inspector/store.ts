@@ -1,0 +1,87 @@
+/**
+ * The inspector's state, as an @xstate/store fed by the log's subscription: every session's folded
+ * snapshot and a small summary of it (state, seq, owner, lease, phase, pending inputs). Folding is
+ * the machine's own `evolve`, so the list shows exactly what the session machine would decide from.
+ * Pure: `committed` takes a batch of committed events and returns the next context.
+ */
+import { createStore } from '@xstate/store';
+import type { ExecutionPhase } from '../events/catalog.ts';
+import type { SessionEvent } from '../events/envelope.ts';
+import { evolve, initialSnapshot, stateOf, type SessionSnapshot, type SessionStateValue } from '../machines/decider.ts';
+
+export interface SessionSummary {
+  sessionId: string;
+  state: SessionStateValue;
+  /** Sequence of the last event folded. */
+  seq: number;
+  /** Time and type of the last event folded. */
+  time: number;
+  lastType: string;
+  executionId: string | null;
+  owner: string | null;
+  leaseExpiresAt: number | null;
+  phase: ExecutionPhase | null;
+  /** Inputs admitted and not yet promoted. */
+  pending: number;
+  executions: number;
+}
+
+export interface InspectorContext {
+  /** Log position folded so far. */
+  position: number;
+  snapshots: Record<string, SessionSnapshot>;
+  sessions: Record<string, SessionSummary>;
+}
+
+/** The summary the session list shows, from a folded snapshot and the last event folded into it. */
+export function summarize(snapshot: SessionSnapshot, last?: Pick<SessionEvent, 'time' | 'type'>): SessionSummary {
+  const ctx = snapshot.context;
+  const exec = ctx.execution;
+  const holdsLease = exec !== null && exec.outcome === null;
+  return {
+    sessionId: ctx.sessionId, state: stateOf(snapshot), seq: ctx.seq, time: last?.time ?? 0, lastType: last?.type ?? '',
+    executionId: exec?.id ?? null, owner: holdsLease ? exec.ownerId : null, leaseExpiresAt: holdsLease ? exec.expiresAt : null,
+    phase: exec?.phase ?? null, pending: ctx.pending.length, executions: ctx.executions,
+  };
+}
+
+/** Folds a batch into the context. Redelivered events (seq already folded) are ignored; a gap throws. */
+export function foldBatch(ctx: InspectorContext, events: readonly SessionEvent[]): InspectorContext {
+  if (events.length === 0) return ctx;
+  const snapshots = { ...ctx.snapshots };
+  const sessions = { ...ctx.sessions };
+  let position = ctx.position;
+  for (const e of events) {
+    const before = snapshots[e.sessionId] ?? initialSnapshot(e.sessionId);
+    position = Math.max(position, e.position ?? position);
+    if (e.seq <= before.context.seq) continue;
+    const after = evolve(before, e);
+    snapshots[e.sessionId] = after;
+    sessions[e.sessionId] = summarize(after, e);
+  }
+  return { position, snapshots, sessions };
+}
+
+export function createInspectorStore() {
+  return createStore({
+    context: { position: 0, snapshots: {}, sessions: {} } as InspectorContext,
+    on: {
+      committed: (ctx, e: { events: readonly SessionEvent[] }) => foldBatch(ctx, e.events),
+    },
+  });
+}
+
+export type InspectorStore = ReturnType<typeof createInspectorStore>;
+
+/** Resolves once the store has folded the log up to `position`. */
+export function whenFolded(store: InspectorStore, position: number): Promise<void> {
+  return new Promise((resolve) => {
+    if (store.getSnapshot().context.position >= position) return resolve();
+    const sub = store.subscribe((snap) => {
+      if (snap.context.position >= position) {
+        sub.unsubscribe();
+        resolve();
+      }
+    });
+  });
+}

@@ -1,0 +1,299 @@
+/**
+ * The typed client for services that use sessions over NATS: commands (request/reply to the
+ * workers), live events (core subjects) and replay (the durable stream).
+ *
+ *   const client = await SessiondClient.connect({ connection: { servers: 'nats://127.0.0.1:4222', user: 'client', pass: '...' } });
+ *   const sub = await client.subscribe({ sessionId: 'ses_1' }, (event) => console.log(event.type, event.payload));
+ *   const receipt = await client.admit('ses_1', { prompt: 'hello' });
+ *   const history = await client.replay({ sessionId: 'ses_1' });
+ *   await sub.close(); await client.close();
+ *
+ * Commands fail with `CommandError` (commands.ts): the worker's error reply (`failure` is its code),
+ * or `no_worker` / `timeout` / `permission_denied` when no reply came. `admit` picks an input id
+ * when none is given, so an admit retried after a timeout with the same id is never admitted twice.
+ *
+ * Live messages are decoded and schema-checked; one that fails is handed to `onInvalid` with its
+ * subject (and seq when readable) and skipped. Committed events repeated by several republishing
+ * workers (same session and seq) are delivered once. Replay reads the stream with ordered consumers,
+ * which nats.conf allows the client and observer users.
+ */
+import { errors as natsErrors, type Msg, type NatsConnection, type Subscription as NatsSubscription } from '@nats-io/transport-node';
+import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { randomIds, validateId, type IdSource } from '../ids.ts';
+import type { SessionEvent } from '../events/envelope.ts';
+import type { AdmitReceipt } from '../input/admit.ts';
+import type { CancelResult } from '../execution/session-execution.ts';
+import { connectNats, isNatsConnection, isPermissionError, positiveIntOption, type NatsConnectionOptions } from './connection.ts';
+import { JetStreamEventLog } from './jetstream-event-log.ts';
+import { decodeLiveEvent, type LiveMessage } from './live-bus.ts';
+import {
+  CommandError, CommandFailureCode, decodeJson, encodeJson,
+  type AdmitCommand, type CommandReply, type CommandRequests, type CommandResults, type StatusReply, type WakeResult,
+} from './commands.ts';
+import { STREAM_NAME, subjects, type CommandVerb } from './subjects.ts';
+
+/** How long a command waits for a worker's reply. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+/** Sessions whose last delivered seq is remembered to drop repeated committed events. */
+export const DEFAULT_DEDUPE_SESSIONS = 10_000;
+
+export interface SessiondClientOptions {
+  /** An open connection (left open by `close()`) or options to open one (closed by `close()`). */
+  connection: NatsConnection | NatsConnectionOptions;
+  requestTimeoutMs?: number;
+  /** The events stream to replay (default `STREAM_NAME`). */
+  stream?: string;
+  /** Input ids for `admit` calls that give none (default random). */
+  ids?: IdSource;
+}
+
+export interface LiveFilter {
+  /** One session (default: every session). */
+  sessionId?: string;
+  /** An event type (`step.started`), a family (`tool.*`), or every type (default). */
+  type?: string;
+}
+
+export interface InvalidLiveMessage {
+  subject: string;
+  /** The event's seq, when the message was readable that far. */
+  seq?: number;
+  error: SessiondError;
+}
+
+export interface LiveSubscribeOptions {
+  /** A message that failed to decode or validate (default: one line on stderr). It is skipped. */
+  onInvalid?: (invalid: InvalidLiveMessage) => void;
+  /** The handler threw, or the server ended the subscription (default: one line on stderr). */
+  onError?: (err: unknown) => void;
+  /** Drop committed events already delivered (same session, seq not above the last one); default true. */
+  dedupe?: boolean;
+}
+
+export interface LiveSubscriptionStats { delivered: number; invalid: number; duplicates: number }
+
+export interface LiveSubscription {
+  /** The NATS subject subscribed to, e.g. `sessiond.live.ses_1.>`. */
+  readonly subject: string;
+  readonly stats: LiveSubscriptionStats;
+  /** Resolves when the subscription ends (closed, or refused by the server). */
+  readonly done: Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ReplayOptions {
+  /** One session's events (default: every session, in commit order). */
+  sessionId?: string;
+  /** Only events with a log position above this. */
+  after?: number;
+  /** Only events with a session seq above this (with `sessionId`). */
+  afterSeq?: number;
+  /** At most this many events (whole appends when replaying every session). */
+  limit?: number;
+}
+
+export type LiveHandler = (event: LiveMessage) => void | Promise<void>;
+
+export class SessiondClient {
+  private log: Promise<JetStreamEventLog> | undefined;
+  private readonly subscriptions = new Set<LiveSubscription>();
+  private closed = false;
+
+  private constructor(
+    readonly nc: NatsConnection,
+    private readonly ownsConnection: boolean,
+    private readonly timeoutMs: number,
+    private readonly stream: string,
+    private readonly ids: IdSource,
+    private readonly user: string | undefined,
+  ) {}
+
+  static async connect(options: SessiondClientOptions): Promise<SessiondClient> {
+    if (options === null || typeof options !== 'object' || options.connection === undefined) {
+      throw new SessiondError(ErrorCode.InvalidOption, 'SessiondClient.connect needs { connection }: an open NatsConnection or options such as { servers, user, pass }.');
+    }
+    const timeoutMs = positiveIntOption('SessiondClient option requestTimeoutMs', options.requestTimeoutMs, DEFAULT_REQUEST_TIMEOUT_MS);
+    const given = isNatsConnection(options.connection);
+    const nc = given ? options.connection as NatsConnection : await connectNats({ name: 'sessiond-client', ...options.connection as NatsConnectionOptions });
+    const user = given ? undefined : (options.connection as NatsConnectionOptions).user;
+    return new SessiondClient(nc, !given, timeoutMs, options.stream ?? STREAM_NAME, options.ids ?? randomIds, user);
+  }
+
+  /** Admits a prompt (idempotent by input id; one is generated when absent) and, unless `wake: false`, wakes the session. */
+  admit(sessionId: string, request: Omit<AdmitCommand, 'sessionId'>): Promise<AdmitReceipt> {
+    const body: AdmitCommand = { ...request, sessionId, id: request.id ?? this.ids.next('inp') };
+    return this.request('admit', body).then((r) => r.receipt);
+  }
+
+  /** Asks a worker to run the session's pending inputs; says what happened (started, nothing pending, refused...). */
+  wake(sessionId: string): Promise<WakeResult> {
+    return this.request('wake', { sessionId }).then((r) => r.result);
+  }
+
+  /** Cancels the session's execution in progress, wherever it runs. */
+  cancel(sessionId: string, reason?: string): Promise<CancelResult> {
+    return this.request('cancel', reason === undefined ? { sessionId } : { sessionId, reason }).then((r) => r.result);
+  }
+
+  /** The session's state, sequence, execution and pending inputs, as a worker sees it in the log. */
+  status(sessionId: string): Promise<StatusReply> {
+    return this.request('status', { sessionId });
+  }
+
+  private async request<V extends CommandVerb>(verb: V, body: CommandRequests[V]): Promise<CommandResults[V]> {
+    this.assertOpen();
+    validateId(body.sessionId, 'session id');
+    const subject = subjects.command(verb);
+    let msg: Msg;
+    try {
+      msg = await this.nc.request(subject, encodeJson(body), { timeout: this.timeoutMs });
+    } catch (err) {
+      throw this.noReply(verb, subject, body, err);
+    }
+    let reply: CommandReply<V>;
+    try {
+      reply = decodeJson(msg.data) as CommandReply<V>;
+    } catch (err) {
+      throw new CommandError(verb, CommandFailureCode.Internal, `The reply to ${verb} on ${subject} is not JSON (${messageOf(err)}): is something other than a sessiond worker answering ${subject}?`, { cause: err });
+    }
+    if (reply === null || typeof reply !== 'object' || typeof reply.ok !== 'boolean') {
+      throw new CommandError(verb, CommandFailureCode.Internal, `The reply to ${verb} on ${subject} is not a sessiond reply: is something other than a sessiond worker answering ${subject}?`);
+    }
+    if (!reply.ok) {
+      const error = reply.error ?? { code: CommandFailureCode.Internal, message: 'no error given' };
+      throw new CommandError(verb, error.code, error.message, error.details ? { details: error.details } : {});
+    }
+    const { ok: _ok, ...result } = reply;
+    return result as unknown as CommandResults[V];
+  }
+
+  private noReply(verb: CommandVerb, subject: string, body: { sessionId: string; id?: string }, err: unknown): CommandError {
+    const cause = err instanceof natsErrors.RequestError && err.cause ? err.cause : err;
+    if (cause instanceof natsErrors.NoRespondersError) {
+      return new CommandError(verb, CommandFailureCode.NoWorker,
+        `No sessiond worker is serving ${subject} on ${this.nc.getServer()}: start one (sessiond start --nats <url> --nats-user worker --nats-pass <secret>) and retry.`, { cause: err });
+    }
+    if (isPermissionError(err)) {
+      return new CommandError(verb, CommandFailureCode.PermissionDenied,
+        `NATS user ${this.user ?? '(this connection\'s user)'} may not send sessiond commands: nats.conf refuses publishing to ${subject}. Connect as a user allowed to publish sessiond.cmd.> (client or worker in nats.conf).`, { cause: err });
+    }
+    if (cause instanceof natsErrors.TimeoutError) {
+      const retry = verb === 'admit' && body.id ? `admit again with the same input id ${body.id} (it is idempotent)` : `check with status before sending ${verb} again`;
+      return new CommandError(verb, CommandFailureCode.Timeout,
+        `No reply to ${verb} for session ${body.sessionId} within ${this.timeoutMs} ms: the worker may be busy or gone, so the command may or may not have run. To be sure, ${retry}.`, { cause: err });
+    }
+    if (this.nc.isClosed()) return new CommandError(verb, ErrorCode.LogClosed, `The NATS connection is closed: connect a new SessiondClient to send ${verb}.`, { cause: err });
+    return new CommandError(verb, CommandFailureCode.Timeout, `Sending ${verb} on ${subject} failed: ${messageOf(err)}. Check the NATS connection and retry.`, { cause: err });
+  }
+
+  /**
+   * Subscribes to live events matching `filter` and calls `handler` for each, in arrival order (the
+   * next waits for the handler's promise). Resolves once the server has registered the interest;
+   * rejects if nats.conf does not let this user subscribe there.
+   */
+  async subscribe(filter: LiveFilter, handler: LiveHandler, options: LiveSubscribeOptions = {}): Promise<LiveSubscription> {
+    this.assertOpen();
+    const subject = subjects.liveFilter(filter);
+    const onInvalid = options.onInvalid ?? ((i: InvalidLiveMessage) => process.stderr.write(`sessiond: skipped a live message on ${i.subject}: ${i.error.message}\n`));
+    const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond: live subscription on ${subject}: ${messageOf(err)}\n`));
+    const dedupe = options.dedupe ?? true;
+    const lastSeq = new Map<string, number>();
+    const stats: LiveSubscriptionStats = { delivered: 0, invalid: 0, duplicates: 0 };
+    const sub: NatsSubscription = this.nc.subscribe(subject);
+    let registered = false;
+    const refused = (err: Error) => new SessiondError(ErrorCode.InvalidOption,
+      `NATS user ${this.user ?? '(this connection\'s user)'} may not subscribe to ${subject} (${err.message}): nats.conf lets the client and observer users subscribe to sessiond.live.>.`, { cause: err });
+
+    const loop = (async () => {
+      for await (const msg of sub) {
+        let event: LiveMessage;
+        try {
+          event = decodeLiveEvent(msg.data, msg.subject);
+        } catch (err) {
+          stats.invalid++;
+          const error = err instanceof SessiondError ? err : new SessiondError(ErrorCode.DecodeFailed, messageOf(err), { cause: err });
+          const seq = error.details.seq;
+          safely(() => onInvalid({ subject: msg.subject, ...(typeof seq === 'number' ? { seq } : {}), error }), onError);
+          continue;
+        }
+        if (dedupe && event.seq !== undefined) {
+          const last = lastSeq.get(event.sessionId) ?? 0;
+          if (event.seq <= last) { stats.duplicates++; continue; }
+          lastSeq.delete(event.sessionId);
+          lastSeq.set(event.sessionId, event.seq);
+          if (lastSeq.size > DEFAULT_DEDUPE_SESSIONS) lastSeq.delete(lastSeq.keys().next().value!);
+        }
+        stats.delivered++;
+        try {
+          await handler(event);
+        } catch (err) {
+          safely(() => onError(err), () => undefined);
+        }
+      }
+      const ended = await sub.closed;
+      // refused at once: subscribe() rejects instead (see below)
+      if (ended instanceof Error && registered) safely(() => onError(isPermissionError(ended) ? refused(ended) : ended), () => undefined);
+    })();
+
+    await this.nc.flush(); // the server answers a refused SUB before this PING
+    if (sub.isClosed()) {
+      const ended = await sub.closed;
+      await loop;
+      if (ended instanceof Error) throw isPermissionError(ended) ? refused(ended) : ended;
+    }
+    registered = true;
+    const subscription: LiveSubscription = {
+      subject,
+      stats,
+      done: loop,
+      close: async () => {
+        this.subscriptions.delete(subscription);
+        if (!sub.isClosed()) sub.unsubscribe();
+        await loop;
+      },
+    };
+    this.subscriptions.add(subscription);
+    return subscription;
+  }
+
+  /** Committed events from the durable stream (see `ReplayOptions`), in order. */
+  async replay(options: ReplayOptions = {}): Promise<SessionEvent[]> {
+    this.assertOpen();
+    const after = options.after ?? 0;
+    const limit = options.limit ?? Infinity;
+    const log = await this.eventLog();
+    if (options.sessionId === undefined) {
+      return log.readAll({ after, ...(options.limit !== undefined ? { limit: options.limit } : {}) });
+    }
+    const events = await log.readSession(options.sessionId, { afterSeq: options.afterSeq ?? 0 });
+    return events.filter((e) => (e.position ?? 0) > after).slice(0, limit);
+  }
+
+  /** The stream as a read-only event log (opened on first use; never creates the stream). */
+  eventLog(): Promise<JetStreamEventLog> {
+    this.log ??= JetStreamEventLog.open({ connection: this.nc, ensureStream: false, stream: this.stream });
+    this.log.catch(() => { this.log = undefined; });
+    return this.log;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.all([...this.subscriptions].map((s) => s.close()));
+    const log = await this.log?.catch(() => undefined);
+    await log?.close();
+    if (this.ownsConnection) await this.nc.close().catch(() => undefined);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new SessiondError(ErrorCode.LogClosed, 'This SessiondClient is closed: connect a new one.');
+  }
+}
+
+function safely(fn: () => void, onError: (err: unknown) => void): void {
+  try {
+    fn();
+  } catch (err) {
+    onError(err);
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * The worker side of the command protocol (shapes in commands.ts): serves `sessiond.cmd.*` in the
+ * queue group `COMMAND_QUEUE`, so with any number of workers exactly one answers each request.
+ *
+ *   const service = startCommandService(nc, engine);   // engine: anything with admit/wake/cancel/status
+ *   ...
+ *   await service.close();                             // before closing the engine
+ *
+ * Every request gets a reply. Bad input (malformed JSON, unknown fields, an invalid id, an oversize
+ * prompt, a session with no events) is answered with `{ ok: false, error }` and never reaches the
+ * engine or crashes the worker; an unexpected engine failure is answered with `internal` and passed
+ * to `onError`. Requests are handled concurrently; `close()` stops taking new ones and waits for
+ * those in flight to be answered.
+ */
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
+import { isSessiondError, messageOf } from '../errors.ts';
+import { validateId } from '../ids.ts';
+import { parseAdmitRequest, DEFAULT_MAX_PROMPT_BYTES, type AdmitReceipt, type AdmitRequest } from '../input/admit.ts';
+import type { CancelResult, ResumeResult } from '../execution/session-execution.ts';
+import type { SessionStatus } from '../engine.ts';
+import {
+  CommandFailureCode, MAX_CANCEL_REASON, decodeJson, encodeJson, requestFields,
+  type CommandFailure, type CommandRequests, type ErrorBody, type StatusReply, type WakeResult,
+} from './commands.ts';
+import { COMMAND_QUEUE, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
+
+/** What the service drives: the Engine's methods (`resume`, when present, gives wake its result). */
+export interface CommandTarget {
+  admit(sessionId: string, request: AdmitRequest): Promise<AdmitReceipt>;
+  wake(sessionId: string): Promise<void>;
+  resume?(sessionId: string): Promise<ResumeResult>;
+  cancel(sessionId: string, reason?: string): Promise<CancelResult>;
+  status(sessionId: string): Promise<SessionStatus>;
+}
+
+export interface CommandServiceOptions {
+  /** Queue group (default `COMMAND_QUEUE`); services in one group share the requests. */
+  queue?: string;
+  /** Prompts over this are refused before reaching the target (default `DEFAULT_MAX_PROMPT_BYTES`, the engine's own limit). */
+  maxPromptBytes?: number;
+  /** Unexpected failures (also answered as `internal`), and requests without a reply subject. */
+  onError?: (err: unknown) => void;
+}
+
+export interface CommandServiceStats {
+  requests: number;
+  /** Requests answered `{ ok: false }`, by code. */
+  failures: Partial<Record<CommandFailure, number>>;
+}
+
+export interface CommandService {
+  readonly stats: CommandServiceStats;
+  /** Stops taking requests, answers those in flight, then resolves. */
+  close(): Promise<void>;
+}
+
+/** A failure to be answered (never thrown past the service). */
+class Reject extends Error {
+  constructor(readonly code: CommandFailure, message: string, readonly details?: Record<string, unknown>) {
+    super(message);
+  }
+}
+
+export function startCommandService(nc: NatsConnection, target: CommandTarget, options: CommandServiceOptions = {}): CommandService {
+  const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond: command service: ${messageOf(err)}\n`));
+  const maxPromptBytes = options.maxPromptBytes ?? DEFAULT_MAX_PROMPT_BYTES;
+  const stats: CommandServiceStats = { requests: 0, failures: {} };
+  const inFlight = new Set<Promise<void>>();
+  let closing = false;
+
+  const serve = async (msg: Msg) => {
+    const verb = subjects.verbOfCommandSubject(msg.subject);
+    let reply: Record<string, unknown>;
+    try {
+      reply = { ok: true, ...await handle(verb, msg.subject, msg.data) };
+    } catch (err) {
+      const error = toErrorBody(verb, err);
+      if (error.code === CommandFailureCode.Internal) onError(err);
+      stats.failures[error.code] = (stats.failures[error.code] ?? 0) + 1;
+      reply = { ok: false, error };
+    }
+    try {
+      msg.respond(encodeJson(reply));
+    } catch (err) {
+      onError(err); // the connection closed under us: the client times out
+    }
+  };
+
+  const handle = async (verb: string, subject: string, data: Uint8Array): Promise<Record<string, unknown>> => {
+    if (!isCommandVerb(verb)) {
+      throw new Reject(CommandFailureCode.UnknownCommand, `Unknown command ${JSON.stringify(verb)} (subject ${subject}): send one of ${commandVerbs.map((v) => subjects.command(v)).join(', ')}.`);
+    }
+    const body = parseBody(verb, data);
+    const sessionId = validateId(body.sessionId, 'session id');
+    switch (verb) {
+      case 'admit': {
+        const request = body as unknown as CommandRequests['admit'];
+        const admit: AdmitRequest = { prompt: request.prompt };
+        if (request.id !== undefined) admit.id = request.id;
+        if (request.delivery !== undefined) admit.delivery = request.delivery;
+        if (request.wake !== undefined) admit.wake = request.wake;
+        parseAdmitRequest(sessionId, admit, maxPromptBytes); // every check before the engine sees it
+        return { receipt: await target.admit(sessionId, admit) };
+      }
+      case 'wake': {
+        await known(sessionId, verb);
+        const result: WakeResult = target.resume ? await target.resume(sessionId) : (await target.wake(sessionId), { status: 'requested' });
+        return { result };
+      }
+      case 'cancel': {
+        const { reason } = body as CommandRequests['cancel'];
+        if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_CANCEL_REASON)) {
+          throw new Reject(CommandFailureCode.BadRequest, `Invalid cancel request: reason must be a string of at most ${MAX_CANCEL_REASON} characters.`);
+        }
+        await known(sessionId, verb);
+        return { result: await target.cancel(sessionId, reason) };
+      }
+      case 'status': {
+        const status = await known(sessionId, verb);
+        const reply: StatusReply = {
+          sessionId, state: status.state, seq: status.seq, execution: status.context.execution, pending: status.context.pending,
+        };
+        return reply as unknown as Record<string, unknown>;
+      }
+    }
+  };
+
+  /** The session's status; `unknown_session` when it has no events. */
+  const known = async (sessionId: string, verb: CommandVerb): Promise<SessionStatus> => {
+    const status = await target.status(sessionId);
+    if (status.seq === 0) {
+      throw new Reject(CommandFailureCode.UnknownSession,
+        `Session ${sessionId} has no events, so there is nothing to ${verb}. Check the session id, or admit a prompt first (it creates the session).`,
+        { sessionId });
+    }
+    return status;
+  };
+
+  const subscription: Subscription = nc.subscribe(subjects.allCommands, {
+    queue: options.queue ?? COMMAND_QUEUE,
+    callback: (err, msg) => {
+      if (err) {
+        onError(err); // e.g. a permissions violation: this user may not serve commands
+        return;
+      }
+      stats.requests++;
+      if (!msg.reply) {
+        onError(new Error(`A message on ${msg.subject} has no reply subject: send commands as requests (nc.request), not publishes.`));
+        return;
+      }
+      // requests delivered while draining are served too: the queue group gave them to us alone
+      const p: Promise<void> = serve(msg).catch(onError).finally(() => inFlight.delete(p));
+      inFlight.add(p);
+    },
+  });
+
+  return {
+    stats,
+    async close() {
+      if (closing) return;
+      closing = true;
+      if (!nc.isClosed()) await subscription.drain().catch(() => subscription.unsubscribe());
+      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+    },
+  };
+}
+
+/** A request body: JSON, an object, known fields only, sessionId present. */
+function parseBody(verb: CommandVerb, data: Uint8Array): Record<string, unknown> & { sessionId: unknown } {
+  const example = verb === 'admit' ? '{"sessionId":"ses_1","prompt":"hello"}' : verb === 'cancel' ? '{"sessionId":"ses_1","reason":"user stop"}' : '{"sessionId":"ses_1"}';
+  let body: unknown;
+  try {
+    body = decodeJson(data);
+  } catch (err) {
+    throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request is not valid UTF-8 JSON (${messageOf(err)}). Send a JSON object such as ${example}.`);
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request must be a JSON object such as ${example}, got ${Array.isArray(body) ? 'an array' : body === null ? 'null' : typeof body}.`);
+  }
+  const fields = requestFields[verb];
+  const unknown = Object.keys(body).filter((k) => !fields.includes(k));
+  if (unknown.length > 0) {
+    throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request has unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')}: the fields are ${fields.join(', ')}.`,
+      { fields: unknown });
+  }
+  if (!('sessionId' in body)) throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request has no sessionId: send ${example}.`);
+  return body as Record<string, unknown> & { sessionId: unknown };
+}
+
+function toErrorBody(verb: string, err: unknown): ErrorBody {
+  if (err instanceof Reject) return { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };
+  if (isSessiondError(err)) return { code: err.code, message: err.message, ...(Object.keys(err.details).length > 0 ? { details: jsonSafe(err.details) } : {}) };
+  return {
+    code: CommandFailureCode.Internal,
+    message: `The worker failed to run ${verb}: ${messageOf(err)}. Retry; if it keeps failing, look at the worker's output.`,
+  };
+}
+
+/** Details made JSON-safe (drops what JSON cannot carry rather than failing the reply). */
+function jsonSafe(details: Record<string, unknown>): Record<string, unknown> {
+  try {
+    return JSON.parse(JSON.stringify(details)) as Record<string, unknown>;
+  } catch {
+    return {};
+  }
+}
+

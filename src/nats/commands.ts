@@ -1,0 +1,123 @@
+/**
+ * The command protocol on `sessiond.cmd.<verb>` (NATS request/reply), shared by the worker's
+ * command service (command-service.ts) and the client (client.ts). Bodies are UTF-8 JSON.
+ *
+ *   verb    request                                                   success reply
+ *   admit   { sessionId, prompt, id?, delivery?: "steer"|"queue", wake? }  { ok: true, receipt: AdmitReceipt }
+ *   wake    { sessionId }                                             { ok: true, result: WakeResult }
+ *   cancel  { sessionId, reason? }                                    { ok: true, result: CancelResult }
+ *   status  { sessionId }                                             { ok: true, sessionId, state, seq, execution, pending }
+ *
+ * Every failure is a reply, never silence: { ok: false, error: { code, message, details? } }, with
+ * `code` one of `CommandFailure` (sessiond's error codes, e.g. invalid_id, invalid_option,
+ * input_conflict, command_refused, plus the protocol's own: bad_request, unknown_session,
+ * unknown_command, internal). The client adds no_worker, timeout and permission_denied for requests
+ * that got no reply. `message` says what was wrong and what to do.
+ */
+import { ErrorCode, SessiondError } from '../errors.ts';
+import type { AdmitReceipt } from '../input/admit.ts';
+import type { Delivery } from '../events/catalog.ts';
+import type { CancelResult, ResumeResult } from '../execution/session-execution.ts';
+import type { SessionStateValue } from '../machines/decider.ts';
+import type { ExecutionState, PendingInput } from '../machines/session-context.ts';
+import type { CommandVerb } from './subjects.ts';
+
+/** Failure codes of the protocol itself (beyond sessiond's `ErrorCode`). */
+export const CommandFailureCode = {
+  /** The body is not JSON, not an object, or has unknown or mistyped fields. */
+  BadRequest: 'bad_request',
+  /** status, wake or cancel on a session that has no events. */
+  UnknownSession: 'unknown_session',
+  /** A verb no worker serves. */
+  UnknownCommand: 'unknown_command',
+  /** The worker failed unexpectedly; the message carries its error. */
+  Internal: 'internal',
+  /** Client side: no worker subscribed to the command subject. */
+  NoWorker: 'no_worker',
+  /** Client side: no reply within the request timeout (the command may or may not have run). */
+  Timeout: 'timeout',
+  /** Client side: nats.conf does not let this user send the command. */
+  PermissionDenied: 'permission_denied',
+} as const;
+export type CommandFailure = ErrorCode | (typeof CommandFailureCode)[keyof typeof CommandFailureCode];
+
+export interface AdmitCommand { sessionId: string; prompt: string; id?: string; delivery?: Delivery; wake?: boolean }
+export interface WakeCommand { sessionId: string }
+export interface CancelCommand { sessionId: string; reason?: string }
+export interface StatusCommand { sessionId: string }
+
+/** What a worker did about a wake: `ResumeResult` (started, running_here, nothing_pending, refused, closed), or `requested` from a target without `resume`. */
+export type WakeResult = ResumeResult | { status: 'requested' };
+
+export interface StatusReply {
+  sessionId: string;
+  state: SessionStateValue;
+  seq: number;
+  execution: ExecutionState | null;
+  pending: PendingInput[];
+}
+
+export interface CommandRequests { admit: AdmitCommand; wake: WakeCommand; cancel: CancelCommand; status: StatusCommand }
+export interface CommandResults { admit: { receipt: AdmitReceipt }; wake: { result: WakeResult }; cancel: { result: CancelResult }; status: StatusReply }
+
+export interface ErrorBody { code: CommandFailure; message: string; details?: Record<string, unknown> }
+export type CommandReply<V extends CommandVerb> = ({ ok: true } & CommandResults[V]) | { ok: false; error: ErrorBody };
+
+/** The fields each request may carry (anything else is refused as a likely typo). */
+export const requestFields: Record<CommandVerb, readonly string[]> = {
+  admit: ['sessionId', 'prompt', 'id', 'delivery', 'wake'],
+  wake: ['sessionId'],
+  cancel: ['sessionId', 'reason'],
+  status: ['sessionId'],
+};
+
+/** Longest cancel reason (the `execution.cancelled` schema's limit). */
+export const MAX_CANCEL_REASON = 1000;
+
+const knownCodes = new Set<string>(Object.values(ErrorCode));
+
+/** The `ErrorCode` a failure is reported under where only sessiond's codes fit (e.g. the CLI's exit code). */
+export function baseErrorCode(code: CommandFailure): ErrorCode {
+  if (knownCodes.has(code)) return code as ErrorCode;
+  switch (code) {
+    case CommandFailureCode.BadRequest:
+    case CommandFailureCode.UnknownCommand:
+    case CommandFailureCode.PermissionDenied:
+      return ErrorCode.InvalidOption;
+    case CommandFailureCode.UnknownSession:
+      return ErrorCode.CommandRefused;
+    default:
+      return ErrorCode.LogClosed;
+  }
+}
+
+/**
+ * A command that failed: an error reply from a worker, or no reply at all. `failure` is the precise
+ * code (e.g. unknown_session, no_worker); `code` is the nearest sessiond `ErrorCode`.
+ */
+export class CommandError extends SessiondError {
+  readonly failure: CommandFailure;
+  readonly verb: string;
+  constructor(verb: string, failure: CommandFailure, message: string, options: { cause?: unknown; details?: Record<string, unknown> } = {}) {
+    super(baseErrorCode(failure), message, { ...options, details: { ...options.details, failure, verb } });
+    this.name = 'CommandError';
+    this.failure = failure;
+    this.verb = verb;
+  }
+}
+
+export function isCommandError(err: unknown, failure?: CommandFailure): err is CommandError {
+  return err instanceof CommandError && (failure === undefined || err.failure === failure);
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+export function encodeJson(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value));
+}
+
+/** Parses a UTF-8 JSON body; throws a plain Error saying why (the caller turns it into its reply). */
+export function decodeJson(data: Uint8Array): unknown {
+  return JSON.parse(decoder.decode(data));
+}

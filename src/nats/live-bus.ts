@@ -1,0 +1,164 @@
+/**
+ * Live events on NATS core subjects (`sessiond.live.<session>.<type>`, see subjects.ts): published as
+ * they happen, never stored, so a subscriber sees only what happens while it listens (use the durable
+ * log to catch up: `SessiondClient.replay`).
+ *
+ * - `NatsLiveBus` is the worker's `LiveBus`: live-only events (text deltas) go out as the runner
+ *   produces them. Publishing never throws into the runner: a closed connection drops the event.
+ * - `publishCommitted` follows the durable log (from its head, or a given position) and republishes
+ *   every committed event on its live subject, so one wildcard subscription shows a whole session.
+ *
+ * Wire format: one msgpack plain map per message (`encodeLiveEvent`), the LiveEvent fields plus the
+ * schema version (and the log position for committed events):
+ *   { id, type, version, sessionId, time, payload, seq?, position? }
+ * `decodeLiveEvent` checks it fully (envelope, payload schema, and that the subject matches).
+ *
+ * Ordering: one publisher's messages arrive in order. Deltas are published by the runner directly,
+ * committed events once the log delivers them, so a delta can arrive before the `step.started` of
+ * its message (match them by `messageId`). Every worker that runs `publishCommitted` publishes every
+ * committed event, so with N such workers a committed event arrives N times (same id and seq;
+ * `SessiondClient.subscribe` drops the repeats).
+ */
+import type { NatsConnection } from '@nats-io/transport-node';
+import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { validateId } from '../ids.ts';
+import { catalog, isEventType } from '../events/catalog.ts';
+import { DEFAULT_MAX_PAYLOAD_BYTES, pack, parsePayload, unpack } from '../events/codec.ts';
+import type { EventLog, Subscription } from '../events/event-log.ts';
+import type { LiveBus, LiveEvent } from '../events/live-bus.ts';
+import { subjects } from './subjects.ts';
+
+/** A live event as it travels: the LiveEvent plus its schema version and, when committed, its log position. */
+export type LiveMessage = LiveEvent & { version: number; position?: number };
+
+/** The msgpack body of a live message (a plain map; optional fields are left out, never nil). */
+export function encodeLiveEvent(event: LiveEvent & { version?: number; position?: number }): Uint8Array {
+  const frame: Record<string, unknown> = {
+    id: event.id, type: event.type, version: event.version ?? catalog[event.type].version,
+    sessionId: event.sessionId, time: event.time, payload: event.payload,
+  };
+  if (event.seq !== undefined) frame.seq = event.seq;
+  if (event.position !== undefined) frame.position = event.position;
+  return pack(frame);
+}
+
+/**
+ * Decodes and schema-checks one live message received on `subject`. Throws a `SessiondError`
+ * (decode_failed, unknown_event_type, unsupported_event_version, invalid_payload, invalid_id,
+ * payload_too_large) whose message says what is wrong; `details.seq` holds the event's seq when the
+ * frame was readable that far.
+ */
+export function decodeLiveEvent(data: Uint8Array, subject: string, maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES): LiveMessage {
+  let seqKnown: number | undefined;
+  const fail = (code: SessiondError['code'], why: string, cause?: unknown): never => {
+    throw new SessiondError(code, `Live message on ${subject} is not a valid sessiond event: ${why}. Only sessiond workers should publish on sessiond.live.>.`,
+      { cause, details: { subject, ...(seqKnown !== undefined ? { seq: seqKnown } : {}) } });
+  };
+  if (data.byteLength > maxPayloadBytes + 4096) fail(ErrorCode.PayloadTooLarge, `it is ${data.byteLength} bytes, over the limit of ${maxPayloadBytes} bytes`);
+  let raw: unknown;
+  try {
+    raw = unpack(data);
+  } catch (err) {
+    return fail(ErrorCode.DecodeFailed, `invalid msgpack (${messageOf(err)})`, err);
+  }
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return fail(ErrorCode.DecodeFailed, 'expected a map');
+  const f = raw as Record<string, unknown>;
+  if (isCount(f.seq)) seqKnown = f.seq;
+  const { id, type, version, sessionId, time, seq, position } = f;
+  if (typeof id !== 'string' || typeof sessionId !== 'string' || !Number.isInteger(version) || !Number.isInteger(time) || (time as number) < 0) {
+    return fail(ErrorCode.DecodeFailed, 'it lacks id, sessionId, version or time');
+  }
+  if ((seq !== undefined && !isCount(seq)) || (position !== undefined && !isCount(position))) {
+    return fail(ErrorCode.DecodeFailed, 'seq and position must be whole numbers >= 1 when present');
+  }
+  if (!isEventType(type)) return fail(ErrorCode.UnknownEventType, `unknown event type ${JSON.stringify(type)}`);
+  try {
+    validateId(sessionId, 'session id');
+    validateId(id, 'event id');
+  } catch (err) {
+    return fail(ErrorCode.InvalidId, messageOf(err), err);
+  }
+  const expected = subjects.live(sessionId, type);
+  if (subject !== expected) return fail(ErrorCode.DecodeFailed, `it says session ${sessionId} and type ${type}, which belong on ${expected}`);
+  let payload: unknown;
+  try {
+    payload = parsePayload(type, version as number, f.payload);
+  } catch (err) {
+    return fail((err as SessiondError).code ?? ErrorCode.InvalidPayload, messageOf(err), err);
+  }
+  const event = { id, type, version, sessionId, time, payload } as LiveMessage;
+  if (seq !== undefined) event.seq = seq as number;
+  if (position !== undefined) event.position = position as number;
+  return event;
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 1;
+}
+
+export interface NatsLiveBusStats {
+  published: number;
+  /** Events that could not be published (connection closed): live events are best effort. */
+  dropped: number;
+}
+
+/** The LiveBus on NATS core subjects. Shares the caller's connection and never closes it. */
+export class NatsLiveBus implements LiveBus {
+  readonly stats: NatsLiveBusStats = { published: 0, dropped: 0 };
+  private readonly onError: (err: unknown) => void;
+  private warned = false;
+
+  constructor(readonly nc: NatsConnection, options: { onError?: (err: unknown) => void } = {}) {
+    this.onError = options.onError ?? ((err) => {
+      if (this.warned) return; // once: a closed connection would otherwise print for every delta
+      this.warned = true;
+      process.stderr.write(`sessiond: live events are being dropped: ${messageOf(err)}\n`);
+    });
+  }
+
+  publish(event: LiveEvent & { version?: number; position?: number }): void {
+    try {
+      this.nc.publish(subjects.live(event.sessionId, event.type), encodeLiveEvent(event));
+      this.stats.published++;
+    } catch (err) {
+      this.stats.dropped++;
+      this.onError(err);
+    }
+  }
+}
+
+export interface CommittedRepublisherOptions {
+  /** Republish commits after this log position (default: the log's head when starting, i.e. only new commits). */
+  after?: number;
+  /** The subscription failed (an undecodable batch, the log closed) or a publish failed. */
+  onError?: (err: unknown) => void;
+}
+
+export interface CommittedRepublisher {
+  /** Log position of the last batch republished. */
+  readonly position: number;
+  readonly stats: NatsLiveBusStats;
+  close(): Promise<void>;
+}
+
+/**
+ * Follows `log` and republishes each committed event on `sessiond.live.<session>.<type>` with its
+ * `seq` and `position`. Resolves once the subscription is set up. Close it before the log.
+ */
+export async function publishCommitted(log: EventLog, nc: NatsConnection, options: CommittedRepublisherOptions = {}): Promise<CommittedRepublisher> {
+  const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond: republishing committed events stopped: ${messageOf(err)}\n`));
+  const bus = new NatsLiveBus(nc, { onError });
+  const after = options.after ?? await log.head();
+  const subscription: Subscription = log.subscribe({
+    after,
+    onBatch: (events) => {
+      for (const e of events) bus.publish(e);
+    },
+    onError,
+  });
+  return {
+    get position() { return subscription.position; },
+    stats: bus.stats,
+    close: () => subscription.close(),
+  };
+}

@@ -1,0 +1,36 @@
+/**
+ * session_input: every admitted input, promoted exactly once. `wake_pending` = the admission asked
+ * for a wake that has not landed yet; a claim on the session or the input's promotion clears it.
+ */
+import type { Db } from '../storage/sqlite.ts';
+
+export interface InputRow {
+  id: string;
+  session_id: string;
+  prompt: string;
+  delivery: 'steer' | 'queue';
+  admitted_seq: number;
+  promoted_seq: number | null;
+  wake_pending: number;
+  time_created: number;
+}
+
+export function inputRows(db: Db) {
+  const get = db.prepare('SELECT * FROM session_input WHERE id = ?');
+  const insert = db.prepare(`INSERT INTO session_input
+    (id, session_id, prompt, delivery, admitted_seq, promoted_seq, wake_pending, time_created)
+    VALUES (@id, @session_id, @prompt, @delivery, @admitted_seq, @promoted_seq, @wake_pending, @time_created)`);
+  const promote = db.prepare(`UPDATE session_input SET promoted_seq = ?, wake_pending = 0
+                              WHERE id = ? AND session_id = ? AND promoted_seq IS NULL`);
+  const clearWakes = db.prepare('UPDATE session_input SET wake_pending = 0 WHERE session_id = ? AND wake_pending <> 0');
+  const clear = db.prepare('DELETE FROM session_input');
+  return {
+    get: (id: string) => get.get(id) as InputRow | undefined,
+    insert: (row: InputRow): void => void insert.run(row),
+    /** Marks the input promoted at `seq` unless it already was; returns whether it changed. */
+    promote: (id: string, sessionId: string, seq: number) => promote.run(seq, id, sessionId).changes > 0,
+    /** A claim landed on the session: no admission is waiting for a wake any more. */
+    clearWakes: (sessionId: string): void => void clearWakes.run(sessionId),
+    clearAll: (): void => void clear.run(),
+  };
+}

@@ -1,0 +1,177 @@
+/**
+ * How events change session_message rows, and the fail-fast rules that guard them. Every rule
+ * that is broken throws `inconsistent_stream` naming the message (and call) involved; nothing is
+ * skipped silently.
+ *
+ * Assistant messages (one per step, addressed by message id):
+ * - `step.started` creates the message (status `running`). Reusing an id is a continuation only
+ *   while that message is still `running` and belongs to the same execution and session; a
+ *   message that is `completed`, `failed` or `recovered` is never restarted (a duplicate start).
+ * - `step.ended` / `step.failed` / `step.recovered` seal a `running` message (completed / failed /
+ *   recovered); an unknown or already sealed message is refused.
+ * - `text.completed` and `tool.called` add content, only while the message is `running`.
+ * - `tool.started` / `tool.succeeded` / `tool.failed` address an existing call by (message id,
+ *   call id), whatever the message's status (cancellation and recovery fail open calls around
+ *   sealing the step). A call moves pending -> running -> completed | error and ends once, except
+ *   that a failed call may fail again with the same error name (the newest error is kept); a
+ *   different name dies with exactly `Tool error name changed for <callId>: <old> -> <new>`.
+ * - Every event that names an execution must match the message's execution.
+ * Compaction messages: `compaction.started` creates one (`running`), `compaction.completed`
+ * completes a running one with its summary. User messages are created on `input.promoted`.
+ */
+import type { SessionEvent } from '../events/envelope.ts';
+import type { InputRow } from './input-rows.ts';
+import { inconsistent } from './errors.ts';
+import type { AssistantData, CompactionData, MessageRow, MessageType, ToolData, UserData, messageRows } from './message-rows.ts';
+
+type Rows = ReturnType<typeof messageRows>;
+type MessageEvent = SessionEvent & { payload: { executionId: string; messageId: string } };
+type ToolEvent = SessionEvent<'tool.started' | 'tool.succeeded' | 'tool.failed'>;
+
+export function messageRules(rows: Rows) {
+  /** The row for an event's message, checked to be of `type` and of the event's session. */
+  const existing = (e: MessageEvent, type: MessageType, missing: string): MessageRow => {
+    const { messageId } = e.payload;
+    const row = rows.get(messageId);
+    if (!row) throw inconsistent(`${e.type} for message ${messageId}, which does not exist in session ${e.sessionId}: ${missing}.`, { messageId });
+    checkSameMessage(e, row, type);
+    return row;
+  };
+
+  const checkSameMessage = (e: MessageEvent, row: MessageRow, type: MessageType) => {
+    const { messageId } = e.payload;
+    if (row.session_id !== e.sessionId) {
+      throw inconsistent(`${e.type} for message ${messageId}, which belongs to session ${row.session_id}, not ${e.sessionId}: message ids must be unique across sessions.`, { messageId });
+    }
+    if (row.type !== type) {
+      throw inconsistent(`${e.type} for message ${messageId}, which is a ${row.type} message, not ${type === 'assistant' ? 'an assistant' : `a ${type}`} message: message ids must be unique.`, { messageId });
+    }
+  };
+
+  const sameExecution = (e: MessageEvent, data: { executionId: string }) => {
+    if (data.executionId !== e.payload.executionId) {
+      throw inconsistent(`${e.type} by execution ${e.payload.executionId} for message ${e.payload.messageId} of execution ${data.executionId}: an execution writes only into its own messages.`,
+        { messageId: e.payload.messageId, executionId: e.payload.executionId, messageExecutionId: data.executionId });
+    }
+  };
+
+  const assistant = (e: MessageEvent, missing: string) => {
+    const row = existing(e, 'assistant', missing);
+    const data = JSON.parse(row.data) as AssistantData;
+    sameExecution(e, data);
+    return data;
+  };
+
+  const running = (e: MessageEvent, data: AssistantData, why: string) => {
+    if (data.status !== 'running') throw inconsistent(`${e.type} for message ${e.payload.messageId}, which is already ${data.status}: ${why}.`, { messageId: e.payload.messageId, status: data.status });
+  };
+
+  const seal = (e: SessionEvent<'step.ended' | 'step.failed' | 'step.recovered'>, change: Partial<AssistantData>) => {
+    const data = assistant(e, 'a step is sealed only after its step.started');
+    running(e, data, 'a step is sealed once');
+    rows.update(e.payload.messageId, { ...data, ...change }, e.time);
+  };
+
+  const tool = (e: ToolEvent, change: (t: ToolData) => ToolData) => {
+    const { messageId, callId } = e.payload;
+    const data = assistant(e, `a call is addressed by (message, call id) and needs its message's step.started and tool.called first`);
+    const index = data.tools.findIndex((t) => t.callId === callId);
+    if (index < 0) throw inconsistent(`${e.type} for call ${callId} in message ${messageId}, which was never called: tool.called comes first.`, { messageId, callId });
+    const tools = data.tools.map((t, i) => (i === index ? change(t) : t));
+    rows.update(messageId, { ...data, tools }, e.time);
+  };
+
+  const ended = (e: ToolEvent, t: ToolData) => {
+    if (t.state === 'completed' || t.state === 'error') {
+      throw inconsistent(`${e.type} for call ${t.callId} in message ${e.payload.messageId}, which already ended (${t.state}): a call ends once.`, { messageId: e.payload.messageId, callId: t.callId, state: t.state });
+    }
+  };
+
+  return {
+    /** The user message of a promoted input: id = input id, seq = the promotion's seq. */
+    userPromoted(e: SessionEvent<'input.promoted'>, input: InputRow): void {
+      const { inputId, executionId } = e.payload;
+      const taken = rows.get(inputId);
+      if (taken) {
+        throw inconsistent(`input.promoted of input ${inputId}: message id ${inputId} is already a ${taken.type} message of session ${taken.session_id}. User messages take their input's id, so input ids must not collide with message ids.`, { messageId: inputId });
+      }
+      const data: UserData = { prompt: input.prompt, delivery: input.delivery, executionId };
+      rows.insert({ id: inputId, session_id: e.sessionId, type: 'user', seq: e.seq, time_created: e.time, time_updated: e.time, data });
+    },
+
+    stepStarted(e: SessionEvent<'step.started'>): void {
+      const { messageId, executionId, step } = e.payload;
+      const row = rows.get(messageId);
+      if (!row) {
+        const data: AssistantData = { executionId, step, status: 'running', parts: [], tools: [] };
+        rows.insert({ id: messageId, session_id: e.sessionId, type: 'assistant', seq: e.seq, time_created: e.time, time_updated: e.time, data });
+        return;
+      }
+      checkSameMessage(e, row, 'assistant');
+      const data = JSON.parse(row.data) as AssistantData;
+      sameExecution(e, data);
+      running(e, data, 'a finished step is never restarted (a duplicate start); start a new message');
+      rows.update(messageId, { ...data, status: 'running' }, e.time); // a continued step
+    },
+
+    stepEnded: (e: SessionEvent<'step.ended'>) => seal(e, { status: 'completed', finish: e.payload.finish }),
+    stepFailed: (e: SessionEvent<'step.failed'>) => seal(e, { status: 'failed', error: e.payload.error }),
+    stepRecovered: (e: SessionEvent<'step.recovered'>) => seal(e, { status: 'recovered', reason: e.payload.reason }),
+
+    textCompleted(e: SessionEvent<'text.completed'>): void {
+      const { messageId, partId, text } = e.payload;
+      const data = assistant(e, 'a message gets text only after its step.started');
+      running(e, data, 'text is added only while the step runs');
+      const part = { id: partId, type: 'text' as const, text };
+      const at = data.parts.findIndex((p) => p.id === partId);
+      const parts = at < 0 ? [...data.parts, part] : data.parts.map((p, i) => (i === at ? part : p));
+      rows.update(messageId, { ...data, parts }, e.time);
+    },
+
+    toolCalled(e: SessionEvent<'tool.called'>): void {
+      const { messageId, callId, name, input, durable, idempotencyKey } = e.payload;
+      const data = assistant(e, 'a message gets tool calls only after its step.started');
+      running(e, data, 'tools are called only while the step runs');
+      const first = data.tools.find((t) => t.callId === callId);
+      if (first) throw inconsistent(`tool.called for call ${callId} in message ${messageId}, which was already called (as ${first.name}): call ids are unique per message.`, { messageId, callId });
+      const t: ToolData = { callId, name, input, durable, ...(idempotencyKey === undefined ? {} : { idempotencyKey }), state: 'pending' };
+      rows.update(messageId, { ...data, tools: [...data.tools, t] }, e.time);
+    },
+
+    toolStarted: (e: SessionEvent<'tool.started'>) => tool(e, (t) => {
+      if (t.state !== 'pending') throw inconsistent(`tool.started for call ${t.callId} in message ${e.payload.messageId}, which is already ${t.state}: a call starts once.`, { callId: t.callId, state: t.state });
+      return { ...t, state: 'running' };
+    }),
+
+    toolSucceeded: (e: SessionEvent<'tool.succeeded'>) => tool(e, (t) => {
+      ended(e, t);
+      return { ...t, state: 'completed', output: e.payload.output };
+    }),
+
+    toolFailed: (e: SessionEvent<'tool.failed'>) => tool(e, (t) => {
+      const next = e.payload.error;
+      if (t.error !== undefined && t.error.name !== next.name) {
+        throw inconsistent(`Tool error name changed for ${t.callId}: ${t.error.name ?? '(unnamed)'} -> ${next.name ?? '(unnamed)'}`, { callId: t.callId, from: t.error.name, to: next.name });
+      }
+      if (t.state === 'completed') ended(e, t);
+      return { ...t, state: 'error', error: next };
+    }),
+
+    compactionStarted(e: SessionEvent<'compaction.started'>): void {
+      const { messageId, executionId, reason } = e.payload;
+      const taken = rows.get(messageId);
+      if (taken) throw inconsistent(`compaction.started for message ${messageId}, which already exists (a ${taken.type} message of session ${taken.session_id}): message ids must be unique.`, { messageId });
+      const data: CompactionData = { executionId, reason, status: 'running' };
+      rows.insert({ id: messageId, session_id: e.sessionId, type: 'compaction', seq: e.seq, time_created: e.time, time_updated: e.time, data });
+    },
+
+    compactionCompleted(e: SessionEvent<'compaction.completed'>): void {
+      const { messageId, summary } = e.payload;
+      const row = existing(e, 'compaction', 'a compaction completes only after its compaction.started');
+      const data = JSON.parse(row.data) as CompactionData;
+      sameExecution(e, data);
+      if (data.status !== 'running') throw inconsistent(`compaction.completed for message ${messageId}, which is already ${data.status}: a compaction completes once.`, { messageId });
+      rows.update(messageId, { ...data, status: 'completed', summary }, e.time);
+    },
+  };
+}

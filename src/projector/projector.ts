@@ -1,0 +1,291 @@
+/**
+ * The projector: folds committed events into the session tables (session_execution, session_input,
+ * session_message, session_recovery), exactly once.
+ *
+ *   const projector = new Projector(db);            // name 'main'
+ *   projector.apply(await log.readAll());           // or: projector.follow(log, { onError })
+ *
+ * `apply` runs one synchronous IMMEDIATE transaction per batch (no await inside) that writes the
+ * rows and the checkpoint together: events at or below the checkpoint are skipped, so replaying an
+ * applied batch changes nothing, and two projectors of the same name (even in two processes)
+ * never apply an event twice. An event that is malformed or contradicts the projection throws a
+ * `ProjectionError` naming it, and the whole batch rolls back: never half-applied. The per-table
+ * SQL lives in *-rows.ts, the message rules in message-rules.ts; this file dispatches by type.
+ */
+import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { catalog, isEventType, type EventType } from '../events/catalog.ts';
+import { parsePayload } from '../events/codec.ts';
+import type { SessionEvent } from '../events/envelope.ts';
+import type { EventLog, Subscription } from '../events/event-log.ts';
+import type { Db } from '../storage/sqlite.ts';
+import { checkpointRows } from './checkpoint.ts';
+import { inconsistent, invariant, wrapEventError } from './errors.ts';
+import type BetterSqlite3 from 'better-sqlite3';
+import { executionRows } from './execution-rows.ts';
+import { inputRows } from './input-rows.ts';
+import { messageRows, toJson } from './message-rows.ts';
+import { messageRules } from './message-rules.ts';
+import { recoveryRows } from './recovery-rows.ts';
+
+export const DEFAULT_PROJECTOR_NAME = 'main';
+
+export interface ProjectorOptions {
+  /** Checkpoint name (default 'main'). */
+  name?: string;
+}
+
+export interface ApplyOptions {
+  /**
+   * The checkpoint this caller last saw. If the stored checkpoint is lower, the projection was
+   * reset under the caller (e.g. by a rebuild) and events in between would be lost: `apply` throws.
+   */
+  expectAtLeast?: number;
+}
+
+export interface ApplyResult {
+  /** Events folded into the tables. */
+  applied: number;
+  /** Events at or below the checkpoint, already folded earlier. */
+  skipped: number;
+  /** The checkpoint after the batch. */
+  position: number;
+}
+
+export interface FollowOptions {
+  /** A batch that cannot be applied stops the subscription and lands here (default: logged to stderr). */
+  onError?: (err: unknown) => void;
+  /** Called after each batch is committed. */
+  onApplied?: (result: ApplyResult) => void;
+}
+
+type Handlers = { [K in EventType]: (e: SessionEvent<K>) => void };
+
+export class Projector {
+  readonly name: string;
+  private readonly checkpoints;
+  private readonly executions;
+  private readonly inputs;
+  private readonly recoveries;
+  private readonly messages;
+  private readonly handlers: Handlers;
+  private readonly run: BetterSqlite3.Transaction<(events: readonly SessionEvent[], options: ApplyOptions) => ApplyResult>;
+
+  constructor(private readonly db: Db, options: ProjectorOptions = {}) {
+    const name = options.name ?? DEFAULT_PROJECTOR_NAME;
+    if (typeof name !== 'string' || name.length === 0) {
+      throw new SessiondError(ErrorCode.InvalidOption, `Invalid projector option name=${JSON.stringify(name)}: use a non-empty string (default "${DEFAULT_PROJECTOR_NAME}").`);
+    }
+    this.name = name;
+    try {
+      this.checkpoints = checkpointRows(db);
+      this.executions = executionRows(db);
+      this.inputs = inputRows(db);
+      this.recoveries = recoveryRows(db);
+      this.messages = messageRows(db);
+    } catch (err) {
+      throw new SessiondError(ErrorCode.InvalidOption, `Database ${db.name} has no projection tables (${messageOf(err)}): run migrate(db) before creating a Projector.`, { cause: err });
+    }
+    this.handlers = this.createHandlers();
+    this.run = db.transaction((events: readonly SessionEvent[], opts: ApplyOptions) => this.fold(events, opts));
+  }
+
+  /** The log position folded so far (0 before anything). */
+  checkpoint(): number {
+    return this.checkpoints.get(this.name);
+  }
+
+  /** Folds a batch of committed events (in commit order) in one transaction, checkpoint included. */
+  apply(events: readonly SessionEvent[], options: ApplyOptions = {}): ApplyResult {
+    if (!Array.isArray(events)) {
+      throw new SessiondError(ErrorCode.InvalidOption, `Projector.apply takes an array of committed events, got ${typeof events}.`);
+    }
+    if (events.length === 0) return { applied: 0, skipped: 0, position: this.checkpoint() };
+    return this.run.immediate(events, options);
+  }
+
+  /**
+   * Subscribes to `log` from the checkpoint and applies each committed batch as it arrives (in this
+   * or any process). A batch that fails stops the subscription (`onError`); nothing of it is applied.
+   */
+  follow(log: EventLog, options: FollowOptions = {}): Subscription {
+    let seen = this.checkpoint();
+    return log.subscribe({
+      after: seen,
+      onBatch: (events) => {
+        const result = this.apply(events, { expectAtLeast: seen });
+        seen = result.position;
+        options.onApplied?.(result);
+      },
+      ...(options.onError ? { onError: options.onError } : {}),
+    });
+  }
+
+  /** The body of the transaction: no I/O but this connection's statements, no await. */
+  private fold(events: readonly SessionEvent[], options: ApplyOptions): ApplyResult {
+    const start = this.checkpoint();
+    if (options.expectAtLeast !== undefined && start < options.expectAtLeast) {
+      throw inconsistent(`Projector "${this.name}" is at position ${start}, behind the ${options.expectAtLeast} this caller already saw: the projection was reset (rebuilt?) while it ran. Stop this follower and call follow() again from the new checkpoint.`,
+        { projector: this.name, checkpoint: start, expected: options.expectAtLeast });
+    }
+    let position = start;
+    let last = 0;
+    let applied = 0;
+    let skipped = 0;
+    for (const event of events) {
+      try {
+        const at = checkPosition(event, last);
+        last = at;
+        if (!isEventType(event.type)) {
+          throw new SessiondError(ErrorCode.UnknownEventType, `Unknown event type ${JSON.stringify(event.type)}: this projector knows ${Object.keys(catalog).length} types. Upgrade sessiond to project this log.`);
+        }
+        if (!catalog[event.type].durable) {
+          throw new SessiondError(ErrorCode.InvalidPayload, `Event type ${event.type} is live-only: it is never stored, so it must never reach the projector. Feed apply() events read from the log (readAll/subscribe), not from the live bus.`);
+        }
+        if (at <= start) {
+          skipped++;
+          continue;
+        }
+        const checked = checkEvent(event);
+        (this.handlers[checked.type] as (e: SessionEvent) => void)(checked);
+        position = Math.max(position, at);
+        applied++;
+      } catch (err) {
+        throw wrapEventError(this.name, event, err, start);
+      }
+    }
+    if (position > start) this.checkpoints.set(this.name, position);
+    return { applied, skipped, position };
+  }
+
+  private requireExecution(e: SessionEvent & { payload: { executionId: string } }, change: (id: string, sessionId: string) => boolean): void {
+    if (!change(e.payload.executionId, e.sessionId)) throw this.noExecution(e);
+  }
+
+  private noExecution(e: SessionEvent & { payload: { executionId: string } }): SessiondError {
+    const { executionId } = e.payload;
+    const row = this.executions.get(executionId);
+    const where = row ? `its row belongs to session ${row.session_id}` : 'it was never claimed, or was already settled, cancelled or recovered';
+    return inconsistent(`${e.type} for execution ${executionId}, which has no live row in session ${e.sessionId}: ${where}.`, { executionId });
+  }
+
+  private requireRecovery(e: SessionEvent & { payload: { executionId: string } }, changed: boolean): void {
+    if (!changed) {
+      throw inconsistent(`${e.type} for execution ${e.payload.executionId}, which has no recovery row in session ${e.sessionId}: a wake is owed only after a recovery.completed that admitted a continuation.`, { executionId: e.payload.executionId });
+    }
+  }
+
+  private createHandlers(): Handlers {
+    const { executions: ex, inputs, recoveries, messages } = this;
+    const rules = messageRules(messages);
+    const exists = (id: string, sessionId: string) => ex.get(id)?.session_id === sessionId;
+    return {
+      'execution.claimed': (e) => {
+        const p = e.payload;
+        const previous = ex.get(p.executionId);
+        if (previous) throw inconsistent(`execution.claimed for execution ${p.executionId}, which already has a row (session ${previous.session_id}, owner ${previous.owner_id}): an execution is claimed once; a new claim is a new execution.`, { executionId: p.executionId });
+        ex.insert({
+          id: p.executionId, session_id: e.sessionId, owner_id: p.ownerId, assistant_message_id: null, phase: 'safe',
+          assistant_seq: p.assistantSeq, time_created: e.time, expires_at: p.expiresAt, recovery_error: null,
+        });
+        // the claim is where every owed wake of the session lands
+        inputs.clearWakes(e.sessionId);
+        recoveries.clearWakes(e.sessionId);
+      },
+      'execution.renewed': (e) => this.requireExecution(e, (id, s) => ex.setExpiresAt(id, s, e.payload.expiresAt)),
+      'execution.started': (e) => this.requireExecution(e, exists),
+      'execution.phase': (e) => this.requireExecution(e, (id, s) => ex.setPhase(id, s, e.payload.phase)),
+      'execution.cancelled': (e) => this.requireExecution(e, ex.delete),
+      'execution.settled': (e) => this.requireExecution(e, ex.delete),
+
+      'input.admitted': (e) => {
+        const p = e.payload;
+        const previous = inputs.get(p.inputId);
+        if (previous) {
+          throw previous.session_id === e.sessionId
+            ? inconsistent(`Input ${p.inputId} of session ${e.sessionId} admitted twice (first at seq ${previous.admitted_seq}, again at seq ${e.seq}): admission is idempotent by input id.`, { inputId: p.inputId })
+            : inconsistent(`Input ${p.inputId} of session ${e.sessionId} reuses an input id already admitted in session ${previous.session_id}: the projection keys inputs by id alone, so input ids must be unique across sessions.`, { inputId: p.inputId, otherSessionId: previous.session_id });
+        }
+        inputs.insert({
+          id: p.inputId, session_id: e.sessionId, prompt: p.prompt, delivery: p.delivery, admitted_seq: e.seq,
+          promoted_seq: null, wake_pending: p.wake ? 1 : 0, time_created: e.time,
+        });
+      },
+      'input.promoted': (e) => {
+        const { inputId } = e.payload;
+        if (!inputs.promote(inputId, e.sessionId, e.seq)) {
+          const row = inputs.get(inputId);
+          throw row && row.session_id === e.sessionId
+            ? invariant(`Input ${inputId} of session ${e.sessionId} promoted twice (first at seq ${row.promoted_seq}, again at seq ${e.seq})`, { inputId, first: row.promoted_seq, again: e.seq })
+            : invariant(`Input ${inputId} of session ${e.sessionId} promoted at seq ${e.seq} but never admitted`, { inputId });
+        }
+        rules.userPromoted(e, inputs.get(inputId)!);
+      },
+
+      'step.started': (e) => {
+        rules.stepStarted(e);
+        this.requireExecution(e, (id, s) => ex.setAssistantMessage(id, s, e.payload.messageId));
+      },
+      'step.ended': rules.stepEnded,
+      'step.failed': rules.stepFailed,
+      'step.recovered': rules.stepRecovered,
+      'text.delta': () => {
+        throw new SessiondError(ErrorCode.InvalidPayload, 'text.delta is live-only and is never projected.');
+      },
+      'text.completed': rules.textCompleted,
+      'tool.called': rules.toolCalled,
+      'tool.started': rules.toolStarted,
+      'tool.succeeded': rules.toolSucceeded,
+      'tool.failed': rules.toolFailed,
+      'compaction.started': rules.compactionStarted,
+      'compaction.completed': rules.compactionCompleted,
+
+      'recovery.started': (e) => this.requireExecution(e, exists),
+      'recovery.completed': (e) => {
+        const p = e.payload;
+        this.requireExecution(e, ex.delete);
+        if (p.continuationInputId === null) return; // nothing admitted: no wake owed, no row
+        const previous = recoveries.get(p.executionId);
+        if (previous) throw inconsistent(`recovery.completed for execution ${p.executionId}, which was already recovered (continuation ${previous.continuation_message_id}): an execution is recovered once.`, { executionId: p.executionId });
+        recoveries.insert({
+          session_id: e.sessionId, execution_id: p.executionId, assistant_message_id: p.assistantMessageId,
+          continuation_message_id: p.continuationInputId, phase: p.phase, wake_pending: 1, wake_attempts: 0,
+          recovery_error: p.error === undefined ? null : toJson(p.error), time_created: e.time,
+        });
+      },
+      'recovery.wake_requested': (e) => this.requireRecovery(e, recoveries.setAttempts(e.payload.executionId, e.sessionId, e.payload.attempt)),
+      'recovery.wake_delivered': (e) => this.requireRecovery(e, recoveries.delivered(e.payload.executionId, e.sessionId)),
+      'recovery.wake_failed': (e) => {
+        const p = e.payload;
+        const error = toJson(p.error);
+        this.requireRecovery(e, recoveries.failed(p.executionId, e.sessionId, p.attempt, error, p.parked));
+        ex.setRecoveryError(p.executionId, e.sessionId, error); // only where the execution row still exists
+      },
+    };
+  }
+}
+
+/** The event's position: present, a whole number, and not lower than the previous one in the batch. */
+function checkPosition(event: SessionEvent, previous: number): number {
+  const at = (event as { position?: unknown }).position;
+  if (at === undefined || at === null) {
+    throw new SessiondError(ErrorCode.InvalidOption, `The event has no position: the projector folds only committed events read back from a log (EventLog.readAll or subscribe), whose position drives its checkpoint. Pass events from the log, not drafts.`);
+  }
+  if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < 1) {
+    throw new SessiondError(ErrorCode.InvalidOption, `The event has an invalid position ${JSON.stringify(at)}: expected a whole number >= 1 from the log.`);
+  }
+  if (at < previous) {
+    throw inconsistent(`The event's position ${at} comes after position ${previous} in the same batch: a batch must be in commit order (positions never decrease).`);
+  }
+  return at;
+}
+
+/** Validates the envelope and the payload against the catalog; returns the event with the parsed payload. */
+function checkEvent(event: SessionEvent): SessionEvent {
+  const bad = (what: string) => new SessiondError(ErrorCode.InvalidPayload, `The event has ${what}.`);
+  if (typeof event.id !== 'string' || event.id.length === 0) throw bad('no id');
+  if (typeof event.sessionId !== 'string' || event.sessionId.length === 0) throw bad('no session id');
+  if (!Number.isSafeInteger(event.seq) || event.seq < 1) throw bad(`an invalid seq ${JSON.stringify(event.seq)} (expected a whole number >= 1)`);
+  if (!Number.isSafeInteger(event.time) || event.time < 0) throw bad(`an invalid time ${JSON.stringify(event.time)} (expected milliseconds since the epoch)`);
+  const payload = parsePayload(event.type, event.version, event.payload);
+  return { ...event, payload } as SessionEvent;
+}

@@ -1,0 +1,84 @@
+// `sessiond start --nats` and `sessiond prompt --nats` as real subprocesses against a harness server:
+// the worker serves commands, a prompt admitted over NATS runs to success, SIGTERM stops it cleanly
+// (exit 0); and the flags fail clearly when misused or when no worker is running.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { SessiondClient } from '../../src/nats/client.ts';
+import type { LiveMessage } from '../../src/nats/live-bus.ts';
+import { startNatsServer, CLIENT, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { runCli, startCli, type LongRunning } from '../support/cli.ts';
+import { tempDir } from '../support/tmp.ts';
+import { until } from './helpers.ts';
+
+const s = suite<{ server: NatsServer; tmp: ReturnType<typeof tempDir>; workers: LongRunning[] }>('sessiond start --nats');
+s.before(async (ctx) => { ctx.server = await startNatsServer(); ctx.tmp = tempDir(); ctx.workers = []; });
+s.after(async (ctx) => {
+  for (const w of ctx.workers) if (w.child.exitCode === null) { w.child.kill('SIGKILL'); await w.exited; }
+  await ctx.server.dispose();
+  ctx.tmp.remove();
+});
+
+const as = (user: { user: string; pass: string }) => ['--nats-user', user.user, '--nats-pass', user.pass];
+
+s('cli start --nats - a worker on JetStream runs a prompt admitted with prompt --nats, streams it live, and stops on SIGTERM', async (ctx) => {
+  const url = ctx.server.url;
+  // the password from the environment, as recommended
+  const worker = startCli(['start', '--nats', url, '--nats-user', WORKER.user, '--db', ctx.tmp.file('worker.db'), '--echo-delay-ms', '5'],
+    { env: { SESSIOND_NATS_PASS: WORKER.pass } });
+  ctx.workers.push(worker);
+  await worker.waitFor('send it a prompt');
+  const out = worker.output();
+  assert.match(out, `is running on NATS ${url} as user worker (stream SESSIOND_EVENTS)`);
+  assert.match(out, 'serving commands sessiond.cmd.admit, sessiond.cmd.wake, sessiond.cmd.cancel, sessiond.cmd.status in queue group sessiond-workers');
+  assert.match(out, 'live events on sessiond.live.<session>.<type>');
+  assert.not.match(out, WORKER.pass, 'the password is never printed');
+
+  const watcher = await SessiondClient.connect({ connection: { servers: url, ...OBSERVER } });
+  const seen: LiveMessage[] = [];
+  await watcher.subscribe({ sessionId: 'ses_cli' }, (e) => { seen.push(e); });
+  const admitted = await runCli(['prompt', 'ses_cli', 'hello over nats', '--nats', url, ...as(CLIENT), '--id', 'inp_cli']);
+  assert.is(admitted.code, 0, admitted.stderr);
+  assert.match(admitted.stdout, 'admitted inp_cli to ses_cli at sequence 1 (queue)');
+  assert.match(admitted.stdout, 'a worker took the command and woke the session');
+  await worker.waitFor('ses_cli  turn succeeded');
+  assert.match(worker.output(), 'ses_cli  echo: hello');
+  await until(seen, (e) => e.type === 'execution.settled', 'the settled turn on the live bus');
+  assert.ok(seen.some((e) => e.type === 'text.delta'), 'the deltas streamed live');
+  const replayed = await watcher.replay({ sessionId: 'ses_cli' });
+  assert.is(replayed.at(-1)?.type, 'execution.settled');
+  await watcher.close();
+
+  const again = await runCli(['prompt', 'ses_cli', 'hello over nats', '--nats', url, ...as(CLIENT), '--id', 'inp_cli']);
+  assert.match(again.stdout, 'already admitted inp_cli to ses_cli at sequence 1');
+
+  worker.child.kill('SIGTERM');
+  assert.is(await worker.exited, 0, worker.output());
+  assert.match(worker.output(), 'SIGTERM: stopping');
+  assert.match(worker.output(), 'stopped (nothing was running)');
+});
+
+s('cli prompt --nats - no worker running, bad flags, a refused user: clear errors and exit codes', async (ctx) => {
+  const url = ctx.server.url;
+  const noWorker = await runCli(['prompt', 'ses_x', 'hi', '--nats', url, ...as(CLIENT)]);
+  assert.is(noWorker.code, 1);
+  assert.match(noWorker.stderr, 'No sessiond worker is serving sessiond.cmd.admit');
+  assert.not.match(noWorker.stderr, '    at ', 'no stack trace');
+  const observer = await runCli(['prompt', 'ses_x', 'hi', '--nats', url, ...as(OBSERVER)]);
+  assert.is(observer.code, 2);
+  assert.match(observer.stderr, 'NATS user observer may not send sessiond commands');
+  const noPass = await runCli(['prompt', 'ses_x', 'hi', '--nats', url, '--nats-user', 'client'], { env: { SESSIOND_NATS_PASS: '' } });
+  assert.is(noPass.code, 2);
+  assert.match(noPass.stderr, '--nats-user client needs a password');
+  const badUrl = await runCli(['start', '--nats', 'http://nowhere', ...as(WORKER), '--db', ctx.tmp.file('x.db')]);
+  assert.is(badUrl.code, 2);
+  assert.match(badUrl.stderr, '--nats: Invalid NATS connection option servers: "http://nowhere"');
+  const badId = await runCli(['prompt', 'ses.bad', 'x', '--nats', url, ...as(CLIENT)]);
+  assert.is(badId.code, 2);
+  assert.match(badId.stderr, 'Invalid session id "ses.bad"');
+  const wrongPass = await runCli(['start', '--nats', url, '--nats-user', 'worker', '--nats-pass', 'nope', '--db', ctx.tmp.file('y.db')]);
+  assert.is(wrongPass.code, 2);
+  assert.match(wrongPass.stderr, 'Could not connect to NATS');
+  assert.not.match(wrongPass.stdout + wrongPass.stderr, 'nope', 'the password is never printed');
+});
+
+s.run();

@@ -1,0 +1,129 @@
+// The typed client against a real nats-server: live subscriptions decode and schema-check every
+// message, skip and report undecodable ones (with subject and seq) and keep delivering; repeats of a
+// committed event are delivered once; replay reads the durable stream as the client user.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ErrorCode, isSessiondError } from '../../src/errors.ts';
+import { pack } from '../../src/events/codec.ts';
+import { startCommandService } from '../../src/nats/command-service.ts';
+import { encodeLiveEvent, NatsLiveBus, publishCommitted, type LiveMessage } from '../../src/nats/live-bus.ts';
+import type { InvalidLiveMessage } from '../../src/nats/client.ts';
+import { subjects } from '../../src/nats/subjects.ts';
+import { OBSERVER } from '../../src/testing/nats-server.ts';
+import { waitFor } from '../../src/testing/wait.ts';
+import { natsWorld, sessionId, until, type NatsWorld } from './helpers.ts';
+
+const s = suite<{ world: NatsWorld }>('NATS client');
+s.before(async (ctx) => { ctx.world = await natsWorld(); });
+s.after.each(async (ctx) => { await ctx.world.reset(); });
+s.after(async (ctx) => { await ctx.world.dispose(); });
+
+const step = (sessionId: string, n: number, extra: Record<string, unknown> = {}) => ({
+  id: `evt_${sessionId}_${n}`, type: 'step.started' as const, sessionId, time: 1000 + n, payload: { executionId: 'exe_1', messageId: `msg_${n}`, step: n }, ...extra,
+});
+
+s('client subscribe - an undecodable live message is reported with its subject (and seq) and skipped; valid ones keep coming', async ({ world }) => {
+  const worker = await world.connect();
+  const bus = new NatsLiveBus(worker);
+  const client = await world.client();
+  const id = sessionId('bad');
+  const got: LiveMessage[] = [];
+  const invalid: InvalidLiveMessage[] = [];
+  const errors: unknown[] = [];
+  const sub = await client.subscribe({ sessionId: id }, (e) => {
+    got.push(e);
+    if (e.id.endsWith('_2')) throw new Error('handler bug');
+  }, { onInvalid: (i) => invalid.push(i), onError: (e) => errors.push(e) });
+  assert.is(sub.subject, `sessiond.live.${id}.>`);
+
+  const subject = subjects.live(id, 'step.started');
+  bus.publish(step(id, 1));
+  worker.publish(subject, new Uint8Array([0xc1, 0xde, 0xad, 0xbe, 0xef])); // garbage bytes, as the worker user
+  bus.publish(step(id, 2)); // the handler throws on this one
+  worker.publish(subject, pack({ ...step(id, 3), version: 1, seq: 7, payload: { step: 'three' } })); // readable, but fails its schema
+  worker.publish(subjects.live(id, 'tool.called'), encodeLiveEvent(step(id, 4))); // says step.started on a tool.called subject
+  bus.publish(step(id, 5));
+  await until(got, (e) => e.id.endsWith('_5'), 'the event after the bad ones');
+
+  assert.equal(got.map((e) => e.id), [1, 2, 5].map((n) => `evt_${id}_${n}`));
+  assert.equal(got[0], { ...step(id, 1), version: 1 }, 'decoded with its schema version');
+  assert.equal(invalid.map((i) => [i.subject, i.seq, i.error.code]), [
+    [subject, undefined, ErrorCode.DecodeFailed],
+    [subject, 7, ErrorCode.InvalidPayload],
+    [subjects.live(id, 'tool.called'), undefined, ErrorCode.DecodeFailed],
+  ]);
+  assert.match(invalid[0]!.error.message, `Live message on ${subject} is not a valid sessiond event: invalid msgpack`);
+  assert.is(errors.length, 1, 'the handler error went to onError');
+  assert.equal(sub.stats, { delivered: 3, invalid: 3, duplicates: 0 });
+  await sub.close();
+  await sub.done;
+});
+
+s('client subscribe - a committed event published by several workers is delivered once; filters by type and family', async ({ world }) => {
+  const worker = await world.connect();
+  const bus = new NatsLiveBus(worker);
+  const client = await world.client();
+  const id = sessionId('dup');
+  const all: LiveMessage[] = [];
+  const tools: LiveMessage[] = [];
+  const sub = await client.subscribe({ sessionId: id }, (e) => { all.push(e); });
+  const toolSub = await client.subscribe({ type: 'tool.*' }, (e) => { tools.push(e); });
+  const raw = await client.subscribe({ sessionId: id }, () => {}, { dedupe: false });
+  const committed = (n: number) => step(id, n, { seq: n, position: 100 + n });
+  for (const n of [1, 2, 2, 1, 3]) bus.publish(committed(n)); // a second, slower republisher repeats 2 and 1
+  bus.publish(step(id, 9)); // live-only events are never deduplicated
+  bus.publish(step(id, 9));
+  bus.publish({ id: 'evt_tool', type: 'tool.started', sessionId: id, time: 1, payload: { executionId: 'exe_1', messageId: 'msg_1', callId: 'call_1' } });
+  await until(all, (e) => e.type === 'tool.started', 'the last event');
+  assert.equal(all.map((e) => e.seq ?? e.type), [1, 2, 3, 'step.started', 'step.started', 'tool.started']);
+  assert.is(sub.stats.duplicates, 2);
+  await waitFor(() => raw.stats.delivered === 8, { what: 'every copy on the subscription without dedupe' });
+  await until(tools, (e) => e.id === 'evt_tool', 'the tool event on tool.*');
+  assert.equal(tools.map((e) => e.type), ['tool.started']);
+  assert.is(toolSub.subject, 'sessiond.live.*.tool.*');
+  const bad = await client.subscribe({ type: 'tools' }, () => {}).then(() => undefined, (e) => e);
+  assert.ok(isSessiondError(bad, ErrorCode.InvalidOption) && /Invalid live event type filter "tools"/.test(bad.message));
+});
+
+s('client - admit and watch one session end to end, then replay it from the durable stream', async ({ world }) => {
+  const { engine, log, nc } = await world.engine();
+  const service = startCommandService(nc, engine);
+  world.defer(() => service.close());
+  const republisher = await publishCommitted(log, nc);
+  world.defer(() => republisher.close());
+  const client = await world.client();
+  const id = sessionId('e2e');
+  const seen: LiveMessage[] = [];
+  await client.subscribe({ sessionId: id }, (e) => { seen.push(e); });
+  await client.admit(id, { prompt: 'watch me stream' });
+  await until(seen, (e) => e.type === 'execution.settled', 'the settled turn');
+  assert.ok(seen.some((e) => e.type === 'text.delta'), 'deltas arrived');
+
+  const replayed = await client.replay({ sessionId: id });
+  assert.equal(replayed.map((e) => e.id), seen.filter((e) => e.seq !== undefined).map((e) => e.id), 'replay = the committed live events');
+  assert.ok(replayed.every((e) => e.type !== 'text.delta'));
+  const fromSeq = await client.replay({ sessionId: id, afterSeq: 3, limit: 2 });
+  assert.equal(fromSeq.map((e) => e.seq), [4, 5]);
+  const middle = replayed[Math.floor(replayed.length / 2)]!.position!;
+  const afterPos = await client.replay({ after: middle });
+  assert.ok(afterPos.length > 0 && afterPos.every((e) => e.position! > middle));
+  assert.equal(afterPos.filter((e) => e.sessionId === id).map((e) => e.id), replayed.filter((e) => e.position! > middle).map((e) => e.id));
+  assert.equal((await client.replay({ sessionId: id, after: middle })).map((e) => e.id), replayed.filter((e) => e.position! > middle).map((e) => e.id));
+
+  const observer = await world.client(OBSERVER);
+  assert.equal((await observer.replay({ sessionId: id })).map((e) => e.id), replayed.map((e) => e.id), 'the observer replays too');
+  assert.equal(await observer.replay({ sessionId: 'ses_nobody' }), []);
+});
+
+s('client - options and closed clients fail clearly', async ({ world }) => {
+  const bad = await (await import('../../src/nats/client.ts')).SessiondClient.connect({ connection: { servers: world.server.url }, requestTimeoutMs: -1 }).then(() => undefined, (e) => e);
+  assert.ok(isSessiondError(bad, ErrorCode.InvalidOption) && /requestTimeoutMs/.test(bad.message));
+  const client = await world.client();
+  await client.close();
+  const closed = await client.status('ses_1').then(() => undefined, (e) => e);
+  assert.ok(isSessiondError(closed, ErrorCode.LogClosed) && /This SessiondClient is closed/.test(closed.message));
+  const badId = await (await world.client()).status('ses.bad').then(() => undefined, (e) => e);
+  assert.ok(isSessiondError(badId, ErrorCode.InvalidId));
+});
+
+s.run();

@@ -1,0 +1,210 @@
+// Commands over NATS request/reply against real engines (JetStream log, echo runner): each verb
+// round-trips through the typed client, every bad input gets a clear error reply (never a crash),
+// a request with no worker or no reply fails clearly, and the queue group gives one reply per request.
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { ErrorCode } from '../../src/errors.ts';
+import { DEFAULT_MAX_PROMPT_BYTES } from '../../src/input/admit.ts';
+import { startCommandService, type CommandTarget } from '../../src/nats/command-service.ts';
+import { CommandFailureCode, decodeJson, isCommandError, type CommandFailure } from '../../src/nats/commands.ts';
+import { subjects } from '../../src/nats/subjects.ts';
+import type { Runner } from '../../src/runner/types.ts';
+import { CLIENT } from '../../src/testing/nats-server.ts';
+import { waitFor } from '../../src/testing/wait.ts';
+import { natsWorld, sessionId, type NatsWorld } from './helpers.ts';
+
+const s = suite<{ world: NatsWorld }>('NATS commands');
+s.before(async (ctx) => { ctx.world = await natsWorld(); });
+s.after.each(async (ctx) => { await ctx.world.reset(); });
+s.after(async (ctx) => { await ctx.world.dispose(); });
+
+async function serve(world: NatsWorld, options: { runner?: Runner } = {}) {
+  const opened = await world.engine(options);
+  const errors: unknown[] = [];
+  const service = startCommandService(opened.nc, opened.engine, { onError: (e) => errors.push(e) });
+  world.defer(() => service.close());
+  return { ...opened, service, errors };
+}
+
+/** A raw request as the client user, its reply decoded. */
+async function raw(nc: NatsConnection, subject: string, body: Uint8Array | string): Promise<{ ok: boolean; error?: { code: CommandFailure; message: string } }> {
+  const msg = await nc.request(subject, typeof body === 'string' ? new TextEncoder().encode(body) : body, { timeout: 5000 });
+  return decodeJson(msg.data) as never;
+}
+
+async function failure(p: Promise<unknown>): Promise<{ failure: CommandFailure; message: string }> {
+  const err = await p.then(() => undefined, (e: unknown) => e);
+  assert.ok(isCommandError(err), `expected a CommandError, got ${String(err)}`);
+  return err;
+}
+
+s('commands - admit, status, wake and cancel round-trip through a worker', async ({ world }) => {
+  await serve(world);
+  const client = await world.client();
+  const id = sessionId('rt');
+  const receipt = await client.admit(id, { prompt: 'hello over nats', id: 'inp_rt1' });
+  assert.equal(receipt, { sessionId: id, inputId: 'inp_rt1', admittedSeq: 1, created: true, wake: true });
+  await waitFor(async () => (await client.status(id)).state === 'settled', { timeoutMs: 10_000, what: 'the turn to settle' });
+  const status = await client.status(id);
+  assert.is(status.sessionId, id);
+  assert.ok(status.seq > 5, `seq ${status.seq}`);
+  assert.is(status.execution?.outcome, 'succeeded');
+  assert.equal(status.pending, []);
+  const again = await client.admit(id, { prompt: 'hello over nats', id: 'inp_rt1' });
+  assert.equal({ ...again, created: true }, receipt, 'an exact retry returns the same receipt');
+  assert.is(again.created, false);
+  assert.equal(await client.wake(id), { status: 'nothing_pending' });
+  const cancel = await client.cancel(id, 'nothing to cancel');
+  assert.is(cancel.cancelled, false);
+  const queued = await client.admit(id, { prompt: 'later', wake: false });
+  assert.match(queued.inputId, /^inp_/, 'the client picked an input id');
+  assert.equal((await client.status(id)).pending.map((p) => p.inputId), [queued.inputId]);
+});
+
+s('commands - cancel stops a turn running on the worker', async ({ world }) => {
+  const blocking: Runner = async (ctx) => {
+    await ctx.phase('unknown');
+    await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+  };
+  const { engine } = await serve(world, { runner: blocking });
+  const client = await world.client();
+  const id = sessionId('cancel');
+  await client.admit(id, { prompt: 'run until cancelled' });
+  await waitFor(async () => (await client.status(id)).execution?.phase === 'unknown', { timeoutMs: 10_000, what: 'the turn to start' });
+  const result = await client.cancel(id, 'user pressed stop');
+  assert.ok(result.cancelled, JSON.stringify(result));
+  await engine.awaitIdle(id);
+  const status = await client.status(id);
+  assert.is(status.execution?.outcome, 'cancelled');
+});
+
+s('commands - bad input gets an error reply naming the problem, and the worker keeps serving', async ({ world }) => {
+  const { service, errors } = await serve(world);
+  const client = await world.client();
+  const nc = await world.connect(CLIENT);
+
+  for (const verb of ['status', 'wake', 'cancel'] as const) {
+    const unknown = await failure(verb === 'status' ? client.status('ses_nobody') : verb === 'wake' ? client.wake('ses_nobody') : client.cancel('ses_nobody'));
+    assert.is(unknown.failure, CommandFailureCode.UnknownSession, verb);
+    assert.match(unknown.message, `Session ses_nobody has no events, so there is nothing to ${verb}`);
+  }
+  const badId = await raw(nc, subjects.command('status'), JSON.stringify({ sessionId: 'ses.with.dots' }));
+  assert.is(badId.error?.code, ErrorCode.InvalidId);
+  assert.match(badId.error!.message, 'Invalid session id "ses.with.dots"');
+  const badInputId = await raw(nc, subjects.command('admit'), JSON.stringify({ sessionId: 'ses_ok', prompt: 'x', id: 'inp 1' }));
+  assert.is(badInputId.error?.code, ErrorCode.InvalidId);
+  assert.match(badInputId.error!.message, 'Invalid input id');
+
+  const huge = await failure(client.admit(sessionId('big'), { prompt: 'x'.repeat(DEFAULT_MAX_PROMPT_BYTES + 1) }));
+  assert.is(huge.failure, ErrorCode.InvalidOption);
+  assert.match(huge.message, `over the limit of ${DEFAULT_MAX_PROMPT_BYTES} bytes`);
+
+  const cases: [string, string, CommandFailure, string][] = [
+    ['admit', '{"sessionId": "ses_1", "prompt": ', CommandFailureCode.BadRequest, 'not valid UTF-8 JSON'],
+    ['status', '[1,2]', CommandFailureCode.BadRequest, 'must be a JSON object'],
+    ['status', '{}', CommandFailureCode.BadRequest, 'has no sessionId'],
+    ['admit', '{"sessionId":"ses_1","promt":"typo"}', CommandFailureCode.BadRequest, 'unknown field "promt"'],
+    ['admit', '{"sessionId":"ses_1"}', ErrorCode.InvalidOption, 'prompt must be a string'],
+    ['admit', '{"sessionId":"ses_1","prompt":"x","delivery":"later"}', ErrorCode.InvalidOption, 'delivery must be "steer" or "queue"'],
+    ['cancel', `{"sessionId":"ses_1","reason":${JSON.stringify('r'.repeat(1001))}}`, CommandFailureCode.BadRequest, 'at most 1000 characters'],
+    ['frobnicate', '{"sessionId":"ses_1"}', CommandFailureCode.UnknownCommand, 'send one of sessiond.cmd.admit'],
+  ];
+  for (const [verb, body, code, text] of cases) {
+    const reply = await raw(nc, `sessiond.cmd.${verb}`, body);
+    assert.is(reply.ok, false, `${verb} ${body.slice(0, 40)}`);
+    assert.is(reply.error?.code, code, `${verb} ${body.slice(0, 40)}: ${reply.error?.message}`);
+    assert.match(reply.error!.message, text);
+  }
+  const invalidUtf8 = await raw(nc, subjects.command('status'), new Uint8Array([0xff, 0xfe, 0x7b]));
+  assert.is(invalidUtf8.error?.code, CommandFailureCode.BadRequest);
+  assert.equal(errors, [], 'bad input is not an internal error');
+  assert.ok((service.stats.failures.bad_request ?? 0) >= 5);
+  const id = sessionId('after');
+  assert.is((await client.admit(id, { prompt: 'still serving', wake: false })).admittedSeq, 1, 'the worker still serves');
+});
+
+s('commands - an unexpected engine failure is answered as internal and reported, not fatal', async ({ world }) => {
+  const nc = await world.connect();
+  let calls = 0;
+  const target: CommandTarget = {
+    admit: async () => { throw new Error('disk on fire'); },
+    wake: async () => {},
+    cancel: async () => ({ cancelled: false, reason: 'not_running', message: 'x' }) as never,
+    status: async (id) => ({ sessionId: id, state: 'idle', seq: ++calls, context: { execution: null, pending: [] } }) as never,
+  };
+  const errors: unknown[] = [];
+  const service = startCommandService(nc, target, { onError: (e) => errors.push(e) });
+  world.defer(() => service.close());
+  const client = await world.client();
+  const err = await failure(client.admit('ses_x', { prompt: 'p' }));
+  assert.is(err.failure, CommandFailureCode.Internal);
+  assert.match(err.message, 'The worker failed to run admit: disk on fire');
+  assert.is(errors.length, 1);
+  assert.is((await client.status('ses_x')).state, 'idle', 'still serving');
+  assert.equal(await client.wake('ses_x'), { status: 'requested' }, 'without resume, wake says it was requested');
+});
+
+s('commands - no worker, or no reply in time, fail clearly', async ({ world }) => {
+  const client = await world.client(CLIENT, { requestTimeoutMs: 300 });
+  const none = await failure(client.status('ses_1'));
+  assert.is(none.failure, CommandFailureCode.NoWorker);
+  assert.match(none.message, 'No sessiond worker is serving sessiond.cmd.status');
+  assert.match(none.message, 'sessiond start --nats');
+  // something subscribed that never answers
+  const silent = await world.connect();
+  silent.subscribe(subjects.command('admit'), { callback: () => {} });
+  await silent.flush();
+  const slow = await failure(client.admit('ses_1', { prompt: 'p', id: 'inp_retry' }));
+  assert.is(slow.failure, CommandFailureCode.Timeout);
+  assert.match(slow.message, 'within 300 ms');
+  assert.match(slow.message, 'admit again with the same input id inp_retry');
+});
+
+s('commands - with two workers in the queue group, each request is answered by exactly one', async ({ world }) => {
+  const one = await serve(world);
+  const two = await serve(world);
+  const client = await world.client();
+  const id = sessionId('q');
+  await client.admit(id, { prompt: 'shared', wake: false });
+  const n = 40;
+  const replies = await Promise.all(Array.from({ length: n }, () => client.status(id)));
+  assert.ok(replies.every((r) => r.seq === 1 && r.pending.length === 1));
+  const handled = [one.service.stats.requests, two.service.stats.requests];
+  assert.is(handled[0]! + handled[1]!, n + 1, `each request handled once (${handled.join(' + ')})`);
+  assert.ok(handled.every((h) => h > 0), `both workers took requests (${handled.join(', ')})`);
+  // a plain (non-queue) listener sees every request once: nothing is sent twice
+  const tap = await world.connect();
+  let seen = 0;
+  tap.subscribe(subjects.command('status'), { callback: () => { seen++; } });
+  await tap.flush();
+  await Promise.all(Array.from({ length: 5 }, () => client.status(id)));
+  await tap.flush();
+  assert.is(seen, 5);
+  assert.is(one.service.stats.requests + two.service.stats.requests, n + 6);
+});
+
+s('commands - close answers requests in flight and stops taking new ones', async ({ world }) => {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => { release = r; });
+  let entered!: () => void;
+  const inside = new Promise<void>((r) => { entered = r; });
+  const nc = await world.connect();
+  const target: CommandTarget = {
+    admit: async () => { throw new Error('unused'); },
+    wake: async () => {},
+    cancel: async () => { throw new Error('unused'); },
+    status: async (id) => { entered(); await gate; return { sessionId: id, state: 'idle', seq: 1, context: { execution: null, pending: [] } } as never; },
+  };
+  const service = startCommandService(nc, target);
+  const client = await world.client(CLIENT, { requestTimeoutMs: 2000 });
+  const pending = client.status('ses_slow');
+  await inside;
+  const closing = service.close();
+  release();
+  await closing;
+  assert.is((await pending).seq, 1, 'the request in flight was answered');
+  assert.is((await failure(client.status('ses_slow'))).failure, CommandFailureCode.NoWorker, 'closed: no longer serving');
+});
+
+s.run();

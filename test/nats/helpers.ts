@@ -1,0 +1,89 @@
+// Shared setup for the NATS tests: one real nats-server per test file (the harness), engines on the
+// JetStream log with the NATS live bus, clients as any nats.conf user, and a teardown that closes
+// everything it opened (then the server, then the temp dir).
+import type { NatsConnection } from '@nats-io/transport-node';
+import { openEngine, type Engine } from '../../src/engine.ts';
+import { connectNats } from '../../src/nats/connection.ts';
+import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
+import { NatsLiveBus, decodeLiveEvent, type LiveMessage } from '../../src/nats/live-bus.ts';
+import { SessiondClient, type SessiondClientOptions } from '../../src/nats/client.ts';
+import { echoRunner } from '../../src/runner/echo.ts';
+import type { Runner } from '../../src/runner/types.ts';
+import { startNatsServer, CLIENT, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { waitFor } from '../../src/testing/wait.ts';
+import { tempDir } from '../support/tmp.ts';
+
+export type User = { readonly user: string; readonly pass: string };
+
+export interface NatsWorld {
+  server: NatsServer;
+  /** A new connection as `user` (default worker), closed at teardown. */
+  connect(user?: User): Promise<NatsConnection>;
+  /** An engine on its own worker connection: JetStream log, NATS live bus, echo runner by default. */
+  engine(options?: { runner?: Runner }): Promise<{ engine: Engine; log: JetStreamEventLog; nc: NatsConnection; bus: NatsLiveBus }>;
+  client(user?: User, options?: Partial<SessiondClientOptions>): Promise<SessiondClient>;
+  /** Registers something to close at teardown (closed in reverse order). */
+  defer(close: () => Promise<unknown>): void;
+  /** Closes everything opened since the last call (for `after.each`). */
+  reset(): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+export async function natsWorld(): Promise<NatsWorld> {
+  const server = await startNatsServer();
+  const tmp = tempDir('sessiond-nats-test-');
+  let closers: (() => Promise<unknown>)[] = [];
+  let files = 0;
+  const defer = (close: () => Promise<unknown>) => { closers.push(close); };
+  const connect = async (user: User = WORKER) => {
+    const nc = await connectNats({ servers: server.url, ...user, reconnectWaitMs: 50 });
+    defer(() => nc.close());
+    return nc;
+  };
+  const reset = async () => {
+    const all = closers.reverse();
+    closers = [];
+    for (const close of all) await close().catch(() => undefined);
+  };
+  return {
+    server,
+    connect,
+    defer,
+    async engine(options = {}) {
+      const nc = await connect(WORKER);
+      const log = await JetStreamEventLog.open({ connection: nc });
+      const bus = new NatsLiveBus(nc);
+      const engine = await openEngine({ file: tmp.file(`engine-${++files}.db`), log, bus, runner: options.runner ?? echoRunner() });
+      defer(async () => { await engine.close(); await log.close(); });
+      return { engine, log, nc, bus };
+    },
+    async client(user: User = CLIENT, options = {}) {
+      const client = await SessiondClient.connect({ connection: { servers: server.url, ...user, reconnectWaitMs: 50 }, ...options });
+      defer(() => client.close());
+      return client;
+    },
+    reset,
+    async dispose() {
+      await reset();
+      await server.dispose();
+      tmp.remove();
+    },
+  };
+}
+
+let counter = 0;
+/** A session id unique within the test process. */
+export const sessionId = (label = 's') => `ses_${label}_${process.pid}_${++counter}`;
+
+/** Subscribes with a raw connection and decodes every message (throws on an invalid one: these tests publish valid ones). */
+export async function collect(nc: NatsConnection, subject: string): Promise<LiveMessage[]> {
+  const seen: LiveMessage[] = [];
+  nc.subscribe(subject, { callback: (err, msg) => { if (!err) seen.push(decodeLiveEvent(msg.data, msg.subject)); } });
+  await nc.flush();
+  return seen;
+}
+
+/** Waits (polling, with a deadline) until `list` has an item matching `match`. */
+export function until<T>(list: T[], match: (item: T) => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  return waitFor(() => list.some(match), { timeoutMs, what });
+}
