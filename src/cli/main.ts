@@ -12,6 +12,7 @@ import { registerCancel } from './commands/cancel.ts';
 import { registerTail } from './commands/tail.ts';
 import { registerCheck } from './commands/check.ts';
 import { registerExport } from './commands/export.ts';
+import { registerReplay } from './commands/replay.ts';
 import { registerChart } from './commands/chart.ts';
 
 export function buildProgram(ctx = cliContext(process.env)): Command {
@@ -28,6 +29,7 @@ export function buildProgram(ctx = cliContext(process.env)): Command {
   registerTail(program, ctx);
   registerCheck(program, ctx);
   registerExport(program, ctx);
+  registerReplay(program, ctx);
   registerChart(program, ctx);
   for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError(true);
   return program;

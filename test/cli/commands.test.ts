@@ -1,0 +1,106 @@
+/** The log commands through real subprocesses: status, cancel, check, export, replay, tail. */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { openEngine } from '../../src/engine.ts';
+import { echoRunner } from '../../src/runner/echo.ts';
+import { openDatabase } from '../../src/storage/sqlite.ts';
+import { migrate } from '../../src/storage/migrate.ts';
+import { eventImporter } from '../../src/storage/import-events.ts';
+import type { SessionEvent } from '../../src/events/envelope.ts';
+import { runCli, startCli } from '../support/cli.ts';
+import { tempDir } from '../support/tmp.ts';
+
+async function seeded() {
+  const tmp = tempDir();
+  const db = tmp.file('src.db');
+  const engine = await openEngine({ file: db, runner: echoRunner({ steps: 2 }) });
+  for (const s of ['ses_a', 'ses_b']) {
+    await engine.admit(s, { prompt: `hello from ${s}` });
+    await engine.awaitIdle(s);
+  }
+  await engine.admit('ses_b', { prompt: 'waiting', wake: false });
+  await engine.close();
+  return { tmp, db };
+}
+
+test('cli status - plain words and --json; unknown sessions exit 1', async () => {
+  const { tmp, db } = await seeded();
+  const all = await runCli(['status', '--db', db]);
+  assert.is(all.code, 0, all.stderr);
+  assert.match(all.stdout, /ses_a: settled at seq \d+; no owner; phase unknown; last turn succeeded/);
+  assert.match(all.stdout, /ses_b: settled .*\n  pending inputs: inp_\w+ \(queue\)/);
+  const one = await runCli(['status', 'ses_a', '--db', db, '--json']);
+  const row = JSON.parse(one.stdout);
+  assert.equal([row.sessionId, row.state, row.owner, row.outcome], ['ses_a', 'settled', null, 'succeeded']);
+  const missing = await runCli(['status', 'ses_nope', '--db', db]);
+  assert.is(missing.code, 1);
+  assert.match(missing.stdout, 'no such session');
+  tmp.remove();
+});
+
+test('cli cancel - nothing to cancel exits 1 with a plain message', async () => {
+  const { tmp, db } = await seeded();
+  const r = await runCli(['cancel', 'ses_a', '--db', db]);
+  assert.is(r.code, 1);
+  assert.match(r.stdout, 'ses_a: nothing to cancel');
+  tmp.remove();
+});
+
+test('cli check - a clean log passes; a log with two live owners fails with the sequences involved', async () => {
+  const { tmp, db } = await seeded();
+  const clean = await runCli(['check', '--db', db]);
+  assert.is(clean.code, 0, clean.stdout + clean.stderr);
+  assert.match(clean.stdout, /events in 2 sessions, no violations/);
+  const bad = tmp.file('bad.db');
+  const d = openDatabase(bad);
+  migrate(d);
+  const claim = (seq: number, exe: string, owner: string, time: number): SessionEvent => ({ id: `evt_${seq}`, type: 'execution.claimed', version: 1, sessionId: 'ses_x', seq, time, payload: { executionId: exe, ownerId: owner, expiresAt: time + 30_000, leaseMs: 30_000, assistantSeq: -1 } });
+  eventImporter(d)([claim(1, 'exe_1', 'own_a', 1_000), claim(2, 'exe_2', 'own_b', 2_000)]);
+  d.close();
+  const r = await runCli(['check', '--db', bad]);
+  assert.is(r.code, 1);
+  assert.match(r.stdout, 'VIOLATION two_live_owners at seq 1, 2');
+  tmp.remove();
+});
+
+test('cli export + replay - a database rebuilt from an export matches; a damaged file keeps what came before', async () => {
+  const { tmp, db } = await seeded();
+  const file = tmp.file('log.sdx');
+  const ex = await runCli(['export', '--db', db, '--out', file]);
+  assert.is(ex.code, 0, ex.stderr);
+  assert.match(ex.stdout, /exported \d+ events from .* to .*log\.sdx/);
+  const out = tmp.file('replayed.db');
+  const rp = await runCli(['replay', file, '--db', out]);
+  assert.is(rp.code, 0, rp.stderr);
+  assert.match(rp.stdout, /replayed \d+ events into .* and rebuilt its projection/);
+  const [a, b] = await Promise.all([runCli(['status', '--db', db, '--json']), runCli(['status', '--db', out, '--json'])]);
+  const strip = (s: string) => s.split('\n').filter(Boolean).map((l) => { const r = JSON.parse(l); delete r.leaseLeftMs; return r; });
+  assert.equal(strip(b.stdout), strip(a.stdout), 'same sessions, same states');
+  const again = await runCli(['replay', file, '--db', out]);
+  assert.is(again.code, 2);
+  assert.match(again.stderr, 'already holds an event log');
+  const one = tmp.file('one.db');
+  const partial = await runCli(['replay', file, '--db', one, '--session', 'ses_a', '--until-seq', '3']);
+  assert.is(partial.code, 0);
+  assert.match(partial.stdout, 'replayed 3 events');
+  const bytes = readFileSync(file);
+  writeFileSync(file, bytes.subarray(0, bytes.length - 5));
+  const damaged = await runCli(['replay', file, '--db', tmp.file('damaged.db')]);
+  assert.is(damaged.code, 1);
+  assert.match(damaged.stderr, /is damaged at byte \d+ \(frame \d+\).*Everything before it was replayed/);
+  tmp.remove();
+});
+
+test('cli tail - follows committed events, one line each, filtered by type', async () => {
+  const { tmp, db } = await seeded();
+  const tail = startCli(['tail', '--db', db, '--from-start', '--type', 'input.*']);
+  await tail.waitFor(/ses_b #\d+ input\.admitted .*waiting/);
+  assert.not.match(tail.output(), 'step.started', 'filtered by type');
+  tail.child.kill('SIGINT');
+  assert.is(await tail.exited, 0);
+  assert.match(tail.output(), /stopped after \d+ events/);
+  tmp.remove();
+});
+
+test.run();
