@@ -16,7 +16,7 @@ export interface InputRow {
 }
 
 export function inputRows(db: Db) {
-  const get = db.prepare('SELECT * FROM session_input WHERE id = ?');
+  const get = db.prepare('SELECT * FROM session_input WHERE session_id = ? AND id = ?');
   const insert = db.prepare(`INSERT INTO session_input
     (id, session_id, prompt, delivery, admitted_seq, promoted_seq, wake_pending, time_created)
     VALUES (@id, @session_id, @prompt, @delivery, @admitted_seq, @promoted_seq, @wake_pending, @time_created)`);
@@ -25,7 +25,7 @@ export function inputRows(db: Db) {
   const clearWakes = db.prepare('UPDATE session_input SET wake_pending = 0 WHERE session_id = ? AND wake_pending <> 0');
   const clear = db.prepare('DELETE FROM session_input');
   return {
-    get: (id: string) => get.get(id) as InputRow | undefined,
+    get: (sessionId: string, id: string) => get.get(sessionId, id) as InputRow | undefined,
     insert: (row: InputRow): void => void insert.run(row),
     /** Marks the input promoted at `seq` unless it already was; returns whether it changed. */
     promote: (id: string, sessionId: string, seq: number) => promote.run(seq, id, sessionId).changes > 0,

@@ -75,15 +75,15 @@ export function parseMessage(row: MessageRow): MessageData & { row: MessageRow }
 }
 
 export function messageRows(db: Db) {
-  const get = db.prepare('SELECT * FROM session_message WHERE id = ?');
+  const get = db.prepare('SELECT * FROM session_message WHERE session_id = ? AND id = ?');
   const insert = db.prepare(`INSERT INTO session_message (id, session_id, type, seq, time_created, time_updated, data)
                              VALUES (@id, @session_id, @type, @seq, @time_created, @time_updated, @data)`);
-  const update = db.prepare('UPDATE session_message SET data = ?, time_updated = ? WHERE id = ?');
+  const update = db.prepare('UPDATE session_message SET data = ?, time_updated = ? WHERE session_id = ? AND id = ?');
   const clear = db.prepare('DELETE FROM session_message');
   return {
-    get: (id: string) => get.get(id) as MessageRow | undefined,
+    get: (sessionId: string, id: string) => get.get(sessionId, id) as MessageRow | undefined,
     insert: (row: Omit<MessageRow, 'data'> & { data: unknown }): void => void insert.run({ ...row, data: toJson(row.data) }),
-    update: (id: string, data: unknown, time: number): void => void update.run(toJson(data), time, id),
+    update: (sessionId: string, id: string, data: unknown, time: number): void => void update.run(toJson(data), time, sessionId, id),
     clearAll: (): void => void clear.run(),
   };
 }

@@ -32,7 +32,7 @@ export function messageRules(rows: Rows) {
   /** The row for an event's message, checked to be of `type` and of the event's session. */
   const existing = (e: MessageEvent, type: MessageType, missing: string): MessageRow => {
     const { messageId } = e.payload;
-    const row = rows.get(messageId);
+    const row = rows.get(e.sessionId, messageId);
     if (!row) throw inconsistent(`${e.type} for message ${messageId}, which does not exist in session ${e.sessionId}: ${missing}.`, { messageId });
     checkSameMessage(e, row, type);
     return row;
@@ -69,7 +69,7 @@ export function messageRules(rows: Rows) {
   const seal = (e: SessionEvent<'step.ended' | 'step.failed' | 'step.recovered'>, change: Partial<AssistantData>) => {
     const data = assistant(e, 'a step is sealed only after its step.started');
     running(e, data, 'a step is sealed once');
-    rows.update(e.payload.messageId, { ...data, ...change }, e.time);
+    rows.update(e.sessionId, e.payload.messageId, { ...data, ...change }, e.time);
   };
 
   const tool = (e: ToolEvent, change: (t: ToolData) => ToolData) => {
@@ -78,7 +78,7 @@ export function messageRules(rows: Rows) {
     const index = data.tools.findIndex((t) => t.callId === callId);
     if (index < 0) throw inconsistent(`${e.type} for call ${callId} in message ${messageId}, which was never called: tool.called comes first.`, { messageId, callId });
     const tools = data.tools.map((t, i) => (i === index ? change(t) : t));
-    rows.update(messageId, { ...data, tools }, e.time);
+    rows.update(e.sessionId, messageId, { ...data, tools }, e.time);
   };
 
   const ended = (e: ToolEvent, t: ToolData) => {
@@ -91,7 +91,7 @@ export function messageRules(rows: Rows) {
     /** The user message of a promoted input: id = input id, seq = the promotion's seq. */
     userPromoted(e: SessionEvent<'input.promoted'>, input: InputRow): void {
       const { inputId, executionId } = e.payload;
-      const taken = rows.get(inputId);
+      const taken = rows.get(e.sessionId, inputId);
       if (taken) {
         throw inconsistent(`input.promoted of input ${inputId}: message id ${inputId} is already a ${taken.type} message of session ${taken.session_id}. User messages take their input's id, so input ids must not collide with message ids.`, { messageId: inputId });
       }
@@ -101,7 +101,7 @@ export function messageRules(rows: Rows) {
 
     stepStarted(e: SessionEvent<'step.started'>): void {
       const { messageId, executionId, step } = e.payload;
-      const row = rows.get(messageId);
+      const row = rows.get(e.sessionId, messageId);
       if (!row) {
         const data: AssistantData = { executionId, step, status: 'running', parts: [], tools: [] };
         rows.insert({ id: messageId, session_id: e.sessionId, type: 'assistant', seq: e.seq, time_created: e.time, time_updated: e.time, data });
@@ -111,7 +111,7 @@ export function messageRules(rows: Rows) {
       const data = JSON.parse(row.data) as AssistantData;
       sameExecution(e, data);
       running(e, data, 'a finished step is never restarted (a duplicate start); start a new message');
-      rows.update(messageId, { ...data, status: 'running' }, e.time); // a continued step
+      rows.update(e.sessionId, messageId, { ...data, status: 'running' }, e.time); // a continued step
     },
 
     stepEnded: (e: SessionEvent<'step.ended'>) => seal(e, { status: 'completed', finish: e.payload.finish }),
@@ -125,7 +125,7 @@ export function messageRules(rows: Rows) {
       const part = { id: partId, type: 'text' as const, text };
       const at = data.parts.findIndex((p) => p.id === partId);
       const parts = at < 0 ? [...data.parts, part] : data.parts.map((p, i) => (i === at ? part : p));
-      rows.update(messageId, { ...data, parts }, e.time);
+      rows.update(e.sessionId, messageId, { ...data, parts }, e.time);
     },
 
     toolCalled(e: SessionEvent<'tool.called'>): void {
@@ -135,7 +135,7 @@ export function messageRules(rows: Rows) {
       const first = data.tools.find((t) => t.callId === callId);
       if (first) throw inconsistent(`tool.called for call ${callId} in message ${messageId}, which was already called (as ${first.name}): call ids are unique per message.`, { messageId, callId });
       const t: ToolData = { callId, name, input, durable, ...(idempotencyKey === undefined ? {} : { idempotencyKey }), state: 'pending' };
-      rows.update(messageId, { ...data, tools: [...data.tools, t] }, e.time);
+      rows.update(e.sessionId, messageId, { ...data, tools: [...data.tools, t] }, e.time);
     },
 
     toolStarted: (e: SessionEvent<'tool.started'>) => tool(e, (t) => {
@@ -159,7 +159,7 @@ export function messageRules(rows: Rows) {
 
     compactionStarted(e: SessionEvent<'compaction.started'>): void {
       const { messageId, executionId, reason } = e.payload;
-      const taken = rows.get(messageId);
+      const taken = rows.get(e.sessionId, messageId);
       if (taken) throw inconsistent(`compaction.started for message ${messageId}, which already exists (a ${taken.type} message of session ${taken.session_id}): message ids must be unique.`, { messageId });
       const data: CompactionData = { executionId, reason, status: 'running' };
       rows.insert({ id: messageId, session_id: e.sessionId, type: 'compaction', seq: e.seq, time_created: e.time, time_updated: e.time, data });
@@ -171,7 +171,7 @@ export function messageRules(rows: Rows) {
       const data = JSON.parse(row.data) as CompactionData;
       sameExecution(e, data);
       if (data.status !== 'running') throw inconsistent(`compaction.completed for message ${messageId}, which is already ${data.status}: a compaction completes once.`, { messageId });
-      rows.update(messageId, { ...data, status: 'completed', summary }, e.time);
+      rows.update(e.sessionId, messageId, { ...data, status: 'completed', summary }, e.time);
     },
   };
 }

@@ -11,6 +11,13 @@
  * never apply an event twice. An event that is malformed or contradicts the projection throws a
  * `ProjectionError` naming it, and the whole batch rolls back: never half-applied. The per-table
  * SQL lives in *-rows.ts, the message rules in message-rules.ts; this file dispatches by type.
+ *
+ * Fail-fast rules kept here (inconsistent_stream unless noted): every execution.* event, step.started
+ * and recovery.started/completed need the execution's live row in the same session; a claim never
+ * reuses a live execution id; an input is admitted once, with an id unique across sessions; an
+ * input is promoted once and only after admission (invariant_violation); recovery.wake_* need the
+ * recovery row that a recovery.completed with a continuation created; an execution is recovered
+ * once. Live-only events and events without a position are refused before anything else.
  */
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
 import { catalog, isEventType, type EventType } from '../events/catalog.ts';
@@ -199,11 +206,9 @@ export class Projector {
 
       'input.admitted': (e) => {
         const p = e.payload;
-        const previous = inputs.get(p.inputId);
+        const previous = inputs.get(e.sessionId, p.inputId);
         if (previous) {
-          throw previous.session_id === e.sessionId
-            ? inconsistent(`Input ${p.inputId} of session ${e.sessionId} admitted twice (first at seq ${previous.admitted_seq}, again at seq ${e.seq}): admission is idempotent by input id.`, { inputId: p.inputId })
-            : inconsistent(`Input ${p.inputId} of session ${e.sessionId} reuses an input id already admitted in session ${previous.session_id}: the projection keys inputs by id alone, so input ids must be unique across sessions.`, { inputId: p.inputId, otherSessionId: previous.session_id });
+          throw inconsistent(`Input ${p.inputId} of session ${e.sessionId} admitted twice (first at seq ${previous.admitted_seq}, again at seq ${e.seq}): admission is idempotent by input id.`, { inputId: p.inputId });
         }
         inputs.insert({
           id: p.inputId, session_id: e.sessionId, prompt: p.prompt, delivery: p.delivery, admitted_seq: e.seq,
@@ -213,12 +218,12 @@ export class Projector {
       'input.promoted': (e) => {
         const { inputId } = e.payload;
         if (!inputs.promote(inputId, e.sessionId, e.seq)) {
-          const row = inputs.get(inputId);
+          const row = inputs.get(e.sessionId, inputId);
           throw row && row.session_id === e.sessionId
             ? invariant(`Input ${inputId} of session ${e.sessionId} promoted twice (first at seq ${row.promoted_seq}, again at seq ${e.seq})`, { inputId, first: row.promoted_seq, again: e.seq })
             : invariant(`Input ${inputId} of session ${e.sessionId} promoted at seq ${e.seq} but never admitted`, { inputId });
         }
-        rules.userPromoted(e, inputs.get(inputId)!);
+        rules.userPromoted(e, inputs.get(e.sessionId, inputId)!);
       },
 
       'step.started': (e) => {
