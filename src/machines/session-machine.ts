@@ -47,6 +47,15 @@ const messages: Record<Refusal, (a: Args) => string> = {
 const refuse = (reason: Refusal) => ({ type: 'refuse' as const, params: { reason } });
 const decide = { type: 'decide' as const };
 
+// Transitions shared by `claimed` and `running`: an execution is in progress.
+const claimWhileOwned = [
+  { guard: 'ownsLiveLease', actions: refuse(Refusal.OwnLeaseLive) },
+  { guard: 'leaseLive', actions: refuse(Refusal.LeaseLive) },
+  { actions: refuse(Refusal.LeaseExpired) },
+] as const;
+const whenHoldingClaim = [{ guard: 'holdsClaim', actions: decide }, { actions: refuse(Refusal.ClaimLost) }] as const;
+const recoverIfExpired = [{ guard: 'leaseLive', actions: refuse(Refusal.LeaseNotExpired) }, { actions: decide }] as const;
+
 export const sessionMachine = setup({
   types: {
     context: {} as SessionContext,
@@ -124,19 +133,12 @@ export const sessionMachine = setup({
         'execution.cancelled': { target: 'settled', actions: 'fold' },
         'execution.settled': { target: 'settled', actions: 'fold' },
         'recovery.started': { target: 'recovering', actions: 'fold' },
-        claim: [
-          { guard: 'ownsLiveLease', actions: refuse(Refusal.OwnLeaseLive) },
-          { guard: 'leaseLive', actions: refuse(Refusal.LeaseLive) },
-          { actions: refuse(Refusal.LeaseExpired) },
-        ],
+        claim: claimWhileOwned,
         start: [{ guard: 'holdsClaim', actions: decide }, { actions: refuse(Refusal.ClaimLost) }],
-        renew: [{ guard: 'holdsClaim', actions: decide }, { actions: refuse(Refusal.ClaimLost) }],
-        settle: [{ guard: 'holdsClaim', actions: decide }, { actions: refuse(Refusal.ClaimLost) }],
+        renew: whenHoldingClaim,
+        settle: whenHoldingClaim,
         cancel: { actions: decide },
-        recover: [
-          { guard: 'leaseLive', actions: refuse(Refusal.LeaseNotExpired) },
-          { actions: decide },
-        ],
+        recover: recoverIfExpired,
       },
     },
     running: {
@@ -144,25 +146,18 @@ export const sessionMachine = setup({
         'execution.cancelled': { target: 'settled', actions: 'fold' },
         'execution.settled': { target: 'settled', actions: 'fold' },
         'recovery.started': { target: 'recovering', actions: 'fold' },
-        claim: [
-          { guard: 'ownsLiveLease', actions: refuse(Refusal.OwnLeaseLive) },
-          { guard: 'leaseLive', actions: refuse(Refusal.LeaseLive) },
-          { actions: refuse(Refusal.LeaseExpired) },
-        ],
+        claim: claimWhileOwned,
         start: { actions: refuse(Refusal.AlreadyStarted) },
-        renew: [{ guard: 'holdsClaim', actions: decide }, { actions: refuse(Refusal.ClaimLost) }],
+        renew: whenHoldingClaim,
         record: [
           { guard: not('holdsClaim'), actions: refuse(Refusal.ClaimLost) },
           { guard: not('onlyRunnerEvents'), actions: refuse(Refusal.NotRunnerEvent) },
           { guard: not('promotesOnlyPending'), actions: refuse(Refusal.NotPending) },
           { actions: decide },
         ],
-        settle: [{ guard: 'holdsClaim', actions: decide }, { actions: refuse(Refusal.ClaimLost) }],
+        settle: whenHoldingClaim,
         cancel: { actions: decide },
-        recover: [
-          { guard: 'leaseLive', actions: refuse(Refusal.LeaseNotExpired) },
-          { actions: decide },
-        ],
+        recover: recoverIfExpired,
       },
     },
     recovering: {

@@ -198,20 +198,4 @@ export function decodeBatch(data: Uint8Array, position: number, subject: string)
   });
 }
 
-/** Checks an append's arguments and drafts exactly as the SQLite log does; returns the parsed drafts. */
-export function prepareBatch(sessionId: string, expectedSeq: number, drafts: DraftEvent[], maxPayloadBytes: number): DraftEvent[] {
-  validateId(sessionId, 'session id');
-  if (!Number.isInteger(expectedSeq) || expectedSeq < 0) {
-    throw new SessiondError(ErrorCode.InvalidOption, `Invalid expectedSeq ${String(expectedSeq)} for session ${sessionId}: use the session's last sequence (0 for a new session).`);
-  }
-  if (!Array.isArray(drafts) || drafts.length === 0) {
-    throw new SessiondError(ErrorCode.InvalidOption, `Append to session ${sessionId} has no events: pass at least one.`);
-  }
-  return drafts.map((d) => {
-    const parsed = parseDraft(d, maxPayloadBytes);
-    if (!isDurable(parsed.type)) {
-      throw new SessiondError(ErrorCode.InvalidPayload, `Event ${parsed.type} is live-only and is never stored: publish it on the live bus instead of appending it.`, { details: { type: parsed.type } });
-    }
-    return parsed;
-  });
-}
+export { prepareBatch } from '../events/prepare-batch.ts';

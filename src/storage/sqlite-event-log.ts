@@ -10,7 +10,8 @@
 import { ErrorCode, SessiondError } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { catalog, isDurable } from '../events/catalog.ts';
-import { parseDraft, pack, unpack, DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
+import { pack, unpack, DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
+import { prepareBatch } from '../events/prepare-batch.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import {
   SequenceConflictError, duplicateEventError, logClosedError,
@@ -158,23 +159,6 @@ export class SqliteEventLog implements EventLog {
     this.closed = true;
     this.notifier.stop();
   }
-}
-
-function prepareBatch(sessionId: string, expectedSeq: number, drafts: DraftEvent[], maxPayloadBytes: number): DraftEvent[] {
-  validateId(sessionId, 'session id');
-  if (!Number.isInteger(expectedSeq) || expectedSeq < 0) {
-    throw new SessiondError(ErrorCode.InvalidOption, `Invalid expectedSeq ${String(expectedSeq)} for session ${sessionId}: use the session's last sequence (0 for a new session).`);
-  }
-  if (!Array.isArray(drafts) || drafts.length === 0) {
-    throw new SessiondError(ErrorCode.InvalidOption, `Append to session ${sessionId} has no events: pass at least one.`);
-  }
-  return drafts.map((d) => {
-    const parsed = parseDraft(d, maxPayloadBytes);
-    if (!isDurable(parsed.type)) {
-      throw new SessiondError(ErrorCode.InvalidPayload, `Event ${parsed.type} is live-only and is never stored: publish it on the live bus instead of appending it.`, { details: { type: parsed.type } });
-    }
-    return parsed;
-  });
 }
 
 function toEvent(row: EventRow): SessionEvent {
