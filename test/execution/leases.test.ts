@@ -252,6 +252,15 @@ test('execution - a local cancel aborts the runner; a failing runner settles fai
   const released = (await fx.events('ses_r')).find((e): e is SessionEvent<'execution.settled'> => e.type === 'execution.settled')!;
   assert.is(released.payload.outcome, 'released');
   assert.is((await a.resume('ses_r')).status, 'closed');
+  // handing back admits a continuation, so the next worker carries on where this one stopped
+  const handback = (await fx.events('ses_r')).filter((e): e is SessionEvent<'input.admitted'> => e.type === 'input.admitted' && e.payload.source === 'recovery');
+  assert.equal(handback.map((e) => e.payload.inputId), [`inp_handback_${released.payload.executionId}`]);
+  const next = fx.service({ runner: gate.runner });
+  assert.is((await next.resume('ses_r')).status, 'started');
+  await gate.started(4);
+  assert.equal(gate.runs[3]!.ctx.inputs.map((i) => i.inputId), [handback[0]!.payload.inputId]);
+  gate.runs[3]!.release();
+  await next.awaitIdle('ses_r');
   await fx.close();
 });
 
