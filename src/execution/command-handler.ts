@@ -24,6 +24,8 @@ export interface CommandResult {
 
 export class CommandHandler {
   private readonly snapshots = new Map<string, SessionSnapshot>();
+  /** The tail of each session's queue of `execute` calls in this process (see `execute`). */
+  private readonly writing = new Map<string, Promise<unknown>>();
 
   constructor(
     readonly log: EventLog,
@@ -41,8 +43,7 @@ export class CommandHandler {
       for (const e of events) snapshot = evolve(snapshot, e, this.machine);
       if (events.length < 1000) break;
     }
-    this.remember(sessionId, snapshot);
-    return snapshot;
+    return this.remember(sessionId, snapshot);
   }
 
   /** The cached snapshot without touching the log (may be behind). */
@@ -65,6 +66,21 @@ export class CommandHandler {
    * admissions); otherwise the cached snapshot is used and a conflict triggers the catch-up.
    */
   async execute(sessionId: string, build: (now: number, snapshot: SessionSnapshot) => Command, options: { fresh?: boolean; retries?: number } = {}): Promise<CommandResult> {
+    // One decide-and-append at a time per session in this process. Concurrent writers of one
+    // process (the runner, its heartbeat, a cancel, the sweeper) would otherwise race each other on
+    // the session's sequence: the loser of each race pays a reload from the log, and under load a
+    // runner writing steadily made its own heartbeat lose every retry until the lease expired (a
+    // live owner recovered by another worker; test/nats/multinode.test.ts). Queued, each decides on
+    // the snapshot the previous one committed. Conflicts with other processes are still retried below.
+    const previous = this.writing.get(sessionId) ?? Promise.resolve();
+    const result = previous.then(() => this.decideAndAppend(sessionId, build, options));
+    const settled = result.then(() => undefined, () => undefined);
+    this.writing.set(sessionId, settled);
+    void settled.then(() => { if (this.writing.get(sessionId) === settled) this.writing.delete(sessionId); });
+    return result;
+  }
+
+  private async decideAndAppend(sessionId: string, build: (now: number, snapshot: SessionSnapshot) => Command, options: { fresh?: boolean; retries?: number }): Promise<CommandResult> {
     const retries = options.retries ?? DEFAULT_CONFLICT_RETRIES;
     let snapshot = options.fresh || !this.snapshots.has(sessionId) ? await this.load(sessionId) : this.snapshots.get(sessionId)!;
     for (let attempt = 0; ; attempt++) {
@@ -89,12 +105,20 @@ export class CommandHandler {
     this.snapshots.delete(sessionId);
   }
 
-  private remember(sessionId: string, snapshot: SessionSnapshot): void {
+  /** Caches the snapshot unless a newer one is cached already; returns the newest. */
+  private remember(sessionId: string, snapshot: SessionSnapshot): SessionSnapshot {
+    // A load that read the log before an append of this process committed comes back with an older
+    // snapshot than the one that append cached. Caching it would move the session back in time, and
+    // the next command decided on it (a runner's write, a heartbeat) was refused as `claim_lost`: a
+    // live runner stopped itself and its lease lapsed into a recovery (test/nats/multinode.test.ts).
+    const known = this.snapshots.get(sessionId);
+    if (known && known.context.seq > snapshot.context.seq) return known;
     this.snapshots.delete(sessionId);
     this.snapshots.set(sessionId, snapshot);
     if (this.snapshots.size > this.cacheSize) {
       const oldest = this.snapshots.keys().next().value;
       if (oldest !== undefined) this.snapshots.delete(oldest);
     }
+    return snapshot;
   }
 }

@@ -214,13 +214,17 @@ export class JetStreamEventLog implements EventLog {
     let lastError: unknown = new Error('disconnected from NATS');
     for (let attempt = 0; ; attempt++) {
       this.assertOpen();
-      const reconnected = this.watch.nextReconnect().then(() => ({ reconnected: true as const }));
+      const waiter = this.watch.whenReconnected();
+      const reconnected = waiter.promise.then(() => ({ reconnected: true as const }));
       if (!this.watch.connected) {
-        if (!await waitAtMost(reconnected, deadline - this.o.clock.now())) throw giveUp(lastError);
+        const back = await waitAtMost(reconnected, deadline - this.o.clock.now());
+        waiter.cancel();
+        if (!back) throw giveUp(lastError);
         continue;
       }
       const pending = fn();
       const outcome = await Promise.race([pending.then((value) => ({ value }), (error: unknown) => ({ error })), reconnected]);
+      waiter.cancel();
       if ('value' in outcome) return outcome.value;
       pending.catch(() => undefined);
       if (this.closed || this.nc.isClosed()) throw logClosedError(this.name);
@@ -288,6 +292,21 @@ export class JetStreamEventLog implements EventLog {
     const limit = options.limit ?? Infinity;
     const out: SessionEvent[] = [];
     if (limit <= 0) return out;
+    if (afterSeq > 0) {
+      // Catching up (the engine's usual read): the session's last message, one request, often
+      // holds everything after `afterSeq`; only a longer gap needs a consumer over the subject.
+      // Without this every catch-up re-read the session's whole history (turns slowed down as
+      // sessions grew; found by the benchmarks).
+      const tail = await this.loadTail(sessionId).catch((err: unknown) => {
+        if (isPermissionError((err as Error).cause)) return undefined; // read-only users: scan below
+        throw err;
+      });
+      if (tail && tail.lastSeq <= afterSeq) return out;
+      if (tail && tail.events.length > 0 && tail.events[0]!.seq <= afterSeq + 1) {
+        for (const e of tail.events) if (e.seq > afterSeq && out.length < limit) out.push(e);
+        return out;
+      }
+    }
     await this.scan(1, subject, (events) => {
       for (const e of events) if (e.seq > afterSeq && out.length < limit) out.push(e);
       return out.length < limit;
@@ -328,22 +347,35 @@ export class JetStreamEventLog implements EventLog {
   /** Reads messages from `startSeq` with an ordered consumer until nothing is pending or `visit` says stop. */
   private async scan(start: number | 'last', filter: string | undefined, visit: (events: SessionEvent[]) => boolean): Promise<void> {
     this.assertOpen();
-    const consumer = await this.request(() => this.js.consumers.get(this.stream, {
-      ...(start === 'last' ? { deliver_policy: DeliverPolicy.Last } : { opt_start_seq: Math.max(1, start) }),
-      ...(filter ? { filter_subjects: filter } : {}),
-    }));
-    let messages: ConsumerMessages | undefined;
-    try {
-      if ((await consumer.info(true)).num_pending === 0) return;
-      messages = await consumer.consume({ max_messages: DEFAULT_READ_BATCH });
-      for await (const m of messages) {
-        if (!visit(decodeBatch(m.data, m.seq, m.subject)) || m.info.pending === 0) return;
+    // A reconnect mid-read would stall the ordered consumer for 30 s (see subscribe): on a reconnect
+    // the read ends its consumer and goes on with a new one from the next message.
+    for (let from = start; ;) {
+      const consumer = await this.request(() => this.js.consumers.get(this.stream, {
+        ...(from === 'last' ? { deliver_policy: DeliverPolicy.Last } : { opt_start_seq: Math.max(1, from) }),
+        ...(filter ? { filter_subjects: filter } : {}),
+      }));
+      let messages: ConsumerMessages | undefined;
+      let reconnected = false;
+      let dropWaiter = () => {};
+      try {
+        if ((await consumer.info(true)).num_pending === 0) return;
+        messages = await consumer.consume({ max_messages: DEFAULT_READ_BATCH });
+        const current = messages;
+        const waiter = this.watch.whenReconnected();
+        dropWaiter = waiter.cancel;
+        void waiter.promise.then(() => { reconnected = true; return current.close(); }).catch(() => undefined);
+        for await (const m of messages) {
+          from = m.seq + 1;
+          if (!visit(decodeBatch(m.data, m.seq, m.subject)) || m.info.pending === 0) return;
+        }
+        if (reconnected && !this.closed && !this.nc.isClosed()) continue;
+        throw this.closed || this.nc.isClosed() ? logClosedError(this.name)
+          : new SessiondError(ErrorCode.LogClosed, `Reading ${this.name} stopped before the end of the stream. Retry the read.`);
+      } finally {
+        dropWaiter();
+        await messages?.close();
+        consumer.delete().catch(() => undefined);
       }
-      throw this.closed || this.nc.isClosed() ? logClosedError(this.name)
-        : new SessiondError(ErrorCode.LogClosed, `Reading ${this.name} stopped before the end of the stream. Retry the read.`);
-    } finally {
-      await messages?.close();
-      consumer.delete().catch(() => undefined);
     }
   }
 
@@ -363,6 +395,13 @@ export class JetStreamEventLog implements EventLog {
           consumer = await this.js.consumers.get(this.stream, { opt_start_seq: position + 1 });
           messages = await consumer.consume({ max_messages: DEFAULT_READ_BATCH });
           if (stopped) break;
+          // After a reconnect, nats.js's ordered consumer checks itself with a consumer info; when
+          // that fails (JetStream still starting after a server restart) it retries only after the
+          // pull's `expires` (30 s), and the subscription (projector, wakes, live republisher) stalled
+          // that long (test/nats/multinode.test.ts). So on a reconnect we end this consumer and start
+          // a new one after `position` below, retrying with our own short backoff.
+          const current = messages;
+          void this.watch.nextReconnect().then(() => current.close()).catch(() => undefined);
           for await (const m of messages) {
             if (stopped) break;
             if (m.seq <= position) continue; // already delivered before a reset
