@@ -66,7 +66,11 @@ export type MessageData =
 
 /** JSON text for the projection: deterministic for the same input; bigints are written as strings. */
 export function toJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) ?? 'null';
+  try {
+    return JSON.stringify(value) ?? 'null'; // the fast path: a replacer function costs ~10% of projection time
+  } catch {
+    return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) ?? 'null';
+  }
 }
 
 /** A message row with its `data` parsed, typed by the row's `type`. */

@@ -1,0 +1,209 @@
+/**
+ * Replay into a fresh database: from an export file (readExport + eventImporter + rebuildProjection)
+ * and from JetStream (rebuildProjection over a JetStreamEventLog; and a subscribe variant), against
+ * raw batched inserts and a raw ordered consumer over the same stream.
+ */
+import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import { jetstream } from '@nats-io/jetstream';
+import { openDatabase } from '../../src/storage/sqlite.ts';
+import { migrate } from '../../src/storage/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { eventImporter } from '../../src/storage/import-events.ts';
+import { readExport } from '../../src/export/export-file.ts';
+import { rebuildProjection } from '../../src/projector/rebuild.ts';
+import { Projector } from '../../src/projector/projector.ts';
+import { encodeBatch } from '../../src/nats/stream.ts';
+import { STREAM_NAME, subjects } from '../../src/nats/subjects.ts';
+import { WORKER } from '../../src/testing/nats-server.ts';
+import type { SessionEvent } from '../../src/events/envelope.ts';
+import { corpus, shapeFor } from '../lib/corpus.ts';
+import { writeExportCorpus } from '../lib/export-corpus.ts';
+import { interleaved, perSecond, spread } from '../lib/measure.ts';
+import { say, ticker, fmt } from '../lib/report.ts';
+import type { Section } from '../lib/context.ts';
+import { onCleanup } from '../lib/cleanup.ts';
+import { deleteEventStream, openJsLog } from './logs.ts';
+import { eventRows, rawBatchPass } from './raw.ts';
+
+export const replayExport: Section = {
+  name: 'replay-export',
+  title: 'replay from an export file into a fresh database',
+  async run(ctx) {
+    const S = 'replay-export';
+    const rows = eventRows(ctx, ctx.sizes.rawBatchRows);
+    const file = join(ctx.tmp, 'replay.export');
+    const n = await writeExportCorpus(ctx.template, file, ctx.sizes.exportReplayEvents);
+    say(S, `export file with ${fmt(n)} events written`);
+    const db = openDatabase(join(ctx.tmp, 'replay-export.db'));
+    migrate(db);
+    const log = new SqliteEventLog(db);
+    try {
+      const importer = eventImporter(db);
+      const tick = ticker();
+      const rawBefore = rawBatchPass(ctx, rows, 'replay-before');
+      const t0 = performance.now();
+      await readExport(file, {
+        onEvents: (events) => importer(events),
+        onProgress: (bytes, total) => tick(() => say(S, `import ${Math.round((100 * bytes) / total)}%`)),
+      });
+      const t1 = performance.now();
+      const rebuilt = await rebuildProjection(db, log, { onProgress: (done, total) => tick(() => say(S, `rebuild ${fmt(done)}/${fmt(total)} events`)) });
+      const t2 = performance.now();
+      if (rebuilt.events !== n) throw new Error(`rebuild folded ${rebuilt.events} events, expected ${n}`);
+      const rawAfter = rawBatchPass(ctx, rows, 'replay-after');
+      const rawRates = [rawBefore, rawAfter].map((r) => perSecond(r.count, r.ms));
+      ctx.results.add({
+        key: 'replay.export', section: S, figure: 'replay from export file (import + rebuild)', unit: 'events/s', value: perSecond(n, t2 - t0),
+        raw: { label: 'raw batched, same section', value: Math.max(...rawRates), unit: 'rows/s' },
+        note: `${fmt(n)} events, one pass: readExport+eventImporter ${fmt(perSecond(n, t1 - t0))} events/s, then rebuildProjection ${fmt(perSecond(n, t2 - t1))} events/s; raw batched measured just before and after [${rawRates.map((r) => fmt(r)).join(', ')}]`,
+      }, { minRatio: 0.35 });
+    } finally {
+      await log.close();
+      db.close();
+    }
+  },
+};
+
+export const replayJs: Section = {
+  name: 'replay-js',
+  title: 'replay from JetStream into a fresh database, and the raw ordered consumer over the same stream',
+  async run(ctx) {
+    const S = 'replay-js';
+    const server = await ctx.nats();
+    await deleteEventStream(server);
+    const writerLog = await openJsLog(server); // creates the stream exactly as sessiond configures it
+    await writerLog.close();
+    const nc = await connect({ servers: server.url, ...WORKER, name: 'bench-replay' });
+    const release = onCleanup('replay nats connection', () => nc.close());
+    try {
+      const js = jetstream(nc);
+      // populate: the corpus as the engine writes it (one message per append), not timed
+      const n = ctx.sizes.jsReplayEvents;
+      let events = 0;
+      let messages = 0;
+      const inflight = new Set<Promise<unknown>>();
+      const tick = ticker();
+      for (const b of corpus(ctx.template, shapeFor(ctx.template, n))) {
+        if (events >= n) break;
+        const p = js.publish(subjects.events(b.sessionId), encodeBatch(b.events));
+        inflight.add(p);
+        void p.finally(() => inflight.delete(p));
+        events += b.events.length;
+        messages++;
+        if (inflight.size >= 256) await Promise.race(inflight);
+        tick(() => say(S, `populating the stream: ${fmt(events)}/${fmt(n)} events`));
+      }
+      await Promise.all(inflight);
+      say(S, `stream ${STREAM_NAME} holds ${fmt(messages)} messages, ${fmt(events)} events`);
+
+      const rawConsume = async (): Promise<{ count: number; ms: number }> => {
+        const t0 = performance.now();
+        const consumer = await js.consumers.get(STREAM_NAME, { opt_start_seq: 1 });
+        const iter = await consumer.consume({ max_messages: 256 });
+        let count = 0;
+        for await (const m of iter) {
+          count++;
+          if (m.info.pending === 0) break;
+        }
+        const ms = performance.now() - t0;
+        await consumer.delete().catch(() => undefined);
+        if (count !== messages) throw new Error(`raw consumer read ${count} messages, expected ${messages}`);
+        return { count, ms };
+      };
+
+      const log = await openJsLog(server);
+      const releaseLog = onCleanup('replay log', () => log.close());
+      try {
+        // the replay: rebuildProjection over the JetStream log into a fresh db, alternating with the raw consumer
+        const rebuildPass = async (pass: number) => {
+          const db = openDatabase(join(ctx.tmp, `replay-js-${pass}.db`));
+          migrate(db);
+          try {
+            const t0 = performance.now();
+            const result = await rebuildProjection(db, log, { onProgress: (done, total) => tick(() => say(S, `pass ${pass + 1}: rebuild ${fmt(done)}/${fmt(total)} messages`)) });
+            const ms = performance.now() - t0;
+            if (result.events !== events) throw new Error(`rebuild folded ${result.events} events, expected ${events}`);
+            return { count: result.position, ms };
+          } finally {
+            db.close();
+          }
+        };
+        await rawConsume(); // warm up (server caches)
+        const [rawP, rebuildP] = await interleaved(ctx.sizes.passes, [rawConsume, rebuildPass]);
+        const raw = ctx.results.add({
+          key: 'raw.js.consume', section: S, figure: 'raw JetStream ordered-consumer replay', unit: 'msgs/s', value: rawP!.best,
+          note: `ordered pull consumer (max_messages 256) over the ${fmt(messages)}-message stream, no decoding; ${spread(rawP!)}`,
+        });
+        ctx.results.add({
+          key: 'replay.js', section: S, figure: 'replay from JetStream (rebuildProjection)', unit: 'msgs/s', value: rebuildP!.best,
+          raw: { label: 'raw consumer', value: raw.value, unit: 'msgs/s' },
+          note: `${fmt(events)} events in ${fmt(messages)} messages (one per append, as the engine writes them) into a fresh db (projection tables) per pass; ${spread(rebuildP!)}`,
+        }, { minRatio: 0.6 });
+        // readAll alone: what reading costs without a database
+        {
+          const t0 = performance.now();
+          let after = 0;
+          let count = 0;
+          for (;;) {
+            const page = await log.readAll({ after, limit: 1000 });
+            if (page.length === 0) break;
+            count += page.length;
+            after = page[page.length - 1]!.position!;
+          }
+          const ms = performance.now() - t0;
+          ctx.results.add({
+            key: 'replay.js.readAll', section: S, figure: 'JetStream readAll pages, no database', unit: 'msgs/s', value: perSecond(after, ms),
+            raw: { label: 'raw consumer', value: raw.value, unit: 'msgs/s' },
+            note: `${fmt(count)} events, 1000-event pages (one ordered consumer per page); informational`,
+          });
+        }
+        // the same through subscribe, applying in batches of ~1000 events
+        {
+          const db = openDatabase(join(ctx.tmp, 'replay-js-sub.db'));
+          migrate(db);
+          const projector = new Projector(db);
+          try {
+            const head = await log.head();
+            let buffer: SessionEvent[] = [];
+            let done!: () => void;
+            let failed!: (err: unknown) => void;
+            const finished = new Promise<void>((resolve, reject) => { done = resolve; failed = reject; });
+            const t0 = performance.now();
+            const sub = log.subscribe({
+              after: 0,
+              onBatch: (batch) => {
+                for (const e of batch) buffer.push(e);
+                const at = batch[batch.length - 1]!.position!;
+                if (buffer.length >= 1000 || at >= head) {
+                  projector.apply(buffer);
+                  buffer = [];
+                  tick(() => say(S, `subscribe ${fmt(at)}/${fmt(head)} messages`));
+                }
+                if (at >= head) done();
+              },
+              onError: failed,
+            });
+            await finished;
+            const ms = performance.now() - t0;
+            await sub.close();
+            ctx.results.add({
+              key: 'replay.js.subscribe', section: S, figure: 'replay from JetStream (subscribe, batched apply)', unit: 'msgs/s', value: perSecond(head, ms),
+              raw: { label: 'raw consumer', value: raw.value, unit: 'msgs/s' },
+              note: `one subscription from 0, Projector.apply every ~1000 events; informational`,
+            });
+          } finally {
+            db.close();
+          }
+        }
+      } finally {
+        releaseLog();
+        await log.close();
+      }
+    } finally {
+      release();
+      await nc.close();
+      await deleteEventStream(server);
+    }
+  },
+};
