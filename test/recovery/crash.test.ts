@@ -30,22 +30,34 @@ async function setup(name: string) {
   const log = new SqliteEventLog(db);
   const handler = new CommandHandler(log, systemClock, randomIds);
   await admitInput(handler, 'ses_k', { id: 'inp_user', prompt: 'please send the invoice to bob', wake: false });
-  return { tmp, file, db, log, close: async (...workers: WorkerHandle[]) => {
-    for (const w of workers) { w.child.kill('SIGKILL'); await w.exited; }
-    await log.close(); db.close(); tmp.remove();
-  } };
+  const workers: WorkerHandle[] = [];
+  const fixture = {
+    tmp, file, db, log,
+    spawn: (args: Record<string, unknown>) => { const w = spawnWorker({ file, ...args }); workers.push(w); return w; },
+    close: async (..._done: WorkerHandle[]) => {
+      open.delete(fixture);
+      for (const w of workers) { w.child.kill('SIGKILL'); await w.exited; }
+      await log.close(); db.close(); tmp.remove();
+    },
+  };
+  open.add(fixture);
+  return fixture;
 }
+
+// A test that fails before its cleanup must not leave workers running (they would keep the suite alive).
+const open = new Set<{ close: () => Promise<void> }>();
+test.after.each(async () => { for (const f of [...open]) await f.close(); });
 
 const ofType = <T extends SessionEvent['type']>(events: SessionEvent[], type: T) => events.filter((e) => e.type === type) as SessionEvent<T>[];
 
 for (const point of ['after-claim', 'mid-step', 'mid-tool'] as const) {
   test(`SIGKILL ${point}: a second worker recovers after the lease expires; the continuation runs once`, async () => {
     const s = await setup(point);
-    const a = spawnWorker({ file: s.file, mode: 'work', runner: `crash:${point}`, sessions: ['ses_k'], ...LEASE });
+    const a = s.spawn({ mode: 'work', runner: `crash:${point}`, sessions: ['ses_k'], ...LEASE });
     const claimed = await a.waitForLine((l) => l.startsWith('CLAIMED '));
     const stale = claimed.split(' ')[2]!;
     await a.waitForLine((l) => l === `POINT ${point}`);
-    const b = spawnWorker({ file: s.file, mode: 'work', sessions: [], ...LEASE });
+    const b = s.spawn({ mode: 'work', sessions: [], ...LEASE });
     await b.waitForLine((l) => l.startsWith('READY'));
     a.child.kill('SIGKILL');
     await a.exited;
@@ -81,11 +93,11 @@ for (const point of ['after-claim', 'mid-step', 'mid-tool'] as const) {
 
 test('SIGKILL after settle: nothing to recover, nothing rerun', async () => {
   const s = await setup('settled');
-  const a = spawnWorker({ file: s.file, mode: 'work', runner: 'crash:after-settle', sessions: ['ses_k'], ...LEASE });
+  const a = s.spawn({ mode: 'work', runner: 'crash:after-settle', sessions: ['ses_k'], ...LEASE });
   await a.waitForLine((l) => l.startsWith('SETTLED ses_k'));
   a.child.kill('SIGKILL');
   await a.exited;
-  const b = spawnWorker({ file: s.file, mode: 'work', sessions: [], ...LEASE });
+  const b = s.spawn({ mode: 'work', sessions: [], ...LEASE });
   await b.waitForLine((l) => l.startsWith('READY'));
   const until = Date.now() + LEASE.leaseMs + 3 * LEASE.sweepMs + 500;
   await waitFor(() => Date.now() > until, { timeoutMs: 10_000, what: 'the lease and a few sweeps to pass' });
@@ -98,11 +110,11 @@ test('SIGKILL after settle: nothing to recover, nothing rerun', async () => {
 
 test('SIGSTOP past the lease, then SIGCONT: the frozen owner is fenced and its runner stops with the claim-lost defect', async () => {
   const s = await setup('frozen');
-  const a = spawnWorker({ file: s.file, mode: 'work', sessions: ['ses_k'], echoSteps: 200, echoDelayMs: 50, ...LEASE });
+  const a = s.spawn({ mode: 'work', sessions: ['ses_k'], echoSteps: 200, echoDelayMs: 50, ...LEASE });
   const claimed = await a.waitForLine((l) => l.startsWith('CLAIMED '));
   const stale = claimed.split(' ')[2]!;
   await waitFor(async () => ofType(await s.log.readSession('ses_k'), 'step.ended').length >= 2, { timeoutMs: 10_000, what: 'the owner to be mid-turn' });
-  const b = spawnWorker({ file: s.file, mode: 'work', sessions: [], echoSteps: 1, ...LEASE });
+  const b = s.spawn({ mode: 'work', sessions: [], echoSteps: 1, ...LEASE });
   await b.waitForLine((l) => l.startsWith('READY'));
   a.child.kill('SIGSTOP');
   const frozenAt = Date.now();

@@ -28,6 +28,11 @@ export function registerTail(program: Command, ctx: CliContext): void {
     .action(async (session: string | undefined, opts: LogOptions & { type?: string; fromStart?: boolean; json?: boolean }) => {
       if (session) validateId(session, 'session id');
       const matches = typeMatcher(opts.type);
+      // listen for Ctrl-C before anything else, so an early one still stops cleanly
+      const stop = new Promise<void>((resolve) => {
+        process.once('SIGINT', () => resolve());
+        process.once('SIGTERM', () => resolve());
+      });
       const opened = await openLog(opts, { readonly: true });
       const after = opts.fromStart ? 0 : await opened.log.head();
       let shown = 0;
@@ -43,10 +48,7 @@ export function registerTail(program: Command, ctx: CliContext): void {
         onError: (err) => ctx.err(`sessiond: tail stopped: ${String(err)}`),
       });
       ctx.err(`following ${opened.describe}${session ? ` for ${session}` : ''}${opts.type ? ` (type ${opts.type})` : ''}; Ctrl-C to stop`);
-      await new Promise<void>((resolve) => {
-        process.once('SIGINT', resolve);
-        process.once('SIGTERM', resolve);
-      });
+      await stop;
       await sub.close();
       await opened.close();
       ctx.err(`stopped after ${shown} events`);
