@@ -162,7 +162,12 @@ export class RecoverySweeper {
       return;
     }
     if (recovery.attempts > 0 && now < recovery.lastAttemptAt + this.wakeBackoffMs * 2 ** (recovery.attempts - 1)) return;
-    await handler.execute(sessionId, (t) => ({ type: 'requestWake', now: t }));
+    try {
+      await handler.execute(sessionId, (t) => ({ type: 'requestWake', now: t }));
+    } catch (err) {
+      if (isRefusal(err, 'no_wake_pending')) return; // another worker's claim delivered the wake first
+      throw err;
+    }
     this.o.onNotice?.({ type: 'wake_attempt', sessionId, attempt: recovery.attempts + 1 });
     try {
       const result = await this.o.execution.resume(sessionId);
