@@ -7,33 +7,22 @@
  *   await engine.awaitIdle('ses_1');
  *   await engine.close();
  */
-import type { Clock } from './clock.ts';
-import type { IdSource } from './ids.ts';
 import type { EventLog } from './events/event-log.ts';
-import type { LiveBus } from './events/live-bus.ts';
-import type { Runner } from './runner/types.ts';
 import { openDatabase, type Db, type Synchronous } from './storage/sqlite.ts';
 import { migrate } from './storage/migrate.ts';
 import { SqliteEventLog } from './storage/sqlite-event-log.ts';
-import { SessionExecution, type CancelResult, type Notice, type ResumeResult } from './execution/session-execution.ts';
+import { SessionExecution, type CancelResult, type ExecutionOptions, type ResumeResult } from './execution/session-execution.ts';
 import { admitInput, type AdmitReceipt, type AdmitRequest } from './input/admit.ts';
 import { stateOf, type SessionSnapshot, type SessionStateValue } from './machines/decider.ts';
 import type { SessionContext } from './machines/session-context.ts';
 
-export interface EngineOptions {
+/** The execution service's options, except that the log may be left to the engine. */
+export interface EngineOptions extends Omit<ExecutionOptions, 'log'> {
   /** SQLite file (created and migrated when needed): the embedded log, and the projection. */
   file: string;
   /** Another event log (e.g. a JetStreamEventLog); the SQLite file then only holds the projection. */
   log?: EventLog;
-  runner: Runner;
-  clock?: Clock;
-  ids?: IdSource;
-  ownerId?: string;
-  leaseMs?: number;
-  heartbeatMs?: number;
   synchronous?: Synchronous;
-  bus?: LiveBus;
-  onNotice?: (notice: Notice) => void;
 }
 
 export interface SessionStatus {
@@ -66,10 +55,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   migrate(db, options.clock ? { clock: options.clock } : {});
   const ownLog = options.log === undefined;
   const log = options.log ?? new SqliteEventLog(db);
-  const execution = new SessionExecution({
-    log, runner: options.runner,
-    ...pick(options, ['clock', 'ids', 'ownerId', 'leaseMs', 'heartbeatMs', 'bus', 'onNotice']),
-  });
+  const { file: _file, log: _log, synchronous: _sync, ...executionOptions } = options;
+  const execution = new SessionExecution({ ...executionOptions, log });
   return {
     ownerId: execution.ownerId, db, log, execution,
     async admit(sessionId, request) {
@@ -88,10 +75,4 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       db.close();
     },
   };
-}
-
-function pick<T extends object, K extends keyof T>(obj: T, keys: K[]): Partial<Pick<T, K>> {
-  const out: Partial<Pick<T, K>> = {};
-  for (const k of keys) if (obj[k] !== undefined) out[k] = obj[k];
-  return out;
 }

@@ -1,6 +1,6 @@
 /**
- * `--db FILE` or `--nats URL [--nats-user U --nats-pass P]`: which event log a command talks to.
- * Defaults come from SESSIOND_DB / SESSIOND_NATS (read once, in CliContext).
+ * `--db FILE`, or the NATS flags of `nats-options.ts`: which event log a command talks to.
+ * Defaults come from SESSIOND_DB / SESSIOND_NATS* (read once, in CliContext).
  */
 import type { Command } from 'commander';
 import type { EventLog } from '../events/event-log.ts';
@@ -9,15 +9,12 @@ import { migrate } from '../storage/migrate.ts';
 import { SqliteEventLog } from '../storage/sqlite-event-log.ts';
 import { JetStreamEventLog } from '../nats/jetstream-event-log.ts';
 import type { CliContext } from './context.ts';
+import { addNatsOptions, describeNats, natsConnectionOptions, type NatsFlags } from './nats-options.ts';
 
-export interface LogOptions { db: string; nats?: string; natsUser?: string; natsPass?: string }
+export interface LogOptions extends NatsFlags { db: string }
 
 export function addLogOptions(cmd: Command, ctx: CliContext): Command {
-  return cmd
-    .option('--db <file>', 'SQLite database file (the embedded log)', ctx.defaultDb)
-    .option('--nats <url>', 'use the JetStream log on this NATS server instead', ctx.defaultNats)
-    .option('--nats-user <user>', 'NATS user', ctx.env.SESSIOND_NATS_USER)
-    .option('--nats-pass <password>', 'NATS password', ctx.env.SESSIOND_NATS_PASS);
+  return addNatsOptions(cmd.option('--db <file>', 'SQLite database file (the embedded log)', ctx.defaultDb), ctx, 'client');
 }
 
 export interface OpenedLog {
@@ -28,13 +25,11 @@ export interface OpenedLog {
   close(): Promise<void>;
 }
 
-export async function openLog(opts: LogOptions, options: { readonly?: boolean } = {}): Promise<OpenedLog> {
-  if (opts.nats) {
-    const log = await JetStreamEventLog.open({
-      connection: { servers: opts.nats, ...(opts.natsUser ? { user: opts.natsUser } : {}), ...(opts.natsPass ? { pass: opts.natsPass } : {}) },
-      ensureStream: !options.readonly,
-    });
-    return { log, describe: `NATS ${opts.nats} (stream ${log.stream})`, close: () => log.close() };
+export async function openLog(opts: LogOptions, ctx: CliContext, options: { readonly?: boolean } = {}): Promise<OpenedLog> {
+  const nats = natsConnectionOptions(opts, ctx, 'sessiond-cli');
+  if (nats) {
+    const log = await JetStreamEventLog.open({ connection: nats, ensureStream: !options.readonly });
+    return { log, describe: `NATS ${describeNats(nats)} (stream ${log.stream})`, close: () => log.close() };
   }
   const db = openDatabase(opts.db);
   migrate(db);

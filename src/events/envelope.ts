@@ -22,10 +22,3 @@ export type SessionEvent<T extends EventType = EventType> = {
 export type DraftEvent<T extends EventType = EventType> = {
   [K in T]: { id: string; type: K; time: number; payload: PayloadInputOf<K> };
 }[T];
-
-export type EventOf<T extends EventType> = SessionEvent<T>;
-
-/** Builds a draft; a small helper so producers read as `draft('step.started', {...}, ids, clock)`. */
-export function draft<T extends EventType>(type: T, payload: PayloadInputOf<T>, id: string, time: number): DraftEvent<T> {
-  return { id, type, time, payload } as DraftEvent<T>;
-}

@@ -101,10 +101,6 @@ export class CommandHandler {
     }
   }
 
-  forget(sessionId: string): void {
-    this.snapshots.delete(sessionId);
-  }
-
   /** Caches the snapshot unless a newer one is cached already; returns the newest. */
   private remember(sessionId: string, snapshot: SessionSnapshot): SessionSnapshot {
     // A load that read the log before an append of this process committed comes back with an older

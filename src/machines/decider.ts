@@ -9,7 +9,6 @@ import { sessionMachine } from './session-machine.ts';
 import type { Command, Decision, ProtoEvent, Refusal } from './commands.ts';
 
 type Emitted = { type: 'decision'; events: ProtoEvent[] } | { type: 'refusal'; reason: Refusal; message: string };
-import type { SessionContext } from './session-context.ts';
 
 export type SessionMachine = typeof sessionMachine;
 export type SessionSnapshot = SnapshotFrom<SessionMachine>;
@@ -45,8 +44,4 @@ export function decide(snapshot: SessionSnapshot, command: Command, machine: Ses
 
 export function stateOf(snapshot: SessionSnapshot): SessionStateValue {
   return snapshot.value as SessionStateValue;
-}
-
-export function contextOf(snapshot: SessionSnapshot): SessionContext {
-  return snapshot.context;
 }

@@ -55,6 +55,16 @@ const claimWhileOwned = [
 ] as const;
 const whenHoldingClaim = [{ guard: 'holdsClaim', actions: decide }, { actions: refuse(Refusal.ClaimLost) }] as const;
 const recoverIfExpired = [{ guard: 'leaseLive', actions: refuse(Refusal.LeaseNotExpired) }, { actions: decide }] as const;
+const executionInProgress = {
+  'execution.cancelled': { target: 'settled', actions: 'fold' },
+  'execution.settled': { target: 'settled', actions: 'fold' },
+  'recovery.started': { target: 'recovering', actions: 'fold' },
+  claim: claimWhileOwned,
+  renew: whenHoldingClaim,
+  settle: whenHoldingClaim,
+  cancel: { actions: decide },
+  recover: recoverIfExpired,
+} as const;
 
 export const sessionMachine = setup({
   types: {
@@ -129,35 +139,21 @@ export const sessionMachine = setup({
     },
     claimed: {
       on: {
+        ...executionInProgress,
         'execution.started': { target: 'running', actions: 'fold' },
-        'execution.cancelled': { target: 'settled', actions: 'fold' },
-        'execution.settled': { target: 'settled', actions: 'fold' },
-        'recovery.started': { target: 'recovering', actions: 'fold' },
-        claim: claimWhileOwned,
-        start: [{ guard: 'holdsClaim', actions: decide }, { actions: refuse(Refusal.ClaimLost) }],
-        renew: whenHoldingClaim,
-        settle: whenHoldingClaim,
-        cancel: { actions: decide },
-        recover: recoverIfExpired,
+        start: whenHoldingClaim,
       },
     },
     running: {
       on: {
-        'execution.cancelled': { target: 'settled', actions: 'fold' },
-        'execution.settled': { target: 'settled', actions: 'fold' },
-        'recovery.started': { target: 'recovering', actions: 'fold' },
-        claim: claimWhileOwned,
+        ...executionInProgress,
         start: { actions: refuse(Refusal.AlreadyStarted) },
-        renew: whenHoldingClaim,
         record: [
           { guard: not('holdsClaim'), actions: refuse(Refusal.ClaimLost) },
           { guard: not('onlyRunnerEvents'), actions: refuse(Refusal.NotRunnerEvent) },
           { guard: not('promotesOnlyPending'), actions: refuse(Refusal.NotPending) },
           { actions: decide },
         ],
-        settle: whenHoldingClaim,
-        cancel: { actions: decide },
-        recover: recoverIfExpired,
       },
     },
     recovering: {

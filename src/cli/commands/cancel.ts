@@ -14,7 +14,7 @@ export function registerCancel(program: Command, ctx: CliContext): void {
     .option('--reason <text>', 'why, recorded with the cancellation'), ctx)
     .action(async (session: string, opts: LogOptions & { reason?: string }) => {
       validateId(session, 'session id');
-      const opened = await openLog(opts);
+      const opened = await openLog(opts, ctx);
       try {
         const handler = new CommandHandler(opened.log, systemClock, randomIds);
         const { events } = await handler.execute(session, (now) => ({ type: 'cancel', now, ...(opts.reason ? { reason: opts.reason } : {}) }), { fresh: true });

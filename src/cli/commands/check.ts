@@ -8,7 +8,7 @@ export function registerCheck(program: Command, ctx: CliContext): void {
     .command('check')
     .description('audit a log against the invariants; exits 1 when any is violated'), ctx)
     .action(async (opts: LogOptions) => {
-      const opened = await openLog(opts, { readonly: true });
+      const opened = await openLog(opts, ctx, { readonly: true });
       try {
         const events = await opened.log.readAll();
         const sessions = new Set(events.map((e) => e.sessionId)).size;

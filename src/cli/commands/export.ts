@@ -16,7 +16,7 @@ export function registerExport(program: Command, ctx: CliContext): void {
     .option('--session <id>', 'only this session'), ctx)
     .action(async (opts: LogOptions & { out: string; session?: string }) => {
       if (opts.session) validateId(opts.session, 'session id');
-      const opened = await openLog(opts, { readonly: true });
+      const opened = await openLog(opts, ctx, { readonly: true });
       try {
         const started = systemClock.now();
         const total = opts.session ? await opened.log.lastSeq(opts.session) : await opened.log.head();

@@ -15,7 +15,7 @@ export function registerStatus(program: Command, ctx: CliContext): void {
     .option('--json', 'one JSON object per session'), ctx)
     .action(async (session: string | undefined, opts: LogOptions & { json?: boolean }) => {
       if (session !== undefined) validateId(session, 'session id');
-      const opened = await openLog(opts, { readonly: true });
+      const opened = await openLog(opts, ctx, { readonly: true });
       try {
         const bySession = new Map<string, SessionEvent[]>();
         const events = session ? await opened.log.readSession(session) : await opened.log.readAll();

@@ -33,7 +33,7 @@ export function registerTail(program: Command, ctx: CliContext): void {
         process.once('SIGINT', () => resolve());
         process.once('SIGTERM', () => resolve());
       });
-      const opened = await openLog(opts, { readonly: true });
+      const opened = await openLog(opts, ctx, { readonly: true });
       const after = opts.fromStart ? 0 : await opened.log.head();
       let shown = 0;
       const sub = opened.log.subscribe({
