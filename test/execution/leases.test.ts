@@ -128,16 +128,22 @@ test('never revives an expired claim on heartbeat', async () => {
   await fx.close();
 });
 
+/** An owner running ses_1 (its runner held at the gate) and a user's service on another connection. */
+async function runningWithAUser() {
+  const fx = fixture();
+  const gate = gatedRunner();
+  const clock = new ManualClock(0);
+  const owner = fx.service({ runner: gate.runner, clock, ownerId: 'own_a' });
+  const user = fx.service({ runner: gate.runner, clock, ownerId: 'own_user' });
+  await fx.admit(owner, 'ses_1', { prompt: 'hi', wake: false });
+  await owner.resume('ses_1');
+  await gate.started(1);
+  return { fx, gate, owner, user };
+}
+
 test('never lets runner settlement overwrite cancellation', async () => {
   for (const late of ['success', 'failure'] as const) {
-    const fx = fixture();
-    const gate = gatedRunner();
-    const clock = new ManualClock(0);
-    const owner = fx.service({ runner: gate.runner, clock, ownerId: 'own_a' });
-    const user = fx.service({ runner: gate.runner, clock, ownerId: 'own_user' });
-    await fx.admit(owner, 'ses_1', { prompt: 'hi', wake: false });
-    await owner.resume('ses_1');
-    await gate.started(1);
+    const { fx, gate, owner, user } = await runningWithAUser();
     const cancelled = await user.cancel('ses_1', 'user pressed stop'); // from another process: the owner is not told
     assert.is(cancelled.cancelled, true);
     if (late === 'success') gate.runs[0]!.release();
@@ -157,14 +163,7 @@ test('cancellation racing settlement: whichever commits first wins, the other ch
   const outcomes = new Set<string>();
   for (const cancelFirst of [true, false]) {
     for (let delay = 0; delay < 4; delay++) {
-      const fx = fixture();
-      const gate = gatedRunner();
-      const clock = new ManualClock(0);
-      const owner = fx.service({ runner: gate.runner, clock, ownerId: 'own_a' });
-      const user = fx.service({ runner: gate.runner, clock, ownerId: 'own_user' });
-      await fx.admit(owner, 'ses_1', { prompt: 'hi', wake: false });
-      await owner.resume('ses_1');
-      await gate.started(1);
+      const { fx, gate, owner, user } = await runningWithAUser();
       let cancelling;
       if (cancelFirst) {
         cancelling = user.cancel('ses_1');
