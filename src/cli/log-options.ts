@@ -9,6 +9,7 @@ import { migrate } from '../storage/migrate.ts';
 import { SqliteEventLog } from '../storage/sqlite-event-log.ts';
 import { JetStreamEventLog } from '../nats/jetstream-event-log.ts';
 import type { CliContext } from './context.ts';
+import type { QuarantineHandler } from '../events/quarantine.ts';
 import { addNatsOptions, describeNats, natsConnectionOptions, type NatsFlags } from './nats-options.ts';
 
 export interface LogOptions extends NatsFlags { db: string }
@@ -25,10 +26,10 @@ export interface OpenedLog {
   close(): Promise<void>;
 }
 
-export async function openLog(opts: LogOptions, ctx: CliContext, options: { readonly?: boolean } = {}): Promise<OpenedLog> {
+export async function openLog(opts: LogOptions, ctx: CliContext, options: { readonly?: boolean; onQuarantine?: QuarantineHandler } = {}): Promise<OpenedLog> {
   const nats = natsConnectionOptions(opts, ctx, 'sessiond-cli');
   if (nats) {
-    const log = await JetStreamEventLog.open({ connection: nats, ensureStream: !options.readonly });
+    const log = await JetStreamEventLog.open({ connection: nats, ensureStream: !options.readonly, ...(options.onQuarantine ? { onQuarantine: options.onQuarantine } : {}) });
     return { log, describe: `NATS ${describeNats(nats)} (stream ${log.stream})`, close: () => log.close() };
   }
   const db = openDatabase(opts.db);

@@ -14,6 +14,7 @@ import { registerCheck } from './commands/check.ts';
 import { registerExport } from './commands/export.ts';
 import { registerReplay } from './commands/replay.ts';
 import { registerChart } from './commands/chart.ts';
+import { registerSetup } from './commands/setup.ts';
 
 export function buildProgram(ctx = cliContext(process.env)): Command {
   const program = new Command('sessiond')
@@ -31,6 +32,7 @@ export function buildProgram(ctx = cliContext(process.env)): Command {
   registerExport(program, ctx);
   registerReplay(program, ctx);
   registerChart(program, ctx);
+  registerSetup(program, ctx);
   for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError(true);
   return program;
 }

@@ -20,10 +20,17 @@ export interface NatsFlags {
   natsPass?: string;
 }
 
+/** `sessiond start`'s flags for the command service's own connection. */
+export interface NatsCommandFlags {
+  natsCommandsUser?: string;
+  natsCommandsPass?: string;
+  replyInboxes?: string;
+}
+
 const FLAG_OF: Record<string, string> = { servers: '--nats', user: '--nats-user', pass: '--nats-pass' };
 
 /** Adds --nats, --nats-user and --nats-pass to a command; `role` names the nats.conf user to suggest. */
-export function addNatsOptions(command: Command, ctx: CliContext, role: 'worker' | 'client'): Command {
+export function addNatsOptions(command: Command, ctx: CliContext, role: 'worker' | 'client' | 'admin'): Command {
   return command
     .option('--nats <url>', `use NATS JetStream at this URL (e.g. nats://127.0.0.1:4222) instead of the SQLite log${ctx.defaultNats ? '' : '; default SESSIOND_NATS'}`, ctx.defaultNats)
     .option('--nats-user <user>', `NATS user (nats.conf: ${role}); default SESSIOND_NATS_USER`)
@@ -54,6 +61,37 @@ export function natsConnectionOptions(flags: NatsFlags, ctx: CliContext, name: s
     throw new UsageError(`${FLAG_OF[option] ?? '--nats'}: ${messageOf(err)}`);
   }
   return options;
+}
+
+/** Adds the command connection's flags to `sessiond start`. */
+export function addNatsCommandOptions(command: Command): Command {
+  return command
+    .option('--nats-commands-user <user>', 'NATS user that serves sessiond.cmd.* (nats.conf: commands); default SESSIOND_NATS_COMMANDS_USER')
+    .option('--nats-commands-pass <pass>', 'its password; default SESSIOND_NATS_COMMANDS_PASS')
+    .option('--reply-inboxes <prefixes>', 'comma-separated inbox prefixes command replies may go to (default _INBOX_client)');
+}
+
+/**
+ * The command service's connection, from the flags and environment: undefined when the worker runs
+ * with a NATS user but no commands user (it then serves no commands). A server without users gets a
+ * second connection without a user, replying to plain `_INBOX` inboxes.
+ */
+export function natsCommandConnection(flags: NatsCommandFlags, worker: NatsConnectionOptions, ctx: CliContext):
+  { connection: NatsConnectionOptions; replyPrefixes: string[] } | undefined {
+  const user = flags.natsCommandsUser ?? (ctx.env.SESSIOND_NATS_COMMANDS_USER || undefined);
+  const pass = flags.natsCommandsPass ?? (ctx.env.SESSIOND_NATS_COMMANDS_PASS || undefined);
+  if ((user === undefined) !== (pass === undefined)) {
+    throw new UsageError(user === undefined
+      ? '--nats-commands-pass needs --nats-commands-user (or SESSIOND_NATS_COMMANDS_USER): give both or neither.'
+      : `--nats-commands-user ${user} needs a password: pass --nats-commands-pass or set SESSIOND_NATS_COMMANDS_PASS.`);
+  }
+  if (user !== undefined && user === worker.user) {
+    throw new UsageError(`--nats-commands-user must not be the worker's user (${user}): command replies would go out with the right to write the log. Use the commands user of nats.conf.`);
+  }
+  const replyPrefixes = flags.replyInboxes?.split(',').map((p) => p.trim()).filter((p) => p.length > 0);
+  if (user === undefined && worker.user !== undefined) return undefined;
+  const connection: NatsConnectionOptions = { servers: worker.servers!, name: 'sessiond-commands', ...(user !== undefined ? { user, pass } : {}) };
+  return { connection, replyPrefixes: replyPrefixes ?? [user === undefined ? '_INBOX' : '_INBOX_client'] };
 }
 
 /** The URL(s) to show; never the password. */

@@ -16,14 +16,39 @@ import type { DraftEvent, SessionEvent } from './envelope.ts';
 /** Largest encoded payload accepted, in bytes. NATS' default max_payload is 1 MiB for the whole message. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 512 * 1024;
 
-const packr = new Packr({ useRecords: false, moreTypes: false, variableMapSize: true });
+// int64AsType 'auto': msgpack int64/uint64 read back as plain numbers while they are safe integers
+const packr = new Packr({ useRecords: false, moreTypes: false, variableMapSize: true, int64AsType: 'auto' as 'number' }); // 'auto' is missing from msgpackr's types
 
+/**
+ * msgpack bytes of `value`. Integers stay integers on the wire: msgpackr writes a JS number outside
+ * 32 bits (every `time`, `expiresAt`) as a float64, which Go's and Python's msgpack read as a float,
+ * so such integers are written as int64 (uint64 above its range). Old logs with float64 times still read.
+ */
 export function pack(value: unknown): Uint8Array {
-  return packr.pack(value);
+  return packr.pack(wideIntegers(value));
 }
 
 export function unpack(bytes: Uint8Array): unknown {
   return packr.unpack(bytes);
+}
+
+const INT32_MIN = -0x80000000;
+const UINT32_LIMIT = 0x100000000;
+
+/** `value` with every integer outside the 32-bit range as a BigInt (msgpackr packs those as int64). */
+function wideIntegers(value: unknown): unknown {
+  if (typeof value === 'number') {
+    return Number.isSafeInteger(value) && (value >= UINT32_LIMIT || value < INT32_MIN) ? BigInt(value) : value;
+  }
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(wideIntegers);
+  if (ArrayBuffer.isView(value) || value instanceof Date) return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) {
+    const v = (value as Record<string, unknown>)[key];
+    if (v !== undefined) out[key] = wideIntegers(v);
+  }
+  return out;
 }
 
 function fail(code: SessiondError['code'], message: string, details: Record<string, unknown> = {}, cause?: unknown): never {

@@ -2,9 +2,17 @@
  * The worker side of the command protocol (shapes in commands.ts): serves `sessiond.cmd.*` in the
  * queue group `COMMAND_QUEUE`, so with any number of workers exactly one answers each request.
  *
+ *   const nc = await connectNats({ servers, user: 'commands', pass });   // its own connection and user
  *   const service = startCommandService(nc, engine);   // engine: anything with admit/wake/cancel/status
  *   ...
  *   await service.close();                             // before closing the engine
+ *
+ * Replies go only into the requesters' inboxes. NATS does not check a request's reply subject, so a
+ * caller could name `$JS.API.STREAM.PURGE.SESSIOND_EVENTS` or `sessiond.events.<s>` as its reply and
+ * have the worker publish there with the worker's rights (a confused deputy). The service therefore
+ * refuses, without running it, any request whose reply subject is not under one of `replyPrefixes`
+ * (default `_INBOX_client`), and it is meant to run on a connection of its own whose user may publish
+ * nothing but those inboxes (the `commands` user in nats.conf), so the server refuses it too.
  *
  * Every request gets a reply. Bad input (malformed JSON, unknown fields, an invalid id, an oversize
  * prompt, a session with no events) is answered with `{ ok: false, error }` and never reaches the
@@ -13,7 +21,7 @@
  * those in flight to be answered.
  */
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import { isSessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { parseAdmitRequest, DEFAULT_MAX_PROMPT_BYTES, type AdmitReceipt, type AdmitRequest } from '../input/admit.ts';
 import type { CancelResult, ResumeResult } from '../execution/session-execution.ts';
@@ -40,10 +48,28 @@ export interface CommandServiceOptions {
   maxPromptBytes?: number;
   /** Unexpected failures (also answered as `internal`), and requests without a reply subject. */
   onError?: (err: unknown) => void;
+  /**
+   * Inbox prefixes replies may go to (default `[DEFAULT_REPLY_PREFIX]`): a reply subject must be
+   * `<prefix>.<token>...` with no wildcards. Add one per user you allow to send commands.
+   */
+  replyPrefixes?: readonly string[];
+  /** A request refused for its reply subject (default: `onError`). It was not run and got no reply. */
+  onRefusedReply?: (refused: RefusedReply) => void;
+}
+
+/** The inbox prefix of nats.conf's `client` user: where command replies go by default. */
+export const DEFAULT_REPLY_PREFIX = '_INBOX_client';
+
+export interface RefusedReply {
+  subject: string;
+  reply: string;
+  message: string;
 }
 
 export interface CommandServiceStats {
   requests: number;
+  /** Requests refused (not run, not answered) because their reply subject is outside `replyPrefixes`. */
+  refusedReplies: number;
   /** Requests answered `{ ok: false }`, by code. */
   failures: Partial<Record<CommandFailure, number>>;
 }
@@ -64,7 +90,9 @@ class Reject extends Error {
 export function startCommandService(nc: NatsConnection, target: CommandTarget, options: CommandServiceOptions = {}): CommandService {
   const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond: command service: ${messageOf(err)}\n`));
   const maxPromptBytes = options.maxPromptBytes ?? DEFAULT_MAX_PROMPT_BYTES;
-  const stats: CommandServiceStats = { requests: 0, failures: {} };
+  const stats: CommandServiceStats = { requests: 0, refusedReplies: 0, failures: {} };
+  const replyPrefixes = parseReplyPrefixes(options.replyPrefixes);
+  const onRefusedReply = options.onRefusedReply ?? ((r: RefusedReply) => onError(new Error(r.message)));
   const inFlight = new Set<Promise<void>>();
   let closing = false;
 
@@ -148,6 +176,14 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
         onError(new Error(`A message on ${msg.subject} has no reply subject: send commands as requests (nc.request), not publishes.`));
         return;
       }
+      if (!isAllowedReply(msg.reply, replyPrefixes)) {
+        stats.refusedReplies++;
+        onRefusedReply({
+          subject: msg.subject, reply: msg.reply,
+          message: `Refused a request on ${msg.subject}: its reply subject ${JSON.stringify(msg.reply.slice(0, 200))} is not an inbox under ${replyPrefixes.join(', ')}, so it was neither run nor answered. Commands must be sent with nc.request from a connection whose inbox prefix nats.conf allows (docs/protocol.md).`,
+        });
+        return;
+      }
       // requests delivered while draining are served too: the queue group gave them to us alone
       const p: Promise<void> = serve(msg).catch(onError).finally(() => inFlight.delete(p));
       inFlight.add(p);
@@ -163,6 +199,25 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
       while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
     },
   };
+}
+
+function parseReplyPrefixes(value: readonly string[] | undefined): string[] {
+  const prefixes = value === undefined ? [DEFAULT_REPLY_PREFIX] : [...value];
+  if (!Array.isArray(prefixes) || prefixes.length === 0 || !prefixes.every((p) => typeof p === 'string' && SUBJECT.test(p))) {
+    throw new SessiondError(ErrorCode.InvalidOption,
+      `Invalid command service option replyPrefixes ${JSON.stringify(value)}: give one or more inbox prefixes such as ["${DEFAULT_REPLY_PREFIX}"] (subject tokens, no wildcards).`,
+      { details: { option: 'replyPrefixes' } });
+  }
+  return prefixes;
+}
+
+/** Subject tokens without wildcards or whitespace. */
+const SUBJECT = /^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/;
+
+/** True when `reply` is `<prefix>.<tokens>` for one of `prefixes`, with no wildcard. */
+export function isAllowedReply(reply: string, prefixes: readonly string[]): boolean {
+  if (!SUBJECT.test(reply)) return false;
+  return prefixes.some((p) => reply.startsWith(`${p}.`));
 }
 
 /** A request body: JSON, an object, known fields only, sessionId present. */

@@ -30,6 +30,12 @@ export interface NatsConnectionOptions {
   name?: string;
   reconnectWaitMs?: number;
   timeoutMs?: number;
+  /**
+   * Subject prefix of this connection's reply inboxes (default `_INBOX_<user>`, or `_INBOX` without a
+   * user). nats.conf lets each user subscribe only to its own prefix, so no user can read another's
+   * replies or learn its consumer names (docs/protocol.md).
+   */
+  inboxPrefix?: string;
 }
 
 export interface ResolvedConnectionOptions {
@@ -39,9 +45,15 @@ export interface ResolvedConnectionOptions {
   name: string;
   reconnectWaitMs: number;
   timeoutMs: number;
+  inboxPrefix: string;
 }
 
-const KNOWN = ['servers', 'user', 'pass', 'name', 'reconnectWaitMs', 'timeoutMs'] as const;
+const KNOWN = ['servers', 'user', 'pass', 'name', 'reconnectWaitMs', 'timeoutMs', 'inboxPrefix'] as const;
+
+/** The inbox prefix nats.conf gives `user`: `_INBOX_<user>` (`_INBOX` for a connection without a user). */
+export function inboxPrefixOf(user: string | undefined): string {
+  return user === undefined ? '_INBOX' : `_INBOX_${user}`;
+}
 
 function bad(option: string, value: unknown, expected: string): never {
   const shown = option === 'pass' ? '(hidden)' : JSON.stringify(value);
@@ -77,6 +89,14 @@ function parseServers(value: unknown): string[] {
   return list as string[];
 }
 
+function parseInboxPrefix(value: unknown, user: string | undefined): string {
+  if (value === undefined) return inboxPrefixOf(user);
+  if (typeof value !== 'string' || !/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/.test(value)) {
+    bad('inboxPrefix', value, 'subject tokens without wildcards or spaces, such as _INBOX_client');
+  }
+  return value;
+}
+
 /** Checks connection options and fills in defaults. Unknown keys are refused (likely typos). */
 export function parseConnectionOptions(input: NatsConnectionOptions | undefined = {}): ResolvedConnectionOptions {
   if (input === null || typeof input !== 'object') bad('options', input, 'an object');
@@ -95,6 +115,7 @@ export function parseConnectionOptions(input: NatsConnectionOptions | undefined 
     name: optionalString('name', input.name) ?? DEFAULT_CONNECTION_NAME,
     reconnectWaitMs: positiveIntOption('NATS connection option reconnectWaitMs', input.reconnectWaitMs, DEFAULT_RECONNECT_WAIT_MS),
     timeoutMs: positiveIntOption('NATS connection option timeoutMs', input.timeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
+    inboxPrefix: parseInboxPrefix(input.inboxPrefix, user),
   };
 }
 
@@ -109,6 +130,7 @@ export async function connectNats(options: NatsConnectionOptions = {}): Promise<
       maxReconnectAttempts: RECONNECT_FOREVER,
       reconnectTimeWait: o.reconnectWaitMs,
       timeout: o.timeoutMs,
+      inboxPrefix: o.inboxPrefix,
       // no async stack capture per request: building those error objects was ~30% of append CPU
       // in the benchmarks; errors still carry their message and code
       noAsyncTraces: true,

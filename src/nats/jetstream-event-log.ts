@@ -28,6 +28,10 @@
  * Reads and subscriptions use ordered consumers (the client recreates them after a reconnect at the
  * next stream sequence); a read stops on the message whose `pending` count is 0, or right away when
  * the consumer starts with nothing pending. Subscriptions also ignore positions they already handled.
+ *
+ * Quarantine. A stored message that is not a valid batch (only a misbehaving writer can put one
+ * there) is skipped by every read and subscription, reported once through `onQuarantine` and
+ * counted; a session whose last message is such a one goes on from its last valid batch.
  */
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck, type Consumer, type ConsumerMessages } from '@nats-io/jetstream';
 import { millis, type NatsConnection } from '@nats-io/transport-node';
@@ -48,6 +52,7 @@ import {
   decodeBatch, encodeBatch, ensureEventStream, isJsTransient, isStreamNotFound, isWrongLastSequence, prepareBatch, DEFAULT_DUPLICATE_WINDOW_MS,
 } from './stream.ts';
 import { STREAM_NAME, subjects } from './subjects.ts';
+import { describeQuarantine, type QuarantineHandler, type QuarantinedMessage } from '../events/quarantine.ts';
 
 /** Wait for one PubAck before retrying the publish. */
 export const DEFAULT_PUBLISH_TIMEOUT_MS = 5_000;
@@ -60,6 +65,8 @@ export const DEFAULT_READ_BATCH = 256;
 /** Room left for headers under the server's max_payload. */
 const HEADER_ROOM_BYTES = 1024;
 const BACKOFF_MS = [50, 100, 200, 500, 1000, 2000];
+/** Quarantined positions remembered to report each once. */
+const QUARANTINE_MEMORY = 10_000;
 
 export interface JetStreamEventLogOptions {
   /** An open connection (left open by `close()`) or options to open one (closed by `close()`). */
@@ -75,6 +82,11 @@ export interface JetStreamEventLogOptions {
   publishRetryMs?: number;
   tailCacheSize?: number;
   clock?: Clock;
+  /**
+   * A stored message that is not a valid event batch was skipped (default: one line on stderr per
+   * message). Reads, catch-ups and subscriptions go on past it; see events/quarantine.ts.
+   */
+  onQuarantine?: QuarantineHandler;
 }
 
 /** Counters, for tests and benchmarks. */
@@ -85,6 +97,8 @@ export interface JetStreamEventLogStats {
   duplicateAcks: number;
   wrongLastSequence: number;
   retriesRecognised: number;
+  /** Stored messages skipped because they are not valid event batches (counted once per position). */
+  quarantined: number;
 }
 
 /** A session's last message: its stream sequence, last event seq and event ids. */
@@ -95,7 +109,9 @@ class HandlerError extends Error {}
 
 export class JetStreamEventLog implements EventLog {
   readonly name: string;
-  readonly stats: JetStreamEventLogStats = { published: 0, retries: 0, duplicateAcks: 0, wrongLastSequence: 0, retriesRecognised: 0 };
+  readonly stats: JetStreamEventLogStats = { published: 0, retries: 0, duplicateAcks: 0, wrongLastSequence: 0, retriesRecognised: 0, quarantined: 0 };
+  /** Positions already quarantined (each is reported once). */
+  private readonly quarantinedAt = new Set<number>();
   private readonly tails = new Map<string, Tail>();
   private readonly subscriptions = new Set<Subscription>();
   private readonly watch: ConnectionWatch;
@@ -107,7 +123,7 @@ export class JetStreamEventLog implements EventLog {
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
     readonly stream: string,
-    private readonly o: Required<Pick<JetStreamEventLogOptions, 'maxPayloadBytes' | 'publishTimeoutMs' | 'publishRetryMs' | 'tailCacheSize' | 'clock'>>,
+    private readonly o: Required<Pick<JetStreamEventLogOptions, 'maxPayloadBytes' | 'publishTimeoutMs' | 'publishRetryMs' | 'tailCacheSize' | 'clock' | 'onQuarantine'>>,
   ) {
     this.name = `nats:${stream}`;
     this.watch = new ConnectionWatch(nc);
@@ -125,6 +141,7 @@ export class JetStreamEventLog implements EventLog {
         publishRetryMs: opt('publishRetryMs', DEFAULT_PUBLISH_RETRY_MS),
         tailCacheSize: opt('tailCacheSize', DEFAULT_TAIL_CACHE_SIZE),
         clock: options.clock ?? systemClock,
+        onQuarantine: options.onQuarantine ?? ((q: QuarantinedMessage) => process.stderr.write(`sessiond: ${describeQuarantine(q)}\n`)),
       };
       const jsm = await jetstreamManager(nc);
       const info = options.ensureStream ?? true
@@ -244,6 +261,27 @@ export class JetStreamEventLog implements EventLog {
     }
   }
 
+  /**
+   * The events of one stored message, or none when it is not a valid batch: then it is quarantined
+   * (reported once per position, counted) and the caller goes on past it.
+   */
+  private decode(data: Uint8Array, position: number, subject: string): SessionEvent[] {
+    try {
+      return decodeBatch(data, position, subject);
+    } catch (err) {
+      if (!(err instanceof SessiondError)) throw err;
+      if (!this.quarantinedAt.has(position)) {
+        if (this.quarantinedAt.size >= QUARANTINE_MEMORY) this.quarantinedAt.delete(this.quarantinedAt.values().next().value!);
+        this.quarantinedAt.add(position);
+        this.stats.quarantined++;
+        this.o.onQuarantine({
+          position, subject, sessionId: subjects.sessionOfEventsSubject(subject), code: err.code, message: err.message, size: data.byteLength,
+        });
+      }
+      return [];
+    }
+  }
+
   /** expectedSeq is stale: the exact same batch already committed is a retry; anything else conflicts. */
   private resolveStale(sessionId: string, expectedSeq: number, drafts: DraftEvent[], tail: LoadedTail, cause?: unknown): SessionEvent[] {
     const stored = tail.events;
@@ -260,7 +298,7 @@ export class JetStreamEventLog implements EventLog {
   private async resolveDuplicate(sessionId: string, expectedSeq: number, drafts: DraftEvent[], streamSeq: number): Promise<SessionEvent[]> {
     this.stats.duplicateAcks++;
     const stored = await this.request(() => this.jsm.streams.getMessage(this.stream, { seq: streamSeq }));
-    const events = stored ? decodeBatch(stored.data, stored.seq, stored.subject) : [];
+    const events = stored ? this.decode(stored.data, stored.seq, stored.subject) : [];
     if (events[0]?.sessionId === sessionId && events[0].seq === expectedSeq + 1 && sameIds(events, drafts)) {
       this.stats.retriesRecognised++;
       return events;
@@ -272,10 +310,20 @@ export class JetStreamEventLog implements EventLog {
   private async loadTail(sessionId: string): Promise<LoadedTail> {
     const subject = subjects.events(sessionId);
     const sm = await this.request(() => this.jsm.streams.getMessage(this.stream, { last_by_subj: subject }));
-    const events = sm ? decodeBatch(sm.data, sm.seq, sm.subject) : [];
+    let events = sm ? this.decode(sm.data, sm.seq, sm.subject) : [];
+    // a quarantined last message: the session goes on from its last valid batch, and the next append
+    // still expects the subject's real last stream sequence
+    if (sm && events.length === 0) events = await this.lastValidBatch(subject);
     const tail = { streamSeq: sm?.seq ?? 0, lastSeq: events[events.length - 1]?.seq ?? 0, ids: events.map((e) => e.id) };
     this.remember(sessionId, tail);
     return { ...tail, events };
+  }
+
+  /** The session's last valid batch, found by reading its whole subject (after a quarantined tail). */
+  private async lastValidBatch(subject: string): Promise<SessionEvent[]> {
+    let last: SessionEvent[] = [];
+    await this.scan(1, subject, (events) => { if (events.length > 0) last = events; return true; });
+    return last;
   }
 
   private remember(sessionId: string, tail: Tail): void {
@@ -321,7 +369,9 @@ export class JetStreamEventLog implements EventLog {
       if (!isPermissionError((err as Error).cause)) throw err;
       // users that may only use consumers (client, observer in nats.conf): read the last message with one
       let last = 0;
-      await this.scan('last', subjects.events(sessionId), (events) => { last = events[events.length - 1]!.seq; return true; });
+      const subject = subjects.events(sessionId);
+      await this.scan('last', subject, (events) => { last = events[events.length - 1]?.seq ?? -1; return true; });
+      if (last === -1) last = (await this.lastValidBatch(subject)).at(-1)?.seq ?? 0; // the last message is quarantined
       return last;
     }
   }
@@ -366,7 +416,7 @@ export class JetStreamEventLog implements EventLog {
         void waiter.promise.then(() => { reconnected = true; return current.close(); }).catch(() => undefined);
         for await (const m of messages) {
           from = m.seq + 1;
-          if (!visit(decodeBatch(m.data, m.seq, m.subject)) || m.info.pending === 0) return;
+          if (!visit(this.decode(m.data, m.seq, m.subject)) || m.info.pending === 0) return;
         }
         if (reconnected && !this.closed && !this.nc.isClosed()) continue;
         throw this.closed || this.nc.isClosed() ? logClosedError(this.name)
@@ -405,18 +455,19 @@ export class JetStreamEventLog implements EventLog {
           for await (const m of messages) {
             if (stopped) break;
             if (m.seq <= position) continue; // already delivered before a reset
-            const events = decodeBatch(m.data, m.seq, m.subject);
-            try {
-              await options.onBatch(events);
-            } catch (err) {
-              throw new HandlerError('handler failed', { cause: err });
+            const events = this.decode(m.data, m.seq, m.subject);
+            if (events.length > 0) {
+              try {
+                await options.onBatch(events);
+              } catch (err) {
+                throw new HandlerError('handler failed', { cause: err });
+              }
             }
             position = m.seq;
             failures = 0;
           }
         } catch (err) {
           if (err instanceof HandlerError) throw err.cause;
-          if (err instanceof SessiondError) throw err; // an undecodable batch: never skip it silently
         } finally {
           await messages?.close();
           consumer?.delete().catch(() => undefined);

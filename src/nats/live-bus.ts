@@ -4,27 +4,26 @@
  * log to catch up: `SessiondClient.replay`).
  *
  * - `NatsLiveBus` is the worker's `LiveBus`: live-only events (text deltas) go out as the runner
- *   produces them. Publishing never throws into the runner: a closed connection drops the event.
- * - `publishCommitted` follows the durable log (from its head, or a given position) and republishes
- *   every committed event on its live subject, so one wildcard subscription shows a whole session.
+ *   produces them, and committed events as their writer commits them (`publishCommits` in
+ *   events/publishing-log.ts), so one wildcard subscription shows a whole session. Publishing never
+ *   throws into the runner: a closed connection drops the event.
  *
  * Wire format: one msgpack plain map per message (`encodeLiveEvent`), the LiveEvent fields plus the
  * schema version (and the log position for committed events):
  *   { id, type, version, sessionId, time, payload, seq?, position? }
  * `decodeLiveEvent` checks it fully (envelope, payload schema, and that the subject matches).
  *
- * Ordering: one publisher's messages arrive in order. Deltas are published by the runner directly,
- * committed events once the log delivers them, so a delta can arrive before the `step.started` of
- * its message (match them by `messageId`). Every worker that runs `publishCommitted` publishes every
- * committed event, so with N such workers a committed event arrives N times (same id and seq;
- * `SessiondClient.subscribe` drops the repeats).
+ * Ordering and gaps: one publisher's messages arrive in order. Each committed event is published
+ * once, by the process that wrote it, right after the log acknowledged it; a session written by two
+ * processes (an admission on one worker, the turn on another) can show its events out of order, and
+ * core NATS drops messages for slow or disconnected subscribers. So a subscriber tracks each
+ * session's last `seq` and, on a jump, reads the missing events from the stream (the client does).
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { catalog, isEventType } from '../events/catalog.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, pack, parsePayload, unpack } from '../events/codec.ts';
-import type { EventLog, Subscription } from '../events/event-log.ts';
 import type { LiveBus, LiveEvent } from '../events/live-bus.ts';
 import { subjects } from './subjects.ts';
 
@@ -125,40 +124,4 @@ export class NatsLiveBus implements LiveBus {
       this.onError(err);
     }
   }
-}
-
-export interface CommittedRepublisherOptions {
-  /** Republish commits after this log position (default: the log's head when starting, i.e. only new commits). */
-  after?: number;
-  /** The subscription failed (an undecodable batch, the log closed) or a publish failed. */
-  onError?: (err: unknown) => void;
-}
-
-export interface CommittedRepublisher {
-  /** Log position of the last batch republished. */
-  readonly position: number;
-  readonly stats: NatsLiveBusStats;
-  close(): Promise<void>;
-}
-
-/**
- * Follows `log` and republishes each committed event on `sessiond.live.<session>.<type>` with its
- * `seq` and `position`. Resolves once the subscription is set up. Close it before the log.
- */
-export async function publishCommitted(log: EventLog, nc: NatsConnection, options: CommittedRepublisherOptions = {}): Promise<CommittedRepublisher> {
-  const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond: republishing committed events stopped: ${messageOf(err)}\n`));
-  const bus = new NatsLiveBus(nc, { onError });
-  const after = options.after ?? await log.head();
-  const subscription: Subscription = log.subscribe({
-    after,
-    onBatch: (events) => {
-      for (const e of events) bus.publish(e);
-    },
-    onError,
-  });
-  return {
-    get position() { return subscription.position; },
-    stats: bus.stats,
-    close: () => subscription.close(),
-  };
 }

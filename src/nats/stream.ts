@@ -13,7 +13,9 @@
  *   `Nats-Msg-Id` it has seen within the window. The log retries a publish that timed out with the
  *   same id for less than this (see `DEFAULT_PUBLISH_RETRY_MS`), so a retried append is never written
  *   twice; after the window the log falls back to comparing the session's last stored batch.
- * - deny delete: committed events are immutable; deleting single messages would break sequences.
+ * - deny delete and deny purge: committed events are immutable; deleting or purging messages would
+ *   break sequences. nats.conf also keeps the worker user away from the purge, delete and update
+ *   APIs; only an operator (the admin user) may reconfigure the stream (`sessiond setup`).
  * - replicas: 1 on a single server, 3 in a cluster (R3 tolerates one server down).
  *
  * Messages: one per append, a msgpack array of plain-map event frames (`encodeBatch`/`decodeBatch`),
@@ -31,6 +33,7 @@ import { isDurable, isEventType } from '../events/catalog.ts';
 import { pack, parseDraft, parsePayload, unpack } from '../events/codec.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import { STREAM_NAME, subjects } from './subjects.ts';
+import { isPermissionError } from './connection.ts';
 
 export const DEFAULT_DUPLICATE_WINDOW_MS = 2 * 60_000;
 export const DEFAULT_REPLICAS = 1;
@@ -101,7 +104,7 @@ export function eventStreamConfig(options: EventStreamOptions = {}): StreamConfi
     duplicate_window: nanos(windowMs),
     num_replicas: replicas,
     deny_delete: true,
-    deny_purge: false,
+    deny_purge: true,
     allow_rollup_hdrs: false,
   } as StreamConfig;
 }
@@ -139,7 +142,8 @@ export async function ensureEventStream(jsm: JetStreamManager, options: EventStr
     || millis(have.duplicate_window) !== millis(want.duplicate_window)
     || have.num_replicas !== want.num_replicas
     || have.discard !== want.discard
-    || have.deny_delete !== want.deny_delete;
+    || have.deny_delete !== want.deny_delete
+    || have.deny_purge !== want.deny_purge;
   if (!differs) return info;
   const update = {
     ...have,
@@ -148,12 +152,30 @@ export async function ensureEventStream(jsm: JetStreamManager, options: EventStr
     num_replicas: want.num_replicas,
     discard: want.discard,
     deny_delete: want.deny_delete,
+    deny_purge: want.deny_purge,
   };
   try {
     return await jsm.streams.update(want.name, update);
   } catch (err) {
+    if (isPermissionError(err)) {
+      const changes = describeChanges(have, want, missingSubject);
+      throw new SessiondError(ErrorCode.InvalidOption,
+        `Stream ${want.name} needs an update (${changes}) that this NATS user may not make: workers may not reconfigure the stream. Run \`sessiond setup --nats <url> --nats-user admin\` once as a user allowed to manage streams (the admin user in nats.conf), then start the worker again.`,
+        { cause: err, details: { stream: want.name, changes } });
+    }
     throw streamError(want.name, 'update', err);
   }
+}
+
+function describeChanges(have: StreamConfig, want: StreamConfig, missingSubject: boolean): string {
+  const changes: string[] = [];
+  if (missingSubject) changes.push(`add subject ${subjects.allEvents}`);
+  if (millis(have.duplicate_window) !== millis(want.duplicate_window)) changes.push(`duplicate window ${millis(have.duplicate_window)} -> ${millis(want.duplicate_window)} ms`);
+  if (have.num_replicas !== want.num_replicas) changes.push(`replicas ${have.num_replicas} -> ${want.num_replicas}`);
+  if (have.discard !== want.discard) changes.push(`discard ${have.discard} -> ${want.discard}`);
+  if (have.deny_delete !== want.deny_delete) changes.push(`deny_delete ${have.deny_delete} -> ${want.deny_delete}`);
+  if (have.deny_purge !== want.deny_purge) changes.push(`deny_purge ${have.deny_purge} -> ${want.deny_purge}`);
+  return changes.join(', ');
 }
 
 function streamError(name: string, action: string, err: unknown, replicas = isJsError(err, JsErrorCode.StreamReplicasNotSupported)): SessiondError {

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { auditLog } from '../../audit/audit-log.ts';
 import type { CliContext } from '../context.ts';
+import { describeQuarantine, type QuarantinedMessage } from '../../events/quarantine.ts';
 import { addLogOptions, openLog, type LogOptions } from '../log-options.ts';
 
 export function registerCheck(program: Command, ctx: CliContext): void {
@@ -8,13 +9,19 @@ export function registerCheck(program: Command, ctx: CliContext): void {
     .command('check')
     .description('audit a log against the invariants; exits 1 when any is violated'), ctx)
     .action(async (opts: LogOptions) => {
-      const opened = await openLog(opts, ctx, { readonly: true });
+      const quarantined: QuarantinedMessage[] = [];
+      const opened = await openLog(opts, ctx, { readonly: true, onQuarantine: (q) => quarantined.push(q) });
       try {
         const events = await opened.log.readAll();
         const sessions = new Set(events.map((e) => e.sessionId)).size;
         const violations = auditLog(events);
+        for (const q of quarantined) ctx.out(`QUARANTINED ${describeQuarantine(q)}`);
+        if (quarantined.length > 0) {
+          ctx.out(`${quarantined.length} stored message${quarantined.length === 1 ? ' is' : 's are'} not valid sessiond event batches and ${quarantined.length === 1 ? 'was' : 'were'} skipped (written by something other than a sessiond worker); the events around ${quarantined.length === 1 ? 'it' : 'them'} were checked`);
+          process.exitCode = 1;
+        }
         if (violations.length === 0) {
-          ctx.out(`${opened.describe}: ${events.length} events in ${sessions} sessions, no violations (no two live owners, each input promoted at most once, cancellations final, no writes after expiry, each execution recovered at most once)`);
+          ctx.out(`${opened.describe}: ${events.length} events in ${sessions} sessions, ${quarantined.length > 0 ? 'otherwise ' : ''}no violations (no two live owners, each input promoted at most once, cancellations final, no writes after expiry, each execution recovered at most once)`);
           return;
         }
         for (const v of violations) ctx.out(`VIOLATION ${v.rule} at seq ${v.seqs.join(', ')}: ${v.message}`);

@@ -2,9 +2,10 @@
  * `sessiond start`: runs a worker until SIGINT/SIGTERM. Embedded (default): the SQLite file holds the
  * log. With `--nats <url>`: the log is the JetStream stream, the SQLite file only holds the local
  * projection, live events go on `sessiond.live.<session>.<type>` (deltas as they stream, committed
- * events republished from the log), and the worker answers `sessiond.cmd.*` in the workers' queue
- * group. Stopping closes, in order: the command service, the republisher, the worker, the engine,
- * the log, the connection; turns in progress are handed back.
+ * events as this worker commits them), and, given a commands user, the worker answers `sessiond.cmd.*`
+ * in the workers' queue group on a second connection that may publish only into client inboxes.
+ * Stopping closes, in order: the command service, the worker (turns in progress are handed back,
+ * and those events go out live too), the engine, the log, the connections.
  */
 import type { Command } from 'commander';
 import { openEngine, type Engine } from '../../engine.ts';
@@ -15,17 +16,24 @@ import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, type Notice } from '../../execu
 import type { SessionEvent } from '../../events/envelope.ts';
 import type { Runner } from '../../runner/types.ts';
 import { messageOf } from '../../errors.ts';
+import { systemClock } from '../../clock.ts';
 import { connectNats, type NatsConnectionOptions } from '../../nats/connection.ts';
 import { JetStreamEventLog } from '../../nats/jetstream-event-log.ts';
-import { NatsLiveBus, publishCommitted } from '../../nats/live-bus.ts';
+import { NatsLiveBus } from '../../nats/live-bus.ts';
+import { publishCommits } from '../../events/publishing-log.ts';
+import { describeQuarantine, type QuarantinedMessage } from '../../events/quarantine.ts';
+import { recordQuarantine } from '../../storage/quarantine-store.ts';
 import { startCommandService } from '../../nats/command-service.ts';
 import { COMMAND_QUEUE, LIVE_PREFIX, commandVerbs, subjects } from '../../nats/subjects.ts';
 import type { CliContext } from '../context.ts';
 import { nonNegativeInt, positiveInt } from '../options.ts';
-import { addNatsOptions, describeNats, natsConnectionOptions, type NatsFlags } from '../nats-options.ts';
+import { UsageError } from '../exit.ts';
+import {
+  addNatsCommandOptions, addNatsOptions, describeNats, natsCommandConnection, natsConnectionOptions, type NatsCommandFlags, type NatsFlags,
+} from '../nats-options.ts';
 import { INSPECT_OPTION, inspectPort, serveInspector } from '../../inspector/cli.ts';
 
-interface StartOptions extends NatsFlags { db: string; runner: string; leaseMs: number; heartbeatMs: number; echoDelayMs: number; sweepMs: number; inspect?: number }
+interface StartOptions extends NatsFlags, NatsCommandFlags { db: string; runner: string; leaseMs: number; heartbeatMs: number; echoDelayMs: number; sweepMs: number; inspect?: number }
 
 export function registerStart(program: Command, ctx: CliContext): void {
   const command = program
@@ -38,8 +46,11 @@ export function registerStart(program: Command, ctx: CliContext): void {
     .option('--echo-delay-ms <n>', 'pause per step of the echo runner, in ms', nonNegativeInt('--echo-delay-ms'), 0)
     .option('--sweep-ms <n>', 'recovery sweep interval in ms', positiveInt('--sweep-ms'), DEFAULT_SWEEP_INTERVAL_MS)
     .option(INSPECT_OPTION[0], INSPECT_OPTION[1], inspectPort);
-  addNatsOptions(command, ctx, 'worker').action(async (opts: StartOptions) => {
+  addNatsCommandOptions(addNatsOptions(command, ctx, 'worker')).action(async (opts: StartOptions) => {
     const nats = natsConnectionOptions(opts, ctx, 'sessiond-worker');
+    if (!nats && (opts.natsCommandsUser !== undefined || opts.natsCommandsPass !== undefined || opts.replyInboxes !== undefined)) {
+      throw new UsageError('--nats-commands-user, --nats-commands-pass and --reply-inboxes only apply with --nats <url> (or SESSIOND_NATS).');
+    }
     const runner = await loadRunner(opts.runner, { delayMs: opts.echoDelayMs });
     if (nats) await startOnNats(opts, runner, nats, ctx);
     else await startEmbedded(opts, runner, ctx);
@@ -62,6 +73,7 @@ async function startEmbedded(opts: StartOptions, runner: Runner, ctx: CliContext
 }
 
 async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnectionOptions, ctx: CliContext): Promise<void> {
+  const commandConnection = natsCommandConnection(opts, nats, ctx);
   const where = describeNats(nats);
   ctx.out(`connecting to NATS at ${where}...`);
   const nc = await connectNats(nats);
@@ -70,26 +82,41 @@ async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnect
   let engine: Engine | undefined;
   let worker: Worker | undefined;
   try {
-    const log = await JetStreamEventLog.open({ connection: nc });
+    // a stored message that is not a valid batch is skipped, said once, and recorded in the database
+    let record: (q: QuarantinedMessage) => void = () => undefined;
+    const log = await JetStreamEventLog.open({
+      connection: nc,
+      onQuarantine: (q) => { ctx.err(`sessiond: ${describeQuarantine(q)}`); record(q); },
+    });
     opened.push({ what: 'the event log', close: () => log.close() });
+    const bus = new NatsLiveBus(nc);
     engine = await openEngine({
-      file: opts.db, log, runner, bus: new NatsLiveBus(nc), leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs,
+      // every batch this worker commits goes out on its live subjects once, as it is acknowledged
+      file: opts.db, log: publishCommits(log, bus), runner, bus, leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs,
       onNotice: (n) => ctx.out(describeNotice(n)),
     });
     const openedEngine = engine;
     opened.push({ what: 'the engine', close: () => openedEngine.close() });
+    record = (q) => recordQuarantine(openedEngine.db, q, systemClock.now());
     worker = startWorker(engine.execution, workerOptions(engine, opts, ctx));
     const openedWorker = worker;
     opened.push({ what: 'the worker', close: () => openedWorker.stop() });
-    const republisher = await publishCommitted(log, nc, { onError: (err) => ctx.err(`sessiond: republishing committed events: ${messageOf(err)}`) });
-    opened.push({ what: 'the committed-event republisher', close: () => republisher.close() });
-    const commands = startCommandService(nc, engine, { onError: (err) => ctx.err(`sessiond: command service: ${messageOf(err)}`) });
-    opened.push({ what: 'the command service', close: () => commands.close() });
+    let serving = `  not serving commands: no commands user (give --nats-commands-user and SESSIOND_NATS_COMMANDS_PASS, the commands user of nats.conf)`;
+    if (commandConnection) {
+      const cnc = await connectNats(commandConnection.connection);
+      opened.push({ what: 'the command connection', close: () => cnc.drain().catch(() => cnc.close()) });
+      const commands = startCommandService(cnc, engine, {
+        replyPrefixes: commandConnection.replyPrefixes,
+        onError: (err) => ctx.err(`sessiond: command service: ${messageOf(err)}`),
+      });
+      opened.push({ what: 'the command service', close: () => commands.close() });
+      serving = `  serving commands ${commandVerbs.map((v) => subjects.command(v)).join(', ')} in queue group ${COMMAND_QUEUE}${commandConnection.connection.user ? ` as user ${commandConnection.connection.user}` : ''}, replying only to ${commandConnection.replyPrefixes.map((p) => `${p}.>`).join(', ')}`;
+    }
 
     ctx.out(`sessiond worker ${engine.ownerId} is running on NATS ${where} (stream ${log.stream}) with the ${opts.runner} runner`);
     ctx.out(`  local projection: ${opts.db}`);
-    ctx.out(`  live events on ${LIVE_PREFIX}.<session>.<type> (text deltas, and every event committed after log position ${republisher.position})`);
-    ctx.out(`  serving commands ${commandVerbs.map((v) => subjects.command(v)).join(', ')} in queue group ${COMMAND_QUEUE}`);
+    ctx.out(`  live events on ${LIVE_PREFIX}.<session>.<type> (text deltas, and every event this worker commits)`);
+    ctx.out(serving);
     ctx.out(`  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s. Stop it with Ctrl-C.`);
     ctx.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" --nats ${Array.isArray(nats.servers) ? nats.servers.join(',') : nats.servers} --nats-user client --nats-pass <secret>`);
     const inspector = await serveInspector(log, opts.inspect, ctx);

@@ -2,7 +2,8 @@ import type { Migration } from '../migrate.ts';
 import { migration001 } from './001_event_log.ts';
 import { migration002 } from './002_inputs_recovery.ts';
 import { migration003 } from './003_session_scoped_ids.ts';
+import { migration004 } from './004_quarantine.ts';
 
 /** Every migration this build knows, in order. Append only: never edit a shipped migration. */
-export const migrations: readonly Migration[] = [migration001, migration002, migration003];
+export const migrations: readonly Migration[] = [migration001, migration002, migration003, migration004];
 export const LATEST_SCHEMA_VERSION = migrations.length;
