@@ -13,9 +13,11 @@
  * when none is given, so an admit retried after a timeout with the same id is never admitted twice.
  *
  * Live messages are decoded and schema-checked; one that fails is handed to `onInvalid` with its
- * subject (and seq when readable) and skipped. Committed events repeated by several republishing
- * workers (same session and seq) are delivered once. Replay reads the stream with ordered consumers,
- * which nats.conf allows the client and observer users.
+ * subject (and seq when readable) and skipped. A committed event seen twice (same session and seq)
+ * is delivered once, and a jump in a session's seq is filled from the stream before the event that
+ * revealed it (`backfill`), so a subscriber sees each session's committed events whole and in order
+ * from the first one it got. Replay reads the stream with ordered consumers, which nats.conf allows
+ * the client and observer users; their inboxes are `_INBOX_<user>` (connectNats sets the prefix).
  */
 import { errors as natsErrors, type Msg, type NatsConnection, type Subscription as NatsSubscription } from '@nats-io/transport-node';
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
@@ -68,9 +70,19 @@ export interface LiveSubscribeOptions {
   onError?: (err: unknown) => void;
   /** Drop committed events already delivered (same session, seq not above the last one); default true. */
   dedupe?: boolean;
+  /**
+   * Fill gaps from the durable stream (default true when the filter takes every event type): when a
+   * session's committed event arrives with a seq past the last one delivered + 1, the events in
+   * between are read from the stream and delivered first, in order. Live subjects are core NATS:
+   * a message can be lost (a slow subscriber, a writer that died right after its commit) or come out
+   * of order (two processes writing one session); this makes the sequence whole again.
+   */
+  backfill?: boolean;
+  /** With `filter.sessionId`: events up to this seq count as delivered, so the first live event backfills everything after it. */
+  afterSeq?: number;
 }
 
-export interface LiveSubscriptionStats { delivered: number; invalid: number; duplicates: number }
+export interface LiveSubscriptionStats { delivered: number; invalid: number; duplicates: number; backfilled: number }
 
 export interface LiveSubscription {
   /** The NATS subject subscribed to, e.g. `sessiond.live.ses_1.>`. */
@@ -197,8 +209,38 @@ export class SessiondClient {
     const onInvalid = options.onInvalid ?? ((i: InvalidLiveMessage) => process.stderr.write(`sessiond: skipped a live message on ${i.subject}: ${i.error.message}\n`));
     const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond: live subscription on ${subject}: ${messageOf(err)}\n`));
     const dedupe = options.dedupe ?? true;
+    const backfill = dedupe && (options.backfill ?? filter.type === undefined);
+    if (backfill && filter.type !== undefined) {
+      throw new SessiondError(ErrorCode.InvalidOption, `backfill needs every event type (a type filter makes seqs jump by design): leave out filter.type ${JSON.stringify(filter.type)}, or set backfill: false.`);
+    }
     const lastSeq = new Map<string, number>();
-    const stats: LiveSubscriptionStats = { delivered: 0, invalid: 0, duplicates: 0 };
+    if (options.afterSeq !== undefined) {
+      if (filter.sessionId === undefined || !Number.isInteger(options.afterSeq) || options.afterSeq < 0) {
+        throw new SessiondError(ErrorCode.InvalidOption, `afterSeq (${String(options.afterSeq)}) needs filter.sessionId and a whole number >= 0.`);
+      }
+      lastSeq.set(filter.sessionId, options.afterSeq);
+    }
+    const stats: LiveSubscriptionStats = { delivered: 0, invalid: 0, duplicates: 0, backfilled: 0 };
+    const deliver = async (event: LiveMessage) => {
+      stats.delivered++;
+      try {
+        await handler(event);
+      } catch (err) {
+        safely(() => onError(err), () => undefined);
+      }
+    };
+    /** The committed events of `sessionId` with last < seq < before, read from the stream. */
+    const missing = async (sessionId: string, last: number, before: number): Promise<LiveMessage[]> => {
+      try {
+        const events = await this.replay({ sessionId, afterSeq: last });
+        return events.filter((e) => e.seq < before) as LiveMessage[];
+      } catch (err) {
+        safely(() => onError(new SessiondError(ErrorCode.LogClosed,
+          `Live events ${last + 1}..${before - 1} of session ${sessionId} were missed and could not be read from the stream (${messageOf(err)}); read them with replay({ sessionId, afterSeq: ${last} }).`,
+          { cause: err, details: { sessionId, afterSeq: last, beforeSeq: before } })), () => undefined);
+        return [];
+      }
+    };
     const sub: NatsSubscription = this.nc.subscribe(subject);
     let registered = false;
     const refused = (err: Error) => new SessiondError(ErrorCode.InvalidOption,
@@ -217,18 +259,20 @@ export class SessiondClient {
           continue;
         }
         if (dedupe && event.seq !== undefined) {
-          const last = lastSeq.get(event.sessionId) ?? 0;
+          const known = lastSeq.get(event.sessionId);
+          const last = known ?? 0;
           if (event.seq <= last) { stats.duplicates++; continue; }
+          if (backfill && known !== undefined && event.seq > last + 1) {
+            for (const e of await missing(event.sessionId, last, event.seq)) {
+              stats.backfilled++;
+              await deliver(e);
+            }
+          }
           lastSeq.delete(event.sessionId);
           lastSeq.set(event.sessionId, event.seq);
           if (lastSeq.size > DEFAULT_DEDUPE_SESSIONS) lastSeq.delete(lastSeq.keys().next().value!);
         }
-        stats.delivered++;
-        try {
-          await handler(event);
-        } catch (err) {
-          safely(() => onError(err), () => undefined);
-        }
+        await deliver(event);
       }
       const ended = await sub.closed;
       // refused at once: subscribe() rejects instead (see below)

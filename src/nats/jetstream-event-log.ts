@@ -65,6 +65,8 @@ export const DEFAULT_READ_BATCH = 256;
 /** Room left for headers under the server's max_payload. */
 const HEADER_ROOM_BYTES = 1024;
 const BACKOFF_MS = [50, 100, 200, 500, 1000, 2000];
+/** Consumer notifications after which a subscription starts a new consumer at once. */
+const LOST_CONSUMER = new Set(['consumer_deleted', 'consumer_not_found', 'heartbeats_missed', 'stream_not_found']);
 /** Quarantined positions remembered to report each once. */
 const QUARANTINE_MEMORY = 10_000;
 
@@ -452,6 +454,14 @@ export class JetStreamEventLog implements EventLog {
           // a new one after `position` below, retrying with our own short backoff.
           const current = messages;
           void this.watch.nextReconnect().then(() => current.close()).catch(() => undefined);
+          // Likewise when the consumer is gone (deleted by someone else, or the server lost it): the
+          // ordered consumer would notice only after missed heartbeats (tens of seconds), so end it
+          // at once and start a new one after `position` (test/nats/attacks.test.ts).
+          void (async () => {
+            for await (const status of current.status()) {
+              if (LOST_CONSUMER.has(status.type)) { await current.close(); break; }
+            }
+          })().catch(() => undefined);
           for await (const m of messages) {
             if (stopped) break;
             if (m.seq <= position) continue; // already delivered before a reset

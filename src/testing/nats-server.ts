@@ -26,6 +26,10 @@ export const REPO_NATS_CONF = resolve(fileURLToPath(new URL('../../nats.conf', i
 export const WORKER = { user: 'worker', pass: 'worker-dev-secret' } as const;
 export const CLIENT = { user: 'client', pass: 'client-dev-secret' } as const;
 export const OBSERVER = { user: 'observer', pass: 'observer-dev-secret' } as const;
+/** Serves commands (a worker's second connection): may publish only into client inboxes. */
+export const COMMANDS = { user: 'commands', pass: 'commands-dev-secret' } as const;
+/** Manages the stream (sessiond setup); never used by workers. */
+export const ADMIN = { user: 'admin', pass: 'admin-dev-secret' } as const;
 
 const START_TIMEOUT_MS = 15_000;
 const STOP_TIMEOUT_MS = 5_000;

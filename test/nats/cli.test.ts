@@ -5,7 +5,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SessiondClient } from '../../src/nats/client.ts';
 import type { LiveMessage } from '../../src/nats/live-bus.ts';
-import { startNatsServer, CLIENT, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { startNatsServer, CLIENT, COMMANDS, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
 import { runCli, startCli, type LongRunning } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 import { until } from './helpers.ts';
@@ -23,8 +23,8 @@ const as = (user: { user: string; pass: string }) => ['--nats-user', user.user, 
 s('cli start --nats - a worker on JetStream runs a prompt admitted with prompt --nats, streams it live, and stops on SIGTERM', async (ctx) => {
   const url = ctx.server.url;
   // the password from the environment, as recommended
-  const worker = startCli(['start', '--nats', url, '--nats-user', WORKER.user, '--db', ctx.tmp.file('worker.db'), '--echo-delay-ms', '5'],
-    { env: { SESSIOND_NATS_PASS: WORKER.pass } });
+  const worker = startCli(['start', '--nats', url, '--nats-user', WORKER.user, '--nats-commands-user', COMMANDS.user, '--db', ctx.tmp.file('worker.db'), '--echo-delay-ms', '5'],
+    { env: { SESSIOND_NATS_PASS: WORKER.pass, SESSIOND_NATS_COMMANDS_PASS: COMMANDS.pass } });
   ctx.workers.push(worker);
   await worker.waitFor('send it a prompt');
   const out = worker.output();

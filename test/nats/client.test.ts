@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import { ErrorCode, isSessiondError } from '../../src/errors.ts';
 import { pack } from '../../src/events/codec.ts';
 import { startCommandService } from '../../src/nats/command-service.ts';
-import { encodeLiveEvent, NatsLiveBus, publishCommitted, type LiveMessage } from '../../src/nats/live-bus.ts';
+import { encodeLiveEvent, NatsLiveBus, type LiveMessage } from '../../src/nats/live-bus.ts';
 import type { InvalidLiveMessage } from '../../src/nats/client.ts';
 import { subjects } from '../../src/nats/subjects.ts';
 import { OBSERVER } from '../../src/testing/nats-server.ts';
@@ -54,7 +54,7 @@ s('client subscribe - an undecodable live message is reported with its subject (
   ]);
   assert.match(invalid[0]!.error.message, `Live message on ${subject} is not a valid sessiond event: invalid msgpack`);
   assert.is(errors.length, 1, 'the handler error went to onError');
-  assert.equal(sub.stats, { delivered: 3, invalid: 3, duplicates: 0 });
+  assert.equal(sub.stats, { delivered: 3, invalid: 3, duplicates: 0, backfilled: 0 });
   await sub.close();
   await sub.done;
 });
@@ -86,11 +86,8 @@ s('client subscribe - a committed event published by several workers is delivere
 });
 
 s('client - admit and watch one session end to end, then replay it from the durable stream', async ({ world }) => {
-  const { engine, log, nc } = await world.engine();
-  const service = startCommandService(nc, engine);
-  world.defer(() => service.close());
-  const republisher = await publishCommitted(log, nc);
-  world.defer(() => republisher.close());
+  const { engine } = await world.engine();
+  await world.serve(engine);
   const client = await world.client();
   const id = sessionId('e2e');
   const seen: LiveMessage[] = [];

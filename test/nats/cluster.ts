@@ -3,7 +3,7 @@
 // log that the tests assert on (who claimed what, how each execution ended, which inputs ran).
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
-import { WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { COMMANDS, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { startCli, type LongRunning } from '../support/cli.ts';
 
@@ -26,7 +26,8 @@ export async function startWorkers(server: NatsServer, n: number, dbFile: (name:
   for (let i = 1; i <= n; i++) {
     const name = `w${i}`;
     const db = dbFile(`${name}.db`);
-    const args = ['start', '--nats', server.url, '--nats-user', WORKER.user, '--nats-pass', WORKER.pass, '--db', db,
+    const args = ['start', '--nats', server.url, '--nats-user', WORKER.user, '--nats-pass', WORKER.pass,
+      '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass, '--db', db,
       '--lease-ms', String(flags.leaseMs), '--heartbeat-ms', String(flags.heartbeatMs), '--sweep-ms', String(flags.sweepMs),
       ...(flags.echoDelayMs !== undefined ? ['--echo-delay-ms', String(flags.echoDelayMs)] : [])];
     const proc = startCli(args);

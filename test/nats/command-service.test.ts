@@ -10,7 +10,7 @@ import { startCommandService, type CommandTarget } from '../../src/nats/command-
 import { CommandFailureCode, decodeJson, isCommandError, type CommandFailure } from '../../src/nats/commands.ts';
 import { subjects } from '../../src/nats/subjects.ts';
 import type { Runner } from '../../src/runner/types.ts';
-import { CLIENT } from '../../src/testing/nats-server.ts';
+import { CLIENT, COMMANDS } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { natsWorld, sessionId, type NatsWorld } from './helpers.ts';
 
@@ -22,8 +22,7 @@ s.after(async (ctx) => { await ctx.world.dispose(); });
 async function serve(world: NatsWorld, options: { runner?: Runner } = {}) {
   const opened = await world.engine(options);
   const errors: unknown[] = [];
-  const service = startCommandService(opened.nc, opened.engine, { onError: (e) => errors.push(e) });
-  world.defer(() => service.close());
+  const service = await world.serve(opened.engine, { onError: (e) => errors.push(e) });
   return { ...opened, service, errors };
 }
 
@@ -125,7 +124,7 @@ s('commands - bad input gets an error reply naming the problem, and the worker k
 });
 
 s('commands - an unexpected engine failure is answered as internal and reported, not fatal', async ({ world }) => {
-  const nc = await world.connect();
+  const nc = await world.connect(COMMANDS);
   let calls = 0;
   const target: CommandTarget = {
     admit: async () => { throw new Error('disk on fire'); },
@@ -152,7 +151,7 @@ s('commands - no worker, or no reply in time, fail clearly', async ({ world }) =
   assert.match(none.message, 'No sessiond worker is serving sessiond.cmd.status');
   assert.match(none.message, 'sessiond start --nats');
   // something subscribed that never answers
-  const silent = await world.connect();
+  const silent = await world.connect(COMMANDS);
   silent.subscribe(subjects.command('admit'), { callback: () => {} });
   await silent.flush();
   const slow = await failure(client.admit('ses_1', { prompt: 'p', id: 'inp_retry' }));
@@ -174,7 +173,7 @@ s('commands - with two workers in the queue group, each request is answered by e
   assert.is(handled[0]! + handled[1]!, n + 1, `each request handled once (${handled.join(' + ')})`);
   assert.ok(handled.every((h) => h > 0), `both workers took requests (${handled.join(', ')})`);
   // a plain (non-queue) listener sees every request once: nothing is sent twice
-  const tap = await world.connect();
+  const tap = await world.connect(COMMANDS);
   let seen = 0;
   tap.subscribe(subjects.command('status'), { callback: () => { seen++; } });
   await tap.flush();
@@ -189,7 +188,7 @@ s('commands - close answers requests in flight and stops taking new ones', async
   const gate = new Promise<void>((r) => { release = r; });
   let entered!: () => void;
   const inside = new Promise<void>((r) => { entered = r; });
-  const nc = await world.connect();
+  const nc = await world.connect(COMMANDS);
   const target: CommandTarget = {
     admit: async () => { throw new Error('unused'); },
     wake: async () => {},

@@ -4,12 +4,14 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { openEngine, type Engine } from '../../src/engine.ts';
 import { connectNats } from '../../src/nats/connection.ts';
-import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
+import { JetStreamEventLog, type JetStreamEventLogOptions } from '../../src/nats/jetstream-event-log.ts';
 import { NatsLiveBus, decodeLiveEvent, type LiveMessage } from '../../src/nats/live-bus.ts';
 import { SessiondClient, type SessiondClientOptions } from '../../src/nats/client.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import type { Runner } from '../../src/runner/types.ts';
-import { startNatsServer, CLIENT, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { startNatsServer, CLIENT, COMMANDS, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { startCommandService, type CommandService, type CommandServiceOptions, type CommandTarget } from '../../src/nats/command-service.ts';
+import { publishCommits } from '../../src/events/publishing-log.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -19,8 +21,13 @@ export interface NatsWorld {
   server: NatsServer;
   /** A new connection as `user` (default worker), closed at teardown. */
   connect(user?: User): Promise<NatsConnection>;
-  /** An engine on its own worker connection: JetStream log, NATS live bus, echo runner by default. */
-  engine(options?: { runner?: Runner }): Promise<{ engine: Engine; log: JetStreamEventLog; nc: NatsConnection; bus: NatsLiveBus }>;
+  /**
+   * An engine on its own worker connection: JetStream log, NATS live bus, echo runner by default; it
+   * publishes what it commits on the live subjects, as a worker does (unless `liveCommits: false`).
+   */
+  engine(options?: { runner?: Runner; liveCommits?: boolean; log?: Partial<JetStreamEventLogOptions> }): Promise<{ engine: Engine; log: JetStreamEventLog; nc: NatsConnection; bus: NatsLiveBus }>;
+  /** Serves commands for `target` on a connection of the commands user, as a worker does; closed at teardown. */
+  serve(target: CommandTarget, options?: CommandServiceOptions): Promise<CommandService>;
   client(user?: User, options?: Partial<SessiondClientOptions>): Promise<SessiondClient>;
   /** Registers something to close at teardown (closed in reverse order). */
   defer(close: () => Promise<unknown>): void;
@@ -51,11 +58,18 @@ export async function natsWorld(): Promise<NatsWorld> {
     defer,
     async engine(options = {}) {
       const nc = await connect(WORKER);
-      const log = await JetStreamEventLog.open({ connection: nc });
+      const log = await JetStreamEventLog.open({ ...options.log, connection: nc });
       const bus = new NatsLiveBus(nc);
-      const engine = await openEngine({ file: tmp.file(`engine-${++files}.db`), log, bus, runner: options.runner ?? echoRunner() });
+      const engine = await openEngine({
+        file: tmp.file(`engine-${++files}.db`), log: options.liveCommits === false ? log : publishCommits(log, bus), bus, runner: options.runner ?? echoRunner(),
+      });
       defer(async () => { await engine.close(); await log.close(); });
       return { engine, log, nc, bus };
+    },
+    async serve(target, options = {}) {
+      const service = startCommandService(await connect(COMMANDS), target, options);
+      defer(() => service.close());
+      return service;
     },
     async client(user: User = CLIENT, options = {}) {
       const client = await SessiondClient.connect({ connection: { servers: server.url, ...user, reconnectWaitMs: 50 }, ...options });

@@ -1,10 +1,11 @@
 // The EventLog contract against a real nats-server (started by the harness, one per file). Each
 // test gets a fresh events stream: cleanup deletes it, the next open creates it again.
 import { jetstreamManager } from '@nats-io/jetstream';
+import { connectNats } from '../../src/nats/connection.ts';
 import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
 import { STREAM_NAME } from '../../src/nats/subjects.ts';
 import { eventLogContract } from '../../src/testing/event-log-contract.ts';
-import { startNatsServer, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { startNatsServer, ADMIN, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
 
 let server: NatsServer | undefined;
 
@@ -22,9 +23,11 @@ const contract = eventLogContract('jetstream', async () => {
     },
     cleanup: async () => {
       for (const o of others) await o.close();
-      const jsm = await jetstreamManager(log.nc);
-      await jsm.streams.delete(STREAM_NAME);
       await log.close();
+      // workers may not delete the stream (nats.conf): the admin user does
+      const admin = await connectNats({ servers: server!.url, ...ADMIN });
+      await (await jetstreamManager(admin)).streams.delete(STREAM_NAME);
+      await admin.close();
     },
   };
 });

@@ -15,7 +15,7 @@ import { connectNats, parseConnectionOptions } from '../../src/nats/connection.t
 import { encodeBatch, ensureEventStream, isWrongLastSequence, jsErrorCode, JsErrorCode } from '../../src/nats/stream.ts';
 import { STREAM_NAME, subjects } from '../../src/nats/subjects.ts';
 import { admitted, started } from '../../src/testing/event-log-contract.ts';
-import { freePort, startNatsServer, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { freePort, startNatsServer, ADMIN, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 
 const s = suite<{ server: NatsServer; logs: JetStreamEventLog[] }>('JetStream event log: reconnects, retries, conflicts, permissions');
@@ -204,13 +204,20 @@ s('an observer (nats.conf) reads, subscribes and learns lastSeq through consumer
   assert.is(await log.lastSeq(id), 2);
 });
 
-s('the stream is ensured idempotently, and its duplicate window is updated in place', async (ctx) => {
+s('the stream is ensured idempotently; only the admin user may update it in place (a worker is told to run sessiond setup)', async (ctx) => {
   const log = await open(ctx);
-  const jsm = await jetstreamManager(log.nc);
-  const again = await ensureEventStream(jsm);
+  const workerJsm = await jetstreamManager(log.nc);
+  const again = await ensureEventStream(workerJsm);
   assert.is(again.config.storage, 'file');
   assert.equal(again.config.subjects, [subjects.allEvents]);
   assert.is(millis(again.config.duplicate_window), 120_000);
+  assert.ok(again.config.deny_purge && again.config.deny_delete, 'the stream denies purge and delete');
+  const byWorker = await ensureEventStream(workerJsm, { duplicateWindowMs: 90_000 }).then(() => undefined, (e) => e);
+  assert.ok(isSessiondError(byWorker, ErrorCode.InvalidOption), `a worker may not reconfigure the stream, got ${String(byWorker)}`);
+  assert.match((byWorker as Error).message, 'duplicate window 120000 -> 90000 ms');
+  assert.match((byWorker as Error).message, 'sessiond setup --nats <url> --nats-user admin');
+  const admin = await connectNats({ servers: ctx.server.url, ...ADMIN });
+  const jsm = await jetstreamManager(admin);
   const changed = await ensureEventStream(jsm, { duplicateWindowMs: 90_000 });
   assert.is(millis(changed.config.duplicate_window), 90_000);
   assert.ok(changed.state.messages > 0, 'data kept');
@@ -220,6 +227,7 @@ s('the stream is ensured idempotently, and its duplicate window is updated in pl
   assert.ok(isSessiondError(r3, ErrorCode.InvalidOption) && /JetStream cluster/.test(r3.message), 'replicas 3 outside a cluster: refused, clearly');
   await ensureEventStream(jsm);
   assert.is((await jsm.streams.info(STREAM_NAME)).config.num_replicas, 1);
+  await admin.close();
 });
 
 s('connection options: defaults, and bad options named in the error', async () => {

@@ -1,11 +1,11 @@
-// The live bus on a real nats-server: deltas and republished committed events reach wildcard
+// The live bus on a real nats-server: deltas and committed events (published by their writer) reach wildcard
 // subscribers (one session, one type, everything), deltas never reach the durable stream, and the
 // wire format is checked on the way in. Waits are polls with deadlines on what arrived.
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { ErrorCode, isSessiondError } from '../../src/errors.ts';
-import { decodeLiveEvent, encodeLiveEvent, NatsLiveBus, publishCommitted, type LiveMessage } from '../../src/nats/live-bus.ts';
+import { decodeLiveEvent, encodeLiveEvent, NatsLiveBus, type LiveMessage } from '../../src/nats/live-bus.ts';
 import { STREAM_NAME, subjects } from '../../src/nats/subjects.ts';
 import { pack } from '../../src/events/codec.ts';
 import { CLIENT } from '../../src/testing/nats-server.ts';
@@ -20,9 +20,7 @@ const settled = (id: string) => (e: LiveMessage) => e.sessionId === id && e.type
 const committedIds = (events: LiveMessage[], id: string) => events.filter((e) => e.sessionId === id && e.seq !== undefined).map((e) => e.id);
 
 s('live bus - wildcard subscribers get one session, one type, or everything; committed events carry seq and position', async ({ world }) => {
-  const { engine, log, nc } = await world.engine();
-  const republisher = await publishCommitted(log, nc);
-  world.defer(() => republisher.close());
+  const { engine, log } = await world.engine();
   const watcher = await world.connect(CLIENT);
   const a = sessionId('a');
   const b = sessionId('b');
@@ -56,11 +54,10 @@ s('live bus - wildcard subscribers get one session, one type, or everything; com
   const deltas = everything.filter((e) => e.type === 'text.delta');
   assert.ok(deltas.length >= 6 && deltas.every((e) => e.seq === undefined && e.position === undefined), 'deltas are live-only: no seq, no position');
   assert.is(deltas.filter((e) => e.sessionId === a).map((e) => (e.payload as { delta: string }).delta).join('').replace(/\s/g, ''), 'alphabetagamma');
-  assert.is(republisher.position, await log.head(), 'the republisher followed the log to its head');
 });
 
 s('live bus - deltas never reach the durable stream, which stores only sessiond.events subjects', async ({ world }) => {
-  const { engine, log, nc } = await world.engine();
+  const { engine, log, nc } = await world.engine({ liveCommits: false });
   const everything = await collect(await world.connect(CLIENT), subjects.allLive);
   const id = sessionId('d');
   await engine.admit(id, { prompt: 'one two three four' });
@@ -73,21 +70,7 @@ s('live bus - deltas never reach the durable stream, which stores only sessiond.
   const info = await (await jetstreamManager(nc)).streams.info(STREAM_NAME, { subjects_filter: '>' });
   const stored_subjects = Object.keys(info.state.subjects ?? {});
   assert.ok(stored_subjects.length > 0 && stored_subjects.every((sub) => sub.startsWith('sessiond.events.')), `stream subjects: ${stored_subjects.join(', ')}`);
-  assert.not.ok(everything.some((e) => e.seq !== undefined), 'no republisher ran: only deltas were published live');
-});
-
-s('live bus - publishCommitted from a given position republishes older commits; close stops it', async ({ world }) => {
-  const { engine, log, nc } = await world.engine();
-  const id = sessionId('p');
-  const before = await log.head();
-  await engine.admit(id, { prompt: 'earlier', wake: false });
-  const everything = await collect(await world.connect(CLIENT), subjects.liveFilter({ sessionId: id }));
-  const republisher = await publishCommitted(log, nc, { after: before });
-  await until(everything, (e) => e.type === 'input.admitted', 'the earlier admission, republished');
-  await republisher.close();
-  assert.is(republisher.stats.published, 1);
-  await engine.admit(id, { prompt: 'later', wake: false });
-  assert.is(republisher.stats.published, 1, 'nothing republished after close');
+  assert.not.ok(everything.some((e) => e.seq !== undefined), 'commits not published live: only deltas were');
 });
 
 s('live bus - publishing never throws into the runner, even on a closed connection', async ({ world }) => {

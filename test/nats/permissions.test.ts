@@ -109,8 +109,7 @@ for (const [name, user] of [['client', CLIENT], ['observer', OBSERVER]] as [stri
 
 s('permissions - the client may send commands, subscribe to live subjects and replay', async ({ world }) => {
   const { engine, nc: workerNc } = await world.engine();
-  const service = startCommandService(workerNc, engine);
-  world.defer(() => service.close());
+  await world.serve(engine);
   const client = await world.client(CLIENT);
   const id = sessionId('ok');
   const seen: LiveMessage[] = [];
@@ -125,8 +124,7 @@ s('permissions - the client may send commands, subscribe to live subjects and re
 
 s('permissions - the observer may subscribe and replay but not send commands', async ({ world }) => {
   const { engine, nc: workerNc } = await world.engine();
-  const service = startCommandService(workerNc, engine);
-  world.defer(() => service.close());
+  const service = await world.serve(engine);
   const id = sessionId('obs');
   await engine.admit(id, { prompt: 'watched', wake: false });
   const observer = await world.client(OBSERVER);
