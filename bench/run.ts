@@ -16,7 +16,8 @@
 import { dirname, join } from 'node:path';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { startNatsServer, type NatsServer } from '../src/testing/nats-server.ts';
+import type { NatsServer } from '../src/testing/nats-server.ts';
+import { startBenchNatsServer } from './nats.ts';
 import { captureTemplate } from './lib/corpus.ts';
 import { cleanupAll, onCleanup, tempDir } from './lib/cleanup.ts';
 import { machineInfo } from './lib/machine.ts';
@@ -92,7 +93,7 @@ try {
     full, sizes: full ? FULL : QUICK, tmp, results, template,
     nats: () => (serverStarting ??= (async () => {
       say('setup', 'starting nats-server');
-      server = await startNatsServer();
+      server = await startBenchNatsServer();
       onCleanup('nats-server', () => server!.dispose());
       say('setup', `nats-server up at ${server.url} (pid ${server.pid})`);
       return server;

@@ -9,6 +9,7 @@ import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
 import { STREAM_NAME } from '../../src/nats/subjects.ts';
 import { Projector } from '../../src/projector/projector.ts';
 import { WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { BENCH_USER } from '../nats.ts';
 import type { DraftEvent } from '../../src/events/envelope.ts';
 import { corpus, pages, shapeFor, stepDrafts, withPositions } from '../lib/corpus.ts';
 import { fullGc, interleaved, spread } from '../lib/measure.ts';
@@ -99,7 +100,7 @@ export const projector: Section = {
 
 /** Deletes the sessiond events stream (between sections; each wants a fresh one). */
 export async function deleteEventStream(server: NatsServer): Promise<void> {
-  const nc = await connect({ servers: server.url, ...WORKER, name: 'bench-admin' });
+  const nc = await connect({ servers: server.url, ...BENCH_USER, name: 'bench-admin' });
   try {
     const jsm = await jetstreamManager(nc);
     await jsm.streams.delete(STREAM_NAME).catch(() => undefined);

@@ -10,7 +10,7 @@ import { openDatabase } from '../../src/storage/sqlite.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { pack, encodeEvent, decodeEvent } from '../../src/events/codec.ts';
 import { encodeBatch } from '../../src/nats/stream.ts';
-import { WORKER } from '../../src/testing/nats-server.ts';
+import { BENCH_USER } from '../nats.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { corpus, shapeFor, stepDrafts } from '../lib/corpus.ts';
 import { bestOf, spread, type Passes } from '../lib/measure.ts';
@@ -147,7 +147,7 @@ export async function rawPublishPass(js: JetStreamClient, data: Uint8Array, per:
 export async function rawJetStream(ctx: Ctx, options: { noAsyncTraces?: boolean; stream?: string } = {}): Promise<{ js: JetStreamClient; close: () => Promise<void> }> {
   const server = await ctx.nats();
   const stream = options.stream ?? 'BENCH_RAW';
-  const nc = await connect({ servers: server.url, ...WORKER, name: 'bench-raw', noAsyncTraces: options.noAsyncTraces ?? false });
+  const nc = await connect({ servers: server.url, ...BENCH_USER, name: 'bench-raw', noAsyncTraces: options.noAsyncTraces ?? false });
   const release = onCleanup('raw nats connection', () => nc.close());
   const jsm = await jetstreamManager(nc);
   if (!options.stream) {

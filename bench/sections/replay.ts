@@ -15,7 +15,7 @@ import { rebuildProjection } from '../../src/projector/rebuild.ts';
 import { Projector } from '../../src/projector/projector.ts';
 import { encodeBatch } from '../../src/nats/stream.ts';
 import { STREAM_NAME, subjects } from '../../src/nats/subjects.ts';
-import { WORKER } from '../../src/testing/nats-server.ts';
+import { BENCH_USER } from '../nats.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { corpus, shapeFor } from '../lib/corpus.ts';
 import { writeExportCorpus } from '../lib/export-corpus.ts';
@@ -74,7 +74,7 @@ export const replayJs: Section = {
     await deleteEventStream(server);
     const writerLog = await openJsLog(server); // creates the stream exactly as sessiond configures it
     await writerLog.close();
-    const nc = await connect({ servers: server.url, ...WORKER, name: 'bench-replay' });
+    const nc = await connect({ servers: server.url, ...BENCH_USER, name: 'bench-replay' });
     const release = onCleanup('replay nats connection', () => nc.close());
     try {
       const js = jetstream(nc);

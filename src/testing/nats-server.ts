@@ -103,15 +103,24 @@ function healthy(monitorPort: number): Promise<boolean> {
   });
 }
 
-/** The config without `store_dir` (which would clash with `-sd`). */
-function deriveConfig(config: string, dir: string): string {
-  const text = readFileSync(config, 'utf8').replace(/^\s*store_dir\s*[:=]?.*$/gm, '  # store_dir: set by the test harness with -sd');
+/** The config without `store_dir` (which would clash with `-sd`), with `extraUsers` added unrestricted. */
+function deriveConfig(config: string, dir: string, extraUsers: readonly { user: string; pass: string }[]): string {
+  let text = readFileSync(config, 'utf8').replace(/^\s*store_dir\s*[:=]?.*$/gm, '  # store_dir: set by the test harness with -sd');
+  if (extraUsers.length > 0) {
+    const added = extraUsers.map((u) => `      { user: ${JSON.stringify(u.user)}, password: ${JSON.stringify(u.pass)} }`).join('\n');
+    if (!/users:\s*\[/.test(text)) throw new Error(`${config} has no users list to add ${extraUsers.map((u) => u.user).join(', ')} to`);
+    text = text.replace(/users:\s*\[/, (m) => `${m}\n${added}`);
+  }
   const file = join(dir, 'nats.conf');
   writeFileSync(file, text);
   return file;
 }
 
-export async function startNatsServer(options: { config?: string } = {}): Promise<NatsServer> {
+/**
+ * `extraUsers` get no permission limits: for benchmarks that measure the raw substrate (their own
+ * streams and subjects) next to sessiond, never for tests of sessiond's own users.
+ */
+export async function startNatsServer(options: { config?: string; extraUsers?: readonly { user: string; pass: string }[] } = {}): Promise<NatsServer> {
   installExitHook();
   const config = options.config ?? REPO_NATS_CONF;
   if (!existsSync(NATS_SERVER_BIN)) {
@@ -120,7 +129,7 @@ export async function startNatsServer(options: { config?: string } = {}): Promis
   const dir = mkdtempSync(join(tmpdir(), 'sessiond-nats-'));
   tempDirs.add(dir);
   const storeDir = join(dir, 'store');
-  const conf = deriveConfig(config, dir);
+  const conf = deriveConfig(config, dir, options.extraUsers ?? []);
   const port = await freePort();
   const monitorPort = await freePort();
   const lines: string[] = [];

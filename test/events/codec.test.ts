@@ -4,6 +4,11 @@ import { decodeEvent, encodeEvent, pack, parseDraft, DEFAULT_MAX_PAYLOAD_BYTES }
 import { catalog, durableEventTypes, liveOnlyEventTypes } from '../../src/events/catalog.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { ErrorCode, SessiondError } from '../../src/errors.ts';
+import { spawnSync } from 'node:child_process';
+import { Packr } from 'msgpackr';
+
+/** Debian's python3, where python3-msgpack installs (not a pyenv python earlier on the PATH). */
+const PYTHON = '/usr/bin/python3';
 
 const claimed: SessionEvent = {
   id: 'evt_1', type: 'execution.claimed', version: 1, sessionId: 'ses_a', seq: 1, time: 1000,
@@ -94,3 +99,29 @@ test('catalog - every type has a version and schema; text deltas are live-only',
 });
 
 test.run();
+
+test('codec - integers beyond 32 bits (times, expiries) are msgpack int64, never float64; old float64 times still read', () => {
+  const event = { ...claimed, time: 1_796_056_745_917, payload: { ...claimed.payload, expiresAt: 1_796_056_775_917 } };
+  const bytes = encodeEvent(event);
+  assert.not.ok(Buffer.from(bytes).includes(0xcb), 'no float64 marker (0xcb) anywhere');
+  assert.ok(Buffer.from(bytes).includes(Buffer.from([0xd3, 0x00, 0x00, 0x01, 0xa2])), 'time as int64 (0xd3 ...)');
+  assert.equal(decodeEvent(bytes), event, 'read back as plain numbers');
+  // what earlier versions wrote: the same frame with float64 times
+  const old = new (Packr as unknown as new (o: object) => { pack(v: unknown): Buffer })({ useRecords: false, variableMapSize: true }).pack({
+    id: event.id, type: event.type, version: event.version, sessionId: event.sessionId, seq: event.seq, time: event.time, payload: event.payload,
+  });
+  assert.ok(old.includes(0xcb), 'the legacy encoding used float64');
+  assert.equal(decodeEvent(old), event, 'a legacy frame decodes to the same event');
+});
+
+test('codec - another language reads the wire format with stock msgpack: Python sees integers, not floats', () => {
+  const event = { ...claimed, time: 1_796_056_745_917, payload: { ...claimed.payload, expiresAt: 2 ** 40 } };
+  const script = [
+    'import sys, json, msgpack',
+    'frame = msgpack.unpackb(sys.stdin.buffer.read(), raw=False)',
+    'print(json.dumps({"time": [type(frame["time"]).__name__, frame["time"]], "expiresAt": [type(frame["payload"]["expiresAt"]).__name__, frame["payload"]["expiresAt"]], "seq": type(frame["seq"]).__name__}))',
+  ].join('\n');
+  const python = spawnSync(PYTHON, ['-c', script], { input: Buffer.from(encodeEvent(event)) });
+  assert.is(python.status, 0, `${PYTHON} with python3-msgpack (apt-get install -y python3-msgpack; .ci/run installs it): ${String(python.stderr)}`);
+  assert.equal(JSON.parse(String(python.stdout)), { time: ['int', 1_796_056_745_917], expiresAt: ['int', 2 ** 40], seq: 'int' });
+});

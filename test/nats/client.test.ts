@@ -5,11 +5,10 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode, isSessiondError } from '../../src/errors.ts';
 import { pack } from '../../src/events/codec.ts';
-import { startCommandService } from '../../src/nats/command-service.ts';
 import { encodeLiveEvent, NatsLiveBus, type LiveMessage } from '../../src/nats/live-bus.ts';
 import type { InvalidLiveMessage } from '../../src/nats/client.ts';
 import { subjects } from '../../src/nats/subjects.ts';
-import { OBSERVER } from '../../src/testing/nats-server.ts';
+import { CLIENT, OBSERVER } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { natsWorld, sessionId, until, type NatsWorld } from './helpers.ts';
 
@@ -110,6 +109,34 @@ s('client - admit and watch one session end to end, then replay it from the dura
   const observer = await world.client(OBSERVER);
   assert.equal((await observer.replay({ sessionId: id })).map((e) => e.id), replayed.map((e) => e.id), 'the observer replays too');
   assert.equal(await observer.replay({ sessionId: 'ses_nobody' }), []);
+});
+
+s('client subscribe - a jump in a session\'s seq is filled from the stream, in order; late copies are dropped', async ({ world }) => {
+  const { engine, log, nc } = await world.engine({ liveCommits: false });
+  const id = sessionId('gaps');
+  await engine.admit(id, { prompt: 'one two three' });
+  await engine.awaitIdle(id);
+  const stored = await log.readSession(id);
+  assert.ok(stored.length >= 8, `a whole turn is stored (${stored.length} events)`);
+  const client = await world.client(CLIENT);
+  const seen: LiveMessage[] = [];
+  const sub = await client.subscribe({ sessionId: id }, (e) => { seen.push(e); });
+  const fromStart: LiveMessage[] = [];
+  const catchUp = await client.subscribe({ sessionId: id }, (e) => { fromStart.push(e); }, { afterSeq: 0 });
+  // live delivery loses events 3 and 4 and brings 4 late, after 5 (a writer that died, a slow subscriber)
+  const bus = new NatsLiveBus(nc);
+  const [e1, e2, , e4, e5, ...rest] = stored;
+  for (const e of [e1!, e2!, e5!, e4!, ...rest]) bus.publish(e);
+  await until(seen, (e) => e.seq === stored.at(-1)!.seq, 'the last event');
+  assert.equal(seen.map((e) => e.seq), stored.map((e) => e.seq), 'every event once, in order');
+  assert.equal(seen.map((e) => e.id), stored.map((e) => e.id));
+  assert.is(sub.stats.backfilled, 2, 'events 3 and 4 read from the stream');
+  assert.is(sub.stats.duplicates, 1, 'the late copy of 4 dropped');
+  await until(fromStart, (e) => e.seq === stored.at(-1)!.seq, 'the last event (catch-up subscription)');
+  assert.equal(fromStart.map((e) => e.seq), stored.map((e) => e.seq), 'afterSeq 0: the first live event brought everything before it');
+  await catchUp.close();
+  const typed = await client.subscribe({ sessionId: id, type: 'step.started' }, () => {}, { backfill: true }).then(() => undefined, (e) => e);
+  assert.ok(isSessiondError(typed, ErrorCode.InvalidOption) && /backfill needs every event type/.test(typed.message));
 });
 
 s('client - options and closed clients fail clearly', async ({ world }) => {
