@@ -5,7 +5,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SessiondClient } from '../../src/nats/client.ts';
 import type { LiveMessage } from '../../src/nats/live-bus.ts';
-import { startNatsServer, CLIENT, COMMANDS, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { startNatsServer, ADMIN, CLIENT, COMMANDS, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
 import { runCli, startCli, type LongRunning } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 import { until } from './helpers.ts';
@@ -79,6 +79,52 @@ s('cli prompt --nats - no worker running, bad flags, a refused user: clear error
   assert.is(wrongPass.code, 2);
   assert.match(wrongPass.stderr, 'Could not connect to NATS');
   assert.not.match(wrongPass.stdout + wrongPass.stderr, 'nope', 'the password is never printed');
+});
+
+s('cli start --nats - a turn handed back on SIGTERM goes out live too: every event the worker committed reached subscribers', async (ctx) => {
+  const url = ctx.server.url;
+  const worker = startCli(['start', '--nats', url, ...as(WORKER), '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass,
+    '--db', ctx.tmp.file('handback.db'), '--echo-delay-ms', '60000']);
+  ctx.workers.push(worker);
+  await worker.waitFor('send it a prompt');
+  const watcher = await SessiondClient.connect({ connection: { servers: url, ...OBSERVER } });
+  const seen: LiveMessage[] = [];
+  await watcher.subscribe({ sessionId: 'ses_handback' }, (e) => { if (e.seq !== undefined) seen.push(e); });
+  const admitted = await runCli(['prompt', 'ses_handback', 'a long turn', '--nats', url, ...as(CLIENT)]);
+  assert.is(admitted.code, 0, admitted.stderr);
+  await worker.waitFor('ses_handback  claimed');
+  await until(seen, (e) => e.type === 'step.started', 'the turn under way, live');
+  worker.child.kill('SIGTERM');
+  assert.is(await worker.exited, 0, worker.output());
+  assert.match(worker.output(), 'handed back 1 running session');
+  const stored = await watcher.replay({ sessionId: 'ses_handback' });
+  assert.ok(stored.some((e) => e.type === 'execution.settled'), 'the hand-back settled the execution');
+  await until(seen, (e) => e.id === stored.at(-1)!.id, 'the last hand-back event, live');
+  assert.equal(seen.map((e) => e.id), stored.map((e) => e.id), 'live = the log, hand-back included');
+  await watcher.close();
+});
+
+s('cli start --nats - without a commands user the worker serves no commands and says how to; setup reconfigures the stream as admin only', async (ctx) => {
+  const url = ctx.server.url;
+  const worker = startCli(['start', '--nats', url, ...as(WORKER), '--db', ctx.tmp.file('nocmd.db')]);
+  ctx.workers.push(worker);
+  await worker.waitFor('send it a prompt');
+  assert.match(worker.output(), 'not serving commands: no commands user');
+  const same = await runCli(['start', '--nats', url, ...as(WORKER), '--nats-commands-user', WORKER.user, '--nats-commands-pass', WORKER.pass, '--db', ctx.tmp.file('same.db')]);
+  assert.is(same.code, 2);
+  assert.match(same.stderr, '--nats-commands-user must not be the worker\'s user');
+  worker.child.kill('SIGTERM');
+  assert.is(await worker.exited, 0, worker.output());
+
+  const byWorker = await runCli(['setup', '--nats', url, ...as(WORKER), '--duplicate-window-ms', '60000']);
+  assert.is(byWorker.code, 2, byWorker.stdout + byWorker.stderr);
+  assert.match(byWorker.stderr, 'workers may not reconfigure the stream');
+  const byAdmin = await runCli(['setup', '--nats', url, ...as(ADMIN), '--duplicate-window-ms', '60000']);
+  assert.is(byAdmin.code, 0, byAdmin.stderr);
+  assert.match(byAdmin.stdout, 'stream SESSIOND_EVENTS on');
+  assert.match(byAdmin.stdout, 'duplicate window 60000 ms, deny purge true, deny delete true');
+  const back = await runCli(['setup', '--nats', url, ...as(ADMIN)]);
+  assert.match(back.stdout, 'duplicate window 120000 ms');
 });
 
 s.run();
