@@ -92,6 +92,38 @@ test('cli export + replay - a database rebuilt from an export matches; a damaged
   tmp.remove();
 });
 
+test('cli export - warns when a session starts past seq 1 or jumps, and when the file holds fewer events than its header says', async () => {
+  const tmp = tempDir();
+  const db = tmp.file('holes.db');
+  const d = openDatabase(db);
+  migrate(d);
+  const admitted = (sessionId: string, seq: number): SessionEvent => ({
+    id: `evt_${sessionId}_${seq}`, type: 'input.admitted', version: 1, sessionId, seq, time: 1_000 + seq,
+    payload: { inputId: `inp_${seq}`, prompt: `p${seq}`, delivery: 'queue', wake: false },
+  } as SessionEvent);
+  const seqs = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+  eventImporter(d)(seqs(17).map((n) => admitted('ses_late', n)));
+  eventImporter(d)(seqs(5).map((n) => admitted('ses_gap', n)));
+  eventImporter(d)(seqs(2).map((n) => admitted('ses_whole', n)));
+  // a log that lost the start of one session and the middle of another (as after a purge below a seq)
+  d.prepare(`DELETE FROM event WHERE (aggregate_id = 'ses_late' AND seq < 15) OR (aggregate_id = 'ses_gap' AND seq IN (3, 4))`).run();
+  d.close();
+  const one = await runCli(['export', '--db', db, '--session', 'ses_late', '--out', tmp.file('late.sdx')]);
+  assert.is(one.code, 0, one.stderr);
+  assert.match(one.stdout, 'exported 3 events of ses_late');
+  assert.match(one.stderr, 'warning: session ses_late starts at seq 15, not 1: events 1-14 are not in the log');
+  assert.match(one.stderr, 'warning: the header says 17 events');
+  assert.match(one.stderr, 'but the file holds 3');
+  const all = await runCli(['export', '--db', db, '--out', tmp.file('all.sdx')]);
+  assert.is(all.code, 0, all.stderr);
+  assert.match(all.stderr, 'warning: session ses_late starts at seq 15');
+  assert.match(all.stderr, 'warning: session ses_gap jumps from seq 2 to 5: events 3-4 are not in the log');
+  assert.not.match(all.stderr, 'ses_whole', 'a whole session gets no warning');
+  const clean = await runCli(['export', '--db', db, '--session', 'ses_whole', '--out', tmp.file('whole.sdx')]);
+  assert.is(clean.stderr, '', 'no warnings for a whole session');
+  tmp.remove();
+});
+
 test('cli tail - follows committed events, one line each, filtered by type', async () => {
   const { tmp, db } = await seeded();
   const tail = startCli(['tail', '--db', db, '--from-start', '--type', 'input.*']);
