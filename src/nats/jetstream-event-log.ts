@@ -449,7 +449,7 @@ export class JetStreamEventLog implements EventLog {
           if (stopped) break;
           // After a reconnect, nats.js's ordered consumer checks itself with a consumer info; when
           // that fails (JetStream still starting after a server restart) it retries only after the
-          // pull's `expires` (30 s), and the subscription (projector, wakes, live republisher) stalled
+          // pull's `expires` (30 s), and the subscription (projector, wakes, live delivery) stalled
           // that long (test/nats/multinode.test.ts). So on a reconnect we end this consumer and start
           // a new one after `position` below, retrying with our own short backoff.
           const current = messages;
