@@ -25,7 +25,7 @@ import { quarantinedMessages } from '../../src/storage/quarantine-store.ts';
 import { ADMIN, CLIENT, COMMANDS, OBSERVER, WORKER } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { runCli } from '../support/cli.ts';
-import { natsWorld, sessionId, until, type NatsWorld, type User } from './helpers.ts';
+import { natsWorld, refusedPublish, rejection, sessionId, until, type NatsWorld, type User } from './helpers.ts';
 
 const s = suite<{ world: NatsWorld }>('NATS attacks from outside');
 s.before(async (ctx) => { ctx.world = await natsWorld(); });
@@ -35,35 +35,11 @@ s.after(async (ctx) => { await ctx.world.dispose(); });
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 const DEADLINE_MS = 5000;
 
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  return p.then(() => assert.unreachable('expected a refusal'), (e: unknown) => e);
-}
-
 /** The stream's message count and last sequence, read as the admin user. */
 async function streamState(world: NatsWorld): Promise<{ messages: number; last: number }> {
   const jsm = await jetstreamManager(await world.connect(ADMIN));
   const { state } = await jsm.streams.info(STREAM_NAME);
   return { messages: state.messages, last: state.last_seq };
-}
-
-/** Resolves with the server's PermissionViolationError for a publish to `subject` on `nc`. */
-async function refusedPublish(nc: NatsConnection, subject: string, act: () => void): Promise<void> {
-  const statuses = nc.status()[Symbol.asyncIterator]();
-  act();
-  const deadline = Date.now() + DEADLINE_MS;
-  try {
-    while (Date.now() < deadline) {
-      let timer: NodeJS.Timeout | undefined;
-      const next = await Promise.race([statuses.next(), new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), deadline - Date.now()); })]);
-      clearTimeout(timer);
-      if (next === 'timeout' || next.done) break;
-      const status = next.value;
-      if (status.type === 'error' && status.error instanceof natsErrors.PermissionViolationError && status.error.subject === subject) return;
-    }
-  } finally {
-    await statuses.return?.();
-  }
-  throw new Error(`the server did not refuse a publish to ${subject} within ${DEADLINE_MS} ms`);
 }
 
 /** A subscription the server refuses (resolves once it is closed with a permissions violation). */

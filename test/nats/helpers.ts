@@ -1,7 +1,8 @@
 // Shared setup for the NATS tests: one real nats-server per test file (the harness), engines on the
 // JetStream log with the NATS live bus, clients as any nats.conf user, and a teardown that closes
 // everything it opened (then the server, then the temp dir).
-import type { NatsConnection } from '@nats-io/transport-node';
+import { errors as natsErrors, type NatsConnection } from '@nats-io/transport-node';
+import * as assert from 'uvu/assert';
 import { openEngine, type Engine } from '../../src/engine.ts';
 import { connectNats } from '../../src/nats/connection.ts';
 import { JetStreamEventLog, type JetStreamEventLogOptions } from '../../src/nats/jetstream-event-log.ts';
@@ -100,4 +101,31 @@ export async function collect(nc: NatsConnection, subject: string): Promise<Live
 /** Waits (polling, with a deadline) until `list` has an item matching `match`. */
 export function until<T>(list: T[], match: (item: T) => boolean, what: string, timeoutMs = 10_000): Promise<void> {
   return waitFor(() => list.some(match), { timeoutMs, what });
+}
+
+const REFUSAL_DEADLINE_MS = 5000;
+
+/** Resolves with the PermissionViolationError the server sends for a publish to `subject` made by `publish`, or fails after a deadline. */
+export async function refusedPublish(nc: NatsConnection, subject: string, publish: () => void): Promise<InstanceType<typeof natsErrors.PermissionViolationError>> {
+  const statuses = nc.status()[Symbol.asyncIterator]();
+  publish();
+  const deadline = Date.now() + REFUSAL_DEADLINE_MS;
+  try {
+    while (Date.now() < deadline) {
+      let timer: NodeJS.Timeout | undefined;
+      const next = await Promise.race([statuses.next(), new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), deadline - Date.now()); })]);
+      clearTimeout(timer);
+      if (next === 'timeout' || next.done) break;
+      const status = next.value;
+      if (status.type === 'error' && status.error instanceof natsErrors.PermissionViolationError && status.error.subject === subject) return status.error;
+    }
+  } finally {
+    await statuses.return?.();
+  }
+  throw new Error(`the server did not refuse publishing to ${subject} within ${REFUSAL_DEADLINE_MS} ms`);
+}
+
+/** The error `p` rejects with (fails the test if it resolves). */
+export async function rejection(p: Promise<unknown>): Promise<unknown> {
+  return p.then(() => assert.unreachable('expected the request to be refused'), (e: unknown) => e);
 }

@@ -20,7 +20,7 @@ import { NatsLiveBus, type LiveMessage } from '../../src/nats/live-bus.ts';
 import { encodeBatch } from '../../src/nats/stream.ts';
 import { STREAM_NAME, subjects } from '../../src/nats/subjects.ts';
 import { CLIENT, OBSERVER } from '../../src/testing/nats-server.ts';
-import { natsWorld, sessionId, until, type NatsWorld, type User } from './helpers.ts';
+import { natsWorld, refusedPublish, rejection, sessionId, until, type NatsWorld, type User } from './helpers.ts';
 
 const s = suite<{ world: NatsWorld }>('nats.conf permissions');
 s.before(async (ctx) => { ctx.world = await natsWorld(); });
@@ -28,30 +28,6 @@ s.after.each(async (ctx) => { await ctx.world.reset(); });
 s.after(async (ctx) => { await ctx.world.dispose(); });
 
 const DEADLINE_MS = 5000;
-
-/** Resolves with the PermissionViolationError the server sends for `subject`, or fails after a deadline. */
-async function refusedPublish(nc: NatsConnection, subject: string, publish: () => void): Promise<InstanceType<typeof natsErrors.PermissionViolationError>> {
-  const statuses = nc.status()[Symbol.asyncIterator]();
-  publish();
-  const deadline = Date.now() + DEADLINE_MS;
-  try {
-    while (Date.now() < deadline) {
-      let timer: NodeJS.Timeout | undefined;
-      const next = await Promise.race([statuses.next(), new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), deadline - Date.now()); })]);
-      clearTimeout(timer);
-      if (next === 'timeout' || next.done) break;
-      const status = next.value;
-      if (status.type === 'error' && status.error instanceof natsErrors.PermissionViolationError && status.error.subject === subject) return status.error;
-    }
-  } finally {
-    await statuses.return?.();
-  }
-  throw new Error(`the server did not refuse publishing to ${subject} within ${DEADLINE_MS} ms`);
-}
-
-async function rejection(p: Promise<unknown>): Promise<unknown> {
-  return p.then(() => assert.unreachable('expected the request to be refused'), (e: unknown) => e);
-}
 
 /** A forged lease: an `execution.claimed` batch that would make `owner` the session's owner. */
 function forgedClaim(id: string, seq: number): Uint8Array {
