@@ -98,6 +98,19 @@ s('permissions - the client may send commands, subscribe to live subjects and re
   assert.equal((await client.replay({ sessionId: id })).map((e) => e.type), ['input.admitted']);
 });
 
+s('permissions - client and observer may answer JetStream flow control (ordered push consumers, e.g. go-nats OrderedConsumer) but nothing else under $JS', async ({ world }) => {
+  for (const user of [CLIENT, OBSERVER]) {
+    const nc = await world.connect(user);
+    const errors: unknown[] = [];
+    const statuses = (async () => { for await (const st of nc.status()) if (st.type === 'error') errors.push(st.error); })();
+    nc.publish(`$JS.FC.${STREAM_NAME}.consumer_x.1`, new Uint8Array());
+    await nc.flush(); // a refusal (-ERR) would arrive before the PONG
+    assert.equal(errors, [], `${user.user} may reply to flow control`);
+    await refusedPublish(nc, `$JS.ACK.${STREAM_NAME}.consumer_x.1.1.1.1.0`, () => nc.publish(`$JS.ACK.${STREAM_NAME}.consumer_x.1.1.1.1.0`, new Uint8Array()));
+    void statuses;
+  }
+});
+
 s('permissions - the observer may subscribe and replay but not send commands', async ({ world }) => {
   const { engine, nc: workerNc } = await world.engine();
   const service = await world.serve(engine);
