@@ -13,8 +13,11 @@ import { decide, evolve, initialSnapshot, type SessionSnapshot } from '../machin
 import { sessionMachine } from '../machines/session-machine.ts';
 import type { Command } from '../machines/commands.ts';
 import { CommandRefusedError } from './errors.ts';
+import { retryTransient } from '../storage/transient.ts';
 
 export const DEFAULT_CONFLICT_RETRIES = 8;
+/** How long a decide-and-append keeps retrying a locked database before it fails. */
+export const DEFAULT_STORAGE_RETRY_MS = 5_000;
 export const DEFAULT_SNAPSHOT_CACHE = 10_000;
 
 export interface CommandResult {
@@ -81,6 +84,11 @@ export class CommandHandler {
   }
 
   private async decideAndAppend(sessionId: string, build: (now: number, snapshot: SessionSnapshot) => Command, options: { fresh?: boolean; retries?: number }): Promise<CommandResult> {
+    // a locked database (SQLITE_BUSY): nothing was written; wait it out, catch up and decide again
+    return retryTransient(() => this.decideAndAppendOnce(sessionId, build, options), { clock: this.clock, forMs: DEFAULT_STORAGE_RETRY_MS });
+  }
+
+  private async decideAndAppendOnce(sessionId: string, build: (now: number, snapshot: SessionSnapshot) => Command, options: { fresh?: boolean; retries?: number }): Promise<CommandResult> {
     const retries = options.retries ?? DEFAULT_CONFLICT_RETRIES;
     let snapshot = options.fresh || !this.snapshots.has(sessionId) ? await this.load(sessionId) : this.snapshots.get(sessionId)!;
     for (let attempt = 0; ; attempt++) {

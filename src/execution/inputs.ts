@@ -1,6 +1,7 @@
 /**
  * Which pending inputs a turn takes, and loading their prompts from the log. A turn takes every
- * pending `steer` input and the oldest pending `queue` input, in admission order; the remaining
+ * pending `steer` input and one `queue` input: the continuation of an interrupted turn when there is
+ * one (it finishes what was started before newer prompts run), else the oldest. The remaining
  * `queue` inputs wait for later turns. Steering inputs admitted during a turn join it at the next
  * step boundary.
  */
@@ -9,7 +10,8 @@ import type { PendingInput } from '../machines/session-context.ts';
 import type { RunInput } from '../runner/types.ts';
 
 export function inputsForTurn(pending: readonly PendingInput[]): PendingInput[] {
-  const firstQueued = pending.find((p) => p.delivery === 'queue');
+  const queued = pending.filter((p) => p.delivery === 'queue');
+  const firstQueued = queued.find((p) => p.source === 'recovery') ?? queued[0];
   return pending.filter((p) => p.delivery === 'steer' || p === firstQueued);
 }
 

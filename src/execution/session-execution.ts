@@ -195,8 +195,18 @@ export class SessionExecution {
         return report({ status: 'nothing_pending' });
       }
       const executionId = this.ids.next('exe');
+      let decidedAt = 0;
       try {
-        await this.handler.execute(sessionId, (now) => ({ type: 'claim', now, ownerId: this.ownerId, executionId, leaseMs: this.leaseMs }), { fresh: true });
+        await this.handler.execute(sessionId, (now) => {
+          decidedAt = now;
+          return { type: 'claim', now, ownerId: this.ownerId, executionId, leaseMs: this.leaseMs };
+        }, { fresh: true });
+        // The lease runs from the decision, but the write may have waited (a locked database, a slow
+        // disk or server): a claim that lands with much of its lease spent renews before running,
+        // or is let go when it landed already expired (the sweep recovers it; nothing ran).
+        if (this.clock.now() - decidedAt > this.heartbeatMs / 2) {
+          await this.handler.execute(sessionId, (now) => ({ type: 'renew', now, ownerId: this.ownerId, executionId }));
+        }
       } catch (err) {
         if (isRefusal(err, 'nothing_pending')) return report({ status: 'nothing_pending' });
         if (isRefusal(err)) {

@@ -11,7 +11,7 @@
  */
 import type { SessionEvent } from '../events/envelope.ts';
 import type { Subscription } from '../events/event-log.ts';
-import { messageOf } from '../errors.ts';
+import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import type { Db } from '../storage/sqlite.ts';
 import { Projector } from '../projector/projector.ts';
 import { RecoverySweeper, type RecoveryNotice } from '../recovery/sweeper.ts';
@@ -31,6 +31,12 @@ export interface WorkerOptions {
   /** Called for every committed event, after the worker handled it (the CLI prints them). */
   onEvent?: (event: SessionEvent) => void;
   onError?: (err: unknown) => void;
+  /**
+   * A part of the worker stopped for good (its log subscription, or the projection after waiting out
+   * a locked database): the worker can no longer keep its promises and should be restarted. The
+   * error names the part, position and cause. Default: `onError`. `sessiond start` exits 1.
+   */
+  onFatal?: (err: unknown) => void;
 }
 
 export interface Worker {
@@ -45,6 +51,11 @@ export interface Worker {
 
 export function startWorker(execution: SessionExecution, options: WorkerOptions = {}): Worker {
   const onError = options.onError ?? ((err) => process.stderr.write(`sessiond: worker error: ${messageOf(err)}\n`));
+  const failed = (part: string) => (err: unknown) => {
+    if (stopped) return;
+    const fatal = new SessiondError(isSessiondError(err) ? err.code : ErrorCode.LogClosed, `the worker's ${part} stopped: ${messageOf(err)}`, { cause: err, details: { part } });
+    (options.onFatal ?? onError)(fatal);
+  };
   const wakeLater = new Set<string>();
   let catchingUp = options.projection === undefined;
   let subscription: Subscription | undefined;
@@ -82,13 +93,13 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
       catchingUp = false;
       wakeAll();
     },
-    onError,
+    onError: failed('log subscription (wakes and cancellations)'),
   });
 
   if (options.projection) {
     const db = options.projection;
     projector = new Projector(db);
-    projection = projector.follow(execution.log, { onError });
+    projection = projector.follow(execution.log, { onError: failed('projection'), ...(options.clock ? { clock: options.clock } : {}) });
     sweeper = new RecoverySweeper({
       execution, candidates: projectionCandidates(db), clock: options.clock ?? systemClock,
       ...(options.sweep ?? {}),

@@ -39,6 +39,8 @@ export interface PendingInput {
   delivery: Delivery;
   seq: number;
   wake: boolean;
+  /** `recovery` for the continuation of an interrupted or handed-back turn (it runs first). */
+  source: 'user' | 'recovery';
 }
 
 export interface RecoveryState {
@@ -108,7 +110,7 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       return next;
     case 'input.admitted': {
       const p = event.payload;
-      next.pending = [...ctx.pending, { inputId: p.inputId, delivery: p.delivery, seq: event.seq, wake: p.wake }];
+      next.pending = [...ctx.pending, { inputId: p.inputId, delivery: p.delivery, seq: event.seq, wake: p.wake, source: p.source }];
       next.admitted = { ...ctx.admitted, [p.inputId]: event.seq };
       return next;
     }

@@ -1,6 +1,7 @@
 /**
  * session_input: every admitted input, promoted exactly once. `wake_pending` = the admission asked
- * for a wake that has not landed yet; a claim on the session or the input's promotion clears it.
+ * for a wake and the input has not been promoted yet; only its promotion clears it (a claim does not:
+ * a claim that dies before promoting an input must leave the input findable by the sweep).
  */
 import type { Db } from '../storage/sqlite.ts';
 
@@ -22,15 +23,12 @@ export function inputRows(db: Db) {
     VALUES (@id, @session_id, @prompt, @delivery, @admitted_seq, @promoted_seq, @wake_pending, @time_created)`);
   const promote = db.prepare(`UPDATE session_input SET promoted_seq = ?, wake_pending = 0
                               WHERE id = ? AND session_id = ? AND promoted_seq IS NULL`);
-  const clearWakes = db.prepare('UPDATE session_input SET wake_pending = 0 WHERE session_id = ? AND wake_pending <> 0');
   const clear = db.prepare('DELETE FROM session_input');
   return {
     get: (sessionId: string, id: string) => get.get(sessionId, id) as InputRow | undefined,
     insert: (row: InputRow): void => void insert.run(row),
     /** Marks the input promoted at `seq` unless it already was; returns whether it changed. */
     promote: (id: string, sessionId: string, seq: number) => promote.run(seq, id, sessionId).changes > 0,
-    /** A claim landed on the session: no admission is waiting for a wake any more. */
-    clearWakes: (sessionId: string): void => void clearWakes.run(sessionId),
     clearAll: (): void => void clear.run(),
   };
 }

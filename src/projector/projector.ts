@@ -25,6 +25,11 @@ import { parsePayload } from '../events/codec.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { EventLog, Subscription } from '../events/event-log.ts';
 import type { Db } from '../storage/sqlite.ts';
+import { isTransientStorageError, retryTransient } from '../storage/transient.ts';
+import { systemClock, type Clock } from '../clock.ts';
+
+/** How long `follow` waits out a locked database before it reports the projection stopped. */
+export const DEFAULT_LOCKED_RETRY_MS = 60_000;
 import { checkpointRows } from './checkpoint.ts';
 import { inconsistent, invariant, wrapEventError } from './errors.ts';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -59,8 +64,14 @@ export interface ApplyResult {
 }
 
 export interface FollowOptions {
-  /** A batch that cannot be applied stops the subscription and lands here (default: logged to stderr). */
+  /**
+   * A batch that cannot be applied stops the subscription and lands here (default: logged to stderr).
+   * A locked database is not such a failure: the batch is retried with backoff for `lockedForMs`.
+   */
   onError?: (err: unknown) => void;
+  /** How long a batch is retried while the database is locked (default `DEFAULT_LOCKED_RETRY_MS`). */
+  lockedForMs?: number;
+  clock?: Clock;
   /** Called after each batch is committed. */
   onApplied?: (result: ApplyResult) => void;
 }
@@ -116,10 +127,20 @@ export class Projector {
    */
   follow(log: EventLog, options: FollowOptions = {}): Subscription {
     let seen = this.checkpoint();
+    const clock = options.clock ?? systemClock;
+    const lockedForMs = options.lockedForMs ?? DEFAULT_LOCKED_RETRY_MS;
     return log.subscribe({
       after: seen,
-      onBatch: (events) => {
-        const result = this.apply(events, { expectAtLeast: seen });
+      onBatch: async (events) => {
+        let result: ApplyResult;
+        try {
+          result = await retryTransient(() => this.apply(events, { expectAtLeast: seen }), { clock, forMs: lockedForMs });
+        } catch (err) {
+          if (!isTransientStorageError(err)) throw err;
+          throw new SessiondError(ErrorCode.LogClosed,
+            `Projector "${this.name}" stopped at position ${this.checkpoint()}: the database stayed locked for ${lockedForMs} ms while applying the batch at position ${events[0]?.position} (session ${events[0]?.sessionId}): ${messageOf(err)}. Another process holds its write lock; restart this worker once it is released.`,
+            { cause: err, details: { projector: this.name, position: this.checkpoint() } });
+        }
         seen = result.position;
         options.onApplied?.(result);
       },
@@ -194,8 +215,8 @@ export class Projector {
           id: p.executionId, session_id: e.sessionId, owner_id: p.ownerId, assistant_message_id: null, phase: 'safe',
           assistant_seq: p.assistantSeq, time_created: e.time, expires_at: p.expiresAt, recovery_error: null,
         });
-        // the claim is where every owed wake of the session lands
-        inputs.clearWakes(e.sessionId);
+        // the claim is where a recovery's owed wake lands; an input's wake is done only when the
+        // input is promoted (a claim that dies before promoting it must leave it findable)
         recoveries.clearWakes(e.sessionId);
       },
       'execution.renewed': (e) => this.requireExecution(e, (id, s) => ex.setExpiresAt(id, s, e.payload.expiresAt)),

@@ -41,6 +41,9 @@ function prepare(db: Db) {
     pendingWakes: db.prepare(`SELECT session_id FROM session_input WHERE wake_pending = 1 AND promoted_seq IS NULL
                               UNION SELECT session_id FROM session_recovery WHERE wake_pending = 1
                               ORDER BY session_id`).pluck(),
+    runnable: db.prepare(`SELECT session_id FROM session_input WHERE promoted_seq IS NULL
+                          UNION SELECT session_id FROM session_recovery WHERE wake_pending = 1
+                          ORDER BY session_id`).pluck(),
     expired: db.prepare('SELECT * FROM session_execution WHERE expires_at <= ? ORDER BY expires_at, id'),
     executions: db.prepare('SELECT * FROM session_execution WHERE session_id = ? ORDER BY time_created, id'),
     inputs: db.prepare('SELECT * FROM session_input WHERE session_id = ? ORDER BY admitted_seq, id'),
@@ -69,6 +72,15 @@ function statements(db: Db) {
 /** Session ids owed a wake: an admission asked for one and is not promoted, or a recovery's wake has not landed. */
 export function pendingWakes(db: Db): string[] {
   return statements(db).pendingWakes.all() as string[];
+}
+
+/**
+ * Sessions that may have work to run: an input admitted and not promoted (whatever its wake flag
+ * says: projections written before version 5 cleared it on a claim), or a recovery's wake owed. The
+ * sweep decides each against the log; one with a live owner, or only `wake: false` inputs, is left.
+ */
+export function runnableSessions(db: Db): string[] {
+  return statements(db).runnable.all() as string[];
 }
 
 /** Executions whose lease has expired at `now` (expires_at <= now) and that were not settled, cancelled or recovered. */

@@ -3,12 +3,12 @@
  * decides every candidate against the log).
  */
 import type { Db } from '../storage/sqlite.ts';
-import { expiredExecutions, pendingWakes } from '../projector/queries.ts';
+import { expiredExecutions, runnableSessions } from '../projector/queries.ts';
 import type { RecoveryCandidates } from './sweeper.ts';
 
 export function projectionCandidates(db: Db): RecoveryCandidates {
   return {
     expired: (now) => [...new Set(expiredExecutions(db, now).map((r) => r.session_id))],
-    owedWakes: () => pendingWakes(db),
+    owedWakes: () => runnableSessions(db),
   };
 }

@@ -51,7 +51,9 @@ export type RecoveryNotice =
   | { type: 'recovered'; sessionId: string; executionId: string; continuationInputId: string }
   | { type: 'wake_attempt'; sessionId: string; attempt: number }
   | { type: 'parked'; sessionId: string; message: string }
-  | { type: 'error'; sessionId: string; message: string };
+  | { type: 'error'; sessionId: string; message: string }
+  /** A whole pass failed (e.g. the projection was locked); the next pass tries again. */
+  | { type: 'sweep_failed'; message: string };
 
 export interface SweepReport {
   recovered: string[];
@@ -83,7 +85,9 @@ export class RecoverySweeper {
     this.stopped = false;
     const tick = async () => {
       if (this.stopped) return;
-      await this.sweep().catch(() => undefined);
+      await this.sweep().catch((err: unknown) => {
+        this.o.onNotice?.({ type: 'sweep_failed', message: `the recovery sweep failed (${messageOf(err)}); it runs again in ${this.intervalMs} ms` });
+      });
       if (!this.stopped) this.timer = this.o.clock.setTimeout(() => void tick(), this.intervalMs);
     };
     void tick();

@@ -7,7 +7,8 @@
  *   mode "hold":    resumes one session and stays until killed.
  *   mode "work":    a full worker (projection, recovery sweep, log subscription) until killed.
  * runner "echo" (default) or "crash:<after-claim|mid-step|mid-tool|after-settle>": the first turn
- * stops at that point and waits to be killed; later turns echo.
+ * stops at that point and waits to be killed; later turns echo. `freezeAfterSettle` blocks the
+ * process (prints `FROZEN`) right after its first settle, before it can claim the next turn.
  */
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { migrate } from '../../src/storage/migrate.ts';
@@ -21,6 +22,8 @@ import type { Runner } from '../../src/runner/types.ts';
 interface Args {
   waitForGo?: boolean; file: string; mode: 'contend' | 'hold' | 'work'; sessions: string[]; runner?: string;
   leaseMs?: number; heartbeatMs?: number; sweepMs?: number; echoDelayMs?: number; echoSteps?: number; ownerId?: string;
+  /** Freeze the whole process right after its first settle is committed (then the test kills it): the crash between a settle and the next claim. */
+  freezeAfterSettle?: boolean;
 }
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -55,7 +58,13 @@ const execution = new SessionExecution({
   onNotice: (n) => {
     if (n.type === 'claimed') say(`CLAIMED ${n.sessionId} ${n.executionId}`);
     if (n.type === 'claim_lost') say(`CLAIM_LOST ${n.sessionId} ${n.executionId}`);
-    if (n.type === 'settled') say(`SETTLED ${n.sessionId} ${n.executionId} ${n.outcome}`);
+    if (n.type === 'settled') {
+      say(`SETTLED ${n.sessionId} ${n.executionId} ${n.outcome}`);
+      if (args.freezeAfterSettle) {
+        say('FROZEN');
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); // blocks this thread for good: nothing else runs
+      }
+    }
   },
 });
 say(`READY ${execution.ownerId}`);

@@ -58,13 +58,14 @@ export function registerStart(program: Command, ctx: CliContext): void {
 }
 
 async function startEmbedded(opts: StartOptions, runner: Runner, ctx: CliContext): Promise<void> {
+  const stop = stopper(ctx);
   const engine = await openEngine({ file: opts.db, runner, leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs, onNotice: (n) => ctx.out(describeNotice(n)) });
-  const worker = startWorker(engine.execution, workerOptions(engine, opts, ctx));
+  const worker = startWorker(engine.execution, workerOptions(engine, opts, ctx, stop));
   ctx.out(`sessiond worker ${engine.ownerId} is running on ${opts.db} with the ${opts.runner} runner`);
   ctx.out(`  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s. Stop it with Ctrl-C.`);
   ctx.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" --db ${opts.db}`);
   const inspector = await serveInspector(engine.log, opts.inspect, ctx).catch(async (err) => { await worker.stop(); await engine.close(); throw err; });
-  await untilSignal(ctx);
+  await stop.stopped;
   const running = runningCount(engine);
   await inspector?.close();
   await worker.stop();
@@ -74,6 +75,7 @@ async function startEmbedded(opts: StartOptions, runner: Runner, ctx: CliContext
 
 async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnectionOptions, ctx: CliContext): Promise<void> {
   const commandConnection = natsCommandConnection(opts, nats, ctx);
+  const stop = stopper(ctx);
   const where = describeNats(nats);
   ctx.out(`connecting to NATS at ${where}...`);
   const nc = await connectNats(nats);
@@ -98,7 +100,7 @@ async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnect
     const openedEngine = engine;
     opened.push({ what: 'the engine', close: () => openedEngine.close() });
     record = (q) => recordQuarantine(openedEngine.db, q, systemClock.now());
-    worker = startWorker(engine.execution, workerOptions(engine, opts, ctx));
+    worker = startWorker(engine.execution, workerOptions(engine, opts, ctx, stop));
     const openedWorker = worker;
     opened.push({ what: 'the worker', close: () => openedWorker.stop() });
     let serving = `  not serving commands: no commands user (give --nats-commands-user and SESSIOND_NATS_COMMANDS_PASS, the commands user of nats.conf)`;
@@ -121,7 +123,7 @@ async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnect
     ctx.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" --nats ${Array.isArray(nats.servers) ? nats.servers.join(',') : nats.servers} --nats-user client --nats-pass <secret>`);
     const inspector = await serveInspector(log, opts.inspect, ctx);
     if (inspector) opened.push({ what: 'the inspector', close: () => inspector.close() });
-    await untilSignal(ctx);
+    await stop.stopped;
   } finally {
     const running = engine ? runningCount(engine) : 0;
     for (const step of opened.reverse()) {
@@ -135,20 +137,39 @@ async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnect
   }
 }
 
-/** Resolves on the first SIGINT or SIGTERM (then the handlers are removed). */
-function untilSignal(ctx: CliContext): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      process.off('SIGINT', onInt);
-      process.off('SIGTERM', onTerm);
-      ctx.out(`${signal}: stopping; turns in progress are handed back`);
-      resolve();
-    };
-    const onInt = () => stop('SIGINT');
-    const onTerm = () => stop('SIGTERM');
-    process.once('SIGINT', onInt);
-    process.once('SIGTERM', onTerm);
-  });
+/**
+ * When to stop: the first SIGINT or SIGTERM, or a part of the worker that stopped for good (then
+ * the worker stops too, loudly, and `sessiond start` exits 1 so a supervisor restarts it).
+ */
+interface Stopper {
+  readonly stopped: Promise<void>;
+  fail(err: unknown): void;
+}
+
+function stopper(ctx: CliContext): Stopper {
+  let resolve!: () => void;
+  const stopped = new Promise<void>((r) => { resolve = r; });
+  let done = false;
+  const stop = (line: string) => {
+    if (done) return;
+    done = true;
+    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onTerm);
+    ctx.out(line);
+    resolve();
+  };
+  const onInt = () => stop('SIGINT: stopping; turns in progress are handed back');
+  const onTerm = () => stop('SIGTERM: stopping; turns in progress are handed back');
+  process.once('SIGINT', onInt);
+  process.once('SIGTERM', onTerm);
+  return {
+    stopped,
+    fail(err) {
+      ctx.err(`sessiond: ${messageOf(err)}`);
+      process.exitCode = 1;
+      stop('stopping: a part of this worker failed for good (see above); turns in progress are handed back. Restart the worker.');
+    },
+  };
 }
 
 function runningCount(engine: Engine): number {
@@ -187,9 +208,10 @@ export function describeEvent(e: SessionEvent): string | undefined {
 }
 
 /** The worker projects into the SQLite file and runs the recovery sweep every `--sweep-ms`. */
-function workerOptions(engine: Engine, opts: StartOptions, ctx: CliContext): WorkerOptions {
+function workerOptions(engine: Engine, opts: StartOptions, ctx: CliContext, stop: Stopper): WorkerOptions {
   return {
     onEvent: printEvent(ctx),
+    onFatal: (err) => stop.fail(err),
     projection: engine.db,
     sweep: { intervalMs: opts.sweepMs, onNotice: (n) => ctx.out(describeRecovery(n)) },
   };
@@ -201,5 +223,6 @@ export function describeRecovery(n: RecoveryNotice): string {
     case 'wake_attempt': return `${n.sessionId}  recovery wake, attempt ${n.attempt}`;
     case 'parked': return `${n.sessionId}  PARKED: ${n.message}`;
     case 'error': return `${n.sessionId}  recovery error: ${n.message}`;
+    case 'sweep_failed': return `recovery sweep: ${n.message}`;
   }
 }
