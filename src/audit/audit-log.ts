@@ -8,10 +8,15 @@ import type { SessionEvent } from '../events/envelope.ts';
 
 export interface Violation {
   sessionId: string;
-  rule: 'two_live_owners' | 'promoted_twice' | 'promoted_unadmitted' | 'cancellation_overwritten' | 'write_after_expiry' | 'recovered_twice' | 'sequence_gap';
+  rule: 'two_live_owners' | 'promoted_twice' | 'promoted_unadmitted' | 'cancellation_overwritten' | 'write_after_expiry' | 'recovered_twice' | 'sequence_gap'
+    // liveness (liveness.ts): work that nobody will do
+    | 'stranded_input' | 'unrecovered_execution' | 'recovery_incomplete' | 'wake_parked';
   seqs: number[];
   message: string;
 }
+
+/** Times in messages: ISO 8601, UTC. */
+export const iso = (ms: number) => new Date(ms).toISOString();
 
 interface Exec { id: string; ownerId: string; expiresAt: number; claimSeq: number; terminal: 'settled' | 'cancelled' | 'recovered' | null; terminalSeq: number }
 
@@ -41,7 +46,7 @@ export function auditSession(events: readonly SessionEvent[]): Violation[] {
     if (!isSeal) sealing = null;
     if (exec && RUNNER_WRITES.has(e.type) && !isSeal) {
       if (exec.terminal === 'cancelled') v('cancellation_overwritten', [exec.terminalSeq, e.seq], `${e.type} for execution ${exec.id} after it was cancelled at seq ${exec.terminalSeq}`);
-      else if (e.time >= exec.expiresAt && exec.terminal === null) v('write_after_expiry', [e.seq], `${e.type} by execution ${exec.id} at ${e.time}, after its lease expired at ${exec.expiresAt}`);
+      else if (e.time >= exec.expiresAt && exec.terminal === null) v('write_after_expiry', [e.seq], `${e.type} by execution ${exec.id} at ${iso(e.time)}, after its lease expired at ${iso(exec.expiresAt)}`);
       else if (exec.terminal !== null) v('write_after_expiry', [exec.terminalSeq, e.seq], `${e.type} by execution ${exec.id} after it ended (${exec.terminal}) at seq ${exec.terminalSeq}`);
     }
     switch (e.type) {

@@ -24,10 +24,13 @@ type Emitted = { type: 'decision'; events: ProtoEvent[] } | { type: 'refusal'; r
 type Args = { context: SessionContext; event: MachineEvent };
 
 const cmd = <T extends Command['type']>(e: MachineEvent) => e as Extract<Command, { type: T }> & { ownerId?: string; executionId?: string; now: number };
+/** A time in messages: ISO 8601 in UTC (the raw milliseconds are in the events). */
+const at = (ms: number | undefined) => (ms === undefined ? 'an unknown time' : new Date(ms).toISOString());
+
 const messages: Record<Refusal, (a: Args) => string> = {
-  lease_live: ({ context }) => `session ${context.sessionId} is owned by ${context.execution?.ownerId} until ${context.execution?.expiresAt} (execution ${context.execution?.id})`,
+  lease_live: ({ context }) => `session ${context.sessionId} is owned by ${context.execution?.ownerId} until ${at(context.execution?.expiresAt)} (execution ${context.execution?.id})`,
   own_lease_live: ({ context }) => `owner ${context.execution?.ownerId} already holds a live lease on session ${context.sessionId} (execution ${context.execution?.id}) with no runner attached here; wait for it to expire and be recovered`,
-  lease_expired: ({ context }) => `execution ${context.execution?.id} on session ${context.sessionId} expired at ${context.execution?.expiresAt} and has not been recovered yet`,
+  lease_expired: ({ context }) => `execution ${context.execution?.id} on session ${context.sessionId} expired at ${at(context.execution?.expiresAt)} and has not been recovered yet`,
   recovering: ({ context }) => `session ${context.sessionId} is being recovered`,
   claim_lost: ({ context, event }) => `Session execution claim lost: ${cmd(event).executionId ?? context.execution?.id}`,
   cancelled: ({ context }) => `execution ${context.execution?.id} was cancelled; its settlement changes nothing`,
@@ -38,7 +41,7 @@ const messages: Record<Refusal, (a: Args) => string> = {
   not_runner_event: ({ event }) => `a runner may not write ${(cmd<'record'>(event).events ?? []).map((e) => e.type).filter((t) => !RUNNER_EVENT_TYPES.has(t)).join(', ')}`,
   not_pending: ({ context }) => `invariant violated: promoting an input of session ${context.sessionId} that is not pending (already promoted or never admitted)`,
   already_admitted: ({ event }) => `input ${cmd<'admit'>(event).inputId} was already admitted`,
-  lease_not_expired: ({ context }) => `never recovers a live execution lease: execution ${context.execution?.id} is live until ${context.execution?.expiresAt}`,
+  lease_not_expired: ({ context }) => `never recovers a live execution lease: execution ${context.execution?.id} is live until ${at(context.execution?.expiresAt)}`,
   nothing_to_recover: ({ context }) => `session ${context.sessionId} has no expired execution to recover`,
   nothing_pending: ({ context }) => `session ${context.sessionId} has no pending input to run`,
   no_wake_pending: ({ context }) => `session ${context.sessionId} owes no recovery wake`,
@@ -214,7 +217,7 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
       return [{ type: 'input.admitted', payload: { inputId: command.inputId, prompt: command.prompt, delivery: command.delivery, wake: command.wake, source: command.source ?? 'user' } }];
     case 'recover': {
       const exec = ctx.execution!;
-      const message = `the owner ${exec.ownerId} of execution ${exec.id} lost its lease (expired at ${exec.expiresAt})`;
+      const message = `the owner ${exec.ownerId} of execution ${exec.id} lost its lease (expired at ${at(exec.expiresAt)})`;
       const interrupted = { type: 'interrupted', name: 'Interrupted', message: `${message}; the call was not retried` };
       const durable = { type: 'interrupted', name: 'Interrupted', message: `${message}; a durable call may be retried with its idempotency key` };
       const retry = exec.openTools.filter((t) => t.durable).map((t) => `${t.name} (${t.idempotencyKey})`);

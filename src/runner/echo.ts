@@ -33,7 +33,7 @@ export function echoRunner(options: EchoOptions = {}): Runner {
       const partId = `prt_${messageId}`;
       for (const word of words.split(/(?<=\s)/)) if (word) ctx.delta(messageId, partId, word);
       if (delayMs > 0) await sleep(ctx.clock, delayMs, ctx.signal);
-      await ctx.text(messageId, `echo: ${words}`, partId);
+      if (words) await ctx.text(messageId, `echo: ${words}`, partId); // a short prompt leaves later steps without text
       await ctx.endStep(messageId, step === steps - 1 ? 'stop' : 'continue');
     }
   };

@@ -28,7 +28,8 @@ test('cli status - plain words and --json; unknown sessions exit 1', async () =>
   const { tmp, db } = await seeded();
   const all = await runCli(['status', '--db', db]);
   assert.is(all.code, 0, all.stderr);
-  assert.match(all.stdout, /ses_a: settled at seq \d+; no owner; phase unknown; last turn succeeded/);
+  assert.match(all.stdout, /ses_a: settled at seq \d+; no owner; last turn succeeded/);
+  assert.not.match(all.stdout, /ses_a: settled[^\n]*phase/, "a settled turn shows no phase");
   assert.match(all.stdout, /ses_b: settled .*\n  pending inputs: inp_\w+ \(queue\)/);
   const one = await runCli(['status', 'ses_a', '--db', db, '--json']);
   const row = JSON.parse(one.stdout);
@@ -61,6 +62,25 @@ test('cli check - a clean log passes; a log with two live owners fails with the 
   const r = await runCli(['check', '--db', bad]);
   assert.is(r.code, 1);
   assert.match(r.stdout, 'VIOLATION two_live_owners at seq 1, 2');
+  tmp.remove();
+});
+
+test('cli check - a prompt nobody ran is reported as stranded (liveness), with readable times; --safety-only skips it', async () => {
+  const tmp = tempDir();
+  const db = tmp.file('stranded.db');
+  const d = openDatabase(db);
+  migrate(d);
+  const at = Date.UTC(2026, 0, 2, 3, 4, 5);
+  eventImporter(d)([{ id: 'evt_s1', type: 'input.admitted', version: 1, sessionId: 'ses_s', seq: 1, time: at, payload: { inputId: 'inp_lost', prompt: 'anyone?', delivery: 'queue', wake: true, source: 'user' } } as SessionEvent]);
+  d.close();
+  const r = await runCli(['check', '--db', db]);
+  assert.is(r.code, 1, r.stdout + r.stderr);
+  assert.match(r.stdout, 'VIOLATION stranded_input at seq 1: session ses_s: input inp_lost (admitted at seq 1, 2026-01-02T03:04:05.000Z) asked for a wake and was never run');
+  const safety = await runCli(['check', '--db', db, '--safety-only']);
+  assert.is(safety.code, 0, safety.stdout);
+  assert.match(safety.stdout, 'liveness not checked');
+  const graced = await runCli(['check', '--db', db, '--grace-ms', String(10 * 365 * 86_400_000)]);
+  assert.is(graced.code, 0, 'within a (very long) grace it is not yet late');
   tmp.remove();
 });
 

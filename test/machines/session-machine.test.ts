@@ -145,4 +145,16 @@ test('machine - the same events replayed give the same state', () => {
   assert.throws(() => hydrate('ses_r', [sink[0]!, sink[2]!]), /expected 2/, 'a gap in the sequence is refused');
 });
 
+test('machine - refusals give times as ISO dates, not raw epoch milliseconds', () => {
+  const now = Date.UTC(2026, 10, 30, 12, 0, 0);
+  const s = run(run(initialSnapshot('ses_t'), admit(now)), claim(now, 'own_a', 'exe_1'));
+  const live = decide(s, claim(now + 1000, 'own_b', 'exe_2'));
+  assert.ok(!live.ok);
+  assert.match(live.message, 'until 2026-11-30T12:00:30.000Z');
+  assert.not.match(live.message, String(now + LEASE));
+  const expired = decide(s, claim(now + LEASE + 1, 'own_b', 'exe_2'));
+  assert.ok(!expired.ok);
+  assert.match(expired.message, 'expired at 2026-11-30T12:00:30.000Z');
+});
+
 test.run();

@@ -4,7 +4,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { expiredExecutions, listSessions, pendingWakes, sessionRows } from '../../src/projector/queries.ts';
+import { expiredExecutions, listSessions, pendingWakes, runnableSessions, sessionRows } from '../../src/projector/queries.ts';
 import { parseMessage } from '../../src/projector/message-rows.ts';
 import { claimedTurn, setup, stream } from './support.ts';
 
@@ -36,7 +36,15 @@ test('queries - pendingWakes: unpromoted admissions that asked for a wake, and r
     s.ev('ses_rec', 'recovery.wake_delivered', { executionId: 'exe_r', byExecutionId: 'exe_2' }),
     s.ev('ses_parked', 'execution.claimed', { executionId: 'exe_3', ownerId: 'own_hand', expiresAt: 100, leaseMs: 30_000, assistantSeq: -1 }),
   ]);
-  assert.equal(pendingWakes(db), [], 'every claim landed the session\'s wakes');
+  assert.equal(pendingWakes(db), ['ses_parked', 'ses_rec', 'ses_woken'], 'a claim alone takes no input: each still waits to be promoted');
+  assert.equal(runnableSessions(db), ['ses_parked', 'ses_quiet', 'ses_rec', 'ses_woken'], 'runnable: every session with an unpromoted input, whatever its flags');
+  projector.apply([
+    s.ev('ses_woken', 'input.promoted', { inputId: 'inp_1', executionId: 'exe_1' }),
+    s.ev('ses_rec', 'input.promoted', { inputId: 'inp_cont_exe_r', executionId: 'exe_2' }),
+    s.ev('ses_parked', 'input.promoted', { inputId: 'inp_cont_exe_p', executionId: 'exe_3' }),
+  ]);
+  assert.equal(pendingWakes(db), [], 'promotion is where an input\'s wake lands');
+  assert.equal(runnableSessions(db), ['ses_quiet'], 'the wake: false input is still there to be run by a wake');
 });
 
 test('queries - expiredExecutions: live rows whose lease ended at or before now', () => {

@@ -62,7 +62,7 @@ test('projector - input.admitted inserts the input; wake_pending follows the adm
   ]);
 });
 
-test('projector - a claim clears wake_pending of every input of its session (and only its session)', () => {
+test('projector - a claim takes no input: wake_pending stays until each input is promoted (a claim that dies must leave them findable)', () => {
   const { db, projector } = setup();
   const s = stream();
   projector.apply([
@@ -71,7 +71,9 @@ test('projector - a claim clears wake_pending of every input of its session (and
     s.ev('ses_2', 'input.admitted', { inputId: 'inp_3', prompt: 'c', delivery: 'queue', wake: true }),
     s.ev('ses_1', 'execution.claimed', { executionId: 'exe_1', ownerId: 'own_a', expiresAt: 30_000, leaseMs: 30_000, assistantSeq: -1 }),
   ]);
-  assert.equal(all(db, 'session_input').map((r) => [r.id, r.wake_pending, r.promoted_seq]), [['inp_1', 0, null], ['inp_2', 0, null], ['inp_3', 1, null]]);
+  assert.equal(all(db, 'session_input').map((r) => [r.id, r.wake_pending, r.promoted_seq]), [['inp_1', 1, null], ['inp_2', 1, null], ['inp_3', 1, null]]);
+  projector.apply([s.ev('ses_1', 'input.promoted', { inputId: 'inp_1', executionId: 'exe_1' })]);
+  assert.equal(all(db, 'session_input').map((r) => [r.id, r.wake_pending, r.promoted_seq]), [['inp_1', 0, 4], ['inp_2', 1, null], ['inp_3', 1, null]]);
 });
 
 test('projector - input.promoted sets promoted_seq, clears the wake and creates the user message', () => {

@@ -1,27 +1,38 @@
 import type { Command } from 'commander';
 import { auditLog } from '../../audit/audit-log.ts';
+import { auditLiveness, DEFAULT_LIVENESS_GRACE_MS } from '../../audit/liveness.ts';
+import { systemClock } from '../../clock.ts';
 import type { CliContext } from '../context.ts';
-import { describeQuarantine, type QuarantinedMessage } from '../../events/quarantine.ts';
+import { nonNegativeInt } from '../options.ts';
 import { addLogOptions, openLog, type LogOptions } from '../log-options.ts';
+import { describeQuarantine, type QuarantinedMessage } from '../../events/quarantine.ts';
+
+interface CheckOptions extends LogOptions { safetyOnly?: boolean; graceMs: number }
 
 export function registerCheck(program: Command, ctx: CliContext): void {
   addLogOptions(program
     .command('check')
-    .description('audit a log against the invariants; exits 1 when any is violated'), ctx)
-    .action(async (opts: LogOptions) => {
+    .description('audit a log: safety (never two owners, fencing, promotion once...) and liveness (nothing stranded); exits 1 when any is violated')
+    .option('--safety-only', 'skip the liveness checks (for a log that is still being written)')
+    .option('--grace-ms <n>', 'liveness: work younger than this is not yet late (lease + sweep + margin)', nonNegativeInt('--grace-ms'), DEFAULT_LIVENESS_GRACE_MS), ctx)
+    .action(async (opts: CheckOptions) => {
       const quarantined: QuarantinedMessage[] = [];
       const opened = await openLog(opts, ctx, { readonly: true, onQuarantine: (q) => quarantined.push(q) });
       try {
         const events = await opened.log.readAll();
         const sessions = new Set(events.map((e) => e.sessionId)).size;
-        const violations = auditLog(events);
+        const violations = [
+          ...auditLog(events),
+          ...(opts.safetyOnly ? [] : auditLiveness(events, { now: systemClock.now(), graceMs: opts.graceMs })),
+        ];
         for (const q of quarantined) ctx.out(`QUARANTINED ${describeQuarantine(q)}`);
         if (quarantined.length > 0) {
           ctx.out(`${quarantined.length} stored message${quarantined.length === 1 ? ' is' : 's are'} not valid sessiond event batches and ${quarantined.length === 1 ? 'was' : 'were'} skipped (written by something other than a sessiond worker); the events around ${quarantined.length === 1 ? 'it' : 'them'} were checked`);
           process.exitCode = 1;
         }
+        const checked = `no two live owners, each input promoted at most once, cancellations final, no writes after expiry, each execution recovered at most once${opts.safetyOnly ? '; liveness not checked' : `; nothing stranded for more than ${opts.graceMs / 1000} s`}`;
         if (violations.length === 0) {
-          ctx.out(`${opened.describe}: ${events.length} events in ${sessions} sessions, ${quarantined.length > 0 ? 'otherwise ' : ''}no violations (no two live owners, each input promoted at most once, cancellations final, no writes after expiry, each execution recovered at most once)`);
+          ctx.out(`${opened.describe}: ${events.length} events in ${sessions} sessions, ${quarantined.length > 0 ? 'otherwise ' : ''}no violations (${checked})`);
           return;
         }
         for (const v of violations) ctx.out(`VIOLATION ${v.rule} at seq ${v.seqs.join(', ')}: ${v.message}`);

@@ -35,7 +35,8 @@ export function registerStatus(program: Command, ctx: CliContext): void {
             owner: e && e.outcome === null ? e.ownerId : null,
             execution: e?.id ?? null,
             leaseLeftMs: e && leaseLive(c, now) ? e.expiresAt - now : 0,
-            phase: e?.phase ?? null, outcome: e?.outcome ?? null,
+            // the phase tells how far a turn in progress got; a settled turn has none
+            phase: e && e.outcome === null ? e.phase : null, outcome: e?.outcome ?? null,
             pending: c.pending.map((p) => ({ inputId: p.inputId, delivery: p.delivery })),
             recovery: c.recovery,
           };

@@ -1,0 +1,97 @@
+/**
+ * Audits a log for liveness, from the events alone: work that nobody will do. Safety (audit-log.ts)
+ * holds at every instant; liveness is judged at a moment `now`, for work older than `graceMs` (the
+ * time a healthy deployment needs: lease + sweep + a margin), so a log still being written is not
+ * blamed for a prompt admitted a second ago.
+ *
+ * - stranded_input: an input admitted with a wake, never promoted, while no execution is in
+ *   progress, for longer than the grace (nobody will run it);
+ * - unrecovered_execution: an execution that neither settled nor was cancelled or recovered, whose
+ *   lease ran out longer than the grace ago (its recovery never came);
+ * - recovery_incomplete: a recovery started and never completed;
+ * - wake_parked: a recovery's wake was given up on (parked): only a person can wake the session.
+ */
+import type { SessionEvent } from '../events/envelope.ts';
+import { iso, type Violation } from './audit-log.ts';
+
+export interface LivenessOptions {
+  /** The moment of judgement (ms since the epoch). */
+  now: number;
+  /** Work younger than this is not yet late (default `DEFAULT_LIVENESS_GRACE_MS`). */
+  graceMs?: number;
+}
+
+/** Lease (30 s) + sweep (5 s) + margin, for a deployment with the default settings. */
+export const DEFAULT_LIVENESS_GRACE_MS = 60_000;
+
+interface Exec { id: string; ownerId: string; expiresAt: number; ended: boolean; endedAt: number; claimSeq: number }
+
+export function auditSessionLiveness(events: readonly SessionEvent[], options: LivenessOptions): Violation[] {
+  const out: Violation[] = [];
+  if (events.length === 0) return out;
+  const sessionId = events[0]!.sessionId;
+  const graceMs = options.graceMs ?? DEFAULT_LIVENESS_GRACE_MS;
+  const late = (t: number) => options.now - t > graceMs;
+  const v = (rule: Violation['rule'], seqs: number[], message: string) => out.push({ sessionId, rule, seqs, message: `session ${sessionId}: ${message}` });
+  const waiting = new Map<string, { seq: number; time: number }>(); // admitted with a wake, not promoted
+  const recoveries = new Map<string, number>(); // started, not completed
+  const parked = new Map<string, number>();
+  let current: Exec | undefined;
+  for (const e of events) {
+    const p = e.payload as { executionId?: string };
+    switch (e.type) {
+      case 'execution.claimed':
+        current = { id: e.payload.executionId, ownerId: e.payload.ownerId, expiresAt: e.payload.expiresAt, ended: false, endedAt: 0, claimSeq: e.seq };
+        parked.clear();
+        break;
+      case 'execution.renewed':
+        if (current && current.id === p.executionId && !current.ended) current.expiresAt = e.payload.expiresAt;
+        break;
+      case 'execution.settled':
+      case 'execution.cancelled':
+      case 'recovery.started':
+        if (current && current.id === p.executionId && !current.ended) Object.assign(current, { ended: true, endedAt: e.time });
+        if (e.type === 'recovery.started') recoveries.set(e.payload.executionId, e.seq);
+        break;
+      case 'recovery.completed':
+        recoveries.delete(e.payload.executionId);
+        break;
+      case 'recovery.wake_failed':
+        if (e.payload.parked) parked.set(e.payload.executionId, e.seq);
+        break;
+      case 'input.admitted':
+        if (e.payload.wake) waiting.set(e.payload.inputId, { seq: e.seq, time: e.time });
+        break;
+      case 'input.promoted':
+        waiting.delete(e.payload.inputId);
+        break;
+    }
+  }
+  for (const [executionId, seq] of recoveries) v('recovery_incomplete', [seq], `the recovery of execution ${executionId} started at seq ${seq} and never completed`);
+  for (const [executionId, seq] of parked) v('wake_parked', [seq], `the wake owed after recovering execution ${executionId} was given up on (parked at seq ${seq}); wake the session by hand once the cause is fixed`);
+  if (current && !current.ended) {
+    if (late(current.expiresAt)) {
+      v('unrecovered_execution', [current.claimSeq], `execution ${current.id} (${current.ownerId}) never ended and its lease expired at ${iso(current.expiresAt)}, ${Math.round((options.now - current.expiresAt) / 1000)} s before ${iso(options.now)}, but it was never recovered`);
+    }
+    return out; // an execution in progress (or awaiting recovery) holds the queued inputs
+  }
+  const idleSince = current?.endedAt ?? 0;
+  for (const [inputId, at] of waiting) {
+    const since = Math.max(at.time, idleSince);
+    if (late(since)) {
+      v('stranded_input', [at.seq], `input ${inputId} (admitted at seq ${at.seq}, ${iso(at.time)}) asked for a wake and was never run: no execution has been in progress since ${iso(since)}, more than ${Math.round(graceMs / 1000)} s before ${iso(options.now)}`);
+    }
+  }
+  return out;
+}
+
+/** Liveness of a whole log (events of many sessions, each session in order). */
+export function auditLiveness(events: Iterable<SessionEvent>, options: LivenessOptions): Violation[] {
+  const bySession = new Map<string, SessionEvent[]>();
+  for (const e of events) {
+    let list = bySession.get(e.sessionId);
+    if (!list) bySession.set(e.sessionId, (list = []));
+    list.push(e);
+  }
+  return [...bySession.values()].flatMap((list) => auditSessionLiveness(list.sort((a, b) => a.seq - b.seq), options));
+}

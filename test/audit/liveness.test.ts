@@ -1,0 +1,48 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { auditLiveness } from '../../src/audit/liveness.ts';
+import type { SessionEvent } from '../../src/events/envelope.ts';
+
+let seq = 0;
+const ev = (type: string, time: number, payload: Record<string, unknown>, sessionId = 'ses_a') => ({ id: `evt_${seq}`, type, version: 1, sessionId, seq: ++seq, time, payload }) as SessionEvent;
+const admit = (id: string, time: number, wake = true) => ev('input.admitted', time, { inputId: id, prompt: 'p', delivery: 'queue', wake, source: 'user' });
+const claim = (id: string, time: number) => ev('execution.claimed', time, { executionId: id, ownerId: 'own_a', expiresAt: time + 30_000, leaseMs: 30_000, assistantSeq: -1 });
+const promote = (input: string, exe: string, time: number) => ev('input.promoted', time, { inputId: input, executionId: exe });
+const settle = (exe: string, time: number) => ev('execution.settled', time, { executionId: exe, outcome: 'succeeded' });
+const rules = (log: SessionEvent[], now: number, graceMs = 60_000) => auditLiveness(log, { now, graceMs }).map((v) => v.rule);
+
+test('liveness audit - a queued prompt left behind a settled turn is stranded once the grace has passed', () => {
+  seq = 0;
+  const log = [admit('i1', 0), admit('i2', 0), claim('e1', 1), promote('i1', 'e1', 2), settle('e1', 1_000)];
+  assert.equal(rules(log, 30_000), [], 'within the grace: not yet late');
+  const late = auditLiveness(log, { now: 120_000, graceMs: 60_000 });
+  assert.equal(late.map((v) => v.rule), ['stranded_input']);
+  assert.equal(late[0]!.seqs, [2]);
+  assert.match(late[0]!.message, 'input i2 (admitted at seq 2, 1970-01-01T00:00:00.000Z) asked for a wake and was never run');
+  assert.match(late[0]!.message, 'since 1970-01-01T00:00:01.000Z');
+});
+
+test('liveness audit - inputs without a wake, promoted inputs, and inputs behind a live execution are not stranded', () => {
+  seq = 0;
+  assert.equal(rules([admit('i1', 0, false)], 999_999), [], 'wake: false waits for a wake by design');
+  seq = 0;
+  assert.equal(rules([admit('i1', 0), claim('e1', 1), promote('i1', 'e1', 2), settle('e1', 3)], 999_999), []);
+  seq = 0;
+  assert.equal(rules([admit('i1', 0), claim('e1', 100_000), promote('i1', 'e1', 100_001), admit('i2', 100_002)], 120_000), [], 'a live turn holds the queue');
+});
+
+test('liveness audit - an expired execution never recovered, a recovery never completed, a parked wake', () => {
+  seq = 0;
+  const unrecovered = auditLiveness([admit('i1', 0), claim('e1', 1)], { now: 200_000, graceMs: 60_000 });
+  assert.equal(unrecovered.map((v) => v.rule), ['unrecovered_execution']);
+  assert.match(unrecovered[0]!.message, 'its lease expired at 1970-01-01T00:00:30.001Z');
+  seq = 0;
+  assert.equal(rules([admit('i1', 0), claim('e1', 1), ev('recovery.started', 40_000, { executionId: 'e1' })], 50_000, 0), ['recovery_incomplete', 'stranded_input']);
+  seq = 0;
+  const parked = [admit('i1', 0), claim('e1', 1), ev('recovery.started', 40_000, { executionId: 'e1' }), admit('inp_cont', 40_000),
+    ev('recovery.completed', 40_000, { executionId: 'e1', assistantMessageId: null, continuationInputId: 'inp_cont', phase: 'safe' }),
+    ev('recovery.wake_failed', 41_000, { executionId: 'e1', attempt: 5, error: { type: 'x', message: 'x' }, parked: true })];
+  assert.equal(rules(parked, 200_000).sort(), ['stranded_input', 'stranded_input', 'wake_parked']);
+});
+
+test.run();
