@@ -1,41 +1,10 @@
 /**
  * The `sessiond` command. Only this file (through `cliContext`) reads `process.env`.
  */
-import { Command, CommanderError } from 'commander';
+import { CommanderError } from 'commander';
 import { cliContext } from './context.ts';
 import { describeError, exitCodeFor, ExitCode } from './exit.ts';
-import { registerMigrate } from './commands/migrate.ts';
-import { registerStart } from './commands/start.ts';
-import { registerPrompt } from './commands/prompt.ts';
-import { registerStatus } from './commands/status.ts';
-import { registerCancel } from './commands/cancel.ts';
-import { registerTail } from './commands/tail.ts';
-import { registerCheck } from './commands/check.ts';
-import { registerExport } from './commands/export.ts';
-import { registerReplay } from './commands/replay.ts';
-import { registerChart } from './commands/chart.ts';
-import { registerSetup } from './commands/setup.ts';
-
-export function buildProgram(ctx = cliContext(process.env)): Command {
-  const program = new Command('sessiond')
-    .description('durable, single-owner execution of sessions over an event log')
-    .showHelpAfterError(true)
-    .exitOverride()
-    .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
-  registerMigrate(program, ctx);
-  registerStart(program, ctx);
-  registerPrompt(program, ctx);
-  registerStatus(program, ctx);
-  registerCancel(program, ctx);
-  registerTail(program, ctx);
-  registerCheck(program, ctx);
-  registerExport(program, ctx);
-  registerReplay(program, ctx);
-  registerChart(program, ctx);
-  registerSetup(program, ctx);
-  for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError(true);
-  return program;
-}
+import { buildProgram } from './program.ts';
 
 export async function main(argv: string[]): Promise<number> {
   const ctx = cliContext(process.env);

@@ -1,0 +1,38 @@
+/**
+ * The `sessiond` command's program: every subcommand registered on one commander instance. Separate
+ * from main.ts (which runs it) so tests can build it without running anything.
+ */
+import { Command } from 'commander';
+import type { CliContext } from './context.ts';
+import { registerMigrate } from './commands/migrate.ts';
+import { registerStart } from './commands/start.ts';
+import { registerPrompt } from './commands/prompt.ts';
+import { registerStatus } from './commands/status.ts';
+import { registerCancel } from './commands/cancel.ts';
+import { registerTail } from './commands/tail.ts';
+import { registerCheck } from './commands/check.ts';
+import { registerExport } from './commands/export.ts';
+import { registerReplay } from './commands/replay.ts';
+import { registerChart } from './commands/chart.ts';
+import { registerSetup } from './commands/setup.ts';
+
+export function buildProgram(ctx: CliContext): Command {
+  const program = new Command('sessiond')
+    .description('durable, single-owner execution of sessions over an event log')
+    .showHelpAfterError(true)
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
+  registerMigrate(program, ctx);
+  registerStart(program, ctx);
+  registerPrompt(program, ctx);
+  registerStatus(program, ctx);
+  registerCancel(program, ctx);
+  registerTail(program, ctx);
+  registerCheck(program, ctx);
+  registerExport(program, ctx);
+  registerReplay(program, ctx);
+  registerChart(program, ctx);
+  registerSetup(program, ctx);
+  for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError(true);
+  return program;
+}
