@@ -167,6 +167,7 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
     const w: Worker = {
       name: `w${i + 1}`, proc: undefined, state: 'dead', skewed: i === skewIndex,
       start() {
+        if (closing) return;
         const argv = [BIN, 'start', ...backend.workerArgs(i), '--lease-ms', String(LEASE_MS), '--heartbeat-ms', String(HEARTBEAT_MS),
           '--sweep-ms', String(SWEEP_MS), '--echo-delay-ms', String(ECHO_DELAY_MS)];
         const out = createWriteStream(join(dir, `${w.name}.log`), { flags: 'a' });
@@ -182,6 +183,8 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
     };
     return w;
   });
+  let closing = false;
+  let ok = false;
   const faults: Record<string, number> = {};
   const count = (what: string) => { faults[what] = (faults[what] ?? 0) + 1; };
   let admitted = 0;
@@ -282,17 +285,18 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
     const inLog = new Set(log.events.flatMap((e) => (e.type === 'input.admitted' ? [String(e.payload.inputId)] : [])));
     const lost = acknowledged.filter((id) => !inLog.has(id));
     if (lost.length > 0) say(`VIOLATION: ${lost.length} admissions acknowledged to the driver are not in the log: ${lost.slice(0, 5).join(', ')}`);
-    const ok = findings.length === 0 && log.unreadable === 0 && lost.length === 0;
+    ok = findings.length === 0 && log.unreadable === 0 && lost.length === 0;
     say(ok ? 'PASS' : `FAIL (seed ${runSeed}; worker output kept in ${dir})`);
-    if (ok) rmSync(dir, { recursive: true, force: true });
     return ok;
   } finally {
+    closing = true;
     for (const w of workers) {
       if (w.state === 'stopped') w.proc?.kill('SIGCONT');
       w.proc?.kill('SIGKILL');
     }
     await Promise.all(workers.map((w) => (w.proc && w.proc.exitCode === null && w.proc.signalCode === null ? new Promise((r) => w.proc!.once('exit', r)) : undefined)));
     await backend.close().catch(() => undefined);
+    if (ok) rmSync(dir, { recursive: true, force: true });
   }
 }
 

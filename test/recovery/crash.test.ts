@@ -5,48 +5,24 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
-import { CommandHandler } from '../../src/execution/command-handler.ts';
 import { admitInput } from '../../src/input/admit.ts';
-import { systemClock } from '../../src/clock.ts';
-import { randomIds } from '../../src/ids.ts';
 import { auditLog } from '../../src/audit/audit-log.ts';
 import { sessionRows } from '../../src/projector/queries.ts';
 import { parseMessage } from '../../src/projector/message-rows.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
-import { tempDir } from '../support/tmp.ts';
-import { spawnWorker, type WorkerHandle } from '../support/processes.ts';
+import { closeSharedFiles, sharedFile } from '../support/processes.ts';
 
 const LEASE = { leaseMs: 1_500, heartbeatMs: 400, sweepMs: 300 };
 
 async function setup(name: string) {
-  const tmp = tempDir();
-  const file = tmp.file(`${name}.db`);
-  const db = openDatabase(file);
-  migrate(db);
-  const log = new SqliteEventLog(db);
-  const handler = new CommandHandler(log, systemClock, randomIds);
-  await admitInput(handler, 'ses_k', { id: 'inp_user', prompt: 'please send the invoice to bob', wake: false });
-  const workers: WorkerHandle[] = [];
-  const fixture = {
-    tmp, file, db, log,
-    spawn: (args: Record<string, unknown>) => { const w = spawnWorker({ file, ...args }); workers.push(w); return w; },
-    close: async (..._done: WorkerHandle[]) => {
-      open.delete(fixture);
-      for (const w of workers) { w.child.kill('SIGKILL'); await w.exited; }
-      await log.close(); db.close(); tmp.remove();
-    },
-  };
-  open.add(fixture);
+  const fixture = sharedFile(name);
+  await admitInput(fixture.handler, 'ses_k', { id: 'inp_user', prompt: 'please send the invoice to bob', wake: false });
   return fixture;
 }
 
 // A test that fails before its cleanup must not leave workers running (they would keep the suite alive).
-const open = new Set<{ close: () => Promise<void> }>();
-test.after.each(async () => { for (const f of [...open]) await f.close(); });
+test.after.each(closeSharedFiles);
 
 const ofType = <T extends SessionEvent['type']>(events: SessionEvent[], type: T) => events.filter((e) => e.type === type) as SessionEvent<T>[];
 
@@ -87,7 +63,7 @@ for (const point of ['after-claim', 'mid-step', 'mid-tool'] as const) {
       if (point === 'mid-tool') assert.equal(interrupted[0]!.tools.map((t) => [t.name, t.state, t.error?.type]), [['send_invoice', 'error', 'interrupted']]);
     }
     assert.ok(assistants.filter((m) => m.executionId !== stale).every((m) => m.status === 'completed'), 'the continuation completed');
-    await s.close(a, b);
+    await s.close();
   });
 }
 
@@ -105,7 +81,7 @@ test('SIGKILL after settle: nothing to recover, nothing rerun', async () => {
   assert.is(ofType(events, 'recovery.started').length, 0);
   assert.is(ofType(events, 'execution.claimed').length, 1);
   assert.not.ok(b.lines.some((l) => l.startsWith('RUN')), 'the second worker ran nothing');
-  await s.close(a, b);
+  await s.close();
 });
 
 test('SIGSTOP past the lease, then SIGCONT: the frozen owner is fenced and its runner stops with the claim-lost defect', async () => {
@@ -129,7 +105,7 @@ test('SIGSTOP past the lease, then SIGCONT: the frozen owner is fenced and its r
   const late = mine.filter((e) => e.time > frozenAt + 50);
   assert.equal(late.map((e) => `${e.seq} ${e.type} +${e.time - frozenAt}ms`), [], 'its last own write predates the freeze');
   assert.is(ofType(events, 'execution.settled').filter((e) => e.payload.executionId === stale).length, 0, 'it never settled');
-  await s.close(a, b);
+  await s.close();
 });
 
 test.run();

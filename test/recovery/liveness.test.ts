@@ -27,35 +27,18 @@ import { waitFor } from '../../src/testing/wait.ts';
 import type { EventLog } from '../../src/events/event-log.ts';
 import type { DraftEvent, SessionEvent } from '../../src/events/envelope.ts';
 import { tempDir } from '../support/tmp.ts';
-import { spawnWorker, type WorkerHandle } from '../support/processes.ts';
+import { closeSharedFiles, sharedFile } from '../support/processes.ts';
 
 const LEASE = { leaseMs: 1_500, heartbeatMs: 400, sweepMs: 300 };
 /** Lease + sweep + a margin: the liveness bound these tests hold the engine to. */
 const BOUND_MS = LEASE.leaseMs + LEASE.sweepMs + 8_000;
 
 async function setup(name: string, prompts: string[]) {
-  const tmp = tempDir();
-  const file = tmp.file(`${name}.db`);
-  const db = openDatabase(file);
-  migrate(db);
-  const log = new SqliteEventLog(db);
-  const handler = new CommandHandler(log, systemClock, randomIds);
-  for (const [i, prompt] of prompts.entries()) await admitInput(handler, 'ses_l', { id: `inp_${i + 1}`, prompt, wake: true });
-  const workers: WorkerHandle[] = [];
-  const fixture = {
-    tmp, file, db, log, handler,
-    spawn: (args: Record<string, unknown>) => { const w = spawnWorker({ file, ...args }); workers.push(w); return w; },
-    close: async () => {
-      open.delete(fixture);
-      for (const w of workers) { w.child.kill('SIGKILL'); await w.exited; }
-      await log.close(); db.close(); tmp.remove();
-    },
-  };
-  open.add(fixture);
+  const fixture = sharedFile(name);
+  for (const [i, prompt] of prompts.entries()) await admitInput(fixture.handler, 'ses_l', { id: `inp_${i + 1}`, prompt, wake: true });
   return fixture;
 }
-const open = new Set<{ close: () => Promise<void> }>();
-test.after.each(async () => { for (const f of [...open]) await f.close(); });
+test.after.each(closeSharedFiles);
 
 const promotedInputs = (events: SessionEvent[]) => events.flatMap((e) => (e.type === 'input.promoted' ? [e.payload.inputId] : []));
 

@@ -1,5 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { openDatabase, type Db } from '../../src/storage/sqlite.ts';
+import { migrate } from '../../src/storage/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { CommandHandler } from '../../src/execution/command-handler.ts';
+import { systemClock } from '../../src/clock.ts';
+import { randomIds } from '../../src/ids.ts';
+import { tempDir } from './tmp.ts';
 
 const WORKER = fileURLToPath(new URL('./worker-process.ts', import.meta.url));
 const live = new Set<ChildProcess>();
@@ -53,4 +60,46 @@ export function spawnWorker(args: Record<string, unknown>): WorkerHandle {
       });
     },
   };
+}
+
+/**
+ * A SQLite file shared with real worker processes: `spawn` starts one on it (see worker-process.ts);
+ * `closeAll` (call it in `after.each`) kills every worker still running and removes the file, so a
+ * test that fails before its own cleanup never leaves workers behind.
+ */
+export interface SharedFile {
+  tmp: ReturnType<typeof tempDir>;
+  file: string;
+  db: Db;
+  log: SqliteEventLog;
+  handler: CommandHandler;
+  spawn(args: Record<string, unknown>): WorkerHandle;
+  close(): Promise<void>;
+}
+
+const openFiles = new Set<SharedFile>();
+
+export function sharedFile(name: string): SharedFile {
+  const tmp = tempDir();
+  const file = tmp.file(`${name}.db`);
+  const db = openDatabase(file);
+  migrate(db);
+  const log = new SqliteEventLog(db);
+  const workers: WorkerHandle[] = [];
+  const fixture: SharedFile = {
+    tmp, file, db, log, handler: new CommandHandler(log, systemClock, randomIds),
+    spawn: (args) => { const w = spawnWorker({ file, ...args }); workers.push(w); return w; },
+    close: async () => {
+      openFiles.delete(fixture);
+      for (const w of workers) { w.child.kill('SIGKILL'); await w.exited; }
+      await log.close(); db.close(); tmp.remove();
+    },
+  };
+  openFiles.add(fixture);
+  return fixture;
+}
+
+/** Closes every shared file still open (for `after.each`). */
+export async function closeSharedFiles(): Promise<void> {
+  for (const f of [...openFiles]) await f.close();
 }
