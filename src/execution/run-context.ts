@@ -13,7 +13,7 @@ import { Refusal } from '../machines/commands.ts';
 import type { RunContext, RunInput, ToolCall, ToolContext } from '../runner/types.ts';
 import type { CommandHandler } from './command-handler.ts';
 import { ClaimLostError, isRefusal } from './errors.ts';
-import { loadPrompts, steeringInputs } from './inputs.ts';
+import { runInputs, steeringInputs } from './inputs.ts';
 import { recordedError } from './recorded-error.ts';
 
 export interface RunContextDeps {
@@ -66,7 +66,7 @@ export function createRunContext(deps: RunContextDeps): RunContext {
     async startStep() {
       const snapshot = await handler.load(sessionId);
       const steer = steeringInputs(snapshot.context.pending);
-      const steered = await loadPrompts(handler.log, sessionId, steer);
+      const steered = runInputs(steer);
       const messageId = ids.next('msg');
       await write([
         ...steer.map((s): ProtoEvent => ({ type: 'input.promoted', payload: { inputId: s.inputId, executionId } })),

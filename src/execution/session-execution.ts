@@ -18,7 +18,7 @@ import { stateOf, type SessionSnapshot } from '../machines/decider.ts';
 import type { Runner } from '../runner/types.ts';
 import { CommandHandler } from './command-handler.ts';
 import { ClaimLostError, CommandRefusedError, isRefusal } from './errors.ts';
-import { inputsForTurn, loadPrompts } from './inputs.ts';
+import { inputsForTurn, runInputs } from './inputs.ts';
 import { createRunContext } from './run-context.ts';
 import { recordedError } from './recorded-error.ts';
 import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './registry.ts';
@@ -230,7 +230,7 @@ export class SessionExecution {
     try {
       const started = await this.handler.execute(sessionId, (now) => ({ type: 'start', now, ownerId, executionId }));
       const turn = inputsForTurn(started.snapshot.context.pending);
-      const inputs = await loadPrompts(this.log, sessionId, turn);
+      const inputs = runInputs(turn);
       if (turn.length > 0) {
         const promoted = turn.map((i): ProtoEvent => ({ type: 'input.promoted', payload: { inputId: i.inputId, executionId } }));
         await this.handler.execute(sessionId, (now) => ({ type: 'record', now, ownerId, executionId, events: promoted }));

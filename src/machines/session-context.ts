@@ -41,6 +41,8 @@ export interface PendingInput {
   wake: boolean;
   /** `recovery` for the continuation of an interrupted or handed-back turn (it runs first). */
   source: 'user' | 'recovery';
+  /** The prompt itself, so a turn needs no read of the log to get it (dropped once promoted). */
+  prompt: string;
 }
 
 export interface RecoveryState {
@@ -110,7 +112,7 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       return next;
     case 'input.admitted': {
       const p = event.payload;
-      next.pending = [...ctx.pending, { inputId: p.inputId, delivery: p.delivery, seq: event.seq, wake: p.wake, source: p.source }];
+      next.pending = [...ctx.pending, { inputId: p.inputId, delivery: p.delivery, seq: event.seq, wake: p.wake, source: p.source, prompt: p.prompt }];
       next.admitted = { ...ctx.admitted, [p.inputId]: event.seq };
       return next;
     }

@@ -146,7 +146,9 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
       case 'status': {
         const status = await known(sessionId, verb);
         const reply: StatusReply = {
-          sessionId, state: status.state, seq: status.seq, execution: status.context.execution, pending: status.context.pending,
+          // prompts stay out of the reply (up to 256 KiB each): read them from the log when needed
+          sessionId, state: status.state, seq: status.seq, execution: status.context.execution,
+          pending: status.context.pending.map(({ prompt: _prompt, ...input }) => input),
         };
         return reply as unknown as Record<string, unknown>;
       }

@@ -54,7 +54,8 @@ export interface StatusReply {
   state: SessionStateValue;
   seq: number;
   execution: ExecutionState | null;
-  pending: PendingInput[];
+  /** Pending inputs without their prompts. */
+  pending: Omit<PendingInput, 'prompt'>[];
 }
 
 export interface CommandRequests { admit: AdmitCommand; wake: WakeCommand; cancel: CancelCommand; status: StatusCommand }

@@ -171,9 +171,9 @@ test('liveness - a claim whose write waited most of its lease renews before the 
 
 test('liveness - the continuation of an interrupted turn runs before prompts admitted earlier', () => {
   const pending = [
-    { inputId: 'inp_user_2', delivery: 'queue' as const, seq: 4, wake: true, source: 'user' as const },
-    { inputId: 'inp_user_3', delivery: 'queue' as const, seq: 5, wake: true, source: 'user' as const },
-    { inputId: 'inp_cont_exe_1', delivery: 'queue' as const, seq: 9, wake: true, source: 'recovery' as const },
+    { inputId: 'inp_user_2', delivery: 'queue' as const, seq: 4, wake: true, source: 'user' as const, prompt: 'p' },
+    { inputId: 'inp_user_3', delivery: 'queue' as const, seq: 5, wake: true, source: 'user' as const, prompt: 'p' },
+    { inputId: 'inp_cont_exe_1', delivery: 'queue' as const, seq: 9, wake: true, source: 'recovery' as const, prompt: 'continue' },
   ];
   assert.equal(inputsForTurn(pending).map((p) => p.inputId), ['inp_cont_exe_1']);
   assert.equal(inputsForTurn(pending.slice(0, 2)).map((p) => p.inputId), ['inp_user_2'], 'otherwise the oldest queued prompt');
