@@ -26,7 +26,7 @@ test('no read-backs - the log reads of a turn do not grow with its number of inp
       return typeof value === 'function' ? (value as (...x: unknown[]) => unknown).bind(target) : value;
     },
   }) as EventLog;
-  const seen: RunInput[][] = [];
+  const seen: (readonly RunInput[])[] = [];
   const execution = new SessionExecution({ log, runner: async (ctx) => { seen.push(ctx.inputs); } });
   const turn = async (sessionId: string, prompts: string[]) => {
     for (const [i, prompt] of prompts.entries()) {
