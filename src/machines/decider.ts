@@ -2,27 +2,82 @@
  * The pure functions around the session machine: `hydrate` (fold a log into a snapshot), `evolve`
  * (fold one more committed event) and `decide` (what a command turns into, or why it is refused).
  * No I/O, no clock, no ids: the command handler stamps ids and times on the decided events.
+ *
+ * A snapshot is plain data: the state value and the context. Committed events fold without
+ * interpreting the machine: the context through `foldContext` (the very function the machine's
+ * `fold` action runs) and the state through a table of event transitions read from the machine's
+ * own definition at load (so XState stays the single definition of states, guards and the chart).
+ * `evolveByMachine` folds by running the machine; test/machines/fold-equivalence.test.ts proves the
+ * two agree on every reachable sequence. Decisions still run the machine (guards and refusals).
  */
-import { initialTransition, transition, type SnapshotFrom } from 'xstate';
+import { initialTransition, transition } from 'xstate';
 import type { SessionEvent } from '../events/envelope.ts';
+import { durableEventTypes, type EventType } from '../events/catalog.ts';
 import { sessionMachine } from './session-machine.ts';
+import { foldContext, type SessionContext } from './session-context.ts';
 import type { Command, Decision, ProtoEvent, Refusal } from './commands.ts';
 
 type Emitted = { type: 'decision'; events: ProtoEvent[] } | { type: 'refusal'; reason: Refusal; message: string };
 
 export type SessionMachine = typeof sessionMachine;
-export type SessionSnapshot = SnapshotFrom<SessionMachine>;
 export type SessionStateValue = 'idle' | 'claimed' | 'running' | 'recovering' | 'settled';
 
-export function initialSnapshot(sessionId: string, machine: SessionMachine = sessionMachine): SessionSnapshot {
-  return initialTransition(machine, { sessionId })[0];
+/** A session's state: where it is in the machine, and what it knows. Plain data (safe to store). */
+export interface SessionSnapshot {
+  readonly value: SessionStateValue;
+  readonly context: SessionContext;
 }
 
-export function evolve(snapshot: SessionSnapshot, event: SessionEvent, machine: SessionMachine = sessionMachine): SessionSnapshot {
+const STATES: readonly SessionStateValue[] = ['idle', 'claimed', 'running', 'recovering', 'settled'];
+
+/**
+ * For each state and committed event type, the state the machine moves to (absent: it stays).
+ * Read from the machine's transitions; a committed event must never be guarded (the log already
+ * decided), which is checked here once.
+ */
+function eventTargets(machine: SessionMachine): Record<SessionStateValue, Partial<Record<EventType, SessionStateValue>>> {
+  const out = {} as Record<SessionStateValue, Partial<Record<EventType, SessionStateValue>>>;
+  for (const state of STATES) {
+    const node = machine.states[state];
+    if (!node) throw new Error(`The session machine has no state ${state}; update SessionStateValue.`);
+    out[state] = {};
+    for (const type of durableEventTypes) {
+      const transitions = node.transitions.get(type) ?? machine.root.transitions.get(type) ?? [];
+      if (transitions.length !== 1 || transitions[0]!.guard) {
+        throw new Error(`The session machine's transition for committed event ${type} in state ${state} must be exactly one and unguarded: committed events are facts, not requests.`);
+      }
+      const target = transitions[0]!.target?.[0]?.key as SessionStateValue | undefined;
+      if (target && target !== state) out[state]![type] = target;
+    }
+  }
+  return out;
+}
+
+const TARGETS = eventTargets(sessionMachine);
+
+export function initialSnapshot(sessionId: string, machine: SessionMachine = sessionMachine): SessionSnapshot {
+  const s = initialTransition(machine, { sessionId })[0];
+  return { value: s.value as SessionStateValue, context: s.context };
+}
+
+function checkOrder(snapshot: SessionSnapshot, event: SessionEvent): void {
   if (event.seq !== snapshot.context.seq + 1) {
     throw new Error(`Session ${snapshot.context.sessionId}: event ${event.id} has seq ${event.seq}, expected ${snapshot.context.seq + 1}. Events must be folded in order, without gaps.`);
   }
-  return transition(machine, snapshot, event)[0];
+}
+
+/** Folds one committed event: the hot path (no machine interpretation for the session machine). */
+export function evolve(snapshot: SessionSnapshot, event: SessionEvent, machine: SessionMachine = sessionMachine): SessionSnapshot {
+  if (machine !== sessionMachine) return evolveByMachine(snapshot, event, machine);
+  checkOrder(snapshot, event);
+  return { value: TARGETS[snapshot.value][event.type] ?? snapshot.value, context: foldContext(snapshot.context, event) };
+}
+
+/** Folds one committed event by running the machine (the reference `evolve` is proven equal to). */
+export function evolveByMachine(snapshot: SessionSnapshot, event: SessionEvent, machine: SessionMachine = sessionMachine): SessionSnapshot {
+  checkOrder(snapshot, event);
+  const next = transition(machine, machine.resolveState({ value: snapshot.value, context: snapshot.context }), event)[0];
+  return { value: next.value as SessionStateValue, context: next.context };
 }
 
 export function hydrate(sessionId: string, events: Iterable<SessionEvent>, machine: SessionMachine = sessionMachine): SessionSnapshot {
@@ -32,7 +87,7 @@ export function hydrate(sessionId: string, events: Iterable<SessionEvent>, machi
 }
 
 export function decide(snapshot: SessionSnapshot, command: Command, machine: SessionMachine = sessionMachine): Decision {
-  const [, actions] = transition(machine, snapshot, command);
+  const [, actions] = transition(machine, machine.resolveState({ value: snapshot.value, context: snapshot.context }), command);
   for (const action of actions as { type: string; params?: unknown }[]) {
     if (action.type !== 'xstate.emit') continue;
     const emitted = (action.params as { event: Emitted }).event;
@@ -43,5 +98,5 @@ export function decide(snapshot: SessionSnapshot, command: Command, machine: Ses
 }
 
 export function stateOf(snapshot: SessionSnapshot): SessionStateValue {
-  return snapshot.value as SessionStateValue;
+  return snapshot.value;
 }
