@@ -11,6 +11,8 @@ import type { EventLog } from './events/event-log.ts';
 import { openDatabase, type Db, type Synchronous } from './storage/sqlite.ts';
 import { migrate } from './storage/migrate.ts';
 import { SqliteEventLog } from './storage/sqlite-event-log.ts';
+import { SqliteSnapshotStore } from './storage/sqlite-snapshot-store.ts';
+import { systemClock } from './clock.ts';
 import { SessionExecution, type CancelResult, type ExecutionOptions, type ResumeResult } from './execution/session-execution.ts';
 import { admitInput, type AdmitReceipt, type AdmitRequest } from './input/admit.ts';
 import { stateOf, type SessionSnapshot, type SessionStateValue } from './machines/decider.ts';
@@ -56,7 +58,9 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const ownLog = options.log === undefined;
   const log = options.log ?? new SqliteEventLog(db);
   const { file: _file, log: _log, synchronous: _sync, ...executionOptions } = options;
-  const execution = new SessionExecution({ ...executionOptions, log });
+  // snapshots beside the log (on NATS, this worker's own file: a cache it rebuilds from the stream)
+  const snapshots = options.snapshots ?? new SqliteSnapshotStore(db, options.clock ?? systemClock);
+  const execution = new SessionExecution({ ...executionOptions, log, snapshots });
   return {
     ownerId: execution.ownerId, db, log, execution,
     async admit(sessionId, request) {

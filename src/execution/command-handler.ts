@@ -9,7 +9,8 @@ import type { IdSource } from '../ids.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { isSequenceConflict } from '../events/event-log.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
-import { decide, evolve, initialSnapshot, type SessionSnapshot } from '../machines/decider.ts';
+import { decide, evolve, initialSnapshot, type SessionMachine, type SessionSnapshot } from '../machines/decider.ts';
+import { DEFAULT_SNAPSHOT_EVERY, type SnapshotStore } from '../machines/snapshot-store.ts';
 import { sessionMachine } from '../machines/session-machine.ts';
 import type { Command } from '../machines/commands.ts';
 import { CommandRefusedError } from './errors.ts';
@@ -25,28 +26,76 @@ export interface CommandResult {
   snapshot: SessionSnapshot;
 }
 
+export interface CommandHandlerOptions {
+  machine?: SessionMachine;
+  /** Sessions whose snapshot is kept in memory (least recently used are dropped). */
+  cacheSize?: number;
+  /** Stored snapshots: a cold load starts from the latest one instead of the first event. */
+  snapshots?: SnapshotStore;
+  /** Store a snapshot after this many events since the last one, and whenever a turn settles. */
+  snapshotEvery?: number;
+}
+
 export class CommandHandler {
   private readonly snapshots = new Map<string, SessionSnapshot>();
+  /** The seq of each cached session's last stored snapshot. */
+  private readonly storedAt = new Map<string, number>();
   /** The tail of each session's queue of `execute` calls in this process (see `execute`). */
   private readonly writing = new Map<string, Promise<unknown>>();
+  private readonly machine: SessionMachine;
+  private readonly cacheSize: number;
+  private readonly store: SnapshotStore | undefined;
+  private readonly snapshotEvery: number;
 
-  constructor(
-    readonly log: EventLog,
-    readonly clock: Clock,
-    readonly ids: IdSource,
-    private readonly machine = sessionMachine,
-    private readonly cacheSize = DEFAULT_SNAPSHOT_CACHE,
-  ) {}
+  constructor(readonly log: EventLog, readonly clock: Clock, readonly ids: IdSource, options: CommandHandlerOptions = {}) {
+    this.machine = options.machine ?? sessionMachine;
+    this.cacheSize = options.cacheSize ?? DEFAULT_SNAPSHOT_CACHE;
+    this.store = options.snapshots;
+    this.snapshotEvery = options.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
+  }
 
-  /** The session's snapshot, caught up with the log. */
+  /** The session's snapshot, caught up with the log (from a stored snapshot on a cold load). */
   async load(sessionId: string): Promise<SessionSnapshot> {
-    let snapshot = this.snapshots.get(sessionId) ?? initialSnapshot(sessionId, this.machine);
+    let snapshot = this.snapshots.get(sessionId) ?? await this.coldStart(sessionId);
+    let folded = 0;
     for (;;) {
       const events = await this.log.readSession(sessionId, { afterSeq: snapshot.context.seq, limit: 1000 });
       for (const e of events) snapshot = evolve(snapshot, e, this.machine);
+      folded += events.length;
       if (events.length < 1000) break;
     }
-    return this.remember(sessionId, snapshot);
+    const newest = this.remember(sessionId, snapshot);
+    if (folded >= this.snapshotEvery) this.storeSnapshot(newest);
+    return newest;
+  }
+
+  /** Where a cold load starts: the stored snapshot when the log has what it covers, else the beginning. */
+  private async coldStart(sessionId: string): Promise<SessionSnapshot> {
+    const stored = this.readStored(sessionId);
+    if (stored && stored.context.sessionId === sessionId && stored.context.seq <= await this.log.lastSeq(sessionId)) {
+      this.storedAt.set(sessionId, stored.context.seq);
+      return stored;
+    }
+    return initialSnapshot(sessionId, this.machine);
+  }
+
+  private readStored(sessionId: string): SessionSnapshot | undefined {
+    try {
+      return this.store?.get(sessionId);
+    } catch {
+      return undefined; // a cache: an unreadable snapshot is rebuilt from the log
+    }
+  }
+
+  /** Stores the snapshot (a cache write: a failure is not the command's failure). */
+  private storeSnapshot(snapshot: SessionSnapshot): void {
+    if (!this.store) return;
+    try {
+      this.store.put(snapshot);
+      this.storedAt.set(snapshot.context.sessionId, snapshot.context.seq);
+    } catch {
+      // locked or full: the next trigger tries again; loads fold a little more meanwhile
+    }
   }
 
   /** The cached snapshot without touching the log (may be behind). */
@@ -101,6 +150,11 @@ export class CommandHandler {
         const committed = await this.log.append(sessionId, snapshot.context.seq, drafts);
         for (const e of committed) snapshot = evolve(snapshot, e, this.machine);
         this.remember(sessionId, snapshot);
+        const since = snapshot.context.seq - (this.storedAt.get(sessionId) ?? 0);
+        // every `snapshotEvery` events, and at a settle once a fifth of that has passed (a settled
+        // session is the one most likely to be loaded cold next)
+        const settled = committed.some((e) => e.type === 'execution.settled');
+        if (this.store && (since >= this.snapshotEvery || (settled && since >= this.snapshotEvery / 5))) this.storeSnapshot(snapshot);
         return { events: committed, snapshot };
       } catch (err) {
         if (!isSequenceConflict(err) || attempt >= retries) throw err;
@@ -121,7 +175,7 @@ export class CommandHandler {
     this.snapshots.set(sessionId, snapshot);
     if (this.snapshots.size > this.cacheSize) {
       const oldest = this.snapshots.keys().next().value;
-      if (oldest !== undefined) this.snapshots.delete(oldest);
+      if (oldest !== undefined) { this.snapshots.delete(oldest); this.storedAt.delete(oldest); }
     }
     return snapshot;
   }

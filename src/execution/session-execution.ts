@@ -13,6 +13,7 @@ import { randomIds, validateId, type IdSource } from '../ids.ts';
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { nullLiveBus, type LiveBus } from '../events/live-bus.ts';
+import type { SnapshotStore } from '../machines/snapshot-store.ts';
 import type { ProtoEvent, Refusal } from '../machines/commands.ts';
 import { stateOf, type SessionSnapshot } from '../machines/decider.ts';
 import type { Runner } from '../runner/types.ts';
@@ -35,6 +36,8 @@ export interface ExecutionOptions {
   leaseMs?: number;
   heartbeatMs?: number;
   bus?: LiveBus;
+  /** Stored session snapshots (openEngine gives the SQLite file's); a cold load starts from them. */
+  snapshots?: SnapshotStore;
   /** Plain-words notices of what the service does (the CLI prints them). */
   onNotice?: (notice: Notice) => void;
 }
@@ -104,7 +107,7 @@ export class SessionExecution {
     this.bus = options.bus ?? nullLiveBus;
     this.runner = options.runner;
     this.notice = options.onNotice ?? (() => {});
-    this.handler = new CommandHandler(options.log, this.clock, this.ids);
+    this.handler = new CommandHandler(options.log, this.clock, this.ids, options.snapshots ? { snapshots: options.snapshots } : {});
   }
 
   get log(): EventLog {

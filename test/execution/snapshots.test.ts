@@ -1,0 +1,70 @@
+/**
+ * Stored session snapshots: a cold load starts from the latest snapshot and folds only the events
+ * after it, and gets the same state as a fold of the whole log; a snapshot of another machine
+ * version, or one the log does not back, is ignored.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { openDatabase } from '../../src/storage/sqlite.ts';
+import { migrate } from '../../src/storage/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { SqliteSnapshotStore } from '../../src/storage/sqlite-snapshot-store.ts';
+import { CommandHandler } from '../../src/execution/command-handler.ts';
+import { admitInput } from '../../src/input/admit.ts';
+import { hydrate } from '../../src/machines/decider.ts';
+import { ManualClock } from '../../src/clock.ts';
+import { sequentialIds } from '../../src/ids.ts';
+import type { EventLog } from '../../src/events/event-log.ts';
+import { tempDir } from '../support/tmp.ts';
+
+function world() {
+  const tmp = tempDir();
+  const db = openDatabase(tmp.file('snap.db'));
+  migrate(db);
+  const inner = new SqliteEventLog(db);
+  const folded: number[] = [];
+  const log = new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'readSession') {
+        return async (...a: Parameters<EventLog['readSession']>) => { const r = await target.readSession(...a); folded.push(r.length); return r; };
+      }
+      const value = Reflect.get(target, prop) as unknown;
+      return typeof value === 'function' ? (value as (...x: unknown[]) => unknown).bind(target) : value;
+    },
+  }) as EventLog;
+  const clock = new ManualClock(1_000);
+  const store = new SqliteSnapshotStore(db, clock);
+  return { tmp, db, log, store, clock, folded, handler: (every = 10) => new CommandHandler(log, clock, sequentialIds(), { snapshots: store, snapshotEvery: every }) };
+}
+
+test('snapshots - a cold load folds only the events after the latest snapshot, and equals a fold of the whole log', async () => {
+  const w = world();
+  const writer = w.handler(10);
+  for (let i = 0; i < 35; i++) await admitInput(writer, 'ses_s', { id: `inp_${i}`, prompt: `p${i}`, wake: false });
+  const stored = w.store.get('ses_s')!;
+  assert.is(stored.context.seq, 30, 'stored every 10 events');
+  w.folded.length = 0;
+  const cold = await w.handler().load('ses_s');
+  assert.equal(w.folded, [5], 'only the 5 events after the snapshot were read');
+  const full = hydrate('ses_s', await w.log.readSession('ses_s'));
+  assert.equal(JSON.parse(JSON.stringify(cold)), JSON.parse(JSON.stringify(full)), 'the same state as folding everything');
+  assert.is(cold.context.pending.length, 35);
+  await w.log.close(); w.db.close(); w.tmp.remove();
+});
+
+test('snapshots - one of another machine version, or ahead of the log, is ignored and the log is folded from the start', async () => {
+  const w = world();
+  const writer = w.handler(5);
+  for (let i = 0; i < 7; i++) await admitInput(writer, 'ses_v', { id: `inp_${i}`, prompt: `p${i}`, wake: false });
+  assert.equal(new SqliteSnapshotStore(w.db, w.clock, 'another-machine').get('ses_v'), undefined, 'another version finds nothing');
+  // a snapshot that claims more than the log holds (the log was replaced): not trusted
+  const stored = w.store.get('ses_v')!;
+  w.store.put({ ...stored, context: { ...stored.context, seq: 99 } });
+  w.folded.length = 0;
+  const cold = await w.handler().load('ses_v');
+  assert.equal(w.folded, [7], 'folded the whole log');
+  assert.is(cold.context.seq, 7);
+  await w.log.close(); w.db.close(); w.tmp.remove();
+});
+
+test.run();
