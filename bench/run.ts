@@ -27,6 +27,7 @@ import { FULL, QUICK, type Ctx, type Section } from './lib/context.ts';
 import { rawMsgpack } from './sections/raw.ts';
 import { jsAppend, projector, sqliteAppend } from './sections/logs.ts';
 import { turnsEmbedded, turnsNats } from './sections/turns.ts';
+import { turnCeiling } from './sections/turn-ceiling.ts';
 import { replayExport, replayJs } from './sections/replay.ts';
 import { memoryActors, memoryReplay } from './sections/memory.ts';
 import { takeover } from './sections/takeover.ts';
@@ -34,7 +35,7 @@ import { takeover } from './sections/takeover.ts';
 const SECTIONS: Section[] = [
   rawMsgpack,
   sqliteAppend, projector, jsAppend,
-  turnsEmbedded, turnsNats,
+  turnsEmbedded, turnsNats, turnCeiling,
   replayExport, replayJs,
   memoryActors, memoryReplay,
   takeover,
@@ -46,6 +47,7 @@ const ORDER = [
   'sqlite.append', 'projector.apply', 'js.append',
   'turns.embedded.turns', 'turns.embedded.latency.p50', 'turns.embedded.latency.p99',
   'turns.nats.turns', 'turns.nats.latency.p50', 'turns.nats.latency.p99',
+  'raw.turn.normal', 'turn.embedded.normal', 'raw.turn.full', 'turn.embedded.full',
   'replay.export', 'replay.js', 'replay.js.subscribe', 'replay.js.readAll',
   'memory.actors', 'memory.replay.peak',
   'takeover.max', 'takeover.p50',
