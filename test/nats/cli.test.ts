@@ -104,6 +104,26 @@ s('cli start --nats - a turn handed back on SIGTERM goes out live too: every eve
   await watcher.close();
 });
 
+s('cli cancel --nats - the client user cancels a running turn through the command subject', async (ctx) => {
+  const url = ctx.server.url;
+  const worker = startCli(['start', '--nats', url, ...as(WORKER), '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass,
+    '--db', ctx.tmp.file('cancel.db'), '--echo-delay-ms', '60000']);
+  ctx.workers.push(worker);
+  await worker.waitFor('send it a prompt');
+  const admitted = await runCli(['prompt', 'ses_cancel', 'a long turn', '--nats', url, ...as(CLIENT)]);
+  assert.is(admitted.code, 0, admitted.stderr);
+  await worker.waitFor('ses_cancel  claimed');
+  const cancelled = await runCli(['cancel', 'ses_cancel', '--reason', 'changed my mind', '--nats', url, ...as(CLIENT)]);
+  assert.is(cancelled.code, 0, cancelled.stdout + cancelled.stderr);
+  assert.match(cancelled.stdout, /cancelled execution exe_\S+ of ses_cancel/);
+  await worker.waitFor('ses_cancel  cancelled execution');
+  const again = await runCli(['cancel', 'ses_cancel', '--nats', url, ...as(CLIENT)]);
+  assert.is(again.code, 1);
+  assert.match(again.stdout, 'ses_cancel: nothing to cancel (', again.stdout);
+  worker.child.kill('SIGTERM');
+  assert.is(await worker.exited, 0, worker.output());
+});
+
 s('cli start --nats - without a commands user the worker serves no commands and says how to; setup reconfigures the stream as admin only', async (ctx) => {
   const url = ctx.server.url;
   const worker = startCli(['start', '--nats', url, ...as(WORKER), '--db', ctx.tmp.file('nocmd.db')]);

@@ -1,10 +1,19 @@
+/**
+ * `sessiond cancel SESSION`: cancels the execution in progress. Embedded: decided and appended on the
+ * SQLite log here. With `--nats`: sent as a `cancel` command to the workers (sessiond.cmd.cancel),
+ * which the client user may send; the client user may not write the log itself.
+ */
 import type { Command } from 'commander';
 import { CommandHandler } from '../../execution/command-handler.ts';
 import { isRefusal } from '../../execution/errors.ts';
 import { systemClock } from '../../clock.ts';
 import { randomIds, validateId } from '../../ids.ts';
+import { SessiondClient } from '../../nats/client.ts';
 import type { CliContext } from '../context.ts';
 import { addLogOptions, openLog, type LogOptions } from '../log-options.ts';
+import { natsConnectionOptions } from '../nats-options.ts';
+
+type CancelOptions = LogOptions & { reason?: string };
 
 export function registerCancel(program: Command, ctx: CliContext): void {
   addLogOptions(program
@@ -12,19 +21,41 @@ export function registerCancel(program: Command, ctx: CliContext): void {
     .description('cancel the execution in progress; cancellation is final (a late result changes nothing)')
     .argument('<session>', 'session id')
     .option('--reason <text>', 'why, recorded with the cancellation'), ctx)
-    .action(async (session: string, opts: LogOptions & { reason?: string }) => {
+    .action(async (session: string, opts: CancelOptions) => {
       validateId(session, 'session id');
-      const opened = await openLog(opts, ctx);
-      try {
-        const handler = new CommandHandler(opened.log, systemClock, randomIds);
-        const { events } = await handler.execute(session, (now) => ({ type: 'cancel', now, ...(opts.reason ? { reason: opts.reason } : {}) }), { fresh: true });
-        ctx.out(`cancelled execution ${(events[0]!.payload as { executionId: string }).executionId} of ${session} at sequence ${events[0]!.seq}`);
-      } catch (err) {
-        if (!isRefusal(err, 'nothing_to_cancel')) throw err;
-        ctx.out(`${session}: nothing to cancel (no execution in progress)`);
-        process.exitCode = 1;
-      } finally {
-        await opened.close();
+      const nats = natsConnectionOptions(opts, ctx, 'sessiond-cancel');
+      const result = nats ? await cancelOverNats(nats, session, opts.reason) : await cancelEmbedded(opts, ctx, session);
+      if (result.cancelled) {
+        ctx.out(`cancelled execution ${result.executionId} of ${session}${result.seq !== undefined ? ` at sequence ${result.seq}` : ''}`);
+        return;
       }
+      ctx.out(`${session}: nothing to cancel (${result.message ?? 'no execution in progress'})`);
+      process.exitCode = 1;
     });
+}
+
+type Outcome = { cancelled: true; executionId: string; seq?: number } | { cancelled: false; message?: string };
+
+async function cancelEmbedded(opts: CancelOptions, ctx: CliContext, session: string): Promise<Outcome> {
+  const opened = await openLog(opts, ctx);
+  try {
+    const handler = new CommandHandler(opened.log, systemClock, randomIds);
+    const { events } = await handler.execute(session, (now) => ({ type: 'cancel', now, ...(opts.reason ? { reason: opts.reason } : {}) }), { fresh: true });
+    return { cancelled: true, executionId: (events[0]!.payload as { executionId: string }).executionId, seq: events[0]!.seq };
+  } catch (err) {
+    if (!isRefusal(err, 'nothing_to_cancel')) throw err;
+    return { cancelled: false };
+  } finally {
+    await opened.close();
+  }
+}
+
+async function cancelOverNats(connection: NonNullable<ReturnType<typeof natsConnectionOptions>>, session: string, reason?: string): Promise<Outcome> {
+  const client = await SessiondClient.connect({ connection });
+  try {
+    const result = await client.cancel(session, reason);
+    return result.cancelled ? { cancelled: true, executionId: result.executionId } : { cancelled: false, message: result.message };
+  } finally {
+    await client.close();
+  }
 }
