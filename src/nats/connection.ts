@@ -36,6 +36,11 @@ export interface NatsConnectionOptions {
    * replies or learn its consumer names (docs/protocol.md).
    */
   inboxPrefix?: string;
+  /**
+   * Keep trying the first connection until the server answers (default false: fail after
+   * `timeoutMs`). For long-running workers, which should outlive a server that is not up yet.
+   */
+  waitForServer?: boolean;
 }
 
 export interface ResolvedConnectionOptions {
@@ -46,9 +51,10 @@ export interface ResolvedConnectionOptions {
   reconnectWaitMs: number;
   timeoutMs: number;
   inboxPrefix: string;
+  waitForServer: boolean;
 }
 
-const KNOWN = ['servers', 'user', 'pass', 'name', 'reconnectWaitMs', 'timeoutMs', 'inboxPrefix'] as const;
+const KNOWN = ['servers', 'user', 'pass', 'name', 'reconnectWaitMs', 'timeoutMs', 'inboxPrefix', 'waitForServer'] as const;
 
 /** The inbox prefix nats.conf gives `user`: `_INBOX_<user>` (`_INBOX` for a connection without a user). */
 export function inboxPrefixOf(user: string | undefined): string {
@@ -116,6 +122,8 @@ export function parseConnectionOptions(input: NatsConnectionOptions | undefined 
     reconnectWaitMs: positiveIntOption('NATS connection option reconnectWaitMs', input.reconnectWaitMs, DEFAULT_RECONNECT_WAIT_MS),
     timeoutMs: positiveIntOption('NATS connection option timeoutMs', input.timeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
     inboxPrefix: parseInboxPrefix(input.inboxPrefix, user),
+    waitForServer: input.waitForServer === undefined ? false : input.waitForServer === true ? true
+      : input.waitForServer === false ? false : bad('waitForServer', input.waitForServer, 'true or false'),
   };
 }
 
@@ -131,6 +139,8 @@ export async function connectNats(options: NatsConnectionOptions = {}): Promise<
       reconnectTimeWait: o.reconnectWaitMs,
       timeout: o.timeoutMs,
       inboxPrefix: o.inboxPrefix,
+      // a worker started before its server keeps trying, as it does after any later outage
+      waitOnFirstConnect: o.waitForServer,
       // no async stack capture per request: building those error objects was ~30% of append CPU
       // in the benchmarks; errors still carry their message and code
       noAsyncTraces: true,

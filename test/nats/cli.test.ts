@@ -124,6 +124,27 @@ s('cli cancel --nats - the client user cancels a running turn through the comman
   assert.is(await worker.exited, 0, worker.output());
 });
 
+s('cli start --nats - a worker started while nats-server is down waits for it, then serves', async (ctx) => {
+  const server = await startNatsServer();
+  try {
+    await server.stop();
+    const worker = startCli(['start', '--nats', server.url, ...as(WORKER), '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass,
+      '--db', ctx.tmp.file('early.db')]);
+    ctx.workers.push(worker);
+    await worker.waitFor('until it answers');
+    await server.restart(); // the server comes up after the worker
+    await worker.waitFor('send it a prompt', 30_000);
+    assert.is(worker.child.exitCode, null, 'the worker did not give up');
+    const admitted = await runCli(['prompt', 'ses_early', 'late server', '--nats', server.url, ...as(CLIENT)]);
+    assert.is(admitted.code, 0, admitted.stderr);
+    await worker.waitFor('ses_early  turn succeeded');
+    worker.child.kill('SIGTERM');
+    assert.is(await worker.exited, 0, worker.output());
+  } finally {
+    await server.dispose();
+  }
+});
+
 s('cli start --nats - without a commands user the worker serves no commands and says how to; setup reconfigures the stream as admin only', async (ctx) => {
   const url = ctx.server.url;
   const worker = startCli(['start', '--nats', url, ...as(WORKER), '--db', ctx.tmp.file('nocmd.db')]);

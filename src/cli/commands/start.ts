@@ -17,7 +17,7 @@ import type { SessionEvent } from '../../events/envelope.ts';
 import type { Runner } from '../../runner/types.ts';
 import { messageOf } from '../../errors.ts';
 import { systemClock } from '../../clock.ts';
-import { connectNats, type NatsConnectionOptions } from '../../nats/connection.ts';
+import { connectNats, DEFAULT_RECONNECT_WAIT_MS, type NatsConnectionOptions } from '../../nats/connection.ts';
 import { JetStreamEventLog } from '../../nats/jetstream-event-log.ts';
 import { NatsLiveBus } from '../../nats/live-bus.ts';
 import { publishCommits } from '../../events/publishing-log.ts';
@@ -77,8 +77,8 @@ async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnect
   const commandConnection = natsCommandConnection(opts, nats, ctx);
   const stop = stopper(ctx);
   const where = describeNats(nats);
-  ctx.out(`connecting to NATS at ${where}...`);
-  const nc = await connectNats(nats);
+  ctx.out(`connecting to NATS at ${where} (retrying every ${(nats.reconnectWaitMs ?? DEFAULT_RECONNECT_WAIT_MS) / 1000} s until it answers)...`);
+  const nc = await connectNats({ ...nats, waitForServer: true });
   // everything opened so far, closed in reverse order on the way out (also if setup fails)
   const opened: { what: string; close: () => Promise<unknown> }[] = [{ what: 'the NATS connection', close: () => nc.drain().catch(() => nc.close()) }];
   let engine: Engine | undefined;
@@ -105,7 +105,7 @@ async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnect
     opened.push({ what: 'the worker', close: () => openedWorker.stop() });
     let serving = `  not serving commands: no commands user (give --nats-commands-user and SESSIOND_NATS_COMMANDS_PASS, the commands user of nats.conf)`;
     if (commandConnection) {
-      const cnc = await connectNats(commandConnection.connection);
+      const cnc = await connectNats({ ...commandConnection.connection, waitForServer: true });
       opened.push({ what: 'the command connection', close: () => cnc.drain().catch(() => cnc.close()) });
       const commands = startCommandService(cnc, engine, {
         replyPrefixes: commandConnection.replyPrefixes,
