@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm test`: typecheck, then every test/**/*.test.ts with uvu in one process, then one closing line
 // `N passed, N failed`. Extra arguments are a uvu file pattern (e.g. `npm test -- machine`).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 
 const started = Date.now();
 const TIMEOUT_MS = Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 20 * 60_000);
@@ -20,6 +21,33 @@ function run(cmd, args, { capture = false } = {}) {
     }
     child.on('close', (code, signal) => { clearTimeout(timer); resolve({ code: code ?? (signal ? 1 : 0), text }); });
   });
+}
+
+// What the suite needs beyond npm, from Debian's packages: installed here when missing (as root with
+// apt-get), otherwise one line saying what to run, before any test starts.
+const needs = [
+  { what: 'nats-server (the NATS tests)', pkg: 'nats-server', present: () => existsSync(process.env.SESSIOND_NATS_SERVER ?? '/usr/sbin/nats-server') },
+  { what: 'chromium (the inspector browser test)', pkg: 'chromium', present: () => existsSync('/usr/bin/chromium') },
+  { what: "python3-msgpack (the wire-format interop test)", pkg: 'python3-msgpack', present: () => spawnSync('/usr/bin/python3', ['-c', 'import msgpack'], { stdio: 'ignore' }).status === 0 },
+];
+const missing = needs.filter((n) => !n.present());
+if (missing.length > 0) {
+  const pkgs = missing.map((n) => n.pkg).join(' ');
+  const root = typeof process.getuid === 'function' && process.getuid() === 0;
+  const apt = spawnSync('sh', ['-c', 'command -v apt-get'], { stdio: 'ignore' }).status === 0;
+  if (root && apt) {
+    process.stdout.write(`installing what the tests need: ${missing.map((n) => n.what).join(', ')} (apt-get install -y ${pkgs})...\n`);
+    const update = spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
+    const install = update.status === 0 ? spawnSync('apt-get', ['install', '-y', '-qq', ...missing.map((n) => n.pkg)], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }) : update;
+    const still = missing.filter((n) => !n.present());
+    if (install.status !== 0 || still.length > 0) {
+      process.stdout.write(`could not install ${still.map((n) => n.pkg).join(' ') || pkgs}; run: apt-get install -y ${pkgs}\n0 passed, 1 failed\n`);
+      process.exit(1);
+    }
+  } else {
+    process.stdout.write(`the tests need ${missing.map((n) => n.what).join(', ')}: run  sudo apt-get install -y ${pkgs}  and then npm test again (no test was run)\n`);
+    process.exit(1);
+  }
 }
 
 const filter = process.argv[2];
