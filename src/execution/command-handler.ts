@@ -15,11 +15,15 @@ import { sessionMachine } from '../machines/session-machine.ts';
 import type { Command } from '../machines/commands.ts';
 import { CommandRefusedError } from './errors.ts';
 import { retryTransient } from '../storage/transient.ts';
+import { catalog } from '../events/catalog.ts';
 
 export const DEFAULT_CONFLICT_RETRIES = 8;
 /** How long a decide-and-append keeps retrying a locked database before it fails. */
 export const DEFAULT_STORAGE_RETRY_MS = 5_000;
 export const DEFAULT_SNAPSHOT_CACHE = 10_000;
+
+/** Builds a command from the decision time and the state it is decided on. */
+export type Build = (now: number, snapshot: SessionSnapshot) => Command;
 
 export interface CommandResult {
   events: SessionEvent[];
@@ -117,7 +121,17 @@ export class CommandHandler {
    * Decides and appends. `fresh: true` catches up with the log before deciding (claims, cancels,
    * admissions); otherwise the cached snapshot is used and a conflict triggers the catch-up.
    */
-  async execute(sessionId: string, build: (now: number, snapshot: SessionSnapshot) => Command, options: { fresh?: boolean; retries?: number } = {}): Promise<CommandResult> {
+  async execute(sessionId: string, build: Build, options: { fresh?: boolean; retries?: number } = {}): Promise<CommandResult> {
+    return this.executeAll(sessionId, [build], options);
+  }
+
+  /**
+   * Several commands as one decision: each is decided on the state the previous ones' events lead
+   * to (exactly as if they were appended one after another with nothing in between), and all their
+   * events are appended at once: one write, all or nothing. A refusal of any refuses them all.
+   * E.g. claim + start + promotion of the turn's inputs: one append instead of three.
+   */
+  async executeAll(sessionId: string, builds: readonly Build[], options: { fresh?: boolean; retries?: number } = {}): Promise<CommandResult> {
     // One decide-and-append at a time per session in this process. Concurrent writers of one
     // process (the runner, its heartbeat, a cancel, the sweeper) would otherwise race each other on
     // the session's sequence: the loser of each race pays a reload from the log, and under load a
@@ -125,27 +139,40 @@ export class CommandHandler {
     // live owner recovered by another worker; test/nats/multinode.test.ts). Queued, each decides on
     // the snapshot the previous one committed. Conflicts with other processes are still retried below.
     const previous = this.writing.get(sessionId) ?? Promise.resolve();
-    const result = previous.then(() => this.decideAndAppend(sessionId, build, options));
+    const result = previous.then(() => this.decideAndAppend(sessionId, builds, options));
     const settled = result.then(() => undefined, () => undefined);
     this.writing.set(sessionId, settled);
     void settled.then(() => { if (this.writing.get(sessionId) === settled) this.writing.delete(sessionId); });
     return result;
   }
 
-  private async decideAndAppend(sessionId: string, build: (now: number, snapshot: SessionSnapshot) => Command, options: { fresh?: boolean; retries?: number }): Promise<CommandResult> {
+  private async decideAndAppend(sessionId: string, builds: readonly Build[], options: { fresh?: boolean; retries?: number }): Promise<CommandResult> {
     // a locked database (SQLITE_BUSY): nothing was written; wait it out, catch up and decide again
-    return retryTransient(() => this.decideAndAppendOnce(sessionId, build, options), { clock: this.clock, forMs: DEFAULT_STORAGE_RETRY_MS });
+    return retryTransient(() => this.decideAndAppendOnce(sessionId, builds, options), { clock: this.clock, forMs: DEFAULT_STORAGE_RETRY_MS });
   }
 
-  private async decideAndAppendOnce(sessionId: string, build: (now: number, snapshot: SessionSnapshot) => Command, options: { fresh?: boolean; retries?: number }): Promise<CommandResult> {
+  /** The drafts of `builds` decided in turn on `snapshot` (each on the state the previous ones lead to). */
+  private decideAll(sessionId: string, snapshot: SessionSnapshot, builds: readonly Build[], now: number): DraftEvent[] {
+    const drafts: DraftEvent[] = [];
+    let working = snapshot;
+    for (const build of builds) {
+      const command = build(now, working);
+      const decision = decide(working, command, this.machine);
+      if (!decision.ok) throw new CommandRefusedError(sessionId, command.type, decision.reason, decision.message);
+      for (const p of decision.events) {
+        const draft = { id: this.ids.next('evt'), type: p.type, time: now, payload: p.payload } as DraftEvent;
+        drafts.push(draft);
+        if (builds.length > 1) working = evolve(working, { ...draft, version: catalog[draft.type].version, sessionId, seq: working.context.seq + 1 } as SessionEvent, this.machine);
+      }
+    }
+    return drafts;
+  }
+
+  private async decideAndAppendOnce(sessionId: string, builds: readonly Build[], options: { fresh?: boolean; retries?: number }): Promise<CommandResult> {
     const retries = options.retries ?? DEFAULT_CONFLICT_RETRIES;
     let snapshot = options.fresh || !this.snapshots.has(sessionId) ? await this.load(sessionId) : this.snapshots.get(sessionId)!;
     for (let attempt = 0; ; attempt++) {
-      const now = this.clock.now();
-      const command = build(now, snapshot);
-      const decision = decide(snapshot, command, this.machine);
-      if (!decision.ok) throw new CommandRefusedError(sessionId, command.type, decision.reason, decision.message);
-      const drafts = decision.events.map((p) => ({ id: this.ids.next('evt'), type: p.type, time: now, payload: p.payload }) as DraftEvent);
+      const drafts = this.decideAll(sessionId, snapshot, builds, this.clock.now());
       try {
         const committed = await this.log.append(sessionId, snapshot.context.seq, drafts);
         for (const e of committed) snapshot = evolve(snapshot, e, this.machine);

@@ -16,7 +16,8 @@ import { nullLiveBus, type LiveBus } from '../events/live-bus.ts';
 import type { SnapshotStore } from '../machines/snapshot-store.ts';
 import type { ProtoEvent, Refusal } from '../machines/commands.ts';
 import { stateOf, type SessionSnapshot } from '../machines/decider.ts';
-import type { Runner } from '../runner/types.ts';
+import type { RunInput, Runner } from '../runner/types.ts';
+import type { PendingInput } from '../machines/session-context.ts';
 import { CommandHandler } from './command-handler.ts';
 import { ClaimLostError, CommandRefusedError, isRefusal } from './errors.ts';
 import { inputsForTurn, runInputs } from './inputs.ts';
@@ -198,12 +199,19 @@ export class SessionExecution {
         return report({ status: 'nothing_pending' });
       }
       const executionId = this.ids.next('exe');
+      const ownerId = this.ownerId;
       let decidedAt = 0;
+      let turn: PendingInput[] = [];
       try {
-        await this.handler.execute(sessionId, (now) => {
-          decidedAt = now;
-          return { type: 'claim', now, ownerId: this.ownerId, executionId, leaseMs: this.leaseMs };
-        }, { fresh: true });
+        // claim, start and the promotion of the turn's inputs: one decision, one append
+        await this.handler.executeAll(sessionId, [
+          (now) => { decidedAt = now; return { type: 'claim', now, ownerId, executionId, leaseMs: this.leaseMs }; },
+          (now) => ({ type: 'start', now, ownerId, executionId }),
+          (now, started) => {
+            turn = inputsForTurn(started.context.pending);
+            return { type: 'record', now, ownerId, executionId, events: turn.map((i): ProtoEvent => ({ type: 'input.promoted', payload: { inputId: i.inputId, executionId } })) };
+          },
+        ], { fresh: true });
         // The lease runs from the decision, but the write may have waited (a locked database, a slow
         // disk or server): a claim that lands with much of its lease spent renews before running,
         // or is let go when it landed already expired (the sweep recovers it; nothing ran).
@@ -220,24 +228,18 @@ export class SessionExecution {
       }
       this.notice({ type: 'claimed', sessionId, executionId });
       report({ status: 'started', executionId });
-      await this.runTurn(sessionId, executionId);
+      await this.runTurn(sessionId, executionId, runInputs(turn));
     }
     report({ status: 'closed' });
   }
 
-  private async runTurn(sessionId: string, executionId: string): Promise<void> {
+  /** Runs a turn that is claimed, started and has its inputs promoted. */
+  private async runTurn(sessionId: string, executionId: string, inputs: RunInput[]): Promise<void> {
     const controller = new AbortController();
     this.registry.trigger.attach({ sessionId, executionId, controller });
     const stopHeartbeat = this.startHeartbeat(sessionId, executionId, controller);
     const ownerId = this.ownerId;
     try {
-      const started = await this.handler.execute(sessionId, (now) => ({ type: 'start', now, ownerId, executionId }));
-      const turn = inputsForTurn(started.snapshot.context.pending);
-      const inputs = runInputs(turn);
-      if (turn.length > 0) {
-        const promoted = turn.map((i): ProtoEvent => ({ type: 'input.promoted', payload: { inputId: i.inputId, executionId } }));
-        await this.handler.execute(sessionId, (now) => ({ type: 'record', now, ownerId, executionId, events: promoted }));
-      }
       const ctx = createRunContext({ handler: this.handler, clock: this.clock, ids: this.ids, bus: this.bus, sessionId, executionId, ownerId, inputs, controller });
       await this.runner(ctx);
       if (controller.signal.aborted) throw controller.signal.reason;

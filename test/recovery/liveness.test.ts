@@ -159,8 +159,9 @@ test('liveness - a claim whose write waited most of its lease renews before the 
   const events = await log.readSession('ses_s');
   const types = events.map((e) => e.type);
   const claimedAt = types.indexOf('execution.claimed');
-  assert.is(types[claimedAt + 1], 'execution.renewed', `the owner renewed right after the slow claim: ${types.join(', ')}`);
-  const renewed = events[claimedAt + 1] as SessionEvent<'execution.renewed'>;
+  // the claim's one append (claim, start, promotion), then at once a renewal, before any runner write
+  assert.equal(types.slice(claimedAt, claimedAt + 4), ['execution.claimed', 'execution.started', 'input.promoted', 'execution.renewed'], `the owner renewed right after the slow claim: ${types.join(', ')}`);
+  const renewed = events[claimedAt + 3] as SessionEvent<'execution.renewed'>;
   assert.ok(renewed.payload.expiresAt - renewed.time === LEASE.leaseMs, 'a full lease from the renewal');
   assert.not.ok(types.includes('recovery.started'), 'nobody recovered it');
   assert.ok(types.includes('execution.settled'));

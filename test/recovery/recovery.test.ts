@@ -18,8 +18,9 @@ const candidates = (sessions: string[]): RecoveryCandidates => ({ expired: () =>
 async function ownedThenFrozen(fx: ReturnType<typeof fixture>, gate: ReturnType<typeof gatedRunner>, sessionId = 'ses_1') {
   const a = fx.service({ runner: gate.runner, clock: new ManualClock(0), ownerId: 'own_a' }); // frozen: its clock never moves
   await fx.admit(a, sessionId, { prompt: 'the original prompt', wake: false });
+  const runsBefore = gate.runs.length; // the runner may start before resume() returns
   const r = await a.resume(sessionId);
-  await gate.started(gate.runs.length + 1);
+  await gate.started(runsBefore + 1);
   return { a, executionId: r.status === 'started' ? r.executionId : '' };
 }
 
