@@ -20,6 +20,15 @@ s.after(async (ctx) => {
 
 const as = (user: { user: string; pass: string }) => ['--nats-user', user.user, '--nats-pass', user.pass];
 
+/** A worker on the test server whose echo turns last a minute (so a turn is running when the test acts), serving commands. */
+async function slowWorker(ctx: { server: NatsServer; tmp: ReturnType<typeof tempDir>; workers: LongRunning[] }, db: string): Promise<LongRunning> {
+  const worker = startCli(['start', '--nats', ctx.server.url, ...as(WORKER), '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass,
+    '--db', ctx.tmp.file(db), '--echo-delay-ms', '60000']);
+  ctx.workers.push(worker);
+  await worker.waitFor('send it a prompt');
+  return worker;
+}
+
 s('cli start --nats - a worker on JetStream runs a prompt admitted with prompt --nats, streams it live, and stops on SIGTERM', async (ctx) => {
   const url = ctx.server.url;
   // the password from the environment, as recommended
@@ -83,10 +92,7 @@ s('cli prompt --nats - no worker running, bad flags, a refused user: clear error
 
 s('cli start --nats - a turn handed back on SIGTERM goes out live too: every event the worker committed reached subscribers', async (ctx) => {
   const url = ctx.server.url;
-  const worker = startCli(['start', '--nats', url, ...as(WORKER), '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass,
-    '--db', ctx.tmp.file('handback.db'), '--echo-delay-ms', '60000']);
-  ctx.workers.push(worker);
-  await worker.waitFor('send it a prompt');
+  const worker = await slowWorker(ctx, 'handback.db');
   const watcher = await SessiondClient.connect({ connection: { servers: url, ...OBSERVER } });
   const seen: LiveMessage[] = [];
   await watcher.subscribe({ sessionId: 'ses_handback' }, (e) => { if (e.seq !== undefined) seen.push(e); });
@@ -106,10 +112,7 @@ s('cli start --nats - a turn handed back on SIGTERM goes out live too: every eve
 
 s('cli cancel --nats - the client user cancels a running turn through the command subject', async (ctx) => {
   const url = ctx.server.url;
-  const worker = startCli(['start', '--nats', url, ...as(WORKER), '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass,
-    '--db', ctx.tmp.file('cancel.db'), '--echo-delay-ms', '60000']);
-  ctx.workers.push(worker);
-  await worker.waitFor('send it a prompt');
+  const worker = await slowWorker(ctx, 'cancel.db');
   const admitted = await runCli(['prompt', 'ses_cancel', 'a long turn', '--nats', url, ...as(CLIENT)]);
   assert.is(admitted.code, 0, admitted.stderr);
   await worker.waitFor('ses_cancel  claimed');
