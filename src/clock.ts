@@ -87,6 +87,11 @@ export class ManualClock implements Clock {
 }
 
 /** Lets pending promise callbacks and immediate I/O callbacks run. */
+/** A time for messages people read: ISO 8601 in UTC (events keep the raw milliseconds). */
+export function isoTime(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
 export async function flushAsync(rounds = 5): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise<void>((r) => setImmediate(r));
 }

@@ -5,6 +5,7 @@
  * execution recovered at most once. Returns every violation with the sequences involved.
  */
 import type { SessionEvent } from '../events/envelope.ts';
+import { isoTime } from '../clock.ts';
 
 export interface Violation {
   sessionId: string;
@@ -14,9 +15,6 @@ export interface Violation {
   seqs: number[];
   message: string;
 }
-
-/** Times in messages: ISO 8601, UTC. */
-export const iso = (ms: number) => new Date(ms).toISOString();
 
 interface Exec { id: string; ownerId: string; expiresAt: number; claimSeq: number; terminal: 'settled' | 'cancelled' | 'recovered' | null; terminalSeq: number }
 
@@ -46,7 +44,7 @@ export function auditSession(events: readonly SessionEvent[]): Violation[] {
     if (!isSeal) sealing = null;
     if (exec && RUNNER_WRITES.has(e.type) && !isSeal) {
       if (exec.terminal === 'cancelled') v('cancellation_overwritten', [exec.terminalSeq, e.seq], `${e.type} for execution ${exec.id} after it was cancelled at seq ${exec.terminalSeq}`);
-      else if (e.time >= exec.expiresAt && exec.terminal === null) v('write_after_expiry', [e.seq], `${e.type} by execution ${exec.id} at ${iso(e.time)}, after its lease expired at ${iso(exec.expiresAt)}`);
+      else if (e.time >= exec.expiresAt && exec.terminal === null) v('write_after_expiry', [e.seq], `${e.type} by execution ${exec.id} at ${isoTime(e.time)}, after its lease expired at ${isoTime(exec.expiresAt)}`);
       else if (exec.terminal !== null) v('write_after_expiry', [exec.terminalSeq, e.seq], `${e.type} by execution ${exec.id} after it ended (${exec.terminal}) at seq ${exec.terminalSeq}`);
     }
     switch (e.type) {
@@ -93,13 +91,18 @@ export function auditSession(events: readonly SessionEvent[]): Violation[] {
   return out;
 }
 
-/** Audits a whole log (events of many sessions, in any interleaving but each session in order). */
-export function auditLog(events: Iterable<SessionEvent>): Violation[] {
-  const bySession = new Map<string, SessionEvent[]>();
+/** A log's events grouped by session, each session's in seq order (the log may interleave sessions). */
+export function bySession(events: Iterable<SessionEvent>): SessionEvent[][] {
+  const groups = new Map<string, SessionEvent[]>();
   for (const e of events) {
-    let list = bySession.get(e.sessionId);
-    if (!list) bySession.set(e.sessionId, (list = []));
+    let list = groups.get(e.sessionId);
+    if (!list) groups.set(e.sessionId, (list = []));
     list.push(e);
   }
-  return [...bySession.values()].flatMap((list) => auditSession(list.sort((a, b) => a.seq - b.seq)));
+  return [...groups.values()].map((list) => list.sort((a, b) => a.seq - b.seq));
+}
+
+/** Audits a whole log (events of many sessions, in any interleaving but each session in order). */
+export function auditLog(events: Iterable<SessionEvent>): Violation[] {
+  return bySession(events).flatMap(auditSession);
 }

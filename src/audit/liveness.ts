@@ -12,7 +12,8 @@
  * - wake_parked: a recovery's wake was given up on (parked): only a person can wake the session.
  */
 import type { SessionEvent } from '../events/envelope.ts';
-import { iso, type Violation } from './audit-log.ts';
+import { bySession, type Violation } from './audit-log.ts';
+import { isoTime as iso } from '../clock.ts';
 
 export interface LivenessOptions {
   /** The moment of judgement (ms since the epoch). */
@@ -87,11 +88,5 @@ export function auditSessionLiveness(events: readonly SessionEvent[], options: L
 
 /** Liveness of a whole log (events of many sessions, each session in order). */
 export function auditLiveness(events: Iterable<SessionEvent>, options: LivenessOptions): Violation[] {
-  const bySession = new Map<string, SessionEvent[]>();
-  for (const e of events) {
-    let list = bySession.get(e.sessionId);
-    if (!list) bySession.set(e.sessionId, (list = []));
-    list.push(e);
-  }
-  return [...bySession.values()].flatMap((list) => auditSessionLiveness(list.sort((a, b) => a.seq - b.seq), options));
+  return bySession(events).flatMap((list) => auditSessionLiveness(list, options));
 }

@@ -12,6 +12,7 @@
  * The guards are the seed's invariants; each has a test named after it in
  * test/machines/session-machine.test.ts. Swap them with `sessionMachine.provide({ guards })` in tests.
  */
+import { isoTime } from '../clock.ts';
 import { and, assign, emit, not, setup } from 'xstate';
 import type { SessionEvent } from '../events/envelope.ts';
 import { durableEventTypes, type EventType } from '../events/catalog.ts';
@@ -24,8 +25,7 @@ type Emitted = { type: 'decision'; events: ProtoEvent[] } | { type: 'refusal'; r
 type Args = { context: SessionContext; event: MachineEvent };
 
 const cmd = <T extends Command['type']>(e: MachineEvent) => e as Extract<Command, { type: T }> & { ownerId?: string; executionId?: string; now: number };
-/** A time in messages: ISO 8601 in UTC (the raw milliseconds are in the events). */
-const at = (ms: number | undefined) => (ms === undefined ? 'an unknown time' : new Date(ms).toISOString());
+const at = (ms: number | undefined) => (ms === undefined ? 'an unknown time' : isoTime(ms));
 
 const messages: Record<Refusal, (a: Args) => string> = {
   lease_live: ({ context }) => `session ${context.sessionId} is owned by ${context.execution?.ownerId} until ${at(context.execution?.expiresAt)} (execution ${context.execution?.id})`,
