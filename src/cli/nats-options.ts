@@ -10,7 +10,8 @@
  */
 import type { Command } from 'commander';
 import { isSessiondError, messageOf } from '../errors.ts';
-import { parseConnectionOptions, type NatsConnectionOptions } from '../nats/connection.ts';
+import { inboxPrefixOf, parseConnectionOptions, type NatsConnectionOptions } from '../nats/connection.ts';
+import { DEFAULT_REPLY_PREFIX } from '../nats/command-service.ts';
 import type { CliContext } from './context.ts';
 import { UsageError } from './exit.ts';
 
@@ -91,7 +92,7 @@ export function natsCommandConnection(flags: NatsCommandFlags, worker: NatsConne
   const replyPrefixes = flags.replyInboxes?.split(',').map((p) => p.trim()).filter((p) => p.length > 0);
   if (user === undefined && worker.user !== undefined) return undefined;
   const connection: NatsConnectionOptions = { servers: worker.servers!, name: 'sessiond-commands', ...(user !== undefined ? { user, pass } : {}) };
-  return { connection, replyPrefixes: replyPrefixes ?? [user === undefined ? '_INBOX' : '_INBOX_client'] };
+  return { connection, replyPrefixes: replyPrefixes ?? [user === undefined ? inboxPrefixOf(undefined) : DEFAULT_REPLY_PREFIX] };
 }
 
 /** The URL(s) to show; never the password. */

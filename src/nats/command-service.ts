@@ -30,7 +30,8 @@ import {
   CommandFailureCode, MAX_CANCEL_REASON, decodeJson, encodeJson, requestFields,
   type CommandFailure, type CommandRequests, type ErrorBody, type StatusReply, type WakeResult,
 } from './commands.ts';
-import { COMMAND_QUEUE, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
+import { COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
+import { inboxPrefixOf } from './connection.ts';
 
 /** What the service drives: the Engine's methods (`resume`, when present, gives wake its result). */
 export interface CommandTarget {
@@ -58,7 +59,7 @@ export interface CommandServiceOptions {
 }
 
 /** The inbox prefix of nats.conf's `client` user: where command replies go by default. */
-export const DEFAULT_REPLY_PREFIX = '_INBOX_client';
+export const DEFAULT_REPLY_PREFIX = inboxPrefixOf('client');
 
 export interface RefusedReply {
   subject: string;
@@ -205,7 +206,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
 
 function parseReplyPrefixes(value: readonly string[] | undefined): string[] {
   const prefixes = value === undefined ? [DEFAULT_REPLY_PREFIX] : [...value];
-  if (!Array.isArray(prefixes) || prefixes.length === 0 || !prefixes.every((p) => typeof p === 'string' && SUBJECT.test(p))) {
+  if (!Array.isArray(prefixes) || prefixes.length === 0 || !prefixes.every((p) => typeof p === 'string' && SUBJECT_TOKENS.test(p))) {
     throw new SessiondError(ErrorCode.InvalidOption,
       `Invalid command service option replyPrefixes ${JSON.stringify(value)}: give one or more inbox prefixes such as ["${DEFAULT_REPLY_PREFIX}"] (subject tokens, no wildcards).`,
       { details: { option: 'replyPrefixes' } });
@@ -213,12 +214,9 @@ function parseReplyPrefixes(value: readonly string[] | undefined): string[] {
   return prefixes;
 }
 
-/** Subject tokens without wildcards or whitespace. */
-const SUBJECT = /^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/;
-
 /** True when `reply` is `<prefix>.<tokens>` for one of `prefixes`, with no wildcard. */
 export function isAllowedReply(reply: string, prefixes: readonly string[]): boolean {
-  if (!SUBJECT.test(reply)) return false;
+  if (!SUBJECT_TOKENS.test(reply)) return false;
   return prefixes.some((p) => reply.startsWith(`${p}.`));
 }
 

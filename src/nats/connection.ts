@@ -10,6 +10,7 @@
  */
 import { connect, errors as natsErrors, type NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { SUBJECT_TOKENS } from './subjects.ts';
 
 /** nats.conf's listener on loopback. */
 export const DEFAULT_NATS_URL = 'nats://127.0.0.1:4222';
@@ -97,7 +98,7 @@ function parseServers(value: unknown): string[] {
 
 function parseInboxPrefix(value: unknown, user: string | undefined): string {
   if (value === undefined) return inboxPrefixOf(user);
-  if (typeof value !== 'string' || !/^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/.test(value)) {
+  if (typeof value !== 'string' || !SUBJECT_TOKENS.test(value)) {
     bad('inboxPrefix', value, 'subject tokens without wildcards or spaces, such as _INBOX_client');
   }
   return value;
@@ -109,6 +110,7 @@ export function parseConnectionOptions(input: NatsConnectionOptions | undefined 
   for (const key of Object.keys(input)) {
     if (!(KNOWN as readonly string[]).includes(key)) bad(key, (input as Record<string, unknown>)[key], `one of the known options: ${KNOWN.join(', ')}`);
   }
+  if (input.waitForServer !== undefined && typeof input.waitForServer !== 'boolean') bad('waitForServer', input.waitForServer, 'true or false');
   const user = optionalString('user', input.user);
   const pass = optionalString('pass', input.pass);
   if ((user === undefined) !== (pass === undefined)) {
@@ -122,8 +124,7 @@ export function parseConnectionOptions(input: NatsConnectionOptions | undefined 
     reconnectWaitMs: positiveIntOption('NATS connection option reconnectWaitMs', input.reconnectWaitMs, DEFAULT_RECONNECT_WAIT_MS),
     timeoutMs: positiveIntOption('NATS connection option timeoutMs', input.timeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
     inboxPrefix: parseInboxPrefix(input.inboxPrefix, user),
-    waitForServer: input.waitForServer === undefined ? false : input.waitForServer === true ? true
-      : input.waitForServer === false ? false : bad('waitForServer', input.waitForServer, 'true or false'),
+    waitForServer: input.waitForServer ?? false,
   };
 }
 

@@ -18,6 +18,8 @@ import { validateId } from '../ids.ts';
 import { catalog, isEventType, type EventType } from '../events/catalog.ts';
 
 export const STREAM_NAME = 'SESSIOND_EVENTS';
+/** Subject tokens without wildcards or whitespace (an inbox prefix, a reply subject). */
+export const SUBJECT_TOKENS = /^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/;
 export const EVENTS_PREFIX = 'sessiond.events';
 export const LIVE_PREFIX = 'sessiond.live';
 export const COMMAND_PREFIX = 'sessiond.cmd';
