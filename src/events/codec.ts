@@ -35,20 +35,32 @@ export function unpack(bytes: Uint8Array): unknown {
 const INT32_MIN = -0x80000000;
 const UINT32_LIMIT = 0x100000000;
 
-/** `value` with every integer outside the 32-bit range as a BigInt (msgpackr packs those as int64). */
+/**
+ * `value` with every integer outside the 32-bit range as a BigInt (msgpackr packs those as int64).
+ * Keys whose value is undefined are left out. Copy on write: a value with neither (most payloads)
+ * is returned as it is, unallocated.
+ */
 function wideIntegers(value: unknown): unknown {
   if (typeof value === 'number') {
     return Number.isSafeInteger(value) && (value >= UINT32_LIMIT || value < INT32_MIN) ? BigInt(value) : value;
   }
-  if (value === null || typeof value !== 'object') return value;
-  if (Array.isArray(value)) return value.map(wideIntegers);
-  if (ArrayBuffer.isView(value) || value instanceof Date) return value;
-  const out: Record<string, unknown> = {};
+  if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value) || value instanceof Date) return value;
+  if (Array.isArray(value)) {
+    let out: unknown[] | undefined;
+    value.forEach((v, i) => {
+      const w = wideIntegers(v);
+      if (w !== v) (out ??= value.slice())[i] = w;
+    });
+    return out ?? value;
+  }
+  let out: Record<string, unknown> | undefined;
   for (const key of Object.keys(value)) {
     const v = (value as Record<string, unknown>)[key];
-    if (v !== undefined) out[key] = wideIntegers(v);
+    if (v === undefined) { delete (out ??= { ...value })[key]; continue; } // left out, never nil
+    const w = wideIntegers(v);
+    if (w !== v) (out ??= { ...value })[key] = w;
   }
-  return out;
+  return out ?? value;
 }
 
 function fail(code: SessiondError['code'], message: string, details: Record<string, unknown> = {}, cause?: unknown): never {
