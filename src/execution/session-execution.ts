@@ -216,7 +216,7 @@ export class SessionExecution {
         // disk or server): a claim that lands with much of its lease spent renews before running,
         // or is let go when it landed already expired (the sweep recovers it; nothing ran).
         if (this.clock.now() - decidedAt > this.heartbeatMs / 2) {
-          await this.handler.execute(sessionId, (now) => ({ type: 'renew', now, ownerId: this.ownerId, executionId }));
+          await this.handler.execute(sessionId, (now) => ({ type: 'renew', now, ownerId, executionId }));
         }
       } catch (err) {
         if (isRefusal(err, 'nothing_pending')) return report({ status: 'nothing_pending' });

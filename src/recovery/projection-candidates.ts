@@ -9,6 +9,6 @@ import type { RecoveryCandidates } from './sweeper.ts';
 export function projectionCandidates(db: Db): RecoveryCandidates {
   return {
     expired: (now) => [...new Set(expiredExecutions(db, now).map((r) => r.session_id))],
-    owedWakes: () => runnableSessions(db),
+    runnable: () => runnableSessions(db),
   };
 }

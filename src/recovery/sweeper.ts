@@ -31,8 +31,8 @@ export const DEFAULT_WAKE_BACKOFF_MS = 1_000;
 export interface RecoveryCandidates {
   /** Sessions with an execution whose lease expired at or before `now` and was not settled. */
   expired(now: number): string[] | Promise<string[]>;
-  /** Sessions that owe a recovery wake. */
-  owedWakes(): string[] | Promise<string[]>;
+  /** Sessions that may have work to run: an input not promoted yet, or a recovery wake owed. */
+  runnable(): string[] | Promise<string[]>;
 }
 
 export interface SweeperOptions {
@@ -108,7 +108,7 @@ export class RecoverySweeper {
   private async pass(): Promise<SweepReport> {
     const report: SweepReport = { recovered: [], woken: [], parked: [], errors: [] };
     const now = this.o.clock.now();
-    const sessions = new Set([...(await this.o.candidates.expired(now)), ...(await this.o.candidates.owedWakes())]);
+    const sessions = new Set([...(await this.o.candidates.expired(now)), ...(await this.o.candidates.runnable())]);
     for (const sessionId of sessions) {
       if (this.stopped) break;
       try {

@@ -117,15 +117,6 @@ export class SqliteEventLog implements EventLog {
     });
   }
 
-  /** The synchronous core of `append`, usable inside a caller's own transaction. */
-  appendSync(sessionId: string, expectedSeq: number, drafts: DraftEvent[]): SessionEvent[] {
-    if (this.closed) throw logClosedError(this.name);
-    const parsed = prepareBatch(sessionId, expectedSeq, drafts, this.maxPayloadBytes);
-    const committed = this.writeOne.immediate(sessionId, expectedSeq, parsed);
-    this.notifier.notify();
-    return committed;
-  }
-
   /** One append inside a transaction (a savepoint when nested): check the sequence, insert the batch. */
   private write(sessionId: string, expectedSeq: number, parsed: DraftEvent[]): SessionEvent[] {
     const actual = this.stmts.lastSeq.get(sessionId) as number;

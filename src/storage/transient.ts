@@ -25,8 +25,6 @@ export interface TransientRetry {
   clock: Clock;
   /** Give up (rethrow) once retrying has taken this long. */
   forMs: number;
-  /** Called before each wait, e.g. to say what is being waited out. */
-  onRetry?: (err: unknown, attempt: number) => void;
 }
 
 /** Runs `fn`, again after a backoff while it fails with a transient storage error, for at most `forMs`. */
@@ -37,7 +35,6 @@ export async function retryTransient<T>(fn: () => T | Promise<T>, o: TransientRe
       return await fn();
     } catch (err) {
       if (!isTransientStorageError(err) || o.clock.now() >= deadline) throw err;
-      o.onRetry?.(err, attempt + 1);
       await sleep(o.clock, backoffMs(attempt));
     }
   }

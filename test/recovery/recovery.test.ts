@@ -13,7 +13,7 @@ import { auditLog } from '../../src/audit/audit-log.ts';
 import { fixture, gatedRunner, count } from '../support/fixture.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 
-const candidates = (sessions: string[]): RecoveryCandidates => ({ expired: () => sessions, owedWakes: () => sessions });
+const candidates = (sessions: string[]): RecoveryCandidates => ({ expired: () => sessions, runnable: () => sessions });
 
 async function ownedThenFrozen(fx: ReturnType<typeof fixture>, gate: ReturnType<typeof gatedRunner>, sessionId = 'ses_1') {
   const a = fx.service({ runner: gate.runner, clock: new ManualClock(0), ownerId: 'own_a' }); // frozen: its clock never moves
