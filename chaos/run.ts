@@ -83,8 +83,8 @@ interface Backend {
   admit(session: string, inputId: string, prompt: string, delivery: 'queue' | 'steer'): Promise<void>;
   cancel(session: string): Promise<void>;
   readLog(): Promise<{ events: RawEvent[]; unreadable: number }>;
-  /** Backend-only faults (server restarts, partitions); returns what it did, or undefined. */
-  fault?(random: () => number, workers: Worker[]): Promise<string | undefined>;
+  /** Backend-only faults (server restarts, partitions): the kind injected and what exactly, or undefined. */
+  fault?(random: () => number, workers: Worker[]): Promise<{ kind: string; detail: string } | undefined>;
   heal?(): Promise<void>;
   close(): Promise<void>;
 }
@@ -138,7 +138,7 @@ async function natsBackend(dir: string, nWorkers: number): Promise<Backend & { s
       const r = random();
       if (r < 0.35) {
         await server.restart();
-        return 'nats-server restart';
+        return { kind: 'nats-server restart', detail: 'nats-server restart' };
       }
       const running = workers.filter((w) => w.state === 'running');
       const i = workers.indexOf(running[Math.floor(random() * running.length)]!);
@@ -146,7 +146,7 @@ async function natsBackend(dir: string, nWorkers: number): Promise<Backend & { s
       proxies[i]!.partition();
       const forMs = 1_000 + Math.floor(random() * 3_000);
       setTimeout(() => proxies[i]!.heal(), forMs);
-      return `partition of ${workers[i]!.name} for ${(forMs / 1000).toFixed(1)} s`;
+      return { kind: 'partition', detail: `partition of ${workers[i]!.name} for ${(forMs / 1000).toFixed(1)} s` };
     },
     heal: async () => { for (const p of proxies) p.heal(); },
     close: async () => {
@@ -240,7 +240,7 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
         await backend.cancel(session).catch(() => { driverErrors++; });
       } else if (backend.fault) {
         const did = await backend.fault(random, workers);
-        if (did) { count(did.replace(/ of w\d+ for .*/, '')); say(did); }
+        if (did) { count(did.kind); say(did.detail); }
       }
     }
     await driver;
