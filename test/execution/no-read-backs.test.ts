@@ -9,9 +9,9 @@ import { migrate } from '../../src/storage/migrate.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
 import { SessionExecution } from '../../src/execution/session-execution.ts';
 import { admitInput } from '../../src/input/admit.ts';
-import type { EventLog } from '../../src/events/event-log.ts';
 import type { RunInput } from '../../src/runner/types.ts';
 import { tempDir } from '../support/tmp.ts';
+import { spyLog } from '../support/spy-log.ts';
 
 test('no read-backs - the log reads of a turn do not grow with its number of inputs; the runner gets every prompt', async () => {
   const tmp = tempDir();
@@ -19,13 +19,7 @@ test('no read-backs - the log reads of a turn do not grow with its number of inp
   migrate(db);
   const inner = new SqliteEventLog(db);
   let reads = 0;
-  const log = new Proxy(inner, {
-    get(target, prop) {
-      if (prop === 'readSession') return (...a: Parameters<EventLog['readSession']>) => { reads++; return target.readSession(...a); };
-      const value = Reflect.get(target, prop) as unknown;
-      return typeof value === 'function' ? (value as (...x: unknown[]) => unknown).bind(target) : value;
-    },
-  }) as EventLog;
+  const log = spyLog(inner, { afterRead: () => { reads++; } });
   const seen: (readonly RunInput[])[] = [];
   const execution = new SessionExecution({ log, runner: async (ctx) => { seen.push(ctx.inputs); } });
   const turn = async (sessionId: string, prompts: string[]) => {

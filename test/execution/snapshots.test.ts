@@ -14,8 +14,8 @@ import { admitInput } from '../../src/input/admit.ts';
 import { hydrate } from '../../src/machines/decider.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { sequentialIds } from '../../src/ids.ts';
-import type { EventLog } from '../../src/events/event-log.ts';
 import { tempDir } from '../support/tmp.ts';
+import { spyLog } from '../support/spy-log.ts';
 
 function world() {
   const tmp = tempDir();
@@ -23,15 +23,7 @@ function world() {
   migrate(db);
   const inner = new SqliteEventLog(db);
   const folded: number[] = [];
-  const log = new Proxy(inner, {
-    get(target, prop) {
-      if (prop === 'readSession') {
-        return async (...a: Parameters<EventLog['readSession']>) => { const r = await target.readSession(...a); folded.push(r.length); return r; };
-      }
-      const value = Reflect.get(target, prop) as unknown;
-      return typeof value === 'function' ? (value as (...x: unknown[]) => unknown).bind(target) : value;
-    },
-  }) as EventLog;
+  const log = spyLog(inner, { afterRead: (events) => { folded.push(events.length); } });
   const clock = new ManualClock(1_000);
   const store = new SqliteSnapshotStore(db, clock);
   return { tmp, db, log, store, clock, folded, handler: (every = 10) => new CommandHandler(log, clock, sequentialIds(), { snapshots: store, snapshotEvery: every }) };

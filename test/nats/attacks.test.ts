@@ -150,15 +150,13 @@ s('attack 2 - a worker whose log consumers are deleted anyway (a leaked name) re
   assert.ok(names.length > 0, 'the worker reads the log with consumers');
   for (const name of names) await admin.consumers.delete(STREAM_NAME, name);
 
-  const deletedAt = Date.now();
   const after = sessionId('after');
   await engine.admit(after, { prompt: 'three four' });
   await engine.awaitIdle(after);
   const head = await log.head();
-  await waitFor(() => worker.projector!.checkpoint() >= head, { timeoutMs: 20_000, what: 'the projection to catch up after its consumer was deleted' });
-  const tookMs = Date.now() - deletedAt;
+  // the deadline is the bound: the consumer's own heartbeats would notice only after 30 s or more
+  await waitFor(() => worker.projector!.checkpoint() >= head, { timeoutMs: 10_000, what: 'the projection to catch up within 10 s after its consumer was deleted' });
   await until(seen, (e) => e.sessionId === after && e.type === 'execution.settled', 'the later turn live');
-  assert.ok(tookMs < 10_000, `the projection resumed within 10 s (took ${tookMs} ms)`);
   const rows = engine.db.prepare('SELECT COUNT(*) AS n FROM session_input WHERE session_id IN (?, ?)').get(first, after) as { n: number };
   assert.is(rows.n, 2, 'both inputs projected, nothing lost');
 });

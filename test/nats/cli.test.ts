@@ -9,6 +9,12 @@ import { startNatsServer, ADMIN, CLIENT, COMMANDS, OBSERVER, WORKER, type NatsSe
 import { runCli, startCli, type LongRunning } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 import { until } from './helpers.ts';
+import { jetstream } from '@nats-io/jetstream';
+import { connectNats } from '../../src/nats/connection.ts';
+import { subjects } from '../../src/nats/subjects.ts';
+import { openDatabase } from '../../src/storage/sqlite.ts';
+import { quarantinedMessages } from '../../src/storage/quarantine-store.ts';
+import { waitFor } from '../../src/testing/wait.ts';
 
 const s = suite<{ server: NatsServer; tmp: ReturnType<typeof tempDir>; workers: LongRunning[] }>('sessiond start --nats');
 s.before(async (ctx) => { ctx.server = await startNatsServer(); ctx.tmp = tempDir(); ctx.workers = []; });
@@ -108,6 +114,24 @@ s('cli start --nats - a turn handed back on SIGTERM goes out live too: every eve
   await until(seen, (e) => e.id === stored.at(-1)!.id, 'the last hand-back event, live');
   assert.equal(seen.map((e) => e.id), stored.map((e) => e.id), 'live = the log, hand-back included');
   await watcher.close();
+});
+
+s('cli start --nats - a worker skips a poisoned message with one line and records it in its database', async (ctx) => {
+  const worker = await slowWorker(ctx, 'poisoned.db');
+  const nc = await connectNats({ servers: ctx.server.url, ...WORKER });
+  const ack = await jetstream(nc).publish(subjects.events('ses_poison'), new TextEncoder().encode('{"not":"msgpack"}'), { expect: { lastSubjectSequence: 0 } });
+  await nc.close();
+  await worker.waitFor(`quarantined message ${ack.seq} on sessiond.events.ses_poison`);
+  const db = openDatabase(ctx.tmp.file('poisoned.db'), { readonly: true });
+  try {
+    await waitFor(() => quarantinedMessages(db).length === 1, { what: 'the quarantined message recorded' });
+    const [row] = quarantinedMessages(db);
+    assert.equal([row!.position, row!.subject, row!.sessionId, row!.code], [ack.seq, 'sessiond.events.ses_poison', 'ses_poison', 'decode_failed']);
+  } finally {
+    db.close();
+  }
+  worker.child.kill('SIGTERM');
+  assert.is(await worker.exited, 0, worker.output());
 });
 
 s('cli cancel --nats - the client user cancels a running turn through the command subject', async (ctx) => {

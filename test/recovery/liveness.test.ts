@@ -24,9 +24,9 @@ import { auditLog } from '../../src/audit/audit-log.ts';
 import { Projector } from '../../src/projector/projector.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { waitFor } from '../../src/testing/wait.ts';
-import type { EventLog } from '../../src/events/event-log.ts';
-import type { DraftEvent, SessionEvent } from '../../src/events/envelope.ts';
+import type { SessionEvent } from '../../src/events/envelope.ts';
 import { tempDir } from '../support/tmp.ts';
+import { spyLog } from '../support/spy-log.ts';
 import { closeSharedFiles, sharedFile } from '../support/processes.ts';
 
 const LEASE = { leaseMs: 1_500, heartbeatMs: 400, sweepMs: 300 };
@@ -73,30 +73,14 @@ test('liveness - the owner dies mid-turn and its dead execution is cancelled: th
   assert.equal(auditLog(events), []);
 });
 
-/** The embedded log, but `fail(drafts)` may throw instead of appending (a locked database, a slow disk). */
-function faultyLog(inner: EventLog, fail: (drafts: DraftEvent[]) => Promise<void> | void): EventLog {
-  return new Proxy(inner, {
-    get(target, prop, receiver) {
-      if (prop === 'append') {
-        return async (sessionId: string, expectedSeq: number, drafts: DraftEvent[]) => {
-          await fail(drafts);
-          return target.append(sessionId, expectedSeq, drafts);
-        };
-      }
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-}
-
 test('liveness - no crash: the next claim fails with "database is locked" and the worker still runs the queued prompt', async () => {
   const tmp = tempDir();
   const db = openDatabase(tmp.file('locked.db'));
   migrate(db);
   let claims = 0;
-  const log = faultyLog(new SqliteEventLog(db), (drafts) => {
+  const log = spyLog(new SqliteEventLog(db), { beforeAppend: (drafts) => {
     if (drafts[0]?.type === 'execution.claimed' && ++claims === 2) throw new Database.SqliteError('database is locked', 'SQLITE_BUSY');
-  });
+  } });
   const notices: string[] = [];
   const execution = new SessionExecution({ log, runner: echoRunner(), ...LEASE, onNotice: (n) => notices.push(`${n.type}${'message' in n ? `: ${n.message}` : ''}`) });
   const handler = execution.handler;
@@ -148,10 +132,10 @@ test('liveness - a claim whose write waited most of its lease renews before the 
   const db = openDatabase(tmp.file('slow-claim.db'));
   migrate(db);
   const clock = new ManualClock(1_000_000);
-  const log = faultyLog(new SqliteEventLog(db), async (drafts) => {
+  const log = spyLog(new SqliteEventLog(db), { beforeAppend: async (drafts) => {
     // the claim's write waits on the disk for 80% of the lease (as behind SQLite's busy timeout)
     if (drafts[0]?.type === 'execution.claimed') await clock.advance(LEASE.leaseMs * 0.8);
-  });
+  } });
   const execution = new SessionExecution({ log, runner: echoRunner(), clock, ...LEASE });
   await admitInput(execution.handler, 'ses_s', { id: 'inp_1', prompt: 'slow disk', wake: true });
   await execution.resume('ses_s');

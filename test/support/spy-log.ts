@@ -1,0 +1,34 @@
+/**
+ * An event log with hooks around it, for tests that watch or disturb its I/O: `beforeAppend` runs
+ * before each append (it may throw, as a locked database would, or wait, as a slow disk would);
+ * `afterRead` sees what each `readSession` returned. Everything else goes to the log untouched.
+ */
+import type { EventLog } from '../../src/events/event-log.ts';
+import type { DraftEvent, SessionEvent } from '../../src/events/envelope.ts';
+
+export interface LogHooks {
+  beforeAppend?: (drafts: DraftEvent[]) => void | Promise<void>;
+  afterRead?: (events: SessionEvent[]) => void;
+}
+
+export function spyLog(inner: EventLog, hooks: LogHooks): EventLog {
+  return new Proxy(inner, {
+    get(target, prop, receiver) {
+      if (prop === 'append' && hooks.beforeAppend) {
+        return async (sessionId: string, expectedSeq: number, drafts: DraftEvent[]) => {
+          await hooks.beforeAppend!(drafts);
+          return target.append(sessionId, expectedSeq, drafts);
+        };
+      }
+      if (prop === 'readSession' && hooks.afterRead) {
+        return async (...args: Parameters<EventLog['readSession']>) => {
+          const events = await target.readSession(...args);
+          hooks.afterRead!(events);
+          return events;
+        };
+      }
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
