@@ -1,8 +1,16 @@
 /**
  * The handle a runner writes through. Every write is a `record` command decided by the session
- * machine against the owner's claim and appended with the fencing sequence, one at a time. A
- * refused write (lease lost, cancelled) aborts the run: the runner sees `ClaimLostError` or the
- * cancellation reason, and nothing it tries afterwards is written.
+ * machine against the owner's claim and appended with the fencing sequence. A refused write (lease
+ * lost, cancelled) aborts the run: the runner sees `ClaimLostError` or the cancellation reason, and
+ * nothing it tries afterwards is written.
+ *
+ * The durability boundary: a write is appended when something that cannot be taken back is about
+ * to happen, not one append per call. `tool()` appends its journal (and everything buffered before
+ * it) before the tool runs; `phase('unknown')` (a model request may go out) and `compact()`'s start
+ * (the summary is a model call) likewise; `flush()` on demand. The other writes (`startStep`,
+ * `text`, `endStep`, `failStep`, a tool's result, `phase('safe')`) are buffered in order and ride
+ * with the next durable write or with the turn's settlement. A crash loses only buffered writes,
+ * which no external effect followed: recovery seals the turn from what is durable.
  */
 import type { Clock } from '../clock.ts';
 import type { IdSource } from '../ids.ts';
@@ -28,21 +36,43 @@ export interface RunContextDeps {
   controller: AbortController;
 }
 
+/** A runner's handle, and what the execution service needs of it when the turn ends. */
+export interface Turn {
+  ctx: RunContext;
+  /** When the runner is done: waits for its writes in flight, then takes what is still buffered (appended with the settlement). */
+  drain(): Promise<ProtoEvent[]>;
+}
+
 /** The idempotency key a durable tool call carries: stable across retries of the same call. */
 export function idempotencyKey(sessionId: string, executionId: string, callId: string): string {
   return `${sessionId}:${executionId}:${callId}`;
 }
 
-export function createRunContext(deps: RunContextDeps): RunContext {
+export function createRunContext(deps: RunContextDeps): Turn {
   const { handler, clock, ids, bus, sessionId, executionId, ownerId, controller } = deps;
   const signal = controller.signal;
   let queue: Promise<unknown> = Promise.resolve();
   let step = 0;
   const inputs = [...deps.inputs];
+  let buffered: ProtoEvent[] = [];
+  /** The phase as this turn has written it (buffered writes included). */
+  let phase: ExecutionPhase | undefined = handler.cached(sessionId)?.context.execution?.phase;
+  /** Steering inputs promoted by a buffered write: not offered again by the next step. */
+  const promoted = new Set<string>();
 
-  const write = (events: ProtoEvent[]): Promise<void> => {
+  const buffer = (events: ProtoEvent[]): void => {
+    if (signal.aborted) throw signal.reason;
+    for (const e of events) if (e.type === 'execution.phase') phase = e.payload.phase;
+    buffered.push(...events);
+  };
+
+  /** Appends everything buffered (in call order; one append), and waits for it to be durable. */
+  const flush = (): Promise<void> => {
     const next = queue.then(async () => {
       if (signal.aborted) throw signal.reason;
+      const events = buffered;
+      buffered = [];
+      if (events.length === 0) return;
       try {
         await handler.execute(sessionId, (now) => ({ type: 'record', now, ownerId, executionId, events }));
       } catch (err) {
@@ -58,20 +88,31 @@ export function createRunContext(deps: RunContextDeps): RunContext {
     return next;
   };
 
-  const currentPhase = (): ExecutionPhase | undefined => handler.cached(sessionId)?.context.execution?.phase;
+  const durable = (events: ProtoEvent[]): Promise<void> => {
+    try {
+      buffer(events);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return flush();
+  };
+
+  /** Buffers a write; the promise settles at once (rejected when the turn was stopped). */
+  const later = async (events: ProtoEvent[]): Promise<void> => buffer(events);
 
   const ctx: RunContext = {
     sessionId, executionId, ownerId, inputs, signal, clock,
 
     async startStep() {
       const snapshot = await handler.load(sessionId);
-      const steer = steeringInputs(snapshot.context.pending);
+      const steer = steeringInputs(snapshot.context.pending).filter((s) => !promoted.has(s.inputId));
       const steered = runInputs(steer);
       const messageId = ids.next('msg');
-      await write([
+      await later([
         ...steer.map((s): ProtoEvent => ({ type: 'input.promoted', payload: { inputId: s.inputId, executionId } })),
         { type: 'step.started', payload: { executionId, messageId, step: step++ } },
       ]);
+      for (const s of steer) promoted.add(s.inputId);
       inputs.push(...steered);
       return { messageId, steered };
     },
@@ -82,26 +123,30 @@ export function createRunContext(deps: RunContextDeps): RunContext {
     },
 
     async text(messageId, text, partId = ids.next('prt')) {
-      await write([{ type: 'text.completed', payload: { executionId, messageId, partId, text } }]);
+      await later([{ type: 'text.completed', payload: { executionId, messageId, partId, text } }]);
       return partId;
     },
 
-    endStep: (messageId, finish = 'stop') => write([{ type: 'step.ended', payload: { executionId, messageId, finish } }]),
-    failStep: (messageId, error: RecordedError) => write([{ type: 'step.failed', payload: { executionId, messageId, error } }]),
+    endStep: (messageId, finish = 'stop') => later([{ type: 'step.ended', payload: { executionId, messageId, finish } }]),
+    failStep: (messageId, error: RecordedError) => later([{ type: 'step.failed', payload: { executionId, messageId, error } }]),
 
-    async phase(phase) {
-      if (currentPhase() === phase) return;
-      await write([{ type: 'execution.phase', payload: { executionId, phase } }]);
+    async phase(next) {
+      const events: ProtoEvent[] = phase === next ? [] : [{ type: 'execution.phase', payload: { executionId, phase: next } }];
+      // `unknown` is the boundary before an external effect: what came before must be durable
+      if (next === 'unknown') await durable(events);
+      else await later(events);
     },
+
+    flush,
 
     async tool<T>(messageId: string, call: ToolCall, fn: (tc: ToolContext) => Promise<T>): Promise<T> {
       const callId = call.callId ?? ids.next('call');
-      const durable = call.durable === true;
-      const key = durable ? idempotencyKey(sessionId, executionId, callId) : undefined;
+      const isDurable = call.durable === true;
+      const key = isDurable ? idempotencyKey(sessionId, executionId, callId) : undefined;
       // journaled before the side effect starts; the phase becomes unknown in the same append
-      await write([
-        ...(currentPhase() === 'unknown' ? [] : [{ type: 'execution.phase', payload: { executionId, phase: 'unknown' } } as ProtoEvent]),
-        { type: 'tool.called', payload: { executionId, messageId, callId, name: call.name, input: call.input, durable, ...(key ? { idempotencyKey: key } : {}) } },
+      await durable([
+        ...(phase === 'unknown' ? [] : [{ type: 'execution.phase', payload: { executionId, phase: 'unknown' } } as ProtoEvent]),
+        { type: 'tool.called', payload: { executionId, messageId, callId, name: call.name, input: call.input, durable: isDurable, ...(key ? { idempotencyKey: key } : {}) } },
         { type: 'tool.started', payload: { executionId, messageId, callId } },
       ]);
       let output: T;
@@ -109,20 +154,28 @@ export function createRunContext(deps: RunContextDeps): RunContext {
         output = await fn({ callId, idempotencyKey: key, signal });
       } catch (err) {
         if (signal.aborted) throw signal.reason;
-        await write([{ type: 'tool.failed', payload: { executionId, messageId, callId, error: recordedError(err, 'tool') } }]);
+        await later([{ type: 'tool.failed', payload: { executionId, messageId, callId, error: recordedError(err, 'tool') } }]);
         throw err;
       }
-      await write([{ type: 'tool.succeeded', payload: { executionId, messageId, callId, output: output as unknown } }]);
+      await later([{ type: 'tool.succeeded', payload: { executionId, messageId, callId, output: output as unknown } }]);
       return output;
     },
 
     async compact(reason, summarize) {
       const messageId = ids.next('msg');
-      await write([{ type: 'compaction.started', payload: { executionId, messageId, reason } }]);
+      await durable([{ type: 'compaction.started', payload: { executionId, messageId, reason } }]); // the summary is a model call
       const summary = await summarize();
-      await write([{ type: 'compaction.completed', payload: { executionId, messageId, summary } }]);
+      await later([{ type: 'compaction.completed', payload: { executionId, messageId, summary } }]);
       return summary;
     },
   };
-  return ctx;
+  return {
+    ctx,
+    async drain() {
+      await queue;
+      const events = buffered;
+      buffered = [];
+      return events;
+    },
+  };
 }

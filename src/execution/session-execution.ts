@@ -18,7 +18,7 @@ import type { ProtoEvent, Refusal } from '../machines/commands.ts';
 import { stateOf, type SessionSnapshot } from '../machines/decider.ts';
 import type { RunInput, Runner } from '../runner/types.ts';
 import type { PendingInput } from '../machines/session-context.ts';
-import { CommandHandler } from './command-handler.ts';
+import { CommandHandler, type Build } from './command-handler.ts';
 import { ClaimLostError, CommandRefusedError, isRefusal } from './errors.ts';
 import { inputsForTurn, runInputs } from './inputs.ts';
 import { createRunContext } from './run-context.ts';
@@ -239,20 +239,21 @@ export class SessionExecution {
     this.registry.trigger.attach({ sessionId, executionId, controller });
     const stopHeartbeat = this.startHeartbeat(sessionId, executionId, controller);
     const ownerId = this.ownerId;
+    const turn = createRunContext({ handler: this.handler, clock: this.clock, ids: this.ids, bus: this.bus, sessionId, executionId, ownerId, inputs, controller });
     try {
-      const ctx = createRunContext({ handler: this.handler, clock: this.clock, ids: this.ids, bus: this.bus, sessionId, executionId, ownerId, inputs, controller });
-      await this.runner(ctx);
+      await this.runner(turn.ctx);
       if (controller.signal.aborted) throw controller.signal.reason;
-      await this.settle(sessionId, executionId, 'succeeded');
+      await this.settle(sessionId, executionId, 'succeeded', await turn.drain());
     } catch (err) {
-      await this.afterFailure(sessionId, executionId, controller, err);
+      await this.afterFailure(sessionId, executionId, controller, err, () => turn.drain().catch(() => []));
     } finally {
       stopHeartbeat();
       this.registry.trigger.detach({ sessionId });
     }
   }
 
-  private async afterFailure(sessionId: string, executionId: string, controller: AbortController, err: unknown): Promise<void> {
+  /** `buffered`: the runner's writes not yet appended; they ride with a settlement (lost with the claim). */
+  private async afterFailure(sessionId: string, executionId: string, controller: AbortController, err: unknown, buffered: () => Promise<ProtoEvent[]>): Promise<void> {
     const reason = controller.signal.aborted ? controller.signal.reason : err;
     if (reason instanceof ClaimLostError || isRefusal(reason, 'claim_lost')) {
       this.notice({ type: 'claim_lost', sessionId, executionId });
@@ -260,20 +261,22 @@ export class SessionExecution {
     }
     if (reason instanceof CancelledError || isRefusal(reason, 'cancelled')) return; // already settled by the cancellation
     if (reason instanceof ShutdownError) {
-      await this.settle(sessionId, executionId, 'released');
+      await this.settle(sessionId, executionId, 'released', await buffered());
       return;
     }
-    await this.settle(sessionId, executionId, 'failed', reason);
+    await this.settle(sessionId, executionId, 'failed', await buffered(), reason);
   }
 
-  private async settle(sessionId: string, executionId: string, outcome: 'succeeded' | 'failed' | 'released', error?: unknown): Promise<void> {
+  /** Settles the turn; the runner's buffered writes are appended first, in the same append. */
+  private async settle(sessionId: string, executionId: string, outcome: 'succeeded' | 'failed' | 'released', buffered: ProtoEvent[], error?: unknown): Promise<void> {
     const ownerId = this.ownerId;
     try {
       const continuationInputId = outcome === 'released' ? `inp_handback_${executionId}` : undefined;
-      await this.handler.execute(sessionId, (now) => ({
+      const settle: Build = (now) => ({
         type: 'settle', now, ownerId, executionId, outcome, ...(error === undefined ? {} : { error: recordedError(error) }),
         ...(continuationInputId ? { continuationInputId } : {}),
-      }));
+      });
+      await this.handler.executeAll(sessionId, buffered.length === 0 ? [settle] : [(now) => ({ type: 'record', now, ownerId, executionId, events: buffered }), settle]);
       this.notice({ type: 'settled', sessionId, executionId, outcome, ...(error === undefined ? {} : { error: messageOf(error) }) });
     } catch (err) {
       // Cancellation wins: a late settlement after a cancel changes nothing. A lost claim cannot settle.
