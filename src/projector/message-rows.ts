@@ -78,16 +78,63 @@ export function parseMessage(row: MessageRow): MessageData & { row: MessageRow }
   return { type: row.type, data: JSON.parse(row.data), row } as MessageData & { row: MessageRow };
 }
 
+/** A message as the rules see it inside a batch: the row with `data` parsed (rules cast it by `type`). */
+export interface CachedMessage extends Omit<MessageRow, 'data'> {
+  data: unknown;
+}
+
+/**
+ * The message rows of one batch, write-behind: `get` reads a row once and keeps it parsed, `insert`
+ * and `update` change only that copy, and `flush` writes each touched message once (an INSERT or an
+ * UPDATE with its final data) before the batch's checkpoint, inside the batch's transaction.
+ * `discard` forgets the batch (after a flush, or when the batch throws and rolls back).
+ */
 export function messageRows(db: Db) {
-  const get = db.prepare('SELECT * FROM session_message WHERE session_id = ? AND id = ?');
+  const select = db.prepare('SELECT * FROM session_message WHERE session_id = ? AND id = ?');
   const insert = db.prepare(`INSERT INTO session_message (id, session_id, type, seq, time_created, time_updated, data)
-                             VALUES (@id, @session_id, @type, @seq, @time_created, @time_updated, @data)`);
+                             VALUES (?, ?, ?, ?, ?, ?, ?)`);
   const update = db.prepare('UPDATE session_message SET data = ?, time_updated = ? WHERE session_id = ? AND id = ?');
   const clear = db.prepare('DELETE FROM session_message');
+  /** session id -> message id -> message: ids are unique per session only. */
+  const cache = new Map<string, Map<string, CachedMessage>>();
+  const inserted = new Set<CachedMessage>();
+  const updated = new Set<CachedMessage>();
+  const remember = (m: CachedMessage): void => {
+    let session = cache.get(m.session_id);
+    if (!session) cache.set(m.session_id, (session = new Map()));
+    session.set(m.id, m);
+  };
+  const discard = (): void => {
+    cache.clear();
+    inserted.clear();
+    updated.clear();
+  };
   return {
-    get: (sessionId: string, id: string) => get.get(sessionId, id) as MessageRow | undefined,
-    insert: (row: Omit<MessageRow, 'data'> & { data: unknown }): void => void insert.run({ ...row, data: toJson(row.data) }),
-    update: (sessionId: string, id: string, data: unknown, time: number): void => void update.run(toJson(data), time, sessionId, id),
+    get(sessionId: string, id: string): CachedMessage | undefined {
+      const cached = cache.get(sessionId)?.get(id);
+      if (cached) return cached;
+      const row = select.get(sessionId, id) as MessageRow | undefined;
+      if (!row) return undefined;
+      const m: CachedMessage = { ...row, data: JSON.parse(row.data) };
+      remember(m);
+      return m;
+    },
+    /** A new message (the caller checked with `get` that the id is free in the session). */
+    insert(m: CachedMessage): void {
+      remember(m);
+      inserted.add(m);
+    },
+    update(m: CachedMessage, data: unknown, time: number): void {
+      m.data = data;
+      m.time_updated = time;
+      if (!inserted.has(m)) updated.add(m);
+    },
+    flush(): void {
+      for (const m of inserted) insert.run(m.id, m.session_id, m.type, m.seq, m.time_created, m.time_updated, toJson(m.data));
+      for (const m of updated) update.run(toJson(m.data), m.time_updated, m.session_id, m.id);
+      discard();
+    },
+    discard,
     clearAll: (): void => void clear.run(),
   };
 }

@@ -22,69 +22,43 @@
 import type { SessionEvent } from '../events/envelope.ts';
 import type { InputRow } from './input-rows.ts';
 import { inconsistent } from './errors.ts';
-import type { AssistantData, CompactionData, MessageRow, MessageType, ToolData, UserData, messageRows } from './message-rows.ts';
+import type { AssistantData, CachedMessage, CompactionData, MessageType, ToolData, UserData, messageRows } from './message-rows.ts';
 
 type Rows = ReturnType<typeof messageRows>;
 type MessageEvent = SessionEvent & { payload: { executionId: string; messageId: string } };
 type ToolEvent = SessionEvent<'tool.started' | 'tool.succeeded' | 'tool.failed'>;
 
 export function messageRules(rows: Rows) {
-  /** The row for an event's message, checked to be of `type` and of the event's session. */
-  const existing = (e: MessageEvent, type: MessageType, missing: string): MessageRow => {
+  /** The message an event names, checked to be of `type` and of the event's session. */
+  const existing = (e: MessageEvent, type: MessageType, missing: string): CachedMessage => {
     const { messageId } = e.payload;
-    const row = rows.get(e.sessionId, messageId);
-    if (!row) throw inconsistent(`${e.type} for message ${messageId}, which does not exist in session ${e.sessionId}: ${missing}.`, { messageId });
-    checkSameMessage(e, row, type);
-    return row;
+    const m = rows.get(e.sessionId, messageId);
+    if (!m) throw inconsistent(`${e.type} for message ${messageId}, which does not exist in session ${e.sessionId}: ${missing}.`, { messageId });
+    checkSameMessage(e, m, type);
+    return m;
   };
 
-  const checkSameMessage = (e: MessageEvent, row: MessageRow, type: MessageType) => {
-    const { messageId } = e.payload;
-    if (row.session_id !== e.sessionId) {
-      throw inconsistent(`${e.type} for message ${messageId}, which belongs to session ${row.session_id}, not ${e.sessionId}: message ids must be unique across sessions.`, { messageId });
-    }
-    if (row.type !== type) {
-      throw inconsistent(`${e.type} for message ${messageId}, which is a ${row.type} message, not ${type === 'assistant' ? 'an assistant' : `a ${type}`} message: message ids must be unique.`, { messageId });
-    }
-  };
-
-  const sameExecution = (e: MessageEvent, data: { executionId: string }) => {
-    if (data.executionId !== e.payload.executionId) {
-      throw inconsistent(`${e.type} by execution ${e.payload.executionId} for message ${e.payload.messageId} of execution ${data.executionId}: an execution writes only into its own messages.`,
-        { messageId: e.payload.messageId, executionId: e.payload.executionId, messageExecutionId: data.executionId });
-    }
-  };
-
-  const assistant = (e: MessageEvent, missing: string) => {
-    const row = existing(e, 'assistant', missing);
-    const data = JSON.parse(row.data) as AssistantData;
-    sameExecution(e, data);
-    return data;
-  };
-
-  const running = (e: MessageEvent, data: AssistantData, why: string) => {
-    if (data.status !== 'running') throw inconsistent(`${e.type} for message ${e.payload.messageId}, which is already ${data.status}: ${why}.`, { messageId: e.payload.messageId, status: data.status });
+  /** The running assistant message an event names, of the event's execution. */
+  const assistant = (e: MessageEvent, missing: string): CachedMessage & { data: AssistantData } => {
+    const m = existing(e, 'assistant', missing) as CachedMessage & { data: AssistantData };
+    sameExecution(e, m.data);
+    return m;
   };
 
   const seal = (e: SessionEvent<'step.ended' | 'step.failed' | 'step.recovered'>, change: Partial<AssistantData>) => {
-    const data = assistant(e, 'a step is sealed only after its step.started');
-    running(e, data, 'a step is sealed once');
-    rows.update(e.sessionId, e.payload.messageId, { ...data, ...change }, e.time);
+    const m = assistant(e, 'a step is sealed only after its step.started');
+    running(e, m.data, 'a step is sealed once');
+    rows.update(m, { ...m.data, ...change }, e.time);
   };
 
-  const tool = (e: ToolEvent, change: (t: ToolData) => ToolData) => {
+  const tool = <E extends ToolEvent>(e: E, change: (e: E, t: ToolData) => ToolData) => {
     const { messageId, callId } = e.payload;
-    const data = assistant(e, `a call is addressed by (message, call id) and needs its message's step.started and tool.called first`);
-    const index = data.tools.findIndex((t) => t.callId === callId);
+    const m = assistant(e, `a call is addressed by (message, call id) and needs its message's step.started and tool.called first`);
+    const index = indexOfCall(m.data.tools, callId);
     if (index < 0) throw inconsistent(`${e.type} for call ${callId} in message ${messageId}, which was never called: tool.called comes first.`, { messageId, callId });
-    const tools = data.tools.map((t, i) => (i === index ? change(t) : t));
-    rows.update(e.sessionId, messageId, { ...data, tools }, e.time);
-  };
-
-  const ended = (e: ToolEvent, t: ToolData) => {
-    if (t.state === 'completed' || t.state === 'error') {
-      throw inconsistent(`${e.type} for call ${t.callId} in message ${e.payload.messageId}, which already ended (${t.state}): a call ends once.`, { messageId: e.payload.messageId, callId: t.callId, state: t.state });
-    }
+    const tools = m.data.tools.slice();
+    tools[index] = change(e, tools[index]!);
+    rows.update(m, { ...m.data, tools }, e.time);
   };
 
   return {
@@ -101,17 +75,17 @@ export function messageRules(rows: Rows) {
 
     stepStarted(e: SessionEvent<'step.started'>): void {
       const { messageId, executionId, step } = e.payload;
-      const row = rows.get(e.sessionId, messageId);
-      if (!row) {
+      const m = rows.get(e.sessionId, messageId);
+      if (!m) {
         const data: AssistantData = { executionId, step, status: 'running', parts: [], tools: [] };
         rows.insert({ id: messageId, session_id: e.sessionId, type: 'assistant', seq: e.seq, time_created: e.time, time_updated: e.time, data });
         return;
       }
-      checkSameMessage(e, row, 'assistant');
-      const data = JSON.parse(row.data) as AssistantData;
+      checkSameMessage(e, m, 'assistant');
+      const data = m.data as AssistantData;
       sameExecution(e, data);
       running(e, data, 'a finished step is never restarted (a duplicate start); start a new message');
-      rows.update(e.sessionId, messageId, { ...data, status: 'running' }, e.time); // a continued step
+      rows.update(m, { ...data, status: 'running' }, e.time); // a continued step
     },
 
     stepEnded: (e: SessionEvent<'step.ended'>) => seal(e, { status: 'completed', finish: e.payload.finish }),
@@ -119,43 +93,30 @@ export function messageRules(rows: Rows) {
     stepRecovered: (e: SessionEvent<'step.recovered'>) => seal(e, { status: 'recovered', reason: e.payload.reason }),
 
     textCompleted(e: SessionEvent<'text.completed'>): void {
-      const { messageId, partId, text } = e.payload;
-      const data = assistant(e, 'a message gets text only after its step.started');
-      running(e, data, 'text is added only while the step runs');
+      const { partId, text } = e.payload;
+      const m = assistant(e, 'a message gets text only after its step.started');
+      running(e, m.data, 'text is added only while the step runs');
       const part = { id: partId, type: 'text' as const, text };
-      const at = data.parts.findIndex((p) => p.id === partId);
-      const parts = at < 0 ? [...data.parts, part] : data.parts.map((p, i) => (i === at ? part : p));
-      rows.update(e.sessionId, messageId, { ...data, parts }, e.time);
+      const parts = m.data.parts.slice();
+      const at = indexOfPart(parts, partId);
+      if (at < 0) parts.push(part);
+      else parts[at] = part;
+      rows.update(m, { ...m.data, parts }, e.time);
     },
 
     toolCalled(e: SessionEvent<'tool.called'>): void {
       const { messageId, callId, name, input, durable, idempotencyKey } = e.payload;
-      const data = assistant(e, 'a message gets tool calls only after its step.started');
-      running(e, data, 'tools are called only while the step runs');
-      const first = data.tools.find((t) => t.callId === callId);
-      if (first) throw inconsistent(`tool.called for call ${callId} in message ${messageId}, which was already called (as ${first.name}): call ids are unique per message.`, { messageId, callId });
+      const m = assistant(e, 'a message gets tool calls only after its step.started');
+      running(e, m.data, 'tools are called only while the step runs');
+      const at = indexOfCall(m.data.tools, callId);
+      if (at >= 0) throw inconsistent(`tool.called for call ${callId} in message ${messageId}, which was already called (as ${m.data.tools[at]!.name}): call ids are unique per message.`, { messageId, callId });
       const t: ToolData = { callId, name, input, durable, ...(idempotencyKey === undefined ? {} : { idempotencyKey }), state: 'pending' };
-      rows.update(e.sessionId, messageId, { ...data, tools: [...data.tools, t] }, e.time);
+      rows.update(m, { ...m.data, tools: [...m.data.tools, t] }, e.time);
     },
 
-    toolStarted: (e: SessionEvent<'tool.started'>) => tool(e, (t) => {
-      if (t.state !== 'pending') throw inconsistent(`tool.started for call ${t.callId} in message ${e.payload.messageId}, which is already ${t.state}: a call starts once.`, { callId: t.callId, state: t.state });
-      return { ...t, state: 'running' };
-    }),
-
-    toolSucceeded: (e: SessionEvent<'tool.succeeded'>) => tool(e, (t) => {
-      ended(e, t);
-      return { ...t, state: 'completed', output: e.payload.output };
-    }),
-
-    toolFailed: (e: SessionEvent<'tool.failed'>) => tool(e, (t) => {
-      const next = e.payload.error;
-      if (t.error !== undefined && t.error.name !== next.name) {
-        throw inconsistent(`Tool error name changed for ${t.callId}: ${t.error.name ?? '(unnamed)'} -> ${next.name ?? '(unnamed)'}`, { callId: t.callId, from: t.error.name, to: next.name });
-      }
-      if (t.state === 'completed') ended(e, t);
-      return { ...t, state: 'error', error: next };
-    }),
+    toolStarted: (e: SessionEvent<'tool.started'>) => tool(e, startTool),
+    toolSucceeded: (e: SessionEvent<'tool.succeeded'>) => tool(e, succeedTool),
+    toolFailed: (e: SessionEvent<'tool.failed'>) => tool(e, failTool),
 
     compactionStarted(e: SessionEvent<'compaction.started'>): void {
       const { messageId, executionId, reason } = e.payload;
@@ -167,11 +128,67 @@ export function messageRules(rows: Rows) {
 
     compactionCompleted(e: SessionEvent<'compaction.completed'>): void {
       const { messageId, summary } = e.payload;
-      const row = existing(e, 'compaction', 'a compaction completes only after its compaction.started');
-      const data = JSON.parse(row.data) as CompactionData;
+      const m = existing(e, 'compaction', 'a compaction completes only after its compaction.started');
+      const data = m.data as CompactionData;
       sameExecution(e, data);
       if (data.status !== 'running') throw inconsistent(`compaction.completed for message ${messageId}, which is already ${data.status}: a compaction completes once.`, { messageId });
-      rows.update(e.sessionId, messageId, { ...data, status: 'completed', summary }, e.time);
+      rows.update(m, { ...data, status: 'completed', summary }, e.time);
     },
   };
+}
+
+function checkSameMessage(e: MessageEvent, m: CachedMessage, type: MessageType): void {
+  const { messageId } = e.payload;
+  if (m.session_id !== e.sessionId) {
+    throw inconsistent(`${e.type} for message ${messageId}, which belongs to session ${m.session_id}, not ${e.sessionId}: message ids must be unique across sessions.`, { messageId });
+  }
+  if (m.type !== type) {
+    throw inconsistent(`${e.type} for message ${messageId}, which is a ${m.type} message, not ${type === 'assistant' ? 'an assistant' : `a ${type}`} message: message ids must be unique.`, { messageId });
+  }
+}
+
+function sameExecution(e: MessageEvent, data: { executionId: string }): void {
+  if (data.executionId !== e.payload.executionId) {
+    throw inconsistent(`${e.type} by execution ${e.payload.executionId} for message ${e.payload.messageId} of execution ${data.executionId}: an execution writes only into its own messages.`,
+      { messageId: e.payload.messageId, executionId: e.payload.executionId, messageExecutionId: data.executionId });
+  }
+}
+
+function running(e: MessageEvent, data: AssistantData, why: string): void {
+  if (data.status !== 'running') throw inconsistent(`${e.type} for message ${e.payload.messageId}, which is already ${data.status}: ${why}.`, { messageId: e.payload.messageId, status: data.status });
+}
+
+function indexOfCall(tools: readonly ToolData[], callId: string): number {
+  for (let i = 0; i < tools.length; i++) if (tools[i]!.callId === callId) return i;
+  return -1;
+}
+
+function indexOfPart(parts: readonly { id: string }[], partId: string): number {
+  for (let i = 0; i < parts.length; i++) if (parts[i]!.id === partId) return i;
+  return -1;
+}
+
+function startTool(e: SessionEvent<'tool.started'>, t: ToolData): ToolData {
+  if (t.state !== 'pending') throw inconsistent(`tool.started for call ${t.callId} in message ${e.payload.messageId}, which is already ${t.state}: a call starts once.`, { callId: t.callId, state: t.state });
+  return { ...t, state: 'running' };
+}
+
+function succeedTool(e: SessionEvent<'tool.succeeded'>, t: ToolData): ToolData {
+  ended(e, t);
+  return { ...t, state: 'completed', output: e.payload.output };
+}
+
+function failTool(e: SessionEvent<'tool.failed'>, t: ToolData): ToolData {
+  const next = e.payload.error;
+  if (t.error !== undefined && t.error.name !== next.name) {
+    throw inconsistent(`Tool error name changed for ${t.callId}: ${t.error.name ?? '(unnamed)'} -> ${next.name ?? '(unnamed)'}`, { callId: t.callId, from: t.error.name, to: next.name });
+  }
+  if (t.state === 'completed') ended(e, t);
+  return { ...t, state: 'error', error: next };
+}
+
+function ended(e: ToolEvent, t: ToolData): void {
+  if (t.state === 'completed' || t.state === 'error') {
+    throw inconsistent(`${e.type} for call ${t.callId} in message ${e.payload.messageId}, which already ended (${t.state}): a call ends once.`, { messageId: e.payload.messageId, callId: t.callId, state: t.state });
+  }
 }

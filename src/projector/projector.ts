@@ -11,6 +11,8 @@
  * never apply an event twice. An event that is malformed or contradicts the projection throws a
  * `ProjectionError` naming it, and the whole batch rolls back: never half-applied. The per-table
  * SQL lives in *-rows.ts, the message rules in message-rules.ts; this file dispatches by type.
+ * Message rows are written behind: a batch reads each message once, its events change the parsed
+ * copy, and each touched message is written once, right before the checkpoint (message-rows.ts).
  *
  * Fail-fast rules kept here (inconsistent_stream unless noted): every execution.* event, step.started
  * and recovery.started/completed need the execution's live row in the same session; a claim never
@@ -159,34 +161,35 @@ export class Projector {
     let last = 0;
     let applied = 0;
     let skipped = 0;
-    for (const event of events) {
-      try {
-        const at = checkPosition(event, last);
-        last = at;
-        if (!isEventType(event.type)) {
-          throw new SessiondError(ErrorCode.UnknownEventType, `Unknown event type ${JSON.stringify(event.type)}: this projector knows ${Object.keys(catalog).length} types. Upgrade sessiond to project this log.`);
+    try {
+      for (const event of events) {
+        try {
+          const at = checkPosition(event, last);
+          last = at;
+          checkType(event);
+          if (at <= start) {
+            skipped++;
+            continue;
+          }
+          const checked = checkEvent(event);
+          (this.handlers[checked.type] as (e: SessionEvent) => void)(checked);
+          position = Math.max(position, at);
+          applied++;
+        } catch (err) {
+          throw wrapEventError(this.name, event, err, start);
         }
-        if (!catalog[event.type].durable) {
-          throw new SessiondError(ErrorCode.InvalidPayload, `Event type ${event.type} is live-only: it is never stored, so it must never reach the projector. Feed apply() events read from the log (readAll/subscribe), not from the live bus.`);
-        }
-        if (at <= start) {
-          skipped++;
-          continue;
-        }
-        const checked = checkEvent(event);
-        (this.handlers[checked.type] as (e: SessionEvent) => void)(checked);
-        position = Math.max(position, at);
-        applied++;
-      } catch (err) {
-        throw wrapEventError(this.name, event, err, start);
       }
+      this.messages.flush();
+    } finally {
+      this.messages.discard(); // after a flush nothing is left; after a throw the batch rolls back
     }
     if (position > start) this.checkpoints.set(this.name, position);
     return { applied, skipped, position };
   }
 
-  private requireExecution(e: SessionEvent & { payload: { executionId: string } }, change: (id: string, sessionId: string) => boolean): void {
-    if (!change(e.payload.executionId, e.sessionId)) throw this.noExecution(e);
+  /** `changed` = the execution's live row in the event's session was found (and changed). */
+  private requireExecution(e: SessionEvent & { payload: { executionId: string } }, changed: boolean): void {
+    if (!changed) throw this.noExecution(e);
   }
 
   private noExecution(e: SessionEvent & { payload: { executionId: string } }): SessiondError {
@@ -205,7 +208,7 @@ export class Projector {
   private createHandlers(): Handlers {
     const { executions: ex, inputs, recoveries, messages } = this;
     const rules = messageRules(messages);
-    const exists = (id: string, sessionId: string) => ex.get(id)?.session_id === sessionId;
+    const live = (e: SessionEvent & { payload: { executionId: string } }) => ex.get(e.payload.executionId)?.session_id === e.sessionId;
     return {
       'execution.claimed': (e) => {
         const p = e.payload;
@@ -219,11 +222,11 @@ export class Projector {
         // input is promoted (a claim that dies before promoting it must leave it findable)
         recoveries.clearWakes(e.sessionId);
       },
-      'execution.renewed': (e) => this.requireExecution(e, (id, s) => ex.setExpiresAt(id, s, e.payload.expiresAt)),
-      'execution.started': (e) => this.requireExecution(e, exists),
-      'execution.phase': (e) => this.requireExecution(e, (id, s) => ex.setPhase(id, s, e.payload.phase)),
-      'execution.cancelled': (e) => this.requireExecution(e, ex.delete),
-      'execution.settled': (e) => this.requireExecution(e, ex.delete),
+      'execution.renewed': (e) => this.requireExecution(e, ex.setExpiresAt(e.payload.executionId, e.sessionId, e.payload.expiresAt)),
+      'execution.started': (e) => this.requireExecution(e, live(e)),
+      'execution.phase': (e) => this.requireExecution(e, ex.setPhase(e.payload.executionId, e.sessionId, e.payload.phase)),
+      'execution.cancelled': (e) => this.requireExecution(e, ex.delete(e.payload.executionId, e.sessionId)),
+      'execution.settled': (e) => this.requireExecution(e, ex.delete(e.payload.executionId, e.sessionId)),
 
       'input.admitted': (e) => {
         const p = e.payload;
@@ -249,7 +252,7 @@ export class Projector {
 
       'step.started': (e) => {
         rules.stepStarted(e);
-        this.requireExecution(e, (id, s) => ex.setAssistantMessage(id, s, e.payload.messageId));
+        this.requireExecution(e, ex.setAssistantMessage(e.payload.executionId, e.sessionId, e.payload.messageId));
       },
       'step.ended': rules.stepEnded,
       'step.failed': rules.stepFailed,
@@ -265,10 +268,10 @@ export class Projector {
       'compaction.started': rules.compactionStarted,
       'compaction.completed': rules.compactionCompleted,
 
-      'recovery.started': (e) => this.requireExecution(e, exists),
+      'recovery.started': (e) => this.requireExecution(e, live(e)),
       'recovery.completed': (e) => {
         const p = e.payload;
-        this.requireExecution(e, ex.delete);
+        this.requireExecution(e, ex.delete(p.executionId, e.sessionId));
         if (p.continuationInputId === null) return; // nothing admitted: no wake owed, no row
         const previous = recoveries.get(p.executionId);
         if (previous) throw inconsistent(`recovery.completed for execution ${p.executionId}, which was already recovered (continuation ${previous.continuation_message_id}): an execution is recovered once.`, { executionId: p.executionId });
@@ -305,9 +308,22 @@ function checkPosition(event: SessionEvent, previous: number): number {
   return at;
 }
 
+/** The event's type is one this projector knows, and durable. */
+function checkType(event: SessionEvent): void {
+  if (!isEventType(event.type)) {
+    throw new SessiondError(ErrorCode.UnknownEventType, `Unknown event type ${JSON.stringify(event.type)}: this projector knows ${Object.keys(catalog).length} types. Upgrade sessiond to project this log.`);
+  }
+  if (!catalog[event.type].durable) {
+    throw new SessiondError(ErrorCode.InvalidPayload, `Event type ${event.type} is live-only: it is never stored, so it must never reach the projector. Feed apply() events read from the log (readAll/subscribe), not from the live bus.`);
+  }
+}
+
+function bad(what: string): SessiondError {
+  return new SessiondError(ErrorCode.InvalidPayload, `The event has ${what}.`);
+}
+
 /** Validates the envelope and the payload against the catalog; returns the event with the parsed payload. */
 function checkEvent(event: SessionEvent): SessionEvent {
-  const bad = (what: string) => new SessiondError(ErrorCode.InvalidPayload, `The event has ${what}.`);
   if (typeof event.id !== 'string' || event.id.length === 0) throw bad('no id');
   if (typeof event.sessionId !== 'string' || event.sessionId.length === 0) throw bad('no session id');
   if (!Number.isSafeInteger(event.seq) || event.seq < 1) throw bad(`an invalid seq ${JSON.stringify(event.seq)} (expected a whole number >= 1)`);

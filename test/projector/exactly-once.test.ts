@@ -60,14 +60,17 @@ test('exactly once - a batch that throws mid-way applies nothing and leaves the 
 
 test('exactly once - a storage failure mid-batch (a crash inside the transaction) rolls back rows and checkpoint together', () => {
   const { db, projector } = setup();
-  db.exec(`CREATE TEMP TRIGGER boom BEFORE UPDATE ON main.session_message WHEN NEW.data LIKE '%"finish"%'
-           BEGIN SELECT RAISE(ABORT, 'simulated crash while writing'); END`);
+  // message rows are written once per batch, as an INSERT or an UPDATE: fail either
+  for (const op of ['INSERT', 'UPDATE']) {
+    db.exec(`CREATE TEMP TRIGGER boom_${op} BEFORE ${op} ON main.session_message WHEN NEW.data LIKE '%"finish"%'
+             BEGIN SELECT RAISE(ABORT, 'simulated crash while writing'); END`);
+  }
   const events = turn();
   assert.throws(() => projector.apply(events), /simulated crash while writing/);
   assert.equal(projectionRows(db), { session_execution: [], session_input: [], session_message: [], session_recovery: [] });
   assert.is(projector.checkpoint(), 0);
   assert.equal(all(db, 'projector_checkpoint'), []);
-  db.exec('DROP TRIGGER temp.boom');
+  db.exec('DROP TRIGGER temp.boom_INSERT; DROP TRIGGER temp.boom_UPDATE');
   assert.equal(projector.apply(events).position, 8);
 });
 
