@@ -3,9 +3,10 @@
  * big-endian). The first frame is a header `{ format: 'sessiond-export', version: 1, created,
  * source, events }`; every other frame is one event as `encodeEvent` writes it (a plain map).
  *
- * Reading is streaming and strict: a frame that is truncated, undecodable or fails its schema stops
- * the read with an error naming the byte offset and frame number; every frame before it has already
- * been handed to the caller, so nothing before the damage is lost.
+ * Reading is streaming (1 MiB chunks, frames sliced out of them) and strict: a frame that is
+ * truncated, undecodable or fails its schema stops the read with an error naming the byte offset and
+ * frame number; every frame before it has already been handed to the caller, so nothing before the
+ * damage is lost.
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
@@ -75,9 +76,72 @@ export class CorruptExportError extends SessiondError {
   }
 }
 
+/** How much of an export file one read asks for: frames are sliced from these chunks. */
+export const EXPORT_READ_CHUNK_BYTES = 1 << 20;
+
+/**
+ * The frames of an export file, read `EXPORT_READ_CHUNK_BYTES` at a time (more when one frame is
+ * larger). A frame is a view into its chunk, and decoded events may keep views into it (binary
+ * values), so a chunk is never written again: each read fills a new buffer, starting with the unread
+ * tail of the previous one.
+ */
+class FrameReader {
+  private buf = Buffer.alloc(0);
+  /** The next unread byte of `buf`, and the end of what `buf` holds. */
+  private at = 0;
+  private end = 0;
+  /** The file offset just past `buf`'s content. */
+  private filled = 0;
+
+  constructor(private readonly fh: FileHandle, private readonly file: string, readonly size: number) {}
+
+  /** The file offset of the next unread byte. */
+  get offset(): number {
+    return this.filled - (this.end - this.at);
+  }
+
+  /** The next frame's body, or undefined at the end of the file; `frame` numbers the errors. */
+  async next(frame: number): Promise<Buffer | undefined> {
+    const start = this.offset;
+    if (start >= this.size) return undefined;
+    const head = await this.available(4);
+    if (head < 4) throw new CorruptExportError(this.file, start, frame, `truncated frame length (${head} of 4 bytes)`);
+    const len = this.buf.readUInt32BE(this.at);
+    if (len === 0 || len > MAX_FRAME_BYTES) throw new CorruptExportError(this.file, start, frame, `impossible frame length ${len}`);
+    this.at += 4;
+    const got = await this.available(len);
+    if (got < len) throw new CorruptExportError(this.file, start + 4, frame, `truncated frame (${got} of ${len} bytes)`);
+    const body = this.buf.subarray(this.at, this.at + len);
+    this.at += len;
+    return body;
+  }
+
+  /** Makes up to `n` unread bytes available in `buf` (fewer only at the end of the file); returns how many are. */
+  private async available(n: number): Promise<number> {
+    if (this.end - this.at < n && this.filled < this.size) await this.read(n);
+    return Math.min(n, this.end - this.at);
+  }
+
+  private async read(n: number): Promise<void> {
+    const tail = this.end - this.at;
+    const next = Buffer.allocUnsafe(Math.min(Math.max(EXPORT_READ_CHUNK_BYTES, n), tail + this.size - this.filled));
+    this.buf.copy(next, 0, this.at, this.end);
+    this.buf = next;
+    this.at = 0;
+    this.end = tail;
+    while (this.end < next.length) {
+      const { bytesRead } = await this.fh.read(next, this.end, next.length - this.end, this.filled);
+      if (bytesRead === 0) break; // the file shrank since it was opened
+      this.end += bytesRead;
+      this.filled += bytesRead;
+    }
+  }
+}
+
 /**
  * Reads an export file: the header, then events in batches handed to `onEvents` as they are read.
- * `onProgress(bytesRead, totalBytes)` for progress bars.
+ * `onProgress(bytes, totalBytes)` after each batch (bytes = the whole frames read so far), for
+ * progress bars. A damaged frame throws `CorruptExportError` after the events before it were handed over.
  */
 export async function readExport(file: string, handlers: {
   onHeader?: (h: ExportHeader) => void | Promise<void>;
@@ -87,24 +151,8 @@ export async function readExport(file: string, handlers: {
 }): Promise<{ header: ExportHeader; events: number }> {
   const fh = await open(file, 'r');
   try {
-    const total = (await fh.stat()).size;
-    let offset = 0;
-    let frame = 0;
-    const readExact = async (n: number, what: string): Promise<Buffer> => {
-      const buf = Buffer.alloc(n);
-      const { bytesRead } = await fh.read(buf, 0, n, offset);
-      if (bytesRead < n) throw new CorruptExportError(file, offset, frame, `truncated ${what} (${bytesRead} of ${n} bytes)`);
-      offset += n;
-      return buf;
-    };
-    const next = async (): Promise<Buffer | undefined> => {
-      if (offset >= total) return undefined;
-      const start = offset;
-      const len = (await readExact(4, 'frame length')).readUInt32BE(0);
-      if (len === 0 || len > MAX_FRAME_BYTES) throw new CorruptExportError(file, start, frame, `impossible frame length ${len}`);
-      return readExact(len, 'frame');
-    };
-    const headerBytes = await next();
+    const frames = new FrameReader(fh, file, (await fh.stat()).size);
+    const headerBytes = await frames.next(0);
     if (!headerBytes) throw new CorruptExportError(file, 0, 0, 'the file is empty');
     let header: ExportHeader;
     try {
@@ -120,34 +168,35 @@ export async function readExport(file: string, handlers: {
     const batchSize = handlers.batchSize ?? 1000;
     let batch: SessionEvent[] = [];
     let count = 0;
+    let frame = 0;
+    /** Hands the batch over; `bytes` = where its last frame ends. */
+    const deliver = async (bytes: number): Promise<void> => {
+      await handlers.onEvents(batch);
+      batch = [];
+      handlers.onProgress?.(bytes, frames.size);
+    };
     for (;;) {
       frame++;
-      const start = offset;
-      let body: Buffer | undefined;
-      try {
-        body = await next();
-      } catch (err) {
-        if (batch.length) await handlers.onEvents(batch); // keep everything before the damage
-        throw err;
-      }
-      if (!body) break;
+      const start = frames.offset;
       let event: SessionEvent;
       try {
-        event = decodeEvent(body);
+        const body = await frames.next(frame);
+        if (!body) break;
+        try {
+          event = decodeEvent(body);
+        } catch (err) {
+          throw new CorruptExportError(file, start, frame, messageOf(err), err);
+        }
       } catch (err) {
-        if (batch.length) await handlers.onEvents(batch);
-        throw new CorruptExportError(file, start, frame, messageOf(err), err);
+        if (batch.length) await deliver(start); // keep everything before the damage
+        throw err;
       }
       batch.push(event);
       count++;
-      if (batch.length >= batchSize) {
-        await handlers.onEvents(batch);
-        batch = [];
-        handlers.onProgress?.(offset, total);
-      }
+      if (batch.length >= batchSize) await deliver(frames.offset);
     }
-    if (batch.length) await handlers.onEvents(batch);
-    handlers.onProgress?.(offset, total);
+    if (batch.length) await deliver(frames.offset);
+    else handlers.onProgress?.(frames.offset, frames.size);
     return { header, events: count };
   } finally {
     await fh.close();
