@@ -27,7 +27,8 @@ type Args = { context: SessionContext; event: MachineEvent };
 const cmd = <T extends Command['type']>(e: MachineEvent) => e as Extract<Command, { type: T }> & { ownerId?: string; executionId?: string; now: number };
 const at = (ms: number | undefined) => (ms === undefined ? 'an unknown time' : isoTime(ms));
 
-const messages: Record<Refusal, (a: Args) => string> = {
+/** The plain-words message of each refusal (what the `refuse` action emits). */
+export const refusalMessages: Record<Refusal, (a: Args) => string> = {
   lease_live: ({ context }) => `session ${context.sessionId} is owned by ${context.execution?.ownerId} until ${at(context.execution?.expiresAt)} (execution ${context.execution?.id})`,
   own_lease_live: ({ context }) => `owner ${context.execution?.ownerId} already holds a live lease on session ${context.sessionId} (execution ${context.execution?.id}) with no runner attached here; wait for it to expire and be recovered`,
   lease_expired: ({ context }) => `execution ${context.execution?.id} on session ${context.sessionId} expired at ${at(context.execution?.expiresAt)} and has not been recovered yet`,
@@ -101,7 +102,7 @@ export const sessionMachine = setup({
   },
   actions: {
     fold: assign(({ context, event }) => foldContext(context, event as SessionEvent)),
-    refuse: emit((args: Args, params: { reason: Refusal }) => ({ type: 'refusal' as const, reason: params.reason, message: messages[params.reason](args) })),
+    refuse: emit((args: Args, params: { reason: Refusal }) => ({ type: 'refusal' as const, reason: params.reason, message: refusalMessages[params.reason](args) })),
     decide: emit(({ context, event }: Args) => ({ type: 'decision' as const, events: decisionFor(context, event as Command) })),
   },
 }).createMachine({

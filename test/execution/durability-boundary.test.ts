@@ -14,7 +14,9 @@ import { admitInput } from '../../src/input/admit.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import type { DraftEvent, SessionEvent } from '../../src/events/envelope.ts';
 import type { Runner } from '../../src/runner/types.ts';
-import { tempDir, type TempDir } from '../support/tmp.ts';
+import { tempDir } from '../support/tmp.ts';
+
+type TempDir = ReturnType<typeof tempDir>;
 import { spyLog } from '../support/spy-log.ts';
 
 interface World { tmp: TempDir; db: Db; inner: SqliteEventLog; appends: string[][]; execution: SessionExecution }

@@ -3,13 +3,17 @@
  * the machine's own interpretation (`evolveByMachine`) on every sequence the machine can produce:
  * 2,000 random command sequences, each accepted decision's events folded both ways and compared
  * (state value and the whole context) after every event; and the log of a real engine's turns.
+ * Likewise the hot-path `decide` (the machine's selected transition, its action applied directly)
+ * equals `decideByMachine` (the machine interpreted) for every command of those sequences,
+ * refusals and their messages included, with the real guards and with a provided one.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { decide, evolve, evolveByMachine, hydrate, initialSnapshot, type SessionSnapshot } from '../../src/machines/decider.ts';
+import { decide, decideByMachine, evolve, evolveByMachine, hydrate, initialSnapshot, type SessionSnapshot } from '../../src/machines/decider.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import type { Command } from '../../src/machines/commands.ts';
+import { sessionMachine } from '../../src/machines/session-machine.ts';
 import { openEngine } from '../../src/engine.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { command } from '../support/arbitraries.ts';
@@ -44,6 +48,35 @@ test('fold equivalence - 2,000 random command sequences fold to the same state a
   }), { numRuns: 2_000, seed: 20261130 });
   assert.equal([...states].sort(), ['claimed', 'idle', 'recovering', 'running', 'settled'], 'every state was reached');
   assert.ok(folded > 8_000, `events folded both ways: ${folded}`);
+});
+
+test('decide equivalence - 2,000 random command sequences: every command decided the same both ways (events or refusal and message)', () => {
+  const reasons = new Set<string>();
+  let decided = 0;
+  // a provided guard is honoured by both (the model tests swap guards this way)
+  const lenient = sessionMachine.provide({ guards: { leaseLive: () => false } });
+  for (const machine of [sessionMachine, lenient]) {
+    fc.assert(fc.property(fc.array(command, { maxLength: 60 }), (commands) => {
+      let snap: SessionSnapshot = initialSnapshot('ses_eq');
+      let n = 0;
+      const opening: Command[] = [
+        { type: 'admit', now: 0, inputId: 'inp_1', prompt: 'p', delivery: 'queue', wake: true },
+        { type: 'claim', now: 0, ownerId: 'own_1', executionId: 'exe_1', leaseMs: 30_000 },
+        { type: 'start', now: 0, ownerId: 'own_1', executionId: 'exe_1' },
+      ];
+      for (const c of [...opening, ...commands]) {
+        const fast = decide(snap, c, machine);
+        assert.equal(fast, decideByMachine(snap, c, machine), `${c.type} in ${snap.value}`);
+        decided++;
+        if (!fast.ok) { reasons.add(fast.reason); continue; }
+        for (const p of fast.events) {
+          snap = evolveByMachine(snap, { id: `evt_${++n}`, type: p.type, version: 1, sessionId: 'ses_eq', seq: snap.context.seq + 1, time: c.now, payload: p.payload } as SessionEvent, machine);
+        }
+      }
+    }), { numRuns: 1_000, seed: 20261130 });
+  }
+  assert.ok(decided > 10_000, `commands decided both ways: ${decided}`);
+  assert.ok(reasons.size >= 10, `refusal reasons seen: ${[...reasons].sort().join(', ')}`);
 });
 
 test('fold equivalence - a real engine\'s log hydrates to the same snapshot both ways', async () => {
