@@ -9,7 +9,7 @@
  * appends interleave, as concurrent turns would commit.
  */
 import type { DraftEvent, SessionEvent } from '../../src/events/envelope.ts';
-import type { EventLog, SubscribeOptions, Subscription } from '../../src/events/event-log.ts';
+import type { EventLog, ReadPagesOptions, SubscribeOptions, Subscription } from '../../src/events/event-log.ts';
 import { openEngine } from '../../src/engine.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { sequentialIds } from '../../src/ids.ts';
@@ -48,6 +48,7 @@ class RecordingLog implements EventLog {
   readSession(sessionId: string, options?: { afterSeq?: number; limit?: number }) { return this.inner.readSession(sessionId, options); }
   lastSeq(sessionId: string) { return this.inner.lastSeq(sessionId); }
   readAll(options?: { after?: number; limit?: number }) { return this.inner.readAll(options); }
+  readPages(options?: ReadPagesOptions) { return this.inner.readPages(options); }
   head() { return this.inner.head(); }
   subscribe(options: SubscribeOptions): Subscription { return this.inner.subscribe(options); }
   close() { return this.inner.close(); }

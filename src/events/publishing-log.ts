@@ -11,7 +11,7 @@
  * A retried append that the log recognises as already committed is published again (same ids and
  * seqs: subscribers drop repeats by seq).
  */
-import type { EventLog, SubscribeOptions, Subscription } from './event-log.ts';
+import type { EventLog, ReadPagesOptions, SubscribeOptions, Subscription } from './event-log.ts';
 import type { DraftEvent, SessionEvent } from './envelope.ts';
 import type { LiveBus } from './live-bus.ts';
 
@@ -38,6 +38,10 @@ export class PublishingEventLog implements EventLog {
 
   readAll(options?: { after?: number; limit?: number }): Promise<SessionEvent[]> {
     return this.inner.readAll(options);
+  }
+
+  readPages(options?: ReadPagesOptions): AsyncIterable<SessionEvent[]> {
+    return this.inner.readPages(options);
   }
 
   head(): Promise<number> {

@@ -26,8 +26,11 @@
  * retrying the same append is safe.
  *
  * Reads and subscriptions use ordered consumers (the client recreates them after a reconnect at the
- * next stream sequence); a read stops on the message whose `pending` count is 0, or right away when
- * the consumer starts with nothing pending. Subscriptions also ignore positions they already handled.
+ * next stream sequence), one per read, however many pages `readPages` yields; a read stops on the
+ * message whose `pending` count is 0, or right away when the consumer starts with nothing pending.
+ * The client pulls the next messages only as the read consumes them, so a slow reader holds a few
+ * hundred messages, not the stream. Subscriptions hand `onBatch` every message already received (up
+ * to `DEFAULT_READ_BATCH`) in one call, and ignore positions they already handled.
  *
  * Quarantine. A stored message that is not a valid batch (only a misbehaving writer can put one
  * there) is skipped by every read and subscription, reported once through `onQuarantine` and
@@ -41,8 +44,8 @@ import { catalog } from '../events/catalog.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import {
-  SequenceConflictError, duplicateEventError, logClosedError,
-  type EventLog, type SubscribeOptions, type Subscription,
+  SequenceConflictError, duplicateEventError, logClosedError, pageSizeOption,
+  type EventLog, type ReadPagesOptions, type SubscribeOptions, type Subscription,
 } from '../events/event-log.ts';
 import {
   ConnectionWatch, connectNats, isNatsConnection, isPermissionError, isTransientNatsError, positiveIntOption, waitAtMost,
@@ -51,6 +54,7 @@ import {
 import {
   decodeBatch, encodeBatch, ensureEventStream, isJsTransient, isStreamNotFound, isWrongLastSequence, prepareBatch, DEFAULT_DUPLICATE_WINDOW_MS,
 } from './stream.ts';
+import { ReadyRuns } from './ready-runs.ts';
 import { STREAM_NAME, subjects } from './subjects.ts';
 import { describeQuarantine, type QuarantineHandler, type QuarantinedMessage } from '../events/quarantine.ts';
 
@@ -60,7 +64,7 @@ export const DEFAULT_PUBLISH_TIMEOUT_MS = 5_000;
 export const DEFAULT_PUBLISH_RETRY_MS = DEFAULT_DUPLICATE_WINDOW_MS / 2;
 /** Sessions whose tail is cached (the least recently written are dropped). */
 export const DEFAULT_TAIL_CACHE_SIZE = 10_000;
-/** Messages per pull for reads and subscriptions. */
+/** Messages per pull for reads and subscriptions, and at most per `onBatch` call. */
 export const DEFAULT_READ_BATCH = 256;
 /** Room left for headers under the server's max_payload. */
 const HEADER_ROOM_BYTES = 1024;
@@ -106,6 +110,8 @@ export interface JetStreamEventLogStats {
 /** A session's last message: its stream sequence, last event seq and event ids. */
 interface Tail { streamSeq: number; lastSeq: number; ids: string[] }
 interface LoadedTail extends Tail { events: SessionEvent[] }
+/** One stored message, decoded: no events when it was quarantined. */
+interface StoredMessage { seq: number; events: SessionEvent[] }
 
 class HandlerError extends Error {}
 
@@ -396,11 +402,40 @@ export class JetStreamEventLog implements EventLog {
     return info.state.last_seq;
   }
 
-  /** Reads messages from `startSeq` with an ordered consumer until nothing is pending or `visit` says stop. */
+  /** Visits the messages `stored()` reads, until `visit` says stop. */
   private async scan(start: number | 'last', filter: string | undefined, visit: (events: SessionEvent[]) => boolean): Promise<void> {
+    for await (const message of this.stored(start, filter)) if (!visit(message.events)) return;
+  }
+
+  readPages(options: ReadPagesOptions = {}): AsyncIterable<SessionEvent[]> {
+    return this.pages(options.after ?? 0, pageSizeOption(options.pageSize));
+  }
+
+  /** Whole messages gathered into pages of at most `pageSize` events (a larger message alone). */
+  private async *pages(after: number, pageSize: number): AsyncGenerator<SessionEvent[]> {
+    let page: SessionEvent[] = [];
+    for await (const { events } of this.stored(after + 1, undefined)) {
+      if (page.length > 0 && page.length + events.length > pageSize) {
+        yield page;
+        page = [];
+      }
+      for (const e of events) page.push(e);
+      if (page.length >= pageSize) {
+        yield page;
+        page = [];
+      }
+    }
+    if (page.length > 0) yield page;
+  }
+
+  /**
+   * The stream's messages from `start` (a stream sequence, or the subject's last message), decoded,
+   * through one ordered consumer until none is pending. A reconnect mid-read would stall the ordered
+   * consumer for 30 s (see subscribe): on a reconnect the read ends its consumer and goes on with a
+   * new one from the next message. Leaving the loop early ends the consumer.
+   */
+  private async *stored(start: number | 'last', filter: string | undefined): AsyncGenerator<StoredMessage> {
     this.assertOpen();
-    // A reconnect mid-read would stall the ordered consumer for 30 s (see subscribe): on a reconnect
-    // the read ends its consumer and goes on with a new one from the next message.
     for (let from = start; ;) {
       const consumer = await this.request(() => this.js.consumers.get(this.stream, {
         ...(from === 'last' ? { deliver_policy: DeliverPolicy.Last } : { opt_start_seq: Math.max(1, from) }),
@@ -418,7 +453,8 @@ export class JetStreamEventLog implements EventLog {
         void waiter.promise.then(() => { reconnected = true; return current.close(); }).catch(() => undefined);
         for await (const m of messages) {
           from = m.seq + 1;
-          if (!visit(this.decode(m.data, m.seq, m.subject)) || m.info.pending === 0) return;
+          yield { seq: m.seq, events: this.decode(m.data, m.seq, m.subject) };
+          if (m.info.pending === 0) return;
         }
         if (reconnected && !this.closed && !this.nc.isClosed()) continue;
         throw this.closed || this.nc.isClosed() ? logClosedError(this.name)
@@ -462,10 +498,17 @@ export class JetStreamEventLog implements EventLog {
               if (LOST_CONSUMER.has(status.type)) { await current.close(); break; }
             }
           })().catch(() => undefined);
-          for await (const m of messages) {
-            if (stopped) break;
-            if (m.seq <= position) continue; // already delivered before a reset
-            const events = this.decode(m.data, m.seq, m.subject);
+          // what has arrived is handed over at once: a subscriber that catches up folds many
+          // messages per call (one transaction for the projector) instead of one per message
+          const runs = new ReadyRuns(messages[Symbol.asyncIterator]());
+          for (let run = await runs.next(DEFAULT_READ_BATCH); run.length > 0 && !stopped; run = await runs.next(DEFAULT_READ_BATCH)) {
+            const events: SessionEvent[] = [];
+            let last = position;
+            for (const m of run) {
+              if (m.seq <= last) continue; // already delivered before a reset
+              for (const e of this.decode(m.data, m.seq, m.subject)) events.push(e);
+              last = m.seq;
+            }
             if (events.length > 0) {
               try {
                 await options.onBatch(events);
@@ -473,7 +516,7 @@ export class JetStreamEventLog implements EventLog {
                 throw new HandlerError('handler failed', { cause: err });
               }
             }
-            position = m.seq;
+            position = last;
             failures = 0;
           }
         } catch (err) {

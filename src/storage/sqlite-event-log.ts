@@ -18,8 +18,8 @@ import { pack, unpack, DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
 import { prepareBatch } from '../events/prepare-batch.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import {
-  SequenceConflictError, duplicateEventError, logClosedError,
-  type EventLog, type SubscribeOptions, type Subscription,
+  SequenceConflictError, duplicateEventError, logClosedError, pageSizeOption,
+  type EventLog, type ReadPagesOptions, type SubscribeOptions, type Subscription,
 } from '../events/event-log.ts';
 import type { Db } from './sqlite.ts';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -172,6 +172,18 @@ export class SqliteEventLog implements EventLog {
   readAllSync(options: { after?: number; limit?: number } = {}): SessionEvent[] {
     const rows = this.stmts.all.all(options.after ?? 0, options.limit ?? -1) as EventRow[];
     return rows.map(toEvent);
+  }
+
+  /** Pages of `readAll`, each read when the previous one is done with, until one comes back empty. */
+  readPages(options: ReadPagesOptions = {}): AsyncIterable<SessionEvent[]> {
+    const pageSize = pageSizeOption(options.pageSize);
+    const read = (after: number) => {
+      if (this.closed) throw logClosedError(this.name);
+      return this.readAllSync({ after, limit: pageSize });
+    };
+    return (async function* pages() {
+      for (let page = read(options.after ?? 0); page.length > 0; page = read(page[page.length - 1]!.position!)) yield page;
+    })();
   }
 
   async head(): Promise<number> {

@@ -18,6 +18,8 @@ export interface LogFixture {
   log: EventLog;
   another: () => Promise<EventLog>;
   cleanup: () => Promise<void>;
+  /** Server-side resources reads hold open (JetStream: consumers on the stream); logs that hold none leave it out. */
+  openReads?: () => Promise<number>;
 }
 
 let counter = 0;
@@ -182,7 +184,113 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
     await sub.close();
   });
 
+  s('readPages: the whole log in commit order, in pages of at most pageSize events that never split a position', async ({ fx }) => {
+    const a = uid('ses');
+    const b = uid('ses');
+    const committed: SessionEvent[] = [];
+    for (let i = 0; i < 4; i++) {
+      committed.push(...await fx.log.append(a, 3 * i, [admitted(), started(), admitted()]));
+      committed.push(...await fx.log.append(b, i, [admitted()]));
+    }
+    const pages = await collect(fx.log.readPages({ pageSize: 4 }));
+    assert.equal(pages.flat().map((e) => e.id), committed.map((e) => e.id));
+    assert.equal(pages.flat().map((e) => e.position), committed.map((e) => e.position));
+    assertWholePages(pages, 4);
+    assert.ok(pages.length >= 4, `${pages.length} pages of at most 4 of 16 events`);
+    // pages as large as the whole log: one page
+    assert.equal((await collect(fx.log.readPages({ pageSize: 1000 }))).map((p) => p.length), [committed.length]);
+    // a page smaller than a batch: the batch alone
+    assertWholePages(await collect(fx.log.readPages({ pageSize: 1 })), 1);
+  });
+
+  s('readPages: from a position, and nothing from the head or on an empty log; a bad pageSize is refused', async ({ fx }) => {
+    assert.equal(await collect(fx.log.readPages()), [], 'an empty log has no pages');
+    const ses = uid('ses');
+    const first = await fx.log.append(ses, 0, [admitted()]);
+    const rest = [...await fx.log.append(ses, 1, [admitted(), started()]), ...await fx.log.append(ses, 3, [admitted()])];
+    assert.equal((await collect(fx.log.readPages({ after: first[0]!.position! }))).flat().map((e) => e.id), rest.map((e) => e.id));
+    assert.equal(await collect(fx.log.readPages({ after: await fx.log.head() })), []);
+    for (const pageSize of [0, 1.5, -1]) {
+      try {
+        fx.log.readPages({ pageSize });
+        assert.unreachable(`pageSize ${pageSize} refused`);
+      } catch (err) {
+        assert.is((err as { code?: string }).code, ErrorCode.InvalidOption);
+      }
+    }
+  });
+
+  s('readPages: commits made while reading are read up to some point, in order, never with a gap', async ({ fx }) => {
+    const ses = uid('ses');
+    let seq = 0;
+    const before: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const c = await fx.log.append(ses, seq, [admitted()]);
+      seq = c.at(-1)!.seq;
+      before.push(c[0]!.id);
+    }
+    const read: string[] = [];
+    for await (const page of fx.log.readPages({ pageSize: 1 })) {
+      read.push(...page.map((e) => e.id));
+      if (seq < 10) seq = (await fx.log.append(ses, seq, [admitted()])).at(-1)!.seq; // the log grows under the reader
+    }
+    const all = (await fx.log.readAll()).map((e) => e.id);
+    assert.equal(read, all.slice(0, read.length), 'a prefix of the log');
+    assert.ok(read.length >= before.length, 'everything committed before the read');
+  });
+
+  s('readPages: leaving the loop early ends the read and frees what it held', async ({ fx }) => {
+    const ses = uid('ses');
+    for (let i = 0; i < 6; i++) await fx.log.append(ses, i, [admitted()]);
+    let pages = 0;
+    for await (const page of fx.log.readPages({ pageSize: 2 })) {
+      assert.is(page.length, 2);
+      if (++pages === 1) break;
+    }
+    assert.is(pages, 1);
+    if (fx.openReads) await waitFor(async () => (await fx.openReads!()) === 0, { timeoutMs: 5000, what: 'the read\'s consumer to be gone' });
+    // the log is still fine for other reads
+    assert.is((await collect(fx.log.readPages({ pageSize: 2 }))).flat().length, 6);
+    if (fx.openReads) await waitFor(async () => (await fx.openReads!()) === 0, { timeoutMs: 5000, what: 'no consumer left after a full read' });
+  });
+
+  s('a subscriber that catches up gets several commits per call, whole and in order', async ({ fx }) => {
+    const start = await fx.log.head();
+    const committed: SessionEvent[] = [];
+    for (let i = 0; i < 30; i++) committed.push(...await fx.log.append(uid('ses'), 0, [admitted(), started()]));
+    const calls: SessionEvent[][] = [];
+    const sub = fx.log.subscribe({ after: start, onBatch: (events) => { calls.push(events); } });
+    try {
+      await waitFor(() => calls.flat().length >= committed.length, { timeoutMs: 5000, what: 'the subscriber to catch up' });
+      assert.equal(calls.flat().map((e) => e.id), committed.map((e) => e.id));
+      assertWholePages(calls, Infinity);
+      assert.ok(calls.length < 30, `30 commits in ${calls.length} calls`);
+    } finally {
+      await sub.close();
+    }
+  });
+
   return s;
+}
+
+async function collect(pages: AsyncIterable<SessionEvent[]>): Promise<SessionEvent[][]> {
+  const out: SessionEvent[][] = [];
+  for await (const page of pages) out.push(page);
+  return out;
+}
+
+/** No position in two pages; no page over `max` events unless it is one position alone. */
+function assertWholePages(pages: SessionEvent[][], max: number): void {
+  const pageOf = new Map<number, number>();
+  pages.forEach((page, i) => {
+    assert.ok(page.length > 0, 'no empty page');
+    const positions = new Set(page.map((e) => e.position!));
+    assert.ok(page.length <= max || positions.size === 1, `page ${i} has ${page.length} events over ${positions.size} positions (max ${max})`);
+    for (const p of positions) {
+      assert.ok(!pageOf.has(p) || pageOf.get(p) === i, `position ${p} split over pages ${pageOf.get(p)} and ${i}`);
+      pageOf.set(p, i);
+    }
+  });
 }
 
 function strip(e: SessionEvent) {

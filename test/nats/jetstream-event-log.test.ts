@@ -14,8 +14,10 @@ const contract = eventLogContract('jetstream', async () => {
   const connection = { servers: server.url, ...WORKER, reconnectWaitMs: 100 };
   const log = await JetStreamEventLog.open({ connection });
   const others: JetStreamEventLog[] = [];
+  const jsm = await jetstreamManager(log.nc);
   return {
     log,
+    openReads: async () => (await jsm.streams.info(STREAM_NAME)).state.consumer_count,
     another: async () => {
       const other = await JetStreamEventLog.open({ connection });
       others.push(other);

@@ -1,0 +1,39 @@
+/**
+ * Takes items from an async iterator in runs of what is ready: the first item of a run is waited
+ * for, the ones after it join only while they come without waiting for I/O (before the event loop's
+ * next turn), up to `max`. A subscriber that catches up gets its backlog in large runs; one that is
+ * caught up gets each item at once, alone.
+ *
+ *   const runs = new ReadyRuns(messages[Symbol.asyncIterator]());
+ *   for (let run = await runs.next(256); run.length > 0; run = await runs.next(256)) handle(run);
+ */
+const TICK = Symbol('tick');
+
+export class ReadyRuns<T> {
+  /** A `next()` of the source that lost the race to the next turn: the first item of the next run. */
+  private ahead: Promise<IteratorResult<T>> | undefined;
+
+  constructor(private readonly source: AsyncIterator<T>) {}
+
+  /** The next run: at least one item, or none once the source has ended. */
+  async next(max: number): Promise<T[]> {
+    const run: T[] = [];
+    let turn: Promise<typeof TICK> | undefined;
+    while (run.length < max) {
+      const next = this.ahead ?? this.source.next();
+      this.ahead = undefined;
+      const result = run.length === 0 ? await next : await Promise.race([next, turn ??= nextTurn()]);
+      if (result === TICK) {
+        this.ahead = next;
+        break;
+      }
+      if (result.done) break;
+      run.push(result.value);
+    }
+    return run;
+  }
+}
+
+function nextTurn(): Promise<typeof TICK> {
+  return new Promise((resolve) => setImmediate(() => resolve(TICK)));
+}
