@@ -48,7 +48,7 @@ const ORDER = [
   'turns.embedded.turns', 'turns.embedded.latency.p50', 'turns.embedded.latency.p99',
   'turns.nats.turns', 'turns.nats.latency.p50', 'turns.nats.latency.p99',
   'raw.turn.normal', 'turn.embedded.normal', 'raw.turn.full', 'turn.embedded.full',
-  'replay.export', 'replay.js', 'replay.js.subscribe', 'replay.js.readAll',
+  'replay.export', 'replay.js', 'replay.js.subscribe', 'replay.js.readPages',
   'memory.actors', 'memory.replay.peak',
   'takeover.max', 'takeover.p50',
   'codec.roundtrip', 'hydrate.rate', 'raw.js.publish.noAsyncTraces', 'js.append.retained',

@@ -4,17 +4,18 @@
  *   await rebuildProjection(db, log, { onProgress: (done, total) => bar.update(done, { total }) });
  *   projectionHash(db) === projectionHash(otherDb)
  *
- * One transaction per page, not one overall: a transaction cannot span the log's async reads, and
- * reading the whole log into memory first does not scale. The first transaction deletes every row
- * of the four tables and every checkpoint *and* folds the first page, so readers never see an empty
- * projection, only one that is behind. Each later page commits its rows with the checkpoint, so a
- * rebuild that dies half-way leaves a consistent prefix of the log: following or rebuilding again
- * finishes it. A follower of the same projection in another process notices the reset (its
+ * The log is read once, in pages (`EventLog.readPages`: on JetStream one ordered consumer for the
+ * whole rebuild), and each page is folded in a transaction of its own, not one overall: a
+ * transaction cannot span the log's async reads, and reading the whole log into memory first does
+ * not scale. The first transaction deletes every row of the four tables and every checkpoint *and*
+ * folds the first page, so readers never see an empty projection, only one that is behind. Each
+ * later page commits its rows with the checkpoint, so a rebuild that dies half-way leaves a
+ * consistent prefix of the log: following or rebuilding again finishes it. A follower of the same projection in another process notices the reset (its
  * checkpoint went back) and stops with an error instead of skipping events; restart it afterwards.
  */
 import { createHash } from 'node:crypto';
 import { ErrorCode, SessiondError } from '../errors.ts';
-import type { EventLog } from '../events/event-log.ts';
+import { DEFAULT_PAGE_SIZE, type EventLog } from '../events/event-log.ts';
 import type { Db } from '../storage/sqlite.ts';
 import { checkpointRows } from './checkpoint.ts';
 import { executionRows } from './execution-rows.ts';
@@ -23,7 +24,7 @@ import { messageRows } from './message-rows.ts';
 import { recoveryRows } from './recovery-rows.ts';
 import { Projector, type ApplyResult } from './projector.ts';
 
-export const DEFAULT_REBUILD_PAGE_SIZE = 1000;
+export const DEFAULT_REBUILD_PAGE_SIZE = DEFAULT_PAGE_SIZE;
 
 export interface RebuildOptions {
   /** Projector (checkpoint) name, default 'main'. */
@@ -65,20 +66,21 @@ export async function rebuildProjection(db: Db, log: EventLog, options: RebuildO
     return projector.apply(page);
   });
   let total = await log.head();
-  let page = await log.readAll({ after: 0, limit: pageSize });
-  let result = resetAndApply.immediate(page);
+  let result: ApplyResult | undefined;
   let events = 0;
-  let pages = 1;
-  for (;;) {
+  let pages = 0;
+  for await (const page of log.readPages({ after: 0, pageSize })) {
+    result = result === undefined ? resetAndApply.immediate(page) : projector.apply(page, { expectAtLeast: result.position });
     events += result.applied;
-    const after = page.length > 0 ? page[page.length - 1]!.position! : 0;
+    pages++;
+    const after = page[page.length - 1]!.position!;
     total = Math.max(total, after);
     options.onProgress?.(after, total);
-    if (page.length === 0) break;
-    page = await log.readAll({ after, limit: pageSize });
-    if (page.length === 0) break;
-    result = projector.apply(page, { expectAtLeast: result.position });
-    pages++;
+  }
+  if (result === undefined) { // an empty log: the reset alone
+    result = resetAndApply.immediate([]);
+    pages = 1;
+    options.onProgress?.(0, total);
   }
   return { events, position: result.position, pages };
 }

@@ -14,7 +14,7 @@ import { sequentialIds } from '../../src/ids.ts';
 import { openEngine, type Engine } from '../../src/engine.ts';
 import type { EventType, PayloadInputOf } from '../../src/events/catalog.ts';
 import type { DraftEvent, SessionEvent } from '../../src/events/envelope.ts';
-import type { EventLog, SubscribeOptions } from '../../src/events/event-log.ts';
+import type { EventLog, ReadPagesOptions, SubscribeOptions } from '../../src/events/event-log.ts';
 import type { Runner, RunContext } from '../../src/runner/types.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { migrate } from '../../src/storage/migrate.ts';
@@ -95,6 +95,7 @@ class RecordingLog implements EventLog {
   readSession(sessionId: string, options?: { afterSeq?: number; limit?: number }) { return this.inner.readSession(sessionId, options); }
   lastSeq(sessionId: string) { return this.inner.lastSeq(sessionId); }
   readAll(options?: { after?: number; limit?: number }) { return this.inner.readAll(options); }
+  readPages(options?: ReadPagesOptions) { return this.inner.readPages(options); }
   head() { return this.inner.head(); }
   subscribe(options: SubscribeOptions) { return this.inner.subscribe(options); }
   close() { return this.inner.close(); }
