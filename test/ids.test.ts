@@ -25,6 +25,15 @@ test('ids - refuses dots, spaces, wildcards, control characters, empty and overl
   }
 });
 
+test('ids - random ids sort in creation order (also many within one ms): database indexes grow at their end', () => {
+  const made = Array.from({ length: 5_000 }, () => randomIds.next('evt'));
+  assert.equal([...made].sort(), made, 'sorted order is creation order');
+  assert.is(new Set(made).size, made.length, 'all distinct');
+  for (const id of made.slice(0, 3)) assert.match(id, /^evt_[0-9a-f]{32}$/);
+  const ms = parseInt(made[0]!.slice(4, 16), 16);
+  assert.ok(Math.abs(ms - Date.now()) < 60_000, 'the leading digits are the creation time in ms');
+});
+
 test('ids - sources: sequential ids are deterministic, random ids are valid and distinct', () => {
   const a = sequentialIds('t');
   assert.equal([a.next('exe'), a.next('evt')], ['exe_t000001', 'evt_t000002']);
