@@ -118,8 +118,11 @@ export class CommandHandler {
   }
 
   /**
-   * Decides and appends. `fresh: true` catches up with the log before deciding (claims, cancels,
-   * admissions); otherwise the cached snapshot is used and a conflict triggers the catch-up.
+   * Decides and appends. An accepted decision is always checked by the append (a stale snapshot
+   * means a conflict, a catch-up and a new decision), so the cached snapshot is used when there is
+   * one. A refusal is not checked by anything: `fresh: true` catches up with the log before
+   * deciding, for commands whose refusal on a stale snapshot would be wrong (a cancel refused as
+   * "nothing to cancel" while another process runs a turn).
    */
   async execute(sessionId: string, build: Build, options: { fresh?: boolean; retries?: number } = {}): Promise<CommandResult> {
     return this.executeAll(sessionId, [build], options);

@@ -211,7 +211,7 @@ export class SessionExecution {
             turn = inputsForTurn(started.context.pending);
             return { type: 'record', now, ownerId, executionId, events: turn.map((i): ProtoEvent => ({ type: 'input.promoted', payload: { inputId: i.inputId, executionId } })) };
           },
-        ], { fresh: true });
+        ]); // decided on the snapshot just loaded; an accepted claim is checked by the append
         // The lease runs from the decision, but the write may have waited (a locked database, a slow
         // disk or server): a claim that lands with much of its lease spent renews before running,
         // or is let go when it landed already expired (the sweep recovers it; nothing ran).

@@ -50,7 +50,7 @@ export async function admitInput(handler: CommandHandler, sessionId: string, req
   const req = parseAdmitRequest(sessionId, request);
   const inputId = req.id ?? handler.ids.next('inp');
   try {
-    const { events } = await handler.execute(sessionId, (now) => ({ type: 'admit', now, inputId, prompt: req.prompt, delivery: req.delivery, wake: req.wake }), { fresh: true });
+    const { events } = await handler.execute(sessionId, (now) => ({ type: 'admit', now, inputId, prompt: req.prompt, delivery: req.delivery, wake: req.wake }));
     return { sessionId, inputId, admittedSeq: events[0]!.seq, created: true, wake: req.wake };
   } catch (err) {
     if (!isRefusal(err, 'already_admitted')) throw err;
