@@ -83,8 +83,15 @@ export function parsePayload<T extends EventType>(type: T, version: number, payl
   return result.data as PayloadOf<T>;
 }
 
-/** Checks a draft (type known, payload valid, id valid) and returns it with the parsed payload. */
+/** Checks a draft (type known, payload valid, id valid, payload within the size limit) and returns it with the parsed payload. */
 export function parseDraft(input: DraftEvent, maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES): DraftEvent {
+  const draft = parseDraftUnsized(input);
+  checkPayloadSize(draft, maxPayloadBytes);
+  return draft;
+}
+
+/** `parseDraft` without the size limit: for a caller that checks sizes on bytes it packs anyway. */
+export function parseDraftUnsized(input: DraftEvent): DraftEvent {
   if (!isEventType(input.type)) {
     fail(ErrorCode.UnknownEventType, `Unknown event type ${JSON.stringify(input.type)}. Known types: ${Object.keys(catalog).join(', ')}.`, { type: input.type });
   }
@@ -93,11 +100,13 @@ export function parseDraft(input: DraftEvent, maxPayloadBytes = DEFAULT_MAX_PAYL
     fail(ErrorCode.InvalidPayload, `Event ${input.type} has an invalid time ${String(input.time)}: expected integer milliseconds since the epoch.`);
   }
   const payload = parsePayload(input.type, catalog[input.type].version, input.payload);
-  checkSize(input.type, pack(payload).byteLength, maxPayloadBytes);
   return { ...input, payload } as DraftEvent;
 }
 
-function checkSize(type: string, size: number, max: number): void {
+/** Throws `payload_too_large` when the draft's payload packs to more than `max` bytes. */
+export function checkPayloadSize(draft: DraftEvent, max: number): void {
+  const size = pack(draft.payload).byteLength;
+  const type = draft.type;
   if (size > max) {
     fail(ErrorCode.PayloadTooLarge,
       `Event ${type} payload is ${size} bytes, over the limit of ${max} bytes. Store large content elsewhere and reference it, or raise maxPayloadBytes.`,

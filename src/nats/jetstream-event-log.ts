@@ -42,6 +42,7 @@ import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { catalog } from '../events/catalog.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
+import { checkPayloadSizes, prepareBatch } from '../events/prepare-batch.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import {
   SequenceConflictError, duplicateEventError, logClosedError, pageSizeOption,
@@ -52,7 +53,7 @@ import {
   type NatsConnectionOptions,
 } from './connection.ts';
 import {
-  decodeBatch, encodeBatch, ensureEventStream, isJsTransient, isStreamNotFound, isWrongLastSequence, prepareBatch, DEFAULT_DUPLICATE_WINDOW_MS,
+  decodeBatch, encodeBatch, ensureEventStream, isJsTransient, isStreamNotFound, isWrongLastSequence, DEFAULT_DUPLICATE_WINDOW_MS,
 } from './stream.ts';
 import { ReadyRuns } from './ready-runs.ts';
 import { STREAM_NAME, subjects } from './subjects.ts';
@@ -113,6 +114,9 @@ interface LoadedTail extends Tail { events: SessionEvent[] }
 /** One stored message, decoded: no events when it was quarantined. */
 interface StoredMessage { seq: number; events: SessionEvent[] }
 
+/** The tail of a session with no message. */
+const NO_TAIL: Tail = { streamSeq: 0, lastSeq: 0, ids: [] };
+
 class HandlerError extends Error {}
 
 export class JetStreamEventLog implements EventLog {
@@ -172,9 +176,23 @@ export class JetStreamEventLog implements EventLog {
 
   async append(sessionId: string, expectedSeq: number, drafts: DraftEvent[]): Promise<SessionEvent[]> {
     this.assertOpen();
-    const parsed = prepareBatch(sessionId, expectedSeq, drafts, this.o.maxPayloadBytes);
+    const parsed = prepareBatch(sessionId, expectedSeq, drafts, { sizes: 'deferred' });
+    const events = parsed.map((d, i) => ({
+      id: d.id, type: d.type, version: catalog[d.type].version, sessionId, seq: expectedSeq + i + 1, time: d.time, payload: d.payload,
+    }) as SessionEvent);
+    // one pack per append: payloads are measured one by one only when the message is over their limit
+    const data = encodeBatch(events);
+    if (data.byteLength > this.o.maxPayloadBytes) checkPayloadSizes(parsed, this.o.maxPayloadBytes);
+    const limit = (this.nc.info?.max_payload ?? 1024 * 1024) - HEADER_ROOM_BYTES;
+    if (data.byteLength > limit) {
+      throw new SessiondError(ErrorCode.PayloadTooLarge,
+        `Append to session ${sessionId} encodes to ${data.byteLength} bytes, over the NATS message limit of ${limit} bytes: append fewer or smaller events at once, or raise max_payload in nats.conf.`,
+        { details: { sessionId, size: data.byteLength, max: limit } });
+    }
     const subject = subjects.events(sessionId);
-    let tail = this.tails.get(sessionId);
+    // a session not cached here, appended at 0, is published at once expecting none on its subject:
+    // the server refuses it if the session exists, and the refusal is resolved below
+    let tail = this.tails.get(sessionId) ?? (expectedSeq === 0 ? NO_TAIL : undefined);
     if (!tail || tail.lastSeq !== expectedSeq) {
       const loaded = await this.loadTail(sessionId);
       if (loaded.lastSeq !== expectedSeq) return this.resolveStale(sessionId, expectedSeq, parsed, loaded);
@@ -184,16 +202,6 @@ export class JetStreamEventLog implements EventLog {
     const lastIds = tail.ids;
     const reused = parsed.filter((d) => lastIds.includes(d.id)).map((d) => d.id);
     if (reused.length > 0) throw duplicateEventError(sessionId, reused);
-    const events = parsed.map((d, i) => ({
-      id: d.id, type: d.type, version: catalog[d.type].version, sessionId, seq: expectedSeq + i + 1, time: d.time, payload: d.payload,
-    }) as SessionEvent);
-    const data = encodeBatch(events);
-    const limit = (this.nc.info?.max_payload ?? 1024 * 1024) - HEADER_ROOM_BYTES;
-    if (data.byteLength > limit) {
-      throw new SessiondError(ErrorCode.PayloadTooLarge,
-        `Append to session ${sessionId} encodes to ${data.byteLength} bytes, over the NATS message limit of ${limit} bytes: append fewer or smaller events at once, or raise max_payload in nats.conf.`,
-        { details: { sessionId, size: data.byteLength, max: limit } });
-    }
     for (let attempt = 1; ; attempt++) {
       let ack: PubAck;
       try {
@@ -239,19 +247,15 @@ export class JetStreamEventLog implements EventLog {
     let lastError: unknown = new Error('disconnected from NATS');
     for (let attempt = 0; ; attempt++) {
       this.assertOpen();
-      const waiter = this.watch.whenReconnected();
-      const reconnected = waiter.promise.then(() => ({ reconnected: true as const }));
       if (!this.watch.connected) {
-        const back = await waitAtMost(reconnected, deadline - this.o.clock.now());
+        const waiter = this.watch.whenReconnected();
+        const back = await waitAtMost(waiter.promise, deadline - this.o.clock.now());
         waiter.cancel();
         if (!back) throw giveUp(lastError);
         continue;
       }
-      const pending = fn();
-      const outcome = await Promise.race([pending.then((value) => ({ value }), (error: unknown) => ({ error })), reconnected]);
-      waiter.cancel();
+      const outcome = await this.attempt(fn);
       if ('value' in outcome) return outcome.value;
-      pending.catch(() => undefined);
       if (this.closed || this.nc.isClosed()) throw logClosedError(this.name);
       if ('error' in outcome) {
         if (isPermissionError(outcome.error)) {
@@ -267,6 +271,17 @@ export class JetStreamEventLog implements EventLog {
       this.stats.retries++;
       if (wait > 0) await waitAtMost(new Promise<never>(() => undefined), wait);
     }
+  }
+
+  /** `fn()`'s outcome, or `reconnected` when the connection comes back first (the request is then lost). */
+  private attempt<T>(fn: () => Promise<T>): Promise<{ value: T } | { error: unknown } | { reconnected: true }> {
+    return new Promise((resolve) => {
+      const drop = this.watch.onNextReconnect(() => resolve({ reconnected: true }));
+      fn().then(
+        (value) => { drop(); resolve({ value }); },
+        (error: unknown) => { drop(); resolve({ error }); },
+      );
+    });
   }
 
   /**
@@ -448,9 +463,7 @@ export class JetStreamEventLog implements EventLog {
         if ((await consumer.info(true)).num_pending === 0) return;
         messages = await consumer.consume({ max_messages: DEFAULT_READ_BATCH });
         const current = messages;
-        const waiter = this.watch.whenReconnected();
-        dropWaiter = waiter.cancel;
-        void waiter.promise.then(() => { reconnected = true; return current.close(); }).catch(() => undefined);
+        dropWaiter = this.watch.onNextReconnect(() => { reconnected = true; current.close().catch(() => undefined); });
         for await (const m of messages) {
           from = m.seq + 1;
           yield { seq: m.seq, events: this.decode(m.data, m.seq, m.subject) };

@@ -19,7 +19,7 @@
  * - replicas: 1 on a single server, 3 in a cluster (R3 tolerates one server down).
  *
  * Messages: one per append, a msgpack array of plain-map event frames (`encodeBatch`/`decodeBatch`),
- * so any msgpack reader can decode it; `prepareBatch` checks an append the way the SQLite log does. JetStream API error codes are matched by number
+ * so any msgpack reader can decode it; `prepareBatch` (events/) checks an append the way the SQLite log does. JetStream API error codes are matched by number
  * (`JsErrorCode`), never by message text.
  */
 import {
@@ -30,7 +30,7 @@ import { millis, nanos } from '@nats-io/transport-node';
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { isDurable, isEventType } from '../events/catalog.ts';
-import { pack, parseDraft, parsePayload, unpack } from '../events/codec.ts';
+import { pack, parsePayload, unpack } from '../events/codec.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import { STREAM_NAME, subjects } from './subjects.ts';
 import { isPermissionError } from './connection.ts';
@@ -220,4 +220,3 @@ export function decodeBatch(data: Uint8Array, position: number, subject: string)
   });
 }
 
-export { prepareBatch } from '../events/prepare-batch.ts';

@@ -12,6 +12,7 @@ import type { EventLog } from '../events/event-log.ts';
 import { SequenceConflictError } from '../events/event-log.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import { ErrorCode, isSessiondError } from '../errors.ts';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
 import { waitFor } from './wait.ts';
 
 export interface LogFixture {
@@ -110,6 +111,23 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
     assert.is(await fx.log.lastSeq(ses), 3);
   });
 
+  s('another handle appending at 0 to a session it never saw: refused with the real sequence, or recognised as a retry', async ({ fx }) => {
+    const other = await fx.another();
+    try {
+      const ses = uid('ses');
+      const batch = [admitted(), started()];
+      const first = await fx.log.append(ses, 0, batch);
+      const err = await expectCode(other.append(ses, 0, [admitted()]), ErrorCode.SequenceConflict);
+      assert.is((err as SequenceConflictError).actualSeq, 2);
+      const fresh = await fx.another();
+      const retried = await fresh.append(ses, 0, batch);
+      assert.equal(retried.map((e) => [e.id, e.seq]), first.map((e) => [e.id, e.seq]));
+      assert.is((await fx.log.readSession(ses)).length, 2, 'nothing written twice');
+    } finally {
+      await other.close();
+    }
+  });
+
   s('a batch is atomic: one invalid event writes nothing; live-only and empty batches are refused', async ({ fx }) => {
     const ses = uid('ses');
     const bad = { id: uid('evt'), type: 'step.started', time: 1, payload: { executionId: 'exe_1', messageId: 'm', step: -4 } } as DraftEvent;
@@ -120,6 +138,17 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
     await expectCode(fx.log.append(ses, 0, []), ErrorCode.InvalidOption);
     await expectCode(fx.log.append('bad.session', 0, [admitted()]), ErrorCode.InvalidId);
     assert.is(await fx.log.lastSeq(ses), 0);
+  });
+
+  s('a payload over the size limit is refused, writing nothing; payloads under it are taken even when together they are over it', async ({ fx }) => {
+    const ses = uid('ses');
+    const big = 'x'.repeat(DEFAULT_MAX_PAYLOAD_BYTES);
+    const err = await expectCode(fx.log.append(ses, 0, [admitted('small'), admitted(big)]), ErrorCode.PayloadTooLarge);
+    assert.match(err.message, `over the limit of ${DEFAULT_MAX_PAYLOAD_BYTES} bytes`);
+    assert.is(await fx.log.lastSeq(ses), 0);
+    const half = 'y'.repeat(DEFAULT_MAX_PAYLOAD_BYTES / 2);
+    const committed = await fx.log.append(ses, 0, [admitted(half), admitted(half)]);
+    assert.equal((await fx.log.readSession(ses)).map((e) => e.id), committed.map((e) => e.id));
   });
 
   s('reads a session from a sequence, with a limit', async ({ fx }) => {
