@@ -21,7 +21,8 @@ export function executionRows(db: Db) {
   const get = db.prepare('SELECT * FROM session_execution WHERE id = ?');
   const insert = db.prepare(`INSERT INTO session_execution
     (id, session_id, owner_id, assistant_message_id, phase, assistant_seq, time_created, expires_at, recovery_error)
-    VALUES (@id, @session_id, @owner_id, @assistant_message_id, @phase, @assistant_seq, @time_created, @expires_at, @recovery_error)`);
+    VALUES (@id, @session_id, @owner_id, @assistant_message_id, @phase, @assistant_seq, @time_created, @expires_at, @recovery_error)
+    ON CONFLICT DO NOTHING`);
   const expires = db.prepare('UPDATE session_execution SET expires_at = ? WHERE id = ? AND session_id = ?');
   const phase = db.prepare('UPDATE session_execution SET phase = ? WHERE id = ? AND session_id = ?');
   const assistant = db.prepare('UPDATE session_execution SET assistant_message_id = ? WHERE id = ? AND session_id = ?');
@@ -31,7 +32,8 @@ export function executionRows(db: Db) {
   const changed = (info: { changes: number }) => info.changes > 0;
   return {
     get: (id: string) => get.get(id) as ExecutionRow | undefined,
-    insert: (row: ExecutionRow): void => void insert.run(row),
+    /** Inserts the row unless an execution of that id has one; returns whether it did. */
+    insertNew: (row: ExecutionRow): boolean => insert.run(row).changes > 0,
     setExpiresAt: (id: string, sessionId: string, expiresAt: number) => changed(expires.run(expiresAt, id, sessionId)),
     setPhase: (id: string, sessionId: string, value: string) => changed(phase.run(value, id, sessionId)),
     setAssistantMessage: (id: string, sessionId: string, messageId: string) => changed(assistant.run(messageId, id, sessionId)),

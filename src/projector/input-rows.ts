@@ -20,15 +20,17 @@ export function inputRows(db: Db) {
   const get = db.prepare('SELECT * FROM session_input WHERE session_id = ? AND id = ?');
   const insert = db.prepare(`INSERT INTO session_input
     (id, session_id, prompt, delivery, admitted_seq, promoted_seq, wake_pending, time_created)
-    VALUES (@id, @session_id, @prompt, @delivery, @admitted_seq, @promoted_seq, @wake_pending, @time_created)`);
+    VALUES (@id, @session_id, @prompt, @delivery, @admitted_seq, @promoted_seq, @wake_pending, @time_created)
+    ON CONFLICT DO NOTHING`);
   const promote = db.prepare(`UPDATE session_input SET promoted_seq = ?, wake_pending = 0
-                              WHERE id = ? AND session_id = ? AND promoted_seq IS NULL`);
+                              WHERE id = ? AND session_id = ? AND promoted_seq IS NULL RETURNING *`);
   const clear = db.prepare('DELETE FROM session_input');
   return {
     get: (sessionId: string, id: string) => get.get(sessionId, id) as InputRow | undefined,
-    insert: (row: InputRow): void => void insert.run(row),
-    /** Marks the input promoted at `seq` unless it already was; returns whether it changed. */
-    promote: (id: string, sessionId: string, seq: number) => promote.run(seq, id, sessionId).changes > 0,
+    /** Inserts the row unless the session already has an input of that id; returns whether it did. */
+    insertNew: (row: InputRow): boolean => insert.run(row).changes > 0,
+    /** Marks the input promoted at `seq` unless it already was; returns the promoted row, or undefined when none changed. */
+    promote: (id: string, sessionId: string, seq: number) => promote.get(seq, id, sessionId) as InputRow | undefined,
     clearAll: (): void => void clear.run(),
   };
 }

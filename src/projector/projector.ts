@@ -212,12 +212,14 @@ export class Projector {
     return {
       'execution.claimed': (e) => {
         const p = e.payload;
-        const previous = ex.get(p.executionId);
-        if (previous) throw inconsistent(`execution.claimed for execution ${p.executionId}, which already has a row (session ${previous.session_id}, owner ${previous.owner_id}): an execution is claimed once; a new claim is a new execution.`, { executionId: p.executionId });
-        ex.insert({
+        const inserted = ex.insertNew({
           id: p.executionId, session_id: e.sessionId, owner_id: p.ownerId, assistant_message_id: null, phase: 'safe',
           assistant_seq: p.assistantSeq, time_created: e.time, expires_at: p.expiresAt, recovery_error: null,
         });
+        if (!inserted) {
+          const previous = ex.get(p.executionId)!;
+          throw inconsistent(`execution.claimed for execution ${p.executionId}, which already has a row (session ${previous.session_id}, owner ${previous.owner_id}): an execution is claimed once; a new claim is a new execution.`, { executionId: p.executionId });
+        }
         // the claim is where a recovery's owed wake lands; an input's wake is done only when the
         // input is promoted (a claim that dies before promoting it must leave it findable)
         recoveries.clearWakes(e.sessionId);
@@ -230,24 +232,25 @@ export class Projector {
 
       'input.admitted': (e) => {
         const p = e.payload;
-        const previous = inputs.get(e.sessionId, p.inputId);
-        if (previous) {
-          throw inconsistent(`Input ${p.inputId} of session ${e.sessionId} admitted twice (first at seq ${previous.admitted_seq}, again at seq ${e.seq}): admission is idempotent by input id.`, { inputId: p.inputId });
-        }
-        inputs.insert({
+        const inserted = inputs.insertNew({
           id: p.inputId, session_id: e.sessionId, prompt: p.prompt, delivery: p.delivery, admitted_seq: e.seq,
           promoted_seq: null, wake_pending: p.wake ? 1 : 0, time_created: e.time,
         });
+        if (!inserted) {
+          const previous = inputs.get(e.sessionId, p.inputId)!;
+          throw inconsistent(`Input ${p.inputId} of session ${e.sessionId} admitted twice (first at seq ${previous.admitted_seq}, again at seq ${e.seq}): admission is idempotent by input id.`, { inputId: p.inputId });
+        }
       },
       'input.promoted': (e) => {
         const { inputId } = e.payload;
-        if (!inputs.promote(inputId, e.sessionId, e.seq)) {
+        const promoted = inputs.promote(inputId, e.sessionId, e.seq);
+        if (!promoted) {
           const row = inputs.get(e.sessionId, inputId);
           throw row && row.session_id === e.sessionId
             ? invariant(`Input ${inputId} of session ${e.sessionId} promoted twice (first at seq ${row.promoted_seq}, again at seq ${e.seq})`, { inputId, first: row.promoted_seq, again: e.seq })
             : invariant(`Input ${inputId} of session ${e.sessionId} promoted at seq ${e.seq} but never admitted`, { inputId });
         }
-        rules.userPromoted(e, inputs.get(e.sessionId, inputId)!);
+        rules.userPromoted(e, promoted);
       },
 
       'step.started': (e) => {
