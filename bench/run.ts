@@ -31,13 +31,14 @@ import { turnCeiling } from './sections/turn-ceiling.ts';
 import { replayExport, replayJs } from './sections/replay.ts';
 import { memoryActors, memoryReplay } from './sections/memory.ts';
 import { takeover } from './sections/takeover.ts';
+import { coldLoad } from './sections/cold-load.ts';
 
 const SECTIONS: Section[] = [
   rawMsgpack,
   sqliteAppend, projector, jsAppend,
   turnsEmbedded, turnsNats, turnCeiling,
   replayExport, replayJs,
-  memoryActors, memoryReplay,
+  memoryActors, memoryReplay, coldLoad,
   takeover,
 ];
 
@@ -49,7 +50,7 @@ const ORDER = [
   'turns.nats.turns', 'turns.nats.latency.p50', 'turns.nats.latency.p99',
   'raw.turn.normal', 'turn.embedded.normal', 'raw.turn.full', 'turn.embedded.full',
   'replay.export', 'replay.js', 'replay.js.subscribe', 'replay.js.readPages',
-  'memory.actors', 'memory.replay.peak',
+  'memory.actors', 'memory.replay.peak', 'coldload.short', 'coldload.long',
   'takeover.max', 'takeover.p50',
   'codec.roundtrip', 'hydrate.rate', 'raw.js.publish.noAsyncTraces', 'js.append.retained',
 ];

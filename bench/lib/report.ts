@@ -45,6 +45,8 @@ export interface Figure {
 export interface TargetSpec {
   /** value / raw.value >= ratio */
   minRatio?: number;
+  /** value / raw <= maxRatio (for costs: times, bytes) */
+  maxRatio?: number;
   /** value <= max */
   max?: number;
   /** value >= min */
@@ -61,6 +63,9 @@ export class Results {
     if (spec?.minRatio !== undefined) {
       figure.target = `>= ${spec.minRatio} x raw`;
       figure.holds = figure.ratio !== undefined && figure.ratio >= spec.minRatio;
+    } else if (spec?.maxRatio !== undefined) {
+      figure.target = `<= ${spec.maxRatio} x raw`;
+      figure.holds = figure.ratio !== undefined && figure.ratio <= spec.maxRatio;
     } else if (spec?.max !== undefined) {
       figure.target = `<= ${fmt(spec.max)} ${f.unit}`;
       figure.holds = f.value <= spec.max;

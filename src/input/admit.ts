@@ -7,6 +7,7 @@ import { validateId } from '../ids.ts';
 import type { Delivery } from '../events/catalog.ts';
 import type { CommandHandler } from '../execution/command-handler.ts';
 import { isRefusal } from '../execution/errors.ts';
+import { admittedSeq } from '../machines/session-context.ts';
 
 export const DEFAULT_MAX_PROMPT_BYTES = 256 * 1024;
 
@@ -55,7 +56,7 @@ export async function admitInput(handler: CommandHandler, sessionId: string, req
   } catch (err) {
     if (!isRefusal(err, 'already_admitted')) throw err;
     const snapshot = await handler.load(sessionId);
-    const seq = snapshot.context.admitted[inputId]!;
+    const seq = admittedSeq(snapshot.context, inputId)!;
     const [event] = await handler.log.readSession(sessionId, { afterSeq: seq - 1, limit: 1 });
     if (event?.type !== 'input.admitted') throw err;
     const same = event.payload.prompt === req.prompt && event.payload.delivery === req.delivery && event.payload.wake === req.wake;

@@ -65,15 +65,29 @@ export interface SessionContext {
   lastAssistantSeq: number;
   /** Admitted and not yet promoted, in admission order. */
   pending: PendingInput[];
-  /** Every admitted input id, with its admission sequence (idempotent admission). */
-  admitted: Record<string, number>;
+  /**
+   * The latest admitted input ids with their admission sequences, oldest first, at most
+   * `ADMISSION_WINDOW` of them: admission is idempotent by input id within that window (and for
+   * every input still pending). Bounded so that a long session's snapshot, and the fold of each
+   * admission, stay small.
+   */
+  admitted: readonly (readonly [inputId: string, seq: number])[];
   recovery: RecoveryState | null;
   /** Number of executions claimed so far. */
   executions: number;
 }
 
+/** Admissions remembered per session for idempotent admission (the latest ones). */
+export const ADMISSION_WINDOW = 1000;
+
+/** The admission sequence of an input the session remembers (latest admissions, pending inputs). */
+export function admittedSeq(ctx: SessionContext, inputId: string): number | undefined {
+  for (let i = ctx.admitted.length - 1; i >= 0; i--) if (ctx.admitted[i]![0] === inputId) return ctx.admitted[i]![1];
+  return ctx.pending.find((p) => p.inputId === inputId)?.seq;
+}
+
 export function initialContext(sessionId: string): SessionContext {
-  return { sessionId, seq: 0, execution: null, lastAssistantSeq: -1, pending: [], admitted: {}, recovery: null, executions: 0 };
+  return { sessionId, seq: 0, execution: null, lastAssistantSeq: -1, pending: [], admitted: [], recovery: null, executions: 0 };
 }
 
 /** Folds one committed event into the context. Pure: returns a new context, never mutates. */
@@ -113,7 +127,8 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
     case 'input.admitted': {
       const p = event.payload;
       next.pending = [...ctx.pending, { inputId: p.inputId, delivery: p.delivery, seq: event.seq, wake: p.wake, source: p.source, prompt: p.prompt }];
-      next.admitted = { ...ctx.admitted, [p.inputId]: event.seq };
+      const kept = ctx.admitted.length >= ADMISSION_WINDOW ? ctx.admitted.slice(ctx.admitted.length - ADMISSION_WINDOW + 1) : ctx.admitted;
+      next.admitted = [...kept, [p.inputId, event.seq]];
       return next;
     }
     case 'input.promoted':

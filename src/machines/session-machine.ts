@@ -16,7 +16,7 @@ import { isoTime } from '../clock.ts';
 import { and, assign, emit, not, setup } from 'xstate';
 import type { SessionEvent } from '../events/envelope.ts';
 import { durableEventTypes, type EventType } from '../events/catalog.ts';
-import { foldContext, initialContext, leaseLive, type ExecutionState, type SessionContext } from './session-context.ts';
+import { admittedSeq, foldContext, initialContext, leaseLive, type ExecutionState, type SessionContext } from './session-context.ts';
 import type { RecordedError } from '../events/catalog.ts';
 import { RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
 
@@ -96,7 +96,7 @@ export const sessionMachine = setup({
       const ids = cmd<'record'>(event).events.flatMap((e) => (e.type === 'input.promoted' ? [e.payload.inputId] : []));
       return ids.every((id, i) => ids.indexOf(id) === i && context.pending.some((p) => p.inputId === id));
     },
-    alreadyAdmitted: ({ context, event }) => Object.hasOwn(context.admitted, cmd<'admit'>(event).inputId),
+    alreadyAdmitted: ({ context, event }) => admittedSeq(context, cmd<'admit'>(event).inputId) !== undefined,
     /** The recovery wake is still owed (not landed, not parked). */
     wakePending: ({ context }) => context.recovery?.wakePending === true && !context.recovery.parked,
   },

@@ -25,7 +25,7 @@ export interface SnapshotStore {
 export const MACHINE_VERSION = createHash('sha256')
   .update(JSON.stringify(sessionMachine.config))
   .update(JSON.stringify(Object.fromEntries(Object.entries(catalog).map(([t, e]) => [t, e.version]))))
-  .update('context-v1')
+  .update('context-v2')
   .digest('hex').slice(0, 16);
 
 /** Write a snapshot after this many events since the last one (and whenever a turn settles). */

@@ -9,6 +9,8 @@ import { ErrorCode, isSessiondError } from '../../src/errors.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { auditLog } from '../../src/audit/audit-log.ts';
+import { decide, evolve, initialSnapshot } from '../../src/machines/decider.ts';
+import { ADMISSION_WINDOW } from '../../src/machines/session-context.ts';
 import { fixture, gatedRunner, count } from '../support/fixture.ts';
 
 test('admit - an exact retry returns the same receipt; reusing an id with other content is refused', async () => {
@@ -29,6 +31,25 @@ test('admit - an exact retry returns the same receipt; reusing an id with other 
   }
   assert.is(count(await fx.events('ses_1'), 'input.admitted'), 1);
   await fx.close();
+});
+
+test('admit - idempotent within the latest 1,000 admissions and for every pending input; the remembered ids stay bounded', () => {
+  // a pure fold over 1,500 admissions (no I/O): the window, and what the guard sees
+  let snap = initialSnapshot('ses_window');
+  const admit = (inputId: string) => {
+    const d = decide(snap, { type: 'admit', now: 0, inputId, prompt: 'p', delivery: 'queue', wake: false });
+    if (!d.ok) return d.reason;
+    for (const p of d.events) snap = evolve(snap, { id: `evt_${snap.context.seq + 1}`, type: p.type, version: 1, sessionId: 'ses_window', seq: snap.context.seq + 1, time: 0, payload: p.payload } as SessionEvent);
+    return 'admitted';
+  };
+  for (let i = 0; i < 1_500; i++) assert.is(admit(`inp_${i}`), 'admitted');
+  assert.is(snap.context.admitted.length, ADMISSION_WINDOW, 'at most ADMISSION_WINDOW ids are kept');
+  assert.is(admit('inp_1499'), 'already_admitted', 'the latest admission is remembered');
+  assert.is(admit('inp_0'), 'already_admitted', 'an old admission still pending is remembered through the pending list');
+  // as if every input had been promoted: only the window remembers them now
+  snap = { ...snap, context: { ...snap.context, pending: [] } };
+  assert.is(admit('inp_500'), 'already_admitted', 'the oldest id in the window is remembered, pending or not');
+  assert.is(admit('inp_499'), 'admitted', 'an id older than the window and no longer pending is admitted again (documented)');
 });
 
 test('admit - bad input is refused with what was wrong', async () => {

@@ -1,0 +1,88 @@
+/**
+ * Cold load: a worker that has never seen a session (restart, cache eviction) loads it. With stored
+ * snapshots it reads the latest one and folds only the events after it, so a session of 100,000
+ * events should load about as fast as one of 1,000. Each session is written with the echo-turn
+ * corpus; a first load stores a snapshot (as a running worker would have), then a few more turns are
+ * appended after it, then each pass loads with a fresh CommandHandler (empty cache).
+ */
+import { join } from 'node:path';
+import { openDatabase } from '../../src/storage/sqlite.ts';
+import { migrate } from '../../src/storage/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { SqliteSnapshotStore } from '../../src/storage/sqlite-snapshot-store.ts';
+import { eventImporter } from '../../src/storage/import-events.ts';
+import { CommandHandler } from '../../src/execution/command-handler.ts';
+import { systemClock } from '../../src/clock.ts';
+import { randomIds } from '../../src/ids.ts';
+import type { SessionEvent } from '../../src/events/envelope.ts';
+import { cloneTurn, sessionName, type Template } from '../lib/corpus.ts';
+import { percentile } from '../lib/measure.ts';
+import { say, fmt } from '../lib/report.ts';
+import type { Ctx, Section } from '../lib/context.ts';
+
+const AFTER_SNAPSHOT_TURNS = 10;
+const LOADS = 30;
+
+/** The session's events, turn by turn, until at least `events` of them. */
+function* sessionEvents(t: Template, k: number, events: number): Generator<SessionEvent[]> {
+  let n = 0;
+  for (let turn = 0; n < events; turn++) {
+    const evs = cloneTurn(t, k, turn).flatMap((b) => b.events);
+    n += evs.length;
+    yield evs;
+  }
+}
+
+interface Loaded { events: number; snapshotSeq: number; p50: number; samples: number[] }
+
+async function coldLoads(ctx: Ctx, events: number): Promise<Loaded> {
+  const S = 'cold-load';
+  const db = openDatabase(join(ctx.tmp, `cold-${events}.db`));
+  migrate(db);
+  const log = new SqliteEventLog(db);
+  const importer = eventImporter(db);
+  const snapshots = new SqliteSnapshotStore(db, systemClock);
+  const k = 0;
+  const turns = [...sessionEvents(ctx.template, k, events)];
+  const cut = turns.length - AFTER_SNAPSHOT_TURNS;
+  let written = 0;
+  for (const [i, evs] of turns.entries()) {
+    if (i === cut) {
+      // a worker that ran the session so far has stored a snapshot
+      await new CommandHandler(log, systemClock, randomIds, { snapshots }).load(sessionName(k));
+    }
+    importer(evs);
+    written += evs.length;
+    if (i % 1000 === 0) say(S, `writing a ${fmt(events)}-event session: ${fmt(written)} events`);
+  }
+  const snapshotSeq = snapshots.get(sessionName(k))?.context.seq ?? 0;
+  const samples: number[] = [];
+  for (let i = 0; i < LOADS; i++) {
+    const handler = new CommandHandler(log, systemClock, randomIds, { snapshots });
+    const t0 = performance.now();
+    const snap = await handler.load(sessionName(k));
+    samples.push(performance.now() - t0);
+    if (snap.context.seq !== written) throw new Error(`cold load reached seq ${snap.context.seq}, the log has ${written}`);
+  }
+  await log.close();
+  db.close();
+  return { events: written, snapshotSeq, p50: percentile(samples, 50), samples };
+}
+
+export const coldLoad: Section = {
+  name: 'cold-load',
+  title: 'cold load (fresh worker cache) of a 100,000-event session vs a 1,000-event one, with stored snapshots',
+  async run(ctx) {
+    const S = 'cold-load';
+    const short = await coldLoads(ctx, 1_000);
+    say(S, `1,000 events: p50 ${short.p50.toFixed(2)} ms`);
+    const long = await coldLoads(ctx, 100_000);
+    say(S, `100,000 events: p50 ${long.p50.toFixed(2)} ms`);
+    const describe = (l: Loaded) => `${fmt(l.events)} events, snapshot at seq ${fmt(l.snapshotSeq)}; p50 of ${LOADS} cold loads, min ${Math.min(...l.samples).toFixed(2)} ms`;
+    ctx.results.add({ key: 'coldload.short', section: S, figure: 'cold load of a 1,000-event session, p50', unit: 'ms', value: short.p50, note: describe(short) });
+    ctx.results.add({
+      key: 'coldload.long', section: S, figure: 'cold load of a 100,000-event session, p50', unit: 'ms', value: long.p50,
+      raw: { label: 'cold load of 1,000 events', value: short.p50, unit: 'ms' }, note: describe(long),
+    }, { maxRatio: 2 });
+  },
+};
