@@ -32,13 +32,14 @@ import { replayExport, replayJs } from './sections/replay.ts';
 import { memoryActors, memoryReplay } from './sections/memory.ts';
 import { takeover } from './sections/takeover.ts';
 import { coldLoad } from './sections/cold-load.ts';
+import { idleSessions } from './sections/idle-sessions.ts';
 
 const SECTIONS: Section[] = [
   rawMsgpack,
   sqliteAppend, projector, jsAppend,
   turnsEmbedded, turnsNats, turnCeiling,
   replayExport, replayJs,
-  memoryActors, memoryReplay, coldLoad,
+  memoryActors, memoryReplay, idleSessions, coldLoad,
   takeover,
 ];
 
@@ -50,7 +51,7 @@ const ORDER = [
   'turns.nats.turns', 'turns.nats.latency.p50', 'turns.nats.latency.p99',
   'raw.turn.normal', 'turn.embedded.normal', 'raw.turn.full', 'turn.embedded.full',
   'replay.export', 'replay.js', 'replay.js.subscribe', 'replay.js.readPages',
-  'memory.actors', 'memory.replay.peak', 'coldload.short', 'coldload.long',
+  'memory.actors', 'memory.replay.peak', 'memory.idle', 'coldload.short', 'coldload.long',
   'takeover.max', 'takeover.p50',
   'codec.roundtrip', 'hydrate.rate', 'raw.js.publish.noAsyncTraces', 'js.append.retained',
 ];
