@@ -332,5 +332,6 @@ function checkEvent(event: SessionEvent): SessionEvent {
   if (!Number.isSafeInteger(event.seq) || event.seq < 1) throw bad(`an invalid seq ${JSON.stringify(event.seq)} (expected a whole number >= 1)`);
   if (!Number.isSafeInteger(event.time) || event.time < 0) throw bad(`an invalid time ${JSON.stringify(event.time)} (expected milliseconds since the epoch)`);
   const payload = parsePayload(event.type, event.version, event.payload);
-  return { ...event, payload } as SessionEvent;
+  // the envelope's fields only, as a log reads them back (one object shape for every event)
+  return { id: event.id, type: event.type, version: event.version, sessionId: event.sessionId, seq: event.seq, time: event.time, payload, position: event.position } as SessionEvent;
 }

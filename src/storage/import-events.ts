@@ -27,7 +27,7 @@ export function eventImporter(db: Db) {
           { details: { sessionId: e.sessionId, last: previous, seq: e.seq } });
       }
       const { lastInsertRowid } = insert.run(e.id, e.sessionId, e.seq, e.type, e.version, e.time, pack(e.payload));
-      committed[i] = { ...e, position: Number(lastInsertRowid) };
+      committed[i] = { id: e.id, type: e.type, version: e.version, sessionId: e.sessionId, seq: e.seq, time: e.time, payload: e.payload, position: Number(lastInsertRowid) } as SessionEvent;
       last.set(e.sessionId, e.seq);
     }
     return committed;
