@@ -187,9 +187,15 @@ export class SessionExecution {
       if (!reported) first(r);
       reported = true;
     };
+    /** The cached snapshot is as current as a load: this worker's own settlement was the last append it made. */
+    let current = false;
     while (!this.closing) {
+      // Anything committed after our settlement could as well have come after a load here: wakes
+      // cover it (a wake while driving sets `rewake`, a later one starts a new loop), and anything
+      // committed before it made the settlement conflict and catch up. So only a wake forces a load.
+      const cached = current && !this.rewake.has(sessionId) ? this.handler.cached(sessionId) : undefined;
       this.rewake.delete(sessionId);
-      const snapshot = await this.handler.load(sessionId);
+      const snapshot = cached ?? await this.handler.load(sessionId);
       // Nothing to run and nothing in progress: done. An execution in progress goes to the machine,
       // which says why this worker may not take it (live lease, expired and awaiting recovery...).
       if (snapshot.context.pending.length === 0 && (stateOf(snapshot) === 'idle' || stateOf(snapshot) === 'settled')) {
@@ -228,13 +234,13 @@ export class SessionExecution {
       }
       this.notice({ type: 'claimed', sessionId, executionId });
       report({ status: 'started', executionId });
-      await this.runTurn(sessionId, executionId, runInputs(turn));
+      current = await this.runTurn(sessionId, executionId, runInputs(turn));
     }
     report({ status: 'closed' });
   }
 
-  /** Runs a turn that is claimed, started and has its inputs promoted. */
-  private async runTurn(sessionId: string, executionId: string, inputs: RunInput[]): Promise<void> {
+  /** Runs a turn that is claimed, started and has its inputs promoted; true when its settlement was appended here. */
+  private async runTurn(sessionId: string, executionId: string, inputs: RunInput[]): Promise<boolean> {
     const controller = new AbortController();
     this.registry.trigger.attach({ sessionId, executionId, controller });
     const stopHeartbeat = this.startHeartbeat(sessionId, executionId, controller);
@@ -243,9 +249,10 @@ export class SessionExecution {
     try {
       await this.runner(turn.ctx);
       if (controller.signal.aborted) throw controller.signal.reason;
-      await this.settle(sessionId, executionId, 'succeeded', await turn.drain());
+      return await this.settle(sessionId, executionId, 'succeeded', await turn.drain());
     } catch (err) {
       await this.afterFailure(sessionId, executionId, controller, err, () => turn.drain().catch(() => []));
+      return false;
     } finally {
       stopHeartbeat();
       this.registry.trigger.detach({ sessionId });
@@ -268,7 +275,7 @@ export class SessionExecution {
   }
 
   /** Settles the turn; the runner's buffered writes are appended first, in the same append. */
-  private async settle(sessionId: string, executionId: string, outcome: 'succeeded' | 'failed' | 'released', buffered: ProtoEvent[], error?: unknown): Promise<void> {
+  private async settle(sessionId: string, executionId: string, outcome: 'succeeded' | 'failed' | 'released', buffered: ProtoEvent[], error?: unknown): Promise<boolean> {
     const ownerId = this.ownerId;
     try {
       const continuationInputId = outcome === 'released' ? `inp_handback_${executionId}` : undefined;
@@ -278,12 +285,13 @@ export class SessionExecution {
       });
       await this.handler.executeAll(sessionId, buffered.length === 0 ? [settle] : [(now) => ({ type: 'record', now, ownerId, executionId, events: buffered }), settle]);
       this.notice({ type: 'settled', sessionId, executionId, outcome, ...(error === undefined ? {} : { error: messageOf(error) }) });
+      return true;
     } catch (err) {
       // Cancellation wins: a late settlement after a cancel changes nothing. A lost claim cannot settle.
-      if (isRefusal(err, 'cancelled', 'already_settled')) return;
+      if (isRefusal(err, 'cancelled', 'already_settled')) return false;
       if (isRefusal(err, 'claim_lost')) {
         this.notice({ type: 'claim_lost', sessionId, executionId });
-        return;
+        return false;
       }
       throw err;
     }

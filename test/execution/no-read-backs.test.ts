@@ -1,6 +1,7 @@
 /**
  * A turn's prompts travel in the session state: the runner gets them without the log being read
- * once per input (they used to be re-read by sequence, one log read per input).
+ * once per input (they used to be re-read by sequence, one log read per input). And a turn reads
+ * the session only where the state may have moved without this worker knowing.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -35,6 +36,34 @@ test('no read-backs - the log reads of a turn do not grow with its number of inp
   const five = await turn('ses_five', ['a', 'b', 'c', 'd', 'e']);
   assert.equal(seen[1]!.map((i) => i.prompt), ['a', 'b', 'c', 'd', 'e'], 'every prompt reached the runner');
   assert.is(five, one, `a turn of five inputs reads the log as often as a turn of one (${five} vs ${one})`);
+  await execution.close();
+  db.close();
+  tmp.remove();
+});
+
+test('no read-backs - an admitted and woken one-step turn reads the session log twice: the wake\'s load and the step\'s look for steering inputs', async () => {
+  const tmp = tempDir();
+  const db = openDatabase(tmp.file('reads2.db'));
+  migrate(db);
+  let reads = 0;
+  const log = spyLog(new SqliteEventLog(db), { afterRead: () => { reads++; } });
+  const execution = new SessionExecution({
+    log,
+    runner: async (ctx) => {
+      const { messageId } = await ctx.startStep();
+      await ctx.tool(messageId, { name: 'lookup', input: {}, durable: true }, async () => 'found');
+      await ctx.endStep(messageId);
+    },
+  });
+  const admitAndRun = async (id: string) => {
+    await admitInput(execution.handler, 'ses_reads', { id, prompt: 'look it up', wake: false });
+    await execution.resume('ses_reads');
+    await execution.awaitIdle('ses_reads');
+  };
+  await admitAndRun('inp_warm'); // the first load of a session folds its log
+  const before = reads;
+  await admitAndRun('inp_1');
+  assert.is(reads - before, 2, 'admission and claim decide on the cached snapshot; after its own settlement the loop needs no reload');
   await execution.close();
   db.close();
   tmp.remove();
