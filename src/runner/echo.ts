@@ -1,7 +1,8 @@
 /**
  * The built-in `echo` runner: streams the turn's prompt back in a few steps. Used by the demo, the
- * tests and the benchmarks. Each step marks the phase `unknown` (as a model request would), starts
- * an assistant step, streams words as live deltas, records the text and ends the step.
+ * tests and the benchmarks. Each step starts an assistant step, marks the phase `unknown` (as
+ * before a model request: a durability boundary), streams words as live deltas, records the text
+ * and ends the step.
  */
 import { sleep } from '../clock.ts';
 import type { Runner } from './types.ts';
@@ -26,8 +27,8 @@ export function echoRunner(options: EchoOptions = {}): Runner {
       if (options.overflowAtStep === step) {
         await ctx.compact('context overflow', async () => `summary of ${prompt.length} characters`);
       }
-      await ctx.phase('unknown');
       const { messageId, steered } = await ctx.startStep();
+      await ctx.phase('unknown'); // the model request would go out now: the step start is durable first
       if (steered.length > 0) prompt = [prompt, ...steered.map((s) => s.prompt)].join('\n');
       const words = chunk(prompt, steps)[step] ?? '';
       const partId = `prt_${messageId}`;

@@ -68,10 +68,10 @@ test('an echo turn of three steps is five appends: each model request waits for 
   await turn(w, 'ses_echo');
   assert.equal(w.appends, [
     ['execution.claimed', 'execution.started', 'input.promoted'],
-    ['execution.phase'],
-    ['step.started', 'text.completed', 'step.ended'],
-    ['step.started', 'text.completed', 'step.ended'],
-    ['step.started', 'text.completed', 'step.ended', 'execution.settled'],
+    ['step.started', 'execution.phase'],
+    ['text.completed', 'step.ended', 'step.started'],
+    ['text.completed', 'step.ended', 'step.started'],
+    ['text.completed', 'step.ended', 'execution.settled'],
   ]);
   await done(w);
 });
