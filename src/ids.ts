@@ -13,6 +13,12 @@ const ID_PATTERN = /^[A-Za-z0-9_\-:+=@]+$/;
  * Throws `invalid_id` naming the id's role, what is wrong and what is allowed.
  */
 export function validateId(value: unknown, role = 'id'): string {
+  // the common case first, with nothing allocated: hot paths check every id they touch
+  if (typeof value === 'string' && value.length > 0 && value.length <= MAX_ID_LENGTH && ID_PATTERN.test(value)) return value;
+  return invalidId(value, role);
+}
+
+function invalidId(value: unknown, role: string): never {
   const fail = (why: string): never => {
     throw new SessiondError(
       ErrorCode.InvalidId,
@@ -23,12 +29,9 @@ export function validateId(value: unknown, role = 'id'): string {
   if (typeof value !== 'string') return fail(`expected a string, got ${value === null ? 'null' : typeof value}`);
   if (value.length === 0) return fail('it is empty');
   if (value.length > MAX_ID_LENGTH) return fail(`it is ${value.length} characters long`);
-  if (!ID_PATTERN.test(value)) {
-    const bad = [...value].find((c) => !ID_PATTERN.test(c)) ?? '';
-    const shown = /[\x00-\x1f\x7f]/.test(bad) ? `control character U+${bad.charCodeAt(0).toString(16).padStart(4, '0')}` : JSON.stringify(bad);
-    return fail(`it contains ${shown}`);
-  }
-  return value;
+  const bad = [...value].find((c) => !ID_PATTERN.test(c)) ?? '';
+  const shown = /[\x00-\x1f\x7f]/.test(bad) ? `control character U+${bad.charCodeAt(0).toString(16).padStart(4, '0')}` : JSON.stringify(bad);
+  return fail(`it contains ${shown}`);
 }
 
 export function isValidId(value: unknown): value is string {
