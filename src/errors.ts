@@ -16,6 +16,8 @@ export const ErrorCode = {
   // storage
   SchemaTooNew: 'schema_too_new',
   MigrationFailed: 'migration_failed',
+  // a server or worker that cannot be reached now (retrying later may work)
+  Unavailable: 'unavailable',
   // event log
   SequenceConflict: 'sequence_conflict',
   DuplicateEvent: 'duplicate_event',

@@ -87,6 +87,9 @@ export function baseErrorCode(code: CommandFailure): ErrorCode {
       return ErrorCode.InvalidOption;
     case CommandFailureCode.UnknownSession:
       return ErrorCode.CommandRefused;
+    case CommandFailureCode.NoWorker:
+    case CommandFailureCode.Timeout:
+      return ErrorCode.Unavailable;
     default:
       return ErrorCode.LogClosed;
   }

@@ -148,7 +148,9 @@ export async function connectNats(options: NatsConnectionOptions = {}): Promise<
     });
   } catch (err) {
     const who = o.user !== undefined ? ` as ${o.user}` : '';
-    throw new SessiondError(ErrorCode.InvalidOption,
+    // refused credentials are the caller's to fix (usage); a server that is not there is unavailable
+    const refused = err instanceof natsErrors.AuthorizationError || /authori[sz]ation/i.test(messageOf(err));
+    throw new SessiondError(refused ? ErrorCode.InvalidOption : ErrorCode.Unavailable,
       `Could not connect to NATS at ${o.servers.join(', ')}${who}: ${messageOf(err)}. Check that nats-server is running (nats-server -c nats.conf) and that the servers, user and pass options are right.`,
       { cause: err, details: { servers: o.servers, user: o.user } });
   }

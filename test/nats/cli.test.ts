@@ -72,11 +72,14 @@ s('cli start --nats - a worker on JetStream runs a prompt admitted with prompt -
   assert.match(worker.output(), 'stopped (nothing was running)');
 });
 
-s('cli prompt --nats - no worker running, bad flags, a refused user: clear errors and exit codes', async (ctx) => {
+s('cli prompt --nats - no worker running, no server, bad flags, a refused user: clear errors and exit codes (3 unavailable, 2 usage)', async (ctx) => {
   const url = ctx.server.url;
   const noWorker = await runCli(['prompt', 'ses_x', 'hi', '--nats', url, ...as(CLIENT)]);
-  assert.is(noWorker.code, 1);
+  assert.is(noWorker.code, 3, 'unavailable (3), not a failure of the command (1) or a usage error (2)');
   assert.match(noWorker.stderr, 'No sessiond worker is serving sessiond.cmd.admit');
+  const noServer = await runCli(['status', 'ses_x', '--nats', 'nats://127.0.0.1:1', ...as(CLIENT)]);
+  assert.is(noServer.code, 3, `a server that is not there is unavailable (3): ${noServer.stderr}`);
+  assert.match(noServer.stderr, 'Could not connect to NATS');
   assert.not.match(noWorker.stderr, '    at ', 'no stack trace');
   const observer = await runCli(['prompt', 'ses_x', 'hi', '--nats', url, ...as(OBSERVER)]);
   assert.is(observer.code, 2);
