@@ -15,7 +15,6 @@ import { Projector } from '../../src/projector/projector.ts';
 import { encodeBatch } from '../../src/nats/stream.ts';
 import { STREAM_NAME, subjects } from '../../src/nats/subjects.ts';
 import { BENCH_USER } from '../nats.ts';
-import type { SessionEvent } from '../../src/events/envelope.ts';
 import { corpus, shapeFor } from '../lib/corpus.ts';
 import { writeExportCorpus } from '../lib/export-corpus.ts';
 import { interleaved, perSecond, spread } from '../lib/measure.ts';
@@ -152,39 +151,28 @@ export const replayJs: Section = {
             note: `${fmt(count)} events, 1000-event pages, one ordered consumer for the read (decoded and validated); informational`,
           });
         }
-        // the same through subscribe, applying in batches of ~1000 events
+        // the projector following the log from 0 (Projector.follow: one transaction per onBatch call)
         {
-          const db = openDatabase(join(ctx.tmp, 'replay-js-sub.db'));
+          const db = openDatabase(join(ctx.tmp, 'replay-js-follow.db'));
           migrate(db);
           const projector = new Projector(db);
           try {
             const head = await log.head();
-            let buffer: SessionEvent[] = [];
-            let done!: () => void;
-            let failed!: (err: unknown) => void;
-            const finished = new Promise<void>((resolve, reject) => { done = resolve; failed = reject; });
+            let calls = 0;
+            let failure: unknown;
             const t0 = performance.now();
-            const sub = log.subscribe({
-              after: 0,
-              onBatch: (batch) => {
-                for (const e of batch) buffer.push(e);
-                const at = batch[batch.length - 1]!.position!;
-                if (buffer.length >= 1000 || at >= head) {
-                  projector.apply(buffer);
-                  buffer = [];
-                  tick(() => say(S, `subscribe ${fmt(at)}/${fmt(head)} messages`));
-                }
-                if (at >= head) done();
-              },
-              onError: failed,
-            });
-            await finished;
+            const sub = projector.follow(log, { onApplied: () => { calls++; }, onError: (err) => { failure = err; } });
+            while (projector.checkpoint() < head && failure === undefined) {
+              await new Promise((resolve) => setTimeout(resolve, 1));
+              tick(() => say(S, `follow ${fmt(projector.checkpoint())}/${fmt(head)} messages`));
+            }
             const ms = performance.now() - t0;
             await sub.close();
+            if (failure !== undefined) throw failure;
             ctx.results.add({
-              key: 'replay.js.subscribe', section: S, figure: 'replay from JetStream (subscribe, batched apply)', unit: 'msgs/s', value: perSecond(head, ms),
+              key: 'replay.js.subscribe', section: S, figure: 'replay from JetStream (Projector.follow)', unit: 'msgs/s', value: perSecond(head, ms),
               raw: { label: 'raw consumer', value: raw.value, unit: 'msgs/s' },
-              note: `one subscription from 0, Projector.apply every ~1000 events; informational`,
+              note: `Projector.follow from 0 until the checkpoint reaches the head: ${fmt(calls)} transactions for ${fmt(head)} messages; informational`,
             });
           } finally {
             db.close();
