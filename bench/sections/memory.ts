@@ -1,33 +1,16 @@
 /** Memory: hydrated session actors held in a Map, and peak memory while replaying a large export. */
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeExportCorpus } from '../lib/export-corpus.ts';
 import { say, ticker, fmt } from '../lib/report.ts';
-import { trackChild } from '../lib/cleanup.ts';
+import { runBenchChild } from '../lib/child.ts';
 import type { Section } from '../lib/context.ts';
 
 const CHILD = fileURLToPath(new URL('../memory-child.ts', import.meta.url));
 
 /** Runs memory-child.ts with --expose-gc and returns its RESULT. */
 export function runMemoryChild<T>(section: string, args: Record<string, unknown>): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const child = trackChild(spawn(process.execPath, ['--expose-gc', '--import', 'tsx', CHILD, JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'pipe'] }));
-    let out = '';
-    let errTail = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d: Buffer) => {
-      const text = String(d);
-      errTail = (errTail + text).slice(-4000);
-      for (const line of text.split('\n')) if (line.trim()) say(section, `  child: ${line.trim()}`);
-    });
-    child.once('error', reject);
-    child.once('exit', (code, signal) => {
-      const line = out.split('\n').find((l) => l.startsWith('RESULT '));
-      if (code === 0 && line) resolve(JSON.parse(line.slice(7)) as T);
-      else reject(new Error(`memory child exited ${code ?? signal}: ${errTail}`));
-    });
-  });
+  return runBenchChild<T>(section, CHILD, args);
 }
 
 interface ActorsResult { actors: number; eventsPerActor: number; hydrateMs: number; baselineRssMb: number; rssMb: number; rssAboveMb: number; heapAboveMb: number; bytesPerActor: number; states: Record<string, number> }

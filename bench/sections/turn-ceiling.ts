@@ -61,7 +61,7 @@ async function rawPass(ctx: Ctx, sync: 'NORMAL' | 'FULL', turns: number, pass: n
 const turnOf = (engine: Engine) => async (s: string) => { await engine.admit(s, { prompt: 'look three things up' }); await engine.awaitIdle(s); };
 
 /** 64 sessions, `turns` tool turns in all; the engine is opened and closed around the pass. */
-async function sessiondPass(open: () => Promise<{ engine: Engine; close: () => Promise<void> }>, turns: number, S: string, label: string): Promise<Pass> {
+async function sessiondPass(open: Open, turns: number, S: string, label: string): Promise<Pass> {
   const { engine, close } = await open();
   try {
     const sessions = Array.from({ length: CONCURRENCY }, (_, k) => `ses_c${k}`);
@@ -128,6 +128,20 @@ async function rawJsPass(js: Awaited<ReturnType<typeof rawJetStream>>['js'], tur
   return { count: per * CONCURRENCY, ms, cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
+type Open = () => Promise<{ engine: Engine; close: () => Promise<void> }>;
+
+/** Measures a sessiond turn alone (p50 of `n`) and adds it beside the raw turn's p50. */
+async function aloneFigures(ctx: Ctx, open: Open, n: number, rawP50: number, f: { rawKey: string; rawFigure: string; key: string; figure: string; maxRatio: number }): Promise<void> {
+  const { engine, close } = await open();
+  const turn = turnOf(engine);
+  const ourP50 = await alone(n, () => turn('ses_alone')).finally(close);
+  ctx.results.add({ key: f.rawKey, section: 'turn-ceiling', figure: f.rawFigure, unit: 'ms', value: rawP50, note: `${n} turns` });
+  ctx.results.add({
+    key: f.key, section: 'turn-ceiling', figure: f.figure, unit: 'ms', value: ourP50,
+    raw: { label: f.rawFigure.replace(/, p50.*$/, ''), value: rawP50, unit: 'ms' }, note: `${n} turns of one session`,
+  }, { maxRatio: f.maxRatio });
+}
+
 export const turnCeiling: Section = {
   name: 'turn-ceiling',
   title: 'the raw turn ceiling (3 one-row transactions or 3 OCC publishes per turn, 64 at once and alone) next to a sessiond turn of that shape (one step, three durable tool calls), embedded and on NATS',
@@ -167,14 +181,10 @@ export const turnCeiling: Section = {
       const n = ctx.sizes.latencyTurns * 2;
       const rawP50 = await alone(n, async () => { for (let j = 0; j < 3; j++) { write.immediate(++seq); await yieldLoop(); } });
       db.close();
-      const { engine, close } = await embedded(ctx, 'NORMAL', 'alone')();
-      const turn = turnOf(engine);
-      const ourP50 = await alone(n, () => turn('ses_alone')).finally(close);
-      ctx.results.add({ key: 'raw.turn.alone', section: S, figure: 'raw turn alone, p50 (3 one-row txns, NORMAL)', unit: 'ms', value: rawP50, note: `${n} turns` });
-      ctx.results.add({
-        key: 'turn.embedded.alone', section: S, figure: 'sessiond turn alone, p50 (admit to idle, embedded NORMAL)', unit: 'ms', value: ourP50,
-        raw: { label: 'raw turn alone', value: rawP50, unit: 'ms' }, note: `${n} turns of one session`,
-      }, { maxRatio: 12 });
+      await aloneFigures(ctx, embedded(ctx, 'NORMAL', 'alone'), n, rawP50, {
+        rawKey: 'raw.turn.alone', rawFigure: 'raw turn alone, p50 (3 one-row txns, NORMAL)',
+        key: 'turn.embedded.alone', figure: 'sessiond turn alone, p50 (admit to idle, embedded NORMAL)', maxRatio: 12,
+      });
     }
 
     // NATS: 64 at once, then alone
@@ -194,14 +204,10 @@ export const turnCeiling: Section = {
       let seq = 0;
       const n = ctx.sizes.latencyTurns;
       const rawP50 = await alone(n, async () => { for (let j = 0; j < 3; j++) seq = (await raw.js.publish('sessiond.bench.alone', PAYLOAD, { expect: { lastSubjectSequence: seq } })).seq; });
-      const { engine, close } = await onNats(ctx, 'alone')();
-      const turn = turnOf(engine);
-      const ourP50 = await alone(n, () => turn('ses_alone')).finally(close);
-      ctx.results.add({ key: 'raw.turn.js.alone', section: S, figure: 'raw JetStream turn alone, p50 (3 OCC publishes in sequence)', unit: 'ms', value: rawP50, note: `${n} turns` });
-      ctx.results.add({
-        key: 'turn.nats.alone', section: S, figure: 'sessiond turn alone on NATS, p50 (admit to idle)', unit: 'ms', value: ourP50,
-        raw: { label: 'raw JetStream turn alone', value: rawP50, unit: 'ms' }, note: `${n} turns of one session`,
-      }, { maxRatio: 3 });
+      await aloneFigures(ctx, onNats(ctx, 'alone'), n, rawP50, {
+        rawKey: 'raw.turn.js.alone', rawFigure: 'raw JetStream turn alone, p50 (3 OCC publishes in sequence)',
+        key: 'turn.nats.alone', figure: 'sessiond turn alone on NATS, p50 (admit to idle)', maxRatio: 3,
+      });
     } finally {
       await raw.close();
     }

@@ -19,6 +19,13 @@ import { echoRunner } from '../../src/runner/echo.ts';
 import { command } from '../support/arbitraries.ts';
 import { tempDir } from '../support/tmp.ts';
 
+/** A running turn first, so runner writes, cancels and recoveries get accepted too. */
+const OPENING: Command[] = [
+  { type: 'admit', now: 0, inputId: 'inp_1', prompt: 'p', delivery: 'queue', wake: true },
+  { type: 'claim', now: 0, ownerId: 'own_1', executionId: 'exe_1', leaseMs: 30_000 },
+  { type: 'start', now: 0, ownerId: 'own_1', executionId: 'exe_1' },
+];
+
 test('fold equivalence - 2,000 random command sequences fold to the same state and context both ways, after every event', () => {
   let folded = 0;
   const states = new Set<string>();
@@ -26,13 +33,7 @@ test('fold equivalence - 2,000 random command sequences fold to the same state a
     let fast: SessionSnapshot = initialSnapshot('ses_eq');
     let slow: SessionSnapshot = fast;
     let n = 0;
-    // a running turn first, so runner writes, cancels and recoveries get accepted too
-    const opening: Command[] = [
-      { type: 'admit', now: 0, inputId: 'inp_1', prompt: 'p', delivery: 'queue', wake: true },
-      { type: 'claim', now: 0, ownerId: 'own_1', executionId: 'exe_1', leaseMs: 30_000 },
-      { type: 'start', now: 0, ownerId: 'own_1', executionId: 'exe_1' },
-    ];
-    for (const c of [...opening, ...commands]) {
+    for (const c of [...OPENING, ...commands]) {
       const d = decide(fast, c);
       if (!d.ok) continue;
       for (const p of d.events) {
@@ -59,12 +60,7 @@ test('decide equivalence - 2,000 random command sequences: every command decided
     fc.assert(fc.property(fc.array(command, { maxLength: 60 }), (commands) => {
       let snap: SessionSnapshot = initialSnapshot('ses_eq');
       let n = 0;
-      const opening: Command[] = [
-        { type: 'admit', now: 0, inputId: 'inp_1', prompt: 'p', delivery: 'queue', wake: true },
-        { type: 'claim', now: 0, ownerId: 'own_1', executionId: 'exe_1', leaseMs: 30_000 },
-        { type: 'start', now: 0, ownerId: 'own_1', executionId: 'exe_1' },
-      ];
-      for (const c of [...opening, ...commands]) {
+      for (const c of [...OPENING, ...commands]) {
         const fast = decide(snap, c, machine);
         assert.equal(fast, decideByMachine(snap, c, machine), `${c.type} in ${snap.value}`);
         decided++;
