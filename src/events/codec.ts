@@ -68,8 +68,16 @@ function fail(code: SessiondError['code'], message: string, details: Record<stri
 }
 
 /** Validates a payload against its type's schema and returns the parsed payload (defaults applied). */
+/**
+ * Payload objects this codec produced by validating them, with the type they were valid for: a
+ * payload read from a log and then folded by the projector is checked once, not twice (payloads
+ * are never changed in place once made).
+ */
+const validated = new WeakMap<object, EventType>();
+
 export function parsePayload<T extends EventType>(type: T, version: number, payload: unknown): PayloadOf<T> {
   const entry = catalog[type];
+  if (version === entry.version && typeof payload === 'object' && payload !== null && validated.get(payload) === type) return payload as PayloadOf<T>;
   if (version !== entry.version) {
     fail(ErrorCode.UnsupportedEventVersion,
       `Event ${type} has version ${version}, but this build reads version ${entry.version}. Upgrade sessiond (or replay with the version that wrote the log).`,
@@ -80,6 +88,7 @@ export function parsePayload<T extends EventType>(type: T, version: number, payl
     fail(ErrorCode.InvalidPayload, `Event ${type} has an invalid payload: ${z.prettifyError(result.error).replaceAll('\n', '; ')}`,
       { type, issues: result.error.issues });
   }
+  if (typeof result.data === 'object' && result.data !== null) validated.set(result.data, type);
   return result.data as PayloadOf<T>;
 }
 

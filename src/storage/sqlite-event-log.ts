@@ -14,7 +14,7 @@
 import { ErrorCode, SessiondError } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { catalog, isDurable } from '../events/catalog.ts';
-import { pack, unpack, DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
+import { checkPayloadSize, pack, unpack, DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
 import { prepareBatch } from '../events/prepare-batch.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import {
@@ -88,7 +88,8 @@ export class SqliteEventLog implements EventLog {
    */
   async append(sessionId: string, expectedSeq: number, drafts: DraftEvent[]): Promise<SessionEvent[]> {
     if (this.closed) throw logClosedError(this.name);
-    const parsed = prepareBatch(sessionId, expectedSeq, drafts, this.maxPayloadBytes);
+    // sizes are checked on the bytes `write` packs anyway (one pack per payload)
+    const parsed = prepareBatch(sessionId, expectedSeq, drafts, { sizes: 'deferred' });
     return new Promise<SessionEvent[]>((resolve, reject) => {
       this.queue.push({ sessionId, expectedSeq, drafts: parsed, resolve, reject });
       if (this.queue.length === 1) setImmediate(() => this.flush());
@@ -128,9 +129,11 @@ export class SqliteEventLog implements EventLog {
     return parsed.map((d, i) => {
       const seq = expectedSeq + i + 1;
       const version = catalog[d.type].version;
+      const data = pack(d.payload);
+      if (data.byteLength > this.maxPayloadBytes) checkPayloadSize(d, this.maxPayloadBytes); // throws, naming the event and the limit
       let info;
       try {
-        info = this.stmts.insert.run(d.id, sessionId, seq, d.type, version, d.time, pack(d.payload));
+        info = this.stmts.insert.run(d.id, sessionId, seq, d.type, version, d.time, data);
       } catch (err) {
         if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' || (err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
           throw duplicateEventError(sessionId, [d.id]);

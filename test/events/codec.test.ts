@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { decodeEvent, encodeEvent, pack, parseDraft, DEFAULT_MAX_PAYLOAD_BYTES } from '../../src/events/codec.ts';
+import { decodeEvent, encodeEvent, pack, parseDraft, parsePayload, DEFAULT_MAX_PAYLOAD_BYTES } from '../../src/events/codec.ts';
 import { catalog, durableEventTypes, liveOnlyEventTypes } from '../../src/events/catalog.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { ErrorCode, SessiondError } from '../../src/errors.ts';
@@ -96,6 +96,15 @@ test('catalog - every type has a version and schema; text deltas are live-only',
     'recovery.wake_requested', 'recovery.wake_delivered', 'recovery.wake_failed']) {
     assert.ok(t in catalog, `${t} is in the catalog`);
   }
+});
+
+test('codec - a payload this codec validated is not validated again (same object back); for another type it is checked', () => {
+  const v = catalog['step.started'].version;
+  const checked = parsePayload('step.started', v, { executionId: 'exe_1', messageId: 'msg_1', step: 0 });
+  assert.is(parsePayload('step.started', v, checked), checked, 'a second check returns the payload it already validated');
+  assert.is.not(parsePayload('step.started', v, { ...checked }), checked, 'an equal but new object is validated (a new object back)');
+  assert.throws(() => parsePayload('tool.succeeded', catalog['tool.succeeded'].version, checked), /invalid payload/, 'valid for one type is not valid for all');
+  assert.throws(() => parsePayload('step.started', v + 1, checked), /version/, 'the version is still checked');
 });
 
 test.run();

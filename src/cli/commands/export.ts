@@ -36,13 +36,11 @@ export function registerExport(program: Command, ctx: CliContext): void {
             bar.update(after);
           }
         } else {
-          for (let after = 0; ;) {
-            const page = await opened.log.readAll({ after, limit: PAGE });
-            if (page.length === 0) break;
+          // one read of the whole log (on NATS one ordered consumer, not one per page)
+          for await (const page of opened.log.readPages({ pageSize: PAGE })) {
             continuity.observe(page);
             await writer.write(page);
-            after = page[page.length - 1]!.position!;
-            bar.update(after);
+            bar.update(page[page.length - 1]!.position!);
           }
         }
         await writer.close();
