@@ -8,10 +8,7 @@
 import { hydrate, type SessionSnapshot } from '../src/machines/decider.ts';
 import { openDatabase } from '../src/storage/sqlite.ts';
 import { migrate } from '../src/storage/migrate.ts';
-import { SqliteEventLog } from '../src/storage/sqlite-event-log.ts';
-import { eventImporter } from '../src/storage/import-events.ts';
-import { readExport } from '../src/export/export-file.ts';
-import { rebuildProjection } from '../src/projector/rebuild.ts';
+import { replayExport } from '../src/export/replay-export.ts';
 import { captureTemplate, cloneTurn, sessionName } from './lib/corpus.ts';
 import { fullGc, MB, settle } from './lib/measure.ts';
 
@@ -57,8 +54,6 @@ async function actors(n: number, turns: number) {
 async function replay(file: string, dbFile: string, expected: number) {
   const db = openDatabase(dbFile);
   migrate(db);
-  const log = new SqliteEventLog(db);
-  const importer = eventImporter(db);
   const before = await baseline();
   let peak = before.rss;
   let peakHeap = before.heapUsed;
@@ -78,21 +73,17 @@ async function replay(file: string, dbFile: string, expected: number) {
     }
   };
   const t0 = performance.now();
-  let imported = 0;
-  await readExport(file, {
-    onEvents: (events) => { importer(events); imported += events.length; sample(); mark('import', imported / expected / 2, imported); },
-  });
-  const result = await rebuildProjection(db, log, {
-    onProgress: (done, total) => { sample(); mark('rebuild', 0.5 + done / Math.max(1, total) / 2, done); },
+  // the path `sessiond replay` takes: import and projection in one pass
+  const result = await replayExport(db, file, {
+    onProgress: (p) => { sample(); mark('replay', p.imported / expected, p.imported); },
   });
   const ms = performance.now() - t0;
   clearInterval(timer);
   sample();
-  await log.close();
   db.close();
-  if (imported !== expected || result.events !== expected) throw new Error(`replayed ${imported}/${result.events} events, expected ${expected}`);
+  if (result.imported !== expected) throw new Error(`replayed ${result.imported} events, expected ${expected}`);
   return {
-    events: imported, ms, baselineRssMb: before.rss / MB, peakRssMb: peak / MB, peakAboveMb: (peak - before.rss) / MB,
+    events: result.imported, ms, baselineRssMb: before.rss / MB, peakRssMb: peak / MB, peakAboveMb: (peak - before.rss) / MB,
     peakHeapAboveMb: (peakHeap - before.heapUsed) / MB, curve,
   };
 }

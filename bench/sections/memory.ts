@@ -47,7 +47,7 @@ export const memoryReplay: Section = {
     const curve = r.curve.map((c) => `${c.phase}@${fmt(c.done)}:${c.rssMb}`).join(' ');
     ctx.results.add({
       key: 'memory.replay.peak', section: S, figure: `peak RSS replaying ${fmt(r.events)} events`, unit: 'MB', value: r.peakAboveMb,
-      note: `above a ${r.baselineRssMb.toFixed(0)} MB baseline (absolute peak ${r.peakRssMb.toFixed(0)} MB); readExport+eventImporter then rebuildProjection in ${fmt(r.ms)} ms; RSS curve (MB) ${curve}${ctx.full ? '' : '; quick run uses fewer than 1M events'}`,
+      note: `above a ${r.baselineRssMb.toFixed(0)} MB baseline (absolute peak ${r.peakRssMb.toFixed(0)} MB); replayExport (import + projection, one pass) in ${fmt(r.ms)} ms; RSS curve (MB) ${curve}${ctx.full ? '' : '; quick run uses fewer than 1M events'}`,
     }, { max: 200 });
   },
 };
