@@ -58,7 +58,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const ownLog = options.log === undefined;
   const log = options.log ?? new SqliteEventLog(db);
   const { file: _file, log: _log, synchronous: _sync, ...executionOptions } = options;
-  // snapshots beside the log (on NATS, this worker's own file: a cache it rebuilds from the stream)
+  // snapshots beside the log: by default in the SQLite file (on NATS `sessiond start` passes the
+  // shared JetStream store; this file is the fallback)
   const snapshots = options.snapshots ?? new SqliteSnapshotStore(db, options.clock ?? systemClock);
   const execution = new SessionExecution({ ...executionOptions, log, snapshots });
   return {

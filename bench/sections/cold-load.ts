@@ -55,7 +55,7 @@ async function coldLoads(ctx: Ctx, events: number): Promise<Loaded> {
     written += evs.length;
     if (i % 1000 === 0) say(S, `writing a ${fmt(events)}-event session: ${fmt(written)} events`);
   }
-  const snapshotSeq = snapshots.get(sessionName(k))?.context.seq ?? 0;
+  const snapshotSeq = (await snapshots.get(sessionName(k)))?.context.seq ?? 0;
   const samples: number[] = [];
   for (let i = 0; i < LOADS; i++) {
     const handler = new CommandHandler(log, systemClock, randomIds, { snapshots });

@@ -75,7 +75,7 @@ export class CommandHandler {
 
   /** Where a cold load starts: the stored snapshot when the log has what it covers, else the beginning. */
   private async coldStart(sessionId: string): Promise<SessionSnapshot> {
-    const stored = this.readStored(sessionId);
+    const stored = await this.readStored(sessionId);
     if (stored && stored.context.sessionId === sessionId && stored.context.seq <= await this.log.lastSeq(sessionId)) {
       this.storedAt.set(sessionId, stored.context.seq);
       return stored;
@@ -83,23 +83,26 @@ export class CommandHandler {
     return initialSnapshot(sessionId, this.machine);
   }
 
-  private readStored(sessionId: string): SessionSnapshot | undefined {
+  private async readStored(sessionId: string): Promise<SessionSnapshot | undefined> {
     try {
-      return this.store?.get(sessionId);
+      return await this.store?.get(sessionId);
     } catch {
       return undefined; // a cache: an unreadable snapshot is rebuilt from the log
     }
   }
 
-  /** Stores the snapshot (a cache write: a failure is not the command's failure). */
+  /**
+   * Stores the snapshot in the background (a cache write: a failure is not the command's failure,
+   * and nothing waits for it). Any snapshot of this session is valid, an older one only folds more.
+   */
   private storeSnapshot(snapshot: SessionSnapshot): void {
     if (!this.store) return;
-    try {
-      this.store.put(snapshot);
-      this.storedAt.set(snapshot.context.sessionId, snapshot.context.seq);
-    } catch {
-      // locked or full: the next trigger tries again; loads fold a little more meanwhile
-    }
+    const { sessionId, seq } = snapshot.context;
+    this.storedAt.set(sessionId, seq); // no second put for the same stretch while this one is in flight
+    this.store.put(snapshot).catch(() => {
+      // locked, full or disconnected: the next trigger tries again; loads fold a little more meanwhile
+      if (this.storedAt.get(sessionId) === seq) this.storedAt.delete(sessionId);
+    });
   }
 
   /** The cached snapshot without touching the log (may be behind). */

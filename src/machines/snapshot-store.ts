@@ -5,6 +5,9 @@
  * A snapshot is only a cache of what the log says: it is written after the events it covers were
  * committed, read on a cold load, and folded forward with the events that follow it. One whose
  * machine version differs, or that claims a sequence the log does not have, is ignored.
+ * Implementations (one contract suite, src/testing/snapshot-store-contract.ts): the SQLite table
+ * beside the embedded log (src/storage/sqlite-snapshot-store.ts), and a JetStream stream beside the
+ * events stream, shared by every worker (src/nats/snapshot-store.ts).
  */
 import { createHash } from 'node:crypto';
 import { catalog } from '../events/catalog.ts';
@@ -13,9 +16,9 @@ import type { SessionSnapshot } from './decider.ts';
 
 export interface SnapshotStore {
   /** The latest stored snapshot of a session for this machine version, if any. */
-  get(sessionId: string): SessionSnapshot | undefined;
+  get(sessionId: string): Promise<SessionSnapshot | undefined>;
   /** Stores a snapshot (replacing an older one of the session). */
-  put(snapshot: SessionSnapshot): void;
+  put(snapshot: SessionSnapshot): Promise<void>;
 }
 
 /**

@@ -16,12 +16,12 @@ export class SqliteSnapshotStore implements SnapshotStore {
     };
   }
 
-  get(sessionId: string): SessionSnapshot | undefined {
+  async get(sessionId: string): Promise<SessionSnapshot | undefined> {
     const data = this.stmts.get.get(sessionId, this.version) as string | undefined;
     return data === undefined ? undefined : JSON.parse(data) as SessionSnapshot;
   }
 
-  put(snapshot: SessionSnapshot): void {
+  async put(snapshot: SessionSnapshot): Promise<void> {
     this.stmts.put.run(snapshot.context.sessionId, snapshot.context.seq, this.version, JSON.stringify(snapshot), this.clock.now());
   }
 }

@@ -33,7 +33,7 @@ test('snapshots - a cold load folds only the events after the latest snapshot, a
   const w = world();
   const writer = w.handler(10);
   for (let i = 0; i < 35; i++) await admitInput(writer, 'ses_s', { id: `inp_${i}`, prompt: `p${i}`, wake: false });
-  const stored = w.store.get('ses_s')!;
+  const stored = (await w.store.get('ses_s'))!;
   assert.is(stored.context.seq, 30, 'stored every 10 events');
   w.folded.length = 0;
   const cold = await w.handler().load('ses_s');
@@ -48,10 +48,10 @@ test('snapshots - one of another machine version, or ahead of the log, is ignore
   const w = world();
   const writer = w.handler(5);
   for (let i = 0; i < 7; i++) await admitInput(writer, 'ses_v', { id: `inp_${i}`, prompt: `p${i}`, wake: false });
-  assert.equal(new SqliteSnapshotStore(w.db, w.clock, 'another-machine').get('ses_v'), undefined, 'another version finds nothing');
+  assert.equal(await new SqliteSnapshotStore(w.db, w.clock, 'another-machine').get('ses_v'), undefined, 'another version finds nothing');
   // a snapshot that claims more than the log holds (the log was replaced): not trusted
-  const stored = w.store.get('ses_v')!;
-  w.store.put({ ...stored, context: { ...stored.context, seq: 99 } });
+  const stored = (await w.store.get('ses_v'))!;
+  await w.store.put({ ...stored, context: { ...stored.context, seq: 99 } });
   w.folded.length = 0;
   const cold = await w.handler().load('ses_v');
   assert.equal(w.folded, [7], 'folded the whole log');

@@ -9,6 +9,7 @@
  */
 import type { Command } from 'commander';
 import { openEngine, type Engine } from '../../engine.ts';
+import { JetStreamSnapshotStore } from '../../nats/snapshot-store.ts';
 import { startWorker, type Worker, type WorkerOptions } from '../../execution/worker.ts';
 import { DEFAULT_SWEEP_INTERVAL_MS, type RecoveryNotice } from '../../recovery/sweeper.ts';
 import { loadRunner } from '../../runner/load.ts';
@@ -92,9 +93,16 @@ async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnect
     });
     opened.push({ what: 'the event log', close: () => log.close() });
     const bus = new NatsLiveBus(nc);
+    // snapshots shared by the workers beside the stream; without them (a nats.conf that does not
+    // allow the stream), this worker's own file keeps them
+    const snapshots = await JetStreamSnapshotStore.open(nc).catch((err: unknown) => {
+      ctx.err(`sessiond: no shared snapshots (${messageOf(err)}); keeping snapshots in ${opts.db} only`);
+      return undefined;
+    });
     engine = await openEngine({
       // every batch this worker commits goes out on its live subjects once, as it is acknowledged
       file: opts.db, log: publishCommits(log, bus), runner, bus, leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs,
+      ...(snapshots ? { snapshots } : {}),
       onNotice: (n) => ctx.out(describeNotice(n)),
     });
     const openedEngine = engine;
