@@ -4,11 +4,13 @@
  * print that model; `renderSvg` lays DOT out with Graphviz (WebAssembly, offline).
  *
  * - Committed events that move between states (idle --execution.claimed--> claimed) are solid edges.
- * - Commands a state decides itself are a dashed self-loop on it, one line per guarded branch, in
- *   the order the machine tries them: `claim [ownsLiveLease] / refuse own_lease_live`.
- * - Commands handled at the root (every state that does not handle them itself) go in a legend.
+ * - On demand (`commands: true`), commands a state decides itself are a dashed self-loop on it, one
+ *   line per guarded branch, in the order the machine tries them: `claim [ownsLiveLease] / refuse
+ *   own_lease_live`; commands handled at the root (every state that does not handle them itself) go
+ *   in a legend. Without them the chart reads at a glance: states and committed-event moves.
+ * - The current state and the move just taken (`move`) are highlighted.
  *
- *   const dot = machineToDot(sessionMachine, { highlight: 'claimed' });
+ *   const dot = machineToDot(sessionMachine, { highlight: 'claimed', move: { from: 'idle', event: 'execution.claimed' } });
  *   const svg = await renderSvg(dot);
  */
 import { instance, type Viz } from '@viz-js/viz';
@@ -44,7 +46,9 @@ export interface ChartModel {
 export interface DotOptions {
   /** State to highlight (the session's current state). */
   highlight?: string;
-  /** Draw each state's commands as dashed self-loops (default true). */
+  /** The committed-event move to highlight (the transition just taken); ignored when the machine has no such move. */
+  move?: { from: string; event: string };
+  /** Draw each state's commands and refusals as dashed self-loops, and the root's in the legend (default false). */
   commands?: boolean;
 }
 
@@ -145,9 +149,13 @@ export function machineToDot(machine: AnyStateMachine, options: DotOptions = {})
   if (options.highlight !== undefined && !model.states.includes(options.highlight)) {
     throw new Error(`Cannot highlight state "${options.highlight}": the ${model.id} machine has states ${model.states.join(', ')}.`);
   }
+  const commands = options.commands ?? false;
+  const title = commands
+    ? `${model.id} machine: solid = committed event moves the state; dashed = command, [guard] / what it decides`
+    : `${model.id} machine: committed events move the state (commands and refusals hidden)`;
   const out = [
     `digraph ${q(model.id)} {`,
-    `  graph [rankdir=LR, fontname=${q(FONT)}, fontsize=12, nodesep=0.5, ranksep=0.9, pad=0.3, label=${q(`${model.id} machine: solid = committed event moves the state; dashed = command, [guard] / what it decides`)}, labelloc=t];`,
+    `  graph [rankdir=LR, fontname=${q(FONT)}, fontsize=12, nodesep=0.5, ranksep=0.9, pad=0.3, label=${q(title)}, labelloc=t];`,
     `  node [shape=box, style="rounded,filled", fillcolor="#ffffff", color="#333333", fontname=${q(FONT)}, fontsize=14, margin="0.25,0.12"];`,
     `  edge [fontname=${q(FONT)}, fontsize=10, color="#333333"];`,
     `  "__initial" [shape=point, width=0.15, fillcolor="#333333", label="", id="initial"];`,
@@ -160,9 +168,11 @@ export function machineToDot(machine: AnyStateMachine, options: DotOptions = {})
     out.push(`  ${q(s)} [${attrs.join(', ')}];`);
   }
   for (const m of model.moves) {
-    out.push(`  ${q(m.from)} -> ${q(m.to)} [label=${q(m.event)}, id=${q(`move_${m.from}_${m.event}`)}, class="move"];`);
+    const taken = options.move !== undefined && options.move.from === m.from && options.move.event === m.event;
+    const attrs = [`label=${q(m.event)}`, `id=${q(`move_${m.from}_${m.event}`)}`, taken ? 'class="move taken", color="#e37400", fontcolor="#b35c00", penwidth=3' : 'class="move"'];
+    out.push(`  ${q(m.from)} -> ${q(m.to)} [${attrs.join(', ')}];`);
   }
-  if (options.commands ?? true) {
+  if (commands) {
     for (const s of model.states) {
       const rules = model.commands[s] ?? [];
       if (rules.length === 0) continue;
@@ -170,8 +180,7 @@ export function machineToDot(machine: AnyStateMachine, options: DotOptions = {})
     }
   }
   const legend = [
-    'Commands in any state that does not decide them itself:',
-    ...model.fallbacks.flatMap(ruleLines).map((l) => `  ${l}`),
+    ...(commands ? ['Commands in any state that does not decide them itself:', ...model.fallbacks.flatMap(ruleLines).map((l) => `  ${l}`)] : []),
     `Every committed event (${model.folded.length} types) also folds the context.`,
   ];
   out.push(`  "__legend" [shape=note, style=filled, fillcolor="#f5f5f5", color="#999999", fontsize=9, id="legend", label=${lines(legend)}];`);
@@ -179,21 +188,23 @@ export function machineToDot(machine: AnyStateMachine, options: DotOptions = {})
   return `${out.join('\n')}\n`;
 }
 
-/** The chart as a Mermaid `stateDiagram-v2`; commands as notes, root fallbacks as comments. */
-export function machineToMermaid(machine: AnyStateMachine, options: { highlight?: string } = {}): string {
+/** The chart as a Mermaid `stateDiagram-v2`; on demand, commands as notes and root fallbacks as comments. */
+export function machineToMermaid(machine: AnyStateMachine, options: { highlight?: string; commands?: boolean } = {}): string {
   const model = chartModel(machine);
   const id = (s: string) => s.replaceAll('.', '__');
   const out = ['stateDiagram-v2', `  %% ${model.id} machine, generated from its definition`];
   if (model.initial) out.push(`  [*] --> ${id(model.initial)}`);
   for (const s of model.states) out.push(`  state "${s}" as ${id(s)}`);
   for (const m of model.moves) out.push(`  ${id(m.from)} --> ${id(m.to)} : ${m.event}`);
-  for (const s of model.states) {
-    const ls = (model.commands[s] ?? []).flatMap(ruleLines);
-    if (ls.length === 0) continue;
-    out.push(`  note right of ${id(s)}`, ...ls.map((l) => `    ${l}`), '  end note');
+  if (options.commands ?? false) {
+    for (const s of model.states) {
+      const ls = (model.commands[s] ?? []).flatMap(ruleLines);
+      if (ls.length === 0) continue;
+      out.push(`  note right of ${id(s)}`, ...ls.map((l) => `    ${l}`), '  end note');
+    }
+    out.push('  %% commands in any state that does not decide them itself:');
+    for (const l of model.fallbacks.flatMap(ruleLines)) out.push(`  %%   ${l}`);
   }
-  out.push('  %% commands in any state that does not decide them itself:');
-  for (const l of model.fallbacks.flatMap(ruleLines)) out.push(`  %%   ${l}`);
   if (options.highlight !== undefined) {
     out.push('  classDef current fill:#ffd54f,stroke:#333,stroke-width:3px', `  class ${id(options.highlight)} current`);
   }

@@ -1,7 +1,9 @@
 // The inspector page's script (plain browser JavaScript, inlined into the page by page.ts; no build
 // step). It lists sessions and keeps their state live from /api/events (server-sent events), and
-// shows one session: its state chart with the state highlighted, its timeline, and time travel to
-// any sequence (slider, timeline row, or #/session/ID/at/SEQ in the address).
+// shows one session: its state chart with the state and the move just taken highlighted (commands
+// and refusals on demand), its timeline one page at a time (earlier and later pages load as you
+// scroll; jump by seq or time; filter by type and payload text), and time travel to any sequence
+// (slider, timeline row, jump, or #/session/ID/at/SEQ in the address).
 'use strict';
 (() => {
   const $ = (id) => document.getElementById(id);
@@ -12,9 +14,16 @@
     slider: $('seq-slider'), seqValue: $('seq-value'), seqMax: $('seq-max'), follow: $('follow-live'),
     chart: $('chart'), atSeq: $('at-seq'), atState: $('at-state'), atEvent: $('at-event'), atLease: $('at-lease'),
     atPending: $('at-pending'), atRows: $('at-rows'), rowsSeq: $('rows-seq'), atContext: $('at-context'), timeline: $('timeline').tBodies[0], timelineWrap: $('timeline-wrap'),
+    commands: $('chart-commands'), filters: $('timeline-filters'), jumpSeq: $('jump-seq'), jumpTime: $('jump-time'), filterType: $('filter-type'), filterQ: $('filter-q'),
+    filterClear: $('filter-clear'), timelineStatus: $('timeline-status'),
   };
   // `early`: live events for the selected session that arrive while its timeline is loading.
-  const model = { sessions: new Map(), selected: null, timeline: [], lastSeq: 0, follow: true, shownSeq: null, loading: false, early: [] };
+  // `timeline`: the loaded pages (ascending); `before`/`after`: the server's cursors for the pages
+  // around them (after === null: the loaded pages reach the end, so live events are appended).
+  const model = {
+    sessions: new Map(), selected: null, timeline: [], before: null, after: null, filter: { type: '', q: '' }, paging: false,
+    lastSeq: 0, follow: true, shownSeq: null, loading: false, early: [], commands: false,
+  };
 
   function h(tag, attrs, ...children) {
     const el = document.createElement(tag);
@@ -71,6 +80,7 @@
       return row;
     }));
     markTimeline();
+    renderTimelineStatus();
   }
   function markTimeline() {
     let current = null;
@@ -114,15 +124,99 @@
     }
     if (model.selected !== id) return;
     const later = model.early.filter((d) => d.event.seq > view.lastSeq);
-    model.timeline = view.timeline.concat(later.map((d) => d.event));
+    model.filter = { type: '', q: '' };
+    ui.filterType.value = ui.filterQ.value = ui.jumpSeq.value = ui.jumpTime.value = '';
+    model.timeline = view.timeline.events.concat(later.map((d) => d.event));
+    model.before = view.timeline.before;
+    model.after = null;
     const latest = later.length ? later[later.length - 1].session : view.summary;
     stateBadge(ui.currentState, latest.state);
     ui.currentSeq.textContent = String(latest.seq);
     setMax(Math.max(view.lastSeq, latest.seq));
     renderTimeline();
+    ui.timelineWrap.scrollTop = ui.timelineWrap.scrollHeight;
     model.follow = seq === undefined;
     ui.follow.setAttribute('aria-pressed', model.follow ? 'true' : 'false');
+    if (seq !== undefined && !model.timeline.some((e) => e.seq === seq)) await loadPage({ around: seq }, 'replace');
     await travelTo(seq === undefined ? model.lastSeq : Math.min(seq, model.lastSeq));
+  }
+
+  // ---- the timeline's pages -------------------------------------------------------------------------
+  function pageUrl(params) {
+    const q = new URLSearchParams(params);
+    if (model.filter.type) q.set('type', model.filter.type);
+    if (model.filter.q) q.set('q', model.filter.q);
+    return sessionUrl(model.selected) + '/events?' + q;
+  }
+  // mode: 'replace' (a jump or a new filter), 'prepend' (scrolled to the top), 'append' (to the bottom)
+  async function loadPage(params, mode) {
+    const id = model.selected;
+    model.paging = true;
+    try {
+      const page = await getJson(pageUrl(params));
+      if (model.selected !== id) return null;
+      const box = ui.timelineWrap;
+      const fromBottom = box.scrollHeight - box.scrollTop;
+      if (mode === 'replace') {
+        model.timeline = page.events;
+        model.before = page.before;
+        model.after = page.after;
+      } else if (mode === 'prepend') {
+        model.timeline = page.events.concat(model.timeline);
+        model.before = page.before;
+      } else {
+        model.timeline = model.timeline.concat(page.events);
+        model.after = page.after;
+      }
+      renderTimeline();
+      if (mode === 'prepend') box.scrollTop = box.scrollHeight - fromBottom; // keep the rows in view where they were
+      return page;
+    } finally {
+      model.paging = false;
+    }
+  }
+  function renderTimelineStatus() {
+    const n = model.timeline.length;
+    const range = n ? 'seq ' + model.timeline[0].seq + '\u2013' + model.timeline[n - 1].seq : 'no events';
+    const filtered = [model.filter.type && 'type ' + model.filter.type, model.filter.q && 'text "' + model.filter.q + '"'].filter(Boolean).join(', ');
+    ui.timelineStatus.textContent = (filtered ? n + ' matching (' + filtered + '), ' : n + ' loaded, ') + range + ' of ' + model.lastSeq
+      + (model.before !== null ? '; scroll up for earlier' : '') + (model.after !== null ? '; scroll down for later' : '');
+  }
+  async function onTimelineScroll() {
+    const box = ui.timelineWrap;
+    if (model.paging || !model.selected) return;
+    if (box.scrollTop < 40 && model.before !== null) await loadPage({ before: model.before }, 'prepend');
+    else if (box.scrollTop + box.clientHeight > box.scrollHeight - 40 && model.after !== null) await loadPage({ after: model.after }, 'append');
+  }
+  async function applyFilters() {
+    model.filter = { type: ui.filterType.value.trim(), q: ui.filterQ.value.trim() };
+    const seq = ui.jumpSeq.value.trim();
+    const time = ui.jumpTime.value.trim();
+    if (seq !== '') {
+      const target = Number(seq);
+      if (!Number.isInteger(target) || target < 0 || target > model.lastSeq) throw new Error('Jump to a sequence from 0 to ' + model.lastSeq + ' (got "' + seq + '").');
+      await loadPage(model.filter.q ? { before: target + 1 } : { around: target }, 'replace');
+      scrollToSeq(target);
+      userTravel(target);
+    } else if (time !== '') {
+      const page = await loadPage({ time }, 'replace');
+      const ms = /^\d+$/.test(time) ? Number(time) : Date.parse(time);
+      const hit = page && page.events.find((e) => e.time >= ms);
+      if (hit) { scrollToSeq(hit.seq); userTravel(hit.seq); }
+    } else {
+      await loadPage({}, 'replace');
+      ui.timelineWrap.scrollTop = ui.timelineWrap.scrollHeight;
+    }
+    showError(null);
+  }
+  function scrollToSeq(seq) {
+    const row = ui.timeline.querySelector('[data-seq="' + seq + '"]');
+    if (row) ui.timelineWrap.scrollTop = row.offsetTop - ui.timelineWrap.clientHeight / 2;
+  }
+  function matchesFilter(e) {
+    const t = model.filter.type;
+    const typeOk = !t || t.split(',').some((p) => (p.endsWith('.*') ? e.type.startsWith(p.slice(0, -1)) : e.type === p.trim()));
+    return typeOk && (!model.filter.q || JSON.stringify(e.payload).toLowerCase().includes(model.filter.q.toLowerCase()));
   }
 
   // Time travel: one request at a time; a newer target replaces a queued one.
@@ -149,7 +243,7 @@
   }
 
   async function showAt(id, seq) {
-    const chartUrl = '/api/chart.svg?session=' + encodeURIComponent(id) + '&seq=' + seq;
+    const chartUrl = '/api/chart.svg?session=' + encodeURIComponent(id) + '&seq=' + seq + (model.commands ? '&commands=1' : '');
     const [at, svg] = await Promise.all([
       getJson(sessionUrl(id) + '/at/' + seq),
       fetch(chartUrl).then((r) => (r.ok ? r.text() : Promise.reject(new Error('chart: HTTP ' + r.status)))),
@@ -195,7 +289,8 @@
     const parts = [];
     for (const [name, value] of Object.entries(rows)) {
       if (!Array.isArray(value)) continue;
-      parts.push(h('h4', {}, name + ' (' + value.length + ')'));
+      const total = rows.counts && typeof rows.counts[name] === 'number' ? rows.counts[name] : value.length;
+      parts.push(h('h4', {}, name + ' (' + (total > value.length ? 'latest ' + value.length + ' of ' + total : total) + ')'));
       if (value.length === 0) continue;
       const cols = [...new Set(value.flatMap((r) => Object.keys(r)))].filter((c) => c !== 'session_id');
       parts.push(h('table', { 'data-testid': 'rows-' + name },
@@ -220,7 +315,7 @@
     renderSessions();
     if (d.sessionId !== model.selected || !d.session) return;
     if (model.loading) { model.early.push(d); return; }
-    if (!model.timeline.some((e) => e.seq === d.event.seq)) {
+    if (model.after === null && matchesFilter(d.event) && !model.timeline.some((e) => e.seq === d.event.seq)) {
       model.timeline.push(d.event);
       model.timeline.sort((a, b) => a.seq - b.seq);
       renderTimeline();
@@ -246,6 +341,17 @@
   }
   ui.slider.addEventListener('input', () => { ui.seqValue.textContent = ui.slider.value; userTravel(Number(ui.slider.value)); });
   ui.follow.addEventListener('click', () => { setFollow(true); travelTo(model.lastSeq).catch(showError); });
+  ui.commands.addEventListener('click', () => {
+    model.commands = !model.commands;
+    ui.commands.setAttribute('aria-pressed', model.commands ? 'true' : 'false');
+    if (model.selected && model.shownSeq !== null) travelTo(model.shownSeq).catch(showError);
+  });
+  ui.timelineWrap.addEventListener('scroll', () => { onTimelineScroll().catch(showError); });
+  ui.filters.addEventListener('submit', (ev) => { ev.preventDefault(); applyFilters().catch(showError); });
+  ui.filterClear.addEventListener('click', () => {
+    ui.filterType.value = ui.filterQ.value = ui.jumpSeq.value = ui.jumpTime.value = '';
+    applyFilters().catch(showError);
+  });
   window.addEventListener('hashchange', route);
   loadSessions().catch(showError);
   connect();

@@ -4,6 +4,7 @@
  * data-testid attributes are stable: the browser test and anyone scripting the page rely on them.
  */
 import { readFileSync } from 'node:fs';
+import { durableEventTypes } from '../events/catalog.ts';
 
 const client = readFileSync(new URL('./client.js', import.meta.url), 'utf8');
 
@@ -45,6 +46,10 @@ const css = `
   #timeline-wrap { position: relative; max-height: 28rem; overflow: auto; }
   #timeline thead th { position: sticky; top: 0; background: #fff; z-index: 1; }
   #timeline td.payload { max-width: 30rem; overflow-wrap: anywhere; }
+  .filters { display: flex; flex-wrap: wrap; gap: .35rem .6rem; align-items: end; margin: 0 0 .4rem; font-size: .85rem; }
+  .filters label { display: flex; flex-direction: column; color: var(--muted); }
+  .filters input { font: inherit; padding: .15rem .3rem; border: 1px solid var(--line); border-radius: 5px; }
+  #timeline-status { font-size: .8rem; margin: .2rem 0; }
   #error:not(:empty) { margin: 0 1.25rem; padding: .5rem .75rem; border: 1px solid #b3261e; border-radius: 6px; color: #b3261e; background: #fdecea; }
   @media (max-width: 60rem) { main, .columns { grid-template-columns: 1fr; } }
 `;
@@ -84,6 +89,7 @@ export function inspectorPage(options: { logName: string }): string {
         <label for="seq-slider">Time travel to sequence <output id="seq-value" data-testid="seq-value" for="seq-slider">0</output> of <span id="seq-max" data-testid="seq-max">0</span></label>
         <input type="range" id="seq-slider" data-testid="seq-slider" min="0" max="0" step="1" value="0">
         <button type="button" id="follow-live" data-testid="follow-live" aria-pressed="true">Follow live</button>
+        <button type="button" id="chart-commands" data-testid="chart-commands" aria-pressed="false" title="draw each state's commands with their guards and refusals">Commands and refusals</button>
       </div>
       <figure id="chart" data-testid="chart" aria-label="State chart of the session machine" role="img"></figure>
       <div class="columns">
@@ -98,7 +104,17 @@ export function inspectorPage(options: { logName: string }): string {
         </section>
         <section aria-labelledby="timeline-heading">
           <h3 id="timeline-heading">Timeline</h3>
-          <div id="timeline-wrap">
+          <form id="timeline-filters" data-testid="timeline-filters" class="filters" aria-label="Jump and filter the timeline">
+            <label>Jump to seq <input id="jump-seq" data-testid="jump-seq" inputmode="numeric" size="7" autocomplete="off"></label>
+            <label>or time <input id="jump-time" data-testid="jump-time" placeholder="ISO time or ms" size="16" autocomplete="off"></label>
+            <label>Type <input id="filter-type" data-testid="filter-type" list="event-types" placeholder="all (tool.* for a family)" size="18" autocomplete="off"></label>
+            <label>Text in payload <input id="filter-q" data-testid="filter-q" type="search" size="14" autocomplete="off"></label>
+            <button type="submit" data-testid="filter-apply">Go</button>
+            <button type="button" id="filter-clear" data-testid="filter-clear">Clear</button>
+          </form>
+          <datalist id="event-types">${durableEventTypes.map((t) => `<option value="${escapeHtml(t)}">`).join('')}</datalist>
+          <p id="timeline-status" data-testid="timeline-status" class="muted" aria-live="polite"></p>
+          <div id="timeline-wrap" data-testid="timeline-wrap">
             <table id="timeline" data-testid="timeline">
               <thead><tr><th scope="col">Seq</th><th scope="col">Time (UTC)</th><th scope="col">Event</th><th scope="col">Payload</th></tr></thead>
               <tbody></tbody>

@@ -1,27 +1,119 @@
 /**
- * The projected rows of a session as they were at some sequence, for time travel: the session's
- * events up to that sequence are applied by the real Projector into a fresh in-memory database,
- * then read back with `sessionRows`. Nothing is guessed: it is the projection of that prefix.
+ * The projected rows of a session as they were at some sequence, for time travel: the real
+ * Projector applied to the session's events up to that sequence in an in-memory database, read
+ * back bounded (every execution and recovery row, the latest ROWS_LIMIT inputs and messages with
+ * their totals). Nothing is guessed: it is the projection of that prefix.
+ *
+ * Projection checkpoints: the in-memory database is kept as a serialized image at every multiple of
+ * `every` events (made on the way the first time a session is travelled), for the `sessions` most
+ * recently travelled sessions; a request starts from the nearest image at or before its sequence
+ * and projects at most `every` events.
  */
+import Database from 'better-sqlite3';
 import type { Clock } from '../clock.ts';
-import type { SessionEvent } from '../events/envelope.ts';
-import { Projector, sessionRows, type SessionRows } from '../projector/index.ts';
+import type { EventLog } from '../events/event-log.ts';
+import { Projector } from '../projector/index.ts';
+import type { ExecutionRow } from '../projector/execution-rows.ts';
+import type { InputRow } from '../projector/input-rows.ts';
+import type { MessageRow } from '../projector/message-rows.ts';
+import type { RecoveryRow } from '../projector/recovery-rows.ts';
 import { migrate } from '../storage/migrate.ts';
-import { openDatabase } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite.ts';
 
-/** Rows of one session folded from `events` (a prefix of its log); any JSON-able value. */
-export type RowsAt = (sessionId: string, events: readonly SessionEvent[]) => unknown | Promise<unknown>;
+/** Rows of one session at a sequence; any JSON-able value. */
+export type RowsAt = (sessionId: string, seq: number) => unknown | Promise<unknown>;
 
-/** `RowsAt` through the projector. Each event gets its sequence as position (one session, in order). */
-export function projectedRowsAt(options: { clock?: Clock } = {}): (sessionId: string, events: readonly SessionEvent[]) => SessionRows {
-  return (sessionId, events) => {
-    const db = openDatabase(':memory:');
+export const ROWS_CHECKPOINT_EVERY = 10_000;
+export const ROWS_SESSIONS = 2;
+export const ROWS_LIMIT = 50;
+
+export interface RowsView {
+  sessionId: string;
+  executions: ExecutionRow[];
+  recoveries: RecoveryRow[];
+  /** The latest `limit` inputs, in admission order. */
+  inputs: InputRow[];
+  /** The latest `limit` messages, in sequence order. */
+  messages: MessageRow[];
+  /** How many rows each table holds for the session (inputs and messages show only the latest). */
+  counts: { executions: number; recoveries: number; inputs: number; messages: number };
+  limit: number;
+}
+
+interface Image { seq: number; image: Buffer }
+
+export interface RowsOptions {
+  log: EventLog;
+  clock?: Clock;
+  /** Keep a projection image every this many events (default ROWS_CHECKPOINT_EVERY). */
+  every?: number;
+  /** Keep images for this many sessions, the most recently travelled (default ROWS_SESSIONS). */
+  sessions?: number;
+}
+
+/** `RowsAt` through the projector, with projection checkpoints. */
+export function projectedRowsAt(options: RowsOptions): (sessionId: string, seq: number) => Promise<RowsView> {
+  const { log } = options;
+  const every = options.every ?? ROWS_CHECKPOINT_EVERY;
+  const keep = options.sessions ?? ROWS_SESSIONS;
+  const images = new Map<string, Image[]>();
+
+  const imagesOf = (sessionId: string): Image[] => {
+    const list = images.get(sessionId) ?? [];
+    images.delete(sessionId); // most recently used last
+    images.set(sessionId, list);
+    while (images.size > keep) images.delete(images.keys().next().value!);
+    return list;
+  };
+
+  return async (sessionId, seq) => {
+    const list = imagesOf(sessionId);
+    let base: Image | undefined;
+    for (const i of list) if (i.seq <= seq) base = i;
+    const db = base ? openImage(base.image) : freshDb(options.clock);
     try {
-      migrate(db, options.clock ? { clock: options.clock } : {});
-      new Projector(db, { name: 'inspector' }).apply(events.map((e) => ({ ...e, position: e.seq })));
-      return sessionRows(db, sessionId);
+      const projector = new Projector(db, { name: 'inspector' });
+      let at = base?.seq ?? 0;
+      while (at < seq) {
+        const next = Math.min(seq, (Math.floor(at / every) + 1) * every);
+        const events = await log.readSession(sessionId, { afterSeq: at, limit: next - at });
+        if (events.length !== next - at) throw new Error(`Session ${sessionId}: ${log.name} returned ${events.length} events after seq ${at}, expected ${next - at}.`);
+        projector.apply(events.map((e) => ({ ...e, position: e.seq })));
+        at = next;
+        if (at % every === 0 && !list.some((i) => i.seq === at)) {
+          list.push({ seq: at, image: db.serialize() });
+          list.sort((a, b) => a.seq - b.seq);
+        }
+      }
+      return boundedRows(db, sessionId);
     } finally {
       db.close();
     }
+  };
+}
+
+function freshDb(clock: Clock | undefined): Db {
+  const db = new Database(':memory:');
+  db.pragma('foreign_keys = ON');
+  migrate(db, clock ? { clock } : {});
+  return db;
+}
+
+function openImage(image: Buffer): Db {
+  const db = new Database(image);
+  db.pragma('foreign_keys = ON');
+  return db;
+}
+
+function boundedRows(db: Db, sessionId: string): RowsView {
+  const count = (table: string) => db.prepare(`SELECT count(*) FROM ${table} WHERE session_id = ?`).pluck().get(sessionId) as number;
+  return {
+    sessionId,
+    executions: db.prepare('SELECT * FROM session_execution WHERE session_id = ? ORDER BY time_created, id').all(sessionId) as ExecutionRow[],
+    recoveries: db.prepare('SELECT * FROM session_recovery WHERE session_id = ? ORDER BY time_created, execution_id').all(sessionId) as RecoveryRow[],
+    inputs: (db.prepare('SELECT * FROM session_input WHERE session_id = ? ORDER BY admitted_seq DESC, id DESC LIMIT ?').all(sessionId, ROWS_LIMIT) as InputRow[]).reverse(),
+    messages: (db.prepare('SELECT * FROM session_message WHERE session_id = ? ORDER BY seq DESC, id DESC LIMIT ?').all(sessionId, ROWS_LIMIT) as MessageRow[]).reverse(),
+    counts: { executions: count('session_execution'), recoveries: count('session_recovery'), inputs: count('session_input'), messages: count('session_message') },
+    limit: ROWS_LIMIT,
   };
 }

@@ -4,9 +4,11 @@
  *
  *   GET /                            the page (one self-contained HTML document)
  *   GET /api/sessions                every session with its live state
- *   GET /api/sessions/:id            current state, context, lease and the event timeline
- *   GET /api/sessions/:id/at/:seq    time travel: state, context, lease and rows folded up to seq
- *   GET /api/chart.svg[?session=ID[&seq=N]]   the state chart, that session's state highlighted
+ *   GET /api/sessions/:id            current state, context, lease and the last page of the timeline
+ *   GET /api/sessions/:id/events     a page of the timeline: by seq, by time, by type, by text (timeline.ts)
+ *   GET /api/sessions/:id/at/:seq    time travel: state, context, lease and rows at seq (travel.ts, rows.ts)
+ *   GET /api/chart.svg[?session=ID[&seq=N]][&commands=1]   the state chart, that session's state and
+ *                                    the move into it highlighted; commands and refusals on demand
  *   GET /api/events                  server-sent events: each committed event as it is committed
  *
  * Errors are JSON `{ error: { code, message } }` with 400 (bad id or seq), 404 (unknown session,
@@ -22,11 +24,14 @@ import type { SessionEvent } from '../events/envelope.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
 import { sessionMachine } from '../machines/session-machine.ts';
-import { machineToDot, renderSvg } from './chart.ts';
+import { machineToDot, renderSvg, type DotOptions } from './chart.ts';
 import { inspectorPage } from './page.ts';
 import { projectedRowsAt, type RowsAt } from './rows.ts';
 import { createInspectorStore, whenFolded, type InspectorStore } from './store.ts';
-import { HttpError, parseSeq, parseSessionId, readSession, stateView, timelineRow, type AtView, type SessionView } from './views.ts';
+import { TimelineIndex } from './timeline-index.ts';
+import { DEFAULT_PAGE, parsePageQuery, timelinePage, type PageQuery } from './timeline.ts';
+import { sessionLastSeq, travel } from './travel.ts';
+import { HttpError, parseSeq, parseSessionId, stateView, timelineRow, type AtView, type SessionView } from './views.ts';
 
 export const DEFAULT_INSPECTOR_HOST = '127.0.0.1';
 /** How long a list request waits for the store to fold the log up to its head before answering. */
@@ -37,7 +42,7 @@ export interface InspectorOptions {
   /** TCP port (0 picks a free one). */
   port: number;
   host?: string;
-  /** Rows of a session at a sequence (default: the projector into a fresh in-memory database; null: none). */
+  /** Rows of a session at a sequence (default: the projector in memory, with projection checkpoints; null: none). */
   rowsAt?: RowsAt | null;
   clock?: Clock;
   /** The log subscription failed (default: printed to stderr); the list routes then answer 503. */
@@ -52,15 +57,29 @@ export interface Inspector {
   close(): Promise<void>;
 }
 
+/** The chart's highlight: the session's state, and the committed event that just moved it (from `from`). */
+interface ChartHighlight { state: string; move?: { from: string; event: string } }
+
+const LAST_PAGE: PageQuery = { anchor: { kind: 'last' }, limit: DEFAULT_PAGE, types: null, q: null };
+
+/** `commands=1|true|0|false` (absent: false). */
+function parseFlag(raw: string | null, name: string): boolean {
+  if (raw === null || raw === '0' || raw === 'false') return false;
+  if (raw === '1' || raw === 'true') return true;
+  throw new HttpError(400, 'invalid_query', `Invalid ${name} ${JSON.stringify(raw)}: use ${name}=1 to draw the commands and refusals, ${name}=0 (the default) for states and committed events only.`);
+}
+
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL, params: string[]) => Promise<void> | void;
 
 export async function startInspector(options: InspectorOptions): Promise<Inspector> {
   const { log } = options;
   const host = options.host ?? DEFAULT_INSPECTOR_HOST;
   const clock = options.clock ?? systemClock;
-  const rowsAt = options.rowsAt === undefined ? projectedRowsAt({ clock }) : options.rowsAt;
+  const rowsAt = options.rowsAt === undefined ? projectedRowsAt({ log, clock }) : options.rowsAt;
   const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond inspector: ${messageOf(err)}\n`));
   const store = createInspectorStore();
+  const index = new TimelineIndex();
+  const context = () => store.getSnapshot().context;
   const clients = new Set<ServerResponse>();
   let failure: unknown;
   const failed = new Set<(err: unknown) => void>();
@@ -76,6 +95,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     after: 0,
     onBatch: (events) => {
       store.send({ type: 'committed', events });
+      index.add(events);
       broadcast(events);
     },
     onError: (err) => {
@@ -103,12 +123,16 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     }
   };
 
+  // one rendering per (state, move, commands): a handful of distinct charts
   const charts = new Map<string, Promise<string>>();
-  const chartSvg = (highlight?: string) => {
-    const key = highlight ?? '';
+  const chartSvg = (highlight: ChartHighlight | undefined, commands: boolean) => {
+    const key = JSON.stringify([highlight ?? null, commands]);
     let svg = charts.get(key);
     if (!svg) {
-      svg = renderSvg(machineToDot(sessionMachine, highlight === undefined ? {} : { highlight }));
+      const dot: DotOptions = { commands };
+      if (highlight) dot.highlight = highlight.state;
+      if (highlight?.move) dot.move = highlight.move;
+      svg = renderSvg(machineToDot(sessionMachine, dot));
       svg.catch(() => charts.delete(key));
       charts.set(key, svg);
     }
@@ -125,29 +149,38 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     }],
     [/^\/api\/sessions\/([^/]+)$/, async (_req, res, _url, [rawId]) => {
       const sessionId = parseSessionId(rawId!);
-      const { events, lastSeq } = await readSession(log, sessionId);
-      const view: SessionView = { ...stateView(sessionId, events, lastSeq, clock.now()), timeline: events.map(timelineRow) };
+      const at = await travel(log, context, sessionId);
+      const timeline = await timelinePage(log, index, sessionId, at.lastSeq, LAST_PAGE);
+      const view: SessionView = { ...stateView(sessionId, at, clock.now()), timeline };
       json(res, 200, view);
+    }],
+    [/^\/api\/sessions\/([^/]+)\/events$/, async (_req, res, url, [rawId]) => {
+      const sessionId = parseSessionId(rawId!);
+      const query = parsePageQuery(url.searchParams);
+      const lastSeq = await sessionLastSeq(log, sessionId);
+      if (query.types !== null || query.anchor.kind === 'time') await index.catchUp(log, sessionId, lastSeq);
+      json(res, 200, await timelinePage(log, index, sessionId, lastSeq, query));
     }],
     [/^\/api\/sessions\/([^/]+)\/at\/([^/]+)$/, async (_req, res, _url, [rawId, rawSeq]) => {
       const sessionId = parseSessionId(rawId!);
-      const seq = parseSeq(rawSeq!);
-      const { events, lastSeq } = await readSession(log, sessionId, seq);
-      const view: AtView = { ...stateView(sessionId, events, lastSeq), rows: rowsAt ? await rowsAt(sessionId, events) : null };
+      const at = await travel(log, context, sessionId, parseSeq(rawSeq!));
+      const view: AtView = { ...stateView(sessionId, at), rows: rowsAt ? await rowsAt(sessionId, at.snapshot.context.seq) : null };
       json(res, 200, view);
     }],
     [/^\/api\/chart\.svg$/, async (_req, res, url) => {
+      const commands = parseFlag(url.searchParams.get('commands'), 'commands');
       const rawId = url.searchParams.get('session');
-      let highlight: string | undefined;
+      let highlight: ChartHighlight | undefined;
       if (rawId !== null) {
         const sessionId = parseSessionId(rawId);
         const rawSeq = url.searchParams.get('seq');
-        const { events, lastSeq } = await readSession(log, sessionId, rawSeq === null ? undefined : parseSeq(rawSeq));
-        highlight = stateView(sessionId, events, lastSeq).state;
+        const at = await travel(log, context, sessionId, rawSeq === null ? undefined : parseSeq(rawSeq));
+        highlight = { state: at.snapshot.value };
+        if (at.previous && at.event) highlight.move = { from: at.previous.value, event: at.event.type };
       } else if (url.searchParams.has('seq')) {
         throw new HttpError(400, 'invalid_query', 'seq needs a session: /api/chart.svg?session=ID&seq=N.');
       }
-      send(res, 200, 'image/svg+xml; charset=utf-8', await chartSvg(highlight));
+      send(res, 200, 'image/svg+xml; charset=utf-8', await chartSvg(highlight, commands));
     }],
     [/^\/api\/events$/, (req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
@@ -177,7 +210,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       }
       return handler(req, res, url, match.slice(1));
     }
-    throw new HttpError(404, 'not_found', `No route ${url.pathname}. Routes: /, /api/sessions, /api/sessions/:id, /api/sessions/:id/at/:seq, /api/chart.svg, /api/events.`);
+    throw new HttpError(404, 'not_found', `No route ${url.pathname}. Routes: /, /api/sessions, /api/sessions/:id, /api/sessions/:id/events, /api/sessions/:id/at/:seq, /api/chart.svg, /api/events.`);
   }
 
   try {

@@ -2,6 +2,8 @@
  * The inspector's state, as an @xstate/store fed by the log's subscription: every session's folded
  * snapshot and a small summary of it (state, seq, owner, lease, phase, pending inputs). Folding is
  * the machine's own `evolve`, so the list shows exactly what the session machine would decide from.
+ * It also keeps each session's snapshot every `CHECKPOINT_EVERY` events: time travel (travel.ts)
+ * starts from the nearest one instead of folding from seq 0.
  * Pure: `committed` takes a batch of committed events and returns the next context.
  */
 import { createStore } from '@xstate/store';
@@ -26,11 +28,16 @@ export interface SessionSummary {
   executions: number;
 }
 
+/** A session's snapshot is kept as a checkpoint at every multiple of this sequence. */
+export const CHECKPOINT_EVERY = 1_000;
+
 export interface InspectorContext {
   /** Log position folded so far. */
   position: number;
   snapshots: Record<string, SessionSnapshot>;
   sessions: Record<string, SessionSummary>;
+  /** Per session, its snapshots at seq CHECKPOINT_EVERY, 2 x CHECKPOINT_EVERY, ... (ascending). */
+  checkpoints: Record<string, readonly SessionSnapshot[]>;
 }
 
 /** The summary the session list shows, from a folded snapshot and the last event folded into it. */
@@ -50,6 +57,7 @@ export function foldBatch(ctx: InspectorContext, events: readonly SessionEvent[]
   if (events.length === 0) return ctx;
   const snapshots = { ...ctx.snapshots };
   const sessions = { ...ctx.sessions };
+  let checkpoints = ctx.checkpoints;
   let position = ctx.position;
   for (const e of events) {
     const before = snapshots[e.sessionId] ?? initialSnapshot(e.sessionId);
@@ -58,13 +66,26 @@ export function foldBatch(ctx: InspectorContext, events: readonly SessionEvent[]
     const after = evolve(before, e);
     snapshots[e.sessionId] = after;
     sessions[e.sessionId] = summarize(after, e);
+    if (e.seq % CHECKPOINT_EVERY === 0) {
+      if (checkpoints === ctx.checkpoints) checkpoints = { ...ctx.checkpoints };
+      checkpoints[e.sessionId] = [...(checkpoints[e.sessionId] ?? []), after];
+    }
   }
-  return { position, snapshots, sessions };
+  return { position, snapshots, sessions, checkpoints };
+}
+
+/** The latest snapshot the store holds for a session at or before `seq` (undefined: none; fold from 0). */
+export function nearestSnapshot(ctx: InspectorContext, sessionId: string, seq: number): SessionSnapshot | undefined {
+  const current = ctx.snapshots[sessionId];
+  if (current && current.context.seq <= seq) return current;
+  const list = ctx.checkpoints[sessionId] ?? [];
+  const i = Math.min(Math.floor(seq / CHECKPOINT_EVERY), list.length) - 1;
+  return i >= 0 ? list[i] : undefined;
 }
 
 export function createInspectorStore() {
   return createStore({
-    context: { position: 0, snapshots: {}, sessions: {} } as InspectorContext,
+    context: { position: 0, snapshots: {}, sessions: {}, checkpoints: {} } as InspectorContext,
     on: {
       committed: (ctx, e: { events: readonly SessionEvent[] }) => foldBatch(ctx, e.events),
     },

@@ -1,15 +1,16 @@
 /**
- * What the inspector's JSON routes answer, built from a session's events alone: its timeline, its
- * state and context folded with the machine's own `hydrate`, and the lease as it stood at a time.
+ * What the inspector's JSON routes answer: a session's state and context as travelled to a sequence
+ * (travel.ts), the lease as it stood at a time, and its timeline rows.
  * Parsing of route parameters lives here too, with the 400/404 errors the server sends.
  */
 import type { SessionEvent } from '../events/envelope.ts';
-import type { EventLog } from '../events/event-log.ts';
 import { isSessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
-import { hydrate, stateOf, type SessionStateValue } from '../machines/decider.ts';
+import { stateOf, type SessionStateValue } from '../machines/decider.ts';
 import { leaseLive, type SessionContext } from '../machines/session-context.ts';
 import { summarize, type SessionSummary } from './store.ts';
+import type { TimelinePage } from './timeline.ts';
+import type { Travelled } from './travel.ts';
 
 /** An error with the HTTP status and the stable code the server answers with. */
 export class HttpError extends Error {
@@ -59,7 +60,8 @@ export interface StateView {
 }
 
 export interface SessionView extends StateView {
-  timeline: TimelineRow[];
+  /** The last page of the session's events (earlier pages: GET /api/sessions/:id/events?before=SEQ). */
+  timeline: TimelinePage;
 }
 
 export interface AtView extends StateView {
@@ -88,19 +90,6 @@ export function parseSeq(raw: string | null, name = 'seq'): number {
   return Number(raw);
 }
 
-/** The session's events with seq <= upTo (all when omitted); 404 when the session has none, or fewer than upTo. */
-export async function readSession(log: EventLog, sessionId: string, upTo?: number): Promise<{ events: SessionEvent[]; lastSeq: number }> {
-  const lastSeq = await log.lastSeq(sessionId);
-  if (lastSeq === 0) {
-    throw new HttpError(404, 'session_not_found', `Session ${sessionId} has no events in ${log.name}. GET /api/sessions lists the sessions it has.`);
-  }
-  if (upTo !== undefined && upTo > lastSeq) {
-    throw new HttpError(404, 'seq_not_found', `Session ${sessionId} has ${lastSeq} event${lastSeq === 1 ? '' : 's'}: pick a sequence from 0 to ${lastSeq} (asked for ${upTo}).`);
-  }
-  const events = upTo === 0 ? [] : await log.readSession(sessionId, upTo === undefined ? {} : { limit: upTo });
-  return { events, lastSeq };
-}
-
 export function timelineRow(e: SessionEvent): TimelineRow {
   return { seq: e.seq, type: e.type, time: e.time, position: e.position ?? null, id: e.id, payload: e.payload };
 }
@@ -112,16 +101,15 @@ export function leaseView(ctx: SessionContext, asOf: number): LeaseView | null {
   return { executionId: e.id, ownerId: e.ownerId, leaseMs: e.leaseMs, expiresAt: e.expiresAt, status, asOf, remainingMs: e.expiresAt - asOf };
 }
 
-/** State, context and lease folded from `events` (a prefix of the session's log). */
-export function stateView(sessionId: string, events: readonly SessionEvent[], lastSeq: number, asOf?: number): StateView {
-  const snapshot = hydrate(sessionId, events);
-  const last = events[events.length - 1];
+/** State, context and lease of a travelled session; the lease judged at `asOf` (default: the event's time). */
+export function stateView(sessionId: string, at: Travelled, asOf?: number): StateView {
+  const { snapshot, event, lastSeq } = at;
   const ctx = snapshot.context;
   const exec = ctx.execution;
   return {
-    sessionId, seq: ctx.seq, lastSeq, state: stateOf(snapshot), event: last ? timelineRow(last) : null,
-    lease: leaseView(ctx, asOf ?? last?.time ?? 0),
+    sessionId, seq: ctx.seq, lastSeq, state: stateOf(snapshot), event: event ? timelineRow(event) : null,
+    lease: leaseView(ctx, asOf ?? event?.time ?? 0),
     owner: exec && exec.outcome === null ? exec.ownerId : null, phase: exec?.phase ?? null,
-    pending: ctx.pending, recovery: ctx.recovery, context: ctx, summary: summarize(snapshot, last),
+    pending: ctx.pending, recovery: ctx.recovery, context: ctx, summary: summarize(snapshot, event ?? undefined),
   };
 }

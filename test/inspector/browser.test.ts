@@ -15,9 +15,19 @@ import { openEngine, type Engine } from '../../src/engine.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { startInspector, type Inspector } from '../../src/inspector/server.ts';
 import { tempDir } from '../support/tmp.ts';
+import { openDatabase } from '../../src/storage/sqlite.ts';
+import { migrate } from '../../src/storage/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { eventImporter } from '../../src/storage/import-events.ts';
+import { captureTemplate, cloneTurn, sessionName } from '../../bench/lib/corpus.ts';
 
 const CHROMIUM = process.env.SESSIOND_CHROMIUM ?? '/usr/bin/chromium';
 const ARTIFACT = fileURLToPath(new URL('../artifacts/inspector.png', import.meta.url));
+const LONG_ARTIFACT = fileURLToPath(new URL('../artifacts/inspector-long-session.png', import.meta.url));
+const LAUNCH = {
+  executablePath: CHROMIUM, headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+};
 const DOCS_COPY = fileURLToPath(new URL('../../docs/inspector.png', import.meta.url));
 const WAIT = { timeout: 15_000 };
 
@@ -42,10 +52,7 @@ test('inspector page - live state, time travel to an earlier sequence, screensho
   try {
     engine = await openEngine({ file: tmp.file('browser.db'), runner: echoRunner({ steps: 3, delayMs: 400 }) });
     inspector = await startInspector({ log: engine.log, port: 0 });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM, headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await chromium.launch(LAUNCH);
     const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
     const errors: string[] = [];
     page.on('pageerror', (err) => errors.push(err.message));
@@ -112,6 +119,84 @@ test('inspector page - live state, time travel to an earlier sequence, screensho
     await browser?.close();
     await inspector?.close();
     await engine?.close();
+    tmp.remove();
+  }
+});
+
+test('inspector page - a 100,000-event session: scroll the timeline, jump to a seq, filter by type, screenshot', async () => {
+  const tmp = tempDir();
+  const db = openDatabase(tmp.file('long.db'));
+  migrate(db);
+  const log = new SqliteEventLog(db);
+  let inspector: Inspector | undefined;
+  let browser: Browser | undefined;
+  try {
+    const template = await captureTemplate();
+    const importer = eventImporter(db);
+    let lastSeq = 0;
+    for (let turn = 0; lastSeq < 100_000; turn++) {
+      const events = cloneTurn(template, 0, turn).flatMap((b) => b.events);
+      importer(events);
+      lastSeq = events[events.length - 1]!.seq;
+    }
+    const session = sessionName(0);
+    inspector = await startInspector({ log, port: 0 });
+    browser = await chromium.launch(LAUNCH);
+    const page = await browser.newPage({ viewport: { width: 1440, height: 1100 } });
+    const errors: string[] = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    const rows = (n: number) => page.waitForFunction((want) => document.querySelectorAll('[data-testid="timeline-row"]').length === want, n, WAIT);
+
+    await page.goto(`${inspector.url}#/session/${session}`);
+    await textIs(page, '#current-seq', String(lastSeq));
+    await textIs(page, '#at-seq', String(lastSeq));
+    await rows(100);
+    assert.is(await page.locator('[data-testid="timeline-row"]').first().getAttribute('data-seq'), String(lastSeq - 99), 'the last page');
+
+    // scrolling to the top of the timeline loads the page before
+    await page.locator('#timeline-wrap').evaluate((el) => { el.scrollTop = 0; });
+    await rows(200);
+    assert.is(await page.locator('[data-testid="timeline-row"]').first().getAttribute('data-seq'), String(lastSeq - 199));
+
+    // jump to a sequence in the middle: that page, travelled there
+    const middle = Math.floor(lastSeq / 2);
+    await page.fill('#jump-seq', String(middle));
+    await page.click('[data-testid="filter-apply"]');
+    await textIs(page, '#at-seq', String(middle));
+    assert.is(await page.locator(`[data-testid="timeline-row"][data-seq="${middle}"]`).getAttribute('aria-current'), 'true');
+    await page.locator('#timeline-wrap').evaluate((el) => { el.scrollTop = el.scrollHeight; });
+    await page.waitForFunction((m) => document.querySelectorAll('[data-testid="timeline-row"]').length > 100
+      && Number(document.querySelector('#timeline tbody tr:last-child')?.getAttribute('data-seq')) > m + 50, middle, WAIT);
+
+    // filter by type: only claims, the latest page of them
+    await page.fill('#jump-seq', '');
+    await page.fill('#filter-type', 'execution.claimed');
+    await page.click('[data-testid="filter-apply"]');
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="timeline-type"]')].every((td) => td.textContent === 'execution.claimed')
+      && document.querySelectorAll('[data-testid="timeline-row"]').length === 100, undefined, WAIT);
+    assert.match(await page.locator('#timeline-status').textContent() ?? '', /^100 matching \(type execution\.claimed\), seq \d+\u2013\d+ of \d+; scroll up for earlier$/);
+
+    // travel to a claim: the chart shows the state and the move just taken; commands on demand
+    const claim = Number(await page.locator('[data-testid="timeline-row"]').nth(50).getAttribute('data-seq'));
+    await page.click(`[data-testid="timeline-row"][data-seq="${claim}"] button`);
+    await textIs(page, '#at-seq', String(claim));
+    await textIs(page, '#at-state', 'claimed');
+    await textIs(page, '#chart g.current title', 'claimed');
+    assert.is(await page.locator('#chart g.taken').count(), 1, 'the move just taken');
+    assert.is(await page.locator('#chart g.commands').count(), 0, 'commands hidden by default');
+    assert.match(await page.locator('[data-testid="at-rows"]').textContent() ?? '', /messages \(latest 50 of \d+\)/);
+
+    mkdirSync(dirname(LONG_ARTIFACT), { recursive: true });
+    await page.screenshot({ path: LONG_ARTIFACT }); // the viewport: chart, travel state, timeline
+
+    await page.click('#chart-commands');
+    await page.waitForFunction(() => document.querySelectorAll('#chart g.commands').length > 0, undefined, WAIT);
+    assert.equal(errors, [], 'no script errors on the page');
+  } finally {
+    await browser?.close();
+    await inspector?.close();
+    await log.close();
+    db.close();
     tmp.remove();
   }
 });

@@ -42,8 +42,12 @@ test('chart - DOT holds every state of the machine and every committed-event mov
   assert.not.match(dot, 'class="current"', 'no highlight unless asked');
 });
 
-test('chart - commands appear with their guards as dashed self-loops, root fallbacks in the legend', () => {
-  const dot = machineToDot(sessionMachine);
+test('chart - commands are hidden by default; on demand they appear with their guards as dashed self-loops, root fallbacks in the legend', () => {
+  const plain = machineToDot(sessionMachine);
+  assert.not.match(plain, 'commands_', 'states and committed events only');
+  assert.not.match(plain, 'refuse');
+  assert.match(plain, '(commands and refusals hidden)');
+  const dot = machineToDot(sessionMachine, { commands: true });
   const claimed = dot.split('\n').find((l) => l.includes('id="commands_claimed"'))!;
   assert.ok(claimed, 'claimed has a command loop');
   assert.match(claimed, 'style=dashed');
@@ -79,15 +83,19 @@ test('chart - a state added to a copy of the machine shows up (the chart is deri
   assert.match(machineToMermaid(copy), 'idle --> paused : recovery.started');
 });
 
-test('chart - highlight marks the current state; an unknown state is refused with the list of states', () => {
-  const dot = machineToDot(sessionMachine, { highlight: 'running' });
+test('chart - highlight marks the current state and the move just taken; an unknown state is refused with the list of states', () => {
+  const dot = machineToDot(sessionMachine, { highlight: 'running', move: { from: 'claimed', event: 'execution.started' } });
   assert.match(dot, /"running" \[id="state_running", label="running", class="current"/);
   assert.is(dot.match(/class="current"/g)!.length, 1);
+  assert.match(dot, /"claimed" -> "running" \[label="execution\.started", id="move_claimed_execution\.started", class="move taken"/);
+  assert.is(dot.match(/move taken/g)!.length, 1);
+  assert.not.match(machineToDot(sessionMachine, { highlight: 'running', move: { from: 'idle', event: 'execution.started' } }), 'move taken', 'no such move: nothing highlighted');
   assert.throws(() => machineToDot(sessionMachine, { highlight: 'nap' }), /Cannot highlight state "nap": the session machine has states idle, claimed, running, recovering, settled/);
 });
 
 test('chart - mermaid holds every state and move', () => {
-  const mermaid = machineToMermaid(sessionMachine, { highlight: 'settled' });
+  assert.not.match(machineToMermaid(sessionMachine), 'note right of', 'commands hidden by default');
+  const mermaid = machineToMermaid(sessionMachine, { highlight: 'settled', commands: true });
   assert.match(mermaid, /^stateDiagram-v2\n/);
   assert.match(mermaid, '[*] --> idle');
   for (const s of states) assert.match(mermaid, `state "${s}" as ${s}`);
@@ -118,6 +126,9 @@ test('cli chart - --format dot prints DOT and exits 0; --out writes a file and s
     assert.match(readFileSync(out, 'utf8'), '<title>running</title>');
     const mermaid = await runCli(['chart', '--format', 'mermaid']);
     assert.match(mermaid.stdout, /^stateDiagram-v2/);
+    assert.not.match(mermaid.stdout, 'refuse');
+    const withCommands = await runCli(['chart', '--format', 'dot', '--commands']);
+    assert.match(withCommands.stdout, 'claim [ownsLiveLease] / refuse own_lease_live');
   } finally {
     tmp.remove();
   }

@@ -10,7 +10,7 @@ import { echoRunner } from '../../src/runner/echo.ts';
 import { startInspector, type Inspector } from '../../src/inspector/server.ts';
 import type { AtView, SessionView } from '../../src/inspector/views.ts';
 import type { SessionSummary } from '../../src/inspector/store.ts';
-import type { SessionRows } from '../../src/projector/index.ts';
+import type { RowsView as SessionRows } from '../../src/inspector/rows.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const tmp = tempDir();
@@ -61,16 +61,18 @@ test('inspector - /api/sessions lists sessions with the state folded by the mach
   assert.is(body.position, await engine.log.head());
 });
 
-test('inspector - /api/sessions/:id has the current state, context and the whole timeline', async () => {
+test('inspector - /api/sessions/:id has the current state, context and the last page of the timeline', async () => {
   const { status, body } = await get<SessionView>('/api/sessions/ses_one');
   assert.is(status, 200);
   const events = await engine.log.readSession('ses_one');
   assert.is(body.state, 'settled');
   assert.is(body.seq, events.length);
   assert.is(body.lastSeq, events.length);
-  assert.equal(body.timeline.map((r) => [r.seq, r.type]), events.map((e) => [e.seq, e.type]));
-  assert.equal(body.timeline[0]!.payload, events[0]!.payload);
-  assert.is(body.timeline[0]!.time, events[0]!.time);
+  assert.equal(body.timeline.events.map((r) => [r.seq, r.type]), events.map((e) => [e.seq, e.type]), 'a short session fits on one page');
+  assert.equal(body.timeline.events[0]!.payload, events[0]!.payload);
+  assert.is(body.timeline.events[0]!.time, events[0]!.time);
+  assert.is(body.timeline.before, null);
+  assert.is(body.timeline.after, null);
   assert.is(body.context.executions, 1);
   assert.is(body.lease!.status, 'ended');
 });
@@ -124,6 +126,15 @@ test('inspector - the chart highlights the session state now and at an earlier s
   const started = events.find((e) => e.type === 'execution.started')!;
   const then = await get<string>(`/api/chart.svg?session=ses_one&seq=${started.seq}`);
   assert.match(then.body, /<g id="state_running" class="node current">/);
+  assert.match(then.body, /<g id="move_claimed_execution\.started" class="edge move taken">/, 'the move just taken is highlighted');
+  assert.is(then.body.match(/move taken/g)!.length, 1);
+  assert.not.match(then.body, 'commands_claimed', 'commands and refusals are hidden by default');
+  const withCommands = await get<string>(`/api/chart.svg?session=ses_one&seq=${started.seq}&commands=1`);
+  assert.match(withCommands.body, /<g id="commands_claimed" class="edge commands">/);
+  assert.match(withCommands.body, 'refuse own_lease_live');
+  const next = await get<string>(`/api/chart.svg?session=ses_one&seq=${started.seq + 1}`);
+  assert.match(next.body, /<g id="state_running" class="node current">/);
+  assert.not.match(next.body, 'move taken', 'an event that folds without moving the state highlights no move');
 });
 
 test('inspector - /api/events streams each committed event as it is committed, with the session state', async () => {
@@ -182,6 +193,15 @@ test('inspector - bad ids and sequences are 400, unknown sessions, sequences and
     ['/api/chart.svg?session=ses.bad', 400, 'invalid_id', /Invalid session id/],
     ['/api/chart.svg?session=ses_one&seq=x', 400, 'invalid_seq', /whole number/],
     ['/api/chart.svg?seq=1', 400, 'invalid_query', /seq needs a session/],
+    ['/api/chart.svg?commands=yes', 400, 'invalid_query', /Invalid commands "yes": use commands=1/],
+    ['/api/sessions/ses_one/events?limit=0', 400, 'invalid_query', /Invalid limit "0": use a whole number of events from 1 to 500/],
+    ['/api/sessions/ses_one/events?before=1&after=2', 400, 'invalid_query', /Use one of before, after, around or time, not before and after/],
+    ['/api/sessions/ses_one/events?page=2', 400, 'invalid_query', /Unknown query parameter "page": the events route takes before, after, around, time, limit, type, q/],
+    ['/api/sessions/ses_one/events?type=tool.nope', 400, 'invalid_query', /Unknown event type "tool\.nope": use one of .*execution\.claimed/],
+    ['/api/sessions/ses_one/events?time=yesterday', 400, 'invalid_time', /use milliseconds since the epoch or an ISO 8601 time/],
+    ['/api/sessions/ses_one/events?q=x&around=3', 400, 'invalid_query', /A text search \(q\) pages with before=SEQ or after=SEQ/],
+    ['/api/sessions/ses_one/events?before=x', 400, 'invalid_seq', /Invalid before "x"/],
+    ['/api/sessions/ses_nobody/events', 404, 'session_not_found', /no events/],
     ['/api/chart.svg?session=ses_nobody', 404, 'session_not_found', /no events/],
     ['/api/nothing', 404, 'not_found', /No route \/api\/nothing\. Routes:/],
   ];
@@ -198,7 +218,7 @@ test('inspector - bad ids and sequences are 400, unknown sessions, sequences and
 });
 
 test('inspector - rowsAt can be injected (or turned off); the port in use is a clear error', async () => {
-  const custom = await startInspector({ log: engine.log, port: 0, rowsAt: (sessionId, events) => ({ sessionId, folded: events.length }) });
+  const custom = await startInspector({ log: engine.log, port: 0, rowsAt: (sessionId, seq) => ({ sessionId, folded: seq }) });
   const off = await startInspector({ log: engine.log, port: 0, rowsAt: null });
   try {
     const at = await fetch(new URL('/api/sessions/ses_one/at/3', custom.url)).then((r) => r.json()) as AtView;

@@ -1,0 +1,182 @@
+/**
+ * The inspector on a session longer than its checkpoint intervals (real engine, echo runner):
+ * time travel equals a full fold at every interesting sequence and starts from a checkpoint, not
+ * seq 0; rows at a sequence equal a fresh projection of the prefix (projection checkpoints every
+ * 100 events here); the timeline pages hold every event exactly once, and filter by type, time
+ * and text.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { openEngine, type Engine } from '../../src/engine.ts';
+import { echoRunner } from '../../src/runner/echo.ts';
+import type { EventLog } from '../../src/events/event-log.ts';
+import type { SessionEvent } from '../../src/events/envelope.ts';
+import { hydrate } from '../../src/machines/decider.ts';
+import { Projector, sessionRows } from '../../src/projector/index.ts';
+import { migrate } from '../../src/storage/migrate.ts';
+import { openDatabase } from '../../src/storage/sqlite.ts';
+import { startInspector, type Inspector } from '../../src/inspector/server.ts';
+import { projectedRowsAt, ROWS_LIMIT } from '../../src/inspector/rows.ts';
+import { CHECKPOINT_EVERY, nearestSnapshot } from '../../src/inspector/store.ts';
+import { travel } from '../../src/inspector/travel.ts';
+import type { TimelinePage } from '../../src/inspector/timeline.ts';
+import type { AtView, SessionView } from '../../src/inspector/views.ts';
+import { tempDir } from '../support/tmp.ts';
+
+const tmp = tempDir();
+const SESSION = 'ses_long';
+let engine: Engine;
+let inspector: Inspector;
+let events: SessionEvent[];
+
+test.before(async () => {
+  engine = await openEngine({ file: tmp.file('long.db'), runner: echoRunner({ steps: 1 }) });
+  for (let turn = 0; (await engine.log.lastSeq(SESSION)) < 2 * CHECKPOINT_EVERY + 300; turn++) {
+    await engine.admit(SESSION, { prompt: `turn number ${turn} of the long session` });
+    await engine.awaitIdle(SESSION);
+  }
+  events = await engine.log.readSession(SESSION);
+  inspector = await startInspector({ log: engine.log, port: 0 });
+  await get('/api/sessions'); // the store has followed the whole log
+});
+
+test.after(async () => {
+  await inspector?.close();
+  await engine?.close();
+  tmp.remove();
+});
+
+async function get<T = unknown>(path: string): Promise<T> {
+  const res = await fetch(new URL(path, inspector.url));
+  const body = await res.json() as T;
+  if (res.status !== 200) throw new Error(`${path}: ${res.status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+/** The log, counting how far back each readSession starts. */
+function countingLog(log: EventLog): { log: EventLog; reads: number[] } {
+  const reads: number[] = [];
+  const wrapped = Object.create(log) as EventLog;
+  wrapped.readSession = (sessionId, options) => {
+    reads.push(options?.afterSeq ?? 0);
+    return log.readSession(sessionId, options);
+  };
+  return { log: wrapped, reads };
+}
+
+test('long session - time travel equals a full fold at every sequence asked, from the nearest checkpoint', async () => {
+  const last = events.length;
+  const context = () => inspector.store.getSnapshot().context;
+  assert.is(context().checkpoints[SESSION]!.length, Math.floor(last / CHECKPOINT_EVERY), 'a checkpoint every CHECKPOINT_EVERY events');
+  for (const seq of [0, 1, 2, CHECKPOINT_EVERY - 1, CHECKPOINT_EVERY, CHECKPOINT_EVERY + 1, CHECKPOINT_EVERY + 537, 2 * CHECKPOINT_EVERY, last - 1, last]) {
+    const counted = countingLog(engine.log);
+    const at = await travel(counted.log, context, SESSION, seq);
+    assert.equal(at.snapshot, hydrate(SESSION, events.slice(0, seq)), `snapshot at ${seq}`);
+    assert.equal(at.previous, seq === 0 ? null : hydrate(SESSION, events.slice(0, seq - 1)), `previous at ${seq}`);
+    assert.is(at.event?.id ?? null, seq === 0 ? null : events[seq - 1]!.id);
+    const from = nearestSnapshot(context(), SESSION, seq - 1)?.context.seq ?? 0;
+    assert.ok(seq < CHECKPOINT_EVERY + 1 || from >= CHECKPOINT_EVERY, `seq ${seq} starts from a checkpoint`);
+    assert.ok(counted.reads.every((after) => after === from), `seq ${seq}: read from ${from} only, read ${JSON.stringify(counted.reads)}`);
+  }
+  const view = await get<AtView>(`/api/sessions/${SESSION}/at/${CHECKPOINT_EVERY + 537}`);
+  assert.is(view.seq, CHECKPOINT_EVERY + 537);
+  assert.is(view.state, hydrate(SESSION, events.slice(0, CHECKPOINT_EVERY + 537)).value);
+});
+
+test('long session - rows at a sequence equal a fresh projection of the prefix (bounded to the latest rows)', async () => {
+  const counted = countingLog(engine.log);
+  const rowsAt = projectedRowsAt({ log: counted.log, every: 100 });
+  const db = openDatabase(':memory:');
+  migrate(db);
+  const projector = new Projector(db, { name: 'truth' });
+  let projected = 0;
+  // forwards, then backwards: later requests start from the images the earlier ones made
+  let projectedUpTo = 0; // the highest image made so far: a first visit past it projects from there
+  for (const [i, seq] of [250, 1_234, events.length, 99, 1_200, 1_234].entries()) {
+    if (seq < projected) {
+      db.exec('DELETE FROM session_execution; DELETE FROM session_input; DELETE FROM session_message; DELETE FROM session_recovery; DELETE FROM projector_checkpoint;');
+      projected = 0;
+    }
+    projector.apply(events.slice(projected, seq).map((e) => ({ ...e, position: e.seq })));
+    projected = seq;
+    const truth = sessionRows(db, SESSION);
+    counted.reads.length = 0;
+    const rows = await rowsAt(SESSION, seq);
+    assert.equal(rows.executions, truth.executions, `executions at ${seq}`);
+    assert.equal(rows.recoveries, truth.recoveries, `recoveries at ${seq}`);
+    assert.equal(rows.inputs, truth.inputs.slice(-ROWS_LIMIT), `inputs at ${seq}`);
+    assert.equal(rows.messages, truth.messages.slice(-ROWS_LIMIT), `messages at ${seq}`);
+    assert.equal(rows.counts, { executions: truth.executions.length, recoveries: truth.recoveries.length, inputs: truth.inputs.length, messages: truth.messages.length });
+    const start = i < 3 ? projectedUpTo : Math.floor(seq / 100) * 100;
+    assert.is(counted.reads[0] ?? seq, start, `seq ${seq} projected from seq ${start}: ${JSON.stringify(counted.reads)}`);
+    projectedUpTo = Math.max(projectedUpTo, Math.floor(seq / 100) * 100);
+  }
+  db.close();
+});
+
+test('long session - the session view carries one page, not the timeline; pages hold every event exactly once', async () => {
+  const view = await get<SessionView>(`/api/sessions/${SESSION}`);
+  assert.is(view.lastSeq, events.length);
+  assert.is(view.timeline.events.length, 100);
+  assert.equal(view.timeline.events.map((e) => e.seq), events.slice(-100).map((e) => e.seq));
+  assert.is(view.timeline.before, events.length - 99);
+  assert.is(view.timeline.after, null);
+
+  const backwards: number[] = [];
+  for (let before: number | null = events.length + 1; before !== null;) {
+    const page: TimelinePage = await get(`/api/sessions/${SESSION}/events?before=${before}&limit=377`);
+    backwards.unshift(...page.events.map((e) => e.seq));
+    before = page.before;
+  }
+  assert.equal(backwards, events.map((e) => e.seq), 'backwards: each event once, in order');
+  const forwards: number[] = [];
+  for (let after: number | null = 0; after !== null;) {
+    const page: TimelinePage = await get(`/api/sessions/${SESSION}/events?after=${after}&limit=500`);
+    forwards.push(...page.events.map((e) => e.seq));
+    after = page.after;
+  }
+  assert.equal(forwards, events.map((e) => e.seq), 'forwards: each event once, in order');
+
+  const around: TimelinePage = await get(`/api/sessions/${SESSION}/events?around=1500&limit=10`);
+  assert.equal(around.events.map((e) => e.seq), [1495, 1496, 1497, 1498, 1499, 1500, 1501, 1502, 1503, 1504]);
+  assert.equal(around.events[5]!.payload, events[1499]!.payload);
+});
+
+test('long session - filter by type, jump by time, search payload text', async () => {
+  const claims = events.filter((e) => e.type === 'execution.claimed').map((e) => e.seq);
+  const byType: number[] = [];
+  for (let before: number | null = events.length + 1; before !== null;) {
+    const page: TimelinePage = await get(`/api/sessions/${SESSION}/events?type=execution.claimed&before=${before}&limit=40`);
+    assert.ok(page.events.every((e) => e.type === 'execution.claimed'));
+    byType.unshift(...page.events.map((e) => e.seq));
+    before = page.before;
+  }
+  assert.equal(byType, claims, 'every claim once');
+  const family: TimelinePage = await get(`/api/sessions/${SESSION}/events?type=execution.*,input.admitted&limit=500`);
+  assert.ok(family.events.length > 0 && family.events.every((e) => e.type.startsWith('execution.') || e.type === 'input.admitted'));
+  assert.equal(family.events.map((e) => e.seq), events.filter((e) => e.type.startsWith('execution.') || e.type === 'input.admitted').slice(-500).map((e) => e.seq));
+
+  const target = events[1733]!;
+  const firstAtTime = events.find((e) => e.time >= target.time)!.seq;
+  for (const time of [String(target.time), new Date(target.time).toISOString()]) {
+    const page: TimelinePage = await get(`/api/sessions/${SESSION}/events?time=${encodeURIComponent(time)}&limit=20`);
+    assert.ok(page.events.some((e) => e.seq === firstAtTime), `time ${time}: the page holds seq ${firstAtTime}`);
+    assert.is(page.events[10]!.seq, firstAtTime, 'centred on it');
+  }
+
+  const admitted = events.find((e) => e.type === 'input.admitted' && JSON.stringify(e.payload).includes('turn number 42 of'))!;
+  const found: TimelinePage = await get(`/api/sessions/${SESSION}/events?q=${encodeURIComponent('TURN NUMBER 42 of')}&type=input.admitted&after=0`);
+  assert.equal(found.events.map((e) => e.seq), [admitted.seq], 'case-insensitive, in payloads, with the type filter');
+  const everywhere = events.filter((e) => JSON.stringify(e.payload).toLowerCase().includes('number 42 of')).map((e) => e.seq);
+  const searched: number[] = [];
+  let requests = 0;
+  for (let before: number | null = events.length + 1; before !== null; requests++) {
+    const page: TimelinePage = await get(`/api/sessions/${SESSION}/events?q=number%2042%20of&before=${before}&limit=1`);
+    searched.unshift(...page.events.map((e) => e.seq));
+    before = page.before;
+  }
+  assert.equal(searched, everywhere, 'paging a search backwards finds every match once');
+  assert.ok(requests >= everywhere.length, 'one match per page');
+});
+
+test.run();
