@@ -152,4 +152,15 @@ test('sqlite - WAL, foreign keys, busy timeout; FULL selectable; two connections
   a.close(); b.close(); tmp.remove();
 });
 
+test('migrate - the projector\'s per-claim statements search indexes: none scans a table that grows with history', () => {
+  const tmp = tempDir();
+  const db = openDatabase(tmp.file('plans.db'));
+  migrate(db);
+  const plan = (sql: string) => (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all('x') as { detail: string }[]).map((r) => r.detail).join('; ');
+  const clearWakes = plan('UPDATE session_recovery SET wake_pending = 0 WHERE session_id = ? AND wake_pending <> 0');
+  assert.match(clearWakes, /SEARCH session_recovery USING INDEX/, clearWakes);
+  db.close();
+  tmp.remove();
+});
+
 test.run();
