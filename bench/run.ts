@@ -33,6 +33,7 @@ import { memoryActors, memoryReplay } from './sections/memory.ts';
 import { takeover } from './sections/takeover.ts';
 import { coldLoad } from './sections/cold-load.ts';
 import { idleSessions } from './sections/idle-sessions.ts';
+import { inspector } from './sections/inspector.ts';
 
 const SECTIONS: Section[] = [
   rawMsgpack,
@@ -40,6 +41,7 @@ const SECTIONS: Section[] = [
   turnsEmbedded, turnsNats, turnCeiling,
   replayExport, replayJs,
   memoryActors, memoryReplay, idleSessions, coldLoad,
+  inspector,
   takeover,
 ];
 
@@ -53,6 +55,7 @@ const ORDER = [
   'raw.turn.alone', 'turn.embedded.alone', 'raw.turn.js', 'turn.nats', 'raw.turn.js.alone', 'turn.nats.alone',
   'replay.export', 'replay.js', 'replay.js.subscribe', 'replay.js.readPages',
   'memory.actors', 'memory.replay.peak', 'memory.idle', 'coldload.short', 'coldload.long',
+  'inspector.session.1k', 'inspector.session.100k', 'inspector.session.ratio', 'inspector.at.middle.1k', 'inspector.at.middle.100k', 'inspector.at.middle.ratio', 'inspector.at.end.1k', 'inspector.at.end.100k', 'inspector.at.end.ratio', 'inspector.chart.1k', 'inspector.chart.100k', 'inspector.chart.ratio', 'inspector.session.bytes',
   'takeover.max', 'takeover.p50',
   'codec.roundtrip', 'hydrate.rate', 'raw.js.publish.noAsyncTraces', 'js.append.retained',
 ];

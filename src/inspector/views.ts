@@ -20,6 +20,9 @@ export class HttpError extends Error {
   }
 }
 
+/** Admitted input ids a view shows of the context (the latest). */
+export const ADMITTED_SHOWN = 20;
+
 export interface TimelineRow {
   seq: number;
   type: string;
@@ -55,7 +58,10 @@ export interface StateView {
   phase: string | null;
   pending: SessionContext['pending'];
   recovery: SessionContext['recovery'];
+  /** The machine's folded context, its `admitted` ids cut to the latest ADMITTED_SHOWN (so a view's size does not grow with the session). */
   context: SessionContext;
+  /** How many admitted ids the context holds (the machine keeps up to its ADMISSION_WINDOW). */
+  admittedTotal: number;
   summary: SessionSummary;
 }
 
@@ -110,6 +116,7 @@ export function stateView(sessionId: string, at: Travelled, asOf?: number): Stat
     sessionId, seq: ctx.seq, lastSeq, state: stateOf(snapshot), event: event ? timelineRow(event) : null,
     lease: leaseView(ctx, asOf ?? event?.time ?? 0),
     owner: exec && exec.outcome === null ? exec.ownerId : null, phase: exec?.phase ?? null,
-    pending: ctx.pending, recovery: ctx.recovery, context: ctx, summary: summarize(snapshot, event ?? undefined),
+    pending: ctx.pending, recovery: ctx.recovery, context: { ...ctx, admitted: ctx.admitted.slice(-ADMITTED_SHOWN) }, admittedTotal: ctx.admitted.length,
+    summary: summarize(snapshot, event ?? undefined),
   };
 }

@@ -117,6 +117,10 @@ test('long session - rows at a sequence equal a fresh projection of the prefix (
 test('long session - the session view carries one page, not the timeline; pages hold every event exactly once', async () => {
   const view = await get<SessionView>(`/api/sessions/${SESSION}`);
   assert.is(view.lastSeq, events.length);
+  const truth = hydrate(SESSION, events);
+  assert.is(view.admittedTotal, truth.context.admitted.length);
+  assert.ok(truth.context.admitted.length > 20, 'a context with more admissions than a view shows');
+  assert.equal(view.context, { ...truth.context, admitted: truth.context.admitted.slice(-20) }, 'the context, its admitted ids cut to the latest 20');
   assert.is(view.timeline.events.length, 100);
   assert.equal(view.timeline.events.map((e) => e.seq), events.slice(-100).map((e) => e.seq));
   assert.is(view.timeline.before, events.length - 99);

@@ -1,0 +1,107 @@
+/**
+ * The inspector on a long session: the session view, time travel to the middle and to the end, and
+ * the chart at a seq, on a 100,000-event session next to the same views on a 1,000-event one (each
+ * under 200 ms and within 2x), and the session view's response size. Sessions are written with the
+ * echo-turn corpus; the inspector follows the log first (its store's checkpoints), and one warm-up
+ * request per view makes the projection images (its time is in the note); then each view is asked
+ * SAMPLES times over HTTP and the p50 kept.
+ */
+import { join } from 'node:path';
+import { openDatabase } from '../../src/storage/sqlite.ts';
+import { migrate } from '../../src/storage/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { eventImporter } from '../../src/storage/import-events.ts';
+import { startInspector } from '../../src/inspector/server.ts';
+import { cloneTurn, sessionName } from '../lib/corpus.ts';
+import { percentile } from '../lib/measure.ts';
+import { say, fmt } from '../lib/report.ts';
+import type { Ctx, Section } from '../lib/context.ts';
+
+const S = 'inspector';
+const SAMPLES = 15;
+const VIEWS = ['session', 'at.middle', 'at.end', 'chart'] as const;
+type View = (typeof VIEWS)[number];
+
+interface Measured { events: number; p50: Record<View, number>; warm: Record<View, number>; bytes: Record<View, number> }
+
+async function measure(ctx: Ctx, events: number): Promise<Measured> {
+  const db = openDatabase(join(ctx.tmp, `inspector-${events}.db`));
+  migrate(db);
+  const importer = eventImporter(db);
+  let lastSeq = 0;
+  for (let turn = 0; lastSeq < events; turn++) {
+    const evs = cloneTurn(ctx.template, 0, turn).flatMap((b) => b.events);
+    importer(evs);
+    lastSeq = evs[evs.length - 1]!.seq;
+  }
+  const log = new SqliteEventLog(db);
+  const inspector = await startInspector({ log, port: 0 });
+  try {
+    const t0 = performance.now();
+    await fetch(new URL('/api/sessions', inspector.url)).then((r) => r.json()); // the store follows the whole log
+    say(S, `${fmt(lastSeq)} events: the inspector followed the log in ${(performance.now() - t0).toFixed(0)} ms`);
+    const id = encodeURIComponent(sessionName(0));
+    const middle = Math.floor(lastSeq / 2);
+    const paths: Record<View, string> = {
+      session: `/api/sessions/${id}`,
+      'at.middle': `/api/sessions/${id}/at/${middle}`,
+      'at.end': `/api/sessions/${id}/at/${lastSeq}`,
+      chart: `/api/chart.svg?session=${id}&seq=${middle}`,
+    };
+    const get = async (view: View) => {
+      const s0 = performance.now();
+      const res = await fetch(new URL(paths[view], inspector.url));
+      const body = await res.arrayBuffer();
+      if (!res.ok) throw new Error(`${paths[view]}: HTTP ${res.status}`);
+      return { ms: performance.now() - s0, bytes: body.byteLength };
+    };
+    const warm = {} as Record<View, number>;
+    for (const view of VIEWS) warm[view] = (await get(view)).ms;
+    const samples = Object.fromEntries(VIEWS.map((v) => [v, [] as number[]])) as Record<View, number[]>;
+    const bytes = {} as Record<View, number>;
+    for (let i = 0; i < SAMPLES; i++) {
+      for (const view of VIEWS) {
+        const r = await get(view);
+        samples[view].push(r.ms);
+        bytes[view] = r.bytes;
+      }
+    }
+    const p50 = Object.fromEntries(VIEWS.map((v) => [v, percentile(samples[v], 50)])) as Record<View, number>;
+    say(S, `${fmt(lastSeq)} events: ${VIEWS.map((v) => `${v} ${p50[v].toFixed(1)} ms`).join(', ')}`);
+    return { events: lastSeq, p50, warm, bytes };
+  } finally {
+    await inspector.close();
+    await log.close();
+    db.close();
+  }
+}
+
+const LABELS: Record<View, string> = {
+  session: 'session view (state + last page)',
+  'at.middle': 'time travel to the middle (state + rows)',
+  'at.end': 'time travel to the last seq (state + rows)',
+  chart: 'chart at the middle seq',
+};
+
+export const inspector: Section = {
+  name: 'inspector',
+  title: 'the inspector on a 100,000-event session vs a 1,000-event one: session view, time travel, chart at a seq',
+  async run(ctx) {
+    const short = await measure(ctx, 1_000);
+    const long = await measure(ctx, 100_000);
+    for (const view of VIEWS) {
+      const note = (m: Measured) => `${fmt(m.events)} events; p50 of ${SAMPLES} HTTP requests, ${fmt(m.bytes[view])} bytes; first request after start ${m.warm[view].toFixed(0)} ms`;
+      ctx.results.add({ key: `inspector.${view}.1k`, section: S, figure: `inspector ${LABELS[view]}, 1,000 events, p50`, unit: 'ms', value: short.p50[view], note: note(short) }, { max: 200 });
+      ctx.results.add({ key: `inspector.${view}.100k`, section: S, figure: `inspector ${LABELS[view]}, 100,000 events, p50`, unit: 'ms', value: long.p50[view], note: note(long) }, { max: 200 });
+      ctx.results.add({
+        key: `inspector.${view}.ratio`, section: S, figure: `inspector ${LABELS[view]}, 100,000 vs 1,000 events`, unit: 'ms', value: long.p50[view],
+        raw: { label: `the same view on 1,000 events`, value: short.p50[view], unit: 'ms' }, note: note(long),
+      }, { maxRatio: 2 });
+    }
+    ctx.results.add({
+      key: 'inspector.session.bytes', section: S, figure: 'inspector session view response, 100,000 vs 1,000 events', unit: 'bytes', value: long.bytes.session,
+      raw: { label: 'the session view of 1,000 events', value: short.bytes.session, unit: 'bytes' },
+      note: 'the state, the context (up to 1,000 admitted input ids) and the last 100 events',
+    }, { maxRatio: 2 });
+  },
+};
