@@ -35,11 +35,11 @@ async function measure(ctx: Ctx, events: number): Promise<Measured> {
     lastSeq = evs[evs.length - 1]!.seq;
   }
   const log = new SqliteEventLog(db);
+  const t0 = performance.now();
   const inspector = await startInspector({ log, port: 0 });
   try {
-    const t0 = performance.now();
     await fetch(new URL('/api/sessions', inspector.url)).then((r) => r.json()); // the store follows the whole log
-    say(S, `${fmt(lastSeq)} events: the inspector followed the log in ${(performance.now() - t0).toFixed(0)} ms`);
+    say(S, `${fmt(lastSeq)} events: the inspector started and followed the log in ${(performance.now() - t0).toFixed(0)} ms`);
     const id = encodeURIComponent(sessionName(0));
     const middle = Math.floor(lastSeq / 2);
     const paths: Record<View, string> = {
