@@ -36,6 +36,8 @@ import { STREAM_NAME, subjects, type CommandVerb } from './subjects.ts';
 
 /** How long a command waits for a worker's reply. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+/** How long a command is sent again while no worker serves its subject (workers resubscribing after an outage). */
+export const DEFAULT_NO_WORKER_RETRY_MS = 3_000;
 /** Sessions whose last delivered seq is remembered to drop repeated committed events. */
 export const DEFAULT_DEDUPE_SESSIONS = 10_000;
 
@@ -43,6 +45,12 @@ export interface SessiondClientOptions {
   /** An open connection (left open by `close()`) or options to open one (closed by `close()`). */
   connection: NatsConnection | NatsConnectionOptions;
   requestTimeoutMs?: number;
+  /**
+   * While no worker serves the command's subject (no responders: nobody received it, so sending it
+   * again is safe for every command), send it again with backoff for up to this long before failing
+   * with `no_worker` (default 3,000 ms; 0 fails at once).
+   */
+  noWorkerRetryMs?: number;
   /** The events stream to replay (default `STREAM_NAME`). */
   stream?: string;
   /** Input ids for `admit` calls that give none (default random). */
@@ -115,6 +123,7 @@ export class SessiondClient {
     readonly nc: NatsConnection,
     private readonly ownsConnection: boolean,
     private readonly timeoutMs: number,
+    private readonly noWorkerRetryMs: number,
     private readonly stream: string,
     private readonly ids: IdSource,
     private readonly user: string | undefined,
@@ -125,10 +134,11 @@ export class SessiondClient {
       throw new SessiondError(ErrorCode.InvalidOption, 'SessiondClient.connect needs { connection }: an open NatsConnection or options such as { servers, user, pass }.');
     }
     const timeoutMs = positiveIntOption('SessiondClient option requestTimeoutMs', options.requestTimeoutMs, DEFAULT_REQUEST_TIMEOUT_MS);
+    const noWorkerRetryMs = options.noWorkerRetryMs === 0 ? 0 : positiveIntOption('SessiondClient option noWorkerRetryMs', options.noWorkerRetryMs, DEFAULT_NO_WORKER_RETRY_MS);
     const given = isNatsConnection(options.connection);
     const nc = given ? options.connection as NatsConnection : await connectNats({ name: 'sessiond-client', ...options.connection as NatsConnectionOptions });
     const user = given ? undefined : (options.connection as NatsConnectionOptions).user;
-    return new SessiondClient(nc, !given, timeoutMs, options.stream ?? STREAM_NAME, options.ids ?? randomIds, user);
+    return new SessiondClient(nc, !given, timeoutMs, noWorkerRetryMs, options.stream ?? STREAM_NAME, options.ids ?? randomIds, user);
   }
 
   /** Admits a prompt (idempotent by input id; one is generated when absent) and, unless `wake: false`, wakes the session. */
@@ -157,10 +167,16 @@ export class SessiondClient {
     validateId(body.sessionId, 'session id');
     const subject = subjects.command(verb);
     let msg: Msg;
-    try {
-      msg = await this.nc.request(subject, encodeJson(body), { timeout: this.timeoutMs });
-    } catch (err) {
-      throw this.noReply(verb, subject, body, err);
+    const giveUpAt = Date.now() + this.noWorkerRetryMs;
+    for (let wait = 50; ; wait = Math.min(wait * 2, 500)) {
+      try {
+        msg = await this.nc.request(subject, encodeJson(body), { timeout: this.timeoutMs });
+        break;
+      } catch (err) {
+        const failure = this.noReply(verb, subject, body, err);
+        if (failure.failure !== CommandFailureCode.NoWorker || Date.now() + wait > giveUpAt || this.nc.isClosed()) throw failure;
+        await new Promise((r) => setTimeout(r, wait)); // nobody received it: sending it again is safe
+      }
     }
     let reply: CommandReply<V>;
     try {
@@ -183,7 +199,7 @@ export class SessiondClient {
     const cause = err instanceof natsErrors.RequestError && err.cause ? err.cause : err;
     if (cause instanceof natsErrors.NoRespondersError) {
       return new CommandError(verb, CommandFailureCode.NoWorker,
-        `No sessiond worker is serving ${subject} on ${this.nc.getServer()}: start one (sessiond start --nats <url> --nats-user worker --nats-pass <secret>) and retry.`, { cause: err });
+        `No sessiond worker is serving ${subject} on ${this.nc.getServer()}${this.noWorkerRetryMs > 0 ? ` (asked again for ${this.noWorkerRetryMs} ms)` : ''}: start one (sessiond start --nats <url> --nats-user worker --nats-pass <secret>) and retry.`, { cause: err });
     }
     if (isPermissionError(err)) {
       return new CommandError(verb, CommandFailureCode.PermissionDenied,

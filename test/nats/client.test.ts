@@ -139,6 +139,20 @@ s('client subscribe - a jump in a session\'s seq is filled from the stream, in o
   assert.ok(isSessiondError(typed, ErrorCode.InvalidOption) && /backfill needs every event type/.test(typed.message));
 });
 
+s('client - a command sent while no worker serves it (workers resubscribing after an outage) is sent again until one does, within noWorkerRetryMs', async ({ world }) => {
+  const { engine } = await world.engine();
+  const client = await world.client(CLIENT, { noWorkerRetryMs: 10_000 });
+  const send = client.nc.request.bind(client.nc);
+  let attempts = 0;
+  client.nc.request = (...args: Parameters<typeof send>) => { attempts++; return send(...args); };
+  const id = sessionId('late');
+  const admitted = client.admit(id, { prompt: 'is anyone there', id: 'inp_late' });
+  await waitFor(() => attempts >= 2, { what: 'the admit sent again after no worker answered' });
+  await world.serve(engine);
+  const receipt = await admitted;
+  assert.equal([receipt.inputId, receipt.created], ['inp_late', true], 'admitted once, by the worker that came');
+});
+
 s('client - options and closed clients fail clearly', async ({ world }) => {
   const bad = await (await import('../../src/nats/client.ts')).SessiondClient.connect({ connection: { servers: world.server.url }, requestTimeoutMs: -1 }).then(() => undefined, (e) => e);
   assert.ok(isSessiondError(bad, ErrorCode.InvalidOption) && /requestTimeoutMs/.test(bad.message));
