@@ -54,7 +54,7 @@ const ORDER = [
   'raw.turn.normal', 'turn.embedded.normal', 'turn.embedded.normal.cpu', 'raw.turn.full', 'turn.embedded.full', 'turn.embedded.full.cpu',
   'raw.turn.alone', 'turn.embedded.alone', 'raw.turn.js', 'turn.nats', 'raw.turn.js.alone', 'turn.nats.alone',
   'replay.export', 'replay.js', 'replay.js.subscribe', 'replay.js.readPages',
-  'memory.actors', 'memory.replay.peak', 'memory.idle', 'coldload.short', 'coldload.long',
+  'memory.actors', 'memory.replay.peak', 'memory.idle', 'coldload.short', 'coldload.long', 'turn.fresh', 'turn.long',
   'inspector.session.1k', 'inspector.session.100k', 'inspector.session.ratio', 'inspector.at.middle.1k', 'inspector.at.middle.100k', 'inspector.at.middle.ratio', 'inspector.at.end.1k', 'inspector.at.end.100k', 'inspector.at.end.ratio', 'inspector.chart.1k', 'inspector.chart.100k', 'inspector.chart.ratio', 'inspector.session.bytes',
   'takeover.max', 'takeover.p50',
   'codec.roundtrip', 'hydrate.rate', 'raw.js.publish.noAsyncTraces', 'js.append.retained',
