@@ -1,7 +1,7 @@
 /** The log commands through real subprocesses: status, cancel, check, export, replay, tail. */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { openEngine } from '../../src/engine.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
@@ -152,6 +152,38 @@ test('cli tail - follows committed events, one line each, filtered by type', asy
   tail.child.kill('SIGINT');
   assert.is(await tail.exited, 0);
   assert.match(tail.output(), /stopped after \d+ events/);
+  tmp.remove();
+});
+
+test('cli read-only commands - a missing, foreign or newer database is refused with what is wrong, and left exactly as it was', async () => {
+  const tmp = tempDir();
+  const missing = tmp.file('nothere.db');
+  const none = await runCli(['status', '--db', missing]);
+  assert.is(none.code, 2, none.stderr);
+  assert.match(none.stderr, `No database at ${missing}`);
+  assert.not.ok(existsSync(missing), 'no file created');
+
+  const foreign = tmp.file('foreign.db');
+  const f = openDatabase(foreign);
+  f.exec('CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)');
+  f.close();
+  const tables = () => { const d = openDatabase(foreign, { readonly: true }); const t = d.prepare("SELECT name FROM sqlite_master ORDER BY name").pluck().all(); d.close(); return t; };
+  const before = tables();
+  for (const args of [['status'], ['tail'], ['export', '--out', tmp.file('x.sdx')], ['check']]) {
+    const r = await runCli([...args, '--db', foreign]);
+    assert.is(r.code, 2, `${args[0]}: ${r.stderr}`);
+    assert.match(r.stderr, 'is not a sessiond database', args[0]);
+  }
+  assert.equal(tables(), before, 'the foreign file was not migrated or changed');
+
+  const newer = tmp.file('newer.db');
+  const n = openDatabase(newer);
+  migrate(n);
+  n.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, ?, 0)').run('from the future');
+  n.close();
+  const r = await runCli(['status', '--db', newer]);
+  assert.is(r.code, 1, r.stderr);
+  assert.match(r.stderr, 'written by a newer sessiond (schema version 999');
   tmp.remove();
 });
 
