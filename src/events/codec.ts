@@ -123,11 +123,11 @@ export function checkPayloadSize(draft: DraftEvent, max: number): void {
   }
 }
 
-/** Encodes a committed event as one msgpack frame (a plain map). */
+/** Encodes a committed event as one msgpack frame (a plain map), with `committedAt` when known. */
 export function encodeEvent(event: SessionEvent): Uint8Array {
   return pack({
     id: event.id, type: event.type, version: event.version, sessionId: event.sessionId,
-    seq: event.seq, time: event.time, payload: event.payload,
+    seq: event.seq, time: event.time, payload: event.payload, committedAt: event.committedAt,
   });
 }
 
@@ -139,6 +139,7 @@ const Envelope = z.object({
   seq: z.number().int().nonnegative(),
   time: z.number().int().nonnegative(),
   payload: z.unknown(),
+  committedAt: z.number().int().nonnegative().optional(),
 });
 
 /** Decodes and fully validates one frame. Throws a `SessiondError` (codec codes) on anything wrong. */

@@ -217,7 +217,9 @@ export class JetStreamEventLog implements EventLog {
       if (ack.duplicate) return this.resolveDuplicate(sessionId, expectedSeq, parsed, ack.seq);
       this.stats.published++;
       this.remember(sessionId, { streamSeq: ack.seq, lastSeq: expectedSeq + events.length, ids: events.map((e) => e.id) });
-      return events.map((e) => ({ ...e, position: ack.seq }));
+      // the ack carries no stored time: the writer's clock when the ack came back (reads give the server's)
+      const committedAt = this.o.clock.now();
+      return events.map((e) => ({ ...e, position: ack.seq, committedAt }));
     }
   }
 
@@ -288,9 +290,9 @@ export class JetStreamEventLog implements EventLog {
    * The events of one stored message, or none when it is not a valid batch: then it is quarantined
    * (reported once per position, counted) and the caller goes on past it.
    */
-  private decode(data: Uint8Array, position: number, subject: string): SessionEvent[] {
+  private decode(data: Uint8Array, position: number, subject: string, stored: Date): SessionEvent[] {
     try {
-      return decodeBatch(data, position, subject);
+      return decodeBatch(data, position, subject, stored.getTime());
     } catch (err) {
       if (!(err instanceof SessiondError)) throw err;
       if (!this.quarantinedAt.has(position)) {
@@ -321,7 +323,7 @@ export class JetStreamEventLog implements EventLog {
   private async resolveDuplicate(sessionId: string, expectedSeq: number, drafts: DraftEvent[], streamSeq: number): Promise<SessionEvent[]> {
     this.stats.duplicateAcks++;
     const stored = await this.request(() => this.jsm.streams.getMessage(this.stream, { seq: streamSeq }));
-    const events = stored ? this.decode(stored.data, stored.seq, stored.subject) : [];
+    const events = stored ? this.decode(stored.data, stored.seq, stored.subject, stored.time) : [];
     if (events[0]?.sessionId === sessionId && events[0].seq === expectedSeq + 1 && sameIds(events, drafts)) {
       this.stats.retriesRecognised++;
       return events;
@@ -333,7 +335,7 @@ export class JetStreamEventLog implements EventLog {
   private async loadTail(sessionId: string): Promise<LoadedTail> {
     const subject = subjects.events(sessionId);
     const sm = await this.request(() => this.jsm.streams.getMessage(this.stream, { last_by_subj: subject }));
-    let events = sm ? this.decode(sm.data, sm.seq, sm.subject) : [];
+    let events = sm ? this.decode(sm.data, sm.seq, sm.subject, sm.time) : [];
     // a quarantined last message: the session goes on from its last valid batch, and the next append
     // still expects the subject's real last stream sequence
     if (sm && events.length === 0) events = await this.lastValidBatch(subject);
@@ -466,7 +468,7 @@ export class JetStreamEventLog implements EventLog {
         dropWaiter = this.watch.onNextReconnect(() => { reconnected = true; current.close().catch(() => undefined); });
         for await (const m of messages) {
           from = m.seq + 1;
-          yield { seq: m.seq, events: this.decode(m.data, m.seq, m.subject) };
+          yield { seq: m.seq, events: this.decode(m.data, m.seq, m.subject, m.time) };
           if (m.info.pending === 0) return;
         }
         if (reconnected && !this.closed && !this.nc.isClosed()) continue;
@@ -519,7 +521,7 @@ export class JetStreamEventLog implements EventLog {
             let last = position;
             for (const m of run) {
               if (m.seq <= last) continue; // already delivered before a reset
-              for (const e of this.decode(m.data, m.seq, m.subject)) events.push(e);
+              for (const e of this.decode(m.data, m.seq, m.subject, m.time)) events.push(e);
               last = m.seq;
             }
             if (events.length > 0) {

@@ -192,8 +192,11 @@ export function encodeBatch(events: SessionEvent[]): Uint8Array {
   return pack(events.map((e) => ({ id: e.id, type: e.type, version: e.version, sessionId: e.sessionId, seq: e.seq, time: e.time, payload: e.payload })));
 }
 
-/** Decodes and validates one stored message; every event gets `position` = the message's stream sequence. */
-export function decodeBatch(data: Uint8Array, position: number, subject: string): SessionEvent[] {
+/**
+ * Decodes and validates one stored message; every event gets `position` = the message's stream
+ * sequence and `committedAt` = the time the server stored it (when given; never from the frames).
+ */
+export function decodeBatch(data: Uint8Array, position: number, subject: string, committedAt?: number): SessionEvent[] {
   const fail = (code: SessiondError['code'], why: string, cause?: unknown): never => {
     const hint = code === ErrorCode.DecodeFailed ? 'Was it published by something other than sessiond?' : 'Upgrade sessiond to read it.';
     throw new SessiondError(code, `Message ${position} on ${subject} cannot be read as a sessiond event batch: ${why}. ${hint}`, { cause, details: { position, subject } });
@@ -216,7 +219,7 @@ export function decodeBatch(data: Uint8Array, position: number, subject: string)
     if (!isEventType(type)) return fail(ErrorCode.UnknownEventType, `frame ${i} has unknown event type ${JSON.stringify(type)}`);
     const first = (raw as { seq: number }[])[0]!.seq;
     if (seq !== first + i) return fail(ErrorCode.DecodeFailed, `frame ${i} has seq ${seq}, expected ${first + i}`);
-    return { id, type, version, sessionId, seq, time, payload: parsePayload(type, version, f.payload), position } as SessionEvent;
+    return { id, type, version, sessionId, seq, time, payload: parsePayload(type, version, f.payload), position, ...(committedAt === undefined ? {} : { committedAt }) } as SessionEvent;
   });
 }
 

@@ -36,7 +36,7 @@ interface QueuedAppend {
   reject: (err: unknown) => void;
 }
 
-interface EventRow { position: number; id: string; aggregate_id: string; seq: number; type: string; version: number; time: number; data: Buffer }
+interface EventRow { position: number; id: string; aggregate_id: string; seq: number; type: string; version: number; time: number; data: Buffer; committed_at?: number | null }
 
 export interface SqliteEventLogOptions {
   maxPayloadBytes?: number;
@@ -50,6 +50,8 @@ export class SqliteEventLog implements EventLog {
   private readonly maxPayloadBytes: number;
   private closed = false;
   private readonly stmts;
+  /** Prepared at the first append: read-only commands open databases of older schemas (no committed_at). */
+  private insertStmt?: BetterSqlite3.Statement;
   private queue: QueuedAppend[] = [];
   private readonly writeOne: BetterSqlite3.Transaction<(sessionId: string, expectedSeq: number, parsed: DraftEvent[]) => SessionEvent[]>;
   private readonly writeGroup: BetterSqlite3.Transaction<(group: QueuedAppend[]) => ({ events: SessionEvent[] } | { error: unknown })[]>;
@@ -62,7 +64,6 @@ export class SqliteEventLog implements EventLog {
     this.notifier = new ChangeNotifier(db, options.maxPollMs ?? DEFAULT_MAX_POLL_MS);
     this.stmts = {
       lastSeq: db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM event WHERE aggregate_id = ?').pluck(),
-      insert: db.prepare('INSERT INTO event (id, aggregate_id, seq, type, version, time, data) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       byId: db.prepare('SELECT * FROM event WHERE id = ?'),
       session: db.prepare('SELECT * FROM event WHERE aggregate_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
       all: db.prepare('SELECT * FROM event WHERE position > ? ORDER BY position LIMIT ?'),
@@ -126,6 +127,8 @@ export class SqliteEventLog implements EventLog {
       if (retried) return retried;
       throw new SequenceConflictError(sessionId, expectedSeq, actual);
     }
+    const insert = this.insertStmt ??= this.db.prepare('INSERT INTO event (id, aggregate_id, seq, type, version, time, data, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+    const committedAt = Date.now();
     return parsed.map((d, i) => {
       const seq = expectedSeq + i + 1;
       const version = catalog[d.type].version;
@@ -133,14 +136,14 @@ export class SqliteEventLog implements EventLog {
       if (data.byteLength > this.maxPayloadBytes) checkPayloadSize(d, this.maxPayloadBytes); // throws, naming the event and the limit
       let info;
       try {
-        info = this.stmts.insert.run(d.id, sessionId, seq, d.type, version, d.time, data);
+        info = insert.run(d.id, sessionId, seq, d.type, version, d.time, data, committedAt);
       } catch (err) {
         if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' || (err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
           throw duplicateEventError(sessionId, [d.id]);
         }
         throw err;
       }
-      return { id: d.id, type: d.type, version, sessionId, seq, time: d.time, payload: d.payload, position: Number(info.lastInsertRowid) } as SessionEvent;
+      return { id: d.id, type: d.type, version, sessionId, seq, time: d.time, payload: d.payload, position: Number(info.lastInsertRowid), committedAt } as SessionEvent;
     });
   }
 
@@ -234,6 +237,6 @@ export class SqliteEventLog implements EventLog {
 function toEvent(row: EventRow): SessionEvent {
   return {
     id: row.id, type: row.type, version: row.version, sessionId: row.aggregate_id, seq: row.seq, time: row.time,
-    payload: unpack(row.data), position: row.position,
+    payload: unpack(row.data), position: row.position, ...(typeof row.committed_at === 'number' ? { committedAt: row.committed_at } : {}),
   } as SessionEvent;
 }

@@ -62,6 +62,32 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
     assert.is(await fx.log.lastSeq(uid('nobody')), 0);
   });
 
+  s('records when each append was committed, on append results and on every read', async ({ fx }) => {
+    const ses = uid('ses');
+    const drafts = [admitted('a'), started(), admitted('b')];
+    const committed = [...await fx.log.append(ses, 0, drafts.slice(0, 2)), ...await fx.log.append(ses, 2, drafts.slice(2))];
+    const check = (events: SessionEvent[], how: string) => {
+      assert.equal(events.map((e) => e.time), drafts.map((d) => d.time), `${how}: time stays the decision time`);
+      const times = events.map((e) => e.committedAt);
+      assert.ok(times.every((t) => Number.isInteger(t) && Math.abs(t! - Date.now()) < 60_000), `${how}: committedAt is a recent time in ms (${times.join(', ')})`);
+      assert.is(times[0], times[1], `${how}: one append, one commit time`);
+    };
+    check(committed, 'append results');
+    const read = await fx.log.readSession(ses);
+    check(read, 'readSession');
+    assert.equal((await fx.log.readSession(ses, { afterSeq: 2 })).map((e) => e.committedAt), [read[2]!.committedAt], 'readSession after a seq');
+    check((await fx.log.readAll()).filter((e) => e.sessionId === ses), 'readAll');
+    check((await collect(fx.log.readPages({ pageSize: 1 }))).flat().filter((e) => e.sessionId === ses), 'readPages');
+    const seen: SessionEvent[] = [];
+    const sub = fx.log.subscribe({ onBatch: (batch) => { seen.push(...batch.filter((e) => e.sessionId === ses)); } });
+    try {
+      await waitFor(() => seen.length === 3, { what: 'the subscription to deliver the session' });
+    } finally {
+      await sub.close();
+    }
+    check(seen, 'subscribe');
+  });
+
   s('refuses a stale expected sequence with the actual one, writing nothing', async ({ fx }) => {
     const ses = uid('ses');
     await fx.log.append(ses, 0, [admitted(), admitted()]);
@@ -322,7 +348,8 @@ function assertWholePages(pages: SessionEvent[][], max: number): void {
   });
 }
 
+/** An event without what the log adds (JetStream's append result has the writer's commit time, its reads the server's). */
 function strip(e: SessionEvent) {
-  const { position: _p, ...rest } = e;
+  const { position: _p, committedAt: _c, ...rest } = e;
   return rest;
 }
