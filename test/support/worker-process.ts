@@ -9,6 +9,9 @@
  * runner "echo" (default) or "crash:<after-claim|mid-step|mid-tool|after-settle>": the first turn
  * stops at that point and waits to be killed; later turns echo. `freezeAfterSettle` blocks the
  * process (prints `FROZEN`) right after its first settle, before it can claim the next turn.
+ * `stopBeforeAppend: "<event type>"` stops the process with SIGSTOP (a real OS freeze; prints
+ * `STOPPING <session> <type>` first) the first time it is about to append an event of that type:
+ * after the write was decided, before the log has it. The test resumes it with SIGCONT.
  */
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { migrate } from '../../src/storage/migrate.ts';
@@ -24,6 +27,8 @@ interface Args {
   leaseMs?: number; heartbeatMs?: number; sweepMs?: number; echoDelayMs?: number; echoSteps?: number; ownerId?: string;
   /** Freeze the whole process right after its first settle is committed (then the test kills it): the crash between a settle and the next claim. */
   freezeAfterSettle?: boolean;
+  /** Stop the process (SIGSTOP) between deciding the first event of this type and appending it. */
+  stopBeforeAppend?: string;
 }
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -32,6 +37,18 @@ const forever = () => new Promise<never>(() => {});
 const db = openDatabase(args.file);
 migrate(db);
 const log = new SqliteEventLog(db);
+if (args.stopBeforeAppend) {
+  const append = log.append.bind(log);
+  let stopped = false;
+  log.append = (sessionId, expectedSeq, drafts) => {
+    if (!stopped && drafts.some((d) => d.type === args.stopBeforeAppend)) {
+      stopped = true;
+      say(`STOPPING ${sessionId} ${args.stopBeforeAppend}`); // a synchronous write on a pipe: the line is out before the stop
+      process.kill(process.pid, 'SIGSTOP');
+    }
+    return append(sessionId, expectedSeq, drafts);
+  };
+}
 const echo = echoRunner({ delayMs: args.echoDelayMs ?? 0, steps: args.echoSteps ?? 1 });
 let crashed = false;
 const crash = async (point: string, ctx: Parameters<Runner>[0]) => {

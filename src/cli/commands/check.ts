@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { auditLog } from '../../audit/audit-log.ts';
 import { auditLiveness, DEFAULT_LIVENESS_GRACE_MS } from '../../audit/liveness.ts';
+import { lateWrites } from '../../audit/late-writes.ts';
 import { systemClock } from '../../clock.ts';
 import type { CliContext } from '../context.ts';
 import { nonNegativeInt } from '../options.ts';
@@ -12,7 +13,7 @@ interface CheckOptions extends LogOptions { safetyOnly?: boolean; graceMs: numbe
 export function registerCheck(program: Command, ctx: CliContext): void {
   addLogOptions(program
     .command('check')
-    .description('audit a log: safety (never two owners, fencing, promotion once...) and liveness (nothing stranded); exits 1 when any is violated')
+    .description('audit a log: safety (never two owners, fencing, promotion once...) and liveness (nothing stranded); exits 1 when any is violated; warns of writes committed after their lease expired')
     .option('--safety-only', 'skip the liveness checks (for a log that is still being written)')
     .option('--grace-ms <n>', 'liveness: work younger than this is not yet late (lease + sweep + margin)', nonNegativeInt('--grace-ms'), DEFAULT_LIVENESS_GRACE_MS), ctx)
     .action(async (opts: CheckOptions) => {
@@ -25,6 +26,11 @@ export function registerCheck(program: Command, ctx: CliContext): void {
           ...auditLog(events),
           ...(opts.safetyOnly ? [] : auditLiveness(events, { now: systemClock.now(), graceMs: opts.graceMs })),
         ];
+        const late = lateWrites(events);
+        for (const w of late) ctx.out(`WARNING late_write at seq ${w.seq}: ${w.message}`);
+        if (late.length > 0) {
+          ctx.out(`${late.length} write${late.length === 1 ? ' was' : 's were'} committed after the lease ${late.length === 1 ? 'it was' : 'they were'} decided under had expired (up to ${Math.max(...late.map((w) => w.lagMs))} ms late); fencing accepted ${late.length === 1 ? 'it' : 'them'}, so this is a warning, not a violation`);
+        }
         for (const q of quarantined) ctx.out(`QUARANTINED ${describeQuarantine(q)}`);
         if (quarantined.length > 0) {
           ctx.out(`${quarantined.length} stored message${quarantined.length === 1 ? ' is' : 's are'} not valid sessiond event batches and ${quarantined.length === 1 ? 'was' : 'were'} skipped (written by something other than a sessiond worker); the events around ${quarantined.length === 1 ? 'it' : 'them'} were checked`);
