@@ -24,6 +24,8 @@ export interface EngineOptions extends Omit<ExecutionOptions, 'log'> {
   file: string;
   /** Another event log (e.g. a JetStreamEventLog); the SQLite file then only holds the projection. */
   log?: EventLog;
+  /** Wraps the log the engine writes through (the embedded one or `log`), e.g. with `observeAppends` for metrics. */
+  decorateLog?: (log: EventLog) => EventLog;
   synchronous?: Synchronous;
 }
 
@@ -45,6 +47,8 @@ export interface Engine {
   cancel(sessionId: string, reason?: string): Promise<CancelResult>;
   awaitIdle(sessionId: string): Promise<void>;
   status(sessionId: string): Promise<SessionStatus>;
+  /** Sessions with a turn running in this engine now. */
+  activeTurns(): number;
   close(): Promise<void>;
 }
 
@@ -56,8 +60,9 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const db = openDatabase(options.file, { ...(options.synchronous ? { synchronous: options.synchronous } : {}) });
   migrate(db, options.clock ? { clock: options.clock } : {});
   const ownLog = options.log === undefined;
-  const log = options.log ?? new SqliteEventLog(db);
-  const { file: _file, log: _log, synchronous: _sync, ...executionOptions } = options;
+  const inner = options.log ?? new SqliteEventLog(db);
+  const log = options.decorateLog ? options.decorateLog(inner) : inner;
+  const { file: _file, log: _log, synchronous: _sync, decorateLog: _decorate, ...executionOptions } = options;
   // snapshots beside the log: by default in the SQLite file (on NATS `sessiond start` passes the
   // shared JetStream store; this file is the fallback)
   const snapshots = options.snapshots ?? new SqliteSnapshotStore(db, options.clock ?? systemClock);
@@ -74,6 +79,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     cancel: (id, reason) => execution.cancel(id, reason),
     awaitIdle: (id) => execution.awaitIdle(id),
     status: async (id) => statusOf(await execution.status(id)),
+    activeTurns: () => Object.values(execution.registry.getSnapshot().context.runs).filter((r) => r.executionId).length,
     async close() {
       await execution.close();
       if (ownLog) await log.close();

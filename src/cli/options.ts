@@ -17,6 +17,15 @@ export function nonNegativeInt(name: string) {
   };
 }
 
+/** A TCP port: a whole number from 1 to 65535. */
+export function port(name: string) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1 || n > 65535) throw new InvalidArgumentError(`${name} must be a port from 1 to 65535 (got "${value}").`);
+    return n;
+  };
+}
+
 export function oneOf<T extends string>(name: string, values: readonly T[]) {
   return (value: string): T => {
     if (!values.includes(value as T)) throw new InvalidArgumentError(`${name} must be one of ${values.join(', ')} (got "${value}").`);

@@ -11,49 +11,13 @@
  * A retried append that the log recognises as already committed is published again (same ids and
  * seqs: subscribers drop repeats by seq).
  */
-import type { EventLog, ReadPagesOptions, SubscribeOptions, Subscription } from './event-log.ts';
-import type { DraftEvent, SessionEvent } from './envelope.ts';
+import type { EventLog } from './event-log.ts';
 import type { LiveBus } from './live-bus.ts';
+import { ObservedEventLog } from './observed-log.ts';
 
-export class PublishingEventLog implements EventLog {
-  readonly name: string;
-
-  constructor(readonly inner: EventLog, private readonly bus: LiveBus) {
-    this.name = inner.name;
-  }
-
-  async append(sessionId: string, expectedSeq: number, drafts: DraftEvent[]): Promise<SessionEvent[]> {
-    const committed = await this.inner.append(sessionId, expectedSeq, drafts);
-    for (const event of committed) this.bus.publish(event);
-    return committed;
-  }
-
-  readSession(sessionId: string, options?: { afterSeq?: number; limit?: number }): Promise<SessionEvent[]> {
-    return this.inner.readSession(sessionId, options);
-  }
-
-  lastSeq(sessionId: string): Promise<number> {
-    return this.inner.lastSeq(sessionId);
-  }
-
-  readAll(options?: { after?: number; limit?: number }): Promise<SessionEvent[]> {
-    return this.inner.readAll(options);
-  }
-
-  readPages(options?: ReadPagesOptions): AsyncIterable<SessionEvent[]> {
-    return this.inner.readPages(options);
-  }
-
-  head(): Promise<number> {
-    return this.inner.head();
-  }
-
-  subscribe(options: SubscribeOptions): Subscription {
-    return this.inner.subscribe(options);
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
+export class PublishingEventLog extends ObservedEventLog {
+  constructor(inner: EventLog, bus: LiveBus) {
+    super(inner, { committed: (events) => { for (const event of events) bus.publish(event); } });
   }
 }
 

@@ -2,7 +2,7 @@
  * The inspector as `sessiond start --inspect PORT` uses it: the option's parser, and serving the
  * worker's log on 127.0.0.1:PORT with the URL printed. start.ts adds the option and one call.
  */
-import { InvalidArgumentError } from 'commander';
+import { port } from '../cli/options.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { messageOf } from '../errors.ts';
 import { startInspector, type Inspector } from './server.ts';
@@ -10,11 +10,7 @@ import { startInspector, type Inspector } from './server.ts';
 export const INSPECT_OPTION = ['--inspect <port>', 'serve the inspector (state chart, timelines, time travel) on http://127.0.0.1:PORT'] as const;
 
 /** Parses `--inspect PORT`: a whole number from 1 to 65535. */
-export function inspectPort(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1 || n > 65535) throw new InvalidArgumentError(`--inspect must be a port from 1 to 65535 (got "${value}").`);
-  return n;
-}
+export const inspectPort = port('--inspect');
 
 /** Serves the inspector for `log` when a port is given and prints where; returns it (or undefined). */
 export async function serveInspector(log: EventLog, port: number | undefined, out: { out: (line: string) => void; err: (line: string) => void }): Promise<Inspector | undefined> {

@@ -16,7 +16,7 @@ import { loadRunner } from '../../runner/load.ts';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, type Notice } from '../../execution/session-execution.ts';
 import type { SessionEvent } from '../../events/envelope.ts';
 import type { Runner } from '../../runner/types.ts';
-import { messageOf } from '../../errors.ts';
+import { isSessiondError, messageOf } from '../../errors.ts';
 import { systemClock } from '../../clock.ts';
 import { connectNats, DEFAULT_RECONNECT_WAIT_MS, type NatsConnectionOptions } from '../../nats/connection.ts';
 import { JetStreamEventLog } from '../../nats/jetstream-event-log.ts';
@@ -27,14 +27,18 @@ import { recordQuarantine } from '../../storage/quarantine-store.ts';
 import { startCommandService } from '../../nats/command-service.ts';
 import { COMMAND_QUEUE, LIVE_PREFIX, commandVerbs, subjects } from '../../nats/subjects.ts';
 import type { CliContext } from '../context.ts';
-import { nonNegativeInt, positiveInt } from '../options.ts';
+import { nonNegativeInt, port, positiveInt } from '../options.ts';
 import { UsageError } from '../exit.ts';
 import {
   addNatsCommandOptions, addNatsOptions, describeNats, natsCommandConnection, natsConnectionOptions, type NatsCommandFlags, type NatsFlags,
 } from '../nats-options.ts';
 import { INSPECT_OPTION, inspectPort, serveInspector } from '../../inspector/cli.ts';
+import { METRICS_OPTION, serveOps } from '../ops.ts';
+import { createWorkerMetrics, type WorkerMetrics } from '../../observability/metrics.ts';
+import { observeAppends } from '../../events/observed-log.ts';
+import type { EventLog } from '../../events/event-log.ts';
 
-interface StartOptions extends NatsFlags, NatsCommandFlags { db: string; runner: string; leaseMs: number; heartbeatMs: number; echoDelayMs: number; sweepMs: number; inspect?: number }
+interface StartOptions extends NatsFlags, NatsCommandFlags { db: string; runner: string; leaseMs: number; heartbeatMs: number; echoDelayMs: number; sweepMs: number; inspect?: number; metrics?: number }
 
 export function registerStart(program: Command, ctx: CliContext): void {
   const command = program
@@ -46,35 +50,44 @@ export function registerStart(program: Command, ctx: CliContext): void {
     .option('--heartbeat-ms <n>', 'lease renewal interval in ms', positiveInt('--heartbeat-ms'), DEFAULT_HEARTBEAT_MS)
     .option('--echo-delay-ms <n>', 'pause per step of the echo runner, in ms', nonNegativeInt('--echo-delay-ms'), 0)
     .option('--sweep-ms <n>', 'recovery sweep interval in ms', positiveInt('--sweep-ms'), DEFAULT_SWEEP_INTERVAL_MS)
-    .option(INSPECT_OPTION[0], INSPECT_OPTION[1], inspectPort);
+    .option(INSPECT_OPTION[0], INSPECT_OPTION[1], inspectPort)
+    .option(METRICS_OPTION[0], METRICS_OPTION[1], port('--metrics'));
   addNatsCommandOptions(addNatsOptions(command, ctx, 'worker')).action(async (opts: StartOptions) => {
     const nats = natsConnectionOptions(opts, ctx, 'sessiond-worker');
     if (!nats && (opts.natsCommandsUser !== undefined || opts.natsCommandsPass !== undefined || opts.replyInboxes !== undefined)) {
       throw new UsageError('--nats-commands-user, --nats-commands-pass and --reply-inboxes only apply with --nats <url> (or SESSIOND_NATS).');
     }
     const runner = await loadRunner(opts.runner, { delayMs: opts.echoDelayMs });
-    if (nats) await startOnNats(opts, runner, nats, ctx);
-    else await startEmbedded(opts, runner, ctx);
+    const metrics = opts.metrics === undefined ? undefined : createWorkerMetrics({ log: nats ? 'nats' : 'sqlite' });
+    if (nats) await startOnNats(opts, runner, nats, ctx, metrics);
+    else await startEmbedded(opts, runner, ctx, metrics);
   });
 }
 
-async function startEmbedded(opts: StartOptions, runner: Runner, ctx: CliContext): Promise<void> {
+async function startEmbedded(opts: StartOptions, runner: Runner, ctx: CliContext, metrics: WorkerMetrics | undefined): Promise<void> {
   const stop = stopper(ctx);
-  const engine = await openEngine({ file: opts.db, runner, leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs, onNotice: (n) => ctx.out(describeNotice(n)) });
-  const worker = startWorker(engine.execution, workerOptions(engine, opts, ctx, stop));
+  const engine = await openEngine({
+    file: opts.db, runner, leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs, onNotice: noticeHandler(ctx, metrics),
+    ...(metrics ? { decorateLog: (log: EventLog) => observeAppends(log, metrics.appends) } : {}),
+  });
+  const worker = startWorker(engine.execution, workerOptions(engine, opts, ctx, stop, metrics));
   ctx.out(`sessiond worker ${engine.ownerId} is running on ${opts.db} with the ${opts.runner} runner`);
   ctx.out(`  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s. Stop it with Ctrl-C.`);
   ctx.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" --db ${opts.db}`);
   const inspector = await serveInspector(engine.log, opts.inspect, ctx).catch(async (err) => { await worker.stop(); await engine.close(); throw err; });
+  const ops = metrics && opts.metrics !== undefined
+    ? await serveOps(opts.metrics, { engine, worker, metrics }, ctx).catch(async (err) => { await inspector?.close(); await worker.stop(); await engine.close(); throw err; })
+    : undefined;
   await stop.stopped;
-  const running = runningCount(engine);
+  const running = engine.activeTurns();
+  await ops?.close();
   await inspector?.close();
   await worker.stop();
   await engine.close();
   ctx.out(stoppedLine(running));
 }
 
-async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnectionOptions, ctx: CliContext): Promise<void> {
+async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnectionOptions, ctx: CliContext, metrics: WorkerMetrics | undefined): Promise<void> {
   const commandConnection = natsCommandConnection(opts, nats, ctx);
   const stop = stopper(ctx);
   const where = describeNats(nats);
@@ -101,14 +114,14 @@ async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnect
     });
     engine = await openEngine({
       // every batch this worker commits goes out on its live subjects once, as it is acknowledged
-      file: opts.db, log: publishCommits(log, bus), runner, bus, leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs,
+      file: opts.db, log: publishCommits(metrics ? observeAppends(log, metrics.appends) : log, bus), runner, bus, leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs,
       ...(snapshots ? { snapshots } : {}),
-      onNotice: (n) => ctx.out(describeNotice(n)),
+      onNotice: noticeHandler(ctx, metrics),
     });
     const openedEngine = engine;
     opened.push({ what: 'the engine', close: () => openedEngine.close() });
     record = (q) => recordQuarantine(openedEngine.db, q, systemClock.now());
-    worker = startWorker(engine.execution, workerOptions(engine, opts, ctx, stop));
+    worker = startWorker(engine.execution, workerOptions(engine, opts, ctx, stop, metrics));
     const openedWorker = worker;
     opened.push({ what: 'the worker', close: () => openedWorker.stop() });
     let serving = `  not serving commands: no commands user (give --nats-commands-user and SESSIOND_NATS_COMMANDS_PASS, the commands user of nats.conf)`;
@@ -131,9 +144,13 @@ async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnect
     ctx.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" --nats ${Array.isArray(nats.servers) ? nats.servers.join(',') : nats.servers} --nats-user client --nats-pass <secret>`);
     const inspector = await serveInspector(log, opts.inspect, ctx);
     if (inspector) opened.push({ what: 'the inspector', close: () => inspector.close() });
+    if (metrics && opts.metrics !== undefined) {
+      const ops = await serveOps(opts.metrics, { engine, worker, metrics }, ctx);
+      opened.push({ what: 'the metrics server', close: () => ops.close() });
+    }
     await stop.stopped;
   } finally {
-    const running = engine ? runningCount(engine) : 0;
+    const running = engine ? engine.activeTurns() : 0;
     for (const step of opened.reverse()) {
       try {
         await step.close();
@@ -180,10 +197,6 @@ function stopper(ctx: CliContext): Stopper {
   };
 }
 
-function runningCount(engine: Engine): number {
-  return Object.values(engine.execution.registry.getSnapshot().context.runs).filter((r) => r.executionId).length;
-}
-
 function stoppedLine(running: number): string {
   return `stopped (${running === 0 ? 'nothing was running' : `handed back ${running} running session${running === 1 ? '' : 's'}`})`;
 }
@@ -216,12 +229,23 @@ export function describeEvent(e: SessionEvent): string | undefined {
 }
 
 /** The worker projects into the SQLite file and runs the recovery sweep every `--sweep-ms`. */
-function workerOptions(engine: Engine, opts: StartOptions, ctx: CliContext, stop: Stopper): WorkerOptions {
+function workerOptions(engine: Engine, opts: StartOptions, ctx: CliContext, stop: Stopper, metrics: WorkerMetrics | undefined): WorkerOptions {
   return {
     onEvent: printEvent(ctx),
-    onFatal: (err) => stop.fail(err),
+    onFatal: (err) => {
+      metrics?.fatal(String((isSessiondError(err) ? err.details['part'] : undefined) ?? 'worker'));
+      stop.fail(err);
+    },
     projection: engine.db,
-    sweep: { intervalMs: opts.sweepMs, onNotice: (n) => ctx.out(describeRecovery(n)) },
+    sweep: { intervalMs: opts.sweepMs, onNotice: (n) => { ctx.out(describeRecovery(n)); metrics?.recovery(n); } },
+  };
+}
+
+/** Prints the execution service's notices, and counts them when metrics are on. */
+function noticeHandler(ctx: CliContext, metrics: WorkerMetrics | undefined): (n: Notice) => void {
+  return (n) => {
+    ctx.out(describeNotice(n));
+    metrics?.notice(n);
   };
 }
 

@@ -1,0 +1,45 @@
+/**
+ * `sessiond start --metrics PORT`: the worker's metrics and health on 127.0.0.1:PORT. The metrics
+ * count what the engine writes (an append observer on its log) and its notices; the gauges and the
+ * readiness read the engine, the worker's projector and the log when asked.
+ */
+import type { Engine } from '../engine.ts';
+import type { Worker } from '../execution/worker.ts';
+import { messageOf } from '../errors.ts';
+import type { WorkerMetrics } from '../observability/metrics.ts';
+import { startOpsServer, type OpsServer } from '../observability/http.ts';
+
+export const METRICS_OPTION = ['--metrics <port>', 'serve Prometheus metrics (/metrics) and health (/healthz, /readyz) on http://127.0.0.1:PORT'] as const;
+
+/** The projector may trail the log by this much and the worker still counts as ready. */
+export const READY_MAX_LAG = 1_000;
+const LOG_ANSWER_MS = 2_000;
+
+export async function serveOps(port: number, parts: { engine: Engine; worker: Worker; metrics: WorkerMetrics }, out: { out: (line: string) => void }): Promise<OpsServer> {
+  const { engine, worker, metrics } = parts;
+  const db = engine.db;
+  const pending = db.prepare('SELECT COUNT(*) FROM session_input WHERE promoted_seq IS NULL').pluck();
+  const quarantined = db.prepare('SELECT COUNT(*) FROM quarantined_message').pluck();
+  const lag = async () => (worker.projector ? Math.max(0, (await engine.log.head()) - worker.projector.checkpoint()) : 0);
+  metrics.watch({
+    liveSessions: () => engine.activeTurns(),
+    pendingInputs: () => pending.get() as number,
+    projectorLag: lag,
+    quarantined: () => quarantined.get() as number,
+  });
+  const readiness = async (): Promise<string[]> => {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${LOG_ANSWER_MS} ms`)), LOG_ANSWER_MS); });
+    try {
+      const behind = await Promise.race([lag(), late]);
+      return behind > READY_MAX_LAG ? [`the projection is ${behind} log positions behind the log (ready at ${READY_MAX_LAG} or fewer)`] : [];
+    } catch (err) {
+      return [`the event log ${engine.log.name} does not answer: ${messageOf(err)}`];
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  const server = await startOpsServer({ port, registry: metrics.registry, readiness });
+  out.out(`  metrics: ${server.url}/metrics  health: ${server.url}/healthz, ${server.url}/readyz`);
+  return server;
+}

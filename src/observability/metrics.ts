@@ -1,0 +1,122 @@
+/**
+ * A worker's Prometheus metrics (prom-client). Counted from what the worker itself sees: the events
+ * it commits (an append observer on its log), the execution service's and the sweep's notices, and
+ * gauges read on each scrape (live sessions, pending inputs, projector lag, quarantined messages).
+ *
+ *   const metrics = createWorkerMetrics();
+ *   const log = observeAppends(inner, metrics.appends);   // or openEngine({ decorateLog })
+ *   openEngine({ ..., onNotice: metrics.notice });
+ *   metrics.watch({ liveSessions: () => ..., ... });
+ *   res.end(await metrics.registry.metrics());
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { isSequenceConflict } from '../events/event-log.ts';
+import type { SessionEvent } from '../events/envelope.ts';
+import type { AppendObserver } from '../events/observed-log.ts';
+import type { Notice } from '../execution/session-execution.ts';
+import type { RecoveryNotice } from '../recovery/sweeper.ts';
+
+/** What the gauges read when scraped. */
+export interface MetricSources {
+  /** Sessions with a turn running in this worker. */
+  liveSessions(): number;
+  /** Inputs admitted and not yet promoted (from the projection). */
+  pendingInputs(): number | Promise<number>;
+  /** Log positions the projector is behind the log's head (0 without a projector). */
+  projectorLag(): number | Promise<number>;
+  /** Stored messages skipped as unreadable so far. */
+  quarantined(): number | Promise<number>;
+}
+
+export interface WorkerMetrics {
+  readonly registry: Registry;
+  /** Counts appends, conflicts and append latency, and the facts in what was committed. */
+  readonly appends: AppendObserver;
+  /** The execution service's notices (lease losses). */
+  notice(n: Notice): void;
+  /** The recovery sweep's notices (sweep failures). */
+  recovery(n: RecoveryNotice): void;
+  /** A part of the worker stopped (projector, subscription). */
+  fatal(part: string): void;
+  watch(sources: MetricSources): void;
+}
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+const TURN_BUCKETS = [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800];
+/** Turns in flight remembered for the turn-duration histogram (a worker runs far fewer at once). */
+const MAX_OPEN_TURNS = 100_000;
+
+export function createWorkerMetrics(options: { log?: string; defaultMetrics?: boolean } = {}): WorkerMetrics {
+  const registry = new Registry();
+  registry.setDefaultLabels({ log: options.log ?? 'sessiond' });
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'sessiond_' });
+  const counter = (name: string, help: string, labelNames: string[] = []) => new Counter({ name, help, labelNames, registers: [registry] });
+  const appends = counter('sessiond_log_appends_total', 'Appends this worker made to the event log, by result (committed, conflict, failed).', ['result']);
+  const appendSeconds = new Histogram({ name: 'sessiond_log_append_seconds', help: 'Time from an append call to its acknowledgement.', buckets: LATENCY_BUCKETS, registers: [registry] });
+  const turnsStarted = counter('sessiond_turns_started_total', 'Turns this worker claimed.');
+  const turnsSettled = counter('sessiond_turns_settled_total', 'Turns this worker settled, by outcome (succeeded, failed, released).', ['outcome']);
+  const turnsCancelled = counter('sessiond_turns_cancelled_total', 'Cancellations this worker wrote.');
+  const turnSeconds = new Histogram({ name: 'sessiond_turn_seconds', help: 'Time from a claim to its settlement, for turns claimed and settled by this worker.', buckets: TURN_BUCKETS, registers: [registry] });
+  const renewals = counter('sessiond_lease_renewals_total', 'Lease renewals this worker wrote.');
+  const leasesLost = counter('sessiond_leases_lost_total', 'Turns this worker stopped because its claim was lost (lease expired, fenced).');
+  const recoveries = counter('sessiond_recoveries_total', 'Expired executions this worker recovered.');
+  const wakes = counter('sessiond_recovery_wakes_total', 'Recovery wake attempts this worker recorded.');
+  const parked = counter('sessiond_recovery_wakes_parked_total', 'Recovery wakes given up (parked) by this worker.');
+  const sweepFailures = counter('sessiond_sweep_failures_total', 'Recovery sweep passes that failed as a whole.');
+  const stopped = counter('sessiond_worker_parts_stopped_total', 'Parts of the worker that stopped for good (projector, subscription), by part.', ['part']);
+
+  const claimedAt = new Map<string, number>();
+  const committed = (events: SessionEvent[], ms: number) => {
+    appends.inc({ result: 'committed' });
+    appendSeconds.observe(ms / 1000);
+    for (const e of events) {
+      switch (e.type) {
+        case 'execution.claimed':
+          turnsStarted.inc();
+          if (claimedAt.size >= MAX_OPEN_TURNS) claimedAt.delete(claimedAt.keys().next().value!);
+          claimedAt.set(e.payload.executionId, performance.now());
+          break;
+        case 'execution.settled': {
+          turnsSettled.inc({ outcome: e.payload.outcome });
+          const t0 = claimedAt.get(e.payload.executionId);
+          if (t0 !== undefined) { turnSeconds.observe((performance.now() - t0) / 1000); claimedAt.delete(e.payload.executionId); }
+          break;
+        }
+        case 'execution.cancelled': turnsCancelled.inc(); break;
+        case 'execution.renewed': renewals.inc(); break;
+        case 'recovery.started': recoveries.inc(); break;
+        case 'recovery.wake_requested': wakes.inc(); break;
+        case 'recovery.wake_failed': if (e.payload.parked) parked.inc(); break;
+        default: break;
+      }
+    }
+  };
+
+  return {
+    registry,
+    appends: {
+      committed,
+      failed: (err, ms) => {
+        appends.inc({ result: isSequenceConflict(err) ? 'conflict' : 'failed' });
+        appendSeconds.observe(ms / 1000);
+      },
+    },
+    notice: (n) => {
+      if (n.type !== 'claim_lost') return;
+      leasesLost.inc();
+      claimedAt.delete(n.executionId);
+    },
+    recovery: (n) => { if (n.type === 'sweep_failed') sweepFailures.inc(); },
+    fatal: (part) => stopped.inc({ part }),
+    watch(sources) {
+      const gauge = (name: string, help: string, read: () => number | Promise<number>) => new Gauge({
+        name, help, registers: [registry],
+        async collect() { this.set(await read()); },
+      });
+      gauge('sessiond_live_sessions', 'Sessions with a turn running in this worker.', sources.liveSessions);
+      gauge('sessiond_inputs_pending', 'Inputs admitted and not yet promoted, in this worker\'s projection.', sources.pendingInputs);
+      gauge('sessiond_projector_lag_positions', 'Log positions the projector is behind the log\'s head.', sources.projectorLag);
+      gauge('sessiond_quarantined_messages', 'Stored messages skipped as unreadable.', sources.quarantined);
+    },
+  };
+}

@@ -1,0 +1,99 @@
+/**
+ * Metrics and health: what a worker counts (from the events it commits and its notices), the
+ * operations port's answers, and `sessiond start --metrics PORT` scraped for real.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { openDatabase } from '../../src/storage/sqlite.ts';
+import { migrate } from '../../src/storage/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { observeAppends } from '../../src/events/observed-log.ts';
+import { SessionExecution } from '../../src/execution/session-execution.ts';
+import { admitInput } from '../../src/input/admit.ts';
+import { echoRunner } from '../../src/runner/echo.ts';
+import { createWorkerMetrics } from '../../src/observability/metrics.ts';
+import { startOpsServer } from '../../src/observability/http.ts';
+import { freePort } from '../../src/testing/nats-server.ts';
+import { runCli, startCli } from '../support/cli.ts';
+import { tempDir } from '../support/tmp.ts';
+
+/** The value of one sample line of Prometheus text (`name{labels} value`), undefined when absent. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+test('metrics - turns, appends, conflicts and renewals are counted from what the worker commits', async () => {
+  const tmp = tempDir();
+  const db = openDatabase(tmp.file('m.db'));
+  migrate(db);
+  const metrics = createWorkerMetrics({ log: 'sqlite', defaultMetrics: false });
+  const log = observeAppends(new SqliteEventLog(db), metrics.appends);
+  const execution = new SessionExecution({ log, runner: echoRunner({ steps: 2 }), onNotice: metrics.notice });
+  metrics.watch({ liveSessions: () => 0, pendingInputs: () => 7, projectorLag: async () => 3, quarantined: () => 0 });
+  for (const s of ['ses_m1', 'ses_m2']) {
+    await admitInput(execution.handler, s, { prompt: 'count me', wake: false });
+    await execution.resume(s);
+    await execution.awaitIdle(s);
+  }
+  await log.append('ses_m1', 1, [{ id: 'evt_stale', type: 'input.admitted', time: 1, payload: { inputId: 'inp_x', prompt: 'p', delivery: 'queue', wake: false } }]).catch(() => undefined);
+  const text = await metrics.registry.metrics();
+  assert.is(sample(text, 'sessiond_turns_started_total{log="sqlite"}'), 2);
+  assert.is(sample(text, 'sessiond_turns_settled_total{outcome="succeeded",log="sqlite"}'), 2);
+  assert.is(sample(text, 'sessiond_log_appends_total{result="conflict",log="sqlite"}'), 1, 'the stale append is a conflict');
+  assert.ok((sample(text, 'sessiond_log_appends_total{result="committed",log="sqlite"}') ?? 0) >= 10, 'every append of the two turns');
+  assert.is(sample(text, 'sessiond_turn_seconds_count{log="sqlite"}'), 2, 'one duration per turn claimed and settled here');
+  assert.is(sample(text, 'sessiond_inputs_pending{log="sqlite"}'), 7, 'gauges read their source when scraped');
+  assert.is(sample(text, 'sessiond_projector_lag_positions{log="sqlite"}'), 3);
+  await execution.close();
+  db.close();
+  tmp.remove();
+});
+
+test('ops server - /healthz answers, /readyz says why not, /metrics is Prometheus text, anything else is 404', async () => {
+  const metrics = createWorkerMetrics({ defaultMetrics: false });
+  let reasons: string[] = ['the projection is 5000 log positions behind the log'];
+  const ops = await startOpsServer({ port: 0, registry: metrics.registry, readiness: async () => reasons });
+  try {
+    assert.is(await fetch(`${ops.url}/healthz`).then((r) => r.text()), 'ok\n');
+    const notReady = await fetch(`${ops.url}/readyz`);
+    assert.is(notReady.status, 503);
+    assert.match(await notReady.text(), '- the projection is 5000 log positions behind the log');
+    reasons = [];
+    assert.is((await fetch(`${ops.url}/readyz`)).status, 200);
+    const scrape = await fetch(`${ops.url}/metrics`);
+    assert.match(scrape.headers.get('content-type') ?? '', 'text/plain');
+    assert.match(await scrape.text(), '# TYPE sessiond_turns_started_total counter');
+    assert.is((await fetch(`${ops.url}/nope`)).status, 404);
+  } finally {
+    await ops.close();
+  }
+});
+
+test('cli start --metrics - a real worker is scraped: its turn counted, healthy and ready; a bad port is a usage error', async () => {
+  const tmp = tempDir();
+  const db = tmp.file('ops.db');
+  const port = await freePort();
+  const worker = startCli(['start', '--db', db, '--metrics', String(port)]);
+  try {
+    await worker.waitFor(`metrics: http://127.0.0.1:${port}/metrics`);
+    const admitted = await runCli(['prompt', 'ses_ops', 'measure me', '--db', db]);
+    assert.is(admitted.code, 0, admitted.stderr);
+    await worker.waitFor('ses_ops  turn succeeded');
+    const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text());
+    assert.is(sample(text, 'sessiond_turns_settled_total{outcome="succeeded",log="sqlite"}'), 1);
+    assert.is(sample(text, 'sessiond_live_sessions{log="sqlite"}'), 0);
+    assert.ok(text.includes('sessiond_process_resident_memory_bytes'), 'process metrics too');
+    assert.is((await fetch(`http://127.0.0.1:${port}/healthz`)).status, 200);
+    assert.is(await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.text()), 'ready\n');
+  } finally {
+    worker.child.kill('SIGTERM');
+    assert.is(await worker.exited, 0, worker.output());
+    tmp.remove();
+  }
+  const bad = await runCli(['start', '--metrics', '0']);
+  assert.is(bad.code, 2);
+  assert.match(bad.stderr, '--metrics must be a port from 1 to 65535 (got "0")');
+});
+
+test.run();
