@@ -41,6 +41,20 @@ test('export - round-trips events with a versioned header', async () => {
   tmp.remove();
 });
 
+test('export - keeps each event\'s commit time when it has one; frames without one (older files) still read', async () => {
+  const tmp = tempDir();
+  const file = tmp.file('c.sdx');
+  const mixed = [{ ...events[0]!, committedAt: 1_796_000_000_123 }, events[1]!];
+  const w = await ExportWriter.create(file, { created: 1, source: 'test', events: mixed.length });
+  await w.write(mixed);
+  await w.close();
+  const { got, error } = await readAll(file);
+  assert.is(error, undefined);
+  assert.equal(got, mixed);
+  assert.not.ok('committedAt' in got[1]!, 'no commit time is invented');
+  tmp.remove();
+});
+
 test('export - a truncated file is reported with byte offset and frame; everything before it is kept', async () => {
   const tmp = tempDir();
   const file = tmp.file('t.sdx');
