@@ -37,6 +37,15 @@
     return el;
   }
   const clock = (ms) => (ms ? new Date(ms).toISOString().slice(11, 23) : '');
+  // an event the log stored well after it was decided (e.g. an append retried through an outage):
+  // its commit time beside the decision time
+  const COMMIT_LAG_SHOWN_MS = 250;
+  const committed = (e) => {
+    const lag = e.committedAt == null ? 0 : e.committedAt - e.time;
+    return lag > COMMIT_LAG_SHOWN_MS
+      ? h('span', { class: 'muted', 'data-testid': 'timeline-committed', title: 'decided at ' + clock(e.time) + ', stored by the log ' + lag + ' ms later' }, ' committed ' + clock(e.committedAt) + ' (+' + lag + ' ms)')
+      : null;
+  };
   const stateBadge = (el, state) => { el.textContent = state; el.className = 'state state-' + state; };
   const short = (v, n) => { const s = typeof v === 'string' ? v : JSON.stringify(v); return s.length > n ? s.slice(0, n - 1) + '\u2026' : s; };
   const showError = (err) => { ui.error.textContent = err ? String(err.message || err) : ''; };
@@ -74,7 +83,7 @@
     ui.timeline.replaceChildren(...model.timeline.map((e) => {
       const row = h('tr', { 'data-testid': 'timeline-row', 'data-seq': e.seq, onclick: () => userTravel(e.seq) },
         h('td', {}, h('button', { type: 'button', 'aria-label': 'time travel to sequence ' + e.seq, 'data-testid': 'timeline-seq' }, e.seq)),
-        h('td', { class: 'mono' }, clock(e.time)),
+        h('td', { class: 'mono' }, clock(e.time), committed(e)),
         h('td', { class: 'mono', 'data-testid': 'timeline-type' }, e.type),
         h('td', { class: 'mono payload', title: JSON.stringify(e.payload) }, short(e.payload, 140)));
       return row;

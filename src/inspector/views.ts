@@ -26,7 +26,9 @@ export const ADMITTED_SHOWN = 20;
 export interface TimelineRow {
   seq: number;
   type: string;
+  /** When the writer decided the event; `committedAt` when the log stored it (null: not recorded). */
   time: number;
+  committedAt: number | null;
   position: number | null;
   id: string;
   payload: unknown;
@@ -97,7 +99,7 @@ export function parseSeq(raw: string | null, name = 'seq'): number {
 }
 
 export function timelineRow(e: SessionEvent): TimelineRow {
-  return { seq: e.seq, type: e.type, time: e.time, position: e.position ?? null, id: e.id, payload: e.payload };
+  return { seq: e.seq, type: e.type, time: e.time, committedAt: e.committedAt ?? null, position: e.position ?? null, id: e.id, payload: e.payload };
 }
 
 export function leaseView(ctx: SessionContext, asOf: number): LeaseView | null {
