@@ -1,3 +1,5 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
@@ -27,3 +29,26 @@ eventLogContract('sqlite', async () => {
     },
   };
 }).run();
+
+test('sqlite log - events stored before migration 8 read without committedAt; a database of schema 7 opens read-only', async () => {
+  const tmp = tempDir();
+  const file = tmp.file('v7.db');
+  const db = openDatabase(file);
+  migrate(db);
+  const log = new SqliteEventLog(db);
+  const draft = { id: 'evt_old1', type: 'input.admitted', time: 1000, payload: { inputId: 'in_1', prompt: 'x', delivery: 'queue', wake: false } } as const;
+  await log.append('ses_old', 0, [draft]);
+  await log.close();
+  db.exec('ALTER TABLE event DROP COLUMN committed_at; DELETE FROM schema_migrations WHERE version = 8;'); // as written by schema 7
+  db.close();
+  const old = openDatabase(file, { readonly: true });
+  const reader = new SqliteEventLog(old);
+  const [event] = await reader.readSession('ses_old');
+  assert.is(event!.time, 1000);
+  assert.not.ok('committedAt' in event!, 'no commit time is invented');
+  await reader.close();
+  old.close();
+  tmp.remove();
+});
+
+test.run();
