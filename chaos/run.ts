@@ -171,7 +171,7 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
         const argv = [BIN, 'start', ...backend.workerArgs(i), '--lease-ms', String(LEASE_MS), '--heartbeat-ms', String(HEARTBEAT_MS),
           '--sweep-ms', String(SWEEP_MS), '--echo-delay-ms', String(ECHO_DELAY_MS)];
         const out = createWriteStream(join(dir, `${w.name}.log`), { flags: 'a' });
-        const env = { ...process.env, FORCE_COLOR: '0', ...(w.skewed ? { FAKETIME_DONT_FAKE_MONOTONIC: '1' } : {}) };
+        const env = { ...process.env, FORCE_COLOR: '0', SESSIOND_LOG_FORMAT: 'text', ...(w.skewed ? { FAKETIME_DONT_FAKE_MONOTONIC: '1' } : {}) };
         const proc = w.skewed ? spawn('faketime', ['-f', SKEW, process.execPath, ...argv], { env, stdio: ['ignore', 'pipe', 'pipe'] })
           : spawn(process.execPath, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
         proc.stdout!.pipe(out);

@@ -14,7 +14,7 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?:
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
       cwd: options.cwd ?? ROOT,
-      env: { ...process.env, FORCE_COLOR: '0', ...options.env },
+      env: { ...process.env, FORCE_COLOR: '0', SESSIOND_LOG_FORMAT: 'text', ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -39,7 +39,7 @@ export interface LongRunning {
 
 /** Starts a long-running `sessiond` command (e.g. `start`) and lets the test wait for its output. */
 export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): LongRunning {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, FORCE_COLOR: '0', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, FORCE_COLOR: '0', SESSIOND_LOG_FORMAT: 'text', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);
   let out = '';
   const listeners = new Set<() => void>();

@@ -34,11 +34,12 @@ import {
 } from '../nats-options.ts';
 import { INSPECT_OPTION, inspectPort, serveInspector } from '../../inspector/cli.ts';
 import { METRICS_OPTION, serveOps } from '../ops.ts';
+import { LOG_FORMAT_OPTION, logFormat, parseLogFormat, workerLog, type LogFormat, type WorkerLog } from '../worker-log.ts';
 import { createWorkerMetrics, type WorkerMetrics } from '../../observability/metrics.ts';
 import { observeAppends } from '../../events/observed-log.ts';
 import type { EventLog } from '../../events/event-log.ts';
 
-interface StartOptions extends NatsFlags, NatsCommandFlags { db: string; runner: string; leaseMs: number; heartbeatMs: number; echoDelayMs: number; sweepMs: number; inspect?: number; metrics?: number }
+interface StartOptions extends NatsFlags, NatsCommandFlags { db: string; runner: string; leaseMs: number; heartbeatMs: number; echoDelayMs: number; sweepMs: number; inspect?: number; metrics?: number; logFormat?: LogFormat }
 
 export function registerStart(program: Command, ctx: CliContext): void {
   const command = program
@@ -51,7 +52,8 @@ export function registerStart(program: Command, ctx: CliContext): void {
     .option('--echo-delay-ms <n>', 'pause per step of the echo runner, in ms', nonNegativeInt('--echo-delay-ms'), 0)
     .option('--sweep-ms <n>', 'recovery sweep interval in ms', positiveInt('--sweep-ms'), DEFAULT_SWEEP_INTERVAL_MS)
     .option(INSPECT_OPTION[0], INSPECT_OPTION[1], inspectPort)
-    .option(METRICS_OPTION[0], METRICS_OPTION[1], port('--metrics'));
+    .option(METRICS_OPTION[0], METRICS_OPTION[1], port('--metrics'))
+    .option(LOG_FORMAT_OPTION[0], LOG_FORMAT_OPTION[1], parseLogFormat);
   addNatsCommandOptions(addNatsOptions(command, ctx, 'worker')).action(async (opts: StartOptions) => {
     const nats = natsConnectionOptions(opts, ctx, 'sessiond-worker');
     if (!nats && (opts.natsCommandsUser !== undefined || opts.natsCommandsPass !== undefined || opts.replyInboxes !== undefined)) {
@@ -59,24 +61,26 @@ export function registerStart(program: Command, ctx: CliContext): void {
     }
     const runner = await loadRunner(opts.runner, { delayMs: opts.echoDelayMs });
     const metrics = opts.metrics === undefined ? undefined : createWorkerMetrics({ log: nats ? 'nats' : 'sqlite' });
-    if (nats) await startOnNats(opts, runner, nats, ctx, metrics);
-    else await startEmbedded(opts, runner, ctx, metrics);
+    const log = workerLog(ctx, logFormat(opts.logFormat, ctx.env, process.stdout.isTTY));
+    if (nats) await startOnNats(opts, runner, nats, ctx, log, metrics);
+    else await startEmbedded(opts, runner, log, metrics);
   });
 }
 
-async function startEmbedded(opts: StartOptions, runner: Runner, ctx: CliContext, metrics: WorkerMetrics | undefined): Promise<void> {
-  const stop = stopper(ctx);
+async function startEmbedded(opts: StartOptions, runner: Runner, log: WorkerLog, metrics: WorkerMetrics | undefined): Promise<void> {
+  const stop = stopper(log);
   const engine = await openEngine({
-    file: opts.db, runner, leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs, onNotice: noticeHandler(ctx, metrics),
-    ...(metrics ? { decorateLog: (log: EventLog) => observeAppends(log, metrics.appends) } : {}),
+    file: opts.db, runner, leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs, onNotice: noticeHandler(log, metrics),
+    ...(metrics ? { decorateLog: (inner: EventLog) => observeAppends(inner, metrics.appends) } : {}),
   });
-  const worker = startWorker(engine.execution, workerOptions(engine, opts, ctx, stop, metrics));
-  ctx.out(`sessiond worker ${engine.ownerId} is running on ${opts.db} with the ${opts.runner} runner`);
-  ctx.out(`  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s. Stop it with Ctrl-C.`);
-  ctx.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" --db ${opts.db}`);
-  const inspector = await serveInspector(engine.log, opts.inspect, ctx).catch(async (err) => { await worker.stop(); await engine.close(); throw err; });
+  log.bind({ worker: engine.ownerId });
+  const worker = startWorker(engine.execution, workerOptions(engine, opts, log, stop, metrics));
+  log.out(`sessiond worker ${engine.ownerId} is running on ${opts.db} with the ${opts.runner} runner`);
+  log.out(`  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s. Stop it with Ctrl-C.`);
+  log.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" --db ${opts.db}`);
+  const inspector = await serveInspector(engine.log, opts.inspect, log).catch(async (err) => { await worker.stop(); await engine.close(); throw err; });
   const ops = metrics && opts.metrics !== undefined
-    ? await serveOps(opts.metrics, { engine, worker, metrics }, ctx).catch(async (err) => { await inspector?.close(); await worker.stop(); await engine.close(); throw err; })
+    ? await serveOps(opts.metrics, { engine, worker, metrics }, log).catch(async (err) => { await inspector?.close(); await worker.stop(); await engine.close(); throw err; })
     : undefined;
   await stop.stopped;
   const running = engine.activeTurns();
@@ -84,14 +88,14 @@ async function startEmbedded(opts: StartOptions, runner: Runner, ctx: CliContext
   await inspector?.close();
   await worker.stop();
   await engine.close();
-  ctx.out(stoppedLine(running));
+  log.out(stoppedLine(running));
 }
 
-async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnectionOptions, ctx: CliContext, metrics: WorkerMetrics | undefined): Promise<void> {
+async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnectionOptions, ctx: CliContext, log: WorkerLog, metrics: WorkerMetrics | undefined): Promise<void> {
   const commandConnection = natsCommandConnection(opts, nats, ctx);
-  const stop = stopper(ctx);
+  const stop = stopper(log);
   const where = describeNats(nats);
-  ctx.out(`connecting to NATS at ${where} (retrying every ${(nats.reconnectWaitMs ?? DEFAULT_RECONNECT_WAIT_MS) / 1000} s until it answers)...`);
+  log.out(`connecting to NATS at ${where} (retrying every ${(nats.reconnectWaitMs ?? DEFAULT_RECONNECT_WAIT_MS) / 1000} s until it answers)...`);
   const nc = await connectNats({ ...nats, waitForServer: true });
   // everything opened so far, closed in reverse order on the way out (also if setup fails)
   const opened: { what: string; close: () => Promise<unknown> }[] = [{ what: 'the NATS connection', close: () => nc.drain().catch(() => nc.close()) }];
@@ -100,28 +104,29 @@ async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnect
   try {
     // a stored message that is not a valid batch is skipped, said once, and recorded in the database
     let record: (q: QuarantinedMessage) => void = () => undefined;
-    const log = await JetStreamEventLog.open({
+    const eventLog = await JetStreamEventLog.open({
       connection: nc,
-      onQuarantine: (q) => { ctx.err(`sessiond: ${describeQuarantine(q)}`); record(q); },
+      onQuarantine: (q) => { log.err(`sessiond: ${describeQuarantine(q)}`); record(q); },
     });
-    opened.push({ what: 'the event log', close: () => log.close() });
+    opened.push({ what: 'the event log', close: () => eventLog.close() });
     const bus = new NatsLiveBus(nc);
     // snapshots shared by the workers beside the stream; without them (a nats.conf that does not
     // allow the stream), this worker's own file keeps them
     const snapshots = await JetStreamSnapshotStore.open(nc).catch((err: unknown) => {
-      ctx.err(`sessiond: no shared snapshots (${messageOf(err)}); keeping snapshots in ${opts.db} only`);
+      log.err(`sessiond: no shared snapshots (${messageOf(err)}); keeping snapshots in ${opts.db} only`);
       return undefined;
     });
     engine = await openEngine({
       // every batch this worker commits goes out on its live subjects once, as it is acknowledged
-      file: opts.db, log: publishCommits(metrics ? observeAppends(log, metrics.appends) : log, bus), runner, bus, leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs,
+      file: opts.db, log: publishCommits(metrics ? observeAppends(eventLog, metrics.appends) : eventLog, bus), runner, bus, leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs,
       ...(snapshots ? { snapshots } : {}),
-      onNotice: noticeHandler(ctx, metrics),
+      onNotice: noticeHandler(log, metrics),
     });
     const openedEngine = engine;
+    log.bind({ worker: engine.ownerId });
     opened.push({ what: 'the engine', close: () => openedEngine.close() });
     record = (q) => recordQuarantine(openedEngine.db, q, systemClock.now());
-    worker = startWorker(engine.execution, workerOptions(engine, opts, ctx, stop, metrics));
+    worker = startWorker(engine.execution, workerOptions(engine, opts, log, stop, metrics));
     const openedWorker = worker;
     opened.push({ what: 'the worker', close: () => openedWorker.stop() });
     let serving = `  not serving commands: no commands user (give --nats-commands-user and SESSIOND_NATS_COMMANDS_PASS, the commands user of nats.conf)`;
@@ -130,22 +135,22 @@ async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnect
       opened.push({ what: 'the command connection', close: () => cnc.drain().catch(() => cnc.close()) });
       const commands = startCommandService(cnc, engine, {
         replyPrefixes: commandConnection.replyPrefixes,
-        onError: (err) => ctx.err(`sessiond: command service: ${messageOf(err)}`),
+        onError: (err) => log.err(`sessiond: command service: ${messageOf(err)}`),
       });
       opened.push({ what: 'the command service', close: () => commands.close() });
       serving = `  serving commands ${commandVerbs.map((v) => subjects.command(v)).join(', ')} in queue group ${COMMAND_QUEUE}${commandConnection.connection.user ? ` as user ${commandConnection.connection.user}` : ''}, replying only to ${commandConnection.replyPrefixes.map((p) => `${p}.>`).join(', ')}`;
     }
 
-    ctx.out(`sessiond worker ${engine.ownerId} is running on NATS ${where} (stream ${log.stream}) with the ${opts.runner} runner`);
-    ctx.out(`  local projection: ${opts.db}`);
-    ctx.out(`  live events on ${LIVE_PREFIX}.<session>.<type> (text deltas, and every event this worker commits)`);
-    ctx.out(serving);
-    ctx.out(`  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s. Stop it with Ctrl-C.`);
-    ctx.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" --nats ${Array.isArray(nats.servers) ? nats.servers.join(',') : nats.servers} --nats-user client --nats-pass <secret>`);
-    const inspector = await serveInspector(log, opts.inspect, ctx);
+    log.out(`sessiond worker ${engine.ownerId} is running on NATS ${where} (stream ${eventLog.stream}) with the ${opts.runner} runner`);
+    log.out(`  local projection: ${opts.db}`);
+    log.out(`  live events on ${LIVE_PREFIX}.<session>.<type> (text deltas, and every event this worker commits)`);
+    log.out(serving);
+    log.out(`  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s. Stop it with Ctrl-C.`);
+    log.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" --nats ${Array.isArray(nats.servers) ? nats.servers.join(',') : nats.servers} --nats-user client --nats-pass <secret>`);
+    const inspector = await serveInspector(eventLog, opts.inspect, log);
     if (inspector) opened.push({ what: 'the inspector', close: () => inspector.close() });
     if (metrics && opts.metrics !== undefined) {
-      const ops = await serveOps(opts.metrics, { engine, worker, metrics }, ctx);
+      const ops = await serveOps(opts.metrics, { engine, worker, metrics }, log);
       opened.push({ what: 'the metrics server', close: () => ops.close() });
     }
     await stop.stopped;
@@ -155,10 +160,10 @@ async function startOnNats(opts: StartOptions, runner: Runner, nats: NatsConnect
       try {
         await step.close();
       } catch (err) {
-        ctx.err(`sessiond: closing ${step.what} failed: ${messageOf(err)}`);
+        log.err(`sessiond: closing ${step.what} failed: ${messageOf(err)}`);
       }
     }
-    if (worker) ctx.out(stoppedLine(running));
+    if (worker) log.out(stoppedLine(running));
   }
 }
 
@@ -171,7 +176,7 @@ interface Stopper {
   fail(err: unknown): void;
 }
 
-function stopper(ctx: CliContext): Stopper {
+function stopper(log: WorkerLog): Stopper {
   let resolve!: () => void;
   const stopped = new Promise<void>((r) => { resolve = r; });
   let done = false;
@@ -180,7 +185,7 @@ function stopper(ctx: CliContext): Stopper {
     done = true;
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onTerm);
-    ctx.out(line);
+    log.out(line);
     resolve();
   };
   const onInt = () => stop('SIGINT: stopping; turns in progress are handed back');
@@ -190,7 +195,7 @@ function stopper(ctx: CliContext): Stopper {
   return {
     stopped,
     fail(err) {
-      ctx.err(`sessiond: ${messageOf(err)}`);
+      log.err(`sessiond: ${messageOf(err)}`);
       process.exitCode = 1;
       stop('stopping: a part of this worker failed for good (see above); turns in progress are handed back. Restart the worker.');
     },
@@ -201,10 +206,10 @@ function stoppedLine(running: number): string {
   return `stopped (${running === 0 ? 'nothing was running' : `handed back ${running} running session${running === 1 ? '' : 's'}`})`;
 }
 
-function printEvent(ctx: CliContext): (e: SessionEvent) => void {
+function printEvent(log: WorkerLog): (e: SessionEvent) => void {
   return (e) => {
     const line = describeEvent(e);
-    if (line) ctx.out(line);
+    if (line) log.out(line, { session: e.sessionId, seq: e.seq, event: e.type, eventId: e.id });
   };
 }
 
@@ -229,22 +234,28 @@ export function describeEvent(e: SessionEvent): string | undefined {
 }
 
 /** The worker projects into the SQLite file and runs the recovery sweep every `--sweep-ms`. */
-function workerOptions(engine: Engine, opts: StartOptions, ctx: CliContext, stop: Stopper, metrics: WorkerMetrics | undefined): WorkerOptions {
+function workerOptions(engine: Engine, opts: StartOptions, log: WorkerLog, stop: Stopper, metrics: WorkerMetrics | undefined): WorkerOptions {
   return {
-    onEvent: printEvent(ctx),
+    onEvent: printEvent(log),
     onFatal: (err) => {
       metrics?.fatal(String((isSessiondError(err) ? err.details['part'] : undefined) ?? 'worker'));
       stop.fail(err);
     },
     projection: engine.db,
-    sweep: { intervalMs: opts.sweepMs, onNotice: (n) => { ctx.out(describeRecovery(n)); metrics?.recovery(n); } },
+    sweep: {
+      intervalMs: opts.sweepMs,
+      onNotice: (n) => {
+        log.out(describeRecovery(n), { notice: n.type, ...('sessionId' in n ? { session: n.sessionId } : {}), ...('executionId' in n ? { execution: n.executionId } : {}) });
+        metrics?.recovery(n);
+      },
+    },
   };
 }
 
 /** Prints the execution service's notices, and counts them when metrics are on. */
-function noticeHandler(ctx: CliContext, metrics: WorkerMetrics | undefined): (n: Notice) => void {
+function noticeHandler(log: WorkerLog, metrics: WorkerMetrics | undefined): (n: Notice) => void {
   return (n) => {
-    ctx.out(describeNotice(n));
+    log.out(describeNotice(n), { notice: n.type, session: n.sessionId, ...('executionId' in n ? { execution: n.executionId } : {}) });
     metrics?.notice(n);
   };
 }

@@ -1,0 +1,48 @@
+/**
+ * What `sessiond start` prints: readable lines on a terminal, JSON lines (pino) otherwise or with
+ * `--log-format json`, one object per line with `level`, `time`, `msg`, the worker's id and, where
+ * the line is about one, `session`, `execution`, `event`/`notice`. Errors go to stderr as text,
+ * to stdout as level "error" in JSON.
+ *
+ *   const log = workerLog(ctx, logFormat(opts.logFormat, ctx.env, process.stdout.isTTY));
+ *   log.bind({ worker: engine.ownerId });
+ *   log.out('ses_1  claimed (execution exe_1)', { session: 'ses_1', execution: 'exe_1', notice: 'claimed' });
+ */
+import { pino, stdTimeFunctions, destination, type Logger } from 'pino';
+import type { CliContext } from './context.ts';
+import { oneOf } from './options.ts';
+
+export const LOG_FORMATS = ['text', 'json'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+export const LOG_FORMAT_OPTION = ['--log-format <text|json>', 'how the worker prints: readable lines (default on a terminal) or JSON lines (default otherwise; env SESSIOND_LOG_FORMAT)'] as const;
+export const parseLogFormat = oneOf('--log-format', LOG_FORMATS);
+
+export type LogFields = Record<string, string | number | boolean | undefined>;
+
+export interface WorkerLog {
+  out(line: string, fields?: LogFields): void;
+  err(line: string, fields?: LogFields): void;
+  /** Adds fields to every later line (e.g. the worker id once it is known). */
+  bind(fields: LogFields): void;
+}
+
+/** The format asked for, else SESSIOND_LOG_FORMAT, else text on a terminal and JSON otherwise. */
+export function logFormat(asked: LogFormat | undefined, env: NodeJS.ProcessEnv, isTTY: boolean | undefined): LogFormat {
+  if (asked) return asked;
+  if (env.SESSIOND_LOG_FORMAT) return parseLogFormat(env.SESSIOND_LOG_FORMAT);
+  return isTTY ? 'text' : 'json';
+}
+
+export function workerLog(ctx: Pick<CliContext, 'out' | 'err'>, format: LogFormat): WorkerLog {
+  if (format === 'text') return { out: (line) => ctx.out(line), err: (line) => ctx.err(line), bind: () => {} };
+  let logger: Logger = pino({
+    base: null,
+    timestamp: stdTimeFunctions.isoTime,
+    formatters: { level: (label) => ({ level: label }) },
+  }, destination({ fd: 1, sync: true })); // sync: nothing lost when the worker exits right after
+  return {
+    out: (line, fields) => logger.info(fields ?? {}, line.trim()),
+    err: (line, fields) => logger.error(fields ?? {}, line.replace(/^sessiond: /, '')),
+    bind: (fields) => { logger = logger.child(fields); },
+  };
+}
