@@ -1,8 +1,10 @@
 #!/usr/bin/env node
-// `npm test`: typecheck, then every test/**/*.test.ts with uvu in one process, then one closing line
-// `N passed, N failed`. Extra arguments are a uvu file pattern (e.g. `npm test -- machine`).
+// `npm test`: typecheck, then every test/**/*.test.ts with uvu, one process per file, then one closing
+// line `N passed, N failed` that counts everything that ran (a crashed file counts as failed).
+// Extra arguments are a file pattern (e.g. `npm test -- machine`).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
 
 const started = Date.now();
 const TIMEOUT_MS = Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 20 * 60_000);
@@ -52,22 +54,48 @@ if (missing.length > 0) {
 
 const filter = process.argv[2];
 let typecheckFailed = 0;
-if (!filter) {
+if (!filter && !process.env.SESSIOND_TEST_DIR) {
   process.stdout.write('typecheck (tsc --noEmit)...\n');
   const tsc = await run(process.execPath, ['node_modules/typescript/bin/tsc', '--noEmit', '-p', '.']);
   typecheckFailed = tsc.code === 0 ? 0 : 1;
   process.stdout.write(tsc.code === 0 ? 'typecheck ok\n' : 'typecheck FAILED\n');
 }
-const pattern = filter ? `${filter}.*\\.test\\.ts$` : '\\.test\\.ts$';
-const uvu = await run(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', 'test', pattern, '--no-color'], { capture: true });
-const num = (label) => Number((uvu.text.match(new RegExp(`${label}:\\s+(\\d+)`)) ?? [])[1] ?? 0);
-const total = num('Total');
-const passed = num('Passed');
-const skipped = num('Skipped');
-let failed = total - passed - skipped + typecheckFailed;
-if (uvu.code !== 0 && failed === 0) failed = 1; // the runner itself crashed or timed out
-if (total === 0) failed = Math.max(failed, 1);
+// One uvu process per test file: a file that crashes (an import that throws, a promise that never
+// settles, a test that kills its process) is counted as failed and the run goes on with the next.
+const dir = process.env.SESSIOND_TEST_DIR ?? 'test';
+const match = new RegExp(filter ? `${filter}.*\\.test\\.ts$` : '\\.test\\.ts$');
+const files = [];
+(function walk(d) {
+  for (const entry of readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+    const path = join(d, entry.name);
+    if (entry.isDirectory()) walk(path);
+    else if (match.test(relative(dir, path))) files.push(relative(dir, path));
+  }
+})(dir);
+const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+let passed = 0;
+let failed = typecheckFailed;
+let skipped = 0;
+const crashed = [];
+for (const file of files) {
+  const uvu = await run(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', dir, `^${escape(file)}$`, '--no-color'], { capture: true });
+  const num = (label) => Number((uvu.text.match(new RegExp(`${label}:\\s+(\\d+)`)) ?? [])[1] ?? 0);
+  const total = num('Total');
+  passed += num('Passed');
+  skipped += num('Skipped');
+  let fileFailed = total - num('Passed') - num('Skipped');
+  if ((uvu.code !== 0 && fileFailed === 0) || total === 0) {
+    fileFailed = Math.max(fileFailed, 1); // the file crashed or never ran its tests
+    crashed.push(file);
+  }
+  failed += fileFailed;
+}
+if (files.length === 0) {
+  process.stdout.write(`no test file matches ${match} under ${dir}\n`);
+  failed = Math.max(failed, 1);
+}
 const secs = ((Date.now() - started) / 1000).toFixed(1);
-process.stdout.write(`\n(${secs} s${typecheckFailed ? ', typecheck failed' : ''}${skipped ? `, ${skipped} skipped` : ''})\n`);
+if (crashed.length > 0) process.stdout.write(`\ncrashed (counted as failed, the run went on): ${crashed.join(', ')}\n`);
+process.stdout.write(`\n(${files.length} files, ${secs} s${typecheckFailed ? ', typecheck failed' : ''}${skipped ? `, ${skipped} skipped` : ''})\n`);
 process.stdout.write(`${passed} passed, ${failed} failed\n`);
-process.exit(failed === 0 && uvu.code === 0 ? 0 : 1);
+process.exit(failed === 0 ? 0 : 1);

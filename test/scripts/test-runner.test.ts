@@ -1,0 +1,22 @@
+/**
+ * The README's test command (`npm test` = scripts/test.mjs): a test file that crashes on import is
+ * counted as failed and the run goes on, so the closing line counts everything that ran (it used to
+ * read `0 passed, 1 failed` after a crash, whatever had passed).
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
+import { ROOT } from '../support/cli.ts';
+
+test('test runner - a crashing file is counted as failed, the files after it still run, the closing line counts them all', () => {
+  const r = spawnSync(process.execPath, ['scripts/test.mjs'], {
+    cwd: ROOT, encoding: 'utf8', timeout: 120_000,
+    env: { ...process.env, SESSIOND_TEST_DIR: 'scripts/fixtures/crashing-suite' },
+  });
+  const lines = r.stdout.trim().split('\n');
+  assert.is(lines.at(-1), '2 passed, 2 failed', r.stdout + r.stderr);
+  assert.match(r.stdout, 'crashed (counted as failed, the run went on): b.test.ts');
+  assert.is(r.status, 1);
+});
+
+test.run();
