@@ -9,8 +9,10 @@
  *   await sub.close(); await client.close();
  *
  * Commands fail with `CommandError` (commands.ts): the worker's error reply (`failure` is its code),
- * or `no_worker` / `timeout` / `permission_denied` when no reply came. `admit` picks an input id
- * when none is given, so an admit retried after a timeout with the same id is never admitted twice.
+ * or `no_worker` / `timeout` / `permission_denied` when no reply came. A request unanswered after
+ * `attemptTimeoutMs` is sent again, so it reaches a running worker when one worker stopped (frozen,
+ * overloaded) with requests in hand; the held ones may still run when it resumes, which every command
+ * tolerates: `admit` picks an input id when none is given and a repeated id is admitted once.
  *
  * Live messages are decoded and schema-checked; one that fails is handed to `onInvalid` with its
  * subject (and seq when readable) and skipped. A committed event seen twice (same session and seq)
@@ -34,8 +36,10 @@ import {
 } from './commands.ts';
 import { STREAM_NAME, subjects, type CommandVerb } from './subjects.ts';
 
-/** How long a command waits for a worker's reply. */
+/** How long a command waits for a worker's reply, over all its attempts. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+/** How long one attempt waits before the command is sent again (it may reach another worker). */
+export const DEFAULT_ATTEMPT_TIMEOUT_MS = 2_000;
 /** How long a command is sent again while no worker serves its subject (workers resubscribing after an outage). */
 export const DEFAULT_NO_WORKER_RETRY_MS = 3_000;
 /** Sessions whose last delivered seq is remembered to drop repeated committed events. */
@@ -44,7 +48,15 @@ export const DEFAULT_DEDUPE_SESSIONS = 10_000;
 export interface SessiondClientOptions {
   /** An open connection (left open by `close()`) or options to open one (closed by `close()`). */
   connection: NatsConnection | NatsConnectionOptions;
+  /** How long a command waits for a reply, over all its attempts, before failing with `timeout` (default 10,000 ms). */
   requestTimeoutMs?: number;
+  /**
+   * How long one attempt waits before the same request is sent again (default 2,000 ms, at most
+   * requestTimeoutMs): a worker that stopped running holds the requests it took, and the next
+   * attempt goes to a worker that is running. A command may therefore run more than once; every
+   * command is safe to repeat (admit by its input id; see docs/protocol.md).
+   */
+  attemptTimeoutMs?: number;
   /**
    * While no worker serves the command's subject (no responders: nobody received it, so sending it
    * again is safe for every command), send it again with backoff for up to this long before failing
@@ -123,6 +135,7 @@ export class SessiondClient {
     readonly nc: NatsConnection,
     private readonly ownsConnection: boolean,
     private readonly timeoutMs: number,
+    private readonly attemptTimeoutMs: number,
     private readonly noWorkerRetryMs: number,
     private readonly stream: string,
     private readonly ids: IdSource,
@@ -134,11 +147,12 @@ export class SessiondClient {
       throw new SessiondError(ErrorCode.InvalidOption, 'SessiondClient.connect needs { connection }: an open NatsConnection or options such as { servers, user, pass }.');
     }
     const timeoutMs = positiveIntOption('SessiondClient option requestTimeoutMs', options.requestTimeoutMs, DEFAULT_REQUEST_TIMEOUT_MS);
+    const attemptTimeoutMs = Math.min(timeoutMs, positiveIntOption('SessiondClient option attemptTimeoutMs', options.attemptTimeoutMs, DEFAULT_ATTEMPT_TIMEOUT_MS));
     const noWorkerRetryMs = options.noWorkerRetryMs === 0 ? 0 : positiveIntOption('SessiondClient option noWorkerRetryMs', options.noWorkerRetryMs, DEFAULT_NO_WORKER_RETRY_MS);
     const given = isNatsConnection(options.connection);
     const nc = given ? options.connection as NatsConnection : await connectNats({ name: 'sessiond-client', ...options.connection as NatsConnectionOptions });
     const user = given ? undefined : (options.connection as NatsConnectionOptions).user;
-    return new SessiondClient(nc, !given, timeoutMs, noWorkerRetryMs, options.stream ?? STREAM_NAME, options.ids ?? randomIds, user);
+    return new SessiondClient(nc, !given, timeoutMs, attemptTimeoutMs, noWorkerRetryMs, options.stream ?? STREAM_NAME, options.ids ?? randomIds, user);
   }
 
   /** Admits a prompt (idempotent by input id; one is generated when absent) and, unless `wake: false`, wakes the session. */
@@ -152,9 +166,16 @@ export class SessiondClient {
     return this.request('wake', { sessionId }).then((r) => r.result);
   }
 
-  /** Cancels the session's execution in progress, wherever it runs. */
-  cancel(sessionId: string, reason?: string): Promise<CancelResult> {
-    return this.request('cancel', reason === undefined ? { sessionId } : { sessionId, reason }).then((r) => r.result);
+  /**
+   * Cancels the session's execution in progress, wherever it runs. When the request was sent more
+   * than once and the last attempt found nothing to cancel, an earlier attempt may have cancelled it:
+   * the session's status says, and a cancelled execution is reported as cancelled.
+   */
+  async cancel(sessionId: string, reason?: string): Promise<CancelResult> {
+    const { result, attempts } = await this.send('cancel', reason === undefined ? { sessionId } : { sessionId, reason });
+    if (result.result.cancelled || attempts === 1 || result.result.reason !== 'nothing_to_cancel') return result.result;
+    const { execution } = await this.status(sessionId);
+    return execution?.cancelled ? { cancelled: true, executionId: execution.id } : result.result;
   }
 
   /** The session's state, sequence, execution and pending inputs, as a worker sees it in the log. */
@@ -163,19 +184,41 @@ export class SessiondClient {
   }
 
   private async request<V extends CommandVerb>(verb: V, body: CommandRequests[V]): Promise<CommandResults[V]> {
+    return (await this.send(verb, body)).result;
+  }
+
+  /**
+   * Sends the request and waits up to attemptTimeoutMs for a reply, then sends the same body again
+   * (it may reach another worker) until the attempts taken and unanswered add up to requestTimeoutMs;
+   * while no worker serves the subject (nobody received it), sends it again with backoff for up to
+   * noWorkerRetryMs. `attempts` is how many were sent.
+   */
+  private async send<V extends CommandVerb>(verb: V, body: CommandRequests[V]): Promise<{ result: CommandResults[V]; attempts: number }> {
     this.assertOpen();
     validateId(body.sessionId, 'session id');
     const subject = subjects.command(verb);
+    const data = encodeJson(body);
+    const started = Date.now();
     let msg: Msg;
-    const giveUpAt = Date.now() + this.noWorkerRetryMs;
-    for (let wait = 50; ; wait = Math.min(wait * 2, 500)) {
+    let attempts = 0;
+    let unanswered = 0; // ms spent on attempts that someone received and did not answer
+    for (let wait = 50; ;) {
+      attempts++;
+      const timeout = Math.min(this.attemptTimeoutMs, this.timeoutMs - unanswered);
       try {
-        msg = await this.nc.request(subject, encodeJson(body), { timeout: this.timeoutMs });
+        msg = await this.nc.request(subject, data, { timeout });
         break;
       } catch (err) {
-        const failure = this.noReply(verb, subject, body, err);
-        if (failure.failure !== CommandFailureCode.NoWorker || Date.now() + wait > giveUpAt || this.nc.isClosed()) throw failure;
-        await new Promise((r) => setTimeout(r, wait)); // nobody received it: sending it again is safe
+        const failure = this.noReply(verb, subject, body, err, attempts);
+        if (this.nc.isClosed()) throw failure;
+        if (failure.failure === CommandFailureCode.Timeout && failure.cause instanceof natsErrors.TimeoutError) {
+          unanswered += timeout;
+          if (unanswered < this.timeoutMs) continue;
+          throw failure;
+        }
+        if (failure.failure !== CommandFailureCode.NoWorker || Date.now() + wait > started + this.noWorkerRetryMs) throw failure;
+        await new Promise((r) => setTimeout(r, wait / 2 + Math.random() * wait / 2)); // nobody received it: sending it again is safe
+        wait = Math.min(wait * 2, 500);
       }
     }
     let reply: CommandReply<V>;
@@ -192,10 +235,10 @@ export class SessiondClient {
       throw new CommandError(verb, error.code, error.message, error.details ? { details: error.details } : {});
     }
     const { ok: _ok, ...result } = reply;
-    return result as unknown as CommandResults[V];
+    return { result: result as unknown as CommandResults[V], attempts };
   }
 
-  private noReply(verb: CommandVerb, subject: string, body: { sessionId: string; id?: string }, err: unknown): CommandError {
+  private noReply(verb: CommandVerb, subject: string, body: { sessionId: string; id?: string }, err: unknown, attempts: number): CommandError {
     const cause = err instanceof natsErrors.RequestError && err.cause ? err.cause : err;
     if (cause instanceof natsErrors.NoRespondersError) {
       return new CommandError(verb, CommandFailureCode.NoWorker,
@@ -203,12 +246,12 @@ export class SessiondClient {
     }
     if (isPermissionError(err)) {
       return new CommandError(verb, CommandFailureCode.PermissionDenied,
-        `NATS user ${this.user ?? '(this connection\'s user)'} may not send sessiond commands: nats.conf refuses publishing to ${subject}. Connect as a user allowed to publish sessiond.cmd.> (client or worker in nats.conf).`, { cause: err });
+        `NATS user ${this.user ?? '(this connection\'s user)'} may not send sessiond commands: nats.conf refuses publishing to ${subject}. Connect as a user allowed to publish sessiond.cmd.> (the client user in nats.conf; workers' own users may not).`, { cause: err });
     }
     if (cause instanceof natsErrors.TimeoutError) {
       const retry = verb === 'admit' && body.id ? `admit again with the same input id ${body.id} (it is idempotent)` : `check with status before sending ${verb} again`;
       return new CommandError(verb, CommandFailureCode.Timeout,
-        `No reply to ${verb} for session ${body.sessionId} within ${this.timeoutMs} ms: the worker may be busy or gone, so the command may or may not have run. To be sure, ${retry}.`, { cause: err });
+        `No reply to ${verb} for session ${body.sessionId} within ${this.timeoutMs} ms (sent ${attempts} time${attempts > 1 ? 's' : ''}): the workers may be busy or gone, so the command may or may not have run. To be sure, ${retry}.`, { cause });
     }
     if (this.nc.isClosed()) return new CommandError(verb, ErrorCode.LogClosed, `The NATS connection is closed: connect a new SessiondClient to send ${verb}.`, { cause: err });
     return new CommandError(verb, CommandFailureCode.Timeout, `Sending ${verb} on ${subject} failed: ${messageOf(err)}. Check the NATS connection and retry.`, { cause: err });

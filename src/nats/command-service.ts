@@ -1,6 +1,9 @@
 /**
  * The worker side of the command protocol (shapes in commands.ts): serves `sessiond.cmd.*` in the
- * queue group `COMMAND_QUEUE`, so with any number of workers exactly one answers each request.
+ * queue group `COMMAND_QUEUE`, so with any number of workers exactly one takes each request. A
+ * worker holds a few places in the group (`places`), each good for one request and renewed as soon
+ * as it is used: a worker that stops running (SIGSTOP, a blocked event loop) keeps at most `places`
+ * requests and then gets no more, and the clients send those again to the others.
  *
  *   const nc = await connectNats({ servers, user: 'commands', pass });   // its own connection and user
  *   const service = startCommandService(nc, engine);   // engine: anything with admit/wake/cancel/status
@@ -31,7 +34,7 @@ import {
   type CommandFailure, type CommandRequests, type ErrorBody, type StatusReply, type WakeResult,
 } from './commands.ts';
 import { COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
-import { inboxPrefixOf } from './connection.ts';
+import { inboxPrefixOf, positiveIntOption } from './connection.ts';
 
 /** What the service drives: the Engine's methods (`resume`, when present, gives wake its result). */
 export interface CommandTarget {
@@ -56,7 +59,16 @@ export interface CommandServiceOptions {
   replyPrefixes?: readonly string[];
   /** A request refused for its reply subject (default: `onError`). It was not run and got no reply. */
   onRefusedReply?: (refused: RefusedReply) => void;
+  /**
+   * Requests the worker takes ahead of renewing its place in the queue group (default
+   * `DEFAULT_QUEUE_PLACES`): a worker that stops running keeps at most this many, unanswered, and
+   * the server sends it no more. Keep it below the client's requestTimeoutMs / attemptTimeoutMs.
+   */
+  places?: number;
 }
+
+/** Each place takes one request and is renewed at once by a running worker; a frozen one renews none. */
+export const DEFAULT_QUEUE_PLACES = 3;
 
 /** The inbox prefix of nats.conf's `client` user: where command replies go by default. */
 export const DEFAULT_REPLY_PREFIX = inboxPrefixOf('client');
@@ -95,6 +107,8 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   const replyPrefixes = parseReplyPrefixes(options.replyPrefixes);
   const onRefusedReply = options.onRefusedReply ?? ((r: RefusedReply) => onError(new Error(r.message)));
   const inFlight = new Set<Promise<void>>();
+  const queue = options.queue ?? COMMAND_QUEUE;
+  const places = positiveIntOption('command service option places', options.places, DEFAULT_QUEUE_PLACES);
   let closing = false;
 
   const serve = async (msg: Msg) => {
@@ -167,38 +181,62 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
     return status;
   };
 
-  const subscription: Subscription = nc.subscribe(subjects.allCommands, {
-    queue: options.queue ?? COMMAND_QUEUE,
-    callback: (err, msg) => {
-      if (err) {
-        onError(err); // e.g. a permissions violation: this user may not serve commands
-        return;
-      }
-      stats.requests++;
-      if (!msg.reply) {
-        onError(new Error(`A message on ${msg.subject} has no reply subject: send commands as requests (nc.request), not publishes.`));
-        return;
-      }
-      if (!isAllowedReply(msg.reply, replyPrefixes)) {
-        stats.refusedReplies++;
-        onRefusedReply({
-          subject: msg.subject, reply: msg.reply,
-          message: `Refused a request on ${msg.subject}: its reply subject ${JSON.stringify(msg.reply.slice(0, 200))} is not an inbox under ${replyPrefixes.join(', ')}, so it was neither run nor answered. Commands must be sent with nc.request from a connection whose inbox prefix nats.conf allows (docs/protocol.md).`,
-        });
-        return;
-      }
-      // requests delivered while draining are served too: the queue group gave them to us alone
-      const p: Promise<void> = serve(msg).catch(onError).finally(() => inFlight.delete(p));
-      inFlight.add(p);
-    },
-  });
+  const take = (err: Error | null, msg: Msg) => {
+    if (err) {
+      onError(err); // e.g. a permissions violation: this user may not serve commands
+      return;
+    }
+    stats.requests++;
+    if (!msg.reply) {
+      onError(new Error(`A message on ${msg.subject} has no reply subject: send commands as requests (nc.request), not publishes.`));
+      return;
+    }
+    if (!isAllowedReply(msg.reply, replyPrefixes)) {
+      stats.refusedReplies++;
+      onRefusedReply({
+        subject: msg.subject, reply: msg.reply,
+        message: `Refused a request on ${msg.subject}: its reply subject ${JSON.stringify(msg.reply.slice(0, 200))} is not an inbox under ${replyPrefixes.join(', ')}, so it was neither run nor answered. Commands must be sent with nc.request from a connection whose inbox prefix nats.conf allows (docs/protocol.md).`,
+      });
+      return;
+    }
+    // requests delivered while draining are served too: the queue group gave them to us alone
+    const p: Promise<void> = serve(msg).catch(onError).finally(() => inFlight.delete(p));
+    inFlight.add(p);
+  };
+
+  // Each place is a queue subscription the server ends after one request (UNSUB <sid> 1); a place
+  // used is renewed at once, so a worker that stops running (SIGSTOP, a blocked event loop) holds
+  // at most `places` requests and then leaves the group, and clients resend those elsewhere.
+  const open = new Set<Subscription>();
+  const openPlace = () => {
+    const place: Subscription = nc.subscribe(subjects.allCommands, {
+      queue, max: 1,
+      callback: (err, msg) => {
+        open.delete(place);
+        if (!err && !closing) openPlace();
+        take(err, msg);
+      },
+    });
+    open.add(place);
+  };
+  for (let i = 0; i < places; i++) openPlace();
+  // nats.js resubscribes after a reconnect without the one-request limit: open the places afresh
+  const statuses = nc.status() as AsyncIterable<{ type: string }> & { stop?: () => void };
+  void (async () => {
+    for await (const status of statuses) {
+      if (status.type !== 'reconnect' || closing) continue;
+      for (const place of [...open]) { open.delete(place); place.unsubscribe(); }
+      for (let i = 0; i < places; i++) openPlace();
+    }
+  })().catch(onError);
 
   return {
     stats,
     async close() {
       if (closing) return;
       closing = true;
-      if (!nc.isClosed()) await subscription.drain().catch(() => subscription.unsubscribe());
+      statuses.stop?.();
+      if (!nc.isClosed()) await Promise.all([...open].map((place) => place.drain().catch(() => place.unsubscribe())));
       while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
     },
   };

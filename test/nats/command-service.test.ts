@@ -6,9 +6,9 @@ import * as assert from 'uvu/assert';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode } from '../../src/errors.ts';
 import { DEFAULT_MAX_PROMPT_BYTES } from '../../src/input/admit.ts';
-import { startCommandService, type CommandTarget } from '../../src/nats/command-service.ts';
+import { DEFAULT_QUEUE_PLACES, startCommandService, type CommandTarget } from '../../src/nats/command-service.ts';
 import { CommandFailureCode, decodeJson, isCommandError, type CommandFailure } from '../../src/nats/commands.ts';
-import { subjects } from '../../src/nats/subjects.ts';
+import { COMMAND_QUEUE, subjects } from '../../src/nats/subjects.ts';
 import type { Runner } from '../../src/runner/types.ts';
 import { CLIENT, COMMANDS } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
@@ -204,6 +204,66 @@ s('commands - close answers requests in flight and stops taking new ones', async
   await closing;
   assert.is((await pending).seq, 1, 'the request in flight was answered');
   assert.is((await failure(client.status('ses_slow'))).failure, CommandFailureCode.NoWorker, 'closed: no longer serving');
+});
+
+/** How many subscriptions on the command subjects the connection holds, from the server's monitoring port. */
+async function commandPlaces(world: NatsWorld, nc: NatsConnection): Promise<number> {
+  const connz = await (await fetch(`http://127.0.0.1:${world.server.monitorPort}/connz?subs=1&cid=${nc.info!.client_id}`)).json() as { connections: { subscriptions_list?: string[] }[] };
+  return (connz.connections[0]?.subscriptions_list ?? []).filter((sub) => sub === subjects.allCommands).length;
+}
+
+s('commands - a request a frozen queue member took is sent again after attemptTimeoutMs and answered by a worker; a worker renews each place it uses', async ({ world }) => {
+  const { engine } = await world.engine();
+  const nc = await world.connect(COMMANDS);
+  const service = startCommandService(nc, engine);
+  world.defer(() => service.close());
+  const client = await world.client(CLIENT, { attemptTimeoutMs: 250 });
+  const id = sessionId('frozen');
+  await client.admit(id, { prompt: 'p', id: 'inp_frozen', wake: false });
+  // a member that stopped running: it holds one place (the server ends it after one request) and never answers
+  const frozen = await world.connect(COMMANDS);
+  let held = 0;
+  frozen.subscribe(subjects.allCommands, { queue: COMMAND_QUEUE, max: 1, callback: () => { held++; } });
+  await frozen.flush();
+  for (let i = 0; i < 8; i++) assert.is((await client.status(id)).seq, 1);
+  const again = await client.admit(id, { prompt: 'p', id: 'inp_frozen', wake: false });
+  assert.equal([again.inputId, again.created], ['inp_frozen', false], 'admitted once, however often it was sent');
+  assert.ok(held <= 1, `the frozen member took ${held} requests`);
+  assert.is(service.stats.requests, 10);
+  assert.is(await commandPlaces(world, nc), DEFAULT_QUEUE_PLACES, 'the worker still holds its places');
+  assert.is(await commandPlaces(world, frozen), 0, 'the frozen member holds none');
+});
+
+s('commands - a cancel sent again after its first attempt cancelled the turn (the reply was late) still reports the cancellation', async ({ world }) => {
+  const blocking: Runner = async (ctx) => {
+    await ctx.phase('unknown');
+    await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+  };
+  const { engine } = await world.engine({ runner: blocking });
+  let answerFirst!: () => void;
+  const secondDone = new Promise<void>((r) => { answerFirst = r; });
+  let calls = 0;
+  const target: CommandTarget = {
+    admit: (id, request) => engine.admit(id, request),
+    wake: (id) => engine.wake(id),
+    status: (id) => engine.status(id),
+    cancel: async (id, reason) => {
+      const n = ++calls;
+      const result = await engine.cancel(id, reason);
+      if (n === 1) await secondDone; // the first attempt's reply comes after the client sent it again
+      else answerFirst();
+      return result;
+    },
+  };
+  await world.serve(target);
+  const client = await world.client(CLIENT, { attemptTimeoutMs: 300 });
+  const id = sessionId('recancel');
+  await client.admit(id, { prompt: 'run until cancelled' });
+  await waitFor(async () => (await client.status(id)).execution?.phase === 'unknown', { timeoutMs: 10_000, what: 'the turn to start' });
+  const result = await client.cancel(id, 'stop');
+  assert.is(calls, 2, 'sent twice');
+  assert.ok(result.cancelled, JSON.stringify(result));
+  assert.is(result.cancelled && result.executionId, (await client.status(id)).execution?.id);
 });
 
 s.run();
