@@ -202,7 +202,7 @@ export class SessiondClient {
     let msg: Msg;
     let attempts = 0;
     let unanswered = 0; // ms spent on attempts that someone received and did not answer
-    for (let wait = 50; ;) {
+    for (let wait = 10; ;) {
       attempts++;
       const timeout = Math.min(this.attemptTimeoutMs, this.timeoutMs - unanswered);
       try {
