@@ -167,13 +167,13 @@ export class SessiondClient {
   }
 
   /**
-   * Cancels the session's execution in progress, wherever it runs. When the request was sent more
-   * than once and the last attempt found nothing to cancel, an earlier attempt may have cancelled it:
-   * the session's status says, and a cancelled execution is reported as cancelled.
+   * Cancels the session's execution in progress, wherever it runs. When an earlier attempt reached a
+   * worker that did not answer in time and the last one found nothing to cancel, the earlier one may
+   * have cancelled it: the session's status says, and a cancelled execution is reported as cancelled.
    */
   async cancel(sessionId: string, reason?: string): Promise<CancelResult> {
-    const { result, attempts } = await this.send('cancel', reason === undefined ? { sessionId } : { sessionId, reason });
-    if (result.result.cancelled || attempts === 1 || result.result.reason !== 'nothing_to_cancel') return result.result;
+    const { result, resent } = await this.send('cancel', reason === undefined ? { sessionId } : { sessionId, reason });
+    if (result.result.cancelled || !resent || result.result.reason !== 'nothing_to_cancel') return result.result;
     const { execution } = await this.status(sessionId);
     return execution?.cancelled ? { cancelled: true, executionId: execution.id } : result.result;
   }
@@ -189,11 +189,12 @@ export class SessiondClient {
 
   /**
    * Sends the request and waits up to attemptTimeoutMs for a reply, then sends the same body again
-   * (it may reach another worker) until the attempts taken and unanswered add up to requestTimeoutMs;
+   * (it may reach another worker) until the unanswered attempts add up to requestTimeoutMs;
    * while no worker serves the subject (nobody received it), sends it again with backoff for up to
-   * noWorkerRetryMs. `attempts` is how many were sent.
+   * noWorkerRetryMs. `resent`: an earlier attempt reached a worker that did not answer in time (it
+   * may have run it).
    */
-  private async send<V extends CommandVerb>(verb: V, body: CommandRequests[V]): Promise<{ result: CommandResults[V]; attempts: number }> {
+  private async send<V extends CommandVerb>(verb: V, body: CommandRequests[V]): Promise<{ result: CommandResults[V]; resent: boolean }> {
     this.assertOpen();
     validateId(body.sessionId, 'session id');
     const subject = subjects.command(verb);
@@ -235,7 +236,7 @@ export class SessiondClient {
       throw new CommandError(verb, error.code, error.message, error.details ? { details: error.details } : {});
     }
     const { ok: _ok, ...result } = reply;
-    return { result: result as unknown as CommandResults[V], attempts };
+    return { result: result as unknown as CommandResults[V], resent: unanswered > 0 };
   }
 
   private noReply(verb: CommandVerb, subject: string, body: { sessionId: string; id?: string }, err: unknown, attempts: number): CommandError {
