@@ -70,10 +70,17 @@ s('attack 1 - a command whose reply subject is the JetStream API, the log or a l
     subjects.events(victim), subjects.live(victim, 'execution.settled'), subjects.command('admit'),
     '_INBOX_client.*', '_INBOX_client.>', '_INBOX_client', 'anything.else',
   ];
-  for (const reply of replies) attacker.publish(subjects.command('status'), json({ sessionId: victim }), { reply });
-  attacker.publish(subjects.command('admit'), json({ sessionId: victim, prompt: 'sneaked in' }), { reply: `$JS.API.STREAM.PURGE.${STREAM_NAME}` });
-  await attacker.flush();
-  await waitFor(() => service.stats.refusedReplies === replies.length + 1, { timeoutMs: DEADLINE_MS, what: 'every request with a foreign reply subject refused' });
+  // one at a time: a worker takes one request per place in the queue group and renews the place
+  // after it, so plain publishes sent in a burst (nobody retries them) could find no place open
+  const sends: [string, Uint8Array][] = [
+    ...replies.map((reply) => [reply, json({ sessionId: victim })] as [string, Uint8Array]),
+    [`$JS.API.STREAM.PURGE.${STREAM_NAME}`, json({ sessionId: victim, prompt: 'sneaked in' })],
+  ];
+  for (const [i, [reply, body]] of sends.entries()) {
+    attacker.publish(subjects.command(i < replies.length ? 'status' : 'admit'), body, { reply });
+    await attacker.flush();
+    await waitFor(() => service.stats.refusedReplies === i + 1, { timeoutMs: DEADLINE_MS, what: `the request with reply subject ${reply} refused` });
+  }
 
   assert.equal(refused.map((r) => r.reply).sort(), [...replies, `$JS.API.STREAM.PURGE.${STREAM_NAME}`].sort());
   assert.match(refused[0]!.message, 'neither run nor answered');
