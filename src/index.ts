@@ -3,6 +3,7 @@
  * `sessiond/internal` (src/internal.ts).
  */
 export { openEngine, statusOf, type Engine, type EngineOptions, type SessionStatus } from './engine.ts';
+export { startSessiond, type Sessiond, type SessiondOptions, type HostReport } from './host.ts';
 export { SessionExecution, CancelledError, DEFAULT_LEASE_MS, DEFAULT_HEARTBEAT_MS, type ExecutionOptions, type ResumeResult, type CancelResult, type Notice } from './execution/session-execution.ts';
 export { startWorker, type Worker, type WorkerOptions } from './execution/worker.ts';
 export { ClaimLostError, CommandRefusedError } from './execution/errors.ts';
@@ -25,11 +26,16 @@ export { sessionMachine } from './machines/session-machine.ts';
 export { hydrate, decide, evolve, stateOf, type SessionSnapshot, type SessionStateValue } from './machines/decider.ts';
 export { Refusal, type Command, type Decision } from './machines/commands.ts';
 export { auditLog, auditSession, type Violation } from './audit/audit-log.ts';
+export { lateWrites, lateWritesOfSession, type LateWrite } from './audit/late-writes.ts';
 export { JetStreamEventLog, type JetStreamEventLogOptions } from './nats/jetstream-event-log.ts';
 export { subjects, STREAM_NAME } from './nats/subjects.ts';
 export { SessiondClient, type SessiondClientOptions, type LiveFilter, type LiveSubscription, type ReplayOptions, type InvalidLiveMessage } from './nats/client.ts';
 export { NatsLiveBus, type LiveMessage } from './nats/live-bus.ts';
 export { publishCommits, PublishingEventLog } from './events/publishing-log.ts';
+export { observeAppends, ObservedEventLog, type AppendObserver } from './events/observed-log.ts';
+export { createWorkerMetrics, type WorkerMetrics, type MetricSources } from './observability/metrics.ts';
+export { startOpsServer, type OpsServer, type OpsServerOptions } from './observability/http.ts';
+export { JetStreamSnapshotStore } from './nats/snapshot-store.ts';
 export { startCommandService, type CommandService, type CommandTarget } from './nats/command-service.ts';
 export { CommandError, isCommandError, CommandFailureCode, type CommandReply, type AdmitCommand, type StatusReply } from './nats/commands.ts';
 export { COMMAND_QUEUE } from './nats/subjects.ts';

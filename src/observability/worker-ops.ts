@@ -1,21 +1,19 @@
 /**
- * `sessiond start --metrics PORT`: the worker's metrics and health on 127.0.0.1:PORT. The metrics
+ * A worker's metrics and health on 127.0.0.1:PORT (`sessiond start --metrics PORT`). The metrics
  * count what the engine writes (an append observer on its log) and its notices; the gauges and the
  * readiness read the engine, the worker's projector and the log when asked.
  */
 import type { Engine } from '../engine.ts';
 import type { Worker } from '../execution/worker.ts';
 import { messageOf } from '../errors.ts';
-import type { WorkerMetrics } from '../observability/metrics.ts';
-import { startOpsServer, type OpsServer } from '../observability/http.ts';
-
-export const METRICS_OPTION = ['--metrics <port>', 'serve Prometheus metrics (/metrics) and health (/healthz, /readyz) on http://127.0.0.1:PORT'] as const;
+import type { WorkerMetrics } from './metrics.ts';
+import { startOpsServer, type OpsServer } from './http.ts';
 
 /** The projector may trail the log by this much and the worker still counts as ready. */
 export const READY_MAX_LAG = 1_000;
 const LOG_ANSWER_MS = 2_000;
 
-export async function serveOps(port: number, parts: { engine: Engine; worker: Worker; metrics: WorkerMetrics }, out: { out: (line: string) => void }): Promise<OpsServer> {
+export async function serveOps(port: number, parts: { engine: Engine; worker: Worker; metrics: WorkerMetrics }): Promise<OpsServer> {
   const { engine, worker, metrics } = parts;
   const db = engine.db;
   const pending = db.prepare('SELECT COUNT(*) FROM session_input WHERE promoted_seq IS NULL').pluck();
@@ -39,7 +37,5 @@ export async function serveOps(port: number, parts: { engine: Engine; worker: Wo
       clearTimeout(timer);
     }
   };
-  const server = await startOpsServer({ port, registry: metrics.registry, readiness });
-  out.out(`  metrics: ${server.url}/metrics  health: ${server.url}/healthz, ${server.url}/readyz`);
-  return server;
+  return startOpsServer({ port, registry: metrics.registry, readiness });
 }

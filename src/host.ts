@@ -1,0 +1,239 @@
+/**
+ * The composition root: a complete worker from options, embedded (a SQLite file holds the log) or
+ * on NATS (the JetStream stream holds it; the file holds the projection). It wires, in order, the
+ * log (live publishing of its commits on NATS, metrics when asked), the engine, the worker (the
+ * log subscription, the projector, the recovery sweep), the command service (NATS, with a commands
+ * user), the inspector and the metrics port. `close()` stops them in reverse order: turns in
+ * progress are handed back, and that goes out live too. `openEngine` stays the small embedded core.
+ *
+ *   const sessiond = await startSessiond({ db: 'worker.db', runner: echoRunner() });
+ *   await sessiond.admit('ses_1', { prompt: 'hello' });
+ *   await sessiond.awaitIdle('ses_1');
+ *   await sessiond.close();
+ */
+import { openEngine, type Engine } from './engine.ts';
+import { startWorker, type Worker } from './execution/worker.ts';
+import { DEFAULT_SWEEP_INTERVAL_MS, type RecoveryNotice } from './recovery/sweeper.ts';
+import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, type Notice } from './execution/session-execution.ts';
+import type { SessionEvent } from './events/envelope.ts';
+import type { EventLog } from './events/event-log.ts';
+import type { Runner } from './runner/types.ts';
+import { isSessiondError, messageOf } from './errors.ts';
+import { systemClock } from './clock.ts';
+import { connectNats, type NatsConnectionOptions } from './nats/connection.ts';
+import { JetStreamEventLog } from './nats/jetstream-event-log.ts';
+import { JetStreamSnapshotStore } from './nats/snapshot-store.ts';
+import { NatsLiveBus } from './nats/live-bus.ts';
+import { publishCommits } from './events/publishing-log.ts';
+import { observeAppends } from './events/observed-log.ts';
+import { describeQuarantine, type QuarantinedMessage } from './events/quarantine.ts';
+import { recordQuarantine } from './storage/quarantine-store.ts';
+import { startCommandService } from './nats/command-service.ts';
+import { COMMAND_QUEUE, commandVerbs, subjects } from './nats/subjects.ts';
+import { startInspector } from './inspector/server.ts';
+import { createWorkerMetrics } from './observability/metrics.ts';
+import { serveOps } from './observability/worker-ops.ts';
+
+/** Where a host says what it does (the CLI prints it as lines or JSON). */
+export interface HostReport {
+  out(line: string, fields?: Record<string, string | number | boolean | undefined>): void;
+  err(line: string, fields?: Record<string, string | number | boolean | undefined>): void;
+  /** Adds fields to every later report (the worker id once it is known). */
+  bind?(fields: Record<string, string>): void;
+}
+
+export interface SessiondOptions {
+  /** SQLite file: the embedded log and the projection (on NATS, the projection only). */
+  db: string;
+  runner: Runner;
+  leaseMs?: number;
+  heartbeatMs?: number;
+  sweepMs?: number;
+  /** The log on NATS: the worker's connection, and, to serve commands, the commands user's. */
+  nats?: { connection: NatsConnectionOptions; commands?: { connection: NatsConnectionOptions; replyPrefixes: string[] } };
+  /** Serve the inspector on 127.0.0.1:PORT. */
+  inspectPort?: number;
+  /** Serve Prometheus metrics, /healthz and /readyz on 127.0.0.1:PORT. */
+  metricsPort?: number;
+  report?: HostReport;
+  /** A part of the worker stopped for good (the host should be closed and restarted). Default: reported. */
+  onFatal?: (err: unknown) => void;
+  /** Aborts the start-up (e.g. SIGTERM while waiting for the NATS server): what was opened is closed and `startSessiond` rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+export interface Sessiond extends Pick<Engine, 'admit' | 'wake' | 'status' | 'cancel' | 'awaitIdle' | 'activeTurns'> {
+  readonly ownerId: string;
+  readonly engine: Engine;
+  readonly worker: Worker;
+  /** Where the log lives, in words (the file, or the NATS servers and stream). */
+  readonly where: string;
+  readonly inspectorUrl: string | undefined;
+  readonly metricsUrl: string | undefined;
+  /** Stops every part in reverse order; returns how many running turns were handed back. */
+  close(): Promise<{ handedBack: number }>;
+}
+
+const silent: HostReport = { out: () => {}, err: () => {} };
+
+export async function startSessiond(options: SessiondOptions): Promise<Sessiond> {
+  const report = options.report ?? silent;
+  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+  const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
+  const metrics = options.metricsPort === undefined ? undefined : createWorkerMetrics({ log: options.nats ? 'nats' : 'sqlite' });
+  // everything opened so far, closed in reverse order on the way out (also if start-up fails)
+  const opened: { what: string; close: () => Promise<unknown> }[] = [];
+  const closeAll = async () => {
+    for (const step of opened.reverse()) {
+      try {
+        await step.close();
+      } catch (err) {
+        report.err(`sessiond: closing ${step.what} failed: ${messageOf(err)}`);
+      }
+    }
+    opened.length = 0;
+  };
+  const signal = options.signal;
+  /** Waits for `p` unless the start-up is aborted first; something `p` opens late is handed to `dispose`. */
+  const step = <T>(p: Promise<T>, dispose: (value: T) => unknown = () => undefined): Promise<T> => {
+    if (!signal) return p;
+    signal.throwIfAborted();
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => { void p.then(dispose, () => undefined); reject(signal.reason); };
+      signal.addEventListener('abort', onAbort, { once: true });
+      p.then((v) => { signal.removeEventListener('abort', onAbort); if (signal.aborted) { void dispose(v); return; } resolve(v); },
+        (e: unknown) => { signal.removeEventListener('abort', onAbort); reject(e); });
+    });
+  };
+  try {
+    let log: EventLog | undefined;
+    let where = options.db;
+    let snapshots: JetStreamSnapshotStore | undefined;
+    let record: (q: QuarantinedMessage) => void = () => undefined;
+    let bus: NatsLiveBus | undefined;
+    if (options.nats) {
+      const nc = await step(connectNats({ ...options.nats.connection, waitForServer: true }), (late) => late.close());
+      opened.push({ what: 'the NATS connection', close: () => nc.drain().catch(() => nc.close()) });
+      // a stored message that is not a valid batch is skipped, said once, and recorded in the database
+      const eventLog = await step(JetStreamEventLog.open({ connection: nc, onQuarantine: (q) => { report.err(`sessiond: ${describeQuarantine(q)}`); record(q); } }), (late) => late.close());
+      opened.push({ what: 'the event log', close: () => eventLog.close() });
+      where = `NATS ${describeServers(options.nats.connection)} (stream ${eventLog.stream})`;
+      bus = new NatsLiveBus(nc);
+      // snapshots shared by the workers beside the stream; without them (a nats.conf that does not
+      // allow the stream), this worker's own file keeps them
+      snapshots = await JetStreamSnapshotStore.open(nc).catch((err: unknown) => {
+        report.err(`sessiond: no shared snapshots (${messageOf(err)}); keeping snapshots in ${options.db} only`);
+        return undefined;
+      });
+      // every batch this worker commits goes out on its live subjects once, as it is acknowledged
+      log = publishCommits(metrics ? observeAppends(eventLog, metrics.appends) : eventLog, bus);
+    }
+    const engine = await step(openEngine({
+      file: options.db, runner: options.runner, leaseMs, heartbeatMs,
+      ...(log ? { log } : metrics ? { decorateLog: (inner: EventLog) => observeAppends(inner, metrics.appends) } : {}),
+      ...(bus ? { bus } : {}),
+      ...(snapshots ? { snapshots } : {}),
+      onNotice: (n) => {
+        report.out(describeNotice(n), { notice: n.type, session: n.sessionId, ...('executionId' in n ? { execution: n.executionId } : {}) });
+        metrics?.notice(n);
+      },
+    }), (late) => late.close());
+    opened.push({ what: 'the engine', close: () => engine.close() });
+    report.bind?.({ worker: engine.ownerId });
+    record = (q) => recordQuarantine(engine.db, q, systemClock.now());
+    const worker = startWorker(engine.execution, {
+      projection: engine.db,
+      onEvent: (e) => {
+        const line = describeEvent(e);
+        if (line) report.out(line, { session: e.sessionId, seq: e.seq, event: e.type, eventId: e.id });
+      },
+      onFatal: (err) => {
+        metrics?.fatal(String((isSessiondError(err) ? err.details['part'] : undefined) ?? 'worker'));
+        (options.onFatal ?? ((e: unknown) => report.err(`sessiond: ${messageOf(e)}`)))(err);
+      },
+      sweep: {
+        intervalMs: options.sweepMs ?? DEFAULT_SWEEP_INTERVAL_MS,
+        onNotice: (n) => {
+          report.out(describeRecovery(n), { notice: n.type, ...('sessionId' in n ? { session: n.sessionId } : {}), ...('executionId' in n ? { execution: n.executionId } : {}) });
+          metrics?.recovery(n);
+        },
+      },
+    });
+    opened.push({ what: 'the worker', close: () => worker.stop() });
+    if (options.nats?.commands) {
+      const commands = options.nats.commands;
+      const cnc = await step(connectNats({ ...commands.connection, waitForServer: true }), (late) => late.close());
+      opened.push({ what: 'the command connection', close: () => cnc.drain().catch(() => cnc.close()) });
+      const service = startCommandService(cnc, engine, { replyPrefixes: commands.replyPrefixes, onError: (err) => report.err(`sessiond: command service: ${messageOf(err)}`) });
+      opened.push({ what: 'the command service', close: () => service.close() });
+      report.out(`  serving commands ${commandVerbs.map((v) => subjects.command(v)).join(', ')} in queue group ${COMMAND_QUEUE}${commands.connection.user ? ` as user ${commands.connection.user}` : ''}, replying only to ${commands.replyPrefixes.map((p) => `${p}.>`).join(', ')}`);
+    } else if (options.nats) {
+      report.out('  not serving commands: no commands user (give --nats-commands-user and SESSIOND_NATS_COMMANDS_PASS, the commands user of nats.conf)');
+    }
+    signal?.throwIfAborted();
+    let inspectorUrl: string | undefined;
+    if (options.inspectPort !== undefined) {
+      const inspector = await startInspector({ log: engine.log, port: options.inspectPort, onError: (err) => report.err(`sessiond: inspector: ${messageOf(err)}`) });
+      opened.push({ what: 'the inspector', close: () => inspector.close() });
+      inspectorUrl = inspector.url;
+    }
+    let metricsUrl: string | undefined;
+    if (metrics && options.metricsPort !== undefined) {
+      const ops = await serveOps(options.metricsPort, { engine, worker, metrics });
+      opened.push({ what: 'the metrics server', close: () => ops.close() });
+      metricsUrl = ops.url;
+    }
+    return {
+      ownerId: engine.ownerId, engine, worker, where, inspectorUrl, metricsUrl,
+      admit: (id, request) => engine.admit(id, request),
+      wake: (id) => engine.wake(id),
+      status: (id) => engine.status(id),
+      cancel: (id, reason) => engine.cancel(id, reason),
+      awaitIdle: (id) => engine.awaitIdle(id),
+      activeTurns: () => engine.activeTurns(),
+      async close() {
+        const handedBack = engine.activeTurns();
+        await closeAll();
+        return { handedBack };
+      },
+    };
+  } catch (err) {
+    await closeAll();
+    throw err;
+  }
+}
+
+function describeServers(options: NatsConnectionOptions): string {
+  const servers = Array.isArray(options.servers) ? options.servers.join(', ') : options.servers ?? '';
+  return `${servers}${options.user ? ` as user ${options.user}` : ''}`;
+}
+
+export function describeNotice(n: Notice): string {
+  switch (n.type) {
+    case 'claimed': return `${n.sessionId}  claimed (execution ${n.executionId})`;
+    case 'settled': return `${n.sessionId}  turn ${n.outcome}${n.error ? `: ${n.error}` : ''}`;
+    case 'claim_lost': return `${n.sessionId}  lost its claim on execution ${n.executionId}; stopped the runner`;
+    case 'cancelled': return `${n.sessionId}  cancelled execution ${n.executionId}`;
+    case 'refused': return `${n.sessionId}  not taken: ${n.message}`;
+    case 'error': return `${n.sessionId}  error: ${n.message}`;
+  }
+}
+
+export function describeEvent(e: SessionEvent): string | undefined {
+  switch (e.type) {
+    case 'input.admitted': return `${e.sessionId}  prompt admitted (${e.payload.delivery}): ${JSON.stringify(e.payload.prompt.slice(0, 80))}`;
+    case 'text.completed': return `${e.sessionId}  ${e.payload.text}`;
+    case 'execution.cancelled': return `${e.sessionId}  execution ${e.payload.executionId} was cancelled`;
+    default: return undefined;
+  }
+}
+
+export function describeRecovery(n: RecoveryNotice): string {
+  switch (n.type) {
+    case 'recovered': return `${n.sessionId}  recovered expired execution ${n.executionId}; continuation ${n.continuationInputId} admitted`;
+    case 'wake_attempt': return `${n.sessionId}  recovery wake, attempt ${n.attempt}`;
+    case 'parked': return `${n.sessionId}  PARKED: ${n.message}`;
+    case 'error': return `${n.sessionId}  recovery error: ${n.message}`;
+    case 'sweep_failed': return `recovery sweep: ${n.message}`;
+  }
+}
