@@ -11,7 +11,7 @@ import type { Db } from './sqlite.ts';
 
 /** Returns `importEvents(events)`: the events as committed, each with the log position it got. */
 export function eventImporter(db: Db) {
-  const insert = db.prepare('INSERT INTO event (id, aggregate_id, seq, type, version, time, data) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  const insert = db.prepare('INSERT INTO event (id, aggregate_id, seq, type, version, time, data, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
   const lastSeq = db.prepare('SELECT COALESCE(MAX(seq), 0) FROM event WHERE aggregate_id = ?').pluck();
   const write = db.transaction((events: readonly SessionEvent[]): SessionEvent[] => {
     // read from the table once per session and call, never kept across calls: a call (or the
@@ -26,8 +26,12 @@ export function eventImporter(db: Db) {
           `Cannot import event ${e.id}: session ${e.sessionId} is at sequence ${previous} in the target database, the event has sequence ${e.seq}. Replay into a fresh database, in log order.`,
           { details: { sessionId: e.sessionId, last: previous, seq: e.seq } });
       }
-      const { lastInsertRowid } = insert.run(e.id, e.sessionId, e.seq, e.type, e.version, e.time, pack(e.payload));
-      committed[i] = { id: e.id, type: e.type, version: e.version, sessionId: e.sessionId, seq: e.seq, time: e.time, payload: e.payload, position: Number(lastInsertRowid) } as SessionEvent;
+      // the original commit time travels with the event (a replayed log audits like the original)
+      const { lastInsertRowid } = insert.run(e.id, e.sessionId, e.seq, e.type, e.version, e.time, pack(e.payload), e.committedAt ?? null);
+      committed[i] = {
+        id: e.id, type: e.type, version: e.version, sessionId: e.sessionId, seq: e.seq, time: e.time, payload: e.payload, position: Number(lastInsertRowid),
+        ...(e.committedAt === undefined ? {} : { committedAt: e.committedAt }),
+      } as SessionEvent;
       last.set(e.sessionId, e.seq);
     }
     return committed;

@@ -129,6 +129,18 @@ test('replay - the importer keeps no sequence from a transaction that rolled bac
   assert.throws(() => importEvents([c!]), /session ses_a is at sequence 1 in the target database, the event has sequence 3/);
 });
 
+test('replay - each event keeps its original commit time: a replayed log audits like the original (late writes included)', async () => {
+  const stamped = log.map((e, i) => ({ ...e, committedAt: 1_700_000_000_000 + i })) as SessionEvent[];
+  const { tmp, file } = await exportOf(stamped);
+  const db = memoryDb();
+  await replayExport(db, file);
+  const copy = new SqliteEventLog(db);
+  const replayed = await copy.readAll();
+  assert.equal(replayed.map((e) => e.committedAt), stamped.map((e) => e.committedAt));
+  await copy.close();
+  tmp.remove();
+});
+
 test('replay - a database that holds a log is refused, and a stale projection is replaced', async () => {
   const { tmp, file } = await exportOf(log);
   const db = memoryDb();
