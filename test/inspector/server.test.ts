@@ -71,6 +71,8 @@ test('inspector - /api/sessions/:id has the current state, context and the last 
   assert.equal(body.timeline.events.map((r) => [r.seq, r.type]), events.map((e) => [e.seq, e.type]), 'a short session fits on one page');
   assert.equal(body.timeline.events[0]!.payload, events[0]!.payload);
   assert.is(body.timeline.events[0]!.time, events[0]!.time);
+  assert.is((body.timeline.events[0] as { committedAt?: number }).committedAt, events[0]!.committedAt, 'each row carries when it was committed');
+  assert.type(events[0]!.committedAt, 'number');
   assert.is(body.timeline.before, null);
   assert.is(body.timeline.after, null);
   assert.is(body.context.executions, 1);
