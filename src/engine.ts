@@ -44,7 +44,8 @@ export interface Engine {
   admit(sessionId: string, request: AdmitRequest): Promise<AdmitReceipt>;
   wake(sessionId: string): Promise<void>;
   resume(sessionId: string): Promise<ResumeResult>;
-  cancel(sessionId: string, reason?: string): Promise<CancelResult>;
+  /** `executionId`: cancel that execution only (see SessionExecution.cancel). */
+  cancel(sessionId: string, reason?: string, executionId?: string): Promise<CancelResult>;
   awaitIdle(sessionId: string): Promise<void>;
   status(sessionId: string): Promise<SessionStatus>;
   /** Sessions with a turn running in this engine now. */
@@ -76,7 +77,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     },
     wake: (id) => execution.wake(id),
     resume: (id) => execution.resume(id),
-    cancel: (id, reason) => execution.cancel(id, reason),
+    cancel: (id, reason, executionId) => execution.cancel(id, reason, executionId),
     awaitIdle: (id) => execution.awaitIdle(id),
     status: async (id) => statusOf(await execution.status(id)),
     activeTurns: () => Object.values(execution.registry.getSnapshot().context.runs).filter((r) => r.executionId).length,

@@ -143,18 +143,22 @@ export class SessionExecution {
     return firstResult;
   }
 
-  /** Cancels the session's execution in progress (here or in another process). Cancellation is final. */
-  async cancel(sessionId: string, reason?: string): Promise<CancelResult> {
+  /**
+   * Cancels the session's execution in progress (here or in another process). Cancellation is final.
+   * With `executionId`, only that execution: a cancel resent or delivered late never stops a later turn.
+   */
+  async cancel(sessionId: string, reason?: string, executionId?: string): Promise<CancelResult> {
     validateId(sessionId, 'session id');
+    if (executionId !== undefined) validateId(executionId, 'execution id');
     try {
-      const { events } = await this.handler.execute(sessionId, (now) => ({ type: 'cancel', now, ...(reason ? { reason } : {}) }), { fresh: true });
-      const executionId = (events[0] as { payload: { executionId: string } }).payload.executionId;
+      const { events } = await this.handler.execute(sessionId, (now) => ({ type: 'cancel', now, ...(reason ? { reason } : {}), ...(executionId ? { executionId } : {}) }), { fresh: true });
+      const cancelled = (events[0] as { payload: { executionId: string } }).payload.executionId;
       const run = localRun(this.registry, sessionId);
-      if (run?.executionId === executionId && run.controller && !run.controller.signal.aborted) {
-        run.controller.abort(new CancelledError(executionId, reason));
+      if (run?.executionId === cancelled && run.controller && !run.controller.signal.aborted) {
+        run.controller.abort(new CancelledError(cancelled, reason));
       }
-      this.notice({ type: 'cancelled', sessionId, executionId });
-      return { cancelled: true, executionId };
+      this.notice({ type: 'cancelled', sessionId, executionId: cancelled });
+      return { cancelled: true, executionId: cancelled };
     } catch (err) {
       if (isRefusal(err)) return { cancelled: false, reason: err.reason, message: err.message };
       throw err;

@@ -14,7 +14,8 @@ export type Command =
   | { type: 'record'; now: number; ownerId: string; executionId: string; events: ProtoEvent[] }
   /** `released` hands the turn back: its open work is sealed and `continuationInputId` is admitted so another worker continues it. */
   | { type: 'settle'; now: number; ownerId: string; executionId: string; outcome: SettleOutcome; error?: RecordedError; continuationInputId?: string }
-  | { type: 'cancel'; now: number; reason?: string }
+  /** `executionId`: cancel that execution only (a cancel sent again, or delivered late, never stops a later turn). */
+  | { type: 'cancel'; now: number; reason?: string; executionId?: string }
   | { type: 'admit'; now: number; inputId: string; prompt: string; delivery: Delivery; wake: boolean; source?: 'user' | 'recovery' }
   /** Seal an expired execution and admit one continuation (ids come with the command: the machine makes none). */
   | { type: 'recover'; now: number; continuationInputId: string; reason?: string }

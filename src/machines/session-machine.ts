@@ -38,7 +38,9 @@ export const refusalMessages: Record<Refusal, (a: Args) => string> = {
   already_settled: ({ context }) => `execution ${context.execution?.id} is already settled (${context.execution?.outcome})`,
   not_claimed: ({ context }) => `session ${context.sessionId} has no claimed execution to start`,
   already_started: ({ context }) => `execution ${context.execution?.id} has already started`,
-  nothing_to_cancel: ({ context }) => `session ${context.sessionId} has no execution in progress to cancel`,
+  nothing_to_cancel: ({ context, event }) => (cmd<'cancel'>(event).executionId !== undefined && context.execution
+    ? `execution ${cmd<'cancel'>(event).executionId} is not the one in progress on session ${context.sessionId} (that is ${context.execution.id}): nothing to cancel`
+    : `session ${context.sessionId} has no execution in progress to cancel`),
   not_runner_event: ({ event }) => `a runner may not write ${(cmd<'record'>(event).events ?? []).map((e) => e.type).filter((t) => !RUNNER_EVENT_TYPES.has(t)).join(', ')}`,
   not_pending: ({ context }) => `invariant violated: promoting an input of session ${context.sessionId} that is not pending (already promoted or never admitted)`,
   already_admitted: ({ event }) => `input ${cmd<'admit'>(event).inputId} was already admitted`,
@@ -66,7 +68,7 @@ const executionInProgress = {
   claim: claimWhileOwned,
   renew: whenHoldingClaim,
   settle: whenHoldingClaim,
-  cancel: { actions: decide },
+  cancel: [{ guard: 'cancelsAnotherExecution', actions: refuse(Refusal.NothingToCancel) }, { actions: decide }],
   recover: recoverIfExpired,
 } as const;
 
@@ -90,6 +92,8 @@ export const sessionMachine = setup({
     /** A turn needs something to run: an admitted input not yet promoted. */
     hasPending: ({ context }) => context.pending.length > 0,
     isCurrentExecution: ({ context, event }) => context.execution?.id === cmd(event).executionId,
+    /** A cancel bound to an execution that is not the one in progress. */
+    cancelsAnotherExecution: ({ context, event }) => cmd<'cancel'>(event).executionId !== undefined && context.execution?.id !== cmd<'cancel'>(event).executionId,
     cancelled: ({ context }) => context.execution?.cancelled === true,
     onlyRunnerEvents: ({ event }) => cmd<'record'>(event).events.every((e) => RUNNER_EVENT_TYPES.has(e.type)),
     promotesOnlyPending: ({ context, event }) => {

@@ -31,7 +31,7 @@ import { connectNats, isNatsConnection, isPermissionError, positiveIntOption, ty
 import { JetStreamEventLog } from './jetstream-event-log.ts';
 import { decodeLiveEvent, type LiveMessage } from './live-bus.ts';
 import {
-  CommandError, CommandFailureCode, decodeJson, encodeJson,
+  CommandError, CommandFailureCode, decodeJson, encodeJson, isCommandError,
   type AdmitCommand, type CommandReply, type CommandRequests, type CommandResults, type StatusReply, type WakeResult,
 } from './commands.ts';
 import { STREAM_NAME, subjects, type CommandVerb } from './subjects.ts';
@@ -167,12 +167,23 @@ export class SessiondClient {
   }
 
   /**
-   * Cancels the session's execution in progress, wherever it runs. When an earlier attempt reached a
-   * worker that did not answer in time and the last one found nothing to cancel, the earlier one may
-   * have cancelled it: the session's status says, and a cancelled execution is reported as cancelled.
+   * Cancels the session's execution in progress, wherever it runs. The cancel names that execution
+   * (asked with `status` first unless given), so an attempt sent again, or held by a frozen worker
+   * and run late, never stops a later turn. When an earlier attempt reached a worker that did not
+   * answer in time and the last one found nothing to cancel, the earlier one may have cancelled it:
+   * the session's status says, and a cancelled execution is reported as cancelled.
    */
-  async cancel(sessionId: string, reason?: string): Promise<CancelResult> {
-    const { result, resent } = await this.send('cancel', reason === undefined ? { sessionId } : { sessionId, reason });
+  async cancel(sessionId: string, reason?: string, executionId?: string): Promise<CancelResult> {
+    let target = executionId;
+    if (target === undefined) {
+      // a status this user may not ask, or of a session with no events: the cancel itself says why
+      const execution = await this.status(sessionId).then((s) => s.execution, (err: unknown) => { if (isCommandError(err)) return undefined; throw err; });
+      if (execution && execution.outcome !== null) {
+        return { cancelled: false, reason: 'nothing_to_cancel', message: `session ${sessionId} has no execution in progress to cancel` };
+      }
+      target = execution?.id;
+    }
+    const { result, resent } = await this.send('cancel', { sessionId, ...(target === undefined ? {} : { executionId: target }), ...(reason === undefined ? {} : { reason }) });
     if (result.result.cancelled || !resent || result.result.reason !== 'nothing_to_cancel') return result.result;
     const { execution } = await this.status(sessionId);
     return execution?.cancelled ? { cancelled: true, executionId: execution.id } : result.result;

@@ -25,7 +25,7 @@
  */
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';
-import { validateId } from '../ids.ts';
+import { isValidId, validateId } from '../ids.ts';
 import { parseAdmitRequest, DEFAULT_MAX_PROMPT_BYTES, type AdmitReceipt, type AdmitRequest } from '../input/admit.ts';
 import type { CancelResult, ResumeResult } from '../execution/session-execution.ts';
 import type { SessionStatus } from '../engine.ts';
@@ -41,7 +41,7 @@ export interface CommandTarget {
   admit(sessionId: string, request: AdmitRequest): Promise<AdmitReceipt>;
   wake(sessionId: string): Promise<void>;
   resume?(sessionId: string): Promise<ResumeResult>;
-  cancel(sessionId: string, reason?: string): Promise<CancelResult>;
+  cancel(sessionId: string, reason?: string, executionId?: string): Promise<CancelResult>;
   status(sessionId: string): Promise<SessionStatus>;
 }
 
@@ -151,12 +151,15 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
         return { result };
       }
       case 'cancel': {
-        const { reason } = body as CommandRequests['cancel'];
+        const { reason, executionId } = body as CommandRequests['cancel'];
         if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_CANCEL_REASON)) {
           throw new Reject(CommandFailureCode.BadRequest, `Invalid cancel request: reason must be a string of at most ${MAX_CANCEL_REASON} characters.`);
         }
+        if (executionId !== undefined && !isValidId(executionId)) {
+          throw new Reject(CommandFailureCode.BadRequest, `Invalid cancel request: executionId must be an execution id (e.g. "exe_..."), got ${JSON.stringify(executionId)}.`);
+        }
         await known(sessionId, verb);
-        return { result: await target.cancel(sessionId, reason) };
+        return { result: await target.cancel(sessionId, reason, executionId) };
       }
       case 'status': {
         const status = await known(sessionId, verb);

@@ -5,7 +5,7 @@
  *   verb    request                                                   success reply
  *   admit   { sessionId, prompt, id?, delivery?: "steer"|"queue", wake? }  { ok: true, receipt: AdmitReceipt }
  *   wake    { sessionId }                                             { ok: true, result: WakeResult }
- *   cancel  { sessionId, reason? }                                    { ok: true, result: CancelResult }
+ *   cancel  { sessionId, reason?, executionId? }                      { ok: true, result: CancelResult }
  *   status  { sessionId }                                             { ok: true, sessionId, state, seq, execution, pending }
  *
  * Every failure is a reply, never silence: { ok: false, error: { code, message, details? } }, with
@@ -43,7 +43,8 @@ export type CommandFailure = ErrorCode | (typeof CommandFailureCode)[keyof typeo
 
 export interface AdmitCommand { sessionId: string; prompt: string; id?: string; delivery?: Delivery; wake?: boolean }
 export interface WakeCommand { sessionId: string }
-export interface CancelCommand { sessionId: string; reason?: string }
+/** `executionId`: cancel that execution only; the client sends the one it saw in progress, so a resent or late cancel never stops a later turn. */
+export interface CancelCommand { sessionId: string; reason?: string; executionId?: string }
 export interface StatusCommand { sessionId: string }
 
 /** What a worker did about a wake: `ResumeResult` (started, running_here, nothing_pending, refused, closed), or `requested` from a target without `resume`. */
@@ -68,7 +69,7 @@ export type CommandReply<V extends CommandVerb> = ({ ok: true } & CommandResults
 export const requestFields: Record<CommandVerb, readonly string[]> = {
   admit: ['sessionId', 'prompt', 'id', 'delivery', 'wake'],
   wake: ['sessionId'],
-  cancel: ['sessionId', 'reason'],
+  cancel: ['sessionId', 'reason', 'executionId'],
   status: ['sessionId'],
 };
 

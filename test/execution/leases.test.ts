@@ -159,6 +159,27 @@ test('never lets runner settlement overwrite cancellation', async () => {
   }
 });
 
+test('a cancel bound to an execution stops only that one: sent late, after its turn ended, it leaves the next turn running', async () => {
+  const { fx, gate, owner, user } = await runningWithAUser();
+  const first = gate.runs[0]!.ctx.executionId;
+  gate.runs[0]!.release();
+  await owner.awaitIdle('ses_1');
+  await fx.admit(owner, 'ses_1', { prompt: 'the next turn', wake: false });
+  await owner.resume('ses_1');
+  await gate.started(2);
+  const second = gate.runs[1]!.ctx.executionId;
+  const late = await user.cancel('ses_1', 'meant for the first turn', first); // e.g. held by a frozen worker
+  assert.equal([late.cancelled, late.cancelled ? '' : late.reason], [false, 'nothing_to_cancel']);
+  assert.match(late.cancelled ? '' : late.message, `execution ${first} is not the one in progress`);
+  assert.not.ok(gate.runs[1]!.ctx.signal.aborted, 'the next turn goes on');
+  const meant = await user.cancel('ses_1', 'this one', second);
+  assert.equal(meant, { cancelled: true, executionId: second });
+  gate.runs[1]!.release(); // the owner is another process: its runner ends, its settlement changes nothing
+  await owner.awaitIdle('ses_1');
+  assert.is(count(await fx.events('ses_1'), 'execution.cancelled'), 1);
+  await fx.close();
+});
+
 test('cancellation racing settlement: whichever commits first wins, the other changes nothing', async () => {
   const outcomes = new Set<string>();
   for (const cancelFirst of [true, false]) {
