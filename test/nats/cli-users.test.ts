@@ -3,22 +3,14 @@
 // (prompt, cancel; wake and status through SessiondClient) on the command subjects and reads the log
 // (status, tail, export, check) with its own consumers; the observer reads and is refused commands;
 // the worker's user is refused commands too (they go through the client user, never a worker's rights).
-import { suite } from 'uvu';
+import { cliSuite } from './cli-suite.ts';
 import * as assert from 'uvu/assert';
 import { SessiondClient } from '../../src/nats/client.ts';
-import { startNatsServer, CLIENT, COMMANDS, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
-import { runCli, startCli, type CliResult, type LongRunning } from '../support/cli.ts';
-import { tempDir } from '../support/tmp.ts';
+import { CLIENT, COMMANDS, OBSERVER, WORKER } from '../../src/testing/nats-server.ts';
+import { runCli, startCli, type CliResult } from '../support/cli.ts';
 
 type User = { user: string; pass: string };
-type Ctx = { server: NatsServer; tmp: ReturnType<typeof tempDir>; workers: LongRunning[] };
-const s = suite<Ctx>('sessiond commands as each nats.conf user');
-s.before(async (ctx) => { ctx.server = await startNatsServer(); ctx.tmp = tempDir(); ctx.workers = []; });
-s.after(async (ctx) => {
-  for (const w of ctx.workers) if (w.child.exitCode === null) { w.child.kill('SIGKILL'); await w.exited; }
-  await ctx.server.dispose();
-  ctx.tmp.remove();
-});
+const s = cliSuite('sessiond commands as each nats.conf user');
 
 const SESSION = 'ses_users';
 

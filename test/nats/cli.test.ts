@@ -1,13 +1,12 @@
 // `sessiond start --nats` and `sessiond prompt --nats` as real subprocesses against a harness server:
 // the worker serves commands, a prompt admitted over NATS runs to success, SIGTERM stops it cleanly
 // (exit 0); and the flags fail clearly when misused or when no worker is running.
-import { suite } from 'uvu';
+import { as, cliSuite, type CliCtx } from './cli-suite.ts';
 import * as assert from 'uvu/assert';
 import { SessiondClient } from '../../src/nats/client.ts';
 import type { LiveMessage } from '../../src/nats/live-bus.ts';
-import { startNatsServer, ADMIN, CLIENT, COMMANDS, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { startNatsServer, ADMIN, CLIENT, COMMANDS, OBSERVER, WORKER } from '../../src/testing/nats-server.ts';
 import { runCli, startCli, type LongRunning } from '../support/cli.ts';
-import { tempDir } from '../support/tmp.ts';
 import { until } from './helpers.ts';
 import { jetstream } from '@nats-io/jetstream';
 import { connectNats } from '../../src/nats/connection.ts';
@@ -16,18 +15,10 @@ import { openDatabase } from '../../src/storage/sqlite.ts';
 import { quarantinedMessages } from '../../src/storage/quarantine-store.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 
-const s = suite<{ server: NatsServer; tmp: ReturnType<typeof tempDir>; workers: LongRunning[] }>('sessiond start --nats');
-s.before(async (ctx) => { ctx.server = await startNatsServer(); ctx.tmp = tempDir(); ctx.workers = []; });
-s.after(async (ctx) => {
-  for (const w of ctx.workers) if (w.child.exitCode === null) { w.child.kill('SIGKILL'); await w.exited; }
-  await ctx.server.dispose();
-  ctx.tmp.remove();
-});
-
-const as = (user: { user: string; pass: string }) => ['--nats-user', user.user, '--nats-pass', user.pass];
+const s = cliSuite('sessiond start --nats');
 
 /** A worker on the test server whose echo turns last a minute (so a turn is running when the test acts), serving commands. */
-async function slowWorker(ctx: { server: NatsServer; tmp: ReturnType<typeof tempDir>; workers: LongRunning[] }, db: string): Promise<LongRunning> {
+async function slowWorker(ctx: CliCtx, db: string): Promise<LongRunning> {
   const worker = startCli(['start', '--nats', ctx.server.url, ...as(WORKER), '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass,
     '--db', ctx.tmp.file(db), '--echo-delay-ms', '60000']);
   ctx.workers.push(worker);

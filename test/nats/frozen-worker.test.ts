@@ -3,24 +3,15 @@
 // queue group are good for one request each and renewed only by a running worker), the client sends
 // each unanswered request again after attemptTimeoutMs, the other worker answers, and when the frozen
 // one resumes, what it held changes nothing (admits are idempotent by input id).
-import { suite } from 'uvu';
+import { as, cliSuite, type CliCtx } from './cli-suite.ts';
 import * as assert from 'uvu/assert';
 import { SessiondClient } from '../../src/nats/client.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
-import { startNatsServer, CLIENT, COMMANDS, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { CLIENT, COMMANDS, WORKER } from '../../src/testing/nats-server.ts';
 import { runCli, startCli, type LongRunning } from '../support/cli.ts';
-import { tempDir } from '../support/tmp.ts';
 
-type Ctx = { server: NatsServer; tmp: ReturnType<typeof tempDir>; workers: LongRunning[] };
-const s = suite<Ctx>('a frozen worker');
-s.before(async (ctx) => { ctx.server = await startNatsServer(); ctx.tmp = tempDir(); ctx.workers = []; });
-s.after(async (ctx) => {
-  for (const w of ctx.workers) if (w.child.exitCode === null) { w.child.kill('SIGKILL'); await w.exited; }
-  await ctx.server.dispose();
-  ctx.tmp.remove();
-});
-
-const as = (user: { user: string; pass: string }) => ['--nats-user', user.user, '--nats-pass', user.pass];
+type Ctx = CliCtx;
+const s = cliSuite('a frozen worker');
 
 async function worker(ctx: Ctx, db: string): Promise<LongRunning> {
   const w = startCli(['start', '--nats', ctx.server.url, ...as(WORKER), '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass,
