@@ -4,7 +4,8 @@
  */
 import { suite } from 'uvu';
 import { startNatsServer, type NatsServer } from '../../src/testing/nats-server.ts';
-import type { LongRunning } from '../support/cli.ts';
+import { startCli, type LongRunning } from '../support/cli.ts';
+import { COMMANDS, WORKER } from '../../src/testing/nats-server.ts';
 import { tempDir } from '../support/tmp.ts';
 
 export type CliCtx = { server: NatsServer; tmp: ReturnType<typeof tempDir>; workers: LongRunning[] };
@@ -18,6 +19,15 @@ export function cliSuite(name: string) {
     ctx.tmp.remove();
   });
   return s;
+}
+
+/** A `sessiond start --nats` worker serving commands, its echo steps `echoDelayMs` long, once it says it is up. */
+export async function natsWorker(ctx: CliCtx, db: string, echoDelayMs: number): Promise<LongRunning> {
+  const w = startCli(['start', '--nats', ctx.server.url, ...as(WORKER), '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass,
+    '--db', ctx.tmp.file(db), '--echo-delay-ms', String(echoDelayMs)]);
+  ctx.workers.push(w);
+  await w.waitFor('send it a prompt');
+  return w;
 }
 
 /** The CLI flags that connect as a nats.conf user. */

@@ -1,7 +1,7 @@
 // `sessiond start --nats` and `sessiond prompt --nats` as real subprocesses against a harness server:
 // the worker serves commands, a prompt admitted over NATS runs to success, SIGTERM stops it cleanly
 // (exit 0); and the flags fail clearly when misused or when no worker is running.
-import { as, cliSuite, type CliCtx } from './cli-suite.ts';
+import { as, cliSuite, natsWorker, type CliCtx } from './cli-suite.ts';
 import * as assert from 'uvu/assert';
 import { SessiondClient } from '../../src/nats/client.ts';
 import type { LiveMessage } from '../../src/nats/live-bus.ts';
@@ -18,13 +18,7 @@ import { waitFor } from '../../src/testing/wait.ts';
 const s = cliSuite('sessiond start --nats');
 
 /** A worker on the test server whose echo turns last a minute (so a turn is running when the test acts), serving commands. */
-async function slowWorker(ctx: CliCtx, db: string): Promise<LongRunning> {
-  const worker = startCli(['start', '--nats', ctx.server.url, ...as(WORKER), '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass,
-    '--db', ctx.tmp.file(db), '--echo-delay-ms', '60000']);
-  ctx.workers.push(worker);
-  await worker.waitFor('send it a prompt');
-  return worker;
-}
+const slowWorker = (ctx: CliCtx, db: string): Promise<LongRunning> => natsWorker(ctx, db, 60_000);
 
 s('cli start --nats - a worker on JetStream runs a prompt admitted with prompt --nats, streams it live, and stops on SIGTERM', async (ctx) => {
   const url = ctx.server.url;

@@ -3,23 +3,17 @@
 // queue group are good for one request each and renewed only by a running worker), the client sends
 // each unanswered request again after attemptTimeoutMs, the other worker answers, and when the frozen
 // one resumes, what it held changes nothing (admits are idempotent by input id).
-import { as, cliSuite, type CliCtx } from './cli-suite.ts';
+import { as, cliSuite, natsWorker, type CliCtx } from './cli-suite.ts';
 import * as assert from 'uvu/assert';
 import { SessiondClient } from '../../src/nats/client.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
-import { CLIENT, COMMANDS, WORKER } from '../../src/testing/nats-server.ts';
-import { runCli, startCli, type LongRunning } from '../support/cli.ts';
+import { CLIENT } from '../../src/testing/nats-server.ts';
+import { runCli, type LongRunning } from '../support/cli.ts';
 
 type Ctx = CliCtx;
 const s = cliSuite('a frozen worker');
 
-async function worker(ctx: Ctx, db: string): Promise<LongRunning> {
-  const w = startCli(['start', '--nats', ctx.server.url, ...as(WORKER), '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass,
-    '--db', ctx.tmp.file(db), '--echo-delay-ms', '5']);
-  ctx.workers.push(w);
-  await w.waitFor('send it a prompt');
-  return w;
-}
+const worker = (ctx: Ctx, db: string): Promise<LongRunning> => natsWorker(ctx, db, 5);
 
 const count = (events: SessionEvent[], type: string, inputId?: string) =>
   events.filter((e) => e.type === type && (inputId === undefined || (e.payload as { inputId?: string }).inputId === inputId)).length;
