@@ -158,7 +158,9 @@ export class SessiondClient {
   /** Admits a prompt (idempotent by input id; one is generated when absent) and, unless `wake: false`, wakes the session. */
   admit(sessionId: string, request: Omit<AdmitCommand, 'sessionId'>): Promise<AdmitReceipt> {
     const body: AdmitCommand = { ...request, sessionId, id: request.id ?? this.ids.next('inp') };
-    return this.request('admit', body).then((r) => r.receipt);
+    // Sent again after an attempt a worker took and did not answer (a frozen worker, a server
+    // restart): finding the same input already admitted means that attempt admitted it, for this call.
+    return this.send('admit', body).then(({ result, resent }) => (resent && !result.receipt.created ? { ...result.receipt, created: true } : result.receipt));
   }
 
   /** Asks a worker to run the session's pending inputs; says what happened (started, nothing pending, refused...). */

@@ -2,6 +2,7 @@
 // message, skip and report undecodable ones (with subject and seq) and keep delivering; repeats of a
 // committed event are delivered once; replay reads the durable stream as the client user.
 import { suite } from 'uvu';
+import { errors as natsErrors } from '@nats-io/transport-node';
 import * as assert from 'uvu/assert';
 import { ErrorCode, isSessiondError } from '../../src/errors.ts';
 import { pack } from '../../src/events/codec.ts';
@@ -151,6 +152,27 @@ s('client - a command sent while no worker serves it (workers resubscribing afte
   await world.serve(engine);
   const receipt = await admitted;
   assert.equal([receipt.inputId, receipt.created], ['inp_late', true], 'admitted once, by the worker that came');
+});
+
+s('client - an admit whose first attempt a worker took but whose reply was lost is sent again and reported as created by this call', async ({ world }) => {
+  const { engine } = await world.engine();
+  await world.serve(engine);
+  const client = await world.client(CLIENT);
+  const send = client.nc.request.bind(client.nc);
+  let attempts = 0;
+  client.nc.request = async (...args: Parameters<typeof send>) => {
+    attempts++;
+    const reply = await send(...args);
+    if (attempts === 1) throw new natsErrors.RequestError('lost', { cause: new natsErrors.TimeoutError() }); // ran, the answer never came
+    return reply;
+  };
+  const id = sessionId('lostreply');
+  const receipt = await client.admit(id, { prompt: 'answer lost once', id: 'inp_lost' });
+  assert.is(attempts, 2, 'sent again');
+  assert.equal([receipt.inputId, receipt.created], ['inp_lost', true], 'the first attempt of this call admitted it');
+  const again = await client.admit(id, { prompt: 'answer lost once', id: 'inp_lost' });
+  assert.is(again.created, false, 'a later call with the same id is a retry');
+  assert.is((await engine.log.readSession(id)).filter((e) => e.type === 'input.admitted').length, 1, 'admitted once');
 });
 
 s('client - options and closed clients fail clearly', async ({ world }) => {
