@@ -77,6 +77,8 @@ export function addNatsCommandOptions(command: Command): Command {
  * with a NATS user but no commands user (it then serves no commands). A server without users gets a
  * second connection without a user, replying to plain `_INBOX` inboxes.
  */
+export { describeNats } from '../nats/connection.ts';
+
 export function natsCommandConnection(flags: NatsCommandFlags, worker: NatsConnectionOptions, ctx: CliContext):
   { connection: NatsConnectionOptions; replyPrefixes: string[] } | undefined {
   const user = flags.natsCommandsUser ?? (ctx.env.SESSIOND_NATS_COMMANDS_USER || undefined);
@@ -95,8 +97,3 @@ export function natsCommandConnection(flags: NatsCommandFlags, worker: NatsConne
   return { connection, replyPrefixes: replyPrefixes ?? [user === undefined ? inboxPrefixOf(undefined) : DEFAULT_REPLY_PREFIX] };
 }
 
-/** The URL(s) to show; never the password. */
-export function describeNats(options: NatsConnectionOptions): string {
-  const servers = Array.isArray(options.servers) ? options.servers.join(', ') : options.servers ?? '';
-  return `${servers}${options.user ? ` as user ${options.user}` : ''}`;
-}

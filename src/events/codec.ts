@@ -67,7 +67,6 @@ function fail(code: SessiondError['code'], message: string, details: Record<stri
   throw new SessiondError(code, message, { details, cause });
 }
 
-/** Validates a payload against its type's schema and returns the parsed payload (defaults applied). */
 /**
  * Payload objects this codec produced by validating them, with the type they were valid for: a
  * payload read from a log and then folded by the projector is checked once, not twice (payloads
@@ -75,6 +74,7 @@ function fail(code: SessiondError['code'], message: string, details: Record<stri
  */
 const validated = new WeakMap<object, EventType>();
 
+/** Validates a payload against its type's schema and returns the parsed payload (defaults applied). */
 export function parsePayload<T extends EventType>(type: T, version: number, payload: unknown): PayloadOf<T> {
   const entry = catalog[type];
   if (version === entry.version && typeof payload === 'object' && payload !== null && validated.get(payload) === type) return payload as PayloadOf<T>;

@@ -261,3 +261,9 @@ export async function waitAtMost(p: Promise<unknown>, ms: number): Promise<boole
     clearTimeout(timer);
   }
 }
+
+/** The URL(s) to show; never the password. */
+export function describeNats(options: NatsConnectionOptions): string {
+  const servers = Array.isArray(options.servers) ? options.servers.join(', ') : options.servers ?? '';
+  return `${servers}${options.user ? ` as user ${options.user}` : ''}`;
+}
