@@ -20,7 +20,7 @@ import type { EventLog } from './events/event-log.ts';
 import type { Runner } from './runner/types.ts';
 import { isSessiondError, messageOf } from './errors.ts';
 import { systemClock } from './clock.ts';
-import { connectNats, type NatsConnectionOptions } from './nats/connection.ts';
+import { connectNats, describeNats, type NatsConnectionOptions } from './nats/connection.ts';
 import { JetStreamEventLog } from './nats/jetstream-event-log.ts';
 import { JetStreamSnapshotStore } from './nats/snapshot-store.ts';
 import { NatsLiveBus } from './nats/live-bus.ts';
@@ -94,10 +94,14 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     opened.length = 0;
   };
   const signal = options.signal;
-  /** Waits for `p` unless the start-up is aborted first; something `p` opens late is handed to `dispose`. */
-  const step = <T>(p: Promise<T>, dispose: (value: T) => unknown = () => undefined): Promise<T> => {
-    if (!signal) return p;
+  /**
+   * Starts `open` unless the start-up was aborted, and waits for it unless it is aborted meanwhile;
+   * what `open` opens after an abort is handed to `dispose`.
+   */
+  const step = <T>(open: () => Promise<T>, dispose: (value: T) => unknown): Promise<T> => {
+    if (!signal) return open();
     signal.throwIfAborted();
+    const p = open();
     return new Promise<T>((resolve, reject) => {
       const onAbort = () => { void p.then(dispose, () => undefined); reject(signal.reason); };
       signal.addEventListener('abort', onAbort, { once: true });
@@ -112,12 +116,13 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     let record: (q: QuarantinedMessage) => void = () => undefined;
     let bus: NatsLiveBus | undefined;
     if (options.nats) {
-      const nc = await step(connectNats({ ...options.nats.connection, waitForServer: true }), (late) => late.close());
+      const connection = options.nats.connection;
+      const nc = await step(() => connectNats({ ...connection, waitForServer: true }), (late) => late.close());
       opened.push({ what: 'the NATS connection', close: () => nc.drain().catch(() => nc.close()) });
       // a stored message that is not a valid batch is skipped, said once, and recorded in the database
-      const eventLog = await step(JetStreamEventLog.open({ connection: nc, onQuarantine: (q) => { report.err(`sessiond: ${describeQuarantine(q)}`); record(q); } }), (late) => late.close());
+      const eventLog = await step(() => JetStreamEventLog.open({ connection: nc, onQuarantine: (q) => { report.err(`sessiond: ${describeQuarantine(q)}`); record(q); } }), (late) => late.close());
       opened.push({ what: 'the event log', close: () => eventLog.close() });
-      where = `NATS ${describeServers(options.nats.connection)} (stream ${eventLog.stream})`;
+      where = `NATS ${describeNats(connection)} (stream ${eventLog.stream})`;
       bus = new NatsLiveBus(nc);
       // snapshots shared by the workers beside the stream; without them (a nats.conf that does not
       // allow the stream), this worker's own file keeps them
@@ -126,11 +131,13 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
         return undefined;
       });
       // every batch this worker commits goes out on its live subjects once, as it is acknowledged
-      log = publishCommits(metrics ? observeAppends(eventLog, metrics.appends) : eventLog, bus);
+      log = publishCommits(eventLog, bus);
     }
-    const engine = await step(openEngine({
+    const engine = await step(() => openEngine({
       file: options.db, runner: options.runner, leaseMs, heartbeatMs,
-      ...(log ? { log } : metrics ? { decorateLog: (inner: EventLog) => observeAppends(inner, metrics.appends) } : {}),
+      ...(log ? { log } : {}),
+      // metrics count what the engine appends, on either log
+      ...(metrics ? { decorateLog: (inner: EventLog) => observeAppends(inner, metrics.appends) } : {}),
       ...(bus ? { bus } : {}),
       ...(snapshots ? { snapshots } : {}),
       onNotice: (n) => {
@@ -162,7 +169,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     opened.push({ what: 'the worker', close: () => worker.stop() });
     if (options.nats?.commands) {
       const commands = options.nats.commands;
-      const cnc = await step(connectNats({ ...commands.connection, waitForServer: true }), (late) => late.close());
+      const cnc = await step(() => connectNats({ ...commands.connection, waitForServer: true }), (late) => late.close());
       opened.push({ what: 'the command connection', close: () => cnc.drain().catch(() => cnc.close()) });
       const service = startCommandService(cnc, engine, { replyPrefixes: commands.replyPrefixes, onError: (err) => report.err(`sessiond: command service: ${messageOf(err)}`) });
       opened.push({ what: 'the command service', close: () => service.close() });
@@ -201,11 +208,6 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     await closeAll();
     throw err;
   }
-}
-
-function describeServers(options: NatsConnectionOptions): string {
-  const servers = Array.isArray(options.servers) ? options.servers.join(', ') : options.servers ?? '';
-  return `${servers}${options.user ? ` as user ${options.user}` : ''}`;
 }
 
 export function describeNotice(n: Notice): string {

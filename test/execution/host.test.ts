@@ -4,6 +4,7 @@
  * closes every part; an aborted start-up closes what it opened.
  */
 import { test } from 'uvu';
+import { existsSync } from 'node:fs';
 import * as assert from 'uvu/assert';
 import { startSessiond } from '../../src/host.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
@@ -41,8 +42,10 @@ test('host - an aborted start-up rejects with the reason and leaves nothing open
   const tmp = tempDir();
   const controller = new AbortController();
   controller.abort(new Error('stopped during start-up'));
-  const err = await startSessiond({ db: tmp.file('aborted.db'), runner: echoRunner(), signal: controller.signal }).then(() => undefined, (e: unknown) => e);
+  const file = tmp.file('aborted.db');
+  const err = await startSessiond({ db: file, runner: echoRunner(), signal: controller.signal, metricsPort: await freePort() }).then(() => undefined, (e: unknown) => e);
   assert.match(String(err), 'stopped during start-up');
+  assert.not.ok(existsSync(file), 'no database was opened');
   tmp.remove();
 });
 
