@@ -169,10 +169,11 @@ s('attack 2 - a worker whose log consumers are deleted anyway (a leaked name) re
 });
 
 s('attack 3 - an observer\'s push consumer delivering stored frames into the command queue group or a live subject disturbs no one', async ({ world }) => {
-  const { engine } = await world.engine();
+  const { engine, nc } = await world.engine();
   const service = await world.serve(engine, { onRefusedReply: () => {}, onError: () => {} });
   const id = sessionId('pushed');
   await engine.admit(id, { prompt: 'frames to push', wake: false });
+  await nc.flush(); // the admission's own live event has passed the server before anyone subscribes
   const client = await world.client(CLIENT);
   const invalid: InvalidLiveMessage[] = [];
   const admitted: LiveMessage[] = [];
