@@ -20,6 +20,7 @@ import type { EventLog } from './events/event-log.ts';
 import type { Runner } from './runner/types.ts';
 import { isSessiondError, messageOf } from './errors.ts';
 import { systemClock } from './clock.ts';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { connectNats, describeNats, type NatsConnectionOptions } from './nats/connection.ts';
 import { JetStreamEventLog } from './nats/jetstream-event-log.ts';
 import { JetStreamSnapshotStore } from './nats/snapshot-store.ts';
@@ -56,6 +57,8 @@ export interface SessiondOptions {
   /** Serve Prometheus metrics, /healthz and /readyz on 127.0.0.1:PORT. */
   metricsPort?: number;
   report?: HostReport;
+  /** Wraps the log the engine writes through (as `openEngine`'s option); metrics, when asked, observe the wrapped log. */
+  decorateLog?: (log: EventLog) => EventLog;
   /** A part of the worker stopped for good (the host should be closed and restarted). Default: reported. */
   onFatal?: (err: unknown) => void;
   /** Aborts the start-up (e.g. SIGTERM while waiting for the NATS server): what was opened is closed and `startSessiond` rejects with the signal's reason. */
@@ -68,6 +71,8 @@ export interface Sessiond extends Pick<Engine, 'admit' | 'wake' | 'status' | 'ca
   readonly worker: Worker;
   /** Where the log lives, in words (the file, or the NATS servers and stream). */
   readonly where: string;
+  /** On NATS: the worker's own connection (to flush it, or watch its status) and the JetStream log under the engine. */
+  readonly nats: { readonly connection: NatsConnection; readonly log: JetStreamEventLog } | undefined;
   readonly inspectorUrl: string | undefined;
   readonly metricsUrl: string | undefined;
   /** Stops every part in reverse order; returns how many running turns were handed back. */
@@ -115,6 +120,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     let snapshots: JetStreamSnapshotStore | undefined;
     let record: (q: QuarantinedMessage) => void = () => undefined;
     let bus: NatsLiveBus | undefined;
+    let nats: Sessiond['nats'];
     if (options.nats) {
       const connection = options.nats.connection;
       const nc = await step(() => connectNats({ ...connection, waitForServer: true }), (late) => late.close());
@@ -123,6 +129,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       const eventLog = await step(() => JetStreamEventLog.open({ connection: nc, onQuarantine: (q) => { report.err(`sessiond: ${describeQuarantine(q)}`); record(q); } }), (late) => late.close());
       opened.push({ what: 'the event log', close: () => eventLog.close() });
       where = `NATS ${describeNats(connection)} (stream ${eventLog.stream})`;
+      nats = { connection: nc, log: eventLog };
       bus = new NatsLiveBus(nc);
       // snapshots shared by the workers beside the stream; without them (a nats.conf that does not
       // allow the stream), this worker's own file keeps them
@@ -137,7 +144,10 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       file: options.db, runner: options.runner, leaseMs, heartbeatMs,
       ...(log ? { log } : {}),
       // metrics count what the engine appends, on either log
-      ...(metrics ? { decorateLog: (inner: EventLog) => observeAppends(inner, metrics.appends) } : {}),
+      ...(metrics || options.decorateLog ? { decorateLog: (inner: EventLog) => {
+        const decorated = options.decorateLog ? options.decorateLog(inner) : inner;
+        return metrics ? observeAppends(decorated, metrics.appends) : decorated;
+      } } : {}),
       ...(bus ? { bus } : {}),
       ...(snapshots ? { snapshots } : {}),
       onNotice: (n) => {
@@ -191,7 +201,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       metricsUrl = ops.url;
     }
     return {
-      ownerId: engine.ownerId, engine, worker, where, inspectorUrl, metricsUrl,
+      ownerId: engine.ownerId, engine, worker, where, nats, inspectorUrl, metricsUrl,
       admit: (id, request) => engine.admit(id, request),
       wake: (id) => engine.wake(id),
       status: (id) => engine.status(id),

@@ -1,17 +1,21 @@
 /**
- * Full turns: admit (wakes) -> claim -> 3 echo steps -> settle, through openEngine, with 64
- * sessions at once (throughput) and one session alone (latency), embedded and on NATS.
+ * Full turns: admit (wakes) -> claim -> 3 echo steps -> settle, on a worker as `sessiond start` runs
+ * it (startSessiond: the engine, the projector following the log, the recovery sweep; on NATS also
+ * every commit published live), with 64 sessions at once (throughput) and one session alone
+ * (latency), embedded and on NATS. The engine's own ceiling, without the worker's parts, is
+ * turn-ceiling.ts.
  */
 import { join } from 'node:path';
-import { openEngine, type Engine } from '../../src/engine.ts';
+import type { Engine } from '../../src/engine.ts';
+import { startSessiond, type Sessiond, type SessiondOptions } from '../../src/host.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
-import type { EventLog } from '../../src/events/event-log.ts';
+import { WORKER } from '../../src/testing/nats-server.ts';
 import { BENCH_PROMPT } from '../lib/corpus.ts';
 import { percentile, perSecond } from '../lib/measure.ts';
 import { say, ticker, fmt } from '../lib/report.ts';
 import { CONCURRENCY, type Ctx, type Section } from '../lib/context.ts';
 import { onCleanup } from '../lib/cleanup.ts';
-import { deleteEventStream, openJsLog } from './logs.ts';
+import { deleteEventStream } from './logs.ts';
 
 async function turn(engine: Engine, sessionId: string): Promise<void> {
   await engine.admit(sessionId, { prompt: BENCH_PROMPT });
@@ -61,38 +65,37 @@ async function measure(ctx: Ctx, S: string, label: string, keyBase: string, engi
   });
 }
 
+/** Runs `measure` on a worker started from `options`, closed afterwards (also when the bench is interrupted). */
+async function onWorker(ctx: Ctx, S: string, label: string, keyBase: string, rounds: number, options: SessiondOptions): Promise<void> {
+  const host: Sessiond = await startSessiond(options);
+  const release = onCleanup(`${label} worker`, async () => { await host.close(); });
+  try {
+    await measure(ctx, S, label, keyBase, host.engine, rounds);
+  } finally {
+    release();
+    await host.close();
+  }
+}
+
 export const turnsEmbedded: Section = {
   name: 'turns-embedded',
-  title: 'full turns per second and latency, embedded (SQLite file)',
+  title: 'full turns per second and latency, embedded (a worker on a SQLite file)',
   async run(ctx) {
-    const S = 'turns-embedded';
-    const engine = await openEngine({ file: join(ctx.tmp, 'turns.db'), runner: echoRunner() });
-    const release = onCleanup('embedded engine', () => engine.close());
-    try {
-      await measure(ctx, S, 'embedded', 'turns.embedded', engine, ctx.sizes.turnRounds);
-    } finally {
-      release();
-      await engine.close();
-    }
+    await onWorker(ctx, 'turns-embedded', 'embedded', 'turns.embedded', ctx.sizes.turnRounds, { db: join(ctx.tmp, 'turns.db'), runner: echoRunner() });
   },
 };
 
 export const turnsNats: Section = {
   name: 'turns-nats',
-  title: 'full turns per second and latency, on NATS (openEngine with a JetStreamEventLog)',
+  title: 'full turns per second and latency, on NATS (a worker on the JetStream log, commits published live)',
   async run(ctx) {
-    const S = 'turns-nats';
     const server = await ctx.nats();
     await deleteEventStream(server);
-    const log: EventLog = await openJsLog(server);
-    const engine = await openEngine({ file: join(ctx.tmp, 'turns-nats.db'), log, runner: echoRunner() });
-    const release = onCleanup('nats engine', async () => { await engine.close(); await log.close(); });
     try {
-      await measure(ctx, S, 'NATS', 'turns.nats', engine, ctx.sizes.natsTurnRounds);
+      await onWorker(ctx, 'turns-nats', 'NATS', 'turns.nats', ctx.sizes.natsTurnRounds, {
+        db: join(ctx.tmp, 'turns-nats.db'), runner: echoRunner(), nats: { connection: { servers: server.url, ...WORKER, name: 'bench-worker' } },
+      });
     } finally {
-      release();
-      await engine.close();
-      await log.close();
       await deleteEventStream(server);
     }
   },

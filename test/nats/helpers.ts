@@ -5,14 +5,14 @@ import { errors as natsErrors, type NatsConnection } from '@nats-io/transport-no
 import * as assert from 'uvu/assert';
 import { openEngine, type Engine } from '../../src/engine.ts';
 import { connectNats } from '../../src/nats/connection.ts';
-import { JetStreamEventLog, type JetStreamEventLogOptions } from '../../src/nats/jetstream-event-log.ts';
+import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
+import { startSessiond, type Sessiond, type SessiondOptions } from '../../src/host.ts';
 import { NatsLiveBus, decodeLiveEvent, type LiveMessage } from '../../src/nats/live-bus.ts';
 import { SessiondClient, type SessiondClientOptions } from '../../src/nats/client.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import type { Runner } from '../../src/runner/types.ts';
 import { startNatsServer, CLIENT, COMMANDS, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
 import { startCommandService, type CommandService, type CommandServiceOptions, type CommandTarget } from '../../src/nats/command-service.ts';
-import { publishCommits } from '../../src/events/publishing-log.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -23,10 +23,12 @@ export interface NatsWorld {
   /** A new connection as `user` (default worker), closed at teardown. */
   connect(user?: User): Promise<NatsConnection>;
   /**
-   * An engine on its own worker connection: JetStream log, NATS live bus, echo runner by default; it
-   * publishes what it commits on the live subjects, as a worker does (unless `liveCommits: false`).
+   * A worker as `sessiond start --nats` runs it (`startSessiond`: its own worker connection, the
+   * JetStream log, commits published live, the projector and the recovery sweep; no command service,
+   * see `serve`), echo runner by default. With `liveCommits: false`, only the core: `openEngine` on
+   * the JetStream log and the live bus, which publishes deltas but not what it commits.
    */
-  engine(options?: { runner?: Runner; liveCommits?: boolean; log?: Partial<JetStreamEventLogOptions> }): Promise<{ engine: Engine; log: JetStreamEventLog; nc: NatsConnection; bus: NatsLiveBus }>;
+  engine(options?: { runner?: Runner; liveCommits?: boolean; host?: Partial<SessiondOptions> }): Promise<{ engine: Engine; log: JetStreamEventLog; nc: NatsConnection; host: Sessiond | undefined }>;
   /** Serves commands for `target` on a connection of the commands user, as a worker does; closed at teardown. */
   serve(target: CommandTarget, options?: CommandServiceOptions): Promise<CommandService>;
   client(user?: User, options?: Partial<SessiondClientOptions>): Promise<SessiondClient>;
@@ -58,14 +60,18 @@ export async function natsWorld(): Promise<NatsWorld> {
     connect,
     defer,
     async engine(options = {}) {
-      const nc = await connect(WORKER);
-      const log = await JetStreamEventLog.open({ ...options.log, connection: nc });
-      const bus = new NatsLiveBus(nc);
-      const engine = await openEngine({
-        file: tmp.file(`engine-${++files}.db`), log: options.liveCommits === false ? log : publishCommits(log, bus), bus, runner: options.runner ?? echoRunner(),
-      });
-      defer(async () => { await engine.close(); await log.close(); });
-      return { engine, log, nc, bus };
+      const file = tmp.file(`engine-${++files}.db`);
+      const runner = options.runner ?? echoRunner();
+      if (options.liveCommits === false) {
+        const nc = await connect(WORKER);
+        const log = await JetStreamEventLog.open({ connection: nc });
+        const engine = await openEngine({ file, log, bus: new NatsLiveBus(nc), runner });
+        defer(async () => { await engine.close(); await log.close(); });
+        return { engine, log, nc, host: undefined };
+      }
+      const host = await startSessiond({ db: file, runner, ...options.host, nats: { connection: { servers: server.url, ...WORKER, reconnectWaitMs: 50 } } });
+      defer(() => host.close());
+      return { engine: host.engine, log: host.nats!.log, nc: host.nats!.connection, host };
     },
     async serve(target, options = {}) {
       const service = startCommandService(await connect(COMMANDS), target, options);
