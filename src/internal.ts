@@ -1,8 +1,29 @@
-/** Seams for tests, tools and the inspector: not part of the stable API. */
+/**
+ * The parts a worker is composed of, and seams for tests, tools and the inspector: not part of the
+ * stable API (`sessiond/internal`). `startSessiond` (the public entry) wires them; use them to build
+ * something it does not offer, knowing they may change between versions.
+ */
+export { SessionExecution, type ExecutionOptions, type ResumeResult, type CancelResult } from './execution/session-execution.ts';
+export { startWorker, type Worker, type WorkerOptions } from './execution/worker.ts';
+export { RecoverySweeper, DEFAULT_MAX_WAKE_ATTEMPTS, DEFAULT_WAKE_BACKOFF_MS, type RecoveryCandidates, type SweeperOptions } from './recovery/sweeper.ts';
+export { admitInput } from './input/admit.ts';
 export { CommandHandler } from './execution/command-handler.ts';
 export { createRunRegistry, localRun, whenIdle } from './execution/registry.ts';
+export { hydrate, decide, evolve } from './machines/decider.ts';
+export type { Command, Decision } from './machines/commands.ts';
 export { foldContext, initialContext, leaseLive, type SessionContext, type ExecutionState } from './machines/session-context.ts';
 export { decisionFor } from './machines/session-machine.ts';
+export { lateWrites, lateWritesOfSession, type LateWrite } from './audit/late-writes.ts';
+export { NatsLiveBus } from './nats/live-bus.ts';
+export { publishCommits, PublishingEventLog } from './events/publishing-log.ts';
+export { observeAppends, ObservedEventLog, type AppendObserver } from './events/observed-log.ts';
+export { createWorkerMetrics, type WorkerMetrics, type MetricSources } from './observability/metrics.ts';
+export { startOpsServer, type OpsServer, type OpsServerOptions } from './observability/http.ts';
+export { JetStreamSnapshotStore } from './nats/snapshot-store.ts';
+export { startCommandService, type CommandService, type CommandTarget } from './nats/command-service.ts';
+export { startInspector, type Inspector, type InspectorOptions } from './inspector/server.ts';
+export { machineToDot, machineToMermaid, renderSvg } from './inspector/chart.ts';
+export { Projector } from './projector/index.ts';
 export { eventLogContract, type LogFixture } from './testing/event-log-contract.ts';
 export { waitFor } from './testing/wait.ts';
 export { startNatsServer } from './testing/nats-server.ts';
