@@ -19,7 +19,7 @@ export interface Violation {
 interface Exec { id: string; ownerId: string; expiresAt: number; claimSeq: number; terminal: 'settled' | 'cancelled' | 'recovered' | null; terminalSeq: number }
 
 /** Writes an execution may make only while its lease is live. */
-export const RUNNER_WRITES = new Set<string>(['execution.started', 'execution.renewed', 'execution.phase', 'step.started', 'step.ended', 'step.failed', 'text.completed', 'tool.called', 'tool.started', 'tool.succeeded', 'tool.failed', 'compaction.started', 'compaction.completed', 'input.promoted', 'execution.settled']);
+export const RUNNER_WRITES = new Set<string>(['execution.started', 'execution.renewed', 'execution.phase', 'step.started', 'step.ended', 'step.failed', 'text.completed', 'reasoning.completed', 'tool.called', 'tool.started', 'tool.succeeded', 'tool.failed', 'compaction.started', 'compaction.completed', 'input.promoted', 'execution.settled']);
 
 export function auditSession(events: readonly SessionEvent[]): Violation[] {
   const out: Violation[] = [];

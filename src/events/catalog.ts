@@ -28,6 +28,26 @@ export type ExecutionPhase = z.infer<typeof ExecutionPhase>;
 export const SettleOutcome = z.enum(['succeeded', 'failed', 'released']);
 export type SettleOutcome = z.infer<typeof SettleOutcome>;
 
+/** Tokens a model step used, as the server reported them. */
+export const Usage = z.object({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() });
+export type Usage = z.infer<typeof Usage>;
+
+/**
+ * What a continuation continues (on the `input.admitted` of a recovery or a hand-back), as data: the
+ * execution it takes over, the inputs that execution was running (their prompts are in the
+ * session's transcript), its last assistant message (the partial answer), and the durable tool
+ * calls that were journaled and never finished, to retry with the same idempotency key.
+ */
+export const Continuation = z.object({
+  executionId: id,
+  reason: z.enum(['interrupted', 'handed_back']),
+  phase: ExecutionPhase,
+  inputIds: z.array(id),
+  assistantMessageId: id.nullable(),
+  retryTools: z.array(z.object({ callId: id, messageId: id, name: z.string().min(1), idempotencyKey: z.string() })),
+});
+export type Continuation = z.infer<typeof Continuation>;
+
 function event<const T extends string, S extends z.ZodType>(type: T, schema: S, options: { version?: number; durable?: boolean } = {}) {
   return { type, schema, version: options.version ?? 1, durable: options.durable ?? true } as const;
 }
@@ -47,16 +67,22 @@ export const catalog = {
   'input.admitted': event('input.admitted', z.object({
     inputId: id, prompt: z.string(), delivery: Delivery, wake: z.boolean(),
     source: z.enum(['user', 'recovery']).default('user'),
+    continues: Continuation.optional(),
   })),
   'input.promoted': event('input.promoted', z.object({ inputId: id, executionId: id })),
 
   'step.started': event('step.started', z.object({ executionId: id, messageId: id, step: z.number().int().nonnegative() })),
-  'step.ended': event('step.ended', z.object({ executionId: id, messageId: id, finish: z.string().min(1) })),
+  'step.ended': event('step.ended', z.object({ executionId: id, messageId: id, finish: z.string().min(1), usage: Usage.optional() })),
   'step.failed': event('step.failed', z.object({ executionId: id, messageId: id, error: RecordedError })),
   'step.recovered': event('step.recovered', z.object({ executionId: id, messageId: id, reason: z.string() })),
 
   'text.delta': event('text.delta', z.object({ executionId: id, messageId: id, partId: id, delta: z.string() }), { durable: false }),
   'text.completed': event('text.completed', z.object({ executionId: id, messageId: id, partId: id, text: z.string() })),
+  /** A model's reasoning text, where the server sends it (live deltas, then the final text of the part). */
+  'reasoning.delta': event('reasoning.delta', z.object({ executionId: id, messageId: id, partId: id, delta: z.string() }), { durable: false }),
+  'reasoning.completed': event('reasoning.completed', z.object({ executionId: id, messageId: id, partId: id, text: z.string() })),
+  /** A model request that failed and will be sent again after `delayMs` (live-only: every attempt is visible). */
+  'model.retrying': event('model.retrying', z.object({ executionId: id, messageId: id, attempt: z.number().int().positive(), delayMs: z.number().int().nonnegative(), error: RecordedError }), { durable: false }),
 
   'tool.called': event('tool.called', z.object({
     executionId: id, messageId: id, callId: id, name: z.string().min(1), input: z.unknown(),
@@ -67,7 +93,7 @@ export const catalog = {
   'tool.failed': event('tool.failed', z.object({ executionId: id, messageId: id, callId: id, error: RecordedError })),
 
   'compaction.started': event('compaction.started', z.object({ executionId: id, messageId: id, reason: z.string() })),
-  'compaction.completed': event('compaction.completed', z.object({ executionId: id, messageId: id, summary: z.string() })),
+  'compaction.completed': event('compaction.completed', z.object({ executionId: id, messageId: id, summary: z.string(), usage: Usage.optional() })),
 
   'recovery.started': event('recovery.started', z.object({ executionId: id })),
   'recovery.completed': event('recovery.completed', z.object({

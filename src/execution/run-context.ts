@@ -15,7 +15,7 @@
 import type { Clock } from '../clock.ts';
 import type { IdSource } from '../ids.ts';
 import type { LiveBus } from '../events/live-bus.ts';
-import type { ExecutionPhase, RecordedError } from '../events/catalog.ts';
+import type { ExecutionPhase, RecordedError, Usage } from '../events/catalog.ts';
 import type { ProtoEvent } from '../machines/commands.ts';
 import { Refusal } from '../machines/commands.ts';
 import type { RunContext, RunInput, ToolCall, ToolContext } from '../runner/types.ts';
@@ -23,6 +23,7 @@ import type { CommandHandler } from './command-handler.ts';
 import { ClaimLostError, isRefusal } from './errors.ts';
 import { runInputs, steeringInputs } from './inputs.ts';
 import { recordedError } from './recorded-error.ts';
+import type { Transcripts } from './transcripts.ts';
 
 export interface RunContextDeps {
   handler: CommandHandler;
@@ -34,6 +35,7 @@ export interface RunContextDeps {
   ownerId: string;
   inputs: RunInput[];
   controller: AbortController;
+  transcripts: Transcripts;
 }
 
 /** A runner's handle, and what the execution service needs of it when the turn ends. */
@@ -117,9 +119,14 @@ export function createRunContext(deps: RunContextDeps): Turn {
       return { messageId, steered };
     },
 
-    delta(messageId, partId, text) {
+    async history() {
+      await flush();
+      return (await deps.transcripts.of(sessionId)).items;
+    },
+
+    delta(messageId, partId, text, kind = 'text') {
       if (signal.aborted) return;
-      bus.publish({ id: ids.next('evt'), type: 'text.delta', sessionId, time: clock.now(), payload: { executionId, messageId, partId, delta: text } });
+      bus.publish({ id: ids.next('evt'), type: kind === 'text' ? 'text.delta' : 'reasoning.delta', sessionId, time: clock.now(), payload: { executionId, messageId, partId, delta: text } });
     },
 
     async text(messageId, text, partId = ids.next('prt')) {
@@ -127,7 +134,17 @@ export function createRunContext(deps: RunContextDeps): Turn {
       return partId;
     },
 
-    endStep: (messageId, finish = 'stop') => later([{ type: 'step.ended', payload: { executionId, messageId, finish } }]),
+    async reasoning(messageId, text, partId = ids.next('prt')) {
+      await later([{ type: 'reasoning.completed', payload: { executionId, messageId, partId, text } }]);
+      return partId;
+    },
+
+    retrying(messageId, attempt, delayMs, error) {
+      if (signal.aborted) return;
+      bus.publish({ id: ids.next('evt'), type: 'model.retrying', sessionId, time: clock.now(), payload: { executionId, messageId, attempt, delayMs: Math.round(delayMs), error } });
+    },
+
+    endStep: (messageId, finish = 'stop', usage?: Usage) => later([{ type: 'step.ended', payload: { executionId, messageId, finish, ...(usage ? { usage } : {}) } }]),
     failStep: (messageId, error: RecordedError) => later([{ type: 'step.failed', payload: { executionId, messageId, error } }]),
 
     async phase(next) {
@@ -142,7 +159,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
     async tool<T>(messageId: string, call: ToolCall, fn: (tc: ToolContext) => Promise<T>): Promise<T> {
       const callId = call.callId ?? ids.next('call');
       const isDurable = call.durable === true;
-      const key = isDurable ? idempotencyKey(sessionId, executionId, callId) : undefined;
+      const key = isDurable ? call.idempotencyKey ?? idempotencyKey(sessionId, executionId, callId) : undefined;
       // journaled before the side effect starts; the phase becomes unknown in the same append
       await durable([
         ...(phase === 'unknown' ? [] : [{ type: 'execution.phase', payload: { executionId, phase: 'unknown' } } as ProtoEvent]),
@@ -164,8 +181,9 @@ export function createRunContext(deps: RunContextDeps): Turn {
     async compact(reason, summarize) {
       const messageId = ids.next('msg');
       await durable([{ type: 'compaction.started', payload: { executionId, messageId, reason } }]); // the summary is a model call
-      const summary = await summarize();
-      await later([{ type: 'compaction.completed', payload: { executionId, messageId, summary } }]);
+      const result = await summarize();
+      const { summary, usage } = typeof result === 'string' ? { summary: result, usage: undefined } : result;
+      await later([{ type: 'compaction.completed', payload: { executionId, messageId, summary, ...(usage ? { usage } : {}) } }]);
       return summary;
     },
   };

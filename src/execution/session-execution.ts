@@ -22,6 +22,7 @@ import { CommandHandler, type Build } from './command-handler.ts';
 import { ClaimLostError, CommandRefusedError, isRefusal } from './errors.ts';
 import { inputsForTurn, runInputs } from './inputs.ts';
 import { createRunContext } from './run-context.ts';
+import { Transcripts } from './transcripts.ts';
 import { recordedError } from './recorded-error.ts';
 import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './registry.ts';
 
@@ -86,6 +87,8 @@ export class SessionExecution {
   readonly leaseMs: number;
   readonly heartbeatMs: number;
   readonly handler: CommandHandler;
+  /** The transcripts of the sessions run here, folded between turns (a runner's `history()`). */
+  private readonly transcripts: Transcripts;
   readonly registry: RunRegistry = createRunRegistry();
   private readonly clock: Clock;
   private readonly ids: IdSource;
@@ -109,6 +112,7 @@ export class SessionExecution {
     this.runner = options.runner;
     this.notice = options.onNotice ?? (() => {});
     this.handler = new CommandHandler(options.log, this.clock, this.ids, options.snapshots ? { snapshots: options.snapshots } : {});
+    this.transcripts = new Transcripts(options.log);
   }
 
   get log(): EventLog {
@@ -249,7 +253,7 @@ export class SessionExecution {
     this.registry.trigger.attach({ sessionId, executionId, controller });
     const stopHeartbeat = this.startHeartbeat(sessionId, executionId, controller);
     const ownerId = this.ownerId;
-    const turn = createRunContext({ handler: this.handler, clock: this.clock, ids: this.ids, bus: this.bus, sessionId, executionId, ownerId, inputs, controller });
+    const turn = createRunContext({ handler: this.handler, clock: this.clock, ids: this.ids, bus: this.bus, sessionId, executionId, ownerId, inputs, controller, transcripts: this.transcripts });
     try {
       await this.runner(turn.ctx);
       if (controller.signal.aborted) throw controller.signal.reason;

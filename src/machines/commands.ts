@@ -54,7 +54,7 @@ export type Decision =
 
 /** Events a runner may write through `record` (the rest belong to the engine itself). */
 export const RUNNER_EVENT_TYPES: ReadonlySet<EventType> = new Set<EventType>([
-  'execution.phase', 'input.promoted', 'step.started', 'step.ended', 'step.failed', 'text.completed',
+  'execution.phase', 'input.promoted', 'step.started', 'step.ended', 'step.failed', 'text.completed', 'reasoning.completed',
   'tool.called', 'tool.started', 'tool.succeeded', 'tool.failed', 'compaction.started', 'compaction.completed',
 ]);
 

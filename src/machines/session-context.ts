@@ -2,7 +2,7 @@
  * The session's folded state (the machine's context) and the pure fold over committed events.
  * The state *value* (idle, claimed, ...) lives in the machine; everything else lives here.
  */
-import type { Delivery, ExecutionPhase, RecordedError } from '../events/catalog.ts';
+import type { Continuation, Delivery, ExecutionPhase, RecordedError, Usage } from '../events/catalog.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 
 export interface ExecutionState {
@@ -24,6 +24,8 @@ export interface ExecutionState {
   lastMessage: string | null;
   /** Tool calls journaled and not yet settled: what recovery or a cancel must seal. */
   openTools: OpenTool[];
+  /** The inputs promoted into this execution, in order (what a continuation continues). */
+  inputIds: string[];
 }
 
 export interface OpenTool {
@@ -43,6 +45,8 @@ export interface PendingInput {
   source: 'user' | 'recovery';
   /** The prompt itself, so a turn needs no read of the log to get it (dropped once promoted). */
   prompt: string;
+  /** On a continuation: what it continues. */
+  continues?: Continuation;
 }
 
 export interface RecoveryState {
@@ -75,6 +79,8 @@ export interface SessionContext {
   recovery: RecoveryState | null;
   /** Number of executions claimed so far. */
   executions: number;
+  /** Tokens used by the session's model steps and compactions, summed (as the servers reported them). */
+  usage: Usage;
 }
 
 /** Admissions remembered per session for idempotent admission (the latest ones). */
@@ -87,7 +93,7 @@ export function admittedSeq(ctx: SessionContext, inputId: string): number | unde
 }
 
 export function initialContext(sessionId: string): SessionContext {
-  return { sessionId, seq: 0, execution: null, lastAssistantSeq: -1, pending: [], admitted: [], recovery: null, executions: 0 };
+  return { sessionId, seq: 0, execution: null, lastAssistantSeq: -1, pending: [], admitted: [], recovery: null, executions: 0, usage: { inputTokens: 0, outputTokens: 0 } };
 }
 
 /** Folds one committed event into the context. Pure: returns a new context, never mutates. */
@@ -101,7 +107,7 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       next.execution = {
         id: p.executionId, ownerId: p.ownerId, leaseMs: p.leaseMs, expiresAt: p.expiresAt, assistantSeq: p.assistantSeq,
         claimedSeq: event.seq, phase: 'safe', started: false, cancelled: false, outcome: null, error: null,
-        openStep: null, lastMessage: null, openTools: [],
+        openStep: null, lastMessage: null, openTools: [], inputIds: [],
       };
       next.executions = ctx.executions + 1;
       if (ctx.recovery?.wakePending) next.recovery = { ...ctx.recovery, wakePending: false };
@@ -126,19 +132,25 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       return next;
     case 'input.admitted': {
       const p = event.payload;
-      next.pending = [...ctx.pending, { inputId: p.inputId, delivery: p.delivery, seq: event.seq, wake: p.wake, source: p.source, prompt: p.prompt }];
+      next.pending = [...ctx.pending, { inputId: p.inputId, delivery: p.delivery, seq: event.seq, wake: p.wake, source: p.source, prompt: p.prompt, ...(p.continues ? { continues: p.continues } : {}) }];
       const kept = ctx.admitted.length >= ADMISSION_WINDOW ? ctx.admitted.slice(ctx.admitted.length - ADMISSION_WINDOW + 1) : ctx.admitted;
       next.admitted = [...kept, [p.inputId, event.seq]];
       return next;
     }
     case 'input.promoted':
       next.pending = ctx.pending.filter((i) => i.inputId !== event.payload.inputId);
+      if (forCurrent(event.payload.executionId)) next.execution = { ...exec!, inputIds: [...exec!.inputIds, event.payload.inputId] };
       return next;
     case 'step.started':
       next.lastAssistantSeq = event.seq;
       if (forCurrent(event.payload.executionId)) next.execution = { ...exec!, openStep: event.payload.messageId, lastMessage: event.payload.messageId };
       return next;
+    case 'compaction.completed':
+      if (event.payload.usage) next.usage = addUsage(ctx.usage, event.payload.usage);
+      return next;
     case 'step.ended':
+      if (event.payload.usage) next.usage = addUsage(ctx.usage, event.payload.usage);
+    // falls through: the step closes as a failed or recovered one does
     case 'step.failed':
     case 'step.recovered':
       if (forCurrent(event.payload.executionId) && exec!.openStep === event.payload.messageId) next.execution = { ...exec!, openStep: null };
@@ -173,6 +185,10 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
     default:
       return next;
   }
+}
+
+function addUsage(a: Usage, b: Usage): Usage {
+  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };
 }
 
 /** Is the current execution's lease live at `now`? (Settled executions hold no lease.) */

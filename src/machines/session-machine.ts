@@ -17,7 +17,7 @@ import { and, assign, emit, not, setup } from 'xstate';
 import type { SessionEvent } from '../events/envelope.ts';
 import { durableEventTypes, type EventType } from '../events/catalog.ts';
 import { admittedSeq, foldContext, initialContext, leaseLive, type ExecutionState, type SessionContext } from './session-context.ts';
-import type { RecordedError } from '../events/catalog.ts';
+import type { Continuation, RecordedError } from '../events/catalog.ts';
 import { RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
 
 type MachineEvent = SessionEvent | Command;
@@ -207,6 +207,7 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
         settled,
         ...(command.continuationInputId ? [{ type: 'input.admitted', payload: {
           inputId: command.continuationInputId, prompt: `Continue the turn handed back by execution ${exec.id} (phase ${exec.phase}).`, delivery: 'queue', wake: true, source: 'recovery',
+          continues: continuationOf(exec, 'handed_back'),
         } } as ProtoEvent] : []),
       ];
     }
@@ -230,7 +231,7 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
       return [
         { type: 'recovery.started', payload: { executionId: exec.id } },
         ...sealOpenWork(exec, { ...interrupted, message }, interrupted, durable, command.reason ?? message),
-        { type: 'input.admitted', payload: { inputId: command.continuationInputId, prompt, delivery: 'queue', wake: true, source: 'recovery' } },
+        { type: 'input.admitted', payload: { inputId: command.continuationInputId, prompt, delivery: 'queue', wake: true, source: 'recovery', continues: continuationOf(exec, 'interrupted') } },
         { type: 'recovery.completed', payload: {
           executionId: exec.id, assistantMessageId: exec.openStep ?? exec.lastMessage, continuationInputId: command.continuationInputId, phase: exec.phase,
         } },
@@ -241,6 +242,15 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
     case 'failWake':
       return [{ type: 'recovery.wake_failed', payload: { executionId: ctx.recovery!.executionId, attempt: Math.max(1, ctx.recovery!.attempts), error: command.error, parked: command.park } }];
   }
+}
+
+/** What a continuation of `exec` continues, as data (the prompt says it in words). */
+function continuationOf(exec: ExecutionState, reason: Continuation['reason']): Continuation {
+  return {
+    executionId: exec.id, reason, phase: exec.phase, inputIds: exec.inputIds, assistantMessageId: exec.openStep ?? exec.lastMessage,
+    retryTools: exec.openTools.filter((t) => t.durable && t.idempotencyKey !== null)
+      .map((t) => ({ callId: t.callId, messageId: t.messageId, name: t.name, idempotencyKey: t.idempotencyKey! })),
+  };
 }
 
 /**

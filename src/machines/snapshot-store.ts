@@ -28,7 +28,7 @@ export interface SnapshotStore {
 export const MACHINE_VERSION = createHash('sha256')
   .update(JSON.stringify(sessionMachine.config))
   .update(JSON.stringify(Object.fromEntries(Object.entries(catalog).map(([t, e]) => [t, e.version]))))
-  .update('context-v2')
+  .update('context-v3') // the fold's shape: v3 added usage totals, the execution's input ids, a pending input's continuation
   .digest('hex').slice(0, 16);
 
 /** Write a snapshot after this many events since the last one (and whenever a turn settles). */

@@ -3,7 +3,7 @@
  * per model step, holding its text parts and tool calls) or `compaction`; `data` is JSON text whose
  * shape per type is declared below. The rules that change `data` live in message-rules.ts.
  */
-import type { Delivery, RecordedError } from '../events/catalog.ts';
+import type { Delivery, RecordedError, Usage } from '../events/catalog.ts';
 import type { Db } from '../storage/sqlite.ts';
 
 export interface MessageRow {
@@ -26,7 +26,8 @@ export interface UserData {
 }
 
 export type AssistantStatus = 'running' | 'completed' | 'failed' | 'recovered';
-export interface TextPart { id: string; type: 'text'; text: string }
+/** A text part, or the model's reasoning text where the server sends it. */
+export interface TextPart { id: string; type: 'text' | 'reasoning'; text: string }
 export type ToolStatus = 'pending' | 'running' | 'completed' | 'error';
 export interface ToolData {
   callId: string;
@@ -46,6 +47,8 @@ export interface AssistantData {
   tools: ToolData[];
   /** step.ended */
   finish?: string;
+  /** step.ended: the tokens the step used, as the model server reported them */
+  usage?: Usage;
   /** step.failed */
   error?: RecordedError;
   /** step.recovered */
@@ -57,6 +60,7 @@ export interface CompactionData {
   reason: string;
   status: 'running' | 'completed';
   summary?: string;
+  usage?: Usage;
 }
 
 export type MessageData =

@@ -9,7 +9,7 @@
  *   message that is `completed`, `failed` or `recovered` is never restarted (a duplicate start).
  * - `step.ended` / `step.failed` / `step.recovered` seal a `running` message (completed / failed /
  *   recovered); an unknown or already sealed message is refused.
- * - `text.completed` and `tool.called` add content, only while the message is `running`.
+ * - `text.completed`, `reasoning.completed` and `tool.called` add content, only while the message is `running`.
  * - `tool.started` / `tool.succeeded` / `tool.failed` address an existing call by (message id,
  *   call id), whatever the message's status (cancellation and recovery fail open calls around
  *   sealing the step). A call moves pending -> running -> completed | error and ends once, except
@@ -22,7 +22,7 @@
 import type { SessionEvent } from '../events/envelope.ts';
 import type { InputRow } from './input-rows.ts';
 import { inconsistent } from './errors.ts';
-import type { AssistantData, CachedMessage, CompactionData, MessageType, ToolData, UserData, messageRows } from './message-rows.ts';
+import type { AssistantData, CachedMessage, CompactionData, MessageType, TextPart, ToolData, UserData, messageRows } from './message-rows.ts';
 
 type Rows = ReturnType<typeof messageRows>;
 type MessageEvent = SessionEvent & { payload: { executionId: string; messageId: string } };
@@ -49,6 +49,19 @@ export function messageRules(rows: Rows) {
     const m = assistant(e, 'a step is sealed only after its step.started');
     running(e, m.data, 'a step is sealed once');
     rows.update(m, { ...m.data, ...change }, e.time);
+  };
+
+  /** A text or reasoning part (replaced when its part id comes again), only while the step runs. */
+  const addPart = (e: SessionEvent<'text.completed' | 'reasoning.completed'>, type: TextPart['type']) => {
+    const { partId, text } = e.payload;
+    const m = assistant(e, `a message gets ${type} only after its step.started`);
+    running(e, m.data, `${type} is added only while the step runs`);
+    const part: TextPart = { id: partId, type, text };
+    const parts = m.data.parts.slice();
+    const at = indexOfPart(parts, partId);
+    if (at < 0) parts.push(part);
+    else parts[at] = part;
+    rows.update(m, { ...m.data, parts }, e.time);
   };
 
   const tool = <E extends ToolEvent>(e: E, change: (e: E, t: ToolData) => ToolData) => {
@@ -88,21 +101,12 @@ export function messageRules(rows: Rows) {
       rows.update(m, { ...data, status: 'running' }, e.time); // a continued step
     },
 
-    stepEnded: (e: SessionEvent<'step.ended'>) => seal(e, { status: 'completed', finish: e.payload.finish }),
+    stepEnded: (e: SessionEvent<'step.ended'>) => seal(e, { status: 'completed', finish: e.payload.finish, ...(e.payload.usage ? { usage: e.payload.usage } : {}) }),
     stepFailed: (e: SessionEvent<'step.failed'>) => seal(e, { status: 'failed', error: e.payload.error }),
     stepRecovered: (e: SessionEvent<'step.recovered'>) => seal(e, { status: 'recovered', reason: e.payload.reason }),
 
-    textCompleted(e: SessionEvent<'text.completed'>): void {
-      const { partId, text } = e.payload;
-      const m = assistant(e, 'a message gets text only after its step.started');
-      running(e, m.data, 'text is added only while the step runs');
-      const part = { id: partId, type: 'text' as const, text };
-      const parts = m.data.parts.slice();
-      const at = indexOfPart(parts, partId);
-      if (at < 0) parts.push(part);
-      else parts[at] = part;
-      rows.update(m, { ...m.data, parts }, e.time);
-    },
+    textCompleted: (e: SessionEvent<'text.completed'>) => addPart(e, 'text'),
+    reasoningCompleted: (e: SessionEvent<'reasoning.completed'>) => addPart(e, 'reasoning'),
 
     toolCalled(e: SessionEvent<'tool.called'>): void {
       const { messageId, callId, name, input, durable, idempotencyKey } = e.payload;
@@ -132,7 +136,7 @@ export function messageRules(rows: Rows) {
       const data = m.data as CompactionData;
       sameExecution(e, data);
       if (data.status !== 'running') throw inconsistent(`compaction.completed for message ${messageId}, which is already ${data.status}: a compaction completes once.`, { messageId });
-      rows.update(m, { ...data, status: 'completed', summary }, e.time);
+      rows.update(m, { ...data, status: 'completed', summary, ...(e.payload.usage ? { usage: e.payload.usage } : {}) }, e.time);
     },
   };
 }

@@ -264,6 +264,13 @@ export class Projector {
         throw new SessiondError(ErrorCode.InvalidPayload, 'text.delta is live-only and is never projected.');
       },
       'text.completed': rules.textCompleted,
+      'reasoning.delta': () => {
+        throw new SessiondError(ErrorCode.InvalidPayload, 'reasoning.delta is live-only and is never projected.');
+      },
+      'reasoning.completed': rules.reasoningCompleted,
+      'model.retrying': () => {
+        throw new SessiondError(ErrorCode.InvalidPayload, 'model.retrying is live-only and is never projected.');
+      },
       'tool.called': rules.toolCalled,
       'tool.started': rules.toolStarted,
       'tool.succeeded': rules.toolSucceeded,

@@ -10,13 +10,18 @@
  * is buffered in order and rides with the next durable write or the turn's settlement; a refusal of
  * a buffered write surfaces at that next durable write.
  */
-import type { Delivery, ExecutionPhase, RecordedError } from '../events/catalog.ts';
+import type { Continuation, Delivery, ExecutionPhase, RecordedError, Usage } from '../events/catalog.ts';
+import type { TranscriptItem } from './transcript.ts';
 import type { Clock } from '../clock.ts';
 
 export interface RunInput {
   inputId: string;
   prompt: string;
   delivery: Delivery;
+  /** `recovery` for the continuation of an interrupted or handed-back turn. */
+  source: 'user' | 'recovery';
+  /** On a continuation: the execution it takes over, that execution's inputs, its partial answer and the durable tool calls to retry. */
+  continues?: Continuation;
 }
 
 export interface ToolCall {
@@ -25,6 +30,8 @@ export interface ToolCall {
   /** A durable tool gets a stable idempotency key so a retried side effect can be deduplicated. */
   durable?: boolean;
   callId?: string;
+  /** A durable call retried from a continuation keeps the interrupted call's key (default: a key of this session, execution and call). */
+  idempotencyKey?: string;
 }
 
 export interface ToolContext {
@@ -44,11 +51,22 @@ export interface RunContext {
 
   /** Starts an assistant step (a model call); at this boundary pending steering inputs join the turn. */
   startStep(): Promise<{ messageId: string; steered: RunInput[] }>;
-  /** Streams a piece of text: live-only, never stored. */
-  delta(messageId: string, partId: string, text: string): void;
+  /**
+   * The session's conversation as committed: earlier turns, this turn's prompts, and what this turn
+   * wrote (what is buffered is appended first). Folded from the log, reading only the events since
+   * the last call; a compaction's summary replaces what it summarized (see src/runner/transcript.ts).
+   */
+  history(): Promise<readonly TranscriptItem[]>;
+  /** Streams a piece of text (or of reasoning): live-only, never stored. */
+  delta(messageId: string, partId: string, text: string, kind?: 'text' | 'reasoning'): void;
   /** Records a text part's final content (buffered). */
   text(messageId: string, text: string, partId?: string): Promise<string>;
-  endStep(messageId: string, finish?: string): Promise<void>;
+  /** Records a reasoning part's final content, where the model sends reasoning (buffered). */
+  reasoning(messageId: string, text: string, partId?: string): Promise<string>;
+  /** Says, live, that a model request failed and is sent again after `delayMs` (never stored). */
+  retrying(messageId: string, attempt: number, delayMs: number, error: RecordedError): void;
+  /** Ends the step; `usage` is the tokens it used, as the model server reported them. */
+  endStep(messageId: string, finish?: string, usage?: Usage): Promise<void>;
   failStep(messageId: string, error: RecordedError): Promise<void>;
   /**
    * Marks the execution `unknown` before an external effect (model request): recovery must not
@@ -60,8 +78,12 @@ export interface RunContext {
   flush(): Promise<void>;
   /** Journals the call durably, runs `fn`, records the result (or the error, buffered) and returns it. */
   tool<T>(messageId: string, call: ToolCall, fn: (ctx: ToolContext) => Promise<T>): Promise<T>;
-  /** Runs a compaction step after a context overflow: the summary is recorded, then the turn continues. */
-  compact(reason: string, summarize: () => Promise<string>): Promise<string>;
+  /**
+   * Runs a compaction step after a context overflow: its start is durable before `summarize` (a model
+   * call) runs; the summary (and the tokens the call used) is recorded, then the turn continues.
+   * In the transcript the summary replaces every earlier item but this turn's prompts.
+   */
+  compact(reason: string, summarize: () => Promise<string | { summary: string; usage?: Usage }>): Promise<string>;
 }
 
 export type Runner = (ctx: RunContext) => Promise<void>;

@@ -64,6 +64,21 @@ test('recovery seals the interrupted step, admits exactly one continuation, and 
   assert.equal(gate.runs[1]!.ctx.inputs.map((i) => i.inputId), [continuationIdFor(executionId)]);
   assert.match(gate.runs[1]!.ctx.inputs[0]!.prompt, 'charge_card (ses_1:');
   const events = await fx.events('ses_1');
+  // what the continuation continues, as data: the interrupted execution, its prompt, its partial
+  // answer's message, and the durable call to retry with its key (the plain one is never rerun)
+  const charge = events.find((e): e is SessionEvent<'tool.called'> => e.type === 'tool.called' && e.payload.name === 'charge_card')!;
+  assert.equal(gate.runs[1]!.ctx.inputs[0]!.continues, {
+    executionId, reason: 'interrupted', phase: 'unknown', inputIds: gate.runs[0]!.ctx.inputs.map((i) => i.inputId), assistantMessageId: messageId,
+    retryTools: [{ callId: charge.payload.callId, messageId, name: 'charge_card', idempotencyKey: charge.payload.idempotencyKey! }],
+  });
+  // and the continuation's history has the original prompt, the interrupted message, then itself
+  const history = await gate.runs[1]!.ctx.history();
+  assert.equal(history.map((i) => i.type), ['user', 'assistant', 'user']);
+  assert.equal(history[0], { type: 'user', inputId: gate.runs[0]!.ctx.inputs[0]!.inputId, executionId, text: 'the original prompt' });
+  const interrupted = history[1]!;
+  assert.ok(interrupted.type === 'assistant' && interrupted.status === 'recovered' && interrupted.messageId === messageId);
+  assert.equal(interrupted.parts.map((p) => p.type === 'tool' ? [p.name, p.state, p.error?.type] : p.type), [['search', 'failed', 'interrupted'], ['charge_card', 'failed', 'interrupted']]);
+  assert.is(history[2]!.type === 'user' && history[2]!.continues?.executionId, executionId);
   const recovered = events.find((e): e is SessionEvent<'step.recovered'> => e.type === 'step.recovered')!;
   assert.is(recovered.payload.messageId, messageId);
   const failed = events.filter((e): e is SessionEvent<'tool.failed'> => e.type === 'tool.failed');
