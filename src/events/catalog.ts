@@ -82,7 +82,7 @@ export const catalog = {
   'reasoning.delta': event('reasoning.delta', z.object({ executionId: id, messageId: id, partId: id, delta: z.string() }), { durable: false }),
   'reasoning.completed': event('reasoning.completed', z.object({ executionId: id, messageId: id, partId: id, text: z.string() })),
   /** A model request that failed and will be sent again after `delayMs` (live-only: every attempt is visible). */
-  'model.retrying': event('model.retrying', z.object({ executionId: id, messageId: id, attempt: z.number().int().positive(), delayMs: z.number().int().nonnegative(), error: RecordedError }), { durable: false }),
+  'model.retry_scheduled': event('model.retry_scheduled', z.object({ executionId: id, messageId: id, attempt: z.number().int().positive(), delayMs: z.number().int().nonnegative(), error: RecordedError }), { durable: false }),
 
   'tool.called': event('tool.called', z.object({
     executionId: id, messageId: id, callId: id, name: z.string().min(1), input: z.unknown(),

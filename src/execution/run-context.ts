@@ -141,7 +141,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
 
     retrying(messageId, attempt, delayMs, error) {
       if (signal.aborted) return;
-      bus.publish({ id: ids.next('evt'), type: 'model.retrying', sessionId, time: clock.now(), payload: { executionId, messageId, attempt, delayMs: Math.round(delayMs), error } });
+      bus.publish({ id: ids.next('evt'), type: 'model.retry_scheduled', sessionId, time: clock.now(), payload: { executionId, messageId, attempt, delayMs: Math.round(delayMs), error } });
     },
 
     endStep: (messageId, finish = 'stop', usage?: Usage) => later([{ type: 'step.ended', payload: { executionId, messageId, finish, ...(usage ? { usage } : {}) } }]),

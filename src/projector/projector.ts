@@ -268,8 +268,8 @@ export class Projector {
         throw new SessiondError(ErrorCode.InvalidPayload, 'reasoning.delta is live-only and is never projected.');
       },
       'reasoning.completed': rules.reasoningCompleted,
-      'model.retrying': () => {
-        throw new SessiondError(ErrorCode.InvalidPayload, 'model.retrying is live-only and is never projected.');
+      'model.retry_scheduled': () => {
+        throw new SessiondError(ErrorCode.InvalidPayload, 'model.retry_scheduled is live-only and is never projected.');
       },
       'tool.called': rules.toolCalled,
       'tool.started': rules.toolStarted,

@@ -88,7 +88,7 @@ test('catalog - every type has a version and schema; text deltas are live-only',
     assert.type(entry.schema.safeParse, 'function');
     assert.match(type, /^[a-z]+\.[a-z_]+$/, `${type} is <noun>.<past-tense>`);
   }
-  assert.equal(liveOnlyEventTypes, ['text.delta']);
+  assert.equal(liveOnlyEventTypes, ['text.delta', 'reasoning.delta', 'model.retry_scheduled']);
   assert.ok(durableEventTypes.includes('execution.claimed'));
   for (const t of ['execution.claimed', 'execution.renewed', 'execution.phase', 'execution.cancelled', 'execution.settled',
     'input.admitted', 'input.promoted', 'step.started', 'step.ended', 'step.failed', 'step.recovered', 'text.delta',

@@ -1,0 +1,337 @@
+/**
+ * A real 3-server NATS cluster for tests: `startNatsCluster()` runs /usr/sbin/nats-server three
+ * times with the repo's nats-cluster.conf (which includes nats.conf: the same users and permissions),
+ * on loopback, on free ports, each with a throwaway JetStream store, and waits (polling with a
+ * deadline) until every node accepts connections and reports healthy (JetStream meta leader known).
+ *
+ *   const cluster = await startNatsCluster();
+ *   connect({ servers: cluster.urls, user: 'worker', pass: 'worker-dev-secret' })   // or cluster.url: "u1,u2,u3"
+ *   const leader = await cluster.streamLeader('SESSIOND_EVENTS');   // a node, from the admin's stream info
+ *   await leader.kill();        // SIGKILL, as a crash; the store is kept
+ *   await leader.start();       // same ports and store
+ *   cluster.isolate(node); cluster.heal(node);   // cut a node's routes (a network partition) and mend them
+ *   await cluster.killAll(); await cluster.startAll();   // the whole cluster down and up again
+ *   await cluster.dispose();    // stop all, delete the stores
+ *
+ * Routes: node i reaches node j through a TCP proxy of its own (i -> j; chaos/proxy.ts), never
+ * directly, so `isolate(i)` drops every route connection to and from node i and refuses new ones
+ * until `heal(i)`: the node keeps running and keeps its clients, it only loses its peers. Each node
+ * lists the other two (through their proxies) as explicit routes, and advertises a cluster address
+ * where nothing listens, so gossip cannot make a direct route around the proxies.
+ *
+ * Every server started here is tracked and SIGKILLed when the test process exits, however it exits,
+ * and the temporary stores are removed.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { jetstreamManager, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { startProxy, type Proxy } from '../../chaos/proxy.ts';
+import { connectNats } from '../nats/connection.ts';
+import { ADMIN, NATS_SERVER_BIN, freePort } from './nats-server.ts';
+
+export const REPO_NATS_CLUSTER_CONF = resolve(fileURLToPath(new URL('../../nats-cluster.conf', import.meta.url)));
+export const CLUSTER_NAME = 'sessiond';
+
+const START_TIMEOUT_MS = 20_000;
+const STOP_TIMEOUT_MS = 5_000;
+const LOG_LINES = 80;
+
+export interface NatsClusterNode {
+  /** 0, 1, 2 */
+  readonly index: number;
+  /** The server name (`sessiond-n1` ...), as stream info reports leaders and replicas. */
+  readonly name: string;
+  readonly url: string;
+  readonly port: number;
+  readonly monitorPort: number;
+  readonly clusterPort: number;
+  readonly storeDir: string;
+  readonly pid: number | undefined;
+  readonly running: boolean;
+  /** The last lines the server logged, for failure messages. */
+  log(): string;
+  /** Starts it (same ports and store) and waits until it accepts connections; `healthy` (default true) also waits for /healthz. */
+  start(options?: { healthy?: boolean }): Promise<void>;
+  /** SIGKILL, like a crash. The store is kept. */
+  kill(): Promise<void>;
+  /** SIGTERM, then SIGKILL if it has not exited within a deadline. The store is kept. */
+  stop(): Promise<void>;
+  /** Deletes the store (the node must be stopped): a machine lost with its disk. */
+  wipe(): void;
+  /** /healthz answers 200. */
+  healthy(): Promise<boolean>;
+  /** GET a monitoring endpoint (e.g. `/connz?subs=1`), parsed JSON; rejects when the node is down. */
+  monitor<T = unknown>(path: string): Promise<T>;
+}
+
+export interface NatsCluster {
+  readonly nodes: readonly NatsClusterNode[];
+  /** Every node's client URL. */
+  readonly urls: string[];
+  /** The client URLs comma-separated, as `sessiond --nats` takes them. */
+  readonly url: string;
+  /** Drops every route connection to and from `node` and refuses new ones until `heal`. */
+  isolate(node: NatsClusterNode): void;
+  heal(node: NatsClusterNode): void;
+  isolated(node: NatsClusterNode): boolean;
+  /** An admin-user JetStream manager over all nodes (reconnects by itself). */
+  admin(): Promise<JetStreamManager>;
+  /** The stream's info, or undefined while no leader answers (elections, restarts). */
+  streamInfo(stream: string): Promise<StreamInfo | undefined>;
+  /** The node leading the stream, once one does (polls until `timeoutMs`). */
+  streamLeader(stream: string, timeoutMs?: number): Promise<NatsClusterNode>;
+  /**
+   * Waits until the stream has a leader and every replica is current (caught up), on the nodes
+   * running; `replicas` (default 3) replicas in all.
+   */
+  waitStreamCurrent(stream: string, options?: { timeoutMs?: number; replicas?: number }): Promise<StreamInfo>;
+  /** Asks the stream's leader to step down (another replica is elected) until `node` leads it. */
+  moveLeader(stream: string, node: NatsClusterNode, timeoutMs?: number): Promise<void>;
+  /** Waits until every running node reports healthy. */
+  waitHealthy(timeoutMs?: number): Promise<void>;
+  /** SIGKILLs every node at once. */
+  killAll(): Promise<void>;
+  /** Starts every stopped node at once and waits until all are healthy. */
+  startAll(): Promise<void>;
+  /** Stops everything, closes the admin connection, removes the stores and proxies. */
+  dispose(): Promise<void>;
+}
+
+const running = new Set<ChildProcess>();
+const tempDirs = new Set<string>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const child of running) {
+      try { child.kill('SIGKILL'); } catch { /* already gone */ }
+    }
+    for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+  });
+  process.once('SIGINT', () => process.exit(130));
+  process.once('SIGTERM', () => process.exit(143));
+}
+
+function getJson<T>(port: number, path: string, timeoutMs = 2000): Promise<T> {
+  return new Promise((done, fail) => {
+    const req = httpGet({ host: '127.0.0.1', port, path, timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (body += d));
+      res.on('end', () => {
+        try { done(JSON.parse(body) as T); } catch (err) { fail(err as Error); }
+      });
+    });
+    req.once('error', fail);
+    req.once('timeout', () => req.destroy(new Error(`GET ${path} on :${port} timed out`)));
+  });
+}
+
+function httpStatus(port: number, path: string): Promise<number> {
+  return new Promise((done) => {
+    const req = httpGet({ host: '127.0.0.1', port, path, timeout: 1000 }, (res) => { res.resume(); done(res.statusCode ?? 0); });
+    req.once('error', () => done(0));
+    req.once('timeout', () => { req.destroy(); done(0); });
+  });
+}
+
+async function poll<T>(what: string, timeoutMs: number, attempt: () => Promise<T | undefined>, describe?: () => string): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await attempt().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}.${describe ? `\n${describe()}` : ''}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Starts a cluster of `size` (default 3) nats-servers from `config` (default the repo's nats-cluster.conf). */
+export async function startNatsCluster(options: { size?: number; config?: string } = {}): Promise<NatsCluster> {
+  installExitHook();
+  const size = options.size ?? 3;
+  const config = options.config ?? REPO_NATS_CLUSTER_CONF;
+  if (!existsSync(NATS_SERVER_BIN)) {
+    throw new Error(`nats-server not found at ${NATS_SERVER_BIN}: install it (apt-get install nats-server) or set SESSIOND_NATS_SERVER.`);
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'sessiond-nats-cluster-'));
+  tempDirs.add(dir);
+  const ports = [];
+  for (let i = 0; i < size; i++) ports.push({ client: await freePort(), monitor: await freePort(), cluster: await freePort() });
+  // nothing listens here: routes learnt by gossip fail instead of going around the proxies
+  const nowhere = await freePort();
+  // proxies[i][j]: node i's route to node j
+  const proxies: (Proxy | undefined)[][] = [];
+  for (let i = 0; i < size; i++) {
+    proxies.push([]);
+    for (let j = 0; j < size; j++) proxies[i]!.push(i === j ? undefined : await startProxy(ports[j]!.cluster));
+  }
+  const cut = new Set<number>();
+  const nodes: (NatsClusterNode & { proc(): ChildProcess | undefined })[] = [];
+
+  for (let i = 0; i < size; i++) {
+    const name = `sessiond-n${i + 1}`;
+    const { client: port, monitor: monitorPort, cluster: clusterPort } = ports[i]!;
+    const storeDir = join(dir, name);
+    const routes = proxies[i]!.flatMap((p) => (p ? [`nats-route://127.0.0.1:${p.port}`] : [])).join(',');
+    const lines: string[] = [];
+    let child: ChildProcess | undefined;
+    let exited: Promise<void> = Promise.resolve();
+    const record = (chunk: Buffer) => {
+      for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) lines.push(line);
+      if (lines.length > LOG_LINES) lines.splice(0, lines.length - LOG_LINES);
+    };
+    const alive = () => child !== undefined && child.exitCode === null && child.signalCode === null;
+    const halt = async (signal: 'SIGTERM' | 'SIGKILL') => {
+      const proc = child;
+      if (!proc || proc.exitCode !== null || proc.signalCode !== null) { child = undefined; return; }
+      proc.kill(signal);
+      const timer = new Promise<'timeout'>((r) => { const t = setTimeout(() => r('timeout'), STOP_TIMEOUT_MS); t.unref(); });
+      if (await Promise.race([exited.then(() => 'exited' as const), timer]) === 'timeout') {
+        proc.kill('SIGKILL');
+        await exited;
+      }
+      child = undefined;
+    };
+    const healthy = async () => alive() && await httpStatus(monitorPort, '/healthz') === 200;
+    const node = {
+      index: i, name, url: `nats://127.0.0.1:${port}`, port, monitorPort, clusterPort, storeDir,
+      get pid() { return child?.pid; },
+      get running() { return alive(); },
+      proc: () => child,
+      log: () => lines.join('\n'),
+      healthy,
+      monitor: <T>(path: string) => getJson<T>(monitorPort, path),
+      kill: () => halt('SIGKILL'),
+      stop: () => halt('SIGTERM'),
+      wipe: () => {
+        if (alive()) throw new Error(`${name} is running: stop it before wiping its store`);
+        rmSync(storeDir, { recursive: true, force: true });
+      },
+      start: async (opts: { healthy?: boolean } = {}) => {
+        if (alive()) return;
+        lines.push(`---- harness: starting ${name}`);
+        const proc = spawn(NATS_SERVER_BIN, ['-c', config, '-n', name, '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort),
+          '--cluster', `nats://127.0.0.1:${clusterPort}`, '--cluster_name', CLUSTER_NAME, '--routes', routes,
+          '--cluster_advertise', `127.0.0.1:${nowhere}`, '-sd', storeDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+        child = proc;
+        running.add(proc);
+        proc.stdout!.on('data', record);
+        proc.stderr!.on('data', record);
+        exited = new Promise<void>((done) => proc.once('exit', () => { running.delete(proc); done(); }));
+        proc.once('error', (err) => record(Buffer.from(`spawn error: ${err.message}`)));
+        await poll(`${name} to start (ports ${port}/${monitorPort}/${clusterPort})`, START_TIMEOUT_MS, async () => {
+          if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`${name} exited during startup. Its log:\n${lines.join('\n')}`);
+          if (await httpStatus(monitorPort, '/varz') !== 200) return undefined;
+          return opts.healthy === false || await healthy() ? true : undefined;
+        }, () => `Its log:\n${lines.join('\n')}`).catch(async (err: unknown) => {
+          if (proc.exitCode !== null) throw new Error(`${name} exited during startup (code ${proc.exitCode}). Its log:\n${lines.join('\n')}`);
+          throw err;
+        });
+      },
+    };
+    nodes.push(node);
+  }
+
+  let adminConnection: Promise<NatsConnection> | undefined;
+  let adminJsm: Promise<JetStreamManager> | undefined;
+  const urls = nodes.map((n) => n.url);
+  const admin = () => (adminJsm ??= (async () => {
+    adminConnection = connectNats({ servers: urls, ...ADMIN, reconnectWaitMs: 50, timeoutMs: 2000, name: 'nats-cluster-harness' });
+    return jetstreamManager(await adminConnection, { timeout: 2000 });
+  })());
+  const streamInfo = async (stream: string) => {
+    try {
+      const info = await (await admin()).streams.info(stream);
+      return info.cluster?.leader ? info : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  const byName = (name: string | undefined) => nodes.find((n) => n.name === name);
+  const describeNodes = () => nodes.map((n) => `${n.name}: ${n.running ? 'running' : 'stopped'}${cut.has(n.index) ? ', isolated' : ''}; last lines:\n    ${n.log().split('\n').slice(-6).join('\n    ')}`).join('\n');
+  const setCut = (node: NatsClusterNode, on: boolean) => {
+    if (on) cut.add(node.index); else cut.delete(node.index);
+    for (let i = 0; i < size; i++) {
+      for (let j = 0; j < size; j++) {
+        const p = proxies[i]![j];
+        if (!p) continue;
+        // a route is up only when neither end is cut off
+        if (cut.has(i) || cut.has(j)) p.partition(); else p.heal();
+      }
+    }
+  };
+  const waitHealthy = (timeoutMs = START_TIMEOUT_MS) => poll('every running node to report healthy', timeoutMs, async () => {
+    const states = await Promise.all(nodes.filter((n) => n.running).map((n) => n.healthy()));
+    return states.every(Boolean) ? true : undefined;
+  }, describeNodes).then(() => undefined);
+
+  const cluster: NatsCluster = {
+    nodes,
+    urls,
+    url: urls.join(','),
+    isolate: (node) => setCut(node, true),
+    heal: (node) => setCut(node, false),
+    isolated: (node) => cut.has(node.index),
+    admin,
+    streamInfo,
+    streamLeader: (stream, timeoutMs = 20_000) => poll(`a leader of stream ${stream}`, timeoutMs, async () => {
+      const info = await streamInfo(stream);
+      const leader = byName(info?.cluster?.leader);
+      return leader?.running && !cut.has(leader.index) ? leader : undefined;
+    }, describeNodes),
+    waitStreamCurrent: (stream, opts = {}) => {
+      const replicas = opts.replicas ?? 3;
+      let last = '';
+      return poll(`stream ${stream} to have a leader and ${replicas - 1} current followers`, opts.timeoutMs ?? 30_000, async () => {
+        const info = await streamInfo(stream);
+        const c = info?.cluster;
+        last = c ? `leader ${c.leader}, replicas ${JSON.stringify(c.replicas ?? [])}` : 'no stream info';
+        const followers = (c?.replicas ?? []).filter((r) => r.current && !r.offline);
+        return info && info.config.num_replicas === replicas && followers.length === replicas - 1 ? info : undefined;
+      }, () => `last: ${last}\n${describeNodes()}`);
+    },
+    moveLeader: async (stream, node, timeoutMs = 30_000) => {
+      await admin();
+      const nc = await adminConnection!;
+      await poll(`${node.name} to lead stream ${stream}`, timeoutMs, async () => {
+        const info = await streamInfo(stream);
+        if (!info) return undefined;
+        if (info.cluster?.leader === node.name) return true;
+        // step down only once every replica is current, or the target may not be electable
+        if (!(info.cluster?.replicas ?? []).every((r) => r.current && !r.offline)) return undefined;
+        await nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, undefined, { timeout: 2000 }).catch(() => undefined);
+        // the election takes a moment: poll again
+        return undefined;
+      }, describeNodes);
+    },
+    waitHealthy,
+    killAll: async () => { await Promise.all(nodes.map((n) => n.kill())); },
+    startAll: async () => {
+      await Promise.all(nodes.filter((n) => !n.running).map((n) => n.start({ healthy: false })));
+      await waitHealthy();
+    },
+    dispose: async () => {
+      if (adminConnection) await (await adminConnection.catch(() => undefined))?.close().catch(() => undefined);
+      await Promise.all(nodes.map((n) => n.stop()));
+      for (const row of proxies) for (const p of row) await p?.close();
+      rmSync(dir, { recursive: true, force: true });
+      tempDirs.delete(dir);
+    },
+  };
+  try {
+    // all at once: a node reports healthy only once the JetStream meta group has a leader
+    await Promise.all(nodes.map((n) => n.start({ healthy: false })));
+    await waitHealthy();
+  } catch (err) {
+    await cluster.dispose().catch(() => undefined);
+    throw err;
+  }
+  return cluster;
+}
