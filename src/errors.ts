@@ -30,6 +30,8 @@ export const ErrorCode = {
   InvariantViolation: 'invariant_violation',
   // projector
   InconsistentStream: 'inconsistent_stream',
+  // a model server refused a request, or failed it after every retry
+  ModelRequestFailed: 'model_request_failed',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

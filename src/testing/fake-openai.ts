@@ -63,9 +63,9 @@ export type ScriptStep =
   | { kind: 'toolCalls'; calls: ScriptedToolCall[]; text?: string | string[]; usage?: UsageOverride; delayMs?: number }
   /** An HTTP error with an OpenAI-style body `{ error: { message, type, param, code } }`; see {@link rateLimited}, {@link contextLengthExceeded}, {@link serverError}. */
   | { kind: 'error'; status: number; message: string; type?: string; code?: string | null; param?: string | null; headers?: Record<string, string> }
-  /** Starts the stream, sends `afterChunks` chunks (default 2: the role delta and one text delta), then destroys the socket: no finish, no `[DONE]`. */
+  /** Starts the stream, sends `afterChunks` chunks (default 2: the role delta and one text delta), then half an event, then destroys the socket: no finish, no `[DONE]`. `delayMs` also comes before the cut. */
   | { kind: 'cut'; text?: string | string[]; afterChunks?: number; delayMs?: number }
-  /** Sends the headers (and the first text delta when `text` is given), then waits for the client to disconnect; recorded in `aborted`. */
+  /** Streaming: sends the headers, the role delta (and a text delta when `text` is given), then waits for the client to disconnect, which is recorded in `aborted`. Non-streaming: sends nothing and waits. */
   | { kind: 'hang'; text?: string };
 
 /** The `error` step (what {@link rateLimited}, {@link contextLengthExceeded} and {@link serverError} build). */
@@ -395,7 +395,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
         return;
       }
       case 'cut': {
-        const reply = replyOf({ kind: 'text', text: step.text ?? 'This reply is cut short', delayMs: step.delayMs }, request, nextCallId);
+        const reply = replyOf({ kind: 'text', text: step.text ?? 'This reply is cut short' }, request, nextCallId);
         const chunks = stream ? streamChunks(reply, chunk, includeUsage).slice(0, step.afterChunks ?? 2) : [];
         if (stream) startStream();
         else res.writeHead(200, { 'content-type': 'application/json' });
@@ -404,14 +404,17 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
           write(c);
         }
         // Half an event (or half a JSON body), then the socket goes: no finish, no [DONE], no end of the chunked body.
+        if (!(await pause(res, step.delayMs))) return;
         res.write(stream ? 'data: {"id":"chatcm' : '{"id":"chatcm', () => res.socket?.destroy());
         return;
       }
       case 'hang': {
-        startStream();
-        write(chunk({ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }));
-        if (step.text !== undefined) write(chunk({ index: 0, delta: { content: step.text }, logprobs: null, finish_reason: null }));
-        return; // the response stays open until the client goes (or close())
+        if (stream) {
+          startStream();
+          write(chunk({ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }));
+          if (step.text !== undefined) write(chunk({ index: 0, delta: { content: step.text }, logprobs: null, finish_reason: null }));
+        }
+        return; // the response stays open (a non-streaming one without even headers) until the client goes, or close()
       }
       default: {
         const unknown: never = step;
@@ -439,6 +442,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       aborted: false,
     };
     requests.push(record);
+    res.on('error', () => {}); // a client that went away must not crash the process hosting the tests
     res.on('close', () => {
       if (closing || res.writableFinished || record.step?.kind === 'cut') return;
       record.aborted = true;

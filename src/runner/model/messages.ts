@@ -1,0 +1,51 @@
+/**
+ * A session's transcript as the conversation sent to a model (AI SDK `ModelMessage`s): user prompts
+ * as user messages, each assistant step as an assistant message (its text and tool calls) followed
+ * by a tool message with every call's result, a compaction's summary as a user message that says
+ * what it is. Reasoning is kept in the log but not sent back (servers do not take it as input). A
+ * call without a result (sealed by a recovery, a hand-back or a cancel) is answered with an error
+ * result saying so: the model never sees a call left open.
+ */
+import type { ModelMessage, ToolResultPart } from 'ai';
+import type { TranscriptItem, TranscriptPart } from '../transcript.ts';
+
+export const SUMMARY_PREFIX = 'Summary of the conversation so far (older messages were compacted):\n';
+
+export function toModelMessages(items: readonly TranscriptItem[]): ModelMessage[] {
+  const out: ModelMessage[] = [];
+  for (const item of items) {
+    if (item.type === 'user') out.push({ role: 'user', content: item.text });
+    else if (item.type === 'summary') out.push({ role: 'user', content: `${SUMMARY_PREFIX}${item.summary}` });
+    else out.push(...assistantMessages(item.parts));
+  }
+  return out;
+}
+
+type ToolPart = Extract<TranscriptPart, { type: 'tool' }>;
+
+/** An assistant step's text and tool calls, then the calls' results. */
+export function assistantMessages(parts: readonly TranscriptPart[]): ModelMessage[] {
+  const content: Exclude<Extract<ModelMessage, { role: 'assistant' }>['content'], string> = [];
+  const results: ToolResultPart[] = [];
+  for (const p of parts) {
+    if (p.type === 'text' && p.text.length > 0) content.push({ type: 'text', text: p.text });
+    if (p.type === 'tool') {
+      content.push({ type: 'tool-call', toolCallId: p.callId, toolName: p.name, input: p.input });
+      results.push(toolResult(p));
+    }
+  }
+  if (content.length === 0) return [];
+  return results.length === 0 ? [{ role: 'assistant', content }] : [{ role: 'assistant', content }, { role: 'tool', content: results }];
+}
+
+function toolResult(p: ToolPart): ToolResultPart {
+  const base = { type: 'tool-result' as const, toolCallId: p.callId, toolName: p.name };
+  if (p.state === 'succeeded') return { ...base, output: { type: 'json', value: (p.output ?? null) as never } };
+  if (p.state === 'failed') return { ...base, output: { type: 'error-text', value: `${p.error?.type ?? 'error'}: ${p.error?.message ?? 'the call failed'}` } };
+  return { ...base, output: { type: 'error-text', value: 'no result was recorded for this call (the turn was interrupted while it ran)' } };
+}
+
+/** A rough token count of a conversation (4 characters a token), for a configured context window. */
+export function estimateTokens(messages: readonly ModelMessage[]): number {
+  return Math.ceil(JSON.stringify(messages).length / 4);
+}

@@ -1,0 +1,276 @@
+/**
+ * A runner that talks to a model through the Vercel AI SDK (any `LanguageModel`: the
+ * OpenAI-compatible one of `openaiRunner`, or another provider's).
+ *
+ * A turn: the conversation is the session's transcript (`ctx.history()`); then steps until the
+ * model stops asking for tools (at most `maxSteps` model calls). Each step: `startStep` (steering
+ * prompts join here), phase `unknown` before every request, text and reasoning streamed as live
+ * deltas and recorded as parts, tokens recorded on `step.ended`, each tool call run through
+ * `ctx.tool` (journaled before it runs) and its result sent back on the next step.
+ *
+ * Failures: retryable ones (429, 5xx, network, a stream cut) are sent again with backoff, each
+ * attempt announced live (`model.retry_scheduled`); a context overflow (the server's error, or the
+ * estimate against `contextWindow`) compacts the older history with the model and runs the step
+ * again; anything else fails the step with the server's message and fails the turn. Cancel and a
+ * lost claim abort `ctx.signal`, which aborts the HTTP request at once.
+ *
+ * A continuation (after a crash or a hand-back) first retries the durable tool calls it names,
+ * with their original idempotency keys, then asks the model to go on with the whole history.
+ */
+import { generateText, streamText, type LanguageModel, type LanguageModelUsage, type ModelMessage } from 'ai';
+import type { RecordedError, Usage } from '../../events/catalog.ts';
+import { SessiondError, ErrorCode } from '../../errors.ts';
+import type { RunContext, Runner } from '../types.ts';
+import type { TranscriptItem } from '../transcript.ts';
+import { estimateTokens, toModelMessages } from './messages.ts';
+import { backoff, classify, parseRetryPolicy, type Failure, type RetryPolicy } from './retry.ts';
+import { checkTools, sdkTools, type ToolRegistry } from './tools.ts';
+
+export interface ModelRunnerOptions {
+  model: LanguageModel;
+  tools?: ToolRegistry;
+  /** A system prompt sent first on every request. */
+  system?: string;
+  /** Model calls per turn at most (default 8): the turn ends after them even if the model wants more tools. */
+  maxSteps?: number;
+  retry?: Partial<RetryPolicy>;
+  /** The model's context window in tokens: a request estimated beyond it is compacted first (default: only on the server's overflow error). */
+  contextWindow?: number;
+  maxOutputTokens?: number;
+  temperature?: number;
+  /** Jitter source (tests make it deterministic). */
+  random?: () => number;
+}
+
+export const DEFAULT_MAX_STEPS = 8;
+/** Compactions per step at most: a conversation that still overflows after them fails the step. */
+const MAX_COMPACTIONS_PER_STEP = 2;
+export const SUMMARIZE_PROMPT = 'Summarize the conversation above for yourself, to continue it later without it: the user\'s goals, the facts and decisions so far, tool results that matter, and what is left to do. Answer with the summary only.';
+
+/** A model request that failed for good (after retries, or not retryable). */
+export class ModelRequestError extends SessiondError {
+  constructor(readonly failure: Failure, readonly attempts: number) {
+    super(ErrorCode.ModelRequestFailed, `model request failed${attempts > 1 ? ` after ${attempts} attempts` : ''}: ${failure.message}`, { details: { kind: failure.kind, ...('status' in failure && failure.status !== undefined ? { status: failure.status } : {}) } });
+    this.name = 'ModelRequestError';
+  }
+}
+
+interface StepOutput {
+  text: string;
+  reasoning: string;
+  calls: { callId: string; name: string; input: unknown; error?: string }[];
+  finish: string;
+  usage: Usage | undefined;
+}
+
+export function modelRunner(options: ModelRunnerOptions): Runner {
+  const tools = checkTools(options.tools ?? {});
+  const toolSet = sdkTools(tools);
+  const hasTools = Object.keys(tools).length > 0;
+  const policy = parseRetryPolicy(options.retry);
+  const maxSteps = options.maxSteps ?? DEFAULT_MAX_STEPS;
+  if (!Number.isInteger(maxSteps) || maxSteps < 1) throw new SessiondError(ErrorCode.InvalidOption, `Invalid maxSteps ${String(maxSteps)}: use a whole number of model calls >= 1 (default ${DEFAULT_MAX_STEPS}).`);
+  const window = options.contextWindow;
+  if (window !== undefined && (!Number.isInteger(window) || window < 1)) throw new SessiondError(ErrorCode.InvalidOption, `Invalid contextWindow ${String(window)}: use the model's context window in tokens.`);
+  const random = options.random ?? Math.random;
+  const common = {
+    model: options.model, maxRetries: 0,
+    ...(options.system ? { system: options.system } : {}),
+    ...(options.maxOutputTokens !== undefined ? { maxOutputTokens: options.maxOutputTokens } : {}),
+    ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
+  };
+
+  /** Runs `attempt` until it succeeds, retrying what may be retried; phase `unknown` before each request. */
+  const withRetries = async <T>(ctx: RunContext, messageId: string, attempt: () => Promise<T>): Promise<T> => {
+    for (let n = 1; ; n++) {
+      await ctx.phase('unknown');
+      try {
+        return await attempt();
+      } catch (err) {
+        if (ctx.signal.aborted) throw ctx.signal.reason;
+        const failure = classify(err, ctx.clock.now());
+        if (failure.kind !== 'retry') throw new ModelRequestError(failure, n);
+        const delay = backoff(policy, n, failure, random);
+        if (delay === undefined) throw new ModelRequestError(failure, n);
+        ctx.retrying(messageId, n, delay, { type: 'model_request', name: failure.status === undefined ? 'NetworkError' : `HTTP ${failure.status}`, message: failure.message });
+        await sleep(ctx, delay);
+      }
+    }
+  };
+
+  /** One streamed request: deltas go out live as they arrive. */
+  const stream = async (ctx: RunContext, messageId: string, messages: ModelMessage[]): Promise<StepOutput> => {
+    const out: StepOutput = { text: '', reasoning: '', calls: [], finish: 'stop', usage: undefined };
+    const textPart = `prt_${messageId.slice(4)}_t`;
+    const reasoningPart = `prt_${messageId.slice(4)}_r`;
+    // an HTTP error arrives as an `error` part; a stream cut throws from the loop (an APICallError, retryable)
+    const result = streamText({ ...common, messages, ...(hasTools ? { tools: toolSet } : {}), abortSignal: ctx.signal, onError: () => {} });
+    for await (const part of result.fullStream) {
+      switch (part.type) {
+        case 'text-delta':
+          out.text += part.text;
+          ctx.delta(messageId, textPart, part.text);
+          break;
+        case 'reasoning-delta':
+          out.reasoning += part.text;
+          ctx.delta(messageId, reasoningPart, part.text, 'reasoning');
+          break;
+        case 'tool-call':
+          out.calls.push({ callId: part.toolCallId, name: part.toolName, input: part.input, ...('invalid' in part && part.invalid ? { error: `invalid input for ${part.toolName}: ${String((part as { error?: unknown }).error ?? 'it does not match the tool\'s schema')}` } : {}) });
+          break;
+        case 'tool-error': { // an invalid call comes as a tool-call (marked invalid) and then this
+          const error = `invalid call of ${part.toolName}: ${part.error instanceof Error ? part.error.message : String(part.error)}`;
+          const known = out.calls.find((c) => c.callId === part.toolCallId);
+          if (known) known.error = error;
+          else out.calls.push({ callId: part.toolCallId, name: part.toolName, input: part.input, error });
+          break;
+        }
+        case 'finish-step':
+          out.finish = part.finishReason;
+          out.usage = usageOf(part.usage);
+          break;
+        case 'error':
+          throw part.error;
+        case 'abort':
+          throw ctx.signal.aborted ? ctx.signal.reason : new Error('the model stream was aborted');
+        default:
+          break;
+      }
+    }
+    return out;
+  };
+
+  /** Summarizes everything but this turn's prompts with the model; the transcript then reads [summary, prompts]. */
+  const compact = async (ctx: RunContext, messageId: string, reason: string): Promise<ModelMessage[]> => {
+    const items = await ctx.history();
+    const older = items.filter((i) => !(i.type === 'user' && i.executionId === ctx.executionId));
+    if (older.length === 0) {
+      throw new ModelRequestError({ kind: 'fatal', status: undefined, message: `the context overflows with this turn's prompt alone (${reason}); nothing older to compact` }, 1);
+    }
+    await ctx.compact(reason, async () => {
+      const r = await withRetries(ctx, messageId, () => generateText({ ...common, messages: [...toModelMessages(older), { role: 'user', content: SUMMARIZE_PROMPT }], abortSignal: ctx.signal }));
+      const usage = usageOf(r.usage);
+      return { summary: r.text, ...(usage ? { usage } : {}) };
+    });
+    return toModelMessages(await ctx.history());
+  };
+
+  return async (ctx) => {
+    let messages = toModelMessages(await ctx.history());
+    if (await retryDurableCalls(ctx, tools)) messages = toModelMessages(await ctx.history());
+    for (let step = 0, compactions = 0; step < maxSteps;) {
+      const { messageId, steered } = await ctx.startStep();
+      for (const s of steered) messages.push({ role: 'user', content: s.prompt });
+      let output: StepOutput;
+      try {
+        if (window !== undefined && estimateTokens(messages) > window) {
+          throw new ModelRequestError({ kind: 'overflow', message: `the conversation is estimated at ${estimateTokens(messages)} tokens, beyond the context window of ${window}` }, 0);
+        }
+        output = await withRetries(ctx, messageId, () => stream(ctx, messageId, messages));
+      } catch (err) {
+        if (ctx.signal.aborted) throw ctx.signal.reason;
+        if (!(err instanceof ModelRequestError)) throw err;
+        const error: RecordedError = { type: err.failure.kind === 'overflow' ? 'context_overflow' : 'model_error', name: err.name, message: err.message };
+        await ctx.failStep(messageId, error);
+        if (err.failure.kind !== 'overflow' || compactions >= MAX_COMPACTIONS_PER_STEP) throw err;
+        compactions++;
+        messages = await compact(ctx, messageId, err.failure.message);
+        continue; // the interrupted step runs again on the compacted conversation
+      }
+      if (output.reasoning) await ctx.reasoning(messageId, output.reasoning, `prt_${messageId.slice(4)}_r`);
+      if (output.text) await ctx.text(messageId, output.text, `prt_${messageId.slice(4)}_t`);
+      const results = [];
+      for (const call of output.calls) results.push(await runCall(ctx, tools, messageId, call));
+      await ctx.endStep(messageId, output.finish, output.usage);
+      step++;
+      compactions = 0;
+      if (output.calls.length === 0) return;
+      messages.push(...assistantTurn(output, results));
+    }
+  };
+}
+
+/** Runs one tool call through the journal; an unknown tool, bad input or a throw becomes an error result the model sees. */
+async function runCall(ctx: RunContext, tools: ToolRegistry, messageId: string, call: StepOutput['calls'][number]): Promise<{ ok: boolean; value: unknown }> {
+  const tool = tools[call.name];
+  const callId = safeCallId(call.callId);
+  try {
+    const value = await ctx.tool(messageId, { name: call.name, input: call.input ?? null, durable: tool?.durable === true, callId }, async (tc) => {
+      if (call.error) throw new ToolInputError(call.error);
+      if (!tool) throw new ToolInputError(`no tool named ${call.name}: the tools are ${Object.keys(tools).join(', ') || 'none'}`);
+      const parsed = tool.inputSchema.safeParse(call.input);
+      if (!parsed.success) throw new ToolInputError(`invalid input for ${call.name}: ${parsed.error.message}`);
+      return await tool.execute(parsed.data, tc);
+    });
+    return { ok: true, value };
+  } catch (err) {
+    if (ctx.signal.aborted) throw ctx.signal.reason;
+    return { ok: false, value: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+class ToolInputError extends Error {
+  override name = 'ToolInputError';
+}
+
+/** A continuation's durable calls, run again with their original keys in a step of their own; true when there were any. */
+async function retryDurableCalls(ctx: RunContext, tools: ToolRegistry): Promise<boolean> {
+  const retry = ctx.inputs.flatMap((i) => i.continues?.retryTools ?? []);
+  if (retry.length === 0) return false;
+  const items = await ctx.history();
+  const { messageId } = await ctx.startStep();
+  for (const r of retry) {
+    const original = findCall(items, r.messageId, r.callId);
+    const tool = tools[r.name];
+    await ctx.tool(messageId, { name: r.name, input: original?.input ?? null, durable: true, callId: safeCallId(`${r.callId}_retry`), idempotencyKey: r.idempotencyKey }, async (tc) => {
+      if (!tool || !original) throw new ToolInputError(`cannot retry ${r.name}: ${tool ? 'its call is not in the history' : 'no such tool here'}`);
+      return await tool.execute(tool.inputSchema.parse(original.input), tc);
+    }).catch((err: unknown) => {
+      if (ctx.signal.aborted) throw ctx.signal.reason;
+    });
+  }
+  await ctx.endStep(messageId, 'tool-retry');
+  return true;
+}
+
+function findCall(items: readonly TranscriptItem[], messageId: string, callId: string): { input: unknown } | undefined {
+  for (const item of items) {
+    if (item.type !== 'assistant' || item.messageId !== messageId) continue;
+    for (const p of item.parts) if (p.type === 'tool' && p.callId === callId) return { input: p.input };
+  }
+  return undefined;
+}
+
+function assistantTurn(output: StepOutput, results: { ok: boolean; value: unknown }[]): ModelMessage[] {
+  return [
+    { role: 'assistant', content: [
+      ...(output.text ? [{ type: 'text' as const, text: output.text }] : []),
+      ...output.calls.map((c) => ({ type: 'tool-call' as const, toolCallId: safeCallId(c.callId), toolName: c.name, input: c.input ?? null })),
+    ] },
+    { role: 'tool', content: output.calls.map((c, i) => ({
+      type: 'tool-result' as const, toolCallId: safeCallId(c.callId), toolName: c.name,
+      output: results[i]!.ok ? { type: 'json' as const, value: (results[i]!.value ?? null) as never } : { type: 'error-text' as const, value: String(results[i]!.value) },
+    })) },
+  ];
+}
+
+/** A call id as the log takes it (1 to 128 characters). */
+function safeCallId(id: string): string {
+  const trimmed = id.slice(0, 128);
+  return trimmed.length > 0 ? trimmed : 'call';
+}
+
+function usageOf(u: LanguageModelUsage | undefined): Usage | undefined {
+  if (!u || (u.inputTokens === undefined && u.outputTokens === undefined)) return undefined;
+  return { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 };
+}
+
+/** Waits `ms` on the context's clock; a cancel or a lost claim ends the wait at once. */
+function sleep(ctx: RunContext, ms: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (ctx.signal.aborted) { reject(ctx.signal.reason); return; }
+    const onAbort = () => { ctx.clock.clearTimeout(timer); reject(ctx.signal.reason); };
+    const timer = ctx.clock.setTimeout(() => { ctx.signal.removeEventListener('abort', onAbort); resolve(); }, ms);
+    ctx.signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

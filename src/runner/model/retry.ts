@@ -1,0 +1,96 @@
+/**
+ * What to do with a failed model request (pure). Retried: 429, 408, 409 and 5xx responses and
+ * network failures (a refused connection, a stream cut mid-way), with exponential backoff and full
+ * jitter, honouring the server's `retry-after-ms` / `retry-after` (seconds or an HTTP date), at most
+ * `maxAttempts` attempts. A context overflow (`context_length_exceeded`, or the server saying the
+ * maximum context length was exceeded) is compacted, not retried. Any other 4xx fails the step with
+ * the server's message.
+ */
+import { APICallError } from 'ai';
+import { SessiondError, ErrorCode } from '../../errors.ts';
+
+export interface RetryPolicy {
+  /** Attempts per request, the first included (default 5). */
+  maxAttempts: number;
+  /** The first backoff (default 500 ms); doubled per attempt, with full jitter. */
+  baseDelayMs: number;
+  /** The longest wait between attempts, a server's Retry-After included (default 30 s). */
+  maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 5, baseDelayMs: 500, maxDelayMs: 30_000 };
+
+export type Failure =
+  | { kind: 'retry'; status: number | undefined; message: string; retryAfterMs: number | undefined }
+  | { kind: 'overflow'; message: string }
+  | { kind: 'fatal'; status: number | undefined; message: string };
+
+const RETRYABLE_STATUS = new Set([408, 409, 429]);
+const OVERFLOW = /context_length_exceeded|maximum context length|context length|context window|too many tokens|prompt is too long/i;
+
+/** Classifies an error from the model client. */
+export function classify(err: unknown, now: number): Failure {
+  if (APICallError.isInstance(err)) {
+    const status = err.statusCode;
+    const message = serverMessage(err);
+    if (status !== undefined && status >= 400 && status < 500 && (OVERFLOW.test(err.responseBody ?? '') || OVERFLOW.test(message))) return { kind: 'overflow', message };
+    // a stream cut after the response started is an APICallError with status 200 that the client marks retryable
+    if (err.isRetryable || status === undefined || RETRYABLE_STATUS.has(status) || status >= 500) return { kind: 'retry', status, message, retryAfterMs: retryAfter(err.responseHeaders, now) };
+    return { kind: 'fatal', status, message };
+  }
+  const message = messageOfUnknown(err);
+  return { kind: 'retry', status: undefined, message, retryAfterMs: undefined }; // a network failure or a stream cut
+}
+
+/** How long to wait before attempt `attempt + 1` (attempt counts from 1), or undefined when no attempt is left. */
+export function backoff(policy: RetryPolicy, attempt: number, failure: Extract<Failure, { kind: 'retry' }>, random: () => number = Math.random): number | undefined {
+  if (attempt >= policy.maxAttempts) return undefined;
+  if (failure.retryAfterMs !== undefined) return Math.min(policy.maxDelayMs, Math.max(0, failure.retryAfterMs));
+  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
+  return Math.round(ceiling * (0.5 + random() * 0.5));
+}
+
+/** Checks a retry policy (unknown keys refused), filling defaults. */
+export function parseRetryPolicy(input: Partial<RetryPolicy> = {}): RetryPolicy {
+  for (const key of Object.keys(input)) {
+    if (!(key in DEFAULT_RETRY)) throw new SessiondError(ErrorCode.InvalidOption, `Unknown retry option "${key}": use maxAttempts, baseDelayMs or maxDelayMs.`);
+  }
+  const policy = { ...DEFAULT_RETRY, ...input };
+  for (const [key, value] of Object.entries(policy)) {
+    if (!Number.isInteger(value) || value < (key === 'maxAttempts' ? 1 : 0)) {
+      throw new SessiondError(ErrorCode.InvalidOption, `Invalid retry option ${key}=${String(value)}: use a whole number${key === 'maxAttempts' ? ' >= 1' : ' of milliseconds >= 0'}.`);
+    }
+  }
+  return policy;
+}
+
+/** The server's own words: the `error.message` of an OpenAI-style body, else the client's message. */
+export function serverMessage(err: APICallError): string {
+  try {
+    const body = JSON.parse(err.responseBody ?? '') as { error?: { message?: unknown; code?: unknown } };
+    const m = body.error?.message;
+    if (typeof m === 'string' && m.length > 0) return `${err.statusCode ?? ''} ${m}`.trim();
+  } catch { /* not JSON: the client's message */ }
+  return err.message;
+}
+
+function retryAfter(headers: Record<string, string> | undefined, now: number): number | undefined {
+  if (!headers) return undefined;
+  const get = (name: string) => Object.entries(headers).find(([k]) => k.toLowerCase() === name)?.[1];
+  const ms = Number(get('retry-after-ms'));
+  if (Number.isFinite(ms) && ms >= 0 && get('retry-after-ms') !== undefined) return ms;
+  const value = get('retry-after');
+  if (value === undefined) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+function messageOfUnknown(err: unknown): string {
+  if (err instanceof Error) {
+    const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
+    return `${err.message}${cause}`;
+  }
+  return String(err);
+}

@@ -1,0 +1,72 @@
+/**
+ * Tools a model may call: a zod schema for the input (sent to the model as JSON schema, checked on
+ * every call), a description, whether the call is durable (it gets an idempotency key, and after a
+ * crash a continuation may retry it with the same key), and the function. Calls run through
+ * `ctx.tool`: journaled before the function starts, never rerun blindly after a crash.
+ *
+ *   export default {
+ *     weather: defineTool({ description: 'Current weather in a city', inputSchema: z.object({ city: z.string() }),
+ *       execute: async ({ city }) => ({ city, celsius: 21 }) }),
+ *   };
+ */
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
+import { tool as sdkTool, type Tool } from 'ai';
+import type { z } from 'zod';
+import { SessiondError, ErrorCode, messageOf } from '../../errors.ts';
+import type { ToolContext } from '../types.ts';
+
+export interface ModelTool<I = unknown, O = unknown> {
+  description: string;
+  inputSchema: z.ZodType<I>;
+  /** Durable: the call carries an idempotency key (`ctx.idempotencyKey`) for the effect to deduplicate on. */
+  durable?: boolean;
+  execute(input: I, ctx: ToolContext): Promise<O> | O;
+}
+
+/** Tools by the name the model calls them. */
+export type ToolRegistry = Readonly<Record<string, ModelTool>>;
+
+/** Types a tool's `execute` from its schema. */
+export function defineTool<S extends z.ZodType, O>(tool: { description: string; inputSchema: S; durable?: boolean; execute(input: z.output<S>, ctx: ToolContext): Promise<O> | O }): ModelTool {
+  return tool as unknown as ModelTool;
+}
+
+const NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** Checks a registry: names the model can call, a description, a zod schema and a function each. */
+export function checkTools(tools: unknown, where = 'tools'): ToolRegistry {
+  if (typeof tools !== 'object' || tools === null || Array.isArray(tools)) {
+    throw new SessiondError(ErrorCode.InvalidOption, `${where}: expected an object of tools by name (export default { name: defineTool({...}) }), got ${Array.isArray(tools) ? 'an array' : typeof tools}.`);
+  }
+  for (const [name, t] of Object.entries(tools)) {
+    const bad = (what: string) => new SessiondError(ErrorCode.InvalidOption, `${where}: tool "${name}" ${what}.`);
+    if (!NAME.test(name)) throw bad('has a name a model cannot call: use 1 to 64 letters, digits, _ or -');
+    const tool = t as Partial<ModelTool>;
+    if (typeof tool !== 'object' || tool === null) throw bad('is not an object (use defineTool)');
+    if (typeof tool.description !== 'string' || tool.description.length === 0) throw bad('needs a description (what it does, for the model)');
+    if (typeof (tool.inputSchema as { safeParse?: unknown } | undefined)?.safeParse !== 'function') throw bad('needs an inputSchema made with zod (z.object({...}))');
+    if (typeof tool.execute !== 'function') throw bad('needs an execute(input, ctx) function');
+    if (tool.durable !== undefined && typeof tool.durable !== 'boolean') throw bad('has a durable flag that is not true or false');
+  }
+  return tools as ToolRegistry;
+}
+
+/** Loads a registry from a module (its default export, or an export named `tools`). */
+export async function loadTools(path: string): Promise<ToolRegistry> {
+  const url = pathToFileURL(resolve(path)).href;
+  let mod: { default?: unknown; tools?: unknown };
+  try {
+    mod = await import(url) as typeof mod;
+  } catch (err) {
+    throw new SessiondError(ErrorCode.InvalidOption, `Could not load tools from ${path}: ${messageOf(err)}`, { cause: err });
+  }
+  const tools = mod.default ?? mod.tools;
+  if (tools === undefined) throw new SessiondError(ErrorCode.InvalidOption, `${path} exports no tools: export default { name: defineTool({...}) } (or export const tools).`);
+  return checkTools(tools, path);
+}
+
+/** The registry as the AI SDK's tools, without `execute`: the runner runs each call itself, through `ctx.tool`. */
+export function sdkTools(tools: ToolRegistry): Record<string, Tool> {
+  return Object.fromEntries(Object.entries(tools).map(([name, t]) => [name, sdkTool({ description: t.description, inputSchema: t.inputSchema as z.ZodType<unknown> })]));
+}
