@@ -11,6 +11,9 @@ import type { Command } from 'commander';
 import { startSessiond } from '../../host.ts';
 import { DEFAULT_SWEEP_INTERVAL_MS } from '../../recovery/sweeper.ts';
 import { loadRunner } from '../../runner/load.ts';
+import { DEFAULT_OPENAI_BASE_URL, openaiRunner } from '../../runner/model/openai.ts';
+import { DEFAULT_MAX_STEPS } from '../../runner/model/model-runner.ts';
+import { loadTools } from '../../runner/model/tools.ts';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from '../../execution/session-execution.ts';
 import { messageOf } from '../../errors.ts';
 import { DEFAULT_RECONNECT_WAIT_MS } from '../../nats/connection.ts';
@@ -24,14 +27,23 @@ import {
 import { INSPECT_OPTION, inspectPort } from '../../inspector/cli.ts';
 import { LOG_FORMAT_OPTION, logFormat, parseLogFormat, workerLog, type LogFormat, type WorkerLog } from '../worker-log.ts';
 
-interface StartOptions extends NatsFlags, NatsCommandFlags { db: string; runner: string; leaseMs: number; heartbeatMs: number; echoDelayMs: number; sweepMs: number; inspect?: number; metrics?: number; logFormat?: LogFormat }
+interface StartOptions extends NatsFlags, NatsCommandFlags {
+  db: string; runner: string; leaseMs: number; heartbeatMs: number; echoDelayMs: number; sweepMs: number; inspect?: number; metrics?: number; logFormat?: LogFormat;
+  model?: string; baseUrl?: string; tools?: string; system?: string; maxSteps?: number; contextWindow?: number;
+}
 
 export function registerStart(program: Command, ctx: CliContext): void {
   const command = program
     .command('start')
     .description('run a worker until SIGINT/SIGTERM: it claims sessions with pending prompts and runs them')
     .option('--db <file>', 'SQLite database file (with --nats: only the local projection)', ctx.defaultDb)
-    .option('--runner <echo|path>', 'runner: "echo" or a module exporting a runner function', 'echo')
+    .option('--runner <echo|openai|path>', 'runner: "echo", "openai" (an OpenAI-compatible model server) or a module exporting a runner function', 'echo')
+    .option('--model <name>', 'openai runner: the model name the server serves')
+    .option('--base-url <url>', `openai runner: the server's URL up to /v1 (default: OPENAI_BASE_URL, else ${DEFAULT_OPENAI_BASE_URL}); the key comes from OPENAI_API_KEY`)
+    .option('--tools <module>', 'openai runner: a module whose default export is the tools (defineTool with zod schemas)')
+    .option('--system <prompt>', 'openai runner: a system prompt sent with every request')
+    .option('--max-steps <n>', `openai runner: model calls per turn at most (default ${DEFAULT_MAX_STEPS})`, positiveInt('--max-steps'))
+    .option('--context-window <tokens>', 'openai runner: compact before a request estimated beyond this many tokens (default: on the server\'s overflow error only)', positiveInt('--context-window'))
     .option('--lease-ms <n>', 'lease length in ms', positiveInt('--lease-ms'), DEFAULT_LEASE_MS)
     .option('--heartbeat-ms <n>', 'lease renewal interval in ms', positiveInt('--heartbeat-ms'), DEFAULT_HEARTBEAT_MS)
     .option('--echo-delay-ms <n>', 'pause per step of the echo runner, in ms', nonNegativeInt('--echo-delay-ms'), 0)
@@ -45,7 +57,10 @@ export function registerStart(program: Command, ctx: CliContext): void {
       throw new UsageError('--nats-commands-user, --nats-commands-pass and --reply-inboxes only apply with --nats <url> (or SESSIOND_NATS).');
     }
     const commands = nats ? natsCommandConnection(opts, nats, ctx) : undefined;
-    const runner = await loadRunner(opts.runner, { delayMs: opts.echoDelayMs });
+    const runner = opts.runner === 'openai' ? await openaiFromCli(opts, ctx.env) : await loadRunner(opts.runner, { delayMs: opts.echoDelayMs });
+    if (opts.runner !== 'openai' && (opts.model ?? opts.baseUrl ?? opts.tools ?? opts.system ?? opts.maxSteps ?? opts.contextWindow) !== undefined) {
+      throw new UsageError('--model, --base-url, --tools, --system, --max-steps and --context-window apply to --runner openai only.');
+    }
     const log = workerLog(ctx, logFormat(opts.logFormat, ctx.env, process.stdout.isTTY));
     // signal handlers first: a SIGTERM at any moment of start-up stops the worker cleanly
     const stop = stopper(log);
@@ -69,7 +84,7 @@ export function registerStart(program: Command, ctx: CliContext): void {
       // a connection still trying to reach its server keeps the process alive; nothing else is open
       process.exit(process.exitCode ?? 0);
     }
-    log.out(`sessiond worker ${sessiond.ownerId} is running on ${sessiond.where} with the ${opts.runner} runner`);
+    log.out(`sessiond worker ${sessiond.ownerId} is running on ${sessiond.where} with the ${opts.runner === 'openai' ? `openai runner (model ${opts.model} at ${opts.baseUrl ?? ctx.env['OPENAI_BASE_URL'] ?? DEFAULT_OPENAI_BASE_URL})` : `${opts.runner} runner`}`);
     if (nats) {
       log.out(`  local projection: ${opts.db}`);
       log.out(`  live events on ${LIVE_PREFIX}.<session>.<type> (text deltas, and every event this worker commits)`);
@@ -122,4 +137,18 @@ function stopper(log: WorkerLog): Stopper {
 
 function stoppedLine(running: number): string {
   return `stopped (${running === 0 ? 'nothing was running' : `handed back ${running} running session${running === 1 ? '' : 's'}`})`;
+}
+
+/** The openai runner from the flags and the environment (only the CLI reads OPENAI_API_KEY and OPENAI_BASE_URL). */
+async function openaiFromCli(opts: StartOptions, env: NodeJS.ProcessEnv) {
+  if (!opts.model) throw new UsageError('--runner openai needs --model NAME (the model the server serves, e.g. gpt-4o-mini).');
+  const baseURL = opts.baseUrl ?? env['OPENAI_BASE_URL'] ?? DEFAULT_OPENAI_BASE_URL;
+  const apiKey = env['OPENAI_API_KEY'];
+  return openaiRunner({
+    model: opts.model, baseURL, ...(apiKey ? { apiKey } : {}),
+    ...(opts.tools ? { tools: await loadTools(opts.tools) } : {}),
+    ...(opts.system ? { system: opts.system } : {}),
+    ...(opts.maxSteps !== undefined ? { maxSteps: opts.maxSteps } : {}),
+    ...(opts.contextWindow !== undefined ? { contextWindow: opts.contextWindow } : {}),
+  });
 }

@@ -39,11 +39,13 @@ export function registerStatus(program: Command, ctx: CliContext): void {
             phase: e && e.outcome === null ? e.phase : null, outcome: e?.outcome ?? null,
             pending: c.pending.map((p) => ({ inputId: p.inputId, delivery: p.delivery })),
             recovery: c.recovery,
+            usage: c.usage,
           };
           if (opts.json) { ctx.out(JSON.stringify(row)); continue; }
           const lease = row.owner ? (row.leaseLeftMs > 0 ? `owned by ${row.owner}, lease ${(row.leaseLeftMs / 1000).toFixed(1)} s left` : `owned by ${row.owner}, lease EXPIRED (awaiting recovery)`) : 'no owner';
           ctx.out(`${id}: ${row.state} at seq ${row.seq}; ${lease}${row.phase ? `; phase ${row.phase}` : ''}${row.outcome ? `; last turn ${row.outcome}` : ''}`);
           ctx.out(`  pending inputs: ${row.pending.length === 0 ? 'none' : row.pending.map((p) => `${p.inputId} (${p.delivery})`).join(', ')}`);
+          if (row.usage.inputTokens + row.usage.outputTokens > 0) ctx.out(`  tokens  ${row.usage.inputTokens} in, ${row.usage.outputTokens} out (model steps and compactions, as the servers reported them)`);
           if (c.recovery) {
             const r = c.recovery;
             ctx.out(`  recovery of ${r.executionId}: ${r.parked ? `PARKED after ${r.attempts} wake attempts: ${r.lastError?.message ?? ''}` : r.wakePending ? `wake owed (${r.attempts} attempts so far)` : 'woken'}`);

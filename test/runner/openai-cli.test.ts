@@ -1,0 +1,84 @@
+/**
+ * `sessiond start --runner openai` from the command line, against the local OpenAI-compatible
+ * server: the key from OPENAI_API_KEY, tools from a module; and a worker SIGKILLed while a durable
+ * tool runs: another worker recovers the turn, retries the call with its original idempotency key,
+ * and asks the model to go on with the whole history.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { runCli, startCli } from '../support/cli.ts';
+import { tempDir } from '../support/tmp.ts';
+import { startFakeOpenAI, messageText } from '../../src/testing/fake-openai.ts';
+import { waitFor } from '../../src/testing/wait.ts';
+
+const TOOLS = fileURLToPath(new URL('./fixtures/tools.ts', import.meta.url));
+const said = (messages: { role: string }[]) => messages.map((m) => `${m.role}: ${messageText(m as never)}`);
+
+test('cli - start --runner openai runs a conversation with a tool from a module, the key from OPENAI_API_KEY', async () => {
+  const tmp = tempDir();
+  const server = await startFakeOpenAI({ apiKey: 'sk-cli' });
+  const db = tmp.file('chat.db');
+  const charges = tmp.file('charges.log');
+  server.script(
+    { kind: 'toolCalls', calls: [{ id: 'call_c1', name: 'charge', arguments: { cents: 250 } }], usage: { prompt_tokens: 30, completion_tokens: 8 } },
+    { kind: 'text', text: 'Charged 2.50.', usage: { prompt_tokens: 45, completion_tokens: 4 } },
+  );
+  const worker = startCli(['start', '--db', db, '--runner', 'openai', '--model', 'fake-model', '--base-url', server.url, '--tools', TOOLS],
+    { env: { OPENAI_API_KEY: 'sk-cli', CHARGES_FILE: charges } });
+  try {
+    await worker.waitFor('send it a prompt');
+    assert.match(worker.output(), `with the openai runner (model fake-model at ${server.url})`);
+    await runCli(['prompt', 'ses_cli', 'charge me 2.50', '--db', db]);
+    await worker.waitFor('ses_cli  turn succeeded');
+    assert.match(worker.output(), 'ses_cli  Charged 2.50.');
+    assert.is(server.requests[0]!.headers.authorization, 'Bearer sk-cli');
+    assert.equal(server.requests[0]!.chat!.tools!.map((t) => t.function.name), ['charge']);
+    assert.equal(readFileSync(charges, 'utf8').trim().split(' ')[1], '250', 'the tool ran once');
+    const status = await runCli(['status', 'ses_cli', '--db', db]);
+    assert.match(status.stdout, /tokens\s+75 in, 12 out/);
+  } finally {
+    worker.child.kill('SIGTERM');
+    await worker.exited;
+    await server.close();
+    tmp.remove();
+  }
+});
+
+test('cli - a worker SIGKILLed during a durable tool: another recovers the turn, retries the call with its key, and continues with the history', async () => {
+  const tmp = tempDir();
+  const server = await startFakeOpenAI();
+  const db = tmp.file('crash.db');
+  const charges = tmp.file('charges.log');
+  const flags = ['start', '--db', db, '--runner', 'openai', '--model', 'fake-model', '--base-url', server.url, '--tools', TOOLS, '--lease-ms', '1500', '--heartbeat-ms', '500', '--sweep-ms', '300'];
+  server.script({ kind: 'toolCalls', calls: [{ id: 'call_k1', name: 'charge', arguments: { cents: 500 } }] });
+  const a = startCli(flags, { env: { CHARGES_FILE: charges, CHARGE_HANGS: '1' } });
+  let b: ReturnType<typeof startCli> | undefined;
+  try {
+    await a.waitFor('send it a prompt');
+    await runCli(['prompt', 'ses_crash', 'charge me 5 dollars', '--db', db]);
+    await waitFor(() => existsSync(charges) && readFileSync(charges, 'utf8').includes(' 500'), { what: 'the charge to start' });
+    a.child.kill('SIGKILL');
+    await a.exited;
+    server.script({ kind: 'text', text: 'Charged 5 dollars; done.' });
+    b = startCli(flags, { env: { CHARGES_FILE: charges } });
+    await b.waitFor('ses_crash  turn succeeded', 20_000);
+    assert.match(b.output(), 'recovered expired execution');
+    const keys = readFileSync(charges, 'utf8').trim().split('\n').map((l) => l.split(' ')[0]);
+    assert.is(keys.length, 2, 'the durable call ran again once');
+    assert.is(keys[0], keys[1], 'with the same idempotency key');
+    const resumed = said(server.requests[1]!.chat!.messages);
+    assert.is(resumed[0], 'user: charge me 5 dollars', 'the original prompt');
+    assert.ok(resumed.some((m) => m.startsWith('user: Continue the interrupted turn')), `the continuation: ${resumed.join(' | ')}`);
+    assert.ok(resumed.some((m) => m.startsWith('tool: ') && m.includes('"charged":500')), 'the retried call\'s result');
+  } finally {
+    a.child.kill('SIGKILL');
+    b?.child.kill('SIGTERM');
+    await b?.exited;
+    await server.close();
+    tmp.remove();
+  }
+});
+
+test.run();
