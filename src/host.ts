@@ -205,7 +205,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       admit: (id, request) => engine.admit(id, request),
       wake: (id) => engine.wake(id),
       status: (id) => engine.status(id),
-      cancel: (id, reason) => engine.cancel(id, reason),
+      cancel: (id, reason, executionId) => engine.cancel(id, reason, executionId),
       awaitIdle: (id) => engine.awaitIdle(id),
       activeTurns: () => engine.activeTurns(),
       async close() {

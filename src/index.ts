@@ -12,6 +12,12 @@ export type { AdmitRequest, AdmitReceipt } from './input/admit.ts';
 // runners
 export { echoRunner, type EchoOptions } from './runner/echo.ts';
 export type { Runner, RunContext, RunInput, ToolCall, ToolContext } from './runner/types.ts';
+export { openaiRunner, DEFAULT_OPENAI_BASE_URL, type OpenAIRunnerOptions } from './runner/model/openai.ts';
+export { modelRunner, ModelRequestError, DEFAULT_MAX_STEPS, type ModelRunnerOptions } from './runner/model/model-runner.ts';
+export { defineTool, loadTools, type ModelTool, type ToolRegistry } from './runner/model/tools.ts';
+export { DEFAULT_RETRY, type RetryPolicy } from './runner/model/retry.ts';
+export type { TranscriptItem, TranscriptPart } from './runner/transcript.ts';
+export type { Continuation, Usage } from './events/catalog.ts';
 // errors
 export { SessiondError, ErrorCode, isSessiondError } from './errors.ts';
 export { ClaimLostError, CommandRefusedError } from './execution/errors.ts';

@@ -13,7 +13,7 @@
     currentState: $('current-state'), currentSeq: $('current-seq'),
     slider: $('seq-slider'), seqValue: $('seq-value'), seqMax: $('seq-max'), follow: $('follow-live'),
     chart: $('chart'), atSeq: $('at-seq'), atState: $('at-state'), atEvent: $('at-event'), atLease: $('at-lease'),
-    atPending: $('at-pending'), atRows: $('at-rows'), rowsSeq: $('rows-seq'), atContext: $('at-context'), timeline: $('timeline').tBodies[0], timelineWrap: $('timeline-wrap'),
+    atPending: $('at-pending'), atUsage: $('at-usage'), atRows: $('at-rows'), rowsSeq: $('rows-seq'), atContext: $('at-context'), timeline: $('timeline').tBodies[0], timelineWrap: $('timeline-wrap'),
     commands: $('chart-commands'), filters: $('timeline-filters'), jumpSeq: $('jump-seq'), jumpTime: $('jump-time'), filterType: $('filter-type'), filterQ: $('filter-q'),
     filterClear: $('filter-clear'), timelineStatus: $('timeline-status'),
   };
@@ -267,6 +267,7 @@
     renderLease(at.lease);
     ui.atPending.replaceChildren(...(at.pending.length ? at.pending.map((p) => h('li', { class: 'mono' }, p.inputId + ' (' + p.delivery + ', admitted at seq ' + p.seq + ')'))
       : [h('li', { class: 'muted' }, 'none')]));
+    ui.atUsage.textContent = at.usage.inputTokens + ' in, ' + at.usage.outputTokens + ' out (summed over the model steps and compactions so far)';
     renderRows(at.rows, at.seq);
     ui.atContext.textContent = JSON.stringify(at.context, null, 2);
     renderChart(svg, at.state, at.seq);

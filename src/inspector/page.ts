@@ -100,6 +100,8 @@ export function inspectorPage(options: { logName: string }): string {
           <dl id="at-lease" data-testid="at-lease"></dl>
           <h4>Pending inputs</h4>
           <ul id="at-pending" data-testid="at-pending"></ul>
+          <h4>Tokens</h4>
+          <p id="at-usage" data-testid="at-usage" class="mono"></p>
           <details><summary>Context (the machine's folded context)</summary><pre id="at-context" data-testid="at-context"></pre></details>
         </section>
         <section aria-labelledby="timeline-heading">

@@ -60,6 +60,8 @@ export interface StateView {
   phase: string | null;
   pending: SessionContext['pending'];
   recovery: SessionContext['recovery'];
+  /** Tokens the session's model steps and compactions used up to this sequence. */
+  usage: SessionContext['usage'];
   /** The machine's folded context, its `admitted` ids cut to the latest ADMITTED_SHOWN (so a view's size does not grow with the session). */
   context: SessionContext;
   /** How many admitted ids the context holds (the machine keeps up to its ADMISSION_WINDOW). */
@@ -118,7 +120,7 @@ export function stateView(sessionId: string, at: Travelled, asOf?: number): Stat
     sessionId, seq: ctx.seq, lastSeq, state: stateOf(snapshot), event: event ? timelineRow(event) : null,
     lease: leaseView(ctx, asOf ?? event?.time ?? 0),
     owner: exec && exec.outcome === null ? exec.ownerId : null, phase: exec?.phase ?? null,
-    pending: ctx.pending, recovery: ctx.recovery, context: { ...ctx, admitted: ctx.admitted.slice(-ADMITTED_SHOWN) }, admittedTotal: ctx.admitted.length,
+    pending: ctx.pending, recovery: ctx.recovery, usage: ctx.usage, context: { ...ctx, admitted: ctx.admitted.slice(-ADMITTED_SHOWN) }, admittedTotal: ctx.admitted.length,
     summary: summarize(snapshot, event ?? undefined),
   };
 }

@@ -36,6 +36,28 @@ async function get<T = unknown>(path: string, init?: RequestInit): Promise<{ sta
   return { status: res.status, type, body: (type.startsWith('application/json') ? await res.json() : await res.text()) as T };
 }
 
+test('inspector - the state at a sequence shows the tokens the session used up to there', async () => {
+  const metered = await openEngine({ file: tmp.file('inspect.db'), runner: async (ctx) => {
+    for (const tokens of [100, 50]) {
+      const { messageId } = await ctx.startStep();
+      await ctx.text(messageId, 'ok');
+      await ctx.endStep(messageId, 'stop', { inputTokens: tokens, outputTokens: 2 });
+    }
+  } });
+  try {
+    await metered.admit('ses_tokens', { prompt: 'count me' });
+    await metered.awaitIdle('ses_tokens');
+    const events = await engine.log.readSession('ses_tokens');
+    const firstEnd = events.find((e) => e.type === 'step.ended')!.seq;
+    const at = (seq: number) => get<{ usage: unknown }>(`/api/sessions/ses_tokens/at/${seq}`).then((r) => r.body.usage);
+    assert.equal(await at(firstEnd), { inputTokens: 100, outputTokens: 2 });
+    assert.equal(await at(events.at(-1)!.seq), { inputTokens: 150, outputTokens: 4 });
+    assert.match(await get<string>('/').then((r) => r.body), 'data-testid="at-usage"');
+  } finally {
+    await metered.close();
+  }
+});
+
 test('inspector - serves on 127.0.0.1 and the page is one self-contained document', async () => {
   assert.match(inspector.url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
   const page = await get<string>('/');
