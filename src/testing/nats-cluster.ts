@@ -79,7 +79,9 @@ export interface NatsCluster {
   isolate(node: NatsClusterNode): void;
   heal(node: NatsClusterNode): void;
   isolated(node: NatsClusterNode): boolean;
-  /** An admin-user JetStream manager over all nodes (reconnects by itself). */
+  /** An admin-user connection to a running node that is not cut off (reconnects by itself; closed by dispose). */
+  adminConnection(): Promise<NatsConnection>;
+  /** A JetStream manager on `adminConnection()`. */
   admin(): Promise<JetStreamManager>;
   /** The stream's info, or undefined while no leader answers (elections, restarts). */
   streamInfo(stream: string): Promise<StreamInfo | undefined>;
@@ -239,20 +241,32 @@ export async function startNatsCluster(options: { size?: number; config?: string
     nodes.push(node);
   }
 
-  let adminConnection: Promise<NatsConnection> | undefined;
-  let adminJsm: Promise<JetStreamManager> | undefined;
   const urls = nodes.map((n) => n.url);
-  const admin = () => (adminJsm ??= (async () => {
-    adminConnection = connectNats({ servers: urls, ...ADMIN, reconnectWaitMs: 50, timeoutMs: 2000, name: 'nats-cluster-harness' });
-    return jetstreamManager(await adminConnection, { timeout: 2000 });
-  })());
-  const streamInfo = async (stream: string) => {
-    try {
-      const info = await (await admin()).streams.info(stream);
-      return info.cluster?.leader ? info : undefined;
-    } catch {
-      return undefined;
+  // one admin connection per node, each to that node only: a query must not go through a node that
+  // is cut off (its clients stay connected to it, and it knows no leader)
+  const adminConnections = new Map<number, Promise<NatsConnection>>();
+  const adminOf = (node: NatsClusterNode) => {
+    let c = adminConnections.get(node.index);
+    if (!c) {
+      c = connectNats({ servers: node.url, ...ADMIN, reconnectWaitMs: 50, timeoutMs: 2000, name: 'nats-cluster-harness', waitForServer: true });
+      adminConnections.set(node.index, c);
     }
+    return c;
+  };
+  const reachable = () => nodes.filter((n) => n.running && !cut.has(n.index));
+  const adminConnection = () => adminOf(reachable()[0] ?? nodes[0]!);
+  const admin = async () => jetstreamManager(await adminConnection(), { timeout: 2000 });
+  const streamInfo = async (stream: string) => {
+    for (const node of reachable()) {
+      try {
+        const jsm = await jetstreamManager(await adminOf(node), { timeout: 2000 });
+        const info = await jsm.streams.info(stream);
+        if (info.cluster?.leader) return info;
+      } catch {
+        // elections, restarts: try the next node
+      }
+    }
+    return undefined;
   };
   const byName = (name: string | undefined) => nodes.find((n) => n.name === name);
   const describeNodes = () => nodes.map((n) => `${n.name}: ${n.running ? 'running' : 'stopped'}${cut.has(n.index) ? ', isolated' : ''}; last lines:\n    ${n.log().split('\n').slice(-6).join('\n    ')}`).join('\n');
@@ -279,6 +293,7 @@ export async function startNatsCluster(options: { size?: number; config?: string
     isolate: (node) => setCut(node, true),
     heal: (node) => setCut(node, false),
     isolated: (node) => cut.has(node.index),
+    adminConnection,
     admin,
     streamInfo,
     streamLeader: (stream, timeoutMs = 20_000) => poll(`a leader of stream ${stream}`, timeoutMs, async () => {
@@ -298,14 +313,13 @@ export async function startNatsCluster(options: { size?: number; config?: string
       }, () => `last: ${last}\n${describeNodes()}`);
     },
     moveLeader: async (stream, node, timeoutMs = 30_000) => {
-      await admin();
-      const nc = await adminConnection!;
       await poll(`${node.name} to lead stream ${stream}`, timeoutMs, async () => {
         const info = await streamInfo(stream);
         if (!info) return undefined;
         if (info.cluster?.leader === node.name) return true;
         // step down only once every replica is current, or the target may not be electable
         if (!(info.cluster?.replicas ?? []).every((r) => r.current && !r.offline)) return undefined;
+        const nc = await adminOf(reachable()[0]!);
         await nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, undefined, { timeout: 2000 }).catch(() => undefined);
         // the election takes a moment: poll again
         return undefined;
@@ -318,7 +332,7 @@ export async function startNatsCluster(options: { size?: number; config?: string
       await waitHealthy();
     },
     dispose: async () => {
-      if (adminConnection) await (await adminConnection.catch(() => undefined))?.close().catch(() => undefined);
+      for (const c of adminConnections.values()) await (await c.catch(() => undefined))?.close().catch(() => undefined);
       await Promise.all(nodes.map((n) => n.stop()));
       for (const row of proxies) for (const p of row) await p?.close();
       rmSync(dir, { recursive: true, force: true });
