@@ -81,4 +81,36 @@ test('cli - a worker SIGKILLed during a durable tool: another recovers the turn,
   }
 });
 
+test('cli - a worker SIGKILLed mid-stream: another recovers the turn and continues it with the original prompt in the history', async () => {
+  const tmp = tempDir();
+  const server = await startFakeOpenAI();
+  const db = tmp.file('midstream.db');
+  const flags = ['start', '--db', db, '--runner', 'openai', '--model', 'fake-model', '--base-url', server.url, '--lease-ms', '1500', '--heartbeat-ms', '500', '--sweep-ms', '300'];
+  server.script({ kind: 'hang', text: 'Once upon' });
+  const a = startCli(flags);
+  let b: ReturnType<typeof startCli> | undefined;
+  try {
+    await a.waitFor('send it a prompt');
+    await runCli(['prompt', 'ses_mid', 'tell me a story', '--db', db]);
+    await server.waitForRequest(1);
+    a.child.kill('SIGKILL');
+    await a.exited;
+    server.script({ kind: 'text', text: 'Once upon a time, the end.' });
+    b = startCli(flags);
+    await b.waitFor('ses_mid  turn succeeded', 20_000);
+    assert.match(b.output(), 'recovered expired execution');
+    const resumed = said(server.requests[1]!.chat!.messages);
+    assert.is(resumed[0], 'user: tell me a story', 'the original prompt');
+    assert.match(resumed.at(-1)!, /^user: Continue the interrupted turn \(execution exe_\w+, phase unknown\)/, 'then the continuation');
+    const status = await runCli(['status', 'ses_mid', '--db', db]);
+    assert.match(status.stdout, 'last turn succeeded');
+  } finally {
+    a.child.kill('SIGKILL');
+    b?.child.kill('SIGTERM');
+    await b?.exited;
+    await server.close();
+    tmp.remove();
+  }
+});
+
 test.run();

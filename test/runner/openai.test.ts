@@ -7,7 +7,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { z } from 'zod';
-import { openEngine, type Engine } from '../../src/engine.ts';
+import { openEngine, type Engine, type EngineOptions } from '../../src/engine.ts';
 import { LocalLiveBus, type LiveEvent } from '../../src/events/live-bus.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { openaiRunner, type OpenAIRunnerOptions } from '../../src/runner/model/openai.ts';
@@ -15,6 +15,7 @@ import { defineTool } from '../../src/runner/model/tools.ts';
 import { SUMMARY_PREFIX } from '../../src/runner/model/messages.ts';
 import { startFakeOpenAI, rateLimited, serverError, contextLengthExceeded, messageText, type FakeOpenAI, type ChatCompletionRequest } from '../../src/testing/fake-openai.ts';
 import { waitFor } from '../../src/testing/wait.ts';
+import { systemClock } from '../../src/clock.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const KEY = 'sk-test-key';
@@ -37,12 +38,13 @@ s.after.each(async (ctx) => {
 s.after((ctx) => { ctx.tmp.remove(); });
 
 let n = 0;
-async function engine(ctx: { server: FakeOpenAI; tmp: ReturnType<typeof tempDir>; engines: Engine[]; live: LiveEvent[] }, options: Partial<OpenAIRunnerOptions> = {}): Promise<Engine> {
+async function engine(ctx: { server: FakeOpenAI; tmp: ReturnType<typeof tempDir>; engines: Engine[]; live: LiveEvent[] }, options: Partial<OpenAIRunnerOptions> = {}, more: Partial<EngineOptions> = {}): Promise<Engine> {
   const bus = new LocalLiveBus();
   bus.subscribe((e) => ctx.live.push(e));
   const e = await openEngine({
     file: ctx.tmp.file(`openai-${++n}.db`), bus,
     runner: openaiRunner({ model: 'fake-model', baseURL: ctx.server.url, apiKey: KEY, retry: { baseDelayMs: 10, maxDelayMs: 200 }, random: () => 1, ...options }),
+    ...more,
   });
   ctx.engines.push(e);
   return e;
@@ -217,6 +219,37 @@ s('a configured context window compacts before sending a conversation estimated 
   assert.is(settled(events).outcome, 'succeeded');
   assert.ok(events.some((x) => x.type === 'compaction.completed'));
   assert.equal(said(chat(ctx.server, 2)), [`user: ${SUMMARY_PREFIX}short summary`, 'user: next']);
+});
+
+s('the steps go on while the model asks for tools, up to maxSteps model calls per turn', async (ctx) => {
+  let calls = 0;
+  const tools = { next: defineTool({ description: 'Next', inputSchema: z.object({}), execute: async () => ++calls }) };
+  const e = await engine(ctx, { tools, maxSteps: 3 });
+  const ask = (id: string) => ({ kind: 'toolCalls' as const, calls: [{ id, name: 'next', arguments: {} }] });
+  ctx.server.script(ask('call_1'), ask('call_2'), ask('call_3'));
+  const events = await turn(e, 'ses_steps', 'go');
+  assert.is(settled(events).outcome, 'succeeded');
+  assert.is(ctx.server.requests.length, 3, 'three model calls, no fourth');
+  assert.is(calls, 3);
+  assert.equal(events.filter((x): x is SessionEvent<'step.ended'> => x.type === 'step.ended').map((x) => x.payload.finish), ['tool-calls', 'tool-calls', 'tool-calls']);
+});
+
+s('a lost claim stops the runner and aborts the request in flight', async (ctx) => {
+  const e = await engine(ctx, {}, { heartbeatMs: 50 });
+  ctx.server.script({ kind: 'hang', text: 'slow' });
+  await e.admit('ses_lost', { prompt: 'hello' });
+  await ctx.server.waitForRequest(1);
+  const executionId = (await e.status('ses_lost')).context.execution!.id;
+  // another worker, whose clock is past the lease, recovers the execution: the owner's next renewal is refused
+  const other = await openEngine({ file: e.db.name, runner: async () => {}, clock: { ...systemClock, now: () => Date.now() + 3_600_000 } });
+  ctx.engines.push(other);
+  await other.execution.handler.execute('ses_lost', (now) => ({ type: 'recover', now, continuationInputId: 'inp_continue' }));
+  await ctx.server.waitForAborted(1);
+  await e.awaitIdle('ses_lost');
+  const events = await e.log.readSession('ses_lost');
+  assert.not.ok(events.some((x) => x.type === 'execution.settled' && x.payload.executionId === executionId), 'the lost execution never settles');
+  assert.not.ok(events.some((x) => x.type === 'text.completed' && x.payload.executionId === executionId), 'nothing written by the lost execution');
+  // (this worker then runs the continuation the recovery admitted: the server's default reply answers it)
 });
 
 s.run();
