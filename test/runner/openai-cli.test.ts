@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { runCli, startCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
-import { startFakeOpenAI, messageText } from '../../src/testing/fake-openai.ts';
+import { startFakeOpenAI, messageText, type FakeOpenAI, type ScriptStep } from '../../src/testing/fake-openai.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 
 const TOOLS = fileURLToPath(new URL('./fixtures/tools.ts', import.meta.url));
@@ -46,32 +46,30 @@ test('cli - start --runner openai runs a conversation with a tool from a module,
   }
 });
 
-test('cli - a worker SIGKILLed during a durable tool: another recovers the turn, retries the call with its key, and continues with the history', async () => {
+/**
+ * Worker A (with `envA`) takes `prompt`; once `killPoint` resolves it is SIGKILLed; the server is
+ * scripted with `then`, and worker B (same file, short leases) must recover the turn and finish it.
+ * Returns B's output and what the model was sent on the request after the crash.
+ */
+async function crashThenRecover(o: { sessionId: string; prompt: string; first: ScriptStep; then: ScriptStep; tools?: boolean; envA?: NodeJS.ProcessEnv; envB?: NodeJS.ProcessEnv; killPoint: (server: FakeOpenAI) => Promise<unknown> }) {
   const tmp = tempDir();
   const server = await startFakeOpenAI();
   const db = tmp.file('crash.db');
-  const charges = tmp.file('charges.log');
-  const flags = ['start', '--db', db, '--runner', 'openai', '--model', 'fake-model', '--base-url', server.url, '--tools', TOOLS, '--lease-ms', '1500', '--heartbeat-ms', '500', '--sweep-ms', '300'];
-  server.script({ kind: 'toolCalls', calls: [{ id: 'call_k1', name: 'charge', arguments: { cents: 500 } }] });
-  const a = startCli(flags, { env: { CHARGES_FILE: charges, CHARGE_HANGS: '1' } });
+  const flags = ['start', '--db', db, '--runner', 'openai', '--model', 'fake-model', '--base-url', server.url, ...(o.tools ? ['--tools', TOOLS] : []), '--lease-ms', '1500', '--heartbeat-ms', '500', '--sweep-ms', '300'];
+  server.script(o.first);
+  const a = startCli(flags, { env: o.envA ?? {} });
   let b: ReturnType<typeof startCli> | undefined;
   try {
     await a.waitFor('send it a prompt');
-    await runCli(['prompt', 'ses_crash', 'charge me 5 dollars', '--db', db]);
-    await waitFor(() => existsSync(charges) && readFileSync(charges, 'utf8').includes(' 500'), { what: 'the charge to start' });
+    await runCli(['prompt', o.sessionId, o.prompt, '--db', db]);
+    await o.killPoint(server);
     a.child.kill('SIGKILL');
     await a.exited;
-    server.script({ kind: 'text', text: 'Charged 5 dollars; done.' });
-    b = startCli(flags, { env: { CHARGES_FILE: charges } });
-    await b.waitFor('ses_crash  turn succeeded', 20_000);
-    assert.match(b.output(), 'recovered expired execution');
-    const keys = readFileSync(charges, 'utf8').trim().split('\n').map((l) => l.split(' ')[0]);
-    assert.is(keys.length, 2, 'the durable call ran again once');
-    assert.is(keys[0], keys[1], 'with the same idempotency key');
-    const resumed = said(server.requests[1]!.chat!.messages);
-    assert.is(resumed[0], 'user: charge me 5 dollars', 'the original prompt');
-    assert.ok(resumed.some((m) => m.startsWith('user: Continue the interrupted turn')), `the continuation: ${resumed.join(' | ')}`);
-    assert.ok(resumed.some((m) => m.startsWith('tool: ') && m.includes('"charged":500')), 'the retried call\'s result');
+    server.script(o.then);
+    b = startCli(flags, { env: o.envB ?? {} });
+    await b.waitFor(`${o.sessionId}  turn succeeded`, 20_000);
+    const status = await runCli(['status', o.sessionId, '--db', db]);
+    return { output: b.output(), resumed: said(server.requests[1]!.chat!.messages), status: status.stdout };
   } finally {
     a.child.kill('SIGKILL');
     b?.child.kill('SIGTERM');
@@ -79,38 +77,39 @@ test('cli - a worker SIGKILLed during a durable tool: another recovers the turn,
     await server.close();
     tmp.remove();
   }
+}
+
+test('cli - a worker SIGKILLed during a durable tool: another recovers the turn, retries the call with its key, and continues with the history', async () => {
+  const dir = tempDir();
+  const charges = dir.file('charges.log');
+  const charged = () => existsSync(charges) && readFileSync(charges, 'utf8').includes(' 500');
+  const run = await crashThenRecover({
+    sessionId: 'ses_crash', prompt: 'charge me 5 dollars', tools: true,
+    first: { kind: 'toolCalls', calls: [{ id: 'call_k1', name: 'charge', arguments: { cents: 500 } }] },
+    then: { kind: 'text', text: 'Charged 5 dollars; done.' },
+    envA: { CHARGES_FILE: charges, CHARGE_HANGS: '1' }, envB: { CHARGES_FILE: charges },
+    killPoint: () => waitFor(charged, { what: 'the charge to start' }),
+  });
+  assert.match(run.output, 'recovered expired execution');
+  const keys = readFileSync(charges, 'utf8').trim().split('\n').map((l) => l.split(' ')[0]);
+  assert.is(keys.length, 2, 'the durable call ran again once');
+  assert.is(keys[0], keys[1], 'with the same idempotency key');
+  assert.is(run.resumed[0], 'user: charge me 5 dollars', 'the original prompt');
+  assert.ok(run.resumed.some((m) => m.startsWith('user: Continue the interrupted turn')), `the continuation: ${run.resumed.join(' | ')}`);
+  assert.ok(run.resumed.some((m) => m.startsWith('tool: ') && m.includes('"charged":500')), 'the retried call\'s result');
+  dir.remove();
 });
 
 test('cli - a worker SIGKILLed mid-stream: another recovers the turn and continues it with the original prompt in the history', async () => {
-  const tmp = tempDir();
-  const server = await startFakeOpenAI();
-  const db = tmp.file('midstream.db');
-  const flags = ['start', '--db', db, '--runner', 'openai', '--model', 'fake-model', '--base-url', server.url, '--lease-ms', '1500', '--heartbeat-ms', '500', '--sweep-ms', '300'];
-  server.script({ kind: 'hang', text: 'Once upon' });
-  const a = startCli(flags);
-  let b: ReturnType<typeof startCli> | undefined;
-  try {
-    await a.waitFor('send it a prompt');
-    await runCli(['prompt', 'ses_mid', 'tell me a story', '--db', db]);
-    await server.waitForRequest(1);
-    a.child.kill('SIGKILL');
-    await a.exited;
-    server.script({ kind: 'text', text: 'Once upon a time, the end.' });
-    b = startCli(flags);
-    await b.waitFor('ses_mid  turn succeeded', 20_000);
-    assert.match(b.output(), 'recovered expired execution');
-    const resumed = said(server.requests[1]!.chat!.messages);
-    assert.is(resumed[0], 'user: tell me a story', 'the original prompt');
-    assert.match(resumed.at(-1)!, /^user: Continue the interrupted turn \(execution exe_\w+, phase unknown\)/, 'then the continuation');
-    const status = await runCli(['status', 'ses_mid', '--db', db]);
-    assert.match(status.stdout, 'last turn succeeded');
-  } finally {
-    a.child.kill('SIGKILL');
-    b?.child.kill('SIGTERM');
-    await b?.exited;
-    await server.close();
-    tmp.remove();
-  }
+  const run = await crashThenRecover({
+    sessionId: 'ses_mid', prompt: 'tell me a story',
+    first: { kind: 'hang', text: 'Once upon' }, then: { kind: 'text', text: 'Once upon a time, the end.' },
+    killPoint: (server) => server.waitForRequest(1),
+  });
+  assert.match(run.output, 'recovered expired execution');
+  assert.is(run.resumed[0], 'user: tell me a story', 'the original prompt');
+  assert.match(run.resumed.at(-1)!, /^user: Continue the interrupted turn \(execution exe_\w+, phase unknown\)/, 'then the continuation');
+  assert.match(run.status, 'last turn succeeded');
 });
 
 test.run();
