@@ -50,6 +50,10 @@ export interface SessiondOptions {
   leaseMs?: number;
   heartbeatMs?: number;
   sweepMs?: number;
+  /** First wait before a recovery wake is attempted again (doubled per attempt); default DEFAULT_WAKE_BACKOFF_MS. */
+  wakeBackoffMs?: number;
+  /** Every notice of the engine (claimed, settled, claim_lost...) and of the recovery sweep, besides the report's lines. */
+  onNotice?: (notice: Notice | RecoveryNotice) => void;
   /** The log on NATS: the worker's connection, and, to serve commands, the commands user's. */
   nats?: { connection: NatsConnectionOptions; commands?: { connection: NatsConnectionOptions; replyPrefixes: string[] } };
   /** Serve the inspector on 127.0.0.1:PORT. */
@@ -151,6 +155,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       ...(bus ? { bus } : {}),
       ...(snapshots ? { snapshots } : {}),
       onNotice: (n) => {
+        options.onNotice?.(n);
         report.out(describeNotice(n), { notice: n.type, session: n.sessionId, ...('executionId' in n ? { execution: n.executionId } : {}) });
         metrics?.notice(n);
       },
@@ -170,7 +175,9 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       },
       sweep: {
         intervalMs: options.sweepMs ?? DEFAULT_SWEEP_INTERVAL_MS,
+        ...(options.wakeBackoffMs !== undefined ? { wakeBackoffMs: options.wakeBackoffMs } : {}),
         onNotice: (n) => {
+          options.onNotice?.(n);
           report.out(describeRecovery(n), { notice: n.type, ...('sessionId' in n ? { session: n.sessionId } : {}), ...('executionId' in n ? { execution: n.executionId } : {}) });
           metrics?.recovery(n);
         },

@@ -5,7 +5,7 @@
  * (a crash runner reached its kill point) and `DONE`.
  *   mode "contend": keeps resuming the given sessions until none has pending work, then exits.
  *   mode "hold":    resumes one session and stays until killed.
- *   mode "work":    a full worker (projection, recovery sweep, log subscription) until killed.
+ *   mode "work":    a whole worker (startSessiond: projection, recovery sweep, log subscription) until killed.
  * runner "echo" (default) or "crash:<after-claim|mid-step|mid-tool|after-settle>": the first turn
  * stops at that point and waits to be killed; later turns echo. `freezeAfterSettle` blocks the
  * process (prints `FROZEN`) right after its first settle, before it can claim the next turn.
@@ -17,7 +17,10 @@ import { openDatabase } from '../../src/storage/sqlite.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
 import { SessionExecution } from '../../src/execution/session-execution.ts';
-import { startWorker } from '../../src/execution/worker.ts';
+import { startSessiond } from '../../src/host.ts';
+import type { EventLog } from '../../src/events/event-log.ts';
+import type { Notice } from '../../src/execution/session-execution.ts';
+import type { RecoveryNotice } from '../../src/recovery/sweeper.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { stateOf } from '../../src/machines/decider.ts';
 import type { Runner } from '../../src/runner/types.ts';
@@ -34,20 +37,19 @@ const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const forever = () => new Promise<never>(() => {});
 
-const db = openDatabase(args.file);
-migrate(db);
-const log = new SqliteEventLog(db);
-if (args.stopBeforeAppend) {
+/** Stops the process (SIGSTOP) the first time it is about to append an event of `type`: after the write was decided, before the log has it. */
+function stoppingBefore(log: EventLog, type: string): EventLog {
   const append = log.append.bind(log);
   let stopped = false;
   log.append = (sessionId, expectedSeq, drafts) => {
-    if (!stopped && drafts.some((d) => d.type === args.stopBeforeAppend)) {
+    if (!stopped && drafts.some((d) => d.type === type)) {
       stopped = true;
-      say(`STOPPING ${sessionId} ${args.stopBeforeAppend}`); // a synchronous write on a pipe: the line is out before the stop
+      say(`STOPPING ${sessionId} ${type}`); // a synchronous write on a pipe: the line is out before the stop
       process.kill(process.pid, 'SIGSTOP');
     }
     return append(sessionId, expectedSeq, drafts);
   };
+  return log;
 }
 const echo = echoRunner({ delayMs: args.echoDelayMs ?? 0, steps: args.echoSteps ?? 1 });
 let crashed = false;
@@ -69,39 +71,49 @@ const runner: Runner = async (ctx) => {
   if (args.runner?.startsWith('crash:') && !crashed) return crash(args.runner.slice(6), ctx);
   await echo(ctx);
 };
-const execution = new SessionExecution({
-  log, runner, leaseMs: args.leaseMs ?? 30_000, heartbeatMs: args.heartbeatMs ?? 10_000,
-  ...(args.ownerId ? { ownerId: args.ownerId } : {}),
-  onNotice: (n) => {
-    if (n.type === 'claimed') say(`CLAIMED ${n.sessionId} ${n.executionId}`);
-    if (n.type === 'claim_lost') say(`CLAIM_LOST ${n.sessionId} ${n.executionId}`);
-    if (n.type === 'settled') {
-      say(`SETTLED ${n.sessionId} ${n.executionId} ${n.outcome}`);
-      if (args.freezeAfterSettle) {
-        say('FROZEN');
-        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); // blocks this thread for good: nothing else runs
-      }
+const onNotice = (n: Notice | RecoveryNotice) => {
+  if (n.type === 'claimed') say(`CLAIMED ${n.sessionId} ${n.executionId}`);
+  if (n.type === 'claim_lost') say(`CLAIM_LOST ${n.sessionId} ${n.executionId}`);
+  if (n.type === 'settled') {
+    say(`SETTLED ${n.sessionId} ${n.executionId} ${n.outcome}`);
+    if (args.freezeAfterSettle) {
+      say('FROZEN');
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); // blocks this thread for good: nothing else runs
     }
-  },
-});
-say(`READY ${execution.ownerId}`);
-if (args.waitForGo) {
+  }
+};
+const lease = { leaseMs: args.leaseMs ?? 30_000, heartbeatMs: args.heartbeatMs ?? 10_000 };
+const goBarrier = async () => {
+  if (!args.waitForGo) return;
   // a start barrier: the parent releases all workers at once so they really contend
   await new Promise<void>((resolve) => process.stdin.on('data', (d) => { if (String(d).includes('GO')) resolve(); }));
   process.stdin.destroy();
+};
+
+if (args.mode === 'work') {
+  // a whole worker, as sessiond start runs it (projection, recovery sweep, log subscription)
+  const host = await startSessiond({
+    db: args.file, runner, ...lease, sweepMs: args.sweepMs ?? 1_000, wakeBackoffMs: 200, onNotice,
+    ...(args.stopBeforeAppend ? { decorateLog: (log: EventLog) => stoppingBefore(log, args.stopBeforeAppend!) } : {}),
+  });
+  say(`READY ${host.ownerId}`);
+  await goBarrier();
+  for (const s of args.sessions) await host.engine.resume(s);
+  process.once('SIGTERM', () => void host.close().then(() => { say('DONE'); process.exit(0); }));
+  await forever();
 }
+
+const db = openDatabase(args.file);
+migrate(db);
+const log = args.stopBeforeAppend ? stoppingBefore(new SqliteEventLog(db), args.stopBeforeAppend) : new SqliteEventLog(db);
+const execution = new SessionExecution({ log, runner, ...lease, ...(args.ownerId ? { ownerId: args.ownerId } : {}), onNotice });
+say(`READY ${execution.ownerId}`);
+await goBarrier();
 
 if (args.mode === 'hold') {
   await execution.resume(args.sessions[0]!);
   await forever();
 }
-if (args.mode === 'work') {
-  const worker = startWorker(execution, { projection: db, sweep: { intervalMs: args.sweepMs ?? 1_000, wakeBackoffMs: 200 } });
-  for (const s of args.sessions) await execution.resume(s);
-  process.once('SIGTERM', () => void worker.stop().then(() => { say('DONE'); process.exit(0); }));
-  await forever();
-}
-
 const deadline = Date.now() + 60_000;
 for (;;) {
   let busy = false;
