@@ -7,6 +7,8 @@ export const ErrorCode = {
   // input and configuration
   InvalidId: 'invalid_id',
   InvalidOption: 'invalid_option',
+  /** A command used wrongly (the CLI's usage mistakes). */
+  Usage: 'usage',
   // codec
   DecodeFailed: 'decode_failed',
   UnknownEventType: 'unknown_event_type',
@@ -18,6 +20,12 @@ export const ErrorCode = {
   MigrationFailed: 'migration_failed',
   // a server or worker that cannot be reached now (retrying later may work)
   Unavailable: 'unavailable',
+  /** The server refused the operation to this user (nats.conf permissions). */
+  PermissionDenied: 'permission_denied',
+  /** What was asked for is not there (a stream, a file, projection tables). */
+  NotFound: 'not_found',
+  /** No answer within a deadline. */
+  Timeout: 'timeout',
   // event log
   SequenceConflict: 'sequence_conflict',
   DuplicateEvent: 'duplicate_event',
@@ -25,6 +33,7 @@ export const ErrorCode = {
   // session machine and execution
   CommandRefused: 'command_refused',
   ClaimLost: 'claim_lost',
+  Cancelled: 'cancelled',
   // input
   InputConflict: 'input_conflict',
   InvariantViolation: 'invariant_violation',
@@ -32,8 +41,45 @@ export const ErrorCode = {
   InconsistentStream: 'inconsistent_stream',
   // a model server refused a request, or failed it after every retry
   ModelRequestFailed: 'model_request_failed',
+  /** A failure sessiond did not expect (a bug, or something below it that broke). */
+  Internal: 'internal',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/**
+ * What kind of failure a code is, which decides what a caller does about it (and the CLI's exit
+ * code): fix the input, retry later, ask for rights, look elsewhere, re-read and decide again,
+ * accept the refusal, repair the data, or report a bug.
+ */
+export const ErrorKind = {
+  InvalidInput: 'invalid_input',
+  Unavailable: 'unavailable',
+  Permission: 'permission',
+  NotFound: 'not_found',
+  Conflict: 'conflict',
+  Refused: 'refused',
+  CorruptData: 'corrupt_data',
+  Timeout: 'timeout',
+  Failure: 'failure',
+} as const;
+export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
+
+const KIND: Record<ErrorCode, ErrorKind> = {
+  invalid_id: 'invalid_input', invalid_option: 'invalid_input', usage: 'invalid_input',
+  invalid_payload: 'invalid_input', payload_too_large: 'invalid_input',
+  decode_failed: 'corrupt_data', unknown_event_type: 'corrupt_data', unsupported_event_version: 'corrupt_data',
+  schema_too_new: 'corrupt_data', migration_failed: 'failure', inconsistent_stream: 'corrupt_data', invariant_violation: 'corrupt_data',
+  unavailable: 'unavailable', log_closed: 'unavailable',
+  permission_denied: 'permission', not_found: 'not_found', timeout: 'timeout',
+  sequence_conflict: 'conflict', duplicate_event: 'conflict', input_conflict: 'conflict',
+  command_refused: 'refused', claim_lost: 'refused', cancelled: 'refused',
+  model_request_failed: 'failure', internal: 'failure',
+};
+
+/** The kind of a code. */
+export function kindOf(code: ErrorCode): ErrorKind {
+  return KIND[code];
+}
 
 export class SessiondError extends Error {
   readonly code: ErrorCode;
@@ -44,6 +90,40 @@ export class SessiondError extends Error {
     this.code = code;
     this.details = options.details ?? {};
   }
+
+  /** What kind of failure this is (from its code). */
+  get kind(): ErrorKind {
+    return kindOf(this.code);
+  }
+}
+
+type ErrorOptions = { cause?: unknown; details?: Record<string, unknown> };
+
+/** A server or worker could not be reached (retry later). */
+export class ConnectionError extends SessiondError {
+  constructor(message: string, options: ErrorOptions = {}) { super(ErrorCode.Unavailable, message, options); this.name = 'ConnectionError'; }
+}
+/** The server refused the operation to this user. */
+export class PermissionError extends SessiondError {
+  constructor(message: string, options: ErrorOptions = {}) { super(ErrorCode.PermissionDenied, message, options); this.name = 'PermissionError'; }
+}
+/** What was asked for is not there. */
+export class NotFoundError extends SessiondError {
+  constructor(message: string, options: ErrorOptions = {}) { super(ErrorCode.NotFound, message, options); this.name = 'NotFoundError'; }
+}
+/** Bad input: an option, an id, a payload, a command line. */
+export class InvalidInputError extends SessiondError {
+  constructor(message: string, options: ErrorOptions & { code?: typeof ErrorCode.InvalidOption | typeof ErrorCode.InvalidId | typeof ErrorCode.Usage | typeof ErrorCode.InvalidPayload } = {}) {
+    super(options.code ?? ErrorCode.InvalidOption, message, options); this.name = 'InvalidInputError';
+  }
+}
+/** Stored or received data that is not what sessiond wrote (an undecodable frame, a broken stream). */
+export class CorruptDataError extends SessiondError {
+  constructor(message: string, options: ErrorOptions & { code?: ErrorCode } = {}) { super(options.code ?? ErrorCode.DecodeFailed, message, options); this.name = 'CorruptDataError'; }
+}
+/** No answer within a deadline. */
+export class TimeoutError extends SessiondError {
+  constructor(message: string, options: ErrorOptions = {}) { super(ErrorCode.Timeout, message, options); this.name = 'TimeoutError'; }
 }
 
 export function isSessiondError(err: unknown, code?: ErrorCode): err is SessiondError {

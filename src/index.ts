@@ -19,7 +19,7 @@ export { DEFAULT_RETRY, type RetryPolicy } from './runner/model/retry.ts';
 export type { TranscriptItem, TranscriptPart } from './runner/transcript.ts';
 export type { Continuation, Usage } from './events/catalog.ts';
 // errors
-export { SessiondError, ErrorCode, isSessiondError } from './errors.ts';
+export { SessiondError, ErrorCode, ErrorKind, kindOf, isSessiondError, ConnectionError, PermissionError, NotFoundError, InvalidInputError, CorruptDataError, TimeoutError } from './errors.ts';
 export { ClaimLostError, CommandRefusedError } from './execution/errors.ts';
 export { CancelledError } from './execution/session-execution.ts';
 export { SequenceConflictError } from './events/event-log.ts';

@@ -1,18 +1,29 @@
-import { isSessiondError, messageOf, ErrorCode } from '../errors.ts';
+import { ErrorCode, InvalidInputError, isSessiondError, messageOf, type ErrorKind } from '../errors.ts';
 
-/** Exit codes: 0 ok, 1 the command failed, 2 the command was used wrongly, 3 a server or worker could not be reached (retry later). */
-export const ExitCode = { Ok: 0, Failure: 1, Usage: 2, Unavailable: 3 } as const;
+/**
+ * Exit codes follow the kind of failure (the BSD sysexits values where one fits): 0 ok, 1 the
+ * command failed (refused, a conflict, a failure), 2 the command was used wrongly (bad options,
+ * ids, input), 65 stored data is corrupt, 66 what was asked for is not there, 69 a server or worker
+ * could not be reached (retry later), 75 no answer in time (retry later), 77 the server refused
+ * this user.
+ */
+export const ExitCode = { Ok: 0, Failure: 1, Usage: 2, DataError: 65, NotFound: 66, Unavailable: 69, Timeout: 75, NoPermission: 77 } as const;
 
-const usageCodes = new Set<string>([ErrorCode.InvalidId, ErrorCode.InvalidOption]);
+const BY_KIND: Record<ErrorKind, number> = {
+  invalid_input: ExitCode.Usage, corrupt_data: ExitCode.DataError, not_found: ExitCode.NotFound, unavailable: ExitCode.Unavailable,
+  timeout: ExitCode.Timeout, permission: ExitCode.NoPermission, conflict: ExitCode.Failure, refused: ExitCode.Failure, failure: ExitCode.Failure,
+};
 
-/** A user's mistake: printed plainly, without a stack trace. */
-export class UsageError extends Error {}
+/** A user's mistake on the command line: printed plainly, without a stack trace. */
+export class UsageError extends InvalidInputError {
+  constructor(message: string) {
+    super(message, { code: ErrorCode.Usage });
+    this.name = 'UsageError';
+  }
+}
 
 export function exitCodeFor(err: unknown): number {
-  if (err instanceof UsageError) return ExitCode.Usage;
-  if (isSessiondError(err) && usageCodes.has(err.code)) return ExitCode.Usage;
-  if (isSessiondError(err, ErrorCode.Unavailable)) return ExitCode.Unavailable;
-  return ExitCode.Failure;
+  return isSessiondError(err) ? BY_KIND[err.kind] : ExitCode.Failure;
 }
 
 /** One line for the terminal: `sessiond: <message>`; stacks only with SESSIOND_DEBUG=1. */

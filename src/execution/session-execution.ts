@@ -10,7 +10,7 @@
  */
 import { systemClock, type Clock, type TimerHandle } from '../clock.ts';
 import { randomIds, validateId, type IdSource } from '../ids.ts';
-import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { nullLiveBus, type LiveBus } from '../events/live-bus.ts';
 import type { SnapshotStore } from '../machines/snapshot-store.ts';
@@ -57,20 +57,23 @@ export type ResumeResult =
   | { status: 'running_here'; executionId: string | null }
   | { status: 'nothing_pending' }
   | { status: 'refused'; reason: Refusal; message: string }
+  /** Something failed that is not the machine's refusal (the log unreachable, a bug): `code` says what kind. */
+  | { status: 'failed'; code: ErrorCode; message: string }
   | { status: 'closed' };
 
 export type CancelResult = { cancelled: true; executionId: string } | { cancelled: false; reason: Refusal; message: string };
 
 export class CancelledError extends SessiondError {
   constructor(executionId: string, reason?: string) {
-    super(ErrorCode.CommandRefused, `Execution ${executionId} was cancelled${reason ? `: ${reason}` : ''}`, { details: { executionId } });
+    super(ErrorCode.Cancelled, `Execution ${executionId} was cancelled${reason ? `: ${reason}` : ''}`, { details: { executionId } });
     this.name = 'CancelledError';
   }
 }
 
-class ShutdownError extends Error {
+/** What aborts a runner when its worker shuts down: the turn is handed back (settled `released`). */
+class ShutdownError extends SessiondError {
   constructor() {
-    super('the worker is shutting down');
+    super(ErrorCode.Unavailable, 'the worker is shutting down');
     this.name = 'ShutdownError';
   }
 }
@@ -138,7 +141,7 @@ export class SessionExecution {
     const firstResult = new Promise<ResumeResult>((r) => (first = r));
     const loop = this.drive(sessionId, first).catch((err) => {
       this.notice({ type: 'error', sessionId, message: messageOf(err) });
-      first({ status: 'refused', reason: 'claim_lost', message: messageOf(err) });
+      first({ status: 'failed', code: isSessiondError(err) ? err.code : ErrorCode.Internal, message: messageOf(err) });
     }).finally(() => {
       this.loops.delete(sessionId);
       this.registry.trigger.end({ sessionId });

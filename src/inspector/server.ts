@@ -195,7 +195,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       const e = err instanceof HttpError ? err : new HttpError(500, 'internal', `The inspector failed to answer: ${messageOf(err)}`);
       if (!(err instanceof HttpError)) onError(err);
       if (res.headersSent) res.end();
-      else json(res, e.status, { error: { code: e.code, message: e.message } });
+      else json(res, e.status, { error: { code: e.reason, message: e.message } });
     });
   });
 

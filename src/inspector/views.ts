@@ -4,7 +4,7 @@
  * Parsing of route parameters lives here too, with the 400/404 errors the server sends.
  */
 import type { SessionEvent } from '../events/envelope.ts';
-import { isSessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { stateOf, type SessionStateValue } from '../machines/decider.ts';
 import { leaseLive, type SessionContext } from '../machines/session-context.ts';
@@ -12,10 +12,10 @@ import { summarize, type SessionSummary } from './store.ts';
 import type { TimelinePage } from './timeline.ts';
 import type { Travelled } from './travel.ts';
 
-/** An error with the HTTP status and the stable code the server answers with. */
-export class HttpError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
-    super(message);
+/** A request the inspector refuses: the HTTP status, and the stable code it answers with (`reason`). */
+export class HttpError extends SessiondError {
+  constructor(readonly status: number, readonly reason: string, message: string) {
+    super(status === 404 ? ErrorCode.NotFound : status >= 500 ? ErrorCode.Internal : ErrorCode.InvalidOption, message, { details: { status, reason } });
     this.name = 'HttpError';
   }
 }

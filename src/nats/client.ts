@@ -22,7 +22,7 @@
  * the client and observer users; their inboxes are `_INBOX_<user>` (connectNats sets the prefix).
  */
 import { errors as natsErrors, type Msg, type NatsConnection, type Subscription as NatsSubscription } from '@nats-io/transport-node';
-import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, PermissionError, SessiondError, messageOf } from '../errors.ts';
 import { randomIds, validateId, type IdSource } from '../ids.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { AdmitReceipt } from '../input/admit.ts';
@@ -316,7 +316,7 @@ export class SessiondClient {
     };
     const sub: NatsSubscription = this.nc.subscribe(subject);
     let registered = false;
-    const refused = (err: Error) => new SessiondError(ErrorCode.InvalidOption,
+    const refused = (err: Error) => new PermissionError(
       `NATS user ${this.user ?? '(this connection\'s user)'} may not subscribe to ${subject} (${err.message}): nats.conf lets the client and observer users subscribe to sessiond.live.>.`, { cause: err });
 
     const loop = (async () => {

@@ -30,7 +30,7 @@ import { parseAdmitRequest, DEFAULT_MAX_PROMPT_BYTES, type AdmitReceipt, type Ad
 import type { CancelResult, ResumeResult } from '../execution/session-execution.ts';
 import type { SessionStatus } from '../engine.ts';
 import {
-  CommandFailureCode, MAX_CANCEL_REASON, decodeJson, encodeJson, requestFields,
+  CommandFailureCode, MAX_CANCEL_REASON, baseErrorCode, decodeJson, encodeJson, requestFields,
   type CommandFailure, type CommandRequests, type ErrorBody, type StatusReply, type WakeResult,
 } from './commands.ts';
 import { COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
@@ -93,10 +93,11 @@ export interface CommandService {
   close(): Promise<void>;
 }
 
-/** A failure to be answered (never thrown past the service). */
-class Reject extends Error {
-  constructor(readonly code: CommandFailure, message: string, readonly details?: Record<string, unknown>) {
-    super(message);
+/** A failure to be answered with its precise command failure code (never thrown past the service). */
+class Reject extends SessiondError {
+  constructor(readonly failure: CommandFailure, message: string, details?: Record<string, unknown>) {
+    super(baseErrorCode(failure), message, details ? { details } : {});
+    this.name = 'Reject';
   }
 }
 
@@ -284,7 +285,7 @@ function parseBody(verb: CommandVerb, data: Uint8Array): Record<string, unknown>
 }
 
 function toErrorBody(verb: string, err: unknown): ErrorBody {
-  if (err instanceof Reject) return { code: err.code, message: err.message, ...(err.details ? { details: err.details } : {}) };
+  if (err instanceof Reject) return { code: err.failure, message: err.message, ...(Object.keys(err.details).length > 0 ? { details: err.details } : {}) };
   if (isSessiondError(err)) return { code: err.code, message: err.message, ...(Object.keys(err.details).length > 0 ? { details: jsonSafe(err.details) } : {}) };
   return {
     code: CommandFailureCode.Internal,

@@ -84,15 +84,13 @@ export function baseErrorCode(code: CommandFailure): ErrorCode {
   switch (code) {
     case CommandFailureCode.BadRequest:
     case CommandFailureCode.UnknownCommand:
-    case CommandFailureCode.PermissionDenied:
       return ErrorCode.InvalidOption;
     case CommandFailureCode.UnknownSession:
-      return ErrorCode.CommandRefused;
+      return ErrorCode.NotFound;
     case CommandFailureCode.NoWorker:
-    case CommandFailureCode.Timeout:
       return ErrorCode.Unavailable;
     default:
-      return ErrorCode.LogClosed;
+      return ErrorCode.Internal;
   }
 }
 

@@ -9,7 +9,7 @@
  * time out; callers (the JetStream log) retry what is safe to retry.
  */
 import { connect, errors as natsErrors, type NatsConnection } from '@nats-io/transport-node';
-import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { ConnectionError, ErrorCode, PermissionError, SessiondError, messageOf } from '../errors.ts';
 import { SUBJECT_TOKENS } from './subjects.ts';
 
 /** nats.conf's listener on loopback. */
@@ -148,9 +148,9 @@ export async function connectNats(options: NatsConnectionOptions = {}): Promise<
     });
   } catch (err) {
     const who = o.user !== undefined ? ` as ${o.user}` : '';
-    // refused credentials are the caller's to fix (usage); a server that is not there is unavailable
+    // refused credentials are a permission matter; a server that is not there is unavailable
     const refused = err instanceof natsErrors.AuthorizationError || /authori[sz]ation/i.test(messageOf(err));
-    throw new SessiondError(refused ? ErrorCode.InvalidOption : ErrorCode.Unavailable,
+    throw new (refused ? PermissionError : ConnectionError)(
       `Could not connect to NATS at ${o.servers.join(', ')}${who}: ${messageOf(err)}. Check that nats-server is running (nats-server -c nats.conf) and that the servers, user and pass options are right.`,
       { cause: err, details: { servers: o.servers, user: o.user } });
   }

@@ -38,7 +38,7 @@
  */
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck, type Consumer, type ConsumerMessages } from '@nats-io/jetstream';
 import { millis, type NatsConnection } from '@nats-io/transport-node';
-import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, NotFoundError, PermissionError, SessiondError, messageOf } from '../errors.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { catalog } from '../events/catalog.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
@@ -117,7 +117,13 @@ interface StoredMessage { seq: number; events: SessionEvent[] }
 /** The tail of a session with no message. */
 const NO_TAIL: Tail = { streamSeq: 0, lastSeq: 0, ids: [] };
 
-class HandlerError extends Error {}
+/** Wraps what a subscriber's handler threw, to tell it apart from a failure of the read itself (rethrown as its cause). */
+class HandlerError extends SessiondError {
+  constructor(cause: unknown) {
+    super(ErrorCode.Internal, `a subscriber's handler failed: ${messageOf(cause)}`, { cause });
+    this.name = 'HandlerError';
+  }
+}
 
 export class JetStreamEventLog implements EventLog {
   readonly name: string;
@@ -160,7 +166,7 @@ export class JetStreamEventLog implements EventLog {
         ? await ensureEventStream(jsm, { name: stream, replicas: options.replicas, duplicateWindowMs: options.duplicateWindowMs })
         : await jsm.streams.info(stream).catch((err: unknown) => {
           throw isStreamNotFound(err)
-            ? new SessiondError(ErrorCode.InvalidOption, `JetStream stream ${stream} does not exist. Start a sessiond worker first (it creates the stream), or open the log with ensureStream.`, { cause: err })
+            ? new NotFoundError(`JetStream stream ${stream} does not exist. Start a sessiond worker first (it creates the stream), or open the log with ensureStream.`, { cause: err })
             : err;
         });
       const windowMs = millis(info.config.duplicate_window);
@@ -261,7 +267,7 @@ export class JetStreamEventLog implements EventLog {
       if (this.closed || this.nc.isClosed()) throw logClosedError(this.name);
       if ('error' in outcome) {
         if (isPermissionError(outcome.error)) {
-          throw new SessiondError(ErrorCode.InvalidOption,
+          throw new PermissionError(
             `NATS refused a request of event log ${this.name}: ${messageOf(outcome.error)}. The connected user lacks that permission; appending (and lastSeq's fast path) needs a user allowed to publish sessiond.> and $JS.API.> (the worker user in nats.conf).`,
             { cause: outcome.error });
         }
@@ -528,7 +534,7 @@ export class JetStreamEventLog implements EventLog {
               try {
                 await options.onBatch(events);
               } catch (err) {
-                throw new HandlerError('handler failed', { cause: err });
+                throw new HandlerError(err);
               }
             }
             position = last;

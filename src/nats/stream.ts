@@ -27,7 +27,7 @@ import {
   type JetStreamManager, type StreamConfig, type StreamInfo,
 } from '@nats-io/jetstream';
 import { millis, nanos } from '@nats-io/transport-node';
-import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, PermissionError, SessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { isDurable, isEventType } from '../events/catalog.ts';
 import { pack, parsePayload, unpack } from '../events/codec.ts';
@@ -159,7 +159,7 @@ export async function ensureEventStream(jsm: JetStreamManager, options: EventStr
   } catch (err) {
     if (isPermissionError(err)) {
       const changes = describeChanges(have, want, missingSubject);
-      throw new SessiondError(ErrorCode.InvalidOption,
+      throw new PermissionError(
         `Stream ${want.name} needs an update (${changes}) that this NATS user may not make: workers may not reconfigure the stream. Run \`sessiond setup --nats <url> --nats-user admin\` once as a user allowed to manage streams (the admin user in nats.conf), then start the worker again.`,
         { cause: err, details: { stream: want.name, changes } });
     }

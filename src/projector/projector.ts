@@ -21,7 +21,7 @@
  * recovery row that a recovery.completed with a continuation created; an execution is recovered
  * once. Live-only events and events without a position are refused before anything else.
  */
-import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, NotFoundError, SessiondError, messageOf } from '../errors.ts';
 import { catalog, isEventType, type EventType } from '../events/catalog.ts';
 import { parsePayload } from '../events/codec.ts';
 import type { SessionEvent } from '../events/envelope.ts';
@@ -103,7 +103,7 @@ export class Projector {
       this.recoveries = recoveryRows(db);
       this.messages = messageRows(db);
     } catch (err) {
-      throw new SessiondError(ErrorCode.InvalidOption, `Database ${db.name} has no projection tables (${messageOf(err)}): run migrate(db) before creating a Projector.`, { cause: err });
+      throw new NotFoundError(`Database ${db.name} has no projection tables (${messageOf(err)}): run migrate(db) before creating a Projector.`, { cause: err });
     }
     this.handlers = this.createHandlers();
     this.run = db.transaction((events: readonly SessionEvent[], opts: ApplyOptions) => this.fold(events, opts));

@@ -182,7 +182,7 @@ test('cli read-only commands - a missing, foreign or newer database is refused w
   n.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, ?, 0)').run('from the future');
   n.close();
   const r = await runCli(['status', '--db', newer]);
-  assert.is(r.code, 1, r.stderr);
+  assert.is(r.code, 65, `a database this sessiond cannot read is a data error (65): ${r.stderr}`);
   assert.match(r.stderr, 'written by a newer sessiond (schema version 999');
   tmp.remove();
 });

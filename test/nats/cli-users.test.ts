@@ -20,7 +20,7 @@ s('cli users - client: prompt, status, tail, export, check, cancel; observer: th
   const run = (user: User, ...args: string[]) => runCli([...args, ...as(user)]);
   const ok = (r: CliResult, what: string) => { assert.is(r.code, 0, `${what}: ${r.stdout}${r.stderr}`); return r.stdout; };
   const refused = (r: CliResult, user: User, verb: string) => {
-    assert.is(r.code, 2, `${user.user} ${verb}: ${r.stdout}${r.stderr}`);
+    assert.is(r.code, 77, `${user.user} ${verb}: ${r.stdout}${r.stderr}`);
     assert.match(r.stderr, `NATS user ${user.user} may not send sessiond commands: nats.conf refuses publishing to sessiond.cmd.${verb}`);
     assert.match(r.stderr, '(the client user in nats.conf');
   };

@@ -57,17 +57,17 @@ s('cli start --nats - a worker on JetStream runs a prompt admitted with prompt -
   assert.match(worker.output(), 'stopped (nothing was running)');
 });
 
-s('cli prompt --nats - no worker running, no server, bad flags, a refused user: clear errors and exit codes (3 unavailable, 2 usage)', async (ctx) => {
+s('cli prompt --nats - no worker running, no server, bad flags, a refused user: clear errors and exit codes (69 unavailable, 77 no permission, 2 usage)', async (ctx) => {
   const url = ctx.server.url;
   const noWorker = await runCli(['prompt', 'ses_x', 'hi', '--nats', url, ...as(CLIENT)]);
-  assert.is(noWorker.code, 3, 'unavailable (3), not a failure of the command (1) or a usage error (2)');
+  assert.is(noWorker.code, 69, 'unavailable (69), not a failure of the command (1) or a usage error (2)');
   assert.match(noWorker.stderr, 'No sessiond worker is serving sessiond.cmd.admit');
   const noServer = await runCli(['status', 'ses_x', '--nats', 'nats://127.0.0.1:1', ...as(CLIENT)]);
-  assert.is(noServer.code, 3, `a server that is not there is unavailable (3): ${noServer.stderr}`);
+  assert.is(noServer.code, 69, `a server that is not there is unavailable (69): ${noServer.stderr}`);
   assert.match(noServer.stderr, 'Could not connect to NATS');
   assert.not.match(noWorker.stderr, '    at ', 'no stack trace');
   const observer = await runCli(['prompt', 'ses_x', 'hi', '--nats', url, ...as(OBSERVER)]);
-  assert.is(observer.code, 2);
+  assert.is(observer.code, 77, 'refused by the server\'s permissions (77), not a usage mistake');
   assert.match(observer.stderr, 'NATS user observer may not send sessiond commands');
   const noPass = await runCli(['prompt', 'ses_x', 'hi', '--nats', url, '--nats-user', 'client'], { env: { SESSIOND_NATS_PASS: '' } });
   assert.is(noPass.code, 2);
@@ -79,7 +79,7 @@ s('cli prompt --nats - no worker running, no server, bad flags, a refused user: 
   assert.is(badId.code, 2);
   assert.match(badId.stderr, 'Invalid session id "ses.bad"');
   const wrongPass = await runCli(['start', '--nats', url, '--nats-user', 'worker', '--nats-pass', 'nope', '--db', ctx.tmp.file('y.db')]);
-  assert.is(wrongPass.code, 2);
+  assert.is(wrongPass.code, 77, 'credentials the server refuses: no permission (77)');
   assert.match(wrongPass.stderr, 'Could not connect to NATS');
   assert.not.match(wrongPass.stdout + wrongPass.stderr, 'nope', 'the password is never printed');
 });
@@ -173,7 +173,7 @@ s('cli start --nats - without a commands user the worker serves no commands and 
   assert.is(await worker.exited, 0, worker.output());
 
   const byWorker = await runCli(['setup', '--nats', url, ...as(WORKER), '--duplicate-window-ms', '60000']);
-  assert.is(byWorker.code, 2, byWorker.stdout + byWorker.stderr);
+  assert.is(byWorker.code, 77, byWorker.stdout + byWorker.stderr);
   assert.match(byWorker.stderr, 'workers may not reconfigure the stream');
   const byAdmin = await runCli(['setup', '--nats', url, ...as(ADMIN), '--duplicate-window-ms', '60000']);
   assert.is(byAdmin.code, 0, byAdmin.stderr);

@@ -199,7 +199,7 @@ s('an observer (nats.conf) reads, subscribes and learns lastSeq through consumer
   await waitFor(() => seen.length >= 2, { timeoutMs: 5000, what: 'the observer subscription' });
   await sub.close();
   const refused = await observer.append(id, 2, [admitted('3')]).then(() => undefined, (e) => e);
-  assert.ok(isSessiondError(refused, ErrorCode.InvalidOption), `refused with a clear error, got ${String(refused)}`);
+  assert.ok(isSessiondError(refused, ErrorCode.PermissionDenied), `refused with a clear error, got ${String(refused)}`);
   assert.match((refused as Error).message, /worker user/);
   assert.is(await log.lastSeq(id), 2);
 });
@@ -213,7 +213,7 @@ s('the stream is ensured idempotently; only the admin user may update it in plac
   assert.is(millis(again.config.duplicate_window), 120_000);
   assert.ok(again.config.deny_purge && again.config.deny_delete, 'the stream denies purge and delete');
   const byWorker = await ensureEventStream(workerJsm, { duplicateWindowMs: 90_000 }).then(() => undefined, (e) => e);
-  assert.ok(isSessiondError(byWorker, ErrorCode.InvalidOption), `a worker may not reconfigure the stream, got ${String(byWorker)}`);
+  assert.ok(isSessiondError(byWorker, ErrorCode.PermissionDenied), `a worker may not reconfigure the stream, got ${String(byWorker)}`);
   assert.match((byWorker as Error).message, 'duplicate window 120000 -> 90000 ms');
   assert.match((byWorker as Error).message, 'sessiond setup --nats <url> --nats-user admin');
   const admin = await connectNats({ servers: ctx.server.url, ...ADMIN });

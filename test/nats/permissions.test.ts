@@ -126,7 +126,7 @@ s('permissions - the observer may subscribe and replay but not send commands', a
     const err = await rejection(send());
     assert.ok(isCommandError(err, CommandFailureCode.PermissionDenied), `permission_denied, got ${String(err)}`);
     assert.match((err as Error).message, 'may not send sessiond commands');
-    assert.ok(isSessiondError(err, ErrorCode.InvalidOption));
+    assert.ok(isSessiondError(err, ErrorCode.PermissionDenied), 'a permission failure, not a usage mistake');
   }
   assert.equal(service.stats.requests, 0, 'no command reached the worker');
   assert.is((await engine.status(id)).seq, 1);

@@ -140,7 +140,7 @@ test('exactly once - checkpoints are per name, and a reset under a caller that s
 
 test('projector - refuses a database without the projection tables, saying to migrate', () => {
   const db = openDatabase(':memory:');
-  throwsCode(() => new Projector(db), ErrorCode.InvalidOption, 'has no projection tables (no such table: projector_checkpoint): run migrate(db) before creating a Projector.');
+  throwsCode(() => new Projector(db), ErrorCode.NotFound, 'has no projection tables (no such table: projector_checkpoint): run migrate(db) before creating a Projector.');
   db.close();
 });
 

@@ -6,7 +6,7 @@ import { openDatabase } from '../../storage/sqlite.ts';
 import { migrate } from '../../storage/migrate.ts';
 import { validateId } from '../../ids.ts';
 import { systemClock } from '../../clock.ts';
-import { ErrorCode, SessiondError, messageOf } from '../../errors.ts';
+import { NotFoundError, messageOf } from '../../errors.ts';
 import type { CliContext } from '../context.ts';
 import { positiveInt } from '../options.ts';
 import { progress } from '../progress.ts';
@@ -21,7 +21,7 @@ export function registerReplay(program: Command, ctx: CliContext): void {
     .option('--session <id>', 'only this session')
     .action(async (file: string, opts: { db: string; untilSeq?: number; session?: string }) => {
       if (opts.session) validateId(opts.session, 'session id');
-      if (!existsSync(file)) throw new SessiondError(ErrorCode.InvalidOption, `No such export file: ${file}. Create one with: sessiond export --out ${file}`);
+      if (!existsSync(file)) throw new NotFoundError(`No such export file: ${file}. Create one with: sessiond export --out ${file}`);
       const db = openDatabase(opts.db);
       try {
         migrate(db);

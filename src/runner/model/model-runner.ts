@@ -209,8 +209,12 @@ async function runCall(ctx: RunContext, tools: ToolRegistry, messageId: string, 
   }
 }
 
-class ToolInputError extends Error {
-  override name = 'ToolInputError';
+/** A call the runner cannot make (no such tool, input that fails the schema): the model gets it as the call's error result. */
+class ToolInputError extends SessiondError {
+  constructor(message: string) {
+    super(ErrorCode.InvalidPayload, message);
+    this.name = 'ToolInputError';
+  }
 }
 
 /** A continuation's durable calls, run again with their original keys in a step of their own; true when there were any. */
