@@ -48,8 +48,13 @@ export const Continuation = z.object({
 });
 export type Continuation = z.infer<typeof Continuation>;
 
-function event<const T extends string, S extends z.ZodType>(type: T, schema: S, options: { version?: number; durable?: boolean } = {}) {
-  return { type, schema, version: options.version ?? 1, durable: options.durable ?? true } as const;
+/**
+ * An event type. `version` is the payload's current version; when it changes, `upcasters[v]` turns
+ * a stored version-v payload into a version-v+1 one, so old logs keep reading (the codec applies
+ * them in order before validating against `schema`). `durable: false` types are live-only.
+ */
+function event<const T extends string, S extends z.ZodType>(type: T, schema: S, options: { version?: number; durable?: boolean; upcasters?: Readonly<Record<number, (payload: unknown) => unknown>> } = {}) {
+  return { type, schema, version: options.version ?? 1, durable: options.durable ?? true, ...(options.upcasters ? { upcasters: options.upcasters } : {}) } as const;
 }
 
 export const catalog = {

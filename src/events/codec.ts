@@ -8,7 +8,7 @@
  */
 import { Packr } from 'msgpackr';
 import { z } from 'zod';
-import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { catalog, isEventType, type EventType, type PayloadOf } from './catalog.ts';
 import type { DraftEvent, SessionEvent } from './envelope.ts';
@@ -74,16 +74,33 @@ function fail(code: SessiondError['code'], message: string, details: Record<stri
  */
 const validated = new WeakMap<object, EventType>();
 
-/** Validates a payload against its type's schema and returns the parsed payload (defaults applied). */
-export function parsePayload<T extends EventType>(type: T, version: number, payload: unknown): PayloadOf<T> {
-  const entry = catalog[type];
+/** The catalog a decode reads types, versions, schemas and upcasters from (tests pass their own). */
+export type EventCatalog = Record<string, { type: string; version: number; schema: z.ZodType; durable: boolean; upcasters?: Readonly<Record<number, (payload: unknown) => unknown>> }>;
+
+/**
+ * Validates a payload against its type's schema and returns the parsed payload (defaults applied).
+ * A payload of an older version is first brought up to the current one by the type's upcasters
+ * (`upcasters[v]` turns a version-v payload into a version-v+1 one), then validated; a newer version,
+ * or an older one without an upcaster, is `unsupported_event_version`.
+ */
+export function parsePayload<T extends EventType>(type: T, version: number, payload: unknown, events: EventCatalog = catalog as EventCatalog): PayloadOf<T> {
+  const entry = events[type]!;
   if (version === entry.version && typeof payload === 'object' && payload !== null && validated.get(payload) === type) return payload as PayloadOf<T>;
-  if (version !== entry.version) {
+  let current = payload;
+  for (let v = version; v < entry.version; v++) {
+    const up = entry.upcasters?.[v];
+    if (!up) {
+      fail(ErrorCode.UnsupportedEventVersion, `Event ${type} has version ${version}, and this build has no upcaster from version ${v} (it reads version ${entry.version}). Replay with the version that wrote the log.`,
+        { type, version, expected: entry.version });
+    }
+    current = up(current);
+  }
+  if (version > entry.version) {
     fail(ErrorCode.UnsupportedEventVersion,
       `Event ${type} has version ${version}, but this build reads version ${entry.version}. Upgrade sessiond (or replay with the version that wrote the log).`,
       { type, version, expected: entry.version });
   }
-  const result = entry.schema.safeParse(payload);
+  const result = entry.schema.safeParse(current);
   if (!result.success) {
     fail(ErrorCode.InvalidPayload, `Event ${type} has an invalid payload: ${z.prettifyError(result.error).replaceAll('\n', '; ')}`,
       { type, issues: result.error.issues });
@@ -131,41 +148,75 @@ export function encodeEvent(event: SessionEvent): Uint8Array {
   });
 }
 
-const Envelope = z.object({
-  id: z.string(),
-  type: z.string(),
-  version: z.number().int().positive(),
-  sessionId: z.string(),
-  seq: z.number().int().nonnegative(),
-  time: z.number().int().nonnegative(),
-  payload: z.unknown(),
-  committedAt: z.number().int().nonnegative().optional(),
-});
+/** Where a frame came from and what it must match: said in every error, checked on every path. */
+export interface FrameSource {
+  /** e.g. "Message 12 on sessiond.events.ses_1", "Event row 5 of session ses_1", "Live message on ..." */
+  describe: string;
+  /** A hint for the reader of the error (what probably wrote it, what to do). */
+  hint?: string;
+  /** The session the frame must belong to (a subject's or a row's). */
+  sessionId?: string;
+  /** A committed event needs its seq; a live-only one has none. Default true. */
+  seqRequired?: boolean;
+  events?: EventCatalog;
+}
 
-/** Decodes and fully validates one frame. Throws a `SessiondError` (codec codes) on anything wrong. */
-export function decodeEvent(bytes: Uint8Array, options: { maxPayloadBytes?: number } = {}): SessionEvent {
+/**
+ * The one decoder of an unpacked frame (a plain map), used by every path: single frames and export
+ * files (`decodeEvent`), JetStream batches, live messages and SQLite rows. It checks the envelope
+ * (ids, type, version, time, seq), brings an older payload up to the current version, validates the
+ * payload, and throws a `SessiondError` with a codec code that says what was wrong and where.
+ */
+export function eventFromFrame(frame: unknown, source: FrameSource): SessionEvent {
+  const bad = (code: SessiondError['code'], why: string, cause?: unknown): never => {
+    throw new SessiondError(code, `${source.describe} is not a valid sessiond event: ${why}.${source.hint ? ` ${source.hint}` : ''}`, { cause, details: { source: source.describe } });
+  };
+  if (frame === null || typeof frame !== 'object' || Array.isArray(frame)) return bad(ErrorCode.DecodeFailed, 'expected a map');
+  const f = frame as Record<string, unknown>;
+  const { id, type, version, sessionId, seq, time, committedAt } = f;
+  if (typeof id !== 'string' || typeof sessionId !== 'string') return bad(ErrorCode.DecodeFailed, 'it lacks id or sessionId');
+  if (!Number.isInteger(version) || (version as number) < 1) return bad(ErrorCode.DecodeFailed, `version ${preview(version)} is not a whole number >= 1`);
+  if (!Number.isInteger(time) || (time as number) < 0) return bad(ErrorCode.DecodeFailed, `time ${preview(time)} is not whole milliseconds since the epoch`);
+  if (seq !== undefined || source.seqRequired !== false) {
+    if (!Number.isInteger(seq) || (seq as number) < 1) return bad(ErrorCode.DecodeFailed, `seq ${preview(seq)} is not a whole number >= 1`);
+  }
+  if (committedAt !== undefined && (!Number.isInteger(committedAt) || (committedAt as number) < 0)) return bad(ErrorCode.DecodeFailed, `committedAt ${preview(committedAt)} is not whole milliseconds`);
+  if (source.sessionId !== undefined && sessionId !== source.sessionId) return bad(ErrorCode.DecodeFailed, `it belongs to session ${preview(sessionId)}, not ${source.sessionId}`);
+  const events: EventCatalog = source.events ?? (catalog as EventCatalog);
+  if (typeof type !== 'string' || !Object.hasOwn(events, type)) return bad(ErrorCode.UnknownEventType, `unknown event type ${preview(type)} (event ${id}, session ${sessionId}): upgrade sessiond, or skip the event`);
+  try {
+    validateId(sessionId, 'session id');
+    validateId(id, 'event id');
+  } catch (err) {
+    return bad(ErrorCode.InvalidId, messageOf(err), err);
+  }
+  let payload: unknown;
+  try {
+    payload = parsePayload(type as EventType, version as number, f.payload, events);
+  } catch (err) {
+    return bad(isSessiondError(err) ? err.code : ErrorCode.InvalidPayload, messageOf(err), err);
+  }
+  const event: Record<string, unknown> = { id, type, version: events[type]!.version, sessionId, time, payload };
+  if (seq !== undefined) event.seq = seq;
+  if (typeof f.position === 'number') event.position = f.position;
+  if (committedAt !== undefined) event.committedAt = committedAt;
+  return event as SessionEvent;
+}
+
+/** Decodes and fully validates one frame (an export file's, a test's). Throws a `SessiondError` (codec codes) on anything wrong. */
+export function decodeEvent(bytes: Uint8Array, options: { maxPayloadBytes?: number; source?: FrameSource } = {}): SessionEvent {
   const max = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
+  const source = options.source ?? { describe: `Event frame (${bytes.byteLength} bytes)` };
   if (bytes.byteLength > max + 4096) {
-    fail(ErrorCode.PayloadTooLarge, `Event frame is ${bytes.byteLength} bytes, over the limit of ${max} bytes for a payload.`, { size: bytes.byteLength, max });
+    fail(ErrorCode.PayloadTooLarge, `${source.describe} is ${bytes.byteLength} bytes, over the limit of ${max} bytes for a payload.`, { size: bytes.byteLength, max });
   }
   let raw: unknown;
   try {
     raw = unpack(bytes);
   } catch (err) {
-    fail(ErrorCode.DecodeFailed, `Event frame is not valid msgpack (${bytes.byteLength} bytes): ${messageOf(err)}`, { size: bytes.byteLength }, err);
+    fail(ErrorCode.DecodeFailed, `${source.describe} is not a valid sessiond event: invalid msgpack (${messageOf(err)}).${source.hint ? ` ${source.hint}` : ''}`, { size: bytes.byteLength }, err);
   }
-  const env = Envelope.safeParse(raw);
-  if (!env.success) {
-    fail(ErrorCode.DecodeFailed, `Event frame is not an event envelope: ${z.prettifyError(env.error).replaceAll('\n', '; ')}`, { issues: env.error.issues });
-  }
-  const { type, version } = env.data;
-  if (!isEventType(type)) {
-    fail(ErrorCode.UnknownEventType, `Unknown event type ${JSON.stringify(type)} (event ${env.data.id}, session ${env.data.sessionId}). Upgrade sessiond, or skip the event.`, { type });
-  }
-  validateId(env.data.sessionId, 'session id');
-  validateId(env.data.id, 'event id');
-  const payload = parsePayload(type, version, env.data.payload);
-  return { ...env.data, type, payload } as SessionEvent;
+  return eventFromFrame(raw, source);
 }
 
 /** Short JSON-safe text of a value, for error messages. */

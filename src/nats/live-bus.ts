@@ -20,10 +20,10 @@
  * session's last `seq` and, on a jump, reads the missing events from the stream (the client does).
  */
 import type { NatsConnection } from '@nats-io/transport-node';
-import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { catalog, isEventType } from '../events/catalog.ts';
-import { DEFAULT_MAX_PAYLOAD_BYTES, pack, parsePayload, unpack } from '../events/codec.ts';
+import { DEFAULT_MAX_PAYLOAD_BYTES, decodeEvent, pack, unpack } from '../events/codec.ts';
 import type { LiveBus, LiveEvent } from '../events/live-bus.ts';
 import { subjects } from './subjects.ts';
 
@@ -48,47 +48,34 @@ export function encodeLiveEvent(event: LiveEvent & { version?: number; position?
  * frame was readable that far.
  */
 export function decodeLiveEvent(data: Uint8Array, subject: string, maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES): LiveMessage {
-  let seqKnown: number | undefined;
-  const fail = (code: SessiondError['code'], why: string, cause?: unknown): never => {
-    throw new SessiondError(code, `Live message on ${subject} is not a valid sessiond event: ${why}. Only sessiond workers should publish on sessiond.live.>.`,
-      { cause, details: { subject, ...(seqKnown !== undefined ? { seq: seqKnown } : {}) } });
-  };
-  if (data.byteLength > maxPayloadBytes + 4096) fail(ErrorCode.PayloadTooLarge, `it is ${data.byteLength} bytes, over the limit of ${maxPayloadBytes} bytes`);
-  let raw: unknown;
+  const source = { describe: `Live message on ${subject}`, hint: 'Only sessiond workers should publish on sessiond.live.>.', seqRequired: false };
+  let event: LiveMessage;
   try {
-    raw = unpack(data);
+    event = decodeEvent(data, { maxPayloadBytes, source }) as LiveMessage;
   } catch (err) {
-    return fail(ErrorCode.DecodeFailed, `invalid msgpack (${messageOf(err)})`, err);
+    // the seq, when the frame says one, tells a subscriber which gap to fill
+    if (isSessiondError(err)) Object.assign(err.details, { subject }, seqOf(data));
+    throw err;
   }
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return fail(ErrorCode.DecodeFailed, 'expected a map');
-  const f = raw as Record<string, unknown>;
-  if (isCount(f.seq)) seqKnown = f.seq;
-  const { id, type, version, sessionId, time, seq, position } = f;
-  if (typeof id !== 'string' || typeof sessionId !== 'string' || !Number.isInteger(version) || !Number.isInteger(time) || (time as number) < 0) {
-    return fail(ErrorCode.DecodeFailed, 'it lacks id, sessionId, version or time');
-  }
-  if ((seq !== undefined && !isCount(seq)) || (position !== undefined && !isCount(position))) {
-    return fail(ErrorCode.DecodeFailed, 'seq and position must be whole numbers >= 1 when present');
-  }
-  if (!isEventType(type)) return fail(ErrorCode.UnknownEventType, `unknown event type ${JSON.stringify(type)}`);
-  try {
-    validateId(sessionId, 'session id');
-    validateId(id, 'event id');
-  } catch (err) {
-    return fail(ErrorCode.InvalidId, messageOf(err), err);
-  }
-  const expected = subjects.live(sessionId, type);
-  if (subject !== expected) return fail(ErrorCode.DecodeFailed, `it says session ${sessionId} and type ${type}, which belong on ${expected}`);
-  let payload: unknown;
-  try {
-    payload = parsePayload(type, version as number, f.payload);
-  } catch (err) {
-    return fail((err as SessiondError).code ?? ErrorCode.InvalidPayload, messageOf(err), err);
-  }
-  const event = { id, type, version, sessionId, time, payload } as LiveMessage;
-  if (seq !== undefined) event.seq = seq as number;
-  if (position !== undefined) event.position = position as number;
+  if (event.position !== undefined && !isCount(event.position)) throw invalid(subject, 'position must be a whole number >= 1 when present', event.seq);
+  const expected = subjects.live(event.sessionId, event.type);
+  if (subject !== expected) throw invalid(subject, `it says session ${event.sessionId} and type ${event.type}, which belong on ${expected}`, event.seq);
   return event;
+}
+
+function invalid(subject: string, why: string, seq: number | undefined): SessiondError {
+  return new SessiondError(ErrorCode.DecodeFailed, `Live message on ${subject} is not a valid sessiond event: ${why}. Only sessiond workers should publish on sessiond.live.>.`,
+    { details: { subject, ...(seq !== undefined ? { seq } : {}) } });
+}
+
+/** `{ seq }` of a frame that is a map with a whole seq >= 1, else nothing. */
+function seqOf(data: Uint8Array): { seq?: number } {
+  try {
+    const raw = unpack(data) as { seq?: unknown } | null;
+    return raw !== null && typeof raw === 'object' && isCount(raw.seq) ? { seq: raw.seq } : {};
+  } catch {
+    return {};
+  }
 }
 
 function isCount(value: unknown): value is number {

@@ -27,10 +27,10 @@ import {
   type JetStreamManager, type StreamConfig, type StreamInfo,
 } from '@nats-io/jetstream';
 import { millis, nanos } from '@nats-io/transport-node';
-import { ErrorCode, PermissionError, SessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, PermissionError, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { isDurable, isEventType } from '../events/catalog.ts';
-import { pack, parsePayload, unpack } from '../events/codec.ts';
+import { eventFromFrame, pack, unpack } from '../events/codec.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import { STREAM_NAME, subjects } from './subjects.ts';
 import { isPermissionError } from './connection.ts';
@@ -197,29 +197,30 @@ export function encodeBatch(events: SessionEvent[]): Uint8Array {
  * sequence and `committedAt` = the time the server stored it (when given; never from the frames).
  */
 export function decodeBatch(data: Uint8Array, position: number, subject: string, committedAt?: number): SessionEvent[] {
-  const fail = (code: SessiondError['code'], why: string, cause?: unknown): never => {
-    const hint = code === ErrorCode.DecodeFailed ? 'Was it published by something other than sessiond?' : 'Upgrade sessiond to read it.';
-    throw new SessiondError(code, `Message ${position} on ${subject} cannot be read as a sessiond event batch: ${why}. ${hint}`, { cause, details: { position, subject } });
-  };
+  const where = `Message ${position} on ${subject}`;
+  const hint = 'Was it published by something other than sessiond? (an unknown type or version: upgrade sessiond to read it)';
   let raw: unknown;
   try {
     raw = unpack(data);
   } catch (err) {
-    return fail(ErrorCode.DecodeFailed, `invalid msgpack (${messageOf(err)})`, err);
+    throw new SessiondError(ErrorCode.DecodeFailed, `${where} cannot be read as a sessiond event batch: invalid msgpack (${messageOf(err)}). ${hint}`, { cause: err, details: { position, subject } });
   }
-  if (!Array.isArray(raw) || raw.length === 0) return fail(ErrorCode.DecodeFailed, 'expected a non-empty array of events');
+  if (!Array.isArray(raw) || raw.length === 0) throw new SessiondError(ErrorCode.DecodeFailed, `${where} cannot be read as a sessiond event batch: expected a non-empty array of events. ${hint}`, { details: { position, subject } });
   const sessionId = subjects.sessionOfEventsSubject(subject);
-  return raw.map((f: Record<string, unknown> | null, i) => {
-    if (f === null || typeof f !== 'object') return fail(ErrorCode.DecodeFailed, `frame ${i} is not a map`);
-    const { id, type, version, seq, time } = f;
-    if (typeof id !== 'string' || typeof version !== 'number' || typeof seq !== 'number' || typeof time !== 'number') {
-      return fail(ErrorCode.DecodeFailed, `frame ${i} lacks id, version, seq or time`);
+  const events = raw.map((frame: unknown, i) => {
+    const withPosition = frame !== null && typeof frame === 'object' && !Array.isArray(frame) ? { ...frame, position, ...(committedAt === undefined ? {} : { committedAt }) } : frame;
+    try {
+      return eventFromFrame(withPosition, { describe: `Frame ${i} of message ${position} on ${subject}`, hint, ...(sessionId !== undefined ? { sessionId } : {}) });
+    } catch (err) {
+      if (isSessiondError(err)) err.details['position'] = position;
+      throw err;
     }
-    if (f.sessionId !== sessionId) return fail(ErrorCode.DecodeFailed, `frame ${i} belongs to session ${String(f.sessionId)}`);
-    if (!isEventType(type)) return fail(ErrorCode.UnknownEventType, `frame ${i} has unknown event type ${JSON.stringify(type)}`);
-    const first = (raw as { seq: number }[])[0]!.seq;
-    if (seq !== first + i) return fail(ErrorCode.DecodeFailed, `frame ${i} has seq ${seq}, expected ${first + i}`);
-    return { id, type, version, sessionId, seq, time, payload: parsePayload(type, version, f.payload), position, ...(committedAt === undefined ? {} : { committedAt }) } as SessionEvent;
   });
+  for (let i = 1; i < events.length; i++) {
+    if (events[i]!.seq !== events[0]!.seq + i) {
+      throw new SessiondError(ErrorCode.DecodeFailed, `${where} cannot be read as a sessiond event batch: frame ${i} has seq ${events[i]!.seq}, expected ${events[0]!.seq + i}. ${hint}`, { details: { position, subject } });
+    }
+  }
+  return events;
 }
 

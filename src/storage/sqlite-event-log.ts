@@ -11,10 +11,10 @@
  * commits from other processes are noticed by polling `PRAGMA data_version` (a cheap read that
  * changes when another connection commits), backing off from 5 ms to `maxPollMs` while idle.
  */
-import { ErrorCode, SessiondError } from '../errors.ts';
+import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { catalog, isDurable } from '../events/catalog.ts';
-import { checkPayloadSize, pack, unpack, DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
+import { checkPayloadSize, eventFromFrame, pack, unpack, DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
 import { prepareBatch } from '../events/prepare-batch.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import {
@@ -234,9 +234,17 @@ export class SqliteEventLog implements EventLog {
   }
 }
 
+/** A stored row as an event, through the one decoder (the same checks as every other path). */
 function toEvent(row: EventRow): SessionEvent {
-  return {
-    id: row.id, type: row.type, version: row.version, sessionId: row.aggregate_id, seq: row.seq, time: row.time,
-    payload: unpack(row.data), position: row.position, ...(typeof row.committed_at === 'number' ? { committedAt: row.committed_at } : {}),
-  } as SessionEvent;
+  let payload: unknown;
+  const describe = `Event row ${row.position} (session ${row.aggregate_id}, seq ${row.seq})`;
+  try {
+    payload = unpack(row.data);
+  } catch (err) {
+    throw new SessiondError(ErrorCode.DecodeFailed, `${describe} is not a valid sessiond event: its payload is not valid msgpack (${messageOf(err)}).`, { cause: err, details: { position: row.position } });
+  }
+  return eventFromFrame({
+    id: row.id, type: row.type, version: row.version, sessionId: row.aggregate_id, seq: row.seq, time: row.time, payload, position: row.position,
+    ...(typeof row.committed_at === 'number' ? { committedAt: row.committed_at } : {}),
+  }, { describe, hint: 'The database was changed by something other than sessiond: run sessiond check.' });
 }

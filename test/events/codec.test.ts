@@ -40,7 +40,7 @@ test('codec - bad bytes are a decode_failed error, never a crash', () => {
   assert.is(codeOf(() => decodeEvent(new Uint8Array([0x92, 0x01]))), ErrorCode.DecodeFailed);
   assert.is(codeOf(() => decodeEvent(new Uint8Array([0xc1]))), ErrorCode.DecodeFailed);
   assert.is(codeOf(() => decodeEvent(pack([1, 2, 3]))), ErrorCode.DecodeFailed);
-  assert.match(messageOf(() => decodeEvent(pack({ id: 'x' }))), 'not an event envelope');
+  assert.match(messageOf(() => decodeEvent(pack({ id: 'x' }))), 'is not a valid sessiond event: it lacks id or sessionId');
 });
 
 test('codec - an unknown type says which and what to do', () => {
