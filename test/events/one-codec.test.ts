@@ -26,7 +26,7 @@ function codes(frame: Record<string, unknown>): Record<string, string> {
   return {
     frame: code(() => decodeEvent(pack(frame))),
     batch: code(() => decodeBatch(pack([frame]), 1, subjects.events('ses_c'))),
-    live: code(() => decodeLiveEvent(pack(frame), subjects.live('ses_c', String(frame['type'])))),
+    live: code(() => decodeLiveEvent(pack(frame), subjects.live('ses_c', String(frame['type']) as 'input.admitted'))),
   };
 }
 
