@@ -6,6 +6,7 @@
  */
 import type { SessionEvent } from '../events/envelope.ts';
 import { isoTime } from '../clock.ts';
+import { ownerEventTypes } from '../events/catalog.ts';
 
 export interface Violation {
   sessionId: string;
@@ -19,7 +20,8 @@ export interface Violation {
 interface Exec { id: string; ownerId: string; expiresAt: number; claimSeq: number; terminal: 'settled' | 'cancelled' | 'recovered' | null; terminalSeq: number }
 
 /** Writes an execution may make only while its lease is live. */
-export const RUNNER_WRITES = new Set<string>(['execution.started', 'execution.renewed', 'execution.phase', 'step.started', 'step.ended', 'step.failed', 'text.completed', 'reasoning.completed', 'tool.called', 'tool.started', 'tool.succeeded', 'tool.failed', 'compaction.started', 'compaction.completed', 'input.promoted', 'execution.settled']);
+/** Writes made by a claim's owner (its runner's included), checked against its lease: the catalog's `runner` and `owner` types. */
+export const RUNNER_WRITES: ReadonlySet<string> = ownerEventTypes;
 
 export function auditSession(events: readonly SessionEvent[]): Violation[] {
   const out: Violation[] = [];

@@ -53,52 +53,60 @@ export type Continuation = z.infer<typeof Continuation>;
  * a stored version-v payload into a version-v+1 one, so old logs keep reading (the codec applies
  * them in order before validating against `schema`). `durable: false` types are live-only.
  */
-function event<const T extends string, S extends z.ZodType>(type: T, schema: S, options: { version?: number; durable?: boolean; upcasters?: Readonly<Record<number, (payload: unknown) => unknown>> } = {}) {
-  return { type, schema, version: options.version ?? 1, durable: options.durable ?? true, ...(options.upcasters ? { upcasters: options.upcasters } : {}) } as const;
+function event<const T extends string, S extends z.ZodType>(type: T, schema: S, options: { version?: number; durable?: boolean; writer?: Writer; upcasters?: Readonly<Record<number, (payload: unknown) => unknown>> } = {}) {
+  return { type, schema, version: options.version ?? 1, durable: options.durable ?? true, writer: options.writer ?? 'engine', ...(options.upcasters ? { upcasters: options.upcasters } : {}) } as const;
 }
+
+/**
+ * Who writes a type: `runner` through the run handle (`record`, under the owner's claim), `owner`
+ * the claim's owner itself (start, renewals, settlement), `engine` anyone else's decisions (claims,
+ * admissions, cancels, recoveries). The machine lets a runner write only `runner` types; the audit
+ * checks `runner` and `owner` writes against the lease they were made under.
+ */
+export type Writer = 'runner' | 'owner' | 'engine';
 
 export const catalog = {
   'execution.claimed': event('execution.claimed', z.object({
     executionId: id, ownerId: id, expiresAt: time, leaseMs: z.number().int().positive(), assistantSeq: seq,
   })),
-  'execution.renewed': event('execution.renewed', z.object({ executionId: id, expiresAt: time })),
-  'execution.started': event('execution.started', z.object({ executionId: id })),
-  'execution.phase': event('execution.phase', z.object({ executionId: id, phase: ExecutionPhase })),
+  'execution.renewed': event('execution.renewed', z.object({ executionId: id, expiresAt: time }), { writer: 'owner' }),
+  'execution.started': event('execution.started', z.object({ executionId: id }), { writer: 'owner' }),
+  'execution.phase': event('execution.phase', z.object({ executionId: id, phase: ExecutionPhase }), { writer: 'runner' }),
   'execution.cancelled': event('execution.cancelled', z.object({ executionId: id, reason: z.string().max(1000).optional() })),
   'execution.settled': event('execution.settled', z.object({
     executionId: id, outcome: SettleOutcome, error: RecordedError.optional(),
-  })),
+  }), { writer: 'owner' }),
 
   'input.admitted': event('input.admitted', z.object({
     inputId: id, prompt: z.string(), delivery: Delivery, wake: z.boolean(),
     source: z.enum(['user', 'recovery']).default('user'),
     continues: Continuation.optional(),
   })),
-  'input.promoted': event('input.promoted', z.object({ inputId: id, executionId: id })),
+  'input.promoted': event('input.promoted', z.object({ inputId: id, executionId: id }), { writer: 'runner' }),
 
-  'step.started': event('step.started', z.object({ executionId: id, messageId: id, step: z.number().int().nonnegative() })),
-  'step.ended': event('step.ended', z.object({ executionId: id, messageId: id, finish: z.string().min(1), usage: Usage.optional() })),
-  'step.failed': event('step.failed', z.object({ executionId: id, messageId: id, error: RecordedError })),
+  'step.started': event('step.started', z.object({ executionId: id, messageId: id, step: z.number().int().nonnegative() }), { writer: 'runner' }),
+  'step.ended': event('step.ended', z.object({ executionId: id, messageId: id, finish: z.string().min(1), usage: Usage.optional() }), { writer: 'runner' }),
+  'step.failed': event('step.failed', z.object({ executionId: id, messageId: id, error: RecordedError }), { writer: 'runner' }),
   'step.recovered': event('step.recovered', z.object({ executionId: id, messageId: id, reason: z.string() })),
 
   'text.delta': event('text.delta', z.object({ executionId: id, messageId: id, partId: id, delta: z.string() }), { durable: false }),
-  'text.completed': event('text.completed', z.object({ executionId: id, messageId: id, partId: id, text: z.string() })),
+  'text.completed': event('text.completed', z.object({ executionId: id, messageId: id, partId: id, text: z.string() }), { writer: 'runner' }),
   /** A model's reasoning text, where the server sends it (live deltas, then the final text of the part). */
   'reasoning.delta': event('reasoning.delta', z.object({ executionId: id, messageId: id, partId: id, delta: z.string() }), { durable: false }),
-  'reasoning.completed': event('reasoning.completed', z.object({ executionId: id, messageId: id, partId: id, text: z.string() })),
+  'reasoning.completed': event('reasoning.completed', z.object({ executionId: id, messageId: id, partId: id, text: z.string() }), { writer: 'runner' }),
   /** A model request that failed and will be sent again after `delayMs` (live-only: every attempt is visible). */
   'model.retry_scheduled': event('model.retry_scheduled', z.object({ executionId: id, messageId: id, attempt: z.number().int().positive(), delayMs: z.number().int().nonnegative(), error: RecordedError }), { durable: false }),
 
   'tool.called': event('tool.called', z.object({
     executionId: id, messageId: id, callId: id, name: z.string().min(1), input: z.unknown(),
     durable: z.boolean(), idempotencyKey: z.string().optional(),
-  })),
-  'tool.started': event('tool.started', z.object({ executionId: id, messageId: id, callId: id })),
-  'tool.succeeded': event('tool.succeeded', z.object({ executionId: id, messageId: id, callId: id, output: z.unknown() })),
-  'tool.failed': event('tool.failed', z.object({ executionId: id, messageId: id, callId: id, error: RecordedError })),
+  }), { writer: 'runner' }),
+  'tool.started': event('tool.started', z.object({ executionId: id, messageId: id, callId: id }), { writer: 'runner' }),
+  'tool.succeeded': event('tool.succeeded', z.object({ executionId: id, messageId: id, callId: id, output: z.unknown() }), { writer: 'runner' }),
+  'tool.failed': event('tool.failed', z.object({ executionId: id, messageId: id, callId: id, error: RecordedError }), { writer: 'runner' }),
 
-  'compaction.started': event('compaction.started', z.object({ executionId: id, messageId: id, reason: z.string() })),
-  'compaction.completed': event('compaction.completed', z.object({ executionId: id, messageId: id, summary: z.string(), usage: Usage.optional() })),
+  'compaction.started': event('compaction.started', z.object({ executionId: id, messageId: id, reason: z.string() }), { writer: 'runner' }),
+  'compaction.completed': event('compaction.completed', z.object({ executionId: id, messageId: id, summary: z.string(), usage: Usage.optional() }), { writer: 'runner' }),
 
   'recovery.started': event('recovery.started', z.object({ executionId: id })),
   'recovery.completed': event('recovery.completed', z.object({
@@ -121,6 +129,10 @@ export type PayloadInputOf<T extends EventType> = z.input<Catalog[T]['schema']>;
 export const eventTypes = Object.keys(catalog) as EventType[];
 export const durableEventTypes = eventTypes.filter((t) => catalog[t].durable);
 export const liveOnlyEventTypes = eventTypes.filter((t) => !catalog[t].durable);
+/** Types a runner may write through its handle. */
+export const runnerEventTypes: ReadonlySet<EventType> = new Set(eventTypes.filter((t) => catalog[t].writer === 'runner'));
+/** Types written by a claim's owner (its runner's included): the audit checks them against the lease. */
+export const ownerEventTypes: ReadonlySet<EventType> = new Set(eventTypes.filter((t) => catalog[t].writer !== 'engine'));
 
 export function isEventType(value: unknown): value is EventType {
   return typeof value === 'string' && Object.hasOwn(catalog, value);

@@ -2,7 +2,7 @@
  * Commands the session machine decides (imperative names), and what a decision returns. Every
  * command carries `now`: time reaches decisions as data, never from a clock inside the machine.
  */
-import type { EventType, PayloadInputOf, SettleOutcome, RecordedError, Delivery } from '../events/catalog.ts';
+import { runnerEventTypes, type EventType, type PayloadInputOf, type SettleOutcome, type RecordedError, type Delivery } from '../events/catalog.ts';
 
 /** An event the machine decided to write; the command handler stamps its id and time. */
 export type ProtoEvent = { [K in EventType]: { type: K; payload: PayloadInputOf<K> } }[EventType];
@@ -52,9 +52,6 @@ export type Decision =
   | { ok: true; events: ProtoEvent[] }
   | { ok: false; reason: Refusal; message: string };
 
-/** Events a runner may write through `record` (the rest belong to the engine itself). */
-export const RUNNER_EVENT_TYPES: ReadonlySet<EventType> = new Set<EventType>([
-  'execution.phase', 'input.promoted', 'step.started', 'step.ended', 'step.failed', 'text.completed', 'reasoning.completed',
-  'tool.called', 'tool.started', 'tool.succeeded', 'tool.failed', 'compaction.started', 'compaction.completed',
-]);
+/** Events a runner may write through `record` (the rest belong to the engine itself): the catalog's `runner` types. */
+export const RUNNER_EVENT_TYPES: ReadonlySet<EventType> = runnerEventTypes;
 

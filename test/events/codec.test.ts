@@ -107,6 +107,19 @@ test('codec - a payload this codec validated is not validated again (same object
   assert.throws(() => parsePayload('step.started', v + 1, checked), /version/, 'the version is still checked');
 });
 
+test('catalog - who writes each type is a flag of the catalog: the machine\'s runner types and the audit\'s owner writes derive from it', async () => {
+  const { runnerEventTypes, ownerEventTypes } = await import('../../src/events/catalog.ts');
+  const { RUNNER_EVENT_TYPES } = await import('../../src/machines/commands.ts');
+  const { RUNNER_WRITES } = await import('../../src/audit/audit-log.ts');
+  assert.is(RUNNER_EVENT_TYPES, runnerEventTypes);
+  assert.is(RUNNER_WRITES, ownerEventTypes);
+  for (const t of runnerEventTypes) assert.ok(ownerEventTypes.has(t), `${t}: a runner writes under its owner's claim`);
+  for (const t of ['step.recovered', 'recovery.completed', 'execution.claimed', 'execution.cancelled', 'input.admitted', 'text.delta'] as const) {
+    assert.not.ok(ownerEventTypes.has(t), `${t} is not the owner's to write`);
+  }
+  assert.equal([...ownerEventTypes].filter((t) => !runnerEventTypes.has(t)).sort(), ['execution.renewed', 'execution.settled', 'execution.started']);
+});
+
 test.run();
 
 test('codec - integers beyond 32 bits (times, expiries) are msgpack int64, never float64; old float64 times still read', () => {
