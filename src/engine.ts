@@ -7,6 +7,7 @@
  *   await engine.awaitIdle('ses_1');
  *   await engine.close();
  */
+import { sessionView, type SessionView } from './machines/session-view.ts';
 import type { EventLog } from './events/event-log.ts';
 import { openDatabase, type Db, type Synchronous } from './storage/sqlite.ts';
 import { migrate } from './storage/migrate.ts';
@@ -34,6 +35,8 @@ export interface SessionStatus {
   state: SessionStateValue;
   seq: number;
   context: SessionContext;
+  /** The session as people and services see it (owner, lease, phase, pending, usage), derived from the context at the status's time. */
+  view: SessionView;
 }
 
 export interface Engine {
@@ -53,8 +56,8 @@ export interface Engine {
   close(): Promise<void>;
 }
 
-export function statusOf(snapshot: SessionSnapshot): SessionStatus {
-  return { sessionId: snapshot.context.sessionId, state: stateOf(snapshot), seq: snapshot.context.seq, context: snapshot.context };
+export function statusOf(snapshot: SessionSnapshot, now: number = systemClock.now()): SessionStatus {
+  return { sessionId: snapshot.context.sessionId, state: stateOf(snapshot), seq: snapshot.context.seq, context: snapshot.context, view: sessionView(snapshot, now) };
 }
 
 export async function openEngine(options: EngineOptions): Promise<Engine> {
@@ -79,7 +82,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     resume: (id) => execution.resume(id),
     cancel: (id, reason, executionId) => execution.cancel(id, reason, executionId),
     awaitIdle: (id) => execution.awaitIdle(id),
-    status: async (id) => statusOf(await execution.status(id)),
+    status: async (id) => statusOf(await execution.status(id), (options.clock ?? systemClock).now()),
     activeTurns: () => Object.values(execution.registry.getSnapshot().context.runs).filter((r) => r.executionId).length,
     async close() {
       await execution.close();

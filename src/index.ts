@@ -6,6 +6,7 @@
 // a complete worker, and the small embedded core
 export { startSessiond, type Sessiond, type SessiondOptions, type HostReport } from './host.ts';
 export { openEngine, statusOf, type Engine, type EngineOptions, type SessionStatus } from './engine.ts';
+export type { SessionView } from './machines/session-view.ts';
 export { DEFAULT_LEASE_MS, DEFAULT_HEARTBEAT_MS, type Notice } from './execution/session-execution.ts';
 export { DEFAULT_SWEEP_INTERVAL_MS, type RecoveryNotice } from './recovery/sweeper.ts';
 export type { AdmitRequest, AdmitReceipt } from './input/admit.ts';

@@ -6,6 +6,7 @@
  * starts from the nearest one instead of folding from seq 0.
  * Pure: `committed` takes a batch of committed events and returns the next context.
  */
+import { sessionView } from '../machines/session-view.ts';
 import { createStore } from '@xstate/store';
 import type { ExecutionPhase } from '../events/catalog.ts';
 import type { SessionEvent } from '../events/envelope.ts';
@@ -42,13 +43,10 @@ export interface InspectorContext {
 
 /** The summary the session list shows, from a folded snapshot and the last event folded into it. */
 export function summarize(snapshot: SessionSnapshot, last?: Pick<SessionEvent, 'time' | 'type'>): SessionSummary {
-  const ctx = snapshot.context;
-  const exec = ctx.execution;
-  const holdsLease = exec !== null && exec.outcome === null;
+  const v = sessionView(snapshot, last?.time ?? 0);
   return {
-    sessionId: ctx.sessionId, state: stateOf(snapshot), seq: ctx.seq, time: last?.time ?? 0, lastType: last?.type ?? '',
-    executionId: exec?.id ?? null, owner: holdsLease ? exec.ownerId : null, leaseExpiresAt: holdsLease ? exec.expiresAt : null,
-    phase: exec?.phase ?? null, pending: ctx.pending.length, executions: ctx.executions,
+    sessionId: v.sessionId, state: v.state, seq: v.seq, time: last?.time ?? 0, lastType: last?.type ?? '',
+    executionId: v.executionId, owner: v.owner, leaseExpiresAt: v.leaseExpiresAt, phase: v.phase, pending: v.pending.length, executions: v.executions,
   };
 }
 

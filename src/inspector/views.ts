@@ -3,6 +3,7 @@
  * (travel.ts), the lease as it stood at a time, and its timeline rows.
  * Parsing of route parameters lives here too, with the 400/404 errors the server sends.
  */
+import { sessionView } from '../machines/session-view.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
@@ -115,11 +116,11 @@ export function leaseView(ctx: SessionContext, asOf: number): LeaseView | null {
 export function stateView(sessionId: string, at: Travelled, asOf?: number): StateView {
   const { snapshot, event, lastSeq } = at;
   const ctx = snapshot.context;
-  const exec = ctx.execution;
+  const view = sessionView(snapshot, asOf ?? event?.time ?? 0);
   return {
-    sessionId, seq: ctx.seq, lastSeq, state: stateOf(snapshot), event: event ? timelineRow(event) : null,
+    sessionId, seq: ctx.seq, lastSeq, state: view.state, event: event ? timelineRow(event) : null,
     lease: leaseView(ctx, asOf ?? event?.time ?? 0),
-    owner: exec && exec.outcome === null ? exec.ownerId : null, phase: exec?.phase ?? null,
+    owner: view.owner, phase: view.phase,
     pending: ctx.pending, recovery: ctx.recovery, usage: ctx.usage, context: { ...ctx, admitted: ctx.admitted.slice(-ADMITTED_SHOWN) }, admittedTotal: ctx.admitted.length,
     summary: summarize(snapshot, event ?? undefined),
   };

@@ -166,8 +166,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
         const status = await known(sessionId, verb);
         const reply: StatusReply = {
           // prompts stay out of the reply (up to 256 KiB each): read them from the log when needed
-          sessionId, state: status.state, seq: status.seq, execution: status.context.execution,
-          pending: status.context.pending.map(({ prompt: _prompt, ...input }) => input),
+          ...status.view, execution: status.context.execution,
         };
         return reply as unknown as Record<string, unknown>;
       }

@@ -18,8 +18,8 @@ import { ErrorCode, SessiondError } from '../errors.ts';
 import type { AdmitReceipt } from '../input/admit.ts';
 import type { Delivery } from '../events/catalog.ts';
 import type { CancelResult, ResumeResult } from '../execution/session-execution.ts';
-import type { SessionStateValue } from '../machines/decider.ts';
-import type { ExecutionState, PendingInput } from '../machines/session-context.ts';
+import type { SessionView } from '../machines/session-view.ts';
+import type { ExecutionState } from '../machines/session-context.ts';
 import type { CommandVerb } from './subjects.ts';
 
 /** Failure codes of the protocol itself (beyond sessiond's `ErrorCode`). */
@@ -50,13 +50,9 @@ export interface StatusCommand { sessionId: string }
 /** What a worker did about a wake: `ResumeResult` (started, running_here, nothing_pending, refused, closed), or `requested` from a target without `resume`. */
 export type WakeResult = ResumeResult | { status: 'requested' };
 
-export interface StatusReply {
-  sessionId: string;
-  state: SessionStateValue;
-  seq: number;
+/** The session's view (owner, lease, phase, pending inputs without their prompts, recovery, usage) as the worker sees it, and its current execution. */
+export interface StatusReply extends SessionView {
   execution: ExecutionState | null;
-  /** Pending inputs without their prompts. */
-  pending: Omit<PendingInput, 'prompt'>[];
 }
 
 export interface CommandRequests { admit: AdmitCommand; wake: WakeCommand; cancel: CancelCommand; status: StatusCommand }

@@ -35,7 +35,7 @@ test('cli status - plain words and --json; unknown sessions exit 1', async () =>
   const row = JSON.parse(one.stdout);
   assert.equal([row.sessionId, row.state, row.owner, row.outcome], ['ses_a', 'settled', null, 'succeeded']);
   const missing = await runCli(['status', 'ses_nope', '--db', db]);
-  assert.is(missing.code, 1);
+  assert.is(missing.code, 66, 'not found');
   assert.match(missing.stdout, 'no such session');
   tmp.remove();
 });

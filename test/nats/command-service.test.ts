@@ -130,7 +130,7 @@ s('commands - an unexpected engine failure is answered as internal and reported,
     admit: async () => { throw new Error('disk on fire'); },
     wake: async () => {},
     cancel: async () => ({ cancelled: false, reason: 'not_running', message: 'x' }) as never,
-    status: async (id) => ({ sessionId: id, state: 'idle', seq: ++calls, context: { execution: null, pending: [] } }) as never,
+    status: async (id) => { const seq = ++calls; return { sessionId: id, state: 'idle', seq, context: { execution: null, pending: [] }, view: { sessionId: id, state: 'idle', seq, pending: [] } } as never; },
   };
   const errors: unknown[] = [];
   const service = startCommandService(nc, target, { onError: (e) => errors.push(e) });
@@ -193,7 +193,7 @@ s('commands - close answers requests in flight and stops taking new ones', async
     admit: async () => { throw new Error('unused'); },
     wake: async () => {},
     cancel: async () => { throw new Error('unused'); },
-    status: async (id) => { entered(); await gate; return { sessionId: id, state: 'idle', seq: 1, context: { execution: null, pending: [] } } as never; },
+    status: async (id) => { entered(); await gate; return { sessionId: id, state: 'idle', seq: 1, context: { execution: null, pending: [] }, view: { sessionId: id, state: 'idle', seq: 1, pending: [] } } as never; },
   };
   const service = startCommandService(nc, target);
   const client = await world.client(CLIENT, { requestTimeoutMs: 2000 });

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
-import { hydrate, stateOf } from '../../machines/decider.ts';
-import { leaseLive } from '../../machines/session-context.ts';
+import { hydrate } from '../../machines/decider.ts';
+import { sessionView } from '../../machines/session-view.ts';
+import { ExitCode } from '../exit.ts';
 import { validateId } from '../../ids.ts';
 import { systemClock } from '../../clock.ts';
 import type { SessionEvent } from '../../events/envelope.ts';
@@ -22,34 +23,19 @@ export function registerStatus(program: Command, ctx: CliContext): void {
         for (const e of events) (bySession.get(e.sessionId) ?? bySession.set(e.sessionId, []).get(e.sessionId)!).push(e);
         if (session && bySession.size === 0) {
           ctx.out(opts.json ? JSON.stringify({ sessionId: session, state: 'unknown', seq: 0 }) : `${session}: no such session (no events in ${opened.describe})`);
-          process.exitCode = 1;
+          process.exitCode = ExitCode.NotFound;
           return;
         }
         const now = systemClock.now();
         for (const [id, list] of bySession) {
-          const snap = hydrate(id, list);
-          const c = snap.context;
-          const e = c.execution;
-          const row = {
-            sessionId: id, state: stateOf(snap), seq: c.seq,
-            owner: e && e.outcome === null ? e.ownerId : null,
-            execution: e?.id ?? null,
-            leaseLeftMs: e && leaseLive(c, now) ? e.expiresAt - now : 0,
-            // the phase tells how far a turn in progress got; a settled turn has none
-            phase: e && e.outcome === null ? e.phase : null, outcome: e?.outcome ?? null,
-            pending: c.pending.map((p) => ({ inputId: p.inputId, delivery: p.delivery })),
-            recovery: c.recovery,
-            usage: c.usage,
-          };
+          const row = sessionView(hydrate(id, list), now);
           if (opts.json) { ctx.out(JSON.stringify(row)); continue; }
-          const lease = row.owner ? (row.leaseLeftMs > 0 ? `owned by ${row.owner}, lease ${(row.leaseLeftMs / 1000).toFixed(1)} s left` : `owned by ${row.owner}, lease EXPIRED (awaiting recovery)`) : 'no owner';
+          const lease = row.owner ? (row.leaseLive ? `owned by ${row.owner}, lease ${(row.leaseLeftMs / 1000).toFixed(1)} s left` : `owned by ${row.owner}, lease EXPIRED (awaiting recovery)`) : 'no owner';
           ctx.out(`${id}: ${row.state} at seq ${row.seq}; ${lease}${row.phase ? `; phase ${row.phase}` : ''}${row.outcome ? `; last turn ${row.outcome}` : ''}`);
           ctx.out(`  pending inputs: ${row.pending.length === 0 ? 'none' : row.pending.map((p) => `${p.inputId} (${p.delivery})`).join(', ')}`);
           if (row.usage.inputTokens + row.usage.outputTokens > 0) ctx.out(`  tokens  ${row.usage.inputTokens} in, ${row.usage.outputTokens} out (model steps and compactions, as the servers reported them)`);
-          if (c.recovery) {
-            const r = c.recovery;
-            ctx.out(`  recovery of ${r.executionId}: ${r.parked ? `PARKED after ${r.attempts} wake attempts: ${r.lastError?.message ?? ''}` : r.wakePending ? `wake owed (${r.attempts} attempts so far)` : 'woken'}`);
-          }
+          const r = row.recovery;
+          if (r) ctx.out(`  recovery of ${r.executionId}: ${r.parked ? `PARKED after ${r.attempts} wake attempts: ${r.lastError?.message ?? ''}` : r.wakePending ? `wake owed (${r.attempts} attempts so far)` : 'woken'}`);
         }
       } finally {
         await opened.close();

@@ -1,0 +1,57 @@
+/**
+ * What a session looks like to the people and services that ask (status, the NATS status reply,
+ * `sessiond status`, the inspector): derived once from the snapshot, here. The rules live here only:
+ * a session has an owner while its execution is unfinished (`outcome === null`), the lease is live
+ * until `expiresAt` as judged at `now`, and the phase belongs to the unfinished execution.
+ */
+import type { ExecutionPhase, Usage } from '../events/catalog.ts';
+import { stateOf, type SessionSnapshot, type SessionStateValue } from './decider.ts';
+import type { ExecutionState, PendingInput, RecoveryState } from './session-context.ts';
+
+export interface SessionView {
+  sessionId: string;
+  state: SessionStateValue;
+  /** Sequence of the last event folded (0: no events). */
+  seq: number;
+  /** The current execution, or the last one. */
+  executionId: string | null;
+  /** Who runs the session: the owner of an unfinished execution (null once it ended). */
+  owner: string | null;
+  /** When the owner's lease runs out (null without an owner). */
+  leaseExpiresAt: number | null;
+  /** Is the owner's lease live at the time the view was taken? */
+  leaseLive: boolean;
+  /** Lease left at that time, in ms (0 when none or expired: a recovery is due). */
+  leaseLeftMs: number;
+  /** How far the unfinished execution got (`unknown`: an effect may be in flight); null without one. */
+  phase: ExecutionPhase | null;
+  /** How the last execution ended (null while it runs, or before any). */
+  outcome: ExecutionState['outcome'];
+  /** Inputs admitted and not yet in a turn, in order (without their prompts). */
+  pending: Omit<PendingInput, 'prompt'>[];
+  recovery: RecoveryState | null;
+  /** Executions claimed so far. */
+  executions: number;
+  /** Tokens used by the session's model steps and compactions. */
+  usage: Usage;
+}
+
+export function sessionView(snapshot: SessionSnapshot, now: number): SessionView {
+  const ctx = snapshot.context;
+  const exec = ctx.execution;
+  const unfinished = exec !== null && exec.outcome === null;
+  const left = unfinished ? Math.max(0, exec.expiresAt - now) : 0;
+  return {
+    sessionId: ctx.sessionId, state: stateOf(snapshot), seq: ctx.seq,
+    executionId: exec?.id ?? null,
+    owner: unfinished ? exec.ownerId : null,
+    leaseExpiresAt: unfinished ? exec.expiresAt : null,
+    leaseLive: left > 0, leaseLeftMs: left,
+    phase: unfinished ? exec.phase : null,
+    outcome: exec?.outcome ?? null,
+    pending: ctx.pending.map(({ prompt: _prompt, ...input }) => input),
+    recovery: ctx.recovery,
+    executions: ctx.executions,
+    usage: ctx.usage,
+  };
+}
