@@ -13,6 +13,7 @@
  *   const dot = machineToDot(sessionMachine, { highlight: 'claimed', move: { from: 'idle', event: 'execution.claimed' } });
  *   const svg = await renderSvg(dot);
  */
+import { ErrorCode, SessiondError } from '../errors.ts';
 import { instance, type Viz } from '@viz-js/viz';
 import type { AnyStateMachine } from 'xstate';
 import { isEventType } from '../events/catalog.ts';
@@ -147,7 +148,7 @@ const lines = (ls: string[]) => `"${ls.map((l) => l.replaceAll('\\', '\\\\').rep
 export function machineToDot(machine: AnyStateMachine, options: DotOptions = {}): string {
   const model = chartModel(machine);
   if (options.highlight !== undefined && !model.states.includes(options.highlight)) {
-    throw new Error(`Cannot highlight state "${options.highlight}": the ${model.id} machine has states ${model.states.join(', ')}.`);
+    throw new SessiondError(ErrorCode.InvalidOption, `Cannot highlight state "${options.highlight}": the ${model.id} machine has states ${model.states.join(', ')}.`);
   }
   const commands = options.commands ?? false;
   const title = commands

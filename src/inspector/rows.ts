@@ -9,6 +9,7 @@
  * recently travelled sessions; a request starts from the nearest image at or before its sequence
  * and projects at most `every` events.
  */
+import { ErrorCode, SessiondError } from '../errors.ts';
 import Database from 'better-sqlite3';
 import type { Clock } from '../clock.ts';
 import type { EventLog } from '../events/event-log.ts';
@@ -77,7 +78,7 @@ export function projectedRowsAt(options: RowsOptions): (sessionId: string, seq: 
       while (at < seq) {
         const next = Math.min(seq, (Math.floor(at / every) + 1) * every);
         const events = await log.readSession(sessionId, { afterSeq: at, limit: next - at });
-        if (events.length !== next - at) throw new Error(`Session ${sessionId}: ${log.name} returned ${events.length} events after seq ${at}, expected ${next - at}.`);
+        if (events.length !== next - at) throw new SessiondError(ErrorCode.InconsistentStream, `Session ${sessionId}: ${log.name} returned ${events.length} events after seq ${at}, expected ${next - at}.`);
         projector.apply(events.map((e) => ({ ...e, position: e.seq })));
         at = next;
         if (at % every === 0 && !list.some((i) => i.seq === at)) {

@@ -4,6 +4,7 @@
  * the events after it, read from the log. Never a fold from seq 0 once the store has followed the
  * log past a checkpoint; a store that is behind only makes the fold longer, never different.
  */
+import { ErrorCode, SessiondError } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { evolve, initialSnapshot, type SessionSnapshot } from '../machines/decider.ts';
@@ -43,7 +44,7 @@ export async function travel(log: EventLog, store: () => InspectorContext, sessi
   const from = base.context.seq;
   const events = await log.readSession(sessionId, { afterSeq: from, limit: seq - from });
   if (events.length !== seq - from) {
-    throw new Error(`Session ${sessionId}: ${log.name} returned ${events.length} events after seq ${from}, expected ${seq - from} (its last seq is ${lastSeq}).`);
+    throw new SessiondError(ErrorCode.InconsistentStream, `Session ${sessionId}: ${log.name} returned ${events.length} events after seq ${from}, expected ${seq - from} (its last seq is ${lastSeq}).`);
   }
   for (let i = 0; i < events.length - 1; i++) base = evolve(base, events[i]!);
   const event = events[events.length - 1]!;

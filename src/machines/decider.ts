@@ -11,14 +11,13 @@
  * two agree on every reachable sequence. Decisions take the transition the machine selects (its own
  * guards) and apply its action directly; `decideByMachine` interprets the machine and is proven equal.
  */
-import { initialTransition, transition } from 'xstate';
+import { createActor, initialTransition, transition } from 'xstate';
+import { ErrorCode, SessiondError } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { durableEventTypes, type EventType } from '../events/catalog.ts';
-import { decisionFor, refusalMessages, sessionMachine } from './session-machine.ts';
+import { decisionFor, refusalMessages, sessionMachine, type Emitted } from './session-machine.ts';
 import { foldContext, type SessionContext } from './session-context.ts';
 import type { Command, Decision, ProtoEvent, Refusal } from './commands.ts';
-
-type Emitted = { type: 'decision'; events: ProtoEvent[] } | { type: 'refusal'; reason: Refusal; message: string };
 
 export type SessionMachine = typeof sessionMachine;
 export type SessionStateValue = 'idle' | 'claimed' | 'running' | 'recovering' | 'settled';
@@ -40,12 +39,12 @@ function eventTargets(machine: SessionMachine): Record<SessionStateValue, Partia
   const out = {} as Record<SessionStateValue, Partial<Record<EventType, SessionStateValue>>>;
   for (const state of STATES) {
     const node = machine.states[state];
-    if (!node) throw new Error(`The session machine has no state ${state}; update SessionStateValue.`);
+    if (!node) throw new SessiondError(ErrorCode.Internal, `The session machine has no state ${state}; update SessionStateValue.`);
     out[state] = {};
     for (const type of durableEventTypes) {
       const transitions = node.transitions.get(type) ?? machine.root.transitions.get(type) ?? [];
       if (transitions.length !== 1 || transitions[0]!.guard) {
-        throw new Error(`The session machine's transition for committed event ${type} in state ${state} must be exactly one and unguarded: committed events are facts, not requests.`);
+        throw new SessiondError(ErrorCode.Internal, `The session machine's transition for committed event ${type} in state ${state} must be exactly one and unguarded: committed events are facts, not requests.`);
       }
       const target = transitions[0]!.target?.[0]?.key as SessionStateValue | undefined;
       if (target && target !== state) out[state]![type] = target;
@@ -63,7 +62,7 @@ export function initialSnapshot(sessionId: string, machine: SessionMachine = ses
 
 function checkOrder(snapshot: SessionSnapshot, event: SessionEvent): void {
   if (event.seq !== snapshot.context.seq + 1) {
-    throw new Error(`Session ${snapshot.context.sessionId}: event ${event.id} has seq ${event.seq}, expected ${snapshot.context.seq + 1}. Events must be folded in order, without gaps.`);
+    throw new SessiondError(ErrorCode.InconsistentStream, `Session ${snapshot.context.sessionId}: event ${event.id} has seq ${event.seq}, expected ${snapshot.context.seq + 1}. Events must be folded in order, without gaps.`);
   }
 }
 
@@ -115,16 +114,20 @@ function ownActions(machine: SessionMachine): boolean {
   return machine === sessionMachine || (a['decide'] === BASE_ACTIONS['decide'] && a['refuse'] === BASE_ACTIONS['refuse']);
 }
 
-/** Decides by running the machine's transition and reading what it emitted (the reference `decide` is proven equal to). */
+/**
+ * Decides by running the machine in an actor and listening to what it emits (its typed `decision`
+ * and `refusal` events): the reference `decide` is proven equal to, through XState's public API only.
+ */
 export function decideByMachine(snapshot: SessionSnapshot, command: Command, machine: SessionMachine = sessionMachine): Decision {
-  const [, actions] = transition(machine, machine.resolveState({ value: snapshot.value, context: snapshot.context }), command);
-  for (const action of actions as { type: string; params?: unknown }[]) {
-    if (action.type !== 'xstate.emit') continue;
-    const emitted = (action.params as { event: Emitted }).event;
-    if (emitted.type === 'decision') return { ok: true, events: emitted.events };
-    return { ok: false, reason: emitted.reason, message: emitted.message };
-  }
-  throw new Error(`Session machine made no decision for command ${command.type} in state ${String(snapshot.value)}: every command needs a transition.`);
+  const actor = createActor(machine, { snapshot: machine.resolveState({ value: snapshot.value, context: snapshot.context }), input: { sessionId: snapshot.context.sessionId } });
+  let emitted: Emitted | undefined;
+  actor.on('decision', (e) => { emitted = e; });
+  actor.on('refusal', (e) => { emitted = e; });
+  actor.start();
+  actor.send(command);
+  actor.stop();
+  if (!emitted) throw new SessiondError(ErrorCode.Internal, `Session machine made no decision for command ${command.type} in state ${String(snapshot.value)}: every command needs a transition.`);
+  return emitted.type === 'decision' ? { ok: true, events: emitted.events } : { ok: false, reason: emitted.reason, message: emitted.message };
 }
 
 export function stateOf(snapshot: SessionSnapshot): SessionStateValue {

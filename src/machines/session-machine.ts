@@ -13,7 +13,8 @@
  * test/machines/session-machine.test.ts. Swap them with `sessionMachine.provide({ guards })` in tests.
  */
 import { isoTime } from '../clock.ts';
-import { and, assign, emit, not, setup } from 'xstate';
+import { and, assertEvent, assign, emit, not, setup } from 'xstate';
+import { ErrorCode, SessiondError } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { durableEventTypes, type EventType } from '../events/catalog.ts';
 import { admittedSeq, foldContext, initialContext, leaseLive, type ExecutionState, type SessionContext } from './session-context.ts';
@@ -21,10 +22,22 @@ import type { Continuation, RecordedError } from '../events/catalog.ts';
 import { RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
 
 type MachineEvent = SessionEvent | Command;
-type Emitted = { type: 'decision'; events: ProtoEvent[] } | { type: 'refusal'; reason: Refusal; message: string };
+/** What the machine emits for a command: its decision, or its refusal with a reason and the words for it. */
+export type Emitted = { type: 'decision'; events: ProtoEvent[] } | { type: 'refusal'; reason: Refusal; message: string };
 type Args = { context: SessionContext; event: MachineEvent };
 
-const cmd = <T extends Command['type']>(e: MachineEvent) => e as Extract<Command, { type: T }> & { ownerId?: string; executionId?: string; now: number };
+/** The command a guard or message runs for (they run for commands only; a committed event here is a bug). */
+function commandOf(e: MachineEvent): Command {
+  if (!('now' in e)) throw new SessiondError(ErrorCode.Internal, `The session machine evaluated a command guard for committed event ${e.type}.`);
+  return e;
+}
+/** The committed event the `fold` action runs for (it runs for committed events only). */
+function committedOf(e: MachineEvent): SessionEvent {
+  if ('now' in e) throw new SessiondError(ErrorCode.Internal, `The session machine tried to fold command ${e.type} as a committed event.`);
+  return e;
+}
+const ownerOf = (c: Command) => ('ownerId' in c ? c.ownerId : undefined);
+const executionOf = (c: Command) => ('executionId' in c ? c.executionId : undefined);
 const at = (ms: number | undefined) => (ms === undefined ? 'an unknown time' : isoTime(ms));
 
 /** The plain-words message of each refusal (what the `refuse` action emits). */
@@ -33,17 +46,23 @@ export const refusalMessages: Record<Refusal, (a: Args) => string> = {
   own_lease_live: ({ context }) => `owner ${context.execution?.ownerId} already holds a live lease on session ${context.sessionId} (execution ${context.execution?.id}) with no runner attached here; wait for it to expire and be recovered`,
   lease_expired: ({ context }) => `execution ${context.execution?.id} on session ${context.sessionId} expired at ${at(context.execution?.expiresAt)} and has not been recovered yet`,
   recovering: ({ context }) => `session ${context.sessionId} is being recovered`,
-  claim_lost: ({ context, event }) => `Session execution claim lost: ${cmd(event).executionId ?? context.execution?.id}`,
+  claim_lost: ({ context, event }) => `Session execution claim lost: ${executionOf(commandOf(event)) ?? context.execution?.id}`,
   cancelled: ({ context }) => `execution ${context.execution?.id} was cancelled; its settlement changes nothing`,
   already_settled: ({ context }) => `execution ${context.execution?.id} is already settled (${context.execution?.outcome})`,
   not_claimed: ({ context }) => `session ${context.sessionId} has no claimed execution to start`,
   already_started: ({ context }) => `execution ${context.execution?.id} has already started`,
-  nothing_to_cancel: ({ context, event }) => (cmd<'cancel'>(event).executionId !== undefined && context.execution
-    ? `execution ${cmd<'cancel'>(event).executionId} is not the one in progress on session ${context.sessionId} (that is ${context.execution.id}): nothing to cancel`
-    : `session ${context.sessionId} has no execution in progress to cancel`),
-  not_runner_event: ({ event }) => `a runner may not write ${(cmd<'record'>(event).events ?? []).map((e) => e.type).filter((t) => !RUNNER_EVENT_TYPES.has(t)).join(', ')}`,
+  nothing_to_cancel: ({ context, event }) => {
+    const asked = executionOf(commandOf(event));
+    return asked !== undefined && context.execution
+      ? `execution ${asked} is not the one in progress on session ${context.sessionId} (that is ${context.execution.id}): nothing to cancel`
+      : `session ${context.sessionId} has no execution in progress to cancel`;
+  },
+  not_runner_event: ({ event }) => {
+    assertEvent(event, 'record');
+    return `a runner may not write ${event.events.map((e) => e.type).filter((t) => !RUNNER_EVENT_TYPES.has(t)).join(', ')}`;
+  },
   not_pending: ({ context }) => `invariant violated: promoting an input of session ${context.sessionId} that is not pending (already promoted or never admitted)`,
-  already_admitted: ({ event }) => `input ${cmd<'admit'>(event).inputId} was already admitted`,
+  already_admitted: ({ event }) => { assertEvent(event, 'admit'); return `input ${event.inputId} was already admitted`; },
   lease_not_expired: ({ context }) => `never recovers a live execution lease: execution ${context.execution?.id} is live until ${at(context.execution?.expiresAt)}`,
   nothing_to_recover: ({ context }) => `session ${context.sessionId} has no expired execution to recover`,
   nothing_pending: ({ context }) => `session ${context.sessionId} has no pending input to run`,
@@ -81,33 +100,34 @@ export const sessionMachine = setup({
   },
   guards: {
     /** The current execution's lease is live at the command's `now`. */
-    leaseLive: ({ context, event }) => leaseLive(context, cmd(event).now),
+    leaseLive: ({ context, event }) => leaseLive(context, commandOf(event).now),
     /** The caller owns the current, live lease (same owner id). */
-    ownsLiveLease: ({ context, event }) => leaseLive(context, cmd(event).now) && context.execution?.ownerId === cmd(event).ownerId,
+    ownsLiveLease: ({ context, event }) => { const c = commandOf(event); return leaseLive(context, c.now) && context.execution?.ownerId === ownerOf(c); },
     /** The caller's execution is the current one, it owns it, and the lease is live: runner writes and renewals. */
     holdsClaim: ({ context, event }) => {
-      const c = cmd(event);
-      return context.execution?.id === c.executionId && context.execution?.ownerId === c.ownerId && leaseLive(context, c.now);
+      const c = commandOf(event);
+      return context.execution?.id === executionOf(c) && context.execution?.ownerId === ownerOf(c) && leaseLive(context, c.now);
     },
     /** A turn needs something to run: an admitted input not yet promoted. */
     hasPending: ({ context }) => context.pending.length > 0,
-    isCurrentExecution: ({ context, event }) => context.execution?.id === cmd(event).executionId,
+    isCurrentExecution: ({ context, event }) => context.execution?.id === executionOf(commandOf(event)),
     /** A cancel bound to an execution that is not the one in progress. */
-    cancelsAnotherExecution: ({ context, event }) => cmd<'cancel'>(event).executionId !== undefined && context.execution?.id !== cmd<'cancel'>(event).executionId,
+    cancelsAnotherExecution: ({ context, event }) => { assertEvent(event, 'cancel'); return event.executionId !== undefined && context.execution?.id !== event.executionId; },
     cancelled: ({ context }) => context.execution?.cancelled === true,
-    onlyRunnerEvents: ({ event }) => cmd<'record'>(event).events.every((e) => RUNNER_EVENT_TYPES.has(e.type)),
+    onlyRunnerEvents: ({ event }) => { assertEvent(event, 'record'); return event.events.every((e) => RUNNER_EVENT_TYPES.has(e.type)); },
     promotesOnlyPending: ({ context, event }) => {
-      const ids = cmd<'record'>(event).events.flatMap((e) => (e.type === 'input.promoted' ? [e.payload.inputId] : []));
+      assertEvent(event, 'record');
+      const ids = event.events.flatMap((e) => (e.type === 'input.promoted' ? [e.payload.inputId] : []));
       return ids.every((id, i) => ids.indexOf(id) === i && context.pending.some((p) => p.inputId === id));
     },
-    alreadyAdmitted: ({ context, event }) => admittedSeq(context, cmd<'admit'>(event).inputId) !== undefined,
+    alreadyAdmitted: ({ context, event }) => { assertEvent(event, 'admit'); return admittedSeq(context, event.inputId) !== undefined; },
     /** The recovery wake is still owed (not landed, not parked). */
     wakePending: ({ context }) => context.recovery?.wakePending === true && !context.recovery.parked,
   },
   actions: {
-    fold: assign(({ context, event }) => foldContext(context, event as SessionEvent)),
+    fold: assign(({ context, event }) => foldContext(context, committedOf(event))),
     refuse: emit((args: Args, params: { reason: Refusal }) => ({ type: 'refusal' as const, reason: params.reason, message: refusalMessages[params.reason](args) })),
-    decide: emit(({ context, event }: Args) => ({ type: 'decision' as const, events: decisionFor(context, event as Command) })),
+    decide: emit(({ context, event }: Args) => ({ type: 'decision' as const, events: decisionFor(context, commandOf(event)) })),
   },
 }).createMachine({
   id: 'session',
