@@ -23,6 +23,7 @@ import { ClaimLostError, CommandRefusedError, isRefusal } from './errors.ts';
 import { inputsForTurn, runInputs } from './inputs.ts';
 import { createRunContext } from './run-context.ts';
 import { Transcripts } from './transcripts.ts';
+import { wholeNumber } from '../options.ts';
 import { recordedError } from './recorded-error.ts';
 import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './registry.ts';
 
@@ -78,12 +79,6 @@ class ShutdownError extends SessiondError {
   }
 }
 
-function positiveInt(name: string, value: number): number {
-  if (!Number.isInteger(value) || value <= 0) {
-    throw new SessiondError(ErrorCode.InvalidOption, `Invalid option ${name}=${String(value)}: use a whole number of milliseconds > 0.`);
-  }
-  return value;
-}
 
 export class SessionExecution {
   readonly ownerId: string;
@@ -106,8 +101,8 @@ export class SessionExecution {
     this.clock = options.clock ?? systemClock;
     this.ids = options.ids ?? randomIds;
     this.ownerId = validateId(options.ownerId ?? this.ids.next('own'), 'owner id');
-    this.leaseMs = positiveInt('leaseMs', options.leaseMs ?? DEFAULT_LEASE_MS);
-    this.heartbeatMs = positiveInt('heartbeatMs', options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS);
+    this.leaseMs = wholeNumber('SessionExecution', 'leaseMs', options.leaseMs, DEFAULT_LEASE_MS, 1, 'milliseconds');
+    this.heartbeatMs = wholeNumber('SessionExecution', 'heartbeatMs', options.heartbeatMs, DEFAULT_HEARTBEAT_MS, 1, 'milliseconds');
     if (this.heartbeatMs >= this.leaseMs) {
       throw new SessiondError(ErrorCode.InvalidOption, `Invalid options: heartbeatMs (${this.heartbeatMs}) must be shorter than leaseMs (${this.leaseMs}), ideally a third of it.`);
     }

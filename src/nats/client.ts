@@ -21,13 +21,15 @@
  * from the first one it got. Replay reads the stream with ordered consumers, which nats.conf allows
  * the client and observer users; their inboxes are `_INBOX_<user>` (connectNats sets the prefix).
  */
+import { systemClock, type Clock } from '../clock.ts';
+import { wholeNumber } from '../options.ts';
 import { errors as natsErrors, type Msg, type NatsConnection, type Subscription as NatsSubscription } from '@nats-io/transport-node';
 import { ErrorCode, PermissionError, SessiondError, messageOf } from '../errors.ts';
 import { randomIds, validateId, type IdSource } from '../ids.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { AdmitReceipt } from '../input/admit.ts';
 import type { CancelResult } from '../execution/session-execution.ts';
-import { connectNats, isNatsConnection, isPermissionError, positiveIntOption, type NatsConnectionOptions } from './connection.ts';
+import { connectNats, isNatsConnection, isPermissionError, type NatsConnectionOptions } from './connection.ts';
 import { JetStreamEventLog } from './jetstream-event-log.ts';
 import { decodeLiveEvent, type LiveMessage } from './live-bus.ts';
 import {
@@ -67,6 +69,8 @@ export interface SessiondClientOptions {
   stream?: string;
   /** Input ids for `admit` calls that give none (default random). */
   ids?: IdSource;
+  /** The clock the no-worker retries are paced on (default the system's; the NATS request timeouts are the client library's own). */
+  clock?: Clock;
 }
 
 export interface LiveFilter {
@@ -140,19 +144,20 @@ export class SessiondClient {
     private readonly stream: string,
     private readonly ids: IdSource,
     private readonly user: string | undefined,
+    private readonly clock: Clock,
   ) {}
 
   static async connect(options: SessiondClientOptions): Promise<SessiondClient> {
     if (options === null || typeof options !== 'object' || options.connection === undefined) {
       throw new SessiondError(ErrorCode.InvalidOption, 'SessiondClient.connect needs { connection }: an open NatsConnection or options such as { servers, user, pass }.');
     }
-    const timeoutMs = positiveIntOption('SessiondClient option requestTimeoutMs', options.requestTimeoutMs, DEFAULT_REQUEST_TIMEOUT_MS);
-    const attemptTimeoutMs = Math.min(timeoutMs, positiveIntOption('SessiondClient option attemptTimeoutMs', options.attemptTimeoutMs, DEFAULT_ATTEMPT_TIMEOUT_MS));
-    const noWorkerRetryMs = options.noWorkerRetryMs === 0 ? 0 : positiveIntOption('SessiondClient option noWorkerRetryMs', options.noWorkerRetryMs, DEFAULT_NO_WORKER_RETRY_MS);
+    const timeoutMs = wholeNumber('SessiondClient', 'requestTimeoutMs', options.requestTimeoutMs, DEFAULT_REQUEST_TIMEOUT_MS);
+    const attemptTimeoutMs = Math.min(timeoutMs, wholeNumber('SessiondClient', 'attemptTimeoutMs', options.attemptTimeoutMs, DEFAULT_ATTEMPT_TIMEOUT_MS));
+    const noWorkerRetryMs = options.noWorkerRetryMs === 0 ? 0 : wholeNumber('SessiondClient', 'noWorkerRetryMs', options.noWorkerRetryMs, DEFAULT_NO_WORKER_RETRY_MS);
     const given = isNatsConnection(options.connection);
     const nc = given ? options.connection as NatsConnection : await connectNats({ name: 'sessiond-client', ...options.connection as NatsConnectionOptions });
     const user = given ? undefined : (options.connection as NatsConnectionOptions).user;
-    return new SessiondClient(nc, !given, timeoutMs, attemptTimeoutMs, noWorkerRetryMs, options.stream ?? STREAM_NAME, options.ids ?? randomIds, user);
+    return new SessiondClient(nc, !given, timeoutMs, attemptTimeoutMs, noWorkerRetryMs, options.stream ?? STREAM_NAME, options.ids ?? randomIds, user, options.clock ?? systemClock);
   }
 
   /** Admits a prompt (idempotent by input id; one is generated when absent) and, unless `wake: false`, wakes the session. */
@@ -212,7 +217,7 @@ export class SessiondClient {
     validateId(body.sessionId, 'session id');
     const subject = subjects.command(verb);
     const data = encodeJson(body);
-    const started = Date.now();
+    const started = this.clock.now();
     let msg: Msg;
     let attempts = 0;
     let unanswered = 0; // ms spent on attempts that someone received and did not answer
@@ -230,8 +235,8 @@ export class SessiondClient {
           if (unanswered < this.timeoutMs) continue;
           throw failure;
         }
-        if (failure.failure !== CommandFailureCode.NoWorker || Date.now() + wait > started + this.noWorkerRetryMs) throw failure;
-        await new Promise((r) => setTimeout(r, wait / 2 + Math.random() * wait / 2)); // nobody received it: sending it again is safe
+        if (failure.failure !== CommandFailureCode.NoWorker || this.clock.now() + wait > started + this.noWorkerRetryMs) throw failure;
+        await new Promise<void>((r) => { this.clock.setTimeout(r, wait / 2 + Math.random() * wait / 2); }); // nobody received it: sending it again is safe
         wait = Math.min(wait * 2, 500);
       }
     }

@@ -23,6 +23,7 @@
  * to `onError`. Requests are handled concurrently; `close()` stops taking new ones and waits for
  * those in flight to be answered.
  */
+import { wholeNumber } from '../options.ts';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import { isValidId, validateId } from '../ids.ts';
@@ -34,7 +35,7 @@ import {
   type CommandFailure, type CommandRequests, type ErrorBody, type StatusReply, type WakeResult,
 } from './commands.ts';
 import { COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
-import { inboxPrefixOf, positiveIntOption } from './connection.ts';
+import { inboxPrefixOf } from './connection.ts';
 
 /** What the service drives: the Engine's methods (`resume`, when present, gives wake its result). */
 export interface CommandTarget {
@@ -109,7 +110,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   const onRefusedReply = options.onRefusedReply ?? ((r: RefusedReply) => onError(new Error(r.message)));
   const inFlight = new Set<Promise<void>>();
   const queue = options.queue ?? COMMAND_QUEUE;
-  const places = positiveIntOption('command service option places', options.places, DEFAULT_QUEUE_PLACES);
+  const places = wholeNumber('command service', 'places', options.places, DEFAULT_QUEUE_PLACES);
   let closing = false;
 
   const serve = async (msg: Msg) => {

@@ -8,6 +8,8 @@
  * Requests in flight while the connection is down either get their reply after the reconnect or
  * time out; callers (the JetStream log) retry what is safe to retry.
  */
+import { systemClock, type Clock, type TimerHandle } from '../clock.ts';
+import { wholeNumber } from '../options.ts';
 import { connect, errors as natsErrors, type NatsConnection } from '@nats-io/transport-node';
 import { ConnectionError, ErrorCode, PermissionError, SessiondError, messageOf } from '../errors.ts';
 import { SUBJECT_TOKENS } from './subjects.ts';
@@ -68,15 +70,6 @@ function bad(option: string, value: unknown, expected: string): never {
     { details: { option } });
 }
 
-/** A positive integer option (`fallback` when absent); `invalid_option` naming `what` otherwise. */
-export function positiveIntOption(what: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
-    throw new SessiondError(ErrorCode.InvalidOption, `Invalid ${what}: ${JSON.stringify(value)}. Expected a positive integer (default ${fallback}).`,
-      { details: { option: what } });
-  }
-  return value;
-}
 
 function optionalString(option: string, value: unknown): string | undefined {
   if (value === undefined) return undefined;
@@ -121,8 +114,8 @@ export function parseConnectionOptions(input: NatsConnectionOptions | undefined 
     user,
     pass,
     name: optionalString('name', input.name) ?? DEFAULT_CONNECTION_NAME,
-    reconnectWaitMs: positiveIntOption('NATS connection option reconnectWaitMs', input.reconnectWaitMs, DEFAULT_RECONNECT_WAIT_MS),
-    timeoutMs: positiveIntOption('NATS connection option timeoutMs', input.timeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
+    reconnectWaitMs: wholeNumber('NATS connection', 'reconnectWaitMs', input.reconnectWaitMs, DEFAULT_RECONNECT_WAIT_MS),
+    timeoutMs: wholeNumber('NATS connection', 'timeoutMs', input.timeoutMs, DEFAULT_CONNECT_TIMEOUT_MS),
     inboxPrefix: parseInboxPrefix(input.inboxPrefix, user),
     waitForServer: input.waitForServer ?? false,
   };
@@ -250,15 +243,15 @@ export function isNatsConnection(value: unknown): value is NatsConnection {
     && typeof (value as NatsConnection).request === 'function' && typeof (value as NatsConnection).isClosed === 'function';
 }
 
-/** Resolves true if `p` settles within `ms`, false once `ms` pass; never leaves a timer behind. */
-export async function waitAtMost(p: Promise<unknown>, ms: number): Promise<boolean> {
+/** Resolves true if `p` settles within `ms` on `clock`, false once `ms` pass; never leaves a timer behind. */
+export async function waitAtMost(p: Promise<unknown>, ms: number, clock: Clock = systemClock): Promise<boolean> {
   if (ms <= 0) return false;
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), ms); });
+  let timer: TimerHandle | undefined;
+  const timeout = new Promise<false>((resolve) => { timer = clock.setTimeout(() => resolve(false), ms); });
   try {
     return await Promise.race([p.then(() => true as const, () => true as const), timeout]);
   } finally {
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
   }
 }
 

@@ -36,6 +36,7 @@
  * there) is skipped by every read and subscription, reported once through `onQuarantine` and
  * counted; a session whose last message is such a one goes on from its last valid batch.
  */
+import { wholeNumber } from '../options.ts';
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck, type Consumer, type ConsumerMessages } from '@nats-io/jetstream';
 import { millis, type NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, NotFoundError, PermissionError, SessiondError, messageOf } from '../errors.ts';
@@ -49,7 +50,7 @@ import {
   type EventLog, type ReadPagesOptions, type SubscribeOptions, type Subscription,
 } from '../events/event-log.ts';
 import {
-  ConnectionWatch, connectNats, isNatsConnection, isPermissionError, isTransientNatsError, positiveIntOption, waitAtMost,
+  ConnectionWatch, connectNats, isNatsConnection, isPermissionError, isTransientNatsError, waitAtMost,
   type NatsConnectionOptions,
 } from './connection.ts';
 import {
@@ -152,7 +153,7 @@ export class JetStreamEventLog implements EventLog {
     const nc = given ? options.connection as NatsConnection : await connectNats(options.connection as NatsConnectionOptions);
     try {
       const stream = options.stream ?? STREAM_NAME;
-      const opt = (name: keyof typeof options, fallback: number) => positiveIntOption(`JetStream event log option ${name}`, options[name], fallback);
+      const opt = (name: keyof typeof options, fallback: number) => wholeNumber('JetStream event log', name, options[name], fallback);
       const o = {
         maxPayloadBytes: opt('maxPayloadBytes', DEFAULT_MAX_PAYLOAD_BYTES),
         publishTimeoutMs: opt('publishTimeoutMs', DEFAULT_PUBLISH_TIMEOUT_MS),
@@ -257,7 +258,7 @@ export class JetStreamEventLog implements EventLog {
       this.assertOpen();
       if (!this.watch.connected) {
         const waiter = this.watch.whenReconnected();
-        const back = await waitAtMost(waiter.promise, deadline - this.o.clock.now());
+        const back = await waitAtMost(waiter.promise, deadline - this.o.clock.now(), this.o.clock);
         waiter.cancel();
         if (!back) throw giveUp(lastError);
         continue;
@@ -277,7 +278,7 @@ export class JetStreamEventLog implements EventLog {
       const wait = 'reconnected' in outcome ? 0 : BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]!;
       if (this.o.clock.now() + wait >= deadline) throw giveUp(lastError);
       this.stats.retries++;
-      if (wait > 0) await waitAtMost(new Promise<never>(() => undefined), wait);
+      if (wait > 0) await waitAtMost(new Promise<never>(() => undefined), wait, this.o.clock);
     }
   }
 
@@ -549,7 +550,7 @@ export class JetStreamEventLog implements EventLog {
         if (stopped) break;
         if (this.nc.isClosed()) throw logClosedError(this.name);
         // the consumer ended or could not be created (server gone too long): start again after `position`
-        await waitAtMost(Promise.race([stopping, this.watch.nextReconnect()]), BACKOFF_MS[Math.min(failures, BACKOFF_MS.length - 1)]!);
+        await waitAtMost(Promise.race([stopping, this.watch.nextReconnect()]), BACKOFF_MS[Math.min(failures, BACKOFF_MS.length - 1)]!, this.o.clock);
       }
     };
     const done = run().catch((err) => { if (!stopped) { stopped = true; onError(err); } });

@@ -3,9 +3,10 @@
  * count what the engine writes (an append observer on its log) and its notices; the gauges and the
  * readiness read the engine, the worker's projector and the log when asked.
  */
+import { systemClock, type Clock, type TimerHandle } from '../clock.ts';
 import type { Engine } from '../engine.ts';
 import type { Worker } from '../execution/worker.ts';
-import { messageOf } from '../errors.ts';
+import { TimeoutError, messageOf } from '../errors.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { startOpsServer, type OpsServer } from './http.ts';
 
@@ -13,8 +14,9 @@ import { startOpsServer, type OpsServer } from './http.ts';
 export const READY_MAX_LAG = 1_000;
 const LOG_ANSWER_MS = 2_000;
 
-export async function serveOps(port: number, parts: { engine: Engine; worker: Worker; metrics: WorkerMetrics }): Promise<OpsServer> {
+export async function serveOps(port: number, parts: { engine: Engine; worker: Worker; metrics: WorkerMetrics; clock?: Clock }): Promise<OpsServer> {
   const { engine, worker, metrics } = parts;
+  const clock = parts.clock ?? systemClock;
   const db = engine.db;
   const pending = db.prepare('SELECT COUNT(*) FROM session_input WHERE promoted_seq IS NULL').pluck();
   const quarantined = db.prepare('SELECT COUNT(*) FROM quarantined_message').pluck();
@@ -26,15 +28,15 @@ export async function serveOps(port: number, parts: { engine: Engine; worker: Wo
     quarantined: () => quarantined.get() as number,
   });
   const readiness = async (): Promise<string[]> => {
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${LOG_ANSWER_MS} ms`)), LOG_ANSWER_MS); });
+    let timer: TimerHandle | undefined;
+    const late = new Promise<never>((_, reject) => { timer = clock.setTimeout(() => reject(new TimeoutError(`no answer within ${LOG_ANSWER_MS} ms`)), LOG_ANSWER_MS); });
     try {
       const behind = await Promise.race([lag(), late]);
       return behind > READY_MAX_LAG ? [`the projection is ${behind} log positions behind the log (ready at ${READY_MAX_LAG} or fewer)`] : [];
     } catch (err) {
       return [`the event log ${engine.log.name} does not answer: ${messageOf(err)}`];
     } finally {
-      clearTimeout(timer);
+      clock.clearTimeout(timer);
     }
   };
   return startOpsServer({ port, registry: metrics.registry, readiness });

@@ -15,6 +15,7 @@
  * Several sweepers in several processes may run at once: OCC on the session log decides, the
  * deterministic continuation id and the unique `session_recovery_execution_idx` back it.
  */
+import { checkKeys, wholeNumber } from '../options.ts';
 import type { Clock, TimerHandle } from '../clock.ts';
 import { messageOf } from '../errors.ts';
 import { stateOf } from '../machines/decider.ts';
@@ -42,8 +43,6 @@ export interface SweeperOptions {
   intervalMs?: number;
   maxWakeAttempts?: number;
   wakeBackoffMs?: number;
-  /** Test seam: stop after the continuation is admitted, before waking (a crash at the worst moment). */
-  crashAfterAdmit?: boolean;
   onNotice?: (notice: RecoveryNotice) => void;
 }
 
@@ -75,9 +74,10 @@ export class RecoverySweeper {
   private stopped = false;
 
   constructor(private readonly o: SweeperOptions) {
-    this.intervalMs = o.intervalMs ?? DEFAULT_SWEEP_INTERVAL_MS;
-    this.maxWakeAttempts = o.maxWakeAttempts ?? DEFAULT_MAX_WAKE_ATTEMPTS;
-    this.wakeBackoffMs = o.wakeBackoffMs ?? DEFAULT_WAKE_BACKOFF_MS;
+    checkKeys('RecoverySweeper', o, ['execution', 'candidates', 'clock', 'intervalMs', 'maxWakeAttempts', 'wakeBackoffMs', 'onNotice']);
+    this.intervalMs = wholeNumber('RecoverySweeper', 'intervalMs', o.intervalMs, DEFAULT_SWEEP_INTERVAL_MS, 1, 'milliseconds');
+    this.maxWakeAttempts = wholeNumber('RecoverySweeper', 'maxWakeAttempts', o.maxWakeAttempts, DEFAULT_MAX_WAKE_ATTEMPTS);
+    this.wakeBackoffMs = wholeNumber('RecoverySweeper', 'wakeBackoffMs', o.wakeBackoffMs, DEFAULT_WAKE_BACKOFF_MS, 0, 'milliseconds');
   }
 
   /** Sweeps now, then every `intervalMs` until `stop()`. */
@@ -136,7 +136,6 @@ export class RecoverySweeper {
         if (!isRefusal(err)) throw err; // another sweeper got there first, or the owner renewed in time
         snapshot = await handler.load(sessionId);
       }
-      if (this.o.crashAfterAdmit) return;
     }
     await this.redriveWake(sessionId, report);
   }

@@ -5,19 +5,20 @@
  * someone is subscribed.
  */
 import type { Db } from './sqlite.ts';
+import type { Clock, TimerHandle } from '../clock.ts';
 
 const MIN_POLL_MS = 5;
 
 export class ChangeNotifier {
   private waiters: (() => void)[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  private timer: TimerHandle | undefined;
   private interval = MIN_POLL_MS;
   private lastVersion: number;
   private users = 0;
   private stopped = false;
   private readonly dataVersion;
 
-  constructor(private readonly db: Db, private readonly maxPollMs: number) {
+  constructor(private readonly db: Db, private readonly maxPollMs: number, private readonly clock: Clock) {
     this.dataVersion = db.prepare('PRAGMA data_version').pluck();
     this.lastVersion = this.dataVersion.get() as number;
   }
@@ -46,21 +47,21 @@ export class ChangeNotifier {
   release(): void {
     this.users = Math.max(0, this.users - 1);
     if (this.users === 0 && this.timer) {
-      clearTimeout(this.timer);
+      this.clock.clearTimeout(this.timer);
       this.timer = undefined;
     }
   }
 
   stop(): void {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     this.wakeAll();
   }
 
   private schedule(): void {
     if (this.stopped || this.users === 0) return;
-    this.timer = setTimeout(() => this.poll(), this.interval);
+    this.timer = this.clock.setTimeout(() => this.poll(), this.interval);
   }
 
   private poll(): void {

@@ -11,6 +11,7 @@
  * commits from other processes are noticed by polling `PRAGMA data_version` (a cheap read that
  * changes when another connection commits), backing off from 5 ms to `maxPollMs` while idle.
  */
+import { systemClock, type Clock } from '../clock.ts';
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { catalog, isDurable } from '../events/catalog.ts';
@@ -42,11 +43,14 @@ export interface SqliteEventLogOptions {
   maxPayloadBytes?: number;
   /** Longest wait between checks for other processes' commits while idle. */
   maxPollMs?: number;
+  /** The clock the checks are timed on (default the system's). */
+  clock?: Clock;
 }
 
 export class SqliteEventLog implements EventLog {
   readonly name: string;
   private readonly notifier: ChangeNotifier;
+  private readonly clock: Clock;
   private readonly maxPayloadBytes: number;
   private closed = false;
   private readonly stmts;
@@ -61,7 +65,8 @@ export class SqliteEventLog implements EventLog {
   constructor(private readonly db: Db, options: SqliteEventLogOptions = {}) {
     this.name = `sqlite:${db.name}`;
     this.maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
-    this.notifier = new ChangeNotifier(db, options.maxPollMs ?? DEFAULT_MAX_POLL_MS);
+    this.clock = options.clock ?? systemClock;
+    this.notifier = new ChangeNotifier(db, options.maxPollMs ?? DEFAULT_MAX_POLL_MS, this.clock);
     this.stmts = {
       lastSeq: db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM event WHERE aggregate_id = ?').pluck(),
       byId: db.prepare('SELECT * FROM event WHERE id = ?'),
@@ -128,7 +133,7 @@ export class SqliteEventLog implements EventLog {
       throw new SequenceConflictError(sessionId, expectedSeq, actual);
     }
     const insert = this.insertStmt ??= this.db.prepare('INSERT INTO event (id, aggregate_id, seq, type, version, time, data, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
-    const committedAt = Date.now();
+    const committedAt = this.clock.now();
     return parsed.map((d, i) => {
       const seq = expectedSeq + i + 1;
       const version = catalog[d.type].version;

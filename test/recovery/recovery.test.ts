@@ -100,8 +100,13 @@ test('redrives a durable recovery wake after admission', async () => {
   const { executionId } = await ownedThenFrozen(fx, gate);
   const clock = new ManualClock(31_000);
   const crashing = fx.service({ runner: gate.runner, clock, ownerId: 'own_b' });
-  // the sweeper admits the continuation and "crashes" before waking
-  await sweeperFor(crashing, clock, ['ses_1'], { crashAfterAdmit: true }).sweep();
+  // the sweeper admits the continuation and "crashes" before waking: its worker never writes the wake attempt
+  const log = crashing.handler.log;
+  const append = log.append.bind(log);
+  log.append = (sessionId, expectedSeq, drafts) => (drafts.some((d) => d.type === 'recovery.wake_requested') ? Promise.reject(new Error('crashed before waking')) : append(sessionId, expectedSeq, drafts));
+  const crashed = await sweeperFor(crashing, clock, ['ses_1']).sweep();
+  assert.equal(crashed.recovered, ['ses_1']);
+  assert.equal(crashed.errors.map((e) => e.message), ['crashed before waking']);
   let events = await fx.events('ses_1');
   assert.is(count(events, 'recovery.completed'), 1);
   assert.is(count(events, 'execution.claimed'), 1, 'not woken yet');
