@@ -21,7 +21,7 @@ import { Refusal } from '../machines/commands.ts';
 import type { RunContext, RunInput, ToolCall, ToolContext } from '../runner/types.ts';
 import type { CommandHandler } from './command-handler.ts';
 import { ClaimLostError, isRefusal } from './errors.ts';
-import { runInputs, steeringInputs } from './inputs.ts';
+import { runInputs, steeringInputs } from '../input/turn.ts';
 import { recordedError } from './recorded-error.ts';
 import type { Transcripts } from './transcripts.ts';
 

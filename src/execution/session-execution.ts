@@ -20,7 +20,7 @@ import type { RunInput, Runner } from '../runner/types.ts';
 import type { PendingInput } from '../machines/session-context.ts';
 import { CommandHandler, type Build } from './command-handler.ts';
 import { ClaimLostError, CommandRefusedError, isRefusal } from './errors.ts';
-import { inputsForTurn, runInputs } from './inputs.ts';
+import { inputsForTurn, runInputs } from '../input/turn.ts';
 import { createRunContext } from './run-context.ts';
 import { Transcripts } from './transcripts.ts';
 import { wholeNumber } from '../options.ts';

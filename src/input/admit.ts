@@ -57,9 +57,11 @@ export async function admitInput(handler: CommandHandler, sessionId: string, req
     if (!isRefusal(err, 'already_admitted')) throw err;
     const snapshot = await handler.load(sessionId);
     const seq = admittedSeq(snapshot.context, inputId)!;
-    const [event] = await handler.log.readSession(sessionId, { afterSeq: seq - 1, limit: 1 });
-    if (event?.type !== 'input.admitted') throw err;
-    const same = event.payload.prompt === req.prompt && event.payload.delivery === req.delivery && event.payload.wake === req.wake;
+    // a pending input carries its prompt in the session state; a promoted one is read back from the log
+    const pending = snapshot.context.pending.find((p) => p.inputId === inputId);
+    const admitted = pending ?? await readAdmitted(handler, sessionId, seq);
+    if (!admitted) throw err;
+    const same = admitted.prompt === req.prompt && admitted.delivery === req.delivery && admitted.wake === req.wake;
     if (!same) {
       throw new SessiondError(ErrorCode.InputConflict,
         `Input ${inputId} was already admitted to session ${sessionId} with different content (at sequence ${seq}). Use a new input id for a new prompt.`,
@@ -67,4 +69,10 @@ export async function admitInput(handler: CommandHandler, sessionId: string, req
     }
     return { sessionId, inputId, admittedSeq: seq, created: false, wake: req.wake };
   }
+}
+
+/** The content of the input admitted at `seq` (one read of one event). */
+async function readAdmitted(handler: CommandHandler, sessionId: string, seq: number): Promise<{ prompt: string; delivery: Delivery; wake: boolean } | undefined> {
+  const [event] = await handler.log.readSession(sessionId, { afterSeq: seq - 1, limit: 1 });
+  return event?.type === 'input.admitted' ? event.payload : undefined;
 }

@@ -141,11 +141,9 @@ export function messageRules(rows: Rows) {
   };
 }
 
+/** The message is of the type the event addresses (rows are looked up by session and id, so the session matches). */
 function checkSameMessage(e: MessageEvent, m: CachedMessage, type: MessageType): void {
   const { messageId } = e.payload;
-  if (m.session_id !== e.sessionId) {
-    throw inconsistent(`${e.type} for message ${messageId}, which belongs to session ${m.session_id}, not ${e.sessionId}: message ids must be unique across sessions.`, { messageId });
-  }
   if (m.type !== type) {
     throw inconsistent(`${e.type} for message ${messageId}, which is a ${m.type} message, not ${type === 'assistant' ? 'an assistant' : `a ${type}`} message: message ids must be unique.`, { messageId });
   }

@@ -16,7 +16,7 @@
  *
  * Fail-fast rules kept here (inconsistent_stream unless noted): every execution.* event, step.started
  * and recovery.started/completed need the execution's live row in the same session; a claim never
- * reuses a live execution id; an input is admitted once, with an id unique across sessions; an
+ * reuses a live execution id; an input is admitted once (its id is unique within its session); an
  * input is promoted once and only after admission (invariant_violation); recovery.wake_* need the
  * recovery row that a recovery.completed with a continuation created; an execution is recovered
  * once. Live-only events and events without a position are refused before anything else.

@@ -16,7 +16,7 @@ import { migrate } from '../../src/storage/migrate.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
 import { CommandHandler } from '../../src/execution/command-handler.ts';
 import { SessionExecution } from '../../src/execution/session-execution.ts';
-import { inputsForTurn } from '../../src/execution/inputs.ts';
+import { inputsForTurn } from '../../src/input/turn.ts';
 import { admitInput } from '../../src/input/admit.ts';
 import { ManualClock, systemClock } from '../../src/clock.ts';
 import { randomIds } from '../../src/ids.ts';
