@@ -5,13 +5,12 @@
  * nats-server.ts and test/support/processes.ts have exit hooks of their own for what they start.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { tempDir as freshDir } from '../../test/support/tmp.ts';
 
 type AsyncCleanup = () => Promise<void> | void;
 
-const dirs = new Set<string>();
+/** Temp dirs to remove at the end, each with its `remove`. */
+const dirs = new Map<string, () => void>();
 const children = new Set<ChildProcess>();
 const asyncCleanups: { name: string; fn: AsyncCleanup }[] = [];
 let hooked = false;
@@ -25,22 +24,23 @@ function hook(): void {
         try { c.kill('SIGKILL'); } catch { /* gone */ }
       }
     }
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    for (const remove of dirs.values()) remove();
   });
   process.once('SIGINT', () => { process.stderr.write('\nbench: SIGINT, cleaning up\n'); void cleanupAll().finally(() => process.exit(130)); });
   process.once('SIGTERM', () => { void cleanupAll().finally(() => process.exit(143)); });
 }
 
-/** A fresh temp directory, removed at the end. */
+/** A fresh temp directory (test/support/tmp.ts makes it), removed at the end. */
 export function tempDir(prefix = 'sessiond-bench-'): string {
   hook();
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  dirs.add(dir);
+  const { dir, remove } = freshDir(prefix);
+  dirs.set(dir, remove);
   return dir;
 }
 
+/** Removes a directory `tempDir` made, now rather than at the end. */
 export function removeDir(dir: string): void {
-  rmSync(dir, { recursive: true, force: true });
+  dirs.get(dir)?.();
   dirs.delete(dir);
 }
 
@@ -88,7 +88,7 @@ export function cleanupAll(): Promise<void> {
         await new Promise((r) => { c.once('exit', r); setTimeout(r, 2000).unref(); });
       }
     }
-    for (const d of [...dirs]) removeDir(d);
+    for (const d of [...dirs.keys()]) removeDir(d);
   })();
   return cleaning;
 }

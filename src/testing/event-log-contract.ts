@@ -14,6 +14,7 @@ import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import { ErrorCode, isSessiondError } from '../errors.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
 import { waitFor } from './wait.ts';
+import { draft, ev, expectCode, uniqueId as uid } from './fixtures.ts';
 
 export interface LogFixture {
   log: EventLog;
@@ -23,25 +24,13 @@ export interface LogFixture {
   openReads?: () => Promise<number>;
 }
 
-let counter = 0;
-const uid = (p: string) => `${p}_${process.pid}_${Date.now().toString(36)}_${++counter}`;
-
+/** A step.started to append, with ids unique across processes (the log may be a shared server). */
 export function started(executionId = 'exe_1', step = 0, messageId = uid('msg')): DraftEvent {
-  return { id: uid('evt'), type: 'step.started', time: 1000 + counter, payload: { executionId, messageId, step } };
+  return draft(ev('step.started', { executionId, messageId, step }));
 }
+/** An input.admitted to append, with ids unique across processes. */
 export function admitted(prompt = 'hello'): DraftEvent {
-  return { id: uid('evt'), type: 'input.admitted', time: 1000 + counter, payload: { inputId: uid('in'), prompt, delivery: 'queue', wake: true } };
-}
-
-async function expectCode(p: Promise<unknown>, code: string): Promise<Error> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(isSessiondError(err), `a SessiondError, got ${String(err)}`);
-    assert.is((err as { code: string }).code, code);
-    return err as Error;
-  }
-  throw new assert.Assertion({ message: `expected a ${code} error`, operator: 'throws', actual: 'resolved', expects: code, generated: true });
+  return draft(ev('input.admitted', { inputId: uid('in'), prompt, delivery: 'queue', wake: true }));
 }
 
 export function eventLogContract(name: string, open: () => Promise<LogFixture>) {
@@ -91,10 +80,10 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
   s('refuses a stale expected sequence with the actual one, writing nothing', async ({ fx }) => {
     const ses = uid('ses');
     await fx.log.append(ses, 0, [admitted(), admitted()]);
-    const err = await expectCode(fx.log.append(ses, 1, [admitted()]), ErrorCode.SequenceConflict);
+    const err = await expectCode<SequenceConflictError>(fx.log.append(ses, 1, [admitted()]), ErrorCode.SequenceConflict);
     assert.instance(err, SequenceConflictError);
-    assert.is((err as SequenceConflictError).actualSeq, 2);
-    assert.is((err as SequenceConflictError).expectedSeq, 1);
+    assert.is(err.actualSeq, 2);
+    assert.is(err.expectedSeq, 1);
     await expectCode(fx.log.append(ses, 5, [admitted()]), ErrorCode.SequenceConflict);
     await expectCode(fx.log.append(ses, 0, [admitted()]), ErrorCode.SequenceConflict);
     assert.is(await fx.log.lastSeq(ses), 2);
@@ -143,8 +132,8 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
       const ses = uid('ses');
       const batch = [admitted(), started()];
       const first = await fx.log.append(ses, 0, batch);
-      const err = await expectCode(other.append(ses, 0, [admitted()]), ErrorCode.SequenceConflict);
-      assert.is((err as SequenceConflictError).actualSeq, 2);
+      const err = await expectCode<SequenceConflictError>(other.append(ses, 0, [admitted()]), ErrorCode.SequenceConflict);
+      assert.is(err.actualSeq, 2);
       const fresh = await fx.another();
       const retried = await fresh.append(ses, 0, batch);
       assert.equal(retried.map((e) => [e.id, e.seq]), first.map((e) => [e.id, e.seq]));
@@ -156,10 +145,10 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
 
   s('a batch is atomic: one invalid event writes nothing; live-only and empty batches are refused', async ({ fx }) => {
     const ses = uid('ses');
-    const bad = { id: uid('evt'), type: 'step.started', time: 1, payload: { executionId: 'exe_1', messageId: 'm', step: -4 } } as DraftEvent;
+    const bad = draft(ev('step.started', { executionId: 'exe_1', messageId: 'm', step: -4 }), { time: 1 });
     await expectCode(fx.log.append(ses, 0, [admitted(), bad]), ErrorCode.InvalidPayload);
     assert.is(await fx.log.lastSeq(ses), 0);
-    const delta = { id: uid('evt'), type: 'text.delta', time: 1, payload: { executionId: 'e', messageId: 'm', partId: 'p', delta: 'x' } } as DraftEvent;
+    const delta = draft(ev('text.delta', { executionId: 'e', messageId: 'm', partId: 'p', delta: 'x' }), { time: 1 });
     await expectCode(fx.log.append(ses, 0, [delta]), ErrorCode.InvalidPayload);
     await expectCode(fx.log.append(ses, 0, []), ErrorCode.InvalidOption);
     await expectCode(fx.log.append('bad.session', 0, [admitted()]), ErrorCode.InvalidId);
@@ -265,14 +254,7 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
     const rest = [...await fx.log.append(ses, 1, [admitted(), started()]), ...await fx.log.append(ses, 3, [admitted()])];
     assert.equal((await collect(fx.log.readPages({ after: first[0]!.position! }))).flat().map((e) => e.id), rest.map((e) => e.id));
     assert.equal(await collect(fx.log.readPages({ after: await fx.log.head() })), []);
-    for (const pageSize of [0, 1.5, -1]) {
-      try {
-        fx.log.readPages({ pageSize });
-        assert.unreachable(`pageSize ${pageSize} refused`);
-      } catch (err) {
-        assert.is((err as { code?: string }).code, ErrorCode.InvalidOption);
-      }
-    }
+    for (const pageSize of [0, 1.5, -1]) expectCode(() => fx.log.readPages({ pageSize }), ErrorCode.InvalidOption);
   });
 
   s('readPages: commits made while reading are read up to some point, in order, never with a gap', async ({ fx }) => {

@@ -2,21 +2,19 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { lateWrites } from '../../src/audit/late-writes.ts';
 import { auditLog } from '../../src/audit/audit-log.ts';
-import type { SessionEvent } from '../../src/events/envelope.ts';
+import { session } from '../../src/testing/fixtures.ts';
 
-let seq = 0;
-const ev = (type: string, time: number, committedAt: number | undefined, payload: Record<string, unknown>) =>
-  ({ id: `evt_${seq}`, type, version: 1, sessionId: 'ses_a', seq: ++seq, time, payload, ...(committedAt === undefined ? {} : { committedAt }) }) as SessionEvent;
-const claim = (id: string, time: number, leaseMs = 1000) => ev('execution.claimed', time, time, { executionId: id, ownerId: 'own_a', expiresAt: time + leaseMs, leaseMs, assistantSeq: -1 });
+let a = session('ses_a');
+const claim = (id: string, time: number, leaseMs = 1000) => a.ev('execution.claimed', { executionId: id, ownerId: 'own_a', expiresAt: time + leaseMs, leaseMs, assistantSeq: -1 }, { time, committedAt: time });
 
 test('late writes - a renewal and a settle committed after the lease they were decided under: warnings with their lag, no violation', () => {
-  seq = 0;
+  a = session('ses_a');
   const log = [
-    claim('e1', 0),                                                                        // lease to 1000
-    ev('step.started', 100, 150, { executionId: 'e1', messageId: 'm', step: 0 }),           // on time
-    ev('execution.renewed', 900, 1700, { executionId: 'e1', expiresAt: 1900 }),             // decided live, landed 700 ms late
-    ev('execution.settled', 1800, 2000, { executionId: 'e1', outcome: 'succeeded' }),       // lease now 1900: 100 ms late
-    ev('step.ended', 1850, 5000, { executionId: 'e1', messageId: 'm', finish: 'stop' }),    // after the settle: the audit's business
+    claim('e1', 0),                                                                                                   // lease to 1000
+    a.ev('step.started', { executionId: 'e1', messageId: 'm', step: 0 }, { time: 100, committedAt: 150 }),           // on time
+    a.ev('execution.renewed', { executionId: 'e1', expiresAt: 1900 }, { time: 900, committedAt: 1700 }),             // decided live, landed 700 ms late
+    a.ev('execution.settled', { executionId: 'e1', outcome: 'succeeded' }, { time: 1800, committedAt: 2000 }),       // lease now 1900: 100 ms late
+    a.ev('step.ended', { executionId: 'e1', messageId: 'm', finish: 'stop' }, { time: 1850, committedAt: 5000 }),    // after the settle: the audit's business
   ];
   const late = lateWrites(log);
   assert.equal(late.map((w) => [w.seq, w.type, w.lagMs]), [[3, 'execution.renewed', 700], [4, 'execution.settled', 100]]);
@@ -25,12 +23,12 @@ test('late writes - a renewal and a settle committed after the lease they were d
 });
 
 test('late writes - events without a commit time, writes decided after expiry and other executions are not judged', () => {
-  seq = 0;
+  a = session('ses_a');
   const log = [
     claim('e1', 0),
-    ev('execution.renewed', 500, undefined, { executionId: 'e1', expiresAt: 1500 }),       // stored before commit times
-    ev('step.started', 2000, 2100, { executionId: 'e1', messageId: 'm', step: 0 }),         // decided after expiry: a violation, not a warning
-    ev('input.admitted', 100, 9000, { inputId: 'i1' }),                                     // not lease-bound
+    a.ev('execution.renewed', { executionId: 'e1', expiresAt: 1500 }, { time: 500 }),                                // stored before commit times
+    a.ev('step.started', { executionId: 'e1', messageId: 'm', step: 0 }, { time: 2000, committedAt: 2100 }),         // decided after expiry: a violation, not a warning
+    a.ev('input.admitted', { inputId: 'i1' }, { time: 100, committedAt: 9000 }),                                     // not lease-bound
   ];
   assert.equal(lateWrites(log), []);
   assert.equal(auditLog(log).map((v) => v.rule), ['write_after_expiry']);

@@ -2,17 +2,17 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { auditLiveness } from '../../src/audit/liveness.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
+import { session } from '../../src/testing/fixtures.ts';
 
-let seq = 0;
-const ev = (type: string, time: number, payload: Record<string, unknown>, sessionId = 'ses_a') => ({ id: `evt_${seq}`, type, version: 1, sessionId, seq: ++seq, time, payload }) as SessionEvent;
-const admit = (id: string, time: number, wake = true) => ev('input.admitted', time, { inputId: id, prompt: 'p', delivery: 'queue', wake, source: 'user' });
-const claim = (id: string, time: number) => ev('execution.claimed', time, { executionId: id, ownerId: 'own_a', expiresAt: time + 30_000, leaseMs: 30_000, assistantSeq: -1 });
-const promote = (input: string, exe: string, time: number) => ev('input.promoted', time, { inputId: input, executionId: exe });
-const settle = (exe: string, time: number) => ev('execution.settled', time, { executionId: exe, outcome: 'succeeded' });
+let a = session('ses_a');
+const admit = (id: string, time: number, wake = true) => a.ev('input.admitted', { inputId: id, prompt: 'p', delivery: 'queue', wake, source: 'user' }, { time });
+const claim = (id: string, time: number) => a.ev('execution.claimed', { executionId: id, ownerId: 'own_a', expiresAt: time + 30_000, leaseMs: 30_000, assistantSeq: -1 }, { time });
+const promote = (input: string, exe: string, time: number) => a.ev('input.promoted', { inputId: input, executionId: exe }, { time });
+const settle = (exe: string, time: number) => a.ev('execution.settled', { executionId: exe, outcome: 'succeeded' }, { time });
 const rules = (log: SessionEvent[], now: number, graceMs = 60_000) => auditLiveness(log, { now, graceMs }).map((v) => v.rule);
 
 test('liveness audit - a queued prompt left behind a settled turn is stranded once the grace has passed', () => {
-  seq = 0;
+  a = session('ses_a');
   const log = [admit('i1', 0), admit('i2', 0), claim('e1', 1), promote('i1', 'e1', 2), settle('e1', 1_000)];
   assert.equal(rules(log, 30_000), [], 'within the grace: not yet late');
   const late = auditLiveness(log, { now: 120_000, graceMs: 60_000 });
@@ -23,25 +23,25 @@ test('liveness audit - a queued prompt left behind a settled turn is stranded on
 });
 
 test('liveness audit - inputs without a wake, promoted inputs, and inputs behind a live execution are not stranded', () => {
-  seq = 0;
+  a = session('ses_a');
   assert.equal(rules([admit('i1', 0, false)], 999_999), [], 'wake: false waits for a wake by design');
-  seq = 0;
+  a = session('ses_a');
   assert.equal(rules([admit('i1', 0), claim('e1', 1), promote('i1', 'e1', 2), settle('e1', 3)], 999_999), []);
-  seq = 0;
+  a = session('ses_a');
   assert.equal(rules([admit('i1', 0), claim('e1', 100_000), promote('i1', 'e1', 100_001), admit('i2', 100_002)], 120_000), [], 'a live turn holds the queue');
 });
 
 test('liveness audit - an expired execution never recovered, a recovery never completed, a parked wake', () => {
-  seq = 0;
+  a = session('ses_a');
   const unrecovered = auditLiveness([admit('i1', 0), claim('e1', 1)], { now: 200_000, graceMs: 60_000 });
   assert.equal(unrecovered.map((v) => v.rule), ['unrecovered_execution']);
   assert.match(unrecovered[0]!.message, 'its lease expired at 1970-01-01T00:00:30.001Z');
-  seq = 0;
-  assert.equal(rules([admit('i1', 0), claim('e1', 1), ev('recovery.started', 40_000, { executionId: 'e1' })], 50_000, 0), ['recovery_incomplete', 'stranded_input']);
-  seq = 0;
-  const parked = [admit('i1', 0), claim('e1', 1), ev('recovery.started', 40_000, { executionId: 'e1' }), admit('inp_cont', 40_000),
-    ev('recovery.completed', 40_000, { executionId: 'e1', assistantMessageId: null, continuationInputId: 'inp_cont', phase: 'safe' }),
-    ev('recovery.wake_failed', 41_000, { executionId: 'e1', attempt: 5, error: { type: 'x', message: 'x' }, parked: true })];
+  a = session('ses_a');
+  assert.equal(rules([admit('i1', 0), claim('e1', 1), a.ev('recovery.started', { executionId: 'e1' }, { time: 40_000 })], 50_000, 0), ['recovery_incomplete', 'stranded_input']);
+  a = session('ses_a');
+  const parked = [admit('i1', 0), claim('e1', 1), a.ev('recovery.started', { executionId: 'e1' }, { time: 40_000 }), admit('inp_cont', 40_000),
+    a.ev('recovery.completed', { executionId: 'e1', assistantMessageId: null, continuationInputId: 'inp_cont', phase: 'safe' }, { time: 40_000 }),
+    a.ev('recovery.wake_failed', { executionId: 'e1', attempt: 5, error: { type: 'x', message: 'x' }, parked: true }, { time: 41_000 })];
   assert.equal(rules(parked, 200_000).sort(), ['stranded_input', 'stranded_input', 'wake_parked']);
 });
 

@@ -8,7 +8,7 @@ import { check, fromSqliteRows, fromStreamMessage, type Check, type RawEvent } f
 import { openEngine } from '../../src/engine.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { encodeBatch } from '../../src/nats/stream.ts';
-import type { SessionEvent } from '../../src/events/envelope.ts';
+import { committed, type Proto } from '../../src/testing/fixtures.ts';
 import { tempDir } from '../support/tmp.ts';
 
 async function cleanLog(): Promise<RawEvent[]> {
@@ -31,7 +31,7 @@ test('chaos checker - a clean log from a real engine has no findings, read from 
   const events = await cleanLog();
   assert.ok(events.length > 10);
   assert.equal(check(events, { quiescent: true }), []);
-  const asMessages = events.flatMap((e) => fromStreamMessage(encodeBatch([{ id: `evt_${e.seq}`, type: e.type, version: 1, sessionId: e.session, seq: e.seq, time: e.time, payload: e.payload } as SessionEvent])));
+  const asMessages = events.flatMap((e) => fromStreamMessage(encodeBatch([committed({ type: e.type, payload: e.payload } as Proto, { id: `evt_${e.seq}`, sessionId: e.session, seq: e.seq, time: e.time })])));
   assert.equal(asMessages, events, 'the stream layout decodes to the same events');
 });
 

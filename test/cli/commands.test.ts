@@ -7,7 +7,7 @@ import { echoRunner } from '../../src/runner/echo.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { eventImporter } from '../../src/storage/import-events.ts';
-import type { SessionEvent } from '../../src/events/envelope.ts';
+import { committed, ev, session } from '../../src/testing/fixtures.ts';
 import { runCli, startCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -56,8 +56,9 @@ test('cli check - a clean log passes; a log with two live owners fails with the 
   const bad = tmp.file('bad.db');
   const d = openDatabase(bad);
   migrate(d);
-  const claim = (seq: number, exe: string, owner: string, time: number): SessionEvent => ({ id: `evt_${seq}`, type: 'execution.claimed', version: 1, sessionId: 'ses_x', seq, time, payload: { executionId: exe, ownerId: owner, expiresAt: time + 30_000, leaseMs: 30_000, assistantSeq: -1 } });
-  eventImporter(d)([claim(1, 'exe_1', 'own_a', 1_000), claim(2, 'exe_2', 'own_b', 2_000)]);
+  const x = session('ses_x');
+  const claim = (exe: string, owner: string, time: number) => x.ev('execution.claimed', { executionId: exe, ownerId: owner, expiresAt: time + 30_000, leaseMs: 30_000, assistantSeq: -1 }, { time });
+  eventImporter(d)([claim('exe_1', 'own_a', 1_000), claim('exe_2', 'own_b', 2_000)]);
   d.close();
   const r = await runCli(['check', '--db', bad]);
   assert.is(r.code, 1);
@@ -71,7 +72,7 @@ test('cli check - a prompt nobody ran is reported as stranded (liveness), with r
   const d = openDatabase(db);
   migrate(d);
   const at = Date.UTC(2026, 0, 2, 3, 4, 5);
-  eventImporter(d)([{ id: 'evt_s1', type: 'input.admitted', version: 1, sessionId: 'ses_s', seq: 1, time: at, payload: { inputId: 'inp_lost', prompt: 'anyone?', delivery: 'queue', wake: true, source: 'user' } } as SessionEvent]);
+  eventImporter(d)([session('ses_s').ev('input.admitted', { inputId: 'inp_lost', prompt: 'anyone?', delivery: 'queue', wake: true, source: 'user' }, { time: at })]);
   d.close();
   const r = await runCli(['check', '--db', db]);
   assert.is(r.code, 1, r.stdout + r.stderr);
@@ -117,10 +118,7 @@ test('cli export - warns when a session starts past seq 1 or jumps, and when the
   const db = tmp.file('holes.db');
   const d = openDatabase(db);
   migrate(d);
-  const admitted = (sessionId: string, seq: number): SessionEvent => ({
-    id: `evt_${sessionId}_${seq}`, type: 'input.admitted', version: 1, sessionId, seq, time: 1_000 + seq,
-    payload: { inputId: `inp_${seq}`, prompt: `p${seq}`, delivery: 'queue', wake: false },
-  } as SessionEvent);
+  const admitted = (sessionId: string, seq: number) => committed(ev('input.admitted', { inputId: `inp_${seq}`, prompt: `p${seq}`, delivery: 'queue', wake: false }), { sessionId, seq, time: 1_000 + seq });
   const seqs = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
   eventImporter(d)(seqs(17).map((n) => admitted('ses_late', n)));
   eventImporter(d)(seqs(5).map((n) => admitted('ses_gap', n)));

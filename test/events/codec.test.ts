@@ -2,32 +2,15 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { decodeEvent, encodeEvent, pack, parseDraft, parsePayload, DEFAULT_MAX_PAYLOAD_BYTES } from '../../src/events/codec.ts';
 import { catalog, durableEventTypes, liveOnlyEventTypes } from '../../src/events/catalog.ts';
-import type { SessionEvent } from '../../src/events/envelope.ts';
-import { ErrorCode, SessiondError } from '../../src/errors.ts';
+import { ErrorCode } from '../../src/errors.ts';
+import { committed, draft, ev, expectCode } from '../../src/testing/fixtures.ts';
 import { spawnSync } from 'node:child_process';
 import { Packr } from 'msgpackr';
 
 /** Debian's python3, where python3-msgpack installs (not a pyenv python earlier on the PATH). */
 const PYTHON = '/usr/bin/python3';
 
-const claimed: SessionEvent = {
-  id: 'evt_1', type: 'execution.claimed', version: 1, sessionId: 'ses_a', seq: 1, time: 1000,
-  payload: { executionId: 'exe_1', ownerId: 'own_1', expiresAt: 31_000, leaseMs: 30_000, assistantSeq: -1 },
-};
-
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    assert.instance(err, SessiondError, 'a typed SessiondError');
-    return (err as SessiondError).code;
-  }
-  throw new Error('expected a throw');
-}
-function messageOf(fn: () => unknown): string {
-  try { fn(); } catch (err) { return (err as Error).message; }
-  throw new Error('expected a throw');
-}
+const claimed = committed(ev('execution.claimed', { executionId: 'exe_1', ownerId: 'own_1', expiresAt: 31_000, leaseMs: 30_000, assistantSeq: -1 }), { id: 'evt_1', sessionId: 'ses_a', seq: 1, time: 1000 });
 
 test('codec - round-trips an event through msgpack as a plain map', () => {
   const bytes = encodeEvent(claimed);
@@ -37,48 +20,44 @@ test('codec - round-trips an event through msgpack as a plain map', () => {
 });
 
 test('codec - bad bytes are a decode_failed error, never a crash', () => {
-  assert.is(codeOf(() => decodeEvent(new Uint8Array([0x92, 0x01]))), ErrorCode.DecodeFailed);
-  assert.is(codeOf(() => decodeEvent(new Uint8Array([0xc1]))), ErrorCode.DecodeFailed);
-  assert.is(codeOf(() => decodeEvent(pack([1, 2, 3]))), ErrorCode.DecodeFailed);
-  assert.match(messageOf(() => decodeEvent(pack({ id: 'x' }))), 'is not a valid sessiond event: it lacks id or sessionId');
+  expectCode(() => decodeEvent(new Uint8Array([0x92, 0x01])), ErrorCode.DecodeFailed);
+  expectCode(() => decodeEvent(new Uint8Array([0xc1])), ErrorCode.DecodeFailed);
+  expectCode(() => decodeEvent(pack([1, 2, 3])), ErrorCode.DecodeFailed);
+  expectCode(() => decodeEvent(pack({ id: 'x' })), ErrorCode.DecodeFailed, 'is not a valid sessiond event: it lacks id or sessionId');
 });
 
 test('codec - an unknown type says which and what to do', () => {
   const bytes = pack({ ...claimed, type: 'execution.exploded' });
-  assert.is(codeOf(() => decodeEvent(bytes)), ErrorCode.UnknownEventType);
-  assert.match(messageOf(() => decodeEvent(bytes)), '"execution.exploded"');
+  expectCode(() => decodeEvent(bytes), ErrorCode.UnknownEventType, '"execution.exploded"');
 });
 
 test('codec - a version this build cannot read is refused', () => {
   const bytes = pack({ ...claimed, version: 7 });
-  assert.is(codeOf(() => decodeEvent(bytes)), ErrorCode.UnsupportedEventVersion);
-  assert.match(messageOf(() => decodeEvent(bytes)), 'version 7');
+  expectCode(() => decodeEvent(bytes), ErrorCode.UnsupportedEventVersion, 'version 7');
 });
 
 test('codec - a payload failing its schema names the field', () => {
   const bytes = pack({ ...claimed, payload: { ...claimed.payload, expiresAt: 'soon' } });
-  assert.is(codeOf(() => decodeEvent(bytes)), ErrorCode.InvalidPayload);
-  assert.match(messageOf(() => decodeEvent(bytes)), 'expiresAt');
+  expectCode(() => decodeEvent(bytes), ErrorCode.InvalidPayload, 'expiresAt');
 });
 
 test('codec - an invalid session id in a frame is refused', () => {
   const bytes = pack({ ...claimed, sessionId: 'ses.a' });
-  assert.is(codeOf(() => decodeEvent(bytes)), ErrorCode.InvalidId);
+  expectCode(() => decodeEvent(bytes), ErrorCode.InvalidId);
 });
 
 test('codec - payloads over the size limit get a clear error', () => {
   const big = 'x'.repeat(DEFAULT_MAX_PAYLOAD_BYTES + 10);
-  const draft = { id: 'evt_2', type: 'text.completed' as const, time: 1, payload: { executionId: 'e', messageId: 'm', partId: 'p', text: big } };
-  assert.is(codeOf(() => parseDraft(draft)), ErrorCode.PayloadTooLarge);
-  assert.match(messageOf(() => parseDraft(draft)), `limit of ${DEFAULT_MAX_PAYLOAD_BYTES} bytes`);
-  assert.is(codeOf(() => parseDraft({ ...draft, payload: { ...draft.payload, text: 'small' } }, 10)), ErrorCode.PayloadTooLarge);
+  const large = draft(ev('text.completed', { executionId: 'e', messageId: 'm', partId: 'p', text: big }), { id: 'evt_2', time: 1 });
+  expectCode(() => parseDraft(large), ErrorCode.PayloadTooLarge, `limit of ${DEFAULT_MAX_PAYLOAD_BYTES} bytes`);
+  expectCode(() => parseDraft({ ...large, payload: { ...large.payload, text: 'small' } }, 10), ErrorCode.PayloadTooLarge);
 });
 
 test('codec - drafts get schema defaults applied and are validated', () => {
-  const d = parseDraft({ id: 'evt_3', type: 'input.admitted', time: 5, payload: { inputId: 'in_1', prompt: 'hi', delivery: 'queue', wake: true } });
+  const d = parseDraft(draft(ev('input.admitted', { inputId: 'in_1', prompt: 'hi', delivery: 'queue', wake: true }), { id: 'evt_3', time: 5 }));
   assert.equal(d.payload, { inputId: 'in_1', prompt: 'hi', delivery: 'queue', wake: true, source: 'user' });
-  assert.is(codeOf(() => parseDraft({ id: 'evt_4', type: 'input.admitted', time: 5, payload: { inputId: 'in_1', prompt: 'hi', delivery: 'later', wake: true } } as never)), ErrorCode.InvalidPayload);
-  assert.is(codeOf(() => parseDraft({ id: 'evt 5', type: 'execution.started', time: 5, payload: { executionId: 'e' } })), ErrorCode.InvalidId);
+  expectCode(() => parseDraft(draft(ev('input.admitted', { inputId: 'in_1', prompt: 'hi', delivery: 'later' as never, wake: true }), { id: 'evt_4', time: 5 })), ErrorCode.InvalidPayload);
+  expectCode(() => parseDraft(draft(ev('execution.started', { executionId: 'e' }), { id: 'evt 5', time: 5 })), ErrorCode.InvalidId);
 });
 
 test('catalog - every type has a version and schema; text deltas are live-only', () => {
@@ -120,7 +99,6 @@ test('catalog - who writes each type is a flag of the catalog: the machine\'s ru
   assert.equal([...ownerEventTypes].filter((t) => !runnerEventTypes.has(t)).sort(), ['execution.renewed', 'execution.settled', 'execution.started']);
 });
 
-test.run();
 
 test('codec - integers beyond 32 bits (times, expiries) are msgpack int64, never float64; old float64 times still read', () => {
   const event = { ...claimed, time: 1_796_056_745_917, payload: { ...claimed.payload, expiresAt: 1_796_056_775_917 } };
@@ -147,3 +125,5 @@ test('codec - another language reads the wire format with stock msgpack: Python 
   assert.is(python.status, 0, `${PYTHON} with python3-msgpack (apt-get install -y python3-msgpack; .ci/run installs it): ${String(python.stderr)}`);
   assert.equal(JSON.parse(String(python.stdout)), { time: ['int', 1_796_056_745_917], expiresAt: ['int', 2 ** 40], seq: 'int' });
 });
+
+test.run();

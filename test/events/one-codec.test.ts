@@ -17,8 +17,9 @@ import { openDatabase } from '../../src/storage/sqlite.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
 import { tempDir } from '../support/tmp.ts';
+import { committed, draft, ev, expectCode } from '../../src/testing/fixtures.ts';
 
-const good = { id: 'evt_1', type: 'input.admitted', version: 1, sessionId: 'ses_c', seq: 1, time: 1_700_000_000_000, payload: { inputId: 'inp_1', prompt: 'hi', delivery: 'queue', wake: true, source: 'user' } };
+const good = committed(ev('input.admitted', { inputId: 'inp_1', prompt: 'hi', delivery: 'queue', wake: true, source: 'user' }), { id: 'evt_1', sessionId: 'ses_c', seq: 1, time: 1_700_000_000_000 });
 
 /** The code each path throws for `frame` (or 'ok'). */
 function codes(frame: Record<string, unknown>): Record<string, string> {
@@ -47,15 +48,12 @@ test('one codec - a SQLite row goes through the same checks: a row changed behin
   const db = openDatabase(tmp.file('rows.db'));
   migrate(db);
   const log = new SqliteEventLog(db);
-  await log.append('ses_c', 0, [{ id: 'evt_1', type: 'input.admitted', time: 1, payload: { inputId: 'inp_1', prompt: 'hi', delivery: 'queue', wake: true } }]);
+  await log.append('ses_c', 0, [draft(ev('input.admitted', { inputId: 'inp_1', prompt: 'hi', delivery: 'queue', wake: true }), { id: 'evt_1', time: 1 })]);
   assert.is((await log.readSession('ses_c'))[0]!.type, 'input.admitted');
   db.prepare('UPDATE event SET data = ? WHERE id = ?').run(Buffer.from(pack({ inputId: 'inp_1', prompt: 42 })), 'evt_1');
-  const err = await log.readSession('ses_c').then(() => undefined, (e: unknown) => e);
-  assert.ok(isSessiondError(err, ErrorCode.InvalidPayload), `refused: ${String(err)}`);
-  assert.match((err as Error).message, 'Event row 1 (session ses_c, seq 1) is not a valid sessiond event');
+  await expectCode(log.readSession('ses_c'), ErrorCode.InvalidPayload, 'Event row 1 (session ses_c, seq 1) is not a valid sessiond event');
   db.prepare('UPDATE event SET type = ? WHERE id = ?').run('input.exploded', 'evt_1');
-  const unknown = await log.readSession('ses_c').then(() => undefined, (e: unknown) => e);
-  assert.ok(isSessiondError(unknown, ErrorCode.UnknownEventType));
+  await expectCode(log.readSession('ses_c'), ErrorCode.UnknownEventType);
   await log.close();
   db.close();
   tmp.remove();
@@ -75,13 +73,7 @@ test('one codec - the upcaster seam: a version-1 payload is brought up to versio
   assert.is((current.payload as { text: string }).text, 'new');
   // no upcaster from a version: refused, saying so
   const noWay: EventCatalog = { ...events, 'input.admitted': { ...events['input.admitted']!, upcasters: {} } };
-  try {
-    eventFromFrame(good, { describe: 'a v1 frame', events: noWay });
-    assert.unreachable('a v1 payload without an upcaster is refused');
-  } catch (err) {
-    assert.ok(isSessiondError(err, ErrorCode.UnsupportedEventVersion));
-    assert.match((err as Error).message, 'no upcaster from version 1');
-  }
+  expectCode(() => eventFromFrame(good, { describe: 'a v1 frame', events: noWay }), ErrorCode.UnsupportedEventVersion, 'no upcaster from version 1'); // a v1 payload without an upcaster is refused
 });
 
 test.run();

@@ -11,11 +11,10 @@ import { CorruptExportError, EXPORT_READ_CHUNK_BYTES as CHUNK, ExportWriter, rea
 import { encodeEvent } from '../../src/events/codec.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { tempDir } from '../support/tmp.ts';
+import { committed, ev } from '../../src/testing/fixtures.ts';
 
-const admitted = (i: number, prompt: string): SessionEvent => ({
-  id: `evt_${i}`, type: 'input.admitted', version: 1, sessionId: 'ses_x', seq: i + 1, time: 1000 + i,
-  payload: { inputId: `inp_${i}`, prompt, delivery: 'queue', wake: true, source: 'user' },
-});
+const admitted = (i: number, prompt: string): SessionEvent =>
+  committed(ev('input.admitted', { inputId: `inp_${i}`, prompt, delivery: 'queue', wake: true, source: 'user' }), { id: `evt_${i}`, sessionId: 'ses_x', seq: i + 1, time: 1000 + i });
 const frameBytes = (e: SessionEvent) => 4 + encodeEvent(e).byteLength;
 
 /** The file offsets of the event frames (frame 1 first), read from the length prefixes. */
@@ -136,7 +135,7 @@ test('chunked read - a corrupt frame after a boundary stops the read at that fra
   const { got, error } = await read(file);
   assert.instance(error, CorruptExportError);
   assert.equal([error!.offset, error!.frame], [victim, events.length - 1]);
-  assert.match(error!.message, 'not valid msgpack');
+  assert.match(error!.message, 'invalid msgpack');
   assert.equal(got, events.slice(0, -2));
   tmp.remove();
 });

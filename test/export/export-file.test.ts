@@ -4,11 +4,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { ExportWriter, readExport, CorruptExportError } from '../../src/export/export-file.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { tempDir } from '../support/tmp.ts';
+import { committed, ev } from '../../src/testing/fixtures.ts';
 
-const events: SessionEvent[] = Array.from({ length: 5 }, (_, i) => ({
-  id: `evt_${i}`, type: 'input.admitted', version: 1, sessionId: 'ses_x', seq: i + 1, time: 1000 + i,
-  payload: { inputId: `inp_${i}`, prompt: `prompt ${i}`, delivery: 'queue', wake: true, source: 'user' },
-}));
+const events: SessionEvent[] = Array.from({ length: 5 }, (_, i) =>
+  committed(ev('input.admitted', { inputId: `inp_${i}`, prompt: `prompt ${i}`, delivery: 'queue', wake: true, source: 'user' }), { id: `evt_${i}`, sessionId: 'ses_x', seq: i + 1, time: 1000 + i }));
 
 async function writeFile(file: string) {
   const w = await ExportWriter.create(file, { created: 1, source: 'test', events: events.length });

@@ -15,15 +15,17 @@ import { ExportWriter, readExport } from '../../src/export/export-file.ts';
 import { SessiondError } from '../../src/errors.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { tempDir } from '../support/tmp.ts';
+import { committed, ev } from '../../src/testing/fixtures.ts';
 
 const RUNS = 2_000;
 const SEED = 20261130;
 
+const at = (seq: number) => ({ id: `evt_${seq}`, sessionId: 'ses_f', seq, time: 1_796_056_745_916 + seq });
 const events: SessionEvent[] = [
-  { id: 'evt_1', type: 'input.admitted', version: 1, sessionId: 'ses_f', seq: 1, time: 1_796_056_745_917, payload: { inputId: 'inp_1', prompt: 'hello', delivery: 'queue', wake: true, source: 'user' } },
-  { id: 'evt_2', type: 'execution.claimed', version: 1, sessionId: 'ses_f', seq: 2, time: 1_796_056_745_918, payload: { executionId: 'exe_1', ownerId: 'own_1', expiresAt: 1_796_056_775_918, leaseMs: 30_000, assistantSeq: -1 } },
-  { id: 'evt_3', type: 'tool.called', version: 1, sessionId: 'ses_f', seq: 3, time: 1_796_056_745_919, payload: { executionId: 'exe_1', messageId: 'msg_1', callId: 'call_1', name: 'send', input: { to: ['bob', 1, null] }, durable: true, idempotencyKey: 'k' } },
-] as SessionEvent[];
+  committed(ev('input.admitted', { inputId: 'inp_1', prompt: 'hello', delivery: 'queue', wake: true, source: 'user' }), at(1)),
+  committed(ev('execution.claimed', { executionId: 'exe_1', ownerId: 'own_1', expiresAt: 1_796_056_775_918, leaseMs: 30_000, assistantSeq: -1 }), at(2)),
+  committed(ev('tool.called', { executionId: 'exe_1', messageId: 'msg_1', callId: 'call_1', name: 'send', input: { to: ['bob', 1, null] }, durable: true, idempotencyKey: 'k' }), at(3)),
+];
 
 /** Valid bytes with some bytes changed, some cut off or some added. */
 const mutated = (valid: Uint8Array) => fc.tuple(

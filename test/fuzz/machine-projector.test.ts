@@ -12,22 +12,16 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
-import { decide, evolve, initialSnapshot, stateOf, type SessionSnapshot } from '../../src/machines/decider.ts';
-import type { Command, ProtoEvent } from '../../src/machines/commands.ts';
+import { decide, initialSnapshot, stateOf } from '../../src/machines/decider.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { SessiondError } from '../../src/errors.ts';
 import { projectionHash } from '../../src/projector/rebuild.ts';
 import { setup } from '../projector/support.ts';
+import { commit } from '../support/decider-spec.ts';
+import { stream } from '../../src/testing/fixtures.ts';
 import { command, ids, now, protoEvent } from '../support/arbitraries.ts';
 
 const SEED = 20261130;
-let n = 0;
-function commit(snap: SessionSnapshot, events: ProtoEvent[], time: number): SessionSnapshot {
-  for (const p of events) {
-    snap = evolve(snap, { id: `evt_${++n}`, type: p.type, version: 1, sessionId: snap.context.sessionId, seq: snap.context.seq + 1, time, payload: p.payload } as SessionEvent);
-  }
-  return snap;
-}
 
 test('fuzz - the machine decides 1,000 random sequences of up to 40 commands without throwing, and never accepts a second owner', () => {
   let accepted = 0;
@@ -39,7 +33,7 @@ test('fuzz - the machine decides 1,000 random sequences of up to 40 commands wit
       if (!d.ok) continue;
       accepted++;
       if (c.type === 'claim' && inProgress) throw new Error(`a claim was accepted while execution ${snap.context.execution?.id} was in progress`);
-      snap = commit(snap, d.events, c.now);
+      snap = commit(snap, d.events, c.now).snapshot;
     }
   }), { numRuns: 1_000, seed: SEED });
   assert.ok(accepted > 300, `the generator reaches accepted commands too (${accepted})`);
@@ -59,12 +53,8 @@ test('fuzz - the projector applies 500 random event streams in random batches: e
   let applied = 0;
   fc.assert(fc.property(fc.array(sessionEvent(['ses_a', 'ses_b']), { maxLength: 30 }), fc.array(fc.integer({ min: 1, max: 6 }), { minLength: 1, maxLength: 10 }), fc.boolean(), (raw, cuts, shuffle) => {
     const { db, projector } = setup();
-    const seqs = new Map<string, number>();
-    let events = raw.map(([sessionId, p], i) => {
-      const seq = (seqs.get(sessionId) ?? 0) + 1;
-      seqs.set(sessionId, seq);
-      return { id: `evt_${i}`, type: p.type, version: 1, sessionId, seq, time: 1000 * (i + 1), payload: p.payload, position: i + 1 } as SessionEvent;
-    });
+    const s = stream();
+    let events: SessionEvent[] = raw.map(([sessionId, p], i) => s.commit(sessionId, p, { id: `evt_${i}` }));
     if (shuffle && events.length > 2) events = [events[1]!, events[0]!, ...events.slice(2)]; // an out-of-order pair
     for (let at = 0, k = 0; at < events.length; k++) {
       const batch = events.slice(at, at + cuts[k % cuts.length]!);

@@ -11,7 +11,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import { decide, decideByMachine, evolve, evolveByMachine, hydrate, initialSnapshot, type SessionSnapshot } from '../../src/machines/decider.ts';
-import type { SessionEvent } from '../../src/events/envelope.ts';
+import { committed } from '../../src/testing/fixtures.ts';
 import type { Command } from '../../src/machines/commands.ts';
 import { sessionMachine } from '../../src/machines/session-machine.ts';
 import { openEngine } from '../../src/engine.ts';
@@ -32,12 +32,11 @@ test('fold equivalence - 2,000 random command sequences fold to the same state a
   fc.assert(fc.property(fc.array(command, { maxLength: 60 }), (commands) => {
     let fast: SessionSnapshot = initialSnapshot('ses_eq');
     let slow: SessionSnapshot = fast;
-    let n = 0;
     for (const c of [...OPENING, ...commands]) {
       const d = decide(fast, c);
       if (!d.ok) continue;
       for (const p of d.events) {
-        const e = { id: `evt_${++n}`, type: p.type, version: 1, sessionId: 'ses_eq', seq: fast.context.seq + 1, time: c.now, payload: p.payload } as SessionEvent;
+        const e = committed(p, { sessionId: 'ses_eq', seq: fast.context.seq + 1, time: c.now });
         fast = evolve(fast, e);
         slow = evolveByMachine(slow, e);
         folded++;
@@ -59,14 +58,13 @@ test('decide equivalence - 2,000 random command sequences: every command decided
   for (const machine of [sessionMachine, lenient]) {
     fc.assert(fc.property(fc.array(command, { maxLength: 60 }), (commands) => {
       let snap: SessionSnapshot = initialSnapshot('ses_eq');
-      let n = 0;
       for (const c of [...OPENING, ...commands]) {
         const fast = decide(snap, c, machine);
         assert.equal(fast, decideByMachine(snap, c, machine), `${c.type} in ${snap.value}`);
         decided++;
         if (!fast.ok) { reasons.add(fast.reason); continue; }
         for (const p of fast.events) {
-          snap = evolveByMachine(snap, { id: `evt_${++n}`, type: p.type, version: 1, sessionId: 'ses_eq', seq: snap.context.seq + 1, time: c.now, payload: p.payload } as SessionEvent, machine);
+          snap = evolveByMachine(snap, committed(p, { sessionId: 'ses_eq', seq: snap.context.seq + 1, time: c.now }), machine);
         }
       }
     }), { numRuns: 1_000, seed: 20261130 });

@@ -8,11 +8,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { emit, fromTransition } from 'xstate';
 import { getShortestPaths } from '@xstate/graph';
-import { decide, evolve, initialSnapshot, stateOf, type SessionSnapshot } from '../../src/machines/decider.ts';
+import { decide, initialSnapshot, stateOf, type SessionSnapshot } from '../../src/machines/decider.ts';
 import { decisionFor, sessionMachine } from '../../src/machines/session-machine.ts';
 import type { Command } from '../../src/machines/commands.ts';
-import type { SessionEvent } from '../../src/events/envelope.ts';
 import { leaseLive } from '../../src/machines/session-context.ts';
+import { commit } from '../support/decider-spec.ts';
 
 const LEASE = 30_000;
 const TICK = 15_000;
@@ -82,17 +82,13 @@ function check(before: Model, command: Command, after: SessionSnapshot): string[
 }
 
 function modelLogic(machine = sessionMachine) {
-  let n = 0;
   return fromTransition((m: Model, step: Step): Model => {
     if (step.type === 'tick') return m.now + TICK > MAX_TIME ? m : { ...m, now: m.now + TICK };
     const command = commandFor(m, step);
     if (!command) return m;
     const d = decide(m.snap, command, machine);
     if (!d.ok) return m;
-    let snap = m.snap;
-    for (const p of d.events) {
-      snap = evolve(snap, { id: `evt_${++n}`, type: p.type, version: 1, sessionId: 'ses_model', seq: snap.context.seq + 1, time: m.now, payload: p.payload } as SessionEvent, machine);
-    }
+    const { snapshot: snap } = commit(m.snap, d.events, m.now, machine);
     const violations = [...m.violations, ...check(m, command, snap)];
     const mine = command.type === 'claim' ? { ...m.mine, [command.ownerId]: command.executionId } : m.mine;
     const cancelled = command.type === 'cancel' ? [...m.cancelled, snap.context.execution!.id] : m.cancelled;

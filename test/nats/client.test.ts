@@ -11,6 +11,7 @@ import type { InvalidLiveMessage } from '../../src/nats/client.ts';
 import { subjects } from '../../src/nats/subjects.ts';
 import { CLIENT, OBSERVER } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
+import { ev, live } from '../../src/testing/fixtures.ts';
 import { natsWorld, sessionId, until, type NatsWorld } from './helpers.ts';
 
 const s = suite<{ world: NatsWorld }>('NATS client');
@@ -19,7 +20,7 @@ s.after.each(async (ctx) => { await ctx.world.reset(); });
 s.after(async (ctx) => { await ctx.world.dispose(); });
 
 const step = (sessionId: string, n: number, extra: Record<string, unknown> = {}) => ({
-  id: `evt_${sessionId}_${n}`, type: 'step.started' as const, sessionId, time: 1000 + n, payload: { executionId: 'exe_1', messageId: `msg_${n}`, step: n }, ...extra,
+  ...live(ev('step.started', { executionId: 'exe_1', messageId: `msg_${n}`, step: n }), { id: `evt_${sessionId}_${n}`, sessionId, time: 1000 + n }), ...extra,
 });
 
 s('client subscribe - an undecodable live message is reported with its subject (and seq) and skipped; valid ones keep coming', async ({ world }) => {
@@ -73,7 +74,7 @@ s('client subscribe - a committed event published by several workers is delivere
   for (const n of [1, 2, 2, 1, 3]) bus.publish(committed(n)); // a second, slower republisher repeats 2 and 1
   bus.publish(step(id, 9)); // live-only events are never deduplicated
   bus.publish(step(id, 9));
-  bus.publish({ id: 'evt_tool', type: 'tool.started', sessionId: id, time: 1, payload: { executionId: 'exe_1', messageId: 'msg_1', callId: 'call_1' } });
+  bus.publish(live(ev('tool.started', { executionId: 'exe_1', messageId: 'msg_1', callId: 'call_1' }), { id: 'evt_tool', sessionId: id, time: 1 }));
   await until(all, (e) => e.type === 'tool.started', 'the last event');
   assert.equal(all.map((e) => e.seq ?? e.type), [1, 2, 3, 'step.started', 'step.started', 'tool.started']);
   assert.is(sub.stats.duplicates, 2);

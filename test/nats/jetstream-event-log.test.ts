@@ -10,6 +10,7 @@ import { STREAM_NAME } from '../../src/nats/subjects.ts';
 import { eventLogContract } from '../../src/testing/event-log-contract.ts';
 import { startNatsServer, ADMIN, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
+import { draft, ev } from '../../src/testing/fixtures.ts';
 import { lateWrites } from '../../src/audit/late-writes.ts';
 import { runCli } from '../support/cli.ts';
 
@@ -57,9 +58,9 @@ late('an append published during an outage lands after the lease: committedAt sh
     const leaseMs = 1000;
     const claimedAt = Date.now();
     const expiresAt = claimedAt + leaseMs;
-    await log.append(ses, 0, [{ id: 'evt_outage_claim', type: 'execution.claimed', time: claimedAt, payload: { executionId: 'exe_outage', ownerId: 'own_outage', expiresAt, leaseMs, assistantSeq: -1 } }]);
+    await log.append(ses, 0, [draft(ev('execution.claimed', { executionId: 'exe_outage', ownerId: 'own_outage', expiresAt, leaseMs, assistantSeq: -1 }), { id: 'evt_outage_claim', time: claimedAt })]);
     const decidedAt = Date.now();
-    const renewal = { id: 'evt_outage_renew', type: 'execution.renewed', time: decidedAt, payload: { executionId: 'exe_outage', expiresAt: decidedAt + leaseMs } } as const;
+    const renewal = draft(ev('execution.renewed', { executionId: 'exe_outage', expiresAt: decidedAt + leaseMs }), { id: 'evt_outage_renew', time: decidedAt });
     const pid = own.pid!;
     process.kill(pid, 'SIGSTOP');
     let appended;

@@ -6,7 +6,6 @@ import * as assert from 'uvu/assert';
 import { jetstream, jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
 import { millis } from '@nats-io/transport-node';
 import { ErrorCode, isSessiondError } from '../../src/errors.ts';
-import { catalog } from '../../src/events/catalog.ts';
 import { parseDraft } from '../../src/events/codec.ts';
 import type { DraftEvent, SessionEvent } from '../../src/events/envelope.ts';
 import { SequenceConflictError } from '../../src/events/event-log.ts';
@@ -17,6 +16,7 @@ import { STREAM_NAME, subjects } from '../../src/nats/subjects.ts';
 import { admitted, started } from '../../src/testing/event-log-contract.ts';
 import { freePort, startNatsServer, ADMIN, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
+import { committed } from '../../src/testing/fixtures.ts';
 
 const s = suite<{ server: NatsServer; logs: JetStreamEventLog[] }>('JetStream event log: reconnects, retries, conflicts, permissions');
 let n = 0;
@@ -98,7 +98,7 @@ s('a retried append (lost ack) returns the committed events and writes nothing t
   const id3 = ses();
   const batch3 = [admitted('z1'), admitted('z2')];
   await other.lastSeq(id3); // other caches "empty session"
-  const stored = batch3.map((d, i) => ({ ...parseDraft(d), version: catalog[d.type].version, sessionId: id3, seq: i + 1 }) as SessionEvent);
+  const stored = batch3.map((d) => parseDraft(d)).map((d, i) => committed(d, { id: d.id, sessionId: id3, seq: i + 1, time: d.time }));
   const ack = await jetstream(log.nc).publish(subjects.events(id3), encodeBatch(stored), { msgID: batch3[0]!.id, expect: { lastSubjectSequence: 0 } });
   const retried = await other.append(id3, 0, batch3);
   assert.equal(ids(retried), ids(batch3 as unknown as SessionEvent[]));

@@ -9,6 +9,7 @@ import { decodeLiveEvent, encodeLiveEvent, NatsLiveBus, type LiveMessage } from 
 import { STREAM_NAME, subjects } from '../../src/nats/subjects.ts';
 import { pack } from '../../src/events/codec.ts';
 import { CLIENT } from '../../src/testing/nats-server.ts';
+import { committed, ev, live } from '../../src/testing/fixtures.ts';
 import { collect, natsWorld, sessionId, until, type NatsWorld } from './helpers.ts';
 
 const s = suite<{ world: NatsWorld }>('NATS live bus');
@@ -76,7 +77,7 @@ s('live bus - deltas never reach the durable stream, which stores only sessiond.
 s('live bus - publishing never throws into the runner, even on a closed connection', async ({ world }) => {
   const nc = await world.connect();
   const bus = new NatsLiveBus(nc, { onError: () => {} });
-  const event = { id: 'evt_x', type: 'text.delta', sessionId: 'ses_closed', time: 1, payload: { executionId: 'exe_1', messageId: 'msg_1', partId: 'prt_1', delta: 'x' } } as const;
+  const event = live(ev('text.delta', { executionId: 'exe_1', messageId: 'msg_1', partId: 'prt_1', delta: 'x' }), { id: 'evt_x', sessionId: 'ses_closed', time: 1 });
   bus.publish(event);
   await nc.close();
   bus.publish(event);
@@ -85,7 +86,7 @@ s('live bus - publishing never throws into the runner, even on a closed connecti
 });
 
 s('live wire format - round trip, and every kind of bad message refused with a clear code', () => {
-  const event = { id: 'evt_1', type: 'step.started', sessionId: 'ses_w', time: 5, seq: 3, position: 9, version: 1, payload: { executionId: 'exe_1', messageId: 'msg_1', step: 0 } } as const;
+  const event = committed(ev('step.started', { executionId: 'exe_1', messageId: 'msg_1', step: 0 }), { id: 'evt_1', sessionId: 'ses_w', seq: 3, time: 5, position: 9 });
   const subject = subjects.live('ses_w', 'step.started');
   assert.equal(decodeLiveEvent(encodeLiveEvent(event), subject), event);
   const refused = (data: Uint8Array, on = subject) => { try { decodeLiveEvent(data, on); return undefined; } catch (err) { return err; } };

@@ -11,8 +11,7 @@ import * as assert from 'uvu/assert';
 import { jetstream } from '@nats-io/jetstream';
 import { errors as natsErrors, type NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, isSessiondError } from '../../src/errors.ts';
-import { catalog } from '../../src/events/catalog.ts';
-import type { SessionEvent } from '../../src/events/envelope.ts';
+import { committed, ev, live } from '../../src/testing/fixtures.ts';
 import { startCommandService } from '../../src/nats/command-service.ts';
 import { CommandFailureCode, isCommandError } from '../../src/nats/commands.ts';
 import { isPermissionError } from '../../src/nats/connection.ts';
@@ -31,11 +30,7 @@ const DEADLINE_MS = 5000;
 
 /** A forged lease: an `execution.claimed` batch that would make `owner` the session's owner. */
 function forgedClaim(id: string, seq: number): Uint8Array {
-  const event = {
-    id: `evt_forged_${seq}`, type: 'execution.claimed', version: catalog['execution.claimed'].version, sessionId: id, seq, time: 1,
-    payload: { executionId: 'exe_forged', ownerId: 'own_mallory', expiresAt: 9_999_999_999_999, leaseMs: 30_000, assistantSeq: -1 },
-  } as SessionEvent;
-  return encodeBatch([event]);
+  return encodeBatch([committed(ev('execution.claimed', { executionId: 'exe_forged', ownerId: 'own_mallory', expiresAt: 9_999_999_999_999, leaseMs: 30_000, assistantSeq: -1 }), { id: `evt_forged_${seq}`, sessionId: id, seq, time: 1 })]);
 }
 
 for (const [name, user] of [['client', CLIENT], ['observer', OBSERVER]] as [string, User][]) {
@@ -93,7 +88,7 @@ s('permissions - the client may send commands, subscribe to live subjects and re
   const receipt = await client.admit(id, { prompt: 'allowed', wake: false });
   assert.is(receipt.admittedSeq, 1);
   assert.is((await client.status(id)).pending.length, 1);
-  new NatsLiveBus(workerNc).publish({ id: 'evt_live', type: 'execution.started', sessionId: id, time: 1, payload: { executionId: 'exe_1' } });
+  new NatsLiveBus(workerNc).publish(live(ev('execution.started', { executionId: 'exe_1' }), { id: 'evt_live', sessionId: id, time: 1 }));
   await until(seen, (e) => e.id === 'evt_live', 'the live event');
   assert.equal((await client.replay({ sessionId: id })).map((e) => e.type), ['input.admitted']);
 });
@@ -119,7 +114,7 @@ s('permissions - the observer may subscribe and replay but not send commands', a
   const observer = await world.client(OBSERVER);
   const seen: LiveMessage[] = [];
   await observer.subscribe({}, (e) => { seen.push(e); });
-  new NatsLiveBus(workerNc).publish({ id: 'evt_obs', type: 'execution.started', sessionId: id, time: 1, payload: { executionId: 'exe_1' } });
+  new NatsLiveBus(workerNc).publish(live(ev('execution.started', { executionId: 'exe_1' }), { id: 'evt_obs', sessionId: id, time: 1 }));
   await until(seen, (e) => e.id === 'evt_obs', 'the live event');
   assert.equal((await observer.replay({ sessionId: id })).map((e) => e.type), ['input.admitted']);
   for (const send of [() => observer.status(id), () => observer.admit(id, { prompt: 'sneaky' }), () => observer.cancel(id)]) {

@@ -16,6 +16,7 @@ import { startOpsServer } from '../../src/observability/http.ts';
 import { freePort } from '../../src/testing/nats-server.ts';
 import { runCli, startCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
+import { draft, ev } from '../../src/testing/fixtures.ts';
 
 /** The value of one sample line of Prometheus text (`name{labels} value`), undefined when absent. */
 function sample(text: string, series: string): number | undefined {
@@ -36,7 +37,7 @@ test('metrics - turns, appends, conflicts and renewals are counted from what the
     await execution.resume(s);
     await execution.awaitIdle(s);
   }
-  await log.append('ses_m1', 1, [{ id: 'evt_stale', type: 'input.admitted', time: 1, payload: { inputId: 'inp_x', prompt: 'p', delivery: 'queue', wake: false } }]).catch(() => undefined);
+  await log.append('ses_m1', 1, [draft(ev('input.admitted', { inputId: 'inp_x', prompt: 'p', delivery: 'queue', wake: false }), { id: 'evt_stale', time: 1 })]).catch(() => undefined);
   const text = await metrics.registry.metrics();
   assert.is(sample(text, 'sessiond_turns_started_total{log="sqlite"}'), 2);
   assert.is(sample(text, 'sessiond_turns_settled_total{outcome="succeeded",log="sqlite"}'), 2);

@@ -12,7 +12,8 @@ import { migrate } from '../../src/storage/migrate.ts';
 import { Projector } from '../../src/projector/projector.ts';
 import { projectionHash, projectionRows, resetProjection } from '../../src/projector/rebuild.ts';
 import { tempDir } from '../support/tmp.ts';
-import { all, claimedTurn, setup, stream, throwsCode } from './support.ts';
+import { all, claimedTurn, setup } from './support.ts';
+import { committed, ev, expectCode, stream } from '../../src/testing/fixtures.ts';
 
 function turn() {
   const s = stream();
@@ -53,7 +54,7 @@ test('exactly once - a batch that throws mid-way applies nothing and leaves the 
   projector.apply(events.slice(0, 2));
   const before = { rows: projectionRows(db), hash: projectionHash(db), checkpoint: projector.checkpoint() };
   const broken = [...events.slice(2, 5), { ...events[5]!, payload: { executionId: 'exe_1', messageId: 'msg_1' } } as SessionEvent, ...events.slice(6)];
-  throwsCode(() => projector.apply(broken), ErrorCode.InvalidPayload, 'evt_6 (text.completed, session ses_1, seq 6, position 6)');
+  expectCode(() => projector.apply(broken), ErrorCode.InvalidPayload, 'evt_6 (text.completed, session ses_1, seq 6, position 6)');
   assert.equal({ rows: projectionRows(db), hash: projectionHash(db), checkpoint: projector.checkpoint() }, before, 'the first three events of the batch were rolled back');
   assert.equal(projector.apply(events.slice(2)).applied, 6, 'the corrected batch applies in full');
 });
@@ -94,12 +95,12 @@ test('exactly once - events without a position are refused, whole batch', () => 
   const { db, projector } = setup();
   const events = turn();
   const { position: _p, ...uncommitted } = events[3]!;
-  const err = throwsCode(() => projector.apply([...events.slice(0, 3), uncommitted as SessionEvent]), ErrorCode.InvalidOption,
+  const err = expectCode(() => projector.apply([...events.slice(0, 3), uncommitted as SessionEvent]), ErrorCode.InvalidOption,
     'The event has no position: the projector folds only committed events read back from a log (EventLog.readAll or subscribe)');
   assert.match(err.message, 'evt_4 (input.promoted, session ses_1, seq 4, no position)');
   assert.is(projectionHash(db), projectionHash(setup().db));
-  throwsCode(() => projector.apply([events[1]!, events[0]!]), ErrorCode.InconsistentStream, "The event's position 1 comes after position 2 in the same batch");
-  throwsCode(() => projector.apply([{ ...events[0]!, position: 1.5 }]), ErrorCode.InvalidOption, 'invalid position 1.5');
+  expectCode(() => projector.apply([events[1]!, events[0]!]), ErrorCode.InconsistentStream, "The event's position 1 comes after position 2 in the same batch");
+  expectCode(() => projector.apply([{ ...events[0]!, position: 1.5 }]), ErrorCode.InvalidOption, 'invalid position 1.5');
   assert.is(projector.checkpoint(), 0);
 });
 
@@ -107,12 +108,11 @@ test('exactly once - live-only events (text.delta) are refused: never stored, ne
   const { db, projector } = setup();
   const events = turn();
   projector.apply(events.slice(0, 5));
-  const delta = { id: 'evt_live', type: 'text.delta', version: 1, sessionId: 'ses_1', seq: 6, time: 1, position: 6,
-    payload: { executionId: 'exe_1', messageId: 'msg_1', partId: 'prt_1', delta: 'hel' } } as SessionEvent;
+  const delta = committed(ev('text.delta', { executionId: 'exe_1', messageId: 'msg_1', partId: 'prt_1', delta: 'hel' }), { id: 'evt_live', sessionId: 'ses_1', seq: 6, time: 1, position: 6 });
   const before = projectionHash(db);
-  throwsCode(() => projector.apply([delta]), ErrorCode.InvalidPayload, 'Event type text.delta is live-only');
-  throwsCode(() => projector.apply([events[5]!, { ...delta, position: 7 }]), ErrorCode.InvalidPayload, 'live-only');
-  throwsCode(() => projector.apply([{ ...delta, position: 1 }]), ErrorCode.InvalidPayload, 'live-only'); // even below the checkpoint
+  expectCode(() => projector.apply([delta]), ErrorCode.InvalidPayload, 'Event type text.delta is live-only');
+  expectCode(() => projector.apply([events[5]!, { ...delta, position: 7 }]), ErrorCode.InvalidPayload, 'live-only');
+  expectCode(() => projector.apply([{ ...delta, position: 1 }]), ErrorCode.InvalidPayload, 'live-only'); // even below the checkpoint
   assert.is(projectionHash(db), before);
   assert.is(projector.checkpoint(), 5);
 });
@@ -133,14 +133,14 @@ test('exactly once - checkpoints are per name, and a reset under a caller that s
   assert.is(new Projector(db, { name: 'shadow' }).checkpoint(), 0);
   assert.equal(projector.apply([]), { applied: 0, skipped: 0, position: 8 });
   resetProjection(db);
-  throwsCode(() => projector.apply(turn(), { expectAtLeast: 8 }), ErrorCode.InconsistentStream,
+  expectCode(() => projector.apply(turn(), { expectAtLeast: 8 }), ErrorCode.InconsistentStream,
     'Projector "main" is at position 0, behind the 8 this caller already saw: the projection was reset (rebuilt?) while it ran');
   assert.equal(projector.apply(turn(), { expectAtLeast: 0 }).position, 8);
 });
 
 test('projector - refuses a database without the projection tables, saying to migrate', () => {
   const db = openDatabase(':memory:');
-  throwsCode(() => new Projector(db), ErrorCode.NotFound, 'has no projection tables (no such table: projector_checkpoint): run migrate(db) before creating a Projector.');
+  expectCode(() => new Projector(db), ErrorCode.NotFound, 'has no projection tables (no such table: projector_checkpoint): run migrate(db) before creating a Projector.');
   db.close();
 });
 

@@ -8,9 +8,10 @@ import { ErrorCode, type ErrorCode as Code } from '../../src/errors.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { ProjectionError } from '../../src/projector/errors.ts';
 import { projectionHash } from '../../src/projector/rebuild.ts';
-import { claimedTurn, setup, stream, throwsCode } from './support.ts';
+import { claimedTurn, setup } from './support.ts';
+import { expectCode, stream, type Stream } from '../../src/testing/fixtures.ts';
 
-type S = ReturnType<typeof stream>;
+type S = Stream;
 const m1 = { executionId: 'exe_1', messageId: 'msg_1' };
 
 /** Given a session with a claimed turn (and whatever `given` adds), applying `when` fails with `code`. */
@@ -19,7 +20,7 @@ function refuses(given: (s: S) => SessionEvent[], when: (s: S) => SessionEvent[]
   const s = stream();
   projector.apply([...claimedTurn(s, 'ses_1', 'exe_1', 'inp_1'), ...given(s)]);
   const before = { hash: projectionHash(db), checkpoint: projector.checkpoint() };
-  const err = throwsCode(() => projector.apply(when(s)), code, includes);
+  const err = expectCode(() => projector.apply(when(s)), code, includes);
   assert.equal({ hash: projectionHash(db), checkpoint: projector.checkpoint() }, before, `nothing of the batch was applied (${includes})`);
   return err;
 }

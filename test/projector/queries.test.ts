@@ -6,9 +6,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { expiredExecutions, listSessions, pendingWakes, runnableSessions, sessionRows } from '../../src/projector/queries.ts';
 import { parseMessage } from '../../src/projector/message-rows.ts';
-import { claimedTurn, setup, stream } from './support.ts';
+import { claimedTurn, setup } from './support.ts';
+import { stream, type Stream } from '../../src/testing/fixtures.ts';
 
-const claim = (s: ReturnType<typeof stream>, sessionId: string, executionId: string, expiresAt: number) =>
+const claim = (s: Stream, sessionId: string, executionId: string, expiresAt: number) =>
   s.ev(sessionId, 'execution.claimed', { executionId, ownerId: 'own_a', expiresAt, leaseMs: 30_000, assistantSeq: -1 });
 
 test('queries - pendingWakes: unpromoted admissions that asked for a wake, and recoveries whose wake has not landed', () => {

@@ -12,7 +12,6 @@ import fc from 'fast-check';
 import { ManualClock } from '../../src/clock.ts';
 import { sequentialIds } from '../../src/ids.ts';
 import { openEngine, type Engine } from '../../src/engine.ts';
-import type { EventType, PayloadInputOf } from '../../src/events/catalog.ts';
 import type { DraftEvent, SessionEvent } from '../../src/events/envelope.ts';
 import type { EventLog, ReadPagesOptions, SubscribeOptions } from '../../src/events/event-log.ts';
 import type { Runner, RunContext } from '../../src/runner/types.ts';
@@ -23,7 +22,8 @@ import { waitFor } from '../../src/testing/wait.ts';
 import { Projector } from '../../src/projector/projector.ts';
 import { projectionHash, projectionRows, rebuildProjection } from '../../src/projector/rebuild.ts';
 import { tempDir } from '../support/tmp.ts';
-import { all, memoryDb, stream } from './support.ts';
+import { all, memoryDb } from './support.ts';
+import { draft, ev, stream, type Proto } from '../../src/testing/fixtures.ts';
 
 type StepOp =
   | { t: 'text' } | { t: 'toolOk'; durable: boolean } | { t: 'toolFail'; name: string } | { t: 'compact' }
@@ -105,34 +105,33 @@ class RecordingLog implements EventLog {
 async function recoveryStream(log: EventLog, sessionId: string, o: Extract<Op, { kind: 'recovery' }>) {
   let seq = 0;
   let n = 0;
-  const append = async (...events: { type: EventType; payload: unknown }[]) => {
-    const drafts = events.map((e) => ({ id: `evt_${sessionId}_${++n}`, type: e.type, time: 100 * n, payload: e.payload }) as DraftEvent);
+  const append = async (...events: Proto[]) => {
+    const drafts = events.map((event) => { n++; return draft(event, { id: `evt_${sessionId}_${n}`, time: 100 * n }); });
     seq = (await log.append(sessionId, seq, drafts)).at(-1)!.seq;
   };
-  const e = <T extends EventType>(type: T, payload: PayloadInputOf<T>) => ({ type, payload });
   const [exe, exe2, msg, cont] = [`exe_${sessionId}`, `exe_${sessionId}_2`, `msg_${sessionId}`, `inp_cont_${sessionId}`];
-  await append(e('input.admitted', { inputId: `inp_${sessionId}`, prompt: 'p', delivery: 'queue', wake: true }));
-  await append(e('execution.claimed', { executionId: exe, ownerId: 'own_dead', expiresAt: 500, leaseMs: 400, assistantSeq: -1 }));
-  await append(e('execution.started', { executionId: exe }), e('input.promoted', { inputId: `inp_${sessionId}`, executionId: exe }));
-  await append(e('execution.phase', { executionId: exe, phase: 'unknown' }), e('step.started', { executionId: exe, messageId: msg, step: 0 }));
-  if (o.tool) await append(e('tool.called', { executionId: exe, messageId: msg, callId: 'call_1', name: 'deploy', input: {}, durable: true, idempotencyKey: 'k' }), e('tool.started', { executionId: exe, messageId: msg, callId: 'call_1' }));
+  await append(ev('input.admitted', { inputId: `inp_${sessionId}`, prompt: 'p', delivery: 'queue', wake: true }));
+  await append(ev('execution.claimed', { executionId: exe, ownerId: 'own_dead', expiresAt: 500, leaseMs: 400, assistantSeq: -1 }));
+  await append(ev('execution.started', { executionId: exe }), ev('input.promoted', { inputId: `inp_${sessionId}`, executionId: exe }));
+  await append(ev('execution.phase', { executionId: exe, phase: 'unknown' }), ev('step.started', { executionId: exe, messageId: msg, step: 0 }));
+  if (o.tool) await append(ev('tool.called', { executionId: exe, messageId: msg, callId: 'call_1', name: 'deploy', input: {}, durable: true, idempotencyKey: 'k' }), ev('tool.started', { executionId: exe, messageId: msg, callId: 'call_1' }));
   const interrupted = { type: 'interrupted', name: 'Interrupted', message: 'lease lost' };
   await append(
-    e('recovery.started', { executionId: exe }),
-    ...(o.tool ? [e('tool.failed', { executionId: exe, messageId: msg, callId: 'call_1', error: interrupted })] : []),
-    e('step.recovered', { executionId: exe, messageId: msg, reason: 'lease lost' }),
-    ...(o.continuation ? [e('input.admitted', { inputId: cont, prompt: 'continue', delivery: 'queue', wake: true, source: 'recovery' })] : []),
-    e('recovery.completed', { executionId: exe, assistantMessageId: msg, continuationInputId: o.continuation ? cont : null, phase: 'unknown' }),
+    ev('recovery.started', { executionId: exe }),
+    ...(o.tool ? [ev('tool.failed', { executionId: exe, messageId: msg, callId: 'call_1', error: interrupted })] : []),
+    ev('step.recovered', { executionId: exe, messageId: msg, reason: 'lease lost' }),
+    ...(o.continuation ? [ev('input.admitted', { inputId: cont, prompt: 'continue', delivery: 'queue', wake: true, source: 'recovery' })] : []),
+    ev('recovery.completed', { executionId: exe, assistantMessageId: msg, continuationInputId: o.continuation ? cont : null, phase: 'unknown' }),
   );
   if (!o.continuation) return;
   for (let a = 1; a <= o.attempts; a++) {
-    await append(e('recovery.wake_requested', { executionId: exe, attempt: a }));
-    await append(e('recovery.wake_failed', { executionId: exe, attempt: a, error: { type: 'wake_refused', message: `attempt ${a}` }, parked: o.parked && a === o.attempts }));
+    await append(ev('recovery.wake_requested', { executionId: exe, attempt: a }));
+    await append(ev('recovery.wake_failed', { executionId: exe, attempt: a, error: { type: 'wake_refused', message: `attempt ${a}` }, parked: o.parked && a === o.attempts }));
   }
   if (o.parked && o.attempts > 0) return;
-  await append(e('execution.claimed', { executionId: exe2, ownerId: 'own_b', expiresAt: 9_000, leaseMs: 400, assistantSeq: 5 }), e('recovery.wake_delivered', { executionId: exe, byExecutionId: exe2 }));
-  await append(e('execution.started', { executionId: exe2 }), e('input.promoted', { inputId: cont, executionId: exe2 }));
-  await append(e('execution.settled', { executionId: exe2, outcome: 'succeeded' }));
+  await append(ev('execution.claimed', { executionId: exe2, ownerId: 'own_b', expiresAt: 9_000, leaseMs: 400, assistantSeq: 5 }), ev('recovery.wake_delivered', { executionId: exe, byExecutionId: exe2 }));
+  await append(ev('execution.started', { executionId: exe2 }), ev('input.promoted', { inputId: cont, executionId: exe2 }));
+  await append(ev('execution.settled', { executionId: exe2, outcome: 'succeeded' }));
 }
 
 const seen = new Map<string, number>();

@@ -5,7 +5,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { SessionEvent } from '../../src/events/envelope.ts';
-import { all, claimedTurn, message, row, setup, stream } from './support.ts';
+import { all, claimedTurn, message, row, setup } from './support.ts';
+import { stream } from '../../src/testing/fixtures.ts';
 
 test('projector - execution.claimed inserts the live claim; renew, phase and step.started update it', () => {
   const { db, projector } = setup();

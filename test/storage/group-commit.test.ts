@@ -12,11 +12,11 @@ import { migrate } from '../../src/storage/migrate.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
 import { ErrorCode, isSessiondError } from '../../src/errors.ts';
 import { isSequenceConflict } from '../../src/events/event-log.ts';
-import type { DraftEvent } from '../../src/events/envelope.ts';
 import { tempDir } from '../support/tmp.ts';
+import { draft, ev } from '../../src/testing/fixtures.ts';
 
 let n = 0;
-const admitted = (id = `evt_g${++n}`): DraftEvent => ({ id, type: 'input.admitted', time: 1, payload: { inputId: `inp_${id}`, prompt: 'p', delivery: 'queue', wake: false } } as DraftEvent);
+const admitted = (id = `evt_g${++n}`) => draft(ev('input.admitted', { inputId: `inp_${id}`, prompt: 'p', delivery: 'queue', wake: false }), { id, time: 1 });
 
 function open(busyTimeoutMs?: number) {
   const tmp = tempDir();

@@ -3,7 +3,8 @@ import * as assert from 'uvu/assert';
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { migrate, schemaVersion, type Migration } from '../../src/storage/migrate.ts';
 import { migrations, LATEST_SCHEMA_VERSION } from '../../src/storage/migrations/index.ts';
-import { ErrorCode, isSessiondError } from '../../src/errors.ts';
+import { ErrorCode } from '../../src/errors.ts';
+import { expectCode } from '../../src/testing/fixtures.ts';
 import { tempDir } from '../support/tmp.ts';
 
 type Column = { name: string; type: string; notnull: number; dflt_value: string | null; pk: number };
@@ -107,14 +108,8 @@ test('migrate - a database written by a newer version is refused, naming both ve
   const { db, close } = fresh();
   migrate(db);
   db.prepare(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from_the_future', 0)`).run(LATEST_SCHEMA_VERSION + 5);
-  try {
-    migrate(db);
-    assert.unreachable('should refuse');
-  } catch (err) {
-    assert.ok(isSessiondError(err, ErrorCode.SchemaTooNew));
-    assert.match((err as Error).message, `version ${LATEST_SCHEMA_VERSION + 5}`);
-    assert.match((err as Error).message, `up to ${LATEST_SCHEMA_VERSION}`);
-  }
+  const err = expectCode(() => migrate(db), ErrorCode.SchemaTooNew, `version ${LATEST_SCHEMA_VERSION + 5}`);
+  assert.match(err.message, `up to ${LATEST_SCHEMA_VERSION}`);
   close();
 });
 
@@ -124,14 +119,8 @@ test('migrate - a failed migration rolls back and leaves the last good version',
     ...migrations,
     { version: migrations.length + 1, name: 'half_done', up: `CREATE TABLE half (x INTEGER); INSERT INTO nowhere VALUES (1);` },
   ];
-  try {
-    migrate(db, { migrations: broken });
-    assert.unreachable('should fail');
-  } catch (err) {
-    assert.ok(isSessiondError(err, ErrorCode.MigrationFailed));
-    assert.match((err as Error).message, 'half_done');
-    assert.match((err as Error).message, `stays at version ${LATEST_SCHEMA_VERSION}`);
-  }
+  const err = expectCode(() => migrate(db, { migrations: broken }), ErrorCode.MigrationFailed, 'half_done');
+  assert.match(err.message, `stays at version ${LATEST_SCHEMA_VERSION}`);
   assert.is(schemaVersion(db), LATEST_SCHEMA_VERSION);
   assert.is(db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'half'`).get(), undefined, 'partial DDL rolled back');
   close();

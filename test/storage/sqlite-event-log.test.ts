@@ -4,6 +4,7 @@ import { openDatabase } from '../../src/storage/sqlite.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
 import { eventLogContract } from '../../src/testing/event-log-contract.ts';
+import { draft, ev } from '../../src/testing/fixtures.ts';
 import { tempDir } from '../support/tmp.ts';
 
 eventLogContract('sqlite', async () => {
@@ -36,8 +37,7 @@ test('sqlite log - events stored before migration 8 read without committedAt; a 
   const db = openDatabase(file);
   migrate(db);
   const log = new SqliteEventLog(db);
-  const draft = { id: 'evt_old1', type: 'input.admitted', time: 1000, payload: { inputId: 'in_1', prompt: 'x', delivery: 'queue', wake: false } } as const;
-  await log.append('ses_old', 0, [draft]);
+  await log.append('ses_old', 0, [draft(ev('input.admitted', { inputId: 'in_1', prompt: 'x', delivery: 'queue', wake: false }), { id: 'evt_old1', time: 1000 })]);
   await log.close();
   db.exec('ALTER TABLE event DROP COLUMN committed_at; DELETE FROM schema_migrations WHERE version = 8;'); // as written by schema 7
   db.close();

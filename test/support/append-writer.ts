@@ -9,10 +9,11 @@ import { openDatabase } from '../../src/storage/sqlite.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
 import type { DraftEvent } from '../../src/events/envelope.ts';
+import { draft, ev } from '../../src/testing/fixtures.ts';
 
 /** The batch an id list stands for: the test rebuilds the same drafts from a SEND line. */
 export function drafts(ids: string[]): DraftEvent[] {
-  return ids.map((id, k) => ({ id, type: 'text.completed', time: 1_000, payload: { executionId: 'exe_1', messageId: 'msg_1', partId: `prt_${k}`, text: `text of ${id}` } }) as DraftEvent);
+  return ids.map((id, k) => draft(ev('text.completed', { executionId: 'exe_1', messageId: 'msg_1', partId: `prt_${k}`, text: `text of ${id}` }), { id, time: 1_000 }));
 }
 
 if (process.argv[1]?.endsWith('append-writer.ts')) {
