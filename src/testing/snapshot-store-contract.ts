@@ -5,6 +5,7 @@
  *
  * `otherVersion()` opens the same storage as a build with another machine version would.
  */
+import { committed, ev } from './fixtures.ts';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { SnapshotStore } from '../machines/snapshot-store.ts';
@@ -23,10 +24,7 @@ let counter = 0;
 function snapshotOf(sessionId: string, admissions: number): SessionSnapshot {
   let snap = initialSnapshot(sessionId);
   for (let i = 1; i <= admissions; i++) {
-    snap = evolve(snap, {
-      id: `evt_${sessionId}_${i}`, type: 'input.admitted', version: 1, sessionId, seq: i, time: 1_000 + i,
-      payload: { inputId: `inp_${i}`, prompt: `prompt ${i} ünïcødé`, delivery: 'queue', wake: true, source: 'user' },
-    } as SessionEvent);
+    snap = evolve(snap, committed(ev('input.admitted', { inputId: `inp_${i}`, prompt: `prompt ${i} ünïcødé`, source: 'user' }), { sessionId, seq: i, time: 1_000 + i }));
   }
   return snap;
 }
