@@ -7,6 +7,8 @@
  *   await engine.awaitIdle('ses_1');
  *   await engine.close();
  */
+import { checkKeys } from './options.ts';
+import { EXECUTION_OPTIONS } from './execution/session-execution.ts';
 import { sessionView, type SessionView } from './machines/session-view.ts';
 import type { EventLog } from './events/event-log.ts';
 import { openDatabase, type Db, type Synchronous } from './storage/sqlite.ts';
@@ -61,6 +63,7 @@ export function statusOf(snapshot: SessionSnapshot, now: number = systemClock.no
 }
 
 export async function openEngine(options: EngineOptions): Promise<Engine> {
+  checkKeys('openEngine', options, [...EXECUTION_OPTIONS, 'file', 'decorateLog', 'synchronous']);
   const db = openDatabase(options.file, { ...(options.synchronous ? { synchronous: options.synchronous } : {}) });
   migrate(db, options.clock ? { clock: options.clock } : {});
   const ownLog = options.log === undefined;

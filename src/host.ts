@@ -11,6 +11,7 @@
  *   await sessiond.awaitIdle('ses_1');
  *   await sessiond.close();
  */
+import { checkKeys } from './options.ts';
 import { openEngine, type Engine } from './engine.ts';
 import { startWorker, type Worker } from './execution/worker.ts';
 import { DEFAULT_SWEEP_INTERVAL_MS, type RecoveryNotice } from './recovery/sweeper.ts';
@@ -86,6 +87,7 @@ export interface Sessiond extends Pick<Engine, 'admit' | 'wake' | 'status' | 'ca
 const silent: HostReport = { out: () => {}, err: () => {} };
 
 export async function startSessiond(options: SessiondOptions): Promise<Sessiond> {
+  checkKeys('startSessiond', options, ['db', 'runner', 'leaseMs', 'heartbeatMs', 'sweepMs', 'wakeBackoffMs', 'onNotice', 'nats', 'inspectPort', 'metricsPort', 'report', 'decorateLog', 'onFatal', 'signal']);
   const report = options.report ?? silent;
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;

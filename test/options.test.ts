@@ -23,4 +23,14 @@ test('options - the sweeper checks its options and refuses unknown ones', async 
   await fx.close();
 });
 
+test('options - the engine and the worker refuse a misspelt option instead of ignoring it', async () => {
+  const { openEngine } = await import('../src/engine.ts');
+  const { startSessiond } = await import('../src/host.ts');
+  const { tempDir } = await import('./support/tmp.ts');
+  const tmp = tempDir();
+  await expectCode(openEngine({ file: tmp.file('a.db'), runner: echoRunner(), leaseMS: 5 } as never), ErrorCode.InvalidOption, 'Unknown openEngine option "leaseMS"');
+  await expectCode(startSessiond({ db: tmp.file('b.db'), runner: echoRunner(), metricPort: 9000 } as never), ErrorCode.InvalidOption, 'Unknown startSessiond option "metricPort"');
+  tmp.remove();
+});
+
 test.run();

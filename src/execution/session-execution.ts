@@ -23,7 +23,10 @@ import { ClaimLostError, CommandRefusedError, isRefusal } from './errors.ts';
 import { inputsForTurn, runInputs } from '../input/turn.ts';
 import { createRunContext } from './run-context.ts';
 import { Transcripts } from './transcripts.ts';
-import { wholeNumber } from '../options.ts';
+import { checkKeys, wholeNumber } from '../options.ts';
+
+/** Every option of the execution service (anything else is refused as a likely typo). */
+export const EXECUTION_OPTIONS = ['log', 'runner', 'clock', 'ids', 'ownerId', 'leaseMs', 'heartbeatMs', 'bus', 'snapshots', 'onNotice'] as const;
 import { recordedError } from './recorded-error.ts';
 import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './registry.ts';
 
@@ -98,6 +101,7 @@ export class SessionExecution {
   private closing = false;
 
   constructor(options: ExecutionOptions) {
+    checkKeys('SessionExecution', options, EXECUTION_OPTIONS);
     this.clock = options.clock ?? systemClock;
     this.ids = options.ids ?? randomIds;
     this.ownerId = validateId(options.ownerId ?? this.ids.next('own'), 'owner id');

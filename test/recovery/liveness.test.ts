@@ -30,6 +30,8 @@ import { spyLog } from '../support/spy-log.ts';
 import { closeSharedFiles, sharedFile } from '../support/processes.ts';
 
 const LEASE = { leaseMs: 1_500, heartbeatMs: 400, sweepMs: 300 };
+/** The execution service's part of LEASE (a worker process takes sweepMs too). */
+const EXEC_LEASE = { leaseMs: LEASE.leaseMs, heartbeatMs: LEASE.heartbeatMs };
 /** Lease + sweep + a margin: the liveness bound these tests hold the engine to. */
 const BOUND_MS = LEASE.leaseMs + LEASE.sweepMs + 8_000;
 
@@ -61,7 +63,7 @@ test('liveness - the owner dies mid-turn and its dead execution is cancelled: th
   await a.waitForLine((l) => l === 'POINT mid-step');
   a.child.kill('SIGKILL');
   await a.exited;
-  const execution = new SessionExecution({ log: s.log, runner: async () => {}, ...LEASE });
+  const execution = new SessionExecution({ log: s.log, runner: async () => {}, ...EXEC_LEASE });
   const cancelled = await execution.cancel('ses_l', 'its owner is gone');
   assert.ok(cancelled.cancelled, 'the dead execution is cancelled');
   await execution.close();
@@ -82,7 +84,7 @@ test('liveness - no crash: the next claim fails with "database is locked" and th
     if (drafts[0]?.type === 'execution.claimed' && ++claims === 2) throw new Database.SqliteError('database is locked', 'SQLITE_BUSY');
   } });
   const notices: string[] = [];
-  const execution = new SessionExecution({ log, runner: echoRunner(), ...LEASE, onNotice: (n) => notices.push(`${n.type}${'message' in n ? `: ${n.message}` : ''}`) });
+  const execution = new SessionExecution({ log, runner: echoRunner(), ...EXEC_LEASE, onNotice: (n) => notices.push(`${n.type}${'message' in n ? `: ${n.message}` : ''}`) });
   const handler = execution.handler;
   await admitInput(handler, 'ses_l', { id: 'inp_1', prompt: 'first', wake: true });
   await admitInput(handler, 'ses_l', { id: 'inp_2', prompt: 'second', wake: true });
@@ -136,7 +138,7 @@ test('liveness - a claim whose write waited most of its lease renews before the 
     // the claim's write waits on the disk for 80% of the lease (as behind SQLite's busy timeout)
     if (drafts[0]?.type === 'execution.claimed') await clock.advance(LEASE.leaseMs * 0.8);
   } });
-  const execution = new SessionExecution({ log, runner: echoRunner(), clock, ...LEASE });
+  const execution = new SessionExecution({ log, runner: echoRunner(), clock, ...EXEC_LEASE });
   await admitInput(execution.handler, 'ses_s', { id: 'inp_1', prompt: 'slow disk', wake: true });
   await execution.resume('ses_s');
   await execution.awaitIdle('ses_s');
