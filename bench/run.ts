@@ -34,6 +34,7 @@ import { takeover } from './sections/takeover.ts';
 import { coldLoad } from './sections/cold-load.ts';
 import { idleSessions } from './sections/idle-sessions.ts';
 import { inspector } from './sections/inspector.ts';
+import { cluster, subjectScale } from './sections/cluster.ts';
 
 const SECTIONS: Section[] = [
   rawMsgpack,
@@ -43,6 +44,7 @@ const SECTIONS: Section[] = [
   memoryActors, memoryReplay, idleSessions, coldLoad,
   inspector,
   takeover,
+  cluster, subjectScale,
 ];
 
 /** Table order: raw ceilings first, then each figure after its section. */

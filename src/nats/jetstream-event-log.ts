@@ -164,7 +164,7 @@ export class JetStreamEventLog implements EventLog {
       };
       const jsm = await jetstreamManager(nc);
       const info = options.ensureStream ?? true
-        ? await ensureEventStream(jsm, { name: stream, replicas: options.replicas, duplicateWindowMs: options.duplicateWindowMs })
+        ? await ensureEventStream(jsm, { name: stream, replicas: options.replicas, duplicateWindowMs: options.duplicateWindowMs, ...(nc.info?.version ? { serverVersion: nc.info.version } : {}) })
         : await jsm.streams.info(stream).catch((err: unknown) => {
           throw isStreamNotFound(err)
             ? new NotFoundError(`JetStream stream ${stream} does not exist. Start a sessiond worker first (it creates the stream), or open the log with ensureStream.`, { cause: err })

@@ -33,6 +33,17 @@ export function snapshotStreamConfig(replicas = 1): StreamConfig {
   } as StreamConfig;
 }
 
+/** Creates the snapshot stream with `replicas`, or brings an existing one to them (`sessiond setup`, as the admin user). */
+export async function ensureSnapshotStream(jsm: JetStreamManager, replicas: number): Promise<void> {
+  try {
+    const info = await jsm.streams.info(SNAPSHOT_STREAM);
+    if (info.config.num_replicas !== replicas) await jsm.streams.update(SNAPSHOT_STREAM, { ...info.config, num_replicas: replicas });
+  } catch (err) {
+    if (!isStreamNotFound(err)) throw err;
+    await jsm.streams.add(snapshotStreamConfig(replicas));
+  }
+}
+
 export class JetStreamSnapshotStore implements SnapshotStore {
   private constructor(private readonly js: JetStreamClient, private readonly jsm: JetStreamManager, private readonly version: string) {}
 

@@ -27,13 +27,14 @@ import {
   type JetStreamManager, type StreamConfig, type StreamInfo,
 } from '@nats-io/jetstream';
 import { millis, nanos } from '@nats-io/transport-node';
-import { ErrorCode, PermissionError, SessiondError, isSessiondError, messageOf } from '../errors.ts';
+import { ConnectionError, ErrorCode, PermissionError, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { isDurable, isEventType } from '../events/catalog.ts';
 import { eventFromFrame, pack, unpack } from '../events/codec.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import { STREAM_NAME, subjects } from './subjects.ts';
-import { isPermissionError } from './connection.ts';
+import { isPermissionError, isTransientNatsError, waitAtMost } from './connection.ts';
+import { systemClock } from '../clock.ts';
 
 export const DEFAULT_DUPLICATE_WINDOW_MS = 2 * 60_000;
 export const DEFAULT_REPLICAS = 1;
@@ -71,10 +72,32 @@ export const isJsTransient = (err: unknown) =>
 export interface EventStreamOptions {
   /** Stream name (default `STREAM_NAME`); its subjects are always `sessiond.events.>`. */
   name?: string;
-  /** Replicas: 1 for a single server (default), 3 in a cluster. */
+  /**
+   * Replicas: 1 for a single server, 3 in a cluster. A new stream is created with them (default 1);
+   * an existing stream is changed only when they are given (replicas are the operator's: a worker that
+   * opens the log leaves them as `sessiond setup` set them).
+   */
   replicas?: number;
   duplicateWindowMs?: number;
+  /** The server's version (`nc.info.version`): replicas above 1 need one that fences appends on replicated streams. */
+  serverVersion?: string;
+  /** How long to keep asking while JetStream does not answer (a meta leader election, a restart), default 60 s. */
+  waitMs?: number;
 }
+
+/** nats-server fences appends (expected last subject sequence) on replicated streams from this release on (nats-server#4320, #5644). */
+export const REPLICATED_FENCING_SINCE = '2.10.19';
+
+/** Does this nats-server version fence appends on replicated streams? (Unknown: no.) */
+export function fencesReplicated(version: string | undefined): boolean {
+  const parts = (v: string) => v.split(/[.-]/).slice(0, 3).map((x) => parseInt(x, 10) || 0);
+  if (!version) return false;
+  const [a = 0, b = 0, c = 0] = parts(version);
+  const [x = 0, y = 0, z = 0] = parts(REPLICATED_FENCING_SINCE);
+  return a !== x ? a > x : b !== y ? b > y : c >= z;
+}
+
+export const DEFAULT_STREAM_WAIT_MS = 60_000;
 
 export function eventStreamConfig(options: EventStreamOptions = {}): StreamConfig {
   const name = options.name ?? STREAM_NAME;
@@ -112,22 +135,28 @@ export function eventStreamConfig(options: EventStreamOptions = {}): StreamConfi
 /** Creates the events stream, or verifies (and if needed updates) an existing one. Returns its info. */
 export async function ensureEventStream(jsm: JetStreamManager, options: EventStreamOptions = {}): Promise<StreamInfo> {
   const want = eventStreamConfig(options);
+  const patient = <T>(action: string, request: () => Promise<T>) => untilJetStreamAnswers(want.name, action, request, options.waitMs ?? DEFAULT_STREAM_WAIT_MS);
   let info: StreamInfo | undefined;
   try {
-    info = await jsm.streams.info(want.name);
+    info = await patient('read', () => jsm.streams.info(want.name));
   } catch (err) {
+    if (isSessiondError(err)) throw err;
     if (!isStreamNotFound(err)) throw streamError(want.name, 'read', err);
   }
   if (!info) {
+    refuseUnfenced(want.name, want.num_replicas, options.serverVersion);
     try {
-      return await jsm.streams.add(want);
+      return await patient('create', () => jsm.streams.add(want));
     } catch (err) {
+      if (isSessiondError(err)) throw err;
       // another process created it first: verify theirs
       if (!isJsError(err, JsErrorCode.StreamNameExist)) throw streamError(want.name, 'create', err);
-      info = await jsm.streams.info(want.name);
+      info = await patient('read', () => jsm.streams.info(want.name));
     }
   }
   const have = info.config;
+  // replicas are the operator's: left as they are unless asked for
+  if (options.replicas === undefined) want.num_replicas = have.num_replicas;
   if (have.storage !== StorageType.File) {
     throw new SessiondError(ErrorCode.InvalidOption,
       `Stream ${want.name} exists with ${have.storage} storage; the event log needs file storage. Back it up and delete it (or choose another stream name) and start again.`,
@@ -137,6 +166,7 @@ export async function ensureEventStream(jsm: JetStreamManager, options: EventStr
     // nats-server 2.9 accepts this update outside a cluster (and reports it) but cannot replicate
     throw streamError(want.name, 'update', new Error(`stream ${want.name} is on a server without JetStream clustering`), true);
   }
+  refuseUnfenced(want.name, want.num_replicas, options.serverVersion);
   const missingSubject = !have.subjects.includes(subjects.allEvents);
   const differs = missingSubject
     || millis(have.duplicate_window) !== millis(want.duplicate_window)
@@ -155,8 +185,9 @@ export async function ensureEventStream(jsm: JetStreamManager, options: EventStr
     deny_purge: want.deny_purge,
   };
   try {
-    return await jsm.streams.update(want.name, update);
+    return await patient('update', () => jsm.streams.update(want.name, update));
   } catch (err) {
+    if (isSessiondError(err)) throw err;
     if (isPermissionError(err)) {
       const changes = describeChanges(have, want, missingSubject);
       throw new PermissionError(
@@ -224,3 +255,30 @@ export function decodeBatch(data: Uint8Array, position: number, subject: string,
   return events;
 }
 
+/**
+ * Refuses an events stream with more than 1 replica on a server that does not fence appends on
+ * replicated streams: there, two appends expecting the same last sequence can both be stored, so two
+ * workers could own one session (measured in test/cluster/fencing.test.ts on nats-server 2.9.10).
+ */
+function refuseUnfenced(name: string, replicas: number, version: string | undefined): void {
+  if (replicas <= 1 || fencesReplicated(version)) return;
+  throw new SessiondError(ErrorCode.InvalidOption,
+    `Stream ${name} has (or would have) ${replicas} replicas on nats-server ${version ?? '(version unknown)'}, which does not fence appends on replicated streams: two workers could own one session (nats-server#4320, #5644). Use nats-server ${REPLICATED_FENCING_SINCE} or newer for replicas, or 1 replica (sessiond setup --replicas 1).`,
+    { details: { stream: name, replicas, serverVersion: version } });
+}
+
+/** Sends a JetStream API request again while JetStream does not answer (an election, a restart), up to `waitMs`; then the stream is unavailable. */
+async function untilJetStreamAnswers<T>(name: string, action: string, request: () => Promise<T>, waitMs: number): Promise<T> {
+  const deadline = systemClock.now() + waitMs;
+  for (let pause = 100; ; pause = Math.min(pause * 2, 2_000)) {
+    try {
+      return await request();
+    } catch (err) {
+      if (!isTransientNatsError(err) && !isJsTransient(err)) throw err;
+      if (systemClock.now() + pause > deadline) {
+        throw new ConnectionError(`Could not ${action} JetStream stream ${name}: JetStream did not answer for ${waitMs} ms (${messageOf(err)}). The server may be electing a JetStream leader or restarting; retry later.`, { cause: err, details: { stream: name } });
+      }
+      await waitAtMost(new Promise<never>(() => undefined), pause);
+    }
+  }
+}

@@ -1,8 +1,9 @@
 /**
  * A real 3-server NATS cluster for tests: `startNatsCluster()` runs /usr/sbin/nats-server three
  * times with the repo's nats-cluster.conf (which includes nats.conf: the same users and permissions),
- * on loopback, on free ports, each with a throwaway JetStream store, and waits (polling with a
- * deadline) until every node accepts connections and reports healthy (JetStream meta leader known).
+ * on loopback, on free ports (below the ephemeral range: a node keeps them across restarts), each
+ * with a throwaway JetStream store, and waits (polling with a deadline) until every node accepts
+ * connections, reports healthy and agrees on the JetStream meta leader.
  *
  *   const cluster = await startNatsCluster();
  *   connect({ servers: cluster.urls, user: 'worker', pass: 'worker-dev-secret' })   // or cluster.url: "u1,u2,u3"
@@ -17,25 +18,51 @@
  * directly, so `isolate(i)` drops every route connection to and from node i and refuses new ones
  * until `heal(i)`: the node keeps running and keeps its clients, it only loses its peers. Each node
  * lists the other two (through their proxies) as explicit routes, and advertises a cluster address
- * where nothing listens, so gossip cannot make a direct route around the proxies.
+ * where nothing listens, so gossip cannot make a direct route around the proxies. Benchmarks start it
+ * with `partitionable: false` (direct routes) and `extraUsers` (an unrestricted user of their own).
  *
  * Every server started here is tracked and SIGKILLed when the test process exits, however it exits,
  * and the temporary stores are removed.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { fencesReplicated } from '../nats/stream.ts';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { jetstreamManager, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { startProxy, type Proxy } from '../../chaos/proxy.ts';
 import { connectNats } from '../nats/connection.ts';
-import { ADMIN, NATS_SERVER_BIN, freePort } from './nats-server.ts';
+import { ADMIN, NATS_SERVER_BIN } from './nats-server.ts';
 
 export const REPO_NATS_CLUSTER_CONF = resolve(fileURLToPath(new URL('../../nats-cluster.conf', import.meta.url)));
 export const CLUSTER_NAME = 'sessiond';
+
+export { REPLICATED_FENCING_SINCE } from '../nats/stream.ts';
+
+/** `nats-server --version` of the harness's binary, e.g. `2.9.10`. */
+export function natsServerVersion(bin = NATS_SERVER_BIN): string {
+  const out = spawnSync(bin, ['--version'], { encoding: 'utf8' });
+  const m = /v?(\d+\.\d+\.\d+)/.exec(`${out.stdout ?? ''}${out.stderr ?? ''}`);
+  if (!m) throw new Error(`could not read the version of ${bin}: ${out.stdout}${out.stderr}`);
+  return m[1]!;
+}
+
+/** Whether `version` is at least `since` (both `x.y.z`). */
+export function versionAtLeast(version: string, since: string): boolean {
+  const a = version.split('.').map(Number);
+  const b = since.split('.').map(Number);
+  for (let i = 0; i < 3; i++) if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) > (b[i] ?? 0);
+  return true;
+}
+
+/** Whether this nats-server fences appends on a replicated stream (what sessiond requires for replicas: src/nats/stream.ts). */
+export function fencesReplicatedStreams(version = natsServerVersion()): boolean {
+  return fencesReplicated(version);
+}
 
 const START_TIMEOUT_MS = 20_000;
 const STOP_TIMEOUT_MS = 5_000;
@@ -94,7 +121,7 @@ export interface NatsCluster {
   waitStreamCurrent(stream: string, options?: { timeoutMs?: number; replicas?: number }): Promise<StreamInfo>;
   /** Asks the stream's leader to step down (another replica is elected) until `node` leads it. */
   moveLeader(stream: string, node: NatsClusterNode, timeoutMs?: number): Promise<void>;
-  /** Waits until every running node reports healthy. */
+  /** Waits until every running node reports healthy and they agree on a running JetStream meta leader. */
   waitHealthy(timeoutMs?: number): Promise<void>;
   /** SIGKILLs every node at once. */
   killAll(): Promise<void>;
@@ -144,6 +171,41 @@ function httpStatus(port: number, path: string): Promise<number> {
   });
 }
 
+/** The kernel's range for ephemeral ports (what `listen(0)` and outgoing connections take). */
+function ephemeralRange(): [number, number] {
+  try {
+    const [lo, hi] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (lo && hi) return [lo, hi];
+  } catch { /* not Linux */ }
+  return [32768, 60999];
+}
+
+const taken = new Set<number>();
+
+/**
+ * A free port below the ephemeral range. Not `freePort()` (nats-server.ts), whose ports come from
+ * the ephemeral range: a node keeps its ports across kills and restarts, and between two starts an
+ * ephemeral port can be handed to anything (this harness's proxies, an outgoing connection, another
+ * test), which made a node fail with "address already in use". Below the range only a listener
+ * that asks for that very port can take it.
+ */
+async function stablePort(): Promise<number> {
+  const [low] = ephemeralRange();
+  const floor = Math.min(10_000, low - 2_000);
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = floor + Math.floor(Math.random() * (low - floor));
+    if (taken.has(port)) continue;
+    const free = await new Promise<boolean>((done) => {
+      const srv = createServer();
+      srv.unref();
+      srv.once('error', () => done(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => done(true)));
+    });
+    if (free) { taken.add(port); return port; }
+  }
+  throw new Error(`no free port found below the ephemeral range (${low})`);
+}
+
 async function poll<T>(what: string, timeoutMs: number, attempt: () => Promise<T | undefined>, describe?: () => string): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -154,34 +216,69 @@ async function poll<T>(what: string, timeoutMs: number, attempt: () => Promise<T
   }
 }
 
-/** Starts a cluster of `size` (default 3) nats-servers from `config` (default the repo's nats-cluster.conf). */
-export async function startNatsCluster(options: { size?: number; config?: string } = {}): Promise<NatsCluster> {
+/**
+ * A copy of the cluster config and of the nats.conf it includes, side by side in `dir`, with
+ * `extraUsers` added to nats.conf's users without permission limits (for benchmarks that measure the
+ * raw substrate on their own streams, never for tests of sessiond's users).
+ */
+function withExtraUsers(config: string, dir: string, extraUsers: readonly { user: string; pass: string }[]): string {
+  const text = readFileSync(config, 'utf8');
+  const include = /^include\s+(\S+)\s*$/m.exec(text);
+  if (!include) throw new Error(`${config} includes no users file to add ${extraUsers.map((u) => u.user).join(', ')} to`);
+  const included = include[1]!.replace(/^["']|["']$/g, '');
+  const users = readFileSync(resolve(dirname(config), included), 'utf8');
+  if (!/users:\s*\[/.test(users)) throw new Error(`${included} has no users list`);
+  const added = extraUsers.map((u) => `      { user: ${JSON.stringify(u.user)}, password: ${JSON.stringify(u.pass)} }`).join('\n');
+  writeFileSync(join(dir, 'nats.conf'), users.replace(/users:\s*\[/, (m) => `${m}\n${added}`));
+  const copy = join(dir, 'nats-cluster.conf');
+  writeFileSync(copy, text.replace(include[0], 'include ./nats.conf'));
+  return copy;
+}
+
+/**
+ * Starts a cluster of `size` (default 3) nats-servers from `config` (default the repo's
+ * nats-cluster.conf); `extraUsers` are added without permission limits (benchmarks only).
+ */
+export async function startNatsCluster(options: {
+  size?: number;
+  config?: string;
+  extraUsers?: readonly { user: string; pass: string }[];
+  /**
+   * Route through the harness's TCP proxies (default true), so `isolate` can cut a node off. Without
+   * them the nodes route to each other directly (for benchmarks: the proxies run in this process and
+   * would add its event loop to every replicated write); `isolate` then throws.
+   */
+  partitionable?: boolean;
+} = {}): Promise<NatsCluster> {
+  const partitionable = options.partitionable ?? true;
   installExitHook();
   const size = options.size ?? 3;
-  const config = options.config ?? REPO_NATS_CLUSTER_CONF;
   if (!existsSync(NATS_SERVER_BIN)) {
     throw new Error(`nats-server not found at ${NATS_SERVER_BIN}: install it (apt-get install nats-server) or set SESSIOND_NATS_SERVER.`);
   }
   const dir = mkdtempSync(join(tmpdir(), 'sessiond-nats-cluster-'));
   tempDirs.add(dir);
+  const config = options.extraUsers?.length ? withExtraUsers(options.config ?? REPO_NATS_CLUSTER_CONF, dir, options.extraUsers) : options.config ?? REPO_NATS_CLUSTER_CONF;
   const ports = [];
-  for (let i = 0; i < size; i++) ports.push({ client: await freePort(), monitor: await freePort(), cluster: await freePort() });
+  for (let i = 0; i < size; i++) ports.push({ client: await stablePort(), monitor: await stablePort(), cluster: await stablePort() });
   // nothing listens here: routes learnt by gossip fail instead of going around the proxies
-  const nowhere = await freePort();
+  const nowhere = await stablePort();
   // proxies[i][j]: node i's route to node j
   const proxies: (Proxy | undefined)[][] = [];
   for (let i = 0; i < size; i++) {
     proxies.push([]);
-    for (let j = 0; j < size; j++) proxies[i]!.push(i === j ? undefined : await startProxy(ports[j]!.cluster));
+    for (let j = 0; j < size; j++) proxies[i]!.push(i === j || !partitionable ? undefined : await startProxy(ports[j]!.cluster));
   }
   const cut = new Set<number>();
-  const nodes: (NatsClusterNode & { proc(): ChildProcess | undefined })[] = [];
+  const nodes: NatsClusterNode[] = [];
 
   for (let i = 0; i < size; i++) {
     const name = `sessiond-n${i + 1}`;
     const { client: port, monitor: monitorPort, cluster: clusterPort } = ports[i]!;
     const storeDir = join(dir, name);
-    const routes = proxies[i]!.flatMap((p) => (p ? [`nats-route://127.0.0.1:${p.port}`] : [])).join(',');
+    const routes = partitionable
+      ? proxies[i]!.flatMap((p) => (p ? [`nats-route://127.0.0.1:${p.port}`] : [])).join(',')
+      : ports.flatMap((p, j) => (j === i ? [] : [`nats-route://127.0.0.1:${p.cluster}`])).join(',');
     const lines: string[] = [];
     let child: ChildProcess | undefined;
     let exited: Promise<void> = Promise.resolve();
@@ -206,7 +303,6 @@ export async function startNatsCluster(options: { size?: number; config?: string
       index: i, name, url: `nats://127.0.0.1:${port}`, port, monitorPort, clusterPort, storeDir,
       get pid() { return child?.pid; },
       get running() { return alive(); },
-      proc: () => child,
       log: () => lines.join('\n'),
       healthy,
       monitor: <T>(path: string) => getJson<T>(monitorPort, path),
@@ -221,7 +317,7 @@ export async function startNatsCluster(options: { size?: number; config?: string
         lines.push(`---- harness: starting ${name}`);
         const proc = spawn(NATS_SERVER_BIN, ['-c', config, '-n', name, '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort),
           '--cluster', `nats://127.0.0.1:${clusterPort}`, '--cluster_name', CLUSTER_NAME, '--routes', routes,
-          '--cluster_advertise', `127.0.0.1:${nowhere}`, '-sd', storeDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+          ...(partitionable ? ['--cluster_advertise', `127.0.0.1:${nowhere}`] : []), '-sd', storeDir], { stdio: ['ignore', 'pipe', 'pipe'] });
         child = proc;
         running.add(proc);
         proc.stdout!.on('data', record);
@@ -271,6 +367,7 @@ export async function startNatsCluster(options: { size?: number; config?: string
   const byName = (name: string | undefined) => nodes.find((n) => n.name === name);
   const describeNodes = () => nodes.map((n) => `${n.name}: ${n.running ? 'running' : 'stopped'}${cut.has(n.index) ? ', isolated' : ''}; last lines:\n    ${n.log().split('\n').slice(-6).join('\n    ')}`).join('\n');
   const setCut = (node: NatsClusterNode, on: boolean) => {
+    if (!partitionable) throw new Error('this cluster was started with partitionable: false: its routes are direct and cannot be cut');
     if (on) cut.add(node.index); else cut.delete(node.index);
     for (let i = 0; i < size; i++) {
       for (let j = 0; j < size; j++) {
@@ -281,9 +378,15 @@ export async function startNatsCluster(options: { size?: number; config?: string
       }
     }
   };
-  const waitHealthy = (timeoutMs = START_TIMEOUT_MS) => poll('every running node to report healthy', timeoutMs, async () => {
-    const states = await Promise.all(nodes.filter((n) => n.running).map((n) => n.healthy()));
-    return states.every(Boolean) ? true : undefined;
+  // healthy: /healthz answers 200 and the running nodes agree on a JetStream meta leader (nats-server
+  // 2.9's /healthz can answer 200 before one is elected, and stream requests sent then go unanswered)
+  const waitHealthy = (timeoutMs = START_TIMEOUT_MS) => poll('every running node to report healthy and the same JetStream meta leader', timeoutMs, async () => {
+    const up = nodes.filter((n) => n.running);
+    const states = await Promise.all(up.map((n) => n.healthy()));
+    if (!states.every(Boolean)) return undefined;
+    const leaders = await Promise.all(up.map((n) => getJson<{ meta_cluster?: { leader?: string } }>(n.monitorPort, '/jsz').then((j) => j.meta_cluster?.leader, () => undefined)));
+    const leader = leaders[0];
+    return leader && leaders.every((l) => l === leader) && up.some((n) => n.name === leader) ? true : undefined;
   }, describeNodes).then(() => undefined);
 
   const cluster: NatsCluster = {

@@ -9,6 +9,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { millis } from '@nats-io/transport-node';
 import { connectNats } from '../../nats/connection.ts';
 import { ensureEventStream, DEFAULT_DUPLICATE_WINDOW_MS, DEFAULT_REPLICAS } from '../../nats/stream.ts';
+import { ensureSnapshotStream } from '../../nats/snapshot-store.ts';
 import type { CliContext } from '../context.ts';
 import { UsageError } from '../exit.ts';
 import { positiveInt } from '../options.ts';
@@ -28,7 +29,9 @@ export function registerSetup(program: Command, ctx: CliContext): void {
       const nc = await connectNats(nats);
       try {
         const jsm = await jetstreamManager(nc);
-        const info = await ensureEventStream(jsm, { replicas: opts.replicas, duplicateWindowMs: opts.duplicateWindowMs });
+        const info = await ensureEventStream(jsm, { replicas: opts.replicas, duplicateWindowMs: opts.duplicateWindowMs, ...(nc.info?.version ? { serverVersion: nc.info.version } : {}) });
+        // the snapshots beside it (a cache of the log) get the same replicas: they stay readable while a server is down
+        await ensureSnapshotStream(jsm, opts.replicas);
         const c = info.config;
         ctx.out(`stream ${c.name} on ${describeNats(nats)} is ready: subjects ${c.subjects.join(', ')}, ${c.num_replicas} replica${c.num_replicas === 1 ? '' : 's'}, duplicate window ${millis(c.duplicate_window)} ms, deny purge ${c.deny_purge}, deny delete ${c.deny_delete}; ${info.state.messages} messages`);
       } finally {
