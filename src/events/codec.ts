@@ -158,6 +158,9 @@ export interface FrameSource {
   sessionId?: string;
   /** A committed event needs its seq; a live-only one has none. Default true. */
   seqRequired?: boolean;
+  /** Stamped on the event by the log that read it; when given (even undefined), a frame's own value is not taken. */
+  position?: number;
+  committedAt?: number | undefined;
   events?: EventCatalog;
 }
 
@@ -198,8 +201,10 @@ export function eventFromFrame(frame: unknown, source: FrameSource): SessionEven
   }
   const event: Record<string, unknown> = { id, type, version: events[type]!.version, sessionId, time, payload };
   if (seq !== undefined) event.seq = seq;
-  if (typeof f.position === 'number') event.position = f.position;
-  if (committedAt !== undefined) event.committedAt = committedAt;
+  const position = source.position ?? f.position;
+  if (typeof position === 'number') event.position = position;
+  const committed = 'committedAt' in source ? source.committedAt : committedAt;
+  if (committed !== undefined) event.committedAt = committed;
   return event as SessionEvent;
 }
 

@@ -239,9 +239,8 @@ export function decodeBatch(data: Uint8Array, position: number, subject: string,
   if (!Array.isArray(raw) || raw.length === 0) throw new SessiondError(ErrorCode.DecodeFailed, `${where} cannot be read as a sessiond event batch: expected a non-empty array of events. ${hint}`, { details: { position, subject } });
   const sessionId = subjects.sessionOfEventsSubject(subject);
   const events = raw.map((frame: unknown, i) => {
-    const withPosition = frame !== null && typeof frame === 'object' && !Array.isArray(frame) ? { ...frame, position, ...(committedAt === undefined ? {} : { committedAt }) } : frame;
     try {
-      return eventFromFrame(withPosition, { describe: `Frame ${i} of message ${position} on ${subject}`, hint, ...(sessionId !== undefined ? { sessionId } : {}) });
+      return eventFromFrame(frame, { describe: `Frame ${i} of message ${position} on ${subject}`, hint, position, committedAt, ...(sessionId !== undefined ? { sessionId } : {}) });
     } catch (err) {
       if (isSessiondError(err)) err.details['position'] = position;
       throw err;
