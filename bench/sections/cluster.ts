@@ -12,12 +12,11 @@
  * stream serves before its server is the limit; one turn alone, p50; and the failover gap: the
  * longest wait for an acknowledged append across a SIGKILL of the leader of a 3-replica stream.
  *
- * The sessiond figures use an engine with its own JetStreamEventLog (opened with `replicas`), not a
- * whole `startSessiond` worker: a worker opens the log asking for 1 replica and refuses a 3-replica
- * stream (see /tmp notes of issue 17, "a worker refuses to start on a stream set up with
- * --replicas 3"). Debian's nats-server 2.9.10 does not fence racing appends on a replicated stream
- * (test/cluster/fencing.test.ts); one engine never races with itself, so the figures are the cost of
- * replication, not a recommendation to run R3 on 2.9.10.
+ * The sessiond figures use an engine with its own JetStreamEventLog on an events stream the bench
+ * creates with sessiond's config and `replicas` (opened without verifying it): sessiond refuses more
+ * than 1 replica on nats-server before 2.10.19, which does not fence racing appends on a replicated
+ * stream (test/cluster/fencing.test.ts); one engine never races with itself, so the figures are the
+ * cost of replication, not a recommendation to run R3 on 2.9.10.
  *
  * `scale`: what a session subject costs nats-server. One server, one stream; one message (a typical
  * 3-event append, ~500 bytes) on each of 10,000 and 100,000 subjects (and 1,000,000 with --full):
@@ -25,6 +24,7 @@
  * subjects, without the write path's buffers), the stream's bytes and the store on disk, and the
  * restart time (SIGTERM to healthy). The slope between levels is the cost per subject.
  */
+import { eventStreamConfig } from '../../src/nats/stream.ts';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -71,6 +71,12 @@ async function withServerCpu(c: NatsCluster, stream: string, body: () => Promise
   return { count: r.count, ms: r.ms, events: r.events ?? 0, leaderCpu: used[leader.index]!, allCpu: used.reduce((a, b) => a + b, 0) };
 }
 
+/** The events stream with sessiond's config and `replicas`, made here, and a log on it as the worker user. */
+async function eventLog(jsm: JetStreamManager, replicas: number, name: string, c: NatsCluster): Promise<JetStreamEventLog> {
+  await jsm.streams.add(eventStreamConfig({ replicas }));
+  return JetStreamEventLog.open({ connection: { servers: c.urls, ...WORKER, name }, ensureStream: false });
+}
+
 /** Creates (or re-creates) a raw stream with `replicas` and waits until every replica is current. */
 async function rawStream(c: NatsCluster, jsm: JetStreamManager, replicas: number): Promise<string> {
   const name = `BENCH_CLUSTER_R${replicas}`;
@@ -97,8 +103,7 @@ async function rawTurns(c: NatsCluster, js: JetStreamClient, stream: string, rep
 /** sessiond turns on a fresh events stream with `replicas`: an engine on its own JetStreamEventLog, 64 sessions. */
 async function sessiondTurns(ctx: Ctx, c: NatsCluster, jsm: JetStreamManager, replicas: number, turns: number, tag: string): Promise<Pass & { alone?: number }> {
   await jsm.streams.delete(STREAM_NAME).catch(() => undefined);
-  // the worker user creates the stream (it may create, not update): with the replicas asked for
-  const log = await JetStreamEventLog.open({ connection: { servers: c.urls, ...WORKER, name: 'bench-cluster' }, replicas });
+  const log = await eventLog(jsm, replicas, 'bench-cluster', c);
   const engine = await openEngine({ file: join(ctx.tmp, `cluster-r${replicas}-${tag}.db`), log, runner: echoRunner() });
   const release = onCleanup(`cluster R${replicas} engine`, async () => { await engine.close(); await log.close(); });
   try {
@@ -139,7 +144,7 @@ async function sessiondTurns(ctx: Ctx, c: NatsCluster, jsm: JetStreamManager, re
 /** p50 of `n` turns of one session alone, on a fresh stream with `replicas`. */
 async function aloneP50(ctx: Ctx, c: NatsCluster, jsm: JetStreamManager, replicas: number, n: number): Promise<number> {
   await jsm.streams.delete(STREAM_NAME).catch(() => undefined);
-  const log = await JetStreamEventLog.open({ connection: { servers: c.urls, ...WORKER, name: 'bench-cluster-alone' }, replicas });
+  const log = await eventLog(jsm, replicas, 'bench-cluster-alone', c);
   const engine = await openEngine({ file: join(ctx.tmp, `cluster-alone-r${replicas}.db`), log, runner: echoRunner() });
   const release = onCleanup(`cluster R${replicas} engine (alone)`, async () => { await engine.close(); await log.close(); });
   try {
@@ -163,7 +168,8 @@ async function aloneP50(ctx: Ctx, c: NatsCluster, jsm: JetStreamManager, replica
  */
 async function failoverGap(c: NatsCluster, jsm: JetStreamManager): Promise<{ gapMs: number; leader: string; next: string }> {
   await jsm.streams.delete(STREAM_NAME).catch(() => undefined);
-  const log = await JetStreamEventLog.open({ connection: { servers: c.urls, ...WORKER, name: 'bench-cluster-failover', reconnectWaitMs: 50 }, replicas: 3 });
+  await jsm.streams.add(eventStreamConfig({ replicas: 3 }));
+  const log = await JetStreamEventLog.open({ connection: { servers: c.urls, ...WORKER, name: 'bench-cluster-failover', reconnectWaitMs: 50 }, ensureStream: false });
   const release = onCleanup('cluster failover log', () => log.close());
   let stop = false;
   const acks: number[] = [];
