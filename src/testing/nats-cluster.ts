@@ -36,7 +36,7 @@ import { jetstreamManager, type JetStreamManager, type StreamInfo } from '@nats-
 import type { NatsConnection } from '@nats-io/transport-node';
 import { startProxy, type Proxy } from '../../chaos/proxy.ts';
 import { connectNats } from '../nats/connection.ts';
-import { ADMIN, NATS_SERVER_BIN } from './nats-server.ts';
+import { ADMIN, NATS_SERVER_BIN, installExitHook, running, tempDirs } from './nats-server.ts';
 
 export const REPO_NATS_CLUSTER_CONF = resolve(fileURLToPath(new URL('../../nats-cluster.conf', import.meta.url)));
 export const CLUSTER_NAME = 'sessiond';
@@ -131,22 +131,6 @@ export interface NatsCluster {
   dispose(): Promise<void>;
 }
 
-const running = new Set<ChildProcess>();
-const tempDirs = new Set<string>();
-let exitHookInstalled = false;
-
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const child of running) {
-      try { child.kill('SIGKILL'); } catch { /* already gone */ }
-    }
-    for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
-  });
-  process.once('SIGINT', () => process.exit(130));
-  process.once('SIGTERM', () => process.exit(143));
-}
 
 function getJson<T>(port: number, path: string, timeoutMs = 2000): Promise<T> {
   return new Promise((done, fail) => {

@@ -54,11 +54,13 @@ export interface NatsServer {
   dispose(): Promise<void>;
 }
 
-const running = new Set<ChildProcess>();
-const tempDirs = new Set<string>();
+/** Servers and stores the test process started (the cluster harness shares them): all killed and removed when it exits. */
+export const running = new Set<ChildProcess>();
+export const tempDirs = new Set<string>();
 let exitHookInstalled = false;
 
-function installExitHook(): void {
+/** Installs, once per process, the hook that SIGKILLs every server in `running` and removes every dir in `tempDirs` at exit. */
+export function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on('exit', () => {
