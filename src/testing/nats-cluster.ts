@@ -36,7 +36,7 @@ import { jetstreamManager, type JetStreamManager, type StreamInfo } from '@nats-
 import type { NatsConnection } from '@nats-io/transport-node';
 import { startProxy, type Proxy } from '../../chaos/proxy.ts';
 import { connectNats } from '../nats/connection.ts';
-import { ADMIN, NATS_SERVER_BIN, installExitHook, running, tempDirs } from './nats-server.ts';
+import { ADMIN, NATS_SERVER_BIN, installExitHook, running, stablePort, tempDirs } from './nats-server.ts';
 
 export const REPO_NATS_CLUSTER_CONF = resolve(fileURLToPath(new URL('../../nats-cluster.conf', import.meta.url)));
 export const CLUSTER_NAME = 'sessiond';
@@ -153,41 +153,6 @@ function httpStatus(port: number, path: string): Promise<number> {
     req.once('error', () => done(0));
     req.once('timeout', () => { req.destroy(); done(0); });
   });
-}
-
-/** The kernel's range for ephemeral ports (what `listen(0)` and outgoing connections take). */
-function ephemeralRange(): [number, number] {
-  try {
-    const [lo, hi] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
-    if (lo && hi) return [lo, hi];
-  } catch { /* not Linux */ }
-  return [32768, 60999];
-}
-
-const taken = new Set<number>();
-
-/**
- * A free port below the ephemeral range. Not `freePort()` (nats-server.ts), whose ports come from
- * the ephemeral range: a node keeps its ports across kills and restarts, and between two starts an
- * ephemeral port can be handed to anything (this harness's proxies, an outgoing connection, another
- * test), which made a node fail with "address already in use". Below the range only a listener
- * that asks for that very port can take it.
- */
-async function stablePort(): Promise<number> {
-  const [low] = ephemeralRange();
-  const floor = Math.min(10_000, low - 2_000);
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const port = floor + Math.floor(Math.random() * (low - floor));
-    if (taken.has(port)) continue;
-    const free = await new Promise<boolean>((done) => {
-      const srv = createServer();
-      srv.unref();
-      srv.once('error', () => done(false));
-      srv.listen(port, '127.0.0.1', () => srv.close(() => done(true)));
-    });
-    if (free) { taken.add(port); return port; }
-  }
-  throw new Error(`no free port found below the ephemeral range (${low})`);
 }
 
 async function poll<T>(what: string, timeoutMs: number, attempt: () => Promise<T | undefined>, describe?: () => string): Promise<T> {

@@ -73,6 +73,41 @@ export function installExitHook(): void {
   process.once('SIGTERM', () => process.exit(143));
 }
 
+/** The kernel's range for ephemeral ports (what `listen(0)` and outgoing connections take). */
+function ephemeralRange(): [number, number] {
+  try {
+    const [lo, hi] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    if (lo && hi) return [lo, hi];
+  } catch { /* not Linux */ }
+  return [32768, 60999];
+}
+
+const taken = new Set<number>();
+
+/**
+ * A free port below the ephemeral range. Not `freePort()`, whose ports come from
+ * the ephemeral range: a node keeps its ports across kills and restarts, and between two starts an
+ * ephemeral port can be handed to anything (this harness's proxies, an outgoing connection, another
+ * test), which made a node fail with "address already in use". Below the range only a listener
+ * that asks for that very port can take it.
+ */
+export async function stablePort(): Promise<number> {
+  const [low] = ephemeralRange();
+  const floor = Math.min(10_000, low - 2_000);
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const port = floor + Math.floor(Math.random() * (low - floor));
+    if (taken.has(port)) continue;
+    const free = await new Promise<boolean>((done) => {
+      const srv = createServer();
+      srv.unref();
+      srv.once('error', () => done(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => done(true)));
+    });
+    if (free) { taken.add(port); return port; }
+  }
+  throw new Error(`no free port found below the ephemeral range (${low})`);
+}
+
 export async function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const srv = createServer();
@@ -132,8 +167,9 @@ export async function startNatsServer(options: { config?: string; extraUsers?: r
   tempDirs.add(dir);
   const storeDir = join(dir, 'store');
   const conf = deriveConfig(config, dir, options.extraUsers ?? []);
-  const port = await freePort();
-  const monitorPort = await freePort();
+  // below the ephemeral range: restart() binds the same ports again, which an outgoing connection could have taken meanwhile
+  const port = await stablePort();
+  const monitorPort = await stablePort();
   const lines: string[] = [];
   let child: ChildProcess | undefined;
   let exited: Promise<void> = Promise.resolve();
