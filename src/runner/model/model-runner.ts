@@ -21,8 +21,10 @@ import { generateText, streamText, type LanguageModel, type LanguageModelUsage, 
 import type { RecordedError, Usage } from '../../events/catalog.ts';
 import { SessiondError, ErrorCode } from '../../errors.ts';
 import type { RunContext, Runner } from '../types.ts';
-import type { TranscriptItem } from '../transcript.ts';
-import { estimateTokens, toModelMessages } from './messages.ts';
+import type { TranscriptItem, TranscriptPart } from '../transcript.ts';
+import { sleep } from '../../clock.ts';
+import { recordedError } from '../../execution/recorded-error.ts';
+import { assistantMessages, estimateTokens, toModelMessages } from './messages.ts';
 import { backoff, classify, parseRetryPolicy, type Failure, type RetryPolicy } from './retry.ts';
 import { checkTools, sdkTools, type ToolRegistry } from './tools.ts';
 
@@ -93,7 +95,8 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
         const delay = backoff(policy, n, failure, random);
         if (delay === undefined) throw new ModelRequestError(failure, n);
         ctx.retrying(messageId, n, delay, { type: 'model_request', name: failure.status === undefined ? 'NetworkError' : `HTTP ${failure.status}`, message: failure.message });
-        await sleep(ctx, delay);
+        await sleep(ctx.clock, delay, ctx.signal); // a cancel or a lost claim ends the wait at once
+        ctx.signal.throwIfAborted();
       }
     }
   };
@@ -101,8 +104,7 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
   /** One streamed request: deltas go out live as they arrive. */
   const stream = async (ctx: RunContext, messageId: string, messages: ModelMessage[]): Promise<StepOutput> => {
     const out: StepOutput = { text: '', reasoning: '', calls: [], finish: 'stop', usage: undefined };
-    const textPart = `prt_${messageId.slice(4)}_t`;
-    const reasoningPart = `prt_${messageId.slice(4)}_r`;
+    const { textPart, reasoningPart } = partIds(messageId);
     // an HTTP error arrives as an `error` part; a stream cut throws from the loop (an APICallError, retryable)
     const result = streamText({ ...common, messages, ...(hasTools ? { tools: toolSet } : {}), abortSignal: ctx.signal, onError: () => {} });
     for await (const part of result.fullStream) {
@@ -156,8 +158,9 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
   };
 
   return async (ctx) => {
-    let messages = toModelMessages(await ctx.history());
-    if (await retryDurableCalls(ctx, tools)) messages = toModelMessages(await ctx.history());
+    const history = await ctx.history();
+    let messages = toModelMessages(history);
+    if (await retryDurableCalls(ctx, tools, history)) messages = toModelMessages(await ctx.history());
     for (let step = 0, compactions = 0; step < maxSteps;) {
       const { messageId, steered } = await ctx.startStep();
       for (const s of steered) messages.push({ role: 'user', content: s.prompt });
@@ -177,35 +180,37 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
         messages = await compact(ctx, messageId, err.failure.message);
         continue; // the interrupted step runs again on the compacted conversation
       }
-      if (output.reasoning) await ctx.reasoning(messageId, output.reasoning, `prt_${messageId.slice(4)}_r`);
-      if (output.text) await ctx.text(messageId, output.text, `prt_${messageId.slice(4)}_t`);
-      const results = [];
-      for (const call of output.calls) results.push(await runCall(ctx, tools, messageId, call));
+      const { textPart, reasoningPart } = partIds(messageId);
+      if (output.reasoning) await ctx.reasoning(messageId, output.reasoning, reasoningPart);
+      if (output.text) await ctx.text(messageId, output.text, textPart);
+      const parts: TranscriptPart[] = output.text ? [{ type: 'text', partId: textPart, text: output.text }] : [];
+      for (const call of output.calls) parts.push(await runCall(ctx, tools, messageId, call));
       await ctx.endStep(messageId, output.finish, output.usage);
       step++;
       compactions = 0;
       if (output.calls.length === 0) return;
-      messages.push(...assistantTurn(output, results));
+      messages.push(...assistantMessages(parts)); // as the transcript will read this step
     }
   };
 }
 
 /** Runs one tool call through the journal; an unknown tool, bad input or a throw becomes an error result the model sees. */
-async function runCall(ctx: RunContext, tools: ToolRegistry, messageId: string, call: StepOutput['calls'][number]): Promise<{ ok: boolean; value: unknown }> {
+async function runCall(ctx: RunContext, tools: ToolRegistry, messageId: string, call: StepOutput['calls'][number]): Promise<TranscriptPart> {
   const tool = tools[call.name];
   const callId = safeCallId(call.callId);
+  const part = { type: 'tool' as const, callId, name: call.name, input: call.input ?? null, durable: tool?.durable === true };
   try {
-    const value = await ctx.tool(messageId, { name: call.name, input: call.input ?? null, durable: tool?.durable === true, callId }, async (tc) => {
+    const output = await ctx.tool(messageId, { name: call.name, input: part.input, durable: part.durable, callId }, async (tc) => {
       if (call.error) throw new ToolInputError(call.error);
       if (!tool) throw new ToolInputError(`no tool named ${call.name}: the tools are ${Object.keys(tools).join(', ') || 'none'}`);
       const parsed = tool.inputSchema.safeParse(call.input);
       if (!parsed.success) throw new ToolInputError(`invalid input for ${call.name}: ${parsed.error.message}`);
       return await tool.execute(parsed.data, tc);
     });
-    return { ok: true, value };
+    return { ...part, state: 'succeeded', output };
   } catch (err) {
     if (ctx.signal.aborted) throw ctx.signal.reason;
-    return { ok: false, value: err instanceof Error ? err.message : String(err) };
+    return { ...part, state: 'failed', error: recordedError(err, 'tool') };
   }
 }
 
@@ -218,10 +223,9 @@ class ToolInputError extends SessiondError {
 }
 
 /** A continuation's durable calls, run again with their original keys in a step of their own; true when there were any. */
-async function retryDurableCalls(ctx: RunContext, tools: ToolRegistry): Promise<boolean> {
+async function retryDurableCalls(ctx: RunContext, tools: ToolRegistry, items: readonly TranscriptItem[]): Promise<boolean> {
   const retry = ctx.inputs.flatMap((i) => i.continues?.retryTools ?? []);
   if (retry.length === 0) return false;
-  const items = await ctx.history();
   const { messageId } = await ctx.startStep();
   for (const r of retry) {
     const original = findCall(items, r.messageId, r.callId);
@@ -245,17 +249,9 @@ function findCall(items: readonly TranscriptItem[], messageId: string, callId: s
   return undefined;
 }
 
-function assistantTurn(output: StepOutput, results: { ok: boolean; value: unknown }[]): ModelMessage[] {
-  return [
-    { role: 'assistant', content: [
-      ...(output.text ? [{ type: 'text' as const, text: output.text }] : []),
-      ...output.calls.map((c) => ({ type: 'tool-call' as const, toolCallId: safeCallId(c.callId), toolName: c.name, input: c.input ?? null })),
-    ] },
-    { role: 'tool', content: output.calls.map((c, i) => ({
-      type: 'tool-result' as const, toolCallId: safeCallId(c.callId), toolName: c.name,
-      output: results[i]!.ok ? { type: 'json' as const, value: (results[i]!.value ?? null) as never } : { type: 'error-text' as const, value: String(results[i]!.value) },
-    })) },
-  ];
+/** The ids of a step's text and reasoning parts (streamed under them, recorded under them). */
+function partIds(messageId: string): { textPart: string; reasoningPart: string } {
+  return { textPart: `prt_${messageId.slice(4)}_t`, reasoningPart: `prt_${messageId.slice(4)}_r` };
 }
 
 /** A call id as the log takes it (1 to 128 characters). */
@@ -267,14 +263,4 @@ function safeCallId(id: string): string {
 function usageOf(u: LanguageModelUsage | undefined): Usage | undefined {
   if (!u || (u.inputTokens === undefined && u.outputTokens === undefined)) return undefined;
   return { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 };
-}
-
-/** Waits `ms` on the context's clock; a cancel or a lost claim ends the wait at once. */
-function sleep(ctx: RunContext, ms: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (ctx.signal.aborted) { reject(ctx.signal.reason); return; }
-    const onAbort = () => { ctx.clock.clearTimeout(timer); reject(ctx.signal.reason); };
-    const timer = ctx.clock.setTimeout(() => { ctx.signal.removeEventListener('abort', onAbort); resolve(); }, ms);
-    ctx.signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
