@@ -88,13 +88,18 @@ export interface EventStreamOptions {
 /** nats-server fences appends (expected last subject sequence) on replicated streams from this release on (nats-server#4320, #5644). */
 export const REPLICATED_FENCING_SINCE = '2.10.19';
 
+/** Whether `version` is at least `since` (both `x.y.z`; a suffix such as `-beta` is ignored). */
+export function versionAtLeast(version: string, since: string): boolean {
+  const parts = (v: string) => v.split(/[.-]/).slice(0, 3).map((x) => parseInt(x, 10) || 0);
+  const a = parts(version);
+  const b = parts(since);
+  for (let i = 0; i < 3; i++) if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) > (b[i] ?? 0);
+  return true;
+}
+
 /** Does this nats-server version fence appends on replicated streams? (Unknown: no.) */
 export function fencesReplicated(version: string | undefined): boolean {
-  const parts = (v: string) => v.split(/[.-]/).slice(0, 3).map((x) => parseInt(x, 10) || 0);
-  if (!version) return false;
-  const [a = 0, b = 0, c = 0] = parts(version);
-  const [x = 0, y = 0, z = 0] = parts(REPLICATED_FENCING_SINCE);
-  return a !== x ? a > x : b !== y ? b > y : c >= z;
+  return version !== undefined && version !== '' && versionAtLeast(version, REPLICATED_FENCING_SINCE);
 }
 
 export const DEFAULT_STREAM_WAIT_MS = 60_000;

@@ -41,7 +41,7 @@ import { ADMIN, NATS_SERVER_BIN, installExitHook, running, stablePort, tempDirs 
 export const REPO_NATS_CLUSTER_CONF = resolve(fileURLToPath(new URL('../../nats-cluster.conf', import.meta.url)));
 export const CLUSTER_NAME = 'sessiond';
 
-export { REPLICATED_FENCING_SINCE } from '../nats/stream.ts';
+export { REPLICATED_FENCING_SINCE, versionAtLeast } from '../nats/stream.ts';
 
 /** `nats-server --version` of the harness's binary, e.g. `2.9.10`. */
 export function natsServerVersion(bin = NATS_SERVER_BIN): string {
@@ -49,14 +49,6 @@ export function natsServerVersion(bin = NATS_SERVER_BIN): string {
   const m = /v?(\d+\.\d+\.\d+)/.exec(`${out.stdout ?? ''}${out.stderr ?? ''}`);
   if (!m) throw new Error(`could not read the version of ${bin}: ${out.stdout}${out.stderr}`);
   return m[1]!;
-}
-
-/** Whether `version` is at least `since` (both `x.y.z`). */
-export function versionAtLeast(version: string, since: string): boolean {
-  const a = version.split('.').map(Number);
-  const b = since.split('.').map(Number);
-  for (let i = 0; i < 3; i++) if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) > (b[i] ?? 0);
-  return true;
 }
 
 /** Whether this nats-server fences appends on a replicated stream (what sessiond requires for replicas: src/nats/stream.ts). */
