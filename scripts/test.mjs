@@ -5,6 +5,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { ensureTools, toolPath } from './tools.mjs';
 
 const started = Date.now();
 const TIMEOUT_MS = Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 20 * 60_000);
@@ -25,10 +26,22 @@ function run(cmd, args, { capture = false } = {}) {
   });
 }
 
+// The project's pinned nats-server and natscli (scripts/tools.mjs), built with Go when missing; every
+// NATS test, the cluster suite and the fault suite run on it. Debian's nats-server below is for the
+// single-server compatibility test.
+const toolProblems = ensureTools();
+if (toolProblems.length > 0) {
+  process.stdout.write(`${toolProblems.join('\n')}\n0 passed, 1 failed\n`);
+  process.exit(1);
+}
+process.env.SESSIOND_NATS_SERVER ??= toolPath('nats-server');
+process.env.SESSIOND_NATS_CLI ??= toolPath('nats');
+
 // What the suite needs beyond npm, from Debian's packages: installed here when missing (as root with
 // apt-get), otherwise one line saying what to run, before any test starts.
 const needs = [
-  { what: 'nats-server (the NATS tests)', pkg: 'nats-server', present: () => existsSync(process.env.SESSIOND_NATS_SERVER ?? '/usr/sbin/nats-server') },
+  { what: "Debian's nats-server (its compatibility test)", pkg: 'nats-server', present: () => existsSync(process.env.SESSIOND_DEBIAN_NATS_SERVER ?? '/usr/sbin/nats-server') },
+  { what: 'faketime (clock skew in the cluster and fault suites)', pkg: 'faketime', present: () => existsSync('/usr/bin/faketime') },
   { what: 'chromium (the inspector browser test)', pkg: 'chromium', present: () => existsSync('/usr/bin/chromium') },
   { what: "python3-msgpack (the wire-format interop test)", pkg: 'python3-msgpack', present: () => spawnSync('/usr/bin/python3', ['-c', 'import msgpack'], { stdio: 'ignore' }).status === 0 },
 ];

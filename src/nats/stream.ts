@@ -49,6 +49,14 @@ export const JsErrorCode = {
   StreamNotFound: 10059,
   StreamSubjectOverlap: 10065,
   StreamWrongLastSequence: 10071,
+  /** The same refusal on newer servers when they do not say the real last sequence (nats-server 2.11+ on replicated streams). */
+  StreamWrongLastSequenceConstant: 10164,
+  /** 503: a new stream leader cannot check an expected last subject sequence yet (it passes once it has caught up). */
+  StreamExpectedLastSeqPerSubjectNotReady: 10163,
+  /** 429: the stream's queue of pending proposals is full. */
+  StreamTooManyRequests: 10167,
+  /** 500: the stream is offline on this server (its replicas are recovering or lost quorum). */
+  StreamOffline: 10194,
   StreamReplicasNotSupported: 10074,
   ClusterNotAvailable: 10008,
   ClusterNotLeader: 10009,
@@ -63,11 +71,14 @@ export function jsErrorCode(err: unknown): number {
 export function isJsError(err: unknown, code: JsErrorCode): boolean {
   return jsErrorCode(err) === code;
 }
-export const isWrongLastSequence = (err: unknown) => isJsError(err, JsErrorCode.StreamWrongLastSequence);
+/** The append lost a race: the subject's last sequence is not the one it expected (10071, or 10164 without the number). */
+export const isWrongLastSequence = (err: unknown) =>
+  isJsError(err, JsErrorCode.StreamWrongLastSequence) || isJsError(err, JsErrorCode.StreamWrongLastSequenceConstant);
 export const isStreamNotFound = (err: unknown) => isJsError(err, JsErrorCode.StreamNotFound);
 /** Server-side conditions that pass on their own (leader election, recovery after a restart). */
 export const isJsTransient = (err: unknown) =>
-  [JsErrorCode.ClusterNotAvailable, JsErrorCode.ClusterNotLeader, JsErrorCode.InsufficientResources].includes(jsErrorCode(err) as never);
+  ([JsErrorCode.ClusterNotAvailable, JsErrorCode.ClusterNotLeader, JsErrorCode.InsufficientResources,
+    JsErrorCode.StreamExpectedLastSeqPerSubjectNotReady, JsErrorCode.StreamTooManyRequests, JsErrorCode.StreamOffline] as number[]).includes(jsErrorCode(err));
 
 export interface EventStreamOptions {
   /** Stream name (default `STREAM_NAME`); its subjects are always `sessiond.events.>`. */

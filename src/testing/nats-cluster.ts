@@ -36,7 +36,7 @@ import { jetstreamManager, type JetStreamManager, type StreamInfo } from '@nats-
 import type { NatsConnection } from '@nats-io/transport-node';
 import { startProxy, type Proxy } from '../../chaos/proxy.ts';
 import { connectNats } from '../nats/connection.ts';
-import { ADMIN, NATS_SERVER_BIN, installExitHook, running, stablePort, tempDirs } from './nats-server.ts';
+import { ADMIN, NATS_SERVER_BIN, installExitHook, missingServer, running, stablePort, tempDirs } from './nats-server.ts';
 
 export const REPO_NATS_CLUSTER_CONF = resolve(fileURLToPath(new URL('../../nats-cluster.conf', import.meta.url)));
 export const CLUSTER_NAME = 'sessiond';
@@ -195,7 +195,7 @@ export async function startNatsCluster(options: {
   installExitHook();
   const size = options.size ?? 3;
   if (!existsSync(NATS_SERVER_BIN)) {
-    throw new Error(`nats-server not found at ${NATS_SERVER_BIN}: install it (apt-get install nats-server) or set SESSIOND_NATS_SERVER.`);
+    throw new Error(missingServer(NATS_SERVER_BIN));
   }
   const dir = mkdtempSync(join(tmpdir(), 'sessiond-nats-cluster-'));
   tempDirs.add(dir);

@@ -21,8 +21,17 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const NATS_SERVER_BIN = process.env.SESSIOND_NATS_SERVER ?? '/usr/sbin/nats-server';
 export const REPO_NATS_CONF = resolve(fileURLToPath(new URL('../../nats.conf', import.meta.url)));
+/** Debian's nats-server (`apt-get install nats-server`: 2.9.10 on bookworm), supported for a single server. */
+export const DEBIAN_NATS_SERVER_BIN = process.env.SESSIOND_DEBIAN_NATS_SERVER ?? '/usr/sbin/nats-server';
+/** The project's pinned build (scripts/tools.mjs: `go install` into .tools/bin). */
+export const PROJECT_NATS_SERVER_BIN = resolve(fileURLToPath(new URL('../../.tools/bin/nats-server', import.meta.url)));
+/**
+ * The nats-server the tests and the bench run: SESSIOND_NATS_SERVER, else the project's pinned build
+ * when it is there (`npm test` builds it), else Debian's.
+ */
+export const NATS_SERVER_BIN = process.env.SESSIOND_NATS_SERVER
+  ?? (existsSync(PROJECT_NATS_SERVER_BIN) ? PROJECT_NATS_SERVER_BIN : DEBIAN_NATS_SERVER_BIN);
 export const WORKER = { user: 'worker', pass: 'worker-dev-secret' } as const;
 export const CLIENT = { user: 'client', pass: 'client-dev-secret' } as const;
 export const OBSERVER = { user: 'observer', pass: 'observer-dev-secret' } as const;
@@ -52,6 +61,11 @@ export interface NatsServer {
   kill(): Promise<void>;
   /** Stops and deletes the store. */
   dispose(): Promise<void>;
+}
+
+/** What to do when the harness finds no nats-server at `bin`. */
+export function missingServer(bin: string): string {
+  return `nats-server not found at ${bin}: run node scripts/tools.mjs (builds the pinned nats-server into .tools/bin with Go), apt-get install nats-server, or set SESSIOND_NATS_SERVER.`;
 }
 
 /** Servers and stores the test process started (the cluster harness shares them): all killed and removed when it exits. */
@@ -157,12 +171,11 @@ function deriveConfig(config: string, dir: string, extraUsers: readonly { user: 
  * `extraUsers` get no permission limits: for benchmarks that measure the raw substrate (their own
  * streams and subjects) next to sessiond, never for tests of sessiond's own users.
  */
-export async function startNatsServer(options: { config?: string; extraUsers?: readonly { user: string; pass: string }[] } = {}): Promise<NatsServer> {
+export async function startNatsServer(options: { config?: string; extraUsers?: readonly { user: string; pass: string }[]; bin?: string } = {}): Promise<NatsServer> {
   installExitHook();
   const config = options.config ?? REPO_NATS_CONF;
-  if (!existsSync(NATS_SERVER_BIN)) {
-    throw new Error(`nats-server not found at ${NATS_SERVER_BIN}: install it (apt-get install nats-server) or set SESSIOND_NATS_SERVER.`);
-  }
+  const bin = options.bin ?? NATS_SERVER_BIN;
+  if (!existsSync(bin)) throw new Error(missingServer(bin));
   const dir = mkdtempSync(join(tmpdir(), 'sessiond-nats-'));
   tempDirs.add(dir);
   const storeDir = join(dir, 'store');
@@ -181,7 +194,7 @@ export async function startNatsServer(options: { config?: string; extraUsers?: r
   };
 
   const start = async () => {
-    const proc = spawn(NATS_SERVER_BIN, ['-c', conf, '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', storeDir],
+    const proc = spawn(bin, ['-c', conf, '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', storeDir],
       { stdio: ['ignore', 'pipe', 'pipe'] });
     child = proc;
     running.add(proc);
