@@ -39,8 +39,9 @@ export interface NatsWorld {
   dispose(): Promise<void>;
 }
 
-export async function natsWorld(): Promise<NatsWorld> {
-  const server = await startNatsServer();
+/** `bin`: another nats-server binary (Debian's, for its compatibility test); default the harness's. */
+export async function natsWorld(options: { bin?: string } = {}): Promise<NatsWorld> {
+  const server = await startNatsServer(options.bin ? { bin: options.bin } : {});
   const tmp = tempDir('sessiond-nats-test-');
   let closers: (() => Promise<unknown>)[] = [];
   let files = 0;
