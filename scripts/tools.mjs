@@ -36,6 +36,12 @@ function installedVersion(tool) {
   return m?.[1];
 }
 
+/** Go from PATH, else its usual install folder. */
+function goBinary() {
+  if (spawnSync('sh', ['-c', 'command -v go'], { stdio: 'ignore' }).status === 0) return 'go';
+  return existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined;
+}
+
 export function missingTools() {
   return TOOLS.filter((t) => installedVersion(t) !== t.version);
 }
@@ -45,14 +51,15 @@ export function ensureTools({ say = (line) => process.stdout.write(`${line}\n`) 
   const problems = [];
   const missing = missingTools();
   if (missing.length === 0) return problems;
-  if (spawnSync('sh', ['-c', 'command -v go'], { stdio: 'ignore' }).status !== 0) {
-    return missing.map((t) => `${t.name} ${t.version} is not built and Go is not installed: install Go (apt-get install golang-go, 1.24 or newer) and run node scripts/tools.mjs`);
+  const go = goBinary();
+  if (!go) {
+    return missing.map((t) => `${t.name} ${t.version} is not built and Go is not installed: install Go 1.24 or newer (https://go.dev/doc/install) and run node scripts/tools.mjs`);
   }
   mkdirSync(TOOLS_BIN, { recursive: true });
   for (const tool of missing) {
     const started = Date.now();
     say(`building ${tool.name} ${tool.version} (go install ${tool.module}@v${tool.version}, into .tools/bin; a few minutes the first time)...`);
-    const r = spawnSync('go', ['install', `${tool.module}@v${tool.version}`], {
+    const r = spawnSync(go, ['install', `${tool.module}@v${tool.version}`], {
       stdio: ['ignore', 'inherit', 'inherit'],
       env: { ...process.env, GOBIN: TOOLS_BIN, CGO_ENABLED: '0', GOFLAGS: `${process.env.GOFLAGS ?? ''} -buildvcs=false`.trim() },
     });
