@@ -77,7 +77,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   return {
     ownerId: execution.ownerId, db, log, execution,
     async admit(sessionId, request) {
-      const receipt = await admitInput(execution.handler, sessionId, request);
+      const receipt = await admitInput(execution.handler, sessionId, request, execution.limits);
       if (receipt.wake) await execution.wake(sessionId);
       return receipt;
     },

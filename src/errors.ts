@@ -36,6 +36,8 @@ export const ErrorCode = {
   Cancelled: 'cancelled',
   // input
   InputConflict: 'input_conflict',
+  /** A session or worker limit would be passed (pending inputs, pending bytes): the admission is refused. */
+  LimitExceeded: 'limit_exceeded',
   InvariantViolation: 'invariant_violation',
   // projector
   InconsistentStream: 'inconsistent_stream',
@@ -72,7 +74,7 @@ const KIND: Record<ErrorCode, ErrorKind> = {
   unavailable: 'unavailable', log_closed: 'unavailable',
   permission_denied: 'permission', not_found: 'not_found', timeout: 'timeout',
   sequence_conflict: 'conflict', duplicate_event: 'conflict', input_conflict: 'conflict',
-  command_refused: 'refused', claim_lost: 'refused', cancelled: 'refused',
+  command_refused: 'refused', claim_lost: 'refused', cancelled: 'refused', limit_exceeded: 'refused',
   model_request_failed: 'failure', internal: 'failure',
 };
 

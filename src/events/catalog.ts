@@ -83,6 +83,8 @@ export const catalog = {
     continues: Continuation.optional(),
   })),
   'input.promoted': event('input.promoted', z.object({ inputId: id, executionId: id }), { writer: 'runner' }),
+  /** Pending inputs dropped unrun by an operator (`sessiond cancel --pending`): they never run. */
+  'input.dropped': event('input.dropped', z.object({ inputIds: z.array(id).min(1), reason: z.string().max(1000).optional() })),
 
   'step.started': event('step.started', z.object({ executionId: id, messageId: id, step: z.number().int().nonnegative() }), { writer: 'runner' }),
   'step.ended': event('step.ended', z.object({ executionId: id, messageId: id, finish: z.string().min(1), usage: Usage.optional() }), { writer: 'runner' }),

@@ -11,6 +11,8 @@ import { isSequenceConflict } from '../events/event-log.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import { decide, evolve, initialSnapshot, type SessionMachine, type SessionSnapshot } from '../machines/decider.ts';
 import { DEFAULT_SNAPSHOT_EVERY, type SnapshotStore } from '../machines/snapshot-store.ts';
+import { pendingBytes } from '../machines/session-context.ts';
+import { DEFAULT_MAX_HELD_BYTES } from '../input/limits.ts';
 import { sessionMachine } from '../machines/session-machine.ts';
 import type { Command } from '../machines/commands.ts';
 import { CommandRefusedError } from './errors.ts';
@@ -38,6 +40,8 @@ export interface CommandHandlerOptions {
   snapshots?: SnapshotStore;
   /** Store a snapshot after this many events since the last one, and whenever a turn settles. */
   snapshotEvery?: number;
+  /** Pending prompt bytes the cached sessions may hold together (least recently used are dropped past it). */
+  maxHeldBytes?: number;
 }
 
 export class CommandHandler {
@@ -50,12 +54,22 @@ export class CommandHandler {
   private readonly cacheSize: number;
   private readonly store: SnapshotStore | undefined;
   private readonly snapshotEvery: number;
+  private readonly maxHeldBytes: number;
+  /** Pending prompt bytes of each cached session (only those with some), and their sum. */
+  private readonly held = new Map<string, number>();
+  private heldBytes = 0;
 
   constructor(readonly log: EventLog, readonly clock: Clock, readonly ids: IdSource, options: CommandHandlerOptions = {}) {
     this.machine = options.machine ?? sessionMachine;
     this.cacheSize = options.cacheSize ?? DEFAULT_SNAPSHOT_CACHE;
     this.store = options.snapshots;
     this.snapshotEvery = options.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
+    this.maxHeldBytes = options.maxHeldBytes ?? DEFAULT_MAX_HELD_BYTES;
+  }
+
+  /** What the cached sessions hold in memory: how many, and the bytes of their pending prompts. */
+  holding(): { sessions: number; pendingBytes: number } {
+    return { sessions: this.snapshots.size, pendingBytes: this.heldBytes };
   }
 
   /** The session's snapshot, caught up with the log (from a stored snapshot on a cold load). */
@@ -115,8 +129,8 @@ export class CommandHandler {
     for (const e of events) {
       const snap = this.snapshots.get(e.sessionId);
       if (!snap) continue;
-      if (e.seq === snap.context.seq + 1) this.snapshots.set(e.sessionId, evolve(snap, e, this.machine));
-      else if (e.seq > snap.context.seq + 1) this.snapshots.delete(e.sessionId); // gap: reload next time
+      if (e.seq === snap.context.seq + 1) this.cache(e.sessionId, evolve(snap, e, this.machine));
+      else if (e.seq > snap.context.seq + 1) this.forget(e.sessionId); // gap: reload next time
     }
   }
 
@@ -205,11 +219,30 @@ export class CommandHandler {
     const known = this.snapshots.get(sessionId);
     if (known && known.context.seq > snapshot.context.seq) return known;
     this.snapshots.delete(sessionId);
-    this.snapshots.set(sessionId, snapshot);
-    if (this.snapshots.size > this.cacheSize) {
+    this.cache(sessionId, snapshot);
+    // the least recently used go past either bound (never the session just cached)
+    while (this.snapshots.size > this.cacheSize || (this.heldBytes > this.maxHeldBytes && this.snapshots.size > 1)) {
       const oldest = this.snapshots.keys().next().value;
-      if (oldest !== undefined) { this.snapshots.delete(oldest); this.storedAt.delete(oldest); }
+      if (oldest === undefined || oldest === sessionId) break;
+      this.forget(oldest);
+      this.storedAt.delete(oldest);
     }
     return snapshot;
+  }
+
+  /** Caches a snapshot (most recently used last) and counts the pending bytes it holds. */
+  private cache(sessionId: string, snapshot: SessionSnapshot): void {
+    this.snapshots.set(sessionId, snapshot);
+    const before = this.held.get(sessionId) ?? 0;
+    const now = snapshot.context.pending.length === 0 ? 0 : pendingBytes(snapshot.context);
+    this.heldBytes += now - before;
+    if (now === 0) this.held.delete(sessionId);
+    else this.held.set(sessionId, now);
+  }
+
+  private forget(sessionId: string): void {
+    this.snapshots.delete(sessionId);
+    this.heldBytes -= this.held.get(sessionId) ?? 0;
+    this.held.delete(sessionId);
   }
 }

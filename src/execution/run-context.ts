@@ -23,6 +23,8 @@ import type { CommandHandler } from './command-handler.ts';
 import { ClaimLostError, isRefusal } from './errors.ts';
 import { runInputs, steeringInputs } from '../input/turn.ts';
 import { recordedError } from './recorded-error.ts';
+import { ErrorCode, SessiondError } from '../errors.ts';
+import { DEFAULT_MAX_PAYLOAD_BYTES, pack } from '../events/codec.ts';
 import type { Transcripts } from './transcripts.ts';
 
 export interface RunContextDeps {
@@ -50,6 +52,26 @@ export function idempotencyKey(sessionId: string, executionId: string, callId: s
   return `${sessionId}:${executionId}:${callId}`;
 }
 
+/**
+ * Buffered writes are appended once they pass this many bytes (roughly counted): with one event of
+ * at most `DEFAULT_MAX_PAYLOAD_BYTES` on top, an append stays under a NATS message (1 MiB).
+ */
+export const FLUSH_AT_BYTES = 256 * 1024;
+
+/** About how many bytes an event adds to an append: its large fields measured, the rest a constant. */
+function sizeOf(e: ProtoEvent): number {
+  const p = e.payload as Record<string, unknown>;
+  let size = 200;
+  for (const key of ['text', 'summary', 'delta'] as const) if (typeof p[key] === 'string') size += Buffer.byteLength(p[key] as string);
+  if (e.type === 'tool.succeeded') size += encodedSize(e.payload.output);
+  if (e.type === 'tool.called') size += encodedSize(e.payload.input);
+  return size;
+}
+
+function encodedSize(value: unknown): number {
+  return value === undefined || value === null ? 1 : typeof value === 'string' ? Buffer.byteLength(value) + 5 : pack(value).byteLength;
+}
+
 export function createRunContext(deps: RunContextDeps): Turn {
   const { handler, clock, ids, bus, sessionId, executionId, ownerId, controller } = deps;
   const signal = controller.signal;
@@ -57,6 +79,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
   let step = 0;
   const inputs = [...deps.inputs];
   let buffered: ProtoEvent[] = [];
+  let bufferedBytes = 0;
   /** The phase as this turn has written it (buffered writes included). */
   let phase: ExecutionPhase | undefined = handler.cached(sessionId)?.context.execution?.phase;
   /** Steering inputs promoted by a buffered write: not offered again by the next step. */
@@ -64,7 +87,10 @@ export function createRunContext(deps: RunContextDeps): Turn {
 
   const buffer = (events: ProtoEvent[]): void => {
     if (signal.aborted) throw signal.reason;
-    for (const e of events) if (e.type === 'execution.phase') phase = e.payload.phase;
+    for (const e of events) {
+      if (e.type === 'execution.phase') phase = e.payload.phase;
+      bufferedBytes += sizeOf(e);
+    }
     buffered.push(...events);
   };
 
@@ -74,6 +100,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
       if (signal.aborted) throw signal.reason;
       const events = buffered;
       buffered = [];
+      bufferedBytes = 0;
       if (events.length === 0) return;
       try {
         await handler.execute(sessionId, (now) => ({ type: 'record', now, ownerId, executionId, events }));
@@ -99,15 +126,22 @@ export function createRunContext(deps: RunContextDeps): Turn {
     return flush();
   };
 
-  /** Buffers a write; the promise settles at once (rejected when the turn was stopped). */
-  const later = async (events: ProtoEvent[]): Promise<void> => buffer(events);
+  /**
+   * Buffers a write; the promise settles at once (rejected when the turn was stopped), unless the
+   * buffer has grown past `FLUSH_AT_BYTES`: then what is buffered is appended first (earlier than it
+   * had to be, which is always safe), so no append outgrows a message.
+   */
+  const later = async (events: ProtoEvent[]): Promise<void> => {
+    if (buffered.length > 0 && bufferedBytes + events.reduce((n, e) => n + sizeOf(e), 0) > FLUSH_AT_BYTES) await flush();
+    buffer(events);
+  };
 
   const ctx: RunContext = {
     sessionId, executionId, ownerId, inputs, signal, clock,
 
     async startStep() {
       const snapshot = await handler.load(sessionId);
-      const steer = steeringInputs(snapshot.context.pending).filter((s) => !promoted.has(s.inputId));
+      const steer = steeringInputs(snapshot.context.pending.filter((s) => !promoted.has(s.inputId)));
       const steered = runInputs(steer);
       const messageId = ids.next('msg');
       await later([
@@ -174,6 +208,15 @@ export function createRunContext(deps: RunContextDeps): Turn {
         await later([{ type: 'tool.failed', payload: { executionId, messageId, callId, error: recordedError(err, 'tool') } }]);
         throw err;
       }
+      const size = encodedSize(output);
+      if (size > DEFAULT_MAX_PAYLOAD_BYTES) {
+        // the call ran, but its result cannot be recorded: the call fails with what to do, and the model sees that
+        const tooLarge = new SessiondError(ErrorCode.PayloadTooLarge,
+          `Tool ${call.name} returned ${size} bytes, over the limit of ${DEFAULT_MAX_PAYLOAD_BYTES} bytes for one recorded result. Return less (a summary, a page, or a reference to where the full result is stored).`,
+          { details: { callId, tool: call.name, size, max: DEFAULT_MAX_PAYLOAD_BYTES } });
+        await later([{ type: 'tool.failed', payload: { executionId, messageId, callId, error: recordedError(tooLarge, 'tool') } }]);
+        throw tooLarge;
+      }
       await later([{ type: 'tool.succeeded', payload: { executionId, messageId, callId, output: output as unknown } }]);
       return output;
     },
@@ -193,6 +236,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
       await queue;
       const events = buffered;
       buffered = [];
+      bufferedBytes = 0;
       return events;
     },
   };

@@ -26,8 +26,9 @@ import { Transcripts } from './transcripts.ts';
 import { checkKeys, wholeNumber } from '../options.ts';
 
 /** Every option of the execution service (anything else is refused as a likely typo). */
-export const EXECUTION_OPTIONS = ['log', 'runner', 'clock', 'ids', 'ownerId', 'leaseMs', 'heartbeatMs', 'bus', 'snapshots', 'onNotice'] as const;
+export const EXECUTION_OPTIONS = ['log', 'runner', 'clock', 'ids', 'ownerId', 'leaseMs', 'heartbeatMs', 'bus', 'snapshots', 'onNotice', 'limits'] as const;
 import { recordedError } from './recorded-error.ts';
+import { parseLimits, type SessionLimits } from '../input/limits.ts';
 import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './registry.ts';
 
 export const DEFAULT_LEASE_MS = 30_000;
@@ -46,6 +47,8 @@ export interface ExecutionOptions {
   snapshots?: SnapshotStore;
   /** Plain-words notices of what the service does (the CLI prints them). */
   onNotice?: (notice: Notice) => void;
+  /** What a session may hold waiting and what this worker holds in memory (src/input/limits.ts; defaults there). */
+  limits?: Partial<SessionLimits>;
 }
 
 export type Notice =
@@ -88,6 +91,8 @@ export class SessionExecution {
   readonly leaseMs: number;
   readonly heartbeatMs: number;
   readonly handler: CommandHandler;
+  /** The limits in force (src/input/limits.ts): admissions past them are refused. */
+  readonly limits: SessionLimits;
   /** The transcripts of the sessions run here, folded between turns (a runner's `history()`). */
   private readonly transcripts: Transcripts;
   readonly registry: RunRegistry = createRunRegistry();
@@ -113,7 +118,8 @@ export class SessionExecution {
     this.bus = options.bus ?? nullLiveBus;
     this.runner = options.runner;
     this.notice = options.onNotice ?? (() => {});
-    this.handler = new CommandHandler(options.log, this.clock, this.ids, options.snapshots ? { snapshots: options.snapshots } : {});
+    this.limits = parseLimits('SessionExecution', options.limits);
+    this.handler = new CommandHandler(options.log, this.clock, this.ids, { maxHeldBytes: this.limits.maxHeldBytes, ...(options.snapshots ? { snapshots: options.snapshots } : {}) });
     this.transcripts = new Transcripts(options.log);
   }
 

@@ -8,8 +8,9 @@ import type { Delivery } from '../events/catalog.ts';
 import type { CommandHandler } from '../execution/command-handler.ts';
 import { isRefusal } from '../execution/errors.ts';
 import { admittedSeq } from '../machines/session-context.ts';
+import { DEFAULT_LIMITS, DEFAULT_MAX_PROMPT_BYTES, type SessionLimits } from './limits.ts';
 
-export const DEFAULT_MAX_PROMPT_BYTES = 256 * 1024;
+export { DEFAULT_MAX_PROMPT_BYTES };
 
 export interface AdmitRequest {
   /** Idempotency key; generated when absent. */
@@ -47,13 +48,18 @@ function invalid(why: string): SessiondError {
   return new SessiondError(ErrorCode.InvalidOption, `Invalid input: ${why}.`);
 }
 
-export async function admitInput(handler: CommandHandler, sessionId: string, request: AdmitRequest): Promise<AdmitReceipt> {
-  const req = parseAdmitRequest(sessionId, request);
+export async function admitInput(handler: CommandHandler, sessionId: string, request: AdmitRequest, limits: SessionLimits = DEFAULT_LIMITS): Promise<AdmitReceipt> {
+  const req = parseAdmitRequest(sessionId, request, limits.maxPromptBytes);
   const inputId = req.id ?? handler.ids.next('inp');
+  const { maxPendingInputs, maxPendingBytes } = limits;
   try {
-    const { events } = await handler.execute(sessionId, (now) => ({ type: 'admit', now, inputId, prompt: req.prompt, delivery: req.delivery, wake: req.wake }));
+    const { events } = await handler.execute(sessionId, (now) => ({ type: 'admit', now, inputId, prompt: req.prompt, delivery: req.delivery, wake: req.wake, limits: { maxPendingInputs, maxPendingBytes } }));
     return { sessionId, inputId, admittedSeq: events[0]!.seq, created: true, wake: req.wake };
   } catch (err) {
+    if (isRefusal(err, 'pending_limit')) {
+      throw new SessiondError(ErrorCode.LimitExceeded, err.message.replace(/^admit refused for session \S+ \(pending_limit\): /, ''),
+        { cause: err, details: { sessionId, inputId, maxPendingInputs, maxPendingBytes } });
+    }
     if (!isRefusal(err, 'already_admitted')) throw err;
     const snapshot = await handler.load(sessionId);
     const seq = admittedSeq(snapshot.context, inputId)!;

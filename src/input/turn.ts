@@ -4,18 +4,26 @@
  * one (it finishes what was started before newer prompts run), else the oldest. The remaining
  * `queue` inputs wait for later turns. Steering inputs admitted during a turn join it at the next
  * step boundary.
+ *
+ * What one append promotes is bounded (`MAX_PROMOTIONS_PER_APPEND`): a turn takes the queued input
+ * and the oldest steering inputs up to the bound; the other steering inputs join at the next step
+ * boundary (also bounded) or the next turn. However many inputs wait, no promotion outgrows a
+ * message.
  */
 import type { PendingInput } from '../machines/session-context.ts';
 import type { RunInput } from '../runner/types.ts';
+import { MAX_PROMOTIONS_PER_APPEND } from './limits.ts';
 
-export function inputsForTurn(pending: readonly PendingInput[]): PendingInput[] {
+export function inputsForTurn(pending: readonly PendingInput[], max = MAX_PROMOTIONS_PER_APPEND): PendingInput[] {
   const queued = pending.filter((p) => p.delivery === 'queue');
   const firstQueued = queued.find((p) => p.source === 'recovery') ?? queued[0];
-  return pending.filter((p) => p.delivery === 'steer' || p === firstQueued);
+  let steer = firstQueued ? max - 1 : max;
+  return pending.filter((p) => p === firstQueued || (p.delivery === 'steer' && steer-- > 0));
 }
 
-export function steeringInputs(pending: readonly PendingInput[]): PendingInput[] {
-  return pending.filter((p) => p.delivery === 'steer');
+/** The steering inputs a step boundary takes: the oldest, at most `max`. */
+export function steeringInputs(pending: readonly PendingInput[], max = MAX_PROMOTIONS_PER_APPEND): PendingInput[] {
+  return pending.filter((p) => p.delivery === 'steer').slice(0, max);
 }
 
 /** What the runner gets for each input: its prompt travels in the session state, no log read. */

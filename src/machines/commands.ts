@@ -16,7 +16,10 @@ export type Command =
   | { type: 'settle'; now: number; ownerId: string; executionId: string; outcome: SettleOutcome; error?: RecordedError; continuationInputId?: string }
   /** `executionId`: cancel that execution only (a cancel sent again, or delivered late, never stops a later turn). */
   | { type: 'cancel'; now: number; reason?: string; executionId?: string }
-  | { type: 'admit'; now: number; inputId: string; prompt: string; delivery: Delivery; wake: boolean; source?: 'user' | 'recovery' }
+  /** `limits`: the session's bounds on what may wait (refused past them); absent, nothing is checked (recovery's own admissions). */
+  | { type: 'admit'; now: number; inputId: string; prompt: string; delivery: Delivery; wake: boolean; source?: 'user' | 'recovery'; limits?: PendingLimits }
+  /** Drop pending inputs unrun (all of them, or the ones named): an operator unblocking a session. */
+  | { type: 'dropPending'; now: number; inputIds?: string[]; reason?: string }
   /** Seal an expired execution and admit one continuation (ids come with the command: the machine makes none). */
   | { type: 'recover'; now: number; continuationInputId: string; reason?: string }
   /** Count an attempt at the durable recovery wake. */
@@ -25,6 +28,12 @@ export type Command =
   | { type: 'failWake'; now: number; error: RecordedError; park: boolean };
 
 export type CommandType = Command['type'];
+
+/** What may wait in one session: admitted inputs not yet promoted, and the bytes of their prompts. */
+export interface PendingLimits {
+  maxPendingInputs: number;
+  maxPendingBytes: number;
+}
 
 /** Why a command was refused; stable strings, safe to match on. */
 export const Refusal = {
@@ -45,6 +54,8 @@ export const Refusal = {
   NothingToRecover: 'nothing_to_recover',
   NothingPending: 'nothing_pending',
   NoWakePending: 'no_wake_pending',
+  PendingLimit: 'pending_limit',
+  NothingToDrop: 'nothing_to_drop',
 } as const;
 export type Refusal = (typeof Refusal)[keyof typeof Refusal];
 

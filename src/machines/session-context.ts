@@ -137,6 +137,11 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       next.admitted = [...kept, [p.inputId, event.seq]];
       return next;
     }
+    case 'input.dropped': {
+      const dropped = new Set(event.payload.inputIds);
+      next.pending = ctx.pending.filter((i) => !dropped.has(i.inputId));
+      return next;
+    }
     case 'input.promoted':
       next.pending = ctx.pending.filter((i) => i.inputId !== event.payload.inputId);
       if (forCurrent(event.payload.executionId)) next.execution = { ...exec!, inputIds: [...exec!.inputIds, event.payload.inputId] };
@@ -189,6 +194,13 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
 
 function addUsage(a: Usage, b: Usage): Usage {
   return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };
+}
+
+/** The bytes of the prompts pending in a session (what its pending-bytes limit counts). */
+export function pendingBytes(ctx: SessionContext): number {
+  let total = 0;
+  for (const p of ctx.pending) total += Buffer.byteLength(p.prompt);
+  return total;
 }
 
 /** Is the current execution's lease live at `now`? (Settled executions hold no lease.) */

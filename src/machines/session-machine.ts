@@ -17,7 +17,7 @@ import { and, assertEvent, assign, emit, not, setup } from 'xstate';
 import { ErrorCode, SessiondError } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { durableEventTypes, type EventType } from '../events/catalog.ts';
-import { admittedSeq, foldContext, initialContext, leaseLive, type ExecutionState, type SessionContext } from './session-context.ts';
+import { admittedSeq, foldContext, initialContext, leaseLive, pendingBytes, type ExecutionState, type SessionContext } from './session-context.ts';
 import type { Continuation, RecordedError } from '../events/catalog.ts';
 import { RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
 
@@ -67,6 +67,17 @@ export const refusalMessages: Record<Refusal, (a: Args) => string> = {
   nothing_to_recover: ({ context }) => `session ${context.sessionId} has no expired execution to recover`,
   nothing_pending: ({ context }) => `session ${context.sessionId} has no pending input to run`,
   no_wake_pending: ({ context }) => `session ${context.sessionId} owes no recovery wake`,
+  pending_limit: ({ context, event }) => {
+    assertEvent(event, 'admit');
+    const limits = event.limits!;
+    const bytes = pendingBytes(context);
+    const size = Buffer.byteLength(event.prompt);
+    const which = context.pending.length + 1 > limits.maxPendingInputs
+      ? `it would be pending input ${context.pending.length + 1}, over the limit of ${limits.maxPendingInputs} pending inputs per session`
+      : `its ${size} bytes would bring the session's pending prompts to ${bytes + size} bytes, over the limit of ${limits.maxPendingBytes} bytes per session`;
+    return `input ${event.inputId} was not admitted to session ${context.sessionId}: ${which}. Wait for the session to run what is pending (wake it), drop pending inputs (sessiond cancel --pending), or raise the limit (--max-pending-inputs, --max-pending-bytes)`;
+  },
+  nothing_to_drop: ({ context }) => `session ${context.sessionId} has no pending input to drop`,
 };
 
 const refuse = (reason: Refusal) => ({ type: 'refuse' as const, params: { reason } });
@@ -121,6 +132,19 @@ export const sessionMachine = setup({
       return ids.every((id, i) => ids.indexOf(id) === i && context.pending.some((p) => p.inputId === id));
     },
     alreadyAdmitted: ({ context, event }) => { assertEvent(event, 'admit'); return admittedSeq(context, event.inputId) !== undefined; },
+    /** never admits past a session's pending limits: what waits in a session stays bounded. */
+    overPendingLimits: ({ context, event }) => {
+      assertEvent(event, 'admit');
+      const limits = event.limits;
+      if (!limits) return false;
+      return context.pending.length + 1 > limits.maxPendingInputs || pendingBytes(context) + Buffer.byteLength(event.prompt) > limits.maxPendingBytes;
+    },
+    /** Something to drop: a pending input (one of those named, when named). */
+    hasPendingToDrop: ({ context, event }) => {
+      assertEvent(event, 'dropPending');
+      const named = event.inputIds;
+      return context.pending.some((p) => p.source === 'user' && (named === undefined || named.includes(p.inputId)));
+    },
     /** The recovery wake is still owed (not landed, not parked). */
     wakePending: ({ context }) => context.recovery?.wakePending === true && !context.recovery.parked,
   },
@@ -152,8 +176,10 @@ export const sessionMachine = setup({
     cancel: { actions: refuse(Refusal.NothingToCancel) },
     admit: [
       { guard: 'alreadyAdmitted', actions: refuse(Refusal.AlreadyAdmitted) },
+      { guard: 'overPendingLimits', actions: refuse(Refusal.PendingLimit) },
       { actions: decide },
     ],
+    dropPending: [{ guard: 'hasPendingToDrop', actions: decide }, { actions: refuse(Refusal.NothingToDrop) }],
     recover: { actions: refuse(Refusal.NothingToRecover) },
     requestWake: [{ guard: 'wakePending', actions: decide }, { actions: refuse(Refusal.NoWakePending) }],
     failWake: [{ guard: 'wakePending', actions: decide }, { actions: refuse(Refusal.NoWakePending) }],
@@ -238,6 +264,11 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
         { type: 'execution.cancelled', payload: { executionId: exec.id, ...(command.reason ? { reason: command.reason } : {}) } },
         ...sealOpenWork(exec, error, error),
       ];
+    }
+    case 'dropPending': {
+      // a continuation (source recovery) stays: it finishes an interrupted turn, and the sweep owes its wake
+      const ids = ctx.pending.filter((p) => p.source === 'user' && (command.inputIds === undefined || command.inputIds.includes(p.inputId))).map((p) => p.inputId);
+      return [{ type: 'input.dropped', payload: { inputIds: ids, ...(command.reason ? { reason: command.reason } : {}) } }];
     }
     case 'admit':
       return [{ type: 'input.admitted', payload: { inputId: command.inputId, prompt: command.prompt, delivery: command.delivery, wake: command.wake, source: command.source ?? 'user' } }];

@@ -18,7 +18,7 @@ export async function serveOps(port: number, parts: { engine: Engine; worker: Wo
   const { engine, worker, metrics } = parts;
   const clock = parts.clock ?? systemClock;
   const db = engine.db;
-  const pending = db.prepare('SELECT COUNT(*) FROM session_input WHERE promoted_seq IS NULL').pluck();
+  const pending = db.prepare('SELECT COUNT(*) FROM session_input WHERE promoted_seq IS NULL AND dropped_seq IS NULL').pluck();
   const quarantined = db.prepare('SELECT COUNT(*) FROM quarantined_message').pluck();
   const lag = async () => (worker.projector ? Math.max(0, (await engine.log.head()) - worker.projector.checkpoint()) : 0);
   metrics.watch({

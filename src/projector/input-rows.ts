@@ -12,6 +12,8 @@ export interface InputRow {
   delivery: 'steer' | 'queue';
   admitted_seq: number;
   promoted_seq: number | null;
+  /** The sequence of the `input.dropped` that dropped it unrun (null otherwise). */
+  dropped_seq?: number | null;
   wake_pending: number;
   time_created: number;
 }
@@ -23,7 +25,9 @@ export function inputRows(db: Db) {
     VALUES (@id, @session_id, @prompt, @delivery, @admitted_seq, @promoted_seq, @wake_pending, @time_created)
     ON CONFLICT DO NOTHING`);
   const promote = db.prepare(`UPDATE session_input SET promoted_seq = ?, wake_pending = 0
-                              WHERE id = ? AND session_id = ? AND promoted_seq IS NULL RETURNING *`);
+                              WHERE id = ? AND session_id = ? AND promoted_seq IS NULL AND dropped_seq IS NULL RETURNING *`);
+  const drop = db.prepare(`UPDATE session_input SET dropped_seq = ?, wake_pending = 0
+                           WHERE id = ? AND session_id = ? AND promoted_seq IS NULL AND dropped_seq IS NULL`);
   const clear = db.prepare('DELETE FROM session_input');
   return {
     get: (sessionId: string, id: string) => get.get(sessionId, id) as InputRow | undefined,
@@ -31,6 +35,8 @@ export function inputRows(db: Db) {
     insertNew: (row: InputRow): boolean => insert.run(row).changes > 0,
     /** Marks the input promoted at `seq` unless it already was; returns the promoted row, or undefined when none changed. */
     promote: (id: string, sessionId: string, seq: number) => promote.get(seq, id, sessionId) as InputRow | undefined,
+    /** Marks a pending input dropped at `seq`; returns whether it was pending. */
+    drop: (id: string, sessionId: string, seq: number): boolean => drop.run(seq, id, sessionId).changes > 0,
     clearAll: (): void => void clear.run(),
   };
 }

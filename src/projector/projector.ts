@@ -253,6 +253,14 @@ export class Projector {
         rules.userPromoted(e, promoted);
       },
 
+      'input.dropped': (e) => {
+        for (const inputId of e.payload.inputIds) {
+          if (!inputs.drop(inputId, e.sessionId, e.seq)) {
+            throw invariant(`Input ${inputId} of session ${e.sessionId} dropped at seq ${e.seq} but it was not pending (never admitted, or already promoted or dropped)`, { inputId });
+          }
+        }
+      },
+
       'step.started': (e) => {
         rules.stepStarted(e);
         this.requireExecution(e, ex.setAssistantMessage(e.payload.executionId, e.sessionId, e.payload.messageId));

@@ -38,10 +38,10 @@ const cache = new WeakMap<Db, ReturnType<typeof prepare>>();
 
 function prepare(db: Db) {
   return {
-    pendingWakes: db.prepare(`SELECT session_id FROM session_input WHERE wake_pending = 1 AND promoted_seq IS NULL
+    pendingWakes: db.prepare(`SELECT session_id FROM session_input WHERE wake_pending = 1 AND promoted_seq IS NULL AND dropped_seq IS NULL
                               UNION SELECT session_id FROM session_recovery WHERE wake_pending = 1
                               ORDER BY session_id`).pluck(),
-    runnable: db.prepare(`SELECT session_id FROM session_input WHERE promoted_seq IS NULL
+    runnable: db.prepare(`SELECT session_id FROM session_input WHERE promoted_seq IS NULL AND dropped_seq IS NULL
                           UNION SELECT session_id FROM session_recovery WHERE wake_pending = 1
                           ORDER BY session_id`).pluck(),
     expired: db.prepare('SELECT * FROM session_execution WHERE expires_at <= ? ORDER BY expires_at, id'),
@@ -55,7 +55,7 @@ function prepare(db: Db) {
              SUM(kind = 'w') AS owedWakes, MAX(t) AS lastActivity
       FROM (
         SELECT session_id, 'e' AS kind, time_created AS t FROM session_execution
-        UNION ALL SELECT session_id, CASE WHEN promoted_seq IS NULL THEN 'p' ELSE 'i' END, time_created FROM session_input
+        UNION ALL SELECT session_id, CASE WHEN promoted_seq IS NULL AND dropped_seq IS NULL THEN 'p' ELSE 'i' END, time_created FROM session_input
         UNION ALL SELECT session_id, 'm', time_updated FROM session_message
         UNION ALL SELECT session_id, CASE WHEN wake_pending = 1 THEN 'w' ELSE 'r' END, time_created FROM session_recovery
       )

@@ -58,8 +58,8 @@ test('projector - input.admitted inserts the input; wake_pending follows the adm
     s.ev('ses_1', 'input.admitted', { inputId: 'inp_2', prompt: 'later', delivery: 'queue', wake: false }),
   ]);
   assert.equal(all(db, 'session_input'), [
-    { id: 'inp_1', session_id: 'ses_1', prompt: 'hello', delivery: 'steer', admitted_seq: 1, promoted_seq: null, wake_pending: 1, time_created: 1000 },
-    { id: 'inp_2', session_id: 'ses_1', prompt: 'later', delivery: 'queue', admitted_seq: 2, promoted_seq: null, wake_pending: 0, time_created: 2000 },
+    { id: 'inp_1', session_id: 'ses_1', prompt: 'hello', delivery: 'steer', admitted_seq: 1, promoted_seq: null, wake_pending: 1, time_created: 1000, dropped_seq: null },
+    { id: 'inp_2', session_id: 'ses_1', prompt: 'later', delivery: 'queue', admitted_seq: 2, promoted_seq: null, wake_pending: 0, time_created: 2000, dropped_seq: null },
   ]);
 });
 
@@ -86,7 +86,7 @@ test('projector - input.promoted sets promoted_seq, clears the wake and creates 
     s.ev('ses_1', 'input.promoted', { inputId: 'inp_1', executionId: 'exe_1' }),
   ]);
   assert.equal(row(db, 'session_input', 'id = ?', 'inp_1'), {
-    id: 'inp_1', session_id: 'ses_1', prompt: 'steer me', delivery: 'steer', admitted_seq: 2, promoted_seq: 3, wake_pending: 0, time_created: 2000,
+    id: 'inp_1', session_id: 'ses_1', prompt: 'steer me', delivery: 'steer', admitted_seq: 2, promoted_seq: 3, wake_pending: 0, time_created: 2000, dropped_seq: null,
   });
   assert.equal(message(db, 'inp_1'), {
     id: 'inp_1', session_id: 'ses_1', type: 'user', seq: 3, time_created: 3000, time_updated: 3000,

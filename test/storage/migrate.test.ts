@@ -67,7 +67,7 @@ test('migrate - tables have the seed columns, defaults and nullability', () => {
   assert.equal(shape('session_input'), {
     id: 'TEXT', session_id: 'TEXT NOT NULL', prompt: 'TEXT NOT NULL', delivery: 'TEXT NOT NULL',
     admitted_seq: 'INTEGER NOT NULL', promoted_seq: 'INTEGER', wake_pending: 'INTEGER NOT NULL DEFAULT 0',
-    time_created: 'INTEGER NOT NULL',
+    time_created: 'INTEGER NOT NULL', dropped_seq: 'INTEGER',
   });
   assert.equal(shape('session_message'), {
     id: 'TEXT', session_id: 'TEXT NOT NULL', type: 'TEXT NOT NULL', seq: 'INTEGER NOT NULL',

@@ -7,7 +7,8 @@ import { migration005 } from './005_pending_inputs.ts';
 import { migration006 } from './006_session_snapshots.ts';
 import { migration007 } from './007_recovery_session_index.ts';
 import { migration008 } from './008_event_commit_time.ts';
+import { migration009 } from './009_dropped_inputs.ts';
 
 /** Every migration this build knows, in order. Append only: never edit a shipped migration. */
-export const migrations: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008];
+export const migrations: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009];
 export const LATEST_SCHEMA_VERSION = migrations.length;

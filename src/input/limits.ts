@@ -1,0 +1,51 @@
+/**
+ * What one session may hold waiting, and what a worker holds for the sessions it has loaded. An
+ * admission past a limit is refused (`limit_exceeded`, naming the limit and what to do); nothing
+ * admitted is ever dropped by a limit.
+ *
+ * - `maxPromptBytes`: one prompt (256 KiB).
+ * - `maxPendingInputs`: inputs admitted and not yet run, per session (1,000).
+ * - `maxPendingBytes`: the bytes of those inputs' prompts, per session (8 MiB).
+ * - `maxHeldBytes`: the pending prompts a worker keeps in memory for the sessions it has loaded
+ *   (256 MiB); past it, the least recently used sessions are dropped from memory (they load again
+ *   from their snapshot and the log when next needed).
+ *
+ * A turn never has to fit every pending input into one append: it promotes at most
+ * `MAX_PROMOTIONS_PER_APPEND` (the rest join at the next step or the next turn), so a claim's append
+ * stays far under any server's message limit whatever the limits above are set to.
+ */
+import { ErrorCode, SessiondError } from '../errors.ts';
+import { checkKeys, wholeNumber } from '../options.ts';
+import type { PendingLimits } from '../machines/commands.ts';
+
+export interface SessionLimits extends PendingLimits {
+  maxPromptBytes: number;
+  maxHeldBytes: number;
+}
+
+export const DEFAULT_MAX_PROMPT_BYTES = 256 * 1024;
+export const DEFAULT_MAX_PENDING_INPUTS = 1_000;
+export const DEFAULT_MAX_PENDING_BYTES = 8 * 1024 * 1024;
+export const DEFAULT_MAX_HELD_BYTES = 256 * 1024 * 1024;
+/** Inputs one append promotes at most (a claim's turn, or a step's steering inputs). */
+export const MAX_PROMOTIONS_PER_APPEND = 100;
+
+export const DEFAULT_LIMITS: SessionLimits = {
+  maxPromptBytes: DEFAULT_MAX_PROMPT_BYTES,
+  maxPendingInputs: DEFAULT_MAX_PENDING_INPUTS,
+  maxPendingBytes: DEFAULT_MAX_PENDING_BYTES,
+  maxHeldBytes: DEFAULT_MAX_HELD_BYTES,
+};
+
+export const LIMIT_OPTIONS = Object.keys(DEFAULT_LIMITS) as (keyof SessionLimits)[];
+
+/** The limits with `given` over the defaults; a misspelt or bad value is an `invalid_option`. */
+export function parseLimits(component: string, given: Partial<SessionLimits> = {}): SessionLimits {
+  checkKeys(`${component} limits`, given, LIMIT_OPTIONS);
+  const out = {} as SessionLimits;
+  for (const key of LIMIT_OPTIONS) out[key] = wholeNumber(`${component} limits`, key, given[key], DEFAULT_LIMITS[key], 1, key.endsWith('Bytes') ? 'bytes' : '');
+  if (out.maxPromptBytes > out.maxPendingBytes) {
+    throw new SessiondError(ErrorCode.InvalidOption, `Invalid ${component} limits: maxPromptBytes (${out.maxPromptBytes}) is over maxPendingBytes (${out.maxPendingBytes}), so a prompt of the largest size could never be admitted. Raise maxPendingBytes or lower maxPromptBytes.`);
+  }
+  return out;
+}
