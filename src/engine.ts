@@ -18,6 +18,7 @@ import { SqliteSnapshotStore } from './storage/sqlite-snapshot-store.ts';
 import { systemClock } from './clock.ts';
 import { SessionExecution, type CancelResult, type ExecutionOptions, type ResumeResult } from './execution/session-execution.ts';
 import { admitInput, type AdmitReceipt, type AdmitRequest } from './input/admit.ts';
+import { dropPending, type DropPendingRequest, type DropPendingResult } from './input/drop.ts';
 import { stateOf, type SessionSnapshot, type SessionStateValue } from './machines/decider.ts';
 import type { SessionContext } from './machines/session-context.ts';
 
@@ -51,6 +52,8 @@ export interface Engine {
   resume(sessionId: string): Promise<ResumeResult>;
   /** `executionId`: cancel that execution only (see SessionExecution.cancel). */
   cancel(sessionId: string, reason?: string, executionId?: string): Promise<CancelResult>;
+  /** Drops the session's pending inputs unrun (all, or those named): an operator unblocking a session. */
+  dropPending(sessionId: string, request?: DropPendingRequest): Promise<DropPendingResult>;
   awaitIdle(sessionId: string): Promise<void>;
   status(sessionId: string): Promise<SessionStatus>;
   /** Sessions with a turn running in this engine now. */
@@ -84,6 +87,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     wake: (id) => execution.wake(id),
     resume: (id) => execution.resume(id),
     cancel: (id, reason, executionId) => execution.cancel(id, reason, executionId),
+    dropPending: (id, request) => dropPending(execution.handler, id, request),
     awaitIdle: (id) => execution.awaitIdle(id),
     status: async (id) => statusOf(await execution.status(id), (options.clock ?? systemClock).now()),
     activeTurns: () => Object.values(execution.registry.getSnapshot().context.runs).filter((r) => r.executionId).length,

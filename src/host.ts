@@ -34,6 +34,7 @@ import { startCommandService } from './nats/command-service.ts';
 import { COMMAND_QUEUE, commandVerbs, subjects } from './nats/subjects.ts';
 import { startInspector } from './inspector/server.ts';
 import { createWorkerMetrics } from './observability/metrics.ts';
+import type { SessionLimits } from './input/limits.ts';
 import { serveOps } from './observability/worker-ops.ts';
 
 /** Where a host says what it does (the CLI prints it as lines or JSON). */
@@ -57,6 +58,8 @@ export interface SessiondOptions {
   onNotice?: (notice: Notice | RecoveryNotice) => void;
   /** The log on NATS: the worker's connection, and, to serve commands, the commands user's. */
   nats?: { connection: NatsConnectionOptions; commands?: { connection: NatsConnectionOptions; replyPrefixes: string[] } };
+  /** What a session may hold waiting and what this worker holds in memory (src/input/limits.ts). */
+  limits?: Partial<SessionLimits>;
   /** Serve the inspector on 127.0.0.1:PORT. */
   inspectPort?: number;
   /** Serve Prometheus metrics, /healthz and /readyz on 127.0.0.1:PORT. */
@@ -70,7 +73,7 @@ export interface SessiondOptions {
   signal?: AbortSignal;
 }
 
-export interface Sessiond extends Pick<Engine, 'admit' | 'wake' | 'status' | 'cancel' | 'awaitIdle' | 'activeTurns'> {
+export interface Sessiond extends Pick<Engine, 'admit' | 'wake' | 'status' | 'cancel' | 'dropPending' | 'awaitIdle' | 'activeTurns'> {
   readonly ownerId: string;
   readonly engine: Engine;
   readonly worker: Worker;
@@ -87,7 +90,7 @@ export interface Sessiond extends Pick<Engine, 'admit' | 'wake' | 'status' | 'ca
 const silent: HostReport = { out: () => {}, err: () => {} };
 
 export async function startSessiond(options: SessiondOptions): Promise<Sessiond> {
-  checkKeys('startSessiond', options, ['db', 'runner', 'leaseMs', 'heartbeatMs', 'sweepMs', 'wakeBackoffMs', 'onNotice', 'nats', 'inspectPort', 'metricsPort', 'report', 'decorateLog', 'onFatal', 'signal']);
+  checkKeys('startSessiond', options, ['db', 'runner', 'leaseMs', 'heartbeatMs', 'sweepMs', 'wakeBackoffMs', 'onNotice', 'nats', 'limits', 'inspectPort', 'metricsPort', 'report', 'decorateLog', 'onFatal', 'signal']);
   const report = options.report ?? silent;
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
@@ -148,6 +151,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     }
     const engine = await step(() => openEngine({
       file: options.db, runner: options.runner, leaseMs, heartbeatMs,
+      ...(options.limits ? { limits: options.limits } : {}),
       ...(log ? { log } : {}),
       // metrics count what the engine appends, on either log
       ...(metrics || options.decorateLog ? { decorateLog: (inner: EventLog) => {
@@ -190,7 +194,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       const commands = options.nats.commands;
       const cnc = await step(() => connectNats({ ...commands.connection, waitForServer: true }), (late) => late.close());
       opened.push({ what: 'the command connection', close: () => cnc.drain().catch(() => cnc.close()) });
-      const service = startCommandService(cnc, engine, { replyPrefixes: commands.replyPrefixes, onError: (err) => report.err(`sessiond: command service: ${messageOf(err)}`) });
+      const service = startCommandService(cnc, engine, { replyPrefixes: commands.replyPrefixes, maxPromptBytes: engine.execution.limits.maxPromptBytes, onError: (err) => report.err(`sessiond: command service: ${messageOf(err)}`) });
       opened.push({ what: 'the command service', close: () => service.close() });
       report.out(`  serving commands ${commandVerbs.map((v) => subjects.command(v)).join(', ')} in queue group ${COMMAND_QUEUE}${commands.connection.user ? ` as user ${commands.connection.user}` : ''}, replying only to ${commands.replyPrefixes.map((p) => `${p}.>`).join(', ')}`);
     } else if (options.nats) {
@@ -215,6 +219,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       wake: (id) => engine.wake(id),
       status: (id) => engine.status(id),
       cancel: (id, reason, executionId) => engine.cancel(id, reason, executionId),
+      dropPending: (id, request) => engine.dropPending(id, request),
       awaitIdle: (id) => engine.awaitIdle(id),
       activeTurns: () => engine.activeTurns(),
       async close() {

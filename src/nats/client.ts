@@ -21,6 +21,7 @@
  * from the first one it got. Replay reads the stream with ordered consumers, which nats.conf allows
  * the client and observer users; their inboxes are `_INBOX_<user>` (connectNats sets the prefix).
  */
+import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { wholeNumber } from '../options.ts';
 import { errors as natsErrors, type Msg, type NatsConnection, type Subscription as NatsSubscription } from '@nats-io/transport-node';
@@ -194,6 +195,11 @@ export class SessiondClient {
     if (result.result.cancelled || !resent || result.result.reason !== 'nothing_to_cancel') return result.result;
     const { execution } = await this.status(sessionId);
     return execution?.cancelled ? { cancelled: true, executionId: execution.id } : result.result;
+  }
+
+  /** Drops the session's pending inputs unrun (all the users' inputs still waiting, or those named); says which. */
+  dropPending(sessionId: string, request: DropPendingRequest = {}): Promise<DropPendingResult> {
+    return this.request('drop', { sessionId, ...request }).then((r) => r.result);
   }
 
   /** The session's state, sequence, execution and pending inputs, as a worker sees it in the log. */

@@ -24,6 +24,7 @@
  * those in flight to be answered.
  */
 import { wholeNumber } from '../options.ts';
+import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import { isValidId, validateId } from '../ids.ts';
@@ -31,7 +32,7 @@ import { parseAdmitRequest, DEFAULT_MAX_PROMPT_BYTES, type AdmitReceipt, type Ad
 import type { CancelResult, ResumeResult } from '../execution/session-execution.ts';
 import type { SessionStatus } from '../engine.ts';
 import {
-  CommandFailureCode, MAX_CANCEL_REASON, baseErrorCode, decodeJson, encodeJson, requestFields,
+  CommandFailureCode, MAX_CANCEL_REASON, MAX_DROP_IDS, baseErrorCode, decodeJson, encodeJson, requestFields,
   type CommandFailure, type CommandRequests, type ErrorBody, type StatusReply, type WakeResult,
 } from './commands.ts';
 import { COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
@@ -44,6 +45,7 @@ export interface CommandTarget {
   resume?(sessionId: string): Promise<ResumeResult>;
   cancel(sessionId: string, reason?: string, executionId?: string): Promise<CancelResult>;
   status(sessionId: string): Promise<SessionStatus>;
+  dropPending(sessionId: string, request?: DropPendingRequest): Promise<DropPendingResult>;
 }
 
 export interface CommandServiceOptions {
@@ -162,6 +164,17 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
         }
         await known(sessionId, verb);
         return { result: await target.cancel(sessionId, reason, executionId) };
+      }
+      case 'drop': {
+        const { inputIds, reason } = body as CommandRequests['drop'];
+        if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_CANCEL_REASON)) {
+          throw new Reject(CommandFailureCode.BadRequest, `Invalid drop request: reason must be a string of at most ${MAX_CANCEL_REASON} characters.`);
+        }
+        if (inputIds !== undefined && (!Array.isArray(inputIds) || inputIds.length === 0 || inputIds.length > MAX_DROP_IDS || !inputIds.every(isValidId))) {
+          throw new Reject(CommandFailureCode.BadRequest, `Invalid drop request: inputIds must be a list of 1-${MAX_DROP_IDS} input ids (e.g. ["inp_..."]), or absent to drop every pending input.`);
+        }
+        await known(sessionId, verb);
+        return { result: await target.dropPending(sessionId, { ...(inputIds ? { inputIds } : {}), ...(reason ? { reason } : {}) }) };
       }
       case 'status': {
         const status = await known(sessionId, verb);

@@ -7,6 +7,7 @@
  *   wake    { sessionId }                                             { ok: true, result: WakeResult }
  *   cancel  { sessionId, reason?, executionId? }                      { ok: true, result: CancelResult }
  *   status  { sessionId }                                             { ok: true, sessionId, state, seq, execution, pending }
+ *   drop    { sessionId, inputIds?, reason? }                          { ok: true, result: DropPendingResult }
  *
  * Every failure is a reply, never silence: { ok: false, error: { code, message, details? } }, with
  * `code` one of `CommandFailure` (sessiond's error codes, e.g. invalid_id, invalid_option,
@@ -16,6 +17,7 @@
  */
 import { ErrorCode, SessiondError } from '../errors.ts';
 import type { AdmitReceipt } from '../input/admit.ts';
+import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';
 import type { Delivery } from '../events/catalog.ts';
 import type { CancelResult, ResumeResult } from '../execution/session-execution.ts';
 import type { SessionView } from '../machines/session-view.ts';
@@ -46,6 +48,8 @@ export interface WakeCommand { sessionId: string }
 /** `executionId`: cancel that execution only; the client sends the one it saw in progress, so a resent or late cancel never stops a later turn. */
 export interface CancelCommand { sessionId: string; reason?: string; executionId?: string }
 export interface StatusCommand { sessionId: string }
+/** Drops pending inputs unrun (all the users' inputs still waiting, or those named). */
+export interface DropCommand { sessionId: string; inputIds?: string[]; reason?: string }
 
 /** What a worker did about a wake: `ResumeResult` (started, running_here, nothing_pending, refused, closed), or `requested` from a target without `resume`. */
 export type WakeResult = ResumeResult | { status: 'requested' };
@@ -55,8 +59,8 @@ export interface StatusReply extends SessionView {
   execution: ExecutionState | null;
 }
 
-export interface CommandRequests { admit: AdmitCommand; wake: WakeCommand; cancel: CancelCommand; status: StatusCommand }
-export interface CommandResults { admit: { receipt: AdmitReceipt }; wake: { result: WakeResult }; cancel: { result: CancelResult }; status: StatusReply }
+export interface CommandRequests { admit: AdmitCommand; wake: WakeCommand; cancel: CancelCommand; status: StatusCommand; drop: DropCommand }
+export interface CommandResults { admit: { receipt: AdmitReceipt }; wake: { result: WakeResult }; cancel: { result: CancelResult }; status: StatusReply; drop: { result: DropPendingResult } }
 
 export interface ErrorBody { code: CommandFailure; message: string; details?: Record<string, unknown> }
 export type CommandReply<V extends CommandVerb> = ({ ok: true } & CommandResults[V]) | { ok: false; error: ErrorBody };
@@ -67,7 +71,11 @@ export const requestFields: Record<CommandVerb, readonly string[]> = {
   wake: ['sessionId'],
   cancel: ['sessionId', 'reason', 'executionId'],
   status: ['sessionId'],
+  drop: ['sessionId', 'inputIds', 'reason'],
 };
+
+/** Most input ids one drop request may name. */
+export const MAX_DROP_IDS = 1000;
 
 /** Longest cancel reason (the `execution.cancelled` schema's limit). */
 export const MAX_CANCEL_REASON = 1000;

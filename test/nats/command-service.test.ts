@@ -130,6 +130,7 @@ s('commands - an unexpected engine failure is answered as internal and reported,
     admit: async () => { throw new Error('disk on fire'); },
     wake: async () => {},
     cancel: async () => ({ cancelled: false, reason: 'not_running', message: 'x' }) as never,
+    dropPending: async () => { throw new Error('unused'); },
     status: async (id) => { const seq = ++calls; return { sessionId: id, state: 'idle', seq, context: { execution: null, pending: [] }, view: { sessionId: id, state: 'idle', seq, pending: [] } } as never; },
   };
   const errors: unknown[] = [];
@@ -193,6 +194,7 @@ s('commands - close answers requests in flight and stops taking new ones', async
     admit: async () => { throw new Error('unused'); },
     wake: async () => {},
     cancel: async () => { throw new Error('unused'); },
+    dropPending: async () => { throw new Error('unused'); },
     status: async (id) => { entered(); await gate; return { sessionId: id, state: 'idle', seq: 1, context: { execution: null, pending: [] }, view: { sessionId: id, state: 'idle', seq: 1, pending: [] } } as never; },
   };
   const service = startCommandService(nc, target);
@@ -257,6 +259,7 @@ s('commands - a cancel sent again after its first attempt cancelled the turn (th
     admit: (id, request) => engine.admit(id, request),
     wake: (id) => engine.wake(id),
     status: (id) => engine.status(id),
+    dropPending: (id, request) => engine.dropPending(id, request),
     cancel: async (id, reason) => {
       const n = ++calls;
       const result = await engine.cancel(id, reason);

@@ -1,5 +1,7 @@
 /**
- * `sessiond cancel SESSION`: cancels the execution in progress. Embedded: decided and appended on the
+ * `sessiond cancel SESSION [--pending [--input ID...]]`: cancels the execution in progress, or with
+ * `--pending` drops the session's pending inputs unrun instead (an operator unblocking a session;
+ * a continuation of an interrupted turn is kept). Embedded: decided and appended on the
  * SQLite log here. With `--nats`: sent as a `cancel` command to the workers (sessiond.cmd.cancel),
  * which the client user may send; the client user may not write the log itself.
  */
@@ -12,18 +14,33 @@ import { SessiondClient } from '../../nats/client.ts';
 import type { CliContext } from '../context.ts';
 import { addLogOptions, openLog, type LogOptions } from '../log-options.ts';
 import { natsConnectionOptions } from '../nats-options.ts';
+import { UsageError } from '../exit.ts';
+import { dropPending, type DropPendingRequest, type DropPendingResult } from '../../input/drop.ts';
 
-type CancelOptions = LogOptions & { reason?: string };
+type CancelOptions = LogOptions & { reason?: string; pending?: boolean; input?: string[] };
 
 export function registerCancel(program: Command, ctx: CliContext): void {
   addLogOptions(program
     .command('cancel')
     .description('cancel the execution in progress; cancellation is final (a late result changes nothing)')
     .argument('<session>', 'session id')
-    .option('--reason <text>', 'why, recorded with the cancellation'), ctx)
+    .option('--reason <text>', 'why, recorded with the cancellation')
+    .option('--pending', 'drop the pending inputs unrun instead (the turn in progress, if any, goes on)')
+    .option('--input <id...>', 'with --pending: drop only these inputs'), ctx)
     .action(async (session: string, opts: CancelOptions) => {
       validateId(session, 'session id');
+      if (opts.input && !opts.pending) throw new UsageError('--input names inputs to drop: use it with --pending.');
       const nats = natsConnectionOptions(opts, ctx, 'sessiond-cancel');
+      if (opts.pending) {
+        const dropped = nats ? await dropOverNats(nats, session, opts) : await dropEmbedded(opts, ctx, session);
+        if (dropped.dropped.length > 0) {
+          ctx.out(`dropped ${dropped.dropped.length} pending input${dropped.dropped.length === 1 ? '' : 's'} of ${session}${dropped.seq !== undefined ? ` at sequence ${dropped.seq}` : ''}: ${dropped.dropped.slice(0, 10).join(', ')}${dropped.dropped.length > 10 ? ', ...' : ''}`);
+          return;
+        }
+        ctx.out(`${session}: no pending input to drop${opts.input ? ` among ${opts.input.join(', ')}` : ''}`);
+        process.exitCode = 1;
+        return;
+      }
       const result = nats ? await cancelOverNats(nats, session, opts.reason) : await cancelEmbedded(opts, ctx, session);
       if (result.cancelled) {
         ctx.out(`cancelled execution ${result.executionId} of ${session}${result.seq !== undefined ? ` at sequence ${result.seq}` : ''}`);
@@ -32,6 +49,26 @@ export function registerCancel(program: Command, ctx: CliContext): void {
       ctx.out(`${session}: nothing to cancel (${result.message ?? 'no execution in progress'})`);
       process.exitCode = 1;
     });
+}
+
+const dropRequest = (opts: CancelOptions): DropPendingRequest => ({ ...(opts.input ? { inputIds: opts.input } : {}), ...(opts.reason ? { reason: opts.reason } : {}) });
+
+async function dropEmbedded(opts: CancelOptions, ctx: CliContext, session: string): Promise<DropPendingResult> {
+  const opened = await openLog(opts, ctx);
+  try {
+    return await dropPending(new CommandHandler(opened.log, systemClock, randomIds), session, dropRequest(opts));
+  } finally {
+    await opened.close();
+  }
+}
+
+async function dropOverNats(connection: NonNullable<ReturnType<typeof natsConnectionOptions>>, session: string, opts: CancelOptions): Promise<DropPendingResult> {
+  const client = await SessiondClient.connect({ connection });
+  try {
+    return await client.dropPending(session, dropRequest(opts));
+  } finally {
+    await client.close();
+  }
 }
 
 type Outcome = { cancelled: true; executionId: string; seq?: number } | { cancelled: false; message?: string };

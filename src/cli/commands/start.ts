@@ -26,10 +26,12 @@ import {
 } from '../nats-options.ts';
 import { INSPECT_OPTION, inspectPort } from '../../inspector/cli.ts';
 import { LOG_FORMAT_OPTION, logFormat, parseLogFormat, workerLog, type LogFormat, type WorkerLog } from '../worker-log.ts';
+import { DEFAULT_LIMITS } from '../../input/limits.ts';
 
 interface StartOptions extends NatsFlags, NatsCommandFlags {
   db: string; runner: string; leaseMs: number; heartbeatMs: number; echoDelayMs: number; sweepMs: number; inspect?: number; metrics?: number; logFormat?: LogFormat;
   model?: string; baseUrl?: string; tools?: string; system?: string; maxSteps?: number; contextWindow?: number;
+  maxPendingInputs?: number; maxPendingBytes?: number; maxPromptBytes?: number; maxHeldBytes?: number;
 }
 
 export function registerStart(program: Command, ctx: CliContext): void {
@@ -48,6 +50,10 @@ export function registerStart(program: Command, ctx: CliContext): void {
     .option('--heartbeat-ms <n>', 'lease renewal interval in ms', positiveInt('--heartbeat-ms'), DEFAULT_HEARTBEAT_MS)
     .option('--echo-delay-ms <n>', 'pause per step of the echo runner, in ms', nonNegativeInt('--echo-delay-ms'), 0)
     .option('--sweep-ms <n>', 'recovery sweep interval in ms', positiveInt('--sweep-ms'), DEFAULT_SWEEP_INTERVAL_MS)
+    .option('--max-pending-inputs <n>', `inputs that may wait in one session; admissions past it are refused (default ${DEFAULT_LIMITS.maxPendingInputs})`, positiveInt('--max-pending-inputs'))
+    .option('--max-pending-bytes <n>', `bytes of prompts that may wait in one session (default ${DEFAULT_LIMITS.maxPendingBytes})`, positiveInt('--max-pending-bytes'))
+    .option('--max-prompt-bytes <n>', `bytes of one prompt (default ${DEFAULT_LIMITS.maxPromptBytes})`, positiveInt('--max-prompt-bytes'))
+    .option('--max-held-bytes <n>', `bytes of pending prompts this worker keeps in memory for the sessions it has loaded (default ${DEFAULT_LIMITS.maxHeldBytes})`, positiveInt('--max-held-bytes'))
     .option(INSPECT_OPTION[0], INSPECT_OPTION[1], inspectPort)
     .option('--metrics <port>', 'serve Prometheus metrics (/metrics) and health (/healthz, /readyz) on http://127.0.0.1:PORT', port('--metrics'))
     .option(LOG_FORMAT_OPTION[0], LOG_FORMAT_OPTION[1], parseLogFormat);
@@ -71,6 +77,7 @@ export function registerStart(program: Command, ctx: CliContext): void {
       signal: startUp.signal,
       db: opts.db, runner, leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs, sweepMs: opts.sweepMs,
       ...(nats ? { nats: { connection: nats, ...(commands ? { commands } : {}) } } : {}),
+      limits: Object.fromEntries((['maxPendingInputs', 'maxPendingBytes', 'maxPromptBytes', 'maxHeldBytes'] as const).flatMap((k) => (opts[k] === undefined ? [] : [[k, opts[k]]]))),
       ...(opts.inspect !== undefined ? { inspectPort: opts.inspect } : {}),
       ...(opts.metrics !== undefined ? { metricsPort: opts.metrics } : {}),
       report: log,
