@@ -46,7 +46,7 @@ export function summarize(snapshot: SessionSnapshot, last?: Pick<SessionEvent, '
   const v = sessionView(snapshot, last?.time ?? 0);
   return {
     sessionId: v.sessionId, state: v.state, seq: v.seq, time: last?.time ?? 0, lastType: last?.type ?? '',
-    executionId: v.executionId, owner: v.owner, leaseExpiresAt: v.leaseExpiresAt, phase: v.phase, pending: v.pending.length, executions: v.executions,
+    executionId: v.executionId, owner: v.owner, leaseExpiresAt: v.leaseExpiresAt, phase: v.phase, pending: v.pendingCount, executions: v.executions,
   };
 }
 

@@ -6,7 +6,7 @@
  */
 import type { ExecutionPhase, Usage } from '../events/catalog.ts';
 import { stateOf, type SessionSnapshot, type SessionStateValue } from './decider.ts';
-import type { ExecutionState, PendingInput, RecoveryState } from './session-context.ts';
+import { pendingBytes, type ExecutionState, type PendingInput, type RecoveryState, type SessionContext } from './session-context.ts';
 
 export interface SessionView {
   sessionId: string;
@@ -27,13 +27,30 @@ export interface SessionView {
   phase: ExecutionPhase | null;
   /** How the last execution ended (null while it runs, or before any). */
   outcome: ExecutionState['outcome'];
-  /** Inputs admitted and not yet in a turn, in order (without their prompts). */
+  /**
+   * Inputs admitted and not yet in a turn, in order, without their prompts: one page of at most
+   * `PENDING_PAGE` from index `pendingFrom` (0 unless asked), so a view stays small however many wait.
+   */
   pending: Omit<PendingInput, 'prompt'>[];
+  /** Index of `pending[0]` among all pending inputs. */
+  pendingFrom: number;
+  /** How many inputs wait in all, and the bytes of their prompts (what the session's limits count). */
+  pendingCount: number;
+  pendingBytes: number;
   recovery: RecoveryState | null;
   /** Executions claimed so far. */
   executions: number;
   /** Tokens used by the session's model steps and compactions. */
   usage: Usage;
+}
+
+/** Pending inputs a view lists at most (the rest are counted; ask for the next page with `pendingFrom`). */
+export const PENDING_PAGE = 100;
+
+/** One page of a session's pending inputs, without their prompts, from index `from`. */
+export function pendingPage(ctx: SessionContext, from = 0): Pick<SessionView, 'pending' | 'pendingFrom'> {
+  const start = Math.max(0, Math.min(from, ctx.pending.length));
+  return { pending: ctx.pending.slice(start, start + PENDING_PAGE).map(({ prompt: _prompt, ...input }) => input), pendingFrom: start };
 }
 
 export function sessionView(snapshot: SessionSnapshot, now: number): SessionView {
@@ -49,7 +66,9 @@ export function sessionView(snapshot: SessionSnapshot, now: number): SessionView
     leaseLive: left > 0, leaseLeftMs: left,
     phase: unfinished ? exec.phase : null,
     outcome: exec?.outcome ?? null,
-    pending: ctx.pending.map(({ prompt: _prompt, ...input }) => input),
+    ...pendingPage(ctx),
+    pendingCount: ctx.pending.length,
+    pendingBytes: pendingBytes(ctx),
     recovery: ctx.recovery,
     executions: ctx.executions,
     usage: ctx.usage,

@@ -203,8 +203,8 @@ export class SessiondClient {
   }
 
   /** The session's state, sequence, execution and pending inputs, as a worker sees it in the log. */
-  status(sessionId: string): Promise<StatusReply> {
-    return this.request('status', { sessionId });
+  status(sessionId: string, options: { pendingFrom?: number } = {}): Promise<StatusReply> {
+    return this.request('status', { sessionId, ...(options.pendingFrom ? { pendingFrom: options.pendingFrom } : {}) });
   }
 
   private async request<V extends CommandVerb>(verb: V, body: CommandRequests[V]): Promise<CommandResults[V]> {

@@ -24,6 +24,7 @@
  * those in flight to be answered.
  */
 import { wholeNumber } from '../options.ts';
+import { pendingPage } from '../machines/session-view.ts';
 import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';
@@ -32,7 +33,7 @@ import { parseAdmitRequest, DEFAULT_MAX_PROMPT_BYTES, type AdmitReceipt, type Ad
 import type { CancelResult, ResumeResult } from '../execution/session-execution.ts';
 import type { SessionStatus } from '../engine.ts';
 import {
-  CommandFailureCode, MAX_CANCEL_REASON, MAX_DROP_IDS, baseErrorCode, decodeJson, encodeJson, requestFields,
+  CommandFailureCode, MAX_CANCEL_REASON, MAX_DROP_IDS, EXECUTION_INPUTS_SHOWN, baseErrorCode, decodeJson, encodeJson, requestFields,
   type CommandFailure, type CommandRequests, type ErrorBody, type StatusReply, type WakeResult,
 } from './commands.ts';
 import { COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
@@ -177,10 +178,17 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
         return { result: await target.dropPending(sessionId, { ...(inputIds ? { inputIds } : {}), ...(reason ? { reason } : {}) }) };
       }
       case 'status': {
+        const { pendingFrom } = body as CommandRequests['status'];
+        if (pendingFrom !== undefined && (typeof pendingFrom !== 'number' || !Number.isInteger(pendingFrom) || pendingFrom < 0)) {
+          throw new Reject(CommandFailureCode.BadRequest, `Invalid status request: pendingFrom must be a whole number >= 0 (the index of the first pending input to list), got ${JSON.stringify(pendingFrom)}.`);
+        }
         const status = await known(sessionId, verb);
+        const exec = status.context.execution;
         const reply: StatusReply = {
-          // prompts stay out of the reply (up to 256 KiB each): read them from the log when needed
-          ...status.view, execution: status.context.execution,
+          // prompts stay out of the reply (up to 256 KiB each), and long lists are paged or cut, so a
+          // reply stays small however many inputs wait: read prompts from the log when needed
+          ...status.view, ...(pendingFrom ? pendingPage(status.context, pendingFrom) : {}),
+          execution: exec ? { ...exec, inputIds: exec.inputIds.slice(0, EXECUTION_INPUTS_SHOWN), inputCount: exec.inputIds.length } : null,
         };
         return reply as unknown as Record<string, unknown>;
       }

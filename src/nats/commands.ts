@@ -47,7 +47,8 @@ export interface AdmitCommand { sessionId: string; prompt: string; id?: string; 
 export interface WakeCommand { sessionId: string }
 /** `executionId`: cancel that execution only; the client sends the one it saw in progress, so a resent or late cancel never stops a later turn. */
 export interface CancelCommand { sessionId: string; reason?: string; executionId?: string }
-export interface StatusCommand { sessionId: string }
+/** `pendingFrom`: the index of the first pending input to list (pages of `PENDING_PAGE`; default 0). */
+export interface StatusCommand { sessionId: string; pendingFrom?: number }
 /** Drops pending inputs unrun (all the users' inputs still waiting, or those named). */
 export interface DropCommand { sessionId: string; inputIds?: string[]; reason?: string }
 
@@ -56,8 +57,12 @@ export type WakeResult = ResumeResult | { status: 'requested' };
 
 /** The session's view (owner, lease, phase, pending inputs without their prompts, recovery, usage) as the worker sees it, and its current execution. */
 export interface StatusReply extends SessionView {
-  execution: ExecutionState | null;
+  /** The current (or last) execution; `inputIds` lists its first `EXECUTION_INPUTS_SHOWN` inputs, `inputCount` counts them all. */
+  execution: (ExecutionState & { inputCount: number }) | null;
 }
+
+/** Input ids of an execution a status reply lists at most. */
+export const EXECUTION_INPUTS_SHOWN = 100;
 
 export interface CommandRequests { admit: AdmitCommand; wake: WakeCommand; cancel: CancelCommand; status: StatusCommand; drop: DropCommand }
 export interface CommandResults { admit: { receipt: AdmitReceipt }; wake: { result: WakeResult }; cancel: { result: CancelResult }; status: StatusReply; drop: { result: DropPendingResult } }
@@ -70,7 +75,7 @@ export const requestFields: Record<CommandVerb, readonly string[]> = {
   admit: ['sessionId', 'prompt', 'id', 'delivery', 'wake'],
   wake: ['sessionId'],
   cancel: ['sessionId', 'reason', 'executionId'],
-  status: ['sessionId'],
+  status: ['sessionId', 'pendingFrom'],
   drop: ['sessionId', 'inputIds', 'reason'],
 };
 

@@ -30,7 +30,7 @@ test('cli status - plain words and --json; unknown sessions exit 1', async () =>
   assert.is(all.code, 0, all.stderr);
   assert.match(all.stdout, /ses_a: settled at seq \d+; no owner; last turn succeeded/);
   assert.not.match(all.stdout, /ses_a: settled[^\n]*phase/, "a settled turn shows no phase");
-  assert.match(all.stdout, /ses_b: settled .*\n  pending inputs: inp_\w+ \(queue\)/);
+  assert.match(all.stdout, /ses_b: settled .*\n  pending inputs: 1 \(\d+ bytes\): inp_\w+ \(queue\)/);
   const one = await runCli(['status', 'ses_a', '--db', db, '--json']);
   const row = JSON.parse(one.stdout);
   assert.equal([row.sessionId, row.state, row.owner, row.outcome], ['ses_a', 'settled', null, 'succeeded']);

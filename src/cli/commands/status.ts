@@ -32,7 +32,7 @@ export function registerStatus(program: Command, ctx: CliContext): void {
           if (opts.json) { ctx.out(JSON.stringify(row)); continue; }
           const lease = row.owner ? (row.leaseLive ? `owned by ${row.owner}, lease ${(row.leaseLeftMs / 1000).toFixed(1)} s left` : `owned by ${row.owner}, lease EXPIRED (awaiting recovery)`) : 'no owner';
           ctx.out(`${id}: ${row.state} at seq ${row.seq}; ${lease}${row.phase ? `; phase ${row.phase}` : ''}${row.outcome ? `; last turn ${row.outcome}` : ''}`);
-          ctx.out(`  pending inputs: ${row.pending.length === 0 ? 'none' : row.pending.map((p) => `${p.inputId} (${p.delivery})`).join(', ')}`);
+          ctx.out(`  pending inputs: ${row.pendingCount === 0 ? 'none' : `${row.pendingCount} (${row.pendingBytes} bytes): ${row.pending.slice(0, 20).map((p) => `${p.inputId} (${p.delivery})`).join(', ')}${row.pendingCount > 20 ? `, and ${row.pendingCount - 20} more` : ''}`}`);
           if (row.usage.inputTokens + row.usage.outputTokens > 0) ctx.out(`  tokens  ${row.usage.inputTokens} in, ${row.usage.outputTokens} out (model steps and compactions, as the servers reported them)`);
           const r = row.recovery;
           if (r) ctx.out(`  recovery of ${r.executionId}: ${r.parked ? `PARKED after ${r.attempts} wake attempts: ${r.lastError?.message ?? ''}` : r.wakePending ? `wake owed (${r.attempts} attempts so far)` : 'woken'}`);
