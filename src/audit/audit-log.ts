@@ -10,9 +10,9 @@ import { ownerEventTypes } from '../events/catalog.ts';
 
 export interface Violation {
   sessionId: string;
-  rule: 'two_live_owners' | 'promoted_twice' | 'promoted_unadmitted' | 'cancellation_overwritten' | 'write_after_expiry' | 'recovered_twice' | 'sequence_gap'
-    // liveness (liveness.ts): work that nobody will do
-    | 'stranded_input' | 'unrecovered_execution' | 'recovery_incomplete' | 'wake_parked';
+  rule: 'two_live_owners' | 'promoted_twice' | 'promoted_unadmitted' | 'promoted_dropped' | 'cancellation_overwritten' | 'write_after_expiry' | 'recovered_twice' | 'sequence_gap'
+    // liveness (liveness.ts): work that nobody will do, or a session that can take no more
+    | 'stranded_input' | 'unrecovered_execution' | 'recovery_incomplete' | 'wake_parked' | 'pending_full';
   seqs: number[];
   message: string;
 }
@@ -32,6 +32,7 @@ export function auditSession(events: readonly SessionEvent[]): Violation[] {
   let current: Exec | undefined;
   const admitted = new Map<string, number>();
   const promoted = new Map<string, number>();
+  const dropped = new Map<string, number>();
   const recovered = new Map<string, number>();
   let expectSeq = 1;
   // Sealing events (open step and tools failed/recovered) that directly follow an execution's end
@@ -86,9 +87,13 @@ export function auditSession(events: readonly SessionEvent[]): Violation[] {
         const id = e.payload.inputId;
         if (!admitted.has(id)) v('promoted_unadmitted', [e.seq], `input ${id} promoted without being admitted`);
         if (promoted.has(id)) v('promoted_twice', [promoted.get(id)!, e.seq], `input ${id} promoted twice`);
+        if (dropped.has(id)) v('promoted_dropped', [dropped.get(id)!, e.seq], `input ${id} promoted after it was dropped`);
         promoted.set(id, e.seq);
         break;
       }
+      case 'input.dropped':
+        for (const id of e.payload.inputIds) dropped.set(id, e.seq);
+        break;
     }
   }
   return out;

@@ -9,17 +9,23 @@
  * - unrecovered_execution: an execution that neither settled nor was cancelled or recovered, whose
  *   lease ran out longer than the grace ago (its recovery never came);
  * - recovery_incomplete: a recovery started and never completed;
- * - wake_parked: a recovery's wake was given up on (parked): only a person can wake the session.
+ * - wake_parked: a recovery's wake was given up on (parked): only a person can wake the session;
+ * - pending_full: the session holds as many pending inputs (or prompt bytes) as its limits allow, so
+ *   every new prompt is refused until it runs them or an operator drops them.
  */
 import type { SessionEvent } from '../events/envelope.ts';
 import { bySession, type Violation } from './audit-log.ts';
 import { isoTime as iso } from '../clock.ts';
+import type { PendingLimits } from '../machines/commands.ts';
+import { DEFAULT_LIMITS } from '../input/limits.ts';
 
 export interface LivenessOptions {
   /** The moment of judgement (ms since the epoch). */
   now: number;
   /** Work younger than this is not yet late (default `DEFAULT_LIVENESS_GRACE_MS`). */
   graceMs?: number;
+  /** The limits the workers run with (default the engine's defaults): a session at them takes no new prompt. */
+  limits?: PendingLimits;
 }
 
 /** Lease (30 s) + sweep (5 s) + margin, for a deployment with the default settings. */
@@ -35,6 +41,7 @@ export function auditSessionLiveness(events: readonly SessionEvent[], options: L
   const late = (t: number) => options.now - t > graceMs;
   const v = (rule: Violation['rule'], seqs: number[], message: string) => out.push({ sessionId, rule, seqs, message: `session ${sessionId}: ${message}` });
   const waiting = new Map<string, { seq: number; time: number }>(); // admitted with a wake, not promoted
+  const pending = new Map<string, { seq: number; bytes: number }>(); // admitted, neither promoted nor dropped
   const recoveries = new Map<string, number>(); // started, not completed
   const parked = new Map<string, number>();
   let current: Exec | undefined;
@@ -62,11 +69,22 @@ export function auditSessionLiveness(events: readonly SessionEvent[], options: L
         break;
       case 'input.admitted':
         if (e.payload.wake) waiting.set(e.payload.inputId, { seq: e.seq, time: e.time });
+        pending.set(e.payload.inputId, { seq: e.seq, bytes: Buffer.byteLength(e.payload.prompt) });
         break;
       case 'input.promoted':
         waiting.delete(e.payload.inputId);
+        pending.delete(e.payload.inputId);
+        break;
+      case 'input.dropped':
+        for (const id of e.payload.inputIds) { waiting.delete(id); pending.delete(id); }
         break;
     }
+  }
+  const limits = options.limits ?? DEFAULT_LIMITS;
+  const bytes = [...pending.values()].reduce((n, p) => n + p.bytes, 0);
+  if (pending.size >= limits.maxPendingInputs || bytes >= limits.maxPendingBytes) {
+    const first = pending.values().next().value;
+    v('pending_full', first ? [first.seq] : [], `${pending.size} inputs (${bytes} bytes of prompts) wait unrun, at the limit of ${limits.maxPendingInputs} inputs or ${limits.maxPendingBytes} bytes per session: every new prompt is refused. Wake the session to run them (they were admitted${waiting.size === 0 ? ' without a wake' : ''}), or drop them: sessiond cancel ${sessionId} --pending`);
   }
   for (const [executionId, seq] of recoveries) v('recovery_incomplete', [seq], `the recovery of execution ${executionId} started at seq ${seq} and never completed`);
   for (const [executionId, seq] of parked) v('wake_parked', [seq], `the wake owed after recovering execution ${executionId} was given up on (parked at seq ${seq}); wake the session by hand once the cause is fixed`);
