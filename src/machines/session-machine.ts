@@ -75,7 +75,7 @@ export const refusalMessages: Record<Refusal, (a: Args) => string> = {
     const which = context.pending.length + 1 > limits.maxPendingInputs
       ? `it would be pending input ${context.pending.length + 1}, over the limit of ${limits.maxPendingInputs} pending inputs per session`
       : `its ${size} bytes would bring the session's pending prompts to ${bytes + size} bytes, over the limit of ${limits.maxPendingBytes} bytes per session`;
-    return `input ${event.inputId} was not admitted to session ${context.sessionId}: ${which}. Wait for the session to run what is pending (wake it), drop pending inputs (sessiond cancel --pending), or raise the limit (--max-pending-inputs, --max-pending-bytes)`;
+    return `input ${event.inputId} was not admitted to session ${context.sessionId}: ${which}. Wait for the session to run what is pending (wake it), drop pending inputs (sessiond cancel ${context.sessionId} --pending), or raise the limit (--max-pending-inputs, --max-pending-bytes)`;
   },
   nothing_to_drop: ({ context }) => `session ${context.sessionId} has no pending input to drop`,
 };

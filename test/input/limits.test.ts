@@ -29,7 +29,7 @@ test('limits - an admission past the pending inputs of a session is refused nami
     for (let i = 0; i < 250; i++) await engine.admit('ses_full', { id: id128(i), prompt: `p${i}`, delivery: 'steer', wake: false });
     const refused = await expectCode(engine.admit('ses_full', { id: id128(250), prompt: 'one too many', wake: false }), ErrorCode.LimitExceeded,
       'it would be pending input 251, over the limit of 250 pending inputs per session');
-    assert.match(refused.message, 'sessiond cancel --pending');
+    assert.match(refused.message, 'sessiond cancel ses_full --pending');
     assert.match(refused.message, '--max-pending-inputs');
     // a resend of an input already admitted is still answered (idempotency is not a new admission)
     assert.is((await engine.admit('ses_full', { id: id128(3), prompt: 'p3', delivery: 'steer', wake: false })).created, false);
