@@ -79,11 +79,11 @@ s('attack 1: 4,000 steer inputs with wake false and 128-character ids cannot sta
     await client.wake(session);
     const log = await openReader(server);
     try {
-      await pollLog(log, (events) => events.filter((e) => e.sessionId === session && e.type === 'input.promoted').length === admitted, 'every admitted input to run', 120_000);
+      await pollLog(log, (events) => events.filter((e) => e.sessionId === session && e.type === 'input.promoted').length === admitted, 'every admitted input to run', { timeoutMs: 120_000 });
       const victim = await client.admit(session, { id: 'inp_victim', prompt: 'my turn' });
       assert.ok(victim.created);
       const events = await pollLog(log, (all) => all.some((e) => e.sessionId === session && e.type === 'input.promoted' && (e.payload as { inputId: string }).inputId === 'inp_victim')
-        && all.filter((e) => e.sessionId === session && e.type === 'execution.settled').length > 0, "the victim's prompt to run", 60_000);
+        && all.filter((e) => e.sessionId === session && e.type === 'execution.settled').length > 0, "the victim's prompt to run", { timeoutMs: 60_000 });
       const mine = events.filter((e) => e.sessionId === session);
       const perAppend = new Map<number, number>();
       for (const e of mine) if (e.type === 'input.promoted') perAppend.set(e.position!, (perAppend.get(e.position!) ?? 0) + 1);
