@@ -46,6 +46,12 @@ async function race(servers: string[], name: string, replicas: number): Promise<
     }, { timeoutMs: 30_000, intervalMs: 200, what: `stream ${name} to be created` });
     // one connection per server (or three to the one server), as three workers would be
     for (let i = 0; i < 3; i++) racers.push(await connectNats({ servers: [servers[i % servers.length]!], ...WORKER }));
+    // a new replicated stream answers on every server only once its group has a leader (on a loaded
+    // machine a moment after the create): each racer's probe is acknowledged before the race begins
+    for (const [k, nc] of racers.entries()) {
+      await waitFor(() => jetstream(nc, { timeout: 2_000 }).publish(`sessiond.events.${name}.probe_${k}`, new Uint8Array()).then(() => true, () => false),
+        { timeoutMs: 30_000, intervalMs: 200, what: `stream ${name} to take appends from racer ${k}` });
+    }
     const result: Race = { rounds: 0, doubled: 0, stored: 0, refusedOther: [] };
     for (let s = 0; s < SUBJECTS; s++) {
       const subject = `sessiond.events.${name}.ses_${s}`;
