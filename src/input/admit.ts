@@ -10,6 +10,8 @@ import { isRefusal } from '../execution/errors.ts';
 import { admittedSeq } from '../machines/session-context.ts';
 
 export const DEFAULT_MAX_PROMPT_BYTES = 256 * 1024;
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export interface AdmitRequest {
   /** Idempotency key; generated when absent. */
@@ -37,6 +39,9 @@ export function parseAdmitRequest(sessionId: string, req: AdmitRequest, maxPromp
   if (typeof req.prompt !== 'string') throw invalid(`prompt must be a string, got ${typeof req.prompt}`);
   const size = Buffer.byteLength(req.prompt);
   if (size > maxPromptBytes) throw invalid(`prompt is ${size} bytes, over the limit of ${maxPromptBytes} bytes`);
+  // stored as UTF-8, a lone surrogate would become U+FFFD: an exact resend would then differ from it
+  const lone = LONE_SURROGATE.exec(req.prompt);
+  if (lone) throw invalid(`prompt contains an unpaired UTF-16 surrogate at index ${lone.index}: send valid Unicode`);
   const delivery = req.delivery ?? 'queue';
   if (delivery !== 'steer' && delivery !== 'queue') throw invalid(`delivery must be "steer" or "queue", got ${JSON.stringify(delivery)}`);
   if (req.wake !== undefined && typeof req.wake !== 'boolean') throw invalid('wake must be true or false');
