@@ -164,7 +164,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   const fail = (verb: string, err: unknown): Record<string, unknown> => {
     const error = boundErrorBody(toErrorBody(verb, err));
     if (error.code === CommandFailureCode.Internal) onError(err);
-    else if (kindOf(baseErrorCode(error.code)) === ErrorKind.InvalidInput) refused(ErrorKind.InvalidInput, `refused a ${boundText(verb, 40)} request (${error.code}): ${error.message}`);
+    else if (kindOf(baseErrorCode(error.code)) === ErrorKind.InvalidInput) refused(ErrorKind.InvalidInput, `refused a request to ${boundText(verb, 40)} (${error.code}): ${error.message}`);
     stats.failures[error.code] = (stats.failures[error.code] ?? 0) + 1;
     return { ok: false, error };
   };

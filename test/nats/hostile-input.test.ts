@@ -10,7 +10,10 @@ import { ErrorCode } from '../../src/errors.ts';
 import { MAX_BODY_DEPTH, MAX_ERROR_REPLY_BYTES, MAX_SMALL_REQUEST_BYTES, CommandFailureCode, admitBodyLimit } from '../../src/nats/commands.ts';
 import { subjects } from '../../src/nats/subjects.ts';
 import { DEFAULT_MAX_LOG_LINE_CHARS } from '../../src/observability/rate-limited-log.ts';
+import { ManualClock } from '../../src/clock.ts';
+import { createWorkerMetrics } from '../../src/observability/metrics.ts';
 import { CLIENT } from '../../src/testing/nats-server.ts';
+import { waitFor } from '../../src/testing/wait.ts';
 import { natsWorld, sessionId, type NatsWorld } from './helpers.ts';
 
 const s = suite<{ world: NatsWorld }>('NATS hostile input, raw from natscli');
@@ -132,6 +135,37 @@ s('hostile input - an admit whose prompt has a lone surrogate ("\\ud800" from th
   // a surrogate in an id is an invalid id like any character outside the id alphabet
   const idError = failed(await natsRequest(world, subjects.command('status'), '{"sessionId":"ses_\\ud800"}'), ErrorCode.InvalidId);
   assert.match(idError.message, 'it contains "\\ud800"');
+});
+
+s('hostile input - refused requests are logged at most once per kind per 10 s (clock injected), then summed up, and counted in the metrics', async ({ world }) => {
+  const { engine } = await world.engine();
+  const clock = new ManualClock(1_000_000);
+  const lines: string[] = [];
+  const errors: unknown[] = [];
+  const metrics = createWorkerMetrics({ defaultMetrics: false });
+  const service = await world.serve(engine, { clock, onRefusalLine: (line) => lines.push(line), onError: (e) => errors.push(e), onRefused: metrics.commandRefused });
+  const attacker = await world.connect(CLIENT);
+  const huge = `${'q'.repeat(400_000)}.`;
+  for (let i = 0; i < 20; i++) {
+    const reply = await attacker.request(subjects.command('admit'), new TextEncoder().encode(JSON.stringify({ sessionId: huge, prompt: 'p' })), { timeout: 5000 });
+    assert.ok(reply.data.length <= MAX_ERROR_REPLY_BYTES);
+  }
+  // requests whose reply subject is not a client inbox: refused unanswered, one at a time (see attacks.test.ts)
+  for (let i = 0; i < 5; i++) {
+    attacker.publish(subjects.command('status'), new TextEncoder().encode(JSON.stringify({ sessionId: 'ses_x' })), { reply: `anything.else.${i}` });
+    await attacker.flush();
+    await waitFor(() => service.stats.refusedReplies === i + 1, { timeoutMs: 5000, what: `refused reply ${i + 1}` });
+  }
+  assert.is(lines.length, 2, lines.join('\n'));
+  assert.match(lines[0]!, 'refused a request to admit (invalid_id): Invalid session id "qqqq');
+  assert.match(lines[1]!, 'its reply subject "anything.else.0" is not an inbox under _INBOX_client');
+  assert.ok(lines.every((l) => l.length <= DEFAULT_MAX_LOG_LINE_CHARS + 20), 'every line is cut');
+  await clock.advance(10_000);
+  assert.is(lines[2], 'refused 23 more requests (invalid_input 19, permission 4) in the last 10 s');
+  const text = await metrics.registry.metrics();
+  assert.match(text, 'sessiond_commands_refused_total{kind="invalid_input",log="sessiond"} 20');
+  assert.match(text, 'sessiond_commands_refused_total{kind="permission",log="sessiond"} 5');
+  assert.equal(errors, [], 'nothing went to onError');
 });
 
 s.run();
