@@ -64,14 +64,18 @@ export interface CommandServiceOptions {
   /** Each request refused for its reply subject (default: a rate-limited line, see `onRefusalLine`). It was not run and got no reply. */
   onRefusedReply?: (refused: RefusedReply) => void;
   /**
-   * The rate-limited lines about refused requests (default: `onError`): requests answered with an
-   * error of kind invalid_input (a malformed body, an invalid id...), requests without a reply
-   * subject, and (without `onRefusedReply`) requests refused for their reply subject. At most one
-   * line per kind every `refusalLogIntervalMs`, then a summary of those held back
-   * (observability/rate-limited-log.ts).
+   * The rate-limited lines about requests refused unanswered (default: `onError`): requests without
+   * a reply subject (kind invalid_input) and, without `onRefusedReply`, requests refused for their
+   * reply subject (kind permission). At most one line per kind every `refusalLogIntervalMs`, then a
+   * summary of those held back (observability/rate-limited-log.ts). Requests answered with an error
+   * are not logged: their sender has the reply, the operator `stats` and `onRefused`.
    */
   onRefusalLine?: (line: string) => void;
-  /** Each refused request, by kind (`invalid_input`, `permission`), logged or not: for counters (WorkerMetrics.commandRefused). */
+  /**
+   * Each request refused for what its sender did, by kind: `invalid_input` (answered with an error
+   * of that kind, or without a reply subject) and `permission` (a foreign reply subject); for
+   * counters (WorkerMetrics.commandRefused).
+   */
   onRefused?: (kind: ErrorKind) => void;
   /** The window of the refusal lines (default `DEFAULT_REFUSAL_LOG_INTERVAL_MS`, 10 s). */
   refusalLogIntervalMs?: number;
@@ -132,7 +136,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
     write: refusalLines, clock: options.clock ?? systemClock,
     intervalMs: wholeNumber('command service', 'refusalLogIntervalMs', options.refusalLogIntervalMs, DEFAULT_REFUSAL_LOG_INTERVAL_MS, 1, 'ms'),
   });
-  /** A request refused for what its sender did: counted, and a line when the log's rate allows. */
+  /** A request refused unanswered for what its sender did: counted, and a line when the log's rate allows. */
   const refused = (kind: ErrorKind, line: string) => {
     options.onRefused?.(kind);
     refusalLog.refused(kind, line);
@@ -160,11 +164,11 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
     }
   };
 
-  /** The error reply for `err`, at most MAX_ERROR_REPLY_BYTES; counted, and logged (internal) or rate-limited (invalid input). */
+  /** The error reply for `err`, at most MAX_ERROR_REPLY_BYTES; counted, and passed to onError when internal. */
   const fail = (verb: string, err: unknown): Record<string, unknown> => {
     const error = boundErrorBody(toErrorBody(verb, err));
     if (error.code === CommandFailureCode.Internal) onError(err);
-    else if (kindOf(baseErrorCode(error.code)) === ErrorKind.InvalidInput) refused(ErrorKind.InvalidInput, `refused a request to ${boundText(verb, 40)} (${error.code}): ${error.message}`);
+    else if (kindOf(baseErrorCode(error.code)) === ErrorKind.InvalidInput) options.onRefused?.(ErrorKind.InvalidInput);
     stats.failures[error.code] = (stats.failures[error.code] ?? 0) + 1;
     return { ok: false, error };
   };

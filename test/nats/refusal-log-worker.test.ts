@@ -1,8 +1,8 @@
-// A real `sessiond start` worker flooded with refused requests by the client user: requests whose
-// reply subject is not a client inbox (refused unanswered) and requests with an invalid id (answered
-// invalid_id). Its log gets one line per kind and then a summary per 10 s, every line short, instead
-// of a ~540-byte line per request. Each refused publish is followed by an answered request, so the
-// worker has taken it before the next one goes (no burst lost for want of a place in the queue group).
+// A real `sessiond start` worker flooded by the client user with requests it refuses unanswered:
+// reply subjects that are not a client inbox, and publishes without a reply subject. Its log gets
+// one line per kind and then a summary per 10 s, every line short, instead of a ~540-byte line per
+// request. Each round ends with an answered request, so the worker has taken the refused ones before
+// the next round goes (no burst lost for want of a place in the queue group).
 import * as assert from 'uvu/assert';
 import { subjects } from '../../src/nats/subjects.ts';
 import { DEFAULT_MAX_LOG_LINE_CHARS } from '../../src/observability/rate-limited-log.ts';
@@ -23,8 +23,9 @@ s('refusal log - a flooded worker writes one line per kind and summaries with th
   try {
     for (let i = 0; i < ROUNDS; i++) {
       attacker.publish(subjects.command('status'), new TextEncoder().encode(JSON.stringify({ sessionId: 'ses_flood' })), { reply: `not.an.inbox.${'z'.repeat(300)}.${i}` });
+      attacker.publish(subjects.command('admit'), new TextEncoder().encode(JSON.stringify({ sessionId: huge, prompt: 'p' })));
       const reply = await attacker.request(subjects.command('status'), new TextEncoder().encode(JSON.stringify({ sessionId: huge })), { timeout: 10_000 });
-      assert.is((decodeJson(reply.data) as { error: { code: string } }).error.code, 'invalid_id');
+      assert.is((decodeJson(reply.data) as { error: { code: string } }).error.code, 'invalid_id', 'answered, and not logged');
     }
   } finally {
     await attacker.close();
@@ -38,7 +39,8 @@ s('refusal log - a flooded worker writes one line per kind and summaries with th
   assert.is(full().length + counted(), 2 * ROUNDS, refusalLines().join('\n'));
   assert.ok(full().length <= 2 * (summaries().length + 1), `at most one line per kind per window, got ${full().length} lines and ${summaries().length} summaries:\n${refusalLines().join('\n')}`);
   assert.match(full().join('\n'), 'is not an inbox under _INBOX_client');
-  assert.match(full().join('\n'), 'refused a request to status (invalid_id): Invalid session id "rrrr');
+  assert.match(full().join('\n'), 'A message on sessiond.cmd.admit has no reply subject');
+  assert.not.match(worker.output(), 'Invalid session id', 'answered refusals are not logged');
   for (const line of refusalLines()) assert.ok(line.length <= PREFIX.length + DEFAULT_MAX_LOG_LINE_CHARS + 20, `a long line: ${line.length} characters`);
   assert.match(summaries()[0]!, /\(invalid_input \d+, permission \d+\) in the last 10 s$|\(permission \d+, invalid_input \d+\) in the last 10 s$/);
   worker.child.kill('SIGTERM');
