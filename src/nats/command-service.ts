@@ -23,8 +23,9 @@
  * to `onError`. A body over its command's size limit or nested deeper than `MAX_BODY_DEPTH` is
  * refused before it is parsed, and every error reply is cut to `MAX_ERROR_REPLY_BYTES` (commands.ts),
  * so a hostile body costs a scan and a short reply. Requests refused unanswered (no reply subject, a
- * foreign one) are logged at a limited rate (`onRefusalLine`, observability/rate-limited-log.ts). Requests are handled concurrently; `close()` stops taking new ones and waits for
- * those in flight to be answered.
+ * foreign one) are logged at a limited rate (`onRefusalLine`, observability/rate-limited-log.ts).
+ * Requests are handled concurrently; `close()` stops taking new ones and waits for those in flight
+ * to be answered.
  */
 import { systemClock, type Clock } from '../clock.ts';
 import { wholeNumber } from '../options.ts';
