@@ -46,7 +46,7 @@ export function allowedHosts(host: string, port: number, extraHosts: readonly st
   }
   const allowed = new Set<string>();
   for (const n of names) {
-    if (WILDCARDS.has(n)) continue;
+    if (n === '') continue; // a wildcard bind's own address (0.0.0.0:PORT, [::]:PORT) stays: the printed url uses it
     allowed.add(`${n}:${port}`);
     if (port === 80) allowed.add(n);
   }

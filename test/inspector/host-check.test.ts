@@ -100,7 +100,9 @@ test('host check - an inspector bound elsewhere answers its own address, and the
   }
   assert.equal([...allowedHosts('10.1.2.3', 4600)], ['10.1.2.3:4600'], 'bound to one outside address: that address only');
   assert.equal([...allowedHosts('::1', 4600)].sort(), ['127.0.0.1:4600', '[::1]:4600', 'localhost:4600']);
-  assert.ok(allowedHosts('0.0.0.0', 4600).has('127.0.0.1:4600'), 'a wildcard bind answers loopback and the machine\'s addresses');
+  const wildcard = allowedHosts('0.0.0.0', 4600);
+  assert.ok(wildcard.has('127.0.0.1:4600') && wildcard.has('0.0.0.0:4600'), 'a wildcard bind answers loopback, its own url and the machine\'s addresses');
+  assert.not.ok(wildcard.has('evil.example:4600'));
   assert.ok(allowedHosts('127.0.0.1', 80).has('localhost'), 'port 80 may be left out');
   await expectCode(startInspector({ log: engine.log, port: 0, allowedHosts: ['bad host/'] }), ErrorCode.InvalidOption, 'Invalid inspector option allowedHosts');
 });
