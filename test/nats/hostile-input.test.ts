@@ -8,6 +8,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode } from '../../src/errors.ts';
 import { MAX_BODY_DEPTH, MAX_ERROR_REPLY_BYTES, MAX_SMALL_REQUEST_BYTES, CommandFailureCode, admitBodyLimit } from '../../src/nats/commands.ts';
+import type { CommandTarget } from '../../src/nats/command-service.ts';
 import { subjects } from '../../src/nats/subjects.ts';
 import { DEFAULT_MAX_LOG_LINE_CHARS } from '../../src/observability/rate-limited-log.ts';
 import { ManualClock } from '../../src/clock.ts';
@@ -169,6 +170,21 @@ s('hostile input - requests refused unanswered are logged at most once per kind 
   assert.match(text, 'sessiond_commands_refused_total{kind="invalid_input",log="sessiond"} 40');
   assert.match(text, 'sessiond_commands_refused_total{kind="permission",log="sessiond"} 5');
   assert.equal(errors, [], 'nothing went to onError');
+});
+
+s('hostile input - a success reply over the server\'s max_payload is answered with a short internal error, not silence', async ({ world }) => {
+  const huge = 'h'.repeat(1_200_000); // a view a misbehaving engine could return: over nats.conf's 1 MB
+  const target: CommandTarget = {
+    admit: async () => { throw new Error('unused'); },
+    wake: async () => {},
+    cancel: async () => { throw new Error('unused'); },
+    status: async (id) => ({ sessionId: id, state: 'idle', seq: 1, context: { execution: null, pending: [] }, view: { sessionId: id, state: 'idle', seq: 1, pending: [], note: huge } }) as never,
+  };
+  const errors: unknown[] = [];
+  await world.serve(target, { onError: (e) => errors.push(e) });
+  const error = failed(await natsRequest(world, subjects.command('status'), JSON.stringify({ sessionId: 'ses_big_view' })), CommandFailureCode.Internal);
+  assert.match(error.message, /The worker failed to run status: its \d+-byte reply is over the server's max_payload of 1048576 bytes/);
+  assert.is(errors.length, 1, 'reported to the operator as internal');
 });
 
 s.run();
