@@ -136,3 +136,39 @@ export function isSessiondError(err: unknown, code?: ErrorCode): err is Sessiond
 export function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
+
+/** Longest part of a value an error message or reply echoes back (a hostile value can be megabytes). */
+export const MAX_ECHO_CHARS = 200;
+
+/**
+ * `text` cut to at most `max` characters, with `…(N bytes)` (its UTF-8 size) appended when cut, so
+ * a message never carries a whole huge value. A cut never splits a surrogate pair.
+ */
+export function boundText(text: string, max = MAX_ECHO_CHARS): string {
+  return text.length <= max ? text : `${cut(text, max)}…(${Buffer.byteLength(text)} bytes)`;
+}
+
+/** The first `max` characters of `text`, one fewer if the last would be half a surrogate pair. */
+function cut(text: string, max: number): string {
+  const last = text.charCodeAt(max - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
+}
+
+/**
+ * A value as an error message shows it: a string JSON-quoted and cut to `max` characters (then
+ * `…(N bytes)`), anything else as JSON, cut likewise (`an object` when it cannot be written).
+ */
+export function echo(value: unknown, max = MAX_ECHO_CHARS): string {
+  if (typeof value === 'string') {
+    return value.length <= max ? JSON.stringify(value) : `${JSON.stringify(cut(value, max))}…(${Buffer.byteLength(value)} bytes)`;
+  }
+  if (value === undefined || typeof value === 'function' || typeof value === 'symbol' || typeof value === 'bigint') return String(value);
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch {
+    text = undefined; // cyclic or too deep to write
+  }
+  if (text === undefined) return Array.isArray(value) ? 'an array' : 'an object';
+  return boundText(text, max);
+}

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ErrorCode, SessiondError } from './errors.ts';
+import { ErrorCode, SessiondError, boundText, echo } from './errors.ts';
 
 /** Longest id accepted anywhere an id can become a NATS subject token. */
 export const MAX_ID_LENGTH = 128;
@@ -22,8 +22,9 @@ function invalidId(value: unknown, role: string): never {
   const fail = (why: string): never => {
     throw new SessiondError(
       ErrorCode.InvalidId,
-      `Invalid ${role} ${JSON.stringify(value)}: ${why}. Use 1-${MAX_ID_LENGTH} characters from A-Z a-z 0-9 _ - : + = @ (no dots, spaces, wildcards or control characters).`,
-      { details: { role, value } },
+      `Invalid ${role} ${echo(value)}: ${why}. Use 1-${MAX_ID_LENGTH} characters from A-Z a-z 0-9 _ - : + = @ (no dots, spaces, wildcards or control characters).`,
+      // what was sent, cut (a hostile id can be megabytes, or nested deep)
+      { details: { role, value: typeof value === 'string' ? boundText(value) : typeof value === 'object' && value !== null ? echo(value) : value } },
     );
   };
   if (typeof value !== 'string') return fail(`expected a string, got ${value === null ? 'null' : typeof value}`);

@@ -11,6 +11,8 @@ import { admittedSeq } from '../machines/session-context.ts';
 import { DEFAULT_LIMITS, DEFAULT_MAX_PROMPT_BYTES, type SessionLimits } from './limits.ts';
 
 export { DEFAULT_MAX_PROMPT_BYTES };
+/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export interface AdmitRequest {
   /** Idempotency key; generated when absent. */
@@ -38,6 +40,9 @@ export function parseAdmitRequest(sessionId: string, req: AdmitRequest, maxPromp
   if (typeof req.prompt !== 'string') throw invalid(`prompt must be a string, got ${typeof req.prompt}`);
   const size = Buffer.byteLength(req.prompt);
   if (size > maxPromptBytes) throw invalid(`prompt is ${size} bytes, over the limit of ${maxPromptBytes} bytes`);
+  // stored as UTF-8, a lone surrogate would become U+FFFD: an exact resend would then differ from it
+  const lone = LONE_SURROGATE.exec(req.prompt);
+  if (lone) throw invalid(`prompt contains an unpaired UTF-16 surrogate at index ${lone.index}: send valid Unicode`);
   const delivery = req.delivery ?? 'queue';
   if (delivery !== 'steer' && delivery !== 'queue') throw invalid(`delivery must be "steer" or "queue", got ${JSON.stringify(delivery)}`);
   if (req.wake !== undefined && typeof req.wake !== 'boolean') throw invalid('wake must be true or false');

@@ -12,7 +12,10 @@
  *   GET /api/events                  server-sent events: each committed event as it is committed
  *
  * Errors are JSON `{ error: { code, message } }` with 400 (bad id or seq), 404 (unknown session,
- * sequence or route) or 405 (not GET).
+ * sequence or route) or 405 (not GET). Before any route, the Host header must name the address the
+ * inspector is bound to (127.0.0.1:PORT, localhost:PORT, [::1]:PORT for loopback; `allowedHosts`
+ * for more), else 421, and a request other than GET or HEAD from another origin gets 403, both as
+ * plain text (host-check.ts): a web page elsewhere cannot read the sessions by DNS rebinding.
  *
  *   const inspector = await startInspector({ log: engine.log, port: 4600 });
  *   console.log(inspector.url);  ...  await inspector.close();
@@ -28,6 +31,7 @@ import { machineToDot, renderSvg, type DotOptions } from './chart.ts';
 import { inspectorPage } from './page.ts';
 import { projectedRowsAt, type RowsAt } from './rows.ts';
 import { createInspectorStore, whenFolded, type InspectorStore } from './store.ts';
+import { hostGuard, type Refusal } from './host-check.ts';
 import { TimelineIndex } from './timeline-index.ts';
 import { DEFAULT_PAGE, parsePageQuery, timelinePage, type PageQuery } from './timeline.ts';
 import { sessionLastSeq, travel } from './travel.ts';
@@ -42,6 +46,11 @@ export interface InspectorOptions {
   /** TCP port (0 picks a free one). */
   port: number;
   host?: string;
+  /**
+   * More Host header values to answer besides the bound address (and, for a loopback or wildcard
+   * bind, localhost, 127.0.0.1 and [::1]): names that point at this machine, `name` or `name:port`.
+   */
+  allowedHosts?: readonly string[];
   /** Rows of a session at a sequence (default: the projector in memory, with projection checkpoints; null: none). */
   rowsAt?: RowsAt | null;
   clock?: Clock;
@@ -74,6 +83,7 @@ type Handler = (req: IncomingMessage, res: ServerResponse, url: URL, params: str
 export async function startInspector(options: InspectorOptions): Promise<Inspector> {
   const { log } = options;
   const host = options.host ?? DEFAULT_INSPECTOR_HOST;
+  const allowedHosts = parseAllowedHosts(options.allowedHosts);
   const clock = options.clock ?? systemClock;
   const rowsAt = options.rowsAt === undefined ? projectedRowsAt({ log, clock }) : options.rowsAt;
   const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond inspector: ${messageOf(err)}\n`));
@@ -190,7 +200,15 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     }],
   ];
 
+  // set once the port is known (nothing arrives before)
+  let guard = (_req: IncomingMessage): Refusal | undefined => ({ status: 421, message: 'Refused: the inspector is not listening yet.\n' });
   const server = createServer((req, res) => {
+    const refusal = guard(req);
+    if (refusal) {
+      res.writeHead(refusal.status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(refusal.message), 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
+      res.end(req.method === 'HEAD' ? undefined : refusal.message);
+      return;
+    }
     void handle(req, res).catch((err) => {
       const e = err instanceof HttpError ? err : new HttpError(500, 'internal', `The inspector failed to answer: ${messageOf(err)}`);
       if (!(err instanceof HttpError)) onError(err);
@@ -228,6 +246,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     throw new SessiondError(ErrorCode.InvalidOption, `Cannot serve the inspector on ${host}:${options.port}: ${why}. Pick another port (0 picks a free one), or stop what is using it.`, { cause: err });
   }
   const port = (server.address() as AddressInfo).port;
+  guard = hostGuard({ host, port, extraHosts: allowedHosts });
   const shownHost = host.includes(':') ? `[${host}]` : host;
 
   return {
@@ -244,6 +263,18 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       });
     },
   };
+}
+
+const HOST_VALUE = /^[A-Za-z0-9.\-]+(:\d+)?$|^\[?[0-9A-Fa-f:.]+\]?(:\d+)?$/;
+
+function parseAllowedHosts(value: unknown): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || !value.every((h) => typeof h === 'string' && h.length <= 255 && HOST_VALUE.test(h))) {
+    throw new SessiondError(ErrorCode.InvalidOption,
+      `Invalid inspector option allowedHosts ${JSON.stringify(value)?.slice(0, 200)}: give host names or addresses this machine is reached by, such as ["inspector.internal", "10.0.0.5:4600"].`,
+      { details: { option: 'allowedHosts' } });
+  }
+  return value as string[];
 }
 
 function send(res: ServerResponse, status: number, type: string, body: string): void {

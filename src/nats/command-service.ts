@@ -20,20 +20,27 @@
  * Every request gets a reply. Bad input (malformed JSON, unknown fields, an invalid id, an oversize
  * prompt, a session with no events) is answered with `{ ok: false, error }` and never reaches the
  * engine or crashes the worker; an unexpected engine failure is answered with `internal` and passed
- * to `onError`. Requests are handled concurrently; `close()` stops taking new ones and waits for
- * those in flight to be answered.
+ * to `onError`. A body over its command's size limit or nested deeper than `MAX_BODY_DEPTH` is
+ * refused before it is parsed, and every error reply is cut to `MAX_ERROR_REPLY_BYTES` (commands.ts),
+ * so a hostile body costs a scan and a short reply. Requests refused unanswered (no reply subject, a
+ * foreign one) are logged at a limited rate (`onRefusalLine`, observability/rate-limited-log.ts).
+ * Requests are handled concurrently; `close()` stops taking new ones and waits for those in flight
+ * to be answered.
  */
+import { systemClock, type Clock } from '../clock.ts';
 import { wholeNumber } from '../options.ts';
 import { pendingPage } from '../machines/session-view.ts';
 import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, ErrorKind, SessiondError, boundText, echo, isSessiondError, kindOf, messageOf } from '../errors.ts';
+import { DEFAULT_REFUSAL_LOG_INTERVAL_MS, createRefusalLog } from '../observability/rate-limited-log.ts';
 import { isValidId, validateId } from '../ids.ts';
 import { parseAdmitRequest, DEFAULT_MAX_PROMPT_BYTES, type AdmitReceipt, type AdmitRequest } from '../input/admit.ts';
 import type { CancelResult, ResumeResult } from '../execution/session-execution.ts';
 import type { SessionStatus } from '../engine.ts';
 import {
-  CommandFailureCode, MAX_CANCEL_REASON, MAX_DROP_IDS, EXECUTION_INPUTS_SHOWN, baseErrorCode, decodeJson, encodeJson, requestFields,
+  CommandFailureCode, MAX_BODY_DEPTH, MAX_CANCEL_REASON, MAX_DROP_IDS, EXECUTION_INPUTS_SHOWN, MAX_SMALL_REQUEST_BYTES, MAX_DROP_REQUEST_BYTES, admitBodyLimit, baseErrorCode, boundErrorBody,
+  decodeJson, encodeJson, requestFields, tooDeepAt,
   type CommandFailure, type CommandRequests, type ErrorBody, type StatusReply, type WakeResult,
 } from './commands.ts';
 import { COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
@@ -61,8 +68,26 @@ export interface CommandServiceOptions {
    * `<prefix>.<token>...` with no wildcards. Add one per user you allow to send commands.
    */
   replyPrefixes?: readonly string[];
-  /** A request refused for its reply subject (default: `onError`). It was not run and got no reply. */
+  /** Each request refused for its reply subject (default: a rate-limited line, see `onRefusalLine`). It was not run and got no reply. */
   onRefusedReply?: (refused: RefusedReply) => void;
+  /**
+   * The rate-limited lines about requests refused unanswered (default: `onError`): requests without
+   * a reply subject (kind invalid_input) and, without `onRefusedReply`, requests refused for their
+   * reply subject (kind permission). At most one line per kind every `refusalLogIntervalMs`, then a
+   * summary of those held back (observability/rate-limited-log.ts). Requests answered with an error
+   * are not logged: their sender has the reply, the operator `stats` and `onRefused`.
+   */
+  onRefusalLine?: (line: string) => void;
+  /**
+   * Each request refused for what its sender did, by kind: `invalid_input` (answered with an error
+   * of that kind, or without a reply subject) and `permission` (a foreign reply subject); for
+   * counters (WorkerMetrics.commandRefused).
+   */
+  onRefused?: (kind: ErrorKind) => void;
+  /** The window of the refusal lines (default `DEFAULT_REFUSAL_LOG_INTERVAL_MS`, 10 s). */
+  refusalLogIntervalMs?: number;
+  /** The clock the refusal lines are paced on (default the system's). */
+  clock?: Clock;
   /**
    * Requests the worker takes ahead of renewing its place in the queue group (default
    * `DEFAULT_QUEUE_PLACES`): a worker that stops running keeps at most this many, unanswered, and
@@ -110,10 +135,19 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   const maxPromptBytes = options.maxPromptBytes ?? DEFAULT_MAX_PROMPT_BYTES;
   const stats: CommandServiceStats = { requests: 0, refusedReplies: 0, failures: {} };
   const replyPrefixes = parseReplyPrefixes(options.replyPrefixes);
-  const onRefusedReply = options.onRefusedReply ?? ((r: RefusedReply) => onError(new Error(r.message)));
   const inFlight = new Set<Promise<void>>();
   const queue = options.queue ?? COMMAND_QUEUE;
   const places = wholeNumber('command service', 'places', options.places, DEFAULT_QUEUE_PLACES);
+  const refusalLines = options.onRefusalLine ?? ((line: string) => onError(new Error(line)));
+  const refusalLog = createRefusalLog({
+    write: refusalLines, clock: options.clock ?? systemClock,
+    intervalMs: wholeNumber('command service', 'refusalLogIntervalMs', options.refusalLogIntervalMs, DEFAULT_REFUSAL_LOG_INTERVAL_MS, 1, 'ms'),
+  });
+  /** A request refused unanswered for what its sender did: counted, and a line when the log's rate allows. */
+  const refused = (kind: ErrorKind, line: string) => {
+    options.onRefused?.(kind);
+    refusalLog.refused(kind, line);
+  };
   let closing = false;
 
   const serve = async (msg: Msg) => {
@@ -122,23 +156,35 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
     try {
       reply = { ok: true, ...await handle(verb, msg.subject, msg.data) };
     } catch (err) {
-      const error = toErrorBody(verb, err);
-      if (error.code === CommandFailureCode.Internal) onError(err);
-      stats.failures[error.code] = (stats.failures[error.code] ?? 0) + 1;
-      reply = { ok: false, error };
+      reply = fail(verb, err);
+    }
+    let data = encodeJson(reply);
+    const maxPayload = nc.info?.max_payload;
+    if (maxPayload !== undefined && data.length > maxPayload) {
+      // a success reply too large to send: say so rather than leave the client waiting
+      data = encodeJson(fail(verb, new Error(`its ${data.length}-byte reply is over the server's max_payload of ${maxPayload} bytes`)));
     }
     try {
-      msg.respond(encodeJson(reply));
+      msg.respond(data);
     } catch (err) {
       onError(err); // the connection closed under us: the client times out
     }
   };
 
+  /** The error reply for `err`, at most MAX_ERROR_REPLY_BYTES; counted, and passed to onError when internal. */
+  const fail = (verb: string, err: unknown): Record<string, unknown> => {
+    const error = boundErrorBody(toErrorBody(verb, err));
+    if (error.code === CommandFailureCode.Internal) onError(err);
+    else if (kindOf(baseErrorCode(error.code)) === ErrorKind.InvalidInput) options.onRefused?.(ErrorKind.InvalidInput);
+    stats.failures[error.code] = (stats.failures[error.code] ?? 0) + 1;
+    return { ok: false, error };
+  };
+
   const handle = async (verb: string, subject: string, data: Uint8Array): Promise<Record<string, unknown>> => {
     if (!isCommandVerb(verb)) {
-      throw new Reject(CommandFailureCode.UnknownCommand, `Unknown command ${JSON.stringify(verb)} (subject ${subject}): send one of ${commandVerbs.map((v) => subjects.command(v)).join(', ')}.`);
+      throw new Reject(CommandFailureCode.UnknownCommand, `Unknown command ${echo(verb)} (subject ${boundText(subject)}): send one of ${commandVerbs.map((v) => subjects.command(v)).join(', ')}.`);
     }
-    const body = parseBody(verb, data);
+    const body = parseBody(verb, data, verb === 'admit' ? admitBodyLimit(maxPromptBytes) : verb === 'drop' ? MAX_DROP_REQUEST_BYTES : MAX_SMALL_REQUEST_BYTES);
     const sessionId = validateId(body.sessionId, 'session id');
     switch (verb) {
       case 'admit': {
@@ -161,7 +207,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
           throw new Reject(CommandFailureCode.BadRequest, `Invalid cancel request: reason must be a string of at most ${MAX_CANCEL_REASON} characters.`);
         }
         if (executionId !== undefined && !isValidId(executionId)) {
-          throw new Reject(CommandFailureCode.BadRequest, `Invalid cancel request: executionId must be an execution id (e.g. "exe_..."), got ${JSON.stringify(executionId)}.`);
+          throw new Reject(CommandFailureCode.BadRequest, `Invalid cancel request: executionId must be an execution id (e.g. "exe_..."), got ${echo(executionId)}.`);
         }
         await known(sessionId, verb);
         return { result: await target.cancel(sessionId, reason, executionId) };
@@ -213,15 +259,21 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
     }
     stats.requests++;
     if (!msg.reply) {
-      onError(new Error(`A message on ${msg.subject} has no reply subject: send commands as requests (nc.request), not publishes.`));
+      refused(ErrorKind.InvalidInput, `A message on ${boundText(msg.subject)} has no reply subject: send commands as requests (nc.request), not publishes.`);
       return;
     }
     if (!isAllowedReply(msg.reply, replyPrefixes)) {
       stats.refusedReplies++;
-      onRefusedReply({
+      const refusal: RefusedReply = {
         subject: msg.subject, reply: msg.reply,
-        message: `Refused a request on ${msg.subject}: its reply subject ${JSON.stringify(msg.reply.slice(0, 200))} is not an inbox under ${replyPrefixes.join(', ')}, so it was neither run nor answered. Commands must be sent with nc.request from a connection whose inbox prefix nats.conf allows (docs/protocol.md).`,
-      });
+        message: `Refused a request on ${boundText(msg.subject)}: its reply subject ${echo(msg.reply)} is not an inbox under ${replyPrefixes.join(', ')}, so it was neither run nor answered. Commands must be sent with nc.request from a connection whose inbox prefix nats.conf allows (docs/protocol.md).`,
+      };
+      if (options.onRefusedReply) {
+        options.onRefused?.(ErrorKind.Permission);
+        options.onRefusedReply(refusal);
+      } else {
+        refused(ErrorKind.Permission, refusal.message);
+      }
       return;
     }
     // requests delivered while draining are served too: the queue group gave them to us alone
@@ -263,6 +315,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
       statuses.stop?.();
       if (!nc.isClosed()) await Promise.all([...open].map((place) => place.drain().catch(() => place.unsubscribe())));
       while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+      refusalLog.close();
     },
   };
 }
@@ -283,14 +336,28 @@ export function isAllowedReply(reply: string, prefixes: readonly string[]): bool
   return prefixes.some((p) => reply.startsWith(`${p}.`));
 }
 
-/** A request body: JSON, an object, known fields only, sessionId present. */
-function parseBody(verb: CommandVerb, data: Uint8Array): Record<string, unknown> & { sessionId: unknown } {
+/** Unknown fields named in a refusal, and how much of each name. */
+const MAX_FIELDS_SHOWN = 5;
+const MAX_FIELD_CHARS = 60;
+
+/** A request body: at most `maxBytes`, nested at most MAX_BODY_DEPTH, JSON, an object, known fields only, sessionId present. */
+function parseBody(verb: CommandVerb, data: Uint8Array, maxBytes: number): Record<string, unknown> & { sessionId: unknown } {
   const example = verb === 'admit' ? '{"sessionId":"ses_1","prompt":"hello"}' : verb === 'cancel' ? '{"sessionId":"ses_1","reason":"user stop"}' : '{"sessionId":"ses_1"}';
+  // size and depth first, without parsing: a huge or deeply nested body costs nothing to refuse
+  if (data.length > maxBytes) {
+    throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request is ${data.length} bytes, over the limit of ${maxBytes} bytes for ${verb} requests${verb === 'admit' ? ' (set by the prompt limit)' : ''}: send a JSON object such as ${example}.`,
+      { limit: maxBytes, bytes: data.length });
+  }
+  const deep = tooDeepAt(data, MAX_BODY_DEPTH);
+  if (deep >= 0) {
+    throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request is nested more than ${MAX_BODY_DEPTH} levels deep (at byte ${deep}): requests are flat JSON objects such as ${example}.`,
+      { limit: MAX_BODY_DEPTH });
+  }
   let body: unknown;
   try {
     body = decodeJson(data);
   } catch (err) {
-    throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request is not valid UTF-8 JSON (${messageOf(err)}). Send a JSON object such as ${example}.`);
+    throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request is not valid UTF-8 JSON (${boundText(messageOf(err))}). Send a JSON object such as ${example}.`);
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request must be a JSON object such as ${example}, got ${Array.isArray(body) ? 'an array' : body === null ? 'null' : typeof body}.`);
@@ -298,8 +365,9 @@ function parseBody(verb: CommandVerb, data: Uint8Array): Record<string, unknown>
   const fields = requestFields[verb];
   const unknown = Object.keys(body).filter((k) => !fields.includes(k));
   if (unknown.length > 0) {
-    throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request has unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')}: the fields are ${fields.join(', ')}.`,
-      { fields: unknown });
+    const shown = unknown.slice(0, MAX_FIELDS_SHOWN).map((k) => echo(k, MAX_FIELD_CHARS)).join(', ') + (unknown.length > MAX_FIELDS_SHOWN ? ` and ${unknown.length - MAX_FIELDS_SHOWN} more` : '');
+    throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request has unknown field${unknown.length > 1 ? 's' : ''} ${shown}: the fields are ${fields.join(', ')}.`,
+      { fields: unknown.slice(0, MAX_FIELDS_SHOWN).map((k) => boundText(k, MAX_FIELD_CHARS)) });
   }
   if (!('sessionId' in body)) throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request has no sessionId: send ${example}.`);
   return body as Record<string, unknown> & { sessionId: unknown };

@@ -15,7 +15,8 @@
  * unknown_command, internal). The client adds no_worker, timeout and permission_denied for requests
  * that got no reply. `message` says what was wrong and what to do.
  */
-import { ErrorCode, SessiondError } from '../errors.ts';
+import { MAX_ID_LENGTH } from '../ids.ts';
+import { ErrorCode, MAX_ECHO_CHARS, SessiondError, boundText, echo } from '../errors.ts';
 import type { AdmitReceipt } from '../input/admit.ts';
 import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';
 import type { Delivery } from '../events/catalog.ts';
@@ -132,4 +133,76 @@ export function encodeJson(value: unknown): Uint8Array {
 /** Parses a UTF-8 JSON body; throws a plain Error saying why (the caller turns it into its reply). */
 export function decodeJson(data: Uint8Array): unknown {
   return JSON.parse(decoder.decode(data));
+}
+
+/** Deepest nesting of objects and arrays a request body may have (requests are flat: 1). */
+export const MAX_BODY_DEPTH = 32;
+/** Largest wake, cancel or status body: two ids and a reason of at most 1,000 characters, however escaped. */
+export const MAX_SMALL_REQUEST_BYTES = 16 * 1024;
+/** Largest error reply a worker sends (`boundErrorBody`): far below any server's max_payload. */
+export const MAX_ERROR_REPLY_BYTES = 8 * 1024;
+/** Longest `message` of an error reply (the echoed values in it are cut shorter, see `echo`). */
+export const MAX_ERROR_MESSAGE_CHARS = 1000;
+const MAX_DETAIL_KEYS = 20;
+
+/**
+ * Largest admit body for a prompt limit: any prompt within the limit fits however JSON escapes it
+ * (`\u0001` is 6 bytes for 1), with room for the other fields. At the default 256 KiB that is
+ * 1,576,960 bytes, above nats.conf's max_payload (1 MB), which then refuses first.
+ */
+/** Most bytes of a drop request: its input ids (each quoted, with a comma) and the rest. */
+export const MAX_DROP_REQUEST_BYTES = MAX_DROP_IDS * (MAX_ID_LENGTH + 3) + 4 * 1024;
+
+export function admitBodyLimit(maxPromptBytes: number): number {
+  return 6 * maxPromptBytes + 4096;
+}
+
+/** The byte offset where a JSON body nests deeper than `maxDepth`, or -1: one scan, no recursion, strings skipped. */
+export function tooDeepAt(data: Uint8Array, maxDepth = MAX_BODY_DEPTH): number {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < data.length; i++) {
+    const b = data[i]!;
+    if (inString) {
+      if (b === 0x5c) i++; // a backslash escapes the next byte
+      else if (b === 0x22) inString = false;
+    } else if (b === 0x22) {
+      inString = true;
+    } else if (b === 0x7b || b === 0x5b) { // { [
+      if (++depth > maxDepth) return i;
+    } else if (b === 0x7d || b === 0x5d) { // } ]
+      depth--;
+    }
+  }
+  return -1;
+}
+
+/**
+ * An error body that fits in `MAX_ERROR_REPLY_BYTES` as a reply: the message cut to
+ * `MAX_ERROR_MESSAGE_CHARS`, each detail cut (long strings, long JSON), and if still too big the
+ * details dropped and the message cut to `MAX_ECHO_CHARS`.
+ */
+export function boundErrorBody(body: ErrorBody): ErrorBody {
+  const bounded: ErrorBody = { code: body.code, message: boundText(body.message, MAX_ERROR_MESSAGE_CHARS) };
+  if (body.details && Object.keys(body.details).length > 0) {
+    bounded.details = Object.fromEntries(Object.entries(body.details).slice(0, MAX_DETAIL_KEYS).map(([k, v]) => [boundText(k), boundDetail(v)]));
+  }
+  if (encodeJson({ ok: false, error: bounded }).length <= MAX_ERROR_REPLY_BYTES) return bounded;
+  return { code: body.code, message: boundText(body.message, MAX_ECHO_CHARS) };
+}
+
+function boundDetail(value: unknown): unknown {
+  if (typeof value === 'string') return boundText(value, MAX_ECHO_CHARS + 30); // room for a value cut already, with its …(N bytes)
+  if (value === null || typeof value === 'number' || typeof value === 'boolean') return value;
+  if (Array.isArray(value) && value.length <= 10 && value.every((v) => typeof v === 'string' || typeof v === 'number')) return value.map(boundDetail);
+  const json = safeJson(value);
+  return json !== undefined && json.length <= MAX_ECHO_CHARS ? value : echo(value);
+}
+
+function safeJson(value: unknown): string | undefined {
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return undefined;
+  }
 }

@@ -38,6 +38,8 @@ export interface WorkerMetrics {
   recovery(n: RecoveryNotice): void;
   /** A part of the worker stopped (projector, subscription). */
   fatal(part: string): void;
+  /** A command request refused for what its sender did, by kind (`invalid_input`, `permission`): the command service's `onRefused`. */
+  commandRefused(kind: string): void;
   watch(sources: MetricSources): void;
 }
 
@@ -64,6 +66,7 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
   const parked = counter('sessiond_recovery_wakes_parked_total', 'Recovery wakes given up (parked) by this worker.');
   const sweepFailures = counter('sessiond_sweep_failures_total', 'Recovery sweep passes that failed as a whole.');
   const stopped = counter('sessiond_worker_parts_stopped_total', 'Parts of the worker that stopped for good (projector, subscription), by part.', ['part']);
+  const refused = counter('sessiond_commands_refused_total', 'Command requests this worker refused for what the sender did (malformed, invalid ids, foreign reply subjects), by kind; logged at a limited rate.', ['kind']);
 
   const claimedAt = new Map<string, number>();
   const committed = (events: SessionEvent[], ms: number) => {
@@ -108,6 +111,7 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
     },
     recovery: (n) => { if (n.type === 'sweep_failed') sweepFailures.inc(); },
     fatal: (part) => stopped.inc({ part }),
+    commandRefused: (kind) => refused.inc({ kind }),
     watch(sources) {
       const gauge = (name: string, help: string, read: () => number | Promise<number>) => new Gauge({
         name, help, registers: [registry],
