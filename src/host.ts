@@ -194,7 +194,13 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       const commands = options.nats.commands;
       const cnc = await step(() => connectNats({ ...commands.connection, waitForServer: true }), (late) => late.close());
       opened.push({ what: 'the command connection', close: () => cnc.drain().catch(() => cnc.close()) });
-      const service = startCommandService(cnc, engine, { replyPrefixes: commands.replyPrefixes, maxPromptBytes: engine.execution.limits.maxPromptBytes, onError: (err) => report.err(`sessiond: command service: ${messageOf(err)}`) });
+      const service = startCommandService(cnc, engine, {
+        replyPrefixes: commands.replyPrefixes, maxPromptBytes: engine.execution.limits.maxPromptBytes,
+        onError: (err) => report.err(`sessiond: command service: ${messageOf(err)}`),
+        // refused requests: a few lines with counts, never one per request
+        onRefusalLine: (line) => report.err(`sessiond: command service: ${line}`),
+        ...(metrics ? { onRefused: (kind: string) => metrics.commandRefused(kind) } : {}),
+      });
       opened.push({ what: 'the command service', close: () => service.close() });
       report.out(`  serving commands ${commandVerbs.map((v) => subjects.command(v)).join(', ')} in queue group ${COMMAND_QUEUE}${commands.connection.user ? ` as user ${commands.connection.user}` : ''}, replying only to ${commands.replyPrefixes.map((p) => `${p}.>`).join(', ')}`);
     } else if (options.nats) {
