@@ -13,6 +13,7 @@
  *   cluster.isolate(node); cluster.heal(node);   // cut a node's routes (a network partition) and mend them
  *   await cluster.killAll(); await cluster.startAll();   // the whole cluster down and up again
  *   await cluster.dispose();    // stop all, delete the stores
+ *   startNatsCluster({ jetstream: { syncInterval: 'always' } })   // or '2m' (nats-server's default): written into the derived config
  *
  * Routes: node i reaches node j through a TCP proxy of its own (i -> j; chaos/proxy.ts), never
  * directly, so `isolate(i)` drops every route connection to and from node i and refuses new ones
@@ -196,7 +197,7 @@ export function withJetStreamSync(config: string, sync: JetStreamSync): string {
   const block = blocks[blocks.length - 1];
   if (!block) throw new Error('the config has no top-level jetstream { } block to set sync_interval in');
   const body = block[0].replace(/^\s*sync(_interval)?\s*[:=]?.*\n/gm, '');
-  const synced = body.replace(/\{/, `{\n  sync_interval: ${sync}   # set by the harness (startNatsCluster's jetstream.syncInterval)`);
+  const synced = body.replace(/\{/, `{\n  sync_interval: ${sync}   # set by withJetStreamSync (src/testing/nats-cluster.ts)`);
   return config.slice(0, block.index) + synced + config.slice(block.index! + block[0].length);
 }
 
