@@ -172,119 +172,84 @@ for (const sync of ['2m', 'always'] as const) {
   });
 }
 
+/**
+ * The frame of the replicated tests: a cluster running `sync` (checked from /varz), the events
+ * stream with 3 replicas, the appenders until `before` appends are acknowledged, then `fault` (it
+ * returns what happened, in words), 400 more acknowledged appends, and the count of what was lost
+ * or doubled, printed and asserted to be nothing.
+ */
+async function replicatedFault(sync: JetStreamSync, what: string, before: number,
+  fault: (w: { cluster: NatsCluster; appenders: Appenders; atKill: number }) => Promise<string>): Promise<void> {
+  const t0 = Date.now();
+  const cluster = await startNatsCluster({ jetstream: { syncInterval: sync } });
+  let log: JetStreamEventLog | undefined;
+  let appenders: Appenders | undefined;
+  try {
+    for (const n of cluster.nodes) assert.is(await syncsAlways(n.monitorPort), sync === 'always', `${n.name} runs with ${syncName(sync)}`);
+    await replicatedStream(cluster);
+    log = await clusterLog(cluster);
+    appenders = startAppenders(log, what.split(' ')[0]!);
+    await waitFor(() => appenders!.acked.size >= before, { timeoutMs: 60_000, what: `${before} acknowledged appends` });
+    const story = await fault({ cluster, appenders, atKill: appenders.acked.size });
+    const atRestart = appenders.acked.size;
+    await waitFor(() => appenders!.acked.size >= atRestart + 400, { timeoutMs: 60_000, what: '400 more acknowledged appends after the restart' });
+    await appenders.stop();
+    const events = await log.readAll();
+    const t = tally(events, appenders);
+    process.stdout.write(`  [durability R3 ${what}, ${syncName(sync)}] ${((Date.now() - t0) / 1000).toFixed(1)} s; ${story}: ${counts(t, appenders, events, log)}` +
+      `${t.lost.length ? `; lost: ${t.lost.slice(0, 8).join(', ')}` : ''}\n`);
+    assertDurable(t, appenders, `cluster R3, ${syncName(sync)}, ${what}`);
+  } finally {
+    await appenders?.stop();
+    await log?.close();
+    await cluster.dispose();
+  }
+}
+
 for (const sync of ['2m', 'always'] as const) {
-  s(`the 3-server cluster, 3 replicas, ${syncName(sync)}: the leader SIGKILLed under load, appends go on, it comes back empty and is rebuilt; nothing acknowledged lost or doubled`, async () => {
-    const t0 = Date.now();
-    const cluster = await startNatsCluster({ jetstream: { syncInterval: sync } });
-    let log: JetStreamEventLog | undefined;
-    let appenders: Appenders | undefined;
-    try {
-      for (const n of cluster.nodes) assert.is(await syncsAlways(n.monitorPort), sync === 'always', `${n.name} runs with ${syncName(sync)}`);
-      await replicatedStream(cluster);
-      log = await clusterLog(cluster);
+  s(`the 3-server cluster, 3 replicas, ${syncName(sync)}: the leader SIGKILLed under load, appends go on, it comes back empty and is rebuilt; nothing acknowledged lost or doubled`, () =>
+    replicatedFault(sync, 'leader killed', 400, async ({ cluster, appenders, atKill }) => {
       const leader = await cluster.streamLeader(STREAM_NAME);
-      appenders = startAppenders(log, 'leader');
-      await waitFor(() => appenders!.acked.size >= 400, { timeoutMs: 30_000, what: '400 acknowledged appends' });
-      const atKill = appenders.acked.size;
       await leader.kill();
       const killedAt = Date.now();
       // the others elect a leader and take appends while the victim is down; it comes back empty
       const next = await cluster.streamLeader(STREAM_NAME);
       assert.ok(next !== leader, 'a surviving server leads the stream');
       const electedMs = Date.now() - killedAt;
-      await waitFor(() => appenders!.acked.size >= atKill + 200, { timeoutMs: 60_000, what: '200 appends acknowledged while the leader is down' });
+      await waitFor(() => appenders.acked.size >= atKill + 200, { timeoutMs: 60_000, what: '200 appends acknowledged while the leader is down' });
       const whileDown = appenders.acked.size - atKill;
       leader.wipe();
       await leader.start();
-      await cluster.waitStreamCurrent(STREAM_NAME);
-      const atRestart = appenders.acked.size;
-      await waitFor(() => appenders!.acked.size >= atRestart + 400, { timeoutMs: 60_000, what: '400 more acknowledged appends after the restart' });
-      await appenders.stop();
-      const events = await log.readAll();
-      const t = tally(events, appenders);
-      const replicas = (await cluster.streamInfo(STREAM_NAME))?.cluster?.replicas ?? [];
-      process.stdout.write(`  [durability R3 leader killed, ${syncName(sync)}] ${((Date.now() - t0) / 1000).toFixed(1)} s; SIGKILLed the leader ${leader.name} after ${atKill} acknowledged appends, ${next.name} elected ${(electedMs / 1000).toFixed(1)} s later, ` +
-        `${whileDown} acknowledged while ${leader.name} was down, which came back from an empty store (replicas now ${replicas.map((r) => `${r.name}${r.current ? ' current' : ' behind'}`).join(', ')}): ${counts(t, appenders, events, log)}\n`);
-      assertDurable(t, appenders, `cluster R3, ${syncName(sync)}, leader killed`);
-    } finally {
-      await appenders?.stop();
-      await log?.close();
-      await cluster.dispose();
-    }
-  });
+      const info = await cluster.waitStreamCurrent(STREAM_NAME);
+      return `SIGKILLed the leader ${leader.name} after ${atKill} acknowledged appends, ${next.name} elected ${(electedMs / 1000).toFixed(1)} s later, ` +
+        `${whileDown} acknowledged while ${leader.name} was down, which came back from an empty store (replicas then ${(info.cluster?.replicas ?? []).map((r) => `${r.name}${r.current ? ' current' : ' behind'}`).join(', ')})`;
+    }));
 
-  s(`the 3-server cluster, 3 replicas, ${syncName(sync)}: a follower SIGKILLed under load, appends go on, it restarts with its store and catches up; nothing acknowledged lost or doubled`, async () => {
-    const t0 = Date.now();
-    const cluster = await startNatsCluster({ jetstream: { syncInterval: sync } });
-    let log: JetStreamEventLog | undefined;
-    let appenders: Appenders | undefined;
-    try {
-      for (const n of cluster.nodes) assert.is(await syncsAlways(n.monitorPort), sync === 'always', `${n.name} runs with ${syncName(sync)}`);
-      await replicatedStream(cluster);
-      log = await clusterLog(cluster);
+  s(`the 3-server cluster, 3 replicas, ${syncName(sync)}: a follower SIGKILLed under load, appends go on, it restarts with its store and catches up; nothing acknowledged lost or doubled`, () =>
+    replicatedFault(sync, 'follower killed', 400, async ({ cluster, appenders, atKill }) => {
       const leader = await cluster.streamLeader(STREAM_NAME);
       const follower = cluster.nodes.find((n) => n !== leader)!;
-      appenders = startAppenders(log, 'follower');
-      await waitFor(() => appenders!.acked.size >= 400, { timeoutMs: 30_000, what: '400 acknowledged appends' });
-      const atKill = appenders.acked.size;
       await follower.kill();
-      await waitFor(() => appenders!.acked.size >= atKill + 400, { timeoutMs: 60_000, what: '400 appends acknowledged while a follower is down' });
+      await waitFor(() => appenders.acked.size >= atKill + 400, { timeoutMs: 60_000, what: '400 appends acknowledged while a follower is down' });
       const whileDown = appenders.acked.size - atKill;
       const restartedAt = Date.now();
       await follower.start();
-      await cluster.waitStreamCurrent(STREAM_NAME);
-      const caughtUpMs = Date.now() - restartedAt;
-      const atRestart = appenders.acked.size;
-      await waitFor(() => appenders!.acked.size >= atRestart + 400, { timeoutMs: 60_000, what: '400 more acknowledged appends after the restart' });
-      await appenders.stop();
-      const events = await log.readAll();
-      const t = tally(events, appenders);
-      const info = await cluster.streamInfo(STREAM_NAME);
-      process.stdout.write(`  [durability R3 follower killed, ${syncName(sync)}] ${((Date.now() - t0) / 1000).toFixed(1)} s; SIGKILLed the follower ${follower.name} after ${atKill} acknowledged appends (leader ${leader.name}, now ${info?.cluster?.leader}), ` +
-        `${whileDown} acknowledged while it was down, restarted with its store and current ${(caughtUpMs / 1000).toFixed(1)} s later: ${counts(t, appenders, events, log)}\n`);
-      assertDurable(t, appenders, `cluster R3, ${syncName(sync)}, follower killed`);
-    } finally {
-      await appenders?.stop();
-      await log?.close();
-      await cluster.dispose();
-    }
-  });
-}
+      const info = await cluster.waitStreamCurrent(STREAM_NAME);
+      return `SIGKILLed the follower ${follower.name} after ${atKill} acknowledged appends (leader ${leader.name}, then ${info.cluster?.leader}), ` +
+        `${whileDown} acknowledged while it was down, restarted with its store and current ${((Date.now() - restartedAt) / 1000).toFixed(1)} s later`;
+    }));
 
-for (const sync of ['2m', 'always'] as const) {
-  s(`the 3-server cluster, 3 replicas, ${syncName(sync)}: all three SIGKILLed at once right after a burst of acknowledged appends, started again; nothing acknowledged lost or doubled`, async () => {
-    const t0 = Date.now();
-    const cluster = await startNatsCluster({ jetstream: { syncInterval: sync } });
-    let log: JetStreamEventLog | undefined;
-    let appenders: Appenders | undefined;
-    try {
-      for (const n of cluster.nodes) assert.is(await syncsAlways(n.monitorPort), sync === 'always', `${n.name} runs with ${syncName(sync)}`);
-      await replicatedStream(cluster);
-      log = await clusterLog(cluster);
-      appenders = startAppenders(log, 'all');
-      await waitFor(() => appenders!.acked.size >= 600, { timeoutMs: 60_000, what: '600 acknowledged appends' });
-      const atKill = appenders.acked.size;
+  s(`the 3-server cluster, 3 replicas, ${syncName(sync)}: all three SIGKILLed at once right after a burst of acknowledged appends, started again; nothing acknowledged lost or doubled`, () =>
+    replicatedFault(sync, 'all killed', 600, async ({ cluster, appenders, atKill }) => {
       await cluster.killAll();
       const killedAt = Date.now();
       // acknowledgements already on their way when the servers died still arrive
       const afterKill = appenders.acked.size - atKill;
       await cluster.startAll();
       await cluster.waitStreamCurrent(STREAM_NAME, { timeoutMs: 60_000 });
-      const backMs = Date.now() - killedAt;
-      const atRestart = appenders.acked.size;
-      await waitFor(() => appenders!.acked.size >= atRestart + 400, { timeoutMs: 60_000, what: '400 more acknowledged appends after the restart' });
-      await appenders.stop();
-      const events = await log.readAll();
-      const t = tally(events, appenders);
-      process.stdout.write(`  [durability R3 all killed, ${syncName(sync)}] ${((Date.now() - t0) / 1000).toFixed(1)} s; all three SIGKILLed after ${atKill} acknowledged appends (${afterKill} more acknowledgements arrived after the kill), ` +
-        `stream current again ${(backMs / 1000).toFixed(1)} s after it: ${counts(t, appenders, events, log)}${t.lost.length ? `; lost: ${t.lost.slice(0, 8).join(', ')}` : ''}\n`);
-      assertDurable(t, appenders, `cluster R3, ${syncName(sync)}, all killed`);
-    } finally {
-      await appenders?.stop();
-      await log?.close();
-      await cluster.dispose();
-    }
-  });
+      return `all three SIGKILLed after ${atKill} acknowledged appends (${afterKill} more acknowledgements arrived during the kill), ` +
+        `stream current again ${((Date.now() - killedAt) / 1000).toFixed(1)} s after it`;
+    }));
 }
 
 s.run();
