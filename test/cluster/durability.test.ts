@@ -111,7 +111,8 @@ function assertDurable(t: Tally, a: Appenders, what: string): void {
 
 const counts = (t: Tally, a: Appenders, events: SessionEvent[], log: JetStreamEventLog) =>
   `lost ${t.lost.length}, doubled ${t.doubled.length} of ${a.acked.size} acknowledged; ${events.length} stored, ` +
-  `${log.stats.retries} requests resent, ${log.stats.retriesRecognised} resent appends recognised as already stored, ${a.failed.length} gave up`;
+  `${log.stats.retries} requests resent, ${log.stats.retriesRecognised} resent appends recognised as already stored, ${a.failed.length} gave up` +
+  `${a.failed.length ? ` (the first: ${a.failed[0]!.slice(0, 300)})` : ''}`;
 
 const syncName = (sync: JetStreamSync) => sync === '2m' ? 'default sync (every 2 min)' : `sync_interval: ${sync}`;
 
