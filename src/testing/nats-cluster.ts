@@ -13,6 +13,7 @@
  *   cluster.isolate(node); cluster.heal(node);   // cut a node's routes (a network partition) and mend them
  *   await cluster.killAll(); await cluster.startAll();   // the whole cluster down and up again
  *   await cluster.dispose();    // stop all, delete the stores
+ *   startNatsCluster({ jetstream: { syncInterval: 'always' } })   // or '2m' (nats-server's default): written into the derived config
  *
  * Routes: node i reaches node j through a TCP proxy of its own (i -> j; chaos/proxy.ts), never
  * directly, so `isolate(i)` drops every route connection to and from node i and refuses new ones
@@ -30,7 +31,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { get as httpGet } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { jetstreamManager, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -176,9 +177,53 @@ function withExtraUsers(config: string, dir: string, extraUsers: readonly { user
   return copy;
 }
 
+// ---- JetStream sync (durability): one option, one function ----------------------------------
+
+/**
+ * nats-server's `sync_interval` for JetStream's file store: `'always'` fsyncs every write before it
+ * is acknowledged (on a replicated stream: the Raft log's write; the stream's own files at snapshots),
+ * a duration (`'2m'`, nats-server's default, `'10s'`) fsyncs in the background at that interval.
+ */
+export type JetStreamSync = 'always' | `${number}${'ms' | 's' | 'm' | 'h'}`;
+
+/**
+ * `config`'s text with `sync_interval: <sync>` as the first line of its last top-level `jetstream`
+ * block (replacing any sync line already there): the block nats-server applies last. Throws when the
+ * text has no jetstream block.
+ */
+export function withJetStreamSync(config: string, sync: JetStreamSync): string {
+  if (!/^(always|\d+(ms|s|m|h))$/.test(sync)) throw new Error(`not a JetStream sync_interval: ${JSON.stringify(sync)}`);
+  const blocks = [...config.matchAll(/^jetstream\s*[:=]?\s*\{[^}]*\}/gm)];
+  const block = blocks[blocks.length - 1];
+  if (!block) throw new Error('the config has no top-level jetstream { } block to set sync_interval in');
+  const body = block[0].replace(/^\s*sync(_interval)?\s*[:=]?.*\n/gm, '');
+  const synced = body.replace(/\{/, `{\n  sync_interval: ${sync}   # set by withJetStreamSync (src/testing/nats-cluster.ts)`);
+  return config.slice(0, block.index) + synced + config.slice(block.index! + block[0].length);
+}
+
+/**
+ * A copy of the cluster config in `dir` with `sync_interval` set (withJetStreamSync). nats-server
+ * resolves an include relative to the including file (an absolute path too), so the included file
+ * is copied beside it unless it is there already (withExtraUsers's copy).
+ */
+function withSyncConfig(config: string, dir: string, sync: JetStreamSync): string {
+  const text = withJetStreamSync(readFileSync(config, 'utf8'), sync).replace(/^include\s+(\S+)\s*$/m, (_, file: string) => {
+    const included = resolve(dirname(config), file.replace(/^["']|["']$/g, ''));
+    const beside = join(dir, basename(included));
+    if (included !== beside) writeFileSync(beside, readFileSync(included, 'utf8'));
+    return `include ./${basename(included)}`;
+  });
+  const copy = join(dir, 'nats-cluster.synced.conf');
+  writeFileSync(copy, text);
+  return copy;
+}
+
+// ------------------------------------------------------------------------------------------------
+
 /**
  * Starts a cluster of `size` (default 3) nats-servers from `config` (default the repo's
- * nats-cluster.conf); `extraUsers` are added without permission limits (benchmarks only).
+ * nats-cluster.conf); `extraUsers` are added without permission limits (benchmarks only);
+ * `jetstream.syncInterval` sets the servers' `sync_interval` (withJetStreamSync) in the derived config.
  */
 export async function startNatsCluster(options: {
   size?: number;
@@ -190,6 +235,8 @@ export async function startNatsCluster(options: {
    * would add its event loop to every replicated write); `isolate` then throws.
    */
   partitionable?: boolean;
+  /** JetStream settings written into the derived config: `syncInterval` (default: the config's own, else nats-server's 2 minutes). */
+  jetstream?: { syncInterval?: JetStreamSync };
 } = {}): Promise<NatsCluster> {
   const partitionable = options.partitionable ?? true;
   installExitHook();
@@ -199,7 +246,9 @@ export async function startNatsCluster(options: {
   }
   const dir = mkdtempSync(join(tmpdir(), 'sessiond-nats-cluster-'));
   tempDirs.add(dir);
-  const config = options.extraUsers?.length ? withExtraUsers(options.config ?? REPO_NATS_CLUSTER_CONF, dir, options.extraUsers) : options.config ?? REPO_NATS_CLUSTER_CONF;
+  const users = options.extraUsers?.length ? withExtraUsers(options.config ?? REPO_NATS_CLUSTER_CONF, dir, options.extraUsers) : options.config ?? REPO_NATS_CLUSTER_CONF;
+  const sync = options.jetstream?.syncInterval;
+  const config = sync === undefined ? users : withSyncConfig(users, dir, sync);
   const ports = [];
   for (let i = 0; i < size; i++) ports.push({ client: await stablePort(), monitor: await stablePort(), cluster: await stablePort() });
   // nothing listens here: routes learnt by gossip fail instead of going around the proxies
