@@ -21,7 +21,7 @@ import { continuationIdFor } from '../../src/recovery/sweeper.ts';
 import {
   REPLICATED_FENCING_SINCE, fencesReplicatedStreams, natsServerVersion, startNatsCluster, type NatsCluster, type NatsClusterNode,
 } from '../../src/testing/nats-cluster.ts';
-import { ADMIN, CLIENT, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { ADMIN, CLIENT, OBSERVER, WORKER } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { runCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
@@ -54,12 +54,15 @@ export interface ClusterWorld {
   note(line: string): void;
 }
 
-/** Runs `body` with a fresh cluster, temp dir and worker list; kills and closes everything afterwards, pass or fail. */
-export async function withCluster(name: string, body: (w: ClusterWorld) => Promise<void>): Promise<void> {
+/**
+ * Runs `body` with a fresh cluster (started with `options`), temp dir and worker list; kills and
+ * closes everything afterwards, pass or fail.
+ */
+export async function withCluster(name: string, body: (w: ClusterWorld) => Promise<void>, options: Parameters<typeof startNatsCluster>[0] = {}): Promise<void> {
   const t0 = Date.now();
   const notes: string[] = [];
   const w: ClusterWorld = {
-    cluster: await startNatsCluster(), tmp: tempDir('sessiond-cluster-'), workers: [], closers: [], notes,
+    cluster: await startNatsCluster(options), tmp: tempDir('sessiond-cluster-'), workers: [], closers: [], notes,
     note: (line) => notes.push(`+${Date.now() - t0} ms ${line}`),
   };
   // the workers' projection files go however the process ends (the cluster harness and the CLI
@@ -84,13 +87,6 @@ export async function withCluster(name: string, body: (w: ClusterWorld) => Promi
   }
 }
 
-/**
- * test/nats/cluster.ts's helpers take a NatsServer and use only its `url`, which `sessiond --nats`
- * takes as a comma-separated list: the cluster's three URLs. (A generalisation of their parameter
- * to `Pick<NatsServer, 'url'>` is proposed in the notes; until then this view stands in.)
- */
-export const serversOf = (cluster: NatsCluster) => ({ url: cluster.url }) as NatsServer;
-
 export const FLAGS: WorkerFlags = { leaseMs: 2000, heartbeatMs: 500, sweepMs: 300, echoDelayMs: 500 };
 
 /** `sessiond setup --replicas N` as the admin user, run again while it fails (see below); returns its output. */
@@ -114,9 +110,10 @@ export async function setupStream(cluster: NatsCluster, replicas: number, note: 
  * stream's replicas as the operator set them, so it would also start on an R3 stream). No worker is
  * restarted afterwards in these tests (they must survive every fault without one).
  */
-export async function startClusterWorkers(w: ClusterWorld, flags: WorkerFlags = FLAGS): Promise<WorkerProc[]> {
+export async function startClusterWorkers(w: ClusterWorld, flags: WorkerFlags = FLAGS, envOf?: (name: string) => NodeJS.ProcessEnv | undefined): Promise<WorkerProc[]> {
   assert.match(await setupStream(w.cluster, 1, w.note), '1 replica,');
-  const workers = await startWorkers(serversOf(w.cluster), 3, w.tmp.file, flags, w.workers);
+  // the cluster's `url` is its three URLs comma-separated, as `sessiond --nats` takes them
+  const workers = await startWorkers(w.cluster, 3, w.tmp.file, flags, w.workers, envOf);
   if (REPLICAS > 1) assert.match(await setupStream(w.cluster, REPLICAS, w.note), `${REPLICAS} replicas`);
   const info = await w.cluster.waitStreamCurrent(STREAM_NAME, { replicas: REPLICAS });
   w.note(`stream ${STREAM_NAME} R${REPLICAS}, leader ${info.cluster?.leader}; workers ${workers.map((x) => `${x.name}=${x.ownerId}`).join(' ')}`);
@@ -359,4 +356,81 @@ export async function assertClusterLog(w: ClusterWorld, events: SessionEvent[], 
 export function assertWorkersKeptRunning(workers: WorkerProc[], pids: (number | undefined)[]): void {
   assert.equal(workers.map((x) => x.child.exitCode ?? x.child.signalCode), workers.map(() => null), 'no worker exited');
   assert.equal(workers.map((x) => x.child.pid), pids, 'the same worker processes (no restart)');
+}
+
+/** The workers up, the stream at REPLICAS, a recorder of acknowledged events, a reader, and where each worker's connections went. */
+export async function begin(w: ClusterWorld, envOf?: (name: string) => NodeJS.ProcessEnv | undefined) {
+  const workers = await startClusterWorkers(w, FLAGS, envOf);
+  const pids = workers.map((x) => x.child.pid);
+  const acked = await recordAcknowledged(w);
+  const log = await reader(w);
+  const placed = await untilWorkersOn(w.cluster, workers, [...w.cluster.nodes], 'every worker to have both connections up');
+  const holder = await w.cluster.streamLeader(STREAM_NAME);
+  w.note(`stream led by ${holder.name}; ${describePlacements(placed)}`);
+  return { workers, pids, acked, log, placed, holder };
+}
+
+/** Of `candidates`, the node holding the most worker connections. */
+export function mostConnected(placed: Placement[], candidates: readonly NatsClusterNode[]): NatsClusterNode {
+  return [...candidates].sort((p, q) => connectionsOn(placed, q) - connectionsOn(placed, p))[0]!;
+}
+
+/** The workers with a connection on `node`. */
+export const touching = (placed: Placement[], node: NatsClusterNode) => placed.filter((p) => p.log === node || p.commands === node).map((p) => p.worker.name);
+
+/**
+ * The node to cut off, of `candidates`: a worker with both connections elsewhere must remain, to
+ * take commands and recover the cut-off workers' turns on the majority side; among such nodes,
+ * preferably one holding a worker's log connection (that worker's turns are cut off), then the one
+ * with the most connections. (All three workers can straddle the candidates: then nobody serves
+ * commands on the majority side, and only recoveries go on during the cut.)
+ */
+export function partitionVictim(placed: Placement[], candidates: readonly NatsClusterNode[]): NatsClusterNode {
+  const leavesWhole = (n: NatsClusterNode) => placed.some((p) => p.log !== n && p.commands !== n);
+  const leavesLog = (n: NatsClusterNode) => placed.some((p) => p.log !== n);
+  const eligible = candidates.some(leavesWhole) ? candidates.filter(leavesWhole) : candidates.filter(leavesLog);
+  const logsOn = (n: NatsClusterNode) => placed.filter((p) => p.log === n).length;
+  return mostConnected(placed, eligible.some((n) => logsOn(n) > 0) ? eligible.filter((n) => logsOn(n) > 0) : eligible);
+}
+
+/** What a cut of `victim` leaves: the workers cut off (and which connections), and those whole on the majority side. */
+export function cutOffBy(placed: Placement[], victim: NatsClusterNode): { cutOff: string[]; whole: string[] } {
+  return {
+    cutOff: placed.filter((p) => p.log === victim || p.commands === victim)
+      .map((p) => `${p.worker.name} (${[p.log === victim ? 'log' : '', p.commands === victim ? 'commands' : ''].filter(Boolean).join(' and ')})`),
+    whole: placed.filter((p) => p.log !== victim && p.commands !== victim).map((p) => p.worker.name),
+  };
+}
+
+/** Everything committed before a fault (read from the log, or acknowledged and seen live) is still there, at the same positions. */
+export function assertKept(before: { id: string; position?: number }[], events: SessionEvent[], what: string): void {
+  const positions = new Map(events.map((e) => [e.id, e.position]));
+  assert.equal(before.filter((e) => positions.get(e.id) !== e.position).map((e) => e.id), [], `everything committed ${what} is still there, at the same positions`);
+}
+
+/** Which node `node` itself believes leads the stream (its monitoring /jsz, answered locally even when it is cut off). */
+export async function leaderSeenBy(node: NatsClusterNode): Promise<string | undefined> {
+  type Jsz = { account_details?: { stream_detail?: { name: string; cluster?: { leader?: string } }[] }[] };
+  const jsz = await node.monitor<Jsz>('/jsz?accounts=true&streams=true');
+  return (jsz.account_details ?? []).flatMap((a) => a.stream_detail ?? []).find((d) => d.name === STREAM_NAME)?.cluster?.leader;
+}
+
+/** Waits until `node` no longer believes it leads the stream; returns when (ms since the epoch). */
+export async function untilSteppedDown(node: NatsClusterNode, what: string, timeoutMs = 40_000): Promise<number> {
+  let last: string | undefined = '?';
+  await waitFor(async () => {
+    last = await leaderSeenBy(node).catch(() => '?');
+    return last !== node.name && last !== '?';
+  }, { timeoutMs, intervalMs: 100, what }).catch((err: Error) => { throw new Error(`${err.message}; ${node.name} last saw the leader as ${last}`); });
+  return Date.now();
+}
+
+/** libfaketime's environment: the process's wall clock `offset` (e.g. `+1.5s`) ahead, its monotonic clock left alone. */
+export const faketimeEnv = (offset: string): NodeJS.ProcessEnv => ({
+  LD_PRELOAD: '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', FAKETIME: offset, FAKETIME_DONT_FAKE_MONOTONIC: '1',
+});
+
+/** Turns and replicas in the words every failover test's closing line uses. */
+export function summary(a: LogAnalysis, recovered: string[], acked: LiveMessage[], raw: number, replicas: { node: string; lastSeq: number }[]): string {
+  return `${a.executions.size} turns, ${recovered.length} recovered, ${acked.length} acknowledged events seen live, ${raw} messages; replicas ${replicas.map((r) => `${r.node}:${r.lastSeq}`).join(' ')}`;
 }
