@@ -11,28 +11,46 @@
  * election timeout) and then SIGCONTed; and, as on one server, one worker cut off for a while. Each
  * says what it did and, once it has played out, how long the election took.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import type { Backend, Worker } from './backend.ts';
 import { readStream } from './backend.ts';
 import { startProxy, type Proxy } from './proxy.ts';
 import { SessiondClient } from '../src/nats/client.ts';
 import { STREAM_NAME } from '../src/nats/subjects.ts';
-import { startNatsCluster, type NatsCluster, type NatsClusterNode } from '../src/testing/nats-cluster.ts';
-import { ADMIN, CLIENT, COMMANDS, WORKER } from '../src/testing/nats-server.ts';
+import { REPLICATED_FENCING_SINCE, fencesReplicatedStreams, natsServerVersion, startNatsCluster, type NatsCluster, type NatsClusterNode } from '../src/testing/nats-cluster.ts';
+import { ADMIN, CLIENT, COMMANDS, NATS_SERVER_BIN, WORKER } from '../src/testing/nats-server.ts';
 import { join } from 'node:path';
 
 export const CLUSTER_REPLICAS = 3;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Runs a command to its end without blocking this process (whose event loop carries the cluster's routes, through the proxies). */
+function run(cmd: string, args: string[]): Promise<{ status: number | null; out: string }> {
+  return new Promise((done) => {
+    const child = spawn(cmd, args, { env: { ...process.env, FORCE_COLOR: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (out += d));
+    child.on('close', (status) => done({ status, out }));
+  });
+}
+
 /** `sessiond setup --replicas 3` as the admin user, again while the cluster's meta leader is not ready (at most `timeoutMs`). */
-function setupStream(bin: string, cluster: NatsCluster, timeoutMs = 60_000): string {
+async function setupStream(bin: string, cluster: NatsCluster, timeoutMs = 60_000): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const r = spawnSync(process.execPath, [bin, 'setup', '--nats', cluster.url, '--nats-user', ADMIN.user, '--nats-pass', ADMIN.pass, '--replicas', String(CLUSTER_REPLICAS)],
-      { encoding: 'utf8', env: { ...process.env, FORCE_COLOR: '0' } });
-    if (r.status === 0) return r.stdout.trim();
-    if (Date.now() > deadline) throw new Error(`sessiond setup --replicas ${CLUSTER_REPLICAS} kept failing: ${r.stdout}${r.stderr}`);
+    const r = await run(process.execPath, [bin, 'setup', '--nats', cluster.url, '--nats-user', ADMIN.user, '--nats-pass', ADMIN.pass, '--replicas', String(CLUSTER_REPLICAS)]);
+    if (r.status === 0) return r.out.trim();
+    if (Date.now() > deadline) throw new Error(`sessiond setup --replicas ${CLUSTER_REPLICAS} kept failing: ${r.out}`);
   }
+}
+
+/** Why this machine's nats-server cannot run the cluster backend, or undefined when it can. */
+export function clusterServerProblem(): string | undefined {
+  const version = natsServerVersion();
+  return fencesReplicatedStreams(version) ? undefined
+    : `nats-server ${version} (${NATS_SERVER_BIN}) does not fence appends on a replicated stream (fixed by ${REPLICATED_FENCING_SINCE}): ` +
+      'a 3-replica stream there lets two workers own a session. Point SESSIOND_NATS_SERVER at a newer one (npm test builds .tools/bin/nats-server).';
 }
 
 export async function clusterBackend(dir: string, nWorkers: number, bin: string, size: number): Promise<Backend> {
@@ -46,7 +64,7 @@ export async function clusterBackend(dir: string, nWorkers: number, bin: string,
 }
 
 async function onCluster(cluster: NatsCluster, dir: string, nWorkers: number, bin: string): Promise<Backend> {
-  const setup = setupStream(bin, cluster);
+  const setup = await setupStream(bin, cluster);
   await cluster.waitStreamCurrent(STREAM_NAME, { replicas: CLUSTER_REPLICAS, timeoutMs: 60_000 });
   // proxies[i][j]: worker i's way to server j
   const proxies: Proxy[][] = [];
@@ -89,22 +107,22 @@ async function onCluster(cluster: NatsCluster, dir: string, nWorkers: number, bi
     readLog: () => readStream(admin),
     fault: async (random, workers: Worker[], say) => {
       const r = random();
-      if (nemesis === undefined && r < 0.7) {
+      if (nemesis === undefined && r < 0.8) {
         const leader = await leaderOrNone();
         if (!leader) return undefined;
         const followers = cluster.nodes.filter((n) => n !== leader && n.running);
-        if (r < 0.18) {
+        if (r < 0.2) {
           const afterMs = 1_000 + Math.floor(random() * 3_000);
           killAndRestart(leader, 'leader', afterMs, say);
           return { kind: 'leader SIGKILL+restart', detail: `SIGKILL the stream leader ${leader.name}; restart ${(afterMs / 1000).toFixed(1)} s later, not before another is elected` };
         }
-        if (r < 0.34 && followers.length > 0) {
+        if (r < 0.4 && followers.length > 0) {
           const victim = followers[Math.floor(random() * followers.length)]!;
           const afterMs = 1_000 + Math.floor(random() * 3_000);
           killAndRestart(victim, 'follower', afterMs, say);
           return { kind: 'follower SIGKILL+restart', detail: `SIGKILL the follower ${victim.name}; restart in ${(afterMs / 1000).toFixed(1)} s` };
         }
-        if (r < 0.52) {
+        if (r < 0.6) {
           const victim = cluster.nodes[Math.floor(random() * cluster.nodes.length)]!;
           const forMs = 2_000 + Math.floor(random() * 6_000);
           const role = victim === leader ? 'the leader' : 'a follower';

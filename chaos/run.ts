@@ -27,7 +27,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { type Backend, type Worker, readStream } from './backend.ts';
 import { CHECKS, check, fromSqliteRows, type Finding } from './checker.ts';
-import { CLUSTER_REPLICAS, clusterBackend } from './cluster.ts';
+import { CLUSTER_REPLICAS, clusterBackend, clusterServerProblem } from './cluster.ts';
 import { startProxy, type Proxy } from './proxy.ts';
 import { openDatabase } from '../src/storage/sqlite.ts';
 import { migrate } from '../src/storage/migrate.ts';
@@ -66,6 +66,8 @@ if (clusterSize !== undefined && clusterSize !== CLUSTER_REPLICAS) {
   process.exit(2);
 }
 if (clusterSize !== undefined && !backends.includes('nats')) { process.stderr.write('chaos: --cluster runs the NATS backend on a cluster: use it with --backend nats or both\n'); process.exit(2); }
+const serverProblem = clusterSize !== undefined ? clusterServerProblem() : undefined;
+if (serverProblem) { process.stderr.write(`chaos: --cluster: ${serverProblem}\n`); process.exit(2); }
 
 /** mulberry32: a small seeded PRNG, so a seed replays the same fault schedule. */
 function prng(s: number): () => number {

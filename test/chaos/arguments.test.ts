@@ -6,12 +6,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { DEBIAN_NATS_SERVER_BIN } from '../../src/testing/nats-server.ts';
 
 const RUN = fileURLToPath(new URL('../../chaos/run.ts', import.meta.url));
 
-function chaos(args: string[]): Promise<{ code: number | null; stderr: string; stdout: string }> {
+function chaos(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stderr: string; stdout: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', RUN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0' } });
+    const child = spawn(process.execPath, ['--import', 'tsx', RUN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0', ...env } });
     let stderr = '';
     let stdout = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -34,5 +35,13 @@ for (const [args, message] of [
     assert.is(r.stdout, '', 'nothing started');
   });
 }
+
+test('chaos arguments - --cluster on a nats-server that does not fence replicated streams is refused', async () => {
+  // Debian's 2.9.10 (npm test installs it for its compatibility test)
+  const r = await chaos(['--cluster', '3', '--backend', 'nats'], { SESSIOND_NATS_SERVER: DEBIAN_NATS_SERVER_BIN });
+  assert.is(r.code, 2, `exit status (stderr: ${r.stderr})`);
+  assert.match(r.stderr, /--cluster: nats-server 2\.9\.\d+ .* does not fence appends on a replicated stream/);
+  assert.is(r.stdout, '', 'nothing started');
+});
 
 test.run();

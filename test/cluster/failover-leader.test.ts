@@ -22,6 +22,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { STREAM_NAME } from '../../src/nats/subjects.ts';
+import type { NatsClusterNode } from '../../src/testing/nats-cluster.ts';
 import { analyse, allDone, describeOpen, pollLog } from '../nats/cluster.ts';
 import {
   MODE, REPLICAS, admitAll, assertClusterLog, assertKept, assertWorkersKeptRunning, begin, client, cutOffBy, partitionVictim, reader,
@@ -38,8 +39,9 @@ const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 s('(d) the stream leader is cut off with the minority while the majority elects: it acknowledges nothing while cut off, nothing acknowledged is lost', async () => {
   await withCluster('leader-isolated', async (w) => {
     const t0 = Date.now();
-    const { workers, pids, acked, log, placed } = await begin(w);
-    const victim = partitionVictim(placed, w.cluster.nodes);
+    const { workers, pids, acked, log, placed, holder } = await begin(w);
+    // (with 1 replica the stream cannot move: the server holding it is cut off)
+    const victim = REPLICAS === 1 ? holder : partitionVictim(placed, w.cluster.nodes);
     await w.cluster.moveLeader(STREAM_NAME, victim);
     const majority = w.cluster.nodes.filter((n) => n !== victim);
     const { cutOff, whole } = cutOffBy(placed, victim);
@@ -54,8 +56,12 @@ s('(d) the stream leader is cut off with the minority while the majority elects:
     const atCut = await untilMidTurn(acked, batchA, 'the first batch to be mid-turn');
     const cutAt = Date.now();
     w.cluster.isolate(victim);
-    const probing = probe.repeat(250);
-    const leader = await w.cluster.streamLeader(STREAM_NAME, 40_000);
+    // one a second: each append the old leader takes is an entry the others never had, which it
+    // must undo after the heal one by one (see below)
+    const probing = probe.repeat(1_000);
+    const first = await Promise.race([w.cluster.streamLeader(STREAM_NAME, 40_000), probe.firstAck]);
+    if ('sessionId' in first) assert.unreachable(`the cut-off old leader acknowledged an append ${first.answeredAt - cutAt} ms after the cut (${first.sessionId} at ${first.acked!.position})`);
+    const leader = first as NatsClusterNode;
     const electedMs = Date.now() - cutAt;
     assert.ok(leader !== victim, 'the majority elected a new leader');
     w.note(`${leader.name} elected by the majority after ${electedMs} ms`);
@@ -72,9 +78,10 @@ s('(d) the stream leader is cut off with the minority while the majority elects:
     const healAt = Date.now();
     const whileCut = [...probe.answers];
     w.cluster.heal(victim);
-    // the old leader's log has entries the others never had (the appends it took while cut off):
-    // its catch-up is slow (nats-server's "expected first catchup entry to be a snapshot and
-    // peerstate, will retry", 40 s and more seen here); the stream has a current majority meanwhile
+    // the old leader's log has entries the others never had (the appends it took while cut off,
+    // never committed): it catches up slowly, warning "expected first catchup entry to be a
+    // snapshot and peerstate, will retry" (40 s after 68 such appends, 146 s after 77 and the
+    // workers' here); the stream has a current majority meanwhile
     await w.cluster.waitStreamCurrent(STREAM_NAME, { replicas: REPLICAS, timeoutMs: 180_000 });
     const currentMs = Date.now() - healAt;
     w.note(`healed after ${healAt - cutAt} ms, current ${currentMs} ms after the heal; probes while cut off: ${describeAnswers(whileCut)}`);
@@ -84,7 +91,7 @@ s('(d) the stream leader is cut off with the minority while the majority elects:
     const inputsC = await admitAll(all, batchC, 'li_c');
     const inputs = [...await admittingA, ...inputsB, ...inputsC];
     const events = await untilAllDone(log, inputs, 'everything admitted before, during and after the cut to finish');
-    assert.ok(whileCut.length >= 4, `the probe sent appends to the cut-off leader (${whileCut.length})`);
+    assert.ok(whileCut.length >= 3, `the probe sent appends to the cut-off leader (${whileCut.length})`);
     assert.equal(whileCut.filter((p) => p.acked).map((p) => `${p.sessionId} acked ${p.answeredAt - cutAt} ms after the cut`), [],
       `the cut-off old leader acknowledged no append (${describeAnswers(whileCut)})`);
     assert.equal(lostProbes(probe.answers, events), [], 'no acknowledged probe append is lost');
@@ -130,7 +137,8 @@ s('(e) the stream leader is SIGSTOPped past the election timeout and SIGCONTed: 
     victim.resume();
     w.note(`${leader.name} elected ${electedMs} ms after the SIGSTOP; SIGCONT after ${resumedAt - stoppedAt} ms`);
     const steppedDownMs = await untilSteppedDown(victim, `${victim.name} to step down after SIGCONT`) - resumedAt;
-    await Promise.all(frozenProbes);
+    const inFrozen = await Promise.all(frozenProbes);
+    assert.equal(inFrozen.filter((p) => p.acked && p.answeredAt < resumedAt).map((p) => p.sessionId), [], 'no append acknowledged while the leader was stopped');
     const afterProbe = await probe.send();
     await w.cluster.waitStreamCurrent(STREAM_NAME, { replicas: REPLICAS });
     await untilWorkersOn(w.cluster, workers, [...w.cluster.nodes], 'every worker to have both connections up after SIGCONT');
@@ -147,7 +155,6 @@ s('(e) the stream leader is SIGSTOPped past the election timeout and SIGCONTed: 
     assertKept(atStop, events, 'before the stop');
     assertWorkersKeptRunning(workers, pids);
     const replicas = await untilReplicasEqual(w.cluster, 'the continued server to hold the same messages as the others');
-    const inFrozen = probe.answers.slice(0, 3);
     process.stdout.write(`  [cluster e] ${seconds(Date.now() - t0)}; SIGSTOPped the leader ${victim.name} (connections of ${frozen.join(', ') || 'no worker'}) for ${seconds(resumedAt - stoppedAt)}; ` +
       `${leader.name} elected ${seconds(electedMs)} after the stop; ${victim.name} stepped down ${seconds(steppedDownMs)} after SIGCONT; every worker on both connections ${seconds(backMs)} after SIGCONT; ` +
       `the 3 appends sent to it while stopped: ${describeAnswers(inFrozen)} (answered ${inFrozen.map((p) => seconds(p.answeredAt - resumedAt)).join(', ')} after SIGCONT); ` +

@@ -26,6 +26,8 @@ export interface ProbeAnswer {
 
 export interface Probe {
   readonly answers: ProbeAnswer[];
+  /** Resolves with the first acknowledged append. */
+  readonly firstAck: Promise<ProbeAnswer>;
   /** One append; resolves with its answer (never rejects). */
   send(): Promise<ProbeAnswer>;
   /** Sends one append every `everyMs` until `stop()`, which resolves once every answer is in. */
@@ -42,6 +44,8 @@ export async function probeOf(w: ClusterWorld, node: NatsClusterNode, label: str
   const log = await JetStreamEventLog.open({ connection: nc, ensureStream: false, publishTimeoutMs: options.timeoutMs, publishRetryMs: options.retryMs });
   w.closers.push(async () => { await log.close(); await nc.close(); });
   const answers: ProbeAnswer[] = [];
+  let acked: (a: ProbeAnswer) => void = () => undefined;
+  const firstAck = new Promise<ProbeAnswer>((r) => { acked = r; });
   let n = 0;
   const send = async (): Promise<ProbeAnswer> => {
     const i = n++;
@@ -54,6 +58,7 @@ export async function probeOf(w: ClusterWorld, node: NatsClusterNode, label: str
         payload: { inputId: `inp_probe_${label}_${i}`, prompt: `probe ${i} of ${node.name}`, delivery: 'queue', wake: true, source: 'user' },
       }]);
       answer.acked = stored;
+      acked(answer);
     } catch (err) {
       const e = err as { code?: string; message?: string };
       answer.error = `${e.code ?? 'error'}: ${e.message ?? String(err)}`.slice(0, 200);
@@ -74,7 +79,7 @@ export async function probeOf(w: ClusterWorld, node: NatsClusterNode, label: str
     })();
     return { stop: async () => { on = false; await loop; await Promise.all(inFlight); } };
   };
-  return { answers, send, repeat };
+  return { answers, firstAck, send, repeat };
 }
 
 /** The answers in a few words: how many acknowledged, and the distinct errors with their counts. */
