@@ -54,11 +54,10 @@ export interface ClusterWorld {
   note(line: string): void;
 }
 
-/**
- * Runs `body` with a fresh cluster (started with `options`), temp dir and worker list; kills and
- * closes everything afterwards, pass or fail.
- */
-export async function withCluster(name: string, body: (w: ClusterWorld) => Promise<void>, options: Parameters<typeof startNatsCluster>[0] = {}): Promise<void> {
+type ClusterOptions = Parameters<typeof startNatsCluster>[0];
+
+/** A fresh cluster (started with `options`), temp dir and worker list. */
+async function openWorld(options: ClusterOptions = {}): Promise<ClusterWorld> {
   const t0 = Date.now();
   const notes: string[] = [];
   const w: ClusterWorld = {
@@ -69,22 +68,67 @@ export async function withCluster(name: string, body: (w: ClusterWorld) => Promi
   // helper kill their processes on exit themselves)
   const removeOnExit = () => w.tmp.remove();
   process.on('exit', removeOnExit);
+  w.closers.unshift(async () => { process.off('exit', removeOnExit); });
+  return w;
+}
+
+/** Keeps the workers' output, the servers' last log lines and the notes of a failed test in a temp dir, and says where. */
+function keepFailure(w: ClusterWorld, name: string): void {
+  const dir = mkdtempSync(join(tmpdir(), `sessiond-cluster-failure-${name}-`));
+  for (const p of w.workers) writeFileSync(join(dir, `${p.name}.out`), p.timed.map((l) => `${l.t} ${l.line}`).join('\n'));
+  for (const n of w.cluster.nodes) writeFileSync(join(dir, `${n.name}.log`), n.log());
+  writeFileSync(join(dir, 'notes.txt'), w.notes.join('\n'));
+  process.stderr.write(`cluster ${name}: the workers' output, the servers' last log lines and the test's notes are in ${dir}\n`);
+}
+
+/** Kills the workers, closes the clients, stops the cluster, removes the temp dir. */
+async function closeWorld(w: ClusterWorld): Promise<void> {
+  await killAll(w.workers);
+  for (const close of w.closers.reverse()) await close().catch(() => undefined);
+  await w.cluster.dispose();
+  w.tmp.remove();
+}
+
+/**
+ * Runs `body` with a fresh cluster (started with `options`), temp dir and worker list; kills and
+ * closes everything afterwards, pass or fail.
+ */
+export async function withCluster(name: string, body: (w: ClusterWorld) => Promise<void>, options: ClusterOptions = {}): Promise<void> {
+  const w = await openWorld(options);
   try {
     await body(w);
   } catch (err) {
-    const dir = mkdtempSync(join(tmpdir(), `sessiond-cluster-failure-${name}-`));
-    for (const p of w.workers) writeFileSync(join(dir, `${p.name}.out`), p.timed.map((l) => `${l.t} ${l.line}`).join('\n'));
-    for (const n of w.cluster.nodes) writeFileSync(join(dir, `${n.name}.log`), n.log());
-    writeFileSync(join(dir, 'notes.txt'), notes.join('\n'));
-    process.stderr.write(`cluster ${name}: the workers' output, the servers' last log lines and the test's notes are in ${dir}\n`);
+    keepFailure(w, name);
     throw err;
   } finally {
-    await killAll(w.workers);
-    for (const close of w.closers.reverse()) await close().catch(() => undefined);
-    await w.cluster.dispose();
-    w.tmp.remove();
-    process.off('exit', removeOnExit);
+    await closeWorld(w);
   }
+}
+
+export type Begun = Awaited<ReturnType<typeof begin>>;
+
+/**
+ * Several tests of a suite on one world (one cluster, the same three workers), one after the other,
+ * to save the 10-15 s of set-up each: the first opens it (`begin`), each starts where the last left
+ * it (placements and leader looked up again; the checks judge the whole log, and the workers must
+ * still be the first ones), and `close()` (the suite's `after`) ends it. A failure keeps the output.
+ */
+export function sharedWorld(name: string, options: ClusterOptions = {}, envOf?: (name: string) => NodeJS.ProcessEnv | undefined) {
+  let world: ClusterWorld | undefined;
+  let begun: Promise<Begun> | undefined;
+  return {
+    test: (label: string, body: (w: ClusterWorld, begun: Begun) => Promise<void>) => async () => {
+      try {
+        begun ??= openWorld(options).then((w) => { world = w; return begin(w, envOf); });
+        const b = await begun;
+        await body(world!, { ...b, ...await where(world!, b.workers) });
+      } catch (err) {
+        if (world) keepFailure(world, `${name}-${label}`);
+        throw err;
+      }
+    },
+    close: async () => { if (world) await closeWorld(world); },
+  };
 }
 
 export const FLAGS: WorkerFlags = { leaseMs: 2000, heartbeatMs: 500, sweepMs: 300, echoDelayMs: 500 };
@@ -364,10 +408,15 @@ export async function begin(w: ClusterWorld, envOf?: (name: string) => NodeJS.Pr
   const pids = workers.map((x) => x.child.pid);
   const acked = await recordAcknowledged(w);
   const log = await reader(w);
+  return { workers, pids, acked, log, ...await where(w, workers) };
+}
+
+/** Where each worker's connections are (once both are up) and which node leads the stream. */
+export async function where(w: ClusterWorld, workers: WorkerProc[]): Promise<{ placed: Placement[]; holder: NatsClusterNode }> {
   const placed = await untilWorkersOn(w.cluster, workers, [...w.cluster.nodes], 'every worker to have both connections up');
   const holder = await w.cluster.streamLeader(STREAM_NAME);
   w.note(`stream led by ${holder.name}; ${describePlacements(placed)}`);
-  return { workers, pids, acked, log, placed, holder };
+  return { placed, holder };
 }
 
 /** Of `candidates`, the node holding the most worker connections. */
@@ -382,6 +431,8 @@ export const touching = (placed: Placement[], node: NatsClusterNode) => placed.f
  * The node to cut off, of `candidates`: a worker with both connections elsewhere must remain, to
  * take commands and recover the cut-off workers' turns on the majority side; among such nodes,
  * preferably one holding a worker's log connection (that worker's turns are cut off), then the one
+ * with the fewest workers split by it (log connection cut off, command connection not: the
+ * admissions such a worker takes during the cut wait out its append retries, 60 s), then the one
  * with the most connections. (All three workers can straddle the candidates: then nobody serves
  * commands on the majority side, and only recoveries go on during the cut.)
  */
@@ -390,7 +441,10 @@ export function partitionVictim(placed: Placement[], candidates: readonly NatsCl
   const leavesLog = (n: NatsClusterNode) => placed.some((p) => p.log !== n);
   const eligible = candidates.some(leavesWhole) ? candidates.filter(leavesWhole) : candidates.filter(leavesLog);
   const logsOn = (n: NatsClusterNode) => placed.filter((p) => p.log === n).length;
-  return mostConnected(placed, eligible.some((n) => logsOn(n) > 0) ? eligible.filter((n) => logsOn(n) > 0) : eligible);
+  const withLogs = eligible.some((n) => logsOn(n) > 0) ? eligible.filter((n) => logsOn(n) > 0) : eligible;
+  const split = (n: NatsClusterNode) => placed.filter((p) => p.log === n && p.commands !== n).length;
+  const fewest = Math.min(...withLogs.map(split));
+  return mostConnected(placed, withLogs.filter((n) => split(n) === fewest));
 }
 
 /** What a cut of `victim` leaves: the workers cut off (and which connections), and those whole on the majority side. */
