@@ -3,6 +3,7 @@
  * nats-server, or the 3-server cluster of chaos/cluster.ts), and the raw read of a JetStream stream
  * its checker judges.
  */
+import type { ChildProcess } from 'node:child_process';
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { fromStreamMessage, type RawEvent } from './checker.ts';
@@ -10,7 +11,7 @@ import { STREAM_NAME } from '../src/nats/subjects.ts';
 
 export interface Worker {
   name: string;
-  proc: import('node:child_process').ChildProcess | undefined;
+  proc: ChildProcess | undefined;
   state: 'running' | 'stopped' | 'dead';
   skewed: boolean;
   start(): void;

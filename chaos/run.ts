@@ -19,7 +19,7 @@
  * sequence of random choices (which process a fault hits still depends on process timing).
  */
 import { parseArgs } from 'node:util';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -198,7 +198,7 @@ export async function startNatsCluster(options: {
   partitionable?: boolean;
   /**
    * Extra environment of node `index`'s nats-server, e.g. libfaketime's LD_PRELOAD and FAKETIME to
-   * skew its clock (which a Go binary ignores: see test/cluster/failover.test.ts (g)).
+   * skew its clock (which a Go binary ignores: see test/cluster/failover-skew.test.ts).
    */
   env?: (index: number) => NodeJS.ProcessEnv | undefined;
   /**

@@ -83,6 +83,8 @@ function keepFailure(w: ClusterWorld, name: string): void {
 
 /** Kills the workers, closes the clients, stops the cluster, removes the temp dir. */
 async function closeWorld(w: ClusterWorld): Promise<void> {
+  // a client of a stopped server would wait on it to close
+  for (const n of w.cluster.nodes) n.resume();
   await killAll(w.workers);
   for (const close of w.closers.reverse()) await close().catch(() => undefined);
   await w.cluster.dispose();
@@ -111,7 +113,8 @@ export type Begun = Awaited<ReturnType<typeof begin>>;
  * Several tests of a suite on one world (one cluster, the same three workers), one after the other,
  * to save the 10-15 s of set-up each: the first opens it (`begin`), each starts where the last left
  * it (placements and leader looked up again; the checks judge the whole log, and the workers must
- * still be the first ones), and `close()` (the suite's `after`) ends it. A failure keeps the output.
+ * still be the first ones), and `close()` (the suite's `after`) ends it. A failure keeps the output
+ * and ends the world: the next test opens a new one.
  */
 export function sharedWorld(name: string, options: ClusterOptions = {}, envOf?: (name: string) => NodeJS.ProcessEnv | undefined) {
   let world: ClusterWorld | undefined;
@@ -123,7 +126,10 @@ export function sharedWorld(name: string, options: ClusterOptions = {}, envOf?: 
         const b = await begun;
         await body(world!, { ...b, ...await where(world!, b.workers) });
       } catch (err) {
-        if (world) keepFailure(world, `${name}-${label}`);
+        // a failed test may leave its fault in place (a node cut off, stopped): the next one starts afresh
+        if (world) { keepFailure(world, `${name}-${label}`); await closeWorld(world); }
+        world = undefined;
+        begun = undefined;
         throw err;
       }
     },
