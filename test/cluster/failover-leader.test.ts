@@ -8,6 +8,8 @@
 // e. the server leading the stream is SIGSTOPped until the other two have elected a new leader
 //    (past the election timeout, 4-9 s in nats-server's Raft), then SIGCONTed.
 //
+// (e) runs after (d) on the same cluster and workers (helpers.ts sharedWorld).
+//
 // Beside the workers, a probe (probe.ts) keeps sending appends to the old leader alone, on a
 // connection to it only: while it is cut off, none may be acknowledged (a leader that cannot reach
 // a majority cannot commit), and each one acknowledged at any time must be in the log after the
@@ -26,7 +28,7 @@ import type { NatsClusterNode } from '../../src/testing/nats-cluster.ts';
 import { analyse, allDone, describeOpen, pollLog } from '../nats/cluster.ts';
 import {
   MODE, REPLICAS, admitAll, assertClusterLog, assertKept, assertWorkersKeptRunning, client, cutOffBy, sharedWorld, partitionVictim, reader,
-  sessionsNamed, summary, untilAllDone, untilMidTurn, untilReplicasEqual, untilSteppedDown, untilWorkersOn,
+  firstBatchMidTurn, sessionsNamed, summary, untilAllDone, untilReplicasEqual, untilSteppedDown, untilWorkersOn,
 } from './helpers.ts';
 import { describeAnswers, lostProbes, probeOf } from './probe.ts';
 
@@ -52,9 +54,7 @@ s('(d) the stream leader is cut off with the minority while the majority elects:
   const c = await client(w, majority.map((n) => n.url));
   const majorityLog = await reader(w, majority.map((n) => n.url));
 
-  const batchA = sessionsNamed('li_a', 12);
-  const admittingA = admitAll(c, batchA, 'li_a', { timeoutMs: 120_000 });
-  const atCut = await untilMidTurn(acked, batchA, 'the first batch to be mid-turn');
+  const { admitting: admittingA, acked: atCut } = await firstBatchMidTurn(c, acked, 'li_a', { timeoutMs: 120_000 });
   const cutAt = Date.now();
   w.cluster.isolate(victim);
   // one a second until the majority has elected: each append the old leader takes is an entry
@@ -121,9 +121,7 @@ s('(e) the stream leader is SIGSTOPped past the election timeout and SIGCONTed: 
   const probe = await probeOf(w, victim, 'stop', { timeoutMs: 20_000, retryMs: 30_000 });
   const c = await client(w, others.map((n) => n.url));
 
-  const batchA = sessionsNamed('ls_a', 12);
-  const admittingA = admitAll(c, batchA, 'ls_a', { timeoutMs: 120_000 });
-  const atStop = await untilMidTurn(acked, batchA, 'the first batch to be mid-turn');
+  const { admitting: admittingA, acked: atStop } = await firstBatchMidTurn(c, acked, 'ls_a', { timeoutMs: 120_000 });
   const stoppedAt = Date.now();
   victim.pause();
   // appends sent to the frozen leader: read by it only once it is continued

@@ -30,7 +30,7 @@ import { STREAM_NAME } from '../../src/nats/subjects.ts';
 import type { NatsClusterNode } from '../../src/testing/nats-cluster.ts';
 import {
   FLAGS, MODE, REPLICAS, admitAll, assertClusterLog, assertKept, assertWorkersKeptRunning, begin, client, faketimeEnv,
-  sessionsNamed, summary, untilAllDone, untilMidTurn, untilReplicasEqual, withCluster,
+  firstBatchMidTurn, sessionsNamed, summary, untilAllDone, untilReplicasEqual, withCluster,
 } from './helpers.ts';
 
 process.stdout.write(`  [cluster] ${MODE}\n`);
@@ -66,9 +66,7 @@ s(`(g) one server under faketime ${SERVER_SKEW} leads the stream, one worker run
     await w.cluster.moveLeader(STREAM_NAME, skewedServer);
     const c = await client(w);
 
-    const batchA = sessionsNamed('sk_a', 12);
-    const admittingA = admitAll(c, batchA, 'sk_a');
-    const atMove = await untilMidTurn(acked, batchA, 'the first batch to be mid-turn');
+    const { admitting: admittingA, acked: atMove } = await firstBatchMidTurn(c, acked, 'sk_a');
     const movedAt = Date.now();
     const next = w.cluster.nodes[1]!;
     await w.cluster.moveLeader(STREAM_NAME, next);

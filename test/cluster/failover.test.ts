@@ -11,6 +11,9 @@
 //    TCP proxies: a minority partition) and healed;
 // f. the whole cluster is SIGKILLed at once and started again.
 //
+// (a), (b) and (f) run one after the other on one cluster and the same three workers (helpers.ts
+// sharedWorld: the set-up is a third of a test's time); (c) on its own.
+//
 // The stream has 3 replicas where the nats-server fences appends on replicated streams, else 1 (see
 // helpers.ts REPLICAS and fencing.test.ts: Debian's 2.9.10 does not); the mode is printed. With
 // 1 replica, "the leader" of (a) is the server holding the stream (it may hold no worker
@@ -32,7 +35,7 @@ import { STREAM_NAME } from '../../src/nats/subjects.ts';
 import { analyse, allDone, describeOpen, pollLog } from '../nats/cluster.ts';
 import {
   MODE, REPLICAS, admitAll, assertClusterLog, assertKept, assertWorkersKeptRunning, begin, client, sharedWorld, cutOffBy, mostConnected, partitionVictim, reader,
-  sessionsNamed, summary, touching, untilAllDone, untilMidTurn, untilReplicasEqual, untilWorkersOn, withCluster,
+  firstBatchMidTurn, sessionsNamed, summary, touching, untilAllDone, untilReplicasEqual, untilWorkersOn, withCluster,
 } from './helpers.ts';
 
 process.stdout.write(`  [cluster] ${MODE}\n`);
@@ -54,10 +57,7 @@ s(`(a) the server leading the stream is SIGKILLed mid-run and restarted: workers
   w.note(`victim ${victim.name}, connections of ${moved.join(', ') || 'no worker'}`);
   const c = await client(w);
 
-  const batchA = sessionsNamed('lk_a', 12);
-  // admissions of batch A and the wait for its turns overlap: an admission resent after a full queue group would come too late
-  const admittingA = admitAll(c, batchA, 'lk_a');
-  const atKill = await untilMidTurn(acked, batchA, 'the first batch to be mid-turn');
+  const { admitting: admittingA, acked: atKill } = await firstBatchMidTurn(c, acked, 'lk_a');
   const killedAt = Date.now();
   await victim.kill();
   const survivors = w.cluster.nodes.filter((n) => n !== victim);
@@ -100,10 +100,7 @@ s('(b) a server not leading the stream is SIGKILLed and restarted with its store
   w.note(`victim ${victim.name}, connections of ${moved.join(', ') || 'no worker'}`);
   const c = await client(w);
 
-  const batchA = sessionsNamed('fk_a', 12);
-  // admissions of batch A and the wait for its turns overlap: an admission resent after a full queue group would come too late
-  const admittingA = admitAll(c, batchA, 'fk_a');
-  const atKill = await untilMidTurn(acked, batchA, 'the first batch to be mid-turn');
+  const { admitting: admittingA, acked: atKill } = await firstBatchMidTurn(c, acked, 'fk_a');
   const killedAt = Date.now();
   await victim.kill();
   const survivors = w.cluster.nodes.filter((n) => n !== victim);
@@ -139,10 +136,7 @@ s('(b) a server not leading the stream is SIGKILLed and restarted with its store
 s('(f) the whole cluster is SIGKILLed and started again: every acknowledged write survives, workers reconnect, turns finish', crashes.test('cluster-restart', async (w, { workers, pids, acked, log }) => {
   const t0 = Date.now();
   const c = await client(w);
-  const batchA = sessionsNamed('cr_a', 12);
-  // admissions of batch A and the wait for its turns overlap: an admission resent after a full queue group would come too late
-  const admittingA = admitAll(c, batchA, 'cr_a');
-  const atKill = await untilMidTurn(acked, batchA, 'the first batch to be mid-turn');
+  const { admitting: admittingA, acked: atKill } = await firstBatchMidTurn(c, acked, 'cr_a');
   const killedAt = Date.now();
   await w.cluster.killAll();
   await w.cluster.startAll();
@@ -179,10 +173,7 @@ s('(c) a server not leading the stream is cut off from the other two and healed:
     const c = await client(w, majority.map((n) => n.url));
     const majorityLog = await reader(w, majority.map((n) => n.url));
 
-    const batchA = sessionsNamed('pt_a', 12);
-    // admissions of batch A and the wait for its turns overlap: an admission resent after a full queue group would come too late
-    const admittingA = admitAll(c, batchA, 'pt_a', { timeoutMs: 120_000 });
-    const atCut = await untilMidTurn(acked, batchA, 'the first batch to be mid-turn');
+    const { admitting: admittingA, acked: atCut } = await firstBatchMidTurn(c, acked, 'pt_a', { timeoutMs: 120_000 });
     const cutAt = Date.now();
     w.cluster.isolate(victim);
     assert.is((await w.cluster.streamLeader(STREAM_NAME)).name, holder.name, 'the stream kept its leader');

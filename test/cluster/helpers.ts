@@ -494,3 +494,14 @@ export const faketimeEnv = (offset: string): NodeJS.ProcessEnv => ({
 export function summary(a: LogAnalysis, recovered: string[], acked: LiveMessage[], raw: number, replicas: { node: string; lastSeq: number }[]): string {
   return `${a.executions.size} turns, ${recovered.length} recovered, ${acked.length} acknowledged events seen live, ${raw} messages; replicas ${replicas.map((r) => `${r.node}:${r.lastSeq}`).join(' ')}`;
 }
+
+/**
+ * Batch A of a failover test: 12 sessions admitted (retried through outages until `timeoutMs`),
+ * returned once half of them are mid-turn, with the acknowledged events seen by then. The
+ * admissions and the wait overlap: an admission resent after a full queue group would come too late.
+ */
+export async function firstBatchMidTurn(c: SessiondClient, acked: LiveMessage[], label: string, options: { timeoutMs?: number } = {}): Promise<{ admitting: Promise<string[]>; acked: LiveMessage[] }> {
+  const sessions = sessionsNamed(label, 12);
+  const admitting = admitAll(c, sessions, label, options);
+  return { admitting, acked: await untilMidTurn(acked, sessions, 'the first batch to be mid-turn') };
+}
