@@ -1,13 +1,17 @@
 /**
  * `npm run chaos`: a randomized, seeded fault suite with real processes.
  *
- *   npm run chaos -- [--seed N] [--seconds S] [--backend sqlite|nats|both] [--workers N] [--sessions N]
+ *   npm run chaos -- [--seed N] [--seconds S] [--backend sqlite|nats|both] [--workers N] [--sessions N] [--cluster 3]
  *
  * Real `sessiond start` workers (3 by default) share one SQLite file, or one nats-server (each behind
  * a TCP proxy the suite can cut). A driver admits prompts to 20 sessions and cancels some, while
  * faults are injected at random: SIGKILL (and a restart), SIGSTOP past the lease (then SIGCONT),
  * SIGTERM (and a restart), cancels; on NATS also nats-server restarts and partitions of one worker;
- * one worker runs with its clock skewed (Debian's faketime) when faketime is installed. Then a
+ * one worker runs with its clock skewed (Debian's faketime) when faketime is installed. With
+ * `--cluster 3` the NATS backend is a 3-server cluster with a 3-replica stream (chaos/cluster.ts),
+ * and its nemeses are the cluster's: the stream leader SIGKILLed and restarted, a follower likewise,
+ * a server isolated and healed, the leader SIGSTOPped past the election timeout and SIGCONTed,
+ * beside one worker cut off. Then a
  * quiescence phase: faults stop, every worker runs again, and the suite waits (with a deadline) for
  * the work to drain. Last, the independent checker (chaos/checker.ts, no code shared with the
  * engine's fold) reads the raw log and checks safety and liveness. Prints the seed, the faults, the
@@ -15,14 +19,15 @@
  * sequence of random choices (which process a fault hits still depends on process timing).
  */
 import { parseArgs } from 'node:util';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { jetstream } from '@nats-io/jetstream';
-import { CHECKS, check, fromSqliteRows, fromStreamMessage, type Finding, type RawEvent } from './checker.ts';
+import { type Backend, type Worker, readStream } from './backend.ts';
+import { CHECKS, check, fromSqliteRows, type Finding } from './checker.ts';
+import { CLUSTER_REPLICAS, clusterBackend, clusterServerProblem } from './cluster.ts';
 import { startProxy, type Proxy } from './proxy.ts';
 import { openDatabase } from '../src/storage/sqlite.ts';
 import { migrate } from '../src/storage/migrate.ts';
@@ -31,7 +36,6 @@ import { SessionExecution } from '../src/execution/session-execution.ts';
 import { admitInput } from '../src/input/admit.ts';
 import { SessiondClient } from '../src/nats/client.ts';
 import { connectNats } from '../src/nats/connection.ts';
-import { STREAM_NAME } from '../src/nats/subjects.ts';
 import { startNatsServer, ADMIN, CLIENT, COMMANDS, WORKER, type NatsServer } from '../src/testing/nats-server.ts';
 
 const BIN = fileURLToPath(new URL('../bin/sessiond.js', import.meta.url));
@@ -44,7 +48,7 @@ const SKEW = '+1.5s';
 const { values: args } = parseArgs({
   options: {
     seed: { type: 'string' }, seconds: { type: 'string', default: '60' }, backend: { type: 'string', default: 'both' },
-    workers: { type: 'string', default: '3' }, sessions: { type: 'string', default: '20' },
+    workers: { type: 'string', default: '3' }, sessions: { type: 'string', default: '20' }, cluster: { type: 'string' },
   },
 });
 const seed = Number(args.seed ?? Math.floor(Math.random() * 2 ** 31));
@@ -56,6 +60,14 @@ for (const [name, v] of [['--seed', seed], ['--seconds', seconds], ['--workers',
   if (!Number.isInteger(v) || v < (name === '--seed' ? 0 : 1)) { process.stderr.write(`chaos: ${name} must be a whole number (got ${String(v)})\n`); process.exit(2); }
 }
 if (!backends.every((b) => b === 'sqlite' || b === 'nats')) { process.stderr.write('chaos: --backend must be sqlite, nats or both\n'); process.exit(2); }
+const clusterSize = args.cluster === undefined ? undefined : Number(args.cluster);
+if (clusterSize !== undefined && clusterSize !== CLUSTER_REPLICAS) {
+  process.stderr.write(`chaos: --cluster must be ${CLUSTER_REPLICAS} (servers, for the ${CLUSTER_REPLICAS}-replica stream; got ${args.cluster})\n`);
+  process.exit(2);
+}
+if (clusterSize !== undefined && !backends.includes('nats')) { process.stderr.write('chaos: --cluster runs the NATS backend on a cluster: use it with --backend nats or both\n'); process.exit(2); }
+const serverProblem = clusterSize !== undefined ? clusterServerProblem() : undefined;
+if (serverProblem) { process.stderr.write(`chaos: --cluster: ${serverProblem}\n`); process.exit(2); }
 
 /** mulberry32: a small seeded PRNG, so a seed replays the same fault schedule. */
 function prng(s: number): () => number {
@@ -68,26 +80,6 @@ function prng(s: number): () => number {
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const hasFaketime = spawnSync('sh', ['-c', 'command -v faketime'], { stdio: 'ignore' }).status === 0;
-
-interface Worker {
-  name: string;
-  proc: ChildProcess | undefined;
-  state: 'running' | 'stopped' | 'dead';
-  skewed: boolean;
-  start(): void;
-}
-
-interface Backend {
-  name: 'sqlite' | 'nats';
-  workerArgs(i: number): string[];
-  admit(session: string, inputId: string, prompt: string, delivery: 'queue' | 'steer'): Promise<void>;
-  cancel(session: string): Promise<void>;
-  readLog(): Promise<{ events: RawEvent[]; unreadable: number }>;
-  /** Backend-only faults (server restarts, partitions): the kind injected and what exactly, or undefined. */
-  fault?(random: () => number, workers: Worker[]): Promise<{ kind: string; detail: string } | undefined>;
-  heal?(): Promise<void>;
-  close(): Promise<void>;
-}
 
 async function sqliteBackend(dir: string): Promise<Backend> {
   const file = join(dir, 'chaos.db');
@@ -120,20 +112,7 @@ async function natsBackend(dir: string, nWorkers: number): Promise<Backend & { s
       '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass, '--db', join(dir, `w${i + 1}.db`)],
     admit: async (session, id, prompt, delivery) => { await client.admit(session, { id, prompt, delivery }); },
     cancel: async (session) => { await client.cancel(session, 'chaos'); },
-    readLog: async () => {
-      const events: RawEvent[] = [];
-      let unreadable = 0;
-      const js = jetstream(admin);
-      const consumer = await js.consumers.get(STREAM_NAME, {});
-      if ((await consumer.info(true)).num_pending === 0) return { events, unreadable };
-      const messages = await consumer.consume({ max_messages: 256 });
-      for await (const m of messages) {
-        try { events.push(...fromStreamMessage(m.data)); } catch { unreadable++; }
-        if (m.info.pending === 0) break;
-      }
-      await messages.close();
-      return { events, unreadable };
-    },
+    readLog: () => readStream(admin),
     fault: async (random, workers) => {
       const r = random();
       if (r < 0.35) {
@@ -161,7 +140,8 @@ async function natsBackend(dir: string, nWorkers: number): Promise<Backend & { s
 async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean> {
   const random = prng(runSeed);
   const dir = mkdtempSync(join(tmpdir(), `sessiond-chaos-${kind}-`));
-  const backend = kind === 'sqlite' ? await sqliteBackend(dir) : await natsBackend(dir, nWorkers);
+  const backend = kind === 'sqlite' ? await sqliteBackend(dir)
+    : clusterSize !== undefined ? await clusterBackend(dir, nWorkers, BIN, clusterSize) : await natsBackend(dir, nWorkers);
   const skewIndex = hasFaketime ? nWorkers - 1 : -1;
   const workers: Worker[] = Array.from({ length: nWorkers }, (_, i) => {
     const w: Worker = {
@@ -192,7 +172,7 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
   let driverErrors = 0;
   const started = Date.now();
   const say = (line: string) => process.stdout.write(`[${kind} ${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s] ${line}\n`);
-  say(`seed ${runSeed}: ${nWorkers} workers, ${nSessions} sessions, ${seconds} s of faults; lease ${LEASE_MS} ms, sweep ${SWEEP_MS} ms${skewIndex >= 0 ? `; ${workers[skewIndex]!.name} runs with its clock ${SKEW}` : '; faketime not installed: no clock skew'}; output in ${dir}`);
+  say(`seed ${runSeed}: ${backend.label ?? kind}; ${nWorkers} workers, ${nSessions} sessions, ${seconds} s of faults; lease ${LEASE_MS} ms, sweep ${SWEEP_MS} ms${skewIndex >= 0 ? `; ${workers[skewIndex]!.name} runs with its clock ${SKEW}` : '; faketime not installed: no clock skew'}; output in ${dir}`);
   try {
     for (const w of workers) w.start();
     const until = Date.now() + seconds * 1000;
@@ -239,7 +219,7 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
         count('cancel');
         await backend.cancel(session).catch(() => { driverErrors++; });
       } else if (backend.fault) {
-        const did = await backend.fault(random, workers);
+        const did = await backend.fault(random, workers, say);
         if (did) { count(did.kind); say(did.detail); }
       }
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// The cluster failover soak: runs the failover and durability tests of test/cluster/ again and
-// again (each round a fresh 3-server cluster per test, real workers, real SIGKILLs), stops at the
+// The cluster failover soak: runs the failover tests (failover*.test.ts, faults (a)-(g)) and the
+// durability tests of test/cluster/ again and again (each round a fresh 3-server cluster per test,
+// real workers, real SIGKILLs, partitions, SIGSTOPs), stops at the
 // first failing round unless --keep-going, and ends with one line `N passed, N failed` (rounds).
 //
 //   node scripts/cluster-soak.mjs [--rounds N] [--minutes M] [--replicas 1|3] [--keep-going]
@@ -30,7 +31,7 @@ if (!(rounds >= 1) || (values.minutes !== undefined && !(Number(values.minutes) 
 function round() {
   return new Promise((resolve) => {
     const env = { ...process.env, FORCE_COLOR: '0', ...(values.replicas ? { SESSIOND_CLUSTER_REPLICAS: values.replicas } : {}) };
-    const child = spawn(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', 'test', 'cluster/(failover|durability)\\.test\\.ts$'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', 'test', 'cluster/(failover(-[a-z]+)?|durability)\\.test\\.ts$'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     child.stdout.on('data', (d) => { out += d; });
     child.stderr.on('data', (d) => { out += d; });
@@ -44,7 +45,7 @@ for (let i = 1; i <= rounds && Date.now() < until; i++) {
   const t0 = Date.now();
   const { code, out } = await round();
   const seconds = ((Date.now() - t0) / 1000).toFixed(0);
-  const figure = /\[(cluster [a-d]|durability \d)\]/;
+  const figure = /\[(cluster [a-g]|durability \d)\]/;
   const lines = out.split('\n').filter((l) => figure.test(l)).map((l) => `    ${l.slice(l.search(figure))}`);
   if (code === 0) {
     passed++;

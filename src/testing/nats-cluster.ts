@@ -10,6 +10,7 @@
  *   const leader = await cluster.streamLeader('SESSIOND_EVENTS');   // a node, from the admin's stream info
  *   await leader.kill();        // SIGKILL, as a crash; the store is kept
  *   await leader.start();       // same ports and store
+ *   leader.pause(); leader.resume();   // SIGSTOP and SIGCONT: frozen with its sockets open
  *   cluster.isolate(node); cluster.heal(node);   // cut a node's routes (a network partition) and mend them
  *   await cluster.killAll(); await cluster.startAll();   // the whole cluster down and up again
  *   await cluster.dispose();    // stop all, delete the stores
@@ -79,6 +80,11 @@ export interface NatsClusterNode {
   start(options?: { healthy?: boolean }): Promise<void>;
   /** SIGKILL, like a crash. The store is kept. */
   kill(): Promise<void>;
+  /** SIGSTOP: the process freezes (a stall: GC pause, VM freeze), its sockets stay open; `resume` sends SIGCONT. */
+  pause(): void;
+  resume(): void;
+  /** Stopped by `pause` and not resumed yet. */
+  readonly paused: boolean;
   /** SIGTERM, then SIGKILL if it has not exited within a deadline. The store is kept. */
   stop(): Promise<void>;
   /** Deletes the store (the node must be stopped): a machine lost with its disk. */
@@ -237,6 +243,17 @@ export async function startNatsCluster(options: {
   partitionable?: boolean;
   /** JetStream settings written into the derived config: `syncInterval` (default: the config's own, else nats-server's 2 minutes). */
   jetstream?: { syncInterval?: JetStreamSync };
+  /**
+   * Extra environment of node `index`'s nats-server, e.g. libfaketime's LD_PRELOAD and FAKETIME to
+   * skew its clock (which a Go binary ignores: see test/cluster/failover-skew.test.ts).
+   */
+  env?: (index: number) => NodeJS.ProcessEnv | undefined;
+  /**
+   * Tell clients the other servers' URLs (default true). With false (`--no_advertise`) a client
+   * knows only the URLs it was given: the fault suite gives its workers proxies, which a learnt
+   * direct URL would go around.
+   */
+  advertise?: boolean;
 } = {}): Promise<NatsCluster> {
   const partitionable = options.partitionable ?? true;
   installExitHook();
@@ -271,6 +288,7 @@ export async function startNatsCluster(options: {
       : ports.flatMap((p, j) => (j === i ? [] : [`nats-route://127.0.0.1:${p.cluster}`])).join(',');
     const lines: string[] = [];
     let child: ChildProcess | undefined;
+    let stopped = false;
     let exited: Promise<void> = Promise.resolve();
     const record = (chunk: Buffer) => {
       for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) lines.push(line);
@@ -279,8 +297,10 @@ export async function startNatsCluster(options: {
     const alive = () => child !== undefined && child.exitCode === null && child.signalCode === null;
     const halt = async (signal: 'SIGTERM' | 'SIGKILL') => {
       const proc = child;
-      if (!proc || proc.exitCode !== null || proc.signalCode !== null) { child = undefined; return; }
+      if (!proc || proc.exitCode !== null || proc.signalCode !== null) { child = undefined; stopped = false; return; }
       proc.kill(signal);
+      // a SIGSTOPped process acts on SIGTERM only once continued
+      if (stopped) { proc.kill('SIGCONT'); stopped = false; }
       const timer = new Promise<'timeout'>((r) => { const t = setTimeout(() => r('timeout'), STOP_TIMEOUT_MS); t.unref(); });
       if (await Promise.race([exited.then(() => 'exited' as const), timer]) === 'timeout') {
         proc.kill('SIGKILL');
@@ -293,6 +313,19 @@ export async function startNatsCluster(options: {
       index: i, name, url: `nats://127.0.0.1:${port}`, port, monitorPort, clusterPort, storeDir,
       get pid() { return child?.pid; },
       get running() { return alive(); },
+      get paused() { return alive() && stopped; },
+      pause: () => {
+        if (!alive()) throw new Error(`${name} is not running: nothing to pause`);
+        child!.kill('SIGSTOP');
+        stopped = true;
+        lines.push(`---- harness: SIGSTOP ${name}`);
+      },
+      resume: () => {
+        if (!alive() || !stopped) return;
+        child!.kill('SIGCONT');
+        stopped = false;
+        lines.push(`---- harness: SIGCONT ${name}`);
+      },
       log: () => lines.join('\n'),
       healthy,
       monitor: <T>(path: string) => getJson<T>(monitorPort, path),
@@ -307,7 +340,7 @@ export async function startNatsCluster(options: {
         lines.push(`---- harness: starting ${name}`);
         const proc = spawn(NATS_SERVER_BIN, ['-c', config, '-n', name, '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort),
           '--cluster', `nats://127.0.0.1:${clusterPort}`, '--cluster_name', CLUSTER_NAME, '--routes', routes,
-          ...(partitionable ? ['--cluster_advertise', `127.0.0.1:${nowhere}`] : []), '-sd', storeDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+          ...(partitionable ? ['--cluster_advertise', `127.0.0.1:${nowhere}`] : []), ...(options.advertise === false ? ['--no_advertise'] : []), '-sd', storeDir], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env?.(i) } });
         child = proc;
         running.add(proc);
         proc.stdout!.on('data', record);
@@ -339,7 +372,8 @@ export async function startNatsCluster(options: {
     }
     return c;
   };
-  const reachable = () => nodes.filter((n) => n.running && !cut.has(n.index));
+  // a paused node answers nothing until resumed: queries go elsewhere
+  const reachable = () => nodes.filter((n) => n.running && !n.paused && !cut.has(n.index));
   const adminConnection = () => adminOf(reachable()[0] ?? nodes[0]!);
   const admin = async () => jetstreamManager(await adminConnection(), { timeout: 2000 });
   const streamInfo = async (stream: string) => {
@@ -355,7 +389,7 @@ export async function startNatsCluster(options: {
     return undefined;
   };
   const byName = (name: string | undefined) => nodes.find((n) => n.name === name);
-  const describeNodes = () => nodes.map((n) => `${n.name}: ${n.running ? 'running' : 'stopped'}${cut.has(n.index) ? ', isolated' : ''}; last lines:\n    ${n.log().split('\n').slice(-6).join('\n    ')}`).join('\n');
+  const describeNodes = () => nodes.map((n) => `${n.name}: ${n.running ? (n.paused ? 'paused (SIGSTOP)' : 'running') : 'stopped'}${cut.has(n.index) ? ', isolated' : ''}; last lines:\n    ${n.log().split('\n').slice(-6).join('\n    ')}`).join('\n');
   const setCut = (node: NatsClusterNode, on: boolean) => {
     if (!partitionable) throw new Error('this cluster was started with partitionable: false: its routes are direct and cannot be cut');
     if (on) cut.add(node.index); else cut.delete(node.index);
@@ -392,7 +426,7 @@ export async function startNatsCluster(options: {
     streamLeader: (stream, timeoutMs = 20_000) => poll(`a leader of stream ${stream}`, timeoutMs, async () => {
       const info = await streamInfo(stream);
       const leader = byName(info?.cluster?.leader);
-      return leader?.running && !cut.has(leader.index) ? leader : undefined;
+      return leader?.running && !leader.paused && !cut.has(leader.index) ? leader : undefined;
     }, describeNodes),
     waitStreamCurrent: (stream, opts = {}) => {
       const replicas = opts.replicas ?? 3;

@@ -20,8 +20,12 @@ export interface WorkerProc extends LongRunning {
 
 export interface WorkerFlags { leaseMs: number; heartbeatMs: number; sweepMs: number; echoDelayMs?: number }
 
-/** Starts `n` workers in parallel, each with its own projection file; resolves once all are serving. */
-export async function startWorkers(server: NatsServer, n: number, dbFile: (name: string) => string, flags: WorkerFlags, into: WorkerProc[]): Promise<WorkerProc[]> {
+/**
+ * Starts `n` workers in parallel, each with its own projection file; resolves once all are serving.
+ * `envOf(name)` adds to a worker's environment (e.g. libfaketime's, to skew its clock).
+ */
+export async function startWorkers(server: Pick<NatsServer, 'url'>, n: number, dbFile: (name: string) => string, flags: WorkerFlags, into: WorkerProc[],
+  envOf: (name: string) => NodeJS.ProcessEnv | undefined = () => undefined): Promise<WorkerProc[]> {
   const started: WorkerProc[] = [];
   for (let i = 1; i <= n; i++) {
     const name = `w${i}`;
@@ -30,7 +34,8 @@ export async function startWorkers(server: NatsServer, n: number, dbFile: (name:
       '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass, '--db', db,
       '--lease-ms', String(flags.leaseMs), '--heartbeat-ms', String(flags.heartbeatMs), '--sweep-ms', String(flags.sweepMs),
       ...(flags.echoDelayMs !== undefined ? ['--echo-delay-ms', String(flags.echoDelayMs)] : [])];
-    const proc = startCli(args);
+    const extra = envOf(name);
+    const proc = startCli(args, extra ? { env: extra } : {});
     const timed: { t: number; line: string }[] = [];
     let partial = '';
     const record = (d: Buffer) => {
