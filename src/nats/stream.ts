@@ -57,6 +57,8 @@ export const JsErrorCode = {
   StreamTooManyRequests: 10167,
   /** 500: the stream is offline on this server (its replicas are recovering or lost quorum). */
   StreamOffline: 10194,
+  /** 409: a message with this `Nats-Msg-Id` is being stored right now (a resend racing its original): its outcome is not known yet. */
+  StreamDuplicateMessageConflict: 10158,
   StreamReplicasNotSupported: 10074,
   ClusterNotAvailable: 10008,
   ClusterNotLeader: 10009,
@@ -78,7 +80,8 @@ export const isStreamNotFound = (err: unknown) => isJsError(err, JsErrorCode.Str
 /** Server-side conditions that pass on their own (leader election, recovery after a restart). */
 export const isJsTransient = (err: unknown) =>
   ([JsErrorCode.ClusterNotAvailable, JsErrorCode.ClusterNotLeader, JsErrorCode.InsufficientResources,
-    JsErrorCode.StreamExpectedLastSeqPerSubjectNotReady, JsErrorCode.StreamTooManyRequests, JsErrorCode.StreamOffline] as number[]).includes(jsErrorCode(err));
+    JsErrorCode.StreamExpectedLastSeqPerSubjectNotReady, JsErrorCode.StreamTooManyRequests, JsErrorCode.StreamOffline,
+    JsErrorCode.StreamDuplicateMessageConflict] as number[]).includes(jsErrorCode(err));
 
 export interface EventStreamOptions {
   /** Stream name (default `STREAM_NAME`); its subjects are always `sessiond.events.>`. */

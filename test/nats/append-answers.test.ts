@@ -161,6 +161,26 @@ cluster('R3: a resend with the same msg id is answered duplicate before the sequ
   await nc.close();
 });
 
+cluster('R3: the same append sent at once by two logs (a resend racing its original; 10158 while it is in process): both get the stored batch, stored once', async ({ cluster: c }) => {
+  const logs = await Promise.all([0, 1].map((i) => openLog([c.urls[i]!])));
+  const seen = { other: [] as string[] };
+  try {
+    for (let round = 0; round < 30; round++) {
+      const sessionId = uniqueId('ses');
+      const batch = admitted(2);
+      const settled = await Promise.allSettled(logs.map((log) => log.append(sessionId, 0, batch)));
+      for (const x of settled) {
+        if (x.status === 'fulfilled') assert.equal(x.value.map((e) => e.id), batch.map((d) => d.id));
+        else seen.other.push(`${(x.reason as Error).name}: ${(x.reason as Error).message}`);
+      }
+      assert.equal((await logs[0]!.readSession(sessionId)).map((e) => e.seq), [1, 2], 'stored once');
+    }
+    assert.equal(seen.other, [], 'every attempt got the stored batch');
+  } finally {
+    for (const log of logs) await log.close();
+  }
+});
+
 cluster('R3: appends sent while the stream elects a new leader (no responders, not leader) wait and land', async ({ cluster: c }) => {
   const leader = await c.streamLeader(STREAM_NAME);
   const others = c.nodes.filter((n) => n !== leader).map((n) => n.url);
