@@ -24,6 +24,8 @@ export interface Backend {
   workerArgs(i: number): string[];
   admit(session: string, inputId: string, prompt: string, delivery: 'queue' | 'steer'): Promise<void>;
   cancel(session: string): Promise<void>;
+  /** NATS only: raw bytes as a command request (what a bad client sends), resolving with the reply's bytes. */
+  rawRequest?(subject: string, body: Uint8Array): Promise<Uint8Array>;
   readLog(): Promise<{ events: RawEvent[]; unreadable: number }>;
   /**
    * Backend-only faults (server restarts, partitions): the kind injected and what exactly, or

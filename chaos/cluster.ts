@@ -16,6 +16,7 @@ import type { Backend, Worker } from './backend.ts';
 import { readStream } from './backend.ts';
 import { startProxy, type Proxy } from './proxy.ts';
 import { SessiondClient } from '../src/nats/client.ts';
+import { connectNats } from '../src/nats/connection.ts';
 import { STREAM_NAME } from '../src/nats/subjects.ts';
 import { REPLICATED_FENCING_SINCE, fencesReplicatedStreams, natsServerVersion, startNatsCluster, type NatsCluster, type NatsClusterNode } from '../src/testing/nats-cluster.ts';
 import { ADMIN, CLIENT, COMMANDS, NATS_SERVER_BIN, WORKER } from '../src/testing/nats-server.ts';
@@ -71,6 +72,7 @@ async function onCluster(cluster: NatsCluster, dir: string, nWorkers: number, bi
   for (let i = 0; i < nWorkers; i++) proxies.push(await Promise.all(cluster.nodes.map((n) => startProxy(n.port))));
   const client = await SessiondClient.connect({ connection: { servers: cluster.urls, ...CLIENT, reconnectWaitMs: 100 }, requestTimeoutMs: 3_000 });
   const admin = await cluster.adminConnection();
+  const raw = await connectNats({ servers: cluster.urls, ...CLIENT, reconnectWaitMs: 100 });
   /** The nemesis playing out, if any: one at a time. */
   let nemesis: Promise<void> | undefined;
   const leaderOrNone = () => cluster.streamLeader(STREAM_NAME, 10_000).catch(() => undefined);
@@ -104,6 +106,7 @@ async function onCluster(cluster: NatsCluster, dir: string, nWorkers: number, bi
       '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass, '--db', join(dir, `w${i + 1}.db`)],
     admit: async (session, id, prompt, delivery) => { await client.admit(session, { id, prompt, delivery }); },
     cancel: async (session) => { await client.cancel(session, 'chaos'); },
+    rawRequest: (subject, body) => raw.request(subject, body, { timeout: 3_000 }).then((m) => m.data),
     readLog: () => readStream(admin),
     fault: async (random, workers: Worker[], say) => {
       const r = random();
@@ -166,6 +169,7 @@ async function onCluster(cluster: NatsCluster, dir: string, nWorkers: number, bi
     close: async () => {
       await nemesis;
       await client.close();
+      await raw.close();
       for (const row of proxies) for (const p of row) await p.close();
       await cluster.dispose();
     },

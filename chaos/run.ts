@@ -29,6 +29,7 @@ import { type Backend, type Worker, readStream } from './backend.ts';
 import { CHECKS, check, fromSqliteRows, type Finding } from './checker.ts';
 import { CLUSTER_REPLICAS, clusterBackend, clusterServerProblem } from './cluster.ts';
 import { startProxy, type Proxy } from './proxy.ts';
+import { HOSTILE_MAX_PENDING, HOSTILE_MAX_PROMPT_BYTES, hostileAction } from './hostile.ts';
 import { openDatabase } from '../src/storage/sqlite.ts';
 import { migrate } from '../src/storage/migrate.ts';
 import { SqliteEventLog } from '../src/storage/sqlite-event-log.ts';
@@ -44,6 +45,8 @@ const HEARTBEAT_MS = 500;
 const SWEEP_MS = 500;
 const ECHO_DELAY_MS = 120;
 const SKEW = '+1.5s';
+/** The workers' limits in the suite: low, so the hostile client reaches them. */
+const HOSTILE_LIMITS = { maxPendingInputs: HOSTILE_MAX_PENDING, maxPromptBytes: HOSTILE_MAX_PROMPT_BYTES };
 
 const { values: args } = parseArgs({
   options: {
@@ -86,13 +89,14 @@ async function sqliteBackend(dir: string): Promise<Backend> {
   const db = openDatabase(file);
   migrate(db);
   const log = new SqliteEventLog(db);
-  const execution = new SessionExecution({ log, runner: async () => {}, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS });
+  // the driver admits with the workers' limits (the hostile client pushes at them)
+  const execution = new SessionExecution({ log, runner: async () => {}, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS, limits: HOSTILE_LIMITS });
   const reader = new Database(file, { readonly: true });
   const rows = reader.prepare('SELECT aggregate_id, seq, type, time, data FROM event ORDER BY position');
   return {
     name: 'sqlite',
     workerArgs: () => ['--db', file],
-    admit: async (session, id, prompt, delivery) => { await admitInput(execution.handler, session, { id, prompt, delivery, wake: true }); },
+    admit: async (session, id, prompt, delivery) => { await admitInput(execution.handler, session, { id, prompt, delivery, wake: true }, execution.limits); },
     cancel: async (session) => { await execution.cancel(session, 'chaos'); },
     readLog: async () => ({ events: fromSqliteRows(rows.all() as never), unreadable: 0 }),
     close: async () => { await execution.close(); reader.close(); await log.close(); db.close(); },
@@ -105,9 +109,11 @@ async function natsBackend(dir: string, nWorkers: number): Promise<Backend & { s
   for (let i = 0; i < nWorkers; i++) proxies.push(await startProxy(server.port));
   const client = await SessiondClient.connect({ connection: { servers: server.url, ...CLIENT, reconnectWaitMs: 100 }, requestTimeoutMs: 3_000 });
   const admin = await connectNats({ servers: server.url, ...ADMIN, reconnectWaitMs: 100 });
+  const raw = await connectNats({ servers: server.url, ...CLIENT, reconnectWaitMs: 100 });
   return {
     name: 'nats',
     server,
+    rawRequest: (subject, body) => raw.request(subject, body, { timeout: 3_000 }).then((m) => m.data),
     workerArgs: (i) => ['--nats', `nats://127.0.0.1:${proxies[i]!.port}`, '--nats-user', WORKER.user, '--nats-pass', WORKER.pass,
       '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass, '--db', join(dir, `w${i + 1}.db`)],
     admit: async (session, id, prompt, delivery) => { await client.admit(session, { id, prompt, delivery }); },
@@ -131,6 +137,7 @@ async function natsBackend(dir: string, nWorkers: number): Promise<Backend & { s
     close: async () => {
       await client.close();
       await admin.close();
+      await raw.close();
       for (const p of proxies) await p.close();
       await server.dispose();
     },
@@ -149,7 +156,8 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
       start() {
         if (closing) return;
         const argv = [BIN, 'start', ...backend.workerArgs(i), '--lease-ms', String(LEASE_MS), '--heartbeat-ms', String(HEARTBEAT_MS),
-          '--sweep-ms', String(SWEEP_MS), '--echo-delay-ms', String(ECHO_DELAY_MS)];
+          '--sweep-ms', String(SWEEP_MS), '--echo-delay-ms', String(ECHO_DELAY_MS),
+          '--max-pending-inputs', String(HOSTILE_LIMITS.maxPendingInputs), '--max-prompt-bytes', String(HOSTILE_LIMITS.maxPromptBytes)];
         const out = createWriteStream(join(dir, `${w.name}.log`), { flags: 'a' });
         const env = { ...process.env, FORCE_COLOR: '0', SESSIOND_LOG_FORMAT: 'text', ...(w.skewed ? { FAKETIME_DONT_FAKE_MONOTONIC: '1' } : {}) };
         const proc = w.skewed ? spawn('faketime', ['-f', SKEW, process.execPath, ...argv], { env, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -170,6 +178,8 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
   let admitted = 0;
   const acknowledged: string[] = [];
   let driverErrors = 0;
+  let hostileRounds = 0;
+  const hostileFindings: string[] = [];
   const started = Date.now();
   const say = (line: string) => process.stdout.write(`[${kind} ${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s] ${line}\n`);
   say(`seed ${runSeed}: ${backend.label ?? kind}; ${nWorkers} workers, ${nSessions} sessions, ${seconds} s of faults; lease ${LEASE_MS} ms, sweep ${SWEEP_MS} ms${skewIndex >= 0 ? `; ${workers[skewIndex]!.name} runs with its clock ${SKEW}` : '; faketime not installed: no clock skew'}; output in ${dir}`);
@@ -214,10 +224,17 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
         count('SIGTERM');
         say(`SIGTERM ${victim.name}`);
         proc.once('exit', () => { if (victim.state === 'dead' && Date.now() < until) victim.start(); });
-      } else if (r < 0.72) {
+      } else if (r < 0.66) {
         const session = `ses_${Math.floor(random() * nSessions)}`;
         count('cancel');
         await backend.cancel(session).catch(() => { driverErrors++; });
+      } else if (r < 0.78) {
+        const did = await hostileAction(random, backend, nSessions, `${runSeed}_${++hostileRounds}`);
+        count(`hostile ${did.kind}`);
+        say(did.detail);
+        acknowledged.push(...did.admitted);
+        admitted += did.admitted.length;
+        hostileFindings.push(...did.unexpected);
       } else if (backend.fault) {
         const did = await backend.fault(random, workers, say);
         if (did) { count(did.kind); say(did.detail); }
@@ -265,7 +282,8 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
     const inLog = new Set(log.events.flatMap((e) => (e.type === 'input.admitted' ? [String(e.payload.inputId)] : [])));
     const lost = acknowledged.filter((id) => !inLog.has(id));
     if (lost.length > 0) say(`VIOLATION: ${lost.length} admissions acknowledged to the driver are not in the log: ${lost.slice(0, 5).join(', ')}`);
-    ok = findings.length === 0 && log.unreadable === 0 && lost.length === 0;
+    for (const h of hostileFindings.slice(0, 10)) say(`VIOLATION hostile client: ${h}`);
+    ok = findings.length === 0 && log.unreadable === 0 && lost.length === 0 && hostileFindings.length === 0;
     say(ok ? 'PASS' : `FAIL (seed ${runSeed}; worker output kept in ${dir})`);
     return ok;
   } finally {

@@ -131,6 +131,9 @@ export interface ReplayOptions {
 
 export type LiveHandler = (event: LiveMessage) => void | Promise<void>;
 
+/** Admissions sent again at most this often when a worker answered `sequence_conflict` (the session kept moving under it). */
+const ADMIT_CONFLICT_ATTEMPTS = 5;
+
 export class SessiondClient {
   private log: Promise<JetStreamEventLog> | undefined;
   private readonly subscriptions = new Set<LiveSubscription>();
@@ -162,11 +165,24 @@ export class SessiondClient {
   }
 
   /** Admits a prompt (idempotent by input id; one is generated when absent) and, unless `wake: false`, wakes the session. */
-  admit(sessionId: string, request: Omit<AdmitCommand, 'sessionId'>): Promise<AdmitReceipt> {
+  async admit(sessionId: string, request: Omit<AdmitCommand, 'sessionId'>): Promise<AdmitReceipt> {
     const body: AdmitCommand = { ...request, sessionId, id: request.id ?? this.ids.next('inp') };
     // Sent again after an attempt a worker took and did not answer (a frozen worker, a server
-    // restart): finding the same input already admitted means that attempt admitted it, for this call.
-    return this.send('admit', body).then(({ result, resent }) => (resent && !result.receipt.created ? { ...result.receipt, created: true } : result.receipt));
+    // restart): finding the same input already admitted means that attempt admitted it, for this
+    // call. Sent again too when the session moved under the worker more often than it retries
+    // (many writers at once, `sequence_conflict`): an admission is idempotent by its id.
+    let resentEver = false;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { result, resent } = await this.send('admit', body);
+        resentEver ||= resent;
+        return resentEver && !result.receipt.created ? { ...result.receipt, created: true } : result.receipt;
+      } catch (err) {
+        if (!isCommandError(err, ErrorCode.SequenceConflict) || attempt >= ADMIT_CONFLICT_ATTEMPTS) throw err;
+        resentEver = true;
+        await new Promise<void>((r) => { this.clock.setTimeout(r, attempt * 10 + Math.random() * attempt * 20); });
+      }
+    }
   }
 
   /** Asks a worker to run the session's pending inputs; says what happened (started, nothing pending, refused...). */
