@@ -17,7 +17,7 @@ import { and, assertEvent, assign, emit, not, setup } from 'xstate';
 import { ErrorCode, SessiondError } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { durableEventTypes, type EventType } from '../events/catalog.ts';
-import { admittedSeq, foldContext, initialContext, leaseLive, type ExecutionState, type SessionContext } from './session-context.ts';
+import { admittedInLog, admittedSeq, foldContext, initialContext, leaseLive, type ExecutionState, type SessionContext } from './session-context.ts';
 import type { Continuation, RecordedError } from '../events/catalog.ts';
 import { RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
 
@@ -108,8 +108,8 @@ export const sessionMachine = setup({
       const c = commandOf(event);
       return context.execution?.id === executionOf(c) && context.execution?.ownerId === ownerOf(c) && leaseLive(context, c.now);
     },
-    /** A turn needs something to run: an admitted input not yet promoted. */
-    hasPending: ({ context }) => context.pending.length > 0,
+    /** A turn needs something to run: an input admitted in the log and not yet promoted. */
+    hasPending: ({ context }) => context.pending.some(admittedInLog),
     isCurrentExecution: ({ context, event }) => context.execution?.id === executionOf(commandOf(event)),
     /** A cancel bound to an execution that is not the one in progress. */
     cancelsAnotherExecution: ({ context, event }) => { assertEvent(event, 'cancel'); return event.executionId !== undefined && context.execution?.id !== event.executionId; },
@@ -118,7 +118,8 @@ export const sessionMachine = setup({
     promotesOnlyPending: ({ context, event }) => {
       assertEvent(event, 'record');
       const ids = event.events.flatMap((e) => (e.type === 'input.promoted' ? [e.payload.inputId] : []));
-      return ids.every((id, i) => ids.indexOf(id) === i && context.pending.some((p) => p.inputId === id));
+      // pending and admitted in the log: an input a stored snapshot only claims is never promoted
+      return ids.every((id, i) => ids.indexOf(id) === i && context.pending.some((p) => p.inputId === id && admittedInLog(p)));
     },
     alreadyAdmitted: ({ context, event }) => { assertEvent(event, 'admit'); return admittedSeq(context, event.inputId) !== undefined; },
     /** The recovery wake is still owed (not landed, not parked). */
