@@ -50,6 +50,9 @@ export interface CommandHandlerStats {
   snapshotsSetAside: number;
 }
 
+const STATES: readonly unknown[] = ['idle', 'claimed', 'running', 'recovering', 'settled'];
+const IN_EXECUTION: readonly unknown[] = ['claimed', 'running', 'recovering'];
+
 const isRef = (r: unknown): r is EventRef & { position: number } =>
   typeof r === 'object' && r !== null && typeof (r as EventRef).id === 'string' && Number.isInteger((r as EventRef).position) && (r as EventRef).position! >= 1;
 
@@ -65,6 +68,8 @@ function sameData(a: unknown, b: unknown): boolean {
 export class CommandHandler {
   readonly stats: CommandHandlerStats = { snapshotsDiscarded: 0, snapshotsSetAside: 0 };
   private readonly snapshots = new Map<string, SessionSnapshot>();
+  /** Sessions whose stored snapshot failed the check on this load (replaced by the folded one). */
+  private readonly discardedStored = new Set<string>();
   /** The seq of each cached session's last stored snapshot. */
   private readonly storedAt = new Map<string, number>();
   /** The tail of each session's queue of `execute` calls in this process (see `execute`). */
@@ -92,7 +97,10 @@ export class CommandHandler {
       if (events.length < 1000) break;
     }
     const newest = this.remember(sessionId, snapshot);
-    if (folded >= this.snapshotEvery) this.storeSnapshot(newest);
+    // a discarded stored snapshot is replaced at once by the one folded from the log (on JetStream
+    // the new message supersedes it: one per subject), so the next cold load does not meet it again
+    const replace = this.discardedStored.delete(sessionId) && newest.context.seq > 0;
+    if (folded >= this.snapshotEvery || replace) this.storeSnapshot(newest);
     return newest;
   }
 
@@ -112,6 +120,7 @@ export class CommandHandler {
       }
       if (checked.report) {
         this.stats.snapshotsDiscarded++;
+        this.discardedStored.add(sessionId);
         try {
           this.store?.discarded?.(sessionId, checked.reason);
         } catch {
@@ -154,6 +163,9 @@ export class CommandHandler {
     if (typeof ctx !== 'object' || ctx === null || !Array.isArray(ctx.pending)) return fail('it is not a sessiond session snapshot (no context with pending inputs)');
     if (ctx.sessionId !== sessionId) return fail(`it is a snapshot of session ${JSON.stringify(ctx.sessionId)}`);
     if (!Number.isInteger(ctx.seq) || ctx.seq < 1) return fail(`its seq ${JSON.stringify(ctx.seq)} is not a sequence of the log`);
+    if (!STATES.includes(stored.value) || (IN_EXECUTION.includes(stored.value) && (typeof ctx.execution !== 'object' || ctx.execution === null))) {
+      return fail(`its state ${JSON.stringify(stored.value)} is not one the session machine can be in with that execution`);
+    }
     if (!isRef(ctx.head)) return fail('it names no head event (the event at its seq), so it cannot be checked against the log');
     if (ctx.pending.length > MAX_CHECKED_PENDING) return { reason: `it claims ${ctx.pending.length} pending inputs (more than the ${MAX_CHECKED_PENDING} checked per load)`, report: false };
     const last = await this.log.lastSeq(sessionId);
@@ -169,6 +181,7 @@ export class CommandHandler {
     const pending: PendingInput[] = [];
     const ids = new Set<string>();
     for (const claimed of ctx.pending) {
+      if (typeof claimed !== 'object' || claimed === null || typeof claimed.inputId !== 'string') return fail('a pending input it claims is not an input');
       if (ids.has(claimed.inputId)) return fail(`it claims input ${JSON.stringify(claimed.inputId)} pending twice`);
       ids.add(claimed.inputId);
       const what = `pending input ${JSON.stringify(claimed.inputId)}`;

@@ -2,9 +2,14 @@
  * The events stream: one JetStream stream holding every session's durable log, one subject per
  * session (`sessiond.events.<session>`), one message per append (see jetstream-event-log.ts).
  *
- * `ensureEventStream` is idempotent: it creates the stream, or verifies an existing one and updates
- * what may be updated (duplicate window, replicas, discard, deny-delete, a missing subject). Storage
- * cannot be changed in place, so a stream with memory storage is refused with what to do.
+ * Streams are checked, not trusted (`manageStream`, for this stream and the snapshot stream): every
+ * setting safety or privacy rests on (`CHECKED`: subjects exactly, storage, retention, limits,
+ * discard, deny delete and purge, replicas, duplicate window, rollups, acks, mirror and sources...)
+ * is compared with what sessiond needs. A worker only verifies: a missing stream, or one that
+ * differs, is refused naming each setting and value (a stream made first by a holder of the worker
+ * password could drop history or capture commands). `sessiond setup` (the admin user, `manage`)
+ * creates it, changes in place what can be changed and says so, and refuses what cannot (storage, a
+ * subject set holding other subjects' messages...) with how to back up and recreate the stream.
  *
  * Settings and why:
  * - file storage, limits retention, discard old, no limits: the log keeps everything; limits are
@@ -14,8 +19,8 @@
  *   same id for less than this (see `DEFAULT_PUBLISH_RETRY_MS`), so a retried append is never written
  *   twice; after the window the log falls back to comparing the session's last stored batch.
  * - deny delete and deny purge: committed events are immutable; deleting or purging messages would
- *   break sequences. nats.conf also keeps the worker user away from the purge, delete and update
- *   APIs; only an operator (the admin user) may reconfigure the stream (`sessiond setup`).
+ *   break sequences. nats.conf also keeps the worker user away from the create, purge, delete and
+ *   update APIs; only an operator (the admin user) creates or reconfigures the stream (`sessiond setup`).
  * - replicas: 1 on a single server, 3 in a cluster (R3 tolerates one server down).
  *
  * Messages: one per append, a msgpack array of plain-map event frames (`encodeBatch`/`decodeBatch`),

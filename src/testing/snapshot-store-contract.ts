@@ -19,6 +19,7 @@ import { migrate } from '../storage/migrate.ts';
 import { SqliteEventLog } from '../storage/sqlite-event-log.ts';
 import { systemClock } from '../clock.ts';
 import { sequentialIds } from '../ids.ts';
+import { waitFor } from './wait.ts';
 
 export interface SnapshotStoreFixture {
   store: SnapshotStore;
@@ -100,6 +101,8 @@ export function snapshotStoreContract(name: string, open: () => Promise<Snapshot
         assert.equal(JSON.parse(JSON.stringify(loaded)), JSON.parse(JSON.stringify(real)), 'the session as the log folds it');
         assert.equal(told.map(([x]) => x), [id], 'the store was told once');
         assert.is(reader.stats.snapshotsDiscarded, 1);
+        // and replaced in the store by the snapshot folded from the log (written in the background)
+        await waitFor(async () => JSON.stringify(await fx.store.get(id)) === JSON.stringify(real), { timeoutMs: 5_000, what: 'the discarded snapshot replaced by the folded one' });
         // a turn runs only what the log admitted
         const claimed = await reader.execute(id, (now) => ({ type: 'claim', now, ownerId: 'own_r', executionId: 'exe_r', leaseMs: 30_000 }));
         assert.is(claimed.events[0]!.type, 'execution.claimed');
