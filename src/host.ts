@@ -19,7 +19,7 @@ import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, type Notice } from './execution
 import type { SessionEvent } from './events/envelope.ts';
 import type { EventLog } from './events/event-log.ts';
 import type { Runner } from './runner/types.ts';
-import { isSessiondError, messageOf } from './errors.ts';
+import { ErrorCode, isSessiondError, messageOf } from './errors.ts';
 import { systemClock } from './clock.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { connectNats, describeNats, type NatsConnectionOptions } from './nats/connection.ts';
@@ -123,6 +123,11 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
         (e: unknown) => { signal.removeEventListener('abort', onAbort); reject(e); });
     });
   };
+  const notify = (n: Notice) => {
+    options.onNotice?.(n);
+    report.out(describeNotice(n), { notice: n.type, session: n.sessionId, ...('executionId' in n ? { execution: n.executionId } : {}) });
+    metrics?.notice(n);
+  };
   try {
     let log: EventLog | undefined;
     let where = options.db;
@@ -140,9 +145,14 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       where = `NATS ${describeNats(connection)} (stream ${eventLog.stream})`;
       nats = { connection: nc, log: eventLog };
       bus = new NatsLiveBus(nc);
-      // snapshots shared by the workers beside the stream; without them (a nats.conf that does not
-      // allow the stream), this worker's own file keeps them
-      snapshots = await JetStreamSnapshotStore.open(nc).catch((err: unknown) => {
+      // snapshots shared by the workers beside the stream, checked against the log when read (a
+      // forged one is discarded and reported as an error notice). A stream that differs from what
+      // sessiond needs is refused (it could capture commands and replies); without one (not set up,
+      // or a nats.conf that does not allow it), this worker's own file keeps them
+      snapshots = await JetStreamSnapshotStore.open(nc, {
+        onDiscarded: (sessionId, reason) => notify({ type: 'error', sessionId, message: `discarded the stored snapshot of session ${sessionId}: ${reason}; folding the session from the log` }),
+      }).catch((err: unknown) => {
+        if (isSessiondError(err, ErrorCode.InvalidOption)) throw err;
         report.err(`sessiond: no shared snapshots (${messageOf(err)}); keeping snapshots in ${options.db} only`);
         return undefined;
       });
@@ -160,11 +170,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       } } : {}),
       ...(bus ? { bus } : {}),
       ...(snapshots ? { snapshots } : {}),
-      onNotice: (n) => {
-        options.onNotice?.(n);
-        report.out(describeNotice(n), { notice: n.type, session: n.sessionId, ...('executionId' in n ? { execution: n.executionId } : {}) });
-        metrics?.notice(n);
-      },
+      onNotice: notify,
     }), (late) => late.close());
     opened.push({ what: 'the engine', close: () => engine.close() });
     report.bind?.({ worker: engine.ownerId });

@@ -10,11 +10,13 @@
  * boundary (also bounded) or the next turn. However many inputs wait, no promotion outgrows a
  * message.
  */
-import type { PendingInput } from '../machines/session-context.ts';
+import { admittedInLog, type PendingInput } from '../machines/session-context.ts';
 import type { RunInput } from '../runner/types.ts';
 import { MAX_PROMOTIONS_PER_APPEND } from './limits.ts';
 
-export function inputsForTurn(pending: readonly PendingInput[], max = MAX_PROMOTIONS_PER_APPEND): PendingInput[] {
+export function inputsForTurn(all: readonly PendingInput[], max = MAX_PROMOTIONS_PER_APPEND): PendingInput[] {
+  // only inputs the log admitted (a stored snapshot's claims are not enough: see admittedInLog)
+  const pending = all.filter(admittedInLog);
   const queued = pending.filter((p) => p.delivery === 'queue');
   const firstQueued = queued.find((p) => p.source === 'recovery') ?? queued[0];
   let steer = firstQueued ? max - 1 : max;
@@ -23,7 +25,7 @@ export function inputsForTurn(pending: readonly PendingInput[], max = MAX_PROMOT
 
 /** The steering inputs a step boundary takes: the oldest, at most `max`. */
 export function steeringInputs(pending: readonly PendingInput[], max = MAX_PROMOTIONS_PER_APPEND): PendingInput[] {
-  return pending.filter((p) => p.delivery === 'steer').slice(0, max);
+  return pending.filter((p) => p.delivery === 'steer' && admittedInLog(p)).slice(0, max);
 }
 
 /** What the runner gets for each input: its prompt travels in the session state, no log read. */

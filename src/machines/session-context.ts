@@ -36,6 +36,12 @@ export interface OpenTool {
   idempotencyKey: string | null;
 }
 
+/** Where a committed event is in the log: its id and its position (null when the log gave none). */
+export interface EventRef {
+  id: string;
+  position: number | null;
+}
+
 export interface PendingInput {
   inputId: string;
   delivery: Delivery;
@@ -47,6 +53,14 @@ export interface PendingInput {
   prompt: string;
   /** On a continuation: what it continues. */
   continues?: Continuation;
+  /** The `input.admitted` event that admitted it (what a stored snapshot's claim is checked against; always set by the fold). */
+  admittedBy?: EventRef;
+  /**
+   * Set on every pending input of a snapshot read from a snapshot store, until the command handler
+   * has found its `input.admitted` in the log (src/execution/command-handler.ts): the machine runs
+   * and promotes only inputs the log admitted, never one a stored snapshot merely claims.
+   */
+  unverified?: true;
 }
 
 export interface RecoveryState {
@@ -64,6 +78,8 @@ export interface SessionContext {
   sessionId: string;
   /** Sequence of the last event folded (0 before any). */
   seq: number;
+  /** The last event folded (null before any): a stored snapshot is trusted only if the log has this event at `seq`. */
+  head: EventRef | null;
   execution: ExecutionState | null;
   /** Sequence of the latest `step.started` (the latest assistant message), -1 when none. */
   lastAssistantSeq: number;
@@ -93,12 +109,12 @@ export function admittedSeq(ctx: SessionContext, inputId: string): number | unde
 }
 
 export function initialContext(sessionId: string): SessionContext {
-  return { sessionId, seq: 0, execution: null, lastAssistantSeq: -1, pending: [], admitted: [], recovery: null, executions: 0, usage: { inputTokens: 0, outputTokens: 0 } };
+  return { sessionId, seq: 0, head: null, execution: null, lastAssistantSeq: -1, pending: [], admitted: [], recovery: null, executions: 0, usage: { inputTokens: 0, outputTokens: 0 } };
 }
 
 /** Folds one committed event into the context. Pure: returns a new context, never mutates. */
 export function foldContext(ctx: SessionContext, event: SessionEvent): SessionContext {
-  const next: SessionContext = { ...ctx, seq: event.seq };
+  const next: SessionContext = { ...ctx, seq: event.seq, head: refOf(event) };
   const exec = ctx.execution;
   const forCurrent = (id: string) => exec !== null && exec.id === id;
   switch (event.type) {
@@ -132,7 +148,7 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       return next;
     case 'input.admitted': {
       const p = event.payload;
-      next.pending = [...ctx.pending, { inputId: p.inputId, delivery: p.delivery, seq: event.seq, wake: p.wake, source: p.source, prompt: p.prompt, ...(p.continues ? { continues: p.continues } : {}) }];
+      next.pending = [...ctx.pending, { inputId: p.inputId, delivery: p.delivery, seq: event.seq, wake: p.wake, source: p.source, prompt: p.prompt, ...(p.continues ? { continues: p.continues } : {}), admittedBy: refOf(event) }];
       const kept = ctx.admitted.length >= ADMISSION_WINDOW ? ctx.admitted.slice(ctx.admitted.length - ADMISSION_WINDOW + 1) : ctx.admitted;
       next.admitted = [...kept, [p.inputId, event.seq]];
       return next;
@@ -191,6 +207,11 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       return next;
   }
 }
+
+const refOf = (e: SessionEvent): EventRef => ({ id: e.id, position: e.position ?? null });
+
+/** Is this pending input admitted by an event this fold saw in the log (not only claimed by a stored snapshot)? */
+export const admittedInLog = (p: PendingInput): boolean => p.unverified !== true;
 
 function addUsage(a: Usage, b: Usage): Usage {
   return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };

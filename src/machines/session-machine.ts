@@ -17,7 +17,7 @@ import { and, assertEvent, assign, emit, not, setup } from 'xstate';
 import { ErrorCode, SessiondError } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { durableEventTypes, type EventType } from '../events/catalog.ts';
-import { admittedSeq, foldContext, initialContext, leaseLive, pendingBytes, type ExecutionState, type SessionContext } from './session-context.ts';
+import { admittedInLog, admittedSeq, foldContext, initialContext, leaseLive, pendingBytes, type ExecutionState, type SessionContext } from './session-context.ts';
 import type { Continuation, RecordedError } from '../events/catalog.ts';
 import { RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
 
@@ -119,8 +119,8 @@ export const sessionMachine = setup({
       const c = commandOf(event);
       return context.execution?.id === executionOf(c) && context.execution?.ownerId === ownerOf(c) && leaseLive(context, c.now);
     },
-    /** A turn needs something to run: an admitted input not yet promoted. */
-    hasPending: ({ context }) => context.pending.length > 0,
+    /** A turn needs something to run: an input admitted in the log and not yet promoted. */
+    hasPending: ({ context }) => context.pending.some(admittedInLog),
     isCurrentExecution: ({ context, event }) => context.execution?.id === executionOf(commandOf(event)),
     /** A cancel bound to an execution that is not the one in progress. */
     cancelsAnotherExecution: ({ context, event }) => { assertEvent(event, 'cancel'); return event.executionId !== undefined && context.execution?.id !== event.executionId; },
@@ -129,7 +129,8 @@ export const sessionMachine = setup({
     promotesOnlyPending: ({ context, event }) => {
       assertEvent(event, 'record');
       const ids = event.events.flatMap((e) => (e.type === 'input.promoted' ? [e.payload.inputId] : []));
-      return ids.every((id, i) => ids.indexOf(id) === i && context.pending.some((p) => p.inputId === id));
+      // pending and admitted in the log: an input a stored snapshot only claims is never promoted
+      return ids.every((id, i) => ids.indexOf(id) === i && context.pending.some((p) => p.inputId === id && admittedInLog(p)));
     },
     alreadyAdmitted: ({ context, event }) => { assertEvent(event, 'admit'); return admittedSeq(context, event.inputId) !== undefined; },
     /** never admits past a session's pending limits: what waits in a session stays bounded. */
@@ -143,7 +144,7 @@ export const sessionMachine = setup({
     hasPendingToDrop: ({ context, event }) => {
       assertEvent(event, 'dropPending');
       const named = event.inputIds;
-      return context.pending.some((p) => p.source === 'user' && (named === undefined || named.includes(p.inputId)));
+      return context.pending.some((p) => p.source === 'user' && admittedInLog(p) && (named === undefined || named.includes(p.inputId)));
     },
     /** The recovery wake is still owed (not landed, not parked). */
     wakePending: ({ context }) => context.recovery?.wakePending === true && !context.recovery.parked,
@@ -267,7 +268,7 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
     }
     case 'dropPending': {
       // a continuation (source recovery) stays: it finishes an interrupted turn, and the sweep owes its wake
-      const ids = ctx.pending.filter((p) => p.source === 'user' && (command.inputIds === undefined || command.inputIds.includes(p.inputId))).map((p) => p.inputId);
+      const ids = ctx.pending.filter((p) => p.source === 'user' && admittedInLog(p) && (command.inputIds === undefined || command.inputIds.includes(p.inputId))).map((p) => p.inputId);
       return [{ type: 'input.dropped', payload: { inputIds: ids, ...(command.reason ? { reason: command.reason } : {}) } }];
     }
     case 'admit':

@@ -2,9 +2,15 @@
  * Where session snapshots are kept between loads (the port), and the version that ties a stored
  * snapshot to the machine definition that folded it.
  *
- * A snapshot is only a cache of what the log says: it is written after the events it covers were
- * committed, read on a cold load, and folded forward with the events that follow it. One whose
- * machine version differs, or that claims a sequence the log does not have, is ignored.
+ * A snapshot is only a cache of what the log says, never a source of truth: anyone allowed to write
+ * the store (on NATS, every holder of the worker password) can write one. It is written after the
+ * events it covers were committed, read on a cold load, checked against the log, and folded forward
+ * with the events that follow it. One whose machine version differs is ignored; one that fails the
+ * check is discarded and reported (`discarded`), and the session is folded from the log. The check
+ * (src/execution/command-handler.ts, `verifyStored`) costs a bounded number of reads: the log has
+ * the snapshot's head event (id and position) at the snapshot's seq, and the `input.admitted` event
+ * of every input it claims pending, with that input's content; a snapshot claiming more than
+ * `MAX_CHECKED_PENDING` pending inputs is not checked but set aside (the session folds from the log).
  * Implementations (one contract suite, src/testing/snapshot-store-contract.ts): the SQLite table
  * beside the embedded log (src/storage/sqlite-snapshot-store.ts), and a JetStream stream beside the
  * events stream, shared by every worker (src/nats/snapshot-store.ts).
@@ -19,7 +25,18 @@ export interface SnapshotStore {
   get(sessionId: string): Promise<SessionSnapshot | undefined>;
   /** Stores a snapshot (replacing an older one of the session). */
   put(snapshot: SessionSnapshot): Promise<void>;
+  /** Told when a snapshot it returned failed the check against the log and was discarded (to report and count it). */
+  discarded?(sessionId: string, reason: string): void;
 }
+
+/** What a store counts. */
+export interface SnapshotStoreStats {
+  /** Snapshots read that failed the check against the log (forged, or of another log). */
+  discarded: number;
+}
+
+/** A stored snapshot claiming more pending inputs than this is not checked (one read each) but set aside: the session folds from the log. */
+export const MAX_CHECKED_PENDING = 32;
 
 /**
  * The machine version: a hash of the machine's definition (states, transitions, guard and action
@@ -28,7 +45,7 @@ export interface SnapshotStore {
 export const MACHINE_VERSION = createHash('sha256')
   .update(JSON.stringify(sessionMachine.config))
   .update(JSON.stringify(Object.fromEntries(Object.entries(catalog).map(([t, e]) => [t, e.version]))))
-  .update('context-v3') // the fold's shape: v3 added usage totals, the execution's input ids, a pending input's continuation
+  .update('context-v4') // the fold's shape: v3 added usage totals, the execution's input ids, a pending input's continuation; v4 the head event and each pending input's admission (what a stored snapshot is checked against)
   .digest('hex').slice(0, 16);
 
 /** Write a snapshot after this many events since the last one (and whenever a turn settles). */

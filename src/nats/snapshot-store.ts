@@ -5,60 +5,83 @@
  * never saw a session (a restart, another node) cold-loads it from here and folds only what follows.
  *
  * The message is JSON `{ machine, snapshot }`: a snapshot of another machine version reads as none.
- * It is a cache of the log: losing the stream loses nothing (loads fold more), so it keeps file
- * storage without deny_delete, and a worker that may not create it works on without snapshots.
+ * It is a cache of the log, never a source of truth: losing the stream loses nothing (loads fold
+ * more), so it keeps file storage without deny_delete; and anyone with the worker password may write
+ * to it, so every snapshot read is checked against the log before it is used (command-handler.ts).
+ * Workers verify the stream and never create it (`sessiond setup` does, as the admin user).
  */
 import { jetstream, jetstreamManager, DiscardPolicy, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { MACHINE_VERSION, type SnapshotStore } from '../machines/snapshot-store.ts';
+import { MACHINE_VERSION, type SnapshotStore, type SnapshotStoreStats } from '../machines/snapshot-store.ts';
 import type { SessionSnapshot } from '../machines/decider.ts';
 import { validateId } from '../ids.ts';
-import { isJsError, isStreamNotFound, JsErrorCode } from './stream.ts';
+import { nanos } from '@nats-io/transport-node';
+import { DEFAULT_DUPLICATE_WINDOW_MS, manageStream, type StreamSetup } from './stream.ts';
 
 export const SNAPSHOT_STREAM = 'SESSIOND_SNAPSHOTS';
 export const SNAPSHOTS_PREFIX = 'sessiond.snapshots';
 
 const snapshotSubject = (sessionId: string) => `${SNAPSHOTS_PREFIX}.${validateId(sessionId, 'session id')}`;
 
+/** The snapshot stream's settings: each one checked by workers and `sessiond setup` (see `manageStream`). */
 export function snapshotStreamConfig(replicas = 1): StreamConfig {
   return {
     name: SNAPSHOT_STREAM,
+    // exactly its own subjects: a stream that also captured commands or inboxes would store every
+    // request and reply for the worker user to read
     subjects: [`${SNAPSHOTS_PREFIX}.>`],
     storage: StorageType.File,
     retention: RetentionPolicy.Limits,
     discard: DiscardPolicy.Old,
     max_msgs_per_subject: 1,
+    max_msgs: -1,
+    max_bytes: -1,
+    max_age: 0,
+    max_msg_size: -1,
+    max_consumers: -1,
+    duplicate_window: nanos(DEFAULT_DUPLICATE_WINDOW_MS),
     num_replicas: replicas,
+    // a cache: an operator may purge or delete a snapshot (a forged one, say)
+    deny_delete: false,
+    deny_purge: false,
+    allow_rollup_hdrs: false,
     allow_direct: true,
   } as StreamConfig;
 }
 
-/** Creates the snapshot stream with `replicas`, or brings an existing one to them (`sessiond setup`, as the admin user). */
-export async function ensureSnapshotStream(jsm: JetStreamManager, replicas: number): Promise<void> {
-  try {
-    const info = await jsm.streams.info(SNAPSHOT_STREAM);
-    if (info.config.num_replicas !== replicas) await jsm.streams.update(SNAPSHOT_STREAM, { ...info.config, num_replicas: replicas });
-  } catch (err) {
-    if (!isStreamNotFound(err)) throw err;
-    await jsm.streams.add(snapshotStreamConfig(replicas));
-  }
+/**
+ * `sessiond setup` (the admin user): creates the snapshot stream, or brings an existing one to its
+ * settings; a cache, so one that differs in what cannot change in place (or in its subjects, which
+ * may have captured other messages) is deleted and created again.
+ */
+export function setupSnapshotStream(jsm: JetStreamManager, options: { replicas?: number | undefined; newReplicas?: number; serverVersion?: string | undefined } = {}): Promise<StreamSetup> {
+  return manageStream(jsm, snapshotStreamConfig(), { ...options, manage: true, cache: true });
 }
 
 export class JetStreamSnapshotStore implements SnapshotStore {
-  private constructor(private readonly js: JetStreamClient, private readonly jsm: JetStreamManager, private readonly version: string) {}
+  readonly stats: SnapshotStoreStats = { discarded: 0 };
+  private constructor(private readonly js: JetStreamClient, private readonly jsm: JetStreamManager, private readonly version: string,
+    private readonly onDiscarded: (sessionId: string, reason: string) => void) {}
 
-  /** Opens the store on a connection, creating the stream when it is missing. */
-  static async open(nc: NatsConnection, options: { replicas?: number; version?: string } = {}): Promise<JetStreamSnapshotStore> {
+  /**
+   * A snapshot read here failed the check against the log (forged by a holder of the worker
+   * password, or of another log): counted and reported. It stays in the stream (workers may not
+   * delete messages) until the next snapshot of the session replaces it (max_msgs_per_subject 1).
+   */
+  discarded(sessionId: string, reason: string): void {
+    this.stats.discarded++;
+    this.onDiscarded(sessionId, reason);
+  }
+
+  /**
+   * Opens the store on a connection. The stream is verified, never created or changed (that is
+   * `sessiond setup`'s): a missing one is a NotFoundError, one that differs from
+   * `snapshotStreamConfig` is refused naming each setting.
+   */
+  static async open(nc: NatsConnection, options: { version?: string; onDiscarded?: (sessionId: string, reason: string) => void; waitMs?: number } = {}): Promise<JetStreamSnapshotStore> {
     const jsm = await jetstreamManager(nc);
-    try {
-      await jsm.streams.info(SNAPSHOT_STREAM);
-    } catch (err) {
-      if (!isStreamNotFound(err)) throw err;
-      await jsm.streams.add(snapshotStreamConfig(options.replicas)).catch((e: unknown) => {
-        if (!isJsError(e, JsErrorCode.StreamNameExist)) throw e; // another worker created it first
-      });
-    }
-    return new JetStreamSnapshotStore(jetstream(nc), jsm, options.version ?? MACHINE_VERSION);
+    await manageStream(jsm, snapshotStreamConfig(), { ...(options.waitMs !== undefined ? { waitMs: options.waitMs } : {}) });
+    return new JetStreamSnapshotStore(jetstream(nc), jsm, options.version ?? MACHINE_VERSION, options.onDiscarded ?? (() => undefined));
   }
 
   async get(sessionId: string): Promise<SessionSnapshot | undefined> {

@@ -2,9 +2,14 @@
  * The events stream: one JetStream stream holding every session's durable log, one subject per
  * session (`sessiond.events.<session>`), one message per append (see jetstream-event-log.ts).
  *
- * `ensureEventStream` is idempotent: it creates the stream, or verifies an existing one and updates
- * what may be updated (duplicate window, replicas, discard, deny-delete, a missing subject). Storage
- * cannot be changed in place, so a stream with memory storage is refused with what to do.
+ * Streams are checked, not trusted (`manageStream`, for this stream and the snapshot stream): every
+ * setting safety or privacy rests on (`CHECKED`: subjects exactly, storage, retention, limits,
+ * discard, deny delete and purge, replicas, duplicate window, rollups, acks, mirror and sources...)
+ * is compared with what sessiond needs. A worker only verifies: a missing stream, or one that
+ * differs, is refused naming each setting and value (a stream made first by a holder of the worker
+ * password could drop history or capture commands). `sessiond setup` (the admin user, `manage`)
+ * creates it, changes in place what can be changed and says so, and refuses what cannot (storage, a
+ * subject set holding other subjects' messages...) with how to back up and recreate the stream.
  *
  * Settings and why:
  * - file storage, limits retention, discard old, no limits: the log keeps everything; limits are
@@ -14,8 +19,8 @@
  *   same id for less than this (see `DEFAULT_PUBLISH_RETRY_MS`), so a retried append is never written
  *   twice; after the window the log falls back to comparing the session's last stored batch.
  * - deny delete and deny purge: committed events are immutable; deleting or purging messages would
- *   break sequences. nats.conf also keeps the worker user away from the purge, delete and update
- *   APIs; only an operator (the admin user) may reconfigure the stream (`sessiond setup`).
+ *   break sequences. nats.conf also keeps the worker user away from the create, purge, delete and
+ *   update APIs; only an operator (the admin user) creates or reconfigures the stream (`sessiond setup`).
  * - replicas: 1 on a single server, 3 in a cluster (R3 tolerates one server down).
  *
  * Messages: one per append, a msgpack array of plain-map event frames (`encodeBatch`/`decodeBatch`),
@@ -27,7 +32,7 @@ import {
   type JetStreamManager, type StreamConfig, type StreamInfo,
 } from '@nats-io/jetstream';
 import { millis, nanos } from '@nats-io/transport-node';
-import { ConnectionError, ErrorCode, PermissionError, SessiondError, isSessiondError, messageOf } from '../errors.ts';
+import { ConnectionError, ErrorCode, NotFoundError, PermissionError, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { isDurable, isEventType } from '../events/catalog.ts';
 import { eventFromFrame, pack, unpack } from '../events/codec.ts';
@@ -151,81 +156,189 @@ export function eventStreamConfig(options: EventStreamOptions = {}): StreamConfi
   } as StreamConfig;
 }
 
-/** Creates the events stream, or verifies (and if needed updates) an existing one. Returns its info. */
-export async function ensureEventStream(jsm: JetStreamManager, options: EventStreamOptions = {}): Promise<StreamInfo> {
-  const want = eventStreamConfig(options);
-  const patient = <T>(action: string, request: () => Promise<T>) => untilJetStreamAnswers(want.name, action, request, options.waitMs ?? DEFAULT_STREAM_WAIT_MS);
+/** A setting of an existing stream that differs from what sessiond needs. */
+export interface StreamDifference {
+  setting: string;
+  have: string;
+  want: string;
+  /** Whether `sessiond setup` can change it on the existing stream (else the stream must be recreated). */
+  inPlace: boolean;
+}
+
+/** What `manageStream` did: created the stream, or changed these settings on the existing one. */
+export interface StreamSetup {
+  info: StreamInfo;
+  created: boolean;
+  changed: StreamDifference[];
+}
+
+const NONE = 'none';
+const show = (v: unknown): string => (v === undefined || v === null || (Array.isArray(v) && v.length === 0) ? NONE : typeof v === 'string' ? v : JSON.stringify(v));
+const ms = (ns: unknown) => (typeof ns === 'number' ? millis(ns) : 0);
+/** Every setting safety or privacy rests on: how to read it, and whether setup may change it on an existing stream. */
+const CHECKED: readonly { setting: string; read: (c: StreamConfig) => string; inPlace: boolean }[] = [
+  { setting: 'subjects', read: (c) => show([...(c.subjects ?? [])].sort()), inPlace: true },
+  { setting: 'storage', read: (c) => show(c.storage), inPlace: false },
+  { setting: 'retention', read: (c) => show(c.retention), inPlace: false },
+  { setting: 'max_msgs_per_subject', read: (c) => show(c.max_msgs_per_subject ?? -1), inPlace: true },
+  { setting: 'max_msgs', read: (c) => show(c.max_msgs ?? -1), inPlace: true },
+  { setting: 'max_bytes', read: (c) => show(c.max_bytes ?? -1), inPlace: true },
+  { setting: 'max_age', read: (c) => `${ms(c.max_age)} ms`, inPlace: true },
+  { setting: 'max_msg_size', read: (c) => show(c.max_msg_size ?? -1), inPlace: true },
+  { setting: 'max_consumers', read: (c) => show(c.max_consumers ?? -1), inPlace: false },
+  { setting: 'discard', read: (c) => show(c.discard), inPlace: true },
+  { setting: 'deny_delete', read: (c) => show(c.deny_delete === true), inPlace: true },
+  { setting: 'deny_purge', read: (c) => show(c.deny_purge === true), inPlace: true },
+  { setting: 'num_replicas', read: (c) => show(c.num_replicas), inPlace: true },
+  { setting: 'duplicate_window', read: (c) => `${ms(c.duplicate_window)} ms`, inPlace: true },
+  { setting: 'allow_rollup_hdrs', read: (c) => show(c.allow_rollup_hdrs === true), inPlace: true },
+  { setting: 'no_ack', read: (c) => show(c.no_ack === true), inPlace: true },
+  { setting: 'sealed', read: (c) => show(c.sealed === true), inPlace: false },
+  { setting: 'allow_msg_ttl', read: (c) => show((c as { allow_msg_ttl?: boolean }).allow_msg_ttl === true), inPlace: false },
+  { setting: 'mirror', read: (c) => show(c.mirror), inPlace: false },
+  { setting: 'sources', read: (c) => show(c.sources), inPlace: true },
+  { setting: 'republish', read: (c) => show(c.republish), inPlace: true },
+  { setting: 'subject_transform', read: (c) => show(c.subject_transform), inPlace: true },
+];
+
+/** The settings of `have` that differ from `want` (each named with both values). */
+export function streamDifferences(have: StreamConfig, want: StreamConfig): StreamDifference[] {
+  return CHECKED.flatMap(({ setting, read, inPlace }) => {
+    const [h, w] = [read(have), read(want)];
+    return h === w ? [] : [{ setting, have: h, want: w, inPlace }];
+  });
+}
+
+const describeDifferences = (d: readonly StreamDifference[]) => d.map((x) => `${x.setting} ${x.have} (needs ${x.want})`).join(', ');
+
+/** How an operator recreates a stream whose settings cannot be changed in place. */
+function recreateHint(name: string, cache: boolean): string {
+  return cache
+    ? `Stream ${name} is a cache of the log: \`sessiond setup\` as the admin user deletes and recreates it.`
+    : `These cannot be changed on an existing stream: back the stream up (\`nats --user admin stream backup ${name} <dir>\`, or \`sessiond export --nats <url> --out <file>\`), delete it (\`nats --user admin stream rm ${name}\`), run \`sessiond setup --nats <url> --nats-user admin\` to create it as sessiond needs, and start the workers again.`;
+}
+
+export interface ManageStreamOptions {
+  /** Replicas asked for (undefined: kept as the operator set them; a new stream gets `newReplicas`). */
+  replicas?: number | undefined;
+  /** Replicas of a stream created without `replicas` (default 1). */
+  newReplicas?: number;
+  serverVersion?: string | undefined;
+  waitMs?: number | undefined;
+  /**
+   * `sessiond setup` (the admin user): create a missing stream and change what can be changed in
+   * place. Without it (a worker): only verify, and refuse a missing or different stream.
+   */
+  manage?: boolean;
+  /** A cache (the snapshots): setup recreates it instead of refusing what cannot change in place, and messages it holds on other subjects are dropped with it. */
+  cache?: boolean;
+}
+
+/**
+ * Verifies a stream against `want` (every setting in `CHECKED`, replicas only when asked for), and
+ * with `manage` creates it or changes it in place. Refuses, naming each setting with its value and
+ * what to do, a stream that differs where sessiond's safety or privacy rests on it.
+ */
+export async function manageStream(jsm: JetStreamManager, wanted: StreamConfig, options: ManageStreamOptions = {}): Promise<StreamSetup> {
+  const want = { ...wanted };
+  const name = want.name;
+  const patient = <T>(action: string, request: () => Promise<T>) => untilJetStreamAnswers(name, action, request, options.waitMs ?? DEFAULT_STREAM_WAIT_MS);
+  const setupHint = 'Run `sessiond setup --nats <url> --nats-user admin` once as the operator (the admin user in nats.conf); workers never create or change streams.';
   let info: StreamInfo | undefined;
   try {
-    info = await patient('read', () => jsm.streams.info(want.name));
+    info = await patient('read', () => jsm.streams.info(name));
   } catch (err) {
     if (isSessiondError(err)) throw err;
-    if (!isStreamNotFound(err)) throw streamError(want.name, 'read', err);
+    if (!isStreamNotFound(err)) throw streamError(name, 'read', err);
   }
   if (!info) {
-    refuseUnfenced(want.name, want.num_replicas, options.serverVersion);
+    if (!options.manage) {
+      throw new NotFoundError(`JetStream stream ${name} does not exist. ${setupHint} Then start the worker again.`, { details: { stream: name } });
+    }
+    want.num_replicas = options.replicas ?? options.newReplicas ?? want.num_replicas;
+    refuseUnfenced(name, want.num_replicas, options.serverVersion);
     try {
-      return await patient('create', () => jsm.streams.add(want));
+      return { info: await patient('create', () => jsm.streams.add(want)), created: true, changed: [] };
     } catch (err) {
       if (isSessiondError(err)) throw err;
-      // another process created it first: verify theirs
-      if (!isJsError(err, JsErrorCode.StreamNameExist)) throw streamError(want.name, 'create', err);
-      info = await patient('read', () => jsm.streams.info(want.name));
+      // another setup created it first: verify theirs
+      if (!isJsError(err, JsErrorCode.StreamNameExist)) throw streamError(name, 'create', err);
+      info = await patient('read', () => jsm.streams.info(name));
     }
   }
   const have = info.config;
   // replicas are the operator's: left as they are unless asked for
   if (options.replicas === undefined) want.num_replicas = have.num_replicas;
-  if (have.storage !== StorageType.File) {
-    throw new SessiondError(ErrorCode.InvalidOption,
-      `Stream ${want.name} exists with ${have.storage} storage; the event log needs file storage. Back it up and delete it (or choose another stream name) and start again.`,
-      { details: { stream: want.name, storage: have.storage } });
-  }
   if (want.num_replicas > 1 && !info.cluster) {
     // nats-server 2.9 accepts this update outside a cluster (and reports it) but cannot replicate
-    throw streamError(want.name, 'update', new Error(`stream ${want.name} is on a server without JetStream clustering`), true);
+    throw streamError(name, 'update', new Error(`stream ${name} is on a server without JetStream clustering`), true);
   }
-  refuseUnfenced(want.name, want.num_replicas, options.serverVersion);
-  const missingSubject = !have.subjects.includes(subjects.allEvents);
-  const differs = missingSubject
-    || millis(have.duplicate_window) !== millis(want.duplicate_window)
-    || have.num_replicas !== want.num_replicas
-    || have.discard !== want.discard
-    || have.deny_delete !== want.deny_delete
-    || have.deny_purge !== want.deny_purge;
-  if (!differs) return info;
-  const update = {
-    ...have,
-    subjects: missingSubject ? [...have.subjects, subjects.allEvents] : have.subjects,
-    duplicate_window: want.duplicate_window,
-    num_replicas: want.num_replicas,
-    discard: want.discard,
-    deny_delete: want.deny_delete,
-    deny_purge: want.deny_purge,
-  };
-  try {
-    return await patient('update', () => jsm.streams.update(want.name, update));
-  } catch (err) {
-    if (isSessiondError(err)) throw err;
-    if (isPermissionError(err)) {
-      const changes = describeChanges(have, want, missingSubject);
-      throw new PermissionError(
-        `Stream ${want.name} needs an update (${changes}) that this NATS user may not make: workers may not reconfigure the stream. Run \`sessiond setup --nats <url> --nats-user admin\` once as a user allowed to manage streams (the admin user in nats.conf), then start the worker again.`,
-        { cause: err, details: { stream: want.name, changes } });
+  refuseUnfenced(name, want.num_replicas, options.serverVersion);
+  const differences = streamDifferences(have, want);
+  if (differences.length === 0) return { info, created: false, changed: [] };
+  const details = { stream: name, settings: Object.fromEntries(differences.map((d) => [d.setting, { have: d.have, want: d.want }])) };
+  if (!options.manage) {
+    throw new SessiondError(ErrorCode.InvalidOption,
+      `JetStream stream ${name} is not set up as sessiond needs: ${describeDifferences(differences)}. A stream made by someone else (any holder of a password that may create it) must not be trusted with the sessions. ${setupHint} It says what it changes, and what needs the stream recreated.`,
+      { details });
+  }
+  if (options.cache && differences.some((d) => !d.inPlace || d.setting === 'subjects')) {
+    // a cache, possibly holding messages of other subjects (commands, replies): dropped and made again
+    await patient('delete', () => jsm.streams.delete(name));
+    want.num_replicas = options.replicas ?? have.num_replicas;
+    return { info: await patient('create', () => jsm.streams.add(want)), created: true, changed: differences };
+  }
+  const foreign = await foreignMessages(jsm, name, have.subjects ?? [], want.subjects ?? []);
+  const fixed = differences.filter((d) => d.inPlace && !(d.setting === 'subjects' && foreign > 0));
+  const left = differences.filter((d) => !fixed.includes(d));
+  let updated = info;
+  if (fixed.length > 0) {
+    const update = { ...have } as Record<string, unknown>;
+    for (const d of fixed) update[d.setting] = (want as unknown as Record<string, unknown>)[d.setting];
+    try {
+      updated = await patient('update', () => jsm.streams.update(name, update as Partial<StreamConfig>));
+    } catch (err) {
+      if (isSessiondError(err)) throw err;
+      if (isPermissionError(err)) {
+        throw new PermissionError(`Stream ${name} needs an update (${describeDifferences(fixed)}) that this NATS user may not make. ${setupHint}`, { cause: err, details });
+      }
+      throw new SessiondError(ErrorCode.InvalidOption,
+        `Could not update JetStream stream ${name} (${describeDifferences(fixed)}): ${messageOf(err)}. ${recreateHint(name, false)}`, { cause: err, details });
     }
-    throw streamError(want.name, 'update', err);
   }
+  if (left.length > 0) {
+    const subjectsNote = left.some((d) => d.setting === 'subjects') ? ` It holds ${foreign} messages on subjects that are not sessiond's (${(have.subjects ?? []).filter((x) => !(want.subjects ?? []).includes(x)).join(', ')}): changing its subjects would keep them.` : '';
+    throw new SessiondError(ErrorCode.InvalidOption,
+      `JetStream stream ${name} ${fixed.length > 0 ? `was changed in place (${describeDifferences(fixed)}) but still` : 'still'} differs: ${describeDifferences(left)}.${subjectsNote} ${recreateHint(name, false)}`,
+      { details: { ...details, changed: fixed.map((d) => d.setting) } });
+  }
+  return { info: updated, created: false, changed: fixed };
 }
 
-function describeChanges(have: StreamConfig, want: StreamConfig, missingSubject: boolean): string {
-  const changes: string[] = [];
-  if (missingSubject) changes.push(`add subject ${subjects.allEvents}`);
-  if (millis(have.duplicate_window) !== millis(want.duplicate_window)) changes.push(`duplicate window ${millis(have.duplicate_window)} -> ${millis(want.duplicate_window)} ms`);
-  if (have.num_replicas !== want.num_replicas) changes.push(`replicas ${have.num_replicas} -> ${want.num_replicas}`);
-  if (have.discard !== want.discard) changes.push(`discard ${have.discard} -> ${want.discard}`);
-  if (have.deny_delete !== want.deny_delete) changes.push(`deny_delete ${have.deny_delete} -> ${want.deny_delete}`);
-  if (have.deny_purge !== want.deny_purge) changes.push(`deny_purge ${have.deny_purge} -> ${want.deny_purge}`);
-  return changes.join(', ');
+/** How many messages the stream holds on its subjects that are not in `ours`. */
+async function foreignMessages(jsm: JetStreamManager, name: string, theirs: readonly string[], ours: readonly string[]): Promise<number> {
+  let n = 0;
+  for (const subject of theirs.filter((x) => !ours.includes(x))) {
+    const info = await jsm.streams.info(name, { subjects_filter: subject });
+    for (const count of Object.values(info.state.subjects ?? {})) n += count;
+  }
+  return n;
+}
+
+/**
+ * Verifies the events stream (a worker: refused when missing or different, see `manageStream`);
+ * with `manage` (`sessiond setup`), creates it or changes what can be changed in place. Returns its info.
+ */
+export async function ensureEventStream(jsm: JetStreamManager, options: EventStreamOptions & { manage?: boolean; newReplicas?: number } = {}): Promise<StreamInfo> {
+  return (await setupEventStream(jsm, options)).info;
+}
+
+/** `ensureEventStream` saying what it did (for `sessiond setup`). */
+export function setupEventStream(jsm: JetStreamManager, options: EventStreamOptions & { manage?: boolean; newReplicas?: number } = {}): Promise<StreamSetup> {
+  return manageStream(jsm, eventStreamConfig(options), {
+    replicas: options.replicas, serverVersion: options.serverVersion, waitMs: options.waitMs,
+    ...(options.manage !== undefined ? { manage: options.manage } : {}), ...(options.newReplicas !== undefined ? { newReplicas: options.newReplicas } : {}),
+  });
 }
 
 function streamError(name: string, action: string, err: unknown, replicas = isJsError(err, JsErrorCode.StreamReplicasNotSupported)): SessiondError {

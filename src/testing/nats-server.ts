@@ -20,6 +20,10 @@ import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connectNats } from '../nats/connection.ts';
+import { setupEventStream } from '../nats/stream.ts';
+import { setupSnapshotStream } from '../nats/snapshot-store.ts';
 
 export const REPO_NATS_CONF = resolve(fileURLToPath(new URL('../../nats.conf', import.meta.url)));
 /** Debian's nats-server (`apt-get install nats-server`: 2.9.10 on bookworm), supported for a single server. */
@@ -168,10 +172,27 @@ function deriveConfig(config: string, dir: string, extraUsers: readonly { user: 
 }
 
 /**
+ * Creates sessiond's streams on a server as the admin user, as `sessiond setup` does on a fresh
+ * deployment (workers never create them: nats.conf does not let them).
+ */
+export async function setupStreams(url: string | string[]): Promise<void> {
+  const nc = await connectNats({ servers: url, ...ADMIN, waitForServer: true });
+  try {
+    const jsm = await jetstreamManager(nc);
+    await setupSnapshotStream(jsm);
+    await setupEventStream(jsm, { manage: true });
+  } finally {
+    await nc.close();
+  }
+}
+
+/**
  * `extraUsers` get no permission limits: for benchmarks that measure the raw substrate (their own
  * streams and subjects) next to sessiond, never for tests of sessiond's own users.
+ * `streams` (default true): sessiond's streams are created once the server is up (`setupStreams`),
+ * as an operator does before starting workers; false for a fresh deployment.
  */
-export async function startNatsServer(options: { config?: string; extraUsers?: readonly { user: string; pass: string }[]; bin?: string } = {}): Promise<NatsServer> {
+export async function startNatsServer(options: { config?: string; extraUsers?: readonly { user: string; pass: string }[]; bin?: string; streams?: boolean } = {}): Promise<NatsServer> {
   installExitHook();
   const config = options.config ?? REPO_NATS_CONF;
   const bin = options.bin ?? NATS_SERVER_BIN;
@@ -228,6 +249,14 @@ export async function startNatsServer(options: { config?: string; extraUsers?: r
   };
 
   await start();
+  if (options.streams ?? true) {
+    try {
+      await setupStreams(`nats://127.0.0.1:${port}`);
+    } catch (err) {
+      await halt('SIGKILL');
+      throw err;
+    }
+  }
   return {
     url: `nats://127.0.0.1:${port}`,
     port,

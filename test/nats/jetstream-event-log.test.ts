@@ -1,5 +1,6 @@
 // The EventLog contract against a real nats-server (started by the harness, one per file). Each
-// test gets a fresh events stream: cleanup deletes it, the next open creates it again.
+// test gets a fresh events stream: cleanup deletes it and sets it up again as the admin user (workers
+// may not create streams).
 import { readFileSync } from 'node:fs';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -8,7 +9,7 @@ import { connectNats } from '../../src/nats/connection.ts';
 import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
 import { STREAM_NAME } from '../../src/nats/subjects.ts';
 import { eventLogContract } from '../../src/testing/event-log-contract.ts';
-import { startNatsServer, ADMIN, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { startNatsServer, setupStreams, ADMIN, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { draft, ev } from '../../src/testing/fixtures.ts';
 import { lateWrites } from '../../src/audit/late-writes.ts';
@@ -37,6 +38,7 @@ const contract = eventLogContract('jetstream', async () => {
       const admin = await connectNats({ servers: server!.url, ...ADMIN });
       await (await jetstreamManager(admin)).streams.delete(STREAM_NAME);
       await admin.close();
+      await setupStreams(server!.url);
     },
   };
 });

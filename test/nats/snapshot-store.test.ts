@@ -13,17 +13,19 @@ import { hydrate } from '../../src/machines/decider.ts';
 import { systemClock } from '../../src/clock.ts';
 import { sequentialIds } from '../../src/ids.ts';
 import { snapshotStoreContract } from '../../src/testing/snapshot-store-contract.ts';
-import { startNatsServer, ADMIN, CLIENT, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { startNatsServer, setupStreams, ADMIN, CLIENT, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { spyLog } from '../support/spy-log.ts';
 
 let server: NatsServer | undefined;
 
+/** Deletes the streams (as the admin user) and sets them up again empty, as `sessiond setup` does (workers may not create them). */
 async function deleteStreams(names: string[]): Promise<void> {
   const admin = await connectNats({ servers: server!.url, ...ADMIN });
   const jsm = await jetstreamManager(admin);
   for (const name of names) await jsm.streams.delete(name).catch(() => undefined);
   await admin.close();
+  await setupStreams(server!.url);
 }
 
 const contract = snapshotStoreContract('jetstream', async () => {

@@ -1,39 +1,66 @@
 /**
- * `sessiond setup --nats <url> --nats-user admin`: creates the events stream, or brings an existing
- * one to the settings this version needs (deny purge and delete, duplicate window, replicas). Workers
- * may create the stream but never reconfigure it (nats.conf), so an upgrade that changes the stream
- * is done once by an operator with this command.
+ * `sessiond setup --nats <url> --nats-user admin`: the operator's step before any worker starts.
+ * Creates the events stream and the snapshot stream, or checks existing ones setting by setting and
+ * brings them to what sessiond needs: what can be changed in place is changed (and said), what
+ * cannot (storage, retention, a mirror, a subject set that captured other messages) is refused with
+ * how to back up and recreate the stream. Workers never create or change a stream (nats.conf gives
+ * them no such right): they verify and refuse to run on one that differs.
+ *
+ * Replicas: `--replicas N`, or by default 3 for a new stream on a JetStream cluster and 1 on a single
+ * server; an existing stream keeps its replicas (with a hint when it has 1 on a cluster).
  */
 import type { Command } from 'commander';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { millis } from '@nats-io/transport-node';
 import { connectNats } from '../../nats/connection.ts';
-import { ensureEventStream, DEFAULT_DUPLICATE_WINDOW_MS, DEFAULT_REPLICAS } from '../../nats/stream.ts';
-import { ensureSnapshotStream } from '../../nats/snapshot-store.ts';
+import { setupEventStream, fencesReplicated, CLUSTER_REPLICAS, DEFAULT_DUPLICATE_WINDOW_MS, DEFAULT_REPLICAS, REPLICATED_FENCING_SINCE, type StreamSetup } from '../../nats/stream.ts';
+import { setupSnapshotStream } from '../../nats/snapshot-store.ts';
 import type { CliContext } from '../context.ts';
 import { UsageError } from '../exit.ts';
 import { positiveInt } from '../options.ts';
 import { addNatsOptions, describeNats, natsConnectionOptions, type NatsFlags } from '../nats-options.ts';
 
-interface SetupOptions extends NatsFlags { replicas: number; duplicateWindowMs: number }
+interface SetupOptions extends NatsFlags { replicas?: number; duplicateWindowMs: number }
+
+/** What setup did to one stream, in words. */
+function describeSetup(s: StreamSetup): string {
+  if (s.created && s.changed.length > 0) return `recreated (it differed: ${s.changed.map((d) => `${d.setting} ${d.have}`).join(', ')})`;
+  if (s.created) return 'created';
+  if (s.changed.length > 0) return `changed ${s.changed.map((d) => `${d.setting} ${d.have} -> ${d.want}`).join(', ')}`;
+  return 'unchanged';
+}
 
 export function registerSetup(program: Command, ctx: CliContext): void {
   addNatsOptions(program
     .command('setup')
-    .description('create the JetStream events stream or update it to the settings sessiond needs (run as the admin user)')
-    .option('--replicas <n>', 'stream replicas: 1 on one server, 3 in a cluster', positiveInt('--replicas'), DEFAULT_REPLICAS)
+    .description('create the JetStream streams (events, snapshots) or bring them to the settings sessiond needs (run as the admin user, before the workers)')
+    .option('--replicas <n>', `stream replicas (default: ${CLUSTER_REPLICAS} for a new stream on a JetStream cluster, ${DEFAULT_REPLICAS} on one server; an existing stream keeps its own)`, positiveInt('--replicas'))
     .option('--duplicate-window-ms <n>', 'deduplication window of appends, in ms', positiveInt('--duplicate-window-ms'), DEFAULT_DUPLICATE_WINDOW_MS), ctx, 'admin')
     .action(async (opts: SetupOptions) => {
       const nats = natsConnectionOptions(opts, ctx, 'sessiond-setup');
-      if (!nats) throw new UsageError('setup configures the NATS stream: give --nats <url> (or SESSIOND_NATS) and the admin user.');
+      if (!nats) throw new UsageError('setup configures the NATS streams: give --nats <url> (or SESSIOND_NATS) and the admin user.');
       const nc = await connectNats(nats);
       try {
         const jsm = await jetstreamManager(nc);
-        const info = await ensureEventStream(jsm, { replicas: opts.replicas, duplicateWindowMs: opts.duplicateWindowMs, ...(nc.info?.version ? { serverVersion: nc.info.version } : {}) });
-        // the snapshots beside it (a cache of the log) get the same replicas: they stay readable while a server is down
-        await ensureSnapshotStream(jsm, opts.replicas);
-        const c = info.config;
-        ctx.out(`stream ${c.name} on ${describeNats(nats)} is ready: subjects ${c.subjects.join(', ')}, ${c.num_replicas} replica${c.num_replicas === 1 ? '' : 's'}, duplicate window ${millis(c.duplicate_window)} ms, deny purge ${c.deny_purge}, deny delete ${c.deny_delete}; ${info.state.messages} messages`);
+        const clustered = Boolean(nc.info?.cluster);
+        // a cluster whose servers do not fence appends on replicated streams gets 1 replica by default (more is refused there)
+        const fenced = fencesReplicated(nc.info?.version);
+        if (clustered && opts.replicas === undefined && !fenced) {
+          ctx.out(`note: nats-server ${nc.info?.version ?? '(version unknown)'} does not fence appends on replicated streams: new streams get ${DEFAULT_REPLICAS} replica (nats-server ${REPLICATED_FENCING_SINCE} or newer for ${CLUSTER_REPLICAS})`);
+        }
+        const common = {
+          replicas: opts.replicas, newReplicas: clustered && fenced ? CLUSTER_REPLICAS : DEFAULT_REPLICAS,
+          ...(nc.info?.version ? { serverVersion: nc.info.version } : {}),
+        };
+        // the snapshots first: a cache, recreated when it differs (it might capture the events' subjects)
+        const snapshots = await setupSnapshotStream(jsm, common);
+        const events = await setupEventStream(jsm, { ...common, manage: true, duplicateWindowMs: opts.duplicateWindowMs });
+        const c = events.info.config;
+        ctx.out(`stream ${c.name} ${describeSetup(events)}; stream ${snapshots.info.config.name} ${describeSetup(snapshots)}`);
+        ctx.out(`stream ${c.name} on ${describeNats(nats)} is ready: subjects ${c.subjects.join(', ')}, ${c.num_replicas} replica${c.num_replicas === 1 ? '' : 's'}, duplicate window ${millis(c.duplicate_window)} ms, deny purge ${c.deny_purge}, deny delete ${c.deny_delete}; ${events.info.state.messages} messages`);
+        if (clustered && fenced && opts.replicas === undefined && (c.num_replicas === 1 || snapshots.info.config.num_replicas === 1)) {
+          ctx.out(`hint: the server is in a JetStream cluster but a stream has 1 replica (events ${c.num_replicas}, snapshots ${snapshots.info.config.num_replicas}): run \`sessiond setup --replicas ${CLUSTER_REPLICAS}\` to survive a server going down`);
+        }
       } finally {
         await nc.close();
       }
