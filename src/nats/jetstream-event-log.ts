@@ -167,7 +167,7 @@ export class JetStreamEventLog implements EventLog {
         ? await ensureEventStream(jsm, { name: stream, replicas: options.replicas, duplicateWindowMs: options.duplicateWindowMs, ...(nc.info?.version ? { serverVersion: nc.info.version } : {}) })
         : await jsm.streams.info(stream).catch((err: unknown) => {
           throw isStreamNotFound(err)
-            ? new NotFoundError(`JetStream stream ${stream} does not exist. Run `sessiond setup --nats <url> --nats-user admin` once as the operator (it creates the streams; workers only verify them), or open the log with ensureStream.`, { cause: err })
+            ? new NotFoundError(`JetStream stream ${stream} does not exist. Run sessiond setup --nats <url> --nats-user admin once as the operator (it creates the streams; workers only verify them), or open the log with ensureStream.`, { cause: err })
             : err;
         });
       const windowMs = millis(info.config.duplicate_window);
