@@ -42,7 +42,7 @@ export const MODE = FORCED === '1' || FORCED === '3'
   : REPLICAS === 3
   ? `nats-server ${SERVER_VERSION}: the events stream has 3 replicas`
   : `nats-server ${SERVER_VERSION} does not fence appends on a replicated stream (nats-server#4320 and #5644, fixed by ${REPLICATED_FENCING_SINCE}): ` +
-    'the events stream runs with 1 replica on the 3-server cluster; set SESSIOND_NATS_SERVER to a newer nats-server to run these tests with 3';
+    'the events stream runs with 1 replica on the 3-server cluster; npm test runs them on the project\'s nats-server (scripts/tools.mjs) with 3';
 
 export interface ClusterWorld {
   cluster: NatsCluster;
