@@ -302,6 +302,8 @@ export async function manageStream(jsm: JetStreamManager, wanted: StreamConfig, 
       if (isPermissionError(err)) {
         throw new PermissionError(`Stream ${name} needs an update (${describeDifferences(fixed)}) that this NATS user may not make. ${setupHint}`, { cause: err, details });
       }
+      // replicas on a server outside a cluster (nats-server 2.10+ reports cluster info there too): not a matter of recreating
+      if (isJsError(err, JsErrorCode.StreamReplicasNotSupported)) throw streamError(name, 'update', err);
       throw new SessiondError(ErrorCode.InvalidOption,
         `Could not update JetStream stream ${name} (${describeDifferences(fixed)}): ${messageOf(err)}. ${recreateHint(name, false)}`, { cause: err, details });
     }

@@ -39,9 +39,9 @@ export interface NatsWorld {
   dispose(): Promise<void>;
 }
 
-/** `bin`: another nats-server binary (Debian's, for its compatibility test); default the harness's. */
-export async function natsWorld(options: { bin?: string } = {}): Promise<NatsWorld> {
-  const server = await startNatsServer(options.bin ? { bin: options.bin } : {});
+/** `streams: false`: leave the streams to the test (default: set up as the admin user, as `sessiond setup` does). */
+export async function natsWorld(options: { bin?: string; streams?: boolean } = {}): Promise<NatsWorld> {
+  const server = await startNatsServer({ ...(options.bin ? { bin: options.bin } : {}), ...(options.streams === false ? { streams: false } : {}) });
   const tmp = tempDir('sessiond-nats-test-');
   let closers: (() => Promise<unknown>)[] = [];
   let files = 0;

@@ -92,7 +92,9 @@ s('a retried append (lost ack) returns the committed events and writes nothing t
   const [a, b] = await Promise.all([log.append(id2, 0, batch2), log.append(id2, 0, batch2)]);
   assert.equal(ids(a!), ids(b!));
   assert.is(a![0]!.position, b![0]!.position);
-  assert.is(log.stats.duplicateAcks, 1, 'the duplicate ack path was taken');
+  // the server drops the second copy as a duplicate, or (nats-server 2.11+) answers 10158 while the
+  // first is being stored, and the resend then finds it: either way the log recognises its batch
+  assert.ok(log.stats.retriesRecognised >= 2, `the second copy was recognised as the stored batch (${JSON.stringify(log.stats)})`);
 
   // the publish landed but its ack was lost: a writer that never saw the ack retries
   const id3 = ses();
@@ -226,7 +228,7 @@ s('the stream is verified idempotently; only the admin user (setup, manage) may 
   assert.ok(changed.state.messages > 0, 'data kept');
   const tooLong = await JetStreamEventLog.open({ connection: log.nc, ensureStream: false, publishRetryMs: 100_000 }).then(() => undefined, (e) => e);
   assert.ok(isSessiondError(tooLong, ErrorCode.InvalidOption), 'a retry longer than the duplicate window is refused');
-  const r3 = await ensureEventStream(jsm, { replicas: 3, manage: true }).then(() => undefined, (e) => e);
+  const r3 = await ensureEventStream(jsm, { replicas: 3, manage: true, ...(admin.info?.version ? { serverVersion: admin.info.version } : {}) }).then(() => undefined, (e) => e);
   assert.ok(isSessiondError(r3, ErrorCode.InvalidOption) && /JetStream cluster/.test(r3.message), 'replicas 3 outside a cluster: refused, clearly');
   await ensureEventStream(jsm, { manage: true });
   assert.is((await jsm.streams.info(STREAM_NAME)).config.num_replicas, 1);
