@@ -9,6 +9,8 @@ import { ensureTools, toolPath } from './tools.mjs';
 
 const started = Date.now();
 const TIMEOUT_MS = Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 20 * 60_000);
+/** A file whose process has printed uvu's summary but does not exit (a handle a failed test left open) is stopped after this. */
+const EXIT_GRACE_MS = 30_000;
 
 function run(cmd, args, { capture = false } = {}) {
   return new Promise((resolve) => {
@@ -18,11 +20,21 @@ function run(cmd, args, { capture = false } = {}) {
       process.stderr.write(`\ntest run exceeded ${TIMEOUT_MS} ms; stopping it\n`);
       child.kill('SIGKILL');
     }, TIMEOUT_MS);
+    let lingering;
     if (capture) {
-      child.stdout.on('data', (d) => { text += d; process.stdout.write(d); });
+      child.stdout.on('data', (d) => {
+        text += d;
+        process.stdout.write(d);
+        if (!lingering && /Duration:\s+[\d.]+m?s/.test(text)) {
+          lingering = setTimeout(() => {
+            process.stderr.write(`\nthe file printed its results but did not exit within ${EXIT_GRACE_MS} ms (an open handle); stopping it\n`);
+            child.kill('SIGKILL');
+          }, EXIT_GRACE_MS);
+        }
+      });
       child.stderr.on('data', (d) => { text += d; process.stderr.write(d); });
     }
-    child.on('close', (code, signal) => { clearTimeout(timer); resolve({ code: code ?? (signal ? 1 : 0), text }); });
+    child.on('close', (code, signal) => { clearTimeout(timer); clearTimeout(lingering); resolve({ code: code ?? (signal ? 1 : 0), text }); });
   });
 }
 
