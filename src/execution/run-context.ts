@@ -59,12 +59,13 @@ export function idempotencyKey(sessionId: string, executionId: string, callId: s
 export const FLUSH_AT_BYTES = 256 * 1024;
 
 /** About how many bytes an event adds to an append: its large fields measured, the rest a constant. */
+const EVENT_BYTES = 200;
+
 function sizeOf(e: ProtoEvent): number {
   const p = e.payload as Record<string, unknown>;
-  let size = 200;
+  let size = EVENT_BYTES;
   for (const key of ['text', 'summary', 'delta'] as const) if (typeof p[key] === 'string') size += Buffer.byteLength(p[key] as string);
   if (e.type === 'tool.succeeded') size += encodedSize(e.payload.output);
-  if (e.type === 'tool.called') size += encodedSize(e.payload.input);
   return size;
 }
 
@@ -87,10 +88,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
 
   const buffer = (events: ProtoEvent[]): void => {
     if (signal.aborted) throw signal.reason;
-    for (const e of events) {
-      if (e.type === 'execution.phase') phase = e.payload.phase;
-      bufferedBytes += sizeOf(e);
-    }
+    for (const e of events) if (e.type === 'execution.phase') phase = e.payload.phase;
     buffered.push(...events);
   };
 
@@ -131,9 +129,10 @@ export function createRunContext(deps: RunContextDeps): Turn {
    * buffer has grown past `FLUSH_AT_BYTES`: then what is buffered is appended first (earlier than it
    * had to be, which is always safe), so no append outgrows a message.
    */
-  const later = async (events: ProtoEvent[]): Promise<void> => {
-    if (buffered.length > 0 && bufferedBytes + events.reduce((n, e) => n + sizeOf(e), 0) > FLUSH_AT_BYTES) await flush();
+  const later = async (events: ProtoEvent[], bytes = events.reduce((n, e) => n + sizeOf(e), 0)): Promise<void> => {
+    if (buffered.length > 0 && bufferedBytes + bytes > FLUSH_AT_BYTES) await flush();
     buffer(events);
+    bufferedBytes += bytes; // (durable writes are flushed at once: only what waits is counted)
   };
 
   const ctx: RunContext = {
@@ -217,7 +216,8 @@ export function createRunContext(deps: RunContextDeps): Turn {
         await later([{ type: 'tool.failed', payload: { executionId, messageId, callId, error: recordedError(tooLarge, 'tool') } }]);
         throw tooLarge;
       }
-      await later([{ type: 'tool.succeeded', payload: { executionId, messageId, callId, output: output as unknown } }]);
+      // measured once, above
+      await later([{ type: 'tool.succeeded', payload: { executionId, messageId, callId, output: output as unknown } }], EVENT_BYTES + size);
       return output;
     },
 
