@@ -2,8 +2,8 @@
  * docs/api.md is the per-call reference of the public API, src/index.ts. The two cannot drift:
  * every name src/index.ts exports (values and types, read with the TypeScript compiler API) has
  * exactly one section in docs/api.md, every section names a current export, every section has a
- * ```ts block (its signature), and every link to an anchor of docs/api.md (from itself or from
- * README.md) names one of its headings.
+ * ```ts block (its signature), and every link to an anchor of docs/api.md (from itself, from
+ * README.md or from the other pages of docs/) names one of its headings.
  *
  * The heading convention (stated at the top of docs/api.md for maintainers): an export's section
  * starts with a line "### `Name`" (three hashes, a space, the name in backticks, nothing else) and
@@ -13,7 +13,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
@@ -21,6 +21,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const INDEX_FILE = `${ROOT}src/index.ts`;
 const DOC_FILE = `${ROOT}docs/api.md`;
 const README_FILE = `${ROOT}README.md`;
+const DOCS_DIR = `${ROOT}docs/`;
 
 /**
  * Headings that may name something src/index.ts does not export yet: placeholders the lead engineer
@@ -158,12 +159,16 @@ function problems(indexSource: string, markdown: string): string[] {
   return out;
 }
 
-/** Links from another markdown file into docs/api.md whose anchor is not one of its headings. */
-function brokenLinksInto(markdown: string, from: string, doc: Doc): string[] {
+/**
+ * Links from another markdown file into docs/api.md whose anchor is not one of its headings. From the
+ * repository root the link reads `docs/api.md#x`; from a page in docs/ it reads `api.md#x`.
+ */
+function brokenLinksInto(markdown: string, from: string, doc: Doc, inDocs = false): string[] {
   const anchors = new Set(doc.headings.map((h) => h.slug));
   const out: string[] = [];
+  const link = inDocs ? /\]\((?:\.\/)?api\.md#([^)\s]+)\)/g : /\]\((?:\.\/)?docs\/api\.md#([^)\s]+)\)/g;
   markdown.split('\n').forEach((raw, i) => {
-    for (const m of raw.matchAll(/\]\((?:\.\/)?docs\/api\.md#([^)\s]+)\)/g)) {
+    for (const m of raw.matchAll(link)) {
       if (!anchors.has(m[1]!)) out.push(`${from} line ${i + 1}: link to docs/api.md#${m[1]}, which no heading of docs/api.md has`);
     }
   });
@@ -189,6 +194,15 @@ test('api reference - every export of src/index.ts has one section in docs/api.m
 test('api reference - links from README.md into docs/api.md name its headings', () => {
   const found = brokenLinksInto(readFileSync(README_FILE, 'utf8'), 'README.md', parseDoc(markdown));
   assert.equal(found, [], found.join('\n'));
+});
+
+test('api reference - links from the other pages of docs/ into api.md name its headings', () => {
+  const pages = readdirSync(DOCS_DIR).filter((f) => f.endsWith('.md') && f !== 'api.md');
+  assert.ok(pages.includes('api-guide.md'), `docs/api-guide.md not found among ${pages.join(', ')}`);
+  const doc = parseDoc(markdown);
+  const found = pages.flatMap((f) => brokenLinksInto(readFileSync(`${DOCS_DIR}${f}`, 'utf8'), `docs/${f}`, doc, true));
+  assert.equal(found, [], found.join('\n'));
+  assert.ok(brokenLinksInto('[x](api.md#no-such-heading)', 'docs/x.md', doc, true).length === 1, 'a broken link from docs/ went unnoticed');
 });
 
 test('api reference - the check catches drift both ways (an undocumented export, a stale section, an empty one)', () => {
