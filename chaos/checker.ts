@@ -9,10 +9,11 @@
  *                  cancelled or recovered): never a second owner, live or expired-unrecovered
  *   lease          no write by an execution after it ended, nor stamped past its lease
  *                  (the lease extended only by renewals made before it ran out)
- *   promotion      each input promoted at most once, and only after it was admitted
+ *   promotion      each input promoted at most once, only after it was admitted, never after it was
+ *                  dropped (and only pending inputs dropped)
  *   recovery       each execution recovered at most once, and only after its lease ran out
  * Liveness (judged on a quiescent log):
- *   nothing_stranded  every input admitted with a wake was promoted; no execution left unended;
+ *   nothing_stranded  every input admitted with a wake was promoted or dropped; no execution left unended;
  *                     every recovery completed
  */
 import { Unpackr } from 'msgpackr';
@@ -54,6 +55,7 @@ function sessionFindings(events: RawEvent[], quiescent: boolean): Finding[] {
   let current: Exec | undefined;
   const admitted = new Map<string, boolean>(); // input -> asked for a wake
   const promoted = new Set<string>();
+  const dropped = new Set<string>();
   const recovered = new Set<string>();
   const completed = new Set<string>();
   let sealing: string | null = null; // the execution that just ended: its seals may follow
@@ -102,14 +104,22 @@ function sessionFindings(events: RawEvent[], quiescent: boolean): Finding[] {
         const input = String(e.payload.inputId);
         if (!admitted.has(input)) find('promotion', e.seq, `input ${input} promoted but never admitted`);
         if (promoted.has(input)) find('promotion', e.seq, `input ${input} promoted twice`);
+        if (dropped.has(input)) find('promotion', e.seq, `input ${input} promoted after it was dropped`);
         promoted.add(input);
         break;
       }
+      case 'input.dropped':
+        // an operator dropped them unrun: no longer owed a run, and never to be promoted
+        for (const input of (e.payload.inputIds as unknown[] | undefined) ?? []) {
+          if (!admitted.has(String(input)) || promoted.has(String(input))) find('promotion', e.seq, `input ${String(input)} dropped but it was not pending`);
+          dropped.add(String(input));
+        }
+        break;
     }
   }
   if (quiescent) {
     const last = events[events.length - 1]!.seq;
-    for (const [input, wake] of admitted) if (wake && !promoted.has(input)) find('nothing_stranded', last, `input ${input} asked for a wake and was never run`);
+    for (const [input, wake] of admitted) if (wake && !promoted.has(input) && !dropped.has(input)) find('nothing_stranded', last, `input ${input} asked for a wake and was never run`);
     if (current && !current.ended) find('nothing_stranded', last, `execution ${current.id} (${current.owner}) never ended`);
     for (const exe of recovered) if (!completed.has(exe)) find('nothing_stranded', last, `the recovery of ${exe} never completed`);
   }

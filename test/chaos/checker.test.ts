@@ -35,6 +35,15 @@ test('chaos checker - a clean log from a real engine has no findings, read from 
   assert.equal(asMessages, events, 'the stream layout decodes to the same events');
 });
 
+test('chaos checker - an input admitted with a wake and dropped unrun is not stranded', async () => {
+  const events: RawEvent[] = [
+    { session: 'ses_d', seq: 1, type: 'input.admitted', time: 1, payload: { inputId: 'inp_1', wake: true } },
+    { session: 'ses_d', seq: 2, type: 'input.dropped', time: 2, payload: { inputIds: ['inp_1'] } },
+  ];
+  assert.equal(check(events, { quiescent: true }), []);
+  assert.equal(checksOf(events.slice(0, 1)), ['nothing_stranded'], 'without the drop it is stranded');
+});
+
 test('chaos checker - each corruption is caught by its check', async () => {
   const clean = await cleanLog();
   const cases: [string, (e: RawEvent[]) => RawEvent[], Check[]][] = [
@@ -50,6 +59,15 @@ test('chaos checker - each corruption is caught by its check', async () => {
       return renumber([...e.slice(0, settled + 1), late, ...e.slice(settled + 1)]);
     }, ['lease']],
     ['a write past the lease', (e) => e.map((x) => (x.type === 'step.ended' ? { ...x, time: x.time + 10 * 60_000 } : x)), ['lease']],
+    ['a promotion after a drop', (e) => {
+      const i = at(e, 'input.promoted');
+      const drop = { ...e[i]!, type: 'input.dropped', payload: { inputIds: [e[i]!.payload.inputId] } };
+      return renumber([...e.slice(0, i), drop, ...e.slice(i)]);
+    }, ['promotion']],
+    ['a drop of an input never admitted', (e) => {
+      const i = at(e, 'input.promoted');
+      return renumber([...e.slice(0, i), { ...e[i]!, type: 'input.dropped', payload: { inputIds: ['inp_ghost'] } }, ...e.slice(i)]);
+    }, ['promotion']],
     ['a double promotion', (e) => {
       const i = at(e, 'input.promoted');
       return renumber([...e.slice(0, i + 1), { ...e[i]! }, ...e.slice(i + 1)]);
