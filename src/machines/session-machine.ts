@@ -69,16 +69,23 @@ export const refusalMessages: Record<Refusal, (a: Args) => string> = {
   no_wake_pending: ({ context }) => `session ${context.sessionId} owes no recovery wake`,
   pending_limit: ({ context, event }) => {
     assertEvent(event, 'admit');
-    const limits = event.limits!;
-    const bytes = pendingBytes(context);
-    const size = Buffer.byteLength(event.prompt);
-    const which = context.pending.length + 1 > limits.maxPendingInputs
-      ? `it would be pending input ${context.pending.length + 1}, over the limit of ${limits.maxPendingInputs} pending inputs per session`
-      : `its ${size} bytes would bring the session's pending prompts to ${bytes + size} bytes, over the limit of ${limits.maxPendingBytes} bytes per session`;
+    const which = pendingLimitPassed(context, event);
     return `input ${event.inputId} was not admitted to session ${context.sessionId}: ${which}. Wait for the session to run what is pending (wake it), drop pending inputs (sessiond cancel ${context.sessionId} --pending), or raise the limit (--max-pending-inputs, --max-pending-bytes)`;
   },
   nothing_to_drop: ({ context }) => `session ${context.sessionId} has no pending input to drop`,
 };
+
+/** The pending limit an admission would pass, in words (undefined when it stays within them, or carries none). */
+function pendingLimitPassed(context: SessionContext, admit: Extract<Command, { type: 'admit' }>): string | undefined {
+  const limits = admit.limits;
+  if (!limits) return undefined;
+  if (context.pending.length + 1 > limits.maxPendingInputs) {
+    return `it would be pending input ${context.pending.length + 1}, over the limit of ${limits.maxPendingInputs} pending inputs per session`;
+  }
+  const after = pendingBytes(context) + Buffer.byteLength(admit.prompt);
+  if (after > limits.maxPendingBytes) return `its ${Buffer.byteLength(admit.prompt)} bytes would bring the session's pending prompts to ${after} bytes, over the limit of ${limits.maxPendingBytes} bytes per session`;
+  return undefined;
+}
 
 const refuse = (reason: Refusal) => ({ type: 'refuse' as const, params: { reason } });
 const decide = { type: 'decide' as const };
@@ -134,12 +141,7 @@ export const sessionMachine = setup({
     },
     alreadyAdmitted: ({ context, event }) => { assertEvent(event, 'admit'); return admittedSeq(context, event.inputId) !== undefined; },
     /** never admits past a session's pending limits: what waits in a session stays bounded. */
-    overPendingLimits: ({ context, event }) => {
-      assertEvent(event, 'admit');
-      const limits = event.limits;
-      if (!limits) return false;
-      return context.pending.length + 1 > limits.maxPendingInputs || pendingBytes(context) + Buffer.byteLength(event.prompt) > limits.maxPendingBytes;
-    },
+    overPendingLimits: ({ context, event }) => { assertEvent(event, 'admit'); return pendingLimitPassed(context, event) !== undefined; },
     /** Something to drop: a pending input (one of those named, when named). */
     hasPendingToDrop: ({ context, event }) => {
       assertEvent(event, 'dropPending');
