@@ -7,6 +7,7 @@ import { migrate } from '../../src/storage/migrate.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
 import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
 import { STREAM_NAME } from '../../src/nats/subjects.ts';
+import { setupEventStream } from '../../src/nats/stream.ts';
 import { Projector } from '../../src/projector/projector.ts';
 import { WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
 import { BENCH_USER } from '../nats.ts';
@@ -98,12 +99,13 @@ export const projector: Section = {
   },
 };
 
-/** Deletes the sessiond events stream (between sections; each wants a fresh one). */
-export async function deleteEventStream(server: NatsServer): Promise<void> {
+/** A fresh, empty sessiond events stream (between sections; each wants a fresh one), set up as `sessiond setup` does: workers only verify it. */
+export async function freshEventStream(server: NatsServer): Promise<void> {
   const nc = await connect({ servers: server.url, ...BENCH_USER, name: 'bench-admin' });
   try {
     const jsm = await jetstreamManager(nc);
     await jsm.streams.delete(STREAM_NAME).catch(() => undefined);
+    await setupEventStream(jsm, { manage: true });
   } finally {
     await nc.close();
   }
@@ -120,7 +122,7 @@ export const jsAppend: Section = {
   async run(ctx) {
     const S = 'js-append';
     const server = await ctx.nats();
-    await deleteEventStream(server);
+    await freshEventStream(server);
     const raw = await rawJetStream(ctx);
     const rawQuiet = await rawJetStream(ctx, { noAsyncTraces: true, stream: 'BENCH_RAW' });
     const log = await openJsLog(server);
@@ -184,7 +186,7 @@ export const jsAppend: Section = {
       await log.close();
       await rawQuiet.close();
       await raw.close();
-      await deleteEventStream(server);
+      await freshEventStream(server);
     }
   },
 };

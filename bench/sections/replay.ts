@@ -21,7 +21,7 @@ import { interleaved, perSecond, spread } from '../lib/measure.ts';
 import { say, ticker, fmt } from '../lib/report.ts';
 import type { Section } from '../lib/context.ts';
 import { onCleanup } from '../lib/cleanup.ts';
-import { deleteEventStream, openJsLog } from './logs.ts';
+import { freshEventStream, openJsLog } from './logs.ts';
 import { eventRows, rawBatchPass } from './raw.ts';
 
 export const replayExport: Section = {
@@ -66,7 +66,7 @@ export const replayJs: Section = {
   async run(ctx) {
     const S = 'replay-js';
     const server = await ctx.nats();
-    await deleteEventStream(server);
+    await freshEventStream(server);
     const writerLog = await openJsLog(server); // creates the stream exactly as sessiond configures it
     await writerLog.close();
     const nc = await connect({ servers: server.url, ...BENCH_USER, name: 'bench-replay' });
@@ -185,7 +185,7 @@ export const replayJs: Section = {
     } finally {
       release();
       await nc.close();
-      await deleteEventStream(server);
+      await freshEventStream(server);
     }
   },
 };

@@ -20,7 +20,7 @@ import type { Runner } from '../../src/runner/types.ts';
 import { interleaved, percentile, spread } from '../lib/measure.ts';
 import { onCleanup } from '../lib/cleanup.ts';
 import { rawJetStream } from './raw.ts';
-import { deleteEventStream, openJsLog } from './logs.ts';
+import { freshEventStream, openJsLog } from './logs.ts';
 import { say, ticker, fmt } from '../lib/report.ts';
 import { CONCURRENCY, type Ctx, type Section } from '../lib/context.ts';
 
@@ -106,11 +106,11 @@ const embedded = (ctx: Ctx, sync: 'NORMAL' | 'FULL', tag: string) => async () =>
 
 const onNats = (ctx: Ctx, tag: string) => async () => {
   const server = await ctx.nats();
-  await deleteEventStream(server);
+  await freshEventStream(server);
   const log: EventLog = await openJsLog(server);
   const engine = await openEngine({ file: join(ctx.tmp, `ceiling-nats-${tag}.db`), log, runner: toolTurn });
   const release = onCleanup('turn-ceiling nats engine', async () => { await engine.close(); await log.close(); });
-  return { engine, close: async () => { release(); await engine.close(); await log.close(); await deleteEventStream(server); } };
+  return { engine, close: async () => { release(); await engine.close(); await log.close(); await freshEventStream(server); } };
 };
 
 /** Raw JetStream turns: 3 OCC publishes of ~100 bytes awaited in sequence per turn, 64 subjects at once. */

@@ -15,7 +15,7 @@ import { percentile, perSecond } from '../lib/measure.ts';
 import { say, ticker, fmt } from '../lib/report.ts';
 import { CONCURRENCY, type Ctx, type Section } from '../lib/context.ts';
 import { onCleanup } from '../lib/cleanup.ts';
-import { deleteEventStream } from './logs.ts';
+import { freshEventStream } from './logs.ts';
 
 async function turn(engine: Engine, sessionId: string): Promise<void> {
   await engine.admit(sessionId, { prompt: BENCH_PROMPT });
@@ -90,13 +90,13 @@ export const turnsNats: Section = {
   title: 'full turns per second and latency, on NATS (a worker on the JetStream log, commits published live)',
   async run(ctx) {
     const server = await ctx.nats();
-    await deleteEventStream(server);
+    await freshEventStream(server);
     try {
       await onWorker(ctx, 'turns-nats', 'NATS', 'turns.nats', ctx.sizes.natsTurnRounds, {
         db: join(ctx.tmp, 'turns-nats.db'), runner: echoRunner(), nats: { connection: { servers: server.url, ...WORKER, name: 'bench-worker' } },
       });
     } finally {
-      await deleteEventStream(server);
+      await freshEventStream(server);
     }
   },
 };

@@ -80,7 +80,8 @@ export class JetStreamSnapshotStore implements SnapshotStore {
    */
   static async open(nc: NatsConnection, options: { version?: string; onDiscarded?: (sessionId: string, reason: string) => void; waitMs?: number } = {}): Promise<JetStreamSnapshotStore> {
     const jsm = await jetstreamManager(nc);
-    await manageStream(jsm, snapshotStreamConfig(), { ...(options.waitMs !== undefined ? { waitMs: options.waitMs } : {}) });
+    // the server's version: a replicated stream is verified as fenced on it (unknown would refuse R3)
+    await manageStream(jsm, snapshotStreamConfig(), { serverVersion: nc.info?.version, ...(options.waitMs !== undefined ? { waitMs: options.waitMs } : {}) });
     return new JetStreamSnapshotStore(jetstream(nc), jsm, options.version ?? MACHINE_VERSION, options.onDiscarded ?? (() => undefined));
   }
 

@@ -18,6 +18,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { SequenceConflictError } from '../../src/events/event-log.ts';
 import { connectNats } from '../../src/nats/connection.ts';
 import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
+import { JetStreamSnapshotStore, setupSnapshotStream } from '../../src/nats/snapshot-store.ts';
 import { encodeBatch, eventStreamConfig } from '../../src/nats/stream.ts';
 import { STREAM_NAME, subjects } from '../../src/nats/subjects.ts';
 import { catalog } from '../../src/events/catalog.ts';
@@ -178,6 +179,19 @@ cluster('R3: the same append sent at once by two logs (a resend racing its origi
     assert.equal(seen.other, [], 'every attempt got the stored batch');
   } finally {
     for (const log of logs) await log.close();
+  }
+});
+
+cluster('R3: a worker opens a 3-replica snapshot stream (it is verified as fenced on this server, not refused for an unknown version)', async ({ cluster: c }) => {
+  const admin = await connectNats({ servers: c.urls, ...ADMIN });
+  const worker = await connectNats({ servers: c.urls, ...WORKER });
+  try {
+    await setupSnapshotStream(await jetstreamManager(admin), { replicas: 3, serverVersion: admin.info?.version });
+    const store = await JetStreamSnapshotStore.open(worker);
+    assert.ok(store);
+  } finally {
+    await worker.close();
+    await admin.close();
   }
 });
 
