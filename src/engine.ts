@@ -5,22 +5,24 @@
  *   const engine = await openEngine({ file: './.sessiond/sessiond.db', runner: echoRunner() });
  *   await engine.admit('ses_1', { prompt: 'hello' });   // admits and wakes
  *   await engine.awaitIdle('ses_1');
+ *   (await engine.status('ses_1')).state;                // 'settled'
  *   await engine.close();
  */
 import { checkKeys } from './options.ts';
 import { EXECUTION_OPTIONS } from './execution/session-execution.ts';
-import { sessionView, type SessionView } from './machines/session-view.ts';
 import type { EventLog } from './events/event-log.ts';
 import { openDatabase, type Db, type Synchronous } from './storage/sqlite.ts';
 import { migrate } from './storage/migrate.ts';
 import { SqliteEventLog } from './storage/sqlite-event-log.ts';
 import { SqliteSnapshotStore } from './storage/sqlite-snapshot-store.ts';
 import { systemClock } from './clock.ts';
-import { SessionExecution, type CancelResult, type ExecutionOptions, type ResumeResult } from './execution/session-execution.ts';
-import { admitInput, type AdmitReceipt, type AdmitRequest } from './input/admit.ts';
-import { dropPending, type DropPendingRequest, type DropPendingResult } from './input/drop.ts';
-import { stateOf, type SessionSnapshot, type SessionStateValue } from './machines/decider.ts';
-import type { SessionContext } from './machines/session-context.ts';
+import { SessionExecution, type ExecutionOptions, type ResumeResult } from './execution/session-execution.ts';
+import { admitInput } from './input/admit.ts';
+import { dropPending } from './input/drop.ts';
+import { validateId } from './ids.ts';
+import { checkStatusOptions, statusOf, unknownSession } from './sessions/status.ts';
+import { followLog } from './sessions/follow-log.ts';
+import type { Sessions } from './sessions/sessions.ts';
 
 /** The execution service's options, except that the log may be left to the engine. */
 export interface EngineOptions extends Omit<ExecutionOptions, 'log'> {
@@ -33,36 +35,21 @@ export interface EngineOptions extends Omit<ExecutionOptions, 'log'> {
   synchronous?: Synchronous;
 }
 
-export interface SessionStatus {
-  sessionId: string;
-  state: SessionStateValue;
-  seq: number;
-  context: SessionContext;
-  /** The session as people and services see it (owner, lease, phase, pending, usage), derived from the context at the status's time. */
-  view: SessionView;
-}
-
-export interface Engine {
+/**
+ * The embedded engine: `Sessions` whose turns run in this process (admit wakes and runs the turn
+ * here), plus what only an engine has.
+ */
+export interface Engine extends Sessions {
   readonly ownerId: string;
   readonly db: Db;
   readonly log: EventLog;
   readonly execution: SessionExecution;
-  admit(sessionId: string, request: AdmitRequest): Promise<AdmitReceipt>;
-  wake(sessionId: string): Promise<void>;
+  /** `wake` as the execution service says it (the same result). */
   resume(sessionId: string): Promise<ResumeResult>;
-  /** `executionId`: cancel that execution only (see SessionExecution.cancel). */
-  cancel(sessionId: string, reason?: string, executionId?: string): Promise<CancelResult>;
-  /** Drops the session's pending inputs unrun (all, or those named): an operator unblocking a session. */
-  dropPending(sessionId: string, request?: DropPendingRequest): Promise<DropPendingResult>;
+  /** Resolves once no turn of the session runs here. */
   awaitIdle(sessionId: string): Promise<void>;
-  status(sessionId: string): Promise<SessionStatus>;
   /** Sessions with a turn running in this engine now. */
   activeTurns(): number;
-  close(): Promise<void>;
-}
-
-export function statusOf(snapshot: SessionSnapshot, now: number = systemClock.now()): SessionStatus {
-  return { sessionId: snapshot.context.sessionId, state: stateOf(snapshot), seq: snapshot.context.seq, context: snapshot.context, view: sessionView(snapshot, now) };
 }
 
 export async function openEngine(options: EngineOptions): Promise<Engine> {
@@ -77,6 +64,12 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   // shared JetStream store; this file is the fallback)
   const snapshots = options.snapshots ?? new SqliteSnapshotStore(db, options.clock ?? systemClock);
   const execution = new SessionExecution({ ...executionOptions, log, snapshots });
+  const clock = options.clock ?? systemClock;
+  const known = async (sessionId: string, verb: string) => {
+    const snapshot = await execution.status(validateId(sessionId, 'session id'));
+    if (snapshot.context.seq === 0) throw unknownSession(sessionId, verb);
+    return snapshot;
+  };
   return {
     ownerId: execution.ownerId, db, log, execution,
     async admit(sessionId, request) {
@@ -84,12 +77,25 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       if (receipt.wake) await execution.wake(sessionId);
       return receipt;
     },
-    wake: (id) => execution.wake(id),
+    async wake(id) {
+      await known(id, 'wake');
+      return execution.resume(id);
+    },
     resume: (id) => execution.resume(id),
-    cancel: (id, reason, executionId) => execution.cancel(id, reason, executionId),
-    dropPending: (id, request) => dropPending(execution.handler, id, request),
+    async cancel(id, reason, executionId) {
+      await known(id, 'cancel');
+      return execution.cancel(id, reason, executionId);
+    },
+    async dropPending(id, request) {
+      await known(id, 'drop pending inputs of');
+      return dropPending(execution.handler, id, request);
+    },
     awaitIdle: (id) => execution.awaitIdle(id),
-    status: async (id) => statusOf(await execution.status(id), (options.clock ?? systemClock).now()),
+    async status(id, statusOptions) {
+      const checked = checkStatusOptions(statusOptions);
+      return statusOf(await known(id, 'show'), clock.now(), checked);
+    },
+    follow: (id, handler, followOptions) => followLog(log, id, handler, followOptions),
     activeTurns: () => Object.values(execution.registry.getSnapshot().context.runs).filter((r) => r.executionId).length,
     async close() {
       await execution.close();

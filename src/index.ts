@@ -5,11 +5,16 @@
  */
 // a complete worker, and the small embedded core
 export { startSessiond, type Sessiond, type SessiondOptions, type HostReport } from './host.ts';
-export { openEngine, statusOf, type Engine, type EngineOptions, type SessionStatus } from './engine.ts';
+export { openEngine, type Engine, type EngineOptions } from './engine.ts';
+export type { Sessions, SessionStatus, StatusOptions, WakeResult, FollowOptions, EventSubscription, SessionEventHandler } from './sessions/sessions.ts';
+export { logSessions, type LogSessionsOptions } from './sessions/log-sessions.ts';
+export { statusOf } from './sessions/status.ts';
 export type { SessionView } from './machines/session-view.ts';
 export { DEFAULT_LEASE_MS, DEFAULT_HEARTBEAT_MS, type Notice } from './execution/session-execution.ts';
 export { DEFAULT_SWEEP_INTERVAL_MS, type RecoveryNotice } from './recovery/sweeper.ts';
 export type { AdmitRequest, AdmitReceipt } from './input/admit.ts';
+export type { DropPendingRequest, DropPendingResult } from './input/drop.ts';
+export type { CancelResult, ResumeResult } from './execution/session-execution.ts';
 // runners
 export { echoRunner, type EchoOptions } from './runner/echo.ts';
 export type { Runner, RunContext, RunInput, ToolCall, ToolContext } from './runner/types.ts';

@@ -28,6 +28,8 @@ import { errors as natsErrors, type Msg, type NatsConnection, type Subscription 
 import { ErrorCode, PermissionError, SessiondError, messageOf } from '../errors.ts';
 import { randomIds, validateId, type IdSource } from '../ids.ts';
 import type { SessionEvent } from '../events/envelope.ts';
+import type { EventSubscription, FollowOptions, SessionEventHandler, Sessions } from '../sessions/sessions.ts';
+import { followSession } from '../sessions/follow.ts';
 import type { AdmitReceipt } from '../input/admit.ts';
 import type { CancelResult } from '../execution/session-execution.ts';
 import { connectNats, isNatsConnection, isPermissionError, type NatsConnectionOptions } from './connection.ts';
@@ -134,7 +136,7 @@ export type LiveHandler = (event: LiveMessage) => void | Promise<void>;
 /** Admissions sent again at most this often when a worker answered `sequence_conflict` (the session kept moving under it). */
 const ADMIT_CONFLICT_ATTEMPTS = 5;
 
-export class SessiondClient {
+export class SessiondClient implements Sessions {
   private log: Promise<JetStreamEventLog> | undefined;
   private readonly subscriptions = new Set<LiveSubscription>();
   private closed = false;
@@ -398,6 +400,21 @@ export class SessiondClient {
     };
     this.subscriptions.add(subscription);
     return subscription;
+  }
+
+  /**
+   * Every committed event of the session after `afterSeq`, in order, each once: read from the
+   * stream first, then live (`sessiond.live.<session>.>`), gaps filled from the stream. Committed
+   * events only; `subscribe` gives text deltas and other live-only events too.
+   */
+  follow(sessionId: string, handler: SessionEventHandler, options: FollowOptions = {}): Promise<EventSubscription> {
+    this.assertOpen();
+    validateId(sessionId, 'session id');
+    return followSession({
+      read: (id, afterSeq) => this.replay({ sessionId: id, afterSeq }),
+      listen: (id, onEvent) => this.subscribe({ sessionId: id }, (m) => { if (m.seq !== undefined) onEvent(m as SessionEvent); },
+        { dedupe: false, ...(options.onError ? { onError: options.onError } : {}) }),
+    }, sessionId, handler, options);
   }
 
   /** Committed events from the durable stream (see `ReplayOptions`), in order. */

@@ -29,32 +29,23 @@
  */
 import { systemClock, type Clock } from '../clock.ts';
 import { wholeNumber } from '../options.ts';
-import { pendingPage } from '../machines/session-view.ts';
 import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { ErrorCode, ErrorKind, SessiondError, boundText, echo, isSessiondError, kindOf, messageOf } from '../errors.ts';
 import { DEFAULT_REFUSAL_LOG_INTERVAL_MS, createRefusalLog } from '../observability/rate-limited-log.ts';
 import { isValidId, validateId } from '../ids.ts';
 import { parseAdmitRequest, DEFAULT_MAX_PROMPT_BYTES, type AdmitReceipt, type AdmitRequest } from '../input/admit.ts';
-import type { CancelResult, ResumeResult } from '../execution/session-execution.ts';
-import type { SessionStatus } from '../engine.ts';
+import type { Sessions } from '../sessions/sessions.ts';
 import {
-  CommandFailureCode, MAX_BODY_DEPTH, MAX_CANCEL_REASON, MAX_DROP_IDS, EXECUTION_INPUTS_SHOWN, MAX_SMALL_REQUEST_BYTES, MAX_DROP_REQUEST_BYTES, admitBodyLimit, baseErrorCode, boundErrorBody,
+  CommandFailureCode, MAX_BODY_DEPTH, MAX_CANCEL_REASON, MAX_DROP_IDS, MAX_SMALL_REQUEST_BYTES, MAX_DROP_REQUEST_BYTES, admitBodyLimit, baseErrorCode, boundErrorBody,
   decodeJson, encodeJson, requestFields, tooDeepAt,
-  type CommandFailure, type CommandRequests, type ErrorBody, type StatusReply, type WakeResult,
+  type CommandFailure, type CommandRequests, type ErrorBody, type StatusReply,
 } from './commands.ts';
 import { COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
 import { inboxPrefixOf } from './connection.ts';
 
-/** What the service drives: the Engine's methods (`resume`, when present, gives wake its result). */
-export interface CommandTarget {
-  admit(sessionId: string, request: AdmitRequest): Promise<AdmitReceipt>;
-  wake(sessionId: string): Promise<void>;
-  resume?(sessionId: string): Promise<ResumeResult>;
-  cancel(sessionId: string, reason?: string, executionId?: string): Promise<CancelResult>;
-  status(sessionId: string): Promise<SessionStatus>;
-  dropPending(sessionId: string, request?: DropPendingRequest): Promise<DropPendingResult>;
-}
+/** What the service drives: a `Sessions` (the worker's engine). A session with no events is answered `unknown_session`. */
+export type CommandTarget = Pick<Sessions, 'admit' | 'wake' | 'cancel' | 'status' | 'dropPending'>;
 
 export interface CommandServiceOptions {
   /** Queue group (default `COMMAND_QUEUE`); services in one group share the requests. */
@@ -196,11 +187,8 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
         parseAdmitRequest(sessionId, admit, maxPromptBytes); // every check before the engine sees it
         return { receipt: await target.admit(sessionId, admit) };
       }
-      case 'wake': {
-        await known(sessionId, verb);
-        const result: WakeResult = target.resume ? await target.resume(sessionId) : (await target.wake(sessionId), { status: 'requested' });
-        return { result };
-      }
+      case 'wake':
+        return { result: await known(target.wake(sessionId)) };
       case 'cancel': {
         const { reason, executionId } = body as CommandRequests['cancel'];
         if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_CANCEL_REASON)) {
@@ -209,8 +197,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
         if (executionId !== undefined && !isValidId(executionId)) {
           throw new Reject(CommandFailureCode.BadRequest, `Invalid cancel request: executionId must be an execution id (e.g. "exe_..."), got ${echo(executionId)}.`);
         }
-        await known(sessionId, verb);
-        return { result: await target.cancel(sessionId, reason, executionId) };
+        return { result: await known(target.cancel(sessionId, reason, executionId)) };
       }
       case 'drop': {
         const { inputIds, reason } = body as CommandRequests['drop'];
@@ -220,37 +207,26 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
         if (inputIds !== undefined && (!Array.isArray(inputIds) || inputIds.length === 0 || inputIds.length > MAX_DROP_IDS || !inputIds.every(isValidId))) {
           throw new Reject(CommandFailureCode.BadRequest, `Invalid drop request: inputIds must be a list of 1-${MAX_DROP_IDS} input ids (e.g. ["inp_..."]), or absent to drop every pending input.`);
         }
-        await known(sessionId, verb);
-        return { result: await target.dropPending(sessionId, { ...(inputIds ? { inputIds } : {}), ...(reason ? { reason } : {}) }) };
+        return { result: await known(target.dropPending(sessionId, { ...(inputIds ? { inputIds } : {}), ...(reason ? { reason } : {}) })) };
       }
       case 'status': {
         const { pendingFrom } = body as CommandRequests['status'];
         if (pendingFrom !== undefined && (typeof pendingFrom !== 'number' || !Number.isInteger(pendingFrom) || pendingFrom < 0)) {
           throw new Reject(CommandFailureCode.BadRequest, `Invalid status request: pendingFrom must be a whole number >= 0 (the index of the first pending input to list), got ${JSON.stringify(pendingFrom)}.`);
         }
-        const status = await known(sessionId, verb);
-        const exec = status.context.execution;
-        const reply: StatusReply = {
-          // prompts stay out of the reply (up to 256 KiB each), and long lists are paged or cut, so a
-          // reply stays small however many inputs wait: read prompts from the log when needed
-          ...status.view, ...(pendingFrom ? pendingPage(status.context, pendingFrom) : {}),
-          execution: exec ? { ...exec, inputIds: exec.inputIds.slice(0, EXECUTION_INPUTS_SHOWN), inputCount: exec.inputIds.length } : null,
-        };
+        const reply: StatusReply = await known(target.status(sessionId, pendingFrom ? { pendingFrom } : {}));
         return reply as unknown as Record<string, unknown>;
       }
     }
   };
 
-  /** The session's status; `unknown_session` when it has no events. */
-  const known = async (sessionId: string, verb: CommandVerb): Promise<SessionStatus> => {
-    const status = await target.status(sessionId);
-    if (status.seq === 0) {
-      throw new Reject(CommandFailureCode.UnknownSession,
-        `Session ${sessionId} has no events, so there is nothing to ${verb}. Check the session id, or admit a prompt first (it creates the session).`,
-        { sessionId });
+  /** The target's answer; its `not_found` for a session with no events answered as `unknown_session`. */
+  const known = <T>(answer: Promise<T>): Promise<T> => answer.catch((err: unknown) => {
+    if (isSessiondError(err) && err.code === ErrorCode.NotFound && typeof err.details.sessionId === 'string') {
+      throw new Reject(CommandFailureCode.UnknownSession, err.message, { sessionId: err.details.sessionId });
     }
-    return status;
-  };
+    throw err;
+  });
 
   const take = (err: Error | null, msg: Msg) => {
     if (err) {

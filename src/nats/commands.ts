@@ -20,9 +20,8 @@ import { ErrorCode, MAX_ECHO_CHARS, SessiondError, boundText, echo } from '../er
 import type { AdmitReceipt } from '../input/admit.ts';
 import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';
 import type { Delivery } from '../events/catalog.ts';
-import type { CancelResult, ResumeResult } from '../execution/session-execution.ts';
-import type { SessionView } from '../machines/session-view.ts';
-import type { ExecutionState } from '../machines/session-context.ts';
+import type { CancelResult } from '../execution/session-execution.ts';
+import type { SessionStatus, WakeResult } from '../sessions/sessions.ts';
 import type { CommandVerb } from './subjects.ts';
 
 /** Failure codes of the protocol itself (beyond sessiond's `ErrorCode`). */
@@ -53,17 +52,10 @@ export interface StatusCommand { sessionId: string; pendingFrom?: number }
 /** Drops pending inputs unrun (all the users' inputs still waiting, or those named). */
 export interface DropCommand { sessionId: string; inputIds?: string[]; reason?: string }
 
-/** What a worker did about a wake: `ResumeResult` (started, running_here, nothing_pending, refused, closed), or `requested` from a target without `resume`. */
-export type WakeResult = ResumeResult | { status: 'requested' };
-
-/** The session's view (owner, lease, phase, pending inputs without their prompts, recovery, usage) as the worker sees it, and its current execution. */
-export interface StatusReply extends SessionView {
-  /** The current (or last) execution; `inputIds` lists its first `EXECUTION_INPUTS_SHOWN` inputs, `inputCount` counts them all. */
-  execution: (ExecutionState & { inputCount: number }) | null;
-}
-
-/** Input ids of an execution a status reply lists at most. */
-export const EXECUTION_INPUTS_SHOWN = 100;
+export type { WakeResult } from '../sessions/sessions.ts';
+/** The `status` reply: the session's `SessionStatus`, the same shape every `Sessions` answers with. */
+export type StatusReply = SessionStatus;
+export { EXECUTION_INPUTS_SHOWN } from '../sessions/sessions.ts';
 
 export interface CommandRequests { admit: AdmitCommand; wake: WakeCommand; cancel: CancelCommand; status: StatusCommand; drop: DropCommand }
 export interface CommandResults { admit: { receipt: AdmitReceipt }; wake: { result: WakeResult }; cancel: { result: CancelResult }; status: StatusReply; drop: { result: DropPendingResult } }

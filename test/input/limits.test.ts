@@ -37,14 +37,14 @@ test('limits - an admission past the pending inputs of a session is refused nami
     await engine.wake('ses_full');
     await engine.awaitIdle('ses_full');
     const status = await engine.status('ses_full');
-    assert.is(status.view.pendingCount, 0);
+    assert.is(status.pendingCount, 0);
     const events = await engine.log.readSession('ses_full');
     assert.is(events.filter((e) => e.type === 'input.promoted').length, 250);
     assert.equal(auditLog(events), []);
     // and a new prompt is admitted and runs
     await engine.admit('ses_full', { id: 'inp_victim', prompt: 'my turn now' });
     await engine.awaitIdle('ses_full');
-    assert.is((await engine.status('ses_full')).view.outcome, 'succeeded');
+    assert.is((await engine.status('ses_full')).outcome, 'succeeded');
   } finally {
     await engine.close();
   }
@@ -67,7 +67,7 @@ test('limits - a turn promotes at most 100 inputs per append, however many wait'
     for (const e of events) if (e.type === 'input.promoted') byPosition.set(e.position!, (byPosition.get(e.position!) ?? 0) + 1);
     assert.ok(Math.max(...byPosition.values()) <= MAX_PROMOTIONS_PER_APPEND, `an append promoted ${Math.max(...byPosition.values())}`);
     assert.is([...byPosition.values()].reduce((a, b) => a + b, 0), 300);
-    assert.is((await engine.status('ses_many')).view.pendingCount, 0);
+    assert.is((await engine.status('ses_many')).pendingCount, 0);
   } finally {
     await engine.close();
   }
@@ -80,7 +80,7 @@ test('limits - pending prompt bytes per session are bounded; a prompt over its o
     for (let i = 0; i < 4; i++) await engine.admit('ses_bytes', { id: `inp_${i}`, prompt: big, wake: false });
     await expectCode(engine.admit('ses_bytes', { id: 'inp_4', prompt: big, wake: false }), ErrorCode.LimitExceeded, 'over the limit of 1048576 bytes per session');
     await expectCode(engine.admit('ses_bytes', { prompt: `${big}y`, wake: false }), ErrorCode.InvalidOption, 'over the limit of 262144 bytes');
-    const view = (await engine.status('ses_bytes')).view;
+    const view = (await engine.status('ses_bytes'));
     assert.equal([view.pendingCount, view.pendingBytes], [4, 4 * 256 * 1024]);
   } finally {
     await engine.close();
@@ -97,7 +97,7 @@ test('limits - a session view lists one page of pending inputs with their count 
   const engine = await openEngine({ file: tmp.file('view.db'), runner: echoRunner() });
   try {
     for (let i = 0; i < 1000; i++) await engine.admit('ses_view', { id: id128(i), prompt: 'p', delivery: 'steer', wake: false });
-    const view = (await engine.status('ses_view')).view;
+    const view = (await engine.status('ses_view'));
     assert.is(view.pending.length, PENDING_PAGE);
     assert.equal([view.pendingCount, view.pendingBytes, view.pendingFrom], [1000, 1000, 0]);
     assert.ok(JSON.stringify(view).length < 40_000, `the view is ${JSON.stringify(view).length} characters`);
@@ -163,7 +163,7 @@ test('limits - a tool result over the event limit fails the call with what to do
   try {
     await engine.admit('ses_tool', { prompt: 'go' });
     await engine.awaitIdle('ses_tool');
-    assert.is((await engine.status('ses_tool')).view.outcome, 'succeeded');
+    assert.is((await engine.status('ses_tool')).outcome, 'succeeded');
     assert.match(String(seen), `Tool fetch_report returned ${big.length + 5} bytes, over the limit of 524288 bytes for one recorded result`);
     const events = await engine.log.readSession('ses_tool');
     const failed = events.find((e) => e.type === 'tool.failed');

@@ -86,7 +86,7 @@ s('commands - bad input gets an error reply naming the problem, and the worker k
   for (const verb of ['status', 'wake', 'cancel'] as const) {
     const unknown = await failure(verb === 'status' ? client.status('ses_nobody') : verb === 'wake' ? client.wake('ses_nobody') : client.cancel('ses_nobody'));
     assert.is(unknown.failure, CommandFailureCode.UnknownSession, verb);
-    assert.match(unknown.message, `Session ses_nobody has no events, so there is nothing to ${verb}`);
+    assert.match(unknown.message, `Session ses_nobody has no events, so there is nothing to ${verb === 'status' ? 'show' : verb}`);
   }
   const badId = await raw(nc, subjects.command('status'), JSON.stringify({ sessionId: 'ses.with.dots' }));
   assert.is(badId.error?.code, ErrorCode.InvalidId);
@@ -128,10 +128,10 @@ s('commands - an unexpected engine failure is answered as internal and reported,
   let calls = 0;
   const target: CommandTarget = {
     admit: async () => { throw new Error('disk on fire'); },
-    wake: async () => {},
+    wake: async () => ({ status: 'requested' }),
     cancel: async () => ({ cancelled: false, reason: 'not_running', message: 'x' }) as never,
     dropPending: async () => { throw new Error('unused'); },
-    status: async (id) => { const seq = ++calls; return { sessionId: id, state: 'idle', seq, context: { execution: null, pending: [] }, view: { sessionId: id, state: 'idle', seq, pending: [] } } as never; },
+    status: async (id) => { const seq = ++calls; return { sessionId: id, state: 'idle', seq, pending: [], execution: null } as never; },
   };
   const errors: unknown[] = [];
   const service = startCommandService(nc, target, { onError: (e) => errors.push(e) });
@@ -142,7 +142,7 @@ s('commands - an unexpected engine failure is answered as internal and reported,
   assert.match(err.message, 'The worker failed to run admit: disk on fire');
   assert.is(errors.length, 1);
   assert.is((await client.status('ses_x')).state, 'idle', 'still serving');
-  assert.equal(await client.wake('ses_x'), { status: 'requested' }, 'without resume, wake says it was requested');
+  assert.equal(await client.wake('ses_x'), { status: 'requested' }, 'the target\'s wake result is the reply');
 });
 
 s('commands - no worker, or no reply in time, fail clearly', async ({ world }) => {
@@ -192,10 +192,10 @@ s('commands - close answers requests in flight and stops taking new ones', async
   const nc = await world.connect(COMMANDS);
   const target: CommandTarget = {
     admit: async () => { throw new Error('unused'); },
-    wake: async () => {},
+    wake: async () => { throw new Error('unused'); },
     cancel: async () => { throw new Error('unused'); },
     dropPending: async () => { throw new Error('unused'); },
-    status: async (id) => { entered(); await gate; return { sessionId: id, state: 'idle', seq: 1, context: { execution: null, pending: [] }, view: { sessionId: id, state: 'idle', seq: 1, pending: [] } } as never; },
+    status: async (id) => { entered(); await gate; return { sessionId: id, state: 'idle', seq: 1, pending: [], execution: null } as never; },
   };
   const service = startCommandService(nc, target);
   const client = await world.client(CLIENT, { requestTimeoutMs: 2000 });

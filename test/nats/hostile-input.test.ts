@@ -176,10 +176,10 @@ s('hostile input - a success reply over the server\'s max_payload is answered wi
   const huge = 'h'.repeat(1_200_000); // a view a misbehaving engine could return: over nats.conf's 1 MB
   const target: CommandTarget = {
     admit: async () => { throw new Error('unused'); },
-    wake: async () => {},
+    wake: async () => { throw new Error('unused'); },
     cancel: async () => { throw new Error('unused'); },
     dropPending: async () => { throw new Error('unused'); },
-    status: async (id) => ({ sessionId: id, state: 'idle', seq: 1, context: { execution: null, pending: [] }, view: { sessionId: id, state: 'idle', seq: 1, pending: [], note: huge } }) as never,
+    status: async (id) => ({ sessionId: id, state: 'idle', seq: 1, pending: [], execution: null, note: huge }) as never,
   };
   const errors: unknown[] = [];
   await world.serve(target, { onError: (e) => errors.push(e) });

@@ -24,7 +24,7 @@ s('a 3 MiB tool result fails its call with the limit and what to do; 12 results 
   const { engine, log } = await world.engine({ runner });
   await engine.admit('ses_large', { prompt: 'fetch it all' });
   await engine.awaitIdle('ses_large');
-  assert.is((await engine.status('ses_large')).view.outcome, 'succeeded');
+  assert.is((await engine.status('ses_large')).outcome, 'succeeded');
   assert.match(errors[0] ?? '', 'over the limit of 524288 bytes for one recorded result');
   const events = await log.readSession('ses_large');
   assert.is(events.filter((e) => e.type === 'tool.succeeded').length, 12);

@@ -59,7 +59,7 @@ for (const [name, user] of [['client', CLIENT], ['observer', OBSERVER]] as [stri
     }
     assert.equal((await log.readSession(id)).map((e) => e.id), before.map((e) => e.id), 'the log is unchanged');
     assert.is(await log.lastSeq(fresh), 0);
-    assert.is((await engine.status(id)).context.execution, null, 'no forged owner');
+    assert.is((await engine.status(id)).execution, null, 'no forged owner');
   });
 
   s(`permissions - ${name} cannot forge live events or replies, nor serve commands`, async ({ world }) => {

@@ -85,7 +85,7 @@ s('a conversation over three turns sends its history; text streams live and is r
   assert.equal(events.filter((x): x is SessionEvent<'step.ended'> => x.type === 'step.ended').map((x) => x.payload.usage), [
     { inputTokens: 12, outputTokens: 3 }, { inputTokens: 30, outputTokens: 5 }, { inputTokens: 40, outputTokens: 1 },
   ]);
-  assert.equal((await e.status('ses_chat')).context.usage, { inputTokens: 82, outputTokens: 9 });
+  assert.equal((await e.status('ses_chat')).usage, { inputTokens: 82, outputTokens: 9 });
   // the phase is unknown before every request
   const phases = events.filter((x) => x.type === 'execution.phase' || x.type === 'step.started').map((x) => x.type === 'step.started' ? 'step' : (x as SessionEvent<'execution.phase'>).payload.phase);
   assert.equal(phases, ['step', 'unknown', 'step', 'unknown', 'step', 'unknown']);
@@ -239,7 +239,7 @@ s('a lost claim stops the runner and aborts the request in flight', async (ctx) 
   ctx.server.script({ kind: 'hang', text: 'slow' });
   await e.admit('ses_lost', { prompt: 'hello' });
   await ctx.server.waitForRequest(1);
-  const executionId = (await e.status('ses_lost')).context.execution!.id;
+  const executionId = (await e.status('ses_lost')).execution!.id;
   // another worker, whose clock is past the lease, recovers the execution: the owner's next renewal is refused
   const other = await openEngine({ file: e.db.name, runner: async () => {}, clock: { ...systemClock, now: () => Date.now() + 3_600_000 } });
   ctx.engines.push(other);

@@ -1,0 +1,44 @@
+/**
+ * The `Sessions` a command talks to, from its flags: with `--nats` (or SESSIOND_NATS) a
+ * `SessiondClient` whose commands the workers answer; otherwise the SQLite file's log at rest
+ * (`--db`), which a worker (`sessiond start`) watches. Reads take the log at rest on either. Commands use the interface and never branch on
+ * which one they got.
+ */
+import type { Sessions } from '../sessions/sessions.ts';
+import { logSessions } from '../sessions/log-sessions.ts';
+import { SessiondClient } from '../nats/client.ts';
+import type { CliContext } from './context.ts';
+import { describeNats, natsConnectionOptions } from './nats-options.ts';
+import { openLog, type LogOptions } from './log-options.ts';
+
+export interface OpenedSessions {
+  sessions: Sessions;
+  /** Where they are, for messages: the file, or the NATS server. */
+  describe: string;
+  /** True when the workers answer over NATS (a wake or admission is acted on at once). */
+  remote: boolean;
+}
+
+/**
+ * `readonly`: a command that only reads (status) gets the log at rest wherever it is: an existing
+ * database opened read-only (never created or migrated), or the NATS stream read as this user (the
+ * observer may read; no worker needs to be running). Writes on NATS go through the workers.
+ */
+export async function openSessions(opts: LogOptions, ctx: CliContext, name: string, options: { readonly?: boolean } = {}): Promise<OpenedSessions> {
+  const nats = natsConnectionOptions(opts, ctx, name);
+  if (nats && !options.readonly) {
+    return { sessions: await SessiondClient.connect({ connection: nats }), describe: `NATS ${describeNats(nats)}`, remote: true };
+  }
+  const opened = await openLog(opts, ctx, options.readonly ? { readonly: true } : {});
+  return { sessions: logSessions(opened.log, { onClose: () => opened.close() }), describe: opened.describe, remote: nats !== undefined };
+}
+
+/** Runs `use` on the command's Sessions and closes them after, whatever happens. */
+export async function withSessions<T>(opts: LogOptions, ctx: CliContext, name: string, use: (opened: OpenedSessions) => Promise<T>, options: { readonly?: boolean } = {}): Promise<T> {
+  const opened = await openSessions(opts, ctx, name, options);
+  try {
+    return await use(opened);
+  } finally {
+    await opened.sessions.close();
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * `Sessions` on an event log nobody runs turns on here: admissions, cancellations, drops and
+ * status are decided by the machine and appended to the log; a worker watching the log (`sessiond
+ * start` on the same SQLite file) runs the turns. What the CLI opens on `--db`, and what a tool that
+ * writes into a worker's log uses. `wake` answers `requested` when the pending inputs asked for a
+ * wake (the worker acts on those), and `refused` when they did not (nothing here runs a turn).
+ */
+import { systemClock, type Clock } from '../clock.ts';
+import { randomIds, validateId, type IdSource } from '../ids.ts';
+import type { EventLog } from '../events/event-log.ts';
+import { CommandHandler } from '../execution/command-handler.ts';
+import { isRefusal } from '../execution/errors.ts';
+import { Refusal } from '../machines/commands.ts';
+import { admitInput } from '../input/admit.ts';
+import { dropPending } from '../input/drop.ts';
+import { followLog } from './follow-log.ts';
+import { checkStatusOptions, statusOf, unknownSession } from './status.ts';
+import type { Sessions } from './sessions.ts';
+
+export interface LogSessionsOptions {
+  clock?: Clock;
+  ids?: IdSource;
+  /** Closes the log (and what holds it) with the Sessions; default: the log is left open. */
+  onClose?: () => Promise<void>;
+}
+
+export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Sessions {
+  const clock = options.clock ?? systemClock;
+  const handler = new CommandHandler(log, clock, options.ids ?? randomIds);
+  const known = async (sessionId: string, verb: string) => {
+    const snapshot = await handler.load(validateId(sessionId, 'session id'));
+    if (snapshot.context.seq === 0) throw unknownSession(sessionId, verb);
+    return snapshot;
+  };
+  return {
+    admit: (sessionId, request) => admitInput(handler, sessionId, request),
+    async wake(sessionId) {
+      const { context } = await known(sessionId, 'wake');
+      if (context.pending.length === 0) return { status: 'nothing_pending' };
+      // a worker on the log wakes a session whose inputs asked for it (as they commit, and again in
+      // its recovery sweep); inputs admitted with `wake: false` wait for a process that runs turns
+      if (context.pending.some((p) => p.wake)) return { status: 'requested' };
+      return {
+        status: 'refused', reason: Refusal.NoWakePending,
+        message: `Session ${sessionId}'s ${context.pending.length} pending input(s) were admitted without a wake, and nothing runs turns here: wake it where turns run (engine.wake, SessiondClient.wake, or sessiond start picks up the next prompt admitted with a wake).`,
+      };
+    },
+    async cancel(sessionId, reason, executionId) {
+      await known(sessionId, 'cancel');
+      if (executionId !== undefined) validateId(executionId, 'execution id');
+      try {
+        const { events } = await handler.execute(sessionId, (now) => ({ type: 'cancel', now, ...(reason ? { reason } : {}), ...(executionId ? { executionId } : {}) }), { fresh: true });
+        return { cancelled: true, executionId: (events[0]!.payload as { executionId: string }).executionId };
+      } catch (err) {
+        if (isRefusal(err, 'nothing_to_cancel')) return { cancelled: false, reason: 'nothing_to_cancel', message: (err as Error).message };
+        throw err;
+      }
+    },
+    async dropPending(sessionId, request) {
+      await known(sessionId, 'drop pending inputs of');
+      return dropPending(handler, sessionId, request);
+    },
+    async status(sessionId, statusOptions) {
+      const checked = checkStatusOptions(statusOptions);
+      return statusOf(await known(sessionId, 'show'), clock.now(), checked);
+    },
+    follow: (sessionId, onEvent, followOptions) => followLog(log, sessionId, onEvent, followOptions),
+    async close() {
+      await options.onClose?.();
+    },
+  };
+}

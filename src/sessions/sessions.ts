@@ -1,0 +1,80 @@
+/**
+ * One way to drive sessions, whoever runs them: the embedded engine (`openEngine`, turns run in this
+ * process), a NATS deployment's workers (`SessiondClient`), or a log at rest (`logSessions`, what
+ * the CLI uses on a SQLite file a worker watches). Each passes the same contract suite
+ * (`sessionsContract` in `sessiond/testing`), so code written against `Sessions` runs on any of them.
+ *
+ *   async function ask(sessions: Sessions, id: string, prompt: string) {
+ *     const { inputId } = await sessions.admit(id, { prompt });
+ *     return sessions.status(id);
+ *   }
+ *
+ * Types (and one constant) only: the NATS client implements this without loading the machine or SQLite.
+ */
+import type { AdmitReceipt, AdmitRequest } from '../input/admit.ts';
+import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';
+import type { CancelResult, ResumeResult } from '../execution/session-execution.ts';
+import type { SessionView } from '../machines/session-view.ts';
+import type { ExecutionState } from '../machines/session-context.ts';
+import type { SessionEvent } from '../events/envelope.ts';
+
+/**
+ * What a wake did: `started` (a turn began), `running_here` (already running where it was asked),
+ * `nothing_pending`, `refused` (the machine said no, and why), `failed`, `closed` (the engine is
+ * closing), or `requested` where nothing runs turns in-process (a log at rest: the worker watching
+ * it picks the wake up).
+ */
+export type WakeResult = ResumeResult | { status: 'requested' };
+
+/**
+ * A session as people and services see it (owner, lease, phase, pending inputs without their
+ * prompts, recovery, usage) and its current or last execution. The same shape from every
+ * implementation, and on the wire (the NATS `status` reply).
+ */
+export interface SessionStatus extends SessionView {
+  /** The current (or last) execution; `inputIds` lists its first `EXECUTION_INPUTS_SHOWN` inputs, `inputCount` counts them all. */
+  execution: (ExecutionState & { inputCount: number }) | null;
+}
+
+/** Input ids of an execution a status lists at most (`inputCount` counts them all). */
+export const EXECUTION_INPUTS_SHOWN = 100;
+
+export interface StatusOptions {
+  /** Index of the first pending input to list (pages of `PENDING_PAGE`; default 0). */
+  pendingFrom?: number;
+}
+
+export interface FollowOptions {
+  /** Events up to this seq count as seen: delivery starts at the next one (default 0: the whole session). */
+  afterSeq?: number;
+  /** The handler threw, or the events could not be read (default: one line on stderr). Delivery goes on with the next event. */
+  onError?: (err: unknown) => void;
+}
+
+export interface EventSubscription {
+  /** Seq of the last event delivered (the `afterSeq` given, before the first). */
+  readonly lastSeq: number;
+  close(): Promise<void>;
+}
+
+export type SessionEventHandler = (event: SessionEvent) => void | Promise<void>;
+
+export interface Sessions {
+  /** Admits a prompt (idempotent by input id; one is generated when absent) and, unless `wake: false`, wakes the session. */
+  admit(sessionId: string, request: AdmitRequest): Promise<AdmitReceipt>;
+  /** Runs the session's pending inputs, or says why not. Rejects with `not_found` for a session with no events. */
+  wake(sessionId: string): Promise<WakeResult>;
+  /** Cancels the execution in progress (`executionId`: only that one). Cancellation is final. */
+  cancel(sessionId: string, reason?: string, executionId?: string): Promise<CancelResult>;
+  /** Drops the session's pending inputs unrun (all, or those named): an operator unblocking a session. */
+  dropPending(sessionId: string, request?: DropPendingRequest): Promise<DropPendingResult>;
+  /** The session now. Rejects with `not_found` for a session with no events. */
+  status(sessionId: string, options?: StatusOptions): Promise<SessionStatus>;
+  /**
+   * Every committed event of the session after `afterSeq`, in order, each once: what is in the log
+   * first, then events as they commit (gaps filled from the log). The handler's promise is awaited
+   * before the next event.
+   */
+  follow(sessionId: string, handler: SessionEventHandler, options?: FollowOptions): Promise<EventSubscription>;
+  close(): Promise<void>;
+}

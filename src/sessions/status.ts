@@ -1,0 +1,34 @@
+/**
+ * A session's status from its snapshot: the one function every `Sessions` implementation and the
+ * NATS status reply use, so they answer with the same shape and the same rules (session-view.ts).
+ */
+import { InvalidInputError, NotFoundError } from '../errors.ts';
+import { pendingPage, sessionView } from '../machines/session-view.ts';
+import type { SessionSnapshot } from '../machines/decider.ts';
+import { EXECUTION_INPUTS_SHOWN, type SessionStatus, type StatusOptions } from './sessions.ts';
+
+/** The status of a snapshot at `now`: prompts stay out, and long lists are paged or cut, so it stays small however many inputs wait. */
+export function statusOf(snapshot: SessionSnapshot, now: number, options: StatusOptions = {}): SessionStatus {
+  const exec = snapshot.context.execution;
+  return {
+    ...sessionView(snapshot, now),
+    ...(options.pendingFrom ? pendingPage(snapshot.context, options.pendingFrom) : {}),
+    execution: exec ? { ...exec, inputIds: exec.inputIds.slice(0, EXECUTION_INPUTS_SHOWN), inputCount: exec.inputIds.length } : null,
+  };
+}
+
+/** What `status`, `wake`, `cancel` and `dropPending` answer for a session that has no events. */
+export function unknownSession(sessionId: string, verb: string): NotFoundError {
+  return new NotFoundError(
+    `Session ${sessionId} has no events, so there is nothing to ${verb}. Check the session id, or admit a prompt first (it creates the session).`,
+    { details: { sessionId } });
+}
+
+/** `status`'s options checked: `pendingFrom` a whole number >= 0. */
+export function checkStatusOptions(options: StatusOptions | undefined): StatusOptions {
+  const from = options?.pendingFrom;
+  if (from !== undefined && (typeof from !== 'number' || !Number.isInteger(from) || from < 0)) {
+    throw new InvalidInputError(`Invalid status request: pendingFrom must be a whole number >= 0 (the index of the first pending input to list), got ${JSON.stringify(from)}.`);
+  }
+  return options ?? {};
+}

@@ -1,0 +1,176 @@
+/**
+ * The `Sessions` contract, written once and run against every implementation (the engine, a log at
+ * rest with a worker beside it, the NATS client with a worker behind it):
+ *
+ *   sessionsContract('engine', async () => ({ sessions, settle, cleanup })).run();
+ *
+ * `settle(sessionId)` waits until whatever runs the turns has run the session's pending inputs (the
+ * engine's awaitIdle, a worker polled through status). Every turn uses an echo runner.
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ErrorCode, ErrorKind, isSessiondError } from '../errors.ts';
+import type { SessionEvent } from '../events/envelope.ts';
+import type { Sessions } from '../sessions/sessions.ts';
+import { uniqueId } from './fixtures.ts';
+import { waitFor } from './wait.ts';
+
+export interface SessionsFixture {
+  sessions: Sessions;
+  /** Resolves once the session's pending inputs have run and its turn settled. */
+  settle: (sessionId: string) => Promise<void>;
+  cleanup: () => Promise<void>;
+  /**
+   * False for an implementation that runs no turns and reaches no process that does (a log at
+   * rest): its `wake` of inputs admitted without a wake is refused, saying where to wake them.
+   */
+  wakeRuns?: boolean;
+}
+
+async function rejected(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a rejection');
+}
+
+export function sessionsContract(name: string, open: () => Promise<SessionsFixture>) {
+  const s = suite<{ fx: SessionsFixture }>(`Sessions contract (${name})`, {} as { fx: SessionsFixture });
+  s.before.each(async (ctx) => { ctx.fx = await open(); });
+  s.after.each(async (ctx) => { await ctx.fx.cleanup(); });
+
+  s('a session with no events: status, wake, cancel and dropPending reject with not_found, naming it', async ({ fx }) => {
+    const id = uniqueId('ses_none');
+    for (const [verb, call] of [
+      ['status', () => fx.sessions.status(id)],
+      ['wake', () => fx.sessions.wake(id)],
+      ['cancel', () => fx.sessions.cancel(id)],
+      ['dropPending', () => fx.sessions.dropPending(id)],
+    ] as const) {
+      const err = await rejected(call());
+      assert.ok(isSessiondError(err), `${verb}: a SessiondError`);
+      assert.is(err.code, ErrorCode.NotFound, verb);
+      assert.is(err.kind, ErrorKind.NotFound, verb);
+      assert.match(err.message, id, `${verb} names the session`);
+    }
+  });
+
+  s('an invalid session id is refused as invalid input before anything is sent', async ({ fx }) => {
+    const err = await rejected(fx.sessions.admit('not a valid id!', { prompt: 'p' }));
+    assert.ok(isSessiondError(err));
+    assert.is(err.kind, ErrorKind.InvalidInput);
+  });
+
+  s('admit is idempotent by input id; the turn runs once and status says settled', async ({ fx }) => {
+    const id = uniqueId('ses_admit');
+    const inputId = uniqueId('inp');
+    const first = await fx.sessions.admit(id, { prompt: 'hello', id: inputId });
+    assert.equal({ ...first, admittedSeq: 0 }, { sessionId: id, inputId, admittedSeq: 0, created: true, wake: true });
+    assert.ok(first.admittedSeq >= 1);
+    const again = await fx.sessions.admit(id, { prompt: 'hello', id: inputId });
+    assert.is(again.created, false, 'the same input id again is not a second input');
+    assert.is(again.admittedSeq, first.admittedSeq);
+    await fx.settle(id);
+    const status = await fx.sessions.status(id);
+    assert.is(status.sessionId, id);
+    assert.is(status.state, 'settled');
+    assert.is(status.outcome, 'succeeded');
+    assert.is(status.owner, null, 'nobody owns a settled session');
+    assert.is(status.pendingCount, 0);
+    assert.is(status.executions, 1, 'one turn for the two admissions of one input');
+    assert.ok(status.execution !== null);
+    assert.equal(status.execution.inputIds, [inputId]);
+    assert.is(status.execution.inputCount, 1);
+    assert.ok(status.seq > first.admittedSeq);
+  });
+
+  s('without wake, inputs wait; status pages them; dropPending drops them unrun', async ({ fx }) => {
+    const id = uniqueId('ses_wait');
+    const ids = [uniqueId('inp'), uniqueId('inp'), uniqueId('inp')];
+    for (const inputId of ids) {
+      const receipt = await fx.sessions.admit(id, { prompt: `p ${inputId}`, id: inputId, wake: false });
+      assert.is(receipt.wake, false);
+    }
+    const status = await fx.sessions.status(id);
+    assert.is(status.pendingCount, 3);
+    assert.equal(status.pending.map((p) => p.inputId), ids);
+    assert.not.ok('prompt' in status.pending[0]!, 'prompts stay out of a status');
+    const page = await fx.sessions.status(id, { pendingFrom: 1 });
+    assert.is(page.pendingFrom, 1);
+    assert.equal(page.pending.map((p) => p.inputId), ids.slice(1));
+    const bad = await rejected(fx.sessions.status(id, { pendingFrom: -1 }));
+    assert.ok(isSessiondError(bad));
+    assert.is(bad.kind, ErrorKind.InvalidInput);
+    const dropped = await fx.sessions.dropPending(id, { inputIds: [ids[1]!], reason: 'contract' });
+    assert.equal(dropped.dropped, [ids[1]]);
+    assert.is(dropped.sessionId, id);
+    const rest = await fx.sessions.dropPending(id);
+    assert.equal(rest.dropped, [ids[0], ids[2]]);
+    assert.is((await fx.sessions.status(id)).pendingCount, 0);
+    assert.equal((await fx.sessions.dropPending(id)).dropped, [], 'nothing left to drop');
+  });
+
+  s('wake runs what waits; cancel with nothing running says so', async ({ fx }) => {
+    const id = uniqueId('ses_wake');
+    await fx.sessions.admit(id, { prompt: 'later', wake: false });
+    const woken = await fx.sessions.wake(id);
+    if (fx.wakeRuns === false) {
+      assert.is(woken.status, 'refused');
+      if (woken.status === 'refused') assert.match(woken.message, 'admitted without a wake');
+      await fx.sessions.admit(id, { prompt: 'now' }); // a wake a worker acts on
+      assert.is((await fx.sessions.wake(id)).status, 'requested', 'pending inputs that asked for a wake: requested');
+    } else {
+      assert.ok(['started', 'running_here'].includes(woken.status), `wake said ${woken.status}`);
+    }
+    await fx.settle(id);
+    assert.is((await fx.sessions.wake(id)).status, 'nothing_pending');
+    assert.is((await fx.sessions.status(id)).outcome, 'succeeded');
+    const nothing = await fx.sessions.cancel(id, 'too late');
+    assert.is(nothing.cancelled, false);
+    if (!nothing.cancelled) assert.is(nothing.reason, 'nothing_to_cancel');
+  });
+
+  s('follow delivers every committed event in order, each once, then new ones as they commit', async ({ fx }) => {
+    const id = uniqueId('ses_follow');
+    await fx.sessions.admit(id, { prompt: 'one' });
+    await fx.settle(id);
+    const seen: SessionEvent[] = [];
+    const sub = await fx.sessions.follow(id, (e) => { seen.push(e); });
+    const settledSeq = (await fx.sessions.status(id)).seq;
+    await waitFor(() => seen.length >= settledSeq, { timeoutMs: 10_000, what: `the ${settledSeq} events logged before following` });
+    await fx.sessions.admit(id, { prompt: 'two' });
+    await fx.settle(id);
+    const last = (await fx.sessions.status(id)).seq;
+    await waitFor(() => seen.length >= last, { timeoutMs: 10_000, what: `events up to seq ${last}` });
+    await sub.close();
+    assert.equal(seen.map((e) => e.seq), Array.from({ length: last }, (_, i) => i + 1), 'seqs 1..last, in order, none twice');
+    assert.ok(seen.every((e) => e.sessionId === id));
+    assert.is(seen[0]!.type, 'input.admitted');
+    assert.is(seen.at(-1)!.type, 'execution.settled');
+    assert.is(sub.lastSeq, last);
+    const from = await fx.sessions.follow(id, () => undefined, { afterSeq: last });
+    assert.is(from.lastSeq, last, 'afterSeq counts as seen');
+    await from.close();
+  });
+
+  s('follow from afterSeq starts at the next event; a handler that throws does not stop delivery', async ({ fx }) => {
+    const id = uniqueId('ses_after');
+    await fx.sessions.admit(id, { prompt: 'one' });
+    await fx.settle(id);
+    const last = (await fx.sessions.status(id)).seq;
+    const seen: number[] = [];
+    const errors: unknown[] = [];
+    const sub = await fx.sessions.follow(id, (e) => {
+      seen.push(e.seq);
+      if (e.seq === 3) throw new Error('handler failed');
+    }, { afterSeq: 2, onError: (err) => errors.push(err) });
+    await waitFor(() => seen.length >= last - 2, { timeoutMs: 10_000, what: 'the events after seq 2' });
+    await sub.close();
+    assert.equal(seen, Array.from({ length: last - 2 }, (_, i) => i + 3));
+    assert.is(errors.length, 1, 'the handler\'s failure reported once');
+  });
+
+  return s;
+}
