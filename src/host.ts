@@ -19,6 +19,7 @@ import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, type Notice } from './execution
 import type { SessionEvent } from './events/envelope.ts';
 import type { EventLog } from './events/event-log.ts';
 import type { Runner } from './runner/types.ts';
+import type { Sessions } from './sessions/sessions.ts';
 import { ErrorCode, isSessiondError, messageOf } from './errors.ts';
 import { systemClock } from './clock.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
@@ -73,7 +74,8 @@ export interface SessiondOptions {
   signal?: AbortSignal;
 }
 
-export interface Sessiond extends Pick<Engine, 'admit' | 'wake' | 'status' | 'cancel' | 'dropPending' | 'awaitIdle' | 'activeTurns'> {
+/** A whole worker: `Sessions` (its engine's), and the parts around it. */
+export interface Sessiond extends Omit<Sessions, 'close'>, Pick<Engine, 'awaitIdle' | 'activeTurns'> {
   readonly ownerId: string;
   readonly engine: Engine;
   readonly worker: Worker;
@@ -229,7 +231,8 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       ownerId: engine.ownerId, engine, worker, where, nats, inspectorUrl, metricsUrl,
       admit: (id, request) => engine.admit(id, request),
       wake: (id) => engine.wake(id),
-      status: (id) => engine.status(id),
+      status: (id, statusOptions) => engine.status(id, statusOptions),
+      follow: (id, handler, followOptions) => engine.follow(id, handler, followOptions),
       cancel: (id, reason, executionId) => engine.cancel(id, reason, executionId),
       dropPending: (id, request) => engine.dropPending(id, request),
       awaitIdle: (id) => engine.awaitIdle(id),
