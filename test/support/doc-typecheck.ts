@@ -152,7 +152,8 @@ export function typecheckBlocks(blocks: CodeBlock[], root: string, doors: Readon
 
     // doors: each import of the package must name a door whose file exists
     let blocked = false;
-    for (const [code, line] of [[block.code, block.line + 1], [block.prelude?.code ?? '', block.prelude?.line ?? block.line]] as const) {
+    const pieces = [[block.code, block.line + 1], [block.prelude?.code ?? '', block.prelude?.line ?? 0], [block.pagePrelude?.code ?? '', block.pagePrelude?.line ?? 0]] as const;
+    for (const [code, line] of pieces) {
       for (const spec of importsOf(code)) {
         if (spec !== 'sessiond' && !spec.startsWith('sessiond/')) continue;
         if (doors[spec] === undefined) {
@@ -190,7 +191,10 @@ export function typecheckBlocks(blocks: CodeBlock[], root: string, doors: Readon
     });
     if (members && members.to === codeLines.length) lines.push({ text: '}', docLine: block.line });
     const driftFrom = lines.length;
- if (!program && block.section && referenceNames[0]?.[0] === 'sessiond' && referenceNames[0][1].includes(block.section)) lines.push(...driftLines(block, members ? codeLines.slice(members.from, members.to).join('\n') : undefined, members ? codeLines.slice(members.to).join('\n') : block.code));
+    const exported = referenceNames[0]?.[0] === 'sessiond' && block.section !== undefined && referenceNames[0][1].includes(block.section);
+    if (!program && exported) {
+      lines.push(...driftLines(block, members ? codeLines.slice(members.from, members.to).join('\n') : undefined, members ? codeLines.slice(members.to).join('\n') : block.code));
+    }
     lines.push({ text: 'export {};', docLine: block.line });
     const fileName = join(root, `${block.file}.L${block.line}.ts`);
     if (!program) declareBodiless(lines, fileName, driftFrom);
