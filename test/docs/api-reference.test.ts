@@ -15,7 +15,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import ts from 'typescript';
+import { exportedNames } from '../support/exported-names.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const INDEX_FILE = `${ROOT}src/index.ts`;
@@ -23,44 +23,7 @@ const DOC_FILE = `${ROOT}docs/api.md`;
 const README_FILE = `${ROOT}README.md`;
 const DOCS_DIR = `${ROOT}docs/`;
 
-/**
- * Headings that may name something src/index.ts does not export yet: placeholders the lead engineer
- * fills. Once the name is exported, its section is checked like any other (it needs its signature).
- */
-const PLACEHOLDERS = new Set(['openaiRunner']);
-
 const EXPORT_HEADING = /^`([A-Za-z_$][\w$]*)`$/;
-
-/** Every name a module exports, in source order: `export { a, type B, c as d } from`, `export type { ... }`, `export const ...`. */
-function exportedNames(source: string, fileName = 'index.ts'): string[] {
-  const file = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
-  const names: string[] = [];
-  const exported = (node: ts.Node) => ts.canHaveModifiers(node) && (ts.getModifiers(node) ?? []).some((m) => m.kind === ts.SyntaxKind.ExportKeyword);
-  for (const statement of file.statements) {
-    const where = `${fileName}:${file.getLineAndCharacterOfPosition(statement.getStart()).line + 1}`;
-    if (ts.isExportDeclaration(statement)) {
-      const clause = statement.exportClause;
-      if (!clause) throw new Error(`${where}: \`export * from\` hides the names it exports; name every export by hand so docs/api.md can be checked.`);
-      if (ts.isNamespaceExport(clause)) names.push(clause.name.text);
-      else for (const element of clause.elements) names.push(element.name.text);
-    } else if (ts.isExportAssignment(statement)) {
-      throw new Error(`${where}: a default export has no name to document; export a named binding instead.`);
-    } else if (exported(statement)) {
-      if (ts.isVariableStatement(statement)) {
-        for (const d of statement.declarationList.declarations) {
-          if (!ts.isIdentifier(d.name)) throw new Error(`${where}: export a plain name, not a destructuring pattern.`);
-          names.push(d.name.text);
-        }
-      } else if ((ts.isFunctionDeclaration(statement) || ts.isClassDeclaration(statement) || ts.isInterfaceDeclaration(statement)
-        || ts.isTypeAliasDeclaration(statement) || ts.isEnumDeclaration(statement) || ts.isModuleDeclaration(statement)) && statement.name && ts.isIdentifier(statement.name)) {
-        names.push(statement.name.text);
-      } else {
-        throw new Error(`${where}: an export this test cannot name (${ts.SyntaxKind[statement.kind]}).`);
-      }
-    }
-  }
-  return names;
-}
 
 interface Heading { level: number; text: string; line: number; slug: string }
 interface Section { name: string; line: number; body: string[] }
@@ -138,7 +101,7 @@ function problems(indexSource: string, markdown: string): string[] {
   for (const [name, sections] of byName) {
     if (sections.length > 1) out.push(`docs/api.md has ${sections.length} "### \`${name}\`" sections (lines ${sections.map((s) => s.line).join(', ')}): keep one`);
     const exported = exportSet.has(name);
-    if (!exported && !PLACEHOLDERS.has(name)) {
+    if (!exported) {
       out.push(`docs/api.md line ${sections[0]!.line} documents ${name}, which src/index.ts does not export: remove the section, or export the name`);
     }
     for (const s of sections) {
@@ -218,17 +181,6 @@ test('api reference - the check catches drift both ways (an undocumented export,
   assert.ok(problems(emptied, `${markdown}\n### \`emptyOne\`\n\nNo signature yet.\n`).some((p) => p.includes('the section of emptyOne has no ```ts block')));
   assert.ok(problems(indexSource, `${markdown}\nSee [nowhere](#no-such-heading).\n`).some((p) => p.includes('#no-such-heading')));
   assert.throws(() => exportedNames(`${indexSource}\nexport * from './x.ts';\n`), /export \* from/);
-});
-
-test('api reference - a placeholder section is tolerated until its name is exported, then needs its signature', () => {
-  assert.ok(/^### `openaiRunner`$/m.test(markdown), 'the openaiRunner placeholder is gone from docs/api.md');
-  const exportedNow = exportedNames(indexSource).includes('openaiRunner');
-  if (!exportedNow) {
-    const once = `${indexSource}\nexport { openaiRunner } from './runner/openai.ts';\n`;
-    const section = markdown.slice(markdown.indexOf('### `openaiRunner`')).split(/\n(?=#{1,3} )/)[0]!;
-    const hasSignature = /^```ts\s*$/m.test(section);
-    assert.is(problems(once, markdown).some((p) => p.includes('the section of openaiRunner has no ```ts block')), !hasSignature);
-  }
 });
 
 test.run();
