@@ -15,7 +15,8 @@
 import type { EventLog } from '../events/event-log.ts';
 import { durableEventTypes } from '../events/catalog.ts';
 import { TimelineIndex, typeMatches, upperBound } from './timeline-index.ts';
-import { HttpError, parseSeq, timelineRow, type TimelineRow } from './views.ts';
+import { parseSeq, timelineRow, type TimelineRow } from './views.ts';
+import { HttpError } from '../errors.ts';
 
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 500;

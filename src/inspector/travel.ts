@@ -4,12 +4,11 @@
  * the events after it, read from the log. Never a fold from seq 0 once the store has followed the
  * log past a checkpoint; a store that is behind only makes the fold longer, never different.
  */
-import { ErrorCode, SessiondError } from '../errors.ts';
+import { ErrorCode, SessiondError, HttpError } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { evolve, initialSnapshot, type SessionSnapshot } from '../machines/decider.ts';
 import { nearestSnapshot, type InspectorContext } from './store.ts';
-import { HttpError } from './views.ts';
 
 export interface Travelled {
   /** The session folded up to the sequence asked for. */

@@ -39,14 +39,14 @@
 import { wholeNumber } from '../options.ts';
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type PubAck, type Consumer, type ConsumerMessages } from '@nats-io/jetstream';
 import { millis, type NatsConnection } from '@nats-io/transport-node';
-import { ErrorCode, NotFoundError, PermissionError, SessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, NotFoundError, PermissionError, SessiondError, messageOf, SequenceConflictError } from '../errors.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { catalog } from '../events/catalog.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
 import { checkPayloadSizes, prepareBatch } from '../events/prepare-batch.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import {
-  SequenceConflictError, duplicateEventError, logClosedError, pageSizeOption,
+  duplicateEventError, logClosedError, pageSizeOption,
   type EventLog, type ReadPagesOptions, type SubscribeOptions, type Subscription,
 } from '../events/event-log.ts';
 import {

@@ -7,14 +7,13 @@
  */
 import type { Command } from 'commander';
 import { CommandHandler } from '../../execution/command-handler.ts';
-import { isRefusal } from '../../execution/errors.ts';
+import { isRefusal, UsageError } from '../../errors.ts';
 import { systemClock } from '../../clock.ts';
 import { randomIds, validateId } from '../../ids.ts';
 import { SessiondClient } from '../../nats/client.ts';
 import type { CliContext } from '../context.ts';
 import { addLogOptions, openLog, type LogOptions } from '../log-options.ts';
 import { natsConnectionOptions } from '../nats-options.ts';
-import { UsageError } from '../exit.ts';
 import { dropPending, type DropPendingRequest, type DropPendingResult } from '../../input/drop.ts';
 
 type CancelOptions = LogOptions & { reason?: string; pending?: boolean; input?: string[] };
