@@ -2,7 +2,19 @@
  * One error class for everything sessiond raises on purpose. Each carries a stable `code` from
  * `ErrorCode` (match on it, never on the message), an optional `cause`, and a message that says
  * what was wrong and what to do next.
+ *
+ * Every error class that leaves its module lives here: the general ones by kind, then those of the
+ * event log, execution, the model runner, export files, the projector, the inspector and the CLI.
+ * Two stay with their code: `CommandError` (src/nats/commands.ts), whose code is derived from the
+ * command protocol's failure codes, and classes private to one module that never leave it.
+ *
+ * This module is imported by the NATS client: it imports types only (erased at runtime), so it never
+ * brings the machines, SQLite or xstate into a client's import chain.
  */
+import type { RecordedError } from './events/catalog.ts';
+import type { SessionEvent } from './events/envelope.ts';
+import type { CommandType, Refusal } from './machines/commands.ts';
+
 export const ErrorCode = {
   // input and configuration
   InvalidId: 'invalid_id',
@@ -126,6 +138,168 @@ export class CorruptDataError extends SessiondError {
 /** No answer within a deadline. */
 export class TimeoutError extends SessiondError {
   constructor(message: string, options: ErrorOptions = {}) { super(ErrorCode.Timeout, message, options); this.name = 'TimeoutError'; }
+}
+
+// the event log
+
+/** An append whose `expectedSeq` is stale: another writer appended first (the fencing token held). */
+export class SequenceConflictError extends SessiondError {
+  readonly sessionId: string;
+  readonly expectedSeq: number;
+  readonly actualSeq: number;
+  constructor(sessionId: string, expectedSeq: number, actualSeq: number, cause?: unknown) {
+    super(ErrorCode.SequenceConflict,
+      `Session ${sessionId} is at sequence ${actualSeq}, not ${expectedSeq} as expected: another writer appended first. Reload the session and decide again.`,
+      { cause, details: { sessionId, expectedSeq, actualSeq } });
+    this.name = 'SequenceConflictError';
+    this.sessionId = sessionId;
+    this.expectedSeq = expectedSeq;
+    this.actualSeq = actualSeq;
+  }
+}
+
+export function isSequenceConflict(err: unknown): err is SequenceConflictError {
+  return err instanceof SequenceConflictError;
+}
+
+// session machine and execution
+
+/** The session machine refused a command; `reason` is a stable `Refusal` string. */
+export class CommandRefusedError extends SessiondError {
+  readonly reason: Refusal;
+  readonly command: CommandType;
+  readonly sessionId: string;
+  constructor(sessionId: string, command: CommandType, reason: Refusal, message: string) {
+    super(ErrorCode.CommandRefused, `${command} refused for session ${sessionId} (${reason}): ${message}`, { details: { sessionId, command, reason } });
+    this.name = 'CommandRefusedError';
+    this.reason = reason;
+    this.command = command;
+    this.sessionId = sessionId;
+  }
+}
+
+export function isRefusal(err: unknown, ...reasons: Refusal[]): err is CommandRefusedError {
+  return err instanceof CommandRefusedError && (reasons.length === 0 || reasons.includes(err.reason));
+}
+
+/** The owner no longer holds its claim: the runner must stop. The message is the seed's defect text. */
+export class ClaimLostError extends SessiondError {
+  readonly executionId: string;
+  constructor(executionId: string, cause?: unknown) {
+    super(ErrorCode.ClaimLost, `Session execution claim lost: ${executionId}`, { cause, details: { executionId } });
+    this.name = 'ClaimLostError';
+    this.executionId = executionId;
+  }
+}
+
+/** An execution was cancelled (a runner's `ctx.signal.reason` when a cancel aborts it). */
+export class CancelledError extends SessiondError {
+  constructor(executionId: string, reason?: string) {
+    super(ErrorCode.Cancelled, `Execution ${executionId} was cancelled${reason ? `: ${reason}` : ''}`, { details: { executionId } });
+    this.name = 'CancelledError';
+  }
+}
+
+/** What aborts a runner when its worker shuts down: the turn is handed back (settled `released`). */
+export class ShutdownError extends SessiondError {
+  constructor() {
+    super(ErrorCode.Unavailable, 'the worker is shutting down');
+    this.name = 'ShutdownError';
+  }
+}
+
+/** Turns anything thrown into the recorded error shape; unclassified errors are `{ type: 'unknown' }`. */
+export function recordedError(err: unknown, type = 'unknown'): RecordedError {
+  if (err instanceof Error) return { type, message: err.message, name: err.name };
+  return { type: 'unknown', message: String(err) };
+}
+
+// the model runner
+
+/** How a failed model request is handled (src/runner/model/retry.ts classifies it): sent again, compacted, or failed. */
+export type ModelFailure =
+  | { kind: 'retry'; status: number | undefined; message: string; retryAfterMs: number | undefined }
+  | { kind: 'overflow'; message: string }
+  | { kind: 'fatal'; status: number | undefined; message: string };
+
+/** A model request that failed for good (after retries, or not retryable). */
+export class ModelRequestError extends SessiondError {
+  constructor(readonly failure: ModelFailure, readonly attempts: number) {
+    super(ErrorCode.ModelRequestFailed, `model request failed${attempts > 1 ? ` after ${attempts} attempts` : ''}: ${failure.message}`, { details: { kind: failure.kind, ...('status' in failure && failure.status !== undefined ? { status: failure.status } : {}) } });
+    this.name = 'ModelRequestError';
+  }
+}
+
+/** A call the model runner cannot make (no such tool, input that fails the schema): the model gets it as the call's error result. */
+export class ToolInputError extends SessiondError {
+  constructor(message: string) {
+    super(ErrorCode.InvalidPayload, message);
+    this.name = 'ToolInputError';
+  }
+}
+
+// export files
+
+/** An export file damaged at byte `offset`, in frame `frame` (the header is frame 0): every event before it was read. */
+export class CorruptExportError extends SessiondError {
+  constructor(readonly file: string, readonly offset: number, readonly frame: number, why: string, cause?: unknown) {
+    super(ErrorCode.DecodeFailed, `${file} is damaged at byte ${offset} (frame ${frame}): ${why}. The ${Math.max(0, frame - 1)} events before it were read.`, { cause, details: { file, offset, frame } });
+    this.name = 'CorruptExportError';
+  }
+}
+
+// the projector
+
+/** `evt_1 (tool.failed, session ses_1, seq 7, position 12)`: how errors name an event. */
+function describeEvent(event: Pick<SessionEvent, 'id' | 'type' | 'sessionId' | 'seq'> & { position?: number }): string {
+  const position = event.position === undefined ? 'no position' : `position ${event.position}`;
+  return `${String(event.id)} (${String(event.type)}, session ${String(event.sessionId)}, seq ${String(event.seq)}, ${position})`;
+}
+
+/**
+ * A batch could not be applied because of one event; nothing of the batch was written. It names the
+ * event, says the batch was rolled back, and keeps the rule's error as `cause` with the same code
+ * (src/projector/errors.ts wraps what a rule threw in it).
+ */
+export class ProjectionError extends SessiondError {
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly sessionId: string;
+  readonly seq: number;
+  readonly position: number | undefined;
+  constructor(projector: string, event: SessionEvent, cause: SessiondError, checkpoint: number) {
+    const stream = cause.code === ErrorCode.InconsistentStream || cause.code === ErrorCode.InvariantViolation;
+    super(cause.code,
+      `${cause.message} [event ${describeEvent(event)}]. Projector "${projector}" rolled back the whole batch: nothing of it was applied and its checkpoint stays at ${checkpoint}.` +
+      (stream ? ' The projector never skips an event: inspect the session\'s events, fix the writer that produced this one (or repair the log), then apply again.' : ''),
+      { cause, details: { ...cause.details, projector, eventId: event.id, type: event.type, sessionId: event.sessionId, seq: event.seq, position: event.position, checkpoint } });
+    this.name = 'ProjectionError';
+    this.eventId = event.id;
+    this.eventType = event.type;
+    this.sessionId = event.sessionId;
+    this.seq = event.seq;
+    this.position = event.position;
+  }
+}
+
+// the inspector
+
+/** A request the inspector refuses: the HTTP status, and the stable code it answers with (`reason`). */
+export class HttpError extends SessiondError {
+  constructor(readonly status: number, readonly reason: string, message: string) {
+    super(status === 404 ? ErrorCode.NotFound : status >= 500 ? ErrorCode.Internal : ErrorCode.InvalidOption, message, { details: { status, reason } });
+    this.name = 'HttpError';
+  }
+}
+
+// the CLI
+
+/** A user's mistake on the command line: printed plainly, without a stack trace. */
+export class UsageError extends InvalidInputError {
+  constructor(message: string) {
+    super(message, { code: ErrorCode.Usage });
+    this.name = 'UsageError';
+  }
 }
 
 export function isSessiondError(err: unknown, code?: ErrorCode): err is SessiondError {

@@ -19,16 +19,14 @@ export type { CancelResult, ResumeResult } from './execution/session-execution.t
 export { echoRunner, type EchoOptions } from './runner/echo.ts';
 export type { Runner, RunContext, RunInput, ToolCall, ToolContext } from './runner/types.ts';
 export { openaiRunner, DEFAULT_OPENAI_BASE_URL, type OpenAIRunnerOptions } from './runner/model/openai.ts';
-export { modelRunner, ModelRequestError, DEFAULT_MAX_STEPS, type ModelRunnerOptions } from './runner/model/model-runner.ts';
+export { modelRunner, DEFAULT_MAX_STEPS, type ModelRunnerOptions } from './runner/model/model-runner.ts';
 export { defineTool, loadTools, type ModelTool, type ToolRegistry } from './runner/model/tools.ts';
 export { DEFAULT_RETRY, type RetryPolicy } from './runner/model/retry.ts';
 export type { TranscriptItem, TranscriptPart } from './runner/transcript.ts';
 export type { Continuation, Usage } from './events/catalog.ts';
 // errors
 export { SessiondError, ErrorCode, ErrorKind, kindOf, isSessiondError, ConnectionError, PermissionError, NotFoundError, InvalidInputError, CorruptDataError, TimeoutError } from './errors.ts';
-export { ClaimLostError, CommandRefusedError } from './execution/errors.ts';
-export { CancelledError } from './execution/session-execution.ts';
-export { SequenceConflictError } from './events/event-log.ts';
+export { ClaimLostError, CommandRefusedError, CancelledError, SequenceConflictError, ModelRequestError, CorruptExportError } from './errors.ts';
 export { Refusal } from './machines/commands.ts';
 // logs
 export type { EventLog, Subscription, SubscribeOptions } from './events/event-log.ts';
@@ -53,7 +51,7 @@ export { stateOf, type SessionSnapshot, type SessionStateValue } from './machine
 // checks, projection, export
 export { auditLog, auditSession, type Violation } from './audit/audit-log.ts';
 export { rebuildProjection, projectionHash, sessionRows, listSessions } from './projector/index.ts';
-export { ExportWriter, readExport, CorruptExportError } from './export/export-file.ts';
+export { ExportWriter, readExport } from './export/export-file.ts';
 // clock and ids (inject them for deterministic tests)
 export { systemClock, ManualClock, type Clock } from './clock.ts';
 export { randomIds, sequentialIds, validateId, type IdSource } from './ids.ts';

@@ -1,4 +1,4 @@
-import { ErrorCode, InvalidInputError, isSessiondError, messageOf, type ErrorKind } from '../errors.ts';
+import { isSessiondError, messageOf, type ErrorKind } from '../errors.ts';
 
 /**
  * Exit codes follow the kind of failure (the BSD sysexits values where one fits): 0 ok, 1 the
@@ -13,14 +13,6 @@ const BY_KIND: Record<ErrorKind, number> = {
   invalid_input: ExitCode.Usage, corrupt_data: ExitCode.DataError, not_found: ExitCode.NotFound, unavailable: ExitCode.Unavailable,
   timeout: ExitCode.Timeout, permission: ExitCode.NoPermission, conflict: ExitCode.Failure, refused: ExitCode.Failure, failure: ExitCode.Failure,
 };
-
-/** A user's mistake on the command line: printed plainly, without a stack trace. */
-export class UsageError extends InvalidInputError {
-  constructor(message: string) {
-    super(message, { code: ErrorCode.Usage });
-    this.name = 'UsageError';
-  }
-}
 
 export function exitCodeFor(err: unknown): number {
   return isSessiondError(err) ? BY_KIND[err.kind] : ExitCode.Failure;

@@ -9,11 +9,10 @@
  * A bad value is a usage error naming the flag; the password is never printed.
  */
 import type { Command } from 'commander';
-import { isSessiondError, messageOf } from '../errors.ts';
+import { isSessiondError, messageOf, UsageError } from '../errors.ts';
 import { inboxPrefixOf, parseConnectionOptions, type NatsConnectionOptions } from '../nats/connection.ts';
 import { DEFAULT_REPLY_PREFIX } from '../nats/command-service.ts';
 import type { CliContext } from './context.ts';
-import { UsageError } from './exit.ts';
 
 export interface NatsFlags {
   nats?: string;

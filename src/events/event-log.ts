@@ -87,25 +87,6 @@ export interface EventLog {
   close(): Promise<void>;
 }
 
-export class SequenceConflictError extends SessiondError {
-  readonly sessionId: string;
-  readonly expectedSeq: number;
-  readonly actualSeq: number;
-  constructor(sessionId: string, expectedSeq: number, actualSeq: number, cause?: unknown) {
-    super(ErrorCode.SequenceConflict,
-      `Session ${sessionId} is at sequence ${actualSeq}, not ${expectedSeq} as expected: another writer appended first. Reload the session and decide again.`,
-      { cause, details: { sessionId, expectedSeq, actualSeq } });
-    this.name = 'SequenceConflictError';
-    this.sessionId = sessionId;
-    this.expectedSeq = expectedSeq;
-    this.actualSeq = actualSeq;
-  }
-}
-
-export function isSequenceConflict(err: unknown): err is SequenceConflictError {
-  return err instanceof SequenceConflictError;
-}
-
 /** Thrown when some, but not all, of an append's event ids are already committed. */
 export function duplicateEventError(sessionId: string, ids: string[]): SessiondError {
   return new SessiondError(ErrorCode.DuplicateEvent,

@@ -7,17 +7,15 @@
 import type { Clock } from '../clock.ts';
 import type { IdSource } from '../ids.ts';
 import type { EventLog } from '../events/event-log.ts';
-import { isSequenceConflict } from '../events/event-log.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import { decide, evolve, initialSnapshot, type SessionMachine, type SessionSnapshot } from '../machines/decider.ts';
 import { DEFAULT_SNAPSHOT_EVERY, type SnapshotStore } from '../machines/snapshot-store.ts';
 import { pendingBytes } from '../machines/session-context.ts';
 import { verifyStoredSnapshot } from './verify-snapshot.ts';
-import { messageOf } from '../errors.ts';
+import { messageOf, isSequenceConflict, CommandRefusedError } from '../errors.ts';
 import { DEFAULT_MAX_HELD_BYTES } from '../input/limits.ts';
 import { sessionMachine } from '../machines/session-machine.ts';
 import type { Command } from '../machines/commands.ts';
-import { CommandRefusedError } from './errors.ts';
 import { retryTransient } from '../storage/transient.ts';
 import { catalog } from '../events/catalog.ts';
 

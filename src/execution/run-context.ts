@@ -20,10 +20,8 @@ import type { ProtoEvent } from '../machines/commands.ts';
 import { Refusal } from '../machines/commands.ts';
 import type { RunContext, RunInput, ToolCall, ToolContext } from '../runner/types.ts';
 import type { CommandHandler } from './command-handler.ts';
-import { ClaimLostError, isRefusal } from './errors.ts';
 import { runInputs, steeringInputs } from '../input/turn.ts';
-import { recordedError } from './recorded-error.ts';
-import { ErrorCode, SessiondError } from '../errors.ts';
+import { ErrorCode, SessiondError, ClaimLostError, isRefusal, recordedError } from '../errors.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, pack } from '../events/codec.ts';
 import type { Transcripts } from './transcripts.ts';
 

@@ -10,7 +10,7 @@
  */
 import { systemClock, type Clock, type TimerHandle } from '../clock.ts';
 import { randomIds, validateId, type IdSource } from '../ids.ts';
-import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, SessiondError, isSessiondError, messageOf, CancelledError, ClaimLostError, CommandRefusedError, ShutdownError, isRefusal, recordedError } from '../errors.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { nullLiveBus, type LiveBus } from '../events/live-bus.ts';
 import type { SnapshotStore } from '../machines/snapshot-store.ts';
@@ -19,7 +19,6 @@ import { stateOf, type SessionSnapshot } from '../machines/decider.ts';
 import type { RunInput, Runner } from '../runner/types.ts';
 import type { PendingInput } from '../machines/session-context.ts';
 import { CommandHandler, type Build } from './command-handler.ts';
-import { ClaimLostError, CommandRefusedError, isRefusal } from './errors.ts';
 import { inputsForTurn, runInputs } from '../input/turn.ts';
 import { createRunContext } from './run-context.ts';
 import { Transcripts } from './transcripts.ts';
@@ -27,7 +26,6 @@ import { checkKeys, wholeNumber } from '../options.ts';
 
 /** Every option of the execution service (anything else is refused as a likely typo). */
 export const EXECUTION_OPTIONS = ['log', 'runner', 'clock', 'ids', 'ownerId', 'leaseMs', 'heartbeatMs', 'bus', 'snapshots', 'onNotice', 'limits'] as const;
-import { recordedError } from './recorded-error.ts';
 import { parseLimits, type SessionLimits } from '../input/limits.ts';
 import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './registry.ts';
 
@@ -69,22 +67,6 @@ export type ResumeResult =
   | { status: 'closed' };
 
 export type CancelResult = { cancelled: true; executionId: string } | { cancelled: false; reason: Refusal; message: string };
-
-export class CancelledError extends SessiondError {
-  constructor(executionId: string, reason?: string) {
-    super(ErrorCode.Cancelled, `Execution ${executionId} was cancelled${reason ? `: ${reason}` : ''}`, { details: { executionId } });
-    this.name = 'CancelledError';
-  }
-}
-
-/** What aborts a runner when its worker shuts down: the turn is handed back (settled `released`). */
-class ShutdownError extends SessiondError {
-  constructor() {
-    super(ErrorCode.Unavailable, 'the worker is shutting down');
-    this.name = 'ShutdownError';
-  }
-}
-
 
 export class SessionExecution {
   readonly ownerId: string;

@@ -11,13 +11,13 @@
  */
 import type { SessionEvent } from '../events/envelope.ts';
 import type { Subscription } from '../events/event-log.ts';
-import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, SessiondError, isSessiondError, messageOf, CancelledError } from '../errors.ts';
 import type { Db } from '../storage/sqlite.ts';
 import { Projector } from '../projector/projector.ts';
 import { RecoverySweeper, type RecoveryNotice } from '../recovery/sweeper.ts';
 import { projectionCandidates } from '../recovery/projection-candidates.ts';
 import { systemClock, type Clock } from '../clock.ts';
-import { CancelledError, type SessionExecution } from './session-execution.ts';
+import type { SessionExecution } from './session-execution.ts';
 import { localRun } from './registry.ts';
 
 export interface WorkerOptions {

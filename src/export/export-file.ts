@@ -11,7 +11,7 @@
  * damage is lost.
  */
 import { open, type FileHandle } from 'node:fs/promises';
-import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { CorruptExportError, ErrorCode, SessiondError, messageOf } from '../errors.ts';
 import { decodeEvent, encodeEvent, pack, unpack } from '../events/codec.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 
@@ -68,13 +68,6 @@ export class ExportWriter {
     const buf = Buffer.concat([len, body]);
     await this.fh.write(buf, 0, buf.byteLength, this.position);
     this.position += buf.byteLength;
-  }
-}
-
-export class CorruptExportError extends SessiondError {
-  constructor(readonly file: string, readonly offset: number, readonly frame: number, why: string, cause?: unknown) {
-    super(ErrorCode.DecodeFailed, `${file} is damaged at byte ${offset} (frame ${frame}): ${why}. The ${Math.max(0, frame - 1)} events before it were read.`, { cause, details: { file, offset, frame } });
-    this.name = 'CorruptExportError';
   }
 }
 

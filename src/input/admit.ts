@@ -2,11 +2,10 @@
  * Admission: a prompt enters a session's inbox, idempotent by input id. An exact retry returns the
  * same receipt; reusing an id with different content is refused.
  */
-import { ErrorCode, SessiondError } from '../errors.ts';
+import { ErrorCode, SessiondError, isRefusal } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import type { Delivery } from '../events/catalog.ts';
 import type { CommandHandler } from '../execution/command-handler.ts';
-import { isRefusal } from '../execution/errors.ts';
 import { admittedSeq } from '../machines/session-context.ts';
 import { DEFAULT_LIMITS, DEFAULT_MAX_PROMPT_BYTES, type SessionLimits } from './limits.ts';
 

@@ -6,7 +6,7 @@
  */
 import { validateId } from '../ids.ts';
 import type { CommandHandler } from '../execution/command-handler.ts';
-import { isRefusal } from '../execution/errors.ts';
+import { isRefusal } from '../errors.ts';
 
 export interface DropPendingRequest {
   /** Drop only these inputs (default: every input the session's users admitted and that still waits). */

@@ -25,7 +25,7 @@ import type { AddressInfo } from 'node:net';
 import { systemClock, type Clock } from '../clock.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { EventLog } from '../events/event-log.ts';
-import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, SessiondError, messageOf, HttpError } from '../errors.ts';
 import { sessionMachine } from '../machines/session-machine.ts';
 import { machineToDot, renderSvg, type DotOptions } from './chart.ts';
 import { inspectorPage } from './page.ts';
@@ -35,7 +35,7 @@ import { hostGuard, type Refusal } from './host-check.ts';
 import { TimelineIndex } from './timeline-index.ts';
 import { DEFAULT_PAGE, parsePageQuery, timelinePage, type PageQuery } from './timeline.ts';
 import { sessionLastSeq, travel } from './travel.ts';
-import { HttpError, parseSeq, parseSessionId, stateView, timelineRow, type AtView, type SessionView } from './views.ts';
+import { parseSeq, parseSessionId, stateView, timelineRow, type AtView, type SessionView } from './views.ts';
 
 export const DEFAULT_INSPECTOR_HOST = '127.0.0.1';
 /** How long a list request waits for the store to fold the log up to its head before answering. */

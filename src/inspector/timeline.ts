@@ -15,7 +15,9 @@
 import type { EventLog } from '../events/event-log.ts';
 import { durableEventTypes } from '../events/catalog.ts';
 import { TimelineIndex, typeMatches, upperBound } from './timeline-index.ts';
-import { HttpError, parseSeq, timelineRow, type TimelineRow } from './views.ts';
+import type { TimelinePage, TimelineRow } from './view-types.ts';
+import { parseSeq, timelineRow } from './views.ts';
+import { HttpError } from '../errors.ts';
 
 export const DEFAULT_PAGE = 100;
 export const MAX_PAGE = 500;
@@ -31,18 +33,6 @@ export interface PageQuery {
   types: string[] | null;
   /** Text to find in payloads (lower-cased); null: no search. */
   q: string | null;
-}
-
-export interface TimelinePage {
-  sessionId: string;
-  lastSeq: number;
-  events: TimelineRow[];
-  /** Pass as `before=` for the page before this one; null when nothing matching is earlier. */
-  before: number | null;
-  /** Pass as `after=` for the page after this one; null when nothing matching is later (yet). */
-  after: number | null;
-  /** For a text search: the sequences this request searched. */
-  scanned?: { from: number; to: number };
 }
 
 const PARAMS = ['before', 'after', 'around', 'time', 'limit', 'type', 'q'];

@@ -4,23 +4,11 @@
  * the events after it, read from the log. Never a fold from seq 0 once the store has followed the
  * log past a checkpoint; a store that is behind only makes the fold longer, never different.
  */
-import { ErrorCode, SessiondError } from '../errors.ts';
-import type { SessionEvent } from '../events/envelope.ts';
+import { ErrorCode, SessiondError, HttpError } from '../errors.ts';
 import type { EventLog } from '../events/event-log.ts';
-import { evolve, initialSnapshot, type SessionSnapshot } from '../machines/decider.ts';
+import { evolve, initialSnapshot } from '../machines/decider.ts';
 import { nearestSnapshot, type InspectorContext } from './store.ts';
-import { HttpError } from './views.ts';
-
-export interface Travelled {
-  /** The session folded up to the sequence asked for. */
-  snapshot: SessionSnapshot;
-  /** The session one event earlier (null at seq 0). */
-  previous: SessionSnapshot | null;
-  /** The event at that sequence (null at seq 0). */
-  event: SessionEvent | null;
-  /** The session's last sequence in the log. */
-  lastSeq: number;
-}
+import type { Travelled } from './view-types.ts';
 
 /** The session's last sequence; 404 when it has no events, or fewer than `upTo`. */
 export async function sessionLastSeq(log: EventLog, sessionId: string, upTo?: number): Promise<number> {

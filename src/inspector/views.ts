@@ -1,39 +1,20 @@
 /**
  * What the inspector's JSON routes answer: a session's state and context as travelled to a sequence
  * (travel.ts), the lease as it stood at a time, and its timeline rows.
- * Parsing of route parameters lives here too, with the 400/404 errors the server sends.
+ * Parsing of route parameters lives here too, with the 400/404 errors the server sends (`HttpError`,
+ * src/errors.ts). The shapes timeline.ts and travel.ts share with these views are in view-types.ts.
  */
 import { sessionView } from '../machines/session-view.ts';
 import type { SessionEvent } from '../events/envelope.ts';
-import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';
+import { HttpError, isSessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { stateOf, type SessionStateValue } from '../machines/decider.ts';
 import { leaseLive, type SessionContext } from '../machines/session-context.ts';
 import { summarize, type SessionSummary } from './store.ts';
-import type { TimelinePage } from './timeline.ts';
-import type { Travelled } from './travel.ts';
-
-/** A request the inspector refuses: the HTTP status, and the stable code it answers with (`reason`). */
-export class HttpError extends SessiondError {
-  constructor(readonly status: number, readonly reason: string, message: string) {
-    super(status === 404 ? ErrorCode.NotFound : status >= 500 ? ErrorCode.Internal : ErrorCode.InvalidOption, message, { details: { status, reason } });
-    this.name = 'HttpError';
-  }
-}
+import type { TimelinePage, TimelineRow, Travelled } from './view-types.ts';
 
 /** Admitted input ids a view shows of the context (the latest). */
 export const ADMITTED_SHOWN = 20;
-
-export interface TimelineRow {
-  seq: number;
-  type: string;
-  /** When the writer decided the event; `committedAt` when the log stored it (null: not recorded). */
-  time: number;
-  committedAt: number | null;
-  position: number | null;
-  id: string;
-  payload: unknown;
-}
 
 export interface LeaseView {
   executionId: string;

@@ -10,7 +10,7 @@
  *   res.end(await metrics.registry.metrics());
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { isSequenceConflict } from '../events/event-log.ts';
+import { isSequenceConflict } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { AppendObserver } from '../events/observed-log.ts';
 import type { Notice } from '../execution/session-execution.ts';

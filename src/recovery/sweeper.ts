@@ -17,12 +17,10 @@
  */
 import { checkKeys, wholeNumber } from '../options.ts';
 import type { Clock, TimerHandle } from '../clock.ts';
-import { messageOf } from '../errors.ts';
+import { messageOf, isRefusal, recordedError } from '../errors.ts';
 import { stateOf } from '../machines/decider.ts';
 import { leaseLive } from '../machines/session-context.ts';
 import type { SessionExecution } from '../execution/session-execution.ts';
-import { isRefusal } from '../execution/errors.ts';
-import { recordedError } from '../execution/recorded-error.ts';
 
 export const DEFAULT_SWEEP_INTERVAL_MS = 5_000;
 export const DEFAULT_MAX_WAKE_ATTEMPTS = 5;

@@ -8,14 +8,10 @@ import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
 import type { Clock } from '../clock.ts';
 import { systemClock } from '../clock.ts';
 import { migrations as builtIn } from './migrations/index.ts';
+import type { Migration } from './migration.ts';
 import type { Db } from './sqlite.ts';
 
-export interface Migration {
-  version: number;
-  name: string;
-  /** SQL script (may hold several statements) or a function for data migrations. */
-  up: string | ((db: Db) => void);
-}
+export type { Migration } from './migration.ts';
 
 export interface MigrateResult {
   from: number;

@@ -12,14 +12,14 @@
  * changes when another connection commits), backing off from 5 ms to `maxPollMs` while idle.
  */
 import { systemClock, type Clock } from '../clock.ts';
-import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, SessiondError, messageOf, SequenceConflictError } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { catalog, isDurable } from '../events/catalog.ts';
 import { checkPayloadSize, eventFromFrame, pack, unpack, DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
 import { prepareBatch } from '../events/prepare-batch.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import {
-  SequenceConflictError, duplicateEventError, logClosedError, pageSizeOption,
+  duplicateEventError, logClosedError, pageSizeOption,
   type EventLog, type ReadPagesOptions, type SubscribeOptions, type Subscription,
 } from '../events/event-log.ts';
 import type { Db } from './sqlite.ts';

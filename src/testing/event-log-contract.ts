@@ -9,9 +9,8 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { EventLog } from '../events/event-log.ts';
-import { SequenceConflictError } from '../events/event-log.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
-import { ErrorCode, isSessiondError } from '../errors.ts';
+import { ErrorCode, isSessiondError, SequenceConflictError } from '../errors.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
 import { waitFor } from './wait.ts';
 import { draft, ev, expectCode, uniqueId as uid } from './fixtures.ts';

@@ -17,7 +17,6 @@ import { SessiondClient } from '../../src/nats/client.ts';
 import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
 import type { LiveMessage } from '../../src/nats/live-bus.ts';
 import { STREAM_NAME } from '../../src/nats/subjects.ts';
-import { continuationIdFor } from '../../src/recovery/sweeper.ts';
 import {
   REPLICATED_FENCING_SINCE, fencesReplicatedStreams, natsServerVersion, startNatsCluster, type NatsCluster, type NatsClusterNode,
 } from '../../src/testing/nats-cluster.ts';
@@ -25,6 +24,7 @@ import { ADMIN, CLIENT, OBSERVER, WORKER } from '../../src/testing/nats-server.t
 import { waitFor } from '../../src/testing/wait.ts';
 import { runCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
+import { assertContinuationChainsSucceed } from '../support/continuations.ts';
 import { analyse, allDone, describeOpen, ended, killAll, pollLog, startWorkers, type LogAnalysis, type WorkerFlags, type WorkerProc } from '../nats/cluster.ts';
 
 export const SERVER_VERSION = natsServerVersion();
@@ -390,15 +390,7 @@ export async function assertClusterLog(w: ClusterWorld, events: SessionEvent[], 
     if (x.settled.length === 1) assert.is(x.settled[0]!.payload.outcome, 'succeeded', `execution ${x.id} succeeded: ${JSON.stringify(x.settled[0]!.payload.error)}`);
     else recovered.push(x.id);
   }
-  const promoter = (inputId: string) => a.executions.get(a.promoted.get(inputId)![0]!.payload.executionId)!;
-  for (const id of userInputs) {
-    let x = promoter(id);
-    for (let hops = 0; x.settled.length === 0; hops++) {
-      assert.ok(hops < 10, `input ${id}: continuation chain too long`);
-      x = promoter(continuationIdFor(x.id));
-    }
-    assert.is(x.settled[0]!.payload.outcome, 'succeeded', `input ${id}'s turn (or its continuation) succeeded`);
-  }
+  assertContinuationChainsSucceed(a, userInputs);
   return { a, recovered, raw: raw.messages };
 }
 

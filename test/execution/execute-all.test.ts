@@ -8,7 +8,7 @@ import { openDatabase } from '../../src/storage/sqlite.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
 import { CommandHandler } from '../../src/execution/command-handler.ts';
-import { isRefusal } from '../../src/execution/errors.ts';
+import { isRefusal } from '../../src/errors.ts';
 import { admitInput } from '../../src/input/admit.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { sequentialIds } from '../../src/ids.ts';

@@ -7,8 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ManualClock, flushAsync } from '../../src/clock.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
-import { ClaimLostError } from '../../src/execution/errors.ts';
-import { CancelledError } from '../../src/execution/session-execution.ts';
+import { ClaimLostError, CancelledError } from '../../src/errors.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { fixture, gatedRunner, count } from '../support/fixture.ts';
 

@@ -7,11 +7,12 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
-import { CorruptExportError, EXPORT_READ_CHUNK_BYTES as CHUNK, ExportWriter, readExport } from '../../src/export/export-file.ts';
+import { EXPORT_READ_CHUNK_BYTES as CHUNK, ExportWriter, readExport } from '../../src/export/export-file.ts';
 import { encodeEvent } from '../../src/events/codec.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { tempDir } from '../support/tmp.ts';
 import { committed, ev } from '../../src/testing/fixtures.ts';
+import { CorruptExportError } from '../../src/errors.ts';
 
 const admitted = (i: number, prompt: string): SessionEvent =>
   committed(ev('input.admitted', { inputId: `inp_${i}`, prompt, delivery: 'queue', wake: true, source: 'user' }), { id: `evt_${i}`, sessionId: 'ses_x', seq: i + 1, time: 1000 + i });

@@ -1,10 +1,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { ExportWriter, readExport, CorruptExportError } from '../../src/export/export-file.ts';
+import { ExportWriter, readExport } from '../../src/export/export-file.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { tempDir } from '../support/tmp.ts';
 import { committed, ev } from '../../src/testing/fixtures.ts';
+import { CorruptExportError } from '../../src/errors.ts';
 
 const events: SessionEvent[] = Array.from({ length: 5 }, (_, i) =>
   committed(ev('input.admitted', { inputId: `inp_${i}`, prompt: `prompt ${i}`, delivery: 'queue', wake: true, source: 'user' }), { id: `evt_${i}`, sessionId: 'ses_x', seq: i + 1, time: 1000 + i }));

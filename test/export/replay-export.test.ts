@@ -7,10 +7,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { CorruptExportError, ExportWriter, readExport } from '../../src/export/export-file.ts';
+import { ExportWriter, readExport } from '../../src/export/export-file.ts';
 import { replayExport, type ReplayProgress } from '../../src/export/replay-export.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
-import { ErrorCode } from '../../src/errors.ts';
+import { ErrorCode, CorruptExportError } from '../../src/errors.ts';
 import { Projector } from '../../src/projector/projector.ts';
 import { projectionHash, rebuildProjection } from '../../src/projector/rebuild.ts';
 import { eventImporter } from '../../src/storage/import-events.ts';

@@ -19,7 +19,7 @@ import { startInspector, type Inspector } from '../../src/inspector/server.ts';
 import { projectedRowsAt, ROWS_LIMIT } from '../../src/inspector/rows.ts';
 import { CHECKPOINT_EVERY, nearestSnapshot } from '../../src/inspector/store.ts';
 import { travel } from '../../src/inspector/travel.ts';
-import type { TimelinePage } from '../../src/inspector/timeline.ts';
+import type { TimelinePage } from '../../src/inspector/view-types.ts';
 import type { AtView, SessionView } from '../../src/inspector/views.ts';
 import { tempDir } from '../support/tmp.ts';
 

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { SequenceConflictError } from '../../src/events/event-log.ts';
+import { SequenceConflictError } from '../../src/errors.ts';
 import { connectNats } from '../../src/nats/connection.ts';
 import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
 import { JetStreamSnapshotStore, setupSnapshotStream } from '../../src/nats/snapshot-store.ts';

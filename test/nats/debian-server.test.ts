@@ -5,7 +5,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync } from 'node:fs';
-import { SequenceConflictError } from '../../src/events/event-log.ts';
+import { SequenceConflictError } from '../../src/errors.ts';
 import { REPLICATED_FENCING_SINCE, fencesReplicated } from '../../src/nats/stream.ts';
 import { natsServerVersion } from '../../src/testing/nats-cluster.ts';
 import { ADMIN, DEBIAN_NATS_SERVER_BIN, WORKER } from '../../src/testing/nats-server.ts';

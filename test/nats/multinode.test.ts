@@ -26,6 +26,7 @@ import { admitted } from '../../src/testing/event-log-contract.ts';
 import { startNatsServer, CLIENT, OBSERVER, type NatsServer } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { tempDir } from '../support/tmp.ts';
+import { assertContinuationChainsSucceed } from '../support/continuations.ts';
 import {
   allDone, analyse, describeOpen, ended, killAll, openReader, pollLog, projectionCheckpoint, startWorkers, stopWorker, timeline,
   type LogAnalysis, type WorkerProc,
@@ -138,15 +139,7 @@ function assertExactlyOnce(a: LogAnalysis, userInputs: string[]): string[] {
     }
   }
   // each user input's turn ran once, following continuations through recoveries
-  const promoter = (inputId: string) => a.executions.get(a.promoted.get(inputId)![0]!.payload.executionId)!;
-  for (const id of userInputs) {
-    let x = promoter(id);
-    for (let hops = 0; x.settled.length === 0; hops++) {
-      assert.ok(hops < 10, `input ${id}: continuation chain too long`);
-      x = promoter(continuationIdFor(x.id));
-    }
-    assert.is(x.settled[0]!.payload.outcome, 'succeeded', `input ${id}'s turn (or its continuation) succeeded`);
-  }
+  assertContinuationChainsSucceed(a, userInputs);
   return recovered;
 }
 

@@ -4,9 +4,8 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ErrorCode, type ErrorCode as Code } from '../../src/errors.ts';
+import { ErrorCode, type ErrorCode as Code, ProjectionError } from '../../src/errors.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
-import { ProjectionError } from '../../src/projector/errors.ts';
 import { projectionHash } from '../../src/projector/rebuild.ts';
 import { claimedTurn, setup } from './support.ts';
 import { expectCode, stream, type Stream } from '../../src/testing/fixtures.ts';

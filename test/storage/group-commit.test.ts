@@ -10,8 +10,7 @@ import Database from 'better-sqlite3';
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
-import { ErrorCode, isSessiondError } from '../../src/errors.ts';
-import { isSequenceConflict } from '../../src/events/event-log.ts';
+import { ErrorCode, isSessiondError, isSequenceConflict } from '../../src/errors.ts';
 import { tempDir } from '../support/tmp.ts';
 import { draft, ev } from '../../src/testing/fixtures.ts';
 

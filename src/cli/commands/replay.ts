@@ -1,12 +1,11 @@
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
-import { CorruptExportError } from '../../export/export-file.ts';
 import { replayExport, type ReplayProgress } from '../../export/replay-export.ts';
 import { openDatabase } from '../../storage/sqlite.ts';
 import { migrate } from '../../storage/migrate.ts';
 import { validateId } from '../../ids.ts';
 import { systemClock } from '../../clock.ts';
-import { NotFoundError, messageOf } from '../../errors.ts';
+import { NotFoundError, messageOf, CorruptExportError } from '../../errors.ts';
 import type { CliContext } from '../context.ts';
 import { positiveInt } from '../options.ts';
 import { progress } from '../progress.ts';

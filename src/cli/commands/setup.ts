@@ -16,7 +16,7 @@ import { connectNats } from '../../nats/connection.ts';
 import { setupEventStream, fencesReplicated, CLUSTER_REPLICAS, DEFAULT_DUPLICATE_WINDOW_MS, DEFAULT_REPLICAS, REPLICATED_FENCING_SINCE, type StreamSetup } from '../../nats/stream.ts';
 import { setupSnapshotStream } from '../../nats/snapshot-store.ts';
 import type { CliContext } from '../context.ts';
-import { UsageError } from '../exit.ts';
+import { UsageError } from '../../errors.ts';
 import { positiveInt } from '../options.ts';
 import { addNatsOptions, describeNats, natsConnectionOptions, type NatsFlags } from '../nats-options.ts';
 

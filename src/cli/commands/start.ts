@@ -15,12 +15,11 @@ import { DEFAULT_OPENAI_BASE_URL, openaiRunner } from '../../runner/model/openai
 import { DEFAULT_MAX_STEPS } from '../../runner/model/model-runner.ts';
 import { loadTools } from '../../runner/model/tools.ts';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from '../../execution/session-execution.ts';
-import { messageOf } from '../../errors.ts';
+import { messageOf, UsageError } from '../../errors.ts';
 import { DEFAULT_RECONNECT_WAIT_MS } from '../../nats/connection.ts';
 import { LIVE_PREFIX } from '../../nats/subjects.ts';
 import type { CliContext } from '../context.ts';
 import { nonNegativeInt, port, positiveInt } from '../options.ts';
-import { UsageError } from '../exit.ts';
 import {
   addNatsCommandOptions, addNatsOptions, describeNats, natsCommandConnection, natsConnectionOptions, type NatsCommandFlags, type NatsFlags,
 } from '../nats-options.ts';

@@ -19,13 +19,12 @@
  */
 import { generateText, streamText, type LanguageModel, type LanguageModelUsage, type ModelMessage } from 'ai';
 import type { RecordedError, Usage } from '../../events/catalog.ts';
-import { SessiondError, ErrorCode } from '../../errors.ts';
+import { SessiondError, ErrorCode, ModelRequestError, ToolInputError, recordedError } from '../../errors.ts';
 import type { RunContext, Runner } from '../types.ts';
 import type { TranscriptItem, TranscriptPart } from '../transcript.ts';
 import { sleep } from '../../clock.ts';
-import { recordedError } from '../../execution/recorded-error.ts';
 import { assistantMessages, estimateTokens, toModelMessages } from './messages.ts';
-import { backoff, classify, parseRetryPolicy, type Failure, type RetryPolicy } from './retry.ts';
+import { backoff, classify, parseRetryPolicy, type RetryPolicy } from './retry.ts';
 import { checkTools, sdkTools, type ToolRegistry } from './tools.ts';
 
 export interface ModelRunnerOptions {
@@ -48,14 +47,6 @@ export const DEFAULT_MAX_STEPS = 8;
 /** Compactions per step at most: a conversation that still overflows after them fails the step. */
 const MAX_COMPACTIONS_PER_STEP = 2;
 export const SUMMARIZE_PROMPT = 'Summarize the conversation above for yourself, to continue it later without it: the user\'s goals, the facts and decisions so far, tool results that matter, and what is left to do. Answer with the summary only.';
-
-/** A model request that failed for good (after retries, or not retryable). */
-export class ModelRequestError extends SessiondError {
-  constructor(readonly failure: Failure, readonly attempts: number) {
-    super(ErrorCode.ModelRequestFailed, `model request failed${attempts > 1 ? ` after ${attempts} attempts` : ''}: ${failure.message}`, { details: { kind: failure.kind, ...('status' in failure && failure.status !== undefined ? { status: failure.status } : {}) } });
-    this.name = 'ModelRequestError';
-  }
-}
 
 interface StepOutput {
   text: string;
@@ -211,14 +202,6 @@ async function runCall(ctx: RunContext, tools: ToolRegistry, messageId: string, 
   } catch (err) {
     if (ctx.signal.aborted) throw ctx.signal.reason;
     return { ...part, state: 'failed', error: recordedError(err, 'tool') };
-  }
-}
-
-/** A call the runner cannot make (no such tool, input that fails the schema): the model gets it as the call's error result. */
-class ToolInputError extends SessiondError {
-  constructor(message: string) {
-    super(ErrorCode.InvalidPayload, message);
-    this.name = 'ToolInputError';
   }
 }
 

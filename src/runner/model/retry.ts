@@ -7,7 +7,7 @@
  * the server's message.
  */
 import { APICallError } from 'ai';
-import { SessiondError, ErrorCode } from '../../errors.ts';
+import { SessiondError, ErrorCode, type ModelFailure } from '../../errors.ts';
 
 export interface RetryPolicy {
   /** Attempts per request, the first included (default 5). */
@@ -20,10 +20,8 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 5, baseDelayMs: 500, maxDelayMs: 30_000 };
 
-export type Failure =
-  | { kind: 'retry'; status: number | undefined; message: string; retryAfterMs: number | undefined }
-  | { kind: 'overflow'; message: string }
-  | { kind: 'fatal'; status: number | undefined; message: string };
+/** How a failed request is handled (the type lives with `ModelRequestError` in src/errors.ts). */
+export type Failure = ModelFailure;
 
 const RETRYABLE_STATUS = new Set([408, 409, 429]);
 const OVERFLOW = /context_length_exceeded|maximum context length|context length|context window|too many tokens|prompt is too long/i;

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.ts';
+import type { Migration } from '../migration.ts';
 
 /** The embedded event log, and the first session tables. */
 export const migration001: Migration = {

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.ts';
+import type { Migration } from '../migration.ts';
 
 /** Input inbox, recovery records and the projector checkpoint. */
 export const migration002: Migration = {

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.ts';
+import type { Migration } from '../migration.ts';
 
 /**
  * Messages of the log that a worker could not read as sessiond events and skipped (quarantined):

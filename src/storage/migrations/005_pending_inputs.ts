@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.ts';
+import type { Migration } from '../migration.ts';
 
 /**
  * The recovery sweep finds work from what is runnable (an input admitted and not promoted), not only

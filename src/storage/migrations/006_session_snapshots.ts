@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.ts';
+import type { Migration } from '../migration.ts';
 
 /**
  * Session snapshots: a session's folded state (state value and context) at a sequence, so a cold

@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.ts';
+import type { Migration } from '../migration.ts';
 
 /**
  * When each event was committed (ms since the epoch, the writer's clock at the commit), beside

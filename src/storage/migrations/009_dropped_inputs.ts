@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.ts';
+import type { Migration } from '../migration.ts';
 
 /**
  * Inputs dropped unrun (`input.dropped`, `sessiond cancel --pending`): `dropped_seq` is the drop's

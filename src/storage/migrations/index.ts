@@ -1,4 +1,4 @@
-import type { Migration } from '../migrate.ts';
+import type { Migration } from '../migration.ts';
 import { migration001 } from './001_event_log.ts';
 import { migration002 } from './002_inputs_recovery.ts';
 import { migration003 } from './003_session_scoped_ids.ts';

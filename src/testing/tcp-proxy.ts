@@ -1,6 +1,7 @@
 /**
- * A TCP proxy the fault suite puts between a worker and nats-server, so it can cut that worker off
- * (a network partition: open connections dropped, new ones refused) and heal it again.
+ * A TCP proxy a test puts between a client and a server, so it can cut that client off (a network
+ * partition: open connections dropped, new ones refused) and heal it again. The fault suite (chaos/)
+ * puts one between each worker and nats-server; the test cluster (nats-cluster.ts) one on each route.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 

@@ -1,0 +1,163 @@
+/**
+ * What the parts of the JetStream event log (jetstream-event-log.ts) share, as nats.js's base API
+ * client is shared by its JetStream client and manager: the connection and stream, the settings,
+ * the counters, the open or closed state, requests retried through outages, and the decoding of
+ * stored messages with their quarantine.
+ *
+ * Outages. The connection reconnects forever. nats.js drops what was sent while disconnected, so a
+ * request (publish or read) waits for the reconnect and is sent again at once, up to
+ * `publishRetryMs`; then it fails with `log_closed` (an append's message says its outcome is
+ * unknown and that retrying the same append is safe).
+ *
+ * Quarantine. A stored message that is not a valid batch (only a misbehaving writer can put one
+ * there) is skipped by every read and subscription, reported once through `onQuarantine` and
+ * counted; a session whose last message is such a one goes on from its last valid batch.
+ */
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { ErrorCode, PermissionError, SessiondError, messageOf } from '../errors.ts';
+import type { Clock } from '../clock.ts';
+import type { SessionEvent } from '../events/envelope.ts';
+import { logClosedError } from '../events/event-log.ts';
+import type { QuarantineHandler } from '../events/quarantine.ts';
+import { ConnectionWatch, isPermissionError, isTransientNatsError, waitAtMost } from './connection.ts';
+import { decodeBatch, isJsTransient } from './stream.ts';
+import { subjects } from './subjects.ts';
+
+/** Messages per pull for reads and subscriptions, and at most per `onBatch` call. */
+export const DEFAULT_READ_BATCH = 256;
+/** Waits between attempts of a request, and between consumers of a subscription, growing per failure. */
+export const BACKOFF_MS = [50, 100, 200, 500, 1000, 2000];
+/** Quarantined positions remembered to report each once. */
+const QUARANTINE_MEMORY = 10_000;
+
+/** Counters, for tests and benchmarks. */
+export interface JetStreamEventLogStats {
+  published: number;
+  /** Requests (publishes and reads) sent again after a timeout or an outage. */
+  retries: number;
+  duplicateAcks: number;
+  wrongLastSequence: number;
+  retriesRecognised: number;
+  /** Stored messages skipped because they are not valid event batches (counted once per position). */
+  quarantined: number;
+}
+
+/** The log's settings, checked and defaulted by `JetStreamEventLog.open`. */
+export interface JetStreamLogSettings {
+  maxPayloadBytes: number;
+  publishTimeoutMs: number;
+  publishRetryMs: number;
+  tailCacheSize: number;
+  clock: Clock;
+  onQuarantine: QuarantineHandler;
+}
+
+export class JetStreamLogBase {
+  readonly name: string;
+  readonly stats: JetStreamEventLogStats = { published: 0, retries: 0, duplicateAcks: 0, wrongLastSequence: 0, retriesRecognised: 0, quarantined: 0 };
+  readonly watch: ConnectionWatch;
+  /** Positions already quarantined (each is reported once). */
+  private readonly quarantinedAt = new Set<number>();
+  private isClosed = false;
+
+  constructor(
+    readonly nc: NatsConnection,
+    readonly js: JetStreamClient,
+    readonly jsm: JetStreamManager,
+    readonly stream: string,
+    readonly o: JetStreamLogSettings,
+  ) {
+    this.name = `nats:${stream}`;
+    this.watch = new ConnectionWatch(nc);
+  }
+
+  /** True once the log is closed (its own connection may still be open). */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /** Marks the log closed and stops watching the connection. */
+  markClosed(): void {
+    this.isClosed = true;
+    this.watch.stop();
+  }
+
+  assertOpen(): void {
+    if (this.isClosed) throw logClosedError(this.name);
+  }
+
+  /** A read-only JetStream request, retried through outages like a publish. */
+  request<T>(fn: () => Promise<T>): Promise<T> {
+    return this.retrying(fn, (err) => new SessiondError(ErrorCode.LogClosed,
+      `Event log ${this.name} is unreachable: a JetStream request failed for ${this.o.publishRetryMs} ms (${messageOf(err)}). Check that nats-server is running, then retry.`, { cause: err }));
+  }
+
+  /**
+   * Runs `fn` until it succeeds, a non-transient error, or `publishRetryMs` passes. A request sent
+   * while disconnected is lost (nats.js drops it), so while down we wait for the reconnect, and a
+   * reconnect during a request resends it at once instead of waiting for its timeout.
+   */
+  async retrying<T>(fn: () => Promise<T>, giveUp: (err: unknown) => Error): Promise<T> {
+    const deadline = this.o.clock.now() + this.o.publishRetryMs;
+    let lastError: unknown = new Error('disconnected from NATS');
+    for (let attempt = 0; ; attempt++) {
+      this.assertOpen();
+      if (!this.watch.connected) {
+        const waiter = this.watch.whenReconnected();
+        const back = await waitAtMost(waiter.promise, deadline - this.o.clock.now(), this.o.clock);
+        waiter.cancel();
+        if (!back) throw giveUp(lastError);
+        continue;
+      }
+      const outcome = await this.attempt(fn);
+      if ('value' in outcome) return outcome.value;
+      if (this.isClosed || this.nc.isClosed()) throw logClosedError(this.name);
+      if ('error' in outcome) {
+        if (isPermissionError(outcome.error)) {
+          throw new PermissionError(
+            `NATS refused a request of event log ${this.name}: ${messageOf(outcome.error)}. The connected user lacks that permission; appending (and lastSeq's fast path) needs a user allowed to publish sessiond.> and $JS.API.> (the worker user in nats.conf).`,
+            { cause: outcome.error });
+        }
+        if (!isTransientNatsError(outcome.error) && !isJsTransient(outcome.error)) throw outcome.error;
+        lastError = outcome.error;
+      }
+      const wait = 'reconnected' in outcome ? 0 : BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]!;
+      if (this.o.clock.now() + wait >= deadline) throw giveUp(lastError);
+      this.stats.retries++;
+      if (wait > 0) await waitAtMost(new Promise<never>(() => undefined), wait, this.o.clock);
+    }
+  }
+
+  /** `fn()`'s outcome, or `reconnected` when the connection comes back first (the request is then lost). */
+  private attempt<T>(fn: () => Promise<T>): Promise<{ value: T } | { error: unknown } | { reconnected: true }> {
+    return new Promise((resolve) => {
+      const drop = this.watch.onNextReconnect(() => resolve({ reconnected: true }));
+      fn().then(
+        (value) => { drop(); resolve({ value }); },
+        (error: unknown) => { drop(); resolve({ error }); },
+      );
+    });
+  }
+
+  /**
+   * The events of one stored message, or none when it is not a valid batch: then it is quarantined
+   * (reported once per position, counted) and the caller goes on past it.
+   */
+  decode(data: Uint8Array, position: number, subject: string, stored: Date): SessionEvent[] {
+    try {
+      return decodeBatch(data, position, subject, stored.getTime());
+    } catch (err) {
+      if (!(err instanceof SessiondError)) throw err;
+      if (!this.quarantinedAt.has(position)) {
+        if (this.quarantinedAt.size >= QUARANTINE_MEMORY) this.quarantinedAt.delete(this.quarantinedAt.values().next().value!);
+        this.quarantinedAt.add(position);
+        this.stats.quarantined++;
+        this.o.onQuarantine({
+          position, subject, sessionId: subjects.sessionOfEventsSubject(subject), code: err.code, message: err.message, size: data.byteLength,
+        });
+      }
+      return [];
+    }
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * Reading the JetStream event log (jetstream-event-log.ts): a session, the whole stream, pages, the
+ * head.
+ *
+ * Reads use ordered consumers (the client recreates them after a reconnect at the next stream
+ * sequence), one per read, however many pages `readPages` yields; a read stops on the message whose
+ * `pending` count is 0, or right away when the consumer starts with nothing pending. The client
+ * pulls the next messages only as the read consumes them, so a slow reader holds a few hundred
+ * messages, not the stream. A session's reads start from its tail (the appends' cache, refreshed
+ * from the server) when it holds what is asked for.
+ */
+import { DeliverPolicy, type ConsumerMessages } from '@nats-io/jetstream';
+import { ErrorCode, SessiondError } from '../errors.ts';
+import type { SessionEvent } from '../events/envelope.ts';
+import { logClosedError, pageSizeOption, type ReadPagesOptions } from '../events/event-log.ts';
+import { isPermissionError } from './connection.ts';
+import { DEFAULT_READ_BATCH, type JetStreamLogBase } from './jetstream-log-base.ts';
+import { subjects } from './subjects.ts';
+
+/** One stored message, decoded: no events when it was quarantined. */
+interface StoredMessage { seq: number; events: SessionEvent[] }
+
+/** A session's last message read from the server: its last event seq and its events (jetstream-append.ts). */
+export type TailLoader = (sessionId: string) => Promise<{ lastSeq: number; events: SessionEvent[] }>;
+
+export class JetStreamReads {
+  /** `tail` reads a session's last message (and caches it for the appends). */
+  constructor(private readonly base: JetStreamLogBase, private readonly tail: TailLoader) {}
+
+  async readSession(sessionId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<SessionEvent[]> {
+    const subject = subjects.events(sessionId);
+    const afterSeq = options.afterSeq ?? 0;
+    const limit = options.limit ?? Infinity;
+    const out: SessionEvent[] = [];
+    if (limit <= 0) return out;
+    if (afterSeq > 0) {
+      // Catching up (the engine's usual read): the session's last message, one request, often
+      // holds everything after `afterSeq`; only a longer gap needs a consumer over the subject.
+      // Without this every catch-up re-read the session's whole history (turns slowed down as
+      // sessions grew; found by the benchmarks).
+      const tail = await this.tail(sessionId).catch((err: unknown) => {
+        if (isPermissionError((err as Error).cause)) return undefined; // read-only users: scan below
+        throw err;
+      });
+      if (tail && tail.lastSeq <= afterSeq) return out;
+      if (tail && tail.events.length > 0 && tail.events[0]!.seq <= afterSeq + 1) {
+        for (const e of tail.events) if (e.seq > afterSeq && out.length < limit) out.push(e);
+        return out;
+      }
+    }
+    await this.scan(1, subject, (events) => {
+      for (const e of events) if (e.seq > afterSeq && out.length < limit) out.push(e);
+      return out.length < limit;
+    });
+    return out;
+  }
+
+  async lastSeq(sessionId: string): Promise<number> {
+    try {
+      return (await this.tail(sessionId)).lastSeq;
+    } catch (err) {
+      if (!isPermissionError((err as Error).cause)) throw err;
+      // users that may only use consumers (client, observer in nats.conf): read the last message with one
+      let last = 0;
+      const subject = subjects.events(sessionId);
+      await this.scan('last', subject, (events) => { last = events[events.length - 1]?.seq ?? -1; return true; });
+      if (last === -1) last = (await this.lastValidBatch(subject)).at(-1)?.seq ?? 0; // the last message is quarantined
+      return last;
+    }
+  }
+
+  /** The session's last valid batch, found by reading its whole subject (after a quarantined tail). */
+  async lastValidBatch(subject: string): Promise<SessionEvent[]> {
+    let last: SessionEvent[] = [];
+    await this.scan(1, subject, (events) => { if (events.length > 0) last = events; return true; });
+    return last;
+  }
+
+  async readAll(options: { after?: number; limit?: number } = {}): Promise<SessionEvent[]> {
+    const limit = options.limit ?? Infinity;
+    const out: SessionEvent[] = [];
+    if (limit <= 0) return out;
+    await this.scan((options.after ?? 0) + 1, undefined, (events) => {
+      // whole messages only: stop before one that would go over the limit (but always return one)
+      if (out.length > 0 && out.length + events.length > limit) return false;
+      out.push(...events);
+      return out.length < limit;
+    });
+    return out;
+  }
+
+  async head(): Promise<number> {
+    const b = this.base;
+    const info = await b.request(() => b.jsm.streams.info(b.stream));
+    return info.state.last_seq;
+  }
+
+  readPages(options: ReadPagesOptions = {}): AsyncIterable<SessionEvent[]> {
+    return this.pages(options.after ?? 0, pageSizeOption(options.pageSize));
+  }
+
+  /** Visits the messages `stored()` reads, until `visit` says stop. */
+  private async scan(start: number | 'last', filter: string | undefined, visit: (events: SessionEvent[]) => boolean): Promise<void> {
+    for await (const message of this.stored(start, filter)) if (!visit(message.events)) return;
+  }
+
+  /** Whole messages gathered into pages of at most `pageSize` events (a larger message alone). */
+  private async *pages(after: number, pageSize: number): AsyncGenerator<SessionEvent[]> {
+    let page: SessionEvent[] = [];
+    for await (const { events } of this.stored(after + 1, undefined)) {
+      if (page.length > 0 && page.length + events.length > pageSize) {
+        yield page;
+        page = [];
+      }
+      for (const e of events) page.push(e);
+      if (page.length >= pageSize) {
+        yield page;
+        page = [];
+      }
+    }
+    if (page.length > 0) yield page;
+  }
+
+  /**
+   * The stream's messages from `start` (a stream sequence, or the subject's last message), decoded,
+   * through one ordered consumer until none is pending. A reconnect mid-read would stall the ordered
+   * consumer for 30 s (see jetstream-subscription.ts): on a reconnect the read ends its consumer and
+   * goes on with a new one from the next message. Leaving the loop early ends the consumer.
+   */
+  private async *stored(start: number | 'last', filter: string | undefined): AsyncGenerator<StoredMessage> {
+    const b = this.base;
+    b.assertOpen();
+    for (let from = start; ;) {
+      const consumer = await b.request(() => b.js.consumers.get(b.stream, {
+        ...(from === 'last' ? { deliver_policy: DeliverPolicy.Last } : { opt_start_seq: Math.max(1, from) }),
+        ...(filter ? { filter_subjects: filter } : {}),
+      }));
+      let messages: ConsumerMessages | undefined;
+      let reconnected = false;
+      let dropWaiter = () => {};
+      try {
+        if ((await consumer.info(true)).num_pending === 0) return;
+        messages = await consumer.consume({ max_messages: DEFAULT_READ_BATCH });
+        const current = messages;
+        dropWaiter = b.watch.onNextReconnect(() => { reconnected = true; current.close().catch(() => undefined); });
+        for await (const m of messages) {
+          from = m.seq + 1;
+          yield { seq: m.seq, events: b.decode(m.data, m.seq, m.subject, m.time) };
+          if (m.info.pending === 0) return;
+        }
+        if (reconnected && !b.closed && !b.nc.isClosed()) continue;
+        throw b.closed || b.nc.isClosed() ? logClosedError(b.name)
+          : new SessiondError(ErrorCode.LogClosed, `Reading ${b.name} stopped before the end of the stream. Retry the read.`);
+      } finally {
+        dropWaiter();
+        await messages?.close();
+        consumer.delete().catch(() => undefined);
+      }
+    }
+  }
+}
