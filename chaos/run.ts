@@ -28,7 +28,7 @@ import Database from 'better-sqlite3';
 import { type Backend, type Worker, readStream } from './backend.ts';
 import { CHECKS, check, fromSqliteRows, type Finding } from './checker.ts';
 import { CLUSTER_REPLICAS, clusterBackend, clusterServerProblem } from './cluster.ts';
-import { startProxy, type Proxy } from './proxy.ts';
+import { startProxy, type Proxy } from '../src/testing/tcp-proxy.ts';
 import { HOSTILE_MAX_PENDING, HOSTILE_MAX_PROMPT_BYTES, hostileAction } from './hostile.ts';
 import { openDatabase } from '../src/storage/sqlite.ts';
 import { migrate } from '../src/storage/migrate.ts';
