@@ -40,14 +40,14 @@ try {
 } catch {
   const why = 'TypeScript is not installed (a dev dependency: npm ci without --omit=dev)';
   if (ifPossible) {
-    process.stdout.write(`build: skipped, ${why}; dist/ is not built\n`);
+    process.stderr.write(`build: skipped, ${why}; dist/ is not built\n`);
     process.exit(0);
   }
   fail(`${why}, so src/ cannot be compiled`);
 }
 
 rmSync(BUILDING, { recursive: true, force: true });
-const compiled = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json'), '--noCheck', '--outDir', BUILDING], { cwd: ROOT, stdio: 'inherit' });
+const compiled = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json'), '--noCheck', '--outDir', BUILDING], { cwd: ROOT, stdio: ['ignore', 2, 2] });
 if (compiled.status !== 0) fail(`tsc -p tsconfig.build.json failed (${compiled.error?.message ?? `exit ${compiled.status ?? compiled.signal}`})`);
 
 for (const asset of ASSETS) {
@@ -65,7 +65,7 @@ for (const bin of Object.values(pkg.bin ?? {})) chmodSync(join(BUILDING, bin.rep
 
 rmSync(OUT, { recursive: true, force: true });
 renameSync(BUILDING, OUT);
-process.stdout.write(`build: dist/ built from src/ in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+process.stderr.write(`build: dist/ built from src/ in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 
 /** The file paths of an `exports` field (conditions nested at any depth). */
 function exportTargets(value) {
