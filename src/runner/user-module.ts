@@ -8,6 +8,7 @@
  * from the working directory; found, the file is loaded through tsx's `tsImport` (a loader scoped to
  * that file and what it imports). Not found, the error says to compile the module or install tsx.
  */
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, extname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -15,12 +16,23 @@ import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
 
 const TYPESCRIPT = new Set(['.ts', '.mts', '.cts', '.tsx']);
 
-/** Where tsx's programmatic API is, resolved from `dirs` in turn (undefined: none of them sees tsx). */
+/**
+ * The file of tsx's programmatic ESM API (`tsx/esm/api`, its `import` condition), resolved from `dirs`
+ * in turn; undefined when none of them sees tsx. (`require.resolve('tsx/esm/api')` would give its
+ * CommonJS build, which does not load from an ES module.)
+ */
 export function findTsx(dirs: readonly string[]): string | undefined {
   for (const dir of dirs) {
+    let manifest: string;
     try {
-      return createRequire(join(dir, 'noop.js')).resolve('tsx/esm/api');
-    } catch { /* not from here */ }
+      manifest = createRequire(join(dir, 'noop.js')).resolve('tsx/package.json');
+    } catch { continue; /* not from here */ }
+    try {
+      const pkg = JSON.parse(readFileSync(manifest, 'utf8')) as { exports?: Record<string, unknown> };
+      const entry = pkg.exports?.['./esm/api'] as { import?: string | { default?: string } } | undefined;
+      const file = typeof entry?.import === 'string' ? entry.import : entry?.import?.default;
+      if (typeof file === 'string') return join(dirname(manifest), file);
+    } catch { /* an unreadable manifest: look further */ }
   }
   return undefined;
 }
