@@ -1,5 +1,7 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx, so `npx sessiond` and `npm link` work without a build step.
+// The development CLI of a clone: runs the TypeScript source through tsx (a dev dependency), so the
+// tests, the fault suite and `node bin/sessiond.js ...` use src/ as it is, with no build step. It does
+// not ship: the package's bin is dist/cli/main.js, the compiled CLI (`npm run build`).
 import { register } from 'tsx/esm/api';
 
 register();

@@ -1,7 +1,9 @@
 /**
  * The parts a worker is composed of, and seams for tests, tools and the inspector: not part of the
  * stable API (`sessiond/internal`). `startSessiond` (the public entry) wires them; use them to build
- * something it does not offer, knowing they may change between versions.
+ * something it does not offer, knowing they may change between versions. Its runtime imports stay
+ * within the package's dependencies (no uvu): the contract suites, fixtures and NATS harness it once
+ * re-exported are `sessiond/testing` (src/testing/index.ts).
  */
 export { SessionExecution, type ExecutionOptions, type ResumeResult, type CancelResult } from './execution/session-execution.ts';
 export { startWorker, type Worker, type WorkerOptions } from './execution/worker.ts';
@@ -24,7 +26,4 @@ export { startCommandService, type CommandService, type CommandTarget } from './
 export { startInspector, type Inspector, type InspectorOptions } from './inspector/server.ts';
 export { machineToDot, machineToMermaid, renderSvg } from './inspector/chart.ts';
 export { Projector } from './projector/index.ts';
-export { eventLogContract, type LogFixture } from './testing/event-log-contract.ts';
-export { waitFor } from './testing/wait.ts';
-export { startNatsServer } from './testing/nats-server.ts';
 export { flushAsync } from './clock.ts';

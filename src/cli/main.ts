@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /**
  * The `sessiond` command. Only this file (through `cliContext`) reads `process.env`.
  */

@@ -9,7 +9,7 @@ import { systemClock, type Clock } from '../clock.ts';
 import { randomIds, validateId, type IdSource } from '../ids.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { CommandHandler } from '../execution/command-handler.ts';
-import { isRefusal } from '../execution/errors.ts';
+import { isRefusal } from '../errors.ts';
 import { Refusal } from '../machines/commands.ts';
 import { admitInput } from '../input/admit.ts';
 import { dropPending } from '../input/drop.ts';

@@ -16,7 +16,7 @@
  *   await cluster.dispose();    // stop all, delete the stores
  *   startNatsCluster({ jetstream: { syncInterval: 'always' } })   // or '2m' (nats-server's default): written into the derived config
  *
- * Routes: node i reaches node j through a TCP proxy of its own (i -> j; tcp-proxy.ts), never
+ * Routes: node i reaches node j through a TCP proxy of its own (i -> j; src/testing/tcp-proxy.ts), never
  * directly, so `isolate(i)` drops every route connection to and from node i and refuses new ones
  * until `heal(i)`: the node keeps running and keeps its clients, it only loses its peers. Each node
  * lists the other two (through their proxies) as explicit routes, and advertises a cluster address

@@ -1,7 +1,7 @@
 /**
- * A real nats-server for tests: `startNatsServer()` runs /usr/sbin/nats-server with the repo's
- * nats.conf on loopback, on free ports, with a throwaway JetStream store, and waits (polling with a
- * deadline) until it accepts connections and reports healthy.
+ * A real nats-server for tests: `startNatsServer()` runs a nats-server (`NATS_SERVER_BIN`: see
+ * there which) with the package's nats.conf on loopback, on free ports, with a throwaway JetStream
+ * store, and waits (polling with a deadline) until it accepts connections and reports healthy.
  *
  *   const server = await startNatsServer();
  *   connect({ servers: server.url, user: 'worker', pass: 'worker-dev-secret' })
@@ -18,24 +18,37 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'no
 import { createServer, connect as tcpConnect } from 'node:net';
 import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connectNats } from '../nats/connection.ts';
 import { setupEventStream } from '../nats/stream.ts';
 import { setupSnapshotStream } from '../nats/snapshot-store.ts';
 
+/** nats.conf at the package root (src/testing/ in a clone, dist/testing/ built or installed: two levels up either way). */
 export const REPO_NATS_CONF = resolve(fileURLToPath(new URL('../../nats.conf', import.meta.url)));
 /** Debian's nats-server (`apt-get install nats-server`: 2.9.10 on bookworm), supported for a single server. */
 export const DEBIAN_NATS_SERVER_BIN = process.env.SESSIOND_DEBIAN_NATS_SERVER ?? '/usr/sbin/nats-server';
-/** The project's pinned build (scripts/tools.mjs: `go install` into .tools/bin). */
+/** The project's pinned build (scripts/tools.mjs: `go install` into .tools/bin): only in a clone of sessiond, never in the package. */
 export const PROJECT_NATS_SERVER_BIN = resolve(fileURLToPath(new URL('../../.tools/bin/nats-server', import.meta.url)));
+
+/** `name` on the PATH, as a shell would find it (undefined when it is on none of its folders). */
+export function onPath(name: string, path = process.env.PATH ?? ''): string | undefined {
+  for (const dir of path.split(delimiter)) {
+    if (!dir) continue;
+    const file = join(dir, name);
+    if (existsSync(file)) return file;
+  }
+  return undefined;
+}
+
 /**
- * The nats-server the tests and the bench run: SESSIOND_NATS_SERVER, else the project's pinned build
- * when it is there (`npm test` builds it), else Debian's.
+ * The nats-server the harness runs: SESSIOND_NATS_SERVER, else the project's pinned build when it is
+ * there (a clone where `npm test` built it), else `nats-server` on the PATH, else Debian's path. It may
+ * not exist: `startNatsServer` then throws `missingServer`'s message.
  */
 export const NATS_SERVER_BIN = process.env.SESSIOND_NATS_SERVER
-  ?? (existsSync(PROJECT_NATS_SERVER_BIN) ? PROJECT_NATS_SERVER_BIN : DEBIAN_NATS_SERVER_BIN);
+  ?? (existsSync(PROJECT_NATS_SERVER_BIN) ? PROJECT_NATS_SERVER_BIN : onPath('nats-server') ?? DEBIAN_NATS_SERVER_BIN);
 export const WORKER = { user: 'worker', pass: 'worker-dev-secret' } as const;
 export const CLIENT = { user: 'client', pass: 'client-dev-secret' } as const;
 export const OBSERVER = { user: 'observer', pass: 'observer-dev-secret' } as const;
@@ -69,7 +82,13 @@ export interface NatsServer {
 
 /** What to do when the harness finds no nats-server at `bin`. */
 export function missingServer(bin: string): string {
-  return `nats-server not found at ${bin}: run node scripts/tools.mjs (builds the pinned nats-server into .tools/bin with Go), apt-get install nats-server, or set SESSIOND_NATS_SERVER.`;
+  const where = process.env.SESSIOND_NATS_SERVER !== undefined && bin === process.env.SESSIOND_NATS_SERVER
+    ? `at ${bin} (SESSIOND_NATS_SERVER)`
+    : `(SESSIOND_NATS_SERVER is not set, none is on the PATH, none at ${bin})`;
+  const clone = existsSync(fileURLToPath(new URL('../../scripts/tools.mjs', import.meta.url)))
+    ? ' In a clone of sessiond, node scripts/tools.mjs builds the pinned one into .tools/bin (with Go).'
+    : '';
+  return `nats-server not found ${where}: install nats-server (https://github.com/nats-io/nats-server/releases, or apt-get install nats-server) and put it on the PATH, or set SESSIOND_NATS_SERVER to its path.${clone}`;
 }
 
 /** Servers and stores the test process started (the cluster harness shares them): all killed and removed when it exits. */

@@ -35,7 +35,7 @@ export const DOORS: Readonly<Record<string, string>> = {
 };
 
 /** The doors whose exports a reference excerpt sees as types (every name a doc may show in a signature). */
-const REFERENCE_DOORS = ['sessiond', 'sessiond/internal'];
+const REFERENCE_DOORS = ['sessiond', 'sessiond/internal', 'sessiond/testing'];
 
 const TS_LANGS = new Set(['ts', 'typescript', 'js']);
 export const isTypeScript = (block: CodeBlock) => TS_LANGS.has(block.lang);

@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { validateId } from '../../ids.ts';
 import type { CliContext } from '../context.ts';
 import { addLogOptions, type LogOptions } from '../log-options.ts';
-import { UsageError } from '../exit.ts';
+import { UsageError } from '../../errors.ts';
 import { withSessions } from '../open-sessions.ts';
 
 type CancelOptions = LogOptions & { reason?: string; pending?: boolean; input?: string[] };

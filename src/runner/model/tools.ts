@@ -9,12 +9,11 @@
  *       execute: async ({ city }) => ({ city, celsius: 21 }) }),
  *   };
  */
-import { pathToFileURL } from 'node:url';
-import { resolve } from 'node:path';
 import { tool as sdkTool, type Tool } from 'ai';
 import type { z } from 'zod';
-import { SessiondError, ErrorCode, messageOf } from '../../errors.ts';
+import { SessiondError, ErrorCode } from '../../errors.ts';
 import type { ToolContext } from '../types.ts';
+import { importUserModule } from '../user-module.ts';
 
 export interface ModelTool<I = unknown, O = unknown> {
   description: string;
@@ -54,13 +53,7 @@ export function checkTools(tools: unknown, where = 'tools'): ToolRegistry {
 
 /** Loads a registry from a module (its default export, or an export named `tools`). */
 export async function loadTools(path: string): Promise<ToolRegistry> {
-  const url = pathToFileURL(resolve(path)).href;
-  let mod: { default?: unknown; tools?: unknown };
-  try {
-    mod = await import(url) as typeof mod;
-  } catch (err) {
-    throw new SessiondError(ErrorCode.InvalidOption, `Could not load tools from ${path}: ${messageOf(err)}`, { cause: err });
-  }
+  const mod: { default?: unknown; tools?: unknown } = await importUserModule(path, 'tools module');
   const tools = mod.default ?? mod.tools;
   if (tools === undefined) throw new SessiondError(ErrorCode.InvalidOption, `${path} exports no tools: export default { name: defineTool({...}) } (or export const tools).`);
   return checkTools(tools, path);

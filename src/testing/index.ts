@@ -1,0 +1,24 @@
+/**
+ * `sessiond/testing`: what sessiond's own tests are built with, for testing code built on sessiond:
+ * the EventLog and SnapshotStore contract suites (run them against your own implementation), event
+ * fixtures, a fake OpenAI-compatible server, a real nats-server (and a 3-node cluster) on loopback, and
+ * `waitFor`. The contract suites and the fixtures use uvu (an optional peer dependency: install it to
+ * use them); the NATS harness needs a nats-server binary (SESSIOND_NATS_SERVER or the PATH). Every
+ * name is documented in docs/api.md ("Testing: sessiond/testing").
+ */
+// contract suites
+export { eventLogContract, type LogFixture } from './event-log-contract.ts';
+export { snapshotStoreContract, type SnapshotStoreFixture } from './snapshot-store-contract.ts';
+export { sessionsContract, type SessionsFixture } from './sessions-contract.ts';
+// event fixtures
+export { ev, draft, committed, live, stream, session, expectCode, uniqueId, defaultPayloads, type Proto, type Stamp } from './fixtures.ts';
+// a fake OpenAI-compatible server
+export {
+  startFakeOpenAI, echoReply, rateLimited, contextLengthExceeded, serverError, messageText, estimateTokens,
+  type FakeOpenAI, type FakeOpenAIOptions, type ScriptStep, type ScriptedToolCall, type ErrorStep, type RecordedRequest, type ChatCompletionRequest, type ChatMessage, type UsageOverride,
+} from './fake-openai.ts';
+// NATS on loopback
+export { startNatsServer, setupStreams, NATS_SERVER_BIN, WORKER, CLIENT, OBSERVER, COMMANDS, ADMIN, type NatsServer } from './nats-server.ts';
+export { startNatsCluster, type NatsCluster, type NatsClusterNode, type JetStreamSync } from './nats-cluster.ts';
+// waiting without sleeps
+export { waitFor } from './wait.ts';
