@@ -38,7 +38,12 @@ if (args.mode === 'write') {
   const importer = eventImporter(db);
   const template = await captureTemplate();
   let written = 0;
-  for (const page of pages((function* () { for (const b of corpus(template, { sessions: args.sessions, turns: 1 })) yield b.events; })(), 20_000)) {
+  for (const page of pages(
+    (function* () {
+      for (const b of corpus(template, { sessions: args.sessions, turns: 1 })) yield b.events;
+    })(),
+    20_000,
+  )) {
     importer(page);
     written += page.length;
     if (written % 300_000 < page.length) err(`writing: ${written} events`);
@@ -63,8 +68,16 @@ if (args.mode === 'write') {
   for (let k = 0; k < args.sessions; k++) if (handler.cached(sessionName(k))) cached++;
   await log.close();
   db.close();
-  process.stdout.write(`RESULT ${JSON.stringify({
-    sessions: args.sessions, loadMs: ms, cached, cacheSize: DEFAULT_SNAPSHOT_CACHE,
-    baselineRssMb: before.rss / MB, rssMb: after.rss / MB, rssAboveMb: (after.rss - before.rss) / MB, heapAboveMb: (after.heapUsed - before.heapUsed) / MB,
-  })}\n`);
+  process.stdout.write(
+    `RESULT ${JSON.stringify({
+      sessions: args.sessions,
+      loadMs: ms,
+      cached,
+      cacheSize: DEFAULT_SNAPSHOT_CACHE,
+      baselineRssMb: before.rss / MB,
+      rssMb: after.rss / MB,
+      rssAboveMb: (after.rss - before.rss) / MB,
+      heapAboveMb: (after.heapUsed - before.heapUsed) / MB,
+    })}\n`,
+  );
 }

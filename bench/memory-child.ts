@@ -26,7 +26,10 @@ async function baseline(): Promise<NodeJS.MemoryUsage> {
 
 async function actors(n: number, turns: number) {
   const template = await captureTemplate();
-  const eventsOf = (k: number) => Array.from({ length: turns }, (_, t) => cloneTurn(template, k, t)).flat().flatMap((b) => b.events);
+  const eventsOf = (k: number) =>
+    Array.from({ length: turns }, (_, t) => cloneTurn(template, k, t))
+      .flat()
+      .flatMap((b) => b.events);
   // warm up every code path once, then drop it
   for (let k = 0; k < 50; k++) hydrate(sessionName(1_000_000 + k), eventsOf(1_000_000 + k));
   const before = await baseline();
@@ -44,9 +47,14 @@ async function actors(n: number, turns: number) {
   const states = new Map<string, number>();
   for (const s of actorsMap.values()) states.set(String(s.value), (states.get(String(s.value)) ?? 0) + 1);
   return {
-    actors: actorsMap.size, eventsPerActor: events / n, hydrateMs: ms,
-    baselineRssMb: before.rss / MB, rssMb: after.rss / MB, rssAboveMb: (after.rss - before.rss) / MB,
-    heapAboveMb: (after.heapUsed - before.heapUsed) / MB, bytesPerActor: (after.heapUsed - before.heapUsed) / n,
+    actors: actorsMap.size,
+    eventsPerActor: events / n,
+    hydrateMs: ms,
+    baselineRssMb: before.rss / MB,
+    rssMb: after.rss / MB,
+    rssAboveMb: (after.rss - before.rss) / MB,
+    heapAboveMb: (after.heapUsed - before.heapUsed) / MB,
+    bytesPerActor: (after.heapUsed - before.heapUsed) / n,
     states: Object.fromEntries(states),
   };
 }
@@ -75,7 +83,10 @@ async function replay(file: string, dbFile: string, expected: number) {
   const t0 = performance.now();
   // the path `sessiond replay` takes: import and projection in one pass
   const result = await replayExport(db, file, {
-    onProgress: (p) => { sample(); mark('replay', p.imported / expected, p.imported); },
+    onProgress: (p) => {
+      sample();
+      mark('replay', p.imported / expected, p.imported);
+    },
   });
   const ms = performance.now() - t0;
   clearInterval(timer);
@@ -83,8 +94,13 @@ async function replay(file: string, dbFile: string, expected: number) {
   db.close();
   if (result.imported !== expected) throw new Error(`replayed ${result.imported} events, expected ${expected}`);
   return {
-    events: result.imported, ms, baselineRssMb: before.rss / MB, peakRssMb: peak / MB, peakAboveMb: (peak - before.rss) / MB,
-    peakHeapAboveMb: (peakHeap - before.heapUsed) / MB, curve,
+    events: result.imported,
+    ms,
+    baselineRssMb: before.rss / MB,
+    peakRssMb: peak / MB,
+    peakAboveMb: (peak - before.rss) / MB,
+    peakHeapAboveMb: (peakHeap - before.heapUsed) / MB,
+    curve,
   };
 }
 

@@ -9,8 +9,18 @@
  */
 import { readFileSync } from 'node:fs';
 
-interface Node { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }
-interface Profile { nodes: Node[]; samples: number[]; timeDeltas: number[]; startTime: number; endTime: number }
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface Profile {
+  nodes: Node[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
 
 const args = process.argv.slice(2);
 const file = args.find((a) => !a.startsWith('--') && !/^\d+$/.test(a) && args[args.indexOf(a) - 1] !== '--under');
@@ -20,7 +30,10 @@ if (!file) {
 }
 const top = Number(args[args.indexOf('--top') + 1] ?? 25) || 25;
 const under = args.includes('--under') ? args[args.indexOf('--under') + 1] : undefined;
-process.stdout.on('error', (err: NodeJS.ErrnoException) => { if (err.code === 'EPIPE') process.exit(0); throw err; });
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
 const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
 
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -73,9 +86,15 @@ for (const [id, us] of selfTime) {
 const ms = (us: number) => `${(us / 1000).toFixed(0).padStart(7)} ms ${((100 * us) / counted).toFixed(1).padStart(5)}%`;
 const print = (title: string, m: Map<string, number>, n: number, filter: (k: string) => boolean = () => true) => {
   process.stdout.write(`\n${title}\n`);
-  for (const [k, us] of [...m].filter(([k]) => filter(k)).sort((a, b) => b[1] - a[1]).slice(0, n)) process.stdout.write(`  ${ms(us)}  ${k}\n`);
+  for (const [k, us] of [...m]
+    .filter(([k]) => filter(k))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n))
+    process.stdout.write(`  ${ms(us)}  ${k}\n`);
 };
-process.stdout.write(`${file}: ${(counted / 1000).toFixed(0)} ms sampled${under ? ` under ${under}` : ''} (profile ${((profile.endTime - profile.startTime) / 1000).toFixed(0)} ms)\n`);
+process.stdout.write(
+  `${file}: ${(counted / 1000).toFixed(0)} ms sampled${under ? ` under ${under}` : ''} (profile ${((profile.endTime - profile.startTime) / 1000).toFixed(0)} ms)\n`,
+);
 print('by area (self time)', areas, 15);
 print('top functions by self time', self, top);
 print('top functions by total time (sessiond code)', total, top, (k) => / src\//.test(k));

@@ -38,28 +38,82 @@ import { cluster, subjectScale } from './sections/cluster.ts';
 
 const SECTIONS: Section[] = [
   rawMsgpack,
-  sqliteAppend, projector, jsAppend,
-  turnsEmbedded, turnsNats, turnCeiling,
-  replayExport, replayJs,
-  memoryActors, memoryReplay, idleSessions, coldLoad,
+  sqliteAppend,
+  projector,
+  jsAppend,
+  turnsEmbedded,
+  turnsNats,
+  turnCeiling,
+  replayExport,
+  replayJs,
+  memoryActors,
+  memoryReplay,
+  idleSessions,
+  coldLoad,
   inspector,
   takeover,
-  cluster, subjectScale,
+  cluster,
+  subjectScale,
 ];
 
 /** Table order: raw ceilings first, then each figure after its section. */
 const ORDER = [
-  'raw.sqlite.txn', 'raw.sqlite.batch', 'raw.js.publish', 'raw.js.consume', 'raw.msgpack',
-  'sqlite.append', 'projector.apply', 'js.append',
-  'turns.embedded.turns', 'turns.embedded.latency.p50', 'turns.embedded.latency.p99',
-  'turns.nats.turns', 'turns.nats.latency.p50', 'turns.nats.latency.p99',
-  'raw.turn.normal', 'turn.embedded.normal', 'turn.embedded.normal.cpu', 'raw.turn.full', 'turn.embedded.full', 'turn.embedded.full.cpu',
-  'raw.turn.alone', 'turn.embedded.alone', 'raw.turn.js', 'turn.nats', 'raw.turn.js.alone', 'turn.nats.alone',
-  'replay.export', 'replay.js', 'replay.js.subscribe', 'replay.js.readPages',
-  'memory.actors', 'memory.replay.peak', 'memory.idle', 'coldload.short', 'coldload.long', 'turn.fresh', 'turn.long',
-  'inspector.session.1k', 'inspector.session.100k', 'inspector.session.ratio', 'inspector.at.middle.1k', 'inspector.at.middle.100k', 'inspector.at.middle.ratio', 'inspector.at.end.1k', 'inspector.at.end.100k', 'inspector.at.end.ratio', 'inspector.chart.1k', 'inspector.chart.100k', 'inspector.chart.ratio', 'inspector.session.bytes',
-  'takeover.max', 'takeover.p50',
-  'codec.roundtrip', 'hydrate.rate', 'raw.js.publish.noAsyncTraces', 'js.append.retained',
+  'raw.sqlite.txn',
+  'raw.sqlite.batch',
+  'raw.js.publish',
+  'raw.js.consume',
+  'raw.msgpack',
+  'sqlite.append',
+  'projector.apply',
+  'js.append',
+  'turns.embedded.turns',
+  'turns.embedded.latency.p50',
+  'turns.embedded.latency.p99',
+  'turns.nats.turns',
+  'turns.nats.latency.p50',
+  'turns.nats.latency.p99',
+  'raw.turn.normal',
+  'turn.embedded.normal',
+  'turn.embedded.normal.cpu',
+  'raw.turn.full',
+  'turn.embedded.full',
+  'turn.embedded.full.cpu',
+  'raw.turn.alone',
+  'turn.embedded.alone',
+  'raw.turn.js',
+  'turn.nats',
+  'raw.turn.js.alone',
+  'turn.nats.alone',
+  'replay.export',
+  'replay.js',
+  'replay.js.subscribe',
+  'replay.js.readPages',
+  'memory.actors',
+  'memory.replay.peak',
+  'memory.idle',
+  'coldload.short',
+  'coldload.long',
+  'turn.fresh',
+  'turn.long',
+  'inspector.session.1k',
+  'inspector.session.100k',
+  'inspector.session.ratio',
+  'inspector.at.middle.1k',
+  'inspector.at.middle.100k',
+  'inspector.at.middle.ratio',
+  'inspector.at.end.1k',
+  'inspector.at.end.100k',
+  'inspector.at.end.ratio',
+  'inspector.chart.1k',
+  'inspector.chart.100k',
+  'inspector.chart.ratio',
+  'inspector.session.bytes',
+  'takeover.max',
+  'takeover.p50',
+  'codec.roundtrip',
+  'hydrate.rate',
+  'raw.js.publish.noAsyncTraces',
+  'js.append.retained',
 ];
 
 function usage(): never {
@@ -84,10 +138,16 @@ const startedAt = new Date();
 const t0 = performance.now();
 const results = new Results();
 const machine = machineInfo();
-process.stderr.write(`sessiond bench (${full ? 'full' : 'quick'}${only ? `, only ${[...only].join(',')}` : ''}) on ${machine.nproc} CPUs (${machine.cpu}), ${machine.memoryGb} GB, ${machine.os}\n`);
+process.stderr.write(
+  `sessiond bench (${full ? 'full' : 'quick'}${only ? `, only ${[...only].join(',')}` : ''}) on ${machine.nproc} CPUs (${machine.cpu}), ${machine.memoryGb} GB, ${machine.os}\n`,
+);
 process.stderr.write(`  node ${machine.node}, ${machine.natsServer}, ${machine.sqlite}, temp dir ${machine.tmpFs}\n`);
-process.stderr.write(`  load average at start ${machine.loadAverage.map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews the figures; compare ratios, which are measured side by side)\n`);
-process.stderr.write(`  gc: ${typeof (globalThis as { gc?: unknown }).gc === 'function' ? 'exposed' : 'not exposed'}; memory figures run in child processes with --expose-gc\n`);
+process.stderr.write(
+  `  load average at start ${machine.loadAverage.map((l) => l.toFixed(2)).join(' ')} (other work on the machine skews the figures; compare ratios, which are measured side by side)\n`,
+);
+process.stderr.write(
+  `  gc: ${typeof (globalThis as { gc?: unknown }).gc === 'function' ? 'exposed' : 'not exposed'}; memory figures run in child processes with --expose-gc\n`,
+);
 
 let server: NatsServer | undefined;
 let serverStarting: Promise<NatsServer> | undefined;
@@ -100,14 +160,19 @@ try {
   const template = await captureTemplate();
   say('setup', `one echo turn = ${template.eventsPerTurn} events in ${template.appendsPerTurn} appends`);
   const ctx: Ctx = {
-    full, sizes: full ? FULL : QUICK, tmp, results, template,
-    nats: () => (serverStarting ??= (async () => {
-      say('setup', 'starting nats-server');
-      server = await startBenchNatsServer();
-      onCleanup('nats-server', () => server!.dispose());
-      say('setup', `nats-server up at ${server.url} (pid ${server.pid})`);
-      return server;
-    })()),
+    full,
+    sizes: full ? FULL : QUICK,
+    tmp,
+    results,
+    template,
+    nats: () =>
+      (serverStarting ??= (async () => {
+        say('setup', 'starting nats-server');
+        server = await startBenchNatsServer();
+        onCleanup('nats-server', () => server!.dispose());
+        say('setup', `nats-server up at ${server.url} (pid ${server.pid})`);
+        return server;
+      })()),
     need: (name) => runSection(name),
   };
   const runSection = (name: string): Promise<void> => {
@@ -147,11 +212,21 @@ const seconds = (performance.now() - t0) / 1000;
 const text = table(results);
 process.stdout.write(`\n${text}\n\n`);
 const missed = results.figures.filter((f) => f.holds === false);
-process.stdout.write(`${results.figures.filter((f) => f.holds === true).length} targets hold, ${missed.length} missed${missed.length ? ` (${missed.map((f) => f.key).join(', ')})` : ''}; ${results.errors.length} sections failed; ${seconds.toFixed(0)} s\n`);
+process.stdout.write(
+  `${results.figures.filter((f) => f.holds === true).length} targets hold, ${missed.length} missed${missed.length ? ` (${missed.map((f) => f.key).join(', ')})` : ''}; ${results.errors.length} sections failed; ${seconds.toFixed(0)} s\n`,
+);
 const here = dirname(fileURLToPath(import.meta.url));
 const payload = {
-  startedAt: startedAt.toISOString(), mode: full ? 'full' : 'quick', only: only ? [...only] : null, seconds, machine,
-  loadAverageAtEnd: loadavg(), sizes: full ? FULL : QUICK, figures: results.figures, errors: results.errors, table: text,
+  startedAt: startedAt.toISOString(),
+  mode: full ? 'full' : 'quick',
+  only: only ? [...only] : null,
+  seconds,
+  machine,
+  loadAverageAtEnd: loadavg(),
+  sizes: full ? FULL : QUICK,
+  figures: results.figures,
+  errors: results.errors,
+  table: text,
 };
 const resultsDir = join(here, 'results');
 if (only) {

@@ -44,7 +44,11 @@ export async function readStream(admin: NatsConnection): Promise<{ events: RawEv
   if ((await consumer.info(true)).num_pending === 0) return { events, unreadable };
   const messages = await consumer.consume({ max_messages: 256 });
   for await (const m of messages) {
-    try { events.push(...fromStreamMessage(m.data)); } catch { unreadable++; }
+    try {
+      events.push(...fromStreamMessage(m.data));
+    } catch {
+      unreadable++;
+    }
     if (m.info.pending === 0) break;
   }
   await messages.close();

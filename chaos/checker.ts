@@ -30,7 +30,12 @@ export interface RawEvent {
 export type Check = 'fencing' | 'single_owner' | 'lease' | 'promotion' | 'recovery' | 'nothing_stranded';
 export const CHECKS: readonly Check[] = ['fencing', 'single_owner', 'lease', 'promotion', 'recovery', 'nothing_stranded'];
 
-export interface Finding { check: Check; session: string; seq: number; message: string }
+export interface Finding {
+  check: Check;
+  session: string;
+  seq: number;
+  message: string;
+}
 
 const unpackr = new Unpackr({ useRecords: false, int64AsType: 'number' } as ConstructorParameters<typeof Unpackr>[0]);
 
@@ -40,12 +45,31 @@ export function decode(bytes: Uint8Array): unknown {
 }
 
 /** Runner writes: what only the owning execution writes while it runs. */
-const OWNER_WRITES = new Set(['execution.started', 'execution.renewed', 'execution.phase', 'step.started', 'step.ended', 'text.completed',
-  'tool.called', 'tool.started', 'tool.succeeded', 'input.promoted', 'execution.settled', 'compaction.started', 'compaction.completed']);
+const OWNER_WRITES = new Set([
+  'execution.started',
+  'execution.renewed',
+  'execution.phase',
+  'step.started',
+  'step.ended',
+  'text.completed',
+  'tool.called',
+  'tool.started',
+  'tool.succeeded',
+  'input.promoted',
+  'execution.settled',
+  'compaction.started',
+  'compaction.completed',
+]);
 /** Written when an execution ends (cancel, recovery, hand-back), in the same append as the end. */
 const SEALS = new Set(['step.failed', 'step.recovered', 'tool.failed']);
 
-interface Exec { id: string; owner: string; expiresAt: number; ended: string | null; endSeq: number }
+interface Exec {
+  id: string;
+  owner: string;
+  expiresAt: number;
+  ended: string | null;
+  endSeq: number;
+}
 
 function sessionFindings(events: RawEvent[], quiescent: boolean): Finding[] {
   const out: Finding[] = [];
@@ -71,7 +95,8 @@ function sessionFindings(events: RawEvent[], quiescent: boolean): Finding[] {
     }
     switch (e.type) {
       case 'execution.claimed': {
-        if (current && !current.ended) find('single_owner', e.seq, `execution ${String(e.payload.executionId)} claimed while execution ${current.id} (${current.owner}) had not ended`);
+        if (current && !current.ended)
+          find('single_owner', e.seq, `execution ${String(e.payload.executionId)} claimed while execution ${current.id} (${current.owner}) had not ended`);
         current = { id: String(e.payload.executionId), owner: String(e.payload.ownerId), expiresAt: Number(e.payload.expiresAt), ended: null, endSeq: 0 };
         if (execs.has(current.id)) find('single_owner', e.seq, `execution ${current.id} claimed twice`);
         execs.set(current.id, current);
@@ -82,7 +107,10 @@ function sessionFindings(events: RawEvent[], quiescent: boolean): Finding[] {
         break;
       case 'execution.settled':
       case 'execution.cancelled':
-        if (x && !x.ended) { x.ended = e.type === 'execution.settled' ? `settled ${String(e.payload.outcome)}` : 'cancelled'; x.endSeq = e.seq; }
+        if (x && !x.ended) {
+          x.ended = e.type === 'execution.settled' ? `settled ${String(e.payload.outcome)}` : 'cancelled';
+          x.endSeq = e.seq;
+        }
         if (e.type === 'execution.cancelled') sealing = exe ?? null;
         break;
       case 'recovery.started':
@@ -90,8 +118,11 @@ function sessionFindings(events: RawEvent[], quiescent: boolean): Finding[] {
         if (recovered.has(exe)) find('recovery', e.seq, `execution ${exe} recovered twice`);
         recovered.add(exe);
         if (x && !x.ended && e.time < x.expiresAt) find('recovery', e.seq, `execution ${exe} recovered ${x.expiresAt - e.time} ms before its lease ran out`);
-        if (x && x.ended) find('recovery', e.seq, `execution ${exe} recovered after it ended (${x.ended})`);
-        if (x && !x.ended) { x.ended = 'recovered'; x.endSeq = e.seq; }
+        if (x?.ended) find('recovery', e.seq, `execution ${exe} recovered after it ended (${x.ended})`);
+        if (x && !x.ended) {
+          x.ended = 'recovered';
+          x.endSeq = e.seq;
+        }
         sealing = exe;
         break;
       case 'recovery.completed':
@@ -119,7 +150,8 @@ function sessionFindings(events: RawEvent[], quiescent: boolean): Finding[] {
   }
   if (quiescent) {
     const last = events[events.length - 1]!.seq;
-    for (const [input, wake] of admitted) if (wake && !promoted.has(input) && !dropped.has(input)) find('nothing_stranded', last, `input ${input} asked for a wake and was never run`);
+    for (const [input, wake] of admitted)
+      if (wake && !promoted.has(input) && !dropped.has(input)) find('nothing_stranded', last, `input ${input} asked for a wake and was never run`);
     if (current && !current.ended) find('nothing_stranded', last, `execution ${current.id} (${current.owner}) never ended`);
     for (const exe of recovered) if (!completed.has(exe)) find('nothing_stranded', last, `the recovery of ${exe} never completed`);
   }
@@ -134,13 +166,19 @@ export function check(events: Iterable<RawEvent>, options: { quiescent: boolean 
     list.push(e);
     bySession.set(e.session, list);
   }
-  return [...bySession.values()].flatMap((list) => sessionFindings(list.sort((a, b) => a.seq - b.seq), options.quiescent));
+  return [...bySession.values()].flatMap((list) =>
+    sessionFindings(
+      list.sort((a, b) => a.seq - b.seq),
+      options.quiescent,
+    ),
+  );
 }
 
 /** The events of SQLite `event` rows (columns as stored: aggregate_id, seq, type, time, data). */
 export function fromSqliteRows(rows: Iterable<{ aggregate_id: string; seq: number; type: string; time: number; data: Uint8Array }>): RawEvent[] {
   const out: RawEvent[] = [];
-  for (const r of rows) out.push({ session: r.aggregate_id, seq: r.seq, type: r.type, time: Number(r.time), payload: decode(r.data) as Record<string, unknown> });
+  for (const r of rows)
+    out.push({ session: r.aggregate_id, seq: r.seq, type: r.type, time: Number(r.time), payload: decode(r.data) as Record<string, unknown> });
   return out;
 }
 
@@ -149,6 +187,10 @@ export function fromStreamMessage(data: Uint8Array): RawEvent[] {
   const frames = decode(data);
   if (!Array.isArray(frames)) throw new Error('a stream message that is not an array of frames');
   return frames.map((f: Record<string, unknown>) => ({
-    session: String(f.sessionId), seq: Number(f.seq), type: String(f.type), time: Number(f.time), payload: (f.payload ?? {}) as Record<string, unknown>,
+    session: String(f.sessionId),
+    seq: Number(f.seq),
+    type: String(f.type),
+    time: Number(f.time),
+    payload: (f.payload ?? {}) as Record<string, unknown>,
   }));
 }

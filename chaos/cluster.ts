@@ -14,11 +14,18 @@
 import { spawn } from 'node:child_process';
 import type { Backend, Worker } from './backend.ts';
 import { readStream } from './backend.ts';
-import { startProxy, type Proxy } from '../src/testing/tcp-proxy.ts';
+import { startProxy, type TcpProxy } from '../src/testing/tcp-proxy.ts';
 import { SessiondClient } from '../src/nats/client.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { STREAM_NAME } from '../src/nats/subjects.ts';
-import { REPLICATED_FENCING_SINCE, fencesReplicatedStreams, natsServerVersion, startNatsCluster, type NatsCluster, type NatsClusterNode } from '../src/testing/nats-cluster.ts';
+import {
+  REPLICATED_FENCING_SINCE,
+  fencesReplicatedStreams,
+  natsServerVersion,
+  startNatsCluster,
+  type NatsCluster,
+  type NatsClusterNode,
+} from '../src/testing/nats-cluster.ts';
 import { ADMIN, CLIENT, COMMANDS, NATS_SERVER_BIN, WORKER } from '../src/testing/nats-server.ts';
 import { join } from 'node:path';
 
@@ -40,7 +47,18 @@ function run(cmd: string, args: string[]): Promise<{ status: number | null; out:
 async function setupStream(bin: string, cluster: NatsCluster, timeoutMs = 60_000): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const r = await run(process.execPath, [bin, 'setup', '--nats', cluster.url, '--nats-user', ADMIN.user, '--nats-pass', ADMIN.pass, '--replicas', String(CLUSTER_REPLICAS)]);
+    const r = await run(process.execPath, [
+      bin,
+      'setup',
+      '--nats',
+      cluster.url,
+      '--nats-user',
+      ADMIN.user,
+      '--nats-pass',
+      ADMIN.pass,
+      '--replicas',
+      String(CLUSTER_REPLICAS),
+    ]);
     if (r.status === 0) return r.out.trim();
     if (Date.now() > deadline) throw new Error(`sessiond setup --replicas ${CLUSTER_REPLICAS} kept failing: ${r.out}`);
   }
@@ -49,9 +67,10 @@ async function setupStream(bin: string, cluster: NatsCluster, timeoutMs = 60_000
 /** Why this machine's nats-server cannot run the cluster backend, or undefined when it can. */
 export function clusterServerProblem(): string | undefined {
   const version = natsServerVersion();
-  return fencesReplicatedStreams(version) ? undefined
+  return fencesReplicatedStreams(version)
+    ? undefined
     : `nats-server ${version} (${NATS_SERVER_BIN}) does not fence appends on a replicated stream (fixed by ${REPLICATED_FENCING_SINCE}): ` +
-      'a 3-replica stream there lets two workers own a session. Point SESSIOND_NATS_SERVER at a newer one (npm test builds .tools/bin/nats-server).';
+        'a 3-replica stream there lets two workers own a session. Point SESSIOND_NATS_SERVER at a newer one (npm test builds .tools/bin/nats-server).';
 }
 
 export async function clusterBackend(dir: string, nWorkers: number, bin: string, size: number): Promise<Backend> {
@@ -68,7 +87,7 @@ async function onCluster(cluster: NatsCluster, dir: string, nWorkers: number, bi
   const setup = await setupStream(bin, cluster);
   await cluster.waitStreamCurrent(STREAM_NAME, { replicas: CLUSTER_REPLICAS, timeoutMs: 60_000 });
   // proxies[i][j]: worker i's way to server j
-  const proxies: Proxy[][] = [];
+  const proxies: TcpProxy[][] = [];
   for (let i = 0; i < nWorkers; i++) proxies.push(await Promise.all(cluster.nodes.map((n) => startProxy(n.port))));
   const client = await SessiondClient.connect({ connection: { servers: cluster.urls, ...CLIENT, reconnectWaitMs: 100 }, requestTimeoutMs: 3_000 });
   const admin = await cluster.adminConnection();
@@ -88,24 +107,45 @@ async function onCluster(cluster: NatsCluster, dir: string, nWorkers: number, bi
     }
   };
   const play = (run: () => Promise<void>, say: (line: string) => void) => {
-    nemesis = run().catch((err: unknown) => say(`nemesis failed: ${String(err)}`)).finally(() => { nemesis = undefined; });
+    nemesis = run()
+      .catch((err: unknown) => say(`nemesis failed: ${String(err)}`))
+      .finally(() => {
+        nemesis = undefined;
+      });
   };
-  const killAndRestart = (victim: NatsClusterNode, role: string, afterMs: number, say: (line: string) => void) => play(async () => {
-    const at = Date.now();
-    await victim.kill();
-    const election = role === 'leader' ? `; ${await elected(victim, at, 'the SIGKILL')}` : '';
-    await sleep(Math.max(0, afterMs - (Date.now() - at)));
-    await victim.start();
-    say(`${victim.name} (${role}) back ${((Date.now() - at) / 1000).toFixed(1)} s after its SIGKILL${election}`);
-  }, say);
+  const killAndRestart = (victim: NatsClusterNode, role: string, afterMs: number, say: (line: string) => void) =>
+    play(async () => {
+      const at = Date.now();
+      await victim.kill();
+      const election = role === 'leader' ? `; ${await elected(victim, at, 'the SIGKILL')}` : '';
+      await sleep(Math.max(0, afterMs - (Date.now() - at)));
+      await victim.start();
+      say(`${victim.name} (${role}) back ${((Date.now() - at) / 1000).toFixed(1)} s after its SIGKILL${election}`);
+    }, say);
 
   return {
     name: 'nats',
     label: `nats cluster of ${cluster.nodes.length}, R${CLUSTER_REPLICAS} (${setup.split('\n')[0]})`,
-    workerArgs: (i) => ['--nats', proxies[i]!.map((p) => `nats://127.0.0.1:${p.port}`).join(','), '--nats-user', WORKER.user, '--nats-pass', WORKER.pass,
-      '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass, '--db', join(dir, `w${i + 1}.db`)],
-    admit: async (session, id, prompt, delivery) => { await client.admit(session, { id, prompt, delivery }); },
-    cancel: async (session) => { await client.cancel(session, 'chaos'); },
+    workerArgs: (i) => [
+      '--nats',
+      proxies[i]!.map((p) => `nats://127.0.0.1:${p.port}`).join(','),
+      '--nats-user',
+      WORKER.user,
+      '--nats-pass',
+      WORKER.pass,
+      '--nats-commands-user',
+      COMMANDS.user,
+      '--nats-commands-pass',
+      COMMANDS.pass,
+      '--db',
+      join(dir, `w${i + 1}.db`),
+    ],
+    admit: async (session, id, prompt, delivery) => {
+      await client.admit(session, { id, prompt, delivery });
+    },
+    cancel: async (session) => {
+      await client.cancel(session, 'chaos');
+    },
     rawRequest: (subject, body) => raw.request(subject, body, { timeout: 3_000 }).then((m) => m.data),
     readLog: () => readStream(admin),
     fault: async (random, workers: Worker[], say) => {
@@ -117,7 +157,10 @@ async function onCluster(cluster: NatsCluster, dir: string, nWorkers: number, bi
         if (r < 0.2) {
           const afterMs = 1_000 + Math.floor(random() * 3_000);
           killAndRestart(leader, 'leader', afterMs, say);
-          return { kind: 'leader SIGKILL+restart', detail: `SIGKILL the stream leader ${leader.name}; restart ${(afterMs / 1000).toFixed(1)} s later, not before another is elected` };
+          return {
+            kind: 'leader SIGKILL+restart',
+            detail: `SIGKILL the stream leader ${leader.name}; restart ${(afterMs / 1000).toFixed(1)} s later, not before another is elected`,
+          };
         }
         if (r < 0.4 && followers.length > 0) {
           const victim = followers[Math.floor(random() * followers.length)]!;
@@ -156,13 +199,18 @@ async function onCluster(cluster: NatsCluster, dir: string, nWorkers: number, bi
       if (i < 0 || proxies[i]!.some((p) => p.cut)) return undefined;
       for (const p of proxies[i]!) p.partition();
       const forMs = 1_000 + Math.floor(random() * 3_000);
-      setTimeout(() => { for (const p of proxies[i]!) p.heal(); }, forMs);
+      setTimeout(() => {
+        for (const p of proxies[i]!) p.heal();
+      }, forMs);
       return { kind: 'partition', detail: `partition of ${workers[i]!.name} for ${(forMs / 1000).toFixed(1)} s` };
     },
     heal: async () => {
       await nemesis;
       for (const row of proxies) for (const p of row) p.heal();
-      for (const n of cluster.nodes) { cluster.heal(n); n.resume(); }
+      for (const n of cluster.nodes) {
+        cluster.heal(n);
+        n.resume();
+      }
       await cluster.startAll();
       await cluster.waitStreamCurrent(STREAM_NAME, { replicas: CLUSTER_REPLICAS, timeoutMs: 60_000 });
     },

@@ -41,18 +41,25 @@ export async function hostileAction(random: () => number, target: HostileTarget,
   if (random() < 0.6) {
     const n = HOSTILE_MAX_PENDING + 10 + Math.floor(random() * HOSTILE_MAX_PENDING);
     let refused = 0;
-    await Promise.all(Array.from({ length: n }, async (_, k) => {
-      const id = `inp_${label}_h${k}`;
-      try {
-        await target.admit(session, id, `burst ${k}`, 'steer');
-        admitted.push(id);
-      } catch (err) {
-        const code = codeOf(err);
-        if (code === 'limit_exceeded') refused++;
-        else if (code !== 'timeout' && code !== 'unavailable' && code !== 'no_worker' && code !== 'log_closed') unexpected.push(`burst admit ${id}: ${code}`);
-      }
-    }));
-    return { kind: 'burst', detail: `burst of ${n} steering prompts into ${session}: ${admitted.length} admitted, ${refused} refused at the limit`, admitted, unexpected };
+    await Promise.all(
+      Array.from({ length: n }, async (_, k) => {
+        const id = `inp_${label}_h${k}`;
+        try {
+          await target.admit(session, id, `burst ${k}`, 'steer');
+          admitted.push(id);
+        } catch (err) {
+          const code = codeOf(err);
+          if (code === 'limit_exceeded') refused++;
+          else if (code !== 'timeout' && code !== 'unavailable' && code !== 'no_worker' && code !== 'log_closed') unexpected.push(`burst admit ${id}: ${code}`);
+        }
+      }),
+    );
+    return {
+      kind: 'burst',
+      detail: `burst of ${n} steering prompts into ${session}: ${admitted.length} admitted, ${refused} refused at the limit`,
+      admitted,
+      unexpected,
+    };
   }
   // a prompt over the limit: refused, never admitted
   const big = 'o'.repeat(HOSTILE_MAX_PROMPT_BYTES + 1 + Math.floor(random() * 1024));
@@ -61,7 +68,8 @@ export async function hostileAction(random: () => number, target: HostileTarget,
     unexpected.push(`a prompt of ${big.length} bytes was admitted over the limit of ${HOSTILE_MAX_PROMPT_BYTES}`);
   } catch (err) {
     const code = codeOf(err);
-    if (code !== 'invalid_option' && code !== 'invalid_input' && code !== 'timeout' && code !== 'unavailable' && code !== 'no_worker') unexpected.push(`oversized prompt: ${code}`);
+    if (code !== 'invalid_option' && code !== 'invalid_input' && code !== 'timeout' && code !== 'unavailable' && code !== 'no_worker')
+      unexpected.push(`oversized prompt: ${code}`);
   }
   let raw = '';
   if (target.rawRequest) {

@@ -28,7 +28,7 @@ import Database from 'better-sqlite3';
 import { type Backend, type Worker, readStream } from './backend.ts';
 import { CHECKS, check, fromSqliteRows, type Finding } from './checker.ts';
 import { CLUSTER_REPLICAS, clusterBackend, clusterServerProblem } from './cluster.ts';
-import { startProxy, type Proxy } from '../src/testing/tcp-proxy.ts';
+import { startProxy, type TcpProxy } from '../src/testing/tcp-proxy.ts';
 import { HOSTILE_MAX_PENDING, HOSTILE_MAX_PROMPT_BYTES, hostileAction } from './hostile.ts';
 import { openDatabase } from '../src/storage/sqlite.ts';
 import { migrate } from '../src/storage/migrate.ts';
@@ -50,27 +50,48 @@ const HOSTILE_LIMITS = { maxPendingInputs: HOSTILE_MAX_PENDING, maxPromptBytes: 
 
 const { values: args } = parseArgs({
   options: {
-    seed: { type: 'string' }, seconds: { type: 'string', default: '60' }, backend: { type: 'string', default: 'both' },
-    workers: { type: 'string', default: '3' }, sessions: { type: 'string', default: '20' }, cluster: { type: 'string' },
+    seed: { type: 'string' },
+    seconds: { type: 'string', default: '60' },
+    backend: { type: 'string', default: 'both' },
+    workers: { type: 'string', default: '3' },
+    sessions: { type: 'string', default: '20' },
+    cluster: { type: 'string' },
   },
 });
 const seed = Number(args.seed ?? Math.floor(Math.random() * 2 ** 31));
 const seconds = Number(args.seconds);
 const nWorkers = Number(args.workers);
 const nSessions = Number(args.sessions);
-const backends = args.backend === 'both' ? ['sqlite', 'nats'] as const : [args.backend as 'sqlite' | 'nats'];
-for (const [name, v] of [['--seed', seed], ['--seconds', seconds], ['--workers', nWorkers], ['--sessions', nSessions]] as const) {
-  if (!Number.isInteger(v) || v < (name === '--seed' ? 0 : 1)) { process.stderr.write(`chaos: ${name} must be a whole number (got ${String(v)})\n`); process.exit(2); }
+const backends = args.backend === 'both' ? (['sqlite', 'nats'] as const) : [args.backend as 'sqlite' | 'nats'];
+for (const [name, v] of [
+  ['--seed', seed],
+  ['--seconds', seconds],
+  ['--workers', nWorkers],
+  ['--sessions', nSessions],
+] as const) {
+  if (!Number.isInteger(v) || v < (name === '--seed' ? 0 : 1)) {
+    process.stderr.write(`chaos: ${name} must be a whole number (got ${String(v)})\n`);
+    process.exit(2);
+  }
 }
-if (!backends.every((b) => b === 'sqlite' || b === 'nats')) { process.stderr.write('chaos: --backend must be sqlite, nats or both\n'); process.exit(2); }
+if (!backends.every((b) => b === 'sqlite' || b === 'nats')) {
+  process.stderr.write('chaos: --backend must be sqlite, nats or both\n');
+  process.exit(2);
+}
 const clusterSize = args.cluster === undefined ? undefined : Number(args.cluster);
 if (clusterSize !== undefined && clusterSize !== CLUSTER_REPLICAS) {
   process.stderr.write(`chaos: --cluster must be ${CLUSTER_REPLICAS} (servers, for the ${CLUSTER_REPLICAS}-replica stream; got ${args.cluster})\n`);
   process.exit(2);
 }
-if (clusterSize !== undefined && !backends.includes('nats')) { process.stderr.write('chaos: --cluster runs the NATS backend on a cluster: use it with --backend nats or both\n'); process.exit(2); }
+if (clusterSize !== undefined && !backends.includes('nats')) {
+  process.stderr.write('chaos: --cluster runs the NATS backend on a cluster: use it with --backend nats or both\n');
+  process.exit(2);
+}
 const serverProblem = clusterSize !== undefined ? clusterServerProblem() : undefined;
-if (serverProblem) { process.stderr.write(`chaos: --cluster: ${serverProblem}\n`); process.exit(2); }
+if (serverProblem) {
+  process.stderr.write(`chaos: --cluster: ${serverProblem}\n`);
+  process.exit(2);
+}
 
 /** mulberry32: a small seeded PRNG, so a seed replays the same fault schedule. */
 function prng(s: number): () => number {
@@ -96,16 +117,25 @@ async function sqliteBackend(dir: string): Promise<Backend> {
   return {
     name: 'sqlite',
     workerArgs: () => ['--db', file],
-    admit: async (session, id, prompt, delivery) => { await admitInput(execution.handler, session, { id, prompt, delivery, wake: true }, execution.limits); },
-    cancel: async (session) => { await execution.cancel(session, 'chaos'); },
+    admit: async (session, id, prompt, delivery) => {
+      await admitInput(execution.handler, session, { id, prompt, delivery, wake: true }, execution.limits);
+    },
+    cancel: async (session) => {
+      await execution.cancel(session, 'chaos');
+    },
     readLog: async () => ({ events: fromSqliteRows(rows.all() as never), unreadable: 0 }),
-    close: async () => { await execution.close(); reader.close(); await log.close(); db.close(); },
+    close: async () => {
+      await execution.close();
+      reader.close();
+      await log.close();
+      db.close();
+    },
   };
 }
 
 async function natsBackend(dir: string, nWorkers: number): Promise<Backend & { server: NatsServer }> {
   const server = await startNatsServer();
-  const proxies: Proxy[] = [];
+  const proxies: TcpProxy[] = [];
   for (let i = 0; i < nWorkers; i++) proxies.push(await startProxy(server.port));
   const client = await SessiondClient.connect({ connection: { servers: server.url, ...CLIENT, reconnectWaitMs: 100 }, requestTimeoutMs: 3_000 });
   const admin = await connectNats({ servers: server.url, ...ADMIN, reconnectWaitMs: 100 });
@@ -114,10 +144,26 @@ async function natsBackend(dir: string, nWorkers: number): Promise<Backend & { s
     name: 'nats',
     server,
     rawRequest: (subject, body) => raw.request(subject, body, { timeout: 3_000 }).then((m) => m.data),
-    workerArgs: (i) => ['--nats', `nats://127.0.0.1:${proxies[i]!.port}`, '--nats-user', WORKER.user, '--nats-pass', WORKER.pass,
-      '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass, '--db', join(dir, `w${i + 1}.db`)],
-    admit: async (session, id, prompt, delivery) => { await client.admit(session, { id, prompt, delivery }); },
-    cancel: async (session) => { await client.cancel(session, 'chaos'); },
+    workerArgs: (i) => [
+      '--nats',
+      `nats://127.0.0.1:${proxies[i]!.port}`,
+      '--nats-user',
+      WORKER.user,
+      '--nats-pass',
+      WORKER.pass,
+      '--nats-commands-user',
+      COMMANDS.user,
+      '--nats-commands-pass',
+      COMMANDS.pass,
+      '--db',
+      join(dir, `w${i + 1}.db`),
+    ],
+    admit: async (session, id, prompt, delivery) => {
+      await client.admit(session, { id, prompt, delivery });
+    },
+    cancel: async (session) => {
+      await client.cancel(session, 'chaos');
+    },
     readLog: () => readStream(admin),
     fault: async (random, workers) => {
       const r = random();
@@ -133,7 +179,9 @@ async function natsBackend(dir: string, nWorkers: number): Promise<Backend & { s
       setTimeout(() => proxies[i]!.heal(), forMs);
       return { kind: 'partition', detail: `partition of ${workers[i]!.name} for ${(forMs / 1000).toFixed(1)} s` };
     },
-    heal: async () => { for (const p of proxies) p.heal(); },
+    heal: async () => {
+      for (const p of proxies) p.heal();
+    },
     close: async () => {
       await client.close();
       await admin.close();
@@ -147,24 +195,48 @@ async function natsBackend(dir: string, nWorkers: number): Promise<Backend & { s
 async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean> {
   const random = prng(runSeed);
   const dir = mkdtempSync(join(tmpdir(), `sessiond-chaos-${kind}-`));
-  const backend = kind === 'sqlite' ? await sqliteBackend(dir)
-    : clusterSize !== undefined ? await clusterBackend(dir, nWorkers, BIN, clusterSize) : await natsBackend(dir, nWorkers);
+  const backend =
+    kind === 'sqlite'
+      ? await sqliteBackend(dir)
+      : clusterSize !== undefined
+        ? await clusterBackend(dir, nWorkers, BIN, clusterSize)
+        : await natsBackend(dir, nWorkers);
   const skewIndex = hasFaketime ? nWorkers - 1 : -1;
   const workers: Worker[] = Array.from({ length: nWorkers }, (_, i) => {
     const w: Worker = {
-      name: `w${i + 1}`, proc: undefined, state: 'dead', skewed: i === skewIndex,
+      name: `w${i + 1}`,
+      proc: undefined,
+      state: 'dead',
+      skewed: i === skewIndex,
       start() {
         if (closing) return;
-        const argv = [BIN, 'start', ...backend.workerArgs(i), '--lease-ms', String(LEASE_MS), '--heartbeat-ms', String(HEARTBEAT_MS),
-          '--sweep-ms', String(SWEEP_MS), '--echo-delay-ms', String(ECHO_DELAY_MS),
-          '--max-pending-inputs', String(HOSTILE_LIMITS.maxPendingInputs), '--max-prompt-bytes', String(HOSTILE_LIMITS.maxPromptBytes)];
+        const argv = [
+          BIN,
+          'start',
+          ...backend.workerArgs(i),
+          '--lease-ms',
+          String(LEASE_MS),
+          '--heartbeat-ms',
+          String(HEARTBEAT_MS),
+          '--sweep-ms',
+          String(SWEEP_MS),
+          '--echo-delay-ms',
+          String(ECHO_DELAY_MS),
+          '--max-pending-inputs',
+          String(HOSTILE_LIMITS.maxPendingInputs),
+          '--max-prompt-bytes',
+          String(HOSTILE_LIMITS.maxPromptBytes),
+        ];
         const out = createWriteStream(join(dir, `${w.name}.log`), { flags: 'a' });
         const env = { ...process.env, FORCE_COLOR: '0', SESSIOND_LOG_FORMAT: 'text', ...(w.skewed ? { FAKETIME_DONT_FAKE_MONOTONIC: '1' } : {}) };
-        const proc = w.skewed ? spawn('faketime', ['-f', SKEW, process.execPath, ...argv], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+        const proc = w.skewed
+          ? spawn('faketime', ['-f', SKEW, process.execPath, ...argv], { env, stdio: ['ignore', 'pipe', 'pipe'] })
           : spawn(process.execPath, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
         proc.stdout!.pipe(out);
         proc.stderr!.pipe(out);
-        proc.on('exit', () => { if (w.proc === proc) w.state = 'dead'; });
+        proc.on('exit', () => {
+          if (w.proc === proc) w.state = 'dead';
+        });
         w.proc = proc;
         w.state = 'running';
       },
@@ -174,7 +246,9 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
   let closing = false;
   let ok = false;
   const faults: Record<string, number> = {};
-  const count = (what: string) => { faults[what] = (faults[what] ?? 0) + 1; };
+  const count = (what: string) => {
+    faults[what] = (faults[what] ?? 0) + 1;
+  };
   let admitted = 0;
   const acknowledged: string[] = [];
   let driverErrors = 0;
@@ -182,7 +256,9 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
   const hostileFindings: string[] = [];
   const started = Date.now();
   const say = (line: string) => process.stdout.write(`[${kind} ${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s] ${line}\n`);
-  say(`seed ${runSeed}: ${backend.label ?? kind}; ${nWorkers} workers, ${nSessions} sessions, ${seconds} s of faults; lease ${LEASE_MS} ms, sweep ${SWEEP_MS} ms${skewIndex >= 0 ? `; ${workers[skewIndex]!.name} runs with its clock ${SKEW}` : '; faketime not installed: no clock skew'}; output in ${dir}`);
+  say(
+    `seed ${runSeed}: ${backend.label ?? kind}; ${nWorkers} workers, ${nSessions} sessions, ${seconds} s of faults; lease ${LEASE_MS} ms, sweep ${SWEEP_MS} ms${skewIndex >= 0 ? `; ${workers[skewIndex]!.name} runs with its clock ${SKEW}` : '; faketime not installed: no clock skew'}; output in ${dir}`,
+  );
   try {
     for (const w of workers) w.start();
     const until = Date.now() + seconds * 1000;
@@ -193,7 +269,15 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
         const session = `ses_${Math.floor(random() * nSessions)}`;
         const words = Array.from({ length: 1 + Math.floor(random() * 6) }, (_, k) => `w${k}`).join(' ');
         const id = `inp_${runSeed}_${++n}`;
-        await backend.admit(session, id, words, random() < 0.15 ? 'steer' : 'queue').then(() => { admitted++; acknowledged.push(id); }, () => { driverErrors++; });
+        await backend.admit(session, id, words, random() < 0.15 ? 'steer' : 'queue').then(
+          () => {
+            admitted++;
+            acknowledged.push(id);
+          },
+          () => {
+            driverErrors++;
+          },
+        );
         await sleep(80 + Math.floor(random() * 220));
       }
     })();
@@ -209,25 +293,36 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
         count('SIGKILL');
         const after = Math.floor(random() * 1_500);
         say(`SIGKILL ${victim.name}; restart in ${after} ms`);
-        setTimeout(() => { if (victim.state === 'dead' && Date.now() < until) victim.start(); }, after);
+        setTimeout(() => {
+          if (victim.state === 'dead' && Date.now() < until) victim.start();
+        }, after);
       } else if (r < 0.38 && victim) {
         victim.proc!.kill('SIGSTOP');
         victim.state = 'stopped';
         count('SIGSTOP past the lease');
         const forMs = Math.floor(LEASE_MS * (1.2 + random()));
         say(`SIGSTOP ${victim.name} for ${forMs} ms`);
-        setTimeout(() => { if (victim.state === 'stopped') { victim.proc!.kill('SIGCONT'); victim.state = 'running'; } }, forMs);
+        setTimeout(() => {
+          if (victim.state === 'stopped') {
+            victim.proc!.kill('SIGCONT');
+            victim.state = 'running';
+          }
+        }, forMs);
       } else if (r < 0.52 && victim) {
         const proc = victim.proc!;
         proc.kill('SIGTERM');
         victim.state = 'dead';
         count('SIGTERM');
         say(`SIGTERM ${victim.name}`);
-        proc.once('exit', () => { if (victim.state === 'dead' && Date.now() < until) victim.start(); });
+        proc.once('exit', () => {
+          if (victim.state === 'dead' && Date.now() < until) victim.start();
+        });
       } else if (r < 0.66) {
         const session = `ses_${Math.floor(random() * nSessions)}`;
         count('cancel');
-        await backend.cancel(session).catch(() => { driverErrors++; });
+        await backend.cancel(session).catch(() => {
+          driverErrors++;
+        });
       } else if (r < 0.78) {
         const did = await hostileAction(random, backend, nSessions, `${runSeed}_${++hostileRounds}`);
         count(`hostile ${did.kind}`);
@@ -237,7 +332,10 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
         hostileFindings.push(...did.unexpected);
       } else if (backend.fault) {
         const did = await backend.fault(random, workers, say);
-        if (did) { count(did.kind); say(did.detail); }
+        if (did) {
+          count(did.kind);
+          say(did.detail);
+        }
       }
     }
     await driver;
@@ -245,7 +343,10 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
     say('quiescence: faults stopped, every worker running again');
     await backend.heal?.();
     for (const w of workers) {
-      if (w.state === 'stopped') { w.proc!.kill('SIGCONT'); w.state = 'running'; }
+      if (w.state === 'stopped') {
+        w.proc!.kill('SIGCONT');
+        w.state = 'running';
+      }
       if (w.state === 'dead') w.start();
     }
     const deadline = Date.now() + LEASE_MS + SWEEP_MS + 45_000;
@@ -273,8 +374,16 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
     const quiescentAfter = ((Date.now() - until) / 1000).toFixed(1);
     const findings: Finding[] = check(log.events, { quiescent: true });
     const types = (t: string) => log.events.filter((e) => e.type === t).length;
-    say(`faults: ${Object.entries(faults).map(([k, v]) => `${v} ${k}`).join(', ') || 'none'}`);
-    say(`work: ${admitted} prompts admitted (${driverErrors} driver calls failed under faults), ${types('execution.claimed')} claims, ${types('execution.settled')} settled turns, ${types('execution.cancelled')} cancelled, ${types('recovery.started')} recoveries; ${log.events.length} events${log.unreadable ? `, ${log.unreadable} unreadable messages` : ''}; drained ${quiescentAfter} s after the faults stopped`);
+    say(
+      `faults: ${
+        Object.entries(faults)
+          .map(([k, v]) => `${v} ${k}`)
+          .join(', ') || 'none'
+      }`,
+    );
+    say(
+      `work: ${admitted} prompts admitted (${driverErrors} driver calls failed under faults), ${types('execution.claimed')} claims, ${types('execution.settled')} settled turns, ${types('execution.cancelled')} cancelled, ${types('recovery.started')} recoveries; ${log.events.length} events${log.unreadable ? `, ${log.unreadable} unreadable messages` : ''}; drained ${quiescentAfter} s after the faults stopped`,
+    );
     say(`checks: ${CHECKS.map((c) => `${c} ${findings.filter((f) => f.check === c).length}`).join(', ')}`);
     for (const f of findings.slice(0, 30)) say(`VIOLATION ${f.check}: ${f.message}`);
     if (findings.length > 30) say(`... and ${findings.length - 30} more`);
@@ -292,7 +401,9 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
       if (w.state === 'stopped') w.proc?.kill('SIGCONT');
       w.proc?.kill('SIGKILL');
     }
-    await Promise.all(workers.map((w) => (w.proc && w.proc.exitCode === null && w.proc.signalCode === null ? new Promise((r) => w.proc!.once('exit', r)) : undefined)));
+    await Promise.all(
+      workers.map((w) => (w.proc && w.proc.exitCode === null && w.proc.signalCode === null ? new Promise((r) => w.proc!.once('exit', r)) : undefined)),
+    );
     await backend.close().catch(() => undefined);
     if (ok) rmSync(dir, { recursive: true, force: true });
   }

@@ -4,11 +4,15 @@ import { openEngine, type Runner } from '../src/index.ts';
 
 const runner: Runner = async (ctx) => {
   const prompt = ctx.inputs.map((i) => i.prompt).join('\n');
-  const { messageId } = await ctx.startStep();          // steering inputs join here
-  await ctx.phase('unknown');                           // a model request may now be in flight
-  ctx.delta(messageId, 'p1', 'thinking...');            // live only, never stored
-  const weather = await ctx.tool(messageId, { name: 'weather', input: { city: 'Oslo' }, durable: true },
-    async ({ idempotencyKey, signal }) => ({ city: 'Oslo', tempC: 3, idempotencyKey, aborted: signal.aborted }));
+  const { messageId } = await ctx.startStep(); // steering inputs join here
+  await ctx.phase('unknown'); // a model request may now be in flight
+  ctx.delta(messageId, 'p1', 'thinking...'); // live only, never stored
+  const weather = await ctx.tool(messageId, { name: 'weather', input: { city: 'Oslo' }, durable: true }, async ({ idempotencyKey, signal }) => ({
+    city: 'Oslo',
+    tempC: 3,
+    idempotencyKey,
+    aborted: signal.aborted,
+  }));
   await ctx.text(messageId, `You said "${prompt}". It is ${weather.tempC} °C in ${weather.city}.`);
   await ctx.endStep(messageId);
 };

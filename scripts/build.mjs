@@ -47,7 +47,10 @@ try {
 }
 
 rmSync(BUILDING, { recursive: true, force: true });
-const compiled = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json'), '--noCheck', '--outDir', BUILDING], { cwd: ROOT, stdio: ['ignore', 2, 2] });
+const compiled = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json'), '--noCheck', '--outDir', BUILDING], {
+  cwd: ROOT,
+  stdio: ['ignore', 2, 2],
+});
 if (compiled.status !== 0) fail(`tsc -p tsconfig.build.json failed (${compiled.error?.message ?? `exit ${compiled.status ?? compiled.signal}`})`);
 
 for (const asset of ASSETS) {

@@ -72,17 +72,26 @@ export function findCycles(graph) {
   const onStack = new Set();
   const components = [];
   const visit = (v) => {
-    indexOf.set(v, index); low.set(v, index); index++;
-    stack.push(v); onStack.add(v);
+    indexOf.set(v, index);
+    low.set(v, index);
+    index++;
+    stack.push(v);
+    onStack.add(v);
     for (const w of graph.get(v) ?? []) {
       if (!graph.has(w)) continue;
-      if (!indexOf.has(w)) { visit(w); low.set(v, Math.min(low.get(v), low.get(w))); }
-      else if (onStack.has(w)) low.set(v, Math.min(low.get(v), indexOf.get(w)));
+      if (!indexOf.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v), low.get(w)));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v), indexOf.get(w)));
     }
     if (low.get(v) === indexOf.get(v)) {
       const component = [];
       let w;
-      do { w = stack.pop(); onStack.delete(w); component.push(w); } while (w !== v);
+      do {
+        w = stack.pop();
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
       components.push(component);
     }
   };
@@ -119,7 +128,11 @@ function shortestCycle(graph, members, start) {
         while (path[0] !== start) path.unshift(previous.get(path[0]));
         return [...path, start];
       }
-      if (!seen.has(w)) { seen.add(w); previous.set(w, v); queue.push(w); }
+      if (!seen.has(w)) {
+        seen.add(w);
+        previous.set(w, v);
+        queue.push(w);
+      }
     }
   }
   return [start, start]; // unreachable for a real component

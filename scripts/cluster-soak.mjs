@@ -23,7 +23,11 @@ const { values } = parseArgs({
 });
 const rounds = values.rounds !== undefined ? Number(values.rounds) : values.minutes !== undefined ? Infinity : 10;
 const until = values.minutes !== undefined ? Date.now() + Number(values.minutes) * 60_000 : Infinity;
-if (!(rounds >= 1) || (values.minutes !== undefined && !(Number(values.minutes) > 0)) || (values.replicas !== undefined && !['1', '3'].includes(values.replicas))) {
+if (
+  !(rounds >= 1) ||
+  (values.minutes !== undefined && !(Number(values.minutes) > 0)) ||
+  (values.replicas !== undefined && !['1', '3'].includes(values.replicas))
+) {
   process.stderr.write('usage: node scripts/cluster-soak.mjs [--rounds N] [--minutes M] [--replicas 1|3] [--keep-going]\n');
   process.exit(2);
 }
@@ -31,10 +35,18 @@ if (!(rounds >= 1) || (values.minutes !== undefined && !(Number(values.minutes) 
 function round() {
   return new Promise((resolve) => {
     const env = { ...process.env, FORCE_COLOR: '0', ...(values.replicas ? { SESSIOND_CLUSTER_REPLICAS: values.replicas } : {}) };
-    const child = spawn(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', 'test', 'cluster/(failover(-[a-z]+)?|durability)\\.test\\.ts$'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', 'test', 'cluster/(failover(-[a-z]+)?|durability)\\.test\\.ts$'], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { out += d; });
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.stderr.on('data', (d) => {
+      out += d;
+    });
     child.on('close', (code) => resolve({ code: code ?? 1, out }));
   });
 }
@@ -46,7 +58,10 @@ for (let i = 1; i <= rounds && Date.now() < until; i++) {
   const { code, out } = await round();
   const seconds = ((Date.now() - t0) / 1000).toFixed(0);
   const figure = /\[(cluster [a-g]|durability \d)\]/;
-  const lines = out.split('\n').filter((l) => figure.test(l)).map((l) => `    ${l.slice(l.search(figure))}`);
+  const lines = out
+    .split('\n')
+    .filter((l) => figure.test(l))
+    .map((l) => `    ${l.slice(l.search(figure))}`);
   if (code === 0) {
     passed++;
     process.stdout.write(`round ${i}: passed in ${seconds} s\n${lines.join('\n')}\n`);

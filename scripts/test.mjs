@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm test`: typecheck, then every test/**/*.test.ts with uvu, one process per file, then one closing
+// `npm test`: typecheck, format and lint, then every test/**/*.test.ts with uvu, one process per file, then one closing
 // line `N passed, N failed` that counts everything that ran (a crashed file counts as failed).
 // Extra arguments are a file pattern (e.g. `npm test -- machine`).
 import { spawn, spawnSync } from 'node:child_process';
@@ -14,7 +14,10 @@ const EXIT_GRACE_MS = 30_000;
 
 function run(cmd, args, { capture = false } = {}) {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', capture ? 'pipe' : 'inherit', capture ? 'pipe' : 'inherit'], env: { ...process.env, FORCE_COLOR: '0' } });
+    const child = spawn(cmd, args, {
+      stdio: ['ignore', capture ? 'pipe' : 'inherit', capture ? 'pipe' : 'inherit'],
+      env: { ...process.env, FORCE_COLOR: '0' },
+    });
     let text = '';
     const timer = setTimeout(() => {
       process.stderr.write(`\ntest run exceeded ${TIMEOUT_MS} ms; stopping it\n`);
@@ -32,9 +35,16 @@ function run(cmd, args, { capture = false } = {}) {
           }, EXIT_GRACE_MS);
         }
       });
-      child.stderr.on('data', (d) => { text += d; process.stderr.write(d); });
+      child.stderr.on('data', (d) => {
+        text += d;
+        process.stderr.write(d);
+      });
     }
-    child.on('close', (code, signal) => { clearTimeout(timer); clearTimeout(lingering); resolve({ code: code ?? (signal ? 1 : 0), text }); });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      clearTimeout(lingering);
+      resolve({ code: code ?? (signal ? 1 : 0), text });
+    });
   });
 }
 
@@ -52,10 +62,18 @@ process.env.SESSIOND_NATS_CLI ??= toolPath('nats');
 // What the suite needs beyond npm, from Debian's packages: installed here when missing (as root with
 // apt-get), otherwise one line saying what to run, before any test starts.
 const needs = [
-  { what: "Debian's nats-server (its compatibility test)", pkg: 'nats-server', present: () => existsSync(process.env.SESSIOND_DEBIAN_NATS_SERVER ?? '/usr/sbin/nats-server') },
+  {
+    what: "Debian's nats-server (its compatibility test)",
+    pkg: 'nats-server',
+    present: () => existsSync(process.env.SESSIOND_DEBIAN_NATS_SERVER ?? '/usr/sbin/nats-server'),
+  },
   { what: 'faketime (clock skew in the cluster and fault suites)', pkg: 'faketime', present: () => existsSync('/usr/bin/faketime') },
   { what: 'chromium (the inspector browser test)', pkg: 'chromium', present: () => existsSync('/usr/bin/chromium') },
-  { what: "python3-msgpack (the wire-format interop test)", pkg: 'python3-msgpack', present: () => spawnSync('/usr/bin/python3', ['-c', 'import msgpack'], { stdio: 'ignore' }).status === 0 },
+  {
+    what: 'python3-msgpack (the wire-format interop test)',
+    pkg: 'python3-msgpack',
+    present: () => spawnSync('/usr/bin/python3', ['-c', 'import msgpack'], { stdio: 'ignore' }).status === 0,
+  },
 ];
 const missing = needs.filter((n) => !n.present());
 if (missing.length > 0) {
@@ -65,14 +83,22 @@ if (missing.length > 0) {
   if (root && apt) {
     process.stdout.write(`installing what the tests need: ${missing.map((n) => n.what).join(', ')} (apt-get install -y ${pkgs})...\n`);
     const update = spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
-    const install = update.status === 0 ? spawnSync('apt-get', ['install', '-y', '-qq', ...missing.map((n) => n.pkg)], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }) : update;
+    const install =
+      update.status === 0
+        ? spawnSync('apt-get', ['install', '-y', '-qq', ...missing.map((n) => n.pkg)], {
+            stdio: 'inherit',
+            env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+          })
+        : update;
     const still = missing.filter((n) => !n.present());
     if (install.status !== 0 || still.length > 0) {
       process.stdout.write(`could not install ${still.map((n) => n.pkg).join(' ') || pkgs}; run: apt-get install -y ${pkgs}\n0 passed, 1 failed\n`);
       process.exit(1);
     }
   } else {
-    process.stdout.write(`the tests need ${missing.map((n) => n.what).join(', ')}: run  sudo apt-get install -y ${pkgs}  and then npm test again (no test was run)\n`);
+    process.stdout.write(
+      `the tests need ${missing.map((n) => n.what).join(', ')}: run  sudo apt-get install -y ${pkgs}  and then npm test again (no test was run)\n`,
+    );
     process.exit(1);
   }
 }
@@ -84,6 +110,11 @@ if (!filter && !process.env.SESSIOND_TEST_DIR) {
   const tsc = await run(process.execPath, ['node_modules/typescript/bin/tsc', '--noEmit', '-p', '.']);
   typecheckFailed = tsc.code === 0 ? 0 : 1;
   process.stdout.write(tsc.code === 0 ? 'typecheck ok\n' : 'typecheck FAILED\n');
+  // the formatter and the linter (biome.json): `npm run format` rewrites what this refuses
+  process.stdout.write('format and lint (biome ci)...\n');
+  const lint = await run(process.execPath, ['node_modules/@biomejs/biome/bin/biome', 'ci', '.']);
+  if (lint.code !== 0) typecheckFailed++;
+  process.stdout.write(lint.code === 0 ? 'format and lint ok\n' : 'format or lint FAILED: run npm run format, then fix what npm run lint still reports\n');
 }
 // One uvu process per test file: a file that crashes (an import that throws, a promise that never
 // settles, a test that kills its process) is counted as failed and the run goes on with the next.
@@ -97,13 +128,13 @@ const files = [];
     else if (match.test(relative(dir, path))) files.push(relative(dir, path));
   }
 })(dir);
-const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const escapeRegex = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 let passed = 0;
 let failed = typecheckFailed;
 let skipped = 0;
 const crashed = [];
 for (const file of files) {
-  const uvu = await run(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', dir, `^${escape(file)}$`, '--no-color'], { capture: true });
+  const uvu = await run(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', dir, `^${escapeRegex(file)}$`, '--no-color'], { capture: true });
   const num = (label) => Number((uvu.text.match(new RegExp(`${label}:\\s+(\\d+)`)) ?? [])[1] ?? 0);
   const total = num('Total');
   passed += num('Passed');
@@ -121,6 +152,6 @@ if (files.length === 0) {
 }
 const secs = ((Date.now() - started) / 1000).toFixed(1);
 if (crashed.length > 0) process.stdout.write(`\ncrashed (counted as failed, the run went on): ${crashed.join(', ')}\n`);
-process.stdout.write(`\n(${files.length} files, ${secs} s${typecheckFailed ? ', typecheck failed' : ''}${skipped ? `, ${skipped} skipped` : ''})\n`);
+process.stdout.write(`\n(${files.length} files, ${secs} s${typecheckFailed ? ', typecheck or lint failed' : ''}${skipped ? `, ${skipped} skipped` : ''})\n`);
 process.stdout.write(`${passed} passed, ${failed} failed\n`);
 process.exit(failed === 0 ? 0 : 1);

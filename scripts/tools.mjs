@@ -53,7 +53,10 @@ export function ensureTools({ say = (line) => process.stdout.write(`${line}\n`) 
   if (missing.length === 0) return problems;
   const go = goBinary();
   if (!go) {
-    return missing.map((t) => `${t.name} ${t.version} is not built and Go is not installed: install Go 1.24 or newer (https://go.dev/doc/install) and run node scripts/tools.mjs`);
+    return missing.map(
+      (t) =>
+        `${t.name} ${t.version} is not built and Go is not installed: install Go 1.24 or newer (https://go.dev/doc/install) and run node scripts/tools.mjs`,
+    );
   }
   mkdirSync(TOOLS_BIN, { recursive: true });
   for (const tool of missing) {

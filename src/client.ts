@@ -6,7 +6,14 @@
  * in docs/api.md; the door's list is there too ("Entry points").
  */
 // the client
-export { SessiondClient, type SessiondClientOptions, type LiveFilter, type LiveSubscription, type ReplayOptions, type InvalidLiveMessage } from './nats/client.ts';
+export {
+  SessiondClient,
+  type SessiondClientOptions,
+  type LiveFilter,
+  type LiveSubscription,
+  type ReplayOptions,
+  type InvalidLiveMessage,
+} from './nats/client.ts';
 export type { LiveMessage } from './nats/live-bus.ts';
 export type { AdmitReceipt, AdmitRequest } from './input/admit.ts';
 export type { DropPendingRequest, DropPendingResult } from './input/drop.ts';
@@ -18,7 +25,19 @@ export { CommandError, isCommandError, CommandFailureCode, type CommandReply, ty
 export { subjects, STREAM_NAME, COMMAND_QUEUE } from './nats/subjects.ts';
 export { connectNats, type NatsConnectionOptions } from './nats/connection.ts';
 // the errors a client meets
-export { SessiondError, ErrorCode, ErrorKind, kindOf, isSessiondError, ConnectionError, PermissionError, NotFoundError, InvalidInputError, CorruptDataError, TimeoutError } from './errors.ts';
+export {
+  SessiondError,
+  ErrorCode,
+  ErrorKind,
+  kindOf,
+  isSessiondError,
+  ConnectionError,
+  PermissionError,
+  NotFoundError,
+  InvalidInputError,
+  CorruptDataError,
+  TimeoutError,
+} from './errors.ts';
 // events, as replay and the live feed hand them over
 export type { SessionEvent } from './events/envelope.ts';
 export type { EventType, PayloadOf } from './events/catalog.ts';

@@ -71,7 +71,10 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     return snapshot;
   };
   return {
-    ownerId: execution.ownerId, db, log, execution,
+    ownerId: execution.ownerId,
+    db,
+    log,
+    execution,
     async admit(sessionId, request) {
       const receipt = await admitInput(execution.handler, sessionId, request, execution.limits);
       if (receipt.wake) await execution.wake(sessionId);

@@ -79,15 +79,32 @@ export const ErrorKind = {
 export type ErrorKind = (typeof ErrorKind)[keyof typeof ErrorKind];
 
 const KIND: Record<ErrorCode, ErrorKind> = {
-  invalid_id: 'invalid_input', invalid_option: 'invalid_input', usage: 'invalid_input',
-  invalid_payload: 'invalid_input', payload_too_large: 'invalid_input',
-  decode_failed: 'corrupt_data', unknown_event_type: 'corrupt_data', unsupported_event_version: 'corrupt_data',
-  schema_too_new: 'corrupt_data', migration_failed: 'failure', inconsistent_stream: 'corrupt_data', invariant_violation: 'corrupt_data',
-  unavailable: 'unavailable', log_closed: 'unavailable',
-  permission_denied: 'permission', not_found: 'not_found', timeout: 'timeout',
-  sequence_conflict: 'conflict', duplicate_event: 'conflict', input_conflict: 'conflict',
-  command_refused: 'refused', claim_lost: 'refused', cancelled: 'refused', limit_exceeded: 'refused',
-  model_request_failed: 'failure', internal: 'failure',
+  invalid_id: 'invalid_input',
+  invalid_option: 'invalid_input',
+  usage: 'invalid_input',
+  invalid_payload: 'invalid_input',
+  payload_too_large: 'invalid_input',
+  decode_failed: 'corrupt_data',
+  unknown_event_type: 'corrupt_data',
+  unsupported_event_version: 'corrupt_data',
+  schema_too_new: 'corrupt_data',
+  migration_failed: 'failure',
+  inconsistent_stream: 'corrupt_data',
+  invariant_violation: 'corrupt_data',
+  unavailable: 'unavailable',
+  log_closed: 'unavailable',
+  permission_denied: 'permission',
+  not_found: 'not_found',
+  timeout: 'timeout',
+  sequence_conflict: 'conflict',
+  duplicate_event: 'conflict',
+  input_conflict: 'conflict',
+  command_refused: 'refused',
+  claim_lost: 'refused',
+  cancelled: 'refused',
+  limit_exceeded: 'refused',
+  model_request_failed: 'failure',
+  internal: 'failure',
 };
 
 /** The kind of a code. */
@@ -115,29 +132,50 @@ type ErrorOptions = { cause?: unknown; details?: Record<string, unknown> };
 
 /** A server or worker could not be reached (retry later). */
 export class ConnectionError extends SessiondError {
-  constructor(message: string, options: ErrorOptions = {}) { super(ErrorCode.Unavailable, message, options); this.name = 'ConnectionError'; }
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(ErrorCode.Unavailable, message, options);
+    this.name = 'ConnectionError';
+  }
 }
 /** The server refused the operation to this user. */
 export class PermissionError extends SessiondError {
-  constructor(message: string, options: ErrorOptions = {}) { super(ErrorCode.PermissionDenied, message, options); this.name = 'PermissionError'; }
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(ErrorCode.PermissionDenied, message, options);
+    this.name = 'PermissionError';
+  }
 }
 /** What was asked for is not there. */
 export class NotFoundError extends SessiondError {
-  constructor(message: string, options: ErrorOptions = {}) { super(ErrorCode.NotFound, message, options); this.name = 'NotFoundError'; }
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(ErrorCode.NotFound, message, options);
+    this.name = 'NotFoundError';
+  }
 }
 /** Bad input: an option, an id, a payload, a command line. */
 export class InvalidInputError extends SessiondError {
-  constructor(message: string, options: ErrorOptions & { code?: typeof ErrorCode.InvalidOption | typeof ErrorCode.InvalidId | typeof ErrorCode.Usage | typeof ErrorCode.InvalidPayload } = {}) {
-    super(options.code ?? ErrorCode.InvalidOption, message, options); this.name = 'InvalidInputError';
+  constructor(
+    message: string,
+    options: ErrorOptions & {
+      code?: typeof ErrorCode.InvalidOption | typeof ErrorCode.InvalidId | typeof ErrorCode.Usage | typeof ErrorCode.InvalidPayload;
+    } = {},
+  ) {
+    super(options.code ?? ErrorCode.InvalidOption, message, options);
+    this.name = 'InvalidInputError';
   }
 }
 /** Stored or received data that is not what sessiond wrote (an undecodable frame, a broken stream). */
 export class CorruptDataError extends SessiondError {
-  constructor(message: string, options: ErrorOptions & { code?: ErrorCode } = {}) { super(options.code ?? ErrorCode.DecodeFailed, message, options); this.name = 'CorruptDataError'; }
+  constructor(message: string, options: ErrorOptions & { code?: ErrorCode } = {}) {
+    super(options.code ?? ErrorCode.DecodeFailed, message, options);
+    this.name = 'CorruptDataError';
+  }
 }
 /** No answer within a deadline. */
 export class TimeoutError extends SessiondError {
-  constructor(message: string, options: ErrorOptions = {}) { super(ErrorCode.Timeout, message, options); this.name = 'TimeoutError'; }
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(ErrorCode.Timeout, message, options);
+    this.name = 'TimeoutError';
+  }
 }
 
 // the event log
@@ -148,9 +186,11 @@ export class SequenceConflictError extends SessiondError {
   readonly expectedSeq: number;
   readonly actualSeq: number;
   constructor(sessionId: string, expectedSeq: number, actualSeq: number, cause?: unknown) {
-    super(ErrorCode.SequenceConflict,
+    super(
+      ErrorCode.SequenceConflict,
       `Session ${sessionId} is at sequence ${actualSeq}, not ${expectedSeq} as expected: another writer appended first. Reload the session and decide again.`,
-      { cause, details: { sessionId, expectedSeq, actualSeq } });
+      { cause, details: { sessionId, expectedSeq, actualSeq } },
+    );
     this.name = 'SequenceConflictError';
     this.sessionId = sessionId;
     this.expectedSeq = expectedSeq;
@@ -224,8 +264,13 @@ export type ModelFailure =
 
 /** A model request that failed for good (after retries, or not retryable). */
 export class ModelRequestError extends SessiondError {
-  constructor(readonly failure: ModelFailure, readonly attempts: number) {
-    super(ErrorCode.ModelRequestFailed, `model request failed${attempts > 1 ? ` after ${attempts} attempts` : ''}: ${failure.message}`, { details: { kind: failure.kind, ...('status' in failure && failure.status !== undefined ? { status: failure.status } : {}) } });
+  constructor(
+    readonly failure: ModelFailure,
+    readonly attempts: number,
+  ) {
+    super(ErrorCode.ModelRequestFailed, `model request failed${attempts > 1 ? ` after ${attempts} attempts` : ''}: ${failure.message}`, {
+      details: { kind: failure.kind, ...('status' in failure && failure.status !== undefined ? { status: failure.status } : {}) },
+    });
     this.name = 'ModelRequestError';
   }
 }
@@ -242,8 +287,17 @@ export class ToolInputError extends SessiondError {
 
 /** An export file damaged at byte `offset`, in frame `frame` (the header is frame 0): every event before it was read. */
 export class CorruptExportError extends SessiondError {
-  constructor(readonly file: string, readonly offset: number, readonly frame: number, why: string, cause?: unknown) {
-    super(ErrorCode.DecodeFailed, `${file} is damaged at byte ${offset} (frame ${frame}): ${why}. The ${Math.max(0, frame - 1)} events before it were read.`, { cause, details: { file, offset, frame } });
+  constructor(
+    readonly file: string,
+    readonly offset: number,
+    readonly frame: number,
+    why: string,
+    cause?: unknown,
+  ) {
+    super(ErrorCode.DecodeFailed, `${file} is damaged at byte ${offset} (frame ${frame}): ${why}. The ${Math.max(0, frame - 1)} events before it were read.`, {
+      cause,
+      details: { file, offset, frame },
+    });
     this.name = 'CorruptExportError';
   }
 }
@@ -269,10 +323,26 @@ export class ProjectionError extends SessiondError {
   readonly position: number | undefined;
   constructor(projector: string, event: SessionEvent, cause: SessiondError, checkpoint: number) {
     const stream = cause.code === ErrorCode.InconsistentStream || cause.code === ErrorCode.InvariantViolation;
-    super(cause.code,
+    super(
+      cause.code,
       `${cause.message} [event ${describeEvent(event)}]. Projector "${projector}" rolled back the whole batch: nothing of it was applied and its checkpoint stays at ${checkpoint}.` +
-      (stream ? ' The projector never skips an event: inspect the session\'s events, fix the writer that produced this one (or repair the log), then apply again.' : ''),
-      { cause, details: { ...cause.details, projector, eventId: event.id, type: event.type, sessionId: event.sessionId, seq: event.seq, position: event.position, checkpoint } });
+        (stream
+          ? " The projector never skips an event: inspect the session's events, fix the writer that produced this one (or repair the log), then apply again."
+          : ''),
+      {
+        cause,
+        details: {
+          ...cause.details,
+          projector,
+          eventId: event.id,
+          type: event.type,
+          sessionId: event.sessionId,
+          seq: event.seq,
+          position: event.position,
+          checkpoint,
+        },
+      },
+    );
     this.name = 'ProjectionError';
     this.eventId = event.id;
     this.eventType = event.type;
@@ -286,7 +356,11 @@ export class ProjectionError extends SessiondError {
 
 /** A request the inspector refuses: the HTTP status, and the stable code it answers with (`reason`). */
 export class HttpError extends SessiondError {
-  constructor(readonly status: number, readonly reason: string, message: string) {
+  constructor(
+    readonly status: number,
+    readonly reason: string,
+    message: string,
+  ) {
     super(status === 404 ? ErrorCode.NotFound : status >= 500 ? ErrorCode.Internal : ErrorCode.InvalidOption, message, { details: { status, reason } });
     this.name = 'HttpError';
   }

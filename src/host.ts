@@ -92,7 +92,23 @@ export interface Sessiond extends Omit<Sessions, 'close'>, Pick<Engine, 'awaitId
 const silent: HostReport = { out: () => {}, err: () => {} };
 
 export async function startSessiond(options: SessiondOptions): Promise<Sessiond> {
-  checkKeys('startSessiond', options, ['db', 'runner', 'leaseMs', 'heartbeatMs', 'sweepMs', 'wakeBackoffMs', 'onNotice', 'nats', 'limits', 'inspectPort', 'metricsPort', 'report', 'decorateLog', 'onFatal', 'signal']);
+  checkKeys('startSessiond', options, [
+    'db',
+    'runner',
+    'leaseMs',
+    'heartbeatMs',
+    'sweepMs',
+    'wakeBackoffMs',
+    'onNotice',
+    'nats',
+    'limits',
+    'inspectPort',
+    'metricsPort',
+    'report',
+    'decorateLog',
+    'onFatal',
+    'signal',
+  ]);
   const report = options.report ?? silent;
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
@@ -119,10 +135,25 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     signal.throwIfAborted();
     const p = open();
     return new Promise<T>((resolve, reject) => {
-      const onAbort = () => { void p.then(dispose, () => undefined); reject(signal.reason); };
+      const onAbort = () => {
+        void p.then(dispose, () => undefined);
+        reject(signal.reason);
+      };
       signal.addEventListener('abort', onAbort, { once: true });
-      p.then((v) => { signal.removeEventListener('abort', onAbort); if (signal.aborted) { void dispose(v); return; } resolve(v); },
-        (e: unknown) => { signal.removeEventListener('abort', onAbort); reject(e); });
+      p.then(
+        (v) => {
+          signal.removeEventListener('abort', onAbort);
+          if (signal.aborted) {
+            void dispose(v);
+            return;
+          }
+          resolve(v);
+        },
+        (e: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(e);
+        },
+      );
     });
   };
   const notify = (n: Notice) => {
@@ -139,10 +170,23 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     let nats: Sessiond['nats'];
     if (options.nats) {
       const connection = options.nats.connection;
-      const nc = await step(() => connectNats({ ...connection, waitForServer: true }), (late) => late.close());
+      const nc = await step(
+        () => connectNats({ ...connection, waitForServer: true }),
+        (late) => late.close(),
+      );
       opened.push({ what: 'the NATS connection', close: () => nc.drain().catch(() => nc.close()) });
       // a stored message that is not a valid batch is skipped, said once, and recorded in the database
-      const eventLog = await step(() => JetStreamEventLog.open({ connection: nc, onQuarantine: (q) => { report.err(`sessiond: ${describeQuarantine(q)}`); record(q); } }), (late) => late.close());
+      const eventLog = await step(
+        () =>
+          JetStreamEventLog.open({
+            connection: nc,
+            onQuarantine: (q) => {
+              report.err(`sessiond: ${describeQuarantine(q)}`);
+              record(q);
+            },
+          }),
+        (late) => late.close(),
+      );
       opened.push({ what: 'the event log', close: () => eventLog.close() });
       where = `NATS ${describeNats(connection)} (stream ${eventLog.stream})`;
       nats = { connection: nc, log: eventLog };
@@ -152,7 +196,8 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       // sessiond needs is refused (it could capture commands and replies); without one (not set up,
       // or a nats.conf that does not allow it), this worker's own file keeps them
       snapshots = await JetStreamSnapshotStore.open(nc, {
-        onDiscarded: (sessionId, reason) => notify({ type: 'error', sessionId, message: `discarded the stored snapshot of session ${sessionId}: ${reason}; folding the session from the log` }),
+        onDiscarded: (sessionId, reason) =>
+          notify({ type: 'error', sessionId, message: `discarded the stored snapshot of session ${sessionId}: ${reason}; folding the session from the log` }),
       }).catch((err: unknown) => {
         if (isSessiondError(err, ErrorCode.InvalidOption)) throw err;
         report.err(`sessiond: no shared snapshots (${messageOf(err)}); keeping snapshots in ${options.db} only`);
@@ -161,19 +206,30 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       // every batch this worker commits goes out on its live subjects once, as it is acknowledged
       log = publishCommits(eventLog, bus);
     }
-    const engine = await step(() => openEngine({
-      file: options.db, runner: options.runner, leaseMs, heartbeatMs,
-      ...(options.limits ? { limits: options.limits } : {}),
-      ...(log ? { log } : {}),
-      // metrics count what the engine appends, on either log
-      ...(metrics || options.decorateLog ? { decorateLog: (inner: EventLog) => {
-        const decorated = options.decorateLog ? options.decorateLog(inner) : inner;
-        return metrics ? observeAppends(decorated, metrics.appends) : decorated;
-      } } : {}),
-      ...(bus ? { bus } : {}),
-      ...(snapshots ? { snapshots } : {}),
-      onNotice: notify,
-    }), (late) => late.close());
+    const engine = await step(
+      () =>
+        openEngine({
+          file: options.db,
+          runner: options.runner,
+          leaseMs,
+          heartbeatMs,
+          ...(options.limits ? { limits: options.limits } : {}),
+          ...(log ? { log } : {}),
+          // metrics count what the engine appends, on either log
+          ...(metrics || options.decorateLog
+            ? {
+                decorateLog: (inner: EventLog) => {
+                  const decorated = options.decorateLog ? options.decorateLog(inner) : inner;
+                  return metrics ? observeAppends(decorated, metrics.appends) : decorated;
+                },
+              }
+            : {}),
+          ...(bus ? { bus } : {}),
+          ...(snapshots ? { snapshots } : {}),
+          onNotice: notify,
+        }),
+      (late) => late.close(),
+    );
     opened.push({ what: 'the engine', close: () => engine.close() });
     report.bind?.({ worker: engine.ownerId });
     record = (q) => recordQuarantine(engine.db, q, systemClock.now());
@@ -192,7 +248,11 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
         ...(options.wakeBackoffMs !== undefined ? { wakeBackoffMs: options.wakeBackoffMs } : {}),
         onNotice: (n) => {
           options.onNotice?.(n);
-          report.out(describeRecovery(n), { notice: n.type, ...('sessionId' in n ? { session: n.sessionId } : {}), ...('executionId' in n ? { execution: n.executionId } : {}) });
+          report.out(describeRecovery(n), {
+            notice: n.type,
+            ...('sessionId' in n ? { session: n.sessionId } : {}),
+            ...('executionId' in n ? { execution: n.executionId } : {}),
+          });
           metrics?.recovery(n);
         },
       },
@@ -200,24 +260,34 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     opened.push({ what: 'the worker', close: () => worker.stop() });
     if (options.nats?.commands) {
       const commands = options.nats.commands;
-      const cnc = await step(() => connectNats({ ...commands.connection, waitForServer: true }), (late) => late.close());
+      const cnc = await step(
+        () => connectNats({ ...commands.connection, waitForServer: true }),
+        (late) => late.close(),
+      );
       opened.push({ what: 'the command connection', close: () => cnc.drain().catch(() => cnc.close()) });
       const service = startCommandService(cnc, engine, {
-        replyPrefixes: commands.replyPrefixes, maxPromptBytes: engine.execution.limits.maxPromptBytes,
+        replyPrefixes: commands.replyPrefixes,
+        maxPromptBytes: engine.execution.limits.maxPromptBytes,
         onError: (err) => report.err(`sessiond: command service: ${messageOf(err)}`),
         // refused requests: a few lines with counts, never one per request
         onRefusalLine: (line) => report.err(`sessiond: command service: ${line}`),
         ...(metrics ? { onRefused: (kind: string) => metrics.commandRefused(kind) } : {}),
       });
       opened.push({ what: 'the command service', close: () => service.close() });
-      report.out(`  serving commands ${commandVerbs.map((v) => subjects.command(v)).join(', ')} in queue group ${COMMAND_QUEUE}${commands.connection.user ? ` as user ${commands.connection.user}` : ''}, replying only to ${commands.replyPrefixes.map((p) => `${p}.>`).join(', ')}`);
+      report.out(
+        `  serving commands ${commandVerbs.map((v) => subjects.command(v)).join(', ')} in queue group ${COMMAND_QUEUE}${commands.connection.user ? ` as user ${commands.connection.user}` : ''}, replying only to ${commands.replyPrefixes.map((p) => `${p}.>`).join(', ')}`,
+      );
     } else if (options.nats) {
       report.out('  not serving commands: no commands user (give --nats-commands-user and SESSIOND_NATS_COMMANDS_PASS, the commands user of nats.conf)');
     }
     signal?.throwIfAborted();
     let inspectorUrl: string | undefined;
     if (options.inspectPort !== undefined) {
-      const inspector = await startInspector({ log: engine.log, port: options.inspectPort, onError: (err) => report.err(`sessiond: inspector: ${messageOf(err)}`) });
+      const inspector = await startInspector({
+        log: engine.log,
+        port: options.inspectPort,
+        onError: (err) => report.err(`sessiond: inspector: ${messageOf(err)}`),
+      });
       opened.push({ what: 'the inspector', close: () => inspector.close() });
       inspectorUrl = inspector.url;
     }
@@ -228,7 +298,13 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       metricsUrl = ops.url;
     }
     return {
-      ownerId: engine.ownerId, engine, worker, where, nats, inspectorUrl, metricsUrl,
+      ownerId: engine.ownerId,
+      engine,
+      worker,
+      where,
+      nats,
+      inspectorUrl,
+      metricsUrl,
       admit: (id, request) => engine.admit(id, request),
       wake: (id) => engine.wake(id),
       status: (id, statusOptions) => engine.status(id, statusOptions),
@@ -251,30 +327,45 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
 
 export function describeNotice(n: Notice): string {
   switch (n.type) {
-    case 'claimed': return `${n.sessionId}  claimed (execution ${n.executionId})`;
-    case 'settled': return `${n.sessionId}  turn ${n.outcome}${n.error ? `: ${n.error}` : ''}`;
-    case 'claim_lost': return `${n.sessionId}  lost its claim on execution ${n.executionId}; stopped the runner`;
-    case 'cancelled': return `${n.sessionId}  cancelled execution ${n.executionId}`;
-    case 'refused': return `${n.sessionId}  not taken: ${n.message}`;
-    case 'error': return `${n.sessionId}  error: ${n.message}`;
+    case 'claimed':
+      return `${n.sessionId}  claimed (execution ${n.executionId})`;
+    case 'settled':
+      return `${n.sessionId}  turn ${n.outcome}${n.error ? `: ${n.error}` : ''}`;
+    case 'claim_lost':
+      return `${n.sessionId}  lost its claim on execution ${n.executionId}; stopped the runner`;
+    case 'cancelled':
+      return `${n.sessionId}  cancelled execution ${n.executionId}`;
+    case 'refused':
+      return `${n.sessionId}  not taken: ${n.message}`;
+    case 'error':
+      return `${n.sessionId}  error: ${n.message}`;
   }
 }
 
 export function describeEvent(e: SessionEvent): string | undefined {
   switch (e.type) {
-    case 'input.admitted': return `${e.sessionId}  prompt admitted (${e.payload.delivery}): ${JSON.stringify(e.payload.prompt.slice(0, 80))}`;
-    case 'text.completed': return `${e.sessionId}  ${e.payload.text}`;
-    case 'execution.cancelled': return `${e.sessionId}  execution ${e.payload.executionId} was cancelled`;
-    default: return undefined;
+    case 'input.admitted':
+      return `${e.sessionId}  prompt admitted (${e.payload.delivery}): ${JSON.stringify(e.payload.prompt.slice(0, 80))}`;
+    case 'text.completed':
+      return `${e.sessionId}  ${e.payload.text}`;
+    case 'execution.cancelled':
+      return `${e.sessionId}  execution ${e.payload.executionId} was cancelled`;
+    default:
+      return undefined;
   }
 }
 
 export function describeRecovery(n: RecoveryNotice): string {
   switch (n.type) {
-    case 'recovered': return `${n.sessionId}  recovered expired execution ${n.executionId}; continuation ${n.continuationInputId} admitted`;
-    case 'wake_attempt': return `${n.sessionId}  recovery wake, attempt ${n.attempt}`;
-    case 'parked': return `${n.sessionId}  PARKED: ${n.message}`;
-    case 'error': return `${n.sessionId}  recovery error: ${n.message}`;
-    case 'sweep_failed': return `recovery sweep: ${n.message}`;
+    case 'recovered':
+      return `${n.sessionId}  recovered expired execution ${n.executionId}; continuation ${n.continuationInputId} admitted`;
+    case 'wake_attempt':
+      return `${n.sessionId}  recovery wake, attempt ${n.attempt}`;
+    case 'parked':
+      return `${n.sessionId}  PARKED: ${n.message}`;
+    case 'error':
+      return `${n.sessionId}  recovery error: ${n.message}`;
+    case 'sweep_failed':
+      return `recovery sweep: ${n.message}`;
   }
 }

@@ -64,7 +64,10 @@ let lastMs = 0;
 let counter = 0;
 function timeOrderedHex(): string {
   const now = Date.now();
-  if (now > lastMs) { lastMs = now; counter = 0; } else counter = (counter + 1) & 0xffff;
+  if (now > lastMs) {
+    lastMs = now;
+    counter = 0;
+  } else counter = (counter + 1) & 0xffff;
   return `${lastMs.toString(16).padStart(12, '0')}${counter.toString(16).padStart(4, '0')}${random16Hex()}`;
 }
 
@@ -73,7 +76,10 @@ const POOL_BYTES = 4096;
 let pool = Buffer.alloc(0);
 let offset = POOL_BYTES;
 function random16Hex(): string {
-  if (offset + 8 > pool.length) { pool = randomBytes(POOL_BYTES); offset = 0; }
+  if (offset + 8 > pool.length) {
+    pool = randomBytes(POOL_BYTES);
+    offset = 0;
+  }
   offset += 8;
   return pool.toString('hex', offset - 8, offset);
 }

@@ -25,7 +25,19 @@ export { DEFAULT_RETRY, type RetryPolicy } from './runner/model/retry.ts';
 export type { TranscriptItem, TranscriptPart } from './runner/transcript.ts';
 export type { Continuation, Usage } from './events/catalog.ts';
 // errors
-export { SessiondError, ErrorCode, ErrorKind, kindOf, isSessiondError, ConnectionError, PermissionError, NotFoundError, InvalidInputError, CorruptDataError, TimeoutError } from './errors.ts';
+export {
+  SessiondError,
+  ErrorCode,
+  ErrorKind,
+  kindOf,
+  isSessiondError,
+  ConnectionError,
+  PermissionError,
+  NotFoundError,
+  InvalidInputError,
+  CorruptDataError,
+  TimeoutError,
+} from './errors.ts';
 export { ClaimLostError, CommandRefusedError, CancelledError, SequenceConflictError, ModelRequestError, CorruptExportError } from './errors.ts';
 export { Refusal } from './machines/commands.ts';
 // logs
@@ -41,7 +53,14 @@ export type { SessionEvent, DraftEvent } from './events/envelope.ts';
 export { encodeEvent, decodeEvent } from './events/codec.ts';
 export { LocalLiveBus, type LiveBus, type LiveEvent } from './events/live-bus.ts';
 // the client of a NATS deployment
-export { SessiondClient, type SessiondClientOptions, type LiveFilter, type LiveSubscription, type ReplayOptions, type InvalidLiveMessage } from './nats/client.ts';
+export {
+  SessiondClient,
+  type SessiondClientOptions,
+  type LiveFilter,
+  type LiveSubscription,
+  type ReplayOptions,
+  type InvalidLiveMessage,
+} from './nats/client.ts';
 export type { LiveMessage } from './nats/live-bus.ts';
 export { CommandError, isCommandError, CommandFailureCode, type CommandReply, type AdmitCommand, type StatusReply } from './nats/commands.ts';
 export { subjects, STREAM_NAME, COMMAND_QUEUE } from './nats/subjects.ts';

@@ -10,7 +10,9 @@ import { ErrorCode, SessiondError } from './errors.ts';
 export function checkKeys(component: string, input: object, known: readonly string[]): void {
   for (const key of Object.keys(input)) {
     if (!known.includes(key)) {
-      throw new SessiondError(ErrorCode.InvalidOption, `Unknown ${component} option "${key}": the options are ${known.join(', ')}.`, { details: { option: key } });
+      throw new SessiondError(ErrorCode.InvalidOption, `Unknown ${component} option "${key}": the options are ${known.join(', ')}.`, {
+        details: { option: key },
+      });
     }
   }
 }
@@ -19,9 +21,11 @@ export function checkKeys(component: string, input: object, known: readonly stri
 export function wholeNumber(component: string, key: string, value: unknown, fallback: number, min = 1, unit = ''): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
-    throw new SessiondError(ErrorCode.InvalidOption,
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
       `Invalid ${component} option ${key}=${JSON.stringify(value)}: use a whole number${unit ? ` of ${unit}` : ''} >= ${min} (default ${fallback}).`,
-      { details: { option: key } });
+      { details: { option: key } },
+    );
   }
   return value;
 }

@@ -10,8 +10,16 @@ test('ids - accepts subject-safe ids', () => {
 
 test('ids - refuses dots, spaces, wildcards, control characters, empty and overlong ids, naming the problem', () => {
   const cases: [unknown, string][] = [
-    ['ses.1', '"."'], ['ses 1', '" "'], ['ses*', '"*"'], ['ses>', '">"'], ['a\u0000b', 'U+0000'], ['a\nb', 'U+000a'],
-    ['', 'empty'], ['x'.repeat(MAX_ID_LENGTH + 1), `${MAX_ID_LENGTH + 1} characters`], [42, 'got number'], [null, 'got null'],
+    ['ses.1', '"."'],
+    ['ses 1', '" "'],
+    ['ses*', '"*"'],
+    ['ses>', '">"'],
+    ['a\u0000b', 'U+0000'],
+    ['a\nb', 'U+000a'],
+    ['', 'empty'],
+    ['x'.repeat(MAX_ID_LENGTH + 1), `${MAX_ID_LENGTH + 1} characters`],
+    [42, 'got number'],
+    [null, 'got null'],
   ];
   for (const [value, why] of cases) {
     const err = expectCode(() => validateId(value, 'session id'), ErrorCode.InvalidId, 'Invalid session id');

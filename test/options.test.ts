@@ -16,9 +16,17 @@ test('options - the sweeper checks its options and refuses unknown ones', async 
   const execution = fx.service({ runner: echoRunner() });
   const base = { execution, candidates: { expired: () => [], runnable: () => [] }, clock: new ManualClock(0) };
   assert.is(new RecoverySweeper(base).intervalMs, DEFAULT_SWEEP_INTERVAL_MS);
-  expectCode(() => new RecoverySweeper({ ...base, intervalMs: 0 }), ErrorCode.InvalidOption, 'Invalid RecoverySweeper option intervalMs=0: use a whole number of milliseconds >= 1');
+  expectCode(
+    () => new RecoverySweeper({ ...base, intervalMs: 0 }),
+    ErrorCode.InvalidOption,
+    'Invalid RecoverySweeper option intervalMs=0: use a whole number of milliseconds >= 1',
+  );
   expectCode(() => new RecoverySweeper({ ...base, wakeBackoffMs: 1.5 }), ErrorCode.InvalidOption, 'wakeBackoffMs=1.5');
-  expectCode(() => new RecoverySweeper({ ...base, crashAfterAdmit: true } as never), ErrorCode.InvalidOption, 'Unknown RecoverySweeper option "crashAfterAdmit"');
+  expectCode(
+    () => new RecoverySweeper({ ...base, crashAfterAdmit: true } as never),
+    ErrorCode.InvalidOption,
+    'Unknown RecoverySweeper option "crashAfterAdmit"',
+  );
   expectCode(() => fx.service({ runner: echoRunner(), leaseMs: -5 }), ErrorCode.InvalidOption, 'Invalid SessionExecution option leaseMs=-5');
   await fx.close();
 });
@@ -28,8 +36,16 @@ test('options - the engine and the worker refuse a misspelt option instead of ig
   const { startSessiond } = await import('../src/host.ts');
   const { tempDir } = await import('./support/tmp.ts');
   const tmp = tempDir();
-  await expectCode(openEngine({ file: tmp.file('a.db'), runner: echoRunner(), leaseMS: 5 } as never), ErrorCode.InvalidOption, 'Unknown openEngine option "leaseMS"');
-  await expectCode(startSessiond({ db: tmp.file('b.db'), runner: echoRunner(), metricPort: 9000 } as never), ErrorCode.InvalidOption, 'Unknown startSessiond option "metricPort"');
+  await expectCode(
+    openEngine({ file: tmp.file('a.db'), runner: echoRunner(), leaseMS: 5 } as never),
+    ErrorCode.InvalidOption,
+    'Unknown openEngine option "leaseMS"',
+  );
+  await expectCode(
+    startSessiond({ db: tmp.file('b.db'), runner: echoRunner(), metricPort: 9000 } as never),
+    ErrorCode.InvalidOption,
+    'Unknown startSessiond option "metricPort"',
+  );
   tmp.remove();
 });
 

@@ -21,13 +21,22 @@ function hook(): void {
   process.on('exit', () => {
     for (const c of children) {
       if (c.exitCode === null && c.signalCode === null) {
-        try { c.kill('SIGKILL'); } catch { /* gone */ }
+        try {
+          c.kill('SIGKILL');
+        } catch {
+          /* gone */
+        }
       }
     }
     for (const remove of dirs.values()) remove();
   });
-  process.once('SIGINT', () => { process.stderr.write('\nbench: SIGINT, cleaning up\n'); void cleanupAll().finally(() => process.exit(130)); });
-  process.once('SIGTERM', () => { void cleanupAll().finally(() => process.exit(143)); });
+  process.once('SIGINT', () => {
+    process.stderr.write('\nbench: SIGINT, cleaning up\n');
+    void cleanupAll().finally(() => process.exit(130));
+  });
+  process.once('SIGTERM', () => {
+    void cleanupAll().finally(() => process.exit(143));
+  });
 }
 
 /** A fresh temp directory (test/support/tmp.ts makes it), removed at the end. */
@@ -74,7 +83,9 @@ export function cleanupAll(): Promise<void> {
       try {
         await Promise.race([
           Promise.resolve().then(fn),
-          new Promise((_, reject) => { timer = setTimeout(() => reject(new Error('timed out after 10 s')), 10_000); }),
+          new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error('timed out after 10 s')), 10_000);
+          }),
         ]);
       } catch (err) {
         process.stderr.write(`bench: cleanup "${name}" failed: ${(err as Error).message}\n`);
@@ -85,7 +96,10 @@ export function cleanupAll(): Promise<void> {
     for (const c of children) {
       if (c.exitCode === null && c.signalCode === null) {
         c.kill('SIGKILL');
-        await new Promise((r) => { c.once('exit', r); setTimeout(r, 2000).unref(); });
+        await new Promise((r) => {
+          c.once('exit', r);
+          setTimeout(r, 2000).unref();
+        });
       }
     }
     for (const d of [...dirs.keys()]) removeDir(d);

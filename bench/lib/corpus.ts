@@ -22,7 +22,11 @@ const MARK = 'ZZ';
 export const BENCH_PROMPT = 'please summarise the quarterly report for the board and list three risks worth a closer look';
 
 /** An append as it was committed: the session, the sequence it expected, the events. */
-export interface Batch { sessionId: string; expectedSeq: number; events: SessionEvent[] }
+export interface Batch {
+  sessionId: string;
+  expectedSeq: number;
+  events: SessionEvent[];
+}
 
 export interface Template {
   /** Appends of a session's first turn. */
@@ -39,19 +43,35 @@ export interface Template {
 class RecordingLog implements EventLog {
   readonly batches: Batch[] = [];
   constructor(private readonly inner: EventLog) {}
-  get name() { return this.inner.name; }
+  get name() {
+    return this.inner.name;
+  }
   async append(sessionId: string, expectedSeq: number, drafts: DraftEvent[]): Promise<SessionEvent[]> {
     const events = await this.inner.append(sessionId, expectedSeq, drafts);
     this.batches.push({ sessionId, expectedSeq, events: events.map(({ position: _p, ...e }) => e as SessionEvent) });
     return events;
   }
-  readSession(sessionId: string, options?: { afterSeq?: number; limit?: number }) { return this.inner.readSession(sessionId, options); }
-  lastSeq(sessionId: string) { return this.inner.lastSeq(sessionId); }
-  readAll(options?: { after?: number; limit?: number }) { return this.inner.readAll(options); }
-  readPages(options?: ReadPagesOptions) { return this.inner.readPages(options); }
-  head() { return this.inner.head(); }
-  subscribe(options: SubscribeOptions): Subscription { return this.inner.subscribe(options); }
-  close() { return this.inner.close(); }
+  readSession(sessionId: string, options?: { afterSeq?: number; limit?: number }) {
+    return this.inner.readSession(sessionId, options);
+  }
+  lastSeq(sessionId: string) {
+    return this.inner.lastSeq(sessionId);
+  }
+  readAll(options?: { after?: number; limit?: number }) {
+    return this.inner.readAll(options);
+  }
+  readPages(options?: ReadPagesOptions) {
+    return this.inner.readPages(options);
+  }
+  head() {
+    return this.inner.head();
+  }
+  subscribe(options: SubscribeOptions): Subscription {
+    return this.inner.subscribe(options);
+  }
+  close() {
+    return this.inner.close();
+  }
 }
 
 /** A clock that moves 1 ms per reading, so times are distinct and deterministic. */
@@ -68,7 +88,11 @@ export async function captureTemplate(): Promise<Template> {
   migrate(db);
   const log = new RecordingLog(new SqliteEventLog(db));
   const engine = await openEngine({
-    file: ':memory:', log, runner: echoRunner(), ids: sequentialIds(MARK), clock: steppingClock(TEMPLATE_START_TIME),
+    file: ':memory:',
+    log,
+    runner: echoRunner(),
+    ids: sequentialIds(MARK),
+    clock: steppingClock(TEMPLATE_START_TIME),
   });
   const session = `ses_${MARK}`;
   try {
@@ -123,7 +147,12 @@ export function cloneTurn(t: Template, k: number, turn: number, timeBase = 0): B
   }));
 }
 
-export interface CorpusShape { sessions: number; turns: number; concurrency?: number; firstSession?: number }
+export interface CorpusShape {
+  sessions: number;
+  turns: number;
+  concurrency?: number;
+  firstSession?: number;
+}
 
 /** Committed batches, in commit order, for `sessions` x `turns` echo turns (lazily). */
 export function* corpus(t: Template, shape: CorpusShape): Generator<Batch> {
@@ -160,7 +189,10 @@ export function* pages<T>(arrays: Iterable<T[]>, size: number): Generator<T[]> {
   let page: T[] = [];
   for (const a of arrays) {
     for (const x of a) page.push(x);
-    if (page.length >= size) { yield page; page = []; }
+    if (page.length >= size) {
+      yield page;
+      page = [];
+    }
   }
   if (page.length > 0) yield page;
 }

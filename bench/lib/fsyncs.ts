@@ -30,14 +30,22 @@ export function syncCalls(summary: string): number {
 export async function countFsyncs(pids: number[], dir: string, body: () => Promise<void>): Promise<number | undefined> {
   if (!haveStrace() || pids.length === 0) return undefined;
   const out = join(dir, `strace-${process.pid}-${Date.now()}.txt`);
-  const st = spawn('strace', ['-f', '-c', '-e', `trace=${SYNC_CALLS.join(',')}`, '-o', out, ...pids.flatMap((p) => ['-p', String(p)])], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const st = spawn('strace', ['-f', '-c', '-e', `trace=${SYNC_CALLS.join(',')}`, '-o', out, ...pids.flatMap((p) => ['-p', String(p)])], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   const exited = new Promise<number | null>((done) => st.once('exit', (code) => done(code)));
   let err = '';
-  st.stderr!.on('data', (d: Buffer) => { err += d.toString('utf8'); });
+  st.stderr!.on('data', (d: Buffer) => {
+    err += d.toString('utf8');
+  });
   // attached once every pid is reported ("Process N attached"), or give up on a deadline
   const deadline = Date.now() + 10_000;
   while (pids.some((p) => !err.includes(`Process ${p} attached`))) {
-    if (st.exitCode !== null || Date.now() > deadline) { st.kill('SIGKILL'); await exited; return undefined; }
+    if (st.exitCode !== null || Date.now() > deadline) {
+      st.kill('SIGKILL');
+      await exited;
+      return undefined;
+    }
     await new Promise((r) => setTimeout(r, 20));
   }
   try {

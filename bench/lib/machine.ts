@@ -19,7 +19,12 @@ export interface MachineInfo {
 
 function firstLine(cmd: string, args: string[]): string {
   const r = spawnSync(cmd, args, { encoding: 'utf8' });
-  return (r.stdout || r.stderr || '').split('\n').find((l) => l.trim())?.trim() ?? `unknown (${r.error?.message ?? 'no output'})`;
+  return (
+    (r.stdout || r.stderr || '')
+      .split('\n')
+      .find((l) => l.trim())
+      ?.trim() ?? `unknown (${r.error?.message ?? 'no output'})`
+  );
 }
 
 export function machineInfo(): MachineInfo {

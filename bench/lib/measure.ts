@@ -59,7 +59,10 @@ export function spread(p: Passes): string {
  * Runs several measurements in alternation (a pass of each, then again), so a raw ceiling and the
  * figure compared with it see the same conditions on a shared machine; the best pass of each is kept.
  */
-export async function interleaved(passes: number, fns: ((i: number) => Promise<{ count: number; ms: number }> | { count: number; ms: number })[]): Promise<Passes[]> {
+export async function interleaved(
+  passes: number,
+  fns: ((i: number) => Promise<{ count: number; ms: number }> | { count: number; ms: number })[],
+): Promise<Passes[]> {
   const rates: number[][] = fns.map(() => []);
   for (let i = 0; i < passes; i++) {
     for (const [j, fn] of fns.entries()) {

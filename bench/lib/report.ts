@@ -124,7 +124,10 @@ export function table(results: Results): string {
 export function writeJson(dir: string, payload: unknown, startedAt: Date): { latest: string; stamped: string } {
   mkdirSync(dir, { recursive: true });
   const text = `${JSON.stringify(payload, null, 2)}\n`;
-  const stamp = startedAt.toISOString().replaceAll(':', '-').replace(/\.\d+Z$/, 'Z');
+  const stamp = startedAt
+    .toISOString()
+    .replaceAll(':', '-')
+    .replace(/\.\d+Z$/, 'Z');
   const latest = join(dir, 'latest.json');
   const stamped = join(dir, `${stamp}.json`);
   writeFileSync(latest, text);

@@ -65,7 +65,15 @@ function cpuMs(pid: number | undefined): number {
   }
 }
 
-interface Pass { count: number; ms: number; events: number; leaderCpu: number; allCpu: number; workerCpu?: number; bytes?: number }
+interface Pass {
+  count: number;
+  ms: number;
+  events: number;
+  leaderCpu: number;
+  allCpu: number;
+  workerCpu?: number;
+  bytes?: number;
+}
 
 /** A cluster or one server, as the measurements see it: where to connect, whose CPU to read, how to wait for a stream. */
 interface Substrate {
@@ -97,11 +105,22 @@ async function clusterSubstrate(sync: JetStreamSync): Promise<Substrate & { clus
   const release = onCleanup(`nats cluster (sync ${sync})`, () => c.dispose());
   const { nc, jsm, js } = await bench(c.urls, 'bench-cluster-raw');
   return {
-    cluster: c, label: sync === 'always' ? 'cluster always' : 'cluster', tag: sync === 'always' ? 'ca' : 'c', urls: c.urls, jsm, js,
+    cluster: c,
+    label: sync === 'always' ? 'cluster always' : 'cluster',
+    tag: sync === 'always' ? 'ca' : 'c',
+    urls: c.urls,
+    jsm,
+    js,
     pids: () => c.nodes.map((n) => n.pid),
     leader: async (stream) => (await c.streamLeader(stream)).index,
-    current: async (stream, replicas) => { await c.waitStreamCurrent(stream, { replicas }); },
-    close: async () => { await nc.close(); release(); await c.dispose(); },
+    current: async (stream, replicas) => {
+      await c.waitStreamCurrent(stream, { replicas });
+    },
+    close: async () => {
+      await nc.close();
+      release();
+      await c.dispose();
+    },
   };
 }
 
@@ -112,11 +131,19 @@ async function serverSubstrate(ctx: Ctx, sync: JetStreamSync): Promise<Substrate
   const release = onCleanup(`nats-server (sync ${sync})`, () => server.dispose());
   const { nc, jsm, js } = await bench([server.url], 'bench-one-raw');
   return {
-    label: sync === 'always' ? 'one server always' : 'one server', tag: sync === 'always' ? 'sa' : 's', urls: [server.url], jsm, js,
+    label: sync === 'always' ? 'one server always' : 'one server',
+    tag: sync === 'always' ? 'sa' : 's',
+    urls: [server.url],
+    jsm,
+    js,
     pids: () => [server.pid],
     leader: async () => 0,
     current: async () => undefined,
-    close: async () => { await nc.close(); release(); await server.dispose(); },
+    close: async () => {
+      await nc.close();
+      release();
+      await server.dispose();
+    },
   };
 }
 
@@ -143,11 +170,13 @@ async function rawTurns(sub: Substrate, stream: string, replicas: number, data: 
   const per = Math.ceil(turns / CONCURRENCY);
   return withServerCpu(sub, stream, async () => {
     const t0 = performance.now();
-    await Promise.all(Array.from({ length: CONCURRENCY }, async (_, k) => {
-      const subject = `sessiond.bench.${sub.tag}r${replicas}.${tag}s${k}`;
-      let last = 0;
-      for (let i = 0; i < per * APPENDS_PER_TURN; i++) last = (await sub.js.publish(subject, data, { expect: { lastSubjectSequence: last } })).seq;
-    }));
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async (_, k) => {
+        const subject = `sessiond.bench.${sub.tag}r${replicas}.${tag}s${k}`;
+        let last = 0;
+        for (let i = 0; i < per * APPENDS_PER_TURN; i++) last = (await sub.js.publish(subject, data, { expect: { lastSubjectSequence: last } })).seq;
+      }),
+    );
     return { count: per * CONCURRENCY, ms: performance.now() - t0 };
   });
 }
@@ -165,14 +194,20 @@ async function freshStreams(sub: Substrate, replicas: number): Promise<void> {
 async function workerTurns(ctx: Ctx, sub: Substrate, replicas: number, turns: number, tag: string): Promise<Pass> {
   await freshStreams(sub, replicas);
   const host = await startSessiond({
-    db: join(ctx.tmp, `cluster-${sub.tag}-r${replicas}-${tag}.db`), runner: echoRunner(),
+    db: join(ctx.tmp, `cluster-${sub.tag}-r${replicas}-${tag}.db`),
+    runner: echoRunner(),
     nats: { connection: { servers: sub.urls, ...WORKER, name: `bench-worker-${sub.tag}` } },
   });
-  const release = onCleanup(`${sub.label} R${replicas} worker`, async () => { await host.close(); });
+  const release = onCleanup(`${sub.label} R${replicas} worker`, async () => {
+    await host.close();
+  });
   try {
     const engine = host.engine;
     const sessions = Array.from({ length: CONCURRENCY }, (_, k) => `ses_${sub.tag}${replicas}${tag}_${k}`);
-    const turn = async (s: string) => { await engine.admit(s, { prompt: BENCH_PROMPT }); await engine.awaitIdle(s); };
+    const turn = async (s: string) => {
+      await engine.admit(s, { prompt: BENCH_PROMPT });
+      await engine.awaitIdle(s);
+    };
     await Promise.all(sessions.map(turn)); // warm up
     const per = Math.ceil(turns / CONCURRENCY);
     const before = await Promise.all(sessions.map((s) => engine.log.lastSeq(s)));
@@ -182,13 +217,15 @@ async function workerTurns(ctx: Ctx, sub: Substrate, replicas: number, turns: nu
     const cpu0 = process.cpuUsage();
     const pass = await withServerCpu(sub, STREAM_NAME, async () => {
       const t0 = performance.now();
-      await Promise.all(sessions.map(async (s) => {
-        for (let r = 0; r < per; r++) {
-          await turn(s);
-          done++;
-          tick(() => say('cluster', `worker on ${sub.label} R${replicas}: ${fmt(done)}/${fmt(per * CONCURRENCY)} turns`));
-        }
-      }));
+      await Promise.all(
+        sessions.map(async (s) => {
+          for (let r = 0; r < per; r++) {
+            await turn(s);
+            done++;
+            tick(() => say('cluster', `worker on ${sub.label} R${replicas}: ${fmt(done)}/${fmt(per * CONCURRENCY)} turns`));
+          }
+        }),
+      );
       return { count: per * CONCURRENCY, ms: performance.now() - t0 };
     });
     const cpu = process.cpuUsage(cpu0);
@@ -208,12 +245,22 @@ async function aloneP50(ctx: Ctx, sub: Substrate, replicas: number, n: number): 
   await freshStreams(sub, replicas);
   const log = await JetStreamEventLog.open({ connection: { servers: sub.urls, ...WORKER, name: 'bench-cluster-alone' }, ensureStream: false });
   const engine = await openEngine({ file: join(ctx.tmp, `cluster-alone-${sub.tag}-r${replicas}.db`), log, runner: echoRunner() });
-  const release = onCleanup(`${sub.label} R${replicas} engine (alone)`, async () => { await engine.close(); await log.close(); });
+  const release = onCleanup(`${sub.label} R${replicas} engine (alone)`, async () => {
+    await engine.close();
+    await log.close();
+  });
   try {
-    const turn = async () => { await engine.admit('ses_alone', { prompt: BENCH_PROMPT }); await engine.awaitIdle('ses_alone'); };
+    const turn = async () => {
+      await engine.admit('ses_alone', { prompt: BENCH_PROMPT });
+      await engine.awaitIdle('ses_alone');
+    };
     for (let i = 0; i < 5; i++) await turn();
     const samples: number[] = [];
-    for (let i = 0; i < n; i++) { const t0 = performance.now(); await turn(); samples.push(performance.now() - t0); }
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      await turn();
+      samples.push(performance.now() - t0);
+    }
     return percentile(samples, 50);
   } finally {
     release();
@@ -228,10 +275,15 @@ async function aloneP50(ctx: Ctx, sub: Substrate, replicas: number, n: number): 
  * the first acknowledged after (by the new leader); the longest gap between two acknowledgements
  * around the kill beside it. The node is restarted and caught up afterwards.
  */
-async function failoverGap(sub: Substrate & { cluster: NatsCluster }): Promise<{ gapMs: number; longestMs: number; electedMs: number; leader: string; next: string }> {
+async function failoverGap(
+  sub: Substrate & { cluster: NatsCluster },
+): Promise<{ gapMs: number; longestMs: number; electedMs: number; leader: string; next: string }> {
   const c = sub.cluster;
   await freshStreams(sub, 3);
-  const log = await JetStreamEventLog.open({ connection: { servers: c.urls, ...WORKER, name: 'bench-cluster-failover', reconnectWaitMs: 50 }, ensureStream: false });
+  const log = await JetStreamEventLog.open({
+    connection: { servers: c.urls, ...WORKER, name: 'bench-cluster-failover', reconnectWaitMs: 50 },
+    ensureStream: false,
+  });
   const release = onCleanup('cluster failover log', () => log.close());
   let stop = false;
   const acks: number[] = [];
@@ -247,7 +299,9 @@ async function failoverGap(sub: Substrate & { cluster: NatsCluster }): Promise<{
         }
       }
     });
-    const until = async (n: number) => { while (acks.length < n) await new Promise((r) => setTimeout(r, 20)); };
+    const until = async (n: number) => {
+      while (acks.length < n) await new Promise((r) => setTimeout(r, 20));
+    };
     await until(200);
     const leader = await c.streamLeader(STREAM_NAME);
     await leader.kill();
@@ -276,10 +330,14 @@ async function failoverGap(sub: Substrate & { cluster: NatsCluster }): Promise<{
 
 export const cluster: Section = {
   name: 'cluster',
-  title: 'the whole worker and the raw turn on one server and on a 3-server cluster (R1, R3), each with the default sync and sync_interval: always, in alternation; nats-server CPU per turn, one turn alone, the leader failover gap',
+  title:
+    'the whole worker and the raw turn on one server and on a 3-server cluster (R1, R3), each with the default sync and sync_interval: always, in alternation; nats-server CPU per turn, one turn alone, the leader failover gap',
   async run(ctx) {
     const S = 'cluster';
-    say(S, `starting a 3-server cluster with the default sync, one with sync_interval: always, and one nats-server with each (nats-server ${natsServerVersion()})`);
+    say(
+      S,
+      `starting a 3-server cluster with the default sync, one with sync_interval: always, and one nats-server with each (nats-server ${natsServerVersion()})`,
+    );
     const subs: Substrate[] = [];
     try {
       const c = await clusterSubstrate(DEFAULT_SYNC);
@@ -311,34 +369,55 @@ export const cluster: Section = {
       const rawStreams = new Map<string, string>();
       for (const m of plan) if (m.raw) rawStreams.set(m.key, await rawStream(m.sub, m.replicas));
       const best: Record<string, Pass> = {};
-      const passes = await interleaved(ctx.sizes.passes, plan.map((m) => async (i: number) => {
-        const p = m.raw
-          ? await rawTurns(m.sub, rawStreams.get(m.key)!, m.replicas, data, m.key.endsWith('always') ? turns : turns * 2, `p${i}`)
-          : await workerTurns(ctx, m.sub, m.replicas, turns, `p${i}`);
-        const b = best[m.key];
-        if (!b || p.count / p.ms > b.count / b.ms) best[m.key] = p;
-        return p;
-      }));
+      const passes = await interleaved(
+        ctx.sizes.passes,
+        plan.map((m) => async (i: number) => {
+          const p = m.raw
+            ? await rawTurns(m.sub, rawStreams.get(m.key)!, m.replicas, data, m.key.endsWith('always') ? turns : turns * 2, `p${i}`)
+            : await workerTurns(ctx, m.sub, m.replicas, turns, `p${i}`);
+          const b = best[m.key];
+          if (!b || p.count / p.ms > b.count / b.ms) best[m.key] = p;
+          return p;
+        }),
+      );
       const P: Record<string, Passes> = Object.fromEntries(plan.map((m, i) => [m.key, passes[i]!]));
       // whether an acknowledged append was fsynced first: strace's count of fsync calls on every
       // server of the substrate over 64 raw turns (320 acknowledged appends); counts only
       const fsyncTurns = CONCURRENCY;
       for (const m of plan.filter((x) => x.raw)) {
         const pids = m.sub.pids().filter((p): p is number => p !== undefined);
-        const calls = await countFsyncs(pids, ctx.tmp, async () => { await rawTurns(m.sub, rawStreams.get(m.key)!, m.replicas, data, fsyncTurns, 'fs'); });
-        if (calls === undefined) { say(S, `fsync count on ${m.sub.label} R${m.replicas}: strace missing or not permitted to attach; not measured`); continue; }
+        const calls = await countFsyncs(pids, ctx.tmp, async () => {
+          await rawTurns(m.sub, rawStreams.get(m.key)!, m.replicas, data, fsyncTurns, 'fs');
+        });
+        if (calls === undefined) {
+          say(S, `fsync count on ${m.sub.label} R${m.replicas}: strace missing or not permitted to attach; not measured`);
+          continue;
+        }
         const appends = fsyncTurns * APPENDS_PER_TURN;
         ctx.results.add({
-          key: `cluster.fsync.${m.key.slice('raw.'.length)}`, section: S, figure: `fsync calls per acknowledged append, all servers (${m.sub.label}, R${m.replicas})`, unit: 'calls', value: calls / appends,
+          key: `cluster.fsync.${m.key.slice('raw.'.length)}`,
+          section: S,
+          figure: `fsync calls per acknowledged append, all servers (${m.sub.label}, R${m.replicas})`,
+          unit: 'calls',
+          value: calls / appends,
           note: `strace -f -c on ${pids.length === 1 ? 'the server' : `all ${pids.length} servers`} over ${appends} acknowledged appends (${fsyncTurns} raw turns, ${CONCURRENCY} subjects at once): ${calls} calls; 0 means an acknowledged append was only in the page cache`,
         });
       }
-      const evs = (p: Pass) => `${(p.events / p.count).toFixed(1)} events (${fmt(Math.round(p.bytes! / p.count))} stream bytes) per turn, ${fmt(Math.round((p.events * 1000) / p.ms))} events/s`;
-      const turnsOf = (key: string, figure: string, against?: [string, string], spec?: TargetSpec) => ctx.results.add({
-        key: `cluster.${key}`, section: S, figure, unit: 'turns/s', value: P[key]!.best,
-        ...(against ? { raw: { label: against[1], value: P[against[0]]!.best, unit: 'turns/s' } } : {}),
-        note: `${key.startsWith('turns') ? `${evs(best[key]!)}; ` : ''}${spread(P[key]!)}`,
-      }, spec);
+      const evs = (p: Pass) =>
+        `${(p.events / p.count).toFixed(1)} events (${fmt(Math.round(p.bytes! / p.count))} stream bytes) per turn, ${fmt(Math.round((p.events * 1000) / p.ms))} events/s`;
+      const turnsOf = (key: string, figure: string, against?: [string, string], spec?: TargetSpec) =>
+        ctx.results.add(
+          {
+            key: `cluster.${key}`,
+            section: S,
+            figure,
+            unit: 'turns/s',
+            value: P[key]!.best,
+            ...(against ? { raw: { label: against[1], value: P[against[0]]!.best, unit: 'turns/s' } } : {}),
+            note: `${key.startsWith('turns') ? `${evs(best[key]!)}; ` : ''}${spread(P[key]!)}`,
+          },
+          spec,
+        );
       const rawTurn = `the raw turn (${APPENDS_PER_TURN} OCC publishes in sequence, ${CONCURRENCY} at once)`;
       const worker = `the whole worker (startSessiond, echo, ${CONCURRENCY} sessions)`;
       turnsOf('raw.one', `${rawTurn}, one server`);
@@ -351,25 +430,48 @@ export const cluster: Section = {
       // replication may cost a worker at most 30% of its turns/s (it is CPU-bound on its own side)
       turnsOf('turns.r3', 'the whole worker on the cluster, R3', ['turns.r1', 'the worker on R1'], { minRatio: 0.7 });
       ctx.results.add({
-        key: 'cluster.turns.r3.raw', section: S, figure: 'the whole worker on the cluster, R3, vs the raw turn on R3', unit: 'turns/s', value: P['turns.r3']!.best,
+        key: 'cluster.turns.r3.raw',
+        section: S,
+        figure: 'the whole worker on the cluster, R3, vs the raw turn on R3',
+        unit: 'turns/s',
+        value: P['turns.r3']!.best,
         raw: { label: 'the raw turn on R3', value: P['raw.r3']!.best, unit: 'turns/s' },
       });
       turnsOf('turns.one.always', 'the whole worker on one server, sync_interval: always', ['turns.one', 'the same, default sync']);
       turnsOf('turns.r3.always', 'the whole worker on the cluster, R3, sync_interval: always', ['turns.r3', 'the same, default sync']);
       const perTurn = (p: Pass, cpu: 'leaderCpu' | 'allCpu') => p[cpu] / p.count;
-      for (const [key, label] of [['turns.one', 'worker, one server'], ['turns.r1', 'worker, R1'], ['turns.r3', 'worker, R3'], ['turns.r3.always', 'worker, R3 always'], ['raw.r1', 'R1 raw'], ['raw.r3', 'R3 raw']] as const) {
+      for (const [key, label] of [
+        ['turns.one', 'worker, one server'],
+        ['turns.r1', 'worker, R1'],
+        ['turns.r3', 'worker, R3'],
+        ['turns.r3.always', 'worker, R3 always'],
+        ['raw.r1', 'R1 raw'],
+        ['raw.r3', 'R3 raw'],
+      ] as const) {
         const p = best[key]!;
         ctx.results.add({
-          key: `cluster.server.cpu.${key}`, section: S, figure: `nats-server CPU per turn, stream leader (${label})`, unit: 'ms', value: perTurn(p, 'leaderCpu'),
+          key: `cluster.server.cpu.${key}`,
+          section: S,
+          figure: `nats-server CPU per turn, stream leader (${label})`,
+          unit: 'ms',
+          value: perTurn(p, 'leaderCpu'),
           ...(key === 'turns.r3' ? { raw: { label: 'the same on R1', value: perTurn(best['turns.r1']!, 'leaderCpu'), unit: 'ms' } } : {}),
           note: `all servers together ${perTurn(p, 'allCpu').toFixed(3)} ms per turn; the best pass (${fmt(Math.round((p.count * 1000) / p.ms))} turns/s)`,
         });
       }
-      for (const [key, label] of [['turns.one', 'one server'], ['turns.r1', 'R1'], ['turns.r3', 'R3']] as const) {
+      for (const [key, label] of [
+        ['turns.one', 'one server'],
+        ['turns.r1', 'R1'],
+        ['turns.r3', 'R3'],
+      ] as const) {
         const p = best[key]!;
         ctx.results.add({
-          key: `cluster.worker.cpu.${key}`, section: S, figure: `worker CPU per turn (the whole worker, ${label})`, unit: 'ms', value: p.workerCpu! / p.count,
-          raw: { label: 'the stream leader\'s CPU per turn', value: perTurn(p, 'leaderCpu'), unit: 'ms' },
+          key: `cluster.worker.cpu.${key}`,
+          section: S,
+          figure: `worker CPU per turn (the whole worker, ${label})`,
+          unit: 'ms',
+          value: p.workerCpu! / p.count,
+          raw: { label: "the stream leader's CPU per turn", value: perTurn(p, 'leaderCpu'), unit: 'ms' },
           note: 'process.cpuUsage over the best pass; the ratio is how many worker cores one leader core keeps up with',
         });
       }
@@ -377,22 +479,46 @@ export const cluster: Section = {
       const alone1 = await aloneP50(ctx, c, 1, n);
       const alone3 = await aloneP50(ctx, c, 3, n);
       const alone3a = await aloneP50(ctx, ca, 3, n);
-      ctx.results.add({ key: 'cluster.alone.r1', section: S, figure: 'one sessiond turn alone on the cluster, p50 (R1)', unit: 'ms', value: alone1, note: `${n} turns of one session (an engine on its own log)` });
       ctx.results.add({
-        key: 'cluster.alone.r3', section: S, figure: 'one sessiond turn alone on the cluster, p50 (R3)', unit: 'ms', value: alone3,
-        raw: { label: 'the same on R1', value: alone1, unit: 'ms' }, note: `${n} turns of one session`,
+        key: 'cluster.alone.r1',
+        section: S,
+        figure: 'one sessiond turn alone on the cluster, p50 (R1)',
+        unit: 'ms',
+        value: alone1,
+        note: `${n} turns of one session (an engine on its own log)`,
       });
       ctx.results.add({
-        key: 'cluster.alone.r3.always', section: S, figure: 'one sessiond turn alone on the cluster, p50 (R3, sync_interval: always)', unit: 'ms', value: alone3a,
-        raw: { label: 'the same, default sync', value: alone3, unit: 'ms' }, note: `${n} turns of one session`,
+        key: 'cluster.alone.r3',
+        section: S,
+        figure: 'one sessiond turn alone on the cluster, p50 (R3)',
+        unit: 'ms',
+        value: alone3,
+        raw: { label: 'the same on R1', value: alone1, unit: 'ms' },
+        note: `${n} turns of one session`,
+      });
+      ctx.results.add({
+        key: 'cluster.alone.r3.always',
+        section: S,
+        figure: 'one sessiond turn alone on the cluster, p50 (R3, sync_interval: always)',
+        unit: 'ms',
+        value: alone3a,
+        raw: { label: 'the same, default sync', value: alone3, unit: 'ms' },
+        note: `${n} turns of one session`,
       });
       const f = await failoverGap(c);
-      ctx.results.add({
-        // every session stalls this long; kept well under the default lease (30 s), so an election alone
-        // never lets another worker recover a running turn
-        key: 'cluster.failover', section: S, figure: 'failover gap on R3: last append acknowledged before a SIGKILL of the leader to the first after', unit: 'ms', value: f.gapMs,
-        note: `8 sessions appending; ${f.leader} killed, ${f.next} leading ${fmt(Math.round(f.electedMs))} ms after the kill (as the admin's stream info saw it); longest gap between two acknowledgements around the kill ${fmt(Math.round(f.longestMs))} ms; appends resent by JetStreamEventLog through the election`,
-      }, { max: 10_000 });
+      ctx.results.add(
+        {
+          // every session stalls this long; kept well under the default lease (30 s), so an election alone
+          // never lets another worker recover a running turn
+          key: 'cluster.failover',
+          section: S,
+          figure: 'failover gap on R3: last append acknowledged before a SIGKILL of the leader to the first after',
+          unit: 'ms',
+          value: f.gapMs,
+          note: `8 sessions appending; ${f.leader} killed, ${f.next} leading ${fmt(Math.round(f.electedMs))} ms after the kill (as the admin's stream info saw it); longest gap between two acknowledgements around the kill ${fmt(Math.round(f.longestMs))} ms; appends resent by JetStreamEventLog through the election`,
+        },
+        { max: 10_000 },
+      );
     } finally {
       for (const sub of subs.reverse()) await sub.close().catch(() => undefined);
     }
@@ -404,13 +530,15 @@ async function fillSubjects(js: JetStreamClient, prefix: string, from: number, t
   const window = 512;
   let next = from;
   const tick = ticker(2000);
-  await Promise.all(Array.from({ length: window }, async () => {
-    while (next < to) {
-      const i = next++;
-      await js.publish(`${prefix}.ses_${i}`, data);
-      tick(() => say('scale', `${fmt(i - from)}/${fmt(to - from)} subjects`));
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: window }, async () => {
+      while (next < to) {
+        const i = next++;
+        await js.publish(`${prefix}.ses_${i}`, data);
+        tick(() => say('scale', `${fmt(i - from)}/${fmt(to - from)} subjects`));
+      }
+    }),
+  );
 }
 
 function duBytes(dir: string): number {
@@ -463,14 +591,28 @@ export const subjectScale: Section = {
         const slope = (rssRestarted - prev.rss) / (level - prev.subjects);
         prev = { subjects: level, rss: rssRestarted };
         ctx.results.add({
-          key: `scale.rss.${level}`, section: S, figure: `nats-server RSS holding ${fmt(level)} session subjects (after a restart)`, unit: 'MB', value: rssRestarted / MB,
+          key: `scale.rss.${level}`,
+          section: S,
+          figure: `nats-server RSS holding ${fmt(level)} session subjects (after a restart)`,
+          unit: 'MB',
+          value: rssRestarted / MB,
           note: `${slope.toFixed(0)} bytes per subject from the previous level; ${(rssLoaded / MB).toFixed(1)} MB right after writing them; empty server ${(baseline / MB).toFixed(1)} MB; written at ${fmt(Math.round(((level - written) * 1000) / fillMs))} subjects/s`,
         });
         ctx.results.add({
-          key: `scale.bytes.${level}`, section: S, figure: `stream bytes per session subject at ${fmt(level)} (one ${data.byteLength}-byte append each)`, unit: 'bytes', value: info.state.bytes / level,
+          key: `scale.bytes.${level}`,
+          section: S,
+          figure: `stream bytes per session subject at ${fmt(level)} (one ${data.byteLength}-byte append each)`,
+          unit: 'bytes',
+          value: info.state.bytes / level,
           note: `store on disk ${(disk / MB).toFixed(1)} MB (${(disk / level).toFixed(0)} bytes per subject); ${fmt(info.state.messages)} messages, ${fmt(info.state.num_subjects ?? level)} subjects`,
         });
-        ctx.results.add({ key: `scale.restart.${level}`, section: S, figure: `nats-server restart holding ${fmt(level)} session subjects (SIGTERM to healthy)`, unit: 'ms', value: restartMs });
+        ctx.results.add({
+          key: `scale.restart.${level}`,
+          section: S,
+          figure: `nats-server restart holding ${fmt(level)} session subjects (SIGTERM to healthy)`,
+          unit: 'ms',
+          value: restartMs,
+        });
       }
     } finally {
       await nc?.close().catch(() => undefined);

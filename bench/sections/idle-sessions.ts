@@ -8,7 +8,16 @@ import type { Section } from '../lib/context.ts';
 const CHILD = fileURLToPath(new URL('../idle-child.ts', import.meta.url));
 const SESSIONS = 100_000;
 
-interface IdleResult { sessions: number; loadMs: number; cached: number; cacheSize: number; baselineRssMb: number; rssMb: number; rssAboveMb: number; heapAboveMb: number }
+interface IdleResult {
+  sessions: number;
+  loadMs: number;
+  cached: number;
+  cacheSize: number;
+  baselineRssMb: number;
+  rssMb: number;
+  rssAboveMb: number;
+  heapAboveMb: number;
+}
 
 export const idleSessions: Section = {
   name: 'memory-idle',
@@ -18,9 +27,16 @@ export const idleSessions: Section = {
     const db = join(ctx.tmp, 'idle.db');
     const { events } = await runBenchChild<{ events: number }>(S, CHILD, { mode: 'write', db, sessions: SESSIONS });
     const r = await runBenchChild<IdleResult>(S, CHILD, { mode: 'load', db, sessions: SESSIONS });
-    ctx.results.add({
-      key: 'memory.idle', section: S, figure: `RSS after loading ${fmt(r.sessions)} sessions once, idle`, unit: 'MB', value: r.rssAboveMb,
-      note: `above a ${r.baselineRssMb.toFixed(0)} MB baseline after gc; ${fmt(events)} events (one echo turn per session); ${fmt(r.cached)} snapshots cached (cache ${fmt(r.cacheSize)}, least recently used dropped; stored snapshots and the log reload the rest); heap +${r.heapAboveMb.toFixed(1)} MB; loading took ${fmt(r.loadMs)} ms`,
-    }, { max: 150 });
+    ctx.results.add(
+      {
+        key: 'memory.idle',
+        section: S,
+        figure: `RSS after loading ${fmt(r.sessions)} sessions once, idle`,
+        unit: 'MB',
+        value: r.rssAboveMb,
+        note: `above a ${r.baselineRssMb.toFixed(0)} MB baseline after gc; ${fmt(events)} events (one echo turn per session); ${fmt(r.cached)} snapshots cached (cache ${fmt(r.cacheSize)}, least recently used dropped; stored snapshots and the log reload the rest); heap +${r.heapAboveMb.toFixed(1)} MB; loading took ${fmt(r.loadMs)} ms`,
+      },
+      { max: 150 },
+    );
   },
 };

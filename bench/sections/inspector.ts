@@ -22,7 +22,12 @@ const SAMPLES = 15;
 const VIEWS = ['session', 'at.middle', 'at.end', 'chart'] as const;
 type View = (typeof VIEWS)[number];
 
-interface Measured { events: number; p50: Record<View, number>; warm: Record<View, number>; bytes: Record<View, number> }
+interface Measured {
+  events: number;
+  p50: Record<View, number>;
+  warm: Record<View, number>;
+  bytes: Record<View, number>;
+}
 
 async function measure(ctx: Ctx, events: number): Promise<Measured> {
   const db = openDatabase(join(ctx.tmp, `inspector-${events}.db`));
@@ -90,18 +95,54 @@ export const inspector: Section = {
     const short = await measure(ctx, 1_000);
     const long = await measure(ctx, 100_000);
     for (const view of VIEWS) {
-      const note = (m: Measured) => `${fmt(m.events)} events; p50 of ${SAMPLES} HTTP requests, ${fmt(m.bytes[view])} bytes; first request after start ${m.warm[view].toFixed(0)} ms`;
-      ctx.results.add({ key: `inspector.${view}.1k`, section: S, figure: `inspector ${LABELS[view]}, 1,000 events, p50`, unit: 'ms', value: short.p50[view], note: note(short) }, { max: 200 });
-      ctx.results.add({ key: `inspector.${view}.100k`, section: S, figure: `inspector ${LABELS[view]}, 100,000 events, p50`, unit: 'ms', value: long.p50[view], note: note(long) }, { max: 200 });
-      ctx.results.add({
-        key: `inspector.${view}.ratio`, section: S, figure: `inspector ${LABELS[view]}, 100,000 vs 1,000 events`, unit: 'ms', value: long.p50[view],
-        raw: { label: `the same view on 1,000 events`, value: short.p50[view], unit: 'ms' }, note: note(long),
-      }, { maxRatio: 2 });
+      const note = (m: Measured) =>
+        `${fmt(m.events)} events; p50 of ${SAMPLES} HTTP requests, ${fmt(m.bytes[view])} bytes; first request after start ${m.warm[view].toFixed(0)} ms`;
+      ctx.results.add(
+        {
+          key: `inspector.${view}.1k`,
+          section: S,
+          figure: `inspector ${LABELS[view]}, 1,000 events, p50`,
+          unit: 'ms',
+          value: short.p50[view],
+          note: note(short),
+        },
+        { max: 200 },
+      );
+      ctx.results.add(
+        {
+          key: `inspector.${view}.100k`,
+          section: S,
+          figure: `inspector ${LABELS[view]}, 100,000 events, p50`,
+          unit: 'ms',
+          value: long.p50[view],
+          note: note(long),
+        },
+        { max: 200 },
+      );
+      ctx.results.add(
+        {
+          key: `inspector.${view}.ratio`,
+          section: S,
+          figure: `inspector ${LABELS[view]}, 100,000 vs 1,000 events`,
+          unit: 'ms',
+          value: long.p50[view],
+          raw: { label: `the same view on 1,000 events`, value: short.p50[view], unit: 'ms' },
+          note: note(long),
+        },
+        { maxRatio: 2 },
+      );
     }
-    ctx.results.add({
-      key: 'inspector.session.bytes', section: S, figure: 'inspector session view response, 100,000 vs 1,000 events', unit: 'bytes', value: long.bytes.session,
-      raw: { label: 'the session view of 1,000 events', value: short.bytes.session, unit: 'bytes' },
-      note: 'the state, the context (up to 1,000 admitted input ids) and the last 100 events',
-    }, { maxRatio: 2 });
+    ctx.results.add(
+      {
+        key: 'inspector.session.bytes',
+        section: S,
+        figure: 'inspector session view response, 100,000 vs 1,000 events',
+        unit: 'bytes',
+        value: long.bytes.session,
+        raw: { label: 'the session view of 1,000 events', value: short.bytes.session, unit: 'bytes' },
+        note: 'the state, the context (up to 1,000 admitted input ids) and the last 100 events',
+      },
+      { maxRatio: 2 },
+    );
   },
 };

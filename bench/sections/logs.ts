@@ -53,11 +53,18 @@ export const sqliteAppend: Section = {
     };
     const [raw, result] = await interleaved(ctx.sizes.passes, [(i) => rawTxnPass(ctx, rows, i), logPass]);
     addRawTxn(ctx, raw!);
-    ctx.results.add({
-      key: 'sqlite.append', section: S, figure: 'embedded log append (3-event batches)', unit: 'events/s', value: result!.best,
-      raw: { label: 'raw 1 row/txn', value: raw!.best, unit: 'rows/s' },
-      note: `${n} appends of step.started+text.completed+step.ended round-robin over ${CONCURRENCY} sessions, sequential awaits, fresh db per pass; ${fmt(result!.best / 3)} appends/s; ${spread(result!)}`,
-    }, { minRatio: 0.5 });
+    ctx.results.add(
+      {
+        key: 'sqlite.append',
+        section: S,
+        figure: 'embedded log append (3-event batches)',
+        unit: 'events/s',
+        value: result!.best,
+        raw: { label: 'raw 1 row/txn', value: raw!.best, unit: 'rows/s' },
+        note: `${n} appends of step.started+text.completed+step.ended round-robin over ${CONCURRENCY} sessions, sequential awaits, fresh db per pass; ${fmt(result!.best / 3)} appends/s; ${spread(result!)}`,
+      },
+      { minRatio: 0.5 },
+    );
   },
 };
 
@@ -91,11 +98,18 @@ export const projector: Section = {
     };
     const [raw, result] = await interleaved(ctx.sizes.passes, [(i) => rawBatchPass(ctx, rows, i), projectorPass]);
     addRawBatch(ctx, raw!);
-    ctx.results.add({
-      key: 'projector.apply', section: S, figure: 'projector apply (1000-event batches)', unit: 'events/s', value: result!.best,
-      raw: { label: 'raw batched', value: raw!.best, unit: 'rows/s' },
-      note: `${fmt(total)} events of 3-turn echo sessions (${CONCURRENCY} interleaved at a time) into a fresh file db per pass, Projector.apply per batch; ${spread(result!)}`,
-    }, { minRatio: 0.35 });
+    ctx.results.add(
+      {
+        key: 'projector.apply',
+        section: S,
+        figure: 'projector apply (1000-event batches)',
+        unit: 'events/s',
+        value: result!.best,
+        raw: { label: 'raw batched', value: raw!.best, unit: 'rows/s' },
+        note: `${fmt(total)} events of 3-turn echo sessions (${CONCURRENCY} interleaved at a time) into a fresh file db per pass, Projector.apply per batch; ${spread(result!)}`,
+      },
+      { minRatio: 0.35 },
+    );
   },
 };
 
@@ -141,7 +155,8 @@ export const jsAppend: Section = {
           tick(() => say(S, `${fmt(done)}/${fmt(per * CONCURRENCY)} appends`));
         }
       };
-      const prepare = (tag: string, count: number) => Array.from({ length: CONCURRENCY }, (_, k) => Array.from({ length: count }, (_, i) => stepDrafts(ctx.template, `${tag}k${k}i${i}`)));
+      const prepare = (tag: string, count: number) =>
+        Array.from({ length: CONCURRENCY }, (_, k) => Array.from({ length: count }, (_, i) => stepDrafts(ctx.template, `${tag}k${k}i${i}`)));
       // warm up both paths
       await rawPublishPass(raw.js, data, 5, 'warm');
       await Promise.all(prepare('w', 5).map((d, k) => chain(`ses_jw${k}`, d)));
@@ -162,22 +177,41 @@ export const jsAppend: Section = {
       const gcOk = fullGc();
       const retained = (process.memoryUsage().heapUsed - heapBefore) / (ctx.sizes.passes * per * CONCURRENCY);
       ctx.results.add({
-        key: 'raw.js.publish', section: 'raw-js-publish', figure: 'raw JetStream OCC publish, 64 subjects in parallel', unit: 'msgs/s', value: rawP!.best,
+        key: 'raw.js.publish',
+        section: 'raw-js-publish',
+        figure: 'raw JetStream OCC publish, 64 subjects in parallel',
+        unit: 'msgs/s',
+        value: rawP!.best,
         note: `${CONCURRENCY} x ${per} js.publish with expect.lastSubjectSequence (ack seq tracked per subject), ${data.byteLength}-byte messages (a 3-event batch), file storage; ${spread(rawP!)}`,
       });
+      ctx.results.add(
+        {
+          key: 'js.append',
+          section: S,
+          figure: 'JetStream log append, 64 sessions',
+          unit: 'msgs/s',
+          value: result!.best,
+          raw: { label: 'raw OCC publish', value: rawP!.best, unit: 'msgs/s' },
+          note: `${CONCURRENCY} new sessions x ${per} appends of 3 events (one message each) = ${fmt(3 * result!.best)} events/s; ${spread(result!)}; stats ${JSON.stringify(log.stats)}`,
+        },
+        { minRatio: 0.7 },
+      );
       ctx.results.add({
-        key: 'js.append', section: S, figure: 'JetStream log append, 64 sessions', unit: 'msgs/s', value: result!.best,
-        raw: { label: 'raw OCC publish', value: rawP!.best, unit: 'msgs/s' },
-        note: `${CONCURRENCY} new sessions x ${per} appends of 3 events (one message each) = ${fmt(3 * result!.best)} events/s; ${spread(result!)}; stats ${JSON.stringify(log.stats)}`,
-      }, { minRatio: 0.7 });
-      ctx.results.add({
-        key: 'raw.js.publish.noAsyncTraces', section: 'raw-js-publish', figure: 'raw JetStream OCC publish, connection with noAsyncTraces', unit: 'msgs/s', value: quietP!.best,
+        key: 'raw.js.publish.noAsyncTraces',
+        section: 'raw-js-publish',
+        figure: 'raw JetStream OCC publish, connection with noAsyncTraces',
+        unit: 'msgs/s',
+        value: quietP!.best,
         raw: { label: 'raw OCC publish', value: rawP!.best, unit: 'msgs/s' },
         note: `the same raw publishes on a connection opened with noAsyncTraces: true (no RequestError/TimeoutError built per request); informational; ${spread(quietP!)}`,
       });
       if (gcOk) {
         ctx.results.add({
-          key: 'js.append.retained', section: S, figure: 'heap retained per JetStream append (after gc)', unit: 'bytes', value: retained,
+          key: 'js.append.retained',
+          section: S,
+          figure: 'heap retained per JetStream append (after gc)',
+          unit: 'bytes',
+          value: retained,
           note: `heapUsed after a full gc, after minus before the ${ctx.sizes.passes} passes, divided by the ${fmt(ctx.sizes.passes * per * CONCURRENCY)} log appends (raw publishes interleaved); should be ~0 (the tail cache holds ${CONCURRENCY * ctx.sizes.passes} new sessions)`,
         });
       }

@@ -43,7 +43,9 @@ export function rawTxnPass(ctx: Ctx, rows: unknown[][], pass: number): { count: 
   const db = freshDb(ctx, `raw-txn-${pass}`);
   try {
     const insert = db.prepare(INSERT_SQL);
-    const one = db.transaction((r: unknown[]) => { insert.run(...r); });
+    const one = db.transaction((r: unknown[]) => {
+      insert.run(...r);
+    });
     const n = ctx.sizes.rawTxnRows;
     const tick = ticker();
     const t0 = performance.now();
@@ -62,7 +64,9 @@ export function rawBatchPass(ctx: Ctx, rows: unknown[][], pass: number | string)
   const db = freshDb(ctx, `raw-batch-${pass}`);
   try {
     const insert = db.prepare(INSERT_SQL);
-    const many = db.transaction((rs: unknown[][]) => { for (const r of rs) insert.run(...r); });
+    const many = db.transaction((rs: unknown[][]) => {
+      for (const r of rs) insert.run(...r);
+    });
     const slice = rows.slice(0, ctx.sizes.rawBatchRows);
     const t0 = performance.now();
     many.immediate(slice);
@@ -74,14 +78,22 @@ export function rawBatchPass(ctx: Ctx, rows: unknown[][], pass: number | string)
 
 export function addRawTxn(ctx: Ctx, p: Passes): void {
   ctx.results.add({
-    key: 'raw.sqlite.txn', section: 'raw-sqlite', figure: 'raw SQLite insert, 1 row per transaction', unit: 'rows/s', value: p.best,
+    key: 'raw.sqlite.txn',
+    section: 'raw-sqlite',
+    figure: 'raw SQLite insert, 1 row per transaction',
+    unit: 'rows/s',
+    value: p.best,
     note: `${ctx.sizes.rawTxnRows} rows into a fresh migrated event table (3 indexes), BEGIN IMMEDIATE..COMMIT per row, payloads pre-encoded; ${spread(p)}`,
   });
 }
 
 export function addRawBatch(ctx: Ctx, p: Passes): void {
   ctx.results.add({
-    key: 'raw.sqlite.batch', section: 'raw-sqlite', figure: 'raw SQLite insert, batched in one transaction', unit: 'rows/s', value: p.best,
+    key: 'raw.sqlite.batch',
+    section: 'raw-sqlite',
+    figure: 'raw SQLite insert, batched in one transaction',
+    unit: 'rows/s',
+    value: p.best,
     note: `${ctx.sizes.rawBatchRows} rows in one IMMEDIATE transaction into a fresh migrated event table, payloads pre-encoded; ${spread(p)}`,
   });
 }
@@ -103,15 +115,33 @@ export const rawMsgpack: Section = {
       for (let i = 0; i < count; i++) fn(i);
       return performance.now() - t0;
     };
-    const raw = await bestOf(ctx.sizes.passes, () => ({ count: n, ms: run((i) => { sink += (packr.unpack(packr.pack(maps[i % maps.length])) as { seq: number }).seq; }, n) }));
+    const raw = await bestOf(ctx.sizes.passes, () => ({
+      count: n,
+      ms: run((i) => {
+        sink += (packr.unpack(packr.pack(maps[i % maps.length])) as { seq: number }).seq;
+      }, n),
+    }));
     ctx.results.add({
-      key: 'raw.msgpack', section: S, figure: 'raw msgpackr encode+decode (plain map event)', unit: 'events/s', value: raw.best,
+      key: 'raw.msgpack',
+      section: S,
+      figure: 'raw msgpackr encode+decode (plain map event)',
+      unit: 'events/s',
+      value: raw.best,
       note: `${n} round trips of realistic event maps (${maps.length} distinct), useRecords: false as in src/events/codec.ts; ${spread(raw)}`,
     });
     const codecN = Math.max(1000, Math.floor(n / 4));
-    const codec = await bestOf(ctx.sizes.passes, () => ({ count: codecN, ms: run((i) => { sink += decodeEvent(encodeEvent(events[i % events.length]!)).seq; }, codecN) }));
+    const codec = await bestOf(ctx.sizes.passes, () => ({
+      count: codecN,
+      ms: run((i) => {
+        sink += decodeEvent(encodeEvent(events[i % events.length]!)).seq;
+      }, codecN),
+    }));
     ctx.results.add({
-      key: 'codec.roundtrip', section: S, figure: 'codec encodeEvent+decodeEvent (validated)', unit: 'events/s', value: codec.best,
+      key: 'codec.roundtrip',
+      section: S,
+      figure: 'codec encodeEvent+decodeEvent (validated)',
+      unit: 'events/s',
+      value: codec.best,
       raw: { label: 'raw msgpackr', value: ctx.results.get('raw.msgpack')!.value, unit: 'events/s' },
       note: `decodeEvent validates the envelope and the payload with zod; informational, no target; ${spread(codec)}`,
     });
@@ -144,7 +174,10 @@ export async function rawPublishPass(js: JetStreamClient, data: Uint8Array, per:
 }
 
 /** A raw NATS connection and a BENCH_RAW stream on `sessiond.bench.>` (deleted by the returned close). */
-export async function rawJetStream(ctx: Ctx, options: { noAsyncTraces?: boolean; stream?: string } = {}): Promise<{ js: JetStreamClient; close: () => Promise<void> }> {
+export async function rawJetStream(
+  ctx: Ctx,
+  options: { noAsyncTraces?: boolean; stream?: string } = {},
+): Promise<{ js: JetStreamClient; close: () => Promise<void> }> {
   const server = await ctx.nats();
   const stream = options.stream ?? 'BENCH_RAW';
   const nc = await connect({ servers: server.url, ...BENCH_USER, name: 'bench-raw', noAsyncTraces: options.noAsyncTraces ?? false });

@@ -39,9 +39,12 @@ export const replayExport: Section = {
       migrate(db);
       try {
         const t0 = performance.now();
-        const result = await replayFile(db, file, { onProgress: (p) => tick(() => say(S, `pass ${pass + 1}: ${Math.round((100 * p.bytes) / p.totalBytes)}%`)) });
+        const result = await replayFile(db, file, {
+          onProgress: (p) => tick(() => say(S, `pass ${pass + 1}: ${Math.round((100 * p.bytes) / p.totalBytes)}%`)),
+        });
         const ms = performance.now() - t0;
-        if (result.imported !== n || result.position !== n) throw new Error(`replay imported ${result.imported} events up to position ${result.position}, expected ${n}`);
+        if (result.imported !== n || result.position !== n)
+          throw new Error(`replay imported ${result.imported} events up to position ${result.position}, expected ${n}`);
         return { count: n, ms };
       } finally {
         db.close();
@@ -52,11 +55,18 @@ export const replayExport: Section = {
     const t0 = performance.now();
     await readExport(file, { onEvents: () => undefined });
     const readRate = perSecond(n, performance.now() - t0);
-    ctx.results.add({
-      key: 'replay.export', section: S, figure: 'replay from export file (import + projection, one pass)', unit: 'events/s', value: replay!.best,
-      raw: { label: 'raw batched, same section', value: raw!.best, unit: 'rows/s' },
-      note: `${fmt(n)} events into a fresh file db per pass, replayExport (one transaction per 1000 events: eventImporter + Projector.apply); readExport alone ${fmt(readRate)} events/s; replay ${spread(replay!)}; raw batched ${spread(raw!)}`,
-    }, { minRatio: 0.35 });
+    ctx.results.add(
+      {
+        key: 'replay.export',
+        section: S,
+        figure: 'replay from export file (import + projection, one pass)',
+        unit: 'events/s',
+        value: replay!.best,
+        raw: { label: 'raw batched, same section', value: raw!.best, unit: 'rows/s' },
+        note: `${fmt(n)} events into a fresh file db per pass, replayExport (one transaction per 1000 events: eventImporter + Projector.apply); readExport alone ${fmt(readRate)} events/s; replay ${spread(replay!)}; raw batched ${spread(raw!)}`,
+      },
+      { minRatio: 0.35 },
+    );
   },
 };
 
@@ -116,7 +126,9 @@ export const replayJs: Section = {
           migrate(db);
           try {
             const t0 = performance.now();
-            const result = await rebuildProjection(db, log, { onProgress: (done, total) => tick(() => say(S, `pass ${pass + 1}: rebuild ${fmt(done)}/${fmt(total)} messages`)) });
+            const result = await rebuildProjection(db, log, {
+              onProgress: (done, total) => tick(() => say(S, `pass ${pass + 1}: rebuild ${fmt(done)}/${fmt(total)} messages`)),
+            });
             const ms = performance.now() - t0;
             if (result.events !== events) throw new Error(`rebuild folded ${result.events} events, expected ${events}`);
             return { count: result.position, ms };
@@ -127,14 +139,25 @@ export const replayJs: Section = {
         await rawConsume(); // warm up (server caches)
         const [rawP, rebuildP] = await interleaved(ctx.sizes.passes, [rawConsume, rebuildPass]);
         const raw = ctx.results.add({
-          key: 'raw.js.consume', section: S, figure: 'raw JetStream ordered-consumer replay', unit: 'msgs/s', value: rawP!.best,
+          key: 'raw.js.consume',
+          section: S,
+          figure: 'raw JetStream ordered-consumer replay',
+          unit: 'msgs/s',
+          value: rawP!.best,
           note: `ordered pull consumer (max_messages 256) over the ${fmt(messages)}-message stream, no decoding; ${spread(rawP!)}`,
         });
-        ctx.results.add({
-          key: 'replay.js', section: S, figure: 'replay from JetStream (rebuildProjection)', unit: 'msgs/s', value: rebuildP!.best,
-          raw: { label: 'raw consumer', value: raw.value, unit: 'msgs/s' },
-          note: `${fmt(events)} events in ${fmt(messages)} messages (one per append, as the engine writes them) into a fresh db (projection tables) per pass; ${spread(rebuildP!)}`,
-        }, { minRatio: 0.6 });
+        ctx.results.add(
+          {
+            key: 'replay.js',
+            section: S,
+            figure: 'replay from JetStream (rebuildProjection)',
+            unit: 'msgs/s',
+            value: rebuildP!.best,
+            raw: { label: 'raw consumer', value: raw.value, unit: 'msgs/s' },
+            note: `${fmt(events)} events in ${fmt(messages)} messages (one per append, as the engine writes them) into a fresh db (projection tables) per pass; ${spread(rebuildP!)}`,
+          },
+          { minRatio: 0.6 },
+        );
         // readPages alone: what reading costs without a database
         {
           const t0 = performance.now();
@@ -146,7 +169,11 @@ export const replayJs: Section = {
           }
           const ms = performance.now() - t0;
           ctx.results.add({
-            key: 'replay.js.readPages', section: S, figure: 'JetStream readPages, no database', unit: 'msgs/s', value: perSecond(last, ms),
+            key: 'replay.js.readPages',
+            section: S,
+            figure: 'JetStream readPages, no database',
+            unit: 'msgs/s',
+            value: perSecond(last, ms),
             raw: { label: 'raw consumer', value: raw.value, unit: 'msgs/s' },
             note: `${fmt(count)} events, 1000-event pages, one ordered consumer for the read (decoded and validated); informational`,
           });
@@ -161,7 +188,14 @@ export const replayJs: Section = {
             let calls = 0;
             let failure: unknown;
             const t0 = performance.now();
-            const sub = projector.follow(log, { onApplied: () => { calls++; }, onError: (err) => { failure = err; } });
+            const sub = projector.follow(log, {
+              onApplied: () => {
+                calls++;
+              },
+              onError: (err) => {
+                failure = err;
+              },
+            });
             while (projector.checkpoint() < head && failure === undefined) {
               await new Promise((resolve) => setTimeout(resolve, 1));
               tick(() => say(S, `follow ${fmt(projector.checkpoint())}/${fmt(head)} messages`));
@@ -170,7 +204,11 @@ export const replayJs: Section = {
             await sub.close();
             if (failure !== undefined) throw failure;
             ctx.results.add({
-              key: 'replay.js.subscribe', section: S, figure: 'replay from JetStream (Projector.follow)', unit: 'msgs/s', value: perSecond(head, ms),
+              key: 'replay.js.subscribe',
+              section: S,
+              figure: 'replay from JetStream (Projector.follow)',
+              unit: 'msgs/s',
+              value: perSecond(head, ms),
               raw: { label: 'raw consumer', value: raw.value, unit: 'msgs/s' },
               note: `Projector.follow from 0 until the checkpoint reaches the head: ${fmt(calls)} transactions for ${fmt(head)} messages; informational`,
             });

@@ -22,7 +22,11 @@ const LEASE_MS = 2_000;
 const SWEEP_MS = 1_000;
 const HEARTBEAT_MS = 667;
 
-interface Trial { toClaimedLineMs: number; toClaimEventMs: number; recoveredAfterKillMs: number }
+interface Trial {
+  toClaimedLineMs: number;
+  toClaimEventMs: number;
+  recoveredAfterKillMs: number;
+}
 
 async function trial(ctx: Ctx, i: number): Promise<Trial> {
   const file = join(ctx.tmp, `takeover-${i}.db`);
@@ -75,17 +79,35 @@ export const takeover: Section = {
     for (let i = 0; i < ctx.sizes.takeoverTrials; i++) {
       const t = await trial(ctx, i);
       trials.push(t);
-      say(S, `trial ${i + 1}/${ctx.sizes.takeoverTrials}: CLAIMED line ${t.toClaimedLineMs.toFixed(0)} ms after SIGKILL (execution.claimed at +${t.toClaimEventMs} ms, recovery.completed at +${t.recoveredAfterKillMs} ms)`);
+      say(
+        S,
+        `trial ${i + 1}/${ctx.sizes.takeoverTrials}: CLAIMED line ${t.toClaimedLineMs.toFixed(0)} ms after SIGKILL (execution.claimed at +${t.toClaimEventMs} ms, recovery.completed at +${t.recoveredAfterKillMs} ms)`,
+      );
     }
     const lines = trials.map((t) => t.toClaimedLineMs);
     const claims = trials.map((t) => t.toClaimEventMs);
     const target = LEASE_MS + SWEEP_MS + 500;
     const note = `${trials.length} trials; kill -> CLAIMED line [${lines.map((x) => x.toFixed(0)).join(', ')}] ms; kill -> execution.claimed event time [${claims.join(', ')}] ms; heartbeat ${HEARTBEAT_MS} ms`;
-    ctx.results.add({
-      key: 'takeover.max', section: S, figure: 'takeover after SIGKILL, worst of trials', unit: 'ms', value: Math.max(...lines), note,
-    }, { max: target });
-    ctx.results.add({
-      key: 'takeover.p50', section: S, figure: 'takeover after SIGKILL, median', unit: 'ms', value: percentile(lines, 50),
-    }, { max: target });
+    ctx.results.add(
+      {
+        key: 'takeover.max',
+        section: S,
+        figure: 'takeover after SIGKILL, worst of trials',
+        unit: 'ms',
+        value: Math.max(...lines),
+        note,
+      },
+      { max: target },
+    );
+    ctx.results.add(
+      {
+        key: 'takeover.p50',
+        section: S,
+        figure: 'takeover after SIGKILL, median',
+        unit: 'ms',
+        value: percentile(lines, 50),
+      },
+      { max: target },
+    );
   },
 };

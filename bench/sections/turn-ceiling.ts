@@ -35,7 +35,11 @@ const toolTurn: Runner = async (ctx) => {
   await ctx.endStep(messageId, 'stop');
 };
 
-interface Pass { count: number; ms: number; cpuMs: number }
+interface Pass {
+  count: number;
+  ms: number;
+  cpuMs: number;
+}
 
 async function rawPass(ctx: Ctx, sync: 'NORMAL' | 'FULL', turns: number, pass: number): Promise<Pass> {
   const db = new Database(join(ctx.tmp, `ceiling-${sync}-${pass}.db`));
@@ -47,18 +51,26 @@ async function rawPass(ctx: Ctx, sync: 'NORMAL' | 'FULL', turns: number, pass: n
   const per = Math.ceil(turns / CONCURRENCY);
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: CONCURRENCY }, async (_, s) => {
-    for (let r = 0; r < per; r++) {
-      for (let j = 0; j < 3; j++) { write.immediate(`s${s}`, r * 3 + j); await yieldLoop(); }
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async (_, s) => {
+      for (let r = 0; r < per; r++) {
+        for (let j = 0; j < 3; j++) {
+          write.immediate(`s${s}`, r * 3 + j);
+          await yieldLoop();
+        }
+      }
+    }),
+  );
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   db.close();
   return { count: per * CONCURRENCY, ms, cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
-const turnOf = (engine: Engine) => async (s: string) => { await engine.admit(s, { prompt: 'look three things up' }); await engine.awaitIdle(s); };
+const turnOf = (engine: Engine) => async (s: string) => {
+  await engine.admit(s, { prompt: 'look three things up' });
+  await engine.awaitIdle(s);
+};
 
 /** 64 sessions, `turns` tool turns in all; the engine is opened and closed around the pass. */
 async function sessiondPass(open: Open, turns: number, S: string, label: string): Promise<Pass> {
@@ -72,13 +84,15 @@ async function sessiondPass(open: Open, turns: number, S: string, label: string)
     const tick = ticker();
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
-    await Promise.all(sessions.map(async (s) => {
-      for (let r = 0; r < per; r++) {
-        await turn(s);
-        done++;
-        tick(() => say(S, `sessiond ${label}: ${fmt(done)}/${fmt(per * CONCURRENCY)} turns`));
-      }
-    }));
+    await Promise.all(
+      sessions.map(async (s) => {
+        for (let r = 0; r < per; r++) {
+          await turn(s);
+          done++;
+          tick(() => say(S, `sessiond ${label}: ${fmt(done)}/${fmt(per * CONCURRENCY)} turns`));
+        }
+      }),
+    );
     const ms = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
     return { count: per * CONCURRENCY, ms, cpuMs: (cpu.user + cpu.system) / 1000 };
@@ -109,8 +123,19 @@ const onNats = (ctx: Ctx, tag: string) => async () => {
   await freshEventStream(server);
   const log: EventLog = await openJsLog(server);
   const engine = await openEngine({ file: join(ctx.tmp, `ceiling-nats-${tag}.db`), log, runner: toolTurn });
-  const release = onCleanup('turn-ceiling nats engine', async () => { await engine.close(); await log.close(); });
-  return { engine, close: async () => { release(); await engine.close(); await log.close(); await freshEventStream(server); } };
+  const release = onCleanup('turn-ceiling nats engine', async () => {
+    await engine.close();
+    await log.close();
+  });
+  return {
+    engine,
+    close: async () => {
+      release();
+      await engine.close();
+      await log.close();
+      await freshEventStream(server);
+    },
+  };
 };
 
 /** Raw JetStream turns: 3 OCC publishes of ~100 bytes awaited in sequence per turn, 64 subjects at once. */
@@ -118,11 +143,13 @@ async function rawJsPass(js: Awaited<ReturnType<typeof rawJetStream>>['js'], tur
   const per = Math.ceil(turns / CONCURRENCY);
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: CONCURRENCY }, async (_, k) => {
-    const subject = `sessiond.bench.ceil${tag}s${k}`;
-    let last = 0;
-    for (let r = 0; r < per * 3; r++) last = (await js.publish(subject, PAYLOAD, { expect: { lastSubjectSequence: last } })).seq;
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async (_, k) => {
+      const subject = `sessiond.bench.ceil${tag}s${k}`;
+      let last = 0;
+      for (let r = 0; r < per * 3; r++) last = (await js.publish(subject, PAYLOAD, { expect: { lastSubjectSequence: last } })).seq;
+    }),
+  );
   const ms = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   return { count: per * CONCURRENCY, ms, cpuMs: (cpu.user + cpu.system) / 1000 };
@@ -131,42 +158,88 @@ async function rawJsPass(js: Awaited<ReturnType<typeof rawJetStream>>['js'], tur
 type Open = () => Promise<{ engine: Engine; close: () => Promise<void> }>;
 
 /** Measures a sessiond turn alone (p50 of `n`) and adds it beside the raw turn's p50. */
-async function aloneFigures(ctx: Ctx, open: Open, n: number, rawP50: number, f: { rawKey: string; rawFigure: string; key: string; figure: string; maxRatio: number }): Promise<void> {
+async function aloneFigures(
+  ctx: Ctx,
+  open: Open,
+  n: number,
+  rawP50: number,
+  f: { rawKey: string; rawFigure: string; key: string; figure: string; maxRatio: number },
+): Promise<void> {
   const { engine, close } = await open();
   const turn = turnOf(engine);
   const ourP50 = await alone(n, () => turn('ses_alone')).finally(close);
   ctx.results.add({ key: f.rawKey, section: 'turn-ceiling', figure: f.rawFigure, unit: 'ms', value: rawP50, note: `${n} turns` });
-  ctx.results.add({
-    key: f.key, section: 'turn-ceiling', figure: f.figure, unit: 'ms', value: ourP50,
-    raw: { label: f.rawFigure.replace(/, p50.*$/, ''), value: rawP50, unit: 'ms' }, note: `${n} turns of one session`,
-  }, { maxRatio: f.maxRatio });
+  ctx.results.add(
+    {
+      key: f.key,
+      section: 'turn-ceiling',
+      figure: f.figure,
+      unit: 'ms',
+      value: ourP50,
+      raw: { label: f.rawFigure.replace(/, p50.*$/, ''), value: rawP50, unit: 'ms' },
+      note: `${n} turns of one session`,
+    },
+    { maxRatio: f.maxRatio },
+  );
 }
 
 export const turnCeiling: Section = {
   name: 'turn-ceiling',
-  title: 'the raw turn ceiling (3 one-row transactions or 3 OCC publishes per turn, 64 at once and alone) next to a sessiond turn of that shape (one step, three durable tool calls), embedded and on NATS',
+  title:
+    'the raw turn ceiling (3 one-row transactions or 3 OCC publishes per turn, 64 at once and alone) next to a sessiond turn of that shape (one step, three durable tool calls), embedded and on NATS',
   async run(ctx) {
     const S = 'turn-ceiling';
     const turns = ctx.sizes.turnRounds * CONCURRENCY * 4;
-    for (const [sync, minRatio] of [['NORMAL', 0.35], ['FULL', 0.4]] as const) {
+    for (const [sync, minRatio] of [
+      ['NORMAL', 0.35],
+      ['FULL', 0.4],
+    ] as const) {
       const cpu = { raw: Infinity, sessiond: Infinity };
       const [raw, ours] = await interleaved(ctx.sizes.passes, [
-        async (i) => { const p = await rawPass(ctx, sync, turns * 4, i); cpu.raw = Math.min(cpu.raw, p.cpuMs / p.count); return p; },
-        async (i) => { const p = await sessiondPass(embedded(ctx, sync, String(i)), turns, S, sync); cpu.sessiond = Math.min(cpu.sessiond, p.cpuMs / p.count); return p; },
+        async (i) => {
+          const p = await rawPass(ctx, sync, turns * 4, i);
+          cpu.raw = Math.min(cpu.raw, p.cpuMs / p.count);
+          return p;
+        },
+        async (i) => {
+          const p = await sessiondPass(embedded(ctx, sync, String(i)), turns, S, sync);
+          cpu.sessiond = Math.min(cpu.sessiond, p.cpuMs / p.count);
+          return p;
+        },
       ]);
       const low = sync.toLowerCase();
       ctx.results.add({
-        key: `raw.turn.${low}`, section: S, figure: `raw turn ceiling (3 one-row txns, ${CONCURRENCY} at once, ${sync})`, unit: 'turns/s', value: raw!.best,
+        key: `raw.turn.${low}`,
+        section: S,
+        figure: `raw turn ceiling (3 one-row txns, ${CONCURRENCY} at once, ${sync})`,
+        unit: 'turns/s',
+        value: raw!.best,
         note: `CPU ${cpu.raw.toFixed(3)} ms per raw turn; ${spread(raw!)}`,
       });
-      ctx.results.add({
-        key: `turn.embedded.${low}`, section: S, figure: `sessiond turns, one step + 3 durable tools, ${CONCURRENCY} sessions (${sync})`, unit: 'turns/s', value: ours!.best,
-        raw: { label: `raw turn ceiling (${sync})`, value: raw!.best, unit: 'turns/s' }, note: spread(ours!),
-      }, { minRatio });
-      ctx.results.add({
-        key: `turn.embedded.${low}.cpu`, section: S, figure: `CPU per sessiond turn (${sync})`, unit: 'ms', value: cpu.sessiond,
-        raw: { label: `CPU per raw turn (${sync})`, value: cpu.raw, unit: 'ms' }, note: 'process.cpuUsage (user + system) over the pass, best pass',
-      }, { maxRatio: 4 });
+      ctx.results.add(
+        {
+          key: `turn.embedded.${low}`,
+          section: S,
+          figure: `sessiond turns, one step + 3 durable tools, ${CONCURRENCY} sessions (${sync})`,
+          unit: 'turns/s',
+          value: ours!.best,
+          raw: { label: `raw turn ceiling (${sync})`, value: raw!.best, unit: 'turns/s' },
+          note: spread(ours!),
+        },
+        { minRatio },
+      );
+      ctx.results.add(
+        {
+          key: `turn.embedded.${low}.cpu`,
+          section: S,
+          figure: `CPU per sessiond turn (${sync})`,
+          unit: 'ms',
+          value: cpu.sessiond,
+          raw: { label: `CPU per raw turn (${sync})`, value: cpu.raw, unit: 'ms' },
+          note: 'process.cpuUsage (user + system) over the pass, best pass',
+        },
+        { maxRatio: 4 },
+      );
     }
 
     // one embedded session alone (NORMAL): raw turn vs sessiond turn, p50
@@ -179,11 +252,19 @@ export const turnCeiling: Section = {
       const write = db.transaction((seq: number) => insert.run('s', seq, PAYLOAD));
       let seq = 0;
       const n = ctx.sizes.latencyTurns * 2;
-      const rawP50 = await alone(n, async () => { for (let j = 0; j < 3; j++) { write.immediate(++seq); await yieldLoop(); } });
+      const rawP50 = await alone(n, async () => {
+        for (let j = 0; j < 3; j++) {
+          write.immediate(++seq);
+          await yieldLoop();
+        }
+      });
       db.close();
       await aloneFigures(ctx, embedded(ctx, 'NORMAL', 'alone'), n, rawP50, {
-        rawKey: 'raw.turn.alone', rawFigure: 'raw turn alone, p50 (3 one-row txns, NORMAL)',
-        key: 'turn.embedded.alone', figure: 'sessiond turn alone, p50 (admit to idle, embedded NORMAL)', maxRatio: 12,
+        rawKey: 'raw.turn.alone',
+        rawFigure: 'raw turn alone, p50 (3 one-row txns, NORMAL)',
+        key: 'turn.embedded.alone',
+        figure: 'sessiond turn alone, p50 (admit to idle, embedded NORMAL)',
+        maxRatio: 12,
       });
     }
 
@@ -195,18 +276,36 @@ export const turnCeiling: Section = {
         (i) => sessiondPass(onNats(ctx, String(i)), turns / 2, S, 'NATS'),
       ]);
       ctx.results.add({
-        key: 'raw.turn.js', section: S, figure: `raw JetStream turn ceiling (3 OCC publishes in sequence, ${CONCURRENCY} at once)`, unit: 'turns/s', value: rawJs!.best, note: spread(rawJs!),
+        key: 'raw.turn.js',
+        section: S,
+        figure: `raw JetStream turn ceiling (3 OCC publishes in sequence, ${CONCURRENCY} at once)`,
+        unit: 'turns/s',
+        value: rawJs!.best,
+        note: spread(rawJs!),
       });
-      ctx.results.add({
-        key: 'turn.nats', section: S, figure: `sessiond turns on NATS, one step + 3 durable tools, ${CONCURRENCY} sessions`, unit: 'turns/s', value: oursJs!.best,
-        raw: { label: 'raw JetStream turn ceiling', value: rawJs!.best, unit: 'turns/s' }, note: spread(oursJs!),
-      }, { minRatio: 0.3 });
+      ctx.results.add(
+        {
+          key: 'turn.nats',
+          section: S,
+          figure: `sessiond turns on NATS, one step + 3 durable tools, ${CONCURRENCY} sessions`,
+          unit: 'turns/s',
+          value: oursJs!.best,
+          raw: { label: 'raw JetStream turn ceiling', value: rawJs!.best, unit: 'turns/s' },
+          note: spread(oursJs!),
+        },
+        { minRatio: 0.3 },
+      );
       let seq = 0;
       const n = ctx.sizes.latencyTurns;
-      const rawP50 = await alone(n, async () => { for (let j = 0; j < 3; j++) seq = (await raw.js.publish('sessiond.bench.alone', PAYLOAD, { expect: { lastSubjectSequence: seq } })).seq; });
+      const rawP50 = await alone(n, async () => {
+        for (let j = 0; j < 3; j++) seq = (await raw.js.publish('sessiond.bench.alone', PAYLOAD, { expect: { lastSubjectSequence: seq } })).seq;
+      });
       await aloneFigures(ctx, onNats(ctx, 'alone'), n, rawP50, {
-        rawKey: 'raw.turn.js.alone', rawFigure: 'raw JetStream turn alone, p50 (3 OCC publishes in sequence)',
-        key: 'turn.nats.alone', figure: 'sessiond turn alone on NATS, p50 (admit to idle)', maxRatio: 3,
+        rawKey: 'raw.turn.js.alone',
+        rawFigure: 'raw JetStream turn alone, p50 (3 OCC publishes in sequence)',
+        key: 'turn.nats.alone',
+        figure: 'sessiond turn alone on NATS, p50 (admit to idle)',
+        maxRatio: 3,
       });
     } finally {
       await raw.close();

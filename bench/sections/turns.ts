@@ -31,19 +31,25 @@ async function measure(ctx: Ctx, S: string, label: string, keyBase: string, engi
   const tick = ticker();
   const seqBefore = await Promise.all(sessions.map((s) => engine.log.lastSeq(s)));
   const t0 = performance.now();
-  await Promise.all(sessions.map(async (s) => {
-    for (let r = 0; r < rounds; r++) {
-      await turn(engine, s);
-      done++;
-      tick(() => say(S, `${label}: ${fmt(done)}/${fmt(total)} turns`));
-    }
-  }));
+  await Promise.all(
+    sessions.map(async (s) => {
+      for (let r = 0; r < rounds; r++) {
+        await turn(engine, s);
+        done++;
+        tick(() => say(S, `${label}: ${fmt(done)}/${fmt(total)} turns`));
+      }
+    }),
+  );
   const ms = performance.now() - t0;
   const seqAfter = await Promise.all(sessions.map((s) => engine.log.lastSeq(s)));
   const events = seqAfter.reduce((sum, v, i) => sum + v - seqBefore[i]!, 0);
   const perTurn = events / total;
   ctx.results.add({
-    key: `${keyBase}.turns`, section: S, figure: `full turns, ${CONCURRENCY} sessions at once (${label})`, unit: 'turns/s', value: perSecond(total, ms),
+    key: `${keyBase}.turns`,
+    section: S,
+    figure: `full turns, ${CONCURRENCY} sessions at once (${label})`,
+    unit: 'turns/s',
+    value: perSecond(total, ms),
     note: `${fmt(total)} turns (admit+wake, claim, 3 echo steps, settle; echo without delay); ${perTurn.toFixed(1)} events per turn, ${fmt(perSecond(events, ms))} events/s`,
   });
 
@@ -57,18 +63,28 @@ async function measure(ctx: Ctx, S: string, label: string, keyBase: string, engi
   }
   const tenth = Math.max(1, Math.floor(samples.length / 10));
   ctx.results.add({
-    key: `${keyBase}.latency.p50`, section: S, figure: `one turn alone, p50 (${label})`, unit: 'ms', value: percentile(samples, 50),
+    key: `${keyBase}.latency.p50`,
+    section: S,
+    figure: `one turn alone, p50 (${label})`,
+    unit: 'ms',
+    value: percentile(samples, 50),
     note: `${samples.length} turns of one session, one after another, admit to idle; p50 of the first ${tenth} turns ${percentile(samples.slice(0, tenth), 50).toFixed(1)} ms, of the last ${tenth} ${percentile(samples.slice(-tenth), 50).toFixed(1)} ms (growth = cost that rises with the session's length)`,
   });
   ctx.results.add({
-    key: `${keyBase}.latency.p99`, section: S, figure: `one turn alone, p99 (${label})`, unit: 'ms', value: percentile(samples, 99),
+    key: `${keyBase}.latency.p99`,
+    section: S,
+    figure: `one turn alone, p99 (${label})`,
+    unit: 'ms',
+    value: percentile(samples, 99),
   });
 }
 
 /** Runs `measure` on a worker started from `options`, closed afterwards (also when the bench is interrupted). */
 async function onWorker(ctx: Ctx, S: string, label: string, keyBase: string, rounds: number, options: SessiondOptions): Promise<void> {
   const host: Sessiond = await startSessiond(options);
-  const release = onCleanup(`${label} worker`, async () => { await host.close(); });
+  const release = onCleanup(`${label} worker`, async () => {
+    await host.close();
+  });
   try {
     await measure(ctx, S, label, keyBase, host.engine, rounds);
   } finally {
@@ -93,7 +109,9 @@ export const turnsNats: Section = {
     await freshEventStream(server);
     try {
       await onWorker(ctx, 'turns-nats', 'NATS', 'turns.nats', ctx.sizes.natsTurnRounds, {
-        db: join(ctx.tmp, 'turns-nats.db'), runner: echoRunner(), nats: { connection: { servers: server.url, ...WORKER, name: 'bench-worker' } },
+        db: join(ctx.tmp, 'turns-nats.db'),
+        runner: echoRunner(),
+        nats: { connection: { servers: server.url, ...WORKER, name: 'bench-worker' } },
       });
     } finally {
       await freshEventStream(server);

@@ -10,14 +10,33 @@ import { ownerEventTypes } from '../events/catalog.ts';
 
 export interface Violation {
   sessionId: string;
-  rule: 'two_live_owners' | 'promoted_twice' | 'promoted_unadmitted' | 'promoted_dropped' | 'cancellation_overwritten' | 'write_after_expiry' | 'recovered_twice' | 'sequence_gap'
+  rule:
+    | 'two_live_owners'
+    | 'promoted_twice'
+    | 'promoted_unadmitted'
+    | 'promoted_dropped'
+    | 'cancellation_overwritten'
+    | 'write_after_expiry'
+    | 'recovered_twice'
+    | 'sequence_gap'
     // liveness (liveness.ts): work that nobody will do, or a session that can take no more
-    | 'stranded_input' | 'unrecovered_execution' | 'recovery_incomplete' | 'wake_parked' | 'pending_full';
+    | 'stranded_input'
+    | 'unrecovered_execution'
+    | 'recovery_incomplete'
+    | 'wake_parked'
+    | 'pending_full';
   seqs: number[];
   message: string;
 }
 
-interface Exec { id: string; ownerId: string; expiresAt: number; claimSeq: number; terminal: 'settled' | 'cancelled' | 'recovered' | null; terminalSeq: number }
+interface Exec {
+  id: string;
+  ownerId: string;
+  expiresAt: number;
+  claimSeq: number;
+  terminal: 'settled' | 'cancelled' | 'recovered' | null;
+  terminalSeq: number;
+}
 
 /** Writes an execution may make only while its lease is live. */
 /** Writes made by a claim's owner (its runner's included), checked against its lease: the catalog's `runner` and `owner` types. */
@@ -47,16 +66,22 @@ export function auditSession(events: readonly SessionEvent[]): Violation[] {
     const isSeal = sealing !== null && execId === sealing && SEALS.has(e.type);
     if (!isSeal) sealing = null;
     if (exec && RUNNER_WRITES.has(e.type) && !isSeal) {
-      if (exec.terminal === 'cancelled') v('cancellation_overwritten', [exec.terminalSeq, e.seq], `${e.type} for execution ${exec.id} after it was cancelled at seq ${exec.terminalSeq}`);
-      else if (e.time >= exec.expiresAt && exec.terminal === null) v('write_after_expiry', [e.seq], `${e.type} by execution ${exec.id} at ${isoTime(e.time)}, after its lease expired at ${isoTime(exec.expiresAt)}`);
-      else if (exec.terminal !== null) v('write_after_expiry', [exec.terminalSeq, e.seq], `${e.type} by execution ${exec.id} after it ended (${exec.terminal}) at seq ${exec.terminalSeq}`);
+      if (exec.terminal === 'cancelled')
+        v('cancellation_overwritten', [exec.terminalSeq, e.seq], `${e.type} for execution ${exec.id} after it was cancelled at seq ${exec.terminalSeq}`);
+      else if (e.time >= exec.expiresAt && exec.terminal === null)
+        v('write_after_expiry', [e.seq], `${e.type} by execution ${exec.id} at ${isoTime(e.time)}, after its lease expired at ${isoTime(exec.expiresAt)}`);
+      else if (exec.terminal !== null)
+        v('write_after_expiry', [exec.terminalSeq, e.seq], `${e.type} by execution ${exec.id} after it ended (${exec.terminal}) at seq ${exec.terminalSeq}`);
     }
     switch (e.type) {
       case 'execution.claimed': {
         if (current && current.terminal === null) {
           const live = e.time < current.expiresAt;
-          v('two_live_owners', [current.claimSeq, e.seq],
-            `execution ${e.payload.executionId} (${e.payload.ownerId}) claimed at seq ${e.seq} while execution ${current.id} (${current.ownerId}, claimed at seq ${current.claimSeq}) was ${live ? 'live' : 'expired but not recovered'}`);
+          v(
+            'two_live_owners',
+            [current.claimSeq, e.seq],
+            `execution ${e.payload.executionId} (${e.payload.ownerId}) claimed at seq ${e.seq} while execution ${current.id} (${current.ownerId}, claimed at seq ${current.claimSeq}) was ${live ? 'live' : 'expired but not recovered'}`,
+          );
         }
         current = { id: e.payload.executionId, ownerId: e.payload.ownerId, expiresAt: e.payload.expiresAt, claimSeq: e.seq, terminal: null, terminalSeq: 0 };
         execs.set(current.id, current);

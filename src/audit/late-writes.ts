@@ -25,7 +25,10 @@ export interface LateWrite {
   message: string;
 }
 
-interface Lease { expiresAt: number; ended: boolean }
+interface Lease {
+  expiresAt: number;
+  ended: boolean;
+}
 
 export function lateWritesOfSession(events: readonly SessionEvent[]): LateWrite[] {
   const out: LateWrite[] = [];
@@ -40,7 +43,14 @@ export function lateWritesOfSession(events: readonly SessionEvent[]): LateWrite[
     if (live && RUNNER_WRITES.has(e.type) && e.committedAt !== undefined && e.committedAt > lease.expiresAt) {
       const lagMs = e.committedAt - lease.expiresAt;
       out.push({
-        sessionId: e.sessionId, executionId: executionId!, seq: e.seq, type: e.type, time: e.time, committedAt: e.committedAt, expiresAt: lease.expiresAt, lagMs,
+        sessionId: e.sessionId,
+        executionId: executionId!,
+        seq: e.seq,
+        type: e.type,
+        time: e.time,
+        committedAt: e.committedAt,
+        expiresAt: lease.expiresAt,
+        lagMs,
         message: `session ${e.sessionId}: ${e.type} of execution ${executionId} was decided at ${isoTime(e.time)}, while its lease was live, but committed at ${isoTime(e.committedAt)}, ${lagMs} ms after the lease expired at ${isoTime(lease.expiresAt)} (fencing accepted it: nobody had written to the session since)`,
       });
     }

@@ -31,7 +31,14 @@ export interface LivenessOptions {
 /** Lease (30 s) + sweep (5 s) + margin, for a deployment with the default settings. */
 export const DEFAULT_LIVENESS_GRACE_MS = 60_000;
 
-interface Exec { id: string; ownerId: string; expiresAt: number; ended: boolean; endedAt: number; claimSeq: number }
+interface Exec {
+  id: string;
+  ownerId: string;
+  expiresAt: number;
+  ended: boolean;
+  endedAt: number;
+  claimSeq: number;
+}
 
 export function auditSessionLiveness(events: readonly SessionEvent[], options: LivenessOptions): Violation[] {
   const out: Violation[] = [];
@@ -76,7 +83,10 @@ export function auditSessionLiveness(events: readonly SessionEvent[], options: L
         pending.delete(e.payload.inputId);
         break;
       case 'input.dropped':
-        for (const id of e.payload.inputIds) { waiting.delete(id); pending.delete(id); }
+        for (const id of e.payload.inputIds) {
+          waiting.delete(id);
+          pending.delete(id);
+        }
         break;
     }
   }
@@ -84,13 +94,27 @@ export function auditSessionLiveness(events: readonly SessionEvent[], options: L
   const bytes = [...pending.values()].reduce((n, p) => n + p.bytes, 0);
   if (pending.size >= limits.maxPendingInputs || bytes >= limits.maxPendingBytes) {
     const first = pending.values().next().value;
-    v('pending_full', first ? [first.seq] : [], `${pending.size} inputs (${bytes} bytes of prompts) wait unrun, at the limit of ${limits.maxPendingInputs} inputs or ${limits.maxPendingBytes} bytes per session: every new prompt is refused. Wake the session to run them (they were admitted${waiting.size === 0 ? ' without a wake' : ''}), or drop them: sessiond cancel ${sessionId} --pending`);
+    v(
+      'pending_full',
+      first ? [first.seq] : [],
+      `${pending.size} inputs (${bytes} bytes of prompts) wait unrun, at the limit of ${limits.maxPendingInputs} inputs or ${limits.maxPendingBytes} bytes per session: every new prompt is refused. Wake the session to run them (they were admitted${waiting.size === 0 ? ' without a wake' : ''}), or drop them: sessiond cancel ${sessionId} --pending`,
+    );
   }
-  for (const [executionId, seq] of recoveries) v('recovery_incomplete', [seq], `the recovery of execution ${executionId} started at seq ${seq} and never completed`);
-  for (const [executionId, seq] of parked) v('wake_parked', [seq], `the wake owed after recovering execution ${executionId} was given up on (parked at seq ${seq}); wake the session by hand once the cause is fixed`);
+  for (const [executionId, seq] of recoveries)
+    v('recovery_incomplete', [seq], `the recovery of execution ${executionId} started at seq ${seq} and never completed`);
+  for (const [executionId, seq] of parked)
+    v(
+      'wake_parked',
+      [seq],
+      `the wake owed after recovering execution ${executionId} was given up on (parked at seq ${seq}); wake the session by hand once the cause is fixed`,
+    );
   if (current && !current.ended) {
     if (late(current.expiresAt)) {
-      v('unrecovered_execution', [current.claimSeq], `execution ${current.id} (${current.ownerId}) never ended and its lease expired at ${iso(current.expiresAt)}, ${Math.round((options.now - current.expiresAt) / 1000)} s before ${iso(options.now)}, but it was never recovered`);
+      v(
+        'unrecovered_execution',
+        [current.claimSeq],
+        `execution ${current.id} (${current.ownerId}) never ended and its lease expired at ${iso(current.expiresAt)}, ${Math.round((options.now - current.expiresAt) / 1000)} s before ${iso(options.now)}, but it was never recovered`,
+      );
     }
     return out; // an execution in progress (or awaiting recovery) holds the queued inputs
   }
@@ -98,7 +122,11 @@ export function auditSessionLiveness(events: readonly SessionEvent[], options: L
   for (const [inputId, at] of waiting) {
     const since = Math.max(at.time, idleSince);
     if (late(since)) {
-      v('stranded_input', [at.seq], `input ${inputId} (admitted at seq ${at.seq}, ${iso(at.time)}) asked for a wake and was never run: no execution has been in progress since ${iso(since)}, more than ${Math.round(graceMs / 1000)} s before ${iso(options.now)}`);
+      v(
+        'stranded_input',
+        [at.seq],
+        `input ${inputId} (admitted at seq ${at.seq}, ${iso(at.time)}) asked for a wake and was never run: no execution has been in progress since ${iso(since)}, more than ${Math.round(graceMs / 1000)} s before ${iso(options.now)}`,
+      );
     }
   }
   return out;

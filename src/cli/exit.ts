@@ -10,8 +10,15 @@ import { isSessiondError, messageOf, type ErrorKind } from '../errors.ts';
 export const ExitCode = { Ok: 0, Failure: 1, Usage: 2, DataError: 65, NotFound: 66, Unavailable: 69, Timeout: 75, NoPermission: 77 } as const;
 
 const BY_KIND: Record<ErrorKind, number> = {
-  invalid_input: ExitCode.Usage, corrupt_data: ExitCode.DataError, not_found: ExitCode.NotFound, unavailable: ExitCode.Unavailable,
-  timeout: ExitCode.Timeout, permission: ExitCode.NoPermission, conflict: ExitCode.Failure, refused: ExitCode.Failure, failure: ExitCode.Failure,
+  invalid_input: ExitCode.Usage,
+  corrupt_data: ExitCode.DataError,
+  not_found: ExitCode.NotFound,
+  unavailable: ExitCode.Unavailable,
+  timeout: ExitCode.Timeout,
+  permission: ExitCode.NoPermission,
+  conflict: ExitCode.Failure,
+  refused: ExitCode.Failure,
+  failure: ExitCode.Failure,
 };
 
 export function exitCodeFor(err: unknown): number {

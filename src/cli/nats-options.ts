@@ -32,7 +32,11 @@ const FLAG_OF: Record<string, string> = { servers: '--nats', user: '--nats-user'
 /** Adds --nats, --nats-user and --nats-pass to a command; `role` names the nats.conf user to suggest. */
 export function addNatsOptions(command: Command, ctx: CliContext, role: 'worker' | 'client' | 'admin'): Command {
   return command
-    .option('--nats <url>', `use NATS JetStream at this URL (e.g. nats://127.0.0.1:4222) instead of the SQLite log${ctx.defaultNats ? '' : '; default SESSIOND_NATS'}`, ctx.defaultNats)
+    .option(
+      '--nats <url>',
+      `use NATS JetStream at this URL (e.g. nats://127.0.0.1:4222) instead of the SQLite log${ctx.defaultNats ? '' : '; default SESSIOND_NATS'}`,
+      ctx.defaultNats,
+    )
     .option('--nats-user <user>', `NATS user (nats.conf: ${role}); default SESSIOND_NATS_USER`)
     .option('--nats-pass <pass>', 'NATS password; default SESSIOND_NATS_PASS (safer than the flag)');
 }
@@ -49,9 +53,11 @@ export function natsConnectionOptions(flags: NatsFlags, ctx: CliContext, name: s
     return undefined;
   }
   if ((user === undefined) !== (pass === undefined)) {
-    throw new UsageError(user === undefined
-      ? '--nats-pass needs --nats-user (or SESSIOND_NATS_USER): give both or neither.'
-      : `--nats-user ${user} needs a password: pass --nats-pass or set SESSIOND_NATS_PASS.`);
+    throw new UsageError(
+      user === undefined
+        ? '--nats-pass needs --nats-user (or SESSIOND_NATS_USER): give both or neither.'
+        : `--nats-user ${user} needs a password: pass --nats-pass or set SESSIOND_NATS_PASS.`,
+    );
   }
   const options: NatsConnectionOptions = { servers, name, ...(user !== undefined ? { user, pass } : {}) };
   try {
@@ -78,21 +84,30 @@ export function addNatsCommandOptions(command: Command): Command {
  */
 export { describeNats } from '../nats/connection.ts';
 
-export function natsCommandConnection(flags: NatsCommandFlags, worker: NatsConnectionOptions, ctx: CliContext):
-  { connection: NatsConnectionOptions; replyPrefixes: string[] } | undefined {
+export function natsCommandConnection(
+  flags: NatsCommandFlags,
+  worker: NatsConnectionOptions,
+  ctx: CliContext,
+): { connection: NatsConnectionOptions; replyPrefixes: string[] } | undefined {
   const user = flags.natsCommandsUser ?? (ctx.env.SESSIOND_NATS_COMMANDS_USER || undefined);
   const pass = flags.natsCommandsPass ?? (ctx.env.SESSIOND_NATS_COMMANDS_PASS || undefined);
   if ((user === undefined) !== (pass === undefined)) {
-    throw new UsageError(user === undefined
-      ? '--nats-commands-pass needs --nats-commands-user (or SESSIOND_NATS_COMMANDS_USER): give both or neither.'
-      : `--nats-commands-user ${user} needs a password: pass --nats-commands-pass or set SESSIOND_NATS_COMMANDS_PASS.`);
+    throw new UsageError(
+      user === undefined
+        ? '--nats-commands-pass needs --nats-commands-user (or SESSIOND_NATS_COMMANDS_USER): give both or neither.'
+        : `--nats-commands-user ${user} needs a password: pass --nats-commands-pass or set SESSIOND_NATS_COMMANDS_PASS.`,
+    );
   }
   if (user !== undefined && user === worker.user) {
-    throw new UsageError(`--nats-commands-user must not be the worker's user (${user}): command replies would go out with the right to write the log. Use the commands user of nats.conf.`);
+    throw new UsageError(
+      `--nats-commands-user must not be the worker's user (${user}): command replies would go out with the right to write the log. Use the commands user of nats.conf.`,
+    );
   }
-  const replyPrefixes = flags.replyInboxes?.split(',').map((p) => p.trim()).filter((p) => p.length > 0);
+  const replyPrefixes = flags.replyInboxes
+    ?.split(',')
+    .map((p) => p.trim())
+    .filter((p) => p.length > 0);
   if (user === undefined && worker.user !== undefined) return undefined;
   const connection: NatsConnectionOptions = { servers: worker.servers!, name: 'sessiond-commands', ...(user !== undefined ? { user, pass } : {}) };
   return { connection, replyPrefixes: replyPrefixes ?? [user === undefined ? inboxPrefixOf(undefined) : DEFAULT_REPLY_PREFIX] };
 }
-

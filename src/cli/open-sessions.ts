@@ -34,7 +34,13 @@ export async function openSessions(opts: LogOptions, ctx: CliContext, name: stri
 }
 
 /** Runs `use` on the command's Sessions and closes them after, whatever happens. */
-export async function withSessions<T>(opts: LogOptions, ctx: CliContext, name: string, use: (opened: OpenedSessions) => Promise<T>, options: { readonly?: boolean } = {}): Promise<T> {
+export async function withSessions<T>(
+  opts: LogOptions,
+  ctx: CliContext,
+  name: string,
+  use: (opened: OpenedSessions) => Promise<T>,
+  options: { readonly?: boolean } = {},
+): Promise<T> {
   const opened = await openSessions(opts, ctx, name, options);
   try {
     return await use(opened);

@@ -12,11 +12,14 @@ export interface Progress {
 
 export function progress(ctx: CliContext, label: string, unit: string, total: number): Progress {
   if (process.stderr.isTTY) {
-    const bar = new cliProgress.SingleBar({
-      format: `${label} [{bar}] {percentage}% | {value}/{total} ${unit} | {rate} ${unit}/s | ETA {eta_formatted}`,
-      stream: process.stderr,
-      hideCursor: true,
-    }, cliProgress.Presets.shades_classic);
+    const bar = new cliProgress.SingleBar(
+      {
+        format: `${label} [{bar}] {percentage}% | {value}/{total} ${unit} | {rate} ${unit}/s | ETA {eta_formatted}`,
+        stream: process.stderr,
+        hideCursor: true,
+      },
+      cliProgress.Presets.shades_classic,
+    );
     const started = performance.now();
     bar.start(Math.max(total, 1), 0, { rate: 0 });
     return {

@@ -14,7 +14,10 @@ import { oneOf } from './options.ts';
 
 export const LOG_FORMATS = ['text', 'json'] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
-export const LOG_FORMAT_OPTION = ['--log-format <text|json>', 'how the worker prints: readable lines (default on a terminal) or JSON lines (default otherwise; env SESSIOND_LOG_FORMAT)'] as const;
+export const LOG_FORMAT_OPTION = [
+  '--log-format <text|json>',
+  'how the worker prints: readable lines (default on a terminal) or JSON lines (default otherwise; env SESSIOND_LOG_FORMAT)',
+] as const;
 export const parseLogFormat = oneOf('--log-format', LOG_FORMATS);
 
 export type LogFields = Record<string, string | number | boolean | undefined>;
@@ -35,14 +38,19 @@ export function logFormat(asked: LogFormat | undefined, env: NodeJS.ProcessEnv, 
 
 export function workerLog(ctx: Pick<CliContext, 'out' | 'err'>, format: LogFormat): WorkerLog {
   if (format === 'text') return { out: (line) => ctx.out(line), err: (line) => ctx.err(line), bind: () => {} };
-  let logger: Logger = pino({
-    base: null,
-    timestamp: stdTimeFunctions.isoTime,
-    formatters: { level: (label) => ({ level: label }) },
-  }, destination({ fd: 1, sync: true })); // sync: nothing lost when the worker exits right after
+  let logger: Logger = pino(
+    {
+      base: null,
+      timestamp: stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    destination({ fd: 1, sync: true }),
+  ); // sync: nothing lost when the worker exits right after
   return {
     out: (line, fields) => logger.info(fields ?? {}, line.trim()),
     err: (line, fields) => logger.error(fields ?? {}, line.replace(/^sessiond: /, '')),
-    bind: (fields) => { logger = logger.child(fields); },
+    bind: (fields) => {
+      logger = logger.child(fields);
+    },
   };
 }

@@ -53,8 +53,19 @@ export type Continuation = z.infer<typeof Continuation>;
  * a stored version-v payload into a version-v+1 one, so old logs keep reading (the codec applies
  * them in order before validating against `schema`). `durable: false` types are live-only.
  */
-function event<const T extends string, S extends z.ZodType>(type: T, schema: S, options: { version?: number; durable?: boolean; writer?: Writer; upcasters?: Readonly<Record<number, (payload: unknown) => unknown>> } = {}) {
-  return { type, schema, version: options.version ?? 1, durable: options.durable ?? true, writer: options.writer ?? 'engine', ...(options.upcasters ? { upcasters: options.upcasters } : {}) } as const;
+function event<const T extends string, S extends z.ZodType>(
+  type: T,
+  schema: S,
+  options: { version?: number; durable?: boolean; writer?: Writer; upcasters?: Readonly<Record<number, (payload: unknown) => unknown>> } = {},
+) {
+  return {
+    type,
+    schema,
+    version: options.version ?? 1,
+    durable: options.durable ?? true,
+    writer: options.writer ?? 'engine',
+    ...(options.upcasters ? { upcasters: options.upcasters } : {}),
+  } as const;
 }
 
 /**
@@ -66,22 +77,41 @@ function event<const T extends string, S extends z.ZodType>(type: T, schema: S, 
 export type Writer = 'runner' | 'owner' | 'engine';
 
 export const catalog = {
-  'execution.claimed': event('execution.claimed', z.object({
-    executionId: id, ownerId: id, expiresAt: time, leaseMs: z.number().int().positive(), assistantSeq: seq,
-  })),
+  'execution.claimed': event(
+    'execution.claimed',
+    z.object({
+      executionId: id,
+      ownerId: id,
+      expiresAt: time,
+      leaseMs: z.number().int().positive(),
+      assistantSeq: seq,
+    }),
+  ),
   'execution.renewed': event('execution.renewed', z.object({ executionId: id, expiresAt: time }), { writer: 'owner' }),
   'execution.started': event('execution.started', z.object({ executionId: id }), { writer: 'owner' }),
   'execution.phase': event('execution.phase', z.object({ executionId: id, phase: ExecutionPhase }), { writer: 'runner' }),
   'execution.cancelled': event('execution.cancelled', z.object({ executionId: id, reason: z.string().max(1000).optional() })),
-  'execution.settled': event('execution.settled', z.object({
-    executionId: id, outcome: SettleOutcome, error: RecordedError.optional(),
-  }), { writer: 'owner' }),
+  'execution.settled': event(
+    'execution.settled',
+    z.object({
+      executionId: id,
+      outcome: SettleOutcome,
+      error: RecordedError.optional(),
+    }),
+    { writer: 'owner' },
+  ),
 
-  'input.admitted': event('input.admitted', z.object({
-    inputId: id, prompt: z.string(), delivery: Delivery, wake: z.boolean(),
-    source: z.enum(['user', 'recovery']).default('user'),
-    continues: Continuation.optional(),
-  })),
+  'input.admitted': event(
+    'input.admitted',
+    z.object({
+      inputId: id,
+      prompt: z.string(),
+      delivery: Delivery,
+      wake: z.boolean(),
+      source: z.enum(['user', 'recovery']).default('user'),
+      continues: Continuation.optional(),
+    }),
+  ),
   'input.promoted': event('input.promoted', z.object({ inputId: id, executionId: id }), { writer: 'runner' }),
   /** Pending inputs dropped unrun by an operator (`sessiond cancel --pending`): they never run. */
   'input.dropped': event('input.dropped', z.object({ inputIds: z.array(id).min(1), reason: z.string().max(1000).optional() })),
@@ -97,29 +127,56 @@ export const catalog = {
   'reasoning.delta': event('reasoning.delta', z.object({ executionId: id, messageId: id, partId: id, delta: z.string() }), { durable: false }),
   'reasoning.completed': event('reasoning.completed', z.object({ executionId: id, messageId: id, partId: id, text: z.string() }), { writer: 'runner' }),
   /** A model request that failed and will be sent again after `delayMs` (live-only: every attempt is visible). */
-  'model.retry_scheduled': event('model.retry_scheduled', z.object({ executionId: id, messageId: id, attempt: z.number().int().positive(), delayMs: z.number().int().nonnegative(), error: RecordedError }), { durable: false }),
+  'model.retry_scheduled': event(
+    'model.retry_scheduled',
+    z.object({ executionId: id, messageId: id, attempt: z.number().int().positive(), delayMs: z.number().int().nonnegative(), error: RecordedError }),
+    { durable: false },
+  ),
 
-  'tool.called': event('tool.called', z.object({
-    executionId: id, messageId: id, callId: id, name: z.string().min(1), input: z.unknown(),
-    durable: z.boolean(), idempotencyKey: z.string().optional(),
-  }), { writer: 'runner' }),
+  'tool.called': event(
+    'tool.called',
+    z.object({
+      executionId: id,
+      messageId: id,
+      callId: id,
+      name: z.string().min(1),
+      input: z.unknown(),
+      durable: z.boolean(),
+      idempotencyKey: z.string().optional(),
+    }),
+    { writer: 'runner' },
+  ),
   'tool.started': event('tool.started', z.object({ executionId: id, messageId: id, callId: id }), { writer: 'runner' }),
   'tool.succeeded': event('tool.succeeded', z.object({ executionId: id, messageId: id, callId: id, output: z.unknown() }), { writer: 'runner' }),
   'tool.failed': event('tool.failed', z.object({ executionId: id, messageId: id, callId: id, error: RecordedError }), { writer: 'runner' }),
 
   'compaction.started': event('compaction.started', z.object({ executionId: id, messageId: id, reason: z.string() }), { writer: 'runner' }),
-  'compaction.completed': event('compaction.completed', z.object({ executionId: id, messageId: id, summary: z.string(), usage: Usage.optional() }), { writer: 'runner' }),
+  'compaction.completed': event('compaction.completed', z.object({ executionId: id, messageId: id, summary: z.string(), usage: Usage.optional() }), {
+    writer: 'runner',
+  }),
 
   'recovery.started': event('recovery.started', z.object({ executionId: id })),
-  'recovery.completed': event('recovery.completed', z.object({
-    executionId: id, assistantMessageId: id.nullable(), continuationInputId: id.nullable(),
-    phase: ExecutionPhase, error: RecordedError.optional(),
-  })),
+  'recovery.completed': event(
+    'recovery.completed',
+    z.object({
+      executionId: id,
+      assistantMessageId: id.nullable(),
+      continuationInputId: id.nullable(),
+      phase: ExecutionPhase,
+      error: RecordedError.optional(),
+    }),
+  ),
   'recovery.wake_requested': event('recovery.wake_requested', z.object({ executionId: id, attempt: z.number().int().positive() })),
   'recovery.wake_delivered': event('recovery.wake_delivered', z.object({ executionId: id, byExecutionId: id })),
-  'recovery.wake_failed': event('recovery.wake_failed', z.object({
-    executionId: id, attempt: z.number().int().positive(), error: RecordedError, parked: z.boolean(),
-  })),
+  'recovery.wake_failed': event(
+    'recovery.wake_failed',
+    z.object({
+      executionId: id,
+      attempt: z.number().int().positive(),
+      error: RecordedError,
+      parked: z.boolean(),
+    }),
+  ),
 } as const;
 
 export type Catalog = typeof catalog;

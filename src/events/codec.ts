@@ -56,7 +56,10 @@ function wideIntegers(value: unknown): unknown {
   let out: Record<string, unknown> | undefined;
   for (const key of Object.keys(value)) {
     const v = (value as Record<string, unknown>)[key];
-    if (v === undefined) { delete (out ??= { ...value })[key]; continue; } // left out, never nil
+    if (v === undefined) {
+      delete (out ??= { ...value })[key];
+      continue;
+    } // left out, never nil
     const w = wideIntegers(v);
     if (w !== v) (out ??= { ...value })[key] = w;
   }
@@ -75,7 +78,10 @@ function fail(code: SessiondError['code'], message: string, details: Record<stri
 const validated = new WeakMap<object, EventType>();
 
 /** The catalog a decode reads types, versions, schemas and upcasters from (tests pass their own). */
-export type EventCatalog = Record<string, { type: string; version: number; schema: z.ZodType; durable: boolean; upcasters?: Readonly<Record<number, (payload: unknown) => unknown>> }>;
+export type EventCatalog = Record<
+  string,
+  { type: string; version: number; schema: z.ZodType; durable: boolean; upcasters?: Readonly<Record<number, (payload: unknown) => unknown>> }
+>;
 
 /**
  * Validates a payload against its type's schema and returns the parsed payload (defaults applied).
@@ -90,20 +96,27 @@ export function parsePayload<T extends EventType>(type: T, version: number, payl
   for (let v = version; v < entry.version; v++) {
     const up = entry.upcasters?.[v];
     if (!up) {
-      fail(ErrorCode.UnsupportedEventVersion, `Event ${type} has version ${version}, and this build has no upcaster from version ${v} (it reads version ${entry.version}). Replay with the version that wrote the log.`,
-        { type, version, expected: entry.version });
+      fail(
+        ErrorCode.UnsupportedEventVersion,
+        `Event ${type} has version ${version}, and this build has no upcaster from version ${v} (it reads version ${entry.version}). Replay with the version that wrote the log.`,
+        { type, version, expected: entry.version },
+      );
     }
     current = up(current);
   }
   if (version > entry.version) {
-    fail(ErrorCode.UnsupportedEventVersion,
+    fail(
+      ErrorCode.UnsupportedEventVersion,
       `Event ${type} has version ${version}, but this build reads version ${entry.version}. Upgrade sessiond (or replay with the version that wrote the log).`,
-      { type, version, expected: entry.version });
+      { type, version, expected: entry.version },
+    );
   }
   const result = entry.schema.safeParse(current);
   if (!result.success) {
-    fail(ErrorCode.InvalidPayload, `Event ${type} has an invalid payload: ${z.prettifyError(result.error).replaceAll('\n', '; ')}`,
-      { type, issues: result.error.issues });
+    fail(ErrorCode.InvalidPayload, `Event ${type} has an invalid payload: ${z.prettifyError(result.error).replaceAll('\n', '; ')}`, {
+      type,
+      issues: result.error.issues,
+    });
   }
   if (typeof result.data === 'object' && result.data !== null) validated.set(result.data, type);
   return result.data as PayloadOf<T>;
@@ -119,7 +132,9 @@ export function parseDraft(input: DraftEvent, maxPayloadBytes = DEFAULT_MAX_PAYL
 /** `parseDraft` without the size limit: for a caller that checks sizes on bytes it packs anyway. */
 export function parseDraftUnsized(input: DraftEvent): DraftEvent {
   if (!isEventType(input.type)) {
-    fail(ErrorCode.UnknownEventType, `Unknown event type ${JSON.stringify(input.type)}. Known types: ${Object.keys(catalog).join(', ')}.`, { type: input.type });
+    fail(ErrorCode.UnknownEventType, `Unknown event type ${JSON.stringify(input.type)}. Known types: ${Object.keys(catalog).join(', ')}.`, {
+      type: input.type,
+    });
   }
   validateId(input.id, 'event id');
   if (!Number.isInteger(input.time) || input.time < 0) {
@@ -134,17 +149,25 @@ export function checkPayloadSize(draft: DraftEvent, max: number): void {
   const size = pack(draft.payload).byteLength;
   const type = draft.type;
   if (size > max) {
-    fail(ErrorCode.PayloadTooLarge,
+    fail(
+      ErrorCode.PayloadTooLarge,
       `Event ${type} payload is ${size} bytes, over the limit of ${max} bytes. Store large content elsewhere and reference it, or raise maxPayloadBytes.`,
-      { type, size, max });
+      { type, size, max },
+    );
   }
 }
 
 /** Encodes a committed event as one msgpack frame (a plain map), with `committedAt` when known. */
 export function encodeEvent(event: SessionEvent): Uint8Array {
   return pack({
-    id: event.id, type: event.type, version: event.version, sessionId: event.sessionId,
-    seq: event.seq, time: event.time, payload: event.payload, committedAt: event.committedAt,
+    id: event.id,
+    type: event.type,
+    version: event.version,
+    sessionId: event.sessionId,
+    seq: event.seq,
+    time: event.time,
+    payload: event.payload,
+    committedAt: event.committedAt,
   });
 }
 
@@ -172,7 +195,10 @@ export interface FrameSource {
  */
 export function eventFromFrame(frame: unknown, source: FrameSource): SessionEvent {
   const bad = (code: SessiondError['code'], why: string, cause?: unknown): never => {
-    throw new SessiondError(code, `${source.describe} is not a valid sessiond event: ${why}.${source.hint ? ` ${source.hint}` : ''}`, { cause, details: { source: source.describe } });
+    throw new SessiondError(code, `${source.describe} is not a valid sessiond event: ${why}.${source.hint ? ` ${source.hint}` : ''}`, {
+      cause,
+      details: { source: source.describe },
+    });
   };
   if (frame === null || typeof frame !== 'object' || Array.isArray(frame)) return bad(ErrorCode.DecodeFailed, 'expected a map');
   const f = frame as Record<string, unknown>;
@@ -183,10 +209,13 @@ export function eventFromFrame(frame: unknown, source: FrameSource): SessionEven
   if (seq !== undefined || source.seqRequired !== false) {
     if (!Number.isInteger(seq) || (seq as number) < 1) return bad(ErrorCode.DecodeFailed, `seq ${preview(seq)} is not a whole number >= 1`);
   }
-  if (committedAt !== undefined && (!Number.isInteger(committedAt) || (committedAt as number) < 0)) return bad(ErrorCode.DecodeFailed, `committedAt ${preview(committedAt)} is not whole milliseconds`);
-  if (source.sessionId !== undefined && sessionId !== source.sessionId) return bad(ErrorCode.DecodeFailed, `it belongs to session ${preview(sessionId)}, not ${source.sessionId}`);
+  if (committedAt !== undefined && (!Number.isInteger(committedAt) || (committedAt as number) < 0))
+    return bad(ErrorCode.DecodeFailed, `committedAt ${preview(committedAt)} is not whole milliseconds`);
+  if (source.sessionId !== undefined && sessionId !== source.sessionId)
+    return bad(ErrorCode.DecodeFailed, `it belongs to session ${preview(sessionId)}, not ${source.sessionId}`);
   const events: EventCatalog = source.events ?? (catalog as EventCatalog);
-  if (typeof type !== 'string' || !Object.hasOwn(events, type)) return bad(ErrorCode.UnknownEventType, `unknown event type ${preview(type)} (event ${id}, session ${sessionId}): upgrade sessiond, or skip the event`);
+  if (typeof type !== 'string' || !Object.hasOwn(events, type))
+    return bad(ErrorCode.UnknownEventType, `unknown event type ${preview(type)} (event ${id}, session ${sessionId}): upgrade sessiond, or skip the event`);
   try {
     validateId(sessionId, 'session id');
     validateId(id, 'event id');
@@ -213,13 +242,21 @@ export function decodeEvent(bytes: Uint8Array, options: { maxPayloadBytes?: numb
   const max = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
   const source = options.source ?? { describe: `Event frame (${bytes.byteLength} bytes)` };
   if (bytes.byteLength > max + 4096) {
-    fail(ErrorCode.PayloadTooLarge, `${source.describe} is ${bytes.byteLength} bytes, over the limit of ${max} bytes for a payload.`, { size: bytes.byteLength, max });
+    fail(ErrorCode.PayloadTooLarge, `${source.describe} is ${bytes.byteLength} bytes, over the limit of ${max} bytes for a payload.`, {
+      size: bytes.byteLength,
+      max,
+    });
   }
   let raw: unknown;
   try {
     raw = unpack(bytes);
   } catch (err) {
-    fail(ErrorCode.DecodeFailed, `${source.describe} is not a valid sessiond event: invalid msgpack (${messageOf(err)}).${source.hint ? ` ${source.hint}` : ''}`, { size: bytes.byteLength }, err);
+    fail(
+      ErrorCode.DecodeFailed,
+      `${source.describe} is not a valid sessiond event: invalid msgpack (${messageOf(err)}).${source.hint ? ` ${source.hint}` : ''}`,
+      { size: bytes.byteLength },
+      err,
+    );
   }
   return eventFromFrame(raw, source);
 }

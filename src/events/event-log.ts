@@ -42,7 +42,10 @@ export const DEFAULT_PAGE_SIZE = 1000;
 export function pageSizeOption(pageSize: number | undefined): number {
   if (pageSize === undefined) return DEFAULT_PAGE_SIZE;
   if (!Number.isInteger(pageSize) || pageSize < 1) {
-    throw new SessiondError(ErrorCode.InvalidOption, `Invalid readPages option pageSize=${String(pageSize)}: use a whole number of events >= 1 (default ${DEFAULT_PAGE_SIZE}).`);
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Invalid readPages option pageSize=${String(pageSize)}: use a whole number of events >= 1 (default ${DEFAULT_PAGE_SIZE}).`,
+    );
   }
   return pageSize;
 }
@@ -89,9 +92,11 @@ export interface EventLog {
 
 /** Thrown when some, but not all, of an append's event ids are already committed. */
 export function duplicateEventError(sessionId: string, ids: string[]): SessiondError {
-  return new SessiondError(ErrorCode.DuplicateEvent,
+  return new SessiondError(
+    ErrorCode.DuplicateEvent,
     `Append to session ${sessionId} reuses event ids already committed (${ids.slice(0, 3).join(', ')}${ids.length > 3 ? ', ...' : ''}) together with new ones. Retry the exact same batch, or use fresh ids.`,
-    { details: { sessionId, ids } });
+    { details: { sessionId, ids } },
+  );
 }
 
 export function logClosedError(name: string): SessiondError {

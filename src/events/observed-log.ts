@@ -18,7 +18,10 @@ export interface AppendObserver {
 export class ObservedEventLog implements EventLog {
   readonly name: string;
 
-  constructor(readonly inner: EventLog, private readonly observer: AppendObserver) {
+  constructor(
+    readonly inner: EventLog,
+    private readonly observer: AppendObserver,
+  ) {
     this.name = inner.name;
   }
 

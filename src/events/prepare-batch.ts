@@ -16,7 +16,10 @@ import type { DraftEvent } from './envelope.ts';
 export function prepareBatch(sessionId: string, expectedSeq: number, drafts: DraftEvent[], maxPayloadBytes: number | { sizes: 'deferred' }): DraftEvent[] {
   validateId(sessionId, 'session id');
   if (!Number.isInteger(expectedSeq) || expectedSeq < 0) {
-    throw new SessiondError(ErrorCode.InvalidOption, `Invalid expectedSeq ${String(expectedSeq)} for session ${sessionId}: use the session's last sequence (0 for a new session).`);
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Invalid expectedSeq ${String(expectedSeq)} for session ${sessionId}: use the session's last sequence (0 for a new session).`,
+    );
   }
   if (!Array.isArray(drafts) || drafts.length === 0) {
     throw new SessiondError(ErrorCode.InvalidOption, `Append to session ${sessionId} has no events: pass at least one.`);
@@ -24,7 +27,11 @@ export function prepareBatch(sessionId: string, expectedSeq: number, drafts: Dra
   return drafts.map((d) => {
     const parsed = parseDraftUnsized(d);
     if (!isDurable(parsed.type)) {
-      throw new SessiondError(ErrorCode.InvalidPayload, `Event ${parsed.type} is live-only and is never stored: publish it on the live bus instead of appending it.`, { details: { type: parsed.type } });
+      throw new SessiondError(
+        ErrorCode.InvalidPayload,
+        `Event ${parsed.type} is live-only and is never stored: publish it on the live bus instead of appending it.`,
+        { details: { type: parsed.type } },
+      );
     }
     if (typeof maxPayloadBytes === 'number') checkPayloadSize(parsed, maxPayloadBytes);
     return parsed;

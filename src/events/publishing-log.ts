@@ -17,7 +17,11 @@ import { ObservedEventLog } from './observed-log.ts';
 
 export class PublishingEventLog extends ObservedEventLog {
   constructor(inner: EventLog, bus: LiveBus) {
-    super(inner, { committed: (events) => { for (const event of events) bus.publish(event); } });
+    super(inner, {
+      committed: (events) => {
+        for (const event of events) bus.publish(event);
+      },
+    });
   }
 }
 

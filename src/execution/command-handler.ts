@@ -70,7 +70,12 @@ export class CommandHandler {
   private readonly held = new Map<string, number>();
   private heldBytes = 0;
 
-  constructor(readonly log: EventLog, readonly clock: Clock, readonly ids: IdSource, options: CommandHandlerOptions = {}) {
+  constructor(
+    readonly log: EventLog,
+    readonly clock: Clock,
+    readonly ids: IdSource,
+    options: CommandHandlerOptions = {},
+  ) {
     this.machine = options.machine ?? sessionMachine;
     this.cacheSize = options.cacheSize ?? DEFAULT_SNAPSHOT_CACHE;
     this.store = options.snapshots;
@@ -85,7 +90,7 @@ export class CommandHandler {
 
   /** The session's snapshot, caught up with the log (from a stored snapshot on a cold load). */
   async load(sessionId: string): Promise<SessionSnapshot> {
-    let snapshot = this.snapshots.get(sessionId) ?? await this.coldStart(sessionId);
+    let snapshot = this.snapshots.get(sessionId) ?? (await this.coldStart(sessionId));
     let folded = 0;
     for (;;) {
       const events = await this.log.readSession(sessionId, { afterSeq: snapshot.context.seq, limit: 1000 });
@@ -110,7 +115,10 @@ export class CommandHandler {
   private async coldStart(sessionId: string): Promise<SessionSnapshot> {
     const stored = await this.readStored(sessionId);
     if (stored) {
-      const checked = await verifyStoredSnapshot(this.log, sessionId, stored).catch((err: unknown) => ({ reason: `the log could not be read to check it (${messageOf(err)})`, report: false }));
+      const checked = await verifyStoredSnapshot(this.log, sessionId, stored).catch((err: unknown) => ({
+        reason: `the log could not be read to check it (${messageOf(err)})`,
+        report: false,
+      }));
       if ('snapshot' in checked) {
         this.storedAt.set(sessionId, checked.snapshot.context.seq);
         return checked.snapshot;
@@ -145,7 +153,6 @@ export class CommandHandler {
     if (!Array.isArray(stored?.context?.pending)) return stored; // not a snapshot: verifyStored says so
     return { ...stored, context: { ...stored.context, pending: stored.context.pending.map((p) => ({ ...p, unverified: true as const })) } };
   }
-
 
   /**
    * Stores the snapshot in the background (a cache write: a failure is not the command's failure,
@@ -202,9 +209,14 @@ export class CommandHandler {
     // the snapshot the previous one committed. Conflicts with other processes are still retried below.
     const previous = this.writing.get(sessionId) ?? Promise.resolve();
     const result = previous.then(() => this.decideAndAppend(sessionId, builds, options));
-    const settled = result.then(() => undefined, () => undefined);
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    );
     this.writing.set(sessionId, settled);
-    void settled.then(() => { if (this.writing.get(sessionId) === settled) this.writing.delete(sessionId); });
+    void settled.then(() => {
+      if (this.writing.get(sessionId) === settled) this.writing.delete(sessionId);
+    });
     return result;
   }
 
@@ -224,7 +236,8 @@ export class CommandHandler {
       for (const p of decision.events) {
         const draft = { id: this.ids.next('evt'), type: p.type, time: now, payload: p.payload } as DraftEvent;
         drafts.push(draft);
-        if (builds.length > 1) working = evolve(working, { ...draft, version: catalog[draft.type].version, sessionId, seq: working.context.seq + 1 } as SessionEvent, this.machine);
+        if (builds.length > 1)
+          working = evolve(working, { ...draft, version: catalog[draft.type].version, sessionId, seq: working.context.seq + 1 } as SessionEvent, this.machine);
       }
     }
     return drafts;

@@ -31,7 +31,9 @@ export function createRunRegistry() {
         const waiters = idleWaiters.get(e.sessionId);
         if (waiters) {
           idleWaiters.delete(e.sessionId);
-          enqueue.effect(() => { for (const resolve of waiters) resolve(); });
+          enqueue.effect(() => {
+            for (const resolve of waiters) resolve();
+          });
         }
         return { runs };
       },

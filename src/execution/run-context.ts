@@ -134,7 +134,12 @@ export function createRunContext(deps: RunContextDeps): Turn {
   };
 
   const ctx: RunContext = {
-    sessionId, executionId, ownerId, inputs, signal, clock,
+    sessionId,
+    executionId,
+    ownerId,
+    inputs,
+    signal,
+    clock,
 
     async startStep() {
       const snapshot = await handler.load(sessionId);
@@ -157,7 +162,13 @@ export function createRunContext(deps: RunContextDeps): Turn {
 
     delta(messageId, partId, text, kind = 'text') {
       if (signal.aborted) return;
-      bus.publish({ id: ids.next('evt'), type: kind === 'text' ? 'text.delta' : 'reasoning.delta', sessionId, time: clock.now(), payload: { executionId, messageId, partId, delta: text } });
+      bus.publish({
+        id: ids.next('evt'),
+        type: kind === 'text' ? 'text.delta' : 'reasoning.delta',
+        sessionId,
+        time: clock.now(),
+        payload: { executionId, messageId, partId, delta: text },
+      });
     },
 
     async text(messageId, text, partId = ids.next('prt')) {
@@ -172,10 +183,17 @@ export function createRunContext(deps: RunContextDeps): Turn {
 
     retrying(messageId, attempt, delayMs, error) {
       if (signal.aborted) return;
-      bus.publish({ id: ids.next('evt'), type: 'model.retry_scheduled', sessionId, time: clock.now(), payload: { executionId, messageId, attempt, delayMs: Math.round(delayMs), error } });
+      bus.publish({
+        id: ids.next('evt'),
+        type: 'model.retry_scheduled',
+        sessionId,
+        time: clock.now(),
+        payload: { executionId, messageId, attempt, delayMs: Math.round(delayMs), error },
+      });
     },
 
-    endStep: (messageId, finish = 'stop', usage?: Usage) => later([{ type: 'step.ended', payload: { executionId, messageId, finish, ...(usage ? { usage } : {}) } }]),
+    endStep: (messageId, finish = 'stop', usage?: Usage) =>
+      later([{ type: 'step.ended', payload: { executionId, messageId, finish, ...(usage ? { usage } : {}) } }]),
     failStep: (messageId, error: RecordedError) => later([{ type: 'step.failed', payload: { executionId, messageId, error } }]),
 
     async phase(next) {
@@ -190,11 +208,14 @@ export function createRunContext(deps: RunContextDeps): Turn {
     async tool<T>(messageId: string, call: ToolCall, fn: (tc: ToolContext) => Promise<T>): Promise<T> {
       const callId = call.callId ?? ids.next('call');
       const isDurable = call.durable === true;
-      const key = isDurable ? call.idempotencyKey ?? idempotencyKey(sessionId, executionId, callId) : undefined;
+      const key = isDurable ? (call.idempotencyKey ?? idempotencyKey(sessionId, executionId, callId)) : undefined;
       // journaled before the side effect starts; the phase becomes unknown in the same append
       await durable([
         ...(phase === 'unknown' ? [] : [{ type: 'execution.phase', payload: { executionId, phase: 'unknown' } } as ProtoEvent]),
-        { type: 'tool.called', payload: { executionId, messageId, callId, name: call.name, input: call.input, durable: isDurable, ...(key ? { idempotencyKey: key } : {}) } },
+        {
+          type: 'tool.called',
+          payload: { executionId, messageId, callId, name: call.name, input: call.input, durable: isDurable, ...(key ? { idempotencyKey: key } : {}) },
+        },
         { type: 'tool.started', payload: { executionId, messageId, callId } },
       ]);
       let output: T;
@@ -208,9 +229,11 @@ export function createRunContext(deps: RunContextDeps): Turn {
       const size = encodedSize(output);
       if (size > DEFAULT_MAX_PAYLOAD_BYTES) {
         // the call ran, but its result cannot be recorded: the call fails with what to do, and the model sees that
-        const tooLarge = new SessiondError(ErrorCode.PayloadTooLarge,
+        const tooLarge = new SessiondError(
+          ErrorCode.PayloadTooLarge,
           `Tool ${call.name} returned ${size} bytes, over the limit of ${DEFAULT_MAX_PAYLOAD_BYTES} bytes for one recorded result. Return less (a summary, a page, or a reference to where the full result is stored).`,
-          { details: { callId, tool: call.name, size, max: DEFAULT_MAX_PAYLOAD_BYTES } });
+          { details: { callId, tool: call.name, size, max: DEFAULT_MAX_PAYLOAD_BYTES } },
+        );
         await later([{ type: 'tool.failed', payload: { executionId, messageId, callId, error: recordedError(tooLarge, 'tool') } }]);
         throw tooLarge;
       }

@@ -10,7 +10,18 @@
  */
 import { systemClock, type Clock, type TimerHandle } from '../clock.ts';
 import { randomIds, validateId, type IdSource } from '../ids.ts';
-import { ErrorCode, SessiondError, isSessiondError, messageOf, CancelledError, ClaimLostError, CommandRefusedError, ShutdownError, isRefusal, recordedError } from '../errors.ts';
+import {
+  ErrorCode,
+  SessiondError,
+  isSessiondError,
+  messageOf,
+  CancelledError,
+  ClaimLostError,
+  CommandRefusedError,
+  ShutdownError,
+  isRefusal,
+  recordedError,
+} from '../errors.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { nullLiveBus, type LiveBus } from '../events/live-bus.ts';
 import type { SnapshotStore } from '../machines/snapshot-store.ts';
@@ -95,13 +106,19 @@ export class SessionExecution {
     this.leaseMs = wholeNumber('SessionExecution', 'leaseMs', options.leaseMs, DEFAULT_LEASE_MS, 1, 'milliseconds');
     this.heartbeatMs = wholeNumber('SessionExecution', 'heartbeatMs', options.heartbeatMs, DEFAULT_HEARTBEAT_MS, 1, 'milliseconds');
     if (this.heartbeatMs >= this.leaseMs) {
-      throw new SessiondError(ErrorCode.InvalidOption, `Invalid options: heartbeatMs (${this.heartbeatMs}) must be shorter than leaseMs (${this.leaseMs}), ideally a third of it.`);
+      throw new SessiondError(
+        ErrorCode.InvalidOption,
+        `Invalid options: heartbeatMs (${this.heartbeatMs}) must be shorter than leaseMs (${this.leaseMs}), ideally a third of it.`,
+      );
     }
     this.bus = options.bus ?? nullLiveBus;
     this.runner = options.runner;
     this.notice = options.onNotice ?? (() => {});
     this.limits = parseLimits('SessionExecution', options.limits);
-    this.handler = new CommandHandler(options.log, this.clock, this.ids, { maxHeldBytes: this.limits.maxHeldBytes, ...(options.snapshots ? { snapshots: options.snapshots } : {}) });
+    this.handler = new CommandHandler(options.log, this.clock, this.ids, {
+      maxHeldBytes: this.limits.maxHeldBytes,
+      ...(options.snapshots ? { snapshots: options.snapshots } : {}),
+    });
     this.transcripts = new Transcripts(options.log);
   }
 
@@ -126,13 +143,15 @@ export class SessionExecution {
     this.registry.trigger.begin({ sessionId });
     let first!: (r: ResumeResult) => void;
     const firstResult = new Promise<ResumeResult>((r) => (first = r));
-    const loop = this.drive(sessionId, first).catch((err) => {
-      this.notice({ type: 'error', sessionId, message: messageOf(err) });
-      first({ status: 'failed', code: isSessiondError(err) ? err.code : ErrorCode.Internal, message: messageOf(err) });
-    }).finally(() => {
-      this.loops.delete(sessionId);
-      this.registry.trigger.end({ sessionId });
-    });
+    const loop = this.drive(sessionId, first)
+      .catch((err) => {
+        this.notice({ type: 'error', sessionId, message: messageOf(err) });
+        first({ status: 'failed', code: isSessiondError(err) ? err.code : ErrorCode.Internal, message: messageOf(err) });
+      })
+      .finally(() => {
+        this.loops.delete(sessionId);
+        this.registry.trigger.end({ sessionId });
+      });
     this.loops.set(sessionId, loop);
     return firstResult;
   }
@@ -145,7 +164,11 @@ export class SessionExecution {
     validateId(sessionId, 'session id');
     if (executionId !== undefined) validateId(executionId, 'execution id');
     try {
-      const { events } = await this.handler.execute(sessionId, (now) => ({ type: 'cancel', now, ...(reason ? { reason } : {}), ...(executionId ? { executionId } : {}) }), { fresh: true });
+      const { events } = await this.handler.execute(
+        sessionId,
+        (now) => ({ type: 'cancel', now, ...(reason ? { reason } : {}), ...(executionId ? { executionId } : {}) }),
+        { fresh: true },
+      );
       const cancelled = (events[0] as { payload: { executionId: string } }).payload.executionId;
       const run = localRun(this.registry, sessionId);
       if (run?.executionId === cancelled && run.controller && !run.controller.signal.aborted) {
@@ -193,7 +216,7 @@ export class SessionExecution {
       // committed before it made the settlement conflict and catch up. So only a wake forces a load.
       const cached = current && !this.rewake.has(sessionId) ? this.handler.cached(sessionId) : undefined;
       this.rewake.delete(sessionId);
-      const snapshot = cached ?? await this.handler.load(sessionId);
+      const snapshot = cached ?? (await this.handler.load(sessionId));
       // Nothing to run and nothing in progress: done. An execution in progress goes to the machine,
       // which says why this worker may not take it (live lease, expired and awaiting recovery...).
       if (snapshot.context.pending.length === 0 && (stateOf(snapshot) === 'idle' || stateOf(snapshot) === 'settled')) {
@@ -209,11 +232,20 @@ export class SessionExecution {
       try {
         // claim, start and the promotion of the turn's inputs: one decision, one append
         await this.handler.executeAll(sessionId, [
-          (now) => { decidedAt = now; return { type: 'claim', now, ownerId, executionId, leaseMs: this.leaseMs }; },
+          (now) => {
+            decidedAt = now;
+            return { type: 'claim', now, ownerId, executionId, leaseMs: this.leaseMs };
+          },
           (now) => ({ type: 'start', now, ownerId, executionId }),
           (now, started) => {
             turn = inputsForTurn(started.context.pending);
-            return { type: 'record', now, ownerId, executionId, events: turn.map((i): ProtoEvent => ({ type: 'input.promoted', payload: { inputId: i.inputId, executionId } })) };
+            return {
+              type: 'record',
+              now,
+              ownerId,
+              executionId,
+              events: turn.map((i): ProtoEvent => ({ type: 'input.promoted', payload: { inputId: i.inputId, executionId } })),
+            };
           },
         ]); // decided on the snapshot just loaded; an accepted claim is checked by the append
         // The lease runs from the decision, but the write may have waited (a locked database, a slow
@@ -243,7 +275,18 @@ export class SessionExecution {
     this.registry.trigger.attach({ sessionId, executionId, controller });
     const stopHeartbeat = this.startHeartbeat(sessionId, executionId, controller);
     const ownerId = this.ownerId;
-    const turn = createRunContext({ handler: this.handler, clock: this.clock, ids: this.ids, bus: this.bus, sessionId, executionId, ownerId, inputs, controller, transcripts: this.transcripts });
+    const turn = createRunContext({
+      handler: this.handler,
+      clock: this.clock,
+      ids: this.ids,
+      bus: this.bus,
+      sessionId,
+      executionId,
+      ownerId,
+      inputs,
+      controller,
+      transcripts: this.transcripts,
+    });
     try {
       await this.runner(turn.ctx);
       if (controller.signal.aborted) throw controller.signal.reason;
@@ -258,7 +301,13 @@ export class SessionExecution {
   }
 
   /** `buffered`: the runner's writes not yet appended; they ride with a settlement (lost with the claim). */
-  private async afterFailure(sessionId: string, executionId: string, controller: AbortController, err: unknown, buffered: () => Promise<ProtoEvent[]>): Promise<void> {
+  private async afterFailure(
+    sessionId: string,
+    executionId: string,
+    controller: AbortController,
+    err: unknown,
+    buffered: () => Promise<ProtoEvent[]>,
+  ): Promise<void> {
     const reason = controller.signal.aborted ? controller.signal.reason : err;
     if (reason instanceof ClaimLostError || isRefusal(reason, 'claim_lost')) {
       this.notice({ type: 'claim_lost', sessionId, executionId });
@@ -273,15 +322,29 @@ export class SessionExecution {
   }
 
   /** Settles the turn; the runner's buffered writes are appended first, in the same append. */
-  private async settle(sessionId: string, executionId: string, outcome: 'succeeded' | 'failed' | 'released', buffered: ProtoEvent[], error?: unknown): Promise<boolean> {
+  private async settle(
+    sessionId: string,
+    executionId: string,
+    outcome: 'succeeded' | 'failed' | 'released',
+    buffered: ProtoEvent[],
+    error?: unknown,
+  ): Promise<boolean> {
     const ownerId = this.ownerId;
     try {
       const continuationInputId = outcome === 'released' ? `inp_handback_${executionId}` : undefined;
       const settle: Build = (now) => ({
-        type: 'settle', now, ownerId, executionId, outcome, ...(error === undefined ? {} : { error: recordedError(error) }),
+        type: 'settle',
+        now,
+        ownerId,
+        executionId,
+        outcome,
+        ...(error === undefined ? {} : { error: recordedError(error) }),
         ...(continuationInputId ? { continuationInputId } : {}),
       });
-      await this.handler.executeAll(sessionId, buffered.length === 0 ? [settle] : [(now) => ({ type: 'record', now, ownerId, executionId, events: buffered }), settle]);
+      await this.handler.executeAll(
+        sessionId,
+        buffered.length === 0 ? [settle] : [(now) => ({ type: 'record', now, ownerId, executionId, events: buffered }), settle],
+      );
       this.notice({ type: 'settled', sessionId, executionId, outcome, ...(error === undefined ? {} : { error: messageOf(error) }) });
       return true;
     } catch (err) {

@@ -13,7 +13,10 @@ export const DEFAULT_TRANSCRIPT_CACHE = 256;
 export class Transcripts {
   private readonly cache = new Map<string, Transcript>();
 
-  constructor(private readonly log: EventLog, private readonly size = DEFAULT_TRANSCRIPT_CACHE) {}
+  constructor(
+    private readonly log: EventLog,
+    private readonly size = DEFAULT_TRANSCRIPT_CACHE,
+  ) {}
 
   /** The session's transcript as the log has it now. */
   async of(sessionId: string): Promise<Transcript> {

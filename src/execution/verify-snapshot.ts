@@ -32,27 +32,34 @@ function sameData(a: unknown, b: unknown): boolean {
  * and seq), and every pending input's `input.admitted` must be in the log at its seq with the same
  * id and content. The returned snapshot has its pending inputs cleared of `unverified`.
  */
-export async function verifyStoredSnapshot(log: EventLog, sessionId: string, stored: SessionSnapshot): Promise<{ snapshot: SessionSnapshot } | { reason: string; report: boolean }> {
+export async function verifyStoredSnapshot(
+  log: EventLog,
+  sessionId: string,
+  stored: SessionSnapshot,
+): Promise<{ snapshot: SessionSnapshot } | { reason: string; report: boolean }> {
   const ctx = stored.context;
   const fail = (reason: string) => ({ reason, report: true });
-  if (typeof ctx !== 'object' || ctx === null || !Array.isArray(ctx.pending)) return fail('it is not a sessiond session snapshot (no context with pending inputs)');
+  if (typeof ctx !== 'object' || ctx === null || !Array.isArray(ctx.pending))
+    return fail('it is not a sessiond session snapshot (no context with pending inputs)');
   if (ctx.sessionId !== sessionId) return fail(`it is a snapshot of session ${JSON.stringify(ctx.sessionId)}`);
   if (!Number.isInteger(ctx.seq) || ctx.seq < 1) return fail(`its seq ${JSON.stringify(ctx.seq)} is not a sequence of the log`);
   if (!STATES.includes(stored.value) || (IN_EXECUTION.includes(stored.value) && (typeof ctx.execution !== 'object' || ctx.execution === null))) {
     return fail(`its state ${JSON.stringify(stored.value)} is not one the session machine can be in with that execution`);
   }
   if (!isRef(ctx.head)) return fail('it names no head event (the event at its seq), so it cannot be checked against the log');
-  if (ctx.pending.length > MAX_CHECKED_PENDING) return { reason: `it claims ${ctx.pending.length} pending inputs (more than the ${MAX_CHECKED_PENDING} checked per load)`, report: false };
+  if (ctx.pending.length > MAX_CHECKED_PENDING)
+    return { reason: `it claims ${ctx.pending.length} pending inputs (more than the ${MAX_CHECKED_PENDING} checked per load)`, report: false };
   const last = await log.lastSeq(sessionId);
   if (ctx.seq > last) return fail(`it claims seq ${ctx.seq} but the log of session ${sessionId} ends at ${last}`);
   const batches = new Map<number, Promise<SessionEvent[]>>();
   const eventAt = async (ref: EventRef, seq: number) => {
     const position = ref.position!;
     let batch = batches.get(position);
-    if (!batch) batches.set(position, batch = log.readAll({ after: position - 1, limit: 1 }));
+    if (!batch) batches.set(position, (batch = log.readAll({ after: position - 1, limit: 1 })));
     return (await batch).find((e) => e.position === position && e.sessionId === sessionId && e.seq === seq && e.id === ref.id);
   };
-  if (!await eventAt(ctx.head, ctx.seq)) return fail(`the log has no event ${ctx.head.id} at seq ${ctx.seq} (position ${ctx.head.position}), the head it names`);
+  if (!(await eventAt(ctx.head, ctx.seq)))
+    return fail(`the log has no event ${ctx.head.id} at seq ${ctx.seq} (position ${ctx.head.position}), the head it names`);
   const pending: PendingInput[] = [];
   const ids = new Set<string>();
   for (const claimed of ctx.pending) {
@@ -60,9 +67,11 @@ export async function verifyStoredSnapshot(log: EventLog, sessionId: string, sto
     if (ids.has(claimed.inputId)) return fail(`it claims input ${JSON.stringify(claimed.inputId)} pending twice`);
     ids.add(claimed.inputId);
     const what = `pending input ${JSON.stringify(claimed.inputId)}`;
-    if (!isRef(claimed.admittedBy) || !Number.isInteger(claimed.seq) || claimed.seq < 1 || claimed.seq > ctx.seq) return fail(`${what} names no admission in the log`);
+    if (!isRef(claimed.admittedBy) || !Number.isInteger(claimed.seq) || claimed.seq < 1 || claimed.seq > ctx.seq)
+      return fail(`${what} names no admission in the log`);
     const admitted = await eventAt(claimed.admittedBy, claimed.seq);
-    if (admitted?.type !== 'input.admitted') return fail(`${what} was never admitted: the log has no input.admitted ${claimed.admittedBy.id} at seq ${claimed.seq}`);
+    if (admitted?.type !== 'input.admitted')
+      return fail(`${what} was never admitted: the log has no input.admitted ${claimed.admittedBy.id} at seq ${claimed.seq}`);
     // the pending input the log's admission folds to, compared with the claimed one field by field
     const expected = foldContext({ ...initialContext(sessionId), seq: claimed.seq - 1 }, admitted).pending[0]!;
     const { unverified: _u, ...asClaimed } = claimed;

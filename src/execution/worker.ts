@@ -53,7 +53,10 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
   const onError = options.onError ?? ((err) => process.stderr.write(`sessiond: worker error: ${messageOf(err)}\n`));
   const failed = (part: string) => (err: unknown) => {
     if (stopped) return;
-    const fatal = new SessiondError(isSessiondError(err) ? err.code : ErrorCode.LogClosed, `the worker's ${part} stopped: ${messageOf(err)}`, { cause: err, details: { part } });
+    const fatal = new SessiondError(isSessiondError(err) ? err.code : ErrorCode.LogClosed, `the worker's ${part} stopped: ${messageOf(err)}`, {
+      cause: err,
+      details: { part },
+    });
     (options.onFatal ?? onError)(fatal);
   };
   const wakeLater = new Set<string>();
@@ -85,23 +88,26 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
     }
   };
 
-  const subscribe = (after: number) => execution.log.subscribe({
-    after,
-    onBatch: async (events) => {
-      handle(events);
-      if (catchingUp && (await execution.log.head()) > events[events.length - 1]!.position!) return; // wake once caught up
-      catchingUp = false;
-      wakeAll();
-    },
-    onError: failed('log subscription (wakes and cancellations)'),
-  });
+  const subscribe = (after: number) =>
+    execution.log.subscribe({
+      after,
+      onBatch: async (events) => {
+        handle(events);
+        if (catchingUp && (await execution.log.head()) > events[events.length - 1]!.position!) return; // wake once caught up
+        catchingUp = false;
+        wakeAll();
+      },
+      onError: failed('log subscription (wakes and cancellations)'),
+    });
 
   if (options.projection) {
     const db = options.projection;
     projector = new Projector(db);
     projection = projector.follow(execution.log, { onError: failed('projection'), ...(options.clock ? { clock: options.clock } : {}) });
     sweeper = new RecoverySweeper({
-      execution, candidates: projectionCandidates(db), clock: options.clock ?? systemClock,
+      execution,
+      candidates: projectionCandidates(db),
+      clock: options.clock ?? systemClock,
       ...(options.sweep ?? {}),
     });
     // new events from the head on; what was owed before is the sweep's to find
@@ -116,8 +122,12 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
 
   return {
     execution,
-    get sweeper() { return sweeper; },
-    get projector() { return projector; },
+    get sweeper() {
+      return sweeper;
+    },
+    get projector() {
+      return projector;
+    },
     get position() {
       return subscription?.position ?? 0;
     },

@@ -21,9 +21,10 @@ export class SeqContinuity {
     for (const e of events) {
       const expected = this.next.get(e.sessionId) ?? 1;
       if (e.seq !== expected) {
-        const what = expected === 1
-          ? `starts at seq ${e.seq}, not 1: events 1-${e.seq - 1} are not in the log (purged or lost)`
-          : `jumps from seq ${expected - 1} to ${e.seq}: events ${expected}-${e.seq - 1} are not in the log`;
+        const what =
+          expected === 1
+            ? `starts at seq ${e.seq}, not 1: events 1-${e.seq - 1} are not in the log (purged or lost)`
+            : `jumps from seq ${expected - 1} to ${e.seq}: events ${expected}-${e.seq - 1} are not in the log`;
         this.found.push({ sessionId: e.sessionId, expected, found: e.seq, message: `session ${e.sessionId} ${what}` });
       }
       this.next.set(e.sessionId, e.seq + 1);

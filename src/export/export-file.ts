@@ -88,7 +88,11 @@ class FrameReader {
   /** The file offset just past `buf`'s content. */
   private filled = 0;
 
-  constructor(private readonly fh: FileHandle, private readonly file: string, readonly size: number) {}
+  constructor(
+    private readonly fh: FileHandle,
+    private readonly file: string,
+    readonly size: number,
+  ) {}
 
   /** The file offset of the next unread byte. */
   get offset(): number {
@@ -138,12 +142,15 @@ class FrameReader {
  * `onProgress(bytes, totalBytes)` after each batch (bytes = the whole frames read so far), for
  * progress bars. A damaged frame throws `CorruptExportError` after the events before it were handed over.
  */
-export async function readExport(file: string, handlers: {
-  onHeader?: (h: ExportHeader) => void | Promise<void>;
-  onEvents: (events: SessionEvent[]) => void | Promise<void>;
-  onProgress?: (bytes: number, total: number) => void;
-  batchSize?: number;
-}): Promise<{ header: ExportHeader; events: number }> {
+export async function readExport(
+  file: string,
+  handlers: {
+    onHeader?: (h: ExportHeader) => void | Promise<void>;
+    onEvents: (events: SessionEvent[]) => void | Promise<void>;
+    onProgress?: (bytes: number, total: number) => void;
+    batchSize?: number;
+  },
+): Promise<{ header: ExportHeader; events: number }> {
   const fh = await open(file, 'r');
   try {
     const frames = new FrameReader(fh, file, (await fh.stat()).size);
@@ -157,7 +164,10 @@ export async function readExport(file: string, handlers: {
     }
     if (header?.format !== EXPORT_FORMAT) throw new CorruptExportError(file, 0, 0, 'not a sessiond export (bad header)');
     if (header.version !== EXPORT_VERSION) {
-      throw new SessiondError(ErrorCode.UnsupportedEventVersion, `${file} is export format version ${header.version}; this sessiond reads version ${EXPORT_VERSION}. Use the sessiond that wrote it.`);
+      throw new SessiondError(
+        ErrorCode.UnsupportedEventVersion,
+        `${file} is export format version ${header.version}; this sessiond reads version ${EXPORT_VERSION}. Use the sessiond that wrote it.`,
+      );
     }
     await handlers.onHeader?.(header);
     const batchSize = handlers.batchSize ?? 1000;

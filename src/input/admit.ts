@@ -32,7 +32,11 @@ export interface AdmitReceipt {
   wake: boolean;
 }
 
-export function parseAdmitRequest(sessionId: string, req: AdmitRequest, maxPromptBytes = DEFAULT_MAX_PROMPT_BYTES): Required<Omit<AdmitRequest, 'id'>> & { id?: string } {
+export function parseAdmitRequest(
+  sessionId: string,
+  req: AdmitRequest,
+  maxPromptBytes = DEFAULT_MAX_PROMPT_BYTES,
+): Required<Omit<AdmitRequest, 'id'>> & { id?: string } {
   validateId(sessionId, 'session id');
   if (req === null || typeof req !== 'object') throw invalid('the request must be an object like { prompt: "..." }');
   if (req.id !== undefined) validateId(req.id, 'input id');
@@ -52,37 +56,58 @@ function invalid(why: string): SessiondError {
   return new SessiondError(ErrorCode.InvalidOption, `Invalid input: ${why}.`);
 }
 
-export async function admitInput(handler: CommandHandler, sessionId: string, request: AdmitRequest, limits: SessionLimits = DEFAULT_LIMITS): Promise<AdmitReceipt> {
+export async function admitInput(
+  handler: CommandHandler,
+  sessionId: string,
+  request: AdmitRequest,
+  limits: SessionLimits = DEFAULT_LIMITS,
+): Promise<AdmitReceipt> {
   const req = parseAdmitRequest(sessionId, request, limits.maxPromptBytes);
   const inputId = req.id ?? handler.ids.next('inp');
   const { maxPendingInputs, maxPendingBytes } = limits;
   try {
-    const { events } = await handler.execute(sessionId, (now) => ({ type: 'admit', now, inputId, prompt: req.prompt, delivery: req.delivery, wake: req.wake, limits: { maxPendingInputs, maxPendingBytes } }));
+    const { events } = await handler.execute(sessionId, (now) => ({
+      type: 'admit',
+      now,
+      inputId,
+      prompt: req.prompt,
+      delivery: req.delivery,
+      wake: req.wake,
+      limits: { maxPendingInputs, maxPendingBytes },
+    }));
     return { sessionId, inputId, admittedSeq: events[0]!.seq, created: true, wake: req.wake };
   } catch (err) {
     if (isRefusal(err, 'pending_limit')) {
-      throw new SessiondError(ErrorCode.LimitExceeded, err.message.replace(/^admit refused for session \S+ \(pending_limit\): /, ''),
-        { cause: err, details: { sessionId, inputId, maxPendingInputs, maxPendingBytes } });
+      throw new SessiondError(ErrorCode.LimitExceeded, err.message.replace(/^admit refused for session \S+ \(pending_limit\): /, ''), {
+        cause: err,
+        details: { sessionId, inputId, maxPendingInputs, maxPendingBytes },
+      });
     }
     if (!isRefusal(err, 'already_admitted')) throw err;
     const snapshot = await handler.load(sessionId);
     const seq = admittedSeq(snapshot.context, inputId)!;
     // a pending input carries its prompt in the session state; a promoted one is read back from the log
     const pending = snapshot.context.pending.find((p) => p.inputId === inputId);
-    const admitted = pending ?? await readAdmitted(handler, sessionId, seq);
+    const admitted = pending ?? (await readAdmitted(handler, sessionId, seq));
     if (!admitted) throw err;
     const same = admitted.prompt === req.prompt && admitted.delivery === req.delivery && admitted.wake === req.wake;
     if (!same) {
-      throw new SessiondError(ErrorCode.InputConflict,
+      throw new SessiondError(
+        ErrorCode.InputConflict,
         `Input ${inputId} was already admitted to session ${sessionId} with different content (at sequence ${seq}). Use a new input id for a new prompt.`,
-        { details: { sessionId, inputId, admittedSeq: seq } });
+        { details: { sessionId, inputId, admittedSeq: seq } },
+      );
     }
     return { sessionId, inputId, admittedSeq: seq, created: false, wake: req.wake };
   }
 }
 
 /** The content of the input admitted at `seq` (one read of one event). */
-async function readAdmitted(handler: CommandHandler, sessionId: string, seq: number): Promise<{ prompt: string; delivery: Delivery; wake: boolean } | undefined> {
+async function readAdmitted(
+  handler: CommandHandler,
+  sessionId: string,
+  seq: number,
+): Promise<{ prompt: string; delivery: Delivery; wake: boolean } | undefined> {
   const [event] = await handler.log.readSession(sessionId, { afterSeq: seq - 1, limit: 1 });
   return event?.type === 'input.admitted' ? event.payload : undefined;
 }

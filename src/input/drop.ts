@@ -27,9 +27,16 @@ export async function dropPending(handler: CommandHandler, sessionId: string, re
   validateId(sessionId, 'session id');
   for (const id of request.inputIds ?? []) validateId(id, 'input id');
   try {
-    const { events } = await handler.execute(sessionId, (now) => ({
-      type: 'dropPending', now, ...(request.inputIds ? { inputIds: request.inputIds } : {}), ...(request.reason ? { reason: request.reason } : {}),
-    }), { fresh: true });
+    const { events } = await handler.execute(
+      sessionId,
+      (now) => ({
+        type: 'dropPending',
+        now,
+        ...(request.inputIds ? { inputIds: request.inputIds } : {}),
+        ...(request.reason ? { reason: request.reason } : {}),
+      }),
+      { fresh: true },
+    );
     const dropped = events[0]!;
     return { sessionId, dropped: dropped.type === 'input.dropped' ? dropped.payload.inputIds : [], seq: dropped.seq };
   } catch (err) {

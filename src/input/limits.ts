@@ -45,7 +45,10 @@ export function parseLimits(component: string, given: Partial<SessionLimits> = {
   const out = {} as SessionLimits;
   for (const key of LIMIT_OPTIONS) out[key] = wholeNumber(`${component} limits`, key, given[key], DEFAULT_LIMITS[key], 1, key.endsWith('Bytes') ? 'bytes' : '');
   if (out.maxPromptBytes > out.maxPendingBytes) {
-    throw new SessiondError(ErrorCode.InvalidOption, `Invalid ${component} limits: maxPromptBytes (${out.maxPromptBytes}) is over maxPendingBytes (${out.maxPendingBytes}), so a prompt of the largest size could never be admitted. Raise maxPendingBytes or lower maxPromptBytes.`);
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Invalid ${component} limits: maxPromptBytes (${out.maxPromptBytes}) is over maxPendingBytes (${out.maxPendingBytes}), so a prompt of the largest size could never be admitted. Raise maxPendingBytes or lower maxPromptBytes.`,
+    );
   }
   return out;
 }

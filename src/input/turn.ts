@@ -30,5 +30,11 @@ export function steeringInputs(pending: readonly PendingInput[], max = MAX_PROMO
 
 /** What the runner gets for each input: its prompt travels in the session state, no log read. */
 export function runInputs(inputs: readonly PendingInput[]): RunInput[] {
-  return inputs.map((i) => ({ inputId: i.inputId, prompt: i.prompt, delivery: i.delivery, source: i.source, ...(i.continues ? { continues: i.continues } : {}) }));
+  return inputs.map((i) => ({
+    inputId: i.inputId,
+    prompt: i.prompt,
+    delivery: i.delivery,
+    source: i.source,
+    ...(i.continues ? { continues: i.continues } : {}),
+  }));
 }

@@ -73,8 +73,13 @@ export function chartModel(machine: AnyStateMachine): ChartModel {
   const root = machine.root as unknown as NodeLike;
   const idOf = (node: NodeLike) => node.path.join('.');
   const model: ChartModel = {
-    id: machine.id, initial: root.initial?.target?.[0] ? idOf(root.initial.target[0]) : '',
-    states: [], moves: [], commands: {}, fallbacks: [], folded: [],
+    id: machine.id,
+    initial: root.initial?.target?.[0] ? idOf(root.initial.target[0]) : '',
+    states: [],
+    moves: [],
+    commands: {},
+    fallbacks: [],
+    folded: [],
   };
   const visit = (node: NodeLike) => {
     for (const child of Object.values(node.states)) {
@@ -100,7 +105,10 @@ export function chartModel(machine: AnyStateMachine): ChartModel {
 }
 
 function ruleOf(command: string, transitions: TransitionLike[]): CommandRule {
-  return { command, branches: transitions.map((t) => ({ guard: t.guard === undefined ? null : guardName(t.guard), action: t.actions.map(actionName).join(', ') || 'nothing' })) };
+  return {
+    command,
+    branches: transitions.map((t) => ({ guard: t.guard === undefined ? null : guardName(t.guard), action: t.actions.map(actionName).join(', ') || 'nothing' })),
+  };
 }
 
 /** `leaseLive`, `!holdsClaim`, `isCurrentExecution && cancelled`. */
@@ -148,7 +156,10 @@ const lines = (ls: string[]) => `"${ls.map((l) => l.replaceAll('\\', '\\\\').rep
 export function machineToDot(machine: AnyStateMachine, options: DotOptions = {}): string {
   const model = chartModel(machine);
   if (options.highlight !== undefined && !model.states.includes(options.highlight)) {
-    throw new SessiondError(ErrorCode.InvalidOption, `Cannot highlight state "${options.highlight}": the ${model.id} machine has states ${model.states.join(', ')}.`);
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Cannot highlight state "${options.highlight}": the ${model.id} machine has states ${model.states.join(', ')}.`,
+    );
   }
   const commands = options.commands ?? false;
   const title = commands
@@ -165,19 +176,32 @@ export function machineToDot(machine: AnyStateMachine, options: DotOptions = {})
   for (const s of model.states) {
     const current = s === options.highlight;
     const attrs = [`id=${q(`state_${s}`)}`, `label=${q(s)}`];
-    if (current) attrs.push('class="current"', 'fillcolor="#ffd54f"', 'penwidth=3', 'fontname="Helvetica-Bold,Arial Bold,sans-serif"', `tooltip=${q(`current state: ${s}`)}`);
+    if (current)
+      attrs.push(
+        'class="current"',
+        'fillcolor="#ffd54f"',
+        'penwidth=3',
+        'fontname="Helvetica-Bold,Arial Bold,sans-serif"',
+        `tooltip=${q(`current state: ${s}`)}`,
+      );
     out.push(`  ${q(s)} [${attrs.join(', ')}];`);
   }
   for (const m of model.moves) {
     const taken = options.move !== undefined && options.move.from === m.from && options.move.event === m.event;
-    const attrs = [`label=${q(m.event)}`, `id=${q(`move_${m.from}_${m.event}`)}`, taken ? 'class="move taken", color="#e37400", fontcolor="#b35c00", penwidth=3' : 'class="move"'];
+    const attrs = [
+      `label=${q(m.event)}`,
+      `id=${q(`move_${m.from}_${m.event}`)}`,
+      taken ? 'class="move taken", color="#e37400", fontcolor="#b35c00", penwidth=3' : 'class="move"',
+    ];
     out.push(`  ${q(m.from)} -> ${q(m.to)} [${attrs.join(', ')}];`);
   }
   if (commands) {
     for (const s of model.states) {
       const rules = model.commands[s] ?? [];
       if (rules.length === 0) continue;
-      out.push(`  ${q(s)} -> ${q(s)} [style=dashed, color="#777777", fontcolor="#444444", fontsize=9, class="commands", id=${q(`commands_${s}`)}, label=${lines(rules.flatMap(ruleLines))}];`);
+      out.push(
+        `  ${q(s)} -> ${q(s)} [style=dashed, color="#777777", fontcolor="#444444", fontsize=9, class="commands", id=${q(`commands_${s}`)}, label=${lines(rules.flatMap(ruleLines))}];`,
+      );
     }
   }
   const legend = [

@@ -4,25 +4,61 @@
 // and refusals on demand), its timeline one page at a time (earlier and later pages load as you
 // scroll; jump by seq or time; filter by type and payload text), and time travel to any sequence
 // (slider, timeline row, jump, or #/session/ID/at/SEQ in the address).
-'use strict';
+
 (() => {
   const $ = (id) => document.getElementById(id);
   const ui = {
-    sessions: $('sessions').tBodies[0], noSessions: $('no-sessions'), status: $('live-status'), error: $('error'),
-    sessionId: $('session-id'), hint: $('pick-hint'), body: $('session-body'),
-    currentState: $('current-state'), currentSeq: $('current-seq'),
-    slider: $('seq-slider'), seqValue: $('seq-value'), seqMax: $('seq-max'), follow: $('follow-live'),
-    chart: $('chart'), atSeq: $('at-seq'), atState: $('at-state'), atEvent: $('at-event'), atLease: $('at-lease'),
-    atPending: $('at-pending'), atUsage: $('at-usage'), atRows: $('at-rows'), rowsSeq: $('rows-seq'), atContext: $('at-context'), timeline: $('timeline').tBodies[0], timelineWrap: $('timeline-wrap'),
-    commands: $('chart-commands'), filters: $('timeline-filters'), jumpSeq: $('jump-seq'), jumpTime: $('jump-time'), filterType: $('filter-type'), filterQ: $('filter-q'),
-    filterClear: $('filter-clear'), timelineStatus: $('timeline-status'),
+    sessions: $('sessions').tBodies[0],
+    noSessions: $('no-sessions'),
+    status: $('live-status'),
+    error: $('error'),
+    sessionId: $('session-id'),
+    hint: $('pick-hint'),
+    body: $('session-body'),
+    currentState: $('current-state'),
+    currentSeq: $('current-seq'),
+    slider: $('seq-slider'),
+    seqValue: $('seq-value'),
+    seqMax: $('seq-max'),
+    follow: $('follow-live'),
+    chart: $('chart'),
+    atSeq: $('at-seq'),
+    atState: $('at-state'),
+    atEvent: $('at-event'),
+    atLease: $('at-lease'),
+    atPending: $('at-pending'),
+    atUsage: $('at-usage'),
+    atRows: $('at-rows'),
+    rowsSeq: $('rows-seq'),
+    atContext: $('at-context'),
+    timeline: $('timeline').tBodies[0],
+    timelineWrap: $('timeline-wrap'),
+    commands: $('chart-commands'),
+    filters: $('timeline-filters'),
+    jumpSeq: $('jump-seq'),
+    jumpTime: $('jump-time'),
+    filterType: $('filter-type'),
+    filterQ: $('filter-q'),
+    filterClear: $('filter-clear'),
+    timelineStatus: $('timeline-status'),
   };
   // `early`: live events for the selected session that arrive while its timeline is loading.
   // `timeline`: the loaded pages (ascending); `before`/`after`: the server's cursors for the pages
   // around them (after === null: the loaded pages reach the end, so live events are appended).
   const model = {
-    sessions: new Map(), selected: null, timeline: [], before: null, after: null, filter: { type: '', q: '' }, paging: false,
-    lastSeq: 0, follow: true, shownSeq: null, loading: false, early: [], commands: false,
+    sessions: new Map(),
+    selected: null,
+    timeline: [],
+    before: null,
+    after: null,
+    filter: { type: '', q: '' },
+    paging: false,
+    lastSeq: 0,
+    follow: true,
+    shownSeq: null,
+    loading: false,
+    early: [],
+    commands: false,
   };
 
   function h(tag, attrs, ...children) {
@@ -43,17 +79,29 @@
   const committed = (e) => {
     const lag = e.committedAt == null ? 0 : e.committedAt - e.time;
     return lag > COMMIT_LAG_SHOWN_MS
-      ? h('span', { class: 'muted', 'data-testid': 'timeline-committed', title: 'decided at ' + clock(e.time) + ', stored by the log ' + lag + ' ms later' }, ' committed ' + clock(e.committedAt) + ' (+' + lag + ' ms)')
+      ? h(
+          'span',
+          { class: 'muted', 'data-testid': 'timeline-committed', title: 'decided at ' + clock(e.time) + ', stored by the log ' + lag + ' ms later' },
+          ' committed ' + clock(e.committedAt) + ' (+' + lag + ' ms)',
+        )
       : null;
   };
-  const stateBadge = (el, state) => { el.textContent = state; el.className = 'state state-' + state; };
-  const short = (v, n) => { const s = typeof v === 'string' ? v : JSON.stringify(v); return s.length > n ? s.slice(0, n - 1) + '\u2026' : s; };
-  const showError = (err) => { ui.error.textContent = err ? String(err.message || err) : ''; };
+  const stateBadge = (el, state) => {
+    el.textContent = state;
+    el.className = 'state state-' + state;
+  };
+  const short = (v, n) => {
+    const s = typeof v === 'string' ? v : JSON.stringify(v);
+    return s.length > n ? s.slice(0, n - 1) + '\u2026' : s;
+  };
+  const showError = (err) => {
+    ui.error.textContent = err ? String(err.message || err) : '';
+  };
 
   async function getJson(url) {
     const res = await fetch(url, { headers: { accept: 'application/json' } });
     const body = await res.json().catch(() => ({}));
-    if (!res.ok) throw new Error((body.error && body.error.message) || 'HTTP ' + res.status + ' on ' + url);
+    if (!res.ok) throw new Error(body.error?.message || 'HTTP ' + res.status + ' on ' + url);
     return body;
   }
   const sessionUrl = (id) => '/api/sessions/' + encodeURIComponent(id);
@@ -62,14 +110,23 @@
   function renderSessions() {
     const list = [...model.sessions.values()].sort((a, b) => b.time - a.time || a.sessionId.localeCompare(b.sessionId));
     ui.noSessions.hidden = list.length > 0;
-    ui.sessions.replaceChildren(...list.map((s) => h('tr', {
-      'data-testid': 'session-row', 'data-session-id': s.sessionId, 'aria-current': s.sessionId === model.selected ? 'true' : null,
-    },
-    h('td', {}, h('a', { href: '#/session/' + encodeURIComponent(s.sessionId), 'data-testid': 'session-link' }, s.sessionId)),
-    h('td', {}, h('span', { class: 'state state-' + s.state, 'data-testid': 'session-state' }, s.state)),
-    h('td', { 'data-testid': 'session-seq' }, s.seq),
-    h('td', { class: 'mono', title: s.owner || '' }, s.owner ? short(s.owner, 12) : h('span', { class: 'muted' }, 'none')),
-    h('td', {}, s.pending))));
+    ui.sessions.replaceChildren(
+      ...list.map((s) =>
+        h(
+          'tr',
+          {
+            'data-testid': 'session-row',
+            'data-session-id': s.sessionId,
+            'aria-current': s.sessionId === model.selected ? 'true' : null,
+          },
+          h('td', {}, h('a', { href: '#/session/' + encodeURIComponent(s.sessionId), 'data-testid': 'session-link' }, s.sessionId)),
+          h('td', {}, h('span', { class: 'state state-' + s.state, 'data-testid': 'session-state' }, s.state)),
+          h('td', { 'data-testid': 'session-seq' }, s.seq),
+          h('td', { class: 'mono', title: s.owner || '' }, s.owner ? short(s.owner, 12) : h('span', { class: 'muted' }, 'none')),
+          h('td', {}, s.pending),
+        ),
+      ),
+    );
   }
 
   async function loadSessions() {
@@ -80,14 +137,19 @@
 
   // ---- one session ---------------------------------------------------------------------------------
   function renderTimeline() {
-    ui.timeline.replaceChildren(...model.timeline.map((e) => {
-      const row = h('tr', { 'data-testid': 'timeline-row', 'data-seq': e.seq, onclick: () => userTravel(e.seq) },
-        h('td', {}, h('button', { type: 'button', 'aria-label': 'time travel to sequence ' + e.seq, 'data-testid': 'timeline-seq' }, e.seq)),
-        h('td', { class: 'mono' }, clock(e.time), committed(e)),
-        h('td', { class: 'mono', 'data-testid': 'timeline-type' }, e.type),
-        h('td', { class: 'mono payload', title: JSON.stringify(e.payload) }, short(e.payload, 140)));
-      return row;
-    }));
+    ui.timeline.replaceChildren(
+      ...model.timeline.map((e) => {
+        const row = h(
+          'tr',
+          { 'data-testid': 'timeline-row', 'data-seq': e.seq, onclick: () => userTravel(e.seq) },
+          h('td', {}, h('button', { type: 'button', 'aria-label': 'time travel to sequence ' + e.seq, 'data-testid': 'timeline-seq' }, e.seq)),
+          h('td', { class: 'mono' }, clock(e.time), committed(e)),
+          h('td', { class: 'mono', 'data-testid': 'timeline-type' }, e.type),
+          h('td', { class: 'mono payload', title: JSON.stringify(e.payload) }, short(e.payload, 140)),
+        );
+        return row;
+      }),
+    );
     markTimeline();
     renderTimelineStatus();
   }
@@ -188,8 +250,13 @@
     const n = model.timeline.length;
     const range = n ? 'seq ' + model.timeline[0].seq + '\u2013' + model.timeline[n - 1].seq : 'no events';
     const filtered = [model.filter.type && 'type ' + model.filter.type, model.filter.q && 'text "' + model.filter.q + '"'].filter(Boolean).join(', ');
-    ui.timelineStatus.textContent = (filtered ? n + ' matching (' + filtered + '), ' : n + ' loaded, ') + range + ' of ' + model.lastSeq
-      + (model.before !== null ? '; scroll up for earlier' : '') + (model.after !== null ? '; scroll down for later' : '');
+    ui.timelineStatus.textContent =
+      (filtered ? n + ' matching (' + filtered + '), ' : n + ' loaded, ') +
+      range +
+      ' of ' +
+      model.lastSeq +
+      (model.before !== null ? '; scroll up for earlier' : '') +
+      (model.after !== null ? '; scroll down for later' : '');
   }
   async function onTimelineScroll() {
     const box = ui.timelineWrap;
@@ -203,15 +270,19 @@
     const time = ui.jumpTime.value.trim();
     if (seq !== '') {
       const target = Number(seq);
-      if (!Number.isInteger(target) || target < 0 || target > model.lastSeq) throw new Error('Jump to a sequence from 0 to ' + model.lastSeq + ' (got "' + seq + '").');
+      if (!Number.isInteger(target) || target < 0 || target > model.lastSeq)
+        throw new Error('Jump to a sequence from 0 to ' + model.lastSeq + ' (got "' + seq + '").');
       await loadPage(model.filter.q ? { before: target + 1 } : { around: target }, 'replace');
       scrollToSeq(target);
       userTravel(target);
     } else if (time !== '') {
       const page = await loadPage({ time }, 'replace');
       const ms = /^\d+$/.test(time) ? Number(time) : Date.parse(time);
-      const hit = page && page.events.find((e) => e.time >= ms);
-      if (hit) { scrollToSeq(hit.seq); userTravel(hit.seq); }
+      const hit = page?.events.find((e) => e.time >= ms);
+      if (hit) {
+        scrollToSeq(hit.seq);
+        userTravel(hit.seq);
+      }
     } else {
       await loadPage({}, 'replace');
       ui.timelineWrap.scrollTop = ui.timelineWrap.scrollHeight;
@@ -265,8 +336,11 @@
     stateBadge(ui.atState, at.state);
     ui.atEvent.textContent = at.event ? at.event.type + ' at ' + clock(at.event.time) + ' UTC' : 'before the first event';
     renderLease(at.lease);
-    ui.atPending.replaceChildren(...(at.pending.length ? at.pending.map((p) => h('li', { class: 'mono' }, p.inputId + ' (' + p.delivery + ', admitted at seq ' + p.seq + ')'))
-      : [h('li', { class: 'muted' }, 'none')]));
+    ui.atPending.replaceChildren(
+      ...(at.pending.length
+        ? at.pending.map((p) => h('li', { class: 'mono' }, p.inputId + ' (' + p.delivery + ', admitted at seq ' + p.seq + ')'))
+        : [h('li', { class: 'muted' }, 'none')]),
+    );
     ui.atUsage.textContent = at.usage.inputTokens + ' in, ' + at.usage.outputTokens + ' out (summed over the model steps and compactions so far)';
     renderRows(at.rows, at.seq);
     ui.atContext.textContent = JSON.stringify(at.context, null, 2);
@@ -276,14 +350,26 @@
   }
 
   function renderLease(lease) {
-    if (!lease) { ui.atLease.replaceChildren(h('dt', {}, 'status'), h('dd', { 'data-testid': 'lease-status', class: 'lease-ended' }, 'no execution yet')); return; }
-    const rel = lease.status === 'live' ? 'expires in ' + (lease.remainingMs / 1000).toFixed(1) + ' s'
-      : lease.status === 'expired' ? 'expired ' + (-lease.remainingMs / 1000).toFixed(1) + ' s before' : 'released';
+    if (!lease) {
+      ui.atLease.replaceChildren(h('dt', {}, 'status'), h('dd', { 'data-testid': 'lease-status', class: 'lease-ended' }, 'no execution yet'));
+      return;
+    }
+    const rel =
+      lease.status === 'live'
+        ? 'expires in ' + (lease.remainingMs / 1000).toFixed(1) + ' s'
+        : lease.status === 'expired'
+          ? 'expired ' + (-lease.remainingMs / 1000).toFixed(1) + ' s before'
+          : 'released';
     ui.atLease.replaceChildren(
-      h('dt', {}, 'status'), h('dd', { 'data-testid': 'lease-status', class: 'lease-' + lease.status }, lease.status + ' (' + rel + ')'),
-      h('dt', {}, 'execution'), h('dd', { class: 'mono', 'data-testid': 'lease-execution' }, lease.executionId),
-      h('dt', {}, 'owner'), h('dd', { class: 'mono', 'data-testid': 'lease-owner' }, lease.ownerId),
-      h('dt', {}, 'expires at'), h('dd', { class: 'mono', 'data-testid': 'lease-expires' }, clock(lease.expiresAt) + ' UTC (lease ' + lease.leaseMs / 1000 + ' s)'));
+      h('dt', {}, 'status'),
+      h('dd', { 'data-testid': 'lease-status', class: 'lease-' + lease.status }, lease.status + ' (' + rel + ')'),
+      h('dt', {}, 'execution'),
+      h('dd', { class: 'mono', 'data-testid': 'lease-execution' }, lease.executionId),
+      h('dt', {}, 'owner'),
+      h('dd', { class: 'mono', 'data-testid': 'lease-owner' }, lease.ownerId),
+      h('dt', {}, 'expires at'),
+      h('dd', { class: 'mono', 'data-testid': 'lease-expires' }, clock(lease.expiresAt) + ' UTC (lease ' + lease.leaseMs / 1000 + ' s)'),
+    );
   }
 
   // Rows are rendered generically: every array of objects becomes a table; times read as UTC clock times.
@@ -291,11 +377,18 @@
   function cell(col, v) {
     if (v === null || v === undefined) return h('td', { class: 'muted' }, '\u2014');
     const full = typeof v === 'string' ? v : JSON.stringify(v);
-    return h('td', { class: 'mono', title: isTime(col, v) ? String(v) : full }, isTime(col, v) ? clock(v) : short(v, col === 'data' || col === 'prompt' ? 60 : 32));
+    return h(
+      'td',
+      { class: 'mono', title: isTime(col, v) ? String(v) : full },
+      isTime(col, v) ? clock(v) : short(v, col === 'data' || col === 'prompt' ? 60 : 32),
+    );
   }
   function renderRows(rows, seq) {
     ui.rowsSeq.textContent = String(seq);
-    if (rows === null || typeof rows !== 'object') { ui.atRows.replaceChildren(h('p', { class: 'muted' }, 'This inspector has no rows source.')); return; }
+    if (rows === null || typeof rows !== 'object') {
+      ui.atRows.replaceChildren(h('p', { class: 'muted' }, 'This inspector has no rows source.'));
+      return;
+    }
     const parts = [];
     for (const [name, value] of Object.entries(rows)) {
       if (!Array.isArray(value)) continue;
@@ -303,9 +396,32 @@
       parts.push(h('h4', {}, name + ' (' + (total > value.length ? 'latest ' + value.length + ' of ' + total : total) + ')'));
       if (value.length === 0) continue;
       const cols = [...new Set(value.flatMap((r) => Object.keys(r)))].filter((c) => c !== 'session_id');
-      parts.push(h('table', { 'data-testid': 'rows-' + name },
-        h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
-        h('tbody', {}, value.map((r) => h('tr', {}, cols.map((c) => cell(c, r[c])))))));
+      parts.push(
+        h(
+          'table',
+          { 'data-testid': 'rows-' + name },
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              cols.map((c) => h('th', { scope: 'col' }, c)),
+            ),
+          ),
+          h(
+            'tbody',
+            {},
+            value.map((r) =>
+              h(
+                'tr',
+                {},
+                cols.map((c) => cell(c, r[c])),
+              ),
+            ),
+          ),
+        ),
+      );
     }
     ui.atRows.replaceChildren(...parts);
   }
@@ -313,7 +429,11 @@
   function renderChart(svg, state, seq) {
     ui.chart.innerHTML = svg.slice(svg.indexOf('<svg'));
     const el = ui.chart.querySelector('svg');
-    if (el) { el.removeAttribute('width'); el.removeAttribute('height'); el.setAttribute('aria-hidden', 'true'); }
+    if (el) {
+      el.removeAttribute('width');
+      el.removeAttribute('height');
+      el.setAttribute('aria-hidden', 'true');
+    }
     ui.chart.dataset.highlight = state;
     ui.chart.setAttribute('aria-label', 'State chart of the session machine; at sequence ' + seq + ' the session is ' + state);
   }
@@ -324,7 +444,10 @@
     if (d.session) model.sessions.set(d.sessionId, d.session);
     renderSessions();
     if (d.sessionId !== model.selected || !d.session) return;
-    if (model.loading) { model.early.push(d); return; }
+    if (model.loading) {
+      model.early.push(d);
+      return;
+    }
     if (model.after === null && matchesFilter(d.event) && !model.timeline.some((e) => e.seq === d.event.seq)) {
       model.timeline.push(d.event);
       model.timeline.sort((a, b) => a.seq - b.seq);
@@ -338,8 +461,13 @@
 
   function connect() {
     const events = new EventSource('/api/events');
-    events.addEventListener('open', () => { ui.status.textContent = 'live'; loadSessions().then(() => showError(null), showError); });
-    events.addEventListener('error', () => { ui.status.textContent = 'reconnecting'; });
+    events.addEventListener('open', () => {
+      ui.status.textContent = 'live';
+      loadSessions().then(() => showError(null), showError);
+    });
+    events.addEventListener('error', () => {
+      ui.status.textContent = 'reconnecting';
+    });
     events.addEventListener('committed', onCommitted);
   }
 
@@ -349,15 +477,26 @@
     if (!m) return;
     selectSession(decodeURIComponent(m[1]), m[2] === undefined ? undefined : Number(m[2])).catch(showError);
   }
-  ui.slider.addEventListener('input', () => { ui.seqValue.textContent = ui.slider.value; userTravel(Number(ui.slider.value)); });
-  ui.follow.addEventListener('click', () => { setFollow(true); travelTo(model.lastSeq).catch(showError); });
+  ui.slider.addEventListener('input', () => {
+    ui.seqValue.textContent = ui.slider.value;
+    userTravel(Number(ui.slider.value));
+  });
+  ui.follow.addEventListener('click', () => {
+    setFollow(true);
+    travelTo(model.lastSeq).catch(showError);
+  });
   ui.commands.addEventListener('click', () => {
     model.commands = !model.commands;
     ui.commands.setAttribute('aria-pressed', model.commands ? 'true' : 'false');
     if (model.selected && model.shownSeq !== null) travelTo(model.shownSeq).catch(showError);
   });
-  ui.timelineWrap.addEventListener('scroll', () => { onTimelineScroll().catch(showError); });
-  ui.filters.addEventListener('submit', (ev) => { ev.preventDefault(); applyFilters().catch(showError); });
+  ui.timelineWrap.addEventListener('scroll', () => {
+    onTimelineScroll().catch(showError);
+  });
+  ui.filters.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    applyFilters().catch(showError);
+  });
   ui.filterClear.addEventListener('click', () => {
     ui.filterType.value = ui.filterQ.value = ui.jumpSeq.value = ui.jumpTime.value = '';
     applyFilters().catch(showError);

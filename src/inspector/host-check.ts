@@ -14,7 +14,10 @@ import type { IncomingMessage } from 'node:http';
 import { networkInterfaces } from 'node:os';
 import { boundText } from '../errors.ts';
 
-export interface Refusal { status: 421 | 403; message: string }
+export interface Refusal {
+  status: 421 | 403;
+  message: string;
+}
 
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
 const WILDCARDS = new Set(['0.0.0.0', '::', '[::]', '']);
@@ -69,8 +72,9 @@ export function hostGuard(options: { host: string; port: number; extraHosts?: re
     if (!allowed.has(host)) {
       return {
         status: 421,
-        message: `Refused: this inspector answers requests for ${[...allowed].join(', ')}, not for host ${JSON.stringify(boundText(raw, SHOWN_HOST_CHARS))}. `
-          + `Open http://${example}/ (a page on another site that points its name at this machine must not read the sessions).\n`,
+        message:
+          `Refused: this inspector answers requests for ${[...allowed].join(', ')}, not for host ${JSON.stringify(boundText(raw, SHOWN_HOST_CHARS))}. ` +
+          `Open http://${example}/ (a page on another site that points its name at this machine must not read the sessions).\n`,
       };
     }
     if (req.method === 'GET' || req.method === 'HEAD') return undefined;

@@ -41,7 +41,10 @@ export interface RowsView {
   limit: number;
 }
 
-interface Image { seq: number; image: Buffer }
+interface Image {
+  seq: number;
+  image: Buffer;
+}
 
 export interface RowsOptions {
   log: EventLog;
@@ -78,7 +81,11 @@ export function projectedRowsAt(options: RowsOptions): (sessionId: string, seq: 
       while (at < seq) {
         const next = Math.min(seq, (Math.floor(at / every) + 1) * every);
         const events = await log.readSession(sessionId, { afterSeq: at, limit: next - at });
-        if (events.length !== next - at) throw new SessiondError(ErrorCode.InconsistentStream, `Session ${sessionId}: ${log.name} returned ${events.length} events after seq ${at}, expected ${next - at}.`);
+        if (events.length !== next - at)
+          throw new SessiondError(
+            ErrorCode.InconsistentStream,
+            `Session ${sessionId}: ${log.name} returned ${events.length} events after seq ${at}, expected ${next - at}.`,
+          );
         projector.apply(events.map((e) => ({ ...e, position: e.seq })));
         at = next;
         if (at % every === 0 && !list.some((i) => i.seq === at)) {
@@ -112,9 +119,18 @@ function boundedRows(db: Db, sessionId: string): RowsView {
     sessionId,
     executions: db.prepare('SELECT * FROM session_execution WHERE session_id = ? ORDER BY time_created, id').all(sessionId) as ExecutionRow[],
     recoveries: db.prepare('SELECT * FROM session_recovery WHERE session_id = ? ORDER BY time_created, execution_id').all(sessionId) as RecoveryRow[],
-    inputs: (db.prepare('SELECT * FROM session_input WHERE session_id = ? ORDER BY admitted_seq DESC, id DESC LIMIT ?').all(sessionId, ROWS_LIMIT) as InputRow[]).reverse(),
-    messages: (db.prepare('SELECT * FROM session_message WHERE session_id = ? ORDER BY seq DESC, id DESC LIMIT ?').all(sessionId, ROWS_LIMIT) as MessageRow[]).reverse(),
-    counts: { executions: count('session_execution'), recoveries: count('session_recovery'), inputs: count('session_input'), messages: count('session_message') },
+    inputs: (
+      db.prepare('SELECT * FROM session_input WHERE session_id = ? ORDER BY admitted_seq DESC, id DESC LIMIT ?').all(sessionId, ROWS_LIMIT) as InputRow[]
+    ).reverse(),
+    messages: (
+      db.prepare('SELECT * FROM session_message WHERE session_id = ? ORDER BY seq DESC, id DESC LIMIT ?').all(sessionId, ROWS_LIMIT) as MessageRow[]
+    ).reverse(),
+    counts: {
+      executions: count('session_execution'),
+      recoveries: count('session_recovery'),
+      inputs: count('session_input'),
+      messages: count('session_message'),
+    },
     limit: ROWS_LIMIT,
   };
 }

@@ -67,7 +67,10 @@ export interface Inspector {
 }
 
 /** The chart's highlight: the session's state, and the committed event that just moved it (from `from`). */
-interface ChartHighlight { state: string; move?: { from: string; event: string } }
+interface ChartHighlight {
+  state: string;
+  move?: { from: string; event: string };
+}
 
 const LAST_PAGE: PageQuery = { anchor: { kind: 'last' }, limit: DEFAULT_PAGE, types: null, q: null };
 
@@ -75,7 +78,11 @@ const LAST_PAGE: PageQuery = { anchor: { kind: 'last' }, limit: DEFAULT_PAGE, ty
 function parseFlag(raw: string | null, name: string): boolean {
   if (raw === null || raw === '0' || raw === 'false') return false;
   if (raw === '1' || raw === 'true') return true;
-  throw new HttpError(400, 'invalid_query', `Invalid ${name} ${JSON.stringify(raw)}: use ${name}=1 to draw the commands and refusals, ${name}=0 (the default) for states and committed events only.`);
+  throw new HttpError(
+    400,
+    'invalid_query',
+    `Invalid ${name} ${JSON.stringify(raw)}: use ${name}=1 to draw the commands and refusals, ${name}=0 (the default) for states and committed events only.`,
+  );
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL, params: string[]) => Promise<void> | void;
@@ -97,7 +104,12 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   const broadcast = (events: SessionEvent[]) => {
     if (clients.size === 0) return;
     const sessions = store.getSnapshot().context.sessions;
-    const chunk = events.map((e) => `id: ${e.position ?? ''}\nevent: committed\ndata: ${JSON.stringify({ sessionId: e.sessionId, event: timelineRow(e), session: sessions[e.sessionId] ?? null })}\n\n`).join('');
+    const chunk = events
+      .map(
+        (e) =>
+          `id: ${e.position ?? ''}\nevent: committed\ndata: ${JSON.stringify({ sessionId: e.sessionId, event: timelineRow(e), session: sessions[e.sessionId] ?? null })}\n\n`,
+      )
+      .join('');
     for (const res of clients) res.write(chunk);
   };
 
@@ -125,7 +137,9 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       return await Promise.race([
         whenFolded(store, head).then(() => true),
         new Promise<boolean>((resolve) => (timer = clock.setTimeout(() => resolve(false), DEFAULT_CATCH_UP_MS))),
-        new Promise<boolean>((_, reject) => failed.add((fail = (err) => reject(new HttpError(503, 'log_unavailable', `The inspector stopped following ${log.name}: ${messageOf(err)}.`))))),
+        new Promise<boolean>((_, reject) =>
+          failed.add((fail = (err) => reject(new HttpError(503, 'log_unavailable', `The inspector stopped following ${log.name}: ${messageOf(err)}.`)))),
+        ),
       ]);
     } finally {
       clock.clearTimeout(timer);
@@ -151,53 +165,76 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
 
   const routes: [RegExp, Handler][] = [
     [/^\/$/, (_req, res) => send(res, 200, 'text/html; charset=utf-8', inspectorPage({ logName: log.name }))],
-    [/^\/api\/sessions$/, async (_req, res) => {
-      const complete = await caughtUp();
-      const { position, sessions } = store.getSnapshot().context;
-      const list = Object.values(sessions).sort((a, b) => b.time - a.time || a.sessionId.localeCompare(b.sessionId));
-      json(res, 200, { log: log.name, position, complete, sessions: list });
-    }],
-    [/^\/api\/sessions\/([^/]+)$/, async (_req, res, _url, [rawId]) => {
-      const sessionId = parseSessionId(rawId!);
-      const at = await travel(log, context, sessionId);
-      const timeline = await timelinePage(log, index, sessionId, at.lastSeq, LAST_PAGE);
-      const view: SessionView = { ...stateView(sessionId, at, clock.now()), timeline };
-      json(res, 200, view);
-    }],
-    [/^\/api\/sessions\/([^/]+)\/events$/, async (_req, res, url, [rawId]) => {
-      const sessionId = parseSessionId(rawId!);
-      const query = parsePageQuery(url.searchParams);
-      const lastSeq = await sessionLastSeq(log, sessionId);
-      if (query.types !== null || query.anchor.kind === 'time') await index.catchUp(log, sessionId, lastSeq);
-      json(res, 200, await timelinePage(log, index, sessionId, lastSeq, query));
-    }],
-    [/^\/api\/sessions\/([^/]+)\/at\/([^/]+)$/, async (_req, res, _url, [rawId, rawSeq]) => {
-      const sessionId = parseSessionId(rawId!);
-      const at = await travel(log, context, sessionId, parseSeq(rawSeq!));
-      const view: AtView = { ...stateView(sessionId, at), rows: rowsAt ? await rowsAt(sessionId, at.snapshot.context.seq) : null };
-      json(res, 200, view);
-    }],
-    [/^\/api\/chart\.svg$/, async (_req, res, url) => {
-      const commands = parseFlag(url.searchParams.get('commands'), 'commands');
-      const rawId = url.searchParams.get('session');
-      let highlight: ChartHighlight | undefined;
-      if (rawId !== null) {
-        const sessionId = parseSessionId(rawId);
-        const rawSeq = url.searchParams.get('seq');
-        const at = await travel(log, context, sessionId, rawSeq === null ? undefined : parseSeq(rawSeq));
-        highlight = { state: at.snapshot.value };
-        if (at.previous && at.event) highlight.move = { from: at.previous.value, event: at.event.type };
-      } else if (url.searchParams.has('seq')) {
-        throw new HttpError(400, 'invalid_query', 'seq needs a session: /api/chart.svg?session=ID&seq=N.');
-      }
-      send(res, 200, 'image/svg+xml; charset=utf-8', await chartSvg(highlight, commands));
-    }],
-    [/^\/api\/events$/, (req, res) => {
-      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-      res.write(`retry: 2000\n: following ${log.name}\n\n`);
-      clients.add(res);
-      req.on('close', () => clients.delete(res));
-    }],
+    [
+      /^\/api\/sessions$/,
+      async (_req, res) => {
+        const complete = await caughtUp();
+        const { position, sessions } = store.getSnapshot().context;
+        const list = Object.values(sessions).sort((a, b) => b.time - a.time || a.sessionId.localeCompare(b.sessionId));
+        json(res, 200, { log: log.name, position, complete, sessions: list });
+      },
+    ],
+    [
+      /^\/api\/sessions\/([^/]+)$/,
+      async (_req, res, _url, [rawId]) => {
+        const sessionId = parseSessionId(rawId!);
+        const at = await travel(log, context, sessionId);
+        const timeline = await timelinePage(log, index, sessionId, at.lastSeq, LAST_PAGE);
+        const view: SessionView = { ...stateView(sessionId, at, clock.now()), timeline };
+        json(res, 200, view);
+      },
+    ],
+    [
+      /^\/api\/sessions\/([^/]+)\/events$/,
+      async (_req, res, url, [rawId]) => {
+        const sessionId = parseSessionId(rawId!);
+        const query = parsePageQuery(url.searchParams);
+        const lastSeq = await sessionLastSeq(log, sessionId);
+        if (query.types !== null || query.anchor.kind === 'time') await index.catchUp(log, sessionId, lastSeq);
+        json(res, 200, await timelinePage(log, index, sessionId, lastSeq, query));
+      },
+    ],
+    [
+      /^\/api\/sessions\/([^/]+)\/at\/([^/]+)$/,
+      async (_req, res, _url, [rawId, rawSeq]) => {
+        const sessionId = parseSessionId(rawId!);
+        const at = await travel(log, context, sessionId, parseSeq(rawSeq!));
+        const view: AtView = { ...stateView(sessionId, at), rows: rowsAt ? await rowsAt(sessionId, at.snapshot.context.seq) : null };
+        json(res, 200, view);
+      },
+    ],
+    [
+      /^\/api\/chart\.svg$/,
+      async (_req, res, url) => {
+        const commands = parseFlag(url.searchParams.get('commands'), 'commands');
+        const rawId = url.searchParams.get('session');
+        let highlight: ChartHighlight | undefined;
+        if (rawId !== null) {
+          const sessionId = parseSessionId(rawId);
+          const rawSeq = url.searchParams.get('seq');
+          const at = await travel(log, context, sessionId, rawSeq === null ? undefined : parseSeq(rawSeq));
+          highlight = { state: at.snapshot.value };
+          if (at.previous && at.event) highlight.move = { from: at.previous.value, event: at.event.type };
+        } else if (url.searchParams.has('seq')) {
+          throw new HttpError(400, 'invalid_query', 'seq needs a session: /api/chart.svg?session=ID&seq=N.');
+        }
+        send(res, 200, 'image/svg+xml; charset=utf-8', await chartSvg(highlight, commands));
+      },
+    ],
+    [
+      /^\/api\/events$/,
+      (req, res) => {
+        res.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-store',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+        });
+        res.write(`retry: 2000\n: following ${log.name}\n\n`);
+        clients.add(res);
+        req.on('close', () => clients.delete(res));
+      },
+    ],
   ];
 
   // set once the port is known (nothing arrives before)
@@ -205,7 +242,12 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   const server = createServer((req, res) => {
     const refusal = guard(req);
     if (refusal) {
-      res.writeHead(refusal.status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(refusal.message), 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
+      res.writeHead(refusal.status, {
+        'content-type': 'text/plain; charset=utf-8',
+        'content-length': Buffer.byteLength(refusal.message),
+        'cache-control': 'no-store',
+        'x-content-type-options': 'nosniff',
+      });
       res.end(req.method === 'HEAD' ? undefined : refusal.message);
       return;
     }
@@ -228,7 +270,11 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       }
       return handler(req, res, url, match.slice(1));
     }
-    throw new HttpError(404, 'not_found', `No route ${url.pathname}. Routes: /, /api/sessions, /api/sessions/:id, /api/sessions/:id/events, /api/sessions/:id/at/:seq, /api/chart.svg, /api/events.`);
+    throw new HttpError(
+      404,
+      'not_found',
+      `No route ${url.pathname}. Routes: /, /api/sessions, /api/sessions/:id, /api/sessions/:id/events, /api/sessions/:id/at/:seq, /api/chart.svg, /api/events.`,
+    );
   }
 
   try {
@@ -243,7 +289,11 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     await subscription.close();
     const code = (err as { code?: unknown }).code;
     const why = code === 'EADDRINUSE' ? 'the address is in use' : code === 'EACCES' ? 'permission denied' : messageOf(err);
-    throw new SessiondError(ErrorCode.InvalidOption, `Cannot serve the inspector on ${host}:${options.port}: ${why}. Pick another port (0 picks a free one), or stop what is using it.`, { cause: err });
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Cannot serve the inspector on ${host}:${options.port}: ${why}. Pick another port (0 picks a free one), or stop what is using it.`,
+      { cause: err },
+    );
   }
   const port = (server.address() as AddressInfo).port;
   guard = hostGuard({ host, port, extraHosts: allowedHosts });
@@ -265,23 +315,29 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   };
 }
 
-const HOST_VALUE = /^[A-Za-z0-9.\-]+(:\d+)?$|^\[?[0-9A-Fa-f:.]+\]?(:\d+)?$/;
+const HOST_VALUE = /^[A-Za-z0-9.-]+(:\d+)?$|^\[?[0-9A-Fa-f:.]+\]?(:\d+)?$/;
 
 function parseAllowedHosts(value: unknown): string[] {
   if (value === undefined) return [];
   if (!Array.isArray(value) || !value.every((h) => typeof h === 'string' && h.length <= 255 && HOST_VALUE.test(h))) {
-    throw new SessiondError(ErrorCode.InvalidOption,
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
       `Invalid inspector option allowedHosts ${JSON.stringify(value)?.slice(0, 200)}: give host names or addresses this machine is reached by, such as ["inspector.internal", "10.0.0.5:4600"].`,
-      { details: { option: 'allowedHosts' } });
+      { details: { option: 'allowedHosts' } },
+    );
   }
   return value as string[];
 }
 
 function send(res: ServerResponse, status: number, type: string, body: string): void {
   res.writeHead(status, {
-    'content-type': type, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store',
+    'content-type': type,
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
     'x-content-type-options': 'nosniff',
-    ...(type.startsWith('text/html') ? { 'content-security-policy': "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:" } : {}),
+    ...(type.startsWith('text/html')
+      ? { 'content-security-policy': "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:" }
+      : {}),
   });
   res.end(res.req.method === 'HEAD' ? undefined : body);
 }

@@ -10,7 +10,7 @@ import { sessionView } from '../machines/session-view.ts';
 import { createStore } from '@xstate/store';
 import type { ExecutionPhase } from '../events/catalog.ts';
 import type { SessionEvent } from '../events/envelope.ts';
-import { evolve, initialSnapshot, stateOf, type SessionSnapshot, type SessionStateValue } from '../machines/decider.ts';
+import { evolve, initialSnapshot, type SessionSnapshot, type SessionStateValue } from '../machines/decider.ts';
 
 export interface SessionSummary {
   sessionId: string;
@@ -45,8 +45,17 @@ export interface InspectorContext {
 export function summarize(snapshot: SessionSnapshot, last?: Pick<SessionEvent, 'time' | 'type'>): SessionSummary {
   const v = sessionView(snapshot, last?.time ?? 0);
   return {
-    sessionId: v.sessionId, state: v.state, seq: v.seq, time: last?.time ?? 0, lastType: last?.type ?? '',
-    executionId: v.executionId, owner: v.owner, leaseExpiresAt: v.leaseExpiresAt, phase: v.phase, pending: v.pendingCount, executions: v.executions,
+    sessionId: v.sessionId,
+    state: v.state,
+    seq: v.seq,
+    time: last?.time ?? 0,
+    lastType: last?.type ?? '',
+    executionId: v.executionId,
+    owner: v.owner,
+    leaseExpiresAt: v.leaseExpiresAt,
+    phase: v.phase,
+    pending: v.pendingCount,
+    executions: v.executions,
   };
 }
 

@@ -14,7 +14,7 @@
  */
 import type { EventLog } from '../events/event-log.ts';
 import { durableEventTypes } from '../events/catalog.ts';
-import { TimelineIndex, typeMatches, upperBound } from './timeline-index.ts';
+import { type TimelineIndex, typeMatches, upperBound } from './timeline-index.ts';
 import type { TimelinePage, TimelineRow } from './view-types.ts';
 import { parseSeq, timelineRow } from './views.ts';
 import { HttpError } from '../errors.ts';
@@ -54,7 +54,13 @@ export function parsePageQuery(params: URLSearchParams): PageQuery {
     throw badQuery(`Invalid limit ${JSON.stringify(rawLimit)}: use a whole number of events from 1 to ${MAX_PAGE} (default ${DEFAULT_PAGE}).`);
   }
   const rawTypes = params.get('type');
-  const types = rawTypes === null ? null : rawTypes.split(',').map((t) => t.trim()).filter(Boolean);
+  const types =
+    rawTypes === null
+      ? null
+      : rawTypes
+          .split(',')
+          .map((t) => t.trim())
+          .filter(Boolean);
   for (const t of types ?? []) {
     if (!durableEventTypes.some((known) => typeMatches(t, known))) {
       throw badQuery(`Unknown event type ${JSON.stringify(t)}: use one of ${durableEventTypes.join(', ')}, or a family such as tool.*, comma-separated.`);
@@ -72,7 +78,11 @@ export function parsePageQuery(params: URLSearchParams): PageQuery {
 function parseTime(raw: string): number {
   const time = /^\d{1,15}$/.test(raw) ? Number(raw) : Date.parse(raw);
   if (!Number.isFinite(time)) {
-    throw new HttpError(400, 'invalid_time', `Invalid time ${JSON.stringify(raw)}: use milliseconds since the epoch or an ISO 8601 time such as 2026-01-01T12:00:00.000Z.`);
+    throw new HttpError(
+      400,
+      'invalid_time',
+      `Invalid time ${JSON.stringify(raw)}: use milliseconds since the epoch or an ISO 8601 time such as 2026-01-01T12:00:00.000Z.`,
+    );
   }
   return time;
 }
@@ -82,9 +92,10 @@ const badQuery = (message: string) => new HttpError(400, 'invalid_query', messag
 /** One page of the session's events; `index` must hold the session up to `lastSeq` for type and time queries (see TimelineIndex.catchUp). */
 export async function timelinePage(log: EventLog, index: TimelineIndex, sessionId: string, lastSeq: number, query: PageQuery): Promise<TimelinePage> {
   if (query.q !== null) return searchPage(log, sessionId, lastSeq, query, query.q);
-  const candidates: Candidates = query.types === null
-    ? { length: lastSeq, at: (i) => i + 1, first: (seq) => Math.max(0, Math.min(seq - 1, lastSeq)) }
-    : sortedCandidates(index.seqsOfTypes(sessionId, query.types, lastSeq));
+  const candidates: Candidates =
+    query.types === null
+      ? { length: lastSeq, at: (i) => i + 1, first: (seq) => Math.max(0, Math.min(seq - 1, lastSeq)) }
+      : sortedCandidates(index.seqsOfTypes(sessionId, query.types, lastSeq));
   const { anchor, limit } = query;
   const n = candidates.length;
   let lo: number;
@@ -99,13 +110,15 @@ export async function timelinePage(log: EventLog, index: TimelineIndex, sessionI
     lo = candidates.first(anchor.seq + 1);
     hi = Math.min(n, lo + limit);
   } else {
-    const seq = anchor.kind === 'time' ? index.seqAtTime(sessionId, anchor.time, lastSeq) ?? lastSeq : anchor.seq;
+    const seq = anchor.kind === 'time' ? (index.seqAtTime(sessionId, anchor.time, lastSeq) ?? lastSeq) : anchor.seq;
     lo = Math.max(0, Math.min(candidates.first(seq) - Math.floor(limit / 2), n - limit));
     hi = Math.min(n, lo + limit);
   }
   const seqs = Array.from({ length: hi - lo }, (_, i) => candidates.at(lo + i));
   return {
-    sessionId, lastSeq, events: await readSeqs(log, sessionId, seqs),
+    sessionId,
+    lastSeq,
+    events: await readSeqs(log, sessionId, seqs),
     before: lo > 0 ? (hi > lo ? candidates.at(lo) : candidates.at(lo - 1) + 1) : null,
     after: hi < n ? (hi > lo ? candidates.at(hi - 1) : candidates.at(hi) - 1) : null,
   };
@@ -126,7 +139,7 @@ function sortedCandidates(seqs: number[]): Candidates {
 async function readSeqs(log: EventLog, sessionId: string, seqs: readonly number[]): Promise<TimelineRow[]> {
   const out: TimelineRow[] = [];
   const wanted = new Set(seqs);
-  for (let i = 0; i < seqs.length;) {
+  for (let i = 0; i < seqs.length; ) {
     let j = i;
     while (j + 1 < seqs.length && seqs[j + 1]! - seqs[j]! <= 32) j++;
     const events = await log.readSession(sessionId, { afterSeq: seqs[i]! - 1, limit: seqs[j]! - seqs[i]! + 1 });

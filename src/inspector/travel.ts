@@ -17,7 +17,11 @@ export async function sessionLastSeq(log: EventLog, sessionId: string, upTo?: nu
     throw new HttpError(404, 'session_not_found', `Session ${sessionId} has no events in ${log.name}. GET /api/sessions lists the sessions it has.`);
   }
   if (upTo !== undefined && upTo > lastSeq) {
-    throw new HttpError(404, 'seq_not_found', `Session ${sessionId} has ${lastSeq} event${lastSeq === 1 ? '' : 's'}: pick a sequence from 0 to ${lastSeq} (asked for ${upTo}).`);
+    throw new HttpError(
+      404,
+      'seq_not_found',
+      `Session ${sessionId} has ${lastSeq} event${lastSeq === 1 ? '' : 's'}: pick a sequence from 0 to ${lastSeq} (asked for ${upTo}).`,
+    );
   }
   return lastSeq;
 }
@@ -32,7 +36,10 @@ export async function travel(log: EventLog, store: () => InspectorContext, sessi
   const from = base.context.seq;
   const events = await log.readSession(sessionId, { afterSeq: from, limit: seq - from });
   if (events.length !== seq - from) {
-    throw new SessiondError(ErrorCode.InconsistentStream, `Session ${sessionId}: ${log.name} returned ${events.length} events after seq ${from}, expected ${seq - from} (its last seq is ${lastSeq}).`);
+    throw new SessiondError(
+      ErrorCode.InconsistentStream,
+      `Session ${sessionId}: ${log.name} returned ${events.length} events after seq ${from}, expected ${seq - from} (its last seq is ${lastSeq}).`,
+    );
   }
   for (let i = 0; i < events.length - 1; i++) base = evolve(base, events[i]!);
   const event = events[events.length - 1]!;

@@ -8,7 +8,7 @@ import { sessionView } from '../machines/session-view.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { HttpError, isSessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
-import { stateOf, type SessionStateValue } from '../machines/decider.ts';
+import type { SessionStateValue } from '../machines/decider.ts';
 import { leaseLive, type SessionContext } from '../machines/session-context.ts';
 import { summarize, type SessionSummary } from './store.ts';
 import type { TimelinePage, TimelineRow, Travelled } from './view-types.ts';
@@ -99,10 +99,19 @@ export function stateView(sessionId: string, at: Travelled, asOf?: number): Stat
   const ctx = snapshot.context;
   const view = sessionView(snapshot, asOf ?? event?.time ?? 0);
   return {
-    sessionId, seq: ctx.seq, lastSeq, state: view.state, event: event ? timelineRow(event) : null,
+    sessionId,
+    seq: ctx.seq,
+    lastSeq,
+    state: view.state,
+    event: event ? timelineRow(event) : null,
     lease: leaseView(ctx, asOf ?? event?.time ?? 0),
-    owner: view.owner, phase: view.phase,
-    pending: ctx.pending, recovery: ctx.recovery, usage: ctx.usage, context: { ...ctx, admitted: ctx.admitted.slice(-ADMITTED_SHOWN) }, admittedTotal: ctx.admitted.length,
+    owner: view.owner,
+    phase: view.phase,
+    pending: ctx.pending,
+    recovery: ctx.recovery,
+    usage: ctx.usage,
+    context: { ...ctx, admitted: ctx.admitted.slice(-ADMITTED_SHOWN) },
+    admittedTotal: ctx.admitted.length,
     summary: summarize(snapshot, event ?? undefined),
   };
 }

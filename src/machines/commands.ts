@@ -59,10 +59,7 @@ export const Refusal = {
 } as const;
 export type Refusal = (typeof Refusal)[keyof typeof Refusal];
 
-export type Decision =
-  | { ok: true; events: ProtoEvent[] }
-  | { ok: false; reason: Refusal; message: string };
+export type Decision = { ok: true; events: ProtoEvent[] } | { ok: false; reason: Refusal; message: string };
 
 /** Events a runner may write through `record` (the rest belong to the engine itself): the catalog's `runner` types. */
 export const RUNNER_EVENT_TYPES: ReadonlySet<EventType> = runnerEventTypes;
-

@@ -17,7 +17,7 @@ import type { SessionEvent } from '../events/envelope.ts';
 import { durableEventTypes, type EventType } from '../events/catalog.ts';
 import { decisionFor, refusalMessages, sessionMachine, type Emitted } from './session-machine.ts';
 import { foldContext, type SessionContext } from './session-context.ts';
-import type { Command, Decision, ProtoEvent, Refusal } from './commands.ts';
+import type { Command, Decision, Refusal } from './commands.ts';
 
 export type SessionMachine = typeof sessionMachine;
 export type SessionStateValue = 'idle' | 'claimed' | 'running' | 'recovering' | 'settled';
@@ -44,7 +44,10 @@ function eventTargets(machine: SessionMachine): Record<SessionStateValue, Partia
     for (const type of durableEventTypes) {
       const transitions = node.transitions.get(type) ?? machine.root.transitions.get(type) ?? [];
       if (transitions.length !== 1 || transitions[0]!.guard) {
-        throw new SessiondError(ErrorCode.Internal, `The session machine's transition for committed event ${type} in state ${state} must be exactly one and unguarded: committed events are facts, not requests.`);
+        throw new SessiondError(
+          ErrorCode.Internal,
+          `The session machine's transition for committed event ${type} in state ${state} must be exactly one and unguarded: committed events are facts, not requests.`,
+        );
       }
       const target = transitions[0]!.target?.[0]?.key as SessionStateValue | undefined;
       if (target && target !== state) out[state]![type] = target;
@@ -62,7 +65,10 @@ export function initialSnapshot(sessionId: string, machine: SessionMachine = ses
 
 function checkOrder(snapshot: SessionSnapshot, event: SessionEvent): void {
   if (event.seq !== snapshot.context.seq + 1) {
-    throw new SessiondError(ErrorCode.InconsistentStream, `Session ${snapshot.context.sessionId}: event ${event.id} has seq ${event.seq}, expected ${snapshot.context.seq + 1}. Events must be folded in order, without gaps.`);
+    throw new SessiondError(
+      ErrorCode.InconsistentStream,
+      `Session ${snapshot.context.sessionId}: event ${event.id} has seq ${event.seq}, expected ${snapshot.context.seq + 1}. Events must be folded in order, without gaps.`,
+    );
   }
 }
 
@@ -99,7 +105,7 @@ export function decide(snapshot: SessionSnapshot, command: Command, machine: Ses
   const state = machine.resolveState({ value: snapshot.value, context: snapshot.context });
   const chosen = machine.getTransitionData(state, command);
   const actions = chosen.length === 1 ? chosen[0]!.actions : [];
-  const action = actions.length === 1 ? actions[0] as { type?: string; params?: { reason?: Refusal } } | string : undefined;
+  const action = actions.length === 1 ? (actions[0] as { type?: string; params?: { reason?: Refusal } } | string) : undefined;
   const type = typeof action === 'string' ? action : action?.type;
   if (type === 'decide') return { ok: true, events: decisionFor(snapshot.context, command) };
   const reason = typeof action === 'object' ? action.params?.reason : undefined;
@@ -119,14 +125,25 @@ function ownActions(machine: SessionMachine): boolean {
  * and `refusal` events): the reference `decide` is proven equal to, through XState's public API only.
  */
 export function decideByMachine(snapshot: SessionSnapshot, command: Command, machine: SessionMachine = sessionMachine): Decision {
-  const actor = createActor(machine, { snapshot: machine.resolveState({ value: snapshot.value, context: snapshot.context }), input: { sessionId: snapshot.context.sessionId } });
+  const actor = createActor(machine, {
+    snapshot: machine.resolveState({ value: snapshot.value, context: snapshot.context }),
+    input: { sessionId: snapshot.context.sessionId },
+  });
   let emitted: Emitted | undefined;
-  actor.on('decision', (e) => { emitted = e; });
-  actor.on('refusal', (e) => { emitted = e; });
+  actor.on('decision', (e) => {
+    emitted = e;
+  });
+  actor.on('refusal', (e) => {
+    emitted = e;
+  });
   actor.start();
   actor.send(command);
   actor.stop();
-  if (!emitted) throw new SessiondError(ErrorCode.Internal, `Session machine made no decision for command ${command.type} in state ${String(snapshot.value)}: every command needs a transition.`);
+  if (!emitted)
+    throw new SessiondError(
+      ErrorCode.Internal,
+      `Session machine made no decision for command ${command.type} in state ${String(snapshot.value)}: every command needs a transition.`,
+    );
   return emitted.type === 'decision' ? { ok: true, events: emitted.events } : { ok: false, reason: emitted.reason, message: emitted.message };
 }
 

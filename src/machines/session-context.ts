@@ -109,7 +109,18 @@ export function admittedSeq(ctx: SessionContext, inputId: string): number | unde
 }
 
 export function initialContext(sessionId: string): SessionContext {
-  return { sessionId, seq: 0, head: null, execution: null, lastAssistantSeq: -1, pending: [], admitted: [], recovery: null, executions: 0, usage: { inputTokens: 0, outputTokens: 0 } };
+  return {
+    sessionId,
+    seq: 0,
+    head: null,
+    execution: null,
+    lastAssistantSeq: -1,
+    pending: [],
+    admitted: [],
+    recovery: null,
+    executions: 0,
+    usage: { inputTokens: 0, outputTokens: 0 },
+  };
 }
 
 /** Folds one committed event into the context. Pure: returns a new context, never mutates. */
@@ -121,9 +132,21 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
     case 'execution.claimed': {
       const p = event.payload;
       next.execution = {
-        id: p.executionId, ownerId: p.ownerId, leaseMs: p.leaseMs, expiresAt: p.expiresAt, assistantSeq: p.assistantSeq,
-        claimedSeq: event.seq, phase: 'safe', started: false, cancelled: false, outcome: null, error: null,
-        openStep: null, lastMessage: null, openTools: [], inputIds: [],
+        id: p.executionId,
+        ownerId: p.ownerId,
+        leaseMs: p.leaseMs,
+        expiresAt: p.expiresAt,
+        assistantSeq: p.assistantSeq,
+        claimedSeq: event.seq,
+        phase: 'safe',
+        started: false,
+        cancelled: false,
+        outcome: null,
+        error: null,
+        openStep: null,
+        lastMessage: null,
+        openTools: [],
+        inputIds: [],
       };
       next.executions = ctx.executions + 1;
       if (ctx.recovery?.wakePending) next.recovery = { ...ctx.recovery, wakePending: false };
@@ -148,7 +171,19 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       return next;
     case 'input.admitted': {
       const p = event.payload;
-      next.pending = [...ctx.pending, { inputId: p.inputId, delivery: p.delivery, seq: event.seq, wake: p.wake, source: p.source, prompt: p.prompt, ...(p.continues ? { continues: p.continues } : {}), admittedBy: refOf(event) }];
+      next.pending = [
+        ...ctx.pending,
+        {
+          inputId: p.inputId,
+          delivery: p.delivery,
+          seq: event.seq,
+          wake: p.wake,
+          source: p.source,
+          prompt: p.prompt,
+          ...(p.continues ? { continues: p.continues } : {}),
+          admittedBy: refOf(event),
+        },
+      ];
       const kept = ctx.admitted.length >= ADMISSION_WINDOW ? ctx.admitted.slice(ctx.admitted.length - ADMISSION_WINDOW + 1) : ctx.admitted;
       next.admitted = [...kept, [p.inputId, event.seq]];
       return next;
@@ -169,6 +204,7 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
     case 'compaction.completed':
       if (event.payload.usage) next.usage = addUsage(ctx.usage, event.payload.usage);
       return next;
+    // biome-ignore lint/suspicious/noFallthroughSwitchClause: step.ended closes the step as step.failed does
     case 'step.ended':
       if (event.payload.usage) next.usage = addUsage(ctx.usage, event.payload.usage);
     // falls through: the step closes as a failed or recovered one does
@@ -179,7 +215,13 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
     case 'tool.called':
       if (forCurrent(event.payload.executionId)) {
         const p = event.payload;
-        next.execution = { ...exec!, openTools: [...exec!.openTools, { callId: p.callId, messageId: p.messageId, name: p.name, durable: p.durable, idempotencyKey: p.idempotencyKey ?? null }] };
+        next.execution = {
+          ...exec!,
+          openTools: [
+            ...exec!.openTools,
+            { callId: p.callId, messageId: p.messageId, name: p.name, durable: p.durable, idempotencyKey: p.idempotencyKey ?? null },
+          ],
+        };
       }
       return next;
     case 'tool.succeeded':
@@ -188,19 +230,31 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       return next;
     case 'recovery.completed':
       next.recovery = {
-        executionId: event.payload.executionId, continuationInputId: event.payload.continuationInputId,
-        wakePending: event.payload.continuationInputId !== null, attempts: 0, parked: false, lastAttemptAt: 0, lastError: event.payload.error ?? null,
+        executionId: event.payload.executionId,
+        continuationInputId: event.payload.continuationInputId,
+        wakePending: event.payload.continuationInputId !== null,
+        attempts: 0,
+        parked: false,
+        lastAttemptAt: 0,
+        lastError: event.payload.error ?? null,
       };
       return next;
     case 'recovery.wake_requested':
-      if (ctx.recovery?.executionId === event.payload.executionId) next.recovery = { ...ctx.recovery, attempts: event.payload.attempt, lastAttemptAt: event.time };
+      if (ctx.recovery?.executionId === event.payload.executionId)
+        next.recovery = { ...ctx.recovery, attempts: event.payload.attempt, lastAttemptAt: event.time };
       return next;
     case 'recovery.wake_delivered':
       if (ctx.recovery?.executionId === event.payload.executionId) next.recovery = { ...ctx.recovery, wakePending: false };
       return next;
     case 'recovery.wake_failed':
       if (ctx.recovery?.executionId === event.payload.executionId) {
-        next.recovery = { ...ctx.recovery, attempts: event.payload.attempt, parked: event.payload.parked, wakePending: !event.payload.parked, lastError: event.payload.error };
+        next.recovery = {
+          ...ctx.recovery,
+          attempts: event.payload.attempt,
+          parked: event.payload.parked,
+          wakePending: !event.payload.parked,
+          lastError: event.payload.error,
+        };
       }
       return next;
     default:

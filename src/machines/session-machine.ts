@@ -17,7 +17,16 @@ import { and, assertEvent, assign, emit, not, setup } from 'xstate';
 import { ErrorCode, SessiondError } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { durableEventTypes, type EventType } from '../events/catalog.ts';
-import { admittedInLog, admittedSeq, foldContext, initialContext, leaseLive, pendingBytes, type ExecutionState, type SessionContext } from './session-context.ts';
+import {
+  admittedInLog,
+  admittedSeq,
+  foldContext,
+  initialContext,
+  leaseLive,
+  pendingBytes,
+  type ExecutionState,
+  type SessionContext,
+} from './session-context.ts';
 import type { Continuation, RecordedError } from '../events/catalog.ts';
 import { RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
 
@@ -42,9 +51,12 @@ const at = (ms: number | undefined) => (ms === undefined ? 'an unknown time' : i
 
 /** The plain-words message of each refusal (what the `refuse` action emits). */
 export const refusalMessages: Record<Refusal, (a: Args) => string> = {
-  lease_live: ({ context }) => `session ${context.sessionId} is owned by ${context.execution?.ownerId} until ${at(context.execution?.expiresAt)} (execution ${context.execution?.id})`,
-  own_lease_live: ({ context }) => `owner ${context.execution?.ownerId} already holds a live lease on session ${context.sessionId} (execution ${context.execution?.id}) with no runner attached here; wait for it to expire and be recovered`,
-  lease_expired: ({ context }) => `execution ${context.execution?.id} on session ${context.sessionId} expired at ${at(context.execution?.expiresAt)} and has not been recovered yet`,
+  lease_live: ({ context }) =>
+    `session ${context.sessionId} is owned by ${context.execution?.ownerId} until ${at(context.execution?.expiresAt)} (execution ${context.execution?.id})`,
+  own_lease_live: ({ context }) =>
+    `owner ${context.execution?.ownerId} already holds a live lease on session ${context.sessionId} (execution ${context.execution?.id}) with no runner attached here; wait for it to expire and be recovered`,
+  lease_expired: ({ context }) =>
+    `execution ${context.execution?.id} on session ${context.sessionId} expired at ${at(context.execution?.expiresAt)} and has not been recovered yet`,
   recovering: ({ context }) => `session ${context.sessionId} is being recovered`,
   claim_lost: ({ context, event }) => `Session execution claim lost: ${executionOf(commandOf(event)) ?? context.execution?.id}`,
   cancelled: ({ context }) => `execution ${context.execution?.id} was cancelled; its settlement changes nothing`,
@@ -59,11 +71,19 @@ export const refusalMessages: Record<Refusal, (a: Args) => string> = {
   },
   not_runner_event: ({ event }) => {
     assertEvent(event, 'record');
-    return `a runner may not write ${event.events.map((e) => e.type).filter((t) => !RUNNER_EVENT_TYPES.has(t)).join(', ')}`;
+    return `a runner may not write ${event.events
+      .map((e) => e.type)
+      .filter((t) => !RUNNER_EVENT_TYPES.has(t))
+      .join(', ')}`;
   },
-  not_pending: ({ context }) => `invariant violated: promoting an input of session ${context.sessionId} that is not pending (already promoted or never admitted)`,
-  already_admitted: ({ event }) => { assertEvent(event, 'admit'); return `input ${event.inputId} was already admitted`; },
-  lease_not_expired: ({ context }) => `never recovers a live execution lease: execution ${context.execution?.id} is live until ${at(context.execution?.expiresAt)}`,
+  not_pending: ({ context }) =>
+    `invariant violated: promoting an input of session ${context.sessionId} that is not pending (already promoted or never admitted)`,
+  already_admitted: ({ event }) => {
+    assertEvent(event, 'admit');
+    return `input ${event.inputId} was already admitted`;
+  },
+  lease_not_expired: ({ context }) =>
+    `never recovers a live execution lease: execution ${context.execution?.id} is live until ${at(context.execution?.expiresAt)}`,
   nothing_to_recover: ({ context }) => `session ${context.sessionId} has no expired execution to recover`,
   nothing_pending: ({ context }) => `session ${context.sessionId} has no pending input to run`,
   no_wake_pending: ({ context }) => `session ${context.sessionId} owes no recovery wake`,
@@ -83,7 +103,8 @@ function pendingLimitPassed(context: SessionContext, admit: Extract<Command, { t
     return `it would be pending input ${context.pending.length + 1}, over the limit of ${limits.maxPendingInputs} pending inputs per session`;
   }
   const after = pendingBytes(context) + Buffer.byteLength(admit.prompt);
-  if (after > limits.maxPendingBytes) return `its ${Buffer.byteLength(admit.prompt)} bytes would bring the session's pending prompts to ${after} bytes, over the limit of ${limits.maxPendingBytes} bytes per session`;
+  if (after > limits.maxPendingBytes)
+    return `its ${Buffer.byteLength(admit.prompt)} bytes would bring the session's pending prompts to ${after} bytes, over the limit of ${limits.maxPendingBytes} bytes per session`;
   return undefined;
 }
 
@@ -120,7 +141,10 @@ export const sessionMachine = setup({
     /** The current execution's lease is live at the command's `now`. */
     leaseLive: ({ context, event }) => leaseLive(context, commandOf(event).now),
     /** The caller owns the current, live lease (same owner id). */
-    ownsLiveLease: ({ context, event }) => { const c = commandOf(event); return leaseLive(context, c.now) && context.execution?.ownerId === ownerOf(c); },
+    ownsLiveLease: ({ context, event }) => {
+      const c = commandOf(event);
+      return leaseLive(context, c.now) && context.execution?.ownerId === ownerOf(c);
+    },
     /** The caller's execution is the current one, it owns it, and the lease is live: runner writes and renewals. */
     holdsClaim: ({ context, event }) => {
       const c = commandOf(event);
@@ -130,18 +154,30 @@ export const sessionMachine = setup({
     hasPending: ({ context }) => context.pending.some(admittedInLog),
     isCurrentExecution: ({ context, event }) => context.execution?.id === executionOf(commandOf(event)),
     /** A cancel bound to an execution that is not the one in progress. */
-    cancelsAnotherExecution: ({ context, event }) => { assertEvent(event, 'cancel'); return event.executionId !== undefined && context.execution?.id !== event.executionId; },
+    cancelsAnotherExecution: ({ context, event }) => {
+      assertEvent(event, 'cancel');
+      return event.executionId !== undefined && context.execution?.id !== event.executionId;
+    },
     cancelled: ({ context }) => context.execution?.cancelled === true,
-    onlyRunnerEvents: ({ event }) => { assertEvent(event, 'record'); return event.events.every((e) => RUNNER_EVENT_TYPES.has(e.type)); },
+    onlyRunnerEvents: ({ event }) => {
+      assertEvent(event, 'record');
+      return event.events.every((e) => RUNNER_EVENT_TYPES.has(e.type));
+    },
     promotesOnlyPending: ({ context, event }) => {
       assertEvent(event, 'record');
       const ids = event.events.flatMap((e) => (e.type === 'input.promoted' ? [e.payload.inputId] : []));
       // pending and admitted in the log: an input a stored snapshot only claims is never promoted
       return ids.every((id, i) => ids.indexOf(id) === i && context.pending.some((p) => p.inputId === id && admittedInLog(p)));
     },
-    alreadyAdmitted: ({ context, event }) => { assertEvent(event, 'admit'); return admittedSeq(context, event.inputId) !== undefined; },
+    alreadyAdmitted: ({ context, event }) => {
+      assertEvent(event, 'admit');
+      return admittedSeq(context, event.inputId) !== undefined;
+    },
     /** never admits past a session's pending limits: what waits in a session stays bounded. */
-    overPendingLimits: ({ context, event }) => { assertEvent(event, 'admit'); return pendingLimitPassed(context, event) !== undefined; },
+    overPendingLimits: ({ context, event }) => {
+      assertEvent(event, 'admit');
+      return pendingLimitPassed(context, event) !== undefined;
+    },
     /** Something to drop: a pending input (one of those named, when named). */
     hasPendingToDrop: ({ context, event }) => {
       assertEvent(event, 'dropPending');
@@ -153,7 +189,11 @@ export const sessionMachine = setup({
   },
   actions: {
     fold: assign(({ context, event }) => foldContext(context, committedOf(event))),
-    refuse: emit((args: Args, params: { reason: Refusal }) => ({ type: 'refusal' as const, reason: params.reason, message: refusalMessages[params.reason](args) })),
+    refuse: emit((args: Args, params: { reason: Refusal }) => ({
+      type: 'refusal' as const,
+      reason: params.reason,
+      message: refusalMessages[params.reason](args),
+    })),
     decide: emit(({ context, event }: Args) => ({ type: 'decision' as const, events: decisionFor(context, commandOf(event)) })),
   },
 }).createMachine({
@@ -162,15 +202,12 @@ export const sessionMachine = setup({
   initial: 'idle',
   on: {
     // Every committed event folds the context; the states below add the moves between states.
-    ...Object.fromEntries(durableEventTypes.map((t) => [t, { actions: 'fold' }])) as Record<EventType, { actions: 'fold' }>,
+    ...(Object.fromEntries(durableEventTypes.map((t) => [t, { actions: 'fold' }])) as Record<EventType, { actions: 'fold' }>),
     // Fallbacks: commands a state does not accept.
     claim: { actions: refuse(Refusal.Recovering) },
     start: { actions: refuse(Refusal.NotClaimed) },
     renew: { actions: refuse(Refusal.ClaimLost) },
-    record: [
-      { guard: and(['isCurrentExecution', 'cancelled']), actions: refuse(Refusal.Cancelled) },
-      { actions: refuse(Refusal.ClaimLost) },
-    ],
+    record: [{ guard: and(['isCurrentExecution', 'cancelled']), actions: refuse(Refusal.Cancelled) }, { actions: refuse(Refusal.ClaimLost) }],
     settle: [
       { guard: 'cancelled', actions: refuse(Refusal.Cancelled) },
       { guard: 'isCurrentExecution', actions: refuse(Refusal.AlreadySettled) },
@@ -233,12 +270,20 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
   switch (command.type) {
     case 'claim':
       return [
-        { type: 'execution.claimed', payload: {
-          executionId: command.executionId, ownerId: command.ownerId, leaseMs: command.leaseMs,
-          expiresAt: command.now + command.leaseMs, assistantSeq: ctx.lastAssistantSeq,
-        } },
+        {
+          type: 'execution.claimed',
+          payload: {
+            executionId: command.executionId,
+            ownerId: command.ownerId,
+            leaseMs: command.leaseMs,
+            expiresAt: command.now + command.leaseMs,
+            assistantSeq: ctx.lastAssistantSeq,
+          },
+        },
         // a claim is where an owed recovery wake lands
-        ...(ctx.recovery?.wakePending ? [{ type: 'recovery.wake_delivered', payload: { executionId: ctx.recovery.executionId, byExecutionId: command.executionId } } as ProtoEvent] : []),
+        ...(ctx.recovery?.wakePending
+          ? [{ type: 'recovery.wake_delivered', payload: { executionId: ctx.recovery.executionId, byExecutionId: command.executionId } } as ProtoEvent]
+          : []),
       ];
     case 'start':
       return [{ type: 'execution.started', payload: { executionId: command.executionId } }];
@@ -247,17 +292,31 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
     case 'record':
       return command.events;
     case 'settle': {
-      const settled: ProtoEvent = { type: 'execution.settled', payload: { executionId: command.executionId, outcome: command.outcome, ...(command.error ? { error: command.error } : {}) } };
+      const settled: ProtoEvent = {
+        type: 'execution.settled',
+        payload: { executionId: command.executionId, outcome: command.outcome, ...(command.error ? { error: command.error } : {}) },
+      };
       if (command.outcome !== 'released') return [settled];
       const exec = ctx.execution!;
       const error = { type: 'released', name: 'Released', message: `the worker ${exec.ownerId} shut down and handed the turn back` };
       return [
         ...sealOpenWork(exec, error, error),
         settled,
-        ...(command.continuationInputId ? [{ type: 'input.admitted', payload: {
-          inputId: command.continuationInputId, prompt: `Continue the turn handed back by execution ${exec.id} (phase ${exec.phase}).`, delivery: 'queue', wake: true, source: 'recovery',
-          continues: continuationOf(exec, 'handed_back'),
-        } } as ProtoEvent] : []),
+        ...(command.continuationInputId
+          ? [
+              {
+                type: 'input.admitted',
+                payload: {
+                  inputId: command.continuationInputId,
+                  prompt: `Continue the turn handed back by execution ${exec.id} (phase ${exec.phase}).`,
+                  delivery: 'queue',
+                  wake: true,
+                  source: 'recovery',
+                  continues: continuationOf(exec, 'handed_back'),
+                },
+              } as ProtoEvent,
+            ]
+          : []),
       ];
     }
     case 'cancel': {
@@ -270,11 +329,18 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
     }
     case 'dropPending': {
       // a continuation (source recovery) stays: it finishes an interrupted turn, and the sweep owes its wake
-      const ids = ctx.pending.filter((p) => p.source === 'user' && admittedInLog(p) && (command.inputIds === undefined || command.inputIds.includes(p.inputId))).map((p) => p.inputId);
+      const ids = ctx.pending
+        .filter((p) => p.source === 'user' && admittedInLog(p) && (command.inputIds === undefined || command.inputIds.includes(p.inputId)))
+        .map((p) => p.inputId);
       return [{ type: 'input.dropped', payload: { inputIds: ids, ...(command.reason ? { reason: command.reason } : {}) } }];
     }
     case 'admit':
-      return [{ type: 'input.admitted', payload: { inputId: command.inputId, prompt: command.prompt, delivery: command.delivery, wake: command.wake, source: command.source ?? 'user' } }];
+      return [
+        {
+          type: 'input.admitted',
+          payload: { inputId: command.inputId, prompt: command.prompt, delivery: command.delivery, wake: command.wake, source: command.source ?? 'user' },
+        },
+      ];
     case 'recover': {
       const exec = ctx.execution!;
       const message = `the owner ${exec.ownerId} of execution ${exec.id} lost its lease (expired at ${at(exec.expiresAt)})`;
@@ -285,24 +351,50 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
       return [
         { type: 'recovery.started', payload: { executionId: exec.id } },
         ...sealOpenWork(exec, { ...interrupted, message }, interrupted, durable, command.reason ?? message),
-        { type: 'input.admitted', payload: { inputId: command.continuationInputId, prompt, delivery: 'queue', wake: true, source: 'recovery', continues: continuationOf(exec, 'interrupted') } },
-        { type: 'recovery.completed', payload: {
-          executionId: exec.id, assistantMessageId: exec.openStep ?? exec.lastMessage, continuationInputId: command.continuationInputId, phase: exec.phase,
-        } },
+        {
+          type: 'input.admitted',
+          payload: {
+            inputId: command.continuationInputId,
+            prompt,
+            delivery: 'queue',
+            wake: true,
+            source: 'recovery',
+            continues: continuationOf(exec, 'interrupted'),
+          },
+        },
+        {
+          type: 'recovery.completed',
+          payload: {
+            executionId: exec.id,
+            assistantMessageId: exec.openStep ?? exec.lastMessage,
+            continuationInputId: command.continuationInputId,
+            phase: exec.phase,
+          },
+        },
       ];
     }
     case 'requestWake':
       return [{ type: 'recovery.wake_requested', payload: { executionId: ctx.recovery!.executionId, attempt: ctx.recovery!.attempts + 1 } }];
     case 'failWake':
-      return [{ type: 'recovery.wake_failed', payload: { executionId: ctx.recovery!.executionId, attempt: Math.max(1, ctx.recovery!.attempts), error: command.error, parked: command.park } }];
+      return [
+        {
+          type: 'recovery.wake_failed',
+          payload: { executionId: ctx.recovery!.executionId, attempt: Math.max(1, ctx.recovery!.attempts), error: command.error, parked: command.park },
+        },
+      ];
   }
 }
 
 /** What a continuation of `exec` continues, as data (the prompt says it in words). */
 function continuationOf(exec: ExecutionState, reason: Continuation['reason']): Continuation {
   return {
-    executionId: exec.id, reason, phase: exec.phase, inputIds: exec.inputIds, assistantMessageId: exec.openStep ?? exec.lastMessage,
-    retryTools: exec.openTools.filter((t) => t.durable && t.idempotencyKey !== null)
+    executionId: exec.id,
+    reason,
+    phase: exec.phase,
+    inputIds: exec.inputIds,
+    assistantMessageId: exec.openStep ?? exec.lastMessage,
+    retryTools: exec.openTools
+      .filter((t) => t.durable && t.idempotencyKey !== null)
       .map((t) => ({ callId: t.callId, messageId: t.messageId, name: t.name, idempotencyKey: t.idempotencyKey! })),
   };
 }
@@ -311,14 +403,23 @@ function continuationOf(exec: ExecutionState, reason: Continuation['reason']): C
  * Events that seal an execution's unfinished work: the open step (recovered, or failed when
  * cancelled) and every open tool call (failed: non-durable ones are never rerun blindly).
  */
-function sealOpenWork(exec: ExecutionState, stepError: RecordedError, toolError: RecordedError, durableError = toolError, recoveredReason?: string): ProtoEvent[] {
+function sealOpenWork(
+  exec: ExecutionState,
+  stepError: RecordedError,
+  toolError: RecordedError,
+  durableError = toolError,
+  recoveredReason?: string,
+): ProtoEvent[] {
   const out: ProtoEvent[] = exec.openTools.map((t) => ({
-    type: 'tool.failed', payload: { executionId: exec.id, messageId: t.messageId, callId: t.callId, error: t.durable ? durableError : toolError },
+    type: 'tool.failed',
+    payload: { executionId: exec.id, messageId: t.messageId, callId: t.callId, error: t.durable ? durableError : toolError },
   }));
   if (exec.openStep) {
-    out.push(recoveredReason !== undefined
-      ? { type: 'step.recovered', payload: { executionId: exec.id, messageId: exec.openStep, reason: recoveredReason } }
-      : { type: 'step.failed', payload: { executionId: exec.id, messageId: exec.openStep, error: stepError } });
+    out.push(
+      recoveredReason !== undefined
+        ? { type: 'step.recovered', payload: { executionId: exec.id, messageId: exec.openStep, reason: recoveredReason } }
+        : { type: 'step.failed', payload: { executionId: exec.id, messageId: exec.openStep, error: stepError } },
+    );
   }
   return out;
 }

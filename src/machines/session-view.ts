@@ -59,11 +59,14 @@ export function sessionView(snapshot: SessionSnapshot, now: number): SessionView
   const unfinished = exec !== null && exec.outcome === null;
   const left = unfinished ? Math.max(0, exec.expiresAt - now) : 0;
   return {
-    sessionId: ctx.sessionId, state: stateOf(snapshot), seq: ctx.seq,
+    sessionId: ctx.sessionId,
+    state: stateOf(snapshot),
+    seq: ctx.seq,
     executionId: exec?.id ?? null,
     owner: unfinished ? exec.ownerId : null,
     leaseExpiresAt: unfinished ? exec.expiresAt : null,
-    leaseLive: left > 0, leaseLeftMs: left,
+    leaseLive: left > 0,
+    leaseLeftMs: left,
     phase: unfinished ? exec.phase : null,
     outcome: exec?.outcome ?? null,
     ...pendingPage(ctx),

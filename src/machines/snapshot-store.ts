@@ -46,7 +46,8 @@ export const MACHINE_VERSION = createHash('sha256')
   .update(JSON.stringify(sessionMachine.config))
   .update(JSON.stringify(Object.fromEntries(Object.entries(catalog).map(([t, e]) => [t, e.version]))))
   .update('context-v4') // the fold's shape: v3 added usage totals, the execution's input ids, a pending input's continuation; v4 the head event and each pending input's admission (what a stored snapshot is checked against)
-  .digest('hex').slice(0, 16);
+  .digest('hex')
+  .slice(0, 16);
 
 /** Write a snapshot after this many events since the last one (and whenever a turn settles). */
 export const DEFAULT_SNAPSHOT_EVERY = 500;

@@ -36,8 +36,17 @@ import { connectNats, isNatsConnection, isPermissionError, type NatsConnectionOp
 import { JetStreamEventLog } from './jetstream-event-log.ts';
 import { decodeLiveEvent, type LiveMessage } from './live-bus.ts';
 import {
-  CommandError, CommandFailureCode, decodeJson, encodeJson, isCommandError,
-  type AdmitCommand, type CommandReply, type CommandRequests, type CommandResults, type StatusReply, type WakeResult,
+  CommandError,
+  CommandFailureCode,
+  decodeJson,
+  encodeJson,
+  isCommandError,
+  type AdmitCommand,
+  type CommandReply,
+  type CommandRequests,
+  type CommandResults,
+  type StatusReply,
+  type WakeResult,
 } from './commands.ts';
 import { STREAM_NAME, subjects, type CommandVerb } from './subjects.ts';
 
@@ -109,7 +118,12 @@ export interface LiveSubscribeOptions {
   afterSeq?: number;
 }
 
-export interface LiveSubscriptionStats { delivered: number; invalid: number; duplicates: number; backfilled: number }
+export interface LiveSubscriptionStats {
+  delivered: number;
+  invalid: number;
+  duplicates: number;
+  backfilled: number;
+}
 
 export interface LiveSubscription {
   /** The NATS subject subscribed to, e.g. `sessiond.live.ses_1.>`. */
@@ -155,15 +169,31 @@ export class SessiondClient implements Sessions {
 
   static async connect(options: SessiondClientOptions): Promise<SessiondClient> {
     if (options === null || typeof options !== 'object' || options.connection === undefined) {
-      throw new SessiondError(ErrorCode.InvalidOption, 'SessiondClient.connect needs { connection }: an open NatsConnection or options such as { servers, user, pass }.');
+      throw new SessiondError(
+        ErrorCode.InvalidOption,
+        'SessiondClient.connect needs { connection }: an open NatsConnection or options such as { servers, user, pass }.',
+      );
     }
     const timeoutMs = wholeNumber('SessiondClient', 'requestTimeoutMs', options.requestTimeoutMs, DEFAULT_REQUEST_TIMEOUT_MS);
     const attemptTimeoutMs = Math.min(timeoutMs, wholeNumber('SessiondClient', 'attemptTimeoutMs', options.attemptTimeoutMs, DEFAULT_ATTEMPT_TIMEOUT_MS));
-    const noWorkerRetryMs = options.noWorkerRetryMs === 0 ? 0 : wholeNumber('SessiondClient', 'noWorkerRetryMs', options.noWorkerRetryMs, DEFAULT_NO_WORKER_RETRY_MS);
+    const noWorkerRetryMs =
+      options.noWorkerRetryMs === 0 ? 0 : wholeNumber('SessiondClient', 'noWorkerRetryMs', options.noWorkerRetryMs, DEFAULT_NO_WORKER_RETRY_MS);
     const given = isNatsConnection(options.connection);
-    const nc = given ? options.connection as NatsConnection : await connectNats({ name: 'sessiond-client', ...options.connection as NatsConnectionOptions });
+    const nc = given
+      ? (options.connection as NatsConnection)
+      : await connectNats({ name: 'sessiond-client', ...(options.connection as NatsConnectionOptions) });
     const user = given ? undefined : (options.connection as NatsConnectionOptions).user;
-    return new SessiondClient(nc, !given, timeoutMs, attemptTimeoutMs, noWorkerRetryMs, options.stream ?? STREAM_NAME, options.ids ?? randomIds, user, options.clock ?? systemClock);
+    return new SessiondClient(
+      nc,
+      !given,
+      timeoutMs,
+      attemptTimeoutMs,
+      noWorkerRetryMs,
+      options.stream ?? STREAM_NAME,
+      options.ids ?? randomIds,
+      user,
+      options.clock ?? systemClock,
+    );
   }
 
   /** Admits a prompt (idempotent by input id; one is generated when absent) and, unless `wake: false`, wakes the session. */
@@ -182,7 +212,9 @@ export class SessiondClient implements Sessions {
       } catch (err) {
         if (!isCommandError(err, ErrorCode.SequenceConflict) || attempt >= ADMIT_CONFLICT_ATTEMPTS) throw err;
         resentEver = true;
-        await new Promise<void>((r) => { this.clock.setTimeout(r, attempt * 10 + Math.random() * attempt * 20); });
+        await new Promise<void>((r) => {
+          this.clock.setTimeout(r, attempt * 10 + Math.random() * attempt * 20);
+        });
       }
     }
   }
@@ -203,13 +235,23 @@ export class SessiondClient implements Sessions {
     let target = executionId;
     if (target === undefined) {
       // a status this user may not ask, or of a session with no events: the cancel itself says why
-      const execution = await this.status(sessionId).then((s) => s.execution, (err: unknown) => { if (isCommandError(err)) return undefined; throw err; });
+      const execution = await this.status(sessionId).then(
+        (s) => s.execution,
+        (err: unknown) => {
+          if (isCommandError(err)) return undefined;
+          throw err;
+        },
+      );
       if (execution && execution.outcome !== null) {
         return { cancelled: false, reason: 'nothing_to_cancel', message: `session ${sessionId} has no execution in progress to cancel` };
       }
       target = execution?.id;
     }
-    const { result, resent } = await this.send('cancel', { sessionId, ...(target === undefined ? {} : { executionId: target }), ...(reason === undefined ? {} : { reason }) });
+    const { result, resent } = await this.send('cancel', {
+      sessionId,
+      ...(target === undefined ? {} : { executionId: target }),
+      ...(reason === undefined ? {} : { reason }),
+    });
     if (result.result.cancelled || !resent || result.result.reason !== 'nothing_to_cancel') return result.result;
     const { execution } = await this.status(sessionId);
     return execution?.cancelled ? { cancelled: true, executionId: execution.id } : result.result;
@@ -245,7 +287,7 @@ export class SessiondClient implements Sessions {
     let msg: Msg;
     let attempts = 0;
     let unanswered = 0; // ms spent on attempts that someone received and did not answer
-    for (let wait = 10; ;) {
+    for (let wait = 10; ; ) {
       attempts++;
       const timeout = Math.min(this.attemptTimeoutMs, this.timeoutMs - unanswered);
       try {
@@ -260,7 +302,9 @@ export class SessiondClient implements Sessions {
           throw failure;
         }
         if (failure.failure !== CommandFailureCode.NoWorker || this.clock.now() + wait > started + this.noWorkerRetryMs) throw failure;
-        await new Promise<void>((r) => { this.clock.setTimeout(r, wait / 2 + Math.random() * wait / 2); }); // nobody received it: sending it again is safe
+        await new Promise<void>((r) => {
+          this.clock.setTimeout(r, wait / 2 + (Math.random() * wait) / 2);
+        }); // nobody received it: sending it again is safe
         wait = Math.min(wait * 2, 500);
       }
     }
@@ -268,10 +312,19 @@ export class SessiondClient implements Sessions {
     try {
       reply = decodeJson(msg.data) as CommandReply<V>;
     } catch (err) {
-      throw new CommandError(verb, CommandFailureCode.Internal, `The reply to ${verb} on ${subject} is not JSON (${messageOf(err)}): is something other than a sessiond worker answering ${subject}?`, { cause: err });
+      throw new CommandError(
+        verb,
+        CommandFailureCode.Internal,
+        `The reply to ${verb} on ${subject} is not JSON (${messageOf(err)}): is something other than a sessiond worker answering ${subject}?`,
+        { cause: err },
+      );
     }
     if (reply === null || typeof reply !== 'object' || typeof reply.ok !== 'boolean') {
-      throw new CommandError(verb, CommandFailureCode.Internal, `The reply to ${verb} on ${subject} is not a sessiond reply: is something other than a sessiond worker answering ${subject}?`);
+      throw new CommandError(
+        verb,
+        CommandFailureCode.Internal,
+        `The reply to ${verb} on ${subject} is not a sessiond reply: is something other than a sessiond worker answering ${subject}?`,
+      );
     }
     if (!reply.ok) {
       const error = reply.error ?? { code: CommandFailureCode.Internal, message: 'no error given' };
@@ -284,20 +337,36 @@ export class SessiondClient implements Sessions {
   private noReply(verb: CommandVerb, subject: string, body: { sessionId: string; id?: string }, err: unknown, attempts: number): CommandError {
     const cause = err instanceof natsErrors.RequestError && err.cause ? err.cause : err;
     if (cause instanceof natsErrors.NoRespondersError) {
-      return new CommandError(verb, CommandFailureCode.NoWorker,
-        `No sessiond worker is serving ${subject} on ${this.nc.getServer()}${this.noWorkerRetryMs > 0 ? ` (asked again for ${this.noWorkerRetryMs} ms)` : ''}: start one (sessiond start --nats <url> --nats-user worker --nats-pass <secret>) and retry.`, { cause: err });
+      return new CommandError(
+        verb,
+        CommandFailureCode.NoWorker,
+        `No sessiond worker is serving ${subject} on ${this.nc.getServer()}${this.noWorkerRetryMs > 0 ? ` (asked again for ${this.noWorkerRetryMs} ms)` : ''}: start one (sessiond start --nats <url> --nats-user worker --nats-pass <secret>) and retry.`,
+        { cause: err },
+      );
     }
     if (isPermissionError(err)) {
-      return new CommandError(verb, CommandFailureCode.PermissionDenied,
-        `NATS user ${this.user ?? '(this connection\'s user)'} may not send sessiond commands: nats.conf refuses publishing to ${subject}. Connect as a user allowed to publish sessiond.cmd.> (the client user in nats.conf; workers' own users may not).`, { cause: err });
+      return new CommandError(
+        verb,
+        CommandFailureCode.PermissionDenied,
+        `NATS user ${this.user ?? "(this connection's user)"} may not send sessiond commands: nats.conf refuses publishing to ${subject}. Connect as a user allowed to publish sessiond.cmd.> (the client user in nats.conf; workers' own users may not).`,
+        { cause: err },
+      );
     }
     if (cause instanceof natsErrors.TimeoutError) {
-      const retry = verb === 'admit' && body.id ? `admit again with the same input id ${body.id} (it is idempotent)` : `check with status before sending ${verb} again`;
-      return new CommandError(verb, CommandFailureCode.Timeout,
-        `No reply to ${verb} for session ${body.sessionId} within ${this.timeoutMs} ms (sent ${attempts} time${attempts > 1 ? 's' : ''}): the workers may be busy or gone, so the command may or may not have run. To be sure, ${retry}.`, { cause });
+      const retry =
+        verb === 'admit' && body.id ? `admit again with the same input id ${body.id} (it is idempotent)` : `check with status before sending ${verb} again`;
+      return new CommandError(
+        verb,
+        CommandFailureCode.Timeout,
+        `No reply to ${verb} for session ${body.sessionId} within ${this.timeoutMs} ms (sent ${attempts} time${attempts > 1 ? 's' : ''}): the workers may be busy or gone, so the command may or may not have run. To be sure, ${retry}.`,
+        { cause },
+      );
     }
-    if (this.nc.isClosed()) return new CommandError(verb, ErrorCode.LogClosed, `The NATS connection is closed: connect a new SessiondClient to send ${verb}.`, { cause: err });
-    return new CommandError(verb, CommandFailureCode.Timeout, `Sending ${verb} on ${subject} failed: ${messageOf(err)}. Check the NATS connection and retry.`, { cause: err });
+    if (this.nc.isClosed())
+      return new CommandError(verb, ErrorCode.LogClosed, `The NATS connection is closed: connect a new SessiondClient to send ${verb}.`, { cause: err });
+    return new CommandError(verb, CommandFailureCode.Timeout, `Sending ${verb} on ${subject} failed: ${messageOf(err)}. Check the NATS connection and retry.`, {
+      cause: err,
+    });
   }
 
   /**
@@ -308,12 +377,16 @@ export class SessiondClient implements Sessions {
   async subscribe(filter: LiveFilter, handler: LiveHandler, options: LiveSubscribeOptions = {}): Promise<LiveSubscription> {
     this.assertOpen();
     const subject = subjects.liveFilter(filter);
-    const onInvalid = options.onInvalid ?? ((i: InvalidLiveMessage) => process.stderr.write(`sessiond: skipped a live message on ${i.subject}: ${i.error.message}\n`));
+    const onInvalid =
+      options.onInvalid ?? ((i: InvalidLiveMessage) => process.stderr.write(`sessiond: skipped a live message on ${i.subject}: ${i.error.message}\n`));
     const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond: live subscription on ${subject}: ${messageOf(err)}\n`));
     const dedupe = options.dedupe ?? true;
     const backfill = dedupe && (options.backfill ?? filter.type === undefined);
     if (backfill && filter.type !== undefined) {
-      throw new SessiondError(ErrorCode.InvalidOption, `backfill needs every event type (a type filter makes seqs jump by design): leave out filter.type ${JSON.stringify(filter.type)}, or set backfill: false.`);
+      throw new SessiondError(
+        ErrorCode.InvalidOption,
+        `backfill needs every event type (a type filter makes seqs jump by design): leave out filter.type ${JSON.stringify(filter.type)}, or set backfill: false.`,
+      );
     }
     const lastSeq = new Map<string, number>();
     if (options.afterSeq !== undefined) {
@@ -328,7 +401,10 @@ export class SessiondClient implements Sessions {
       try {
         await handler(event);
       } catch (err) {
-        safely(() => onError(err), () => undefined);
+        safely(
+          () => onError(err),
+          () => undefined,
+        );
       }
     };
     /** The committed events of `sessionId` with last < seq < before, read from the stream. */
@@ -337,16 +413,27 @@ export class SessiondClient implements Sessions {
         const events = await this.replay({ sessionId, afterSeq: last });
         return events.filter((e) => e.seq < before) as LiveMessage[];
       } catch (err) {
-        safely(() => onError(new SessiondError(ErrorCode.LogClosed,
-          `Live events ${last + 1}..${before - 1} of session ${sessionId} were missed and could not be read from the stream (${messageOf(err)}); read them with replay({ sessionId, afterSeq: ${last} }).`,
-          { cause: err, details: { sessionId, afterSeq: last, beforeSeq: before } })), () => undefined);
+        safely(
+          () =>
+            onError(
+              new SessiondError(
+                ErrorCode.LogClosed,
+                `Live events ${last + 1}..${before - 1} of session ${sessionId} were missed and could not be read from the stream (${messageOf(err)}); read them with replay({ sessionId, afterSeq: ${last} }).`,
+                { cause: err, details: { sessionId, afterSeq: last, beforeSeq: before } },
+              ),
+            ),
+          () => undefined,
+        );
         return [];
       }
     };
     const sub: NatsSubscription = this.nc.subscribe(subject);
     let registered = false;
-    const refused = (err: Error) => new PermissionError(
-      `NATS user ${this.user ?? '(this connection\'s user)'} may not subscribe to ${subject} (${err.message}): nats.conf lets the client and observer users subscribe to sessiond.live.>.`, { cause: err });
+    const refused = (err: Error) =>
+      new PermissionError(
+        `NATS user ${this.user ?? "(this connection's user)"} may not subscribe to ${subject} (${err.message}): nats.conf lets the client and observer users subscribe to sessiond.live.>.`,
+        { cause: err },
+      );
 
     const loop = (async () => {
       for await (const msg of sub) {
@@ -363,7 +450,10 @@ export class SessiondClient implements Sessions {
         if (dedupe && event.seq !== undefined) {
           const known = lastSeq.get(event.sessionId);
           const last = known ?? 0;
-          if (event.seq <= last) { stats.duplicates++; continue; }
+          if (event.seq <= last) {
+            stats.duplicates++;
+            continue;
+          }
           if (backfill && known !== undefined && event.seq > last + 1) {
             for (const e of await missing(event.sessionId, last, event.seq)) {
               stats.backfilled++;
@@ -378,7 +468,11 @@ export class SessiondClient implements Sessions {
       }
       const ended = await sub.closed;
       // refused at once: subscribe() rejects instead (see below)
-      if (ended instanceof Error && registered) safely(() => onError(isPermissionError(ended) ? refused(ended) : ended), () => undefined);
+      if (ended instanceof Error && registered)
+        safely(
+          () => onError(isPermissionError(ended) ? refused(ended) : ended),
+          () => undefined,
+        );
     })();
 
     await this.nc.flush(); // the server answers a refused SUB before this PING
@@ -410,11 +504,22 @@ export class SessiondClient implements Sessions {
   follow(sessionId: string, handler: SessionEventHandler, options: FollowOptions = {}): Promise<EventSubscription> {
     this.assertOpen();
     validateId(sessionId, 'session id');
-    return followSession({
-      read: (id, afterSeq) => this.replay({ sessionId: id, afterSeq }),
-      listen: (id, onEvent) => this.subscribe({ sessionId: id }, (m) => { if (m.seq !== undefined) onEvent(m as SessionEvent); },
-        { dedupe: false, ...(options.onError ? { onError: options.onError } : {}) }),
-    }, sessionId, handler, options);
+    return followSession(
+      {
+        read: (id, afterSeq) => this.replay({ sessionId: id, afterSeq }),
+        listen: (id, onEvent) =>
+          this.subscribe(
+            { sessionId: id },
+            (m) => {
+              if (m.seq !== undefined) onEvent(m as SessionEvent);
+            },
+            { dedupe: false, ...(options.onError ? { onError: options.onError } : {}) },
+          ),
+      },
+      sessionId,
+      handler,
+      options,
+    );
   }
 
   /** Committed events from the durable stream (see `ReplayOptions`), in order. */
@@ -433,7 +538,9 @@ export class SessiondClient implements Sessions {
   /** The stream as a read-only event log (opened on first use; never creates the stream). */
   eventLog(): Promise<JetStreamEventLog> {
     this.log ??= JetStreamEventLog.open({ connection: this.nc, ensureStream: false, stream: this.stream });
-    this.log.catch(() => { this.log = undefined; });
+    this.log.catch(() => {
+      this.log = undefined;
+    });
     return this.log;
   }
 

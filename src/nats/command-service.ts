@@ -29,17 +29,30 @@
  */
 import { systemClock, type Clock } from '../clock.ts';
 import { wholeNumber } from '../options.ts';
-import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { ErrorCode, ErrorKind, SessiondError, boundText, echo, isSessiondError, kindOf, messageOf } from '../errors.ts';
 import { DEFAULT_REFUSAL_LOG_INTERVAL_MS, createRefusalLog } from '../observability/rate-limited-log.ts';
 import { isValidId, validateId } from '../ids.ts';
-import { parseAdmitRequest, DEFAULT_MAX_PROMPT_BYTES, type AdmitReceipt, type AdmitRequest } from '../input/admit.ts';
+import { parseAdmitRequest, DEFAULT_MAX_PROMPT_BYTES, type AdmitRequest } from '../input/admit.ts';
 import type { Sessions } from '../sessions/sessions.ts';
 import {
-  CommandFailureCode, MAX_BODY_DEPTH, MAX_CANCEL_REASON, MAX_DROP_IDS, MAX_SMALL_REQUEST_BYTES, MAX_DROP_REQUEST_BYTES, admitBodyLimit, baseErrorCode, boundErrorBody,
-  decodeJson, encodeJson, requestFields, tooDeepAt,
-  type CommandFailure, type CommandRequests, type ErrorBody, type StatusReply,
+  CommandFailureCode,
+  MAX_BODY_DEPTH,
+  MAX_CANCEL_REASON,
+  MAX_DROP_IDS,
+  MAX_SMALL_REQUEST_BYTES,
+  MAX_DROP_REQUEST_BYTES,
+  admitBodyLimit,
+  baseErrorCode,
+  boundErrorBody,
+  decodeJson,
+  encodeJson,
+  requestFields,
+  tooDeepAt,
+  type CommandFailure,
+  type CommandRequests,
+  type ErrorBody,
+  type StatusReply,
 } from './commands.ts';
 import { COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
 import { inboxPrefixOf } from './connection.ts';
@@ -115,7 +128,11 @@ export interface CommandService {
 
 /** A failure to be answered with its precise command failure code (never thrown past the service). */
 class Reject extends SessiondError {
-  constructor(readonly failure: CommandFailure, message: string, details?: Record<string, unknown>) {
+  constructor(
+    readonly failure: CommandFailure,
+    message: string,
+    details?: Record<string, unknown>,
+  ) {
     super(baseErrorCode(failure), message, details ? { details } : {});
     this.name = 'Reject';
   }
@@ -131,7 +148,8 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   const places = wholeNumber('command service', 'places', options.places, DEFAULT_QUEUE_PLACES);
   const refusalLines = options.onRefusalLine ?? ((line: string) => onError(new Error(line)));
   const refusalLog = createRefusalLog({
-    write: refusalLines, clock: options.clock ?? systemClock,
+    write: refusalLines,
+    clock: options.clock ?? systemClock,
     intervalMs: wholeNumber('command service', 'refusalLogIntervalMs', options.refusalLogIntervalMs, DEFAULT_REFUSAL_LOG_INTERVAL_MS, 1, 'ms'),
   });
   /** A request refused unanswered for what its sender did: counted, and a line when the log's rate allows. */
@@ -145,7 +163,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
     const verb = subjects.verbOfCommandSubject(msg.subject);
     let reply: Record<string, unknown>;
     try {
-      reply = { ok: true, ...await handle(verb, msg.subject, msg.data) };
+      reply = { ok: true, ...(await handle(verb, msg.subject, msg.data)) };
     } catch (err) {
       reply = fail(verb, err);
     }
@@ -173,7 +191,10 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
 
   const handle = async (verb: string, subject: string, data: Uint8Array): Promise<Record<string, unknown>> => {
     if (!isCommandVerb(verb)) {
-      throw new Reject(CommandFailureCode.UnknownCommand, `Unknown command ${echo(verb)} (subject ${boundText(subject)}): send one of ${commandVerbs.map((v) => subjects.command(v)).join(', ')}.`);
+      throw new Reject(
+        CommandFailureCode.UnknownCommand,
+        `Unknown command ${echo(verb)} (subject ${boundText(subject)}): send one of ${commandVerbs.map((v) => subjects.command(v)).join(', ')}.`,
+      );
     }
     const body = parseBody(verb, data, verb === 'admit' ? admitBodyLimit(maxPromptBytes) : verb === 'drop' ? MAX_DROP_REQUEST_BYTES : MAX_SMALL_REQUEST_BYTES);
     const sessionId = validateId(body.sessionId, 'session id');
@@ -195,7 +216,10 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
           throw new Reject(CommandFailureCode.BadRequest, `Invalid cancel request: reason must be a string of at most ${MAX_CANCEL_REASON} characters.`);
         }
         if (executionId !== undefined && !isValidId(executionId)) {
-          throw new Reject(CommandFailureCode.BadRequest, `Invalid cancel request: executionId must be an execution id (e.g. "exe_..."), got ${echo(executionId)}.`);
+          throw new Reject(
+            CommandFailureCode.BadRequest,
+            `Invalid cancel request: executionId must be an execution id (e.g. "exe_..."), got ${echo(executionId)}.`,
+          );
         }
         return { result: await known(target.cancel(sessionId, reason, executionId)) };
       }
@@ -205,14 +229,20 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
           throw new Reject(CommandFailureCode.BadRequest, `Invalid drop request: reason must be a string of at most ${MAX_CANCEL_REASON} characters.`);
         }
         if (inputIds !== undefined && (!Array.isArray(inputIds) || inputIds.length === 0 || inputIds.length > MAX_DROP_IDS || !inputIds.every(isValidId))) {
-          throw new Reject(CommandFailureCode.BadRequest, `Invalid drop request: inputIds must be a list of 1-${MAX_DROP_IDS} input ids (e.g. ["inp_..."]), or absent to drop every pending input.`);
+          throw new Reject(
+            CommandFailureCode.BadRequest,
+            `Invalid drop request: inputIds must be a list of 1-${MAX_DROP_IDS} input ids (e.g. ["inp_..."]), or absent to drop every pending input.`,
+          );
         }
         return { result: await known(target.dropPending(sessionId, { ...(inputIds ? { inputIds } : {}), ...(reason ? { reason } : {}) })) };
       }
       case 'status': {
         const { pendingFrom } = body as CommandRequests['status'];
         if (pendingFrom !== undefined && (typeof pendingFrom !== 'number' || !Number.isInteger(pendingFrom) || pendingFrom < 0)) {
-          throw new Reject(CommandFailureCode.BadRequest, `Invalid status request: pendingFrom must be a whole number >= 0 (the index of the first pending input to list), got ${JSON.stringify(pendingFrom)}.`);
+          throw new Reject(
+            CommandFailureCode.BadRequest,
+            `Invalid status request: pendingFrom must be a whole number >= 0 (the index of the first pending input to list), got ${JSON.stringify(pendingFrom)}.`,
+          );
         }
         const reply: StatusReply = await known(target.status(sessionId, pendingFrom ? { pendingFrom } : {}));
         return reply as unknown as Record<string, unknown>;
@@ -221,12 +251,13 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   };
 
   /** The target's answer; its `not_found` for a session with no events answered as `unknown_session`. */
-  const known = <T>(answer: Promise<T>): Promise<T> => answer.catch((err: unknown) => {
-    if (isSessiondError(err) && err.code === ErrorCode.NotFound && typeof err.details.sessionId === 'string') {
-      throw new Reject(CommandFailureCode.UnknownSession, err.message, { sessionId: err.details.sessionId });
-    }
-    throw err;
-  });
+  const known = <T>(answer: Promise<T>): Promise<T> =>
+    answer.catch((err: unknown) => {
+      if (isSessiondError(err) && err.code === ErrorCode.NotFound && typeof err.details.sessionId === 'string') {
+        throw new Reject(CommandFailureCode.UnknownSession, err.message, { sessionId: err.details.sessionId });
+      }
+      throw err;
+    });
 
   const take = (err: Error | null, msg: Msg) => {
     if (err) {
@@ -241,7 +272,8 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
     if (!isAllowedReply(msg.reply, replyPrefixes)) {
       stats.refusedReplies++;
       const refusal: RefusedReply = {
-        subject: msg.subject, reply: msg.reply,
+        subject: msg.subject,
+        reply: msg.reply,
         message: `Refused a request on ${boundText(msg.subject)}: its reply subject ${echo(msg.reply)} is not an inbox under ${replyPrefixes.join(', ')}, so it was neither run nor answered. Commands must be sent with nc.request from a connection whose inbox prefix nats.conf allows (docs/protocol.md).`,
       };
       if (options.onRefusedReply) {
@@ -253,7 +285,9 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
       return;
     }
     // requests delivered while draining are served too: the queue group gave them to us alone
-    const p: Promise<void> = serve(msg).catch(onError).finally(() => inFlight.delete(p));
+    const p: Promise<void> = serve(msg)
+      .catch(onError)
+      .finally(() => inFlight.delete(p));
     inFlight.add(p);
   };
 
@@ -263,7 +297,8 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   const open = new Set<Subscription>();
   const openPlace = () => {
     const place: Subscription = nc.subscribe(subjects.allCommands, {
-      queue, max: 1,
+      queue,
+      max: 1,
       callback: (err, msg) => {
         open.delete(place);
         if (!err && !closing) openPlace();
@@ -278,7 +313,10 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   void (async () => {
     for await (const status of statuses) {
       if (status.type !== 'reconnect' || closing) continue;
-      for (const place of [...open]) { open.delete(place); place.unsubscribe(); }
+      for (const place of [...open]) {
+        open.delete(place);
+        place.unsubscribe();
+      }
       for (let i = 0; i < places; i++) openPlace();
     }
   })().catch(onError);
@@ -299,9 +337,11 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
 function parseReplyPrefixes(value: readonly string[] | undefined): string[] {
   const prefixes = value === undefined ? [DEFAULT_REPLY_PREFIX] : [...value];
   if (!Array.isArray(prefixes) || prefixes.length === 0 || !prefixes.every((p) => typeof p === 'string' && SUBJECT_TOKENS.test(p))) {
-    throw new SessiondError(ErrorCode.InvalidOption,
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
       `Invalid command service option replyPrefixes ${JSON.stringify(value)}: give one or more inbox prefixes such as ["${DEFAULT_REPLY_PREFIX}"] (subject tokens, no wildcards).`,
-      { details: { option: 'replyPrefixes' } });
+      { details: { option: 'replyPrefixes' } },
+    );
   }
   return prefixes;
 }
@@ -318,32 +358,52 @@ const MAX_FIELD_CHARS = 60;
 
 /** A request body: at most `maxBytes`, nested at most MAX_BODY_DEPTH, JSON, an object, known fields only, sessionId present. */
 function parseBody(verb: CommandVerb, data: Uint8Array, maxBytes: number): Record<string, unknown> & { sessionId: unknown } {
-  const example = verb === 'admit' ? '{"sessionId":"ses_1","prompt":"hello"}' : verb === 'cancel' ? '{"sessionId":"ses_1","reason":"user stop"}' : '{"sessionId":"ses_1"}';
+  const example =
+    verb === 'admit' ? '{"sessionId":"ses_1","prompt":"hello"}' : verb === 'cancel' ? '{"sessionId":"ses_1","reason":"user stop"}' : '{"sessionId":"ses_1"}';
   // size and depth first, without parsing: a huge or deeply nested body costs nothing to refuse
   if (data.length > maxBytes) {
-    throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request is ${data.length} bytes, over the limit of ${maxBytes} bytes for ${verb} requests${verb === 'admit' ? ' (set by the prompt limit)' : ''}: send a JSON object such as ${example}.`,
-      { limit: maxBytes, bytes: data.length });
+    throw new Reject(
+      CommandFailureCode.BadRequest,
+      `The ${verb} request is ${data.length} bytes, over the limit of ${maxBytes} bytes for ${verb} requests${verb === 'admit' ? ' (set by the prompt limit)' : ''}: send a JSON object such as ${example}.`,
+      { limit: maxBytes, bytes: data.length },
+    );
   }
   const deep = tooDeepAt(data, MAX_BODY_DEPTH);
   if (deep >= 0) {
-    throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request is nested more than ${MAX_BODY_DEPTH} levels deep (at byte ${deep}): requests are flat JSON objects such as ${example}.`,
-      { limit: MAX_BODY_DEPTH });
+    throw new Reject(
+      CommandFailureCode.BadRequest,
+      `The ${verb} request is nested more than ${MAX_BODY_DEPTH} levels deep (at byte ${deep}): requests are flat JSON objects such as ${example}.`,
+      { limit: MAX_BODY_DEPTH },
+    );
   }
   let body: unknown;
   try {
     body = decodeJson(data);
   } catch (err) {
-    throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request is not valid UTF-8 JSON (${boundText(messageOf(err))}). Send a JSON object such as ${example}.`);
+    throw new Reject(
+      CommandFailureCode.BadRequest,
+      `The ${verb} request is not valid UTF-8 JSON (${boundText(messageOf(err))}). Send a JSON object such as ${example}.`,
+    );
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request must be a JSON object such as ${example}, got ${Array.isArray(body) ? 'an array' : body === null ? 'null' : typeof body}.`);
+    throw new Reject(
+      CommandFailureCode.BadRequest,
+      `The ${verb} request must be a JSON object such as ${example}, got ${Array.isArray(body) ? 'an array' : body === null ? 'null' : typeof body}.`,
+    );
   }
   const fields = requestFields[verb];
   const unknown = Object.keys(body).filter((k) => !fields.includes(k));
   if (unknown.length > 0) {
-    const shown = unknown.slice(0, MAX_FIELDS_SHOWN).map((k) => echo(k, MAX_FIELD_CHARS)).join(', ') + (unknown.length > MAX_FIELDS_SHOWN ? ` and ${unknown.length - MAX_FIELDS_SHOWN} more` : '');
-    throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request has unknown field${unknown.length > 1 ? 's' : ''} ${shown}: the fields are ${fields.join(', ')}.`,
-      { fields: unknown.slice(0, MAX_FIELDS_SHOWN).map((k) => boundText(k, MAX_FIELD_CHARS)) });
+    const shown =
+      unknown
+        .slice(0, MAX_FIELDS_SHOWN)
+        .map((k) => echo(k, MAX_FIELD_CHARS))
+        .join(', ') + (unknown.length > MAX_FIELDS_SHOWN ? ` and ${unknown.length - MAX_FIELDS_SHOWN} more` : '');
+    throw new Reject(
+      CommandFailureCode.BadRequest,
+      `The ${verb} request has unknown field${unknown.length > 1 ? 's' : ''} ${shown}: the fields are ${fields.join(', ')}.`,
+      { fields: unknown.slice(0, MAX_FIELDS_SHOWN).map((k) => boundText(k, MAX_FIELD_CHARS)) },
+    );
   }
   if (!('sessionId' in body)) throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request has no sessionId: send ${example}.`);
   return body as Record<string, unknown> & { sessionId: unknown };
@@ -366,4 +426,3 @@ function jsonSafe(details: Record<string, unknown>): Record<string, unknown> {
     return {};
   }
 }
-

@@ -18,7 +18,7 @@
 import { MAX_ID_LENGTH } from '../ids.ts';
 import { ErrorCode, MAX_ECHO_CHARS, SessiondError, boundText, echo } from '../errors.ts';
 import type { AdmitReceipt } from '../input/admit.ts';
-import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';
+import type { DropPendingResult } from '../input/drop.ts';
 import type { Delivery } from '../events/catalog.ts';
 import type { CancelResult } from '../execution/session-execution.ts';
 import type { SessionStatus, WakeResult } from '../sessions/sessions.ts';
@@ -43,24 +43,59 @@ export const CommandFailureCode = {
 } as const;
 export type CommandFailure = ErrorCode | (typeof CommandFailureCode)[keyof typeof CommandFailureCode];
 
-export interface AdmitCommand { sessionId: string; prompt: string; id?: string; delivery?: Delivery; wake?: boolean }
-export interface WakeCommand { sessionId: string }
+export interface AdmitCommand {
+  sessionId: string;
+  prompt: string;
+  id?: string;
+  delivery?: Delivery;
+  wake?: boolean;
+}
+export interface WakeCommand {
+  sessionId: string;
+}
 /** `executionId`: cancel that execution only; the client sends the one it saw in progress, so a resent or late cancel never stops a later turn. */
-export interface CancelCommand { sessionId: string; reason?: string; executionId?: string }
+export interface CancelCommand {
+  sessionId: string;
+  reason?: string;
+  executionId?: string;
+}
 /** `pendingFrom`: the index of the first pending input to list (pages of `PENDING_PAGE`; default 0). */
-export interface StatusCommand { sessionId: string; pendingFrom?: number }
+export interface StatusCommand {
+  sessionId: string;
+  pendingFrom?: number;
+}
 /** Drops pending inputs unrun (all the users' inputs still waiting, or those named). */
-export interface DropCommand { sessionId: string; inputIds?: string[]; reason?: string }
+export interface DropCommand {
+  sessionId: string;
+  inputIds?: string[];
+  reason?: string;
+}
 
 export type { WakeResult } from '../sessions/sessions.ts';
 /** The `status` reply: the session's `SessionStatus`, the same shape every `Sessions` answers with. */
 export type StatusReply = SessionStatus;
 export { EXECUTION_INPUTS_SHOWN } from '../sessions/sessions.ts';
 
-export interface CommandRequests { admit: AdmitCommand; wake: WakeCommand; cancel: CancelCommand; status: StatusCommand; drop: DropCommand }
-export interface CommandResults { admit: { receipt: AdmitReceipt }; wake: { result: WakeResult }; cancel: { result: CancelResult }; status: StatusReply; drop: { result: DropPendingResult } }
+export interface CommandRequests {
+  admit: AdmitCommand;
+  wake: WakeCommand;
+  cancel: CancelCommand;
+  status: StatusCommand;
+  drop: DropCommand;
+}
+export interface CommandResults {
+  admit: { receipt: AdmitReceipt };
+  wake: { result: WakeResult };
+  cancel: { result: CancelResult };
+  status: StatusReply;
+  drop: { result: DropPendingResult };
+}
 
-export interface ErrorBody { code: CommandFailure; message: string; details?: Record<string, unknown> }
+export interface ErrorBody {
+  code: CommandFailure;
+  message: string;
+  details?: Record<string, unknown>;
+}
 export type CommandReply<V extends CommandVerb> = ({ ok: true } & CommandResults[V]) | { ok: false; error: ErrorBody };
 
 /** The fields each request may carry (anything else is refused as a likely typo). */
@@ -156,13 +191,16 @@ export function tooDeepAt(data: Uint8Array, maxDepth = MAX_BODY_DEPTH): number {
   for (let i = 0; i < data.length; i++) {
     const b = data[i]!;
     if (inString) {
-      if (b === 0x5c) i++; // a backslash escapes the next byte
+      if (b === 0x5c)
+        i++; // a backslash escapes the next byte
       else if (b === 0x22) inString = false;
     } else if (b === 0x22) {
       inString = true;
-    } else if (b === 0x7b || b === 0x5b) { // { [
+    } else if (b === 0x7b || b === 0x5b) {
+      // { [
       if (++depth > maxDepth) return i;
-    } else if (b === 0x7d || b === 0x5d) { // } ]
+    } else if (b === 0x7d || b === 0x5d) {
+      // } ]
       depth--;
     }
   }
@@ -177,7 +215,11 @@ export function tooDeepAt(data: Uint8Array, maxDepth = MAX_BODY_DEPTH): number {
 export function boundErrorBody(body: ErrorBody): ErrorBody {
   const bounded: ErrorBody = { code: body.code, message: boundText(body.message, MAX_ERROR_MESSAGE_CHARS) };
   if (body.details && Object.keys(body.details).length > 0) {
-    bounded.details = Object.fromEntries(Object.entries(body.details).slice(0, MAX_DETAIL_KEYS).map(([k, v]) => [boundText(k), boundDetail(v)]));
+    bounded.details = Object.fromEntries(
+      Object.entries(body.details)
+        .slice(0, MAX_DETAIL_KEYS)
+        .map(([k, v]) => [boundText(k), boundDetail(v)]),
+    );
   }
   if (encodeJson({ ok: false, error: bounded }).length <= MAX_ERROR_REPLY_BYTES) return bounded;
   return { code: body.code, message: boundText(body.message, MAX_ECHO_CHARS) };

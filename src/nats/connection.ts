@@ -66,10 +66,8 @@ export function inboxPrefixOf(user: string | undefined): string {
 
 function bad(option: string, value: unknown, expected: string): never {
   const shown = option === 'pass' ? '(hidden)' : JSON.stringify(value);
-  throw new SessiondError(ErrorCode.InvalidOption, `Invalid NATS connection option ${option}: ${shown}. Expected ${expected}.`,
-    { details: { option } });
+  throw new SessiondError(ErrorCode.InvalidOption, `Invalid NATS connection option ${option}: ${shown}. Expected ${expected}.`, { details: { option } });
 }
-
 
 function optionalString(option: string, value: unknown): string | undefined {
   if (value === undefined) return undefined;
@@ -79,7 +77,13 @@ function optionalString(option: string, value: unknown): string | undefined {
 
 function parseServers(value: unknown): string[] {
   if (value === undefined) return [DEFAULT_NATS_URL];
-  const list = typeof value === 'string' ? value.split(',').map((s) => s.trim()).filter((s) => s.length > 0) : value;
+  const list =
+    typeof value === 'string'
+      ? value
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => s.length > 0)
+      : value;
   if (!Array.isArray(list) || list.length === 0) bad('servers', value, `a NATS URL such as ${DEFAULT_NATS_URL}, or a list of them`);
   for (const url of list) {
     if (typeof url !== 'string' || !/^(nats|tls):\/\/[^\s/]+$/.test(url)) {
@@ -145,7 +149,8 @@ export async function connectNats(options: NatsConnectionOptions = {}): Promise<
     const refused = err instanceof natsErrors.AuthorizationError || /authori[sz]ation/i.test(messageOf(err));
     throw new (refused ? PermissionError : ConnectionError)(
       `Could not connect to NATS at ${o.servers.join(', ')}${who}: ${messageOf(err)}. Check that nats-server is running (nats-server -c nats.conf) and that the servers, user and pass options are right.`,
-      { cause: err, details: { servers: o.servers, user: o.user } });
+      { cause: err, details: { servers: o.servers, user: o.user } },
+    );
   }
 }
 
@@ -164,8 +169,9 @@ export function isTransientNatsError(err: unknown): boolean {
 
 /** The server refused a publish or subscribe for the connected user (nats.conf permissions). */
 export function isPermissionError(err: unknown): boolean {
-  return err instanceof natsErrors.PermissionViolationError
-    || (err instanceof natsErrors.RequestError && err.cause instanceof natsErrors.PermissionViolationError);
+  return (
+    err instanceof natsErrors.PermissionViolationError || (err instanceof natsErrors.RequestError && err.cause instanceof natsErrors.PermissionViolationError)
+  );
 }
 
 /**
@@ -201,7 +207,9 @@ export class ConnectionWatch {
   }
 
   private arm(): Promise<void> {
-    return new Promise<void>((resolve) => { this.resolveReconnect = resolve; });
+    return new Promise<void>((resolve) => {
+      this.resolveReconnect = resolve;
+    });
   }
 
   get connected(): boolean {
@@ -220,14 +228,18 @@ export class ConnectionWatch {
    */
   whenReconnected(): { promise: Promise<void>; cancel: () => void } {
     let cancel!: () => void;
-    const promise = new Promise<void>((resolve) => { cancel = this.onNextReconnect(resolve); });
+    const promise = new Promise<void>((resolve) => {
+      cancel = this.onNextReconnect(resolve);
+    });
     return { promise, cancel };
   }
 
   /** Calls `callback` once at the next reconnect, unless the returned function drops it first. */
   onNextReconnect(callback: () => void): () => void {
     this.waiters.add(callback);
-    return () => { this.waiters.delete(callback); };
+    return () => {
+      this.waiters.delete(callback);
+    };
   }
 
   stop(): void {
@@ -239,17 +251,29 @@ export class ConnectionWatch {
 }
 
 export function isNatsConnection(value: unknown): value is NatsConnection {
-  return typeof value === 'object' && value !== null
-    && typeof (value as NatsConnection).request === 'function' && typeof (value as NatsConnection).isClosed === 'function';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as NatsConnection).request === 'function' &&
+    typeof (value as NatsConnection).isClosed === 'function'
+  );
 }
 
 /** Resolves true if `p` settles within `ms` on `clock`, false once `ms` pass; never leaves a timer behind. */
 export async function waitAtMost(p: Promise<unknown>, ms: number, clock: Clock = systemClock): Promise<boolean> {
   if (ms <= 0) return false;
   let timer: TimerHandle | undefined;
-  const timeout = new Promise<false>((resolve) => { timer = clock.setTimeout(() => resolve(false), ms); });
+  const timeout = new Promise<false>((resolve) => {
+    timer = clock.setTimeout(() => resolve(false), ms);
+  });
   try {
-    return await Promise.race([p.then(() => true as const, () => true as const), timeout]);
+    return await Promise.race([
+      p.then(
+        () => true as const,
+        () => true as const,
+      ),
+      timeout,
+    ]);
   } finally {
     clock.clearTimeout(timer);
   }
@@ -257,6 +281,6 @@ export async function waitAtMost(p: Promise<unknown>, ms: number, clock: Clock =
 
 /** The URL(s) to show; never the password. */
 export function describeNats(options: NatsConnectionOptions): string {
-  const servers = Array.isArray(options.servers) ? options.servers.join(', ') : options.servers ?? '';
+  const servers = Array.isArray(options.servers) ? options.servers.join(', ') : (options.servers ?? '');
   return `${servers}${options.user ? ` as user ${options.user}` : ''}`;
 }

@@ -32,9 +32,15 @@ import { subjects } from './subjects.ts';
 const HEADER_ROOM_BYTES = 1024;
 
 /** A session's last message: its stream sequence, last event seq and event ids. */
-interface Tail { streamSeq: number; lastSeq: number; ids: string[] }
+interface Tail {
+  streamSeq: number;
+  lastSeq: number;
+  ids: string[];
+}
 /** A tail read from the server, with the events of that message. */
-export interface LoadedTail extends Tail { events: SessionEvent[] }
+export interface LoadedTail extends Tail {
+  events: SessionEvent[];
+}
 
 /** The tail of a session with no message. */
 const NO_TAIL: Tail = { streamSeq: 0, lastSeq: 0, ids: [] };
@@ -44,23 +50,37 @@ export class JetStreamAppends {
   private readonly tails = new Map<string, Tail>();
 
   /** `reads` finds a session's last valid batch when its last message is quarantined. */
-  constructor(private readonly base: JetStreamLogBase, private readonly reads: JetStreamReads) {}
+  constructor(
+    private readonly base: JetStreamLogBase,
+    private readonly reads: JetStreamReads,
+  ) {}
 
   async append(sessionId: string, expectedSeq: number, drafts: DraftEvent[]): Promise<SessionEvent[]> {
     const b = this.base;
     b.assertOpen();
     const parsed = prepareBatch(sessionId, expectedSeq, drafts, { sizes: 'deferred' });
-    const events = parsed.map((d, i) => ({
-      id: d.id, type: d.type, version: catalog[d.type].version, sessionId, seq: expectedSeq + i + 1, time: d.time, payload: d.payload,
-    }) as SessionEvent);
+    const events = parsed.map(
+      (d, i) =>
+        ({
+          id: d.id,
+          type: d.type,
+          version: catalog[d.type].version,
+          sessionId,
+          seq: expectedSeq + i + 1,
+          time: d.time,
+          payload: d.payload,
+        }) as SessionEvent,
+    );
     // one pack per append: payloads are measured one by one only when the message is over their limit
     const data = encodeBatch(events);
     if (data.byteLength > b.o.maxPayloadBytes) checkPayloadSizes(parsed, b.o.maxPayloadBytes);
     const limit = (b.nc.info?.max_payload ?? 1024 * 1024) - HEADER_ROOM_BYTES;
     if (data.byteLength > limit) {
-      throw new SessiondError(ErrorCode.PayloadTooLarge,
+      throw new SessiondError(
+        ErrorCode.PayloadTooLarge,
         `Append to session ${sessionId} encodes to ${data.byteLength} bytes, over the NATS message limit of ${limit} bytes: append fewer or smaller events at once, or raise max_payload in nats.conf.`,
-        { details: { sessionId, size: data.byteLength, max: limit } });
+        { details: { sessionId, size: data.byteLength, max: limit } },
+      );
     }
     const subject = subjects.events(sessionId);
     // a session not cached here, appended at 0, is published at once expecting none on its subject:
@@ -84,7 +104,10 @@ export class JetStreamAppends {
         b.stats.wrongLastSequence++;
         const loaded = await this.loadTail(sessionId);
         // our cached stream sequence was stale but the session is where the caller expects: try again
-        if (loaded.lastSeq === expectedSeq && attempt === 1) { tail = loaded; continue; }
+        if (loaded.lastSeq === expectedSeq && attempt === 1) {
+          tail = loaded;
+          continue;
+        }
         return this.resolveStale(sessionId, expectedSeq, parsed, loaded, err);
       }
       if (ack.duplicate) return this.resolveDuplicate(sessionId, expectedSeq, parsed, ack.seq);
@@ -115,9 +138,12 @@ export class JetStreamAppends {
     const b = this.base;
     return b.retrying(
       () => b.js.publish(subject, data, { msgID: msgId, expect: { lastSubjectSequence }, timeout: b.o.publishTimeoutMs }),
-      (err) => new SessiondError(ErrorCode.LogClosed,
-        `Event log ${b.name} is unreachable: publishing to ${subject} failed for ${b.o.publishRetryMs} ms (${messageOf(err)}). The append may or may not have been written; retry the exact same append (same event ids) once NATS is back and it will not be written twice, or reload the session.`,
-        { cause: err, details: { subject, msgId, outcome: 'unknown' } }),
+      (err) =>
+        new SessiondError(
+          ErrorCode.LogClosed,
+          `Event log ${b.name} is unreachable: publishing to ${subject} failed for ${b.o.publishRetryMs} ms (${messageOf(err)}). The append may or may not have been written; retry the exact same append (same event ids) once NATS is back and it will not be written twice, or reload the session.`,
+          { cause: err, details: { subject, msgId, outcome: 'unknown' } },
+        ),
     );
   }
 
@@ -143,7 +169,10 @@ export class JetStreamAppends {
       b.stats.retriesRecognised++;
       return events;
     }
-    throw duplicateEventError(sessionId, drafts.filter((d) => events.some((e) => e.id === d.id)).map((d) => d.id));
+    throw duplicateEventError(
+      sessionId,
+      drafts.filter((d) => events.some((e) => e.id === d.id)).map((d) => d.id),
+    );
   }
 
   private remember(sessionId: string, tail: Tail): void {

@@ -90,7 +90,7 @@ export class JetStreamEventLog implements EventLog {
 
   static async open(options: JetStreamEventLogOptions): Promise<JetStreamEventLog> {
     const given = isNatsConnection(options.connection);
-    const nc = given ? options.connection as NatsConnection : await connectNats(options.connection as NatsConnectionOptions);
+    const nc = given ? (options.connection as NatsConnection) : await connectNats(options.connection as NatsConnectionOptions);
     try {
       const stream = options.stream ?? STREAM_NAME;
       const opt = (name: keyof typeof options, fallback: number) => wholeNumber('JetStream event log', name, options[name], fallback);
@@ -103,16 +103,28 @@ export class JetStreamEventLog implements EventLog {
         onQuarantine: options.onQuarantine ?? ((q: QuarantinedMessage) => process.stderr.write(`sessiond: ${describeQuarantine(q)}\n`)),
       };
       const jsm = await jetstreamManager(nc);
-      const info = options.ensureStream ?? true
-        ? await ensureEventStream(jsm, { name: stream, replicas: options.replicas, duplicateWindowMs: options.duplicateWindowMs, ...(nc.info?.version ? { serverVersion: nc.info.version } : {}) })
-        : await jsm.streams.info(stream).catch((err: unknown) => {
-          throw isStreamNotFound(err)
-            ? new NotFoundError(`JetStream stream ${stream} does not exist. Run sessiond setup --nats <url> --nats-user admin once as the operator (it creates the streams; workers only verify them), or open the log with ensureStream.`, { cause: err })
-            : err;
-        });
+      const info =
+        (options.ensureStream ?? true)
+          ? await ensureEventStream(jsm, {
+              name: stream,
+              replicas: options.replicas,
+              duplicateWindowMs: options.duplicateWindowMs,
+              ...(nc.info?.version ? { serverVersion: nc.info.version } : {}),
+            })
+          : await jsm.streams.info(stream).catch((err: unknown) => {
+              throw isStreamNotFound(err)
+                ? new NotFoundError(
+                    `JetStream stream ${stream} does not exist. Run sessiond setup --nats <url> --nats-user admin once as the operator (it creates the streams; workers only verify them), or open the log with ensureStream.`,
+                    { cause: err },
+                  )
+                : err;
+            });
       const windowMs = millis(info.config.duplicate_window);
       if (o.publishRetryMs >= windowMs) {
-        throw new SessiondError(ErrorCode.InvalidOption, `publishRetryMs (${o.publishRetryMs}) must be shorter than stream ${stream}'s duplicate window (${windowMs} ms), or a retried append could be written twice. Lower publishRetryMs or raise the window.`);
+        throw new SessiondError(
+          ErrorCode.InvalidOption,
+          `publishRetryMs (${o.publishRetryMs}) must be shorter than stream ${stream}'s duplicate window (${windowMs} ms), or a retried append could be written twice. Lower publishRetryMs or raise the window.`,
+        );
       }
       return new JetStreamEventLog(nc, !given, jetstream(nc), jsm, stream, o);
     } catch (err) {

@@ -89,8 +89,15 @@ export class JetStreamLogBase {
 
   /** A read-only JetStream request, retried through outages like a publish. */
   request<T>(fn: () => Promise<T>): Promise<T> {
-    return this.retrying(fn, (err) => new SessiondError(ErrorCode.LogClosed,
-      `Event log ${this.name} is unreachable: a JetStream request failed for ${this.o.publishRetryMs} ms (${messageOf(err)}). Check that nats-server is running, then retry.`, { cause: err }));
+    return this.retrying(
+      fn,
+      (err) =>
+        new SessiondError(
+          ErrorCode.LogClosed,
+          `Event log ${this.name} is unreachable: a JetStream request failed for ${this.o.publishRetryMs} ms (${messageOf(err)}). Check that nats-server is running, then retry.`,
+          { cause: err },
+        ),
+    );
   }
 
   /**
@@ -117,7 +124,8 @@ export class JetStreamLogBase {
         if (isPermissionError(outcome.error)) {
           throw new PermissionError(
             `NATS refused a request of event log ${this.name}: ${messageOf(outcome.error)}. The connected user lacks that permission; appending (and lastSeq's fast path) needs a user allowed to publish sessiond.> and $JS.API.> (the worker user in nats.conf).`,
-            { cause: outcome.error });
+            { cause: outcome.error },
+          );
         }
         if (!isTransientNatsError(outcome.error) && !isJsTransient(outcome.error)) throw outcome.error;
         lastError = outcome.error;
@@ -134,8 +142,14 @@ export class JetStreamLogBase {
     return new Promise((resolve) => {
       const drop = this.watch.onNextReconnect(() => resolve({ reconnected: true }));
       fn().then(
-        (value) => { drop(); resolve({ value }); },
-        (error: unknown) => { drop(); resolve({ error }); },
+        (value) => {
+          drop();
+          resolve({ value });
+        },
+        (error: unknown) => {
+          drop();
+          resolve({ error });
+        },
       );
     });
   }
@@ -154,7 +168,12 @@ export class JetStreamLogBase {
         this.quarantinedAt.add(position);
         this.stats.quarantined++;
         this.o.onQuarantine({
-          position, subject, sessionId: subjects.sessionOfEventsSubject(subject), code: err.code, message: err.message, size: data.byteLength,
+          position,
+          subject,
+          sessionId: subjects.sessionOfEventsSubject(subject),
+          code: err.code,
+          message: err.message,
+          size: data.byteLength,
         });
       }
       return [];

@@ -18,14 +18,20 @@ import { DEFAULT_READ_BATCH, type JetStreamLogBase } from './jetstream-log-base.
 import { subjects } from './subjects.ts';
 
 /** One stored message, decoded: no events when it was quarantined. */
-interface StoredMessage { seq: number; events: SessionEvent[] }
+interface StoredMessage {
+  seq: number;
+  events: SessionEvent[];
+}
 
 /** A session's last message read from the server: its last event seq and its events (jetstream-append.ts). */
 export type TailLoader = (sessionId: string) => Promise<{ lastSeq: number; events: SessionEvent[] }>;
 
 export class JetStreamReads {
   /** `tail` reads a session's last message (and caches it for the appends). */
-  constructor(private readonly base: JetStreamLogBase, private readonly tail: TailLoader) {}
+  constructor(
+    private readonly base: JetStreamLogBase,
+    private readonly tail: TailLoader,
+  ) {}
 
   async readSession(sessionId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<SessionEvent[]> {
     const subject = subjects.events(sessionId);
@@ -63,7 +69,10 @@ export class JetStreamReads {
       // users that may only use consumers (client, observer in nats.conf): read the last message with one
       let last = 0;
       const subject = subjects.events(sessionId);
-      await this.scan('last', subject, (events) => { last = events[events.length - 1]?.seq ?? -1; return true; });
+      await this.scan('last', subject, (events) => {
+        last = events[events.length - 1]?.seq ?? -1;
+        return true;
+      });
       if (last === -1) last = (await this.lastValidBatch(subject)).at(-1)?.seq ?? 0; // the last message is quarantined
       return last;
     }
@@ -72,7 +81,10 @@ export class JetStreamReads {
   /** The session's last valid batch, found by reading its whole subject (after a quarantined tail). */
   async lastValidBatch(subject: string): Promise<SessionEvent[]> {
     let last: SessionEvent[] = [];
-    await this.scan(1, subject, (events) => { if (events.length > 0) last = events; return true; });
+    await this.scan(1, subject, (events) => {
+      if (events.length > 0) last = events;
+      return true;
+    });
     return last;
   }
 
@@ -130,11 +142,13 @@ export class JetStreamReads {
   private async *stored(start: number | 'last', filter: string | undefined): AsyncGenerator<StoredMessage> {
     const b = this.base;
     b.assertOpen();
-    for (let from = start; ;) {
-      const consumer = await b.request(() => b.js.consumers.get(b.stream, {
-        ...(from === 'last' ? { deliver_policy: DeliverPolicy.Last } : { opt_start_seq: Math.max(1, from) }),
-        ...(filter ? { filter_subjects: filter } : {}),
-      }));
+    for (let from = start; ; ) {
+      const consumer = await b.request(() =>
+        b.js.consumers.get(b.stream, {
+          ...(from === 'last' ? { deliver_policy: DeliverPolicy.Last } : { opt_start_seq: Math.max(1, from) }),
+          ...(filter ? { filter_subjects: filter } : {}),
+        }),
+      );
       let messages: ConsumerMessages | undefined;
       let reconnected = false;
       let dropWaiter = () => {};
@@ -142,14 +156,18 @@ export class JetStreamReads {
         if ((await consumer.info(true)).num_pending === 0) return;
         messages = await consumer.consume({ max_messages: DEFAULT_READ_BATCH });
         const current = messages;
-        dropWaiter = b.watch.onNextReconnect(() => { reconnected = true; current.close().catch(() => undefined); });
+        dropWaiter = b.watch.onNextReconnect(() => {
+          reconnected = true;
+          current.close().catch(() => undefined);
+        });
         for await (const m of messages) {
           from = m.seq + 1;
           yield { seq: m.seq, events: b.decode(m.data, m.seq, m.subject, m.time) };
           if (m.info.pending === 0) return;
         }
         if (reconnected && !b.closed && !b.nc.isClosed()) continue;
-        throw b.closed || b.nc.isClosed() ? logClosedError(b.name)
+        throw b.closed || b.nc.isClosed()
+          ? logClosedError(b.name)
           : new SessiondError(ErrorCode.LogClosed, `Reading ${b.name} stopped before the end of the stream. Retry the read.`);
       } finally {
         dropWaiter();

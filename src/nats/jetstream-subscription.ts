@@ -39,7 +39,9 @@ export class JetStreamSubscriptions {
     let stopped = false;
     let messages: ConsumerMessages | undefined;
     let stop: () => void = () => undefined;
-    const stopping = new Promise<void>((resolve) => { stop = resolve; });
+    const stopping = new Promise<void>((resolve) => {
+      stop = resolve;
+    });
     const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond: subscriber on ${b.name} stopped: ${String(err)}\n`));
     const run = async () => {
       for (let failures = 0; !stopped; failures++) {
@@ -55,13 +57,19 @@ export class JetStreamSubscriptions {
           // that long (test/nats/multinode.test.ts). So on a reconnect we end this consumer and start
           // a new one after `position` below, retrying with our own short backoff.
           const current = messages;
-          void b.watch.nextReconnect().then(() => current.close()).catch(() => undefined);
+          void b.watch
+            .nextReconnect()
+            .then(() => current.close())
+            .catch(() => undefined);
           // Likewise when the consumer is gone (deleted by someone else, or the server lost it): the
           // ordered consumer would notice only after missed heartbeats (tens of seconds), so end it
           // at once and start a new one after `position` (test/nats/attacks.test.ts).
           void (async () => {
             for await (const status of current.status()) {
-              if (LOST_CONSUMER.has(status.type)) { await current.close(); break; }
+              if (LOST_CONSUMER.has(status.type)) {
+                await current.close();
+                break;
+              }
             }
           })().catch(() => undefined);
           // what has arrived is handed over at once: a subscriber that catches up folds many
@@ -97,9 +105,16 @@ export class JetStreamSubscriptions {
         await waitAtMost(Promise.race([stopping, b.watch.nextReconnect()]), BACKOFF_MS[Math.min(failures, BACKOFF_MS.length - 1)]!, b.o.clock);
       }
     };
-    const done = run().catch((err) => { if (!stopped) { stopped = true; onError(err); } });
+    const done = run().catch((err) => {
+      if (!stopped) {
+        stopped = true;
+        onError(err);
+      }
+    });
     const sub: Subscription = {
-      get position() { return position; },
+      get position() {
+        return position;
+      },
       close: async () => {
         stopped = true;
         stop();

@@ -21,8 +21,7 @@
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';
-import { validateId } from '../ids.ts';
-import { catalog, isEventType } from '../events/catalog.ts';
+import { catalog } from '../events/catalog.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodeEvent, pack, unpack } from '../events/codec.ts';
 import type { LiveBus, LiveEvent } from '../events/live-bus.ts';
 import { subjects } from './subjects.ts';
@@ -33,8 +32,12 @@ export type LiveMessage = LiveEvent & { version: number; position?: number };
 /** The msgpack body of a live message (a plain map; optional fields are left out, never nil). */
 export function encodeLiveEvent(event: LiveEvent & { version?: number; position?: number }): Uint8Array {
   const frame: Record<string, unknown> = {
-    id: event.id, type: event.type, version: event.version ?? catalog[event.type].version,
-    sessionId: event.sessionId, time: event.time, payload: event.payload,
+    id: event.id,
+    type: event.type,
+    version: event.version ?? catalog[event.type].version,
+    sessionId: event.sessionId,
+    time: event.time,
+    payload: event.payload,
   };
   if (event.seq !== undefined) frame.seq = event.seq;
   if (event.position !== undefined) frame.position = event.position;
@@ -64,8 +67,11 @@ export function decodeLiveEvent(data: Uint8Array, subject: string, maxPayloadByt
 }
 
 function invalid(subject: string, why: string, seq: number | undefined): SessiondError {
-  return new SessiondError(ErrorCode.DecodeFailed, `Live message on ${subject} is not a valid sessiond event: ${why}. Only sessiond workers should publish on sessiond.live.>.`,
-    { details: { subject, ...(seq !== undefined ? { seq } : {}) } });
+  return new SessiondError(
+    ErrorCode.DecodeFailed,
+    `Live message on ${subject} is not a valid sessiond event: ${why}. Only sessiond workers should publish on sessiond.live.>.`,
+    { details: { subject, ...(seq !== undefined ? { seq } : {}) } },
+  );
 }
 
 /** `{ seq }` of a frame that is a map with a whole seq >= 1, else nothing. */
@@ -94,12 +100,17 @@ export class NatsLiveBus implements LiveBus {
   private readonly onError: (err: unknown) => void;
   private warned = false;
 
-  constructor(readonly nc: NatsConnection, options: { onError?: (err: unknown) => void } = {}) {
-    this.onError = options.onError ?? ((err) => {
-      if (this.warned) return; // once: a closed connection would otherwise print for every delta
-      this.warned = true;
-      process.stderr.write(`sessiond: live events are being dropped: ${messageOf(err)}\n`);
-    });
+  constructor(
+    readonly nc: NatsConnection,
+    options: { onError?: (err: unknown) => void } = {},
+  ) {
+    this.onError =
+      options.onError ??
+      ((err) => {
+        if (this.warned) return; // once: a closed connection would otherwise print for every delta
+        this.warned = true;
+        process.stderr.write(`sessiond: live events are being dropped: ${messageOf(err)}\n`);
+      });
   }
 
   publish(event: LiveEvent & { version?: number; position?: number }): void {

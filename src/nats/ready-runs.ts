@@ -22,7 +22,7 @@ export class ReadyRuns<T> {
     while (run.length < max) {
       const next = this.ahead ?? this.source.next();
       this.ahead = undefined;
-      const result = run.length === 0 ? await next : await Promise.race([next, turn ??= nextTurn()]);
+      const result = run.length === 0 ? await next : await Promise.race([next, (turn ??= nextTurn())]);
       if (result === TICK) {
         this.ahead = next;
         break;

@@ -10,7 +10,16 @@
  * to it, so every snapshot read is checked against the log before it is used (command-handler.ts).
  * Workers verify the stream and never create it (`sessiond setup` does, as the admin user).
  */
-import { jetstream, jetstreamManager, DiscardPolicy, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import {
+  jetstream,
+  jetstreamManager,
+  DiscardPolicy,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamClient,
+  type JetStreamManager,
+  type StreamConfig,
+} from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { MACHINE_VERSION, type SnapshotStore, type SnapshotStoreStats } from '../machines/snapshot-store.ts';
 import type { SessionSnapshot } from '../machines/decider.ts';
@@ -54,14 +63,21 @@ export function snapshotStreamConfig(replicas = 1): StreamConfig {
  * settings; a cache, so one that differs in what cannot change in place (or in its subjects, which
  * may have captured other messages) is deleted and created again.
  */
-export function setupSnapshotStream(jsm: JetStreamManager, options: { replicas?: number | undefined; newReplicas?: number; serverVersion?: string | undefined } = {}): Promise<StreamSetup> {
+export function setupSnapshotStream(
+  jsm: JetStreamManager,
+  options: { replicas?: number | undefined; newReplicas?: number; serverVersion?: string | undefined } = {},
+): Promise<StreamSetup> {
   return manageStream(jsm, snapshotStreamConfig(), { ...options, manage: true, cache: true });
 }
 
 export class JetStreamSnapshotStore implements SnapshotStore {
   readonly stats: SnapshotStoreStats = { discarded: 0 };
-  private constructor(private readonly js: JetStreamClient, private readonly jsm: JetStreamManager, private readonly version: string,
-    private readonly onDiscarded: (sessionId: string, reason: string) => void) {}
+  private constructor(
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    private readonly version: string,
+    private readonly onDiscarded: (sessionId: string, reason: string) => void,
+  ) {}
 
   /**
    * A snapshot read here failed the check against the log (forged by a holder of the worker
@@ -78,7 +94,10 @@ export class JetStreamSnapshotStore implements SnapshotStore {
    * `sessiond setup`'s): a missing one is a NotFoundError, one that differs from
    * `snapshotStreamConfig` is refused naming each setting.
    */
-  static async open(nc: NatsConnection, options: { version?: string; onDiscarded?: (sessionId: string, reason: string) => void; waitMs?: number } = {}): Promise<JetStreamSnapshotStore> {
+  static async open(
+    nc: NatsConnection,
+    options: { version?: string; onDiscarded?: (sessionId: string, reason: string) => void; waitMs?: number } = {},
+  ): Promise<JetStreamSnapshotStore> {
     const jsm = await jetstreamManager(nc);
     // the server's version: a replicated stream is verified as fenced on it (unknown would refuse R3)
     await manageStream(jsm, snapshotStreamConfig(), { serverVersion: nc.info?.version, ...(options.waitMs !== undefined ? { waitMs: options.waitMs } : {}) });

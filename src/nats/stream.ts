@@ -27,16 +27,11 @@
  * so any msgpack reader can decode it; `prepareBatch` (events/) checks an append the way the SQLite log does. JetStream API error codes are matched by number
  * (`JsErrorCode`), never by message text.
  */
-import {
-  DiscardPolicy, JetStreamApiError, RetentionPolicy, StorageType,
-  type JetStreamManager, type StreamConfig, type StreamInfo,
-} from '@nats-io/jetstream';
+import { DiscardPolicy, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig, type StreamInfo } from '@nats-io/jetstream';
 import { millis, nanos } from '@nats-io/transport-node';
 import { ConnectionError, ErrorCode, NotFoundError, PermissionError, SessiondError, isSessiondError, messageOf } from '../errors.ts';
-import { validateId } from '../ids.ts';
-import { isDurable, isEventType } from '../events/catalog.ts';
 import { eventFromFrame, pack, unpack } from '../events/codec.ts';
-import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
+import type { SessionEvent } from '../events/envelope.ts';
 import { STREAM_NAME, subjects } from './subjects.ts';
 import { isPermissionError, isTransientNatsError, waitAtMost } from './connection.ts';
 import { systemClock } from '../clock.ts';
@@ -84,9 +79,17 @@ export const isWrongLastSequence = (err: unknown) =>
 export const isStreamNotFound = (err: unknown) => isJsError(err, JsErrorCode.StreamNotFound);
 /** Server-side conditions that pass on their own (leader election, recovery after a restart). */
 export const isJsTransient = (err: unknown) =>
-  ([JsErrorCode.ClusterNotAvailable, JsErrorCode.ClusterNotLeader, JsErrorCode.InsufficientResources,
-    JsErrorCode.StreamExpectedLastSeqPerSubjectNotReady, JsErrorCode.StreamTooManyRequests, JsErrorCode.StreamOffline,
-    JsErrorCode.StreamDuplicateMessageConflict] as number[]).includes(jsErrorCode(err));
+  (
+    [
+      JsErrorCode.ClusterNotAvailable,
+      JsErrorCode.ClusterNotLeader,
+      JsErrorCode.InsufficientResources,
+      JsErrorCode.StreamExpectedLastSeqPerSubjectNotReady,
+      JsErrorCode.StreamTooManyRequests,
+      JsErrorCode.StreamOffline,
+      JsErrorCode.StreamDuplicateMessageConflict,
+    ] as number[]
+  ).includes(jsErrorCode(err));
 
 export interface EventStreamOptions {
   /** Stream name (default `STREAM_NAME`); its subjects are always `sessiond.events.>`. */
@@ -109,7 +112,11 @@ export const REPLICATED_FENCING_SINCE = '2.10.19';
 
 /** Whether `version` is at least `since` (both `x.y.z`; a suffix such as `-beta` is ignored). */
 export function versionAtLeast(version: string, since: string): boolean {
-  const parts = (v: string) => v.split(/[.-]/).slice(0, 3).map((x) => parseInt(x, 10) || 0);
+  const parts = (v: string) =>
+    v
+      .split(/[.-]/)
+      .slice(0, 3)
+      .map((x) => parseInt(x, 10) || 0);
   const a = parts(version);
   const b = parts(since);
   for (let i = 0; i < 3; i++) if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) > (b[i] ?? 0);
@@ -134,7 +141,10 @@ export function eventStreamConfig(options: EventStreamOptions = {}): StreamConfi
     throw new SessiondError(ErrorCode.InvalidOption, `Invalid stream replicas ${String(replicas)}: use 1 on a single server, 3 in a cluster (at most 5).`);
   }
   if (!Number.isInteger(windowMs) || windowMs < 1000) {
-    throw new SessiondError(ErrorCode.InvalidOption, `Invalid duplicate window ${String(windowMs)} ms: use at least 1000 ms (default ${DEFAULT_DUPLICATE_WINDOW_MS}).`);
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Invalid duplicate window ${String(windowMs)} ms: use at least 1000 ms (default ${DEFAULT_DUPLICATE_WINDOW_MS}).`,
+    );
   }
   return {
     name,
@@ -173,7 +183,8 @@ export interface StreamSetup {
 }
 
 const NONE = 'none';
-const show = (v: unknown): string => (v === undefined || v === null || (Array.isArray(v) && v.length === 0) ? NONE : typeof v === 'string' ? v : JSON.stringify(v));
+const show = (v: unknown): string =>
+  v === undefined || v === null || (Array.isArray(v) && v.length === 0) ? NONE : typeof v === 'string' ? v : JSON.stringify(v);
 const ms = (ns: unknown) => (typeof ns === 'number' ? millis(ns) : 0);
 /** Every setting safety or privacy rests on: how to read it, and whether setup may change it on an existing stream. */
 const CHECKED: readonly { setting: string; read: (c: StreamConfig) => string; inPlace: boolean }[] = [
@@ -243,7 +254,8 @@ export async function manageStream(jsm: JetStreamManager, wanted: StreamConfig, 
   const want = { ...wanted };
   const name = want.name;
   const patient = <T>(action: string, request: () => Promise<T>) => untilJetStreamAnswers(name, action, request, options.waitMs ?? DEFAULT_STREAM_WAIT_MS);
-  const setupHint = 'Run `sessiond setup --nats <url> --nats-user admin` once as the operator (the admin user in nats.conf); workers never create or change streams.';
+  const setupHint =
+    'Run `sessiond setup --nats <url> --nats-user admin` once as the operator (the admin user in nats.conf); workers never create or change streams.';
   let info: StreamInfo | undefined;
   try {
     info = await patient('read', () => jsm.streams.info(name));
@@ -278,9 +290,11 @@ export async function manageStream(jsm: JetStreamManager, wanted: StreamConfig, 
   if (differences.length === 0) return { info, created: false, changed: [] };
   const details = { stream: name, settings: Object.fromEntries(differences.map((d) => [d.setting, { have: d.have, want: d.want }])) };
   if (!options.manage) {
-    throw new SessiondError(ErrorCode.InvalidOption,
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
       `JetStream stream ${name} is not set up as sessiond needs: ${describeDifferences(differences)}. A stream made by someone else (any holder of a password that may create it) must not be trusted with the sessions. ${setupHint} It says what it changes, and what needs the stream recreated.`,
-      { details });
+      { details },
+    );
   }
   if (options.cache && differences.some((d) => !d.inPlace || d.setting === 'subjects')) {
     // a cache, possibly holding messages of other subjects (commands, replies): dropped and made again
@@ -300,19 +314,29 @@ export async function manageStream(jsm: JetStreamManager, wanted: StreamConfig, 
     } catch (err) {
       if (isSessiondError(err)) throw err;
       if (isPermissionError(err)) {
-        throw new PermissionError(`Stream ${name} needs an update (${describeDifferences(fixed)}) that this NATS user may not make. ${setupHint}`, { cause: err, details });
+        throw new PermissionError(`Stream ${name} needs an update (${describeDifferences(fixed)}) that this NATS user may not make. ${setupHint}`, {
+          cause: err,
+          details,
+        });
       }
       // replicas on a server outside a cluster (nats-server 2.10+ reports cluster info there too): not a matter of recreating
       if (isJsError(err, JsErrorCode.StreamReplicasNotSupported)) throw streamError(name, 'update', err);
-      throw new SessiondError(ErrorCode.InvalidOption,
-        `Could not update JetStream stream ${name} (${describeDifferences(fixed)}): ${messageOf(err)}. ${recreateHint(name, false)}`, { cause: err, details });
+      throw new SessiondError(
+        ErrorCode.InvalidOption,
+        `Could not update JetStream stream ${name} (${describeDifferences(fixed)}): ${messageOf(err)}. ${recreateHint(name, false)}`,
+        { cause: err, details },
+      );
     }
   }
   if (left.length > 0) {
-    const subjectsNote = left.some((d) => d.setting === 'subjects') ? ` It holds ${foreign} messages on subjects that are not sessiond's (${(have.subjects ?? []).filter((x) => !(want.subjects ?? []).includes(x)).join(', ')}): changing its subjects would keep them.` : '';
-    throw new SessiondError(ErrorCode.InvalidOption,
+    const subjectsNote = left.some((d) => d.setting === 'subjects')
+      ? ` It holds ${foreign} messages on subjects that are not sessiond's (${(have.subjects ?? []).filter((x) => !(want.subjects ?? []).includes(x)).join(', ')}): changing its subjects would keep them.`
+      : '';
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
       `JetStream stream ${name} ${fixed.length > 0 ? `was changed in place (${describeDifferences(fixed)}) but still` : 'still'} differs: ${describeDifferences(left)}.${subjectsNote} ${recreateHint(name, false)}`,
-      { details: { ...details, changed: fixed.map((d) => d.setting) } });
+      { details: { ...details, changed: fixed.map((d) => d.setting) } },
+    );
   }
   return { info: updated, created: false, changed: fixed };
 }
@@ -331,25 +355,35 @@ async function foreignMessages(jsm: JetStreamManager, name: string, theirs: read
  * Verifies the events stream (a worker: refused when missing or different, see `manageStream`);
  * with `manage` (`sessiond setup`), creates it or changes what can be changed in place. Returns its info.
  */
-export async function ensureEventStream(jsm: JetStreamManager, options: EventStreamOptions & { manage?: boolean; newReplicas?: number } = {}): Promise<StreamInfo> {
+export async function ensureEventStream(
+  jsm: JetStreamManager,
+  options: EventStreamOptions & { manage?: boolean; newReplicas?: number } = {},
+): Promise<StreamInfo> {
   return (await setupEventStream(jsm, options)).info;
 }
 
 /** `ensureEventStream` saying what it did (for `sessiond setup`). */
 export function setupEventStream(jsm: JetStreamManager, options: EventStreamOptions & { manage?: boolean; newReplicas?: number } = {}): Promise<StreamSetup> {
   return manageStream(jsm, eventStreamConfig(options), {
-    replicas: options.replicas, serverVersion: options.serverVersion, waitMs: options.waitMs,
-    ...(options.manage !== undefined ? { manage: options.manage } : {}), ...(options.newReplicas !== undefined ? { newReplicas: options.newReplicas } : {}),
+    replicas: options.replicas,
+    serverVersion: options.serverVersion,
+    waitMs: options.waitMs,
+    ...(options.manage !== undefined ? { manage: options.manage } : {}),
+    ...(options.newReplicas !== undefined ? { newReplicas: options.newReplicas } : {}),
   });
 }
 
 function streamError(name: string, action: string, err: unknown, replicas = isJsError(err, JsErrorCode.StreamReplicasNotSupported)): SessiondError {
   const hint = isJsError(err, JsErrorCode.StreamSubjectOverlap)
     ? `another stream already captures ${subjects.allEvents}; delete it or use that stream's name`
-    : replicas ? 'more than 1 replica needs a JetStream cluster: use replicas 1 on a single server, 3 in a cluster'
+    : replicas
+      ? 'more than 1 replica needs a JetStream cluster: use replicas 1 on a single server, 3 in a cluster'
       : 'check that JetStream is enabled for this account and the user may manage streams (see nats.conf)';
-  return new SessiondError(ErrorCode.InvalidOption, `Could not ${action} JetStream stream ${name}: ${messageOf(err)}. ${hint[0]!.toUpperCase()}${hint.slice(1)}.`,
-    { cause: err, details: { stream: name, jsErrorCode: jsErrorCode(err) } });
+  return new SessiondError(
+    ErrorCode.InvalidOption,
+    `Could not ${action} JetStream stream ${name}: ${messageOf(err)}. ${hint[0]!.toUpperCase()}${hint.slice(1)}.`,
+    { cause: err, details: { stream: name, jsErrorCode: jsErrorCode(err) } },
+  );
 }
 
 /** One append's message body: a msgpack array of plain-map event frames. */
@@ -368,13 +402,25 @@ export function decodeBatch(data: Uint8Array, position: number, subject: string,
   try {
     raw = unpack(data);
   } catch (err) {
-    throw new SessiondError(ErrorCode.DecodeFailed, `${where} cannot be read as a sessiond event batch: invalid msgpack (${messageOf(err)}). ${hint}`, { cause: err, details: { position, subject } });
+    throw new SessiondError(ErrorCode.DecodeFailed, `${where} cannot be read as a sessiond event batch: invalid msgpack (${messageOf(err)}). ${hint}`, {
+      cause: err,
+      details: { position, subject },
+    });
   }
-  if (!Array.isArray(raw) || raw.length === 0) throw new SessiondError(ErrorCode.DecodeFailed, `${where} cannot be read as a sessiond event batch: expected a non-empty array of events. ${hint}`, { details: { position, subject } });
+  if (!Array.isArray(raw) || raw.length === 0)
+    throw new SessiondError(ErrorCode.DecodeFailed, `${where} cannot be read as a sessiond event batch: expected a non-empty array of events. ${hint}`, {
+      details: { position, subject },
+    });
   const sessionId = subjects.sessionOfEventsSubject(subject);
   const events = raw.map((frame: unknown, i) => {
     try {
-      return eventFromFrame(frame, { describe: `Frame ${i} of message ${position} on ${subject}`, hint, position, committedAt, ...(sessionId !== undefined ? { sessionId } : {}) });
+      return eventFromFrame(frame, {
+        describe: `Frame ${i} of message ${position} on ${subject}`,
+        hint,
+        position,
+        committedAt,
+        ...(sessionId !== undefined ? { sessionId } : {}),
+      });
     } catch (err) {
       if (isSessiondError(err)) err.details['position'] = position;
       throw err;
@@ -382,7 +428,11 @@ export function decodeBatch(data: Uint8Array, position: number, subject: string,
   });
   for (let i = 1; i < events.length; i++) {
     if (events[i]!.seq !== events[0]!.seq + i) {
-      throw new SessiondError(ErrorCode.DecodeFailed, `${where} cannot be read as a sessiond event batch: frame ${i} has seq ${events[i]!.seq}, expected ${events[0]!.seq + i}. ${hint}`, { details: { position, subject } });
+      throw new SessiondError(
+        ErrorCode.DecodeFailed,
+        `${where} cannot be read as a sessiond event batch: frame ${i} has seq ${events[i]!.seq}, expected ${events[0]!.seq + i}. ${hint}`,
+        { details: { position, subject } },
+      );
     }
   }
   return events;
@@ -395,9 +445,11 @@ export function decodeBatch(data: Uint8Array, position: number, subject: string,
  */
 function refuseUnfenced(name: string, replicas: number, version: string | undefined): void {
   if (replicas <= 1 || fencesReplicated(version)) return;
-  throw new SessiondError(ErrorCode.InvalidOption,
+  throw new SessiondError(
+    ErrorCode.InvalidOption,
     `Stream ${name} has (or would have) ${replicas} replicas on nats-server ${version ?? '(version unknown)'}, which does not fence appends on replicated streams: two workers could own one session (nats-server#4320, #5644). Use nats-server ${REPLICATED_FENCING_SINCE} or newer for replicas, or 1 replica (sessiond setup --replicas 1).`,
-    { details: { stream: name, replicas, serverVersion: version } });
+    { details: { stream: name, replicas, serverVersion: version } },
+  );
 }
 
 /** Sends a JetStream API request again while JetStream does not answer (an election, a restart), up to `waitMs`; then the stream is unavailable. */
@@ -409,7 +461,10 @@ async function untilJetStreamAnswers<T>(name: string, action: string, request: (
     } catch (err) {
       if (!isTransientNatsError(err) && !isJsTransient(err)) throw err;
       if (systemClock.now() + pause > deadline) {
-        throw new ConnectionError(`Could not ${action} JetStream stream ${name}: JetStream did not answer for ${waitMs} ms (${messageOf(err)}). The server may be electing a JetStream leader or restarting; retry later.`, { cause: err, details: { stream: name } });
+        throw new ConnectionError(
+          `Could not ${action} JetStream stream ${name}: JetStream did not answer for ${waitMs} ms (${messageOf(err)}). The server may be electing a JetStream leader or restarting; retry later.`,
+          { cause: err, details: { stream: name } },
+        );
       }
       await waitAtMost(new Promise<never>(() => undefined), pause);
     }

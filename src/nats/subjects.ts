@@ -38,9 +38,11 @@ export function liveTypeFilter(type: string | undefined): string {
   if (isEventType(type)) return type;
   const [family, rest, ...more] = type.split('.');
   if (rest === '*' && more.length === 0 && families.has(family!)) return type;
-  throw new SessiondError(ErrorCode.InvalidOption,
+  throw new SessiondError(
+    ErrorCode.InvalidOption,
     `Invalid live event type filter ${JSON.stringify(type)}: use an event type (e.g. step.started), a family with a wildcard (e.g. tool.*), or leave it out for every type. Families: ${[...families].join(', ')}.`,
-    { details: { type } });
+    { details: { type } },
+  );
 }
 
 export const subjects = {

@@ -27,7 +27,10 @@ export interface OpsServer {
 export async function startOpsServer(options: OpsServerOptions): Promise<OpsServer> {
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
-    const send = (status: number, type: string, body: string) => { res.writeHead(status, { 'content-type': type }); res.end(body); };
+    const send = (status: number, type: string, body: string) => {
+      res.writeHead(status, { 'content-type': type });
+      res.end(body);
+    };
     const answer = async () => {
       if (req.method !== 'GET') return send(405, 'text/plain', 'use GET\n');
       if (path === '/metrics') return send(200, options.registry.contentType, await options.registry.metrics());
@@ -47,6 +50,10 @@ export async function startOpsServer(options: OpsServerOptions): Promise<OpsServ
   const { address, port } = server.address() as AddressInfo;
   return {
     url: `http://${address}:${port}`,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

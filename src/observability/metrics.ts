@@ -54,11 +54,21 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'sessiond_' });
   const counter = (name: string, help: string, labelNames: string[] = []) => new Counter({ name, help, labelNames, registers: [registry] });
   const appends = counter('sessiond_log_appends_total', 'Appends this worker made to the event log, by result (committed, conflict, failed).', ['result']);
-  const appendSeconds = new Histogram({ name: 'sessiond_log_append_seconds', help: 'Time from an append call to its acknowledgement.', buckets: LATENCY_BUCKETS, registers: [registry] });
+  const appendSeconds = new Histogram({
+    name: 'sessiond_log_append_seconds',
+    help: 'Time from an append call to its acknowledgement.',
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
   const turnsStarted = counter('sessiond_turns_started_total', 'Turns this worker claimed.');
   const turnsSettled = counter('sessiond_turns_settled_total', 'Turns this worker settled, by outcome (succeeded, failed, released).', ['outcome']);
   const turnsCancelled = counter('sessiond_turns_cancelled_total', 'Cancellations this worker wrote.');
-  const turnSeconds = new Histogram({ name: 'sessiond_turn_seconds', help: 'Time from a claim to its settlement, for turns claimed and settled by this worker.', buckets: TURN_BUCKETS, registers: [registry] });
+  const turnSeconds = new Histogram({
+    name: 'sessiond_turn_seconds',
+    help: 'Time from a claim to its settlement, for turns claimed and settled by this worker.',
+    buckets: TURN_BUCKETS,
+    registers: [registry],
+  });
   const renewals = counter('sessiond_lease_renewals_total', 'Lease renewals this worker wrote.');
   const leasesLost = counter('sessiond_leases_lost_total', 'Turns this worker stopped because its claim was lost (lease expired, fenced).');
   const recoveries = counter('sessiond_recoveries_total', 'Expired executions this worker recovered.');
@@ -66,7 +76,11 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
   const parked = counter('sessiond_recovery_wakes_parked_total', 'Recovery wakes given up (parked) by this worker.');
   const sweepFailures = counter('sessiond_sweep_failures_total', 'Recovery sweep passes that failed as a whole.');
   const stopped = counter('sessiond_worker_parts_stopped_total', 'Parts of the worker that stopped for good (projector, subscription), by part.', ['part']);
-  const refused = counter('sessiond_commands_refused_total', 'Command requests this worker refused for what the sender did (malformed, invalid ids, foreign reply subjects), by kind; logged at a limited rate.', ['kind']);
+  const refused = counter(
+    'sessiond_commands_refused_total',
+    'Command requests this worker refused for what the sender did (malformed, invalid ids, foreign reply subjects), by kind; logged at a limited rate.',
+    ['kind'],
+  );
 
   const claimedAt = new Map<string, number>();
   const committed = (events: SessionEvent[], ms: number) => {
@@ -82,15 +96,29 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
         case 'execution.settled': {
           turnsSettled.inc({ outcome: e.payload.outcome });
           const t0 = claimedAt.get(e.payload.executionId);
-          if (t0 !== undefined) { turnSeconds.observe((performance.now() - t0) / 1000); claimedAt.delete(e.payload.executionId); }
+          if (t0 !== undefined) {
+            turnSeconds.observe((performance.now() - t0) / 1000);
+            claimedAt.delete(e.payload.executionId);
+          }
           break;
         }
-        case 'execution.cancelled': turnsCancelled.inc(); break;
-        case 'execution.renewed': renewals.inc(); break;
-        case 'recovery.started': recoveries.inc(); break;
-        case 'recovery.wake_requested': wakes.inc(); break;
-        case 'recovery.wake_failed': if (e.payload.parked) parked.inc(); break;
-        default: break;
+        case 'execution.cancelled':
+          turnsCancelled.inc();
+          break;
+        case 'execution.renewed':
+          renewals.inc();
+          break;
+        case 'recovery.started':
+          recoveries.inc();
+          break;
+        case 'recovery.wake_requested':
+          wakes.inc();
+          break;
+        case 'recovery.wake_failed':
+          if (e.payload.parked) parked.inc();
+          break;
+        default:
+          break;
       }
     }
   };
@@ -109,17 +137,24 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
       leasesLost.inc();
       claimedAt.delete(n.executionId);
     },
-    recovery: (n) => { if (n.type === 'sweep_failed') sweepFailures.inc(); },
+    recovery: (n) => {
+      if (n.type === 'sweep_failed') sweepFailures.inc();
+    },
     fatal: (part) => stopped.inc({ part }),
     commandRefused: (kind) => refused.inc({ kind }),
     watch(sources) {
-      const gauge = (name: string, help: string, read: () => number | Promise<number>) => new Gauge({
-        name, help, registers: [registry],
-        async collect() { this.set(await read()); },
-      });
+      const gauge = (name: string, help: string, read: () => number | Promise<number>) =>
+        new Gauge({
+          name,
+          help,
+          registers: [registry],
+          async collect() {
+            this.set(await read());
+          },
+        });
       gauge('sessiond_live_sessions', 'Sessions with a turn running in this worker.', sources.liveSessions);
-      gauge('sessiond_inputs_pending', 'Inputs admitted and not yet promoted, in this worker\'s projection.', sources.pendingInputs);
-      gauge('sessiond_projector_lag_positions', 'Log positions the projector is behind the log\'s head.', sources.projectorLag);
+      gauge('sessiond_inputs_pending', "Inputs admitted and not yet promoted, in this worker's projection.", sources.pendingInputs);
+      gauge('sessiond_projector_lag_positions', "Log positions the projector is behind the log's head.", sources.projectorLag);
       gauge('sessiond_quarantined_messages', 'Stored messages skipped as unreadable.', sources.quarantined);
     },
   };

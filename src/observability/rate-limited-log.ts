@@ -46,7 +46,9 @@ const numbers = new Intl.NumberFormat('en-US');
 export function createRefusalLog(options: RefusalLogOptions): RefusalLog {
   checkKeys('refusal log', options, OPTIONS);
   if (typeof options.write !== 'function') {
-    throw new SessiondError(ErrorCode.InvalidOption, 'The refusal log needs write(line): a function that writes one line of the log.', { details: { option: 'write' } });
+    throw new SessiondError(ErrorCode.InvalidOption, 'The refusal log needs write(line): a function that writes one line of the log.', {
+      details: { option: 'write' },
+    });
   }
   const intervalMs = wholeNumber('refusal log', 'intervalMs', options.intervalMs, DEFAULT_REFUSAL_LOG_INTERVAL_MS, 1, 'ms');
   const maxLineChars = wholeNumber('refusal log', 'maxLineChars', options.maxLineChars, DEFAULT_MAX_LOG_LINE_CHARS, 80, 'characters');
@@ -62,7 +64,10 @@ export function createRefusalLog(options: RefusalLogOptions): RefusalLog {
   const summarise = () => {
     const total = [...held.values()].reduce((a, b) => a + b, 0);
     if (total > 0) {
-      const byKind = [...held].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([k, n]) => `${k} ${numbers.format(n)}`).join(', ');
+      const byKind = [...held]
+        .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
+        .map(([k, n]) => `${k} ${numbers.format(n)}`)
+        .join(', ');
       options.write(`refused ${numbers.format(total)} more request${total === 1 ? '' : 's'} (${byKind}) in the last ${duration(clock.now() - openedAt!)}`);
     }
     held = new Map();

@@ -29,7 +29,9 @@ export async function serveOps(port: number, parts: { engine: Engine; worker: Wo
   });
   const readiness = async (): Promise<string[]> => {
     let timer: TimerHandle | undefined;
-    const late = new Promise<never>((_, reject) => { timer = clock.setTimeout(() => reject(new TimeoutError(`no answer within ${LOG_ANSWER_MS} ms`)), LOG_ANSWER_MS); });
+    const late = new Promise<never>((_, reject) => {
+      timer = clock.setTimeout(() => reject(new TimeoutError(`no answer within ${LOG_ANSWER_MS} ms`)), LOG_ANSWER_MS);
+    });
     try {
       const behind = await Promise.race([lag(), late]);
       return behind > READY_MAX_LAG ? [`the projection is ${behind} log positions behind the log (ready at ${READY_MAX_LAG} or fewer)`] : [];

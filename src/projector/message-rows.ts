@@ -27,7 +27,11 @@ export interface UserData {
 
 export type AssistantStatus = 'running' | 'completed' | 'failed' | 'recovered';
 /** A text part, or the model's reasoning text where the server sends it. */
-export interface TextPart { id: string; type: 'text' | 'reasoning'; text: string }
+export interface TextPart {
+  id: string;
+  type: 'text' | 'reasoning';
+  text: string;
+}
 export type ToolStatus = 'pending' | 'running' | 'completed' | 'error';
 export interface ToolData {
   callId: string;
@@ -63,10 +67,7 @@ export interface CompactionData {
   usage?: Usage;
 }
 
-export type MessageData =
-  | { type: 'user'; data: UserData }
-  | { type: 'assistant'; data: AssistantData }
-  | { type: 'compaction'; data: CompactionData };
+export type MessageData = { type: 'user'; data: UserData } | { type: 'assistant'; data: AssistantData } | { type: 'compaction'; data: CompactionData };
 
 /** JSON text for the projection: deterministic for the same input; bigints are written as strings. */
 export function toJson(value: unknown): string {

@@ -68,7 +68,8 @@ export function messageRules(rows: Rows) {
     const { messageId, callId } = e.payload;
     const m = assistant(e, `a call is addressed by (message, call id) and needs its message's step.started and tool.called first`);
     const index = indexOfCall(m.data.tools, callId);
-    if (index < 0) throw inconsistent(`${e.type} for call ${callId} in message ${messageId}, which was never called: tool.called comes first.`, { messageId, callId });
+    if (index < 0)
+      throw inconsistent(`${e.type} for call ${callId} in message ${messageId}, which was never called: tool.called comes first.`, { messageId, callId });
     const tools = m.data.tools.slice();
     tools[index] = change(e, tools[index]!);
     rows.update(m, { ...m.data, tools }, e.time);
@@ -80,7 +81,10 @@ export function messageRules(rows: Rows) {
       const { inputId, executionId } = e.payload;
       const taken = rows.get(e.sessionId, inputId);
       if (taken) {
-        throw inconsistent(`input.promoted of input ${inputId}: message id ${inputId} is already a ${taken.type} message of session ${taken.session_id}. User messages take their input's id, so input ids must not collide with message ids.`, { messageId: inputId });
+        throw inconsistent(
+          `input.promoted of input ${inputId}: message id ${inputId} is already a ${taken.type} message of session ${taken.session_id}. User messages take their input's id, so input ids must not collide with message ids.`,
+          { messageId: inputId },
+        );
       }
       const data: UserData = { prompt: input.prompt, delivery: input.delivery, executionId };
       rows.insert({ id: inputId, session_id: e.sessionId, type: 'user', seq: e.seq, time_created: e.time, time_updated: e.time, data });
@@ -101,7 +105,8 @@ export function messageRules(rows: Rows) {
       rows.update(m, { ...data, status: 'running' }, e.time); // a continued step
     },
 
-    stepEnded: (e: SessionEvent<'step.ended'>) => seal(e, { status: 'completed', finish: e.payload.finish, ...(e.payload.usage ? { usage: e.payload.usage } : {}) }),
+    stepEnded: (e: SessionEvent<'step.ended'>) =>
+      seal(e, { status: 'completed', finish: e.payload.finish, ...(e.payload.usage ? { usage: e.payload.usage } : {}) }),
     stepFailed: (e: SessionEvent<'step.failed'>) => seal(e, { status: 'failed', error: e.payload.error }),
     stepRecovered: (e: SessionEvent<'step.recovered'>) => seal(e, { status: 'recovered', reason: e.payload.reason }),
 
@@ -113,7 +118,11 @@ export function messageRules(rows: Rows) {
       const m = assistant(e, 'a message gets tool calls only after its step.started');
       running(e, m.data, 'tools are called only while the step runs');
       const at = indexOfCall(m.data.tools, callId);
-      if (at >= 0) throw inconsistent(`tool.called for call ${callId} in message ${messageId}, which was already called (as ${m.data.tools[at]!.name}): call ids are unique per message.`, { messageId, callId });
+      if (at >= 0)
+        throw inconsistent(
+          `tool.called for call ${callId} in message ${messageId}, which was already called (as ${m.data.tools[at]!.name}): call ids are unique per message.`,
+          { messageId, callId },
+        );
       const t: ToolData = { callId, name, input, durable, ...(idempotencyKey === undefined ? {} : { idempotencyKey }), state: 'pending' };
       rows.update(m, { ...m.data, tools: [...m.data.tools, t] }, e.time);
     },
@@ -125,7 +134,11 @@ export function messageRules(rows: Rows) {
     compactionStarted(e: SessionEvent<'compaction.started'>): void {
       const { messageId, executionId, reason } = e.payload;
       const taken = rows.get(e.sessionId, messageId);
-      if (taken) throw inconsistent(`compaction.started for message ${messageId}, which already exists (a ${taken.type} message of session ${taken.session_id}): message ids must be unique.`, { messageId });
+      if (taken)
+        throw inconsistent(
+          `compaction.started for message ${messageId}, which already exists (a ${taken.type} message of session ${taken.session_id}): message ids must be unique.`,
+          { messageId },
+        );
       const data: CompactionData = { executionId, reason, status: 'running' };
       rows.insert({ id: messageId, session_id: e.sessionId, type: 'compaction', seq: e.seq, time_created: e.time, time_updated: e.time, data });
     },
@@ -135,7 +148,8 @@ export function messageRules(rows: Rows) {
       const m = existing(e, 'compaction', 'a compaction completes only after its compaction.started');
       const data = m.data as CompactionData;
       sameExecution(e, data);
-      if (data.status !== 'running') throw inconsistent(`compaction.completed for message ${messageId}, which is already ${data.status}: a compaction completes once.`, { messageId });
+      if (data.status !== 'running')
+        throw inconsistent(`compaction.completed for message ${messageId}, which is already ${data.status}: a compaction completes once.`, { messageId });
       rows.update(m, { ...data, status: 'completed', summary, ...(e.payload.usage ? { usage: e.payload.usage } : {}) }, e.time);
     },
   };
@@ -145,19 +159,28 @@ export function messageRules(rows: Rows) {
 function checkSameMessage(e: MessageEvent, m: CachedMessage, type: MessageType): void {
   const { messageId } = e.payload;
   if (m.type !== type) {
-    throw inconsistent(`${e.type} for message ${messageId}, which is a ${m.type} message, not ${type === 'assistant' ? 'an assistant' : `a ${type}`} message: message ids must be unique.`, { messageId });
+    throw inconsistent(
+      `${e.type} for message ${messageId}, which is a ${m.type} message, not ${type === 'assistant' ? 'an assistant' : `a ${type}`} message: message ids must be unique.`,
+      { messageId },
+    );
   }
 }
 
 function sameExecution(e: MessageEvent, data: { executionId: string }): void {
   if (data.executionId !== e.payload.executionId) {
-    throw inconsistent(`${e.type} by execution ${e.payload.executionId} for message ${e.payload.messageId} of execution ${data.executionId}: an execution writes only into its own messages.`,
-      { messageId: e.payload.messageId, executionId: e.payload.executionId, messageExecutionId: data.executionId });
+    throw inconsistent(
+      `${e.type} by execution ${e.payload.executionId} for message ${e.payload.messageId} of execution ${data.executionId}: an execution writes only into its own messages.`,
+      { messageId: e.payload.messageId, executionId: e.payload.executionId, messageExecutionId: data.executionId },
+    );
   }
 }
 
 function running(e: MessageEvent, data: AssistantData, why: string): void {
-  if (data.status !== 'running') throw inconsistent(`${e.type} for message ${e.payload.messageId}, which is already ${data.status}: ${why}.`, { messageId: e.payload.messageId, status: data.status });
+  if (data.status !== 'running')
+    throw inconsistent(`${e.type} for message ${e.payload.messageId}, which is already ${data.status}: ${why}.`, {
+      messageId: e.payload.messageId,
+      status: data.status,
+    });
 }
 
 function indexOfCall(tools: readonly ToolData[], callId: string): number {
@@ -171,7 +194,11 @@ function indexOfPart(parts: readonly { id: string }[], partId: string): number {
 }
 
 function startTool(e: SessionEvent<'tool.started'>, t: ToolData): ToolData {
-  if (t.state !== 'pending') throw inconsistent(`tool.started for call ${t.callId} in message ${e.payload.messageId}, which is already ${t.state}: a call starts once.`, { callId: t.callId, state: t.state });
+  if (t.state !== 'pending')
+    throw inconsistent(`tool.started for call ${t.callId} in message ${e.payload.messageId}, which is already ${t.state}: a call starts once.`, {
+      callId: t.callId,
+      state: t.state,
+    });
   return { ...t, state: 'running' };
 }
 
@@ -183,7 +210,11 @@ function succeedTool(e: SessionEvent<'tool.succeeded'>, t: ToolData): ToolData {
 function failTool(e: SessionEvent<'tool.failed'>, t: ToolData): ToolData {
   const next = e.payload.error;
   if (t.error !== undefined && t.error.name !== next.name) {
-    throw inconsistent(`Tool error name changed for ${t.callId}: ${t.error.name ?? '(unnamed)'} -> ${next.name ?? '(unnamed)'}`, { callId: t.callId, from: t.error.name, to: next.name });
+    throw inconsistent(`Tool error name changed for ${t.callId}: ${t.error.name ?? '(unnamed)'} -> ${next.name ?? '(unnamed)'}`, {
+      callId: t.callId,
+      from: t.error.name,
+      to: next.name,
+    });
   }
   if (t.state === 'completed') ended(e, t);
   return { ...t, state: 'error', error: next };
@@ -191,6 +222,10 @@ function failTool(e: SessionEvent<'tool.failed'>, t: ToolData): ToolData {
 
 function ended(e: ToolEvent, t: ToolData): void {
   if (t.state === 'completed' || t.state === 'error') {
-    throw inconsistent(`${e.type} for call ${t.callId} in message ${e.payload.messageId}, which already ended (${t.state}): a call ends once.`, { messageId: e.payload.messageId, callId: t.callId, state: t.state });
+    throw inconsistent(`${e.type} for call ${t.callId} in message ${e.payload.messageId}, which already ended (${t.state}): a call ends once.`, {
+      messageId: e.payload.messageId,
+      callId: t.callId,
+      state: t.state,
+    });
   }
 }

@@ -90,10 +90,16 @@ export class Projector {
   private readonly handlers: Handlers;
   private readonly run: BetterSqlite3.Transaction<(events: readonly SessionEvent[], options: ApplyOptions) => ApplyResult>;
 
-  constructor(private readonly db: Db, options: ProjectorOptions = {}) {
+  constructor(
+    readonly db: Db,
+    options: ProjectorOptions = {},
+  ) {
     const name = options.name ?? DEFAULT_PROJECTOR_NAME;
     if (typeof name !== 'string' || name.length === 0) {
-      throw new SessiondError(ErrorCode.InvalidOption, `Invalid projector option name=${JSON.stringify(name)}: use a non-empty string (default "${DEFAULT_PROJECTOR_NAME}").`);
+      throw new SessiondError(
+        ErrorCode.InvalidOption,
+        `Invalid projector option name=${JSON.stringify(name)}: use a non-empty string (default "${DEFAULT_PROJECTOR_NAME}").`,
+      );
     }
     this.name = name;
     try {
@@ -139,9 +145,11 @@ export class Projector {
           result = await retryTransient(() => this.apply(events, { expectAtLeast: seen }), { clock, forMs: lockedForMs });
         } catch (err) {
           if (!isTransientStorageError(err)) throw err;
-          throw new SessiondError(ErrorCode.LogClosed,
+          throw new SessiondError(
+            ErrorCode.LogClosed,
             `Projector "${this.name}" stopped at position ${this.checkpoint()}: the database stayed locked for ${lockedForMs} ms while applying the batch at position ${events[0]?.position} (session ${events[0]?.sessionId}): ${messageOf(err)}. Another process holds its write lock; restart this worker once it is released.`,
-            { cause: err, details: { projector: this.name, position: this.checkpoint() } });
+            { cause: err, details: { projector: this.name, position: this.checkpoint() } },
+          );
         }
         seen = result.position;
         options.onApplied?.(result);
@@ -154,8 +162,10 @@ export class Projector {
   private fold(events: readonly SessionEvent[], options: ApplyOptions): ApplyResult {
     const start = this.checkpoint();
     if (options.expectAtLeast !== undefined && start < options.expectAtLeast) {
-      throw inconsistent(`Projector "${this.name}" is at position ${start}, behind the ${options.expectAtLeast} this caller already saw: the projection was reset (rebuilt?) while it ran. Stop this follower and call follow() again from the new checkpoint.`,
-        { projector: this.name, checkpoint: start, expected: options.expectAtLeast });
+      throw inconsistent(
+        `Projector "${this.name}" is at position ${start}, behind the ${options.expectAtLeast} this caller already saw: the projection was reset (rebuilt?) while it ran. Stop this follower and call follow() again from the new checkpoint.`,
+        { projector: this.name, checkpoint: start, expected: options.expectAtLeast },
+      );
     }
     let position = start;
     let last = 0;
@@ -201,7 +211,10 @@ export class Projector {
 
   private requireRecovery(e: SessionEvent & { payload: { executionId: string } }, changed: boolean): void {
     if (!changed) {
-      throw inconsistent(`${e.type} for execution ${e.payload.executionId}, which has no recovery row in session ${e.sessionId}: a wake is owed only after a recovery.completed that admitted a continuation.`, { executionId: e.payload.executionId });
+      throw inconsistent(
+        `${e.type} for execution ${e.payload.executionId}, which has no recovery row in session ${e.sessionId}: a wake is owed only after a recovery.completed that admitted a continuation.`,
+        { executionId: e.payload.executionId },
+      );
     }
   }
 
@@ -213,12 +226,22 @@ export class Projector {
       'execution.claimed': (e) => {
         const p = e.payload;
         const inserted = ex.insertNew({
-          id: p.executionId, session_id: e.sessionId, owner_id: p.ownerId, assistant_message_id: null, phase: 'safe',
-          assistant_seq: p.assistantSeq, time_created: e.time, expires_at: p.expiresAt, recovery_error: null,
+          id: p.executionId,
+          session_id: e.sessionId,
+          owner_id: p.ownerId,
+          assistant_message_id: null,
+          phase: 'safe',
+          assistant_seq: p.assistantSeq,
+          time_created: e.time,
+          expires_at: p.expiresAt,
+          recovery_error: null,
         });
         if (!inserted) {
           const previous = ex.get(p.executionId)!;
-          throw inconsistent(`execution.claimed for execution ${p.executionId}, which already has a row (session ${previous.session_id}, owner ${previous.owner_id}): an execution is claimed once; a new claim is a new execution.`, { executionId: p.executionId });
+          throw inconsistent(
+            `execution.claimed for execution ${p.executionId}, which already has a row (session ${previous.session_id}, owner ${previous.owner_id}): an execution is claimed once; a new claim is a new execution.`,
+            { executionId: p.executionId },
+          );
         }
         // the claim is where a recovery's owed wake lands; an input's wake is done only when the
         // input is promoted (a claim that dies before promoting it must leave it findable)
@@ -233,12 +256,21 @@ export class Projector {
       'input.admitted': (e) => {
         const p = e.payload;
         const inserted = inputs.insertNew({
-          id: p.inputId, session_id: e.sessionId, prompt: p.prompt, delivery: p.delivery, admitted_seq: e.seq,
-          promoted_seq: null, wake_pending: p.wake ? 1 : 0, time_created: e.time,
+          id: p.inputId,
+          session_id: e.sessionId,
+          prompt: p.prompt,
+          delivery: p.delivery,
+          admitted_seq: e.seq,
+          promoted_seq: null,
+          wake_pending: p.wake ? 1 : 0,
+          time_created: e.time,
         });
         if (!inserted) {
           const previous = inputs.get(e.sessionId, p.inputId)!;
-          throw inconsistent(`Input ${p.inputId} of session ${e.sessionId} admitted twice (first at seq ${previous.admitted_seq}, again at seq ${e.seq}): admission is idempotent by input id.`, { inputId: p.inputId });
+          throw inconsistent(
+            `Input ${p.inputId} of session ${e.sessionId} admitted twice (first at seq ${previous.admitted_seq}, again at seq ${e.seq}): admission is idempotent by input id.`,
+            { inputId: p.inputId },
+          );
         }
       },
       'input.promoted': (e) => {
@@ -247,7 +279,11 @@ export class Projector {
         if (!promoted) {
           const row = inputs.get(e.sessionId, inputId);
           throw row && row.session_id === e.sessionId
-            ? invariant(`Input ${inputId} of session ${e.sessionId} promoted twice (first at seq ${row.promoted_seq}, again at seq ${e.seq})`, { inputId, first: row.promoted_seq, again: e.seq })
+            ? invariant(`Input ${inputId} of session ${e.sessionId} promoted twice (first at seq ${row.promoted_seq}, again at seq ${e.seq})`, {
+                inputId,
+                first: row.promoted_seq,
+                again: e.seq,
+              })
             : invariant(`Input ${inputId} of session ${e.sessionId} promoted at seq ${e.seq} but never admitted`, { inputId });
         }
         rules.userPromoted(e, promoted);
@@ -256,7 +292,10 @@ export class Projector {
       'input.dropped': (e) => {
         for (const inputId of e.payload.inputIds) {
           if (!inputs.drop(inputId, e.sessionId, e.seq)) {
-            throw invariant(`Input ${inputId} of session ${e.sessionId} dropped at seq ${e.seq} but it was not pending (never admitted, or already promoted or dropped)`, { inputId });
+            throw invariant(
+              `Input ${inputId} of session ${e.sessionId} dropped at seq ${e.seq} but it was not pending (never admitted, or already promoted or dropped)`,
+              { inputId },
+            );
           }
         }
       },
@@ -292,11 +331,21 @@ export class Projector {
         this.requireExecution(e, ex.delete(p.executionId, e.sessionId));
         if (p.continuationInputId === null) return; // nothing admitted: no wake owed, no row
         const previous = recoveries.get(p.executionId);
-        if (previous) throw inconsistent(`recovery.completed for execution ${p.executionId}, which was already recovered (continuation ${previous.continuation_message_id}): an execution is recovered once.`, { executionId: p.executionId });
+        if (previous)
+          throw inconsistent(
+            `recovery.completed for execution ${p.executionId}, which was already recovered (continuation ${previous.continuation_message_id}): an execution is recovered once.`,
+            { executionId: p.executionId },
+          );
         recoveries.insert({
-          session_id: e.sessionId, execution_id: p.executionId, assistant_message_id: p.assistantMessageId,
-          continuation_message_id: p.continuationInputId, phase: p.phase, wake_pending: 1, wake_attempts: 0,
-          recovery_error: p.error === undefined ? null : toJson(p.error), time_created: e.time,
+          session_id: e.sessionId,
+          execution_id: p.executionId,
+          assistant_message_id: p.assistantMessageId,
+          continuation_message_id: p.continuationInputId,
+          phase: p.phase,
+          wake_pending: 1,
+          wake_attempts: 0,
+          recovery_error: p.error === undefined ? null : toJson(p.error),
+          time_created: e.time,
         });
       },
       'recovery.wake_requested': (e) => this.requireRecovery(e, recoveries.setAttempts(e.payload.executionId, e.sessionId, e.payload.attempt)),
@@ -315,13 +364,18 @@ export class Projector {
 function checkPosition(event: SessionEvent, previous: number): number {
   const at = (event as { position?: unknown }).position;
   if (at === undefined || at === null) {
-    throw new SessiondError(ErrorCode.InvalidOption, `The event has no position: the projector folds only committed events read back from a log (EventLog.readAll or subscribe), whose position drives its checkpoint. Pass events from the log, not drafts.`);
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `The event has no position: the projector folds only committed events read back from a log (EventLog.readAll or subscribe), whose position drives its checkpoint. Pass events from the log, not drafts.`,
+    );
   }
   if (typeof at !== 'number' || !Number.isSafeInteger(at) || at < 1) {
     throw new SessiondError(ErrorCode.InvalidOption, `The event has an invalid position ${JSON.stringify(at)}: expected a whole number >= 1 from the log.`);
   }
   if (at < previous) {
-    throw inconsistent(`The event's position ${at} comes after position ${previous} in the same batch: a batch must be in commit order (positions never decrease).`);
+    throw inconsistent(
+      `The event's position ${at} comes after position ${previous} in the same batch: a batch must be in commit order (positions never decrease).`,
+    );
   }
   return at;
 }
@@ -329,10 +383,16 @@ function checkPosition(event: SessionEvent, previous: number): number {
 /** The event's type is one this projector knows, and durable. */
 function checkType(event: SessionEvent): void {
   if (!isEventType(event.type)) {
-    throw new SessiondError(ErrorCode.UnknownEventType, `Unknown event type ${JSON.stringify(event.type)}: this projector knows ${Object.keys(catalog).length} types. Upgrade sessiond to project this log.`);
+    throw new SessiondError(
+      ErrorCode.UnknownEventType,
+      `Unknown event type ${JSON.stringify(event.type)}: this projector knows ${Object.keys(catalog).length} types. Upgrade sessiond to project this log.`,
+    );
   }
   if (!catalog[event.type].durable) {
-    throw new SessiondError(ErrorCode.InvalidPayload, `Event type ${event.type} is live-only: it is never stored, so it must never reach the projector. Feed apply() events read from the log (readAll/subscribe), not from the live bus.`);
+    throw new SessiondError(
+      ErrorCode.InvalidPayload,
+      `Event type ${event.type} is live-only: it is never stored, so it must never reach the projector. Feed apply() events read from the log (readAll/subscribe), not from the live bus.`,
+    );
   }
 }
 
@@ -348,5 +408,14 @@ function checkEvent(event: SessionEvent): SessionEvent {
   if (!Number.isSafeInteger(event.time) || event.time < 0) throw bad(`an invalid time ${JSON.stringify(event.time)} (expected milliseconds since the epoch)`);
   const payload = parsePayload(event.type, event.version, event.payload);
   // the envelope's fields only, as a log reads them back (one object shape for every event)
-  return { id: event.id, type: event.type, version: event.version, sessionId: event.sessionId, seq: event.seq, time: event.time, payload, position: event.position } as SessionEvent;
+  return {
+    id: event.id,
+    type: event.type,
+    version: event.version,
+    sessionId: event.sessionId,
+    seq: event.seq,
+    time: event.time,
+    payload,
+    position: event.position,
+  } as SessionEvent;
 }

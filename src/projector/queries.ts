@@ -38,12 +38,16 @@ const cache = new WeakMap<Db, ReturnType<typeof prepare>>();
 
 function prepare(db: Db) {
   return {
-    pendingWakes: db.prepare(`SELECT session_id FROM session_input WHERE wake_pending = 1 AND promoted_seq IS NULL AND dropped_seq IS NULL
+    pendingWakes: db
+      .prepare(`SELECT session_id FROM session_input WHERE wake_pending = 1 AND promoted_seq IS NULL AND dropped_seq IS NULL
                               UNION SELECT session_id FROM session_recovery WHERE wake_pending = 1
-                              ORDER BY session_id`).pluck(),
-    runnable: db.prepare(`SELECT session_id FROM session_input WHERE promoted_seq IS NULL AND dropped_seq IS NULL
+                              ORDER BY session_id`)
+      .pluck(),
+    runnable: db
+      .prepare(`SELECT session_id FROM session_input WHERE promoted_seq IS NULL AND dropped_seq IS NULL
                           UNION SELECT session_id FROM session_recovery WHERE wake_pending = 1
-                          ORDER BY session_id`).pluck(),
+                          ORDER BY session_id`)
+      .pluck(),
     expired: db.prepare('SELECT * FROM session_execution WHERE expires_at <= ? ORDER BY expires_at, id'),
     executions: db.prepare('SELECT * FROM session_execution WHERE session_id = ? ORDER BY time_created, id'),
     inputs: db.prepare('SELECT * FROM session_input WHERE session_id = ? ORDER BY admitted_seq, id'),

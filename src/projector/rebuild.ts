@@ -51,13 +51,18 @@ export function resetProjection(db: Db): void {
 
 function resetStatements(db: Db) {
   const all = [checkpointRows(db), executionRows(db), inputRows(db), messageRows(db), recoveryRows(db)];
-  return db.transaction(() => { for (const t of all) t.clearAll(); });
+  return db.transaction(() => {
+    for (const t of all) t.clearAll();
+  });
 }
 
 export async function rebuildProjection(db: Db, log: EventLog, options: RebuildOptions = {}): Promise<RebuildResult> {
   const pageSize = options.pageSize ?? DEFAULT_REBUILD_PAGE_SIZE;
   if (!Number.isInteger(pageSize) || pageSize < 1) {
-    throw new SessiondError(ErrorCode.InvalidOption, `Invalid rebuild option pageSize=${String(pageSize)}: use a whole number of events >= 1 (default ${DEFAULT_REBUILD_PAGE_SIZE}).`);
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Invalid rebuild option pageSize=${String(pageSize)}: use a whole number of events >= 1 (default ${DEFAULT_REBUILD_PAGE_SIZE}).`,
+    );
   }
   const projector = new Projector(db, options.name === undefined ? {} : { name: options.name });
   const reset = resetStatements(db);
@@ -77,7 +82,8 @@ export async function rebuildProjection(db: Db, log: EventLog, options: RebuildO
     total = Math.max(total, after);
     options.onProgress?.(after, total);
   }
-  if (result === undefined) { // an empty log: the reset alone
+  if (result === undefined) {
+    // an empty log: the reset alone
     result = resetAndApply.immediate([]);
     pages = 1;
     options.onProgress?.(0, total);
@@ -87,10 +93,18 @@ export async function rebuildProjection(db: Db, log: EventLog, options: RebuildO
 
 /** The four tables, their columns in a fixed order, and a deterministic row order. */
 const TABLES = [
-  { table: 'session_execution', columns: 'id, session_id, owner_id, assistant_message_id, phase, assistant_seq, time_created, expires_at, recovery_error', order: 'id' },
+  {
+    table: 'session_execution',
+    columns: 'id, session_id, owner_id, assistant_message_id, phase, assistant_seq, time_created, expires_at, recovery_error',
+    order: 'id',
+  },
   { table: 'session_input', columns: 'id, session_id, prompt, delivery, admitted_seq, promoted_seq, wake_pending, time_created', order: 'id' },
   { table: 'session_message', columns: 'id, session_id, type, seq, time_created, time_updated, data', order: 'id' },
-  { table: 'session_recovery', columns: 'session_id, execution_id, assistant_message_id, continuation_message_id, phase, wake_pending, wake_attempts, recovery_error, time_created', order: 'execution_id' },
+  {
+    table: 'session_recovery',
+    columns: 'session_id, execution_id, assistant_message_id, continuation_message_id, phase, wake_pending, wake_attempts, recovery_error, time_created',
+    order: 'execution_id',
+  },
 ] as const;
 
 export type ProjectionTable = (typeof TABLES)[number]['table'];

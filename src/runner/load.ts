@@ -13,7 +13,10 @@ export async function loadRunner(spec: string, echo: EchoOptions = {}): Promise<
   const mod = await importUserModule(spec, 'runner module', { hint: 'Pass "echo" or a path to a module exporting a runner function.' });
   const fn = mod.default ?? mod.runner;
   if (typeof fn !== 'function') {
-    throw new SessiondError(ErrorCode.InvalidOption, `Runner module ${spec} has no runner: export a function as default or as "runner" (async (ctx) => { ... }).`);
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Runner module ${spec} has no runner: export a function as default or as "runner" (async (ctx) => { ... }).`,
+    );
   }
   return fn as Runner;
 }

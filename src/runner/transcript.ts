@@ -16,17 +16,30 @@ export type TranscriptPart =
   | { type: 'text'; partId: string; text: string }
   | { type: 'reasoning'; partId: string; text: string }
   | {
-    type: 'tool'; callId: string; name: string; input: unknown; durable: boolean; idempotencyKey?: string;
-    /** `failed` with error type `interrupted` or `released`: the call was sealed by a recovery or a hand-back. */
-    state: 'called' | 'running' | 'succeeded' | 'failed'; output?: unknown; error?: RecordedError;
-  };
+      type: 'tool';
+      callId: string;
+      name: string;
+      input: unknown;
+      durable: boolean;
+      idempotencyKey?: string;
+      /** `failed` with error type `interrupted` or `released`: the call was sealed by a recovery or a hand-back. */
+      state: 'called' | 'running' | 'succeeded' | 'failed';
+      output?: unknown;
+      error?: RecordedError;
+    };
 
 export type TranscriptItem =
   | { type: 'user'; inputId: string; executionId: string; text: string; continues?: Continuation }
   | {
-    type: 'assistant'; messageId: string; executionId: string; status: 'running' | 'completed' | 'failed' | 'recovered';
-    parts: TranscriptPart[]; finish?: string; error?: RecordedError; usage?: Usage;
-  }
+      type: 'assistant';
+      messageId: string;
+      executionId: string;
+      status: 'running' | 'completed' | 'failed' | 'recovered';
+      parts: TranscriptPart[];
+      finish?: string;
+      error?: RecordedError;
+      usage?: Usage;
+    }
   | { type: 'summary'; messageId: string; executionId: string; summary: string };
 
 export interface Transcript {
@@ -49,18 +62,25 @@ export function foldTranscript(t: Transcript, events: readonly SessionEvent[]): 
   const assistant = (messageId: string, change: (a: Extract<TranscriptItem, { type: 'assistant' }>) => TranscriptItem) => {
     for (let i = items.length - 1; i >= 0; i--) {
       const item = items[i]!;
-      if (item.type === 'assistant' && item.messageId === messageId) { items[i] = change(item); return; }
+      if (item.type === 'assistant' && item.messageId === messageId) {
+        items[i] = change(item);
+        return;
+      }
     }
   };
-  const withPart = (messageId: string, part: TranscriptPart, same: (p: TranscriptPart) => boolean) => assistant(messageId, (a) => {
-    const at = a.parts.findIndex(same);
-    const parts = a.parts.slice();
-    if (at < 0) parts.push(part); else parts[at] = part;
-    return { ...a, parts };
-  });
-  const tool = (messageId: string, callId: string, change: (p: Extract<TranscriptPart, { type: 'tool' }>) => TranscriptPart) => assistant(messageId, (a) => ({
-    ...a, parts: a.parts.map((p) => (p.type === 'tool' && p.callId === callId ? change(p) : p)),
-  }));
+  const withPart = (messageId: string, part: TranscriptPart, same: (p: TranscriptPart) => boolean) =>
+    assistant(messageId, (a) => {
+      const at = a.parts.findIndex(same);
+      const parts = a.parts.slice();
+      if (at < 0) parts.push(part);
+      else parts[at] = part;
+      return { ...a, parts };
+    });
+  const tool = (messageId: string, callId: string, change: (p: Extract<TranscriptPart, { type: 'tool' }>) => TranscriptPart) =>
+    assistant(messageId, (a) => ({
+      ...a,
+      parts: a.parts.map((p) => (p.type === 'tool' && p.callId === callId ? change(p) : p)),
+    }));
   for (const e of events) {
     seq = e.seq;
     switch (e.type) {
@@ -76,7 +96,8 @@ export function foldTranscript(t: Transcript, events: readonly SessionEvent[]): 
       }
       case 'step.started': {
         const { messageId, executionId } = e.payload;
-        if (items.some((i) => i.type === 'assistant' && i.messageId === messageId)) assistant(messageId, (a) => ({ ...a, status: 'running' })); // a continued step
+        if (items.some((i) => i.type === 'assistant' && i.messageId === messageId))
+          assistant(messageId, (a) => ({ ...a, status: 'running' })); // a continued step
         else items.push({ type: 'assistant', messageId, executionId, status: 'running', parts: [] });
         break;
       }
@@ -89,7 +110,11 @@ export function foldTranscript(t: Transcript, events: readonly SessionEvent[]): 
       }
       case 'tool.called': {
         const { messageId, callId, name, input, durable, idempotencyKey } = e.payload;
-        withPart(messageId, { type: 'tool', callId, name, input, durable, ...(idempotencyKey ? { idempotencyKey } : {}), state: 'called' }, (p) => p.type === 'tool' && p.callId === callId);
+        withPart(
+          messageId,
+          { type: 'tool', callId, name, input, durable, ...(idempotencyKey ? { idempotencyKey } : {}), state: 'called' },
+          (p) => p.type === 'tool' && p.callId === callId,
+        );
         break;
       }
       case 'tool.started':
@@ -102,7 +127,12 @@ export function foldTranscript(t: Transcript, events: readonly SessionEvent[]): 
         tool(e.payload.messageId, e.payload.callId, (p) => ({ ...p, state: 'failed', error: e.payload.error }));
         break;
       case 'step.ended':
-        assistant(e.payload.messageId, (a) => ({ ...a, status: 'completed', finish: e.payload.finish, ...(e.payload.usage ? { usage: e.payload.usage } : {}) }));
+        assistant(e.payload.messageId, (a) => ({
+          ...a,
+          status: 'completed',
+          finish: e.payload.finish,
+          ...(e.payload.usage ? { usage: e.payload.usage } : {}),
+        }));
         break;
       case 'step.failed':
         assistant(e.payload.messageId, (a) => ({ ...a, status: 'failed', error: e.payload.error }));

@@ -17,7 +17,12 @@ export interface FollowSource {
   listen(sessionId: string, onEvent: (event: SessionEvent) => void): Promise<{ close(): Promise<void> }>;
 }
 
-export async function followSession(source: FollowSource, sessionId: string, handler: SessionEventHandler, options: FollowOptions = {}): Promise<EventSubscription> {
+export async function followSession(
+  source: FollowSource,
+  sessionId: string,
+  handler: SessionEventHandler,
+  options: FollowOptions = {},
+): Promise<EventSubscription> {
   const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond: following ${sessionId}: ${messageOf(err)}\n`));
   let last = options.afterSeq ?? 0;
   let closed = false;
@@ -47,14 +52,18 @@ export async function followSession(source: FollowSource, sessionId: string, han
       if (event.seq > last) await deliver(event);
     }
   };
-  const listener = await source.listen(sessionId, (event) => enqueue(async () => {
-    if (event.seq <= last) return;
-    if (event.seq > last + 1) await catchUp(event.seq).catch((err: unknown) => report(err));
-    if (event.seq > last) await deliver(event); // delivered even when the gap could not be read (reported above)
-  }));
+  const listener = await source.listen(sessionId, (event) =>
+    enqueue(async () => {
+      if (event.seq <= last) return;
+      if (event.seq > last + 1) await catchUp(event.seq).catch((err: unknown) => report(err));
+      if (event.seq > last) await deliver(event); // delivered even when the gap could not be read (reported above)
+    }),
+  );
   enqueue(() => catchUp());
   return {
-    get lastSeq() { return last; },
+    get lastSeq() {
+      return last;
+    },
     async close() {
       closed = true;
       await listener.close();

@@ -41,7 +41,8 @@ export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Se
       // its recovery sweep); inputs admitted with `wake: false` wait for a process that runs turns
       if (context.pending.some((p) => p.wake)) return { status: 'requested' };
       return {
-        status: 'refused', reason: Refusal.NoWakePending,
+        status: 'refused',
+        reason: Refusal.NoWakePending,
         message: `Session ${sessionId}'s ${context.pending.length} pending input(s) were admitted without a wake, and nothing runs turns here: wake it where turns run (engine.wake, SessiondClient.wake, or sessiond start picks up the next prompt admitted with a wake).`,
       };
     },
@@ -49,7 +50,11 @@ export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Se
       await known(sessionId, 'cancel');
       if (executionId !== undefined) validateId(executionId, 'execution id');
       try {
-        const { events } = await handler.execute(sessionId, (now) => ({ type: 'cancel', now, ...(reason ? { reason } : {}), ...(executionId ? { executionId } : {}) }), { fresh: true });
+        const { events } = await handler.execute(
+          sessionId,
+          (now) => ({ type: 'cancel', now, ...(reason ? { reason } : {}), ...(executionId ? { executionId } : {}) }),
+          { fresh: true },
+        );
         return { cancelled: true, executionId: (events[0]!.payload as { executionId: string }).executionId };
       } catch (err) {
         if (isRefusal(err, 'nothing_to_cancel')) return { cancelled: false, reason: 'nothing_to_cancel', message: (err as Error).message };

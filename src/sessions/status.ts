@@ -21,14 +21,17 @@ export function statusOf(snapshot: SessionSnapshot, now: number, options: Status
 export function unknownSession(sessionId: string, verb: string): NotFoundError {
   return new NotFoundError(
     `Session ${sessionId} has no events, so there is nothing to ${verb}. Check the session id, or admit a prompt first (it creates the session).`,
-    { details: { sessionId } });
+    { details: { sessionId } },
+  );
 }
 
 /** `status`'s options checked: `pendingFrom` a whole number >= 0. */
 export function checkStatusOptions(options: StatusOptions | undefined): StatusOptions {
   const from = options?.pendingFrom;
   if (from !== undefined && (typeof from !== 'number' || !Number.isInteger(from) || from < 0)) {
-    throw new InvalidInputError(`Invalid status request: pendingFrom must be a whole number >= 0 (the index of the first pending input to list), got ${JSON.stringify(from)}.`);
+    throw new InvalidInputError(
+      `Invalid status request: pendingFrom must be a whole number >= 0 (the index of the first pending input to list), got ${JSON.stringify(from)}.`,
+    );
   }
   return options ?? {};
 }

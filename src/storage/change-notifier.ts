@@ -18,7 +18,11 @@ export class ChangeNotifier {
   private stopped = false;
   private readonly dataVersion;
 
-  constructor(private readonly db: Db, private readonly maxPollMs: number, private readonly clock: Clock) {
+  constructor(
+    readonly db: Db,
+    private readonly maxPollMs: number,
+    private readonly clock: Clock,
+  ) {
     this.dataVersion = db.prepare('PRAGMA data_version').pluck();
     this.lastVersion = this.dataVersion.get() as number;
   }

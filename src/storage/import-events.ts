@@ -22,14 +22,23 @@ export function eventImporter(db: Db) {
       const e = events[i]!;
       const previous = last.get(e.sessionId) ?? (lastSeq.get(e.sessionId) as number);
       if (e.seq !== previous + 1) {
-        throw new SessiondError(ErrorCode.SequenceConflict,
+        throw new SessiondError(
+          ErrorCode.SequenceConflict,
           `Cannot import event ${e.id}: session ${e.sessionId} is at sequence ${previous} in the target database, the event has sequence ${e.seq}. Replay into a fresh database, in log order.`,
-          { details: { sessionId: e.sessionId, last: previous, seq: e.seq } });
+          { details: { sessionId: e.sessionId, last: previous, seq: e.seq } },
+        );
       }
       // the original commit time travels with the event (a replayed log audits like the original)
       const { lastInsertRowid } = insert.run(e.id, e.sessionId, e.seq, e.type, e.version, e.time, pack(e.payload), e.committedAt ?? null);
       committed[i] = {
-        id: e.id, type: e.type, version: e.version, sessionId: e.sessionId, seq: e.seq, time: e.time, payload: e.payload, position: Number(lastInsertRowid),
+        id: e.id,
+        type: e.type,
+        version: e.version,
+        sessionId: e.sessionId,
+        seq: e.seq,
+        time: e.time,
+        payload: e.payload,
+        position: Number(lastInsertRowid),
         ...(e.committedAt === undefined ? {} : { committedAt: e.committedAt }),
       } as SessionEvent;
       last.set(e.sessionId, e.seq);

@@ -50,9 +50,11 @@ export function migrate(db: Db, options: { migrations?: readonly Migration[]; ta
   const target = options.target ?? latest;
   const from = schemaVersion(db);
   if (from > latest) {
-    throw new SessiondError(ErrorCode.SchemaTooNew,
+    throw new SessiondError(
+      ErrorCode.SchemaTooNew,
       `Database schema is at version ${from}, but this sessiond knows versions up to ${latest}. It was written by a newer sessiond: upgrade sessiond, or use a fresh database.`,
-      { details: { found: from, supported: latest } });
+      { details: { found: from, supported: latest } },
+    );
   }
   const applied: MigrateResult['applied'] = [];
   for (const m of list) {
@@ -68,9 +70,11 @@ export function migrate(db: Db, options: { migrations?: readonly Migration[]; ta
     try {
       if (step.immediate()) applied.push({ version: m.version, name: m.name });
     } catch (err) {
-      throw new SessiondError(ErrorCode.MigrationFailed,
+      throw new SessiondError(
+        ErrorCode.MigrationFailed,
         `Migration ${m.version} (${m.name}) failed and was rolled back; the database stays at version ${schemaVersion(db)}. Cause: ${messageOf(err)}`,
-        { cause: err, details: { version: m.version, name: m.name } });
+        { cause: err, details: { version: m.version, name: m.name } },
+      );
     }
   }
   return { from, to: schemaVersion(db), applied };

@@ -10,5 +10,7 @@ export function recordQuarantine(db: Db, q: QuarantinedMessage, now: number): vo
 
 /** Every recorded quarantined message, by position. */
 export function quarantinedMessages(db: Db): QuarantinedMessage[] {
-  return (db.prepare(`SELECT position, subject, session_id AS sessionId, code, message, size FROM quarantined_message ORDER BY position`).all()) as QuarantinedMessage[];
+  return db
+    .prepare(`SELECT position, subject, session_id AS sessionId, code, message, size FROM quarantined_message ORDER BY position`)
+    .all() as QuarantinedMessage[];
 }

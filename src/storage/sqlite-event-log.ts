@@ -14,13 +14,18 @@
 import { systemClock, type Clock } from '../clock.ts';
 import { ErrorCode, SessiondError, messageOf, SequenceConflictError } from '../errors.ts';
 import { validateId } from '../ids.ts';
-import { catalog, isDurable } from '../events/catalog.ts';
+import { catalog } from '../events/catalog.ts';
 import { checkPayloadSize, eventFromFrame, pack, unpack, DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
 import { prepareBatch } from '../events/prepare-batch.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import {
-  duplicateEventError, logClosedError, pageSizeOption,
-  type EventLog, type ReadPagesOptions, type SubscribeOptions, type Subscription,
+  duplicateEventError,
+  logClosedError,
+  pageSizeOption,
+  type EventLog,
+  type ReadPagesOptions,
+  type SubscribeOptions,
+  type Subscription,
 } from '../events/event-log.ts';
 import type { Db } from './sqlite.ts';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -37,7 +42,17 @@ interface QueuedAppend {
   reject: (err: unknown) => void;
 }
 
-interface EventRow { position: number; id: string; aggregate_id: string; seq: number; type: string; version: number; time: number; data: Buffer; committed_at?: number | null }
+interface EventRow {
+  position: number;
+  id: string;
+  aggregate_id: string;
+  seq: number;
+  type: string;
+  version: number;
+  time: number;
+  data: Buffer;
+  committed_at?: number | null;
+}
 
 export interface SqliteEventLogOptions {
   maxPayloadBytes?: number;
@@ -62,7 +77,10 @@ export class SqliteEventLog implements EventLog {
   /** Group commit at work: transactions written and the appends they carried. */
   readonly stats = { groups: 0, appends: 0 };
 
-  constructor(private readonly db: Db, options: SqliteEventLogOptions = {}) {
+  constructor(
+    private readonly db: Db,
+    options: SqliteEventLogOptions = {},
+  ) {
     this.name = `sqlite:${db.name}`;
     this.maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
     this.clock = options.clock ?? systemClock;
@@ -75,13 +93,15 @@ export class SqliteEventLog implements EventLog {
       head: db.prepare('SELECT COALESCE(MAX(position), 0) FROM event').pluck(),
     };
     this.writeOne = db.transaction((sessionId: string, expectedSeq: number, parsed: DraftEvent[]) => this.write(sessionId, expectedSeq, parsed));
-    this.writeGroup = db.transaction((group: QueuedAppend[]) => group.map((p) => {
-      try {
-        return { events: this.writeOne(p.sessionId, p.expectedSeq, p.drafts) }; // nested: a savepoint per append
-      } catch (error) {
-        return { error };
-      }
-    }));
+    this.writeGroup = db.transaction((group: QueuedAppend[]) =>
+      group.map((p) => {
+        try {
+          return { events: this.writeOne(p.sessionId, p.expectedSeq, p.drafts) }; // nested: a savepoint per append
+        } catch (error) {
+          return { error };
+        }
+      }),
+    );
   }
 
   /**
@@ -132,14 +152,16 @@ export class SqliteEventLog implements EventLog {
       if (retried) return retried;
       throw new SequenceConflictError(sessionId, expectedSeq, actual);
     }
-    const insert = this.insertStmt ??= this.db.prepare('INSERT INTO event (id, aggregate_id, seq, type, version, time, data, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+    const insert = (this.insertStmt ??= this.db.prepare(
+      'INSERT INTO event (id, aggregate_id, seq, type, version, time, data, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    ));
     const committedAt = this.clock.now();
     return parsed.map((d, i) => {
       const seq = expectedSeq + i + 1;
       const version = catalog[d.type].version;
       const data = pack(d.payload);
       if (data.byteLength > this.maxPayloadBytes) checkPayloadSize(d, this.maxPayloadBytes); // throws, naming the event and the limit
-      let info;
+      let info: ReturnType<typeof insert.run>;
       try {
         info = insert.run(d.id, sessionId, seq, d.type, version, d.time, data, committedAt);
       } catch (err) {
@@ -148,7 +170,17 @@ export class SqliteEventLog implements EventLog {
         }
         throw err;
       }
-      return { id: d.id, type: d.type, version, sessionId, seq, time: d.time, payload: d.payload, position: Number(info.lastInsertRowid), committedAt } as SessionEvent;
+      return {
+        id: d.id,
+        type: d.type,
+        version,
+        sessionId,
+        seq,
+        time: d.time,
+        payload: d.payload,
+        position: Number(info.lastInsertRowid),
+        committedAt,
+      } as SessionEvent;
     });
   }
 
@@ -157,7 +189,11 @@ export class SqliteEventLog implements EventLog {
     const rows = drafts.map((d) => this.stmts.byId.get(d.id) as EventRow | undefined);
     if (rows.every((r) => r === undefined)) return undefined;
     const exact = rows.every((r, i) => r !== undefined && r.aggregate_id === sessionId && r.seq === expectedSeq + i + 1);
-    if (!exact) throw duplicateEventError(sessionId, rows.filter((r) => r !== undefined).map((r) => r!.id));
+    if (!exact)
+      throw duplicateEventError(
+        sessionId,
+        rows.filter((r) => r !== undefined).map((r) => r!.id),
+      );
     return rows.map((r) => toEvent(r!));
   }
 
@@ -218,9 +254,14 @@ export class SqliteEventLog implements EventLog {
         position = batch[batch.length - 1]!.position!;
       }
     };
-    const done = pump().catch((err) => { stopped = true; onError(err); });
+    const done = pump().catch((err) => {
+      stopped = true;
+      onError(err);
+    });
     const sub = {
-      get position() { return position; },
+      get position() {
+        return position;
+      },
       close: async () => {
         stopped = true;
         this.notifier.wakeAll();
@@ -246,10 +287,23 @@ function toEvent(row: EventRow): SessionEvent {
   try {
     payload = unpack(row.data);
   } catch (err) {
-    throw new SessiondError(ErrorCode.DecodeFailed, `${describe} is not a valid sessiond event: its payload is not valid msgpack (${messageOf(err)}).`, { cause: err, details: { position: row.position } });
+    throw new SessiondError(ErrorCode.DecodeFailed, `${describe} is not a valid sessiond event: its payload is not valid msgpack (${messageOf(err)}).`, {
+      cause: err,
+      details: { position: row.position },
+    });
   }
-  return eventFromFrame({
-    id: row.id, type: row.type, version: row.version, sessionId: row.aggregate_id, seq: row.seq, time: row.time, payload, position: row.position,
-    ...(typeof row.committed_at === 'number' ? { committedAt: row.committed_at } : {}),
-  }, { describe, hint: 'The database was changed by something other than sessiond: run sessiond check.' });
+  return eventFromFrame(
+    {
+      id: row.id,
+      type: row.type,
+      version: row.version,
+      sessionId: row.aggregate_id,
+      seq: row.seq,
+      time: row.time,
+      payload,
+      position: row.position,
+      ...(typeof row.committed_at === 'number' ? { committedAt: row.committed_at } : {}),
+    },
+    { describe, hint: 'The database was changed by something other than sessiond: run sessiond check.' },
+  );
 }

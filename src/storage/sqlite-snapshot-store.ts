@@ -12,8 +12,12 @@ export class SqliteSnapshotStore implements SnapshotStore {
   readonly stats: SnapshotStoreStats = { discarded: 0 };
   private readonly stmts;
 
-  constructor(db: Db, private readonly clock: Clock, private readonly version = MACHINE_VERSION,
-    private readonly onDiscarded: (sessionId: string, reason: string) => void = () => undefined) {
+  constructor(
+    db: Db,
+    private readonly clock: Clock,
+    private readonly version = MACHINE_VERSION,
+    private readonly onDiscarded: (sessionId: string, reason: string) => void = () => undefined,
+  ) {
     this.stmts = {
       drop: db.prepare('DELETE FROM session_snapshot WHERE session_id = ? AND machine = ?'),
       get: db.prepare('SELECT data FROM session_snapshot WHERE session_id = ? AND machine = ?').pluck(),
@@ -25,7 +29,7 @@ export class SqliteSnapshotStore implements SnapshotStore {
 
   async get(sessionId: string): Promise<SessionSnapshot | undefined> {
     const data = this.stmts.get.get(sessionId, this.version) as string | undefined;
-    return data === undefined ? undefined : JSON.parse(data) as SessionSnapshot;
+    return data === undefined ? undefined : (JSON.parse(data) as SessionSnapshot);
   }
 
   discarded(sessionId: string, reason: string): void {

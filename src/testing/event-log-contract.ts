@@ -34,15 +34,25 @@ export function admitted(prompt = 'hello'): DraftEvent {
 
 export function eventLogContract(name: string, open: () => Promise<LogFixture>) {
   const s = suite<{ fx: LogFixture }>(`EventLog contract (${name})`, {} as { fx: LogFixture });
-  s.before.each(async (ctx) => { ctx.fx = await open(); });
-  s.after.each(async (ctx) => { await ctx.fx.cleanup(); });
+  s.before.each(async (ctx) => {
+    ctx.fx = await open();
+  });
+  s.after.each(async (ctx) => {
+    await ctx.fx.cleanup();
+  });
 
   s('appends a batch to a new session and reads it back in order', async ({ fx }) => {
     const ses = uid('ses');
     const drafts = [admitted('a'), started(), admitted('b')];
     const committed = await fx.log.append(ses, 0, drafts);
-    assert.equal(committed.map((e) => e.seq), [1, 2, 3]);
-    assert.equal(committed.map((e) => e.id), drafts.map((d) => d.id));
+    assert.equal(
+      committed.map((e) => e.seq),
+      [1, 2, 3],
+    );
+    assert.equal(
+      committed.map((e) => e.id),
+      drafts.map((d) => d.id),
+    );
     assert.is((committed[0] as SessionEvent<'input.admitted'>).payload.source, 'user', 'schema defaults applied');
     const read = await fx.log.readSession(ses);
     assert.equal(read.map(strip), committed.map(strip));
@@ -53,21 +63,42 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
   s('records when each append was committed, on append results and on every read', async ({ fx }) => {
     const ses = uid('ses');
     const drafts = [admitted('a'), started(), admitted('b')];
-    const committed = [...await fx.log.append(ses, 0, drafts.slice(0, 2)), ...await fx.log.append(ses, 2, drafts.slice(2))];
+    const committed = [...(await fx.log.append(ses, 0, drafts.slice(0, 2))), ...(await fx.log.append(ses, 2, drafts.slice(2)))];
     const check = (events: SessionEvent[], how: string) => {
-      assert.equal(events.map((e) => e.time), drafts.map((d) => d.time), `${how}: time stays the decision time`);
+      assert.equal(
+        events.map((e) => e.time),
+        drafts.map((d) => d.time),
+        `${how}: time stays the decision time`,
+      );
       const times = events.map((e) => e.committedAt);
-      assert.ok(times.every((t) => Number.isInteger(t) && Math.abs(t! - Date.now()) < 60_000), `${how}: committedAt is a recent time in ms (${times.join(', ')})`);
+      assert.ok(
+        times.every((t) => Number.isInteger(t) && Math.abs(t! - Date.now()) < 60_000),
+        `${how}: committedAt is a recent time in ms (${times.join(', ')})`,
+      );
       assert.is(times[0], times[1], `${how}: one append, one commit time`);
     };
     check(committed, 'append results');
     const read = await fx.log.readSession(ses);
     check(read, 'readSession');
-    assert.equal((await fx.log.readSession(ses, { afterSeq: 2 })).map((e) => e.committedAt), [read[2]!.committedAt], 'readSession after a seq');
-    check((await fx.log.readAll()).filter((e) => e.sessionId === ses), 'readAll');
-    check((await collect(fx.log.readPages({ pageSize: 1 }))).flat().filter((e) => e.sessionId === ses), 'readPages');
+    assert.equal(
+      (await fx.log.readSession(ses, { afterSeq: 2 })).map((e) => e.committedAt),
+      [read[2]!.committedAt],
+      'readSession after a seq',
+    );
+    check(
+      (await fx.log.readAll()).filter((e) => e.sessionId === ses),
+      'readAll',
+    );
+    check(
+      (await collect(fx.log.readPages({ pageSize: 1 }))).flat().filter((e) => e.sessionId === ses),
+      'readPages',
+    );
     const seen: SessionEvent[] = [];
-    const sub = fx.log.subscribe({ onBatch: (batch) => { seen.push(...batch.filter((e) => e.sessionId === ses)); } });
+    const sub = fx.log.subscribe({
+      onBatch: (batch) => {
+        seen.push(...batch.filter((e) => e.sessionId === ses));
+      },
+    });
     try {
       await waitFor(() => seen.length === 3, { what: 'the subscription to deliver the session' });
     } finally {
@@ -104,7 +135,10 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
       for (const a of attempts) if (a.status === 'rejected') assert.instance(a.reason, SequenceConflictError);
       const events = await other.readSession(ses);
       const winner = (won[0] as PromiseFulfilledResult<SessionEvent[]>).value;
-      assert.equal(events.slice(1).map((e) => e.id), winner.map((e) => e.id));
+      assert.equal(
+        events.slice(1).map((e) => e.id),
+        winner.map((e) => e.id),
+      );
     } finally {
       await other.close();
     }
@@ -115,12 +149,18 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
     const batch = [admitted(), started()];
     const first = await fx.log.append(ses, 0, batch);
     const retry = await fx.log.append(ses, 0, batch);
-    assert.equal(retry.map((e) => [e.id, e.seq]), first.map((e) => [e.id, e.seq]));
+    assert.equal(
+      retry.map((e) => [e.id, e.seq]),
+      first.map((e) => [e.id, e.seq]),
+    );
     assert.is(await fx.log.lastSeq(ses), 2);
     assert.is((await fx.log.readSession(ses)).length, 2);
     // old ids mixed with new ones: refused, nothing written
     await fx.log.append(ses, 2, [admitted()]);
-    const mixed = await fx.log.append(ses, 3, [batch[0]!, admitted()]).then(() => 'ok', (e) => e);
+    const mixed = await fx.log.append(ses, 3, [batch[0]!, admitted()]).then(
+      () => 'ok',
+      (e) => e,
+    );
     assert.ok(isSessiondError(mixed), 'mixed old/new ids refused');
     assert.is(await fx.log.lastSeq(ses), 3);
   });
@@ -135,7 +175,10 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
       assert.is(err.actualSeq, 2);
       const fresh = await fx.another();
       const retried = await fresh.append(ses, 0, batch);
-      assert.equal(retried.map((e) => [e.id, e.seq]), first.map((e) => [e.id, e.seq]));
+      assert.equal(
+        retried.map((e) => [e.id, e.seq]),
+        first.map((e) => [e.id, e.seq]),
+      );
       assert.is((await fx.log.readSession(ses)).length, 2, 'nothing written twice');
     } finally {
       await other.close();
@@ -162,14 +205,23 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
     assert.is(await fx.log.lastSeq(ses), 0);
     const half = 'y'.repeat(DEFAULT_MAX_PAYLOAD_BYTES / 2);
     const committed = await fx.log.append(ses, 0, [admitted(half), admitted(half)]);
-    assert.equal((await fx.log.readSession(ses)).map((e) => e.id), committed.map((e) => e.id));
+    assert.equal(
+      (await fx.log.readSession(ses)).map((e) => e.id),
+      committed.map((e) => e.id),
+    );
   });
 
   s('reads a session from a sequence, with a limit', async ({ fx }) => {
     const ses = uid('ses');
     await fx.log.append(ses, 0, [admitted('1'), admitted('2'), admitted('3'), admitted('4')]);
-    assert.equal((await fx.log.readSession(ses, { afterSeq: 2 })).map((e) => e.seq), [3, 4]);
-    assert.equal((await fx.log.readSession(ses, { afterSeq: 1, limit: 2 })).map((e) => e.seq), [2, 3]);
+    assert.equal(
+      (await fx.log.readSession(ses, { afterSeq: 2 })).map((e) => e.seq),
+      [3, 4],
+    );
+    assert.equal(
+      (await fx.log.readSession(ses, { afterSeq: 1, limit: 2 })).map((e) => e.seq),
+      [2, 3],
+    );
     assert.equal(await fx.log.readSession(ses, { afterSeq: 4 }), []);
   });
 
@@ -181,20 +233,34 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
     const c2 = await fx.log.append(b, 0, [admitted('b1'), admitted('b2')]);
     const c3 = await fx.log.append(a, 1, [admitted('a2')]);
     const all = await fx.log.readAll({ after: start });
-    assert.equal(all.map((e) => e.id), [...c1, ...c2, ...c3].map((e) => e.id));
+    assert.equal(
+      all.map((e) => e.id),
+      [...c1, ...c2, ...c3].map((e) => e.id),
+    );
     const positions = all.map((e) => e.position!);
-    assert.ok(positions.every((p, i) => i === 0 || p >= positions[i - 1]!), 'positions never decrease');
+    assert.ok(
+      positions.every((p, i) => i === 0 || p >= positions[i - 1]!),
+      'positions never decrease',
+    );
     assert.is(await fx.log.head(), positions[positions.length - 1]);
     const afterFirst = await fx.log.readAll({ after: c1[0]!.position! });
-    assert.equal(afterFirst.map((e) => e.id), [...c2, ...c3].map((e) => e.id));
+    assert.equal(
+      afterFirst.map((e) => e.id),
+      [...c2, ...c3].map((e) => e.id),
+    );
   });
 
-  s('subscribers see past and new commits in order, including another handle\'s', async ({ fx }) => {
+  s("subscribers see past and new commits in order, including another handle's", async ({ fx }) => {
     const other = await fx.another();
     const start = await fx.log.head();
     const ses = uid('ses');
     const seen: string[] = [];
-    const sub = fx.log.subscribe({ after: start, onBatch: (events) => { for (const e of events) seen.push(e.id); } });
+    const sub = fx.log.subscribe({
+      after: start,
+      onBatch: (events) => {
+        for (const e of events) seen.push(e.id);
+      },
+    });
     try {
       const mine = await fx.log.append(ses, 0, [admitted('x')]);
       const theirs = await other.append(ses, 1, [admitted('y'), admitted('z')]);
@@ -204,9 +270,17 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
       await waitFor(() => sub.position >= theirs[1]!.position!, { timeoutMs: 2000, what: 'subscription position to advance' });
       // resuming from the position of the first commit delivers only what came after it
       const resumed: string[] = [];
-      const sub2 = other.subscribe({ after: mine[0]!.position!, onBatch: (events) => { for (const e of events) resumed.push(e.id); } });
+      const sub2 = other.subscribe({
+        after: mine[0]!.position!,
+        onBatch: (events) => {
+          for (const e of events) resumed.push(e.id);
+        },
+      });
       await waitFor(() => resumed.length >= 2, { timeoutMs: 5000, what: 'resumed subscriber' });
-      assert.equal(resumed.filter((id) => expected.includes(id)), expected.slice(1));
+      assert.equal(
+        resumed.filter((id) => expected.includes(id)),
+        expected.slice(1),
+      );
       await sub2.close();
     } finally {
       await sub.close();
@@ -218,7 +292,9 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
     const errors: unknown[] = [];
     const sub = fx.log.subscribe({
       after: await fx.log.head(),
-      onBatch: () => { throw new Error('handler broke'); },
+      onBatch: () => {
+        throw new Error('handler broke');
+      },
       onError: (err) => errors.push(err),
     });
     await fx.log.append(uid('ses'), 0, [admitted()]);
@@ -232,16 +308,25 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
     const b = uid('ses');
     const committed: SessionEvent[] = [];
     for (let i = 0; i < 4; i++) {
-      committed.push(...await fx.log.append(a, 3 * i, [admitted(), started(), admitted()]));
-      committed.push(...await fx.log.append(b, i, [admitted()]));
+      committed.push(...(await fx.log.append(a, 3 * i, [admitted(), started(), admitted()])));
+      committed.push(...(await fx.log.append(b, i, [admitted()])));
     }
     const pages = await collect(fx.log.readPages({ pageSize: 4 }));
-    assert.equal(pages.flat().map((e) => e.id), committed.map((e) => e.id));
-    assert.equal(pages.flat().map((e) => e.position), committed.map((e) => e.position));
+    assert.equal(
+      pages.flat().map((e) => e.id),
+      committed.map((e) => e.id),
+    );
+    assert.equal(
+      pages.flat().map((e) => e.position),
+      committed.map((e) => e.position),
+    );
     assertWholePages(pages, 4);
     assert.ok(pages.length >= 4, `${pages.length} pages of at most 4 of 16 events`);
     // pages as large as the whole log: one page
-    assert.equal((await collect(fx.log.readPages({ pageSize: 1000 }))).map((p) => p.length), [committed.length]);
+    assert.equal(
+      (await collect(fx.log.readPages({ pageSize: 1000 }))).map((p) => p.length),
+      [committed.length],
+    );
     // a page smaller than a batch: the batch alone
     assertWholePages(await collect(fx.log.readPages({ pageSize: 1 })), 1);
   });
@@ -250,8 +335,11 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
     assert.equal(await collect(fx.log.readPages()), [], 'an empty log has no pages');
     const ses = uid('ses');
     const first = await fx.log.append(ses, 0, [admitted()]);
-    const rest = [...await fx.log.append(ses, 1, [admitted(), started()]), ...await fx.log.append(ses, 3, [admitted()])];
-    assert.equal((await collect(fx.log.readPages({ after: first[0]!.position! }))).flat().map((e) => e.id), rest.map((e) => e.id));
+    const rest = [...(await fx.log.append(ses, 1, [admitted(), started()])), ...(await fx.log.append(ses, 3, [admitted()]))];
+    assert.equal(
+      (await collect(fx.log.readPages({ after: first[0]!.position! }))).flat().map((e) => e.id),
+      rest.map((e) => e.id),
+    );
     assert.equal(await collect(fx.log.readPages({ after: await fx.log.head() })), []);
     for (const pageSize of [0, 1.5, -1]) expectCode(() => fx.log.readPages({ pageSize }), ErrorCode.InvalidOption);
   });
@@ -284,7 +372,7 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
       if (++pages === 1) break;
     }
     assert.is(pages, 1);
-    if (fx.openReads) await waitFor(async () => (await fx.openReads!()) === 0, { timeoutMs: 5000, what: 'the read\'s consumer to be gone' });
+    if (fx.openReads) await waitFor(async () => (await fx.openReads!()) === 0, { timeoutMs: 5000, what: "the read's consumer to be gone" });
     // the log is still fine for other reads
     assert.is((await collect(fx.log.readPages({ pageSize: 2 }))).flat().length, 6);
     if (fx.openReads) await waitFor(async () => (await fx.openReads!()) === 0, { timeoutMs: 5000, what: 'no consumer left after a full read' });
@@ -293,12 +381,20 @@ export function eventLogContract(name: string, open: () => Promise<LogFixture>) 
   s('a subscriber that catches up gets several commits per call, whole and in order', async ({ fx }) => {
     const start = await fx.log.head();
     const committed: SessionEvent[] = [];
-    for (let i = 0; i < 30; i++) committed.push(...await fx.log.append(uid('ses'), 0, [admitted(), started()]));
+    for (let i = 0; i < 30; i++) committed.push(...(await fx.log.append(uid('ses'), 0, [admitted(), started()])));
     const calls: SessionEvent[][] = [];
-    const sub = fx.log.subscribe({ after: start, onBatch: (events) => { calls.push(events); } });
+    const sub = fx.log.subscribe({
+      after: start,
+      onBatch: (events) => {
+        calls.push(events);
+      },
+    });
     try {
       await waitFor(() => calls.flat().length >= committed.length, { timeoutMs: 5000, what: 'the subscriber to catch up' });
-      assert.equal(calls.flat().map((e) => e.id), committed.map((e) => e.id));
+      assert.equal(
+        calls.flat().map((e) => e.id),
+        committed.map((e) => e.id),
+      );
       assertWholePages(calls, Infinity);
       assert.ok(calls.length < 30, `30 commits in ${calls.length} calls`);
     } finally {

@@ -18,7 +18,13 @@ async function main(): Promise<void> {
   let values: { port?: string; host?: string; 'api-key'?: string; model?: string; help?: boolean };
   try {
     ({ values } = parseArgs({
-      options: { port: { type: 'string' }, host: { type: 'string' }, 'api-key': { type: 'string' }, model: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        port: { type: 'string' },
+        host: { type: 'string' },
+        'api-key': { type: 'string' },
+        model: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
       strict: true,
     }));
   } catch (err) {
@@ -42,7 +48,9 @@ async function main(): Promise<void> {
     model: values.model,
     onRequest: (r) => {
       const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
-      const chat = r.chat ? ` (${plural(r.chat.messages.length, 'message')}${r.chat.tools?.length ? `, ${plural(r.chat.tools.length, 'tool')}` : ''}${r.chat.stream ? ', stream' : ''})` : '';
+      const chat = r.chat
+        ? ` (${plural(r.chat.messages.length, 'message')}${r.chat.tools?.length ? `, ${plural(r.chat.tools.length, 'tool')}` : ''}${r.chat.stream ? ', stream' : ''})`
+        : '';
       process.stderr.write(`${new Date().toISOString()} #${r.index} ${r.method} ${r.path}${chat}\n`);
     },
   });
@@ -50,10 +58,13 @@ async function main(): Promise<void> {
 
   const stop = (signal: NodeJS.Signals) => {
     process.stderr.write(`${signal}: stopping\n`);
-    server.close().then(() => process.exit(0), (err: unknown) => {
-      process.stderr.write(`failed to stop cleanly: ${String(err)}\n`);
-      process.exit(1);
-    });
+    server.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        process.stderr.write(`failed to stop cleanly: ${String(err)}\n`);
+        process.exit(1);
+      },
+    );
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);

@@ -58,7 +58,14 @@ export interface ScriptedToolCall {
  */
 export type ScriptStep =
   /** A streamed reply: optional `reasoning_content` deltas, then content deltas, `finish_reason` (default `stop`), usage, `[DONE]`. */
-  | { kind: 'text'; text: string | string[]; reasoning?: string | string[]; finishReason?: 'stop' | 'length' | 'content_filter'; usage?: UsageOverride; delayMs?: number }
+  | {
+      kind: 'text';
+      text: string | string[];
+      reasoning?: string | string[];
+      finishReason?: 'stop' | 'length' | 'content_filter';
+      usage?: UsageOverride;
+      delayMs?: number;
+    }
   /** Tool calls streamed the real way (one after another, arguments in fragments), after optional text; `finish_reason: 'tool_calls'`. */
   | { kind: 'toolCalls'; calls: ScriptedToolCall[]; text?: string | string[]; usage?: UsageOverride; delayMs?: number }
   /** An HTTP error with an OpenAI-style body `{ error: { message, type, param, code } }`; see {@link rateLimited}, {@link contextLengthExceeded}, {@link serverError}. */
@@ -248,12 +255,13 @@ interface Reply {
 function replyOf(step: Extract<ScriptStep, { kind: 'text' | 'toolCalls' }>, request: ChatCompletionRequest, nextCallId: () => string): Reply {
   const content = deltasOf(step.text);
   const reasoning = step.kind === 'text' ? deltasOf(step.reasoning) : [];
-  const toolCalls = step.kind === 'toolCalls'
-    ? step.calls.map((call) => {
-      const args = typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments);
-      return { id: call.id ?? nextCallId(), name: call.name, fragments: splitInto(args, call.argumentChunks ?? 3) };
-    })
-    : [];
+  const toolCalls =
+    step.kind === 'toolCalls'
+      ? step.calls.map((call) => {
+          const args = typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments);
+          return { id: call.id ?? nextCallId(), name: call.name, fragments: splitInto(args, call.argumentChunks ?? 3) };
+        })
+      : [];
   const reasoningTokens = estimateTokens(reasoning.join(''));
   const output = content.join('') + reasoning.join('') + toolCalls.map((c) => c.name + c.fragments.join('')).join('');
   const prompt = step.usage?.prompt_tokens ?? estimateTokens(promptText(request));
@@ -262,7 +270,7 @@ function replyOf(step: Extract<ScriptStep, { kind: 'text' | 'toolCalls' }>, requ
     content,
     reasoning,
     toolCalls,
-    finishReason: step.kind === 'toolCalls' ? 'tool_calls' : step.finishReason ?? 'stop',
+    finishReason: step.kind === 'toolCalls' ? 'tool_calls' : (step.finishReason ?? 'stop'),
     usage: {
       prompt_tokens: prompt,
       completion_tokens: completion,
@@ -333,7 +341,9 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   let callIds = 0;
   let closing = false;
 
-  const notify = () => { for (const watch of [...watchers]) watch(); };
+  const notify = () => {
+    for (const watch of [...watchers]) watch();
+  };
 
   /** Resolves with `list()[n - 1]` once it exists, re-checking whenever a request arrives or aborts. */
   function waitForNth(list: () => readonly RecordedRequest[], n: number, timeoutMs: number, what: string): Promise<RecordedRequest> {
@@ -346,10 +356,16 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       };
       const timer = setTimeout(() => {
         cleanup();
-        const seen = list().map((r) => `#${r.index} ${r.method} ${r.path}`).join(', ') || 'none';
+        const seen =
+          list()
+            .map((r) => `#${r.index} ${r.method} ${r.path}`)
+            .join(', ') || 'none';
         reject(new Error(`fake-openai: timed out after ${timeoutMs} ms waiting for ${what} #${n}; got ${list().length} (${seen})`));
       }, timeoutMs);
-      const cleanup = () => { clearTimeout(timer); watchers.delete(check); };
+      const cleanup = () => {
+        clearTimeout(timer);
+        watchers.delete(check);
+      };
       watchers.add(check);
       check();
     });
@@ -359,7 +375,11 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   function pause(res: ServerResponse, ms: number | undefined): Promise<boolean> {
     if (!ms || ms <= 0) return Promise.resolve(!res.destroyed);
     return new Promise((resolve) => {
-      const done = () => { clearTimeout(timer); res.off('close', done); resolve(!res.destroyed && !res.writableEnded); };
+      const done = () => {
+        clearTimeout(timer);
+        res.off('close', done);
+        resolve(!res.destroyed && !res.writableEnded);
+      };
       const timer = setTimeout(done, ms);
       res.once('close', done);
     });
@@ -426,7 +446,11 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const rawBody = await readBody(req);
     let body: unknown;
-    try { body = rawBody === '' ? undefined : JSON.parse(rawBody); } catch { body = undefined; }
+    try {
+      body = rawBody === '' ? undefined : JSON.parse(rawBody);
+    } catch {
+      body = undefined;
+    }
     const path = req.url ?? '/';
     const pathname = path.split('?')[0];
     const isChatPath = req.method === 'POST' && pathname === '/v1/chat/completions';
@@ -455,12 +479,24 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     if (options.apiKey !== undefined) {
       const auth = req.headers.authorization;
       if (auth === undefined) {
-        return sendJson(res, 401, errorBody("You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", 'invalid_request_error', null));
+        return sendJson(
+          res,
+          401,
+          errorBody(
+            "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+            'invalid_request_error',
+            null,
+          ),
+        );
       }
       if (auth !== `Bearer ${options.apiKey}`) {
         const given = auth.replace(/^Bearer\s+/i, '');
         const masked = given.length > 4 ? `${given.slice(0, 2)}***${given.slice(-2)}` : '***';
-        return sendJson(res, 401, errorBody(`Incorrect API key provided: ${masked}. This fake server expects the key it was started with.`, 'invalid_request_error', 'invalid_api_key'));
+        return sendJson(
+          res,
+          401,
+          errorBody(`Incorrect API key provided: ${masked}. This fake server expects the key it was started with.`, 'invalid_request_error', 'invalid_api_key'),
+        );
       }
     }
 
@@ -469,14 +505,30 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     }
     if (isChatPath) {
       if (rawBody !== '' && body === undefined) {
-        return sendJson(res, 400, errorBody('We could not parse the JSON body of your request. (HINT: This likely means you aren\'t using your HTTP library correctly.)', 'invalid_request_error', null));
+        return sendJson(
+          res,
+          400,
+          errorBody(
+            "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly.)",
+            'invalid_request_error',
+            null,
+          ),
+        );
       }
       if (!record.chat) {
         return sendJson(res, 400, errorBody("'messages' is a required property (an array of messages)", 'invalid_request_error', null, 'messages'));
       }
       return answerChat(res, record, record.chat);
     }
-    return sendJson(res, 404, errorBody(`Unknown request URL: ${req.method} ${path}. This fake OpenAI-compatible server serves POST /v1/chat/completions and GET /v1/models.`, 'invalid_request_error', 'unknown_url'));
+    return sendJson(
+      res,
+      404,
+      errorBody(
+        `Unknown request URL: ${req.method} ${path}. This fake OpenAI-compatible server serves POST /v1/chat/completions and GET /v1/models.`,
+        'invalid_request_error',
+        'unknown_url',
+      ),
+    );
   }
 
   const server = createServer((req, res) => {
@@ -500,8 +552,12 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     port,
     requests,
     aborted,
-    get pending() { return queue.length; },
-    script(...steps) { queue.push(...steps); },
+    get pending() {
+      return queue.length;
+    },
+    script(...steps) {
+      queue.push(...steps);
+    },
     waitForRequest: (n, timeoutMs = 5000) => waitForNth(() => requests, n, timeoutMs, 'request'),
     waitForAborted: (n, timeoutMs = 5000) => waitForNth(() => aborted, n, timeoutMs, 'aborted request'),
     close() {

@@ -96,8 +96,13 @@ export interface Stamp {
 /** A committed event, as a log hands it back (version: the catalog's; `position`, `committedAt` only when given). */
 export function committed<T extends EventType>(event: Proto<T>, at: Stamp): SessionEvent<T> {
   return {
-    id: at.id ?? `evt_${at.sessionId}_${at.seq}`, type: event.type, version: catalog[event.type].version, sessionId: at.sessionId, seq: at.seq,
-    time: at.time ?? 1_000 * at.seq, payload: event.payload,
+    id: at.id ?? `evt_${at.sessionId}_${at.seq}`,
+    type: event.type,
+    version: catalog[event.type].version,
+    sessionId: at.sessionId,
+    seq: at.seq,
+    time: at.time ?? 1_000 * at.seq,
+    payload: event.payload,
     ...(at.position === undefined ? {} : { position: at.position }),
     ...(at.committedAt === undefined ? {} : { committedAt: at.committedAt }),
   } as SessionEvent<T>;
@@ -105,7 +110,14 @@ export function committed<T extends EventType>(event: Proto<T>, at: Stamp): Sess
 
 /** An event as the live bus publishes it (`seq` only for a committed one). */
 export function live<T extends EventType>(event: Proto<T>, at: { id: string; sessionId: string; time: number; seq?: number }): LiveEvent<T> {
-  return { id: at.id, type: event.type, sessionId: at.sessionId, time: at.time, payload: event.payload, ...(at.seq === undefined ? {} : { seq: at.seq }) } as LiveEvent<T>;
+  return {
+    id: at.id,
+    type: event.type,
+    sessionId: at.sessionId,
+    time: at.time,
+    payload: event.payload,
+    ...(at.seq === undefined ? {} : { seq: at.seq }),
+  } as LiveEvent<T>;
 }
 
 export interface StreamOptions {
@@ -129,7 +141,14 @@ export function stream() {
     const seq = (seqs.get(sessionId) ?? 0) + 1;
     seqs.set(sessionId, seq);
     position++;
-    return committed(event, { sessionId, seq, position, id: options.id ?? `evt_${position}`, time: options.time ?? 1_000 * position, ...(options.committedAt === undefined ? {} : { committedAt: options.committedAt }) });
+    return committed(event, {
+      sessionId,
+      seq,
+      position,
+      id: options.id ?? `evt_${position}`,
+      time: options.time ?? 1_000 * position,
+      ...(options.committedAt === undefined ? {} : { committedAt: options.committedAt }),
+    });
   }
   return {
     commit,
@@ -140,7 +159,8 @@ export function stream() {
     /** The same stream, for one session. */
     session(sessionId: string) {
       return {
-        ev: <T extends EventType>(type: T, payload?: Partial<PayloadInputOf<T>>, options?: StreamOptions): SessionEvent<T> => commit(sessionId, ev(type, payload), options),
+        ev: <T extends EventType>(type: T, payload?: Partial<PayloadInputOf<T>>, options?: StreamOptions): SessionEvent<T> =>
+          commit(sessionId, ev(type, payload), options),
       };
     },
   };
@@ -157,7 +177,11 @@ export function session(sessionId: string) {
  * `messageIncludes`, and returns the error. `action` is a function (called; a promise it returns is
  * awaited) or a promise: a synchronous failure gives the error, an asynchronous one a promise of it.
  */
-export function expectCode<E extends SessiondError = SessiondError>(action: PromiseLike<unknown> | (() => PromiseLike<unknown>), code: ErrorCode, messageIncludes?: string): Promise<E>;
+export function expectCode<E extends SessiondError = SessiondError>(
+  action: PromiseLike<unknown> | (() => PromiseLike<unknown>),
+  code: ErrorCode,
+  messageIncludes?: string,
+): Promise<E>;
 export function expectCode<E extends SessiondError = SessiondError>(action: () => unknown, code: ErrorCode, messageIncludes?: string): E;
 export function expectCode(action: PromiseLike<unknown> | (() => unknown), code: ErrorCode, messageIncludes?: string): SessiondError | Promise<SessiondError> {
   let result: unknown;
@@ -168,7 +192,9 @@ export function expectCode(action: PromiseLike<unknown> | (() => unknown), code:
   }
   if (isThenable(result)) {
     return Promise.resolve(result).then(
-      () => { throw notThrown(code, 'resolved'); },
+      () => {
+        throw notThrown(code, 'resolved');
+      },
       (err: unknown) => checkCode(err, code, messageIncludes),
     );
   }
@@ -177,7 +203,10 @@ export function expectCode(action: PromiseLike<unknown> | (() => unknown), code:
 
 function checkCode(err: unknown, code: ErrorCode, messageIncludes: string | undefined): SessiondError {
   const message = err instanceof Error ? err.message : String(err);
-  assert.ok(isSessiondError(err, code), `expected a SessiondError ${code}, got ${isSessiondError(err) ? err.code : String((err as Error)?.name ?? err)}: ${message}`);
+  assert.ok(
+    isSessiondError(err, code),
+    `expected a SessiondError ${code}, got ${isSessiondError(err) ? err.code : String((err as Error)?.name ?? err)}: ${message}`,
+  );
   if (messageIncludes !== undefined) assert.ok(message.includes(messageIncludes), `message "${message}" should include "${messageIncludes}"`);
   return err as SessiondError;
 }

@@ -14,8 +14,22 @@ export { sessionsContract, type SessionsFixture } from './sessions-contract.ts';
 export { ev, draft, committed, live, stream, session, expectCode, uniqueId, defaultPayloads, type Proto, type Stamp } from './fixtures.ts';
 // a fake OpenAI-compatible server
 export {
-  startFakeOpenAI, echoReply, rateLimited, contextLengthExceeded, serverError, messageText, estimateTokens,
-  type FakeOpenAI, type FakeOpenAIOptions, type ScriptStep, type ScriptedToolCall, type ErrorStep, type RecordedRequest, type ChatCompletionRequest, type ChatMessage, type UsageOverride,
+  startFakeOpenAI,
+  echoReply,
+  rateLimited,
+  contextLengthExceeded,
+  serverError,
+  messageText,
+  estimateTokens,
+  type FakeOpenAI,
+  type FakeOpenAIOptions,
+  type ScriptStep,
+  type ScriptedToolCall,
+  type ErrorStep,
+  type RecordedRequest,
+  type ChatCompletionRequest,
+  type ChatMessage,
+  type UsageOverride,
 } from './fake-openai.ts';
 // NATS on loopback
 export { startNatsServer, setupStreams, NATS_SERVER_BIN, WORKER, CLIENT, OBSERVER, COMMANDS, ADMIN, type NatsServer } from './nats-server.ts';

@@ -30,13 +30,12 @@ import { fencesReplicated } from '../nats/stream.ts';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { jetstreamManager, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { startProxy, type Proxy } from './tcp-proxy.ts';
+import { startProxy, type TcpProxy } from './tcp-proxy.ts';
 import { connectNats } from '../nats/connection.ts';
 import { ADMIN, NATS_SERVER_BIN, installExitHook, missingServer, running, stablePort, tempDirs } from './nats-server.ts';
 
@@ -130,7 +129,6 @@ export interface NatsCluster {
   dispose(): Promise<void>;
 }
 
-
 function getJson<T>(port: number, path: string, timeoutMs = 2000): Promise<T> {
   return new Promise((done, fail) => {
     const req = httpGet({ host: '127.0.0.1', port, path, timeout: timeoutMs }, (res) => {
@@ -138,7 +136,11 @@ function getJson<T>(port: number, path: string, timeoutMs = 2000): Promise<T> {
       res.setEncoding('utf8');
       res.on('data', (d) => (body += d));
       res.on('end', () => {
-        try { done(JSON.parse(body) as T); } catch (err) { fail(err as Error); }
+        try {
+          done(JSON.parse(body) as T);
+        } catch (err) {
+          fail(err as Error);
+        }
       });
     });
     req.once('error', fail);
@@ -148,9 +150,15 @@ function getJson<T>(port: number, path: string, timeoutMs = 2000): Promise<T> {
 
 function httpStatus(port: number, path: string): Promise<number> {
   return new Promise((done) => {
-    const req = httpGet({ host: '127.0.0.1', port, path, timeout: 1000 }, (res) => { res.resume(); done(res.statusCode ?? 0); });
+    const req = httpGet({ host: '127.0.0.1', port, path, timeout: 1000 }, (res) => {
+      res.resume();
+      done(res.statusCode ?? 0);
+    });
     req.once('error', () => done(0));
-    req.once('timeout', () => { req.destroy(); done(0); });
+    req.once('timeout', () => {
+      req.destroy();
+      done(0);
+    });
   });
 }
 
@@ -177,7 +185,10 @@ function withExtraUsers(config: string, dir: string, extraUsers: readonly { user
   const users = readFileSync(resolve(dirname(config), included), 'utf8');
   if (!/users:\s*\[/.test(users)) throw new Error(`${included} has no users list`);
   const added = extraUsers.map((u) => `      { user: ${JSON.stringify(u.user)}, password: ${JSON.stringify(u.pass)} }`).join('\n');
-  writeFileSync(join(dir, 'nats.conf'), users.replace(/users:\s*\[/, (m) => `${m}\n${added}`));
+  writeFileSync(
+    join(dir, 'nats.conf'),
+    users.replace(/users:\s*\[/, (m) => `${m}\n${added}`),
+  );
   const copy = join(dir, 'nats-cluster.conf');
   writeFileSync(copy, text.replace(include[0], 'include ./nats.conf'));
   return copy;
@@ -231,30 +242,32 @@ function withSyncConfig(config: string, dir: string, sync: JetStreamSync): strin
  * nats-cluster.conf); `extraUsers` are added without permission limits (benchmarks only);
  * `jetstream.syncInterval` sets the servers' `sync_interval` (withJetStreamSync) in the derived config.
  */
-export async function startNatsCluster(options: {
-  size?: number;
-  config?: string;
-  extraUsers?: readonly { user: string; pass: string }[];
-  /**
-   * Route through the harness's TCP proxies (default true), so `isolate` can cut a node off. Without
-   * them the nodes route to each other directly (for benchmarks: the proxies run in this process and
-   * would add its event loop to every replicated write); `isolate` then throws.
-   */
-  partitionable?: boolean;
-  /** JetStream settings written into the derived config: `syncInterval` (default: the config's own, else nats-server's 2 minutes). */
-  jetstream?: { syncInterval?: JetStreamSync };
-  /**
-   * Extra environment of node `index`'s nats-server, e.g. libfaketime's LD_PRELOAD and FAKETIME to
-   * skew its clock (which a Go binary ignores: see test/cluster/failover-skew.test.ts).
-   */
-  env?: (index: number) => NodeJS.ProcessEnv | undefined;
-  /**
-   * Tell clients the other servers' URLs (default true). With false (`--no_advertise`) a client
-   * knows only the URLs it was given: the fault suite gives its workers proxies, which a learnt
-   * direct URL would go around.
-   */
-  advertise?: boolean;
-} = {}): Promise<NatsCluster> {
+export async function startNatsCluster(
+  options: {
+    size?: number;
+    config?: string;
+    extraUsers?: readonly { user: string; pass: string }[];
+    /**
+     * Route through the harness's TCP proxies (default true), so `isolate` can cut a node off. Without
+     * them the nodes route to each other directly (for benchmarks: the proxies run in this process and
+     * would add its event loop to every replicated write); `isolate` then throws.
+     */
+    partitionable?: boolean;
+    /** JetStream settings written into the derived config: `syncInterval` (default: the config's own, else nats-server's 2 minutes). */
+    jetstream?: { syncInterval?: JetStreamSync };
+    /**
+     * Extra environment of node `index`'s nats-server, e.g. libfaketime's LD_PRELOAD and FAKETIME to
+     * skew its clock (which a Go binary ignores: see test/cluster/failover-skew.test.ts).
+     */
+    env?: (index: number) => NodeJS.ProcessEnv | undefined;
+    /**
+     * Tell clients the other servers' URLs (default true). With false (`--no_advertise`) a client
+     * knows only the URLs it was given: the fault suite gives its workers proxies, which a learnt
+     * direct URL would go around.
+     */
+    advertise?: boolean;
+  } = {},
+): Promise<NatsCluster> {
   const partitionable = options.partitionable ?? true;
   installExitHook();
   const size = options.size ?? 3;
@@ -263,7 +276,9 @@ export async function startNatsCluster(options: {
   }
   const dir = mkdtempSync(join(tmpdir(), 'sessiond-nats-cluster-'));
   tempDirs.add(dir);
-  const users = options.extraUsers?.length ? withExtraUsers(options.config ?? REPO_NATS_CLUSTER_CONF, dir, options.extraUsers) : options.config ?? REPO_NATS_CLUSTER_CONF;
+  const users = options.extraUsers?.length
+    ? withExtraUsers(options.config ?? REPO_NATS_CLUSTER_CONF, dir, options.extraUsers)
+    : (options.config ?? REPO_NATS_CLUSTER_CONF);
   const sync = options.jetstream?.syncInterval;
   const config = sync === undefined ? users : withSyncConfig(users, dir, sync);
   const ports = [];
@@ -271,7 +286,7 @@ export async function startNatsCluster(options: {
   // nothing listens here: routes learnt by gossip fail instead of going around the proxies
   const nowhere = await stablePort();
   // proxies[i][j]: node i's route to node j
-  const proxies: (Proxy | undefined)[][] = [];
+  const proxies: (TcpProxy | undefined)[][] = [];
   for (let i = 0; i < size; i++) {
     proxies.push([]);
     for (let j = 0; j < size; j++) proxies[i]!.push(i === j || !partitionable ? undefined : await startProxy(ports[j]!.cluster));
@@ -297,23 +312,45 @@ export async function startNatsCluster(options: {
     const alive = () => child !== undefined && child.exitCode === null && child.signalCode === null;
     const halt = async (signal: 'SIGTERM' | 'SIGKILL') => {
       const proc = child;
-      if (!proc || proc.exitCode !== null || proc.signalCode !== null) { child = undefined; stopped = false; return; }
+      if (!proc || proc.exitCode !== null || proc.signalCode !== null) {
+        child = undefined;
+        stopped = false;
+        return;
+      }
       proc.kill(signal);
       // a SIGSTOPped process acts on SIGTERM only once continued
-      if (stopped) { proc.kill('SIGCONT'); stopped = false; }
-      const timer = new Promise<'timeout'>((r) => { const t = setTimeout(() => r('timeout'), STOP_TIMEOUT_MS); t.unref(); });
-      if (await Promise.race([exited.then(() => 'exited' as const), timer]) === 'timeout') {
+      if (stopped) {
+        proc.kill('SIGCONT');
+        stopped = false;
+      }
+      const timer = new Promise<'timeout'>((r) => {
+        const t = setTimeout(() => r('timeout'), STOP_TIMEOUT_MS);
+        t.unref();
+      });
+      if ((await Promise.race([exited.then(() => 'exited' as const), timer])) === 'timeout') {
         proc.kill('SIGKILL');
         await exited;
       }
       child = undefined;
     };
-    const healthy = async () => alive() && await httpStatus(monitorPort, '/healthz') === 200;
+    const healthy = async () => alive() && (await httpStatus(monitorPort, '/healthz')) === 200;
     const node = {
-      index: i, name, url: `nats://127.0.0.1:${port}`, port, monitorPort, clusterPort, storeDir,
-      get pid() { return child?.pid; },
-      get running() { return alive(); },
-      get paused() { return alive() && stopped; },
+      index: i,
+      name,
+      url: `nats://127.0.0.1:${port}`,
+      port,
+      monitorPort,
+      clusterPort,
+      storeDir,
+      get pid() {
+        return child?.pid;
+      },
+      get running() {
+        return alive();
+      },
+      get paused() {
+        return alive() && stopped;
+      },
       pause: () => {
         if (!alive()) throw new Error(`${name} is not running: nothing to pause`);
         child!.kill('SIGSTOP');
@@ -338,20 +375,53 @@ export async function startNatsCluster(options: {
       start: async (opts: { healthy?: boolean } = {}) => {
         if (alive()) return;
         lines.push(`---- harness: starting ${name}`);
-        const proc = spawn(NATS_SERVER_BIN, ['-c', config, '-n', name, '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort),
-          '--cluster', `nats://127.0.0.1:${clusterPort}`, '--cluster_name', CLUSTER_NAME, '--routes', routes,
-          ...(partitionable ? ['--cluster_advertise', `127.0.0.1:${nowhere}`] : []), ...(options.advertise === false ? ['--no_advertise'] : []), '-sd', storeDir], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env?.(i) } });
+        const proc = spawn(
+          NATS_SERVER_BIN,
+          [
+            '-c',
+            config,
+            '-n',
+            name,
+            '-a',
+            '127.0.0.1',
+            '-p',
+            String(port),
+            '-m',
+            String(monitorPort),
+            '--cluster',
+            `nats://127.0.0.1:${clusterPort}`,
+            '--cluster_name',
+            CLUSTER_NAME,
+            '--routes',
+            routes,
+            ...(partitionable ? ['--cluster_advertise', `127.0.0.1:${nowhere}`] : []),
+            ...(options.advertise === false ? ['--no_advertise'] : []),
+            '-sd',
+            storeDir,
+          ],
+          { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...options.env?.(i) } },
+        );
         child = proc;
         running.add(proc);
         proc.stdout!.on('data', record);
         proc.stderr!.on('data', record);
-        exited = new Promise<void>((done) => proc.once('exit', () => { running.delete(proc); done(); }));
+        exited = new Promise<void>((done) =>
+          proc.once('exit', () => {
+            running.delete(proc);
+            done();
+          }),
+        );
         proc.once('error', (err) => record(Buffer.from(`spawn error: ${err.message}`)));
-        await poll(`${name} to start (ports ${port}/${monitorPort}/${clusterPort})`, START_TIMEOUT_MS, async () => {
-          if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`${name} exited during startup. Its log:\n${lines.join('\n')}`);
-          if (await httpStatus(monitorPort, '/varz') !== 200) return undefined;
-          return opts.healthy === false || await healthy() ? true : undefined;
-        }, () => `Its log:\n${lines.join('\n')}`).catch(async (err: unknown) => {
+        await poll(
+          `${name} to start (ports ${port}/${monitorPort}/${clusterPort})`,
+          START_TIMEOUT_MS,
+          async () => {
+            if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`${name} exited during startup. Its log:\n${lines.join('\n')}`);
+            if ((await httpStatus(monitorPort, '/varz')) !== 200) return undefined;
+            return opts.healthy === false || (await healthy()) ? true : undefined;
+          },
+          () => `Its log:\n${lines.join('\n')}`,
+        ).catch(async (err: unknown) => {
           if (proc.exitCode !== null) throw new Error(`${name} exited during startup (code ${proc.exitCode}). Its log:\n${lines.join('\n')}`);
           throw err;
         });
@@ -389,29 +459,50 @@ export async function startNatsCluster(options: {
     return undefined;
   };
   const byName = (name: string | undefined) => nodes.find((n) => n.name === name);
-  const describeNodes = () => nodes.map((n) => `${n.name}: ${n.running ? (n.paused ? 'paused (SIGSTOP)' : 'running') : 'stopped'}${cut.has(n.index) ? ', isolated' : ''}; last lines:\n    ${n.log().split('\n').slice(-6).join('\n    ')}`).join('\n');
+  const describeNodes = () =>
+    nodes
+      .map(
+        (n) =>
+          `${n.name}: ${n.running ? (n.paused ? 'paused (SIGSTOP)' : 'running') : 'stopped'}${cut.has(n.index) ? ', isolated' : ''}; last lines:\n    ${n.log().split('\n').slice(-6).join('\n    ')}`,
+      )
+      .join('\n');
   const setCut = (node: NatsClusterNode, on: boolean) => {
     if (!partitionable) throw new Error('this cluster was started with partitionable: false: its routes are direct and cannot be cut');
-    if (on) cut.add(node.index); else cut.delete(node.index);
+    if (on) cut.add(node.index);
+    else cut.delete(node.index);
     for (let i = 0; i < size; i++) {
       for (let j = 0; j < size; j++) {
         const p = proxies[i]![j];
         if (!p) continue;
         // a route is up only when neither end is cut off
-        if (cut.has(i) || cut.has(j)) p.partition(); else p.heal();
+        if (cut.has(i) || cut.has(j)) p.partition();
+        else p.heal();
       }
     }
   };
   // healthy: /healthz answers 200 and the running nodes agree on a JetStream meta leader (nats-server
   // 2.9's /healthz can answer 200 before one is elected, and stream requests sent then go unanswered)
-  const waitHealthy = (timeoutMs = START_TIMEOUT_MS) => poll('every running node to report healthy and the same JetStream meta leader', timeoutMs, async () => {
-    const up = nodes.filter((n) => n.running);
-    const states = await Promise.all(up.map((n) => n.healthy()));
-    if (!states.every(Boolean)) return undefined;
-    const leaders = await Promise.all(up.map((n) => getJson<{ meta_cluster?: { leader?: string } }>(n.monitorPort, '/jsz').then((j) => j.meta_cluster?.leader, () => undefined)));
-    const leader = leaders[0];
-    return leader && leaders.every((l) => l === leader) && up.some((n) => n.name === leader) ? true : undefined;
-  }, describeNodes).then(() => undefined);
+  const waitHealthy = (timeoutMs = START_TIMEOUT_MS) =>
+    poll(
+      'every running node to report healthy and the same JetStream meta leader',
+      timeoutMs,
+      async () => {
+        const up = nodes.filter((n) => n.running);
+        const states = await Promise.all(up.map((n) => n.healthy()));
+        if (!states.every(Boolean)) return undefined;
+        const leaders = await Promise.all(
+          up.map((n) =>
+            getJson<{ meta_cluster?: { leader?: string } }>(n.monitorPort, '/jsz').then(
+              (j) => j.meta_cluster?.leader,
+              () => undefined,
+            ),
+          ),
+        );
+        const leader = leaders[0];
+        return leader && leaders.every((l) => l === leader) && up.some((n) => n.name === leader) ? true : undefined;
+      },
+      describeNodes,
+    ).then(() => undefined);
 
   const cluster: NatsCluster = {
     nodes,
@@ -423,37 +514,55 @@ export async function startNatsCluster(options: {
     adminConnection,
     admin,
     streamInfo,
-    streamLeader: (stream, timeoutMs = 20_000) => poll(`a leader of stream ${stream}`, timeoutMs, async () => {
-      const info = await streamInfo(stream);
-      const leader = byName(info?.cluster?.leader);
-      return leader?.running && !leader.paused && !cut.has(leader.index) ? leader : undefined;
-    }, describeNodes),
+    streamLeader: (stream, timeoutMs = 20_000) =>
+      poll(
+        `a leader of stream ${stream}`,
+        timeoutMs,
+        async () => {
+          const info = await streamInfo(stream);
+          const leader = byName(info?.cluster?.leader);
+          return leader?.running && !leader.paused && !cut.has(leader.index) ? leader : undefined;
+        },
+        describeNodes,
+      ),
     waitStreamCurrent: (stream, opts = {}) => {
       const replicas = opts.replicas ?? 3;
       let last = '';
-      return poll(`stream ${stream} to have a leader and ${replicas - 1} current followers`, opts.timeoutMs ?? 30_000, async () => {
-        const info = await streamInfo(stream);
-        const c = info?.cluster;
-        last = c ? `leader ${c.leader}, replicas ${JSON.stringify(c.replicas ?? [])}` : 'no stream info';
-        const followers = (c?.replicas ?? []).filter((r) => r.current && !r.offline);
-        return info && info.config.num_replicas === replicas && followers.length === replicas - 1 ? info : undefined;
-      }, () => `last: ${last}\n${describeNodes()}`);
+      return poll(
+        `stream ${stream} to have a leader and ${replicas - 1} current followers`,
+        opts.timeoutMs ?? 30_000,
+        async () => {
+          const info = await streamInfo(stream);
+          const c = info?.cluster;
+          last = c ? `leader ${c.leader}, replicas ${JSON.stringify(c.replicas ?? [])}` : 'no stream info';
+          const followers = (c?.replicas ?? []).filter((r) => r.current && !r.offline);
+          return info && info.config.num_replicas === replicas && followers.length === replicas - 1 ? info : undefined;
+        },
+        () => `last: ${last}\n${describeNodes()}`,
+      );
     },
     moveLeader: async (stream, node, timeoutMs = 30_000) => {
-      await poll(`${node.name} to lead stream ${stream}`, timeoutMs, async () => {
-        const info = await streamInfo(stream);
-        if (!info) return undefined;
-        if (info.cluster?.leader === node.name) return true;
-        // step down only once every replica is current, or the target may not be electable
-        if (!(info.cluster?.replicas ?? []).every((r) => r.current && !r.offline)) return undefined;
-        const nc = await adminOf(reachable()[0]!);
-        await nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, undefined, { timeout: 2000 }).catch(() => undefined);
-        // the election takes a moment: poll again
-        return undefined;
-      }, describeNodes);
+      await poll(
+        `${node.name} to lead stream ${stream}`,
+        timeoutMs,
+        async () => {
+          const info = await streamInfo(stream);
+          if (!info) return undefined;
+          if (info.cluster?.leader === node.name) return true;
+          // step down only once every replica is current, or the target may not be electable
+          if (!(info.cluster?.replicas ?? []).every((r) => r.current && !r.offline)) return undefined;
+          const nc = await adminOf(reachable()[0]!);
+          await nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${stream}`, undefined, { timeout: 2000 }).catch(() => undefined);
+          // the election takes a moment: poll again
+          return undefined;
+        },
+        describeNodes,
+      );
     },
     waitHealthy,
-    killAll: async () => { await Promise.all(nodes.map((n) => n.kill())); },
+    killAll: async () => {
+      await Promise.all(nodes.map((n) => n.kill()));
+    },
     startAll: async () => {
       await Promise.all(nodes.filter((n) => !n.running).map((n) => n.start({ healthy: false })));
       await waitHealthy();

@@ -47,8 +47,8 @@ export function onPath(name: string, path = process.env.PATH ?? ''): string | un
  * there (a clone where `npm test` built it), else `nats-server` on the PATH, else Debian's path. It may
  * not exist: `startNatsServer` then throws `missingServer`'s message.
  */
-export const NATS_SERVER_BIN = process.env.SESSIOND_NATS_SERVER
-  ?? (existsSync(PROJECT_NATS_SERVER_BIN) ? PROJECT_NATS_SERVER_BIN : onPath('nats-server') ?? DEBIAN_NATS_SERVER_BIN);
+export const NATS_SERVER_BIN =
+  process.env.SESSIOND_NATS_SERVER ?? (existsSync(PROJECT_NATS_SERVER_BIN) ? PROJECT_NATS_SERVER_BIN : (onPath('nats-server') ?? DEBIAN_NATS_SERVER_BIN));
 export const WORKER = { user: 'worker', pass: 'worker-dev-secret' } as const;
 export const CLIENT = { user: 'client', pass: 'client-dev-secret' } as const;
 export const OBSERVER = { user: 'observer', pass: 'observer-dev-secret' } as const;
@@ -82,9 +82,10 @@ export interface NatsServer {
 
 /** What to do when the harness finds no nats-server at `bin`. */
 export function missingServer(bin: string): string {
-  const where = process.env.SESSIOND_NATS_SERVER !== undefined && bin === process.env.SESSIOND_NATS_SERVER
-    ? `at ${bin} (SESSIOND_NATS_SERVER)`
-    : `(SESSIOND_NATS_SERVER is not set, none is on the PATH, none at ${bin})`;
+  const where =
+    process.env.SESSIOND_NATS_SERVER !== undefined && bin === process.env.SESSIOND_NATS_SERVER
+      ? `at ${bin} (SESSIOND_NATS_SERVER)`
+      : `(SESSIOND_NATS_SERVER is not set, none is on the PATH, none at ${bin})`;
   const clone = existsSync(fileURLToPath(new URL('../../scripts/tools.mjs', import.meta.url)))
     ? ' In a clone of sessiond, node scripts/tools.mjs builds the pinned one into .tools/bin (with Go).'
     : '';
@@ -102,7 +103,11 @@ export function installExitHook(): void {
   exitHookInstalled = true;
   process.on('exit', () => {
     for (const child of running) {
-      try { child.kill('SIGKILL'); } catch { /* already gone */ }
+      try {
+        child.kill('SIGKILL');
+      } catch {
+        /* already gone */
+      }
     }
     for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
   });
@@ -115,7 +120,9 @@ function ephemeralRange(): [number, number] {
   try {
     const [lo, hi] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
     if (lo && hi) return [lo, hi];
-  } catch { /* not Linux */ }
+  } catch {
+    /* not Linux */
+  }
   return [32768, 60999];
 }
 
@@ -140,7 +147,10 @@ export async function stablePort(): Promise<number> {
       srv.once('error', () => done(false));
       srv.listen(port, '127.0.0.1', () => srv.close(() => done(true)));
     });
-    if (free) { taken.add(port); return port; }
+    if (free) {
+      taken.add(port);
+      return port;
+    }
   }
   throw new Error(`no free port found below the ephemeral range (${low})`);
 }
@@ -161,8 +171,14 @@ export async function freePort(): Promise<number> {
 function canConnect(port: number): Promise<boolean> {
   return new Promise((done) => {
     const socket = tcpConnect(port, '127.0.0.1');
-    socket.once('connect', () => { socket.destroy(); done(true); });
-    socket.once('error', () => { socket.destroy(); done(false); });
+    socket.once('connect', () => {
+      socket.destroy();
+      done(true);
+    });
+    socket.once('error', () => {
+      socket.destroy();
+      done(false);
+    });
   });
 }
 
@@ -173,7 +189,10 @@ function healthy(monitorPort: number): Promise<boolean> {
       done(res.statusCode === 200);
     });
     req.once('error', () => done(false));
-    req.once('timeout', () => { req.destroy(); done(false); });
+    req.once('timeout', () => {
+      req.destroy();
+      done(false);
+    });
   });
 }
 
@@ -211,7 +230,9 @@ export async function setupStreams(url: string | string[]): Promise<void> {
  * `streams` (default true): sessiond's streams are created once the server is up (`setupStreams`),
  * as an operator does before starting workers; false for a fresh deployment.
  */
-export async function startNatsServer(options: { config?: string; extraUsers?: readonly { user: string; pass: string }[]; bin?: string; streams?: boolean } = {}): Promise<NatsServer> {
+export async function startNatsServer(
+  options: { config?: string; extraUsers?: readonly { user: string; pass: string }[]; bin?: string; streams?: boolean } = {},
+): Promise<NatsServer> {
   installExitHook();
   const config = options.config ?? REPO_NATS_CONF;
   const bin = options.bin ?? NATS_SERVER_BIN;
@@ -234,19 +255,26 @@ export async function startNatsServer(options: { config?: string; extraUsers?: r
   };
 
   const start = async () => {
-    const proc = spawn(bin, ['-c', conf, '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', storeDir],
-      { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(bin, ['-c', conf, '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', storeDir], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child = proc;
     running.add(proc);
     proc.stdout!.on('data', record);
     proc.stderr!.on('data', record);
     let gone = false;
-    exited = new Promise<void>((done) => proc.once('exit', () => { gone = true; running.delete(proc); done(); }));
+    exited = new Promise<void>((done) =>
+      proc.once('exit', () => {
+        gone = true;
+        running.delete(proc);
+        done();
+      }),
+    );
     proc.once('error', (err) => record(Buffer.from(`spawn error: ${err.message}`)));
     const deadline = Date.now() + START_TIMEOUT_MS;
     for (;;) {
       if (gone) throw new Error(`nats-server exited during startup (ports ${port}/${monitorPort}). Its log:\n${log()}`);
-      if (await canConnect(port) && await healthy(monitorPort)) return;
+      if ((await canConnect(port)) && (await healthy(monitorPort))) return;
       if (Date.now() > deadline) {
         await halt('SIGKILL');
         throw new Error(`nats-server did not become ready within ${START_TIMEOUT_MS} ms. Its log:\n${log()}`);
@@ -257,10 +285,16 @@ export async function startNatsServer(options: { config?: string; extraUsers?: r
 
   const halt = async (signal: 'SIGTERM' | 'SIGKILL') => {
     const proc = child;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) { child = undefined; return; }
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) {
+      child = undefined;
+      return;
+    }
     proc.kill(signal);
-    const timer = new Promise<'timeout'>((r) => { const t = setTimeout(() => r('timeout'), STOP_TIMEOUT_MS); t.unref(); });
-    if (await Promise.race([exited.then(() => 'exited' as const), timer]) === 'timeout') {
+    const timer = new Promise<'timeout'>((r) => {
+      const t = setTimeout(() => r('timeout'), STOP_TIMEOUT_MS);
+      t.unref();
+    });
+    if ((await Promise.race([exited.then(() => 'exited' as const), timer])) === 'timeout') {
       proc.kill('SIGKILL');
       await exited;
     }
@@ -281,11 +315,16 @@ export async function startNatsServer(options: { config?: string; extraUsers?: r
     port,
     monitorPort,
     storeDir,
-    get pid() { return child?.pid; },
+    get pid() {
+      return child?.pid;
+    },
     log,
     stop: () => halt('SIGTERM'),
     kill: () => halt('SIGKILL'),
-    restart: async () => { await halt('SIGTERM'); await start(); },
+    restart: async () => {
+      await halt('SIGTERM');
+      await start();
+    },
     dispose: async () => {
       await halt('SIGTERM');
       rmSync(dir, { recursive: true, force: true });

@@ -38,8 +38,12 @@ async function rejected(p: Promise<unknown>): Promise<unknown> {
 
 export function sessionsContract(name: string, open: () => Promise<SessionsFixture>) {
   const s = suite<{ fx: SessionsFixture }>(`Sessions contract (${name})`, {} as { fx: SessionsFixture });
-  s.before.each(async (ctx) => { ctx.fx = await open(); });
-  s.after.each(async (ctx) => { await ctx.fx.cleanup(); });
+  s.before.each(async (ctx) => {
+    ctx.fx = await open();
+  });
+  s.after.each(async (ctx) => {
+    await ctx.fx.cleanup();
+  });
 
   s('a session with no events: status, wake, cancel and dropPending reject with not_found, naming it', async ({ fx }) => {
     const id = uniqueId('ses_none');
@@ -95,11 +99,17 @@ export function sessionsContract(name: string, open: () => Promise<SessionsFixtu
     }
     const status = await fx.sessions.status(id);
     assert.is(status.pendingCount, 3);
-    assert.equal(status.pending.map((p) => p.inputId), ids);
+    assert.equal(
+      status.pending.map((p) => p.inputId),
+      ids,
+    );
     assert.not.ok('prompt' in status.pending[0]!, 'prompts stay out of a status');
     const page = await fx.sessions.status(id, { pendingFrom: 1 });
     assert.is(page.pendingFrom, 1);
-    assert.equal(page.pending.map((p) => p.inputId), ids.slice(1));
+    assert.equal(
+      page.pending.map((p) => p.inputId),
+      ids.slice(1),
+    );
     const bad = await rejected(fx.sessions.status(id, { pendingFrom: -1 }));
     assert.ok(isSessiondError(bad));
     assert.is(bad.kind, ErrorKind.InvalidInput);
@@ -137,7 +147,9 @@ export function sessionsContract(name: string, open: () => Promise<SessionsFixtu
     await fx.sessions.admit(id, { prompt: 'one' });
     await fx.settle(id);
     const seen: SessionEvent[] = [];
-    const sub = await fx.sessions.follow(id, (e) => { seen.push(e); });
+    const sub = await fx.sessions.follow(id, (e) => {
+      seen.push(e);
+    });
     const settledSeq = (await fx.sessions.status(id)).seq;
     await waitFor(() => seen.length >= settledSeq, { timeoutMs: 10_000, what: `the ${settledSeq} events logged before following` });
     await fx.sessions.admit(id, { prompt: 'two' });
@@ -145,7 +157,11 @@ export function sessionsContract(name: string, open: () => Promise<SessionsFixtu
     const last = (await fx.sessions.status(id)).seq;
     await waitFor(() => seen.length >= last, { timeoutMs: 10_000, what: `events up to seq ${last}` });
     await sub.close();
-    assert.equal(seen.map((e) => e.seq), Array.from({ length: last }, (_, i) => i + 1), 'seqs 1..last, in order, none twice');
+    assert.equal(
+      seen.map((e) => e.seq),
+      Array.from({ length: last }, (_, i) => i + 1),
+      'seqs 1..last, in order, none twice',
+    );
     assert.ok(seen.every((e) => e.sessionId === id));
     assert.is(seen[0]!.type, 'input.admitted');
     assert.is(seen.at(-1)!.type, 'execution.settled');
@@ -162,14 +178,21 @@ export function sessionsContract(name: string, open: () => Promise<SessionsFixtu
     const last = (await fx.sessions.status(id)).seq;
     const seen: number[] = [];
     const errors: unknown[] = [];
-    const sub = await fx.sessions.follow(id, (e) => {
-      seen.push(e.seq);
-      if (e.seq === 3) throw new Error('handler failed');
-    }, { afterSeq: 2, onError: (err) => errors.push(err) });
+    const sub = await fx.sessions.follow(
+      id,
+      (e) => {
+        seen.push(e.seq);
+        if (e.seq === 3) throw new Error('handler failed');
+      },
+      { afterSeq: 2, onError: (err) => errors.push(err) },
+    );
     await waitFor(() => seen.length >= last - 2, { timeoutMs: 10_000, what: 'the events after seq 2' });
     await sub.close();
-    assert.equal(seen, Array.from({ length: last - 2 }, (_, i) => i + 3));
-    assert.is(errors.length, 1, 'the handler\'s failure reported once');
+    assert.equal(
+      seen,
+      Array.from({ length: last - 2 }, (_, i) => i + 3),
+    );
+    assert.is(errors.length, 1, "the handler's failure reported once");
   });
 
   return s;

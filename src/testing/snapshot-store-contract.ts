@@ -10,7 +10,6 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { SnapshotStore } from '../machines/snapshot-store.ts';
 import { evolve, initialSnapshot, type SessionSnapshot } from '../machines/decider.ts';
-import type { SessionEvent } from '../events/envelope.ts';
 import type { PendingInput } from '../machines/session-context.ts';
 import { CommandHandler } from '../execution/command-handler.ts';
 import { admitInput } from '../input/admit.ts';
@@ -33,15 +32,22 @@ let counter = 0;
 function snapshotOf(sessionId: string, admissions: number): SessionSnapshot {
   let snap = initialSnapshot(sessionId);
   for (let i = 1; i <= admissions; i++) {
-    snap = evolve(snap, committed(ev('input.admitted', { inputId: `inp_${i}`, prompt: `prompt ${i} ünïcødé`, source: 'user' }), { sessionId, seq: i, time: 1_000 + i }));
+    snap = evolve(
+      snap,
+      committed(ev('input.admitted', { inputId: `inp_${i}`, prompt: `prompt ${i} ünïcødé`, source: 'user' }), { sessionId, seq: i, time: 1_000 + i }),
+    );
   }
   return snap;
 }
 
 export function snapshotStoreContract(name: string, open: () => Promise<SnapshotStoreFixture>) {
   const s = suite<{ fx: SnapshotStoreFixture }>(`SnapshotStore contract (${name})`);
-  s.before.each(async (ctx) => { ctx.fx = await open(); });
-  s.after.each(async (ctx) => { await ctx.fx.cleanup(); });
+  s.before.each(async (ctx) => {
+    ctx.fx = await open();
+  });
+  s.after.each(async (ctx) => {
+    await ctx.fx.cleanup();
+  });
   const session = () => `ses_snap${process.pid}x${++counter}`;
 
   s('a session never stored reads as none', async ({ fx }) => {
@@ -78,9 +84,18 @@ export function snapshotStoreContract(name: string, open: () => Promise<Snapshot
    * the store (`discarded`), and folds the session from the log. The log here is an embedded one.
    */
   const forgeries: [string, (real: SessionSnapshot) => SessionSnapshot][] = [
-    ['a pending input never admitted (pointing at a real admission)', (real) => withPending(real, { ...real.context.pending[0]!, inputId: 'inp_evil', prompt: 'run me' })],
-    ['a pending input with another prompt than its admission', (real) => ({ ...real, context: { ...real.context, pending: [{ ...real.context.pending[0]!, prompt: 'run me instead' }] } })],
-    ['a pending input naming no admission', (real) => withPending(real, { inputId: 'inp_evil', delivery: 'queue', seq: 1, wake: true, source: 'user', prompt: 'run me' })],
+    [
+      'a pending input never admitted (pointing at a real admission)',
+      (real) => withPending(real, { ...real.context.pending[0]!, inputId: 'inp_evil', prompt: 'run me' }),
+    ],
+    [
+      'a pending input with another prompt than its admission',
+      (real) => ({ ...real, context: { ...real.context, pending: [{ ...real.context.pending[0]!, prompt: 'run me instead' }] } }),
+    ],
+    [
+      'a pending input naming no admission',
+      (real) => withPending(real, { inputId: 'inp_evil', delivery: 'queue', seq: 1, wake: true, source: 'user', prompt: 'run me' }),
+    ],
     ['no head event', (real) => ({ ...real, context: { ...real.context, head: null } })],
     ['another head event', (real) => ({ ...real, context: { ...real.context, head: { ...real.context.head!, id: 'evt_forged' } } })],
     ['a seq past the log', (real) => ({ ...real, context: { ...real.context, seq: real.context.seq + 5 } })],
@@ -95,20 +110,44 @@ export function snapshotStoreContract(name: string, open: () => Promise<Snapshot
         const real = await writer.load(id);
         await fx.store.put(forge(real));
         const told: [string, string][] = [];
-        const store: SnapshotStore = { get: (x) => fx.store.get(x), put: (x) => fx.store.put(x), discarded: (x, reason) => { told.push([x, reason]); fx.store.discarded?.(x, reason); } };
+        const store: SnapshotStore = {
+          get: (x) => fx.store.get(x),
+          put: (x) => fx.store.put(x),
+          discarded: (x, reason) => {
+            told.push([x, reason]);
+            fx.store.discarded?.(x, reason);
+          },
+        };
         const reader = new CommandHandler(world.log, systemClock, sequentialIds('r'), { snapshots: store });
         const loaded = await reader.load(id);
         assert.equal(JSON.parse(JSON.stringify(loaded)), JSON.parse(JSON.stringify(real)), 'the session as the log folds it');
-        assert.equal(told.map(([x]) => x), [id], 'the store was told once');
+        assert.equal(
+          told.map(([x]) => x),
+          [id],
+          'the store was told once',
+        );
         assert.is(reader.stats.snapshotsDiscarded, 1);
         // and replaced in the store by the snapshot folded from the log (written in the background)
-        await waitFor(async () => JSON.stringify(await fx.store.get(id)) === JSON.stringify(real), { timeoutMs: 5_000, what: 'the discarded snapshot replaced by the folded one' });
+        await waitFor(async () => JSON.stringify(await fx.store.get(id)) === JSON.stringify(real), {
+          timeoutMs: 5_000,
+          what: 'the discarded snapshot replaced by the folded one',
+        });
         // a turn runs only what the log admitted
         const claimed = await reader.execute(id, (now) => ({ type: 'claim', now, ownerId: 'own_r', executionId: 'exe_r', leaseMs: 30_000 }));
         assert.is(claimed.events[0]!.type, 'execution.claimed');
         await reader.execute(id, (now) => ({ type: 'start', now, ownerId: 'own_r', executionId: 'exe_r' }));
-        const refused = await reader.execute(id, (now) => ({ type: 'record', now, ownerId: 'own_r', executionId: 'exe_r', events: [{ type: 'input.promoted', payload: { inputId: 'inp_evil', executionId: 'exe_r' } }] }))
-          .then(() => undefined, (err: unknown) => err as { reason?: string });
+        const refused = await reader
+          .execute(id, (now) => ({
+            type: 'record',
+            now,
+            ownerId: 'own_r',
+            executionId: 'exe_r',
+            events: [{ type: 'input.promoted', payload: { inputId: 'inp_evil', executionId: 'exe_r' } }],
+          }))
+          .then(
+            () => undefined,
+            (err: unknown) => err as { reason?: string },
+          );
         assert.is(refused?.reason, 'not_pending', 'no promotion of an input the log never admitted');
       } finally {
         world.close();
@@ -128,7 +167,10 @@ export function snapshotStoreContract(name: string, open: () => Promise<Snapshot
       const loaded = await reader.load(id);
       assert.equal(JSON.parse(JSON.stringify(loaded)), JSON.parse(JSON.stringify(await writer.load(id))));
       assert.equal([reader.stats.snapshotsDiscarded, reader.stats.snapshotsSetAside], [0, 0]);
-      assert.ok(loaded.context.pending.every((p) => p.unverified === undefined), 'every pending input checked');
+      assert.ok(
+        loaded.context.pending.every((p) => p.unverified === undefined),
+        'every pending input checked',
+      );
     } finally {
       world.close();
     }

@@ -5,7 +5,7 @@
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 
-export interface Proxy {
+export interface TcpProxy {
   readonly port: number;
   readonly cut: boolean;
   /** Drops every connection and refuses new ones until `heal()`. */
@@ -14,16 +14,22 @@ export interface Proxy {
   close(): Promise<void>;
 }
 
-export async function startProxy(targetPort: number): Promise<Proxy> {
+export async function startProxy(targetPort: number): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
   let cut = false;
   const server: Server = createServer((client) => {
-    if (cut) { client.destroy(); return; }
+    if (cut) {
+      client.destroy();
+      return;
+    }
     const upstream = connect(targetPort, '127.0.0.1');
     for (const s of [client, upstream]) {
       sockets.add(s);
       s.on('close', () => sockets.delete(s));
-      s.on('error', () => { client.destroy(); upstream.destroy(); });
+      s.on('error', () => {
+        client.destroy();
+        upstream.destroy();
+      });
     }
     client.pipe(upstream);
     upstream.pipe(client);
@@ -33,15 +39,20 @@ export async function startProxy(targetPort: number): Promise<Proxy> {
   const port = typeof address === 'object' && address ? address.port : 0;
   return {
     port,
-    get cut() { return cut; },
+    get cut() {
+      return cut;
+    },
     partition() {
       cut = true;
       for (const s of sockets) s.destroy();
     },
-    heal() { cut = false; },
-    close: () => new Promise<void>((resolve) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => resolve());
-    }),
+    heal() {
+      cut = false;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
   };
 }

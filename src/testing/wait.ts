@@ -2,7 +2,10 @@
  * Waiting without bare sleeps: poll a condition until it holds or a deadline passes, then fail with
  * a message naming what was awaited.
  */
-export async function waitFor(condition: () => boolean | Promise<boolean>, options: { timeoutMs?: number; intervalMs?: number; what?: string } = {}): Promise<void> {
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  options: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+): Promise<void> {
   const deadline = Date.now() + (options.timeoutMs ?? 10_000);
   const interval = options.intervalMs ?? 10;
   for (;;) {

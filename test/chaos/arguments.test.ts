@@ -12,7 +12,10 @@ const RUN = fileURLToPath(new URL('../../chaos/run.ts', import.meta.url));
 
 function chaos(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stderr: string; stdout: string }> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', RUN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0', ...env } });
+    const child = spawn(process.execPath, ['--import', 'tsx', RUN, ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, FORCE_COLOR: '0', ...env },
+    });
     let stderr = '';
     let stdout = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -29,8 +29,8 @@ test('cli status - plain words and --json; unknown sessions exit 1', async () =>
   const all = await runCli(['status', '--db', db]);
   assert.is(all.code, 0, all.stderr);
   assert.match(all.stdout, /ses_a: settled at seq \d+; no owner; last turn succeeded/);
-  assert.not.match(all.stdout, /ses_a: settled[^\n]*phase/, "a settled turn shows no phase");
-  assert.match(all.stdout, /ses_b: settled .*\n  pending inputs: 1 \(\d+ bytes\): inp_\w+ \(queue\)/);
+  assert.not.match(all.stdout, /ses_a: settled[^\n]*phase/, 'a settled turn shows no phase');
+  assert.match(all.stdout, /ses_b: settled .*\n {2}pending inputs: 1 \(\d+ bytes\): inp_\w+ \(queue\)/);
   const one = await runCli(['status', 'ses_a', '--db', db, '--json']);
   const row = JSON.parse(one.stdout);
   assert.equal([row.sessionId, row.state, row.owner, row.outcome], ['ses_a', 'settled', null, 'succeeded']);
@@ -57,7 +57,8 @@ test('cli check - a clean log passes; a log with two live owners fails with the 
   const d = openDatabase(bad);
   migrate(d);
   const x = session('ses_x');
-  const claim = (exe: string, owner: string, time: number) => x.ev('execution.claimed', { executionId: exe, ownerId: owner, expiresAt: time + 30_000, leaseMs: 30_000, assistantSeq: -1 }, { time });
+  const claim = (exe: string, owner: string, time: number) =>
+    x.ev('execution.claimed', { executionId: exe, ownerId: owner, expiresAt: time + 30_000, leaseMs: 30_000, assistantSeq: -1 }, { time });
   eventImporter(d)([claim('exe_1', 'own_a', 1_000), claim('exe_2', 'own_b', 2_000)]);
   d.close();
   const r = await runCli(['check', '--db', bad]);
@@ -72,11 +73,16 @@ test('cli check - a prompt nobody ran is reported as stranded (liveness), with r
   const d = openDatabase(db);
   migrate(d);
   const at = Date.UTC(2026, 0, 2, 3, 4, 5);
-  eventImporter(d)([session('ses_s').ev('input.admitted', { inputId: 'inp_lost', prompt: 'anyone?', delivery: 'queue', wake: true, source: 'user' }, { time: at })]);
+  eventImporter(d)([
+    session('ses_s').ev('input.admitted', { inputId: 'inp_lost', prompt: 'anyone?', delivery: 'queue', wake: true, source: 'user' }, { time: at }),
+  ]);
   d.close();
   const r = await runCli(['check', '--db', db]);
   assert.is(r.code, 1, r.stdout + r.stderr);
-  assert.match(r.stdout, 'VIOLATION stranded_input at seq 1: session ses_s: input inp_lost (admitted at seq 1, 2026-01-02T03:04:05.000Z) asked for a wake and was never run');
+  assert.match(
+    r.stdout,
+    'VIOLATION stranded_input at seq 1: session ses_s: input inp_lost (admitted at seq 1, 2026-01-02T03:04:05.000Z) asked for a wake and was never run',
+  );
   const safety = await runCli(['check', '--db', db, '--safety-only']);
   assert.is(safety.code, 0, safety.stdout);
   assert.match(safety.stdout, 'liveness not checked');
@@ -96,7 +102,15 @@ test('cli export + replay - a database rebuilt from an export matches; a damaged
   assert.is(rp.code, 0, rp.stderr);
   assert.match(rp.stdout, /replayed \d+ events into .* and rebuilt its projection/);
   const [a, b] = await Promise.all([runCli(['status', '--db', db, '--json']), runCli(['status', '--db', out, '--json'])]);
-  const strip = (s: string) => s.split('\n').filter(Boolean).map((l) => { const r = JSON.parse(l); delete r.leaseLeftMs; return r; });
+  const strip = (s: string) =>
+    s
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => {
+        const r = JSON.parse(l);
+        delete r.leaseLeftMs;
+        return r;
+      });
   assert.equal(strip(b.stdout), strip(a.stdout), 'same sessions, same states');
   const again = await runCli(['replay', file, '--db', out]);
   assert.is(again.code, 2);
@@ -118,7 +132,8 @@ test('cli export - warns when a session starts past seq 1 or jumps, and when the
   const db = tmp.file('holes.db');
   const d = openDatabase(db);
   migrate(d);
-  const admitted = (sessionId: string, seq: number) => committed(ev('input.admitted', { inputId: `inp_${seq}`, prompt: `p${seq}`, delivery: 'queue', wake: false }), { sessionId, seq, time: 1_000 + seq });
+  const admitted = (sessionId: string, seq: number) =>
+    committed(ev('input.admitted', { inputId: `inp_${seq}`, prompt: `p${seq}`, delivery: 'queue', wake: false }), { sessionId, seq, time: 1_000 + seq });
   const seqs = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
   eventImporter(d)(seqs(17).map((n) => admitted('ses_late', n)));
   eventImporter(d)(seqs(5).map((n) => admitted('ses_gap', n)));
@@ -165,7 +180,12 @@ test('cli read-only commands - a missing, foreign or newer database is refused w
   const f = openDatabase(foreign);
   f.exec('CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT)');
   f.close();
-  const tables = () => { const d = openDatabase(foreign, { readonly: true }); const t = d.prepare("SELECT name FROM sqlite_master ORDER BY name").pluck().all(); d.close(); return t; };
+  const tables = () => {
+    const d = openDatabase(foreign, { readonly: true });
+    const t = d.prepare('SELECT name FROM sqlite_master ORDER BY name').pluck().all();
+    d.close();
+    return t;
+  };
   const before = tables();
   for (const args of [['status'], ['tail'], ['export', '--out', tmp.file('x.sdx')], ['check']]) {
     const r = await runCli([...args, '--db', foreign]);

@@ -34,7 +34,11 @@ test('a renewal decided under a live lease and committed after it expired: check
   const claim = (await f.log.readSession(ses)).find((e) => e.type === 'execution.claimed')!;
   assert.ok(claim, 'the worker claimed the session before it stopped');
   const expiresAt = (claim.payload as { expiresAt: number }).expiresAt;
-  await waitFor(() => Date.now() > expiresAt + LATE_BY_MS, { timeoutMs: LEASE_MS + LATE_BY_MS + 10_000, intervalMs: 50, what: 'the frozen worker\'s lease to be expired' });
+  await waitFor(() => Date.now() > expiresAt + LATE_BY_MS, {
+    timeoutMs: LEASE_MS + LATE_BY_MS + 10_000,
+    intervalMs: 50,
+    what: "the frozen worker's lease to be expired",
+  });
   worker.child.kill('SIGCONT');
   await waitFor(async () => (await f.log.readSession(ses)).some((e) => e.type === 'execution.renewed'), { what: 'the renewal to be committed after SIGCONT' });
   worker.child.kill('SIGKILL');
@@ -48,7 +52,10 @@ test('a renewal decided under a live lease and committed after it expired: check
   assert.is(r.code, 0, `a warning does not fail check: ${r.stdout}${r.stderr}`);
   const line = r.stdout.split('\n').find((l) => l.startsWith(`WARNING late_write at seq ${renewal.seq}:`));
   assert.ok(line, `check warns of the late renewal; got:\n${r.stdout}`);
-  assert.match(line!, `execution.renewed of execution ${claim.payload.executionId} was decided at ${new Date(renewal.time).toISOString()}, while its lease was live, but committed at ${new Date(renewal.committedAt!).toISOString()}, ${renewal.committedAt! - expiresAt} ms after the lease expired at ${new Date(expiresAt).toISOString()}`);
+  assert.match(
+    line!,
+    `execution.renewed of execution ${claim.payload.executionId} was decided at ${new Date(renewal.time).toISOString()}, while its lease was live, but committed at ${new Date(renewal.committedAt!).toISOString()}, ${renewal.committedAt! - expiresAt} ms after the lease expired at ${new Date(expiresAt).toISOString()}`,
+  );
   assert.match(r.stdout, /1 write was committed after the lease it was decided under had expired \(up to \d+ ms late\)/);
   assert.match(r.stdout, 'no violations');
 });

@@ -25,33 +25,40 @@ async function setup(url: string, ...more: string[]) {
   }
 }
 
-s('a new stream on a cluster gets 3 replicas (1 where the servers do not fence them); an existing one keeps its replicas, with a hint when it has 1', async () => {
-  const cluster = await startNatsCluster();
-  try {
-    const first = await setup(cluster.url);
-    assert.is(first.code, 0, first.stdout + first.stderr);
-    const replicas = FENCES ? 3 : 1;
-    for (const name of [STREAM_NAME, SNAPSHOT_STREAM]) {
-      const info = await cluster.waitStreamCurrent(name, { replicas });
-      assert.is(info.config.num_replicas, replicas, `${name} replicas`);
-    }
-    assert.match(first.stdout, `${replicas} replica${replicas === 1 ? '' : 's'},`);
-    if (!FENCES) assert.match(first.stdout, `does not fence appends on replicated streams: new streams get 1 replica (nats-server ${REPLICATED_FENCING_SINCE} or newer for 3)`);
-    assert.not.match(first.stdout, 'hint:');
-    if (!FENCES) return; // replicas above 1 stay refused there (test/cluster/replicas.test.ts)
+s(
+  'a new stream on a cluster gets 3 replicas (1 where the servers do not fence them); an existing one keeps its replicas, with a hint when it has 1',
+  async () => {
+    const cluster = await startNatsCluster();
+    try {
+      const first = await setup(cluster.url);
+      assert.is(first.code, 0, first.stdout + first.stderr);
+      const replicas = FENCES ? 3 : 1;
+      for (const name of [STREAM_NAME, SNAPSHOT_STREAM]) {
+        const info = await cluster.waitStreamCurrent(name, { replicas });
+        assert.is(info.config.num_replicas, replicas, `${name} replicas`);
+      }
+      assert.match(first.stdout, `${replicas} replica${replicas === 1 ? '' : 's'},`);
+      if (!FENCES)
+        assert.match(
+          first.stdout,
+          `does not fence appends on replicated streams: new streams get 1 replica (nats-server ${REPLICATED_FENCING_SINCE} or newer for 3)`,
+        );
+      assert.not.match(first.stdout, 'hint:');
+      if (!FENCES) return; // replicas above 1 stay refused there (test/cluster/replicas.test.ts)
 
-    // an operator's R1 streams: setup without --replicas keeps them, and says how to get 3
-    const one = await setup(cluster.url, '--replicas', '1');
-    assert.is(one.code, 0, one.stdout + one.stderr);
-    await cluster.waitStreamCurrent(STREAM_NAME, { replicas: 1 });
-    const kept = await setup(cluster.url);
-    assert.is(kept.code, 0, kept.stdout + kept.stderr);
-    assert.match(kept.stdout, '1 replica,');
-    assert.match(kept.stdout, 'stream SESSIOND_EVENTS unchanged');
-    assert.match(kept.stdout, 'run `sessiond setup --replicas 3`');
-  } finally {
-    await cluster.dispose();
-  }
-});
+      // an operator's R1 streams: setup without --replicas keeps them, and says how to get 3
+      const one = await setup(cluster.url, '--replicas', '1');
+      assert.is(one.code, 0, one.stdout + one.stderr);
+      await cluster.waitStreamCurrent(STREAM_NAME, { replicas: 1 });
+      const kept = await setup(cluster.url);
+      assert.is(kept.code, 0, kept.stdout + kept.stderr);
+      assert.match(kept.stdout, '1 replica,');
+      assert.match(kept.stdout, 'stream SESSIOND_EVENTS unchanged');
+      assert.match(kept.stdout, 'run `sessiond setup --replicas 3`');
+    } finally {
+      await cluster.dispose();
+    }
+  },
+);
 
 s.run();

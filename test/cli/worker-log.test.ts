@@ -8,7 +8,16 @@ import * as assert from 'uvu/assert';
 import { runCli, startCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 
-interface Line { level: string; time: string; msg: string; worker?: string; session?: string; execution?: string; notice?: string; event?: string }
+interface Line {
+  level: string;
+  time: string;
+  msg: string;
+  worker?: string;
+  session?: string;
+  execution?: string;
+  notice?: string;
+  event?: string;
+}
 
 test('worker log - JSON lines off a terminal: every line an object naming its worker, session and execution', async () => {
   const tmp = tempDir();
@@ -23,8 +32,15 @@ test('worker log - JSON lines off a terminal: every line an object naming its wo
     worker.child.kill('SIGTERM');
     assert.is(await worker.exited, 0, worker.output());
   }
-  const lines = worker.output().trim().split('\n').map((l) => JSON.parse(l) as Line);
-  assert.ok(lines.every((l) => typeof l.level === 'string' && typeof l.time === 'string' && typeof l.msg === 'string'), 'every line is a log object');
+  const lines = worker
+    .output()
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Line);
+  assert.ok(
+    lines.every((l) => typeof l.level === 'string' && typeof l.time === 'string' && typeof l.msg === 'string'),
+    'every line is a log object',
+  );
   const workerId = lines.find((l) => l.worker)?.worker;
   assert.match(workerId ?? '', /^own_/);
   const claimed = lines.find((l) => l.notice === 'claimed')!;
@@ -32,7 +48,10 @@ test('worker log - JSON lines off a terminal: every line an object naming its wo
   assert.match(claimed.execution ?? '', /^exe_/);
   const settled = lines.find((l) => l.notice === 'settled')!;
   assert.equal([settled.session, settled.execution, settled.msg], ['ses_json', claimed.execution, 'ses_json  turn succeeded']);
-  assert.ok(lines.some((l) => l.event === 'input.admitted' && l.session === 'ses_json'), 'events name their type and session');
+  assert.ok(
+    lines.some((l) => l.event === 'input.admitted' && l.session === 'ses_json'),
+    'events name their type and session',
+  );
   assert.match(lines.at(-1)!.msg, 'stopped (nothing was running)');
   tmp.remove();
 });

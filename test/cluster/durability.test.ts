@@ -75,7 +75,14 @@ function startAppenders(log: JetStreamEventLog, label: string): Appenders {
       }
     }
   });
-  return { acked, failed, stop: async () => { stopping = true; await Promise.all(loops); } };
+  return {
+    acked,
+    failed,
+    stop: async () => {
+      stopping = true;
+      await Promise.all(loops);
+    },
+  };
 }
 
 interface Tally {
@@ -91,11 +98,16 @@ interface Tally {
 function tally(events: SessionEvent[], a: Appenders): Tally {
   const byId = new Map<string, SessionEvent>();
   const doubled: string[] = [];
-  for (const e of events) { if (byId.has(e.id)) doubled.push(e.id); byId.set(e.id, e); }
-  const lost = [...a.acked].filter(([id, [session, seq, position]]) => {
-    const e = byId.get(id);
-    return !e || e.sessionId !== session || e.seq !== seq || e.position !== position;
-  }).map(([id, [session, seq]]) => `${session}#${seq} ${id}`);
+  for (const e of events) {
+    if (byId.has(e.id)) doubled.push(e.id);
+    byId.set(e.id, e);
+  }
+  const lost = [...a.acked]
+    .filter(([id, [session, seq, position]]) => {
+      const e = byId.get(id);
+      return !e || e.sessionId !== session || e.seq !== seq || e.position !== position;
+    })
+    .map(([id, [session, seq]]) => `${session}#${seq} ${id}`);
   const seqs = new Map<string, number[]>();
   for (const e of events) seqs.set(e.sessionId, [...(seqs.get(e.sessionId) ?? []), e.seq]);
   const broken = [...seqs].filter(([, list]) => list.some((v, i) => v !== i + 1)).map(([session, list]) => `${session}: ${list.join(',')}`);
@@ -114,11 +126,11 @@ const counts = (t: Tally, a: Appenders, events: SessionEvent[], log: JetStreamEv
   `${log.stats.retries} requests resent, ${log.stats.retriesRecognised} resent appends recognised as already stored, ${a.failed.length} gave up` +
   `${a.failed.length ? ` (the first: ${a.failed[0]!.slice(0, 300)})` : ''}`;
 
-const syncName = (sync: JetStreamSync) => sync === '2m' ? 'default sync (every 2 min)' : `sync_interval: ${sync}`;
+const syncName = (sync: JetStreamSync) => (sync === '2m' ? 'default sync (every 2 min)' : `sync_interval: ${sync}`);
 
 /** Whether a server runs with `sync_interval: always`, from /varz. */
 async function syncsAlways(monitorPort: number): Promise<boolean> {
-  const varz = await (await fetch(`http://127.0.0.1:${monitorPort}/varz`)).json() as { jetstream?: { config?: { sync_always?: boolean } } };
+  const varz = (await (await fetch(`http://127.0.0.1:${monitorPort}/varz`)).json()) as { jetstream?: { config?: { sync_always?: boolean } } };
   return varz.jetstream?.config?.sync_always === true;
 }
 
@@ -162,7 +174,9 @@ for (const sync of ['2m', 'always'] as const) {
       await appenders.stop();
       const events = await log.readAll();
       const t = tally(events, appenders);
-      process.stdout.write(`  [durability one server, ${syncName(sync)}] ${((Date.now() - t0) / 1000).toFixed(1)} s; SIGKILL after ${atKill} acknowledged appends (${SESSIONS} in flight): ${counts(t, appenders, events, log)}\n`);
+      process.stdout.write(
+        `  [durability one server, ${syncName(sync)}] ${((Date.now() - t0) / 1000).toFixed(1)} s; SIGKILL after ${atKill} acknowledged appends (${SESSIONS} in flight): ${counts(t, appenders, events, log)}\n`,
+      );
       assertDurable(t, appenders, `one server, ${syncName(sync)}`);
     } finally {
       await appenders?.stop();
@@ -179,8 +193,12 @@ for (const sync of ['2m', 'always'] as const) {
  * returns what happened, in words), 400 more acknowledged appends, and the count of what was lost
  * or doubled, printed and asserted to be nothing.
  */
-async function replicatedFault(sync: JetStreamSync, what: string, before: number,
-  fault: (w: { cluster: NatsCluster; appenders: Appenders; atKill: number }) => Promise<string>): Promise<void> {
+async function replicatedFault(
+  sync: JetStreamSync,
+  what: string,
+  before: number,
+  fault: (w: { cluster: NatsCluster; appenders: Appenders; atKill: number }) => Promise<string>,
+): Promise<void> {
   const t0 = Date.now();
   const cluster = await startNatsCluster({ jetstream: { syncInterval: sync } });
   let log: JetStreamEventLog | undefined;
@@ -197,8 +215,10 @@ async function replicatedFault(sync: JetStreamSync, what: string, before: number
     await appenders.stop();
     const events = await log.readAll();
     const t = tally(events, appenders);
-    process.stdout.write(`  [durability R3 ${what}, ${syncName(sync)}] ${((Date.now() - t0) / 1000).toFixed(1)} s; ${story}: ${counts(t, appenders, events, log)}` +
-      `${t.lost.length ? `; lost: ${t.lost.slice(0, 8).join(', ')}` : ''}\n`);
+    process.stdout.write(
+      `  [durability R3 ${what}, ${syncName(sync)}] ${((Date.now() - t0) / 1000).toFixed(1)} s; ${story}: ${counts(t, appenders, events, log)}` +
+        `${t.lost.length ? `; lost: ${t.lost.slice(0, 8).join(', ')}` : ''}\n`,
+    );
     assertDurable(t, appenders, `cluster R3, ${syncName(sync)}, ${what}`);
   } finally {
     await appenders?.stop();
@@ -208,49 +228,64 @@ async function replicatedFault(sync: JetStreamSync, what: string, before: number
 }
 
 for (const sync of ['2m', 'always'] as const) {
-  s(`the 3-server cluster, 3 replicas, ${syncName(sync)}: the leader SIGKILLed under load, appends go on, it comes back empty and is rebuilt; nothing acknowledged lost or doubled`, () =>
-    replicatedFault(sync, 'leader killed', 400, async ({ cluster, appenders, atKill }) => {
-      const leader = await cluster.streamLeader(STREAM_NAME);
-      await leader.kill();
-      const killedAt = Date.now();
-      // the others elect a leader and take appends while the victim is down; it comes back empty
-      const next = await cluster.streamLeader(STREAM_NAME);
-      assert.ok(next !== leader, 'a surviving server leads the stream');
-      const electedMs = Date.now() - killedAt;
-      await waitFor(() => appenders.acked.size >= atKill + 200, { timeoutMs: 60_000, what: '200 appends acknowledged while the leader is down' });
-      const whileDown = appenders.acked.size - atKill;
-      leader.wipe();
-      await leader.start();
-      const info = await cluster.waitStreamCurrent(STREAM_NAME);
-      return `SIGKILLed the leader ${leader.name} after ${atKill} acknowledged appends, ${next.name} elected ${(electedMs / 1000).toFixed(1)} s later, ` +
-        `${whileDown} acknowledged while ${leader.name} was down, which came back from an empty store (replicas then ${(info.cluster?.replicas ?? []).map((r) => `${r.name}${r.current ? ' current' : ' behind'}`).join(', ')})`;
-    }));
+  s(
+    `the 3-server cluster, 3 replicas, ${syncName(sync)}: the leader SIGKILLed under load, appends go on, it comes back empty and is rebuilt; nothing acknowledged lost or doubled`,
+    () =>
+      replicatedFault(sync, 'leader killed', 400, async ({ cluster, appenders, atKill }) => {
+        const leader = await cluster.streamLeader(STREAM_NAME);
+        await leader.kill();
+        const killedAt = Date.now();
+        // the others elect a leader and take appends while the victim is down; it comes back empty
+        const next = await cluster.streamLeader(STREAM_NAME);
+        assert.ok(next !== leader, 'a surviving server leads the stream');
+        const electedMs = Date.now() - killedAt;
+        await waitFor(() => appenders.acked.size >= atKill + 200, { timeoutMs: 60_000, what: '200 appends acknowledged while the leader is down' });
+        const whileDown = appenders.acked.size - atKill;
+        leader.wipe();
+        await leader.start();
+        const info = await cluster.waitStreamCurrent(STREAM_NAME);
+        return (
+          `SIGKILLed the leader ${leader.name} after ${atKill} acknowledged appends, ${next.name} elected ${(electedMs / 1000).toFixed(1)} s later, ` +
+          `${whileDown} acknowledged while ${leader.name} was down, which came back from an empty store (replicas then ${(info.cluster?.replicas ?? []).map((r) => `${r.name}${r.current ? ' current' : ' behind'}`).join(', ')})`
+        );
+      }),
+  );
 
-  s(`the 3-server cluster, 3 replicas, ${syncName(sync)}: a follower SIGKILLed under load, appends go on, it restarts with its store and catches up; nothing acknowledged lost or doubled`, () =>
-    replicatedFault(sync, 'follower killed', 400, async ({ cluster, appenders, atKill }) => {
-      const leader = await cluster.streamLeader(STREAM_NAME);
-      const follower = cluster.nodes.find((n) => n !== leader)!;
-      await follower.kill();
-      await waitFor(() => appenders.acked.size >= atKill + 400, { timeoutMs: 60_000, what: '400 appends acknowledged while a follower is down' });
-      const whileDown = appenders.acked.size - atKill;
-      const restartedAt = Date.now();
-      await follower.start();
-      const info = await cluster.waitStreamCurrent(STREAM_NAME);
-      return `SIGKILLed the follower ${follower.name} after ${atKill} acknowledged appends (leader ${leader.name}, then ${info.cluster?.leader}), ` +
-        `${whileDown} acknowledged while it was down, restarted with its store and current ${((Date.now() - restartedAt) / 1000).toFixed(1)} s later`;
-    }));
+  s(
+    `the 3-server cluster, 3 replicas, ${syncName(sync)}: a follower SIGKILLed under load, appends go on, it restarts with its store and catches up; nothing acknowledged lost or doubled`,
+    () =>
+      replicatedFault(sync, 'follower killed', 400, async ({ cluster, appenders, atKill }) => {
+        const leader = await cluster.streamLeader(STREAM_NAME);
+        const follower = cluster.nodes.find((n) => n !== leader)!;
+        await follower.kill();
+        await waitFor(() => appenders.acked.size >= atKill + 400, { timeoutMs: 60_000, what: '400 appends acknowledged while a follower is down' });
+        const whileDown = appenders.acked.size - atKill;
+        const restartedAt = Date.now();
+        await follower.start();
+        const info = await cluster.waitStreamCurrent(STREAM_NAME);
+        return (
+          `SIGKILLed the follower ${follower.name} after ${atKill} acknowledged appends (leader ${leader.name}, then ${info.cluster?.leader}), ` +
+          `${whileDown} acknowledged while it was down, restarted with its store and current ${((Date.now() - restartedAt) / 1000).toFixed(1)} s later`
+        );
+      }),
+  );
 
-  s(`the 3-server cluster, 3 replicas, ${syncName(sync)}: all three SIGKILLed at once right after a burst of acknowledged appends, started again; nothing acknowledged lost or doubled`, () =>
-    replicatedFault(sync, 'all killed', 600, async ({ cluster, appenders, atKill }) => {
-      await cluster.killAll();
-      const killedAt = Date.now();
-      // acknowledgements already on their way when the servers died still arrive
-      const afterKill = appenders.acked.size - atKill;
-      await cluster.startAll();
-      await cluster.waitStreamCurrent(STREAM_NAME, { timeoutMs: 60_000 });
-      return `all three SIGKILLed after ${atKill} acknowledged appends (${afterKill} more acknowledgements arrived during the kill), ` +
-        `stream current again ${((Date.now() - killedAt) / 1000).toFixed(1)} s after it`;
-    }));
+  s(
+    `the 3-server cluster, 3 replicas, ${syncName(sync)}: all three SIGKILLed at once right after a burst of acknowledged appends, started again; nothing acknowledged lost or doubled`,
+    () =>
+      replicatedFault(sync, 'all killed', 600, async ({ cluster, appenders, atKill }) => {
+        await cluster.killAll();
+        const killedAt = Date.now();
+        // acknowledgements already on their way when the servers died still arrive
+        const afterKill = appenders.acked.size - atKill;
+        await cluster.startAll();
+        await cluster.waitStreamCurrent(STREAM_NAME, { timeoutMs: 60_000 });
+        return (
+          `all three SIGKILLed after ${atKill} acknowledged appends (${afterKill} more acknowledgements arrived during the kill), ` +
+          `stream current again ${((Date.now() - killedAt) / 1000).toFixed(1)} s after it`
+        );
+      }),
+  );
 }
 
 s.run();

@@ -27,7 +27,12 @@ const RACE_FIXED = '2.9.21';
 const ROUNDS_PER_SUBJECT = 3;
 const SUBJECTS = 20;
 
-interface Race { rounds: number; doubled: number; stored: number; refusedOther: string[] }
+interface Race {
+  rounds: number;
+  doubled: number;
+  stored: number;
+  refusedOther: string[];
+}
 
 /**
  * Creates stream `name` (subjects sessiond.events.<name>.>, as the admin user) with `replicas`, then
@@ -40,17 +45,31 @@ async function race(servers: string[], name: string, replicas: number): Promise<
     const jsm = await jetstreamManager(admin);
     // a stream request can go unanswered while the cluster's meta leader is busy (a loaded machine):
     // send it again until the stream is there
-    await waitFor(async () => {
-      await jsm.streams.add({ name, subjects: [`sessiond.events.${name}.>`], num_replicas: replicas }).catch(() => undefined);
-      return jsm.streams.info(name).then(() => true, () => false);
-    }, { timeoutMs: 30_000, intervalMs: 200, what: `stream ${name} to be created` });
+    await waitFor(
+      async () => {
+        await jsm.streams.add({ name, subjects: [`sessiond.events.${name}.>`], num_replicas: replicas }).catch(() => undefined);
+        return jsm.streams.info(name).then(
+          () => true,
+          () => false,
+        );
+      },
+      { timeoutMs: 30_000, intervalMs: 200, what: `stream ${name} to be created` },
+    );
     // one connection per server (or three to the one server), as three workers would be
     for (let i = 0; i < 3; i++) racers.push(await connectNats({ servers: [servers[i % servers.length]!], ...WORKER }));
     // a new replicated stream answers on every server only once its group has a leader (on a loaded
     // machine a moment after the create): each racer's probe is acknowledged before the race begins
     for (const [k, nc] of racers.entries()) {
-      await waitFor(() => jetstream(nc, { timeout: 2_000 }).publish(`sessiond.events.${name}.probe_${k}`, new Uint8Array()).then(() => true, () => false),
-        { timeoutMs: 30_000, intervalMs: 200, what: `stream ${name} to take appends from racer ${k}` });
+      await waitFor(
+        () =>
+          jetstream(nc, { timeout: 2_000 })
+            .publish(`sessiond.events.${name}.probe_${k}`, new Uint8Array())
+            .then(
+              () => true,
+              () => false,
+            ),
+        { timeoutMs: 30_000, intervalMs: 200, what: `stream ${name} to take appends from racer ${k}` },
+      );
     }
     const result: Race = { rounds: 0, doubled: 0, stored: 0, refusedOther: [] };
     for (let s = 0; s < SUBJECTS; s++) {
@@ -58,7 +77,11 @@ async function race(servers: string[], name: string, replicas: number): Promise<
       let last = 0;
       for (let r = 0; r < ROUNDS_PER_SUBJECT; r++) {
         result.rounds++;
-        const settled = await Promise.allSettled(racers.map((nc, k) => jetstream(nc, { timeout: 20_000 }).publish(subject, new TextEncoder().encode(`racer ${k}`), { expect: { lastSubjectSequence: last } })));
+        const settled = await Promise.allSettled(
+          racers.map((nc, k) =>
+            jetstream(nc, { timeout: 20_000 }).publish(subject, new TextEncoder().encode(`racer ${k}`), { expect: { lastSubjectSequence: last } }),
+          ),
+        );
         const acks = settled.flatMap((x) => (x.status === 'fulfilled' ? [x.value as PubAck] : []));
         for (const x of settled) if (x.status === 'rejected' && !isWrongLastSequence(x.reason)) result.refusedOther.push(String(x.reason));
         result.stored += acks.length;
@@ -92,27 +115,35 @@ s('one server, 1 replica: exactly one of the racing appends is stored each round
   }
 });
 
-s(`3-server cluster: exactly one per round with 1 replica; with 3 replicas ${fencesReplicatedStreams(VERSION) ? 'too' : `not on ${VERSION} (nats-server#4320 and #5644, fixed by ${REPLICATED_FENCING_SINCE})`}`, async () => {
-  const cluster = await startNatsCluster();
-  try {
-    const r1 = await race(cluster.urls, 'FENCE_C_R1', 1);
-    assert.equal(r1.refusedOther, [], 'the others were refused as a wrong last sequence');
-    assert.is(r1.doubled, 0, `R1 on the cluster: ${describe(r1)}`);
-    assert.is(r1.stored, r1.rounds, describe(r1));
-    const r3 = await race(cluster.urls, 'FENCE_C_R3', 3);
-    assert.equal(r3.refusedOther, [], 'the others were refused as a wrong last sequence');
-    if (fencesReplicatedStreams(VERSION)) {
-      assert.is(r3.doubled, 0, `R3 on nats-server ${VERSION}: ${describe(r3)}`);
-      assert.is(r3.stored, r3.rounds, describe(r3));
-    } else if (!versionAtLeast(VERSION, RACE_FIXED)) {
-      // the known defect, shown: if this fails, this server fences replicated streams after all
-      // (a patched build?) and REPLICATED_FENCING_SINCE in src/testing/nats-cluster.ts should be revisited
-      assert.ok(r3.doubled > 0, `nats-server ${VERSION} was expected to store several racing appends on a 3-replica stream (nats-server#4320); it did not: ${describe(r3)}`);
+s(
+  `3-server cluster: exactly one per round with 1 replica; with 3 replicas ${fencesReplicatedStreams(VERSION) ? 'too' : `not on ${VERSION} (nats-server#4320 and #5644, fixed by ${REPLICATED_FENCING_SINCE})`}`,
+  async () => {
+    const cluster = await startNatsCluster();
+    try {
+      const r1 = await race(cluster.urls, 'FENCE_C_R1', 1);
+      assert.equal(r1.refusedOther, [], 'the others were refused as a wrong last sequence');
+      assert.is(r1.doubled, 0, `R1 on the cluster: ${describe(r1)}`);
+      assert.is(r1.stored, r1.rounds, describe(r1));
+      const r3 = await race(cluster.urls, 'FENCE_C_R3', 3);
+      assert.equal(r3.refusedOther, [], 'the others were refused as a wrong last sequence');
+      if (fencesReplicatedStreams(VERSION)) {
+        assert.is(r3.doubled, 0, `R3 on nats-server ${VERSION}: ${describe(r3)}`);
+        assert.is(r3.stored, r3.rounds, describe(r3));
+      } else if (!versionAtLeast(VERSION, RACE_FIXED)) {
+        // the known defect, shown: if this fails, this server fences replicated streams after all
+        // (a patched build?) and REPLICATED_FENCING_SINCE in src/testing/nats-cluster.ts should be revisited
+        assert.ok(
+          r3.doubled > 0,
+          `nats-server ${VERSION} was expected to store several racing appends on a 3-replica stream (nats-server#4320); it did not: ${describe(r3)}`,
+        );
+      }
+      process.stdout.write(
+        `  [fencing] cluster, R1: ${describe(r1)}; R3: ${describe(r3)}${fencesReplicatedStreams(VERSION) ? '' : ` -- nats-server ${VERSION} does not fence replicated streams`}\n`,
+      );
+    } finally {
+      await cluster.dispose();
     }
-    process.stdout.write(`  [fencing] cluster, R1: ${describe(r1)}; R3: ${describe(r3)}${fencesReplicatedStreams(VERSION) ? '' : ` -- nats-server ${VERSION} does not fence replicated streams`}\n`);
-  } finally {
-    await cluster.dispose();
-  }
-});
+  },
+);
 
 s.run();

@@ -18,14 +18,19 @@ import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
 import type { LiveMessage } from '../../src/nats/live-bus.ts';
 import { STREAM_NAME } from '../../src/nats/subjects.ts';
 import {
-  REPLICATED_FENCING_SINCE, fencesReplicatedStreams, natsServerVersion, startNatsCluster, type NatsCluster, type NatsClusterNode,
+  REPLICATED_FENCING_SINCE,
+  fencesReplicatedStreams,
+  natsServerVersion,
+  startNatsCluster,
+  type NatsCluster,
+  type NatsClusterNode,
 } from '../../src/testing/nats-cluster.ts';
 import { ADMIN, CLIENT, OBSERVER, WORKER } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { runCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 import { assertContinuationChainsSucceed } from '../support/continuations.ts';
-import { analyse, allDone, describeOpen, ended, killAll, pollLog, startWorkers, type LogAnalysis, type WorkerFlags, type WorkerProc } from '../nats/cluster.ts';
+import { analyse, allDone, describeOpen, killAll, pollLog, startWorkers, type LogAnalysis, type WorkerFlags, type WorkerProc } from '../nats/cluster.ts';
 
 export const SERVER_VERSION = natsServerVersion();
 /**
@@ -37,12 +42,13 @@ export const SERVER_VERSION = natsServerVersion();
  */
 const FORCED = process.env.SESSIOND_CLUSTER_REPLICAS;
 export const REPLICAS = FORCED === '1' || FORCED === '3' ? Number(FORCED) : fencesReplicatedStreams(SERVER_VERSION) ? 3 : 1;
-export const MODE = FORCED === '1' || FORCED === '3'
-  ? `nats-server ${SERVER_VERSION}: the events stream has ${REPLICAS} replica(s), forced by SESSIOND_CLUSTER_REPLICAS${REPLICAS === 3 && !fencesReplicatedStreams(SERVER_VERSION) ? ' (this server does not fence replicated streams: expect the checks to fail)' : ''}`
-  : REPLICAS === 3
-  ? `nats-server ${SERVER_VERSION}: the events stream has 3 replicas`
-  : `nats-server ${SERVER_VERSION} does not fence appends on a replicated stream (nats-server#4320 and #5644, fixed by ${REPLICATED_FENCING_SINCE}): ` +
-    'the events stream runs with 1 replica on the 3-server cluster; npm test runs them on the project\'s nats-server (scripts/tools.mjs) with 3';
+export const MODE =
+  FORCED === '1' || FORCED === '3'
+    ? `nats-server ${SERVER_VERSION}: the events stream has ${REPLICAS} replica(s), forced by SESSIOND_CLUSTER_REPLICAS${REPLICAS === 3 && !fencesReplicatedStreams(SERVER_VERSION) ? ' (this server does not fence replicated streams: expect the checks to fail)' : ''}`
+    : REPLICAS === 3
+      ? `nats-server ${SERVER_VERSION}: the events stream has 3 replicas`
+      : `nats-server ${SERVER_VERSION} does not fence appends on a replicated stream (nats-server#4320 and #5644, fixed by ${REPLICATED_FENCING_SINCE}): ` +
+        "the events stream runs with 1 replica on the 3-server cluster; npm test runs them on the project's nats-server (scripts/tools.mjs) with 3";
 
 export interface ClusterWorld {
   cluster: NatsCluster;
@@ -61,14 +67,20 @@ async function openWorld(options: ClusterOptions = {}): Promise<ClusterWorld> {
   const t0 = Date.now();
   const notes: string[] = [];
   const w: ClusterWorld = {
-    cluster: await startNatsCluster(options), tmp: tempDir('sessiond-cluster-'), workers: [], closers: [], notes,
+    cluster: await startNatsCluster(options),
+    tmp: tempDir('sessiond-cluster-'),
+    workers: [],
+    closers: [],
+    notes,
     note: (line) => notes.push(`+${Date.now() - t0} ms ${line}`),
   };
   // the workers' projection files go however the process ends (the cluster harness and the CLI
   // helper kill their processes on exit themselves)
   const removeOnExit = () => w.tmp.remove();
   process.on('exit', removeOnExit);
-  w.closers.unshift(async () => { process.off('exit', removeOnExit); });
+  w.closers.unshift(async () => {
+    process.off('exit', removeOnExit);
+  });
   return w;
 }
 
@@ -122,18 +134,26 @@ export function sharedWorld(name: string, options: ClusterOptions = {}, envOf?: 
   return {
     test: (label: string, body: (w: ClusterWorld, begun: Begun) => Promise<void>) => async () => {
       try {
-        begun ??= openWorld(options).then((w) => { world = w; return begin(w, envOf); });
+        begun ??= openWorld(options).then((w) => {
+          world = w;
+          return begin(w, envOf);
+        });
         const b = await begun;
-        await body(world!, { ...b, ...await where(world!, b.workers) });
+        await body(world!, { ...b, ...(await where(world!, b.workers)) });
       } catch (err) {
         // a failed test may leave its fault in place (a node cut off, stopped): the next one starts afresh
-        if (world) { keepFailure(world, `${name}-${label}`); await closeWorld(world); }
+        if (world) {
+          keepFailure(world, `${name}-${label}`);
+          await closeWorld(world);
+        }
         world = undefined;
         begun = undefined;
         throw err;
       }
     },
-    close: async () => { if (world) await closeWorld(world); },
+    close: async () => {
+      if (world) await closeWorld(world);
+    },
   };
 }
 
@@ -160,7 +180,11 @@ export async function setupStream(cluster: NatsCluster, replicas: number, note: 
  * stream's replicas as the operator set them, so it would also start on an R3 stream). No worker is
  * restarted afterwards in these tests (they must survive every fault without one).
  */
-export async function startClusterWorkers(w: ClusterWorld, flags: WorkerFlags = FLAGS, envOf?: (name: string) => NodeJS.ProcessEnv | undefined): Promise<WorkerProc[]> {
+export async function startClusterWorkers(
+  w: ClusterWorld,
+  flags: WorkerFlags = FLAGS,
+  envOf?: (name: string) => NodeJS.ProcessEnv | undefined,
+): Promise<WorkerProc[]> {
   assert.match(await setupStream(w.cluster, 1, w.note), '1 replica,');
   // the cluster's `url` is its three URLs comma-separated, as `sessiond --nats` takes them
   const workers = await startWorkers(w.cluster, 3, w.tmp.file, flags, w.workers, envOf);
@@ -195,7 +219,16 @@ export async function reader(w: ClusterWorld, servers: string[] = w.cluster.urls
 export async function recordAcknowledged(w: ClusterWorld): Promise<LiveMessage[]> {
   const watcher = await client(w, w.cluster.urls, OBSERVER);
   const seen: LiveMessage[] = [];
-  await watcher.subscribe({}, (m) => { if (m.seq !== undefined) { (m as { arrived?: number }).arrived = Date.now(); seen.push(m); } }, { dedupe: false });
+  await watcher.subscribe(
+    {},
+    (m) => {
+      if (m.seq !== undefined) {
+        (m as { arrived?: number }).arrived = Date.now();
+        seen.push(m);
+      }
+    },
+    { dedupe: false },
+  );
   return seen;
 }
 
@@ -205,18 +238,20 @@ export async function recordAcknowledged(w: ClusterWorld): Promise<LiveMessage[]
  */
 export function admitAll(c: SessiondClient, sessions: string[], label: string, options: { wake?: boolean; timeoutMs?: number } = {}): Promise<string[]> {
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
-  const all = Promise.all(sessions.map(async (s, i) => {
-    const id = `inp_${label}_${i}`;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const receipt = await c.admit(s, { id, prompt: `hello ${label} number ${i} from the cluster test`, wake: options.wake ?? true });
-        return receipt.inputId;
-      } catch (err) {
-        // an admission is idempotent by id: sending it again is always safe
-        if (Date.now() > deadline) throw new Error(`admitting ${id} to ${s} failed ${attempt} times until the deadline; last: ${String(err)}`);
+  const all = Promise.all(
+    sessions.map(async (s, i) => {
+      const id = `inp_${label}_${i}`;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const receipt = await c.admit(s, { id, prompt: `hello ${label} number ${i} from the cluster test`, wake: options.wake ?? true });
+          return receipt.inputId;
+        } catch (err) {
+          // an admission is idempotent by id: sending it again is always safe
+          if (Date.now() > deadline) throw new Error(`admitting ${id} to ${s} failed ${attempt} times until the deadline; last: ${String(err)}`);
+        }
       }
-    }
-  }));
+    }),
+  );
   all.catch(() => undefined); // callers may await it after other steps; its failure still reaches them
   return all;
 }
@@ -230,19 +265,27 @@ export const sessionsNamed = (label: string, n: number) => Array.from({ length: 
  */
 export async function untilMidTurn(acked: LiveMessage[], sessions: string[], what: string): Promise<LiveMessage[]> {
   const wanted = new Set(sessions);
-  await waitFor(() => {
-    const running = new Map<string, string>(); // session -> execution with a step started
-    const settled = new Set<string>();
-    for (const m of acked) {
-      if (!wanted.has(m.sessionId)) continue;
-      const exe = (m.payload as { executionId?: string }).executionId;
-      if (m.type === 'step.started' && exe) running.set(m.sessionId, exe);
-      if ((m.type === 'execution.settled' || m.type === 'recovery.started') && exe) settled.add(exe);
-    }
-    return [...running.values()].filter((exe) => !settled.has(exe)).length * 2 >= sessions.length;
-  }, { timeoutMs: 20_000, intervalMs: 10, what }).catch((err: Error) => {
+  await waitFor(
+    () => {
+      const running = new Map<string, string>(); // session -> execution with a step started
+      const settled = new Set<string>();
+      for (const m of acked) {
+        if (!wanted.has(m.sessionId)) continue;
+        const exe = (m.payload as { executionId?: string }).executionId;
+        if (m.type === 'step.started' && exe) running.set(m.sessionId, exe);
+        if ((m.type === 'execution.settled' || m.type === 'recovery.started') && exe) settled.add(exe);
+      }
+      return [...running.values()].filter((exe) => !settled.has(exe)).length * 2 >= sessions.length;
+    },
+    { timeoutMs: 20_000, intervalMs: 10, what },
+  ).catch((err: Error) => {
     const mine = acked.filter((m) => wanted.has(m.sessionId));
-    throw new Error(`${err.message}: ${acked.length} acknowledged events seen live, ${mine.length} of these sessions: ${mine.slice(0, 40).map((m) => `${m.sessionId}#${m.seq} ${m.type} +${(m as { arrived?: number }).arrived! - m.time}ms`).join(', ')}`);
+    throw new Error(
+      `${err.message}: ${acked.length} acknowledged events seen live, ${mine.length} of these sessions: ${mine
+        .slice(0, 40)
+        .map((m) => `${m.sessionId}#${m.seq} ${m.type} +${(m as { arrived?: number }).arrived! - m.time}ms`)
+        .join(', ')}`,
+    );
   });
   return [...acked];
 }
@@ -263,7 +306,11 @@ export async function readRaw(cluster: NatsCluster): Promise<{ events: RawEvent[
   const iter = await consumer.consume({ max_messages: 256 });
   for await (const m of iter) {
     messages++;
-    try { events.push(...fromStreamMessage(m.data)); } catch { unreadable++; }
+    try {
+      events.push(...fromStreamMessage(m.data));
+    } catch {
+      unreadable++;
+    }
     if (m.info.pending === 0) break;
   }
   await iter.close();
@@ -271,7 +318,11 @@ export async function readRaw(cluster: NatsCluster): Promise<{ events: RawEvent[
 }
 
 /** Where a worker's two connections are: its log connection and its command connection. */
-export interface Placement { worker: WorkerProc; log?: NatsClusterNode; commands?: NatsClusterNode }
+export interface Placement {
+  worker: WorkerProc;
+  log?: NatsClusterNode;
+  commands?: NatsClusterNode;
+}
 
 /** The local TCP ports of a process's sockets (Linux: its fds' socket inodes, looked up in /proc/net/tcp). */
 function localPorts(pid: number): Set<number> {
@@ -280,12 +331,18 @@ function localPorts(pid: number): Set<number> {
     try {
       const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
       if (m) inodes.add(m[1]!);
-    } catch { /* closed meanwhile */ }
+    } catch {
+      /* closed meanwhile */
+    }
   }
   const ports = new Set<number>();
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
     let text = '';
-    try { text = readFileSync(table, 'utf8'); } catch { continue; }
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
     for (const line of text.split('\n').slice(1)) {
       const cols = line.trim().split(/\s+/);
       if (cols.length > 9 && inodes.has(cols[9]!)) ports.add(parseInt(cols[1]!.split(':')[1]!, 16));
@@ -320,10 +377,15 @@ export function describePlacements(ps: Placement[]): string {
 /** Waits until every worker has both connections up, on nodes in `on` (the survivors); returns where. */
 export async function untilWorkersOn(cluster: NatsCluster, workers: WorkerProc[], on: NatsClusterNode[], what: string): Promise<Placement[]> {
   let last: Placement[] = [];
-  await waitFor(async () => {
-    last = await placements(cluster, workers);
-    return last.every((p) => p.log && p.commands && on.includes(p.log) && on.includes(p.commands));
-  }, { timeoutMs: 30_000, intervalMs: 100, what }).catch((err: Error) => { throw new Error(`${err.message}; last: ${describePlacements(last)}`); });
+  await waitFor(
+    async () => {
+      last = await placements(cluster, workers);
+      return last.every((p) => p.log && p.commands && on.includes(p.log) && on.includes(p.commands));
+    },
+    { timeoutMs: 30_000, intervalMs: 100, what },
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; last: ${describePlacements(last)}`);
+  });
   return last;
 }
 
@@ -333,20 +395,29 @@ export const connectionsOn = (ps: Placement[], node: NatsClusterNode) => ps.filt
 /** Each node's own view of the stream (monitoring /jsz): its last sequence and message count. */
 export async function replicaStates(cluster: NatsCluster): Promise<{ node: string; messages: number; lastSeq: number }[]> {
   type Jsz = { account_details?: { stream_detail?: { name: string; state: { messages: number; last_seq: number } }[] }[] };
-  return Promise.all(cluster.nodes.filter((n) => n.running).map(async (n) => {
-    const jsz = await n.monitor<Jsz>('/jsz?accounts=true&streams=true');
-    const s = (jsz.account_details ?? []).flatMap((a) => a.stream_detail ?? []).find((d) => d.name === STREAM_NAME);
-    return { node: n.name, messages: s?.state.messages ?? -1, lastSeq: s?.state.last_seq ?? -1 };
-  }));
+  return Promise.all(
+    cluster.nodes
+      .filter((n) => n.running)
+      .map(async (n) => {
+        const jsz = await n.monitor<Jsz>('/jsz?accounts=true&streams=true');
+        const s = (jsz.account_details ?? []).flatMap((a) => a.stream_detail ?? []).find((d) => d.name === STREAM_NAME);
+        return { node: n.name, messages: s?.state.messages ?? -1, lastSeq: s?.state.last_seq ?? -1 };
+      }),
+  );
 }
 
 /** Waits until the REPLICAS nodes holding the stream hold the same messages (the replicas converged). */
 export async function untilReplicasEqual(cluster: NatsCluster, what: string): Promise<{ node: string; messages: number; lastSeq: number }[]> {
   let last: { node: string; messages: number; lastSeq: number }[] = [];
-  await waitFor(async () => {
-    last = (await replicaStates(cluster).catch(() => [])).filter((r) => r.lastSeq >= 0);
-    return last.length === REPLICAS && last.every((r) => r.lastSeq === last[0]!.lastSeq && r.messages === last[0]!.messages && r.lastSeq > 0);
-  }, { timeoutMs: 30_000, intervalMs: 100, what }).catch((err: Error) => { throw new Error(`${err.message}; last: ${JSON.stringify(last)}`); });
+  await waitFor(
+    async () => {
+      last = (await replicaStates(cluster).catch(() => [])).filter((r) => r.lastSeq >= 0);
+      return last.length === REPLICAS && last.every((r) => r.lastSeq === last[0]!.lastSeq && r.messages === last[0]!.messages && r.lastSeq > 0);
+    },
+    { timeoutMs: 30_000, intervalMs: 100, what },
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; last: ${JSON.stringify(last)}`);
+  });
   return last;
 }
 
@@ -364,10 +435,19 @@ export async function untilReplicasEqual(cluster: NatsCluster, what: string): Pr
  *   owner was lost, its continuation's) settled `succeeded`.
  * Returns the analysis and the executions that were recovered.
  */
-export async function assertClusterLog(w: ClusterWorld, events: SessionEvent[], acked: LiveMessage[], userInputs: string[]): Promise<{ a: LogAnalysis; recovered: string[]; raw: number }> {
+export async function assertClusterLog(
+  w: ClusterWorld,
+  events: SessionEvent[],
+  acked: LiveMessage[],
+  userInputs: string[],
+): Promise<{ a: LogAnalysis; recovered: string[]; raw: number }> {
   const raw = await readRaw(w.cluster);
   const findings = check(raw.events, { quiescent: true });
-  assert.equal(findings.map((f) => `${f.check}: ${f.message}`), [], `the fault suite's checker on the stream (${CHECKS.join(', ')})`);
+  assert.equal(
+    findings.map((f) => `${f.check}: ${f.message}`),
+    [],
+    `the fault suite's checker on the stream (${CHECKS.join(', ')})`,
+  );
   assert.is(raw.unreadable, 0, 'every stored message is an event batch');
   assert.is(raw.events.length, events.length, 'the raw read and the log read see the same events');
 
@@ -376,8 +456,15 @@ export async function assertClusterLog(w: ClusterWorld, events: SessionEvent[], 
   assert.equal(a.duplicateIds, [], 'no event id appears twice in the log');
 
   const at = new Map(events.map((e) => [e.id, e]));
-  const lost = acked.filter((m) => { const e = at.get(m.id); return !e || e.sessionId !== m.sessionId || e.seq !== m.seq || e.position !== m.position; });
-  assert.equal(lost.map((m) => `${m.sessionId}#${m.seq} ${m.type} ${m.id} at ${m.position}`), [], `every acknowledged event (${acked.length} seen live) is in the log where it was acknowledged`);
+  const lost = acked.filter((m) => {
+    const e = at.get(m.id);
+    return !e || e.sessionId !== m.sessionId || e.seq !== m.seq || e.position !== m.position;
+  });
+  assert.equal(
+    lost.map((m) => `${m.sessionId}#${m.seq} ${m.type} ${m.id} at ${m.position}`),
+    [],
+    `every acknowledged event (${acked.length} seen live) is in the log where it was acknowledged`,
+  );
 
   for (const id of userInputs) assert.ok(a.admitted.has(id), `acknowledged admission ${id} is in the log`);
   const recovered: string[] = [];
@@ -387,7 +474,8 @@ export async function assertClusterLog(w: ClusterWorld, events: SessionEvent[], 
   }
   for (const x of a.executions.values()) {
     assert.is(x.settled.length + x.recoveryStarted.length, 1, `execution ${x.id} (${x.sessionId}, ${x.ownerId}) ended exactly once`);
-    if (x.settled.length === 1) assert.is(x.settled[0]!.payload.outcome, 'succeeded', `execution ${x.id} succeeded: ${JSON.stringify(x.settled[0]!.payload.error)}`);
+    if (x.settled.length === 1)
+      assert.is(x.settled[0]!.payload.outcome, 'succeeded', `execution ${x.id} succeeded: ${JSON.stringify(x.settled[0]!.payload.error)}`);
     else recovered.push(x.id);
   }
   assertContinuationChainsSucceed(a, userInputs);
@@ -396,8 +484,16 @@ export async function assertClusterLog(w: ClusterWorld, events: SessionEvent[], 
 
 /** The workers are the processes started at the beginning: none exited, none was restarted. */
 export function assertWorkersKeptRunning(workers: WorkerProc[], pids: (number | undefined)[]): void {
-  assert.equal(workers.map((x) => x.child.exitCode ?? x.child.signalCode), workers.map(() => null), 'no worker exited');
-  assert.equal(workers.map((x) => x.child.pid), pids, 'the same worker processes (no restart)');
+  assert.equal(
+    workers.map((x) => x.child.exitCode ?? x.child.signalCode),
+    workers.map(() => null),
+    'no worker exited',
+  );
+  assert.equal(
+    workers.map((x) => x.child.pid),
+    pids,
+    'the same worker processes (no restart)',
+  );
 }
 
 /** The workers up, the stream at REPLICAS, a recorder of acknowledged events, a reader, and where each worker's connections went. */
@@ -406,7 +502,7 @@ export async function begin(w: ClusterWorld, envOf?: (name: string) => NodeJS.Pr
   const pids = workers.map((x) => x.child.pid);
   const acked = await recordAcknowledged(w);
   const log = await reader(w);
-  return { workers, pids, acked, log, ...await where(w, workers) };
+  return { workers, pids, acked, log, ...(await where(w, workers)) };
 }
 
 /** Where each worker's connections are (once both are up) and which node leads the stream. */
@@ -442,13 +538,17 @@ export function partitionVictim(placed: Placement[], candidates: readonly NatsCl
   const withLogs = eligible.some((n) => logsOn(n) > 0) ? eligible.filter((n) => logsOn(n) > 0) : eligible;
   const split = (n: NatsClusterNode) => placed.filter((p) => p.log === n && p.commands !== n).length;
   const fewest = Math.min(...withLogs.map(split));
-  return mostConnected(placed, withLogs.filter((n) => split(n) === fewest));
+  return mostConnected(
+    placed,
+    withLogs.filter((n) => split(n) === fewest),
+  );
 }
 
 /** What a cut of `victim` leaves: the workers cut off (and which connections), and those whole on the majority side. */
 export function cutOffBy(placed: Placement[], victim: NatsClusterNode): { cutOff: string[]; whole: string[] } {
   return {
-    cutOff: placed.filter((p) => p.log === victim || p.commands === victim)
+    cutOff: placed
+      .filter((p) => p.log === victim || p.commands === victim)
       .map((p) => `${p.worker.name} (${[p.log === victim ? 'log' : '', p.commands === victim ? 'commands' : ''].filter(Boolean).join(' and ')})`),
     whole: placed.filter((p) => p.log !== victim && p.commands !== victim).map((p) => p.worker.name),
   };
@@ -457,7 +557,11 @@ export function cutOffBy(placed: Placement[], victim: NatsClusterNode): { cutOff
 /** Everything committed before a fault (read from the log, or acknowledged and seen live) is still there, at the same positions. */
 export function assertKept(before: { id: string; position?: number }[], events: SessionEvent[], what: string): void {
   const positions = new Map(events.map((e) => [e.id, e.position]));
-  assert.equal(before.filter((e) => positions.get(e.id) !== e.position).map((e) => e.id), [], `everything committed ${what} is still there, at the same positions`);
+  assert.equal(
+    before.filter((e) => positions.get(e.id) !== e.position).map((e) => e.id),
+    [],
+    `everything committed ${what} is still there, at the same positions`,
+  );
 }
 
 /** Which node `node` itself believes leads the stream (its monitoring /jsz, answered locally even when it is cut off). */
@@ -470,16 +574,23 @@ export async function leaderSeenBy(node: NatsClusterNode): Promise<string | unde
 /** Waits until `node` no longer believes it leads the stream; returns when (ms since the epoch). */
 export async function untilSteppedDown(node: NatsClusterNode, what: string, timeoutMs = 40_000): Promise<number> {
   let last: string | undefined = '?';
-  await waitFor(async () => {
-    last = await leaderSeenBy(node).catch(() => '?');
-    return last !== node.name && last !== '?';
-  }, { timeoutMs, intervalMs: 100, what }).catch((err: Error) => { throw new Error(`${err.message}; ${node.name} last saw the leader as ${last}`); });
+  await waitFor(
+    async () => {
+      last = await leaderSeenBy(node).catch(() => '?');
+      return last !== node.name && last !== '?';
+    },
+    { timeoutMs, intervalMs: 100, what },
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; ${node.name} last saw the leader as ${last}`);
+  });
   return Date.now();
 }
 
 /** libfaketime's environment: the process's wall clock `offset` (e.g. `+1.5s`) ahead, its monotonic clock left alone. */
 export const faketimeEnv = (offset: string): NodeJS.ProcessEnv => ({
-  LD_PRELOAD: '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', FAKETIME: offset, FAKETIME_DONT_FAKE_MONOTONIC: '1',
+  LD_PRELOAD: '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
+  FAKETIME: offset,
+  FAKETIME_DONT_FAKE_MONOTONIC: '1',
 });
 
 /** Turns and replicas in the words every failover test's closing line uses. */
@@ -492,7 +603,12 @@ export function summary(a: LogAnalysis, recovered: string[], acked: LiveMessage[
  * returned once half of them are mid-turn, with the acknowledged events seen by then. The
  * admissions and the wait overlap: an admission resent after a full queue group would come too late.
  */
-export async function firstBatchMidTurn(c: SessiondClient, acked: LiveMessage[], label: string, options: { timeoutMs?: number } = {}): Promise<{ admitting: Promise<string[]>; acked: LiveMessage[] }> {
+export async function firstBatchMidTurn(
+  c: SessiondClient,
+  acked: LiveMessage[],
+  label: string,
+  options: { timeoutMs?: number } = {},
+): Promise<{ admitting: Promise<string[]>; acked: LiveMessage[] }> {
   const sessions = sessionsNamed(label, 12);
   const admitting = admitAll(c, sessions, label, options);
   return { admitting, acked: await untilMidTurn(acked, sessions, 'the first batch to be mid-turn') };

@@ -42,10 +42,15 @@ export interface Probe {
 export async function probeOf(w: ClusterWorld, node: NatsClusterNode, label: string, options: { timeoutMs: number; retryMs: number }): Promise<Probe> {
   const nc = await connectNats({ servers: node.url, ...WORKER, reconnectWaitMs: 50, name: `cluster-test-probe-${label}` });
   const log = await JetStreamEventLog.open({ connection: nc, ensureStream: false, publishTimeoutMs: options.timeoutMs, publishRetryMs: options.retryMs });
-  w.closers.push(async () => { await log.close(); await nc.close(); });
+  w.closers.push(async () => {
+    await log.close();
+    await nc.close();
+  });
   const answers: ProbeAnswer[] = [];
   let acked: (a: ProbeAnswer) => void = () => undefined;
-  const firstAck = new Promise<ProbeAnswer>((r) => { acked = r; });
+  const firstAck = new Promise<ProbeAnswer>((r) => {
+    acked = r;
+  });
   let n = 0;
   const send = async (): Promise<ProbeAnswer> => {
     const i = n++;
@@ -53,10 +58,14 @@ export async function probeOf(w: ClusterWorld, node: NatsClusterNode, label: str
     const sentAt = Date.now();
     const answer: ProbeAnswer = { sessionId, sentAt, answeredAt: 0, via: '' };
     try {
-      const [stored] = await log.append(sessionId, 0, [{
-        id: `evt_probe_${label}_${i}`, type: 'input.admitted', time: sentAt,
-        payload: { inputId: `inp_probe_${label}_${i}`, prompt: `probe ${i} of ${node.name}`, delivery: 'queue', wake: true, source: 'user' },
-      }]);
+      const [stored] = await log.append(sessionId, 0, [
+        {
+          id: `evt_probe_${label}_${i}`,
+          type: 'input.admitted',
+          time: sentAt,
+          payload: { inputId: `inp_probe_${label}_${i}`, prompt: `probe ${i} of ${node.name}`, delivery: 'queue', wake: true, source: 'user' },
+        },
+      ]);
       answer.acked = stored;
       acked(answer);
     } catch (err) {
@@ -77,7 +86,13 @@ export async function probeOf(w: ClusterWorld, node: NatsClusterNode, label: str
         await new Promise((r) => setTimeout(r, everyMs));
       }
     })();
-    return { stop: async () => { on = false; await loop; await Promise.all(inFlight); } };
+    return {
+      stop: async () => {
+        on = false;
+        await loop;
+        await Promise.all(inFlight);
+      },
+    };
   };
   return { answers, firstAck, send, repeat };
 }
@@ -85,17 +100,26 @@ export async function probeOf(w: ClusterWorld, node: NatsClusterNode, label: str
 /** The answers in a few words: how many acknowledged, and the distinct errors with their counts. */
 export function describeAnswers(answers: ProbeAnswer[]): string {
   const errors = new Map<string, number>();
-  for (const a of answers) if (a.error) { const k = a.error.replace(/\d+ ms/g, 'N ms').slice(0, 120); errors.set(k, (errors.get(k) ?? 0) + 1); }
+  for (const a of answers)
+    if (a.error) {
+      const k = a.error.replace(/\d+ ms/g, 'N ms').slice(0, 120);
+      errors.set(k, (errors.get(k) ?? 0) + 1);
+    }
   const via = [...new Set(answers.map((a) => a.via))];
-  return `${answers.length} sent, ${answers.filter((a) => a.acked).length} acknowledged (via ${via.join(', ')})` +
-    (errors.size ? `; failed: ${[...errors].map(([k, v]) => `${v} x ${k}`).join('; ')}` : '');
+  return (
+    `${answers.length} sent, ${answers.filter((a) => a.acked).length} acknowledged (via ${via.join(', ')})` +
+    (errors.size ? `; failed: ${[...errors].map(([k, v]) => `${v} x ${k}`).join('; ')}` : '')
+  );
 }
 
 /** Acknowledged probe appends missing from the final log, or stored elsewhere than acknowledged. */
 export function lostProbes(answers: ProbeAnswer[], events: SessionEvent[]): string[] {
   const at = new Map(events.map((e) => [e.id, e]));
-  return answers.filter((a) => a.acked).filter((a) => {
-    const e = at.get(a.acked!.id);
-    return !e || e.seq !== a.acked!.seq || e.position !== a.acked!.position;
-  }).map((a) => `${a.sessionId} acked at ${a.acked!.position}`);
+  return answers
+    .filter((a) => a.acked)
+    .filter((a) => {
+      const e = at.get(a.acked!.id);
+      return !e || e.seq !== a.acked!.seq || e.position !== a.acked!.position;
+    })
+    .map((a) => `${a.sessionId} acked at ${a.acked!.position}`);
 }

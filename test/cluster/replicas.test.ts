@@ -18,7 +18,7 @@ import { runCli } from '../support/cli.ts';
 const s = suite('stream replicas on a 3-server cluster');
 const VERSION = natsServerVersion();
 
-s('replicas are the operator\'s; more than 1 is refused on a server that does not fence them', async () => {
+s("replicas are the operator's; more than 1 is refused on a server that does not fence them", async () => {
   const cluster = await startNatsCluster();
   try {
     const setup = await runCli(['setup', '--nats', cluster.url, '--nats-user', ADMIN.user, '--nats-pass', ADMIN.pass, '--replicas', '3']);
@@ -42,7 +42,11 @@ s('replicas are the operator\'s; more than 1 is refused on a server that does no
       assert.is(opened.config.num_replicas, 3, 'left at 3 replicas');
       // on this server: refused, for the fencing (not as a change of replicas it may not make)
       if (!fencesReplicatedStreams(VERSION)) {
-        const refused = await expectCode(ensureEventStream(jsm, { serverVersion: VERSION }), ErrorCode.InvalidOption, 'does not fence appends on replicated streams');
+        const refused = await expectCode(
+          ensureEventStream(jsm, { serverVersion: VERSION }),
+          ErrorCode.InvalidOption,
+          'does not fence appends on replicated streams',
+        );
         assert.not.match(refused.message, 'replicas 3 -> 1');
       }
     } finally {

@@ -29,7 +29,8 @@ const TESTING_FILE = `${ROOT}src/testing/index.ts`;
 const INTERNAL_FILE = `${ROOT}src/internal.ts`;
 /** The doors of package.json's exports, as imported (`sessiond`, `sessiond/client`, ...). */
 const DOORS = Object.keys((JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { exports: Record<string, unknown> }).exports)
-  .filter((k) => k !== './package.json').map((k) => (k === '.' ? 'sessiond' : `sessiond/${k.slice(2)}`));
+  .filter((k) => k !== './package.json')
+  .map((k) => (k === '.' ? 'sessiond' : `sessiond/${k.slice(2)}`));
 /** The anchor of the last group of the Contents, the `sessiond/testing` door's. */
 const TESTING_GROUP = 'testing-sessiondtesting';
 const DOC_FILE = `${ROOT}docs/api.md`;
@@ -38,15 +39,31 @@ const DOCS_DIR = `${ROOT}docs/`;
 
 const EXPORT_HEADING = /^`([A-Za-z_$][\w$]*)`$/;
 
-interface Heading { level: number; text: string; line: number; slug: string }
-interface Section { name: string; line: number; body: string[] }
-interface Doc { headings: Heading[]; sections: Section[]; links: { anchor: string; line: number }[] }
+interface Heading {
+  level: number;
+  text: string;
+  line: number;
+  slug: string;
+}
+interface Section {
+  name: string;
+  line: number;
+  body: string[];
+}
+interface Doc {
+  headings: Heading[];
+  sections: Section[];
+  links: { anchor: string; line: number }[];
+}
 
 /** GitHub's heading anchors (github-slugger): lower case, punctuation but `-` and `_` dropped, spaces to `-`, repeats numbered. */
 function slugger(): (text: string) => string {
   const seen = new Map<string, number>();
   return (text) => {
-    const base = text.toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
+    const base = text
+      .toLowerCase()
+      .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '')
+      .replace(/ /g, '-');
     const n = seen.get(base);
     seen.set(base, (n ?? 0) + 1);
     return n === undefined ? base : `${base}-${n}`;
@@ -101,7 +118,11 @@ function parseDoc(markdown: string): Doc {
 }
 
 /** The sources of the doors other than `sessiond` (src/index.ts), which a drift test may replace. */
-interface OtherDoors { client: string; testing: string; internal: string }
+interface OtherDoors {
+  client: string;
+  testing: string;
+  internal: string;
+}
 
 /**
  * What is wrong between the doors' exports and docs/api.md (empty: they agree): the per-export
@@ -119,17 +140,22 @@ function problems(indexSource: string, markdown: string, others: OtherDoors = ot
   const byName = new Map<string, Section[]>();
   for (const s of doc.sections) byName.set(s.name, [...(byName.get(s.name) ?? []), s]);
   for (const name of new Set(exports)) {
-    if (!byName.has(name)) out.push(`src/index.ts exports ${name}, but docs/api.md has no "### \`${name}\`" section: document it in the group src/index.ts puts it in`);
+    if (!byName.has(name))
+      out.push(`src/index.ts exports ${name}, but docs/api.md has no "### \`${name}\`" section: document it in the group src/index.ts puts it in`);
   }
   for (const name of new Set(testingExports)) {
     if (exportSet.has(name)) out.push(`src/testing/index.ts exports ${name}, which src/index.ts exports too: one name, one section; rename one of them`);
-    else if (!byName.has(name)) out.push(`src/testing/index.ts exports ${name}, but docs/api.md has no "### \`${name}\`" section: document it under "Testing: sessiond/testing"`);
+    else if (!byName.has(name))
+      out.push(`src/testing/index.ts exports ${name}, but docs/api.md has no "### \`${name}\`" section: document it under "Testing: sessiond/testing"`);
   }
   for (const [name, sections] of byName) {
-    if (sections.length > 1) out.push(`docs/api.md has ${sections.length} "### \`${name}\`" sections (lines ${sections.map((s) => s.line).join(', ')}): keep one`);
+    if (sections.length > 1)
+      out.push(`docs/api.md has ${sections.length} "### \`${name}\`" sections (lines ${sections.map((s) => s.line).join(', ')}): keep one`);
     const exported = documented.has(name);
     if (!exported) {
-      out.push(`docs/api.md line ${sections[0]!.line} documents ${name}, which neither src/index.ts nor src/testing/index.ts exports: remove the section, or export the name`);
+      out.push(
+        `docs/api.md line ${sections[0]!.line} documents ${name}, which neither src/index.ts nor src/testing/index.ts exports: remove the section, or export the name`,
+      );
     }
     for (const s of sections) {
       if (exported && !s.body.some((l) => /^ {0,3}```(ts|typescript)\s*$/.test(l))) {
@@ -139,14 +165,23 @@ function problems(indexSource: string, markdown: string, others: OtherDoors = ot
   }
   for (const h of doc.headings) {
     if ((h.level === 2 || h.level === 3) && h.text.startsWith('`') && !(h.level === 3 && EXPORT_HEADING.test(h.text))) {
-      out.push(`docs/api.md line ${h.line}: heading "${'#'.repeat(h.level)} ${h.text}" is not an export heading; use exactly "### \`Name\`", or a level-4 heading for a member`);
+      out.push(
+        `docs/api.md line ${h.line}: heading "${'#'.repeat(h.level)} ${h.text}" is not an export heading; use exactly "### \`Name\`", or a level-4 heading for a member`,
+      );
     }
   }
   const anchors = new Set(doc.headings.map((h) => h.slug));
   for (const link of doc.links) {
     if (!anchors.has(link.anchor)) out.push(`docs/api.md line ${link.line}: link to #${link.anchor}, which no heading of docs/api.md has`);
   }
-  out.push(...doorProblems(markdown, doc, { index: exports, testing: testingExports, client: exportedNames(others.client, 'client.ts'), internal: exportedNames(others.internal, 'internal.ts') }));
+  out.push(
+    ...doorProblems(markdown, doc, {
+      index: exports,
+      testing: testingExports,
+      client: exportedNames(others.client, 'client.ts'),
+      internal: exportedNames(others.internal, 'internal.ts'),
+    }),
+  );
   return out;
 }
 
@@ -188,24 +223,36 @@ function doorProblems(markdown: string, doc: Doc, exports: { index: string[]; te
   const out: string[] = [];
   const doorHeadings = doc.headings.filter((h) => h.level === 3 && h.text.startsWith('Door: '));
   const named = doorHeadings.map((h) => h.text.slice('Door: '.length));
-  for (const door of DOORS) if (!named.includes(door)) out.push(`docs/api.md has no "### Door: ${door}" heading under "Entry points" (package.json exports ${door})`);
+  for (const door of DOORS)
+    if (!named.includes(door)) out.push(`docs/api.md has no "### Door: ${door}" heading under "Entry points" (package.json exports ${door})`);
   for (const door of named) {
     if (!DOORS.includes(door)) out.push(`docs/api.md has a "### Door: ${door}" heading, but package.json has no such door`);
     if (named.filter((d) => d === door).length > 1) out.push(`docs/api.md has more than one "### Door: ${door}" heading`);
   }
-  const listed: [string, string[], string][] = [['sessiond/client', exports.client, 'src/client.ts'], ['sessiond/internal', exports.internal, 'src/internal.ts']];
+  const listed: [string, string[], string][] = [
+    ['sessiond/client', exports.client, 'src/client.ts'],
+    ['sessiond/internal', exports.internal, 'src/internal.ts'],
+  ];
   for (const [door, exported, file] of listed) {
     const heading = doorHeadings.find((h) => h.text === `Door: ${door}`);
     if (!heading) continue;
     const lines = sectionLines(markdown, doc, heading);
     const first = lines.findIndex((l) => l.text.startsWith('Exports:'));
-    if (first < 0) { out.push(`docs/api.md line ${heading.line}: the ${door} door has no paragraph starting "Exports:" naming what ${file} exports`); continue; }
+    if (first < 0) {
+      out.push(`docs/api.md line ${heading.line}: the ${door} door has no paragraph starting "Exports:" naming what ${file} exports`);
+      continue;
+    }
     const blank = lines.findIndex((l, i) => i > first && l.text.trim() === '');
-    const paragraph = lines.slice(first, blank < 0 ? undefined : blank).map((l) => l.text).join(' ');
+    const paragraph = lines
+      .slice(first, blank < 0 ? undefined : blank)
+      .map((l) => l.text)
+      .join(' ');
     out.push(...compareList(namesIn(paragraph), exported, `the "Exports:" paragraph of the ${door} door (docs/api.md line ${lines[first]!.line})`, file));
   }
   const index = new Set(exports.index);
-  for (const n of exports.client) if (!index.has(n)) out.push(`src/client.ts exports ${n}, which src/index.ts does not: sessiond/client names only what sessiond exports (and docs/api.md documents)`);
+  for (const n of exports.client)
+    if (!index.has(n))
+      out.push(`src/client.ts exports ${n}, which src/index.ts does not: sessiond/client names only what sessiond exports (and docs/api.md documents)`);
 
   const contents = doc.headings.find((h) => h.level === 2 && h.text === 'Contents');
   if (!contents) return [...out, 'docs/api.md has no "## Contents"'];
@@ -216,8 +263,16 @@ function doorProblems(markdown: string, doc: Doc, exports: { index: string[]; te
     else if (/^\s+\S/.test(l.text) && bullets.length > 0) bullets[bullets.length - 1]!.text += ` ${l.text}`;
   }
   const last = bullets[bullets.length - 1];
-  if (!last || last.anchor !== TESTING_GROUP) return [...out, `the last group of docs/api.md's Contents is not "Testing: sessiond/testing" (#${TESTING_GROUP})`];
-  out.push(...compareList(bullets.slice(0, -1).flatMap((b) => namesIn(b.text)), exports.index, 'docs/api.md\'s Contents (the sessiond door\'s groups)', 'src/index.ts'));
+  if (!last || last.anchor !== TESTING_GROUP)
+    return [...out, `the last group of docs/api.md's Contents is not "Testing: sessiond/testing" (#${TESTING_GROUP})`];
+  out.push(
+    ...compareList(
+      bullets.slice(0, -1).flatMap((b) => namesIn(b.text)),
+      exports.index,
+      "docs/api.md's Contents (the sessiond door's groups)",
+      'src/index.ts',
+    ),
+  );
   out.push(...compareList(namesIn(last.text), exports.testing, `the Testing group of docs/api.md's Contents (line ${last.line})`, 'src/testing/index.ts'));
   return out;
 }
@@ -239,7 +294,11 @@ function brokenLinksInto(markdown: string, from: string, doc: Doc, inDocs = fals
 }
 
 const indexSource = readFileSync(INDEX_FILE, 'utf8');
-const otherDoors: OtherDoors = { client: readFileSync(CLIENT_FILE, 'utf8'), testing: readFileSync(TESTING_FILE, 'utf8'), internal: readFileSync(INTERNAL_FILE, 'utf8') };
+const otherDoors: OtherDoors = {
+  client: readFileSync(CLIENT_FILE, 'utf8'),
+  testing: readFileSync(TESTING_FILE, 'utf8'),
+  internal: readFileSync(INTERNAL_FILE, 'utf8'),
+};
 const markdown = readFileSync(DOC_FILE, 'utf8');
 
 test('api reference - src/index.ts is read whole: values, inline `type` exports and `export type { ... }`', () => {
@@ -273,10 +332,19 @@ test('api reference - the check catches drift both ways (an undocumented export,
   const added = `${indexSource}\nexport { dummyExport } from './dummy.ts';\nexport type { DummyType, Inner as Renamed } from './dummy.ts';\nexport const inlineExport = 1;\n`;
   const found = problems(added, markdown);
   for (const name of ['dummyExport', 'DummyType', 'Renamed', 'inlineExport']) {
-    assert.ok(found.some((p) => p.startsWith(`src/index.ts exports ${name},`)), `an undocumented ${name} went unnoticed:\n${found.join('\n')}`);
+    assert.ok(
+      found.some((p) => p.startsWith(`src/index.ts exports ${name},`)),
+      `an undocumented ${name} went unnoticed:\n${found.join('\n')}`,
+    );
   }
-  assert.ok(problems(indexSource, `${markdown}\n### \`retiredExport\`\n\n\`\`\`ts\nconst retiredExport: 1\n\`\`\`\n`).some((p) => p.includes('documents retiredExport, which neither src/index.ts nor src/testing/index.ts exports')));
-  assert.ok(problems(indexSource, markdown.replace(/^### `startSessiond`$/m, '### startSessiond')).some((p) => p.startsWith('src/index.ts exports startSessiond,')));
+  assert.ok(
+    problems(indexSource, `${markdown}\n### \`retiredExport\`\n\n\`\`\`ts\nconst retiredExport: 1\n\`\`\`\n`).some((p) =>
+      p.includes('documents retiredExport, which neither src/index.ts nor src/testing/index.ts exports'),
+    ),
+  );
+  assert.ok(
+    problems(indexSource, markdown.replace(/^### `startSessiond`$/m, '### startSessiond')).some((p) => p.startsWith('src/index.ts exports startSessiond,')),
+  );
   assert.ok(problems(indexSource, markdown.replace(/^### `Sessiond`$/m, '### `Sessiond` (interface)')).some((p) => p.includes('is not an export heading')));
   const emptied = `${indexSource}\nexport { emptyOne } from './x.ts';\n`;
   assert.ok(problems(emptied, `${markdown}\n### \`emptyOne\`\n\nNo signature yet.\n`).some((p) => p.includes('the section of emptyOne has no ```ts block')));
@@ -287,7 +355,11 @@ test('api reference - the check catches drift both ways (an undocumented export,
 test('api reference - each door of package.json has its heading, and its list names exactly what its file exports', () => {
   assert.equal(DOORS, ['sessiond', 'sessiond/client', 'sessiond/testing', 'sessiond/internal']);
   const doc = parseDoc(markdown);
-  for (const door of DOORS) assert.ok(doc.headings.some((h) => h.level === 3 && h.text === `Door: ${door}`), `no "### Door: ${door}"`);
+  for (const door of DOORS)
+    assert.ok(
+      doc.headings.some((h) => h.level === 3 && h.text === `Door: ${door}`),
+      `no "### Door: ${door}"`,
+    );
   const testing = exportedNames(otherDoors.testing, 'testing/index.ts');
   for (const name of ['eventLogContract', 'snapshotStoreContract', 'startFakeOpenAI', 'startNatsServer', 'startNatsCluster', 'waitFor', 'ev']) {
     assert.ok(testing.includes(name), `${name} not found among the exports of src/testing/index.ts`);
@@ -300,18 +372,45 @@ test('api reference - each door of package.json has its heading, and its list na
 
 test('api reference - the door checks catch drift: a door export unlisted or stale, a Contents name missing, a testing export undocumented, a door heading gone', () => {
   const withClient = { ...otherDoors, client: `${otherDoors.client}\nexport { echoRunner } from './runner/echo.ts';\n` };
-  assert.ok(problems(indexSource, markdown, withClient).some((p) => p.startsWith('src/client.ts exports echoRunner, but the "Exports:" paragraph of the sessiond/client door')));
+  assert.ok(
+    problems(indexSource, markdown, withClient).some((p) =>
+      p.startsWith('src/client.ts exports echoRunner, but the "Exports:" paragraph of the sessiond/client door'),
+    ),
+  );
   const withInternal = { ...otherDoors, internal: `${otherDoors.internal}\nexport { newSeam } from './x.ts';\n` };
-  assert.ok(problems(indexSource, markdown, withInternal).some((p) => p.startsWith('src/internal.ts exports newSeam, but the "Exports:" paragraph of the sessiond/internal door')));
-  assert.ok(problems(indexSource, markdown.replace('`Projector`, `flushAsync`.', '`Projector`, `flushAsync`, `goneSeam`.')).some((p) => p.includes('names goneSeam, which src/internal.ts does not export')));
+  assert.ok(
+    problems(indexSource, markdown, withInternal).some((p) =>
+      p.startsWith('src/internal.ts exports newSeam, but the "Exports:" paragraph of the sessiond/internal door'),
+    ),
+  );
+  assert.ok(
+    problems(indexSource, markdown.replace('`Projector`, `flushAsync`.', '`Projector`, `flushAsync`, `goneSeam`.')).some((p) =>
+      p.includes('names goneSeam, which src/internal.ts does not export'),
+    ),
+  );
   const clientOnly = { ...otherDoors, client: `${otherDoors.client}\nexport { clientOnly } from './x.ts';\n` };
   assert.ok(problems(indexSource, markdown, clientOnly).some((p) => p.startsWith('src/client.ts exports clientOnly, which src/index.ts does not')));
-  assert.ok(problems(indexSource, markdown.replace('[`SessionView`](#sessionview), ', '')).some((p) => p.startsWith('src/index.ts exports SessionView, but docs/api.md\'s Contents')));
-  assert.ok(problems(indexSource, markdown.replace('[`waitFor`](#waitfor)\n', '\n')).some((p) => p.startsWith('src/testing/index.ts exports waitFor, but the Testing group')));
+  assert.ok(
+    problems(indexSource, markdown.replace('[`SessionView`](#sessionview), ', '')).some((p) =>
+      p.startsWith("src/index.ts exports SessionView, but docs/api.md's Contents"),
+    ),
+  );
+  assert.ok(
+    problems(indexSource, markdown.replace('[`waitFor`](#waitfor)\n', '\n')).some((p) =>
+      p.startsWith('src/testing/index.ts exports waitFor, but the Testing group'),
+    ),
+  );
   const withTesting = { ...otherDoors, testing: `${otherDoors.testing}\nexport { newHelper } from './x.ts';\n` };
   const found = problems(indexSource, markdown, withTesting);
-  assert.ok(found.some((p) => p.startsWith('src/testing/index.ts exports newHelper, but docs/api.md has no "### `newHelper`" section')), found.join('\n'));
-  assert.ok(problems(indexSource, markdown.replace('### Door: sessiond/client\n', '### The client door\n')).some((p) => p.includes('no "### Door: sessiond/client" heading')));
+  assert.ok(
+    found.some((p) => p.startsWith('src/testing/index.ts exports newHelper, but docs/api.md has no "### `newHelper`" section')),
+    found.join('\n'),
+  );
+  assert.ok(
+    problems(indexSource, markdown.replace('### Door: sessiond/client\n', '### The client door\n')).some((p) =>
+      p.includes('no "### Door: sessiond/client" heading'),
+    ),
+  );
   const clash = { ...otherDoors, testing: `${otherDoors.testing}\nexport { openEngine } from '../engine.ts';\n` };
   assert.ok(problems(indexSource, markdown, clash).some((p) => p.includes('src/testing/index.ts exports openEngine, which src/index.ts exports too')));
 });

@@ -24,7 +24,13 @@ import { checkCommand, checkSessiond, logicalLines, simpleCommands, type ShellCo
 import { DOORS, isTypeScript, typecheckBlocks } from '../support/doc-typecheck.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const PAGES = ['README.md', ...readdirSync(`${ROOT}docs`).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(`${ROOT}docs`)
+    .filter((f) => f.endsWith('.md'))
+    .sort()
+    .map((f) => `docs/${f}`),
+];
 const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { scripts: Record<string, string>; exports?: Record<string, string> };
 const shell: ShellContext = {
   program: buildProgram({ out: () => {}, err: () => {}, env: {}, defaultDb: '.sessiond/sessiond.db', defaultNats: undefined }),
@@ -48,31 +54,84 @@ function checkOther(block: CodeBlock): string[] {
     return out;
   }
   if (block.lang === 'json') {
-    try { JSON.parse(block.code); return []; } catch (err) { return [`${where(block)}: not JSON: ${(err as Error).message} (a shape with placeholders is \`text\`)`]; }
+    try {
+      JSON.parse(block.code);
+      return [];
+    } catch (err) {
+      return [`${where(block)}: not JSON: ${(err as Error).message} (a shape with placeholders is \`text\`)`];
+    }
   }
   if (CONFIG.has(block.lang)) return block.code.trim() === '' ? [`${where(block)}: empty`] : [];
-  return [`${where(block)}: label the block with its language: ts, sh, json, yaml or conf to have it checked; text for output or for anything that is not code`];
+  return [
+    `${where(block)}: label the block with its language: ts, sh, json, yaml or conf to have it checked; text for output or for anything that is not code`,
+  ];
 }
 
 const extracted = PAGES.map((page) => extractBlocks(readFileSync(`${ROOT}${page}`, 'utf8'), page));
 const blocks = extracted.flatMap((e) => e.blocks);
 
 // blocks planted to prove each check fails (checked in the same program as the docs'), found by their text
-const PLANTED = extractBlocks([
-  '```ts', "import { openEngine } from 'sessiond';", "await openEngine({ fil: 'x.db' });", '```', // a wrong option name
-  '```ts', "import { nothing } from 'sessiond/not-yet';", '```', // a door whose file does not exist
-  '```ts', '// examples/01-embedded.ts (excerpt)', 'const engine = await openEngine();', '```', // an excerpt that is not in the file
-  '### `DEFAULT_LEASE_MS`', '', '```ts', 'const DEFAULT_LEASE_MS = 20_000', '```', // a signature that is not the source's
-  '### `Engine`', '', '```ts', 'interface Engine { admit(): void }', '```', // an interface that is not the source's
-  '#### `engine.awaitIdle()`', '', '```ts', 'awaitIdle(sessionId: string): Promise<void>', '```', // a member block that is right
-  '#### `engine.status()`', '', '```ts', 'status(sessionId: number): Promise<void>', '```', // a member block that is wrong
-  '### `ManualClock`', '', '```ts', 'class ManualClock implements Clock {', '  set(ms: string): void;', '}', '```', // a class member that is wrong
-  '## Elsewhere', '', '```ts', 'close(): Promise<void>', '```', // a member block outside an export's section: only type-checked
-  '```ts', 'const x: number = "one";', '```', // a reference excerpt with a type error
-  '<!-- prelude: declare const log: EventLog -->', '```ts', 'const n: number = await log.head();', '```', // a prelude
-  '```python', 'print(1)', '```',
-  '```', 'no label', '```',
-].join('\n'), 'test/docs/planted.md').blocks;
+const PLANTED = extractBlocks(
+  [
+    '```ts',
+    "import { openEngine } from 'sessiond';",
+    "await openEngine({ fil: 'x.db' });",
+    '```', // a wrong option name
+    '```ts',
+    "import { nothing } from 'sessiond/not-yet';",
+    '```', // a door whose file does not exist
+    '```ts',
+    '// examples/01-embedded.ts (excerpt)',
+    'const engine = await openEngine();',
+    '```', // an excerpt that is not in the file
+    '### `DEFAULT_LEASE_MS`',
+    '',
+    '```ts',
+    'const DEFAULT_LEASE_MS = 20_000',
+    '```', // a signature that is not the source's
+    '### `Engine`',
+    '',
+    '```ts',
+    'interface Engine { admit(): void }',
+    '```', // an interface that is not the source's
+    '#### `engine.awaitIdle()`',
+    '',
+    '```ts',
+    'awaitIdle(sessionId: string): Promise<void>',
+    '```', // a member block that is right
+    '#### `engine.status()`',
+    '',
+    '```ts',
+    'status(sessionId: number): Promise<void>',
+    '```', // a member block that is wrong
+    '### `ManualClock`',
+    '',
+    '```ts',
+    'class ManualClock implements Clock {',
+    '  set(ms: string): void;',
+    '}',
+    '```', // a class member that is wrong
+    '## Elsewhere',
+    '',
+    '```ts',
+    'close(): Promise<void>',
+    '```', // a member block outside an export's section: only type-checked
+    '```ts',
+    'const x: number = "one";',
+    '```', // a reference excerpt with a type error
+    '<!-- prelude: declare const log: EventLog -->',
+    '```ts',
+    'const n: number = await log.head();',
+    '```', // a prelude
+    '```python',
+    'print(1)',
+    '```',
+    '```',
+    'no label',
+    '```',
+  ].join('\n'),
+  'test/docs/planted.md',
+).blocks;
 
 const tsBlocks = [...blocks.filter(isTypeScript), ...PLANTED.filter(isTypeScript)];
 const typecheck = typecheckBlocks(tsBlocks, ROOT, { ...DOORS, 'sessiond/not-yet': 'src/not-yet.ts' });
@@ -87,14 +146,19 @@ test('code blocks - every page is read, its fences and preludes well formed', ()
 
 test('code blocks - every TypeScript block type-checks (one program)', () => {
   const found = blocks.filter(isTypeScript).flatMap(tsProblems);
-  console.log(`  ${blocks.filter(isTypeScript).length} TypeScript blocks, ${typecheck.files} files in the program, ${typecheck.ms} ms (${typecheck.createMs} ms to create it)`);
+  console.log(
+    `  ${blocks.filter(isTypeScript).length} TypeScript blocks, ${typecheck.files} files in the program, ${typecheck.ms} ms (${typecheck.createMs} ms to create it)`,
+  );
   assert.ok(found.length === 0, `${found.length} finding(s):\n${found.join('\n')}`);
 });
 
 test('code blocks - every other block is checked by its language (commands against the CLI and package.json)', () => {
   const found = blocks.filter((b) => !isTypeScript(b)).flatMap(checkOther);
-  const commands = blocks.filter((b) => SHELL.has(b.lang) || OUTPUT.has(b.lang)).flatMap((b) => logicalLines(b.code))
-    .flatMap((l) => simpleCommands(l.text.replace(/^\s*\$ /, ''))).filter((w) => w.includes('sessiond') || w[0] === 'npm');
+  const commands = blocks
+    .filter((b) => SHELL.has(b.lang) || OUTPUT.has(b.lang))
+    .flatMap((b) => logicalLines(b.code))
+    .flatMap((l) => simpleCommands(l.text.replace(/^\s*\$ /, '')))
+    .filter((w) => w.includes('sessiond') || w[0] === 'npm');
   assert.ok(commands.length >= 30, `only ${commands.length} sessiond and npm commands found in the docs' blocks: is the extraction broken?`);
   assert.ok(found.length === 0, `${found.length} finding(s):\n${found.join('\n')}`);
 });
@@ -104,17 +168,29 @@ test('code blocks - the README sets up with `npm ci && npm start` (the main job,
   const setUp = readme.find((b) => b.heading?.text === 'Set up' && SHELL.has(b.lang));
   assert.ok(setUp, 'README.md has no sh block under "## Set up"');
   const commands = logicalLines(setUp.code).map((l) => simpleCommands(l.text).map((w) => w.join(' ')));
-  assert.ok(commands.some((c) => c.join(' && ') === 'npm ci && npm start'), `${where(setUp)}: no line "npm ci && npm start"`);
-  assert.ok(commands.some((c) => c.join(' && ') === 'npm ci && npm test'), `${where(setUp)}: no line "npm ci && npm test"`);
+  assert.ok(
+    commands.some((c) => c.join(' && ') === 'npm ci && npm start'),
+    `${where(setUp)}: no line "npm ci && npm start"`,
+  );
+  assert.ok(
+    commands.some((c) => c.join(' && ') === 'npm ci && npm test'),
+    `${where(setUp)}: no line "npm ci && npm test"`,
+  );
   assert.match(pkg.scripts.start ?? '', /src\/cli\/main\.ts start$/, 'npm start does not run `sessiond start` with its defaults (embedded: no --nats)');
   assert.ok(pkg.scripts.test, 'package.json has no test script');
   assert.equal(checkSessiond(['start'], shell.program), []);
 });
 
 test('code blocks - every export of package.json is a door the TypeScript check maps', () => {
-  const specs = Object.keys(pkg.exports ?? {}).filter((k) => !k.endsWith('.json')).map((k) => (k === '.' ? 'sessiond' : `sessiond/${k.replace(/^\.\//, '')}`));
+  const specs = Object.keys(pkg.exports ?? {})
+    .filter((k) => !k.endsWith('.json'))
+    .map((k) => (k === '.' ? 'sessiond' : `sessiond/${k.replace(/^\.\//, '')}`));
   const missing = specs.filter((s) => DOORS[s] === undefined);
-  assert.equal(missing, [], `package.json exports ${missing.join(', ')}: add ${missing.length === 1 ? 'it' : 'them'} to DOORS in test/support/doc-typecheck.ts`);
+  assert.equal(
+    missing,
+    [],
+    `package.json exports ${missing.join(', ')}: add ${missing.length === 1 ? 'it' : 'them'} to DOORS in test/support/doc-typecheck.ts`,
+  );
 });
 
 /** Issue numbers and stray `-->` (an editing leftover) in a page's prose (code and fenced blocks skipped). */
@@ -128,7 +204,8 @@ function proseProblems(markdown: string, page: string): string[] {
     if (fenced || fence) return;
     const prose = l.replace(/`[^`]*`/g, '');
     // upstream references (nats-server#4320) are sources, not history
-    if (/\bissues?\s+#?\d+|(?<![\w&])#\d+\b/i.test(prose.replace(/[\w.-]+#\d+/g, ''))) found.push(`${page}:${i + 1}: an issue number: say what is, not which issue changed it`);
+    if (/\bissues?\s+#?\d+|(?<![\w&])#\d+\b/i.test(prose.replace(/[\w.-]+#\d+/g, '')))
+      found.push(`${page}:${i + 1}: an issue number: say what is, not which issue changed it`);
     for (const m of prose.matchAll(/<!--|-->/g)) {
       if (m[0] === '<!--') comment = true;
       else if (comment) comment = false;
@@ -141,8 +218,15 @@ function proseProblems(markdown: string, page: string): string[] {
 test('code blocks - user docs hold no issue numbers and no editing leftovers', () => {
   const found = PAGES.flatMap((page) => proseProblems(readFileSync(`${ROOT}${page}`, 'utf8'), page));
   assert.ok(found.length === 0, `\n${found.join('\n')}`);
-  const planted = proseProblems(['Fixed in issue 24.', 'See (#13).', 'nats-server#4320 and `#5` are fine', 'a tail -->', '<!-- a', 'note -->', '```text', '-->', '```'].join('\n'), 'x.md');
-  assert.equal(planted, ['x.md:1: an issue number: say what is, not which issue changed it', 'x.md:2: an issue number: say what is, not which issue changed it', 'x.md:4: a stray --> (an editing leftover)']);
+  const planted = proseProblems(
+    ['Fixed in issue 24.', 'See (#13).', 'nats-server#4320 and `#5` are fine', 'a tail -->', '<!-- a', 'note -->', '```text', '-->', '```'].join('\n'),
+    'x.md',
+  );
+  assert.equal(planted, [
+    'x.md:1: an issue number: say what is, not which issue changed it',
+    'x.md:2: an issue number: say what is, not which issue changed it',
+    'x.md:4: a stray --> (an editing leftover)',
+  ]);
 });
 
 test('code blocks - each check catches what it is for', () => {
@@ -157,7 +241,10 @@ test('code blocks - each check catches what it is for', () => {
   assert.match(planted('admit(): void'), /type Engine as documented is not what the source has/);
   assert.is(planted('awaitIdle('), '');
   assert.match(planted('sessionId: number'), /Engine's status as documented is not what the source has/);
-  assert.match(planted('ms: string'), /class ManualClock as documented is not what the source has|class ManualClock's set in the source is not what the block documents/);
+  assert.match(
+    planted('ms: string'),
+    /class ManualClock as documented is not what the source has|class ManualClock's set in the source is not what the block documents/,
+  );
   assert.is(planted('close(): Promise<void>'), '');
   assert.match(planted('"one"'), /planted\.md:\d+ \(ts\): TS2322/);
   assert.is(planted('log.head()'), '');

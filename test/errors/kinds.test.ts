@@ -7,7 +7,19 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConnectionError, CorruptDataError, ErrorCode, InvalidInputError, NotFoundError, PermissionError, SessiondError, TimeoutError, kindOf, UsageError, CancelledError } from '../../src/errors.ts';
+import {
+  ConnectionError,
+  CorruptDataError,
+  ErrorCode,
+  InvalidInputError,
+  NotFoundError,
+  PermissionError,
+  type SessiondError,
+  TimeoutError,
+  kindOf,
+  UsageError,
+  CancelledError,
+} from '../../src/errors.ts';
 import { ExitCode, exitCodeFor } from '../../src/cli/exit.ts';
 import { CommandError, CommandFailureCode } from '../../src/nats/commands.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
@@ -50,7 +62,7 @@ test('errors - no error class in src/ outside the SessiondError hierarchy', () =
   assert.equal(offenders, [], 'every error class extends SessiondError');
 });
 
-test('errors - every exported error class is in src/errors.ts, but the command protocol\'s CommandError', () => {
+test("errors - every exported error class is in src/errors.ts, but the command protocol's CommandError", () => {
   const elsewhere: string[] = [];
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -71,7 +83,9 @@ test('errors - resume reports an unexpected failure as failed with its code, not
   const fx = fixture();
   const svc = fx.service({ runner: echoRunner() });
   const log = svc.handler.log as EventLog;
-  log.readSession = async () => { throw new ConnectionError('the log is unreachable'); };
+  log.readSession = async () => {
+    throw new ConnectionError('the log is unreachable');
+  };
   const r = await svc.resume('ses_broken');
   assert.equal(r, { status: 'failed', code: ErrorCode.Unavailable, message: 'the log is unreachable' });
   await fx.close();

@@ -10,7 +10,12 @@ import { Packr } from 'msgpackr';
 /** Debian's python3, where python3-msgpack installs (not a pyenv python earlier on the PATH). */
 const PYTHON = '/usr/bin/python3';
 
-const claimed = committed(ev('execution.claimed', { executionId: 'exe_1', ownerId: 'own_1', expiresAt: 31_000, leaseMs: 30_000, assistantSeq: -1 }), { id: 'evt_1', sessionId: 'ses_a', seq: 1, time: 1000 });
+const claimed = committed(ev('execution.claimed', { executionId: 'exe_1', ownerId: 'own_1', expiresAt: 31_000, leaseMs: 30_000, assistantSeq: -1 }), {
+  id: 'evt_1',
+  sessionId: 'ses_a',
+  seq: 1,
+  time: 1000,
+});
 
 test('codec - round-trips an event through msgpack as a plain map', () => {
   const bytes = encodeEvent(claimed);
@@ -56,7 +61,10 @@ test('codec - payloads over the size limit get a clear error', () => {
 test('codec - drafts get schema defaults applied and are validated', () => {
   const d = parseDraft(draft(ev('input.admitted', { inputId: 'in_1', prompt: 'hi', delivery: 'queue', wake: true }), { id: 'evt_3', time: 5 }));
   assert.equal(d.payload, { inputId: 'in_1', prompt: 'hi', delivery: 'queue', wake: true, source: 'user' });
-  expectCode(() => parseDraft(draft(ev('input.admitted', { inputId: 'in_1', prompt: 'hi', delivery: 'later' as never, wake: true }), { id: 'evt_4', time: 5 })), ErrorCode.InvalidPayload);
+  expectCode(
+    () => parseDraft(draft(ev('input.admitted', { inputId: 'in_1', prompt: 'hi', delivery: 'later' as never, wake: true }), { id: 'evt_4', time: 5 })),
+    ErrorCode.InvalidPayload,
+  );
   expectCode(() => parseDraft(draft(ev('execution.started', { executionId: 'e' }), { id: 'evt 5', time: 5 })), ErrorCode.InvalidId);
 });
 
@@ -69,10 +77,28 @@ test('catalog - every type has a version and schema; text deltas are live-only',
   }
   assert.equal(liveOnlyEventTypes, ['text.delta', 'reasoning.delta', 'model.retry_scheduled']);
   assert.ok(durableEventTypes.includes('execution.claimed'));
-  for (const t of ['execution.claimed', 'execution.renewed', 'execution.phase', 'execution.cancelled', 'execution.settled',
-    'input.admitted', 'input.promoted', 'step.started', 'step.ended', 'step.failed', 'step.recovered', 'text.delta',
-    'tool.called', 'tool.succeeded', 'tool.failed', 'compaction.started', 'compaction.completed',
-    'recovery.wake_requested', 'recovery.wake_delivered', 'recovery.wake_failed']) {
+  for (const t of [
+    'execution.claimed',
+    'execution.renewed',
+    'execution.phase',
+    'execution.cancelled',
+    'execution.settled',
+    'input.admitted',
+    'input.promoted',
+    'step.started',
+    'step.ended',
+    'step.failed',
+    'step.recovered',
+    'text.delta',
+    'tool.called',
+    'tool.succeeded',
+    'tool.failed',
+    'compaction.started',
+    'compaction.completed',
+    'recovery.wake_requested',
+    'recovery.wake_delivered',
+    'recovery.wake_failed',
+  ]) {
     assert.ok(t in catalog, `${t} is in the catalog`);
   }
 });
@@ -86,7 +112,7 @@ test('codec - a payload this codec validated is not validated again (same object
   assert.throws(() => parsePayload('step.started', v + 1, checked), /version/, 'the version is still checked');
 });
 
-test('catalog - who writes each type is a flag of the catalog: the machine\'s runner types and the audit\'s owner writes derive from it', async () => {
+test("catalog - who writes each type is a flag of the catalog: the machine's runner types and the audit's owner writes derive from it", async () => {
   const { runnerEventTypes, ownerEventTypes } = await import('../../src/events/catalog.ts');
   const { RUNNER_EVENT_TYPES } = await import('../../src/machines/commands.ts');
   const { RUNNER_WRITES } = await import('../../src/audit/audit-log.ts');
@@ -99,7 +125,6 @@ test('catalog - who writes each type is a flag of the catalog: the machine\'s ru
   assert.equal([...ownerEventTypes].filter((t) => !runnerEventTypes.has(t)).sort(), ['execution.renewed', 'execution.settled', 'execution.started']);
 });
 
-
 test('codec - integers beyond 32 bits (times, expiries) are msgpack int64, never float64; old float64 times still read', () => {
   const event = { ...claimed, time: 1_796_056_745_917, payload: { ...claimed.payload, expiresAt: 1_796_056_775_917 } };
   const bytes = encodeEvent(event);
@@ -108,7 +133,13 @@ test('codec - integers beyond 32 bits (times, expiries) are msgpack int64, never
   assert.equal(decodeEvent(bytes), event, 'read back as plain numbers');
   // what earlier versions wrote: the same frame with float64 times
   const old = new (Packr as unknown as new (o: object) => { pack(v: unknown): Buffer })({ useRecords: false, variableMapSize: true }).pack({
-    id: event.id, type: event.type, version: event.version, sessionId: event.sessionId, seq: event.seq, time: event.time, payload: event.payload,
+    id: event.id,
+    type: event.type,
+    version: event.version,
+    sessionId: event.sessionId,
+    seq: event.seq,
+    time: event.time,
+    payload: event.payload,
   });
   assert.ok(old.includes(0xcb), 'the legacy encoding used float64');
   assert.equal(decodeEvent(old), event, 'a legacy frame decodes to the same event');

@@ -19,11 +19,23 @@ import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
 import { tempDir } from '../support/tmp.ts';
 import { committed, draft, ev, expectCode } from '../../src/testing/fixtures.ts';
 
-const good = committed(ev('input.admitted', { inputId: 'inp_1', prompt: 'hi', delivery: 'queue', wake: true, source: 'user' }), { id: 'evt_1', sessionId: 'ses_c', seq: 1, time: 1_700_000_000_000 });
+const good = committed(ev('input.admitted', { inputId: 'inp_1', prompt: 'hi', delivery: 'queue', wake: true, source: 'user' }), {
+  id: 'evt_1',
+  sessionId: 'ses_c',
+  seq: 1,
+  time: 1_700_000_000_000,
+});
 
 /** The code each path throws for `frame` (or 'ok'). */
 function codes(frame: Record<string, unknown>): Record<string, string> {
-  const code = (fn: () => unknown) => { try { fn(); return 'ok'; } catch (err) { return isSessiondError(err) ? err.code : `not a SessiondError: ${String(err)}`; } };
+  const code = (fn: () => unknown) => {
+    try {
+      fn();
+      return 'ok';
+    } catch (err) {
+      return isSessiondError(err) ? err.code : `not a SessiondError: ${String(err)}`;
+    }
+  };
   return {
     frame: code(() => decodeEvent(pack(frame))),
     batch: code(() => decodeBatch(pack([frame]), 1, subjects.events('ses_c'))),
@@ -32,7 +44,8 @@ function codes(frame: Record<string, unknown>): Record<string, string> {
 }
 
 test('one codec - a frame wrong in a given way is refused with the same code on every path', () => {
-  const same = (frame: Record<string, unknown>, code: string) => assert.equal(codes(frame), { frame: code, batch: code, live: code }, JSON.stringify(frame).slice(0, 100));
+  const same = (frame: Record<string, unknown>, code: string) =>
+    assert.equal(codes(frame), { frame: code, batch: code, live: code }, JSON.stringify(frame).slice(0, 100));
   same(good, 'ok');
   same({ ...good, payload: { ...good.payload, delivery: 'later' } }, ErrorCode.InvalidPayload);
   same({ ...good, type: 'input.exploded' }, ErrorCode.UnknownEventType);
@@ -43,7 +56,7 @@ test('one codec - a frame wrong in a given way is refused with the same code on 
   same({ ...good, sessionId: undefined }, ErrorCode.DecodeFailed);
 });
 
-test('one codec - a SQLite row goes through the same checks: a row changed behind sessiond\'s back is refused, not returned', async () => {
+test("one codec - a SQLite row goes through the same checks: a row changed behind sessiond's back is refused, not returned", async () => {
   const tmp = tempDir();
   const db = openDatabase(tmp.file('rows.db'));
   migrate(db);
@@ -64,12 +77,26 @@ test('one codec - the upcaster seam: a version-1 payload is brought up to versio
   const v2 = z.object({ inputId: z.string(), text: z.string(), delivery: z.enum(['steer', 'queue']), wake: z.boolean(), source: z.enum(['user', 'recovery']) });
   const events: EventCatalog = {
     ...(catalog as EventCatalog),
-    'input.admitted': { type: 'input.admitted', version: 2, durable: true, schema: v2, upcasters: { 1: (p) => { const { prompt, ...rest } = p as { prompt: string }; return { ...rest, text: prompt }; } } },
+    'input.admitted': {
+      type: 'input.admitted',
+      version: 2,
+      durable: true,
+      schema: v2,
+      upcasters: {
+        1: (p) => {
+          const { prompt, ...rest } = p as { prompt: string };
+          return { ...rest, text: prompt };
+        },
+      },
+    },
   };
   const up = eventFromFrame(good, { describe: 'a v1 frame', events });
   assert.is(up.version, 2, 'read at the current version');
   assert.equal(up.payload, { inputId: 'inp_1', text: 'hi', delivery: 'queue', wake: true, source: 'user' });
-  const current = eventFromFrame({ ...good, version: 2, payload: { inputId: 'inp_2', text: 'new', delivery: 'queue', wake: true, source: 'user' } }, { describe: 'a v2 frame', events });
+  const current = eventFromFrame(
+    { ...good, version: 2, payload: { inputId: 'inp_2', text: 'new', delivery: 'queue', wake: true, source: 'user' } },
+    { describe: 'a v2 frame', events },
+  );
   assert.is((current.payload as { text: string }).text, 'new');
   // no upcaster from a version: refused, saying so
   const noWay: EventCatalog = { ...events, 'input.admitted': { ...events['input.admitted']!, upcasters: {} } };

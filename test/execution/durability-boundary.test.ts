@@ -19,7 +19,13 @@ import { tempDir } from '../support/tmp.ts';
 type TempDir = ReturnType<typeof tempDir>;
 import { spyLog } from '../support/spy-log.ts';
 
-interface World { tmp: TempDir; db: Db; inner: SqliteEventLog; appends: string[][]; execution: SessionExecution }
+interface World {
+  tmp: TempDir;
+  db: Db;
+  inner: SqliteEventLog;
+  appends: string[][];
+  execution: SessionExecution;
+}
 
 function world(runner: Runner): World {
   const tmp = tempDir();
@@ -27,7 +33,11 @@ function world(runner: Runner): World {
   migrate(db);
   const inner = new SqliteEventLog(db);
   const appends: string[][] = [];
-  const log = spyLog(inner, { beforeAppend: (drafts: DraftEvent[]) => { appends.push(drafts.map((d) => d.type)); } });
+  const log = spyLog(inner, {
+    beforeAppend: (drafts: DraftEvent[]) => {
+      appends.push(drafts.map((d) => d.type));
+    },
+  });
   return { tmp, db, inner, appends, execution: new SessionExecution({ log, runner }) };
 }
 
@@ -81,7 +91,10 @@ test('a tool runs only once its journal and every write before it are durable; i
   const w = world(async (ctx) => {
     const { messageId } = await ctx.startStep();
     await ctx.text(messageId, 'let me look that up');
-    await ctx.tool(messageId, { name: 'lookup', input: {} }, async () => { seenInside = await types(w.inner, ctx.sessionId); return 'found'; });
+    await ctx.tool(messageId, { name: 'lookup', input: {} }, async () => {
+      seenInside = await types(w.inner, ctx.sessionId);
+      return 'found';
+    });
     const afterTool = await types(w.inner, ctx.sessionId);
     assert.not.ok(afterTool.includes('tool.succeeded'), 'a result that precedes no effect is buffered');
     await ctx.flush();
@@ -122,7 +135,7 @@ test('a cancel between buffered writes: the next durable write refuses them all,
   });
   await turn(w, 'ses_cancel');
   assert.ok(sawError, 'the tool call after the cancel was refused');
-  const after = (await types(w.inner, 'ses_cancel'));
+  const after = await types(w.inner, 'ses_cancel');
   assert.is(after.at(-1), 'execution.cancelled');
   assert.not.ok(after.includes('tool.called'), 'the tool never ran and was never journaled');
   assert.not.ok(after.includes('text.completed'), 'the buffered text went with the refused write');

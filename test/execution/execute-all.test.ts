@@ -25,23 +25,51 @@ test('executeAll - claim, start and promotion decided together are one append; a
     (now: number) => ({ type: 'claim' as const, now, ownerId: 'own_1', executionId, leaseMs: 30_000 }),
     (now: number) => ({ type: 'start' as const, now, ownerId: 'own_1', executionId }),
   ];
-  const refused = await handler.executeAll('ses_a', [...claim('exe_0'),
-    (now) => ({ type: 'record', now, ownerId: 'own_1', executionId: 'exe_0', events: [{ type: 'input.promoted', payload: { inputId: 'inp_nope', executionId: 'exe_0' } }] }),
-  ]).then(() => undefined, (e) => e);
+  const refused = await handler
+    .executeAll('ses_a', [
+      ...claim('exe_0'),
+      (now) => ({
+        type: 'record',
+        now,
+        ownerId: 'own_1',
+        executionId: 'exe_0',
+        events: [{ type: 'input.promoted', payload: { inputId: 'inp_nope', executionId: 'exe_0' } }],
+      }),
+    ])
+    .then(
+      () => undefined,
+      (e) => e,
+    );
   assert.ok(isRefusal(refused, 'not_pending'), `refused: ${String(refused)}`);
   assert.is(await log.lastSeq('ses_a'), 1, 'nothing of the claim was written');
   const groups = log.stats.groups;
-  const { events, snapshot } = await handler.executeAll('ses_a', [...claim('exe_1'),
+  const { events, snapshot } = await handler.executeAll('ses_a', [
+    ...claim('exe_1'),
     (now, started) => {
       assert.is(started.value, 'running', 'the last command is decided on the state the first two lead to');
-      return { type: 'record', now, ownerId: 'own_1', executionId: 'exe_1', events: [{ type: 'input.promoted', payload: { inputId: 'inp_1', executionId: 'exe_1' } }] };
+      return {
+        type: 'record',
+        now,
+        ownerId: 'own_1',
+        executionId: 'exe_1',
+        events: [{ type: 'input.promoted', payload: { inputId: 'inp_1', executionId: 'exe_1' } }],
+      };
     },
   ]);
-  assert.equal(events.map((e) => [e.type, e.seq]), [['execution.claimed', 2], ['execution.started', 3], ['input.promoted', 4]]);
+  assert.equal(
+    events.map((e) => [e.type, e.seq]),
+    [
+      ['execution.claimed', 2],
+      ['execution.started', 3],
+      ['input.promoted', 4],
+    ],
+  );
   assert.is(log.stats.groups, groups + 1, 'one append');
   assert.is(snapshot.value, 'running');
   assert.equal(snapshot.context.pending, []);
-  await log.close(); db.close(); tmp.remove();
+  await log.close();
+  db.close();
+  tmp.remove();
 });
 
 test.run();

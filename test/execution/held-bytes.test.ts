@@ -23,7 +23,7 @@ test('held bytes - the cached sessions hold at most maxHeldBytes of pending prom
     const held = engine.execution.handler.holding();
     assert.ok(held.sessions < 10, `some sessions left the cache (${held.sessions} cached)`);
     for (let s = 0; s < 10; s++) {
-      const view = (await engine.status(`ses_${s}`));
+      const view = await engine.status(`ses_${s}`);
       assert.equal([view.pendingCount, view.pendingBytes], [3, 3 * prompt.length], `ses_${s} loads again with everything it had`);
     }
     assert.ok(engine.execution.handler.holding().pendingBytes <= 1024 * 1024);

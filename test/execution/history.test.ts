@@ -26,11 +26,12 @@ async function turn(fx: Fx, svc: Svc, sessionId: string, prompt: string): Promis
 }
 
 /** A transcript as short lines, for assertions. */
-const lines = (items: readonly TranscriptItem[]) => items.map((i) => {
-  if (i.type === 'user') return `user: ${i.text}`;
-  if (i.type === 'summary') return `summary: ${i.summary}`;
-  return `assistant(${i.status}): ${i.parts.map((p) => (p.type === 'tool' ? `[${p.name} ${p.state} ${JSON.stringify(p.output)}]` : p.text)).join(' ')}`;
-});
+const lines = (items: readonly TranscriptItem[]) =>
+  items.map((i) => {
+    if (i.type === 'user') return `user: ${i.text}`;
+    if (i.type === 'summary') return `summary: ${i.summary}`;
+    return `assistant(${i.status}): ${i.parts.map((p) => (p.type === 'tool' ? `[${p.name} ${p.state} ${JSON.stringify(p.output)}]` : p.text)).join(' ')}`;
+  });
 
 /** Answers each prompt with "re: <prompt>" after one tool call, recording what history it saw. */
 function conversing(seen: string[][]): Runner {
@@ -54,10 +55,16 @@ test('history - each turn sees every earlier prompt, answer and tool result, the
   assert.equal(seen, [
     ['user: hello'],
     ['user: hello', 'assistant(completed): [count succeeded 5] re: hello (5)', 'user: and then?'],
-    ['user: hello', 'assistant(completed): [count succeeded 5] re: hello (5)', 'user: and then?', 'assistant(completed): [count succeeded 9] re: and then? (9)', 'user: bye'],
+    [
+      'user: hello',
+      'assistant(completed): [count succeeded 5] re: hello (5)',
+      'user: and then?',
+      'assistant(completed): [count succeeded 9] re: and then? (9)',
+      'user: bye',
+    ],
   ]);
   const status = await svc.status('ses_h');
-  assert.equal(status.context.usage, { inputTokens: 10 + 20 + 30, outputTokens: 9 }, 'the session sums its steps\' tokens');
+  assert.equal(status.context.usage, { inputTokens: 10 + 20 + 30, outputTokens: 9 }, "the session sums its steps' tokens");
   await fx.close();
 });
 
@@ -78,13 +85,16 @@ test('history - a queued prompt joins the transcript when its turn takes it, not
   await fx.close();
 });
 
-test('history - a compaction\'s summary replaces the earlier items; the turn in progress keeps its prompt; its tokens count', async () => {
+test("history - a compaction's summary replaces the earlier items; the turn in progress keeps its prompt; its tokens count", async () => {
   const fx = fixture();
   const seen: string[][] = [];
   let compactNext = false;
   const runner: Runner = async (ctx) => {
     if (compactNext) {
-      await ctx.compact('context_length_exceeded', async () => ({ summary: 'they said hello and asked what next', usage: { inputTokens: 100, outputTokens: 7 } }));
+      await ctx.compact('context_length_exceeded', async () => ({
+        summary: 'they said hello and asked what next',
+        usage: { inputTokens: 100, outputTokens: 7 },
+      }));
     }
     await conversing(seen)(ctx);
   };
@@ -117,7 +127,14 @@ test('history - a turn handed back at shutdown is continued with what it continu
   const b = fx.service({ runner: conversing([]), ownerId: 'own_b' });
   const status = await b.status('ses_b');
   const continuation = status.context.pending[0]!;
-  assert.equal(continuation.continues, { executionId: ctx.executionId, reason: 'handed_back', phase: 'safe', inputIds: ctx.inputs.map((i) => i.inputId), assistantMessageId: messageId, retryTools: [] });
+  assert.equal(continuation.continues, {
+    executionId: ctx.executionId,
+    reason: 'handed_back',
+    phase: 'safe',
+    inputIds: ctx.inputs.map((i) => i.inputId),
+    assistantMessageId: messageId,
+    retryTools: [],
+  });
   const seen: string[][] = [];
   const c = fx.service({ runner: conversing(seen), ownerId: 'own_c' });
   await c.wake('ses_b');
@@ -136,7 +153,10 @@ test('history - the transcript is folded from the events since the last fold: on
   const log = svc.handler.log;
   const reads: (number | undefined)[] = [];
   const spy: EventLog = Object.assign(Object.create(log) as EventLog, {
-    readSession: (id: string, o?: { afterSeq?: number; limit?: number }) => { reads.push(o?.afterSeq); return log.readSession(id, o); },
+    readSession: (id: string, o?: { afterSeq?: number; limit?: number }) => {
+      reads.push(o?.afterSeq);
+      return log.readSession(id, o);
+    },
   });
   const transcripts = new Transcripts(spy);
   const first = await transcripts.of('ses_r');
@@ -149,7 +169,10 @@ test('history - the transcript is folded from the events since the last fold: on
   const db = openDatabase(fx.file);
   new Projector(db).apply(await log.readSession('ses_r'));
   const assistants = sessionRows(db, 'ses_r').messages.filter((m) => m.type === 'assistant');
-  assert.equal(assistants.map((m) => (JSON.parse(m.data) as { usage?: unknown }).usage), [10, 20, 30].map((inputTokens) => ({ inputTokens, outputTokens: 3 })));
+  assert.equal(
+    assistants.map((m) => (JSON.parse(m.data) as { usage?: unknown }).usage),
+    [10, 20, 30].map((inputTokens) => ({ inputTokens, outputTokens: 3 })),
+  );
   db.close();
   await fx.close();
 });

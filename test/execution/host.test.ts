@@ -18,7 +18,10 @@ test('host - one call: a turn runs and is projected, the inspector and metrics a
   const [inspectPort, metricsPort] = [await freePort(), await freePort()];
   const lines: string[] = [];
   const sessiond = await startSessiond({
-    db: tmp.file('host.db'), runner: echoRunner(), inspectPort, metricsPort,
+    db: tmp.file('host.db'),
+    runner: echoRunner(),
+    inspectPort,
+    metricsPort,
     report: { out: (l) => lines.push(l), err: (l) => lines.push(l) },
   });
   await sessiond.admit('ses_host', { prompt: 'one call builds it all' });
@@ -26,14 +29,23 @@ test('host - one call: a turn runs and is projected, the inspector and metrics a
   assert.is((await sessiond.status('ses_host')).state, 'settled');
   await waitFor(() => sessiond.worker.projector!.checkpoint() >= 10, { what: 'the projector caught up' });
   const db = openDatabase(tmp.file('host.db'), { readonly: true });
-  assert.ok((db.prepare("SELECT COUNT(*) FROM session_message WHERE session_id = 'ses_host'").pluck().get() as number) > 0, 'projected by the worker the host started');
+  assert.ok(
+    (db.prepare("SELECT COUNT(*) FROM session_message WHERE session_id = 'ses_host'").pluck().get() as number) > 0,
+    'projected by the worker the host started',
+  );
   db.close();
-  const inspected = async () => (await fetch(new URL('api/sessions/ses_host', sessiond.inspectorUrl)).then((r) => r.json()) as { state?: string }).state;
+  const inspected = async () => ((await fetch(new URL('api/sessions/ses_host', sessiond.inspectorUrl)).then((r) => r.json())) as { state?: string }).state;
   await waitFor(async () => (await inspected()) === 'settled', { what: 'the inspector showing the settled session' });
   assert.match(await fetch(`${sessiond.metricsUrl}/metrics`).then((r) => r.text()), 'sessiond_turns_settled_total{outcome="succeeded",log="sqlite"} 1');
-  assert.ok(lines.some((l) => l === 'ses_host  turn succeeded'), 'it reports what it does');
+  assert.ok(
+    lines.some((l) => l === 'ses_host  turn succeeded'),
+    'it reports what it does',
+  );
   assert.equal(await sessiond.close(), { handedBack: 0 });
-  const after = await fetch(`${sessiond.metricsUrl}/healthz`).then(() => 'answered', () => 'refused');
+  const after = await fetch(`${sessiond.metricsUrl}/healthz`).then(
+    () => 'answered',
+    () => 'refused',
+  );
   assert.is(after, 'refused', 'the ports are closed with it');
   tmp.remove();
 });
@@ -43,7 +55,10 @@ test('host - an aborted start-up rejects with the reason and leaves nothing open
   const controller = new AbortController();
   controller.abort(new Error('stopped during start-up'));
   const file = tmp.file('aborted.db');
-  const err = await startSessiond({ db: file, runner: echoRunner(), signal: controller.signal, metricsPort: await freePort() }).then(() => undefined, (e: unknown) => e);
+  const err = await startSessiond({ db: file, runner: echoRunner(), signal: controller.signal, metricsPort: await freePort() }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   assert.match(String(err), 'stopped during start-up');
   assert.not.ok(existsSync(file), 'no database was opened');
   tmp.remove();

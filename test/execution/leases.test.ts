@@ -72,9 +72,18 @@ test('never overwrites an expired lease', async () => {
   await b.awaitIdle('ses_1');
   const events = await fx.events('ses_1');
   const claims = events.filter((e): e is SessionEvent<'execution.claimed'> => e.type === 'execution.claimed');
-  assert.equal(claims.slice(0, 2).map((c) => [c.payload.executionId, c.payload.ownerId]), [[staleId, 'own_a'], [newId, 'own_b']]);
+  assert.equal(
+    claims.slice(0, 2).map((c) => [c.payload.executionId, c.payload.ownerId]),
+    [
+      [staleId, 'own_a'],
+      [newId, 'own_b'],
+    ],
+  );
   const settled = events.filter((e): e is SessionEvent<'execution.settled'> => e.type === 'execution.settled');
-  assert.not.ok(settled.some((e) => e.payload.executionId === staleId), 'the zombie settled nothing');
+  assert.not.ok(
+    settled.some((e) => e.payload.executionId === staleId),
+    'the zombie settled nothing',
+  );
   assert.is(settled.length, 2);
   await fx.close();
 });
@@ -184,7 +193,7 @@ test('cancellation racing settlement: whichever commits first wins, the other ch
   for (const cancelFirst of [true, false]) {
     for (let delay = 0; delay < 4; delay++) {
       const { fx, gate, owner, user } = await runningWithAUser();
-      let cancelling;
+      let cancelling: ReturnType<typeof user.cancel> | undefined;
       if (cancelFirst) {
         cancelling = user.cancel('ses_1');
         await flushAsync(delay);
@@ -234,7 +243,8 @@ test('lease - 30 s from the claim, renewed every 10 s by the owner', async () =>
   await fx.admit(a, 'ses_1', { prompt: 'hi', wake: false });
   await a.resume('ses_1');
   await gate.started(1);
-  const expiries = async () => (await fx.events('ses_1')).flatMap((e) => (e.type === 'execution.claimed' || e.type === 'execution.renewed' ? [e.payload.expiresAt] : []));
+  const expiries = async () =>
+    (await fx.events('ses_1')).flatMap((e) => (e.type === 'execution.claimed' || e.type === 'execution.renewed' ? [e.payload.expiresAt] : []));
   assert.equal(await expiries(), [30_000]);
   await clock.advance(10_000);
   await clock.advance(10_000);
@@ -272,12 +282,20 @@ test('execution - a local cancel aborts the runner; a failing runner settles fai
   assert.is(released.payload.outcome, 'released');
   assert.is((await a.resume('ses_r')).status, 'closed');
   // handing back admits a continuation, so the next worker carries on where this one stopped
-  const handback = (await fx.events('ses_r')).filter((e): e is SessionEvent<'input.admitted'> => e.type === 'input.admitted' && e.payload.source === 'recovery');
-  assert.equal(handback.map((e) => e.payload.inputId), [`inp_handback_${released.payload.executionId}`]);
+  const handback = (await fx.events('ses_r')).filter(
+    (e): e is SessionEvent<'input.admitted'> => e.type === 'input.admitted' && e.payload.source === 'recovery',
+  );
+  assert.equal(
+    handback.map((e) => e.payload.inputId),
+    [`inp_handback_${released.payload.executionId}`],
+  );
   const next = fx.service({ runner: gate.runner });
   assert.is((await next.resume('ses_r')).status, 'started');
   await gate.started(4);
-  assert.equal(gate.runs[3]!.ctx.inputs.map((i) => i.inputId), [handback[0]!.payload.inputId]);
+  assert.equal(
+    gate.runs[3]!.ctx.inputs.map((i) => i.inputId),
+    [handback[0]!.payload.inputId],
+  );
   gate.runs[3]!.release();
   await next.awaitIdle('ses_r');
   await fx.close();
@@ -294,7 +312,10 @@ test('execution - a queued input admitted during a turn runs next without anothe
   await fx.admit(a, 'ses_q', { prompt: 'second', wake: false });
   gate.runs[0]!.release();
   await gate.started(2);
-  assert.equal(gate.runs[1]!.ctx.inputs.map((i) => i.prompt), ['second']);
+  assert.equal(
+    gate.runs[1]!.ctx.inputs.map((i) => i.prompt),
+    ['second'],
+  );
   gate.runs[1]!.release();
   await a.awaitIdle('ses_q');
   assert.is(count(await fx.events('ses_q'), 'execution.claimed'), 2);

@@ -20,7 +20,14 @@ function openLog(file: string) {
   const db = openDatabase(file);
   migrate(db);
   const log = new SqliteEventLog(db);
-  return { db, log, close: async () => { await log.close(); db.close(); } };
+  return {
+    db,
+    log,
+    close: async () => {
+      await log.close();
+      db.close();
+    },
+  };
 }
 
 test('two processes on one SQLite file never run a session twice at once, and each turn runs once', async () => {
@@ -30,8 +37,11 @@ test('two processes on one SQLite file never run a session twice at once, and ea
   const admin = new SessionExecution({ log, runner: echoRunner() });
   const sessions = Array.from({ length: 6 }, (_, i) => `ses_race${i}`);
   const TURNS = 8;
-  for (const s of sessions) for (let t = 0; t < TURNS; t++) await admitInput(admin.handler, s, { id: `inp_${s}_${t}`, prompt: `turn ${t} of ${s}`, wake: false });
-  const workers = [0, 1].map((i) => spawnWorker({ file, mode: 'contend', waitForGo: true, sessions: i === 0 ? sessions : [...sessions].reverse(), echoSteps: 2, echoDelayMs: 2 }));
+  for (const s of sessions)
+    for (let t = 0; t < TURNS; t++) await admitInput(admin.handler, s, { id: `inp_${s}_${t}`, prompt: `turn ${t} of ${s}`, wake: false });
+  const workers = [0, 1].map((i) =>
+    spawnWorker({ file, mode: 'contend', waitForGo: true, sessions: i === 0 ? sessions : [...sessions].reverse(), echoSteps: 2, echoDelayMs: 2 }),
+  );
   await Promise.all(workers.map((w) => w.waitForLine((l) => l.startsWith('READY'))));
   for (const w of workers) w.go();
   const codes = await Promise.all(workers.map((w) => w.exited));
@@ -43,7 +53,10 @@ test('two processes on one SQLite file never run a session twice at once, and ea
   assert.is(ranInputs.length, sessions.length * TURNS, 'every turn ran');
   assert.is(new Set(ranInputs).size, ranInputs.length, 'no turn ran twice');
   const byWorker = workers.map((w) => w.lines.filter((l) => l.startsWith('RUN ')).length);
-  assert.ok(byWorker.every((n) => n > 0), `both processes ran turns (${byWorker.join(' + ')})`);
+  assert.ok(
+    byWorker.every((n) => n > 0),
+    `both processes ran turns (${byWorker.join(' + ')})`,
+  );
   for (const s of sessions) {
     const claims = events.filter((e) => e.sessionId === s && e.type === 'execution.claimed').length;
     assert.is(claims, TURNS, `${s}: one claim per turn`);
@@ -62,7 +75,10 @@ test('an owner killed with SIGKILL mid-turn: its lease expires, the execution st
   const claimed = await owner.waitForLine((l) => l.startsWith('CLAIMED '));
   const executionId = claimed.split(' ')[2]!;
   // mid-turn: the first step has started, and a heartbeat has renewed the lease
-  await waitFor(async () => (await log.readSession('ses_kill')).some((e) => e.type === 'execution.renewed'), { timeoutMs: 10_000, what: 'a heartbeat from the owner' });
+  await waitFor(async () => (await log.readSession('ses_kill')).some((e) => e.type === 'execution.renewed'), {
+    timeoutMs: 10_000,
+    what: 'a heartbeat from the owner',
+  });
   const during = await other.resume('ses_kill');
   assert.equal([during.status, during.status === 'refused' && during.reason], ['refused', 'lease_live'], 'no takeover while the owner lives');
   owner.child.kill('SIGKILL');
@@ -76,10 +92,17 @@ test('an owner killed with SIGKILL mid-turn: its lease expires, the execution st
   assert.is(after.context.execution!.id, executionId);
   assert.is(after.context.execution!.phase, 'unknown', 'a model request may have been in flight');
   const attempt = await other.resume('ses_kill');
-  assert.equal([attempt.status, attempt.status === 'refused' && attempt.reason], ['refused', 'lease_expired'], 'recoverable: waiting for recovery, not taken over blindly');
+  assert.equal(
+    [attempt.status, attempt.status === 'refused' && attempt.reason],
+    ['refused', 'lease_expired'],
+    'recoverable: waiting for recovery, not taken over blindly',
+  );
   const events = await log.readSession('ses_kill');
   assert.is(events.filter((e) => e.type === 'execution.claimed').length, 1, 'no other process ran it');
-  assert.ok(events.every((e) => e.time <= killedAt), 'nothing was written after the kill');
+  assert.ok(
+    events.every((e) => e.time <= killedAt),
+    'nothing was written after the kill',
+  );
   assert.equal(auditLog(events), []);
   await other.close();
   await close();

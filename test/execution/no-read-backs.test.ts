@@ -20,9 +20,18 @@ test('no read-backs - the log reads of a turn do not grow with its number of inp
   migrate(db);
   const inner = new SqliteEventLog(db);
   let reads = 0;
-  const log = spyLog(inner, { afterRead: () => { reads++; } });
+  const log = spyLog(inner, {
+    afterRead: () => {
+      reads++;
+    },
+  });
   const seen: (readonly RunInput[])[] = [];
-  const execution = new SessionExecution({ log, runner: async (ctx) => { seen.push(ctx.inputs); } });
+  const execution = new SessionExecution({
+    log,
+    runner: async (ctx) => {
+      seen.push(ctx.inputs);
+    },
+  });
   const turn = async (sessionId: string, prompts: string[]) => {
     for (const [i, prompt] of prompts.entries()) {
       await admitInput(execution.handler, sessionId, { id: `inp_${i}`, prompt, delivery: i === 0 ? 'queue' : 'steer', wake: false });
@@ -34,19 +43,27 @@ test('no read-backs - the log reads of a turn do not grow with its number of inp
   };
   const one = await turn('ses_one', ['only']);
   const five = await turn('ses_five', ['a', 'b', 'c', 'd', 'e']);
-  assert.equal(seen[1]!.map((i) => i.prompt), ['a', 'b', 'c', 'd', 'e'], 'every prompt reached the runner');
+  assert.equal(
+    seen[1]!.map((i) => i.prompt),
+    ['a', 'b', 'c', 'd', 'e'],
+    'every prompt reached the runner',
+  );
   assert.is(five, one, `a turn of five inputs reads the log as often as a turn of one (${five} vs ${one})`);
   await execution.close();
   db.close();
   tmp.remove();
 });
 
-test('no read-backs - an admitted and woken one-step turn reads the session log twice: the wake\'s load and the step\'s look for steering inputs', async () => {
+test("no read-backs - an admitted and woken one-step turn reads the session log twice: the wake's load and the step's look for steering inputs", async () => {
   const tmp = tempDir();
   const db = openDatabase(tmp.file('reads2.db'));
   migrate(db);
   let reads = 0;
-  const log = spyLog(new SqliteEventLog(db), { afterRead: () => { reads++; } });
+  const log = spyLog(new SqliteEventLog(db), {
+    afterRead: () => {
+      reads++;
+    },
+  });
   const execution = new SessionExecution({
     log,
     runner: async (ctx) => {

@@ -23,10 +23,22 @@ function world() {
   migrate(db);
   const inner = new SqliteEventLog(db);
   const folded: number[] = [];
-  const log = spyLog(inner, { afterRead: (events) => { folded.push(events.length); } });
+  const log = spyLog(inner, {
+    afterRead: (events) => {
+      folded.push(events.length);
+    },
+  });
   const clock = new ManualClock(1_000);
   const store = new SqliteSnapshotStore(db, clock);
-  return { tmp, db, log, store, clock, folded, handler: (every = 10) => new CommandHandler(log, clock, sequentialIds(), { snapshots: store, snapshotEvery: every }) };
+  return {
+    tmp,
+    db,
+    log,
+    store,
+    clock,
+    folded,
+    handler: (every = 10) => new CommandHandler(log, clock, sequentialIds(), { snapshots: store, snapshotEvery: every }),
+  };
 }
 
 test('snapshots - a cold load folds only the events after the latest snapshot, and equals a fold of the whole log', async () => {
@@ -41,7 +53,9 @@ test('snapshots - a cold load folds only the events after the latest snapshot, a
   const full = hydrate('ses_s', await w.log.readSession('ses_s'));
   assert.equal(JSON.parse(JSON.stringify(cold)), JSON.parse(JSON.stringify(full)), 'the same state as folding everything');
   assert.is(cold.context.pending.length, 35);
-  await w.log.close(); w.db.close(); w.tmp.remove();
+  await w.log.close();
+  w.db.close();
+  w.tmp.remove();
 });
 
 test('snapshots - one of another machine version, or ahead of the log, is ignored and the log is folded from the start', async () => {
@@ -56,7 +70,9 @@ test('snapshots - one of another machine version, or ahead of the log, is ignore
   const cold = await w.handler().load('ses_v');
   assert.equal(w.folded, [7], 'folded the whole log');
   assert.is(cold.context.seq, 7);
-  await w.log.close(); w.db.close(); w.tmp.remove();
+  await w.log.close();
+  w.db.close();
+  w.tmp.remove();
 });
 
 test.run();

@@ -27,7 +27,11 @@ test('tools - journaled before the side effect; result after; durable calls get 
       keys.push(tc.idempotencyKey);
       return 'sent';
     });
-    await ctx.tool(messageId, { name: 'flaky', input: {}, callId: 'call_3' }, async () => { throw new TypeError('bad argument'); }).catch(() => {});
+    await ctx
+      .tool(messageId, { name: 'flaky', input: {}, callId: 'call_3' }, async () => {
+        throw new TypeError('bad argument');
+      })
+      .catch(() => {});
     await ctx.endStep(messageId);
   };
   const a = fx.service({ runner });

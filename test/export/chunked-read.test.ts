@@ -15,7 +15,12 @@ import { committed, ev } from '../../src/testing/fixtures.ts';
 import { CorruptExportError } from '../../src/errors.ts';
 
 const admitted = (i: number, prompt: string): SessionEvent =>
-  committed(ev('input.admitted', { inputId: `inp_${i}`, prompt, delivery: 'queue', wake: true, source: 'user' }), { id: `evt_${i}`, sessionId: 'ses_x', seq: i + 1, time: 1000 + i });
+  committed(ev('input.admitted', { inputId: `inp_${i}`, prompt, delivery: 'queue', wake: true, source: 'user' }), {
+    id: `evt_${i}`,
+    sessionId: 'ses_x',
+    seq: i + 1,
+    time: 1000 + i,
+  });
 const frameBytes = (e: SessionEvent) => 4 + encodeEvent(e).byteLength;
 
 /** The file offsets of the event frames (frame 1 first), read from the length prefixes. */
@@ -35,7 +40,10 @@ async function layout(file: string, targets: number[], after: SessionEvent[] = [
   const probe = await ExportWriter.create(file, { created: 1, source: 'test', events: 100 });
   await probe.close();
   let at = statSync(file).size; // the header frame (its `events` count is one byte for any count < 128)
-  const add = (e: SessionEvent) => { events.push(e); at += frameBytes(e); };
+  const add = (e: SessionEvent) => {
+    events.push(e);
+    at += frameBytes(e);
+  };
   for (const target of targets) {
     while (target - at > 300_000) add(admitted(events.length, 'f'.repeat(100_000)));
     let length = target - at - 200;
@@ -58,7 +66,13 @@ async function read(file: string, batchSize = 3) {
   const progress: number[] = [];
   let error: CorruptExportError | undefined;
   try {
-    await readExport(file, { onEvents: (b) => { got.push(...b); }, onProgress: (bytes) => progress.push(bytes), batchSize });
+    await readExport(file, {
+      onEvents: (b) => {
+        got.push(...b);
+      },
+      onProgress: (bytes) => progress.push(bytes),
+      batchSize,
+    });
   } catch (err) {
     if (!(err instanceof CorruptExportError)) throw err;
     error = err;
@@ -78,7 +92,11 @@ test('chunked read - frames whose length prefix or body straddles a chunk bounda
   assert.equal(got, events);
   const size = statSync(file).size;
   const ends = starts.map((_, i) => starts[i + 1] ?? size);
-  assert.equal(progress, [...ends.filter((_, i) => (i + 1) % 3 === 0), size], 'progress after each batch of 3 is the end of its last frame, then the file size');
+  assert.equal(
+    progress,
+    [...ends.filter((_, i) => (i + 1) % 3 === 0), size],
+    'progress after each batch of 3 is the end of its last frame, then the file size',
+  );
   tmp.remove();
 });
 

@@ -8,7 +8,13 @@ import { committed, ev } from '../../src/testing/fixtures.ts';
 import { CorruptExportError } from '../../src/errors.ts';
 
 const events: SessionEvent[] = Array.from({ length: 5 }, (_, i) =>
-  committed(ev('input.admitted', { inputId: `inp_${i}`, prompt: `prompt ${i}`, delivery: 'queue', wake: true, source: 'user' }), { id: `evt_${i}`, sessionId: 'ses_x', seq: i + 1, time: 1000 + i }));
+  committed(ev('input.admitted', { inputId: `inp_${i}`, prompt: `prompt ${i}`, delivery: 'queue', wake: true, source: 'user' }), {
+    id: `evt_${i}`,
+    sessionId: 'ses_x',
+    seq: i + 1,
+    time: 1000 + i,
+  }),
+);
 
 async function writeFile(file: string) {
   const w = await ExportWriter.create(file, { created: 1, source: 'test', events: events.length });
@@ -21,7 +27,12 @@ async function readAll(file: string) {
   const got: SessionEvent[] = [];
   let error: unknown;
   try {
-    await readExport(file, { onEvents: (b) => { got.push(...b); }, batchSize: 2 });
+    await readExport(file, {
+      onEvents: (b) => {
+        got.push(...b);
+      },
+      batchSize: 2,
+    });
   } catch (err) {
     error = err;
   }
@@ -32,16 +43,23 @@ test('export - round-trips events with a versioned header', async () => {
   const tmp = tempDir();
   const file = tmp.file('a.sdx');
   await writeFile(file);
-  let header;
+  let header: unknown;
   const got: SessionEvent[] = [];
-  const r = await readExport(file, { onHeader: (h) => { header = h; }, onEvents: (b) => { got.push(...b); } });
+  const r = await readExport(file, {
+    onHeader: (h) => {
+      header = h;
+    },
+    onEvents: (b) => {
+      got.push(...b);
+    },
+  });
   assert.equal(header, { format: 'sessiond-export', version: 1, created: 1, source: 'test', events: 5 });
   assert.is(r.events, 5);
   assert.equal(got, events);
   tmp.remove();
 });
 
-test('export - keeps each event\'s commit time when it has one; frames without one (older files) still read', async () => {
+test("export - keeps each event's commit time when it has one; frames without one (older files) still read", async () => {
   const tmp = tempDir();
   const file = tmp.file('c.sdx');
   const mixed = [{ ...events[0]!, committedAt: 1_796_000_000_123 }, events[1]!];
@@ -65,7 +83,11 @@ test('export - a truncated file is reported with byte offset and frame; everythi
   assert.instance(error, CorruptExportError);
   assert.match(error!.message, /damaged at byte \d+ \(frame 5\): truncated frame/);
   assert.is(error!.frame, 5);
-  assert.equal(got.map((e) => e.id), ['evt_0', 'evt_1', 'evt_2', 'evt_3'], 'the four whole frames before the damage were delivered');
+  assert.equal(
+    got.map((e) => e.id),
+    ['evt_0', 'evt_1', 'evt_2', 'evt_3'],
+    'the four whole frames before the damage were delivered',
+  );
   tmp.remove();
 });
 
@@ -83,7 +105,10 @@ test('export - a corrupt frame in the middle stops the read at that frame', asyn
   assert.instance(error, CorruptExportError);
   assert.is(error!.offset, offset);
   assert.is(error!.frame, 3);
-  assert.equal(got.map((e) => e.id), ['evt_0', 'evt_1']);
+  assert.equal(
+    got.map((e) => e.id),
+    ['evt_0', 'evt_1'],
+  );
   tmp.remove();
 });
 

@@ -35,7 +35,11 @@ async function exportOf(events: readonly SessionEvent[]) {
 /** The reference, as replay worked before: the file's events (the first `count` kept) imported, then the projection rebuilt. */
 async function importAndRebuild(file: string, count = Infinity, keep: (e: SessionEvent) => boolean = () => true): Promise<Db> {
   const events: SessionEvent[] = [];
-  await readExport(file, { onEvents: (batch) => { events.push(...batch.filter(keep)); } }).catch((err: unknown) => {
+  await readExport(file, {
+    onEvents: (batch) => {
+      events.push(...batch.filter(keep));
+    },
+  }).catch((err: unknown) => {
     if (!(err instanceof CorruptExportError)) throw err;
   });
   const db = memoryDb();
@@ -65,7 +69,13 @@ test('replay - one pass equals import + rebuildProjection on a real engine log, 
     const result = await replayExport(db, file, { batchSize, onProgress: (p) => progress.push(p) });
     assert.equal([result.read, result.imported, result.position, result.header.events], [log.length, log.length, log.length, log.length]);
     assertSame(db, reference, `batches of ${batchSize}`);
-    assert.equal(progress.at(-1), { bytes: readFileSync(file).length, totalBytes: readFileSync(file).length, read: log.length, imported: log.length, position: log.length });
+    assert.equal(progress.at(-1), {
+      bytes: readFileSync(file).length,
+      totalBytes: readFileSync(file).length,
+      read: log.length,
+      imported: log.length,
+      position: log.length,
+    });
   }
   tmp.remove();
 });
@@ -88,7 +98,10 @@ test('replay - a storage failure inside a batch rolls back its import with its p
   db.exec(`CREATE TEMP TRIGGER boom BEFORE INSERT ON main.session_message WHEN NEW.id = '${messageId}'
            BEGIN SELECT RAISE(ABORT, 'simulated crash while writing'); END`);
   const committed = Math.floor(start / 10) * 10; // the whole batches of 10 before it
-  await replayExport(db, file, { batchSize: 10 }).then(() => assert.unreachable('the trigger should stop it'), (err: Error) => assert.match(err.message, 'simulated crash while writing'));
+  await replayExport(db, file, { batchSize: 10 }).then(
+    () => assert.unreachable('the trigger should stop it'),
+    (err: Error) => assert.match(err.message, 'simulated crash while writing'),
+  );
   db.exec('DROP TRIGGER temp.boom');
   assert.ok(committed >= 20, 'at least two batches were committed before');
   assertSame(db, await importAndRebuild(file, committed), 'after the crash');
@@ -97,7 +110,9 @@ test('replay - a storage failure inside a batch rolls back its import with its p
 
 test('replay - an event the projector refuses stops the replay with its batch rolled back, log included', async () => {
   const s = stream();
-  const events: SessionEvent[] = Array.from({ length: 25 }, (_, i) => s.ev(`ses_${i}`, 'input.admitted', { inputId: `inp_${i}`, prompt: 'p', delivery: 'queue', wake: true }));
+  const events: SessionEvent[] = Array.from({ length: 25 }, (_, i) =>
+    s.ev(`ses_${i}`, 'input.admitted', { inputId: `inp_${i}`, prompt: 'p', delivery: 'queue', wake: true }),
+  );
   events.push(s.ev('ses_0', 'tool.started', { executionId: 'exe_none', messageId: 'msg_none', callId: 'call_none' }));
   const { tmp, file } = await exportOf(events);
   const db = memoryDb();
@@ -124,8 +139,21 @@ test('replay - the importer keeps no sequence from a transaction that rolled bac
   const db = memoryDb();
   const importEvents = eventImporter(db);
   const [a, b, c] = log.filter((e) => e.sessionId === 'ses_a').slice(0, 3);
-  assert.throws(() => db.transaction(() => { importEvents([a!, b!]); throw new Error('the caller fails after the import'); }).immediate(), /the caller fails/);
-  assert.equal(importEvents([a!]).map((e) => [e.id, e.position]), [[a!.id, 1]], 'seq 1 again: the table is what counts');
+  assert.throws(
+    () =>
+      db
+        .transaction(() => {
+          importEvents([a!, b!]);
+          throw new Error('the caller fails after the import');
+        })
+        .immediate(),
+    /the caller fails/,
+  );
+  assert.equal(
+    importEvents([a!]).map((e) => [e.id, e.position]),
+    [[a!.id, 1]],
+    'seq 1 again: the table is what counts',
+  );
   assert.throws(() => importEvents([c!]), /session ses_a is at sequence 1 in the target database, the event has sequence 3/);
 });
 
@@ -136,7 +164,10 @@ test('replay - each event keeps its original commit time: a replayed log audits 
   await replayExport(db, file);
   const copy = new SqliteEventLog(db);
   const replayed = await copy.readAll();
-  assert.equal(replayed.map((e) => e.committedAt), stamped.map((e) => e.committedAt));
+  assert.equal(
+    replayed.map((e) => e.committedAt),
+    stamped.map((e) => e.committedAt),
+  );
   await copy.close();
   tmp.remove();
 });

@@ -22,10 +22,15 @@ test(`fuzz - ${RUNS} random command lines end in a result, a usage error or a Se
   await engine.admit('ses_z', { prompt: 'fuzz me' });
   await engine.awaitIdle('ses_z');
   await engine.close();
-  const junk = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('', '-1', '0', '1e9', 'NaN', 'ses.bad', 'ses_z', '--', '-x', '\u0000', 'tool.*', 'svg', 'dot'));
+  const junk = fc.oneof(
+    fc.string({ maxLength: 12 }),
+    fc.constantFrom('', '-1', '0', '1e9', 'NaN', 'ses.bad', 'ses_z', '--', '-x', '\u0000', 'tool.*', 'svg', 'dot'),
+  );
   const flag = fc.oneof(
     fc.constantFrom('--json', '--safety-only', '--no-wake').map((f) => [f]),
-    fc.tuple(fc.constantFrom('--session', '--format', '--until-seq', '--grace-ms', '--delivery', '--id', '--reason', '--type', '--out'), junk).map(([f, v]) => (f === '--out' ? [f, tmp.file(`out-${Math.abs(v.length)}.x`)] : [f, v])),
+    fc
+      .tuple(fc.constantFrom('--session', '--format', '--until-seq', '--grace-ms', '--delivery', '--id', '--reason', '--type', '--out'), junk)
+      .map(([f, v]) => (f === '--out' ? [f, tmp.file(`out-${Math.abs(v.length)}.x`)] : [f, v])),
   );
   // each command with the positional arguments it takes (sometimes one too many or too few)
   const command = fc.oneof(
@@ -38,27 +43,35 @@ test(`fuzz - ${RUNS} random command lines end in a result, a usage error or a Se
     fc.tuple(fc.constant('replay'), fc.constantFrom([tmp.file('missing.sdx')], [db], [tmp.file('fresh.sdx')])),
     fc.tuple(fc.constantFrom('chart', 'nope'), fc.array(junk, { maxLength: 2 })),
   );
-  let outcomes = { ok: 0, usage: 0, refused: 0 };
+  const outcomes = { ok: 0, usage: 0, refused: 0 };
   const write = { out: process.stdout.write, err: process.stderr.write };
   try {
-    await fc.assert(fc.asyncProperty(command, fc.array(flag, { maxLength: 3 }), fc.boolean(), async ([cmd, positional], flags, withDb) => {
-      const argv = [cmd, ...positional, ...flags.flat(), ...(withDb && cmd !== 'chart' && cmd !== 'nope' ? ['--db', cmd === 'replay' ? tmp.file('replayed.db') : db] : [])];
-      const program = buildProgram({ out: () => {}, err: () => {}, env: {}, defaultDb: db, defaultNats: undefined });
-      process.stdout.write = (() => true) as typeof process.stdout.write;
-      process.stderr.write = (() => true) as typeof process.stderr.write;
-      try {
-        await program.parseAsync(argv, { from: 'user' });
-        outcomes.ok++;
-      } catch (err) {
-        if (err instanceof CommanderError || err instanceof UsageError) outcomes.usage++;
-        else if (err instanceof SessiondError && err.message.length > 20) outcomes.refused++;
-        else throw new Error(`sessiond ${argv.join(' ')} threw ${String(err)} (${(err as Error)?.constructor?.name})`);
-      } finally {
-        process.stdout.write = write.out;
-        process.stderr.write = write.err;
-        process.exitCode = undefined;
-      }
-    }), { numRuns: RUNS, seed: 20261130 });
+    await fc.assert(
+      fc.asyncProperty(command, fc.array(flag, { maxLength: 3 }), fc.boolean(), async ([cmd, positional], flags, withDb) => {
+        const argv = [
+          cmd,
+          ...positional,
+          ...flags.flat(),
+          ...(withDb && cmd !== 'chart' && cmd !== 'nope' ? ['--db', cmd === 'replay' ? tmp.file('replayed.db') : db] : []),
+        ];
+        const program = buildProgram({ out: () => {}, err: () => {}, env: {}, defaultDb: db, defaultNats: undefined });
+        process.stdout.write = (() => true) as typeof process.stdout.write;
+        process.stderr.write = (() => true) as typeof process.stderr.write;
+        try {
+          await program.parseAsync(argv, { from: 'user' });
+          outcomes.ok++;
+        } catch (err) {
+          if (err instanceof CommanderError || err instanceof UsageError) outcomes.usage++;
+          else if (err instanceof SessiondError && err.message.length > 20) outcomes.refused++;
+          else throw new Error(`sessiond ${argv.join(' ')} threw ${String(err)} (${(err as Error)?.constructor?.name})`);
+        } finally {
+          process.stdout.write = write.out;
+          process.stderr.write = write.err;
+          process.exitCode = undefined;
+        }
+      }),
+      { numRuns: RUNS, seed: 20261130 },
+    );
   } finally {
     process.stdout.write = write.out;
     process.stderr.write = write.err;

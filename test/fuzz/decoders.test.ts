@@ -24,19 +24,29 @@ const at = (seq: number) => ({ id: `evt_${seq}`, sessionId: 'ses_f', seq, time: 
 const events: SessionEvent[] = [
   committed(ev('input.admitted', { inputId: 'inp_1', prompt: 'hello', delivery: 'queue', wake: true, source: 'user' }), at(1)),
   committed(ev('execution.claimed', { executionId: 'exe_1', ownerId: 'own_1', expiresAt: 1_796_056_775_918, leaseMs: 30_000, assistantSeq: -1 }), at(2)),
-  committed(ev('tool.called', { executionId: 'exe_1', messageId: 'msg_1', callId: 'call_1', name: 'send', input: { to: ['bob', 1, null] }, durable: true, idempotencyKey: 'k' }), at(3)),
+  committed(
+    ev('tool.called', {
+      executionId: 'exe_1',
+      messageId: 'msg_1',
+      callId: 'call_1',
+      name: 'send',
+      input: { to: ['bob', 1, null] },
+      durable: true,
+      idempotencyKey: 'k',
+    }),
+    at(3),
+  ),
 ];
 
 /** Valid bytes with some bytes changed, some cut off or some added. */
-const mutated = (valid: Uint8Array) => fc.tuple(
-  fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 6 }),
-  fc.nat({ max: valid.length }),
-  fc.uint8Array({ maxLength: 8 }),
-).map(([flips, keep, extra]) => {
-  const out = Uint8Array.from(valid);
-  for (const [at, value] of flips) out[at % out.length] = value;
-  return Uint8Array.from([...out.subarray(0, keep), ...extra]);
-});
+const mutated = (valid: Uint8Array) =>
+  fc
+    .tuple(fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 6 }), fc.nat({ max: valid.length }), fc.uint8Array({ maxLength: 8 }))
+    .map(([flips, keep, extra]) => {
+      const out = Uint8Array.from(valid);
+      for (const [at, value] of flips) out[at % out.length] = value;
+      return Uint8Array.from([...out.subarray(0, keep), ...extra]);
+    });
 const bytes = (valid: Uint8Array) => fc.oneof(fc.uint8Array({ maxLength: 256 }), mutated(valid));
 
 /** Runs `read`: it may return, or throw a SessiondError with a message; anything else fails the property. */
@@ -50,16 +60,25 @@ function readOrRefuse(read: () => unknown): void {
 }
 
 test(`fuzz - the event decoder reads or refuses ${RUNS} random and mutated frames, with a SessiondError`, () => {
-  fc.assert(fc.property(bytes(encodeEvent(events[2]!)), (b) => readOrRefuse(() => decodeEvent(b))), { numRuns: RUNS, seed: SEED });
+  fc.assert(
+    fc.property(bytes(encodeEvent(events[2]!)), (b) => readOrRefuse(() => decodeEvent(b))),
+    { numRuns: RUNS, seed: SEED },
+  );
 });
 
 test(`fuzz - the JetStream batch reader reads or refuses ${RUNS} random and mutated messages, with a SessiondError`, () => {
-  fc.assert(fc.property(bytes(encodeBatch(events)), (b) => readOrRefuse(() => decodeBatch(b, 7, 'sessiond.events.ses_f'))), { numRuns: RUNS, seed: SEED });
+  fc.assert(
+    fc.property(bytes(encodeBatch(events)), (b) => readOrRefuse(() => decodeBatch(b, 7, 'sessiond.events.ses_f'))),
+    { numRuns: RUNS, seed: SEED },
+  );
 });
 
 test(`fuzz - the live-message reader reads or refuses ${RUNS} random and mutated messages, with a SessiondError`, () => {
   const valid = encodeLiveEvent({ ...events[1]!, position: 2 });
-  fc.assert(fc.property(bytes(valid), (b) => readOrRefuse(() => decodeLiveEvent(b, 'sessiond.live.ses_f.execution.claimed'))), { numRuns: RUNS, seed: SEED });
+  fc.assert(
+    fc.property(bytes(valid), (b) => readOrRefuse(() => decodeLiveEvent(b, 'sessiond.live.ses_f.execution.claimed'))),
+    { numRuns: RUNS, seed: SEED },
+  );
 });
 
 test('fuzz - the export reader reads or refuses 300 damaged files, keeping every event before the damage', async () => {
@@ -71,18 +90,25 @@ test('fuzz - the export reader reads or refuses 300 damaged files, keeping every
   const { readFileSync } = await import('node:fs');
   const valid = readFileSync(file);
   let n = 0;
-  await fc.assert(fc.asyncProperty(bytes(valid), async (b) => {
-    const damaged = tmp.file(`damaged-${++n}.sdx`);
-    writeFileSync(damaged, b);
-    const seen: SessionEvent[] = [];
-    try {
-      await readExport(damaged, { onEvents: (batch) => { seen.push(...batch); } });
-    } catch (err) {
-      if (!(err instanceof SessiondError)) throw new Error(`threw ${String(err)}, not a SessiondError`);
-    }
-    // what was handed out before the damage is a prefix of the valid events, or events the mutation left well-formed
-    for (const e of seen) if (typeof e.seq !== 'number' || typeof e.id !== 'string') throw new Error('a malformed event was handed out');
-  }), { numRuns: 300, seed: SEED });
+  await fc.assert(
+    fc.asyncProperty(bytes(valid), async (b) => {
+      const damaged = tmp.file(`damaged-${++n}.sdx`);
+      writeFileSync(damaged, b);
+      const seen: SessionEvent[] = [];
+      try {
+        await readExport(damaged, {
+          onEvents: (batch) => {
+            seen.push(...batch);
+          },
+        });
+      } catch (err) {
+        if (!(err instanceof SessiondError)) throw new Error(`threw ${String(err)}, not a SessiondError`);
+      }
+      // what was handed out before the damage is a prefix of the valid events, or events the mutation left well-formed
+      for (const e of seen) if (typeof e.seq !== 'number' || typeof e.id !== 'string') throw new Error('a malformed event was handed out');
+    }),
+    { numRuns: 300, seed: SEED },
+  );
   assert.ok(n >= 300);
   tmp.remove();
 });

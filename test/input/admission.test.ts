@@ -23,7 +23,11 @@ test('admit - an exact retry returns the same receipt; reusing an id with other 
   assert.equal([first.inputId, first.admittedSeq, first.created], ['inp_1', 1, true]);
   assert.equal([retry.inputId, retry.admittedSeq, retry.created], ['inp_1', 1, false]);
   for (const different of [{ prompt: 'bye' }, { prompt: 'hello', delivery: 'steer' as const }]) {
-    await expectCode(fx.admit(a, 'ses_1', { id: 'inp_1', wake: false, ...different }), ErrorCode.InputConflict, 'already admitted to session ses_1 with different content');
+    await expectCode(
+      fx.admit(a, 'ses_1', { id: 'inp_1', wake: false, ...different }),
+      ErrorCode.InputConflict,
+      'already admitted to session ses_1 with different content',
+    );
   }
   assert.is(count(await fx.events('ses_1'), 'input.admitted'), 1);
   await fx.close();
@@ -78,19 +82,37 @@ test('steer inputs join the running turn at the next step boundary; queue inputs
   await a.resume('ses_1');
   await gate.started(1);
   const ctx = gate.runs[0]!.ctx;
-  assert.equal(ctx.inputs.map((i) => i.inputId), ['inp_q1'], 'one queue input starts a turn');
+  assert.equal(
+    ctx.inputs.map((i) => i.inputId),
+    ['inp_q1'],
+    'one queue input starts a turn',
+  );
   await fx.admit(a, 'ses_1', { id: 'inp_s1', prompt: 'steer me', delivery: 'steer', wake: false });
   await fx.admit(a, 'ses_1', { id: 'inp_q3', prompt: 'third (queued)', wake: false });
   const step = await ctx.startStep();
-  assert.equal(step.steered.map((i) => i.inputId), ['inp_s1'], 'the steer input joined at the step boundary');
-  assert.equal(ctx.inputs.map((i) => i.inputId), ['inp_q1', 'inp_s1']);
+  assert.equal(
+    step.steered.map((i) => i.inputId),
+    ['inp_s1'],
+    'the steer input joined at the step boundary',
+  );
+  assert.equal(
+    ctx.inputs.map((i) => i.inputId),
+    ['inp_q1', 'inp_s1'],
+  );
   await ctx.endStep(step.messageId);
   gate.runs[0]!.release();
   await gate.started(2);
-  assert.equal(gate.runs[1]!.ctx.inputs.map((i) => i.inputId), ['inp_q2'], 'queued inputs wait for their own turn');
+  assert.equal(
+    gate.runs[1]!.ctx.inputs.map((i) => i.inputId),
+    ['inp_q2'],
+    'queued inputs wait for their own turn',
+  );
   gate.runs[1]!.release();
   await gate.started(3);
-  assert.equal(gate.runs[2]!.ctx.inputs.map((i) => i.inputId), ['inp_q3']);
+  assert.equal(
+    gate.runs[2]!.ctx.inputs.map((i) => i.inputId),
+    ['inp_q3'],
+  );
   gate.runs[2]!.release();
   await a.awaitIdle('ses_1');
   const events = await fx.events('ses_1');
@@ -108,7 +130,10 @@ test('admit - a steer input admitted while idle starts a turn together with the 
   await fx.admit(a, 'ses_1', { id: 'inp_s', prompt: 'steer', delivery: 'steer', wake: false });
   await a.resume('ses_1');
   await gate.started(1);
-  assert.equal(gate.runs[0]!.ctx.inputs.map((i) => i.inputId), ['inp_q', 'inp_s']);
+  assert.equal(
+    gate.runs[0]!.ctx.inputs.map((i) => i.inputId),
+    ['inp_q', 'inp_s'],
+  );
   gate.runs[0]!.release();
   await a.awaitIdle('ses_1');
   await fx.close();

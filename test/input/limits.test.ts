@@ -27,8 +27,11 @@ test('limits - an admission past the pending inputs of a session is refused nami
   const engine = await openEngine({ file: tmp.file('inputs.db'), runner: echoRunner({ steps: 1 }), limits: { maxPendingInputs: 250 } });
   try {
     for (let i = 0; i < 250; i++) await engine.admit('ses_full', { id: id128(i), prompt: `p${i}`, delivery: 'steer', wake: false });
-    const refused = await expectCode(engine.admit('ses_full', { id: id128(250), prompt: 'one too many', wake: false }), ErrorCode.LimitExceeded,
-      'it would be pending input 251, over the limit of 250 pending inputs per session');
+    const refused = await expectCode(
+      engine.admit('ses_full', { id: id128(250), prompt: 'one too many', wake: false }),
+      ErrorCode.LimitExceeded,
+      'it would be pending input 251, over the limit of 250 pending inputs per session',
+    );
     assert.match(refused.message, 'sessiond cancel ses_full --pending');
     assert.match(refused.message, '--max-pending-inputs');
     // a resend of an input already admitted is still answered (idempotency is not a new admission)
@@ -51,11 +54,25 @@ test('limits - an admission past the pending inputs of a session is refused nami
 });
 
 test('limits - a turn promotes at most 100 inputs per append, however many wait', async () => {
-  const pending = Array.from({ length: 300 }, (_, i) => ({ inputId: `inp_${i}`, delivery: i === 7 ? 'queue' as const : 'steer' as const, seq: i + 1, wake: false, source: 'user' as const, prompt: 'p' }));
+  const pending = Array.from({ length: 300 }, (_, i) => ({
+    inputId: `inp_${i}`,
+    delivery: i === 7 ? ('queue' as const) : ('steer' as const),
+    seq: i + 1,
+    wake: false,
+    source: 'user' as const,
+    prompt: 'p',
+  }));
   const turn = inputsForTurn(pending);
   assert.is(turn.length, MAX_PROMOTIONS_PER_APPEND);
-  assert.ok(turn.some((p) => p.inputId === 'inp_7'), 'the queued input is in the turn');
-  assert.equal(turn.slice(0, 3).map((p) => p.inputId), ['inp_0', 'inp_1', 'inp_2'], 'the oldest steering inputs first');
+  assert.ok(
+    turn.some((p) => p.inputId === 'inp_7'),
+    'the queued input is in the turn',
+  );
+  assert.equal(
+    turn.slice(0, 3).map((p) => p.inputId),
+    ['inp_0', 'inp_1', 'inp_2'],
+    'the oldest steering inputs first',
+  );
   // on the engine: no append promotes more than that
   const engine = await openEngine({ file: tmp.file('promote.db'), runner: echoRunner({ steps: 2 }) });
   try {
@@ -66,7 +83,10 @@ test('limits - a turn promotes at most 100 inputs per append, however many wait'
     const byPosition = new Map<number, number>();
     for (const e of events) if (e.type === 'input.promoted') byPosition.set(e.position!, (byPosition.get(e.position!) ?? 0) + 1);
     assert.ok(Math.max(...byPosition.values()) <= MAX_PROMOTIONS_PER_APPEND, `an append promoted ${Math.max(...byPosition.values())}`);
-    assert.is([...byPosition.values()].reduce((a, b) => a + b, 0), 300);
+    assert.is(
+      [...byPosition.values()].reduce((a, b) => a + b, 0),
+      300,
+    );
     assert.is((await engine.status('ses_many')).pendingCount, 0);
   } finally {
     await engine.close();
@@ -78,9 +98,13 @@ test('limits - pending prompt bytes per session are bounded; a prompt over its o
   try {
     const big = 'x'.repeat(256 * 1024);
     for (let i = 0; i < 4; i++) await engine.admit('ses_bytes', { id: `inp_${i}`, prompt: big, wake: false });
-    await expectCode(engine.admit('ses_bytes', { id: 'inp_4', prompt: big, wake: false }), ErrorCode.LimitExceeded, 'over the limit of 1048576 bytes per session');
+    await expectCode(
+      engine.admit('ses_bytes', { id: 'inp_4', prompt: big, wake: false }),
+      ErrorCode.LimitExceeded,
+      'over the limit of 1048576 bytes per session',
+    );
     await expectCode(engine.admit('ses_bytes', { prompt: `${big}y`, wake: false }), ErrorCode.InvalidOption, 'over the limit of 262144 bytes');
-    const view = (await engine.status('ses_bytes'));
+    const view = await engine.status('ses_bytes');
     assert.equal([view.pendingCount, view.pendingBytes], [4, 4 * 256 * 1024]);
   } finally {
     await engine.close();
@@ -97,7 +121,7 @@ test('limits - a session view lists one page of pending inputs with their count 
   const engine = await openEngine({ file: tmp.file('view.db'), runner: echoRunner() });
   try {
     for (let i = 0; i < 1000; i++) await engine.admit('ses_view', { id: id128(i), prompt: 'p', delivery: 'steer', wake: false });
-    const view = (await engine.status('ses_view'));
+    const view = await engine.status('ses_view');
     assert.is(view.pending.length, PENDING_PAGE);
     assert.equal([view.pendingCount, view.pendingBytes, view.pendingFrom], [1000, 1000, 0]);
     assert.ok(JSON.stringify(view).length < 40_000, `the view is ${JSON.stringify(view).length} characters`);
@@ -115,7 +139,10 @@ test('limits - dropPending drops what waits unrun, check sees it, the session ta
   try {
     for (let i = 0; i < 3; i++) await engine.admit('ses_drop', { id: `inp_${i}`, prompt: 'p', wake: false });
     const full = auditLiveness(await engine.log.readSession('ses_drop'), { now: Date.now(), limits: { maxPendingInputs: 3, maxPendingBytes: 1 << 30 } });
-    assert.equal(full.map((v) => v.rule), ['pending_full']);
+    assert.equal(
+      full.map((v) => v.rule),
+      ['pending_full'],
+    );
     assert.match(full[0]!.message, 'sessiond cancel ses_drop --pending');
     await expectCode(engine.admit('ses_drop', { id: 'inp_3', prompt: 'p' }), ErrorCode.LimitExceeded);
     const one = await engine.dropPending('ses_drop', { inputIds: ['inp_1'], reason: 'operator' });
@@ -123,11 +150,18 @@ test('limits - dropPending drops what waits unrun, check sees it, the session ta
     const rest = await engine.dropPending('ses_drop');
     assert.equal(rest.dropped, ['inp_0', 'inp_2']);
     assert.equal((await engine.dropPending('ses_drop')).dropped, [], 'nothing left to drop');
-    await waitRows(() => engine.db.prepare('SELECT COUNT(*) AS n FROM session_input WHERE session_id = ? AND dropped_seq IS NOT NULL').get('ses_drop') as { n: number }, 3);
+    await waitRows(
+      () => engine.db.prepare('SELECT COUNT(*) AS n FROM session_input WHERE session_id = ? AND dropped_seq IS NOT NULL').get('ses_drop') as { n: number },
+      3,
+    );
     await engine.admit('ses_drop', { id: 'inp_3', prompt: 'now it runs' });
     await engine.awaitIdle('ses_drop');
     const events = await engine.log.readSession('ses_drop');
-    assert.equal(events.filter((e) => e.type === 'input.promoted').map((e) => (e.payload as { inputId: string }).inputId), ['inp_3'], 'the dropped inputs never ran');
+    assert.equal(
+      events.filter((e) => e.type === 'input.promoted').map((e) => (e.payload as { inputId: string }).inputId),
+      ['inp_3'],
+      'the dropped inputs never ran',
+    );
     assert.equal(auditLog(events), []);
     assert.equal(auditLiveness(events, { now: Date.now() + 3_600_000 }), []);
   } finally {

@@ -15,7 +15,12 @@ import { fixture } from '../support/fixture.ts';
 test('lone surrogate - an exact resend of an admit with a lone surrogate gets the same refusal, never input_conflict', async () => {
   const fx = fixture();
   const a = fx.service({ runner: echoRunner() });
-  for (const [prompt, index] of [['ab\ud800cd', 2], ['\udc00', 0], ['ok \ud83d\ude00 then \ude00', 11], ['end\ud83d', 3]] as const) {
+  for (const [prompt, index] of [
+    ['ab\ud800cd', 2],
+    ['\udc00', 0],
+    ['ok \ud83d\ude00 then \ude00', 11],
+    ['end\ud83d', 3],
+  ] as const) {
     const request = { id: 'inp_lone', prompt, wake: false };
     const why = `prompt contains an unpaired UTF-16 surrogate at index ${index}: send valid Unicode`;
     const first = await expectCode(fx.admit(a, 'ses_lone', request), ErrorCode.InvalidOption, why);

@@ -25,8 +25,17 @@ const CHROMIUM = process.env.SESSIOND_CHROMIUM ?? '/usr/bin/chromium';
 const ARTIFACT = fileURLToPath(new URL('../artifacts/inspector.png', import.meta.url));
 const LONG_ARTIFACT = fileURLToPath(new URL('../artifacts/inspector-long-session.png', import.meta.url));
 const LAUNCH = {
-  executablePath: CHROMIUM, headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  executablePath: CHROMIUM,
+  headless: true,
+  args: [
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+  ],
 };
 const DOCS_COPY = fileURLToPath(new URL('../../docs/inspector.png', import.meta.url));
 const WAIT = { timeout: 15_000 };
@@ -36,14 +45,20 @@ async function textIs(page: Page, selector: string, text: string): Promise<void>
   try {
     await page.waitForFunction(([sel, want]) => document.querySelector(sel!)?.textContent?.trim() === want, [selector, text] as const, WAIT);
   } catch (err) {
-    const got = await page.locator(selector).first().textContent().catch(() => '(missing)');
+    const got = await page
+      .locator(selector)
+      .first()
+      .textContent()
+      .catch(() => '(missing)');
     throw new Error(`waiting for ${selector} to read ${JSON.stringify(text)}; it reads ${JSON.stringify(got)}: ${(err as Error).message.split('\n')[0]}`);
   }
 }
 
 test('inspector page - live state, time travel to an earlier sequence, screenshot', async () => {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`Chromium is not installed at ${CHROMIUM}: the browser test needs it. Install it with \`apt-get install -y chromium\` (CI does), or point SESSIOND_CHROMIUM at a Chromium binary.`);
+    throw new Error(
+      `Chromium is not installed at ${CHROMIUM}: the browser test needs it. Install it with \`apt-get install -y chromium\` (CI does), or point SESSIOND_CHROMIUM at a Chromium binary.`,
+    );
   }
   const tmp = tempDir();
   let engine: Engine | undefined;
@@ -81,10 +96,10 @@ test('inspector page - live state, time travel to an earlier sequence, screensho
     await textIs(page, '#at-seq', String(claim.seq));
     await textIs(page, '#at-state', 'claimed');
     await textIs(page, '#chart g.current title', 'claimed');
-    assert.match(await page.locator('[data-testid="lease-status"]').textContent() ?? '', /^live \(expires in \d+\.\d s\)$/);
+    assert.match((await page.locator('[data-testid="lease-status"]').textContent()) ?? '', /^live \(expires in \d+\.\d s\)$/);
     assert.is(await page.locator('[data-testid="lease-owner"]').textContent(), engine.ownerId);
     assert.is(await page.locator('[data-testid="rows-executions"] tbody tr').count(), 1, 'the execution row as it was then');
-    assert.match(await page.locator('[data-testid="at-pending"]').textContent() ?? '', /inp_\w+ \(queue, admitted at seq 1\)/);
+    assert.match((await page.locator('[data-testid="at-pending"]').textContent()) ?? '', /inp_\w+ \(queue, admitted at seq 1\)/);
     assert.is(await page.locator('#current-state').textContent(), 'settled', 'the present is still shown');
     assert.is(await page.locator('#follow-live').getAttribute('aria-pressed'), 'false');
     assert.match(page.url(), `#/session/ses_browser/at/${claim.seq}`);
@@ -96,8 +111,8 @@ test('inspector page - live state, time travel to an earlier sequence, screensho
     await textIs(page, '#at-seq', String(step.seq));
     await textIs(page, '#at-state', 'running');
     await textIs(page, '#chart g.current title', 'running');
-    assert.match(await page.locator('[data-testid="at-event"]').textContent() ?? '', /^step\.started at \d\d:\d\d:\d\d\.\d{3} UTC$/);
-    assert.ok(await page.locator('[data-testid="rows-messages"] tbody tr').count() >= 2, 'the user message and the assistant step');
+    assert.match((await page.locator('[data-testid="at-event"]').textContent()) ?? '', /^step\.started at \d\d:\d\d:\d\d\.\d{3} UTC$/);
+    assert.ok((await page.locator('[data-testid="rows-messages"] tbody tr').count()) >= 2, 'the user message and the assistant step');
 
     mkdirSync(dirname(ARTIFACT), { recursive: true });
     await page.screenshot({ path: ARTIFACT, fullPage: true });
@@ -154,7 +169,9 @@ test('inspector page - a 100,000-event session: scroll the timeline, jump to a s
     assert.is(await page.locator('[data-testid="timeline-row"]').first().getAttribute('data-seq'), String(lastSeq - 99), 'the last page');
 
     // scrolling to the top of the timeline loads the page before
-    await page.locator('#timeline-wrap').evaluate((el) => { el.scrollTop = 0; });
+    await page.locator('#timeline-wrap').evaluate((el) => {
+      el.scrollTop = 0;
+    });
     await rows(200);
     assert.is(await page.locator('[data-testid="timeline-row"]').first().getAttribute('data-seq'), String(lastSeq - 199));
 
@@ -164,17 +181,32 @@ test('inspector page - a 100,000-event session: scroll the timeline, jump to a s
     await page.click('[data-testid="filter-apply"]');
     await textIs(page, '#at-seq', String(middle));
     assert.is(await page.locator(`[data-testid="timeline-row"][data-seq="${middle}"]`).getAttribute('aria-current'), 'true');
-    await page.locator('#timeline-wrap').evaluate((el) => { el.scrollTop = el.scrollHeight; });
-    await page.waitForFunction((m) => document.querySelectorAll('[data-testid="timeline-row"]').length > 100
-      && Number(document.querySelector('#timeline tbody tr:last-child')?.getAttribute('data-seq')) > m + 50, middle, WAIT);
+    await page.locator('#timeline-wrap').evaluate((el) => {
+      el.scrollTop = el.scrollHeight;
+    });
+    await page.waitForFunction(
+      (m) =>
+        document.querySelectorAll('[data-testid="timeline-row"]').length > 100 &&
+        Number(document.querySelector('#timeline tbody tr:last-child')?.getAttribute('data-seq')) > m + 50,
+      middle,
+      WAIT,
+    );
 
     // filter by type: only claims, the latest page of them
     await page.fill('#jump-seq', '');
     await page.fill('#filter-type', 'execution.claimed');
     await page.click('[data-testid="filter-apply"]');
-    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="timeline-type"]')].every((td) => td.textContent === 'execution.claimed')
-      && document.querySelectorAll('[data-testid="timeline-row"]').length === 100, undefined, WAIT);
-    assert.match(await page.locator('#timeline-status').textContent() ?? '', /^100 matching \(type execution\.claimed\), seq \d+\u2013\d+ of \d+; scroll up for earlier$/);
+    await page.waitForFunction(
+      () =>
+        [...document.querySelectorAll('[data-testid="timeline-type"]')].every((td) => td.textContent === 'execution.claimed') &&
+        document.querySelectorAll('[data-testid="timeline-row"]').length === 100,
+      undefined,
+      WAIT,
+    );
+    assert.match(
+      (await page.locator('#timeline-status').textContent()) ?? '',
+      /^100 matching \(type execution\.claimed\), seq \d+\u2013\d+ of \d+; scroll up for earlier$/,
+    );
 
     // travel to a claim: the chart shows the state and the move just taken; commands on demand
     const claim = Number(await page.locator('[data-testid="timeline-row"]').nth(50).getAttribute('data-seq'));
@@ -184,7 +216,7 @@ test('inspector page - a 100,000-event session: scroll the timeline, jump to a s
     await textIs(page, '#chart g.current title', 'claimed');
     assert.is(await page.locator('#chart g.taken').count(), 1, 'the move just taken');
     assert.is(await page.locator('#chart g.commands').count(), 0, 'commands hidden by default');
-    assert.match(await page.locator('[data-testid="at-rows"]').textContent() ?? '', /messages \(latest 50 of \d+\)/);
+    assert.match((await page.locator('[data-testid="at-rows"]').textContent()) ?? '', /messages \(latest 50 of \d+\)/);
 
     mkdirSync(dirname(LONG_ARTIFACT), { recursive: true });
     await page.screenshot({ path: LONG_ARTIFACT }); // the viewport: chart, travel state, timeline

@@ -89,8 +89,15 @@ test('chart - highlight marks the current state and the move just taken; an unkn
   assert.is(dot.match(/class="current"/g)!.length, 1);
   assert.match(dot, /"claimed" -> "running" \[label="execution\.started", id="move_claimed_execution\.started", class="move taken"/);
   assert.is(dot.match(/move taken/g)!.length, 1);
-  assert.not.match(machineToDot(sessionMachine, { highlight: 'running', move: { from: 'idle', event: 'execution.started' } }), 'move taken', 'no such move: nothing highlighted');
-  assert.throws(() => machineToDot(sessionMachine, { highlight: 'nap' }), /Cannot highlight state "nap": the session machine has states idle, claimed, running, recovering, settled/);
+  assert.not.match(
+    machineToDot(sessionMachine, { highlight: 'running', move: { from: 'idle', event: 'execution.started' } }),
+    'move taken',
+    'no such move: nothing highlighted',
+  );
+  assert.throws(
+    () => machineToDot(sessionMachine, { highlight: 'nap' }),
+    /Cannot highlight state "nap": the session machine has states idle, claimed, running, recovering, settled/,
+  );
 });
 
 test('chart - mermaid holds every state and move', () => {

@@ -39,7 +39,9 @@ function raw(path: string, headers: Record<string, string>, method = 'GET', port
     const req = request({ host: '127.0.0.1', port, path, method, headers, setHost: false }, (res) => {
       let body = '';
       res.setEncoding('utf8');
-      res.on('data', (d) => { body += d; });
+      res.on('data', (d) => {
+        body += d;
+      });
       res.on('end', () => resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type'] ?? ''), body }));
     });
     req.on('error', reject);
@@ -49,7 +51,13 @@ function raw(path: string, headers: Record<string, string>, method = 'GET', port
 
 test('host check - a request for another host (DNS rebinding) is refused with 421 and a plain message, on every route', async () => {
   for (const path of ['/', '/api/sessions', '/api/sessions/ses_secret', '/api/sessions/ses_secret/events', '/api/events', '/nowhere']) {
-    for (const host of ['evil.example', `evil.example:${inspector.port}`, `127.0.0.1.evil.example:${inspector.port}`, `localhost:${inspector.port + 1}`, `127.0.0.1`]) {
+    for (const host of [
+      'evil.example',
+      `evil.example:${inspector.port}`,
+      `127.0.0.1.evil.example:${inspector.port}`,
+      `localhost:${inspector.port + 1}`,
+      `127.0.0.1`,
+    ]) {
       const res = await raw(path, { host });
       assert.is(res.status, 421, `${host} ${path}`);
       assert.is(res.type, 'text/plain; charset=utf-8');
@@ -73,7 +81,7 @@ test('host check - requests for the bound address, localhost or [::1] with the p
   assert.is(page.status, 200, 'the page, as a browser opens it');
 });
 
-test('host check - a write from another origin is refused with 403; one from the inspector\'s own origin gets the usual 405', async () => {
+test("host check - a write from another origin is refused with 403; one from the inspector's own origin gets the usual 405", async () => {
   const host = `127.0.0.1:${inspector.port}`;
   for (const origin of ['http://evil.example', 'null', `http://localhost:${inspector.port}`, `https://${host}`]) {
     const res = await raw('/api/sessions', { host, origin, 'content-length': '0' }, 'POST');
@@ -101,7 +109,7 @@ test('host check - an inspector bound elsewhere answers its own address, and the
   assert.equal([...allowedHosts('10.1.2.3', 4600)], ['10.1.2.3:4600'], 'bound to one outside address: that address only');
   assert.equal([...allowedHosts('::1', 4600)].sort(), ['127.0.0.1:4600', '[::1]:4600', 'localhost:4600']);
   const wildcard = allowedHosts('0.0.0.0', 4600);
-  assert.ok(wildcard.has('127.0.0.1:4600') && wildcard.has('0.0.0.0:4600'), 'a wildcard bind answers loopback, its own url and the machine\'s addresses');
+  assert.ok(wildcard.has('127.0.0.1:4600') && wildcard.has('0.0.0.0:4600'), "a wildcard bind answers loopback, its own url and the machine's addresses");
   assert.not.ok(wildcard.has('evil.example:4600'));
   assert.ok(allowedHosts('127.0.0.1', 80).has('localhost'), 'port 80 may be left out');
   await expectCode(startInspector({ log: engine.log, port: 0, allowedHosts: ['bad host/'] }), ErrorCode.InvalidOption, 'Invalid inspector option allowedHosts');

@@ -48,7 +48,7 @@ test.after(async () => {
 
 async function get<T = unknown>(path: string): Promise<T> {
   const res = await fetch(new URL(path, inspector.url));
-  const body = await res.json() as T;
+  const body = (await res.json()) as T;
   if (res.status !== 200) throw new Error(`${path}: ${res.status} ${JSON.stringify(body)}`);
   return body;
 }
@@ -76,7 +76,10 @@ test('long session - time travel equals a full fold at every sequence asked, fro
     assert.is(at.event?.id ?? null, seq === 0 ? null : events[seq - 1]!.id);
     const from = nearestSnapshot(context(), SESSION, seq - 1)?.context.seq ?? 0;
     assert.ok(seq < CHECKPOINT_EVERY + 1 || from >= CHECKPOINT_EVERY, `seq ${seq} starts from a checkpoint`);
-    assert.ok(counted.reads.every((after) => after === from), `seq ${seq}: read from ${from} only, read ${JSON.stringify(counted.reads)}`);
+    assert.ok(
+      counted.reads.every((after) => after === from),
+      `seq ${seq}: read from ${from} only, read ${JSON.stringify(counted.reads)}`,
+    );
   }
   const view = await get<AtView>(`/api/sessions/${SESSION}/at/${CHECKPOINT_EVERY + 537}`);
   assert.is(view.seq, CHECKPOINT_EVERY + 537);
@@ -94,7 +97,9 @@ test('long session - rows at a sequence equal a fresh projection of the prefix (
   let projectedUpTo = 0; // the highest image made so far: a first visit past it projects from there
   for (const [i, seq] of [250, 1_234, events.length, 99, 1_200, 1_234].entries()) {
     if (seq < projected) {
-      db.exec('DELETE FROM session_execution; DELETE FROM session_input; DELETE FROM session_message; DELETE FROM session_recovery; DELETE FROM projector_checkpoint;');
+      db.exec(
+        'DELETE FROM session_execution; DELETE FROM session_input; DELETE FROM session_message; DELETE FROM session_recovery; DELETE FROM projector_checkpoint;',
+      );
       projected = 0;
     }
     projector.apply(events.slice(projected, seq).map((e) => ({ ...e, position: e.seq })));
@@ -106,7 +111,12 @@ test('long session - rows at a sequence equal a fresh projection of the prefix (
     assert.equal(rows.recoveries, truth.recoveries, `recoveries at ${seq}`);
     assert.equal(rows.inputs, truth.inputs.slice(-ROWS_LIMIT), `inputs at ${seq}`);
     assert.equal(rows.messages, truth.messages.slice(-ROWS_LIMIT), `messages at ${seq}`);
-    assert.equal(rows.counts, { executions: truth.executions.length, recoveries: truth.recoveries.length, inputs: truth.inputs.length, messages: truth.messages.length });
+    assert.equal(rows.counts, {
+      executions: truth.executions.length,
+      recoveries: truth.recoveries.length,
+      inputs: truth.inputs.length,
+      messages: truth.messages.length,
+    });
     const start = i < 3 ? projectedUpTo : Math.floor(seq / 100) * 100;
     assert.is(counted.reads[0] ?? seq, start, `seq ${seq} projected from seq ${start}: ${JSON.stringify(counted.reads)}`);
     projectedUpTo = Math.max(projectedUpTo, Math.floor(seq / 100) * 100);
@@ -122,34 +132,48 @@ test('long session - the session view carries one page, not the timeline; pages 
   assert.ok(truth.context.admitted.length > 20, 'a context with more admissions than a view shows');
   assert.equal(view.context, { ...truth.context, admitted: truth.context.admitted.slice(-20) }, 'the context, its admitted ids cut to the latest 20');
   assert.is(view.timeline.events.length, 100);
-  assert.equal(view.timeline.events.map((e) => e.seq), events.slice(-100).map((e) => e.seq));
+  assert.equal(
+    view.timeline.events.map((e) => e.seq),
+    events.slice(-100).map((e) => e.seq),
+  );
   assert.is(view.timeline.before, events.length - 99);
   assert.is(view.timeline.after, null);
 
   const backwards: number[] = [];
-  for (let before: number | null = events.length + 1; before !== null;) {
+  for (let before: number | null = events.length + 1; before !== null; ) {
     const page: TimelinePage = await get(`/api/sessions/${SESSION}/events?before=${before}&limit=377`);
     backwards.unshift(...page.events.map((e) => e.seq));
     before = page.before;
   }
-  assert.equal(backwards, events.map((e) => e.seq), 'backwards: each event once, in order');
+  assert.equal(
+    backwards,
+    events.map((e) => e.seq),
+    'backwards: each event once, in order',
+  );
   const forwards: number[] = [];
-  for (let after: number | null = 0; after !== null;) {
+  for (let after: number | null = 0; after !== null; ) {
     const page: TimelinePage = await get(`/api/sessions/${SESSION}/events?after=${after}&limit=500`);
     forwards.push(...page.events.map((e) => e.seq));
     after = page.after;
   }
-  assert.equal(forwards, events.map((e) => e.seq), 'forwards: each event once, in order');
+  assert.equal(
+    forwards,
+    events.map((e) => e.seq),
+    'forwards: each event once, in order',
+  );
 
   const around: TimelinePage = await get(`/api/sessions/${SESSION}/events?around=1500&limit=10`);
-  assert.equal(around.events.map((e) => e.seq), [1495, 1496, 1497, 1498, 1499, 1500, 1501, 1502, 1503, 1504]);
+  assert.equal(
+    around.events.map((e) => e.seq),
+    [1495, 1496, 1497, 1498, 1499, 1500, 1501, 1502, 1503, 1504],
+  );
   assert.equal(around.events[5]!.payload, events[1499]!.payload);
 });
 
 test('long session - filter by type, jump by time, search payload text', async () => {
   const claims = events.filter((e) => e.type === 'execution.claimed').map((e) => e.seq);
   const byType: number[] = [];
-  for (let before: number | null = events.length + 1; before !== null;) {
+  for (let before: number | null = events.length + 1; before !== null; ) {
     const page: TimelinePage = await get(`/api/sessions/${SESSION}/events?type=execution.claimed&before=${before}&limit=40`);
     assert.ok(page.events.every((e) => e.type === 'execution.claimed'));
     byType.unshift(...page.events.map((e) => e.seq));
@@ -158,19 +182,32 @@ test('long session - filter by type, jump by time, search payload text', async (
   assert.equal(byType, claims, 'every claim once');
   const family: TimelinePage = await get(`/api/sessions/${SESSION}/events?type=execution.*,input.admitted&limit=500`);
   assert.ok(family.events.length > 0 && family.events.every((e) => e.type.startsWith('execution.') || e.type === 'input.admitted'));
-  assert.equal(family.events.map((e) => e.seq), events.filter((e) => e.type.startsWith('execution.') || e.type === 'input.admitted').slice(-500).map((e) => e.seq));
+  assert.equal(
+    family.events.map((e) => e.seq),
+    events
+      .filter((e) => e.type.startsWith('execution.') || e.type === 'input.admitted')
+      .slice(-500)
+      .map((e) => e.seq),
+  );
 
   const target = events[1733]!;
   const firstAtTime = events.find((e) => e.time >= target.time)!.seq;
   for (const time of [String(target.time), new Date(target.time).toISOString()]) {
     const page: TimelinePage = await get(`/api/sessions/${SESSION}/events?time=${encodeURIComponent(time)}&limit=20`);
-    assert.ok(page.events.some((e) => e.seq === firstAtTime), `time ${time}: the page holds seq ${firstAtTime}`);
+    assert.ok(
+      page.events.some((e) => e.seq === firstAtTime),
+      `time ${time}: the page holds seq ${firstAtTime}`,
+    );
     assert.is(page.events[10]!.seq, firstAtTime, 'centred on it');
   }
 
   const admitted = events.find((e) => e.type === 'input.admitted' && JSON.stringify(e.payload).includes('turn number 42 of'))!;
   const found: TimelinePage = await get(`/api/sessions/${SESSION}/events?q=${encodeURIComponent('TURN NUMBER 42 of')}&type=input.admitted&after=0`);
-  assert.equal(found.events.map((e) => e.seq), [admitted.seq], 'case-insensitive, in payloads, with the type filter');
+  assert.equal(
+    found.events.map((e) => e.seq),
+    [admitted.seq],
+    'case-insensitive, in payloads, with the type filter',
+  );
   const everywhere = events.filter((e) => JSON.stringify(e.payload).toLowerCase().includes('number 42 of')).map((e) => e.seq);
   const searched: number[] = [];
   let requests = 0;

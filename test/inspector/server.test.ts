@@ -37,13 +37,16 @@ async function get<T = unknown>(path: string, init?: RequestInit): Promise<{ sta
 }
 
 test('inspector - the state at a sequence shows the tokens the session used up to there', async () => {
-  const metered = await openEngine({ file: tmp.file('inspect.db'), runner: async (ctx) => {
-    for (const tokens of [100, 50]) {
-      const { messageId } = await ctx.startStep();
-      await ctx.text(messageId, 'ok');
-      await ctx.endStep(messageId, 'stop', { inputTokens: tokens, outputTokens: 2 });
-    }
-  } });
+  const metered = await openEngine({
+    file: tmp.file('inspect.db'),
+    runner: async (ctx) => {
+      for (const tokens of [100, 50]) {
+        const { messageId } = await ctx.startStep();
+        await ctx.text(messageId, 'ok');
+        await ctx.endStep(messageId, 'stop', { inputTokens: tokens, outputTokens: 2 });
+      }
+    },
+  });
   try {
     await metered.admit('ses_tokens', { prompt: 'count me' });
     await metered.awaitIdle('ses_tokens');
@@ -90,7 +93,11 @@ test('inspector - /api/sessions/:id has the current state, context and the last 
   assert.is(body.state, 'settled');
   assert.is(body.seq, events.length);
   assert.is(body.lastSeq, events.length);
-  assert.equal(body.timeline.events.map((r) => [r.seq, r.type]), events.map((e) => [e.seq, e.type]), 'a short session fits on one page');
+  assert.equal(
+    body.timeline.events.map((r) => [r.seq, r.type]),
+    events.map((e) => [e.seq, e.type]),
+    'a short session fits on one page',
+  );
   assert.equal(body.timeline.events[0]!.payload, events[0]!.payload);
   assert.is(body.timeline.events[0]!.time, events[0]!.time);
   assert.is((body.timeline.events[0] as { committedAt?: number }).committedAt, events[0]!.committedAt, 'each row carries when it was committed');
@@ -112,8 +119,13 @@ test('inspector - time travel: at the claim the session was claimed, with the le
   assert.is(body.event!.type, 'execution.claimed');
   assert.is(body.owner, engine.ownerId);
   assert.equal(body.lease, {
-    executionId: claim.payload.executionId, ownerId: engine.ownerId, leaseMs: claim.payload.leaseMs, expiresAt: claim.payload.expiresAt,
-    status: 'live', asOf: claim.time, remainingMs: claim.payload.expiresAt - claim.time,
+    executionId: claim.payload.executionId,
+    ownerId: engine.ownerId,
+    leaseMs: claim.payload.leaseMs,
+    expiresAt: claim.payload.expiresAt,
+    status: 'live',
+    asOf: claim.time,
+    remainingMs: claim.payload.expiresAt - claim.time,
   });
   assert.is(body.phase, 'safe');
   assert.is(body.pending.length, 1, 'the prompt was not promoted yet');
@@ -194,9 +206,16 @@ test('inspector - /api/events streams each committed event as it is committed, w
     await until(() => messages.some((m) => m.sessionId === 'ses_two' && m.event.type === 'execution.settled'));
     const last = messages[messages.length - 1]!;
     assert.is(last.session.state, 'settled');
-    assert.ok(messages.every((m) => m.sessionId === 'ses_two'), 'only new commits, no replay of ses_one');
+    assert.ok(
+      messages.every((m) => m.sessionId === 'ses_two'),
+      'only new commits, no replay of ses_one',
+    );
     const seqs = messages.map((m) => m.event.seq);
-    assert.equal(seqs, seqs.map((_, i) => i + 1), 'in order, none missing');
+    assert.equal(
+      seqs,
+      seqs.map((_, i) => i + 1),
+      'in order, none missing',
+    );
   } finally {
     abort.abort();
     await reader.cancel().catch(() => {});
@@ -220,7 +239,12 @@ test('inspector - bad ids and sequences are 400, unknown sessions, sequences and
     ['/api/chart.svg?commands=yes', 400, 'invalid_query', /Invalid commands "yes": use commands=1/],
     ['/api/sessions/ses_one/events?limit=0', 400, 'invalid_query', /Invalid limit "0": use a whole number of events from 1 to 500/],
     ['/api/sessions/ses_one/events?before=1&after=2', 400, 'invalid_query', /Use one of before, after, around or time, not before and after/],
-    ['/api/sessions/ses_one/events?page=2', 400, 'invalid_query', /Unknown query parameter "page": the events route takes before, after, around, time, limit, type, q/],
+    [
+      '/api/sessions/ses_one/events?page=2',
+      400,
+      'invalid_query',
+      /Unknown query parameter "page": the events route takes before, after, around, time, limit, type, q/,
+    ],
     ['/api/sessions/ses_one/events?type=tool.nope', 400, 'invalid_query', /Unknown event type "tool\.nope": use one of .*execution\.claimed/],
     ['/api/sessions/ses_one/events?time=yesterday', 400, 'invalid_time', /use milliseconds since the epoch or an ISO 8601 time/],
     ['/api/sessions/ses_one/events?q=x&around=3', 400, 'invalid_query', /A text search \(q\) pages with before=SEQ or after=SEQ/],
@@ -245,9 +269,9 @@ test('inspector - rowsAt can be injected (or turned off); the port in use is a c
   const custom = await startInspector({ log: engine.log, port: 0, rowsAt: (sessionId, seq) => ({ sessionId, folded: seq }) });
   const off = await startInspector({ log: engine.log, port: 0, rowsAt: null });
   try {
-    const at = await fetch(new URL('/api/sessions/ses_one/at/3', custom.url)).then((r) => r.json()) as AtView;
+    const at = (await fetch(new URL('/api/sessions/ses_one/at/3', custom.url)).then((r) => r.json())) as AtView;
     assert.equal(at.rows, { sessionId: 'ses_one', folded: 3 });
-    const none = await fetch(new URL('/api/sessions/ses_one/at/3', off.url)).then((r) => r.json()) as AtView;
+    const none = (await fetch(new URL('/api/sessions/ses_one/at/3', off.url)).then((r) => r.json())) as AtView;
     assert.is(none.rows, null);
     try {
       await startInspector({ log: engine.log, port: custom.port });

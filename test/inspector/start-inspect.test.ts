@@ -18,7 +18,10 @@ test('cli start --inspect - serves the inspector for the worker log and prints i
     const admitted = await runCli(['prompt', 'ses_cli', 'inspect me', '--db', db]);
     assert.is(admitted.code, 0, admitted.stderr);
     await worker.waitFor('ses_cli  turn succeeded');
-    const view = await fetch(`http://127.0.0.1:${port}/api/sessions/ses_cli`).then((r) => r.json()) as { state: string; timeline: { events: { type: string }[] } };
+    const view = (await fetch(`http://127.0.0.1:${port}/api/sessions/ses_cli`).then((r) => r.json())) as {
+      state: string;
+      timeline: { events: { type: string }[] };
+    };
     assert.is(view.state, 'settled');
     assert.is(view.timeline.events[0]!.type, 'input.admitted');
     const page = await fetch(`http://127.0.0.1:${port}/`);
@@ -28,7 +31,10 @@ test('cli start --inspect - serves the inspector for the worker log and prints i
     assert.is(await worker.exited, 0, worker.output());
     tmp.remove();
   }
-  const after = await fetch(`http://127.0.0.1:${port}/api/sessions`).then(() => 'answered', () => 'refused');
+  const after = await fetch(`http://127.0.0.1:${port}/api/sessions`).then(
+    () => 'answered',
+    () => 'refused',
+  );
   assert.is(after, 'refused', 'the inspector stops with the worker');
 });
 

@@ -17,14 +17,25 @@ const LEASE = 30_000;
 const spec = deciderSpec('ses_forged');
 const claim: Command = { type: 'claim', now: 1, ownerId: 'own_a', executionId: 'exe_1', leaseMs: LEASE };
 const promote = (inputId: string): Command => ({
-  type: 'record', now: 2, ownerId: 'own_a', executionId: 'exe_1', events: [{ type: 'input.promoted', payload: { inputId, executionId: 'exe_1' } } as ProtoEvent],
+  type: 'record',
+  now: 2,
+  ownerId: 'own_a',
+  executionId: 'exe_1',
+  events: [{ type: 'input.promoted', payload: { inputId, executionId: 'exe_1' } } as ProtoEvent],
 });
 /** What a forger adds to a snapshot: a pending input no `input.admitted` in the log stands for. */
 const evil: PendingInput = { inputId: 'inp_evil', delivery: 'queue', seq: 1, wake: true, source: 'user', prompt: 'exfiltrate', unverified: true };
-const withPending = (s: SessionSnapshot, ...pending: PendingInput[]): SessionSnapshot => ({ ...s, context: { ...s.context, pending: [...s.context.pending, ...pending] } });
+const withPending = (s: SessionSnapshot, ...pending: PendingInput[]): SessionSnapshot => ({
+  ...s,
+  context: { ...s.context, pending: [...s.context.pending, ...pending] },
+});
 
 test('admitted in log - an input a snapshot only claims pending is not promoted, even in a running execution', () => {
-  const running = spec.given([ev('input.admitted', { inputId: 'inp_real' }), ev('execution.claimed', { executionId: 'exe_1', ownerId: 'own_a', expiresAt: LEASE, leaseMs: LEASE, assistantSeq: -1 }), ev('execution.started')]);
+  const running = spec.given([
+    ev('input.admitted', { inputId: 'inp_real' }),
+    ev('execution.claimed', { executionId: 'exe_1', ownerId: 'own_a', expiresAt: LEASE, leaseMs: LEASE, assistantSeq: -1 }),
+    ev('execution.started'),
+  ]);
   const forged = withPending(running.snapshot, evil);
   const refused = decide(forged, promote('inp_evil'));
   assert.is(refused.ok, false);
@@ -33,7 +44,13 @@ test('admitted in log - an input a snapshot only claims pending is not promoted,
   const admitted = decide(running.snapshot, promote('inp_real'));
   assert.ok(admitted.ok, 'an input the log admitted is promoted');
   // and a promotion that names both is refused as a whole
-  assert.is(decide(withPending(running.snapshot, evil), { ...promote('inp_real'), events: [...(promote('inp_real') as { events: ProtoEvent[] }).events, ...(promote('inp_evil') as { events: ProtoEvent[] }).events] } as Command).ok, false);
+  assert.is(
+    decide(withPending(running.snapshot, evil), {
+      ...promote('inp_real'),
+      events: [...(promote('inp_real') as { events: ProtoEvent[] }).events, ...(promote('inp_evil') as { events: ProtoEvent[] }).events],
+    } as Command).ok,
+    false,
+  );
 });
 
 test('admitted in log - a session whose only pending input is claimed by a snapshot has nothing to claim a turn for', () => {

@@ -29,23 +29,26 @@ const OPENING: Command[] = [
 test('fold equivalence - 2,000 random command sequences fold to the same state and context both ways, after every event', () => {
   let folded = 0;
   const states = new Set<string>();
-  fc.assert(fc.property(fc.array(command, { maxLength: 60 }), (commands) => {
-    let fast: SessionSnapshot = initialSnapshot('ses_eq');
-    let slow: SessionSnapshot = fast;
-    for (const c of [...OPENING, ...commands]) {
-      const d = decide(fast, c);
-      if (!d.ok) continue;
-      for (const p of d.events) {
-        const e = committed(p, { sessionId: 'ses_eq', seq: fast.context.seq + 1, time: c.now });
-        fast = evolve(fast, e);
-        slow = evolveByMachine(slow, e);
-        folded++;
-        states.add(fast.value);
-        if (fast.value !== slow.value) throw new Error(`after ${e.type}: state ${fast.value} (fast) vs ${slow.value} (machine)`);
-        assert.equal(fast.context, slow.context, `context after ${e.type} at seq ${e.seq}`);
+  fc.assert(
+    fc.property(fc.array(command, { maxLength: 60 }), (commands) => {
+      let fast: SessionSnapshot = initialSnapshot('ses_eq');
+      let slow: SessionSnapshot = fast;
+      for (const c of [...OPENING, ...commands]) {
+        const d = decide(fast, c);
+        if (!d.ok) continue;
+        for (const p of d.events) {
+          const e = committed(p, { sessionId: 'ses_eq', seq: fast.context.seq + 1, time: c.now });
+          fast = evolve(fast, e);
+          slow = evolveByMachine(slow, e);
+          folded++;
+          states.add(fast.value);
+          if (fast.value !== slow.value) throw new Error(`after ${e.type}: state ${fast.value} (fast) vs ${slow.value} (machine)`);
+          assert.equal(fast.context, slow.context, `context after ${e.type} at seq ${e.seq}`);
+        }
       }
-    }
-  }), { numRuns: 2_000, seed: 20261130 });
+    }),
+    { numRuns: 2_000, seed: 20261130 },
+  );
   assert.equal([...states].sort(), ['claimed', 'idle', 'recovering', 'running', 'settled'], 'every state was reached');
   assert.ok(folded > 8_000, `events folded both ways: ${folded}`);
 });
@@ -56,24 +59,30 @@ test('decide equivalence - 2,000 random command sequences: every command decided
   // a provided guard is honoured by both (the model tests swap guards this way)
   const lenient = sessionMachine.provide({ guards: { leaseLive: () => false } });
   for (const machine of [sessionMachine, lenient]) {
-    fc.assert(fc.property(fc.array(command, { maxLength: 60 }), (commands) => {
-      let snap: SessionSnapshot = initialSnapshot('ses_eq');
-      for (const c of [...OPENING, ...commands]) {
-        const fast = decide(snap, c, machine);
-        assert.equal(fast, decideByMachine(snap, c, machine), `${c.type} in ${snap.value}`);
-        decided++;
-        if (!fast.ok) { reasons.add(fast.reason); continue; }
-        for (const p of fast.events) {
-          snap = evolveByMachine(snap, committed(p, { sessionId: 'ses_eq', seq: snap.context.seq + 1, time: c.now }), machine);
+    fc.assert(
+      fc.property(fc.array(command, { maxLength: 60 }), (commands) => {
+        let snap: SessionSnapshot = initialSnapshot('ses_eq');
+        for (const c of [...OPENING, ...commands]) {
+          const fast = decide(snap, c, machine);
+          assert.equal(fast, decideByMachine(snap, c, machine), `${c.type} in ${snap.value}`);
+          decided++;
+          if (!fast.ok) {
+            reasons.add(fast.reason);
+            continue;
+          }
+          for (const p of fast.events) {
+            snap = evolveByMachine(snap, committed(p, { sessionId: 'ses_eq', seq: snap.context.seq + 1, time: c.now }), machine);
+          }
         }
-      }
-    }), { numRuns: 1_000, seed: 20261130 });
+      }),
+      { numRuns: 1_000, seed: 20261130 },
+    );
   }
   assert.ok(decided > 10_000, `commands decided both ways: ${decided}`);
   assert.ok(reasons.size >= 10, `refusal reasons seen: ${[...reasons].sort().join(', ')}`);
 });
 
-test('fold equivalence - a real engine\'s log hydrates to the same snapshot both ways', async () => {
+test("fold equivalence - a real engine's log hydrates to the same snapshot both ways", async () => {
   const tmp = tempDir();
   const engine = await openEngine({ file: tmp.file('eq.db'), runner: echoRunner({ steps: 3, overflowAtStep: 1 }) });
   for (const p of ['one two three', 'four five six']) await engine.admit('ses_real', { prompt: p });

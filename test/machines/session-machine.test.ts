@@ -20,14 +20,18 @@ const renew = (now: number, ownerId = 'own_a'): Command => ({ type: 'renew', now
 const record = (now: number, ...events: ProtoEvent[]): Command => ({ type: 'record', now, ownerId: 'own_a', executionId: 'exe_1', events });
 
 /** What a claim of exe_1 by `ownerId` at `now` commits. */
-const claimed = (ownerId = 'own_a', now = 0) => ev('execution.claimed', { executionId: 'exe_1', ownerId, expiresAt: now + LEASE, leaseMs: LEASE, assistantSeq: -1 });
+const claimed = (ownerId = 'own_a', now = 0) =>
+  ev('execution.claimed', { executionId: 'exe_1', ownerId, expiresAt: now + LEASE, leaseMs: LEASE, assistantSeq: -1 });
 /** One input (inp_1), claimed by own_a at 0: the lease runs to 30 000. */
 const claimedSession = () => spec.given([ev('input.admitted'), claimed()]);
 /** The same, started. */
 const running = () => spec.given([ev('input.admitted'), claimed(), ev('execution.started')]);
 
 test('machine - a claim moves idle -> claimed with expiresAt = now + lease', () => {
-  const { snapshot: s } = spec.given([ev('input.admitted')]).when(claim(1_000, 'own_a', 'exe_1')).then([claimed('own_a', 1_000)]);
+  const { snapshot: s } = spec
+    .given([ev('input.admitted')])
+    .when(claim(1_000, 'own_a', 'exe_1'))
+    .then([claimed('own_a', 1_000)]);
   assert.is(stateOf(s), 'claimed');
   assert.is(s.context.execution!.expiresAt, 31_000);
   assert.is(s.context.execution!.ownerId, 'own_a');
@@ -42,24 +46,35 @@ test('machine - refuses a claim while the lease is live, for another owner and f
 test('machine - an expired, unrecovered lease is not overwritten: the claim waits for recovery', () => {
   const s = claimedSession();
   s.when(claim(30_000, 'own_b', 'exe_2')).thenRefused('lease_expired');
-  const recovered = s.when({ type: 'recover', now: 30_000, continuationInputId: 'inp_cont' })
-    .then((events) => assert.equal(events.map((e) => e.type), ['recovery.started', 'input.admitted', 'recovery.completed']));
+  const recovered = s.when({ type: 'recover', now: 30_000, continuationInputId: 'inp_cont' }).then((events) =>
+    assert.equal(
+      events.map((e) => e.type),
+      ['recovery.started', 'input.admitted', 'recovery.completed'],
+    ),
+  );
   assert.is(stateOf(recovered.snapshot), 'idle');
-  assert.equal(recovered.snapshot.context.pending.map((p) => p.inputId), ['inp_1', 'inp_cont']);
+  assert.equal(
+    recovered.snapshot.context.pending.map((p) => p.inputId),
+    ['inp_1', 'inp_cont'],
+  );
   const next = recovered.when(claim(30_001, 'own_b', 'exe_2')).thenAccepted().snapshot;
   assert.is(next.context.execution!.id, 'exe_2');
   assert.is(next.context.executions, 2);
 });
 
 test('machine - renew only while the claim is live and held; after expiry it is claim_lost', () => {
-  const s = claimedSession().when(renew(10_000)).then([ev('execution.renewed', { executionId: 'exe_1', expiresAt: 40_000 })]);
+  const s = claimedSession()
+    .when(renew(10_000))
+    .then([ev('execution.renewed', { executionId: 'exe_1', expiresAt: 40_000 })]);
   assert.is(s.snapshot.context.execution!.expiresAt, 40_000);
   s.when(renew(40_000)).thenRefused('claim_lost', 'Session execution claim lost: exe_1');
   s.when(renew(1, 'own_b')).thenRefused();
 });
 
 test('machine - settlement after cancellation changes nothing', () => {
-  const s = running().when({ type: 'cancel', now: 2 }).then([ev('execution.cancelled', { executionId: 'exe_1' })]);
+  const s = running()
+    .when({ type: 'cancel', now: 2 })
+    .then([ev('execution.cancelled', { executionId: 'exe_1' })]);
   assert.is(stateOf(s.snapshot), 'settled');
   for (const outcome of ['succeeded', 'failed'] as const) {
     s.when({ type: 'settle', now: 3, ownerId: 'own_a', executionId: 'exe_1', outcome }).thenRefused('cancelled');
@@ -69,38 +84,57 @@ test('machine - settlement after cancellation changes nothing', () => {
 });
 
 test('machine - a claim snapshots the latest assistant sequence (-1 when none)', () => {
-  const first = spec.given([ev('input.admitted')]).when(claim(0, 'own_a', 'exe_1')).then([claimed()]);
+  const first = spec
+    .given([ev('input.admitted')])
+    .when(claim(0, 'own_a', 'exe_1'))
+    .then([claimed()]);
   assert.is(first.snapshot.context.execution!.assistantSeq, -1);
   const s = spec.given([
-    ev('input.admitted'), claimed(), ev('execution.started'), ev('step.started', { executionId: 'exe_1', messageId: 'm1', step: 0 }),
-    ev('execution.settled', { executionId: 'exe_1', outcome: 'succeeded' }), ev('input.admitted', { inputId: 'inp_2' }),
+    ev('input.admitted'),
+    claimed(),
+    ev('execution.started'),
+    ev('step.started', { executionId: 'exe_1', messageId: 'm1', step: 0 }),
+    ev('execution.settled', { executionId: 'exe_1', outcome: 'succeeded' }),
+    ev('input.admitted', { inputId: 'inp_2' }),
   ]);
   const stepSeq = s.events.find((e) => e.type === 'step.started')!.seq;
-  const next = s.when(claim(4, 'own_b', 'exe_2')).then([ev('execution.claimed', { executionId: 'exe_2', ownerId: 'own_b', expiresAt: 4 + LEASE, leaseMs: LEASE, assistantSeq: stepSeq })]);
+  const next = s
+    .when(claim(4, 'own_b', 'exe_2'))
+    .then([ev('execution.claimed', { executionId: 'exe_2', ownerId: 'own_b', expiresAt: 4 + LEASE, leaseMs: LEASE, assistantSeq: stepSeq })]);
   assert.is(next.snapshot.context.execution!.assistantSeq, stepSeq);
 });
 
 test('machine - promotion is once: promoting an input that is not pending is refused loudly', () => {
   const promoted = ev('input.promoted', { inputId: 'inp_x', executionId: 'exe_1' });
-  const s = spec.given([ev('input.admitted', { inputId: 'inp_x' }), claimed(), ev('execution.started')])
-    .when(record(2, promoted)).then([promoted]);
+  const s = spec
+    .given([ev('input.admitted', { inputId: 'inp_x' }), claimed(), ev('execution.started')])
+    .when(record(2, promoted))
+    .then([promoted]);
   s.when(record(2, promoted)).thenRefused('not_pending', 'invariant violated');
   s.when(admit(3, 'inp_x')).thenRefused('already_admitted'); // the same input id is not admitted twice
 });
 
 test('machine - runners may not write engine events; recovery may not touch a live lease', () => {
   const s = running();
-  s.when(record(2, ev('execution.claimed', { executionId: 'exe_9', ownerId: 'own_z', expiresAt: 1e12, leaseMs: 1, assistantSeq: -1 }))).thenRefused('not_runner_event');
+  s.when(record(2, ev('execution.claimed', { executionId: 'exe_9', ownerId: 'own_z', expiresAt: 1e12, leaseMs: 1, assistantSeq: -1 }))).thenRefused(
+    'not_runner_event',
+  );
   s.when({ type: 'recover', now: 29_999, continuationInputId: 'inp_c' }).thenRefused('lease_not_expired');
 });
 
 test('machine - the same events replayed give the same state', () => {
-  const s = deciderSpec('ses_r').given()
-    .when(admit(0)).thenAccepted()
-    .when(claim(0, 'own_a', 'exe_1')).thenAccepted()
-    .when({ type: 'start', now: 1, ownerId: 'own_a', executionId: 'exe_1' }).thenAccepted()
-    .when(renew(5)).thenAccepted()
-    .when({ type: 'cancel', now: 6 }).thenAccepted();
+  const s = deciderSpec('ses_r')
+    .given()
+    .when(admit(0))
+    .thenAccepted()
+    .when(claim(0, 'own_a', 'exe_1'))
+    .thenAccepted()
+    .when({ type: 'start', now: 1, ownerId: 'own_a', executionId: 'exe_1' })
+    .thenAccepted()
+    .when(renew(5))
+    .thenAccepted()
+    .when({ type: 'cancel', now: 6 })
+    .thenAccepted();
   const replayed = hydrate('ses_r', s.events);
   assert.is(stateOf(replayed), stateOf(s.snapshot));
   assert.equal(replayed.context, s.snapshot.context);

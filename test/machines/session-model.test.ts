@@ -35,14 +35,30 @@ function commandFor(m: Model, step: Step & { type: 'cmd' }): Command | undefined
   const ex = m.mine[step.who];
   const ctx = m.snap.context;
   switch (step.command) {
-    case 'claim': return { type: 'claim', now, ownerId: step.who, executionId: `exe_${ctx.executions + 1}`, leaseMs: LEASE };
-    case 'start': return ex ? { type: 'start', now, ownerId: step.who, executionId: ex } : undefined;
-    case 'renew': return ex ? { type: 'renew', now, ownerId: step.who, executionId: ex } : undefined;
-    case 'step': return ex ? { type: 'record', now, ownerId: step.who, executionId: ex, events: [{ type: 'step.started', payload: { executionId: ex, messageId: `msg_${ctx.seq}`, step: 0 } }] } : undefined;
-    case 'settle': return ex ? { type: 'settle', now, ownerId: step.who, executionId: ex, outcome: 'succeeded' } : undefined;
-    case 'cancel': return { type: 'cancel', now };
-    case 'admit': return { type: 'admit', now, inputId: `inp_${ctx.seq}`, prompt: 'p', delivery: 'queue', wake: true };
-    case 'recover': return { type: 'recover', now, continuationInputId: `inp_cont_${ctx.seq}` };
+    case 'claim':
+      return { type: 'claim', now, ownerId: step.who, executionId: `exe_${ctx.executions + 1}`, leaseMs: LEASE };
+    case 'start':
+      return ex ? { type: 'start', now, ownerId: step.who, executionId: ex } : undefined;
+    case 'renew':
+      return ex ? { type: 'renew', now, ownerId: step.who, executionId: ex } : undefined;
+    case 'step':
+      return ex
+        ? {
+            type: 'record',
+            now,
+            ownerId: step.who,
+            executionId: ex,
+            events: [{ type: 'step.started', payload: { executionId: ex, messageId: `msg_${ctx.seq}`, step: 0 } }],
+          }
+        : undefined;
+    case 'settle':
+      return ex ? { type: 'settle', now, ownerId: step.who, executionId: ex, outcome: 'succeeded' } : undefined;
+    case 'cancel':
+      return { type: 'cancel', now };
+    case 'admit':
+      return { type: 'admit', now, inputId: `inp_${ctx.seq}`, prompt: 'p', delivery: 'queue', wake: true };
+    case 'recover':
+      return { type: 'recover', now, continuationInputId: `inp_cont_${ctx.seq}` };
   }
   return undefined;
 }
@@ -68,7 +84,8 @@ function check(before: Model, command: Command, after: SessionSnapshot): string[
       if (exec?.cancelled) v.push(`never lets runner settlement overwrite cancellation: ${label}`);
       if (!live) v.push(`settled without a live claim: ${label}`);
       break;
-    case 'record': case 'start':
+    case 'record':
+    case 'start':
       if (!live || exec?.id !== command.executionId || exec.ownerId !== command.ownerId) v.push(`wrote without holding the claim: ${label}`);
       break;
     case 'recover':
@@ -82,18 +99,21 @@ function check(before: Model, command: Command, after: SessionSnapshot): string[
 }
 
 function modelLogic(machine = sessionMachine) {
-  return fromTransition((m: Model, step: Step): Model => {
-    if (step.type === 'tick') return m.now + TICK > MAX_TIME ? m : { ...m, now: m.now + TICK };
-    const command = commandFor(m, step);
-    if (!command) return m;
-    const d = decide(m.snap, command, machine);
-    if (!d.ok) return m;
-    const { snapshot: snap } = commit(m.snap, d.events, m.now, machine);
-    const violations = [...m.violations, ...check(m, command, snap)];
-    const mine = command.type === 'claim' ? { ...m.mine, [command.ownerId]: command.executionId } : m.mine;
-    const cancelled = command.type === 'cancel' ? [...m.cancelled, snap.context.execution!.id] : m.cancelled;
-    return { snap, now: m.now, mine, cancelled, violations };
-  }, { snap: initialSnapshot('ses_model', machine), now: 0, mine: {}, cancelled: [], violations: [] } as Model);
+  return fromTransition(
+    (m: Model, step: Step): Model => {
+      if (step.type === 'tick') return m.now + TICK > MAX_TIME ? m : { ...m, now: m.now + TICK };
+      const command = commandFor(m, step);
+      if (!command) return m;
+      const d = decide(m.snap, command, machine);
+      if (!d.ok) return m;
+      const { snapshot: snap } = commit(m.snap, d.events, m.now, machine);
+      const violations = [...m.violations, ...check(m, command, snap)];
+      const mine = command.type === 'claim' ? { ...m.mine, [command.ownerId]: command.executionId } : m.mine;
+      const cancelled = command.type === 'cancel' ? [...m.cancelled, snap.context.execution!.id] : m.cancelled;
+      return { snap, now: m.now, mine, cancelled, violations };
+    },
+    { snap: initialSnapshot('ses_model', machine), now: 0, mine: {}, cancelled: [], violations: [] } as Model,
+  );
 }
 
 const steps: Step[] = [
@@ -107,7 +127,19 @@ const steps: Step[] = [
 function key(m: Model): string {
   const c = m.snap.context;
   const e = c.execution;
-  return JSON.stringify([stateOf(m.snap), m.now, e?.id, e?.ownerId, e ? e.expiresAt - m.now : null, e?.outcome, e?.started, c.pending.length > 0, c.lastAssistantSeq >= 0, m.mine, m.violations.length > 0]);
+  return JSON.stringify([
+    stateOf(m.snap),
+    m.now,
+    e?.id,
+    e?.ownerId,
+    e ? e.expiresAt - m.now : null,
+    e?.outcome,
+    e?.started,
+    c.pending.length > 0,
+    c.lastAssistantSeq >= 0,
+    m.mine,
+    m.violations.length > 0,
+  ]);
 }
 
 function explore(machine = sessionMachine) {
@@ -130,7 +162,11 @@ test('model - invariants hold on every reachable state and transition', () => {
   const { paths, violations } = explore();
   assert.ok(paths.length > 200, `explored ${paths.length} states`);
   const states = new Set(paths.map((p) => stateOf((p.state.context as Model).snap)));
-  assert.equal([...states].sort(), ['claimed', 'idle', 'recovering', 'running', 'settled'].filter((s) => s !== 'recovering').sort(), 'every state is reached (recovering is transient: recovered in one append)');
+  assert.equal(
+    [...states].sort(),
+    ['claimed', 'idle', 'recovering', 'running', 'settled'].filter((s) => s !== 'recovering').sort(),
+    'every state is reached (recovering is transient: recovered in one append)',
+  );
   assert.equal(violations, []);
 });
 
@@ -138,16 +174,26 @@ test('model - the walk catches a broken guard (the checks can fail)', () => {
   // mutant 1: claims go through whatever the guards say (the seed's original double-owner bug)
   const claimsAlways = sessionMachine.provide({
     actions: {
-      refuse: emit(({ context, event }, params: { reason: string }) => (event.type === 'claim'
-        ? { type: "decision", events: decisionFor(context as never, event as Command) }
-        : { type: 'refusal', reason: params.reason, message: 'refused' })) as never,
+      refuse: emit(({ context, event }, params: { reason: string }) =>
+        event.type === 'claim'
+          ? { type: 'decision', events: decisionFor(context as never, event as Command) }
+          : { type: 'refusal', reason: params.reason, message: 'refused' },
+      ) as never,
     },
   });
   const { violations } = explore(claimsAlways);
-  assert.ok(violations.some((v) => v.startsWith('never starts a second owner while the lease is live')), violations.slice(0, 3).join('\n'));
-  const zombie = sessionMachine.provide({ guards: { holdsClaim: ({ context, event }) => context.execution?.id === (event as { executionId?: string }).executionId } });
+  assert.ok(
+    violations.some((v) => v.startsWith('never starts a second owner while the lease is live')),
+    violations.slice(0, 3).join('\n'),
+  );
+  const zombie = sessionMachine.provide({
+    guards: { holdsClaim: ({ context, event }) => context.execution?.id === (event as { executionId?: string }).executionId },
+  });
   const z = explore(zombie);
-  assert.ok(z.violations.some((v) => v.startsWith('never revives an expired claim on heartbeat')), z.violations.slice(0, 3).join('\n'));
+  assert.ok(
+    z.violations.some((v) => v.startsWith('never revives an expired claim on heartbeat')),
+    z.violations.slice(0, 3).join('\n'),
+  );
 });
 
 test.run();

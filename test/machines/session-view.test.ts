@@ -24,8 +24,16 @@ test('session view - owner and phase only while the execution is unfinished; the
   const exec = running.context.execution!;
   const at = (now: number) => sessionView(running, now);
   assert.equal([at(0).owner, at(0).phase, at(0).outcome, at(0).leaseLive, at(0).leaseLeftMs], ['own_v', 'unknown', null, true, exec.expiresAt]);
-  assert.equal([at(exec.expiresAt).owner, at(exec.expiresAt).leaseLive, at(exec.expiresAt).leaseLeftMs], ['own_v', false, 0], 'expired: still the owner of record, awaiting recovery');
-  assert.equal(at(0).pending.map((p) => Object.keys(p).includes('prompt')), [false], 'no prompts in the view');
+  assert.equal(
+    [at(exec.expiresAt).owner, at(exec.expiresAt).leaseLive, at(exec.expiresAt).leaseLeftMs],
+    ['own_v', false, 0],
+    'expired: still the owner of record, awaiting recovery',
+  );
+  assert.equal(
+    at(0).pending.map((p) => Object.keys(p).includes('prompt')),
+    [false],
+    'no prompts in the view',
+  );
   gate.runs[0]!.release();
   await gate.started(2);
   gate.runs[1]!.release();

@@ -35,10 +35,16 @@ async function createStream(servers: string[], replicas: number): Promise<void> 
   const admin = await connectNats({ servers, ...ADMIN });
   try {
     const jsm = await jetstreamManager(admin);
-    await waitFor(async () => {
-      await jsm.streams.add(eventStreamConfig({ replicas })).catch(() => undefined);
-      return jsm.streams.info(STREAM_NAME).then((i) => i.config.num_replicas === replicas, () => false);
-    }, { timeoutMs: 30_000, intervalMs: 200, what: `the ${replicas}-replica events stream` });
+    await waitFor(
+      async () => {
+        await jsm.streams.add(eventStreamConfig({ replicas })).catch(() => undefined);
+        return jsm.streams.info(STREAM_NAME).then(
+          (i) => i.config.num_replicas === replicas,
+          () => false,
+        );
+      },
+      { timeoutMs: 30_000, intervalMs: 200, what: `the ${replicas}-replica events stream` },
+    );
   } finally {
     await admin.close();
   }
@@ -49,7 +55,12 @@ const openLog = (servers: string[], extra: Partial<Parameters<typeof JetStreamEv
 
 /** The batch `log.append` would publish for these drafts at `expectedSeq` (to publish it as an earlier attempt would have). */
 function batchOf(sessionId: string, expectedSeq: number, drafts: DraftEvent[]): Uint8Array {
-  return encodeBatch(drafts.map((d, i) => ({ id: d.id, type: d.type, version: catalog[d.type].version, sessionId, seq: expectedSeq + i + 1, time: d.time, payload: d.payload }) as SessionEvent));
+  return encodeBatch(
+    drafts.map(
+      (d, i) =>
+        ({ id: d.id, type: d.type, version: catalog[d.type].version, sessionId, seq: expectedSeq + i + 1, time: d.time, payload: d.payload }) as SessionEvent,
+    ),
+  );
 }
 
 /** Three logs on three connections append to each session at once, expecting the same sequence, round after round. */
@@ -84,15 +95,26 @@ async function resendAfterLostAck(servers: string[]): Promise<{ log: JetStreamEv
   const first = admitted(2);
   await js.publish(subjects.events(sessionId), batchOf(sessionId, 0, first), { msgID: first[0]!.id, expect: { lastSubjectSequence: 0 } });
   const again = await log.append(sessionId, 0, first);
-  assert.equal(again.map((e) => e.id), first.map((d) => d.id), 'the stored batch, recognised as this append');
+  assert.equal(
+    again.map((e) => e.id),
+    first.map((d) => d.id),
+    'the stored batch, recognised as this append',
+  );
   // a later append with the tail cached: the earlier attempt stored it, the resend expects the old tail
   const second = admitted(1);
   const tailSeq = again[0]!.position!;
   await js.publish(subjects.events(sessionId), batchOf(sessionId, 2, second), { msgID: second[0]!.id, expect: { lastSubjectSequence: tailSeq } });
   const resent = await log.append(sessionId, 2, second);
-  assert.equal(resent.map((e) => [e.id, e.seq]), [[second[0]!.id, 3]]);
+  assert.equal(
+    resent.map((e) => [e.id, e.seq]),
+    [[second[0]!.id, 3]],
+  );
   const all = await log.readSession(sessionId);
-  assert.equal(all.map((e) => e.seq), [1, 2, 3], 'stored once each');
+  assert.equal(
+    all.map((e) => e.seq),
+    [1, 2, 3],
+    'stored once each',
+  );
   return { log, nc };
 }
 
@@ -101,7 +123,9 @@ single.before(async (ctx) => {
   ctx.server = await startNatsServer();
   await createStream([ctx.server.url], 1);
 });
-single.after(async (ctx) => { await ctx.server.dispose(); });
+single.after(async (ctx) => {
+  await ctx.server.dispose();
+});
 
 single('racing appends: one stored per round, the others a SequenceConflictError', async ({ server }) => {
   const r = await race([server.url], 10);
@@ -121,7 +145,10 @@ single('429: a full stream queue (max_buffered_msgs) is waited out, every append
   // a server whose streams buffer a single inbound message: concurrent appends overflow it at once
   const dir = mkdtempSync(join(tmpdir(), 'sessiond-429-'));
   const config = join(dir, 'nats.conf');
-  writeFileSync(config, readFileSync(REPO_NATS_CONF, 'utf8').replace(/jetstream\s*\{/, (m) => `${m}\n  max_buffered_msgs: 1`));
+  writeFileSync(
+    config,
+    readFileSync(REPO_NATS_CONF, 'utf8').replace(/jetstream\s*\{/, (m) => `${m}\n  max_buffered_msgs: 1`),
+  );
   const server = await startNatsServer({ config });
   try {
     await createStream([server.url], 1);
@@ -146,14 +173,19 @@ cluster.before(async (ctx) => {
   await createStream(ctx.cluster.urls, 3);
   await ctx.cluster.waitStreamCurrent(STREAM_NAME, { replicas: 3 });
 });
-cluster.after(async (ctx) => { await ctx.cluster.dispose(); });
-
-cluster('racing appends on R3 (10164, wrong last sequence without the number): one stored per round, the others a SequenceConflictError', async ({ cluster: c }) => {
-  const r = await race(c.urls, 10);
-  assert.equal(r.other, [], 'every refusal is a SequenceConflictError');
-  assert.is(r.stored, 30);
-  assert.is(r.conflicts, 60);
+cluster.after(async (ctx) => {
+  await ctx.cluster.dispose();
 });
+
+cluster(
+  'racing appends on R3 (10164, wrong last sequence without the number): one stored per round, the others a SequenceConflictError',
+  async ({ cluster: c }) => {
+    const r = await race(c.urls, 10);
+    assert.equal(r.other, [], 'every refusal is a SequenceConflictError');
+    assert.is(r.stored, 30);
+    assert.is(r.conflicts, 60);
+  },
+);
 
 cluster('R3: a resend with the same msg id is answered duplicate before the sequence check, and recognised', async ({ cluster: c }) => {
   const { log, nc } = await resendAfterLostAck(c.urls);
@@ -162,38 +194,52 @@ cluster('R3: a resend with the same msg id is answered duplicate before the sequ
   await nc.close();
 });
 
-cluster('R3: the same append sent at once by two logs (a resend racing its original; 10158 while it is in process): both get the stored batch, stored once', async ({ cluster: c }) => {
-  const logs = await Promise.all([0, 1].map((i) => openLog([c.urls[i]!])));
-  const seen = { other: [] as string[] };
-  try {
-    for (let round = 0; round < 30; round++) {
-      const sessionId = uniqueId('ses');
-      const batch = admitted(2);
-      const settled = await Promise.allSettled(logs.map((log) => log.append(sessionId, 0, batch)));
-      for (const x of settled) {
-        if (x.status === 'fulfilled') assert.equal(x.value.map((e) => e.id), batch.map((d) => d.id));
-        else seen.other.push(`${(x.reason as Error).name}: ${(x.reason as Error).message}`);
+cluster(
+  'R3: the same append sent at once by two logs (a resend racing its original; 10158 while it is in process): both get the stored batch, stored once',
+  async ({ cluster: c }) => {
+    const logs = await Promise.all([0, 1].map((i) => openLog([c.urls[i]!])));
+    const seen = { other: [] as string[] };
+    try {
+      for (let round = 0; round < 30; round++) {
+        const sessionId = uniqueId('ses');
+        const batch = admitted(2);
+        const settled = await Promise.allSettled(logs.map((log) => log.append(sessionId, 0, batch)));
+        for (const x of settled) {
+          if (x.status === 'fulfilled')
+            assert.equal(
+              x.value.map((e) => e.id),
+              batch.map((d) => d.id),
+            );
+          else seen.other.push(`${(x.reason as Error).name}: ${(x.reason as Error).message}`);
+        }
+        assert.equal(
+          (await logs[0]!.readSession(sessionId)).map((e) => e.seq),
+          [1, 2],
+          'stored once',
+        );
       }
-      assert.equal((await logs[0]!.readSession(sessionId)).map((e) => e.seq), [1, 2], 'stored once');
+      assert.equal(seen.other, [], 'every attempt got the stored batch');
+    } finally {
+      for (const log of logs) await log.close();
     }
-    assert.equal(seen.other, [], 'every attempt got the stored batch');
-  } finally {
-    for (const log of logs) await log.close();
-  }
-});
+  },
+);
 
-cluster('R3: a worker opens a 3-replica snapshot stream (it is verified as fenced on this server, not refused for an unknown version)', async ({ cluster: c }) => {
-  const admin = await connectNats({ servers: c.urls, ...ADMIN });
-  const worker = await connectNats({ servers: c.urls, ...WORKER });
-  try {
-    await setupSnapshotStream(await jetstreamManager(admin), { replicas: 3, serverVersion: admin.info?.version });
-    const store = await JetStreamSnapshotStore.open(worker);
-    assert.ok(store);
-  } finally {
-    await worker.close();
-    await admin.close();
-  }
-});
+cluster(
+  'R3: a worker opens a 3-replica snapshot stream (it is verified as fenced on this server, not refused for an unknown version)',
+  async ({ cluster: c }) => {
+    const admin = await connectNats({ servers: c.urls, ...ADMIN });
+    const worker = await connectNats({ servers: c.urls, ...WORKER });
+    try {
+      await setupSnapshotStream(await jetstreamManager(admin), { replicas: 3, serverVersion: admin.info?.version });
+      const store = await JetStreamSnapshotStore.open(worker);
+      assert.ok(store);
+    } finally {
+      await worker.close();
+      await admin.close();
+    }
+  },
+);
 
 cluster('R3: appends sent while the stream elects a new leader (no responders, not leader) wait and land', async ({ cluster: c }) => {
   const leader = await c.streamLeader(STREAM_NAME);
@@ -207,7 +253,10 @@ cluster('R3: appends sent while the stream elects a new leader (no responders, n
   assert.is(appended[0]!.seq, 2);
   const next = await log.append(sessionId, 2, admitted());
   assert.is(next[0]!.seq, 3);
-  assert.equal((await log.readSession(sessionId)).map((e) => e.seq), [1, 2, 3]);
+  assert.equal(
+    (await log.readSession(sessionId)).map((e) => e.seq),
+    [1, 2, 3],
+  );
   await log.close();
   await leader.start();
 });

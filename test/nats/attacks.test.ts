@@ -26,9 +26,15 @@ import { runCli } from '../support/cli.ts';
 import { natsWorld, refusedPublish, rejection, sessionId, until, type NatsWorld, type User } from './helpers.ts';
 
 const s = suite<{ world: NatsWorld }>('NATS attacks from outside');
-s.before(async (ctx) => { ctx.world = await natsWorld(); });
-s.after.each(async (ctx) => { await ctx.world.reset(); });
-s.after(async (ctx) => { await ctx.world.dispose(); });
+s.before(async (ctx) => {
+  ctx.world = await natsWorld();
+});
+s.after.each(async (ctx) => {
+  await ctx.world.reset();
+});
+s.after(async (ctx) => {
+  await ctx.world.dispose();
+});
 
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 const DEADLINE_MS = 5000;
@@ -47,82 +53,117 @@ async function refusedSubscription(nc: NatsConnection, subject: string, queue?: 
   return ended instanceof natsErrors.PermissionViolationError && ended.operation === 'subscription';
 }
 
-s('attack 1 - a command whose reply subject is the JetStream API, the log or a live subject is refused unrun: nothing purged, nothing stored, nothing published', async ({ world }) => {
-  const { engine, log } = await world.engine();
-  const refused: RefusedReply[] = [];
-  const service = await world.serve(engine, { onRefusedReply: (r) => refused.push(r) });
-  const victim = sessionId('victim');
-  const bystander = sessionId('bystander');
-  await engine.admit(victim, { prompt: 'keep me', wake: false });
-  await engine.admit(bystander, { prompt: 'and me', wake: false });
-  const before = await log.readAll();
-  const state = await streamState(world);
+s(
+  'attack 1 - a command whose reply subject is the JetStream API, the log or a live subject is refused unrun: nothing purged, nothing stored, nothing published',
+  async ({ world }) => {
+    const { engine, log } = await world.engine();
+    const refused: RefusedReply[] = [];
+    const service = await world.serve(engine, { onRefusedReply: (r) => refused.push(r) });
+    const victim = sessionId('victim');
+    const bystander = sessionId('bystander');
+    await engine.admit(victim, { prompt: 'keep me', wake: false });
+    await engine.admit(bystander, { prompt: 'and me', wake: false });
+    const before = await log.readAll();
+    const state = await streamState(world);
 
-  const observer = await world.client(OBSERVER);
-  const invalid: InvalidLiveMessage[] = [];
-  await observer.subscribe({}, () => {}, { onInvalid: (i) => invalid.push(i) });
+    const observer = await world.client(OBSERVER);
+    const invalid: InvalidLiveMessage[] = [];
+    await observer.subscribe({}, () => {}, { onInvalid: (i) => invalid.push(i) });
 
-  const attacker = await world.connect(CLIENT);
-  const replies = [
-    `$JS.API.STREAM.PURGE.${STREAM_NAME}`, `$JS.API.STREAM.DELETE.${STREAM_NAME}`, `$JS.API.STREAM.MSG.DELETE.${STREAM_NAME}`,
-    subjects.events(victim), subjects.live(victim, 'execution.settled'), subjects.command('admit'),
-    '_INBOX_client.*', '_INBOX_client.>', '_INBOX_client', 'anything.else',
-  ];
-  // one at a time: a worker takes one request per place in the queue group and renews the place
-  // after it, so plain publishes sent in a burst (nobody retries them) could find no place open
-  const sends: [string, Uint8Array][] = [
-    ...replies.map((reply) => [reply, json({ sessionId: victim })] as [string, Uint8Array]),
-    [`$JS.API.STREAM.PURGE.${STREAM_NAME}`, json({ sessionId: victim, prompt: 'sneaked in' })],
-  ];
-  for (const [i, [reply, body]] of sends.entries()) {
-    attacker.publish(subjects.command(i < replies.length ? 'status' : 'admit'), body, { reply });
-    await attacker.flush();
-    await waitFor(() => service.stats.refusedReplies === i + 1, { timeoutMs: DEADLINE_MS, what: `the request with reply subject ${reply} refused` });
-  }
-
-  assert.equal(refused.map((r) => r.reply).sort(), [...replies, `$JS.API.STREAM.PURGE.${STREAM_NAME}`].sort());
-  assert.match(refused[0]!.message, 'neither run nor answered');
-  assert.equal(await streamState(world), state, 'the stream kept every message and stored nothing new');
-  assert.equal((await log.readAll()).map((e) => e.id), before.map((e) => e.id), 'the log is unchanged');
-  assert.is(await log.lastSeq(victim), 1, 'the admit with a foreign reply subject did not run');
-  // the worker goes on: a proper request is answered and appends after sequence 1 (no sequence conflict)
-  const client = await world.client(CLIENT);
-  assert.is((await client.admit(victim, { prompt: 'a proper request', wake: false })).admittedSeq, 2);
-  assert.is((await client.status(bystander)).seq, 1);
-  assert.equal(invalid, [], 'nothing but sessiond events reached the live subjects');
-});
-
-s('attack 1 - even a command service told to reply anywhere cannot reach the JetStream API: the commands user may publish only into client inboxes', async ({ world }) => {
-  const { engine, log } = await world.engine();
-  const commands = await world.connect(COMMANDS);
-  const { startCommandService } = await import('../../src/nats/command-service.ts');
-  const misconfigured = startCommandService(commands, engine, { replyPrefixes: ['$JS.API', 'sessiond'], onError: () => {} });
-  world.defer(() => misconfigured.close());
-  const id = sessionId('deputy');
-  await engine.admit(id, { prompt: 'still here', wake: false });
-  const state = await streamState(world);
-  const attacker = await world.connect(CLIENT);
-  const purge = `$JS.API.STREAM.PURGE.${STREAM_NAME}`;
-  await refusedPublish(commands, purge, () => attacker.publish(subjects.command('status'), json({ sessionId: id }), { reply: purge }));
-  await refusedPublish(commands, subjects.events(id), () => attacker.publish(subjects.command('status'), json({ sessionId: id }), { reply: subjects.events(id) }));
-  assert.equal(await streamState(world), state, 'the server refused the replies: nothing purged, nothing stored');
-  assert.is(await log.lastSeq(id), 1);
-});
-
-for (const [name, user, other] of [['client', CLIENT, OBSERVER], ['observer', OBSERVER, CLIENT]] as [string, User, User][]) {
-  s(`attack 2, 4 - the ${name} cannot read anyone else's inbox, list consumers or watch advisories: no replies, consumer names or worker inboxes leak`, async ({ world }) => {
-    const nc = await world.connect(user);
-    for (const subject of ['_INBOX.>', '_INBOX_worker.>', '_INBOX_commands.>', '_INBOX_admin.>', `_INBOX_${other.user}.>`, '$JS.EVENT.>', '$JS.EVENT.ADVISORY.>', '>', '$JS.ACK.>']) {
-      assert.ok(await refusedSubscription(nc, subject), `${name} may not subscribe to ${subject}`);
+    const attacker = await world.connect(CLIENT);
+    const replies = [
+      `$JS.API.STREAM.PURGE.${STREAM_NAME}`,
+      `$JS.API.STREAM.DELETE.${STREAM_NAME}`,
+      `$JS.API.STREAM.MSG.DELETE.${STREAM_NAME}`,
+      subjects.events(victim),
+      subjects.live(victim, 'execution.settled'),
+      subjects.command('admit'),
+      '_INBOX_client.*',
+      '_INBOX_client.>',
+      '_INBOX_client',
+      'anything.else',
+    ];
+    // one at a time: a worker takes one request per place in the queue group and renews the place
+    // after it, so plain publishes sent in a burst (nobody retries them) could find no place open
+    const sends: [string, Uint8Array][] = [
+      ...replies.map((reply) => [reply, json({ sessionId: victim })] as [string, Uint8Array]),
+      [`$JS.API.STREAM.PURGE.${STREAM_NAME}`, json({ sessionId: victim, prompt: 'sneaked in' })],
+    ];
+    for (const [i, [reply, body]] of sends.entries()) {
+      attacker.publish(subjects.command(i < replies.length ? 'status' : 'admit'), body, { reply });
+      await attacker.flush();
+      await waitFor(() => service.stats.refusedReplies === i + 1, { timeoutMs: DEADLINE_MS, what: `the request with reply subject ${reply} refused` });
     }
-    for (const api of [`$JS.API.CONSUMER.LIST.${STREAM_NAME}`, `$JS.API.CONSUMER.NAMES.${STREAM_NAME}`, '$JS.API.STREAM.LIST', '$JS.API.STREAM.NAMES']) {
-      const err = await rejection(nc.request(api, json({}), { timeout: DEADLINE_MS }));
-      assert.ok(isPermissionError(err), `${api}: refused, got ${String(err)}`);
-    }
-  });
+
+    assert.equal(refused.map((r) => r.reply).sort(), [...replies, `$JS.API.STREAM.PURGE.${STREAM_NAME}`].sort());
+    assert.match(refused[0]!.message, 'neither run nor answered');
+    assert.equal(await streamState(world), state, 'the stream kept every message and stored nothing new');
+    assert.equal(
+      (await log.readAll()).map((e) => e.id),
+      before.map((e) => e.id),
+      'the log is unchanged',
+    );
+    assert.is(await log.lastSeq(victim), 1, 'the admit with a foreign reply subject did not run');
+    // the worker goes on: a proper request is answered and appends after sequence 1 (no sequence conflict)
+    const client = await world.client(CLIENT);
+    assert.is((await client.admit(victim, { prompt: 'a proper request', wake: false })).admittedSeq, 2);
+    assert.is((await client.status(bystander)).seq, 1);
+    assert.equal(invalid, [], 'nothing but sessiond events reached the live subjects');
+  },
+);
+
+s(
+  'attack 1 - even a command service told to reply anywhere cannot reach the JetStream API: the commands user may publish only into client inboxes',
+  async ({ world }) => {
+    const { engine, log } = await world.engine();
+    const commands = await world.connect(COMMANDS);
+    const { startCommandService } = await import('../../src/nats/command-service.ts');
+    const misconfigured = startCommandService(commands, engine, { replyPrefixes: ['$JS.API', 'sessiond'], onError: () => {} });
+    world.defer(() => misconfigured.close());
+    const id = sessionId('deputy');
+    await engine.admit(id, { prompt: 'still here', wake: false });
+    const state = await streamState(world);
+    const attacker = await world.connect(CLIENT);
+    const purge = `$JS.API.STREAM.PURGE.${STREAM_NAME}`;
+    await refusedPublish(commands, purge, () => attacker.publish(subjects.command('status'), json({ sessionId: id }), { reply: purge }));
+    await refusedPublish(commands, subjects.events(id), () =>
+      attacker.publish(subjects.command('status'), json({ sessionId: id }), { reply: subjects.events(id) }),
+    );
+    assert.equal(await streamState(world), state, 'the server refused the replies: nothing purged, nothing stored');
+    assert.is(await log.lastSeq(id), 1);
+  },
+);
+
+for (const [name, user, other] of [
+  ['client', CLIENT, OBSERVER],
+  ['observer', OBSERVER, CLIENT],
+] as [string, User, User][]) {
+  s(
+    `attack 2, 4 - the ${name} cannot read anyone else's inbox, list consumers or watch advisories: no replies, consumer names or worker inboxes leak`,
+    async ({ world }) => {
+      const nc = await world.connect(user);
+      for (const subject of [
+        '_INBOX.>',
+        '_INBOX_worker.>',
+        '_INBOX_commands.>',
+        '_INBOX_admin.>',
+        `_INBOX_${other.user}.>`,
+        '$JS.EVENT.>',
+        '$JS.EVENT.ADVISORY.>',
+        '>',
+        '$JS.ACK.>',
+      ]) {
+        assert.ok(await refusedSubscription(nc, subject), `${name} may not subscribe to ${subject}`);
+      }
+      for (const api of [`$JS.API.CONSUMER.LIST.${STREAM_NAME}`, `$JS.API.CONSUMER.NAMES.${STREAM_NAME}`, '$JS.API.STREAM.LIST', '$JS.API.STREAM.NAMES']) {
+        const err = await rejection(nc.request(api, json({}), { timeout: DEADLINE_MS }));
+        assert.ok(isPermissionError(err), `${api}: refused, got ${String(err)}`);
+      }
+    },
+  );
 }
 
-s('attack 4 - the client\'s replies come back on its own inbox prefix, which the observer cannot read', async ({ world }) => {
+s("attack 4 - the client's replies come back on its own inbox prefix, which the observer cannot read", async ({ world }) => {
   const { engine } = await world.engine();
   await world.serve(engine);
   const observer = await world.connect(OBSERVER);
@@ -137,35 +178,43 @@ s('attack 4 - the client\'s replies come back on its own inbox prefix, which the
   assert.is((await client.status(id)).seq, 1);
 });
 
-s('attack 2 - a worker whose log consumers are deleted anyway (a leaked name) resumes at once: projection and live delivery go on, nothing lost', async ({ world }) => {
-  const { engine, log, host } = await world.engine();
-  const worker = host!.worker;
-  const watcher = await world.client(OBSERVER);
-  const seen: LiveMessage[] = [];
-  await watcher.subscribe({}, (e) => { seen.push(e); });
-  const first = sessionId('before');
-  await engine.admit(first, { prompt: 'one two' });
-  await engine.awaitIdle(first);
-  await waitFor(() => worker.position >= 1 && worker.projector!.checkpoint() === worker.position, { what: 'the projection to follow the log' });
+s(
+  'attack 2 - a worker whose log consumers are deleted anyway (a leaked name) resumes at once: projection and live delivery go on, nothing lost',
+  async ({ world }) => {
+    const { engine, log, host } = await world.engine();
+    const worker = host!.worker;
+    const watcher = await world.client(OBSERVER);
+    const seen: LiveMessage[] = [];
+    await watcher.subscribe({}, (e) => {
+      seen.push(e);
+    });
+    const first = sessionId('before');
+    await engine.admit(first, { prompt: 'one two' });
+    await engine.awaitIdle(first);
+    await waitFor(() => worker.position >= 1 && worker.projector!.checkpoint() === worker.position, { what: 'the projection to follow the log' });
 
-  const admin = await jetstreamManager(await world.connect(ADMIN));
-  const names: string[] = [];
-  for await (const c of admin.consumers.list(STREAM_NAME)) names.push(c.name);
-  assert.ok(names.length > 0, 'the worker reads the log with consumers');
-  for (const name of names) await admin.consumers.delete(STREAM_NAME, name);
+    const admin = await jetstreamManager(await world.connect(ADMIN));
+    const names: string[] = [];
+    for await (const c of admin.consumers.list(STREAM_NAME)) names.push(c.name);
+    assert.ok(names.length > 0, 'the worker reads the log with consumers');
+    for (const name of names) await admin.consumers.delete(STREAM_NAME, name);
 
-  const after = sessionId('after');
-  await engine.admit(after, { prompt: 'three four' });
-  await engine.awaitIdle(after);
-  const head = await log.head();
-  // the deadline is the bound: the consumer's own heartbeats would notice only after 30 s or more
-  await waitFor(() => worker.projector!.checkpoint() >= head, { timeoutMs: 10_000, what: 'the projection to catch up within 10 s after its consumer was deleted' });
-  await until(seen, (e) => e.sessionId === after && e.type === 'execution.settled', 'the later turn live');
-  const rows = engine.db.prepare('SELECT COUNT(*) AS n FROM session_input WHERE session_id IN (?, ?)').get(first, after) as { n: number };
-  assert.is(rows.n, 2, 'both inputs projected, nothing lost');
-});
+    const after = sessionId('after');
+    await engine.admit(after, { prompt: 'three four' });
+    await engine.awaitIdle(after);
+    const head = await log.head();
+    // the deadline is the bound: the consumer's own heartbeats would notice only after 30 s or more
+    await waitFor(() => worker.projector!.checkpoint() >= head, {
+      timeoutMs: 10_000,
+      what: 'the projection to catch up within 10 s after its consumer was deleted',
+    });
+    await until(seen, (e) => e.sessionId === after && e.type === 'execution.settled', 'the later turn live');
+    const rows = engine.db.prepare('SELECT COUNT(*) AS n FROM session_input WHERE session_id IN (?, ?)').get(first, after) as { n: number };
+    assert.is(rows.n, 2, 'both inputs projected, nothing lost');
+  },
+);
 
-s('attack 3 - an observer\'s push consumer delivering stored frames into the command queue group or a live subject disturbs no one', async ({ world }) => {
+s("attack 3 - an observer's push consumer delivering stored frames into the command queue group or a live subject disturbs no one", async ({ world }) => {
   const { engine, nc } = await world.engine();
   const service = await world.serve(engine, { onRefusedReply: () => {}, onError: () => {} });
   const id = sessionId('pushed');
@@ -175,13 +224,26 @@ s('attack 3 - an observer\'s push consumer delivering stored frames into the com
   const invalid: InvalidLiveMessage[] = [];
   const admitted: LiveMessage[] = [];
   // a subscriber of exactly one live subject (push consumers deliver to literal interest)
-  await client.subscribe({ sessionId: id, type: 'input.admitted' }, (e) => { admitted.push(e); }, { onInvalid: (i) => invalid.push(i) });
+  await client.subscribe(
+    { sessionId: id, type: 'input.admitted' },
+    (e) => {
+      admitted.push(e);
+    },
+    { onInvalid: (i) => invalid.push(i) },
+  );
 
   const observer = await jetstreamManager(await world.connect(OBSERVER));
   const intoCommands = await observer.consumers.add(STREAM_NAME, {
-    deliver_subject: subjects.command('admit'), deliver_group: COMMAND_QUEUE, ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.All,
+    deliver_subject: subjects.command('admit'),
+    deliver_group: COMMAND_QUEUE,
+    ack_policy: AckPolicy.None,
+    deliver_policy: DeliverPolicy.All,
   });
-  const intoLive = await observer.consumers.add(STREAM_NAME, { deliver_subject: subjects.live(id, 'input.admitted'), ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.All });
+  const intoLive = await observer.consumers.add(STREAM_NAME, {
+    deliver_subject: subjects.live(id, 'input.admitted'),
+    ack_policy: AckPolicy.None,
+    deliver_policy: DeliverPolicy.All,
+  });
   await waitFor(() => invalid.length > 0, { what: 'the pushed frames to arrive' });
   // frames pushed at the command subjects reach no worker (the service subscribes with a wildcard,
   // and push consumers deliver to literal interest only); had one arrived, its reply subject (the
@@ -190,7 +252,10 @@ s('attack 3 - an observer\'s push consumer delivering stored frames into the com
   await observer.consumers.delete(STREAM_NAME, intoCommands.name);
   await observer.consumers.delete(STREAM_NAME, intoLive.name);
 
-  assert.ok(invalid.every((i) => isSessiondError(i.error, ErrorCode.DecodeFailed)), 'the pushed frames are reported as invalid live messages, not taken as events');
+  assert.ok(
+    invalid.every((i) => isSessiondError(i.error, ErrorCode.DecodeFailed)),
+    'the pushed frames are reported as invalid live messages, not taken as events',
+  );
   assert.equal(admitted, [], 'no pushed frame was delivered as an event');
   assert.is(await engine.log.lastSeq(id), 1, 'nothing was run from a pushed frame (its reply subject is the JetStream ack subject)');
   assert.is((await client.admit(id, { prompt: 'the worker still serves', wake: false })).admittedSeq, 2);
@@ -203,8 +268,13 @@ s('attack 5 - the worker user cannot purge, delete or reconfigure the stream, no
   await engine.admit(id, { prompt: 'immutable', wake: false });
   const state = await streamState(world);
   const worker = await world.connect(WORKER);
-  for (const api of [`$JS.API.STREAM.PURGE.${STREAM_NAME}`, `$JS.API.STREAM.DELETE.${STREAM_NAME}`, `$JS.API.STREAM.UPDATE.${STREAM_NAME}`,
-    `$JS.API.STREAM.MSG.DELETE.${STREAM_NAME}`, '$JS.API.STREAM.CREATE.OTHER']) {
+  for (const api of [
+    `$JS.API.STREAM.PURGE.${STREAM_NAME}`,
+    `$JS.API.STREAM.DELETE.${STREAM_NAME}`,
+    `$JS.API.STREAM.UPDATE.${STREAM_NAME}`,
+    `$JS.API.STREAM.MSG.DELETE.${STREAM_NAME}`,
+    '$JS.API.STREAM.CREATE.OTHER',
+  ]) {
     const err = await rejection(worker.request(api, json({}), { timeout: DEADLINE_MS }));
     assert.ok(isPermissionError(err), `worker: ${api} refused, got ${String(err)}`);
   }
@@ -221,7 +291,9 @@ s('attack 6 - a poisoned message is quarantined: the projection, live delivery a
   const worker = host!.worker;
   const watcher = await world.client(OBSERVER);
   const seen: LiveMessage[] = [];
-  await watcher.subscribe({}, (e) => { seen.push(e); });
+  await watcher.subscribe({}, (e) => {
+    seen.push(e);
+  });
 
   const victim = sessionId('poisoned');
   await engine.admit(victim, { prompt: 'before the poison' });
@@ -244,10 +316,18 @@ s('attack 6 - a poisoned message is quarantined: the projection, live delivery a
   await until(seen, (e) => e.sessionId === victim && e.seq === again.admittedSeq, 'the victim, live, after the poison');
 
   const quarantined = quarantinedMessages(engine.db);
-  assert.equal(quarantined.map((q) => q.position), [poison1.seq, poison2.seq], 'both recorded in the worker\'s database, once each');
+  assert.equal(
+    quarantined.map((q) => q.position),
+    [poison1.seq, poison2.seq],
+    "both recorded in the worker's database, once each",
+  );
   assert.is(log.stats.quarantined, 2);
   assert.ok(quarantined.every((q) => q.sessionId === victim && q.code === ErrorCode.DecodeFailed));
-  for (const q of quarantined) assert.ok(reported.some((line) => line.includes(`quarantined message ${q.position}`)), `message ${q.position} reported: ${reported.join(' | ')}`);
+  for (const q of quarantined)
+    assert.ok(
+      reported.some((line) => line.includes(`quarantined message ${q.position}`)),
+      `message ${q.position} reported: ${reported.join(' | ')}`,
+    );
   const rows = engine.db.prepare('SELECT COUNT(*) AS n FROM session_input WHERE session_id IN (?, ?)').get(victim, other) as { n: number };
   assert.is(rows.n, 3, 'every input projected');
 

@@ -15,7 +15,11 @@ test('depth scan - counts objects and arrays outside strings, finds the first by
   assert.is(tooDeepAt(bytes(nested(MAX_BODY_DEPTH))), -1, 'exactly the limit is fine');
   assert.is(tooDeepAt(bytes(nested(MAX_BODY_DEPTH + 1))), MAX_BODY_DEPTH, 'the offset of the first bracket past the limit');
   // 17 bytes before the first nested object (ü is 2 bytes, € 3, 😀 4); the outer object is level 1
-  assert.is(tooDeepAt(bytes(`{"p":"ü€😀",${'"a":{'.repeat(40)}${'}'.repeat(40)}}`)), 17 + 4 + 5 * (MAX_BODY_DEPTH - 1), 'multi-byte text never looks like a bracket');
+  assert.is(
+    tooDeepAt(bytes(`{"p":"ü€😀",${'"a":{'.repeat(40)}${'}'.repeat(40)}}`)),
+    17 + 4 + 5 * (MAX_BODY_DEPTH - 1),
+    'multi-byte text never looks like a bracket',
+  );
   assert.ok(tooDeepAt(bytes(nested(1_000_000))) > 0);
 });
 

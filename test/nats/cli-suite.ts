@@ -12,9 +12,17 @@ export type CliCtx = { server: NatsServer; tmp: ReturnType<typeof tempDir>; work
 
 export function cliSuite(name: string) {
   const s = suite<CliCtx>(name);
-  s.before(async (ctx) => { ctx.server = await startNatsServer(); ctx.tmp = tempDir(); ctx.workers = []; });
+  s.before(async (ctx) => {
+    ctx.server = await startNatsServer();
+    ctx.tmp = tempDir();
+    ctx.workers = [];
+  });
   s.after(async (ctx) => {
-    for (const w of ctx.workers) if (w.child.exitCode === null) { w.child.kill('SIGKILL'); await w.exited; }
+    for (const w of ctx.workers)
+      if (w.child.exitCode === null) {
+        w.child.kill('SIGKILL');
+        await w.exited;
+      }
     await ctx.server.dispose();
     ctx.tmp.remove();
   });
@@ -23,8 +31,20 @@ export function cliSuite(name: string) {
 
 /** A `sessiond start --nats` worker serving commands, its echo steps `echoDelayMs` long, once it says it is up. */
 export async function natsWorker(ctx: CliCtx, db: string, echoDelayMs: number): Promise<LongRunning> {
-  const w = startCli(['start', '--nats', ctx.server.url, ...as(WORKER), '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass,
-    '--db', ctx.tmp.file(db), '--echo-delay-ms', String(echoDelayMs)]);
+  const w = startCli([
+    'start',
+    '--nats',
+    ctx.server.url,
+    ...as(WORKER),
+    '--nats-commands-user',
+    COMMANDS.user,
+    '--nats-commands-pass',
+    COMMANDS.pass,
+    '--db',
+    ctx.tmp.file(db),
+    '--echo-delay-ms',
+    String(echoDelayMs),
+  ]);
   ctx.workers.push(w);
   await w.waitFor('send it a prompt');
   return w;

@@ -18,7 +18,10 @@ s('cli users - client: prompt, status, tail, export, check, cancel; observer: th
   const url = ctx.server.url;
   const as = (user: User) => ['--nats', url, '--nats-user', user.user, '--nats-pass', user.pass];
   const run = (user: User, ...args: string[]) => runCli([...args, ...as(user)]);
-  const ok = (r: CliResult, what: string) => { assert.is(r.code, 0, `${what}: ${r.stdout}${r.stderr}`); return r.stdout; };
+  const ok = (r: CliResult, what: string) => {
+    assert.is(r.code, 0, `${what}: ${r.stdout}${r.stderr}`);
+    return r.stdout;
+  };
   const refused = (r: CliResult, user: User, verb: string) => {
     assert.is(r.code, 77, `${user.user} ${verb}: ${r.stdout}${r.stderr}`);
     assert.match(r.stderr, `NATS user ${user.user} may not send sessiond commands: nats.conf refuses publishing to sessiond.cmd.${verb}`);
@@ -33,8 +36,18 @@ s('cli users - client: prompt, status, tail, export, check, cancel; observer: th
   };
 
   // a worker whose turns last a minute, so the prompt's turn is running while the others act
-  const worker = startCli(['start', ...as(WORKER), '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass,
-    '--db', ctx.tmp.file('worker.db'), '--echo-delay-ms', '60000']);
+  const worker = startCli([
+    'start',
+    ...as(WORKER),
+    '--nats-commands-user',
+    COMMANDS.user,
+    '--nats-commands-pass',
+    COMMANDS.pass,
+    '--db',
+    ctx.tmp.file('worker.db'),
+    '--echo-delay-ms',
+    '60000',
+  ]);
   ctx.workers.push(worker);
   await worker.waitFor('send it a prompt');
   assert.match(ok(await run(CLIENT, 'prompt', SESSION, 'a long turn', '--id', 'inp_users'), 'client prompt'), `admitted inp_users to ${SESSION} at sequence 1`);
@@ -48,18 +61,50 @@ s('cli users - client: prompt, status, tail, export, check, cancel; observer: th
     await client.close();
   }
 
-  const [clientStatus, clientAll, clientExport, clientCheck, observerStatus, observerExport, observerCheck, observerPrompt, observerCancel, workerPrompt, workerCancel] = await Promise.all([
-    run(CLIENT, 'status', SESSION), run(CLIENT, 'status'), run(CLIENT, 'export', '--session', SESSION, '--out', ctx.tmp.file('client.sdx')), run(CLIENT, 'check'),
-    run(OBSERVER, 'status', SESSION), run(OBSERVER, 'export', '--session', SESSION, '--out', ctx.tmp.file('observer.sdx')), run(OBSERVER, 'check'),
-    run(OBSERVER, 'prompt', SESSION, 'not allowed'), run(OBSERVER, 'cancel', SESSION),
-    run(WORKER, 'prompt', SESSION, 'not allowed'), run(WORKER, 'cancel', SESSION),
-    tail(CLIENT), tail(OBSERVER),
+  const [
+    clientStatus,
+    clientAll,
+    clientExport,
+    clientCheck,
+    observerStatus,
+    observerExport,
+    observerCheck,
+    observerPrompt,
+    observerCancel,
+    workerPrompt,
+    workerCancel,
+  ] = await Promise.all([
+    run(CLIENT, 'status', SESSION),
+    run(CLIENT, 'status'),
+    run(CLIENT, 'export', '--session', SESSION, '--out', ctx.tmp.file('client.sdx')),
+    run(CLIENT, 'check'),
+    run(OBSERVER, 'status', SESSION),
+    run(OBSERVER, 'export', '--session', SESSION, '--out', ctx.tmp.file('observer.sdx')),
+    run(OBSERVER, 'check'),
+    run(OBSERVER, 'prompt', SESSION, 'not allowed'),
+    run(OBSERVER, 'cancel', SESSION),
+    run(WORKER, 'prompt', SESSION, 'not allowed'),
+    run(WORKER, 'cancel', SESSION),
+    tail(CLIENT),
+    tail(OBSERVER),
   ]);
-  for (const [who, r] of [['client', clientStatus], ['client (all)', clientAll], ['observer', observerStatus]] as const) {
+  for (const [who, r] of [
+    ['client', clientStatus],
+    ['client (all)', clientAll],
+    ['observer', observerStatus],
+  ] as const) {
     assert.match(ok(r, `${who} status`), new RegExp(`${SESSION}: running at seq \\d+; owned by own_`));
   }
-  for (const [who, r] of [['client', clientExport], ['observer', observerExport]] as const) assert.match(ok(r, `${who} export`), `events of ${SESSION} from NATS`);
-  for (const [who, r] of [['client', clientCheck], ['observer', observerCheck]] as const) assert.match(ok(r, `${who} check`), 'no violations');
+  for (const [who, r] of [
+    ['client', clientExport],
+    ['observer', observerExport],
+  ] as const)
+    assert.match(ok(r, `${who} export`), `events of ${SESSION} from NATS`);
+  for (const [who, r] of [
+    ['client', clientCheck],
+    ['observer', observerCheck],
+  ] as const)
+    assert.match(ok(r, `${who} check`), 'no violations');
   refused(observerPrompt, OBSERVER, 'admit');
   refused(observerCancel, OBSERVER, 'cancel');
   refused(workerPrompt, WORKER, 'admit');

@@ -23,19 +23,26 @@ const slowWorker = (ctx: CliCtx, db: string): Promise<LongRunning> => natsWorker
 s('cli start --nats - a worker on JetStream runs a prompt admitted with prompt --nats, streams it live, and stops on SIGTERM', async (ctx) => {
   const url = ctx.server.url;
   // the password from the environment, as recommended
-  const worker = startCli(['start', '--nats', url, '--nats-user', WORKER.user, '--nats-commands-user', COMMANDS.user, '--db', ctx.tmp.file('worker.db'), '--echo-delay-ms', '5'],
-    { env: { SESSIOND_NATS_PASS: WORKER.pass, SESSIOND_NATS_COMMANDS_PASS: COMMANDS.pass } });
+  const worker = startCli(
+    ['start', '--nats', url, '--nats-user', WORKER.user, '--nats-commands-user', COMMANDS.user, '--db', ctx.tmp.file('worker.db'), '--echo-delay-ms', '5'],
+    { env: { SESSIOND_NATS_PASS: WORKER.pass, SESSIOND_NATS_COMMANDS_PASS: COMMANDS.pass } },
+  );
   ctx.workers.push(worker);
   await worker.waitFor('send it a prompt');
   const out = worker.output();
   assert.match(out, `is running on NATS ${url} as user worker (stream SESSIOND_EVENTS)`);
-  assert.match(out, 'serving commands sessiond.cmd.admit, sessiond.cmd.wake, sessiond.cmd.cancel, sessiond.cmd.status, sessiond.cmd.drop in queue group sessiond-workers');
+  assert.match(
+    out,
+    'serving commands sessiond.cmd.admit, sessiond.cmd.wake, sessiond.cmd.cancel, sessiond.cmd.status, sessiond.cmd.drop in queue group sessiond-workers',
+  );
   assert.match(out, 'live events on sessiond.live.<session>.<type>');
   assert.not.match(out, WORKER.pass, 'the password is never printed');
 
   const watcher = await SessiondClient.connect({ connection: { servers: url, ...OBSERVER } });
   const seen: LiveMessage[] = [];
-  await watcher.subscribe({ sessionId: 'ses_cli' }, (e) => { seen.push(e); });
+  await watcher.subscribe({ sessionId: 'ses_cli' }, (e) => {
+    seen.push(e);
+  });
   const admitted = await runCli(['prompt', 'ses_cli', 'hello over nats', '--nats', url, ...as(CLIENT), '--id', 'inp_cli']);
   assert.is(admitted.code, 0, admitted.stderr);
   assert.match(admitted.stdout, 'admitted inp_cli to ses_cli at sequence 1 (queue)');
@@ -43,7 +50,10 @@ s('cli start --nats - a worker on JetStream runs a prompt admitted with prompt -
   await worker.waitFor('ses_cli  turn succeeded');
   assert.match(worker.output(), 'ses_cli  echo: hello');
   await until(seen, (e) => e.type === 'execution.settled', 'the settled turn on the live bus');
-  assert.ok(seen.some((e) => e.type === 'text.delta'), 'the deltas streamed live');
+  assert.ok(
+    seen.some((e) => e.type === 'text.delta'),
+    'the deltas streamed live',
+  );
   const replayed = await watcher.replay({ sessionId: 'ses_cli' });
   assert.is(replayed.at(-1)?.type, 'execution.settled');
   await watcher.close();
@@ -57,39 +67,44 @@ s('cli start --nats - a worker on JetStream runs a prompt admitted with prompt -
   assert.match(worker.output(), 'stopped (nothing was running)');
 });
 
-s('cli prompt --nats - no worker running, no server, bad flags, a refused user: clear errors and exit codes (69 unavailable, 77 no permission, 2 usage)', async (ctx) => {
-  const url = ctx.server.url;
-  const noWorker = await runCli(['prompt', 'ses_x', 'hi', '--nats', url, ...as(CLIENT)]);
-  assert.is(noWorker.code, 69, 'unavailable (69), not a failure of the command (1) or a usage error (2)');
-  assert.match(noWorker.stderr, 'No sessiond worker is serving sessiond.cmd.admit');
-  const noServer = await runCli(['status', 'ses_x', '--nats', 'nats://127.0.0.1:1', ...as(CLIENT)]);
-  assert.is(noServer.code, 69, `a server that is not there is unavailable (69): ${noServer.stderr}`);
-  assert.match(noServer.stderr, 'Could not connect to NATS');
-  assert.not.match(noWorker.stderr, '    at ', 'no stack trace');
-  const observer = await runCli(['prompt', 'ses_x', 'hi', '--nats', url, ...as(OBSERVER)]);
-  assert.is(observer.code, 77, 'refused by the server\'s permissions (77), not a usage mistake');
-  assert.match(observer.stderr, 'NATS user observer may not send sessiond commands');
-  const noPass = await runCli(['prompt', 'ses_x', 'hi', '--nats', url, '--nats-user', 'client'], { env: { SESSIOND_NATS_PASS: '' } });
-  assert.is(noPass.code, 2);
-  assert.match(noPass.stderr, '--nats-user client needs a password');
-  const badUrl = await runCli(['start', '--nats', 'http://nowhere', ...as(WORKER), '--db', ctx.tmp.file('x.db')]);
-  assert.is(badUrl.code, 2);
-  assert.match(badUrl.stderr, '--nats: Invalid NATS connection option servers: "http://nowhere"');
-  const badId = await runCli(['prompt', 'ses.bad', 'x', '--nats', url, ...as(CLIENT)]);
-  assert.is(badId.code, 2);
-  assert.match(badId.stderr, 'Invalid session id "ses.bad"');
-  const wrongPass = await runCli(['start', '--nats', url, '--nats-user', 'worker', '--nats-pass', 'nope', '--db', ctx.tmp.file('y.db')]);
-  assert.is(wrongPass.code, 77, 'credentials the server refuses: no permission (77)');
-  assert.match(wrongPass.stderr, 'Could not connect to NATS');
-  assert.not.match(wrongPass.stdout + wrongPass.stderr, 'nope', 'the password is never printed');
-});
+s(
+  'cli prompt --nats - no worker running, no server, bad flags, a refused user: clear errors and exit codes (69 unavailable, 77 no permission, 2 usage)',
+  async (ctx) => {
+    const url = ctx.server.url;
+    const noWorker = await runCli(['prompt', 'ses_x', 'hi', '--nats', url, ...as(CLIENT)]);
+    assert.is(noWorker.code, 69, 'unavailable (69), not a failure of the command (1) or a usage error (2)');
+    assert.match(noWorker.stderr, 'No sessiond worker is serving sessiond.cmd.admit');
+    const noServer = await runCli(['status', 'ses_x', '--nats', 'nats://127.0.0.1:1', ...as(CLIENT)]);
+    assert.is(noServer.code, 69, `a server that is not there is unavailable (69): ${noServer.stderr}`);
+    assert.match(noServer.stderr, 'Could not connect to NATS');
+    assert.not.match(noWorker.stderr, '    at ', 'no stack trace');
+    const observer = await runCli(['prompt', 'ses_x', 'hi', '--nats', url, ...as(OBSERVER)]);
+    assert.is(observer.code, 77, "refused by the server's permissions (77), not a usage mistake");
+    assert.match(observer.stderr, 'NATS user observer may not send sessiond commands');
+    const noPass = await runCli(['prompt', 'ses_x', 'hi', '--nats', url, '--nats-user', 'client'], { env: { SESSIOND_NATS_PASS: '' } });
+    assert.is(noPass.code, 2);
+    assert.match(noPass.stderr, '--nats-user client needs a password');
+    const badUrl = await runCli(['start', '--nats', 'http://nowhere', ...as(WORKER), '--db', ctx.tmp.file('x.db')]);
+    assert.is(badUrl.code, 2);
+    assert.match(badUrl.stderr, '--nats: Invalid NATS connection option servers: "http://nowhere"');
+    const badId = await runCli(['prompt', 'ses.bad', 'x', '--nats', url, ...as(CLIENT)]);
+    assert.is(badId.code, 2);
+    assert.match(badId.stderr, 'Invalid session id "ses.bad"');
+    const wrongPass = await runCli(['start', '--nats', url, '--nats-user', 'worker', '--nats-pass', 'nope', '--db', ctx.tmp.file('y.db')]);
+    assert.is(wrongPass.code, 77, 'credentials the server refuses: no permission (77)');
+    assert.match(wrongPass.stderr, 'Could not connect to NATS');
+    assert.not.match(wrongPass.stdout + wrongPass.stderr, 'nope', 'the password is never printed');
+  },
+);
 
 s('cli start --nats - a turn handed back on SIGTERM goes out live too: every event the worker committed reached subscribers', async (ctx) => {
   const url = ctx.server.url;
   const worker = await slowWorker(ctx, 'handback.db');
   const watcher = await SessiondClient.connect({ connection: { servers: url, ...OBSERVER } });
   const seen: LiveMessage[] = [];
-  await watcher.subscribe({ sessionId: 'ses_handback' }, (e) => { if (e.seq !== undefined) seen.push(e); });
+  await watcher.subscribe({ sessionId: 'ses_handback' }, (e) => {
+    if (e.seq !== undefined) seen.push(e);
+  });
   const admitted = await runCli(['prompt', 'ses_handback', 'a long turn', '--nats', url, ...as(CLIENT)]);
   assert.is(admitted.code, 0, admitted.stderr);
   await worker.waitFor('ses_handback  claimed');
@@ -98,9 +113,16 @@ s('cli start --nats - a turn handed back on SIGTERM goes out live too: every eve
   assert.is(await worker.exited, 0, worker.output());
   assert.match(worker.output(), 'handed back 1 running session');
   const stored = await watcher.replay({ sessionId: 'ses_handback' });
-  assert.ok(stored.some((e) => e.type === 'execution.settled'), 'the hand-back settled the execution');
+  assert.ok(
+    stored.some((e) => e.type === 'execution.settled'),
+    'the hand-back settled the execution',
+  );
   await until(seen, (e) => e.id === stored.at(-1)!.id, 'the last hand-back event, live');
-  assert.equal(seen.map((e) => e.id), stored.map((e) => e.id), 'live = the log, hand-back included');
+  assert.equal(
+    seen.map((e) => e.id),
+    stored.map((e) => e.id),
+    'live = the log, hand-back included',
+  );
   await watcher.close();
 });
 
@@ -143,8 +165,18 @@ s('cli start --nats - a worker started while nats-server is down waits for it, t
   const server = await startNatsServer();
   try {
     await server.stop();
-    const worker = startCli(['start', '--nats', server.url, ...as(WORKER), '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass,
-      '--db', ctx.tmp.file('early.db')]);
+    const worker = startCli([
+      'start',
+      '--nats',
+      server.url,
+      ...as(WORKER),
+      '--nats-commands-user',
+      COMMANDS.user,
+      '--nats-commands-pass',
+      COMMANDS.pass,
+      '--db',
+      ctx.tmp.file('early.db'),
+    ]);
     ctx.workers.push(worker);
     await worker.waitFor('until it answers');
     await server.restart(); // the server comes up after the worker
@@ -166,9 +198,20 @@ s('cli start --nats - without a commands user the worker serves no commands and 
   ctx.workers.push(worker);
   await worker.waitFor('send it a prompt');
   assert.match(worker.output(), 'not serving commands: no commands user');
-  const same = await runCli(['start', '--nats', url, ...as(WORKER), '--nats-commands-user', WORKER.user, '--nats-commands-pass', WORKER.pass, '--db', ctx.tmp.file('same.db')]);
+  const same = await runCli([
+    'start',
+    '--nats',
+    url,
+    ...as(WORKER),
+    '--nats-commands-user',
+    WORKER.user,
+    '--nats-commands-pass',
+    WORKER.pass,
+    '--db',
+    ctx.tmp.file('same.db'),
+  ]);
   assert.is(same.code, 2);
-  assert.match(same.stderr, '--nats-commands-user must not be the worker\'s user');
+  assert.match(same.stderr, "--nats-commands-user must not be the worker's user");
   worker.child.kill('SIGTERM');
   assert.is(await worker.exited, 0, worker.output());
 

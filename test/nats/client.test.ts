@@ -15,12 +15,19 @@ import { ev, live } from '../../src/testing/fixtures.ts';
 import { natsWorld, sessionId, until, type NatsWorld } from './helpers.ts';
 
 const s = suite<{ world: NatsWorld }>('NATS client');
-s.before(async (ctx) => { ctx.world = await natsWorld(); });
-s.after.each(async (ctx) => { await ctx.world.reset(); });
-s.after(async (ctx) => { await ctx.world.dispose(); });
+s.before(async (ctx) => {
+  ctx.world = await natsWorld();
+});
+s.after.each(async (ctx) => {
+  await ctx.world.reset();
+});
+s.after(async (ctx) => {
+  await ctx.world.dispose();
+});
 
 const step = (sessionId: string, n: number, extra: Record<string, unknown> = {}) => ({
-  ...live(ev('step.started', { executionId: 'exe_1', messageId: `msg_${n}`, step: n }), { id: `evt_${sessionId}_${n}`, sessionId, time: 1000 + n }), ...extra,
+  ...live(ev('step.started', { executionId: 'exe_1', messageId: `msg_${n}`, step: n }), { id: `evt_${sessionId}_${n}`, sessionId, time: 1000 + n }),
+  ...extra,
 });
 
 s('client subscribe - an undecodable live message is reported with its subject (and seq) and skipped; valid ones keep coming', async ({ world }) => {
@@ -31,10 +38,14 @@ s('client subscribe - an undecodable live message is reported with its subject (
   const got: LiveMessage[] = [];
   const invalid: InvalidLiveMessage[] = [];
   const errors: unknown[] = [];
-  const sub = await client.subscribe({ sessionId: id }, (e) => {
-    got.push(e);
-    if (e.id.endsWith('_2')) throw new Error('handler bug');
-  }, { onInvalid: (i) => invalid.push(i), onError: (e) => errors.push(e) });
+  const sub = await client.subscribe(
+    { sessionId: id },
+    (e) => {
+      got.push(e);
+      if (e.id.endsWith('_2')) throw new Error('handler bug');
+    },
+    { onInvalid: (i) => invalid.push(i), onError: (e) => errors.push(e) },
+  );
   assert.is(sub.subject, `sessiond.live.${id}.>`);
 
   const subject = subjects.live(id, 'step.started');
@@ -46,13 +57,19 @@ s('client subscribe - an undecodable live message is reported with its subject (
   bus.publish(step(id, 5));
   await until(got, (e) => e.id.endsWith('_5'), 'the event after the bad ones');
 
-  assert.equal(got.map((e) => e.id), [1, 2, 5].map((n) => `evt_${id}_${n}`));
+  assert.equal(
+    got.map((e) => e.id),
+    [1, 2, 5].map((n) => `evt_${id}_${n}`),
+  );
   assert.equal(got[0], { ...step(id, 1), version: 1 }, 'decoded with its schema version');
-  assert.equal(invalid.map((i) => [i.subject, i.seq, i.error.code]), [
-    [subject, undefined, ErrorCode.DecodeFailed],
-    [subject, 7, ErrorCode.InvalidPayload],
-    [subjects.live(id, 'tool.called'), undefined, ErrorCode.DecodeFailed],
-  ]);
+  assert.equal(
+    invalid.map((i) => [i.subject, i.seq, i.error.code]),
+    [
+      [subject, undefined, ErrorCode.DecodeFailed],
+      [subject, 7, ErrorCode.InvalidPayload],
+      [subjects.live(id, 'tool.called'), undefined, ErrorCode.DecodeFailed],
+    ],
+  );
   assert.match(invalid[0]!.error.message, `Live message on ${subject} is not a valid sessiond event: invalid msgpack`);
   assert.is(errors.length, 1, 'the handler error went to onError');
   assert.equal(sub.stats, { delivered: 3, invalid: 3, duplicates: 0, backfilled: 0 });
@@ -67,8 +84,12 @@ s('client subscribe - a committed event published by several workers is delivere
   const id = sessionId('dup');
   const all: LiveMessage[] = [];
   const tools: LiveMessage[] = [];
-  const sub = await client.subscribe({ sessionId: id }, (e) => { all.push(e); });
-  const toolSub = await client.subscribe({ type: 'tool.*' }, (e) => { tools.push(e); });
+  const sub = await client.subscribe({ sessionId: id }, (e) => {
+    all.push(e);
+  });
+  const toolSub = await client.subscribe({ type: 'tool.*' }, (e) => {
+    tools.push(e);
+  });
   const raw = await client.subscribe({ sessionId: id }, () => {}, { dedupe: false });
   const committed = (n: number) => step(id, n, { seq: n, position: 100 + n });
   for (const n of [1, 2, 2, 1, 3]) bus.publish(committed(n)); // a second, slower republisher repeats 2 and 1
@@ -76,13 +97,24 @@ s('client subscribe - a committed event published by several workers is delivere
   bus.publish(step(id, 9));
   bus.publish(live(ev('tool.started', { executionId: 'exe_1', messageId: 'msg_1', callId: 'call_1' }), { id: 'evt_tool', sessionId: id, time: 1 }));
   await until(all, (e) => e.type === 'tool.started', 'the last event');
-  assert.equal(all.map((e) => e.seq ?? e.type), [1, 2, 3, 'step.started', 'step.started', 'tool.started']);
+  assert.equal(
+    all.map((e) => e.seq ?? e.type),
+    [1, 2, 3, 'step.started', 'step.started', 'tool.started'],
+  );
   assert.is(sub.stats.duplicates, 2);
   await waitFor(() => raw.stats.delivered === 8, { what: 'every copy on the subscription without dedupe' });
   await until(tools, (e) => e.id === 'evt_tool', 'the tool event on tool.*');
-  assert.equal(tools.map((e) => e.type), ['tool.started']);
+  assert.equal(
+    tools.map((e) => e.type),
+    ['tool.started'],
+  );
   assert.is(toolSub.subject, 'sessiond.live.*.tool.*');
-  const bad = await client.subscribe({ type: 'tools' }, () => {}).then(() => undefined, (e) => e);
+  const bad = await client
+    .subscribe({ type: 'tools' }, () => {})
+    .then(
+      () => undefined,
+      (e) => e,
+    );
   assert.ok(isSessiondError(bad, ErrorCode.InvalidOption) && /Invalid live event type filter "tools"/.test(bad.message));
 });
 
@@ -92,28 +124,50 @@ s('client - admit and watch one session end to end, then replay it from the dura
   const client = await world.client();
   const id = sessionId('e2e');
   const seen: LiveMessage[] = [];
-  await client.subscribe({ sessionId: id }, (e) => { seen.push(e); });
+  await client.subscribe({ sessionId: id }, (e) => {
+    seen.push(e);
+  });
   await client.admit(id, { prompt: 'watch me stream' });
   await until(seen, (e) => e.type === 'execution.settled', 'the settled turn');
-  assert.ok(seen.some((e) => e.type === 'text.delta'), 'deltas arrived');
+  assert.ok(
+    seen.some((e) => e.type === 'text.delta'),
+    'deltas arrived',
+  );
 
   const replayed = await client.replay({ sessionId: id });
-  assert.equal(replayed.map((e) => e.id), seen.filter((e) => e.seq !== undefined).map((e) => e.id), 'replay = the committed live events');
+  assert.equal(
+    replayed.map((e) => e.id),
+    seen.filter((e) => e.seq !== undefined).map((e) => e.id),
+    'replay = the committed live events',
+  );
   assert.ok(replayed.every((e) => e.type !== 'text.delta'));
   const fromSeq = await client.replay({ sessionId: id, afterSeq: 3, limit: 2 });
-  assert.equal(fromSeq.map((e) => e.seq), [4, 5]);
+  assert.equal(
+    fromSeq.map((e) => e.seq),
+    [4, 5],
+  );
   const middle = replayed[Math.floor(replayed.length / 2)]!.position!;
   const afterPos = await client.replay({ after: middle });
   assert.ok(afterPos.length > 0 && afterPos.every((e) => e.position! > middle));
-  assert.equal(afterPos.filter((e) => e.sessionId === id).map((e) => e.id), replayed.filter((e) => e.position! > middle).map((e) => e.id));
-  assert.equal((await client.replay({ sessionId: id, after: middle })).map((e) => e.id), replayed.filter((e) => e.position! > middle).map((e) => e.id));
+  assert.equal(
+    afterPos.filter((e) => e.sessionId === id).map((e) => e.id),
+    replayed.filter((e) => e.position! > middle).map((e) => e.id),
+  );
+  assert.equal(
+    (await client.replay({ sessionId: id, after: middle })).map((e) => e.id),
+    replayed.filter((e) => e.position! > middle).map((e) => e.id),
+  );
 
   const observer = await world.client(OBSERVER);
-  assert.equal((await observer.replay({ sessionId: id })).map((e) => e.id), replayed.map((e) => e.id), 'the observer replays too');
+  assert.equal(
+    (await observer.replay({ sessionId: id })).map((e) => e.id),
+    replayed.map((e) => e.id),
+    'the observer replays too',
+  );
   assert.equal(await observer.replay({ sessionId: 'ses_nobody' }), []);
 });
 
-s('client subscribe - a jump in a session\'s seq is filled from the stream, in order; late copies are dropped', async ({ world }) => {
+s("client subscribe - a jump in a session's seq is filled from the stream, in order; late copies are dropped", async ({ world }) => {
   const { engine, log, nc } = await world.engine({ liveCommits: false });
   const id = sessionId('gaps');
   await engine.admit(id, { prompt: 'one two three' });
@@ -122,38 +176,68 @@ s('client subscribe - a jump in a session\'s seq is filled from the stream, in o
   assert.ok(stored.length >= 8, `a whole turn is stored (${stored.length} events)`);
   const client = await world.client(CLIENT);
   const seen: LiveMessage[] = [];
-  const sub = await client.subscribe({ sessionId: id }, (e) => { seen.push(e); });
+  const sub = await client.subscribe({ sessionId: id }, (e) => {
+    seen.push(e);
+  });
   const fromStart: LiveMessage[] = [];
-  const catchUp = await client.subscribe({ sessionId: id }, (e) => { fromStart.push(e); }, { afterSeq: 0 });
+  const catchUp = await client.subscribe(
+    { sessionId: id },
+    (e) => {
+      fromStart.push(e);
+    },
+    { afterSeq: 0 },
+  );
   // live delivery loses events 3 and 4 and brings 4 late, after 5 (a writer that died, a slow subscriber)
   const bus = new NatsLiveBus(nc);
   const [e1, e2, , e4, e5, ...rest] = stored;
   for (const e of [e1!, e2!, e5!, e4!, ...rest]) bus.publish(e);
   await until(seen, (e) => e.seq === stored.at(-1)!.seq, 'the last event');
-  assert.equal(seen.map((e) => e.seq), stored.map((e) => e.seq), 'every event once, in order');
-  assert.equal(seen.map((e) => e.id), stored.map((e) => e.id));
+  assert.equal(
+    seen.map((e) => e.seq),
+    stored.map((e) => e.seq),
+    'every event once, in order',
+  );
+  assert.equal(
+    seen.map((e) => e.id),
+    stored.map((e) => e.id),
+  );
   assert.is(sub.stats.backfilled, 2, 'events 3 and 4 read from the stream');
   assert.is(sub.stats.duplicates, 1, 'the late copy of 4 dropped');
   await until(fromStart, (e) => e.seq === stored.at(-1)!.seq, 'the last event (catch-up subscription)');
-  assert.equal(fromStart.map((e) => e.seq), stored.map((e) => e.seq), 'afterSeq 0: the first live event brought everything before it');
+  assert.equal(
+    fromStart.map((e) => e.seq),
+    stored.map((e) => e.seq),
+    'afterSeq 0: the first live event brought everything before it',
+  );
   await catchUp.close();
-  const typed = await client.subscribe({ sessionId: id, type: 'step.started' }, () => {}, { backfill: true }).then(() => undefined, (e) => e);
+  const typed = await client
+    .subscribe({ sessionId: id, type: 'step.started' }, () => {}, { backfill: true })
+    .then(
+      () => undefined,
+      (e) => e,
+    );
   assert.ok(isSessiondError(typed, ErrorCode.InvalidOption) && /backfill needs every event type/.test(typed.message));
 });
 
-s('client - a command sent while no worker serves it (workers resubscribing after an outage) is sent again until one does, within noWorkerRetryMs', async ({ world }) => {
-  const { engine } = await world.engine();
-  const client = await world.client(CLIENT, { noWorkerRetryMs: 10_000 });
-  const send = client.nc.request.bind(client.nc);
-  let attempts = 0;
-  client.nc.request = (...args: Parameters<typeof send>) => { attempts++; return send(...args); };
-  const id = sessionId('late');
-  const admitted = client.admit(id, { prompt: 'is anyone there', id: 'inp_late' });
-  await waitFor(() => attempts >= 2, { what: 'the admit sent again after no worker answered' });
-  await world.serve(engine);
-  const receipt = await admitted;
-  assert.equal([receipt.inputId, receipt.created], ['inp_late', true], 'admitted once, by the worker that came');
-});
+s(
+  'client - a command sent while no worker serves it (workers resubscribing after an outage) is sent again until one does, within noWorkerRetryMs',
+  async ({ world }) => {
+    const { engine } = await world.engine();
+    const client = await world.client(CLIENT, { noWorkerRetryMs: 10_000 });
+    const send = client.nc.request.bind(client.nc);
+    let attempts = 0;
+    client.nc.request = (...args: Parameters<typeof send>) => {
+      attempts++;
+      return send(...args);
+    };
+    const id = sessionId('late');
+    const admitted = client.admit(id, { prompt: 'is anyone there', id: 'inp_late' });
+    await waitFor(() => attempts >= 2, { what: 'the admit sent again after no worker answered' });
+    await world.serve(engine);
+    const receipt = await admitted;
+    assert.equal([receipt.inputId, receipt.created], ['inp_late', true], 'admitted once, by the worker that came');
+  },
+);
 
 s('client - an admit whose first attempt a worker took but whose reply was lost is sent again and reported as created by this call', async ({ world }) => {
   const { engine } = await world.engine();
@@ -177,13 +261,22 @@ s('client - an admit whose first attempt a worker took but whose reply was lost 
 });
 
 s('client - options and closed clients fail clearly', async ({ world }) => {
-  const bad = await (await import('../../src/nats/client.ts')).SessiondClient.connect({ connection: { servers: world.server.url }, requestTimeoutMs: -1 }).then(() => undefined, (e) => e);
+  const bad = await (await import('../../src/nats/client.ts')).SessiondClient.connect({ connection: { servers: world.server.url }, requestTimeoutMs: -1 }).then(
+    () => undefined,
+    (e) => e,
+  );
   assert.ok(isSessiondError(bad, ErrorCode.InvalidOption) && /requestTimeoutMs/.test(bad.message));
   const client = await world.client();
   await client.close();
-  const closed = await client.status('ses_1').then(() => undefined, (e) => e);
+  const closed = await client.status('ses_1').then(
+    () => undefined,
+    (e) => e,
+  );
   assert.ok(isSessiondError(closed, ErrorCode.LogClosed) && /This SessiondClient is closed/.test(closed.message));
-  const badId = await (await world.client()).status('ses.bad').then(() => undefined, (e) => e);
+  const badId = await (await world.client()).status('ses.bad').then(
+    () => undefined,
+    (e) => e,
+  );
   assert.ok(isSessiondError(badId, ErrorCode.InvalidId));
 });
 

@@ -18,22 +18,51 @@ export interface WorkerProc extends LongRunning {
   killed: boolean;
 }
 
-export interface WorkerFlags { leaseMs: number; heartbeatMs: number; sweepMs: number; echoDelayMs?: number }
+export interface WorkerFlags {
+  leaseMs: number;
+  heartbeatMs: number;
+  sweepMs: number;
+  echoDelayMs?: number;
+}
 
 /**
  * Starts `n` workers in parallel, each with its own projection file; resolves once all are serving.
  * `envOf(name)` adds to a worker's environment (e.g. libfaketime's, to skew its clock).
  */
-export async function startWorkers(server: Pick<NatsServer, 'url'>, n: number, dbFile: (name: string) => string, flags: WorkerFlags, into: WorkerProc[],
-  envOf: (name: string) => NodeJS.ProcessEnv | undefined = () => undefined): Promise<WorkerProc[]> {
+export async function startWorkers(
+  server: Pick<NatsServer, 'url'>,
+  n: number,
+  dbFile: (name: string) => string,
+  flags: WorkerFlags,
+  into: WorkerProc[],
+  envOf: (name: string) => NodeJS.ProcessEnv | undefined = () => undefined,
+): Promise<WorkerProc[]> {
   const started: WorkerProc[] = [];
   for (let i = 1; i <= n; i++) {
     const name = `w${i}`;
     const db = dbFile(`${name}.db`);
-    const args = ['start', '--nats', server.url, '--nats-user', WORKER.user, '--nats-pass', WORKER.pass,
-      '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass, '--db', db,
-      '--lease-ms', String(flags.leaseMs), '--heartbeat-ms', String(flags.heartbeatMs), '--sweep-ms', String(flags.sweepMs),
-      ...(flags.echoDelayMs !== undefined ? ['--echo-delay-ms', String(flags.echoDelayMs)] : [])];
+    const args = [
+      'start',
+      '--nats',
+      server.url,
+      '--nats-user',
+      WORKER.user,
+      '--nats-pass',
+      WORKER.pass,
+      '--nats-commands-user',
+      COMMANDS.user,
+      '--nats-commands-pass',
+      COMMANDS.pass,
+      '--db',
+      db,
+      '--lease-ms',
+      String(flags.leaseMs),
+      '--heartbeat-ms',
+      String(flags.heartbeatMs),
+      '--sweep-ms',
+      String(flags.sweepMs),
+      ...(flags.echoDelayMs !== undefined ? ['--echo-delay-ms', String(flags.echoDelayMs)] : []),
+    ];
     const extra = envOf(name);
     const proc = startCli(args, extra ? { env: extra } : {});
     const timed: { t: number; line: string }[] = [];
@@ -46,27 +75,39 @@ export async function startWorkers(server: Pick<NatsServer, 'url'>, n: number, d
     proc.child.stdout!.on('data', record);
     proc.child.stderr!.on('data', record);
     const worker: WorkerProc = Object.assign(proc, {
-      name, db, ownerId: '', killed: false, timed,
-      claimedLines: () => proc.output().split('\n').filter((l) => /^\S+ {2}claimed \(execution exe_/.test(l)),
+      name,
+      db,
+      ownerId: '',
+      killed: false,
+      timed,
+      claimedLines: () =>
+        proc
+          .output()
+          .split('\n')
+          .filter((l) => /^\S+ {2}claimed \(execution exe_/.test(l)),
     });
     into.push(worker); // registered before waiting, so the caller's finally kills it whatever happens
     started.push(worker);
   }
-  await Promise.all(started.map(async (w) => {
-    await w.waitFor('send it a prompt', 30_000);
-    const owner = /sessiond worker (own_\S+) is running/.exec(w.output())?.[1];
-    if (!owner) throw new Error(`${w.name}: no owner id in its startup output:\n${w.output()}`);
-    w.ownerId = owner;
-  }));
+  await Promise.all(
+    started.map(async (w) => {
+      await w.waitFor('send it a prompt', 30_000);
+      const owner = /sessiond worker (own_\S+) is running/.exec(w.output())?.[1];
+      if (!owner) throw new Error(`${w.name}: no owner id in its startup output:\n${w.output()}`);
+      w.ownerId = owner;
+    }),
+  );
   return started;
 }
 
 /** SIGKILLs every worker still running and waits for each to exit (for `finally`). */
 export async function killAll(workers: WorkerProc[]): Promise<void> {
-  await Promise.all(workers.map(async (w) => {
-    if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
-    await w.exited;
-  }));
+  await Promise.all(
+    workers.map(async (w) => {
+      if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
+      await w.exited;
+    }),
+  );
 }
 
 /** Stops a worker with SIGTERM (clean hand-back); SIGKILL if it has not exited within `timeoutMs`. */
@@ -74,10 +115,15 @@ export async function stopWorker(w: WorkerProc, timeoutMs = 10_000): Promise<num
   if (w.child.exitCode !== null || w.child.signalCode !== null) return w.child.exitCode;
   w.child.kill('SIGTERM');
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), timeoutMs); });
+  const timeout = new Promise<'timeout'>((r) => {
+    timer = setTimeout(() => r('timeout'), timeoutMs);
+  });
   const result = await Promise.race([w.exited, timeout]);
   clearTimeout(timer);
-  if (result === 'timeout') { w.child.kill('SIGKILL'); await w.exited; }
+  if (result === 'timeout') {
+    w.child.kill('SIGKILL');
+    await w.exited;
+  }
   return result;
 }
 
@@ -96,8 +142,12 @@ export async function readAllOrNothing(log: JetStreamEventLog): Promise<SessionE
 }
 
 /** Polls the log until `done(events)` holds; fails after `timeoutMs` with `describe(last events)`. */
-export async function pollLog(log: JetStreamEventLog, done: (events: SessionEvent[]) => boolean, what: string,
-  options: { timeoutMs?: number; intervalMs?: number; describe?: (events: SessionEvent[]) => string } = {}): Promise<SessionEvent[]> {
+export async function pollLog(
+  log: JetStreamEventLog,
+  done: (events: SessionEvent[]) => boolean,
+  what: string,
+  options: { timeoutMs?: number; intervalMs?: number; describe?: (events: SessionEvent[]) => string } = {},
+): Promise<SessionEvent[]> {
   const deadline = Date.now() + (options.timeoutMs ?? 30_000);
   let last: SessionEvent[] = [];
   for (;;) {
@@ -148,7 +198,11 @@ export function analyse(events: SessionEvent[]): LogAnalysis {
   const executions = new Map<string, ExecutionInfo>();
   const claimsByOwner = new Map<string, number>();
   const sessions = new Set<string>();
-  const push = <K, V>(m: Map<K, V[]>, k: K, v: V) => { const l = m.get(k); if (l) l.push(v); else m.set(k, [v]); };
+  const push = <K, V>(m: Map<K, V[]>, k: K, v: V) => {
+    const l = m.get(k);
+    if (l) l.push(v);
+    else m.set(k, [v]);
+  };
   const exec = (id: string, sessionId: string): ExecutionInfo => {
     let x = executions.get(id);
     if (!x) executions.set(id, (x = { id, sessionId, ownerId: '?', promoted: [], settled: [], recoveryStarted: [], recoveryCompleted: [], stepStarted: 0 }));
@@ -165,11 +219,21 @@ export function analyse(events: SessionEvent[]): LogAnalysis {
         claimsByOwner.set(e.payload.ownerId, (claimsByOwner.get(e.payload.ownerId) ?? 0) + 1);
         break;
       }
-      case 'execution.settled': exec(e.payload.executionId, e.sessionId).settled.push(e as Ev<'execution.settled'>); break;
-      case 'recovery.started': exec(e.payload.executionId, e.sessionId).recoveryStarted.push(e as Ev<'recovery.started'>); break;
-      case 'recovery.completed': exec(e.payload.executionId, e.sessionId).recoveryCompleted.push(e as Ev<'recovery.completed'>); break;
-      case 'step.started': exec(e.payload.executionId, e.sessionId).stepStarted++; break;
-      case 'input.admitted': push(admitted, e.payload.inputId, e as Ev<'input.admitted'>); break;
+      case 'execution.settled':
+        exec(e.payload.executionId, e.sessionId).settled.push(e as Ev<'execution.settled'>);
+        break;
+      case 'recovery.started':
+        exec(e.payload.executionId, e.sessionId).recoveryStarted.push(e as Ev<'recovery.started'>);
+        break;
+      case 'recovery.completed':
+        exec(e.payload.executionId, e.sessionId).recoveryCompleted.push(e as Ev<'recovery.completed'>);
+        break;
+      case 'step.started':
+        exec(e.payload.executionId, e.sessionId).stepStarted++;
+        break;
+      case 'input.admitted':
+        push(admitted, e.payload.inputId, e as Ev<'input.admitted'>);
+        break;
       case 'input.promoted': {
         push(promoted, e.payload.inputId, e as Ev<'input.promoted'>);
         exec(e.payload.executionId, e.sessionId).promoted.push(e.payload.inputId);
@@ -199,8 +263,10 @@ export function describeOpen(events: SessionEvent[]): string {
   const a = analyse(events);
   const unpromoted = [...a.admitted.keys()].filter((id) => !a.promoted.has(id));
   const open = [...a.executions.values()].filter((x) => !ended(x)).map((x) => `${x.sessionId}/${x.id} (${x.ownerId})`);
-  return `log: ${events.length} events over ${a.sessions.size} sessions; ${unpromoted.length} input(s) not promoted: ${unpromoted.slice(0, 8).join(', ')}; ` +
-    `${open.length} execution(s) not ended: ${open.slice(0, 8).join(', ')}`;
+  return (
+    `log: ${events.length} events over ${a.sessions.size} sessions; ${unpromoted.length} input(s) not promoted: ${unpromoted.slice(0, 8).join(', ')}; ` +
+    `${open.length} execution(s) not ended: ${open.slice(0, 8).join(', ')}`
+  );
 }
 
 /** The projector checkpoint (log position folded) in a worker's SQLite projection file. */
@@ -216,8 +282,11 @@ export function projectionCheckpoint(file: string): number {
 /** The events of some sessions as lines (ms since `t0`, seq, type, execution, owner), for failure messages. */
 export function timeline(events: SessionEvent[], sessionIds: Iterable<string>, t0: number): string {
   const wanted = new Set(sessionIds);
-  return events.filter((e) => wanted.has(e.sessionId)).map((e) => {
-    const p = e.payload as { executionId?: string; ownerId?: string; inputId?: string; expiresAt?: number };
-    return `  +${e.time - t0}ms ${e.sessionId}#${e.seq} ${e.type}${p.executionId ? ` ${p.executionId.slice(0, 12)}` : ''}${p.ownerId ? ` by ${p.ownerId.slice(0, 12)}` : ''}${p.expiresAt ? ` until +${p.expiresAt - t0}` : ''}${p.inputId ? ` ${p.inputId}` : ''}`;
-  }).join('\n');
+  return events
+    .filter((e) => wanted.has(e.sessionId))
+    .map((e) => {
+      const p = e.payload as { executionId?: string; ownerId?: string; inputId?: string; expiresAt?: number };
+      return `  +${e.time - t0}ms ${e.sessionId}#${e.seq} ${e.type}${p.executionId ? ` ${p.executionId.slice(0, 12)}` : ''}${p.ownerId ? ` by ${p.ownerId.slice(0, 12)}` : ''}${p.expiresAt ? ` until +${p.expiresAt - t0}` : ''}${p.inputId ? ` ${p.inputId}` : ''}`;
+    })
+    .join('\n');
 }

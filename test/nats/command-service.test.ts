@@ -15,9 +15,15 @@ import { waitFor } from '../../src/testing/wait.ts';
 import { natsWorld, sessionId, type NatsWorld } from './helpers.ts';
 
 const s = suite<{ world: NatsWorld }>('NATS commands');
-s.before(async (ctx) => { ctx.world = await natsWorld(); });
-s.after.each(async (ctx) => { await ctx.world.reset(); });
-s.after(async (ctx) => { await ctx.world.dispose(); });
+s.before(async (ctx) => {
+  ctx.world = await natsWorld();
+});
+s.after.each(async (ctx) => {
+  await ctx.world.reset();
+});
+s.after(async (ctx) => {
+  await ctx.world.dispose();
+});
 
 async function serve(world: NatsWorld, options: { runner?: Runner } = {}) {
   const opened = await world.engine(options);
@@ -27,13 +33,20 @@ async function serve(world: NatsWorld, options: { runner?: Runner } = {}) {
 }
 
 /** A raw request as the client user, its reply decoded. */
-async function raw(nc: NatsConnection, subject: string, body: Uint8Array | string): Promise<{ ok: boolean; error?: { code: CommandFailure; message: string } }> {
+async function raw(
+  nc: NatsConnection,
+  subject: string,
+  body: Uint8Array | string,
+): Promise<{ ok: boolean; error?: { code: CommandFailure; message: string } }> {
   const msg = await nc.request(subject, typeof body === 'string' ? new TextEncoder().encode(body) : body, { timeout: 5000 });
   return decodeJson(msg.data) as never;
 }
 
 async function failure(p: Promise<unknown>): Promise<{ failure: CommandFailure; message: string }> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   assert.ok(isCommandError(err), `expected a CommandError, got ${String(err)}`);
   return err;
 }
@@ -58,7 +71,10 @@ s('commands - admit, status, wake and cancel round-trip through a worker', async
   assert.is(cancel.cancelled, false);
   const queued = await client.admit(id, { prompt: 'later', wake: false });
   assert.match(queued.inputId, /^inp_/, 'the client picked an input id');
-  assert.equal((await client.status(id)).pending.map((p) => p.inputId), [queued.inputId]);
+  assert.equal(
+    (await client.status(id)).pending.map((p) => p.inputId),
+    [queued.inputId],
+  );
 });
 
 s('commands - cancel stops a turn running on the worker', async ({ world }) => {
@@ -127,11 +143,18 @@ s('commands - an unexpected engine failure is answered as internal and reported,
   const nc = await world.connect(COMMANDS);
   let calls = 0;
   const target: CommandTarget = {
-    admit: async () => { throw new Error('disk on fire'); },
+    admit: async () => {
+      throw new Error('disk on fire');
+    },
     wake: async () => ({ status: 'requested' }),
     cancel: async () => ({ cancelled: false, reason: 'not_running', message: 'x' }) as never,
-    dropPending: async () => { throw new Error('unused'); },
-    status: async (id) => { const seq = ++calls; return { sessionId: id, state: 'idle', seq, pending: [], execution: null } as never; },
+    dropPending: async () => {
+      throw new Error('unused');
+    },
+    status: async (id) => {
+      const seq = ++calls;
+      return { sessionId: id, state: 'idle', seq, pending: [], execution: null } as never;
+    },
   };
   const errors: unknown[] = [];
   const service = startCommandService(nc, target, { onError: (e) => errors.push(e) });
@@ -142,7 +165,7 @@ s('commands - an unexpected engine failure is answered as internal and reported,
   assert.match(err.message, 'The worker failed to run admit: disk on fire');
   assert.is(errors.length, 1);
   assert.is((await client.status('ses_x')).state, 'idle', 'still serving');
-  assert.equal(await client.wake('ses_x'), { status: 'requested' }, 'the target\'s wake result is the reply');
+  assert.equal(await client.wake('ses_x'), { status: 'requested' }, "the target's wake result is the reply");
 });
 
 s('commands - no worker, or no reply in time, fail clearly', async ({ world }) => {
@@ -172,11 +195,18 @@ s('commands - with two workers in the queue group, each request is answered by e
   assert.ok(replies.every((r) => r.seq === 1 && r.pending.length === 1));
   const handled = [one.service.stats.requests, two.service.stats.requests];
   assert.is(handled[0]! + handled[1]!, n + 1, `each request handled once (${handled.join(' + ')})`);
-  assert.ok(handled.every((h) => h > 0), `both workers took requests (${handled.join(', ')})`);
+  assert.ok(
+    handled.every((h) => h > 0),
+    `both workers took requests (${handled.join(', ')})`,
+  );
   // a plain (non-queue) listener sees every request once: nothing is sent twice
   const tap = await world.connect(COMMANDS);
   let seen = 0;
-  tap.subscribe(subjects.command('status'), { callback: () => { seen++; } });
+  tap.subscribe(subjects.command('status'), {
+    callback: () => {
+      seen++;
+    },
+  });
   await tap.flush();
   await Promise.all(Array.from({ length: 5 }, () => client.status(id)));
   await tap.flush();
@@ -186,16 +216,32 @@ s('commands - with two workers in the queue group, each request is answered by e
 
 s('commands - close answers requests in flight and stops taking new ones', async ({ world }) => {
   let release!: () => void;
-  const gate = new Promise<void>((r) => { release = r; });
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
   let entered!: () => void;
-  const inside = new Promise<void>((r) => { entered = r; });
+  const inside = new Promise<void>((r) => {
+    entered = r;
+  });
   const nc = await world.connect(COMMANDS);
   const target: CommandTarget = {
-    admit: async () => { throw new Error('unused'); },
-    wake: async () => { throw new Error('unused'); },
-    cancel: async () => { throw new Error('unused'); },
-    dropPending: async () => { throw new Error('unused'); },
-    status: async (id) => { entered(); await gate; return { sessionId: id, state: 'idle', seq: 1, pending: [], execution: null } as never; },
+    admit: async () => {
+      throw new Error('unused');
+    },
+    wake: async () => {
+      throw new Error('unused');
+    },
+    cancel: async () => {
+      throw new Error('unused');
+    },
+    dropPending: async () => {
+      throw new Error('unused');
+    },
+    status: async (id) => {
+      entered();
+      await gate;
+      return { sessionId: id, state: 'idle', seq: 1, pending: [], execution: null } as never;
+    },
   };
   const service = startCommandService(nc, target);
   const client = await world.client(CLIENT, { requestTimeoutMs: 2000 });
@@ -211,40 +257,59 @@ s('commands - close answers requests in flight and stops taking new ones', async
 /** The connection's subscriptions on the command subjects, as the server's monitoring port lists them (`max` 0: no limit). */
 async function commandSubs(world: NatsWorld, nc: NatsConnection): Promise<{ qgroup?: string; max?: number }[]> {
   const url = `http://127.0.0.1:${world.server.monitorPort}/connz?subs=detail&cid=${nc.info!.client_id}`;
-  const connz = await (await fetch(url)).json() as { connections: { subscriptions_list_detail?: { subject: string; qgroup?: string; max?: number }[] }[] };
+  const connz = (await (await fetch(url)).json()) as { connections: { subscriptions_list_detail?: { subject: string; qgroup?: string; max?: number }[] }[] };
   return (connz.connections[0]?.subscriptions_list_detail ?? []).filter((sub) => sub.subject === subjects.allCommands);
 }
 
 /** How many places in the command queue group the connection holds; each must be good for one request. */
 async function commandPlaces(world: NatsWorld, nc: NatsConnection): Promise<number> {
   const subs = await commandSubs(world, nc);
-  assert.ok(subs.every((sub) => sub.qgroup === COMMAND_QUEUE && sub.max === 1), `places good for one request each: ${JSON.stringify(subs)}`);
+  assert.ok(
+    subs.every((sub) => sub.qgroup === COMMAND_QUEUE && sub.max === 1),
+    `places good for one request each: ${JSON.stringify(subs)}`,
+  );
   return subs.length;
 }
 
-s('commands - a request a frozen queue member took is sent again after attemptTimeoutMs and answered by a worker; a worker renews each place it uses', async ({ world }) => {
-  const { engine } = await world.engine();
-  const nc = await world.connect(COMMANDS);
-  const service = startCommandService(nc, engine);
-  world.defer(() => service.close());
-  const client = await world.client(CLIENT, { attemptTimeoutMs: 250 });
-  const id = sessionId('frozen');
-  await client.admit(id, { prompt: 'p', id: 'inp_frozen', wake: false });
-  // a member that stopped running: it holds one place (the server ends it after one request) and never answers
-  const frozen = await world.connect(COMMANDS);
-  let held = 0;
-  frozen.subscribe(subjects.allCommands, { queue: COMMAND_QUEUE, max: 1, callback: () => { held++; } });
-  await frozen.flush();
-  let sent = 0;
-  await waitFor(async () => { sent++; assert.is((await client.status(id)).seq, 1); return held === 1; }, { timeoutMs: 20_000, what: 'a request taken by the frozen member' });
-  assert.is(await commandPlaces(world, frozen), 0, 'the server ended the frozen member\'s place after one request');
-  for (let i = 0; i < 5; i++) assert.is((await client.status(id)).seq, 1);
-  const again = await client.admit(id, { prompt: 'p', id: 'inp_frozen', wake: false });
-  assert.equal([again.inputId, again.created], ['inp_frozen', false], 'admitted once, however often it was sent');
-  assert.is(held, 1, 'nothing more reached the frozen member');
-  assert.is(service.stats.requests, sent + 7, 'the worker answered every command once, the held one included');
-  assert.is(await commandPlaces(world, nc), DEFAULT_QUEUE_PLACES, 'the worker still holds its places');
-});
+s(
+  'commands - a request a frozen queue member took is sent again after attemptTimeoutMs and answered by a worker; a worker renews each place it uses',
+  async ({ world }) => {
+    const { engine } = await world.engine();
+    const nc = await world.connect(COMMANDS);
+    const service = startCommandService(nc, engine);
+    world.defer(() => service.close());
+    const client = await world.client(CLIENT, { attemptTimeoutMs: 250 });
+    const id = sessionId('frozen');
+    await client.admit(id, { prompt: 'p', id: 'inp_frozen', wake: false });
+    // a member that stopped running: it holds one place (the server ends it after one request) and never answers
+    const frozen = await world.connect(COMMANDS);
+    let held = 0;
+    frozen.subscribe(subjects.allCommands, {
+      queue: COMMAND_QUEUE,
+      max: 1,
+      callback: () => {
+        held++;
+      },
+    });
+    await frozen.flush();
+    let sent = 0;
+    await waitFor(
+      async () => {
+        sent++;
+        assert.is((await client.status(id)).seq, 1);
+        return held === 1;
+      },
+      { timeoutMs: 20_000, what: 'a request taken by the frozen member' },
+    );
+    assert.is(await commandPlaces(world, frozen), 0, "the server ended the frozen member's place after one request");
+    for (let i = 0; i < 5; i++) assert.is((await client.status(id)).seq, 1);
+    const again = await client.admit(id, { prompt: 'p', id: 'inp_frozen', wake: false });
+    assert.equal([again.inputId, again.created], ['inp_frozen', false], 'admitted once, however often it was sent');
+    assert.is(held, 1, 'nothing more reached the frozen member');
+    assert.is(service.stats.requests, sent + 7, 'the worker answered every command once, the held one included');
+    assert.is(await commandPlaces(world, nc), DEFAULT_QUEUE_PLACES, 'the worker still holds its places');
+  },
+);
 
 s('commands - a cancel sent again after its first attempt cancelled the turn (the reply was late) still reports the cancellation', async ({ world }) => {
   const blocking: Runner = async (ctx) => {
@@ -253,7 +318,9 @@ s('commands - a cancel sent again after its first attempt cancelled the turn (th
   };
   const { engine } = await world.engine({ runner: blocking });
   let answerFirst!: () => void;
-  const secondDone = new Promise<void>((r) => { answerFirst = r; });
+  const secondDone = new Promise<void>((r) => {
+    answerFirst = r;
+  });
   let calls = 0;
   const target: CommandTarget = {
     admit: (id, request) => engine.admit(id, request),
@@ -263,7 +330,8 @@ s('commands - a cancel sent again after its first attempt cancelled the turn (th
     cancel: async (id, reason) => {
       const n = ++calls;
       const result = await engine.cancel(id, reason);
-      if (n === 1) await secondDone; // the first attempt's reply comes after the client sent it again
+      if (n === 1)
+        await secondDone; // the first attempt's reply comes after the client sent it again
       else answerFirst();
       return result;
     },
@@ -289,10 +357,13 @@ s('commands - after the server restarts, a worker opens its places afresh (one r
   await client.admit(id, { prompt: 'before', id: 'inp_before', wake: false });
   await world.server.restart();
   // nats.js resubscribes without the one-request limit; the service replaces those subscriptions
-  await waitFor(async () => {
-    const subs = await commandSubs(world, nc).catch(() => []);
-    return subs.length === DEFAULT_QUEUE_PLACES && subs.every((sub) => sub.max === 1);
-  }, { timeoutMs: 20_000, what: `${DEFAULT_QUEUE_PLACES} places good for one request each after the restart` });
+  await waitFor(
+    async () => {
+      const subs = await commandSubs(world, nc).catch(() => []);
+      return subs.length === DEFAULT_QUEUE_PLACES && subs.every((sub) => sub.max === 1);
+    },
+    { timeoutMs: 20_000, what: `${DEFAULT_QUEUE_PLACES} places good for one request each after the restart` },
+  );
   for (let i = 0; i < 5; i++) assert.is((await client.status(id)).seq, 1);
   assert.is(await commandPlaces(world, nc), DEFAULT_QUEUE_PLACES);
 });

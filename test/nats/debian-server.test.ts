@@ -15,15 +15,23 @@ import { runCli } from '../support/cli.ts';
 import { natsWorld, type NatsWorld } from './helpers.ts';
 
 if (!existsSync(DEBIAN_NATS_SERVER_BIN)) {
-  throw new Error(`Debian's nats-server is not at ${DEBIAN_NATS_SERVER_BIN}: apt-get install nats-server (npm test installs it as root), or set SESSIOND_DEBIAN_NATS_SERVER.`);
+  throw new Error(
+    `Debian's nats-server is not at ${DEBIAN_NATS_SERVER_BIN}: apt-get install nats-server (npm test installs it as root), or set SESSIOND_DEBIAN_NATS_SERVER.`,
+  );
 }
 const VERSION = natsServerVersion(DEBIAN_NATS_SERVER_BIN);
 
 const s = suite<{ world: NatsWorld }>(`Debian's nats-server ${VERSION}, one server`);
 // no streams yet: the first test sets them up with the real `sessiond setup`
-s.before(async (ctx) => { ctx.world = await natsWorld({ bin: DEBIAN_NATS_SERVER_BIN, streams: false }); });
-s.after.each(async (ctx) => { await ctx.world.reset(); });
-s.after(async (ctx) => { await ctx.world.dispose(); });
+s.before(async (ctx) => {
+  ctx.world = await natsWorld({ bin: DEBIAN_NATS_SERVER_BIN, streams: false });
+});
+s.after.each(async (ctx) => {
+  await ctx.world.reset();
+});
+s.after(async (ctx) => {
+  await ctx.world.dispose();
+});
 
 s('sessiond setup creates the 1-replica stream and refuses 3 replicas, saying why and what to use', async ({ world }) => {
   assert.not.ok(fencesReplicated(VERSION), `expected a server older than ${REPLICATED_FENCING_SINCE} here, got ${VERSION}`);
@@ -59,7 +67,9 @@ s('racing appends on its 1-replica stream: one stored, the others a SequenceConf
   try {
     for (let round = 0; round < 10; round++) {
       const sessionId = uniqueId('ses');
-      const settled = await Promise.allSettled(logs.map((log) => log.append(sessionId, 0, [draft(ev('input.admitted', { inputId: uniqueId('inp') }), { id: uniqueId('evt') })])));
+      const settled = await Promise.allSettled(
+        logs.map((log) => log.append(sessionId, 0, [draft(ev('input.admitted', { inputId: uniqueId('inp') }), { id: uniqueId('evt') })])),
+      );
       assert.is(settled.filter((x) => x.status === 'fulfilled').length, 1);
       for (const x of settled) if (x.status === 'rejected') assert.instance(x.reason, SequenceConflictError);
     }

@@ -51,20 +51,45 @@ test('attack 3 - a snapshot forged with the worker password is discarded and rep
         ...real,
         context: {
           ...real.context,
-          pending: [{ inputId: 'inp_evil', delivery: 'queue', seq: 1, wake: true, source: 'user', prompt: 'forged prompt', admittedBy: { id: events[0]!.id, position: events[0]!.position } }],
+          pending: [
+            {
+              inputId: 'inp_evil',
+              delivery: 'queue',
+              seq: 1,
+              wake: true,
+              source: 'user',
+              prompt: 'forged prompt',
+              admittedBy: { id: events[0]!.id, position: events[0]!.position },
+            },
+          ],
         },
       },
     };
     // two workers in turn that never saw the session (as after restarts) each load it cold; the
     // attacker publishes the forgery again before each (a worker replaces a discarded snapshot)
     for (const [round, label] of ['second', 'third'].entries()) {
-      const pub = await natsCli(server.url, WORKER, ['pub', `sessiond.snapshots.${session}`, '--force-stdin', '--no-templates', '--jetstream'], JSON.stringify(forged));
+      const pub = await natsCli(
+        server.url,
+        WORKER,
+        ['pub', `sessiond.snapshots.${session}`, '--force-stdin', '--no-templates', '--jetstream'],
+        JSON.stringify(forged),
+      );
       assert.is(pub.code, 0, `natscli publish as the worker user: ${pub.stdout}${pub.stderr}`);
       const [w] = await startWorkers(server, 1, (name) => tmp.file(`${label}-${name}`), FLAGS, workers);
       await client.admit(session, { id: `inp_${label}`, prompt: `${label} prompt` });
-      const after = await pollLog(reader, (all) => evilTouched(all).length > 0 || settledTurns(all) === round + 2, `the ${label} turn settled (or the evil input touched)`);
-      assert.equal(evilTouched(after).map((e) => `${e.seq} ${e.type}`), [], 'nothing about the forged input is ever appended');
-      const promoted = ofSession(after).filter((e) => e.type === 'input.promoted').map((e) => (e.payload as { inputId: string }).inputId);
+      const after = await pollLog(
+        reader,
+        (all) => evilTouched(all).length > 0 || settledTurns(all) === round + 2,
+        `the ${label} turn settled (or the evil input touched)`,
+      );
+      assert.equal(
+        evilTouched(after).map((e) => `${e.seq} ${e.type}`),
+        [],
+        'nothing about the forged input is ever appended',
+      );
+      const promoted = ofSession(after)
+        .filter((e) => e.type === 'input.promoted')
+        .map((e) => (e.payload as { inputId: string }).inputId);
       assert.equal(promoted, ['inp_first', 'inp_second', 'inp_third'].slice(0, round + 2), 'only admitted inputs ran');
       await w!.waitFor(`discarded the stored snapshot of session ${session}`, 10_000);
       assert.match(w!.output(), 'pending input "inp_evil"', 'the report says why');

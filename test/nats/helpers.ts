@@ -28,7 +28,11 @@ export interface NatsWorld {
    * see `serve`), echo runner by default. With `liveCommits: false`, only the core: `openEngine` on
    * the JetStream log and the live bus, which publishes deltas but not what it commits.
    */
-  engine(options?: { runner?: Runner; liveCommits?: boolean; host?: Partial<SessiondOptions> }): Promise<{ engine: Engine; log: JetStreamEventLog; nc: NatsConnection; host: Sessiond | undefined }>;
+  engine(options?: {
+    runner?: Runner;
+    liveCommits?: boolean;
+    host?: Partial<SessiondOptions>;
+  }): Promise<{ engine: Engine; log: JetStreamEventLog; nc: NatsConnection; host: Sessiond | undefined }>;
   /** Serves commands for `target` on a connection of the commands user, as a worker does; closed at teardown. */
   serve(target: CommandTarget, options?: CommandServiceOptions): Promise<CommandService>;
   client(user?: User, options?: Partial<SessiondClientOptions>): Promise<SessiondClient>;
@@ -45,7 +49,9 @@ export async function natsWorld(options: { bin?: string; streams?: boolean } = {
   const tmp = tempDir('sessiond-nats-test-');
   let closers: (() => Promise<unknown>)[] = [];
   let files = 0;
-  const defer = (close: () => Promise<unknown>) => { closers.push(close); };
+  const defer = (close: () => Promise<unknown>) => {
+    closers.push(close);
+  };
   const connect = async (user: User = WORKER) => {
     const nc = await connectNats({ servers: server.url, ...user, reconnectWaitMs: 50 });
     defer(() => nc.close());
@@ -67,7 +73,10 @@ export async function natsWorld(options: { bin?: string; streams?: boolean } = {
         const nc = await connect(WORKER);
         const log = await JetStreamEventLog.open({ connection: nc });
         const engine = await openEngine({ file, log, bus: new NatsLiveBus(nc), runner });
-        defer(async () => { await engine.close(); await log.close(); });
+        defer(async () => {
+          await engine.close();
+          await log.close();
+        });
         return { engine, log, nc, host: undefined };
       }
       const host = await startSessiond({ db: file, runner, ...options.host, nats: { connection: { servers: server.url, ...WORKER, reconnectWaitMs: 50 } } });
@@ -100,7 +109,11 @@ export const sessionId = (label = 's') => `ses_${label}_${process.pid}_${++count
 /** Subscribes with a raw connection and decodes every message (throws on an invalid one: these tests publish valid ones). */
 export async function collect(nc: NatsConnection, subject: string): Promise<LiveMessage[]> {
   const seen: LiveMessage[] = [];
-  nc.subscribe(subject, { callback: (err, msg) => { if (!err) seen.push(decodeLiveEvent(msg.data, msg.subject)); } });
+  nc.subscribe(subject, {
+    callback: (err, msg) => {
+      if (!err) seen.push(decodeLiveEvent(msg.data, msg.subject));
+    },
+  });
   await nc.flush();
   return seen;
 }
@@ -113,14 +126,23 @@ export function until<T>(list: T[], match: (item: T) => boolean, what: string, t
 const REFUSAL_DEADLINE_MS = 5000;
 
 /** Resolves with the PermissionViolationError the server sends for a publish to `subject` made by `publish`, or fails after a deadline. */
-export async function refusedPublish(nc: NatsConnection, subject: string, publish: () => void): Promise<InstanceType<typeof natsErrors.PermissionViolationError>> {
+export async function refusedPublish(
+  nc: NatsConnection,
+  subject: string,
+  publish: () => void,
+): Promise<InstanceType<typeof natsErrors.PermissionViolationError>> {
   const statuses = nc.status()[Symbol.asyncIterator]();
   publish();
   const deadline = Date.now() + REFUSAL_DEADLINE_MS;
   try {
     while (Date.now() < deadline) {
       let timer: NodeJS.Timeout | undefined;
-      const next = await Promise.race([statuses.next(), new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), deadline - Date.now()); })]);
+      const next = await Promise.race([
+        statuses.next(),
+        new Promise<'timeout'>((r) => {
+          timer = setTimeout(() => r('timeout'), deadline - Date.now());
+        }),
+      ]);
       clearTimeout(timer);
       if (next === 'timeout' || next.done) break;
       const status = next.value;
@@ -134,5 +156,8 @@ export async function refusedPublish(nc: NatsConnection, subject: string, publis
 
 /** The error `p` rejects with (fails the test if it resolves). */
 export async function rejection(p: Promise<unknown>): Promise<unknown> {
-  return p.then(() => assert.unreachable('expected the request to be refused'), (e: unknown) => e);
+  return p.then(
+    () => assert.unreachable('expected the request to be refused'),
+    (e: unknown) => e,
+  );
 }

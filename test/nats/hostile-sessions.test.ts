@@ -26,20 +26,52 @@ if (!existsSync(NATS_CLI)) throw new Error(`natscli not found at ${NATS_CLI}: ru
 /** `nats request SUBJECT BODY --count N` as the client user; resolves with what it printed on stdout (the replies). */
 function natsRequest(server: NatsServer, subject: string, body: string, count = 1): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(NATS_CLI, ['--server', server.url, '--user', CLIENT.user, '--password', CLIENT.pass, '--inbox-prefix', '_INBOX_client',
-      '--timeout', '10s', 'request', '--raw', subject, body, '--count', String(count)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      NATS_CLI,
+      [
+        '--server',
+        server.url,
+        '--user',
+        CLIENT.user,
+        '--password',
+        CLIENT.pass,
+        '--inbox-prefix',
+        '_INBOX_client',
+        '--timeout',
+        '10s',
+        'request',
+        '--raw',
+        subject,
+        body,
+        '--count',
+        String(count),
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     let err = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { err += d; });
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.stderr.on('data', (d) => {
+      err += d;
+    });
     child.once('error', reject);
     child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`nats request exited ${code}: ${err.slice(-2000)}`))));
   });
 }
 
-const replies = (out: string) => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { ok: boolean; error?: { code: string; message: string } });
+const replies = (out: string) =>
+  out
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { ok: boolean; error?: { code: string; message: string } });
 
-interface World { server: NatsServer; workers: WorkerProc[]; tmp: ReturnType<typeof tempDir> }
+interface World {
+  server: NatsServer;
+  workers: WorkerProc[];
+  tmp: ReturnType<typeof tempDir>;
+}
 const s = suite<World>('hostile sessions: a client bounded by the session limits (natscli, real workers)');
 s.before(async (ctx) => {
   ctx.server = await startNatsServer();
@@ -62,7 +94,7 @@ s('attack 1: 4,000 steer inputs with wake false and 128-character ids cannot sta
   // four attackers at once, 1,000 requests each
   const outs = await Promise.all([0, 1, 2, 3].map((k) => natsRequest(server, 'sessiond.cmd.admit', body(k), 1000)));
   const all = outs.flatMap(replies);
-  assert.is(all.length, 4000, `every request got a reply (${outs.map((o) => o.length).join(", ")} bytes printed; ${outs[0]!.slice(0, 300)})`);
+  assert.is(all.length, 4000, `every request got a reply (${outs.map((o) => o.length).join(', ')} bytes printed; ${outs[0]!.slice(0, 300)})`);
   const admitted = all.filter((r) => r.ok).length;
   const refused = all.filter((r) => r.error?.code === 'limit_exceeded');
   assert.is(admitted, DEFAULT_LIMITS.maxPendingInputs, 'admitted up to the limit');
@@ -70,7 +102,10 @@ s('attack 1: 4,000 steer inputs with wake false and 128-character ids cannot sta
   assert.match(refused[0]!.error!.message, `over the limit of ${DEFAULT_LIMITS.maxPendingInputs} pending inputs per session`);
   assert.match(refused[0]!.error!.message, `sessiond cancel ${session} --pending`);
   // the status reply stays small however many wait
-  const status = replies(await natsRequest(server, 'sessiond.cmd.status', JSON.stringify({ sessionId: session })))[0] as unknown as { pendingCount: number; pending: unknown[] };
+  const status = replies(await natsRequest(server, 'sessiond.cmd.status', JSON.stringify({ sessionId: session })))[0] as unknown as {
+    pendingCount: number;
+    pending: unknown[];
+  };
   assert.is(status.pendingCount, DEFAULT_LIMITS.maxPendingInputs);
   assert.ok(JSON.stringify(status).length < 64 * 1024, `the status reply is ${JSON.stringify(status).length} bytes`);
   // a wake runs what was admitted; the victim's prompt then runs too
@@ -79,11 +114,22 @@ s('attack 1: 4,000 steer inputs with wake false and 128-character ids cannot sta
     await client.wake(session);
     const log = await openReader(server);
     try {
-      await pollLog(log, (events) => events.filter((e) => e.sessionId === session && e.type === 'input.promoted').length === admitted, 'every admitted input to run', { timeoutMs: 120_000 });
+      await pollLog(
+        log,
+        (events) => events.filter((e) => e.sessionId === session && e.type === 'input.promoted').length === admitted,
+        'every admitted input to run',
+        { timeoutMs: 120_000 },
+      );
       const victim = await client.admit(session, { id: 'inp_victim', prompt: 'my turn' });
       assert.ok(victim.created);
-      const events = await pollLog(log, (all) => all.some((e) => e.sessionId === session && e.type === 'input.promoted' && (e.payload as { inputId: string }).inputId === 'inp_victim')
-        && all.filter((e) => e.sessionId === session && e.type === 'execution.settled').length > 0, "the victim's prompt to run", { timeoutMs: 60_000 });
+      const events = await pollLog(
+        log,
+        (all) =>
+          all.some((e) => e.sessionId === session && e.type === 'input.promoted' && (e.payload as { inputId: string }).inputId === 'inp_victim') &&
+          all.filter((e) => e.sessionId === session && e.type === 'execution.settled').length > 0,
+        "the victim's prompt to run",
+        { timeoutMs: 60_000 },
+      );
       const mine = events.filter((e) => e.sessionId === session);
       const perAppend = new Map<number, number>();
       for (const e of mine) if (e.type === 'input.promoted') perAppend.set(e.position!, (perAppend.get(e.position!) ?? 0) + 1);
@@ -103,9 +149,18 @@ s('attack 2: large queued prompts are bounded per session; nothing admitted is l
     const prompt = 'p'.repeat(DEFAULT_LIMITS.maxPromptBytes);
     const fits = DEFAULT_LIMITS.maxPendingBytes / DEFAULT_LIMITS.maxPromptBytes;
     const results = [];
-    for (let i = 0; i < fits + 8; i++) results.push(await client.admit('ses_heavy', { id: `inp_heavy_${i}`, prompt, wake: false }).then(() => 'ok', (err: Error & { code?: string }) => err.code ?? err.message));
+    for (let i = 0; i < fits + 8; i++)
+      results.push(
+        await client.admit('ses_heavy', { id: `inp_heavy_${i}`, prompt, wake: false }).then(
+          () => 'ok',
+          (err: Error & { code?: string }) => err.code ?? err.message,
+        ),
+      );
     assert.is(results.filter((r) => r === 'ok').length, fits);
-    assert.ok(results.slice(fits).every((r) => r === 'limit_exceeded'), results.slice(fits).join(', '));
+    assert.ok(
+      results.slice(fits).every((r) => r === 'limit_exceeded'),
+      results.slice(fits).join(', '),
+    );
     const status = await client.status('ses_heavy');
     assert.equal([status.pendingCount, status.pendingBytes], [fits, DEFAULT_LIMITS.maxPendingBytes]);
   } finally {

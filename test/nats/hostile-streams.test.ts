@@ -30,20 +30,44 @@ const tmp = tempDir('sessiond-hostile-streams-');
 s.after(() => tmp.remove());
 
 const HOSTILE_EVENTS = {
-  name: STREAM_NAME, subjects: ['sessiond.events.>'], retention: 'limits', storage: 'file', discard: 'old',
-  max_msgs_per_subject: 3, max_msgs: -1, max_bytes: -1, max_age: 0, max_msg_size: -1, max_consumers: -1,
-  num_replicas: 1, duplicate_window: 120_000_000_000,
+  name: STREAM_NAME,
+  subjects: ['sessiond.events.>'],
+  retention: 'limits',
+  storage: 'file',
+  discard: 'old',
+  max_msgs_per_subject: 3,
+  max_msgs: -1,
+  max_bytes: -1,
+  max_age: 0,
+  max_msg_size: -1,
+  max_consumers: -1,
+  num_replicas: 1,
+  duplicate_window: 120_000_000_000,
 };
 const HOSTILE_SNAPSHOTS = {
-  name: SNAPSHOT_STREAM, subjects: ['sessiond.snapshots.>', '_INBOX_client.>', '_INBOX_admin.>', 'sessiond.cmd.>'], retention: 'limits', storage: 'file', discard: 'old',
-  max_msgs_per_subject: 1, max_msgs: -1, max_bytes: -1, max_age: 0, max_msg_size: -1, max_consumers: -1,
-  num_replicas: 1, duplicate_window: 120_000_000_000, deny_delete: true, deny_purge: true,
+  name: SNAPSHOT_STREAM,
+  subjects: ['sessiond.snapshots.>', '_INBOX_client.>', '_INBOX_admin.>', 'sessiond.cmd.>'],
+  retention: 'limits',
+  storage: 'file',
+  discard: 'old',
+  max_msgs_per_subject: 1,
+  max_msgs: -1,
+  max_bytes: -1,
+  max_age: 0,
+  max_msg_size: -1,
+  max_consumers: -1,
+  num_replicas: 1,
+  duplicate_window: 120_000_000_000,
+  deny_delete: true,
+  deny_purge: true,
 };
 
 /** nats.conf as it was before: the worker user could create both streams. */
 function oldPermissionsConf(): string {
-  const text = readFileSync(REPO_NATS_CONF, 'utf8').replace('"$JS.API.STREAM.MSG.GET.SESSIOND_EVENTS",',
-    '"$JS.API.STREAM.MSG.GET.SESSIOND_EVENTS", "$JS.API.STREAM.CREATE.SESSIOND_EVENTS", "$JS.API.STREAM.CREATE.SESSIOND_SNAPSHOTS",');
+  const text = readFileSync(REPO_NATS_CONF, 'utf8').replace(
+    '"$JS.API.STREAM.MSG.GET.SESSIOND_EVENTS",',
+    '"$JS.API.STREAM.MSG.GET.SESSIOND_EVENTS", "$JS.API.STREAM.CREATE.SESSIOND_EVENTS", "$JS.API.STREAM.CREATE.SESSIOND_SNAPSHOTS",',
+  );
   const file = tmp.file('nats-old-permissions.conf');
   writeFileSync(file, text);
   return file;
@@ -60,14 +84,30 @@ async function addStream(server: NatsServer, user: { user: string; pass: string 
 async function streamInfo(server: NatsServer, name: string) {
   const nc = await connectNats({ servers: server.url, ...ADMIN });
   try {
-    return await (await jetstreamManager(nc)).streams.info(name).catch((err: unknown) => { if (isStreamNotFound(err)) return undefined; throw err; });
+    return await (await jetstreamManager(nc)).streams.info(name).catch((err: unknown) => {
+      if (isStreamNotFound(err)) return undefined;
+      throw err;
+    });
   } finally {
     await nc.close();
   }
 }
 
-const startArgs = (server: NatsServer) => ['start', '--nats', server.url, '--nats-user', WORKER.user, '--nats-pass', WORKER.pass,
-  '--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass, '--db', tmp.file(`w-${Math.random().toString(36).slice(2)}.db`)];
+const startArgs = (server: NatsServer) => [
+  'start',
+  '--nats',
+  server.url,
+  '--nats-user',
+  WORKER.user,
+  '--nats-pass',
+  WORKER.pass,
+  '--nats-commands-user',
+  COMMANDS.user,
+  '--nats-commands-pass',
+  COMMANDS.pass,
+  '--db',
+  tmp.file(`w-${Math.random().toString(36).slice(2)}.db`),
+];
 const setupArgs = (server: NatsServer, ...more: string[]) => ['setup', '--nats', server.url, '--nats-user', ADMIN.user, '--nats-pass', ADMIN.pass, ...more];
 
 /** A worker starts on the streams (it prints how to send it a prompt), then stops. */
@@ -107,63 +147,74 @@ s('the worker user may create neither stream; a worker on a fresh server refuses
   }
 });
 
-s('streams pre-created by the worker user (as it once could): the worker refuses naming each setting; setup repairs them, saying what it changed; then workers run', async () => {
-  const server = await startNatsServer({ streams: false, config: oldPermissionsConf() });
-  try {
-    for (const config of [HOSTILE_EVENTS, HOSTILE_SNAPSHOTS]) {
-      const r = await addStream(server, WORKER, config);
-      assert.is(r.code, 0, `with the old permissions the worker user creates ${config.name}: ${r.out}`);
+s(
+  'streams pre-created by the worker user (as it once could): the worker refuses naming each setting; setup repairs them, saying what it changed; then workers run',
+  async () => {
+    const server = await startNatsServer({ streams: false, config: oldPermissionsConf() });
+    try {
+      for (const config of [HOSTILE_EVENTS, HOSTILE_SNAPSHOTS]) {
+        const r = await addStream(server, WORKER, config);
+        assert.is(r.code, 0, `with the old permissions the worker user creates ${config.name}: ${r.out}`);
+      }
+      // what the hostile snapshot stream does: a client's command lands in it
+      await natsCli(server.url, CLIENT, ['request', 'sessiond.cmd.status', '{"sessionId":"ses_x","secret":"prompt text"}', '--timeout', '1s']);
+      assert.ok((await streamInfo(server, SNAPSHOT_STREAM))!.state.messages > 0, 'the hostile stream captured the command');
+
+      const refused = await runCli(startArgs(server), { timeoutMs: 30_000 });
+      assert.is.not(refused.code, 0, refused.stdout);
+      assert.match(refused.stderr, `JetStream stream ${STREAM_NAME} is not set up as sessiond needs`);
+      assert.match(refused.stderr, 'max_msgs_per_subject 3 (needs -1)');
+      assert.match(refused.stderr, 'deny_delete false (needs true)');
+      assert.match(refused.stderr, 'sessiond setup --nats');
+
+      const setup = await runCli(setupArgs(server));
+      assert.is(setup.code, 0, setup.stdout + setup.stderr);
+      assert.match(setup.stdout, `stream ${STREAM_NAME} changed`);
+      assert.match(setup.stdout, 'max_msgs_per_subject 3 -> -1');
+      assert.match(setup.stdout, `stream ${SNAPSHOT_STREAM} recreated (it differed: subjects`);
+      const events = (await streamInfo(server, STREAM_NAME))!;
+      assert.equal([events.config.max_msgs_per_subject, events.config.deny_delete, events.config.deny_purge], [-1, true, true]);
+      const snapshots = (await streamInfo(server, SNAPSHOT_STREAM))!;
+      assert.equal(snapshots.config.subjects, ['sessiond.snapshots.>'], 'exactly its own subjects');
+      assert.is(snapshots.state.messages, 0, 'what it captured is gone with it');
+      // setup again: nothing left to change
+      const again = await runCli(setupArgs(server));
+      assert.match(again.stdout, `stream ${STREAM_NAME} unchanged; stream ${SNAPSHOT_STREAM} unchanged`);
+
+      await workerStarts(server);
+    } finally {
+      await server.dispose();
     }
-    // what the hostile snapshot stream does: a client's command lands in it
-    await natsCli(server.url, CLIENT, ['request', 'sessiond.cmd.status', '{"sessionId":"ses_x","secret":"prompt text"}', '--timeout', '1s']);
-    assert.ok((await streamInfo(server, SNAPSHOT_STREAM))!.state.messages > 0, 'the hostile stream captured the command');
+  },
+);
 
-    const refused = await runCli(startArgs(server), { timeoutMs: 30_000 });
-    assert.is.not(refused.code, 0, refused.stdout);
-    assert.match(refused.stderr, `JetStream stream ${STREAM_NAME} is not set up as sessiond needs`);
-    assert.match(refused.stderr, 'max_msgs_per_subject 3 (needs -1)');
-    assert.match(refused.stderr, 'deny_delete false (needs true)');
-    assert.match(refused.stderr, 'sessiond setup --nats');
-
-    const setup = await runCli(setupArgs(server));
-    assert.is(setup.code, 0, setup.stdout + setup.stderr);
-    assert.match(setup.stdout, `stream ${STREAM_NAME} changed`);
-    assert.match(setup.stdout, 'max_msgs_per_subject 3 -> -1');
-    assert.match(setup.stdout, `stream ${SNAPSHOT_STREAM} recreated (it differed: subjects`);
-    const events = (await streamInfo(server, STREAM_NAME))!;
-    assert.equal([events.config.max_msgs_per_subject, events.config.deny_delete, events.config.deny_purge], [-1, true, true]);
-    const snapshots = (await streamInfo(server, SNAPSHOT_STREAM))!;
-    assert.equal(snapshots.config.subjects, ['sessiond.snapshots.>'], 'exactly its own subjects');
-    assert.is(snapshots.state.messages, 0, 'what it captured is gone with it');
-    // setup again: nothing left to change
-    const again = await runCli(setupArgs(server));
-    assert.match(again.stdout, `stream ${STREAM_NAME} unchanged; stream ${SNAPSHOT_STREAM} unchanged`);
-
-    await workerStarts(server);
-  } finally {
-    await server.dispose();
-  }
-});
-
-s('what cannot change in place (storage, a subject set holding other messages) is refused by setup with how to back up and recreate; a worker refuses too', async () => {
-  const server = await startNatsServer({ streams: false, config: oldPermissionsConf() });
-  try {
-    const r = await addStream(server, WORKER, { ...HOSTILE_EVENTS, storage: 'memory', subjects: ['sessiond.events.>', 'sessiond.cmd.>'], max_msgs_per_subject: -1 });
-    assert.is(r.code, 0, r.out);
-    await natsCli(server.url, CLIENT, ['request', 'sessiond.cmd.status', '{"sessionId":"ses_x"}', '--timeout', '1s']);
-    const setup = await runCli(setupArgs(server));
-    assert.is.not(setup.code, 0, setup.stdout);
-    assert.match(setup.stderr, 'storage memory (needs file)');
-    assert.match(setup.stderr, 'subjects');
-    assert.match(setup.stderr, 'messages on subjects that are not sessiond\'s (sessiond.cmd.>)');
-    assert.match(setup.stderr, `stream backup ${STREAM_NAME}`);
-    assert.match(setup.stderr, `stream rm ${STREAM_NAME}`);
-    const worker = await runCli(startArgs(server), { timeoutMs: 30_000 });
-    assert.is.not(worker.code, 0, worker.stdout);
-    assert.match(worker.stderr, 'storage memory (needs file)');
-  } finally {
-    await server.dispose();
-  }
-});
+s(
+  'what cannot change in place (storage, a subject set holding other messages) is refused by setup with how to back up and recreate; a worker refuses too',
+  async () => {
+    const server = await startNatsServer({ streams: false, config: oldPermissionsConf() });
+    try {
+      const r = await addStream(server, WORKER, {
+        ...HOSTILE_EVENTS,
+        storage: 'memory',
+        subjects: ['sessiond.events.>', 'sessiond.cmd.>'],
+        max_msgs_per_subject: -1,
+      });
+      assert.is(r.code, 0, r.out);
+      await natsCli(server.url, CLIENT, ['request', 'sessiond.cmd.status', '{"sessionId":"ses_x"}', '--timeout', '1s']);
+      const setup = await runCli(setupArgs(server));
+      assert.is.not(setup.code, 0, setup.stdout);
+      assert.match(setup.stderr, 'storage memory (needs file)');
+      assert.match(setup.stderr, 'subjects');
+      assert.match(setup.stderr, "messages on subjects that are not sessiond's (sessiond.cmd.>)");
+      assert.match(setup.stderr, `stream backup ${STREAM_NAME}`);
+      assert.match(setup.stderr, `stream rm ${STREAM_NAME}`);
+      const worker = await runCli(startArgs(server), { timeoutMs: 30_000 });
+      assert.is.not(worker.code, 0, worker.stdout);
+      assert.match(worker.stderr, 'storage memory (needs file)');
+    } finally {
+      await server.dispose();
+    }
+  },
+);
 
 s.run();

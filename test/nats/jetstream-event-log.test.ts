@@ -11,6 +11,7 @@ import { STREAM_NAME } from '../../src/nats/subjects.ts';
 import { eventLogContract } from '../../src/testing/event-log-contract.ts';
 import { startNatsServer, setupStreams, ADMIN, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
+import type { SessionEvent } from '../../src/events/envelope.ts';
 import { draft, ev } from '../../src/testing/fixtures.ts';
 import { lateWrites } from '../../src/audit/late-writes.ts';
 import { runCli } from '../support/cli.ts';
@@ -42,7 +43,9 @@ const contract = eventLogContract('jetstream', async () => {
     },
   };
 });
-contract.after(async () => { await server?.dispose(); });
+contract.after(async () => {
+  await server?.dispose();
+});
 contract.run();
 
 /**
@@ -60,12 +63,17 @@ late('an append published during an outage lands after the lease: committedAt sh
     const leaseMs = 1000;
     const claimedAt = Date.now();
     const expiresAt = claimedAt + leaseMs;
-    await log.append(ses, 0, [draft(ev('execution.claimed', { executionId: 'exe_outage', ownerId: 'own_outage', expiresAt, leaseMs, assistantSeq: -1 }), { id: 'evt_outage_claim', time: claimedAt })]);
+    await log.append(ses, 0, [
+      draft(ev('execution.claimed', { executionId: 'exe_outage', ownerId: 'own_outage', expiresAt, leaseMs, assistantSeq: -1 }), {
+        id: 'evt_outage_claim',
+        time: claimedAt,
+      }),
+    ]);
     const decidedAt = Date.now();
     const renewal = draft(ev('execution.renewed', { executionId: 'exe_outage', expiresAt: decidedAt + leaseMs }), { id: 'evt_outage_renew', time: decidedAt });
     const pid = own.pid!;
     process.kill(pid, 'SIGSTOP');
-    let appended;
+    let appended: Promise<SessionEvent[]> | undefined;
     try {
       await waitFor(() => readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0] === 'T', { what: 'nats-server to be stopped' });
       appended = log.append(ses, 1, [renewal]); // sent to a frozen server: stored when it wakes up
@@ -79,11 +87,17 @@ late('an append published during an outage lands after the lease: committedAt sh
     const stored = (await log.readSession(ses))[1]!;
     assert.is(stored.time, renewal.time, 'time stays the decision time');
     assert.ok(stored.committedAt! > expiresAt + 300, `the server stored it after the lease expired (${stored.committedAt} vs ${expiresAt})`);
-    assert.equal(lateWrites(await log.readAll()).map((w) => [w.seq, w.lagMs]), [[2, stored.committedAt! - expiresAt]]);
+    assert.equal(
+      lateWrites(await log.readAll()).map((w) => [w.seq, w.lagMs]),
+      [[2, stored.committedAt! - expiresAt]],
+    );
 
     const r = await runCli(['check', '--nats', own.url, '--nats-user', OBSERVER.user, '--safety-only'], { env: { SESSIOND_NATS_PASS: OBSERVER.pass } });
     assert.is(r.code, 0, `a warning does not fail check: ${r.stdout}${r.stderr}`);
-    assert.match(r.stdout, `WARNING late_write at seq 2: session ${ses}: execution.renewed of execution exe_outage was decided at ${new Date(decidedAt).toISOString()}, while its lease was live, but committed at ${new Date(stored.committedAt!).toISOString()}, ${stored.committedAt! - expiresAt} ms after the lease expired`);
+    assert.match(
+      r.stdout,
+      `WARNING late_write at seq 2: session ${ses}: execution.renewed of execution exe_outage was decided at ${new Date(decidedAt).toISOString()}, while its lease was live, but committed at ${new Date(stored.committedAt!).toISOString()}, ${stored.committedAt! - expiresAt} ms after the lease expired`,
+    );
   } finally {
     await log.close();
     await own.dispose();

@@ -31,9 +31,16 @@ async function nextStatus(log: JetStreamEventLog, type: string): Promise<void> {
   for await (const status of log.nc.status()) if (status.type === type) return;
 }
 
-s.before(async (ctx) => { ctx.server = await startNatsServer(); ctx.logs = []; });
-s.after.each(async (ctx) => { for (const log of ctx.logs.splice(0)) await log.close(); });
-s.after(async (ctx) => { await ctx.server.dispose(); });
+s.before(async (ctx) => {
+  ctx.server = await startNatsServer();
+  ctx.logs = [];
+});
+s.after.each(async (ctx) => {
+  for (const log of ctx.logs.splice(0)) await log.close();
+});
+s.after(async (ctx) => {
+  await ctx.server.dispose();
+});
 
 s('the server restarts between appends: later appends succeed, the sequence is continuous, nothing doubled', async (ctx) => {
   const log = await open(ctx);
@@ -43,7 +50,10 @@ s('the server restarts between appends: later appends succeed, the sequence is c
   const second = await log.append(id, 1, [admitted('2'), started()]);
   await ctx.server.restart();
   const third = await log.append(id, 3, [admitted('4')]);
-  assert.equal([...first, ...second, ...third].map((e) => e.seq), [1, 2, 3, 4]);
+  assert.equal(
+    [...first, ...second, ...third].map((e) => e.seq),
+    [1, 2, 3, 4],
+  );
   const read = await log.readSession(id);
   assert.equal(ids(read), ids([...first, ...second, ...third]));
   assert.is(await log.lastSeq(id), 4);
@@ -54,8 +64,13 @@ s('a subscriber sees every event exactly once across a crash and restart, includ
   const writer = await open(ctx, { publishTimeoutMs: 500 });
   const id = ses();
   const seen: SessionEvent[] = [];
-  const sub = reader.subscribe({ after: await reader.head(), onBatch: (events) => { seen.push(...events); } });
-  const before = [...await writer.append(id, 0, [admitted('a')]), ...await writer.append(id, 1, [admitted('b'), admitted('c')])];
+  const sub = reader.subscribe({
+    after: await reader.head(),
+    onBatch: (events) => {
+      seen.push(...events);
+    },
+  });
+  const before = [...(await writer.append(id, 0, [admitted('a')])), ...(await writer.append(id, 1, [admitted('b'), admitted('c')]))];
   await waitFor(() => seen.length >= 3, { timeoutMs: 5000, what: 'events before the crash' });
   const disconnected = nextStatus(writer, 'disconnect');
   await ctx.server.kill();
@@ -68,7 +83,10 @@ s('a subscriber sees every event exactly once across a crash and restart, includ
   const expected = [...before, ...landed, ...after];
   await waitFor(() => seen.length >= expected.length, { timeoutMs: 10_000, what: 'all events after the restart' });
   assert.equal(ids(seen), ids(expected), 'every event once, in order');
-  assert.equal(seen.map((e) => e.seq), [1, 2, 3, 4, 5, 6]);
+  assert.equal(
+    seen.map((e) => e.seq),
+    [1, 2, 3, 4, 5, 6],
+  );
   await waitFor(() => sub.position === after[0]!.position, { timeoutMs: 2000, what: 'subscription position' });
   await sub.close();
   assert.equal(ids(await reader.readSession(id)), ids(expected));
@@ -83,7 +101,10 @@ s('a retried append (lost ack) returns the committed events and writes nothing t
   // retried by the same writer, later: the stale expectedSeq is recognised as this exact batch
   const first = await log.append(id, 0, batch);
   const retry = await log.append(id, 0, batch);
-  assert.equal(retry.map((e) => [e.id, e.seq, e.position]), first.map((e) => [e.id, e.seq, e.position]));
+  assert.equal(
+    retry.map((e) => [e.id, e.seq, e.position]),
+    first.map((e) => [e.id, e.seq, e.position]),
+  );
 
   // two copies in flight at once: the server drops the second (same Nats-Msg-Id), both get the batch
   const id2 = ses();
@@ -107,9 +128,15 @@ s('a retried append (lost ack) returns the committed events and writes nothing t
 
   // and again after a restart (the server rebuilt its dedupe state; the tail check also covers it)
   await ctx.server.restart();
-  for (const [sid, b, expect] of [[id, batch, first], [id2, batch2, a!]] as [string, DraftEvent[], SessionEvent[]][]) {
+  for (const [sid, b, expect] of [
+    [id, batch, first],
+    [id2, batch2, a!],
+  ] as [string, DraftEvent[], SessionEvent[]][]) {
     const again = await log.append(sid, 0, b);
-    assert.equal(again.map((e) => [e.id, e.seq, e.position]), expect.map((e) => [e.id, e.seq, e.position]));
+    assert.equal(
+      again.map((e) => [e.id, e.seq, e.position]),
+      expect.map((e) => [e.id, e.seq, e.position]),
+    );
   }
   assert.is(await log.lastSeq(id), 2);
   assert.is((await log.readSession(id)).length, 2);
@@ -117,7 +144,10 @@ s('a retried append (lost ack) returns the committed events and writes nothing t
   assert.is((await other.readSession(id3)).length, 2);
 
   // the last batch's ids reused in a new batch, in any position: refused, nothing written
-  const reuse = await log.append(id, 2, [admitted('new'), batch[1]!]).then(() => 'ok', (e) => e);
+  const reuse = await log.append(id, 2, [admitted('new'), batch[1]!]).then(
+    () => 'ok',
+    (e) => e,
+  );
   assert.ok(isSessiondError(reuse, ErrorCode.DuplicateEvent), `duplicate_event, got ${String(reuse)}`);
   assert.is(await log.lastSeq(id), 2);
 });
@@ -128,7 +158,10 @@ s('wrong last sequence (10071) from the server maps to SequenceConflictError wit
   const id = ses();
   await a.append(id, 0, [admitted('1')]); // a caches seq 1
   await b.append(id, 1, [admitted('2'), admitted('3')]);
-  const err = await a.append(id, 1, [admitted('late')]).then(() => undefined, (e) => e);
+  const err = await a.append(id, 1, [admitted('late')]).then(
+    () => undefined,
+    (e) => e,
+  );
   assert.instance(err, SequenceConflictError);
   assert.is((err as SequenceConflictError).actualSeq, 3);
   assert.is((err as SequenceConflictError).expectedSeq, 1);
@@ -154,13 +187,19 @@ s('an append while the server stays down fails clearly; retrying it later lands 
   await ctx.server.kill();
   const batch = [admitted('2')];
   const t0 = Date.now();
-  const err = await log.append(id, 1, batch).then(() => undefined, (e) => e);
+  const err = await log.append(id, 1, batch).then(
+    () => undefined,
+    (e) => e,
+  );
   assert.ok(isSessiondError(err), `a SessiondError, got ${String(err)}`);
   assert.match((err as Error).message, /unreachable.*retry the exact same append/);
   assert.ok(Date.now() - t0 < 5000, 'gave up within the retry budget');
   await ctx.server.restart();
   const landed = await log.append(id, 1, batch);
-  assert.equal(landed.map((e) => e.seq), [2]);
+  assert.equal(
+    landed.map((e) => e.seq),
+    [2],
+  );
   assert.equal(ids(await log.readSession(id)).slice(1), ids(landed));
 });
 
@@ -182,7 +221,10 @@ s('readAll never splits a message and returns promptly on an empty range; close 
   const shared = await open(ctx, { connection: log.nc });
   await shared.close();
   assert.not.ok(log.nc.isClosed(), 'a connection the log did not open stays open');
-  const closed = await shared.append(id, 4, [admitted('x')]).then(() => undefined, (e) => e);
+  const closed = await shared.append(id, 4, [admitted('x')]).then(
+    () => undefined,
+    (e) => e,
+  );
   assert.ok(isSessiondError(closed, ErrorCode.LogClosed));
 });
 
@@ -196,10 +238,18 @@ s('an observer (nats.conf) reads, subscribes and learns lastSeq through consumer
   assert.is(await observer.lastSeq(id), 2);
   assert.is(await observer.lastSeq(ses()), 0);
   const seen: string[] = [];
-  const sub = observer.subscribe({ after: committed[0]!.position! - 1, onBatch: (events) => { seen.push(...ids(events)); } });
+  const sub = observer.subscribe({
+    after: committed[0]!.position! - 1,
+    onBatch: (events) => {
+      seen.push(...ids(events));
+    },
+  });
   await waitFor(() => seen.length >= 2, { timeoutMs: 5000, what: 'the observer subscription' });
   await sub.close();
-  const refused = await observer.append(id, 2, [admitted('3')]).then(() => undefined, (e) => e);
+  const refused = await observer.append(id, 2, [admitted('3')]).then(
+    () => undefined,
+    (e) => e,
+  );
   assert.ok(isSessiondError(refused, ErrorCode.PermissionDenied), `refused with a clear error, got ${String(refused)}`);
   assert.match((refused as Error).message, /worker user/);
   assert.is(await log.lastSeq(id), 2);
@@ -213,11 +263,17 @@ s('the stream is verified idempotently; only the admin user (setup, manage) may 
   assert.equal(again.config.subjects, [subjects.allEvents]);
   assert.is(millis(again.config.duplicate_window), 120_000);
   assert.ok(again.config.deny_purge && again.config.deny_delete, 'the stream denies purge and delete');
-  const byWorker = await ensureEventStream(workerJsm, { duplicateWindowMs: 90_000 }).then(() => undefined, (e) => e);
+  const byWorker = await ensureEventStream(workerJsm, { duplicateWindowMs: 90_000 }).then(
+    () => undefined,
+    (e) => e,
+  );
   // a worker only verifies: it refuses a stream that differs, naming the setting (it never tries to change it)
   assert.ok(isSessiondError(byWorker, ErrorCode.InvalidOption), `a worker may not reconfigure the stream, got ${String(byWorker)}`);
   assert.match((byWorker as Error).message, 'duplicate_window 120000 ms (needs 90000 ms)');
-  const tryManage = await ensureEventStream(workerJsm, { duplicateWindowMs: 90_000, manage: true }).then(() => undefined, (e) => e);
+  const tryManage = await ensureEventStream(workerJsm, { duplicateWindowMs: 90_000, manage: true }).then(
+    () => undefined,
+    (e) => e,
+  );
   assert.ok(isSessiondError(tryManage, ErrorCode.PermissionDenied), `nor may it as setup, got ${String(tryManage)}`);
   assert.match((byWorker as Error).message, 'sessiond setup --nats <url> --nats-user admin');
   const admin = await connectNats({ servers: ctx.server.url, ...ADMIN });
@@ -225,9 +281,15 @@ s('the stream is verified idempotently; only the admin user (setup, manage) may 
   const changed = await ensureEventStream(jsm, { duplicateWindowMs: 90_000, manage: true });
   assert.is(millis(changed.config.duplicate_window), 90_000);
   assert.ok(changed.state.messages > 0, 'data kept');
-  const tooLong = await JetStreamEventLog.open({ connection: log.nc, ensureStream: false, publishRetryMs: 100_000 }).then(() => undefined, (e) => e);
+  const tooLong = await JetStreamEventLog.open({ connection: log.nc, ensureStream: false, publishRetryMs: 100_000 }).then(
+    () => undefined,
+    (e) => e,
+  );
   assert.ok(isSessiondError(tooLong, ErrorCode.InvalidOption), 'a retry longer than the duplicate window is refused');
-  const r3 = await ensureEventStream(jsm, { replicas: 3, manage: true, ...(admin.info?.version ? { serverVersion: admin.info.version } : {}) }).then(() => undefined, (e) => e);
+  const r3 = await ensureEventStream(jsm, { replicas: 3, manage: true, ...(admin.info?.version ? { serverVersion: admin.info.version } : {}) }).then(
+    () => undefined,
+    (e) => e,
+  );
   assert.ok(isSessiondError(r3, ErrorCode.InvalidOption) && /JetStream cluster/.test(r3.message), 'replicas 3 outside a cluster: refused, clearly');
   await ensureEventStream(jsm, { manage: true });
   assert.is((await jsm.streams.info(STREAM_NAME)).config.num_replicas, 1);
@@ -240,14 +302,26 @@ s('connection options: defaults, and bad options named in the error', async () =
   assert.is(o.name, 'sessiond');
   assert.equal(parseConnectionOptions({ servers: 'nats://a:1, nats://b:2' }).servers, ['nats://a:1', 'nats://b:2']);
   for (const [bad, named] of [
-    [{ servers: 'http://x:4222' }, 'servers'], [{ user: 'worker' }, 'pass'], [{ reconnectWaitMs: -5 }, 'reconnectWaitMs'],
-    [{ timeoutMs: 1.5 }, 'timeoutMs'], [{ sever: 'nats://x:1' }, 'sever'],
+    [{ servers: 'http://x:4222' }, 'servers'],
+    [{ user: 'worker' }, 'pass'],
+    [{ reconnectWaitMs: -5 }, 'reconnectWaitMs'],
+    [{ timeoutMs: 1.5 }, 'timeoutMs'],
+    [{ sever: 'nats://x:1' }, 'sever'],
   ] as [Record<string, unknown>, string][]) {
-    const err = (() => { try { parseConnectionOptions(bad); } catch (e) { return e; } })();
+    const err = (() => {
+      try {
+        parseConnectionOptions(bad);
+      } catch (e) {
+        return e;
+      }
+    })();
     assert.ok(isSessiondError(err, ErrorCode.InvalidOption), `${named}: invalid_option`);
     assert.ok((err as Error).message.includes(named), `the error names ${named}: ${(err as Error).message}`);
   }
-  const unreachable = await connectNats({ servers: `nats://127.0.0.1:${await freePort()}`, timeoutMs: 2000 }).then(() => undefined, (e) => e);
+  const unreachable = await connectNats({ servers: `nats://127.0.0.1:${await freePort()}`, timeoutMs: 2000 }).then(
+    () => undefined,
+    (e) => e,
+  );
   assert.ok(isSessiondError(unreachable, ErrorCode.Unavailable), 'a server that is not there is unavailable, not a bad option');
   assert.match((unreachable as Error).message, /Could not connect to NATS.*nats-server is running/);
 });

@@ -9,15 +9,25 @@ import type { Runner } from '../../src/runner/types.ts';
 import { natsWorld, type NatsWorld } from './helpers.ts';
 
 const s = suite<{ world: NatsWorld }>('large appends on NATS');
-s.before(async (ctx) => { ctx.world = await natsWorld(); });
-s.after.each(async (ctx) => { await ctx.world.reset(); });
-s.after(async (ctx) => { await ctx.world.dispose(); });
+s.before(async (ctx) => {
+  ctx.world = await natsWorld();
+});
+s.after.each(async (ctx) => {
+  await ctx.world.reset();
+});
+s.after(async (ctx) => {
+  await ctx.world.dispose();
+});
 
 s('a 3 MiB tool result fails its call with the limit and what to do; 12 results of 200 KiB land in several messages; the turn settles', async ({ world }) => {
   const errors: string[] = [];
   const runner: Runner = async (ctx) => {
     const { messageId } = await ctx.startStep();
-    await ctx.tool(messageId, { name: 'fetch_report', input: {} }, async () => 'r'.repeat(3 * 1024 * 1024)).catch((err: Error) => { errors.push(err.message); });
+    await ctx
+      .tool(messageId, { name: 'fetch_report', input: {} }, async () => 'r'.repeat(3 * 1024 * 1024))
+      .catch((err: Error) => {
+        errors.push(err.message);
+      });
     for (let i = 0; i < 12; i++) await ctx.tool(messageId, { name: 'page', input: { i } }, async () => 'p'.repeat(200 * 1024));
     await ctx.endStep(messageId);
   };

@@ -11,8 +11,12 @@ import { waitFor } from '../../src/testing/wait.ts';
 import { natsWorld, sessionId, type NatsWorld } from './helpers.ts';
 
 const s = suite<{ world: NatsWorld }>('NATS monitoring port');
-s.before(async (ctx) => { ctx.world = await natsWorld(); });
-s.after(async (ctx) => { await ctx.world.dispose(); });
+s.before(async (ctx) => {
+  ctx.world = await natsWorld();
+});
+s.after(async (ctx) => {
+  await ctx.world.dispose();
+});
 
 const PROTOCOL = new URL('../../docs/protocol.md', import.meta.url);
 
@@ -21,25 +25,30 @@ s('monitoring port - lists worker inboxes and consumer names without a login; na
   await engine.admit(sessionId('mon'), { prompt: 'watched', wake: false });
   const admin = await jetstreamManager(await world.connect(ADMIN));
   const names: string[] = [];
-  await waitFor(async () => {
-    names.length = 0;
-    for await (const c of admin.consumers.list(STREAM_NAME)) names.push(c.name);
-    return names.length > 0;
-  }, { what: 'the worker\'s consumer' });
+  await waitFor(
+    async () => {
+      names.length = 0;
+      for await (const c of admin.consumers.list(STREAM_NAME)) names.push(c.name);
+      return names.length > 0;
+    },
+    { what: "the worker's consumer" },
+  );
 
   const read = async (path: string) => (await fetch(`http://127.0.0.1:${world.server.monitorPort}${path}`)).text();
   const subs = await read('/connz?subs=1');
-  assert.match(subs, /"_INBOX_worker\.[A-Za-z0-9]+/, 'the worker\'s inbox, to anyone who can connect');
+  assert.match(subs, /"_INBOX_worker\.[A-Za-z0-9]+/, "the worker's inbox, to anyone who can connect");
   const jsz = await read('/jsz?consumers=true');
   for (const name of names) assert.match(jsz, `"name": "${name}"`, `consumer ${name}, to anyone who can connect`);
 
-  const http = readFileSync(REPO_NATS_CONF, 'utf8').split('\n').filter((l) => /^\s*http\s*:/.test(l));
+  const http = readFileSync(REPO_NATS_CONF, 'utf8')
+    .split('\n')
+    .filter((l) => /^\s*http\s*:/.test(l));
   assert.equal(http, ['http: 127.0.0.1:8222'], 'nats.conf binds monitoring to loopback only');
   const docs = readFileSync(PROTOCOL, 'utf8').replace(/\s+/g, ' ');
   assert.match(docs, '## The monitoring port');
   assert.match(docs, '**the monitoring port must not be reachable by untrusted users**');
-  assert.match(docs, 'which list every connection\'s subscriptions, among them each worker\'s inbox');
-  assert.match(docs, '`/jsz?consumers=true`, which lists every consumer\'s name');
+  assert.match(docs, "which list every connection's subscriptions, among them each worker's inbox");
+  assert.match(docs, "`/jsz?consumers=true`, which lists every consumer's name");
 });
 
 s.run();

@@ -28,8 +28,19 @@ import { waitFor } from '../../src/testing/wait.ts';
 import { tempDir } from '../support/tmp.ts';
 import { assertContinuationChainsSucceed } from '../support/continuations.ts';
 import {
-  allDone, analyse, describeOpen, ended, killAll, openReader, pollLog, projectionCheckpoint, startWorkers, stopWorker, timeline,
-  type LogAnalysis, type WorkerProc,
+  allDone,
+  analyse,
+  describeOpen,
+  ended,
+  killAll,
+  openReader,
+  pollLog,
+  projectionCheckpoint,
+  startWorkers,
+  stopWorker,
+  timeline,
+  type LogAnalysis,
+  type WorkerProc,
 } from './cluster.ts';
 
 interface World {
@@ -72,7 +83,9 @@ async function reader(w: World): Promise<JetStreamEventLog> {
 
 /** Admits one prompt per session at once through the command subjects; returns the input ids. */
 async function admitAll(c: SessiondClient, sessions: string[], label: string, wake = true): Promise<string[]> {
-  const receipts = await Promise.all(sessions.map((s, i) => c.admit(s, { id: `inp_${label}_${i}`, prompt: `hello ${label} number ${i} from the cluster test`, wake })));
+  const receipts = await Promise.all(
+    sessions.map((s, i) => c.admit(s, { id: `inp_${label}_${i}`, prompt: `hello ${label} number ${i} from the cluster test`, wake })),
+  );
   for (const r of receipts) assert.ok(r.created, `input ${r.inputId} newly admitted`);
   return receipts.map((r) => r.inputId);
 }
@@ -85,7 +98,11 @@ async function admitAll(c: SessiondClient, sessions: string[], label: string, wa
 async function admitThenWake(c: SessiondClient, sessions: string[], label: string): Promise<string[]> {
   const inputs = await admitAll(c, sessions, label, false);
   const results = await Promise.all(sessions.map((s) => c.wake(s)));
-  assert.equal(results.map((r) => r.status), sessions.map(() => 'started'), 'each wake command started a turn');
+  assert.equal(
+    results.map((r) => r.status),
+    sessions.map(() => 'started'),
+    'each wake command started a turn',
+  );
   return inputs;
 }
 
@@ -125,7 +142,11 @@ function assertExactlyOnce(a: LogAnalysis, userInputs: string[]): string[] {
   for (const x of a.executions.values()) {
     assert.ok(x.ownerId.startsWith('own_'), `execution ${x.id} was claimed`);
     const endings = x.settled.length + x.recoveryStarted.length;
-    assert.is(endings, 1, `execution ${x.id} (${x.sessionId}, owner ${x.ownerId}) ended exactly once (settled ${x.settled.length}, recovered ${x.recoveryStarted.length})`);
+    assert.is(
+      endings,
+      1,
+      `execution ${x.id} (${x.sessionId}, owner ${x.ownerId}) ended exactly once (settled ${x.settled.length}, recovered ${x.recoveryStarted.length})`,
+    );
     if (x.settled.length === 1) {
       assert.is(x.settled[0]!.payload.outcome, 'succeeded', `execution ${x.id} succeeded: ${JSON.stringify(x.settled[0]!.payload.error)}`);
     } else {
@@ -146,8 +167,14 @@ function assertExactlyOnce(a: LogAnalysis, userInputs: string[]): string[] {
 /** Each worker printed a `claimed` line for exactly the executions the log says it claimed. */
 function assertClaimLines(a: LogAnalysis, workers: WorkerProc[]): void {
   for (const w of workers) {
-    const fromLog = [...a.executions.values()].filter((x) => x.ownerId === w.ownerId).map((x) => x.id).sort();
-    const printed = w.claimedLines().map((l) => /execution (exe_\S+)\)/.exec(l)![1]!).sort();
+    const fromLog = [...a.executions.values()]
+      .filter((x) => x.ownerId === w.ownerId)
+      .map((x) => x.id)
+      .sort();
+    const printed = w
+      .claimedLines()
+      .map((l) => /execution (exe_\S+)\)/.exec(l)![1]!)
+      .sort();
     assert.equal(printed, fromLog, `${w.name} (${w.ownerId}) printed a claimed line for each execution it claimed in the log`);
   }
 }
@@ -161,8 +188,13 @@ async function assertPublishedOnce(seen: LiveMessage[], events: { id: string; se
     for (const m of seen) if (m.seq !== undefined && sessions.has(m.sessionId)) n.set(m.id, (n.get(m.id) ?? 0) + 1);
     return n;
   };
-  await waitFor(() => { const n = count(); return wanted.every((e) => (n.get(e.id) ?? 0) >= copies); },
-    { timeoutMs: 10_000, intervalMs: 50, what: 'every committed event published live by its writer' }).catch((err: Error) => {
+  await waitFor(
+    () => {
+      const n = count();
+      return wanted.every((e) => (n.get(e.id) ?? 0) >= copies);
+    },
+    { timeoutMs: 10_000, intervalMs: 50, what: 'every committed event published live by its writer' },
+  ).catch((err: Error) => {
     const n = count();
     const short = wanted.filter((e) => (n.get(e.id) ?? 0) < copies).map((e) => `${e.id}:${n.get(e.id) ?? 0}`);
     throw new Error(`${err.message}; ${short.length} of ${wanted.length} events short (id:copies): ${short.slice(0, 10).join(' ')}`);
@@ -171,14 +203,24 @@ async function assertPublishedOnce(seen: LiveMessage[], events: { id: string; se
   const over = wanted.filter((e) => n.get(e.id)! > copies).map((e) => `${e.id}:${n.get(e.id)}`);
   assert.equal(over, [], 'no committed event published live more than once (not once per worker)');
   const known = new Set(wanted.map((e) => e.id));
-  assert.equal([...n.keys()].filter((id) => !known.has(id)), [], 'no live committed event that is not in the log');
+  assert.equal(
+    [...n.keys()].filter((id) => !known.has(id)),
+    [],
+    'no live committed event that is not in the log',
+  );
 }
 
 /** Live subscription of every message (no dedupe) as the observer user. */
 async function watchAll(w: World): Promise<{ seen: LiveMessage[]; sub: LiveSubscription }> {
   const watcher = await client(w, OBSERVER);
   const seen: LiveMessage[] = [];
-  const sub = await watcher.subscribe({}, (m) => { seen.push(m); }, { dedupe: false });
+  const sub = await watcher.subscribe(
+    {},
+    (m) => {
+      seen.push(m);
+    },
+    { dedupe: false },
+  );
   return { seen, sub };
 }
 
@@ -189,7 +231,13 @@ function connz(server: NatsServer): Promise<{ name?: string; subscriptions_list?
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (d) => (body += d));
-      res.on('end', () => { try { resolve((JSON.parse(body) as { connections?: [] }).connections ?? []); } catch (err) { reject(err); } });
+      res.on('end', () => {
+        try {
+          resolve((JSON.parse(body) as { connections?: [] }).connections ?? []);
+        } catch (err) {
+          reject(err);
+        }
+      });
     });
     req.once('error', reject);
     req.once('timeout', () => req.destroy(new Error('connz timed out')));
@@ -221,7 +269,10 @@ s('three workers, 30 sessions admitted at once over the command subjects: each t
     assert.is(a.executions.size, 30, 'one execution per input');
     for (const x of a.executions.values()) assert.is(x.promoted.length, 1, `execution ${x.id} ran one input`);
     const owners = [...a.claimsByOwner.keys()];
-    assert.ok(owners.every((o) => workers.some((x) => x.ownerId === o)), 'every claim is by one of the three workers');
+    assert.ok(
+      owners.every((o) => workers.some((x) => x.ownerId === o)),
+      'every claim is by one of the three workers',
+    );
     const byQueue = spread(a, workers, 'ses_many_queue_');
     assert.ok(byQueue.filter((n) => n > 0).length > 1, `the sessions woken by command were spread over more than one worker: ${byQueue.join('/')}`);
     assertClaimLines(a, workers);
@@ -235,7 +286,9 @@ s('three workers, 30 sessions admitted at once over the command subjects: each t
       assert.is(await stopWorker(x), 0, `${x.name} exits 0 on SIGTERM`);
       assert.match(x.output(), 'stopped (nothing was running)');
     }
-    process.stdout.write(`  [multinode 1] ${((Date.now() - t0) / 1000).toFixed(1)} s; claims per worker: woken by command ${byQueue.join('/')}, admitted with a wake (claim race) ${spread(a, workers, 'ses_many_race_').join('/')}\n`);
+    process.stdout.write(
+      `  [multinode 1] ${((Date.now() - t0) / 1000).toFixed(1)} s; claims per worker: woken by command ${byQueue.join('/')}, admitted with a wake (claim race) ${spread(a, workers, 'ses_many_race_').join('/')}\n`,
+    );
   });
 });
 
@@ -248,10 +301,15 @@ s('a worker SIGKILLed mid-run: the others recover each of its unsettled executio
     const sessions = sessionsNamed('kill', 12);
     const inputs = await admitAll(c, sessions, 'kill');
     // every session is mid-turn: claimed, its first step started (a turn takes ~3 s: 3 steps of 1 s)
-    const running = await pollLog(log, (events) => {
-      const xs = [...analyse(events).executions.values()];
-      return sessions.every((id) => xs.some((x) => x.sessionId === id && x.stepStarted >= 1));
-    }, 'all 12 sessions to be mid-turn', { timeoutMs: 15_000, intervalMs: 100, describe: describeOpen });
+    const running = await pollLog(
+      log,
+      (events) => {
+        const xs = [...analyse(events).executions.values()];
+        return sessions.every((id) => xs.some((x) => x.sessionId === id && x.stepStarted >= 1));
+      },
+      'all 12 sessions to be mid-turn',
+      { timeoutMs: 15_000, intervalMs: 100, describe: describeOpen },
+    );
     // the victim: the worker owning the most turns in progress (read from the log, named by its startup line)
     const open = [...analyse(running).executions.values()].filter((x) => !ended(x));
     const victim = workers.map((x) => ({ x, n: open.filter((o) => o.ownerId === x.ownerId).length })).sort((p, q) => q.n - p.n)[0]!.x;
@@ -265,16 +323,26 @@ s('a worker SIGKILLed mid-run: the others recover each of its unsettled executio
     const a = analyse(events);
     const recovered = assertExactlyOnce(a, inputs);
     // what the victim left unsettled, judged on the final log (a write in flight at the kill may have landed)
-    const orphaned = [...a.executions.values()].filter((x) => x.ownerId === victim.ownerId && x.settled.length === 0).map((x) => x.id).sort();
+    const orphaned = [...a.executions.values()]
+      .filter((x) => x.ownerId === victim.ownerId && x.settled.length === 0)
+      .map((x) => x.id)
+      .sort();
     assert.ok(orphaned.length >= 1, `the victim ${victim.ownerId} had turns in progress`);
     const lapsed = recovered.filter((id) => !orphaned.includes(id)).map((id) => a.executions.get(id)!.sessionId);
-    assert.equal([...recovered].sort(), orphaned, `exactly the victim's unsettled executions were recovered, nothing of the survivors (t0 = ${t0}):\n${timeline(events, lapsed, t0)}`);
+    assert.equal(
+      [...recovered].sort(),
+      orphaned,
+      `exactly the victim's unsettled executions were recovered, nothing of the survivors (t0 = ${t0}):\n${timeline(events, lapsed, t0)}`,
+    );
     for (const exe of orphaned) {
       const x = a.executions.get(exe)!;
       assert.is(x.recoveryCompleted[0]!.payload.phase, 'unknown', `${exe} was mid-step (phase unknown)`);
       const cont = continuationIdFor(exe);
       const runner = a.executions.get(a.promoted.get(cont)![0]!.payload.executionId)!;
-      assert.ok(survivors.some((s2) => s2.ownerId === runner.ownerId), `continuation of ${exe} ran on a survivor`);
+      assert.ok(
+        survivors.some((s2) => s2.ownerId === runner.ownerId),
+        `continuation of ${exe} ran on a survivor`,
+      );
       assert.ok(runner.settled[0]!.time >= killedAt, 'the continuation settled after the kill');
       // exactly one survivor printed the recovery of this execution
       const printed = survivors.filter((s2) => s2.output().includes(`recovered expired execution ${exe};`));
@@ -283,8 +351,13 @@ s('a worker SIGKILLed mid-run: the others recover each of its unsettled executio
     }
     // the survivors' claims are in their output; the victim's claims before the kill too
     assertClaimLines(a, survivors);
-    assert.ok(survivors.every((x) => x.child.exitCode === null), 'the survivors keep running');
-    process.stdout.write(`  [multinode 2] ${((Date.now() - t0) / 1000).toFixed(1)} s; killed ${victim.name} with ${orphaned.length} turn(s) in progress; all recovered and finished ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill\n`);
+    assert.ok(
+      survivors.every((x) => x.child.exitCode === null),
+      'the survivors keep running',
+    );
+    process.stdout.write(
+      `  [multinode 2] ${((Date.now() - t0) / 1000).toFixed(1)} s; killed ${victim.name} with ${orphaned.length} turn(s) in progress; all recovered and finished ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill\n`,
+    );
   });
 });
 
@@ -297,19 +370,27 @@ s('the nats-server restarts mid-run: workers reconnect and finish everything, no
     const before = sessionsNamed('rs_a', 12);
     const inputsBefore = await admitAll(c, before, 'rs_a');
     // mid-run: every session claimed and stepping, none finished yet (a turn takes ~1.8 s)
-    const beforeRestart = await pollLog(log, (events) => {
-      const xs = [...analyse(events).executions.values()];
-      return xs.length === before.length && xs.every((x) => x.stepStarted >= 1);
-    }, 'the first batch to be mid-turn', { timeoutMs: 15_000, intervalMs: 100, describe: describeOpen });
+    const beforeRestart = await pollLog(
+      log,
+      (events) => {
+        const xs = [...analyse(events).executions.values()];
+        return xs.length === before.length && xs.every((x) => x.stepStarted >= 1);
+      },
+      'the first batch to be mid-turn',
+      { timeoutMs: 15_000, intervalMs: 100, describe: describeOpen },
+    );
     const restartAt = Date.now();
     await w.server.restart();
     const restartMs = Date.now() - restartAt;
 
     // every worker is back with its command subscription (so admits reach all of them again)
-    await waitFor(async () => {
-      const conns = await connz(w.server).catch(() => []);
-      return conns.filter((x) => x.name === 'sessiond-commands' && (x.subscriptions_list ?? []).includes('sessiond.cmd.*')).length === 3;
-    }, { timeoutMs: 15_000, intervalMs: 50, what: 'the three workers to reconnect and serve commands again' });
+    await waitFor(
+      async () => {
+        const conns = await connz(w.server).catch(() => []);
+        return conns.filter((x) => x.name === 'sessiond-commands' && (x.subscriptions_list ?? []).includes('sessiond.cmd.*')).length === 3;
+      },
+      { timeoutMs: 15_000, intervalMs: 50, what: 'the three workers to reconnect and serve commands again' },
+    );
     const reconnectedMs = Date.now() - restartAt;
 
     // a second batch after the restart, watched live: every worker publishes its commits again
@@ -323,17 +404,29 @@ s('the nats-server restarts mid-run: workers reconnect and finish everything, no
     const a = analyse(events);
     const recovered = assertExactlyOnce(a, inputs);
     assertClaimLines(a, workers);
-    assert.ok(workers.every((x) => x.child.exitCode === null), 'no worker died with the server');
+    assert.ok(
+      workers.every((x) => x.child.exitCode === null),
+      'no worker died with the server',
+    );
     const byQueue = spread(a, workers, 'ses_rs_b_');
     assert.ok(byQueue.filter((n) => n > 0).length > 1, `the wakes after the restart were served by more than one worker: ${byQueue.join('/')}`);
     await assertPublishedOnce(seen, events, new Set(after));
     // the log subscriptions (projector) of every worker followed the log through the restart
     const head = events.at(-1)!.position!;
-    await waitFor(() => workers.every((x) => projectionCheckpoint(x.db) >= head), { timeoutMs: 10_000, what: 'every worker projection to reach the log head after the restart' });
+    await waitFor(() => workers.every((x) => projectionCheckpoint(x.db) >= head), {
+      timeoutMs: 10_000,
+      what: 'every worker projection to reach the log head after the restart',
+    });
     // the store survived the restart: everything committed before it is still there, at the same positions
     const finalPositions = new Map(events.map((e) => [e.id, e.position]));
-    assert.equal(beforeRestart.filter((e) => finalPositions.get(e.id) !== e.position).map((e) => e.id), [], 'events committed before the restart kept');
-    process.stdout.write(`  [multinode 3] ${((Date.now() - t0) / 1000).toFixed(1)} s; server down/up in ${restartMs} ms, workers serving again after ${reconnectedMs} ms; claims after it ${byQueue.join('/')}; ${recovered.length} execution(s) recovered because the outage outlived their lease\n`);
+    assert.equal(
+      beforeRestart.filter((e) => finalPositions.get(e.id) !== e.position).map((e) => e.id),
+      [],
+      'events committed before the restart kept',
+    );
+    process.stdout.write(
+      `  [multinode 3] ${((Date.now() - t0) / 1000).toFixed(1)} s; server down/up in ${restartMs} ms, workers serving again after ${reconnectedMs} ms; claims after it ${byQueue.join('/')}; ${recovered.length} execution(s) recovered because the outage outlived their lease\n`,
+    );
   });
 });
 
@@ -366,7 +459,9 @@ s('a read in flight across a nats-server restart goes on at once, whole and with
         }
       }
     });
-    const looping = Promise.all(loops).catch((err: unknown) => { bad.push(`a read failed: ${String(err)}`); });
+    const looping = Promise.all(loops).catch((err: unknown) => {
+      bad.push(`a read failed: ${String(err)}`);
+    });
     try {
       for (let round = 1; round <= 2; round++) {
         await waitFor(() => inFlight.size === 4, { timeoutMs: 5_000, what: 'four reads in flight' });

@@ -12,7 +12,7 @@ import { connectNats } from '../../src/nats/connection.ts';
 import { decodeJson } from '../../src/nats/commands.ts';
 import { cliSuite, natsWorker } from './cli-suite.ts';
 
-const s = cliSuite('a worker\'s log under refused requests');
+const s = cliSuite("a worker's log under refused requests");
 const ROUNDS = 30;
 const PREFIX = 'sessiond: command service: ';
 
@@ -22,7 +22,9 @@ s('refusal log - a flooded worker writes one line per kind and summaries with th
   const huge = `${'r'.repeat(5000)}.`;
   try {
     for (let i = 0; i < ROUNDS; i++) {
-      attacker.publish(subjects.command('status'), new TextEncoder().encode(JSON.stringify({ sessionId: 'ses_flood' })), { reply: `not.an.inbox.${'z'.repeat(300)}.${i}` });
+      attacker.publish(subjects.command('status'), new TextEncoder().encode(JSON.stringify({ sessionId: 'ses_flood' })), {
+        reply: `not.an.inbox.${'z'.repeat(300)}.${i}`,
+      });
       attacker.publish(subjects.command('admit'), new TextEncoder().encode(JSON.stringify({ sessionId: huge, prompt: 'p' })));
       const reply = await attacker.request(subjects.command('status'), new TextEncoder().encode(JSON.stringify({ sessionId: huge })), { timeout: 10_000 });
       assert.is((decodeJson(reply.data) as { error: { code: string } }).error.code, 'invalid_id', 'answered, and not logged');
@@ -30,14 +32,25 @@ s('refusal log - a flooded worker writes one line per kind and summaries with th
   } finally {
     await attacker.close();
   }
-  const refusalLines = () => worker.output().split('\n').filter((l) => l.startsWith(PREFIX));
+  const refusalLines = () =>
+    worker
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith(PREFIX));
   const summaries = () => refusalLines().filter((l) => l.startsWith(`${PREFIX}refused `) && / more requests? \(/.test(l));
   const counted = () => summaries().reduce((n, l) => n + Number(/refused ([\d,]+) more/.exec(l)![1]!.replace(/,/g, '')), 0);
   const full = () => refusalLines().filter((l) => !summaries().includes(l));
   // every refusal is either written or counted in a summary, once its window (10 s) ends
-  await waitFor(() => full().length + counted() >= 2 * ROUNDS, { timeoutMs: 40_000, intervalMs: 200, what: `${2 * ROUNDS} refusals written or summed up:\n${refusalLines().join('\n')}` });
+  await waitFor(() => full().length + counted() >= 2 * ROUNDS, {
+    timeoutMs: 40_000,
+    intervalMs: 200,
+    what: `${2 * ROUNDS} refusals written or summed up:\n${refusalLines().join('\n')}`,
+  });
   assert.is(full().length + counted(), 2 * ROUNDS, refusalLines().join('\n'));
-  assert.ok(full().length <= 2 * (summaries().length + 1), `at most one line per kind per window, got ${full().length} lines and ${summaries().length} summaries:\n${refusalLines().join('\n')}`);
+  assert.ok(
+    full().length <= 2 * (summaries().length + 1),
+    `at most one line per kind per window, got ${full().length} lines and ${summaries().length} summaries:\n${refusalLines().join('\n')}`,
+  );
   assert.match(full().join('\n'), 'is not an inbox under _INBOX_client');
   assert.match(full().join('\n'), 'A message on sessiond.cmd.admit has no reply subject');
   assert.not.match(worker.output(), 'Invalid session id', 'answered refusals are not logged');

@@ -34,11 +34,14 @@ const contract = snapshotStoreContract('jetstream', async () => {
   return {
     store: await JetStreamSnapshotStore.open(nc),
     otherVersion: async () => JetStreamSnapshotStore.open(nc, { version: 'another-machine' }),
-    cleanup: async () => { await nc.close(); await deleteStreams([SNAPSHOT_STREAM]); },
+    cleanup: async () => {
+      await nc.close();
+      await deleteStreams([SNAPSHOT_STREAM]);
+    },
   };
 });
 
-contract('shared by workers: a worker that never saw the session loads another worker\'s snapshot and folds only the events after it', async () => {
+contract("shared by workers: a worker that never saw the session loads another worker's snapshot and folds only the events after it", async () => {
   const a = await JetStreamEventLog.open({ connection: { servers: server!.url, ...WORKER } });
   const b = await JetStreamEventLog.open({ connection: { servers: server!.url, ...WORKER } });
   try {
@@ -47,7 +50,16 @@ contract('shared by workers: a worker that never saw the session loads another w
     const store = await JetStreamSnapshotStore.open(b.nc);
     await waitFor(async () => (await store.get('ses_shared'))?.context.seq === 20, { what: 'the snapshot at seq 20 stored (in the background)' });
     const folded: number[] = [];
-    const reader = new CommandHandler(spyLog(b, { afterRead: (events) => { folded.push(events.length); } }), systemClock, sequentialIds('b'), { snapshots: store });
+    const reader = new CommandHandler(
+      spyLog(b, {
+        afterRead: (events) => {
+          folded.push(events.length);
+        },
+      }),
+      systemClock,
+      sequentialIds('b'),
+      { snapshots: store },
+    );
     const cold = await reader.load('ses_shared');
     assert.equal(folded, [5], 'only the 5 events after the shared snapshot were read');
     assert.equal(JSON.parse(JSON.stringify(cold)), JSON.parse(JSON.stringify(hydrate('ses_shared', await b.readSession('ses_shared')))));
@@ -64,7 +76,9 @@ contract('a client may neither write nor read snapshots (nats.conf): only worker
   const client = await connectNats({ servers: server!.url, ...CLIENT });
   try {
     let refused = false;
-    await JetStreamSnapshotStore.open(client).catch(() => { refused = true; });
+    await JetStreamSnapshotStore.open(client).catch(() => {
+      refused = true;
+    });
     assert.ok(refused, 'the client user may not use the snapshot stream');
   } finally {
     await client.close();
@@ -73,5 +87,7 @@ contract('a client may neither write nor read snapshots (nats.conf): only worker
   }
 });
 
-contract.after(async () => { await server?.dispose(); });
+contract.after(async () => {
+  await server?.dispose();
+});
 contract.run();

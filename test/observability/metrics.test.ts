@@ -37,7 +37,9 @@ test('metrics - turns, appends, conflicts and renewals are counted from what the
     await execution.resume(s);
     await execution.awaitIdle(s);
   }
-  await log.append('ses_m1', 1, [draft(ev('input.admitted', { inputId: 'inp_x', prompt: 'p', delivery: 'queue', wake: false }), { id: 'evt_stale', time: 1 })]).catch(() => undefined);
+  await log
+    .append('ses_m1', 1, [draft(ev('input.admitted', { inputId: 'inp_x', prompt: 'p', delivery: 'queue', wake: false }), { id: 'evt_stale', time: 1 })])
+    .catch(() => undefined);
   const text = await metrics.registry.metrics();
   assert.is(sample(text, 'sessiond_turns_started_total{log="sqlite"}'), 2);
   assert.is(sample(text, 'sessiond_turns_settled_total{outcome="succeeded",log="sqlite"}'), 2);

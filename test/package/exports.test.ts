@@ -13,9 +13,14 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
-  exports: Record<string, string | Record<string, string>>; bin: Record<string, string>; files: string[];
-  dependencies: Record<string, string>; devDependencies: Record<string, string>;
-  peerDependencies?: Record<string, string>; peerDependenciesMeta?: Record<string, { optional?: boolean }>; scripts: Record<string, string>;
+  exports: Record<string, string | Record<string, string>>;
+  bin: Record<string, string>;
+  files: string[];
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+  scripts: Record<string, string>;
 };
 
 /** The source file the build compiles to `target` (a path under dist/). */
@@ -28,12 +33,21 @@ function sourceOf(target: string): string {
 test('package - the doors are ., ./client, ./testing and ./internal, each { types, import } under dist/ from a file of src/', () => {
   const doors = Object.keys(pkg.exports).filter((k) => k !== './package.json');
   assert.equal(doors, ['.', './client', './testing', './internal']);
-  const expected: Record<string, string> = { '.': 'src/index.ts', './client': 'src/client.ts', './testing': 'src/testing/index.ts', './internal': 'src/internal.ts' };
+  const expected: Record<string, string> = {
+    '.': 'src/index.ts',
+    './client': 'src/client.ts',
+    './testing': 'src/testing/index.ts',
+    './internal': 'src/internal.ts',
+  };
   for (const door of doors) {
     const entry = pkg.exports[door];
     assert.type(entry, 'object', `${door} is not a conditions object`);
     const conditions = entry as Record<string, string>;
-    assert.equal(Object.keys(conditions), ['types', 'import'], `${door}: types must come first (TypeScript reads the first condition that matches), then import`);
+    assert.equal(
+      Object.keys(conditions),
+      ['types', 'import'],
+      `${door}: types must come first (TypeScript reads the first condition that matches), then import`,
+    );
     assert.match(conditions.types!, /\.d\.ts$/, `${door}: types is not a .d.ts`);
     assert.match(conditions.import!, /\.js$/, `${door}: import is not a .js`);
     assert.is(sourceOf(conditions.types!), sourceOf(conditions.import!), `${door}: types and import come from different sources`);

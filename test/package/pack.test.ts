@@ -40,9 +40,15 @@ import { NATS_SERVER_BIN } from '../../src/testing/nats-server.ts';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
-  name: string; version: string; license: string; bin: Record<string, string>; engines: Record<string, string>;
-  exports: Record<string, string | { types: string; import: string }>; dependencies: Record<string, string>;
-  peerDependencies?: Record<string, string>; peerDependenciesMeta?: Record<string, unknown>;
+  name: string;
+  version: string;
+  license: string;
+  bin: Record<string, string>;
+  engines: Record<string, string>;
+  exports: Record<string, string | { types: string; import: string }>;
+  dependencies: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, unknown>;
 };
 
 const started = Date.now();
@@ -69,7 +75,13 @@ function childEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 /** Runs a command to completion, saying what it runs and how long it took. */
 function run(cmd: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; timeoutMs?: number; what?: string }): SpawnSyncReturns<string> {
   const t = Date.now();
-  const r = spawnSync(cmd, args, { cwd: options.cwd, env: childEnv(options.env), encoding: 'utf8', timeout: options.timeoutMs ?? 120_000, maxBuffer: 64 * 1024 * 1024 });
+  const r = spawnSync(cmd, args, {
+    cwd: options.cwd,
+    env: childEnv(options.env),
+    encoding: 'utf8',
+    timeout: options.timeoutMs ?? 120_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   say(`${options.what ?? `${cmd} ${args.join(' ')}`}: exit ${r.status ?? r.signal ?? r.error?.message} in ${((Date.now() - t) / 1000).toFixed(1)} s`);
   return r;
 }
@@ -81,24 +93,45 @@ function startWorker(args: string[], options: { timeoutMs?: number } = {}): Prom
     const child = spawn(join(APP, 'node_modules/.bin/sessiond'), ['start', ...args], { cwd: APP, env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let running = false;
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`sessiond start ${args.join(' ')} neither ran nor exited within ${options.timeoutMs ?? 30_000} ms; output:\n${out}`)); }, options.timeoutMs ?? 30_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`sessiond start ${args.join(' ')} neither ran nor exited within ${options.timeoutMs ?? 30_000} ms; output:\n${out}`));
+    }, options.timeoutMs ?? 30_000);
     const seen = (d: Buffer) => {
       out += d;
-      if (!running && /is running on/.test(out)) { running = true; child.kill('SIGTERM'); }
+      if (!running && /is running on/.test(out)) {
+        running = true;
+        child.kill('SIGTERM');
+      }
     };
     child.stdout.on('data', seen);
     child.stderr.on('data', seen);
-    child.on('error', (err) => { clearTimeout(timer); reject(err); });
-    child.on('exit', (code) => { clearTimeout(timer); resolve({ running, code, out }); });
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ running, code, out });
+    });
   });
 }
 
-interface PackResult { filename: string; integrity: string; files: { path: string }[] }
+interface PackResult {
+  filename: string;
+  integrity: string;
+  files: { path: string }[];
+}
 let packed: PackResult;
 
 /** The project's lock entries for `roots` and everything they depend on, as the temp project's lock holds them. */
 function lockClosure(roots: Record<string, string>): Record<string, Record<string, unknown>> {
-  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, Record<string, unknown> & { version: string; dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> }> };
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<
+      string,
+      Record<string, unknown> & { version: string; dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> }
+    >;
+  };
   const entries = lock.packages;
   const registry = (process.env.npm_config_registry ?? 'https://registry.npmjs.org/').replace(/\/?$/, '/');
   /** Where node would find `name` from the package at `from`, in the lock's layout. */
@@ -131,7 +164,7 @@ function lockClosure(roots: Record<string, string>): Record<string, Record<strin
 
 let installed = false;
 /** Every test after the first needs its install. */
-const needInstall = () => assert.ok(installed, 'the tarball was not packed and installed: see the first test\'s failure');
+const needInstall = () => assert.ok(installed, "the tarball was not packed and installed: see the first test's failure");
 
 // (not a test.before hook: uvu drops the error a hook throws, and this one must be seen)
 test('package - npm pack, and npm ci of the tarball into an empty project', () => {
@@ -145,31 +178,46 @@ test('package - npm pack, and npm ci of the tarball into an empty project', () =
   packed = (JSON.parse(json) as PackResult[])[0]!;
   say(`packed ${packed.filename}: ${packed.files.length} files`);
 
-  const lockOf = (name: string) => (JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> }).packages[`node_modules/${name}`]!.version;
+  const lockOf = (name: string) =>
+    (JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version: string }> }).packages[`node_modules/${name}`]!
+      .version;
   // what a consumer adds next to sessiond: uvu (the testing door's optional peer), Node's types
   const extra = { uvu: lockOf('uvu'), '@types/node': lockOf('@types/node') };
   const tarball = `file:../packed/${packed.filename}`;
   const dependencies = { sessiond: tarball, ...extra };
   writeFileSync(join(APP, 'package.json'), `${JSON.stringify({ name: 'sessiond-pack-consumer', private: true, type: 'module', dependencies }, null, 2)}\n`);
   const appLock = {
-    name: 'sessiond-pack-consumer', lockfileVersion: 3, requires: true,
+    name: 'sessiond-pack-consumer',
+    lockfileVersion: 3,
+    requires: true,
     packages: {
       '': { name: 'sessiond-pack-consumer', dependencies },
       'node_modules/sessiond': {
-        version: pkg.version, resolved: tarball, integrity: packed.integrity, license: pkg.license, dependencies: pkg.dependencies,
-        peerDependencies: pkg.peerDependencies, peerDependenciesMeta: pkg.peerDependenciesMeta, bin: pkg.bin, engines: pkg.engines,
+        version: pkg.version,
+        resolved: tarball,
+        integrity: packed.integrity,
+        license: pkg.license,
+        dependencies: pkg.dependencies,
+        peerDependencies: pkg.peerDependencies,
+        peerDependenciesMeta: pkg.peerDependenciesMeta,
+        bin: pkg.bin,
+        engines: pkg.engines,
       },
       ...lockClosure({ ...pkg.dependencies, ...extra }),
     },
   };
   writeFileSync(join(APP, 'package-lock.json'), `${JSON.stringify(appLock, null, 2)}\n`);
-  const install = run('npm', ['ci', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: APP, what: `npm ci of the tarball and ${Object.keys(appLock.packages).length - 2} locked packages`, timeoutMs: 180_000 });
+  const install = run('npm', ['ci', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund'], {
+    cwd: APP,
+    what: `npm ci of the tarball and ${Object.keys(appLock.packages).length - 2} locked packages`,
+    timeoutMs: 180_000,
+  });
   assert.is(install.status, 0, output(install));
   // install scripts were off: better-sqlite3's native binding comes from the project's own build
   const binding = 'build/Release/better_sqlite3.node';
   mkdirSync(join(APP, 'node_modules/better-sqlite3', dirname(binding)), { recursive: true });
   copyFileSync(join(ROOT, 'node_modules/better-sqlite3', binding), join(APP, 'node_modules/better-sqlite3', binding));
-  say('copied better-sqlite3\'s compiled binding from the project');
+  say("copied better-sqlite3's compiled binding from the project");
   installed = true;
 });
 
@@ -181,7 +229,9 @@ test.after(() => {
 test('package - plain node imports sessiond and runs an embedded turn; every door loads', () => {
   needInstall();
   assert.not.ok(existsSync(join(APP, 'node_modules/tsx')), 'tsx was installed with sessiond: it must be a dev dependency only');
-  writeFileSync(join(APP, 'embedded.mjs'), `
+  writeFileSync(
+    join(APP, 'embedded.mjs'),
+    `
 import { openEngine, echoRunner } from 'sessiond';
 const engine = await openEngine({ file: process.argv[2], runner: echoRunner() });
 const receipt = await engine.admit('ses_pack', { prompt: 'hello from the tarball' });
@@ -191,15 +241,23 @@ await engine.close();
 const doors = {};
 for (const door of ['sessiond', 'sessiond/client', 'sessiond/testing', 'sessiond/internal']) doors[door] = Object.keys(await import(door)).length;
 console.log(JSON.stringify({ inputId: receipt.inputId, state: status.state, seq: status.seq, doors }));
-`);
-  const r = run(process.execPath, ['embedded.mjs', join(APP, 'embedded.db')], { cwd: APP, what: 'node embedded.mjs (openEngine + echoRunner, then every door)' });
+`,
+  );
+  const r = run(process.execPath, ['embedded.mjs', join(APP, 'embedded.db')], {
+    cwd: APP,
+    what: 'node embedded.mjs (openEngine + echoRunner, then every door)',
+  });
   assert.is(r.status, 0, output(r));
   const result = JSON.parse(r.stdout.trim().split('\n').pop()!) as { inputId: string; state: string; seq: number; doors: Record<string, number> };
   assert.match(result.inputId, /^inp_/);
   assert.is(result.state, 'settled', r.stdout);
   assert.ok(result.seq > 2, `the turn committed only ${result.seq} events`);
   for (const [door, count] of Object.entries(result.doors)) assert.ok(count > 3, `${door} exports ${count} names`);
-  say(`a turn ran to ${result.state} at seq ${result.seq}; doors: ${Object.entries(result.doors).map(([d, n]) => `${d} ${n}`).join(', ')}`);
+  say(
+    `a turn ran to ${result.state} at seq ${result.seq}; doors: ${Object.entries(result.doors)
+      .map(([d, n]) => `${d} ${n}`)
+      .join(', ')}`,
+  );
 });
 
 test('package - npx sessiond --help lists the commands', () => {
@@ -214,7 +272,9 @@ test('package - npx sessiond --help lists the commands', () => {
 
 test('package - a strict nodenext TypeScript consumer typechecks against the shipped types, and a type error is reported', () => {
   needInstall();
-  writeFileSync(join(APP, 'consumer.ts'), `
+  writeFileSync(
+    join(APP, 'consumer.ts'),
+    `
 import { openEngine, echoRunner, isSessiondError, ErrorCode, type Engine, type SessionStatus, type Runner } from 'sessiond';
 import { SessiondClient, isCommandError, CommandFailureCode, subjects, type SessiondClientOptions, type LiveMessage, type StatusReply } from 'sessiond/client';
 import { startNatsServer, startFakeOpenAI, waitFor, eventLogContract, ev, draft, WORKER, type NatsServer, type LogFixture } from 'sessiond/testing';
@@ -249,18 +309,41 @@ export const liveSubject: string = subjects.live('ses_ts', 'text.delta');
 export const sessionOf = (message: LiveMessage): string => message.sessionId;
 export const helpers = { startNatsServer, startFakeOpenAI, waitFor, eventLogContract, worker: WORKER.user, first: draft(ev('input.admitted', { prompt: 'p' })) };
 export type Fixture = LogFixture;
-`);
-  writeFileSync(join(APP, 'wrong.ts'), `
+`,
+  );
+  writeFileSync(
+    join(APP, 'wrong.ts'),
+    `
 import { openEngine } from 'sessiond';
 // deliberate: a function is not a number
 export const wrong: number = openEngine;
-`);
+`,
+  );
   // skipLibCheck off: the shipped .d.ts files are checked too, not only what the consumer sees of them
-  writeFileSync(join(APP, 'tsconfig.json'), `${JSON.stringify({
-    compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', strict: true, noEmit: true, skipLibCheck: false, types: ['node'] },
-    files: ['consumer.ts', 'wrong.ts'],
-  }, null, 2)}\n`);
-  const r = run(process.execPath, [TSC, '-p', 'tsconfig.json', '--pretty', 'false'], { cwd: APP, what: 'tsc (the project\'s TypeScript) on consumer.ts and wrong.ts', timeoutMs: 240_000 });
+  writeFileSync(
+    join(APP, 'tsconfig.json'),
+    `${JSON.stringify(
+      {
+        compilerOptions: {
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'es2022',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: false,
+          types: ['node'],
+        },
+        files: ['consumer.ts', 'wrong.ts'],
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  const r = run(process.execPath, [TSC, '-p', 'tsconfig.json', '--pretty', 'false'], {
+    cwd: APP,
+    what: "tsc (the project's TypeScript) on consumer.ts and wrong.ts",
+    timeoutMs: 240_000,
+  });
   const errors = r.stdout.split('\n').filter((l) => /^\S.*\(\d+,\d+\): error TS\d+/.test(l));
   const inFile = (prefix: string) => errors.filter((l) => l.startsWith(prefix));
   assert.equal(inFile('consumer.ts'), [], `the consumer does not typecheck against the shipped types:\n${r.stdout}`);
@@ -273,7 +356,7 @@ export const wrong: number = openEngine;
   if (others.length > 0) say(`(not sessiond's: ${others.length} error(s) in other packages' declarations, e.g. ${others[0]})`);
 });
 
-test('package - a TypeScript runner: a clear error without tsx, loaded through the project\'s tsx with it; a .mjs runner loads', async () => {
+test("package - a TypeScript runner: a clear error without tsx, loaded through the project's tsx with it; a .mjs runner loads", async () => {
   needInstall();
   const runnerSource = `import type { Runner } from 'sessiond';\nconst runner: Runner = async (ctx) => { void ctx; };\nexport default runner;\n`;
   writeFileSync(join(APP, 'runner.ts'), runnerSource);
@@ -307,7 +390,9 @@ test('package - a TypeScript runner: a clear error without tsx, loaded through t
 
 test('package - the NATS harness finds nats.conf in the package and nats-server from SESSIOND_NATS_SERVER, and says what to install without one', () => {
   needInstall();
-  writeFileSync(join(APP, 'nats.mjs'), `
+  writeFileSync(
+    join(APP, 'nats.mjs'),
+    `
 import { startNatsServer } from 'sessiond/testing';
 try {
   const server = await startNatsServer();
@@ -316,9 +401,14 @@ try {
 } catch (err) {
   console.log(JSON.stringify({ error: err.message }));
 }
-`);
+`,
+  );
   assert.ok(existsSync(NATS_SERVER_BIN), `this test needs a nats-server (${NATS_SERVER_BIN}), as every NATS test does`);
-  const found = run(process.execPath, ['nats.mjs'], { cwd: APP, env: { SESSIOND_NATS_SERVER: NATS_SERVER_BIN }, what: 'startNatsServer from the package (SESSIOND_NATS_SERVER set)' });
+  const found = run(process.execPath, ['nats.mjs'], {
+    cwd: APP,
+    env: { SESSIOND_NATS_SERVER: NATS_SERVER_BIN },
+    what: 'startNatsServer from the package (SESSIOND_NATS_SERVER set)',
+  });
   assert.is(found.status, 0, output(found));
   assert.match(found.stdout, /"url":"nats:\/\/127\.0\.0\.1:\d+"/, output(found));
 
@@ -340,13 +430,16 @@ test('package - the tarball holds dist, docs, README.md, LICENSE, the NATS confi
   const top = [...new Set(paths.map((p) => p.split('/')[0]!))].sort();
   assert.equal(top, ['LICENSE', 'README.md', 'dist', 'docs', 'nats-cluster.conf', 'nats.conf', 'package.json']);
   for (const dir of ['src', 'test', 'bench', 'chaos', 'scripts', 'examples', 'bin', '.tools', 'node_modules']) {
-    assert.not.ok(paths.some((p) => p.startsWith(`${dir}/`)), `the tarball holds ${dir}/`);
+    assert.not.ok(
+      paths.some((p) => p.startsWith(`${dir}/`)),
+      `the tarball holds ${dir}/`,
+    );
   }
   const sources = paths.filter((p) => /\.[cm]?tsx?$/.test(p) && !/\.d\.[cm]?ts$/.test(p));
   assert.equal(sources, [], 'TypeScript sources in the tarball');
   const targets = [...Object.values(pkg.exports).flatMap((e) => (typeof e === 'string' ? [e] : [e.types, e.import])), ...Object.values(pkg.bin)];
   for (const target of targets) assert.ok(paths.includes(target.replace(/^\.\//, '')), `package.json names ${target}, which is not in the tarball`);
-  assert.ok(paths.includes('dist/inspector/client.js'), 'the inspector\'s page script (read at run time) is not in the tarball');
+  assert.ok(paths.includes('dist/inspector/client.js'), "the inspector's page script (read at run time) is not in the tarball");
   say(`${paths.length} files; top level: ${top.join(', ')}; every exports target and the bin are there`);
 });
 
@@ -354,18 +447,25 @@ test('package - the tarball holds dist, docs, README.md, LICENSE, the NATS confi
 test('package - sessiond/client loads without better-sqlite3 and xstate', () => {
   needInstall();
   for (const dir of ['better-sqlite3', 'xstate', '@xstate']) rmSync(join(APP, 'node_modules', dir), { recursive: true, force: true });
-  writeFileSync(join(APP, 'client.mjs'), `
+  writeFileSync(
+    join(APP, 'client.mjs'),
+    `
 const client = await import('sessiond/client');
 let root;
 try { await import('sessiond'); root = 'loaded'; } catch (err) { root = err.code + ': ' + err.message.split('\\n')[0]; }
 console.log(JSON.stringify({ SessiondClient: typeof client.SessiondClient, decodeEvent: typeof client.decodeEvent, root }));
-`);
+`,
+  );
   const r = run(process.execPath, ['client.mjs'], { cwd: APP, what: 'node client.mjs (better-sqlite3, xstate and @xstate/* deleted)' });
   assert.is(r.status, 0, output(r));
   const result = JSON.parse(r.stdout.trim()) as { SessiondClient: string; decodeEvent: string; root: string };
   assert.is(result.SessiondClient, 'function');
   assert.is(result.decodeEvent, 'function');
-  assert.match(result.root, /^ERR_MODULE_NOT_FOUND: .*(better-sqlite3|xstate)/, `sessiond itself still loaded: the packages were not really gone (${result.root})`);
+  assert.match(
+    result.root,
+    /^ERR_MODULE_NOT_FOUND: .*(better-sqlite3|xstate)/,
+    `sessiond itself still loaded: the packages were not really gone (${result.root})`,
+  );
   say(`sessiond/client loaded; sessiond itself: ${result.root}`);
 });
 

@@ -24,7 +24,11 @@ function busyRunner(engine: () => Engine): Runner {
       await ctx.text(messageId, `final ${n}.${step}`, part);
       await ctx.text(messageId, `more ${n}.${step}`);
       await ctx.tool(messageId, { name: 'lookup', input: { q: n, big: 2 ** 40 }, durable: step === 0 }, async () => ({ rows: [n, step] }));
-      await ctx.tool(messageId, { name: 'write', input: [n] }, async () => { throw Object.assign(new Error('disk full'), { name: 'IOError' }); }).catch(() => undefined);
+      await ctx
+        .tool(messageId, { name: 'write', input: [n] }, async () => {
+          throw Object.assign(new Error('disk full'), { name: 'IOError' });
+        })
+        .catch(() => undefined);
       if (n % 3 === 0 && step === 0) await ctx.compact('context overflow', async () => `summary ${n}`);
       if (n === 1 && step === 0) await engine().admit(ctx.sessionId, { prompt: 'also this', delivery: 'steer', wake: false });
       if (n === 2 && step === 1) {

@@ -55,7 +55,11 @@ test('exactly once - a batch that throws mid-way applies nothing and leaves the 
   const before = { rows: projectionRows(db), hash: projectionHash(db), checkpoint: projector.checkpoint() };
   const broken = [...events.slice(2, 5), { ...events[5]!, payload: { executionId: 'exe_1', messageId: 'msg_1' } } as SessionEvent, ...events.slice(6)];
   expectCode(() => projector.apply(broken), ErrorCode.InvalidPayload, 'evt_6 (text.completed, session ses_1, seq 6, position 6)');
-  assert.equal({ rows: projectionRows(db), hash: projectionHash(db), checkpoint: projector.checkpoint() }, before, 'the first three events of the batch were rolled back');
+  assert.equal(
+    { rows: projectionRows(db), hash: projectionHash(db), checkpoint: projector.checkpoint() },
+    before,
+    'the first three events of the batch were rolled back',
+  );
   assert.equal(projector.apply(events.slice(2)).applied, 6, 'the corrected batch applies in full');
 });
 
@@ -77,7 +81,11 @@ test('exactly once - a storage failure mid-batch (a crash inside the transaction
 
 test('exactly once - two projectors of the same name on two connections never apply an event twice', () => {
   const tmp = tempDir();
-  const open = () => { const db = openDatabase(tmp.file('p.db')); migrate(db); return db; };
+  const open = () => {
+    const db = openDatabase(tmp.file('p.db'));
+    migrate(db);
+    return db;
+  };
   const a = open();
   const b = open();
   const events = turn();
@@ -88,15 +96,20 @@ test('exactly once - two projectors of the same name on two connections never ap
   alone.projector.apply(events);
   assert.is(projectionHash(a), projectionHash(alone.db));
   assert.equal(all(a, 'projector_checkpoint'), [{ name: 'main', position: 8 }]);
-  a.close(); b.close(); tmp.remove();
+  a.close();
+  b.close();
+  tmp.remove();
 });
 
 test('exactly once - events without a position are refused, whole batch', () => {
   const { db, projector } = setup();
   const events = turn();
   const { position: _p, ...uncommitted } = events[3]!;
-  const err = expectCode(() => projector.apply([...events.slice(0, 3), uncommitted as SessionEvent]), ErrorCode.InvalidOption,
-    'The event has no position: the projector folds only committed events read back from a log (EventLog.readAll or subscribe)');
+  const err = expectCode(
+    () => projector.apply([...events.slice(0, 3), uncommitted as SessionEvent]),
+    ErrorCode.InvalidOption,
+    'The event has no position: the projector folds only committed events read back from a log (EventLog.readAll or subscribe)',
+  );
   assert.match(err.message, 'evt_4 (input.promoted, session ses_1, seq 4, no position)');
   assert.is(projectionHash(db), projectionHash(setup().db));
   expectCode(() => projector.apply([events[1]!, events[0]!]), ErrorCode.InconsistentStream, "The event's position 1 comes after position 2 in the same batch");
@@ -108,7 +121,13 @@ test('exactly once - live-only events (text.delta) are refused: never stored, ne
   const { db, projector } = setup();
   const events = turn();
   projector.apply(events.slice(0, 5));
-  const delta = committed(ev('text.delta', { executionId: 'exe_1', messageId: 'msg_1', partId: 'prt_1', delta: 'hel' }), { id: 'evt_live', sessionId: 'ses_1', seq: 6, time: 1, position: 6 });
+  const delta = committed(ev('text.delta', { executionId: 'exe_1', messageId: 'msg_1', partId: 'prt_1', delta: 'hel' }), {
+    id: 'evt_live',
+    sessionId: 'ses_1',
+    seq: 6,
+    time: 1,
+    position: 6,
+  });
   const before = projectionHash(db);
   expectCode(() => projector.apply([delta]), ErrorCode.InvalidPayload, 'Event type text.delta is live-only');
   expectCode(() => projector.apply([events[5]!, { ...delta, position: 7 }]), ErrorCode.InvalidPayload, 'live-only');
@@ -133,14 +152,21 @@ test('exactly once - checkpoints are per name, and a reset under a caller that s
   assert.is(new Projector(db, { name: 'shadow' }).checkpoint(), 0);
   assert.equal(projector.apply([]), { applied: 0, skipped: 0, position: 8 });
   resetProjection(db);
-  expectCode(() => projector.apply(turn(), { expectAtLeast: 8 }), ErrorCode.InconsistentStream,
-    'Projector "main" is at position 0, behind the 8 this caller already saw: the projection was reset (rebuilt?) while it ran');
+  expectCode(
+    () => projector.apply(turn(), { expectAtLeast: 8 }),
+    ErrorCode.InconsistentStream,
+    'Projector "main" is at position 0, behind the 8 this caller already saw: the projection was reset (rebuilt?) while it ran',
+  );
   assert.equal(projector.apply(turn(), { expectAtLeast: 0 }).position, 8);
 });
 
 test('projector - refuses a database without the projection tables, saying to migrate', () => {
   const db = openDatabase(':memory:');
-  expectCode(() => new Projector(db), ErrorCode.NotFound, 'has no projection tables (no such table: projector_checkpoint): run migrate(db) before creating a Projector.');
+  expectCode(
+    () => new Projector(db),
+    ErrorCode.NotFound,
+    'has no projection tables (no such table: projector_checkpoint): run migrate(db) before creating a Projector.',
+  );
   db.close();
 });
 

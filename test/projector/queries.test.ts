@@ -38,13 +38,17 @@ test('queries - pendingWakes: unpromoted admissions that asked for a wake, and r
     s.ev('ses_parked', 'execution.claimed', { executionId: 'exe_3', ownerId: 'own_hand', expiresAt: 100, leaseMs: 30_000, assistantSeq: -1 }),
   ]);
   assert.equal(pendingWakes(db), ['ses_parked', 'ses_rec', 'ses_woken'], 'a claim alone takes no input: each still waits to be promoted');
-  assert.equal(runnableSessions(db), ['ses_parked', 'ses_quiet', 'ses_rec', 'ses_woken'], 'runnable: every session with an unpromoted input, whatever its flags');
+  assert.equal(
+    runnableSessions(db),
+    ['ses_parked', 'ses_quiet', 'ses_rec', 'ses_woken'],
+    'runnable: every session with an unpromoted input, whatever its flags',
+  );
   projector.apply([
     s.ev('ses_woken', 'input.promoted', { inputId: 'inp_1', executionId: 'exe_1' }),
     s.ev('ses_rec', 'input.promoted', { inputId: 'inp_cont_exe_r', executionId: 'exe_2' }),
     s.ev('ses_parked', 'input.promoted', { inputId: 'inp_cont_exe_p', executionId: 'exe_3' }),
   ]);
-  assert.equal(pendingWakes(db), [], 'promotion is where an input\'s wake lands');
+  assert.equal(pendingWakes(db), [], "promotion is where an input's wake lands");
   assert.equal(runnableSessions(db), ['ses_quiet'], 'the wake: false input is still there to be run by a wake');
 });
 
@@ -52,12 +56,21 @@ test('queries - expiredExecutions: live rows whose lease ended at or before now'
   const { db, projector } = setup();
   const s = stream();
   projector.apply([
-    claim(s, 'ses_1', 'exe_1', 200), claim(s, 'ses_2', 'exe_2', 100), claim(s, 'ses_3', 'exe_3', 50),
+    claim(s, 'ses_1', 'exe_1', 200),
+    claim(s, 'ses_2', 'exe_2', 100),
+    claim(s, 'ses_3', 'exe_3', 50),
     s.ev('ses_3', 'execution.settled', { executionId: 'exe_3', outcome: 'succeeded' }),
   ]);
   assert.equal(expiredExecutions(db, 99), []);
-  assert.equal(expiredExecutions(db, 100).map((r) => [r.id, r.session_id, r.expires_at]), [['exe_2', 'ses_2', 100]]);
-  assert.equal(expiredExecutions(db, 1_000).map((r) => r.id), ['exe_2', 'exe_1'], 'oldest expiry first; settled ones are gone');
+  assert.equal(
+    expiredExecutions(db, 100).map((r) => [r.id, r.session_id, r.expires_at]),
+    [['exe_2', 'ses_2', 100]],
+  );
+  assert.equal(
+    expiredExecutions(db, 1_000).map((r) => r.id),
+    ['exe_2', 'exe_1'],
+    'oldest expiry first; settled ones are gone',
+  );
 });
 
 test('queries - sessionRows and listSessions', () => {
@@ -70,9 +83,24 @@ test('queries - sessionRows and listSessions', () => {
     s.ev('ses_2', 'input.admitted', { inputId: 'inp_3', prompt: 'other', delivery: 'queue', wake: false }),
   ]);
   const rows = sessionRows(db, 'ses_1');
-  assert.equal(rows.executions.map((r) => [r.id, r.assistant_message_id]), [['exe_1', 'msg_1']]);
-  assert.equal(rows.inputs.map((r) => [r.id, r.promoted_seq]), [['inp_1', 4], ['inp_2', null]]);
-  assert.equal(rows.messages.map(parseMessage).map((m) => [m.type, m.row.seq, m.type === 'assistant' ? m.data.status : m.type]), [['user', 4, 'user'], ['assistant', 5, 'running']]);
+  assert.equal(
+    rows.executions.map((r) => [r.id, r.assistant_message_id]),
+    [['exe_1', 'msg_1']],
+  );
+  assert.equal(
+    rows.inputs.map((r) => [r.id, r.promoted_seq]),
+    [
+      ['inp_1', 4],
+      ['inp_2', null],
+    ],
+  );
+  assert.equal(
+    rows.messages.map(parseMessage).map((m) => [m.type, m.row.seq, m.type === 'assistant' ? m.data.status : m.type]),
+    [
+      ['user', 4, 'user'],
+      ['assistant', 5, 'running'],
+    ],
+  );
   assert.equal(rows.recoveries, []);
   assert.equal(sessionRows(db, 'ses_none'), { sessionId: 'ses_none', executions: [], inputs: [], messages: [], recoveries: [] });
   assert.equal(listSessions(db), [

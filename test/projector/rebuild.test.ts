@@ -26,8 +26,13 @@ import { all, memoryDb } from './support.ts';
 import { draft, ev, stream, type Proto } from '../../src/testing/fixtures.ts';
 
 type StepOp =
-  | { t: 'text' } | { t: 'toolOk'; durable: boolean } | { t: 'toolFail'; name: string } | { t: 'compact' }
-  | { t: 'steer' } | { t: 'queue' } | { t: 'cancel' };
+  | { t: 'text' }
+  | { t: 'toolOk'; durable: boolean }
+  | { t: 'toolFail'; name: string }
+  | { t: 'compact' }
+  | { t: 'steer' }
+  | { t: 'queue' }
+  | { t: 'cancel' };
 type Step = { ops: StepOp[]; end: 'end' | 'fail' };
 type Op =
   | { kind: 'admit'; session: number; delivery: 'steer' | 'queue'; wake: boolean }
@@ -44,12 +49,26 @@ const stepOp: fc.Arbitrary<StepOp> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ t: 'queue' as const }) },
   { weight: 1, arbitrary: fc.constant({ t: 'cancel' as const }) },
 );
-const script = fc.array(fc.record({ ops: fc.array(stepOp, { maxLength: 4 }), end: fc.constantFrom<Step['end']>('end', 'end', 'end', 'fail') }), { minLength: 1, maxLength: 3 });
+const script = fc.array(fc.record({ ops: fc.array(stepOp, { maxLength: 4 }), end: fc.constantFrom<Step['end']>('end', 'end', 'end', 'fail') }), {
+  minLength: 1,
+  maxLength: 3,
+});
 const op: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('admit' as const), session: fc.nat(3), delivery: fc.constantFrom<'steer' | 'queue'>('steer', 'queue'), wake: fc.boolean() }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('admit' as const),
+      session: fc.nat(3),
+      delivery: fc.constantFrom<'steer' | 'queue'>('steer', 'queue'),
+      wake: fc.boolean(),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('wake' as const), session: fc.nat(3) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('cancel' as const), session: fc.nat(3) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('recovery' as const), attempts: fc.nat(3), parked: fc.boolean(), continuation: fc.boolean(), tool: fc.boolean() }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant('recovery' as const), attempts: fc.nat(3), parked: fc.boolean(), continuation: fc.boolean(), tool: fc.boolean() }),
+  },
 );
 const workload = fc.record({ ops: fc.array(op, { minLength: 4, maxLength: 18 }), scripts: fc.array(script, { minLength: 1, maxLength: 6 }) });
 
@@ -68,9 +87,15 @@ function scriptedRunner(scripts: Step[][], engine: () => Engine): Runner {
       for (const o of step.ops) {
         if (o.t === 'text') await ctx.text(messageId, `text of ${messageId}`);
         if (o.t === 'toolOk') await ctx.tool(messageId, { name: 'lookup', input: { q: messageId }, durable: o.durable }, async () => ({ ok: true }));
-        if (o.t === 'toolFail') await ctx.tool(messageId, { name: 'write', input: [1, 2] }, async () => { throw Object.assign(new Error('no'), { name: o.name }); }).catch(() => undefined);
+        if (o.t === 'toolFail')
+          await ctx
+            .tool(messageId, { name: 'write', input: [1, 2] }, async () => {
+              throw Object.assign(new Error('no'), { name: o.name });
+            })
+            .catch(() => undefined);
         if (o.t === 'compact') await ctx.compact('context overflow', async () => 'summary');
-        if ((o.t === 'steer' || o.t === 'queue') && admissions-- > 0) await engine().admit(ctx.sessionId, { prompt: `${o.t} during ${messageId}`, delivery: o.t, wake: false });
+        if ((o.t === 'steer' || o.t === 'queue') && admissions-- > 0)
+          await engine().admit(ctx.sessionId, { prompt: `${o.t} during ${messageId}`, delivery: o.t, wake: false });
         if (o.t === 'cancel') await engine().cancel(ctx.sessionId, 'user pressed stop');
       }
       if (step.end === 'fail') {
@@ -86,19 +111,35 @@ function scriptedRunner(scripts: Step[][], engine: () => Engine): Runner {
 class RecordingLog implements EventLog {
   readonly batches: SessionEvent[][] = [];
   constructor(private readonly inner: EventLog) {}
-  get name() { return this.inner.name; }
+  get name() {
+    return this.inner.name;
+  }
   async append(sessionId: string, expectedSeq: number, drafts: DraftEvent[]) {
     const committed = await this.inner.append(sessionId, expectedSeq, drafts);
     this.batches.push(committed);
     return committed;
   }
-  readSession(sessionId: string, options?: { afterSeq?: number; limit?: number }) { return this.inner.readSession(sessionId, options); }
-  lastSeq(sessionId: string) { return this.inner.lastSeq(sessionId); }
-  readAll(options?: { after?: number; limit?: number }) { return this.inner.readAll(options); }
-  readPages(options?: ReadPagesOptions) { return this.inner.readPages(options); }
-  head() { return this.inner.head(); }
-  subscribe(options: SubscribeOptions) { return this.inner.subscribe(options); }
-  close() { return this.inner.close(); }
+  readSession(sessionId: string, options?: { afterSeq?: number; limit?: number }) {
+    return this.inner.readSession(sessionId, options);
+  }
+  lastSeq(sessionId: string) {
+    return this.inner.lastSeq(sessionId);
+  }
+  readAll(options?: { after?: number; limit?: number }) {
+    return this.inner.readAll(options);
+  }
+  readPages(options?: ReadPagesOptions) {
+    return this.inner.readPages(options);
+  }
+  head() {
+    return this.inner.head();
+  }
+  subscribe(options: SubscribeOptions) {
+    return this.inner.subscribe(options);
+  }
+  close() {
+    return this.inner.close();
+  }
 }
 
 /** A recovery of an expired execution, with wake attempts, appended directly (as the recovery sweep would write it). */
@@ -106,7 +147,10 @@ async function recoveryStream(log: EventLog, sessionId: string, o: Extract<Op, {
   let seq = 0;
   let n = 0;
   const append = async (...events: Proto[]) => {
-    const drafts = events.map((event) => { n++; return draft(event, { id: `evt_${sessionId}_${n}`, time: 100 * n }); });
+    const drafts = events.map((event) => {
+      n++;
+      return draft(event, { id: `evt_${sessionId}_${n}`, time: 100 * n });
+    });
     seq = (await log.append(sessionId, seq, drafts)).at(-1)!.seq;
   };
   const [exe, exe2, msg, cont] = [`exe_${sessionId}`, `exe_${sessionId}_2`, `msg_${sessionId}`, `inp_cont_${sessionId}`];
@@ -114,7 +158,11 @@ async function recoveryStream(log: EventLog, sessionId: string, o: Extract<Op, {
   await append(ev('execution.claimed', { executionId: exe, ownerId: 'own_dead', expiresAt: 500, leaseMs: 400, assistantSeq: -1 }));
   await append(ev('execution.started', { executionId: exe }), ev('input.promoted', { inputId: `inp_${sessionId}`, executionId: exe }));
   await append(ev('execution.phase', { executionId: exe, phase: 'unknown' }), ev('step.started', { executionId: exe, messageId: msg, step: 0 }));
-  if (o.tool) await append(ev('tool.called', { executionId: exe, messageId: msg, callId: 'call_1', name: 'deploy', input: {}, durable: true, idempotencyKey: 'k' }), ev('tool.started', { executionId: exe, messageId: msg, callId: 'call_1' }));
+  if (o.tool)
+    await append(
+      ev('tool.called', { executionId: exe, messageId: msg, callId: 'call_1', name: 'deploy', input: {}, durable: true, idempotencyKey: 'k' }),
+      ev('tool.started', { executionId: exe, messageId: msg, callId: 'call_1' }),
+    );
   const interrupted = { type: 'interrupted', name: 'Interrupted', message: 'lease lost' };
   await append(
     ev('recovery.started', { executionId: exe }),
@@ -126,10 +174,20 @@ async function recoveryStream(log: EventLog, sessionId: string, o: Extract<Op, {
   if (!o.continuation) return;
   for (let a = 1; a <= o.attempts; a++) {
     await append(ev('recovery.wake_requested', { executionId: exe, attempt: a }));
-    await append(ev('recovery.wake_failed', { executionId: exe, attempt: a, error: { type: 'wake_refused', message: `attempt ${a}` }, parked: o.parked && a === o.attempts }));
+    await append(
+      ev('recovery.wake_failed', {
+        executionId: exe,
+        attempt: a,
+        error: { type: 'wake_refused', message: `attempt ${a}` },
+        parked: o.parked && a === o.attempts,
+      }),
+    );
   }
   if (o.parked && o.attempts > 0) return;
-  await append(ev('execution.claimed', { executionId: exe2, ownerId: 'own_b', expiresAt: 9_000, leaseMs: 400, assistantSeq: 5 }), ev('recovery.wake_delivered', { executionId: exe, byExecutionId: exe2 }));
+  await append(
+    ev('execution.claimed', { executionId: exe2, ownerId: 'own_b', expiresAt: 9_000, leaseMs: 400, assistantSeq: 5 }),
+    ev('recovery.wake_delivered', { executionId: exe, byExecutionId: exe2 }),
+  );
   await append(ev('execution.started', { executionId: exe2 }), ev('input.promoted', { inputId: cont, executionId: exe2 }));
   await append(ev('execution.settled', { executionId: exe2, outcome: 'succeeded' }));
 }
@@ -177,7 +235,10 @@ async function runWorkload(w: { ops: Op[]; scripts: Step[][] }): Promise<void> {
   const result = await rebuildProjection(rebuilt, log, { pageSize: 7, onProgress: (done, total) => progress.push([done, total]) });
   assert.equal([result.events, result.position, result.pages], [events.length, head, Math.ceil(events.length / 7)]);
   assert.equal(progress.at(-1), [head, head]);
-  assert.ok(progress.every(([d], i) => i === 0 || d > progress[i - 1]![0]), 'progress only moves forward');
+  assert.ok(
+    progress.every(([d], i) => i === 0 || d > progress[i - 1]![0]),
+    'progress only moves forward',
+  );
 
   const expected = projectionRows(rebuilt);
   assert.equal(projectionRows(followerDb), expected, 'follower rows = rebuilt rows');
@@ -199,8 +260,19 @@ async function runWorkload(w: { ops: Op[]; scripts: Step[][] }): Promise<void> {
 
 test('rebuild - a randomized workload: incremental rows and hash equal a rebuild from the log into a fresh database', async () => {
   await fc.assert(fc.asyncProperty(workload, runWorkload), { seed: 20_260_917, numRuns: 25, endOnFailure: true });
-  for (const type of ['input.promoted', 'text.completed', 'tool.succeeded', 'tool.failed', 'compaction.completed', 'execution.cancelled', 'step.failed',
-    'execution.settled', 'recovery.completed', 'recovery.wake_failed', 'recovery.wake_delivered']) {
+  for (const type of [
+    'input.promoted',
+    'text.completed',
+    'tool.succeeded',
+    'tool.failed',
+    'compaction.completed',
+    'execution.cancelled',
+    'step.failed',
+    'execution.settled',
+    'recovery.completed',
+    'recovery.wake_failed',
+    'recovery.wake_delivered',
+  ]) {
     assert.ok((seen.get(type) ?? 0) > 0, `the workload produced ${type} (seen: ${[...seen].map(([t, c]) => `${t}=${c}`).join(', ')})`);
   }
 });

@@ -17,10 +17,19 @@ test('projector - execution.claimed inserts the live claim; renew, phase and ste
     s.ev('ses_1', 'execution.phase', { executionId: 'exe_1', phase: 'unknown' }),
     s.ev('ses_1', 'step.started', { executionId: 'exe_1', messageId: 'msg_1', step: 0 }),
   ]);
-  assert.equal(all(db, 'session_execution'), [{
-    id: 'exe_1', session_id: 'ses_1', owner_id: 'own_a', assistant_message_id: 'msg_1', phase: 'unknown',
-    assistant_seq: -1, time_created: 2000, expires_at: 40_000, recovery_error: null,
-  }]);
+  assert.equal(all(db, 'session_execution'), [
+    {
+      id: 'exe_1',
+      session_id: 'ses_1',
+      owner_id: 'own_a',
+      assistant_message_id: 'msg_1',
+      phase: 'unknown',
+      assistant_seq: -1,
+      time_created: 2000,
+      expires_at: 40_000,
+      recovery_error: null,
+    },
+  ]);
 });
 
 test('projector - execution.claimed snapshots assistant_seq and starts in phase safe', () => {
@@ -28,8 +37,15 @@ test('projector - execution.claimed snapshots assistant_seq and starts in phase 
   const s = stream();
   projector.apply([s.ev('ses_1', 'execution.claimed', { executionId: 'exe_9', ownerId: 'own_b', expiresAt: 99, leaseMs: 30, assistantSeq: 17 })]);
   assert.equal(row(db, 'session_execution', 'id = ?', 'exe_9'), {
-    id: 'exe_9', session_id: 'ses_1', owner_id: 'own_b', assistant_message_id: null, phase: 'safe',
-    assistant_seq: 17, time_created: 1000, expires_at: 99, recovery_error: null,
+    id: 'exe_9',
+    session_id: 'ses_1',
+    owner_id: 'own_b',
+    assistant_message_id: null,
+    phase: 'safe',
+    assistant_seq: 17,
+    time_created: 1000,
+    expires_at: 99,
+    recovery_error: null,
   });
 });
 
@@ -58,8 +74,28 @@ test('projector - input.admitted inserts the input; wake_pending follows the adm
     s.ev('ses_1', 'input.admitted', { inputId: 'inp_2', prompt: 'later', delivery: 'queue', wake: false }),
   ]);
   assert.equal(all(db, 'session_input'), [
-    { id: 'inp_1', session_id: 'ses_1', prompt: 'hello', delivery: 'steer', admitted_seq: 1, promoted_seq: null, wake_pending: 1, time_created: 1000, dropped_seq: null },
-    { id: 'inp_2', session_id: 'ses_1', prompt: 'later', delivery: 'queue', admitted_seq: 2, promoted_seq: null, wake_pending: 0, time_created: 2000, dropped_seq: null },
+    {
+      id: 'inp_1',
+      session_id: 'ses_1',
+      prompt: 'hello',
+      delivery: 'steer',
+      admitted_seq: 1,
+      promoted_seq: null,
+      wake_pending: 1,
+      time_created: 1000,
+      dropped_seq: null,
+    },
+    {
+      id: 'inp_2',
+      session_id: 'ses_1',
+      prompt: 'later',
+      delivery: 'queue',
+      admitted_seq: 2,
+      promoted_seq: null,
+      wake_pending: 0,
+      time_created: 2000,
+      dropped_seq: null,
+    },
   ]);
 });
 
@@ -72,9 +108,23 @@ test('projector - a claim takes no input: wake_pending stays until each input is
     s.ev('ses_2', 'input.admitted', { inputId: 'inp_3', prompt: 'c', delivery: 'queue', wake: true }),
     s.ev('ses_1', 'execution.claimed', { executionId: 'exe_1', ownerId: 'own_a', expiresAt: 30_000, leaseMs: 30_000, assistantSeq: -1 }),
   ]);
-  assert.equal(all(db, 'session_input').map((r) => [r.id, r.wake_pending, r.promoted_seq]), [['inp_1', 1, null], ['inp_2', 1, null], ['inp_3', 1, null]]);
+  assert.equal(
+    all(db, 'session_input').map((r) => [r.id, r.wake_pending, r.promoted_seq]),
+    [
+      ['inp_1', 1, null],
+      ['inp_2', 1, null],
+      ['inp_3', 1, null],
+    ],
+  );
   projector.apply([s.ev('ses_1', 'input.promoted', { inputId: 'inp_1', executionId: 'exe_1' })]);
-  assert.equal(all(db, 'session_input').map((r) => [r.id, r.wake_pending, r.promoted_seq]), [['inp_1', 0, 4], ['inp_2', 1, null], ['inp_3', 1, null]]);
+  assert.equal(
+    all(db, 'session_input').map((r) => [r.id, r.wake_pending, r.promoted_seq]),
+    [
+      ['inp_1', 0, 4],
+      ['inp_2', 1, null],
+      ['inp_3', 1, null],
+    ],
+  );
 });
 
 test('projector - input.promoted sets promoted_seq, clears the wake and creates the user message', () => {
@@ -86,10 +136,23 @@ test('projector - input.promoted sets promoted_seq, clears the wake and creates 
     s.ev('ses_1', 'input.promoted', { inputId: 'inp_1', executionId: 'exe_1' }),
   ]);
   assert.equal(row(db, 'session_input', 'id = ?', 'inp_1'), {
-    id: 'inp_1', session_id: 'ses_1', prompt: 'steer me', delivery: 'steer', admitted_seq: 2, promoted_seq: 3, wake_pending: 0, time_created: 2000, dropped_seq: null,
+    id: 'inp_1',
+    session_id: 'ses_1',
+    prompt: 'steer me',
+    delivery: 'steer',
+    admitted_seq: 2,
+    promoted_seq: 3,
+    wake_pending: 0,
+    time_created: 2000,
+    dropped_seq: null,
   });
   assert.equal(message(db, 'inp_1'), {
-    id: 'inp_1', session_id: 'ses_1', type: 'user', seq: 3, time_created: 3000, time_updated: 3000,
+    id: 'inp_1',
+    session_id: 'ses_1',
+    type: 'user',
+    seq: 3,
+    time_created: 3000,
+    time_updated: 3000,
     data: { prompt: 'steer me', delivery: 'steer', executionId: 'exe_1' },
   });
 });
@@ -112,8 +175,13 @@ test('projector - an assistant step: text parts upserted in place, tools pending
   ]);
   let msg = message(db, 'msg_1')!;
   assert.equal(msg.data, {
-    executionId: 'exe_1', step: 0, status: 'running',
-    parts: [{ id: 'prt_1', type: 'text', text: 'final text' }, { id: 'prt_2', type: 'text', text: 'second part' }],
+    executionId: 'exe_1',
+    step: 0,
+    status: 'running',
+    parts: [
+      { id: 'prt_1', type: 'text', text: 'final text' },
+      { id: 'prt_2', type: 'text', text: 'second part' },
+    ],
     tools: [
       { callId: 'call_1', name: 'search', input: { q: 'x' }, durable: true, idempotencyKey: 'ses_1:exe_1:call_1', state: 'completed', output: { hits: 2 } },
       { callId: 'call_2', name: 'write', input: 'file', durable: false, state: 'error', error: { type: 'tool', message: 'denied', name: 'EACCES' } },
@@ -136,7 +204,14 @@ test('projector - step.failed and step.recovered seal a running message with the
     s.ev('ses_1', 'step.started', { executionId: 'exe_1', messageId: 'msg_2', step: 1 }),
     s.ev('ses_1', 'step.recovered', { executionId: 'exe_1', messageId: 'msg_2', reason: 'lease expired' }),
   ]);
-  assert.equal(message(db, 'msg_1')!.data, { executionId: 'exe_1', step: 0, status: 'failed', parts: [], tools: [], error: { type: 'model', message: 'overloaded', name: 'APIError' } });
+  assert.equal(message(db, 'msg_1')!.data, {
+    executionId: 'exe_1',
+    step: 0,
+    status: 'failed',
+    parts: [],
+    tools: [],
+    error: { type: 'model', message: 'overloaded', name: 'APIError' },
+  });
   assert.equal(message(db, 'msg_2')!.data, { executionId: 'exe_1', step: 1, status: 'recovered', parts: [], tools: [], reason: 'lease expired' });
   assert.is(row(db, 'session_execution', 'id = ?', 'exe_1')!.assistant_message_id, 'msg_2');
 });
@@ -156,7 +231,12 @@ test('projector - step.started on a running message of the same execution contin
   const msg = message(db, 'msg_1')!;
   assert.equal([msg.seq, msg.time_updated, msg.data.status, msg.data.parts.length], [5, 9000, 'running', 1]);
   assert.equal(message(db, 'msg_c'), {
-    id: 'msg_c', session_id: 'ses_1', type: 'compaction', seq: 7, time_created: 7000, time_updated: 8000,
+    id: 'msg_c',
+    session_id: 'ses_1',
+    type: 'compaction',
+    seq: 7,
+    time_created: 7000,
+    time_updated: 8000,
     data: { executionId: 'exe_1', reason: 'context overflow', status: 'completed', summary: 'short' },
   });
 });
@@ -176,10 +256,19 @@ test('projector - recovery.completed with a continuation inserts the recovery ro
     s.ev('ses_2', 'recovery.started', { executionId: 'exe_2' }),
     s.ev('ses_2', 'recovery.completed', { executionId: 'exe_2', assistantMessageId: null, continuationInputId: null, phase: 'safe' }),
   ]);
-  assert.equal(all(db, 'session_recovery'), [{
-    session_id: 'ses_1', execution_id: 'exe_1', assistant_message_id: 'msg_1', continuation_message_id: 'inp_cont_exe_1',
-    phase: 'unknown', wake_pending: 1, wake_attempts: 0, recovery_error: JSON.stringify(error), time_created: 9000,
-  }]);
+  assert.equal(all(db, 'session_recovery'), [
+    {
+      session_id: 'ses_1',
+      execution_id: 'exe_1',
+      assistant_message_id: 'msg_1',
+      continuation_message_id: 'inp_cont_exe_1',
+      phase: 'unknown',
+      wake_pending: 1,
+      wake_attempts: 0,
+      recovery_error: JSON.stringify(error),
+      time_created: 9000,
+    },
+  ]);
   assert.equal(all(db, 'session_execution'), [], 'both recovered executions are gone');
 });
 
@@ -192,7 +281,10 @@ test('projector - recovery wakes: requested counts attempts, failed records the 
     s.ev(sessionId, 'input.admitted', { inputId: `inp_cont_${executionId}`, prompt: 'continue', delivery: 'queue', wake: true, source: 'recovery' }),
     s.ev(sessionId, 'recovery.completed', { executionId, assistantMessageId: null, continuationInputId: `inp_cont_${executionId}`, phase: 'safe' }),
   ];
-  const wake = (sessionId: string, executionId: string) => all(db, 'session_recovery').filter((r) => r.execution_id === executionId).map((r) => [r.wake_pending, r.wake_attempts, r.recovery_error && JSON.parse(r.recovery_error as string)])[0];
+  const wake = (_sessionId: string, executionId: string) =>
+    all(db, 'session_recovery')
+      .filter((r) => r.execution_id === executionId)
+      .map((r) => [r.wake_pending, r.wake_attempts, r.recovery_error && JSON.parse(r.recovery_error as string)])[0];
   projector.apply([...recovered('ses_1', 'exe_1'), ...recovered('ses_2', 'exe_2'), ...recovered('ses_3', 'exe_3')]);
   const refused = { type: 'wake_refused', message: 'busy' };
   projector.apply([
@@ -212,8 +304,15 @@ test('projector - recovery wakes: requested counts attempts, failed records the 
   ]);
   assert.equal(wake('ses_2', 'exe_2'), [0, 0, null]);
   assert.equal(wake('ses_3', 'exe_3'), [0, 0, null], 'a claim alone clears the wake');
-  assert.equal(all(db, 'session_execution').map((r) => r.id), ['exe_4', 'exe_5']);
-  assert.equal(all(db, 'session_execution').map((r) => r.recovery_error), [null, null], 'the recovered executions have no row left to carry a wake error');
+  assert.equal(
+    all(db, 'session_execution').map((r) => r.id),
+    ['exe_4', 'exe_5'],
+  );
+  assert.equal(
+    all(db, 'session_execution').map((r) => r.recovery_error),
+    [null, null],
+    'the recovered executions have no row left to carry a wake error',
+  );
 });
 
 test('projector - time_updated is the time of the last event that changed the message', () => {

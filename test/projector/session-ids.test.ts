@@ -17,8 +17,14 @@ test('projector - input ids are per session: two sessions may both use inp_1', a
   projector.apply(await engine.log.readAll());
   for (const s of ['ses_a', 'ses_b']) {
     const rows = sessionRows(engine.db, s);
-    assert.equal(rows.inputs.map((i) => [i.id, i.prompt, i.promoted_seq !== null]), [['inp_1', `hello ${s}`, true]]);
-    assert.equal(rows.messages.filter((m) => m.type === 'user').map((m) => [m.id, JSON.parse(m.data).prompt]), [['inp_1', `hello ${s}`]]);
+    assert.equal(
+      rows.inputs.map((i) => [i.id, i.prompt, i.promoted_seq !== null]),
+      [['inp_1', `hello ${s}`, true]],
+    );
+    assert.equal(
+      rows.messages.filter((m) => m.type === 'user').map((m) => [m.id, JSON.parse(m.data).prompt]),
+      [['inp_1', `hello ${s}`]],
+    );
   }
   await engine.close();
   tmp.remove();

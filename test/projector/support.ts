@@ -23,11 +23,13 @@ export function setup(name?: string) {
 }
 
 export const all = (db: Db, table: string, order = 'rowid') => db.prepare(`SELECT * FROM ${table} ORDER BY ${order}`).all() as Record<string, unknown>[];
-export const row = (db: Db, table: string, where: string, ...args: unknown[]) => db.prepare(`SELECT * FROM ${table} WHERE ${where}`).get(...args) as Record<string, unknown> | undefined;
+export const row = (db: Db, table: string, where: string, ...args: unknown[]) =>
+  db.prepare(`SELECT * FROM ${table} WHERE ${where}`).get(...args) as Record<string, unknown> | undefined;
 /** A session_message row with `data` parsed. */
 export const message = (db: Db, id: string) => {
   const r = db.prepare('SELECT * FROM session_message WHERE id = ?').get(id) as MessageRow | undefined;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read whatever shape the row holds
+  // biome-ignore lint/suspicious/noExplicitAny: rows' JSON read by tests field by field
   return r ? { ...r, data: JSON.parse(r.data) as any } : undefined;
 };
 

@@ -32,7 +32,10 @@ function fold(events: readonly SessionEvent[], cuts: (i: number) => boolean): Db
 function busyStream(): SessionEvent[] {
   const s = stream();
   const out: SessionEvent[] = [];
-  for (const [sessionId, exe] of [['ses_1', 'exe_1'], ['ses_2', 'exe_2']] as const) {
+  for (const [sessionId, exe] of [
+    ['ses_1', 'exe_1'],
+    ['ses_2', 'exe_2'],
+  ] as const) {
     const m = { executionId: exe, messageId: 'msg_1' };
     out.push(
       ...claimedTurn(s, sessionId, exe, 'inp_1'),
@@ -64,17 +67,40 @@ test('write-behind - a message touched by many events in one batch ends exactly 
   assert.is(projectionHash(batch), projectionHash(one));
   const m = message(batch, 'msg_1')!;
   assert.equal(m.data, {
-    executionId: 'exe_1', step: 0, status: 'completed', finish: 'stop',
-    parts: [{ id: 'prt_1', type: 'text', text: 'final of ses_1' }, { id: 'prt_2', type: 'text', text: 'second part' }],
+    executionId: 'exe_1',
+    step: 0,
+    status: 'completed',
+    finish: 'stop',
+    parts: [
+      { id: 'prt_1', type: 'text', text: 'final of ses_1' },
+      { id: 'prt_2', type: 'text', text: 'second part' },
+    ],
     tools: [
-      { callId: 'call_1', name: 'deploy', input: { to: 'prod' }, durable: true, idempotencyKey: 'k1', state: 'error', error: { type: 'tool', name: 'IOError', message: 'again' } },
+      {
+        callId: 'call_1',
+        name: 'deploy',
+        input: { to: 'prod' },
+        durable: true,
+        idempotencyKey: 'k1',
+        state: 'error',
+        error: { type: 'tool', name: 'IOError', message: 'again' },
+      },
       { callId: 'call_2', name: 'read', input: [1], durable: false, state: 'completed', output: { big: 2 ** 53 - 1 } },
     ],
   });
   const ended = events.find((e) => e.type === 'step.ended' && e.sessionId === 'ses_1')!;
   assert.is(m.time_updated, ended.time, 'time_updated is the last event that changed it');
-  const rows = batch.prepare("SELECT session_id, data FROM session_message WHERE id = 'msg_1' ORDER BY session_id").all() as { session_id: string; data: string }[];
-  assert.equal(rows.map((r) => [r.session_id, JSON.parse(r.data).executionId]), [['ses_1', 'exe_1'], ['ses_2', 'exe_2']]);
+  const rows = batch.prepare("SELECT session_id, data FROM session_message WHERE id = 'msg_1' ORDER BY session_id").all() as {
+    session_id: string;
+    data: string;
+  }[];
+  assert.equal(
+    rows.map((r) => [r.session_id, JSON.parse(r.data).executionId]),
+    [
+      ['ses_1', 'exe_1'],
+      ['ses_2', 'exe_2'],
+    ],
+  );
 });
 
 test('write-behind - the stream cut into two batches at every point gives the rows of 1-event batches', () => {
@@ -88,7 +114,8 @@ test('write-behind - the stream cut into two batches at every point gives the ro
 test('write-behind - a real engine log: 1-event batches, 7-event batches and one batch give the same projection hash', async () => {
   const events = await engineLog();
   const types = new Set(events.map((e) => e.type));
-  for (const t of ['text.completed', 'tool.failed', 'tool.succeeded', 'compaction.completed', 'step.failed', 'input.promoted']) assert.ok(types.has(t as SessionEvent['type']), `the log has ${t}`);
+  for (const t of ['text.completed', 'tool.failed', 'tool.succeeded', 'compaction.completed', 'step.failed', 'input.promoted'])
+    assert.ok(types.has(t as SessionEvent['type']), `the log has ${t}`);
   const one = projectionHash(fold(events, () => true));
   assert.is(projectionHash(fold(events, (i) => i % 7 === 6)), one);
   assert.is(projectionHash(fold(events, () => false)), one);

@@ -52,17 +52,41 @@ for (const point of ['after-claim', 'mid-step', 'mid-tool'] as const) {
     await waitFor(() => sessionRows(s.db, 'ses_k').recoveries.some((r) => r.wake_pending === 0), { timeoutMs: 10_000, what: 'the projection to catch up' });
     const rows = sessionRows(s.db, 'ses_k');
     assert.equal(rows.executions, [], 'no live or unrecovered execution left');
-    assert.equal(rows.inputs.map((i) => [i.id, i.promoted_seq !== null]), [['inp_user', true], [continuation[0]!.payload.inputId, true]]);
+    assert.equal(
+      rows.inputs.map((i) => [i.id, i.promoted_seq !== null]),
+      [
+        ['inp_user', true],
+        [continuation[0]!.payload.inputId, true],
+      ],
+    );
     // the wake landed: by the sweep's counted attempt, or first by the worker that saw the continuation admitted
-    assert.equal(rows.recoveries.map((r) => [r.execution_id, r.wake_pending, r.wake_attempts <= 1]), [[stale, 0, true]]);
-    const assistants = rows.messages.filter((m) => m.type === 'assistant').map((m) => parseMessage(m).data as unknown as { executionId: string; status: string; tools: { name: string; state: string; error?: { type: string } }[] });
+    assert.equal(
+      rows.recoveries.map((r) => [r.execution_id, r.wake_pending, r.wake_attempts <= 1]),
+      [[stale, 0, true]],
+    );
+    const assistants = rows.messages
+      .filter((m) => m.type === 'assistant')
+      .map(
+        (m) => parseMessage(m).data as unknown as { executionId: string; status: string; tools: { name: string; state: string; error?: { type: string } }[] },
+      );
     const interrupted = assistants.filter((m) => m.executionId === stale);
     if (point === 'after-claim') assert.equal(interrupted, [], 'no step had started');
     else {
-      assert.equal(interrupted.map((m) => m.status), ['recovered'], 'the interrupted assistant is sealed');
-      if (point === 'mid-tool') assert.equal(interrupted[0]!.tools.map((t) => [t.name, t.state, t.error?.type]), [['send_invoice', 'error', 'interrupted']]);
+      assert.equal(
+        interrupted.map((m) => m.status),
+        ['recovered'],
+        'the interrupted assistant is sealed',
+      );
+      if (point === 'mid-tool')
+        assert.equal(
+          interrupted[0]!.tools.map((t) => [t.name, t.state, t.error?.type]),
+          [['send_invoice', 'error', 'interrupted']],
+        );
     }
-    assert.ok(assistants.filter((m) => m.executionId !== stale).every((m) => m.status === 'completed'), 'the continuation completed');
+    assert.ok(
+      assistants.filter((m) => m.executionId !== stale).every((m) => m.status === 'completed'),
+      'the continuation completed',
+    );
     await s.close();
   });
 }
@@ -80,7 +104,10 @@ test('SIGKILL after settle: nothing to recover, nothing rerun', async () => {
   const events = await s.log.readSession('ses_k');
   assert.is(ofType(events, 'recovery.started').length, 0);
   assert.is(ofType(events, 'execution.claimed').length, 1);
-  assert.not.ok(b.lines.some((l) => l.startsWith('RUN')), 'the second worker ran nothing');
+  assert.not.ok(
+    b.lines.some((l) => l.startsWith('RUN')),
+    'the second worker ran nothing',
+  );
   await s.close();
 });
 
@@ -101,9 +128,16 @@ test('SIGSTOP past the lease, then SIGCONT: the frozen owner is fenced and its r
   const events = await s.log.readSession('ses_k');
   assert.equal(auditLog(events), [], 'nothing written by the frozen owner after its lease expired');
   // the frozen owner's own writes (recovery's events about its execution are the other worker's)
-  const mine = events.filter((e) => (e.payload as { executionId?: string }).executionId === stale && !e.type.startsWith('recovery.') && !['step.recovered', 'tool.failed'].includes(e.type));
+  const mine = events.filter(
+    (e) =>
+      (e.payload as { executionId?: string }).executionId === stale && !e.type.startsWith('recovery.') && !['step.recovered', 'tool.failed'].includes(e.type),
+  );
   const late = mine.filter((e) => e.time > frozenAt + 50);
-  assert.equal(late.map((e) => `${e.seq} ${e.type} +${e.time - frozenAt}ms`), [], 'its last own write predates the freeze');
+  assert.equal(
+    late.map((e) => `${e.seq} ${e.type} +${e.time - frozenAt}ms`),
+    [],
+    'its last own write predates the freeze',
+  );
   assert.is(ofType(events, 'execution.settled').filter((e) => e.payload.executionId === stale).length, 0, 'it never settled');
   await s.close();
 });

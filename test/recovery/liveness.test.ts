@@ -68,7 +68,10 @@ test('liveness - the owner dies mid-turn and its dead execution is cancelled: th
   assert.ok(cancelled.cancelled, 'the dead execution is cancelled');
   await execution.close();
   const b = s.spawn({ mode: 'work', sessions: [], ...LEASE });
-  await waitFor(async () => promotedInputs(await s.log.readSession('ses_l')).length === 3, { timeoutMs: BOUND_MS, what: 'the second and third prompts to run' });
+  await waitFor(async () => promotedInputs(await s.log.readSession('ses_l')).length === 3, {
+    timeoutMs: BOUND_MS,
+    what: 'the second and third prompts to run',
+  });
   await b.waitForLine((l) => l.startsWith('SETTLED ses_l'), BOUND_MS);
   const events = await s.log.readSession('ses_l');
   assert.equal(promotedInputs(events), ['inp_1', 'inp_2', 'inp_3']);
@@ -80,11 +83,18 @@ test('liveness - no crash: the next claim fails with "database is locked" and th
   const db = openDatabase(tmp.file('locked.db'));
   migrate(db);
   let claims = 0;
-  const log = spyLog(new SqliteEventLog(db), { beforeAppend: (drafts) => {
-    if (drafts[0]?.type === 'execution.claimed' && ++claims === 2) throw new Database.SqliteError('database is locked', 'SQLITE_BUSY');
-  } });
+  const log = spyLog(new SqliteEventLog(db), {
+    beforeAppend: (drafts) => {
+      if (drafts[0]?.type === 'execution.claimed' && ++claims === 2) throw new Database.SqliteError('database is locked', 'SQLITE_BUSY');
+    },
+  });
   const notices: string[] = [];
-  const execution = new SessionExecution({ log, runner: echoRunner(), ...EXEC_LEASE, onNotice: (n) => notices.push(`${n.type}${'message' in n ? `: ${n.message}` : ''}`) });
+  const execution = new SessionExecution({
+    log,
+    runner: echoRunner(),
+    ...EXEC_LEASE,
+    onNotice: (n) => notices.push(`${n.type}${'message' in n ? `: ${n.message}` : ''}`),
+  });
   const handler = execution.handler;
   await admitInput(handler, 'ses_l', { id: 'inp_1', prompt: 'first', wake: true });
   await admitInput(handler, 'ses_l', { id: 'inp_2', prompt: 'second', wake: true });
@@ -120,7 +130,10 @@ test('liveness - a locked database delays the projector but never stops it', asy
   holder.close();
   await admitInput(handler, 'ses_p', { id: 'inp_2', prompt: 'after the lock', wake: false });
   const head = await log.head();
-  await waitFor(() => projector.checkpoint() >= head, { timeoutMs: 10_000, what: `the projector to catch up after the lock (errors: ${errors.map(String).join(' | ')})` });
+  await waitFor(() => projector.checkpoint() >= head, {
+    timeoutMs: 10_000,
+    what: `the projector to catch up after the lock (errors: ${errors.map(String).join(' | ')})`,
+  });
   assert.equal(errors, [], 'the lock was waited out, not reported as a stop');
   await following.close();
   await log.close();
@@ -134,10 +147,12 @@ test('liveness - a claim whose write waited most of its lease renews before the 
   const db = openDatabase(tmp.file('slow-claim.db'));
   migrate(db);
   const clock = new ManualClock(1_000_000);
-  const log = spyLog(new SqliteEventLog(db), { beforeAppend: async (drafts) => {
-    // the claim's write waits on the disk for 80% of the lease (as behind SQLite's busy timeout)
-    if (drafts[0]?.type === 'execution.claimed') await clock.advance(LEASE.leaseMs * 0.8);
-  } });
+  const log = spyLog(new SqliteEventLog(db), {
+    beforeAppend: async (drafts) => {
+      // the claim's write waits on the disk for 80% of the lease (as behind SQLite's busy timeout)
+      if (drafts[0]?.type === 'execution.claimed') await clock.advance(LEASE.leaseMs * 0.8);
+    },
+  });
   const execution = new SessionExecution({ log, runner: echoRunner(), clock, ...EXEC_LEASE });
   await admitInput(execution.handler, 'ses_s', { id: 'inp_1', prompt: 'slow disk', wake: true });
   await execution.resume('ses_s');
@@ -146,7 +161,11 @@ test('liveness - a claim whose write waited most of its lease renews before the 
   const types = events.map((e) => e.type);
   const claimedAt = types.indexOf('execution.claimed');
   // the claim's one append (claim, start, promotion), then at once a renewal, before any runner write
-  assert.equal(types.slice(claimedAt, claimedAt + 4), ['execution.claimed', 'execution.started', 'input.promoted', 'execution.renewed'], `the owner renewed right after the slow claim: ${types.join(', ')}`);
+  assert.equal(
+    types.slice(claimedAt, claimedAt + 4),
+    ['execution.claimed', 'execution.started', 'input.promoted', 'execution.renewed'],
+    `the owner renewed right after the slow claim: ${types.join(', ')}`,
+  );
   const renewed = events[claimedAt + 3] as SessionEvent<'execution.renewed'>;
   assert.ok(renewed.payload.expiresAt - renewed.time === LEASE.leaseMs, 'a full lease from the renewal');
   assert.not.ok(types.includes('recovery.started'), 'nobody recovered it');
@@ -162,8 +181,15 @@ test('liveness - the continuation of an interrupted turn runs before prompts adm
     { inputId: 'inp_user_3', delivery: 'queue' as const, seq: 5, wake: true, source: 'user' as const, prompt: 'p' },
     { inputId: 'inp_cont_exe_1', delivery: 'queue' as const, seq: 9, wake: true, source: 'recovery' as const, prompt: 'continue' },
   ];
-  assert.equal(inputsForTurn(pending).map((p) => p.inputId), ['inp_cont_exe_1']);
-  assert.equal(inputsForTurn(pending.slice(0, 2)).map((p) => p.inputId), ['inp_user_2'], 'otherwise the oldest queued prompt');
+  assert.equal(
+    inputsForTurn(pending).map((p) => p.inputId),
+    ['inp_cont_exe_1'],
+  );
+  assert.equal(
+    inputsForTurn(pending.slice(0, 2)).map((p) => p.inputId),
+    ['inp_user_2'],
+    'otherwise the oldest queued prompt',
+  );
 });
 
 test.run();

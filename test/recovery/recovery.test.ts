@@ -61,32 +61,57 @@ test('recovery seals the interrupted step, admits exactly one continuation, and 
   assert.equal(report.recovered, ['ses_1']);
   assert.equal(report.woken, ['ses_1']);
   await gate.started(2);
-  assert.equal(gate.runs[1]!.ctx.inputs.map((i) => i.inputId), [continuationIdFor(executionId)]);
+  assert.equal(
+    gate.runs[1]!.ctx.inputs.map((i) => i.inputId),
+    [continuationIdFor(executionId)],
+  );
   assert.match(gate.runs[1]!.ctx.inputs[0]!.prompt, 'charge_card (ses_1:');
   const events = await fx.events('ses_1');
   // what the continuation continues, as data: the interrupted execution, its prompt, its partial
   // answer's message, and the durable call to retry with its key (the plain one is never rerun)
   const charge = events.find((e): e is SessionEvent<'tool.called'> => e.type === 'tool.called' && e.payload.name === 'charge_card')!;
   assert.equal(gate.runs[1]!.ctx.inputs[0]!.continues, {
-    executionId, reason: 'interrupted', phase: 'unknown', inputIds: gate.runs[0]!.ctx.inputs.map((i) => i.inputId), assistantMessageId: messageId,
+    executionId,
+    reason: 'interrupted',
+    phase: 'unknown',
+    inputIds: gate.runs[0]!.ctx.inputs.map((i) => i.inputId),
+    assistantMessageId: messageId,
     retryTools: [{ callId: charge.payload.callId, messageId, name: 'charge_card', idempotencyKey: charge.payload.idempotencyKey! }],
   });
   // and the continuation's history has the original prompt, the interrupted message, then itself
   const history = await gate.runs[1]!.ctx.history();
-  assert.equal(history.map((i) => i.type), ['user', 'assistant', 'user']);
+  assert.equal(
+    history.map((i) => i.type),
+    ['user', 'assistant', 'user'],
+  );
   assert.equal(history[0], { type: 'user', inputId: gate.runs[0]!.ctx.inputs[0]!.inputId, executionId, text: 'the original prompt' });
   const interrupted = history[1]!;
   assert.ok(interrupted.type === 'assistant' && interrupted.status === 'recovered' && interrupted.messageId === messageId);
-  assert.equal(interrupted.parts.map((p) => p.type === 'tool' ? [p.name, p.state, p.error?.type] : p.type), [['search', 'failed', 'interrupted'], ['charge_card', 'failed', 'interrupted']]);
+  assert.equal(
+    interrupted.parts.map((p) => (p.type === 'tool' ? [p.name, p.state, p.error?.type] : p.type)),
+    [
+      ['search', 'failed', 'interrupted'],
+      ['charge_card', 'failed', 'interrupted'],
+    ],
+  );
   assert.is(history[2]!.type === 'user' && history[2]!.continues?.executionId, executionId);
   const recovered = events.find((e): e is SessionEvent<'step.recovered'> => e.type === 'step.recovered')!;
   assert.is(recovered.payload.messageId, messageId);
   const failed = events.filter((e): e is SessionEvent<'tool.failed'> => e.type === 'tool.failed');
-  assert.equal(failed.map((e) => [e.payload.error.type, /idempotency key/.test(e.payload.error.message)]), [['interrupted', false], ['interrupted', true]]);
+  assert.equal(
+    failed.map((e) => [e.payload.error.type, /idempotency key/.test(e.payload.error.message)]),
+    [
+      ['interrupted', false],
+      ['interrupted', true],
+    ],
+  );
   assert.is(events.filter((e) => e.type === 'input.admitted' && e.payload.source === 'recovery').length, 1);
   const completed = events.find((e): e is SessionEvent<'recovery.completed'> => e.type === 'recovery.completed')!;
   assert.equal([completed.payload.assistantMessageId, completed.payload.phase], [messageId, 'unknown']);
-  assert.ok(events.some((e) => e.type === 'recovery.wake_delivered'), 'the claim delivered the wake');
+  assert.ok(
+    events.some((e) => e.type === 'recovery.wake_delivered'),
+    'the claim delivered the wake',
+  );
   gate.runs[1]!.release();
   await b.awaitIdle('ses_1');
   assert.equal(auditLog(await fx.events('ses_1')), []);
@@ -103,10 +128,14 @@ test('redrives a durable recovery wake after admission', async () => {
   // the sweeper admits the continuation and "crashes" before waking: its worker never writes the wake attempt
   const log = crashing.handler.log;
   const append = log.append.bind(log);
-  log.append = (sessionId, expectedSeq, drafts) => (drafts.some((d) => d.type === 'recovery.wake_requested') ? Promise.reject(new Error('crashed before waking')) : append(sessionId, expectedSeq, drafts));
+  log.append = (sessionId, expectedSeq, drafts) =>
+    drafts.some((d) => d.type === 'recovery.wake_requested') ? Promise.reject(new Error('crashed before waking')) : append(sessionId, expectedSeq, drafts);
   const crashed = await sweeperFor(crashing, clock, ['ses_1']).sweep();
   assert.equal(crashed.recovered, ['ses_1']);
-  assert.equal(crashed.errors.map((e) => e.message), ['crashed before waking']);
+  assert.equal(
+    crashed.errors.map((e) => e.message),
+    ['crashed before waking'],
+  );
   let events = await fx.events('ses_1');
   assert.is(count(events, 'recovery.completed'), 1);
   assert.is(count(events, 'execution.claimed'), 1, 'not woken yet');
@@ -196,7 +225,10 @@ test('recovery - failed wakes back off, are counted, and park the session with a
   assert.equal([after.woken, after.parked], [[], []], 'a parked session is left alone');
   const events = await fx.events('ses_1');
   assert.is(count(events, 'recovery.wake_requested'), 3);
-  assert.equal(events.filter((e): e is SessionEvent<'recovery.wake_failed'> => e.type === 'recovery.wake_failed').map((e) => e.payload.parked), [false, false, false, true]);
+  assert.equal(
+    events.filter((e): e is SessionEvent<'recovery.wake_failed'> => e.type === 'recovery.wake_failed').map((e) => e.payload.parked),
+    [false, false, false, true],
+  );
   gate.runs[0]!.release();
   await fx.close();
 });

@@ -25,8 +25,9 @@ test('cli - start --runner openai runs a conversation with a tool from a module,
     { kind: 'toolCalls', calls: [{ id: 'call_c1', name: 'charge', arguments: { cents: 250 } }], usage: { prompt_tokens: 30, completion_tokens: 8 } },
     { kind: 'text', text: 'Charged 2.50.', usage: { prompt_tokens: 45, completion_tokens: 4 } },
   );
-  const worker = startCli(['start', '--db', db, '--runner', 'openai', '--model', 'fake-model', '--base-url', server.url, '--tools', TOOLS],
-    { env: { OPENAI_API_KEY: 'sk-cli', CHARGES_FILE: charges } });
+  const worker = startCli(['start', '--db', db, '--runner', 'openai', '--model', 'fake-model', '--base-url', server.url, '--tools', TOOLS], {
+    env: { OPENAI_API_KEY: 'sk-cli', CHARGES_FILE: charges },
+  });
   try {
     await worker.waitFor('send it a prompt');
     assert.match(worker.output(), `with the openai runner (model fake-model at ${server.url})`);
@@ -34,7 +35,10 @@ test('cli - start --runner openai runs a conversation with a tool from a module,
     await worker.waitFor('ses_cli  turn succeeded');
     assert.match(worker.output(), 'ses_cli  Charged 2.50.');
     assert.is(server.requests[0]!.headers.authorization, 'Bearer sk-cli');
-    assert.equal(server.requests[0]!.chat!.tools!.map((t) => t.function.name), ['charge']);
+    assert.equal(
+      server.requests[0]!.chat!.tools!.map((t) => t.function.name),
+      ['charge'],
+    );
     assert.equal(readFileSync(charges, 'utf8').trim().split(' ')[1], '250', 'the tool ran once');
     const status = await runCli(['status', 'ses_cli', '--db', db]);
     assert.match(status.stdout, /tokens\s+75 in, 12 out/);
@@ -51,11 +55,37 @@ test('cli - start --runner openai runs a conversation with a tool from a module,
  * scripted with `then`, and worker B (same file, short leases) must recover the turn and finish it.
  * Returns B's output and what the model was sent on the request after the crash.
  */
-async function crashThenRecover(o: { sessionId: string; prompt: string; first: ScriptStep; then: ScriptStep; tools?: boolean; envA?: NodeJS.ProcessEnv; envB?: NodeJS.ProcessEnv; killPoint: (server: FakeOpenAI) => Promise<unknown> }) {
+async function crashThenRecover(o: {
+  sessionId: string;
+  prompt: string;
+  first: ScriptStep;
+  then: ScriptStep;
+  tools?: boolean;
+  envA?: NodeJS.ProcessEnv;
+  envB?: NodeJS.ProcessEnv;
+  killPoint: (server: FakeOpenAI) => Promise<unknown>;
+}) {
   const tmp = tempDir();
   const server = await startFakeOpenAI();
   const db = tmp.file('crash.db');
-  const flags = ['start', '--db', db, '--runner', 'openai', '--model', 'fake-model', '--base-url', server.url, ...(o.tools ? ['--tools', TOOLS] : []), '--lease-ms', '1500', '--heartbeat-ms', '500', '--sweep-ms', '300'];
+  const flags = [
+    'start',
+    '--db',
+    db,
+    '--runner',
+    'openai',
+    '--model',
+    'fake-model',
+    '--base-url',
+    server.url,
+    ...(o.tools ? ['--tools', TOOLS] : []),
+    '--lease-ms',
+    '1500',
+    '--heartbeat-ms',
+    '500',
+    '--sweep-ms',
+    '300',
+  ];
   server.script(o.first);
   const a = startCli(flags, { env: o.envA ?? {} });
   let b: ReturnType<typeof startCli> | undefined;
@@ -84,26 +114,40 @@ test('cli - a worker SIGKILLed during a durable tool: another recovers the turn,
   const charges = dir.file('charges.log');
   const charged = () => existsSync(charges) && readFileSync(charges, 'utf8').includes(' 500');
   const run = await crashThenRecover({
-    sessionId: 'ses_crash', prompt: 'charge me 5 dollars', tools: true,
+    sessionId: 'ses_crash',
+    prompt: 'charge me 5 dollars',
+    tools: true,
     first: { kind: 'toolCalls', calls: [{ id: 'call_k1', name: 'charge', arguments: { cents: 500 } }] },
     then: { kind: 'text', text: 'Charged 5 dollars; done.' },
-    envA: { CHARGES_FILE: charges, CHARGE_HANGS: '1' }, envB: { CHARGES_FILE: charges },
+    envA: { CHARGES_FILE: charges, CHARGE_HANGS: '1' },
+    envB: { CHARGES_FILE: charges },
     killPoint: () => waitFor(charged, { what: 'the charge to start' }),
   });
   assert.match(run.output, 'recovered expired execution');
-  const keys = readFileSync(charges, 'utf8').trim().split('\n').map((l) => l.split(' ')[0]);
+  const keys = readFileSync(charges, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => l.split(' ')[0]);
   assert.is(keys.length, 2, 'the durable call ran again once');
   assert.is(keys[0], keys[1], 'with the same idempotency key');
   assert.is(run.resumed[0], 'user: charge me 5 dollars', 'the original prompt');
-  assert.ok(run.resumed.some((m) => m.startsWith('user: Continue the interrupted turn')), `the continuation: ${run.resumed.join(' | ')}`);
-  assert.ok(run.resumed.some((m) => m.startsWith('tool: ') && m.includes('"charged":500')), 'the retried call\'s result');
+  assert.ok(
+    run.resumed.some((m) => m.startsWith('user: Continue the interrupted turn')),
+    `the continuation: ${run.resumed.join(' | ')}`,
+  );
+  assert.ok(
+    run.resumed.some((m) => m.startsWith('tool: ') && m.includes('"charged":500')),
+    "the retried call's result",
+  );
   dir.remove();
 });
 
 test('cli - a worker SIGKILLed mid-stream: another recovers the turn and continues it with the original prompt in the history', async () => {
   const run = await crashThenRecover({
-    sessionId: 'ses_mid', prompt: 'tell me a story',
-    first: { kind: 'hang', text: 'Once upon' }, then: { kind: 'text', text: 'Once upon a time, the end.' },
+    sessionId: 'ses_mid',
+    prompt: 'tell me a story',
+    first: { kind: 'hang', text: 'Once upon' },
+    then: { kind: 'text', text: 'Once upon a time, the end.' },
     killPoint: (server) => server.waitForRequest(1),
   });
   assert.match(run.output, 'recovered expired execution');

@@ -13,7 +13,15 @@ import type { SessionEvent } from '../../src/events/envelope.ts';
 import { openaiRunner, type OpenAIRunnerOptions } from '../../src/runner/model/openai.ts';
 import { defineTool } from '../../src/runner/model/tools.ts';
 import { SUMMARY_PREFIX } from '../../src/runner/model/messages.ts';
-import { startFakeOpenAI, rateLimited, serverError, contextLengthExceeded, messageText, type FakeOpenAI, type ChatCompletionRequest } from '../../src/testing/fake-openai.ts';
+import {
+  startFakeOpenAI,
+  rateLimited,
+  serverError,
+  contextLengthExceeded,
+  messageText,
+  type FakeOpenAI,
+  type ChatCompletionRequest,
+} from '../../src/testing/fake-openai.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { systemClock } from '../../src/clock.ts';
 import { tempDir } from '../support/tmp.ts';
@@ -26,24 +34,41 @@ s.before(async (ctx) => {
   ctx.live = [];
 });
 // a server per test: its requests are that test's
-s.before.each(async (ctx) => { ctx.server = await startFakeOpenAI({ apiKey: KEY }); });
+s.before.each(async (ctx) => {
+  ctx.server = await startFakeOpenAI({ apiKey: KEY });
+});
 s.after.each(async (ctx) => {
   for (const e of ctx.engines.splice(0)) await e.close();
   ctx.live.length = 0;
   await ctx.server.close();
   // (uvu counts a failure here but does not print it: say what was left)
-  if (ctx.server.pending !== 0) console.error(`${ctx.server.pending} scripted responses unused; requests: ${ctx.server.requests.map((r) => JSON.stringify(r.chat?.messages)).join('\n')}`);
+  if (ctx.server.pending !== 0)
+    console.error(`${ctx.server.pending} scripted responses unused; requests: ${ctx.server.requests.map((r) => JSON.stringify(r.chat?.messages)).join('\n')}`);
   assert.is(ctx.server.pending, 0, 'every scripted response was used');
 });
-s.after((ctx) => { ctx.tmp.remove(); });
+s.after((ctx) => {
+  ctx.tmp.remove();
+});
 
 let n = 0;
-async function engine(ctx: { server: FakeOpenAI; tmp: ReturnType<typeof tempDir>; engines: Engine[]; live: LiveEvent[] }, options: Partial<OpenAIRunnerOptions> = {}, more: Partial<EngineOptions> = {}): Promise<Engine> {
+async function engine(
+  ctx: { server: FakeOpenAI; tmp: ReturnType<typeof tempDir>; engines: Engine[]; live: LiveEvent[] },
+  options: Partial<OpenAIRunnerOptions> = {},
+  more: Partial<EngineOptions> = {},
+): Promise<Engine> {
   const bus = new LocalLiveBus();
   bus.subscribe((e) => ctx.live.push(e));
   const e = await openEngine({
-    file: ctx.tmp.file(`openai-${++n}.db`), bus,
-    runner: openaiRunner({ model: 'fake-model', baseURL: ctx.server.url, apiKey: KEY, retry: { baseDelayMs: 10, maxDelayMs: 200 }, random: () => 1, ...options }),
+    file: ctx.tmp.file(`openai-${++n}.db`),
+    bus,
+    runner: openaiRunner({
+      model: 'fake-model',
+      baseURL: ctx.server.url,
+      apiKey: KEY,
+      retry: { baseDelayMs: 10, maxDelayMs: 200 },
+      random: () => 1,
+      ...options,
+    }),
     ...more,
   });
   ctx.engines.push(e);
@@ -70,56 +95,128 @@ s('a conversation over three turns sends its history; text streams live and is r
   );
   const first = await turn(e, 'ses_chat', 'Hi, I am Ada.');
   assert.is(settled(first).outcome, 'succeeded');
-  assert.equal(first.filter((x) => x.type === 'text.completed').map((x) => (x as SessionEvent<'text.completed'>).payload.text), ['Hello Ada.']);
-  assert.equal(ctx.live.filter((x) => x.type === 'text.delta').map((x) => (x.payload as { delta: string }).delta), ['Hel', 'lo ', 'Ada.'], 'each delta live, in order');
+  assert.equal(
+    first.filter((x) => x.type === 'text.completed').map((x) => (x as SessionEvent<'text.completed'>).payload.text),
+    ['Hello Ada.'],
+  );
+  assert.equal(
+    ctx.live.filter((x) => x.type === 'text.delta').map((x) => (x.payload as { delta: string }).delta),
+    ['Hel', 'lo ', 'Ada.'],
+    'each delta live, in order',
+  );
   await turn(e, 'ses_chat', 'What is my name?');
   await turn(e, 'ses_chat', 'Bye');
   assert.equal(said(chat(ctx.server, 2)), [
-    'system: You are terse.', 'user: Hi, I am Ada.', 'assistant: Hello Ada.', 'user: What is my name?', 'assistant: Your name is Ada.', 'user: Bye',
+    'system: You are terse.',
+    'user: Hi, I am Ada.',
+    'assistant: Hello Ada.',
+    'user: What is my name?',
+    'assistant: Your name is Ada.',
+    'user: Bye',
   ]);
   assert.equal(chat(ctx.server, 0).model, 'fake-model');
   assert.is(ctx.server.requests[0]!.headers.authorization, `Bearer ${KEY}`);
   const events = await e.log.readSession('ses_chat');
-  assert.equal(events.filter((x): x is SessionEvent<'reasoning.completed'> => x.type === 'reasoning.completed').map((x) => x.payload.text), ['She said so.'], 'reasoning recorded');
-  assert.ok(ctx.live.some((x) => x.type === 'reasoning.delta'), 'reasoning streamed live');
-  assert.equal(events.filter((x): x is SessionEvent<'step.ended'> => x.type === 'step.ended').map((x) => x.payload.usage), [
-    { inputTokens: 12, outputTokens: 3 }, { inputTokens: 30, outputTokens: 5 }, { inputTokens: 40, outputTokens: 1 },
-  ]);
+  assert.equal(
+    events.filter((x): x is SessionEvent<'reasoning.completed'> => x.type === 'reasoning.completed').map((x) => x.payload.text),
+    ['She said so.'],
+    'reasoning recorded',
+  );
+  assert.ok(
+    ctx.live.some((x) => x.type === 'reasoning.delta'),
+    'reasoning streamed live',
+  );
+  assert.equal(
+    events.filter((x): x is SessionEvent<'step.ended'> => x.type === 'step.ended').map((x) => x.payload.usage),
+    [
+      { inputTokens: 12, outputTokens: 3 },
+      { inputTokens: 30, outputTokens: 5 },
+      { inputTokens: 40, outputTokens: 1 },
+    ],
+  );
   assert.equal((await e.status('ses_chat')).usage, { inputTokens: 82, outputTokens: 9 });
   // the phase is unknown before every request
-  const phases = events.filter((x) => x.type === 'execution.phase' || x.type === 'step.started').map((x) => x.type === 'step.started' ? 'step' : (x as SessionEvent<'execution.phase'>).payload.phase);
+  const phases = events
+    .filter((x) => x.type === 'execution.phase' || x.type === 'step.started')
+    .map((x) => (x.type === 'step.started' ? 'step' : (x as SessionEvent<'execution.phase'>).payload.phase));
   assert.equal(phases, ['step', 'unknown', 'step', 'unknown', 'step', 'unknown']);
 });
 
 s('tools: two calls in one step run once each, journaled before they run; their results go back to the model; the schema is sent', async (ctx) => {
   const ran: unknown[] = [];
   const tools = {
-    weather: defineTool({ description: 'Current weather in a city', inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => { ran.push(city); return { city, celsius: city === 'Oslo' ? 3 : 21 }; } }),
-    send_postcard: defineTool({ description: 'Sends a postcard', durable: true, inputSchema: z.object({ to: z.string() }), execute: async ({ to }, tc) => { ran.push([to, tc.idempotencyKey]); return 'sent'; } }),
+    weather: defineTool({
+      description: 'Current weather in a city',
+      inputSchema: z.object({ city: z.string() }),
+      execute: async ({ city }) => {
+        ran.push(city);
+        return { city, celsius: city === 'Oslo' ? 3 : 21 };
+      },
+    }),
+    send_postcard: defineTool({
+      description: 'Sends a postcard',
+      durable: true,
+      inputSchema: z.object({ to: z.string() }),
+      execute: async ({ to }, tc) => {
+        ran.push([to, tc.idempotencyKey]);
+        return 'sent';
+      },
+    }),
   };
   const e = await engine(ctx, { tools });
   ctx.server.script(
-    { kind: 'toolCalls', calls: [{ id: 'call_w1', name: 'weather', arguments: { city: 'Oslo' } }, { id: 'call_p1', name: 'send_postcard', arguments: { to: 'Bob' } }], usage: { prompt_tokens: 50, completion_tokens: 20 } },
+    {
+      kind: 'toolCalls',
+      calls: [
+        { id: 'call_w1', name: 'weather', arguments: { city: 'Oslo' } },
+        { id: 'call_p1', name: 'send_postcard', arguments: { to: 'Bob' } },
+      ],
+      usage: { prompt_tokens: 50, completion_tokens: 20 },
+    },
     { kind: 'text', text: 'Oslo is 3 degrees; the postcard is sent.' },
   );
   const events = await turn(e, 'ses_tools', 'Weather in Oslo, and send Bob a postcard');
   assert.is(settled(events).outcome, 'succeeded');
   assert.equal(ran, ['Oslo', ['Bob', `ses_tools:${settled(events).executionId}:call_p1`]], 'each tool ran once; the durable one with its key');
   const tools0 = chat(ctx.server, 0).tools!.map((t) => [t.function.name, (t.function.parameters as { properties: object }).properties]);
-  assert.equal(tools0, [['weather', { city: { type: 'string' } }], ['send_postcard', { to: { type: 'string' } }]], 'the zod schemas as JSON schema');
+  assert.equal(
+    tools0,
+    [
+      ['weather', { city: { type: 'string' } }],
+      ['send_postcard', { to: { type: 'string' } }],
+    ],
+    'the zod schemas as JSON schema',
+  );
   const second = chat(ctx.server, 1).messages;
   const results = second.filter((m) => m.role === 'tool').map((m) => [m.tool_call_id, JSON.parse(messageText(m))]);
-  assert.equal(results, [['call_w1', { city: 'Oslo', celsius: 3 }], ['call_p1', 'sent']]);
+  assert.equal(results, [
+    ['call_w1', { city: 'Oslo', celsius: 3 }],
+    ['call_p1', 'sent'],
+  ]);
   const types = events.map((x) => x.type);
   assert.ok(types.indexOf('tool.called') < types.indexOf('tool.succeeded'), 'journaled before the result');
   assert.is(types.filter((t) => t === 'tool.called').length, 2);
 });
 
 s('a tool the model calls with bad input, or that throws, gives the model an error result; the turn goes on', async (ctx) => {
-  const tools = { weather: defineTool({ description: 'Weather', inputSchema: z.object({ city: z.string() }), execute: async () => { throw new Error('weather service down'); } }) };
+  const tools = {
+    weather: defineTool({
+      description: 'Weather',
+      inputSchema: z.object({ city: z.string() }),
+      execute: async () => {
+        throw new Error('weather service down');
+      },
+    }),
+  };
   const e = await engine(ctx, { tools });
   ctx.server.script(
-    { kind: 'toolCalls', calls: [{ id: 'call_a', name: 'weather', arguments: { town: 1 } }, { id: 'call_b', name: 'weather', arguments: { city: 'Rome' } }] },
+    {
+      kind: 'toolCalls',
+      calls: [
+        { id: 'call_a', name: 'weather', arguments: { town: 1 } },
+        { id: 'call_b', name: 'weather', arguments: { city: 'Rome' } },
+      ],
+    },
     { kind: 'text', text: 'Sorry.' },
   );
   const events = await turn(e, 'ses_badtool', 'weather?');
@@ -128,7 +225,9 @@ s('a tool the model calls with bad input, or that throws, gives the model an err
   assert.is(failed.length, 2);
   assert.match(failed[0]!, /invalid call of weather/);
   assert.match(failed[1]!, 'weather service down');
-  const back = chat(ctx.server, 1).messages.filter((m) => m.role === 'tool').map((m) => messageText(m));
+  const back = chat(ctx.server, 1)
+    .messages.filter((m) => m.role === 'tool')
+    .map((m) => messageText(m));
   assert.match(back[1]!, 'weather service down');
 });
 
@@ -137,9 +236,17 @@ s('a 429 with Retry-After is retried after that delay, each attempt announced li
   ctx.server.script(rateLimited({ retryAfterMs: 120 }), serverError(), { kind: 'text', text: 'made it' });
   const events = await turn(e, 'ses_429', 'hello');
   assert.is(settled(events).outcome, 'succeeded');
-  const retries = ctx.live.filter((x): x is LiveEvent & { payload: { attempt: number; delayMs: number; error: { name: string } } } => x.type === 'model.retry_scheduled');
-  assert.equal(retries.map((r) => [r.payload.attempt, r.payload.error.name]), [[1, 'HTTP 429'], [2, 'HTTP 500']]);
-  assert.is(retries[0]!.payload.delayMs, 120, 'the server\'s Retry-After');
+  const retries = ctx.live.filter(
+    (x): x is LiveEvent & { payload: { attempt: number; delayMs: number; error: { name: string } } } => x.type === 'model.retry_scheduled',
+  );
+  assert.equal(
+    retries.map((r) => [r.payload.attempt, r.payload.error.name]),
+    [
+      [1, 'HTTP 429'],
+      [2, 'HTTP 500'],
+    ],
+  );
+  assert.is(retries[0]!.payload.delayMs, 120, "the server's Retry-After");
   assert.is(retries[1]!.payload.delayMs, 20, 'backoff: 10 ms doubled (jitter fixed at its top)');
   assert.is(ctx.server.requests.length, 3);
   const phases = events.filter((x) => x.type === 'execution.phase');
@@ -157,7 +264,7 @@ s('retries are bounded: a server that keeps failing fails the step and the turn 
   assert.is(failed.payload.error.type, 'model_error');
 });
 
-s('a 4xx that is not retryable fails the step at once with the server\'s message', async (ctx) => {
+s("a 4xx that is not retryable fails the step at once with the server's message", async (ctx) => {
   const e = await engine(ctx);
   ctx.server.script({ kind: 'error', status: 400, message: 'Invalid value for temperature', type: 'invalid_request_error', code: 'invalid_value' });
   const events = await turn(e, 'ses_400', 'hello');
@@ -171,7 +278,10 @@ s('a stream cut mid-way is retried; the answer recorded is the complete one', as
   ctx.server.script({ kind: 'cut', text: 'half of' }, { kind: 'text', text: 'the whole answer' });
   const events = await turn(e, 'ses_cut', 'hello');
   assert.is(settled(events).outcome, 'succeeded');
-  assert.equal(events.filter((x): x is SessionEvent<'text.completed'> => x.type === 'text.completed').map((x) => x.payload.text), ['the whole answer']);
+  assert.equal(
+    events.filter((x): x is SessionEvent<'text.completed'> => x.type === 'text.completed').map((x) => x.payload.text),
+    ['the whole answer'],
+  );
   assert.equal(ctx.live.filter((x) => x.type === 'model.retry_scheduled').length, 1);
 });
 
@@ -194,12 +304,19 @@ s('a context overflow compacts the older history with the model, then the step r
   ctx.server.script({ kind: 'text', text: 'First answer.' }, { kind: 'text', text: 'Second answer.' });
   await turn(e, 'ses_over', 'first question');
   await turn(e, 'ses_over', 'second question');
-  ctx.server.script(contextLengthExceeded(), { kind: 'text', text: 'They asked two questions.', usage: { prompt_tokens: 20, completion_tokens: 6 } }, { kind: 'text', text: 'Third answer.' });
+  ctx.server.script(
+    contextLengthExceeded(),
+    { kind: 'text', text: 'They asked two questions.', usage: { prompt_tokens: 20, completion_tokens: 6 } },
+    { kind: 'text', text: 'Third answer.' },
+  );
   const events = await turn(e, 'ses_over', 'third question');
   assert.is(settled(events).outcome, 'succeeded');
   const summarize = said(chat(ctx.server, 3));
   assert.equal(summarize.slice(0, 4), ['user: first question', 'assistant: First answer.', 'user: second question', 'assistant: Second answer.']);
-  assert.not.ok(summarize.some((m) => m.includes('third question')), 'this turn\'s prompt is not summarized away');
+  assert.not.ok(
+    summarize.some((m) => m.includes('third question')),
+    "this turn's prompt is not summarized away",
+  );
   assert.equal(said(chat(ctx.server, 4)), [`user: ${SUMMARY_PREFIX}They asked two questions.`, 'user: third question']);
   const completed = events.find((x): x is SessionEvent<'compaction.completed'> => x.type === 'compaction.completed')!;
   assert.equal([completed.payload.summary, completed.payload.usage], ['They asked two questions.', { inputTokens: 20, outputTokens: 6 }]);
@@ -207,7 +324,12 @@ s('a context overflow compacts the older history with the model, then the step r
   // the next turn's history starts from the summary
   ctx.server.script({ kind: 'text', text: 'Fourth.' });
   await turn(e, 'ses_over', 'fourth question');
-  assert.equal(said(chat(ctx.server, 5)), [`user: ${SUMMARY_PREFIX}They asked two questions.`, 'user: third question', 'assistant: Third answer.', 'user: fourth question']);
+  assert.equal(said(chat(ctx.server, 5)), [
+    `user: ${SUMMARY_PREFIX}They asked two questions.`,
+    'user: third question',
+    'assistant: Third answer.',
+    'user: fourth question',
+  ]);
 });
 
 s('a configured context window compacts before sending a conversation estimated beyond it', async (ctx) => {
@@ -231,7 +353,10 @@ s('the steps go on while the model asks for tools, up to maxSteps model calls pe
   assert.is(settled(events).outcome, 'succeeded');
   assert.is(ctx.server.requests.length, 3, 'three model calls, no fourth');
   assert.is(calls, 3);
-  assert.equal(events.filter((x): x is SessionEvent<'step.ended'> => x.type === 'step.ended').map((x) => x.payload.finish), ['tool-calls', 'tool-calls', 'tool-calls']);
+  assert.equal(
+    events.filter((x): x is SessionEvent<'step.ended'> => x.type === 'step.ended').map((x) => x.payload.finish),
+    ['tool-calls', 'tool-calls', 'tool-calls'],
+  );
 });
 
 s('a lost claim stops the runner and aborts the request in flight', async (ctx) => {
@@ -247,8 +372,14 @@ s('a lost claim stops the runner and aborts the request in flight', async (ctx) 
   await ctx.server.waitForAborted(1);
   await e.awaitIdle('ses_lost');
   const events = await e.log.readSession('ses_lost');
-  assert.not.ok(events.some((x) => x.type === 'execution.settled' && x.payload.executionId === executionId), 'the lost execution never settles');
-  assert.not.ok(events.some((x) => x.type === 'text.completed' && x.payload.executionId === executionId), 'nothing written by the lost execution');
+  assert.not.ok(
+    events.some((x) => x.type === 'execution.settled' && x.payload.executionId === executionId),
+    'the lost execution never settles',
+  );
+  assert.not.ok(
+    events.some((x) => x.type === 'text.completed' && x.payload.executionId === executionId),
+    'nothing written by the lost execution',
+  );
   // (this worker then runs the continuation the recovery admitted: the server's default reply answers it)
 });
 

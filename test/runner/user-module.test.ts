@@ -19,7 +19,7 @@ test('user module - tsx is found from a project that has it, as its ESM API; not
     const found = findTsx([tmp.dir, ROOT]);
     assert.ok(found, 'tsx not found from the project root');
     assert.match(found, /tsx[\\/]dist[\\/]esm[\\/]api[\\/]index\.mjs$/);
-    const api = await import(pathToFileURL(found).href) as { tsImport?: unknown };
+    const api = (await import(pathToFileURL(found).href)) as { tsImport?: unknown };
     assert.type(api.tsImport, 'function');
     assert.is(findTsx([tmp.dir]), undefined);
   } finally {
@@ -34,7 +34,11 @@ test('user module - a JavaScript module is imported as it is; a missing one is a
     const mod = await importUserModule(tmp.file('runner.mjs'), 'runner module');
     assert.is(mod.marker, 42);
     assert.type(mod.default, 'function');
-    const err = await expectCode(importUserModule(tmp.file('nope.mjs'), 'tools module', { hint: 'Pass a file that exists.' }), ErrorCode.InvalidOption, 'Cannot load tools module');
+    const err = await expectCode(
+      importUserModule(tmp.file('nope.mjs'), 'tools module', { hint: 'Pass a file that exists.' }),
+      ErrorCode.InvalidOption,
+      'Cannot load tools module',
+    );
     assert.match(err.message, /nope\.mjs/);
     assert.match(err.message, /Pass a file that exists\.$/);
   } finally {

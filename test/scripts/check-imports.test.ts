@@ -31,7 +31,10 @@ test('check-imports - a circle (one edge type-only) and an outside import fail, 
     writeFileSync(join(src, 'a.ts'), "import { b } from './sub/b.ts';\nexport const a = b + 1;\n");
     writeFileSync(join(src, 'sub', 'b.ts'), "import type { C } from '../c.ts';\nexport const b: C = 2;\n");
     writeFileSync(join(src, 'c.ts'), "export type { A } from './a.ts';\nexport type C = number;\n");
-    writeFileSync(join(src, 'leaf.ts'), "import { outside } from '../outside.ts';\nimport { readFileSync } from 'node:fs';\nexport const leaf = [outside, readFileSync];\n");
+    writeFileSync(
+      join(src, 'leaf.ts'),
+      "import { outside } from '../outside.ts';\nimport { readFileSync } from 'node:fs';\nexport const leaf = [outside, readFileSync];\n",
+    );
     writeFileSync(join(src, 'ok.ts'), "import { leaf } from './leaf.ts';\nexport const ok = leaf;\n");
     const r = check(src);
     assert.is(r.status, 1, r.stdout + r.stderr);

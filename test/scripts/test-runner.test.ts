@@ -10,7 +10,9 @@ import { ROOT } from '../support/cli.ts';
 
 test('test runner - a crashing file is counted as failed, the files after it still run, the closing line counts them all', () => {
   const r = spawnSync(process.execPath, ['scripts/test.mjs'], {
-    cwd: ROOT, encoding: 'utf8', timeout: 120_000,
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 120_000,
     env: { ...process.env, SESSIOND_TEST_DIR: 'scripts/fixtures/crashing-suite' },
   });
   const lines = r.stdout.trim().split('\n');

@@ -17,10 +17,14 @@ import { tempDir } from '../support/tmp.ts';
 import { natsWorld, type NatsWorld } from '../nats/helpers.ts';
 
 /** Polls status until the session's turn has run everything pending and settled. */
-const settledBy = (sessions: Sessions) => (id: string) => waitFor(async () => {
-  const s = await sessions.status(id);
-  return s.state === 'settled' && s.pendingCount === 0 && s.owner === null;
-}, { timeoutMs: 15_000, what: 'the session settled' });
+const settledBy = (sessions: Sessions) => (id: string) =>
+  waitFor(
+    async () => {
+      const s = await sessions.status(id);
+      return s.state === 'settled' && s.pendingCount === 0 && s.owner === null;
+    },
+    { timeoutMs: 15_000, what: 'the session settled' },
+  );
 
 sessionsContract('engine', async () => {
   const tmp = tempDir('sessiond-sessions-');
@@ -28,7 +32,10 @@ sessionsContract('engine', async () => {
   return {
     sessions: engine,
     settle: (id) => engine.awaitIdle(id),
-    cleanup: async () => { await engine.close(); tmp.remove(); },
+    cleanup: async () => {
+      await engine.close();
+      tmp.remove();
+    },
   };
 }).run();
 
@@ -39,12 +46,21 @@ sessionsContract('log at rest, a worker on the same file', async () => {
   const db = openDatabase(file);
   migrate(db);
   const log = new SqliteEventLog(db);
-  const sessions = logSessions(log, { onClose: async () => { await log.close(); db.close(); } });
+  const sessions = logSessions(log, {
+    onClose: async () => {
+      await log.close();
+      db.close();
+    },
+  });
   return {
     sessions,
     wakeRuns: false,
     settle: settledBy(sessions),
-    cleanup: async () => { await sessions.close(); await worker.close(); tmp.remove(); },
+    cleanup: async () => {
+      await sessions.close();
+      await worker.close();
+      tmp.remove();
+    },
   };
 }).run();
 
@@ -60,5 +76,7 @@ const overNats = sessionsContract('NATS client, a worker behind the command serv
     cleanup: () => world!.reset(),
   };
 });
-overNats.after(async () => { await world?.dispose(); });
+overNats.after(async () => {
+  await world?.dispose();
+});
 overNats.run();

@@ -31,7 +31,9 @@ test('group commit - 64 sessions appending together commit in one transaction, e
   assert.equal(log.stats, { groups: 1, appends: 64 });
   assert.ok(results.every((r) => r.length === 2 && r[0]!.seq === 1 && r[1]!.seq === 2));
   assert.is(await log.head(), 128);
-  await log.close(); db.close(); tmp.remove();
+  await log.close();
+  db.close();
+  tmp.remove();
 });
 
 test('group commit - a conflict or a reused id fails only its own append; the others, and later appends of the same session in the group, commit', async () => {
@@ -40,19 +42,24 @@ test('group commit - a conflict or a reused id fails only its own append; the ot
   await log.append('ses_x', 0, [taken]);
   const before = log.stats.groups;
   const outcomes = await Promise.allSettled([
-    log.append('ses_a', 0, [admitted()]),                     // ok
-    log.append('ses_b', 5, [admitted()]),                     // stale expectation: conflict
+    log.append('ses_a', 0, [admitted()]), // ok
+    log.append('ses_b', 5, [admitted()]), // stale expectation: conflict
     log.append('ses_c', 0, [admitted(), admitted('evt_taken')]), // second id reused: the whole append undone
-    log.append('ses_a', 1, [admitted()]),                     // sees the first append of its session in the same group
+    log.append('ses_a', 1, [admitted()]), // sees the first append of its session in the same group
   ]);
   assert.is(log.stats.groups, before + 1, 'one transaction');
-  assert.equal(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+  assert.equal(
+    outcomes.map((o) => o.status),
+    ['fulfilled', 'rejected', 'rejected', 'fulfilled'],
+  );
   assert.ok(isSequenceConflict((outcomes[1] as PromiseRejectedResult).reason));
   assert.ok(isSessiondError((outcomes[2] as PromiseRejectedResult).reason, ErrorCode.DuplicateEvent));
   assert.is(await log.lastSeq('ses_a'), 2);
   assert.is(await log.lastSeq('ses_b'), 0);
   assert.is(await log.lastSeq('ses_c'), 0, 'the first event of the failed append was rolled back with it');
-  await log.close(); db.close(); tmp.remove();
+  await log.close();
+  db.close();
+  tmp.remove();
 });
 
 test('group commit - a database locked past the busy timeout fails the whole group, writes nothing, and the next group commits', async () => {
@@ -60,14 +67,19 @@ test('group commit - a database locked past the busy timeout fails the whole gro
   const holder = new Database(file);
   holder.exec('BEGIN IMMEDIATE');
   const outcomes = await Promise.allSettled([log.append('ses_l1', 0, [admitted()]), log.append('ses_l2', 0, [admitted()])]);
-  assert.equal(outcomes.map((o) => o.status), ['rejected', 'rejected']);
+  assert.equal(
+    outcomes.map((o) => o.status),
+    ['rejected', 'rejected'],
+  );
   assert.match(String((outcomes[0] as PromiseRejectedResult).reason), 'database is locked');
   holder.exec('ROLLBACK');
   holder.close();
   assert.is(await log.head(), 0, 'nothing written');
   await log.append('ses_l1', 0, [admitted()]);
   assert.is(await log.lastSeq('ses_l1'), 1);
-  await log.close(); db.close(); tmp.remove();
+  await log.close();
+  db.close();
+  tmp.remove();
 });
 
 test('group commit - close writes the appends already accepted', async () => {

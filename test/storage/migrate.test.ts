@@ -11,12 +11,23 @@ type Column = { name: string; type: string; notnull: number; dflt_value: string 
 const columns = (db: ReturnType<typeof openDatabase>, table: string) =>
   Object.fromEntries((db.prepare(`PRAGMA table_info(${table})`).all() as Column[]).map((c) => [c.name, c]));
 const indexes = (db: ReturnType<typeof openDatabase>) =>
-  (db.prepare(`SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL`).all() as { name: string; tbl_name: string; sql: string }[]);
+  db.prepare(`SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL`).all() as {
+    name: string;
+    tbl_name: string;
+    sql: string;
+  }[];
 
 function fresh() {
   const tmp = tempDir();
   const db = openDatabase(tmp.file('s.db'));
-  return { tmp, db, close: () => { db.close(); tmp.remove(); } };
+  return {
+    tmp,
+    db,
+    close: () => {
+      db.close();
+      tmp.remove();
+    },
+  };
 }
 
 test('migrate - creates the schema from empty and reports the version reached', () => {
@@ -25,7 +36,10 @@ test('migrate - creates the schema from empty and reports the version reached', 
   assert.is(result.from, 0);
   assert.is(result.to, LATEST_SCHEMA_VERSION);
   assert.ok(LATEST_SCHEMA_VERSION >= 2, 'at least two migrations ship');
-  assert.equal(result.applied.map((m) => m.version), migrations.map((m) => m.version));
+  assert.equal(
+    result.applied.map((m) => m.version),
+    migrations.map((m) => m.version),
+  );
   close();
 });
 
@@ -58,25 +72,54 @@ test('migrate - upgrading preserves existing rows (msg_existing) and creates ses
 test('migrate - tables have the seed columns, defaults and nullability', () => {
   const { db, close } = fresh();
   migrate(db);
-  const shape = (table: string) => Object.fromEntries(Object.values(columns(db, table)).map((c) => [c.name, `${c.type}${c.notnull ? ' NOT NULL' : ''}${c.dflt_value !== null ? ` DEFAULT ${c.dflt_value}` : ''}`]));
+  const shape = (table: string) =>
+    Object.fromEntries(
+      Object.values(columns(db, table)).map((c) => [
+        c.name,
+        `${c.type}${c.notnull ? ' NOT NULL' : ''}${c.dflt_value !== null ? ` DEFAULT ${c.dflt_value}` : ''}`,
+      ]),
+    );
   assert.equal(shape('session_execution'), {
-    id: 'TEXT', session_id: 'TEXT NOT NULL', owner_id: 'TEXT NOT NULL', assistant_message_id: 'TEXT',
-    phase: 'TEXT NOT NULL', assistant_seq: 'INTEGER NOT NULL DEFAULT -1', time_created: 'INTEGER NOT NULL',
-    expires_at: 'INTEGER NOT NULL', recovery_error: 'TEXT',
+    id: 'TEXT',
+    session_id: 'TEXT NOT NULL',
+    owner_id: 'TEXT NOT NULL',
+    assistant_message_id: 'TEXT',
+    phase: 'TEXT NOT NULL',
+    assistant_seq: 'INTEGER NOT NULL DEFAULT -1',
+    time_created: 'INTEGER NOT NULL',
+    expires_at: 'INTEGER NOT NULL',
+    recovery_error: 'TEXT',
   });
   assert.equal(shape('session_input'), {
-    id: 'TEXT', session_id: 'TEXT NOT NULL', prompt: 'TEXT NOT NULL', delivery: 'TEXT NOT NULL',
-    admitted_seq: 'INTEGER NOT NULL', promoted_seq: 'INTEGER', wake_pending: 'INTEGER NOT NULL DEFAULT 0',
-    time_created: 'INTEGER NOT NULL', dropped_seq: 'INTEGER',
+    id: 'TEXT',
+    session_id: 'TEXT NOT NULL',
+    prompt: 'TEXT NOT NULL',
+    delivery: 'TEXT NOT NULL',
+    admitted_seq: 'INTEGER NOT NULL',
+    promoted_seq: 'INTEGER',
+    wake_pending: 'INTEGER NOT NULL DEFAULT 0',
+    time_created: 'INTEGER NOT NULL',
+    dropped_seq: 'INTEGER',
   });
   assert.equal(shape('session_message'), {
-    id: 'TEXT', session_id: 'TEXT NOT NULL', type: 'TEXT NOT NULL', seq: 'INTEGER NOT NULL',
-    time_created: 'INTEGER NOT NULL', time_updated: 'INTEGER NOT NULL', data: 'TEXT NOT NULL',
+    id: 'TEXT',
+    session_id: 'TEXT NOT NULL',
+    type: 'TEXT NOT NULL',
+    seq: 'INTEGER NOT NULL',
+    time_created: 'INTEGER NOT NULL',
+    time_updated: 'INTEGER NOT NULL',
+    data: 'TEXT NOT NULL',
   });
   assert.equal(shape('session_recovery'), {
-    session_id: 'TEXT NOT NULL', execution_id: 'TEXT NOT NULL', assistant_message_id: 'TEXT',
-    continuation_message_id: 'TEXT NOT NULL', phase: 'TEXT NOT NULL', wake_pending: 'INTEGER NOT NULL DEFAULT 1',
-    wake_attempts: 'INTEGER NOT NULL DEFAULT 0', recovery_error: 'TEXT', time_created: 'INTEGER NOT NULL',
+    session_id: 'TEXT NOT NULL',
+    execution_id: 'TEXT NOT NULL',
+    assistant_message_id: 'TEXT',
+    continuation_message_id: 'TEXT NOT NULL',
+    phase: 'TEXT NOT NULL',
+    wake_pending: 'INTEGER NOT NULL DEFAULT 1',
+    wake_attempts: 'INTEGER NOT NULL DEFAULT 0',
+    recovery_error: 'TEXT',
+    time_created: 'INTEGER NOT NULL',
   });
   assert.is(columns(db, 'session_recovery').assistant_message_id!.notnull, 0, 'session_recovery.assistant_message_id is nullable');
   close();
@@ -138,10 +181,12 @@ test('sqlite - WAL, foreign keys, busy timeout; FULL selectable; two connections
   migrate(a);
   assert.is(schemaVersion(b), LATEST_SCHEMA_VERSION, 'the second connection sees the migrated schema');
   assert.throws(() => openDatabase(tmp.file('x.db'), { synchronous: 'OFF' as never }), /synchronous/);
-  a.close(); b.close(); tmp.remove();
+  a.close();
+  b.close();
+  tmp.remove();
 });
 
-test('migrate - the projector\'s per-claim statements search indexes: none scans a table that grows with history', () => {
+test("migrate - the projector's per-claim statements search indexes: none scans a table that grows with history", () => {
   const tmp = tempDir();
   const db = openDatabase(tmp.file('plans.db'));
   migrate(db);

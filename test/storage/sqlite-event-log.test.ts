@@ -25,7 +25,10 @@ eventLogContract('sqlite', async () => {
     cleanup: async () => {
       await log.close();
       db.close();
-      for (const o of others) { await o.log.close(); if (o.db.open) o.db.close(); }
+      for (const o of others) {
+        await o.log.close();
+        if (o.db.open) o.db.close();
+      }
       tmp.remove();
     },
   };
@@ -37,7 +40,9 @@ test('sqlite log - events stored before migration 8 read without committedAt; a 
   const db = openDatabase(file);
   migrate(db);
   const log = new SqliteEventLog(db);
-  await log.append('ses_old', 0, [draft(ev('input.admitted', { inputId: 'in_1', prompt: 'x', delivery: 'queue', wake: false }), { id: 'evt_old1', time: 1000 })]);
+  await log.append('ses_old', 0, [
+    draft(ev('input.admitted', { inputId: 'in_1', prompt: 'x', delivery: 'queue', wake: false }), { id: 'evt_old1', time: 1000 }),
+  ]);
   await log.close();
   db.exec('ALTER TABLE event DROP COLUMN committed_at; DELETE FROM schema_migrations WHERE version = 8;'); // as written by schema 7
   db.close();

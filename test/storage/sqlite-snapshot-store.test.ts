@@ -13,6 +13,9 @@ snapshotStoreContract('sqlite', async () => {
   return {
     store: new SqliteSnapshotStore(db, systemClock),
     otherVersion: async () => new SqliteSnapshotStore(db, systemClock, 'another-machine'),
-    cleanup: async () => { db.close(); tmp.remove(); },
+    cleanup: async () => {
+      db.close();
+      tmp.remove();
+    },
   };
 }).run();

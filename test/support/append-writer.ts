@@ -13,7 +13,9 @@ import { draft, ev } from '../../src/testing/fixtures.ts';
 
 /** The batch an id list stands for: the test rebuilds the same drafts from a SEND line. */
 export function drafts(ids: string[]): DraftEvent[] {
-  return ids.map((id, k) => draft(ev('text.completed', { executionId: 'exe_1', messageId: 'msg_1', partId: `prt_${k}`, text: `text of ${id}` }), { id, time: 1_000 }));
+  return ids.map((id, k) =>
+    draft(ev('text.completed', { executionId: 'exe_1', messageId: 'msg_1', partId: `prt_${k}`, text: `text of ${id}` }), { id, time: 1_000 }),
+  );
 }
 
 if (process.argv[1]?.endsWith('append-writer.ts')) {
@@ -22,13 +24,15 @@ if (process.argv[1]?.endsWith('append-writer.ts')) {
   migrate(db);
   const log = new SqliteEventLog(db);
   const say = (line: string) => process.stdout.write(`${line}\n`);
-  await Promise.all(Array.from({ length: 64 }, async (_, s) => {
-    const session = `ses_w${s}`;
-    for (let seq = 0; ; seq += 3) {
-      const ids = [0, 1, 2].map((k) => `evt_${session}_${seq + k + 1}`);
-      say(`SEND ${session} ${seq} ${ids.join(',')}`);
-      await log.append(session, seq, drafts(ids));
-      say(`ACK ${session} ${seq}`);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: 64 }, async (_, s) => {
+      const session = `ses_w${s}`;
+      for (let seq = 0; ; seq += 3) {
+        const ids = [0, 1, 2].map((k) => `evt_${session}_${seq + k + 1}`);
+        say(`SEND ${session} ${seq} ${ids.join(',')}`);
+        await log.append(session, seq, drafts(ids));
+        say(`ACK ${session} ${seq}`);
+      }
+    }),
+  );
 }

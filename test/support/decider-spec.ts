@@ -56,7 +56,10 @@ export function deciderSpec(sessionId = 'ses_1', machine: SessionMachine = sessi
       when(command) {
         const decision = decide(at.snapshot, command, machine);
         const accepted = (): ProtoEvent[] => {
-          assert.ok(decision.ok, `${command.type} in state ${stateOf(at.snapshot)} was refused: ${decision.ok ? '' : `${decision.reason}: ${decision.message}`}`);
+          assert.ok(
+            decision.ok,
+            `${command.type} in state ${stateOf(at.snapshot)} was refused: ${decision.ok ? '' : `${decision.reason}: ${decision.message}`}`,
+          );
           return decision.ok ? decision.events : [];
         };
         const next = (decided: ProtoEvent[]) => session(commit(at.snapshot, decided, command.now, machine), events);
@@ -86,7 +89,12 @@ export function deciderSpec(sessionId = 'ses_1', machine: SessionMachine = sessi
  * Folds decided events as if the log committed them (the next seqs of the snapshot's session, at
  * `time`): the snapshot after them, and the committed events.
  */
-export function commit(snapshot: SessionSnapshot, decided: readonly ProtoEvent[], time: number, machine: SessionMachine = sessionMachine): { snapshot: SessionSnapshot; events: SessionEvent[] } {
+export function commit(
+  snapshot: SessionSnapshot,
+  decided: readonly ProtoEvent[],
+  time: number,
+  machine: SessionMachine = sessionMachine,
+): { snapshot: SessionSnapshot; events: SessionEvent[] } {
   const events: SessionEvent[] = [];
   for (const p of decided) {
     const e = committed(p, { sessionId: snapshot.context.sessionId, seq: snapshot.context.seq + 1, time });

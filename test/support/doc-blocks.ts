@@ -85,14 +85,26 @@ export function extractBlocks(markdown: string, file: string): Extracted {
       for (; j < lines.length; j++) {
         const l = lines[j]!;
         const close = /^\s*(`{3,}|~{3,})\s*$/.exec(l);
-        if (close && close[1]![0] === mark[0] && close[1]!.length >= mark.length) { closed = true; break; }
+        if (close && close[1]![0] === mark[0] && close[1]!.length >= mark.length) {
+          closed = true;
+          break;
+        }
         body.push(l.slice(Math.min(indent, l.length - l.trimStart().length)));
       }
       if (!closed) {
         problems.push(`${file}:${line}: a code block that is never closed`);
         break;
       }
-      blocks.push({ file, line, lang, code: body.join('\n'), ...(pendingPrelude ? { prelude: pendingPrelude } : {}), ...(pendingAbbreviated ? { abbreviated: true } : {}), ...(heading ? { heading } : {}), ...(section ? { section } : {}) });
+      blocks.push({
+        file,
+        line,
+        lang,
+        code: body.join('\n'),
+        ...(pendingPrelude ? { prelude: pendingPrelude } : {}),
+        ...(pendingAbbreviated ? { abbreviated: true } : {}),
+        ...(heading ? { heading } : {}),
+        ...(section ? { section } : {}),
+      });
       pendingPrelude = undefined;
       pendingAbbreviated = false;
       i = j;

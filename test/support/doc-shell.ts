@@ -15,8 +15,16 @@ export function simpleCommands(line: string): string[][] {
   let words: string[] = [];
   let word = '';
   let inWord = false;
-  const endWord = () => { if (inWord) words.push(word); word = ''; inWord = false; };
-  const endCommand = () => { endWord(); if (words.length) commands.push(words); words = []; };
+  const endWord = () => {
+    if (inWord) words.push(word);
+    word = '';
+    inWord = false;
+  };
+  const endCommand = () => {
+    endWord();
+    if (words.length) commands.push(words);
+    words = [];
+  };
   for (let i = 0; i < line.length; i++) {
     const c = line[i]!;
     if (c === "'") {
@@ -41,10 +49,18 @@ export function simpleCommands(line: string): string[][] {
       endWord();
     } else if (c === '>' || c === '<') {
       // a redirection (`> file`, `2>&1`, `>> log`): neither it nor its target is an argument
-      if (/^\d+$/.test(word)) { word = ''; inWord = false; } else endWord();
+      if (/^\d+$/.test(word)) {
+        word = '';
+        inWord = false;
+      } else endWord();
       if (line[i + 1] === c) i++;
-      if (line[i + 1] === '&') { i++; while (i + 1 < line.length && /[\d-]/.test(line[i + 1]!)) i++; }
-      else { while (i + 1 < line.length && /\s/.test(line[i + 1]!)) i++; while (i + 1 < line.length && !/[\s;|&]/.test(line[i + 1]!)) i++; }
+      if (line[i + 1] === '&') {
+        i++;
+        while (i + 1 < line.length && /[\d-]/.test(line[i + 1]!)) i++;
+      } else {
+        while (i + 1 < line.length && /\s/.test(line[i + 1]!)) i++;
+        while (i + 1 < line.length && !/[\s;|&]/.test(line[i + 1]!)) i++;
+      }
     } else if (c === ';' || c === '|' || c === '&') {
       if (line[i + 1] === c) i++;
       endCommand();
@@ -107,7 +123,10 @@ function checkNpm(args: string[], ctx: ShellContext): string[] {
     return []; // npm ci, npm install, ...: nothing of ours to check
   }
   const body = ctx.scripts[script];
-  if (body === undefined) return [`\`npm ${verb === 'run' || verb === 'run-script' ? `run ${script}` : verb}\`: package.json has no script "${script}" (it has ${Object.keys(ctx.scripts).join(', ')})`];
+  if (body === undefined)
+    return [
+      `\`npm ${verb === 'run' || verb === 'run-script' ? `run ${script}` : verb}\`: package.json has no script "${script}" (it has ${Object.keys(ctx.scripts).join(', ')})`,
+    ];
   const dashes = tail.indexOf('--');
   const passed = dashes < 0 ? [] : tail.slice(dashes + 1);
   const sub = /(?:^|\s)(?:tsx|node(?:\s+--import\s+tsx)?)\s+src\/cli\/main\.ts\s+([a-z-]+)/.exec(body)?.[1];
@@ -119,7 +138,10 @@ function checkFileArg(args: string[], root: string, what: string): string[] {
   // skip the runtime's own flags (--import tsx, --expose-gc, -e ...) to the script file
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
-    if (a === '--import' || a === '--require' || a === '-r') { i++; continue; }
+    if (a === '--import' || a === '--require' || a === '-r') {
+      i++;
+      continue;
+    }
     if (a === '-e' || a === '--eval' || a === '-p' || a === '--print') return [];
     if (a.startsWith('-')) continue;
     if (!/\.(ts|mts|js|mjs|cjs)$/.test(a)) return [];
@@ -152,9 +174,15 @@ export function checkSessiond(args: string[], program: Command): string[] {
   const seen = new Set<Option>();
   for (let i = 0; i < rest.length; i++) {
     const a = rest[i]!;
-    if (a === '--') { positional.push(...rest.slice(i + 1)); break; }
+    if (a === '--') {
+      positional.push(...rest.slice(i + 1));
+      break;
+    }
     if (HELP.has(a)) return [];
-    if (!a.startsWith('-') || a === '-') { positional.push(a); continue; }
+    if (!a.startsWith('-') || a === '-') {
+      positional.push(a);
+      continue;
+    }
     const eq = a.startsWith('--') ? a.indexOf('=') : -1;
     const flag = eq < 0 ? a : a.slice(0, eq);
     const option = findOption(cmd, flag);
@@ -178,11 +206,16 @@ export function checkSessiond(args: string[], program: Command): string[] {
   const expected = cmd.registeredArguments;
   const required = expected.filter((x) => x.required);
   if (positional.length < required.length) {
-    const missing = required.slice(positional.length).map((x) => `<${x.name()}>`).join(' ');
+    const missing = required
+      .slice(positional.length)
+      .map((x) => `<${x.name()}>`)
+      .join(' ');
     problems.push(`\`${name}\` needs ${missing} (usage: sessiond ${cmd.name()} ${cmd.usage()})`);
   }
   if (!expected.some((x) => x.variadic) && positional.length > expected.length) {
-    problems.push(`\`${name}\` takes ${expected.length ? expected.map((x) => (x.required ? `<${x.name()}>` : `[${x.name()}]`)).join(' ') : 'no arguments'}, but is given ${positional.map((p) => JSON.stringify(p)).join(' ')}`);
+    problems.push(
+      `\`${name}\` takes ${expected.length ? expected.map((x) => (x.required ? `<${x.name()}>` : `[${x.name()}]`)).join(' ') : 'no arguments'}, but is given ${positional.map((p) => JSON.stringify(p)).join(' ')}`,
+    );
   }
   for (const o of cmd.options) {
     if (o.mandatory && !seen.has(o)) problems.push(`\`${name}\` needs ${o.flags}`);

@@ -40,7 +40,10 @@ const REFERENCE_DOORS = ['sessiond', 'sessiond/internal', 'sessiond/testing'];
 const TS_LANGS = new Set(['ts', 'typescript', 'js']);
 export const isTypeScript = (block: CodeBlock) => TS_LANGS.has(block.lang);
 
-interface Line { text: string; docLine: number }
+interface Line {
+  text: string;
+  docLine: number;
+}
 
 interface Virtual {
   block: CodeBlock;
@@ -58,7 +61,7 @@ function parse(fileName: string, text: string): ts.SourceFile {
 }
 
 function syntaxErrors(text: string): number {
-  return ((parse('x.ts', text) as unknown as { parseDiagnostics: unknown[] }).parseDiagnostics).length;
+  return (parse('x.ts', text) as unknown as { parseDiagnostics: unknown[] }).parseDiagnostics.length;
 }
 
 function hasDeclare(node: ts.Node): boolean {
@@ -68,9 +71,19 @@ function hasDeclare(node: ts.Node): boolean {
 /** Names a statement list declares at its top level (so the automatic imports leave them out). */
 function declaredNames(sf: ts.SourceFile): Set<string> {
   const names = new Set<string>();
-  const add = (n: ts.Node | undefined) => { if (n && ts.isIdentifier(n)) names.add(n.text); };
+  const add = (n: ts.Node | undefined) => {
+    if (n && ts.isIdentifier(n)) names.add(n.text);
+  };
   for (const s of sf.statements) {
-    if (ts.isFunctionDeclaration(s) || ts.isClassDeclaration(s) || ts.isInterfaceDeclaration(s) || ts.isTypeAliasDeclaration(s) || ts.isEnumDeclaration(s) || ts.isModuleDeclaration(s)) add(s.name);
+    if (
+      ts.isFunctionDeclaration(s) ||
+      ts.isClassDeclaration(s) ||
+      ts.isInterfaceDeclaration(s) ||
+      ts.isTypeAliasDeclaration(s) ||
+      ts.isEnumDeclaration(s) ||
+      ts.isModuleDeclaration(s)
+    )
+      add(s.name);
     else if (ts.isVariableStatement(s)) for (const d of s.declarationList.declarations) add(d.name);
     else if (ts.isImportDeclaration(s) && s.importClause) {
       add(s.importClause.name);
@@ -87,9 +100,11 @@ export function importsOf(code: string): string[] {
   const sf = parse('x.ts', code);
   const out: string[] = [];
   const visit = (n: ts.Node) => {
-    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier)) out.push(n.moduleSpecifier.text);
+    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier))
+      out.push(n.moduleSpecifier.text);
     if (ts.isImportTypeNode(n) && ts.isLiteralTypeNode(n.argument) && ts.isStringLiteral(n.argument.literal)) out.push(n.argument.literal.text);
-    if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword && n.arguments[0] && ts.isStringLiteral(n.arguments[0])) out.push(n.arguments[0].text);
+    if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword && n.arguments[0] && ts.isStringLiteral(n.arguments[0]))
+      out.push(n.arguments[0].text);
     ts.forEachChild(n, visit);
   };
   visit(sf);
@@ -136,14 +151,23 @@ export function typecheckBlocks(blocks: CodeBlock[], root: string, doors: Readon
     if (header) {
       const path = header[1]!;
       const file = join(root, path);
-      if (!existsSync(file)) { report(block, block.line + 1, `the block says it is ${path}, which does not exist`); continue; }
-      const fileLines = readFileSync(file, 'utf8').split('\n').map((l) => l.trimEnd());
+      if (!existsSync(file)) {
+        report(block, block.line + 1, `the block says it is ${path}, which does not exist`);
+        continue;
+      }
+      const fileLines = readFileSync(file, 'utf8')
+        .split('\n')
+        .map((l) => l.trimEnd());
       const shown = codeLines.slice(1).map((l) => l.trimEnd());
       while (shown.length && shown.at(-1) === '') shown.pop();
       const at = fileLines.findIndex((_, i) => shown.every((l, k) => fileLines[i + k] === l));
       if (shown.length === 0 || at < 0) {
         const first = shown.findIndex((l) => !fileLines.includes(l));
-        report(block, first < 0 ? block.line + 2 : bodyLine(first + 1), `the block says it is ${path}, but its lines are not in that file in one piece${first < 0 ? '' : ` (this one is not in it at all: ${JSON.stringify(shown[first])})`}: copy them from the file again`);
+        report(
+          block,
+          first < 0 ? block.line + 2 : bodyLine(first + 1),
+          `the block says it is ${path}, but its lines are not in that file in one piece${first < 0 ? '' : ` (this one is not in it at all: ${JSON.stringify(shown[first])})`}: copy them from the file again`,
+        );
         continue;
       }
       examples.set(file, [...(examples.get(file) ?? []), block]);
@@ -152,7 +176,11 @@ export function typecheckBlocks(blocks: CodeBlock[], root: string, doors: Readon
 
     // doors: each import of the package must name a door whose file exists
     let blocked = false;
-    const pieces = [[block.code, block.line + 1], [block.prelude?.code ?? '', block.prelude?.line ?? 0], [block.pagePrelude?.code ?? '', block.pagePrelude?.line ?? 0]] as const;
+    const pieces = [
+      [block.code, block.line + 1],
+      [block.prelude?.code ?? '', block.prelude?.line ?? 0],
+      [block.pagePrelude?.code ?? '', block.pagePrelude?.line ?? 0],
+    ] as const;
     for (const [code, line] of pieces) {
       for (const spec of importsOf(code)) {
         if (spec !== 'sessiond' && !spec.startsWith('sessiond/')) continue;
@@ -173,10 +201,13 @@ export function typecheckBlocks(blocks: CodeBlock[], root: string, doors: Readon
     if (!program && syntaxErrors(block.code) > 0) {
       const k = codeLines.findIndex((l) => DECLARATION_LINE.test(l));
       const end = k < 0 ? codeLines.length : k;
-      if (end > 0 && syntaxErrors(`declare class __Members {\n${codeLines.slice(0, end).join('\n')}\n}\n${codeLines.slice(end).join('\n')}`) === 0) members = { from: 0, to: end };
+      if (end > 0 && syntaxErrors(`declare class __Members {\n${codeLines.slice(0, end).join('\n')}\n}\n${codeLines.slice(end).join('\n')}`) === 0)
+        members = { from: 0, to: end };
     }
     if (!program) {
-      const own = declaredNames(parse('x.ts', `${block.pagePrelude?.code ?? ''}\n${block.prelude?.code ?? ''}\n${members ? codeLines.slice(members.to).join('\n') : block.code}`));
+      const own = declaredNames(
+        parse('x.ts', `${block.pagePrelude?.code ?? ''}\n${block.prelude?.code ?? ''}\n${members ? codeLines.slice(members.to).join('\n') : block.code}`),
+      );
       for (const [spec, names] of referenceNames) {
         const wanted = names.filter((n) => !own.has(n));
         if (wanted.length) lines.push({ text: `import type { ${wanted.join(', ')} } from '${spec}';`, docLine: block.line });
@@ -193,7 +224,13 @@ export function typecheckBlocks(blocks: CodeBlock[], root: string, doors: Readon
     const driftFrom = lines.length;
     const exported = referenceNames[0]?.[0] === 'sessiond' && block.section !== undefined && referenceNames[0][1].includes(block.section);
     if (!program && exported) {
-      lines.push(...driftLines(block, members ? codeLines.slice(members.from, members.to).join('\n') : undefined, members ? codeLines.slice(members.to).join('\n') : block.code));
+      lines.push(
+        ...driftLines(
+          block,
+          members ? codeLines.slice(members.from, members.to).join('\n') : undefined,
+          members ? codeLines.slice(members.to).join('\n') : block.code,
+        ),
+      );
     }
     lines.push({ text: 'export {};', docLine: block.line });
     const fileName = join(root, `${block.file}.L${block.line}.ts`);
@@ -210,12 +247,17 @@ export function typecheckBlocks(blocks: CodeBlock[], root: string, doors: Readon
   const getSourceFile = host.getSourceFile.bind(host);
   host.getSourceFile = (fileName, language, onError, shouldCreate) => {
     const v = byName.get(fileName);
-    return v ? ts.createSourceFile(fileName, v.lines.map((l) => l.text).join('\n'), language, true, ts.ScriptKind.TS) : getSourceFile(fileName, language, onError, shouldCreate);
+    return v
+      ? ts.createSourceFile(fileName, v.lines.map((l) => l.text).join('\n'), language, true, ts.ScriptKind.TS)
+      : getSourceFile(fileName, language, onError, shouldCreate);
   };
   const fileExists = host.fileExists.bind(host);
   host.fileExists = (f) => byName.has(f) || fileExists(f);
   const readFile = host.readFile.bind(host);
-  host.readFile = (f) => { const v = byName.get(f); return v ? v.lines.map((l) => l.text).join('\n') : readFile(f); };
+  host.readFile = (f) => {
+    const v = byName.get(f);
+    return v ? v.lines.map((l) => l.text).join('\n') : readFile(f);
+  };
   const program = ts.createProgram({ rootNames: [...byName.keys(), ...examples.keys()], options, host });
   const created = performance.now();
 
@@ -236,7 +278,8 @@ export function typecheckBlocks(blocks: CodeBlock[], root: string, doors: Readon
     const rel = file.slice(root.length);
     for (const d of diagnosticsOf(sf)) {
       const line = d.start === undefined ? 0 : sf.getLineAndCharacterOfPosition(d.start).line + 1;
-      for (const block of shown) report(block, block.line + 1, `${rel}:${line}, which the block shows: TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n  ')}`);
+      for (const block of shown)
+        report(block, block.line + 1, `${rel}:${line}, which the block shows: TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n  ')}`);
     }
   }
   return { problems, ms: Math.round(performance.now() - started), createMs: Math.round(created - started), files: program.getSourceFiles().length };
@@ -244,7 +287,10 @@ export function typecheckBlocks(blocks: CodeBlock[], root: string, doors: Readon
 
 /** A diagnostic without the absolute paths of `import("...")` types: `import("/repo/src/x")` reads `src/x`. */
 function readable(message: string, root: string): string {
-  return message.replace(/import\("([^"]+)"(?:, \{ with: \{ "resolution-mode": "import" \} \})?\)\./g, (_, path: string) => `${path.startsWith(root) ? path.slice(root.length) : path}:`);
+  return message.replace(
+    /import\("([^"]+)"(?:, \{ with: \{ "resolution-mode": "import" \} \})?\)\./g,
+    (_, path: string) => `${path.startsWith(root) ? path.slice(root.length) : path}:`,
+  );
 }
 
 /** Inserts `declare ` before each top-level function, class or variable without a body or value (the reference part only). */
@@ -255,11 +301,19 @@ function declareBodiless(lines: Line[], fileName: string, end: number): void {
   const at: number[] = [];
   for (const s of sf.statements) {
     if (s.getStart() >= endPos || hasDeclare(s)) continue;
-    if ((ts.isFunctionDeclaration(s) && !s.body) || (ts.isClassDeclaration(s) && s.name?.text !== '__Members')
-      || (ts.isVariableStatement(s) && s.declarationList.declarations.some((d) => !d.initializer))) at.push(s.getStart());
+    if (
+      (ts.isFunctionDeclaration(s) && !s.body) ||
+      (ts.isClassDeclaration(s) && s.name?.text !== '__Members') ||
+      (ts.isVariableStatement(s) && s.declarationList.declarations.some((d) => !d.initializer))
+    )
+      at.push(s.getStart());
   }
   let offset = 0;
-  const starts = lines.map((l) => { const s = offset; offset += l.text.length + 1; return s; });
+  const starts = lines.map((l) => {
+    const s = offset;
+    offset += l.text.length + 1;
+    return s;
+  });
   for (const pos of at.reverse()) {
     let i = starts.length - 1;
     while (i > 0 && starts[i]! > pos) i--;
@@ -298,7 +352,9 @@ function driftLines(block: CodeBlock, memberCode: string | undefined, declaratio
   const keys = (xs: string[]) => xs.map((x) => `'${x}'`).join(' | ');
   const complete = (real: string, listed: string, what: string) => {
     n++;
-    line(`const __complete${n}: [Exclude<${real}, ${listed}>] extends [never] ? true : Exclude<${real}, ${listed}> = true;   // ${what} has members the block does not list`);
+    line(
+      `const __complete${n}: [Exclude<${real}, ${listed}>] extends [never] ? true : Exclude<${real}, ${listed}> = true;   // ${what} has members the block does not list`,
+    );
   };
   const isStatic = (m: ts.ClassElement) => (ts.getModifiers(m as ts.HasModifiers) ?? []).some((x) => x.kind === ts.SyntaxKind.StaticKeyword);
   const named = (m: ts.ClassElement) => (m.name && (ts.isIdentifier(m.name) || ts.isPrivateIdentifier(m.name)) ? m.name.text : undefined);
@@ -315,21 +371,56 @@ function driftLines(block: CodeBlock, memberCode: string | undefined, declaratio
       both(`typeof ${name}`, `typeof __real.${name}`, `const ${name}`, block.abbreviated);
     } else if (ts.isClassDeclaration(s) && s.name?.text === name) {
       line(`interface ${name} extends __real.${name} {}   // a member of class ${name} as documented is not what the source has`);
-      const inst = [...new Set(s.members.filter((m) => !isStatic(m) && !ts.isConstructorDeclaration(m)).map(named).filter((x) => x !== undefined))];
-      const stat = [...new Set(s.members.filter(isStatic).map(named).filter((x) => x !== undefined))];
+      const inst = [
+        ...new Set(
+          s.members
+            .filter((m) => !isStatic(m) && !ts.isConstructorDeclaration(m))
+            .map(named)
+            .filter((x) => x !== undefined),
+        ),
+      ];
+      const stat = [
+        ...new Set(
+          s.members
+            .filter(isStatic)
+            .map(named)
+            .filter((x) => x !== undefined),
+        ),
+      ];
       if (inst.length) toDoc(`Pick<${name}, ${keys(inst)}>`, `Pick<__real.${name}, ${keys(inst)}>`, `class ${name}'s ${inst.join(', ')}`);
       if (stat.length) both(`Pick<typeof ${name}, ${keys(stat)}>`, `Pick<typeof __real.${name}, ${keys(stat)}>`, `${name}.${stat.join(', ')}`);
       const heritage = (s.heritageClauses ?? []).flatMap((h) => h.types.map((t) => `keyof ${t.getText(sf)}`));
       complete(`keyof __real.${name}`, [inst.length ? keys(inst) : 'never', ...heritage].join(' | '), `class ${name} in the source`);
-      const base = (s.heritageClauses ?? []).filter((h) => h.token === ts.SyntaxKind.ExtendsKeyword).flatMap((h) => h.types.map((t) => `keyof typeof ${t.expression.getText(sf)}`));
-      complete(`keyof typeof __real.${name}`, [`'prototype'`, ...(stat.length ? [keys(stat)] : []), ...base].join(' | '), `the static side of class ${name} in the source`);
-      if (s.members.some(ts.isConstructorDeclaration)) both(`ConstructorParameters<typeof ${name}>`, `ConstructorParameters<typeof __real.${name}>`, `the constructor of ${name}`);
+      const base = (s.heritageClauses ?? [])
+        .filter((h) => h.token === ts.SyntaxKind.ExtendsKeyword)
+        .flatMap((h) => h.types.map((t) => `keyof typeof ${t.expression.getText(sf)}`));
+      complete(
+        `keyof typeof __real.${name}`,
+        [`'prototype'`, ...(stat.length ? [keys(stat)] : []), ...base].join(' | '),
+        `the static side of class ${name} in the source`,
+      );
+      if (s.members.some(ts.isConstructorDeclaration))
+        both(`ConstructorParameters<typeof ${name}>`, `ConstructorParameters<typeof __real.${name}>`, `the constructor of ${name}`);
     }
   }
   if (memberCode !== undefined) {
     const cls = parse('x.ts', `declare class __Members {\n${memberCode}\n}`).statements[0] as ts.ClassDeclaration;
-    const inst = [...new Set(cls.members.filter((m) => !isStatic(m)).map(named).filter((x) => x !== undefined))];
-    const stat = [...new Set(cls.members.filter(isStatic).map(named).filter((x) => x !== undefined))];
+    const inst = [
+      ...new Set(
+        cls.members
+          .filter((m) => !isStatic(m))
+          .map(named)
+          .filter((x) => x !== undefined),
+      ),
+    ];
+    const stat = [
+      ...new Set(
+        cls.members
+          .filter(isStatic)
+          .map(named)
+          .filter((x) => x !== undefined),
+      ),
+    ];
     if (inst.length) both(`Pick<__Members, ${keys(inst)}>`, `Pick<__real.${name}, ${keys(inst)}>`, `${name}'s ${inst.join(', ')}`);
     if (stat.length) both(`Pick<typeof __Members, ${keys(stat)}>`, `Pick<typeof __real.${name}, ${keys(stat)}>`, `${name}.${stat.join(', ')}`);
   }

@@ -25,8 +25,16 @@ export function exportedNames(source: string, fileName = 'index.ts'): string[] {
           if (!ts.isIdentifier(d.name)) throw new Error(`${where}: export a plain name, not a destructuring pattern.`);
           names.push(d.name.text);
         }
-      } else if ((ts.isFunctionDeclaration(statement) || ts.isClassDeclaration(statement) || ts.isInterfaceDeclaration(statement)
-        || ts.isTypeAliasDeclaration(statement) || ts.isEnumDeclaration(statement) || ts.isModuleDeclaration(statement)) && statement.name && ts.isIdentifier(statement.name)) {
+      } else if (
+        (ts.isFunctionDeclaration(statement) ||
+          ts.isClassDeclaration(statement) ||
+          ts.isInterfaceDeclaration(statement) ||
+          ts.isTypeAliasDeclaration(statement) ||
+          ts.isEnumDeclaration(statement) ||
+          ts.isModuleDeclaration(statement)) &&
+        statement.name &&
+        ts.isIdentifier(statement.name)
+      ) {
         names.push(statement.name.text);
       } else {
         throw new Error(`${where}: an export this test cannot name (${ts.SyntaxKind[statement.kind]}).`);

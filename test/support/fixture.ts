@@ -13,16 +13,18 @@ import { tempDir } from './tmp.ts';
 export function gatedRunner(options: { observeAbort?: boolean } = {}) {
   const runs: { ctx: RunContext; release: (err?: Error) => void; aborted: Promise<unknown> }[] = [];
   const waiters: (() => void)[] = [];
-  const runner: Runner = (ctx) => new Promise<void>((resolve, reject) => {
-    const aborted = new Promise((r) => ctx.signal.addEventListener('abort', () => r(ctx.signal.reason), { once: true }));
-    if (options.observeAbort) ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
-    runs.push({ ctx, release: (err) => (err ? reject(err) : resolve()), aborted });
-    for (const w of waiters.splice(0)) w();
-  });
-  const started = (count: number) => new Promise<void>((resolve) => {
-    const check = () => (runs.length >= count ? resolve() : waiters.push(check));
-    check();
-  });
+  const runner: Runner = (ctx) =>
+    new Promise<void>((resolve, reject) => {
+      const aborted = new Promise((r) => ctx.signal.addEventListener('abort', () => r(ctx.signal.reason), { once: true }));
+      if (options.observeAbort) ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
+      runs.push({ ctx, release: (err) => (err ? reject(err) : resolve()), aborted });
+      for (const w of waiters.splice(0)) w();
+    });
+  const started = (count: number) =>
+    new Promise<void>((resolve) => {
+      const check = () => (runs.length >= count ? resolve() : waiters.push(check));
+      check();
+    });
   return { runner, runs, started };
 }
 
@@ -46,7 +48,13 @@ export function fixture() {
     file,
     ids,
     service(options: Partial<ExecutionOptions> & { runner: Runner }) {
-      const svc = new SessionExecution({ log: open(), clock: new ManualClock(0), ids, ...(process.env.DBG ? { onNotice: (n) => console.log(options.ownerId, n) } : {}), ...options });
+      const svc = new SessionExecution({
+        log: open(),
+        clock: new ManualClock(0),
+        ids,
+        ...(process.env.DBG ? { onNotice: (n) => console.log(options.ownerId, n) } : {}),
+        ...options,
+      });
       services.push(svc);
       return svc;
     },

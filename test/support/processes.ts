@@ -10,7 +10,9 @@ import { tempDir } from './tmp.ts';
 
 const WORKER = fileURLToPath(new URL('./worker-process.ts', import.meta.url));
 const live = new Set<ChildProcess>();
-process.on('exit', () => { for (const c of live) c.kill('SIGKILL'); });
+process.on('exit', () => {
+  for (const c of live) c.kill('SIGKILL');
+});
 
 export interface WorkerHandle {
   child: ChildProcess;
@@ -37,24 +39,41 @@ export function spawnWorker(args: Record<string, unknown>): WorkerHandle {
   });
   let stderr = '';
   child.stderr!.on('data', (d) => (stderr += d));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => {
-    live.delete(child);
-    if (code !== 0 && code !== null && stderr) process.stderr.write(`worker ${child.pid} exited ${code}: ${stderr}\n`);
-    resolve(code);
-    for (const l of listeners) l();
-  }));
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('exit', (code) => {
+      live.delete(child);
+      if (code !== 0 && code !== null && stderr) process.stderr.write(`worker ${child.pid} exited ${code}: ${stderr}\n`);
+      resolve(code);
+      for (const l of listeners) l();
+    }),
+  );
   return {
-    child, lines, exited,
-    go: () => { child.stdin!.write('GO\n'); },
+    child,
+    lines,
+    exited,
+    go: () => {
+      child.stdin!.write('GO\n');
+    },
     waitForLine(match, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
           const found = lines.find(match);
-          if (found !== undefined) { cleanup(); resolve(found); }
-          else if (child.exitCode !== null || child.signalCode !== null) { cleanup(); reject(new Error(`worker exited (${child.exitCode ?? child.signalCode}) before printing the expected line; stderr: ${stderr}`)); }
+          if (found !== undefined) {
+            cleanup();
+            resolve(found);
+          } else if (child.exitCode !== null || child.signalCode !== null) {
+            cleanup();
+            reject(new Error(`worker exited (${child.exitCode ?? child.signalCode}) before printing the expected line; stderr: ${stderr}`));
+          }
         };
-        const timer = setTimeout(() => { cleanup(); reject(new Error(`timed out after ${timeoutMs} ms waiting for a worker line; got: ${lines.slice(-5).join(' | ')}; stderr: ${stderr}`)); }, timeoutMs);
-        const cleanup = () => { clearTimeout(timer); listeners.delete(check); };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`timed out after ${timeoutMs} ms waiting for a worker line; got: ${lines.slice(-5).join(' | ')}; stderr: ${stderr}`));
+        }, timeoutMs);
+        const cleanup = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+        };
         listeners.add(check);
         check();
       });
@@ -87,12 +106,25 @@ export function sharedFile(name: string): SharedFile {
   const log = new SqliteEventLog(db);
   const workers: WorkerHandle[] = [];
   const fixture: SharedFile = {
-    tmp, file, db, log, handler: new CommandHandler(log, systemClock, randomIds),
-    spawn: (args) => { const w = spawnWorker({ file, ...args }); workers.push(w); return w; },
+    tmp,
+    file,
+    db,
+    log,
+    handler: new CommandHandler(log, systemClock, randomIds),
+    spawn: (args) => {
+      const w = spawnWorker({ file, ...args });
+      workers.push(w);
+      return w;
+    },
     close: async () => {
       openFiles.delete(fixture);
-      for (const w of workers) { w.child.kill('SIGKILL'); await w.exited; }
-      await log.close(); db.close(); tmp.remove();
+      for (const w of workers) {
+        w.child.kill('SIGKILL');
+        await w.exited;
+      }
+      await log.close();
+      db.close();
+      tmp.remove();
     },
   };
   openFiles.add(fixture);

@@ -26,8 +26,17 @@ import { stateOf } from '../../src/machines/decider.ts';
 import type { Runner } from '../../src/runner/types.ts';
 
 interface Args {
-  waitForGo?: boolean; file: string; mode: 'contend' | 'hold' | 'work'; sessions: string[]; runner?: string;
-  leaseMs?: number; heartbeatMs?: number; sweepMs?: number; echoDelayMs?: number; echoSteps?: number; ownerId?: string;
+  waitForGo?: boolean;
+  file: string;
+  mode: 'contend' | 'hold' | 'work';
+  sessions: string[];
+  runner?: string;
+  leaseMs?: number;
+  heartbeatMs?: number;
+  sweepMs?: number;
+  echoDelayMs?: number;
+  echoSteps?: number;
+  ownerId?: string;
   /** Freeze the whole process right after its first settle is committed (then the test kills it): the crash between a settle and the next claim. */
   freezeAfterSettle?: boolean;
   /** Stop the process (SIGSTOP) between deciding the first event of this type and appending it. */
@@ -55,13 +64,22 @@ const echo = echoRunner({ delayMs: args.echoDelayMs ?? 0, steps: args.echoSteps 
 let crashed = false;
 const crash = async (point: string, ctx: Parameters<Runner>[0]) => {
   crashed = true;
-  if (point === 'after-claim') { say('POINT after-claim'); return forever(); }
+  if (point === 'after-claim') {
+    say('POINT after-claim');
+    return forever();
+  }
   const { messageId } = await ctx.startStep();
   await ctx.phase('unknown');
   await ctx.text(messageId, 'half an answer');
-  if (point === 'mid-step') { say('POINT mid-step'); return forever(); }
+  if (point === 'mid-step') {
+    say('POINT mid-step');
+    return forever();
+  }
   if (point === 'mid-tool') {
-    await ctx.tool(messageId, { name: 'send_invoice', input: { to: 'bob' } }, async () => { say('POINT mid-tool'); return forever(); });
+    await ctx.tool(messageId, { name: 'send_invoice', input: { to: 'bob' } }, async () => {
+      say('POINT mid-tool');
+      return forever();
+    });
   }
   await ctx.endStep(messageId);
   if (point === 'after-settle') setTimeout(() => say('POINT after-settle'), 0);
@@ -86,20 +104,36 @@ const lease = { leaseMs: args.leaseMs ?? 30_000, heartbeatMs: args.heartbeatMs ?
 const goBarrier = async () => {
   if (!args.waitForGo) return;
   // a start barrier: the parent releases all workers at once so they really contend
-  await new Promise<void>((resolve) => process.stdin.on('data', (d) => { if (String(d).includes('GO')) resolve(); }));
+  await new Promise<void>((resolve) =>
+    process.stdin.on('data', (d) => {
+      if (String(d).includes('GO')) resolve();
+    }),
+  );
   process.stdin.destroy();
 };
 
 if (args.mode === 'work') {
   // a whole worker, as sessiond start runs it (projection, recovery sweep, log subscription)
   const host = await startSessiond({
-    db: args.file, runner, ...lease, sweepMs: args.sweepMs ?? 1_000, wakeBackoffMs: 200, onNotice,
+    db: args.file,
+    runner,
+    ...lease,
+    sweepMs: args.sweepMs ?? 1_000,
+    wakeBackoffMs: 200,
+    onNotice,
     ...(args.stopBeforeAppend ? { decorateLog: (log: EventLog) => stoppingBefore(log, args.stopBeforeAppend!) } : {}),
   });
   say(`READY ${host.ownerId}`);
   await goBarrier();
   for (const s of args.sessions) await host.engine.resume(s);
-  process.once('SIGTERM', () => void host.close().then(() => { say('DONE'); process.exit(0); }));
+  process.once(
+    'SIGTERM',
+    () =>
+      void host.close().then(() => {
+        say('DONE');
+        process.exit(0);
+      }),
+  );
   await forever();
 }
 

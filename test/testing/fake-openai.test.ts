@@ -14,8 +14,12 @@ import { contextLengthExceeded, estimateTokens, rateLimited, serverError, startF
 const KEY = 'test-key';
 let llm: FakeOpenAI;
 
-test.before.each(async () => { llm = await startFakeOpenAI({ apiKey: KEY }); });
-test.after.each(async () => { await llm.close(); });
+test.before.each(async () => {
+  llm = await startFakeOpenAI({ apiKey: KEY });
+});
+test.after.each(async () => {
+  await llm.close();
+});
 
 /** A chat model on the fake server; `includeUsage` makes the SDK ask for the usage chunk. */
 function model(options: { includeUsage?: boolean; apiKey?: string } = {}) {
@@ -66,8 +70,14 @@ test('text deltas arrive in order, reasoning first, and the usage is reported', 
   const { parts, thrown } = await drain(result);
   assert.is(thrown, undefined);
 
-  assert.equal(ofType(parts, 'reasoning-delta').map((p) => p.text), ['Let me ', 'think.']);
-  assert.equal(ofType(parts, 'text-delta').map((p) => p.text), ['Hel', 'lo', ', ', 'world']);
+  assert.equal(
+    ofType(parts, 'reasoning-delta').map((p) => p.text),
+    ['Let me ', 'think.'],
+  );
+  assert.equal(
+    ofType(parts, 'text-delta').map((p) => p.text),
+    ['Hel', 'lo', ', ', 'world'],
+  );
   assert.ok(parts.findIndex((p) => p.type === 'reasoning-end') < parts.findIndex((p) => p.type === 'text-start'), 'reasoning before text');
   assert.is(await result.text, 'Hello, world');
   assert.is(await result.reasoningText, 'Let me think.');
@@ -157,7 +167,10 @@ test('a stream cut mid-way ends in an error (the fullStream throws), not a silen
   assert.is(thrown.statusCode, 200, 'the response had started fine');
   assert.is(thrown.isRetryable, true);
   assert.match(String((thrown.cause as Error | undefined)?.message), 'terminated');
-  assert.equal(ofType(parts, 'text-delta').map((p) => p.text), ['partial ']);
+  assert.equal(
+    ofType(parts, 'text-delta').map((p) => p.text),
+    ['partial '],
+  );
   assert.is(ofType(parts, 'finish-step').length, 0);
   assert.ok(APICallError.isInstance(await rejects(result.finishReason)));
   assert.is(llm.aborted.length, 0, 'a cut is the server hanging up, not a client abort');
@@ -167,7 +180,9 @@ test('aborting during a hang closes the HTTP request, and the server records it 
   llm.script({ kind: 'hang', text: 'thinking' });
   const controller = new AbortController();
   const result = streamText({ model: model(), prompt: 'hi', maxRetries: 0, abortSignal: controller.signal, onError: silent });
-  const { parts, thrown } = await drain(result, (part) => { if (part.type === 'text-delta') controller.abort(); });
+  const { parts, thrown } = await drain(result, (part) => {
+    if (part.type === 'text-delta') controller.abort();
+  });
 
   assert.is(thrown, undefined, 'an abort ends the stream with an abort part');
   assert.equal(parts.map((p) => p.type).slice(-2), ['text-delta', 'abort']);
@@ -183,7 +198,9 @@ test('SDK trap: aborting mid-stream with a plain Error as the reason surfaces as
   llm.script({ kind: 'hang', text: 'thinking' });
   const controller = new AbortController();
   const result = streamText({ model: model(), prompt: 'hi', maxRetries: 0, abortSignal: controller.signal, onError: silent });
-  const { parts, thrown } = await drain(result, (part) => { if (part.type === 'text-delta') controller.abort(new Error('cancelled')); });
+  const { parts, thrown } = await drain(result, (part) => {
+    if (part.type === 'text-delta') controller.abort(new Error('cancelled'));
+  });
   assert.ok(APICallError.isInstance(thrown), `the stream throws an APICallError, got ${String(thrown)}`);
   assert.is((thrown.cause as Error).message, 'cancelled');
   assert.is(ofType(parts, 'abort').length, 0);
@@ -194,18 +211,26 @@ test('aborting a slow reply mid-stream stops it and is recorded too', async () =
   llm.script({ kind: 'text', text: ['one ', 'two ', 'three ', 'four'], delayMs: 50 });
   const controller = new AbortController();
   const result = streamText({ model: model(), prompt: 'count', maxRetries: 0, abortSignal: controller.signal, onError: silent });
-  const { parts } = await drain(result, (part) => { if (part.type === 'text-delta') controller.abort(); });
-  assert.equal(ofType(parts, 'text-delta').map((p) => p.text), ['one ']);
+  const { parts } = await drain(result, (part) => {
+    if (part.type === 'text-delta') controller.abort();
+  });
+  assert.equal(
+    ofType(parts, 'text-delta').map((p) => p.text),
+    ['one '],
+  );
   assert.is((await llm.waitForAborted(1)).step?.kind, 'text');
 });
 
 test('the request carries the conversation (assistant tool calls, tool results) and the tools as JSON schema', async () => {
   const messages: ModelMessage[] = [
     { role: 'user', content: 'What does a.txt say?' },
-    { role: 'assistant', content: [
-      { type: 'text', text: 'Reading it.' },
-      { type: 'tool-call', toolCallId: 'call_1', toolName: 'read_file', input: { path: 'a.txt' } },
-    ] },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'Reading it.' },
+        { type: 'tool-call', toolCallId: 'call_1', toolName: 'read_file', input: { path: 'a.txt' } },
+      ],
+    },
     { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call_1', toolName: 'read_file', output: { type: 'text', value: 'hello' } }] },
     { role: 'user', content: 'Thanks' },
   ];
@@ -222,7 +247,11 @@ test('the request carries the conversation (assistant tool calls, tool results) 
   assert.equal(req.chat!.messages, [
     { role: 'system', content: 'You are terse.' },
     { role: 'user', content: 'What does a.txt say?' },
-    { role: 'assistant', content: 'Reading it.', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.txt"}' } }] },
+    {
+      role: 'assistant',
+      content: 'Reading it.',
+      tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'read_file', arguments: '{"path":"a.txt"}' } }],
+    },
     { role: 'tool', tool_call_id: 'call_1', content: 'hello' },
     { role: 'user', content: 'Thanks' },
   ]);
@@ -245,18 +274,25 @@ test('with nothing scripted: echo the last user message, "call tool NAME {json}"
 
   const tools = { lookup: tool({ inputSchema: z.object({ q: z.string() }) }) };
   const call = streamText({ model: model(), prompt: 'please call tool lookup {"q": "sessions"}', tools, maxRetries: 0 });
-  assert.equal((await call.toolCalls).map((c) => [c.toolName, c.input]), [['lookup', { q: 'sessions' }]]);
+  assert.equal(
+    (await call.toolCalls).map((c) => [c.toolName, c.input]),
+    [['lookup', { q: 'sessions' }]],
+  );
 
   const plain = await generateText({ model: model(), prompt: 'not streamed', maxRetries: 0 });
   assert.is(plain.text, 'echo: not streamed');
   assert.is(plain.usage.inputTokens, estimateTokens('not streamed'));
   assert.is(llm.requests[2]!.chat!.stream, undefined, 'generateText does not ask for a stream');
 
-  const afterTool = await generateText({ model: model(), maxRetries: 0, messages: [
-    { role: 'user', content: 'call tool lookup {"q": "x"}' },
-    { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'lookup', input: { q: 'x' } }] },
-    { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'lookup', output: { type: 'json', value: { hits: 2 } } }] },
-  ] });
+  const afterTool = await generateText({
+    model: model(),
+    maxRetries: 0,
+    messages: [
+      { role: 'user', content: 'call tool lookup {"q": "x"}' },
+      { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'lookup', input: { q: 'x' } }] },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'lookup', output: { type: 'json', value: { hits: 2 } } }] },
+    ],
+  });
   assert.is(afterTool.text, 'echo: tool result: {"hits":2}', 'after a tool result the echo does not call the tool again');
   assert.is(llm.pending, 0);
 });
@@ -273,12 +309,18 @@ test('a wrong key gets 401; GET /v1/models lists one model; an unknown path is 4
   const models = await fetch(`${llm.url}/models`, { headers: auth });
   assert.is(models.status, 200);
   const list = (await models.json()) as { data: Array<{ id: string }> };
-  assert.equal(list.data.map((m) => m.id), ['fake-model']);
+  assert.equal(
+    list.data.map((m) => m.id),
+    ['fake-model'],
+  );
 
   const missing = await fetch(`${llm.url}/embeddings`, { method: 'POST', headers: auth, body: '{}' });
   assert.is(missing.status, 404);
   assert.match(((await missing.json()) as { error: { message: string } }).error.message, 'Unknown request URL: POST /v1/embeddings');
-  assert.equal(llm.requests.map((r) => r.path), ['/v1/chat/completions', '/v1/models', '/v1/embeddings']);
+  assert.equal(
+    llm.requests.map((r) => r.path),
+    ['/v1/chat/completions', '/v1/models', '/v1/embeddings'],
+  );
 });
 
 test('waitForRequest resolves on arrival and names what it waited for on timeout', async () => {
@@ -302,9 +344,15 @@ test('the CLI prints its URL, serves the echo reply, and stops on SIGTERM', asyn
       child.stdout.on('data', (d) => {
         stdout += d;
         const m = /^fake OpenAI-compatible server on (http:\/\/\S+\/v1)$/m.exec(stdout);
-        if (m) { clearTimeout(timer); resolve(m[1]!); }
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1]!);
+        }
       });
-      child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`the CLI exited (${code}) before printing its URL; stderr: ${stderr}`)); });
+      child.on('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`the CLI exited (${code}) before printing its URL; stderr: ${stderr}`));
+      });
     });
     const provider = createOpenAICompatible({ name: 'cli', baseURL: url, apiKey: 'cli-key', includeUsage: true });
     assert.is(await streamText({ model: provider('m'), prompt: 'from the CLI', maxRetries: 0 }).text, 'echo: from the CLI');

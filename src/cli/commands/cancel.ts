@@ -15,34 +15,41 @@ import { withSessions } from '../open-sessions.ts';
 type CancelOptions = LogOptions & { reason?: string; pending?: boolean; input?: string[] };
 
 export function registerCancel(program: Command, ctx: CliContext): void {
-  addLogOptions(program
-    .command('cancel')
-    .description('cancel the execution in progress; cancellation is final (a late result changes nothing)')
-    .argument('<session>', 'session id')
-    .option('--reason <text>', 'why, recorded with the cancellation')
-    .option('--pending', 'drop the pending inputs unrun instead (the turn in progress, if any, goes on)')
-    .option('--input <id...>', 'with --pending: drop only these inputs'), ctx)
-    .action(async (session: string, opts: CancelOptions) => {
-      validateId(session, 'session id');
-      if (opts.input && !opts.pending) throw new UsageError('--input names inputs to drop: use it with --pending.');
-      await withSessions(opts, ctx, 'sessiond-cancel', async ({ sessions }) => {
-        if (opts.pending) {
-          const dropped = await sessions.dropPending(session, { ...(opts.input ? { inputIds: opts.input } : {}), ...(opts.reason ? { reason: opts.reason } : {}) });
-          if (dropped.dropped.length > 0) {
-            ctx.out(`dropped ${dropped.dropped.length} pending input${dropped.dropped.length === 1 ? '' : 's'} of ${session}${dropped.seq !== undefined ? ` at sequence ${dropped.seq}` : ''}: ${dropped.dropped.slice(0, 10).join(', ')}${dropped.dropped.length > 10 ? ', ...' : ''}`);
-            return;
-          }
-          ctx.out(`${session}: no pending input to drop${opts.input ? ` among ${opts.input.join(', ')}` : ''}`);
-          process.exitCode = 1;
+  addLogOptions(
+    program
+      .command('cancel')
+      .description('cancel the execution in progress; cancellation is final (a late result changes nothing)')
+      .argument('<session>', 'session id')
+      .option('--reason <text>', 'why, recorded with the cancellation')
+      .option('--pending', 'drop the pending inputs unrun instead (the turn in progress, if any, goes on)')
+      .option('--input <id...>', 'with --pending: drop only these inputs'),
+    ctx,
+  ).action(async (session: string, opts: CancelOptions) => {
+    validateId(session, 'session id');
+    if (opts.input && !opts.pending) throw new UsageError('--input names inputs to drop: use it with --pending.');
+    await withSessions(opts, ctx, 'sessiond-cancel', async ({ sessions }) => {
+      if (opts.pending) {
+        const dropped = await sessions.dropPending(session, {
+          ...(opts.input ? { inputIds: opts.input } : {}),
+          ...(opts.reason ? { reason: opts.reason } : {}),
+        });
+        if (dropped.dropped.length > 0) {
+          ctx.out(
+            `dropped ${dropped.dropped.length} pending input${dropped.dropped.length === 1 ? '' : 's'} of ${session}${dropped.seq !== undefined ? ` at sequence ${dropped.seq}` : ''}: ${dropped.dropped.slice(0, 10).join(', ')}${dropped.dropped.length > 10 ? ', ...' : ''}`,
+          );
           return;
         }
-        const result = await sessions.cancel(session, opts.reason);
-        if (result.cancelled) {
-          ctx.out(`cancelled execution ${result.executionId} of ${session}`);
-          return;
-        }
-        ctx.out(`${session}: nothing to cancel (${result.message})`);
+        ctx.out(`${session}: no pending input to drop${opts.input ? ` among ${opts.input.join(', ')}` : ''}`);
         process.exitCode = 1;
-      });
+        return;
+      }
+      const result = await sessions.cancel(session, opts.reason);
+      if (result.cancelled) {
+        ctx.out(`cancelled execution ${result.executionId} of ${session}`);
+        return;
+      }
+      ctx.out(`${session}: nothing to cancel (${result.message})`);
+      process.exitCode = 1;
     });
+  });
 }

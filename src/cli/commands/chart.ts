@@ -13,13 +13,20 @@ import { oneOf } from '../options.ts';
 export const CHART_FORMATS = ['svg', 'dot', 'mermaid'] as const;
 export type ChartFormat = (typeof CHART_FORMATS)[number];
 
-interface ChartOptions { format: ChartFormat; out?: string; commands?: boolean }
+interface ChartOptions {
+  format: ChartFormat;
+  out?: string;
+  commands?: boolean;
+}
 
 export async function chartText(format: ChartFormat, commands = false): Promise<string> {
   switch (format) {
-    case 'dot': return machineToDot(sessionMachine, { commands });
-    case 'mermaid': return machineToMermaid(sessionMachine, { commands });
-    case 'svg': return renderSvg(machineToDot(sessionMachine, { commands }));
+    case 'dot':
+      return machineToDot(sessionMachine, { commands });
+    case 'mermaid':
+      return machineToMermaid(sessionMachine, { commands });
+    case 'svg':
+      return renderSvg(machineToDot(sessionMachine, { commands }));
   }
 }
 

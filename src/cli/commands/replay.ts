@@ -16,7 +16,7 @@ export function registerReplay(program: Command, ctx: CliContext): void {
     .description('rebuild a fresh database from an export file: the log and its projection, in one pass')
     .argument('<file>', 'export file (sessiond export)')
     .requiredOption('--db <out>', 'database to create (must not hold a log yet)')
-    .option('--until-seq <n>', 'keep each session\'s events up to this sequence', positiveInt('--until-seq'))
+    .option('--until-seq <n>', "keep each session's events up to this sequence", positiveInt('--until-seq'))
     .option('--session <id>', 'only this session')
     .action(async (file: string, opts: { db: string; untilSeq?: number; session?: string }) => {
       if (opts.session) validateId(opts.session, 'session id');
@@ -31,8 +31,14 @@ export function registerReplay(program: Command, ctx: CliContext): void {
         try {
           await replayExport(db, file, {
             keep: (e) => (!opts.session || e.sessionId === opts.session) && (opts.untilSeq === undefined || e.seq <= opts.untilSeq),
-            onHeader: (h) => { bar = progress(ctx, 'replay', 'bytes', 0); ctx.err(`replaying ${file} (written ${new Date(h.created).toISOString()} from ${h.source})`); },
-            onProgress: (p) => { done = p; bar?.update(p.bytes, p.totalBytes); },
+            onHeader: (h) => {
+              bar = progress(ctx, 'replay', 'bytes', 0);
+              ctx.err(`replaying ${file} (written ${new Date(h.created).toISOString()} from ${h.source})`);
+            },
+            onProgress: (p) => {
+              done = p;
+              bar?.update(p.bytes, p.totalBytes);
+            },
           });
         } catch (err) {
           if (!(err instanceof CorruptExportError)) throw err;

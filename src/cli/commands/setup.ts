@@ -13,14 +13,25 @@ import type { Command } from 'commander';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { millis } from '@nats-io/transport-node';
 import { connectNats } from '../../nats/connection.ts';
-import { setupEventStream, fencesReplicated, CLUSTER_REPLICAS, DEFAULT_DUPLICATE_WINDOW_MS, DEFAULT_REPLICAS, REPLICATED_FENCING_SINCE, type StreamSetup } from '../../nats/stream.ts';
+import {
+  setupEventStream,
+  fencesReplicated,
+  CLUSTER_REPLICAS,
+  DEFAULT_DUPLICATE_WINDOW_MS,
+  DEFAULT_REPLICAS,
+  REPLICATED_FENCING_SINCE,
+  type StreamSetup,
+} from '../../nats/stream.ts';
 import { setupSnapshotStream } from '../../nats/snapshot-store.ts';
 import type { CliContext } from '../context.ts';
 import { UsageError } from '../../errors.ts';
 import { positiveInt } from '../options.ts';
 import { addNatsOptions, describeNats, natsConnectionOptions, type NatsFlags } from '../nats-options.ts';
 
-interface SetupOptions extends NatsFlags { replicas?: number; duplicateWindowMs: number }
+interface SetupOptions extends NatsFlags {
+  replicas?: number;
+  duplicateWindowMs: number;
+}
 
 /** What setup did to one stream, in words. */
 function describeSetup(s: StreamSetup): string {
@@ -31,38 +42,52 @@ function describeSetup(s: StreamSetup): string {
 }
 
 export function registerSetup(program: Command, ctx: CliContext): void {
-  addNatsOptions(program
-    .command('setup')
-    .description('create the JetStream streams (events, snapshots) or bring them to the settings sessiond needs (run as the admin user, before the workers)')
-    .option('--replicas <n>', `stream replicas (default: ${CLUSTER_REPLICAS} for a new stream on a JetStream cluster, ${DEFAULT_REPLICAS} on one server; an existing stream keeps its own)`, positiveInt('--replicas'))
-    .option('--duplicate-window-ms <n>', 'deduplication window of appends, in ms', positiveInt('--duplicate-window-ms'), DEFAULT_DUPLICATE_WINDOW_MS), ctx, 'admin')
-    .action(async (opts: SetupOptions) => {
-      const nats = natsConnectionOptions(opts, ctx, 'sessiond-setup');
-      if (!nats) throw new UsageError('setup configures the NATS streams: give --nats <url> (or SESSIOND_NATS) and the admin user.');
-      const nc = await connectNats(nats);
-      try {
-        const jsm = await jetstreamManager(nc);
-        const clustered = Boolean(nc.info?.cluster);
-        // a cluster whose servers do not fence appends on replicated streams gets 1 replica by default (more is refused there)
-        const fenced = fencesReplicated(nc.info?.version);
-        if (clustered && opts.replicas === undefined && !fenced) {
-          ctx.out(`note: nats-server ${nc.info?.version ?? '(version unknown)'} does not fence appends on replicated streams: new streams get ${DEFAULT_REPLICAS} replica (nats-server ${REPLICATED_FENCING_SINCE} or newer for ${CLUSTER_REPLICAS})`);
-        }
-        const common = {
-          replicas: opts.replicas, newReplicas: clustered && fenced ? CLUSTER_REPLICAS : DEFAULT_REPLICAS,
-          ...(nc.info?.version ? { serverVersion: nc.info.version } : {}),
-        };
-        // the snapshots first: a cache, recreated when it differs (it might capture the events' subjects)
-        const snapshots = await setupSnapshotStream(jsm, common);
-        const events = await setupEventStream(jsm, { ...common, manage: true, duplicateWindowMs: opts.duplicateWindowMs });
-        const c = events.info.config;
-        ctx.out(`stream ${c.name} ${describeSetup(events)}; stream ${snapshots.info.config.name} ${describeSetup(snapshots)}`);
-        ctx.out(`stream ${c.name} on ${describeNats(nats)} is ready: subjects ${c.subjects.join(', ')}, ${c.num_replicas} replica${c.num_replicas === 1 ? '' : 's'}, duplicate window ${millis(c.duplicate_window)} ms, deny purge ${c.deny_purge}, deny delete ${c.deny_delete}; ${events.info.state.messages} messages`);
-        if (clustered && fenced && opts.replicas === undefined && (c.num_replicas === 1 || snapshots.info.config.num_replicas === 1)) {
-          ctx.out(`hint: the server is in a JetStream cluster but a stream has 1 replica (events ${c.num_replicas}, snapshots ${snapshots.info.config.num_replicas}): run \`sessiond setup --replicas ${CLUSTER_REPLICAS}\` to survive a server going down`);
-        }
-      } finally {
-        await nc.close();
+  addNatsOptions(
+    program
+      .command('setup')
+      .description('create the JetStream streams (events, snapshots) or bring them to the settings sessiond needs (run as the admin user, before the workers)')
+      .option(
+        '--replicas <n>',
+        `stream replicas (default: ${CLUSTER_REPLICAS} for a new stream on a JetStream cluster, ${DEFAULT_REPLICAS} on one server; an existing stream keeps its own)`,
+        positiveInt('--replicas'),
+      )
+      .option('--duplicate-window-ms <n>', 'deduplication window of appends, in ms', positiveInt('--duplicate-window-ms'), DEFAULT_DUPLICATE_WINDOW_MS),
+    ctx,
+    'admin',
+  ).action(async (opts: SetupOptions) => {
+    const nats = natsConnectionOptions(opts, ctx, 'sessiond-setup');
+    if (!nats) throw new UsageError('setup configures the NATS streams: give --nats <url> (or SESSIOND_NATS) and the admin user.');
+    const nc = await connectNats(nats);
+    try {
+      const jsm = await jetstreamManager(nc);
+      const clustered = Boolean(nc.info?.cluster);
+      // a cluster whose servers do not fence appends on replicated streams gets 1 replica by default (more is refused there)
+      const fenced = fencesReplicated(nc.info?.version);
+      if (clustered && opts.replicas === undefined && !fenced) {
+        ctx.out(
+          `note: nats-server ${nc.info?.version ?? '(version unknown)'} does not fence appends on replicated streams: new streams get ${DEFAULT_REPLICAS} replica (nats-server ${REPLICATED_FENCING_SINCE} or newer for ${CLUSTER_REPLICAS})`,
+        );
       }
-    });
+      const common = {
+        replicas: opts.replicas,
+        newReplicas: clustered && fenced ? CLUSTER_REPLICAS : DEFAULT_REPLICAS,
+        ...(nc.info?.version ? { serverVersion: nc.info.version } : {}),
+      };
+      // the snapshots first: a cache, recreated when it differs (it might capture the events' subjects)
+      const snapshots = await setupSnapshotStream(jsm, common);
+      const events = await setupEventStream(jsm, { ...common, manage: true, duplicateWindowMs: opts.duplicateWindowMs });
+      const c = events.info.config;
+      ctx.out(`stream ${c.name} ${describeSetup(events)}; stream ${snapshots.info.config.name} ${describeSetup(snapshots)}`);
+      ctx.out(
+        `stream ${c.name} on ${describeNats(nats)} is ready: subjects ${c.subjects.join(', ')}, ${c.num_replicas} replica${c.num_replicas === 1 ? '' : 's'}, duplicate window ${millis(c.duplicate_window)} ms, deny purge ${c.deny_purge}, deny delete ${c.deny_delete}; ${events.info.state.messages} messages`,
+      );
+      if (clustered && fenced && opts.replicas === undefined && (c.num_replicas === 1 || snapshots.info.config.num_replicas === 1)) {
+        ctx.out(
+          `hint: the server is in a JetStream cluster but a stream has 1 replica (events ${c.num_replicas}, snapshots ${snapshots.info.config.num_replicas}): run \`sessiond setup --replicas ${CLUSTER_REPLICAS}\` to survive a server going down`,
+        );
+      }
+    } finally {
+      await nc.close();
+    }
+  });
 }

@@ -21,16 +21,38 @@ import { LIVE_PREFIX } from '../../nats/subjects.ts';
 import type { CliContext } from '../context.ts';
 import { nonNegativeInt, port, positiveInt } from '../options.ts';
 import {
-  addNatsCommandOptions, addNatsOptions, describeNats, natsCommandConnection, natsConnectionOptions, type NatsCommandFlags, type NatsFlags,
+  addNatsCommandOptions,
+  addNatsOptions,
+  describeNats,
+  natsCommandConnection,
+  natsConnectionOptions,
+  type NatsCommandFlags,
+  type NatsFlags,
 } from '../nats-options.ts';
 import { INSPECT_OPTION, inspectPort } from '../../inspector/cli.ts';
 import { LOG_FORMAT_OPTION, logFormat, parseLogFormat, workerLog, type LogFormat, type WorkerLog } from '../worker-log.ts';
 import { DEFAULT_LIMITS } from '../../input/limits.ts';
 
 interface StartOptions extends NatsFlags, NatsCommandFlags {
-  db: string; runner: string; leaseMs: number; heartbeatMs: number; echoDelayMs: number; sweepMs: number; inspect?: number; metrics?: number; logFormat?: LogFormat;
-  model?: string; baseUrl?: string; tools?: string; system?: string; maxSteps?: number; contextWindow?: number;
-  maxPendingInputs?: number; maxPendingBytes?: number; maxPromptBytes?: number; maxHeldBytes?: number;
+  db: string;
+  runner: string;
+  leaseMs: number;
+  heartbeatMs: number;
+  echoDelayMs: number;
+  sweepMs: number;
+  inspect?: number;
+  metrics?: number;
+  logFormat?: LogFormat;
+  model?: string;
+  baseUrl?: string;
+  tools?: string;
+  system?: string;
+  maxSteps?: number;
+  contextWindow?: number;
+  maxPendingInputs?: number;
+  maxPendingBytes?: number;
+  maxPromptBytes?: number;
+  maxHeldBytes?: number;
 }
 
 export function registerStart(program: Command, ctx: CliContext): void {
@@ -40,19 +62,38 @@ export function registerStart(program: Command, ctx: CliContext): void {
     .option('--db <file>', 'SQLite database file (with --nats: only the local projection)', ctx.defaultDb)
     .option('--runner <echo|openai|path>', 'runner: "echo", "openai" (an OpenAI-compatible model server) or a module exporting a runner function', 'echo')
     .option('--model <name>', 'openai runner: the model name the server serves')
-    .option('--base-url <url>', `openai runner: the server's URL up to /v1 (default: OPENAI_BASE_URL, else ${DEFAULT_OPENAI_BASE_URL}); the key comes from OPENAI_API_KEY`)
+    .option(
+      '--base-url <url>',
+      `openai runner: the server's URL up to /v1 (default: OPENAI_BASE_URL, else ${DEFAULT_OPENAI_BASE_URL}); the key comes from OPENAI_API_KEY`,
+    )
     .option('--tools <module>', 'openai runner: a module whose default export is the tools (defineTool with zod schemas)')
     .option('--system <prompt>', 'openai runner: a system prompt sent with every request')
     .option('--max-steps <n>', `openai runner: model calls per turn at most (default ${DEFAULT_MAX_STEPS})`, positiveInt('--max-steps'))
-    .option('--context-window <tokens>', 'openai runner: compact before a request estimated beyond this many tokens (default: on the server\'s overflow error only)', positiveInt('--context-window'))
+    .option(
+      '--context-window <tokens>',
+      "openai runner: compact before a request estimated beyond this many tokens (default: on the server's overflow error only)",
+      positiveInt('--context-window'),
+    )
     .option('--lease-ms <n>', 'lease length in ms', positiveInt('--lease-ms'), DEFAULT_LEASE_MS)
     .option('--heartbeat-ms <n>', 'lease renewal interval in ms', positiveInt('--heartbeat-ms'), DEFAULT_HEARTBEAT_MS)
     .option('--echo-delay-ms <n>', 'pause per step of the echo runner, in ms', nonNegativeInt('--echo-delay-ms'), 0)
     .option('--sweep-ms <n>', 'recovery sweep interval in ms', positiveInt('--sweep-ms'), DEFAULT_SWEEP_INTERVAL_MS)
-    .option('--max-pending-inputs <n>', `inputs that may wait in one session; admissions past it are refused (default ${DEFAULT_LIMITS.maxPendingInputs})`, positiveInt('--max-pending-inputs'))
-    .option('--max-pending-bytes <n>', `bytes of prompts that may wait in one session (default ${DEFAULT_LIMITS.maxPendingBytes})`, positiveInt('--max-pending-bytes'))
+    .option(
+      '--max-pending-inputs <n>',
+      `inputs that may wait in one session; admissions past it are refused (default ${DEFAULT_LIMITS.maxPendingInputs})`,
+      positiveInt('--max-pending-inputs'),
+    )
+    .option(
+      '--max-pending-bytes <n>',
+      `bytes of prompts that may wait in one session (default ${DEFAULT_LIMITS.maxPendingBytes})`,
+      positiveInt('--max-pending-bytes'),
+    )
     .option('--max-prompt-bytes <n>', `bytes of one prompt (default ${DEFAULT_LIMITS.maxPromptBytes})`, positiveInt('--max-prompt-bytes'))
-    .option('--max-held-bytes <n>', `bytes of pending prompts this worker keeps in memory for the sessions it has loaded (default ${DEFAULT_LIMITS.maxHeldBytes})`, positiveInt('--max-held-bytes'))
+    .option(
+      '--max-held-bytes <n>',
+      `bytes of pending prompts this worker keeps in memory for the sessions it has loaded (default ${DEFAULT_LIMITS.maxHeldBytes})`,
+      positiveInt('--max-held-bytes'),
+    )
     .option(INSPECT_OPTION[0], INSPECT_OPTION[1], inspectPort)
     .option('--metrics <port>', 'serve Prometheus metrics (/metrics) and health (/healthz, /readyz) on http://127.0.0.1:PORT', port('--metrics'))
     .option(LOG_FORMAT_OPTION[0], LOG_FORMAT_OPTION[1], parseLogFormat);
@@ -71,12 +112,21 @@ export function registerStart(program: Command, ctx: CliContext): void {
     const stop = stopper(log);
     const startUp = new AbortController();
     void stop.stopped.then(() => startUp.abort(new Error('stopped during start-up')));
-    if (nats) log.out(`connecting to NATS at ${describeNats(nats)} (retrying every ${(nats.reconnectWaitMs ?? DEFAULT_RECONNECT_WAIT_MS) / 1000} s until it answers)...`);
+    if (nats)
+      log.out(
+        `connecting to NATS at ${describeNats(nats)} (retrying every ${(nats.reconnectWaitMs ?? DEFAULT_RECONNECT_WAIT_MS) / 1000} s until it answers)...`,
+      );
     const sessiond = await startSessiond({
       signal: startUp.signal,
-      db: opts.db, runner, leaseMs: opts.leaseMs, heartbeatMs: opts.heartbeatMs, sweepMs: opts.sweepMs,
+      db: opts.db,
+      runner,
+      leaseMs: opts.leaseMs,
+      heartbeatMs: opts.heartbeatMs,
+      sweepMs: opts.sweepMs,
       ...(nats ? { nats: { connection: nats, ...(commands ? { commands } : {}) } } : {}),
-      limits: Object.fromEntries((['maxPendingInputs', 'maxPendingBytes', 'maxPromptBytes', 'maxHeldBytes'] as const).flatMap((k) => (opts[k] === undefined ? [] : [[k, opts[k]]]))),
+      limits: Object.fromEntries(
+        (['maxPendingInputs', 'maxPendingBytes', 'maxPromptBytes', 'maxHeldBytes'] as const).flatMap((k) => (opts[k] === undefined ? [] : [[k, opts[k]]])),
+      ),
       ...(opts.inspect !== undefined ? { inspectPort: opts.inspect } : {}),
       ...(opts.metrics !== undefined ? { metricsPort: opts.metrics } : {}),
       report: log,
@@ -90,13 +140,19 @@ export function registerStart(program: Command, ctx: CliContext): void {
       // a connection still trying to reach its server keeps the process alive; nothing else is open
       process.exit(process.exitCode ?? 0);
     }
-    log.out(`sessiond worker ${sessiond.ownerId} is running on ${sessiond.where} with the ${opts.runner === 'openai' ? `openai runner (model ${opts.model} at ${opts.baseUrl ?? ctx.env['OPENAI_BASE_URL'] ?? DEFAULT_OPENAI_BASE_URL})` : `${opts.runner} runner`}`);
+    log.out(
+      `sessiond worker ${sessiond.ownerId} is running on ${sessiond.where} with the ${opts.runner === 'openai' ? `openai runner (model ${opts.model} at ${opts.baseUrl ?? ctx.env['OPENAI_BASE_URL'] ?? DEFAULT_OPENAI_BASE_URL})` : `${opts.runner} runner`}`,
+    );
     if (nats) {
       log.out(`  local projection: ${opts.db}`);
       log.out(`  live events on ${LIVE_PREFIX}.<session>.<type> (text deltas, and every event this worker commits)`);
     }
-    log.out(`  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s. Stop it with Ctrl-C.`);
-    const target = nats ? `--nats ${Array.isArray(nats.servers) ? nats.servers.join(',') : nats.servers} --nats-user client --nats-pass <secret>` : `--db ${opts.db}`;
+    log.out(
+      `  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s. Stop it with Ctrl-C.`,
+    );
+    const target = nats
+      ? `--nats ${Array.isArray(nats.servers) ? nats.servers.join(',') : nats.servers} --nats-user client --nats-pass <secret>`
+      : `--db ${opts.db}`;
     log.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" ${target}`);
     if (sessiond.inspectorUrl) log.out(`  inspector: ${sessiond.inspectorUrl}  (state chart, live sessions, timelines, time travel)`);
     if (sessiond.metricsUrl) log.out(`  metrics: ${sessiond.metricsUrl}/metrics  health: ${sessiond.metricsUrl}/healthz, ${sessiond.metricsUrl}/readyz`);
@@ -117,7 +173,9 @@ interface Stopper {
 
 function stopper(log: WorkerLog): Stopper {
   let resolve!: () => void;
-  const stopped = new Promise<void>((r) => { resolve = r; });
+  const stopped = new Promise<void>((r) => {
+    resolve = r;
+  });
   let done = false;
   const stop = (line: string) => {
     if (done) return;
@@ -151,7 +209,9 @@ async function openaiFromCli(opts: StartOptions, env: NodeJS.ProcessEnv) {
   const baseURL = opts.baseUrl ?? env['OPENAI_BASE_URL'] ?? DEFAULT_OPENAI_BASE_URL;
   const apiKey = env['OPENAI_API_KEY'];
   return openaiRunner({
-    model: opts.model, baseURL, ...(apiKey ? { apiKey } : {}),
+    model: opts.model,
+    baseURL,
+    ...(apiKey ? { apiKey } : {}),
     ...(opts.tools ? { tools: await loadTools(opts.tools) } : {}),
     ...(opts.system ? { system: opts.system } : {}),
     ...(opts.maxSteps !== undefined ? { maxSteps: opts.maxSteps } : {}),

@@ -16,16 +16,24 @@ import { addLogOptions, openLog, type LogOptions } from '../log-options.ts';
 import { withSessions } from '../open-sessions.ts';
 
 export function registerStatus(program: Command, ctx: CliContext): void {
-  addLogOptions(program
-    .command('status')
-    .description('state, owner, lease left, phase, pending inputs and recovery of one session (or all)')
-    .argument('[session]', 'session id (all sessions when absent)')
-    .option('--json', 'one JSON object per session'), ctx)
-    .action(async (session: string | undefined, opts: LogOptions & { json?: boolean }) => {
-      const show = (status: SessionStatus) => { for (const line of opts.json ? [JSON.stringify(status)] : describeStatus(status)) ctx.out(line); };
-      if (session !== undefined) {
-        validateId(session, 'session id');
-        await withSessions(opts, ctx, 'sessiond-status', async ({ sessions, describe }) => {
+  addLogOptions(
+    program
+      .command('status')
+      .description('state, owner, lease left, phase, pending inputs and recovery of one session (or all)')
+      .argument('[session]', 'session id (all sessions when absent)')
+      .option('--json', 'one JSON object per session'),
+    ctx,
+  ).action(async (session: string | undefined, opts: LogOptions & { json?: boolean }) => {
+    const show = (status: SessionStatus) => {
+      for (const line of opts.json ? [JSON.stringify(status)] : describeStatus(status)) ctx.out(line);
+    };
+    if (session !== undefined) {
+      validateId(session, 'session id');
+      await withSessions(
+        opts,
+        ctx,
+        'sessiond-status',
+        async ({ sessions, describe }) => {
           try {
             show(await sessions.status(session));
           } catch (err) {
@@ -33,28 +41,49 @@ export function registerStatus(program: Command, ctx: CliContext): void {
             ctx.out(opts.json ? JSON.stringify({ sessionId: session, state: 'unknown', seq: 0 }) : `${session}: no such session (no events in ${describe})`);
             process.exitCode = ExitCode.NotFound;
           }
-        }, { readonly: true });
-        return;
-      }
-      const opened = await openLog(opts, ctx, { readonly: true });
-      try {
-        const bySession = new Map<string, SessionEvent[]>();
-        for (const e of await opened.log.readAll()) (bySession.get(e.sessionId) ?? bySession.set(e.sessionId, []).get(e.sessionId)!).push(e);
-        const now = systemClock.now();
-        for (const [id, list] of bySession) show(statusOf(hydrate(id, list), now));
-      } finally {
-        await opened.close();
-      }
-    });
+        },
+        { readonly: true },
+      );
+      return;
+    }
+    const opened = await openLog(opts, ctx, { readonly: true });
+    try {
+      const bySession = new Map<string, SessionEvent[]>();
+      for (const e of await opened.log.readAll()) (bySession.get(e.sessionId) ?? bySession.set(e.sessionId, []).get(e.sessionId)!).push(e);
+      const now = systemClock.now();
+      for (const [id, list] of bySession) show(statusOf(hydrate(id, list), now));
+    } finally {
+      await opened.close();
+    }
+  });
 }
 
 /** A status in plain words: one line, then pending inputs, tokens and recovery. */
 export function describeStatus(row: SessionStatus): string[] {
-  const lease = row.owner ? (row.leaseLive ? `owned by ${row.owner}, lease ${(row.leaseLeftMs / 1000).toFixed(1)} s left` : `owned by ${row.owner}, lease EXPIRED (awaiting recovery)`) : 'no owner';
-  const lines = [`${row.sessionId}: ${row.state} at seq ${row.seq}; ${lease}${row.phase ? `; phase ${row.phase}` : ''}${row.outcome ? `; last turn ${row.outcome}` : ''}`];
-  lines.push(`  pending inputs: ${row.pendingCount === 0 ? 'none' : `${row.pendingCount} (${row.pendingBytes} bytes): ${row.pending.slice(0, 20).map((p) => `${p.inputId} (${p.delivery})`).join(', ')}${row.pendingCount > 20 ? `, and ${row.pendingCount - 20} more` : ''}`}`);
-  if (row.usage.inputTokens + row.usage.outputTokens > 0) lines.push(`  tokens  ${row.usage.inputTokens} in, ${row.usage.outputTokens} out (model steps and compactions, as the servers reported them)`);
+  const lease = row.owner
+    ? row.leaseLive
+      ? `owned by ${row.owner}, lease ${(row.leaseLeftMs / 1000).toFixed(1)} s left`
+      : `owned by ${row.owner}, lease EXPIRED (awaiting recovery)`
+    : 'no owner';
+  const lines = [
+    `${row.sessionId}: ${row.state} at seq ${row.seq}; ${lease}${row.phase ? `; phase ${row.phase}` : ''}${row.outcome ? `; last turn ${row.outcome}` : ''}`,
+  ];
+  lines.push(
+    `  pending inputs: ${
+      row.pendingCount === 0
+        ? 'none'
+        : `${row.pendingCount} (${row.pendingBytes} bytes): ${row.pending
+            .slice(0, 20)
+            .map((p) => `${p.inputId} (${p.delivery})`)
+            .join(', ')}${row.pendingCount > 20 ? `, and ${row.pendingCount - 20} more` : ''}`
+    }`,
+  );
+  if (row.usage.inputTokens + row.usage.outputTokens > 0)
+    lines.push(`  tokens  ${row.usage.inputTokens} in, ${row.usage.outputTokens} out (model steps and compactions, as the servers reported them)`);
   const r = row.recovery;
-  if (r) lines.push(`  recovery of ${r.executionId}: ${r.parked ? `PARKED after ${r.attempts} wake attempts: ${r.lastError?.message ?? ''}` : r.wakePending ? `wake owed (${r.attempts} attempts so far)` : 'woken'}`);
+  if (r)
+    lines.push(
+      `  recovery of ${r.executionId}: ${r.parked ? `PARKED after ${r.attempts} wake attempts: ${r.lastError?.message ?? ''}` : r.wakePending ? `wake owed (${r.attempts} attempts so far)` : 'woken'}`,
+    );
   return lines;
 }

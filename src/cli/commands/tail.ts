@@ -18,39 +18,41 @@ export function formatEvent(e: SessionEvent): string {
 }
 
 export function registerTail(program: Command, ctx: CliContext): void {
-  addLogOptions(program
-    .command('tail')
-    .description('follow committed events as they happen, one readable line each (Ctrl-C to stop)')
-    .argument('[session]', 'only this session')
-    .option('--type <type>', 'only this event type, or a family like "tool.*"')
-    .option('--from-start', 'print the existing log first')
-    .option('--json', 'one JSON object per line'), ctx)
-    .action(async (session: string | undefined, opts: LogOptions & { type?: string; fromStart?: boolean; json?: boolean }) => {
-      if (session) validateId(session, 'session id');
-      const matches = typeMatcher(opts.type);
-      // listen for Ctrl-C before anything else, so an early one still stops cleanly
-      const stop = new Promise<void>((resolve) => {
-        process.once('SIGINT', () => resolve());
-        process.once('SIGTERM', () => resolve());
-      });
-      const opened = await openLog(opts, ctx, { readonly: true });
-      const after = opts.fromStart ? 0 : await opened.log.head();
-      let shown = 0;
-      const sub = opened.log.subscribe({
-        after,
-        onBatch: (events) => {
-          for (const e of events) {
-            if ((session && e.sessionId !== session) || !matches(e.type)) continue;
-            shown++;
-            ctx.out(opts.json ? JSON.stringify(e) : formatEvent(e));
-          }
-        },
-        onError: (err) => ctx.err(`sessiond: tail stopped: ${String(err)}`),
-      });
-      ctx.err(`following ${opened.describe}${session ? ` for ${session}` : ''}${opts.type ? ` (type ${opts.type})` : ''}; Ctrl-C to stop`);
-      await stop;
-      await sub.close();
-      await opened.close();
-      ctx.err(`stopped after ${shown} events`);
+  addLogOptions(
+    program
+      .command('tail')
+      .description('follow committed events as they happen, one readable line each (Ctrl-C to stop)')
+      .argument('[session]', 'only this session')
+      .option('--type <type>', 'only this event type, or a family like "tool.*"')
+      .option('--from-start', 'print the existing log first')
+      .option('--json', 'one JSON object per line'),
+    ctx,
+  ).action(async (session: string | undefined, opts: LogOptions & { type?: string; fromStart?: boolean; json?: boolean }) => {
+    if (session) validateId(session, 'session id');
+    const matches = typeMatcher(opts.type);
+    // listen for Ctrl-C before anything else, so an early one still stops cleanly
+    const stop = new Promise<void>((resolve) => {
+      process.once('SIGINT', () => resolve());
+      process.once('SIGTERM', () => resolve());
     });
+    const opened = await openLog(opts, ctx, { readonly: true });
+    const after = opts.fromStart ? 0 : await opened.log.head();
+    let shown = 0;
+    const sub = opened.log.subscribe({
+      after,
+      onBatch: (events) => {
+        for (const e of events) {
+          if ((session && e.sessionId !== session) || !matches(e.type)) continue;
+          shown++;
+          ctx.out(opts.json ? JSON.stringify(e) : formatEvent(e));
+        }
+      },
+      onError: (err) => ctx.err(`sessiond: tail stopped: ${String(err)}`),
+    });
+    ctx.err(`following ${opened.describe}${session ? ` for ${session}` : ''}${opts.type ? ` (type ${opts.type})` : ''}; Ctrl-C to stop`);
+    await stop;
+    await sub.close();
+    await opened.close();
+    ctx.err(`stopped after ${shown} events`);
+  });
 }

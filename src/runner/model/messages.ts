@@ -35,7 +35,12 @@ export function assistantMessages(parts: readonly TranscriptPart[]): ModelMessag
     }
   }
   if (content.length === 0) return [];
-  return results.length === 0 ? [{ role: 'assistant', content }] : [{ role: 'assistant', content }, { role: 'tool', content: results }];
+  return results.length === 0
+    ? [{ role: 'assistant', content }]
+    : [
+        { role: 'assistant', content },
+        { role: 'tool', content: results },
+      ];
 }
 
 function toolResult(p: ToolPart): ToolResultPart {

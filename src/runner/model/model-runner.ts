@@ -46,7 +46,8 @@ export interface ModelRunnerOptions {
 export const DEFAULT_MAX_STEPS = 8;
 /** Compactions per step at most: a conversation that still overflows after them fails the step. */
 const MAX_COMPACTIONS_PER_STEP = 2;
-export const SUMMARIZE_PROMPT = 'Summarize the conversation above for yourself, to continue it later without it: the user\'s goals, the facts and decisions so far, tool results that matter, and what is left to do. Answer with the summary only.';
+export const SUMMARIZE_PROMPT =
+  "Summarize the conversation above for yourself, to continue it later without it: the user's goals, the facts and decisions so far, tool results that matter, and what is left to do. Answer with the summary only.";
 
 interface StepOutput {
   text: string;
@@ -62,12 +63,18 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
   const hasTools = Object.keys(tools).length > 0;
   const policy = parseRetryPolicy(options.retry);
   const maxSteps = options.maxSteps ?? DEFAULT_MAX_STEPS;
-  if (!Number.isInteger(maxSteps) || maxSteps < 1) throw new SessiondError(ErrorCode.InvalidOption, `Invalid maxSteps ${String(maxSteps)}: use a whole number of model calls >= 1 (default ${DEFAULT_MAX_STEPS}).`);
+  if (!Number.isInteger(maxSteps) || maxSteps < 1)
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Invalid maxSteps ${String(maxSteps)}: use a whole number of model calls >= 1 (default ${DEFAULT_MAX_STEPS}).`,
+    );
   const window = options.contextWindow;
-  if (window !== undefined && (!Number.isInteger(window) || window < 1)) throw new SessiondError(ErrorCode.InvalidOption, `Invalid contextWindow ${String(window)}: use the model's context window in tokens.`);
+  if (window !== undefined && (!Number.isInteger(window) || window < 1))
+    throw new SessiondError(ErrorCode.InvalidOption, `Invalid contextWindow ${String(window)}: use the model's context window in tokens.`);
   const random = options.random ?? Math.random;
   const common = {
-    model: options.model, maxRetries: 0,
+    model: options.model,
+    maxRetries: 0,
     ...(options.system ? { system: options.system } : {}),
     ...(options.maxOutputTokens !== undefined ? { maxOutputTokens: options.maxOutputTokens } : {}),
     ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
@@ -85,7 +92,11 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
         if (failure.kind !== 'retry') throw new ModelRequestError(failure, n);
         const delay = backoff(policy, n, failure, random);
         if (delay === undefined) throw new ModelRequestError(failure, n);
-        ctx.retrying(messageId, n, delay, { type: 'model_request', name: failure.status === undefined ? 'NetworkError' : `HTTP ${failure.status}`, message: failure.message });
+        ctx.retrying(messageId, n, delay, {
+          type: 'model_request',
+          name: failure.status === undefined ? 'NetworkError' : `HTTP ${failure.status}`,
+          message: failure.message,
+        });
         await sleep(ctx.clock, delay, ctx.signal); // a cancel or a lost claim ends the wait at once
         ctx.signal.throwIfAborted();
       }
@@ -109,9 +120,17 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
           ctx.delta(messageId, reasoningPart, part.text, 'reasoning');
           break;
         case 'tool-call':
-          out.calls.push({ callId: part.toolCallId, name: part.toolName, input: part.input, ...('invalid' in part && part.invalid ? { error: `invalid input for ${part.toolName}: ${String((part as { error?: unknown }).error ?? 'it does not match the tool\'s schema')}` } : {}) });
+          out.calls.push({
+            callId: part.toolCallId,
+            name: part.toolName,
+            input: part.input,
+            ...('invalid' in part && part.invalid
+              ? { error: `invalid input for ${part.toolName}: ${String((part as { error?: unknown }).error ?? "it does not match the tool's schema")}` }
+              : {}),
+          });
           break;
-        case 'tool-error': { // an invalid call comes as a tool-call (marked invalid) and then this
+        case 'tool-error': {
+          // an invalid call comes as a tool-call (marked invalid) and then this
           const error = `invalid call of ${part.toolName}: ${part.error instanceof Error ? part.error.message : String(part.error)}`;
           const known = out.calls.find((c) => c.callId === part.toolCallId);
           if (known) known.error = error;
@@ -138,10 +157,15 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
     const items = await ctx.history();
     const older = items.filter((i) => !(i.type === 'user' && i.executionId === ctx.executionId));
     if (older.length === 0) {
-      throw new ModelRequestError({ kind: 'fatal', status: undefined, message: `the context overflows with this turn's prompt alone (${reason}); nothing older to compact` }, 1);
+      throw new ModelRequestError(
+        { kind: 'fatal', status: undefined, message: `the context overflows with this turn's prompt alone (${reason}); nothing older to compact` },
+        1,
+      );
     }
     await ctx.compact(reason, async () => {
-      const r = await withRetries(ctx, messageId, () => generateText({ ...common, messages: [...toModelMessages(older), { role: 'user', content: SUMMARIZE_PROMPT }], abortSignal: ctx.signal }));
+      const r = await withRetries(ctx, messageId, () =>
+        generateText({ ...common, messages: [...toModelMessages(older), { role: 'user', content: SUMMARIZE_PROMPT }], abortSignal: ctx.signal }),
+      );
       const usage = usageOf(r.usage);
       return { summary: r.text, ...(usage ? { usage } : {}) };
     });
@@ -152,13 +176,16 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
     const history = await ctx.history();
     let messages = toModelMessages(history);
     if (await retryDurableCalls(ctx, tools, history)) messages = toModelMessages(await ctx.history());
-    for (let step = 0, compactions = 0; step < maxSteps;) {
+    for (let step = 0, compactions = 0; step < maxSteps; ) {
       const { messageId, steered } = await ctx.startStep();
       for (const s of steered) messages.push({ role: 'user', content: s.prompt });
       let output: StepOutput;
       try {
         if (window !== undefined && estimateTokens(messages) > window) {
-          throw new ModelRequestError({ kind: 'overflow', message: `the conversation is estimated at ${estimateTokens(messages)} tokens, beyond the context window of ${window}` }, 0);
+          throw new ModelRequestError(
+            { kind: 'overflow', message: `the conversation is estimated at ${estimateTokens(messages)} tokens, beyond the context window of ${window}` },
+            0,
+          );
         }
         output = await withRetries(ctx, messageId, () => stream(ctx, messageId, messages));
       } catch (err) {
@@ -213,12 +240,18 @@ async function retryDurableCalls(ctx: RunContext, tools: ToolRegistry, items: re
   for (const r of retry) {
     const original = findCall(items, r.messageId, r.callId);
     const tool = tools[r.name];
-    await ctx.tool(messageId, { name: r.name, input: original?.input ?? null, durable: true, callId: safeCallId(`${r.callId}_retry`), idempotencyKey: r.idempotencyKey }, async (tc) => {
-      if (!tool || !original) throw new ToolInputError(`cannot retry ${r.name}: ${tool ? 'its call is not in the history' : 'no such tool here'}`);
-      return await tool.execute(tool.inputSchema.parse(original.input), tc);
-    }).catch((err: unknown) => {
-      if (ctx.signal.aborted) throw ctx.signal.reason;
-    });
+    await ctx
+      .tool(
+        messageId,
+        { name: r.name, input: original?.input ?? null, durable: true, callId: safeCallId(`${r.callId}_retry`), idempotencyKey: r.idempotencyKey },
+        async (tc) => {
+          if (!tool || !original) throw new ToolInputError(`cannot retry ${r.name}: ${tool ? 'its call is not in the history' : 'no such tool here'}`);
+          return await tool.execute(tool.inputSchema.parse(original.input), tc);
+        },
+      )
+      .catch((_err: unknown) => {
+        if (ctx.signal.aborted) throw ctx.signal.reason;
+      });
   }
   await ctx.endStep(messageId, 'tool-retry');
   return true;

@@ -25,17 +25,25 @@ export interface OpenAIRunnerOptions extends Omit<ModelRunnerOptions, 'model'> {
 
 export function openaiRunner(options: OpenAIRunnerOptions): Runner {
   const { model, baseURL = DEFAULT_OPENAI_BASE_URL, apiKey, headers, ...rest } = options;
-  if (typeof model !== 'string' || model.length === 0) throw new SessiondError(ErrorCode.InvalidOption, 'The openai runner needs a model name (--model NAME), e.g. gpt-4o-mini or the name your server serves.');
+  if (typeof model !== 'string' || model.length === 0)
+    throw new SessiondError(ErrorCode.InvalidOption, 'The openai runner needs a model name (--model NAME), e.g. gpt-4o-mini or the name your server serves.');
   let url: URL;
   try {
     url = new URL(baseURL);
   } catch {
-    throw new SessiondError(ErrorCode.InvalidOption, `Invalid base URL ${JSON.stringify(baseURL)}: use the server's URL up to /v1, e.g. http://127.0.0.1:8000/v1.`);
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Invalid base URL ${JSON.stringify(baseURL)}: use the server's URL up to /v1, e.g. http://127.0.0.1:8000/v1.`,
+    );
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new SessiondError(ErrorCode.InvalidOption, `Invalid base URL ${baseURL}: use http:// or https://.`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new SessiondError(ErrorCode.InvalidOption, `Invalid base URL ${baseURL}: use http:// or https://.`);
   const provider = createOpenAICompatible({
-    name: 'openai-compatible', baseURL: baseURL.replace(/\/+$/, ''), includeUsage: true,
-    ...(apiKey ? { apiKey } : {}), ...(headers ? { headers } : {}),
+    name: 'openai-compatible',
+    baseURL: baseURL.replace(/\/+$/, ''),
+    includeUsage: true,
+    ...(apiKey ? { apiKey } : {}),
+    ...(headers ? { headers } : {}),
   });
   return modelRunner({ ...rest, model: provider.chatModel(model) });
 }

@@ -31,9 +31,11 @@ export function classify(err: unknown, now: number): Failure {
   if (APICallError.isInstance(err)) {
     const status = err.statusCode;
     const message = serverMessage(err);
-    if (status !== undefined && status >= 400 && status < 500 && (OVERFLOW.test(err.responseBody ?? '') || OVERFLOW.test(message))) return { kind: 'overflow', message };
+    if (status !== undefined && status >= 400 && status < 500 && (OVERFLOW.test(err.responseBody ?? '') || OVERFLOW.test(message)))
+      return { kind: 'overflow', message };
     // a stream cut after the response started is an APICallError with status 200 that the client marks retryable
-    if (err.isRetryable || status === undefined || RETRYABLE_STATUS.has(status) || status >= 500) return { kind: 'retry', status, message, retryAfterMs: retryAfter(err.responseHeaders, now) };
+    if (err.isRetryable || status === undefined || RETRYABLE_STATUS.has(status) || status >= 500)
+      return { kind: 'retry', status, message, retryAfterMs: retryAfter(err.responseHeaders, now) };
     return { kind: 'fatal', status, message };
   }
   const message = messageOfUnknown(err);
@@ -41,7 +43,12 @@ export function classify(err: unknown, now: number): Failure {
 }
 
 /** How long to wait before attempt `attempt + 1` (attempt counts from 1), or undefined when no attempt is left. */
-export function backoff(policy: RetryPolicy, attempt: number, failure: Extract<Failure, { kind: 'retry' }>, random: () => number = Math.random): number | undefined {
+export function backoff(
+  policy: RetryPolicy,
+  attempt: number,
+  failure: Extract<Failure, { kind: 'retry' }>,
+  random: () => number = Math.random,
+): number | undefined {
   if (attempt >= policy.maxAttempts) return undefined;
   if (failure.retryAfterMs !== undefined) return Math.min(policy.maxDelayMs, Math.max(0, failure.retryAfterMs));
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
@@ -56,7 +63,10 @@ export function parseRetryPolicy(input: Partial<RetryPolicy> = {}): RetryPolicy 
   const policy = { ...DEFAULT_RETRY, ...input };
   for (const [key, value] of Object.entries(policy)) {
     if (!Number.isInteger(value) || value < (key === 'maxAttempts' ? 1 : 0)) {
-      throw new SessiondError(ErrorCode.InvalidOption, `Invalid retry option ${key}=${String(value)}: use a whole number${key === 'maxAttempts' ? ' >= 1' : ' of milliseconds >= 0'}.`);
+      throw new SessiondError(
+        ErrorCode.InvalidOption,
+        `Invalid retry option ${key}=${String(value)}: use a whole number${key === 'maxAttempts' ? ' >= 1' : ' of milliseconds >= 0'}.`,
+      );
     }
   }
   return policy;
@@ -68,7 +78,9 @@ export function serverMessage(err: APICallError): string {
     const body = JSON.parse(err.responseBody ?? '') as { error?: { message?: unknown; code?: unknown } };
     const m = body.error?.message;
     if (typeof m === 'string' && m.length > 0) return `${err.statusCode ?? ''} ${m}`.trim();
-  } catch { /* not JSON: the client's message */ }
+  } catch {
+    /* not JSON: the client's message */
+  }
   return err.message;
 }
 

@@ -27,7 +27,12 @@ export interface ModelTool<I = unknown, O = unknown> {
 export type ToolRegistry = Readonly<Record<string, ModelTool>>;
 
 /** Types a tool's `execute` from its schema. */
-export function defineTool<S extends z.ZodType, O>(tool: { description: string; inputSchema: S; durable?: boolean; execute(input: z.output<S>, ctx: ToolContext): Promise<O> | O }): ModelTool {
+export function defineTool<S extends z.ZodType, O>(tool: {
+  description: string;
+  inputSchema: S;
+  durable?: boolean;
+  execute(input: z.output<S>, ctx: ToolContext): Promise<O> | O;
+}): ModelTool {
   return tool as unknown as ModelTool;
 }
 
@@ -36,7 +41,10 @@ const NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 /** Checks a registry: names the model can call, a description, a zod schema and a function each. */
 export function checkTools(tools: unknown, where = 'tools'): ToolRegistry {
   if (typeof tools !== 'object' || tools === null || Array.isArray(tools)) {
-    throw new SessiondError(ErrorCode.InvalidOption, `${where}: expected an object of tools by name (export default { name: defineTool({...}) }), got ${Array.isArray(tools) ? 'an array' : typeof tools}.`);
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `${where}: expected an object of tools by name (export default { name: defineTool({...}) }), got ${Array.isArray(tools) ? 'an array' : typeof tools}.`,
+    );
   }
   for (const [name, t] of Object.entries(tools)) {
     const bad = (what: string) => new SessiondError(ErrorCode.InvalidOption, `${where}: tool "${name}" ${what}.`);
@@ -44,7 +52,8 @@ export function checkTools(tools: unknown, where = 'tools'): ToolRegistry {
     const tool = t as Partial<ModelTool>;
     if (typeof tool !== 'object' || tool === null) throw bad('is not an object (use defineTool)');
     if (typeof tool.description !== 'string' || tool.description.length === 0) throw bad('needs a description (what it does, for the model)');
-    if (typeof (tool.inputSchema as { safeParse?: unknown } | undefined)?.safeParse !== 'function') throw bad('needs an inputSchema made with zod (z.object({...}))');
+    if (typeof (tool.inputSchema as { safeParse?: unknown } | undefined)?.safeParse !== 'function')
+      throw bad('needs an inputSchema made with zod (z.object({...}))');
     if (typeof tool.execute !== 'function') throw bad('needs an execute(input, ctx) function');
     if (tool.durable !== undefined && typeof tool.durable !== 'boolean') throw bad('has a durable flag that is not true or false');
   }
@@ -55,11 +64,14 @@ export function checkTools(tools: unknown, where = 'tools'): ToolRegistry {
 export async function loadTools(path: string): Promise<ToolRegistry> {
   const mod: { default?: unknown; tools?: unknown } = await importUserModule(path, 'tools module');
   const tools = mod.default ?? mod.tools;
-  if (tools === undefined) throw new SessiondError(ErrorCode.InvalidOption, `${path} exports no tools: export default { name: defineTool({...}) } (or export const tools).`);
+  if (tools === undefined)
+    throw new SessiondError(ErrorCode.InvalidOption, `${path} exports no tools: export default { name: defineTool({...}) } (or export const tools).`);
   return checkTools(tools, path);
 }
 
 /** The registry as the AI SDK's tools, without `execute`: the runner runs each call itself, through `ctx.tool`. */
 export function sdkTools(tools: ToolRegistry): Record<string, Tool> {
-  return Object.fromEntries(Object.entries(tools).map(([name, t]) => [name, sdkTool({ description: t.description, inputSchema: t.inputSchema as z.ZodType<unknown> })]));
+  return Object.fromEntries(
+    Object.entries(tools).map(([name, t]) => [name, sdkTool({ description: t.description, inputSchema: t.inputSchema as z.ZodType<unknown> })]),
+  );
 }

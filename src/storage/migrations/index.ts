@@ -10,5 +10,15 @@ import { migration008 } from './008_event_commit_time.ts';
 import { migration009 } from './009_dropped_inputs.ts';
 
 /** Every migration this build knows, in order. Append only: never edit a shipped migration. */
-export const migrations: readonly Migration[] = [migration001, migration002, migration003, migration004, migration005, migration006, migration007, migration008, migration009];
+export const migrations: readonly Migration[] = [
+  migration001,
+  migration002,
+  migration003,
+  migration004,
+  migration005,
+  migration006,
+  migration007,
+  migration008,
+  migration009,
+];
 export const LATEST_SCHEMA_VERSION = migrations.length;
