@@ -19,8 +19,7 @@ import { systemClock } from './clock.ts';
 import { SessionExecution, type ExecutionOptions, type ResumeResult } from './execution/session-execution.ts';
 import { admitInput } from './input/admit.ts';
 import { dropPending } from './input/drop.ts';
-import { validateId } from './ids.ts';
-import { checkStatusOptions, statusOf, unknownSession } from './sessions/status.ts';
+import { checkStatusOptions, knownSessions, statusOf } from './sessions/status.ts';
 import { followLog } from './sessions/follow-log.ts';
 import type { Sessions } from './sessions/sessions.ts';
 
@@ -65,11 +64,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const snapshots = options.snapshots ?? new SqliteSnapshotStore(db, options.clock ?? systemClock);
   const execution = new SessionExecution({ ...executionOptions, log, snapshots });
   const clock = options.clock ?? systemClock;
-  const known = async (sessionId: string, verb: string) => {
-    const snapshot = await execution.status(validateId(sessionId, 'session id'));
-    if (snapshot.context.seq === 0) throw unknownSession(sessionId, verb);
-    return snapshot;
-  };
+  const known = knownSessions((id) => execution.status(id));
   return {
     ownerId: execution.ownerId,
     db,

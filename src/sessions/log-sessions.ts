@@ -14,7 +14,7 @@ import { Refusal } from '../machines/commands.ts';
 import { admitInput } from '../input/admit.ts';
 import { dropPending } from '../input/drop.ts';
 import { followLog } from './follow-log.ts';
-import { checkStatusOptions, statusOf, unknownSession } from './status.ts';
+import { checkStatusOptions, knownSessions, statusOf } from './status.ts';
 import type { Sessions } from './sessions.ts';
 
 export interface LogSessionsOptions {
@@ -27,11 +27,7 @@ export interface LogSessionsOptions {
 export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Sessions {
   const clock = options.clock ?? systemClock;
   const handler = new CommandHandler(log, clock, options.ids ?? randomIds);
-  const known = async (sessionId: string, verb: string) => {
-    const snapshot = await handler.load(validateId(sessionId, 'session id'));
-    if (snapshot.context.seq === 0) throw unknownSession(sessionId, verb);
-    return snapshot;
-  };
+  const known = knownSessions((id) => handler.load(id));
   return {
     admit: (sessionId, request) => admitInput(handler, sessionId, request),
     async wake(sessionId) {

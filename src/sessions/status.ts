@@ -3,6 +3,7 @@
  * NATS status reply use, so they answer with the same shape and the same rules (session-view.ts).
  */
 import { InvalidInputError, NotFoundError } from '../errors.ts';
+import { validateId } from '../ids.ts';
 import { pendingPage, sessionView } from '../machines/session-view.ts';
 import type { SessionSnapshot } from '../machines/decider.ts';
 import { EXECUTION_INPUTS_SHOWN, type SessionStatus, type StatusOptions } from './sessions.ts';
@@ -23,6 +24,15 @@ export function unknownSession(sessionId: string, verb: string): NotFoundError {
     `Session ${sessionId} has no events, so there is nothing to ${verb}. Check the session id, or admit a prompt first (it creates the session).`,
     { details: { sessionId } },
   );
+}
+
+/** A loader of snapshots that refuses a session with no events (`not_found`, naming what was asked). */
+export function knownSessions(load: (sessionId: string) => Promise<SessionSnapshot>): (sessionId: string, verb: string) => Promise<SessionSnapshot> {
+  return async (sessionId, verb) => {
+    const snapshot = await load(validateId(sessionId, 'session id'));
+    if (snapshot.context.seq === 0) throw unknownSession(sessionId, verb);
+    return snapshot;
+  };
 }
 
 /** `status`'s options checked: `pendingFrom` a whole number >= 0. */
