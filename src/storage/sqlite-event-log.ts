@@ -62,6 +62,9 @@ export interface SqliteEventLogOptions {
   clock?: Clock;
 }
 
+/** Events of its own commits a log keeps for its subscribers (between this and twice as many). */
+const RECENT_EVENTS = 4096;
+
 export class SqliteEventLog implements EventLog {
   readonly name: string;
   private readonly notifier: ChangeNotifier;
@@ -74,8 +77,15 @@ export class SqliteEventLog implements EventLog {
   private queue: QueuedAppend[] = [];
   private readonly writeOne: BetterSqlite3.Transaction<(sessionId: string, expectedSeq: number, parsed: DraftEvent[]) => SessionEvent[]>;
   private readonly writeGroup: BetterSqlite3.Transaction<(group: QueuedAppend[]) => ({ events: SessionEvent[] } | { error: unknown })[]>;
-  /** Group commit at work: transactions written and the appends they carried. */
-  readonly stats = { groups: 0, appends: 0 };
+  /**
+   * The latest events this handle committed, as one run of consecutive positions: `recent[i]` is the
+   * event stored at position `recent[0].position + i`. A subscriber in this process reads its next
+   * batch from here instead of reading back and decoding what was just written; an event of another
+   * process breaks the run (its position is missing), and from there subscribers read the file.
+   */
+  private recent: SessionEvent[] = [];
+  /** Group commit at work: transactions written and the appends they carried; `fromRecent`: subscriber batches served from `recent`. */
+  readonly stats = { groups: 0, appends: 0, fromRecent: 0 };
 
   constructor(
     private readonly db: Db,
@@ -136,12 +146,33 @@ export class SqliteEventLog implements EventLog {
     }
     this.stats.groups++;
     this.stats.appends += group.length;
+    for (const o of outcomes) if ('events' in o) this.remember(o.events);
     this.notifier.notify();
     group.forEach((p, i) => {
       const o = outcomes[i]!;
       if ('events' in o) p.resolve(o.events);
       else p.reject(o.error);
     });
+  }
+
+  /** Adds committed events to the run of recent ones (a retry's old events, or a gap, start a new run). */
+  private remember(events: SessionEvent[]): void {
+    for (const committed of events) {
+      const e = storedForm.get(committed) ?? committed;
+      const last = this.recent[this.recent.length - 1];
+      if (last !== undefined && e.position! <= last.position!) continue; // a retry: already committed before
+      if (last !== undefined && e.position === last.position! + 1) this.recent.push(e);
+      else this.recent = [e];
+    }
+    if (this.recent.length > RECENT_EVENTS * 2) this.recent = this.recent.slice(-RECENT_EVENTS);
+  }
+
+  /** Up to `limit` events after position `after` from the recent run, or undefined when it does not hold the next one. */
+  private fromRecent(after: number, limit: number): SessionEvent[] | undefined {
+    const first = this.recent[0]?.position;
+    if (first === undefined || after + 1 < first || after + 1 > first + this.recent.length - 1) return undefined;
+    this.stats.fromRecent++;
+    return this.recent.slice(after + 1 - first, after + 1 - first + limit);
   }
 
   /** One append inside a transaction (a savepoint when nested): check the sequence, insert the batch. */
@@ -170,17 +201,16 @@ export class SqliteEventLog implements EventLog {
         }
         throw err;
       }
-      return {
-        id: d.id,
-        type: d.type,
-        version,
-        sessionId,
-        seq,
-        time: d.time,
-        payload: d.payload,
-        position: Number(info.lastInsertRowid),
-        committedAt,
-      } as SessionEvent;
+      const position = Number(info.lastInsertRowid);
+      const event = { id: d.id, type: d.type, version, sessionId, seq, time: d.time, payload: d.payload, position, committedAt } as SessionEvent;
+      // what a reader of the file gets: the same objects when the payload reads back as it is
+      if (!readsBackAsIs(d.payload)) {
+        storedForm.set(
+          event,
+          toEvent({ position, id: d.id, aggregate_id: sessionId, seq, type: d.type, version, time: d.time, data: data as Buffer, committed_at: committedAt }),
+        );
+      }
+      return event;
     });
   }
 
@@ -245,7 +275,7 @@ export class SqliteEventLog implements EventLog {
     const pump = async () => {
       while (!stopped) {
         const changed = this.notifier.nextChange();
-        const batch = this.closed ? [] : this.readAllSync({ after: position, limit: DEFAULT_READ_BATCH });
+        const batch = this.closed ? [] : (this.fromRecent(position, DEFAULT_READ_BATCH) ?? this.readAllSync({ after: position, limit: DEFAULT_READ_BATCH }));
         if (batch.length === 0) {
           await changed;
           continue;
@@ -277,6 +307,41 @@ export class SqliteEventLog implements EventLog {
     this.closed = true;
     this.flush(); // appends already accepted are written (or fail) now, while the database is open
     this.notifier.stop();
+  }
+}
+
+/** An unpaired UTF-16 surrogate: stored as UTF-8, it reads back as U+FFFD. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** An appended event's form as the file gives it back, where that differs from the event in hand (see `readsBackAsIs`). */
+const storedForm = new WeakMap<SessionEvent, SessionEvent>();
+
+/**
+ * Would `value` read back from the file as it is: plain data (null, booleans, numbers other than -0,
+ * well-formed strings, arrays and plain objects of those), with no undefined (the codec leaves such
+ * keys out), no Date, Map, class instance or null-prototype object. Payloads parsed from JSON
+ * always do; a runner's tool input may not.
+ */
+function readsBackAsIs(value: unknown): boolean {
+  switch (typeof value) {
+    case 'boolean':
+      return true;
+    case 'number':
+      return !Object.is(value, -0);
+    case 'string':
+      return !LONE_SURROGATE.test(value);
+    case 'object': {
+      if (value === null) return true;
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) if (!(i in value) || !readsBackAsIs(value[i])) return false;
+        return true;
+      }
+      if (Object.getPrototypeOf(value) !== Object.prototype) return false;
+      for (const key in value) if (!readsBackAsIs((value as Record<string, unknown>)[key])) return false;
+      return true;
+    }
+    default:
+      return false; // undefined, bigint, functions, symbols
   }
 }
 
