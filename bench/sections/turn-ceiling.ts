@@ -10,11 +10,15 @@
  * One turn alone: p50 of the raw turn's 3 transactions one after another, and of a sessiond turn
  * alone, admit to idle. On JetStream: a raw turn is 3 OCC publishes (expected last subject sequence)
  * awaited in sequence, ~100-byte payloads, 64 subjects at once; sessiond runs the same tool turn with
- * a JetStreamEventLog; and each alone.
+ * a JetStreamEventLog; and each alone. Beside the bare engine, the whole worker (`startSessiond`, what
+ * `sessiond start` runs: the engine, its log subscription, the projector, the recovery sweep, and on
+ * NATS the live publishing and the snapshot stream) runs the same turns in the same alternation.
  */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { openEngine, type Engine } from '../../src/engine.ts';
+import { startSessiond } from '../../src/host.ts';
+import { setupStreams, WORKER } from '../../src/testing/nats-server.ts';
 import type { EventLog } from '../../src/events/event-log.ts';
 import type { Runner } from '../../src/runner/types.ts';
 import { interleaved, percentile, spread } from '../lib/measure.ts';
@@ -118,6 +122,47 @@ const embedded = (ctx: Ctx, sync: 'NORMAL' | 'FULL', tag: string) => async () =>
   return { engine, close: () => engine.close() };
 };
 
+const silent = { out: () => undefined, err: () => undefined };
+
+/** The whole worker on a SQLite file (NORMAL), as `sessiond start` runs it. */
+const embeddedWorker = (ctx: Ctx, tag: string) => async () => {
+  const host = await startSessiond({ db: join(ctx.tmp, `ceiling-worker-${tag}.db`), runner: toolTurn, report: silent });
+  const release = onCleanup('turn-ceiling embedded worker', async () => {
+    await host.close();
+  });
+  return {
+    engine: host.engine,
+    close: async () => {
+      release();
+      await host.close();
+    },
+  };
+};
+
+/** The whole worker on NATS (as the worker user), on fresh streams set up as `sessiond setup` does. */
+const natsWorker = (ctx: Ctx, tag: string) => async () => {
+  const server = await ctx.nats();
+  await freshEventStream(server);
+  await setupStreams(server.url);
+  const host = await startSessiond({
+    db: join(ctx.tmp, `ceiling-nats-worker-${tag}.db`),
+    runner: toolTurn,
+    report: silent,
+    nats: { connection: { servers: server.url, ...WORKER } },
+  });
+  const release = onCleanup('turn-ceiling nats worker', async () => {
+    await host.close();
+  });
+  return {
+    engine: host.engine,
+    close: async () => {
+      release();
+      await host.close();
+      await freshEventStream(server);
+    },
+  };
+};
+
 const onNats = (ctx: Ctx, tag: string) => async () => {
   const server = await ctx.nats();
   await freshEventStream(server);
@@ -194,8 +239,8 @@ export const turnCeiling: Section = {
       ['NORMAL', 0.35],
       ['FULL', 0.4],
     ] as const) {
-      const cpu = { raw: Infinity, sessiond: Infinity };
-      const [raw, ours] = await interleaved(ctx.sizes.passes, [
+      const cpu = { raw: Infinity, sessiond: Infinity, worker: Infinity };
+      const [raw, ours, worker] = await interleaved(ctx.sizes.passes, [
         async (i) => {
           const p = await rawPass(ctx, sync, turns * 4, i);
           cpu.raw = Math.min(cpu.raw, p.cpuMs / p.count);
@@ -206,6 +251,15 @@ export const turnCeiling: Section = {
           cpu.sessiond = Math.min(cpu.sessiond, p.cpuMs / p.count);
           return p;
         },
+        ...(sync === 'NORMAL'
+          ? [
+              async (i: number) => {
+                const p = await sessiondPass(embeddedWorker(ctx, String(i)), turns, S, `whole worker ${sync}`);
+                cpu.worker = Math.min(cpu.worker, p.cpuMs / p.count);
+                return p;
+              },
+            ]
+          : []),
       ]);
       const low = sync.toLowerCase();
       ctx.results.add({
@@ -240,6 +294,32 @@ export const turnCeiling: Section = {
         },
         { maxRatio: 4 },
       );
+      if (worker) {
+        ctx.results.add(
+          {
+            key: 'turn.worker.embedded',
+            section: S,
+            figure: `whole worker (startSessiond) turns, one step + 3 durable tools, ${CONCURRENCY} sessions (${sync})`,
+            unit: 'turns/s',
+            value: worker.best,
+            raw: { label: `raw turn ceiling (${sync})`, value: raw!.best, unit: 'turns/s' },
+            note: `${spread(worker)}; ${(worker.best / ours!.best).toFixed(2)} x the bare engine`,
+          },
+          { minRatio: 0.37 },
+        );
+        ctx.results.add(
+          {
+            key: 'turn.worker.embedded.cpu',
+            section: S,
+            figure: `CPU per whole-worker turn (${sync})`,
+            unit: 'ms',
+            value: cpu.worker,
+            raw: { label: `CPU per raw turn (${sync})`, value: cpu.raw, unit: 'ms' },
+            note: 'process.cpuUsage (user + system) over the pass, best pass',
+          },
+          { maxRatio: 4 },
+        );
+      }
     }
 
     // one embedded session alone (NORMAL): raw turn vs sessiond turn, p50
@@ -271,9 +351,10 @@ export const turnCeiling: Section = {
     // NATS: 64 at once, then alone
     const raw = await rawJetStream(ctx);
     try {
-      const [rawJs, oursJs] = await interleaved(ctx.sizes.passes, [
+      const [rawJs, oursJs, workerJs] = await interleaved(ctx.sizes.passes, [
         (i) => rawJsPass(raw.js, turns, `p${i}`),
         (i) => sessiondPass(onNats(ctx, String(i)), turns / 2, S, 'NATS'),
+        (i) => sessiondPass(natsWorker(ctx, String(i)), turns / 2, S, 'whole worker on NATS'),
       ]);
       ctx.results.add({
         key: 'raw.turn.js',
@@ -294,6 +375,18 @@ export const turnCeiling: Section = {
           note: spread(oursJs!),
         },
         { minRatio: 0.3 },
+      );
+      ctx.results.add(
+        {
+          key: 'turn.worker.nats',
+          section: S,
+          figure: `whole worker (startSessiond) turns on NATS, one step + 3 durable tools, ${CONCURRENCY} sessions`,
+          unit: 'turns/s',
+          value: workerJs!.best,
+          raw: { label: 'raw JetStream turn ceiling', value: rawJs!.best, unit: 'turns/s' },
+          note: `${spread(workerJs!)}; ${(workerJs!.best / oursJs!.best).toFixed(2)} x the bare engine on NATS`,
+        },
+        { minRatio: 0.21 },
       );
       let seq = 0;
       const n = ctx.sizes.latencyTurns;
