@@ -19,8 +19,8 @@
  * sequence of random choices (which process a fault hits still depends on process timing).
  */
 import { parseArgs } from 'node:util';
-import { spawn, spawnSync } from 'node:child_process';
-import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { createWriteStream, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -103,7 +103,9 @@ function prng(s: number): () => number {
   };
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const hasFaketime = spawnSync('sh', ['-c', 'command -v faketime'], { stdio: 'ignore' }).status === 0;
+/** Debian's libfaketime, preloaded into the skewed worker. */
+const LIBFAKETIME = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
+const hasFaketime = existsSync(LIBFAKETIME);
 
 async function sqliteBackend(dir: string): Promise<Backend> {
   const file = join(dir, 'chaos.db');
@@ -228,10 +230,11 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
           String(HOSTILE_LIMITS.maxPromptBytes),
         ];
         const out = createWriteStream(join(dir, `${w.name}.log`), { flags: 'a' });
-        const env = { ...process.env, FORCE_COLOR: '0', SESSIOND_LOG_FORMAT: 'text', ...(w.skewed ? { FAKETIME_DONT_FAKE_MONOTONIC: '1' } : {}) };
-        const proc = w.skewed
-          ? spawn('faketime', ['-f', SKEW, process.execPath, ...argv], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-          : spawn(process.execPath, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+        // the skewed worker is node itself with libfaketime preloaded (not the `faketime` wrapper, which
+        // forks: signals sent to it never reached the worker, and a SIGKILL left the worker running)
+        const skew = w.skewed ? { LD_PRELOAD: LIBFAKETIME, FAKETIME: SKEW, FAKETIME_DONT_FAKE_MONOTONIC: '1' } : {};
+        const env = { ...process.env, FORCE_COLOR: '0', SESSIOND_LOG_FORMAT: 'text', ...skew };
+        const proc = spawn(process.execPath, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
         proc.stdout!.pipe(out);
         proc.stderr!.pipe(out);
         proc.on('exit', () => {
