@@ -5,7 +5,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { freePort, WORKER } from '../../src/testing/nats-server.ts';
-import { startCli } from '../support/cli.ts';
+import { writeFileSync } from 'node:fs';
+import { runCli, startCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 
 test('start signals - SIGTERM while waiting for the NATS server: stopped, nothing was running, exit 0', async () => {
@@ -17,6 +18,23 @@ test('start signals - SIGTERM while waiting for the NATS server: stopped, nothin
   assert.is(await worker.exited, 0, worker.output());
   assert.match(worker.output(), 'SIGTERM: stopping');
   assert.match(worker.output(), 'stopped (nothing was running)');
+  tmp.remove();
+});
+
+test('start signals - a runner that ignores its abort signal does not keep a stopped worker alive: exit 1 after --shutdown-timeout-ms, saying why', async () => {
+  const tmp = tempDir();
+  const db = tmp.file('w.db');
+  const runner = tmp.file('stuck.mjs');
+  writeFileSync(runner, 'export default async () => { await new Promise(() => {}); };\n'); // never returns, aborted or not
+  const worker = startCli(['start', '--db', db, '--runner', runner, '--shutdown-timeout-ms', '1500']);
+  await worker.waitFor('send it a prompt');
+  const prompt = await runCli(['prompt', 'ses_stuck', 'hello', '--db', db]);
+  assert.is(prompt.code, 0, prompt.stdout + prompt.stderr);
+  await worker.waitFor('ses_stuck  claimed');
+  worker.child.kill('SIGTERM');
+  assert.is(await worker.exited, 1, worker.output());
+  assert.match(worker.output(), 'SIGTERM: stopping');
+  assert.match(worker.output(), 'still closing 1.5 s after the stop');
   tmp.remove();
 });
 

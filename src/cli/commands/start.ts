@@ -33,6 +33,9 @@ import { INSPECT_OPTION, inspectPort } from '../../inspector/cli.ts';
 import { LOG_FORMAT_OPTION, logFormat, parseLogFormat, workerLog, type LogFormat, type WorkerLog } from '../worker-log.ts';
 import { DEFAULT_LIMITS } from '../../input/limits.ts';
 
+/** How long `sessiond start` waits for the worker to close after a stop before it exits 1 anyway. */
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
+
 interface StartOptions extends NatsFlags, NatsCommandFlags {
   db: string;
   runner: string;
@@ -40,6 +43,7 @@ interface StartOptions extends NatsFlags, NatsCommandFlags {
   heartbeatMs: number;
   echoDelayMs: number;
   sweepMs: number;
+  shutdownTimeoutMs: number;
   inspect?: number;
   metrics?: number;
   logFormat?: LogFormat;
@@ -78,6 +82,12 @@ export function registerStart(program: Command, ctx: CliContext): void {
     .option('--heartbeat-ms <n>', 'lease renewal interval in ms', positiveInt('--heartbeat-ms'), DEFAULT_HEARTBEAT_MS)
     .option('--echo-delay-ms <n>', 'pause per step of the echo runner, in ms', nonNegativeInt('--echo-delay-ms'), 0)
     .option('--sweep-ms <n>', 'recovery sweep interval in ms', positiveInt('--sweep-ms'), DEFAULT_SWEEP_INTERVAL_MS)
+    .option(
+      '--shutdown-timeout-ms <n>',
+      'after SIGINT/SIGTERM, exit 1 if closing takes longer than this (a runner that ignores its abort signal, a connection that does not drain)',
+      positiveInt('--shutdown-timeout-ms'),
+      DEFAULT_SHUTDOWN_TIMEOUT_MS,
+    )
     .option(
       '--max-pending-inputs <n>',
       `inputs that may wait in one session; admissions past it are refused (default ${DEFAULT_LIMITS.maxPendingInputs})`,
@@ -157,8 +167,20 @@ export function registerStart(program: Command, ctx: CliContext): void {
     if (sessiond.inspectorUrl) log.out(`  inspector: ${sessiond.inspectorUrl}  (state chart, live sessions, timelines, time travel)`);
     if (sessiond.metricsUrl) log.out(`  metrics: ${sessiond.metricsUrl}/metrics  health: ${sessiond.metricsUrl}/healthz, ${sessiond.metricsUrl}/readyz`);
     await stop.stopped;
+    // a part that never finishes closing must not keep the process from exiting: its turn's lease
+    // runs out and another worker recovers it
+    const deadline = setTimeout(() => {
+      log.err(
+        `sessiond: still closing ${opts.shutdownTimeoutMs / 1000} s after the stop (a runner that ignores its abort signal, or a connection that does not drain): exiting now; unfinished turns are recovered when their leases run out`,
+      );
+      process.exit(1);
+    }, opts.shutdownTimeoutMs);
+    deadline.unref();
     const { handedBack } = await sessiond.close();
+    clearTimeout(deadline);
     log.out(stoppedLine(handedBack));
+    // closed: nothing left to run (a handle something left open must not keep the worker alive)
+    process.exit(process.exitCode ?? 0);
   });
 }
 
