@@ -19,7 +19,7 @@ import { systemClock } from './clock.ts';
 import { SessionExecution, type ExecutionOptions, type ResumeResult } from './execution/session-execution.ts';
 import { admitInput } from './input/admit.ts';
 import { dropPending } from './input/drop.ts';
-import { checkStatusOptions, knownSessions, statusOf } from './sessions/status.ts';
+import { checkStatusOptions, knownSessions, statusOf, unlessUnknown } from './sessions/status.ts';
 import { followLog } from './sessions/follow-log.ts';
 import type { Sessions } from './sessions/sessions.ts';
 
@@ -75,19 +75,10 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       if (receipt.wake) await execution.wake(sessionId);
       return receipt;
     },
-    async wake(id) {
-      await known(id, 'wake');
-      return execution.resume(id);
-    },
+    wake: (id) => unlessUnknown(execution.handler, id, 'wake', execution.resume(id)),
     resume: (id) => execution.resume(id),
-    async cancel(id, reason, executionId) {
-      await known(id, 'cancel');
-      return execution.cancel(id, reason, executionId);
-    },
-    async dropPending(id, request) {
-      await known(id, 'drop pending inputs of');
-      return dropPending(execution.handler, id, request);
-    },
+    cancel: (id, reason, executionId) => unlessUnknown(execution.handler, id, 'cancel', execution.cancel(id, reason, executionId)),
+    dropPending: (id, request) => unlessUnknown(execution.handler, id, 'drop pending inputs of', dropPending(execution.handler, id, request)),
     awaitIdle: (id) => execution.awaitIdle(id),
     async status(id, statusOptions) {
       const checked = checkStatusOptions(statusOptions);

@@ -8,6 +8,7 @@
  *   cancel(id)  cancellation wins over any later settlement
  *   awaitIdle(id)
  */
+import { cancelExecution, type CancelResult } from './cancel.ts';
 import { systemClock, type Clock, type TimerHandle } from '../clock.ts';
 import { randomIds, validateId, type IdSource } from '../ids.ts';
 import {
@@ -77,7 +78,7 @@ export type ResumeResult =
   | { status: 'failed'; code: ErrorCode; message: string }
   | { status: 'closed' };
 
-export type CancelResult = { cancelled: true; executionId: string } | { cancelled: false; reason: Refusal; message: string };
+export type { CancelResult } from './cancel.ts';
 
 export class SessionExecution {
   readonly ownerId: string;
@@ -161,25 +162,14 @@ export class SessionExecution {
    * With `executionId`, only that execution: a cancel resent or delivered late never stops a later turn.
    */
   async cancel(sessionId: string, reason?: string, executionId?: string): Promise<CancelResult> {
-    validateId(sessionId, 'session id');
-    if (executionId !== undefined) validateId(executionId, 'execution id');
-    try {
-      const { events } = await this.handler.execute(
-        sessionId,
-        (now) => ({ type: 'cancel', now, ...(reason ? { reason } : {}), ...(executionId ? { executionId } : {}) }),
-        { fresh: true },
-      );
-      const cancelled = (events[0] as { payload: { executionId: string } }).payload.executionId;
-      const run = localRun(this.registry, sessionId);
-      if (run?.executionId === cancelled && run.controller && !run.controller.signal.aborted) {
-        run.controller.abort(new CancelledError(cancelled, reason));
-      }
-      this.notice({ type: 'cancelled', sessionId, executionId: cancelled });
-      return { cancelled: true, executionId: cancelled };
-    } catch (err) {
-      if (isRefusal(err)) return { cancelled: false, reason: err.reason, message: err.message };
-      throw err;
+    const result = await cancelExecution(this.handler, sessionId, reason, executionId);
+    if (!result.cancelled) return result;
+    const run = localRun(this.registry, sessionId);
+    if (run?.executionId === result.executionId && run.controller && !run.controller.signal.aborted) {
+      run.controller.abort(new CancelledError(result.executionId, reason));
     }
+    this.notice({ type: 'cancelled', sessionId, executionId: result.executionId });
+    return result;
   }
 
   /** Resolves when this worker is no longer driving the session. */

@@ -6,15 +6,15 @@
  * wake (the worker acts on those), and `refused` when they did not (nothing here runs a turn).
  */
 import { systemClock, type Clock } from '../clock.ts';
-import { randomIds, validateId, type IdSource } from '../ids.ts';
+import { randomIds, type IdSource } from '../ids.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { CommandHandler } from '../execution/command-handler.ts';
-import { isRefusal } from '../errors.ts';
 import { Refusal } from '../machines/commands.ts';
 import { admitInput } from '../input/admit.ts';
 import { dropPending } from '../input/drop.ts';
 import { followLog } from './follow-log.ts';
-import { checkStatusOptions, knownSessions, statusOf } from './status.ts';
+import { checkStatusOptions, knownSessions, statusOf, unlessUnknown } from './status.ts';
+import { cancelExecution } from '../execution/cancel.ts';
 import type { Sessions } from './sessions.ts';
 
 export interface LogSessionsOptions {
@@ -42,25 +42,8 @@ export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Se
         message: `Session ${sessionId}'s ${context.pending.length} pending input(s) were admitted without a wake, and nothing runs turns here: wake it where turns run (engine.wake, SessiondClient.wake, or sessiond start picks up the next prompt admitted with a wake).`,
       };
     },
-    async cancel(sessionId, reason, executionId) {
-      await known(sessionId, 'cancel');
-      if (executionId !== undefined) validateId(executionId, 'execution id');
-      try {
-        const { events } = await handler.execute(
-          sessionId,
-          (now) => ({ type: 'cancel', now, ...(reason ? { reason } : {}), ...(executionId ? { executionId } : {}) }),
-          { fresh: true },
-        );
-        return { cancelled: true, executionId: (events[0]!.payload as { executionId: string }).executionId };
-      } catch (err) {
-        if (isRefusal(err, 'nothing_to_cancel')) return { cancelled: false, reason: 'nothing_to_cancel', message: (err as Error).message };
-        throw err;
-      }
-    },
-    async dropPending(sessionId, request) {
-      await known(sessionId, 'drop pending inputs of');
-      return dropPending(handler, sessionId, request);
-    },
+    cancel: (sessionId, reason, executionId) => unlessUnknown(handler, sessionId, 'cancel', cancelExecution(handler, sessionId, reason, executionId)),
+    dropPending: (sessionId, request) => unlessUnknown(handler, sessionId, 'drop pending inputs of', dropPending(handler, sessionId, request)),
     async status(sessionId, statusOptions) {
       const checked = checkStatusOptions(statusOptions);
       return statusOf(await known(sessionId, 'show'), clock.now(), checked);

@@ -6,6 +6,7 @@ import { InvalidInputError, NotFoundError } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { pendingPage, sessionView } from '../machines/session-view.ts';
 import type { SessionSnapshot } from '../machines/decider.ts';
+import type { CommandHandler } from '../execution/command-handler.ts';
 import { EXECUTION_INPUTS_SHOWN, type SessionStatus, type StatusOptions } from './sessions.ts';
 
 /** The status of a snapshot at `now`: prompts stay out, and long lists are paged or cut, so it stays small however many inputs wait. */
@@ -33,6 +34,18 @@ export function knownSessions(load: (sessionId: string) => Promise<SessionSnapsh
     if (snapshot.context.seq === 0) throw unknownSession(sessionId, verb);
     return snapshot;
   };
+}
+
+/**
+ * `answer` (a wake, cancel or drop, which loads the session to decide and writes nothing for one
+ * with no events), or `not_found` when the session it loaded has no events: one load, not a check
+ * before the decision's own.
+ */
+export async function unlessUnknown<T>(handler: Pick<CommandHandler, 'cached' | 'load'>, sessionId: string, verb: string, answer: Promise<T>): Promise<T> {
+  const result = await answer;
+  const snapshot = handler.cached(sessionId) ?? (await handler.load(sessionId));
+  if (snapshot.context.seq === 0) throw unknownSession(sessionId, verb);
+  return result;
 }
 
 /** `status`'s options checked: `pendingFrom` a whole number >= 0. */
