@@ -13,6 +13,7 @@ import { EXECUTION_OPTIONS } from './execution/session-execution.ts';
 import type { EventLog } from './events/event-log.ts';
 import { openDatabase, type Db, type Synchronous } from './storage/sqlite.ts';
 import { migrate } from './storage/migrate.ts';
+import { startCheckpointer } from './storage/checkpointer.ts';
 import { SqliteEventLog } from './storage/sqlite-event-log.ts';
 import { SqliteSnapshotStore } from './storage/sqlite-snapshot-store.ts';
 import { systemClock } from './clock.ts';
@@ -55,6 +56,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   checkKeys('openEngine', options, [...EXECUTION_OPTIONS, 'file', 'decorateLog', 'synchronous']);
   const db = openDatabase(options.file, { ...(options.synchronous ? { synchronous: options.synchronous } : {}) });
   migrate(db, options.clock ? { clock: options.clock } : {});
+  const checkpointer = startCheckpointer(db); // WAL checkpoints off the event loop (storage/checkpointer.ts)
   const ownLog = options.log === undefined;
   const inner = options.log ?? new SqliteEventLog(db);
   const log = options.decorateLog ? options.decorateLog(inner) : inner;
@@ -89,6 +91,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     async close() {
       await execution.close();
       if (ownLog) await log.close();
+      await checkpointer?.close();
       db.close();
     },
   };

@@ -64,6 +64,17 @@ export interface SqliteEventLogOptions {
 
 /** Events of its own commits a log keeps for its subscribers (between this and twice as many). */
 const RECENT_EVENTS = 4096;
+/** Sessions whose last committed sequence a connection's logs remember (see `tails`). */
+const TAILS = 8192;
+
+/**
+ * The last sequence each recently written session has, as committed through this connection, and
+ * the connection's `PRAGMA data_version` inside that commit's transaction. While data_version still
+ * reads the same, no other connection has committed since (it changes only for other connections'
+ * commits), so the session has nothing after that sequence and a read after it can return at once.
+ * Shared by every SqliteEventLog on the connection: they do not change data_version for each other.
+ */
+const tailsOf = new WeakMap<Db, Map<string, { seq: number; version: number }>>();
 
 export class SqliteEventLog implements EventLog {
   readonly name: string;
@@ -76,7 +87,7 @@ export class SqliteEventLog implements EventLog {
   private insertStmt?: BetterSqlite3.Statement;
   private queue: QueuedAppend[] = [];
   private readonly writeOne: BetterSqlite3.Transaction<(sessionId: string, expectedSeq: number, parsed: DraftEvent[]) => SessionEvent[]>;
-  private readonly writeGroup: BetterSqlite3.Transaction<(group: QueuedAppend[]) => ({ events: SessionEvent[] } | { error: unknown })[]>;
+  private readonly writeGroup: BetterSqlite3.Transaction<(group: QueuedAppend[]) => { outcomes: ({ events: SessionEvent[] } | { error: unknown })[]; version: number }>;
   /**
    * The latest events this handle committed, as one run of consecutive positions: `recent[i]` is the
    * event stored at position `recent[0].position + i`. A subscriber in this process reads its next
@@ -84,8 +95,14 @@ export class SqliteEventLog implements EventLog {
    * process breaks the run (its position is missing), and from there subscribers read the file.
    */
   private recent: SessionEvent[] = [];
-  /** Group commit at work: transactions written and the appends they carried; `fromRecent`: subscriber batches served from `recent`. */
-  readonly stats = { groups: 0, appends: 0, fromRecent: 0 };
+  /** Each written session's last sequence, to be remembered in `tails` once the transaction commits. */
+  private written = new Map<string, number>();
+  private readonly tails: Map<string, { seq: number; version: number }>;
+  /**
+   * Group commit at work: transactions written and the appends they carried; `fromRecent`: subscriber
+   * batches served from `recent`; `knownTail`: session reads answered without a query (see `tails`).
+   */
+  readonly stats = { groups: 0, appends: 0, fromRecent: 0, knownTail: 0 };
 
   constructor(
     private readonly db: Db,
@@ -101,17 +118,25 @@ export class SqliteEventLog implements EventLog {
       session: db.prepare('SELECT * FROM event WHERE aggregate_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
       all: db.prepare('SELECT * FROM event WHERE position > ? ORDER BY position LIMIT ?'),
       head: db.prepare('SELECT COALESCE(MAX(position), 0) FROM event').pluck(),
+      dataVersion: db.prepare('PRAGMA data_version').pluck(),
     };
+    let tails = tailsOf.get(db);
+    if (!tails) tailsOf.set(db, (tails = new Map()));
+    this.tails = tails;
     this.writeOne = db.transaction((sessionId: string, expectedSeq: number, parsed: DraftEvent[]) => this.write(sessionId, expectedSeq, parsed));
-    this.writeGroup = db.transaction((group: QueuedAppend[]) =>
-      group.map((p) => {
+    this.writeGroup = db.transaction((group: QueuedAppend[]) => {
+      this.written.clear();
+      const outcomes = group.map((p) => {
         try {
           return { events: this.writeOne(p.sessionId, p.expectedSeq, p.drafts) }; // nested: a savepoint per append
         } catch (error) {
+          this.written.delete(p.sessionId); // (what it wrote was rolled back with its savepoint)
           return { error };
         }
-      }),
-    );
+      });
+      // read under the write lock: no other connection commits between this and our COMMIT
+      return { outcomes, version: this.stmts.dataVersion.get() as number };
+    });
   }
 
   /**
@@ -138,12 +163,14 @@ export class SqliteEventLog implements EventLog {
     this.queue = [];
     if (group.length === 0) return;
     let outcomes: ({ events: SessionEvent[] } | { error: unknown })[];
+    let version: number;
     try {
-      outcomes = this.writeGroup.immediate(group);
+      ({ outcomes, version } = this.writeGroup.immediate(group));
     } catch (err) {
       for (const p of group) p.reject(err);
       return;
     }
+    for (const [sessionId, seq] of this.written) this.rememberTail(sessionId, seq, version);
     this.stats.groups++;
     this.stats.appends += group.length;
     for (const o of outcomes) if ('events' in o) this.remember(o.events);
@@ -167,6 +194,12 @@ export class SqliteEventLog implements EventLog {
     if (this.recent.length > RECENT_EVENTS * 2) this.recent = this.recent.slice(-RECENT_EVENTS);
   }
 
+  private rememberTail(sessionId: string, seq: number, version: number): void {
+    this.tails.delete(sessionId); // (re)inserted last: the map's order is the eviction order
+    this.tails.set(sessionId, { seq, version });
+    if (this.tails.size > TAILS) this.tails.delete(this.tails.keys().next().value!);
+  }
+
   /** Up to `limit` events after position `after` from the recent run, or undefined when it does not hold the next one. */
   private fromRecent(after: number, limit: number): SessionEvent[] | undefined {
     const first = this.recent[0]?.position;
@@ -187,6 +220,7 @@ export class SqliteEventLog implements EventLog {
       'INSERT INTO event (id, aggregate_id, seq, type, version, time, data, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ));
     const committedAt = this.clock.now();
+    this.written.set(sessionId, expectedSeq + parsed.length);
     return parsed.map((d, i) => {
       const seq = expectedSeq + i + 1;
       const version = catalog[d.type].version;
@@ -233,6 +267,11 @@ export class SqliteEventLog implements EventLog {
 
   readSessionSync(sessionId: string, options: { afterSeq?: number; limit?: number } = {}): SessionEvent[] {
     validateId(sessionId, 'session id');
+    const tail = options.afterSeq === undefined ? undefined : this.tails.get(sessionId);
+    if (tail !== undefined && tail.seq === options.afterSeq && this.stmts.dataVersion.get() === tail.version) {
+      this.stats.knownTail++;
+      return [];
+    }
     const rows = this.stmts.session.all(sessionId, options.afterSeq ?? 0, options.limit ?? -1) as EventRow[];
     return rows.map(toEvent);
   }
