@@ -140,14 +140,14 @@ export const catalog = {
       messageId: id,
       callId: id,
       name: z.string().min(1),
-      input: z.unknown(),
+      input: z.unknown().optional(), // (undefined is stored as an absent key)
       durable: z.boolean(),
       idempotencyKey: z.string().optional(),
     }),
     { writer: 'runner' },
   ),
   'tool.started': event('tool.started', z.object({ executionId: id, messageId: id, callId: id }), { writer: 'runner' }),
-  'tool.succeeded': event('tool.succeeded', z.object({ executionId: id, messageId: id, callId: id, output: z.unknown() }), { writer: 'runner' }),
+  'tool.succeeded': event('tool.succeeded', z.object({ executionId: id, messageId: id, callId: id, output: z.unknown().optional() }), { writer: 'runner' }),
   'tool.failed': event('tool.failed', z.object({ executionId: id, messageId: id, callId: id, error: RecordedError }), { writer: 'runner' }),
 
   'compaction.started': event('compaction.started', z.object({ executionId: id, messageId: id, reason: z.string() }), { writer: 'runner' }),

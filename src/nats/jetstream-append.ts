@@ -115,7 +115,9 @@ export class JetStreamAppends {
       this.remember(sessionId, { streamSeq: ack.seq, lastSeq: expectedSeq + events.length, ids: events.map((e) => e.id) });
       // the ack carries no stored time: the writer's clock when the ack came back (reads give the server's)
       const committedAt = b.o.clock.now();
-      return events.map((e) => ({ ...e, position: ack.seq, committedAt }));
+      const committed = events.map((e) => ({ ...e, position: ack.seq, committedAt }));
+      b.published(ack.seq, subject, data.byteLength, committed);
+      return committed;
     }
   }
 

@@ -22,6 +22,7 @@ import { logClosedError } from '../events/event-log.ts';
 import type { QuarantineHandler } from '../events/quarantine.ts';
 import { ConnectionWatch, isPermissionError, isTransientNatsError, waitAtMost } from './connection.ts';
 import { decodeBatch, isJsTransient } from './stream.ts';
+import { readsBackAsIs } from '../events/reads-back.ts';
 import { subjects } from './subjects.ts';
 
 /** Messages per pull for reads and subscriptions, and at most per `onBatch` call. */
@@ -41,7 +42,12 @@ export interface JetStreamEventLogStats {
   retriesRecognised: number;
   /** Stored messages skipped because they are not valid event batches (counted once per position). */
   quarantined: number;
+  /** Messages this handle published that its reads and subscriptions took from memory instead of decoding. */
+  fromOwn: number;
 }
+
+/** Messages of its own a handle keeps to hand over undecoded (between this and twice as many). */
+const OWN_MESSAGES = 4096;
 
 /** The log's settings, checked and defaulted by `JetStreamEventLog.open`. */
 export interface JetStreamLogSettings {
@@ -55,11 +61,27 @@ export interface JetStreamLogSettings {
 
 export class JetStreamLogBase {
   readonly name: string;
-  readonly stats: JetStreamEventLogStats = { published: 0, retries: 0, duplicateAcks: 0, wrongLastSequence: 0, retriesRecognised: 0, quarantined: 0 };
+  readonly stats: JetStreamEventLogStats = {
+    published: 0,
+    retries: 0,
+    duplicateAcks: 0,
+    wrongLastSequence: 0,
+    retriesRecognised: 0,
+    quarantined: 0,
+    fromOwn: 0,
+  };
   readonly watch: ConnectionWatch;
   /** Positions already quarantined (each is reported once). */
   private readonly quarantinedAt = new Set<number>();
   private isClosed = false;
+  /**
+   * The batches this handle published, by stream sequence, with the subject and size they were
+   * stored with: a read or subscription that meets that message again takes the events from here
+   * (with the server's stored time) instead of unpacking and checking them. Only batches whose
+   * payloads read back as they are (`readsBackAsIs`); the size and subject guard against a stream
+   * that was recreated under the handle (its sequences start again).
+   */
+  private own = new Map<number, { subject: string; size: number; events: SessionEvent[] }>();
 
   constructor(
     readonly nc: NatsConnection,
@@ -154,11 +176,27 @@ export class JetStreamLogBase {
     });
   }
 
+  /** Keeps a batch this handle published (acknowledged at `position`) for `decode`. */
+  published(position: number, subject: string, size: number, events: SessionEvent[]): void {
+    if (!events.every((e) => readsBackAsIs(e.payload))) return;
+    this.own.set(position, { subject, size, events });
+    if (this.own.size > OWN_MESSAGES * 2) {
+      const keep = [...this.own].slice(-OWN_MESSAGES);
+      this.own = new Map(keep);
+    }
+  }
+
   /**
    * The events of one stored message, or none when it is not a valid batch: then it is quarantined
    * (reported once per position, counted) and the caller goes on past it.
    */
   decode(data: Uint8Array, position: number, subject: string, stored: Date): SessionEvent[] {
+    const mine = this.own.get(position);
+    if (mine !== undefined && mine.subject === subject && mine.size === data.byteLength) {
+      this.stats.fromOwn++;
+      const committedAt = stored.getTime();
+      return mine.events.map((e) => ({ ...e, committedAt }));
+    }
     try {
       return decodeBatch(data, position, subject, stored.getTime());
     } catch (err) {

@@ -30,6 +30,7 @@ import {
 import type { Db } from './sqlite.ts';
 import type BetterSqlite3 from 'better-sqlite3';
 import { ChangeNotifier } from './change-notifier.ts';
+import { readsBackAsIs } from '../events/reads-back.ts';
 
 export const DEFAULT_READ_BATCH = 1000;
 export const DEFAULT_MAX_POLL_MS = 100;
@@ -87,7 +88,9 @@ export class SqliteEventLog implements EventLog {
   private insertStmt?: BetterSqlite3.Statement;
   private queue: QueuedAppend[] = [];
   private readonly writeOne: BetterSqlite3.Transaction<(sessionId: string, expectedSeq: number, parsed: DraftEvent[]) => SessionEvent[]>;
-  private readonly writeGroup: BetterSqlite3.Transaction<(group: QueuedAppend[]) => { outcomes: ({ events: SessionEvent[] } | { error: unknown })[]; version: number }>;
+  private readonly writeGroup: BetterSqlite3.Transaction<
+    (group: QueuedAppend[]) => { outcomes: ({ events: SessionEvent[] } | { error: unknown })[]; version: number }
+  >;
   /**
    * The latest events this handle committed, as one run of consecutive positions: `recent[i]` is the
    * event stored at position `recent[0].position + i`. A subscriber in this process reads its next
@@ -349,40 +352,8 @@ export class SqliteEventLog implements EventLog {
   }
 }
 
-/** An unpaired UTF-16 surrogate: stored as UTF-8, it reads back as U+FFFD. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 /** An appended event's form as the file gives it back, where that differs from the event in hand (see `readsBackAsIs`). */
 const storedForm = new WeakMap<SessionEvent, SessionEvent>();
-
-/**
- * Would `value` read back from the file as it is: plain data (null, booleans, numbers other than -0,
- * well-formed strings, arrays and plain objects of those), with no undefined (the codec leaves such
- * keys out), no Date, Map, class instance or null-prototype object. Payloads parsed from JSON
- * always do; a runner's tool input may not.
- */
-function readsBackAsIs(value: unknown): boolean {
-  switch (typeof value) {
-    case 'boolean':
-      return true;
-    case 'number':
-      return !Object.is(value, -0);
-    case 'string':
-      return !LONE_SURROGATE.test(value);
-    case 'object': {
-      if (value === null) return true;
-      if (Array.isArray(value)) {
-        for (let i = 0; i < value.length; i++) if (!(i in value) || !readsBackAsIs(value[i])) return false;
-        return true;
-      }
-      if (Object.getPrototypeOf(value) !== Object.prototype) return false;
-      for (const key in value) if (!readsBackAsIs((value as Record<string, unknown>)[key])) return false;
-      return true;
-    }
-    default:
-      return false; // undefined, bigint, functions, symbols
-  }
-}
 
 /** A stored row as an event, through the one decoder (the same checks as every other path). */
 function toEvent(row: EventRow): SessionEvent {

@@ -53,6 +53,26 @@ test('tools - journaled before the side effect; result after; durable calls get 
   await fx.close();
 });
 
+test('tools - a tool without input that returns nothing (a void side effect) is journaled and the turn succeeds', async () => {
+  const fx = fixture();
+  const runner: Runner = async (ctx) => {
+    const { messageId } = await ctx.startStep();
+    const out = await ctx.tool(messageId, { name: 'notify', input: undefined, durable: true, callId: 'call_v' }, async () => undefined);
+    assert.is(out, undefined);
+    await ctx.endStep(messageId);
+  };
+  const a = fx.service({ runner });
+  await fx.admit(a, 'ses_void', { prompt: 'go', wake: false });
+  await a.resume('ses_void');
+  await a.awaitIdle('ses_void');
+  const events = await fx.events('ses_void');
+  const settled = events.find((e): e is SessionEvent<'execution.settled'> => e.type === 'execution.settled')!;
+  assert.is(settled.payload.outcome, 'succeeded', JSON.stringify(settled.payload));
+  const ok = events.find((e): e is SessionEvent<'tool.succeeded'> => e.type === 'tool.succeeded')!;
+  assert.is(ok.payload.output, undefined, 'undefined is stored as an absent key and reads back as undefined');
+  await fx.close();
+});
+
 test('compaction - a context overflow runs a compaction step, then the turn continues', async () => {
   const fx = fixture();
   const a = fx.service({ runner: echoRunner({ steps: 3, overflowAtStep: 1 }) });
