@@ -13,6 +13,7 @@
  */
 import { checkKeys } from './options.ts';
 import { openEngine, type Engine } from './engine.ts';
+import type { Synchronous } from './storage/sqlite.ts';
 import { startWorker, type Worker } from './execution/worker.ts';
 import { DEFAULT_SWEEP_INTERVAL_MS, type RecoveryNotice } from './recovery/sweeper.ts';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS, type Notice } from './execution/session-execution.ts';
@@ -50,6 +51,8 @@ export interface SessiondOptions {
   /** SQLite file: the embedded log and the projection (on NATS, the projection only). */
   db: string;
   runner: Runner;
+  /** The SQLite file's durability: NORMAL (default: survives a process crash) or FULL (a power loss too), as `openEngine`'s. */
+  synchronous?: Synchronous;
   leaseMs?: number;
   heartbeatMs?: number;
   sweepMs?: number;
@@ -95,6 +98,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
   checkKeys('startSessiond', options, [
     'db',
     'runner',
+    'synchronous',
     'leaseMs',
     'heartbeatMs',
     'sweepMs',
@@ -211,6 +215,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
         openEngine({
           file: options.db,
           runner: options.runner,
+          ...(options.synchronous ? { synchronous: options.synchronous } : {}),
           leaseMs,
           heartbeatMs,
           ...(options.limits ? { limits: options.limits } : {}),

@@ -124,9 +124,9 @@ const embedded = (ctx: Ctx, sync: 'NORMAL' | 'FULL', tag: string) => async () =>
 
 const silent = { out: () => undefined, err: () => undefined };
 
-/** The whole worker on a SQLite file (NORMAL), as `sessiond start` runs it. */
-const embeddedWorker = (ctx: Ctx, tag: string) => async () => {
-  const host = await startSessiond({ db: join(ctx.tmp, `ceiling-worker-${tag}.db`), runner: toolTurn, report: silent });
+/** The whole worker on a SQLite file, as `sessiond start [--synchronous FULL]` runs it. */
+const embeddedWorker = (ctx: Ctx, sync: 'NORMAL' | 'FULL', tag: string) => async () => {
+  const host = await startSessiond({ db: join(ctx.tmp, `ceiling-worker-${sync}-${tag}.db`), runner: toolTurn, report: silent, synchronous: sync });
   const release = onCleanup('turn-ceiling embedded worker', async () => {
     await host.close();
   });
@@ -213,7 +213,8 @@ async function aloneFigures(
   const { engine, close } = await open();
   const turn = turnOf(engine);
   const ourP50 = await alone(n, () => turn('ses_alone')).finally(close);
-  ctx.results.add({ key: f.rawKey, section: 'turn-ceiling', figure: f.rawFigure, unit: 'ms', value: rawP50, note: `${n} turns` });
+  if (!ctx.results.figures.some((r) => r.key === f.rawKey))
+    ctx.results.add({ key: f.rawKey, section: 'turn-ceiling', figure: f.rawFigure, unit: 'ms', value: rawP50, note: `${n} turns` });
   ctx.results.add(
     {
       key: f.key,
@@ -251,15 +252,11 @@ export const turnCeiling: Section = {
           cpu.sessiond = Math.min(cpu.sessiond, p.cpuMs / p.count);
           return p;
         },
-        ...(sync === 'NORMAL'
-          ? [
-              async (i: number) => {
-                const p = await sessiondPass(embeddedWorker(ctx, String(i)), turns, S, `whole worker ${sync}`);
-                cpu.worker = Math.min(cpu.worker, p.cpuMs / p.count);
-                return p;
-              },
-            ]
-          : []),
+        async (i) => {
+          const p = await sessiondPass(embeddedWorker(ctx, sync, String(i)), turns, S, `whole worker ${sync}`);
+          cpu.worker = Math.min(cpu.worker, p.cpuMs / p.count);
+          return p;
+        },
       ]);
       const low = sync.toLowerCase();
       ctx.results.add({
@@ -294,32 +291,30 @@ export const turnCeiling: Section = {
         },
         { maxRatio: 4 },
       );
-      if (worker) {
-        ctx.results.add(
-          {
-            key: 'turn.worker.embedded',
-            section: S,
-            figure: `whole worker (startSessiond) turns, one step + 3 durable tools, ${CONCURRENCY} sessions (${sync})`,
-            unit: 'turns/s',
-            value: worker.best,
-            raw: { label: `raw turn ceiling (${sync})`, value: raw!.best, unit: 'turns/s' },
-            note: `${spread(worker)}; ${(worker.best / ours!.best).toFixed(2)} x the bare engine`,
-          },
-          { minRatio: 0.37 },
-        );
-        ctx.results.add(
-          {
-            key: 'turn.worker.embedded.cpu',
-            section: S,
-            figure: `CPU per whole-worker turn (${sync})`,
-            unit: 'ms',
-            value: cpu.worker,
-            raw: { label: `CPU per raw turn (${sync})`, value: cpu.raw, unit: 'ms' },
-            note: 'process.cpuUsage (user + system) over the pass, best pass',
-          },
-          { maxRatio: 4 },
-        );
-      }
+      ctx.results.add(
+        {
+          key: sync === 'NORMAL' ? 'turn.worker.embedded' : 'turn.worker.embedded.full',
+          section: S,
+          figure: `whole worker (startSessiond) turns, one step + 3 durable tools, ${CONCURRENCY} sessions (${sync})`,
+          unit: 'turns/s',
+          value: worker!.best,
+          raw: { label: `raw turn ceiling (${sync})`, value: raw!.best, unit: 'turns/s' },
+          note: `${spread(worker!)}; ${(worker!.best / ours!.best).toFixed(2)} x the bare engine`,
+        },
+        { minRatio: sync === 'NORMAL' ? 0.37 : 0.9 },
+      );
+      ctx.results.add(
+        {
+          key: sync === 'NORMAL' ? 'turn.worker.embedded.cpu' : 'turn.worker.embedded.full.cpu',
+          section: S,
+          figure: `CPU per whole-worker turn (${sync})`,
+          unit: 'ms',
+          value: cpu.worker,
+          raw: { label: `CPU per raw turn (${sync})`, value: cpu.raw, unit: 'ms' },
+          note: 'process.cpuUsage (user + system) over the pass, best pass',
+        },
+        { maxRatio: 4 },
+      );
     }
 
     // one embedded session alone (NORMAL): raw turn vs sessiond turn, p50
@@ -345,6 +340,14 @@ export const turnCeiling: Section = {
         key: 'turn.embedded.alone',
         figure: 'sessiond turn alone, p50 (admit to idle, embedded NORMAL)',
         maxRatio: 12,
+      });
+      // the whole-worker issue's target: p50 <= 1 ms where the raw turn alone took 0.06 ms
+      await aloneFigures(ctx, embeddedWorker(ctx, 'NORMAL', 'alone'), n, rawP50, {
+        rawKey: 'raw.turn.alone',
+        rawFigure: 'raw turn alone, p50 (3 one-row txns, NORMAL)',
+        key: 'turn.worker.embedded.alone',
+        figure: 'whole worker turn alone, p50 (admit to idle, embedded NORMAL)',
+        maxRatio: 16,
       });
     }
 
@@ -399,6 +402,14 @@ export const turnCeiling: Section = {
         key: 'turn.nats.alone',
         figure: 'sessiond turn alone on NATS, p50 (admit to idle)',
         maxRatio: 3,
+      });
+      // the whole-worker issue's target: p50 <= 2 ms where the raw JetStream turn alone took 0.69 ms
+      await aloneFigures(ctx, natsWorker(ctx, 'alone'), n, rawP50, {
+        rawKey: 'raw.turn.js.alone',
+        rawFigure: 'raw JetStream turn alone, p50 (3 OCC publishes in sequence)',
+        key: 'turn.worker.nats.alone',
+        figure: 'whole worker turn alone on NATS, p50 (admit to idle)',
+        maxRatio: 2.9,
       });
     } finally {
       await raw.close();

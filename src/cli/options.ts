@@ -32,3 +32,10 @@ export function oneOf<T extends string>(name: string, values: readonly T[]) {
     return value as T;
   };
 }
+
+/** `--synchronous NORMAL|FULL` (any case). */
+export function synchronousOption(value: string): 'NORMAL' | 'FULL' {
+  const v = value.toUpperCase();
+  if (v !== 'NORMAL' && v !== 'FULL') throw new InvalidArgumentError(`--synchronous must be NORMAL or FULL (got "${value}").`);
+  return v;
+}

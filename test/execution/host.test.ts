@@ -50,6 +50,27 @@ test('host - one call: a turn runs and is projected, the inspector and metrics a
   tmp.remove();
 });
 
+test('host - synchronous: FULL opens the file with synchronous=FULL (NORMAL by default)', async () => {
+  const tmp = tempDir();
+  for (const [synchronous, level] of [
+    [undefined, 1],
+    ['FULL', 2],
+  ] as const) {
+    const host = await startSessiond({
+      db: tmp.file(`${synchronous ?? 'default'}.db`),
+      runner: echoRunner(),
+      report: { out: () => {}, err: () => {} },
+      ...(synchronous ? { synchronous } : {}),
+    });
+    assert.is(host.engine.db.pragma('synchronous', { simple: true }), level);
+    await host.admit('ses_sync', { prompt: 'durable' });
+    await host.awaitIdle('ses_sync');
+    assert.is((await host.status('ses_sync')).state, 'settled');
+    await host.close();
+  }
+  tmp.remove();
+});
+
 test('host - an aborted start-up rejects with the reason and leaves nothing open', async () => {
   const tmp = tempDir();
   const controller = new AbortController();

@@ -19,7 +19,7 @@ import { messageOf, UsageError } from '../../errors.ts';
 import { DEFAULT_RECONNECT_WAIT_MS } from '../../nats/connection.ts';
 import { LIVE_PREFIX } from '../../nats/subjects.ts';
 import type { CliContext } from '../context.ts';
-import { nonNegativeInt, port, positiveInt } from '../options.ts';
+import { nonNegativeInt, port, positiveInt, synchronousOption } from '../options.ts';
 import {
   addNatsCommandOptions,
   addNatsOptions,
@@ -39,6 +39,7 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 interface StartOptions extends NatsFlags, NatsCommandFlags {
   db: string;
   runner: string;
+  synchronous: 'NORMAL' | 'FULL';
   leaseMs: number;
   heartbeatMs: number;
   echoDelayMs: number;
@@ -77,6 +78,12 @@ export function registerStart(program: Command, ctx: CliContext): void {
       '--context-window <tokens>',
       "openai runner: compact before a request estimated beyond this many tokens (default: on the server's overflow error only)",
       positiveInt('--context-window'),
+    )
+    .option(
+      '--synchronous <NORMAL|FULL>',
+      'SQLite durability: NORMAL survives a process crash, FULL a power loss too (slower commits)',
+      synchronousOption,
+      'NORMAL',
     )
     .option('--lease-ms <n>', 'lease length in ms', positiveInt('--lease-ms'), DEFAULT_LEASE_MS)
     .option('--heartbeat-ms <n>', 'lease renewal interval in ms', positiveInt('--heartbeat-ms'), DEFAULT_HEARTBEAT_MS)
@@ -130,6 +137,7 @@ export function registerStart(program: Command, ctx: CliContext): void {
       signal: startUp.signal,
       db: opts.db,
       runner,
+      synchronous: opts.synchronous,
       leaseMs: opts.leaseMs,
       heartbeatMs: opts.heartbeatMs,
       sweepMs: opts.sweepMs,
