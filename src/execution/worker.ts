@@ -103,7 +103,8 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
   if (options.projection) {
     const db = options.projection;
     projector = new Projector(db);
-    projection = projector.follow(execution.log, { onError: failed('projection'), ...(options.clock ? { clock: options.clock } : {}) });
+    // inline: on the embedded log (the same connection) the rows commit with the appends
+    projection = projector.follow(execution.log, { inline: true, onError: failed('projection'), ...(options.clock ? { clock: options.clock } : {}) });
     sweeper = new RecoverySweeper({
       execution,
       candidates: projectionCandidates(db),

@@ -33,6 +33,7 @@ import { systemClock, type Clock } from '../clock.ts';
 /** How long `follow` waits out a locked database before it reports the projection stopped. */
 export const DEFAULT_LOCKED_RETRY_MS = 60_000;
 import { checkpointRows } from './checkpoint.ts';
+import { onCommit } from '../storage/commit-hooks.ts';
 import { inconsistent, invariant, wrapEventError } from './errors.ts';
 import type BetterSqlite3 from 'better-sqlite3';
 import { executionRows } from './execution-rows.ts';
@@ -76,6 +77,14 @@ export interface FollowOptions {
   clock?: Clock;
   /** Called after each batch is committed. */
   onApplied?: (result: ApplyResult) => void;
+  /**
+   * Also fold the events of every group commit of an SqliteEventLog on this projector's own
+   * connection inside that commit's transaction (storage/commit-hooks.ts), while the projection is
+   * at the log's head: appends, rows and checkpoint then commit once, and the subscription finds
+   * those batches already applied. When it is not at the head (another process's events came in
+   * between) or a batch fails, the subscription applies them as without this option.
+   */
+  inline?: boolean;
 }
 
 type Handlers = { [K in EventType]: (e: SessionEvent<K>) => void };
@@ -137,10 +146,23 @@ export class Projector {
     let seen = this.checkpoint();
     const clock = options.clock ?? systemClock;
     const lockedForMs = options.lockedForMs ?? DEFAULT_LOCKED_RETRY_MS;
-    return log.subscribe({
+    const removeHook = options.inline
+      ? onCommit(this.db, (events) => {
+          // inside the log's transaction, in a savepoint: a throw rolls back only this fold
+          if (this.checkpoint() === events[0]!.position! - 1) this.fold(events, {});
+        })
+      : undefined;
+    const subscription = log.subscribe({
       after: seen,
       onBatch: async (events) => {
         let result: ApplyResult;
+        const checkpoint = removeHook ? this.checkpoint() : 0;
+        if (removeHook && events[events.length - 1]!.position! <= checkpoint) {
+          // folded in the appends' own transaction (or an older batch seen again)
+          seen = checkpoint;
+          options.onApplied?.({ applied: 0, skipped: events.length, position: checkpoint });
+          return;
+        }
         try {
           result = await retryTransient(() => this.apply(events, { expectAtLeast: seen }), { clock, forMs: lockedForMs });
         } catch (err) {
@@ -156,6 +178,16 @@ export class Projector {
       },
       ...(options.onError ? { onError: options.onError } : {}),
     });
+    if (!removeHook) return subscription;
+    return {
+      get position() {
+        return subscription.position;
+      },
+      close: async () => {
+        removeHook();
+        await subscription.close();
+      },
+    };
   }
 
   /** The body of the transaction: no I/O but this connection's statements, no await. */

@@ -30,6 +30,7 @@ import {
 import type { Db } from './sqlite.ts';
 import type BetterSqlite3 from 'better-sqlite3';
 import { ChangeNotifier } from './change-notifier.ts';
+import { commitHooks, type CommitHook } from './commit-hooks.ts';
 import { readsBackAsIs } from '../events/reads-back.ts';
 
 export const DEFAULT_READ_BATCH = 1000;
@@ -87,6 +88,7 @@ export class SqliteEventLog implements EventLog {
   /** Prepared at the first append: read-only commands open databases of older schemas (no committed_at). */
   private insertStmt?: BetterSqlite3.Statement;
   private queue: QueuedAppend[] = [];
+  private readonly savepoint: BetterSqlite3.Transaction<(hook: CommitHook, events: readonly SessionEvent[]) => void>;
   private readonly writeOne: BetterSqlite3.Transaction<(sessionId: string, expectedSeq: number, parsed: DraftEvent[]) => SessionEvent[]>;
   private readonly writeGroup: BetterSqlite3.Transaction<
     (group: QueuedAppend[]) => { outcomes: ({ events: SessionEvent[] } | { error: unknown })[]; version: number }
@@ -100,6 +102,8 @@ export class SqliteEventLog implements EventLog {
   private recent: SessionEvent[] = [];
   /** Each written session's last sequence, to be remembered in `tails` once the transaction commits. */
   private written = new Map<string, number>();
+  /** The events this group wrote (not a retry's, already committed), in position order, as the file gives them: for the commit hooks. */
+  private groupEvents: SessionEvent[] = [];
   private readonly tails: Map<string, { seq: number; version: number }>;
   /**
    * Group commit at work: transactions written and the appends they carried; `fromRecent`: subscriber
@@ -127,8 +131,10 @@ export class SqliteEventLog implements EventLog {
     if (!tails) tailsOf.set(db, (tails = new Map()));
     this.tails = tails;
     this.writeOne = db.transaction((sessionId: string, expectedSeq: number, parsed: DraftEvent[]) => this.write(sessionId, expectedSeq, parsed));
+    this.savepoint = db.transaction((hook: CommitHook, events: readonly SessionEvent[]) => hook(events));
     this.writeGroup = db.transaction((group: QueuedAppend[]) => {
       this.written.clear();
+      this.groupEvents = [];
       const outcomes = group.map((p) => {
         try {
           return { events: this.writeOne(p.sessionId, p.expectedSeq, p.drafts) }; // nested: a savepoint per append
@@ -137,6 +143,7 @@ export class SqliteEventLog implements EventLog {
           return { error };
         }
       });
+      this.runCommitHooks();
       // read under the write lock: no other connection commits between this and our COMMIT
       return { outcomes, version: this.stmts.dataVersion.get() as number };
     });
@@ -185,6 +192,19 @@ export class SqliteEventLog implements EventLog {
     });
   }
 
+  /** The connection's commit hooks (commit-hooks.ts), each in a savepoint, with the group's events as the file gives them. */
+  private runCommitHooks(): void {
+    const hooks = commitHooks(this.db);
+    if (hooks.size === 0 || this.groupEvents.length === 0) return;
+    for (const hook of hooks) {
+      try {
+        this.savepoint(hook, this.groupEvents);
+      } catch {
+        // rolled back alone: the hook's owner notices (a projector is then behind and its follower catches up)
+      }
+    }
+  }
+
   /** Adds committed events to the run of recent ones (a retry's old events, or a gap, start a new run). */
   private remember(events: SessionEvent[]): void {
     for (const committed of events) {
@@ -224,7 +244,7 @@ export class SqliteEventLog implements EventLog {
     ));
     const committedAt = this.clock.now();
     this.written.set(sessionId, expectedSeq + parsed.length);
-    return parsed.map((d, i) => {
+    const events = parsed.map((d, i) => {
       const seq = expectedSeq + i + 1;
       const version = catalog[d.type].version;
       const data = pack(d.payload);
@@ -249,6 +269,8 @@ export class SqliteEventLog implements EventLog {
       }
       return event;
     });
+    for (const e of events) this.groupEvents.push(storedForm.get(e) ?? e);
+    return events;
   }
 
   /** An append whose events are already committed, exactly, is a retry: return what was written. */
