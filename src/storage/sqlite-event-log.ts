@@ -100,9 +100,7 @@ export class SqliteEventLog implements EventLog {
    * process breaks the run (its position is missing), and from there subscribers read the file.
    */
   private recent: SessionEvent[] = [];
-  /** Each written session's last sequence, to be remembered in `tails` once the transaction commits. */
-  private written = new Map<string, number>();
-  /** The events this group wrote (not a retry's, already committed), in position order, as the file gives them: for the commit hooks. */
+  /** The events this group wrote (not a retry's, already committed), in position order, as the file gives them: for the commit hooks and `tails`. */
   private groupEvents: SessionEvent[] = [];
   private readonly tails: Map<string, { seq: number; version: number }>;
   /**
@@ -133,14 +131,12 @@ export class SqliteEventLog implements EventLog {
     this.writeOne = db.transaction((sessionId: string, expectedSeq: number, parsed: DraftEvent[]) => this.write(sessionId, expectedSeq, parsed));
     this.savepoint = db.transaction((hook: CommitHook, events: readonly SessionEvent[]) => hook(events));
     this.writeGroup = db.transaction((group: QueuedAppend[]) => {
-      this.written.clear();
       this.groupEvents = [];
       const outcomes = group.map((p) => {
         try {
           return { events: this.writeOne(p.sessionId, p.expectedSeq, p.drafts) }; // nested: a savepoint per append
         } catch (error) {
-          this.written.delete(p.sessionId); // (what it wrote was rolled back with its savepoint)
-          return { error };
+          return { error }; // what it wrote was rolled back with its savepoint (and never reached groupEvents)
         }
       });
       this.runCommitHooks();
@@ -180,7 +176,11 @@ export class SqliteEventLog implements EventLog {
       for (const p of group) p.reject(err);
       return;
     }
-    for (const [sessionId, seq] of this.written) this.rememberTail(sessionId, seq, version);
+    // the last event of each append is its session's tail (a later append of the same session replaces it)
+    const written = this.groupEvents;
+    for (let i = 0; i < written.length; i++) {
+      if (written[i + 1]?.sessionId !== written[i]!.sessionId) this.rememberTail(written[i]!.sessionId, written[i]!.seq, version);
+    }
     this.stats.groups++;
     this.stats.appends += group.length;
     for (const o of outcomes) if ('events' in o) this.remember(o.events);
@@ -243,7 +243,6 @@ export class SqliteEventLog implements EventLog {
       'INSERT INTO event (id, aggregate_id, seq, type, version, time, data, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ));
     const committedAt = this.clock.now();
-    this.written.set(sessionId, expectedSeq + parsed.length);
     const events = parsed.map((d, i) => {
       const seq = expectedSeq + i + 1;
       const version = catalog[d.type].version;
