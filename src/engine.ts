@@ -56,7 +56,6 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   checkKeys('openEngine', options, [...EXECUTION_OPTIONS, 'file', 'decorateLog', 'synchronous']);
   const db = openDatabase(options.file, { ...(options.synchronous ? { synchronous: options.synchronous } : {}) });
   migrate(db, options.clock ? { clock: options.clock } : {});
-  const checkpointer = startCheckpointer(db); // WAL checkpoints off the event loop (storage/checkpointer.ts)
   const ownLog = options.log === undefined;
   const inner = options.log ?? new SqliteEventLog(db);
   const log = options.decorateLog ? options.decorateLog(inner) : inner;
@@ -67,6 +66,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const execution = new SessionExecution({ ...executionOptions, log, snapshots });
   const clock = options.clock ?? systemClock;
   const known = knownSessions((id) => execution.status(id));
+  // last in start-up, once nothing above can throw: WAL checkpoints off the event loop (storage/checkpointer.ts)
+  const checkpointer = startCheckpointer(db);
   return {
     ownerId: execution.ownerId,
     db,

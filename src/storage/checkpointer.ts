@@ -73,7 +73,7 @@ parentPort.on('message', (m) => {
   clearTimeout(timer);
   try { checkpoint(); } catch {}
   db.close();
-  parentPort.postMessage({ stats, stopped: true });
+  parentPort.postMessage({ stats });
   parentPort.close();
 });
 timer = setTimeout(tick, interval);
@@ -85,7 +85,7 @@ parentPort.postMessage({ ready: true, stats });
  * undefined for an in-memory or read-only database, which has nothing to checkpoint.
  */
 export function startCheckpointer(db: Db, options: CheckpointerOptions = {}): Checkpointer | undefined {
-  if (db.memory || db.readonly || db.name === '' || db.name === ':memory:') return undefined;
+  if (db.memory || db.readonly) return undefined; // (memory: ':memory:' and the anonymous '')
   const intervalMs = options.intervalMs ?? DEFAULT_CHECKPOINT_INTERVAL_MS;
   const maxIntervalMs = Math.max(intervalMs, options.maxIntervalMs ?? DEFAULT_MAX_CHECKPOINT_INTERVAL_MS);
   const onError = options.onError ?? ((err: Error) => process.stderr.write(`sessiond: ${err.message}\n`));
@@ -93,7 +93,6 @@ export function startCheckpointer(db: Db, options: CheckpointerOptions = {}): Ch
   const stats = { checkpoints: 0, walFrames: 0 };
   const worker = new Worker(THREAD, { eval: true, workerData: { driver, file: db.name, intervalMs, maxIntervalMs } });
   worker.unref(); // a forgotten engine does not keep the process alive for it
-  let ready = false;
   let closing = false;
   const automatic = (on: boolean) => {
     if (db.open) db.pragma(`wal_autocheckpoint = ${on ? AUTOCHECKPOINT_PAGES : 0}`);
@@ -101,17 +100,14 @@ export function startCheckpointer(db: Db, options: CheckpointerOptions = {}): Ch
   const exited = new Promise<void>((resolve) => {
     worker.on('message', (m: { ready?: boolean; stats: typeof stats }) => {
       Object.assign(stats, m.stats);
-      if (m.ready && !closing) {
-        ready = true;
-        automatic(false);
-      }
+      if (m.ready && !closing) automatic(false);
     });
     worker.on('error', (err) => {
       automatic(true);
       if (!closing) onError(new Error(`the WAL checkpoint thread of ${db.name} failed (${messageOf(err)}); SQLite checkpoints on commit again.`));
     });
     worker.on('exit', () => {
-      if (ready) automatic(true);
+      automatic(true);
       resolve();
     });
   });
