@@ -7,25 +7,18 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import type { openDatabase } from '../../src/storage/sqlite.ts';
 import { Projector } from '../../src/projector/projector.ts';
 import { draft, ev } from '../../src/testing/fixtures.ts';
 import { waitFor } from '../../src/testing/wait.ts';
-import { tempDir } from '../support/tmp.ts';
+import { logFile } from '../support/log-files.ts';
 
-function open(file: string) {
-  const db = openDatabase(file);
-  migrate(db);
-  return { db, log: new SqliteEventLog(db, { maxPollMs: 10 }) };
-}
 const inputs = (db: ReturnType<typeof openDatabase>) => db.prepare('SELECT id FROM session_input ORDER BY admitted_seq, id').pluck().all() as string[];
 const admitted = (n: number) => draft(ev('input.admitted', { inputId: `inp_i${n}`, prompt: `p${n}` }));
 
 test('inline projection - the rows and checkpoint commit with the append; the subscription applies nothing again', async () => {
-  const tmp = tempDir();
-  const a = open(tmp.file('p.db'));
+  const file = logFile({ maxPollMs: 10 });
+  const a = file.open();
   const projector = new Projector(a.db);
   const applied: number[] = [];
   const sub = projector.follow(a.log, { inline: true, onApplied: (r) => applied.push(r.applied) });
@@ -38,15 +31,13 @@ test('inline projection - the rows and checkpoint commit with the append; the su
     `the subscription applied nothing itself (${applied})`,
   );
   await sub.close();
-  await a.log.close();
-  a.db.close();
-  tmp.remove();
+  await file.close();
 });
 
 test("inline projection - another process's commits in between are applied in order by the subscription", async () => {
-  const tmp = tempDir();
-  const a = open(tmp.file('p.db'));
-  const b = open(tmp.file('p.db'));
+  const file = logFile({ maxPollMs: 10 });
+  const a = file.open();
+  const b = file.open();
   const projector = new Projector(a.db);
   const errors: unknown[] = [];
   const sub = projector.follow(a.log, { inline: true, onError: (e) => errors.push(e) });
@@ -57,16 +48,12 @@ test("inline projection - another process's commits in between are applied in or
   assert.equal(inputs(a.db).sort(), ['inp_i1', 'inp_i2', 'inp_i3']);
   assert.equal(errors, []);
   await sub.close();
-  for (const h of [a, b]) {
-    await h.log.close();
-    h.db.close();
-  }
-  tmp.remove();
+  await file.close();
 });
 
 test('inline projection - a batch the projection refuses: the append commits, the subscription reports it', async () => {
-  const tmp = tempDir();
-  const a = open(tmp.file('p.db'));
+  const file = logFile({ maxPollMs: 10 });
+  const a = file.open();
   const projector = new Projector(a.db);
   const errors: unknown[] = [];
   const sub = projector.follow(a.log, { inline: true, onError: (e) => errors.push(e) });
@@ -78,9 +65,7 @@ test('inline projection - a batch the projection refuses: the append commits, th
   assert.match(String(errors[0]), /inp_never/);
   assert.ok(projector.checkpoint() < bad[0]!.position!, 'not projected');
   await sub.close();
-  await a.log.close();
-  a.db.close();
-  tmp.remove();
+  await file.close();
 });
 
 test.run();

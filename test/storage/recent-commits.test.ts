@@ -9,13 +9,10 @@ import * as assert from 'uvu/assert';
 import fc from 'fast-check';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { durableEventTypes } from '../../src/events/catalog.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
 import { draft, ev } from '../../src/testing/fixtures.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { protoEvent } from '../support/arbitraries.ts';
-import { tempDir } from '../support/tmp.ts';
+import { logFile } from '../support/log-files.ts';
 
 /** Tool inputs that do not read back as they were handed in (the file's form must be what subscribers get). */
 const oddInputs = [
@@ -28,15 +25,9 @@ const oddInputs = [
   new Map([['k', 'v']]),
 ].map((input, i) => ev('tool.called', { callId: `call_odd${i}`, input }));
 
-function open(file: string) {
-  const db = openDatabase(file);
-  migrate(db);
-  return { db, log: new SqliteEventLog(db, { maxPollMs: 10 }) };
-}
-
 test('recent commits - what a subscriber of the committing handle gets equals what the file decodes, for every event type', async () => {
-  const tmp = tempDir();
-  const a = open(tmp.file('log.db'));
+  const file = logFile({ maxPollMs: 10 });
+  const a = file.open();
   const got: SessionEvent[] = [];
   const sub = a.log.subscribe({
     after: 0,
@@ -53,22 +44,18 @@ test('recent commits - what a subscriber of the committing handle gets equals wh
   }
   await waitFor(() => got.length >= seq, { what: `${seq} events delivered` });
   await sub.close();
-  const reader = open(tmp.file('log.db'));
+  const reader = file.open();
   const decoded = await reader.log.readAll();
   assert.is(decoded.length, seq);
   assert.equal(got, decoded, 'handed over from memory = decoded from the file');
   assert.ok(a.log.stats.fromRecent > 0, 'the batches came from the recent commits');
-  for (const h of [a, reader]) {
-    await h.log.close();
-    h.db.close();
-  }
-  tmp.remove();
+  await file.close();
 });
 
 test("recent commits - another handle's commits in between are read from the file: every event once, in position order", async () => {
-  const tmp = tempDir();
-  const a = open(tmp.file('log.db'));
-  const b = open(tmp.file('log.db'));
+  const file = logFile({ maxPollMs: 10 });
+  const a = file.open();
+  const b = file.open();
   const got: SessionEvent[] = [];
   const sub = a.log.subscribe({
     after: 0,
@@ -95,11 +82,7 @@ test("recent commits - another handle's commits in between are read from the fil
   );
   assert.equal(got, await b.log.readAll(), 'and each as the file holds it');
   assert.ok(a.log.stats.fromRecent > 0);
-  for (const h of [a, b]) {
-    await h.log.close();
-    h.db.close();
-  }
-  tmp.remove();
+  await file.close();
 });
 
 test.run();
