@@ -13,6 +13,7 @@ import { DeliverPolicy, type ConsumerMessages } from '@nats-io/jetstream';
 import { ErrorCode, SessiondError } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { logClosedError, pageSizeOption, type ReadPagesOptions } from '../events/event-log.ts';
+import type { TimerHandle } from '../clock.ts';
 import { isPermissionError } from './connection.ts';
 import { DEFAULT_READ_BATCH, type JetStreamLogBase } from './jetstream-log-base.ts';
 import { subjects } from './subjects.ts';
@@ -135,13 +136,22 @@ export class JetStreamReads {
 
   /**
    * The stream's messages from `start` (a stream sequence, or the subject's last message), decoded,
-   * through one ordered consumer until none is pending. A reconnect mid-read would stall the ordered
-   * consumer for 30 s (see jetstream-subscription.ts): on a reconnect the read ends its consumer and
-   * goes on with a new one from the next message. Leaving the loop early ends the consumer.
+   * through one ordered consumer until none is pending. Leaving the loop early ends the consumer.
+   *
+   * A consumer that stops delivering is ended and the read goes on with a new one from the next
+   * message, for `publishRetryMs` without progress; then the read fails with `log_closed`:
+   * - a reconnect mid-read would stall the ordered consumer for 30 s (see jetstream-subscription.ts);
+   * - a consumer on a server cut off from the client's (a partition between cluster servers; a
+   *   frozen server) delivers nothing, and nats.js's ordered consumer only pulls again, forever: a
+   *   worker's read of a session hung, and with it that session on that worker (its later wakes
+   *   said "running here"; test/cluster/failover-leader.test.ts). So while the read waits for a
+   *   message (never while its caller holds one), `publishTimeoutMs` without one ends the consumer.
    */
   private async *stored(start: number | 'last', filter: string | undefined): AsyncGenerator<StoredMessage> {
     const b = this.base;
+    const clock = b.o.clock;
     b.assertOpen();
+    let progressAt = clock.now();
     for (let from = start; ; ) {
       const consumer = await b.request(() =>
         b.js.consumers.get(b.stream, {
@@ -150,26 +160,44 @@ export class JetStreamReads {
         }),
       );
       let messages: ConsumerMessages | undefined;
-      let reconnected = false;
+      let ended: 'reconnected' | 'stalled' | undefined;
+      let stall: TimerHandle | undefined;
       let dropWaiter = () => {};
+      const end = (why: 'reconnected' | 'stalled') => {
+        ended ??= why;
+        messages?.close().catch(() => undefined);
+      };
+      const waiting = (on: boolean) => {
+        clock.clearTimeout(stall);
+        stall = on ? clock.setTimeout(() => end('stalled'), b.o.publishTimeoutMs) : undefined;
+      };
       try {
         if ((await consumer.info(true)).num_pending === 0) return;
         messages = await consumer.consume({ max_messages: DEFAULT_READ_BATCH });
-        const current = messages;
-        dropWaiter = b.watch.onNextReconnect(() => {
-          reconnected = true;
-          current.close().catch(() => undefined);
-        });
+        dropWaiter = b.watch.onNextReconnect(() => end('reconnected'));
+        waiting(true);
         for await (const m of messages) {
+          waiting(false);
           from = m.seq + 1;
+          progressAt = clock.now();
           yield { seq: m.seq, events: b.decode(m.data, m.seq, m.subject, m.time) };
           if (m.info.pending === 0) return;
+          waiting(true);
         }
-        if (reconnected && !b.closed && !b.nc.isClosed()) continue;
-        throw b.closed || b.nc.isClosed()
-          ? logClosedError(b.name)
-          : new SessiondError(ErrorCode.LogClosed, `Reading ${b.name} stopped before the end of the stream. Retry the read.`);
+        if (b.closed || b.nc.isClosed()) throw logClosedError(b.name);
+        if (ended === 'reconnected') continue;
+        if (ended === 'stalled' && clock.now() - progressAt < b.o.publishRetryMs) {
+          b.stats.retries++;
+          continue;
+        }
+        throw new SessiondError(
+          ErrorCode.LogClosed,
+          ended === 'stalled'
+            ? `Reading ${b.name} stalled: no message arrived for ${b.o.publishRetryMs} ms though the stream has more (consumers were started again from stream sequence ${from}). Check that nats-server and its cluster are reachable, then retry the read.`
+            : `Reading ${b.name} stopped before the end of the stream. Retry the read.`,
+        );
       } finally {
+        waiting(false);
         dropWaiter();
         await messages?.close();
         consumer.delete().catch(() => undefined);

@@ -4,6 +4,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { jetstream, jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
+import { readFileSync } from 'node:fs';
 import { millis } from '@nats-io/transport-node';
 import { ErrorCode, isSessiondError, SequenceConflictError } from '../../src/errors.ts';
 import { parseDraft } from '../../src/events/codec.ts';
@@ -201,6 +202,47 @@ s('an append while the server stays down fails clearly; retrying it later lands 
     [2],
   );
   assert.equal(ids(await log.readSession(id)).slice(1), ids(landed));
+});
+
+/**
+ * A read whose consumer stops delivering mid-read (here the server is frozen with SIGSTOP; in a
+ * cluster, the server holding the consumer cut off from the client's) fails with `log_closed`
+ * within the log's retry budget. nats.js's ordered consumer only pulls again, forever: a worker's
+ * cold load of a session hung, and that session with it (test/cluster/failover-leader.test.ts d).
+ */
+s('a read whose server freezes mid-read fails with log_closed in bounded time instead of hanging; after SIGCONT it reads whole', async () => {
+  const own = await startNatsServer();
+  const log = await JetStreamEventLog.open({ connection: { servers: own.url, ...WORKER, reconnectWaitMs: 50 }, publishTimeoutMs: 300, publishRetryMs: 1200 });
+  const pid = own.pid!;
+  try {
+    const id = ses();
+    const messages = 700; // more than one pull of the read (DEFAULT_READ_BATCH)
+    for (let i = 0; i < messages; i++) await log.append(id, i, [admitted(String(i))]);
+    const pages = log.readPages({ pageSize: 10 })[Symbol.asyncIterator]();
+    assert.is((await pages.next()).value?.length, 10, 'the read has started');
+    process.kill(pid, 'SIGSTOP');
+    let outcome: string;
+    try {
+      await waitFor(() => readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0] === 'T', { what: 'nats-server to be stopped' });
+      const drained = (async () => {
+        for (let page = await pages.next(); !page.done; page = await pages.next());
+        return 'read to the end while the server was frozen';
+      })().catch((err: unknown) => (isSessiondError(err, ErrorCode.LogClosed) ? 'log_closed' : `another error: ${String(err)}`));
+      outcome = await Promise.race([drained, new Promise<string>((r) => setTimeout(() => r('still waiting after 20 s'), 20_000).unref())]);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    assert.is(outcome, 'log_closed');
+    const all = await log.readAll();
+    assert.equal(
+      all.map((e) => e.seq),
+      Array.from({ length: messages }, (_, i) => i + 1),
+      'after SIGCONT the same read gets every message, in order',
+    );
+  } finally {
+    await log.close();
+    await own.dispose();
+  }
 });
 
 s('readAll never splits a message and returns promptly on an empty range; close leaves a shared connection open', async (ctx) => {
