@@ -2,9 +2,9 @@
  * The one place commands meet I/O: load the session's snapshot (folding what the log has that we
  * have not seen), let the machine decide, stamp ids and time on the decided events, append them
  * with the snapshot's sequence as the fencing token, and fold what was committed. A conflict means
- * someone else wrote first: catch up and decide again (bounded).
+ * someone else wrote first: catch up and decide again (for a bounded time).
  */
-import type { Clock } from '../clock.ts';
+import { sleep, type Clock } from '../clock.ts';
 import type { IdSource } from '../ids.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
@@ -19,7 +19,10 @@ import type { Command } from '../machines/commands.ts';
 import { retryTransient } from '../storage/transient.ts';
 import { catalog } from '../events/catalog.ts';
 
-export const DEFAULT_CONFLICT_RETRIES = 8;
+/** Conflicts retried at once (the usual race: one other write in between). */
+export const IMMEDIATE_CONFLICT_RETRIES = 8;
+/** How long a decide-and-append keeps losing races before it fails with `sequence_conflict` (see `decideAndAppendOnce`). */
+export const DEFAULT_CONFLICT_RETRY_MS = 5_000;
 /** How long a decide-and-append keeps retrying a locked database before it fails. */
 export const DEFAULT_STORAGE_RETRY_MS = 5_000;
 export const DEFAULT_SNAPSHOT_CACHE = 10_000;
@@ -190,7 +193,7 @@ export class CommandHandler {
    * deciding, for commands whose refusal on a stale snapshot would be wrong (a cancel refused as
    * "nothing to cancel" while another process runs a turn).
    */
-  async execute(sessionId: string, build: Build, options: { fresh?: boolean; retries?: number } = {}): Promise<CommandResult> {
+  async execute(sessionId: string, build: Build, options: { fresh?: boolean } = {}): Promise<CommandResult> {
     return this.executeAll(sessionId, [build], options);
   }
 
@@ -200,7 +203,7 @@ export class CommandHandler {
    * events are appended at once: one write, all or nothing. A refusal of any refuses them all.
    * E.g. claim + start + promotion of the turn's inputs: one append instead of three.
    */
-  async executeAll(sessionId: string, builds: readonly Build[], options: { fresh?: boolean; retries?: number } = {}): Promise<CommandResult> {
+  async executeAll(sessionId: string, builds: readonly Build[], options: { fresh?: boolean } = {}): Promise<CommandResult> {
     // One decide-and-append at a time per session in this process. Concurrent writers of one
     // process (the runner, its heartbeat, a cancel, the sweeper) would otherwise race each other on
     // the session's sequence: the loser of each race pays a reload from the log, and under load a
@@ -220,7 +223,7 @@ export class CommandHandler {
     return result;
   }
 
-  private async decideAndAppend(sessionId: string, builds: readonly Build[], options: { fresh?: boolean; retries?: number }): Promise<CommandResult> {
+  private async decideAndAppend(sessionId: string, builds: readonly Build[], options: { fresh?: boolean }): Promise<CommandResult> {
     // a locked database (SQLITE_BUSY): nothing was written; wait it out, catch up and decide again
     return retryTransient(() => this.decideAndAppendOnce(sessionId, builds, options), { clock: this.clock, forMs: DEFAULT_STORAGE_RETRY_MS });
   }
@@ -243,8 +246,16 @@ export class CommandHandler {
     return drafts;
   }
 
-  private async decideAndAppendOnce(sessionId: string, builds: readonly Build[], options: { fresh?: boolean; retries?: number }): Promise<CommandResult> {
-    const retries = options.retries ?? DEFAULT_CONFLICT_RETRIES;
+  /**
+   * Decides on the cached (or loaded) snapshot and appends; on a conflict, catches up and decides
+   * again. A few times at once, then with a short growing, jittered wait, until
+   * `DEFAULT_CONFLICT_RETRY_MS` has passed. A count alone was too few: a session whose turn runs in
+   * another process is appended to every few milliseconds, and an admission from here lost eight
+   * races in a row and failed (two whole workers on one SQLite file; admissions through another
+   * worker on NATS alike).
+   */
+  private async decideAndAppendOnce(sessionId: string, builds: readonly Build[], options: { fresh?: boolean }): Promise<CommandResult> {
+    const giveUpAt = this.clock.now() + DEFAULT_CONFLICT_RETRY_MS;
     let snapshot = options.fresh || !this.snapshots.has(sessionId) ? await this.load(sessionId) : this.snapshots.get(sessionId)!;
     for (let attempt = 0; ; attempt++) {
       const drafts = this.decideAll(sessionId, snapshot, builds, this.clock.now());
@@ -259,7 +270,11 @@ export class CommandHandler {
         if (this.store && (since >= this.snapshotEvery || (settled && since >= this.snapshotEvery / 5))) this.storeSnapshot(snapshot);
         return { events: committed, snapshot };
       } catch (err) {
-        if (!isSequenceConflict(err) || attempt >= retries) throw err;
+        if (!isSequenceConflict(err)) throw err;
+        if (attempt >= IMMEDIATE_CONFLICT_RETRIES) {
+          if (this.clock.now() >= giveUpAt) throw err;
+          await sleep(this.clock, conflictBackoffMs(attempt - IMMEDIATE_CONFLICT_RETRIES));
+        }
         snapshot = await this.load(sessionId);
       }
     }
@@ -300,4 +315,9 @@ export class CommandHandler {
     this.heldBytes -= this.held.get(sessionId) ?? 0;
     this.held.delete(sessionId);
   }
+}
+
+/** The wait before the n-th slow retry of a conflict: 2 ms doubling to 64 ms, times 0.5-1 (two retriers do not keep meeting). */
+function conflictBackoffMs(n: number): number {
+  return Math.ceil(Math.min(64, 2 * 2 ** n) * (0.5 + Math.random() / 2));
 }

@@ -13,6 +13,8 @@ import { admitInput } from '../../src/input/admit.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { sequentialIds } from '../../src/ids.ts';
 import { tempDir } from '../support/tmp.ts';
+import { spyLog } from '../support/spy-log.ts';
+import { systemClock } from '../../src/clock.ts';
 
 test('executeAll - claim, start and promotion decided together are one append; a refusal of the last writes nothing', async () => {
   const tmp = tempDir();
@@ -69,6 +71,41 @@ test('executeAll - claim, start and promotion decided together are one append; a
   assert.equal(snapshot.context.pending, []);
   await log.close();
   db.close();
+  tmp.remove();
+});
+
+test('a decision that loses the race to another process many times in a row still lands (another worker runs a turn on the session)', async () => {
+  // Two connections to one file, as two whole workers: before each of this handler's first 30
+  // appends, the other one admits an input to the same session, so each attempt conflicts. Eight
+  // immediate retries were all it had: the admission failed with sequence_conflict.
+  const tmp = tempDir();
+  const open = () => {
+    const db = openDatabase(tmp.file('race.db'));
+    migrate(db);
+    return { db, log: new SqliteEventLog(db) };
+  };
+  const here = open();
+  const there = open();
+  const other = new CommandHandler(there.log, systemClock, sequentialIds('other'));
+  let raced = 0;
+  const racing = spyLog(here.log, {
+    beforeAppend: async () => {
+      if (raced < 30) await admitInput(other, 'ses_race', { id: `inp_other_${raced++}`, prompt: 'p', wake: false });
+    },
+  });
+  const handler = new CommandHandler(racing, systemClock, sequentialIds('here'));
+  const receipt = await admitInput(handler, 'ses_race', { id: 'inp_here', prompt: 'mine', wake: false });
+  assert.is(raced, 30, 'every one of the first 30 attempts lost its race');
+  assert.is(receipt.admittedSeq, 31);
+  const events = await there.log.readSession('ses_race');
+  assert.equal(
+    events.filter((e) => e.type === 'input.admitted').map((e) => (e.payload as { inputId: string }).inputId),
+    [...Array.from({ length: 30 }, (_, i) => `inp_other_${i}`), 'inp_here'],
+  );
+  for (const { db, log } of [here, there]) {
+    await log.close();
+    db.close();
+  }
   tmp.remove();
 });
 
