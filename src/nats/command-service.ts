@@ -159,20 +159,9 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   };
   let closing = false;
 
+  const answer = commandAnswerer(target, { maxPromptBytes, onError, onRefused: options.onRefused, stats });
   const serve = async (msg: Msg) => {
-    const verb = subjects.verbOfCommandSubject(msg.subject);
-    let reply: Record<string, unknown>;
-    try {
-      reply = { ok: true, ...(await handle(verb, msg.subject, msg.data)) };
-    } catch (err) {
-      reply = fail(verb, err);
-    }
-    let data = encodeJson(reply);
-    const maxPayload = nc.info?.max_payload;
-    if (maxPayload !== undefined && data.length > maxPayload) {
-      // a success reply too large to send: say so rather than leave the client waiting
-      data = encodeJson(fail(verb, new Error(`its ${data.length}-byte reply is over the server's max_payload of ${maxPayload} bytes`)));
-    }
+    const data = await answer(msg.subject, msg.data, nc.info?.max_payload);
     try {
       msg.respond(data);
     } catch (err) {
@@ -180,11 +169,97 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
     }
   };
 
+  const take = (err: Error | null, msg: Msg) => {
+    if (err) {
+      onError(err); // e.g. a permissions violation: this user may not serve commands
+      return;
+    }
+    stats.requests++;
+    if (!msg.reply) {
+      refused(ErrorKind.InvalidInput, `A message on ${boundText(msg.subject)} has no reply subject: send commands as requests (nc.request), not publishes.`);
+      return;
+    }
+    if (!isAllowedReply(msg.reply, replyPrefixes)) {
+      stats.refusedReplies++;
+      const refusal: RefusedReply = {
+        subject: msg.subject,
+        reply: msg.reply,
+        message: `Refused a request on ${boundText(msg.subject)}: its reply subject ${echo(msg.reply)} is not an inbox under ${replyPrefixes.join(', ')}, so it was neither run nor answered. Commands must be sent with nc.request from a connection whose inbox prefix nats.conf allows (docs/protocol.md).`,
+      };
+      if (options.onRefusedReply) {
+        options.onRefused?.(ErrorKind.Permission);
+        options.onRefusedReply(refusal);
+      } else {
+        refused(ErrorKind.Permission, refusal.message);
+      }
+      return;
+    }
+    // requests delivered while draining are served too: the queue group gave them to us alone
+    const p: Promise<void> = serve(msg)
+      .catch(onError)
+      .finally(() => inFlight.delete(p));
+    inFlight.add(p);
+  };
+
+  // Each place is a queue subscription the server ends after one request (UNSUB <sid> 1); a place
+  // used is renewed at once, so a worker that stops running (SIGSTOP, a blocked event loop) holds
+  // at most `places` requests and then leaves the group, and clients resend those elsewhere.
+  const open = new Set<Subscription>();
+  const openPlace = () => {
+    const place: Subscription = nc.subscribe(subjects.allCommands, {
+      queue,
+      max: 1,
+      callback: (err, msg) => {
+        open.delete(place);
+        if (!err && !closing) openPlace();
+        take(err, msg);
+      },
+    });
+    open.add(place);
+  };
+  for (let i = 0; i < places; i++) openPlace();
+  // nats.js resubscribes after a reconnect without the one-request limit: open the places afresh
+  const statuses = nc.status() as AsyncIterable<{ type: string }> & { stop?: () => void };
+  void (async () => {
+    for await (const status of statuses) {
+      if (status.type !== 'reconnect' || closing) continue;
+      for (const place of [...open]) {
+        open.delete(place);
+        place.unsubscribe();
+      }
+      for (let i = 0; i < places; i++) openPlace();
+    }
+  })().catch(onError);
+
+  return {
+    stats,
+    async close() {
+      if (closing) return;
+      closing = true;
+      statuses.stop?.();
+      if (!nc.isClosed()) await Promise.all([...open].map((place) => place.drain().catch(() => place.unsubscribe())));
+      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+      refusalLog.close();
+    },
+  };
+}
+
+/**
+ * What a worker answers to one command request: the reply's bytes for the request's subject and
+ * body (`{ ok: true, ... }` or the bounded error reply; never throws). `maxPayload`: the server's
+ * limit, which a success reply over it is replaced by an error for. The command service sends these;
+ * the protocol's test vectors (scripts/protocol.ts) are made with it.
+ */
+export function commandAnswerer(
+  target: CommandTarget,
+  o: { maxPromptBytes: number; onError: (err: unknown) => void; onRefused?: ((kind: ErrorKind) => void) | undefined; stats: CommandServiceStats },
+): (subject: string, data: Uint8Array, maxPayload?: number) => Promise<Uint8Array> {
+  const { maxPromptBytes, onError, stats } = o;
   /** The error reply for `err`, at most MAX_ERROR_REPLY_BYTES; counted, and passed to onError when internal. */
   const fail = (verb: string, err: unknown): Record<string, unknown> => {
     const error = boundErrorBody(toErrorBody(verb, err));
     if (error.code === CommandFailureCode.Internal) onError(err);
-    else if (kindOf(baseErrorCode(error.code)) === ErrorKind.InvalidInput) options.onRefused?.(ErrorKind.InvalidInput);
+    else if (kindOf(baseErrorCode(error.code)) === ErrorKind.InvalidInput) o.onRefused?.(ErrorKind.InvalidInput);
     stats.failures[error.code] = (stats.failures[error.code] ?? 0) + 1;
     return { ok: false, error };
   };
@@ -259,78 +334,20 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
       throw err;
     });
 
-  const take = (err: Error | null, msg: Msg) => {
-    if (err) {
-      onError(err); // e.g. a permissions violation: this user may not serve commands
-      return;
+  return async (subject, data, maxPayload) => {
+    const verb = subjects.verbOfCommandSubject(subject);
+    let reply: Record<string, unknown>;
+    try {
+      reply = { ok: true, ...(await handle(verb, subject, data)) };
+    } catch (err) {
+      reply = fail(verb, err);
     }
-    stats.requests++;
-    if (!msg.reply) {
-      refused(ErrorKind.InvalidInput, `A message on ${boundText(msg.subject)} has no reply subject: send commands as requests (nc.request), not publishes.`);
-      return;
+    let bytes = encodeJson(reply);
+    if (maxPayload !== undefined && bytes.length > maxPayload) {
+      // a success reply too large to send: say so rather than leave the client waiting
+      bytes = encodeJson(fail(verb, new Error(`its ${bytes.length}-byte reply is over the server's max_payload of ${maxPayload} bytes`)));
     }
-    if (!isAllowedReply(msg.reply, replyPrefixes)) {
-      stats.refusedReplies++;
-      const refusal: RefusedReply = {
-        subject: msg.subject,
-        reply: msg.reply,
-        message: `Refused a request on ${boundText(msg.subject)}: its reply subject ${echo(msg.reply)} is not an inbox under ${replyPrefixes.join(', ')}, so it was neither run nor answered. Commands must be sent with nc.request from a connection whose inbox prefix nats.conf allows (docs/protocol.md).`,
-      };
-      if (options.onRefusedReply) {
-        options.onRefused?.(ErrorKind.Permission);
-        options.onRefusedReply(refusal);
-      } else {
-        refused(ErrorKind.Permission, refusal.message);
-      }
-      return;
-    }
-    // requests delivered while draining are served too: the queue group gave them to us alone
-    const p: Promise<void> = serve(msg)
-      .catch(onError)
-      .finally(() => inFlight.delete(p));
-    inFlight.add(p);
-  };
-
-  // Each place is a queue subscription the server ends after one request (UNSUB <sid> 1); a place
-  // used is renewed at once, so a worker that stops running (SIGSTOP, a blocked event loop) holds
-  // at most `places` requests and then leaves the group, and clients resend those elsewhere.
-  const open = new Set<Subscription>();
-  const openPlace = () => {
-    const place: Subscription = nc.subscribe(subjects.allCommands, {
-      queue,
-      max: 1,
-      callback: (err, msg) => {
-        open.delete(place);
-        if (!err && !closing) openPlace();
-        take(err, msg);
-      },
-    });
-    open.add(place);
-  };
-  for (let i = 0; i < places; i++) openPlace();
-  // nats.js resubscribes after a reconnect without the one-request limit: open the places afresh
-  const statuses = nc.status() as AsyncIterable<{ type: string }> & { stop?: () => void };
-  void (async () => {
-    for await (const status of statuses) {
-      if (status.type !== 'reconnect' || closing) continue;
-      for (const place of [...open]) {
-        open.delete(place);
-        place.unsubscribe();
-      }
-      for (let i = 0; i < places; i++) openPlace();
-    }
-  })().catch(onError);
-
-  return {
-    stats,
-    async close() {
-      if (closing) return;
-      closing = true;
-      statuses.stop?.();
-      if (!nc.isClosed()) await Promise.all([...open].map((place) => place.drain().catch(() => place.unsubscribe())));
-      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
-      refusalLog.close();
-    },
+    return bytes;
   };
 }
 

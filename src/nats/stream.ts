@@ -32,6 +32,7 @@ import { millis, nanos } from '@nats-io/transport-node';
 import { ConnectionError, ErrorCode, NotFoundError, PermissionError, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import { eventFromFrame, pack, unpack } from '../events/codec.ts';
 import type { SessionEvent } from '../events/envelope.ts';
+import { isDurable } from '../events/catalog.ts';
 import { STREAM_NAME, subjects } from './subjects.ts';
 import { isPermissionError, isTransientNatsError, waitAtMost } from './connection.ts';
 import { systemClock } from '../clock.ts';
@@ -426,6 +427,15 @@ export function decodeBatch(data: Uint8Array, position: number, subject: string,
       throw err;
     }
   });
+  const liveOnly = events.find((e) => !isDurable(e.type));
+  if (liveOnly) {
+    // writers refuse these (prepare-batch.ts); only something other than a worker stores one
+    throw new SessiondError(
+      ErrorCode.DecodeFailed,
+      `${where} cannot be read as a sessiond event batch: it holds a ${liveOnly.type} event, which is live-only and never stored. ${hint}`,
+      { details: { position, subject } },
+    );
+  }
   for (let i = 1; i < events.length; i++) {
     if (events[i]!.seq !== events[0]!.seq + i) {
       throw new SessiondError(

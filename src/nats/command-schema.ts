@@ -1,0 +1,156 @@
+/**
+ * The command envelopes of docs/protocol.md ("Commands") as schemas: each verb's request, its
+ * success reply and the error reply. They are the protocol's definition for other languages
+ * (scripts/protocol.ts exports them as clients/protocol/schema/commands.schema.json); the command
+ * service's own checks (command-service.ts) refuse what these refuse, with messages that say why,
+ * and test/protocol/vectors.test.ts holds real workers' replies against them. The TypeScript types
+ * of commands.ts are checked against these at compile time (the `Same` assertions below).
+ */
+import { z } from 'zod';
+import { ErrorCode } from '../errors.ts';
+import { CommandFailureCode, type AdmitCommand, type CancelCommand, type DropCommand, type StatusCommand, type WakeCommand } from './commands.ts';
+
+const id = z.string().regex(/^[A-Za-z0-9_\-:+=@]{1,128}$/);
+const millis = z.number().int().nonnegative();
+const recordedError = z.object({ type: z.string().min(1), message: z.string(), name: z.string().optional() });
+const phase = z.enum(['safe', 'unknown']);
+
+export const requestSchemas = {
+  admit: z.strictObject({
+    sessionId: id,
+    prompt: z.string(),
+    id: id.optional(),
+    delivery: z.enum(['queue', 'steer']).optional(),
+    wake: z.boolean().optional(),
+  }),
+  wake: z.strictObject({ sessionId: id }),
+  cancel: z.strictObject({ sessionId: id, reason: z.string().max(1000).optional(), executionId: id.optional() }),
+  status: z.strictObject({ sessionId: id, pendingFrom: z.number().int().nonnegative().optional() }),
+  drop: z.strictObject({ sessionId: id, inputIds: z.array(id).min(1).max(1000).optional(), reason: z.string().max(1000).optional() }),
+} as const;
+
+const refusal = z.string().min(1);
+
+const wakeResult = z.discriminatedUnion('status', [
+  z.object({ status: z.literal('started'), executionId: id }),
+  z.object({ status: z.literal('running_here'), executionId: id.nullable() }),
+  z.object({ status: z.literal('nothing_pending') }),
+  z.object({ status: z.literal('refused'), reason: refusal, message: z.string() }),
+  z.object({ status: z.literal('failed'), code: z.string().min(1), message: z.string() }),
+  z.object({ status: z.literal('closed') }),
+  z.object({ status: z.literal('requested') }),
+]);
+
+const pending = z.object({
+  inputId: id,
+  delivery: z.enum(['queue', 'steer']),
+  seq: z.number().int().positive(),
+  wake: z.boolean(),
+  source: z.enum(['user', 'recovery']),
+  continues: z
+    .object({
+      executionId: id,
+      reason: z.enum(['interrupted', 'handed_back']),
+      phase,
+      inputIds: z.array(id),
+      assistantMessageId: id.nullable(),
+      retryTools: z.array(z.object({ callId: id, messageId: id, name: z.string().min(1), idempotencyKey: z.string() })),
+    })
+    .optional(),
+  admittedBy: z.object({ id, position: z.number().int().nullable() }).optional(),
+});
+
+const execution = z.object({
+  id,
+  ownerId: id,
+  leaseMs: z.number().int().positive(),
+  expiresAt: millis,
+  assistantSeq: z.number().int().min(-1),
+  claimedSeq: z.number().int().nonnegative(),
+  phase,
+  started: z.boolean(),
+  cancelled: z.boolean(),
+  outcome: z.enum(['succeeded', 'failed', 'released', 'cancelled']).nullable(),
+  error: recordedError.nullable(),
+  openStep: id.nullable(),
+  lastMessage: id.nullable(),
+  openTools: z.array(z.object({ callId: id, messageId: id, name: z.string().min(1), durable: z.boolean(), idempotencyKey: z.string().nullable() })),
+  inputIds: z.array(id),
+  inputCount: z.number().int().nonnegative(),
+});
+
+const ok = <T extends z.ZodRawShape>(shape: T) => z.object({ ok: z.literal(true), ...shape });
+
+export const replySchemas = {
+  admit: ok({
+    receipt: z.object({ sessionId: id, inputId: id, admittedSeq: z.number().int().positive(), created: z.boolean(), wake: z.boolean() }),
+  }),
+  wake: ok({ result: wakeResult }),
+  cancel: ok({
+    result: z.discriminatedUnion('cancelled', [
+      z.object({ cancelled: z.literal(true), executionId: id }),
+      z.object({ cancelled: z.literal(false), reason: refusal, message: z.string() }),
+    ]),
+  }),
+  status: ok({
+    sessionId: id,
+    state: z.enum(['idle', 'claimed', 'running', 'recovering', 'settled']),
+    seq: z.number().int().nonnegative(),
+    executionId: id.nullable(),
+    owner: id.nullable(),
+    leaseExpiresAt: millis.nullable(),
+    leaseLive: z.boolean(),
+    leaseLeftMs: z.number().int().nonnegative(),
+    phase: phase.nullable(),
+    outcome: z.enum(['succeeded', 'failed', 'released', 'cancelled']).nullable(),
+    pending: z.array(pending),
+    pendingFrom: z.number().int().nonnegative(),
+    pendingCount: z.number().int().nonnegative(),
+    pendingBytes: z.number().int().nonnegative(),
+    recovery: z
+      .object({
+        executionId: id,
+        continuationInputId: id.nullable(),
+        wakePending: z.boolean(),
+        attempts: z.number().int().nonnegative(),
+        parked: z.boolean(),
+        lastAttemptAt: millis,
+        lastError: recordedError.nullable(),
+      })
+      .nullable(),
+    executions: z.number().int().nonnegative(),
+    usage: z.object({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() }),
+    execution: execution.nullable(),
+  }),
+  drop: ok({ result: z.object({ sessionId: id, dropped: z.array(id), seq: z.number().int().positive().optional() }) }),
+} as const;
+
+/** Every code an error reply may carry, and the three a client reports for a request that got none. */
+export const replyErrorCodes = [
+  ...Object.values(ErrorCode),
+  CommandFailureCode.BadRequest,
+  CommandFailureCode.UnknownSession,
+  CommandFailureCode.UnknownCommand,
+  CommandFailureCode.Internal,
+] as const;
+export const clientErrorCodes = [CommandFailureCode.NoWorker, CommandFailureCode.Timeout, CommandFailureCode.PermissionDenied] as const;
+
+export const errorReplySchema = z.object({
+  ok: z.literal(false),
+  error: z.object({
+    code: z.enum([...new Set(replyErrorCodes)] as [string, ...string[]]),
+    message: z.string().max(1000),
+    details: z.record(z.string(), z.unknown()).optional(),
+  }),
+});
+
+// compile-time: the request schemas and the request types of commands.ts are the same shape
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;
+const sameRequests: [
+  Same<z.input<typeof requestSchemas.admit>, AdmitCommand>,
+  Same<z.input<typeof requestSchemas.wake>, WakeCommand>,
+  Same<z.input<typeof requestSchemas.cancel>, CancelCommand>,
+  Same<z.input<typeof requestSchemas.status>, StatusCommand>,
+  Same<z.input<typeof requestSchemas.drop>, DropCommand>,
+] = [true, true, true, true, true];
+void sameRequests;
