@@ -32,7 +32,7 @@ import { openEngine } from '../src/engine.ts';
 import { sequentialIds } from '../src/ids.ts';
 import { commandAnswerer, type CommandServiceStats, type CommandTarget } from '../src/nats/command-service.ts';
 import { clientErrorCodes, errorReplySchema, replyErrorCodes, replySchemas, requestSchemas } from '../src/nats/command-schema.ts';
-import { encodeJson } from '../src/nats/commands.ts';
+import { encodeJson, encodeRequest } from '../src/nats/commands.ts';
 import { decodeLiveEvent, encodeLiveEvent } from '../src/nats/live-bus.ts';
 import { decodeBatch, encodeBatch } from '../src/nats/stream.ts';
 import { subjects, commandVerbs, type CommandVerb } from '../src/nats/subjects.ts';
@@ -287,7 +287,7 @@ function msgpackVectors(): MsgpackCase[] {
   }
   const first = log[0]![0]!;
   const frame = encodeEvent({ ...first, position: 1, committedAt: T0 + 5 });
-  cases.push({ name: 'export frame with position and committedAt', kind: 'export_frame', hex: hex(frame), value: json(frame), roundtrip: true });
+  cases.push({ name: 'export frame with committedAt (encodeEvent writes no position)', kind: 'export_frame', hex: hex(frame), value: json(frame), roundtrip: true });
   // what msgpackr wrote before integers beyond 32 bits were int64: float64 times (readers still meet them)
   const old = new Packr({ useRecords: false, variableMapSize: true });
   const oldBatch = old.pack([
@@ -403,8 +403,8 @@ interface CommandCase {
 /** Replies a worker's command answerer gives, on an embedded engine with a manual clock and sequential ids. */
 async function commandVectors(): Promise<CommandCase[]> {
   const cases: CommandCase[] = [];
-  const request = (name: string, verb: CommandVerb | string, body: unknown) => {
-    const text = new TextDecoder().decode(encodeJson(body));
+  const request = (name: string, verb: CommandVerb, body: unknown) => {
+    const text = new TextDecoder().decode(encodeRequest(verb, body as never)); // what the Node client sends
     cases.push({ name, verb, direction: 'request', json: body, text });
     return text;
   };

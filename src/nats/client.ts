@@ -39,7 +39,7 @@ import {
   CommandError,
   CommandFailureCode,
   decodeJson,
-  encodeJson,
+  encodeRequest,
   isCommandError,
   type AdmitCommand,
   type CommandReply,
@@ -282,7 +282,7 @@ export class SessiondClient implements Sessions {
     this.assertOpen();
     validateId(body.sessionId, 'session id');
     const subject = subjects.command(verb);
-    const data = encodeJson(body);
+    const data = encodeRequest(verb, body);
     const started = this.clock.now();
     let msg: Msg;
     let attempts = 0;

@@ -107,6 +107,19 @@ export const requestFields: Record<CommandVerb, readonly string[]> = {
   drop: ['sessionId', 'inputIds', 'reason'],
 };
 
+/**
+ * The exact bytes of a request: its fields in the order of `requestFields`, absent ones left out
+ * (the canonical text of clients/protocol/vectors/commands.json, which the Go and Python clients
+ * send too). Workers accept the fields in any order.
+ */
+export function encodeRequest<V extends CommandVerb>(verb: V, body: CommandRequests[V]): Uint8Array {
+  const given = body as unknown as Record<string, unknown>;
+  const ordered: Record<string, unknown> = {};
+  for (const field of requestFields[verb]) if (given[field] !== undefined) ordered[field] = given[field];
+  for (const field of Object.keys(given)) if (!(field in ordered) && given[field] !== undefined) ordered[field] = given[field]; // refused by the worker, by name
+  return encodeJson(ordered);
+}
+
 /** Most input ids one drop request may name. */
 export const MAX_DROP_IDS = 1000;
 

@@ -10,7 +10,7 @@ import { PROTOCOL_DIR, protocolFiles } from '../../scripts/protocol.ts';
 import { decodeEvent, unpack } from '../../src/events/codec.ts';
 import { isSessiondError } from '../../src/errors.ts';
 import { errorReplySchema, replySchemas, requestSchemas } from '../../src/nats/command-schema.ts';
-import { decodeJson } from '../../src/nats/commands.ts';
+import { decodeJson, encodeRequest } from '../../src/nats/commands.ts';
 import { decodeLiveEvent } from '../../src/nats/live-bus.ts';
 import { decodeBatch } from '../../src/nats/stream.ts';
 import { catalog, eventTypes } from '../../src/events/catalog.ts';
@@ -104,6 +104,9 @@ test('command vectors: requests are JSON.stringify of their json and valid reque
     assert.equal(decodeJson(new TextEncoder().encode(c.text)), c.json, `${c.name}: text decodes to json`);
     if (c.direction === 'request') {
       assert.is(JSON.stringify(c.json), c.text, `${c.name}: the exact text a client sends`);
+      // the Node client sends the same bytes whatever order it built the body in
+      const reversed = Object.fromEntries(Object.entries(c.json as Record<string, unknown>).reverse());
+      assert.is(new TextDecoder().decode(encodeRequest(c.verb as CommandVerb, reversed as never)), c.text, `${c.name}: encodeRequest`);
       assert.ok(requestSchemas[c.verb as CommandVerb].safeParse(c.json).success, `${c.name}: a valid ${c.verb} request`);
       continue;
     }

@@ -1,0 +1,564 @@
+package sessiond
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Command error codes: the worker's (in its error reply) and the client's own for requests
+// that got no reply (no_worker, timeout, permission_denied).
+const (
+	CodeBadRequest       = "bad_request"
+	CodeInvalidOption    = "invalid_option"
+	CodeUnknownSession   = "unknown_session"
+	CodeUnknownCommand   = "unknown_command"
+	CodeInputConflict    = "input_conflict"
+	CodeLimitExceeded    = "limit_exceeded"
+	CodeCommandRefused   = "command_refused"
+	CodeSequenceConflict = "sequence_conflict"
+	CodeLogClosed        = "log_closed"
+	CodeInternal         = "internal"
+	CodeNoWorker         = "no_worker"
+	CodeTimeout          = "timeout"
+	CodePermissionDenied = "permission_denied"
+)
+
+// CommandError is a command that failed: the worker's error reply (Code, Message, Details as it
+// sent them) or no reply at all (no_worker, timeout, permission_denied), or a request refused
+// before it was sent (invalid_id, invalid_option).
+type CommandError struct {
+	Verb    string
+	Code    string
+	Message string
+	Details map[string]any
+	// Err is the cause, when there is one (a NATS error, the context's error).
+	Err error
+}
+
+func (e *CommandError) Error() string {
+	return fmt.Sprintf("sessiond %s: %s: %s", e.Verb, e.Code, e.Message)
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// ErrorCode is the protocol code of err (a *CommandError's, a *DecodeError's, an
+// *ExportError's), or "" for other errors.
+func ErrorCode(err error) string {
+	var ce *CommandError
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	var de *DecodeError
+	if errors.As(err, &de) {
+		return de.Code
+	}
+	var xe *ExportError
+	if errors.As(err, &xe) {
+		return xe.Code
+	}
+	return ""
+}
+
+// The verbs.
+const (
+	VerbAdmit  = "admit"
+	VerbWake   = "wake"
+	VerbCancel = "cancel"
+	VerbStatus = "status"
+	VerbDrop   = "drop"
+)
+
+// CommandSubject is the subject of a verb: sessiond.cmd.<verb>.
+func CommandSubject(verb string) string { return CommandPrefix + "." + verb }
+
+// AdmitRequest is a prompt to admit. ID is the input id: admitting the same id again is a no-op,
+// so a resent request is safe; one is generated when empty. Delivery "queue" (the default when
+// empty) waits for the next turn, "steer" joins the running one. Wake nil or true wakes a worker.
+type AdmitRequest struct {
+	Prompt   string
+	ID       string
+	Delivery string
+	Wake     *bool
+}
+
+// AdmitReceipt is the admit reply. Created is false when the input id was admitted before
+// (true when an earlier attempt of the same call admitted it).
+type AdmitReceipt struct {
+	SessionID   string `json:"sessionId"`
+	InputID     string `json:"inputId"`
+	AdmittedSeq int64  `json:"admittedSeq"`
+	Created     bool   `json:"created"`
+	Wake        bool   `json:"wake"`
+}
+
+// WakeResult is the wake reply: Status started or running_here (ExecutionID), nothing_pending,
+// refused (Reason, Message), failed (Code, Message) or closed (the worker is shutting down).
+type WakeResult struct {
+	Status      string  `json:"status"`
+	ExecutionID *string `json:"executionId,omitempty"`
+	Reason      string  `json:"reason,omitempty"`
+	Code        string  `json:"code,omitempty"`
+	Message     string  `json:"message,omitempty"`
+}
+
+// CancelResult is the cancel reply: Cancelled with the ExecutionID, or not, with the refusal's
+// Reason (e.g. nothing_to_cancel) and Message.
+type CancelResult struct {
+	Cancelled   bool   `json:"cancelled"`
+	ExecutionID string `json:"executionId,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	Message     string `json:"message,omitempty"`
+}
+
+// DropRequest names the pending inputs to drop (none: every pending input of the users) and why.
+type DropRequest struct {
+	InputIDs []string
+	Reason   string
+}
+
+// DropResult is the drop reply: the inputs dropped (empty when nothing matching was pending) and
+// the seq of the input.dropped event (0 when nothing was dropped).
+type DropResult struct {
+	SessionID string   `json:"sessionId"`
+	Dropped   []string `json:"dropped"`
+	Seq       int64    `json:"seq,omitempty"`
+}
+
+// Status is the status reply: the session as the worker that answered sees it in the log.
+type Status struct {
+	SessionID      string          `json:"sessionId"`
+	State          string          `json:"state"`
+	Seq            int64           `json:"seq"`
+	ExecutionID    *string         `json:"executionId"`
+	Owner          *string         `json:"owner"`
+	LeaseExpiresAt *int64          `json:"leaseExpiresAt"`
+	LeaseLive      bool            `json:"leaseLive"`
+	LeaseLeftMs    int64           `json:"leaseLeftMs"`
+	Phase          *string         `json:"phase"`
+	Outcome        *string         `json:"outcome"`
+	Pending        []PendingInput  `json:"pending"`
+	PendingFrom    int64           `json:"pendingFrom"`
+	PendingCount   int64           `json:"pendingCount"`
+	PendingBytes   int64           `json:"pendingBytes"`
+	Recovery       *RecoveryState  `json:"recovery"`
+	Executions     int64           `json:"executions"`
+	Usage          Usage           `json:"usage"`
+	Execution      *ExecutionState `json:"execution"`
+	// Raw is the reply's JSON as it came (fields this client does not know included).
+	Raw json.RawMessage `json:"-"`
+}
+
+// PendingInput is one pending input of a status (without its prompt).
+type PendingInput struct {
+	InputID    string        `json:"inputId"`
+	Delivery   string        `json:"delivery"`
+	Seq        int64         `json:"seq"`
+	Wake       bool          `json:"wake"`
+	Source     string        `json:"source"`
+	Continues  *Continuation `json:"continues,omitempty"`
+	AdmittedBy *EventRef     `json:"admittedBy,omitempty"`
+	Unverified bool          `json:"unverified,omitempty"`
+}
+
+// EventRef is where a committed event is in the log.
+type EventRef struct {
+	ID       string  `json:"id"`
+	Position *uint64 `json:"position"`
+}
+
+// ExecutionState is a status's current or last execution.
+type ExecutionState struct {
+	ID           string         `json:"id"`
+	OwnerID      string         `json:"ownerId"`
+	LeaseMs      int64          `json:"leaseMs"`
+	ExpiresAt    int64          `json:"expiresAt"`
+	AssistantSeq int64          `json:"assistantSeq"`
+	ClaimedSeq   int64          `json:"claimedSeq"`
+	Phase        string         `json:"phase"`
+	Started      bool           `json:"started"`
+	Cancelled    bool           `json:"cancelled"`
+	Outcome      *string        `json:"outcome"`
+	Error        *RecordedError `json:"error"`
+	OpenStep     *string        `json:"openStep"`
+	LastMessage  *string        `json:"lastMessage"`
+	OpenTools    []OpenTool     `json:"openTools"`
+	InputIDs     []string       `json:"inputIds"`
+	InputCount   int64          `json:"inputCount"`
+}
+
+// OpenTool is a journaled tool call not yet settled.
+type OpenTool struct {
+	CallID         string  `json:"callId"`
+	MessageID      string  `json:"messageId"`
+	Name           string  `json:"name"`
+	Durable        bool    `json:"durable"`
+	IdempotencyKey *string `json:"idempotencyKey"`
+}
+
+// RecoveryState is a status's recovery in progress, if any.
+type RecoveryState struct {
+	ExecutionID         string         `json:"executionId"`
+	ContinuationInputID *string        `json:"continuationInputId"`
+	WakePending         bool           `json:"wakePending"`
+	Attempts            int64          `json:"attempts"`
+	Parked              bool           `json:"parked"`
+	LastAttemptAt       int64          `json:"lastAttemptAt"`
+	LastError           *RecordedError `json:"lastError"`
+}
+
+// Request bodies, as the Node client builds them (keys in this order).
+
+// AdmitBody is the admit request's JSON body (what Admit sends).
+func AdmitBody(sessionID string, r AdmitRequest) Map {
+	m := Map{{"sessionId", sessionID}, {"prompt", r.Prompt}}
+	if r.ID != "" {
+		m = append(m, MapEntry{"id", r.ID})
+	}
+	if r.Delivery != "" {
+		m = append(m, MapEntry{"delivery", r.Delivery})
+	}
+	if r.Wake != nil {
+		m = append(m, MapEntry{"wake", *r.Wake})
+	}
+	return m
+}
+
+// CancelBody is the cancel request's JSON body (empty strings are left out).
+func CancelBody(sessionID, reason, executionID string) Map {
+	m := Map{{"sessionId", sessionID}}
+	if reason != "" {
+		m = append(m, MapEntry{"reason", reason})
+	}
+	if executionID != "" {
+		m = append(m, MapEntry{"executionId", executionID})
+	}
+	return m
+}
+
+// StatusBody is the status request's JSON body (pendingFrom left out when 0).
+func StatusBody(sessionID string, pendingFrom int64) Map {
+	m := Map{{"sessionId", sessionID}}
+	if pendingFrom != 0 {
+		m = append(m, MapEntry{"pendingFrom", pendingFrom})
+	}
+	return m
+}
+
+// DropBody is the drop request's JSON body.
+func DropBody(sessionID string, r DropRequest) Map {
+	m := Map{{"sessionId", sessionID}}
+	if r.InputIDs != nil {
+		m = append(m, MapEntry{"inputIds", r.InputIDs})
+	}
+	if r.Reason != "" {
+		m = append(m, MapEntry{"reason", r.Reason})
+	}
+	return m
+}
+
+// WakeBody is the wake request's JSON body.
+func WakeBody(sessionID string) Map { return Map{{"sessionId", sessionID}} }
+
+var idCounter atomic.Uint32
+
+// NewInputID is a new input id, inp_<32 hex digits> (the first 12 the time in ms, so ids sort by
+// creation, as sessiond's are).
+func NewInputID() string {
+	var b [16]byte
+	ms := uint64(time.Now().UnixMilli())
+	for i := 0; i < 6; i++ {
+		b[i] = byte(ms >> (40 - 8*i))
+	}
+	n := idCounter.Add(1)
+	b[6], b[7] = byte(n>>8), byte(n)
+	_, _ = rand.Read(b[8:])
+	return "inp_" + hex.EncodeToString(b[:])
+}
+
+// Admit admits a prompt to the session (idempotent by input id; one is generated when none is
+// given) and, unless Wake is false, wakes a worker to run it.
+func (c *Client) Admit(ctx context.Context, sessionID string, r AdmitRequest) (AdmitReceipt, error) {
+	if r.ID == "" {
+		r.ID = NewInputID()
+	} else if p := idProblem(r.ID); p != "" {
+		return AdmitReceipt{}, &CommandError{Verb: VerbAdmit, Code: CodeInvalidID, Message: invalidIDMessage("input id", r.ID)}
+	}
+	resentEver := false
+	for attempt := 1; ; attempt++ {
+		var reply struct {
+			Receipt AdmitReceipt `json:"receipt"`
+		}
+		resent, err := c.send(ctx, VerbAdmit, sessionID, AdmitBody(sessionID, r), r.ID, &reply)
+		resentEver = resentEver || resent
+		if err == nil {
+			receipt := reply.Receipt
+			if resentEver && !receipt.Created {
+				receipt.Created = true // an earlier attempt of this call admitted it
+			}
+			return receipt, nil
+		}
+		// the session moved under the worker more often than it retries: the admission is idempotent
+		if ErrorCode(err) != CodeSequenceConflict || attempt >= 5 {
+			return AdmitReceipt{}, err
+		}
+		resentEver = true
+		pause := time.Duration(attempt*10)*time.Millisecond + time.Duration(mrand.Float64()*float64(attempt*20))*time.Millisecond
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return AdmitReceipt{}, contextError(VerbAdmit, sessionID, ctx.Err())
+		}
+	}
+}
+
+// Wake asks a worker to run the session's pending inputs and says what happened.
+func (c *Client) Wake(ctx context.Context, sessionID string) (WakeResult, error) {
+	var reply struct {
+		Result WakeResult `json:"result"`
+	}
+	_, err := c.send(ctx, VerbWake, sessionID, WakeBody(sessionID), "", &reply)
+	return reply.Result, err
+}
+
+// Cancel cancels the session's execution in progress. With executionID empty it asks status
+// first and cancels the execution it shows in progress, so a resent or late cancel never stops a
+// later turn; an earlier attempt that cancelled it (the last one finding nothing to cancel) is
+// reported as cancelled. reason "" sends none.
+func (c *Client) Cancel(ctx context.Context, sessionID, reason, executionID string) (CancelResult, error) {
+	target := executionID
+	if target == "" {
+		st, err := c.Status(ctx, sessionID, 0)
+		var ce *CommandError
+		if err != nil && !errors.As(err, &ce) {
+			return CancelResult{}, err
+		}
+		if err == nil && st.Execution != nil {
+			if st.Execution.Outcome != nil {
+				return CancelResult{Cancelled: false, Reason: "nothing_to_cancel", Message: fmt.Sprintf("session %s has no execution in progress to cancel", sessionID)}, nil
+			}
+			target = st.Execution.ID
+		}
+	}
+	var reply struct {
+		Result CancelResult `json:"result"`
+	}
+	resent, err := c.send(ctx, VerbCancel, sessionID, CancelBody(sessionID, reason, target), "", &reply)
+	if err != nil {
+		return CancelResult{}, err
+	}
+	r := reply.Result
+	if r.Cancelled || !resent || r.Reason != "nothing_to_cancel" {
+		return r, nil
+	}
+	st, err := c.Status(ctx, sessionID, 0)
+	if err != nil {
+		return CancelResult{}, err
+	}
+	if st.Execution != nil && st.Execution.Cancelled {
+		return CancelResult{Cancelled: true, ExecutionID: st.Execution.ID}, nil
+	}
+	return r, nil
+}
+
+// Status is the session's state, seq, execution and one page of pending inputs (from index
+// pendingFrom), as a worker sees it in the log.
+func (c *Client) Status(ctx context.Context, sessionID string, pendingFrom int64) (Status, error) {
+	var st Status
+	_, err := c.send(ctx, VerbStatus, sessionID, StatusBody(sessionID, pendingFrom), "", &st)
+	return st, err
+}
+
+// Drop drops the session's pending inputs unrun (those named, or every pending input of the
+// users) with one input.dropped event, and says which.
+func (c *Client) Drop(ctx context.Context, sessionID string, r DropRequest) (DropResult, error) {
+	for _, id := range r.InputIDs {
+		if p := idProblem(id); p != "" {
+			return DropResult{}, &CommandError{Verb: VerbDrop, Code: CodeInvalidID, Message: invalidIDMessage("input id", id)}
+		}
+	}
+	var reply struct {
+		Result DropResult `json:"result"`
+	}
+	_, err := c.send(ctx, VerbDrop, sessionID, DropBody(sessionID, r), "", &reply)
+	return reply.Result, err
+}
+
+// EncodeRequest is a request body's exact bytes (JSON as JavaScript's JSON.stringify writes
+// it). A string that is not valid UTF-8 is refused with invalid_option.
+func EncodeRequest(verb string, body Map) ([]byte, error) {
+	data, err := AppendJSON(nil, body)
+	if err != nil {
+		return nil, &CommandError{Verb: verb, Code: CodeInvalidOption, Err: err, Message: fmt.Sprintf("The %s request cannot be sent: %v. Send valid Unicode.", verb, err)}
+	}
+	return data, nil
+}
+
+// DecodeReply reads a command's reply body into out (the success reply's fields; see the typed
+// replies) or returns the worker's error reply as a *CommandError.
+func DecodeReply(verb string, data []byte, out any) error {
+	subject := CommandSubject(verb)
+	if !utf8.Valid(data) {
+		return &CommandError{Verb: verb, Code: CodeInternal, Message: fmt.Sprintf("The reply to %s on %s is not UTF-8 JSON: is something other than a sessiond worker answering %s?", verb, subject, subject)}
+	}
+	var head struct {
+		OK    *bool `json:"ok"`
+		Error *struct {
+			Code    string         `json:"code"`
+			Message string         `json:"message"`
+			Details map[string]any `json:"details"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return &CommandError{Verb: verb, Code: CodeInternal, Err: err, Message: fmt.Sprintf("The reply to %s on %s is not a sessiond reply (%v): is something other than a sessiond worker answering %s?", verb, subject, err, subject)}
+	}
+	if head.OK == nil {
+		return &CommandError{Verb: verb, Code: CodeInternal, Message: fmt.Sprintf("The reply to %s on %s is not a sessiond reply (no ok field): is something other than a sessiond worker answering %s?", verb, subject, subject)}
+	}
+	if !*head.OK {
+		if head.Error == nil {
+			return &CommandError{Verb: verb, Code: CodeInternal, Message: "no error given"}
+		}
+		return &CommandError{Verb: verb, Code: head.Error.Code, Message: head.Error.Message, Details: head.Error.Details}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return &CommandError{Verb: verb, Code: CodeInternal, Err: err, Message: fmt.Sprintf("The reply to %s on %s does not have the shape of a %s reply (%v): do the worker and this client speak the same protocol version?", verb, subject, verb, err)}
+	}
+	if st, ok := out.(*Status); ok {
+		st.Raw = append(json.RawMessage(nil), data...)
+	}
+	return nil
+}
+
+func contextError(verb, sessionID string, err error) error {
+	return &CommandError{Verb: verb, Code: CodeTimeout, Err: err,
+		Message: fmt.Sprintf("The %s for session %s was abandoned (%v): it may or may not have run. To be sure, check with status (an admit may be sent again with the same input id).", verb, sessionID, err)}
+}
+
+// send sends the request and waits up to the attempt timeout for a reply, then sends the same
+// body again (it may reach another worker) until the unanswered attempts add up to the request
+// timeout; while no worker serves the subject (nobody received it), it sends again with backoff
+// for up to the no-worker retry time. resent: an earlier attempt reached a worker that did not
+// answer in time (it may have run it). A late reply to an earlier attempt is taken as the answer.
+func (c *Client) send(ctx context.Context, verb, sessionID string, body Map, inputID string, out any) (resent bool, err error) {
+	if c.isClosed() {
+		return false, &CommandError{Verb: verb, Code: CodeLogClosed, Message: "This sessiond client is closed: connect a new one."}
+	}
+	if p := idProblem(sessionID); p != "" {
+		return false, &CommandError{Verb: verb, Code: CodeInvalidID, Message: invalidIDMessage("session id", sessionID)}
+	}
+	data, err := EncodeRequest(verb, body)
+	if err != nil {
+		return false, err
+	}
+	subject := CommandSubject(verb)
+	inbox := c.nc.NewInbox()
+	replies := make(chan *nats.Msg, 16)
+	sub, err := c.nc.ChanSubscribe(inbox, replies)
+	if err != nil {
+		return false, c.sendFailure(verb, subject, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	perm, unwatch := c.watchPermissions(subject, inbox)
+	defer unwatch()
+
+	started := time.Now()
+	var unanswered time.Duration
+	attempts := 0
+	wait := 10 * time.Millisecond
+attempt:
+	for {
+		attempts++
+		timeout := min(c.attemptTimeout, c.requestTimeout-unanswered)
+		if err := c.nc.PublishRequest(subject, inbox, data); err != nil {
+			return unanswered > 0, c.sendFailure(verb, subject, err)
+		}
+		timer := time.NewTimer(timeout)
+		for {
+			select {
+			case msg := <-replies:
+				status := msg.Header.Get("Status")
+				if status == "503" { // no responders: nobody received it, so sending it again is safe
+					timer.Stop()
+					if c.noWorkerRetry < 0 || time.Since(started)+wait > c.noWorkerRetry {
+						return unanswered > 0, c.noWorker(verb, subject)
+					}
+					pause := wait/2 + time.Duration(mrand.Int64N(int64(wait/2)+1))
+					select {
+					case <-time.After(pause):
+					case <-ctx.Done():
+						return unanswered > 0, contextError(verb, sessionID, ctx.Err())
+					}
+					wait = min(wait*2, 500*time.Millisecond)
+					continue attempt
+				}
+				if status != "" && len(msg.Data) == 0 {
+					continue // some other status message (none is expected): keep waiting
+				}
+				timer.Stop()
+				return unanswered > 0, DecodeReply(verb, msg.Data, out)
+			case err := <-perm.ch:
+				timer.Stop()
+				who := c.user
+				if who == "" {
+					who = "(this connection's user)"
+				}
+				return false, &CommandError{Verb: verb, Code: CodePermissionDenied, Err: err,
+					Message: fmt.Sprintf("NATS user %s may not send sessiond commands: nats.conf refuses %s. Connect as a user allowed to publish sessiond.cmd.> (the client user in nats.conf; the observer and the workers' own users may not).", who, violationSubject(err))}
+			case <-timer.C:
+				unanswered += timeout
+				if unanswered < c.requestTimeout {
+					continue attempt
+				}
+				retry := fmt.Sprintf("check with status before sending %s again", verb)
+				if verb == VerbAdmit && inputID != "" {
+					retry = fmt.Sprintf("admit again with the same input id %s (it is idempotent)", inputID)
+				}
+				return true, &CommandError{Verb: verb, Code: CodeTimeout, Err: nats.ErrTimeout,
+					Message: fmt.Sprintf("No reply to %s for session %s within %v (sent %d times): the workers may be busy or gone, so the command may or may not have run. To be sure, %s.", verb, sessionID, c.requestTimeout, attempts, retry)}
+			case <-ctx.Done():
+				timer.Stop()
+				return unanswered > 0, contextError(verb, sessionID, ctx.Err())
+			}
+		}
+	}
+}
+
+func violationSubject(err error) string {
+	if m := violationRe.FindStringSubmatch(err.Error()); m != nil {
+		if strings.EqualFold(m[1], "publish") {
+			return "publishing to " + m[2]
+		}
+		return "subscribing to " + m[2]
+	}
+	return "the request"
+}
+
+func (c *Client) noWorker(verb, subject string) error {
+	retried := ""
+	if c.noWorkerRetry > 0 {
+		retried = fmt.Sprintf(" (asked again for %v)", c.noWorkerRetry)
+	}
+	return &CommandError{Verb: verb, Code: CodeNoWorker, Err: nats.ErrNoResponders,
+		Message: fmt.Sprintf("No sessiond worker is serving %s on %s%s: start one (sessiond start --nats <url> --nats-user worker --nats-pass <secret>) and retry.", subject, c.nc.ConnectedUrlRedacted(), retried)}
+}
+
+func (c *Client) sendFailure(verb, subject string, err error) error {
+	if errors.Is(err, nats.ErrConnectionClosed) {
+		return &CommandError{Verb: verb, Code: CodeLogClosed, Err: err, Message: fmt.Sprintf("The NATS connection is closed: connect a new client to send %s.", verb)}
+	}
+	return &CommandError{Verb: verb, Code: CodeTimeout, Err: err, Message: fmt.Sprintf("Sending %s on %s failed: %v. Check the NATS connection and retry.", verb, subject, err)}
+}

@@ -1,0 +1,689 @@
+package sessiond
+
+// The shared vectors and schemas of clients/protocol: every case decoded, and where it says so
+// encoded byte for byte.
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+func loadJSON(t *testing.T, parts ...string) Map {
+	t.Helper()
+	path := filepath.Join(append([]string{repoRoot(), "clients", "protocol"}, parts...)...)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	v, err := ParseJSON(data)
+	if err != nil {
+		t.Fatalf("parse %s: %v", path, err)
+	}
+	return v.(Map)
+}
+
+func get(m Map, key string) any {
+	v, _ := m.Get(key)
+	return v
+}
+
+func str(m Map, key string) string {
+	s, _ := get(m, key).(string)
+	return s
+}
+
+func cases(t *testing.T, file Map) []Map {
+	t.Helper()
+	var out []Map
+	for _, c := range get(file, "cases").([]any) {
+		out = append(out, c.(Map))
+	}
+	if len(out) == 0 {
+		t.Fatal("no cases")
+	}
+	return out
+}
+
+func unhex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatalf("bad hex: %v", err)
+	}
+	return b
+}
+
+// sameValue compares decoded values as JSON sees them: maps with the same keys in the same
+// order, numbers by value (an integral float64 equals its integer).
+func sameValue(a, b any) bool {
+	switch x := a.(type) {
+	case Map:
+		y, ok := b.(Map)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if x[i].Key != y[i].Key || !sameValue(x[i].Value, y[i].Value) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameValue(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	if fa, ok := number(a); ok {
+		fb, ok := number(b)
+		return ok && fa == fb
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case uint64:
+		return float64(x), true
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+// sameUnordered compares like sameValue, but maps by key whatever their order.
+func sameUnordered(a, b any) bool {
+	return reflect.DeepEqual(normalize(ToGo(a)), normalize(ToGo(b)))
+}
+
+func normalize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalize(e)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = normalize(e)
+		}
+		return x
+	}
+	if f, ok := number(v); ok {
+		return f
+	}
+	return v
+}
+
+func show(v any) string {
+	b, err := AppendJSON(nil, v)
+	if err != nil {
+		return fmt.Sprintf("%#v", v)
+	}
+	return string(b)
+}
+
+func TestMsgpackVectors(t *testing.T) {
+	file := loadJSON(t, "vectors", "msgpack.json")
+	seen := map[string]bool{}
+	for _, c := range cases(t, file) {
+		name, kind, subject := str(c, "name"), str(c, "kind"), str(c, "subject")
+		data := unhex(t, str(c, "hex"))
+		value := get(c, "value")
+		roundtrip := get(c, "roundtrip") == true
+		t.Run(name, func(t *testing.T) {
+			// the bytes decode to the value
+			decoded, err := DecodeMsgpack(data)
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			if !sameValue(decoded, value) {
+				t.Fatalf("decoded\n%s\nwant\n%s", show(decoded), show(value))
+			}
+			if roundtrip {
+				encoded, err := EncodeMsgpack(value)
+				if err != nil {
+					t.Fatalf("encode: %v", err)
+				}
+				if !bytes.Equal(encoded, data) {
+					t.Fatalf("encoded\n%x\nwant\n%x", encoded, data)
+				}
+			}
+			// and through the client's readers, typed, and back
+			switch kind {
+			case "stored_batch":
+				events, err := DecodeStoredMessage(data, subject, 7, 1796056745999)
+				if err != nil {
+					t.Fatalf("DecodeStoredMessage: %v", err)
+				}
+				frames := value.([]any)
+				if len(events) != len(frames) {
+					t.Fatalf("%d events, want %d", len(events), len(frames))
+				}
+				for i, e := range events {
+					checkTyped(t, e, seen)
+					if e.Position != 7 || e.CommittedAt != 1796056745999 {
+						t.Errorf("event %d: position %d committedAt %d, want the message's 7 and its stored time", i, e.Position, e.CommittedAt)
+					}
+					if !sameValue(e.frame(frameStored), frames[i]) {
+						t.Errorf("event %d reads as\n%s\nwant\n%s", i, show(e.frame(frameStored)), show(frames[i]))
+					}
+					if _, isInt := any(e.Time).(int64); !isInt || float64(e.Time) != mustNumber(get(frames[i].(Map), "time")) {
+						t.Errorf("event %d: time %d", i, e.Time)
+					}
+				}
+				if roundtrip {
+					encoded, err := EncodeStoredMessage(events)
+					if err != nil || !bytes.Equal(encoded, data) {
+						t.Fatalf("EncodeStoredMessage: %v\n%x\nwant\n%x", err, encoded, data)
+					}
+				}
+			case "live":
+				e, err := DecodeLiveMessage(data, subject)
+				if err != nil {
+					t.Fatalf("DecodeLiveMessage: %v", err)
+				}
+				checkTyped(t, e, seen)
+				if !sameValue(e.frame(frameLive), value) {
+					t.Fatalf("reads as\n%s\nwant\n%s", show(e.frame(frameLive)), show(value))
+				}
+				if _, hasSeq := value.(Map).Get("seq"); hasSeq == e.LiveOnly() {
+					t.Fatalf("LiveOnly %v for a frame with seq %v", e.LiveOnly(), hasSeq)
+				}
+				if roundtrip {
+					encoded, err := EncodeLiveMessage(e)
+					if err != nil || !bytes.Equal(encoded, data) {
+						t.Fatalf("EncodeLiveMessage: %v\n%x\nwant\n%x", err, encoded, data)
+					}
+				}
+			case "export_frame":
+				e, err := DecodeFrame(data)
+				if err != nil {
+					t.Fatalf("DecodeFrame: %v", err)
+				}
+				checkTyped(t, e, seen)
+				m := value.(Map)
+				if c, ok := m.Get("committedAt"); ok && float64(e.CommittedAt) != mustNumber(c) {
+					t.Fatalf("committedAt %d, want %v", e.CommittedAt, c)
+				}
+				if p, ok := m.Get("position"); ok && float64(e.Position) != mustNumber(p) {
+					t.Fatalf("position %d, want %v", e.Position, p)
+				}
+				if roundtrip {
+					encoded, err := EncodeFrame(e)
+					if err != nil || !bytes.Equal(encoded, data) {
+						t.Fatalf("EncodeFrame: %v\n%x\nwant\n%x", err, encoded, data)
+					}
+				}
+			default:
+				t.Fatalf("unknown kind %q", kind)
+			}
+		})
+	}
+	for _, entry := range Catalog {
+		if !seen[entry.Type] {
+			t.Errorf("no vector decoded an event of type %s", entry.Type)
+		}
+	}
+}
+
+func mustNumber(v any) float64 {
+	f, ok := number(v)
+	if !ok {
+		return math.NaN()
+	}
+	return f
+}
+
+// checkTyped: the payload is the catalog type's struct, with the type it says.
+func checkTyped(t *testing.T, e Event, seen map[string]bool) {
+	t.Helper()
+	entry, ok := LookupType(e.Type)
+	if !ok {
+		t.Fatalf("type %s is not in the catalog", e.Type)
+	}
+	want := reflect.TypeOf(entry.new())
+	if reflect.TypeOf(e.Payload) != want || e.Payload.EventType() != e.Type {
+		t.Fatalf("payload of %s is a %T, want %v", e.Type, e.Payload, want)
+	}
+	if e.Version != entry.Version {
+		t.Fatalf("version %d, want %d", e.Version, entry.Version)
+	}
+	seen[e.Type] = true
+}
+
+func TestInvalidVectors(t *testing.T) {
+	file := loadJSON(t, "vectors", "invalid.json")
+	for _, c := range cases(t, file) {
+		name, kind, subject, code := str(c, "name"), str(c, "kind"), str(c, "subject"), str(c, "code")
+		data := unhex(t, str(c, "hex"))
+		t.Run(name, func(t *testing.T) {
+			var err error
+			switch kind {
+			case "stored_batch":
+				_, err = DecodeStoredMessage(data, subject, 7, 0)
+			case "live":
+				_, err = DecodeLiveMessage(data, subject)
+			case "export_frame":
+				_, err = DecodeFrame(data)
+			default:
+				t.Fatalf("unknown kind %q", kind)
+			}
+			if err == nil {
+				t.Fatalf("accepted; want %s (%s)", code, str(c, "why"))
+			}
+			if got := ErrorCode(err); got != code {
+				t.Fatalf("refused with %s (%v), want %s", got, err, code)
+			}
+			if len(err.Error()) < 20 {
+				t.Fatalf("the refusal says too little: %v", err)
+			}
+		})
+	}
+}
+
+func TestExportVector(t *testing.T) {
+	file := loadJSON(t, "vectors", "export.json")
+	data := unhex(t, str(file, "hex"))
+	frames := get(file, "frames").([]any)
+	header, events, err := ReadExport(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("ReadExport: %v", err)
+	}
+	if !sameValue(header.Fields, frames[0]) || header.Format != ExportFormat || header.Version != 1 {
+		t.Fatalf("header %s, want %s", show(header.Fields), show(frames[0]))
+	}
+	if header.Events != int64(len(frames)-1) || header.Source != str(frames[0].(Map), "source") || float64(header.Created) != mustNumber(get(frames[0].(Map), "created")) {
+		t.Fatalf("header %+v", header)
+	}
+	if len(events) != len(frames)-1 {
+		t.Fatalf("%d events, want %d", len(events), len(frames)-1)
+	}
+	seen := map[string]bool{}
+	for i, e := range events {
+		checkTyped(t, e, seen)
+		want := frames[i+1].(Map)
+		got := e.frame(frameExport)
+		if p, ok := want.Get("position"); ok {
+			if float64(e.Position) != mustNumber(p) {
+				t.Fatalf("frame %d: position %d, want %v", i+1, e.Position, p)
+			}
+			got = slices.Clone(got)
+			got = append(got, MapEntry{"position", e.Position})
+		}
+		if !sameUnordered(got, want) {
+			t.Fatalf("frame %d reads as\n%s\nwant\n%s", i+1, show(got), show(want))
+		}
+	}
+	// written again, it is the same file
+	var out bytes.Buffer
+	if err := WriteExport(&out, header.Created, header.Source, events); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), data) {
+		t.Fatalf("WriteExport\n%x\nwant\n%x", out.Bytes(), data)
+	}
+	// a damaged file: the events before the damage are read, then a decode_failed naming the frame
+	_, some, err := ReadExport(bytes.NewReader(data[:len(data)-3]))
+	if ErrorCode(err) != CodeDecodeFailed || len(some) != len(events)-1 {
+		t.Fatalf("truncated file: %d events, %v", len(some), err)
+	}
+	if _, _, err := ReadExport(bytes.NewReader(nil)); ErrorCode(err) != CodeDecodeFailed {
+		t.Fatalf("empty file: %v", err)
+	}
+}
+
+func TestCommandVectors(t *testing.T) {
+	file := loadJSON(t, "vectors", "commands.json")
+	for _, c := range cases(t, file) {
+		name, verb, direction, text := str(c, "name"), str(c, "verb"), str(c, "direction"), str(c, "text")
+		value := get(c, "json")
+		t.Run(name, func(t *testing.T) {
+			if direction == "request" {
+				encoded, err := EncodeRequest(verb, value.(Map))
+				if err != nil || string(encoded) != text {
+					t.Fatalf("encoded %s (%v)\nwant    %s", encoded, err, text)
+				}
+				// the typed request gives the same bytes
+				typed, err := EncodeRequest(verb, typedRequest(t, verb, value.(Map)))
+				if err != nil || string(typed) != text {
+					t.Fatalf("typed request %s (%v)\nwant          %s", typed, err, text)
+				}
+				return
+			}
+			parsed, err := ParseJSON([]byte(text))
+			if err != nil || !sameValue(parsed, value) {
+				t.Fatalf("text parses as %s (%v), want %s", show(parsed), err, show(value))
+			}
+			reply := value.(Map)
+			if ok, _ := reply.Get("ok"); ok == false {
+				errBody := get(reply, "error").(Map)
+				err := DecodeReply(verb, []byte(text), nil)
+				var ce *CommandError
+				if !asCommandError(err, &ce) {
+					t.Fatalf("error reply read as %v", err)
+				}
+				if ce.Code != str(errBody, "code") || ce.Message != str(errBody, "message") || ce.Verb != verb {
+					t.Fatalf("got %+v, want %s", ce, show(errBody))
+				}
+				if d, ok := errBody.Get("details"); ok && !sameUnordered(ce.Details, d) {
+					t.Fatalf("details %v, want %s", ce.Details, show(d))
+				}
+				return
+			}
+			typed, want := typedReply(t, verb, []byte(text), reply)
+			if !sameUnordered(typed, want) {
+				t.Fatalf("typed reply\n%s\nwant\n%s", show(typed), show(want))
+			}
+		})
+	}
+}
+
+func asCommandError(err error, target **CommandError) bool {
+	ce, ok := err.(*CommandError)
+	if ok {
+		*target = ce
+	}
+	return ok
+}
+
+// typedRequest builds the request from the vector's fields through the typed API's body builders.
+func typedRequest(t *testing.T, verb string, m Map) Map {
+	t.Helper()
+	session := str(m, "sessionId")
+	switch verb {
+	case VerbAdmit:
+		r := AdmitRequest{Prompt: str(m, "prompt"), ID: str(m, "id"), Delivery: str(m, "delivery")}
+		if w, ok := m.Get("wake"); ok {
+			b := w.(bool)
+			r.Wake = &b
+		}
+		return AdmitBody(session, r)
+	case VerbWake:
+		return WakeBody(session)
+	case VerbCancel:
+		return CancelBody(session, str(m, "reason"), str(m, "executionId"))
+	case VerbStatus:
+		n, _ := get(m, "pendingFrom").(int64)
+		return StatusBody(session, n)
+	case VerbDrop:
+		r := DropRequest{Reason: str(m, "reason")}
+		for _, id := range get(m, "inputIds").([]any) {
+			r.InputIDs = append(r.InputIDs, id.(string))
+		}
+		return DropBody(session, r)
+	}
+	t.Fatalf("no typed request for %s", verb)
+	return nil
+}
+
+// typedReply reads a success reply into its typed form; returns it (as JSON) and what it must equal.
+func typedReply(t *testing.T, verb string, text []byte, reply Map) (any, any) {
+	t.Helper()
+	decode := func(out any) {
+		t.Helper()
+		if err := DecodeReply(verb, text, out); err != nil {
+			t.Fatalf("DecodeReply: %v", err)
+		}
+	}
+	switch verb {
+	case VerbAdmit:
+		var r struct {
+			Receipt AdmitReceipt `json:"receipt"`
+		}
+		decode(&r)
+		return roundJSON(t, r.Receipt), get(reply, "receipt")
+	case VerbWake:
+		var r struct {
+			Result WakeResult `json:"result"`
+		}
+		decode(&r)
+		return roundJSON(t, r.Result), get(reply, "result")
+	case VerbCancel:
+		var r struct {
+			Result CancelResult `json:"result"`
+		}
+		decode(&r)
+		return roundJSON(t, r.Result), get(reply, "result")
+	case VerbDrop:
+		var r struct {
+			Result DropResult `json:"result"`
+		}
+		decode(&r)
+		return roundJSON(t, r.Result), get(reply, "result")
+	case VerbStatus:
+		var st Status
+		decode(&st)
+		if !bytes.Equal(st.Raw, text) {
+			t.Fatal("Status.Raw is not the reply")
+		}
+		rest := Map{}
+		for _, e := range reply {
+			if e.Key != "ok" {
+				rest = append(rest, e)
+			}
+		}
+		return roundJSON(t, st), rest
+	}
+	t.Fatalf("no typed reply for %s", verb)
+	return nil, nil
+}
+
+// roundJSON is a typed value as JSON (through AppendJSON) parsed back.
+func roundJSON(t *testing.T, v any) any {
+	t.Helper()
+	b, err := AppendJSON(nil, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := ParseJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parsed
+}
+
+// The catalog and the payload structs agree with events.schema.json: every type, its version and
+// durability, and each payload's fields (names in order, required ones, types and limits).
+func TestSchemaMatchesCatalog(t *testing.T) {
+	schema := loadJSON(t, "schema", "events.schema.json")
+	payloads := get(get(schema, "$defs").(Map), "payloads").(Map)
+	var schemaTypes []string
+	for _, e := range payloads {
+		schemaTypes = append(schemaTypes, e.Key)
+	}
+	var ours []string
+	for _, e := range Catalog {
+		ours = append(ours, e.Type)
+	}
+	if !slices.Equal(schemaTypes, ours) {
+		t.Fatalf("catalog types\n%v\nschema\n%v", ours, schemaTypes)
+	}
+	for _, entry := range Catalog {
+		s := get(payloads, entry.Type).(Map)
+		if v, _ := get(s, "x-sessiond-version").(int64); v != entry.Version {
+			t.Errorf("%s: version %d, schema %d", entry.Type, entry.Version, v)
+		}
+		if d, _ := get(s, "x-sessiond-durable").(bool); d != entry.Durable {
+			t.Errorf("%s: durable %v, schema %v", entry.Type, entry.Durable, d)
+		}
+		compareStruct(t, entry.Type, reflect.TypeOf(entry.new()).Elem(), s)
+	}
+}
+
+func compareStruct(t *testing.T, path string, typ reflect.Type, s Map) {
+	t.Helper()
+	if get(s, "type") != "object" {
+		t.Errorf("%s: schema type %v, want object", path, get(s, "type"))
+		return
+	}
+	props, _ := get(s, "properties").(Map)
+	rules := rulesOf(typ)
+	var names, schemaNames []string
+	for _, r := range rules {
+		names = append(names, r.name)
+	}
+	for _, p := range props {
+		schemaNames = append(schemaNames, p.Key)
+	}
+	if !slices.Equal(names, schemaNames) {
+		t.Errorf("%s: fields %v, schema %v", path, names, schemaNames)
+		return
+	}
+	var required []string
+	for _, r := range get(s, "required").([]any) {
+		required = append(required, r.(string))
+	}
+	for _, r := range rules {
+		field := typ.Field(r.index)
+		p := get(props, r.name).(Map)
+		where := path + "." + r.name
+		isRequired := slices.Contains(required, r.name)
+		if isRequired == (r.opt || r.def != nil) {
+			t.Errorf("%s: required %v in the schema, opt %v default %v here", where, isRequired, r.opt, r.def != nil)
+		}
+		if d, ok := p.Get("default"); ok && (r.def == nil || *r.def != d) {
+			t.Errorf("%s: default %v in the schema", where, d)
+		}
+		if anyOf, ok := p.Get("anyOf"); ok { // nullable
+			alts := anyOf.([]any)
+			if !r.null || len(alts) != 2 || get(alts[1].(Map), "type") != "null" {
+				t.Errorf("%s: nullable in the schema, null %v here", where, r.null)
+				continue
+			}
+			p = alts[0].(Map)
+		} else if r.null {
+			t.Errorf("%s: nullable here, not in the schema", where)
+		}
+		ft := field.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		compareField(t, where, ft, r, p)
+	}
+}
+
+func compareField(t *testing.T, where string, ft reflect.Type, r fieldRules, p Map) {
+	t.Helper()
+	if ft == anyType {
+		if len(p) != 0 {
+			t.Errorf("%s: any value here, schema %s", where, show(p))
+		}
+		return
+	}
+	typ := get(p, "type")
+	switch ft.Kind() {
+	case reflect.String:
+		minLen, _ := get(p, "minLength").(int64)
+		maxLen, hasMax := get(p, "maxLength").(int64)
+		if typ != "string" || (r.id && (minLen != 1 || maxLen != 128)) || (r.nonempty && minLen != 1) ||
+			(!r.id && !r.nonempty && minLen != 0) || (r.max >= 0 && maxLen != int64(r.max)) || (!r.id && r.max < 0 && hasMax) {
+			t.Errorf("%s: string id=%v nonempty=%v max=%d here, schema %s", where, r.id, r.nonempty, r.max, show(p))
+		}
+		var enum []string
+		if e, ok := p.Get("enum"); ok {
+			for _, x := range e.([]any) {
+				enum = append(enum, x.(string))
+			}
+		}
+		if !slices.Equal(enum, r.enum) {
+			t.Errorf("%s: enum %v here, schema %v", where, r.enum, enum)
+		}
+	case reflect.Bool:
+		if typ != "boolean" {
+			t.Errorf("%s: boolean here, schema %s", where, show(p))
+		}
+	case reflect.Int64:
+		var min int64
+		switch {
+		case get(p, "minimum") != nil:
+			min = get(p, "minimum").(int64)
+		case get(p, "exclusiveMinimum") != nil:
+			min = get(p, "exclusiveMinimum").(int64) + 1
+		default:
+			min = math.MinInt64
+		}
+		if typ != "integer" || r.min == nil || *r.min != min {
+			t.Errorf("%s: integer min %v here, schema %s", where, r.min, show(p))
+		}
+	case reflect.Struct:
+		compareStruct(t, where, ft, p)
+	case reflect.Slice:
+		minItems, _ := get(p, "minItems").(int64)
+		if typ != "array" || (minItems == 1) != r.nonempty {
+			t.Errorf("%s: array nonempty=%v here, schema %s", where, r.nonempty, show(p))
+			return
+		}
+		items := get(p, "items").(Map)
+		et := ft.Elem()
+		if et.Kind() == reflect.Struct {
+			compareStruct(t, where+"[]", et, items)
+		} else {
+			compareField(t, where+"[]", et, fieldRules{id: r.eachID, max: -1}, items)
+		}
+	default:
+		t.Errorf("%s: field of kind %v", where, ft.Kind())
+	}
+}
+
+// The request builders write the fields in the order commands.schema.json gives them, and the
+// client's own error codes are the schema's.
+func TestCommandsSchema(t *testing.T) {
+	schema := loadJSON(t, "schema", "commands.schema.json")
+	verbs := get(schema, "x-sessiond-verbs").(Map)
+	yes := true
+	full := map[string]Map{
+		VerbAdmit:  AdmitBody("s", AdmitRequest{Prompt: "p", ID: "i", Delivery: "queue", Wake: &yes}),
+		VerbWake:   WakeBody("s"),
+		VerbCancel: CancelBody("s", "r", "e"),
+		VerbStatus: StatusBody("s", 100),
+		VerbDrop:   DropBody("s", DropRequest{InputIDs: []string{"i"}, Reason: "r"}),
+	}
+	if len(verbs) != len(full) {
+		t.Fatalf("schema verbs %d, here %d", len(verbs), len(full))
+	}
+	for _, v := range verbs {
+		body, ok := full[v.Key]
+		if !ok {
+			t.Fatalf("verb %s unknown here", v.Key)
+		}
+		if get(v.Value.(Map), "subject") != CommandSubject(v.Key) {
+			t.Errorf("%s: subject %v", v.Key, get(v.Value.(Map), "subject"))
+		}
+		props := get(get(v.Value.(Map), "request").(Map), "properties").(Map)
+		var want, got []string
+		for _, p := range props {
+			want = append(want, p.Key)
+		}
+		for _, e := range body {
+			got = append(got, e.Key)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s request fields %v, schema %v", v.Key, got, want)
+		}
+	}
+	var clientCodes []string
+	for _, c := range get(schema, "x-sessiond-client-error-codes").([]any) {
+		clientCodes = append(clientCodes, c.(string))
+	}
+	if !slices.Equal(clientCodes, []string{CodeNoWorker, CodeTimeout, CodePermissionDenied}) {
+		t.Errorf("client error codes %v", clientCodes)
+	}
+}
