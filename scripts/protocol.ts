@@ -287,7 +287,13 @@ function msgpackVectors(): MsgpackCase[] {
   }
   const first = log[0]![0]!;
   const frame = encodeEvent({ ...first, position: 1, committedAt: T0 + 5 });
-  cases.push({ name: 'export frame with committedAt (encodeEvent writes no position)', kind: 'export_frame', hex: hex(frame), value: json(frame), roundtrip: true });
+  cases.push({
+    name: 'export frame with committedAt (encodeEvent writes no position)',
+    kind: 'export_frame',
+    hex: hex(frame),
+    value: json(frame),
+    roundtrip: true,
+  });
   // what msgpackr wrote before integers beyond 32 bits were int64: float64 times (readers still meet them)
   const old = new Packr({ useRecords: false, variableMapSize: true });
   const oldBatch = old.pack([
