@@ -1,11 +1,13 @@
 #!/usr/bin/env node
-// `npm test`: typecheck, format and lint, then every test/**/*.test.ts with uvu, one process per file, then one closing
-// line `N passed, N failed` that counts everything that ran (a crashed file counts as failed).
+// `npm test`: typecheck, format and lint, then every test/**/*.test.ts with uvu, one process per file, then the Go and
+// Python clients' tests (clients/go, clients/python), then one closing line `N passed, N failed` that counts everything
+// that ran (a crashed file counts as failed).
 // Extra arguments are a file pattern (e.g. `npm test -- machine`).
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ensureTools, toolPath } from './tools.mjs';
+import { goSuite, pythonSuite } from './language-suites.mjs';
 
 const started = Date.now();
 const TIMEOUT_MS = Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 20 * 60_000);
@@ -146,12 +148,28 @@ for (const file of files) {
   }
   failed += fileFailed;
 }
-if (files.length === 0) {
+// then the Go and Python clients' suites (scripts/language-suites.mjs), each test counted; a
+// pattern runs them when it matches their folder (`npm test -- clients/`)
+let suites = 0;
+for (const [folder, suite] of [
+  ['clients/go', goSuite],
+  ['clients/python', pythonSuite],
+]) {
+  if (filter && !new RegExp(filter).test(folder)) continue;
+  if (process.env.SESSIOND_TEST_DIR) continue;
+  const counts = await suite();
+  passed += counts.passed;
+  failed += counts.failed;
+  suites++;
+}
+if (files.length === 0 && suites === 0) {
   process.stdout.write(`no test file matches ${match} under ${dir}\n`);
   failed = Math.max(failed, 1);
 }
 const secs = ((Date.now() - started) / 1000).toFixed(1);
 if (crashed.length > 0) process.stdout.write(`\ncrashed (counted as failed, the run went on): ${crashed.join(', ')}\n`);
-process.stdout.write(`\n(${files.length} files, ${secs} s${typecheckFailed ? ', typecheck or lint failed' : ''}${skipped ? `, ${skipped} skipped` : ''})\n`);
+process.stdout.write(
+  `\n(${files.length} files${suites ? ` and ${suites} client suites` : ''}, ${secs} s${typecheckFailed ? ', typecheck or lint failed' : ''}${skipped ? `, ${skipped} skipped` : ''})\n`,
+);
 process.stdout.write(`${passed} passed, ${failed} failed\n`);
 process.exit(failed === 0 ? 0 : 1);

@@ -42,6 +42,24 @@ const SHELL = new Set(['sh', 'bash', 'shell']);
 const OUTPUT = new Set(['text', 'console']);
 const CONFIG = new Set(['yaml', 'yml', 'conf']);
 
+/** Go and Python blocks are excerpts of a tested file of the clients, named on their first line: `// clients/go/FILE (excerpt)`. */
+const EXCERPTS: Record<string, string> = { go: '//', python: '#' };
+
+function excerptProblems(block: CodeBlock, comment: string): string[] {
+  const [first = '', ...rest] = block.code.split('\n');
+  const named = new RegExp(`^${comment}\\s*(clients/\\S+) \\(excerpt\\)$`).exec(first.trim());
+  if (!named) return [`${where(block)}: a ${block.lang} block starts with "${comment} clients/<file> (excerpt)", naming the tested file whose lines it shows`];
+  let source: string;
+  try {
+    source = readFileSync(`${ROOT}${named[1]}`, 'utf8');
+  } catch {
+    return [`${where(block)}: ${named[1]} does not exist`];
+  }
+  const lines = new Set(source.split('\n').map((l) => l.trim()));
+  const missing = rest.map((l, i) => ({ l: l.trim(), i })).filter(({ l }) => l !== '' && !lines.has(l));
+  return missing.map(({ l, i }) => `${where(block, i + 1)}: this line is not in ${named[1]}: ${l}`);
+}
+
 /** What is wrong with the blocks that are not TypeScript (TypeScript blocks are checked together, below). */
 function checkOther(block: CodeBlock): string[] {
   if (SHELL.has(block.lang) || OUTPUT.has(block.lang)) {
@@ -62,6 +80,7 @@ function checkOther(block: CodeBlock): string[] {
     }
   }
   if (CONFIG.has(block.lang)) return block.code.trim() === '' ? [`${where(block)}: empty`] : [];
+  if (EXCERPTS[block.lang]) return excerptProblems(block, EXCERPTS[block.lang]!);
   return [
     `${where(block)}: label the block with its language: ts, sh, json, yaml or conf to have it checked; text for output or for anything that is not code`,
   ];
@@ -125,7 +144,11 @@ const PLANTED = extractBlocks(
     '```', // a prelude
     '```python',
     'print(1)',
-    '```',
+    '```', // a python block that names no file
+    '```go',
+    '// clients/go/example_test.go (excerpt)',
+    'c.Teleport(ctx)',
+    '```', // a line that is not in the file it names
     '```',
     'no label',
     '```',
@@ -248,7 +271,8 @@ test('code blocks - each check catches what it is for', () => {
   assert.is(planted('close(): Promise<void>'), '');
   assert.match(planted('"one"'), /planted\.md:\d+ \(ts\): TS2322/);
   assert.is(planted('log.head()'), '');
-  assert.match(planted('print(1)'), /planted\.md:\d+ \(python\): label the block/);
+  assert.match(planted('print(1)'), /planted\.md:\d+ \(python\): a python block starts with "# clients\/<file> \(excerpt\)"/);
+  assert.match(planted('Teleport'), /planted\.md:\d+ \(go\): this line is not in clients\/go\/example_test\.go: c\.Teleport\(ctx\)/);
   assert.match(planted('no label'), /planted\.md:\d+ \(no language\): label the block/);
   const sh = (line: string) => simpleCommands(line).flatMap((w) => checkCommand(w, shell));
   assert.match(sh('npx sessiond strat')[0] ?? '', /no such command/);

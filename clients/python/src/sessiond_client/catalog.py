@@ -1,0 +1,627 @@
+"""The event catalog (src/events/catalog.ts): every event type, its version, whether it is durable,
+and its payload's schema, checked the way sessiond's readers check it (zod): unknown payload keys
+are dropped, defaults applied (``input.admitted`` ``source``: ``user``), every fault listed.
+
+Each type's payload reads into a frozen dataclass (``InputAdmitted``, ``TextCompleted``, ...).
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, Mapping, Sequence
+
+from .codec import is_safe_int
+
+
+class _Absent:
+    """An optional field of any type that the frame left out (``tool.called`` ``input``, ``tool.succeeded`` ``output``)."""
+
+    _instance: "_Absent | None" = None
+
+    def __new__(cls) -> "_Absent":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+ABSENT: Any = _Absent()
+
+# ---------------------------------------------------------------------------------------------
+# Payload dataclasses
+
+Delivery = Literal["steer", "queue"]
+ExecutionPhase = Literal["safe", "unknown"]
+SettleOutcome = Literal["succeeded", "failed", "released"]
+
+
+@dataclass(frozen=True)
+class RecordedError:
+    type: str
+    message: str
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class RetryTool:
+    call_id: str
+    message_id: str
+    name: str
+    idempotency_key: str
+
+
+@dataclass(frozen=True)
+class Continuation:
+    execution_id: str
+    reason: Literal["interrupted", "handed_back"]
+    phase: ExecutionPhase
+    input_ids: list[str]
+    assistant_message_id: str | None
+    retry_tools: list[RetryTool]
+
+
+@dataclass(frozen=True)
+class ExecutionClaimed:
+    execution_id: str
+    owner_id: str
+    expires_at: int
+    lease_ms: int
+    assistant_seq: int
+
+
+@dataclass(frozen=True)
+class ExecutionRenewed:
+    execution_id: str
+    expires_at: int
+
+
+@dataclass(frozen=True)
+class ExecutionStarted:
+    execution_id: str
+
+
+@dataclass(frozen=True)
+class ExecutionPhaseChanged:
+    execution_id: str
+    phase: ExecutionPhase
+
+
+@dataclass(frozen=True)
+class ExecutionCancelled:
+    execution_id: str
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ExecutionSettled:
+    execution_id: str
+    outcome: SettleOutcome
+    error: RecordedError | None = None
+
+
+@dataclass(frozen=True)
+class InputAdmitted:
+    input_id: str
+    prompt: str
+    delivery: Delivery
+    wake: bool
+    source: Literal["user", "recovery"] = "user"
+    continues: Continuation | None = None
+
+
+@dataclass(frozen=True)
+class InputPromoted:
+    input_id: str
+    execution_id: str
+
+
+@dataclass(frozen=True)
+class InputDropped:
+    input_ids: list[str]
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class StepStarted:
+    execution_id: str
+    message_id: str
+    step: int
+
+
+@dataclass(frozen=True)
+class StepEnded:
+    execution_id: str
+    message_id: str
+    finish: str
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True)
+class StepFailed:
+    execution_id: str
+    message_id: str
+    error: RecordedError
+
+
+@dataclass(frozen=True)
+class StepRecovered:
+    execution_id: str
+    message_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    execution_id: str
+    message_id: str
+    part_id: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class TextCompleted:
+    execution_id: str
+    message_id: str
+    part_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    execution_id: str
+    message_id: str
+    part_id: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class ReasoningCompleted:
+    execution_id: str
+    message_id: str
+    part_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ModelRetryScheduled:
+    execution_id: str
+    message_id: str
+    attempt: int
+    delay_ms: int
+    error: RecordedError
+
+
+@dataclass(frozen=True)
+class ToolCalled:
+    execution_id: str
+    message_id: str
+    call_id: str
+    name: str
+    durable: bool
+    #: ``ABSENT`` when the call had no input (``None`` is an input of null).
+    input: Any = ABSENT
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    execution_id: str
+    message_id: str
+    call_id: str
+
+
+@dataclass(frozen=True)
+class ToolSucceeded:
+    execution_id: str
+    message_id: str
+    call_id: str
+    #: ``ABSENT`` when the tool returned nothing.
+    output: Any = ABSENT
+
+
+@dataclass(frozen=True)
+class ToolFailed:
+    execution_id: str
+    message_id: str
+    call_id: str
+    error: RecordedError
+
+
+@dataclass(frozen=True)
+class CompactionStarted:
+    execution_id: str
+    message_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class CompactionCompleted:
+    execution_id: str
+    message_id: str
+    summary: str
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True)
+class RecoveryStarted:
+    execution_id: str
+
+
+@dataclass(frozen=True)
+class RecoveryCompleted:
+    execution_id: str
+    assistant_message_id: str | None
+    continuation_input_id: str | None
+    phase: ExecutionPhase
+    error: RecordedError | None = None
+
+
+@dataclass(frozen=True)
+class RecoveryWakeRequested:
+    execution_id: str
+    attempt: int
+
+
+@dataclass(frozen=True)
+class RecoveryWakeDelivered:
+    execution_id: str
+    by_execution_id: str
+
+
+@dataclass(frozen=True)
+class RecoveryWakeFailed:
+    execution_id: str
+    attempt: int
+    error: RecordedError
+    parked: bool
+
+
+# ---------------------------------------------------------------------------------------------
+# Schemas: each checks a value and returns it cleaned (wire form) or adds issues.
+
+Issues = list[str]
+Path = tuple[str | int, ...]
+
+
+def _where(path: Path) -> str:
+    return ".".join(str(p) for p in path) if path else "(payload)"
+
+
+def _kind(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, dict):
+        return "object"
+    return type(v).__name__
+
+
+def utf16_len(s: str) -> int:
+    """A string's length as JavaScript counts it (UTF-16 code units)."""
+    return sum(2 if ord(c) > 0xFFFF else 1 for c in s)
+
+
+class Schema:
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def typed(self, v: Any) -> Any:
+        return v
+
+
+@dataclass(frozen=True)
+class Str(Schema):
+    min: int = 0
+    max: int | None = None
+
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:
+        if not isinstance(v, str):
+            issues.append(f"{_where(path)}: expected string, received {_kind(v)}")
+            return v
+        n = utf16_len(v)
+        if n < self.min:
+            issues.append(f"{_where(path)}: too small: expected string to have >={self.min} characters")
+        if self.max is not None and n > self.max:
+            issues.append(f"{_where(path)}: too big: expected string to have <={self.max} characters")
+        return v
+
+
+@dataclass(frozen=True)
+class Int(Schema):
+    min: int | None = None
+    exclusive_min: bool = False
+
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            issues.append(f"{_where(path)}: expected number, received {_kind(v)}")
+            return v
+        if not is_safe_int(v):
+            issues.append(f"{_where(path)}: expected int, received number")
+            return v
+        if self.min is not None and (v <= self.min if self.exclusive_min else v < self.min):
+            issues.append(f"{_where(path)}: too small: expected number to be {'>' if self.exclusive_min else '>='}{self.min}")
+        return int(v)
+
+
+@dataclass(frozen=True)
+class Bool(Schema):
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:
+        if not isinstance(v, bool):
+            issues.append(f"{_where(path)}: expected boolean, received {_kind(v)}")
+        return v
+
+
+@dataclass(frozen=True)
+class Enum(Schema):
+    values: tuple[str, ...]
+
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:
+        if not isinstance(v, str) or v not in self.values:
+            issues.append(f"{_where(path)}: expected one of {'|'.join(repr(x) for x in self.values)}")
+        return v
+
+
+@dataclass(frozen=True)
+class AnyValue(Schema):
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:
+        return v
+
+
+@dataclass(frozen=True)
+class Nullable(Schema):
+    inner: Schema
+
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:
+        return None if v is None else self.inner.check(v, path, issues)
+
+    def typed(self, v: Any) -> Any:
+        return None if v is None else self.inner.typed(v)
+
+
+@dataclass(frozen=True)
+class Array(Schema):
+    item: Schema
+    min: int = 0
+
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:
+        if not isinstance(v, list):
+            issues.append(f"{_where(path)}: expected array, received {_kind(v)}")
+            return v
+        if len(v) < self.min:
+            issues.append(f"{_where(path)}: too small: expected array to have >={self.min} items")
+        return [self.item.check(x, (*path, i), issues) for i, x in enumerate(v)]
+
+    def typed(self, v: Any) -> Any:
+        return [self.item.typed(x) for x in v]
+
+
+@dataclass(frozen=True)
+class F:
+    """A field: its wire name, its Python name, its schema, whether it may be left out, its default."""
+
+    wire: str
+    py: str
+    schema: Schema
+    optional: bool = False
+    default: Any = ABSENT
+
+
+@dataclass(frozen=True)
+class Obj(Schema):
+    fields: tuple[F, ...]
+    cls: Callable[..., Any] | None = None
+
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:
+        if not isinstance(v, dict):
+            issues.append(f"{_where(path)}: expected object, received {_kind(v)}")
+            return v
+        out: dict[str, Any] = {}
+        for f in self.fields:
+            if f.wire not in v:
+                if f.default is not ABSENT:
+                    out[f.wire] = f.default
+                elif not f.optional:
+                    issues.append(f"{_where((*path, f.wire))}: expected {_expected(f.schema)}, received undefined")
+                continue
+            out[f.wire] = f.schema.check(v[f.wire], (*path, f.wire), issues)
+        return out  # keys the schema does not name are dropped, as zod does
+
+    def typed(self, v: Any) -> Any:
+        args = {f.py: f.schema.typed(v[f.wire]) for f in self.fields if f.wire in v}
+        return self.cls(**args) if self.cls else args
+
+
+def _expected(s: Schema) -> str:
+    return {Str: "string", Int: "number", Bool: "boolean", Enum: "one of the values", Array: "array", Obj: "object"}.get(type(s), "a value")
+
+
+ID = Str(1, 128)
+TIME = Int(0)
+SEQ = Int(-1)
+POS = Int(0, exclusive_min=True)
+NONNEG = Int(0)
+PHASE = Enum(("safe", "unknown"))
+ERROR = Obj((F("type", "type", Str(1)), F("message", "message", Str()), F("name", "name", Str(), optional=True)), RecordedError)
+USAGE = Obj((F("inputTokens", "input_tokens", NONNEG), F("outputTokens", "output_tokens", NONNEG)), Usage)
+CONTINUATION = Obj(
+    (
+        F("executionId", "execution_id", ID),
+        F("reason", "reason", Enum(("interrupted", "handed_back"))),
+        F("phase", "phase", PHASE),
+        F("inputIds", "input_ids", Array(ID)),
+        F("assistantMessageId", "assistant_message_id", Nullable(ID)),
+        F(
+            "retryTools",
+            "retry_tools",
+            Array(
+                Obj(
+                    (
+                        F("callId", "call_id", ID),
+                        F("messageId", "message_id", ID),
+                        F("name", "name", Str(1)),
+                        F("idempotencyKey", "idempotency_key", Str()),
+                    ),
+                    RetryTool,
+                )
+            ),
+        ),
+    ),
+    Continuation,
+)
+
+EXE = F("executionId", "execution_id", ID)
+MSG = F("messageId", "message_id", ID)
+PART = F("partId", "part_id", ID)
+CALL = F("callId", "call_id", ID)
+
+
+@dataclass(frozen=True)
+class EventType:
+    """A catalog entry: the type, its current schema version, durable (stored) or live-only, its payload schema and class."""
+
+    type: str
+    version: int
+    durable: bool
+    schema: Obj
+    payload_class: builtins.type[Any]
+
+
+def _t(type_: str, cls: type[Any], fields: Sequence[F], durable: bool = True, version: int = 1) -> EventType:
+    # the dataclass takes keyword arguments, so field order there need not follow the wire order
+    return EventType(type_, version, durable, Obj(tuple(fields), cls), cls)
+
+
+CATALOG: Mapping[str, EventType] = {
+    e.type: e
+    for e in (
+        _t(
+            "execution.claimed",
+            ExecutionClaimed,
+            [
+                EXE,
+                F("ownerId", "owner_id", ID),
+                F("expiresAt", "expires_at", TIME),
+                F("leaseMs", "lease_ms", POS),
+                F("assistantSeq", "assistant_seq", SEQ),
+            ],
+        ),
+        _t("execution.renewed", ExecutionRenewed, [EXE, F("expiresAt", "expires_at", TIME)]),
+        _t("execution.started", ExecutionStarted, [EXE]),
+        _t("execution.phase", ExecutionPhaseChanged, [EXE, F("phase", "phase", PHASE)]),
+        _t("execution.cancelled", ExecutionCancelled, [EXE, F("reason", "reason", Str(0, 1000), optional=True)]),
+        _t(
+            "execution.settled",
+            ExecutionSettled,
+            [EXE, F("outcome", "outcome", Enum(("succeeded", "failed", "released"))), F("error", "error", ERROR, optional=True)],
+        ),
+        _t(
+            "input.admitted",
+            InputAdmitted,
+            [
+                F("inputId", "input_id", ID),
+                F("prompt", "prompt", Str()),
+                F("delivery", "delivery", Enum(("steer", "queue"))),
+                F("wake", "wake", Bool()),
+                F("source", "source", Enum(("user", "recovery")), default="user"),
+                F("continues", "continues", CONTINUATION, optional=True),
+            ],
+        ),
+        _t("input.promoted", InputPromoted, [F("inputId", "input_id", ID), EXE]),
+        _t("input.dropped", InputDropped, [F("inputIds", "input_ids", Array(ID, 1)), F("reason", "reason", Str(0, 1000), optional=True)]),
+        _t("step.started", StepStarted, [EXE, MSG, F("step", "step", NONNEG)]),
+        _t("step.ended", StepEnded, [EXE, MSG, F("finish", "finish", Str(1)), F("usage", "usage", USAGE, optional=True)]),
+        _t("step.failed", StepFailed, [EXE, MSG, F("error", "error", ERROR)]),
+        _t("step.recovered", StepRecovered, [EXE, MSG, F("reason", "reason", Str())]),
+        _t("text.delta", TextDelta, [EXE, MSG, PART, F("delta", "delta", Str())], durable=False),
+        _t("text.completed", TextCompleted, [EXE, MSG, PART, F("text", "text", Str())]),
+        _t("reasoning.delta", ReasoningDelta, [EXE, MSG, PART, F("delta", "delta", Str())], durable=False),
+        _t("reasoning.completed", ReasoningCompleted, [EXE, MSG, PART, F("text", "text", Str())]),
+        _t(
+            "model.retry_scheduled",
+            ModelRetryScheduled,
+            [EXE, MSG, F("attempt", "attempt", POS), F("delayMs", "delay_ms", NONNEG), F("error", "error", ERROR)],
+            durable=False,
+        ),
+        _t(
+            "tool.called",
+            ToolCalled,
+            [
+                EXE,
+                MSG,
+                CALL,
+                F("name", "name", Str(1)),
+                F("input", "input", AnyValue(), optional=True),
+                F("durable", "durable", Bool()),
+                F("idempotencyKey", "idempotency_key", Str(), optional=True),
+            ],
+        ),
+        _t("tool.started", ToolStarted, [EXE, MSG, CALL]),
+        _t("tool.succeeded", ToolSucceeded, [EXE, MSG, CALL, F("output", "output", AnyValue(), optional=True)]),
+        _t("tool.failed", ToolFailed, [EXE, MSG, CALL, F("error", "error", ERROR)]),
+        _t("compaction.started", CompactionStarted, [EXE, MSG, F("reason", "reason", Str())]),
+        _t(
+            "compaction.completed",
+            CompactionCompleted,
+            [EXE, MSG, F("summary", "summary", Str()), F("usage", "usage", USAGE, optional=True)],
+        ),
+        _t("recovery.started", RecoveryStarted, [EXE]),
+        _t(
+            "recovery.completed",
+            RecoveryCompleted,
+            [
+                EXE,
+                F("assistantMessageId", "assistant_message_id", Nullable(ID)),
+                F("continuationInputId", "continuation_input_id", Nullable(ID)),
+                F("phase", "phase", PHASE),
+                F("error", "error", ERROR, optional=True),
+            ],
+        ),
+        _t("recovery.wake_requested", RecoveryWakeRequested, [EXE, F("attempt", "attempt", POS)]),
+        _t("recovery.wake_delivered", RecoveryWakeDelivered, [EXE, F("byExecutionId", "by_execution_id", ID)]),
+        _t(
+            "recovery.wake_failed",
+            RecoveryWakeFailed,
+            [EXE, F("attempt", "attempt", POS), F("error", "error", ERROR), F("parked", "parked", Bool())],
+        ),
+    )
+}
+
+EVENT_TYPES: tuple[str, ...] = tuple(CATALOG)
+DURABLE_TYPES: tuple[str, ...] = tuple(t for t, e in CATALOG.items() if e.durable)
+LIVE_ONLY_TYPES: tuple[str, ...] = tuple(t for t, e in CATALOG.items() if not e.durable)
+
+
+def is_event_type(value: object) -> bool:
+    return isinstance(value, str) and value in CATALOG
+
+
+def check_payload(type_: str, payload: Any) -> tuple[dict[str, Any], list[str]]:
+    """The payload cleaned as sessiond's readers clean it (unknown keys dropped, defaults set) and
+    the faults found (empty when valid)."""
+    issues: list[str] = []
+    cleaned = CATALOG[type_].schema.check(payload, (), issues)
+    return cleaned, issues
+
+
+def typed_payload(type_: str, cleaned: dict[str, Any]) -> Any:
+    """The payload dataclass of a cleaned, valid payload."""
+    return CATALOG[type_].schema.typed(cleaned)

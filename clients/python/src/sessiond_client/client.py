@@ -1,0 +1,974 @@
+"""The asyncio client of sessiond over NATS: commands (request/reply to the workers), live events
+(core subjects, deduplicated and gap-filled from the stream) and replay (the durable stream, read
+with ordered consumers). It behaves as the Node client (src/nats/client.ts) does.
+
+    client = await Client.connect("nats://127.0.0.1:4222", "client", "client-dev-secret")
+    sub = await client.subscribe("ses_1", lambda e: print(e.seq, e.type, e.wire_payload))
+    receipt = await client.admit("ses_1", "hello")
+    history = await client.replay("ses_1")
+    await sub.close(); await client.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import random
+import re
+import sys
+import time
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any, AsyncGenerator, Awaitable, Callable, Sequence
+
+import nats
+import nats.errors
+import nats.js.api as jsapi
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+
+from .commands import (
+    AdmitReceipt,
+    CancelResult,
+    DropResult,
+    StatusReply,
+    WakeResult,
+    admit_request,
+    cancel_request,
+    command_subject,
+    drop_request,
+    encode_request,
+    parse_reply,
+    status_request,
+    wake_request,
+)
+from .errors import CommandError, EventError, PermissionDenied, SessiondError
+from .events import EVENTS_PREFIX, LIVE_PREFIX, Event, decode_batch, decode_live
+from .ids import new_id, validate_id
+
+log = logging.getLogger("sessiond_client")
+
+STREAM_NAME = "SESSIOND_EVENTS"
+#: How long a command waits for a reply over all its attempts (s).
+DEFAULT_REQUEST_TIMEOUT = 10.0
+#: How long one attempt waits before the same body is sent again (s).
+DEFAULT_ATTEMPT_TIMEOUT = 2.0
+#: How long a command is sent again while no worker serves its subject (s).
+DEFAULT_NO_WORKER_RETRY = 3.0
+#: Admissions sent again at most this often when a worker answered sequence_conflict.
+ADMIT_CONFLICT_ATTEMPTS = 5
+#: Messages per pull of a read.
+READ_BATCH = 256
+#: A read that makes no progress for this long (outage, stalled consumer) fails with log_closed (s).
+READ_STALL_LIMIT = 20.0
+#: One pull waits this long for messages before the consumer is started again from where it was (s).
+READ_PULL_TIMEOUT = 3.0
+#: Sessions whose last delivered seq a live subscription remembers.
+DEDUPE_SESSIONS = 10_000
+
+Handler = Callable[[Event], Any]
+
+
+@dataclass
+class InvalidMessage:
+    """A live or stored message that is not a valid sessiond event; it was skipped."""
+
+    subject: str
+    error: EventError
+    #: The event's seq, when the frame was readable that far.
+    seq: int | None = None
+    #: The stream sequence, for a stored message.
+    position: int | None = None
+
+
+@dataclass
+class SubscriptionStats:
+    delivered: int = 0
+    invalid: int = 0
+    duplicates: int = 0
+    backfilled: int = 0
+
+
+_VIOLATION = re.compile(r"Permissions Violation for (Publish|Subscription) to \"([^\"]+)\"", re.I)
+
+
+class _Permissions:
+    """Counts the server's permission violations by (kind, subject): NATS answers a refused
+    publish or subscribe with an -ERR on the connection, not on the request."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str], int] = {}
+        self.publishes = 0
+
+    def record(self, text: str) -> bool:
+        m = _VIOLATION.search(text)
+        if not m:
+            return False
+        kind = "pub" if m.group(1).lower() == "publish" else "sub"
+        key = (kind, m.group(2))
+        self.counts[key] = self.counts.get(key, 0) + 1
+        if kind == "pub":
+            self.publishes += 1
+        return True
+
+    def count(self, kind: str, subject: str) -> int:
+        return self.counts.get((kind, subject), 0)
+
+
+class _NoReply(Exception):
+    def __init__(self, kind: str, cause: BaseException | None = None) -> None:
+        super().__init__(kind)
+        self.kind = kind  # timeout | no_worker | denied | closed
+        self.cause = cause
+
+
+async def _call(fn: Callable[..., Any], *args: Any) -> None:
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        await result
+
+
+def _stderr_invalid(invalid: InvalidMessage) -> None:
+    sys.stderr.write(f"sessiond: skipped a message on {invalid.subject}: {invalid.error.message}\n")
+
+
+def _stderr_error(err: BaseException) -> None:
+    sys.stderr.write(f"sessiond: {err}\n")
+
+
+def _ack_tokens(reply: str) -> tuple[int, int, int, int]:
+    """(stream seq, consumer seq, stored time in ns, pending) from a JetStream delivery's ack subject."""
+    t = reply.split(".")
+    if len(t) == 9:  # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>
+        return int(t[5]), int(t[6]), int(t[7]), int(t[8])
+    if len(t) >= 11:  # $JS.ACK.<domain>.<account>.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>[.<token>]
+        return int(t[7]), int(t[8]), int(t[9]), int(t[10])
+    raise ValueError(f"not a JetStream delivery: {reply!r}")
+
+
+class Client:
+    """A sessiond client on one NATS connection (see the module's doc)."""
+
+    def __init__(
+        self,
+        nc: NATS,
+        user: str | None,
+        permissions: _Permissions,
+        *,
+        owns_connection: bool,
+        request_timeout: float,
+        attempt_timeout: float,
+        no_worker_retry: float,
+        stream: str,
+    ) -> None:
+        self.nc = nc
+        self.user = user
+        self._perms = permissions
+        self._owns = owns_connection
+        self.request_timeout = request_timeout
+        self.attempt_timeout = min(attempt_timeout, request_timeout)
+        self.no_worker_retry = no_worker_retry
+        self.stream = stream
+        self._js = nc.jetstream(timeout=5.0)
+        self._subscriptions: set[Subscription] = set()
+        self._reconnect_listeners: set[Callable[[], None]] = set()
+        self._tasks: set[asyncio.Future[None]] = set()
+        self._closed = False
+
+    # -----------------------------------------------------------------------------------------
+    # connecting
+
+    @classmethod
+    async def connect(
+        cls,
+        servers: str | Sequence[str] = "nats://127.0.0.1:4222",
+        user: str = "client",
+        password: str | None = None,
+        *,
+        name: str = "sessiond-client-py",
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        attempt_timeout: float = DEFAULT_ATTEMPT_TIMEOUT,
+        no_worker_retry: float = DEFAULT_NO_WORKER_RETRY,
+        stream: str = STREAM_NAME,
+        connect_attempts: int = 8,
+        **nats_options: Any,
+    ) -> "Client":
+        """Connects as ``user`` with the inbox prefix ``_INBOX_<user>`` (each user may read only its
+        own inboxes). ``servers``: a URL, comma-separated URLs, or a list. The first connection is
+        tried ``connect_attempts`` times per server (0.25 s apart); once connected it reconnects
+        forever (``max_reconnect_attempts`` says otherwise). Other keyword arguments go to
+        ``nats.connect``."""
+        if isinstance(servers, str):
+            servers = [s.strip() for s in servers.split(",") if s.strip()]
+        permissions = _Permissions()
+        client_ref: list[Client] = []
+        user_error_cb = nats_options.pop("error_cb", None)
+        user_reconnected_cb = nats_options.pop("reconnected_cb", None)
+
+        last_error: list[Exception] = []
+
+        async def error_cb(err: Exception) -> None:
+            last_error[:] = [err]
+            if permissions.record(str(err)):
+                log.debug("permission violation: %s", err)
+            elif isinstance(err, nats.errors.SlowConsumerError):
+                log.warning("sessiond: a subscription fell behind and the server dropped messages for it (%s)", err)
+            else:
+                log.debug("nats: %s", err)
+            if user_error_cb:
+                await user_error_cb(err)
+
+        async def reconnected_cb() -> None:
+            if client_ref:
+                client_ref[0]._reconnected()
+            if user_reconnected_cb:
+                await user_reconnected_cb()
+
+        reconnect_attempts = nats_options.pop("max_reconnect_attempts", -1)
+        options: dict[str, Any] = {
+            "name": name,
+            "allow_reconnect": True,
+            "reconnect_time_wait": 0.25,
+            "connect_timeout": 2,
+            **nats_options,
+            # nats-py would try the first connection forever with -1: bounded here, forever after
+            "max_reconnect_attempts": max(1, connect_attempts),
+        }
+        try:
+            nc = await nats.connect(
+                servers=list(servers),
+                user=user,
+                password=password,
+                inbox_prefix=f"_INBOX_{user}",
+                error_cb=error_cb,
+                reconnected_cb=reconnected_cb,
+                **options,
+            )
+        except nats.errors.NoServersError as err:
+            last = last_error[0] if last_error else err
+            if isinstance(last, nats.errors.AuthorizationError) or "authorization" in str(last).lower():
+                raise PermissionDenied(
+                    f"NATS at {', '.join(servers)} refused user {user}: wrong user or password ({last}). "
+                    "Set the user and password nats.conf gives (SESSIOND_NATS_USER / SESSIOND_NATS_PASS for the programs)."
+                ) from err
+            raise SessiondError(
+                "log_closed",
+                f"Cannot connect to NATS at {', '.join(servers)} as {user}: {type(last).__name__ if not str(last) else last}. Is nats-server running there?",
+            ) from err
+        except Exception as err:
+            raise SessiondError("log_closed", f"Cannot connect to NATS at {', '.join(servers)} as {user}: {err}") from err
+        nc.options["max_reconnect_attempts"] = reconnect_attempts
+        client = cls(
+            nc,
+            user,
+            permissions,
+            owns_connection=True,
+            request_timeout=request_timeout,
+            attempt_timeout=attempt_timeout,
+            no_worker_retry=no_worker_retry,
+            stream=stream,
+        )
+        client_ref.append(client)
+        return client
+
+    def _background(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _reconnected(self) -> None:
+        for listener in list(self._reconnect_listeners):
+            try:
+                listener()
+            except Exception as err:  # a listener must not stop the others
+                log.debug("reconnect listener: %s", err)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for sub in list(self._subscriptions):
+            await sub.close()
+        if self._tasks:  # consumers being deleted: a moment, then the server removes the rest itself
+            await asyncio.wait(list(self._tasks), timeout=1.0)
+        if self._owns and not self.nc.is_closed:
+            try:
+                await self.nc.close()
+            except Exception:
+                pass
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    def _assert_open(self) -> None:
+        if self._closed or self.nc.is_closed:
+            raise SessiondError("log_closed", "This sessiond client is closed: connect a new one.")
+
+    # -----------------------------------------------------------------------------------------
+    # commands
+
+    async def admit(
+        self, session_id: str, prompt: str, *, id: str | None = None, delivery: str | None = None, wake: bool | None = None
+    ) -> AdmitReceipt:
+        """Admits a prompt (idempotent by input id: one is generated when none is given, so every
+        resend is the same admission) and, unless ``wake=False``, wakes the session."""
+        body = admit_request(session_id, prompt, id=id if id is not None else new_id("inp"), delivery=delivery, wake=wake)
+        resent_ever = False
+        for attempt in range(1, ADMIT_CONFLICT_ATTEMPTS + 1):
+            try:
+                sent: tuple[AdmitReceipt, bool] = await self._send("admit", body)
+                receipt, resent = sent
+            except CommandError as err:
+                if err.code != "sequence_conflict" or attempt >= ADMIT_CONFLICT_ATTEMPTS:
+                    raise
+                resent_ever = True
+                await asyncio.sleep((attempt * 10 + random.random() * attempt * 20) / 1000)
+                continue
+            resent_ever = resent_ever or resent
+            if resent_ever and not receipt.created:
+                # an earlier attempt of this call, taken by a worker that did not answer in time, admitted it
+                return AdmitReceipt(
+                    receipt.session_id, receipt.input_id, receipt.admitted_seq, True, receipt.wake, {**receipt.raw, "created": True}
+                )
+            return receipt
+        raise AssertionError("unreachable")
+
+    async def wake(self, session_id: str) -> WakeResult:
+        """Asks a worker to run the session's pending inputs; says what happened."""
+        result: WakeResult = (await self._send("wake", wake_request(session_id)))[0]
+        return result
+
+    async def cancel(self, session_id: str, reason: str | None = None, execution_id: str | None = None) -> CancelResult:
+        """Cancels the session's execution in progress. The cancel names that execution (asked with
+        ``status`` first unless given), so a resent or late attempt never stops a later turn."""
+        target = execution_id
+        if target is None:
+            try:
+                execution = (await self.status(session_id)).execution
+            except CommandError:
+                execution = None  # the cancel itself says why
+            if execution is not None and execution.outcome is not None:
+                return CancelResult(False, None, "nothing_to_cancel", f"session {session_id} has no execution in progress to cancel")
+            target = execution.id if execution else None
+        sent: tuple[CancelResult, bool] = await self._send("cancel", cancel_request(session_id, reason, target))
+        result, resent = sent
+        if result.cancelled or not resent or result.reason != "nothing_to_cancel":
+            return result
+        execution = (await self.status(session_id)).execution
+        if execution is not None and execution.cancelled:
+            return CancelResult(True, execution.id)
+        return result
+
+    async def status(self, session_id: str, pending_from: int | None = None) -> StatusReply:
+        """The session's state, seq, execution and pending inputs (one page from ``pending_from``)."""
+        result: StatusReply = (await self._send("status", status_request(session_id, pending_from)))[0]
+        return result
+
+    async def drop(self, session_id: str, input_ids: list[str] | None = None, reason: str | None = None) -> DropResult:
+        """Drops pending inputs unrun (all the users' inputs still waiting, or those named)."""
+        result: DropResult = (await self._send("drop", drop_request(session_id, input_ids, reason)))[0]
+        return result
+
+    async def _send(self, verb: str, body: dict[str, Any]) -> tuple[Any, bool]:
+        """Sends the request and waits ``attempt_timeout`` for a reply, then sends the same body
+        again until the unanswered attempts add up to ``request_timeout``; while no worker serves
+        the subject, sends it again with backoff for ``no_worker_retry``. Returns the typed result
+        and whether an earlier attempt went unanswered (it may have run)."""
+        self._assert_open()
+        try:
+            validate_id(body.get("sessionId"), "session id")
+        except SessiondError as err:
+            raise CommandError(verb, "invalid_id", err.message) from None
+        subject = command_subject(verb)
+        data = encode_request(body)
+        started = time.monotonic()
+        attempts = 0
+        unanswered = 0.0
+        wait = 0.01
+        while True:
+            attempts += 1
+            timeout = min(self.attempt_timeout, self.request_timeout - unanswered)
+            try:
+                msg = await self._attempt(subject, data, timeout)
+                break
+            except _NoReply as no:
+                if no.kind == "denied":
+                    raise CommandError(
+                        verb,
+                        "permission_denied",
+                        f"NATS user {self.user} may not send sessiond commands: nats.conf refuses publishing to {subject}. "
+                        "Connect as a user allowed to publish sessiond.cmd.> (the client user in nats.conf; workers' own users may not).",
+                    ) from None
+                if no.kind == "closed" or self.nc.is_closed:
+                    raise CommandError(verb, "log_closed", f"The NATS connection is closed: connect a new client to send {verb}.") from None
+                if no.kind == "timeout":
+                    unanswered += timeout
+                    if unanswered < self.request_timeout - 1e-6:
+                        continue
+                    retry = (
+                        f"admit again with the same input id {body['id']} (it is idempotent)"
+                        if verb == "admit" and body.get("id")
+                        else f"check with status before sending {verb} again"
+                    )
+                    raise CommandError(
+                        verb,
+                        "timeout",
+                        f"No reply to {verb} for session {body['sessionId']} within {self.request_timeout:g} s (sent {attempts} time"
+                        f"{'s' if attempts > 1 else ''}): the workers may be busy or gone, so the command may or may not have run. "
+                        f"To be sure, {retry}.",
+                    ) from None
+                # no responders: nobody received it, sending it again is safe
+                if time.monotonic() + wait > started + self.no_worker_retry:
+                    raise CommandError(
+                        verb,
+                        "no_worker",
+                        f"No sessiond worker is serving {subject} on {self._server()}"
+                        f"{f' (asked again for {self.no_worker_retry:g} s)' if self.no_worker_retry > 0 else ''}: start one "
+                        "(sessiond start --nats <url> --nats-user worker --nats-pass <secret>) and retry.",
+                    ) from None
+                await asyncio.sleep(wait / 2 + random.random() * wait / 2)
+                wait = min(wait * 2, 0.5)
+        return parse_reply(verb, msg.data), unanswered > 0
+
+    async def _roundtrip(self, timeout: float) -> None:
+        """Waits until the server has read everything sent so far and answered it: a refused
+        publish or subscribe is answered (-ERR) before the PONG. nats-py writes a flush's PING
+        straight to the socket, ahead of commands still buffered, so those are written first."""
+        if self.nc.is_connected:
+            await self.nc._flush_pending(force_flush=True)
+        await self.nc.flush(timeout=timeout)  # type: ignore[arg-type]  # a float works; nats-py says int
+
+    def _server(self) -> str:
+        url = self.nc.connected_url
+        return url.geturl() if url else "(not connected)"
+
+    async def _attempt(self, subject: str, data: bytes, timeout: float) -> Msg:
+        """One request: a reply inbox of our own, the body, a flush (the server answers a refused
+        publish before the PONG), then the reply or a timeout."""
+        if self.nc.is_closed:
+            raise _NoReply("closed")
+        deadline = time.monotonic() + timeout
+        inbox = self.nc.new_inbox()
+        try:
+            sub = await self.nc.subscribe(inbox, max_msgs=1)
+        except nats.errors.ConnectionClosedError as err:
+            raise _NoReply("closed", err) from err
+        try:
+            before = self._perms.count("pub", subject)
+            try:
+                await self.nc.publish(subject, data, reply=inbox)  # buffered while reconnecting
+                if self.nc.is_connected:
+                    await self._roundtrip(max(0.05, deadline - time.monotonic()))
+            except nats.errors.ConnectionClosedError as err:
+                raise _NoReply("closed", err) from err
+            except Exception as err:  # disconnected meanwhile, or slow: the reply may still come within the attempt
+                log.debug("request on %s: %r", subject, err)
+            if self._perms.count("pub", subject) > before:
+                raise _NoReply("denied")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _NoReply("timeout")
+            try:
+                msg = await sub.next_msg(timeout=left)
+            except (nats.errors.TimeoutError, asyncio.TimeoutError) as err:
+                if self._perms.count("pub", subject) > before:
+                    raise _NoReply("denied") from err
+                raise _NoReply("timeout", err) from err
+            except nats.errors.ConnectionClosedError as err:
+                raise _NoReply("closed", err) from err
+            if msg.headers and msg.headers.get(jsapi.Header.STATUS) == "503":
+                raise _NoReply("no_worker")
+            return msg
+        finally:
+            try:
+                await sub.unsubscribe()
+            except Exception:
+                pass
+
+    # -----------------------------------------------------------------------------------------
+    # the durable stream
+
+    async def _js_call(self, what: str, coro: Awaitable[Any]) -> Any:
+        before = self._perms.publishes
+        try:
+            return await coro
+        except (nats.errors.TimeoutError, asyncio.TimeoutError):
+            if self._perms.publishes > before:
+                raise PermissionDenied(
+                    f"NATS user {self.user} may not {what} on stream {self.stream}: nats.conf lets the client and observer users "
+                    "create ordered consumers on SESSIOND_EVENTS."
+                ) from None
+            raise
+
+    async def _stored(self, start: int | str, filter_subject: str | None) -> AsyncGenerator[tuple[Msg, int, int], None]:
+        """The stream's messages from stream sequence ``start`` (or ``"last"``: the filter's last
+        message), through an ordered consumer (ephemeral, no acks, in memory, one at a time, started
+        again from the next sequence whenever it stalls, loses a message or the connection drops),
+        until none is pending. Yields (message, stream seq, stored time in ms)."""
+        self._assert_open()
+        from_seq: int | str = start
+        progress_at = time.monotonic()
+        backoff = 0.05
+        while True:
+            name = self.nc._nuid.next().decode()
+            config = jsapi.ConsumerConfig(
+                name=name,
+                ack_policy=jsapi.AckPolicy.NONE,
+                filter_subject=filter_subject,
+                mem_storage=True,
+                num_replicas=1,
+                inactive_threshold=60.0,
+                max_deliver=1,
+            )
+            if from_seq == "last":
+                config.deliver_policy = jsapi.DeliverPolicy.LAST
+            else:
+                config.deliver_policy = jsapi.DeliverPolicy.BY_START_SEQUENCE
+                config.opt_start_seq = max(1, int(from_seq))
+            psub = None
+            restart = False
+            try:
+                try:
+                    info = await self._js_call("create a consumer", self._js.add_consumer(self.stream, config=config, timeout=5.0))
+                except PermissionDenied:
+                    raise
+                except nats.js.errors.NotFoundError as err:
+                    raise SessiondError(
+                        "not_found", f"Stream {self.stream} does not exist on {self._server()}: run sessiond setup (as admin) first."
+                    ) from err
+                if info.num_pending == 0:
+                    return
+                psub = await self._js.pull_subscribe_bind(consumer=name, stream=self.stream)
+                expected_cseq = 1
+                while not restart:
+                    try:
+                        msgs = await psub.fetch(batch=READ_BATCH, timeout=READ_PULL_TIMEOUT)
+                    except (nats.errors.TimeoutError, asyncio.TimeoutError):
+                        restart = True  # stalled though messages are pending: start again from the next one
+                        break
+                    for m in msgs:
+                        sseq, cseq, ts_ns, pending = _ack_tokens(m.reply)
+                        if cseq != expected_cseq:
+                            restart = True  # a delivery was lost: start again after the last one we have
+                            break
+                        expected_cseq += 1
+                        from_seq = sseq + 1
+                        progress_at = time.monotonic()
+                        backoff = 0.05
+                        yield m, sseq, ts_ns // 1_000_000
+                        if pending == 0:
+                            return
+            except (SessiondError, GeneratorExit, asyncio.CancelledError):
+                raise
+            except Exception as err:  # the connection dropped, the consumer vanished (server restart), ...
+                if self._closed or self.nc.is_closed:
+                    raise SessiondError(
+                        "log_closed", f"The NATS connection closed while reading {self.stream}: connect again and retry."
+                    ) from err
+                log.debug("read of %s restarts from %s: %r", self.stream, from_seq, err)
+                restart = True
+            finally:
+                if psub is not None:
+                    try:
+                        await psub.unsubscribe()
+                    except Exception:
+                        pass
+                self._background(self._delete_consumer(name))
+            if time.monotonic() - progress_at > READ_STALL_LIMIT:
+                raise SessiondError(
+                    "log_closed",
+                    f"Reading {self.stream} stalled: no message arrived for {READ_STALL_LIMIT:g} s though the stream has more "
+                    f"(consumers were started again from stream sequence {from_seq}). Check that nats-server is reachable, then retry.",
+                )
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 1.0)
+
+    async def _delete_consumer(self, name: str) -> None:
+        if self.nc.is_closed:
+            return
+        try:
+            await self._js.delete_consumer(self.stream, name)
+        except Exception:
+            pass  # an idle ordered consumer is removed by the server anyway
+
+    async def iter_replay(
+        self,
+        session_id: str | None = None,
+        *,
+        after_seq: int = 0,
+        after_position: int = 0,
+        before_seq: int | None = None,
+        on_invalid: Callable[[InvalidMessage], Any] | None = None,
+    ) -> AsyncGenerator[Event, None]:
+        """The committed events in the stream, in order (one session's with ``session_id``, every
+        session's in commit order without), read with an ordered consumer until none is pending.
+        ``after_seq``: only seqs above it (with a session); ``after_position``: start after that
+        stream sequence; ``before_seq``: stop at that seq. A message that is not a valid event batch
+        is skipped and reported to ``on_invalid`` (default: a line on stderr)."""
+        report = on_invalid or _stderr_invalid
+        if session_id is not None:
+            subject = f"{EVENTS_PREFIX}.{validate_id(session_id, 'session id')}"
+        else:
+            subject = None
+        async with aclosing(self._stored(after_position + 1, subject)) as stored:
+            async for m, position, committed_at in stored:
+                try:
+                    events = decode_batch(m.data, position, m.subject, committed_at)
+                except EventError as err:
+                    await _call(report, InvalidMessage(m.subject, err, position=position))
+                    continue
+                for e in events:
+                    if session_id is not None and e.seq is not None and e.seq <= after_seq:
+                        continue
+                    if before_seq is not None and e.seq is not None and e.seq >= before_seq:
+                        return
+                    yield e
+
+    async def replay(
+        self,
+        session_id: str | None = None,
+        *,
+        after_seq: int = 0,
+        after_position: int = 0,
+        on_invalid: Callable[[InvalidMessage], Any] | None = None,
+    ) -> list[Event]:
+        """``iter_replay`` as a list."""
+        return [e async for e in self.iter_replay(session_id, after_seq=after_seq, after_position=after_position, on_invalid=on_invalid)]
+
+    async def last_event(self, session_id: str) -> Event | None:
+        """The session's last committed event (read with one consumer on its last message), or None."""
+        subject = f"{EVENTS_PREFIX}.{validate_id(session_id, 'session id')}"
+        last: Event | None = None
+        async with aclosing(self._stored("last", subject)) as stored:
+            async for m, position, committed_at in stored:
+                try:
+                    last = decode_batch(m.data, position, m.subject, committed_at)[-1]
+                except EventError:
+                    last = None
+        if last is None:
+            events = await self.replay(session_id)  # the last message is quarantined: the last valid one
+            return events[-1] if events else None
+        return last
+
+    # -----------------------------------------------------------------------------------------
+    # live events
+
+    async def subscribe(
+        self,
+        session_id: str | None,
+        handler: Handler,
+        after_seq: int | None = 0,
+        on_invalid: Callable[[InvalidMessage], Any] | None = None,
+        *,
+        after_position: int = 0,
+        on_error: Callable[[BaseException], Any] | None = None,
+        backfill: bool = True,
+        committed_only: bool = False,
+        catch_up: bool = False,
+        catch_up_on_reconnect: bool = False,
+    ) -> "Subscription":
+        """Live events of one session (``sessiond.live.<session>.>``; every session's with None),
+        decoded and checked, delivered to ``handler`` one at a time in arrival order (an async
+        handler is awaited before the next). Committed events are delivered once and in order: a
+        seq at or below the last delivered is dropped, and a seq past the last + 1 is a gap, filled
+        from the stream before the event that revealed it. ``after_seq`` (with a session): events
+        up to it count as delivered, so the first live event brings everything after it (default 0:
+        the whole session); None: start with the first event that arrives. ``after_position``: the
+        stream sequence of event ``after_seq``, where gap fills start reading (default: the start).
+        Live-only events (text.delta, ...) are delivered as they come (not with
+        ``committed_only``). An invalid message is skipped and reported to ``on_invalid``.
+
+        ``catch_up``: read the stream once right away (a quiet session produces no live event);
+        ``catch_up_on_reconnect``: again after every reconnect (live messages published while
+        disconnected are lost). Both go beyond the Node client's ``subscribe`` (its ``follow`` does
+        the first)."""
+        self._assert_open()
+        if session_id is None:
+            subject = f"{LIVE_PREFIX}.*.>"
+            if after_seq:
+                raise SessiondError("invalid_option", f"after_seq ({after_seq}) needs a session id.")
+            after_seq = None
+        else:
+            subject = f"{LIVE_PREFIX}.{validate_id(session_id, 'session id')}.>"
+        if after_seq is not None and (not isinstance(after_seq, int) or after_seq < 0):
+            raise SessiondError("invalid_option", f"after_seq ({after_seq!r}) needs a whole number >= 0.")
+        sub = Subscription(
+            self,
+            subject,
+            session_id,
+            handler,
+            after_seq=after_seq,
+            after_position=after_position,
+            on_invalid=on_invalid or _stderr_invalid,
+            on_error=on_error or _stderr_error,
+            backfill=backfill,
+            committed_only=committed_only,
+        )
+        await sub._start()
+        self._subscriptions.add(sub)
+        if catch_up:
+            sub.catch_up()
+        if catch_up_on_reconnect:
+            listener = sub.catch_up
+            self._reconnect_listeners.add(listener)
+            sub._on_close.append(lambda: self._reconnect_listeners.discard(listener))
+        return sub
+
+    async def follow(
+        self,
+        session_id: str,
+        handler: Handler,
+        after_seq: int = 0,
+        *,
+        on_invalid: Callable[[InvalidMessage], Any] | None = None,
+        on_error: Callable[[BaseException], Any] | None = None,
+    ) -> "Subscription":
+        """Every committed event of the session after ``after_seq``, in order, each once: what the
+        stream holds first, then live (listening starts before the read, so nothing in between is
+        missed), caught up from the stream again after each reconnect."""
+        return await self.subscribe(
+            session_id,
+            handler,
+            after_seq,
+            on_invalid,
+            on_error=on_error,
+            committed_only=True,
+            catch_up=True,
+            catch_up_on_reconnect=True,
+        )
+
+
+_CATCH_UP = object()
+_CLOSE = object()
+
+
+@dataclass
+class _SessionMark:
+    seq: int
+    position: int  # stream sequence of the event at seq (0: unknown)
+
+
+class Subscription:
+    """A live subscription (``Client.subscribe``): ``subject``, ``stats``, ``last_seq``, ``close()``."""
+
+    def __init__(
+        self,
+        client: Client,
+        subject: str,
+        session_id: str | None,
+        handler: Handler,
+        *,
+        after_seq: int | None,
+        after_position: int,
+        on_invalid: Callable[[InvalidMessage], Any],
+        on_error: Callable[[BaseException], Any],
+        backfill: bool,
+        committed_only: bool,
+    ) -> None:
+        self.client = client
+        self.subject = subject
+        self.session_id = session_id
+        self.stats = SubscriptionStats()
+        self._handler = handler
+        self._on_invalid = on_invalid
+        self._on_error = on_error
+        self._backfill = backfill
+        self._committed_only = committed_only
+        self._marks: dict[str, _SessionMark] = {}
+        if session_id is not None and after_seq is not None:
+            self._marks[session_id] = _SessionMark(after_seq, after_position)
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._sub: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._on_close: list[Callable[[], Any]] = []
+        self._closed = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    @property
+    def last_seq(self) -> int | None:
+        """The seq of the last committed event delivered (of this subscription's session)."""
+        if self.session_id is None:
+            return None
+        mark = self._marks.get(self.session_id)
+        return mark.seq if mark else None
+
+    @property
+    def done(self) -> asyncio.Task[None]:
+        assert self._task is not None
+        return self._task
+
+    async def _start(self) -> None:
+        client = self.client
+
+        async def on_msg(msg: Msg) -> None:
+            self._idle.clear()
+            self._queue.put_nowait(msg)
+
+        before = client._perms.count("sub", self.subject)
+        self._sub = await client.nc.subscribe(self.subject, cb=on_msg)
+        try:
+            await client._roundtrip(5)
+        except Exception:
+            pass
+        if client._perms.count("sub", self.subject) > before:
+            try:
+                await self._sub.unsubscribe()
+            except Exception:
+                pass
+            raise PermissionDenied(
+                f"NATS user {client.user} may not subscribe to {self.subject}: nats.conf lets the client and observer users subscribe to sessiond.live.>."
+            )
+        self._task = asyncio.ensure_future(self._run())
+
+    def catch_up(self) -> None:
+        """Reads the stream after the last delivered event (of the subscription's session) and
+        delivers what is there, in the order of the live messages (queued behind those already in)."""
+        if not self._closed:
+            self._idle.clear()
+            self._queue.put_nowait(_CATCH_UP)
+
+    async def wait_idle(self, timeout: float | None = None) -> None:
+        """Waits until every message received so far has been handled."""
+        await asyncio.wait_for(self._idle.wait(), timeout)
+
+    async def close(self) -> None:
+        if self._closed:
+            if self._task and self._task is not asyncio.current_task():
+                await asyncio.shield(self._task)
+            return
+        self._closed = True
+        self.client._subscriptions.discard(self)
+        for fn in self._on_close:
+            fn()
+        try:
+            if self._sub is not None:
+                await self._sub.unsubscribe()
+        except Exception:
+            pass
+        self._queue.put_nowait(_CLOSE)
+        if self._task and self._task is not asyncio.current_task():
+            await self._task
+
+    async def __aenter__(self) -> "Subscription":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def _deliver(self, event: Event) -> None:
+        self.stats.delivered += 1
+        try:
+            await _call(self._handler, event)
+        except Exception as err:
+            await self._report(err)
+
+    async def _report(self, err: BaseException) -> None:
+        try:
+            await _call(self._on_error, err)
+        except Exception:
+            pass
+
+    def _mark(self, event: Event) -> None:
+        assert event.seq is not None
+        self._marks.pop(event.session_id, None)
+        self._marks[event.session_id] = _SessionMark(event.seq, event.position or 0)
+        if len(self._marks) > DEDUPE_SESSIONS:
+            self._marks.pop(next(iter(self._marks)))
+
+    async def _read_after(self, session_id: str, mark: _SessionMark | None, before: int | None) -> None:
+        """Delivers the session's stored events after ``mark`` (and below ``before``), retrying
+        through an outage for up to the read's stall limit."""
+        last = mark.seq if mark else 0
+        start = mark.position if mark and mark.position else 0
+        deadline = time.monotonic() + READ_STALL_LIMIT
+        while True:
+            try:
+                reading = self.client.iter_replay(
+                    session_id, after_seq=last, after_position=start, before_seq=before, on_invalid=self._invalid_stored
+                )
+                async with aclosing(reading) as events:
+                    async for e in events:
+                        if self._closed:
+                            return
+                        current = self._marks.get(session_id)
+                        if e.seq is None or (current is not None and e.seq <= current.seq):
+                            continue
+                        if before is not None:
+                            self.stats.backfilled += 1
+                        self._mark(e)
+                        last, start = e.seq, e.position or start
+                        await self._deliver(e)
+                return
+            except SessiondError as err:
+                if err.code == "permission_denied" or time.monotonic() > deadline or self._closed or self.client._closed:
+                    raise
+                await asyncio.sleep(0.2)
+
+    async def _invalid_stored(self, invalid: InvalidMessage) -> None:
+        self.stats.invalid += 1
+        await _call(self._on_invalid, invalid)
+
+    async def _run(self) -> None:
+        while True:
+            if self._queue.empty():
+                self._idle.set()
+            item = await self._queue.get()
+            if item is _CLOSE:
+                self._idle.set()
+                return
+            if self._closed:
+                continue
+            if item is _CATCH_UP:
+                if self.session_id is not None:
+                    try:
+                        await self._read_after(self.session_id, self._marks.get(self.session_id), None)
+                    except Exception as err:
+                        await self._report(
+                            SessiondError(
+                                "log_closed",
+                                f"Could not read session {self.session_id} from the stream to catch up ({err}); it is read again on the next gap or reconnect.",
+                            )
+                        )
+                continue
+            msg: Msg = item
+            try:
+                event = decode_live(msg.data, msg.subject)
+            except EventError as err:
+                self.stats.invalid += 1
+                seq = err.details.get("seq")
+                try:
+                    await _call(self._on_invalid, InvalidMessage(msg.subject, err, seq=seq if isinstance(seq, int) else None))
+                except Exception as cb_err:
+                    await self._report(cb_err)
+                continue
+            if event.seq is None:
+                if not self._committed_only:
+                    await self._deliver(event)
+                continue
+            mark = self._marks.get(event.session_id)
+            last = mark.seq if mark else 0
+            if event.seq <= last:
+                self.stats.duplicates += 1
+                continue
+            if self._backfill and mark is not None and event.seq > last + 1:
+                try:
+                    await self._read_after(event.session_id, mark, event.seq)
+                except Exception as err:
+                    await self._report(
+                        SessiondError(
+                            "log_closed",
+                            f"Live events {last + 1}..{event.seq - 1} of session {event.session_id} were missed and could not be read from the stream "
+                            f"({err}); read them with replay({event.session_id!r}, after_seq={last}).",
+                            {"sessionId": event.session_id, "afterSeq": last, "beforeSeq": event.seq},
+                        )
+                    )
+                mark = self._marks.get(event.session_id)
+                if mark is not None and event.seq <= mark.seq:
+                    continue  # the read brought it (and maybe more)
+            self._mark(event)
+            await self._deliver(event)
