@@ -125,11 +125,18 @@ export class RecoverySweeper {
     const exec = snapshot.context.execution;
     const state = stateOf(snapshot);
     if ((state === 'claimed' || state === 'running') && exec && !leaseLive(snapshot.context, this.o.clock.now())) {
-      const continuationInputId = continuationIdFor(exec.id);
+      // The continuation's id comes from the execution the decision recovers, on the state it is
+      // decided on: after a lost race the recovery is decided again on a fresh state, whose expired
+      // execution may be a later one (its id taken from the first state admitted that
+      // continuation twice).
+      let recovered = exec.id;
       try {
-        ({ snapshot } = await handler.execute(sessionId, (now) => ({ type: 'recover', now, continuationInputId })));
+        ({ snapshot } = await handler.execute(sessionId, (now, current) => {
+          recovered = current.context.execution?.id ?? exec.id;
+          return { type: 'recover', now, continuationInputId: continuationIdFor(recovered) };
+        }));
         report.recovered.push(sessionId);
-        this.o.onNotice?.({ type: 'recovered', sessionId, executionId: exec.id, continuationInputId });
+        this.o.onNotice?.({ type: 'recovered', sessionId, executionId: recovered, continuationInputId: continuationIdFor(recovered) });
       } catch (err) {
         if (!isRefusal(err)) throw err; // another sweeper got there first, or the owner renewed in time
         snapshot = await handler.load(sessionId);

@@ -12,6 +12,9 @@ import type { SessionEvent } from '../../src/events/envelope.ts';
 import { auditLog } from '../../src/audit/audit-log.ts';
 import { fixture, gatedRunner, count } from '../support/fixture.ts';
 import { waitFor } from '../../src/testing/wait.ts';
+import { openDatabase } from '../../src/storage/sqlite.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { spyLog } from '../support/spy-log.ts';
 
 const candidates = (sessions: string[]): RecoveryCandidates => ({ expired: () => sessions, runnable: () => sessions });
 
@@ -176,6 +179,47 @@ test('recovery - two sweepers at once recover an execution once', async () => {
   await c.awaitIdle('ses_1');
   assert.equal(auditLog(await fx.events('ses_1')), []);
   await fx.close();
+});
+
+test('recovery - a recovery decided again after a lost race continues the execution it recovers, never the one it first saw', async () => {
+  // The sweeper sees execution E1 expired; before its append lands, another worker recovers E1,
+  // claims the continuation as E2, and E2's lease runs out too. The sweeper's append conflicts and
+  // its recovery is decided again on the fresh state, now of E2: its continuation must be E2's. It
+  // was E1's (the id was taken from the first snapshot), admitted a second time, which stopped every
+  // worker's projection (the fault suite, seed 20261131).
+  const fx = fixture();
+  const gate = gatedRunner();
+  const { executionId: e1 } = await ownedThenFrozen(fx, gate);
+  const clock = new ManualClock(30_000);
+  const otherClock = new ManualClock(30_000);
+  const other = fx.service({ runner: gate.runner, clock: otherClock, ownerId: 'own_other' });
+  let raced = false;
+  const db = openDatabase(fx.file);
+  const racing = spyLog(new SqliteEventLog(db), {
+    beforeAppend: async (drafts) => {
+      if (raced || !drafts.some((d) => d.type === 'recovery.started')) return;
+      raced = true;
+      await sweeperFor(other, otherClock, ['ses_1']).sweep();
+      await gate.started(2); // the continuation of E1 runs as E2 on the other worker, and hangs
+      clock.set(100_000); // E2's lease (from 30,000, 30 s) is over by the time the sweeper decides again
+    },
+  });
+  const sweeper = fx.service({ runner: gate.runner, clock, ownerId: 'own_sweeper', log: racing });
+  const report = await sweeperFor(sweeper, clock, ['ses_1']).sweep();
+  assert.ok(raced, 'the race happened');
+  assert.equal(report.recovered, ['ses_1']);
+  const events = await fx.events('ses_1');
+  const e2 = (events.find((e) => e.type === 'execution.claimed' && e.payload.executionId !== e1)!.payload as { executionId: string }).executionId;
+  const admitted = events.filter((e) => e.type === 'input.admitted').map((e) => (e.payload as { inputId: string }).inputId);
+  assert.equal(
+    admitted.filter((id, i) => admitted.indexOf(id) !== i),
+    [],
+    'no input admitted twice',
+  );
+  assert.ok(admitted.includes(continuationIdFor(e1)) && admitted.includes(continuationIdFor(e2)), `one continuation each: ${admitted.join(', ')}`);
+  for (const r of gate.runs) r.release();
+  await fx.close();
+  db.close();
 });
 
 test('recovery - a cancelled execution is not continued; idle sessions are never woken', async () => {
