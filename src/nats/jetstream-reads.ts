@@ -161,28 +161,35 @@ export class JetStreamReads {
       );
       let messages: ConsumerMessages | undefined;
       let ended: 'reconnected' | 'stalled' | undefined;
-      let stall: TimerHandle | undefined;
       let dropWaiter = () => {};
       const end = (why: 'reconnected' | 'stalled') => {
         ended ??= why;
         messages?.close().catch(() => undefined);
       };
-      const waiting = (on: boolean) => {
-        clock.clearTimeout(stall);
-        stall = on ? clock.setTimeout(() => end('stalled'), b.o.publishTimeoutMs) : undefined;
+      // one watchdog per consumer, not a timer per message: `waitingSince` is when the read last
+      // asked for a message (undefined while its caller holds one)
+      let waitingSince: number | undefined;
+      let watchdog: TimerHandle | undefined;
+      const watch = () => {
+        if (waitingSince !== undefined && clock.now() - waitingSince >= b.o.publishTimeoutMs) {
+          end('stalled');
+          return;
+        }
+        watchdog = clock.setTimeout(watch, Math.max(1, b.o.publishTimeoutMs / 4));
       };
       try {
         if ((await consumer.info(true)).num_pending === 0) return;
         messages = await consumer.consume({ max_messages: DEFAULT_READ_BATCH });
         dropWaiter = b.watch.onNextReconnect(() => end('reconnected'));
-        waiting(true);
+        waitingSince = clock.now();
+        watch();
         for await (const m of messages) {
-          waiting(false);
           from = m.seq + 1;
           progressAt = clock.now();
+          waitingSince = undefined;
           yield { seq: m.seq, events: b.decode(m.data, m.seq, m.subject, m.time) };
           if (m.info.pending === 0) return;
-          waiting(true);
+          waitingSince = clock.now();
         }
         if (b.closed || b.nc.isClosed()) throw logClosedError(b.name);
         if (ended === 'reconnected') continue;
@@ -197,7 +204,7 @@ export class JetStreamReads {
             : `Reading ${b.name} stopped before the end of the stream. Retry the read.`,
         );
       } finally {
-        waiting(false);
+        clock.clearTimeout(watchdog);
         dropWaiter();
         await messages?.close();
         consumer.delete().catch(() => undefined);
