@@ -21,6 +21,7 @@ import { messageOf, isRefusal, recordedError } from '../errors.ts';
 import { stateOf } from '../machines/decider.ts';
 import { leaseLive } from '../machines/session-context.ts';
 import type { SessionExecution } from '../execution/session-execution.ts';
+import type { SessionEvent } from '../events/envelope.ts';
 
 export const DEFAULT_SWEEP_INTERVAL_MS = 5_000;
 export const DEFAULT_MAX_WAKE_ATTEMPTS = 5;
@@ -129,14 +130,16 @@ export class RecoverySweeper {
       // decided on: after a lost race the recovery is decided again on a fresh state, whose expired
       // execution may be a later one (its id taken from the first state admitted that
       // continuation twice).
-      let recovered = exec.id;
       try {
-        ({ snapshot } = await handler.execute(sessionId, (now, current) => {
-          recovered = current.context.execution?.id ?? exec.id;
-          return { type: 'recover', now, continuationInputId: continuationIdFor(recovered) };
-        }));
+        let events: SessionEvent[];
+        ({ snapshot, events } = await handler.execute(sessionId, (now, current) => ({
+          type: 'recover',
+          now,
+          continuationInputId: continuationIdFor(current.context.execution?.id ?? exec.id),
+        })));
+        const recovered = events.find((e) => e.type === 'recovery.started')!.payload as { executionId: string };
         report.recovered.push(sessionId);
-        this.o.onNotice?.({ type: 'recovered', sessionId, executionId: recovered, continuationInputId: continuationIdFor(recovered) });
+        this.o.onNotice?.({ type: 'recovered', sessionId, executionId: recovered.executionId, continuationInputId: continuationIdFor(recovered.executionId) });
       } catch (err) {
         if (!isRefusal(err)) throw err; // another sweeper got there first, or the owner renewed in time
         snapshot = await handler.load(sessionId);
