@@ -271,17 +271,27 @@ func decodePayload(typ string, version int64, raw any, keepUnknown bool) (Payloa
 	if entry == nil {
 		return unknown()
 	}
-	if version != entry.Version {
+	if version > entry.Version {
 		if keepUnknown {
 			return unknown()
 		}
-		var msg string
-		if version > entry.Version {
-			msg = fmt.Sprintf("Event %s has version %d, but this client reads version %d. Upgrade the client (or read with the version that wrote the log).", typ, version, entry.Version)
-		} else {
-			msg = fmt.Sprintf("Event %s has version %d, and this client has no upcaster from version %d (it reads version %d).", typ, version, version, entry.Version)
-		}
+		msg := fmt.Sprintf("Event %s has version %d, but this client reads version %d. Upgrade the client (or read with the version that wrote the log).", typ, version, entry.Version)
 		return nil, 0, &DecodeError{Code: CodeUnsupportedEventVersion, Message: msg}
+	}
+	for v := version; v < entry.Version; v++ {
+		up := upcasters[typ][v]
+		fields, isMap := raw.(Map)
+		if up == nil || !isMap {
+			if keepUnknown {
+				return unknown()
+			}
+			if up == nil {
+				msg := fmt.Sprintf("Event %s has version %d, and this client has no upcaster from version %d (it reads version %d).", typ, version, v, entry.Version)
+				return nil, 0, &DecodeError{Code: CodeUnsupportedEventVersion, Message: msg}
+			}
+			break // not a map: the schema check below says so
+		}
+		raw = up(fields)
 	}
 	p := entry.new()
 	var is issues

@@ -1,6 +1,7 @@
 package sessiond
 
-// Typed payloads of every event type in sessiond's catalog (src/events/catalog.ts; all version 1).
+// Typed payloads of every event type in sessiond's catalog (src/events/catalog.ts), at their current
+// versions; upcasters bring older stored payloads up to them.
 // Field tags `sd:"name,rules"` drive decoding, validation and the canonical encoding (fields are
 // written in declaration order, the catalog's order):
 //
@@ -224,6 +225,9 @@ type ToolCalled struct {
 	Input          Any     `sd:"input,opt" json:"input,omitzero"`
 	Durable        bool    `sd:"durable" json:"durable"`
 	IdempotencyKey *string `sd:"idempotencyKey,opt" json:"idempotencyKey,omitempty"`
+	// Started: the call started in the same append (no ToolStarted follows); false for a call
+	// recorded before it may start, and for every call of a version-1 log.
+	Started bool `sd:"started" json:"started"`
 }
 
 // ToolStarted: a tool call started running.
@@ -369,7 +373,7 @@ var Catalog = []CatalogEntry{
 	{"reasoning.delta", 1, false, func() Payload { return new(ReasoningDelta) }},
 	{"reasoning.completed", 1, true, func() Payload { return new(ReasoningCompleted) }},
 	{"model.retry_scheduled", 1, false, func() Payload { return new(ModelRetryScheduled) }},
-	{"tool.called", 1, true, func() Payload { return new(ToolCalled) }},
+	{"tool.called", 2, true, func() Payload { return new(ToolCalled) }},
 	{"tool.started", 1, true, func() Payload { return new(ToolStarted) }},
 	{"tool.succeeded", 1, true, func() Payload { return new(ToolSucceeded) }},
 	{"tool.failed", 1, true, func() Payload { return new(ToolFailed) }},
@@ -380,6 +384,16 @@ var Catalog = []CatalogEntry{
 	{"recovery.wake_requested", 1, true, func() Payload { return new(RecoveryWakeRequested) }},
 	{"recovery.wake_delivered", 1, true, func() Payload { return new(RecoveryWakeDelivered) }},
 	{"recovery.wake_failed", 1, true, func() Payload { return new(RecoveryWakeFailed) }},
+}
+
+// upcasters[type][v] turns a stored version-v payload of type into a version-v+1 one, as sessiond's
+// catalog does (x-sessiond-upcasters in clients/protocol/schema/events.schema.json).
+var upcasters = map[string]map[int64]func(Map) Map{
+	"tool.called": {1: func(p Map) Map { // adds started: false (a version-1 call is followed by its tool.started)
+		up := append(Map(nil), p...)
+		up.Set("started", false)
+		return up
+	}},
 }
 
 var catalogByType = func() map[string]*CatalogEntry {

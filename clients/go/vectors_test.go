@@ -173,7 +173,11 @@ func TestMsgpackVectors(t *testing.T) {
 				if err != nil {
 					t.Fatalf("DecodeStoredMessage: %v", err)
 				}
+				// an older version reads as the current one (the case's read), and is written so
 				frames := value.([]any)
+				if read, upcast := c.Get("read"); upcast {
+					frames = read.([]any)
+				}
 				if len(events) != len(frames) {
 					t.Fatalf("%d events, want %d", len(events), len(frames))
 				}
@@ -189,11 +193,15 @@ func TestMsgpackVectors(t *testing.T) {
 						t.Errorf("event %d: time %d", i, e.Time)
 					}
 				}
-				if roundtrip {
-					encoded, err := EncodeStoredMessage(events)
-					if err != nil || !bytes.Equal(encoded, data) {
-						t.Fatalf("EncodeStoredMessage: %v\n%x\nwant\n%x", err, encoded, data)
-					}
+				encoded, err := EncodeStoredMessage(events)
+				if err != nil {
+					t.Fatalf("EncodeStoredMessage: %v", err)
+				}
+				if roundtrip && !bytes.Equal(encoded, data) {
+					t.Fatalf("EncodeStoredMessage:\n%x\nwant\n%x", encoded, data)
+				}
+				if again, err := DecodeMsgpack(encoded); err != nil || !sameValue(again, any(frames)) {
+					t.Fatalf("written again as\n%s\nwant\n%s", show(again), show(frames))
 				}
 			case "live":
 				e, err := DecodeLiveMessage(data, subject)

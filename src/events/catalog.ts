@@ -48,6 +48,13 @@ export const Continuation = z.object({
 });
 export type Continuation = z.infer<typeof Continuation>;
 
+/** Turns a stored version-v payload into a version-v+1 one; `description` says how, for other languages' readers. */
+export type Upcaster = ((payload: unknown) => unknown) & { readonly description: string };
+
+function upcaster(description: string, up: (payload: Record<string, unknown>) => Record<string, unknown>): Upcaster {
+  return Object.assign((payload: unknown) => up(payload as Record<string, unknown>), { description });
+}
+
 /**
  * An event type. `version` is the payload's current version; when it changes, `upcasters[v]` turns
  * a stored version-v payload into a version-v+1 one, so old logs keep reading (the codec applies
@@ -56,7 +63,7 @@ export type Continuation = z.infer<typeof Continuation>;
 function event<const T extends string, S extends z.ZodType>(
   type: T,
   schema: S,
-  options: { version?: number; durable?: boolean; writer?: Writer; upcasters?: Readonly<Record<number, (payload: unknown) => unknown>> } = {},
+  options: { version?: number; durable?: boolean; writer?: Writer; upcasters?: Readonly<Record<number, Upcaster>> } = {},
 ) {
   return {
     type,
@@ -133,6 +140,12 @@ export const catalog = {
     { durable: false },
   ),
 
+  /**
+   * A tool call journaled. Version 2 adds `started`: true when the call starts in the same append
+   * (the usual case: one event, where version 1 wrote `tool.called` then `tool.started`); false for
+   * a call recorded before it may start, whose `tool.started` comes later. A version-1 payload reads
+   * as `started: false` (its `tool.started` follows it in the log).
+   */
   'tool.called': event(
     'tool.called',
     z.object({
@@ -143,9 +156,15 @@ export const catalog = {
       input: z.unknown().optional(), // (undefined is stored as an absent key)
       durable: z.boolean(),
       idempotencyKey: z.string().optional(),
+      started: z.boolean(),
     }),
-    { writer: 'runner' },
+    {
+      writer: 'runner',
+      version: 2,
+      upcasters: { 1: upcaster('adds started: false (a version-1 call is followed by its tool.started)', (p) => ({ ...p, started: false })) },
+    },
   ),
+  /** A call recorded with `started: false` starts (and every call of a version-1 log). */
   'tool.started': event('tool.started', z.object({ executionId: id, messageId: id, callId: id }), { writer: 'runner' }),
   'tool.succeeded': event('tool.succeeded', z.object({ executionId: id, messageId: id, callId: id, output: z.unknown().optional() }), { writer: 'runner' }),
   'tool.failed': event('tool.failed', z.object({ executionId: id, messageId: id, callId: id, error: RecordedError }), { writer: 'runner' }),

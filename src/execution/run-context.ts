@@ -214,9 +214,17 @@ export function createRunContext(deps: RunContextDeps): Turn {
         ...(phase === 'unknown' ? [] : [{ type: 'execution.phase', payload: { executionId, phase: 'unknown' } } as ProtoEvent]),
         {
           type: 'tool.called',
-          payload: { executionId, messageId, callId, name: call.name, input: call.input, durable: isDurable, ...(key ? { idempotencyKey: key } : {}) },
+          payload: {
+            executionId,
+            messageId,
+            callId,
+            name: call.name,
+            input: call.input,
+            durable: isDurable,
+            ...(key ? { idempotencyKey: key } : {}),
+            started: true,
+          },
         },
-        { type: 'tool.started', payload: { executionId, messageId, callId } },
       ]);
       let output: T;
       try {

@@ -114,7 +114,7 @@ export function messageRules(rows: Rows) {
     reasoningCompleted: (e: SessionEvent<'reasoning.completed'>) => addPart(e, 'reasoning'),
 
     toolCalled(e: SessionEvent<'tool.called'>): void {
-      const { messageId, callId, name, input, durable, idempotencyKey } = e.payload;
+      const { messageId, callId, name, input, durable, idempotencyKey, started } = e.payload;
       const m = assistant(e, 'a message gets tool calls only after its step.started');
       running(e, m.data, 'tools are called only while the step runs');
       const at = indexOfCall(m.data.tools, callId);
@@ -123,7 +123,7 @@ export function messageRules(rows: Rows) {
           `tool.called for call ${callId} in message ${messageId}, which was already called (as ${m.data.tools[at]!.name}): call ids are unique per message.`,
           { messageId, callId },
         );
-      const t: ToolData = { callId, name, input, durable, ...(idempotencyKey === undefined ? {} : { idempotencyKey }), state: 'pending' };
+      const t: ToolData = { callId, name, input, durable, ...(idempotencyKey === undefined ? {} : { idempotencyKey }), state: started ? 'running' : 'pending' };
       rows.update(m, { ...m.data, tools: [...m.data.tools, t] }, e.time);
     },
 

@@ -109,10 +109,10 @@ export function foldTranscript(t: Transcript, events: readonly SessionEvent[]): 
         break;
       }
       case 'tool.called': {
-        const { messageId, callId, name, input, durable, idempotencyKey } = e.payload;
+        const { messageId, callId, name, input, durable, idempotencyKey, started } = e.payload;
         withPart(
           messageId,
-          { type: 'tool', callId, name, input, durable, ...(idempotencyKey ? { idempotencyKey } : {}), state: 'called' },
+          { type: 'tool', callId, name, input, durable, ...(idempotencyKey ? { idempotencyKey } : {}), state: started ? 'running' : 'called' },
           (p) => p.type === 'tool' && p.callId === callId,
         );
         break;

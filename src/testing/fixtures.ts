@@ -49,7 +49,7 @@ export const defaultPayloads: { readonly [K in EventType]: PayloadInputOf<K> } =
   'reasoning.delta': { ...step, partId: 'prt_1', delta: 'x' },
   'reasoning.completed': { ...step, partId: 'prt_1', text: 'thought' },
   'model.retry_scheduled': { ...step, attempt: 1, delayMs: 1_000, error },
-  'tool.called': { ...step, callId: 'call_1', name: 'search', input: {}, durable: false },
+  'tool.called': { ...step, callId: 'call_1', name: 'search', input: {}, durable: false, started: false },
   'tool.started': { ...step, callId: 'call_1' },
   'tool.succeeded': { ...step, callId: 'call_1', output: null },
   'tool.failed': { ...step, callId: 'call_1', error },

@@ -41,6 +41,17 @@ test('codec - a version this build cannot read is refused', () => {
   expectCode(() => decodeEvent(bytes), ErrorCode.UnsupportedEventVersion, 'version 7');
 });
 
+test('codec - a tool.called of version 1 (before `started`) reads as version 2 with started false, and is written again as version 2', () => {
+  const v1 = { executionId: 'exe_1', messageId: 'msg_1', callId: 'call_1', name: 'lookup', input: { q: 1 }, durable: true, idempotencyKey: 'k' };
+  const stored = { id: 'evt_2', type: 'tool.called', version: 1, sessionId: 'ses_a', seq: 2, time: 1000, payload: v1 };
+  const read = decodeEvent(pack(stored));
+  assert.equal(read, { ...stored, version: 2, payload: { ...v1, started: false } });
+  assert.equal(decodeEvent(encodeEvent(read)), read);
+  // version 2 requires it, and a version beyond the current one is refused
+  expectCode(() => decodeEvent(pack({ ...stored, version: 2 })), ErrorCode.InvalidPayload, 'started');
+  expectCode(() => decodeEvent(pack({ ...stored, version: 3 })), ErrorCode.UnsupportedEventVersion, 'version 3');
+});
+
 test('codec - a payload failing its schema names the field', () => {
   const bytes = pack({ ...claimed, payload: { ...claimed.payload, expiresAt: 'soon' } });
   expectCode(() => decodeEvent(bytes), ErrorCode.InvalidPayload, 'expiresAt');

@@ -56,7 +56,7 @@ async function done(w: World): Promise<void> {
 
 const types = async (log: SqliteEventLog, sessionId: string) => (await log.readSession(sessionId)).map((e: SessionEvent) => e.type);
 
-test('a step with three durable tool calls is five appends: claim, one per tool journal, settlement (was ten)', async () => {
+test('a step with three durable tool calls is five appends of 13 events: claim, one per tool journal (one tool.called that starts the call), settlement', async () => {
   const w = world(async (ctx) => {
     const { messageId } = await ctx.startStep();
     for (let k = 0; k < 3; k++) await ctx.tool(messageId, { name: 'lookup', input: { k }, durable: true }, async () => `result ${k}`);
@@ -65,9 +65,9 @@ test('a step with three durable tool calls is five appends: claim, one per tool 
   await turn(w, 'ses_tools');
   assert.equal(w.appends, [
     ['execution.claimed', 'execution.started', 'input.promoted'],
-    ['step.started', 'execution.phase', 'tool.called', 'tool.started'],
-    ['tool.succeeded', 'tool.called', 'tool.started'],
-    ['tool.succeeded', 'tool.called', 'tool.started'],
+    ['step.started', 'execution.phase', 'tool.called'],
+    ['tool.succeeded', 'tool.called'],
+    ['tool.succeeded', 'tool.called'],
     ['tool.succeeded', 'step.ended', 'execution.settled'],
   ]);
   await done(w);
@@ -102,7 +102,7 @@ test('a tool runs only once its journal and every write before it are durable; i
     await ctx.endStep(messageId);
   });
   await turn(w, 'ses_inside');
-  assert.equal(seenInside.slice(-5), ['step.started', 'text.completed', 'execution.phase', 'tool.called', 'tool.started']);
+  assert.equal(seenInside.slice(-4), ['step.started', 'text.completed', 'execution.phase', 'tool.called']);
   assert.is((await types(w.inner, 'ses_inside')).at(-1), 'execution.settled');
   await done(w);
 });

@@ -40,12 +40,14 @@ test('tools - journaled before the side effect; result after; durable calls get 
   await a.awaitIdle('ses_t');
   const executionId = r.status === 'started' ? r.executionId : '';
   const inside = seenInsideTool[0]!;
-  assert.equal(inside.slice(-3), ['execution.phase', 'tool.called', 'tool.started'], 'journaled (and the phase is unknown) before the side effect ran');
+  assert.equal(inside.slice(-2), ['execution.phase', 'tool.called'], 'journaled (and the phase is unknown) before the side effect ran');
   assert.equal(keys, [undefined, idempotencyKey('ses_t', executionId, 'call_2')]);
   assert.is(idempotencyKey('ses_t', executionId, 'call_2'), `ses_t:${executionId}:call_2`, 'stable: derived from session, execution and call');
   const events = await fx.events('ses_t');
   const called = events.find((e): e is SessionEvent<'tool.called'> => e.type === 'tool.called' && e.payload.callId === 'call_2')!;
   assert.equal([called.payload.durable, called.payload.idempotencyKey], [true, idempotencyKey('ses_t', executionId, 'call_2')]);
+  assert.is(called.payload.started, true, 'the call starts in its journal: one event, no tool.started');
+  assert.not.ok(events.some((e) => e.type === 'tool.started'));
   const ok = events.find((e): e is SessionEvent<'tool.succeeded'> => e.type === 'tool.succeeded' && e.payload.callId === 'call_1')!;
   assert.equal(ok.payload.output, { answer: 42 });
   const failed = events.find((e): e is SessionEvent<'tool.failed'> => e.type === 'tool.failed')!;

@@ -194,6 +194,25 @@ test('projector - an assistant step: text parts upserted in place, tools pending
   assert.is(row(db, 'session_execution', 'id = ?', 'exe_1')!.assistant_message_id, 'msg_1');
 });
 
+test('projector - a tool.called that starts its call (version 2) and a version-1 tool.called then tool.started make the same row', () => {
+  const rowsOf = (tail: (s: ReturnType<typeof stream>, m: { executionId: string; messageId: string }) => SessionEvent[]) => {
+    const { db, projector } = setup();
+    const s = stream();
+    const m = { executionId: 'exe_1', messageId: 'msg_1' };
+    projector.apply([...claimedTurn(s, 'ses_1', 'exe_1', 'inp_1'), s.ev('ses_1', 'step.started', { ...m, step: 0 }), ...tail(s, m)]);
+    return message(db, 'msg_1')!.data.tools;
+  };
+  const call = { callId: 'call_1', name: 'search', input: { q: 'x' }, durable: false };
+  const now = rowsOf((s, m) => [s.ev('ses_1', 'tool.called', { ...m, ...call, started: true })]);
+  const before = rowsOf((s, m) => {
+    const called = s.ev('ses_1', 'tool.called', { ...m, ...call });
+    const { started: _v2, ...v1 } = called.payload;
+    return [{ ...called, version: 1, payload: v1 } as SessionEvent, s.ev('ses_1', 'tool.started', { ...m, callId: 'call_1' })];
+  });
+  assert.equal(now, [{ ...call, state: 'running' }]);
+  assert.equal(before, now);
+});
+
 test('projector - step.failed and step.recovered seal a running message with their error or reason', () => {
   const { db, projector } = setup();
   const s = stream();

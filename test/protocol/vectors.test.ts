@@ -12,7 +12,7 @@ import { isSessiondError } from '../../src/errors.ts';
 import { errorReplySchema, replySchemas, requestSchemas } from '../../src/nats/command-schema.ts';
 import { decodeJson, encodeRequest } from '../../src/nats/commands.ts';
 import { decodeLiveEvent } from '../../src/nats/live-bus.ts';
-import { decodeBatch } from '../../src/nats/stream.ts';
+import { decodeBatch, encodeBatch } from '../../src/nats/stream.ts';
 import { catalog, eventTypes } from '../../src/events/catalog.ts';
 import { commandVerbs, type CommandVerb } from '../../src/nats/subjects.ts';
 
@@ -28,7 +28,7 @@ test("clients/protocol/ is what scripts/protocol.ts makes from the catalog, the 
 });
 
 test('msgpack vectors: the TypeScript readers decode each to its value; every durable and live-only type is covered', () => {
-  const { cases } = read('vectors/msgpack.json') as { cases: { name: string; kind: string; subject?: string; hex: string; value: unknown }[] };
+  const { cases } = read('vectors/msgpack.json') as { cases: { name: string; kind: string; subject?: string; hex: string; value: unknown; read?: unknown }[] };
   const types = new Set<string>();
   for (const c of cases) {
     const data = bytes(c.hex);
@@ -41,6 +41,7 @@ test('msgpack vectors: the TypeScript readers decode each to its value; every du
         frames.map((f) => [f.id, f.type, f.seq, Math.trunc(f.time), 9]),
         c.name,
       );
+      assert.equal(plain(unpack(encodeBatch(events))), c.read ?? c.value, `${c.name}: read, then written again, as the file says`);
       for (const e of events) types.add(e.type);
     } else if (c.kind === 'live') {
       const e = decodeLiveEvent(data, c.subject!);
@@ -56,6 +57,14 @@ test('msgpack vectors: the TypeScript readers decode each to its value; every du
   assert.ok(old.hex.includes('cb'), "the older writer's frame holds float64s");
   const [claimed] = decodeBatch(bytes(old.hex), 1, old.subject!);
   assert.ok(Number.isInteger(claimed!.time) && Number.isInteger((claimed!.payload as { expiresAt: number }).expiresAt), 'and they read as integers');
+  // every type above version 1 has a stored vector of each older version, read at the current one
+  for (const t of eventTypes.filter((t) => catalog[t].version > 1)) {
+    for (let v = 1; v < catalog[t].version; v++) {
+      const upcast = cases.find((c) => c.read && (c.value as { type: string; version: number }[]).some((f) => f.type === t && f.version === v));
+      assert.ok(upcast, `a vector of ${t} at version ${v}`);
+      assert.ok((upcast!.read as { type: string; version: number }[]).every((f) => f.type !== t || f.version === catalog[t].version));
+    }
+  }
 });
 
 test('invalid vectors: each is refused by the TypeScript reader of its kind with the code the file names', () => {

@@ -57,7 +57,7 @@ test('recovery seals the interrupted step, admits exactly one continuation, and 
   // two tool calls in flight when the owner freezes: one plain, one durable
   void ctx.tool(messageId, { name: 'search', input: { q: 'x' } }, () => new Promise(() => {})).catch(() => {});
   void ctx.tool(messageId, { name: 'charge_card', input: { cents: 100 }, durable: true }, () => new Promise(() => {})).catch(() => {});
-  await waitFor(async () => count(await fx.events('ses_1'), 'tool.started') === 2, { what: 'both tools to start' });
+  await waitFor(async () => count(await fx.events('ses_1'), 'tool.called') === 2, { what: 'both tools to start' });
   const clock = new ManualClock(30_000);
   const b = fx.service({ runner: gate.runner, clock, ownerId: 'own_b' });
   const report = await sweeperFor(b, clock, ['ses_1']).sweep();

@@ -21,6 +21,7 @@ export const protoEvent: fc.Arbitrary<ProtoEvent> = fc.oneof(
       name: fc.constant('t'),
       input: fc.anything(),
       durable: fc.boolean(),
+      started: fc.boolean(),
     }),
   }),
   fc.record({ type: fc.constant('recovery.started' as const), payload: fc.record({ executionId: ids('exe') }) }),

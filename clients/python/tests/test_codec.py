@@ -128,8 +128,11 @@ def test_a_frame_is_checked_in_sessiond_order() -> None:
     assert code_of(frame(committedAt="x")) == "decode_failed"
     assert code_of(frame(), session_id="ses_2") == "decode_failed"
     assert code_of(frame(type="nope", id="bad id")) == "unknown_event_type"  # the type before the ids
-    assert code_of(frame(id="bad id", version=2)) == "invalid_id"  # the ids before the version
-    assert code_of(frame(version=2, payload={})) == "unsupported_event_version"  # the version before the payload
+    assert code_of(frame(id="bad id", version=3)) == "invalid_id"  # the ids before the version
+    assert code_of(frame(version=3, payload={})) == "unsupported_event_version"  # the version before the payload
+    assert code_of(frame(version=2)) == "invalid_payload"  # version 2 has `started`; version 1 reads as started False
+    called = event_from_frame(frame())  # type: ignore[arg-type]
+    assert (called.version, called.payload.started) == (2, False)
     assert code_of(frame(payload={"executionId": ""})) == "invalid_payload"
     assert code_of(frame(payload=None)) == "invalid_payload"
     no_seq = frame()

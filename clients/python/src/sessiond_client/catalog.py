@@ -210,6 +210,9 @@ class ToolCalled:
     call_id: str
     name: str
     durable: bool
+    #: True when the call started in the same append (no ``tool.started`` follows); False for a
+    #: call recorded before it may start, and for every call of a version-1 log.
+    started: bool
     #: ``ABSENT`` when the call had no input (``None`` is an input of null).
     input: Any = ABSENT
     idempotency_key: str | None = None
@@ -572,7 +575,9 @@ CATALOG: Mapping[str, EventType] = {
                 F("input", "input", AnyValue(), optional=True),
                 F("durable", "durable", Bool()),
                 F("idempotencyKey", "idempotency_key", Str(), optional=True),
+                F("started", "started", Bool()),
             ],
+            version=2,
         ),
         _t("tool.started", ToolStarted, [EXE, MSG, CALL]),
         _t("tool.succeeded", ToolSucceeded, [EXE, MSG, CALL, F("output", "output", AnyValue(), optional=True)]),
@@ -603,6 +608,13 @@ CATALOG: Mapping[str, EventType] = {
             [EXE, F("attempt", "attempt", POS), F("error", "error", ERROR), F("parked", "parked", Bool())],
         ),
     )
+}
+
+#: ``UPCASTERS[type][v]`` turns a stored version-v payload of ``type`` into a version-v+1 one, as
+#: sessiond's catalog does (``x-sessiond-upcasters`` in clients/protocol/schema/events.schema.json).
+UPCASTERS: Mapping[str, Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {
+    # adds started: false (a version-1 call is followed by its tool.started)
+    "tool.called": {1: lambda p: {**p, "started": False}},
 }
 
 EVENT_TYPES: tuple[str, ...] = tuple(CATALOG)

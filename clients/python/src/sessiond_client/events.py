@@ -389,11 +389,15 @@ def event_from_frame(
             f"Event {type_} has version {int(version)}, but this client reads version {entry.version}. Upgrade the client "
             "(or read the log with the sessiond version that wrote it)",
         )
-    if version < entry.version:
-        raise bad(
-            "unsupported_event_version",
-            f"Event {type_} has version {int(version)}, and this client has no upcaster from version {int(version)} (it reads version {entry.version})",
-        )
+    for v in range(int(version), entry.version):
+        up = c.UPCASTERS.get(type_, {}).get(v)
+        if up is None:
+            raise bad(
+                "unsupported_event_version",
+                f"Event {type_} has version {int(version)}, and this client has no upcaster from version {v} (it reads version {entry.version})",
+            )
+        if isinstance(raw_payload, dict):  # (anything else is refused as a payload below)
+            raw_payload = up(raw_payload)
     cleaned, issues = c.check_payload(type_, None if raw_payload is _UNSET else raw_payload)
     if raw_payload is _UNSET:
         issues = ["(payload): expected object, received undefined"]
