@@ -206,7 +206,8 @@ export const sessionMachine = setup({
     // Fallbacks: commands a state does not accept.
     claim: { actions: refuse(Refusal.Recovering) },
     start: { actions: refuse(Refusal.NotClaimed) },
-    renew: { actions: refuse(Refusal.ClaimLost) },
+    // a renew or a runner write of the execution a cancel ended says so (the runner stops as cancelled, not as a lost claim)
+    renew: [{ guard: and(['isCurrentExecution', 'cancelled']), actions: refuse(Refusal.Cancelled) }, { actions: refuse(Refusal.ClaimLost) }],
     record: [{ guard: and(['isCurrentExecution', 'cancelled']), actions: refuse(Refusal.Cancelled) }, { actions: refuse(Refusal.ClaimLost) }],
     settle: [
       { guard: 'cancelled', actions: refuse(Refusal.Cancelled) },

@@ -167,6 +167,26 @@ test('never lets runner settlement overwrite cancellation', async () => {
   }
 });
 
+test('a remote cancel reaches the runner as CancelledError at its next heartbeat, not as a lost claim', async () => {
+  const fx = fixture();
+  const gate = gatedRunner({ observeAbort: true });
+  const clock = new ManualClock(0);
+  const owner = fx.service({ runner: gate.runner, clock, ownerId: 'own_a' });
+  const user = fx.service({ runner: gate.runner, clock, ownerId: 'own_user' });
+  await fx.admit(owner, 'ses_1', { prompt: 'hi', wake: false });
+  const r = await owner.resume('ses_1');
+  const executionId = r.status === 'started' ? r.executionId : '';
+  await gate.started(1);
+  await user.cancel('ses_1', 'user pressed stop'); // from another process: the owner learns it from the log
+  await clock.advance(10_000); // the owner's next renew is refused: the execution was cancelled
+  const reason = await gate.runs[0]!.aborted;
+  assert.instance(reason, CancelledError);
+  assert.is((reason as CancelledError).details?.executionId, executionId);
+  await owner.awaitIdle('ses_1');
+  assert.is(count(await fx.events('ses_1'), 'execution.settled'), 0, 'cancellation wins: nothing settles after it');
+  await fx.close();
+});
+
 test('a cancel bound to an execution stops only that one: sent late, after its turn ended, it leaves the next turn running', async () => {
   const { fx, gate, owner, user } = await runningWithAUser();
   const first = gate.runs[0]!.ctx.executionId;

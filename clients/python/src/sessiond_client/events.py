@@ -53,19 +53,9 @@ class Event:
         return self.seq is not None
 
     def to_dict(self) -> dict[str, Any]:
-        """The event as sessiond's readers give it (the Node client's SessionEvent / LiveMessage)."""
-        out: dict[str, Any] = {
-            "id": self.id,
-            "type": self.type,
-            "version": self.version,
-            "sessionId": self.session_id,
-            "time": self.time,
-            "payload": dict(self.wire_payload),
-        }
-        if self.seq is not None:
-            out["seq"] = self.seq
-        if self.position is not None:
-            out["position"] = self.position
+        """The event as sessiond's readers give it (the Node client's SessionEvent / LiveMessage):
+        the live frame's fields, then ``committedAt`` when known."""
+        out = self.to_live_frame()
         if self.committed_at is not None:
             out["committedAt"] = self.committed_at
         return out
