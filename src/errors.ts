@@ -46,6 +46,8 @@ export const ErrorCode = {
   CommandRefused: 'command_refused',
   ClaimLost: 'claim_lost',
   Cancelled: 'cancelled',
+  /** A turn ran past its deadline (`turnTimeoutMs`, `--turn-timeout`): it was stopped and settled failed. */
+  TurnTimeout: 'turn_timeout',
   // input
   InputConflict: 'input_conflict',
   /** A session or worker limit would be passed (pending inputs, pending bytes): the admission is refused. */
@@ -102,6 +104,7 @@ const KIND: Record<ErrorCode, ErrorKind> = {
   command_refused: 'refused',
   claim_lost: 'refused',
   cancelled: 'refused',
+  turn_timeout: 'timeout',
   limit_exceeded: 'refused',
   model_request_failed: 'failure',
   internal: 'failure',
@@ -238,6 +241,22 @@ export class CancelledError extends SessiondError {
     super(ErrorCode.Cancelled, `Execution ${executionId} was cancelled${reason ? `: ${reason}` : ''}`, { details: { executionId } });
     this.name = 'CancelledError';
   }
+}
+
+/** What aborts a runner whose turn ran past its deadline: the turn settles failed with it (`type: 'turn_timeout'`). */
+export class TurnTimeoutError extends SessiondError {
+  constructor(executionId: string, turnTimeoutMs: number) {
+    super(
+      ErrorCode.TurnTimeout,
+      `Execution ${executionId} ran longer than the turn deadline of ${formatMs(turnTimeoutMs)} (turnTimeoutMs, --turn-timeout) and was stopped: raise the deadline, or make the turn do less (fewer steps, shorter tool calls)`,
+      { details: { executionId, turnTimeoutMs } },
+    );
+    this.name = 'TurnTimeoutError';
+  }
+}
+
+function formatMs(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }
 
 /** What aborts a runner when its worker shuts down: the turn is handed back (settled `released`). */

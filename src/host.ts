@@ -55,6 +55,8 @@ export interface SessiondOptions {
   synchronous?: Synchronous;
   leaseMs?: number;
   heartbeatMs?: number;
+  /** A turn's deadline (`openEngine`'s `turnTimeoutMs`): longer turns are stopped and settle failed. */
+  turnTimeoutMs?: number;
   sweepMs?: number;
   /** First wait before a recovery wake is attempted again (doubled per attempt); default DEFAULT_WAKE_BACKOFF_MS. */
   wakeBackoffMs?: number;
@@ -101,6 +103,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     'synchronous',
     'leaseMs',
     'heartbeatMs',
+    'turnTimeoutMs',
     'sweepMs',
     'wakeBackoffMs',
     'onNotice',
@@ -218,6 +221,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
           ...(options.synchronous ? { synchronous: options.synchronous } : {}),
           leaseMs,
           heartbeatMs,
+          ...(options.turnTimeoutMs !== undefined ? { turnTimeoutMs: options.turnTimeoutMs } : {}),
           ...(options.limits ? { limits: options.limits } : {}),
           ...(log ? { log } : {}),
           // metrics count what the engine appends, on either log

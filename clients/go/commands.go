@@ -493,10 +493,12 @@ attempt:
 				status := msg.Header.Get("Status")
 				if status == "503" { // no responders: nobody received it, so sending it again is safe
 					timer.Stop()
-					if c.noWorkerRetry < 0 || time.Since(started)+wait > c.noWorkerRetry {
+					// sent again until the retry window is spent (the last pause is what is left of it)
+					left := c.noWorkerRetry - time.Since(started)
+					if c.noWorkerRetry < 0 || left <= 0 {
 						return unanswered > 0, c.noWorker(verb, subject)
 					}
-					pause := wait/2 + time.Duration(mrand.Int64N(int64(wait/2)+1))
+					pause := min(wait/2+time.Duration(mrand.Int64N(int64(wait/2)+1)), left)
 					select {
 					case <-time.After(pause):
 					case <-ctx.Done():

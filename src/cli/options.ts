@@ -17,6 +17,23 @@ export function nonNegativeInt(name: string) {
   };
 }
 
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A duration as whole units, one or more (`500ms`, `90s`, `10m`, `1h30m`, `2d`), in milliseconds (> 0). */
+export function parseDuration(value: string): number | undefined {
+  const parts = value.trim().match(/^(?:\d+(?:ms|s|m|h|d))+$/) ? [...value.trim().matchAll(/(\d+)(ms|s|m|h|d)/g)] : [];
+  const ms = parts.reduce((sum, [, n, unit]) => sum + Number(n) * UNIT_MS[unit!]!, 0);
+  return parts.length > 0 && ms > 0 && Number.isSafeInteger(ms) ? ms : undefined;
+}
+
+export function duration(name: string) {
+  return (value: string): number => {
+    const ms = parseDuration(value);
+    if (ms === undefined) throw new InvalidArgumentError(`${name} must be a duration such as 500ms, 90s, 10m, 1h30m or 2d (got "${value}").`);
+    return ms;
+  };
+}
+
 /** A TCP port: a whole number from 1 to 65535. */
 export function port(name: string) {
   return (value: string): number => {

@@ -20,6 +20,7 @@ import {
   ClaimLostError,
   CommandRefusedError,
   ShutdownError,
+  TurnTimeoutError,
   isRefusal,
   recordedError,
 } from '../errors.ts';
@@ -37,12 +38,14 @@ import { Transcripts } from './transcripts.ts';
 import { checkKeys, wholeNumber } from '../options.ts';
 
 /** Every option of the execution service (anything else is refused as a likely typo). */
-export const EXECUTION_OPTIONS = ['log', 'runner', 'clock', 'ids', 'ownerId', 'leaseMs', 'heartbeatMs', 'bus', 'snapshots', 'onNotice', 'limits'] as const;
+export const EXECUTION_OPTIONS = ['log', 'runner', 'clock', 'ids', 'ownerId', 'leaseMs', 'heartbeatMs', 'turnTimeoutMs', 'bus', 'snapshots', 'onNotice', 'limits'] as const;
 import { parseLimits, type SessionLimits } from '../input/limits.ts';
 import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './registry.ts';
 
 export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_HEARTBEAT_MS = 10_000;
+/** How long a runner aborted at its turn's deadline has to stop before the turn settles failed anyway. */
+export const TURN_TIMEOUT_GRACE_MS = 1_000;
 
 export interface ExecutionOptions {
   log: EventLog;
@@ -52,6 +55,12 @@ export interface ExecutionOptions {
   ownerId?: string;
   leaseMs?: number;
   heartbeatMs?: number;
+  /**
+   * A turn's deadline: a turn running longer has its runner's signal aborted with `TurnTimeoutError`
+   * and settles failed with that error (after `TURN_TIMEOUT_GRACE_MS` for the runner to stop, or at
+   * once when it does). Default: none.
+   */
+  turnTimeoutMs?: number;
   bus?: LiveBus;
   /** Stored session snapshots (openEngine gives the SQLite file's); a cold load starts from them. */
   snapshots?: SnapshotStore;
@@ -84,6 +93,7 @@ export class SessionExecution {
   readonly ownerId: string;
   readonly leaseMs: number;
   readonly heartbeatMs: number;
+  readonly turnTimeoutMs: number | undefined;
   readonly handler: CommandHandler;
   /** The limits in force (src/input/limits.ts): admissions past them are refused. */
   readonly limits: SessionLimits;
@@ -106,6 +116,15 @@ export class SessionExecution {
     this.ownerId = validateId(options.ownerId ?? this.ids.next('own'), 'owner id');
     this.leaseMs = wholeNumber('SessionExecution', 'leaseMs', options.leaseMs, DEFAULT_LEASE_MS, 1, 'milliseconds');
     this.heartbeatMs = wholeNumber('SessionExecution', 'heartbeatMs', options.heartbeatMs, DEFAULT_HEARTBEAT_MS, 1, 'milliseconds');
+    const t = options.turnTimeoutMs;
+    if (t !== undefined && (typeof t !== 'number' || !Number.isInteger(t) || t < 1)) {
+      throw new SessiondError(
+        ErrorCode.InvalidOption,
+        `Invalid SessionExecution option turnTimeoutMs=${JSON.stringify(t)}: use a whole number of milliseconds >= 1, or leave it out for no deadline.`,
+        { details: { option: 'turnTimeoutMs' } },
+      );
+    }
+    this.turnTimeoutMs = t;
     if (this.heartbeatMs >= this.leaseMs) {
       throw new SessiondError(
         ErrorCode.InvalidOption,
@@ -277,14 +296,16 @@ export class SessionExecution {
       controller,
       transcripts: this.transcripts,
     });
+    const deadline = this.startDeadline(executionId, controller);
     try {
-      await this.runner(turn.ctx);
+      await Promise.race([this.runner(turn.ctx), deadline.passed]);
       if (controller.signal.aborted) throw controller.signal.reason;
       return await this.settle(sessionId, executionId, 'succeeded', await turn.drain());
     } catch (err) {
       await this.afterFailure(sessionId, executionId, controller, err, () => turn.drain().catch(() => []));
       return false;
     } finally {
+      deadline.stop();
       stopHeartbeat();
       this.registry.trigger.detach({ sessionId });
     }
@@ -328,7 +349,7 @@ export class SessionExecution {
         ownerId,
         executionId,
         outcome,
-        ...(error === undefined ? {} : { error: recordedError(error) }),
+        ...(error === undefined ? {} : { error: recordedError(error, error instanceof TurnTimeoutError ? ErrorCode.TurnTimeout : undefined) }),
         ...(continuationInputId ? { continuationInputId } : {}),
       });
       await this.handler.executeAll(
@@ -346,6 +367,24 @@ export class SessionExecution {
       }
       throw err;
     }
+  }
+
+  /**
+   * The turn's deadline: at `turnTimeoutMs` the runner's signal is aborted with `TurnTimeoutError`;
+   * `passed` resolves `TURN_TIMEOUT_GRACE_MS` later, so a runner that ignores its signal does not
+   * hold the turn (it settles failed; the runner's later writes are refused).
+   */
+  private startDeadline(executionId: string, controller: AbortController): { passed: Promise<void>; stop: () => void } {
+    const ms = this.turnTimeoutMs;
+    if (ms === undefined) return { passed: new Promise<void>(() => {}), stop: () => {} };
+    let timer: TimerHandle | undefined;
+    const passed = new Promise<void>((resolve) => {
+      timer = this.clock.setTimeout(() => {
+        if (!controller.signal.aborted) controller.abort(new TurnTimeoutError(executionId, ms));
+        timer = this.clock.setTimeout(resolve, TURN_TIMEOUT_GRACE_MS);
+      }, ms);
+    });
+    return { passed, stop: () => this.clock.clearTimeout(timer) };
   }
 
   /** Renews the lease every `heartbeatMs`; a refused renew aborts the runner with the claim-lost defect. */

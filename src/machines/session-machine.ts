@@ -297,8 +297,13 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
         type: 'execution.settled',
         payload: { executionId: command.executionId, outcome: command.outcome, ...(command.error ? { error: command.error } : {}) },
       };
-      if (command.outcome !== 'released') return [settled];
       const exec = ctx.execution!;
+      if (command.outcome === 'succeeded') return [settled];
+      if (command.outcome === 'failed') {
+        // what the failed turn left open fails with it (a step or tool call aborted mid-way)
+        const error = command.error ?? { type: 'failed', name: 'Failed', message: 'the turn failed' };
+        return [...sealOpenWork(exec, error, error), settled];
+      }
       const error = { type: 'released', name: 'Released', message: `the worker ${exec.ownerId} shut down and handed the turn back` };
       return [
         ...sealOpenWork(exec, error, error),

@@ -301,10 +301,12 @@ export class SessiondClient implements Sessions {
           if (unanswered < this.timeoutMs) continue;
           throw failure;
         }
-        if (failure.failure !== CommandFailureCode.NoWorker || this.clock.now() + wait > started + this.noWorkerRetryMs) throw failure;
+        // nobody received it: sending it again is safe, until the retry window is spent (the last pause is what is left of it)
+        const left = started + this.noWorkerRetryMs - this.clock.now();
+        if (failure.failure !== CommandFailureCode.NoWorker || left <= 0) throw failure;
         await new Promise<void>((r) => {
-          this.clock.setTimeout(r, wait / 2 + (Math.random() * wait) / 2);
-        }); // nobody received it: sending it again is safe
+          this.clock.setTimeout(r, Math.min(wait / 2 + (Math.random() * wait) / 2, left));
+        });
         wait = Math.min(wait * 2, 500);
       }
     }

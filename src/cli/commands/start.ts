@@ -19,7 +19,7 @@ import { messageOf, UsageError } from '../../errors.ts';
 import { DEFAULT_RECONNECT_WAIT_MS } from '../../nats/connection.ts';
 import { LIVE_PREFIX } from '../../nats/subjects.ts';
 import type { CliContext } from '../context.ts';
-import { nonNegativeInt, port, positiveInt, synchronousOption } from '../options.ts';
+import { duration, nonNegativeInt, port, positiveInt, synchronousOption } from '../options.ts';
 import {
   addNatsCommandOptions,
   addNatsOptions,
@@ -42,6 +42,7 @@ interface StartOptions extends NatsFlags, NatsCommandFlags {
   synchronous: 'NORMAL' | 'FULL';
   leaseMs: number;
   heartbeatMs: number;
+  turnTimeout?: number;
   echoDelayMs: number;
   sweepMs: number;
   shutdownTimeoutMs: number;
@@ -88,6 +89,7 @@ export function registerStart(program: Command, ctx: CliContext): void {
     .option('--lease-ms <n>', 'lease length in ms', positiveInt('--lease-ms'), DEFAULT_LEASE_MS)
     .option('--heartbeat-ms <n>', 'lease renewal interval in ms', positiveInt('--heartbeat-ms'), DEFAULT_HEARTBEAT_MS)
     .option('--echo-delay-ms <n>', 'pause per step of the echo runner, in ms', nonNegativeInt('--echo-delay-ms'), 0)
+    .option('--turn-timeout <duration>', 'stop a turn that runs longer (e.g. 10m) and settle it failed; default: no deadline', duration('--turn-timeout'))
     .option('--sweep-ms <n>', 'recovery sweep interval in ms', positiveInt('--sweep-ms'), DEFAULT_SWEEP_INTERVAL_MS)
     .option(
       '--shutdown-timeout-ms <n>',
@@ -140,6 +142,7 @@ export function registerStart(program: Command, ctx: CliContext): void {
       synchronous: opts.synchronous,
       leaseMs: opts.leaseMs,
       heartbeatMs: opts.heartbeatMs,
+      ...(opts.turnTimeout !== undefined ? { turnTimeoutMs: opts.turnTimeout } : {}),
       sweepMs: opts.sweepMs,
       ...(nats ? { nats: { connection: nats, ...(commands ? { commands } : {}) } } : {}),
       limits: Object.fromEntries(
@@ -166,7 +169,7 @@ export function registerStart(program: Command, ctx: CliContext): void {
       log.out(`  live events on ${LIVE_PREFIX}.<session>.<type> (text deltas, and every event this worker commits)`);
     }
     log.out(
-      `  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s. Stop it with Ctrl-C.`,
+      `  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s${opts.turnTimeout === undefined ? '' : `, turns stopped after ${opts.turnTimeout / 1000} s`}. Stop it with Ctrl-C.`,
     );
     const target = nats
       ? `--nats ${Array.isArray(nats.servers) ? nats.servers.join(',') : nats.servers} --nats-user client --nats-pass <secret>`

@@ -422,7 +422,9 @@ class Client:
                         f"To be sure, {retry}.",
                     ) from None
                 # no responders: nobody received it, sending it again is safe
-                if time.monotonic() + wait > started + self.no_worker_retry:
+                # sent again until the retry window is spent (the last pause is what is left of it)
+                left = started + self.no_worker_retry - time.monotonic()
+                if left <= 0:
                     raise CommandError(
                         verb,
                         "no_worker",
@@ -430,7 +432,7 @@ class Client:
                         f"{f' (asked again for {self.no_worker_retry:g} s)' if self.no_worker_retry > 0 else ''}: start one "
                         "(sessiond start --nats <url> --nats-user worker --nats-pass <secret>) and retry.",
                     ) from None
-                await asyncio.sleep(wait / 2 + random.random() * wait / 2)
+                await asyncio.sleep(min(wait / 2 + random.random() * wait / 2, left))
                 wait = min(wait * 2, 0.5)
         return parse_reply(verb, msg.data), unanswered > 0
 
