@@ -38,7 +38,15 @@ export {
   CorruptDataError,
   TimeoutError,
 } from './errors.ts';
-export { ClaimLostError, CommandRefusedError, CancelledError, TurnTimeoutError, SequenceConflictError, ModelRequestError, CorruptExportError } from './errors.ts';
+export {
+  ClaimLostError,
+  CommandRefusedError,
+  CancelledError,
+  TurnTimeoutError,
+  SequenceConflictError,
+  ModelRequestError,
+  CorruptExportError,
+} from './errors.ts';
 export { Refusal } from './machines/commands.ts';
 // logs
 export type { EventLog, Subscription, SubscribeOptions } from './events/event-log.ts';

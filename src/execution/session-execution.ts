@@ -38,7 +38,20 @@ import { Transcripts } from './transcripts.ts';
 import { checkKeys, wholeNumber } from '../options.ts';
 
 /** Every option of the execution service (anything else is refused as a likely typo). */
-export const EXECUTION_OPTIONS = ['log', 'runner', 'clock', 'ids', 'ownerId', 'leaseMs', 'heartbeatMs', 'turnTimeoutMs', 'bus', 'snapshots', 'onNotice', 'limits'] as const;
+export const EXECUTION_OPTIONS = [
+  'log',
+  'runner',
+  'clock',
+  'ids',
+  'ownerId',
+  'leaseMs',
+  'heartbeatMs',
+  'turnTimeoutMs',
+  'bus',
+  'snapshots',
+  'onNotice',
+  'limits',
+] as const;
 import { parseLimits, type SessionLimits } from '../input/limits.ts';
 import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './registry.ts';
 

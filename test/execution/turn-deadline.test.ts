@@ -22,7 +22,11 @@ test('turn deadline - the runner is aborted with TurnTimeoutError at the deadlin
   let reason: unknown;
   const runner: Runner = async (ctx) => {
     const { messageId } = await ctx.startStep();
-    await ctx.tool(messageId, { name: 'slow', input: {} }, () => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason))));
+    await ctx.tool(
+      messageId,
+      { name: 'slow', input: {} },
+      () => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason))),
+    );
   };
   const wrapped: Runner = (ctx) => {
     ctx.signal.addEventListener('abort', () => (reason = ctx.signal.reason));
