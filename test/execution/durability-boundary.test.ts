@@ -107,16 +107,18 @@ test('a tool runs only once its journal and every write before it are durable; i
   await done(w);
 });
 
-test('a failing runner: its buffered writes are appended with the failed settlement, in call order', async () => {
+test('a failing runner: its buffered writes are appended with the failed settlement, in call order, and its open step fails with it', async () => {
   const w = world(async (ctx) => {
     const { messageId } = await ctx.startStep();
     await ctx.text(messageId, 'partial');
     throw new Error('model quota exceeded');
   });
   await turn(w, 'ses_fail');
-  assert.equal(w.appends.at(-1), ['step.started', 'text.completed', 'execution.settled']);
-  const settled = (await w.inner.readSession('ses_fail')).at(-1)!;
-  assert.is((settled.payload as { outcome: string }).outcome, 'failed');
+  // the step the runner left open fails with the turn's error, in the settlement's append
+  assert.equal(w.appends.at(-1), ['step.started', 'text.completed', 'step.failed', 'execution.settled']);
+  const [failed, settled] = (await w.inner.readSession('ses_fail')).slice(-2);
+  assert.is((settled!.payload as { outcome: string }).outcome, 'failed');
+  assert.equal((failed!.payload as { error: unknown }).error, { type: 'unknown', message: 'model quota exceeded', name: 'Error' });
   await done(w);
 });
 

@@ -3,6 +3,13 @@
  * commands from two owners, a user and a recovery sweep, while time moves", committing what it
  * decides. Every explored transition is checked against the invariants, restated here
  * independently of the guards. A second walk with a broken guard proves the checks can fail.
+ *
+ * A coverage walk sends every command of the machine, from every kind of caller (duplicate and
+ * limited admissions, cancels naming another execution, promotions once and twice, engine events
+ * from a runner, failed and handed-back settlements, wakes owed and not, a stranger's execution),
+ * and records the branch each decision takes: every (state, command, branch) of the machine is
+ * reached, or listed in UNREACHABLE with the reason no commands can reach it. A new branch fails
+ * the test until it is walked or listed.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -10,7 +17,7 @@ import { emit, fromTransition } from 'xstate';
 import { getShortestPaths } from '@xstate/graph';
 import { decide, initialSnapshot, stateOf, type SessionSnapshot } from '../../src/machines/decider.ts';
 import { decisionFor, sessionMachine } from '../../src/machines/session-machine.ts';
-import type { Command } from '../../src/machines/commands.ts';
+import type { Command, ProtoEvent } from '../../src/machines/commands.ts';
 import { leaseLive } from '../../src/machines/session-context.ts';
 import { commit } from '../support/decider-spec.ts';
 
@@ -30,10 +37,14 @@ interface Model {
   violations: string[];
 }
 
+/** An execution id that never existed: a stranger's (or another session's) commands name it. */
+const GHOST = 'exe_ghost';
+
 function commandFor(m: Model, step: Step & { type: 'cmd' }): Command | undefined {
   const now = m.now;
-  const ex = m.mine[step.who];
+  const ex = step.who === 'stranger' ? GHOST : m.mine[step.who];
   const ctx = m.snap.context;
+  const firstPending = ctx.pending[0]?.inputId;
   switch (step.command) {
     case 'claim':
       return { type: 'claim', now, ownerId: step.who, executionId: `exe_${ctx.executions + 1}`, leaseMs: LEASE };
@@ -51,14 +62,53 @@ function commandFor(m: Model, step: Step & { type: 'cmd' }): Command | undefined
             events: [{ type: 'step.started', payload: { executionId: ex, messageId: `msg_${ctx.seq}`, step: 0 } }],
           }
         : undefined;
+    case 'promote':
+    case 'promote twice': {
+      if (!ex || !firstPending) return undefined;
+      const promoted: ProtoEvent = { type: 'input.promoted', payload: { inputId: firstPending, executionId: ex } };
+      return { type: 'record', now, ownerId: step.who, executionId: ex, events: step.command === 'promote' ? [promoted] : [promoted, promoted] };
+    }
+    case 'record engine event':
+      return ex
+        ? { type: 'record', now, ownerId: step.who, executionId: ex, events: [{ type: 'execution.cancelled', payload: { executionId: ex } }] }
+        : undefined;
     case 'settle':
       return ex ? { type: 'settle', now, ownerId: step.who, executionId: ex, outcome: 'succeeded' } : undefined;
+    case 'settle failed':
+      return ex
+        ? { type: 'settle', now, ownerId: step.who, executionId: ex, outcome: 'failed', error: { type: 'unknown', message: 'the model failed' } }
+        : undefined;
+    case 'hand back':
+      return ex ? { type: 'settle', now, ownerId: step.who, executionId: ex, outcome: 'released', continuationInputId: `inp_handback_${ex}` } : undefined;
     case 'cancel':
       return { type: 'cancel', now };
+    case 'cancel another':
+      return { type: 'cancel', now, executionId: 'exe_other' };
     case 'admit':
       return { type: 'admit', now, inputId: `inp_${ctx.seq}`, prompt: 'p', delivery: 'queue', wake: true };
+    case 'admit again': {
+      const last = ctx.admitted.at(-1)?.[0];
+      return last ? { type: 'admit', now, inputId: last, prompt: 'p', delivery: 'queue', wake: true } : undefined;
+    }
+    case 'admit past limits':
+      return {
+        type: 'admit',
+        now,
+        inputId: `inp_l${ctx.seq}`,
+        prompt: 'p',
+        delivery: 'queue',
+        wake: true,
+        limits: { maxPendingInputs: 1, maxPendingBytes: 1_000 },
+      };
+    case 'drop pending':
+      return { type: 'dropPending', now };
     case 'recover':
       return { type: 'recover', now, continuationInputId: `inp_cont_${ctx.seq}` };
+    case 'request wake':
+      return { type: 'requestWake', now };
+    case 'fail wake':
+    case 'park':
+      return { type: 'failWake', now, error: { type: 'wake', message: 'no worker answered' }, park: step.command === 'park' };
   }
   return undefined;
 }
@@ -87,9 +137,27 @@ function check(before: Model, command: Command, after: SessionSnapshot): string[
     case 'record':
     case 'start':
       if (!live || exec?.id !== command.executionId || exec.ownerId !== command.ownerId) v.push(`wrote without holding the claim: ${label}`);
+      if (command.type === 'record') {
+        const ids = command.events.flatMap((e) => (e.type === 'input.promoted' ? [e.payload.inputId] : []));
+        if (ids.some((id, i) => ids.indexOf(id) !== i || !prev.pending.some((p) => p.inputId === id)))
+          v.push(`promotes an input exactly once, and only a pending one: ${label}`);
+        if (command.events.some((e) => !['step.started', 'input.promoted'].includes(e.type))) v.push(`a runner wrote an engine event: ${label}`);
+      }
       break;
     case 'recover':
       if (live) v.push(`never recovers a live execution lease: ${label}`);
+      break;
+    case 'admit':
+      if (prev.admitted.some(([id]) => id === command.inputId)) v.push(`admitted input ${command.inputId} twice: ${label}`);
+      if (command.limits && prev.pending.length + 1 > command.limits.maxPendingInputs) v.push(`admitted past the pending limit: ${label}`);
+      break;
+    case 'cancel':
+      if (command.executionId !== undefined && command.executionId !== exec?.id)
+        v.push(`a cancel of ${command.executionId} stopped another execution: ${label}`);
+      break;
+    case 'requestWake':
+    case 'failWake':
+      if (!prev.recovery?.wakePending || prev.recovery.parked) v.push(`counted a wake that is not owed: ${label}`);
       break;
   }
   for (const id of before.cancelled) {
@@ -98,12 +166,13 @@ function check(before: Model, command: Command, after: SessionSnapshot): string[
   return v;
 }
 
-function modelLogic(machine = sessionMachine) {
+function modelLogic(machine = sessionMachine, fired?: Set<string>) {
   return fromTransition(
     (m: Model, step: Step): Model => {
       if (step.type === 'tick') return m.now + TICK > MAX_TIME ? m : { ...m, now: m.now + TICK };
       const command = commandFor(m, step);
       if (!command) return m;
+      fired?.add(firedTriple(m.snap, command, machine));
       const d = decide(m.snap, command, machine);
       if (!d.ok) return m;
       const { snapshot: snap } = commit(m.snap, d.events, m.now, machine);
@@ -116,12 +185,28 @@ function modelLogic(machine = sessionMachine) {
   );
 }
 
+const OWNER_COMMANDS = ['claim', 'start', 'renew', 'step', 'settle'];
+/** What only the coverage walk adds (the invariants walk stays small enough to run in seconds). */
+const MORE_OWNER_COMMANDS = ['promote', 'promote twice', 'record engine event', 'settle failed', 'hand back'];
+const cmd =
+  (who: string) =>
+  (command: string): Step => ({ type: 'cmd', who, command });
+
 const steps: Step[] = [
   { type: 'tick' },
   { type: 'cmd', who: 'user', command: 'admit' },
   { type: 'cmd', who: 'user', command: 'cancel' },
   { type: 'cmd', who: 'sweeper', command: 'recover' },
-  ...OWNERS.flatMap((who) => ['claim', 'start', 'renew', 'step', 'settle'].map((command): Step => ({ type: 'cmd', who, command }))),
+  ...OWNERS.flatMap((who) => OWNER_COMMANDS.map(cmd(who))),
+];
+
+/** Every command of the machine, from every kind of caller, for the coverage walk. */
+const allSteps: Step[] = [
+  ...steps,
+  ...['admit again', 'admit past limits', 'cancel another', 'drop pending'].map(cmd('user')),
+  ...['request wake', 'fail wake', 'park'].map(cmd('sweeper')),
+  ...MORE_OWNER_COMMANDS.map(cmd(OWNERS[0])),
+  ...['start', 'renew', 'step', 'settle'].map(cmd('stranger')),
 ];
 
 function key(m: Model): string {
@@ -139,15 +224,20 @@ function key(m: Model): string {
     c.lastAssistantSeq >= 0,
     m.mine,
     m.violations.length > 0,
+    // what the coverage walk's branches depend on besides
+    e?.cancelled,
+    c.pending.map((p) => p.source),
+    c.admitted.length > 0,
+    c.recovery && [c.recovery.wakePending, c.recovery.parked],
   ]);
 }
 
-function explore(machine = sessionMachine) {
-  const paths = getShortestPaths(modelLogic(machine), {
-    events: () => steps,
+function explore(machine = sessionMachine, events: Step[] = steps, fired?: Set<string>, maxExecutions = MAX_EXECUTIONS) {
+  const paths = getShortestPaths(modelLogic(machine, fired), {
+    events: () => events,
     serializeState: (snap) => key(snap.context as Model),
     serializeEvent: (e) => JSON.stringify(e),
-    stopWhen: (snap) => (snap.context as Model).snap.context.executions >= MAX_EXECUTIONS || (snap.context as Model).snap.context.pending.length > 2,
+    stopWhen: (snap) => (snap.context as Model).snap.context.executions >= maxExecutions || (snap.context as Model).snap.context.pending.length > 2,
   });
   const violations = new Set<string>();
   let transitions = 0;
@@ -157,6 +247,98 @@ function explore(machine = sessionMachine) {
   }
   return { paths, violations: [...violations], transitions };
 }
+
+// ------------------------------------------------------------------------------------ branch coverage
+
+const STATES = ['idle', 'claimed', 'running', 'recovering', 'settled'] as const;
+const COMMANDS: readonly Command['type'][] = [
+  'claim',
+  'start',
+  'renew',
+  'record',
+  'settle',
+  'cancel',
+  'admit',
+  'dropPending',
+  'recover',
+  'requestWake',
+  'failWake',
+];
+
+type Transition = NonNullable<ReturnType<typeof sessionMachine.root.transitions.get>>[number];
+
+/** The candidate transitions of a command in a state: the state's own, else the root's fallbacks. */
+function candidates(state: string, command: string, machine = sessionMachine): readonly Transition[] {
+  return machine.states[state]!.transitions.get(command) ?? machine.root.transitions.get(command) ?? [];
+}
+
+function describeBranch(state: string, command: string, t: Transition, i: number): string {
+  const guard = t.guard === undefined ? 'otherwise' : typeof t.guard === 'string' ? t.guard : guardName(t.guard);
+  const action = t.actions[0] as { type?: string; params?: { reason?: string } } | string;
+  const does = typeof action === 'string' ? action : action.params?.reason ? `refuse ${action.params.reason}` : action.type;
+  return `${state} / ${command} #${i} (${guard} -> ${does})`;
+}
+
+function guardName(g: unknown): string {
+  const o = g as { type?: string; params?: unknown; guards?: unknown[] } & ((...a: unknown[]) => unknown);
+  // xstate's and()/not() guards are functions carrying their parts
+  const parts = (o as { guards?: unknown[] }).guards;
+  const inner = (o as { guard?: unknown }).guard;
+  if (Array.isArray(parts)) return `and(${parts.map(guardName).join(', ')})`;
+  if (inner !== undefined) return `not(${guardName(inner)})`;
+  return typeof g === 'string' ? g : String(o.type ?? o.name ?? 'guard');
+}
+
+/** Every (state, command, branch) of the machine. */
+function allTriples(machine = sessionMachine): string[] {
+  return STATES.flatMap((state) => COMMANDS.flatMap((command) => candidates(state, command, machine).map((t, i) => describeBranch(state, command, t, i))));
+}
+
+/** The branch the machine takes for `command` in this snapshot. */
+function firedTriple(snap: SessionSnapshot, command: Command, machine = sessionMachine): string {
+  const chosen = machine.getTransitionData(machine.resolveState({ value: snap.value, context: snap.context }), command);
+  const list = candidates(snap.value, command.type, machine);
+  const i = list.indexOf(chosen[0] as Transition);
+  return describeBranch(snap.value, command.type, list[i]!, i);
+}
+
+/**
+ * The branches no sequence of commands can take, each with the reason. A branch the walk does not
+ * reach must be here, and one listed here must not be reached: when the machine changes, this list
+ * is reviewed with it.
+ */
+const NEVER_CANCELLED =
+  'a cancel moves the session to settled, so in idle (no execution yet, or a recovered one) and in claimed the current execution is never a cancelled one';
+const NO_WAKE_OWED =
+  'only a recovery owes a wake, and it ends in idle; the next claim delivers it (recovery.wake_delivered), so no wake is owed in claimed, running or settled';
+const UNREACHABLE: Record<string, string> = {
+  'recovering / *': 'recovering is transient: recovery.started and recovery.completed are committed in one append, so no command is ever decided in it',
+  'idle / renew #0 (and(isCurrentExecution, cancelled) -> refuse cancelled)': NEVER_CANCELLED,
+  'idle / record #0 (and(isCurrentExecution, cancelled) -> refuse cancelled)': NEVER_CANCELLED,
+  'idle / settle #0 (cancelled -> refuse cancelled)': NEVER_CANCELLED,
+  'claimed / record #0 (and(isCurrentExecution, cancelled) -> refuse cancelled)': NEVER_CANCELLED,
+  'claimed / requestWake #0 (wakePending -> decide)': NO_WAKE_OWED,
+  'claimed / failWake #0 (wakePending -> decide)': NO_WAKE_OWED,
+  'running / requestWake #0 (wakePending -> decide)': NO_WAKE_OWED,
+  'running / failWake #0 (wakePending -> decide)': NO_WAKE_OWED,
+  'settled / requestWake #0 (wakePending -> decide)': NO_WAKE_OWED,
+  'settled / failWake #0 (wakePending -> decide)': NO_WAKE_OWED,
+};
+
+function unreachableReason(triple: string): string | undefined {
+  return UNREACHABLE[triple] ?? UNREACHABLE[`${triple.split(' / ')[0]} / *`];
+}
+
+test('model - the coverage walk takes every branch of the machine that any commands can reach; the others are listed with the reason', () => {
+  const fired = new Set<string>();
+  const { violations, paths } = explore(sessionMachine, allSteps, fired, 2);
+  assert.equal(violations, []);
+  const all = allTriples();
+  const missed = all.filter((t) => !fired.has(t) && !unreachableReason(t));
+  const listedButReached = all.filter((t) => fired.has(t) && unreachableReason(t));
+  assert.equal(missed, [], `branches neither reached nor listed as unreachable (${fired.size} of ${all.length} reached, ${paths.length} states)`);
+  assert.equal(listedButReached, [], 'listed as unreachable, but reached: take them off the list');
+});
 
 test('model - invariants hold on every reachable state and transition', () => {
   const { paths, violations } = explore();
@@ -193,6 +375,13 @@ test('model - the walk catches a broken guard (the checks can fail)', () => {
   assert.ok(
     z.violations.some((v) => v.startsWith('never revives an expired claim on heartbeat')),
     z.violations.slice(0, 3).join('\n'),
+  );
+  // mutant 3: promotions unchecked (found by the coverage walk's commands)
+  const promotesAnything = sessionMachine.provide({ guards: { promotesOnlyPending: () => true } });
+  const p = explore(promotesAnything, allSteps, undefined, 2);
+  assert.ok(
+    p.violations.some((v) => v.startsWith('promotes an input exactly once')),
+    p.violations.slice(0, 3).join('\n'),
   );
 });
 
