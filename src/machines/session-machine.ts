@@ -45,6 +45,8 @@ function committedOf(e: MachineEvent): SessionEvent {
   if ('now' in e) throw new SessiondError(ErrorCode.Internal, `The session machine tried to fold command ${e.type} as a committed event.`);
   return e;
 }
+/** The input a command would admit as a continuation: a recovery's, or a hand-back's (a `released` settlement). */
+const continuationIdOf = (c: Command) => (c.type === 'recover' || (c.type === 'settle' && c.outcome === 'released') ? c.continuationInputId : undefined);
 const ownerOf = (c: Command) => ('ownerId' in c ? c.ownerId : undefined);
 const executionOf = (c: Command) => ('executionId' in c ? c.executionId : undefined);
 const at = (ms: number | undefined) => (ms === undefined ? 'an unknown time' : isoTime(ms));
@@ -79,8 +81,10 @@ export const refusalMessages: Record<Refusal, (a: Args) => string> = {
   not_pending: ({ context }) =>
     `invariant violated: promoting an input of session ${context.sessionId} that is not pending (already promoted or never admitted)`,
   already_admitted: ({ event }) => {
-    assertEvent(event, 'admit');
-    return `input ${event.inputId} was already admitted`;
+    const c = commandOf(event);
+    if (c.type === 'admit') return `input ${c.inputId} was already admitted`;
+    // a continuation's id comes from the execution it continues: admitted already means this decision ran before
+    return `the continuation ${continuationIdOf(c)} of this ${c.type === 'recover' ? 'recovery' : 'hand-back'} was already admitted: an input is admitted once`;
   },
   lease_not_expired: ({ context }) =>
     `never recovers a live execution lease: execution ${context.execution?.id} is live until ${at(context.execution?.expiresAt)}`,
@@ -118,14 +122,20 @@ const claimWhileOwned = [
   { actions: refuse(Refusal.LeaseExpired) },
 ] as const;
 const whenHoldingClaim = [{ guard: 'holdsClaim', actions: decide }, { actions: refuse(Refusal.ClaimLost) }] as const;
-const recoverIfExpired = [{ guard: 'leaseLive', actions: refuse(Refusal.LeaseNotExpired) }, { actions: decide }] as const;
+// never admits an input twice: a continuation whose id is already admitted is refused, not admitted again
+const settleHoldingClaim = [{ guard: and(['holdsClaim', 'continuationAdmitted']), actions: refuse(Refusal.AlreadyAdmitted) }, ...whenHoldingClaim] as const;
+const recoverIfExpired = [
+  { guard: 'leaseLive', actions: refuse(Refusal.LeaseNotExpired) },
+  { guard: 'continuationAdmitted', actions: refuse(Refusal.AlreadyAdmitted) },
+  { actions: decide },
+] as const;
 const executionInProgress = {
   'execution.cancelled': { target: 'settled', actions: 'fold' },
   'execution.settled': { target: 'settled', actions: 'fold' },
   'recovery.started': { target: 'recovering', actions: 'fold' },
   claim: claimWhileOwned,
   renew: whenHoldingClaim,
-  settle: whenHoldingClaim,
+  settle: settleHoldingClaim,
   cancel: [{ guard: 'cancelsAnotherExecution', actions: refuse(Refusal.NothingToCancel) }, { actions: decide }],
   recover: recoverIfExpired,
 } as const;
@@ -172,6 +182,11 @@ export const sessionMachine = setup({
     alreadyAdmitted: ({ context, event }) => {
       assertEvent(event, 'admit');
       return admittedSeq(context, event.inputId) !== undefined;
+    },
+    /** The continuation a recovery or hand-back would admit is admitted already. */
+    continuationAdmitted: ({ context, event }) => {
+      const id = continuationIdOf(commandOf(event));
+      return id !== undefined && admittedSeq(context, id) !== undefined;
     },
     /** never admits past a session's pending limits: what waits in a session stays bounded. */
     overPendingLimits: ({ context, event }) => {

@@ -2,8 +2,9 @@
  * Fuzzing the machine and the projector (fast-check, fixed seeds, bounded runs).
  *
  * - The machine: random command sequences (random kinds, owners, execution ids, times, runner
- *   events) are decided and the accepted ones folded: deciding never throws, and the folded state
- *   never has two owners (a claim is accepted only when no execution is in progress).
+ *   events) are decided and the accepted ones folded: deciding never throws, the folded state
+ *   never has two owners (a claim is accepted only when no execution is in progress), and every
+ *   decision is the one a small reference model of the rules makes (accepted, or the same reason).
  * - The projector: random and adversarial event sequences (unknown ids, events of executions that
  *   were never claimed, double promotions, out-of-order positions) applied in random batches: each
  *   batch is applied whole or refused with a SessiondError, and a refused batch leaves the tables
@@ -20,6 +21,7 @@ import { setup } from '../projector/support.ts';
 import { commit } from '../support/decider-spec.ts';
 import { stream } from '../../src/testing/fixtures.ts';
 import { command, ids, now, protoEvent } from '../support/arbitraries.ts';
+import type { Command } from '../../src/machines/commands.ts';
 
 const SEED = 20261130;
 
@@ -40,6 +42,132 @@ test('fuzz - the machine decides 1,000 random sequences of up to 40 commands wit
     { numRuns: 1_000, seed: SEED },
   );
   assert.ok(accepted > 300, `the generator reaches accepted commands too (${accepted})`);
+});
+
+/**
+ * The rules, restated as a small reference model that shares nothing with the machine but the
+ * command shapes: what a session holds that the rules look at, and for each command the refusal
+ * reason, or null when it is accepted (with what accepting it changes).
+ */
+interface Ref {
+  exec: { id: string; owner: string; expiresAt: number; leaseMs: number; started: boolean; cancelled: boolean; ended: boolean; recovered: boolean } | null;
+  pending: string[];
+  admitted: string[];
+  wake: { owed: boolean; parked: boolean } | null;
+}
+const RUNNER_TYPES = new Set([
+  'execution.phase',
+  'input.promoted',
+  'step.started',
+  'step.ended',
+  'step.failed',
+  'text.completed',
+  'reasoning.completed',
+  'tool.called',
+  'tool.started',
+  'tool.succeeded',
+  'tool.failed',
+  'compaction.started',
+  'compaction.completed',
+]);
+
+function refDecide(r: Ref, c: Command): { reason: string | null; next: Ref } {
+  const e = r.exec;
+  const inProgress = e !== null && !e.ended && !e.recovered;
+  const live = inProgress && c.now < e.expiresAt;
+  const holds = 'executionId' in c && 'ownerId' in c && live && e.id === c.executionId && e.owner === c.ownerId;
+  const refuse = (reason: string) => ({ reason, next: r });
+  const accept = (next: Partial<Ref>) => ({ reason: null, next: { ...r, ...next } });
+  const admit = (id: string) => ({ pending: [...r.pending, id], admitted: [...r.admitted, id] });
+  const endedOne = () => (e && 'executionId' in c && e.id === c.executionId ? refuse('already_settled') : refuse('claim_lost'));
+  switch (c.type) {
+    case 'claim':
+      if (inProgress) return refuse(live ? (e.owner === c.ownerId ? 'own_lease_live' : 'lease_live') : 'lease_expired');
+      if (r.pending.length === 0) return refuse('nothing_pending');
+      return accept({
+        exec: {
+          id: c.executionId,
+          owner: c.ownerId,
+          expiresAt: c.now + c.leaseMs,
+          leaseMs: c.leaseMs,
+          started: false,
+          cancelled: false,
+          ended: false,
+          recovered: false,
+        },
+        wake: r.wake && { ...r.wake, owed: false },
+      });
+    case 'start':
+      if (!inProgress) return refuse('not_claimed');
+      if (e.started) return refuse('already_started');
+      return holds ? accept({ exec: { ...e, started: true } }) : refuse('claim_lost');
+    case 'renew':
+      if (inProgress) return holds ? accept({ exec: { ...e, expiresAt: c.now + e.leaseMs } }) : refuse('claim_lost');
+      return refuse(e?.id === c.executionId && e.cancelled ? 'cancelled' : 'claim_lost');
+    case 'record': {
+      if (!inProgress || !e.started) return refuse(e?.id === c.executionId && e.cancelled ? 'cancelled' : 'claim_lost');
+      if (!holds) return refuse('claim_lost');
+      if (c.events.some((x) => !RUNNER_TYPES.has(x.type))) return refuse('not_runner_event');
+      const promoted = c.events.flatMap((x) => (x.type === 'input.promoted' ? [x.payload.inputId] : []));
+      if (promoted.some((id, i) => promoted.indexOf(id) !== i || !r.pending.includes(id))) return refuse('not_pending');
+      return accept({ pending: r.pending.filter((id) => !promoted.includes(id)) });
+    }
+    case 'settle':
+      if (!inProgress) return e?.cancelled ? refuse('cancelled') : endedOne();
+      if (!holds) return refuse('claim_lost');
+      if (c.outcome === 'released' && c.continuationInputId) {
+        if (r.admitted.includes(c.continuationInputId)) return refuse('already_admitted');
+        return accept({ exec: { ...e, ended: true }, ...admit(c.continuationInputId) });
+      }
+      return accept({ exec: { ...e, ended: true } });
+    case 'cancel':
+      if (!inProgress || (c.executionId !== undefined && c.executionId !== e.id)) return refuse('nothing_to_cancel');
+      return accept({ exec: { ...e, cancelled: true, ended: true } });
+    case 'admit':
+      return r.admitted.includes(c.inputId) ? refuse('already_admitted') : accept(admit(c.inputId));
+    case 'recover':
+      if (!inProgress) return refuse('nothing_to_recover');
+      if (live) return refuse('lease_not_expired');
+      if (r.admitted.includes(c.continuationInputId)) return refuse('already_admitted');
+      return accept({ exec: { ...e, recovered: true }, ...admit(c.continuationInputId), wake: { owed: true, parked: false } });
+    case 'requestWake':
+      return r.wake?.owed && !r.wake.parked ? accept({}) : refuse('no_wake_pending');
+    case 'failWake':
+      return r.wake?.owed && !r.wake.parked ? accept({ wake: { owed: !c.park, parked: c.park } }) : refuse('no_wake_pending');
+    case 'dropPending':
+      return r.pending.length > 0 ? accept({ pending: [] }) : refuse('nothing_to_drop');
+  }
+}
+
+test('fuzz - each of 1,000 random sequences of 10 to 40 commands is decided as a small reference model of the rules decides it: accepted, or refused for the same reason', () => {
+  const reasons = new Set<string>();
+  fc.assert(
+    // `aimed`: the command names the current execution and its owner (a runner's own writes), else its random ones
+    // time moves forward by up to 12 s a command (the random `now` taken as the step), so leases live across commands
+    fc.property(fc.array(fc.tuple(command, fc.boolean()), { minLength: 10, maxLength: 40 }), (steps) => {
+      let snap = initialSnapshot('ses_ref');
+      let ref: Ref = { exec: null, pending: [], admitted: [], wake: null };
+      let clock = 0;
+      for (const [i, [random, aimed]] of steps.entries()) {
+        const e = snap.context.execution;
+        clock += random.now % 12_000;
+        const timed = { ...random, now: clock };
+        const c: Command = aimed && e && 'ownerId' in timed && timed.type !== 'claim' ? { ...timed, executionId: e.id, ownerId: e.ownerId } : timed;
+        const d = decide(snap, c);
+        const expected = refDecide(ref, c);
+        const got = d.ok ? null : d.reason;
+        if (got !== expected.reason)
+          throw new Error(
+            `command ${i} (${JSON.stringify(c)}) in ${stateOf(snap)}: the machine says ${got ?? 'accepted'}, the rules say ${expected.reason ?? 'accepted'}`,
+          );
+        reasons.add(got ?? 'accepted');
+        ref = expected.next;
+        if (d.ok) snap = commit(snap, d.events, c.now).snapshot;
+      }
+    }),
+    { numRuns: 1_000, seed: SEED },
+  );
+  assert.ok(reasons.size >= 17, `the sequences reach most outcomes (${[...reasons].sort().join(', ')})`);
 });
 
 const sessionEvent = (sessionIds: string[]) =>

@@ -114,6 +114,22 @@ test('machine - promotion is once: promoting an input that is not pending is ref
   s.when(admit(3, 'inp_x')).thenRefused('already_admitted'); // the same input id is not admitted twice
 });
 
+test('never admits an input twice: a recovery or a hand-back whose continuation id is already admitted is refused, not admitted again', () => {
+  // inp_1 is admitted (and pending); a recovery or hand-back naming it as its continuation was decided before
+  const s = running();
+  s.when({ type: 'recover', now: 30_000, continuationInputId: 'inp_1' }).thenRefused(
+    'already_admitted',
+    'the continuation inp_1 of this recovery was already admitted: an input is admitted once',
+  );
+  s.when({ type: 'settle', now: 1, ownerId: 'own_a', executionId: 'exe_1', outcome: 'released', continuationInputId: 'inp_1' }).thenRefused(
+    'already_admitted',
+    'the continuation inp_1 of this hand-back was already admitted',
+  );
+  // a new id goes through, and a settlement that admits nothing is not checked
+  s.when({ type: 'recover', now: 30_000, continuationInputId: 'inp_cont_exe_1' }).thenAccepted();
+  s.when({ type: 'settle', now: 1, ownerId: 'own_a', executionId: 'exe_1', outcome: 'succeeded', continuationInputId: 'inp_1' }).thenAccepted();
+});
+
 test('machine - runners may not write engine events; recovery may not touch a live lease', () => {
   const s = running();
   s.when(record(2, ev('execution.claimed', { executionId: 'exe_9', ownerId: 'own_z', expiresAt: 1e12, leaseMs: 1, assistantSeq: -1 }))).thenRefused(

@@ -79,7 +79,10 @@ function commandFor(m: Model, step: Step & { type: 'cmd' }): Command | undefined
         ? { type: 'settle', now, ownerId: step.who, executionId: ex, outcome: 'failed', error: { type: 'unknown', message: 'the model failed' } }
         : undefined;
     case 'hand back':
-      return ex ? { type: 'settle', now, ownerId: step.who, executionId: ex, outcome: 'released', continuationInputId: `inp_handback_${ex}` } : undefined;
+    case 'hand back again': {
+      const continuationInputId = step.command === 'hand back' ? `inp_handback_${ex}` : ctx.admitted.at(-1)?.[0];
+      return ex && continuationInputId ? { type: 'settle', now, ownerId: step.who, executionId: ex, outcome: 'released', continuationInputId } : undefined;
+    }
     case 'cancel':
       return { type: 'cancel', now };
     case 'cancel another':
@@ -104,6 +107,11 @@ function commandFor(m: Model, step: Step & { type: 'cmd' }): Command | undefined
       return { type: 'dropPending', now };
     case 'recover':
       return { type: 'recover', now, continuationInputId: `inp_cont_${ctx.seq}` };
+    case 'recover again': {
+      // a continuation id that is already admitted (a recovery decided twice)
+      const again = ctx.admitted.at(-1)?.[0];
+      return again ? { type: 'recover', now, continuationInputId: again } : undefined;
+    }
     case 'request wake':
       return { type: 'requestWake', now };
     case 'fail wake':
@@ -133,6 +141,7 @@ function check(before: Model, command: Command, after: SessionSnapshot): string[
     case 'settle':
       if (exec?.cancelled) v.push(`never lets runner settlement overwrite cancellation: ${label}`);
       if (!live) v.push(`settled without a live claim: ${label}`);
+      if (command.outcome === 'released' && prev.admitted.some(([id]) => id === command.continuationInputId)) v.push(`never admits an input twice: ${label}`);
       break;
     case 'record':
     case 'start':
@@ -146,6 +155,7 @@ function check(before: Model, command: Command, after: SessionSnapshot): string[
       break;
     case 'recover':
       if (live) v.push(`never recovers a live execution lease: ${label}`);
+      if (prev.admitted.some(([id]) => id === command.continuationInputId)) v.push(`never admits an input twice: ${label}`);
       break;
     case 'admit':
       if (prev.admitted.some(([id]) => id === command.inputId)) v.push(`admitted input ${command.inputId} twice: ${label}`);
@@ -187,7 +197,7 @@ function modelLogic(machine = sessionMachine, fired?: Set<string>) {
 
 const OWNER_COMMANDS = ['claim', 'start', 'renew', 'step', 'settle'];
 /** What only the coverage walk adds (the invariants walk stays small enough to run in seconds). */
-const MORE_OWNER_COMMANDS = ['promote', 'promote twice', 'record engine event', 'settle failed', 'hand back'];
+const MORE_OWNER_COMMANDS = ['promote', 'promote twice', 'record engine event', 'settle failed', 'hand back', 'hand back again'];
 const cmd =
   (who: string) =>
   (command: string): Step => ({ type: 'cmd', who, command });
@@ -204,7 +214,7 @@ const steps: Step[] = [
 const allSteps: Step[] = [
   ...steps,
   ...['admit again', 'admit past limits', 'cancel another', 'drop pending'].map(cmd('user')),
-  ...['request wake', 'fail wake', 'park'].map(cmd('sweeper')),
+  ...['recover again', 'request wake', 'fail wake', 'park'].map(cmd('sweeper')),
   ...MORE_OWNER_COMMANDS.map(cmd(OWNERS[0])),
   ...['start', 'renew', 'step', 'settle'].map(cmd('stranger')),
 ];
