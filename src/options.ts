@@ -19,11 +19,19 @@ export function checkKeys(component: string, input: object, known: readonly stri
 
 /** A whole number option of at least `min` (`fallback` when absent). */
 export function wholeNumber(component: string, key: string, value: unknown, fallback: number, min = 1, unit = ''): number {
-  if (value === undefined) return fallback;
+  return value === undefined ? fallback : checkWhole(component, key, value, min, unit, ` (default ${fallback})`);
+}
+
+/** A whole number option of at least `min` that has no default: absent means none (undefined). */
+export function optionalWholeNumber(component: string, key: string, value: unknown, min = 1, unit = ''): number | undefined {
+  return value === undefined ? undefined : checkWhole(component, key, value, min, unit, ', or leave it out for none');
+}
+
+function checkWhole(component: string, key: string, value: unknown, min: number, unit: string, otherwise: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
     throw new SessiondError(
       ErrorCode.InvalidOption,
-      `Invalid ${component} option ${key}=${JSON.stringify(value)}: use a whole number${unit ? ` of ${unit}` : ''} >= ${min} (default ${fallback}).`,
+      `Invalid ${component} option ${key}=${JSON.stringify(value)}: use a whole number${unit ? ` of ${unit}` : ''} >= ${min}${otherwise}.`,
       { details: { option: key } },
     );
   }

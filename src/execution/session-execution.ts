@@ -35,7 +35,7 @@ import { CommandHandler, type Build } from './command-handler.ts';
 import { inputsForTurn, runInputs } from '../input/turn.ts';
 import { createRunContext } from './run-context.ts';
 import { Transcripts } from './transcripts.ts';
-import { checkKeys, wholeNumber } from '../options.ts';
+import { checkKeys, optionalWholeNumber, wholeNumber } from '../options.ts';
 
 /** Every option of the execution service (anything else is refused as a likely typo). */
 export const EXECUTION_OPTIONS = [
@@ -129,15 +129,7 @@ export class SessionExecution {
     this.ownerId = validateId(options.ownerId ?? this.ids.next('own'), 'owner id');
     this.leaseMs = wholeNumber('SessionExecution', 'leaseMs', options.leaseMs, DEFAULT_LEASE_MS, 1, 'milliseconds');
     this.heartbeatMs = wholeNumber('SessionExecution', 'heartbeatMs', options.heartbeatMs, DEFAULT_HEARTBEAT_MS, 1, 'milliseconds');
-    const t = options.turnTimeoutMs;
-    if (t !== undefined && (typeof t !== 'number' || !Number.isInteger(t) || t < 1)) {
-      throw new SessiondError(
-        ErrorCode.InvalidOption,
-        `Invalid SessionExecution option turnTimeoutMs=${JSON.stringify(t)}: use a whole number of milliseconds >= 1, or leave it out for no deadline.`,
-        { details: { option: 'turnTimeoutMs' } },
-      );
-    }
-    this.turnTimeoutMs = t;
+    this.turnTimeoutMs = optionalWholeNumber('SessionExecution', 'turnTimeoutMs', options.turnTimeoutMs, 1, 'milliseconds');
     if (this.heartbeatMs >= this.leaseMs) {
       throw new SessiondError(
         ErrorCode.InvalidOption,
@@ -311,14 +303,14 @@ export class SessionExecution {
     });
     const deadline = this.startDeadline(executionId, controller);
     try {
-      await Promise.race([this.runner(turn.ctx), deadline.passed]);
+      await (deadline ? Promise.race([this.runner(turn.ctx), deadline.passed]) : this.runner(turn.ctx));
       if (controller.signal.aborted) throw controller.signal.reason;
       return await this.settle(sessionId, executionId, 'succeeded', await turn.drain());
     } catch (err) {
       await this.afterFailure(sessionId, executionId, controller, err, () => turn.drain().catch(() => []));
       return false;
     } finally {
-      deadline.stop();
+      deadline?.stop();
       stopHeartbeat();
       this.registry.trigger.detach({ sessionId });
     }
@@ -387,9 +379,9 @@ export class SessionExecution {
    * `passed` resolves `TURN_TIMEOUT_GRACE_MS` later, so a runner that ignores its signal does not
    * hold the turn (it settles failed; the runner's later writes are refused).
    */
-  private startDeadline(executionId: string, controller: AbortController): { passed: Promise<void>; stop: () => void } {
+  private startDeadline(executionId: string, controller: AbortController): { passed: Promise<void>; stop: () => void } | undefined {
     const ms = this.turnTimeoutMs;
-    if (ms === undefined) return { passed: new Promise<void>(() => {}), stop: () => {} };
+    if (ms === undefined) return undefined; // no deadline: nothing added to the turn
     let timer: TimerHandle | undefined;
     const passed = new Promise<void>((resolve) => {
       timer = this.clock.setTimeout(() => {
