@@ -314,16 +314,15 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
       };
       const exec = ctx.execution!;
       if (command.outcome === 'succeeded') return [settled];
-      if (command.outcome === 'failed') {
-        // what the failed turn left open fails with it (a step or tool call aborted mid-way)
-        const error = command.error ?? { type: 'failed', name: 'Failed', message: 'the turn failed' };
-        return [...sealOpenWork(exec, error, error), settled];
-      }
-      const error = { type: 'released', name: 'Released', message: `the worker ${exec.ownerId} shut down and handed the turn back` };
+      // what a failed or handed-back turn left open (a step, a tool call aborted mid-way) ends with it
+      const error =
+        command.outcome === 'failed'
+          ? (command.error ?? { type: 'failed', name: 'Failed', message: 'the turn failed' })
+          : { type: 'released', name: 'Released', message: `the worker ${exec.ownerId} shut down and handed the turn back` };
       return [
         ...sealOpenWork(exec, error, error),
         settled,
-        ...(command.continuationInputId
+        ...(command.outcome === 'released' && command.continuationInputId
           ? [
               {
                 type: 'input.admitted',
