@@ -280,18 +280,16 @@ func decodePayload(typ string, version int64, raw any, keepUnknown bool) (Payloa
 	}
 	for v := version; v < entry.Version; v++ {
 		up := upcasters[typ][v]
-		fields, isMap := raw.(Map)
-		if up == nil || !isMap {
+		if up == nil {
 			if keepUnknown {
 				return unknown()
 			}
-			if up == nil {
-				msg := fmt.Sprintf("Event %s has version %d, and this client has no upcaster from version %d (it reads version %d).", typ, version, v, entry.Version)
-				return nil, 0, &DecodeError{Code: CodeUnsupportedEventVersion, Message: msg}
-			}
-			break // not a map: the schema check below says so
+			msg := fmt.Sprintf("Event %s has version %d, and this client has no upcaster from version %d (it reads version %d).", typ, version, v, entry.Version)
+			return nil, 0, &DecodeError{Code: CodeUnsupportedEventVersion, Message: msg}
 		}
-		raw = up(fields)
+		if fields, isMap := raw.(Map); isMap { // (anything else is refused by the schema check below)
+			raw = up(fields)
+		}
 	}
 	p := entry.new()
 	var is issues
