@@ -32,6 +32,10 @@ test('turn timeout - a worker with --turn-timeout 1s stops a turn that would run
   const execution = JSON.parse(status.stdout).execution;
   assert.equal([execution.outcome, execution.error.type], ['failed', 'turn_timeout']);
   assert.match(execution.error.message, 'ran longer than the turn deadline of 1 s');
+  // and the worker goes on taking work: the next prompt is claimed (and stopped at its deadline in turn)
+  const next = await runCli(['prompt', 'ses_slow', 'again', '--db', db]);
+  assert.is(next.code, 0, next.stdout + next.stderr);
+  await worker.waitFor(/ses_slow {2}turn failed: Execution[^\n]*\n[\s\S]*ses_slow {2}turn failed: Execution/);
   worker.child.kill('SIGTERM');
   assert.is(await worker.exited, 0, worker.output());
   tmp.remove();
