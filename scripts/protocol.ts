@@ -221,6 +221,12 @@ function sampleEvents(): Record<EventType, { payload: Record<string, unknown> }>
     'step.ended': { payload: { executionId: EXE, messageId: MSG, finish: 'stop', usage: { inputTokens: 1200, outputTokens: 85 } } },
     'step.failed': { payload: { executionId: EXE, messageId: MSG, error } },
     'step.recovered': { payload: { executionId: EXE, messageId: MSG, reason: 'the owner lost its lease' } },
+    'wait.started': {
+      payload: { executionId: EXE, kind: 'approval', name: 'call_v3', messageId: MSG, callId: 'call_v3', tool: 'send_mail', input: { to: 'zoë@example.com' } },
+    },
+    'wait.resolved': {
+      payload: { executionId: EXE, kind: 'approval', name: 'call_v3', outcome: 'denied', messageId: MSG, callId: 'call_v3', reason: 'not to that address' },
+    },
     'compaction.started': { payload: { executionId: EXE, messageId: MSG, reason: 'context over 80 %' } },
     'compaction.completed': {
       payload: { executionId: EXE, messageId: MSG, summary: 'The user asked for a lookup.', usage: { inputTokens: 900, outputTokens: 40 } },

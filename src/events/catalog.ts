@@ -25,7 +25,8 @@ export type Delivery = z.infer<typeof Delivery>;
 export const ExecutionPhase = z.enum(['safe', 'unknown']);
 export type ExecutionPhase = z.infer<typeof ExecutionPhase>;
 
-export const SettleOutcome = z.enum(['succeeded', 'failed', 'released']);
+/** `waiting`: the turn ended its execution to wait (an approval, a signal, a timer); it resumes when its waits resolve. */
+export const SettleOutcome = z.enum(['succeeded', 'failed', 'released', 'waiting']);
 export type SettleOutcome = z.infer<typeof SettleOutcome>;
 
 /** Tokens a model step used, as the server reported them. */
@@ -40,13 +41,24 @@ export type Usage = z.infer<typeof Usage>;
  */
 export const Continuation = z.object({
   executionId: id,
-  reason: z.enum(['interrupted', 'handed_back']),
+  reason: z.enum(['interrupted', 'handed_back', 'resumed']),
   phase: ExecutionPhase,
   inputIds: z.array(id),
   assistantMessageId: id.nullable(),
   retryTools: z.array(z.object({ callId: id, messageId: id, name: z.string().min(1), idempotencyKey: z.string() })),
 });
 export type Continuation = z.infer<typeof Continuation>;
+
+/**
+ * What a turn may wait for, holding nothing: a person's decision on a tool call (`approval`, named
+ * by the call id), a value delivered from outside (`signal`, named by the runner), a time (`timer`).
+ */
+export const WaitKind = z.enum(['approval', 'signal', 'timer']);
+export type WaitKind = z.infer<typeof WaitKind>;
+
+/** How a wait ended: an approval `approved`/`denied`, a signal `delivered`/`timed_out`, a timer `elapsed`; any of them `cancelled`. */
+export const WaitOutcome = z.enum(['approved', 'denied', 'delivered', 'timed_out', 'elapsed', 'cancelled']);
+export type WaitOutcome = z.infer<typeof WaitOutcome>;
 
 /** Turns a stored version-v payload into a version-v+1 one; `description` says how, for other languages' readers. */
 export type Upcaster = ((payload: unknown) => unknown) & { readonly description: string };
@@ -168,6 +180,45 @@ export const catalog = {
   'tool.started': event('tool.started', z.object({ executionId: id, messageId: id, callId: id }), { writer: 'runner' }),
   'tool.succeeded': event('tool.succeeded', z.object({ executionId: id, messageId: id, callId: id, output: z.unknown().optional() }), { writer: 'runner' }),
   'tool.failed': event('tool.failed', z.object({ executionId: id, messageId: id, callId: id, error: RecordedError }), { writer: 'runner' }),
+
+  /**
+   * A turn waits (written before its execution settles `waiting`). `name` is the wait's key within
+   * the turn: an approval's call id, a signal's name, a timer's `sleep-N`. `until`: when a timer
+   * elapses or a signal times out. An approval carries the call (`callId`, `tool`, `input`), whose
+   * `tool.called` (started: false) is in the same append.
+   */
+  'wait.started': event(
+    'wait.started',
+    z.object({
+      executionId: id,
+      kind: WaitKind,
+      name: z.string().min(1).max(200),
+      messageId: id.optional(),
+      callId: id.optional(),
+      tool: z.string().min(1).optional(),
+      input: z.unknown().optional(),
+      until: time.optional(),
+    }),
+    { writer: 'runner' },
+  ),
+  /**
+   * A wait ended (`executionId`: the execution that waited). `reason`: a person's words on an
+   * approval or denial, or why it was cancelled; `data`: a delivered signal's value.
+   */
+  'wait.resolved': event(
+    'wait.resolved',
+    z.object({
+      executionId: id,
+      kind: WaitKind,
+      name: z.string().min(1).max(200),
+      outcome: WaitOutcome,
+      /** An approval's call and its assistant message (what the call's row shows). */
+      messageId: id.optional(),
+      callId: id.optional(),
+      reason: z.string().max(1000).optional(),
+      data: z.unknown().optional(),
+    }),
+  ),
 
   'compaction.started': event('compaction.started', z.object({ executionId: id, messageId: id, reason: z.string() }), { writer: 'runner' }),
   'compaction.completed': event('compaction.completed', z.object({ executionId: id, messageId: id, summary: z.string(), usage: Usage.optional() }), {

@@ -2,7 +2,16 @@
  * Commands the session machine decides (imperative names), and what a decision returns. Every
  * command carries `now`: time reaches decisions as data, never from a clock inside the machine.
  */
-import { runnerEventTypes, type EventType, type PayloadInputOf, type SettleOutcome, type RecordedError, type Delivery } from '../events/catalog.ts';
+import {
+  runnerEventTypes,
+  type EventType,
+  type PayloadInputOf,
+  type SettleOutcome,
+  type RecordedError,
+  type Delivery,
+  type WaitKind,
+  type WaitOutcome,
+} from '../events/catalog.ts';
 
 /** An event the machine decided to write; the command handler stamps its id and time. */
 export type ProtoEvent = { [K in EventType]: { type: K; payload: PayloadInputOf<K> } }[EventType];
@@ -22,6 +31,20 @@ export type Command =
   | { type: 'dropPending'; now: number; inputIds?: string[]; reason?: string }
   /** Seal an expired execution and admit one continuation (ids come with the command: the machine makes none). */
   | { type: 'recover'; now: number; continuationInputId: string; reason?: string }
+  /**
+   * End one of a waiting turn's waits (a person's decision, a signal's value, a timer's time).
+   * When it is the last one open, `continuationInputId` is admitted: the turn resumes.
+   */
+  | {
+      type: 'resolve';
+      now: number;
+      kind: WaitKind;
+      name: string;
+      outcome: Exclude<WaitOutcome, 'cancelled'>;
+      reason?: string;
+      data?: unknown;
+      continuationInputId: string;
+    }
   /** Count an attempt at the durable recovery wake. */
   | { type: 'requestWake'; now: number }
   /** A recovery wake attempt failed; `park` gives up: the session is parked with the error, visibly. */
@@ -56,6 +79,13 @@ export const Refusal = {
   NoWakePending: 'no_wake_pending',
   PendingLimit: 'pending_limit',
   NothingToDrop: 'nothing_to_drop',
+  Waiting: 'waiting',
+  NoSuchWait: 'no_such_wait',
+  AlreadyResolved: 'already_resolved',
+  WrongOutcome: 'wrong_outcome',
+  NotDue: 'not_due',
+  NotApproved: 'not_approved',
+  NothingToWaitFor: 'nothing_to_wait_for',
 } as const;
 export type Refusal = (typeof Refusal)[keyof typeof Refusal];
 

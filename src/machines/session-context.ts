@@ -2,7 +2,7 @@
  * The session's folded state (the machine's context) and the pure fold over committed events.
  * The state *value* (idle, claimed, ...) lives in the machine; everything else lives here.
  */
-import type { Continuation, Delivery, ExecutionPhase, RecordedError, Usage } from '../events/catalog.ts';
+import type { Continuation, Delivery, ExecutionPhase, RecordedError, Usage, WaitKind, WaitOutcome } from '../events/catalog.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 
 export interface ExecutionState {
@@ -16,7 +16,7 @@ export interface ExecutionState {
   phase: ExecutionPhase;
   started: boolean;
   cancelled: boolean;
-  outcome: 'succeeded' | 'failed' | 'released' | 'cancelled' | null;
+  outcome: 'succeeded' | 'failed' | 'released' | 'waiting' | 'cancelled' | null;
   error: RecordedError | null;
   /** The assistant message of the step in progress (null between steps). */
   openStep: string | null;
@@ -34,6 +34,35 @@ export interface OpenTool {
   name: string;
   durable: boolean;
   idempotencyKey: string | null;
+}
+
+/**
+ * Something a turn waits for (`wait.started`), and how it ended (`wait.resolved`). A wait is keyed
+ * by its kind and name within the turn; an approval's name is its call id.
+ */
+export interface Wait {
+  kind: WaitKind;
+  name: string;
+  /** The execution that waited. */
+  executionId: string;
+  /** When the turn started to wait (the event's time). */
+  since: number;
+  /** A timer's time, or a signal's timeout (null: none). */
+  until: number | null;
+  /** An approval's call: its assistant message, tool, input, and the journal it runs with. */
+  messageId: string | null;
+  callId: string | null;
+  tool: string | null;
+  input?: unknown;
+  durable: boolean;
+  idempotencyKey: string | null;
+  outcome: WaitOutcome | null;
+  resolvedAt: number | null;
+  reason: string | null;
+  /** A delivered signal's value. */
+  data?: unknown;
+  /** An approved call's `tool.started` is in the log: it never starts again. */
+  started: boolean;
 }
 
 /** Where a committed event is in the log: its id and its position (null when the log gave none). */
@@ -93,6 +122,12 @@ export interface SessionContext {
    */
   admitted: readonly (readonly [inputId: string, seq: number])[];
   recovery: RecoveryState | null;
+  /**
+   * The waits of the turn in progress, across its executions (a turn that waits, resumes and waits
+   * again keeps the first answers). Emptied when the turn ends: settled succeeded or failed,
+   * cancelled (a cancel of a waiting turn resolves its waits `cancelled`).
+   */
+  waits: Wait[];
   /** Number of executions claimed so far. */
   executions: number;
   /** Tokens used by the session's model steps and compactions, summed (as the servers reported them). */
@@ -118,6 +153,7 @@ export function initialContext(sessionId: string): SessionContext {
     pending: [],
     admitted: [],
     recovery: null,
+    waits: [],
     executions: 0,
     usage: { inputTokens: 0, outputTokens: 0 },
   };
@@ -162,13 +198,76 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       if (forCurrent(event.payload.executionId)) next.execution = { ...exec!, phase: event.payload.phase };
       return next;
     case 'execution.cancelled':
-      if (forCurrent(event.payload.executionId) && exec!.outcome === null) next.execution = { ...exec!, cancelled: true, outcome: 'cancelled' };
+      if (forCurrent(event.payload.executionId) && exec!.outcome === null) {
+        next.execution = { ...exec!, cancelled: true, outcome: 'cancelled' };
+        next.waits = [];
+      }
       return next;
     case 'execution.settled':
       if (forCurrent(event.payload.executionId) && exec!.outcome === null) {
-        next.execution = { ...exec!, outcome: event.payload.outcome, error: event.payload.error ?? null };
+        const outcome = event.payload.outcome;
+        next.execution = { ...exec!, outcome, error: event.payload.error ?? null };
+        if (outcome === 'succeeded' || outcome === 'failed') next.waits = []; // the turn is over
       }
       return next;
+    case 'wait.started': {
+      const p = event.payload;
+      if (!forCurrent(p.executionId)) return next;
+      const call = p.callId === undefined ? undefined : exec!.openTools.find((t) => t.callId === p.callId);
+      next.waits = [
+        ...ctx.waits.filter((w) => !(w.kind === p.kind && w.name === p.name)),
+        {
+          kind: p.kind,
+          name: p.name,
+          executionId: p.executionId,
+          since: event.time,
+          until: p.until ?? null,
+          messageId: p.messageId ?? null,
+          callId: p.callId ?? null,
+          tool: p.tool ?? null,
+          ...(p.input === undefined ? {} : { input: p.input }),
+          durable: call?.durable ?? false,
+          idempotencyKey: call?.idempotencyKey ?? null,
+          outcome: null,
+          resolvedAt: null,
+          reason: null,
+          started: false,
+        },
+      ];
+      // a call that waits for a person is not this execution's open work: it runs (or not) in the turn's next execution
+      if (call) next.execution = { ...exec!, openTools: exec!.openTools.filter((t) => t !== call) };
+      return next;
+    }
+    case 'wait.resolved': {
+      const p = event.payload;
+      if (p.outcome === 'cancelled' && openWaits(ctx).every((w) => w.kind === p.kind && w.name === p.name)) {
+        next.waits = []; // the last wait of a cancelled turn: the turn is over
+        return next;
+      }
+      next.waits = ctx.waits.map((w) =>
+        w.kind === p.kind && w.name === p.name && w.outcome === null
+          ? {
+              ...w,
+              outcome: p.outcome,
+              resolvedAt: event.time,
+              reason: p.reason ?? null,
+              ...(p.data === undefined ? {} : { data: p.data }),
+            }
+          : w,
+      );
+      return next;
+    }
+    case 'tool.started': {
+      // an approved call starts in the execution that resumed its turn: it becomes that execution's open work
+      const w = ctx.waits.find((x) => x.kind === 'approval' && x.callId === event.payload.callId && x.outcome === 'approved' && !x.started);
+      if (!w) return next;
+      next.waits = ctx.waits.map((x) => (x === w ? { ...x, started: true } : x));
+      if (forCurrent(event.payload.executionId) && !exec!.openTools.some((t) => t.callId === w.callId)) {
+        const open: OpenTool = { callId: w.callId!, messageId: w.messageId!, name: w.tool!, durable: w.durable, idempotencyKey: w.idempotencyKey };
+        next.execution = { ...exec!, openTools: [...exec!.openTools, open] };
+      }
+      return next;
+    }
     case 'input.admitted': {
       const p = event.payload;
       next.pending = [
@@ -263,6 +362,11 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
 }
 
 const refOf = (e: SessionEvent): EventRef => ({ id: e.id, position: e.position ?? null });
+
+/** The turn's waits that have not ended. */
+export function openWaits(ctx: SessionContext): Wait[] {
+  return ctx.waits.filter((w) => w.outcome === null);
+}
 
 /** Is this pending input admitted by an event this fold saw in the log (not only claimed by a stored snapshot)? */
 export const admittedInLog = (p: PendingInput): boolean => p.unverified !== true;

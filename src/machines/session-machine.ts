@@ -23,11 +23,13 @@ import {
   foldContext,
   initialContext,
   leaseLive,
+  openWaits,
   pendingBytes,
   type ExecutionState,
   type SessionContext,
+  type Wait,
 } from './session-context.ts';
-import type { Continuation, RecordedError } from '../events/catalog.ts';
+import type { Continuation, RecordedError, WaitKind, WaitOutcome } from '../events/catalog.ts';
 import { RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
 
 type MachineEvent = SessionEvent | Command;
@@ -46,7 +48,22 @@ function committedOf(e: MachineEvent): SessionEvent {
   return e;
 }
 /** The input a command would admit as a continuation: a recovery's, or a hand-back's (a `released` settlement). */
-const continuationIdOf = (c: Command) => (c.type === 'recover' || (c.type === 'settle' && c.outcome === 'released') ? c.continuationInputId : undefined);
+const continuationIdOf = (c: Command) =>
+  c.type === 'recover' || c.type === 'resolve' || (c.type === 'settle' && c.outcome === 'released') ? c.continuationInputId : undefined;
+/** The wait a `resolve` names (by kind and name), if the turn has it. */
+const waitOf = (ctx: SessionContext, c: Command): Wait | undefined =>
+  c.type === 'resolve' ? ctx.waits.find((w) => w.kind === c.kind && w.name === c.name) : undefined;
+/** The outcomes each kind of wait ends with, when resolved (`cancelled` is a cancel's). */
+export const WAIT_OUTCOMES: Record<WaitKind, readonly WaitOutcome[]> = {
+  approval: ['approved', 'denied'],
+  signal: ['delivered', 'timed_out'],
+  timer: ['elapsed'],
+};
+/** A wait in words: `approval of call_1 (send_mail)`, `signal payment`, `timer sleep-1 (until ...)`. */
+export function describeWait(w: Wait): string {
+  if (w.kind === 'approval') return `approval of call ${w.name}${w.tool ? ` (${w.tool})` : ''}`;
+  return `${w.kind} ${w.name}${w.until !== null ? ` (${w.kind === 'timer' ? 'until' : 'times out at'} ${isoTime(w.until)})` : ''}`;
+}
 const ownerOf = (c: Command) => ('ownerId' in c ? c.ownerId : undefined);
 const executionOf = (c: Command) => ('executionId' in c ? c.executionId : undefined);
 const at = (ms: number | undefined) => (ms === undefined ? 'an unknown time' : isoTime(ms));
@@ -97,7 +114,50 @@ export const refusalMessages: Record<Refusal, (a: Args) => string> = {
     return `input ${event.inputId} was not admitted to session ${context.sessionId}: ${which}. Wait for the session to run what is pending (wake it), drop pending inputs (sessiond cancel ${context.sessionId} --pending), or raise the limit (--max-pending-inputs, --max-pending-bytes)`;
   },
   nothing_to_drop: ({ context }) => `session ${context.sessionId} has no pending input to drop`,
+  waiting: ({ context }) =>
+    `session ${context.sessionId} waits for ${openWaits(context).map(describeWait).join(', ')}: approve or deny a call (sessiond approve|deny ${context.sessionId} CALL), deliver a signal (sessiond resolve ${context.sessionId} NAME --data JSON), or cancel the turn (sessiond cancel ${context.sessionId}); new inputs wait until then`,
+  no_such_wait: ({ context, event }) => {
+    const c = commandOf(event);
+    const kind = c.type === 'resolve' ? c.kind : 'wait';
+    const name = c.type === 'resolve' ? c.name : '?';
+    const open = openWaits(context);
+    return `session ${context.sessionId} has no ${kind} named ${name} to resolve: ${open.length ? `it waits for ${open.map(describeWait).join(', ')}` : 'it waits for nothing (a turn still running has not ended its execution to wait yet)'}`;
+  },
+  already_resolved: ({ context, event }) => {
+    const w = waitOf(context, commandOf(event))!;
+    return `the ${describeWait(w)} of session ${context.sessionId} was already resolved: ${w.outcome} at ${at(w.resolvedAt ?? undefined)}; a wait is resolved once`;
+  },
+  wrong_outcome: ({ event }) => {
+    const c = commandOf(event);
+    if (c.type !== 'resolve') return 'not a resolve';
+    return `a ${c.kind} wait ends ${WAIT_OUTCOMES[c.kind].join(' or ')}, not ${c.outcome}`;
+  },
+  not_due: ({ context, event }) => {
+    const w = waitOf(context, commandOf(event))!;
+    return w.until === null
+      ? `the ${describeWait(w)} of session ${context.sessionId} has no timeout: it cannot time out`
+      : `never wakes a timer early: the ${describeWait(w)} of session ${context.sessionId} is due at ${isoTime(w.until)}, not yet at ${isoTime(commandOf(event).now)}`;
+  },
+  not_approved: ({ context, event }) => {
+    const w = unapprovedStart(context, commandOf(event))!;
+    return w.started
+      ? `never runs an approved call twice: call ${w.callId} (${w.tool}) of session ${context.sessionId} has already started`
+      : `never runs a tool a person ${w.outcome === 'denied' ? 'denied' : 'has not approved'}: call ${w.callId} (${w.tool}) of session ${context.sessionId} is ${w.outcome ?? 'awaiting approval'}`;
+  },
+  nothing_to_wait_for: ({ context, event }) =>
+    `execution ${executionOf(commandOf(event))} of session ${context.sessionId} recorded no wait: a turn settles waiting only after it asks for an approval, a signal or a timer`,
 };
+
+/** The approval wait a runner's `tool.started` would break: a call denied, not yet approved, or already started. */
+function unapprovedStart(ctx: SessionContext, c: Command): Wait | undefined {
+  if (c.type !== 'record') return undefined;
+  for (const e of c.events) {
+    if (e.type !== 'tool.started') continue;
+    const w = ctx.waits.find((x) => x.kind === 'approval' && x.callId === e.payload.callId);
+    if (w && (w.outcome !== 'approved' || w.started)) return w;
+  }
+  return undefined;
+}
 
 /** The pending limit an admission would pass, in words (undefined when it stays within them, or carries none). */
 function pendingLimitPassed(context: SessionContext, admit: Extract<Command, { type: 'admit' }>): string | undefined {
@@ -123,7 +183,11 @@ const claimWhileOwned = [
 ] as const;
 const whenHoldingClaim = [{ guard: 'holdsClaim', actions: decide }, { actions: refuse(Refusal.ClaimLost) }] as const;
 // never admits an input twice: a continuation whose id is already admitted is refused, not admitted again
-const settleHoldingClaim = [{ guard: and(['holdsClaim', 'continuationAdmitted']), actions: refuse(Refusal.AlreadyAdmitted) }, ...whenHoldingClaim] as const;
+const settleHoldingClaim = [
+  { guard: and(['holdsClaim', 'continuationAdmitted']), actions: refuse(Refusal.AlreadyAdmitted) },
+  { guard: and(['holdsClaim', 'waitsForNothing']), actions: refuse(Refusal.NothingToWaitFor) },
+  ...whenHoldingClaim,
+] as const;
 const recoverIfExpired = [
   { guard: 'leaseLive', actions: refuse(Refusal.LeaseNotExpired) },
   { guard: 'continuationAdmitted', actions: refuse(Refusal.AlreadyAdmitted) },
@@ -199,6 +263,31 @@ export const sessionMachine = setup({
       const named = event.inputIds;
       return context.pending.some((p) => p.source === 'user' && admittedInLog(p) && (named === undefined || named.includes(p.inputId)));
     },
+    /** The turn waits for something not yet resolved (an approval, a signal, a timer). */
+    hasOpenWaits: ({ context }) => openWaits(context).length > 0,
+    /** A `resolve` names no wait of the turn. */
+    noSuchWait: ({ context, event }) => waitOf(context, commandOf(event)) === undefined,
+    /** A `resolve` names a wait that has ended already. */
+    waitResolved: ({ context, event }) => waitOf(context, commandOf(event))?.outcome != null,
+    /** A `resolve` whose outcome the wait's kind does not end with (an approval is not `elapsed`). */
+    wrongOutcome: ({ event }) => {
+      assertEvent(event, 'resolve');
+      return !WAIT_OUTCOMES[event.kind].includes(event.outcome);
+    },
+    /** never wakes a timer early: a timer elapses, and a signal times out, only at or after its time. */
+    waitNotDue: ({ context, event }) => {
+      assertEvent(event, 'resolve');
+      if (event.outcome !== 'elapsed' && event.outcome !== 'timed_out') return false;
+      const until = waitOf(context, event)?.until ?? null;
+      return until === null || event.now < until;
+    },
+    /** never runs a tool a person denied, never runs an approved call twice: `tool.started` of an approval's call only once approved, once. */
+    startsOnlyApprovedCalls: ({ context, event }) => unapprovedStart(context, commandOf(event)) === undefined,
+    /** A settlement `waiting` from an execution that recorded no open wait. */
+    waitsForNothing: ({ context, event }) => {
+      assertEvent(event, 'settle');
+      return event.outcome === 'waiting' && !openWaits(context).some((w) => w.executionId === event.executionId);
+    },
     /** The recovery wake is still owed (not landed, not parked). */
     wakePending: ({ context }) => context.recovery?.wakePending === true && !context.recovery.parked,
   },
@@ -239,6 +328,8 @@ export const sessionMachine = setup({
     recover: { actions: refuse(Refusal.NothingToRecover) },
     requestWake: [{ guard: 'wakePending', actions: decide }, { actions: refuse(Refusal.NoWakePending) }],
     failWake: [{ guard: 'wakePending', actions: decide }, { actions: refuse(Refusal.NoWakePending) }],
+    // waits are open only in settled (a waiting turn holds no execution); elsewhere a resolve finds an ended wait or none
+    resolve: [{ guard: 'waitResolved', actions: refuse(Refusal.AlreadyResolved) }, { actions: refuse(Refusal.NoSuchWait) }],
   },
   states: {
     idle: {
@@ -262,6 +353,7 @@ export const sessionMachine = setup({
           { guard: not('holdsClaim'), actions: refuse(Refusal.ClaimLost) },
           { guard: not('onlyRunnerEvents'), actions: refuse(Refusal.NotRunnerEvent) },
           { guard: not('promotesOnlyPending'), actions: refuse(Refusal.NotPending) },
+          { guard: not('startsOnlyApprovedCalls'), actions: refuse(Refusal.NotApproved) },
           { actions: decide },
         ],
       },
@@ -275,7 +367,22 @@ export const sessionMachine = setup({
     settled: {
       on: {
         'execution.claimed': { target: 'claimed', actions: 'fold' },
-        claim: [{ guard: 'hasPending', actions: decide }, { actions: refuse(Refusal.NothingPending) }],
+        // a turn that waits holds nothing, and nothing else runs before it resumes
+        claim: [
+          { guard: 'hasOpenWaits', actions: refuse(Refusal.Waiting) },
+          { guard: 'hasPending', actions: decide },
+          { actions: refuse(Refusal.NothingPending) },
+        ],
+        // cancelling a waiting turn ends its waits
+        cancel: [{ guard: 'hasOpenWaits', actions: decide }, { actions: refuse(Refusal.NothingToCancel) }],
+        resolve: [
+          { guard: 'noSuchWait', actions: refuse(Refusal.NoSuchWait) },
+          { guard: 'waitResolved', actions: refuse(Refusal.AlreadyResolved) },
+          { guard: 'wrongOutcome', actions: refuse(Refusal.WrongOutcome) },
+          { guard: 'waitNotDue', actions: refuse(Refusal.NotDue) },
+          { guard: 'continuationAdmitted', actions: refuse(Refusal.AlreadyAdmitted) },
+          { actions: decide },
+        ],
       },
     },
   },
@@ -313,7 +420,7 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
         payload: { executionId: command.executionId, outcome: command.outcome, ...(command.error ? { error: command.error } : {}) },
       };
       const exec = ctx.execution!;
-      if (command.outcome === 'succeeded') return [settled];
+      if (command.outcome === 'succeeded' || command.outcome === 'waiting') return [settled];
       // what a failed or handed-back turn left open (a step, a tool call aborted mid-way) ends with it
       const error =
         command.outcome === 'failed'
@@ -321,6 +428,7 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
           : { type: 'released', name: 'Released', message: `the worker ${exec.ownerId} shut down and handed the turn back` };
       return [
         ...sealOpenWork(exec, error, error),
+        ...(command.outcome === 'failed' ? sealWaits(ctx, `the turn failed: ${error.message}`) : []),
         settled,
         ...(command.outcome === 'released' && command.continuationInputId
           ? [
@@ -341,10 +449,13 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
     }
     case 'cancel': {
       const exec = ctx.execution!;
-      const error = { type: 'cancelled', name: 'Cancelled', message: command.reason ? `cancelled: ${command.reason}` : 'cancelled' };
+      const why = command.reason ? `cancelled: ${command.reason}` : 'cancelled';
+      if (exec.outcome !== null) return sealWaits(ctx, why); // a waiting turn: its waits end, cancelled
+      const error = { type: 'cancelled', name: 'Cancelled', message: why };
       return [
         { type: 'execution.cancelled', payload: { executionId: exec.id, ...(command.reason ? { reason: command.reason } : {}) } },
         ...sealOpenWork(exec, error, error),
+        ...sealWaits(ctx, why),
       ];
     }
     case 'dropPending': {
@@ -393,6 +504,37 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
         },
       ];
     }
+    case 'resolve': {
+      const w = waitOf(ctx, command)!;
+      const resolved: ProtoEvent = {
+        type: 'wait.resolved',
+        payload: {
+          executionId: w.executionId,
+          kind: w.kind,
+          name: w.name,
+          outcome: command.outcome,
+          ...callOf(w),
+          ...(command.reason === undefined ? {} : { reason: command.reason }),
+          ...(command.data === undefined ? {} : { data: command.data }),
+        },
+      };
+      if (openWaits(ctx).length > 1) return [resolved]; // the turn resumes when its last wait ends
+      const exec = ctx.execution!;
+      return [
+        resolved,
+        {
+          type: 'input.admitted',
+          payload: {
+            inputId: command.continuationInputId,
+            prompt: `Resume the turn of execution ${exec.id}: ${ctx.waits.map((x) => `${describeWait(x)} ${x === w ? command.outcome : x.outcome}`).join(', ')}.`,
+            delivery: 'queue',
+            wake: true,
+            source: 'recovery',
+            continues: continuationOf(exec, 'resumed'),
+          },
+        },
+      ];
+    }
     case 'requestWake':
       return [{ type: 'recovery.wake_requested', payload: { executionId: ctx.recovery!.executionId, attempt: ctx.recovery!.attempts + 1 } }];
     case 'failWake':
@@ -404,6 +546,17 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
       ];
   }
 }
+
+/** The events that end a turn's open waits, cancelled (the turn ends: cancelled, or failed). */
+function sealWaits(ctx: SessionContext, reason: string): ProtoEvent[] {
+  return openWaits(ctx).map((w) => ({
+    type: 'wait.resolved',
+    payload: { executionId: w.executionId, kind: w.kind, name: w.name, outcome: 'cancelled', ...callOf(w), reason: reason.slice(0, 1000) },
+  }));
+}
+
+/** An approval's call, as a `wait.resolved` names it. */
+const callOf = (w: Wait) => (w.callId !== null && w.messageId !== null ? { messageId: w.messageId, callId: w.callId } : {});
 
 /** What a continuation of `exec` continues, as data (the prompt says it in words). */
 function continuationOf(exec: ExecutionState, reason: Continuation['reason']): Continuation {

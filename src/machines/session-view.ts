@@ -6,7 +6,7 @@
  */
 import type { ExecutionPhase, Usage } from '../events/catalog.ts';
 import { stateOf, type SessionSnapshot, type SessionStateValue } from './decider.ts';
-import { pendingBytes, type ExecutionState, type PendingInput, type RecoveryState, type SessionContext } from './session-context.ts';
+import { pendingBytes, type ExecutionState, type PendingInput, type RecoveryState, type SessionContext, type Wait } from './session-context.ts';
 
 export interface SessionView {
   sessionId: string;
@@ -38,6 +38,12 @@ export interface SessionView {
   pendingCount: number;
   pendingBytes: number;
   recovery: RecoveryState | null;
+  /**
+   * The turn's waits: what it waits for (`outcome` null: an approval of a call, with its tool and
+   * input; a signal; a timer, with `until`), and those already resolved in this turn. A session
+   * waits when `outcome` is `waiting` and one of these is open.
+   */
+  waits: Wait[];
   /** Executions claimed so far. */
   executions: number;
   /** Tokens used by the session's model steps and compactions. */
@@ -73,6 +79,7 @@ export function sessionView(snapshot: SessionSnapshot, now: number): SessionView
     pendingCount: ctx.pending.length,
     pendingBytes: pendingBytes(ctx),
     recovery: ctx.recovery,
+    waits: ctx.waits,
     executions: ctx.executions,
     usage: ctx.usage,
   };

@@ -50,7 +50,7 @@ const pending = z.object({
   continues: z
     .object({
       executionId: id,
-      reason: z.enum(['interrupted', 'handed_back']),
+      reason: z.enum(['interrupted', 'handed_back', 'resumed']),
       phase,
       inputIds: z.array(id),
       assistantMessageId: id.nullable(),
@@ -70,13 +70,32 @@ const execution = z.object({
   phase,
   started: z.boolean(),
   cancelled: z.boolean(),
-  outcome: z.enum(['succeeded', 'failed', 'released', 'cancelled']).nullable(),
+  outcome: z.enum(['succeeded', 'failed', 'released', 'waiting', 'cancelled']).nullable(),
   error: recordedError.nullable(),
   openStep: id.nullable(),
   lastMessage: id.nullable(),
   openTools: z.array(z.object({ callId: id, messageId: id, name: z.string().min(1), durable: z.boolean(), idempotencyKey: z.string().nullable() })),
   inputIds: z.array(id),
   inputCount: z.number().int().nonnegative(),
+});
+
+const wait = z.object({
+  kind: z.enum(['approval', 'signal', 'timer']),
+  name: z.string().min(1),
+  executionId: id,
+  since: millis,
+  until: millis.nullable(),
+  messageId: id.nullable(),
+  callId: id.nullable(),
+  tool: z.string().min(1).nullable(),
+  input: z.unknown().optional(),
+  durable: z.boolean(),
+  idempotencyKey: z.string().nullable(),
+  outcome: z.enum(['approved', 'denied', 'delivered', 'timed_out', 'elapsed', 'cancelled']).nullable(),
+  resolvedAt: millis.nullable(),
+  reason: z.string().nullable(),
+  data: z.unknown().optional(),
+  started: z.boolean(),
 });
 
 const ok = <T extends z.ZodRawShape>(shape: T) => z.object({ ok: z.literal(true), ...shape });
@@ -102,7 +121,7 @@ export const replySchemas = {
     leaseLive: z.boolean(),
     leaseLeftMs: z.number().int().nonnegative(),
     phase: phase.nullable(),
-    outcome: z.enum(['succeeded', 'failed', 'released', 'cancelled']).nullable(),
+    outcome: z.enum(['succeeded', 'failed', 'released', 'waiting', 'cancelled']).nullable(),
     pending: z.array(pending),
     pendingFrom: z.number().int().nonnegative(),
     pendingCount: z.number().int().nonnegative(),
@@ -118,6 +137,7 @@ export const replySchemas = {
         lastError: recordedError.nullable(),
       })
       .nullable(),
+    waits: z.array(wait),
     executions: z.number().int().nonnegative(),
     usage: z.object({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() }),
     execution: execution.nullable(),

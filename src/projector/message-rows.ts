@@ -32,7 +32,18 @@ export interface TextPart {
   type: 'text' | 'reasoning';
   text: string;
 }
-export type ToolStatus = 'pending' | 'running' | 'completed' | 'error';
+/**
+ * pending -> running -> completed | error; a call that needs a person's approval: pending ->
+ * awaiting_approval -> approved (then running, in the execution that resumed the turn) | denied |
+ * cancelled (its turn was cancelled, or failed, while it waited).
+ */
+export type ToolStatus = 'pending' | 'awaiting_approval' | 'approved' | 'denied' | 'cancelled' | 'running' | 'completed' | 'error';
+/** A person's decision on a call that needed approval. */
+export interface ToolDecision {
+  outcome: 'approved' | 'denied' | 'cancelled';
+  reason?: string;
+  time: number;
+}
 export interface ToolData {
   callId: string;
   name: string;
@@ -42,6 +53,9 @@ export interface ToolData {
   state: ToolStatus;
   output?: unknown;
   error?: RecordedError;
+  decision?: ToolDecision;
+  /** An approved call runs in the execution that resumed its turn: that execution's id. */
+  runBy?: string;
 }
 export interface AssistantData {
   executionId: string;

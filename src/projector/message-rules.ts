@@ -15,7 +15,12 @@
  *   sealing the step). A call moves pending -> running -> completed | error and ends once, except
  *   that a failed call may fail again with the same error name (the newest error is kept); a
  *   different name dies with exactly `Tool error name changed for <callId>: <old> -> <new>`.
- * - Every event that names an execution must match the message's execution.
+ * - A call that needs approval: `wait.started` (kind approval) moves it pending -> awaiting_approval,
+ *   `wait.resolved` to approved, denied or cancelled (with the decision). An approved call is run
+ *   by the execution that resumed the turn: its `tool.started` moves approved -> running and names
+ *   that execution (`runBy`), whose `tool.succeeded`/`tool.failed` then end it.
+ * - Every event that names an execution must match the message's execution (or, for an approved
+ *   call, the execution that runs it).
  * Compaction messages: `compaction.started` creates one (`running`), `compaction.completed`
  * completes a running one with its summary. User messages are created on `input.promoted`.
  */
@@ -27,6 +32,7 @@ import type { AssistantData, CachedMessage, CompactionData, MessageType, TextPar
 type Rows = ReturnType<typeof messageRows>;
 type MessageEvent = SessionEvent & { payload: { executionId: string; messageId: string } };
 type ToolEvent = SessionEvent<'tool.started' | 'tool.succeeded' | 'tool.failed'>;
+type WaitEvent = SessionEvent<'wait.started' | 'wait.resolved'>;
 
 export function messageRules(rows: Rows) {
   /** The message an event names, checked to be of `type` and of the event's session. */
@@ -66,16 +72,62 @@ export function messageRules(rows: Rows) {
 
   const tool = <E extends ToolEvent>(e: E, change: (e: E, t: ToolData) => ToolData) => {
     const { messageId, callId } = e.payload;
-    const m = assistant(e, `a call is addressed by (message, call id) and needs its message's step.started and tool.called first`);
+    const m = existing(
+      e,
+      'assistant',
+      `a call is addressed by (message, call id) and needs its message's step.started and tool.called first`,
+    ) as CachedMessage & {
+      data: AssistantData;
+    };
     const index = indexOfCall(m.data.tools, callId);
-    if (index < 0)
-      throw inconsistent(`${e.type} for call ${callId} in message ${messageId}, which was never called: tool.called comes first.`, { messageId, callId });
+    const t = index < 0 ? undefined : m.data.tools[index]!;
+    // an approved call runs in the execution that resumed its turn
+    const runner = t?.runBy ?? (t?.state === 'approved' && e.type === 'tool.started' ? e.payload.executionId : m.data.executionId);
+    if (runner !== e.payload.executionId) sameExecution(e, m.data);
+    if (!t) throw inconsistent(`${e.type} for call ${callId} in message ${messageId}, which was never called: tool.called comes first.`, { messageId, callId });
     const tools = m.data.tools.slice();
     tools[index] = change(e, tools[index]!);
     rows.update(m, { ...m.data, tools }, e.time);
   };
 
+  /** The approval call a wait names (none for other kinds of wait). */
+  const approvalCall = (e: WaitEvent, change: (t: ToolData) => ToolData) => {
+    const { kind, messageId, callId } = e.payload;
+    if (kind !== 'approval') return;
+    if (messageId === undefined || callId === undefined)
+      throw inconsistent(`${e.type} of approval ${e.payload.name} names no call: an approval carries its messageId and callId.`, { name: e.payload.name });
+    const m = existing(e as WaitEvent & MessageEvent, 'assistant', 'an approval waits for a call of an existing message');
+    sameExecution(e as WaitEvent & MessageEvent, m.data as AssistantData);
+    const data = m.data as AssistantData;
+    const index = indexOfCall(data.tools, callId);
+    if (index < 0)
+      throw inconsistent(`${e.type} for call ${callId} in message ${messageId}, which was never called: tool.called comes first.`, { messageId, callId });
+    const tools = data.tools.slice();
+    tools[index] = change(tools[index]!);
+    rows.update(m, { ...data, tools }, e.time);
+  };
+
   return {
+    waitStarted: (e: SessionEvent<'wait.started'>) =>
+      approvalCall(e, (t) => {
+        if (t.state !== 'pending')
+          throw inconsistent(`wait.started for call ${t.callId}, which is ${t.state}: only a call not yet started waits for approval.`, { callId: t.callId });
+        return { ...t, state: 'awaiting_approval' };
+      }),
+
+    waitResolved: (e: SessionEvent<'wait.resolved'>) =>
+      approvalCall(e, (t) => {
+        const outcome = e.payload.outcome;
+        if (t.state !== 'awaiting_approval')
+          throw inconsistent(`wait.resolved (${outcome}) for call ${t.callId}, which is ${t.state}: a call is decided once, while it awaits approval.`, {
+            callId: t.callId,
+          });
+        if (outcome !== 'approved' && outcome !== 'denied' && outcome !== 'cancelled')
+          throw inconsistent(`wait.resolved of approval ${t.callId} is ${outcome}: an approval is approved, denied or cancelled.`, { callId: t.callId });
+        const decision = { outcome, time: e.time, ...(e.payload.reason === undefined ? {} : { reason: e.payload.reason }) };
+        return { ...t, state: outcome, decision };
+      }),
+
     /** The user message of a promoted input: id = input id, seq = the promotion's seq. */
     userPromoted(e: SessionEvent<'input.promoted'>, input: InputRow): void {
       const { inputId, executionId } = e.payload;
@@ -194,6 +246,7 @@ function indexOfPart(parts: readonly { id: string }[], partId: string): number {
 }
 
 function startTool(e: SessionEvent<'tool.started'>, t: ToolData): ToolData {
+  if (t.state === 'approved') return { ...t, state: 'running', runBy: e.payload.executionId };
   if (t.state !== 'pending')
     throw inconsistent(`tool.started for call ${t.callId} in message ${e.payload.messageId}, which is already ${t.state}: a call starts once.`, {
       callId: t.callId,
@@ -216,12 +269,12 @@ function failTool(e: SessionEvent<'tool.failed'>, t: ToolData): ToolData {
       to: next.name,
     });
   }
-  if (t.state === 'completed') ended(e, t);
+  if (t.state !== 'error') ended(e, t);
   return { ...t, state: 'error', error: next };
 }
 
 function ended(e: ToolEvent, t: ToolData): void {
-  if (t.state === 'completed' || t.state === 'error') {
+  if (t.state === 'completed' || t.state === 'error' || t.state === 'denied' || t.state === 'cancelled') {
     throw inconsistent(`${e.type} for call ${t.callId} in message ${e.payload.messageId}, which already ended (${t.state}): a call ends once.`, {
       messageId: e.payload.messageId,
       callId: t.callId,

@@ -354,6 +354,8 @@ export class Projector {
       'tool.started': rules.toolStarted,
       'tool.succeeded': rules.toolSucceeded,
       'tool.failed': rules.toolFailed,
+      'wait.started': rules.waitStarted,
+      'wait.resolved': rules.waitResolved,
       'compaction.started': rules.compactionStarted,
       'compaction.completed': rules.compactionCompleted,
 

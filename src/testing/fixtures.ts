@@ -53,6 +53,8 @@ export const defaultPayloads: { readonly [K in EventType]: PayloadInputOf<K> } =
   'tool.started': { ...step, callId: 'call_1' },
   'tool.succeeded': { ...step, callId: 'call_1', output: null },
   'tool.failed': { ...step, callId: 'call_1', error },
+  'wait.started': { executionId: 'exe_1', kind: 'signal', name: 'payment' },
+  'wait.resolved': { executionId: 'exe_1', kind: 'signal', name: 'payment', outcome: 'delivered' },
   'compaction.started': { ...step, reason: 'overflow' },
   'compaction.completed': { ...step, summary: 'summary' },
   'recovery.started': { executionId: 'exe_1' },

@@ -20,8 +20,9 @@ import { projectionHash } from '../../src/projector/rebuild.ts';
 import { setup } from '../projector/support.ts';
 import { commit } from '../support/decider-spec.ts';
 import { stream } from '../../src/testing/fixtures.ts';
-import { command, ids, now, protoEvent } from '../support/arbitraries.ts';
+import { command, ids, now, protoEvent, waitCommand } from '../support/arbitraries.ts';
 import type { Command } from '../../src/machines/commands.ts';
+import type { Wait } from '../../src/machines/session-context.ts';
 
 const SEED = 20261130;
 
@@ -54,7 +55,18 @@ interface Ref {
   pending: string[];
   admitted: string[];
   wake: { owed: boolean; parked: boolean } | null;
+  /** The turn's waits: kind, name, time, outcome, and whether an approved call started. */
+  waits: RefWait[];
 }
+interface RefWait {
+  kind: string;
+  name: string;
+  exec: string;
+  until: number | null;
+  outcome: string | null;
+  started: boolean;
+}
+const OUTCOMES: Record<string, string[]> = { approval: ['approved', 'denied'], signal: ['delivered', 'timed_out'], timer: ['elapsed'] };
 const RUNNER_TYPES = new Set([
   'execution.phase',
   'input.promoted',
@@ -67,6 +79,7 @@ const RUNNER_TYPES = new Set([
   'tool.started',
   'tool.succeeded',
   'tool.failed',
+  'wait.started',
   'compaction.started',
   'compaction.completed',
 ]);
@@ -80,9 +93,13 @@ function refDecide(r: Ref, c: Command): { reason: string | null; next: Ref } {
   const accept = (next: Partial<Ref>) => ({ reason: null, next: { ...r, ...next } });
   const admit = (id: string) => ({ pending: [...r.pending, id], admitted: [...r.admitted, id] });
   const endedOne = () => (e && 'executionId' in c && e.id === c.executionId ? refuse('already_settled') : refuse('claim_lost'));
+  // a turn that waits is settled (its execution ended, not recovered) with waits open
+  const settled = e?.ended === true && !e.recovered;
+  const open = r.waits.filter((w) => w.outcome === null);
   switch (c.type) {
     case 'claim':
       if (inProgress) return refuse(live ? (e.owner === c.ownerId ? 'own_lease_live' : 'lease_live') : 'lease_expired');
+      if (settled && open.length > 0) return refuse('waiting');
       if (r.pending.length === 0) return refuse('nothing_pending');
       return accept({
         exec: {
@@ -110,7 +127,25 @@ function refDecide(r: Ref, c: Command): { reason: string | null; next: Ref } {
       if (c.events.some((x) => !RUNNER_TYPES.has(x.type))) return refuse('not_runner_event');
       const promoted = c.events.flatMap((x) => (x.type === 'input.promoted' ? [x.payload.inputId] : []));
       if (promoted.some((id, i) => promoted.indexOf(id) !== i || !r.pending.includes(id))) return refuse('not_pending');
-      return accept({ pending: r.pending.filter((id) => !promoted.includes(id)) });
+      const started = c.events.flatMap((x) => (x.type === 'tool.started' ? [x.payload.callId] : []));
+      if (started.some((id) => r.waits.some((w) => w.kind === 'approval' && w.name === id && (w.outcome !== 'approved' || w.started))))
+        return refuse('not_approved');
+      let waits = r.waits;
+      for (const x of c.events) {
+        if (x.type === 'wait.started' && x.payload.executionId === e.id) {
+          const p = x.payload;
+          waits = [
+            ...waits.filter((w) => !(w.kind === p.kind && w.name === p.name)),
+            { kind: p.kind, name: p.name, exec: e.id, until: p.until ?? null, outcome: null, started: false },
+          ];
+        }
+        if (x.type === 'tool.started') {
+          const id = x.payload.callId;
+          const i = waits.findIndex((w) => w.kind === 'approval' && w.name === id && w.outcome === 'approved' && !w.started);
+          if (i >= 0) waits = waits.map((w, j) => (j === i ? { ...w, started: true } : w));
+        }
+      }
+      return accept({ pending: r.pending.filter((id) => !promoted.includes(id)), waits });
     }
     case 'settle':
       if (!inProgress) return e?.cancelled ? refuse('cancelled') : endedOne();
@@ -119,10 +154,24 @@ function refDecide(r: Ref, c: Command): { reason: string | null; next: Ref } {
         if (r.admitted.includes(c.continuationInputId)) return refuse('already_admitted');
         return accept({ exec: { ...e, ended: true }, ...admit(c.continuationInputId) });
       }
-      return accept({ exec: { ...e, ended: true } });
+      if (c.outcome === 'waiting' && !open.some((w) => w.exec === e.id)) return refuse('nothing_to_wait_for');
+      // a turn that succeeds or fails is over: its waits go; one that waits or is handed back keeps them
+      return accept({ exec: { ...e, ended: true }, waits: c.outcome === 'waiting' ? r.waits : [] });
     case 'cancel':
+      if (settled && open.length > 0) return accept({ waits: [] });
       if (!inProgress || (c.executionId !== undefined && c.executionId !== e.id)) return refuse('nothing_to_cancel');
-      return accept({ exec: { ...e, cancelled: true, ended: true } });
+      return accept({ exec: { ...e, cancelled: true, ended: true }, waits: [] });
+    case 'resolve': {
+      const w = r.waits.find((x) => x.kind === c.kind && x.name === c.name);
+      if (!settled) return refuse(w && w.outcome !== null ? 'already_resolved' : 'no_such_wait');
+      if (!w) return refuse('no_such_wait');
+      if (w.outcome !== null) return refuse('already_resolved');
+      if (!OUTCOMES[c.kind]!.includes(c.outcome)) return refuse('wrong_outcome');
+      if ((c.outcome === 'elapsed' || c.outcome === 'timed_out') && (w.until === null || c.now < w.until)) return refuse('not_due');
+      if (r.admitted.includes(c.continuationInputId)) return refuse('already_admitted');
+      const waits = r.waits.map((x) => (x === w ? { ...x, outcome: c.outcome } : x));
+      return accept({ waits, ...(open.length === 1 ? admit(c.continuationInputId) : {}) });
+    }
     case 'admit':
       return r.admitted.includes(c.inputId) ? refuse('already_admitted') : accept(admit(c.inputId));
     case 'recover':
@@ -139,20 +188,57 @@ function refDecide(r: Ref, c: Command): { reason: string | null; next: Ref } {
   }
 }
 
+/** Commands of a turn that waits for an approval, a signal and a timer (their times are the step sizes of a run). */
+const WAITING_TURN: Command[] = [
+  { type: 'admit', now: 0, inputId: 'inp_w', prompt: 'p', delivery: 'queue', wake: true },
+  { type: 'claim', now: 10, ownerId: 'own_w', executionId: 'exe_w', leaseMs: 30_000 },
+  { type: 'start', now: 10, ownerId: 'own_w', executionId: 'exe_w' },
+  {
+    type: 'record',
+    now: 10,
+    ownerId: 'own_w',
+    executionId: 'exe_w',
+    events: [
+      { type: 'wait.started', payload: { executionId: 'exe_w', kind: 'approval', name: 'call_1', messageId: 'msg_1', callId: 'call_1', tool: 't' } },
+      { type: 'wait.started', payload: { executionId: 'exe_w', kind: 'signal', name: 'call_2', until: 2_000 } },
+      { type: 'wait.started', payload: { executionId: 'exe_w', kind: 'timer', name: 'call_3', until: 1_000 } },
+    ],
+  },
+  { type: 'settle', now: 10, ownerId: 'own_w', executionId: 'exe_w', outcome: 'waiting' },
+];
+
+/** A resolve of `w`, with an outcome its kind may end with (or not, one time in ten) and a fresh continuation id. */
+function aimAt(c: Extract<Command, { type: 'resolve' }>, w: { kind: Wait['kind']; name: string }, dice: number, continuationInputId: string): Command {
+  const outcomes = OUTCOMES[w.kind]!;
+  const outcome = dice === 0 ? c.outcome : (outcomes[dice % outcomes.length] as typeof c.outcome);
+  return { ...c, kind: w.kind, name: w.name, outcome, continuationInputId };
+}
+
 test('fuzz - each of 1,000 random sequences of 10 to 40 commands is decided as a small reference model of the rules decides it: accepted, or refused for the same reason', () => {
   const reasons = new Set<string>();
   fc.assert(
     // `aimed`: the command names the current execution and its owner (a runner's own writes), else its random ones
-    // time moves forward by up to 12 s a command (the random `now` taken as the step), so leases live across commands
-    fc.property(fc.array(fc.tuple(command, fc.boolean()), { minLength: 10, maxLength: 40 }), (steps) => {
+    // time moves forward by up to 12 s a command (or 0.5 s in a quick run; the random `now` taken as the step), so leases live across commands
+    fc.property(fc.array(fc.tuple(fc.oneof(command, waitCommand), fc.nat(9)), { minLength: 10, maxLength: 40 }), fc.boolean(), (steps, quick) => {
       let snap = initialSnapshot('ses_ref');
-      let ref: Ref = { exec: null, pending: [], admitted: [], wake: null };
+      let ref: Ref = { exec: null, pending: [], admitted: [], wake: null, waits: [] };
       let clock = 0;
-      for (const [i, [random, aimed]] of steps.entries()) {
+      // a quick run starts from a turn that waits for an approval, a signal and a timer (then anything may come)
+      const prefix: [Command, number][] = quick ? WAITING_TURN.map((c) => [c, 9]) : [];
+      for (const [i, [random, dice]] of [...prefix, ...steps].entries()) {
+        const aimed = dice < (quick ? 9 : 5); // a quick run is mostly the owner's own commands
         const e = snap.context.execution;
-        clock += random.now % 12_000;
+        clock += random.now % (quick ? 500 : 12_000); // quick: many commands within one lease (turns that wait, resolve and resume)
         const timed = { ...random, now: clock };
-        const c: Command = aimed && e && 'ownerId' in timed && timed.type !== 'claim' ? { ...timed, executionId: e.id, ownerId: e.ownerId } : timed;
+        const mine = aimed && e && 'ownerId' in timed && timed.type !== 'claim' ? { ...timed, executionId: e.id, ownerId: e.ownerId } : timed;
+        // an aimed record writes the runner's own events (of its execution); an aimed resolve names one of the turn's waits
+        const waits = snap.context.waits;
+        const c: Command =
+          mine.type === 'record' && aimed && e
+            ? { ...mine, events: mine.events.map((x) => ({ ...x, payload: { ...x.payload, executionId: e.id } }) as typeof x) }
+            : mine.type === 'resolve' && aimed && waits.length > 0
+              ? aimAt(mine, waits[dice % waits.length]!, dice, `inp_resume_${i}`)
+              : mine;
         const d = decide(snap, c);
         const expected = refDecide(ref, c);
         const got = d.ok ? null : d.reason;
@@ -167,6 +253,8 @@ test('fuzz - each of 1,000 random sequences of 10 to 40 commands is decided as a
     }),
     { numRuns: 1_000, seed: SEED },
   );
+  for (const reason of ['waiting', 'no_such_wait', 'already_resolved', 'wrong_outcome', 'not_due', 'not_approved', 'nothing_to_wait_for'])
+    assert.ok(reasons.has(reason), `the sequences reach the waits' refusal ${reason}`);
   assert.ok(reasons.size >= 17, `the sequences reach most outcomes (${[...reasons].sort().join(', ')})`);
 });
 

@@ -112,6 +112,38 @@ function commandFor(m: Model, step: Step & { type: 'cmd' }): Command | undefined
       const again = ctx.admitted.at(-1)?.[0];
       return again ? { type: 'recover', now, continuationInputId: again } : undefined;
     }
+    case 'ask approval':
+      return ex ? { type: 'record', now, ownerId: step.who, executionId: ex, events: [waitStarted(ex, 'approval', 'call_1')] } : undefined;
+    case 'sleep':
+      return ex ? { type: 'record', now, ownerId: step.who, executionId: ex, events: [waitStarted(ex, 'timer', 'sleep-1', now + TICK)] } : undefined;
+    case 'settle waiting':
+      return ex ? { type: 'settle', now, ownerId: step.who, executionId: ex, outcome: 'waiting' } : undefined;
+    case 'run approved call':
+      return ex
+        ? {
+            type: 'record',
+            now,
+            ownerId: step.who,
+            executionId: ex,
+            events: [{ type: 'tool.started', payload: { executionId: ex, messageId: 'msg_w', callId: 'call_1' } }],
+          }
+        : undefined;
+    case 'approve':
+    case 'deny':
+    case 'approve wrongly':
+    case 'approve unknown':
+      return {
+        type: 'resolve',
+        now,
+        kind: 'approval',
+        name: step.command === 'approve unknown' ? 'call_9' : 'call_1',
+        outcome: step.command === 'deny' ? 'denied' : step.command === 'approve wrongly' ? 'elapsed' : 'approved',
+        continuationInputId: `inp_resume_${ctx.seq}`,
+      };
+    case 'approve again':
+      return { type: 'resolve', now, kind: 'approval', name: 'call_1', outcome: 'approved', continuationInputId: ctx.admitted.at(-1)?.[0] ?? 'inp_none' };
+    case 'elapse':
+      return { type: 'resolve', now, kind: 'timer', name: 'sleep-1', outcome: 'elapsed', continuationInputId: `inp_resume_${ctx.seq}` };
     case 'request wake':
       return { type: 'requestWake', now };
     case 'fail wake':
@@ -120,6 +152,11 @@ function commandFor(m: Model, step: Step & { type: 'cmd' }): Command | undefined
   }
   return undefined;
 }
+
+const waitStarted = (executionId: string, kind: 'approval' | 'timer', name: string, until?: number): ProtoEvent => ({
+  type: 'wait.started',
+  payload: { executionId, kind, name, ...(kind === 'approval' ? { messageId: 'msg_w', callId: name, tool: 'send_mail' } : { until }) },
+});
 
 /** The invariants, stated from the outside: what an accepted command must never have done. */
 function check(before: Model, command: Command, after: SessionSnapshot): string[] {
@@ -132,6 +169,7 @@ function check(before: Model, command: Command, after: SessionSnapshot): string[
     case 'claim':
       if (live) v.push(`never starts a second owner while the lease is live: ${label}`);
       if (exec && exec.outcome === null && !['idle', 'settled'].includes(stateOf(before.snap))) v.push(`never overwrites an expired lease: ${label}`);
+      if (prev.waits.some((w) => w.outcome === null) && stateOf(before.snap) === 'settled') v.push(`ran something while the turn waits: ${label}`);
       if (after.context.execution!.assistantSeq !== prev.lastAssistantSeq) v.push(`claim must snapshot the latest assistant sequence: ${label}`);
       break;
     case 'renew':
@@ -150,7 +188,14 @@ function check(before: Model, command: Command, after: SessionSnapshot): string[
         const ids = command.events.flatMap((e) => (e.type === 'input.promoted' ? [e.payload.inputId] : []));
         if (ids.some((id, i) => ids.indexOf(id) !== i || !prev.pending.some((p) => p.inputId === id)))
           v.push(`promotes an input exactly once, and only a pending one: ${label}`);
-        if (command.events.some((e) => !['step.started', 'input.promoted'].includes(e.type))) v.push(`a runner wrote an engine event: ${label}`);
+        if (command.events.some((e) => !['step.started', 'input.promoted', 'wait.started', 'tool.started'].includes(e.type)))
+          v.push(`a runner wrote an engine event: ${label}`);
+        for (const e of command.events) {
+          if (e.type !== 'tool.started') continue;
+          const w = prev.waits.find((x) => x.kind === 'approval' && x.callId === e.payload.callId);
+          if (w && w.outcome !== 'approved') v.push(`never runs a tool a person denied: ${label}`);
+          if (w?.started) v.push(`never runs an approved call twice: ${label}`);
+        }
       }
       break;
     case 'recover':
@@ -165,6 +210,13 @@ function check(before: Model, command: Command, after: SessionSnapshot): string[
       if (command.executionId !== undefined && command.executionId !== exec?.id)
         v.push(`a cancel of ${command.executionId} stopped another execution: ${label}`);
       break;
+    case 'resolve': {
+      const w = prev.waits.find((x) => x.kind === command.kind && x.name === command.name);
+      if (!w || w.outcome !== null) v.push(`resolved a wait that is not open: ${label}`);
+      if (command.outcome === 'elapsed' && (w?.until == null || command.now < w.until)) v.push(`never wakes a timer early: ${label}`);
+      if (prev.admitted.some(([id]) => id === command.continuationInputId)) v.push(`never admits an input twice: ${label}`);
+      break;
+    }
     case 'requestWake':
     case 'failWake':
       if (!prev.recovery?.wakePending || prev.recovery.parked) v.push(`counted a wake that is not owed: ${label}`);
@@ -188,7 +240,8 @@ function modelLogic(machine = sessionMachine, fired?: Set<string>) {
       const { snapshot: snap } = commit(m.snap, d.events, m.now, machine);
       const violations = [...m.violations, ...check(m, command, snap)];
       const mine = command.type === 'claim' ? { ...m.mine, [command.ownerId]: command.executionId } : m.mine;
-      const cancelled = command.type === 'cancel' ? [...m.cancelled, snap.context.execution!.id] : m.cancelled;
+      // (a cancel of a waiting turn ends its waits; its execution had settled waiting)
+      const cancelled = command.type === 'cancel' && snap.context.execution!.cancelled ? [...m.cancelled, snap.context.execution!.id] : m.cancelled;
       return { snap, now: m.now, mine, cancelled, violations };
     },
     { snap: initialSnapshot('ses_model', machine), now: 0, mine: {}, cancelled: [], violations: [] } as Model,
@@ -219,6 +272,14 @@ const allSteps: Step[] = [
   ...['start', 'renew', 'step', 'settle'].map(cmd('stranger')),
 ];
 
+/** A turn that waits: an approval (asked, decided, run) and a timer, for the waits walk. */
+const waitSteps: Step[] = [
+  { type: 'tick' },
+  ...['admit', 'cancel', 'approve', 'deny', 'approve wrongly', 'approve unknown', 'approve again'].map(cmd('user')),
+  ...['recover', 'elapse'].map(cmd('sweeper')),
+  ...['claim', 'start', 'settle', 'settle failed', 'ask approval', 'sleep', 'settle waiting', 'run approved call'].map(cmd(OWNERS[0])),
+];
+
 function key(m: Model): string {
   const c = m.snap.context;
   const e = c.execution;
@@ -239,15 +300,16 @@ function key(m: Model): string {
     c.pending.map((p) => p.source),
     c.admitted.length > 0,
     c.recovery && [c.recovery.wakePending, c.recovery.parked],
+    c.waits.map((w) => [w.kind, w.outcome, w.started, w.until === null ? null : w.until - m.now]),
   ]);
 }
 
-function explore(machine = sessionMachine, events: Step[] = steps, fired?: Set<string>, maxExecutions = MAX_EXECUTIONS) {
+function explore(machine = sessionMachine, events: Step[] = steps, fired?: Set<string>, maxExecutions = MAX_EXECUTIONS, maxPending = 2) {
   const paths = getShortestPaths(modelLogic(machine, fired), {
     events: () => events,
     serializeState: (snap) => key(snap.context as Model),
     serializeEvent: (e) => JSON.stringify(e),
-    stopWhen: (snap) => (snap.context as Model).snap.context.executions >= maxExecutions || (snap.context as Model).snap.context.pending.length > 2,
+    stopWhen: (snap) => (snap.context as Model).snap.context.executions >= maxExecutions || (snap.context as Model).snap.context.pending.length > maxPending,
   });
   const violations = new Set<string>();
   let transitions = 0;
@@ -273,6 +335,7 @@ const COMMANDS: readonly Command['type'][] = [
   'recover',
   'requestWake',
   'failWake',
+  'resolve',
 ];
 
 type Transition = NonNullable<ReturnType<typeof sessionMachine.root.transitions.get>>[number];
@@ -342,7 +405,9 @@ function unreachableReason(triple: string): string | undefined {
 test('model - the coverage walk takes every branch of the machine that any commands can reach; the others are listed with the reason', () => {
   const fired = new Set<string>();
   const { violations, paths } = explore(sessionMachine, allSteps, fired, 2);
-  assert.equal(violations, []);
+  // (a resumed turn that is recovered holds its input, the resume and the recovery's continuation: three pending)
+  const waited = explore(sessionMachine, waitSteps, fired, 3, 3);
+  assert.equal([...violations, ...waited.violations], []);
   const all = allTriples();
   const missed = all.filter((t) => !fired.has(t) && !unreachableReason(t));
   const listedButReached = all.filter((t) => fired.has(t) && unreachableReason(t));
@@ -392,6 +457,21 @@ test('model - the walk catches a broken guard (the checks can fail)', () => {
   assert.ok(
     p.violations.some((v) => v.startsWith('promotes an input exactly once')),
     p.violations.slice(0, 3).join('\n'),
+  );
+  // mutants 4 and 5: a timer woken early, a denied (or already run) call started (found by the waits walk)
+  const early = explore(sessionMachine.provide({ guards: { waitNotDue: () => false } }), waitSteps, undefined, 2, 3);
+  assert.ok(
+    early.violations.some((v) => v.startsWith('never wakes a timer early')),
+    early.violations.slice(0, 3).join('\n'),
+  );
+  const runsAnything = explore(sessionMachine.provide({ guards: { startsOnlyApprovedCalls: () => true } }), waitSteps, undefined, 3, 3);
+  assert.ok(
+    runsAnything.violations.some((v) => v.startsWith('never runs a tool a person denied')),
+    runsAnything.violations.slice(0, 3).join('\n'),
+  );
+  assert.ok(
+    runsAnything.violations.some((v) => v.startsWith('never runs an approved call twice')),
+    runsAnything.violations.slice(0, 3).join('\n'),
   );
 });
 

@@ -25,6 +25,24 @@ export const protoEvent: fc.Arbitrary<ProtoEvent> = fc.oneof(
     }),
   }),
   fc.record({ type: fc.constant('recovery.started' as const), payload: fc.record({ executionId: ids('exe') }) }),
+  fc.record({ type: fc.constant('tool.started' as const), payload: fc.record({ executionId: ids('exe'), messageId: ids('msg'), callId: ids('call') }) }),
+  // a wait of each kind (an approval is named by its call id; a timer and a signal may have a time)
+  fc
+    .record({
+      executionId: ids('exe'),
+      kind: fc.constantFrom('approval' as const, 'signal' as const, 'timer' as const),
+      name: ids('call'),
+      until: fc.option(now, { nil: undefined }),
+    })
+    .map(({ executionId, kind, name, until }) => ({
+      type: 'wait.started' as const,
+      payload: {
+        executionId,
+        kind,
+        name,
+        ...(kind === 'approval' ? { messageId: 'msg_1', callId: name, tool: 't' } : until === undefined ? {} : { until }),
+      },
+    })),
 ) as fc.Arbitrary<ProtoEvent>;
 
 export const command: fc.Arbitrary<Command> = fc.oneof(
@@ -37,7 +55,7 @@ export const command: fc.Arbitrary<Command> = fc.oneof(
     now,
     ownerId: ids('own'),
     executionId: ids('exe'),
-    outcome: fc.constantFrom('succeeded' as const, 'failed' as const, 'released' as const),
+    outcome: fc.constantFrom('succeeded' as const, 'failed' as const, 'released' as const, 'waiting' as const),
     continuationInputId: ids('inp_cont'),
   }),
   fc.record({ type: fc.constant('cancel' as const), now }),
@@ -50,6 +68,38 @@ export const command: fc.Arbitrary<Command> = fc.oneof(
     wake: fc.boolean(),
   }),
   fc.record({ type: fc.constant('recover' as const), now, continuationInputId: ids('inp_cont') }),
+  fc.record({
+    type: fc.constant('resolve' as const),
+    now,
+    kind: fc.constantFrom('approval' as const, 'signal' as const, 'timer' as const),
+    name: ids('call'),
+    outcome: fc.constantFrom('approved' as const, 'denied' as const, 'delivered' as const, 'timed_out' as const, 'elapsed' as const),
+    continuationInputId: ids('inp_cont'),
+  }),
   fc.record({ type: fc.constant('requestWake' as const), now }),
   fc.record({ type: fc.constant('failWake' as const), now, park: fc.boolean(), error: fc.constant({ type: 'x', message: 'x' }) }),
+);
+
+/** Commands of turns that wait, more often than `command` makes them: what reaches waiting, resolving and resuming. */
+export const waitCommand: fc.Arbitrary<Command> = fc.oneof(
+  fc.record({
+    type: fc.constant('record' as const),
+    now,
+    ownerId: ids('own'),
+    executionId: ids('exe'),
+    events: fc.array(
+      protoEvent.filter((e) => e.type === 'wait.started' || e.type === 'tool.started'),
+      { minLength: 1, maxLength: 2 },
+    ),
+  }),
+  fc.record({ type: fc.constant('settle' as const), now, ownerId: ids('own'), executionId: ids('exe'), outcome: fc.constant('waiting' as const) }),
+  fc.record({
+    type: fc.constant('resolve' as const),
+    now,
+    kind: fc.constantFrom('approval' as const, 'signal' as const, 'timer' as const),
+    name: ids('call'),
+    outcome: fc.constantFrom('approved' as const, 'denied' as const, 'delivered' as const, 'timed_out' as const, 'elapsed' as const),
+    continuationInputId: ids('inp_cont'),
+  }),
+  command.filter((c) => c.type === 'claim' || c.type === 'start' || c.type === 'admit' || c.type === 'cancel'),
 );
