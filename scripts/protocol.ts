@@ -37,6 +37,8 @@ import { decodeLiveEvent, encodeLiveEvent } from '../src/nats/live-bus.ts';
 import { decodeBatch, encodeBatch } from '../src/nats/stream.ts';
 import { subjects, commandVerbs, type CommandVerb } from '../src/nats/subjects.ts';
 import { echoRunner } from '../src/runner/echo.ts';
+
+const echo = echoRunner();
 import { decodeEvent } from '../src/events/codec.ts';
 
 export const PROTOCOL_DIR = fileURLToPath(new URL('../clients/protocol/', import.meta.url));
@@ -470,13 +472,29 @@ async function commandVectors(): Promise<CommandCase[]> {
     ['cancel with a reason and an execution id', 'cancel', { sessionId: 'ses_cmd', reason: 'stop, please', executionId: 'exe_x' }],
     ['status with pendingFrom', 'status', { sessionId: 'ses_cmd', pendingFrom: 100 }],
     ['drop named inputs with a reason', 'drop', { sessionId: 'ses_cmd', inputIds: ['inp_a', 'inp_b'], reason: 'cleanup' }],
+    [
+      'resolve: approve a call, with a reason',
+      'resolve',
+      { sessionId: 'ses_cmd', kind: 'approval', name: 'call_x', outcome: 'approved', reason: 'looks right' },
+    ],
+    ['resolve: deny a call', 'resolve', { sessionId: 'ses_cmd', kind: 'approval', name: 'call_y', outcome: 'denied' }],
+    [
+      'resolve: deliver a signal with data',
+      'resolve',
+      { sessionId: 'ses_cmd', kind: 'signal', name: 'payment', outcome: 'delivered', data: { amount: 12.5, ok: true } },
+    ],
   ];
   for (const [name, verb, body] of requests) request(name, verb, body);
 
   const clock = new ManualClock(T0);
   const engine = await openEngine({
     file: ':memory:',
-    runner: echoRunner(),
+    // an echo, except that a prompt `wait for NAME` first waits for that signal (the resolve replies)
+    runner: async (ctx) => {
+      const name = /^wait for (\S+)$/.exec(ctx.inputs[0]?.prompt ?? '')?.[1];
+      if (name) await ctx.waitFor(name);
+      await echo(ctx);
+    },
     clock,
     ids: sequentialIds(),
     ownerId: 'own_vectors',
@@ -518,6 +536,30 @@ async function commandVectors(): Promise<CommandCase[]> {
     await answer('admit: a second input without waking', 'admit', { sessionId: 'ses_cmd', prompt: 'later', id: 'inp_cmd_3', wake: false });
     await answer('drop: every pending input', 'drop', { sessionId: 'ses_cmd', reason: 'cleanup' });
     await answer('drop: nothing pending', 'drop', { sessionId: 'ses_cmd' });
+    await answer('admit: a turn that waits for a signal', 'admit', { sessionId: 'ses_wait', prompt: 'wait for payment', id: 'inp_wait_1' });
+    await engine.awaitIdle('ses_wait');
+    await answer('status: waiting for a signal', 'status', { sessionId: 'ses_wait' });
+    await answer('error command_refused: no such wait', 'resolve', { sessionId: 'ses_wait', kind: 'approval', name: 'call_none', outcome: 'approved' });
+    await answer('resolve: the signal delivered, the turn resumes', 'resolve', {
+      sessionId: 'ses_wait',
+      kind: 'signal',
+      name: 'payment',
+      outcome: 'delivered',
+      data: { amount: 12.5 },
+    });
+    await engine.awaitIdle('ses_wait');
+    await answer('resolve: the same signal again (resolved false)', 'resolve', {
+      sessionId: 'ses_wait',
+      kind: 'signal',
+      name: 'payment',
+      outcome: 'delivered',
+    });
+    await answer("error bad_request: a timer is the sweep's to resolve", 'resolve', {
+      sessionId: 'ses_wait',
+      kind: 'timer',
+      name: 'sleep-1',
+      outcome: 'elapsed',
+    });
     await answer('error bad_request: not JSON', 'status', new TextEncoder().encode('{"sessionId": ses_cmd'));
     await answer('error bad_request: an unknown field', 'wake', { sessionId: 'ses_cmd', force: true });
     await answer('error invalid_id: a session id with a dot', 'status', { sessionId: 'ses.cmd' });

@@ -20,6 +20,7 @@ import { systemClock } from './clock.ts';
 import { SessionExecution, type ExecutionOptions, type ResumeResult } from './execution/session-execution.ts';
 import { admitInput } from './input/admit.ts';
 import { dropPending } from './input/drop.ts';
+import { resolveWait, waitMethods } from './input/resolve.ts';
 import { checkStatusOptions, knownSessions, statusOf, unlessUnknown } from './sessions/status.ts';
 import { followLog } from './sessions/follow-log.ts';
 import type { Sessions } from './sessions/sessions.ts';
@@ -82,6 +83,11 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     resume: (id) => execution.resume(id),
     cancel: (id, reason, executionId) => unlessUnknown(execution.handler, id, 'cancel', execution.cancel(id, reason, executionId)),
     dropPending: (id, request) => unlessUnknown(execution.handler, id, 'drop pending inputs of', dropPending(execution.handler, id, request)),
+    ...waitMethods(async (id, request) => {
+      const result = await unlessUnknown(execution.handler, id, 'resolve a wait of', resolveWait(execution.handler, id, request));
+      if (result.resumeInputId) await execution.wake(id); // the turn resumes here
+      return result;
+    }),
     awaitIdle: (id) => execution.awaitIdle(id),
     async status(id, statusOptions) {
       const checked = checkStatusOptions(statusOptions);

@@ -243,6 +243,21 @@ export class CancelledError extends SessiondError {
   }
 }
 
+/**
+ * What ends a runner's execution when its turn waits (`ctx.waitFor`, `ctx.sleep`): the runner lets
+ * it through (its signal aborts with it too); the turn settles `waiting` and resumes, running the
+ * runner again from the top, once what it waits for has come. Not a failure: never recorded.
+ */
+export class WaitingError extends Error {
+  constructor(
+    readonly executionId: string,
+    readonly waitingFor: string,
+  ) {
+    super(`Execution ${executionId} ends to wait for ${waitingFor}; the turn resumes when it comes`);
+    this.name = 'WaitingError';
+  }
+}
+
 /** What aborts a runner whose turn ran past its deadline: the turn settles failed with it (`type: 'turn_timeout'`). */
 export class TurnTimeoutError extends SessiondError {
   constructor(executionId: string, turnTimeoutMs: number) {

@@ -320,6 +320,9 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       follow: (id, handler, followOptions) => engine.follow(id, handler, followOptions),
       cancel: (id, reason, executionId) => engine.cancel(id, reason, executionId),
       dropPending: (id, request) => engine.dropPending(id, request),
+      approve: (id, callId, decision) => engine.approve(id, callId, decision),
+      deny: (id, callId, decision) => engine.deny(id, callId, decision),
+      resolve: (id, name, signal) => engine.resolve(id, name, signal),
       awaitIdle: (id) => engine.awaitIdle(id),
       activeTurns: () => engine.activeTurns(),
       async close() {

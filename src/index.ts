@@ -6,18 +6,29 @@
 // a complete worker, and the small embedded core
 export { startSessiond, type Sessiond, type SessiondOptions, type HostReport } from './host.ts';
 export { openEngine, type Engine, type EngineOptions } from './engine.ts';
-export type { Sessions, SessionStatus, StatusOptions, WakeResult, FollowOptions, EventSubscription, SessionEventHandler } from './sessions/sessions.ts';
+export type {
+  Sessions,
+  DecisionOptions,
+  SessionStatus,
+  StatusOptions,
+  WakeResult,
+  FollowOptions,
+  EventSubscription,
+  SessionEventHandler,
+} from './sessions/sessions.ts';
 export { logSessions, type LogSessionsOptions } from './sessions/log-sessions.ts';
 export { statusOf } from './sessions/status.ts';
 export type { SessionView } from './machines/session-view.ts';
+export type { Wait } from './machines/session-context.ts';
 export { DEFAULT_LEASE_MS, DEFAULT_HEARTBEAT_MS, type Notice } from './execution/session-execution.ts';
 export { DEFAULT_SWEEP_INTERVAL_MS, type RecoveryNotice } from './recovery/sweeper.ts';
 export type { AdmitRequest, AdmitReceipt } from './input/admit.ts';
 export type { DropPendingRequest, DropPendingResult } from './input/drop.ts';
 export type { CancelResult, ResumeResult } from './execution/session-execution.ts';
+export type { ResolveResult } from './input/resolve.ts';
 // runners
 export { echoRunner, type EchoOptions } from './runner/echo.ts';
-export type { Runner, RunContext, RunInput, ToolCall, ToolContext } from './runner/types.ts';
+export type { Runner, RunContext, RunInput, ToolCall, ToolContext, ApprovalCall, SignalResult } from './runner/types.ts';
 export { openaiRunner, DEFAULT_OPENAI_BASE_URL, type OpenAIRunnerOptions } from './runner/model/openai.ts';
 export { modelRunner, DEFAULT_MAX_STEPS, type ModelRunnerOptions } from './runner/model/model-runner.ts';
 export { defineTool, loadTools, type ModelTool, type ToolRegistry } from './runner/model/tools.ts';
@@ -43,6 +54,7 @@ export {
   CommandRefusedError,
   CancelledError,
   TurnTimeoutError,
+  WaitingError,
   SequenceConflictError,
   ModelRequestError,
   CorruptExportError,

@@ -18,10 +18,10 @@ import type { LiveBus } from '../events/live-bus.ts';
 import type { ExecutionPhase, RecordedError, Usage } from '../events/catalog.ts';
 import type { ProtoEvent } from '../machines/commands.ts';
 import { Refusal } from '../machines/commands.ts';
-import type { RunContext, RunInput, ToolCall, ToolContext } from '../runner/types.ts';
+import type { RunContext, RunInput, SignalResult, ToolCall, ToolContext } from '../runner/types.ts';
 import type { CommandHandler } from './command-handler.ts';
 import { runInputs, steeringInputs } from '../input/turn.ts';
-import { ErrorCode, SessiondError, ClaimLostError, isRefusal, recordedError } from '../errors.ts';
+import { ErrorCode, SessiondError, ClaimLostError, WaitingError, isRefusal, recordedError } from '../errors.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, pack } from '../events/codec.ts';
 import type { Transcripts } from './transcripts.ts';
 
@@ -43,6 +43,8 @@ export interface Turn {
   ctx: RunContext;
   /** When the runner is done: waits for its writes in flight, then takes what is still buffered (appended with the settlement). */
   drain(): Promise<ProtoEvent[]>;
+  /** This execution recorded a wait (an approval, a signal, a timer): the turn settles `waiting`. */
+  waited(): boolean;
 }
 
 /** The idempotency key a durable tool call carries: stable across retries of the same call. */
@@ -71,6 +73,15 @@ function encodedSize(value: unknown): number {
   return value === undefined || value === null ? 1 : typeof value === 'string' ? Buffer.byteLength(value) + 5 : pack(value).byteLength;
 }
 
+/** A signal's name: 1 to 200 characters (it is the key a value is delivered to). */
+function checkWaitName(name: unknown): void {
+  if (typeof name !== 'string' || name.length === 0 || name.length > 200)
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `waitFor: the name must be a string of 1 to 200 characters (what sessiond resolve names), not ${JSON.stringify(name)}.`,
+    );
+}
+
 export function createRunContext(deps: RunContextDeps): Turn {
   const { handler, clock, ids, bus, sessionId, executionId, ownerId, controller } = deps;
   const signal = controller.signal;
@@ -83,6 +94,10 @@ export function createRunContext(deps: RunContextDeps): Turn {
   let phase: ExecutionPhase | undefined = handler.cached(sessionId)?.context.execution?.phase;
   /** Steering inputs promoted by a buffered write: not offered again by the next step. */
   const promoted = new Set<string>();
+  /** The turn's waits when this execution started (what a resumed turn has been given). */
+  const waits = handler.cached(sessionId)?.context.waits ?? [];
+  let waited = false;
+  let sleeps = 0;
 
   const buffer = (events: ProtoEvent[]): void => {
     if (signal.aborted) throw signal.reason;
@@ -132,6 +147,43 @@ export function createRunContext(deps: RunContextDeps): Turn {
     buffer(events);
     bufferedBytes += bytes; // (durable writes are flushed at once: only what waits is counted)
   };
+
+  /** Records a wait (buffered: it rides with the settlement) and ends the execution: the turn waits. */
+  const endToWait = async (payload: Extract<ProtoEvent, { type: 'wait.started' }>['payload'], what: string): Promise<never> => {
+    await later([{ type: 'wait.started', payload }]);
+    waited = true;
+    const err = new WaitingError(executionId, what);
+    if (!signal.aborted) controller.abort(err);
+    throw err;
+  };
+
+  /** Runs a journaled call's `fn` and records its result (buffered), or its error; returns or throws what `fn` did. */
+  const runJournaled = async <T>(messageId: string, callId: string, name: string, key: string | undefined, fn: (tc: ToolContext) => Promise<T>): Promise<T> => {
+    let output: T;
+    try {
+      output = await fn({ callId, idempotencyKey: key, signal });
+    } catch (err) {
+      if (signal.aborted) throw signal.reason;
+      await later([{ type: 'tool.failed', payload: { executionId, messageId, callId, error: recordedError(err, 'tool') } }]);
+      throw err;
+    }
+    const size = encodedSize(output);
+    if (size > DEFAULT_MAX_PAYLOAD_BYTES) {
+      // the call ran, but its result cannot be recorded: the call fails with what to do, and the model sees that
+      const tooLarge = new SessiondError(
+        ErrorCode.PayloadTooLarge,
+        `Tool ${name} returned ${size} bytes, over the limit of ${DEFAULT_MAX_PAYLOAD_BYTES} bytes for one recorded result. Return less (a summary, a page, or a reference to where the full result is stored).`,
+        { details: { callId, tool: name, size, max: DEFAULT_MAX_PAYLOAD_BYTES } },
+      );
+      await later([{ type: 'tool.failed', payload: { executionId, messageId, callId, error: recordedError(tooLarge, 'tool') } }]);
+      throw tooLarge;
+    }
+    // measured once, above
+    await later([{ type: 'tool.succeeded', payload: { executionId, messageId, callId, output: output as unknown } }], EVENT_BYTES + size);
+    return output;
+  };
+
+  const unknownPhase = (): ProtoEvent[] => (phase === 'unknown' ? [] : [{ type: 'execution.phase', payload: { executionId, phase: 'unknown' } }]);
 
   const ctx: RunContext = {
     sessionId,
@@ -211,7 +263,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
       const key = isDurable ? (call.idempotencyKey ?? idempotencyKey(sessionId, executionId, callId)) : undefined;
       // journaled before the side effect starts; the phase becomes unknown in the same append
       await durable([
-        ...(phase === 'unknown' ? [] : [{ type: 'execution.phase', payload: { executionId, phase: 'unknown' } } as ProtoEvent]),
+        ...unknownPhase(),
         {
           type: 'tool.called',
           payload: {
@@ -226,28 +278,69 @@ export function createRunContext(deps: RunContextDeps): Turn {
           },
         },
       ]);
-      let output: T;
-      try {
-        output = await fn({ callId, idempotencyKey: key, signal });
-      } catch (err) {
-        if (signal.aborted) throw signal.reason;
-        await later([{ type: 'tool.failed', payload: { executionId, messageId, callId, error: recordedError(err, 'tool') } }]);
-        throw err;
-      }
-      const size = encodedSize(output);
-      if (size > DEFAULT_MAX_PAYLOAD_BYTES) {
-        // the call ran, but its result cannot be recorded: the call fails with what to do, and the model sees that
-        const tooLarge = new SessiondError(
-          ErrorCode.PayloadTooLarge,
-          `Tool ${call.name} returned ${size} bytes, over the limit of ${DEFAULT_MAX_PAYLOAD_BYTES} bytes for one recorded result. Return less (a summary, a page, or a reference to where the full result is stored).`,
-          { details: { callId, tool: call.name, size, max: DEFAULT_MAX_PAYLOAD_BYTES } },
+      return runJournaled(messageId, callId, call.name, key, fn);
+    },
+
+    waits,
+
+    async requestApproval(messageId, call) {
+      const callId = call.callId ?? ids.next('call');
+      const isDurable = call.durable === true;
+      const key = isDurable ? idempotencyKey(sessionId, executionId, callId) : undefined;
+      await later([
+        {
+          type: 'tool.called',
+          payload: {
+            executionId,
+            messageId,
+            callId,
+            name: call.name,
+            input: call.input,
+            durable: isDurable,
+            ...(key ? { idempotencyKey: key } : {}),
+            started: false,
+          },
+        },
+        { type: 'wait.started', payload: { executionId, kind: 'approval', name: callId, messageId, callId, tool: call.name, input: call.input } },
+      ]);
+      waited = true;
+      return callId;
+    },
+
+    async runApproved<T>(callId: string, fn: (tc: ToolContext) => Promise<T>): Promise<T> {
+      const w = waits.find((x) => x.kind === 'approval' && x.callId === callId);
+      if (w?.outcome !== 'approved' || w.started || w.messageId === null || w.tool === null) {
+        const is = !w ? 'not one this turn asked a person about' : w.started ? 'already started (it never runs twice)' : `${w.outcome ?? 'not yet decided'}`;
+        throw new SessiondError(
+          ErrorCode.InvalidOption,
+          `Call ${callId} of session ${sessionId} cannot run as approved: it is ${is}. Run only the calls in ctx.waits with outcome approved and started false.`,
         );
-        await later([{ type: 'tool.failed', payload: { executionId, messageId, callId, error: recordedError(tooLarge, 'tool') } }]);
-        throw tooLarge;
       }
-      // measured once, above
-      await later([{ type: 'tool.succeeded', payload: { executionId, messageId, callId, output: output as unknown } }], EVENT_BYTES + size);
-      return output;
+      const messageId = w.messageId;
+      await durable([...unknownPhase(), { type: 'tool.started', payload: { executionId, messageId, callId } }]);
+      return runJournaled(messageId, callId, w.tool, w.idempotencyKey ?? undefined, fn);
+    },
+
+    async waitFor<T>(name: string, options: { timeoutMs?: number } = {}): Promise<SignalResult<T>> {
+      checkWaitName(name);
+      const w = waits.find((x) => x.kind === 'signal' && x.name === name);
+      if (w?.outcome === 'delivered') return { outcome: 'delivered', data: w.data as T };
+      if (w?.outcome === 'timed_out') return { outcome: 'timed_out' };
+      const timeout = options.timeoutMs;
+      if (timeout !== undefined && (!Number.isInteger(timeout) || timeout < 1))
+        throw new SessiondError(
+          ErrorCode.InvalidOption,
+          `waitFor(${JSON.stringify(name)}): timeoutMs must be a whole number of milliseconds >= 1, not ${String(timeout)}.`,
+        );
+      return endToWait({ executionId, kind: 'signal', name, ...(timeout === undefined ? {} : { until: clock.now() + timeout }) }, `signal ${name}`);
+    },
+
+    async sleep(ms: number): Promise<void> {
+      if (!Number.isInteger(ms) || ms < 0) throw new SessiondError(ErrorCode.InvalidOption, `sleep(${String(ms)}): use a whole number of milliseconds >= 0.`);
+      const name = `sleep-${++sleeps}`;
+      const w = waits.find((x) => x.kind === 'timer' && x.name === name);
+      if (w?.outcome === 'elapsed') return;
+      await endToWait({ executionId, kind: 'timer', name, until: clock.now() + ms }, `timer ${name}`);
     },
 
     async compact(reason, summarize) {
@@ -261,6 +354,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
   };
   return {
     ctx,
+    waited: () => waited,
     async drain() {
       await queue;
       const events = buffered;

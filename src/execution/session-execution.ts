@@ -21,6 +21,7 @@ import {
   CommandRefusedError,
   ShutdownError,
   TurnTimeoutError,
+  WaitingError,
   isRefusal,
   recordedError,
 } from '../errors.ts';
@@ -305,7 +306,8 @@ export class SessionExecution {
     try {
       await (deadline ? Promise.race([this.runner(turn.ctx), deadline.passed]) : this.runner(turn.ctx));
       if (controller.signal.aborted) throw controller.signal.reason;
-      return await this.settle(sessionId, executionId, 'succeeded', await turn.drain());
+      // a turn that recorded a wait (an approval asked for) ends its execution waiting: it holds nothing until it resumes
+      return await this.settle(sessionId, executionId, turn.waited() ? 'waiting' : 'succeeded', await turn.drain());
     } catch (err) {
       await this.afterFailure(sessionId, executionId, controller, err, () => turn.drain().catch(() => []));
       return false;
@@ -330,6 +332,10 @@ export class SessionExecution {
       return;
     }
     if (reason instanceof CancelledError || isRefusal(reason, 'cancelled')) return; // already settled by the cancellation
+    if (reason instanceof WaitingError) {
+      await this.settle(sessionId, executionId, 'waiting', await buffered());
+      return;
+    }
     if (reason instanceof ShutdownError) {
       await this.settle(sessionId, executionId, 'released', await buffered());
       return;
@@ -341,7 +347,7 @@ export class SessionExecution {
   private async settle(
     sessionId: string,
     executionId: string,
-    outcome: 'succeeded' | 'failed' | 'released',
+    outcome: 'succeeded' | 'failed' | 'released' | 'waiting',
     buffered: ProtoEvent[],
     error?: unknown,
   ): Promise<boolean> {

@@ -128,11 +128,21 @@ export interface SessionContext {
    * cancelled (a cancel of a waiting turn resolves its waits `cancelled`).
    */
   waits: Wait[];
+  /**
+   * The latest waits resolved (at most `DECIDED_WINDOW`, oldest first), also those of turns that
+   * ended: a decision sent again after its turn is over is known as already made.
+   */
+  decided: readonly Decided[];
   /** Number of executions claimed so far. */
   executions: number;
   /** Tokens used by the session's model steps and compactions, summed (as the servers reported them). */
   usage: Usage;
 }
+
+/** A wait that was resolved: its kind, name, outcome and when. */
+export type Decided = readonly [kind: WaitKind, name: string, outcome: WaitOutcome, time: number];
+/** Resolved waits remembered per session (the latest ones). */
+export const DECIDED_WINDOW = 100;
 
 /** Admissions remembered per session for idempotent admission (the latest ones). */
 export const ADMISSION_WINDOW = 1000;
@@ -154,6 +164,7 @@ export function initialContext(sessionId: string): SessionContext {
     admitted: [],
     recovery: null,
     waits: [],
+    decided: [],
     executions: 0,
     usage: { inputTokens: 0, outputTokens: 0 },
   };
@@ -240,6 +251,8 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
     }
     case 'wait.resolved': {
       const p = event.payload;
+      const kept = ctx.decided.length >= DECIDED_WINDOW ? ctx.decided.slice(ctx.decided.length - DECIDED_WINDOW + 1) : ctx.decided;
+      next.decided = [...kept, [p.kind, p.name, p.outcome, event.time]];
       if (p.outcome === 'cancelled' && openWaits(ctx).every((w) => w.kind === p.kind && w.name === p.name)) {
         next.waits = []; // the last wait of a cancelled turn: the turn is over
         return next;

@@ -53,6 +53,17 @@ const continuationIdOf = (c: Command) =>
 /** The wait a `resolve` names (by kind and name), if the turn has it. */
 const waitOf = (ctx: SessionContext, c: Command): Wait | undefined =>
   c.type === 'resolve' ? ctx.waits.find((w) => w.kind === c.kind && w.name === c.name) : undefined;
+/** How the wait a `resolve` names ended (the turn's, else the latest of that kind and name the session remembers), if it did. */
+export function decisionOf(ctx: SessionContext, c: Command): { outcome: WaitOutcome; time: number } | undefined {
+  if (c.type !== 'resolve') return undefined;
+  const w = waitOf(ctx, c);
+  if (w) return w.outcome === null ? undefined : { outcome: w.outcome, time: w.resolvedAt ?? 0 };
+  for (let i = ctx.decided.length - 1; i >= 0; i--) {
+    const [kind, name, outcome, time] = ctx.decided[i]!;
+    if (kind === c.kind && name === c.name) return { outcome, time };
+  }
+  return undefined;
+}
 /** The outcomes each kind of wait ends with, when resolved (`cancelled` is a cancel's). */
 export const WAIT_OUTCOMES: Record<WaitKind, readonly WaitOutcome[]> = {
   approval: ['approved', 'denied'],
@@ -124,8 +135,11 @@ export const refusalMessages: Record<Refusal, (a: Args) => string> = {
     return `session ${context.sessionId} has no ${kind} named ${name} to resolve: ${open.length ? `it waits for ${open.map(describeWait).join(', ')}` : 'it waits for nothing (a turn still running has not ended its execution to wait yet)'}`;
   },
   already_resolved: ({ context, event }) => {
-    const w = waitOf(context, commandOf(event))!;
-    return `the ${describeWait(w)} of session ${context.sessionId} was already resolved: ${w.outcome} at ${at(w.resolvedAt ?? undefined)}; a wait is resolved once`;
+    const c = commandOf(event);
+    const d = decisionOf(context, c)!;
+    const w = waitOf(context, c);
+    const what = w ? describeWait(w) : c.type === 'resolve' ? `${c.kind} ${c.name}` : 'wait';
+    return `the ${what} of session ${context.sessionId} was already resolved: ${d.outcome} at ${isoTime(d.time)}; a wait is resolved once`;
   },
   wrong_outcome: ({ event }) => {
     const c = commandOf(event);
@@ -267,8 +281,8 @@ export const sessionMachine = setup({
     hasOpenWaits: ({ context }) => openWaits(context).length > 0,
     /** A `resolve` names no wait of the turn. */
     noSuchWait: ({ context, event }) => waitOf(context, commandOf(event)) === undefined,
-    /** A `resolve` names a wait that has ended already. */
-    waitResolved: ({ context, event }) => waitOf(context, commandOf(event))?.outcome != null,
+    /** A `resolve` names a wait that has ended already (in this turn, or one the session remembers). */
+    waitResolved: ({ context, event }) => decisionOf(context, commandOf(event)) !== undefined,
     /** A `resolve` whose outcome the wait's kind does not end with (an approval is not `elapsed`). */
     wrongOutcome: ({ event }) => {
       assertEvent(event, 'resolve');
@@ -376,8 +390,8 @@ export const sessionMachine = setup({
         // cancelling a waiting turn ends its waits
         cancel: [{ guard: 'hasOpenWaits', actions: decide }, { actions: refuse(Refusal.NothingToCancel) }],
         resolve: [
-          { guard: 'noSuchWait', actions: refuse(Refusal.NoSuchWait) },
           { guard: 'waitResolved', actions: refuse(Refusal.AlreadyResolved) },
+          { guard: 'noSuchWait', actions: refuse(Refusal.NoSuchWait) },
           { guard: 'wrongOutcome', actions: refuse(Refusal.WrongOutcome) },
           { guard: 'waitNotDue', actions: refuse(Refusal.NotDue) },
           { guard: 'continuationAdmitted', actions: refuse(Refusal.AlreadyAdmitted) },
@@ -420,7 +434,9 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
         payload: { executionId: command.executionId, outcome: command.outcome, ...(command.error ? { error: command.error } : {}) },
       };
       const exec = ctx.execution!;
-      if (command.outcome === 'succeeded' || command.outcome === 'waiting') return [settled];
+      if (command.outcome === 'waiting') return [settled];
+      // a turn that ends leaves no wait open (one its earlier, interrupted execution asked for and this one did not)
+      if (command.outcome === 'succeeded') return [...sealWaits(ctx, 'the turn ended without it'), settled];
       // what a failed or handed-back turn left open (a step, a tool call aborted mid-way) ends with it
       const error =
         command.outcome === 'failed'

@@ -22,13 +22,14 @@
  * the client and observer users; their inboxes are `_INBOX_<user>` (connectNats sets the prefix).
  */
 import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';
+import type { ResolveResult } from '../input/resolve.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { wholeNumber } from '../options.ts';
 import { errors as natsErrors, type Msg, type NatsConnection, type Subscription as NatsSubscription } from '@nats-io/transport-node';
 import { ErrorCode, PermissionError, SessiondError, messageOf } from '../errors.ts';
 import { randomIds, validateId, type IdSource } from '../ids.ts';
 import type { SessionEvent } from '../events/envelope.ts';
-import type { EventSubscription, FollowOptions, SessionEventHandler, Sessions } from '../sessions/sessions.ts';
+import type { DecisionOptions, EventSubscription, FollowOptions, SessionEventHandler, Sessions } from '../sessions/sessions.ts';
 import { followSession } from '../sessions/follow.ts';
 import type { AdmitReceipt } from '../input/admit.ts';
 import type { CancelResult } from '../execution/session-execution.ts';
@@ -260,6 +261,25 @@ export class SessiondClient implements Sessions {
   /** Drops the session's pending inputs unrun (all the users' inputs still waiting, or those named); says which. */
   dropPending(sessionId: string, request: DropPendingRequest = {}): Promise<DropPendingResult> {
     return this.request('drop', { sessionId, ...request }).then((r) => r.result);
+  }
+
+  /** A person approves a call the session's turn waits for: it runs once when the turn resumes. Idempotent. */
+  approve(sessionId: string, callId: string, options: DecisionOptions = {}): Promise<ResolveResult> {
+    return this.resolveWait({ sessionId, kind: 'approval', name: callId, outcome: 'approved', ...options });
+  }
+
+  /** A person denies a call the session's turn waits for: it never runs, and the model is told why. Idempotent. */
+  deny(sessionId: string, callId: string, options: DecisionOptions = {}): Promise<ResolveResult> {
+    return this.resolveWait({ sessionId, kind: 'approval', name: callId, outcome: 'denied', ...options });
+  }
+
+  /** Delivers the value the session's turn waits for (`ctx.waitFor(name)`). Idempotent. */
+  resolve(sessionId: string, name: string, options: { data?: unknown } = {}): Promise<ResolveResult> {
+    return this.resolveWait({ sessionId, kind: 'signal', name, outcome: 'delivered', ...(options.data === undefined ? {} : { data: options.data }) });
+  }
+
+  private resolveWait(body: CommandRequests['resolve']): Promise<ResolveResult> {
+    return this.request('resolve', body).then((r) => r.result);
   }
 
   /** The session's state, sequence, execution and pending inputs, as a worker sees it in the log. */

@@ -8,7 +8,15 @@
  */
 import { z } from 'zod';
 import { ErrorCode } from '../errors.ts';
-import { CommandFailureCode, type AdmitCommand, type CancelCommand, type DropCommand, type StatusCommand, type WakeCommand } from './commands.ts';
+import {
+  CommandFailureCode,
+  type AdmitCommand,
+  type CancelCommand,
+  type DropCommand,
+  type ResolveCommand,
+  type StatusCommand,
+  type WakeCommand,
+} from './commands.ts';
 
 const id = z.string().regex(/^[A-Za-z0-9_\-:+=@]{1,128}$/);
 const millis = z.number().int().nonnegative();
@@ -27,6 +35,14 @@ export const requestSchemas = {
   cancel: z.strictObject({ sessionId: id, reason: z.string().max(1000).optional(), executionId: id.optional() }),
   status: z.strictObject({ sessionId: id, pendingFrom: z.number().int().nonnegative().optional() }),
   drop: z.strictObject({ sessionId: id, inputIds: z.array(id).min(1).max(1000).optional(), reason: z.string().max(1000).optional() }),
+  resolve: z.strictObject({
+    sessionId: id,
+    kind: z.enum(['approval', 'signal']),
+    name: z.string().min(1).max(200),
+    outcome: z.enum(['approved', 'denied', 'delivered']),
+    reason: z.string().max(1000).optional(),
+    data: z.unknown().optional(),
+  }),
 } as const;
 
 const refusal = z.string().min(1);
@@ -143,6 +159,17 @@ export const replySchemas = {
     execution: execution.nullable(),
   }),
   drop: ok({ result: z.object({ sessionId: id, dropped: z.array(id), seq: z.number().int().positive().optional() }) }),
+  resolve: ok({
+    result: z.object({
+      sessionId: id,
+      kind: z.enum(['approval', 'signal', 'timer']),
+      name: z.string().min(1),
+      outcome: z.enum(['approved', 'denied', 'delivered', 'timed_out', 'elapsed']),
+      resolved: z.boolean(),
+      resumeInputId: id.optional(),
+      seq: z.number().int().positive().optional(),
+    }),
+  }),
 } as const;
 
 /** Every code an error reply may carry, and the three a client reports for a request that got none. */
@@ -172,5 +199,6 @@ const sameRequests: [
   Same<z.input<typeof requestSchemas.cancel>, CancelCommand>,
   Same<z.input<typeof requestSchemas.status>, StatusCommand>,
   Same<z.input<typeof requestSchemas.drop>, DropCommand>,
-] = [true, true, true, true, true];
+  Same<z.input<typeof requestSchemas.resolve>, ResolveCommand>,
+] = [true, true, true, true, true, true];
 void sameRequests;

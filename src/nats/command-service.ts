@@ -42,6 +42,7 @@ import {
   MAX_DROP_IDS,
   MAX_SMALL_REQUEST_BYTES,
   MAX_DROP_REQUEST_BYTES,
+  MAX_RESOLVE_REQUEST_BYTES,
   admitBodyLimit,
   baseErrorCode,
   boundErrorBody,
@@ -58,7 +59,7 @@ import { COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, t
 import { inboxPrefixOf } from './connection.ts';
 
 /** What the service drives: a `Sessions` (the worker's engine). A session with no events is answered `unknown_session`. */
-export type CommandTarget = Pick<Sessions, 'admit' | 'wake' | 'cancel' | 'status' | 'dropPending'>;
+export type CommandTarget = Pick<Sessions, 'admit' | 'wake' | 'cancel' | 'status' | 'dropPending' | 'approve' | 'deny' | 'resolve'>;
 
 export interface CommandServiceOptions {
   /** Queue group (default `COMMAND_QUEUE`); services in one group share the requests. */
@@ -271,7 +272,17 @@ export function commandAnswerer(
         `Unknown command ${echo(verb)} (subject ${boundText(subject)}): send one of ${commandVerbs.map((v) => subjects.command(v)).join(', ')}.`,
       );
     }
-    const body = parseBody(verb, data, verb === 'admit' ? admitBodyLimit(maxPromptBytes) : verb === 'drop' ? MAX_DROP_REQUEST_BYTES : MAX_SMALL_REQUEST_BYTES);
+    const body = parseBody(
+      verb,
+      data,
+      verb === 'admit'
+        ? admitBodyLimit(maxPromptBytes)
+        : verb === 'drop'
+          ? MAX_DROP_REQUEST_BYTES
+          : verb === 'resolve'
+            ? MAX_RESOLVE_REQUEST_BYTES
+            : MAX_SMALL_REQUEST_BYTES,
+    );
     const sessionId = validateId(body.sessionId, 'session id');
     switch (verb) {
       case 'admit': {
@@ -310,6 +321,31 @@ export function commandAnswerer(
           );
         }
         return { result: await known(target.dropPending(sessionId, { ...(inputIds ? { inputIds } : {}), ...(reason ? { reason } : {}) })) };
+      }
+      case 'resolve': {
+        const { kind, name, outcome, reason, data } = body as unknown as CommandRequests['resolve'];
+        const outcomes = kind === 'approval' ? ['approved', 'denied'] : kind === 'signal' ? ['delivered'] : [];
+        if (!outcomes.includes(outcome as string)) {
+          throw new Reject(
+            CommandFailureCode.BadRequest,
+            `Invalid resolve request: kind must be "approval" (outcome "approved" or "denied") or "signal" (outcome "delivered"), got kind ${echo(kind)} with outcome ${echo(outcome)}.`,
+          );
+        }
+        if (typeof name !== 'string' || name.length === 0 || name.length > 200)
+          throw new Reject(
+            CommandFailureCode.BadRequest,
+            `Invalid resolve request: name must be the call id or signal name (1 to 200 characters), got ${echo(name)}.`,
+          );
+        if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_CANCEL_REASON))
+          throw new Reject(CommandFailureCode.BadRequest, `Invalid resolve request: reason must be a string of at most ${MAX_CANCEL_REASON} characters.`);
+        const why = reason === undefined ? {} : { reason };
+        const result =
+          kind === 'signal'
+            ? target.resolve(sessionId, name, data === undefined ? {} : { data })
+            : outcome === 'approved'
+              ? target.approve(sessionId, name, why)
+              : target.deny(sessionId, name, why);
+        return { result: await known(result) };
       }
       case 'status': {
         const { pendingFrom } = body as CommandRequests['status'];

@@ -8,6 +8,7 @@
  *   cancel  { sessionId, reason?, executionId? }                      { ok: true, result: CancelResult }
  *   status  { sessionId }                                             { ok: true, sessionId, state, seq, execution, pending }
  *   drop    { sessionId, inputIds?, reason? }                          { ok: true, result: DropPendingResult }
+ *   resolve { sessionId, kind, name, outcome, reason?, data? }          { ok: true, result: ResolveResult }
  *
  * Every failure is a reply, never silence: { ok: false, error: { code, message, details? } }, with
  * `code` one of `CommandFailure` (sessiond's error codes, e.g. invalid_id, invalid_option,
@@ -19,6 +20,7 @@ import { MAX_ID_LENGTH } from '../ids.ts';
 import { ErrorCode, MAX_ECHO_CHARS, SessiondError, boundText, echo } from '../errors.ts';
 import type { AdmitReceipt } from '../input/admit.ts';
 import type { DropPendingResult } from '../input/drop.ts';
+import type { ResolveResult } from '../input/resolve.ts';
 import type { Delivery } from '../events/catalog.ts';
 import type { CancelResult } from '../execution/session-execution.ts';
 import type { SessionStatus, WakeResult } from '../sessions/sessions.ts';
@@ -71,6 +73,19 @@ export interface DropCommand {
   reason?: string;
 }
 
+/**
+ * A person's decision on a call the turn waits for (`kind: 'approval'`, `name`: the call id,
+ * `outcome`: approved or denied), or a signal's value (`kind: 'signal'`, outcome delivered, `data`).
+ */
+export interface ResolveCommand {
+  sessionId: string;
+  kind: 'approval' | 'signal';
+  name: string;
+  outcome: 'approved' | 'denied' | 'delivered';
+  reason?: string;
+  data?: unknown;
+}
+
 export type { WakeResult } from '../sessions/sessions.ts';
 /** The `status` reply: the session's `SessionStatus`, the same shape every `Sessions` answers with. */
 export type StatusReply = SessionStatus;
@@ -82,6 +97,7 @@ export interface CommandRequests {
   cancel: CancelCommand;
   status: StatusCommand;
   drop: DropCommand;
+  resolve: ResolveCommand;
 }
 export interface CommandResults {
   admit: { receipt: AdmitReceipt };
@@ -89,6 +105,7 @@ export interface CommandResults {
   cancel: { result: CancelResult };
   status: StatusReply;
   drop: { result: DropPendingResult };
+  resolve: { result: ResolveResult };
 }
 
 export interface ErrorBody {
@@ -105,6 +122,7 @@ export const requestFields: Record<CommandVerb, readonly string[]> = {
   cancel: ['sessionId', 'reason', 'executionId'],
   status: ['sessionId', 'pendingFrom'],
   drop: ['sessionId', 'inputIds', 'reason'],
+  resolve: ['sessionId', 'kind', 'name', 'outcome', 'reason', 'data'],
 };
 
 /**
@@ -192,6 +210,8 @@ const MAX_DETAIL_KEYS = 20;
  */
 /** Most bytes of a drop request: its input ids (each quoted, with a comma) and the rest. */
 export const MAX_DROP_REQUEST_BYTES = MAX_DROP_IDS * (MAX_ID_LENGTH + 3) + 4 * 1024;
+/** Most bytes of a resolve request: a signal's value as JSON (a recorded payload is at most 256 KiB) and the rest. */
+export const MAX_RESOLVE_REQUEST_BYTES = 256 * 1024 + 4 * 1024;
 
 export function admitBodyLimit(maxPromptBytes: number): number {
   return 6 * maxPromptBytes + 4096;

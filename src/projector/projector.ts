@@ -41,6 +41,7 @@ import { inputRows } from './input-rows.ts';
 import { messageRows, toJson } from './message-rows.ts';
 import { messageRules } from './message-rules.ts';
 import { recoveryRows } from './recovery-rows.ts';
+import { waitRows } from './wait-rows.ts';
 
 export const DEFAULT_PROJECTOR_NAME = 'main';
 
@@ -96,6 +97,7 @@ export class Projector {
   private readonly inputs;
   private readonly recoveries;
   private readonly messages;
+  private readonly waits;
   private readonly handlers: Handlers;
   private readonly run: BetterSqlite3.Transaction<(events: readonly SessionEvent[], options: ApplyOptions) => ApplyResult>;
 
@@ -117,6 +119,7 @@ export class Projector {
       this.inputs = inputRows(db);
       this.recoveries = recoveryRows(db);
       this.messages = messageRows(db);
+      this.waits = waitRows(db);
     } catch (err) {
       throw new NotFoundError(`Database ${db.name} has no projection tables (${messageOf(err)}): run migrate(db) before creating a Projector.`, { cause: err });
     }
@@ -251,7 +254,7 @@ export class Projector {
   }
 
   private createHandlers(): Handlers {
-    const { executions: ex, inputs, recoveries, messages } = this;
+    const { executions: ex, inputs, recoveries, messages, waits } = this;
     const rules = messageRules(messages);
     const live = (e: SessionEvent & { payload: { executionId: string } }) => ex.get(e.payload.executionId)?.session_id === e.sessionId;
     return {
@@ -354,8 +357,32 @@ export class Projector {
       'tool.started': rules.toolStarted,
       'tool.succeeded': rules.toolSucceeded,
       'tool.failed': rules.toolFailed,
-      'wait.started': rules.waitStarted,
-      'wait.resolved': rules.waitResolved,
+      'wait.started': (e) => {
+        const p = e.payload;
+        waits.start({
+          session_id: e.sessionId,
+          execution_id: p.executionId,
+          kind: p.kind,
+          name: p.name,
+          message_id: p.messageId ?? null,
+          call_id: p.callId ?? null,
+          tool: p.tool ?? null,
+          until: p.until ?? null,
+          outcome: null,
+          time_created: e.time,
+          time_resolved: null,
+        });
+        rules.waitStarted(e);
+      },
+      'wait.resolved': (e) => {
+        const p = e.payload;
+        if (!waits.resolve(e.sessionId, p.executionId, p.kind, p.name, p.outcome, e.time))
+          throw inconsistent(
+            `wait.resolved (${p.outcome}) for the ${p.kind} ${p.name} of execution ${p.executionId}, which is not an open wait of session ${e.sessionId}: a wait is resolved once, after its wait.started.`,
+            { executionId: p.executionId, kind: p.kind, name: p.name },
+          );
+        rules.waitResolved(e);
+      },
       'compaction.started': rules.compactionStarted,
       'compaction.completed': rules.compactionCompleted,
 

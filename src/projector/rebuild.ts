@@ -22,6 +22,7 @@ import { executionRows } from './execution-rows.ts';
 import { inputRows } from './input-rows.ts';
 import { messageRows } from './message-rows.ts';
 import { recoveryRows } from './recovery-rows.ts';
+import { waitRows } from './wait-rows.ts';
 import { Projector, type ApplyResult } from './projector.ts';
 
 export const DEFAULT_REBUILD_PAGE_SIZE = DEFAULT_PAGE_SIZE;
@@ -50,7 +51,7 @@ export function resetProjection(db: Db): void {
 }
 
 function resetStatements(db: Db) {
-  const all = [checkpointRows(db), executionRows(db), inputRows(db), messageRows(db), recoveryRows(db)];
+  const all = [checkpointRows(db), executionRows(db), inputRows(db), messageRows(db), recoveryRows(db), waitRows(db)];
   return db.transaction(() => {
     for (const t of all) t.clearAll();
   });
@@ -91,7 +92,7 @@ export async function rebuildProjection(db: Db, log: EventLog, options: RebuildO
   return { events, position: result.position, pages };
 }
 
-/** The four tables, their columns in a fixed order, and a deterministic row order. */
+/** The projection tables, their columns in a fixed order, and a deterministic row order. */
 const TABLES = [
   {
     table: 'session_execution',
@@ -105,18 +106,23 @@ const TABLES = [
     columns: 'session_id, execution_id, assistant_message_id, continuation_message_id, phase, wake_pending, wake_attempts, recovery_error, time_created',
     order: 'execution_id',
   },
+  {
+    table: 'session_wait',
+    columns: 'session_id, execution_id, kind, name, message_id, call_id, tool, until, outcome, time_created, time_resolved',
+    order: 'session_id, execution_id, kind, name',
+  },
 ] as const;
 
 export type ProjectionTable = (typeof TABLES)[number]['table'];
 
-/** Every row of the four tables, each table ordered by its key (for comparisons and debugging). */
+/** Every row of the projection tables, each table ordered by its key (for comparisons and debugging). */
 export function projectionRows(db: Db): Record<ProjectionTable, Record<string, unknown>[]> {
   const out = {} as Record<ProjectionTable, Record<string, unknown>[]>;
   for (const t of TABLES) out[t.table] = db.prepare(`SELECT ${t.columns} FROM ${t.table} ORDER BY ${t.order}`).all() as Record<string, unknown>[];
   return out;
 }
 
-/** sha256 (hex) over every row of the four tables, in a fixed table, column and row order. The checkpoint is not included. */
+/** sha256 (hex) over every row of the projection tables, in a fixed table, column and row order. The checkpoint is not included. */
 export function projectionHash(db: Db): string {
   const hash = createHash('sha256');
   for (const t of TABLES) {

@@ -22,10 +22,15 @@ export type TranscriptPart =
       input: unknown;
       durable: boolean;
       idempotencyKey?: string;
-      /** `failed` with error type `interrupted` or `released`: the call was sealed by a recovery or a hand-back. */
-      state: 'called' | 'running' | 'succeeded' | 'failed';
+      /**
+       * `failed` with error type `interrupted` or `released`: the call was sealed by a recovery or a
+       * hand-back. A call that needs approval: `awaiting_approval`, then `approved` (then running in
+       * the resumed turn), `denied` or `cancelled`, with the person's `decision`.
+       */
+      state: 'called' | 'awaiting_approval' | 'approved' | 'denied' | 'cancelled' | 'running' | 'succeeded' | 'failed';
       output?: unknown;
       error?: RecordedError;
+      decision?: { outcome: 'approved' | 'denied' | 'cancelled'; reason?: string };
     };
 
 export type TranscriptItem =
@@ -120,6 +125,16 @@ export function foldTranscript(t: Transcript, events: readonly SessionEvent[]): 
       case 'tool.started':
         tool(e.payload.messageId, e.payload.callId, (p) => ({ ...p, state: 'running' }));
         break;
+      case 'wait.started':
+        if (e.payload.kind === 'approval' && e.payload.messageId && e.payload.callId)
+          tool(e.payload.messageId, e.payload.callId, (p) => ({ ...p, state: 'awaiting_approval' }));
+        break;
+      case 'wait.resolved': {
+        const { kind, messageId, callId, outcome, reason } = e.payload;
+        if (kind !== 'approval' || !messageId || !callId || (outcome !== 'approved' && outcome !== 'denied' && outcome !== 'cancelled')) break;
+        tool(messageId, callId, (p) => ({ ...p, state: outcome, decision: { outcome, ...(reason === undefined ? {} : { reason }) } }));
+        break;
+      }
       case 'tool.succeeded':
         tool(e.payload.messageId, e.payload.callId, (p) => ({ ...p, state: 'succeeded', output: e.payload.output }));
         break;

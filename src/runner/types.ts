@@ -13,6 +13,7 @@
 import type { Continuation, Delivery, ExecutionPhase, RecordedError, Usage } from '../events/catalog.ts';
 import type { TranscriptItem } from './transcript.ts';
 import type { Clock } from '../clock.ts';
+import type { Wait } from '../machines/session-context.ts';
 
 export interface RunInput {
   inputId: string;
@@ -38,6 +39,18 @@ export interface ToolContext {
   callId: string;
   idempotencyKey: string | undefined;
   signal: AbortSignal;
+}
+
+/** What `waitFor` returns: the value delivered (`sessiond resolve`, `engine.resolve`), or that its time ran out. */
+export type SignalResult<T = unknown> = { outcome: 'delivered'; data: T } | { outcome: 'timed_out' };
+
+/** A call to ask a person about before it runs (`requestApproval`). */
+export interface ApprovalCall {
+  name: string;
+  input: unknown;
+  callId?: string;
+  /** The approved call runs with an idempotency key (as a durable tool does). */
+  durable?: boolean;
 }
 
 export interface RunContext {
@@ -84,6 +97,38 @@ export interface RunContext {
    * In the transcript the summary replaces every earlier item but this turn's prompts.
    */
   compact(reason: string, summarize: () => Promise<string | { summary: string; usage?: Usage }>): Promise<string>;
+
+  /**
+   * The turn's waits, as they stood when this execution started: across the turn's executions (a
+   * turn that waited and resumed sees what came), open ones and resolved ones.
+   */
+  readonly waits: readonly Wait[];
+  /**
+   * Records a tool call that waits for a person (`tool.called`, not started, and `wait.started`;
+   * buffered): it does not run now. When the runner returns, the turn settles `waiting`, holding
+   * nothing; `sessiond approve|deny` decide, and the turn resumes in a new execution, where
+   * `waits` has the decision and `runApproved` runs an approved call. Returns the call id.
+   */
+  requestApproval(messageId: string, call: ApprovalCall): Promise<string>;
+  /**
+   * Runs a call a person approved (one of `waits`, kind `approval`, outcome `approved`): `tool.started`
+   * on its original message is durable before `fn` runs (never twice: a second start is refused),
+   * then its result is recorded as `tool()` does.
+   */
+  runApproved<T>(callId: string, fn: (ctx: ToolContext) => Promise<T>): Promise<T>;
+  /**
+   * Waits for a value named `name` from outside (`sessiond resolve SESSION NAME --data JSON`), or
+   * until `timeoutMs`. When it has not come, the wait is recorded and the execution ends (this
+   * throws `WaitingError`: let it through); the turn resumes when it comes, running the runner again
+   * from the top, and this call then returns it. A runner that waits must do the same things again
+   * up to its waits (names are the turn's keys: the same name returns the same value).
+   */
+  waitFor<T = unknown>(name: string, options?: { timeoutMs?: number }): Promise<SignalResult<T>>;
+  /**
+   * A durable timer: the execution ends (`WaitingError`) and the turn resumes after `ms`, holding
+   * nothing meanwhile; run again, the n-th `sleep` of the turn returns at once once it has elapsed.
+   */
+  sleep(ms: number): Promise<void>;
 }
 
 export type Runner = (ctx: RunContext) => Promise<void>;

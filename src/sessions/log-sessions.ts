@@ -12,6 +12,7 @@ import { CommandHandler } from '../execution/command-handler.ts';
 import { Refusal } from '../machines/commands.ts';
 import { admitInput } from '../input/admit.ts';
 import { dropPending } from '../input/drop.ts';
+import { resolveWait, waitMethods } from '../input/resolve.ts';
 import { followLog } from './follow-log.ts';
 import { checkStatusOptions, knownSessions, statusOf, unlessUnknown } from './status.ts';
 import { cancelExecution } from '../execution/cancel.ts';
@@ -44,6 +45,8 @@ export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Se
     },
     cancel: (sessionId, reason, executionId) => unlessUnknown(handler, sessionId, 'cancel', cancelExecution(handler, sessionId, reason, executionId)),
     dropPending: (sessionId, request) => unlessUnknown(handler, sessionId, 'drop pending inputs of', dropPending(handler, sessionId, request)),
+    // the resumed turn's input asks for a wake: the worker on the log runs it
+    ...waitMethods((sessionId, request) => unlessUnknown(handler, sessionId, 'resolve a wait of', resolveWait(handler, sessionId, request))),
     async status(sessionId, statusOptions) {
       const checked = checkStatusOptions(statusOptions);
       return statusOf(await known(sessionId, 'show'), clock.now(), checked);

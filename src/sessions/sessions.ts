@@ -13,6 +13,7 @@
  */
 import type { AdmitReceipt, AdmitRequest } from '../input/admit.ts';
 import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';
+import type { ResolveResult } from '../input/resolve.ts';
 import type { CancelResult, ResumeResult } from '../execution/session-execution.ts';
 import type { SessionView } from '../machines/session-view.ts';
 import type { ExecutionState } from '../machines/session-context.ts';
@@ -59,6 +60,11 @@ export interface EventSubscription {
 
 export type SessionEventHandler = (event: SessionEvent) => void | Promise<void>;
 
+export interface DecisionOptions {
+  /** Why (at most 1000 characters): recorded, shown, and told to the model on a denial. */
+  reason?: string;
+}
+
 export interface Sessions {
   /** Admits a prompt (idempotent by input id; one is generated when absent) and, unless `wake: false`, wakes the session. */
   admit(sessionId: string, request: AdmitRequest): Promise<AdmitReceipt>;
@@ -68,6 +74,16 @@ export interface Sessions {
   cancel(sessionId: string, reason?: string, executionId?: string): Promise<CancelResult>;
   /** Drops the session's pending inputs unrun (all, or those named): an operator unblocking a session. */
   dropPending(sessionId: string, request?: DropPendingRequest): Promise<DropPendingResult>;
+  /**
+   * A person's decision on a tool call the turn waits for (`defineTool({ needsApproval })`,
+   * `ctx.requestApproval`): approved, the call runs once when the turn resumes; denied, it never
+   * runs and the model is told why. Idempotent (the same decision again: `resolved: false`); a
+   * different second decision is refused (`already_resolved`).
+   */
+  approve(sessionId: string, callId: string, options?: DecisionOptions): Promise<ResolveResult>;
+  deny(sessionId: string, callId: string, options?: DecisionOptions): Promise<ResolveResult>;
+  /** Delivers the value a turn waits for (`ctx.waitFor(name)`); the turn resumes with it. Idempotent as `approve`. */
+  resolve(sessionId: string, name: string, options?: { data?: unknown }): Promise<ResolveResult>;
   /** The session now. Rejects with `not_found` for a session with no events. */
   status(sessionId: string, options?: StatusOptions): Promise<SessionStatus>;
   /**

@@ -57,6 +57,8 @@ interface Ref {
   wake: { owed: boolean; parked: boolean } | null;
   /** The turn's waits: kind, name, time, outcome, and whether an approved call started. */
   waits: RefWait[];
+  /** Every wait resolved so far, in order (kind, name): the latest of a kind and name is remembered after its turn. */
+  decided: string[];
 }
 interface RefWait {
   kind: string;
@@ -96,6 +98,7 @@ function refDecide(r: Ref, c: Command): { reason: string | null; next: Ref } {
   // a turn that waits is settled (its execution ended, not recovered) with waits open
   const settled = e?.ended === true && !e.recovered;
   const open = r.waits.filter((w) => w.outcome === null);
+  const sealed = () => [...r.decided, ...open.map((w) => `${w.kind}:${w.name}`)];
   switch (c.type) {
     case 'claim':
       if (inProgress) return refuse(live ? (e.owner === c.ownerId ? 'own_lease_live' : 'lease_live') : 'lease_expired');
@@ -156,21 +159,23 @@ function refDecide(r: Ref, c: Command): { reason: string | null; next: Ref } {
       }
       if (c.outcome === 'waiting' && !open.some((w) => w.exec === e.id)) return refuse('nothing_to_wait_for');
       // a turn that succeeds or fails is over: its waits go; one that waits or is handed back keeps them
-      return accept({ exec: { ...e, ended: true }, waits: c.outcome === 'waiting' ? r.waits : [] });
+      // (a turn that succeeds or fails ends its open waits cancelled: decided)
+      if (c.outcome === 'waiting' || c.outcome === 'released') return accept({ exec: { ...e, ended: true } });
+      return accept({ exec: { ...e, ended: true }, waits: [], decided: sealed() });
     case 'cancel':
-      if (settled && open.length > 0) return accept({ waits: [] });
+      if (settled && open.length > 0) return accept({ waits: [], decided: sealed() });
       if (!inProgress || (c.executionId !== undefined && c.executionId !== e.id)) return refuse('nothing_to_cancel');
-      return accept({ exec: { ...e, cancelled: true, ended: true }, waits: [] });
+      return accept({ exec: { ...e, cancelled: true, ended: true }, waits: [], decided: sealed() });
     case 'resolve': {
       const w = r.waits.find((x) => x.kind === c.kind && x.name === c.name);
-      if (!settled) return refuse(w && w.outcome !== null ? 'already_resolved' : 'no_such_wait');
-      if (!w) return refuse('no_such_wait');
-      if (w.outcome !== null) return refuse('already_resolved');
+      const known = w ? w.outcome !== null : r.decided.includes(`${c.kind}:${c.name}`);
+      if (known) return refuse('already_resolved');
+      if (!settled || !w) return refuse('no_such_wait');
       if (!OUTCOMES[c.kind]!.includes(c.outcome)) return refuse('wrong_outcome');
       if ((c.outcome === 'elapsed' || c.outcome === 'timed_out') && (w.until === null || c.now < w.until)) return refuse('not_due');
       if (r.admitted.includes(c.continuationInputId)) return refuse('already_admitted');
       const waits = r.waits.map((x) => (x === w ? { ...x, outcome: c.outcome } : x));
-      return accept({ waits, ...(open.length === 1 ? admit(c.continuationInputId) : {}) });
+      return accept({ waits, decided: [...r.decided, `${c.kind}:${c.name}`], ...(open.length === 1 ? admit(c.continuationInputId) : {}) });
     }
     case 'admit':
       return r.admitted.includes(c.inputId) ? refuse('already_admitted') : accept(admit(c.inputId));
@@ -221,7 +226,7 @@ test('fuzz - each of 1,000 random sequences of 10 to 40 commands is decided as a
     // time moves forward by up to 12 s a command (or 0.5 s in a quick run; the random `now` taken as the step), so leases live across commands
     fc.property(fc.array(fc.tuple(fc.oneof(command, waitCommand), fc.nat(9)), { minLength: 10, maxLength: 40 }), fc.boolean(), (steps, quick) => {
       let snap = initialSnapshot('ses_ref');
-      let ref: Ref = { exec: null, pending: [], admitted: [], wake: null, waits: [] };
+      let ref: Ref = { exec: null, pending: [], admitted: [], wake: null, waits: [], decided: [] };
       let clock = 0;
       // a quick run starts from a turn that waits for an approval, a signal and a timer (then anything may come)
       const prefix: [Command, number][] = quick ? WAITING_TURN.map((c) => [c, 9]) : [];

@@ -192,7 +192,8 @@ test('waits - cancelling a waiting session ends its waits; the next prompt runs 
   });
   assert.equal(cancelled.snapshot.context.waits, []);
   cancelled.when({ type: 'cancel', now: 2_100 }).thenRefused('nothing_to_cancel');
-  cancelled.when(resolve(2_200, 'approval', 'call_1', 'approved')).thenRefused('no_such_wait');
+  // a decision after the cancel is known as too late: the call was cancelled
+  cancelled.when(resolve(2_200, 'approval', 'call_1', 'approved')).thenRefused('already_resolved', 'cancelled at');
   cancelled.when({ type: 'admit', now: 2_300, inputId: 'inp_2', prompt: 'p', delivery: 'queue', wake: true }).thenAccepted().when(claim2(2_400)).thenAccepted();
 });
 
@@ -234,7 +235,9 @@ test('waits - a turn that succeeds after waiting forgets its waits (the next tur
   );
   const done = s.when({ type: 'settle', now: 500, ownerId: 'own_b', executionId: 'exe_2', outcome: 'succeeded' }).thenAccepted();
   assert.equal(done.snapshot.context.waits, []);
-  done.when(resolve(600, 'signal', 'go', 'delivered')).thenRefused('no_such_wait');
+  // sent again after its turn is over: known as delivered (the session remembers its latest waits decided)
+  done.when(resolve(600, 'signal', 'go', 'delivered')).thenRefused('already_resolved', 'delivered at');
+  done.when(resolve(600, 'signal', 'other', 'delivered')).thenRefused('no_such_wait');
 });
 
 test.run();

@@ -14,6 +14,11 @@ import { CLIENT, COMMANDS } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { natsWorld, sessionId, type NatsWorld } from './helpers.ts';
 
+/** A target method a test does not call. */
+const unused = async (): Promise<never> => {
+  throw new Error('unused');
+};
+
 const s = suite<{ world: NatsWorld }>('NATS commands');
 s.before(async (ctx) => {
   ctx.world = await natsWorld();
@@ -143,6 +148,9 @@ s('commands - an unexpected engine failure is answered as internal and reported,
   const nc = await world.connect(COMMANDS);
   let calls = 0;
   const target: CommandTarget = {
+    approve: unused,
+    deny: unused,
+    resolve: unused,
     admit: async () => {
       throw new Error('disk on fire');
     },
@@ -225,6 +233,9 @@ s('commands - close answers requests in flight and stops taking new ones', async
   });
   const nc = await world.connect(COMMANDS);
   const target: CommandTarget = {
+    approve: unused,
+    deny: unused,
+    resolve: unused,
     admit: async () => {
       throw new Error('unused');
     },
@@ -323,6 +334,9 @@ s('commands - a cancel sent again after its first attempt cancelled the turn (th
   });
   let calls = 0;
   const target: CommandTarget = {
+    approve: (id, callId, o) => engine.approve(id, callId, o),
+    deny: (id, callId, o) => engine.deny(id, callId, o),
+    resolve: (id, name, o) => engine.resolve(id, name, o),
     admit: (id, request) => engine.admit(id, request),
     wake: (id) => engine.wake(id),
     status: (id) => engine.status(id),

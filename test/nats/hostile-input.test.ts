@@ -17,6 +17,11 @@ import { CLIENT } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { natsWorld, sessionId, type NatsWorld } from './helpers.ts';
 
+/** A target method a test does not call. */
+const unused = async (): Promise<never> => {
+  throw new Error('unused');
+};
+
 const s = suite<{ world: NatsWorld }>('NATS hostile input, raw from natscli');
 s.before(async (ctx) => {
   ctx.world = await natsWorld();
@@ -256,6 +261,9 @@ s(
 s("hostile input - a success reply over the server's max_payload is answered with a short internal error, not silence", async ({ world }) => {
   const huge = 'h'.repeat(1_200_000); // a view a misbehaving engine could return: over nats.conf's 1 MB
   const target: CommandTarget = {
+    approve: unused,
+    deny: unused,
+    resolve: unused,
     admit: async () => {
       throw new Error('unused');
     },

@@ -84,6 +84,7 @@ test('projector - input.admitted inserts the input; wake_pending follows the adm
       wake_pending: 1,
       time_created: 1000,
       dropped_seq: null,
+      not_before: null,
     },
     {
       id: 'inp_2',
@@ -95,6 +96,7 @@ test('projector - input.admitted inserts the input; wake_pending follows the adm
       wake_pending: 0,
       time_created: 2000,
       dropped_seq: null,
+      not_before: null,
     },
   ]);
 });
@@ -145,6 +147,7 @@ test('projector - input.promoted sets promoted_seq, clears the wake and creates 
     wake_pending: 0,
     time_created: 2000,
     dropped_seq: null,
+    not_before: null,
   });
   assert.equal(message(db, 'inp_1'), {
     id: 'inp_1',
@@ -348,4 +351,48 @@ test('projector - time_updated is the time of the last event that changed the me
   assert.equal([msg.time_created, msg.time_updated], [50, 60]);
 });
 
+test('projector - waits: wait.started opens a session_wait row and marks its call awaiting approval; wait.resolved closes both, once', () => {
+  const { db, projector } = setup();
+  const s = stream();
+  projector.apply(claimedTurn(s, 'ses_1', 'exe_1', 'inp_1'));
+  const m = { executionId: 'exe_1', messageId: 'msg_1' };
+  projector.apply([
+    s.ev('ses_1', 'step.started', { ...m, step: 0 }),
+    s.ev('ses_1', 'tool.called', { ...m, callId: 'call_1', name: 'deploy', input: { to: 'prod' }, durable: true, idempotencyKey: 'k1' }),
+    s.ev('ses_1', 'wait.started', { executionId: 'exe_1', kind: 'approval', name: 'call_1', messageId: 'msg_1', callId: 'call_1', tool: 'deploy' }),
+    s.ev('ses_1', 'wait.started', { executionId: 'exe_1', kind: 'timer', name: 'sleep-0', until: 90_000 }),
+  ]);
+  assert.equal(
+    all(db, 'session_wait').map((w) => [w.kind, w.name, w.call_id, w.until, w.outcome]),
+    [
+      ['approval', 'call_1', 'call_1', null, null],
+      ['timer', 'sleep-0', null, 90_000, null],
+    ],
+  );
+  assert.is(message(db, 'msg_1')!.data.tools[0].state, 'awaiting_approval');
+  projector.apply([
+    s.ev('ses_1', 'wait.resolved', {
+      executionId: 'exe_1',
+      kind: 'approval',
+      name: 'call_1',
+      outcome: 'denied',
+      callId: 'call_1',
+      messageId: 'msg_1',
+      reason: 'not today',
+    }),
+  ]);
+  const decided = row(db, 'session_wait', 'name = ?', 'call_1')!;
+  assert.equal([decided.outcome, decided.time_resolved], ['denied', 9000]);
+  const tool = message(db, 'msg_1')!.data.tools[0];
+  assert.equal([tool.state, tool.decision], ['denied', { outcome: 'denied', time: 9000, reason: 'not today' }]);
+  // a second resolution of the same wait is a broken log, not a silent overwrite
+  assert.throws(
+    () =>
+      projector.apply([
+        s.ev('ses_1', 'wait.resolved', { executionId: 'exe_1', kind: 'approval', name: 'call_1', outcome: 'approved', callId: 'call_1', messageId: 'msg_1' }),
+      ]),
+    /not an open wait/,
+  );
+  assert.is(row(db, 'session_wait', 'name = ?', 'call_1')!.outcome, 'denied', 'the rejected batch changed nothing');
+});
 test.run();

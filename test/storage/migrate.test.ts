@@ -100,6 +100,7 @@ test('migrate - tables have the seed columns, defaults and nullability', () => {
     wake_pending: 'INTEGER NOT NULL DEFAULT 0',
     time_created: 'INTEGER NOT NULL',
     dropped_seq: 'INTEGER',
+    not_before: 'INTEGER',
   });
   assert.equal(shape('session_message'), {
     id: 'TEXT',
@@ -122,6 +123,19 @@ test('migrate - tables have the seed columns, defaults and nullability', () => {
     time_created: 'INTEGER NOT NULL',
   });
   assert.is(columns(db, 'session_recovery').assistant_message_id!.notnull, 0, 'session_recovery.assistant_message_id is nullable');
+  assert.equal(shape('session_wait'), {
+    session_id: 'TEXT NOT NULL',
+    execution_id: 'TEXT NOT NULL',
+    kind: 'TEXT NOT NULL',
+    name: 'TEXT NOT NULL',
+    message_id: 'TEXT',
+    call_id: 'TEXT',
+    tool: 'TEXT',
+    until: 'INTEGER',
+    outcome: 'TEXT',
+    time_created: 'INTEGER NOT NULL',
+    time_resolved: 'INTEGER',
+  });
   close();
 });
 
@@ -140,6 +154,7 @@ test('migrate - the named indexes exist, unique where the design says', () => {
   expect('session_execution_owner_idx', 'session_execution', 'owner_id', false);
   expect('session_message_session_type_seq_idx', 'session_message', 'session_id, type, seq', false);
   expect('session_recovery_execution_idx', 'session_recovery', 'execution_id', true);
+  expect('session_wait_due_idx', 'session_wait', 'until', false);
   // the unique index really refuses a second event at the same sequence
   const ins = db.prepare(`INSERT INTO event (id, aggregate_id, seq, type, version, time, data) VALUES (?, 'ses_a', 1, 't', 1, 0, x'80')`);
   ins.run('evt_1');

@@ -14,8 +14,10 @@ export const SUMMARY_PREFIX = 'Summary of the conversation so far (older message
 export function toModelMessages(items: readonly TranscriptItem[]): ModelMessage[] {
   const out: ModelMessage[] = [];
   for (const item of items) {
-    if (item.type === 'user') out.push({ role: 'user', content: item.text });
-    else if (item.type === 'summary') out.push({ role: 'user', content: `${SUMMARY_PREFIX}${item.summary}` });
+    // the input that resumes a waiting turn is the engine's, not a person's: the decisions are in the tool results
+    if (item.type === 'user') {
+      if (item.continues?.reason !== 'resumed') out.push({ role: 'user', content: item.text });
+    } else if (item.type === 'summary') out.push({ role: 'user', content: `${SUMMARY_PREFIX}${item.summary}` });
     else out.push(...assistantMessages(item.parts));
   }
   return out;
@@ -47,6 +49,10 @@ function toolResult(p: ToolPart): ToolResultPart {
   const base = { type: 'tool-result' as const, toolCallId: p.callId, toolName: p.name };
   if (p.state === 'succeeded') return { ...base, output: { type: 'json', value: (p.output ?? null) as never } };
   if (p.state === 'failed') return { ...base, output: { type: 'error-text', value: `${p.error?.type ?? 'error'}: ${p.error?.message ?? 'the call failed'}` } };
+  const why = p.decision?.reason ? `: ${p.decision.reason}` : '';
+  if (p.state === 'denied') return { ...base, output: { type: 'error-text', value: `denied: a person did not approve this call, and it did not run${why}` } };
+  if (p.state === 'cancelled')
+    return { ...base, output: { type: 'error-text', value: `cancelled: the call waited for approval and the turn was cancelled${why}` } };
   return { ...base, output: { type: 'error-text', value: 'no result was recorded for this call (the turn was interrupted while it ran)' } };
 }
 

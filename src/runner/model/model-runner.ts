@@ -16,6 +16,11 @@
  *
  * A continuation (after a crash or a hand-back) first retries the durable tool calls it names,
  * with their original idempotency keys, then asks the model to go on with the whole history.
+ *
+ * A tool with `needsApproval`: its call is recorded and waits for a person (`ctx.requestApproval`);
+ * the other calls of the step run, the step ends, and the turn settles waiting. Resumed, the turn
+ * first runs the calls a person approved (`ctx.runApproved`, once); a denied one has a result that
+ * says so; then the model goes on.
  */
 import { generateText, streamText, type LanguageModel, type LanguageModelUsage, type ModelMessage } from 'ai';
 import type { RecordedError, Usage } from '../../events/catalog.ts';
@@ -175,7 +180,8 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
   return async (ctx) => {
     const history = await ctx.history();
     let messages = toModelMessages(history);
-    if (await retryDurableCalls(ctx, tools, history)) messages = toModelMessages(await ctx.history());
+    const approved = await runApprovedCalls(ctx, tools);
+    if ((await retryDurableCalls(ctx, tools, history)) || approved) messages = toModelMessages(await ctx.history());
     for (let step = 0, compactions = 0; step < maxSteps; ) {
       const { messageId, steered } = await ctx.startStep();
       for (const s of steered) messages.push({ role: 'user', content: s.prompt });
@@ -202,11 +208,17 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
       if (output.reasoning) await ctx.reasoning(messageId, output.reasoning, reasoningPart);
       if (output.text) await ctx.text(messageId, output.text, textPart);
       const parts: TranscriptPart[] = output.text ? [{ type: 'text', partId: textPart, text: output.text }] : [];
-      for (const call of output.calls) parts.push(await runCall(ctx, tools, messageId, call));
+      let asked = false;
+      for (const call of output.calls) {
+        const ask = await askApproval(ctx, tools, messageId, call);
+        asked ||= ask !== undefined;
+        parts.push(ask ?? (await runCall(ctx, tools, messageId, call)));
+      }
       await ctx.endStep(messageId, output.finish, output.usage);
       step++;
       compactions = 0;
-      if (output.calls.length === 0) return;
+      // a call waits for a person: the turn ends its execution here and resumes with the decision
+      if (output.calls.length === 0 || asked) return;
       messages.push(...assistantMessages(parts)); // as the transcript will read this step
     }
   };
@@ -230,6 +242,35 @@ async function runCall(ctx: RunContext, tools: ToolRegistry, messageId: string, 
     if (ctx.signal.aborted) throw ctx.signal.reason;
     return { ...part, state: 'failed', error: recordedError(err, 'tool') };
   }
+}
+
+/** Records a call whose tool needs approval for this input (a valid call only: a bad one fails as usual); undefined when it runs now. */
+async function askApproval(ctx: RunContext, tools: ToolRegistry, messageId: string, call: StepOutput['calls'][number]): Promise<TranscriptPart | undefined> {
+  const tool = tools[call.name];
+  if (!tool?.needsApproval || call.error) return undefined;
+  const parsed = tool.inputSchema.safeParse(call.input);
+  if (!parsed.success) return undefined;
+  if (typeof tool.needsApproval === 'function' && !tool.needsApproval(parsed.data)) return undefined;
+  const input = call.input ?? null;
+  const callId = await ctx.requestApproval(messageId, { name: call.name, input, durable: tool.durable === true, callId: safeCallId(call.callId) });
+  return { type: 'tool', callId, name: call.name, input, durable: tool.durable === true, state: 'awaiting_approval' };
+}
+
+/** The calls a person approved while the turn waited, run once each (in the step they were called in); true when there were any. */
+async function runApprovedCalls(ctx: RunContext, tools: ToolRegistry): Promise<boolean> {
+  const approved = ctx.waits.filter((w) => w.kind === 'approval' && w.outcome === 'approved' && !w.started && w.callId !== null);
+  for (const w of approved) {
+    const tool = w.tool === null ? undefined : tools[w.tool];
+    await ctx
+      .runApproved(w.callId!, async (tc) => {
+        if (!tool) throw new ToolInputError(`no tool named ${w.tool} here: the tools are ${Object.keys(tools).join(', ') || 'none'}`);
+        return await tool.execute(tool.inputSchema.parse(w.input), tc);
+      })
+      .catch((_err: unknown) => {
+        if (ctx.signal.aborted) throw ctx.signal.reason; // a tool's own failure is its recorded result
+      });
+  }
+  return approved.length > 0;
 }
 
 /** A continuation's durable calls, run again with their original keys in a step of their own; true when there were any. */

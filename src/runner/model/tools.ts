@@ -4,6 +4,9 @@
  * crash a continuation may retry it with the same key), and the function. Calls run through
  * `ctx.tool`: journaled before the function starts, never rerun blindly after a crash.
  *
+ * `needsApproval` (true, or a function of the input): the call waits for a person before it runs
+ * (`sessiond approve|deny SESSION CALL`); the turn holds nothing meanwhile.
+ *
  *   export default {
  *     weather: defineTool({ description: 'Current weather in a city', inputSchema: z.object({ city: z.string() }),
  *       execute: async ({ city }) => ({ city, celsius: 21 }) }),
@@ -20,6 +23,8 @@ export interface ModelTool<I = unknown, O = unknown> {
   inputSchema: z.ZodType<I>;
   /** Durable: the call carries an idempotency key (`ctx.idempotencyKey`) for the effect to deduplicate on. */
   durable?: boolean;
+  /** The call waits for a person's approval before it runs (always, or when this says so for the input). */
+  needsApproval?: boolean | ((input: I) => boolean);
   execute(input: I, ctx: ToolContext): Promise<O> | O;
 }
 
@@ -31,6 +36,7 @@ export function defineTool<S extends z.ZodType, O>(tool: {
   description: string;
   inputSchema: S;
   durable?: boolean;
+  needsApproval?: boolean | ((input: z.output<S>) => boolean);
   execute(input: z.output<S>, ctx: ToolContext): Promise<O> | O;
 }): ModelTool {
   return tool as unknown as ModelTool;
@@ -56,6 +62,8 @@ export function checkTools(tools: unknown, where = 'tools'): ToolRegistry {
       throw bad('needs an inputSchema made with zod (z.object({...}))');
     if (typeof tool.execute !== 'function') throw bad('needs an execute(input, ctx) function');
     if (tool.durable !== undefined && typeof tool.durable !== 'boolean') throw bad('has a durable flag that is not true or false');
+    if (tool.needsApproval !== undefined && typeof tool.needsApproval !== 'boolean' && typeof tool.needsApproval !== 'function')
+      throw bad('has a needsApproval that is neither true/false nor a function of the input');
   }
   return tools as ToolRegistry;
 }

@@ -8,6 +8,7 @@ import { migration006 } from './006_session_snapshots.ts';
 import { migration007 } from './007_recovery_session_index.ts';
 import { migration008 } from './008_event_commit_time.ts';
 import { migration009 } from './009_dropped_inputs.ts';
+import { migration010 } from './010_waits.ts';
 
 /** Every migration this build knows, in order. Append only: never edit a shipped migration. */
 export const migrations: readonly Migration[] = [
@@ -20,5 +21,6 @@ export const migrations: readonly Migration[] = [
   migration007,
   migration008,
   migration009,
+  migration010,
 ];
 export const LATEST_SCHEMA_VERSION = migrations.length;
