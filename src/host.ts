@@ -373,6 +373,8 @@ export function describeRecovery(n: RecoveryNotice): string {
       return `${n.sessionId}  recovered expired execution ${n.executionId}; continuation ${n.continuationInputId} admitted`;
     case 'wake_attempt':
       return `${n.sessionId}  recovery wake, attempt ${n.attempt}`;
+    case 'wait_elapsed':
+      return `${n.sessionId}  ${n.kind === 'timer' ? `timer ${n.name} elapsed` : `signal ${n.name} timed out`}${n.resumed ? '; the turn resumes' : ''}`;
     case 'parked':
       return `${n.sessionId}  PARKED: ${n.message}`;
     case 'error':

@@ -14,7 +14,7 @@ import { expectCode } from '../src/testing/fixtures.ts';
 test('options - the sweeper checks its options and refuses unknown ones', async () => {
   const fx = fixture();
   const execution = fx.service({ runner: echoRunner() });
-  const base = { execution, candidates: { expired: () => [], runnable: () => [] }, clock: new ManualClock(0) };
+  const base = { execution, candidates: { expired: () => [], runnable: () => [], due: () => [] }, clock: new ManualClock(0) };
   assert.is(new RecoverySweeper(base).intervalMs, DEFAULT_SWEEP_INTERVAL_MS);
   expectCode(
     () => new RecoverySweeper({ ...base, intervalMs: 0 }),

@@ -129,6 +129,8 @@ export const catalog = {
       wake: z.boolean(),
       source: z.enum(['user', 'recovery']).default('user'),
       continues: Continuation.optional(),
+      /** A scheduled prompt: no turn takes it before this time (ms since the epoch). */
+      notBefore: z.number().int().nonnegative().optional(),
     }),
   ),
   'input.promoted': event('input.promoted', z.object({ inputId: id, executionId: id }), { writer: 'runner' }),

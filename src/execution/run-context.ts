@@ -195,7 +195,10 @@ export function createRunContext(deps: RunContextDeps): Turn {
 
     async startStep() {
       const snapshot = await handler.load(sessionId);
-      const steer = steeringInputs(snapshot.context.pending.filter((s) => !promoted.has(s.inputId)));
+      const steer = steeringInputs(
+        snapshot.context.pending.filter((s) => !promoted.has(s.inputId)),
+        clock.now(),
+      );
       const steered = runInputs(steer);
       const messageId = ids.next('msg');
       await later([

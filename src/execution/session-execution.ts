@@ -253,7 +253,7 @@ export class SessionExecution {
           },
           (now) => ({ type: 'start', now, ownerId, executionId }),
           (now, started) => {
-            turn = inputsForTurn(started.context.pending);
+            turn = inputsForTurn(started.context.pending, now);
             return {
               type: 'record',
               now,

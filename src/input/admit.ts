@@ -20,6 +20,8 @@ export interface AdmitRequest {
   delivery?: Delivery;
   /** Wake the session after admitting (default true). */
   wake?: boolean;
+  /** Schedule the prompt: no turn takes it before this time (ms since the epoch); the recovery sweep wakes the session when it is due. */
+  notBefore?: number;
 }
 
 export interface AdmitReceipt {
@@ -36,7 +38,7 @@ export function parseAdmitRequest(
   sessionId: string,
   req: AdmitRequest,
   maxPromptBytes = DEFAULT_MAX_PROMPT_BYTES,
-): Required<Omit<AdmitRequest, 'id'>> & { id?: string } {
+): Required<Omit<AdmitRequest, 'id' | 'notBefore'>> & { id?: string; notBefore?: number } {
   validateId(sessionId, 'session id');
   if (req === null || typeof req !== 'object') throw invalid('the request must be an object like { prompt: "..." }');
   if (req.id !== undefined) validateId(req.id, 'input id');
@@ -49,7 +51,10 @@ export function parseAdmitRequest(
   const delivery = req.delivery ?? 'queue';
   if (delivery !== 'steer' && delivery !== 'queue') throw invalid(`delivery must be "steer" or "queue", got ${JSON.stringify(delivery)}`);
   if (req.wake !== undefined && typeof req.wake !== 'boolean') throw invalid('wake must be true or false');
-  return { ...(req.id ? { id: req.id } : {}), prompt: req.prompt, delivery, wake: req.wake ?? true };
+  const notBefore = req.notBefore;
+  if (notBefore !== undefined && (!Number.isSafeInteger(notBefore) || notBefore < 0))
+    throw invalid(`notBefore must be a time in whole milliseconds since the epoch (e.g. Date.parse('2026-12-24T09:00:00Z')), got ${String(notBefore)}`);
+  return { ...(req.id ? { id: req.id } : {}), prompt: req.prompt, delivery, wake: req.wake ?? true, ...(notBefore === undefined ? {} : { notBefore }) };
 }
 
 function invalid(why: string): SessiondError {
@@ -74,6 +79,7 @@ export async function admitInput(
       delivery: req.delivery,
       wake: req.wake,
       limits: { maxPendingInputs, maxPendingBytes },
+      ...(req.notBefore === undefined ? {} : { notBefore: req.notBefore }),
     }));
     return { sessionId, inputId, admittedSeq: events[0]!.seq, created: true, wake: req.wake };
   } catch (err) {
@@ -90,7 +96,7 @@ export async function admitInput(
     const pending = snapshot.context.pending.find((p) => p.inputId === inputId);
     const admitted = pending ?? (await readAdmitted(handler, sessionId, seq));
     if (!admitted) throw err;
-    const same = admitted.prompt === req.prompt && admitted.delivery === req.delivery && admitted.wake === req.wake;
+    const same = admitted.prompt === req.prompt && admitted.delivery === req.delivery && admitted.wake === req.wake && admitted.notBefore === req.notBefore;
     if (!same) {
       throw new SessiondError(
         ErrorCode.InputConflict,
@@ -107,7 +113,7 @@ async function readAdmitted(
   handler: CommandHandler,
   sessionId: string,
   seq: number,
-): Promise<{ prompt: string; delivery: Delivery; wake: boolean } | undefined> {
+): Promise<{ prompt: string; delivery: Delivery; wake: boolean; notBefore?: number } | undefined> {
   const [event] = await handler.log.readSession(sessionId, { afterSeq: seq - 1, limit: 1 });
   return event?.type === 'input.admitted' ? event.payload : undefined;
 }

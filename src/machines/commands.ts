@@ -26,7 +26,18 @@ export type Command =
   /** `executionId`: cancel that execution only (a cancel sent again, or delivered late, never stops a later turn). */
   | { type: 'cancel'; now: number; reason?: string; executionId?: string }
   /** `limits`: the session's bounds on what may wait (refused past them); absent, nothing is checked (recovery's own admissions). */
-  | { type: 'admit'; now: number; inputId: string; prompt: string; delivery: Delivery; wake: boolean; source?: 'user' | 'recovery'; limits?: PendingLimits }
+  | {
+      type: 'admit';
+      now: number;
+      inputId: string;
+      prompt: string;
+      delivery: Delivery;
+      wake: boolean;
+      source?: 'user' | 'recovery';
+      limits?: PendingLimits;
+      /** A scheduled prompt: no turn takes it before this time. */
+      notBefore?: number;
+    }
   /** Drop pending inputs unrun (all of them, or the ones named): an operator unblocking a session. */
   | { type: 'dropPending'; now: number; inputIds?: string[]; reason?: string }
   /** Seal an expired execution and admit one continuation (ids come with the command: the machine makes none). */

@@ -82,6 +82,8 @@ export interface PendingInput {
   prompt: string;
   /** On a continuation: what it continues. */
   continues?: Continuation;
+  /** A scheduled prompt: no turn takes it before this time. */
+  notBefore?: number;
   /** The `input.admitted` event that admitted it (what a stored snapshot's claim is checked against; always set by the fold). */
   admittedBy?: EventRef;
   /**
@@ -293,6 +295,7 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
           source: p.source,
           prompt: p.prompt,
           ...(p.continues ? { continues: p.continues } : {}),
+          ...(p.notBefore === undefined ? {} : { notBefore: p.notBefore }),
           admittedBy: refOf(event),
         },
       ];
@@ -383,6 +386,9 @@ export function openWaits(ctx: SessionContext): Wait[] {
 
 /** Is this pending input admitted by an event this fold saw in the log (not only claimed by a stored snapshot)? */
 export const admittedInLog = (p: PendingInput): boolean => p.unverified !== true;
+
+/** May a turn take this pending input at `now`: admitted in the log, and due (a scheduled prompt only from its time on)? */
+export const runnableAt = (p: PendingInput, now: number): boolean => admittedInLog(p) && (p.notBefore === undefined || now >= p.notBefore);
 
 function addUsage(a: Usage, b: Usage): Usage {
   return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };

@@ -19,6 +19,7 @@ import type { SessionEvent } from '../events/envelope.ts';
 import { durableEventTypes, type EventType } from '../events/catalog.ts';
 import {
   admittedInLog,
+  runnableAt,
   admittedSeq,
   foldContext,
   initialContext,
@@ -238,8 +239,11 @@ export const sessionMachine = setup({
       const c = commandOf(event);
       return context.execution?.id === executionOf(c) && context.execution?.ownerId === ownerOf(c) && leaseLive(context, c.now);
     },
-    /** A turn needs something to run: an input admitted in the log and not yet promoted. */
-    hasPending: ({ context }) => context.pending.some(admittedInLog),
+    /** A turn needs something to run: an input admitted in the log, not yet promoted, and due (never runs a prompt before its time). */
+    hasPending: ({ context, event }) => {
+      const now = commandOf(event).now;
+      return context.pending.some((p) => runnableAt(p, now));
+    },
     isCurrentExecution: ({ context, event }) => context.execution?.id === executionOf(commandOf(event)),
     /** A cancel bound to an execution that is not the one in progress. */
     cancelsAnotherExecution: ({ context, event }) => {
@@ -255,7 +259,7 @@ export const sessionMachine = setup({
       assertEvent(event, 'record');
       const ids = event.events.flatMap((e) => (e.type === 'input.promoted' ? [e.payload.inputId] : []));
       // pending and admitted in the log: an input a stored snapshot only claims is never promoted
-      return ids.every((id, i) => ids.indexOf(id) === i && context.pending.some((p) => p.inputId === id && admittedInLog(p)));
+      return ids.every((id, i) => ids.indexOf(id) === i && context.pending.some((p) => p.inputId === id && runnableAt(p, event.now)));
     },
     alreadyAdmitted: ({ context, event }) => {
       assertEvent(event, 'admit');
@@ -485,7 +489,14 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
       return [
         {
           type: 'input.admitted',
-          payload: { inputId: command.inputId, prompt: command.prompt, delivery: command.delivery, wake: command.wake, source: command.source ?? 'user' },
+          payload: {
+            inputId: command.inputId,
+            prompt: command.prompt,
+            delivery: command.delivery,
+            wake: command.wake,
+            source: command.source ?? 'user',
+            ...(command.notBefore === undefined ? {} : { notBefore: command.notBefore }),
+          },
         },
       ];
     case 'recover': {

@@ -30,6 +30,7 @@ export const requestSchemas = {
     id: id.optional(),
     delivery: z.enum(['queue', 'steer']).optional(),
     wake: z.boolean().optional(),
+    notBefore: z.number().int().nonnegative().optional(),
   }),
   wake: z.strictObject({ sessionId: id }),
   cancel: z.strictObject({ sessionId: id, reason: z.string().max(1000).optional(), executionId: id.optional() }),
@@ -73,6 +74,7 @@ const pending = z.object({
       retryTools: z.array(z.object({ callId: id, messageId: id, name: z.string().min(1), idempotencyKey: z.string() })),
     })
     .optional(),
+  notBefore: z.number().int().nonnegative().optional(),
   admittedBy: z.object({ id, position: z.number().int().nullable() }).optional(),
 });
 

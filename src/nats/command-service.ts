@@ -291,6 +291,7 @@ export function commandAnswerer(
         if (request.id !== undefined) admit.id = request.id;
         if (request.delivery !== undefined) admit.delivery = request.delivery;
         if (request.wake !== undefined) admit.wake = request.wake;
+        if (request.notBefore !== undefined) admit.notBefore = request.notBefore;
         parseAdmitRequest(sessionId, admit, maxPromptBytes); // every check before the engine sees it
         return { receipt: await target.admit(sessionId, admit) };
       }

@@ -3,7 +3,7 @@
  * command service (command-service.ts) and the client (client.ts). Bodies are UTF-8 JSON.
  *
  *   verb    request                                                   success reply
- *   admit   { sessionId, prompt, id?, delivery?: "steer"|"queue", wake? }  { ok: true, receipt: AdmitReceipt }
+ *   admit   { sessionId, prompt, id?, delivery?: "steer"|"queue", wake?, notBefore? }  { ok: true, receipt: AdmitReceipt }
  *   wake    { sessionId }                                             { ok: true, result: WakeResult }
  *   cancel  { sessionId, reason?, executionId? }                      { ok: true, result: CancelResult }
  *   status  { sessionId }                                             { ok: true, sessionId, state, seq, execution, pending }
@@ -51,6 +51,8 @@ export interface AdmitCommand {
   id?: string;
   delivery?: Delivery;
   wake?: boolean;
+  /** A scheduled prompt: no turn takes it before this time (ms since the epoch). */
+  notBefore?: number;
 }
 export interface WakeCommand {
   sessionId: string;
@@ -117,7 +119,7 @@ export type CommandReply<V extends CommandVerb> = ({ ok: true } & CommandResults
 
 /** The fields each request may carry (anything else is refused as a likely typo). */
 export const requestFields: Record<CommandVerb, readonly string[]> = {
-  admit: ['sessionId', 'prompt', 'id', 'delivery', 'wake'],
+  admit: ['sessionId', 'prompt', 'id', 'delivery', 'wake', 'notBefore'],
   wake: ['sessionId'],
   cancel: ['sessionId', 'reason', 'executionId'],
   status: ['sessionId', 'pendingFrom'],

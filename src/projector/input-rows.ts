@@ -16,13 +16,15 @@ export interface InputRow {
   dropped_seq?: number | null;
   wake_pending: number;
   time_created: number;
+  /** A scheduled prompt's time (null: runnable at once). */
+  not_before?: number | null;
 }
 
 export function inputRows(db: Db) {
   const get = db.prepare('SELECT * FROM session_input WHERE session_id = ? AND id = ?');
   const insert = db.prepare(`INSERT INTO session_input
-    (id, session_id, prompt, delivery, admitted_seq, promoted_seq, wake_pending, time_created)
-    VALUES (@id, @session_id, @prompt, @delivery, @admitted_seq, @promoted_seq, @wake_pending, @time_created)
+    (id, session_id, prompt, delivery, admitted_seq, promoted_seq, wake_pending, time_created, not_before)
+    VALUES (@id, @session_id, @prompt, @delivery, @admitted_seq, @promoted_seq, @wake_pending, @time_created, @not_before)
     ON CONFLICT DO NOTHING`);
   const promote = db.prepare(`UPDATE session_input SET promoted_seq = ?, wake_pending = 0
                               WHERE id = ? AND session_id = ? AND promoted_seq IS NULL AND dropped_seq IS NULL RETURNING *`);

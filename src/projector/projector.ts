@@ -299,6 +299,7 @@ export class Projector {
           promoted_seq: null,
           wake_pending: p.wake ? 1 : 0,
           time_created: e.time,
+          not_before: p.notBefore ?? null,
         });
         if (!inserted) {
           const previous = inputs.get(e.sessionId, p.inputId)!;

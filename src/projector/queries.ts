@@ -44,11 +44,13 @@ function prepare(db: Db) {
                               ORDER BY session_id`)
       .pluck(),
     runnable: db
-      .prepare(`SELECT session_id FROM session_input WHERE promoted_seq IS NULL AND dropped_seq IS NULL
+      .prepare(`SELECT session_id FROM session_input WHERE promoted_seq IS NULL AND dropped_seq IS NULL AND (not_before IS NULL OR not_before <= ?)
                           UNION SELECT session_id FROM session_recovery WHERE wake_pending = 1
                           ORDER BY session_id`)
       .pluck(),
     expired: db.prepare('SELECT * FROM session_execution WHERE expires_at <= ? ORDER BY expires_at, id'),
+    dueWaits: db.prepare(`SELECT session_id, execution_id, kind, name, until FROM session_wait
+                          WHERE outcome IS NULL AND until IS NOT NULL AND until <= ? ORDER BY until, session_id`),
     executions: db.prepare('SELECT * FROM session_execution WHERE session_id = ? ORDER BY time_created, id'),
     inputs: db.prepare('SELECT * FROM session_input WHERE session_id = ? ORDER BY admitted_seq, id'),
     messages: db.prepare('SELECT * FROM session_message WHERE session_id = ? ORDER BY seq, id'),
@@ -83,8 +85,13 @@ export function pendingWakes(db: Db): string[] {
  * says: projections written before version 5 cleared it on a claim), or a recovery's wake owed. The
  * sweep decides each against the log; one with a live owner, or only `wake: false` inputs, is left.
  */
-export function runnableSessions(db: Db): string[] {
-  return statements(db).runnable.all() as string[];
+export function runnableSessions(db: Db, now: number): string[] {
+  return statements(db).runnable.all(now) as string[];
+}
+
+/** Sessions with a wait due at `now`: a timer whose time came, a signal whose timeout passed (open, `until <= now`). */
+export function dueWaits(db: Db, now: number): { session_id: string; execution_id: string; kind: string; name: string; until: number }[] {
+  return statements(db).dueWaits.all(now) as { session_id: string; execution_id: string; kind: string; name: string; until: number }[];
 }
 
 /** Executions whose lease has expired at `now` (expires_at <= now) and that were not settled, cancelled or recovered. */

@@ -11,6 +11,11 @@
  *   session is woken; the claim that lands writes `recovery.wake_delivered`. Attempts back off
  *   (`wakeBackoffMs` doubling); past `maxWakeAttempts` the session is parked with a recovery error
  *   (`recovery.wake_failed`, parked) instead of looping forever.
+ * - a wait whose time came is ended: a timer `elapsed`, a signal past its timeout `timed_out`
+ *   (`resolve`; the machine never lets it end early), and when it was the turn's last open wait the
+ *   resume input it admitted is woken like any other. A scheduled prompt is woken once it is due.
+ *   Timers live in the log, not in a process: whichever worker sweeps first after the time ends
+ *   it, late by at most about one interval.
  *
  * Several sweepers in several processes may run at once: OCC on the session log decides, the
  * deterministic continuation id and the unique `session_recovery_execution_idx` back it.
@@ -19,7 +24,8 @@ import { checkKeys, wholeNumber } from '../options.ts';
 import type { Clock, TimerHandle } from '../clock.ts';
 import { messageOf, isRefusal, recordedError } from '../errors.ts';
 import { stateOf } from '../machines/decider.ts';
-import { leaseLive } from '../machines/session-context.ts';
+import { leaseLive, openWaits, runnableAt } from '../machines/session-context.ts';
+import { resolveWait } from '../input/resolve.ts';
 import type { SessionExecution } from '../execution/session-execution.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 
@@ -31,8 +37,10 @@ export const DEFAULT_WAKE_BACKOFF_MS = 1_000;
 export interface RecoveryCandidates {
   /** Sessions with an execution whose lease expired at or before `now` and was not settled. */
   expired(now: number): string[] | Promise<string[]>;
-  /** Sessions that may have work to run: an input not promoted yet, or a recovery wake owed. */
-  runnable(): string[] | Promise<string[]>;
+  /** Sessions that may have work to run at `now`: an input not promoted yet (a scheduled one only once due), or a recovery wake owed. */
+  runnable(now: number): string[] | Promise<string[]>;
+  /** Sessions with an open wait whose time came at or before `now` (a timer, a signal's timeout). */
+  due(now: number): string[] | Promise<string[]>;
 }
 
 export interface SweeperOptions {
@@ -48,6 +56,8 @@ export interface SweeperOptions {
 export type RecoveryNotice =
   | { type: 'recovered'; sessionId: string; executionId: string; continuationInputId: string }
   | { type: 'wake_attempt'; sessionId: string; attempt: number }
+  /** A timer elapsed or a signal timed out; `resumed`: it was the turn's last wait, and the turn runs again. */
+  | { type: 'wait_elapsed'; sessionId: string; kind: 'timer' | 'signal'; name: string; resumed: boolean }
   | { type: 'parked'; sessionId: string; message: string }
   | { type: 'error'; sessionId: string; message: string }
   /** A whole pass failed (e.g. the projection was locked); the next pass tries again. */
@@ -55,6 +65,8 @@ export type RecoveryNotice =
 
 export interface SweepReport {
   recovered: string[];
+  /** Sessions one of whose waits the pass ended (its time came). */
+  elapsed: string[];
   woken: string[];
   parked: string[];
   errors: { sessionId: string; message: string }[];
@@ -105,9 +117,10 @@ export class RecoverySweeper {
   }
 
   private async pass(): Promise<SweepReport> {
-    const report: SweepReport = { recovered: [], woken: [], parked: [], errors: [] };
+    const report: SweepReport = { recovered: [], elapsed: [], woken: [], parked: [], errors: [] };
     const now = this.o.clock.now();
-    const sessions = new Set([...(await this.o.candidates.expired(now)), ...(await this.o.candidates.runnable())]);
+    const { candidates } = this.o;
+    const sessions = new Set([...(await candidates.expired(now)), ...(await candidates.due(now)), ...(await candidates.runnable(now))]);
     for (const sessionId of sessions) {
       if (this.stopped) break;
       try {
@@ -145,7 +158,27 @@ export class RecoverySweeper {
         snapshot = await handler.load(sessionId);
       }
     }
+    await this.endDueWaits(sessionId, report);
     await this.redriveWake(sessionId, report);
+  }
+
+  /** Ends the waits whose time came (decided on the log): timers elapse, signals time out. */
+  private async endDueWaits(sessionId: string, report: SweepReport): Promise<void> {
+    const { handler } = this.o.execution;
+    const now = this.o.clock.now();
+    const due = openWaits((await handler.load(sessionId)).context).filter((w) => w.kind !== 'approval' && w.until !== null && w.until <= now);
+    for (const w of due) {
+      const kind = w.kind as 'timer' | 'signal';
+      try {
+        const result = await resolveWait(handler, sessionId, { kind, name: w.name, outcome: kind === 'timer' ? 'elapsed' : 'timed_out' });
+        if (!result.resolved) continue;
+        if (!report.elapsed.includes(sessionId)) report.elapsed.push(sessionId);
+        this.o.onNotice?.({ type: 'wait_elapsed', sessionId, kind, name: w.name, resumed: result.resumeInputId !== undefined });
+      } catch (err) {
+        // another worker ended it first (or a value came just before the timeout): the log decided
+        if (!isRefusal(err, 'already_resolved') && !isRefusal(err, 'no_such_wait')) throw err;
+      }
+    }
   }
 
   /** Attempts an owed wake (durably counted), with backoff; parks the session past the bound. */
@@ -158,7 +191,10 @@ export class RecoverySweeper {
       // A prompt admitted with a wake that never landed (its waker died): wake it. Inputs admitted
       // with `wake: false`, and sessions that merely sit idle, are left alone.
       const state = stateOf(snapshot);
-      if ((state === 'idle' || state === 'settled') && snapshot.context.pending.some((p) => p.wake)) {
+      // A turn that waits holds its inputs until its waits end; a scheduled prompt waits for its time.
+      const now = this.o.clock.now();
+      const runnable = snapshot.context.pending.some((p) => p.wake && runnableAt(p, now));
+      if ((state === 'idle' || state === 'settled') && runnable && openWaits(snapshot.context).length === 0) {
         const result = await this.o.execution.resume(sessionId);
         if (result.status === 'started') report.woken.push(sessionId);
       }

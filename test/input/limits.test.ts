@@ -62,7 +62,7 @@ test('limits - a turn promotes at most 100 inputs per append, however many wait'
     source: 'user' as const,
     prompt: 'p',
   }));
-  const turn = inputsForTurn(pending);
+  const turn = inputsForTurn(pending, 0);
   assert.is(turn.length, MAX_PROMOTIONS_PER_APPEND);
   assert.ok(
     turn.some((p) => p.inputId === 'inp_7'),

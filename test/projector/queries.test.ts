@@ -4,7 +4,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { expiredExecutions, listSessions, pendingWakes, runnableSessions, sessionRows } from '../../src/projector/queries.ts';
+import { dueWaits, expiredExecutions, listSessions, pendingWakes, runnableSessions, sessionRows } from '../../src/projector/queries.ts';
 import { parseMessage } from '../../src/projector/message-rows.ts';
 import { claimedTurn, setup } from './support.ts';
 import { stream, type Stream } from '../../src/testing/fixtures.ts';
@@ -39,7 +39,7 @@ test('queries - pendingWakes: unpromoted admissions that asked for a wake, and r
   ]);
   assert.equal(pendingWakes(db), ['ses_parked', 'ses_rec', 'ses_woken'], 'a claim alone takes no input: each still waits to be promoted');
   assert.equal(
-    runnableSessions(db),
+    runnableSessions(db, 0),
     ['ses_parked', 'ses_quiet', 'ses_rec', 'ses_woken'],
     'runnable: every session with an unpromoted input, whatever its flags',
   );
@@ -49,7 +49,7 @@ test('queries - pendingWakes: unpromoted admissions that asked for a wake, and r
     s.ev('ses_parked', 'input.promoted', { inputId: 'inp_cont_exe_p', executionId: 'exe_3' }),
   ]);
   assert.equal(pendingWakes(db), [], "promotion is where an input's wake lands");
-  assert.equal(runnableSessions(db), ['ses_quiet'], 'the wake: false input is still there to be run by a wake');
+  assert.equal(runnableSessions(db, 0), ['ses_quiet'], 'the wake: false input is still there to be run by a wake');
 });
 
 test('queries - expiredExecutions: live rows whose lease ended at or before now', () => {
@@ -70,6 +70,35 @@ test('queries - expiredExecutions: live rows whose lease ended at or before now'
     expiredExecutions(db, 1_000).map((r) => r.id),
     ['exe_2', 'exe_1'],
     'oldest expiry first; settled ones are gone',
+  );
+});
+
+test('queries - a scheduled prompt is runnable from its time on; dueWaits: open timers and signal timeouts whose time came', () => {
+  const { db, projector } = setup();
+  const s = stream();
+  projector.apply([
+    s.ev('ses_later', 'input.admitted', { inputId: 'inp_1', prompt: 'at nine', delivery: 'queue', wake: true, notBefore: 9_000 }),
+    ...claimedTurn(s, 'ses_wait', 'exe_1', 'inp_2'),
+    s.ev('ses_wait', 'wait.started', { executionId: 'exe_1', kind: 'timer', name: 'sleep-1', until: 5_000 }),
+    s.ev('ses_wait', 'wait.started', { executionId: 'exe_1', kind: 'signal', name: 'reply', until: 7_000 }),
+    s.ev('ses_wait', 'wait.started', { executionId: 'exe_1', kind: 'signal', name: 'forever' }),
+  ]);
+  assert.equal(runnableSessions(db, 8_999), [], 'not before its time');
+  assert.equal(runnableSessions(db, 9_000), ['ses_later']);
+  assert.equal(dueWaits(db, 4_999), []);
+  assert.equal(
+    dueWaits(db, 7_000).map((w) => [w.session_id, w.kind, w.name]),
+    [
+      ['ses_wait', 'timer', 'sleep-1'],
+      ['ses_wait', 'signal', 'reply'],
+    ],
+    'a signal without a timeout is never due',
+  );
+  projector.apply([s.ev('ses_wait', 'wait.resolved', { executionId: 'exe_1', kind: 'timer', name: 'sleep-1', outcome: 'elapsed' })]);
+  assert.equal(
+    dueWaits(db, 7_000).map((w) => w.name),
+    ['reply'],
+    'an ended wait is no longer due',
   );
 });
 

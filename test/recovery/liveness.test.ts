@@ -182,11 +182,11 @@ test('liveness - the continuation of an interrupted turn runs before prompts adm
     { inputId: 'inp_cont_exe_1', delivery: 'queue' as const, seq: 9, wake: true, source: 'recovery' as const, prompt: 'continue' },
   ];
   assert.equal(
-    inputsForTurn(pending).map((p) => p.inputId),
+    inputsForTurn(pending, 0).map((p) => p.inputId),
     ['inp_cont_exe_1'],
   );
   assert.equal(
-    inputsForTurn(pending.slice(0, 2)).map((p) => p.inputId),
+    inputsForTurn(pending.slice(0, 2), 0).map((p) => p.inputId),
     ['inp_user_2'],
     'otherwise the oldest queued prompt',
   );

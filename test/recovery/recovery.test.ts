@@ -16,7 +16,7 @@ import { openDatabase } from '../../src/storage/sqlite.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
 import { spyLog } from '../support/spy-log.ts';
 
-const candidates = (sessions: string[]): RecoveryCandidates => ({ expired: () => sessions, runnable: () => sessions });
+const candidates = (sessions: string[]): RecoveryCandidates => ({ expired: () => sessions, runnable: () => sessions, due: () => sessions });
 
 async function ownedThenFrozen(fx: ReturnType<typeof fixture>, gate: ReturnType<typeof gatedRunner>, sessionId = 'ses_1') {
   const a = fx.service({ runner: gate.runner, clock: new ManualClock(0), ownerId: 'own_a' }); // frozen: its clock never moves
