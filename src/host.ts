@@ -362,6 +362,18 @@ export function describeEvent(e: SessionEvent): string | undefined {
       return `${e.sessionId}  ${e.payload.text}`;
     case 'execution.cancelled':
       return `${e.sessionId}  execution ${e.payload.executionId} was cancelled`;
+    case 'wait.started': {
+      const w = e.payload;
+      const what =
+        w.kind === 'approval'
+          ? `approval of call ${w.name} (${w.tool}): sessiond approve|deny ${e.sessionId} ${w.name}`
+          : w.kind === 'signal'
+            ? `signal ${w.name}${w.until === undefined ? '' : ` until ${new Date(w.until).toISOString()}`}: sessiond resolve ${e.sessionId} ${w.name} --data JSON`
+            : `timer ${w.name} until ${new Date(w.until ?? e.time).toISOString()}`;
+      return `${e.sessionId}  waits for ${what}`;
+    }
+    case 'wait.resolved':
+      return `${e.sessionId}  ${e.payload.kind} ${e.payload.name} ${e.payload.outcome}${e.payload.reason ? `: ${e.payload.reason}` : ''}`;
     default:
       return undefined;
   }

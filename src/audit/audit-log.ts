@@ -19,12 +19,18 @@ export interface Violation {
     | 'write_after_expiry'
     | 'recovered_twice'
     | 'sequence_gap'
+    // waits: a person's decision, a timer's time and a scheduled prompt's time are kept
+    | 'unapproved_call_started'
+    | 'approved_call_started_twice'
+    | 'woken_early'
+    | 'promoted_early'
     // liveness (liveness.ts): work that nobody will do, or a session that can take no more
     | 'stranded_input'
     | 'unrecovered_execution'
     | 'recovery_incomplete'
     | 'wake_parked'
-    | 'pending_full';
+    | 'pending_full'
+    | 'overdue_wait';
   seqs: number[];
   message: string;
 }
@@ -53,6 +59,10 @@ export function auditSession(events: readonly SessionEvent[]): Violation[] {
   const promoted = new Map<string, number>();
   const dropped = new Map<string, number>();
   const recovered = new Map<string, number>();
+  /** Inputs' notBefore; approvals' decisions and starts; open timed waits' until. */
+  const notBefore = new Map<string, number>();
+  const approvals = new Map<string, { outcome: string | null; seq: number; startedSeq: number | null }>();
+  const until = new Map<string, number>();
   let expectSeq = 1;
   // Sealing events (open step and tools failed/recovered) that directly follow an execution's end
   // (cancel, recovery) belong to that ending and are allowed.
@@ -107,9 +117,46 @@ export function auditSession(events: readonly SessionEvent[]): Violation[] {
       }
       case 'input.admitted':
         admitted.set(e.payload.inputId, e.seq);
+        if (e.payload.notBefore !== undefined) notBefore.set(e.payload.inputId, e.payload.notBefore);
         break;
+      case 'wait.started': {
+        const w = e.payload;
+        if (w.kind === 'approval') approvals.set(w.name, { outcome: null, seq: e.seq, startedSeq: null });
+        if (w.until !== undefined) until.set(`${w.executionId}/${w.kind}/${w.name}`, w.until);
+        break;
+      }
+      case 'wait.resolved': {
+        const w = e.payload;
+        const a = w.kind === 'approval' ? approvals.get(w.name) : undefined;
+        if (a) a.outcome = w.outcome;
+        const due = until.get(`${w.executionId}/${w.kind}/${w.name}`);
+        if ((w.outcome === 'elapsed' || w.outcome === 'timed_out') && (due === undefined || e.time < due))
+          v(
+            'woken_early',
+            [e.seq],
+            `the ${w.kind} ${w.name} of execution ${w.executionId} ended ${w.outcome} at ${isoTime(e.time)}, ${due === undefined ? 'without a time' : `before its time ${isoTime(due)}`}`,
+          );
+        break;
+      }
+      case 'tool.started':
+      case 'tool.called': {
+        const a = approvals.get(e.payload.callId);
+        if (!a || (e.type === 'tool.called' && e.payload.started !== true)) break;
+        if (a.startedSeq !== null)
+          v('approved_call_started_twice', [a.startedSeq, e.seq], `call ${e.payload.callId} started again at seq ${e.seq} (first at seq ${a.startedSeq})`);
+        else if (a.outcome !== 'approved')
+          v(
+            'unapproved_call_started',
+            [a.seq, e.seq],
+            `call ${e.payload.callId} started at seq ${e.seq} though a person ${a.outcome === null ? 'had not decided on it' : `decided ${a.outcome}`} (asked at seq ${a.seq})`,
+          );
+        a.startedSeq = e.seq;
+        break;
+      }
       case 'input.promoted': {
         const id = e.payload.inputId;
+        const at = notBefore.get(id);
+        if (at !== undefined && e.time < at) v('promoted_early', [e.seq], `input ${id} was promoted at ${isoTime(e.time)}, before its time ${isoTime(at)}`);
         if (!admitted.has(id)) v('promoted_unadmitted', [e.seq], `input ${id} promoted without being admitted`);
         if (promoted.has(id)) v('promoted_twice', [promoted.get(id)!, e.seq], `input ${id} promoted twice`);
         if (dropped.has(id)) v('promoted_dropped', [dropped.get(id)!, e.seq], `input ${id} promoted after it was dropped`);

@@ -10,6 +10,10 @@
  *   lease ran out longer than the grace ago (its recovery never came);
  * - recovery_incomplete: a recovery started and never completed;
  * - wake_parked: a recovery's wake was given up on (parked): only a person can wake the session;
+ * - overdue_wait: a timer, or a signal's timeout, whose time passed more than the grace ago and
+ *   that never ended (no worker's sweep ran: a timer lives in the log, and only a sweep ends it).
+ *   A turn waiting for a person or a signal without a timeout is not late: it waits by design, and
+ *   holds the inputs admitted meanwhile;
  * - pending_full: the session holds as many pending inputs (or prompt bytes) as its limits allow, so
  *   every new prompt is refused until it runs them or an operator drops them.
  */
@@ -47,7 +51,8 @@ export function auditSessionLiveness(events: readonly SessionEvent[], options: L
   const graceMs = options.graceMs ?? DEFAULT_LIVENESS_GRACE_MS;
   const late = (t: number) => options.now - t > graceMs;
   const v = (rule: Violation['rule'], seqs: number[], message: string) => out.push({ sessionId, rule, seqs, message: `session ${sessionId}: ${message}` });
-  const waiting = new Map<string, { seq: number; time: number }>(); // admitted with a wake, not promoted
+  const waiting = new Map<string, { seq: number; time: number }>(); // admitted with a wake, not promoted (from its time on, when scheduled)
+  const waits = new Map<string, { seq: number; kind: string; name: string; executionId: string; until: number | undefined }>(); // open
   const pending = new Map<string, { seq: number; bytes: number }>(); // admitted, neither promoted nor dropped
   const recoveries = new Map<string, number>(); // started, not completed
   const parked = new Map<string, number>();
@@ -75,8 +80,14 @@ export function auditSessionLiveness(events: readonly SessionEvent[], options: L
         if (e.payload.parked) parked.set(e.payload.executionId, e.seq);
         break;
       case 'input.admitted':
-        if (e.payload.wake) waiting.set(e.payload.inputId, { seq: e.seq, time: e.time });
+        if (e.payload.wake) waiting.set(e.payload.inputId, { seq: e.seq, time: Math.max(e.time, e.payload.notBefore ?? 0) });
         pending.set(e.payload.inputId, { seq: e.seq, bytes: Buffer.byteLength(e.payload.prompt) });
+        break;
+      case 'wait.started':
+        waits.set(`${e.payload.executionId}/${e.payload.kind}/${e.payload.name}`, { seq: e.seq, ...e.payload, until: e.payload.until });
+        break;
+      case 'wait.resolved':
+        waits.delete(`${e.payload.executionId}/${e.payload.kind}/${e.payload.name}`);
         break;
       case 'input.promoted':
         waiting.delete(e.payload.inputId);
@@ -108,6 +119,15 @@ export function auditSessionLiveness(events: readonly SessionEvent[], options: L
       [seq],
       `the wake owed after recovering execution ${executionId} was given up on (parked at seq ${seq}); wake the session by hand once the cause is fixed`,
     );
+  for (const w of waits.values()) {
+    if (w.until === undefined || !late(w.until)) continue;
+    v(
+      'overdue_wait',
+      [w.seq],
+      `the ${w.kind} ${w.name} of execution ${w.executionId} was due at ${iso(w.until)}, ${Math.round((options.now - w.until) / 1000)} s before ${iso(options.now)}, and never ${w.kind === 'timer' ? 'elapsed' : 'timed out'}: no worker's recovery sweep ran (start one: sessiond start)`,
+    );
+  }
+  if (waits.size > 0) return out; // a turn that waits holds the inputs admitted meanwhile
   if (current && !current.ended) {
     if (late(current.expiresAt)) {
       v(

@@ -34,6 +34,16 @@ export function duration(name: string) {
   };
 }
 
+/** A moment as an ISO 8601 date and time with its zone (`2026-12-24T09:00:00Z`, `...+01:00`), in ms since the epoch. */
+export function instant(name: string) {
+  return (value: string): number => {
+    const ms = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(value) ? Date.parse(value) : Number.NaN;
+    if (!Number.isFinite(ms) || ms < 0)
+      throw new InvalidArgumentError(`${name} must be a date and time with its zone, such as 2026-12-24T09:00:00Z or 2026-12-24T10:00+01:00 (got "${value}").`);
+    return ms;
+  };
+}
+
 /** A TCP port: a whole number from 1 to 65535. */
 export function port(name: string) {
   return (value: string): number => {

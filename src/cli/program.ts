@@ -9,6 +9,7 @@ import { registerStart } from './commands/start.ts';
 import { registerPrompt } from './commands/prompt.ts';
 import { registerStatus } from './commands/status.ts';
 import { registerCancel } from './commands/cancel.ts';
+import { registerWaits } from './commands/waits.ts';
 import { registerTail } from './commands/tail.ts';
 import { registerCheck } from './commands/check.ts';
 import { registerExport } from './commands/export.ts';
@@ -27,6 +28,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerPrompt(program, ctx);
   registerStatus(program, ctx);
   registerCancel(program, ctx);
+  registerWaits(program, ctx);
   registerTail(program, ctx);
   registerCheck(program, ctx);
   registerExport(program, ctx);

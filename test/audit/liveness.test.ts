@@ -61,4 +61,33 @@ test('liveness audit - an expired execution never recovered, a recovery never co
   assert.equal(rules(parked, 200_000).sort(), ['stranded_input', 'stranded_input', 'wake_parked']);
 });
 
+test('liveness audit - an overdue timer is late; a turn waiting for a person is not, nor are the prompts it holds; a scheduled prompt is late only from its time', () => {
+  a = session('ses_a');
+  const wait = (kind: 'timer' | 'approval', name: string, time: number, until?: number) =>
+    a.ev('wait.started', { executionId: 'e1', kind, name, ...(until === undefined ? {} : { until }) }, { time });
+  const log = [
+    admit('i1', 0),
+    claim('e1', 1),
+    promote('i1', 'e1', 2),
+    wait('approval', 'c1', 3),
+    wait('timer', 'sleep-1', 3, 10_000),
+    a.ev('execution.settled', { executionId: 'e1', outcome: 'waiting' }, { time: 4 }),
+    admit('i2', 5), // held by the waiting turn
+  ];
+  assert.equal(rules(log, 69_999), [], 'the timer is within the grace');
+  const late = auditLiveness(log, { now: 80_000, graceMs: 60_000 });
+  assert.equal(
+    late.map((v) => v.rule),
+    ['overdue_wait'],
+  );
+  assert.match(late[0]!.message, 'the timer sleep-1 of execution e1 was due at 1970-01-01T00:00:10.000Z, 70 s before');
+  const ended = [...log, a.ev('wait.resolved', { executionId: 'e1', kind: 'timer', name: 'sleep-1', outcome: 'elapsed' }, { time: 10_000 })];
+  assert.equal(rules(ended, 1_000_000), [], 'waiting for a person is not late, however long');
+
+  a = session('ses_a');
+  const scheduled = [a.ev('input.admitted', { inputId: 'i1', prompt: 'p', delivery: 'queue', wake: true, source: 'user', notBefore: 100_000 }, { time: 0 })];
+  assert.equal(rules(scheduled, 150_000), [], 'not late before its time + grace');
+  assert.equal(rules(scheduled, 160_001), ['stranded_input']);
+});
+
 test.run();

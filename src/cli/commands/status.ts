@@ -11,6 +11,7 @@ import { ErrorCode, isSessiondError } from '../../errors.ts';
 import type { SessionEvent } from '../../events/envelope.ts';
 import { statusOf } from '../../sessions/status.ts';
 import type { SessionStatus } from '../../sessions/sessions.ts';
+import type { Wait } from '../../machines/session-context.ts';
 import type { CliContext } from '../context.ts';
 import { addLogOptions, openLog, type LogOptions } from '../log-options.ts';
 import { withSessions } from '../open-sessions.ts';
@@ -58,7 +59,22 @@ export function registerStatus(program: Command, ctx: CliContext): void {
   });
 }
 
-/** A status in plain words: one line, then pending inputs, tokens and recovery. */
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** One open wait, with what ends it. */
+function describeWait(sessionId: string, w: Wait): string {
+  const since = `since ${iso(w.since)}`;
+  switch (w.kind) {
+    case 'approval':
+      return `approval of call ${w.name}: ${w.tool} ${JSON.stringify(w.input ?? null).slice(0, 200)} ${since}; sessiond approve|deny ${sessionId} ${w.name} [--reason TEXT]`;
+    case 'signal':
+      return `signal ${w.name} ${since}${w.until === null ? '' : `, times out at ${iso(w.until)}`}; sessiond resolve ${sessionId} ${w.name} --data JSON`;
+    case 'timer':
+      return `timer ${w.name} ${since}, elapses at ${iso(w.until ?? w.since)}`;
+  }
+}
+
+/** A status in plain words: one line, then pending inputs, tokens, waits and recovery. */
 export function describeStatus(row: SessionStatus): string[] {
   const lease = row.owner
     ? row.leaseLive
@@ -74,12 +90,17 @@ export function describeStatus(row: SessionStatus): string[] {
         ? 'none'
         : `${row.pendingCount} (${row.pendingBytes} bytes): ${row.pending
             .slice(0, 20)
-            .map((p) => `${p.inputId} (${p.delivery})`)
+            .map((p) => `${p.inputId} (${p.delivery}${p.notBefore === undefined ? '' : `, not before ${iso(p.notBefore)}`})`)
             .join(', ')}${row.pendingCount > 20 ? `, and ${row.pendingCount - 20} more` : ''}`
     }`,
   );
   if (row.usage.inputTokens + row.usage.outputTokens > 0)
     lines.push(`  tokens  ${row.usage.inputTokens} in, ${row.usage.outputTokens} out (model steps and compactions, as the servers reported them)`);
+  const open = row.waits.filter((w) => w.outcome === null);
+  if (open.length > 0) {
+    lines.push(`  WAITING for ${open.length === 1 ? 'one thing' : `${open.length} things`} (the turn holds no lease; it resumes when the last one ends):`);
+    for (const w of open) lines.push(`    ${describeWait(row.sessionId, w)}`);
+  }
   const r = row.recovery;
   if (r)
     lines.push(
