@@ -8,41 +8,11 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync } from 'node:fs';
 import { runCli, startCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 import { waitFor } from '../../src/testing/wait.ts';
-
-/** A runner module: a prompt `deploy` asks a person about a deploy; `sleep` sleeps 1 s; `ask` waits for a signal `answer`. */
-function writeRunner(file: string, effects: string): void {
-  writeFileSync(
-    file,
-    `import { appendFileSync } from 'node:fs';
-export default async (ctx) => {
-  const first = ctx.inputs[0];
-  const resumed = first.continues?.reason === 'resumed';
-  const { messageId } = await ctx.startStep();
-  if (!resumed && first.prompt === 'sleep') await ctx.sleep(1000);
-  if (!resumed && first.prompt === 'ask') await ctx.waitFor('answer');
-  if (!resumed && first.prompt === 'deploy') {
-    await ctx.requestApproval(messageId, { name: 'deploy', input: { to: 'prod' }, durable: true, callId: 'call_' + ctx.sessionId });
-    await ctx.endStep(messageId, 'tool-calls');
-    return;
-  }
-  for (const w of ctx.waits) {
-    if (w.kind === 'approval' && w.outcome === 'approved' && !w.started)
-      await ctx.runApproved(w.callId, async ({ idempotencyKey }) => {
-        appendFileSync(${JSON.stringify(effects)}, ctx.sessionId + ' ' + idempotencyKey + '\\n');
-        return 'deployed';
-      });
-  }
-  const said = ctx.waits.map((w) => w.kind + ' ' + w.name + ' ' + w.outcome + (w.data === undefined ? '' : ' ' + JSON.stringify(w.data))).join(', ');
-  await ctx.text(messageId, 'done: ' + (said || first.prompt));
-  await ctx.endStep(messageId, 'stop');
-};
-`,
-  );
-}
+import { writeRunner } from '../support/wait-runner.ts';
 
 async function status(db: string, session: string) {
   const r = await runCli(['status', session, '--db', db, '--json']);

@@ -29,8 +29,8 @@ export function cliSuite(name: string) {
   return s;
 }
 
-/** A `sessiond start --nats` worker serving commands, its echo steps `echoDelayMs` long, once it says it is up. */
-export async function natsWorker(ctx: CliCtx, db: string, echoDelayMs: number): Promise<LongRunning> {
+/** A `sessiond start --nats` worker serving commands, its echo steps `echoDelayMs` long (or `extra` flags such as `--runner PATH`), once it says it is up. */
+export async function natsWorker(ctx: CliCtx, db: string, echoDelayMs: number, extra: string[] = []): Promise<LongRunning> {
   const w = startCli([
     'start',
     '--nats',
@@ -44,6 +44,7 @@ export async function natsWorker(ctx: CliCtx, db: string, echoDelayMs: number): 
     ctx.tmp.file(db),
     '--echo-delay-ms',
     String(echoDelayMs),
+    ...extra,
   ]);
   ctx.workers.push(w);
   await w.waitFor('send it a prompt');
