@@ -26,4 +26,12 @@ test('example 02 - custom runner with a durable tool', () => {
   for (const t of ['tool.called', 'tool.succeeded', 'text.completed', 'execution.settled']) assert.match(r.stdout, t);
 });
 
+test('example 03 - a person approves a tool call while the turn waits holding nothing', () => {
+  const r = runExample('03-approval.ts');
+  assert.is(r.status, 0, r.stderr);
+  assert.match(r.stdout, 'waiting: approval of call_mail (send_mail {"to":"bob@example.com"}), owner null');
+  assert.match(r.stdout, /approved; the turn resumes with input inp_resume_exe_\w+/);
+  assert.match(r.stdout, 'succeeded: Done: the mail to Bob is sent.');
+});
+
 test.run();
