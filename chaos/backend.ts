@@ -24,6 +24,10 @@ export interface Backend {
   workerArgs(i: number): string[];
   admit(session: string, inputId: string, prompt: string, delivery: 'queue' | 'steer'): Promise<void>;
   cancel(session: string): Promise<void>;
+  /** The call ids a session's waiting turn asks a person about (open approvals). */
+  openApprovals(session: string): Promise<string[]>;
+  /** A person's decision on one of them. */
+  decide(session: string, callId: string, approve: boolean): Promise<void>;
   /** NATS only: raw bytes as a command request (what a bad client sends), resolving with the reply's bytes. */
   rawRequest?(subject: string, body: Uint8Array): Promise<Uint8Array>;
   readLog(): Promise<{ events: RawEvent[]; unreadable: number }>;

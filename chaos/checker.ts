@@ -12,9 +12,12 @@
  *   promotion      each input promoted at most once, only after it was admitted, never after it was
  *                  dropped (and only pending inputs dropped)
  *   recovery       each execution recovered at most once, and only after its lease ran out
+ *   waits          a call that waited for a person starts only once approved, and once; a wait
+ *                  ends once, after it started; a timer (or a signal's timeout) never ends early
  * Liveness (judged on a quiescent log):
  *   nothing_stranded  every input admitted with a wake was promoted or dropped; no execution left unended;
- *                     every recovery completed
+ *                     every recovery completed; no wait left open (the driver answers every
+ *                     approval at quiescence, and the sweep ends every timer)
  */
 import { Unpackr } from 'msgpackr';
 
@@ -27,8 +30,8 @@ export interface RawEvent {
   payload: Record<string, unknown>;
 }
 
-export type Check = 'fencing' | 'single_owner' | 'lease' | 'promotion' | 'recovery' | 'nothing_stranded';
-export const CHECKS: readonly Check[] = ['fencing', 'single_owner', 'lease', 'promotion', 'recovery', 'nothing_stranded'];
+export type Check = 'fencing' | 'single_owner' | 'lease' | 'promotion' | 'recovery' | 'waits' | 'nothing_stranded';
+export const CHECKS: readonly Check[] = ['fencing', 'single_owner', 'lease', 'promotion', 'recovery', 'waits', 'nothing_stranded'];
 
 export interface Finding {
   check: Check;
@@ -59,6 +62,7 @@ const OWNER_WRITES = new Set([
   'execution.settled',
   'compaction.started',
   'compaction.completed',
+  'wait.started',
 ]);
 /** Written when an execution ends (cancel, recovery, hand-back), in the same append as the end. */
 const SEALS = new Set(['step.failed', 'step.recovered', 'tool.failed']);
@@ -83,6 +87,8 @@ function sessionFindings(events: RawEvent[], quiescent: boolean): Finding[] {
   const recovered = new Set<string>();
   const completed = new Set<string>();
   let sealing: string | null = null; // the execution that just ended: its seals may follow
+  const waits = new Map<string, { until: number | undefined; outcome: string | null; seq: number }>(); // by execution/kind/name
+  const approvals = new Map<string, { outcome: string | null; started: number | null }>(); // by call id
   for (const [i, e] of events.entries()) {
     if (e.seq !== i + 1) find('fencing', e.seq, `expected seq ${i + 1}`);
     const exe = typeof e.payload.executionId === 'string' ? e.payload.executionId : undefined;
@@ -131,6 +137,37 @@ function sessionFindings(events: RawEvent[], quiescent: boolean): Finding[] {
       case 'input.admitted':
         admitted.set(String(e.payload.inputId), e.payload.wake === true);
         break;
+      case 'wait.started': {
+        const key = `${String(e.payload.executionId)}/${String(e.payload.kind)}/${String(e.payload.name)}`;
+        waits.set(key, { until: typeof e.payload.until === 'number' ? e.payload.until : undefined, outcome: null, seq: e.seq });
+        if (e.payload.kind === 'approval') approvals.set(String(e.payload.name), { outcome: null, started: null });
+        break;
+      }
+      case 'wait.resolved': {
+        const key = `${String(e.payload.executionId)}/${String(e.payload.kind)}/${String(e.payload.name)}`;
+        const w = waits.get(key);
+        const outcome = String(e.payload.outcome);
+        if (!w) find('waits', e.seq, `${key} ended ${outcome} but never started`);
+        else if (w.outcome !== null) find('waits', e.seq, `${key} ended twice (${w.outcome}, then ${outcome})`);
+        else {
+          w.outcome = outcome;
+          if ((outcome === 'elapsed' || outcome === 'timed_out') && (w.until === undefined || e.time < w.until))
+            find('waits', e.seq, `${key} ended ${outcome} at ${e.time}, before its time ${String(w.until)}`);
+        }
+        const a = e.payload.kind === 'approval' ? approvals.get(String(e.payload.name)) : undefined;
+        if (a && a.outcome === null) a.outcome = outcome;
+        break;
+      }
+      case 'tool.called':
+      case 'tool.started': {
+        const a = approvals.get(String(e.payload.callId));
+        if (!a || (e.type === 'tool.called' && e.payload.started !== true)) break;
+        if (a.started !== null) find('waits', e.seq, `call ${String(e.payload.callId)} started twice (first at seq ${a.started})`);
+        else if (a.outcome !== 'approved')
+          find('waits', e.seq, `call ${String(e.payload.callId)} started though a person ${a.outcome === null ? 'had not decided' : `decided ${a.outcome}`}`);
+        a.started = e.seq;
+        break;
+      }
       case 'input.promoted': {
         const input = String(e.payload.inputId);
         if (!admitted.has(input)) find('promotion', e.seq, `input ${input} promoted but never admitted`);
@@ -154,6 +191,7 @@ function sessionFindings(events: RawEvent[], quiescent: boolean): Finding[] {
       if (wake && !promoted.has(input) && !dropped.has(input)) find('nothing_stranded', last, `input ${input} asked for a wake and was never run`);
     if (current && !current.ended) find('nothing_stranded', last, `execution ${current.id} (${current.owner}) never ended`);
     for (const exe of recovered) if (!completed.has(exe)) find('nothing_stranded', last, `the recovery of ${exe} never completed`);
+    for (const [key, w] of waits) if (w.outcome === null) find('nothing_stranded', w.seq, `${key} never ended`);
   }
   return out;
 }

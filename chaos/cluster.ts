@@ -28,6 +28,7 @@ import {
 } from '../src/testing/nats-cluster.ts';
 import { ADMIN, CLIENT, COMMANDS, NATS_SERVER_BIN, WORKER } from '../src/testing/nats-server.ts';
 import { join } from 'node:path';
+import { clientDecisions } from './decisions.ts';
 
 export const CLUSTER_REPLICAS = 3;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -146,6 +147,7 @@ async function onCluster(cluster: NatsCluster, dir: string, nWorkers: number, bi
     cancel: async (session) => {
       await client.cancel(session, 'chaos');
     },
+    ...clientDecisions(client),
     rawRequest: (subject, body) => raw.request(subject, body, { timeout: 3_000 }).then((m) => m.data),
     readLog: () => readStream(admin),
     fault: async (random, workers: Worker[], say) => {

@@ -4,7 +4,10 @@
  *   npm run chaos -- [--seed N] [--seconds S] [--backend sqlite|nats|both] [--workers N] [--sessions N] [--cluster 3]
  *
  * Real `sessiond start` workers (3 by default) share one SQLite file, or one nats-server (each behind
- * a TCP proxy the suite can cut). A driver admits prompts to 20 sessions and cancels some, while
+ * a TCP proxy the suite can cut), running chaos/waiting-runner.ts: echo's work, plus turns that
+ * sleep durably (a timer the sweep ends) and turns that ask a person about a call (the driver, as
+ * that person, approves 70 % and denies the rest, during the faults and at quiescence). A driver
+ * admits prompts to 20 sessions and cancels some, while
  * faults are injected at random: SIGKILL (and a restart), SIGSTOP past the lease (then SIGCONT),
  * SIGTERM (and a restart), cancels; on NATS also nats-server restarts and partitions of one worker;
  * one worker runs with its clock skewed (Debian's faketime) when faketime is installed. With
@@ -35,11 +38,15 @@ import { migrate } from '../src/storage/migrate.ts';
 import { SqliteEventLog } from '../src/storage/sqlite-event-log.ts';
 import { SessionExecution } from '../src/execution/session-execution.ts';
 import { admitInput } from '../src/input/admit.ts';
+import { resolveWait } from '../src/input/resolve.ts';
+import { clientDecisions, openApprovalsOf } from './decisions.ts';
 import { SessiondClient } from '../src/nats/client.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { startNatsServer, ADMIN, CLIENT, COMMANDS, WORKER, type NatsServer } from '../src/testing/nats-server.ts';
 
 const BIN = fileURLToPath(new URL('../bin/sessiond.js', import.meta.url));
+/** The workers' runner: echo's work, plus turns that sleep (`nap`) and ask a person (`ask`). */
+const WAITING_RUNNER = fileURLToPath(new URL('./waiting-runner.ts', import.meta.url));
 const LEASE_MS = 2_000;
 const HEARTBEAT_MS = 500;
 const SWEEP_MS = 500;
@@ -125,6 +132,10 @@ async function sqliteBackend(dir: string): Promise<Backend> {
     cancel: async (session) => {
       await execution.cancel(session, 'chaos');
     },
+    openApprovals: async (session) => openApprovalsOf((await execution.handler.load(session)).context.waits),
+    decide: async (session, callId, approve) => {
+      await resolveWait(execution.handler, session, { kind: 'approval', name: callId, outcome: approve ? 'approved' : 'denied', reason: 'chaos' });
+    },
     readLog: async () => ({ events: fromSqliteRows(rows.all() as never), unreadable: 0 }),
     close: async () => {
       await execution.close();
@@ -166,6 +177,7 @@ async function natsBackend(dir: string, nWorkers: number): Promise<Backend & { s
     cancel: async (session) => {
       await client.cancel(session, 'chaos');
     },
+    ...clientDecisions(client),
     readLog: () => readStream(admin),
     fault: async (random, workers) => {
       const r = random();
@@ -222,8 +234,8 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
           String(HEARTBEAT_MS),
           '--sweep-ms',
           String(SWEEP_MS),
-          '--echo-delay-ms',
-          String(ECHO_DELAY_MS),
+          '--runner',
+          WAITING_RUNNER,
           '--max-pending-inputs',
           String(HOSTILE_LIMITS.maxPendingInputs),
           '--max-prompt-bytes',
@@ -233,7 +245,7 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
         // the skewed worker is node itself with libfaketime preloaded (not the `faketime` wrapper, which
         // forks: signals sent to it never reached the worker, and a SIGKILL left the worker running)
         const skew = w.skewed ? { LD_PRELOAD: LIBFAKETIME, FAKETIME: SKEW, FAKETIME_DONT_FAKE_MONOTONIC: '1' } : {};
-        const env = { ...process.env, FORCE_COLOR: '0', SESSIOND_LOG_FORMAT: 'text', ...skew };
+        const env = { ...process.env, FORCE_COLOR: '0', SESSIOND_LOG_FORMAT: 'text', CHAOS_ECHO_DELAY_MS: String(ECHO_DELAY_MS), ...skew };
         const proc = spawn(process.execPath, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
         proc.stdout!.pipe(out);
         proc.stderr!.pipe(out);
@@ -270,7 +282,10 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
       let n = 0;
       while (Date.now() < until) {
         const session = `ses_${Math.floor(random() * nSessions)}`;
-        const words = Array.from({ length: 1 + Math.floor(random() * 6) }, (_, k) => `w${k}`).join(' ');
+        const wait = random();
+        const words = [...Array.from({ length: 1 + Math.floor(random() * 6) }, (_, k) => `w${k}`), ...(wait < 0.1 ? ['ask'] : wait < 0.2 ? ['nap'] : [])].join(
+          ' ',
+        );
         const id = `inp_${runSeed}_${++n}`;
         await backend.admit(session, id, words, random() < 0.15 ? 'steer' : 'queue').then(
           () => {
@@ -333,6 +348,13 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
         acknowledged.push(...did.admitted);
         admitted += did.admitted.length;
         hostileFindings.push(...did.unexpected);
+      } else if (r < 0.9) {
+        const session = `ses_${Math.floor(random() * nSessions)}`;
+        const decided = await decideAll(backend, [session], random).catch(() => {
+          driverErrors++;
+          return 0;
+        });
+        if (decided > 0) count('approval decided');
       } else if (backend.fault) {
         const did = await backend.fault(random, workers, say);
         if (did) {
@@ -366,8 +388,11 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
         }
       }
     };
+    // a person answers every turn still waiting for one (a waiting turn holds its session's prompts)
+    const sessionIds = Array.from({ length: nSessions }, (_, i) => `ses_${i}`);
     let log = await read();
     for (;;) {
+      await decideAll(backend, sessionIds, random).catch(() => 0);
       const stranded = check(log.events, { quiescent: true }).filter((f) => f.check === 'nothing_stranded');
       if (stranded.length === 0 || Date.now() > deadline) break;
       await sleep(500);
@@ -386,6 +411,9 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
     );
     say(
       `work: ${admitted} prompts admitted (${driverErrors} driver calls failed under faults), ${types('execution.claimed')} claims, ${types('execution.settled')} settled turns, ${types('execution.cancelled')} cancelled, ${types('recovery.started')} recoveries; ${log.events.length} events${log.unreadable ? `, ${log.unreadable} unreadable messages` : ''}; drained ${quiescentAfter} s after the faults stopped`,
+    );
+    say(
+      `waits: ${types('wait.started')} started (${log.events.filter((e) => e.type === 'wait.started' && e.payload.kind === 'timer').length} timers), ${types('wait.resolved')} ended, ${types('tool.started')} approved calls run`,
     );
     say(`checks: ${CHECKS.map((c) => `${c} ${findings.filter((f) => f.check === c).length}`).join(', ')}`);
     for (const f of findings.slice(0, 30)) say(`VIOLATION ${f.check}: ${f.message}`);
@@ -410,6 +438,18 @@ async function runOne(kind: 'sqlite' | 'nats', runSeed: number): Promise<boolean
     await backend.close().catch(() => undefined);
     if (ok) rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Decides every open approval of these sessions (70 % approved); how many were decided. */
+async function decideAll(backend: Backend, sessionIds: string[], random: () => number): Promise<number> {
+  let n = 0;
+  for (const session of sessionIds) {
+    for (const callId of await backend.openApprovals(session)) {
+      await backend.decide(session, callId, random() < 0.7);
+      n++;
+    }
+  }
+  return n;
 }
 
 let failed = 0;

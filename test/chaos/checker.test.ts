@@ -10,6 +10,7 @@ import { echoRunner } from '../../src/runner/echo.ts';
 import { encodeBatch } from '../../src/nats/stream.ts';
 import { committed, type Proto } from '../../src/testing/fixtures.ts';
 import { tempDir } from '../support/tmp.ts';
+import waitingRunner from '../../chaos/waiting-runner.ts';
 
 async function cleanLog(): Promise<RawEvent[]> {
   const tmp = tempDir();
@@ -120,6 +121,51 @@ test('chaos checker - each corruption is caught by its check', async () => {
     assert.equal(checksOf(corrupt(clean)), expected, what);
   }
   assert.equal(checksOf(clean.slice(0, at(clean, 'execution.settled', 1)), false), [], 'liveness is judged only on a quiescent log');
+});
+
+test('chaos checker - waits: a clean approval flow passes; a call started unapproved or twice, a timer ended early, a wait ended twice or left open are caught', async () => {
+  const tmp = tempDir();
+  const engine = await openEngine({ file: tmp.file('waits.db'), runner: waitingRunner });
+  for (const [session, approve] of [
+    ['ses_y', true],
+    ['ses_n', false],
+  ] as const) {
+    await engine.admit(session, { prompt: 'w0 ask' });
+    await engine.awaitIdle(session);
+    const [call] = (await engine.status(session)).waits.map((w) => w.name);
+    await (approve ? engine.approve(session, call!) : engine.deny(session, call!));
+    await engine.awaitIdle(session);
+  }
+  const rows = engine.db.prepare('SELECT aggregate_id, seq, type, time, data FROM event ORDER BY position').all() as never;
+  await engine.close();
+  tmp.remove();
+  const events = fromSqliteRows(rows);
+  assert.equal(check(events, { quiescent: true }), [], 'the clean flow');
+  const yes = events.filter((e) => e.session === 'ses_y');
+  const no = events.filter((e) => e.session === 'ses_n');
+  assert.is(yes.filter((e) => e.type === 'tool.started').length, 1, 'the approved call ran');
+  assert.is(no.filter((e) => e.type === 'tool.started').length, 0, 'the denied call did not');
+  const after = (list: RawEvent[], i: number, e: RawEvent) => renumber([...list.slice(0, i + 1), e, ...list.slice(i + 1)]);
+  const s1 = at(yes, 'tool.started');
+  assert.equal(checksOf(after(yes, s1, { ...yes[s1]! })), ['waits'], 'started twice');
+  // in the denied session's resumed turn, as its first write
+  const resumedStart = at(no, 'execution.started', 1);
+  const startedInNo = {
+    ...yes[s1]!,
+    session: 'ses_n',
+    payload: { ...no[resumedStart]!.payload, messageId: 'msg_x', callId: no[at(no, 'wait.started')]!.payload.callId },
+  };
+  assert.equal(checksOf(after(no, resumedStart, startedInNo)), ['waits'], 'started though denied');
+  const r1 = at(yes, 'wait.resolved');
+  assert.equal(checksOf(after(yes, r1, { ...yes[r1]! })), ['waits'], 'ended twice');
+  const open = yes.filter((e) => e.type !== 'wait.resolved' && e.type !== 'tool.started');
+  assert.ok(checksOf(renumber(open)).includes('nothing_stranded'), 'an approval left open at quiescence');
+  const timer: RawEvent[] = [
+    { session: 'ses_t', seq: 1, type: 'wait.started', time: 1, payload: { executionId: 'exe_1', kind: 'timer', name: 'sleep-1', until: 100 } },
+    { session: 'ses_t', seq: 2, type: 'wait.resolved', time: 99, payload: { executionId: 'exe_1', kind: 'timer', name: 'sleep-1', outcome: 'elapsed' } },
+  ];
+  assert.equal(checksOf(timer), ['waits'], 'a timer ended early');
+  assert.equal(checksOf([timer[0]!, { ...timer[1]!, time: 100 }]), [], 'at its time');
 });
 
 test.run();
