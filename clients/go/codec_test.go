@@ -193,6 +193,24 @@ func TestPayloadChecks(t *testing.T) {
 	ok("tool.called", Map{{"executionId", "e"}, {"messageId", "m"}, {"callId", "c"}, {"name", "n"}, {"input", nil}, {"durable", false}})
 	bad("step.failed", Map{{"executionId", "e"}, {"messageId", "m"}, {"error", Map{{"type", ""}, {"message", "m"}}}})
 	bad("text.completed", Map{{"executionId", "e"}, {"messageId", "m"}, {"partId", "p"}, {"text", []byte("bin")}})
+	ok("execution.settled", Map{{"executionId", "e"}, {"outcome", "waiting"}})
+	bad("execution.settled", Map{{"executionId", "e"}, {"outcome", "paused"}})
+	ok("input.admitted", Map{{"inputId", "i"}, {"prompt", "p"}, {"delivery", "queue"}, {"wake", true}, {"notBefore", int64(1796056745917)}})
+	bad("input.admitted", Map{{"inputId", "i"}, {"prompt", "p"}, {"delivery", "queue"}, {"wake", true}, {"notBefore", int64(-1)}})
+	bad("input.admitted", Map{{"inputId", "i"}, {"prompt", "p"}, {"delivery", "queue"}, {"wake", true}, {"notBefore", 1.5}})
+	ok("wait.started", Map{{"executionId", "e"}, {"kind", "timer"}, {"name", "sleep-1"}, {"until", int64(1796056745917)}})
+	ok("wait.started", Map{{"executionId", "e"}, {"kind", "approval"}, {"name", "c"}, {"messageId", "m"}, {"callId", "c"}, {"tool", "t"}, {"input", nil}})
+	ok("wait.started", Map{{"executionId", "e"}, {"kind", "signal"}, {"name", strings.Repeat("😀", 100)}}) // 200 UTF-16 units
+	bad("wait.started", Map{{"executionId", "e"}, {"kind", "signal"}, {"name", strings.Repeat("n", 201)}})
+	bad("wait.started", Map{{"executionId", "e"}, {"kind", "signal"}, {"name", ""}})
+	bad("wait.started", Map{{"executionId", "e"}, {"kind", "nap"}, {"name", "n"}})
+	bad("wait.started", Map{{"executionId", "e"}, {"kind", "approval"}, {"name", "c"}, {"tool", ""}})
+	bad("wait.started", Map{{"executionId", "e"}, {"kind", "timer"}, {"name", "sleep-1"}, {"until", int64(-1)}})
+	ok("wait.resolved", Map{{"executionId", "e"}, {"kind", "signal"}, {"name", "n"}, {"outcome", "delivered"}, {"data", Map{{"a", int64(1)}}}})
+	ok("wait.resolved", Map{{"executionId", "e"}, {"kind", "approval"}, {"name", "c"}, {"outcome", "denied"}, {"messageId", "m"}, {"callId", "c"}, {"reason", "no"}})
+	bad("wait.resolved", Map{{"executionId", "e"}, {"kind", "signal"}, {"name", "n"}})
+	bad("wait.resolved", Map{{"executionId", "e"}, {"kind", "signal"}, {"name", "n"}, {"outcome", "maybe"}})
+	bad("wait.resolved", Map{{"executionId", "e"}, {"kind", "approval"}, {"name", "c"}, {"outcome", "denied"}, {"reason", strings.Repeat("r", 1001)}})
 
 	// a default applies, and an input's null is kept apart from no input
 	p, _, _ := decodePayload("input.admitted", 1, Map{{"inputId", "i"}, {"prompt", "p"}, {"delivery", "queue"}, {"wake", true}}, false)
@@ -206,5 +224,13 @@ func TestPayloadChecks(t *testing.T) {
 	}
 	if _, has := PayloadMap(without).Get("input"); has {
 		t.Error("an absent input is written")
+	}
+	// a signal's value: absent, null and a value are three things, and each is written as it came
+	for _, data := range []Map{{}, {{"data", nil}}, {{"data", Map{{"amount", 12.5}}}}} {
+		payload := append(Map{{"executionId", "e"}, {"kind", "signal"}, {"name", "n"}, {"outcome", "delivered"}}, data...)
+		p, _, err := decodePayload("wait.resolved", 1, payload, false)
+		if err != nil || p.(*WaitResolved).Data.Set != (len(data) == 1) || !sameValue(PayloadMap(p), payload) {
+			t.Errorf("wait.resolved %s reads as %s (%v)", show(payload), show(PayloadMap(p)), err)
+		}
 	}
 }

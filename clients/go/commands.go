@@ -72,11 +72,12 @@ func ErrorCode(err error) string {
 
 // The verbs.
 const (
-	VerbAdmit  = "admit"
-	VerbWake   = "wake"
-	VerbCancel = "cancel"
-	VerbStatus = "status"
-	VerbDrop   = "drop"
+	VerbAdmit   = "admit"
+	VerbWake    = "wake"
+	VerbCancel  = "cancel"
+	VerbStatus  = "status"
+	VerbDrop    = "drop"
+	VerbResolve = "resolve"
 )
 
 // CommandSubject is the subject of a verb: sessiond.cmd.<verb>.
@@ -85,11 +86,14 @@ func CommandSubject(verb string) string { return CommandPrefix + "." + verb }
 // AdmitRequest is a prompt to admit. ID is the input id: admitting the same id again is a no-op,
 // so a resent request is safe; one is generated when empty. Delivery "queue" (the default when
 // empty) waits for the next turn, "steer" joins the running one. Wake nil or true wakes a worker.
+// NotBefore schedules the prompt: no turn takes it before this time, in ms since the epoch (0:
+// none); a worker's recovery sweep wakes the session when it is due.
 type AdmitRequest struct {
-	Prompt   string
-	ID       string
-	Delivery string
-	Wake     *bool
+	Prompt    string
+	ID        string
+	Delivery  string
+	Wake      *bool
+	NotBefore int64
 }
 
 // AdmitReceipt is the admit reply. Created is false when the input id was admitted before
@@ -135,7 +139,35 @@ type DropResult struct {
 	Seq       int64    `json:"seq,omitempty"`
 }
 
+// ResolveRequest ends a wait of the session's turn: Kind "approval" (Name: the call id, Outcome
+// "approved" or "denied", Reason: a person's words on it, which the model sees on a denial) or
+// "signal" (Name: the signal's name, Outcome "delivered", Data: its value). Reason "" and an unset
+// Data send none. Approve, Deny and Resolve build it.
+type ResolveRequest struct {
+	Kind    string
+	Name    string
+	Outcome string
+	Reason  string
+	Data    Any
+}
+
+// ResolveResult is the resolve reply. Resolved is false when the wait had already ended so (the
+// same decision sent again, by this call's earlier attempt or another call): nothing changed.
+// ResumeInputID is the input that resumes the turn, when this was its last open wait; Seq the seq
+// of the wait.resolved event (0 when nothing changed).
+type ResolveResult struct {
+	SessionID     string `json:"sessionId"`
+	Kind          string `json:"kind"`
+	Name          string `json:"name"`
+	Outcome       string `json:"outcome"`
+	Resolved      bool   `json:"resolved"`
+	ResumeInputID string `json:"resumeInputId,omitempty"`
+	Seq           int64  `json:"seq,omitempty"`
+}
+
 // Status is the status reply: the session as the worker that answered sees it in the log.
+// Outcome is how the last execution ended (succeeded, failed, released, waiting, cancelled; nil
+// while it runs or before any); the session waits when it is waiting and one of Waits is open.
 type Status struct {
 	SessionID      string          `json:"sessionId"`
 	State          string          `json:"state"`
@@ -152,6 +184,7 @@ type Status struct {
 	PendingCount   int64           `json:"pendingCount"`
 	PendingBytes   int64           `json:"pendingBytes"`
 	Recovery       *RecoveryState  `json:"recovery"`
+	Waits          []Wait          `json:"waits"`
 	Executions     int64           `json:"executions"`
 	Usage          Usage           `json:"usage"`
 	Execution      *ExecutionState `json:"execution"`
@@ -159,7 +192,8 @@ type Status struct {
 	Raw json.RawMessage `json:"-"`
 }
 
-// PendingInput is one pending input of a status (without its prompt).
+// PendingInput is one pending input of a status (without its prompt). NotBefore: a scheduled
+// prompt's time (ms since the epoch), before which no turn takes it.
 type PendingInput struct {
 	InputID    string        `json:"inputId"`
 	Delivery   string        `json:"delivery"`
@@ -167,8 +201,35 @@ type PendingInput struct {
 	Wake       bool          `json:"wake"`
 	Source     string        `json:"source"`
 	Continues  *Continuation `json:"continues,omitempty"`
+	NotBefore  *int64        `json:"notBefore,omitempty"`
 	AdmittedBy *EventRef     `json:"admittedBy,omitempty"`
 	Unverified bool          `json:"unverified,omitempty"`
+}
+
+// Wait is one wait of the session's turn, open (Outcome nil) or resolved in this turn: Kind
+// approval (a person's decision on the call CallID of message MessageID, tool Tool with Input,
+// run with IdempotencyKey when Durable; Started once an approved call has started: it never runs
+// twice), signal (a value from outside, Data once delivered) or timer; Name is its key within the
+// turn (the call id, the signal's name, sleep-N). Since: when the turn started to wait; Until: a
+// timer's time or a signal's timeout. Outcome approved, denied, delivered, timed_out, elapsed or
+// cancelled, at ResolvedAt, with a person's Reason.
+type Wait struct {
+	Kind           string  `json:"kind"`
+	Name           string  `json:"name"`
+	ExecutionID    string  `json:"executionId"`
+	Since          int64   `json:"since"`
+	Until          *int64  `json:"until"`
+	MessageID      *string `json:"messageId"`
+	CallID         *string `json:"callId"`
+	Tool           *string `json:"tool"`
+	Input          Any     `json:"input,omitzero"`
+	Durable        bool    `json:"durable"`
+	IdempotencyKey *string `json:"idempotencyKey"`
+	Outcome        *string `json:"outcome"`
+	ResolvedAt     *int64  `json:"resolvedAt"`
+	Reason         *string `json:"reason"`
+	Data           Any     `json:"data,omitzero"`
+	Started        bool    `json:"started"`
 }
 
 // EventRef is where a committed event is in the log.
@@ -177,7 +238,8 @@ type EventRef struct {
 	Position *uint64 `json:"position"`
 }
 
-// ExecutionState is a status's current or last execution.
+// ExecutionState is a status's current or last execution (Outcome nil while it runs; else
+// succeeded, failed, released, waiting or cancelled).
 type ExecutionState struct {
 	ID           string         `json:"id"`
 	OwnerID      string         `json:"ownerId"`
@@ -231,6 +293,9 @@ func AdmitBody(sessionID string, r AdmitRequest) Map {
 	if r.Wake != nil {
 		m = append(m, MapEntry{"wake", *r.Wake})
 	}
+	if r.NotBefore != 0 {
+		m = append(m, MapEntry{"notBefore", r.NotBefore})
+	}
 	return m
 }
 
@@ -263,6 +328,18 @@ func DropBody(sessionID string, r DropRequest) Map {
 	}
 	if r.Reason != "" {
 		m = append(m, MapEntry{"reason", r.Reason})
+	}
+	return m
+}
+
+// ResolveBody is the resolve request's JSON body (Reason "" and an unset Data left out).
+func ResolveBody(sessionID string, r ResolveRequest) Map {
+	m := Map{{"sessionId", sessionID}, {"kind", r.Kind}, {"name", r.Name}, {"outcome", r.Outcome}}
+	if r.Reason != "" {
+		m = append(m, MapEntry{"reason", r.Reason})
+	}
+	if r.Data.Set {
+		m = append(m, MapEntry{"data", r.Data.Value})
 	}
 	return m
 }
@@ -391,6 +468,34 @@ func (c *Client) Drop(ctx context.Context, sessionID string, r DropRequest) (Dro
 		Result DropResult `json:"result"`
 	}
 	_, err := c.send(ctx, VerbDrop, sessionID, DropBody(sessionID, r), "", &reply)
+	return reply.Result, err
+}
+
+// Approve is a person's approval of the call callID the session's turn waits for: the call runs
+// once when the turn resumes. reason "" sends none. Idempotent: approving it again answers
+// Resolved false; a call already denied is refused (command_refused, reason already_resolved), as
+// is a call the turn does not wait for (no_such_wait).
+func (c *Client) Approve(ctx context.Context, sessionID, callID, reason string) (ResolveResult, error) {
+	return c.resolveWait(ctx, sessionID, ResolveRequest{Kind: "approval", Name: callID, Outcome: "approved", Reason: reason})
+}
+
+// Deny is a person's denial of the call callID the session's turn waits for: it never runs, and
+// the model is told why (reason; "" sends none). Idempotent as Approve.
+func (c *Client) Deny(ctx context.Context, sessionID, callID, reason string) (ResolveResult, error) {
+	return c.resolveWait(ctx, sessionID, ResolveRequest{Kind: "approval", Name: callID, Outcome: "denied", Reason: reason})
+}
+
+// Resolve delivers the value (data; nil sends none) of the signal name the session's turn waits
+// for (ctx.waitFor(name) in its runner): the turn resumes with it. Idempotent as Approve.
+func (c *Client) Resolve(ctx context.Context, sessionID, name string, data any) (ResolveResult, error) {
+	return c.resolveWait(ctx, sessionID, ResolveRequest{Kind: "signal", Name: name, Outcome: "delivered", Data: Any{Set: data != nil, Value: data}})
+}
+
+func (c *Client) resolveWait(ctx context.Context, sessionID string, r ResolveRequest) (ResolveResult, error) {
+	var reply struct {
+		Result ResolveResult `json:"result"`
+	}
+	_, err := c.send(ctx, VerbResolve, sessionID, ResolveBody(sessionID, r), "", &reply)
 	return reply.Result, err
 }
 

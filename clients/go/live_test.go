@@ -246,6 +246,9 @@ func TestCommandsRefusedForOtherUsers(t *testing.T) {
 			if _, err := c.Cancel(ctx, s, "", "exe_x"); ErrorCode(err) != CodePermissionDenied {
 				t.Fatalf("cancel as %s: %v", user, err)
 			}
+			if _, err := c.Approve(ctx, s, "call_x", ""); ErrorCode(err) != CodePermissionDenied {
+				t.Fatalf("approve as %s: %v", user, err)
+			}
 			if time.Since(started) > 2*time.Second {
 				t.Fatalf("the refusals took %v: they should not wait for a timeout", time.Since(started))
 			}

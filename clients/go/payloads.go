@@ -74,11 +74,11 @@ type RetryTool struct {
 	IdempotencyKey string `sd:"idempotencyKey" json:"idempotencyKey"`
 }
 
-// Continuation is what a continuation input continues (on the input.admitted of a recovery or a
-// hand-back).
+// Continuation is what a continuation input continues (on the input.admitted of a recovery, a
+// hand-back, or the resumption of a turn that waited): Reason interrupted, handed_back or resumed.
 type Continuation struct {
 	ExecutionID        string      `sd:"executionId,id" json:"executionId"`
-	Reason             string      `sd:"reason,enum=interrupted|handed_back" json:"reason"`
+	Reason             string      `sd:"reason,enum=interrupted|handed_back|resumed" json:"reason"`
 	Phase              string      `sd:"phase,enum=safe|unknown" json:"phase"`
 	InputIDs           []string    `sd:"inputIds,each=id" json:"inputIds"`
 	AssistantMessageID *string     `sd:"assistantMessageId,id,null" json:"assistantMessageId"`
@@ -117,14 +117,17 @@ type ExecutionCancelled struct {
 	Reason      *string `sd:"reason,opt,max=1000" json:"reason,omitempty"`
 }
 
-// ExecutionSettled: the turn ended: succeeded, failed, or released (handed back on shutdown).
+// ExecutionSettled: the execution ended: succeeded, failed, released (handed back on shutdown), or
+// waiting (the turn waits for an approval, a signal or a timer, holding nothing, and resumes in a
+// new execution when its waits are resolved).
 type ExecutionSettled struct {
 	ExecutionID string         `sd:"executionId,id" json:"executionId"`
-	Outcome     string         `sd:"outcome,enum=succeeded|failed|released" json:"outcome"`
+	Outcome     string         `sd:"outcome,enum=succeeded|failed|released|waiting" json:"outcome"`
 	Error       *RecordedError `sd:"error,opt" json:"error,omitempty"`
 }
 
 // InputAdmitted: a prompt was admitted (source `user`, or `recovery` for a continuation).
+// NotBefore, when set, schedules it: no turn takes it before that time (ms since the epoch).
 type InputAdmitted struct {
 	InputID   string        `sd:"inputId,id" json:"inputId"`
 	Prompt    string        `sd:"prompt" json:"prompt"`
@@ -132,6 +135,7 @@ type InputAdmitted struct {
 	Wake      bool          `sd:"wake" json:"wake"`
 	Source    string        `sd:"source,enum=user|recovery,default=user" json:"source"`
 	Continues *Continuation `sd:"continues,opt" json:"continues,omitempty"`
+	NotBefore *int64        `sd:"notBefore,opt,min=0" json:"notBefore,omitempty"`
 }
 
 // InputPromoted: a pending input joined an execution.
@@ -253,6 +257,36 @@ type ToolFailed struct {
 	Error       RecordedError `sd:"error" json:"error"`
 }
 
+// WaitStarted: a turn waits (written before its execution settles `waiting`). Kind is approval (a
+// person's decision on a tool call), signal (a value from outside) or timer; Name is the wait's key
+// within the turn: an approval's call id, a signal's name, a timer's `sleep-N`. Until: when a timer
+// elapses or a signal times out. An approval carries its call (MessageID, CallID, Tool, Input),
+// whose ToolCalled (Started false) is in the same append.
+type WaitStarted struct {
+	ExecutionID string  `sd:"executionId,id" json:"executionId"`
+	Kind        string  `sd:"kind,enum=approval|signal|timer" json:"kind"`
+	Name        string  `sd:"name,nonempty,max=200" json:"name"`
+	MessageID   *string `sd:"messageId,opt,id" json:"messageId,omitempty"`
+	CallID      *string `sd:"callId,opt,id" json:"callId,omitempty"`
+	Tool        *string `sd:"tool,opt,nonempty" json:"tool,omitempty"`
+	Input       Any     `sd:"input,opt" json:"input,omitzero"`
+	Until       *int64  `sd:"until,opt,min=0" json:"until,omitempty"`
+}
+
+// WaitResolved: a wait ended (ExecutionID: the execution that waited) with Outcome approved or
+// denied (an approval), delivered or timed_out (a signal), elapsed (a timer), or cancelled. Reason:
+// a person's words on the decision, or why it was cancelled; Data: a delivered signal's value.
+type WaitResolved struct {
+	ExecutionID string  `sd:"executionId,id" json:"executionId"`
+	Kind        string  `sd:"kind,enum=approval|signal|timer" json:"kind"`
+	Name        string  `sd:"name,nonempty,max=200" json:"name"`
+	Outcome     string  `sd:"outcome,enum=approved|denied|delivered|timed_out|elapsed|cancelled" json:"outcome"`
+	MessageID   *string `sd:"messageId,opt,id" json:"messageId,omitempty"`
+	CallID      *string `sd:"callId,opt,id" json:"callId,omitempty"`
+	Reason      *string `sd:"reason,opt,max=1000" json:"reason,omitempty"`
+	Data        Any     `sd:"data,opt" json:"data,omitzero"`
+}
+
 // CompactionStarted: the transcript is being compacted.
 type CompactionStarted struct {
 	ExecutionID string `sd:"executionId,id" json:"executionId"`
@@ -336,6 +370,8 @@ func (*ToolCalled) EventType() string            { return "tool.called" }
 func (*ToolStarted) EventType() string           { return "tool.started" }
 func (*ToolSucceeded) EventType() string         { return "tool.succeeded" }
 func (*ToolFailed) EventType() string            { return "tool.failed" }
+func (*WaitStarted) EventType() string           { return "wait.started" }
+func (*WaitResolved) EventType() string          { return "wait.resolved" }
 func (*CompactionStarted) EventType() string     { return "compaction.started" }
 func (*CompactionCompleted) EventType() string   { return "compaction.completed" }
 func (*RecoveryStarted) EventType() string       { return "recovery.started" }
@@ -377,6 +413,8 @@ var Catalog = []CatalogEntry{
 	{"tool.started", 1, true, func() Payload { return new(ToolStarted) }},
 	{"tool.succeeded", 1, true, func() Payload { return new(ToolSucceeded) }},
 	{"tool.failed", 1, true, func() Payload { return new(ToolFailed) }},
+	{"wait.started", 1, true, func() Payload { return new(WaitStarted) }},
+	{"wait.resolved", 1, true, func() Payload { return new(WaitResolved) }},
 	{"compaction.started", 1, true, func() Payload { return new(CompactionStarted) }},
 	{"compaction.completed", 1, true, func() Payload { return new(CompactionCompleted) }},
 	{"recovery.started", 1, true, func() Payload { return new(RecoveryStarted) }},

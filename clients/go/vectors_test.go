@@ -423,6 +423,7 @@ func typedRequest(t *testing.T, verb string, m Map) Map {
 			b := w.(bool)
 			r.Wake = &b
 		}
+		r.NotBefore, _ = get(m, "notBefore").(int64)
 		return AdmitBody(session, r)
 	case VerbWake:
 		return WakeBody(session)
@@ -437,6 +438,13 @@ func typedRequest(t *testing.T, verb string, m Map) Map {
 			r.InputIDs = append(r.InputIDs, id.(string))
 		}
 		return DropBody(session, r)
+	case VerbResolve:
+		// as Approve, Deny (a reason or none) and Resolve (data or none) build it
+		r := ResolveRequest{Kind: str(m, "kind"), Name: str(m, "name"), Outcome: str(m, "outcome"), Reason: str(m, "reason")}
+		if d, ok := m.Get("data"); ok {
+			r.Data = Any{Set: true, Value: d}
+		}
+		return ResolveBody(session, r)
 	}
 	t.Fatalf("no typed request for %s", verb)
 	return nil
@@ -473,6 +481,12 @@ func typedReply(t *testing.T, verb string, text []byte, reply Map) (any, any) {
 	case VerbDrop:
 		var r struct {
 			Result DropResult `json:"result"`
+		}
+		decode(&r)
+		return roundJSON(t, r.Result), get(reply, "result")
+	case VerbResolve:
+		var r struct {
+			Result ResolveResult `json:"result"`
 		}
 		decode(&r)
 		return roundJSON(t, r.Result), get(reply, "result")
@@ -658,11 +672,12 @@ func TestCommandsSchema(t *testing.T) {
 	verbs := get(schema, "x-sessiond-verbs").(Map)
 	yes := true
 	full := map[string]Map{
-		VerbAdmit:  AdmitBody("s", AdmitRequest{Prompt: "p", ID: "i", Delivery: "queue", Wake: &yes}),
-		VerbWake:   WakeBody("s"),
-		VerbCancel: CancelBody("s", "r", "e"),
-		VerbStatus: StatusBody("s", 100),
-		VerbDrop:   DropBody("s", DropRequest{InputIDs: []string{"i"}, Reason: "r"}),
+		VerbAdmit:   AdmitBody("s", AdmitRequest{Prompt: "p", ID: "i", Delivery: "queue", Wake: &yes, NotBefore: 1796056745917}),
+		VerbWake:    WakeBody("s"),
+		VerbCancel:  CancelBody("s", "r", "e"),
+		VerbStatus:  StatusBody("s", 100),
+		VerbDrop:    DropBody("s", DropRequest{InputIDs: []string{"i"}, Reason: "r"}),
+		VerbResolve: ResolveBody("s", ResolveRequest{Kind: "signal", Name: "n", Outcome: "delivered", Reason: "r", Data: Any{Set: true, Value: Map{{"k", int64(1)}}}}),
 	}
 	if len(verbs) != len(full) {
 		t.Fatalf("schema verbs %d, here %d", len(verbs), len(full))

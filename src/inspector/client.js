@@ -27,6 +27,7 @@
     atEvent: $('at-event'),
     atLease: $('at-lease'),
     atPending: $('at-pending'),
+    atWaits: $('at-waits'),
     atUsage: $('at-usage'),
     atRows: $('at-rows'),
     rowsSeq: $('rows-seq'),
@@ -124,6 +125,11 @@
           h('td', { 'data-testid': 'session-seq' }, s.seq),
           h('td', { class: 'mono', title: s.owner || '' }, s.owner ? short(s.owner, 12) : h('span', { class: 'muted' }, 'none')),
           h('td', {}, s.pending),
+          h(
+            'td',
+            { 'data-testid': 'session-waits' },
+            s.waiting ? h('span', { class: 'state state-waiting' }, s.waiting + ' open') : h('span', { class: 'muted' }, 'none'),
+          ),
         ),
       ),
     );
@@ -340,6 +346,23 @@
       ...(at.pending.length
         ? at.pending.map((p) => h('li', { class: 'mono' }, p.inputId + ' (' + p.delivery + ', admitted at seq ' + p.seq + ')'))
         : [h('li', { class: 'muted' }, 'none')]),
+    );
+    ui.atWaits.replaceChildren(
+      ...(at.waits.length
+        ? at.waits.map((w) =>
+            h(
+              'li',
+              { class: 'mono', 'data-testid': 'at-wait' },
+              w.kind +
+                ' ' +
+                w.name +
+                (w.tool ? ' (' + w.tool + ' ' + JSON.stringify(w.input === undefined ? null : w.input).slice(0, 120) + ')' : '') +
+                (w.until !== null ? ', until ' + clock(w.until) + ' UTC' : '') +
+                ': ' +
+                (w.outcome === null ? 'open since ' + clock(w.since) + ' UTC' : w.outcome + (w.reason ? ' (' + w.reason + ')' : '')),
+            ),
+          )
+        : [h('li', { class: 'muted' }, 'nothing')]),
     );
     ui.atUsage.textContent = at.usage.inputTokens + ' in, ' + at.usage.outputTokens + ' out (summed over the model steps and compactions so far)';
     renderRows(at.rows, at.seq);

@@ -75,7 +75,7 @@ export function inspectorPage(options: { logName: string }): string {
     <h2 id="sessions-heading">Sessions</h2>
     <table id="sessions" data-testid="sessions">
       <caption class="muted" style="caption-side: bottom; text-align: left; padding-top: .4rem">Live state, folded from the log; pick one to inspect it.</caption>
-      <thead><tr><th scope="col">Session</th><th scope="col">State</th><th scope="col">Seq</th><th scope="col">Owner</th><th scope="col">Pending</th></tr></thead>
+      <thead><tr><th scope="col">Session</th><th scope="col">State</th><th scope="col">Seq</th><th scope="col">Owner</th><th scope="col">Pending</th><th scope="col">Waits</th></tr></thead>
       <tbody></tbody>
     </table>
     <p id="no-sessions" data-testid="no-sessions" class="muted" hidden>No sessions in this log yet. Admit a prompt, e.g. <code>npx sessiond prompt ses_demo "hello"</code>.</p>
@@ -100,6 +100,8 @@ export function inspectorPage(options: { logName: string }): string {
           <dl id="at-lease" data-testid="at-lease"></dl>
           <h4>Pending inputs</h4>
           <ul id="at-pending" data-testid="at-pending"></ul>
+          <h4>Waits for</h4>
+          <ul id="at-waits" data-testid="at-waits"></ul>
           <h4>Tokens</h4>
           <p id="at-usage" data-testid="at-usage" class="mono"></p>
           <details><summary>Context (the machine's folded context)</summary><pre id="at-context" data-testid="at-context"></pre></details>

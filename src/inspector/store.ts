@@ -26,6 +26,8 @@ export interface SessionSummary {
   phase: ExecutionPhase | null;
   /** Inputs admitted and not yet promoted. */
   pending: number;
+  /** Open waits of the session's turn (approvals, signals, timers): the turn holds nothing until they end. */
+  waiting: number;
   executions: number;
 }
 
@@ -55,6 +57,7 @@ export function summarize(snapshot: SessionSnapshot, last?: Pick<SessionEvent, '
     leaseExpiresAt: v.leaseExpiresAt,
     phase: v.phase,
     pending: v.pendingCount,
+    waiting: v.waits.filter((w) => w.outcome === null).length,
     executions: v.executions,
   };
 }

@@ -42,6 +42,8 @@ export interface StateView {
   phase: string | null;
   pending: SessionContext['pending'];
   recovery: SessionContext['recovery'];
+  /** The turn's waits at this sequence: open ones (outcome null) and those it resolved. */
+  waits: SessionContext['waits'];
   /** Tokens the session's model steps and compactions used up to this sequence. */
   usage: SessionContext['usage'];
   /** The machine's folded context, its `admitted` ids cut to the latest ADMITTED_SHOWN (so a view's size does not grow with the session). */
@@ -109,6 +111,7 @@ export function stateView(sessionId: string, at: Travelled, asOf?: number): Stat
     phase: view.phase,
     pending: ctx.pending,
     recovery: ctx.recovery,
+    waits: ctx.waits,
     usage: ctx.usage,
     context: { ...ctx, admitted: ctx.admitted.slice(-ADMITTED_SHOWN) },
     admittedTotal: ctx.admitted.length,

@@ -42,10 +42,15 @@ export function knownSessions(load: (sessionId: string) => Promise<SessionSnapsh
  * before the decision's own.
  */
 export async function unlessUnknown<T>(handler: Pick<CommandHandler, 'cached' | 'load'>, sessionId: string, verb: string, answer: Promise<T>): Promise<T> {
-  const result = await answer;
+  // a refusal of a session with no events (nothing to resolve there) is that it does not exist
+  const settled = await answer.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
   const snapshot = handler.cached(sessionId) ?? (await handler.load(sessionId));
   if (snapshot.context.seq === 0) throw unknownSession(sessionId, verb);
-  return result;
+  if (!settled.ok) throw settled.error;
+  return settled.value;
 }
 
 /** `status`'s options checked: `pendingFrom` a whole number >= 0. */

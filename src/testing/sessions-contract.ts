@@ -45,13 +45,16 @@ export function sessionsContract(name: string, open: () => Promise<SessionsFixtu
     await ctx.fx.cleanup();
   });
 
-  s('a session with no events: status, wake, cancel and dropPending reject with not_found, naming it', async ({ fx }) => {
+  s('a session with no events: status, wake, cancel, dropPending, approve, deny and resolve reject with not_found, naming it', async ({ fx }) => {
     const id = uniqueId('ses_none');
     for (const [verb, call] of [
       ['status', () => fx.sessions.status(id)],
       ['wake', () => fx.sessions.wake(id)],
       ['cancel', () => fx.sessions.cancel(id)],
       ['dropPending', () => fx.sessions.dropPending(id)],
+      ['approve', () => fx.sessions.approve(id, 'call_1')],
+      ['deny', () => fx.sessions.deny(id, 'call_1')],
+      ['resolve', () => fx.sessions.resolve(id, 'answer', { data: 1 })],
     ] as const) {
       const err = await rejected(call());
       assert.ok(isSessiondError(err), `${verb}: a SessiondError`);

@@ -12,6 +12,7 @@ import type { AtView, SessionView } from '../../src/inspector/views.ts';
 import type { SessionSummary } from '../../src/inspector/store.ts';
 import type { RowsView as SessionRows } from '../../src/inspector/rows.ts';
 import { tempDir } from '../support/tmp.ts';
+import { waitFor } from '../../src/testing/wait.ts';
 
 const tmp = tempDir();
 let engine: Engine;
@@ -58,6 +59,40 @@ test('inspector - the state at a sequence shows the tokens the session used up t
     assert.match(await get<string>('/').then((r) => r.body), 'data-testid="at-usage"');
   } finally {
     await metered.close();
+  }
+});
+
+test('inspector - a waiting session: the list counts its open waits; the state at a sequence shows what it waits for, then the decision', async () => {
+  const waiting = await openEngine({
+    file: tmp.file('inspect.db'),
+    runner: async (ctx) => {
+      const { messageId } = await ctx.startStep();
+      if (ctx.waits.length === 0) await ctx.requestApproval(messageId, { name: 'deploy', input: { to: 'prod' }, callId: 'call_deploy' });
+      await ctx.endStep(messageId, 'stop');
+    },
+  });
+  try {
+    await waiting.admit('ses_waits', { prompt: 'deploy it' });
+    await waiting.awaitIdle('ses_waits');
+    const list = async () => (await get<{ sessions: SessionSummary[] }>('/api/sessions')).body.sessions.find((s) => s.sessionId === 'ses_waits');
+    await waitFor(async () => (await list())?.waiting === 1, { what: 'the list shows one open wait' });
+    const seqWaiting = (await waiting.status('ses_waits')).seq;
+    await waiting.approve('ses_waits', 'call_deploy', { reason: 'go' });
+    await waiting.awaitIdle('ses_waits');
+    await waitFor(async () => (await list())?.waiting === 0, { what: 'no open wait once decided' });
+    const then = (await get<AtView>(`/api/sessions/ses_waits/at/${seqWaiting}`)).body;
+    assert.equal(
+      then.waits.map((w) => [w.kind, w.name, w.tool, w.input, w.outcome]),
+      [['approval', 'call_deploy', 'deploy', { to: 'prod' }, null]],
+    );
+    const decided = (await get<AtView>(`/api/sessions/ses_waits/at/${seqWaiting + 1}`)).body;
+    assert.equal(
+      decided.waits.map((w) => [w.outcome, w.reason]),
+      [['approved', 'go']],
+    );
+    assert.match(await get<string>('/').then((r) => r.body), 'data-testid="at-waits"');
+  } finally {
+    await waiting.close();
   }
 });
 

@@ -165,6 +165,51 @@ def test_payloads_are_cleaned_as_sessiond_cleans_them() -> None:
     )
 
 
+def test_wait_payloads_are_checked_and_typed() -> None:
+    started = event_from_frame(
+        frame(
+            type="wait.started",
+            payload={"executionId": "exe_1", "kind": "approval", "name": "call_1", "messageId": "msg_1", "callId": "call_1", "tool": "deploy", "input": None},
+        )
+    )
+    assert (started.payload.kind, started.payload.name, started.payload.tool, started.payload.until) == ("approval", "call_1", "deploy", None)
+    assert started.payload.input is None and list(started.wire_payload) == ["executionId", "kind", "name", "messageId", "callId", "tool", "input"]
+    timer = event_from_frame(frame(type="wait.started", payload={"executionId": "exe_1", "kind": "timer", "name": "sleep-1", "until": 1796056745917}))
+    assert timer.payload.until == 1796056745917 and timer.payload.input is ABSENT and timer.payload.call_id is None
+    assert event_from_frame(frame(type="wait.started", payload={"executionId": "e", "kind": "signal", "name": "😀" * 100})).payload.name  # 200 UTF-16 units
+    for bad in (
+        {"executionId": "e", "kind": "signal", "name": "n" * 201},
+        {"executionId": "e", "kind": "signal", "name": ""},
+        {"executionId": "e", "kind": "nap", "name": "n"},
+        {"executionId": "e", "kind": "approval", "name": "c", "tool": ""},
+        {"executionId": "e", "kind": "timer", "name": "sleep-1", "until": -1},
+    ):
+        assert code_of(frame(type="wait.started", payload=bad)) == "invalid_payload", bad
+    # a signal's value: absent, null and a value are three things
+    base = {"executionId": "exe_1", "kind": "signal", "name": "payment", "outcome": "delivered"}
+    assert event_from_frame(frame(type="wait.resolved", payload=base)).payload.data is ABSENT
+    assert event_from_frame(frame(type="wait.resolved", payload={**base, "data": None})).payload.data is None
+    delivered = event_from_frame(frame(type="wait.resolved", payload={**base, "data": {"amount": 12.5}}))
+    assert delivered.payload.data == {"amount": 12.5} and delivered.wire_payload == {**base, "data": {"amount": 12.5}}
+    assert code_of(frame(type="wait.resolved", payload={**base, "outcome": "maybe"})) == "invalid_payload"
+    assert code_of(frame(type="wait.resolved", payload={**base, "reason": "r" * 1001})) == "invalid_payload"
+    # a settled turn that waits, a scheduled prompt, a resumed continuation
+    assert event_from_frame(frame(type="execution.settled", payload={"executionId": "e", "outcome": "waiting"})).payload.outcome == "waiting"
+    admitted = {"inputId": "inp_1", "prompt": "later", "delivery": "queue", "wake": True, "notBefore": 1796056745917}
+    assert event_from_frame(frame(type="input.admitted", payload=admitted)).payload.not_before == 1796056745917
+    assert code_of(frame(type="input.admitted", payload={**admitted, "notBefore": -1})) == "invalid_payload"
+    resume = {
+        "inputId": "inp_resume_exe_1",
+        "prompt": "Resume the turn of execution exe_1: signal payment delivered.",
+        "delivery": "queue",
+        "wake": True,
+        "source": "recovery",
+        "continues": {"executionId": "exe_1", "reason": "resumed", "phase": "safe", "inputIds": ["inp_1"], "assistantMessageId": None, "retryTools": []},
+    }
+    continues = event_from_frame(frame(type="input.admitted", payload=resume)).payload.continues
+    assert continues is not None and continues.reason == "resumed" and continues.input_ids == ["inp_1"]
+
+
 def test_stored_batches_need_consecutive_seqs_of_one_session() -> None:
     a, b = frame(seq=1), frame(seq=3, id="evt_2")
     with pytest.raises(EventError) as caught:

@@ -31,7 +31,7 @@ from sessiond_client import (
 )
 from sessiond_client import catalog as cat
 from sessiond_client.codec import unpack_raw
-from sessiond_client.commands import AdmitReceipt, CancelResult, DropResult, StatusReply, WakeResult
+from sessiond_client.commands import AdmitReceipt, CancelResult, DropResult, ResolveResult, StatusReply, WaitInfo, WakeResult
 
 
 def load(name: str) -> Any:
@@ -200,12 +200,23 @@ def test_the_client_builds_each_verbs_request_as_the_vectors_spell_it() -> None:
         "cancel with a reason and an execution id": c.cancel_request("ses_cmd", "stop, please", "exe_x"),
         "status with pendingFrom": c.status_request("ses_cmd", 100),
         "drop named inputs with a reason": c.drop_request("ses_cmd", ["inp_a", "inp_b"], "cleanup"),
+        # as approve, deny and resolve build them
+        "resolve: approve a call, with a reason": c.resolve_request("ses_cmd", "approval", "call_x", "approved", "looks right"),
+        "resolve: deny a call": c.resolve_request("ses_cmd", "approval", "call_y", "denied"),
+        "resolve: deliver a signal with data": c.resolve_request("ses_cmd", "signal", "payment", "delivered", data={"amount": 12.5, "ok": True}),
     }
     for case in REQUESTS:
         assert encode_request(built[case["name"]]) == case["text"].encode("utf-8"), case["name"]
 
 
-REPLY_TYPES = {"admit": AdmitReceipt, "wake": WakeResult, "cancel": CancelResult, "drop": DropResult, "status": StatusReply}
+REPLY_TYPES = {
+    "admit": AdmitReceipt,
+    "wake": WakeResult,
+    "cancel": CancelResult,
+    "drop": DropResult,
+    "status": StatusReply,
+    "resolve": ResolveResult,
+}
 
 
 @pytest.mark.parametrize("case", **by_name(REPLIES))
@@ -237,12 +248,35 @@ def test_command_reply_reads_into_its_result_or_error(case: dict[str, Any]) -> N
             assert (result.execution is None) == (wire["execution"] is None)
             if result.execution:
                 assert result.execution.id == wire["execution"]["id"] and result.execution.outcome == wire["execution"]["outcome"]
+            assert all(isinstance(w, WaitInfo) for w in result.waits) and [w.raw for w in result.waits] == wire["waits"]
+            for w, want in zip(result.waits, wire["waits"]):
+                assert (w.kind, w.name, w.execution_id, w.since, w.until, w.call_id, w.outcome, w.started) == (
+                    want["kind"],
+                    want["name"],
+                    want["executionId"],
+                    want["since"],
+                    want["until"],
+                    want["callId"],
+                    want["outcome"],
+                    want["started"],
+                )
+                assert w.data == want.get("data", cat.ABSENT) and w.input == want.get("input", cat.ABSENT)
         elif case["verb"] == "wake":
             assert result.status == wire["status"] and result.execution_id == wire.get("executionId")
         elif case["verb"] == "cancel":
             assert result.cancelled == wire["cancelled"] and result.reason == wire.get("reason")
         elif case["verb"] == "drop":
             assert result.dropped == wire["dropped"] and result.seq == wire.get("seq")
+        elif case["verb"] == "resolve":
+            assert (result.session_id, result.kind, result.name, result.outcome, result.resolved, result.resume_input_id, result.seq) == (
+                wire["sessionId"],
+                wire["kind"],
+                wire["name"],
+                wire["outcome"],
+                wire["resolved"],
+                wire.get("resumeInputId"),
+                wire.get("seq"),
+            )
     else:
         with pytest.raises(CommandError) as caught:
             parse_reply(case["verb"], data)

@@ -5,9 +5,10 @@
 //	prompt SESSION "text" --nats nats://127.0.0.1:4222 [--id INPUT_ID] [--timeout 5m]
 //
 // It subscribes to the session before admitting, so nothing of the turn is missed, and follows
-// the turn through a recovery or a hand-back (the continuation's execution). Exit status 0 when
-// the turn succeeded; 1 with a message when it failed, was cancelled, its input was dropped, or
-// no end came within --timeout; 2 for a usage mistake. Credentials: SESSIOND_NATS_USER (default
+// the turn through a recovery, a hand-back or a wait (the continuation's execution: a turn that
+// waits for an approval, a signal or a timer goes on once they are resolved). Exit status 0 when
+// the turn succeeded; 1 with a message when it failed, was cancelled, its input was dropped, or no
+// end came within --timeout; 2 for a usage mistake. Credentials: SESSIOND_NATS_USER (default
 // client) and SESSIOND_NATS_PASS.
 package main
 
@@ -192,7 +193,8 @@ func (t *turn) see(e sessiond.Event) (done bool, answer []string, err error) {
 			}
 			return true, nil, fmt.Errorf("the turn (execution %s) failed: %s", p.ExecutionID, why)
 		}
-		// released: handed back on shutdown; a continuation carries it on
+		// released: handed back on shutdown; waiting: the turn waits for an approval, a signal or a
+		// timer and resumes when they are resolved. Either way a continuation carries it on.
 	case *sessiond.ExecutionCancelled:
 		if t.runs_(p.ExecutionID) {
 			return true, nil, fmt.Errorf("the turn (execution %s) was cancelled (%s)", p.ExecutionID, deref(p.Reason, "no reason given"))

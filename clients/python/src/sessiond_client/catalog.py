@@ -38,7 +38,12 @@ ABSENT: Any = _Absent()
 
 Delivery = Literal["steer", "queue"]
 ExecutionPhase = Literal["safe", "unknown"]
-SettleOutcome = Literal["succeeded", "failed", "released"]
+#: ``waiting``: the turn ended its execution to wait (an approval, a signal, a timer); it resumes when its waits resolve.
+SettleOutcome = Literal["succeeded", "failed", "released", "waiting"]
+#: What a turn may wait for: a person's decision on a tool call, a value from outside, a time.
+WaitKind = Literal["approval", "signal", "timer"]
+#: How a wait ended: an approval approved/denied, a signal delivered/timed_out, a timer elapsed; any of them cancelled.
+WaitOutcome = Literal["approved", "denied", "delivered", "timed_out", "elapsed", "cancelled"]
 
 
 @dataclass(frozen=True)
@@ -64,8 +69,10 @@ class RetryTool:
 
 @dataclass(frozen=True)
 class Continuation:
+    """What a continuation input continues: an interrupted or handed-back execution, or one that waited (``resumed``)."""
+
     execution_id: str
-    reason: Literal["interrupted", "handed_back"]
+    reason: Literal["interrupted", "handed_back", "resumed"]
     phase: ExecutionPhase
     input_ids: list[str]
     assistant_message_id: str | None
@@ -119,6 +126,8 @@ class InputAdmitted:
     wake: bool
     source: Literal["user", "recovery"] = "user"
     continues: Continuation | None = None
+    #: A scheduled prompt: no turn takes it before this time (ms since the epoch).
+    not_before: int | None = None
 
 
 @dataclass(frozen=True)
@@ -240,6 +249,40 @@ class ToolFailed:
     message_id: str
     call_id: str
     error: RecordedError
+
+
+@dataclass(frozen=True)
+class WaitStarted:
+    """A turn waits (written before its execution settles ``waiting``). ``name`` is the wait's key
+    within the turn: an approval's call id, a signal's name, a timer's ``sleep-N``; ``until``: when a
+    timer elapses or a signal times out. An approval carries its call (``call_id``, ``tool``,
+    ``input``), whose ``tool.called`` (not started) is in the same append."""
+
+    execution_id: str
+    kind: WaitKind
+    name: str
+    message_id: str | None = None
+    call_id: str | None = None
+    tool: str | None = None
+    #: ``ABSENT`` when the wait has no call input (``None`` is an input of null).
+    input: Any = ABSENT
+    until: int | None = None
+
+
+@dataclass(frozen=True)
+class WaitResolved:
+    """A wait ended (``execution_id``: the execution that waited). ``reason``: a person's words on
+    an approval or a denial, or why it was cancelled; ``data``: a delivered signal's value."""
+
+    execution_id: str
+    kind: WaitKind
+    name: str
+    outcome: WaitOutcome
+    message_id: str | None = None
+    call_id: str | None = None
+    reason: str | None = None
+    #: ``ABSENT`` when no value was delivered (``None`` is a value of null).
+    data: Any = ABSENT
 
 
 @dataclass(frozen=True)
@@ -463,12 +506,14 @@ SEQ = Int(-1)
 POS = Int(0, exclusive_min=True)
 NONNEG = Int(0)
 PHASE = Enum(("safe", "unknown"))
+WAIT_KIND = Enum(("approval", "signal", "timer"))
+WAIT_NAME = Str(1, 200)
 ERROR = Obj((F("type", "type", Str(1)), F("message", "message", Str()), F("name", "name", Str(), optional=True)), RecordedError)
 USAGE = Obj((F("inputTokens", "input_tokens", NONNEG), F("outputTokens", "output_tokens", NONNEG)), Usage)
 CONTINUATION = Obj(
     (
         F("executionId", "execution_id", ID),
-        F("reason", "reason", Enum(("interrupted", "handed_back"))),
+        F("reason", "reason", Enum(("interrupted", "handed_back", "resumed"))),
         F("phase", "phase", PHASE),
         F("inputIds", "input_ids", Array(ID)),
         F("assistantMessageId", "assistant_message_id", Nullable(ID)),
@@ -534,7 +579,7 @@ CATALOG: Mapping[str, EventType] = {
         _t(
             "execution.settled",
             ExecutionSettled,
-            [EXE, F("outcome", "outcome", Enum(("succeeded", "failed", "released"))), F("error", "error", ERROR, optional=True)],
+            [EXE, F("outcome", "outcome", Enum(("succeeded", "failed", "released", "waiting"))), F("error", "error", ERROR, optional=True)],
         ),
         _t(
             "input.admitted",
@@ -546,6 +591,7 @@ CATALOG: Mapping[str, EventType] = {
                 F("wake", "wake", Bool()),
                 F("source", "source", Enum(("user", "recovery")), default="user"),
                 F("continues", "continues", CONTINUATION, optional=True),
+                F("notBefore", "not_before", TIME, optional=True),
             ],
         ),
         _t("input.promoted", InputPromoted, [F("inputId", "input_id", ID), EXE]),
@@ -582,6 +628,34 @@ CATALOG: Mapping[str, EventType] = {
         _t("tool.started", ToolStarted, [EXE, MSG, CALL]),
         _t("tool.succeeded", ToolSucceeded, [EXE, MSG, CALL, F("output", "output", AnyValue(), optional=True)]),
         _t("tool.failed", ToolFailed, [EXE, MSG, CALL, F("error", "error", ERROR)]),
+        _t(
+            "wait.started",
+            WaitStarted,
+            [
+                EXE,
+                F("kind", "kind", WAIT_KIND),
+                F("name", "name", WAIT_NAME),
+                F("messageId", "message_id", ID, optional=True),
+                F("callId", "call_id", ID, optional=True),
+                F("tool", "tool", Str(1), optional=True),
+                F("input", "input", AnyValue(), optional=True),
+                F("until", "until", TIME, optional=True),
+            ],
+        ),
+        _t(
+            "wait.resolved",
+            WaitResolved,
+            [
+                EXE,
+                F("kind", "kind", WAIT_KIND),
+                F("name", "name", WAIT_NAME),
+                F("outcome", "outcome", Enum(("approved", "denied", "delivered", "timed_out", "elapsed", "cancelled"))),
+                F("messageId", "message_id", ID, optional=True),
+                F("callId", "call_id", ID, optional=True),
+                F("reason", "reason", Str(0, 1000), optional=True),
+                F("data", "data", AnyValue(), optional=True),
+            ],
+        ),
         _t("compaction.started", CompactionStarted, [EXE, MSG, F("reason", "reason", Str())]),
         _t(
             "compaction.completed",

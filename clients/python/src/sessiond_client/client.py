@@ -28,10 +28,12 @@ import nats.js.api as jsapi
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
+from .catalog import ABSENT
 from .commands import (
     AdmitReceipt,
     CancelResult,
     DropResult,
+    ResolveResult,
     StatusReply,
     WakeResult,
     admit_request,
@@ -40,6 +42,7 @@ from .commands import (
     drop_request,
     encode_request,
     parse_reply,
+    resolve_request,
     status_request,
     wake_request,
 )
@@ -312,11 +315,22 @@ class Client:
     # commands
 
     async def admit(
-        self, session_id: str, prompt: str, *, id: str | None = None, delivery: str | None = None, wake: bool | None = None
+        self,
+        session_id: str,
+        prompt: str,
+        *,
+        id: str | None = None,
+        delivery: str | None = None,
+        wake: bool | None = None,
+        not_before: int | None = None,
     ) -> AdmitReceipt:
         """Admits a prompt (idempotent by input id: one is generated when none is given, so every
-        resend is the same admission) and, unless ``wake=False``, wakes the session."""
-        body = admit_request(session_id, prompt, id=id if id is not None else new_id("inp"), delivery=delivery, wake=wake)
+        resend is the same admission) and, unless ``wake=False``, wakes the session. ``not_before``
+        (ms since the epoch) schedules it: no turn takes it before then, and a worker's recovery
+        sweep wakes the session when it is due."""
+        body = admit_request(
+            session_id, prompt, id=id if id is not None else new_id("inp"), delivery=delivery, wake=wake, not_before=not_before
+        )
         resent_ever = False
         for attempt in range(1, ADMIT_CONFLICT_ATTEMPTS + 1):
             try:
@@ -371,6 +385,28 @@ class Client:
     async def drop(self, session_id: str, input_ids: list[str] | None = None, reason: str | None = None) -> DropResult:
         """Drops pending inputs unrun (all the users' inputs still waiting, or those named)."""
         result: DropResult = (await self._send("drop", drop_request(session_id, input_ids, reason)))[0]
+        return result
+
+    async def approve(self, session_id: str, call_id: str, reason: str | None = None) -> ResolveResult:
+        """A person approves the call ``call_id`` the session's turn waits for: it runs once when the
+        turn resumes. Idempotent (approving it again: ``resolved`` False); a call already denied is
+        refused (``command_refused``, reason ``already_resolved``), as is one the turn does not wait
+        for (``no_such_wait``)."""
+        return await self._resolve(resolve_request(session_id, "approval", call_id, "approved", reason))
+
+    async def deny(self, session_id: str, call_id: str, reason: str | None = None) -> ResolveResult:
+        """A person denies the call ``call_id`` the session's turn waits for: it never runs, and the
+        model is told why (``reason``). Idempotent as ``approve``."""
+        return await self._resolve(resolve_request(session_id, "approval", call_id, "denied", reason))
+
+    async def resolve(self, session_id: str, name: str, data: Any = ABSENT) -> ResolveResult:
+        """Delivers the value of the signal ``name`` the session's turn waits for (``ctx.waitFor(name)``
+        in its runner): the turn resumes with it (``ABSENT``, the default, delivers none; ``None`` a
+        null). Idempotent as ``approve``."""
+        return await self._resolve(resolve_request(session_id, "signal", name, "delivered", data=data))
+
+    async def _resolve(self, body: dict[str, Any]) -> ResolveResult:
+        result: ResolveResult = (await self._send("resolve", body))[0]
         return result
 
     async def _send(self, verb: str, body: dict[str, Any]) -> tuple[Any, bool]:

@@ -1,12 +1,13 @@
 """The command protocol on ``sessiond.cmd.<verb>`` (docs/protocol.md "Commands"): request bodies,
 typed success replies, and error replies as ``CommandError``.
 
-  verb    request                                                   success reply
-  admit   {sessionId, prompt, id?, delivery?, wake?}                {ok, receipt: AdmitReceipt}
-  wake    {sessionId}                                               {ok, result: WakeResult}
-  cancel  {sessionId, reason?, executionId?}                        {ok, result: CancelResult}
-  status  {sessionId, pendingFrom?}                                 {ok, sessionId, state, seq, ..., execution}
-  drop    {sessionId, inputIds?, reason?}                           {ok, result: DropResult}
+  verb     request                                                   success reply
+  admit    {sessionId, prompt, id?, delivery?, wake?, notBefore?}    {ok, receipt: AdmitReceipt}
+  wake     {sessionId}                                               {ok, result: WakeResult}
+  cancel   {sessionId, reason?, executionId?}                        {ok, result: CancelResult}
+  status   {sessionId, pendingFrom?}                                 {ok, sessionId, state, seq, ..., execution}
+  drop     {sessionId, inputIds?, reason?}                           {ok, result: DropResult}
+  resolve  {sessionId, kind, name, outcome, reason?, data?}          {ok, result: ResolveResult}
 """
 
 from __future__ import annotations
@@ -14,19 +15,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
+from .catalog import ABSENT
 from .errors import CommandError
 from .jsontext import decode_json, encode_json
 
 COMMAND_PREFIX = "sessiond.cmd"
-VERBS = ("admit", "wake", "cancel", "status", "drop")
-Verb = Literal["admit", "wake", "cancel", "status", "drop"]
+VERBS = ("admit", "wake", "cancel", "status", "drop", "resolve")
+Verb = Literal["admit", "wake", "cancel", "status", "drop", "resolve"]
 #: The fields each request may carry (workers refuse any other as a likely typo).
 REQUEST_FIELDS: Mapping[str, tuple[str, ...]] = {
-    "admit": ("sessionId", "prompt", "id", "delivery", "wake"),
+    "admit": ("sessionId", "prompt", "id", "delivery", "wake", "notBefore"),
     "wake": ("sessionId",),
     "cancel": ("sessionId", "reason", "executionId"),
     "status": ("sessionId", "pendingFrom"),
     "drop": ("sessionId", "inputIds", "reason"),
+    "resolve": ("sessionId", "kind", "name", "outcome", "reason", "data"),
 }
 
 
@@ -39,9 +42,15 @@ def _without_none(**fields: Any) -> dict[str, Any]:
 
 
 def admit_request(
-    session_id: str, prompt: str, *, id: str | None = None, delivery: str | None = None, wake: bool | None = None
+    session_id: str,
+    prompt: str,
+    *,
+    id: str | None = None,
+    delivery: str | None = None,
+    wake: bool | None = None,
+    not_before: int | None = None,
 ) -> dict[str, Any]:
-    return _without_none(sessionId=session_id, prompt=prompt, id=id, delivery=delivery, wake=wake)
+    return _without_none(sessionId=session_id, prompt=prompt, id=id, delivery=delivery, wake=wake, notBefore=not_before)
 
 
 def wake_request(session_id: str) -> dict[str, Any]:
@@ -58,6 +67,16 @@ def status_request(session_id: str, pending_from: int | None = None) -> dict[str
 
 def drop_request(session_id: str, input_ids: list[str] | None = None, reason: str | None = None) -> dict[str, Any]:
     return _without_none(sessionId=session_id, inputIds=input_ids, reason=reason)
+
+
+def resolve_request(session_id: str, kind: str, name: str, outcome: str, reason: str | None = None, data: Any = ABSENT) -> dict[str, Any]:
+    """A wait ended from outside: ``kind`` ``approval`` (``name``: the call id, ``outcome``
+    ``approved`` or ``denied``, ``reason``: a person's words) or ``signal`` (``name``: the signal's,
+    ``outcome`` ``delivered``, ``data``: its value; ``ABSENT`` sends none, ``None`` a null)."""
+    body = _without_none(sessionId=session_id, kind=kind, name=name, outcome=outcome, reason=reason)
+    if data is not ABSENT:
+        body["data"] = data
+    return body
 
 
 def encode_request(body: Mapping[str, Any]) -> bytes:
@@ -129,6 +148,27 @@ class DropResult:
 
 
 @dataclass(frozen=True)
+class ResolveResult:
+    session_id: str
+    #: approval, signal (or timer)
+    kind: str
+    name: str
+    #: approved, denied, delivered (or timed_out, elapsed)
+    outcome: str
+    #: False when the wait had already ended so (the same decision sent again): nothing changed.
+    resolved: bool
+    #: The input that resumes the turn, when this was its last open wait (the turn runs again).
+    resume_input_id: str | None = None
+    #: Seq of the ``wait.resolved`` event (None when nothing changed).
+    seq: int | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> "ResolveResult":
+        return cls(d["sessionId"], d["kind"], d["name"], d["outcome"], d["resolved"], d.get("resumeInputId"), d.get("seq"), dict(d))
+
+
+@dataclass(frozen=True)
 class PendingInput:
     input_id: str
     delivery: str
@@ -136,10 +176,65 @@ class PendingInput:
     wake: bool
     source: str
     continues: dict[str, Any] | None = None
+    #: A scheduled prompt's time (ms since the epoch): no turn takes it before then.
+    not_before: int | None = None
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> "PendingInput":
-        return cls(d["inputId"], d["delivery"], d["seq"], d["wake"], d.get("source", "user"), d.get("continues"))
+        return cls(d["inputId"], d["delivery"], d["seq"], d["wake"], d.get("source", "user"), d.get("continues"), d.get("notBefore"))
+
+
+@dataclass(frozen=True)
+class WaitInfo:
+    """One wait of the session's turn, open (``outcome`` None) or resolved in this turn: ``kind``
+    approval (a person's decision on call ``call_id`` of message ``message_id``, tool ``tool`` with
+    ``input``; ``started`` once an approved call has started: it never runs twice), signal (a value
+    from outside, ``data`` once delivered) or timer; ``name`` is its key within the turn (the call
+    id, the signal's name, ``sleep-N``). ``since``: when the turn started to wait; ``until``: a
+    timer's time or a signal's timeout."""
+
+    kind: str
+    name: str
+    execution_id: str
+    since: int
+    until: int | None
+    message_id: str | None
+    call_id: str | None
+    tool: str | None
+    durable: bool
+    idempotency_key: str | None
+    #: approved, denied, delivered, timed_out, elapsed, cancelled; None while it is open.
+    outcome: str | None
+    resolved_at: int | None
+    reason: str | None
+    started: bool
+    #: ``ABSENT`` when the call has no input.
+    input: Any = ABSENT
+    #: ``ABSENT`` until a value is delivered (``None`` is a value of null).
+    data: Any = ABSENT
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> "WaitInfo":
+        return cls(
+            d["kind"],
+            d["name"],
+            d["executionId"],
+            d["since"],
+            d.get("until"),
+            d.get("messageId"),
+            d.get("callId"),
+            d.get("tool"),
+            d.get("durable", False),
+            d.get("idempotencyKey"),
+            d.get("outcome"),
+            d.get("resolvedAt"),
+            d.get("reason"),
+            d.get("started", False),
+            d.get("input", ABSENT),
+            d.get("data", ABSENT),
+            dict(d),
+        )
 
 
 @dataclass(frozen=True)
@@ -153,7 +248,7 @@ class ExecutionInfo:
     phase: str
     started: bool
     cancelled: bool
-    #: succeeded, failed, released, cancelled; None while it runs (the owner holds the session only then).
+    #: succeeded, failed, released, waiting, cancelled; None while it runs (the owner holds the session only then).
     outcome: str | None
     error: dict[str, Any] | None
     open_step: str | None
@@ -196,12 +291,15 @@ class StatusReply:
     lease_live: bool
     lease_left_ms: int
     phase: str | None
+    #: How the last execution ended: succeeded, failed, released, waiting, cancelled (None while it runs, or before any).
     outcome: str | None
     pending: list[PendingInput]
     pending_from: int
     pending_count: int
     pending_bytes: int
     recovery: dict[str, Any] | None
+    #: The turn's waits: open ones (the session waits when ``outcome`` is ``waiting``) and those resolved in this turn.
+    waits: list[WaitInfo]
     executions: int
     usage: dict[str, int]
     execution: ExecutionInfo | None
@@ -226,6 +324,7 @@ class StatusReply:
             d.get("pendingCount", len(d.get("pending", []))),
             d.get("pendingBytes", 0),
             d.get("recovery"),
+            [WaitInfo.from_wire(w) for w in d.get("waits", [])],
             d.get("executions", 0),
             dict(d.get("usage") or {}),
             ExecutionInfo.from_wire(d["execution"]) if d.get("execution") else None,
@@ -233,7 +332,7 @@ class StatusReply:
         )
 
 
-Reply = AdmitReceipt | WakeResult | CancelResult | DropResult | StatusReply
+Reply = AdmitReceipt | WakeResult | CancelResult | DropResult | StatusReply | ResolveResult
 
 
 def _not_sessiond(verb: str, subject: str, why: str) -> CommandError:
@@ -271,6 +370,8 @@ def parse_reply(verb: str, data: bytes | str) -> Any:
             return DropResult.from_wire(reply["result"])
         if verb == "status":
             return StatusReply.from_wire(reply)
+        if verb == "resolve":
+            return ResolveResult.from_wire(reply["result"])
     except (KeyError, TypeError, AttributeError) as err:
         raise _not_sessiond(verb, subject, f"lacks a field ({err})") from err
     raise CommandError(verb, "unknown_command", f"Unknown verb {verb!r}: use one of {', '.join(VERBS)}.")

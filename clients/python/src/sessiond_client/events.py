@@ -206,6 +206,16 @@ class ToolFailedEvent(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class WaitStartedEvent(Event):
+    payload: c.WaitStarted
+
+
+@dataclass(frozen=True, kw_only=True)
+class WaitResolvedEvent(Event):
+    payload: c.WaitResolved
+
+
+@dataclass(frozen=True, kw_only=True)
 class CompactionStartedEvent(Event):
     payload: c.CompactionStarted
 
@@ -271,6 +281,8 @@ EVENT_CLASSES: Mapping[str, type[Event]] = {
     "tool.started": ToolStartedEvent,
     "tool.succeeded": ToolSucceededEvent,
     "tool.failed": ToolFailedEvent,
+    "wait.started": WaitStartedEvent,
+    "wait.resolved": WaitResolvedEvent,
     "compaction.started": CompactionStartedEvent,
     "compaction.completed": CompactionCompletedEvent,
     "recovery.started": RecoveryStartedEvent,

@@ -5,8 +5,8 @@ assistant's text (the ``text.completed`` events of that turn, one text per line)
 
 It subscribes to the session before admitting, follows the input to the execution that takes it
 (``input.promoted``) and waits for that execution's end: ``execution.settled`` or
-``execution.cancelled``; a turn handed back or recovered goes on in the execution that runs its
-continuation. Exit codes: 0 the turn succeeded; 1 it failed or was cancelled; 2 a usage mistake;
+``execution.cancelled``; a turn handed back, recovered or resumed after a wait goes on in the
+execution that runs its continuation. Exit codes: 0 the turn succeeded; 1 it failed or was cancelled; 2 a usage mistake;
 3 a command failed (the message says why and what to do); 4 no end within --timeout.
 """
 
@@ -67,7 +67,9 @@ class Turn:
         elif isinstance(event, TextCompletedEvent) and event.payload.execution_id in self.executions:
             self.texts.append(event.payload.text)
         elif isinstance(event, ExecutionSettledEvent) and event.payload.execution_id in self.executions:
-            if event.payload.outcome != "released":  # released: handed back, its continuation goes on
+            # released: handed back; waiting: the turn waits for an approval, a signal or a timer and
+            # resumes once they are resolved. Either way its continuation goes on.
+            if event.payload.outcome not in ("released", "waiting"):
                 self.outcome = event.payload.outcome
                 if event.payload.error is not None:
                     self.error = f"{event.payload.error.type}: {event.payload.error.message}"
