@@ -183,6 +183,21 @@ export function createRunContext(deps: RunContextDeps): Turn {
     return output;
   };
 
+  /** The journal of a call: `started` when it runs now, not when it waits for a person; durable when it has a key. */
+  const toolCalled = (messageId: string, callId: string, call: { name: string; input: unknown }, key: string | undefined, started: boolean): ProtoEvent => ({
+    type: 'tool.called',
+    payload: {
+      executionId,
+      messageId,
+      callId,
+      name: call.name,
+      input: call.input,
+      durable: key !== undefined,
+      ...(key ? { idempotencyKey: key } : {}),
+      started,
+    },
+  });
+
   const unknownPhase = (): ProtoEvent[] => (phase === 'unknown' ? [] : [{ type: 'execution.phase', payload: { executionId, phase: 'unknown' } }]);
 
   const ctx: RunContext = {
@@ -262,25 +277,9 @@ export function createRunContext(deps: RunContextDeps): Turn {
 
     async tool<T>(messageId: string, call: ToolCall, fn: (tc: ToolContext) => Promise<T>): Promise<T> {
       const callId = call.callId ?? ids.next('call');
-      const isDurable = call.durable === true;
-      const key = isDurable ? (call.idempotencyKey ?? idempotencyKey(sessionId, executionId, callId)) : undefined;
+      const key = call.durable === true ? (call.idempotencyKey ?? idempotencyKey(sessionId, executionId, callId)) : undefined;
       // journaled before the side effect starts; the phase becomes unknown in the same append
-      await durable([
-        ...unknownPhase(),
-        {
-          type: 'tool.called',
-          payload: {
-            executionId,
-            messageId,
-            callId,
-            name: call.name,
-            input: call.input,
-            durable: isDurable,
-            ...(key ? { idempotencyKey: key } : {}),
-            started: true,
-          },
-        },
-      ]);
+      await durable([...unknownPhase(), toolCalled(messageId, callId, call, key, true)]);
       return runJournaled(messageId, callId, call.name, key, fn);
     },
 
@@ -288,22 +287,9 @@ export function createRunContext(deps: RunContextDeps): Turn {
 
     async requestApproval(messageId, call) {
       const callId = call.callId ?? ids.next('call');
-      const isDurable = call.durable === true;
-      const key = isDurable ? idempotencyKey(sessionId, executionId, callId) : undefined;
+      const key = call.durable === true ? idempotencyKey(sessionId, executionId, callId) : undefined;
       await later([
-        {
-          type: 'tool.called',
-          payload: {
-            executionId,
-            messageId,
-            callId,
-            name: call.name,
-            input: call.input,
-            durable: isDurable,
-            ...(key ? { idempotencyKey: key } : {}),
-            started: false,
-          },
-        },
+        toolCalled(messageId, callId, call, key, false),
         { type: 'wait.started', payload: { executionId, kind: 'approval', name: callId, messageId, callId, tool: call.name, input: call.input } },
       ]);
       waited = true;

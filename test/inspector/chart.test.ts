@@ -63,6 +63,12 @@ test('chart - commands are hidden by default; on demand they appear with their g
   }
   assert.match(legend, 'record [isCurrentExecution && cancelled] / refuse cancelled');
   assert.match(legend, 'requestWake [wakePending] / decide');
+  // waiting: the rules of waits are on the chart by their names
+  const settled = dot.split('\n').find((l) => l.includes('id="commands_settled"'))!;
+  assert.match(settled, 'claim [hasOpenWaits] / refuse waiting\\l');
+  assert.match(settled, 'resolve [waitNotDue] / refuse not_due\\l');
+  assert.match(settled, 'resolve [noSuchWait] / refuse no_such_wait\\l');
+  assert.match(dot.split('\n').find((l) => l.includes('id="commands_running"'))!, 'startsOnlyApprovedCalls');
 });
 
 test('chart - a state added to a copy of the machine shows up (the chart is derived, not drawn)', () => {
