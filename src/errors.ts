@@ -48,6 +48,8 @@ export const ErrorCode = {
   Cancelled: 'cancelled',
   /** A turn ran past its deadline (`turnTimeoutMs`, `--turn-timeout`): it was stopped and settled failed. */
   TurnTimeout: 'turn_timeout',
+  /** Not a failure: a runner's execution ends so that its turn waits (`ctx.waitFor`, `ctx.sleep`); the turn settles `waiting`. */
+  Waiting: 'waiting',
   // input
   InputConflict: 'input_conflict',
   /** A session or worker limit would be passed (pending inputs, pending bytes): the admission is refused. */
@@ -105,6 +107,7 @@ const KIND: Record<ErrorCode, ErrorKind> = {
   claim_lost: 'refused',
   cancelled: 'refused',
   turn_timeout: 'timeout',
+  waiting: 'refused',
   limit_exceeded: 'refused',
   model_request_failed: 'failure',
   internal: 'failure',
@@ -248,12 +251,12 @@ export class CancelledError extends SessiondError {
  * it through (its signal aborts with it too); the turn settles `waiting` and resumes, running the
  * runner again from the top, once what it waits for has come. Not a failure: never recorded.
  */
-export class WaitingError extends Error {
+export class WaitingError extends SessiondError {
   constructor(
     readonly executionId: string,
     readonly waitingFor: string,
   ) {
-    super(`Execution ${executionId} ends to wait for ${waitingFor}; the turn resumes when it comes`);
+    super(ErrorCode.Waiting, `Execution ${executionId} ends to wait for ${waitingFor}; the turn resumes when it comes`, { details: { executionId, waitingFor } });
     this.name = 'WaitingError';
   }
 }
