@@ -256,7 +256,9 @@ export class WaitingError extends SessiondError {
     readonly executionId: string,
     readonly waitingFor: string,
   ) {
-    super(ErrorCode.Waiting, `Execution ${executionId} ends to wait for ${waitingFor}; the turn resumes when it comes`, { details: { executionId, waitingFor } });
+    super(ErrorCode.Waiting, `Execution ${executionId} ends to wait for ${waitingFor}; the turn resumes when it comes`, {
+      details: { executionId, waitingFor },
+    });
     this.name = 'WaitingError';
   }
 }

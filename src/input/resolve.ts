@@ -12,7 +12,6 @@ import { decisionOf } from '../machines/session-machine.ts';
 import type { CommandHandler } from '../execution/command-handler.ts';
 import { InvalidInputError, isRefusal } from '../errors.ts';
 import type { WaitKind, WaitOutcome } from '../events/catalog.ts';
-import type { Sessions } from '../sessions/sessions.ts';
 
 export interface ResolveRequest {
   kind: WaitKind;
@@ -76,8 +75,15 @@ export async function resolveWait(handler: CommandHandler, sessionId: string, re
   }
 }
 
+/** `approve`, `deny` and `resolve` as a `Sessions` has them (src/sessions/sessions.ts). */
+export interface WaitMethods {
+  approve(sessionId: string, callId: string, options?: { reason?: string }): Promise<ResolveResult>;
+  deny(sessionId: string, callId: string, options?: { reason?: string }): Promise<ResolveResult>;
+  resolve(sessionId: string, name: string, options?: { data?: unknown }): Promise<ResolveResult>;
+}
+
 /** `approve`, `deny` and `resolve` of a `Sessions`, on one function that resolves a wait. */
-export function waitMethods(resolve: (sessionId: string, request: ResolveRequest) => Promise<ResolveResult>): Pick<Sessions, 'approve' | 'deny' | 'resolve'> {
+export function waitMethods(resolve: (sessionId: string, request: ResolveRequest) => Promise<ResolveResult>): WaitMethods {
   const decide =
     (outcome: 'approved' | 'denied') =>
     (sessionId: string, callId: string, options: { reason?: string } = {}) =>
