@@ -24,6 +24,8 @@ import { resolveWait, waitMethods } from './input/resolve.ts';
 import { checkStatusOptions, knownSessions, statusOf, unlessUnknown } from './sessions/status.ts';
 import { followLog } from './sessions/follow-log.ts';
 import type { Sessions } from './sessions/sessions.ts';
+import { tagSession } from './sessions/tag.ts';
+import { listSessions } from './sessions/list-projection.ts';
 
 /** The execution service's options, except that the log may be left to the engine. */
 export interface EngineOptions extends Omit<ExecutionOptions, 'log'> {
@@ -94,6 +96,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       return statusOf(await known(id, 'show'), clock.now(), checked);
     },
     follow: (id, handler, followOptions) => followLog(log, id, handler, followOptions),
+    tag: (id, tags) => tagSession(execution.handler, id, tags),
+    list: (filter) => listSessions(db, log, filter),
     activeTurns: () => Object.values(execution.registry.getSnapshot().context.runs).filter((r) => r.executionId).length,
     async close() {
       await execution.close();

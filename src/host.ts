@@ -323,6 +323,8 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       approve: (id, callId, decision) => engine.approve(id, callId, decision),
       deny: (id, callId, decision) => engine.deny(id, callId, decision),
       resolve: (id, name, signal) => engine.resolve(id, name, signal),
+      tag: (id, tags) => engine.tag(id, tags),
+      list: (filter) => engine.list(filter),
       awaitIdle: (id) => engine.awaitIdle(id),
       activeTurns: () => engine.activeTurns(),
       async close() {

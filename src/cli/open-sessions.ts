@@ -30,7 +30,9 @@ export async function openSessions(opts: LogOptions, ctx: CliContext, name: stri
     return { sessions: await SessiondClient.connect({ connection: nats }), describe: `NATS ${describeNats(nats)}`, remote: true };
   }
   const opened = await openLog(opts, ctx, options.readonly ? { readonly: true } : {});
-  return { sessions: logSessions(opened.log, { onClose: () => opened.close() }), describe: opened.describe, remote: nats !== undefined };
+  // a writable SQLite file's projection is what `list` reads (brought up to the log's head first)
+  const projection = opened.db && !options.readonly ? { projection: opened.db } : {};
+  return { sessions: logSessions(opened.log, { onClose: () => opened.close(), ...projection }), describe: opened.describe, remote: nats !== undefined };
 }
 
 /** Runs `use` on the command's Sessions and closes them after, whatever happens. */

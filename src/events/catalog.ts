@@ -10,6 +10,10 @@ import { z } from 'zod';
 const id = z.string().min(1).max(128);
 const seq = z.number().int().min(-1);
 const time = z.number().int().nonnegative();
+/** A session's tags (sessions/tags.ts has the rules and the messages; this is what the log holds). */
+const tagKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,63}$/);
+const tagValue = z.string().min(1).max(256);
+export const Tags = z.record(tagKey, tagValue);
 
 export const RecordedError = z.object({
   type: z.string().min(1),
@@ -131,6 +135,8 @@ export const catalog = {
       continues: Continuation.optional(),
       /** A scheduled prompt: no turn takes it before this time (ms since the epoch). */
       notBefore: z.number().int().nonnegative().optional(),
+      /** Tags the admission gives its session (merged into those it has). */
+      tags: Tags.optional(),
     }),
   ),
   'input.promoted': event('input.promoted', z.object({ inputId: id, executionId: id }), { writer: 'runner' }),
@@ -226,6 +232,9 @@ export const catalog = {
   'compaction.completed': event('compaction.completed', z.object({ executionId: id, messageId: id, summary: z.string(), usage: Usage.optional() }), {
     writer: 'runner',
   }),
+
+  /** A session's tags changed (`sessions.tag`): each key set to its value, or removed where null. */
+  'session.tagged': event('session.tagged', z.object({ tags: z.record(tagKey, tagValue.nullable()) })),
 
   'recovery.started': event('recovery.started', z.object({ executionId: id })),
   'recovery.completed': event(

@@ -5,6 +5,7 @@
 import { ErrorCode, SessiondError, isRefusal } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import type { Delivery } from '../events/catalog.ts';
+import { MAX_TAGS, sameTags, validateTags, type Tags } from '../sessions/tags.ts';
 import type { CommandHandler } from '../execution/command-handler.ts';
 import { admittedSeq } from '../machines/session-context.ts';
 import { DEFAULT_LIMITS, DEFAULT_MAX_PROMPT_BYTES, type SessionLimits } from './limits.ts';
@@ -22,6 +23,8 @@ export interface AdmitRequest {
   wake?: boolean;
   /** Schedule the prompt: no turn takes it before this time (ms since the epoch); the recovery sweep wakes the session when it is due. */
   notBefore?: number;
+  /** Tags for the session (`{ customer: 'acme' }`): merged into those it has, at most `MAX_TAGS` in all (sessions/tags.ts). */
+  tags?: Tags;
 }
 
 export interface AdmitReceipt {
@@ -34,11 +37,7 @@ export interface AdmitReceipt {
   wake: boolean;
 }
 
-export function parseAdmitRequest(
-  sessionId: string,
-  req: AdmitRequest,
-  maxPromptBytes = DEFAULT_MAX_PROMPT_BYTES,
-): Required<Omit<AdmitRequest, 'id' | 'notBefore'>> & { id?: string; notBefore?: number } {
+export function parseAdmitRequest(sessionId: string, req: AdmitRequest, maxPromptBytes = DEFAULT_MAX_PROMPT_BYTES): ParsedAdmission {
   validateId(sessionId, 'session id');
   if (req === null || typeof req !== 'object') throw invalid('the request must be an object like { prompt: "..." }');
   if (req.id !== undefined) validateId(req.id, 'input id');
@@ -54,7 +53,23 @@ export function parseAdmitRequest(
   const notBefore = req.notBefore;
   if (notBefore !== undefined && (!Number.isSafeInteger(notBefore) || notBefore < 0))
     throw invalid(`notBefore must be a time in whole milliseconds since the epoch (e.g. Date.parse('2026-12-24T09:00:00Z')), got ${String(notBefore)}`);
-  return { ...(req.id ? { id: req.id } : {}), prompt: req.prompt, delivery, wake: req.wake ?? true, ...(notBefore === undefined ? {} : { notBefore }) };
+  const tags = req.tags === undefined ? undefined : (validateTags(req.tags, 'the admission') as Tags);
+  return {
+    ...(req.id ? { id: req.id } : {}),
+    prompt: req.prompt,
+    delivery,
+    wake: req.wake ?? true,
+    ...(notBefore === undefined ? {} : { notBefore }),
+    ...(tags === undefined || Object.keys(tags).length === 0 ? {} : { tags }),
+  };
+}
+
+/** An admission checked: defaults applied, tags sorted (absent when none). */
+export type ParsedAdmission = Required<Pick<AdmitRequest, 'prompt' | 'delivery' | 'wake'>> & Pick<AdmitRequest, 'id' | 'notBefore' | 'tags'>;
+
+/** What an admission holds that an exact resend must repeat: its prompt, delivery, wake, time and tags. */
+export function sameAdmission(a: Omit<ParsedAdmission, 'id'>, b: Omit<ParsedAdmission, 'id'>): boolean {
+  return a.prompt === b.prompt && a.delivery === b.delivery && a.wake === b.wake && a.notBefore === b.notBefore && sameTags(a.tags, b.tags);
 }
 
 function invalid(why: string): SessiondError {
@@ -80,6 +95,7 @@ export async function admitInput(
       wake: req.wake,
       limits: { maxPendingInputs, maxPendingBytes },
       ...(req.notBefore === undefined ? {} : { notBefore: req.notBefore }),
+      ...(req.tags === undefined ? {} : { tags: req.tags }),
     }));
     return { sessionId, inputId, admittedSeq: events[0]!.seq, created: true, wake: req.wake };
   } catch (err) {
@@ -89,6 +105,12 @@ export async function admitInput(
         details: { sessionId, inputId, maxPendingInputs, maxPendingBytes },
       });
     }
+    if (isRefusal(err, 'tag_limit')) {
+      throw new SessiondError(ErrorCode.LimitExceeded, err.message.replace(/^admit refused for session \S+ \(tag_limit\): /, ''), {
+        cause: err,
+        details: { sessionId, inputId, maxTags: MAX_TAGS },
+      });
+    }
     if (!isRefusal(err, 'already_admitted')) throw err;
     const snapshot = await handler.load(sessionId);
     const seq = admittedSeq(snapshot.context, inputId)!;
@@ -96,8 +118,7 @@ export async function admitInput(
     const pending = snapshot.context.pending.find((p) => p.inputId === inputId);
     const admitted = pending ?? (await readAdmitted(handler, sessionId, seq));
     if (!admitted) throw err;
-    const same = admitted.prompt === req.prompt && admitted.delivery === req.delivery && admitted.wake === req.wake && admitted.notBefore === req.notBefore;
-    if (!same) {
+    if (!sameAdmission(admitted, req)) {
       throw new SessiondError(
         ErrorCode.InputConflict,
         `Input ${inputId} was already admitted to session ${sessionId} with different content (at sequence ${seq}). Use a new input id for a new prompt.`,
@@ -109,11 +130,7 @@ export async function admitInput(
 }
 
 /** The content of the input admitted at `seq` (one read of one event). */
-async function readAdmitted(
-  handler: CommandHandler,
-  sessionId: string,
-  seq: number,
-): Promise<{ prompt: string; delivery: Delivery; wake: boolean; notBefore?: number } | undefined> {
+async function readAdmitted(handler: CommandHandler, sessionId: string, seq: number): Promise<Omit<ParsedAdmission, 'id'> | undefined> {
   const [event] = await handler.log.readSession(sessionId, { afterSeq: seq - 1, limit: 1 });
   return event?.type === 'input.admitted' ? event.payload : undefined;
 }

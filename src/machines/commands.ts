@@ -12,6 +12,7 @@ import {
   type WaitKind,
   type WaitOutcome,
 } from '../events/catalog.ts';
+import type { TagChanges, Tags } from '../sessions/tags.ts';
 
 /** An event the machine decided to write; the command handler stamps its id and time. */
 export type ProtoEvent = { [K in EventType]: { type: K; payload: PayloadInputOf<K> } }[EventType];
@@ -37,7 +38,11 @@ export type Command =
       limits?: PendingLimits;
       /** A scheduled prompt: no turn takes it before this time. */
       notBefore?: number;
+      /** Tags for the session (merged into those it has; at most `MAX_TAGS` in all). */
+      tags?: Tags;
     }
+  /** Change the session's tags (a value sets a key, null removes it); refused for a session with no events. */
+  | { type: 'tag'; now: number; tags: TagChanges }
   /** Drop pending inputs unrun (all of them, or the ones named): an operator unblocking a session. */
   | { type: 'dropPending'; now: number; inputIds?: string[]; reason?: string }
   /** Seal an expired execution and admit one continuation (ids come with the command: the machine makes none). */
@@ -97,6 +102,9 @@ export const Refusal = {
   NotDue: 'not_due',
   NotApproved: 'not_approved',
   NothingToWaitFor: 'nothing_to_wait_for',
+  TagLimit: 'tag_limit',
+  NoEvents: 'no_events',
+  NothingToChange: 'nothing_to_change',
 } as const;
 export type Refusal = (typeof Refusal)[keyof typeof Refusal];
 

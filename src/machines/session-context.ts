@@ -4,6 +4,7 @@
  */
 import type { Continuation, Delivery, ExecutionPhase, RecordedError, Usage, WaitKind, WaitOutcome } from '../events/catalog.ts';
 import type { SessionEvent } from '../events/envelope.ts';
+import { applyTagChanges, type Tags } from '../sessions/tags.ts';
 
 export interface ExecutionState {
   id: string;
@@ -84,6 +85,8 @@ export interface PendingInput {
   continues?: Continuation;
   /** A scheduled prompt: no turn takes it before this time. */
   notBefore?: number;
+  /** The tags its admission gave the session (what an exact resend must carry again). */
+  tags?: Tags;
   /** The `input.admitted` event that admitted it (what a stored snapshot's claim is checked against; always set by the fold). */
   admittedBy?: EventRef;
   /**
@@ -139,6 +142,8 @@ export interface SessionContext {
   executions: number;
   /** Tokens used by the session's model steps and compactions, summed (as the servers reported them). */
   usage: Usage;
+  /** The session's tags (from its admissions and `session.tagged`), keys sorted. */
+  tags: Tags;
 }
 
 /** A wait that was resolved: its kind, name, outcome and when. */
@@ -169,6 +174,7 @@ export function initialContext(sessionId: string): SessionContext {
     decided: [],
     executions: 0,
     usage: { inputTokens: 0, outputTokens: 0 },
+    tags: {},
   };
 }
 
@@ -296,13 +302,18 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
           prompt: p.prompt,
           ...(p.continues ? { continues: p.continues } : {}),
           ...(p.notBefore === undefined ? {} : { notBefore: p.notBefore }),
+          ...(p.tags === undefined ? {} : { tags: p.tags }),
           admittedBy: refOf(event),
         },
       ];
       const kept = ctx.admitted.length >= ADMISSION_WINDOW ? ctx.admitted.slice(ctx.admitted.length - ADMISSION_WINDOW + 1) : ctx.admitted;
       next.admitted = [...kept, [p.inputId, event.seq]];
+      if (p.tags) next.tags = applyTagChanges(ctx.tags, p.tags);
       return next;
     }
+    case 'session.tagged':
+      next.tags = applyTagChanges(ctx.tags, event.payload.tags);
+      return next;
     case 'input.dropped': {
       const dropped = new Set(event.payload.inputIds);
       next.pending = ctx.pending.filter((i) => !dropped.has(i.inputId));

@@ -32,6 +32,7 @@ import {
 } from './session-context.ts';
 import type { Continuation, RecordedError, WaitKind, WaitOutcome } from '../events/catalog.ts';
 import { RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
+import { MAX_TAGS, applyTagChanges, effectiveChanges } from '../sessions/tags.ts';
 
 type MachineEvent = SessionEvent | Command;
 /** What the machine emits for a command: its decision, or its refusal with a reason and the words for it. */
@@ -159,9 +160,19 @@ export const refusalMessages: Record<Refusal, (a: Args) => string> = {
       ? `never runs an approved call twice: call ${w.callId} (${w.tool}) of session ${context.sessionId} has already started`
       : `never runs a tool a person ${w.outcome === 'denied' ? 'denied' : 'has not approved'}: call ${w.callId} (${w.tool}) of session ${context.sessionId} is ${w.outcome ?? 'awaiting approval'}`;
   },
+  tag_limit: ({ context, event }) =>
+    `session ${context.sessionId} would carry ${tagsAfter(context, commandOf(event)).length} tags, over the limit of ${MAX_TAGS}: remove some first (sessiond tag ${context.sessionId} KEY=)`,
+  no_events: ({ context }) => `session ${context.sessionId} has no events: admit a prompt first (it creates the session, and may carry tags)`,
+  nothing_to_change: ({ context }) => `session ${context.sessionId} already has these tags`,
   nothing_to_wait_for: ({ context, event }) =>
     `execution ${executionOf(commandOf(event))} of session ${context.sessionId} recorded no wait: a turn settles waiting only after it asks for an approval, a signal or a timer`,
 };
+
+/** The tag keys the session would carry after a command's tags (an admission's or a `tag`'s). */
+function tagsAfter(ctx: SessionContext, c: Command): string[] {
+  const changes = c.type === 'tag' ? c.tags : c.type === 'admit' ? (c.tags ?? {}) : {};
+  return Object.keys(applyTagChanges(ctx.tags, changes));
+}
 
 /** The approval wait a runner's `tool.started` would break: a call denied, not yet approved, or already started. */
 function unapprovedStart(ctx: SessionContext, c: Command): Wait | undefined {
@@ -275,6 +286,15 @@ export const sessionMachine = setup({
       assertEvent(event, 'admit');
       return pendingLimitPassed(context, event) !== undefined;
     },
+    /** never lets a session carry more than `MAX_TAGS` tags: what a client can add to a session stays bounded. */
+    overTagLimit: ({ context, event }) => tagsAfter(context, commandOf(event)).length > MAX_TAGS,
+    /** A session with no events: a `tag` would create it (only an admission does). */
+    noEvents: ({ context }) => context.seq === 0,
+    /** A `tag` that changes nothing. */
+    tagsUnchanged: ({ context, event }) => {
+      assertEvent(event, 'tag');
+      return Object.keys(effectiveChanges(context.tags, event.tags)).length === 0;
+    },
     /** Something to drop: a pending input (one of those named, when named). */
     hasPendingToDrop: ({ context, event }) => {
       assertEvent(event, 'dropPending');
@@ -340,6 +360,13 @@ export const sessionMachine = setup({
     admit: [
       { guard: 'alreadyAdmitted', actions: refuse(Refusal.AlreadyAdmitted) },
       { guard: 'overPendingLimits', actions: refuse(Refusal.PendingLimit) },
+      { guard: 'overTagLimit', actions: refuse(Refusal.TagLimit) },
+      { actions: decide },
+    ],
+    tag: [
+      { guard: 'noEvents', actions: refuse(Refusal.NoEvents) },
+      { guard: 'tagsUnchanged', actions: refuse(Refusal.NothingToChange) },
+      { guard: 'overTagLimit', actions: refuse(Refusal.TagLimit) },
       { actions: decide },
     ],
     dropPending: [{ guard: 'hasPendingToDrop', actions: decide }, { actions: refuse(Refusal.NothingToDrop) }],
@@ -496,9 +523,12 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
             wake: command.wake,
             source: command.source ?? 'user',
             ...(command.notBefore === undefined ? {} : { notBefore: command.notBefore }),
+            ...(command.tags === undefined || Object.keys(command.tags).length === 0 ? {} : { tags: command.tags }),
           },
         },
       ];
+    case 'tag':
+      return [{ type: 'session.tagged', payload: { tags: effectiveChanges(ctx.tags, command.tags) } }];
     case 'recover': {
       const exec = ctx.execution!;
       const message = `the owner ${exec.ownerId} of execution ${exec.id} lost its lease (expired at ${at(exec.expiresAt)})`;

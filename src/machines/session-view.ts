@@ -5,6 +5,7 @@
  * until `expiresAt` as judged at `now`, and the phase belongs to the unfinished execution.
  */
 import type { ExecutionPhase, Usage } from '../events/catalog.ts';
+import type { Tags } from '../sessions/tags.ts';
 import { stateOf, type SessionSnapshot, type SessionStateValue } from './decider.ts';
 import { pendingBytes, type ExecutionState, type PendingInput, type RecoveryState, type SessionContext, type Wait } from './session-context.ts';
 
@@ -48,6 +49,8 @@ export interface SessionView {
   executions: number;
   /** Tokens used by the session's model steps and compactions. */
   usage: Usage;
+  /** The session's tags (keys sorted). */
+  tags: Tags;
 }
 
 /** Pending inputs a view lists at most (the rest are counted; ask for the next page with `pendingFrom`). */
@@ -82,5 +85,6 @@ export function sessionView(snapshot: SessionSnapshot, now: number): SessionView
     waits: ctx.waits,
     executions: ctx.executions,
     usage: ctx.usage,
+    tags: ctx.tags,
   };
 }

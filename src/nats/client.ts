@@ -31,6 +31,8 @@ import { randomIds, validateId, type IdSource } from '../ids.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { DecisionOptions, EventSubscription, FollowOptions, SessionEventHandler, Sessions } from '../sessions/sessions.ts';
 import { followSession } from '../sessions/follow.ts';
+import type { TagChanges, TagResult } from '../sessions/tags.ts';
+import { checkListFilter, type ListFilter, type SessionPage } from '../sessions/list.ts';
 import type { AdmitReceipt } from '../input/admit.ts';
 import type { CancelResult } from '../execution/session-execution.ts';
 import { connectNats, isNatsConnection, isPermissionError, type NatsConnectionOptions } from './connection.ts';
@@ -287,6 +289,18 @@ export class SessiondClient implements Sessions {
     return this.request('status', { sessionId, ...(options.pendingFrom ? { pendingFrom: options.pendingFrom } : {}) });
   }
 
+  /** Changes the session's tags (a value sets a key, null removes it). Idempotent: `changed: false` when it had them. */
+  tag(sessionId: string, tags: TagChanges): Promise<TagResult> {
+    return this.request('tag', { sessionId, tags: { ...tags } }).then((r) => r.result);
+  }
+
+  /** A page of sessions, newest first, from a worker's projection (which follows the stream); `next` pages on. */
+  async list(filter: ListFilter = {}): Promise<SessionPage> {
+    checkListFilter(filter); // a bad filter is refused here, with the same words a worker would use
+    const { sessions, next } = await this.request('list', { ...filter });
+    return { sessions, next };
+  }
+
   private async request<V extends CommandVerb>(verb: V, body: CommandRequests[V]): Promise<CommandResults[V]> {
     return (await this.send(verb, body)).result;
   }
@@ -300,7 +314,7 @@ export class SessiondClient implements Sessions {
    */
   private async send<V extends CommandVerb>(verb: V, body: CommandRequests[V]): Promise<{ result: CommandResults[V]; resent: boolean }> {
     this.assertOpen();
-    validateId(body.sessionId, 'session id');
+    if ('sessionId' in body) validateId(body.sessionId, 'session id');
     const subject = subjects.command(verb);
     const data = encodeRequest(verb, body);
     const started = this.clock.now();
@@ -314,7 +328,7 @@ export class SessiondClient implements Sessions {
         msg = await this.nc.request(subject, data, { timeout });
         break;
       } catch (err) {
-        const failure = this.noReply(verb, subject, body, err, attempts);
+        const failure = this.noReply(verb, subject, body as { sessionId?: string; id?: string }, err, attempts);
         if (this.nc.isClosed()) throw failure;
         if (failure.failure === CommandFailureCode.Timeout && failure.cause instanceof natsErrors.TimeoutError) {
           unanswered += timeout;
@@ -356,7 +370,7 @@ export class SessiondClient implements Sessions {
     return { result: result as unknown as CommandResults[V], resent: unanswered > 0 };
   }
 
-  private noReply(verb: CommandVerb, subject: string, body: { sessionId: string; id?: string }, err: unknown, attempts: number): CommandError {
+  private noReply(verb: CommandVerb, subject: string, body: { sessionId?: string; id?: string }, err: unknown, attempts: number): CommandError {
     const cause = err instanceof natsErrors.RequestError && err.cause ? err.cause : err;
     if (cause instanceof natsErrors.NoRespondersError) {
       return new CommandError(
@@ -380,7 +394,7 @@ export class SessiondClient implements Sessions {
       return new CommandError(
         verb,
         CommandFailureCode.Timeout,
-        `No reply to ${verb} for session ${body.sessionId} within ${this.timeoutMs} ms (sent ${attempts} time${attempts > 1 ? 's' : ''}): the workers may be busy or gone, so the command may or may not have run. To be sure, ${retry}.`,
+        `No reply to ${verb}${body.sessionId === undefined ? '' : ` for session ${body.sessionId}`} within ${this.timeoutMs} ms (sent ${attempts} time${attempts > 1 ? 's' : ''}): the workers may be busy or gone, so the command may or may not have run. To be sure, ${retry}.`,
         { cause },
       );
     }

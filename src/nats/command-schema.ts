@@ -13,7 +13,9 @@ import {
   type AdmitCommand,
   type CancelCommand,
   type DropCommand,
+  type ListCommand,
   type ResolveCommand,
+  type TagCommand,
   type StatusCommand,
   type WakeCommand,
 } from './commands.ts';
@@ -22,6 +24,10 @@ const id = z.string().regex(/^[A-Za-z0-9_\-:+=@]{1,128}$/);
 const millis = z.number().int().nonnegative();
 const recordedError = z.object({ type: z.string().min(1), message: z.string(), name: z.string().optional() });
 const phase = z.enum(['safe', 'unknown']);
+const tagKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,63}$/);
+const tagValue = z.string().min(1).max(256);
+const tags = z.record(tagKey, tagValue);
+const state = z.enum(['idle', 'claimed', 'running', 'recovering', 'settled']);
 
 export const requestSchemas = {
   admit: z.strictObject({
@@ -31,6 +37,7 @@ export const requestSchemas = {
     delivery: z.enum(['queue', 'steer']).optional(),
     wake: z.boolean().optional(),
     notBefore: z.number().int().nonnegative().optional(),
+    tags: tags.optional(),
   }),
   wake: z.strictObject({ sessionId: id }),
   cancel: z.strictObject({ sessionId: id, reason: z.string().max(1000).optional(), executionId: id.optional() }),
@@ -43,6 +50,15 @@ export const requestSchemas = {
     outcome: z.enum(['approved', 'denied', 'delivered']),
     reason: z.string().max(1000).optional(),
     data: z.unknown().optional(),
+  }),
+  tag: z.strictObject({ sessionId: id, tags: z.record(tagKey, tagValue.nullable()) }),
+  list: z.strictObject({
+    state: state.optional(),
+    waiting: z.boolean().optional(),
+    tags: tags.optional(),
+    updatedSince: millis.optional(),
+    limit: z.number().int().min(1).max(1000).optional(),
+    after: z.string().max(256).optional(),
   }),
 } as const;
 
@@ -75,6 +91,7 @@ const pending = z.object({
     })
     .optional(),
   notBefore: z.number().int().nonnegative().optional(),
+  tags: tags.optional(),
   admittedBy: z.object({ id, position: z.number().int().nullable() }).optional(),
 });
 
@@ -131,7 +148,7 @@ export const replySchemas = {
   }),
   status: ok({
     sessionId: id,
-    state: z.enum(['idle', 'claimed', 'running', 'recovering', 'settled']),
+    state,
     seq: z.number().int().nonnegative(),
     executionId: id.nullable(),
     owner: id.nullable(),
@@ -158,6 +175,7 @@ export const replySchemas = {
     waits: z.array(wait),
     executions: z.number().int().nonnegative(),
     usage: z.object({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() }),
+    tags,
     execution: execution.nullable(),
   }),
   drop: ok({ result: z.object({ sessionId: id, dropped: z.array(id), seq: z.number().int().positive().optional() }) }),
@@ -171,6 +189,23 @@ export const replySchemas = {
       resumeInputId: id.optional(),
       seq: z.number().int().positive().optional(),
     }),
+  }),
+  tag: ok({ result: z.object({ sessionId: id, tags, changed: z.boolean(), seq: z.number().int().positive().optional() }) }),
+  list: ok({
+    sessions: z.array(
+      z.object({
+        sessionId: id,
+        state,
+        waiting: z.boolean(),
+        pendingInputs: z.number().int().nonnegative(),
+        seq: z.number().int().nonnegative(),
+        createdAt: millis,
+        updatedAt: millis,
+        tags,
+        forkedFrom: z.object({ sessionId: id, seq: z.number().int().nonnegative() }).nullable(),
+      }),
+    ),
+    next: z.string().nullable(),
   }),
 } as const;
 
@@ -202,5 +237,7 @@ const sameRequests: [
   Same<z.input<typeof requestSchemas.status>, StatusCommand>,
   Same<z.input<typeof requestSchemas.drop>, DropCommand>,
   Same<z.input<typeof requestSchemas.resolve>, ResolveCommand>,
-] = [true, true, true, true, true, true];
+  Same<z.input<typeof requestSchemas.tag>, TagCommand>,
+  Same<z.input<typeof requestSchemas.list>, ListCommand>,
+] = [true, true, true, true, true, true, true, true];
 void sameRequests;

@@ -35,6 +35,7 @@ import { DEFAULT_REFUSAL_LOG_INTERVAL_MS, createRefusalLog } from '../observabil
 import { isValidId, validateId } from '../ids.ts';
 import { parseAdmitRequest, DEFAULT_MAX_PROMPT_BYTES, type AdmitRequest } from '../input/admit.ts';
 import type { Sessions } from '../sessions/sessions.ts';
+import type { ListFilter } from '../sessions/list.ts';
 import {
   CommandFailureCode,
   MAX_BODY_DEPTH,
@@ -43,6 +44,7 @@ import {
   MAX_SMALL_REQUEST_BYTES,
   MAX_DROP_REQUEST_BYTES,
   MAX_RESOLVE_REQUEST_BYTES,
+  MAX_TAGS_REQUEST_BYTES,
   admitBodyLimit,
   baseErrorCode,
   boundErrorBody,
@@ -59,7 +61,7 @@ import { COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, t
 import { inboxPrefixOf } from './connection.ts';
 
 /** What the service drives: a `Sessions` (the worker's engine). A session with no events is answered `unknown_session`. */
-export type CommandTarget = Pick<Sessions, 'admit' | 'wake' | 'cancel' | 'status' | 'dropPending' | 'approve' | 'deny' | 'resolve'>;
+export type CommandTarget = Pick<Sessions, 'admit' | 'wake' | 'cancel' | 'status' | 'dropPending' | 'approve' | 'deny' | 'resolve' | 'tag' | 'list'>;
 
 export interface CommandServiceOptions {
   /** Queue group (default `COMMAND_QUEUE`); services in one group share the requests. */
@@ -272,29 +274,18 @@ export function commandAnswerer(
         `Unknown command ${echo(verb)} (subject ${boundText(subject)}): send one of ${commandVerbs.map((v) => subjects.command(v)).join(', ')}.`,
       );
     }
-    const body = parseBody(
-      verb,
-      data,
-      verb === 'admit'
-        ? admitBodyLimit(maxPromptBytes)
-        : verb === 'drop'
-          ? MAX_DROP_REQUEST_BYTES
-          : verb === 'resolve'
-            ? MAX_RESOLVE_REQUEST_BYTES
-            : MAX_SMALL_REQUEST_BYTES,
-    );
+    const body = parseBody(verb, data, BODY_LIMITS[verb] ?? admitBodyLimit(maxPromptBytes));
+    if (verb === 'list') return { ...(await target.list(body as ListFilter)) };
     const sessionId = validateId(body.sessionId, 'session id');
     switch (verb) {
       case 'admit': {
-        const request = body as unknown as CommandRequests['admit'];
-        const admit: AdmitRequest = { prompt: request.prompt };
-        if (request.id !== undefined) admit.id = request.id;
-        if (request.delivery !== undefined) admit.delivery = request.delivery;
-        if (request.wake !== undefined) admit.wake = request.wake;
-        if (request.notBefore !== undefined) admit.notBefore = request.notBefore;
-        parseAdmitRequest(sessionId, admit, maxPromptBytes); // every check before the engine sees it
+        const { sessionId: _id, ...request } = body as unknown as CommandRequests['admit'];
+        // every check before the engine sees it (the parsed request: the fields given, defaults applied)
+        const admit: AdmitRequest = parseAdmitRequest(sessionId, request, maxPromptBytes);
         return { receipt: await target.admit(sessionId, admit) };
       }
+      case 'tag':
+        return { result: await known(target.tag(sessionId, (body as unknown as CommandRequests['tag']).tags)) };
       case 'wake':
         return { result: await known(target.wake(sessionId)) };
       case 'cancel': {
@@ -406,6 +397,17 @@ export function isAllowedReply(reply: string, prefixes: readonly string[]): bool
   return prefixes.some((p) => reply.startsWith(`${p}.`));
 }
 
+/** Each verb's largest body (admit's follows the prompt limit). */
+const BODY_LIMITS: Partial<Record<CommandVerb, number>> = {
+  wake: MAX_SMALL_REQUEST_BYTES,
+  cancel: MAX_SMALL_REQUEST_BYTES,
+  status: MAX_SMALL_REQUEST_BYTES,
+  drop: MAX_DROP_REQUEST_BYTES,
+  resolve: MAX_RESOLVE_REQUEST_BYTES,
+  tag: MAX_TAGS_REQUEST_BYTES,
+  list: MAX_TAGS_REQUEST_BYTES,
+};
+
 /** Unknown fields named in a refusal, and how much of each name. */
 const MAX_FIELDS_SHOWN = 5;
 const MAX_FIELD_CHARS = 60;
@@ -459,7 +461,7 @@ function parseBody(verb: CommandVerb, data: Uint8Array, maxBytes: number): Recor
       { fields: unknown.slice(0, MAX_FIELDS_SHOWN).map((k) => boundText(k, MAX_FIELD_CHARS)) },
     );
   }
-  if (!('sessionId' in body)) throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request has no sessionId: send ${example}.`);
+  if (!('sessionId' in body) && verb !== 'list') throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request has no sessionId: send ${example}.`);
   return body as Record<string, unknown> & { sessionId: unknown };
 }
 

@@ -3,12 +3,14 @@
  * command service (command-service.ts) and the client (client.ts). Bodies are UTF-8 JSON.
  *
  *   verb    request                                                   success reply
- *   admit   { sessionId, prompt, id?, delivery?: "steer"|"queue", wake?, notBefore? }  { ok: true, receipt: AdmitReceipt }
+ *   admit   { sessionId, prompt, id?, delivery?: "steer"|"queue", wake?, notBefore?, tags? }  { ok: true, receipt: AdmitReceipt }
  *   wake    { sessionId }                                             { ok: true, result: WakeResult }
  *   cancel  { sessionId, reason?, executionId? }                      { ok: true, result: CancelResult }
  *   status  { sessionId }                                             { ok: true, sessionId, state, seq, execution, pending }
  *   drop    { sessionId, inputIds?, reason? }                          { ok: true, result: DropPendingResult }
  *   resolve { sessionId, kind, name, outcome, reason?, data? }          { ok: true, result: ResolveResult }
+ *   tag     { sessionId, tags: { key: value | null } }                 { ok: true, result: TagResult }
+ *   list    { state?, waiting?, tags?, updatedSince?, limit?, after? } { ok: true, sessions: SessionListItem[], next }
  *
  * Every failure is a reply, never silence: { ok: false, error: { code, message, details? } }, with
  * `code` one of `CommandFailure` (sessiond's error codes, e.g. invalid_id, invalid_option,
@@ -25,6 +27,9 @@ import type { Delivery } from '../events/catalog.ts';
 import type { CancelResult } from '../execution/session-execution.ts';
 import type { SessionStatus, WakeResult } from '../sessions/sessions.ts';
 import type { CommandVerb } from './subjects.ts';
+import type { SessionStateValue } from '../machines/decider.ts';
+import type { TagResult } from '../sessions/tags.ts';
+import type { SessionPage } from '../sessions/list.ts';
 
 /** Failure codes of the protocol itself (beyond sessiond's `ErrorCode`). */
 export const CommandFailureCode = {
@@ -53,6 +58,8 @@ export interface AdmitCommand {
   wake?: boolean;
   /** A scheduled prompt: no turn takes it before this time (ms since the epoch). */
   notBefore?: number;
+  /** Tags for the session (merged into those it has). */
+  tags?: Record<string, string>;
 }
 export interface WakeCommand {
   sessionId: string;
@@ -88,6 +95,21 @@ export interface ResolveCommand {
   data?: unknown;
 }
 
+/** Changes a session's tags: a value sets a key, null removes it. */
+export interface TagCommand {
+  sessionId: string;
+  tags: Record<string, string | null>;
+}
+/** A page of sessions (the only command without a session id): `ListFilter`'s fields. */
+export interface ListCommand {
+  state?: SessionStateValue;
+  waiting?: boolean;
+  tags?: Record<string, string>;
+  updatedSince?: number;
+  limit?: number;
+  after?: string;
+}
+
 export type { WakeResult } from '../sessions/sessions.ts';
 /** The `status` reply: the session's `SessionStatus`, the same shape every `Sessions` answers with. */
 export type StatusReply = SessionStatus;
@@ -100,6 +122,8 @@ export interface CommandRequests {
   status: StatusCommand;
   drop: DropCommand;
   resolve: ResolveCommand;
+  tag: TagCommand;
+  list: ListCommand;
 }
 export interface CommandResults {
   admit: { receipt: AdmitReceipt };
@@ -108,6 +132,8 @@ export interface CommandResults {
   status: StatusReply;
   drop: { result: DropPendingResult };
   resolve: { result: ResolveResult };
+  tag: { result: TagResult };
+  list: SessionPage;
 }
 
 export interface ErrorBody {
@@ -119,12 +145,14 @@ export type CommandReply<V extends CommandVerb> = ({ ok: true } & CommandResults
 
 /** The fields each request may carry (anything else is refused as a likely typo). */
 export const requestFields: Record<CommandVerb, readonly string[]> = {
-  admit: ['sessionId', 'prompt', 'id', 'delivery', 'wake', 'notBefore'],
+  admit: ['sessionId', 'prompt', 'id', 'delivery', 'wake', 'notBefore', 'tags'],
   wake: ['sessionId'],
   cancel: ['sessionId', 'reason', 'executionId'],
   status: ['sessionId', 'pendingFrom'],
   drop: ['sessionId', 'inputIds', 'reason'],
   resolve: ['sessionId', 'kind', 'name', 'outcome', 'reason', 'data'],
+  tag: ['sessionId', 'tags'],
+  list: ['state', 'waiting', 'tags', 'updatedSince', 'limit', 'after'],
 };
 
 /**
@@ -207,16 +235,18 @@ const MAX_DETAIL_KEYS = 20;
 
 /**
  * Largest admit body for a prompt limit: any prompt within the limit fits however JSON escapes it
- * (`\u0001` is 6 bytes for 1), with room for the other fields. At the default 256 KiB that is
- * 1,576,960 bytes, above nats.conf's max_payload (1 MB), which then refuses first.
+ * (`\u0001` is 6 bytes for 1), with room for the other fields and the tags. At the default 256 KiB that is
+ * 1,642,496 bytes, above nats.conf's max_payload (1 MB), which then refuses first.
  */
 /** Most bytes of a drop request: its input ids (each quoted, with a comma) and the rest. */
 export const MAX_DROP_REQUEST_BYTES = MAX_DROP_IDS * (MAX_ID_LENGTH + 3) + 4 * 1024;
 /** Most bytes of a resolve request: a signal's value as JSON (a recorded payload is at most 256 KiB) and the rest. */
 export const MAX_RESOLVE_REQUEST_BYTES = 256 * 1024 + 4 * 1024;
+/** Most bytes of a tag or list request, and what tags add to an admit: `MAX_TAGS` keys and values, however JSON escapes them. */
+export const MAX_TAGS_REQUEST_BYTES = 64 * 1024;
 
 export function admitBodyLimit(maxPromptBytes: number): number {
-  return 6 * maxPromptBytes + 4096;
+  return 6 * maxPromptBytes + 4096 + MAX_TAGS_REQUEST_BYTES;
 }
 
 /** The byte offset where a JSON body nests deeper than `maxDepth`, or -1: one scan, no recursion, strings skipped. */

@@ -42,6 +42,7 @@ import { messageRows, toJson } from './message-rows.ts';
 import { messageRules } from './message-rules.ts';
 import { recoveryRows } from './recovery-rows.ts';
 import { waitRows } from './wait-rows.ts';
+import { sessionRows } from './session-rows.ts';
 
 export const DEFAULT_PROJECTOR_NAME = 'main';
 
@@ -98,6 +99,7 @@ export class Projector {
   private readonly recoveries;
   private readonly messages;
   private readonly waits;
+  private readonly sessions;
   private readonly handlers: Handlers;
   private readonly run: BetterSqlite3.Transaction<(events: readonly SessionEvent[], options: ApplyOptions) => ApplyResult>;
 
@@ -120,6 +122,7 @@ export class Projector {
       this.recoveries = recoveryRows(db);
       this.messages = messageRows(db);
       this.waits = waitRows(db);
+      this.sessions = sessionRows(db);
     } catch (err) {
       throw new NotFoundError(`Database ${db.name} has no projection tables (${messageOf(err)}): run migrate(db) before creating a Projector.`, { cause: err });
     }
@@ -218,6 +221,7 @@ export class Projector {
           }
           const checked = checkEvent(event);
           (this.handlers[checked.type] as (e: SessionEvent) => void)(checked);
+          this.sessions.touch(checked);
           position = Math.max(position, at);
           applied++;
         } catch (err) {
@@ -225,8 +229,11 @@ export class Projector {
         }
       }
       this.messages.flush();
+      this.sessions.flush();
     } finally {
-      this.messages.discard(); // after a flush nothing is left; after a throw the batch rolls back
+      // after a flush nothing is left; after a throw the batch rolls back
+      this.messages.discard();
+      this.sessions.discard();
     }
     if (position > start) this.checkpoints.set(this.name, position);
     return { applied, skipped, position };
@@ -254,7 +261,7 @@ export class Projector {
   }
 
   private createHandlers(): Handlers {
-    const { executions: ex, inputs, recoveries, messages, waits } = this;
+    const { executions: ex, inputs, recoveries, messages, waits, sessions } = this;
     const rules = messageRules(messages);
     const live = (e: SessionEvent & { payload: { executionId: string } }) => ex.get(e.payload.executionId)?.session_id === e.sessionId;
     return {
@@ -308,6 +315,7 @@ export class Projector {
             { inputId: p.inputId },
           );
         }
+        if (p.tags) sessions.tag(e, p.tags);
       },
       'input.promoted': (e) => {
         const { inputId } = e.payload;
@@ -387,6 +395,7 @@ export class Projector {
       'compaction.started': rules.compactionStarted,
       'compaction.completed': rules.compactionCompleted,
 
+      'session.tagged': (e) => sessions.tag(e, e.payload.tags),
       'recovery.started': (e) => this.requireExecution(e, live(e)),
       'recovery.completed': (e) => {
         const p = e.payload;

@@ -7,7 +7,7 @@
  * The log is read once, in pages (`EventLog.readPages`: on JetStream one ordered consumer for the
  * whole rebuild), and each page is folded in a transaction of its own, not one overall: a
  * transaction cannot span the log's async reads, and reading the whole log into memory first does
- * not scale. The first transaction deletes every row of the four tables and every checkpoint *and*
+ * not scale. The first transaction deletes every row of the projection tables and every checkpoint *and*
  * folds the first page, so readers never see an empty projection, only one that is behind. Each
  * later page commits its rows with the checkpoint, so a rebuild that dies half-way leaves a
  * consistent prefix of the log: following or rebuilding again finishes it. A follower of the same projection in another process notices the reset (its
@@ -23,6 +23,7 @@ import { inputRows } from './input-rows.ts';
 import { messageRows } from './message-rows.ts';
 import { recoveryRows } from './recovery-rows.ts';
 import { waitRows } from './wait-rows.ts';
+import { sessionRows } from './session-rows.ts';
 import { Projector, type ApplyResult } from './projector.ts';
 
 export const DEFAULT_REBUILD_PAGE_SIZE = DEFAULT_PAGE_SIZE;
@@ -51,7 +52,7 @@ export function resetProjection(db: Db): void {
 }
 
 function resetStatements(db: Db) {
-  const all = [checkpointRows(db), executionRows(db), inputRows(db), messageRows(db), recoveryRows(db), waitRows(db)];
+  const all = [checkpointRows(db), executionRows(db), inputRows(db), messageRows(db), recoveryRows(db), waitRows(db), sessionRows(db)];
   return db.transaction(() => {
     for (const t of all) t.clearAll();
   });
@@ -111,6 +112,12 @@ const TABLES = [
     columns: 'session_id, execution_id, kind, name, message_id, call_id, tool, until, outcome, time_created, time_resolved',
     order: 'session_id, execution_id, kind, name',
   },
+  {
+    table: 'session',
+    columns: 'session_id, state, waiting, pending_inputs, last_seq, time_created, time_updated, tags, forked_from, forked_seq',
+    order: 'session_id',
+  },
+  { table: 'session_tag', columns: 'session_id, key, value, time_created', order: 'session_id, key' },
 ] as const;
 
 export type ProjectionTable = (typeof TABLES)[number]['table'];

@@ -17,12 +17,18 @@ import { followLog } from './follow-log.ts';
 import { checkStatusOptions, knownSessions, statusOf, unlessUnknown } from './status.ts';
 import { cancelExecution } from '../execution/cancel.ts';
 import type { Sessions } from './sessions.ts';
+import { NotFoundError } from '../errors.ts';
+import type { Db } from '../storage/sqlite.ts';
+import { tagSession } from './tag.ts';
+import { listSessions } from './list-projection.ts';
 
 export interface LogSessionsOptions {
   clock?: Clock;
   ids?: IdSource;
   /** Closes the log (and what holds it) with the Sessions; default: the log is left open. */
   onClose?: () => Promise<void>;
+  /** The SQLite projection `list` reads (brought up to the log's head first); without it `list` is refused. */
+  projection?: Db;
 }
 
 export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Sessions {
@@ -52,6 +58,15 @@ export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Se
       return statusOf(await known(sessionId, 'show'), clock.now(), checked);
     },
     follow: (sessionId, onEvent, followOptions) => followLog(log, sessionId, onEvent, followOptions),
+    tag: (sessionId, tags) => tagSession(handler, sessionId, tags),
+    async list(filter) {
+      if (!options.projection) {
+        throw new NotFoundError(
+          'These sessions have no projection to list from: open logSessions with { projection: db } (a SQLite database migrated with migrate(db)), or list through a worker (SessiondClient.list).',
+        );
+      }
+      return listSessions(options.projection, log, filter);
+    },
     async close() {
       await options.onClose?.();
     },

@@ -18,6 +18,8 @@ import type { CancelResult, ResumeResult } from '../execution/session-execution.
 import type { SessionView } from '../machines/session-view.ts';
 import type { ExecutionState } from '../machines/session-context.ts';
 import type { SessionEvent } from '../events/envelope.ts';
+import type { TagChanges, TagResult } from './tags.ts';
+import type { ListFilter, SessionPage } from './list.ts';
 
 /**
  * What a wake did: `started` (a turn began), `running_here` (already running where it was asked),
@@ -86,6 +88,19 @@ export interface Sessions {
   resolve(sessionId: string, name: string, options?: { data?: unknown }): Promise<ResolveResult>;
   /** The session now. Rejects with `not_found` for a session with no events. */
   status(sessionId: string, options?: StatusOptions): Promise<SessionStatus>;
+  /**
+   * Changes the session's tags: a value sets a key, `null` removes it (at most `MAX_TAGS` in all,
+   * else `limit_exceeded`). Idempotent: tags it has already change nothing (`changed: false`).
+   * Rejects with `not_found` for a session with no events (an admission's `tags` create them).
+   */
+  tag(sessionId: string, tags: TagChanges): Promise<TagResult>;
+  /**
+   * A page of sessions, newest first, that match the filter (state, waiting, tags, updated since);
+   * `next` is the cursor of the following page (`after`), null on the last. Read from the
+   * projection, brought up to the log's head first where this process can (an engine, a log at
+   * rest); on NATS a worker answers from its projection, which follows the stream.
+   */
+  list(filter?: ListFilter): Promise<SessionPage>;
   /**
    * Every committed event of the session after `afterSeq`, in order, each once: what is in the log
    * first, then events as they commit (gaps filled from the log). The handler's promise is awaited

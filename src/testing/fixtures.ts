@@ -57,6 +57,7 @@ export const defaultPayloads: { readonly [K in EventType]: PayloadInputOf<K> } =
   'wait.resolved': { executionId: 'exe_1', kind: 'signal', name: 'payment', outcome: 'delivered' },
   'compaction.started': { ...step, reason: 'overflow' },
   'compaction.completed': { ...step, summary: 'summary' },
+  'session.tagged': { tags: { customer: 'acme' } },
   'recovery.started': { executionId: 'exe_1' },
   'recovery.completed': { executionId: 'exe_1', assistantMessageId: null, continuationInputId: null, phase: 'safe' },
   'recovery.wake_requested': { executionId: 'exe_1', attempt: 1 },

@@ -198,5 +198,75 @@ export function sessionsContract(name: string, open: () => Promise<SessionsFixtu
     assert.is(errors.length, 1, "the handler's failure reported once");
   });
 
+  s("tags: an admission's tags are the session's; tag sets and removes them, idempotently; limits and unknown sessions are refused", async ({ fx }) => {
+    const id = uniqueId('ses_tags');
+    await fx.sessions.admit(id, { prompt: 'hi', wake: false, tags: { customer: 'acme', env: 'test' } });
+    assert.equal((await fx.sessions.status(id)).tags, { customer: 'acme', env: 'test' });
+    const changed = await fx.sessions.tag(id, { tier: 'gold', env: null });
+    assert.equal({ ...changed, seq: 0 }, { sessionId: id, tags: { customer: 'acme', tier: 'gold' }, changed: true, seq: 0 });
+    const again = await fx.sessions.tag(id, { tier: 'gold', env: null });
+    assert.equal(again, { sessionId: id, tags: { customer: 'acme', tier: 'gold' }, changed: false }, 'the same change again writes nothing');
+    assert.equal((await fx.sessions.status(id)).tags, { customer: 'acme', tier: 'gold' });
+    const many = Object.fromEntries(Array.from({ length: 31 }, (_, i) => [`k${i}`, 'v']));
+    const over = await rejected(fx.sessions.tag(id, many));
+    assert.ok(isSessiondError(over));
+    assert.is(over.code, ErrorCode.LimitExceeded, 'a session carries at most 32 tags');
+    const bad = await rejected(fx.sessions.tag(id, { 'bad key': 'v' }));
+    assert.ok(isSessiondError(bad));
+    assert.is(bad.kind, ErrorKind.InvalidInput);
+    assert.match(bad.message, 'bad key');
+    const none = await rejected(fx.sessions.tag(uniqueId('ses_none'), { a: 'b' }));
+    assert.ok(isSessiondError(none));
+    assert.is(none.code, ErrorCode.NotFound, 'tag never creates a session');
+  });
+
+  s('list: newest first, by tag and state, paged by a cursor that misses nothing and repeats nothing', async ({ fx }) => {
+    const run = uniqueId('run');
+    const ids = Array.from({ length: 7 }, (_, i) => `${run}_s${i}`);
+    for (const [i, id] of ids.entries()) await fx.sessions.admit(id, { prompt: `p${i}`, wake: false, tags: { run, half: i % 2 === 0 ? 'even' : 'odd' } });
+    const all = async () => {
+      const seen: string[] = [];
+      let after: string | undefined;
+      for (let pages = 0; pages < 10; pages++) {
+        const page = await fx.sessions.list({ tags: { run }, limit: 3, ...(after ? { after } : {}) });
+        assert.ok(page.sessions.length <= 3);
+        seen.push(...page.sessions.map((x) => x.sessionId));
+        if (page.next === null) break;
+        after = page.next;
+      }
+      return seen;
+    };
+    // on NATS a worker's projection follows the stream: wait until it has the seven
+    await waitFor(async () => (await all()).length === ids.length, { timeoutMs: 10_000, what: 'the seven sessions listed' });
+    assert.equal(await all(), [...ids].reverse(), 'newest first, each once, over three pages');
+    const first = (await fx.sessions.list({ tags: { run }, limit: 1 })).sessions[0]!;
+    assert.equal(
+      { ...first, createdAt: 0, updatedAt: 0 },
+      {
+        sessionId: ids[6],
+        state: 'idle',
+        waiting: false,
+        pendingInputs: 1,
+        seq: 1,
+        createdAt: 0,
+        updatedAt: 0,
+        tags: { half: 'even', run },
+        forkedFrom: null,
+      },
+    );
+    const odd = await fx.sessions.list({ tags: { run, half: 'odd' } });
+    assert.equal(
+      odd.sessions.map((x) => x.sessionId),
+      [ids[5], ids[3], ids[1]],
+      'every tag must match',
+    );
+    assert.is(odd.next, null);
+    assert.equal((await fx.sessions.list({ tags: { run }, state: 'settled' })).sessions, [], 'none of them ran');
+    const bad = await rejected(fx.sessions.list({ after: 'not a cursor' }));
+    assert.ok(isSessiondError(bad));
+    assert.is(bad.kind, ErrorKind.InvalidInput);
+    assert.match(bad.message, 'cursor');
+  });
+
   return s;
 }

@@ -20,7 +20,8 @@ import { projectionHash } from '../../src/projector/rebuild.ts';
 import { setup } from '../projector/support.ts';
 import { commit } from '../support/decider-spec.ts';
 import { stream } from '../../src/testing/fixtures.ts';
-import { command, ids, now, protoEvent, waitCommand } from '../support/arbitraries.ts';
+import { command, ids, now, protoEvent, tagCommand, waitCommand } from '../support/arbitraries.ts';
+import { MAX_TAGS } from '../../src/sessions/tags.ts';
 import type { Command } from '../../src/machines/commands.ts';
 import type { Wait } from '../../src/machines/session-context.ts';
 
@@ -59,6 +60,9 @@ interface Ref {
   waits: RefWait[];
   /** Every wait resolved so far, in order (kind, name): the latest of a kind and name is remembered after its turn. */
   decided: string[];
+  /** The session's tags, and whether it has any event yet. */
+  tags: Record<string, string>;
+  exists: boolean;
 }
 interface RefWait {
   kind: string;
@@ -177,8 +181,23 @@ function refDecide(r: Ref, c: Command): { reason: string | null; next: Ref } {
       const waits = r.waits.map((x) => (x === w ? { ...x, outcome: c.outcome } : x));
       return accept({ waits, decided: [...r.decided, `${c.kind}:${c.name}`], ...(open.length === 1 ? admit(c.continuationInputId) : {}) });
     }
-    case 'admit':
-      return r.admitted.includes(c.inputId) ? refuse('already_admitted') : accept(admit(c.inputId));
+    case 'admit': {
+      if (r.admitted.includes(c.inputId)) return refuse('already_admitted');
+      const tags = { ...r.tags, ...c.tags };
+      if (Object.keys(tags).length > MAX_TAGS) return refuse('tag_limit');
+      return accept({ ...admit(c.inputId), tags });
+    }
+    case 'tag': {
+      if (!r.exists) return refuse('no_events');
+      const tags = { ...r.tags };
+      for (const [k, v] of Object.entries(c.tags)) {
+        if (v === null) delete tags[k];
+        else tags[k] = v;
+      }
+      const same = Object.keys(tags).length === Object.keys(r.tags).length && Object.entries(tags).every(([k, v]) => r.tags[k] === v);
+      if (same) return refuse('nothing_to_change');
+      return Object.keys(tags).length > MAX_TAGS ? refuse('tag_limit') : accept({ tags });
+    }
     case 'recover':
       if (!inProgress) return refuse('nothing_to_recover');
       if (live) return refuse('lease_not_expired');
@@ -192,6 +211,33 @@ function refDecide(r: Ref, c: Command): { reason: string | null; next: Ref } {
       return r.pending.length > 0 ? accept({ pending: [] }) : refuse('nothing_to_drop');
   }
 }
+
+test('fuzz - 500 random sequences of admissions, tags and turns: the machine refuses and changes tags as the reference model does, never past the limit', () => {
+  const reasons = new Set<string>();
+  fc.assert(
+    fc.property(fc.array(fc.oneof(command, tagCommand, tagCommand), { minLength: 5, maxLength: 40 }), (commands) => {
+      let snap = initialSnapshot('ses_tags');
+      let ref: Ref = { exec: null, pending: [], admitted: [], wake: null, waits: [], decided: [], tags: {}, exists: false };
+      let clock = 0;
+      for (const [i, random] of commands.entries()) {
+        clock += random.now % 12_000;
+        const c = { ...random, now: clock } as Command;
+        const d = decide(snap, c);
+        const expected = refDecide(ref, c);
+        const got = d.ok ? null : d.reason;
+        if (got !== expected.reason)
+          throw new Error(`command ${i} (${JSON.stringify(c)}): the machine says ${got ?? 'accepted'}, the rules say ${expected.reason ?? 'accepted'}`);
+        reasons.add(got ?? 'accepted');
+        ref = { ...expected.next, exists: ref.exists || d.ok };
+        if (d.ok) snap = commit(snap, d.events, c.now).snapshot;
+        assert.equal(snap.context.tags, ref.tags, `command ${i}: the session's tags`);
+        assert.ok(Object.keys(snap.context.tags).length <= MAX_TAGS);
+      }
+    }),
+    { numRuns: 500, seed: SEED },
+  );
+  for (const reason of ['accepted', 'no_events', 'nothing_to_change']) assert.ok(reasons.has(reason), `the sequences reach ${reason}`);
+});
 
 /** Commands of a turn that waits for an approval, a signal and a timer (their times are the step sizes of a run). */
 const WAITING_TURN: Command[] = [
@@ -226,7 +272,7 @@ test('fuzz - each of 1,000 random sequences of 10 to 40 commands is decided as a
     // time moves forward by up to 12 s a command (or 0.5 s in a quick run; the random `now` taken as the step), so leases live across commands
     fc.property(fc.array(fc.tuple(fc.oneof(command, waitCommand), fc.nat(9)), { minLength: 10, maxLength: 40 }), fc.boolean(), (steps, quick) => {
       let snap = initialSnapshot('ses_ref');
-      let ref: Ref = { exec: null, pending: [], admitted: [], wake: null, waits: [], decided: [] };
+      let ref: Ref = { exec: null, pending: [], admitted: [], wake: null, waits: [], decided: [], tags: {}, exists: false };
       let clock = 0;
       // a quick run starts from a turn that waits for an approval, a signal and a timer (then anything may come)
       const prefix: [Command, number][] = quick ? WAITING_TURN.map((c) => [c, 9]) : [];
@@ -252,8 +298,9 @@ test('fuzz - each of 1,000 random sequences of 10 to 40 commands is decided as a
             `command ${i} (${JSON.stringify(c)}) in ${stateOf(snap)}: the machine says ${got ?? 'accepted'}, the rules say ${expected.reason ?? 'accepted'}`,
           );
         reasons.add(got ?? 'accepted');
-        ref = expected.next;
+        ref = { ...expected.next, exists: ref.exists || d.ok };
         if (d.ok) snap = commit(snap, d.events, c.now).snapshot;
+        assert.equal(snap.context.tags, ref.tags, `command ${i}: the session's tags`);
       }
     }),
     { numRuns: 1_000, seed: SEED },

@@ -11,6 +11,7 @@
  * reached, or listed in UNREACHABLE with the reason no commands can reach it. A new branch fails
  * the test until it is walked or listed.
  */
+import { MAX_TAGS } from '../../src/sessions/tags.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { emit, fromTransition } from 'xstate';
@@ -103,6 +104,14 @@ function commandFor(m: Model, step: Step & { type: 'cmd' }): Command | undefined
         wake: true,
         limits: { maxPendingInputs: 1, maxPendingBytes: 1_000 },
       };
+    case 'admit past tag limit':
+      return { type: 'admit', now, inputId: `inp_t${ctx.seq}`, prompt: 'p', delivery: 'queue', wake: true, tags: manyTags };
+    case 'tag':
+      return { type: 'tag', now, tags: { step: String(ctx.seq) } };
+    case 'tag again': // what it has already (or removing a tag it lacks): nothing changes
+      return { type: 'tag', now, tags: Object.keys(ctx.tags).length > 0 ? { ...ctx.tags } : { absent: null } };
+    case 'tag past limit':
+      return { type: 'tag', now, tags: manyTags };
     case 'drop pending':
       return { type: 'dropPending', now };
     case 'recover':
@@ -248,6 +257,9 @@ function modelLogic(machine = sessionMachine, fired?: Set<string>) {
   );
 }
 
+/** One tag more than a session may carry. */
+const manyTags = Object.fromEntries(Array.from({ length: MAX_TAGS + 1 }, (_, i) => [`k${i}`, 'v']));
+
 const OWNER_COMMANDS = ['claim', 'start', 'renew', 'step', 'settle'];
 /** What only the coverage walk adds (the invariants walk stays small enough to run in seconds). */
 const MORE_OWNER_COMMANDS = ['promote', 'promote twice', 'record engine event', 'settle failed', 'hand back', 'hand back again'];
@@ -266,7 +278,7 @@ const steps: Step[] = [
 /** Every command of the machine, from every kind of caller, for the coverage walk. */
 const allSteps: Step[] = [
   ...steps,
-  ...['admit again', 'admit past limits', 'cancel another', 'drop pending'].map(cmd('user')),
+  ...['admit again', 'admit past limits', 'cancel another', 'drop pending', 'admit past tag limit', 'tag', 'tag again', 'tag past limit'].map(cmd('user')),
   ...['recover again', 'request wake', 'fail wake', 'park'].map(cmd('sweeper')),
   ...MORE_OWNER_COMMANDS.map(cmd(OWNERS[0])),
   ...['start', 'renew', 'step', 'settle'].map(cmd('stranger')),

@@ -151,6 +151,8 @@ s('commands - an unexpected engine failure is answered as internal and reported,
     approve: unused,
     deny: unused,
     resolve: unused,
+    tag: unused,
+    list: unused,
     admit: async () => {
       throw new Error('disk on fire');
     },
@@ -236,6 +238,8 @@ s('commands - close answers requests in flight and stops taking new ones', async
     approve: unused,
     deny: unused,
     resolve: unused,
+    tag: unused,
+    list: unused,
     admit: async () => {
       throw new Error('unused');
     },
@@ -337,6 +341,8 @@ s('commands - a cancel sent again after its first attempt cancelled the turn (th
     approve: (id, callId, o) => engine.approve(id, callId, o),
     deny: (id, callId, o) => engine.deny(id, callId, o),
     resolve: (id, name, o) => engine.resolve(id, name, o),
+    tag: (id, tags) => engine.tag(id, tags),
+    list: (filter) => engine.list(filter),
     admit: (id, request) => engine.admit(id, request),
     wake: (id) => engine.wake(id),
     status: (id) => engine.status(id),

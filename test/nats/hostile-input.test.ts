@@ -264,6 +264,8 @@ s("hostile input - a success reply over the server's max_payload is answered wit
     approve: unused,
     deny: unused,
     resolve: unused,
+    tag: unused,
+    list: unused,
     admit: async () => {
       throw new Error('unused');
     },

@@ -72,7 +72,15 @@ test('exactly once - a storage failure mid-batch (a crash inside the transaction
   }
   const events = turn();
   assert.throws(() => projector.apply(events), /simulated crash while writing/);
-  assert.equal(projectionRows(db), { session_execution: [], session_input: [], session_message: [], session_recovery: [], session_wait: [] });
+  assert.equal(projectionRows(db), {
+    session_execution: [],
+    session_input: [],
+    session_message: [],
+    session_recovery: [],
+    session_wait: [],
+    session: [],
+    session_tag: [],
+  });
   assert.is(projector.checkpoint(), 0);
   assert.equal(all(db, 'projector_checkpoint'), []);
   db.exec('DROP TRIGGER temp.boom_INSERT; DROP TRIGGER temp.boom_UPDATE');

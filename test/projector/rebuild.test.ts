@@ -294,7 +294,15 @@ test('rebuild - replaces whatever the tables held, resets every checkpoint, and 
   const result = await rebuildProjection(db, new SqliteEventLog(empty), { onProgress: (d, t) => progress.push([d, t]) });
   assert.equal(result, { events: 0, position: 0, pages: 1 });
   assert.equal(progress, [[0, 0]]);
-  assert.equal(projectionRows(db), { session_execution: [], session_input: [], session_message: [], session_recovery: [], session_wait: [] });
+  assert.equal(projectionRows(db), {
+    session_execution: [],
+    session_input: [],
+    session_message: [],
+    session_recovery: [],
+    session_wait: [],
+    session: [],
+    session_tag: [],
+  });
   assert.equal(all(db, 'projector_checkpoint'), []);
 });
 

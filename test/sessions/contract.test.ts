@@ -47,6 +47,7 @@ sessionsContract('log at rest, a worker on the same file', async () => {
   migrate(db);
   const log = new SqliteEventLog(db);
   const sessions = logSessions(log, {
+    projection: db,
     onClose: async () => {
       await log.close();
       db.close();

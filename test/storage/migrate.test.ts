@@ -52,7 +52,7 @@ test('migrate - re-running is a no-op', () => {
   close();
 });
 
-test('migrate - upgrading preserves existing rows (msg_existing) and creates session_input', () => {
+test('migrate - upgrading preserves existing rows (msg_existing) and creates session_input; version 11 empties the projection for a refold, never the log', () => {
   const { db, close } = fresh();
   migrate(db, { target: 1 });
   assert.is(schemaVersion(db), 1);
@@ -60,12 +60,20 @@ test('migrate - upgrading preserves existing rows (msg_existing) and creates ses
   assert.not.ok(hasInput(), 'session_input does not exist at version 1');
   db.prepare(`INSERT INTO session_message (id, session_id, type, seq, time_created, time_updated, data)
               VALUES ('msg_existing', 'ses_a', 'user', 1, 10, 11, '{"text":"hi"}')`).run();
-  const result = migrate(db);
+  db.prepare(
+    `INSERT INTO event (position, id, aggregate_id, seq, type, version, time, data) VALUES (1, 'evt_1', 'ses_a', 1, 'input.admitted', 1, 10, x'80')`,
+  ).run();
+  const result = migrate(db, { target: 10 });
   assert.is(result.from, 1);
-  assert.is(result.to, LATEST_SCHEMA_VERSION);
   assert.ok(hasInput(), 'session_input created by the upgrade');
   const row = db.prepare(`SELECT * FROM session_message WHERE id = 'msg_existing'`).get();
   assert.equal(row, { id: 'msg_existing', session_id: 'ses_a', type: 'user', seq: 1, time_created: 10, time_updated: 11, data: '{"text":"hi"}' });
+  db.prepare(`INSERT INTO projector_checkpoint (name, position) VALUES ('main', 1)`).run();
+  assert.is(migrate(db).to, LATEST_SCHEMA_VERSION);
+  // the session list is folded from the log's events: the projection starts again from position 0
+  assert.equal(db.prepare('SELECT COUNT(*) AS n FROM session_message').get(), { n: 0 });
+  assert.equal(db.prepare('SELECT * FROM projector_checkpoint').all(), []);
+  assert.equal(db.prepare('SELECT COUNT(*) AS n FROM event').get(), { n: 1 }, 'the log is untouched');
   close();
 });
 

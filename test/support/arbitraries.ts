@@ -103,3 +103,22 @@ export const waitCommand: fc.Arbitrary<Command> = fc.oneof(
   }),
   command.filter((c) => c.type === 'claim' || c.type === 'start' || c.type === 'admit' || c.type === 'cancel'),
 );
+
+/** Tags (a few keys, so that changes collide), and commands that change them: `tag`, and admissions that carry tags. */
+const tagKey = fc.constantFrom('customer', 'env', 'tier', 'team');
+export const tagCommand: fc.Arbitrary<Command> = fc.oneof(
+  fc.record({
+    type: fc.constant('tag' as const),
+    now,
+    tags: fc.dictionary(tagKey, fc.option(fc.constantFrom('a', 'b'), { nil: null }), { maxKeys: 3 }),
+  }),
+  fc.record({
+    type: fc.constant('admit' as const),
+    now,
+    inputId: ids('inp_t'),
+    prompt: fc.constant('p'),
+    delivery: fc.constant('queue' as const),
+    wake: fc.boolean(),
+    tags: fc.dictionary(tagKey, fc.constantFrom('a', 'b'), { maxKeys: 2 }),
+  }),
+);

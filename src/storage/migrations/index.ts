@@ -9,6 +9,7 @@ import { migration007 } from './007_recovery_session_index.ts';
 import { migration008 } from './008_event_commit_time.ts';
 import { migration009 } from './009_dropped_inputs.ts';
 import { migration010 } from './010_waits.ts';
+import { migration011 } from './011_session_list.ts';
 
 /** Every migration this build knows, in order. Append only: never edit a shipped migration. */
 export const migrations: readonly Migration[] = [
@@ -22,5 +23,6 @@ export const migrations: readonly Migration[] = [
   migration008,
   migration009,
   migration010,
+  migration011,
 ];
 export const LATEST_SCHEMA_VERSION = migrations.length;

@@ -1,0 +1,72 @@
+/**
+ * A page of sessions from the projection (`session`, `session_tag`; migration 011): newest first by
+ * (time_created, session_id), keyset-paged (`(time, id) < cursor`), so the 1,000th page costs what
+ * the first does. A tag filter is driven by the tag index (key, value, time_created, session_id);
+ * a state filter by (state, time_created, session_id); `waiting` by its partial index.
+ */
+import type { Db } from '../storage/sqlite.ts';
+import { encodeCursor, type CheckedFilter, type SessionListItem, type SessionPage } from '../sessions/list.ts';
+import type { SessionRow } from './session-rows.ts';
+
+const statements = new WeakMap<Db, Map<string, ReturnType<Db['prepare']>>>();
+
+export function listSessionPage(db: Db, filter: CheckedFilter): SessionPage {
+  const where: string[] = [];
+  const args: unknown[] = [];
+  const [first, ...more] = filter.tags;
+  // the table the page is ordered by: the first tag's rows (its index holds the order), or the sessions
+  const by = first ? 't0' : 's';
+  let from = 'session s';
+  if (first) {
+    from = 'session_tag t0 JOIN session s ON s.session_id = t0.session_id';
+    where.push('t0.key = ? AND t0.value = ?');
+    args.push(first[0], first[1]);
+  }
+  for (const [key, value] of more) {
+    where.push('EXISTS (SELECT 1 FROM session_tag t WHERE t.session_id = s.session_id AND t.key = ? AND t.value = ?)');
+    args.push(key, value);
+  }
+  if (filter.state !== undefined) {
+    where.push('s.state = ?');
+    args.push(filter.state);
+  }
+  if (filter.waiting !== undefined) where.push(filter.waiting ? 's.waiting = 1' : 's.waiting = 0'); // literal: the partial index applies
+  if (filter.updatedSince !== undefined) {
+    where.push('s.time_updated >= ?');
+    args.push(filter.updatedSince);
+  }
+  if (filter.after) {
+    where.push(`(${by}.time_created, ${by}.session_id) < (?, ?)`);
+    args.push(filter.after.time, filter.after.id);
+  }
+  const sql = `SELECT s.* FROM ${from} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+               ORDER BY ${by}.time_created DESC, ${by}.session_id DESC LIMIT ?`;
+  const rows = prepared(db, sql).all([...args, filter.limit + 1]) as SessionRow[];
+  const more_ = rows.length > filter.limit;
+  const page = more_ ? rows.slice(0, filter.limit) : rows;
+  const last = page[page.length - 1];
+  return { sessions: page.map(toItem), next: more_ && last ? encodeCursor({ time: last.time_created, id: last.session_id }) : null };
+}
+
+/** One statement per query shape (a handful: which filters are present), prepared once per database. */
+function prepared(db: Db, sql: string) {
+  let cache = statements.get(db);
+  if (!cache) statements.set(db, (cache = new Map()));
+  let s = cache.get(sql);
+  if (!s) cache.set(sql, (s = db.prepare(sql)));
+  return s;
+}
+
+function toItem(r: SessionRow): SessionListItem {
+  return {
+    sessionId: r.session_id,
+    state: r.state,
+    waiting: r.waiting === 1,
+    pendingInputs: r.pending_inputs,
+    seq: r.last_seq,
+    createdAt: r.time_created,
+    updatedAt: r.time_updated,
+    tags: JSON.parse(r.tags) as SessionListItem['tags'],
+    forkedFrom: r.forked_from === null ? null : { sessionId: r.forked_from, seq: r.forked_seq ?? 0 },
+  };
+}

@@ -1,0 +1,109 @@
+/**
+ * session and session_tag: one row per session (what `list` pages through) and one per tag (what a
+ * tag filter looks up). Written behind, like the messages: a batch notes what each event does to its
+ * session, and each touched session is written once, right before the checkpoint.
+ *
+ * `state` follows the machine's moves (session-machine.ts): claimed, running, settled, recovering,
+ * and idle after a recovery (and before any claim). `waiting` is whether a wait is open, and
+ * `pending_inputs` how many inputs wait, both read from the session's own rows at the flush.
+ */
+import type { EventType } from '../events/catalog.ts';
+import type { SessionEvent } from '../events/envelope.ts';
+import type { SessionStateValue } from '../machines/decider.ts';
+import { applyTagChanges, type TagChanges, type Tags } from '../sessions/tags.ts';
+import type { Db } from '../storage/sqlite.ts';
+
+export interface SessionRow {
+  session_id: string;
+  state: SessionStateValue;
+  /** 1 while one of the session's waits is open. */
+  waiting: number;
+  pending_inputs: number;
+  last_seq: number;
+  time_created: number;
+  time_updated: number;
+  /** JSON object of the tags, keys sorted. */
+  tags: string;
+  forked_from: string | null;
+  forked_seq: number | null;
+}
+
+/** The state an event moves its session to (the machine's targets); absent: the state stays. */
+const MOVES: Partial<Record<EventType, SessionStateValue>> = {
+  'execution.claimed': 'claimed',
+  'execution.started': 'running',
+  'execution.settled': 'settled',
+  'execution.cancelled': 'settled',
+  'recovery.started': 'recovering',
+  'recovery.completed': 'idle',
+};
+
+interface Touched {
+  state: SessionStateValue | null;
+  seq: number;
+  /** The time of the batch's first event of the session (its creation, when it is new), and of its latest. */
+  first: number;
+  time: number;
+  tags: TagChanges[];
+}
+
+export function sessionRows(db: Db) {
+  const upsert = db.prepare(`
+    INSERT INTO session (session_id, state, waiting, pending_inputs, last_seq, time_created, time_updated, tags)
+    VALUES (@id, coalesce(@state, 'idle'),
+            EXISTS (SELECT 1 FROM session_wait WHERE session_id = @id AND outcome IS NULL),
+            (SELECT COUNT(*) FROM session_input WHERE session_id = @id AND promoted_seq IS NULL AND dropped_seq IS NULL),
+            @seq, @first, @time, '{}')
+    ON CONFLICT (session_id) DO UPDATE SET
+      state = coalesce(@state, state), waiting = excluded.waiting, pending_inputs = excluded.pending_inputs,
+      last_seq = max(last_seq, @seq), time_updated = max(time_updated, @time)
+    RETURNING tags, time_created`);
+  const setTags = db.prepare('UPDATE session SET tags = ? WHERE session_id = ?');
+  const putTag = db.prepare(`INSERT INTO session_tag (session_id, key, value, time_created) VALUES (?, ?, ?, ?)
+                             ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value`);
+  const removeTag = db.prepare('DELETE FROM session_tag WHERE session_id = ? AND key = ?');
+  const clearSessions = db.prepare('DELETE FROM session');
+  const clearTags = db.prepare('DELETE FROM session_tag');
+  const touched = new Map<string, Touched>();
+
+  const note = (e: SessionEvent): Touched => {
+    let t = touched.get(e.sessionId);
+    if (!t) touched.set(e.sessionId, (t = { state: null, seq: e.seq, first: e.time, time: e.time, tags: [] }));
+    t.seq = Math.max(t.seq, e.seq);
+    t.time = Math.max(t.time, e.time);
+    return t;
+  };
+
+  return {
+    /** Notes a folded event: the session's sequence, time and state move. */
+    touch(e: SessionEvent): void {
+      const t = note(e);
+      const move = MOVES[e.type];
+      if (move) t.state = move;
+    },
+    /** Notes a change of the session's tags (an admission's, a `session.tagged`'s), applied in order at the flush. */
+    tag(e: SessionEvent, changes: TagChanges): void {
+      note(e).tags.push(changes);
+    },
+    /** Writes every touched session (and its tags), once. */
+    flush(): void {
+      for (const [id, t] of touched) {
+        const row = upsert.get({ id, state: t.state, seq: t.seq, first: t.first, time: t.time }) as { tags: string; time_created: number };
+        if (t.tags.length === 0) continue;
+        const before = JSON.parse(row.tags) as Tags;
+        const after = t.tags.reduce(applyTagChanges, before);
+        if (after === before) continue;
+        for (const key of Object.keys(before)) if (!(key in after)) removeTag.run(id, key);
+        for (const [key, value] of Object.entries(after)) if (before[key] !== value) putTag.run(id, key, value, row.time_created);
+        setTags.run(JSON.stringify(after), id);
+      }
+      touched.clear();
+    },
+    /** Forgets what the batch noted (after a flush, or a batch rolled back). */
+    discard: (): void => touched.clear(),
+    clearAll(): void {
+      clearSessions.run();
+      clearTags.run();
+    },
+  };
+}

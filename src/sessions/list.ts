@@ -1,0 +1,120 @@
+/**
+ * Listing sessions (`sessions.list`, `sessiond ls`, the NATS `list` command): a filter, and pages
+ * newest first with a cursor. The cursor names the last session of a page by its creation time and
+ * id, which never change, so paging goes on where it stopped however sessions change meanwhile (a
+ * session created after the first page is not in later ones; one that changes state may leave or
+ * join a filtered list between pages). Pages are read by index, never by OFFSET.
+ *
+ * Types, checks and the cursor only (the NATS client imports this without SQLite); the query is
+ * projector/session-list.ts.
+ */
+import { InvalidInputError } from '../errors.ts';
+import type { SessionStateValue } from '../machines/decider.ts';
+import { validateTags, type Tags } from './tags.ts';
+
+export const SESSION_STATES: readonly SessionStateValue[] = ['idle', 'claimed', 'running', 'recovering', 'settled'];
+/** Sessions a page holds unless `limit` says otherwise, and the most it may say. */
+export const DEFAULT_LIST_LIMIT = 50;
+export const MAX_LIST_LIMIT = 1000;
+
+export interface ListFilter {
+  /** Only sessions in this state. */
+  state?: SessionStateValue;
+  /** Only sessions whose turn waits (an approval, a signal, a timer): true; or only those that do not: false. */
+  waiting?: boolean;
+  /** Only sessions carrying every one of these tags. */
+  tags?: Tags;
+  /** Only sessions with an event at or after this time (ms since the epoch). */
+  updatedSince?: number;
+  /** Sessions per page (default `DEFAULT_LIST_LIMIT`, at most `MAX_LIST_LIMIT`). */
+  limit?: number;
+  /** The `next` of the previous page: this page starts after it. */
+  after?: string;
+}
+
+/** A session in a list: what the projection knows of it (`status` has the whole of it, from the log). */
+export interface SessionListItem {
+  sessionId: string;
+  state: SessionStateValue;
+  /** Whether a wait of its turn is open. */
+  waiting: boolean;
+  /** Inputs admitted and not yet run (nor dropped). */
+  pendingInputs: number;
+  /** Sequence of its last event. */
+  seq: number;
+  /** Time of its first event, and of its last. */
+  createdAt: number;
+  updatedAt: number;
+  tags: Tags;
+  /** The session and sequence it was forked from (null when not a fork). */
+  forkedFrom: { sessionId: string; seq: number } | null;
+}
+
+export interface SessionPage {
+  sessions: SessionListItem[];
+  /** The cursor of the next page (`after`), or null when this page is the last. */
+  next: string | null;
+}
+
+/** A filter checked: known fields, each of its type; the limit applied; the cursor decoded. */
+export interface CheckedFilter {
+  state?: SessionStateValue;
+  waiting?: boolean;
+  tags: [string, string][];
+  updatedSince?: number;
+  limit: number;
+  after?: Cursor;
+}
+
+/** Where a page starts: after the session created at `time` with id `id` (newest first). */
+export interface Cursor {
+  time: number;
+  id: string;
+}
+
+const FIELDS = ['state', 'waiting', 'tags', 'updatedSince', 'limit', 'after'];
+
+export function checkListFilter(filter: ListFilter | undefined): CheckedFilter {
+  const f = (filter ?? {}) as Record<string, unknown>;
+  if (f === null || typeof f !== 'object' || Array.isArray(f)) throw invalid('the filter must be an object like { state: "settled", limit: 50 }');
+  const unknown = Object.keys(f).filter((k) => !FIELDS.includes(k) && f[k] !== undefined);
+  if (unknown.length > 0) throw invalid(`unknown field${unknown.length > 1 ? 's' : ''} ${unknown.slice(0, 5).join(', ')}: the fields are ${FIELDS.join(', ')}`);
+  const out: CheckedFilter = { tags: [], limit: DEFAULT_LIST_LIMIT };
+  if (f.state !== undefined) {
+    if (!SESSION_STATES.includes(f.state as SessionStateValue))
+      throw invalid(`state must be one of ${SESSION_STATES.join(', ')}, got ${JSON.stringify(f.state)}`);
+    out.state = f.state as SessionStateValue;
+  }
+  if (f.waiting !== undefined) {
+    if (typeof f.waiting !== 'boolean') throw invalid('waiting must be true or false');
+    out.waiting = f.waiting;
+  }
+  if (f.tags !== undefined) out.tags = Object.entries(validateTags(f.tags, 'the filter') as Record<string, string>);
+  if (f.updatedSince !== undefined) {
+    if (!Number.isSafeInteger(f.updatedSince) || (f.updatedSince as number) < 0)
+      throw invalid(`updatedSince must be a time in whole milliseconds since the epoch, got ${JSON.stringify(f.updatedSince)}`);
+    out.updatedSince = f.updatedSince as number;
+  }
+  if (f.limit !== undefined) {
+    if (!Number.isInteger(f.limit) || (f.limit as number) < 1 || (f.limit as number) > MAX_LIST_LIMIT)
+      throw invalid(`limit must be a whole number from 1 to ${MAX_LIST_LIMIT}, got ${JSON.stringify(f.limit)}`);
+    out.limit = f.limit as number;
+  }
+  if (f.after !== undefined && f.after !== null) out.after = decodeCursor(f.after);
+  return out;
+}
+
+export function encodeCursor(c: Cursor): string {
+  return Buffer.from(`${c.time}.${c.id}`, 'utf8').toString('base64url');
+}
+
+export function decodeCursor(value: unknown): Cursor {
+  const text = typeof value === 'string' && value.length <= 256 ? Buffer.from(value, 'base64url').toString('utf8') : '';
+  const m = /^(\d{1,16})\.([A-Za-z0-9_\-:+=@]{1,128})$/.exec(text);
+  if (!m) throw invalid(`after ${JSON.stringify(String(value).slice(0, 80))} is not a cursor: pass the "next" of the page before, as it was given`);
+  return { time: Number(m[1]), id: m[2]! };
+}
+
+function invalid(why: string): InvalidInputError {
+  return new InvalidInputError(`Invalid list filter: ${why}.`);
+}
