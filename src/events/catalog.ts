@@ -14,6 +14,9 @@ const time = z.number().int().nonnegative();
 const tagKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,63}$/);
 const tagValue = z.string().min(1).max(256);
 export const Tags = z.record(tagKey, tagValue);
+export type Tags = Readonly<Record<string, string>>;
+/** A change to a session's tags: a value sets the key, `null` removes it. */
+export type TagChanges = Readonly<Record<string, string | null>>;
 
 export const RecordedError = z.object({
   type: z.string().min(1),

@@ -11,8 +11,9 @@ import {
   type Delivery,
   type WaitKind,
   type WaitOutcome,
+  type TagChanges,
+  type Tags,
 } from '../events/catalog.ts';
-import type { TagChanges, Tags } from '../sessions/tags.ts';
 
 /** An event the machine decided to write; the command handler stamps its id and time. */
 export type ProtoEvent = { [K in EventType]: { type: K; payload: PayloadInputOf<K> } }[EventType];

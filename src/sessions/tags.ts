@@ -11,9 +11,9 @@
  */
 import { InvalidInputError } from '../errors.ts';
 
-export type Tags = Readonly<Record<string, string>>;
-/** A change to a session's tags: a value sets the key, `null` removes it. */
-export type TagChanges = Readonly<Record<string, string | null>>;
+import type { TagChanges, Tags } from '../events/catalog.ts';
+
+export type { TagChanges, Tags };
 
 /** What `sessions.tag` answers. */
 export interface TagResult {
@@ -32,7 +32,6 @@ export const TAG_KEY = /^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,63}$/;
 export const MAX_TAG_VALUE = 256;
 /** Most tags a session carries (what an admission or a `tag` may bring it to). */
 export const MAX_TAGS = 32;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** `tags` checked (an object of at most `MAX_TAGS` valid keys and values; `null` values when `changes`); a copy with sorted keys. */
@@ -88,7 +87,7 @@ export function effectiveChanges(tags: Tags, changes: TagChanges): Record<string
 export function sameTags(a: Tags | undefined, b: Tags | undefined): boolean {
   const ka = Object.keys(a ?? {});
   const kb = Object.keys(b ?? {});
-  return ka.length === kb.length && ka.every((k) => (b ?? {})[k] === (a ?? {})[k]);
+  return ka.length === kb.length && ka.every((k) => b?.[k] === a?.[k]);
 }
 
 function sortedTags(tags: Record<string, string>): Tags {
