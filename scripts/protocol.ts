@@ -470,6 +470,14 @@ async function commandVectors(): Promise<CommandCase[]> {
       },
     ],
     ['admit with only the required fields and an id', 'admit', { sessionId: 'ses_cmd', prompt: 'hi', id: 'inp_cmd_2' }],
+    ['admit with tags', 'admit', { sessionId: 'ses_cmd', prompt: 'hi', id: 'inp_cmd_5', tags: { customer: 'acme', 'env/region': 'eu-west-1' } }],
+    ['tag: set one, remove another', 'tag', { sessionId: 'ses_cmd', tags: { tier: 'gold', env: null } }],
+    [
+      'list with every filter',
+      'list',
+      { state: 'settled', waiting: false, tags: { customer: 'acme' }, updatedSince: T0, limit: 20, after: 'MTc2NDU5MDQwMDAwMC5zZXNfMQ' },
+    ],
+    ['list everything (an empty body)', 'list', {}],
     ['wake', 'wake', { sessionId: 'ses_cmd' }],
     ['cancel with a reason and an execution id', 'cancel', { sessionId: 'ses_cmd', reason: 'stop, please', executionId: 'exe_x' }],
     ['status with pendingFrom', 'status', { sessionId: 'ses_cmd', pendingFrom: 100 }],
@@ -562,6 +570,21 @@ async function commandVectors(): Promise<CommandCase[]> {
       name: 'sleep-1',
       outcome: 'elapsed',
     });
+    await answer('admit: with tags', 'admit', { sessionId: 'ses_tagged', prompt: 'hi', id: 'inp_tag_1', wake: false, tags: { customer: 'acme' } });
+    await answer('admit: another session with the tag', 'admit', {
+      sessionId: 'ses_tagged_2',
+      prompt: 'hi',
+      id: 'inp_tag_2',
+      wake: false,
+      tags: { customer: 'acme' },
+    });
+    await answer('tag: set one, remove another', 'tag', { sessionId: 'ses_tagged', tags: { tier: 'gold', customer: null } });
+    await answer('tag: the same again (changed false)', 'tag', { sessionId: 'ses_tagged', tags: { tier: 'gold' } });
+    await answer('error unknown_session: tag of a session with no events', 'tag', { sessionId: 'ses_nobody', tags: { a: 'b' } });
+    const page = await answer('list: a page of one, with a cursor', 'list', { limit: 1 });
+    await answer('list: the next page', 'list', { limit: 1, after: page.next });
+    await answer('list: by tag', 'list', { tags: { customer: 'acme' } });
+    await answer('error invalid_option: not a cursor', 'list', { after: 'nope' });
     await answer('error bad_request: not JSON', 'status', new TextEncoder().encode('{"sessionId": ses_cmd'));
     await answer('error bad_request: an unknown field', 'wake', { sessionId: 'ses_cmd', force: true });
     await answer('error invalid_id: a session id with a dot', 'status', { sessionId: 'ses.cmd' });
