@@ -10,6 +10,7 @@ import { registerPrompt } from './commands/prompt.ts';
 import { registerStatus } from './commands/status.ts';
 import { registerCancel } from './commands/cancel.ts';
 import { registerWaits } from './commands/waits.ts';
+import { registerSessionsList } from './commands/sessions-list.ts';
 import { registerTail } from './commands/tail.ts';
 import { registerCheck } from './commands/check.ts';
 import { registerExport } from './commands/export.ts';
@@ -29,6 +30,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerStatus(program, ctx);
   registerCancel(program, ctx);
   registerWaits(program, ctx);
+  registerSessionsList(program, ctx);
   registerTail(program, ctx);
   registerCheck(program, ctx);
   registerExport(program, ctx);

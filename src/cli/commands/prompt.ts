@@ -12,6 +12,7 @@ import { duration, instant, oneOf } from '../options.ts';
 import { UsageError } from '../../errors.ts';
 import { addLogOptions, type LogOptions } from '../log-options.ts';
 import { withSessions } from '../open-sessions.ts';
+import { collectTag } from './sessions-list.ts';
 
 interface PromptOptions extends LogOptions {
   delivery: 'steer' | 'queue';
@@ -19,6 +20,7 @@ interface PromptOptions extends LogOptions {
   wake: boolean;
   at?: number;
   in?: number;
+  tag?: [string, string][];
 }
 
 export function registerPrompt(program: Command, ctx: CliContext): void {
@@ -32,7 +34,8 @@ export function registerPrompt(program: Command, ctx: CliContext): void {
       .option('--id <inputId>', 'input id (idempotency key); generated when absent')
       .option('--no-wake', 'admit without waking the session')
       .option('--at <time>', 'schedule it: no turn runs it before this time (ISO 8601 with a zone, e.g. 2026-12-24T09:00:00Z)', instant('--at'))
-      .option('--in <duration>', 'schedule it this long from now (e.g. 90s, 10m, 1h30m, 2d)', duration('--in')),
+      .option('--in <duration>', 'schedule it this long from now (e.g. 90s, 10m, 1h30m, 2d)', duration('--in'))
+      .option('--tag <key=value>', 'tag the session (repeatable; merged into the tags it has)', collectTag),
     ctx,
   ).action(async (session: string, text: string, opts: PromptOptions) => {
     validateId(session, 'session id');
@@ -44,6 +47,7 @@ export function registerPrompt(program: Command, ctx: CliContext): void {
       wake: opts.wake,
       ...(opts.id ? { id: opts.id } : {}),
       ...(notBefore === undefined ? {} : { notBefore }),
+      ...(opts.tag?.length ? { tags: Object.fromEntries(opts.tag) } : {}),
     };
     await withSessions(opts, ctx, 'sessiond-prompt', async ({ sessions, remote }) => {
       const receipt = await sessions.admit(session, request);

@@ -94,6 +94,8 @@ export function describeStatus(row: SessionStatus): string[] {
             .join(', ')}${row.pendingCount > 20 ? `, and ${row.pendingCount - 20} more` : ''}`
     }`,
   );
+  const tags = Object.entries(row.tags ?? {});
+  if (tags.length > 0) lines.push(`  tags    ${tags.map(([k, v]) => `${k}=${v}`).join(' ')}`);
   if (row.usage.inputTokens + row.usage.outputTokens > 0)
     lines.push(`  tokens  ${row.usage.inputTokens} in, ${row.usage.outputTokens} out (model steps and compactions, as the servers reported them)`);
   const open = row.waits.filter((w) => w.outcome === null);
