@@ -11,6 +11,21 @@ import type { SessionRow } from './session-rows.ts';
 const statements = new WeakMap<Db, Map<string, ReturnType<Db['prepare']>>>();
 
 export function listSessionPage(db: Db, filter: CheckedFilter): SessionPage {
+  const { sql, args } = query(filter);
+  const rows = prepared(db, sql).all([...args, filter.limit + 1]) as SessionRow[];
+  const more = rows.length > filter.limit;
+  const page = more ? rows.slice(0, filter.limit) : rows;
+  const last = page[page.length - 1];
+  return { sessions: page.map(toItem), next: more && last ? encodeCursor({ time: last.time_created, id: last.session_id }) : null };
+}
+
+/** SQLite's plan for a filter's query, one line per step (what test/sessions/list.test.ts holds to an index). */
+export function listSessionPlan(db: Db, filter: CheckedFilter): string[] {
+  const { sql, args } = query(filter);
+  return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all([...args, filter.limit + 1]) as { detail: string }[]).map((r) => r.detail);
+}
+
+function query(filter: CheckedFilter): { sql: string; args: unknown[] } {
   const where: string[] = [];
   const args: unknown[] = [];
   const [first, ...more] = filter.tags;
@@ -41,11 +56,7 @@ export function listSessionPage(db: Db, filter: CheckedFilter): SessionPage {
   }
   const sql = `SELECT s.* FROM ${from} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
                ORDER BY ${by}.time_created DESC, ${by}.session_id DESC LIMIT ?`;
-  const rows = prepared(db, sql).all([...args, filter.limit + 1]) as SessionRow[];
-  const more_ = rows.length > filter.limit;
-  const page = more_ ? rows.slice(0, filter.limit) : rows;
-  const last = page[page.length - 1];
-  return { sessions: page.map(toItem), next: more_ && last ? encodeCursor({ time: last.time_created, id: last.session_id }) : null };
+  return { sql, args };
 }
 
 /** One statement per query shape (a handful: which filters are present), prepared once per database. */

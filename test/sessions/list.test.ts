@@ -1,0 +1,210 @@
+/**
+ * `list` on the embedded engine, with an injected clock: every filter, paging that misses and repeats
+ * nothing while sessions are created and changed between pages, the session rows the same whether
+ * folded batch by batch or rebuilt from the log, and each query shape read by an index in page order
+ * (no sort, no scan: what keeps a deep page as cheap as the first at 100k sessions; bench/ measures it).
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ManualClock } from '../../src/clock.ts';
+import { openEngine, type Engine } from '../../src/engine.ts';
+import { sequentialIds } from '../../src/ids.ts';
+import { echoRunner } from '../../src/runner/echo.ts';
+import type { RunContext } from '../../src/runner/types.ts';
+import { catchUpProjection } from '../../src/projector/catch-up.ts';
+import { projectionHash, rebuildProjection } from '../../src/projector/rebuild.ts';
+import { openDatabase } from '../../src/storage/sqlite.ts';
+import { migrate } from '../../src/storage/migrate.ts';
+import { checkListFilter, type ListFilter } from '../../src/sessions/list.ts';
+import { tempDir } from '../support/tmp.ts';
+
+const T0 = Date.parse('2026-12-01T00:00:00Z');
+
+/** An echo, except that `wait` waits for a signal (the session then waits, holding nothing). */
+const echo = echoRunner({ steps: 1 });
+async function runner(ctx: RunContext): Promise<void> {
+  if (ctx.inputs[0]?.prompt === 'wait') await ctx.waitFor('go');
+  await echo(ctx);
+}
+
+async function world() {
+  const tmp = tempDir('sessiond-list-');
+  const clock = new ManualClock(T0);
+  const engine = await openEngine({ file: tmp.file('list.db'), runner, clock, ids: sequentialIds() });
+  return { tmp, clock, engine };
+}
+
+async function everything(engine: Engine, filter: ListFilter, limit: number): Promise<string[]> {
+  const ids: string[] = [];
+  let after: string | null = null;
+  do {
+    const page = await engine.list({ ...filter, limit, ...(after ? { after } : {}) });
+    assert.ok(page.sessions.length <= limit);
+    ids.push(...page.sessions.map((s) => s.sessionId));
+    after = page.next;
+  } while (after);
+  return ids;
+}
+
+test('list - filters by state, waiting, every tag and updated-since; newest first; counts pending inputs', async () => {
+  const { tmp, clock, engine } = await world();
+  try {
+    // ses_00..ses_29, one a second: every third waits for a signal, every fifth is only admitted; tags by parity
+    for (let i = 0; i < 30; i++) {
+      clock.set(T0 + i * 1000);
+      const id = `ses_${String(i).padStart(2, '0')}`;
+      const tags = { parity: i % 2 === 0 ? 'even' : 'odd', ...(i % 10 === 0 ? { round: 'yes' } : {}) };
+      await engine.admit(id, { prompt: i % 3 === 0 ? 'wait' : 'hi', wake: i % 5 !== 0, tags });
+      await engine.awaitIdle(id);
+    }
+    const ids = (f: ListFilter) => everything(engine, f, 7);
+    const range = (pick: (i: number) => boolean) =>
+      Array.from({ length: 30 }, (_, i) => 29 - i)
+        .filter(pick)
+        .map((i) => `ses_${String(i).padStart(2, '0')}`);
+    assert.equal(
+      await ids({}),
+      range(() => true),
+      'newest first',
+    );
+    assert.equal(
+      await ids({ waiting: true }),
+      range((i) => i % 3 === 0 && i % 5 !== 0),
+    );
+    assert.equal(
+      await ids({ waiting: false }),
+      range((i) => i % 3 !== 0 || i % 5 === 0),
+    );
+    assert.equal(
+      await ids({ state: 'idle' }),
+      range((i) => i % 5 === 0),
+      'admitted without a wake: never claimed',
+    );
+    assert.equal(
+      await ids({ state: 'settled' }),
+      range((i) => i % 5 !== 0),
+    );
+    assert.equal(
+      await ids({ tags: { parity: 'even' } }),
+      range((i) => i % 2 === 0),
+    );
+    assert.equal(
+      await ids({ tags: { parity: 'even', round: 'yes' } }),
+      range((i) => i % 10 === 0),
+      'every tag must match',
+    );
+    assert.equal(
+      await ids({ tags: { parity: 'even' }, state: 'idle', waiting: false }),
+      range((i) => i % 10 === 0),
+    );
+    assert.equal(
+      await ids({ updatedSince: T0 + 25_000 }),
+      range((i) => i >= 25),
+    );
+    const [idle] = (await engine.list({ state: 'idle', limit: 1 })).sessions;
+    assert.equal([idle!.sessionId, idle!.pendingInputs, idle!.waiting, idle!.createdAt], ['ses_25', 1, false, T0 + 25_000]);
+    // a later event changes updatedAt and state, never the order (creation)
+    clock.set(T0 + 60_000);
+    await engine.resolve('ses_03', 'go', { data: 1 });
+    await engine.awaitIdle('ses_03');
+    assert.equal(await ids({ updatedSince: T0 + 60_000 }), ['ses_03']);
+    assert.not.ok((await ids({ waiting: true })).includes('ses_03'), 'it no longer waits');
+    assert.equal((await ids({})).slice(-4), ['ses_03', 'ses_02', 'ses_01', 'ses_00'], 'still in creation order');
+  } finally {
+    await engine.close();
+    tmp.remove();
+  }
+});
+
+test('list - paging by cursor while sessions are created and change between pages: nothing missed, nothing twice', async () => {
+  const { tmp, clock, engine } = await world();
+  try {
+    for (let i = 0; i < 120; i++) {
+      clock.set(T0 + Math.floor(i / 4) * 1000); // four sessions a second: the cursor orders ties by id
+      await engine.admit(`ses_${String(i).padStart(3, '0')}`, { prompt: 'hi', wake: false, tags: { batch: 'a' } });
+    }
+    const seen: string[] = [];
+    let after: string | null = null;
+    let pages = 0;
+    do {
+      const page = await engine.list({ tags: { batch: 'a' }, limit: 25, ...(after ? { after } : {}) });
+      seen.push(...page.sessions.map((s) => s.sessionId));
+      after = page.next;
+      pages++;
+      // between pages: a new session (newer than every page: never in a later one) and a change to an old one
+      clock.set(T0 + 100_000 + pages);
+      await engine.admit(`ses_new_${pages}`, { prompt: 'hi', wake: false, tags: { batch: 'a' } });
+      await engine.tag('ses_000', { touched: String(pages) });
+    } while (after);
+    assert.is(pages, 5, '120 sessions in pages of 25');
+    assert.equal(
+      seen,
+      Array.from({ length: 120 }, (_, i) => `ses_${String(119 - i).padStart(3, '0')}`),
+    );
+    const fresh = await engine.list({ tags: { batch: 'a' }, limit: 5 });
+    assert.equal(
+      fresh.sessions.map((s) => s.sessionId),
+      ['ses_new_5', 'ses_new_4', 'ses_new_3', 'ses_new_2', 'ses_new_1'],
+    );
+  } finally {
+    await engine.close();
+    tmp.remove();
+  }
+});
+
+test('list - the session rows folded batch by batch equal a rebuild from the log (tags, waits, states, pending)', async () => {
+  const { tmp, clock, engine } = await world();
+  try {
+    for (let i = 0; i < 12; i++) {
+      clock.set(T0 + i * 10);
+      await engine.admit(`ses_${i}`, { prompt: i % 4 === 0 ? 'wait' : 'hi', wake: i % 3 !== 0, tags: { k: String(i % 3) } });
+      if (i % 2 === 0) await engine.tag(`ses_${i}`, { extra: 'x', k: null });
+      await engine.awaitIdle(`ses_${i}`);
+    }
+    await engine.list(); // folds the projection up to the head
+    const rows = engine.db.prepare('SELECT COUNT(*) AS n FROM session').get() as { n: number };
+    assert.is(rows.n, 12);
+    const incremental = projectionHash(engine.db);
+    const other = openDatabase(tmp.file('rebuilt.db'));
+    migrate(other);
+    await rebuildProjection(other, engine.log);
+    assert.is(projectionHash(other), incremental, 'rebuilt rows hash the same');
+    const tags = other.prepare('SELECT session_id, key, value FROM session_tag ORDER BY session_id, key').all() as { session_id: string; key: string }[];
+    assert.ok(tags.some((t) => t.session_id === 'ses_0' && t.key === 'extra'));
+    assert.not.ok(
+      tags.some((t) => t.session_id === 'ses_0' && t.key === 'k'),
+      'a removed tag has no row',
+    );
+    other.close();
+    assert.is(await catchUpProjection(engine.db, engine.log), await engine.log.head(), 'at the head, catching up reads nothing more');
+  } finally {
+    await engine.close();
+    tmp.remove();
+  }
+});
+
+test('list - every query shape reads one index in page order: no sort, no scan of the table', async () => {
+  const { tmp, engine } = await world();
+  try {
+    const { listSessionPlan } = await import('../../src/projector/session-list.ts');
+    const shapes: ListFilter[] = [
+      {},
+      { after: 'MTc5NjA1Njc0NTkxNy5zZXNfMQ' },
+      { state: 'settled', after: 'MTc5NjA1Njc0NTkxNy5zZXNfMQ' },
+      { waiting: true },
+      { tags: { customer: 'acme' }, after: 'MTc5NjA1Njc0NTkxNy5zZXNfMQ' },
+      { tags: { customer: 'acme', env: 'prod' }, state: 'idle' },
+    ];
+    for (const f of shapes) {
+      const plan = listSessionPlan(engine.db, checkListFilter(f)).join(' | ');
+      assert.not.match(plan, 'TEMP B-TREE', `${JSON.stringify(f)}: no sort (${plan})`);
+      assert.not.match(plan, /SCAN s\b(?! USING)/, `${JSON.stringify(f)}: no scan of the session table (${plan})`);
+      assert.match(plan, /USING (COVERING )?INDEX|USING INTEGER PRIMARY KEY|PRIMARY KEY/, `${JSON.stringify(f)}: an index (${plan})`);
+    }
+  } finally {
+    await engine.close();
+    tmp.remove();
+  }
+});
+
+test.run();
