@@ -20,6 +20,8 @@ export type { DropPendingRequest, DropPendingResult } from './input/drop.ts';
 export type { CancelResult, ResumeResult } from './execution/session-execution.ts';
 // the interface the client implements (as the engine does)
 export type { Sessions, SessionStatus, StatusOptions, WakeResult, FollowOptions, EventSubscription, SessionEventHandler } from './sessions/sessions.ts';
+export { MAX_TAGS, type Tags, type TagChanges, type TagResult } from './sessions/tags.ts';
+export { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type ListFilter, type SessionPage, type SessionListItem } from './sessions/list.ts';
 // the command protocol
 export { CommandError, isCommandError, CommandFailureCode, type CommandReply, type AdmitCommand, type StatusReply } from './nats/commands.ts';
 export { subjects, STREAM_NAME, COMMAND_QUEUE } from './nats/subjects.ts';

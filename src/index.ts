@@ -18,6 +18,8 @@ export type {
 } from './sessions/sessions.ts';
 export { logSessions, type LogSessionsOptions } from './sessions/log-sessions.ts';
 export { statusOf } from './sessions/status.ts';
+export { MAX_TAGS, type Tags, type TagChanges, type TagResult } from './sessions/tags.ts';
+export { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type ListFilter, type SessionPage, type SessionListItem } from './sessions/list.ts';
 export type { SessionView } from './machines/session-view.ts';
 export type { Wait } from './machines/session-context.ts';
 export { DEFAULT_LEASE_MS, DEFAULT_HEARTBEAT_MS, type Notice } from './execution/session-execution.ts';

@@ -42,7 +42,7 @@ import { messageRows, toJson } from './message-rows.ts';
 import { messageRules } from './message-rules.ts';
 import { recoveryRows } from './recovery-rows.ts';
 import { waitRows } from './wait-rows.ts';
-import { sessionRows } from './session-rows.ts';
+import { sessionListRows } from './session-rows.ts';
 
 export const DEFAULT_PROJECTOR_NAME = 'main';
 
@@ -122,7 +122,7 @@ export class Projector {
       this.recoveries = recoveryRows(db);
       this.messages = messageRows(db);
       this.waits = waitRows(db);
-      this.sessions = sessionRows(db);
+      this.sessions = sessionListRows(db);
     } catch (err) {
       throw new NotFoundError(`Database ${db.name} has no projection tables (${messageOf(err)}): run migrate(db) before creating a Projector.`, { cause: err });
     }

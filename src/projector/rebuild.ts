@@ -23,7 +23,7 @@ import { inputRows } from './input-rows.ts';
 import { messageRows } from './message-rows.ts';
 import { recoveryRows } from './recovery-rows.ts';
 import { waitRows } from './wait-rows.ts';
-import { sessionRows } from './session-rows.ts';
+import { sessionListRows } from './session-rows.ts';
 import { Projector, type ApplyResult } from './projector.ts';
 
 export const DEFAULT_REBUILD_PAGE_SIZE = DEFAULT_PAGE_SIZE;
@@ -52,7 +52,7 @@ export function resetProjection(db: Db): void {
 }
 
 function resetStatements(db: Db) {
-  const all = [checkpointRows(db), executionRows(db), inputRows(db), messageRows(db), recoveryRows(db), waitRows(db), sessionRows(db)];
+  const all = [checkpointRows(db), executionRows(db), inputRows(db), messageRows(db), recoveryRows(db), waitRows(db), sessionListRows(db)];
   return db.transaction(() => {
     for (const t of all) t.clearAll();
   });

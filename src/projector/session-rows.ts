@@ -47,7 +47,7 @@ interface Touched {
   tags: TagChanges[];
 }
 
-export function sessionRows(db: Db) {
+export function sessionListRows(db: Db) {
   const upsert = db.prepare(`
     INSERT INTO session (session_id, state, waiting, pending_inputs, last_seq, time_created, time_updated, tags)
     VALUES (@id, coalesce(@state, 'idle'),

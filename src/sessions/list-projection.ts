@@ -5,7 +5,7 @@ import { listSessionPage } from '../projector/session-list.ts';
 import type { Db } from '../storage/sqlite.ts';
 import { checkListFilter, type ListFilter, type SessionPage } from './list.ts';
 
-export async function listSessions(db: Db, log: EventLog, filter?: ListFilter): Promise<SessionPage> {
+export async function listFromProjection(db: Db, log: EventLog, filter?: ListFilter): Promise<SessionPage> {
   const checked = checkListFilter(filter);
   await catchUpProjection(db, log);
   return listSessionPage(db, checked);

@@ -20,7 +20,7 @@ import type { Sessions } from './sessions.ts';
 import { NotFoundError } from '../errors.ts';
 import type { Db } from '../storage/sqlite.ts';
 import { tagSession } from './tag.ts';
-import { listSessions } from './list-projection.ts';
+import { listFromProjection } from './list-projection.ts';
 
 export interface LogSessionsOptions {
   clock?: Clock;
@@ -65,7 +65,7 @@ export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Se
           'These sessions have no projection to list from: open logSessions with { projection: db } (a SQLite database migrated with migrate(db)), or list through a worker (SessiondClient.list).',
         );
       }
-      return listSessions(options.projection, log, filter);
+      return listFromProjection(options.projection, log, filter);
     },
     async close() {
       await options.onClose?.();
