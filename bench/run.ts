@@ -35,6 +35,7 @@ import { coldLoad } from './sections/cold-load.ts';
 import { idleSessions } from './sections/idle-sessions.ts';
 import { inspector } from './sections/inspector.ts';
 import { cluster, subjectScale } from './sections/cluster.ts';
+import { listSessions } from './sections/list.ts';
 
 const SECTIONS: Section[] = [
   rawMsgpack,
@@ -51,6 +52,7 @@ const SECTIONS: Section[] = [
   idleSessions,
   coldLoad,
   inspector,
+  listSessions,
   takeover,
   cluster,
   subjectScale,
@@ -108,6 +110,12 @@ const ORDER = [
   'inspector.chart.100k',
   'inspector.chart.ratio',
   'inspector.session.bytes',
+  'list.first',
+  'list.deep',
+  'list.tag.first',
+  'list.tag.deep',
+  'list.tags.first',
+  'list.state.first',
   'takeover.max',
   'takeover.p50',
   'codec.roundtrip',
