@@ -198,6 +198,19 @@ func TestPayloadChecks(t *testing.T) {
 	ok("input.admitted", Map{{"inputId", "i"}, {"prompt", "p"}, {"delivery", "queue"}, {"wake", true}, {"notBefore", int64(1796056745917)}})
 	bad("input.admitted", Map{{"inputId", "i"}, {"prompt", "p"}, {"delivery", "queue"}, {"wake", true}, {"notBefore", int64(-1)}})
 	bad("input.admitted", Map{{"inputId", "i"}, {"prompt", "p"}, {"delivery", "queue"}, {"wake", true}, {"notBefore", 1.5}})
+	ok("input.admitted", Map{{"inputId", "i"}, {"prompt", "p"}, {"delivery", "queue"}, {"wake", true}, {"tags", Map{{"customer", "acme"}, {"env/region", strings.Repeat("😀", 128)}}}})
+	ok("input.admitted", Map{{"inputId", "i"}, {"prompt", "p"}, {"delivery", "queue"}, {"wake", true}, {"tags", Map{}}})
+	bad("input.admitted", Map{{"inputId", "i"}, {"prompt", "p"}, {"delivery", "queue"}, {"wake", true}, {"tags", Map{{"customer", nil}}}})
+	bad("input.admitted", Map{{"inputId", "i"}, {"prompt", "p"}, {"delivery", "queue"}, {"wake", true}, {"tags", Map{{"customer", ""}}}})
+	bad("input.admitted", Map{{"inputId", "i"}, {"prompt", "p"}, {"delivery", "queue"}, {"wake", true}, {"tags", Map{{"customer", strings.Repeat("v", 257)}}}})
+	bad("input.admitted", Map{{"inputId", "i"}, {"prompt", "p"}, {"delivery", "queue"}, {"wake", true}, {"tags", []any{"customer"}}})
+	ok("session.tagged", Map{{"tags", Map{{"customer", "acme"}, {"tier", nil}}}})
+	ok("session.tagged", Map{{"tags", Map{{strings.Repeat("k", 64), "v"}}}})
+	bad("session.tagged", Map{})
+	bad("session.tagged", Map{{"tags", Map{{"bad key", "v"}}}})
+	bad("session.tagged", Map{{"tags", Map{{"_lead", "v"}}}})
+	bad("session.tagged", Map{{"tags", Map{{strings.Repeat("k", 65), "v"}}}})
+	bad("session.tagged", Map{{"tags", Map{{"tier", int64(1)}}}})
 	ok("wait.started", Map{{"executionId", "e"}, {"kind", "timer"}, {"name", "sleep-1"}, {"until", int64(1796056745917)}})
 	ok("wait.started", Map{{"executionId", "e"}, {"kind", "approval"}, {"name", "c"}, {"messageId", "m"}, {"callId", "c"}, {"tool", "t"}, {"input", nil}})
 	ok("wait.started", Map{{"executionId", "e"}, {"kind", "signal"}, {"name", strings.Repeat("😀", 100)}}) // 200 UTF-16 units
@@ -224,6 +237,15 @@ func TestPayloadChecks(t *testing.T) {
 	}
 	if _, has := PayloadMap(without).Get("input"); has {
 		t.Error("an absent input is written")
+	}
+	// tags: a removal (nil) is written as null, keys sorted; no tags on an admission are written as none
+	tagged, _, err := decodePayload("session.tagged", 1, Map{{"tags", Map{{"tier", nil}, {"customer", "acme"}}}}, false)
+	if err != nil || tagged.(*SessionTagged).Tags["tier"] != nil || *tagged.(*SessionTagged).Tags["customer"] != "acme" ||
+		!sameValue(PayloadMap(tagged), Map{{"tags", Map{{"customer", "acme"}, {"tier", nil}}}}) {
+		t.Errorf("session.tagged reads as %s (%v)", show(PayloadMap(tagged)), err)
+	}
+	if _, has := PayloadMap(p).Get("tags"); has {
+		t.Error("an admission without tags is written with tags")
 	}
 	// a signal's value: absent, null and a value are three things, and each is written as it came
 	for _, data := range []Map{{}, {{"data", nil}}, {{"data", Map{{"amount", 12.5}}}}} {

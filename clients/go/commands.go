@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -78,6 +79,8 @@ const (
 	VerbStatus  = "status"
 	VerbDrop    = "drop"
 	VerbResolve = "resolve"
+	VerbTag     = "tag"
+	VerbList    = "list" // the only verb without a session id
 )
 
 // CommandSubject is the subject of a verb: sessiond.cmd.<verb>.
@@ -87,13 +90,15 @@ func CommandSubject(verb string) string { return CommandPrefix + "." + verb }
 // so a resent request is safe; one is generated when empty. Delivery "queue" (the default when
 // empty) waits for the next turn, "steer" joins the running one. Wake nil or true wakes a worker.
 // NotBefore schedules the prompt: no turn takes it before this time, in ms since the epoch (0:
-// none); a worker's recovery sweep wakes the session when it is due.
+// none); a worker's recovery sweep wakes the session when it is due. Tags are given to the session
+// (merged into those it has; nil or empty: none).
 type AdmitRequest struct {
 	Prompt    string
 	ID        string
 	Delivery  string
 	Wake      *bool
 	NotBefore int64
+	Tags      Tags
 }
 
 // AdmitReceipt is the admit reply. Created is false when the input id was admitted before
@@ -168,6 +173,7 @@ type ResolveResult struct {
 // Status is the status reply: the session as the worker that answered sees it in the log.
 // Outcome is how the last execution ended (succeeded, failed, released, waiting, cancelled; nil
 // while it runs or before any); the session waits when it is waiting and one of Waits is open.
+// Tags are the session's tags (empty when it has none).
 type Status struct {
 	SessionID      string          `json:"sessionId"`
 	State          string          `json:"state"`
@@ -187,13 +193,15 @@ type Status struct {
 	Waits          []Wait          `json:"waits"`
 	Executions     int64           `json:"executions"`
 	Usage          Usage           `json:"usage"`
+	Tags           Tags            `json:"tags"`
 	Execution      *ExecutionState `json:"execution"`
 	// Raw is the reply's JSON as it came (fields this client does not know included).
 	Raw json.RawMessage `json:"-"`
 }
 
 // PendingInput is one pending input of a status (without its prompt). NotBefore: a scheduled
-// prompt's time (ms since the epoch), before which no turn takes it.
+// prompt's time (ms since the epoch), before which no turn takes it; Tags: those its admission
+// gave the session.
 type PendingInput struct {
 	InputID    string        `json:"inputId"`
 	Delivery   string        `json:"delivery"`
@@ -202,6 +210,7 @@ type PendingInput struct {
 	Source     string        `json:"source"`
 	Continues  *Continuation `json:"continues,omitempty"`
 	NotBefore  *int64        `json:"notBefore,omitempty"`
+	Tags       Tags          `json:"tags,omitempty"`
 	AdmittedBy *EventRef     `json:"admittedBy,omitempty"`
 	Unverified bool          `json:"unverified,omitempty"`
 }
@@ -295,6 +304,9 @@ func AdmitBody(sessionID string, r AdmitRequest) Map {
 	}
 	if r.NotBefore != 0 {
 		m = append(m, MapEntry{"notBefore", r.NotBefore})
+	}
+	if len(r.Tags) > 0 {
+		m = append(m, MapEntry{"tags", tagsMap(r.Tags)})
 	}
 	return m
 }
@@ -499,6 +511,62 @@ func (c *Client) resolveWait(ctx context.Context, sessionID string, r ResolveReq
 	return reply.Result, err
 }
 
+// Tag changes the session's tags: r.Set sets keys to values, r.Remove removes keys, in one
+// session.tagged event. Idempotent: Changed false when the session had these tags already. A
+// session with no events is unknown_session; a key both set and removed is refused before it is
+// sent (invalid_option).
+//
+//	res, err := c.Tag(ctx, "ses_1", sessiond.TagRequest{Set: sessiond.Tags{"tier": "gold"}, Remove: []string{"trial"}})
+func (c *Client) Tag(ctx context.Context, sessionID string, r TagRequest) (TagResult, error) {
+	for _, k := range r.Remove {
+		if _, both := r.Set[k]; both {
+			return TagResult{}, &CommandError{Verb: VerbTag, Code: CodeInvalidOption,
+				Message: fmt.Sprintf("Invalid tags: the tag request both sets and removes %s: do one or the other.", strconv.Quote(k))}
+		}
+	}
+	var reply struct {
+		Result TagResult `json:"result"`
+	}
+	_, err := c.send(ctx, VerbTag, sessionID, TagBody(sessionID, r), "", &reply)
+	return reply.Result, err
+}
+
+// List is one page of the sessions the filter selects, newest first (by creation time, then
+// session id), from a worker's projection, which follows the stream: a session admitted a moment
+// ago may not be listed yet. Page on with the filter's After set to the page's Next until Next is
+// "": each session is on one page only, however sessions change meanwhile (one created after the
+// first page is on none of the later ones). A filter that is not valid is refused before it is
+// sent (invalid_option, in the worker's words); so is a cursor that is not a Next, by the worker.
+//
+//	f := sessiond.ListFilter{Tags: sessiond.Tags{"customer": "acme"}, Limit: 100}
+//	for {
+//		page, err := c.List(ctx, f)
+//		if err != nil { return err }
+//		for _, s := range page.Sessions { fmt.Println(s.SessionID, s.State) }
+//		if page.Next == "" { break }
+//		f.After = page.Next
+//	}
+func (c *Client) List(ctx context.Context, f ListFilter) (SessionPage, error) {
+	if problem := checkListFilter(f); problem != "" {
+		return SessionPage{}, &CommandError{Verb: VerbList, Code: CodeInvalidOption, Message: problem}
+	}
+	var reply struct {
+		Sessions []SessionListItem `json:"sessions"`
+		Next     *string           `json:"next"`
+	}
+	if _, err := c.send(ctx, VerbList, "", ListBody(f), "", &reply); err != nil {
+		return SessionPage{}, err
+	}
+	page := SessionPage{Sessions: reply.Sessions}
+	if page.Sessions == nil {
+		page.Sessions = []SessionListItem{}
+	}
+	if reply.Next != nil {
+		page.Next = *reply.Next
+	}
+	return page, nil
+}
+
 // EncodeRequest is a request body's exact bytes (JSON as JavaScript's JSON.stringify writes
 // it). A string that is not valid UTF-8 is refused with invalid_option.
 func EncodeRequest(verb string, body Map) ([]byte, error) {
@@ -548,9 +616,20 @@ func DecodeReply(verb string, data []byte, out any) error {
 	return nil
 }
 
+// forSession is " for session <id>", or "" for the list verb (it has none).
+func forSession(sessionID string) string {
+	if sessionID == "" {
+		return ""
+	}
+	return " for session " + sessionID
+}
+
 func contextError(verb, sessionID string, err error) error {
+	if verb == VerbList {
+		return &CommandError{Verb: verb, Code: CodeTimeout, Err: err, Message: fmt.Sprintf("The list was abandoned (%v). It only reads: send it again.", err)}
+	}
 	return &CommandError{Verb: verb, Code: CodeTimeout, Err: err,
-		Message: fmt.Sprintf("The %s for session %s was abandoned (%v): it may or may not have run. To be sure, check with status (an admit may be sent again with the same input id).", verb, sessionID, err)}
+		Message: fmt.Sprintf("The %s%s was abandoned (%v): it may or may not have run. To be sure, check with status (an admit may be sent again with the same input id).", verb, forSession(sessionID), err)}
 }
 
 // send sends the request and waits up to the attempt timeout for a reply, then sends the same
@@ -562,7 +641,9 @@ func (c *Client) send(ctx context.Context, verb, sessionID string, body Map, inp
 	if c.isClosed() {
 		return false, &CommandError{Verb: verb, Code: CodeLogClosed, Message: "This sessiond client is closed: connect a new one."}
 	}
-	if p := idProblem(sessionID); p != "" {
+	if verb == VerbList {
+		sessionID = "" // the one verb without a session
+	} else if p := idProblem(sessionID); p != "" {
 		return false, &CommandError{Verb: verb, Code: CodeInvalidID, Message: invalidIDMessage("session id", sessionID)}
 	}
 	data, err := EncodeRequest(verb, body)
@@ -631,11 +712,17 @@ attempt:
 					continue attempt
 				}
 				retry := fmt.Sprintf("check with status before sending %s again", verb)
-				if verb == VerbAdmit && inputID != "" {
+				switch {
+				case verb == VerbAdmit && inputID != "":
 					retry = fmt.Sprintf("admit again with the same input id %s (it is idempotent)", inputID)
+				case verb == VerbTag:
+					retry = "send the same tag again (it is idempotent)"
+				case verb == VerbList:
+					return true, &CommandError{Verb: verb, Code: CodeTimeout, Err: nats.ErrTimeout,
+						Message: fmt.Sprintf("No reply to list within %v (sent %d times): the workers may be busy or gone. It only reads: send it again.", c.requestTimeout, attempts)}
 				}
 				return true, &CommandError{Verb: verb, Code: CodeTimeout, Err: nats.ErrTimeout,
-					Message: fmt.Sprintf("No reply to %s for session %s within %v (sent %d times): the workers may be busy or gone, so the command may or may not have run. To be sure, %s.", verb, sessionID, c.requestTimeout, attempts, retry)}
+					Message: fmt.Sprintf("No reply to %s%s within %v (sent %d times): the workers may be busy or gone, so the command may or may not have run. To be sure, %s.", verb, forSession(sessionID), c.requestTimeout, attempts, retry)}
 			case <-ctx.Done():
 				timer.Stop()
 				return unanswered > 0, contextError(verb, sessionID, ctx.Err())

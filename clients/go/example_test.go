@@ -20,3 +20,36 @@ func Example() {
 	sub.Close()
 	c.Close()
 }
+
+// ExampleClient_Tag gives a session tags on its admission, changes them, and reads them back.
+func ExampleClient_Tag() {
+	ctx := context.Background()
+	c, _ := sessiond.Connect(ctx, sessiond.Options{URL: "nats://127.0.0.1:4222", User: "client", Pass: "client-dev-secret"})
+	_, _ = c.Admit(ctx, "ses_1", sessiond.AdmitRequest{Prompt: "hello", Tags: sessiond.Tags{"customer": "acme", "trial": "yes"}})
+	res, _ := c.Tag(ctx, "ses_1", sessiond.TagRequest{Set: sessiond.Tags{"tier": "gold"}, Remove: []string{"trial"}})
+	fmt.Println(res.Tags, res.Changed) // map[customer:acme tier:gold] true
+	st, _ := c.Status(ctx, "ses_1", 0)
+	fmt.Println(st.Tags["tier"]) // gold
+	c.Close()
+}
+
+// ExampleClient_List pages through the sessions of a customer, newest first.
+func ExampleClient_List() {
+	ctx := context.Background()
+	c, _ := sessiond.Connect(ctx, sessiond.Options{URL: "nats://127.0.0.1:4222", User: "client", Pass: "client-dev-secret"})
+	filter := sessiond.ListFilter{Tags: sessiond.Tags{"customer": "acme"}, State: "idle", Limit: 100}
+	for {
+		page, err := c.List(ctx, filter)
+		if err != nil {
+			break
+		}
+		for _, s := range page.Sessions {
+			fmt.Println(s.SessionID, s.State, s.PendingInputs, s.Tags)
+		}
+		if page.Next == "" {
+			break
+		}
+		filter.After = page.Next
+	}
+	c.Close()
+}

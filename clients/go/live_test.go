@@ -249,6 +249,12 @@ func TestCommandsRefusedForOtherUsers(t *testing.T) {
 			if _, err := c.Approve(ctx, s, "call_x", ""); ErrorCode(err) != CodePermissionDenied {
 				t.Fatalf("approve as %s: %v", user, err)
 			}
+			if _, err := c.Tag(ctx, s, TagRequest{Set: Tags{"k": "v"}}); ErrorCode(err) != CodePermissionDenied {
+				t.Fatalf("tag as %s: %v", user, err)
+			}
+			if _, err := c.List(ctx, ListFilter{}); ErrorCode(err) != CodePermissionDenied {
+				t.Fatalf("list as %s: %v", user, err)
+			}
 			if time.Since(started) > 2*time.Second {
 				t.Fatalf("the refusals took %v: they should not wait for a timeout", time.Since(started))
 			}

@@ -14,6 +14,8 @@ package sessiond
 //	opt       may be absent (a nil pointer, an unset Any, is left out)
 //	null      may be null (a nil pointer is written as nil)
 //	default=V absent reads as V (a string)
+//	tags      a map of tags (Tags, or TagChanges whose nil values are null): keys are tag keys,
+//	          values strings of 1-MaxTagValue UTF-16 units; written with the keys sorted
 //
 // Unknown payload fields are dropped, as the Node reader drops them.
 
@@ -127,7 +129,8 @@ type ExecutionSettled struct {
 }
 
 // InputAdmitted: a prompt was admitted (source `user`, or `recovery` for a continuation).
-// NotBefore, when set, schedules it: no turn takes it before that time (ms since the epoch).
+// NotBefore, when set, schedules it: no turn takes it before that time (ms since the epoch). Tags:
+// those the admission gives its session (merged into those it has; nil when none).
 type InputAdmitted struct {
 	InputID   string        `sd:"inputId,id" json:"inputId"`
 	Prompt    string        `sd:"prompt" json:"prompt"`
@@ -136,6 +139,7 @@ type InputAdmitted struct {
 	Source    string        `sd:"source,enum=user|recovery,default=user" json:"source"`
 	Continues *Continuation `sd:"continues,opt" json:"continues,omitempty"`
 	NotBefore *int64        `sd:"notBefore,opt,min=0" json:"notBefore,omitempty"`
+	Tags      Tags          `sd:"tags,opt,tags" json:"tags,omitempty"`
 }
 
 // InputPromoted: a pending input joined an execution.
@@ -302,6 +306,11 @@ type CompactionCompleted struct {
 	Usage       *Usage `sd:"usage,opt" json:"usage,omitempty"`
 }
 
+// SessionTagged: the session's tags changed (Tag): each key set to its value, or removed where nil.
+type SessionTagged struct {
+	Tags TagChanges `sd:"tags,tags" json:"tags"`
+}
+
 // RecoveryStarted: another worker took over an execution whose owner lost its lease.
 type RecoveryStarted struct {
 	ExecutionID string `sd:"executionId,id" json:"executionId"`
@@ -374,6 +383,7 @@ func (*WaitStarted) EventType() string           { return "wait.started" }
 func (*WaitResolved) EventType() string          { return "wait.resolved" }
 func (*CompactionStarted) EventType() string     { return "compaction.started" }
 func (*CompactionCompleted) EventType() string   { return "compaction.completed" }
+func (*SessionTagged) EventType() string         { return "session.tagged" }
 func (*RecoveryStarted) EventType() string       { return "recovery.started" }
 func (*RecoveryCompleted) EventType() string     { return "recovery.completed" }
 func (*RecoveryWakeRequested) EventType() string { return "recovery.wake_requested" }
@@ -417,6 +427,7 @@ var Catalog = []CatalogEntry{
 	{"wait.resolved", 1, true, func() Payload { return new(WaitResolved) }},
 	{"compaction.started", 1, true, func() Payload { return new(CompactionStarted) }},
 	{"compaction.completed", 1, true, func() Payload { return new(CompactionCompleted) }},
+	{"session.tagged", 1, true, func() Payload { return new(SessionTagged) }},
 	{"recovery.started", 1, true, func() Payload { return new(RecoveryStarted) }},
 	{"recovery.completed", 1, true, func() Payload { return new(RecoveryCompleted) }},
 	{"recovery.wake_requested", 1, true, func() Payload { return new(RecoveryWakeRequested) }},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ type fieldRules struct {
 	opt      bool
 	null     bool
 	def      *string
+	tags     bool
 }
 
 var (
@@ -65,6 +67,8 @@ func rulesOf(t reflect.Type) []fieldRules {
 			case "default":
 				v := value
 				r.def = &v
+			case "tags":
+				r.tags = true
 			default:
 				panic("sessiond: unknown sd tag rule " + p)
 			}
@@ -231,6 +235,38 @@ func decodeValue(fv reflect.Value, r fieldRules, v any, path string, is *issues)
 		fv.SetInt(n)
 	case reflect.Struct:
 		decodeStruct(fv, v, path, is)
+	case reflect.Map: // tags: Tags, or TagChanges (values may be null)
+		m, ok := v.(Map)
+		if !ok {
+			is.add(path, "expected an object of tags, got %s", describe(v))
+			return
+		}
+		out := reflect.MakeMapWithSize(fv.Type(), len(m))
+		et := fv.Type().Elem()
+		for _, e := range m {
+			where := path + "." + e.Key
+			if !ValidTagKey(e.Key) {
+				is.add(where, "expected a tag key (1-64 letters, digits or _ . : / -, starting with a letter or digit)")
+			}
+			if e.Value == nil && et.Kind() == reflect.Pointer {
+				out.SetMapIndex(reflect.ValueOf(e.Key), reflect.Zero(et))
+				continue
+			}
+			s, ok := e.Value.(string)
+			if !ok {
+				is.add(where, "expected string, got %s", describe(e.Value))
+				continue
+			}
+			checkString(s, fieldRules{nonempty: true, max: MaxTagValue}, where, is)
+			sv := reflect.ValueOf(s)
+			if et.Kind() == reflect.Pointer {
+				p := reflect.New(et.Elem())
+				p.Elem().Set(sv)
+				sv = p
+			}
+			out.SetMapIndex(reflect.ValueOf(e.Key), sv)
+		}
+		fv.Set(out)
 	case reflect.Slice:
 		items, ok := v.([]any)
 		if !ok {
@@ -271,6 +307,9 @@ func encodeStruct(rv reflect.Value) Map {
 			}
 			continue
 		}
+		if fv.Kind() == reflect.Map && fv.IsNil() && r.opt {
+			continue
+		}
 		out = append(out, MapEntry{r.name, encodeValue(fv)})
 	}
 	return out
@@ -292,6 +331,22 @@ func encodeValue(fv reflect.Value) any {
 		out := make([]any, fv.Len())
 		for i := range out {
 			out[i] = encodeValue(fv.Index(i))
+		}
+		return out
+	case reflect.Map: // keys sorted, as sessiond writes tags
+		keys := make([]string, 0, fv.Len())
+		for _, k := range fv.MapKeys() {
+			keys = append(keys, k.String())
+		}
+		slices.Sort(keys)
+		out := make(Map, len(keys))
+		for i, k := range keys {
+			v := fv.MapIndex(reflect.ValueOf(k).Convert(fv.Type().Key()))
+			if v.Kind() == reflect.Pointer && v.IsNil() {
+				out[i] = MapEntry{k, nil}
+			} else {
+				out[i] = MapEntry{k, encodeValue(v)}
+			}
 		}
 		return out
 	}

@@ -424,6 +424,9 @@ func typedRequest(t *testing.T, verb string, m Map) Map {
 			r.Wake = &b
 		}
 		r.NotBefore, _ = get(m, "notBefore").(int64)
+		if tags, ok := m.Get("tags"); ok {
+			r.Tags = vectorTags(t, tags)
+		}
 		return AdmitBody(session, r)
 	case VerbWake:
 		return WakeBody(session)
@@ -445,9 +448,48 @@ func typedRequest(t *testing.T, verb string, m Map) Map {
 			r.Data = Any{Set: true, Value: d}
 		}
 		return ResolveBody(session, r)
+	case VerbTag:
+		// a value sets the key, null removes it
+		r := TagRequest{Set: Tags{}}
+		for _, e := range get(m, "tags").(Map) {
+			if e.Value == nil {
+				r.Remove = append(r.Remove, e.Key)
+			} else {
+				r.Set[e.Key] = e.Value.(string)
+			}
+		}
+		return TagBody(session, r)
+	case VerbList:
+		f := ListFilter{State: str(m, "state"), After: str(m, "after")}
+		if w, ok := m.Get("waiting"); ok {
+			b := w.(bool)
+			f.Waiting = &b
+		}
+		if tags, ok := m.Get("tags"); ok {
+			f.Tags = vectorTags(t, tags)
+		}
+		f.UpdatedSince, _ = get(m, "updatedSince").(int64)
+		limit, _ := get(m, "limit").(int64)
+		f.Limit = int(limit)
+		if problem := checkListFilter(f); problem != "" {
+			t.Fatalf("the vector's filter is refused here: %s", problem)
+		}
+		return ListBody(f)
 	}
 	t.Fatalf("no typed request for %s", verb)
 	return nil
+}
+
+func vectorTags(t *testing.T, v any) Tags {
+	t.Helper()
+	out := Tags{}
+	for _, e := range v.(Map) {
+		out[e.Key] = e.Value.(string)
+	}
+	if problem := checkTags(out, "the vector"); problem != "" {
+		t.Fatalf("the vector's tags are refused here: %s", problem)
+	}
+	return out
 }
 
 // typedReply reads a success reply into its typed form; returns it (as JSON) and what it must equal.
@@ -490,6 +532,24 @@ func typedReply(t *testing.T, verb string, text []byte, reply Map) (any, any) {
 		}
 		decode(&r)
 		return roundJSON(t, r.Result), get(reply, "result")
+	case VerbTag:
+		var r struct {
+			Result TagResult `json:"result"`
+		}
+		decode(&r)
+		return roundJSON(t, r.Result), get(reply, "result")
+	case VerbList:
+		// as List reads it: Next "" for the last page (null on the wire)
+		var r struct {
+			Sessions []SessionListItem `json:"sessions"`
+			Next     *string           `json:"next"`
+		}
+		decode(&r)
+		var next any
+		if r.Next != nil {
+			next = *r.Next
+		}
+		return roundJSON(t, Map{{"sessions", r.Sessions}, {"next", next}}), Map{{"sessions", get(reply, "sessions")}, {"next", get(reply, "next")}}
 	case VerbStatus:
 		var st Status
 		decode(&st)
@@ -647,6 +707,23 @@ func compareField(t *testing.T, where string, ft reflect.Type, r fieldRules, p M
 		}
 	case reflect.Struct:
 		compareStruct(t, where, ft, p)
+	case reflect.Map: // tags: keys by the tag key pattern, values 1-256 characters (or null)
+		keys, _ := get(p, "propertyNames").(Map)
+		values, _ := get(p, "additionalProperties").(Map)
+		if anyOf, ok := values.Get("anyOf"); ok {
+			alts := anyOf.([]any)
+			if ft.Elem().Kind() != reflect.Pointer || len(alts) != 2 || get(alts[1].(Map), "type") != "null" {
+				t.Errorf("%s: nullable values in the schema, not here", where)
+				return
+			}
+			values = alts[0].(Map)
+		} else if ft.Elem().Kind() == reflect.Pointer {
+			t.Errorf("%s: nullable values here, not in the schema", where)
+		}
+		if typ != "object" || !r.tags || get(keys, "pattern") != tagKeyRe.String() || get(values, "type") != "string" ||
+			get(values, "minLength") != int64(1) || get(values, "maxLength") != int64(MaxTagValue) {
+			t.Errorf("%s: tags=%v here, schema %s", where, r.tags, show(p))
+		}
 	case reflect.Slice:
 		minItems, _ := get(p, "minItems").(int64)
 		if typ != "array" || (minItems == 1) != r.nonempty {
@@ -672,7 +749,9 @@ func TestCommandsSchema(t *testing.T) {
 	verbs := get(schema, "x-sessiond-verbs").(Map)
 	yes := true
 	full := map[string]Map{
-		VerbAdmit:   AdmitBody("s", AdmitRequest{Prompt: "p", ID: "i", Delivery: "queue", Wake: &yes, NotBefore: 1796056745917}),
+		VerbAdmit:   AdmitBody("s", AdmitRequest{Prompt: "p", ID: "i", Delivery: "queue", Wake: &yes, NotBefore: 1796056745917, Tags: Tags{"k": "v"}}),
+		VerbTag:     TagBody("s", TagRequest{Set: Tags{"k": "v"}, Remove: []string{"x"}}),
+		VerbList:    ListBody(ListFilter{State: "idle", Waiting: &yes, Tags: Tags{"k": "v"}, UpdatedSince: 1, Limit: 2, After: "a"}),
 		VerbWake:    WakeBody("s"),
 		VerbCancel:  CancelBody("s", "r", "e"),
 		VerbStatus:  StatusBody("s", 100),

@@ -256,3 +256,26 @@ def test_replies_that_are_not_sessiond_replies_are_internal_errors() -> None:
         with pytest.raises(Exception) as caught:
             parse_reply("status", body)
         assert getattr(caught.value, "code", None) == "internal", body
+
+
+def test_tag_payloads_are_checked_and_typed() -> None:
+    admitted = {"inputId": "inp_1", "prompt": "hi", "delivery": "queue", "wake": True}
+    tags = {"customer": "acme", "env/region": "😀" * 128}  # 256 UTF-16 units: at the limit
+    event = event_from_frame(frame(type="input.admitted", payload={**admitted, "tags": tags}))
+    assert event.payload.tags == tags and event.wire_payload["tags"] == tags
+    assert event_from_frame(frame(type="input.admitted", payload=admitted)).payload.tags is None
+    tagged = event_from_frame(frame(type="session.tagged", payload={"tags": {"customer": "acme", "tier": None}}))
+    assert type(tagged).__name__ == "SessionTaggedEvent" and tagged.payload.tags == {"customer": "acme", "tier": None}
+    assert event_from_frame(frame(type="session.tagged", payload={"tags": {"k" * 64: "v"}})).payload.tags == {"k" * 64: "v"}
+    for bad in (
+        {"customer": None},
+        {"customer": ""},
+        {"customer": "v" * 257},
+        {"bad key": "v"},
+        {"_lead": "v"},
+        {"k" * 65: "v"},
+        {"k\n": "v"},
+    ):
+        assert code_of(frame(type="input.admitted", payload={**admitted, "tags": bad})) == "invalid_payload", bad
+    for bad_payload in ({}, {"tags": ["customer"]}, {"tags": {"tier": 1}}, {"tags": {"bad key": None}}):
+        assert code_of(frame(type="session.tagged", payload=bad_payload)) == "invalid_payload", bad_payload

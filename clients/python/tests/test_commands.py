@@ -152,6 +152,8 @@ async def test_users_other_than_client_are_refused_with_permission_denied(world:
             refused.cancel(session, execution_id="exe_x"),
             refused.status(session),
             refused.drop(session),
+            refused.tag(session, {"k": "v"}),
+            refused.list(),
         ):
             with pytest.raises(CommandError) as caught:
                 await call

@@ -31,7 +31,20 @@ from sessiond_client import (
 )
 from sessiond_client import catalog as cat
 from sessiond_client.codec import unpack_raw
-from sessiond_client.commands import AdmitReceipt, CancelResult, DropResult, ResolveResult, StatusReply, WaitInfo, WakeResult
+from sessiond_client.commands import (
+    REQUEST_FIELDS,
+    VERBS,
+    AdmitReceipt,
+    CancelResult,
+    DropResult,
+    ResolveResult,
+    SessionListItem,
+    SessionPage,
+    StatusReply,
+    TagResult,
+    WaitInfo,
+    WakeResult,
+)
 
 
 def load(name: str) -> Any:
@@ -196,6 +209,18 @@ def test_the_client_builds_each_verbs_request_as_the_vectors_spell_it() -> None:
             wake=False,
         ),
         "admit with only the required fields and an id": c.admit_request("ses_cmd", "hi", id="inp_cmd_2"),
+        "admit with tags": c.admit_request("ses_cmd", "hi", id="inp_cmd_5", tags={"customer": "acme", "env/region": "eu-west-1"}),
+        # as tag and list build them (None removes a tag)
+        "tag: set one, remove another": c.tag_request("ses_cmd", {"tier": "gold", "env": None}),
+        "list with every filter": c.list_request(
+            state="settled",
+            waiting=False,
+            tags={"customer": "acme"},
+            updated_since=1796056745917,
+            limit=20,
+            after="MTc2NDU5MDQwMDAwMC5zZXNfMQ",
+        ),
+        "list everything (an empty body)": c.list_request(),
         "wake": c.wake_request("ses_cmd"),
         "cancel with a reason and an execution id": c.cancel_request("ses_cmd", "stop, please", "exe_x"),
         "status with pendingFrom": c.status_request("ses_cmd", 100),
@@ -207,6 +232,39 @@ def test_the_client_builds_each_verbs_request_as_the_vectors_spell_it() -> None:
     }
     for case in REQUESTS:
         assert encode_request(built[case["name"]]) == case["text"].encode("utf-8"), case["name"]
+    assert {case["verb"] for case in REQUESTS} == set(VERBS)
+    # the filters of the vectors pass the client's own checks
+    for case in REQUESTS:
+        if case["verb"] == "list":
+            assert c.list_filter_problem(case["json"]) is None
+
+
+def test_the_verbs_and_their_fields_are_the_schemas() -> None:
+    verbs = COMMANDS_SCHEMA["x-sessiond-verbs"]
+    assert list(verbs) == list(VERBS)
+    for verb, spec in verbs.items():
+        assert spec["subject"] == f"sessiond.cmd.{verb}"
+        assert list(spec["request"]["properties"]) == list(REQUEST_FIELDS[verb]), verb
+    assert "sessionId" not in verbs["list"]["request"]["properties"]
+
+
+def test_list_filters_and_tags_are_checked_as_a_worker_checks_them() -> None:
+    from sessiond_client import commands as c
+
+    assert c.list_filter_problem(c.list_request(state="settled", waiting=True, tags={"k": "v" * 256}, limit=1000)) is None
+    for body, words in (
+        (c.list_request(state="asleep"), "state must be one of idle, claimed, running, recovering, settled"),
+        (c.list_request(limit=0), "limit must be a whole number from 1 to 1000, got 0"),
+        (c.list_request(limit=1001), "limit must be a whole number from 1 to 1000"),
+        (c.list_request(updated_since=-1), "updatedSince must be a time in whole milliseconds"),
+        (c.list_request(tags={"bad key": "v"}), 'the filter has the tag key "bad key"'),
+        (c.list_request(tags={"k": ""}), "a value is a string of 1 to 256 characters"),
+        (c.list_request(tags={"k": "v" * 257}), "a value is a string of 1 to 256 characters"),
+        (c.list_request(tags={"k": "a\nb"}), "without control characters"),
+        (c.list_request(tags={f"k{i}": "v" for i in range(33)}), "over the limit of 32 tags"),
+    ):
+        problem = c.list_filter_problem(body)
+        assert problem is not None and words in problem and problem.startswith("Invalid "), (body, problem)
 
 
 REPLY_TYPES = {
@@ -216,6 +274,8 @@ REPLY_TYPES = {
     "drop": DropResult,
     "status": StatusReply,
     "resolve": ResolveResult,
+    "tag": TagResult,
+    "list": SessionPage,
 }
 
 
@@ -228,7 +288,7 @@ def test_command_reply_reads_into_its_result_or_error(case: dict[str, Any]) -> N
         result = parse_reply(case["verb"], data)
         assert isinstance(result, REPLY_TYPES[case["verb"]])
         body = {k: v for k, v in expected.items() if k != "ok"}
-        wire = body if case["verb"] == "status" else body.get("receipt", body.get("result"))
+        wire = body if case["verb"] in ("status", "list") else body.get("receipt", body.get("result"))
         assert result.raw == wire
         if case["verb"] == "admit":
             assert (result.session_id, result.input_id, result.admitted_seq, result.created, result.wake) == (
@@ -249,6 +309,7 @@ def test_command_reply_reads_into_its_result_or_error(case: dict[str, Any]) -> N
             if result.execution:
                 assert result.execution.id == wire["execution"]["id"] and result.execution.outcome == wire["execution"]["outcome"]
             assert all(isinstance(w, WaitInfo) for w in result.waits) and [w.raw for w in result.waits] == wire["waits"]
+            assert result.tags == wire["tags"] and [p.tags for p in result.pending] == [p.get("tags") for p in wire["pending"]]
             for w, want in zip(result.waits, wire["waits"]):
                 assert (w.kind, w.name, w.execution_id, w.since, w.until, w.call_id, w.outcome, w.started) == (
                     want["kind"],
@@ -267,6 +328,28 @@ def test_command_reply_reads_into_its_result_or_error(case: dict[str, Any]) -> N
             assert result.cancelled == wire["cancelled"] and result.reason == wire.get("reason")
         elif case["verb"] == "drop":
             assert result.dropped == wire["dropped"] and result.seq == wire.get("seq")
+        elif case["verb"] == "tag":
+            assert (result.session_id, result.tags, result.changed, result.seq) == (
+                wire["sessionId"],
+                wire["tags"],
+                wire["changed"],
+                wire.get("seq"),
+            )
+        elif case["verb"] == "list":
+            assert result.next == wire["next"] and all(isinstance(s, SessionListItem) for s in result.sessions)
+            assert [s.raw for s in result.sessions] == wire["sessions"]
+            for s, want in zip(result.sessions, wire["sessions"]):
+                assert (s.session_id, s.state, s.waiting, s.pending_inputs, s.seq, s.created_at, s.updated_at, s.tags, s.forked_from) == (
+                    want["sessionId"],
+                    want["state"],
+                    want["waiting"],
+                    want["pendingInputs"],
+                    want["seq"],
+                    want["createdAt"],
+                    want["updatedAt"],
+                    want["tags"],
+                    want["forkedFrom"],
+                )
         elif case["verb"] == "resolve":
             assert (result.session_id, result.kind, result.name, result.outcome, result.resolved, result.resume_input_id, result.seq) == (
                 wire["sessionId"],
@@ -318,6 +401,12 @@ def as_json_schema(s: cat.Schema) -> dict[str, Any]:
         return {}
     if isinstance(s, cat.Nullable):
         return {"anyOf": [as_json_schema(s.inner), {"type": "null"}]}
+    if isinstance(s, cat.Record):
+        return {
+            "type": "object",
+            "propertyNames": {"type": "string", "pattern": cat.TAG_KEY.pattern},
+            "additionalProperties": as_json_schema(s.value),
+        }
     if isinstance(s, cat.Array):
         out = {"type": "array", "items": as_json_schema(s.item)}
         if s.min:

@@ -8,6 +8,7 @@ Each type's payload reads into a frozen dataclass (``InputAdmitted``, ``TextComp
 from __future__ import annotations
 
 import builtins
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Sequence
 
@@ -128,6 +129,8 @@ class InputAdmitted:
     continues: Continuation | None = None
     #: A scheduled prompt: no turn takes it before this time (ms since the epoch).
     not_before: int | None = None
+    #: Tags the admission gives its session (merged into those it has; None when it gives none).
+    tags: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -301,6 +304,13 @@ class CompactionCompleted:
 
 
 @dataclass(frozen=True)
+class SessionTagged:
+    """The session's tags changed (``Client.tag``): each key set to its value, or removed where None."""
+
+    tags: dict[str, str | None]
+
+
+@dataclass(frozen=True)
 class RecoveryStarted:
     execution_id: str
 
@@ -460,6 +470,35 @@ class Array(Schema):
         return [self.item.typed(x) for x in v]
 
 
+#: A tag key: letters, digits and ``_ . : / -``, 1 to 64 characters, starting with a letter or digit.
+TAG_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,63}$")
+#: Longest tag value (UTF-16 units), and most tags a session carries.
+MAX_TAG_VALUE = 256
+MAX_TAGS = 32
+
+
+@dataclass(frozen=True)
+class Record(Schema):
+    """An object of tags: every key a tag key (``TAG_KEY``), every value checked by ``value``."""
+
+    value: Schema
+
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:
+        if not isinstance(v, dict):
+            issues.append(f"{_where(path)}: expected record, received {_kind(v)}")
+            return v
+        out: dict[str, Any] = {}
+        for k, x in v.items():
+            if not isinstance(k, str) or not TAG_KEY.fullmatch(k):
+                issues.append(f"{_where((*path, str(k)))}: invalid key: expected a tag key")
+                continue
+            out[k] = self.value.check(x, (*path, k), issues)
+        return out
+
+    def typed(self, v: Any) -> Any:
+        return {k: self.value.typed(x) for k, x in v.items()}
+
+
 @dataclass(frozen=True)
 class F:
     """A field: its wire name, its Python name, its schema, whether it may be left out, its default."""
@@ -497,7 +536,9 @@ class Obj(Schema):
 
 
 def _expected(s: Schema) -> str:
-    return {Str: "string", Int: "number", Bool: "boolean", Enum: "one of the values", Array: "array", Obj: "object"}.get(type(s), "a value")
+    return {Str: "string", Int: "number", Bool: "boolean", Enum: "one of the values", Array: "array", Obj: "object", Record: "record"}.get(
+        type(s), "a value"
+    )
 
 
 ID = Str(1, 128)
@@ -508,6 +549,8 @@ NONNEG = Int(0)
 PHASE = Enum(("safe", "unknown"))
 WAIT_KIND = Enum(("approval", "signal", "timer"))
 WAIT_NAME = Str(1, 200)
+TAG_VALUE = Str(1, MAX_TAG_VALUE)
+TAGS = Record(TAG_VALUE)
 ERROR = Obj((F("type", "type", Str(1)), F("message", "message", Str()), F("name", "name", Str(), optional=True)), RecordedError)
 USAGE = Obj((F("inputTokens", "input_tokens", NONNEG), F("outputTokens", "output_tokens", NONNEG)), Usage)
 CONTINUATION = Obj(
@@ -592,6 +635,7 @@ CATALOG: Mapping[str, EventType] = {
                 F("source", "source", Enum(("user", "recovery")), default="user"),
                 F("continues", "continues", CONTINUATION, optional=True),
                 F("notBefore", "not_before", TIME, optional=True),
+                F("tags", "tags", TAGS, optional=True),
             ],
         ),
         _t("input.promoted", InputPromoted, [F("inputId", "input_id", ID), EXE]),
@@ -662,6 +706,7 @@ CATALOG: Mapping[str, EventType] = {
             CompactionCompleted,
             [EXE, MSG, F("summary", "summary", Str()), F("usage", "usage", USAGE, optional=True)],
         ),
+        _t("session.tagged", SessionTagged, [F("tags", "tags", Record(Nullable(TAG_VALUE)))]),
         _t("recovery.started", RecoveryStarted, [EXE]),
         _t(
             "recovery.completed",

@@ -12,6 +12,7 @@ with ordered consumers). It behaves as the Node client (src/nats/client.ts) does
 from __future__ import annotations
 
 import asyncio
+import builtins
 import inspect
 import logging
 import random
@@ -20,7 +21,7 @@ import sys
 import time
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, AsyncGenerator, Awaitable, Callable, Sequence
+from typing import Any, AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 
 import nats
 import nats.errors
@@ -34,16 +35,21 @@ from .commands import (
     CancelResult,
     DropResult,
     ResolveResult,
+    SessionPage,
     StatusReply,
+    TagResult,
     WakeResult,
     admit_request,
     cancel_request,
     command_subject,
     drop_request,
     encode_request,
+    list_filter_problem,
+    list_request,
     parse_reply,
     resolve_request,
     status_request,
+    tag_request,
     wake_request,
 )
 from .errors import CommandError, EventError, PermissionDenied, SessiondError
@@ -323,13 +329,21 @@ class Client:
         delivery: str | None = None,
         wake: bool | None = None,
         not_before: int | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> AdmitReceipt:
         """Admits a prompt (idempotent by input id: one is generated when none is given, so every
         resend is the same admission) and, unless ``wake=False``, wakes the session. ``not_before``
         (ms since the epoch) schedules it: no turn takes it before then, and a worker's recovery
-        sweep wakes the session when it is due."""
+        sweep wakes the session when it is due. ``tags`` are given to the session (merged into those
+        it has)."""
         body = admit_request(
-            session_id, prompt, id=id if id is not None else new_id("inp"), delivery=delivery, wake=wake, not_before=not_before
+            session_id,
+            prompt,
+            id=id if id is not None else new_id("inp"),
+            delivery=delivery,
+            wake=wake,
+            not_before=not_before,
+            tags=tags,
         )
         resent_ever = False
         for attempt in range(1, ADMIT_CONFLICT_ATTEMPTS + 1):
@@ -409,16 +423,61 @@ class Client:
         result: ResolveResult = (await self._send("resolve", body))[0]
         return result
 
+    async def tag(self, session_id: str, tags: Mapping[str, str | None]) -> TagResult:
+        """Changes the session's tags in one ``session.tagged`` event: a value sets the key, ``None``
+        removes it. Idempotent: ``changed`` is False when the session had these tags already (as
+        when an earlier attempt of this call changed them). A session with no events is
+        ``unknown_session``.
+
+            await client.tag("ses_1", {"tier": "gold", "trial": None})
+        """
+        result: TagResult = (await self._send("tag", tag_request(session_id, tags)))[0]
+        return result
+
+    async def list(
+        self,
+        *,
+        state: str | None = None,
+        waiting: bool | None = None,
+        tags: Mapping[str, str] | None = None,
+        updated_since: int | None = None,
+        limit: int | None = None,
+        after: str | None = None,
+    ) -> SessionPage:
+        """One page of the sessions the filters select (all optional), newest first (by creation
+        time, then session id), from a worker's projection, which follows the stream: a session
+        admitted a moment ago may not be listed yet. ``state``: idle, claimed, running, recovering
+        or settled; ``waiting``: True for sessions whose turn waits, False for those that do not;
+        ``tags``: every one of these; ``updated_since``: an event at or after this time (ms since
+        the epoch); ``limit``: sessions per page (1 to 1000, default 50); ``after``: the ``next`` of
+        the page before. Each session is on one page only, however sessions change meanwhile. A
+        filter that is not valid is refused before it is sent (``invalid_option``, in the worker's
+        words).
+
+            page = await client.list(tags={"customer": "acme"})
+            while True:
+                for s in page.sessions: print(s.session_id, s.state)
+                if page.next is None: break
+                page = await client.list(tags={"customer": "acme"}, after=page.next)
+        """
+        body = list_request(state=state, waiting=waiting, tags=tags, updated_since=updated_since, limit=limit, after=after)
+        problem = list_filter_problem(body)
+        if problem is not None:
+            raise CommandError("list", "invalid_option", problem)
+        result: SessionPage = (await self._send("list", body))[0]
+        return result
+
     async def _send(self, verb: str, body: dict[str, Any]) -> tuple[Any, bool]:
         """Sends the request and waits ``attempt_timeout`` for a reply, then sends the same body
         again until the unanswered attempts add up to ``request_timeout``; while no worker serves
         the subject, sends it again with backoff for ``no_worker_retry``. Returns the typed result
         and whether an earlier attempt went unanswered (it may have run)."""
         self._assert_open()
-        try:
-            validate_id(body.get("sessionId"), "session id")
-        except SessiondError as err:
-            raise CommandError(verb, "invalid_id", err.message) from None
+        if verb != "list":  # the one verb without a session
+            try:
+                validate_id(body.get("sessionId"), "session id")
+            except SessiondError as err:
+                raise CommandError(verb, "invalid_id", err.message) from None
         subject = command_subject(verb)
         data = encode_request(body)
         started = time.monotonic()
@@ -445,17 +504,22 @@ class Client:
                     unanswered += timeout
                     if unanswered < self.request_timeout - 1e-6:
                         continue
-                    retry = (
-                        f"admit again with the same input id {body['id']} (it is idempotent)"
-                        if verb == "admit" and body.get("id")
-                        else f"check with status before sending {verb} again"
-                    )
+                    sent = f"within {self.request_timeout:g} s (sent {attempts} time{'s' if attempts > 1 else ''})"
+                    if verb == "list":
+                        raise CommandError(
+                            verb, "timeout", f"No reply to list {sent}: the workers may be busy or gone. It only reads: send it again."
+                        ) from None
+                    if verb == "admit" and body.get("id"):
+                        retry = f"admit again with the same input id {body['id']} (it is idempotent)"
+                    elif verb == "tag":
+                        retry = "send the same tag again (it is idempotent)"
+                    else:
+                        retry = f"check with status before sending {verb} again"
                     raise CommandError(
                         verb,
                         "timeout",
-                        f"No reply to {verb} for session {body['sessionId']} within {self.request_timeout:g} s (sent {attempts} time"
-                        f"{'s' if attempts > 1 else ''}): the workers may be busy or gone, so the command may or may not have run. "
-                        f"To be sure, {retry}.",
+                        f"No reply to {verb} for session {body['sessionId']} {sent}: the workers may be busy or gone, so the command "
+                        f"may or may not have run. To be sure, {retry}.",
                     ) from None
                 # no responders: nobody received it, sending it again is safe
                 # sent again until the retry window is spent (the last pause is what is left of it)
@@ -673,7 +737,7 @@ class Client:
         after_seq: int = 0,
         after_position: int = 0,
         on_invalid: Callable[[InvalidMessage], Any] | None = None,
-    ) -> list[Event]:
+    ) -> builtins.list[Event]:  # (the list command shadows the builtin in this class)
         """``iter_replay`` as a list."""
         return [e async for e in self.iter_replay(session_id, after_seq=after_seq, after_position=after_position, on_invalid=on_invalid)]
 

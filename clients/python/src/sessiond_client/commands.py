@@ -2,12 +2,16 @@
 typed success replies, and error replies as ``CommandError``.
 
   verb     request                                                   success reply
-  admit    {sessionId, prompt, id?, delivery?, wake?, notBefore?}    {ok, receipt: AdmitReceipt}
+  admit    {sessionId, prompt, id?, delivery?, wake?, notBefore?, tags?}  {ok, receipt: AdmitReceipt}
   wake     {sessionId}                                               {ok, result: WakeResult}
   cancel   {sessionId, reason?, executionId?}                        {ok, result: CancelResult}
-  status   {sessionId, pendingFrom?}                                 {ok, sessionId, state, seq, ..., execution}
+  status   {sessionId, pendingFrom?}                                 {ok, sessionId, state, seq, ..., tags, execution}
   drop     {sessionId, inputIds?, reason?}                           {ok, result: DropResult}
   resolve  {sessionId, kind, name, outcome, reason?, data?}          {ok, result: ResolveResult}
+  tag      {sessionId, tags: {key: value | null}}                    {ok, result: TagResult}
+  list     {state?, waiting?, tags?, updatedSince?, limit?, after?}  {ok, sessions: [SessionListItem], next}
+
+``list`` is the only verb without a session id.
 """
 
 from __future__ import annotations
@@ -15,22 +19,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
-from .catalog import ABSENT
+from .catalog import ABSENT, MAX_TAG_VALUE, MAX_TAGS, TAG_KEY, utf16_len
 from .errors import CommandError
-from .jsontext import decode_json, encode_json
+from .jsontext import decode_json, encode_json, stringify
 
 COMMAND_PREFIX = "sessiond.cmd"
-VERBS = ("admit", "wake", "cancel", "status", "drop", "resolve")
-Verb = Literal["admit", "wake", "cancel", "status", "drop", "resolve"]
+VERBS = ("admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list")
+Verb = Literal["admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list"]
 #: The fields each request may carry (workers refuse any other as a likely typo).
 REQUEST_FIELDS: Mapping[str, tuple[str, ...]] = {
-    "admit": ("sessionId", "prompt", "id", "delivery", "wake", "notBefore"),
+    "admit": ("sessionId", "prompt", "id", "delivery", "wake", "notBefore", "tags"),
     "wake": ("sessionId",),
     "cancel": ("sessionId", "reason", "executionId"),
     "status": ("sessionId", "pendingFrom"),
     "drop": ("sessionId", "inputIds", "reason"),
     "resolve": ("sessionId", "kind", "name", "outcome", "reason", "data"),
+    "tag": ("sessionId", "tags"),
+    "list": ("state", "waiting", "tags", "updatedSince", "limit", "after"),
 }
+#: The states a session may be in (``list``'s ``state`` filter, ``StatusReply.state``).
+SESSION_STATES = ("idle", "claimed", "running", "recovering", "settled")
+#: Sessions a page holds unless ``limit`` says otherwise, and the most it may say.
+DEFAULT_LIST_LIMIT = 50
+MAX_LIST_LIMIT = 1000
 
 
 def command_subject(verb: str) -> str:
@@ -49,8 +60,17 @@ def admit_request(
     delivery: str | None = None,
     wake: bool | None = None,
     not_before: int | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    return _without_none(sessionId=session_id, prompt=prompt, id=id, delivery=delivery, wake=wake, notBefore=not_before)
+    return _without_none(
+        sessionId=session_id,
+        prompt=prompt,
+        id=id,
+        delivery=delivery,
+        wake=wake,
+        notBefore=not_before,
+        tags=dict(tags) if tags is not None else None,
+    )
 
 
 def wake_request(session_id: str) -> dict[str, Any]:
@@ -77,6 +97,77 @@ def resolve_request(session_id: str, kind: str, name: str, outcome: str, reason:
     if data is not ABSENT:
         body["data"] = data
     return body
+
+
+def tag_request(session_id: str, tags: Mapping[str, str | None]) -> dict[str, Any]:
+    """A change of the session's tags: a value sets the key, ``None`` removes it (keys in the order given)."""
+    return {"sessionId": session_id, "tags": dict(tags)}
+
+
+def list_request(
+    *,
+    state: str | None = None,
+    waiting: bool | None = None,
+    tags: Mapping[str, str] | None = None,
+    updated_since: int | None = None,
+    limit: int | None = None,
+    after: str | None = None,
+) -> dict[str, Any]:
+    """A page of sessions: every filter optional (``None`` sends none)."""
+    return _without_none(
+        state=state,
+        waiting=waiting,
+        tags=dict(tags) if tags is not None else None,
+        updatedSince=updated_since,
+        limit=limit,
+        after=after,
+    )
+
+
+def tags_problem(tags: Any, what: str) -> str | None:
+    """What is wrong with ``tags`` (at most ``MAX_TAGS`` valid keys and values), as sessiond words it; None when they are valid."""
+    if not isinstance(tags, Mapping):
+        return f'Invalid tags: {what} must be an object of tags like {{ "customer": "acme" }}, got {type(tags).__name__}.'
+    if len(tags) > MAX_TAGS:
+        return f"Invalid tags: {what} has {len(tags)} tags, over the limit of {MAX_TAGS} tags per session."
+    for key in sorted(tags, key=str):
+        value = tags[key]
+        if not isinstance(key, str) or not TAG_KEY.fullmatch(key):
+            return (
+                f"Invalid tags: {what} has the tag key {stringify(str(key)[:80])}: a key is 1 to 64 letters, "
+                "digits or _ . : / -, starting with a letter or digit."
+            )
+        if (
+            not isinstance(value, str)
+            or not 1 <= utf16_len(value) <= MAX_TAG_VALUE
+            or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value)
+        ):
+            shown = stringify(value[:80]) if isinstance(value, str) else "null" if value is None else repr(value)
+            return (
+                f"Invalid tags: {what} has tag {key} = {shown}: a value is a string of 1 to {MAX_TAG_VALUE} characters "
+                "without control characters."
+            )
+    return None
+
+
+def list_filter_problem(body: Mapping[str, Any]) -> str | None:
+    """What is wrong with a list request's filter, in the words a worker would use (None when it is
+    valid; the cursor is the worker's to check)."""
+    state, waiting, limit, since = body.get("state"), body.get("waiting"), body.get("limit"), body.get("updatedSince")
+    if state is not None and state not in SESSION_STATES:
+        return f"Invalid list filter: state must be one of {', '.join(SESSION_STATES)}, got {stringify(state)}."
+    if waiting is not None and not isinstance(waiting, bool):
+        return "Invalid list filter: waiting must be true or false."
+    if "tags" in body and (problem := tags_problem(body["tags"], "the filter")):
+        return problem
+    if since is not None and (isinstance(since, bool) or not isinstance(since, int) or not 0 <= since <= 2**53 - 1):
+        return f"Invalid list filter: updatedSince must be a time in whole milliseconds since the epoch, got {since!r}."
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT):
+        return f"Invalid list filter: limit must be a whole number from 1 to {MAX_LIST_LIMIT}, got {limit!r}."
+    after = body.get("after")
+    if after is not None and not isinstance(after, str):
+        return f'Invalid list filter: after {after!r} is not a cursor: pass the "next" of the page before, as it was given.'
+    return None
 
 
 def encode_request(body: Mapping[str, Any]) -> bytes:
@@ -169,6 +260,73 @@ class ResolveResult:
 
 
 @dataclass(frozen=True)
+class TagResult:
+    session_id: str
+    #: The session's tags after the change.
+    tags: dict[str, str]
+    #: False when the session had these tags already (nothing was written).
+    changed: bool
+    #: Seq of the ``session.tagged`` event (None when nothing changed).
+    seq: int | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> "TagResult":
+        return cls(d["sessionId"], dict(d["tags"]), d["changed"], d.get("seq"), dict(d))
+
+
+@dataclass(frozen=True)
+class SessionListItem:
+    """A session in a list page: what the answering worker's projection knows of it (``status`` has the whole of it, from the log)."""
+
+    session_id: str
+    #: idle, claimed, running, recovering, settled
+    state: str
+    #: Whether a wait of its turn is open (an approval, a signal, a timer).
+    waiting: bool
+    #: Inputs admitted and not yet run (nor dropped).
+    pending_inputs: int
+    #: Seq of its last event.
+    seq: int
+    #: Times of its first event and of its last (ms since the epoch).
+    created_at: int
+    updated_at: int
+    tags: dict[str, str]
+    #: ``{"sessionId", "seq"}`` it was forked from; None when it is not a fork.
+    forked_from: dict[str, Any] | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> "SessionListItem":
+        return cls(
+            d["sessionId"],
+            d["state"],
+            d["waiting"],
+            d["pendingInputs"],
+            d["seq"],
+            d["createdAt"],
+            d["updatedAt"],
+            dict(d.get("tags") or {}),
+            d.get("forkedFrom"),
+            dict(d),
+        )
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    """A page of sessions, newest first (by creation time, then session id); ``next`` is the cursor
+    of the next page (``list(after=page.next)``), None when this page is the last."""
+
+    sessions: list[SessionListItem]
+    next: str | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> "SessionPage":
+        return cls([SessionListItem.from_wire(s) for s in d["sessions"]], d["next"], {k: v for k, v in d.items() if k != "ok"})
+
+
+@dataclass(frozen=True)
 class PendingInput:
     input_id: str
     delivery: str
@@ -178,10 +336,14 @@ class PendingInput:
     continues: dict[str, Any] | None = None
     #: A scheduled prompt's time (ms since the epoch): no turn takes it before then.
     not_before: int | None = None
+    #: The tags its admission gave the session (None when it gave none).
+    tags: dict[str, str] | None = None
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> "PendingInput":
-        return cls(d["inputId"], d["delivery"], d["seq"], d["wake"], d.get("source", "user"), d.get("continues"), d.get("notBefore"))
+        return cls(
+            d["inputId"], d["delivery"], d["seq"], d["wake"], d.get("source", "user"), d.get("continues"), d.get("notBefore"), d.get("tags")
+        )
 
 
 @dataclass(frozen=True)
@@ -304,6 +466,8 @@ class StatusReply:
     usage: dict[str, int]
     execution: ExecutionInfo | None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: The session's tags (empty when it has none).
+    tags: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> "StatusReply":
@@ -329,10 +493,11 @@ class StatusReply:
             dict(d.get("usage") or {}),
             ExecutionInfo.from_wire(d["execution"]) if d.get("execution") else None,
             body,
+            dict(d.get("tags") or {}),
         )
 
 
-Reply = AdmitReceipt | WakeResult | CancelResult | DropResult | StatusReply | ResolveResult
+Reply = AdmitReceipt | WakeResult | CancelResult | DropResult | StatusReply | ResolveResult | TagResult | SessionPage
 
 
 def _not_sessiond(verb: str, subject: str, why: str) -> CommandError:
@@ -372,6 +537,10 @@ def parse_reply(verb: str, data: bytes | str) -> Any:
             return StatusReply.from_wire(reply)
         if verb == "resolve":
             return ResolveResult.from_wire(reply["result"])
+        if verb == "tag":
+            return TagResult.from_wire(reply["result"])
+        if verb == "list":
+            return SessionPage.from_wire(reply)
     except (KeyError, TypeError, AttributeError) as err:
         raise _not_sessiond(verb, subject, f"lacks a field ({err})") from err
     raise CommandError(verb, "unknown_command", f"Unknown verb {verb!r}: use one of {', '.join(VERBS)}.")

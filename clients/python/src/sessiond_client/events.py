@@ -226,6 +226,11 @@ class CompactionCompletedEvent(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SessionTaggedEvent(Event):
+    payload: c.SessionTagged
+
+
+@dataclass(frozen=True, kw_only=True)
 class RecoveryStartedEvent(Event):
     payload: c.RecoveryStarted
 
@@ -285,6 +290,7 @@ EVENT_CLASSES: Mapping[str, type[Event]] = {
     "wait.resolved": WaitResolvedEvent,
     "compaction.started": CompactionStartedEvent,
     "compaction.completed": CompactionCompletedEvent,
+    "session.tagged": SessionTaggedEvent,
     "recovery.started": RecoveryStartedEvent,
     "recovery.completed": RecoveryCompletedEvent,
     "recovery.wake_requested": RecoveryWakeRequestedEvent,

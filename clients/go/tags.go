@@ -1,0 +1,191 @@
+package sessiond
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Tags are the metadata a session carries (customer=acme, env=prod): set by an admission
+// (AdmitRequest.Tags, merged into those it has) and changed with Tag; listed and filtered by List,
+// shown by Status. A key is 1-64 letters, digits or _ . : / - starting with a letter or digit; a
+// value 1-256 characters without control characters; a session carries at most MaxTags. They are
+// written with their keys sorted, as sessiond stores them.
+type Tags map[string]string
+
+// TagChanges are the changes of a session.tagged event: a value sets the key, nil removes it.
+type TagChanges map[string]*string
+
+// Limits of tags (src/sessions/tags.ts).
+const (
+	MaxTags     = 32
+	MaxTagValue = 256
+)
+
+var tagKeyRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,63}$`)
+
+// ValidTagKey reports whether key may be a tag's key.
+func ValidTagKey(key string) bool { return tagKeyRe.MatchString(key) }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // keys are ASCII: byte order is JavaScript's order
+	return keys
+}
+
+// tagsMap is tags as a JSON object with its keys sorted.
+func tagsMap(t Tags) Map {
+	out := make(Map, 0, len(t))
+	for _, k := range sortedKeys(t) {
+		out = append(out, MapEntry{k, t[k]})
+	}
+	return out
+}
+
+// TagRequest changes a session's tags: Set sets each key to its value, Remove removes each key
+// (a key absent already is no change). A key may not be both set and removed.
+type TagRequest struct {
+	Set    Tags
+	Remove []string
+}
+
+// TagResult is the tag reply: the session's tags after the change; Changed false when it had them
+// already (nothing was written: a resend of a change an earlier attempt made answers so too); Seq
+// the seq of the session.tagged event (0 when nothing changed).
+type TagResult struct {
+	SessionID string `json:"sessionId"`
+	Tags      Tags   `json:"tags"`
+	Changed   bool   `json:"changed"`
+	Seq       int64  `json:"seq,omitempty"`
+}
+
+// The states a session may be in (ListFilter.State, Status.State).
+var SessionStates = []string{"idle", "claimed", "running", "recovering", "settled"}
+
+// Limits of a list page.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 1000
+)
+
+// ListFilter selects the sessions List pages through (every field is optional: zero values
+// select all): State one of SessionStates; Waiting true for sessions whose turn waits (an
+// approval, a signal, a timer), false for those that do not; Tags every one of these tags;
+// UpdatedSince an event at or after this time (ms since the epoch); Limit sessions per page (1 to
+// MaxListLimit; 0: the worker's default of 50); After the Next of the previous page.
+type ListFilter struct {
+	State        string
+	Waiting      *bool
+	Tags         Tags
+	UpdatedSince int64
+	Limit        int
+	After        string
+}
+
+// SessionListItem is a session in a list page: what the worker's projection knows of it (Status
+// has the whole of it, from the log). PendingInputs: inputs admitted and not yet run nor dropped;
+// Seq: its last event's; CreatedAt, UpdatedAt: the times of its first and last events (ms since
+// the epoch); ForkedFrom: where it was forked from (nil when it is not a fork).
+type SessionListItem struct {
+	SessionID     string     `json:"sessionId"`
+	State         string     `json:"state"`
+	Waiting       bool       `json:"waiting"`
+	PendingInputs int64      `json:"pendingInputs"`
+	Seq           int64      `json:"seq"`
+	CreatedAt     int64      `json:"createdAt"`
+	UpdatedAt     int64      `json:"updatedAt"`
+	Tags          Tags       `json:"tags"`
+	ForkedFrom    *ForkPoint `json:"forkedFrom"`
+}
+
+// ForkPoint is the session and seq a session was forked from.
+type ForkPoint struct {
+	SessionID string `json:"sessionId"`
+	Seq       int64  `json:"seq"`
+}
+
+// SessionPage is a page of sessions, newest first (by creation time, then session id). Next is the
+// cursor of the next page (ListFilter.After), "" when this page is the last.
+type SessionPage struct {
+	Sessions []SessionListItem
+	Next     string
+}
+
+// TagBody is the tag request's JSON body: the keys set (sorted), then those removed (sorted, as
+// null).
+func TagBody(sessionID string, r TagRequest) Map {
+	changes := tagsMap(r.Set)
+	removed := slices.Clone(r.Remove)
+	slices.Sort(removed)
+	for _, k := range slices.Compact(removed) {
+		changes = append(changes, MapEntry{k, nil})
+	}
+	return Map{{"sessionId", sessionID}, {"tags", changes}}
+}
+
+// ListBody is the list request's JSON body (zero fields left out).
+func ListBody(f ListFilter) Map {
+	m := Map{}
+	if f.State != "" {
+		m = append(m, MapEntry{"state", f.State})
+	}
+	if f.Waiting != nil {
+		m = append(m, MapEntry{"waiting", *f.Waiting})
+	}
+	if len(f.Tags) > 0 {
+		m = append(m, MapEntry{"tags", tagsMap(f.Tags)})
+	}
+	if f.UpdatedSince != 0 {
+		m = append(m, MapEntry{"updatedSince", f.UpdatedSince})
+	}
+	if f.Limit != 0 {
+		m = append(m, MapEntry{"limit", int64(f.Limit)})
+	}
+	if f.After != "" {
+		m = append(m, MapEntry{"after", f.After})
+	}
+	return m
+}
+
+// checkTags says what is wrong with tags (as sessiond words it; "" when they are valid).
+func checkTags(t Tags, what string) string {
+	if len(t) > MaxTags {
+		return fmt.Sprintf("Invalid tags: %s has %d tags, over the limit of %d tags per session.", what, len(t), MaxTags)
+	}
+	for _, k := range sortedKeys(t) {
+		if !ValidTagKey(k) {
+			return fmt.Sprintf("Invalid tags: %s has the tag key %s: a key is 1 to 64 letters, digits or _ . : / -, starting with a letter or digit.", what, strconv.Quote(truncate(k, 80)))
+		}
+		v := t[k]
+		if n := utf16Len(v); n == 0 || n > MaxTagValue || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return fmt.Sprintf("Invalid tags: %s has tag %s = %s: a value is a string of 1 to %d characters without control characters.", what, k, strconv.Quote(truncate(v, 80)), MaxTagValue)
+		}
+	}
+	return ""
+}
+
+// checkListFilter says what is wrong with a filter, in the words a worker would use ("" when it is
+// valid; the cursor is the worker's to check).
+func checkListFilter(f ListFilter) string {
+	switch {
+	case f.State != "" && !slices.Contains(SessionStates, f.State):
+		return fmt.Sprintf("Invalid list filter: state must be one of %s, got %s.", strings.Join(SessionStates, ", "), strconv.Quote(f.State))
+	case f.UpdatedSince < 0 || f.UpdatedSince > maxSafeInteger:
+		return fmt.Sprintf("Invalid list filter: updatedSince must be a time in whole milliseconds since the epoch, got %d.", f.UpdatedSince)
+	case f.Limit < 0 || f.Limit > MaxListLimit:
+		return fmt.Sprintf("Invalid list filter: limit must be a whole number from 1 to %d, got %d.", MaxListLimit, f.Limit)
+	}
+	return checkTags(f.Tags, "the filter")
+}
+
+func truncate(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n])
+	}
+	return s
+}
