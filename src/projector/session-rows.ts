@@ -5,7 +5,8 @@
  *
  * `state` follows the machine's moves (session-machine.ts): claimed, running, settled, recovering,
  * and idle after a recovery (and before any claim). `waiting` is whether a wait is open, and
- * `pending_inputs` how many inputs wait, both read from the session's own rows at the flush.
+ * `pending_inputs` how many inputs wait, both read from the session's own rows at the flush of a
+ * batch that admitted, promoted or dropped an input or started or resolved a wait (and only then).
  */
 import type { EventType } from '../events/catalog.ts';
 import type { SessionEvent } from '../events/envelope.ts';
@@ -38,8 +39,13 @@ const MOVES: Partial<Record<EventType, SessionStateValue>> = {
   'recovery.completed': 'idle',
 };
 
+/** Events that change what `waiting` and `pending_inputs` count (the rest leave both as they are). */
+const COUNTED: ReadonlySet<EventType> = new Set(['input.admitted', 'input.promoted', 'input.dropped', 'wait.started', 'wait.resolved']);
+
 interface Touched {
   state: SessionStateValue | null;
+  /** An event of the batch changed its inputs or waits: count them again at the flush. */
+  recount: boolean;
   seq: number;
   /** The time of the batch's first event of the session (its creation, when it is new), and of its latest. */
   first: number;
@@ -58,6 +64,13 @@ export function sessionListRows(db: Db) {
       state = coalesce(@state, state), waiting = excluded.waiting, pending_inputs = excluded.pending_inputs,
       last_seq = max(last_seq, @seq), time_updated = max(time_updated, @time)
     RETURNING tags, time_created`);
+  // a batch that changed neither inputs nor waits (a turn's steps, text, renewals) leaves the counts alone
+  const upsertUncounted = db.prepare(`
+    INSERT INTO session (session_id, state, last_seq, time_created, time_updated, tags)
+    VALUES (@id, coalesce(@state, 'idle'), @seq, @first, @time, '{}')
+    ON CONFLICT (session_id) DO UPDATE SET
+      state = coalesce(@state, state), last_seq = max(last_seq, @seq), time_updated = max(time_updated, @time)
+    RETURNING tags, time_created`);
   const setTags = db.prepare('UPDATE session SET tags = ? WHERE session_id = ?');
   const putTag = db.prepare(`INSERT INTO session_tag (session_id, key, value, time_created) VALUES (?, ?, ?, ?)
                              ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value`);
@@ -68,7 +81,7 @@ export function sessionListRows(db: Db) {
 
   const note = (e: SessionEvent): Touched => {
     let t = touched.get(e.sessionId);
-    if (!t) touched.set(e.sessionId, (t = { state: null, seq: e.seq, first: e.time, time: e.time, tags: [] }));
+    if (!t) touched.set(e.sessionId, (t = { state: null, recount: false, seq: e.seq, first: e.time, time: e.time, tags: [] }));
     t.seq = Math.max(t.seq, e.seq);
     t.time = Math.max(t.time, e.time);
     return t;
@@ -80,6 +93,7 @@ export function sessionListRows(db: Db) {
       const t = note(e);
       const move = MOVES[e.type];
       if (move) t.state = move;
+      if (COUNTED.has(e.type)) t.recount = true;
     },
     /** Notes a change of the session's tags (an admission's, a `session.tagged`'s), applied in order at the flush. */
     tag(e: SessionEvent, changes: TagChanges): void {
@@ -88,7 +102,10 @@ export function sessionListRows(db: Db) {
     /** Writes every touched session (and its tags), once. */
     flush(): void {
       for (const [id, t] of touched) {
-        const row = upsert.get({ id, state: t.state, seq: t.seq, first: t.first, time: t.time }) as { tags: string; time_created: number };
+        const row = (t.recount ? upsert : upsertUncounted).get({ id, state: t.state, seq: t.seq, first: t.first, time: t.time }) as {
+          tags: string;
+          time_created: number;
+        };
         if (t.tags.length === 0) continue;
         const before = JSON.parse(row.tags) as Tags;
         const after = t.tags.reduce(applyTagChanges, before);
