@@ -12,7 +12,7 @@ import { migrate } from '../../src/storage/migrate.ts';
 import { Projector } from '../../src/projector/projector.ts';
 import { projectionHash, projectionRows, resetProjection } from '../../src/projector/rebuild.ts';
 import { tempDir } from '../support/tmp.ts';
-import { all, claimedTurn, setup } from './support.ts';
+import { EMPTY_PROJECTION, all, claimedTurn, setup } from './support.ts';
 import { committed, ev, expectCode, stream } from '../../src/testing/fixtures.ts';
 
 function turn() {
@@ -72,15 +72,7 @@ test('exactly once - a storage failure mid-batch (a crash inside the transaction
   }
   const events = turn();
   assert.throws(() => projector.apply(events), /simulated crash while writing/);
-  assert.equal(projectionRows(db), {
-    session_execution: [],
-    session_input: [],
-    session_message: [],
-    session_recovery: [],
-    session_wait: [],
-    session: [],
-    session_tag: [],
-  });
+  assert.equal(projectionRows(db), EMPTY_PROJECTION);
   assert.is(projector.checkpoint(), 0);
   assert.equal(all(db, 'projector_checkpoint'), []);
   db.exec('DROP TRIGGER temp.boom_INSERT; DROP TRIGGER temp.boom_UPDATE');

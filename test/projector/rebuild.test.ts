@@ -23,7 +23,7 @@ import { waitFor } from '../../src/testing/wait.ts';
 import { Projector } from '../../src/projector/projector.ts';
 import { projectionHash, projectionRows, rebuildProjection } from '../../src/projector/rebuild.ts';
 import { tempDir } from '../support/tmp.ts';
-import { all, memoryDb } from './support.ts';
+import { EMPTY_PROJECTION, all, memoryDb } from './support.ts';
 import { draft, ev, stream, type Proto } from '../../src/testing/fixtures.ts';
 
 type StepOp =
@@ -294,15 +294,7 @@ test('rebuild - replaces whatever the tables held, resets every checkpoint, and 
   const result = await rebuildProjection(db, new SqliteEventLog(empty), { onProgress: (d, t) => progress.push([d, t]) });
   assert.equal(result, { events: 0, position: 0, pages: 1 });
   assert.equal(progress, [[0, 0]]);
-  assert.equal(projectionRows(db), {
-    session_execution: [],
-    session_input: [],
-    session_message: [],
-    session_recovery: [],
-    session_wait: [],
-    session: [],
-    session_tag: [],
-  });
+  assert.equal(projectionRows(db), EMPTY_PROJECTION);
   assert.equal(all(db, 'projector_checkpoint'), []);
 });
 

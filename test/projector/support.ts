@@ -42,3 +42,14 @@ export function claimedTurn(s: Stream, sessionId: string, executionId: string, i
     s.ev(sessionId, 'input.promoted', { inputId, executionId }),
   ];
 }
+
+/** Every projection table, empty: what a projection holds before anything is folded (or after a batch rolled back). */
+export const EMPTY_PROJECTION = {
+  session_execution: [],
+  session_input: [],
+  session_message: [],
+  session_recovery: [],
+  session_wait: [],
+  session: [],
+  session_tag: [],
+};

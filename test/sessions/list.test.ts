@@ -27,11 +27,19 @@ async function runner(ctx: RunContext): Promise<void> {
   await echo(ctx);
 }
 
-async function world() {
+type World = { tmp: ReturnType<typeof tempDir>; clock: ManualClock; engine: Engine };
+
+/** Runs `body` on a fresh engine (injected clock, sequential ids) and closes it after, whatever happens. */
+async function inWorld(body: (w: World) => Promise<void>): Promise<void> {
   const tmp = tempDir('sessiond-list-');
   const clock = new ManualClock(T0);
   const engine = await openEngine({ file: tmp.file('list.db'), runner, clock, ids: sequentialIds() });
-  return { tmp, clock, engine };
+  try {
+    await body({ tmp, clock, engine });
+  } finally {
+    await engine.close();
+    tmp.remove();
+  }
 }
 
 async function everything(engine: Engine, filter: ListFilter, limit: number): Promise<string[]> {
@@ -46,9 +54,8 @@ async function everything(engine: Engine, filter: ListFilter, limit: number): Pr
   return ids;
 }
 
-test('list - filters by state, waiting, every tag and updated-since; newest first; counts pending inputs', async () => {
-  const { tmp, clock, engine } = await world();
-  try {
+test('list - filters by state, waiting, every tag and updated-since; newest first; counts pending inputs', () =>
+  inWorld(async ({ clock, engine }) => {
     // ses_00..ses_29, one a second: every third waits for a signal, every fifth is only admitted; tags by parity
     for (let i = 0; i < 30; i++) {
       clock.set(T0 + i * 1000);
@@ -110,15 +117,10 @@ test('list - filters by state, waiting, every tag and updated-since; newest firs
     assert.equal(await ids({ updatedSince: T0 + 60_000 }), ['ses_03']);
     assert.not.ok((await ids({ waiting: true })).includes('ses_03'), 'it no longer waits');
     assert.equal((await ids({})).slice(-4), ['ses_03', 'ses_02', 'ses_01', 'ses_00'], 'still in creation order');
-  } finally {
-    await engine.close();
-    tmp.remove();
-  }
-});
+  }));
 
-test('list - paging by cursor while sessions are created and change between pages: nothing missed, nothing twice', async () => {
-  const { tmp, clock, engine } = await world();
-  try {
+test('list - paging by cursor while sessions are created and change between pages: nothing missed, nothing twice', () =>
+  inWorld(async ({ clock, engine }) => {
     for (let i = 0; i < 120; i++) {
       clock.set(T0 + Math.floor(i / 4) * 1000); // four sessions a second: the cursor orders ties by id
       await engine.admit(`ses_${String(i).padStart(3, '0')}`, { prompt: 'hi', wake: false, tags: { batch: 'a' } });
@@ -146,15 +148,10 @@ test('list - paging by cursor while sessions are created and change between page
       fresh.sessions.map((s) => s.sessionId),
       ['ses_new_5', 'ses_new_4', 'ses_new_3', 'ses_new_2', 'ses_new_1'],
     );
-  } finally {
-    await engine.close();
-    tmp.remove();
-  }
-});
+  }));
 
-test('list - the session rows folded batch by batch equal a rebuild from the log (tags, waits, states, pending)', async () => {
-  const { tmp, clock, engine } = await world();
-  try {
+test('list - the session rows folded batch by batch equal a rebuild from the log (tags, waits, states, pending)', () =>
+  inWorld(async ({ tmp, clock, engine }) => {
     for (let i = 0; i < 12; i++) {
       clock.set(T0 + i * 10);
       await engine.admit(`ses_${i}`, { prompt: i % 4 === 0 ? 'wait' : 'hi', wake: i % 3 !== 0, tags: { k: String(i % 3) } });
@@ -177,15 +174,10 @@ test('list - the session rows folded batch by batch equal a rebuild from the log
     );
     other.close();
     assert.is(await catchUpProjection(engine.db, engine.log), await engine.log.head(), 'at the head, catching up reads nothing more');
-  } finally {
-    await engine.close();
-    tmp.remove();
-  }
-});
+  }));
 
-test('list - every query shape reads one index in page order: no sort, no scan of the table', async () => {
-  const { tmp, engine } = await world();
-  try {
+test('list - every query shape reads one index in page order: no sort, no scan of the table', () =>
+  inWorld(async ({ engine }) => {
     const { listSessionPlan } = await import('../../src/projector/session-list.ts');
     const shapes: ListFilter[] = [
       {},
@@ -201,10 +193,6 @@ test('list - every query shape reads one index in page order: no sort, no scan o
       assert.not.match(plan, /SCAN s\b(?! USING)/, `${JSON.stringify(f)}: no scan of the session table (${plan})`);
       assert.match(plan, /USING (COVERING )?INDEX|USING INTEGER PRIMARY KEY|PRIMARY KEY/, `${JSON.stringify(f)}: an index (${plan})`);
     }
-  } finally {
-    await engine.close();
-    tmp.remove();
-  }
-});
+  }));
 
 test.run();
