@@ -68,7 +68,7 @@ export function spawnWorker(args: Record<string, unknown>): WorkerHandle {
         };
         const timer = setTimeout(() => {
           cleanup();
-          reject(new Error(`timed out after ${timeoutMs} ms waiting for a worker line; got: ${lines.slice(-5).join(' | ')}; stderr: ${stderr}`));
+          reject(new Error(`timed out after ${timeoutMs} ms waiting for a worker line; got: ${lines.slice(-12).join(' | ')}; stderr: ${stderr}`));
         }, timeoutMs);
         const cleanup = () => {
           clearTimeout(timer);

@@ -92,6 +92,8 @@ const runner: Runner = async (ctx) => {
 const onNotice = (n: Notice | RecoveryNotice) => {
   if (n.type === 'claimed') say(`CLAIMED ${n.sessionId} ${n.executionId}`);
   if (n.type === 'claim_lost') say(`CLAIM_LOST ${n.sessionId} ${n.executionId}`);
+  // what went wrong, for a failing test's message (a test's line matchers never match these)
+  if (!['claimed', 'claim_lost', 'settled'].includes(n.type)) say(`NOTICE ${JSON.stringify(n)}`);
   if (n.type === 'settled') {
     say(`SETTLED ${n.sessionId} ${n.executionId} ${n.outcome}`);
     if (args.freezeAfterSettle) {
