@@ -350,8 +350,39 @@ function msgpackVectors(): MsgpackCase[] {
     read: json(encodeBatch(read)),
     roundtrip: false,
   });
+  // a prompt of parts (input.admitted version 2), and a version-1 admission (a string prompt) read at version 2 unchanged
+  const parts = eventOf('input.admitted', 3, { ...samples['input.admitted'].payload, inputId: 'inp_parts', prompt: SAMPLE_PARTS });
+  const partsBatch = encodeBatch([parts]);
+  cases.push({
+    name: 'stored batch of input.admitted with a prompt of parts (text, image by URL and by bytes, file, JSON)',
+    kind: 'stored_batch',
+    subject: subjects.events(SES),
+    hex: hex(partsBatch),
+    value: json(partsBatch),
+    roundtrip: true,
+  });
+  const admittedV1 = pack([{ ...eventOf('input.admitted', 4, samples['input.admitted'].payload), id: 'evt_old_3', version: 1 }]);
+  cases.push({
+    name: 'stored batch of input.admitted at version 1 (a string prompt): read at version 2 unchanged',
+    kind: 'stored_batch',
+    subject: subjects.events(SES),
+    hex: hex(admittedV1),
+    value: json(admittedV1),
+    read: json(encodeBatch(decodeBatch(admittedV1, 4, subjects.events(SES)))),
+    roundtrip: false,
+  });
   return cases;
 }
+
+/** A prompt of every kind of part. */
+const SAMPLE_PARTS = [
+  { type: 'text', text: 'What is in these? — ünïcode' },
+  { type: 'image', url: 'https://example.com/cat.png', mediaType: 'image/png' },
+  { type: 'image', data: Buffer.from([0x89, 0x50, 0x4e, 0x47]).toString('base64'), mediaType: 'image/png' },
+  { type: 'file', data: Buffer.from('%PDF-1.4').toString('base64'), mediaType: 'application/pdf', filename: 'invoice.pdf' },
+  { type: 'file', url: 'https://example.com/report.csv', mediaType: 'text/csv' },
+  { type: 'json', value: { order: 42, lines: [{ sku: 'A-1', qty: 2, price: 9.5 }], note: null } },
+];
 
 interface InvalidCase {
   name: string;
@@ -471,6 +502,7 @@ async function commandVectors(): Promise<CommandCase[]> {
     ],
     ['admit with only the required fields and an id', 'admit', { sessionId: 'ses_cmd', prompt: 'hi', id: 'inp_cmd_2' }],
     ['admit with tags', 'admit', { sessionId: 'ses_cmd', prompt: 'hi', id: 'inp_cmd_5', tags: { customer: 'acme', 'env/region': 'eu-west-1' } }],
+    ['admit a prompt of parts', 'admit', { sessionId: 'ses_cmd', prompt: SAMPLE_PARTS, id: 'inp_cmd_6' }],
     ['tag: set one, remove another', 'tag', { sessionId: 'ses_cmd', tags: { tier: 'gold', env: null } }],
     [
       'list with every filter',
@@ -588,6 +620,8 @@ async function commandVectors(): Promise<CommandCase[]> {
     await answer('error bad_request: not JSON', 'status', new TextEncoder().encode('{"sessionId": ses_cmd'));
     await answer('error bad_request: an unknown field', 'wake', { sessionId: 'ses_cmd', force: true });
     await answer('error invalid_id: a session id with a dot', 'status', { sessionId: 'ses.cmd' });
+    await answer('admit: a prompt of parts', 'admit', { sessionId: 'ses_parts', prompt: SAMPLE_PARTS, id: 'inp_parts_1', wake: false });
+    await answer('error invalid_option: an image part without url or data', 'admit', { sessionId: 'ses_parts', prompt: [{ type: 'image' }] });
     await answer('error invalid_option: an unknown delivery', 'admit', { sessionId: 'ses_cmd', prompt: 'x', id: 'inp_cmd_4', delivery: 'now' });
     await answer('error unknown_session: status of a session with no events', 'status', { sessionId: 'ses_nobody' });
     await answer('error unknown_command: a verb no worker serves', 'teleport', { sessionId: 'ses_cmd' });

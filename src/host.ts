@@ -37,6 +37,7 @@ import { COMMAND_QUEUE, commandVerbs, subjects } from './nats/subjects.ts';
 import { startInspector } from './inspector/server.ts';
 import { createWorkerMetrics } from './observability/metrics.ts';
 import type { SessionLimits } from './input/limits.ts';
+import { promptText } from './input/prompt.ts';
 import { serveOps } from './observability/worker-ops.ts';
 
 /** Where a host says what it does (the CLI prints it as lines or JSON). */
@@ -359,7 +360,7 @@ export function describeNotice(n: Notice): string {
 export function describeEvent(e: SessionEvent): string | undefined {
   switch (e.type) {
     case 'input.admitted':
-      return `${e.sessionId}  prompt admitted (${e.payload.delivery}): ${JSON.stringify(e.payload.prompt.slice(0, 80))}`;
+      return `${e.sessionId}  prompt admitted (${e.payload.delivery}): ${JSON.stringify(promptText(e.payload.prompt).slice(0, 80))}`;
     case 'text.completed':
       return `${e.sessionId}  ${e.payload.text}`;
     case 'execution.cancelled':

@@ -22,6 +22,7 @@ import { bySession, type Violation } from './audit-log.ts';
 import { isoTime as iso } from '../clock.ts';
 import type { PendingLimits } from '../machines/commands.ts';
 import { DEFAULT_LIMITS } from '../input/limits.ts';
+import { promptBytes } from '../input/prompt.ts';
 
 export interface LivenessOptions {
   /** The moment of judgement (ms since the epoch). */
@@ -81,7 +82,7 @@ export function auditSessionLiveness(events: readonly SessionEvent[], options: L
         break;
       case 'input.admitted':
         if (e.payload.wake) waiting.set(e.payload.inputId, { seq: e.seq, time: Math.max(e.time, e.payload.notBefore ?? 0) });
-        pending.set(e.payload.inputId, { seq: e.seq, bytes: Buffer.byteLength(e.payload.prompt) });
+        pending.set(e.payload.inputId, { seq: e.seq, bytes: promptBytes(e.payload.prompt) });
         break;
       case 'wait.started':
         waits.set(`${e.payload.executionId}/${e.payload.kind}/${e.payload.name}`, { seq: e.seq, ...e.payload, until: e.payload.until });

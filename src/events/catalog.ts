@@ -18,6 +18,35 @@ export type Tags = Readonly<Record<string, string>>;
 /** A change to a session's tags: a value sets the key, `null` removes it. */
 export type TagChanges = Readonly<Record<string, string | null>>;
 
+/**
+ * A prompt: a string, or a list of parts (src/input/prompt.ts has the rules and the messages). Bytes
+ * travel as base64 text, so every reader (JSON, msgpack, other languages) sees one shape.
+ */
+/** A value JSON can carry: null, a boolean, a finite number, a string, a list or a map of them. */
+function isJsonValue(v: unknown): boolean {
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return true;
+  if (typeof v === 'number') return Number.isFinite(v);
+  if (Array.isArray(v)) return v.every(isJsonValue);
+  if (typeof v === 'object' && Object.getPrototypeOf(v) === Object.prototype) return Object.values(v).every(isJsonValue);
+  return false;
+}
+const mediaType = z.string().regex(/^[a-z]+\/[A-Za-z0-9.+-]+$/);
+const url = z.string().regex(/^(https?:\/\/|data:)/);
+export const PromptPart = z.union([
+  z.strictObject({ type: z.literal('text'), text: z.string() }),
+  z.strictObject({ type: z.literal('image'), url, mediaType: mediaType.optional() }),
+  z.strictObject({ type: z.literal('image'), data: z.base64(), mediaType }),
+  z.strictObject({ type: z.literal('file'), url, mediaType, filename: z.string().min(1).max(256).optional() }),
+  z.strictObject({ type: z.literal('file'), data: z.base64(), mediaType, filename: z.string().min(1).max(256).optional() }),
+  z.strictObject({
+    type: z.literal('json'),
+    value: z.unknown().refine(isJsonValue, 'must be a JSON value (null, a boolean, a finite number, a string, a list or a map of them)'),
+  }),
+]);
+export type PromptPart = z.infer<typeof PromptPart>;
+export const Prompt = z.union([z.string(), z.array(PromptPart).min(1)]);
+export type Prompt = z.infer<typeof Prompt>;
+
 export const RecordedError = z.object({
   type: z.string().min(1),
   message: z.string(),
@@ -131,7 +160,7 @@ export const catalog = {
     'input.admitted',
     z.object({
       inputId: id,
-      prompt: z.string(),
+      prompt: Prompt,
       delivery: Delivery,
       wake: z.boolean(),
       source: z.enum(['user', 'recovery']).default('user'),
@@ -141,6 +170,10 @@ export const catalog = {
       /** Tags the admission gives its session (merged into those it has). */
       tags: Tags.optional(),
     }),
+    {
+      version: 2,
+      upcasters: { 1: upcaster('none: a version-1 prompt is a string, which version 2 still reads (it adds prompts of parts)', (p) => p) },
+    },
   ),
   'input.promoted': event('input.promoted', z.object({ inputId: id, executionId: id }), { writer: 'runner' }),
   /** Pending inputs dropped unrun by an operator (`sessiond cancel --pending`): they never run. */

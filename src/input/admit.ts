@@ -4,20 +4,20 @@
  */
 import { ErrorCode, SessiondError, isRefusal } from '../errors.ts';
 import { validateId } from '../ids.ts';
-import type { Delivery } from '../events/catalog.ts';
+import type { Delivery, Prompt } from '../events/catalog.ts';
+import { checkPrompt, samePrompt } from './prompt.ts';
 import { MAX_TAGS, sameTags, validateTags, type Tags } from '../sessions/tags.ts';
 import type { CommandHandler } from '../execution/command-handler.ts';
 import { admittedSeq } from '../machines/session-context.ts';
 import { DEFAULT_LIMITS, DEFAULT_MAX_PROMPT_BYTES, type SessionLimits } from './limits.ts';
 
 export { DEFAULT_MAX_PROMPT_BYTES };
-/** A high surrogate not followed by a low one, or a low one not preceded by a high one. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export interface AdmitRequest {
   /** Idempotency key; generated when absent. */
   id?: string;
-  prompt: string;
+  /** A string, or a list of parts: text, an image or a file (by URL or base64 bytes), JSON data (see `PromptPart`). */
+  prompt: Prompt;
   delivery?: Delivery;
   /** Wake the session after admitting (default true). */
   wake?: boolean;
@@ -41,12 +41,12 @@ export function parseAdmitRequest(sessionId: string, req: AdmitRequest, maxPromp
   validateId(sessionId, 'session id');
   if (req === null || typeof req !== 'object') throw invalid('the request must be an object like { prompt: "..." }');
   if (req.id !== undefined) validateId(req.id, 'input id');
-  if (typeof req.prompt !== 'string') throw invalid(`prompt must be a string, got ${typeof req.prompt}`);
-  const size = Buffer.byteLength(req.prompt);
-  if (size > maxPromptBytes) throw invalid(`prompt is ${size} bytes, over the limit of ${maxPromptBytes} bytes`);
-  // stored as UTF-8, a lone surrogate would become U+FFFD: an exact resend would then differ from it
-  const lone = LONE_SURROGATE.exec(req.prompt);
-  if (lone) throw invalid(`prompt contains an unpaired UTF-16 surrogate at index ${lone.index}: send valid Unicode`);
+  let prompt: Prompt;
+  try {
+    prompt = checkPrompt(req.prompt, maxPromptBytes);
+  } catch (err) {
+    throw invalid((err as Error).message);
+  }
   const delivery = req.delivery ?? 'queue';
   if (delivery !== 'steer' && delivery !== 'queue') throw invalid(`delivery must be "steer" or "queue", got ${JSON.stringify(delivery)}`);
   if (req.wake !== undefined && typeof req.wake !== 'boolean') throw invalid('wake must be true or false');
@@ -56,7 +56,7 @@ export function parseAdmitRequest(sessionId: string, req: AdmitRequest, maxPromp
   const tags = req.tags === undefined ? undefined : (validateTags(req.tags, 'the admission') as Tags);
   return {
     ...(req.id ? { id: req.id } : {}),
-    prompt: req.prompt,
+    prompt,
     delivery,
     wake: req.wake ?? true,
     ...(notBefore === undefined ? {} : { notBefore }),
@@ -69,7 +69,7 @@ export type ParsedAdmission = Required<Pick<AdmitRequest, 'prompt' | 'delivery' 
 
 /** What an admission holds that an exact resend must repeat: its prompt, delivery, wake, time and tags. */
 export function sameAdmission(a: Omit<ParsedAdmission, 'id'>, b: Omit<ParsedAdmission, 'id'>): boolean {
-  return a.prompt === b.prompt && a.delivery === b.delivery && a.wake === b.wake && a.notBefore === b.notBefore && sameTags(a.tags, b.tags);
+  return samePrompt(a.prompt, b.prompt) && a.delivery === b.delivery && a.wake === b.wake && a.notBefore === b.notBefore && sameTags(a.tags, b.tags);
 }
 
 function invalid(why: string): SessiondError {

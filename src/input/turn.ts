@@ -13,6 +13,7 @@
 import { runnableAt, type PendingInput } from '../machines/session-context.ts';
 import type { RunInput } from '../runner/types.ts';
 import { MAX_PROMOTIONS_PER_APPEND } from './limits.ts';
+import { promptText } from './prompt.ts';
 
 export function inputsForTurn(all: readonly PendingInput[], now: number, max = MAX_PROMOTIONS_PER_APPEND): PendingInput[] {
   // only inputs the log admitted (a stored snapshot's claims are not enough: see admittedInLog), and due
@@ -32,7 +33,8 @@ export function steeringInputs(pending: readonly PendingInput[], now: number, ma
 export function runInputs(inputs: readonly PendingInput[]): RunInput[] {
   return inputs.map((i) => ({
     inputId: i.inputId,
-    prompt: i.prompt,
+    prompt: promptText(i.prompt),
+    ...(typeof i.prompt === 'string' ? {} : { parts: i.prompt }),
     delivery: i.delivery,
     source: i.source,
     ...(i.continues ? { continues: i.continues } : {}),

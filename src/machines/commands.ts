@@ -9,6 +9,7 @@ import {
   type SettleOutcome,
   type RecordedError,
   type Delivery,
+  type Prompt,
   type WaitKind,
   type WaitOutcome,
   type TagChanges,
@@ -32,7 +33,7 @@ export type Command =
       type: 'admit';
       now: number;
       inputId: string;
-      prompt: string;
+      prompt: Prompt;
       delivery: Delivery;
       wake: boolean;
       source?: 'user' | 'recovery';

@@ -2,7 +2,8 @@
  * The session's folded state (the machine's context) and the pure fold over committed events.
  * The state *value* (idle, claimed, ...) lives in the machine; everything else lives here.
  */
-import type { Continuation, Delivery, ExecutionPhase, RecordedError, Usage, WaitKind, WaitOutcome } from '../events/catalog.ts';
+import type { Continuation, Delivery, ExecutionPhase, Prompt, RecordedError, Usage, WaitKind, WaitOutcome } from '../events/catalog.ts';
+import { promptBytes } from '../input/prompt.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { applyTagChanges, type Tags } from '../sessions/tags.ts';
 
@@ -80,7 +81,7 @@ export interface PendingInput {
   /** `recovery` for the continuation of an interrupted or handed-back turn (it runs first). */
   source: 'user' | 'recovery';
   /** The prompt itself, so a turn needs no read of the log to get it (dropped once promoted). */
-  prompt: string;
+  prompt: Prompt;
   /** On a continuation: what it continues. */
   continues?: Continuation;
   /** A scheduled prompt: no turn takes it before this time. */
@@ -408,7 +409,7 @@ function addUsage(a: Usage, b: Usage): Usage {
 /** The bytes of the prompts pending in a session (what its pending-bytes limit counts). */
 export function pendingBytes(ctx: SessionContext): number {
   let total = 0;
-  for (const p of ctx.pending) total += Buffer.byteLength(p.prompt);
+  for (const p of ctx.pending) total += promptBytes(p.prompt);
   return total;
 }
 

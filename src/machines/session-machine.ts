@@ -31,6 +31,7 @@ import {
   type Wait,
 } from './session-context.ts';
 import type { Continuation, RecordedError, WaitKind, WaitOutcome } from '../events/catalog.ts';
+import { promptBytes } from '../input/prompt.ts';
 import { RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
 import { MAX_TAGS, applyTagChanges, effectiveChanges } from '../sessions/tags.ts';
 
@@ -192,9 +193,9 @@ function pendingLimitPassed(context: SessionContext, admit: Extract<Command, { t
   if (context.pending.length + 1 > limits.maxPendingInputs) {
     return `it would be pending input ${context.pending.length + 1}, over the limit of ${limits.maxPendingInputs} pending inputs per session`;
   }
-  const after = pendingBytes(context) + Buffer.byteLength(admit.prompt);
+  const after = pendingBytes(context) + promptBytes(admit.prompt);
   if (after > limits.maxPendingBytes)
-    return `its ${Buffer.byteLength(admit.prompt)} bytes would bring the session's pending prompts to ${after} bytes, over the limit of ${limits.maxPendingBytes} bytes per session`;
+    return `its ${promptBytes(admit.prompt)} bytes would bring the session's pending prompts to ${after} bytes, over the limit of ${limits.maxPendingBytes} bytes per session`;
   return undefined;
 }
 

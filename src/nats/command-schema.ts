@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { ErrorCode } from '../errors.ts';
+import { Prompt } from '../events/catalog.ts';
 import {
   CommandFailureCode,
   type AdmitCommand,
@@ -32,7 +33,7 @@ const state = z.enum(['idle', 'claimed', 'running', 'recovering', 'settled']);
 export const requestSchemas = {
   admit: z.strictObject({
     sessionId: id,
-    prompt: z.string(),
+    prompt: Prompt,
     id: id.optional(),
     delivery: z.enum(['queue', 'steer']).optional(),
     wake: z.boolean().optional(),

@@ -23,7 +23,7 @@ import { ErrorCode, MAX_ECHO_CHARS, SessiondError, boundText, echo } from '../er
 import type { AdmitReceipt } from '../input/admit.ts';
 import type { DropPendingResult } from '../input/drop.ts';
 import type { ResolveResult } from '../input/resolve.ts';
-import type { Delivery } from '../events/catalog.ts';
+import type { Delivery, Prompt } from '../events/catalog.ts';
 import type { CancelResult } from '../execution/session-execution.ts';
 import type { SessionStatus, WakeResult } from '../sessions/sessions.ts';
 import type { CommandVerb } from './subjects.ts';
@@ -52,7 +52,8 @@ export type CommandFailure = ErrorCode | (typeof CommandFailureCode)[keyof typeo
 
 export interface AdmitCommand {
   sessionId: string;
-  prompt: string;
+  /** A string, or a list of parts (text, images, files, JSON: `PromptPart`). */
+  prompt: Prompt;
   id?: string;
   delivery?: Delivery;
   wake?: boolean;

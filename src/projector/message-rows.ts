@@ -3,7 +3,7 @@
  * per model step, holding its text parts and tool calls) or `compaction`; `data` is JSON text whose
  * shape per type is declared below. The rules that change `data` live in message-rules.ts.
  */
-import type { Delivery, RecordedError, Usage } from '../events/catalog.ts';
+import type { Delivery, Prompt, RecordedError, Usage } from '../events/catalog.ts';
 import type { Db } from '../storage/sqlite.ts';
 
 export interface MessageRow {
@@ -19,7 +19,8 @@ export interface MessageRow {
 export type MessageType = 'user' | 'assistant' | 'compaction';
 
 export interface UserData {
-  prompt: string;
+  /** The prompt as admitted: a string, or its parts (text, images, files, JSON). */
+  prompt: Prompt;
   delivery: Delivery;
   /** The execution whose turn promoted the input. */
   executionId: string;

@@ -24,6 +24,7 @@
  * Compaction messages: `compaction.started` creates one (`running`), `compaction.completed`
  * completes a running one with its summary. User messages are created on `input.promoted`.
  */
+import type { Prompt } from '../events/catalog.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { InputRow } from './input-rows.ts';
 import { inconsistent } from './errors.ts';
@@ -138,7 +139,7 @@ export function messageRules(rows: Rows) {
           { messageId: inputId },
         );
       }
-      const data: UserData = { prompt: input.prompt, delivery: input.delivery, executionId };
+      const data: UserData = { prompt: input.parts ? (JSON.parse(input.parts) as Prompt) : input.prompt, delivery: input.delivery, executionId };
       rows.insert({ id: inputId, session_id: e.sessionId, type: 'user', seq: e.seq, time_created: e.time, time_updated: e.time, data });
     },
 

@@ -23,6 +23,7 @@
  */
 import { ErrorCode, NotFoundError, SessiondError, messageOf } from '../errors.ts';
 import { catalog, isEventType, type EventType } from '../events/catalog.ts';
+import { promptText } from '../input/prompt.ts';
 import { parsePayload } from '../events/codec.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { EventLog, Subscription } from '../events/event-log.ts';
@@ -300,7 +301,8 @@ export class Projector {
         const inserted = inputs.insertNew({
           id: p.inputId,
           session_id: e.sessionId,
-          prompt: p.prompt,
+          prompt: promptText(p.prompt),
+          parts: typeof p.prompt === 'string' ? null : JSON.stringify(p.prompt),
           delivery: p.delivery,
           admitted_seq: e.seq,
           promoted_seq: null,

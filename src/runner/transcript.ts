@@ -9,7 +9,8 @@
  * the prompts of the execution that compacted (the turn in progress keeps what it was asked). So a
  * runner summarizes the older history, and the transcript reads [summary, this turn's prompts].
  */
-import type { Continuation, RecordedError, Usage } from '../events/catalog.ts';
+import type { Continuation, PromptPart, RecordedError, Usage } from '../events/catalog.ts';
+import { promptText } from '../input/prompt.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 
 export type TranscriptPart =
@@ -34,7 +35,8 @@ export type TranscriptPart =
     };
 
 export type TranscriptItem =
-  | { type: 'user'; inputId: string; executionId: string; text: string; continues?: Continuation }
+  /** `text`: the prompt as text (`promptText`); `parts`: a prompt of parts as admitted (absent for a string prompt). */
+  | { type: 'user'; inputId: string; executionId: string; text: string; parts?: PromptPart[]; continues?: Continuation }
   | {
       type: 'assistant';
       messageId: string;
@@ -52,7 +54,7 @@ export interface Transcript {
   readonly seq: number;
   readonly items: readonly TranscriptItem[];
   /** Admitted prompts not yet promoted into a turn (they join `items` when promoted). */
-  readonly waiting: ReadonlyMap<string, { text: string; continues?: Continuation }>;
+  readonly waiting: ReadonlyMap<string, { text: string; parts?: PromptPart[]; continues?: Continuation }>;
 }
 
 export const emptyTranscript: Transcript = { seq: 0, items: [], waiting: new Map() };
@@ -90,7 +92,11 @@ export function foldTranscript(t: Transcript, events: readonly SessionEvent[]): 
     seq = e.seq;
     switch (e.type) {
       case 'input.admitted':
-        waiting.set(e.payload.inputId, { text: e.payload.prompt, ...(e.payload.continues ? { continues: e.payload.continues } : {}) });
+        waiting.set(e.payload.inputId, {
+          text: promptText(e.payload.prompt),
+          ...(typeof e.payload.prompt === 'string' ? {} : { parts: e.payload.prompt }),
+          ...(e.payload.continues ? { continues: e.payload.continues } : {}),
+        });
         break;
       case 'input.promoted': {
         const input = waiting.get(e.payload.inputId);

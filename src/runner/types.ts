@@ -10,14 +10,17 @@
  * is buffered in order and rides with the next durable write or the turn's settlement; a refusal of
  * a buffered write surfaces at that next durable write.
  */
-import type { Continuation, Delivery, ExecutionPhase, RecordedError, Usage } from '../events/catalog.ts';
+import type { Continuation, Delivery, ExecutionPhase, PromptPart, RecordedError, Usage } from '../events/catalog.ts';
 import type { TranscriptItem } from './transcript.ts';
 import type { Clock } from '../clock.ts';
 import type { Wait } from '../machines/session-context.ts';
 
 export interface RunInput {
   inputId: string;
+  /** The prompt as text (a prompt of parts: text parts joined by newlines, JSON as its text, images and files as notes; see `parts`). */
   prompt: string;
+  /** A prompt of parts (text, images, files, JSON) as it was admitted; absent for a string prompt. */
+  parts?: PromptPart[];
   delivery: Delivery;
   /** `recovery` for the continuation of an interrupted or handed-back turn. */
   source: 'user' | 'recovery';

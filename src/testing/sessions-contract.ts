@@ -11,6 +11,7 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode, ErrorKind, isSessiondError } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';
+import type { PromptPart } from '../events/catalog.ts';
 import type { Sessions } from '../sessions/sessions.ts';
 import { uniqueId } from './fixtures.ts';
 import { waitFor } from './wait.ts';
@@ -91,6 +92,49 @@ export function sessionsContract(name: string, open: () => Promise<SessionsFixtu
     assert.equal(status.execution.inputIds, [inputId]);
     assert.is(status.execution.inputCount, 1);
     assert.ok(status.seq > first.admittedSeq);
+  });
+
+  s('a prompt of parts (text, an image by URL and by bytes, JSON) is admitted whole, runs as its text, and resends by content', async ({ fx }) => {
+    const id = uniqueId('ses_parts');
+    const inputId = uniqueId('inp');
+    const prompt = [
+      { type: 'text', text: 'what is in these?' },
+      { type: 'image', url: 'https://example.com/cat.png' },
+      { type: 'image', data: Buffer.from('not really a png').toString('base64'), mediaType: 'image/png' },
+      { type: 'json', value: { order: 42, lines: [{ sku: 'A-1', qty: 2 }] } },
+    ] satisfies PromptPart[];
+    const first = await fx.sessions.admit(id, { prompt, id: inputId });
+    assert.is(first.created, true);
+    // the same parts with their keys in another order are the same prompt (a client's maps may order keys differently)
+    const reordered = prompt.map((p) => Object.fromEntries(Object.entries(p).reverse())) as PromptPart[];
+    assert.is((await fx.sessions.admit(id, { prompt: reordered, id: inputId })).created, false, 'an exact resend, keys in any order');
+    const conflict = await rejected(fx.sessions.admit(id, { prompt: prompt.slice(0, 1), id: inputId }));
+    assert.ok(isSessiondError(conflict));
+    assert.is(conflict.code, ErrorCode.InputConflict, 'other parts under the same input id');
+    await fx.settle(id);
+    const seen: SessionEvent[] = [];
+    const sub = await fx.sessions.follow(id, (e) => {
+      seen.push(e);
+    });
+    const last = (await fx.sessions.status(id)).seq;
+    await waitFor(() => seen.length >= last, { timeoutMs: 10_000, what: `events up to seq ${last}` });
+    await sub.close();
+    const admitted = seen.find((e) => e.type === 'input.admitted') as SessionEvent<'input.admitted'>;
+    assert.equal(admitted.payload.prompt, prompt, 'the log holds the parts as sent');
+    const text = seen.filter((e) => e.type === 'text.completed').map((e) => (e as SessionEvent<'text.completed'>).payload.text);
+    assert.match(text.join(' '), 'what', 'the echo runner read the text form');
+    for (const [bad, why] of [
+      [[], 'no parts'],
+      [[{ type: 'image' }], 'an image is'],
+      [[{ type: 'audio', url: 'https://x' }], 'type must be'],
+      [[{ type: 'image', data: 'not base64!', mediaType: 'image/png' }], 'an image is'],
+      [[{ type: 'text', text: 'x', extra: 1 }], 'a text part is'],
+    ] as const) {
+      const err = await rejected(fx.sessions.admit(id, { prompt: bad as never }));
+      assert.ok(isSessiondError(err), why);
+      assert.is(err.kind, ErrorKind.InvalidInput, why);
+      assert.match(err.message, why);
+    }
   });
 
   s('without wake, inputs wait; status pages them; dropPending drops them unrun', async ({ fx }) => {

@@ -277,7 +277,7 @@ test('code blocks - each check catches what it is for', () => {
   const sh = (line: string) => simpleCommands(line).flatMap((w) => checkCommand(w, shell));
   assert.match(sh('npx sessiond strat')[0] ?? '', /no such command/);
   assert.match(sh('npx sessiond start --inspekt 8080')[0] ?? '', /has no option --inspekt/);
-  assert.match(sh('sessiond prompt ses_1')[0] ?? '', /needs <text>/);
+  assert.match(sh('sessiond approve ses_1')[0] ?? '', /needs <call>/);
   assert.match(sh('sessiond export')[0] ?? '', /needs --out <file>/);
   assert.match(sh('sessiond status a b')[0] ?? '', /takes \[session\], but is given "a" "b"/);
   assert.match(sh('sessiond start --db')[0] ?? '', /--db` needs a value/);

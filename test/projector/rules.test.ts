@@ -2,6 +2,7 @@
  * The projection rules, one table at a time, with hand-built committed events: what each event
  * writes, asserted on the real rows.
  */
+import type { PromptPart } from '../../src/events/catalog.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { SessionEvent } from '../../src/events/envelope.ts';
@@ -85,6 +86,7 @@ test('projector - input.admitted inserts the input; wake_pending follows the adm
       time_created: 1000,
       dropped_seq: null,
       not_before: null,
+      parts: null,
     },
     {
       id: 'inp_2',
@@ -97,6 +99,7 @@ test('projector - input.admitted inserts the input; wake_pending follows the adm
       time_created: 2000,
       dropped_seq: null,
       not_before: null,
+      parts: null,
     },
   ]);
 });
@@ -148,6 +151,7 @@ test('projector - input.promoted sets promoted_seq, clears the wake and creates 
     time_created: 2000,
     dropped_seq: null,
     not_before: null,
+    parts: null,
   });
   assert.equal(message(db, 'inp_1'), {
     id: 'inp_1',
@@ -158,6 +162,25 @@ test('projector - input.promoted sets promoted_seq, clears the wake and creates 
     time_updated: 3000,
     data: { prompt: 'steer me', delivery: 'steer', executionId: 'exe_1' },
   });
+});
+
+test('projector - a prompt of parts: the input row holds its text form and its parts, the user message the parts', () => {
+  const { db, projector } = setup();
+  const s = stream();
+  const prompt = [
+    { type: 'text', text: 'what is this?' },
+    { type: 'image', url: 'https://example.com/cat.png' },
+    { type: 'json', value: { n: 1 } },
+  ] satisfies PromptPart[];
+  projector.apply([
+    s.ev('ses_1', 'input.admitted', { inputId: 'inp_1', prompt, delivery: 'queue', wake: true }),
+    s.ev('ses_1', 'execution.claimed', { executionId: 'exe_1', ownerId: 'own_a', expiresAt: 30_000, leaseMs: 30_000, assistantSeq: -1 }),
+    s.ev('ses_1', 'input.promoted', { inputId: 'inp_1', executionId: 'exe_1' }),
+  ]);
+  const input = row(db, 'session_input', 'id = ?', 'inp_1') as { prompt: string; parts: string };
+  assert.is(input.prompt, 'what is this?\n[image https://example.com/cat.png]\n{"n":1}');
+  assert.equal(JSON.parse(input.parts), prompt);
+  assert.equal((message(db, 'inp_1') as { data: unknown }).data, { prompt, delivery: 'queue', executionId: 'exe_1' });
 });
 
 test('projector - an assistant step: text parts upserted in place, tools pending -> running -> completed | error, then completed', () => {

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { openEngine, type Engine, type EngineOptions } from '../../src/engine.ts';
 import { LocalLiveBus, type LiveEvent } from '../../src/events/live-bus.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
+import type { Prompt } from '../../src/events/catalog.ts';
 import { openaiRunner, type OpenAIRunnerOptions } from '../../src/runner/model/openai.ts';
 import { defineTool } from '../../src/runner/model/tools.ts';
 import { SUMMARY_PREFIX } from '../../src/runner/model/messages.ts';
@@ -75,7 +76,7 @@ async function engine(
   return e;
 }
 
-async function turn(e: Engine, sessionId: string, prompt: string): Promise<SessionEvent[]> {
+async function turn(e: Engine, sessionId: string, prompt: Prompt): Promise<SessionEvent[]> {
   const before = await e.log.lastSeq(sessionId);
   await e.admit(sessionId, { prompt });
   await e.awaitIdle(sessionId);
@@ -85,6 +86,41 @@ async function turn(e: Engine, sessionId: string, prompt: string): Promise<Sessi
 const chat = (server: FakeOpenAI, i: number): ChatCompletionRequest => server.requests.filter((r) => r.path.endsWith('/chat/completions'))[i]!.chat!;
 const said = (req: ChatCompletionRequest) => req.messages.map((m) => `${m.role}: ${messageText(m)}`);
 const settled = (events: SessionEvent[]) => events.find((e): e is SessionEvent<'execution.settled'> => e.type === 'execution.settled')!.payload;
+
+s(
+  'a prompt of parts reaches the model as content parts: text, an image by URL and by bytes, a file, JSON as its text; the next turn sends them again',
+  async (ctx) => {
+    const e = await engine(ctx);
+    ctx.server.script({ kind: 'text', text: 'A cat and an invoice.' }, { kind: 'text', text: 'Yes.' });
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).toString('base64');
+    const pdf = Buffer.from('%PDF-1.4 invoice').toString('base64');
+    const first = await turn(e, 'ses_parts', [
+      { type: 'text', text: 'What is in these?' },
+      { type: 'image', url: 'https://example.com/cat.png' },
+      { type: 'image', data: png, mediaType: 'image/png' },
+      { type: 'file', data: pdf, mediaType: 'application/pdf', filename: 'invoice.pdf' },
+      { type: 'json', value: { order: 42 } },
+    ]);
+    assert.is(settled(first).outcome, 'succeeded');
+    await turn(e, 'ses_parts', 'Sure?');
+    for (const i of [0, 1]) {
+      const user = chat(ctx.server, i).messages.find((m) => m.role === 'user')!;
+      assert.ok(Array.isArray(user.content), `request ${i}: the first prompt is sent as parts`);
+      const content = user.content as { type: string; text?: string; image_url?: { url: string }; file?: { filename?: string; file_data?: string } }[];
+      assert.equal(
+        content.map((c) => c.type),
+        ['text', 'image_url', 'image_url', 'file', 'text'],
+      );
+      assert.is(content[0]!.text, 'What is in these?');
+      assert.is(content[1]!.image_url!.url, 'https://example.com/cat.png', 'a URL goes as a URL');
+      assert.is(content[2]!.image_url!.url, `data:image/png;base64,${png}`, 'bytes go as a data URL with their media type');
+      assert.is(content[3]!.file!.filename, 'invoice.pdf');
+      assert.match(content[3]!.file!.file_data!, pdf);
+      assert.is(content[4]!.text, '{"order":42}', 'JSON data as its text');
+    }
+    assert.equal(said(chat(ctx.server, 1)).slice(1), ['assistant: A cat and an invoice.', 'user: Sure?']);
+  },
+);
 
 s('a conversation over three turns sends its history; text streams live and is recorded; tokens per step and per session', async (ctx) => {
   const e = await engine(ctx, { system: 'You are terse.' });

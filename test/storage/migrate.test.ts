@@ -109,6 +109,7 @@ test('migrate - tables have the seed columns, defaults and nullability', () => {
     time_created: 'INTEGER NOT NULL',
     dropped_seq: 'INTEGER',
     not_before: 'INTEGER',
+    parts: 'TEXT',
   });
   assert.equal(shape('session_message'), {
     id: 'TEXT',

@@ -1,5 +1,7 @@
 /**
- * `sessiond prompt SESSION TEXT [--at TIME | --in DURATION]`: admits a prompt (scheduled: no turn
+ * `sessiond prompt SESSION [TEXT] [--image PATH|URL]... [--file PATH|URL]... [--json DATA]...
+ * [--at TIME | --in DURATION]`: admits a prompt (with images, files or JSON: a prompt of parts, the
+ * text first) (scheduled: no turn
  * takes it before the time; a worker's recovery sweep wakes the session when it is due). Embedded (default): into the SQLite log, and a
  * running worker picks it up. With `--nats <url>`: sent as an `admit` command on
  * `sessiond.cmd.admit`, answered by one running worker. Either way through `Sessions`.
@@ -13,6 +15,7 @@ import { UsageError } from '../../errors.ts';
 import { addLogOptions, type LogOptions } from '../log-options.ts';
 import { withSessions } from '../open-sessions.ts';
 import { collectTag } from './sessions-list.ts';
+import { promptFromOptions } from './prompt-parts.ts';
 
 interface PromptOptions extends LogOptions {
   delivery: 'steer' | 'queue';
@@ -21,7 +24,12 @@ interface PromptOptions extends LogOptions {
   at?: number;
   in?: number;
   tag?: [string, string][];
+  image?: string[];
+  file?: string[];
+  json?: string[];
 }
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
 
 export function registerPrompt(program: Command, ctx: CliContext): void {
   addLogOptions(
@@ -29,7 +37,10 @@ export function registerPrompt(program: Command, ctx: CliContext): void {
       .command('prompt')
       .description('admit a prompt into a session; a running worker picks it up')
       .argument('<session>', 'session id')
-      .argument('<text>', 'the prompt')
+      .argument('[text]', 'the prompt (with --image, --file or --json it is the first part, and may be left out)')
+      .option('--image <path|url>', 'add an image: a .png, .jpg, .gif or .webp file (sent as its bytes) or an https URL (repeatable)', collect)
+      .option('--file <path|url>', 'add a file: a .pdf, .txt, .md, .csv, .json, .html or .xml file (its bytes) or an https URL (repeatable)', collect)
+      .option('--json <data>', 'add JSON data: the JSON text, or @FILE to read it from a file (repeatable)', collect)
       .option('--delivery <steer|queue>', 'steer joins the running turn; queue waits for the next', oneOf('--delivery', ['steer', 'queue'] as const), 'queue')
       .option('--id <inputId>', 'input id (idempotency key); generated when absent')
       .option('--no-wake', 'admit without waking the session')
@@ -37,12 +48,13 @@ export function registerPrompt(program: Command, ctx: CliContext): void {
       .option('--in <duration>', 'schedule it this long from now (e.g. 90s, 10m, 1h30m, 2d)', duration('--in'))
       .option('--tag <key=value>', 'tag the session (repeatable; merged into the tags it has)', collectTag),
     ctx,
-  ).action(async (session: string, text: string, opts: PromptOptions) => {
+  ).action(async (session: string, text: string | undefined, opts: PromptOptions) => {
     validateId(session, 'session id');
+    const prompt = promptFromOptions(text, opts);
     if (opts.at !== undefined && opts.in !== undefined) throw new UsageError('--at and --in both say when: give one of them.');
     const notBefore = opts.at ?? (opts.in === undefined ? undefined : Date.now() + opts.in);
     const request: AdmitRequest = {
-      prompt: text,
+      prompt,
       delivery: opts.delivery,
       wake: opts.wake,
       ...(opts.id ? { id: opts.id } : {}),
@@ -51,7 +63,9 @@ export function registerPrompt(program: Command, ctx: CliContext): void {
     };
     await withSessions(opts, ctx, 'sessiond-prompt', async ({ sessions, remote }) => {
       const receipt = await sessions.admit(session, request);
-      ctx.out(`${receipt.created ? 'admitted' : 'already admitted'} ${receipt.inputId} to ${session} at sequence ${receipt.admittedSeq} (${opts.delivery})`);
+      ctx.out(
+        `${receipt.created ? 'admitted' : 'already admitted'} ${receipt.inputId} to ${session} at sequence ${receipt.admittedSeq} (${opts.delivery}${typeof prompt === 'string' ? '' : `, ${prompt.length} parts`})`,
+      );
       if (notBefore !== undefined)
         ctx.out(`scheduled: no turn runs it before ${new Date(notBefore).toISOString()}; a running worker's sweep wakes the session then`);
       else if (!receipt.wake) ctx.out('not woken (--no-wake): it waits until the session is woken');

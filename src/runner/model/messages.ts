@@ -6,7 +6,8 @@
  * call without a result (sealed by a recovery, a hand-back or a cancel) is answered with an error
  * result saying so: the model never sees a call left open.
  */
-import type { ModelMessage, ToolResultPart } from 'ai';
+import type { ModelMessage, ToolResultPart, UserContent } from 'ai';
+import type { PromptPart } from '../../events/catalog.ts';
 import type { TranscriptItem, TranscriptPart } from '../transcript.ts';
 
 export const SUMMARY_PREFIX = 'Summary of the conversation so far (older messages were compacted):\n';
@@ -16,11 +17,43 @@ export function toModelMessages(items: readonly TranscriptItem[]): ModelMessage[
   for (const item of items) {
     // the input that resumes a waiting turn is the engine's, not a person's: the decisions are in the tool results
     if (item.type === 'user') {
-      if (item.continues?.reason !== 'resumed') out.push({ role: 'user', content: item.text });
+      if (item.continues?.reason !== 'resumed') out.push(userMessage(item));
     } else if (item.type === 'summary') out.push({ role: 'user', content: `${SUMMARY_PREFIX}${item.summary}` });
     else out.push(...assistantMessages(item.parts));
   }
   return out;
+}
+
+/** A prompt as a user message: its text, or its parts as the AI SDK's parts. */
+export function userMessage(prompt: { text: string; parts?: PromptPart[] | undefined }): ModelMessage {
+  return { role: 'user', content: prompt.parts ? userContent(prompt.parts) : prompt.text };
+}
+
+/**
+ * Prompt parts as the AI SDK's user content: text as text, an image as an image part (a URL as a
+ * URL, bytes as base64 with their media type), a file as a file part, JSON data as its JSON text
+ * (models read JSON as text).
+ */
+export function userContent(parts: PromptPart[]): UserContent {
+  return parts.map((p) => {
+    switch (p.type) {
+      case 'text':
+        return { type: 'text', text: p.text };
+      case 'json':
+        return { type: 'text', text: JSON.stringify(p.value) };
+      case 'image':
+        return 'url' in p
+          ? { type: 'image', image: new URL(p.url), ...(p.mediaType ? { mediaType: p.mediaType } : {}) }
+          : { type: 'image', image: p.data, mediaType: p.mediaType };
+      default:
+        return {
+          type: 'file',
+          data: 'url' in p ? new URL(p.url) : p.data,
+          mediaType: p.mediaType,
+          ...(p.filename ? { filename: p.filename } : {}),
+        };
+    }
+  });
 }
 
 type ToolPart = Extract<TranscriptPart, { type: 'tool' }>;

@@ -28,7 +28,7 @@ import { SessiondError, ErrorCode, ModelRequestError, ToolInputError, recordedEr
 import type { RunContext, Runner } from '../types.ts';
 import type { TranscriptItem, TranscriptPart } from '../transcript.ts';
 import { sleep } from '../../clock.ts';
-import { assistantMessages, estimateTokens, toModelMessages } from './messages.ts';
+import { assistantMessages, estimateTokens, toModelMessages, userMessage } from './messages.ts';
 import { backoff, classify, parseRetryPolicy, type RetryPolicy } from './retry.ts';
 import { checkTools, sdkTools, type ToolRegistry } from './tools.ts';
 
@@ -184,7 +184,7 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
     if ((await retryDurableCalls(ctx, tools, history)) || approved) messages = toModelMessages(await ctx.history());
     for (let step = 0, compactions = 0; step < maxSteps; ) {
       const { messageId, steered } = await ctx.startStep();
-      for (const s of steered) messages.push({ role: 'user', content: s.prompt });
+      for (const s of steered) messages.push(userMessage({ text: s.prompt, parts: s.parts }));
       let output: StepOutput;
       try {
         if (window !== undefined && estimateTokens(messages) > window) {

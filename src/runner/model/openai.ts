@@ -42,6 +42,8 @@ export function openaiRunner(options: OpenAIRunnerOptions): Runner {
     name: 'openai-compatible',
     baseURL: baseURL.replace(/\/+$/, ''),
     includeUsage: true,
+    // the chat API takes an image by its URL (the server fetches it); a file URL is downloaded here and sent as bytes
+    supportedUrls: () => ({ 'image/*': [/^https?:\/\//] }),
     ...(apiKey ? { apiKey } : {}),
     ...(headers ? { headers } : {}),
   });

@@ -10,6 +10,7 @@ import { migration008 } from './008_event_commit_time.ts';
 import { migration009 } from './009_dropped_inputs.ts';
 import { migration010 } from './010_waits.ts';
 import { migration011 } from './011_session_list.ts';
+import { migration012 } from './012_prompt_parts.ts';
 
 /** Every migration this build knows, in order. Append only: never edit a shipped migration. */
 export const migrations: readonly Migration[] = [
@@ -24,5 +25,6 @@ export const migrations: readonly Migration[] = [
   migration009,
   migration010,
   migration011,
+  migration012,
 ];
 export const LATEST_SCHEMA_VERSION = migrations.length;
