@@ -239,6 +239,37 @@ function sampleEvents(): Record<EventType, { payload: Record<string, unknown> }>
     'execution.settled': { payload: { executionId: EXE, outcome: 'failed', error } },
     'input.dropped': { payload: { inputIds: ['inp_v2', 'inp_v3'], reason: 'operator cleanup' } },
     'session.tagged': { payload: { tags: { customer: 'acme — ünïcode', tier: null } } },
+    'session.forked': {
+      payload: {
+        from: { sessionId: 'ses_source', seq: 12 },
+        transcript: [
+          { type: 'summary', messageId: 'msg_sum', executionId: 'exe_source_1', summary: 'They talked about invoices.' },
+          { type: 'user', inputId: 'inp_s1', executionId: 'exe_source_2', text: 'send it to bob', delivery: 'queue' },
+          {
+            type: 'assistant',
+            messageId: 'msg_s2',
+            executionId: 'exe_source_2',
+            status: 'completed',
+            parts: [
+              { type: 'text', partId: 'prt_s1', text: 'Sending — ünïcode.' },
+              {
+                type: 'tool',
+                callId: 'call_s1',
+                name: 'send_invoice',
+                input: { to: 'bob' },
+                durable: true,
+                idempotencyKey: 'exe_source_2:call_s1',
+                state: 'succeeded',
+                output: { ok: true },
+              },
+            ],
+            finish: 'stop',
+            usage: { inputTokens: 100, outputTokens: 20 },
+          },
+        ],
+        tags: { customer: 'acme' },
+      },
+    },
     'recovery.started': { payload: { executionId: EXE } },
     'recovery.completed': { payload: { executionId: EXE, assistantMessageId: MSG, continuationInputId: `inp_cont_${EXE}`, phase: 'unknown' } },
     'recovery.wake_requested': { payload: { executionId: EXE, attempt: 1 } },
@@ -503,6 +534,7 @@ async function commandVectors(): Promise<CommandCase[]> {
     ['admit with only the required fields and an id', 'admit', { sessionId: 'ses_cmd', prompt: 'hi', id: 'inp_cmd_2' }],
     ['admit with tags', 'admit', { sessionId: 'ses_cmd', prompt: 'hi', id: 'inp_cmd_5', tags: { customer: 'acme', 'env/region': 'eu-west-1' } }],
     ['admit a prompt of parts', 'admit', { sessionId: 'ses_cmd', prompt: SAMPLE_PARTS, id: 'inp_cmd_6' }],
+    ['fork at a sequence, with tags', 'fork', { sessionId: 'ses_cmd_fork', source: 'ses_cmd', at: 9, tags: { branch: 'alt' } }],
     ['tag: set one, remove another', 'tag', { sessionId: 'ses_cmd', tags: { tier: 'gold', env: null } }],
     [
       'list with every filter',
@@ -620,6 +652,10 @@ async function commandVectors(): Promise<CommandCase[]> {
     await answer('error bad_request: not JSON', 'status', new TextEncoder().encode('{"sessionId": ses_cmd'));
     await answer('error bad_request: an unknown field', 'wake', { sessionId: 'ses_cmd', force: true });
     await answer('error invalid_id: a session id with a dot', 'status', { sessionId: 'ses.cmd' });
+    await answer('fork: the last settled point', 'fork', { sessionId: 'ses_cmd_fork', source: 'ses_cmd', tags: { branch: 'alt' } });
+    await answer('fork: the same again (created false)', 'fork', { sessionId: 'ses_cmd_fork', source: 'ses_cmd' });
+    await answer('error not_settled: a point inside a turn', 'fork', { sessionId: 'ses_cmd_mid', source: 'ses_cmd', at: 3 });
+    await answer('error session_exists: into a session that has events', 'fork', { sessionId: 'ses_cmd', source: 'ses_cmd_fork' });
     await answer('admit: a prompt of parts', 'admit', { sessionId: 'ses_parts', prompt: SAMPLE_PARTS, id: 'inp_parts_1', wake: false });
     await answer('error invalid_option: an image part without url or data', 'admit', { sessionId: 'ses_parts', prompt: [{ type: 'image' }] });
     await answer('error invalid_option: an unknown delivery', 'admit', { sessionId: 'ses_cmd', prompt: 'x', id: 'inp_cmd_4', delivery: 'now' });

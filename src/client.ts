@@ -22,6 +22,7 @@ export type { CancelResult, ResumeResult } from './execution/session-execution.t
 export type { Sessions, SessionStatus, StatusOptions, WakeResult, FollowOptions, EventSubscription, SessionEventHandler } from './sessions/sessions.ts';
 export { MAX_TAGS, type Tags, type TagChanges, type TagResult } from './sessions/tags.ts';
 export { MAX_PROMPT_PARTS, promptText, type Prompt, type PromptPart } from './input/prompt.ts';
+export type { ForkOptions, ForkResult } from './sessions/fork-result.ts';
 export { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type ListFilter, type SessionPage, type SessionListItem } from './sessions/list.ts';
 // the command protocol
 export { CommandError, isCommandError, CommandFailureCode, type CommandReply, type AdmitCommand, type StatusReply } from './nats/commands.ts';

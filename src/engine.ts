@@ -25,6 +25,7 @@ import { checkStatusOptions, knownSessions, statusOf, unlessUnknown } from './se
 import { followLog } from './sessions/follow-log.ts';
 import type { Sessions } from './sessions/sessions.ts';
 import { tagSession } from './sessions/tag.ts';
+import { forkSession } from './sessions/fork.ts';
 import { listFromProjection } from './sessions/list-projection.ts';
 
 /** The execution service's options, except that the log may be left to the engine. */
@@ -97,6 +98,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     },
     follow: (id, handler, followOptions) => followLog(log, id, handler, followOptions),
     tag: (id, tags) => tagSession(execution.handler, id, tags),
+    fork: (sourceId, id, forkOptions) => forkSession(execution.handler, sourceId, id, forkOptions),
     list: (filter) => listFromProjection(db, log, filter),
     activeTurns: () => Object.values(execution.registry.getSnapshot().context.runs).filter((r) => r.executionId).length,
     async close() {

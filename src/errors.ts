@@ -52,6 +52,10 @@ export const ErrorCode = {
   Waiting: 'waiting',
   // input
   InputConflict: 'input_conflict',
+  /** A fork into a session id that already has events (other than the same fork sent again). */
+  SessionExists: 'session_exists',
+  /** A fork at a sequence inside a turn: the message names the nearest settled sequences. */
+  NotSettled: 'not_settled',
   /** A session or worker limit would be passed (pending inputs, pending bytes): the admission is refused. */
   LimitExceeded: 'limit_exceeded',
   InvariantViolation: 'invariant_violation',
@@ -103,6 +107,8 @@ const KIND: Record<ErrorCode, ErrorKind> = {
   sequence_conflict: 'conflict',
   duplicate_event: 'conflict',
   input_conflict: 'conflict',
+  session_exists: 'conflict',
+  not_settled: 'refused',
   command_refused: 'refused',
   claim_lost: 'refused',
   cancelled: 'refused',

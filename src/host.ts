@@ -326,6 +326,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       resolve: (id, name, signal) => engine.resolve(id, name, signal),
       tag: (id, tags) => engine.tag(id, tags),
       list: (filter) => engine.list(filter),
+      fork: (sourceId, id, options) => engine.fork(sourceId, id, options),
       awaitIdle: (id) => engine.awaitIdle(id),
       activeTurns: () => engine.activeTurns(),
       async close() {

@@ -11,6 +11,7 @@ import { registerStatus } from './commands/status.ts';
 import { registerCancel } from './commands/cancel.ts';
 import { registerWaits } from './commands/waits.ts';
 import { registerSessionsList } from './commands/sessions-list.ts';
+import { registerFork } from './commands/fork.ts';
 import { registerTail } from './commands/tail.ts';
 import { registerCheck } from './commands/check.ts';
 import { registerExport } from './commands/export.ts';
@@ -31,6 +32,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerCancel(program, ctx);
   registerWaits(program, ctx);
   registerSessionsList(program, ctx);
+  registerFork(program, ctx);
   registerTail(program, ctx);
   registerCheck(program, ctx);
   registerExport(program, ctx);

@@ -96,6 +96,48 @@ export type WaitKind = z.infer<typeof WaitKind>;
 export const WaitOutcome = z.enum(['approved', 'denied', 'delivered', 'timed_out', 'elapsed', 'cancelled']);
 export type WaitOutcome = z.infer<typeof WaitOutcome>;
 
+/**
+ * The conversation a fork starts with: the source's transcript up to the fork point, as the model
+ * runner folds it (src/runner/transcript.ts has the types and the fold).
+ */
+const transcriptPart = z.union([
+  z.object({ type: z.enum(['text', 'reasoning']), partId: id, text: z.string() }),
+  z.object({
+    type: z.literal('tool'),
+    callId: id,
+    name: z.string().min(1),
+    input: z.unknown(),
+    durable: z.boolean(),
+    idempotencyKey: z.string().optional(),
+    state: z.enum(['called', 'awaiting_approval', 'approved', 'denied', 'cancelled', 'running', 'succeeded', 'failed']),
+    output: z.unknown().optional(),
+    error: RecordedError.optional(),
+    decision: z.object({ outcome: z.enum(['approved', 'denied', 'cancelled']), reason: z.string().optional() }).optional(),
+  }),
+]);
+export const TranscriptItemSchema = z.union([
+  z.object({
+    type: z.literal('user'),
+    inputId: id,
+    executionId: id,
+    text: z.string(),
+    parts: z.array(PromptPart).optional(),
+    delivery: Delivery.optional(),
+    continues: Continuation.optional(),
+  }),
+  z.object({
+    type: z.literal('assistant'),
+    messageId: id,
+    executionId: id,
+    status: z.enum(['running', 'completed', 'failed', 'recovered']),
+    parts: z.array(transcriptPart),
+    finish: z.string().optional(),
+    error: RecordedError.optional(),
+    usage: Usage.optional(),
+  }),
+  z.object({ type: z.literal('summary'), messageId: id, executionId: id, summary: z.string() }),
+]);
+
 /** Turns a stored version-v payload into a version-v+1 one; `description` says how, for other languages' readers. */
 export type Upcaster = ((payload: unknown) => unknown) & { readonly description: string };
 
@@ -271,6 +313,15 @@ export const catalog = {
 
   /** A session's tags changed (`sessions.tag`): each key set to its value, or removed where null. */
   'session.tagged': event('session.tagged', z.object({ tags: z.record(tagKey, tagValue.nullable()) })),
+  /**
+   * The first event of a session forked from another: the source and the sequence it was forked at,
+   * the source's conversation up to there (what the model runner and the projection's message rows
+   * start from), and the tags the fork was given. After it the session lives its own life.
+   */
+  'session.forked': event(
+    'session.forked',
+    z.object({ from: z.object({ sessionId: id, seq: z.number().int().positive() }), transcript: z.array(TranscriptItemSchema), tags: Tags.optional() }),
+  ),
 
   'recovery.started': event('recovery.started', z.object({ executionId: id })),
   'recovery.completed': event(

@@ -117,7 +117,14 @@ export async function admitInput(
     // a pending input carries its prompt in the session state; a promoted one is read back from the log
     const pending = snapshot.context.pending.find((p) => p.inputId === inputId);
     const admitted = pending ?? (await readAdmitted(handler, sessionId, seq));
-    if (!admitted) throw err;
+    if (!admitted) {
+      // the id of a prompt in the conversation the session was forked with (its session.forked)
+      throw new SessiondError(
+        ErrorCode.InputConflict,
+        `Input ${inputId} is the id of a prompt in the conversation session ${sessionId} was forked with (sequence ${seq}). Use a new input id.`,
+        { details: { sessionId, inputId, admittedSeq: seq } },
+      );
+    }
     if (!sameAdmission(admitted, req)) {
       throw new SessiondError(
         ErrorCode.InputConflict,

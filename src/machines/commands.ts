@@ -15,6 +15,7 @@ import {
   type TagChanges,
   type Tags,
 } from '../events/catalog.ts';
+import type { TranscriptItem } from '../runner/transcript.ts';
 
 /** An event the machine decided to write; the command handler stamps its id and time. */
 export type ProtoEvent = { [K in EventType]: { type: K; payload: PayloadInputOf<K> } }[EventType];
@@ -43,6 +44,8 @@ export type Command =
       /** Tags for the session (merged into those it has; at most `MAX_TAGS` in all). */
       tags?: Tags;
     }
+  /** Start a session as a fork of another: its first event holds the source's conversation up to `from.seq`; refused for a session that has events. */
+  | { type: 'fork'; now: number; from: { sessionId: string; seq: number }; transcript: TranscriptItem[]; tags?: Tags }
   /** Change the session's tags (a value sets a key, null removes it); refused for a session with no events. */
   | { type: 'tag'; now: number; tags: TagChanges }
   /** Drop pending inputs unrun (all of them, or the ones named): an operator unblocking a session. */
@@ -107,6 +110,7 @@ export const Refusal = {
   TagLimit: 'tag_limit',
   NoEvents: 'no_events',
   NothingToChange: 'nothing_to_change',
+  SessionExists: 'session_exists',
 } as const;
 export type Refusal = (typeof Refusal)[keyof typeof Refusal];
 

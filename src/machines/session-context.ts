@@ -145,6 +145,8 @@ export interface SessionContext {
   usage: Usage;
   /** The session's tags (from its admissions and `session.tagged`), keys sorted. */
   tags: Tags;
+  /** A session forked from another (`session.forked`, its first event): the source and the sequence it was forked at. */
+  forkedFrom: { sessionId: string; seq: number } | null;
 }
 
 /** A wait that was resolved: its kind, name, outcome and when. */
@@ -176,6 +178,7 @@ export function initialContext(sessionId: string): SessionContext {
     executions: 0,
     usage: { inputTokens: 0, outputTokens: 0 },
     tags: {},
+    forkedFrom: null,
   };
 }
 
@@ -315,6 +318,15 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
     case 'session.tagged':
       next.tags = applyTagChanges(ctx.tags, event.payload.tags);
       return next;
+    case 'session.forked': {
+      const p = event.payload;
+      next.forkedFrom = { sessionId: p.from.sessionId, seq: p.from.seq };
+      if (p.tags) next.tags = applyTagChanges(ctx.tags, p.tags);
+      // the forked conversation's input ids are its user messages' ids: an admission must not take one again
+      const ids = p.transcript.flatMap((i) => (i.type === 'user' ? [[i.inputId, event.seq] as const] : []));
+      next.admitted = [...ctx.admitted, ...ids].slice(-ADMISSION_WINDOW);
+      return next;
+    }
     case 'input.dropped': {
       const dropped = new Set(event.payload.inputIds);
       next.pending = ctx.pending.filter((i) => !dropped.has(i.inputId));

@@ -165,6 +165,8 @@ export const refusalMessages: Record<Refusal, (a: Args) => string> = {
     `session ${context.sessionId} would carry ${tagsAfter(context, commandOf(event)).length} tags, over the limit of ${MAX_TAGS}: remove some first (sessiond tag ${context.sessionId} KEY=)`,
   no_events: ({ context }) => `session ${context.sessionId} has no events: admit a prompt first (it creates the session, and may carry tags)`,
   nothing_to_change: ({ context }) => `session ${context.sessionId} already has these tags`,
+  session_exists: ({ context }) =>
+    `session ${context.sessionId} already has ${context.seq} events${context.forkedFrom ? ` (forked from ${context.forkedFrom.sessionId} at sequence ${context.forkedFrom.seq})` : ''}: fork into a new session id`,
   nothing_to_wait_for: ({ context, event }) =>
     `execution ${executionOf(commandOf(event))} of session ${context.sessionId} recorded no wait: a turn settles waiting only after it asks for an approval, a signal or a timer`,
 };
@@ -364,6 +366,7 @@ export const sessionMachine = setup({
       { guard: 'overTagLimit', actions: refuse(Refusal.TagLimit) },
       { actions: decide },
     ],
+    fork: [{ guard: not('noEvents'), actions: refuse(Refusal.SessionExists) }, { actions: decide }],
     tag: [
       { guard: 'noEvents', actions: refuse(Refusal.NoEvents) },
       { guard: 'tagsUnchanged', actions: refuse(Refusal.NothingToChange) },
@@ -530,6 +533,17 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
       ];
     case 'tag':
       return [{ type: 'session.tagged', payload: { tags: effectiveChanges(ctx.tags, command.tags) } }];
+    case 'fork':
+      return [
+        {
+          type: 'session.forked',
+          payload: {
+            from: command.from,
+            transcript: command.transcript,
+            ...(command.tags && Object.keys(command.tags).length > 0 ? { tags: command.tags } : {}),
+          },
+        },
+      ];
     case 'recover': {
       const exec = ctx.execution!;
       const message = `the owner ${exec.ownerId} of execution ${exec.id} lost its lease (expired at ${at(exec.expiresAt)})`;

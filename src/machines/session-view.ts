@@ -51,6 +51,8 @@ export interface SessionView {
   usage: Usage;
   /** The session's tags (keys sorted). */
   tags: Tags;
+  /** The session and sequence it was forked from (`sessions.fork`); null when it is not a fork. */
+  forkedFrom: { sessionId: string; seq: number } | null;
 }
 
 /** Pending inputs a view lists at most (the rest are counted; ask for the next page with `pendingFrom`). */
@@ -86,5 +88,6 @@ export function sessionView(snapshot: SessionSnapshot, now: number): SessionView
     executions: ctx.executions,
     usage: ctx.usage,
     tags: ctx.tags,
+    forkedFrom: ctx.forkedFrom,
   };
 }

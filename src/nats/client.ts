@@ -32,6 +32,7 @@ import type { SessionEvent } from '../events/envelope.ts';
 import type { DecisionOptions, EventSubscription, FollowOptions, SessionEventHandler, Sessions } from '../sessions/sessions.ts';
 import { followSession } from '../sessions/follow.ts';
 import type { TagChanges, TagResult } from '../sessions/tags.ts';
+import type { ForkOptions, ForkResult } from '../sessions/fork-result.ts';
 import { checkListFilter, type ListFilter, type SessionPage } from '../sessions/list.ts';
 import type { AdmitReceipt } from '../input/admit.ts';
 import type { CancelResult } from '../execution/session-execution.ts';
@@ -292,6 +293,18 @@ export class SessiondClient implements Sessions {
   /** Changes the session's tags (a value sets a key, null removes it). Idempotent: `changed: false` when it had them. */
   tag(sessionId: string, tags: TagChanges): Promise<TagResult> {
     return this.request('tag', { sessionId, tags: { ...tags } }).then((r) => r.result);
+  }
+
+  /** Starts `sessionId` as a fork of `sourceId` (see `Sessions.fork`); a worker reads the source and writes the fork. */
+  fork(sourceId: string, sessionId: string, options: ForkOptions = {}): Promise<ForkResult> {
+    validateId(sourceId, 'source session id');
+    validateId(sessionId, 'session id');
+    return this.request('fork', {
+      sessionId,
+      source: sourceId,
+      ...(options.at === undefined ? {} : { at: options.at }),
+      ...(options.tags ? { tags: { ...options.tags } } : {}),
+    }).then((r) => r.result);
   }
 
   /** A page of sessions, newest first, from a worker's projection (which follows the stream); `next` pages on. */

@@ -14,6 +14,7 @@ import {
   type AdmitCommand,
   type CancelCommand,
   type DropCommand,
+  type ForkCommand,
   type ListCommand,
   type ResolveCommand,
   type TagCommand,
@@ -53,6 +54,7 @@ export const requestSchemas = {
     data: z.unknown().optional(),
   }),
   tag: z.strictObject({ sessionId: id, tags: z.record(tagKey, tagValue.nullable()) }),
+  fork: z.strictObject({ sessionId: id, source: id, at: z.number().int().positive().optional(), tags: tags.optional() }),
   list: z.strictObject({
     state: state.optional(),
     waiting: z.boolean().optional(),
@@ -177,6 +179,7 @@ export const replySchemas = {
     executions: z.number().int().nonnegative(),
     usage: z.object({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() }),
     tags,
+    forkedFrom: z.object({ sessionId: id, seq: z.number().int().positive() }).nullable(),
     execution: execution.nullable(),
   }),
   drop: ok({ result: z.object({ sessionId: id, dropped: z.array(id), seq: z.number().int().positive().optional() }) }),
@@ -192,6 +195,15 @@ export const replySchemas = {
     }),
   }),
   tag: ok({ result: z.object({ sessionId: id, tags, changed: z.boolean(), seq: z.number().int().positive().optional() }) }),
+  fork: ok({
+    result: z.object({
+      sessionId: id,
+      from: z.object({ sessionId: id, seq: z.number().int().positive() }),
+      seq: z.number().int().positive(),
+      created: z.boolean(),
+      items: z.number().int().nonnegative(),
+    }),
+  }),
   list: ok({
     sessions: z.array(
       z.object({
@@ -240,5 +252,6 @@ const sameRequests: [
   Same<z.input<typeof requestSchemas.resolve>, ResolveCommand>,
   Same<z.input<typeof requestSchemas.tag>, TagCommand>,
   Same<z.input<typeof requestSchemas.list>, ListCommand>,
-] = [true, true, true, true, true, true, true, true];
+  Same<z.input<typeof requestSchemas.fork>, ForkCommand>,
+] = [true, true, true, true, true, true, true, true, true];
 void sameRequests;

@@ -61,7 +61,7 @@ import { COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, t
 import { inboxPrefixOf } from './connection.ts';
 
 /** What the service drives: a `Sessions` (the worker's engine). A session with no events is answered `unknown_session`. */
-export type CommandTarget = Pick<Sessions, 'admit' | 'wake' | 'cancel' | 'status' | 'dropPending' | 'approve' | 'deny' | 'resolve' | 'tag' | 'list'>;
+export type CommandTarget = Pick<Sessions, 'admit' | 'wake' | 'cancel' | 'status' | 'dropPending' | 'approve' | 'deny' | 'resolve' | 'tag' | 'list' | 'fork'>;
 
 export interface CommandServiceOptions {
   /** Queue group (default `COMMAND_QUEUE`); services in one group share the requests. */
@@ -286,6 +286,13 @@ export function commandAnswerer(
       }
       case 'tag':
         return { result: await known(target.tag(sessionId, (body as unknown as CommandRequests['tag']).tags)) };
+      case 'fork': {
+        const { source, at, tags } = body as unknown as CommandRequests['fork'];
+        validateId(source, 'source session id');
+        if (at !== undefined && (!Number.isSafeInteger(at) || at < 1))
+          throw new Reject(CommandFailureCode.BadRequest, `Invalid fork request: at must be a sequence (a whole number >= 1), got ${echo(at)}.`);
+        return { result: await known(target.fork(source, sessionId, { ...(at === undefined ? {} : { at }), ...(tags ? { tags } : {}) })) };
+      }
       case 'wake':
         return { result: await known(target.wake(sessionId)) };
       case 'cancel': {
@@ -406,6 +413,7 @@ const BODY_LIMITS: Partial<Record<CommandVerb, number>> = {
   resolve: MAX_RESOLVE_REQUEST_BYTES,
   tag: MAX_TAGS_REQUEST_BYTES,
   list: MAX_TAGS_REQUEST_BYTES,
+  fork: MAX_TAGS_REQUEST_BYTES,
 };
 
 /** Unknown fields named in a refusal, and how much of each name. */

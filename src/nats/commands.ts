@@ -11,6 +11,7 @@
  *   resolve { sessionId, kind, name, outcome, reason?, data? }          { ok: true, result: ResolveResult }
  *   tag     { sessionId, tags: { key: value | null } }                 { ok: true, result: TagResult }
  *   list    { state?, waiting?, tags?, updatedSince?, limit?, after? } { ok: true, sessions: SessionListItem[], next }
+ *   fork    { sessionId (the new session), source, at?, tags? }        { ok: true, result: ForkResult }
  *
  * Every failure is a reply, never silence: { ok: false, error: { code, message, details? } }, with
  * `code` one of `CommandFailure` (sessiond's error codes, e.g. invalid_id, invalid_option,
@@ -29,6 +30,7 @@ import type { SessionStatus, WakeResult } from '../sessions/sessions.ts';
 import type { CommandVerb } from './subjects.ts';
 import type { SessionStateValue } from '../machines/decider.ts';
 import type { TagResult } from '../sessions/tags.ts';
+import type { ForkResult } from '../sessions/fork-result.ts';
 import type { SessionPage } from '../sessions/list.ts';
 
 /** Failure codes of the protocol itself (beyond sessiond's `ErrorCode`). */
@@ -101,6 +103,13 @@ export interface TagCommand {
   sessionId: string;
   tags: Record<string, string | null>;
 }
+/** Starts `sessionId` as a fork of `source` at the settled sequence `at` (default the source's last). */
+export interface ForkCommand {
+  sessionId: string;
+  source: string;
+  at?: number;
+  tags?: Record<string, string>;
+}
 /** A page of sessions (the only command without a session id): `ListFilter`'s fields. */
 export interface ListCommand {
   state?: SessionStateValue;
@@ -125,6 +134,7 @@ export interface CommandRequests {
   resolve: ResolveCommand;
   tag: TagCommand;
   list: ListCommand;
+  fork: ForkCommand;
 }
 export interface CommandResults {
   admit: { receipt: AdmitReceipt };
@@ -135,6 +145,7 @@ export interface CommandResults {
   resolve: { result: ResolveResult };
   tag: { result: TagResult };
   list: SessionPage;
+  fork: { result: ForkResult };
 }
 
 export interface ErrorBody {
@@ -154,6 +165,7 @@ export const requestFields: Record<CommandVerb, readonly string[]> = {
   resolve: ['sessionId', 'kind', 'name', 'outcome', 'reason', 'data'],
   tag: ['sessionId', 'tags'],
   list: ['state', 'waiting', 'tags', 'updatedSince', 'limit', 'after'],
+  fork: ['sessionId', 'source', 'at', 'tags'],
 };
 
 /**

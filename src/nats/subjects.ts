@@ -5,7 +5,7 @@
  * | ----------------------------------------- | ------------------------------------------------ |
  * | `sessiond.events.<session>`               | durable log, one subject per session (stream SESSIOND_EVENTS) |
  * | `sessiond.live.<session>.<event type>`    | every event as it happens, incl. live-only text deltas (core NATS) |
- * | `sessiond.cmd.<verb>`                     | request/reply commands: admit, wake, cancel, status, drop, resolve, tag, list |
+ * | `sessiond.cmd.<verb>`                     | request/reply commands: admit, wake, cancel, status, drop, resolve, tag, list, fork |
  *
  * Workers serve `sessiond.cmd.*` in the queue group `COMMAND_QUEUE`, so exactly one answers each request.
  *
@@ -67,7 +67,7 @@ export const subjects = {
   verbOfCommandSubject: (subject: string) => subject.slice(COMMAND_PREFIX.length + 1),
 } as const;
 
-export const commandVerbs = ['admit', 'wake', 'cancel', 'status', 'drop', 'resolve', 'tag', 'list'] as const;
+export const commandVerbs = ['admit', 'wake', 'cancel', 'status', 'drop', 'resolve', 'tag', 'list', 'fork'] as const;
 export type CommandVerb = (typeof commandVerbs)[number];
 export function isCommandVerb(value: string): value is CommandVerb {
   return (commandVerbs as readonly string[]).includes(value);

@@ -24,6 +24,7 @@
 import { ErrorCode, NotFoundError, SessiondError, messageOf } from '../errors.ts';
 import { catalog, isEventType, type EventType } from '../events/catalog.ts';
 import { promptText } from '../input/prompt.ts';
+import { forkedMessages } from './fork-rows.ts';
 import { parsePayload } from '../events/codec.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { EventLog, Subscription } from '../events/event-log.ts';
@@ -398,6 +399,21 @@ export class Projector {
       'compaction.completed': rules.compactionCompleted,
 
       'session.tagged': (e) => sessions.tag(e, e.payload.tags),
+      'session.forked': (e) => {
+        sessions.fork(e, e.payload.from);
+        if (e.payload.tags) sessions.tag(e, e.payload.tags);
+        for (const m of forkedMessages(e)) {
+          const taken = messages.get(e.sessionId, m.id);
+          if (taken)
+            throw inconsistent(
+              `session.forked: message id ${m.id} is already a ${taken.type} message of session ${e.sessionId}: a fork is a session's first event.`,
+              {
+                messageId: m.id,
+              },
+            );
+          messages.insert(m);
+        }
+      },
       'recovery.started': (e) => this.requireExecution(e, live(e)),
       'recovery.completed': (e) => {
         const p = e.payload;

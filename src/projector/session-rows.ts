@@ -51,6 +51,8 @@ interface Touched {
   first: number;
   time: number;
   tags: TagChanges[];
+  /** A `session.forked` in the batch: its source and sequence. */
+  forked: { sessionId: string; seq: number } | null;
 }
 
 export function sessionListRows(db: Db) {
@@ -72,6 +74,7 @@ export function sessionListRows(db: Db) {
       state = coalesce(@state, state), last_seq = max(last_seq, @seq), time_updated = max(time_updated, @time)
     RETURNING tags, time_created`);
   const setTags = db.prepare('UPDATE session SET tags = ? WHERE session_id = ?');
+  const setForked = db.prepare('UPDATE session SET forked_from = ?, forked_seq = ? WHERE session_id = ?');
   const putTag = db.prepare(`INSERT INTO session_tag (session_id, key, value, time_created) VALUES (?, ?, ?, ?)
                              ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value`);
   const removeTag = db.prepare('DELETE FROM session_tag WHERE session_id = ? AND key = ?');
@@ -81,7 +84,7 @@ export function sessionListRows(db: Db) {
 
   const note = (e: SessionEvent): Touched => {
     let t = touched.get(e.sessionId);
-    if (!t) touched.set(e.sessionId, (t = { state: null, recount: false, seq: e.seq, first: e.time, time: e.time, tags: [] }));
+    if (!t) touched.set(e.sessionId, (t = { state: null, recount: false, seq: e.seq, first: e.time, time: e.time, tags: [], forked: null }));
     t.seq = Math.max(t.seq, e.seq);
     t.time = Math.max(t.time, e.time);
     return t;
@@ -99,6 +102,10 @@ export function sessionListRows(db: Db) {
     tag(e: SessionEvent, changes: TagChanges): void {
       note(e).tags.push(changes);
     },
+    /** Notes that the session is a fork (its `session.forked`). */
+    fork(e: SessionEvent, from: { sessionId: string; seq: number }): void {
+      note(e).forked = from;
+    },
     /** Writes every touched session (and its tags), once. */
     flush(): void {
       for (const [id, t] of touched) {
@@ -106,6 +113,7 @@ export function sessionListRows(db: Db) {
           tags: string;
           time_created: number;
         };
+        if (t.forked) setForked.run(t.forked.sessionId, t.forked.seq, id);
         if (t.tags.length === 0) continue;
         const before = JSON.parse(row.tags) as Tags;
         const after = t.tags.reduce(applyTagChanges, before);

@@ -9,9 +9,10 @@
  * the prompts of the execution that compacted (the turn in progress keeps what it was asked). So a
  * runner summarizes the older history, and the transcript reads [summary, this turn's prompts].
  */
-import type { Continuation, PromptPart, RecordedError, Usage } from '../events/catalog.ts';
+import type { Continuation, Delivery, PromptPart, RecordedError, TranscriptItemSchema, Usage } from '../events/catalog.ts';
 import { promptText } from '../input/prompt.ts';
 import type { SessionEvent } from '../events/envelope.ts';
+import type { z } from 'zod';
 
 export type TranscriptPart =
   | { type: 'text'; partId: string; text: string }
@@ -36,7 +37,7 @@ export type TranscriptPart =
 
 export type TranscriptItem =
   /** `text`: the prompt as text (`promptText`); `parts`: a prompt of parts as admitted (absent for a string prompt). */
-  | { type: 'user'; inputId: string; executionId: string; text: string; parts?: PromptPart[]; continues?: Continuation }
+  | { type: 'user'; inputId: string; executionId: string; text: string; parts?: PromptPart[]; delivery?: Delivery; continues?: Continuation }
   | {
       type: 'assistant';
       messageId: string;
@@ -54,7 +55,7 @@ export interface Transcript {
   readonly seq: number;
   readonly items: readonly TranscriptItem[];
   /** Admitted prompts not yet promoted into a turn (they join `items` when promoted). */
-  readonly waiting: ReadonlyMap<string, { text: string; parts?: PromptPart[]; continues?: Continuation }>;
+  readonly waiting: ReadonlyMap<string, { text: string; parts?: PromptPart[]; delivery?: Delivery; continues?: Continuation }>;
 }
 
 export const emptyTranscript: Transcript = { seq: 0, items: [], waiting: new Map() };
@@ -95,6 +96,7 @@ export function foldTranscript(t: Transcript, events: readonly SessionEvent[]): 
         waiting.set(e.payload.inputId, {
           text: promptText(e.payload.prompt),
           ...(typeof e.payload.prompt === 'string' ? {} : { parts: e.payload.prompt }),
+          delivery: e.payload.delivery,
           ...(e.payload.continues ? { continues: e.payload.continues } : {}),
         });
         break;
@@ -161,6 +163,12 @@ export function foldTranscript(t: Transcript, events: readonly SessionEvent[]): 
       case 'step.recovered':
         assistant(e.payload.messageId, (a) => ({ ...a, status: 'recovered' }));
         break;
+      case 'session.forked':
+        // a fork starts with the source's conversation up to the fork point
+        items.length = 0;
+        items.push(...(e.payload.transcript as TranscriptItem[]));
+        waiting.clear();
+        break;
       case 'compaction.completed': {
         const { executionId, messageId, summary } = e.payload;
         const kept = items.filter((i) => i.type === 'user' && i.executionId === executionId);
@@ -179,3 +187,8 @@ export function foldTranscript(t: Transcript, events: readonly SessionEvent[]): 
 export function assistantText(item: Extract<TranscriptItem, { type: 'assistant' }>): string {
   return item.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
 }
+
+/** A transcript item is what a fork's `session.forked` stores (checked at compile time, both ways). */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const _sameItems: Same<TranscriptItem, z.infer<typeof TranscriptItemSchema>> = true;
+void _sameItems;

@@ -20,6 +20,7 @@ import type { Sessions } from './sessions.ts';
 import { NotFoundError } from '../errors.ts';
 import type { Db } from '../storage/sqlite.ts';
 import { tagSession } from './tag.ts';
+import { forkSession } from './fork.ts';
 import { listFromProjection } from './list-projection.ts';
 
 export interface LogSessionsOptions {
@@ -59,6 +60,7 @@ export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Se
     },
     follow: (sessionId, onEvent, followOptions) => followLog(log, sessionId, onEvent, followOptions),
     tag: (sessionId, tags) => tagSession(handler, sessionId, tags),
+    fork: (sourceId, sessionId, forkOptions) => forkSession(handler, sourceId, sessionId, forkOptions),
     async list(filter) {
       if (!options.projection) {
         throw new NotFoundError(

@@ -19,6 +19,7 @@ import type { SessionView } from '../machines/session-view.ts';
 import type { ExecutionState } from '../machines/session-context.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { TagChanges, TagResult } from './tags.ts';
+import type { ForkOptions, ForkResult } from './fork-result.ts';
 import type { ListFilter, SessionPage } from './list.ts';
 
 /**
@@ -94,6 +95,14 @@ export interface Sessions {
    * Rejects with `not_found` for a session with no events (an admission's `tags` create them).
    */
   tag(sessionId: string, tags: TagChanges): Promise<TagResult>;
+  /**
+   * Starts session `sessionId` as a fork of `sourceId`: its first event holds the source's
+   * conversation up to a settled point (`at`, default the source's last), then it lives its own
+   * life. Rejects with `not_settled` (naming the nearest settled sequences) for a point inside a
+   * turn, `session_exists` for an id that has events (the same fork sent again answers `created:
+   * false`), `not_found` for a source with no events.
+   */
+  fork(sourceId: string, sessionId: string, options?: ForkOptions): Promise<ForkResult>;
   /**
    * A page of sessions, newest first, that match the filter (state, waiting, tags, updated since);
    * `next` is the cursor of the following page (`after`), null on the last. Read from the

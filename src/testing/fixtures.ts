@@ -40,6 +40,7 @@ export const defaultPayloads: { readonly [K in EventType]: PayloadInputOf<K> } =
   'input.admitted': { inputId: 'inp_1', prompt: 'p', delivery: 'queue', wake: true },
   'input.promoted': { inputId: 'inp_1', executionId: 'exe_1' },
   'input.dropped': { inputIds: ['inp_1'] },
+  'session.forked': { from: { sessionId: 'ses_source', seq: 3 }, transcript: [] },
   'step.started': { ...step, step: 0 },
   'step.ended': { ...step, finish: 'stop' },
   'step.failed': { ...step, error },

@@ -137,6 +137,46 @@ export function sessionsContract(name: string, open: () => Promise<SessionsFixtu
     }
   });
 
+  s(
+    'fork starts a new session with the conversation up to a settled point; sent again it answers created false; inside a turn it is refused',
+    async ({ fx }) => {
+      const source = uniqueId('ses_src');
+      const fork = uniqueId('ses_fork');
+      await fx.sessions.admit(source, { prompt: 'the first question' });
+      await fx.settle(source);
+      const head = (await fx.sessions.status(source)).seq;
+      const made = await fx.sessions.fork(source, fork, { tags: { branch: 'b' } });
+      assert.equal({ ...made, items: 0 }, { sessionId: fork, from: { sessionId: source, seq: head }, seq: 1, created: true, items: 0 });
+      assert.ok(made.items >= 2, 'the prompt and the answer');
+      assert.is((await fx.sessions.fork(source, fork)).created, false, 'the same fork again');
+      const status = await fx.sessions.status(fork);
+      assert.equal([status.state, status.seq, status.forkedFrom, status.tags], ['idle', 1, { sessionId: source, seq: head }, { branch: 'b' }]);
+      const seen: SessionEvent[] = [];
+      const sub = await fx.sessions.follow(fork, (e) => {
+        seen.push(e);
+      });
+      await waitFor(() => seen.length >= 1, { timeoutMs: 10_000, what: 'the fork event' });
+      await sub.close();
+      const forked = seen[0] as SessionEvent<'session.forked'>;
+      assert.is(forked.type, 'session.forked');
+      const [prompt] = forked.payload.transcript;
+      assert.equal(prompt?.type === 'user' && [prompt.text, prompt.delivery], ['the first question', 'queue'], "the source's prompt comes first");
+      await fx.sessions.admit(fork, { prompt: 'another answer, please' });
+      await fx.settle(fork);
+      assert.is((await fx.sessions.status(fork)).executions, 1, 'the fork runs turns of its own');
+      const inside = await rejected(fx.sessions.fork(source, uniqueId('ses_mid'), { at: 2 }));
+      assert.ok(isSessiondError(inside));
+      assert.is(inside.code, ErrorCode.NotSettled);
+      assert.match(inside.message, 'is inside a turn');
+      const taken = await rejected(fx.sessions.fork(source, fork, { at: 1 }));
+      assert.ok(isSessiondError(taken));
+      assert.is(taken.code, ErrorCode.SessionExists);
+      const unknown = await rejected(fx.sessions.fork(uniqueId('ses_none'), uniqueId('ses_x')));
+      assert.ok(isSessiondError(unknown));
+      assert.is(unknown.kind, ErrorKind.NotFound);
+    },
+  );
+
   s('without wake, inputs wait; status pages them; dropPending drops them unrun', async ({ fx }) => {
     const id = uniqueId('ses_wait');
     const ids = [uniqueId('inp'), uniqueId('inp'), uniqueId('inp')];

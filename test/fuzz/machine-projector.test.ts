@@ -20,7 +20,7 @@ import { projectionHash } from '../../src/projector/rebuild.ts';
 import { setup } from '../projector/support.ts';
 import { commit } from '../support/decider-spec.ts';
 import { stream } from '../../src/testing/fixtures.ts';
-import { command, ids, now, protoEvent, tagCommand, waitCommand } from '../support/arbitraries.ts';
+import { command, forkCommand, ids, now, protoEvent, tagCommand, waitCommand } from '../support/arbitraries.ts';
 import { MAX_TAGS } from '../../src/sessions/tags.ts';
 import type { Command } from '../../src/machines/commands.ts';
 import type { Wait } from '../../src/machines/session-context.ts';
@@ -198,6 +198,10 @@ function refDecide(r: Ref, c: Command): { reason: string | null; next: Ref } {
       if (same) return refuse('nothing_to_change');
       return Object.keys(tags).length > MAX_TAGS ? refuse('tag_limit') : accept({ tags });
     }
+    case 'fork':
+      // a fork is a session's first event; its prompts' input ids count as admitted
+      if (r.exists) return refuse('session_exists');
+      return accept({ tags: { ...c.tags }, admitted: [...r.admitted, ...c.transcript.flatMap((i) => (i.type === 'user' ? [i.inputId] : []))] });
     case 'recover':
       if (!inProgress) return refuse('nothing_to_recover');
       if (live) return refuse('lease_not_expired');
@@ -212,10 +216,10 @@ function refDecide(r: Ref, c: Command): { reason: string | null; next: Ref } {
   }
 }
 
-test('fuzz - 500 random sequences of admissions, tags and turns: the machine refuses and changes tags as the reference model does, never past the limit', () => {
+test('fuzz - 500 random sequences of forks, admissions, tags and turns: the machine refuses and changes tags as the reference model does, never past the limit', () => {
   const reasons = new Set<string>();
   fc.assert(
-    fc.property(fc.array(fc.oneof(command, tagCommand, tagCommand), { minLength: 5, maxLength: 40 }), (commands) => {
+    fc.property(fc.array(fc.oneof(command, tagCommand, tagCommand, forkCommand), { minLength: 5, maxLength: 40 }), (commands) => {
       let snap = initialSnapshot('ses_tags');
       let ref: Ref = { exec: null, pending: [], admitted: [], wake: null, waits: [], decided: [], tags: {}, exists: false };
       let clock = 0;
@@ -236,7 +240,7 @@ test('fuzz - 500 random sequences of admissions, tags and turns: the machine ref
     }),
     { numRuns: 500, seed: SEED },
   );
-  for (const reason of ['accepted', 'no_events', 'nothing_to_change']) assert.ok(reasons.has(reason), `the sequences reach ${reason}`);
+  for (const reason of ['accepted', 'no_events', 'nothing_to_change', 'session_exists']) assert.ok(reasons.has(reason), `the sequences reach ${reason}`);
 });
 
 /** Commands of a turn that waits for an approval, a signal and a timer (their times are the step sizes of a run). */

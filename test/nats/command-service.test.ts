@@ -153,6 +153,7 @@ s('commands - an unexpected engine failure is answered as internal and reported,
     resolve: unused,
     tag: unused,
     list: unused,
+    fork: unused,
     admit: async () => {
       throw new Error('disk on fire');
     },
@@ -240,6 +241,7 @@ s('commands - close answers requests in flight and stops taking new ones', async
     resolve: unused,
     tag: unused,
     list: unused,
+    fork: unused,
     admit: async () => {
       throw new Error('unused');
     },
@@ -343,6 +345,7 @@ s('commands - a cancel sent again after its first attempt cancelled the turn (th
     resolve: (id, name, o) => engine.resolve(id, name, o),
     tag: (id, tags) => engine.tag(id, tags),
     list: (filter) => engine.list(filter),
+    fork: (source, id, o) => engine.fork(source, id, o),
     admit: (id, request) => engine.admit(id, request),
     wake: (id) => engine.wake(id),
     status: (id) => engine.status(id),

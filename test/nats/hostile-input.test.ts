@@ -266,6 +266,7 @@ s("hostile input - a success reply over the server's max_payload is answered wit
     resolve: unused,
     tag: unused,
     list: unused,
+    fork: unused,
     admit: async () => {
       throw new Error('unused');
     },

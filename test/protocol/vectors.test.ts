@@ -142,7 +142,9 @@ test('command vectors: requests are JSON.stringify of their json and valid reque
     'invalid_option',
     'limit_exceeded',
     'log_closed',
+    'not_settled',
     'sequence_conflict',
+    'session_exists',
     'unknown_command',
     'unknown_session',
   ]);

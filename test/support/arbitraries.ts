@@ -122,3 +122,14 @@ export const tagCommand: fc.Arbitrary<Command> = fc.oneof(
     tags: fc.dictionary(tagKey, fc.constantFrom('a', 'b'), { maxKeys: 2 }),
   }),
 );
+
+/** A fork of another session: a short conversation whose prompts take input ids an admission may reuse, with tags. */
+export const forkCommand: fc.Arbitrary<Command> = fc.record({
+  type: fc.constant('fork' as const),
+  now,
+  from: fc.record({ sessionId: fc.constant('ses_source'), seq: fc.integer({ min: 1, max: 20 }) }),
+  transcript: fc
+    .uniqueArray(ids('inp_t'), { maxLength: 2 })
+    .map((inputIds) => inputIds.map((inputId) => ({ type: 'user' as const, inputId, executionId: 'exe_source', text: 'earlier' }))),
+  tags: fc.dictionary(tagKey, fc.constantFrom('a', 'b'), { maxKeys: 2 }),
+});

@@ -96,6 +96,7 @@ export function describeStatus(row: SessionStatus): string[] {
   );
   const tags = Object.entries(row.tags ?? {});
   if (tags.length > 0) lines.push(`  tags    ${tags.map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  if (row.forkedFrom) lines.push(`  forked from ${row.forkedFrom.sessionId} at sequence ${row.forkedFrom.seq}`);
   if (row.usage.inputTokens + row.usage.outputTokens > 0)
     lines.push(`  tokens  ${row.usage.inputTokens} in, ${row.usage.outputTokens} out (model steps and compactions, as the servers reported them)`);
   const open = row.waits.filter((w) => w.outcome === null);

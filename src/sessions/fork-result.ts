@@ -1,0 +1,21 @@
+/** What `sessions.fork` takes and answers (sessions/fork.ts does it). */
+import type { Tags } from './tags.ts';
+
+export interface ForkOptions {
+  /** The source's sequence to fork at: a settled point (default: the source's last one). */
+  at?: number;
+  /** Tags for the new session (the source's are not copied). */
+  tags?: Tags;
+}
+
+export interface ForkResult {
+  sessionId: string;
+  /** The source and the sequence the fork holds its conversation up to. */
+  from: { sessionId: string; seq: number };
+  /** The sequence of the new session's `session.forked` (1). */
+  seq: number;
+  /** False when this fork was made before (the same source, sent again). */
+  created: boolean;
+  /** How many conversation items (prompts, steps, summaries) the new session starts with. */
+  items: number;
+}

@@ -1,0 +1,97 @@
+/**
+ * Forking a session (`sessions.fork`): a new session whose first event, `session.forked`, holds the
+ * source's conversation up to a settled point (its transcript, as the model runner folds it), then
+ * lives its own life. The source is only read. Idempotent: the same fork sent again answers
+ * `created: false` with the fork it made.
+ */
+import { ErrorCode, SessiondError, isRefusal } from '../errors.ts';
+import { validateId } from '../ids.ts';
+import type { CommandHandler } from '../execution/command-handler.ts';
+import { DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
+import { evolve, initialSnapshot } from '../machines/decider.ts';
+import { emptyTranscript, foldTranscript } from '../runner/transcript.ts';
+import { validateTags, type Tags } from './tags.ts';
+import { forkSeq, isSettledPoint } from './fork-point.ts';
+import { unknownSession } from './status.ts';
+import type { ForkOptions, ForkResult } from './fork-result.ts';
+
+export type { ForkOptions, ForkResult };
+
+const PAGE = 1000;
+
+export async function forkSession(handler: CommandHandler, sourceId: string, sessionId: string, options: ForkOptions = {}): Promise<ForkResult> {
+  validateId(sourceId, 'source session id');
+  validateId(sessionId, 'session id');
+  if (sourceId === sessionId) throw new SessiondError(ErrorCode.InvalidOption, `Cannot fork session ${sourceId} into itself: give a new session id.`);
+  const tags = options.tags === undefined ? undefined : (validateTags(options.tags, 'the fork') as Tags);
+  const existing = await handler.load(sessionId);
+  if (existing.context.seq > 0) return sentAgain(sessionId, sourceId, existing.context, options.at);
+  const { settled, head } = await settledPoints(handler, sourceId);
+  const seq = forkSeq(sourceId, settled, head, options.at);
+  const transcript = await transcriptAt(handler, sourceId, seq);
+  const from = { sessionId: sourceId, seq };
+  const size = Buffer.byteLength(JSON.stringify(transcript.items));
+  if (size > DEFAULT_MAX_PAYLOAD_BYTES - 4096) {
+    throw new SessiondError(
+      ErrorCode.PayloadTooLarge,
+      `Cannot fork: the conversation of session ${sourceId} up to sequence ${seq} is ${size} bytes, over the ${DEFAULT_MAX_PAYLOAD_BYTES} bytes one event holds. Fork at an earlier point, or let the source compact its history first (a compaction's summary replaces what came before).`,
+      { details: { sessionId: sourceId, seq, bytes: size } },
+    );
+  }
+  try {
+    const { events } = await handler.execute(sessionId, (now) => ({
+      type: 'fork',
+      now,
+      from,
+      transcript: [...transcript.items],
+      ...(tags && Object.keys(tags).length > 0 ? { tags } : {}),
+    }));
+    return { sessionId, from, seq: events[0]!.seq, created: true, items: transcript.items.length };
+  } catch (err) {
+    if (!isRefusal(err, 'session_exists')) throw err;
+    return sentAgain(sessionId, sourceId, (await handler.load(sessionId)).context, options.at); // a concurrent fork won the race
+  }
+}
+
+/** The answer to a fork into a session that has events: the same fork again, or `session_exists`. */
+function sentAgain(
+  sessionId: string,
+  sourceId: string,
+  ctx: { seq: number; forkedFrom: { sessionId: string; seq: number } | null },
+  at: number | undefined,
+): ForkResult {
+  const f = ctx.forkedFrom;
+  if (f && f.sessionId === sourceId && (at === undefined || at === f.seq)) return { sessionId, from: f, seq: 1, created: false, items: 0 };
+  throw new SessiondError(
+    ErrorCode.SessionExists,
+    `Cannot fork into session ${sessionId}: it already has ${ctx.seq} events${f ? ` (a fork of ${f.sessionId} at sequence ${f.seq})` : ''}. Fork into a new session id.`,
+    { details: { sessionId, forkedFrom: f } },
+  );
+}
+
+/** Every settled point of the source (in order) and its last sequence: one read of its log. */
+async function settledPoints(handler: CommandHandler, sourceId: string): Promise<{ settled: number[]; head: number }> {
+  let snapshot = initialSnapshot(sourceId);
+  const settled: number[] = [];
+  for (;;) {
+    const events = await handler.log.readSession(sourceId, { afterSeq: snapshot.context.seq, limit: PAGE });
+    for (const e of events) {
+      snapshot = evolve(snapshot, e);
+      if (isSettledPoint(snapshot)) settled.push(e.seq);
+    }
+    if (events.length < PAGE) break;
+  }
+  if (snapshot.context.seq === 0) throw unknownSession(sourceId, 'fork');
+  return { settled, head: snapshot.context.seq };
+}
+
+/** The source's transcript as it was at `seq`. */
+async function transcriptAt(handler: CommandHandler, sourceId: string, seq: number) {
+  let t = emptyTranscript;
+  while (t.seq < seq) {
+    const events = await handler.log.readSession(sourceId, { afterSeq: t.seq, limit: Math.min(PAGE, seq - t.seq) });
+    if (events.length === 0) break;
+    t = foldTranscript(t, events);
+  }
+  return t;
+}
