@@ -295,6 +295,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     if (options.inspectPort !== undefined) {
       const inspector = await startInspector({
         log: engine.log,
+        sessions: engine,
         port: options.inspectPort,
         onError: (err) => report.err(`sessiond: inspector: ${messageOf(err)}`),
       });

@@ -42,6 +42,14 @@
     filterQ: $('filter-q'),
     filterClear: $('filter-clear'),
     timelineStatus: $('timeline-status'),
+    listFilters: $('list-filters'),
+    listState: $('list-state'),
+    listWaiting: $('list-waiting'),
+    listTag: $('list-tag'),
+    listMore: $('list-more'),
+    forkId: $('fork-id'),
+    forkHere: $('fork-here'),
+    forkResult: $('fork-result'),
   };
   // `early`: live events for the selected session that arrive while its timeline is loading.
   // `timeline`: the loaded pages (ascending); `before`/`after`: the server's cursors for the pages
@@ -60,6 +68,11 @@
     loading: false,
     early: [],
     commands: false,
+    // the session list: `listed` when the server pages through `list` (then in its order), the
+    // filter's query string, and the cursor of the next page
+    listed: false,
+    listQuery: '',
+    next: null,
   };
 
   function h(tag, attrs, ...children) {
@@ -109,7 +122,10 @@
 
   // ---- the session list -------------------------------------------------------------------------
   function renderSessions() {
-    const list = [...model.sessions.values()].sort((a, b) => b.time - a.time || a.sessionId.localeCompare(b.sessionId));
+    const list = model.listed
+      ? [...model.sessions.values()]
+      : [...model.sessions.values()].sort((a, b) => b.time - a.time || a.sessionId.localeCompare(b.sessionId));
+    ui.listMore.hidden = model.next === null;
     ui.noSessions.hidden = list.length > 0;
     ui.sessions.replaceChildren(
       ...list.map((s) =>
@@ -130,15 +146,61 @@
             { 'data-testid': 'session-waits' },
             s.waiting ? h('span', { class: 'state state-waiting' }, s.waiting + ' open') : h('span', { class: 'muted' }, 'none'),
           ),
+          h(
+            'td',
+            { class: 'mono', 'data-testid': 'session-tags' },
+            Object.entries(s.tags || {})
+              .map(([k, v]) => k + '=' + v)
+              .join(' ') +
+              (s.forkedFrom ? (s.tags && Object.keys(s.tags).length ? ' ' : '') + '(fork of ' + s.forkedFrom.sessionId + '@' + s.forkedFrom.seq + ')' : ''),
+          ),
         ),
       ),
     );
   }
 
-  async function loadSessions() {
-    const body = await getJson('/api/sessions');
-    model.sessions = new Map(body.sessions.map((s) => [s.sessionId, s]));
+  async function loadSessions(more) {
+    const params = new URLSearchParams(model.listQuery);
+    if (more && model.next) params.set('after', model.next);
+    const query = params.toString();
+    const body = await getJson('/api/sessions' + (query ? '?' + query : ''));
+    model.listed = body.listed === true;
+    model.next = body.next ?? null;
+    const page = body.sessions.map((s) => [s.sessionId, s]);
+    model.sessions = more ? new Map([...model.sessions, ...page]) : new Map(page);
     renderSessions();
+  }
+  function listQueryOf() {
+    const params = new URLSearchParams();
+    if (ui.listState.value) params.set('state', ui.listState.value);
+    if (ui.listWaiting.value) params.set('waiting', ui.listWaiting.value);
+    for (const tag of ui.listTag.value.split(/\s+/).filter(Boolean)) params.append('tag', tag);
+    return params.toString();
+  }
+
+  // ---- fork here -------------------------------------------------------------------------------------
+  async function forkHere() {
+    const fresh = ui.forkId.value.trim();
+    if (!model.selected || model.shownSeq === null) return;
+    if (!fresh) {
+      ui.forkResult.textContent = 'name the new session first';
+      return;
+    }
+    const res = await fetch(sessionUrl(model.selected) + '/fork', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ sessionId: fresh, at: model.shownSeq }),
+    });
+    const body = await res.json().catch(() => ({}));
+    if (!res.ok) {
+      ui.forkResult.replaceChildren(h('span', { class: 'error-text', 'data-testid': 'fork-error' }, body.error?.message || 'HTTP ' + res.status));
+      return;
+    }
+    ui.forkResult.replaceChildren(
+      body.created ? 'forked into ' : 'already forked into ',
+      h('a', { href: '#/session/' + encodeURIComponent(body.sessionId), 'data-testid': 'fork-link' }, body.sessionId),
+      ' at sequence ' + body.from.seq + ' (' + body.items + ' conversation items)',
+    );
   }
 
   // ---- one session ---------------------------------------------------------------------------------
@@ -464,7 +526,9 @@
   // ---- live updates ----------------------------------------------------------------------------------
   function onCommitted(msg) {
     const d = JSON.parse(msg.data);
-    if (d.session) model.sessions.set(d.sessionId, d.session);
+    // a filtered list keeps to the sessions it listed; the rest take every session live
+    if (d.session && (!model.listQuery || model.sessions.has(d.sessionId)))
+      model.sessions.set(d.sessionId, { ...(model.sessions.get(d.sessionId) || {}), ...d.session });
     renderSessions();
     if (d.sessionId !== model.selected || !d.session) return;
     if (model.loading) {
@@ -523,6 +587,17 @@
   ui.filterClear.addEventListener('click', () => {
     ui.filterType.value = ui.filterQ.value = ui.jumpSeq.value = ui.jumpTime.value = '';
     applyFilters().catch(showError);
+  });
+  ui.listFilters.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    model.listQuery = listQueryOf();
+    loadSessions(false).then(() => showError(null), showError);
+  });
+  ui.listMore.addEventListener('click', () => {
+    loadSessions(true).catch(showError);
+  });
+  ui.forkHere.addEventListener('click', () => {
+    forkHere().catch(showError);
   });
   window.addEventListener('hashchange', route);
   loadSessions().catch(showError);

@@ -32,6 +32,7 @@ const css = `
   .state-idle { background: #eceff1; } .state-claimed { background: #fff3c4; } .state-running { background: #d7f5dd; }
   .state-recovering { background: #ffe0cc; } .state-settled { background: #e3e8ff; }
   .muted { color: var(--muted); }
+  .error-text { color: #b00020; }
   .travel { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1rem; margin: .5rem 0; }
   .travel input[type=range] { flex: 1 1 16rem; min-width: 12rem; }
   #chart { margin: .5rem 0; border: 1px solid var(--line); border-radius: 8px; background: #fff; overflow-x: auto; }
@@ -54,7 +55,7 @@ const css = `
   @media (max-width: 60rem) { main, .columns { grid-template-columns: 1fr; } }
 `;
 
-export function inspectorPage(options: { logName: string }): string {
+export function inspectorPage(options: { logName: string; writes?: boolean }): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -73,11 +74,18 @@ export function inspectorPage(options: { logName: string }): string {
 <main>
   <section class="panel" id="sessions-panel" aria-labelledby="sessions-heading">
     <h2 id="sessions-heading">Sessions</h2>
+    <form id="list-filters" data-testid="list-filters" class="filters" aria-label="Filter the sessions"${options.writes ? '' : ' hidden'}>
+      <label>State <select id="list-state" data-testid="list-state"><option value="">any</option>${['idle', 'claimed', 'running', 'recovering', 'settled'].map((s) => `<option>${s}</option>`).join('')}</select></label>
+      <label>Waiting <select id="list-waiting" data-testid="list-waiting"><option value="">either</option><option value="1">waiting</option><option value="0">not waiting</option></select></label>
+      <label>Tag <input id="list-tag" data-testid="list-tag" placeholder="key=value" size="12" autocomplete="off"></label>
+      <button type="submit" data-testid="list-apply">List</button>
+    </form>
     <table id="sessions" data-testid="sessions">
       <caption class="muted" style="caption-side: bottom; text-align: left; padding-top: .4rem">Live state, folded from the log; pick one to inspect it.</caption>
-      <thead><tr><th scope="col">Session</th><th scope="col">State</th><th scope="col">Seq</th><th scope="col">Owner</th><th scope="col">Pending</th><th scope="col">Waits</th></tr></thead>
+      <thead><tr><th scope="col">Session</th><th scope="col">State</th><th scope="col">Seq</th><th scope="col">Owner</th><th scope="col">Pending</th><th scope="col">Waits</th><th scope="col">Tags</th></tr></thead>
       <tbody></tbody>
     </table>
+    <button type="button" id="list-more" data-testid="list-more" hidden>More sessions</button>
     <p id="no-sessions" data-testid="no-sessions" class="muted" hidden>No sessions in this log yet. Admit a prompt, e.g. <code>npx sessiond prompt ses_demo "hello"</code>.</p>
   </section>
   <section class="panel" id="session-detail" data-testid="session-detail" aria-labelledby="session-heading">
@@ -90,6 +98,9 @@ export function inspectorPage(options: { logName: string }): string {
         <input type="range" id="seq-slider" data-testid="seq-slider" min="0" max="0" step="1" value="0">
         <button type="button" id="follow-live" data-testid="follow-live" aria-pressed="true">Follow live</button>
         <button type="button" id="chart-commands" data-testid="chart-commands" aria-pressed="false" title="draw each state's commands with their guards and refusals">Commands and refusals</button>
+        <span id="fork-controls"${options.writes ? '' : ' hidden'}><label>Fork here into <input id="fork-id" data-testid="fork-id" placeholder="new session id" size="14" autocomplete="off"></label>
+        <button type="button" id="fork-here" data-testid="fork-here" title="a new session with this session's conversation up to this sequence">Fork here</button>
+        <span id="fork-result" data-testid="fork-result" role="status"></span></span>
       </div>
       <figure id="chart" data-testid="chart" aria-label="State chart of the session machine" role="img"></figure>
       <div class="columns">

@@ -3,7 +3,9 @@
  * into an @xstate/store (every session's folded state) and answers:
  *
  *   GET /                            the page (one self-contained HTML document)
- *   GET /api/sessions                every session with its live state
+ *   GET /api/sessions                every session with its live state; with `sessions`: a page of
+ *                                    `list` (?state=S&waiting=1|0&tag=k=v&updated=MS&limit=N&after=CURSOR)
+ *   POST /api/sessions/:id/fork      with `sessions`: fork the session at { at } into { sessionId }
  *   GET /api/sessions/:id            current state, context, lease and the last page of the timeline
  *   GET /api/sessions/:id/events     a page of the timeline: by seq, by time, by type, by text (timeline.ts)
  *   GET /api/sessions/:id/at/:seq    time travel: state, context, lease and rows at seq (travel.ts, rows.ts)
@@ -12,7 +14,8 @@
  *   GET /api/events                  server-sent events: each committed event as it is committed
  *
  * Errors are JSON `{ error: { code, message } }` with 400 (bad id or seq), 404 (unknown session,
- * sequence or route) or 405 (not GET). Before any route, the Host header must name the address the
+ * sequence or route), 405 (not GET, or a POST to an inspector without `sessions`) or 409 (a fork
+ * refused: a point inside a turn, a taken id). Before any route, the Host header must name the address the
  * inspector is bound to (127.0.0.1:PORT, localhost:PORT, [::1]:PORT for loopback; `allowedHosts`
  * for more), else 421, and a request other than GET or HEAD from another origin gets 403, both as
  * plain text (host-check.ts): a web page elsewhere cannot read the sessions by DNS rebinding.
@@ -25,12 +28,15 @@ import type { AddressInfo } from 'node:net';
 import { systemClock, type Clock } from '../clock.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { EventLog } from '../events/event-log.ts';
-import { ErrorCode, SessiondError, messageOf, HttpError } from '../errors.ts';
+import { ErrorCode, SessiondError, messageOf, HttpError, isSessiondError } from '../errors.ts';
+import type { Sessions } from '../sessions/sessions.ts';
+import { checkListFilter, type ListFilter, type SessionListItem } from '../sessions/list.ts';
+import { parseTagArgument } from '../sessions/tags.ts';
 import { sessionMachine } from '../machines/session-machine.ts';
 import { machineToDot, renderSvg, type DotOptions } from './chart.ts';
 import { inspectorPage } from './page.ts';
 import { projectedRowsAt, type RowsAt } from './rows.ts';
-import { createInspectorStore, whenFolded, type InspectorStore } from './store.ts';
+import { createInspectorStore, whenFolded, type InspectorStore, type SessionSummary } from './store.ts';
 import { hostGuard, type Refusal } from './host-check.ts';
 import { TimelineIndex } from './timeline-index.ts';
 import { DEFAULT_PAGE, parsePageQuery, timelinePage, type PageQuery } from './timeline.ts';
@@ -54,6 +60,11 @@ export interface InspectorOptions {
   /** Rows of a session at a sequence (default: the projector in memory, with projection checkpoints; null: none). */
   rowsAt?: RowsAt | null;
   clock?: Clock;
+  /**
+   * The sessions behind the log (an engine): the session list pages through `list` with its
+   * filters, and "fork here" forks through `fork`. Absent: every session, folded here; no writes.
+   */
+  sessions?: Pick<Sessions, 'list' | 'fork'>;
   /** The log subscription failed (default: printed to stderr); the list routes then answer 503. */
   onError?: (err: unknown) => void;
 }
@@ -86,6 +97,73 @@ function parseFlag(raw: string | null, name: string): boolean {
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL, params: string[]) => Promise<void> | void;
+
+/** A refusal of the sessions behind the inspector as an HTTP error: its code and message, the status its kind says. */
+function asHttpError(err: unknown): unknown {
+  if (!isSessiondError(err)) return err;
+  const status = err.kind === 'not_found' ? 404 : err.kind === 'invalid_input' ? 400 : err.kind === 'conflict' || err.kind === 'refused' ? 409 : 500;
+  return status === 500 ? err : new HttpError(status, err.code, err.message);
+}
+
+/** A small JSON object body (at most 4 KiB). */
+async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
+  let text = '';
+  for await (const chunk of req) {
+    text += chunk;
+    if (text.length > 4096) throw new HttpError(413, 'body_too_large', 'The request body is over 4 KiB: send a small JSON object.');
+  }
+  try {
+    const value = JSON.parse(text) as unknown;
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {}
+  throw new HttpError(400, 'invalid_body', 'The request body must be a JSON object.');
+}
+
+/** `?state=S&waiting=1|0&tag=k=v&updated=MS&limit=N&after=CURSOR` as a list filter (its checks are list's own). */
+function listFilterOf(q: URLSearchParams): ListFilter {
+  const filter: Record<string, unknown> = {};
+  const state = q.get('state');
+  if (state) filter['state'] = state;
+  const waiting = q.get('waiting');
+  if (waiting === '1' || waiting === '0') filter['waiting'] = waiting === '1';
+  const tags = q.getAll('tag').filter((t) => t.length > 0);
+  if (tags.length > 0) {
+    try {
+      filter['tags'] = Object.fromEntries(tags.map((t) => parseTagArgument(t, false)));
+    } catch (err) {
+      throw new HttpError(400, 'invalid_query', messageOf(err));
+    }
+  }
+  for (const [name, key] of [
+    ['updated', 'updatedSince'],
+    ['limit', 'limit'],
+  ] as const) {
+    const raw = q.get(name);
+    if (raw) filter[key] = Number(raw);
+  }
+  const after = q.get('after');
+  if (after) filter['after'] = after;
+  try {
+    checkListFilter(filter as ListFilter); // refused here with list's words, as a 400
+    return filter as ListFilter;
+  } catch (err) {
+    throw new HttpError(400, 'invalid_query', messageOf(err));
+  }
+}
+
+/** A listed session with the live state the store folded (owner, waits) where it has it. */
+function listedSession(item: SessionListItem, live: SessionSummary | undefined): Record<string, unknown> {
+  return {
+    ...(live ?? { owner: null, waiting: item.waiting ? 1 : 0 }),
+    sessionId: item.sessionId,
+    state: live?.state ?? item.state,
+    seq: Math.max(live?.seq ?? 0, item.seq),
+    pending: live?.pending ?? item.pendingInputs,
+    time: live?.time ?? item.updatedAt,
+    tags: item.tags,
+    forkedFrom: item.forkedFrom,
+  };
+}
 
 export async function startInspector(options: InspectorOptions): Promise<Inspector> {
   const { log } = options;
@@ -163,16 +241,47 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     return svg;
   };
 
-  const routes: [RegExp, Handler][] = [
-    [/^\/$/, (_req, res) => send(res, 200, 'text/html; charset=utf-8', inspectorPage({ logName: log.name }))],
+  const routes: [RegExp, Handler, ('POST' | undefined)?][] = [
+    [/^\/$/, (_req, res) => send(res, 200, 'text/html; charset=utf-8', inspectorPage({ logName: log.name, writes: options.sessions !== undefined }))],
     [
       /^\/api\/sessions$/,
-      async (_req, res) => {
+      async (_req, res, url) => {
         const complete = await caughtUp();
         const { position, sessions } = store.getSnapshot().context;
+        if (options.sessions) {
+          const page = await options.sessions.list(listFilterOf(url.searchParams));
+          const rows = page.sessions.map((item) => listedSession(item, sessions[item.sessionId]));
+          json(res, 200, { log: log.name, position, complete, listed: true, sessions: rows, next: page.next });
+          return;
+        }
+        if ([...url.searchParams.keys()].length > 0)
+          throw new HttpError(
+            400,
+            'invalid_query',
+            'This inspector lists every session and takes no filters: start it with sessiond start --inspect PORT to list with filters.',
+          );
         const list = Object.values(sessions).sort((a, b) => b.time - a.time || a.sessionId.localeCompare(b.sessionId));
-        json(res, 200, { log: log.name, position, complete, sessions: list });
+        json(res, 200, { log: log.name, position, complete, listed: false, sessions: list, next: null });
       },
+    ],
+    [
+      /^\/api\/sessions\/([^/]+)\/fork$/,
+      async (req, res, _url, [rawId]) => {
+        const sessionId = parseSessionId(rawId!);
+        if (!options.sessions)
+          throw new HttpError(405, 'read_only', 'This inspector only reads the log: start it with sessiond start --inspect PORT to fork from it.');
+        const body = await readJsonBody(req);
+        const fresh = typeof body.sessionId === 'string' ? parseSessionId(body.sessionId) : undefined;
+        if (!fresh) throw new HttpError(400, 'invalid_body', 'Send { "sessionId": "<the new session id>", "at": <seq> } to fork.');
+        if (body.at !== undefined && (typeof body.at !== 'number' || !Number.isSafeInteger(body.at) || body.at < 1))
+          throw new HttpError(400, 'invalid_body', `Invalid at ${JSON.stringify(body.at)}: give a sequence (a whole number >= 1).`);
+        try {
+          json(res, 200, await options.sessions.fork(sessionId, fresh, body.at === undefined ? {} : { at: body.at as number }));
+        } catch (err) {
+          throw asHttpError(err);
+        }
+      },
+      'POST',
     ],
     [
       /^\/api\/sessions\/([^/]+)$/,
@@ -261,19 +370,20 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://inspector.local');
-    for (const [pattern, handler] of routes) {
+    for (const [pattern, handler, method] of routes) {
       const match = pattern.exec(url.pathname);
       if (!match) continue;
-      if (req.method !== 'GET' && req.method !== 'HEAD') {
-        res.setHeader('allow', 'GET, HEAD');
-        throw new HttpError(405, 'method_not_allowed', `${req.method} is not allowed on ${url.pathname}: the inspector is read-only, use GET.`);
+      const allowed = method ?? 'GET';
+      if (req.method !== allowed && !(allowed === 'GET' && req.method === 'HEAD')) {
+        res.setHeader('allow', allowed === 'GET' ? 'GET, HEAD' : allowed);
+        throw new HttpError(405, 'method_not_allowed', `${req.method} is not allowed on ${url.pathname}: use ${allowed}.`);
       }
       return handler(req, res, url, match.slice(1));
     }
     throw new HttpError(
       404,
       'not_found',
-      `No route ${url.pathname}. Routes: /, /api/sessions, /api/sessions/:id, /api/sessions/:id/events, /api/sessions/:id/at/:seq, /api/chart.svg, /api/events.`,
+      `No route ${url.pathname}. Routes: /, /api/sessions, /api/sessions/:id, /api/sessions/:id/events, POST /api/sessions/:id/fork, /api/sessions/:id/at/:seq, /api/chart.svg, /api/events.`,
     );
   }
 
