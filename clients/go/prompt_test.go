@@ -43,6 +43,7 @@ var partVerdicts = []struct {
 	{`{"type":"image","url":"HTTPS://example.com/a.png"}`, false},
 	{`{"type":"image","url":"https://example.com/a.png","mediaType":"PNG"}`, false},
 	{`{"type":"image","url":"https://example.com/a.png","mediaType":"image/"}`, false},
+	{`{"type":"image","url":"https://example.com/a.png","mediaType":"image/png\n"}`, false}, // JavaScript's $ ends the string
 	{`{"type":"image","url":"https://example.com/a.png","mediaType":null}`, false},
 	{`{"type":"image","data":"iVBORw=="}`, false}, // bytes need their media type
 	{`{"type":"image","data":"abc","mediaType":"image/png"}`, false},
