@@ -86,7 +86,11 @@ const (
 // CommandSubject is the subject of a verb: sessiond.cmd.<verb>.
 func CommandSubject(verb string) string { return CommandPrefix + "." + verb }
 
-// AdmitRequest is a prompt to admit. ID is the input id: admitting the same id again is a no-op,
+// AdmitRequest is a prompt to admit: Prompt, a string, or Parts, a list of parts (text, images
+// and files by URL or by their bytes, JSON data: TextPart, ImageURL, ImageBytes, FileURL,
+// FileBytes, JSONPart), sent as a list when there are any (one or the other, not both; at most
+// MaxPromptParts, each checked by the worker, which refuses a part that is not valid with
+// invalid_option naming it). ID is the input id: admitting the same id again is a no-op,
 // so a resent request is safe; one is generated when empty. Delivery "queue" (the default when
 // empty) waits for the next turn, "steer" joins the running one. Wake nil or true wakes a worker.
 // NotBefore schedules the prompt: no turn takes it before this time, in ms since the epoch (0:
@@ -94,6 +98,7 @@ func CommandSubject(verb string) string { return CommandPrefix + "." + verb }
 // (merged into those it has; nil or empty: none).
 type AdmitRequest struct {
 	Prompt    string
+	Parts     []PromptPart
 	ID        string
 	Delivery  string
 	Wake      *bool
@@ -290,9 +295,14 @@ type RecoveryState struct {
 
 // Request bodies, as the Node client builds them (keys in this order).
 
-// AdmitBody is the admit request's JSON body (what Admit sends).
+// AdmitBody is the admit request's JSON body (what Admit sends): the prompt is r.Parts when it has
+// any (each part's keys in the catalog's order), else r.Prompt.
 func AdmitBody(sessionID string, r AdmitRequest) Map {
-	m := Map{{"sessionId", sessionID}, {"prompt", r.Prompt}}
+	var prompt any = r.Prompt
+	if len(r.Parts) > 0 {
+		prompt = partsWire(r.Parts)
+	}
+	m := Map{{"sessionId", sessionID}, {"prompt", prompt}}
 	if r.ID != "" {
 		m = append(m, MapEntry{"id", r.ID})
 	}
@@ -378,6 +388,10 @@ func NewInputID() string {
 // Admit admits a prompt to the session (idempotent by input id; one is generated when none is
 // given) and, unless Wake is false, wakes a worker to run it.
 func (c *Client) Admit(ctx context.Context, sessionID string, r AdmitRequest) (AdmitReceipt, error) {
+	if r.Prompt != "" && len(r.Parts) > 0 {
+		return AdmitReceipt{}, &CommandError{Verb: VerbAdmit, Code: CodeInvalidOption,
+			Message: "Invalid input: the admission has both Prompt and Parts: give the prompt as a string (Prompt) or as parts (Parts, with TextPart for its text)."}
+	}
 	if r.ID == "" {
 		r.ID = NewInputID()
 	} else if p := idProblem(r.ID); p != "" {

@@ -53,3 +53,23 @@ func ExampleClient_List() {
 	}
 	c.Close()
 }
+
+// ExampleClient_Admit_parts admits a prompt of parts (text, an image's bytes, JSON data) and reads
+// its text form back from the log.
+func ExampleClient_Admit_parts() {
+	ctx := context.Background()
+	c, _ := sessiond.Connect(ctx, sessiond.Options{URL: "nats://127.0.0.1:4222", User: "client", Pass: "client-dev-secret"})
+	jpeg := []byte{0xff, 0xd8, 0xff} // the image's bytes
+	_, _ = c.Admit(ctx, "ses_1", sessiond.AdmitRequest{Parts: []sessiond.PromptPart{
+		sessiond.TextPart("what is on this receipt?"),
+		sessiond.ImageBytes(jpeg, "image/jpeg"),
+		sessiond.JSONPart(map[string]any{"currency": "EUR"}),
+	}})
+	events, _ := c.Replay(ctx, "ses_1")
+	for _, e := range events {
+		if p, ok := e.Payload.(*sessiond.InputAdmitted); ok {
+			fmt.Println(sessiond.PromptText(p.Prompt)) // what is on this receipt?\n[image image/jpeg, 3 bytes]\n{"currency":"EUR"}
+		}
+	}
+	c.Close()
+}

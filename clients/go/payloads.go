@@ -17,7 +17,9 @@ package sessiond
 //	tags      a map of tags (Tags, or TagChanges whose nil values are null): keys are tag keys,
 //	          values strings of 1-MaxTagValue UTF-16 units; written with the keys sorted
 //
-// Unknown payload fields are dropped, as the Node reader drops them.
+// A Prompt field reads a string or a list of parts and checks each part (prompt.go); an Any field
+// takes any value. Unknown payload fields are dropped, as the Node reader drops them (a prompt
+// part's are not: it is a strict object).
 
 import (
 	"encoding/json"
@@ -128,12 +130,13 @@ type ExecutionSettled struct {
 	Error       *RecordedError `sd:"error,opt" json:"error,omitempty"`
 }
 
-// InputAdmitted: a prompt was admitted (source `user`, or `recovery` for a continuation).
+// InputAdmitted: a prompt was admitted (source `user`, or `recovery` for a continuation): a
+// string, or (version 2) a list of parts (Prompt; PromptText is its text form).
 // NotBefore, when set, schedules it: no turn takes it before that time (ms since the epoch). Tags:
 // those the admission gives its session (merged into those it has; nil when none).
 type InputAdmitted struct {
 	InputID   string        `sd:"inputId,id" json:"inputId"`
-	Prompt    string        `sd:"prompt" json:"prompt"`
+	Prompt    Prompt        `sd:"prompt" json:"prompt"`
 	Delivery  string        `sd:"delivery,enum=steer|queue" json:"delivery"`
 	Wake      bool          `sd:"wake" json:"wake"`
 	Source    string        `sd:"source,enum=user|recovery,default=user" json:"source"`
@@ -407,7 +410,7 @@ var Catalog = []CatalogEntry{
 	{"execution.phase", 1, true, func() Payload { return new(ExecutionPhase) }},
 	{"execution.cancelled", 1, true, func() Payload { return new(ExecutionCancelled) }},
 	{"execution.settled", 1, true, func() Payload { return new(ExecutionSettled) }},
-	{"input.admitted", 1, true, func() Payload { return new(InputAdmitted) }},
+	{"input.admitted", 2, true, func() Payload { return new(InputAdmitted) }},
 	{"input.promoted", 1, true, func() Payload { return new(InputPromoted) }},
 	{"input.dropped", 1, true, func() Payload { return new(InputDropped) }},
 	{"step.started", 1, true, func() Payload { return new(StepStarted) }},
@@ -438,6 +441,7 @@ var Catalog = []CatalogEntry{
 // upcasters[type][v] turns a stored version-v payload of type into a version-v+1 one, as sessiond's
 // catalog does (x-sessiond-upcasters in clients/protocol/schema/events.schema.json).
 var upcasters = map[string]map[int64]func(Map) Map{
+	"input.admitted": {1: func(p Map) Map { return p }}, // none: a version-1 prompt is a string, which version 2 reads
 	"tool.called": {1: func(p Map) Map { // adds started: false (a version-1 call is followed by its tool.started)
 		up := append(Map(nil), p...)
 		up.Set("started", false)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // The payload structs' `sd` tags (see payloads.go) read as field rules, once per struct type.
@@ -30,6 +31,7 @@ type fieldRules struct {
 var (
 	rulesCache sync.Map // reflect.Type -> []fieldRules
 	anyType    = reflect.TypeFor[Any]()
+	promptType = reflect.TypeFor[Prompt]()
 )
 
 func rulesOf(t reflect.Type) []fieldRules {
@@ -124,6 +126,21 @@ func utf16Len(s string) int {
 	return n
 }
 
+// codePoints is a string's length in Unicode code points, as sessiond's zod measures strings
+// (a lone surrogate, which a string holds as its WTF-8 bytes, is one; so is any other byte of
+// invalid UTF-8).
+func codePoints(s string) int {
+	n := 0
+	for i := 0; i < len(s); n++ {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		if size == 1 && i+2 < len(s) && s[i] == 0xed && s[i+1] >= 0xa0 && s[i+1] <= 0xbf {
+			size = 3 // a lone surrogate's WTF-8 bytes
+		}
+		i += size
+	}
+	return n
+}
+
 // wholeNumber is v as an integer when JavaScript's Number.isSafeInteger would accept it (an
 // integral float64 included: old frames hold some).
 func wholeNumber(v any) (int64, bool) {
@@ -207,6 +224,10 @@ func decodeField(fv reflect.Value, r fieldRules, v any, present bool, path strin
 }
 
 func decodeValue(fv reflect.Value, r fieldRules, v any, path string, is *issues) {
+	if fv.Type() == promptType { // a string or a list of parts (prompt.go)
+		fv.Set(reflect.ValueOf(decodePrompt(v, path, is)))
+		return
+	}
 	switch fv.Kind() {
 	case reflect.String:
 		s, ok := v.(string)
@@ -316,6 +337,9 @@ func encodeStruct(rv reflect.Value) Map {
 }
 
 func encodeValue(fv reflect.Value) any {
+	if fv.Type() == promptType {
+		return fv.Interface().(Prompt).wire()
+	}
 	switch fv.Kind() {
 	case reflect.Pointer:
 		return encodeValue(fv.Elem())

@@ -419,6 +419,13 @@ func typedRequest(t *testing.T, verb string, m Map) Map {
 	switch verb {
 	case VerbAdmit:
 		r := AdmitRequest{Prompt: str(m, "prompt"), ID: str(m, "id"), Delivery: str(m, "delivery")}
+		if list, isList := get(m, "prompt").([]any); isList { // a prompt of parts, read as the decoder reads one
+			var is issues
+			r.Parts = decodePrompt(list, "prompt", &is).Parts
+			if len(is) > 0 {
+				t.Fatalf("the vector's parts are refused here: %v", is)
+			}
+		}
 		if w, ok := m.Get("wake"); ok {
 			b := w.(bool)
 			r.Wake = &b
@@ -644,6 +651,10 @@ func compareStruct(t *testing.T, path string, typ reflect.Type, s Map) {
 		if d, ok := p.Get("default"); ok && (r.def == nil || *r.def != d) {
 			t.Errorf("%s: default %v in the schema", where, d)
 		}
+		if field.Type == promptType {
+			comparePrompt(t, where, p)
+			continue
+		}
 		if anyOf, ok := p.Get("anyOf"); ok { // nullable
 			alts := anyOf.([]any)
 			if !r.null || len(alts) != 2 || get(alts[1].(Map), "type") != "null" {
@@ -742,6 +753,58 @@ func compareField(t *testing.T, where string, ft reflect.Type, r fieldRules, p M
 	}
 }
 
+// comparePrompt: the schema's prompt is a string or a non-empty list of parts, each of one of the
+// shapes prompt.go checks (in the catalog's order: the fields, those required, nothing else, and
+// each field's rule).
+func comparePrompt(t *testing.T, where string, p Map) {
+	t.Helper()
+	alts, _ := get(p, "anyOf").([]any)
+	if len(alts) != 2 || !sameValue(alts[0], Map{{"type", "string"}}) {
+		t.Errorf("%s: a string or parts here, schema %s", where, show(p))
+		return
+	}
+	list := alts[1].(Map)
+	if get(list, "type") != "array" || get(list, "minItems") != int64(1) || get(list, "maxItems") != nil {
+		t.Errorf("%s: a list of at least one part here, schema %s", where, show(list))
+	}
+	variants, _ := get(get(list, "items").(Map), "anyOf").([]any)
+	if len(variants) != len(partShapes) {
+		t.Fatalf("%s: %d part shapes here, schema %d", where, len(partShapes), len(variants))
+	}
+	fieldSchemas := map[string]Map{
+		"text":      {{"type", "string"}},
+		"url":       {{"type", "string"}, {"pattern", partURLPattern}},
+		"data":      {{"type", "string"}, {"format", "base64"}, {"contentEncoding", "base64"}, {"pattern", partBase64Pattern}},
+		"mediaType": {{"type", "string"}, {"pattern", partMediaTypePattern}},
+		"filename":  {{"type", "string"}, {"minLength", int64(1)}, {"maxLength", int64(maxFilename)}},
+		"value":     {},
+	}
+	for i, shape := range partShapes {
+		v := variants[i].(Map)
+		at := fmt.Sprintf("%s[] shape %d (%s)", where, i, shape.typ)
+		props := get(v, "properties").(Map)
+		var names []string
+		for _, e := range props {
+			names = append(names, e.Key)
+		}
+		var required []string
+		for _, r := range get(v, "required").([]any) {
+			required = append(required, r.(string))
+		}
+		if get(v, "type") != "object" || get(v, "additionalProperties") != false ||
+			!slices.Equal(names, append([]string{"type"}, shape.fields...)) || !slices.Equal(required, append([]string{"type"}, shape.required...)) ||
+			!sameValue(get(props, "type"), Map{{"type", "string"}, {"const", shape.typ}}) {
+			t.Errorf("%s: fields %v required %v here, schema %s", at, shape.fields, shape.required, show(v))
+			continue
+		}
+		for _, name := range shape.fields {
+			if want := fieldSchemas[name]; !sameUnordered(get(props, name), want) {
+				t.Errorf("%s.%s: %s here, schema %s", at, name, show(want), show(get(props, name)))
+			}
+		}
+	}
+}
+
 // The request builders write the fields in the order commands.schema.json gives them, and the
 // client's own error codes are the schema's.
 func TestCommandsSchema(t *testing.T) {
@@ -770,6 +833,9 @@ func TestCommandsSchema(t *testing.T) {
 			t.Errorf("%s: subject %v", v.Key, get(v.Value.(Map), "subject"))
 		}
 		props := get(get(v.Value.(Map), "request").(Map), "properties").(Map)
+		if v.Key == VerbAdmit {
+			comparePrompt(t, "admit.prompt", get(props, "prompt").(Map))
+		}
 		var want, got []string
 		for _, p := range props {
 			want = append(want, p.Key)

@@ -25,6 +25,7 @@ from sessiond_client import (
     encode_request,
     pack,
     parse_reply,
+    parts,
     read_export,
     unpack,
     write_export,
@@ -210,6 +211,8 @@ def test_the_client_builds_each_verbs_request_as_the_vectors_spell_it() -> None:
         ),
         "admit with only the required fields and an id": c.admit_request("ses_cmd", "hi", id="inp_cmd_2"),
         "admit with tags": c.admit_request("ses_cmd", "hi", id="inp_cmd_5", tags={"customer": "acme", "env/region": "eu-west-1"}),
+        # as the part builders make them, keys in any order
+        "admit a prompt of parts": c.admit_request("ses_cmd", SAMPLE_PARTS, id="inp_cmd_6"),
         # as tag and list build them (None removes a tag)
         "tag: set one, remove another": c.tag_request("ses_cmd", {"tier": "gold", "env": None}),
         "list with every filter": c.list_request(
@@ -239,6 +242,22 @@ def test_the_client_builds_each_verbs_request_as_the_vectors_spell_it() -> None:
             assert c.list_filter_problem(case["json"]) is None
 
 
+#: The vectors' prompt of every kind of part, as the builders make it (a JSON value's keys in its order).
+SAMPLE_PARTS = [
+    parts.text_part("What is in these? — ünïcode"),
+    {"mediaType": "image/png", "url": "https://example.com/cat.png", "type": "image"},
+    parts.image_bytes(bytes([0x89, 0x50, 0x4E, 0x47]), "image/png"),
+    parts.file_bytes(b"%PDF-1.4", "application/pdf", "invoice.pdf"),
+    parts.file_url("https://example.com/report.csv", "text/csv"),
+    parts.json_part({"order": 42, "lines": [{"sku": "A-1", "qty": 2, "price": 9.5}], "note": None}),
+]
+
+
+def test_the_sample_parts_are_the_vectors() -> None:
+    case = next(x for x in REQUESTS if x["name"] == "admit a prompt of parts")
+    assert [dict(sorted(p.items())) for p in SAMPLE_PARTS] == [dict(sorted(p.items())) for p in case["json"]["prompt"]]
+
+
 def test_the_verbs_and_their_fields_are_the_schemas() -> None:
     verbs = COMMANDS_SCHEMA["x-sessiond-verbs"]
     assert list(verbs) == list(VERBS)
@@ -246,6 +265,8 @@ def test_the_verbs_and_their_fields_are_the_schemas() -> None:
         assert spec["subject"] == f"sessiond.cmd.{verb}"
         assert list(spec["request"]["properties"]) == list(REQUEST_FIELDS[verb]), verb
     assert "sessionId" not in verbs["list"]["request"]["properties"]
+    # an admission's prompt is the catalog's
+    assert without_annotations(verbs["admit"]["request"]["properties"]["prompt"]) == as_json_schema(cat.PROMPT)
 
 
 def test_list_filters_and_tags_are_checked_as_a_worker_checks_them() -> None:
@@ -390,6 +411,17 @@ def as_json_schema(s: cat.Schema) -> dict[str, Any]:
         if s.max is not None:
             out["maxLength"] = s.max
         return out
+    if isinstance(s, cat.Pattern):
+        out = {"type": "string", "pattern": s.source}
+        return {**out, "format": "base64", "contentEncoding": "base64"} if s.base64 else out
+    if isinstance(s, cat.Const):
+        return {"type": "string", "const": s.value}
+    if isinstance(s, cat.JsonValue):
+        return {}
+    if isinstance(s, cat.Part):
+        return {"anyOf": [as_json_schema(shape) for shape in s.shapes]}
+    if isinstance(s, cat.PromptSchema):
+        return {"anyOf": [as_json_schema(s.text), as_json_schema(s.parts)]}
     if isinstance(s, cat.Int):
         out = {"type": "integer", ("exclusiveMinimum" if s.exclusive_min else "minimum"): s.min, "maximum": 2**53 - 1}
         return out
@@ -419,7 +451,7 @@ def as_json_schema(s: cat.Schema) -> dict[str, Any]:
             if f.default is not cat.ABSENT:
                 props[f.wire] = {"default": f.default, **props[f.wire]}
         required = [f.wire for f in s.fields if not f.optional and f.default is cat.ABSENT]
-        return {"type": "object", "properties": props, "required": required}
+        return {"type": "object", "properties": props, "required": required, **({"additionalProperties": False} if s.strict else {})}
     raise AssertionError(type(s))
 
 

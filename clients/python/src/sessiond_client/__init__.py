@@ -24,6 +24,8 @@ from .catalog import (  # the payload dataclasses
     InputDropped,
     InputPromoted,
     ModelRetryScheduled,
+    Prompt,
+    PromptPart,
     ReasoningCompleted,
     ReasoningDelta,
     RecordedError,
@@ -115,6 +117,7 @@ from .events import (  # one class per catalog type
 )
 from .ids import new_id, validate_id
 from .jsontext import decode_json, encode_json, stringify
+from .parts import MAX_PROMPT_PARTS, file_bytes, file_url, image_bytes, image_url, json_part, part_bytes, prompt_text, text_part
 
 __version__ = "0.1.0"
 
@@ -160,10 +163,13 @@ __all__ = [
     "InputPromotedEvent",
     "InvalidMessage",
     "LIVE_ONLY_TYPES",
+    "MAX_PROMPT_PARTS",
     "ModelRetryScheduled",
     "ModelRetryScheduledEvent",
     "PendingInput",
     "PermissionDenied",
+    "Prompt",
+    "PromptPart",
     "ReasoningCompleted",
     "ReasoningCompletedEvent",
     "ReasoningDelta",
@@ -227,11 +233,19 @@ __all__ = [
     "encode_live",
     "encode_request",
     "event_from_frame",
+    "file_bytes",
+    "file_url",
+    "image_bytes",
+    "image_url",
+    "json_part",
     "new_id",
     "pack",
     "parse_reply",
+    "part_bytes",
+    "prompt_text",
     "read_export",
     "stringify",
+    "text_part",
     "unpack",
     "validate_id",
     "write_export",

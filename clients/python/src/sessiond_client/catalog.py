@@ -8,6 +8,8 @@ Each type's payload reads into a frozen dataclass (``InputAdmitted``, ``TextComp
 from __future__ import annotations
 
 import builtins
+import functools
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Sequence
@@ -119,10 +121,19 @@ class ExecutionSettled:
     error: RecordedError | None = None
 
 
+#: One part of a prompt, as the wire has it: ``{"type": "text", "text"}``, ``{"type": "image", "url",
+#: "mediaType"?}``, ``{"type": "image", "data" (base64), "mediaType"}``, ``{"type": "file", "url" |
+#: "data", "mediaType", "filename"?}``, ``{"type": "json", "value"}`` (the ``parts`` module builds them).
+PromptPart = dict[str, Any]
+#: A prompt: a string, or a list of parts (``input.admitted`` version 2; version 1 always holds a string).
+Prompt = str | list[PromptPart]
+
+
 @dataclass(frozen=True)
 class InputAdmitted:
     input_id: str
-    prompt: str
+    #: A string, or a list of part dicts as the wire has them (``prompt_text`` is its text form).
+    prompt: Prompt
     delivery: Delivery
     wake: bool
     source: Literal["user", "recovery"] = "user"
@@ -388,16 +399,75 @@ class Schema:
 class Str(Schema):
     min: int = 0
     max: int | None = None
+    #: Count code points (as sessiond's zod measures strings) rather than UTF-16 units.
+    code_points: bool = False
 
     def check(self, v: Any, path: Path, issues: Issues) -> Any:
         if not isinstance(v, str):
             issues.append(f"{_where(path)}: expected string, received {_kind(v)}")
             return v
-        n = utf16_len(v)
+        n = len(v) if self.code_points else utf16_len(v)
         if n < self.min:
             issues.append(f"{_where(path)}: too small: expected string to have >={self.min} characters")
         if self.max is not None and n > self.max:
             issues.append(f"{_where(path)}: too big: expected string to have <={self.max} characters")
+        return v
+
+
+@functools.lru_cache(maxsize=None)
+def _js_regex(source: str) -> re.Pattern[str]:
+    # a JavaScript regex without flags: ``$`` ends the string (Python's ``$`` also matches before a final newline)
+    return re.compile(source.replace("$", r"\Z"))
+
+
+@dataclass(frozen=True)
+class Pattern(Schema):
+    """A string in which the JavaScript regex ``source`` finds a match (zod's ``regex``); ``base64``:
+    zod's ``base64()``, which the schema also marks as such."""
+
+    source: str
+    base64: bool = False
+
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:
+        if not isinstance(v, str):
+            issues.append(f"{_where(path)}: expected string, received {_kind(v)}")
+        elif not _js_regex(self.source).search(v):
+            issues.append(f"{_where(path)}: invalid string: must match pattern {self.source}")
+        return v
+
+
+@dataclass(frozen=True)
+class Const(Schema):
+    """Exactly this string (zod's ``literal``)."""
+
+    value: str
+
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:
+        if v != self.value or not isinstance(v, str):
+            issues.append(f"{_where(path)}: invalid input: expected {self.value!r}")
+        return v
+
+
+def is_json_value(v: Any) -> bool:
+    """Null, a boolean, a finite number, a string, a list or a map of them (what a JSON part may hold)."""
+    if v is None or isinstance(v, (bool, str, int)):
+        return True
+    if isinstance(v, float):
+        return math.isfinite(v)
+    if isinstance(v, list):
+        return all(is_json_value(x) for x in v)
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and is_json_value(x) for k, x in v.items())
+    return False
+
+
+@dataclass(frozen=True)
+class JsonValue(Schema):
+    """Any JSON value (a JSON part's ``value``): required, and no bytes or non-finite numbers."""
+
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:
+        if not is_json_value(v):
+            issues.append(f"{_where(path)}: must be a JSON value (null, a boolean, a finite number, a string, a list or a map of them)")
         return v
 
 
@@ -514,11 +584,18 @@ class F:
 class Obj(Schema):
     fields: tuple[F, ...]
     cls: Callable[..., Any] | None = None
+    #: Refuse keys the schema does not name (zod's ``strictObject``) instead of dropping them.
+    strict: bool = False
 
     def check(self, v: Any, path: Path, issues: Issues) -> Any:
         if not isinstance(v, dict):
             issues.append(f"{_where(path)}: expected object, received {_kind(v)}")
             return v
+        if self.strict:
+            names = {f.wire for f in self.fields}
+            for k in v:
+                if k not in names:
+                    issues.append(f"{_where((*path, str(k)))}: unrecognized key")
         out: dict[str, Any] = {}
         for f in self.fields:
             if f.wire not in v:
@@ -533,6 +610,59 @@ class Obj(Schema):
     def typed(self, v: Any) -> Any:
         args = {f.py: f.schema.typed(v[f.wire]) for f in self.fields if f.wire in v}
         return self.cls(**args) if self.cls else args
+
+
+def part_rule(type_: Any) -> str:
+    """What a part of this type must hold (sessiond's words for an invalid one)."""
+    return {
+        "text": 'a text part is { "type": "text", "text": "..." } and nothing else',
+        "image": 'an image is { "type": "image", "url": "https://..." } (mediaType optional) or { "type": "image", "data": "<base64>", "mediaType": "image/png" }',
+        "file": 'a file is { "type": "file", "url": "https://...", "mediaType": "application/pdf" } or { "type": "file", "data": "<base64>", "mediaType": "...", "filename": "..." } (filename optional)',
+        "json": 'a JSON part is { "type": "json", "value": <any JSON value> }',
+    }.get(type_ if isinstance(type_, str) else "", 'type must be "text", "image", "file" or "json"')
+
+
+@dataclass(frozen=True)
+class Part(Schema):
+    """A prompt part: the first of ``shapes`` (strict objects) it fits, written in that shape's key order."""
+
+    shapes: tuple[Obj, ...]
+
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:
+        if not isinstance(v, dict):
+            issues.append(f'{_where(path)}: expected an object like {{ "type": "text", "text": "..." }}, received {_kind(v)}')
+            return v
+        for shape in self.shapes:
+            found: Issues = []
+            cleaned = shape.check(v, path, found)
+            if not found:
+                return cleaned
+        type_ = v.get("type")
+        shown = f'"{type_}"' if isinstance(type_, str) else _kind(type_)
+        issues.append(f"{_where(path)}: {shown} is not a valid part: {part_rule(type_)}")
+        return v
+
+    def typed(self, v: Any) -> Any:
+        return dict(v)
+
+
+@dataclass(frozen=True)
+class PromptSchema(Schema):
+    """A prompt: a string (``text``), or a list of parts (``parts``)."""
+
+    text: Schema
+    parts: Array
+
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:
+        if isinstance(v, str):
+            return self.text.check(v, path, issues)
+        if isinstance(v, list):
+            return self.parts.check(v, path, issues)
+        issues.append(f"{_where(path)}: expected a string or a list of parts, received {_kind(v)}")
+        return v
+
+    def typed(self, v: Any) -> Any:
+        return v if isinstance(v, str) else self.parts.typed(v)
 
 
 def _expected(s: Schema) -> str:
@@ -578,6 +708,35 @@ CONTINUATION = Obj(
     ),
     Continuation,
 )
+
+#: The patterns of prompt parts (JavaScript regex sources, as clients/protocol/schema gives them).
+PART_URL = r"^(https?:\/\/|data:)"
+PART_MEDIA_TYPE = r"^[a-z]+\/[A-Za-z0-9.+-]+$"
+PART_BASE64 = r"^$|^(?:[0-9a-zA-Z+/]{4})*(?:(?:[0-9a-zA-Z+/]{2}==)|(?:[0-9a-zA-Z+/]{3}=))?$"
+#: Longest file name of a file part (code points).
+MAX_FILENAME = 256
+
+
+def _part(type_: str, *fields: F) -> Obj:
+    return Obj((F("type", "type", Const(type_)), *fields), strict=True)
+
+
+_URL = F("url", "url", Pattern(PART_URL))
+_DATA = F("data", "data", Pattern(PART_BASE64, base64=True))
+_MEDIA_TYPE = F("mediaType", "mediaType", Pattern(PART_MEDIA_TYPE))
+_FILENAME = F("filename", "filename", Str(1, MAX_FILENAME, code_points=True), optional=True)
+#: A prompt part: one of these shapes, in the catalog's order (its keys written in that order).
+PROMPT_PART = Part(
+    (
+        _part("text", F("text", "text", Str())),
+        _part("image", _URL, F("mediaType", "mediaType", Pattern(PART_MEDIA_TYPE), optional=True)),
+        _part("image", _DATA, _MEDIA_TYPE),
+        _part("file", _URL, _MEDIA_TYPE, _FILENAME),
+        _part("file", _DATA, _MEDIA_TYPE, _FILENAME),
+        _part("json", F("value", "value", JsonValue())),
+    )
+)
+PROMPT = PromptSchema(Str(), Array(PROMPT_PART, 1))
 
 EXE = F("executionId", "execution_id", ID)
 MSG = F("messageId", "message_id", ID)
@@ -629,7 +788,7 @@ CATALOG: Mapping[str, EventType] = {
             InputAdmitted,
             [
                 F("inputId", "input_id", ID),
-                F("prompt", "prompt", Str()),
+                F("prompt", "prompt", PROMPT),
                 F("delivery", "delivery", Enum(("steer", "queue"))),
                 F("wake", "wake", Bool()),
                 F("source", "source", Enum(("user", "recovery")), default="user"),
@@ -637,6 +796,7 @@ CATALOG: Mapping[str, EventType] = {
                 F("notBefore", "not_before", TIME, optional=True),
                 F("tags", "tags", TAGS, optional=True),
             ],
+            version=2,
         ),
         _t("input.promoted", InputPromoted, [F("inputId", "input_id", ID), EXE]),
         _t("input.dropped", InputDropped, [F("inputIds", "input_ids", Array(ID, 1)), F("reason", "reason", Str(0, 1000), optional=True)]),
@@ -732,6 +892,8 @@ CATALOG: Mapping[str, EventType] = {
 #: ``UPCASTERS[type][v]`` turns a stored version-v payload of ``type`` into a version-v+1 one, as
 #: sessiond's catalog does (``x-sessiond-upcasters`` in clients/protocol/schema/events.schema.json).
 UPCASTERS: Mapping[str, Mapping[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {
+    # none: a version-1 prompt is a string, which version 2 still reads (it adds prompts of parts)
+    "input.admitted": {1: lambda p: p},
     # adds started: false (a version-1 call is followed by its tool.started)
     "tool.called": {1: lambda p: {**p, "started": False}},
 }

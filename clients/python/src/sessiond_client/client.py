@@ -323,7 +323,7 @@ class Client:
     async def admit(
         self,
         session_id: str,
-        prompt: str,
+        prompt: str | Sequence[Mapping[str, Any]],
         *,
         id: str | None = None,
         delivery: str | None = None,
@@ -332,7 +332,10 @@ class Client:
         tags: Mapping[str, str] | None = None,
     ) -> AdmitReceipt:
         """Admits a prompt (idempotent by input id: one is generated when none is given, so every
-        resend is the same admission) and, unless ``wake=False``, wakes the session. ``not_before``
+        resend is the same admission) and, unless ``wake=False``, wakes the session. ``prompt`` is a
+        string or a list of 1 to 64 parts (``sessiond_client.parts``: text, an image or a file by URL
+        or by its bytes, JSON data); the worker refuses a part that is not valid with
+        ``invalid_option`` naming it. ``not_before``
         (ms since the epoch) schedules it: no turn takes it before then, and a worker's recovery
         sweep wakes the session when it is due. ``tags`` are given to the session (merged into those
         it has)."""

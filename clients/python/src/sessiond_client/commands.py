@@ -17,11 +17,12 @@ typed success replies, and error replies as ``CommandError``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Sequence
 
 from .catalog import ABSENT, MAX_TAG_VALUE, MAX_TAGS, TAG_KEY, utf16_len
 from .errors import CommandError
 from .jsontext import decode_json, encode_json, stringify
+from .parts import wire_prompt
 
 COMMAND_PREFIX = "sessiond.cmd"
 VERBS = ("admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list")
@@ -54,7 +55,7 @@ def _without_none(**fields: Any) -> dict[str, Any]:
 
 def admit_request(
     session_id: str,
-    prompt: str,
+    prompt: str | Sequence[Mapping[str, Any]],
     *,
     id: str | None = None,
     delivery: str | None = None,
@@ -62,9 +63,11 @@ def admit_request(
     not_before: int | None = None,
     tags: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
+    """An admission: ``prompt`` a string or a list of parts (``sessiond_client.parts``; each part's
+    keys written in sessiond's order)."""
     return _without_none(
         sessionId=session_id,
-        prompt=prompt,
+        prompt=wire_prompt(prompt),
         id=id,
         delivery=delivery,
         wake=wake,
