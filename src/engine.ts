@@ -26,6 +26,9 @@ import { followLog } from './sessions/follow-log.ts';
 import type { Sessions } from './sessions/sessions.ts';
 import { tagSession } from './sessions/tag.ts';
 import { forkSession } from './sessions/fork.ts';
+import { ErrorCode, SessiondError } from './errors.ts';
+import { deleteSession, type DeleteOptions } from './sessions/delete.ts';
+import { deletionRecords, type DeletionRecord } from './storage/delete-session.ts';
 import { listFromProjection } from './sessions/list-projection.ts';
 
 /** The execution service's options, except that the log may be left to the engine. */
@@ -54,6 +57,14 @@ export interface Engine extends Sessions {
   awaitIdle(sessionId: string): Promise<void>;
   /** Sessions with a turn running in this engine now. */
   activeTurns(): number;
+  /**
+   * Deletes the session from this engine's SQLite file (its events, rows, snapshot and inputs), a
+   * turn in progress cancelled first, and records who deleted it and when (`deletions()`).
+   * Refused on an engine whose log is elsewhere (NATS).
+   */
+  delete(sessionId: string, options?: DeleteOptions): Promise<DeletionRecord>;
+  /** The deletions recorded in this file, newest first. */
+  deletions(limit?: number): DeletionRecord[];
 }
 
 export async function openEngine(options: EngineOptions): Promise<Engine> {
@@ -100,6 +111,16 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     tag: (id, tags) => tagSession(execution.handler, id, tags),
     fork: (sourceId, id, forkOptions) => forkSession(execution.handler, sourceId, id, forkOptions),
     list: (filter) => listFromProjection(db, log, filter),
+    async delete(id, deleteOptions) {
+      if (!ownLog) {
+        throw new SessiondError(
+          ErrorCode.InvalidOption,
+          `Cannot delete session ${id} here: this engine's log is ${log.name}, not its SQLite file; deleting sessions from a NATS stream is not supported yet (see docs/operating.md, "Deleting sessions").`,
+        );
+      }
+      return deleteSession(execution.handler, db, clock, id, deleteOptions, () => execution.awaitIdle(id));
+    },
+    deletions: (limit) => deletionRecords(db, limit),
     activeTurns: () => Object.values(execution.registry.getSnapshot().context.runs).filter((r) => r.executionId).length,
     async close() {
       await execution.close();

@@ -21,6 +21,7 @@ export { statusOf } from './sessions/status.ts';
 export { MAX_TAGS, type Tags, type TagChanges, type TagResult } from './sessions/tags.ts';
 export { MAX_PROMPT_PARTS, promptText, type Prompt, type PromptPart } from './input/prompt.ts';
 export type { ForkOptions, ForkResult } from './sessions/fork-result.ts';
+export type { DeleteOptions, DeletionRecord } from './sessions/delete.ts';
 export { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type ListFilter, type SessionPage, type SessionListItem } from './sessions/list.ts';
 export type { SessionView } from './machines/session-view.ts';
 export type { Wait } from './machines/session-context.ts';

@@ -12,6 +12,7 @@ import { registerCancel } from './commands/cancel.ts';
 import { registerWaits } from './commands/waits.ts';
 import { registerSessionsList } from './commands/sessions-list.ts';
 import { registerFork } from './commands/fork.ts';
+import { registerDelete } from './commands/delete.ts';
 import { registerTail } from './commands/tail.ts';
 import { registerCheck } from './commands/check.ts';
 import { registerExport } from './commands/export.ts';
@@ -33,6 +34,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerWaits(program, ctx);
   registerSessionsList(program, ctx);
   registerFork(program, ctx);
+  registerDelete(program, ctx);
   registerTail(program, ctx);
   registerCheck(program, ctx);
   registerExport(program, ctx);

@@ -310,7 +310,8 @@ export class CommandHandler {
     else this.held.set(sessionId, now);
   }
 
-  private forget(sessionId: string): void {
+  /** Drops the cached snapshot (the next command folds the session from the log: after a delete, say). */
+  forget(sessionId: string): void {
     this.snapshots.delete(sessionId);
     this.heldBytes -= this.held.get(sessionId) ?? 0;
     this.held.delete(sessionId);

@@ -203,6 +203,12 @@ export class SessionExecution {
   }
 
   /** The session's state, caught up with the log. */
+  /** Drops what this process caches of the session (its state, its transcript): after another process deleted it. */
+  forget(sessionId: string): void {
+    this.handler.forget(sessionId);
+    this.transcripts.forget(sessionId);
+  }
+
   status(sessionId: string): Promise<SessionSnapshot> {
     return this.handler.load(validateId(sessionId, 'session id'));
   }

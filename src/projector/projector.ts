@@ -25,6 +25,7 @@ import { ErrorCode, NotFoundError, SessiondError, messageOf } from '../errors.ts
 import { catalog, isEventType, type EventType } from '../events/catalog.ts';
 import { promptText } from '../input/prompt.ts';
 import { forkedMessages } from './fork-rows.ts';
+import { deletedSince } from '../storage/delete-session.ts';
 import { parsePayload } from '../events/codec.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { EventLog, Subscription } from '../events/event-log.ts';
@@ -102,6 +103,8 @@ export class Projector {
   private readonly messages;
   private readonly waits;
   private readonly sessions;
+  /** Sessions deleted (storage/delete-session.ts) at a log head at or past a position. */
+  private readonly deleted;
   private readonly handlers: Handlers;
   private readonly run: BetterSqlite3.Transaction<(events: readonly SessionEvent[], options: ApplyOptions) => ApplyResult>;
 
@@ -125,6 +128,7 @@ export class Projector {
       this.messages = messageRows(db);
       this.waits = waitRows(db);
       this.sessions = sessionListRows(db);
+      this.deleted = deletedSince(db);
     } catch (err) {
       throw new NotFoundError(`Database ${db.name} has no projection tables (${messageOf(err)}): run migrate(db) before creating a Projector.`, { cause: err });
     }
@@ -211,6 +215,10 @@ export class Projector {
     let last = 0;
     let applied = 0;
     let skipped = 0;
+    // events of a session deleted after they were read (by `sessiond delete`, in this or another
+    // process) are not folded again: their rows stay gone (a later session of the same id is folded)
+    const first = events.find((e) => (e.position ?? 0) > start)?.position;
+    const deleted = first === undefined ? undefined : this.deleted(first);
     try {
       for (const event of events) {
         try {
@@ -218,6 +226,11 @@ export class Projector {
           last = at;
           checkType(event);
           if (at <= start) {
+            skipped++;
+            continue;
+          }
+          if (deleted !== undefined && deleted.size > 0 && at <= (deleted.get(event.sessionId) ?? 0)) {
+            position = Math.max(position, at);
             skipped++;
             continue;
           }

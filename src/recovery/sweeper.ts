@@ -41,6 +41,8 @@ export interface RecoveryCandidates {
   runnable(now: number): string[] | Promise<string[]>;
   /** Sessions with an open wait whose time came at or before `now` (a timer, a signal's timeout). */
   due(now: number): string[] | Promise<string[]>;
+  /** Sessions deleted (`sessiond delete`, by any process) since the last call: what this worker has cached of them is dropped. */
+  deleted?(): string[] | Promise<string[]>;
 }
 
 export interface SweeperOptions {
@@ -120,6 +122,8 @@ export class RecoverySweeper {
     const report: SweepReport = { recovered: [], elapsed: [], woken: [], parked: [], errors: [] };
     const now = this.o.clock.now();
     const { candidates } = this.o;
+    // a session deleted by another process: its cached state and transcript here are of a session that is gone
+    for (const id of (await candidates.deleted?.()) ?? []) this.o.execution.forget(id);
     const sessions = new Set([...(await candidates.expired(now)), ...(await candidates.due(now)), ...(await candidates.runnable(now))]);
     for (const sessionId of sessions) {
       if (this.stopped) break;

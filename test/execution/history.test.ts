@@ -13,6 +13,7 @@ import type { Runner } from '../../src/runner/types.ts';
 import { sessionRows } from '../../src/projector/queries.ts';
 import { Projector } from '../../src/projector/projector.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
+import { deleteSessionData } from '../../src/storage/delete-session.ts';
 import { fixture, gatedRunner } from '../support/fixture.ts';
 
 type Fx = ReturnType<typeof fixture>;
@@ -163,8 +164,24 @@ test('history - the transcript is folded from the events since the last fold: on
   assert.equal(reads, [0], 'a cold fold reads the session once');
   await turn(fx, svc, 'ses_r', 'three');
   const second = await transcripts.of('ses_r');
-  assert.equal(reads, [0, first.seq], 'the next fold reads only what came after');
+  assert.equal(reads, [0, first.seq - 1], 'the next fold reads only what came after (from the last event folded, to check the log still has it)');
   assert.is(lines(second.items).length, 6);
+  // a session deleted and begun again under the same id has another event at the cached head: folded afresh
+  const again = fixture();
+  const svc2 = again.service({ runner: conversing([]) });
+  await turn(again, svc2, 'ses_r2', 'old');
+  const cache = new Transcripts(svc2.handler.log);
+  assert.equal(lines((await cache.of('ses_r2')).items)[0], 'user: old');
+  const other = openDatabase(again.file); // deleted by another process
+  deleteSessionData(other, 'ses_r2', { now: 1, by: 'test' });
+  other.close();
+  await turn(again, again.service({ runner: conversing([]) }), 'ses_r2', 'new');
+  assert.equal(
+    lines((await cache.of('ses_r2')).items).filter((l) => l.startsWith('user')),
+    ['user: new'],
+    'nothing of the old session',
+  );
+  await again.close();
   // the projection agrees: usage is on the message rows
   const db = openDatabase(fx.file);
   new Projector(db).apply(await log.readSession('ses_r'));

@@ -87,7 +87,7 @@ test('recovery seals the interrupted step, admits exactly one continuation, and 
     history.map((i) => i.type),
     ['user', 'assistant', 'user'],
   );
-  assert.equal(history[0], { type: 'user', inputId: gate.runs[0]!.ctx.inputs[0]!.inputId, executionId, text: 'the original prompt' });
+  assert.equal(history[0], { type: 'user', inputId: gate.runs[0]!.ctx.inputs[0]!.inputId, executionId, text: 'the original prompt', delivery: 'queue' });
   const interrupted = history[1]!;
   assert.ok(interrupted.type === 'assistant' && interrupted.status === 'recovered' && interrupted.messageId === messageId);
   assert.equal(

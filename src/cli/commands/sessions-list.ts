@@ -38,11 +38,14 @@ export function collectTag(value: string, previous: [string, string][] = []): [s
   }
 }
 
-/** `--updated-since`: a time with its zone, or a duration back from now (`7d`: in the last seven days). */
-function since(value: string): number {
-  const ago = parseDuration(value);
-  return ago === undefined ? instant('--updated-since')(value) : Date.now() - ago;
+/** A time with its zone, or a duration back from now (`7d`: seven days ago): `--updated-since`, `--settled-before`. */
+export function timeOrAgo(flag: string): (value: string) => number {
+  return (value) => {
+    const ago = parseDuration(value);
+    return ago === undefined ? instant(flag)(value) : Date.now() - ago;
+  };
 }
+const since = timeOrAgo('--updated-since');
 
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 

@@ -11,6 +11,7 @@ import { migration009 } from './009_dropped_inputs.ts';
 import { migration010 } from './010_waits.ts';
 import { migration011 } from './011_session_list.ts';
 import { migration012 } from './012_prompt_parts.ts';
+import { migration013 } from './013_session_deletions.ts';
 
 /** Every migration this build knows, in order. Append only: never edit a shipped migration. */
 export const migrations: readonly Migration[] = [
@@ -26,5 +27,6 @@ export const migrations: readonly Migration[] = [
   migration010,
   migration011,
   migration012,
+  migration013,
 ];
 export const LATEST_SCHEMA_VERSION = migrations.length;

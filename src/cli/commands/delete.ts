@@ -1,0 +1,158 @@
+/**
+ * Deleting sessions from a SQLite database (GDPR erasure, retention):
+ *   sessiond delete SESSION --yes [--reason TEXT] [--by WHO]
+ *   sessiond retain --settled-before TIME|AGO [--archive FILE] [--dry-run | --yes]
+ *   sessiond deletions [--limit N] [--json]        the audit: who deleted what, when, why
+ * A turn in progress is cancelled first. `retain` deletes the sessions between turns whose last
+ * event is older than the time, after writing them to the archive (an export file `sessiond
+ * replay` reads) when one is given. Over NATS these are refused: see docs/operating.md.
+ */
+import { hostname, userInfo } from 'node:os';
+import type { Command } from 'commander';
+import { systemClock } from '../../clock.ts';
+import { UsageError } from '../../errors.ts';
+import { randomIds, validateId } from '../../ids.ts';
+import { CommandHandler } from '../../execution/command-handler.ts';
+import { ExportWriter } from '../../export/export-file.ts';
+import { catchUpProjection } from '../../projector/catch-up.ts';
+import { deleteSession } from '../../sessions/delete.ts';
+import { isSettledPoint } from '../../sessions/fork-point.ts';
+import { deletionRecords, type DeletionRecord } from '../../storage/delete-session.ts';
+import type { Db } from '../../storage/sqlite.ts';
+import type { CliContext } from '../context.ts';
+import { positiveInt } from '../options.ts';
+import { addLogOptions, openLog, type LogOptions, type OpenedLog } from '../log-options.ts';
+import { timeOrAgo } from './sessions-list.ts';
+import { natsConnectionOptions } from '../nats-options.ts';
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const whoAmI = () => {
+  try {
+    return `${userInfo().username}@${hostname()}`;
+  } catch {
+    return `uid ${process.getuid?.() ?? '?'}@${hostname()}`;
+  }
+};
+
+/** The audit line of a deletion (never the content). */
+export function describeDeletion(r: DeletionRecord): string {
+  return `deleted ${r.sessionId} (${r.events} events, last seq ${r.lastSeq}) at ${iso(r.deletedAt)} by ${r.deletedBy}${r.reason ? `: ${r.reason}` : ''}${r.archivedTo ? `; archived to ${r.archivedTo}` : ''}`;
+}
+
+/** Opens the SQLite file writable (refused over NATS, saying why) and runs `use` on it. */
+async function withFile<T>(opts: LogOptions, ctx: CliContext, verb: string, use: (opened: OpenedLog & { db: Db }) => Promise<T>): Promise<T> {
+  if (natsConnectionOptions(opts, ctx, `sessiond-${verb}`)) {
+    throw new UsageError(
+      `sessiond ${verb} works on a SQLite file (--db); deleting sessions from a NATS stream is not supported yet: the stream denies purge and delete to every user (docs/operating.md, "Deleting sessions").`,
+    );
+  }
+  const opened = await openLog(opts, ctx);
+  try {
+    return await use(opened as OpenedLog & { db: Db });
+  } finally {
+    await opened.close();
+  }
+}
+
+export function registerDelete(program: Command, ctx: CliContext): void {
+  addLogOptions(
+    program
+      .command('delete')
+      .description("delete a session's events, rows, snapshot and inputs for good (a running turn is cancelled first); the audit keeps who, when and why")
+      .argument('<session>', 'session id')
+      .option('--yes', 'really delete it (required: there is no undo)')
+      .option('--reason <text>', 'why (recorded in the audit, at most 1,000 characters)')
+      .option('--by <who>', 'who deletes (recorded; default user@host)'),
+    ctx,
+  ).action(async (session: string, opts: LogOptions & { yes?: boolean; reason?: string; by?: string }) => {
+    validateId(session, 'session id');
+    if (!opts.yes)
+      throw new UsageError(
+        `sessiond delete ${session} deletes it for good: add --yes to confirm (export it first with sessiond export --session ${session} --out FILE to keep a copy).`,
+      );
+    await withFile(opts, ctx, 'delete', async ({ db, log }) => {
+      const handler = new CommandHandler(log, systemClock, randomIds);
+      const r = await deleteSession(handler, db, systemClock, session, { by: opts.by ?? whoAmI(), ...(opts.reason ? { reason: opts.reason } : {}) });
+      ctx.out(describeDeletion(r));
+    });
+  });
+
+  addLogOptions(
+    program
+      .command('retain')
+      .description('delete the sessions between turns whose last event is older than a time, archiving them first with --archive')
+      .requiredOption('--settled-before <time>', 'a time (2026-06-01T00:00:00Z) or a duration back (90d)', timeOrAgo('--settled-before'))
+      .option('--archive <file>', 'export them to this file first (sessiond replay reads it); nothing is deleted if it cannot be written')
+      .option('--dry-run', 'list what would be deleted, delete nothing')
+      .option('--yes', 'really delete them')
+      .option('--by <who>', 'who deletes (recorded; default user@host)'),
+    ctx,
+  ).action(async (opts: LogOptions & { settledBefore: number; archive?: string; dryRun?: boolean; yes?: boolean; by?: string }) => {
+    if (!opts.yes && !opts.dryRun) throw new UsageError('sessiond retain deletes sessions for good: add --yes to confirm, or --dry-run to see which first.');
+    await withFile(opts, ctx, 'retain', async ({ db, log, describe }) => {
+      await catchUpProjection(db, log);
+      const handler = new CommandHandler(log, systemClock, randomIds);
+      const rows = db
+        .prepare(
+          `SELECT session_id FROM session WHERE time_updated < ? AND state IN ('idle', 'settled') AND waiting = 0 AND pending_inputs = 0 ORDER BY time_updated`,
+        )
+        .all(opts.settledBefore) as { session_id: string }[];
+      // the projection proposes, the log decides: only sessions between turns at their head
+      const old: string[] = [];
+      for (const { session_id } of rows) if (isSettledPoint(await handler.load(session_id))) old.push(session_id);
+      const when = iso(opts.settledBefore);
+      if (old.length === 0) {
+        ctx.out(`no session in ${describe} is between turns with its last event before ${when}; nothing to do`);
+        return;
+      }
+      if (opts.dryRun) {
+        ctx.out(`${old.length} session${old.length === 1 ? '' : 's'} between turns, last changed before ${when}, would be deleted:`);
+        for (const id of old) ctx.out(`  ${id}`);
+        return;
+      }
+      if (opts.archive) {
+        const writer = await ExportWriter.create(opts.archive, { created: systemClock.now(), source: describe, events: -1 });
+        let events = 0;
+        try {
+          for (const id of old) {
+            for (let after = 0; ; ) {
+              const page = await log.readSession(id, { afterSeq: after, limit: 5000 });
+              if (page.length === 0) break;
+              await writer.write(page);
+              events += page.length;
+              after = page[page.length - 1]!.seq;
+            }
+          }
+        } finally {
+          await writer.close();
+        }
+        ctx.out(`archived ${old.length} sessions (${events} events) to ${opts.archive}`);
+      }
+      const by = opts.by ?? whoAmI();
+      for (const id of old) {
+        const r = await deleteSession(handler, db, systemClock, id, {
+          by,
+          reason: `retention: last changed before ${when}`,
+          ...(opts.archive ? { archivedTo: opts.archive } : {}),
+        });
+        ctx.out(describeDeletion(r));
+      }
+      ctx.out(`deleted ${old.length} session${old.length === 1 ? '' : 's'} last changed before ${when}`);
+    });
+  });
+
+  addLogOptions(
+    program
+      .command('deletions')
+      .description('the audit of deleted sessions: who deleted which, when, why, how many events (never the content)')
+      .option('--limit <n>', 'at most this many, newest first', positiveInt('--limit'), 100)
+      .option('--json', 'one JSON object per line'),
+    ctx,
+  ).action(async (opts: LogOptions & { limit: number; json?: boolean }) => {
+    await withFile(opts, ctx, 'deletions', async ({ db }) => {
+      const records = deletionRecords(db, opts.limit);
+      if (records.length === 0 && !opts.json) ctx.out('no session was deleted from this file');
+      for (const r of records) ctx.out(opts.json ? JSON.stringify(r) : describeDeletion(r));
+    });
+  });
+}

@@ -1,0 +1,55 @@
+/**
+ * Deleting a session (GDPR erasure, retention) from a SQLite database: a turn in progress or a turn
+ * that waits is cancelled first (its owner stops as cancelled; its waits end), then its events, rows,
+ * snapshot and inputs go in one transaction with one audit row (who, when, why, how many events;
+ * never the content). The id may be used again afterwards: it starts a new session from sequence 1.
+ */
+import type { Clock } from '../clock.ts';
+import { ErrorCode, SessiondError } from '../errors.ts';
+import { validateId } from '../ids.ts';
+import type { CommandHandler } from '../execution/command-handler.ts';
+import { cancelExecution } from '../execution/cancel.ts';
+import { openWaits } from '../machines/session-context.ts';
+import { deleteSessionData, type DeletionRecord } from '../storage/delete-session.ts';
+import type { Db } from '../storage/sqlite.ts';
+import { unknownSession } from './status.ts';
+
+export type { DeletionRecord };
+
+export interface DeleteOptions {
+  /** Who deletes (recorded in the audit row); default `api`. */
+  by?: string;
+  /** Why (recorded; at most 1,000 characters). */
+  reason?: string;
+  /** Where the session was exported first (recorded). */
+  archivedTo?: string;
+}
+
+export async function deleteSession(
+  handler: CommandHandler,
+  db: Db,
+  clock: Clock,
+  sessionId: string,
+  options: DeleteOptions = {},
+  /** After a cancel, before the delete (an engine waits there for its own runner to stop). */
+  afterCancel: () => Promise<void> = async () => {},
+): Promise<DeletionRecord> {
+  validateId(sessionId, 'session id');
+  const by = options.by ?? 'api';
+  if (typeof by !== 'string' || by.length === 0 || by.length > 200)
+    throw new SessiondError(ErrorCode.InvalidOption, 'Invalid delete option by: say who deletes in 1 to 200 characters (e.g. "ops@example.com").');
+  if (options.reason !== undefined && (typeof options.reason !== 'string' || options.reason.length > 1000))
+    throw new SessiondError(ErrorCode.InvalidOption, 'Invalid delete option reason: at most 1,000 characters.');
+  if ((await handler.log.lastSeq(sessionId)) === 0) throw unknownSession(sessionId, 'delete');
+  handler.forget(sessionId); // a cached snapshot may be of an earlier session of this id
+  const snapshot = await handler.load(sessionId);
+  const exec = snapshot.context.execution;
+  if ((exec !== null && exec.outcome === null) || openWaits(snapshot.context).length > 0) {
+    // the running turn (or the waiting one) ends first: its owner sees the cancel and stops writing
+    await cancelExecution(handler, sessionId, `the session is being deleted${options.reason ? `: ${options.reason}` : ''}`);
+    await afterCancel();
+  }
+  const record = deleteSessionData(db, sessionId, { now: clock.now(), by, reason: options.reason, archivedTo: options.archivedTo });
+  handler.forget(sessionId); // this process decides the id's next commands from the log, which no longer has it
+  return record;
+}
