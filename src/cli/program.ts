@@ -13,6 +13,7 @@ import { registerWaits } from './commands/waits.ts';
 import { registerSessionsList } from './commands/sessions-list.ts';
 import { registerTail } from './commands/tail.ts';
 import { registerCheck } from './commands/check.ts';
+import { registerVerify } from './commands/verify.ts';
 import { registerExport } from './commands/export.ts';
 import { registerReplay } from './commands/replay.ts';
 import { registerChart } from './commands/chart.ts';
@@ -33,6 +34,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerSessionsList(program, ctx);
   registerTail(program, ctx);
   registerCheck(program, ctx);
+  registerVerify(program, ctx);
   registerExport(program, ctx);
   registerReplay(program, ctx);
   registerChart(program, ctx);
