@@ -33,7 +33,15 @@ async function openDb(file: string): Promise<StoredLog> {
   const db = openExisting(file);
   try {
     const upgrade = await checkUpgrade(db, file);
-    const source = sqliteSource(db, { describe: file, notes: upgrade.notes, close: async () => void db.close() });
+    const source = sqliteSource(db, {
+      describe: file,
+      notes: upgrade.notes,
+      projectionDb: upgrade.projectionDb ?? null,
+      close: async () => {
+        upgrade.close();
+        db.close();
+      },
+    });
     source.problems.push(...upgrade.problems);
     return source;
   } catch (err) {

@@ -47,7 +47,16 @@ export function decodeRow(row: EventRow): StoredItem {
 
 const hasTable = (db: Db, name: string) => db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
 
-export function sqliteSource(db: Db, options: { describe: string; notes?: string[]; pageSize?: number; close?: () => Promise<void> }): StoredLog {
+export interface SqliteSourceOptions {
+  describe: string;
+  notes?: string[];
+  pageSize?: number;
+  /** The projection to compare (default `db`'s own; none: `null`). */
+  projectionDb?: Db | null;
+  close?: () => Promise<void>;
+}
+
+export function sqliteSource(db: Db, options: SqliteSourceOptions): StoredLog {
   const pageSize = options.pageSize ?? VERIFY_PAGE_SIZE;
   const all = db.prepare('SELECT * FROM event WHERE position > ? ORDER BY position LIMIT ?');
   const bySession = db.prepare('SELECT * FROM event WHERE aggregate_id = ? AND seq > ? ORDER BY seq LIMIT ?');
@@ -56,7 +65,7 @@ export function sqliteSource(db: Db, options: { describe: string; notes?: string
     describe: options.describe,
     notes: options.notes ?? [],
     problems: [],
-    projectionDb: db,
+    ...(options.projectionDb === null ? {} : { projectionDb: options.projectionDb ?? db }),
     async *pages() {
       for (let after = 0; ; ) {
         const rows = all.all(after, pageSize) as EventRow[];

@@ -58,40 +58,64 @@ export interface UpgradeCheck {
   version: number;
   notes: string[];
   problems: LogProblem[];
+  /**
+   * The projection this version would go on from: the file's own at this version's schema, the
+   * migrated copy's after an upgrade that keeps it; none when the upgrade empties it (it is folded
+   * again from the log) or fails.
+   */
+  projectionDb: Db | undefined;
+  /** Closes and removes the temporary copy. */
+  close(): void;
 }
 
-/** `describe`: the file, for the notes. A database at this version's schema is only noted. */
+const checkpointOf = (db: Db) =>
+  db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'projector_checkpoint'").get() === undefined
+    ? undefined
+    : (db.prepare('SELECT COALESCE(MAX(position), 0) FROM projector_checkpoint').pluck().get() as number);
+
+/** `describe`: the file, for the notes. A database at this version's schema is read as it is. */
 export async function checkUpgrade(db: Db, describe: string): Promise<UpgradeCheck> {
   const version = storedSchemaVersion(db);
   if (version >= LATEST_SCHEMA_VERSION) {
-    return { version, notes: [`read ${describe} read-only, in place (schema ${version}, this version's)`], problems: [] };
+    return {
+      version,
+      notes: [`read ${describe} read-only, in place (schema ${version}, this version's)`],
+      problems: [],
+      projectionDb: db,
+      close: () => undefined,
+    };
   }
   const dir = mkdtempSync(join(tmpdir(), 'sessiond-verify-'));
   const file = join(dir, 'upgrade-copy.db');
   const older = `${describe} is at schema ${version}, older than this version's ${LATEST_SCHEMA_VERSION}: read it read-only in place`;
+  let copy: Db | undefined;
+  const close = () => {
+    copy?.close();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const result = (notes: string[], problems: LogProblem[], projectionDb: Db | undefined): UpgradeCheck => ({ version, notes, problems, projectionDb, close });
   try {
     await db.backup(file);
-    const copy = openDatabase(file);
+    copy = openDatabase(file);
     try {
-      try {
-        migrate(copy);
-      } catch (err) {
-        return { version, notes: [`${older}; a temporary copy could not be migrated`], problems: [{ kind: 'upgrade_fails', reason: messageOf(err) }] };
-      }
-      const changed = firstChangedEvent(db, copy);
-      const events = copy.prepare('SELECT COUNT(*) FROM event').pluck().get() as number;
-      if (changed) return { version, notes: [`${older}; migrated a temporary copy`], problems: [{ kind: 'upgrade_fails', reason: changed }] };
-      return {
-        version,
-        notes: [
-          `${older}, and migrated a temporary copy to schema ${LATEST_SCHEMA_VERSION}: the upgrade succeeds and keeps all ${events.toLocaleString('en-US')} events byte for byte (the file itself was not changed)`,
-        ],
-        problems: [],
-      };
-    } finally {
-      copy.close();
+      migrate(copy);
+    } catch (err) {
+      return result([`${older}; a temporary copy could not be migrated`], [{ kind: 'upgrade_fails', reason: messageOf(err) }], undefined);
     }
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+    const changed = firstChangedEvent(db, copy);
+    if (changed) return result([`${older}; migrated a temporary copy`], [{ kind: 'upgrade_fails', reason: changed }], undefined);
+    const events = copy.prepare('SELECT COUNT(*) FROM event').pluck().get() as number;
+    const notes = [
+      `${older}, and migrated a temporary copy to schema ${LATEST_SCHEMA_VERSION}: the upgrade succeeds and keeps all ${events.toLocaleString('en-US')} events byte for byte (the file itself was not changed)`,
+    ];
+    const before = checkpointOf(db);
+    if ((before ?? 1) > 0 && checkpointOf(copy) === 0) {
+      notes.push(`the upgrade empties the projection (this version folds it again from the log), so the stored one was not compared`);
+      return result(notes, [], undefined);
+    }
+    return result(notes, [], copy);
+  } catch (err) {
+    close();
+    throw err;
   }
 }
