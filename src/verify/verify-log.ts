@@ -14,7 +14,7 @@
  */
 import type { SessionMachine } from '../machines/decider.ts';
 import type { Db } from '../storage/sqlite.ts';
-import { foldSession } from './fold-session.ts';
+import { foldSession, type SessionFoldOptions } from './fold-session.ts';
 import { type Problem, type SessionProblems, type VerifyReport, sortProblems } from './problems.ts';
 import { compareProjections } from './projection-compare.ts';
 import { ScratchProjection } from './scratch-projection.ts';
@@ -25,6 +25,8 @@ import { MACHINE_VERSION } from '../machines/snapshot-store.ts';
 export interface VerifyOptions {
   /** The machine to fold with (default the session machine; tests pass `.provide` mutants). */
   machine?: SessionMachine;
+  /** The fast fold checked against the machine, event by event (default `evolve`; tests pass a broken one). */
+  evolve?: SessionFoldOptions['evolve'];
   /** The machine version a stored snapshot must carry to be compared whole (default `MACHINE_VERSION`). */
   machineVersion?: string;
   /** Progress: `reading` the log in commit order (events so far of about `total`), then `folding` session by session. */
@@ -131,6 +133,7 @@ export async function verifyLog(source: StoredLog, options: VerifyOptions = {}):
       else if (usable) snapshots[usable.machine === version ? 'whole' : 'other']++;
       const fold = await foldSession(id, source.session(id), {
         ...(options.machine ? { machine: options.machine } : {}),
+        ...(options.evolve ? { evolve: options.evolve } : {}),
         ...(options.machineVersion ? { machineVersion: options.machineVersion } : {}),
         ...(usable ? { snapshot: usable } : {}),
         onEvents: (n) => {
