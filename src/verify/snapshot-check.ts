@@ -34,10 +34,29 @@ function decisive(s: Loose): Record<string, unknown> {
   return {
     value: s.value,
     seq: at(c, 'seq'),
-    execution: execution ? { id: at(execution, 'id'), ownerId: at(execution, 'ownerId'), cancelled: at(execution, 'cancelled') } : null,
+    execution:
+      execution === undefined
+        ? undefined
+        : execution
+          ? { id: at(execution, 'id'), ownerId: at(execution, 'ownerId'), cancelled: at(execution, 'cancelled') }
+          : null,
     pending: Array.isArray(pending) ? pending.map((p) => at(p, 'inputId')) : pending,
-    recovery: recovery ? { executionId: at(recovery, 'executionId') } : null,
+    recovery: recovery === undefined ? undefined : recovery ? { executionId: at(recovery, 'executionId') } : null,
   };
+}
+
+/** `folded` with only the fields `stored` has (an older context may lack some: they are not compared). */
+function only(folded: Record<string, unknown>, stored: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(folded)) {
+    const theirs = stored[k];
+    if (theirs === undefined) continue;
+    out[k] =
+      typeof v === 'object' && v !== null && !Array.isArray(v) && typeof theirs === 'object' && theirs !== null
+        ? only(v as Record<string, unknown>, theirs as Record<string, unknown>)
+        : v;
+  }
+  return out;
 }
 
 /** The pending inputs without `unverified`, which only a cold load's copy carries. */
@@ -53,7 +72,9 @@ function comparable(s: Loose): Loose {
 export function snapshotDifference(stored: StoredSnapshot & { data: SessionSnapshot }, folded: SessionSnapshot, machineVersion: string): string | undefined {
   const same = stored.machine === machineVersion;
   const asStored = JSON.parse(JSON.stringify(folded)) as Loose; // the fold as a store would hold it
-  const d = same ? firstDifference(comparable(stored.data), comparable(asStored)) : firstDifference(decisive(stored.data), decisive(asStored));
+  const d = same
+    ? firstDifference(comparable(stored.data), comparable(asStored))
+    : firstDifference(decisive(stored.data), only(decisive(asStored), decisive(stored.data)));
   if (!d) return undefined;
   const which = same ? 'this version' : `machine ${stored.machine}, not this version's ${machineVersion}`;
   return `the stored snapshot at seq ${stored.seq} (${which}) says ${d.path || 'the snapshot'} is ${preview(d.left)}, the current fold of the log says ${preview(d.right)}`;

@@ -139,6 +139,10 @@ test('verify - decides differently: a stored snapshot the fold contradicts (of t
     db.prepare(
       "UPDATE session_snapshot SET machine = 'an_old_machine', data = json_set(data, '$.context.lastAssistantSeq', 99) WHERE session_id = 'ses_dropped'",
     ).run();
+    // nor what an older context does not have at all
+    db.prepare(
+      "UPDATE session_snapshot SET machine = 'an_old_machine', data = json_remove(data, '$.context.pending', '$.context.recovery', '$.context.tags') WHERE session_id = 'ses_recovered'",
+    ).run();
   });
   const report = await verifyFile(tmp.file('s.db'));
   assert.equal(problemsOf(report, 'ses_tools'), ['decides_differently@13']);
@@ -148,6 +152,8 @@ test('verify - decides differently: a stored snapshot the fold contradicts (of t
   assert.match(reason('ses_queue'), 'machine an_old_machine');
   assert.match(reason('ses_queue'), 'says value is "running", the current fold of the log says "settled"');
   assert.equal(problemsOf(report, 'ses_dropped'), []);
+  assert.equal(problemsOf(report, 'ses_recovered'), []);
+  assert.equal(report.differing.length, 2);
 
   // a machine whose fold forgets the tokens used: every snapshot of a session with usage contradicts it
   await currentDb(tmp.file('untouched.db'));
