@@ -2,6 +2,8 @@
 import { cliContext } from '../../src/cli/context.ts';
 import type { LogOptions } from '../../src/cli/log-options.ts';
 import { openVerifySource } from '../../src/cli/verify-source.ts';
+import { hydrate } from '../../src/machines/decider.ts';
+import { MACHINE_VERSION } from '../../src/machines/snapshot-store.ts';
 import { catchUpProjection } from '../../src/projector/catch-up.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
@@ -10,17 +12,25 @@ import type { VerifyReport } from '../../src/verify/problems.ts';
 import { verifyLog, type VerifyOptions } from '../../src/verify/verify-log.ts';
 import { loadSchemaFixture, schemaFixtures } from '../support/schema-fixtures.ts';
 
-export const latestFixture = () => schemaFixtures().at(-1)!;
+/** The fixture the tests tamper with (schema 10: waits, drops, a recovery; its counts and sequences are spelled in the tests). */
+export const tamperedFixture = () => schemaFixtures().find((f) => f.version === 10)!;
 
 /**
- * The newest fixture upgraded to this version's schema, its projection folded to the log's head
- * (as a worker leaves it): a database this version reads the same. `tamper` changes it before it is closed.
+ * The schema 10 fixture upgraded to this version's schema, its projection folded to the log's head
+ * and its snapshots stored again by this version's fold (as a worker of this version leaves it): a
+ * database this version reads the same, whatever machine version the fixture's snapshots carry.
+ * `tamper` changes it before it is closed.
  */
 export async function currentDb(file: string, tamper: (db: Db) => void = () => undefined): Promise<void> {
-  const db = loadSchemaFixture(latestFixture(), file);
+  const db = loadSchemaFixture(tamperedFixture(), file);
   migrate(db);
   const log = new SqliteEventLog(db);
   await catchUpProjection(db, log);
+  const restore = db.prepare('UPDATE session_snapshot SET seq = ?, machine = ?, data = ? WHERE session_id = ?');
+  for (const id of db.prepare('SELECT session_id FROM session_snapshot').pluck().all() as string[]) {
+    const snapshot = hydrate(id, await log.readSession(id));
+    restore.run(snapshot.context.seq, MACHINE_VERSION, JSON.stringify(snapshot), id);
+  }
   await log.close();
   tamper(db);
   db.close();

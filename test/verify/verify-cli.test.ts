@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ExportWriter } from '../../src/export/export-file.ts';
+import { LATEST_SCHEMA_VERSION } from '../../src/storage/migrations/index.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { committed, ev } from '../../src/testing/fixtures.ts';
 import { runCli } from '../support/cli.ts';
@@ -28,7 +29,7 @@ test.after(() => tmp.remove());
 test('verify cli - a database that reads the same: says how it was read and what was compared, exit 0', async () => {
   const r = await runCli(['verify', '--db', good]);
   assert.is(r.code, 0, r.stderr);
-  assert.match(r.stdout, `read ${good} read-only, in place (schema 11, this version's)`);
+  assert.match(r.stdout, `read ${good} read-only, in place (schema ${LATEST_SCHEMA_VERSION}, this version's)`);
   assert.match(r.stdout, "compared the stored projection at position 125 with what this version's projector folds from the log");
   assert.match(r.stdout, 'compared 7 stored snapshots with the current fold at their sequence');
   assert.ok(r.stdout.trimEnd().endsWith('verified 7 sessions (125 events): all read the same with this version'), r.stdout);
@@ -67,7 +68,10 @@ test('verify cli - a database of an older schema, given as FILE: read in place, 
   const before = createHash('sha256').update(readFileSync(file)).digest('hex');
   const r = await runCli(['verify', file]);
   assert.is(r.code, 0, r.stdout + r.stderr);
-  assert.match(r.stdout, `${file} is at schema 5, older than this version's 11: read it read-only in place, and migrated a temporary copy to schema 11`);
+  assert.match(
+    r.stdout,
+    `${file} is at schema 5, older than this version's ${LATEST_SCHEMA_VERSION}: read it read-only in place, and migrated a temporary copy to schema ${LATEST_SCHEMA_VERSION}`,
+  );
   assert.match(r.stdout, 'verified 5 sessions (85 events): all read the same with this version');
   assert.is(createHash('sha256').update(readFileSync(file)).digest('hex'), before, 'not a byte of the file changed');
   const still = openDatabase(file, { readonly: true });

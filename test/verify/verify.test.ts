@@ -21,11 +21,11 @@ import { catchUpProjection } from '../../src/projector/catch-up.ts';
 import { ev, draft } from '../../src/testing/fixtures.ts';
 import { loadSchemaFixture, schemaFixtures } from '../support/schema-fixtures.ts';
 import { tempDir } from '../support/tmp.ts';
-import { currentDb, latestFixture, problemsOf, verifyFile } from './helpers.ts';
+import { currentDb, tamperedFixture, problemsOf, verifyFile } from './helpers.ts';
 
 const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 
-test('verify - every committed fixture of an earlier schema reads the same: as it is (its upgrade tried on a copy, the file untouched) and upgraded', async () => {
+test('verify - every committed schema fixture reads the same: as it is (an older one upgraded on a copy, the file untouched) and upgraded', async () => {
   const tmp = tempDir();
   try {
     for (const fixture of schemaFixtures()) {
@@ -40,11 +40,12 @@ test('verify - every committed fixture of an earlier schema reads the same: as i
       assert.ok(asIs.ok, `schema ${fixture.version} as it is: ${JSON.stringify(asIs.differing)}`);
       assert.is(asIs.events, events);
       assert.is(asIs.sessions, sessions);
-      assert.match(
-        asIs.notes.join('\n'),
-        `migrated a temporary copy to schema ${LATEST_SCHEMA_VERSION}: the upgrade succeeds and keeps all ${events} events byte for byte`,
-      );
-      assert.match(asIs.notes.join('\n'), 'the upgrade empties the projection');
+      if (fixture.version < LATEST_SCHEMA_VERSION) {
+        assert.match(
+          asIs.notes.join('\n'),
+          `migrated a temporary copy to schema ${LATEST_SCHEMA_VERSION}: the upgrade succeeds and keeps all ${events} events byte for byte`,
+        );
+      } else assert.match(asIs.notes.join('\n'), `read ${file} read-only, in place (schema ${fixture.version}, this version's)`);
       assert.is(sha(file), before, 'verify never writes the file it reads');
 
       const upgraded = openDatabase(file);
@@ -206,7 +207,7 @@ test('verify - projection differs: a tampered row, a missing one, rows of a sess
   assert.equal(report.differing.length, 3);
 
   // a worker that has folded only part of the log: its rows are what the log says at its checkpoint
-  const behind = loadSchemaFixture(latestFixture(), tmp.file('behind.db'));
+  const behind = loadSchemaFixture(tamperedFixture(), tmp.file('behind.db'));
   migrate(behind);
   const log = new SqliteEventLog(behind);
   new Projector(behind).apply(await log.readAll({ limit: 60 }));
