@@ -36,7 +36,7 @@ export interface OpenedLog {
  * A database a read-only command reads: opened read-only (nothing created, nothing migrated), and
  * refused with what is wrong when it is missing, not sessiond's, or newer than this build.
  */
-function openExisting(file: string): Db {
+export function openExisting(file: string): Db {
   if (file !== ':memory:' && !existsSync(file)) {
     throw new SessiondError(
       ErrorCode.InvalidOption,

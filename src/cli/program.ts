@@ -15,6 +15,7 @@ import { registerFork } from './commands/fork.ts';
 import { registerDelete } from './commands/delete.ts';
 import { registerTail } from './commands/tail.ts';
 import { registerCheck } from './commands/check.ts';
+import { registerVerify } from './commands/verify.ts';
 import { registerExport } from './commands/export.ts';
 import { registerReplay } from './commands/replay.ts';
 import { registerChart } from './commands/chart.ts';
@@ -37,6 +38,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerDelete(program, ctx);
   registerTail(program, ctx);
   registerCheck(program, ctx);
+  registerVerify(program, ctx);
   registerExport(program, ctx);
   registerReplay(program, ctx);
   registerChart(program, ctx);

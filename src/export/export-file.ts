@@ -140,7 +140,8 @@ class FrameReader {
 /**
  * Reads an export file: the header, then events in batches handed to `onEvents` as they are read.
  * `onProgress(bytes, totalBytes)` after each batch (bytes = the whole frames read so far), for
- * progress bars. A damaged frame throws `CorruptExportError` after the events before it were handed over.
+ * progress bars. A damaged frame throws `CorruptExportError` after the events before it were handed over
+ * (with `onUndecodable`, a whole frame that does not decode is handed there instead; truncation still throws).
  */
 export async function readExport(
   file: string,
@@ -149,6 +150,8 @@ export async function readExport(
     onEvents: (events: SessionEvent[]) => void | Promise<void>;
     onProgress?: (bytes: number, total: number) => void;
     batchSize?: number;
+    /** A frame read whole that does not decode: handed here and skipped (the read goes on) instead of stopping the read. */
+    onUndecodable?: (damage: CorruptExportError, body: Uint8Array) => void;
   },
 ): Promise<{ header: ExportHeader; events: number }> {
   const fh = await open(file, 'r');
@@ -190,7 +193,10 @@ export async function readExport(
         try {
           event = decodeEvent(body);
         } catch (err) {
-          throw new CorruptExportError(file, start, frame, messageOf(err), err);
+          const damage = new CorruptExportError(file, start, frame, messageOf(err), err);
+          if (!handlers.onUndecodable) throw damage;
+          handlers.onUndecodable(damage, body);
+          continue;
         }
       } catch (err) {
         if (batch.length) await deliver(start); // keep everything before the damage
