@@ -9,7 +9,7 @@ import { validateId } from '../ids.ts';
 import type { CommandHandler } from '../execution/command-handler.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
 import { evolve, initialSnapshot } from '../machines/decider.ts';
-import { emptyTranscript, foldTranscript } from '../runner/transcript.ts';
+import { emptyTranscript, foldTranscript, type TranscriptItem } from '../runner/transcript.ts';
 import { validateTags, type Tags } from './tags.ts';
 import { forkSeq, isSettledPoint } from './fork-point.ts';
 import { unknownSession } from './status.ts';
@@ -43,7 +43,7 @@ export async function forkSession(handler: CommandHandler, sourceId: string, ses
       type: 'fork',
       now,
       from,
-      transcript: [...transcript.items],
+      transcript: transcript.items.map(storable),
       ...(tags && Object.keys(tags).length > 0 ? { tags } : {}),
     }));
     return { sessionId, from, seq: events[0]!.seq, created: true, items: transcript.items.length };
@@ -51,6 +51,12 @@ export async function forkSession(handler: CommandHandler, sourceId: string, ses
     if (!isRefusal(err, 'session_exists')) throw err;
     return sentAgain(sessionId, sourceId, (await handler.load(sessionId)).context, options.at); // a concurrent fork won the race
   }
+}
+
+/** An item as the log stores it: a tool call made without input holds `null` (a JSON value; an absent key does not read back). */
+function storable(item: TranscriptItem): TranscriptItem {
+  if (item.type !== 'assistant' || !item.parts.some((p) => p.type === 'tool' && p.input === undefined)) return item;
+  return { ...item, parts: item.parts.map((p) => (p.type === 'tool' && p.input === undefined ? { ...p, input: null } : p)) };
 }
 
 /** The answer to a fork into a session that has events: the same fork again, or `session_exists`. */

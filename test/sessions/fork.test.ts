@@ -11,6 +11,7 @@ import { ErrorCode, isSessiondError } from '../../src/errors.ts';
 import type { RunContext } from '../../src/runner/types.ts';
 import type { TranscriptItem } from '../../src/runner/transcript.ts';
 import { sessionRows } from '../../src/projector/queries.ts';
+import type { SessionEvent } from '../../src/events/envelope.ts';
 import { parseMessage } from '../../src/projector/message-rows.ts';
 import { catchUpProjection } from '../../src/projector/catch-up.ts';
 import { tempDir } from '../support/tmp.ts';
@@ -150,5 +151,28 @@ test('fork - sent again it answers created false; into a taken id, of an unknown
     assert.ok((await catchUpProjection(engine.db, engine.log)) >= 0);
     assert.is(sessionRows(engine.db, 'ses_f').messages.length, 2);
   }));
+
+test('fork - a tool call made without input is stored as null input, and the fork reads back', async () => {
+  const tmp = tempDir('sessiond-fork-noinput-');
+  const engine = await openEngine({
+    file: tmp.file('fork.db'),
+    runner: async (ctx) => {
+      const { messageId } = await ctx.startStep();
+      await ctx.tool(messageId, { name: 'clock', input: undefined }, async () => 'noon');
+      await ctx.endStep(messageId);
+    },
+  });
+  try {
+    await engine.admit('ses_src', { prompt: 'what time is it' });
+    await engine.awaitIdle('ses_src');
+    await engine.fork('ses_src', 'ses_f');
+    const [forked] = (await engine.log.readSession('ses_f')) as [SessionEvent<'session.forked'>];
+    const step = forked.payload.transcript.find((i) => i.type === 'assistant');
+    assert.equal(step?.type === 'assistant' && step.parts.map((p) => p.type === 'tool' && [p.name, p.input, p.state]), [['clock', null, 'succeeded']]);
+  } finally {
+    await engine.close();
+    tmp.remove();
+  }
+});
 
 test.run();
