@@ -743,6 +743,24 @@ func compareField(t *testing.T, where string, ft reflect.Type, r fieldRules, p M
 		}
 		items := get(p, "items").(Map)
 		et := ft.Elem()
+		switch et {
+		case promptPartType:
+			comparePartShapes(t, where+"[]", items)
+			return
+		case transcriptItemType:
+			compareUnion(t, where+"[]", items, []variant{
+				{[]string{"user"}, reflect.TypeFor[TranscriptUser]()},
+				{[]string{"assistant"}, reflect.TypeFor[TranscriptAssistant]()},
+				{[]string{"summary"}, reflect.TypeFor[TranscriptSummary]()},
+			})
+			return
+		case transcriptPartType:
+			compareUnion(t, where+"[]", items, []variant{
+				{[]string{"text", "reasoning"}, reflect.TypeFor[TranscriptText]()},
+				{[]string{"tool"}, reflect.TypeFor[TranscriptTool]()},
+			})
+			return
+		}
 		if et.Kind() == reflect.Struct {
 			compareStruct(t, where+"[]", et, items)
 		} else {
@@ -767,7 +785,13 @@ func comparePrompt(t *testing.T, where string, p Map) {
 	if get(list, "type") != "array" || get(list, "minItems") != int64(1) || get(list, "maxItems") != nil {
 		t.Errorf("%s: a list of at least one part here, schema %s", where, show(list))
 	}
-	variants, _ := get(get(list, "items").(Map), "anyOf").([]any)
+	comparePartShapes(t, where+"[]", get(list, "items").(Map))
+}
+
+// comparePartShapes: a part of a prompt is one of the shapes prompt.go checks.
+func comparePartShapes(t *testing.T, where string, items Map) {
+	t.Helper()
+	variants, _ := get(items, "anyOf").([]any)
 	if len(variants) != len(partShapes) {
 		t.Fatalf("%s: %d part shapes here, schema %d", where, len(partShapes), len(variants))
 	}
@@ -781,7 +805,7 @@ func comparePrompt(t *testing.T, where string, p Map) {
 	}
 	for i, shape := range partShapes {
 		v := variants[i].(Map)
-		at := fmt.Sprintf("%s[] shape %d (%s)", where, i, shape.typ)
+		at := fmt.Sprintf("%s shape %d (%s)", where, i, shape.typ)
 		props := get(v, "properties").(Map)
 		var names []string
 		for _, e := range props {
@@ -802,6 +826,56 @@ func comparePrompt(t *testing.T, where string, p Map) {
 				t.Errorf("%s.%s: %s here, schema %s", at, name, show(want), show(get(props, name)))
 			}
 		}
+	}
+}
+
+// variant is one shape of a union (a transcript's items and parts): the types its "type" takes
+// and its struct (the fields after "type").
+type variant struct {
+	types []string
+	typ   reflect.Type
+}
+
+// compareUnion: the schema's items are anyOf these variants, in this order, each an object whose
+// first (and required) property is "type" (a const, or an enum of the variant's types), then the
+// struct's fields.
+func compareUnion(t *testing.T, where string, items Map, variants []variant) {
+	t.Helper()
+	alts, _ := get(items, "anyOf").([]any)
+	if len(alts) != len(variants) {
+		t.Errorf("%s: %d variants here, schema %s", where, len(variants), show(items))
+		return
+	}
+	for i, v := range variants {
+		alt := alts[i].(Map)
+		at := fmt.Sprintf("%s variant %v", where, v.types)
+		props, _ := get(alt, "properties").(Map)
+		if len(props) == 0 || props[0].Key != "type" {
+			t.Errorf("%s: no type first, schema %s", at, show(alt))
+			continue
+		}
+		want := Map{{"type", "string"}, {"const", v.types[0]}}
+		if len(v.types) > 1 {
+			var enum []any
+			for _, typ := range v.types {
+				enum = append(enum, typ)
+			}
+			want = Map{{"type", "string"}, {"enum", enum}}
+		}
+		if !sameValue(props[0].Value, want) {
+			t.Errorf("%s: type %s here, schema %s", at, show(want), show(props[0].Value))
+		}
+		var required []any
+		for _, r := range get(alt, "required").([]any) {
+			if r != "type" {
+				required = append(required, r)
+			}
+		}
+		if len(required) == len(get(alt, "required").([]any)) {
+			t.Errorf("%s: type not required in the schema", at)
+		}
+		rest := Map{{"type", "object"}, {"properties", props[1:]}, {"required", required}}
+		compareStruct(t, at, v.typ, rest)
 	}
 }
 
