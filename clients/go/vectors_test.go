@@ -482,6 +482,13 @@ func typedRequest(t *testing.T, verb string, m Map) Map {
 			t.Fatalf("the vector's filter is refused here: %s", problem)
 		}
 		return ListBody(f)
+	case VerbFork:
+		o := ForkOptions{}
+		o.At, _ = get(m, "at").(int64)
+		if tags, ok := m.Get("tags"); ok {
+			o.Tags = vectorTags(t, tags)
+		}
+		return ForkBody(str(m, "source"), session, o)
 	}
 	t.Fatalf("no typed request for %s", verb)
 	return nil
@@ -542,6 +549,12 @@ func typedReply(t *testing.T, verb string, text []byte, reply Map) (any, any) {
 	case VerbTag:
 		var r struct {
 			Result TagResult `json:"result"`
+		}
+		decode(&r)
+		return roundJSON(t, r.Result), get(reply, "result")
+	case VerbFork:
+		var r struct {
+			Result ForkResult `json:"result"`
 		}
 		decode(&r)
 		return roundJSON(t, r.Result), get(reply, "result")
@@ -889,6 +902,7 @@ func TestCommandsSchema(t *testing.T) {
 		VerbAdmit:   AdmitBody("s", AdmitRequest{Prompt: "p", ID: "i", Delivery: "queue", Wake: &yes, NotBefore: 1796056745917, Tags: Tags{"k": "v"}}),
 		VerbTag:     TagBody("s", TagRequest{Set: Tags{"k": "v"}, Remove: []string{"x"}}),
 		VerbList:    ListBody(ListFilter{State: "idle", Waiting: &yes, Tags: Tags{"k": "v"}, UpdatedSince: 1, Limit: 2, After: "a"}),
+		VerbFork:    ForkBody("src", "s", ForkOptions{At: 3, Tags: Tags{"k": "v"}}),
 		VerbWake:    WakeBody("s"),
 		VerbCancel:  CancelBody("s", "r", "e"),
 		VerbStatus:  StatusBody("s", 100),
