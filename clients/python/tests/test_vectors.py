@@ -420,6 +420,8 @@ def as_json_schema(s: cat.Schema) -> dict[str, Any]:
         return {}
     if isinstance(s, cat.Part):
         return {"anyOf": [as_json_schema(shape) for shape in s.shapes]}
+    if isinstance(s, cat.OneOf):
+        return {"anyOf": [as_json_schema(variant) for variant in s.variants]}
     if isinstance(s, cat.PromptSchema):
         return {"anyOf": [as_json_schema(s.text), as_json_schema(s.parts)]}
     if isinstance(s, cat.Int):
