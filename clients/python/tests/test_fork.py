@@ -1,19 +1,31 @@
 """Forks: ``session.forked`` checked as sessiond's catalog checks it (the same verdicts, and the same
-cleaned payload, as its zod schema gives these) and its typed transcript."""
+cleaned payload, as its zod schema gives these) and its typed transcript; and against real
+workers: a source's turn settled, forked (created, then the same again), the fork's status and its
+first event read back live and from the stream, a point inside the turn refused with
+``not_settled`` naming the nearest settled seqs, ``session_exists`` into the source's id and into
+the fork at another point, and a prompt run in the fork."""
 
 from __future__ import annotations
 
 import json
+import re
+from typing import Any
 
 import pytest
-from conftest import VECTORS
+from conftest import VECTORS, session_name
+from test_live import Recorder, assert_equal_to_stream, assert_same_events, caught_up, turn_over
+from world import World
 
 from sessiond_client import (
     ABSENT,
+    Client,
+    CommandError,
     ForkPoint,
+    ForkResult,
     RecordedError,
     SessionForked,
     SessionForkedEvent,
+    TextCompletedEvent,
     ToolDecision,
     TranscriptAssistant,
     TranscriptSummary,
@@ -25,6 +37,13 @@ from sessiond_client import (
     encode_live,
 )
 from sessiond_client.catalog import check_payload, typed_payload
+
+WORLD_WORKERS = 1
+
+
+def texts(events: list[Any]) -> list[str]:
+    return [e.payload.text for e in events if isinstance(e, TextCompletedEvent)]
+
 
 #: ``session.forked`` payloads, and what sessiond's catalog reads each as (None: it refuses it).
 #: Unknown keys are dropped at every level but a prompt part's, and keys are written in the
@@ -185,3 +204,113 @@ def test_the_vectors_session_forked_reads_as_its_typed_transcript() -> None:
         decision=ToolDecision("denied", "no"),
     )
     assert denied.output is ABSENT
+
+
+# ---------------------------------------------------------------------------------------------
+# against real workers
+
+
+async def test_a_settled_session_is_forked_and_the_fork_lives_its_own_life(client: Client, world: World) -> None:
+    source = session_name("ses_source")
+    receipt = await client.admit(source, "fork me", tags={"side": "source"})
+    await turn_over(client, source)
+    status = await client.status(source)
+    assert status.forked_from is None and status.pending_count == 0
+    head = status.seq
+
+    # forked at its last settled point (its head), with tags of its own
+    fork = f"{source}_fork"
+    result = await client.fork(source, fork, tags={"side": "fork", "branch": "alt"})
+    assert isinstance(result, ForkResult)
+    assert (result.session_id, result.from_, result.seq, result.created) == (fork, ForkPoint(source, head), 1, True)
+    assert result.items >= 2
+    # the same fork again (with and without its point): nothing written
+    for at in (None, head):
+        again = await client.fork(source, fork, at=at)
+        assert (again.created, again.from_, again.seq, again.items) == (False, result.from_, 1, 0)
+    forked_status = await client.status(fork)
+    assert (forked_status.forked_from, forked_status.seq, forked_status.state, forked_status.pending_count, forked_status.tags) == (
+        ForkPoint(source, head),
+        1,
+        "idle",
+        0,
+        {"side": "fork", "branch": "alt"},
+    )
+    after = await client.status(source)
+    assert (after.seq, after.forked_from, after.tags) == (head, None, {"side": "source"})
+
+    # its first event, followed (the stream, then live) and replayed: the source's conversation
+    rec = Recorder()
+    sub = await client.follow(fork, rec, on_invalid=rec.on_invalid, on_error=rec.on_error)
+    try:
+        stored = await caught_up(rec, world, fork)
+        assert_same_events(rec.committed, stored)
+        replayed = await client.replay(fork)
+        assert_equal_to_stream(replayed, stored)
+    finally:
+        await sub.close()
+    for events in (rec.committed, replayed):
+        assert len(events) == 1 and isinstance(events[0], SessionForkedEvent) and events[0].seq == 1
+        p = events[0].payload
+        assert (p.from_, p.tags, len(p.transcript)) == (ForkPoint(source, head), {"branch": "alt", "side": "fork"}, result.items)
+        user = p.transcript[0]
+        assert isinstance(user, TranscriptUser)
+        assert (user.input_id, user.text, user.delivery, user.parts, user.continues) == (receipt.input_id, "fork me", "queue", None, None)
+        steps = p.transcript[1:]
+        assert all(isinstance(s, TranscriptAssistant) and s.execution_id == user.execution_id and s.status == "completed" for s in steps)
+        answered = [part.text for s in steps for part in s.parts if isinstance(part, TranscriptText) and part.type == "text"]  # type: ignore[union-attr]
+        assert "".join(answered) == "".join(texts(await client.replay(source))) != ""
+    assert rec.invalid == [] and rec.errors == []
+
+    # inside the first turn: refused, naming the nearest settled points (1: the admission)
+    with pytest.raises(CommandError) as caught:
+        await client.fork(source, session_name("ses_fork_at_2"), at=2)
+    err = caught.value
+    assert (err.code, err.verb, err.details["nearestBefore"], err.details["sessionId"]) == ("not_settled", "fork", 1, source)
+    nearest_after = err.details["nearestAfter"]
+    assert 2 < nearest_after <= head and "inside a turn" in err.message and f"Fork at 1 or {nearest_after}" in err.message
+    assert re.search(r"nearest settled sequences", err.message)
+
+    # into a session that has events: the source's id, or the fork's at another point
+    with pytest.raises(CommandError) as caught:
+        await client.fork(fork, source)
+    assert (caught.value.code, caught.value.details["sessionId"]) == ("session_exists", source) and "already has" in caught.value.message
+    with pytest.raises(CommandError) as caught:
+        await client.fork(source, fork, at=1)
+    assert caught.value.code == "session_exists" and f"a fork of {source} at sequence {head}" in caught.value.message
+    assert caught.value.details["forkedFrom"] == {"sessionId": source, "seq": head}
+
+    # the fork lives its own life: the forked prompt's input id is taken in it, and a prompt runs there
+    with pytest.raises(CommandError) as caught:
+        await client.admit(fork, "something else", id=receipt.input_id)
+    assert caught.value.code == "input_conflict"
+    more = await client.admit(fork, "and then")
+    assert more.admitted_seq == 2
+    await turn_over(client, fork)
+    assert (await client.status(source)).seq == head
+
+
+async def test_forks_that_are_refused(client: Client) -> None:
+    source = session_name("ses_refused")
+    await client.admit(source, "so that it exists", wake=False)
+
+    async def refusal(call: Any) -> CommandError:
+        with pytest.raises(CommandError) as caught:
+            await call
+        assert caught.value.message and caught.value.verb == "fork"
+        return caught.value
+
+    # by the worker
+    err = await refusal(client.fork(source, source))
+    assert err.code == "invalid_option" and "into itself" in err.message
+    err = await refusal(client.fork(source, session_name("ses_past"), at=99))
+    assert err.code == "invalid_option" and "has 1 events" in err.message
+    assert (await refusal(client.fork(session_name("ses_nobody"), session_name("ses_none")))).code == "unknown_session"
+    assert (await refusal(client.fork(source, session_name("ses_badtag"), tags={"bad key": "v"}))).code == "invalid_option"
+    # before it is sent
+    for at in (0, -1, 1.5, True, 2**53):
+        err = await refusal(client.fork(source, session_name("ses_bad_at"), at=at))  # type: ignore[arg-type]
+        assert err.code == "invalid_option" and err.message.startswith("Invalid fork point"), at
+    err = await refusal(client.fork("ses.dot", session_name("ses_dot")))
+    assert err.code == "invalid_id" and "source session id" in err.message
+    assert (await refusal(client.fork(source, "ses.dot"))).code == "invalid_id"
