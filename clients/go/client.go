@@ -1,9 +1,9 @@
 // Package sessiond is the Go client of sessiond's NATS protocol (docs/protocol.md): commands to
-// the workers (admit, wake, cancel, status, drop, tag, list, and resolve: Approve, Deny, Resolve)
-// with the Node client's resend rules, live events with each session's committed events delivered
-// once and in order (gaps filled from the stream), replay of the durable log with ordered
-// consumers, and the event codec (stored batches, live messages, export files) with typed payloads
-// for every catalog type.
+// the workers (admit, wake, cancel, status, drop, tag, list, fork, and resolve: Approve, Deny,
+// Resolve) with the Node client's resend rules, live events with each session's committed events
+// delivered once and in order (gaps filled from the stream), replay of the durable log with
+// ordered consumers, and the event codec (stored batches, live messages, export files) with typed
+// payloads for every catalog type.
 //
 //	c, err := sessiond.Connect(ctx, sessiond.Options{URL: "nats://127.0.0.1:4222", User: "client", Pass: "client-dev-secret"})
 //	sub, err := c.Subscribe(ctx, "ses_1", 0, func(e sessiond.Event) { fmt.Println(e.Seq, e.Type) })

@@ -25,6 +25,8 @@ const (
 	CodeUnknownSession   = "unknown_session"
 	CodeUnknownCommand   = "unknown_command"
 	CodeInputConflict    = "input_conflict"
+	CodeSessionExists    = "session_exists" // a fork into a session that has events (not the same fork again)
+	CodeNotSettled       = "not_settled"    // a fork at a seq inside a turn (details: nearestBefore, nearestAfter)
 	CodeLimitExceeded    = "limit_exceeded"
 	CodeCommandRefused   = "command_refused"
 	CodeSequenceConflict = "sequence_conflict"
@@ -81,6 +83,7 @@ const (
 	VerbResolve = "resolve"
 	VerbTag     = "tag"
 	VerbList    = "list" // the only verb without a session id
+	VerbFork    = "fork"
 )
 
 // CommandSubject is the subject of a verb: sessiond.cmd.<verb>.
@@ -178,7 +181,8 @@ type ResolveResult struct {
 // Status is the status reply: the session as the worker that answered sees it in the log.
 // Outcome is how the last execution ended (succeeded, failed, released, waiting, cancelled; nil
 // while it runs or before any); the session waits when it is waiting and one of Waits is open.
-// Tags are the session's tags (empty when it has none).
+// Tags are the session's tags (empty when it has none); ForkedFrom is the source and seq of a
+// fork (nil when the session is not one).
 type Status struct {
 	SessionID      string          `json:"sessionId"`
 	State          string          `json:"state"`
@@ -199,6 +203,7 @@ type Status struct {
 	Executions     int64           `json:"executions"`
 	Usage          Usage           `json:"usage"`
 	Tags           Tags            `json:"tags"`
+	ForkedFrom     *ForkPoint      `json:"forkedFrom"`
 	Execution      *ExecutionState `json:"execution"`
 	// Raw is the reply's JSON as it came (fields this client does not know included).
 	Raw json.RawMessage `json:"-"`
@@ -731,6 +736,8 @@ attempt:
 					retry = fmt.Sprintf("admit again with the same input id %s (it is idempotent)", inputID)
 				case verb == VerbTag:
 					retry = "send the same tag again (it is idempotent)"
+				case verb == VerbFork:
+					retry = "send the same fork again (it is idempotent: the fork made answers created false)"
 				case verb == VerbList:
 					return true, &CommandError{Verb: verb, Code: CodeTimeout, Err: nats.ErrTimeout,
 						Message: fmt.Sprintf("No reply to list within %v (sent %d times): the workers may be busy or gone. It only reads: send it again.", c.requestTimeout, attempts)}

@@ -73,3 +73,37 @@ func ExampleClient_Admit_parts() {
 	}
 	c.Close()
 }
+
+// ExampleClient_Fork forks a session at its last settled point and reads the conversation the
+// fork starts with from its first event, session.forked.
+func ExampleClient_Fork() {
+	ctx := context.Background()
+	c, _ := sessiond.Connect(ctx, sessiond.Options{URL: "nats://127.0.0.1:4222", User: "client", Pass: "client-dev-secret"})
+	res, err := c.Fork(ctx, "ses_1", "ses_1_alt", sessiond.ForkOptions{Tags: sessiond.Tags{"branch": "alt"}})
+	if sessiond.ErrorCode(err) == sessiond.CodeNotSettled {
+		fmt.Println(err) // ... is inside a turn. Fork at 1 or 13, the nearest settled sequences (between turns).
+	}
+	fmt.Println(res.From.SessionID, res.From.Seq, res.Items, res.Created) // ses_1 13 4 true
+	events, _ := c.Replay(ctx, "ses_1_alt")
+	if len(events) == 0 {
+		return
+	}
+	if forked, ok := events[0].Payload.(*sessiond.SessionForked); ok {
+		for _, item := range forked.Transcript {
+			switch it := item.(type) {
+			case *sessiond.TranscriptUser:
+				fmt.Println("user:", it.Text)
+			case *sessiond.TranscriptAssistant:
+				for _, p := range it.Parts {
+					if t, ok := p.(*sessiond.TranscriptText); ok && t.Type == "text" {
+						fmt.Println("assistant:", t.Text)
+					}
+				}
+			case *sessiond.TranscriptSummary:
+				fmt.Println("summary:", it.Summary)
+			}
+		}
+	}
+	_, _ = c.Admit(ctx, "ses_1_alt", sessiond.AdmitRequest{Prompt: "and if we did it the other way?"})
+	c.Close()
+}

@@ -11,15 +11,16 @@ package sessiond
 //	enum=a|b  one of these strings
 //	min=N     an integer of at least N
 //	each=id   every element of a []string is an id
-//	opt       may be absent (a nil pointer, an unset Any, is left out)
+//	opt       may be absent (a nil pointer, an unset Any, a nil slice or map, is left out)
 //	null      may be null (a nil pointer is written as nil)
 //	default=V absent reads as V (a string)
 //	tags      a map of tags (Tags, or TagChanges whose nil values are null): keys are tag keys,
 //	          values strings of 1-MaxTagValue UTF-16 units; written with the keys sorted
 //
-// A Prompt field reads a string or a list of parts and checks each part (prompt.go); an Any field
-// takes any value. Unknown payload fields are dropped, as the Node reader drops them (a prompt
-// part's are not: it is a strict object).
+// A Prompt field reads a string or a list of parts and checks each part (prompt.go), as does a
+// PromptPart element; a TranscriptItem or TranscriptPart element reads the shape its "type"
+// names (transcript.go); an Any field takes any value. Unknown payload fields are dropped, as the
+// Node reader drops them (a prompt part's are not: it is a strict object).
 
 import (
 	"encoding/json"
@@ -314,6 +315,15 @@ type SessionTagged struct {
 	Tags TagChanges `sd:"tags,tags" json:"tags"`
 }
 
+// SessionForked: the first event of a session forked from another (Fork): From, the source and
+// the seq it was forked at; Transcript, the source's conversation up to there (what the fork's
+// runner history and message rows start from); Tags, those the fork was given (nil when none).
+type SessionForked struct {
+	From       ForkPoint        `sd:"from" json:"from"`
+	Transcript []TranscriptItem `sd:"transcript" json:"transcript"`
+	Tags       Tags             `sd:"tags,opt,tags" json:"tags,omitzero"`
+}
+
 // RecoveryStarted: another worker took over an execution whose owner lost its lease.
 type RecoveryStarted struct {
 	ExecutionID string `sd:"executionId,id" json:"executionId"`
@@ -387,6 +397,7 @@ func (*WaitResolved) EventType() string          { return "wait.resolved" }
 func (*CompactionStarted) EventType() string     { return "compaction.started" }
 func (*CompactionCompleted) EventType() string   { return "compaction.completed" }
 func (*SessionTagged) EventType() string         { return "session.tagged" }
+func (*SessionForked) EventType() string         { return "session.forked" }
 func (*RecoveryStarted) EventType() string       { return "recovery.started" }
 func (*RecoveryCompleted) EventType() string     { return "recovery.completed" }
 func (*RecoveryWakeRequested) EventType() string { return "recovery.wake_requested" }
@@ -431,6 +442,7 @@ var Catalog = []CatalogEntry{
 	{"compaction.started", 1, true, func() Payload { return new(CompactionStarted) }},
 	{"compaction.completed", 1, true, func() Payload { return new(CompactionCompleted) }},
 	{"session.tagged", 1, true, func() Payload { return new(SessionTagged) }},
+	{"session.forked", 1, true, func() Payload { return new(SessionForked) }},
 	{"recovery.started", 1, true, func() Payload { return new(RecoveryStarted) }},
 	{"recovery.completed", 1, true, func() Payload { return new(RecoveryCompleted) }},
 	{"recovery.wake_requested", 1, true, func() Payload { return new(RecoveryWakeRequested) }},

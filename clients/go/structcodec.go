@@ -224,8 +224,22 @@ func decodeField(fv reflect.Value, r fieldRules, v any, present bool, path strin
 }
 
 func decodeValue(fv reflect.Value, r fieldRules, v any, path string, is *issues) {
-	if fv.Type() == promptType { // a string or a list of parts (prompt.go)
+	switch fv.Type() {
+	case promptType: // a string or a list of parts (prompt.go)
 		fv.Set(reflect.ValueOf(decodePrompt(v, path, is)))
+		return
+	case promptPartType: // one part of a prompt (prompt.go)
+		fv.Set(reflect.ValueOf(decodePromptPart(v, path, is)))
+		return
+	case transcriptItemType: // a user, assistant or summary item (transcript.go)
+		if item := decodeTranscriptItem(v, path, is); item != nil {
+			fv.Set(reflect.ValueOf(item))
+		}
+		return
+	case transcriptPartType: // a text, reasoning or tool part (transcript.go)
+		if part := decodeTranscriptPart(v, path, is); part != nil {
+			fv.Set(reflect.ValueOf(part))
+		}
 		return
 	}
 	switch fv.Kind() {
@@ -328,7 +342,7 @@ func encodeStruct(rv reflect.Value) Map {
 			}
 			continue
 		}
-		if fv.Kind() == reflect.Map && fv.IsNil() && r.opt {
+		if (fv.Kind() == reflect.Map || fv.Kind() == reflect.Slice) && fv.IsNil() && r.opt {
 			continue
 		}
 		out = append(out, MapEntry{r.name, encodeValue(fv)})
@@ -337,10 +351,18 @@ func encodeStruct(rv reflect.Value) Map {
 }
 
 func encodeValue(fv reflect.Value) any {
-	if fv.Type() == promptType {
+	switch fv.Type() {
+	case promptType:
 		return fv.Interface().(Prompt).wire()
+	case promptPartType:
+		return fv.Interface().(PromptPart).wire()
 	}
 	switch fv.Kind() {
+	case reflect.Interface: // a transcript's item or part: its type, then its fields
+		if fv.IsNil() {
+			return nil
+		}
+		return variantWire(fv.Interface())
 	case reflect.Pointer:
 		return encodeValue(fv.Elem())
 	case reflect.String:

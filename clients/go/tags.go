@@ -103,10 +103,11 @@ type SessionListItem struct {
 	ForkedFrom    *ForkPoint `json:"forkedFrom"`
 }
 
-// ForkPoint is the session and seq a session was forked from.
+// ForkPoint is the session and seq a session was forked from (Fork, SessionForked.From,
+// Status.ForkedFrom, SessionListItem.ForkedFrom).
 type ForkPoint struct {
-	SessionID string `json:"sessionId"`
-	Seq       int64  `json:"seq"`
+	SessionID string `sd:"sessionId,id" json:"sessionId"`
+	Seq       int64  `sd:"seq,min=1" json:"seq"`
 }
 
 // SessionPage is a page of sessions, newest first (by creation time, then session id). Next is the

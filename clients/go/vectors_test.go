@@ -482,6 +482,13 @@ func typedRequest(t *testing.T, verb string, m Map) Map {
 			t.Fatalf("the vector's filter is refused here: %s", problem)
 		}
 		return ListBody(f)
+	case VerbFork:
+		o := ForkOptions{}
+		o.At, _ = get(m, "at").(int64)
+		if tags, ok := m.Get("tags"); ok {
+			o.Tags = vectorTags(t, tags)
+		}
+		return ForkBody(str(m, "source"), session, o)
 	}
 	t.Fatalf("no typed request for %s", verb)
 	return nil
@@ -542,6 +549,12 @@ func typedReply(t *testing.T, verb string, text []byte, reply Map) (any, any) {
 	case VerbTag:
 		var r struct {
 			Result TagResult `json:"result"`
+		}
+		decode(&r)
+		return roundJSON(t, r.Result), get(reply, "result")
+	case VerbFork:
+		var r struct {
+			Result ForkResult `json:"result"`
 		}
 		decode(&r)
 		return roundJSON(t, r.Result), get(reply, "result")
@@ -743,6 +756,24 @@ func compareField(t *testing.T, where string, ft reflect.Type, r fieldRules, p M
 		}
 		items := get(p, "items").(Map)
 		et := ft.Elem()
+		switch et {
+		case promptPartType:
+			comparePartShapes(t, where+"[]", items)
+			return
+		case transcriptItemType:
+			compareUnion(t, where+"[]", items, []variant{
+				{[]string{"user"}, reflect.TypeFor[TranscriptUser]()},
+				{[]string{"assistant"}, reflect.TypeFor[TranscriptAssistant]()},
+				{[]string{"summary"}, reflect.TypeFor[TranscriptSummary]()},
+			})
+			return
+		case transcriptPartType:
+			compareUnion(t, where+"[]", items, []variant{
+				{[]string{"text", "reasoning"}, reflect.TypeFor[TranscriptText]()},
+				{[]string{"tool"}, reflect.TypeFor[TranscriptTool]()},
+			})
+			return
+		}
 		if et.Kind() == reflect.Struct {
 			compareStruct(t, where+"[]", et, items)
 		} else {
@@ -767,7 +798,13 @@ func comparePrompt(t *testing.T, where string, p Map) {
 	if get(list, "type") != "array" || get(list, "minItems") != int64(1) || get(list, "maxItems") != nil {
 		t.Errorf("%s: a list of at least one part here, schema %s", where, show(list))
 	}
-	variants, _ := get(get(list, "items").(Map), "anyOf").([]any)
+	comparePartShapes(t, where+"[]", get(list, "items").(Map))
+}
+
+// comparePartShapes: a part of a prompt is one of the shapes prompt.go checks.
+func comparePartShapes(t *testing.T, where string, items Map) {
+	t.Helper()
+	variants, _ := get(items, "anyOf").([]any)
 	if len(variants) != len(partShapes) {
 		t.Fatalf("%s: %d part shapes here, schema %d", where, len(partShapes), len(variants))
 	}
@@ -781,7 +818,7 @@ func comparePrompt(t *testing.T, where string, p Map) {
 	}
 	for i, shape := range partShapes {
 		v := variants[i].(Map)
-		at := fmt.Sprintf("%s[] shape %d (%s)", where, i, shape.typ)
+		at := fmt.Sprintf("%s shape %d (%s)", where, i, shape.typ)
 		props := get(v, "properties").(Map)
 		var names []string
 		for _, e := range props {
@@ -805,6 +842,56 @@ func comparePrompt(t *testing.T, where string, p Map) {
 	}
 }
 
+// variant is one shape of a union (a transcript's items and parts): the types its "type" takes
+// and its struct (the fields after "type").
+type variant struct {
+	types []string
+	typ   reflect.Type
+}
+
+// compareUnion: the schema's items are anyOf these variants, in this order, each an object whose
+// first (and required) property is "type" (a const, or an enum of the variant's types), then the
+// struct's fields.
+func compareUnion(t *testing.T, where string, items Map, variants []variant) {
+	t.Helper()
+	alts, _ := get(items, "anyOf").([]any)
+	if len(alts) != len(variants) {
+		t.Errorf("%s: %d variants here, schema %s", where, len(variants), show(items))
+		return
+	}
+	for i, v := range variants {
+		alt := alts[i].(Map)
+		at := fmt.Sprintf("%s variant %v", where, v.types)
+		props, _ := get(alt, "properties").(Map)
+		if len(props) == 0 || props[0].Key != "type" {
+			t.Errorf("%s: no type first, schema %s", at, show(alt))
+			continue
+		}
+		want := Map{{"type", "string"}, {"const", v.types[0]}}
+		if len(v.types) > 1 {
+			var enum []any
+			for _, typ := range v.types {
+				enum = append(enum, typ)
+			}
+			want = Map{{"type", "string"}, {"enum", enum}}
+		}
+		if !sameValue(props[0].Value, want) {
+			t.Errorf("%s: type %s here, schema %s", at, show(want), show(props[0].Value))
+		}
+		var required []any
+		for _, r := range get(alt, "required").([]any) {
+			if r != "type" {
+				required = append(required, r)
+			}
+		}
+		if len(required) == len(get(alt, "required").([]any)) {
+			t.Errorf("%s: type not required in the schema", at)
+		}
+		rest := Map{{"type", "object"}, {"properties", props[1:]}, {"required", required}}
+		compareStruct(t, at, v.typ, rest)
+	}
+}
+
 // The request builders write the fields in the order commands.schema.json gives them, and the
 // client's own error codes are the schema's.
 func TestCommandsSchema(t *testing.T) {
@@ -815,6 +902,7 @@ func TestCommandsSchema(t *testing.T) {
 		VerbAdmit:   AdmitBody("s", AdmitRequest{Prompt: "p", ID: "i", Delivery: "queue", Wake: &yes, NotBefore: 1796056745917, Tags: Tags{"k": "v"}}),
 		VerbTag:     TagBody("s", TagRequest{Set: Tags{"k": "v"}, Remove: []string{"x"}}),
 		VerbList:    ListBody(ListFilter{State: "idle", Waiting: &yes, Tags: Tags{"k": "v"}, UpdatedSince: 1, Limit: 2, After: "a"}),
+		VerbFork:    ForkBody("src", "s", ForkOptions{At: 3, Tags: Tags{"k": "v"}}),
 		VerbWake:    WakeBody("s"),
 		VerbCancel:  CancelBody("s", "r", "e"),
 		VerbStatus:  StatusBody("s", 100),

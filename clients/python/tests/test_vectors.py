@@ -38,6 +38,7 @@ from sessiond_client.commands import (
     AdmitReceipt,
     CancelResult,
     DropResult,
+    ForkResult,
     ResolveResult,
     SessionListItem,
     SessionPage,
@@ -224,6 +225,8 @@ def test_the_client_builds_each_verbs_request_as_the_vectors_spell_it() -> None:
             after="MTc2NDU5MDQwMDAwMC5zZXNfMQ",
         ),
         "list everything (an empty body)": c.list_request(),
+        # as fork builds it
+        "fork at a sequence, with tags": c.fork_request("ses_cmd", "ses_cmd_fork", at=9, tags={"branch": "alt"}),
         "wake": c.wake_request("ses_cmd"),
         "cancel with a reason and an execution id": c.cancel_request("ses_cmd", "stop, please", "exe_x"),
         "status with pendingFrom": c.status_request("ses_cmd", 100),
@@ -297,6 +300,7 @@ REPLY_TYPES = {
     "resolve": ResolveResult,
     "tag": TagResult,
     "list": SessionPage,
+    "fork": ForkResult,
 }
 
 
@@ -331,6 +335,9 @@ def test_command_reply_reads_into_its_result_or_error(case: dict[str, Any]) -> N
                 assert result.execution.id == wire["execution"]["id"] and result.execution.outcome == wire["execution"]["outcome"]
             assert all(isinstance(w, WaitInfo) for w in result.waits) and [w.raw for w in result.waits] == wire["waits"]
             assert result.tags == wire["tags"] and [p.tags for p in result.pending] == [p.get("tags") for p in wire["pending"]]
+            assert result.forked_from == (
+                None if wire["forkedFrom"] is None else cat.ForkPoint(wire["forkedFrom"]["sessionId"], wire["forkedFrom"]["seq"])
+            )
             for w, want in zip(result.waits, wire["waits"]):
                 assert (w.kind, w.name, w.execution_id, w.since, w.until, w.call_id, w.outcome, w.started) == (
                     want["kind"],
@@ -356,6 +363,14 @@ def test_command_reply_reads_into_its_result_or_error(case: dict[str, Any]) -> N
                 wire["changed"],
                 wire.get("seq"),
             )
+        elif case["verb"] == "fork":
+            assert (result.session_id, result.from_, result.seq, result.created, result.items) == (
+                wire["sessionId"],
+                cat.ForkPoint(wire["from"]["sessionId"], wire["from"]["seq"]),
+                wire["seq"],
+                wire["created"],
+                wire["items"],
+            )
         elif case["verb"] == "list":
             assert result.next == wire["next"] and all(isinstance(s, SessionListItem) for s in result.sessions)
             assert [s.raw for s in result.sessions] == wire["sessions"]
@@ -369,7 +384,7 @@ def test_command_reply_reads_into_its_result_or_error(case: dict[str, Any]) -> N
                     want["createdAt"],
                     want["updatedAt"],
                     want["tags"],
-                    want["forkedFrom"],
+                    None if want["forkedFrom"] is None else cat.ForkPoint(want["forkedFrom"]["sessionId"], want["forkedFrom"]["seq"]),
                 )
         elif case["verb"] == "resolve":
             assert (result.session_id, result.kind, result.name, result.outcome, result.resolved, result.resume_input_id, result.seq) == (
@@ -420,6 +435,8 @@ def as_json_schema(s: cat.Schema) -> dict[str, Any]:
         return {}
     if isinstance(s, cat.Part):
         return {"anyOf": [as_json_schema(shape) for shape in s.shapes]}
+    if isinstance(s, cat.OneOf):
+        return {"anyOf": [as_json_schema(variant) for variant in s.variants]}
     if isinstance(s, cat.PromptSchema):
         return {"anyOf": [as_json_schema(s.text), as_json_schema(s.parts)]}
     if isinstance(s, cat.Int):

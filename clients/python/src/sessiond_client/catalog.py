@@ -12,7 +12,7 @@ import functools
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Literal, Mapping, Sequence
 
 from .codec import is_safe_int
 
@@ -322,6 +322,116 @@ class SessionTagged:
 
 
 @dataclass(frozen=True)
+class ForkPoint:
+    """The session and seq a session was forked from (``session.forked``'s ``from``, ``Client.fork``'s
+    ``from_``, ``forked_from`` in status and list)."""
+
+    session_id: str
+    seq: int
+
+
+#: The states of a tool call in a transcript.
+ToolState = Literal["called", "awaiting_approval", "approved", "denied", "cancelled", "running", "succeeded", "failed"]
+
+
+@dataclass(frozen=True)
+class ToolDecision:
+    """A person's decision on a tool call: ``outcome`` approved, denied or cancelled, and their ``reason``."""
+
+    outcome: Literal["approved", "denied", "cancelled"]
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class TranscriptText:
+    """A part of an assistant message: text (``type`` ``text``) or the model's reasoning (``reasoning``)."""
+
+    type: Literal["text", "reasoning"]
+    part_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class TranscriptTool:
+    """A tool call of an assistant message: ``input`` its input (always there: ``None`` is an input
+    of null; a call without one is refused, as sessiond's reader refuses it), run with
+    ``idempotency_key`` when ``durable``; ``state`` how far it got; ``output`` what it returned
+    (``ABSENT``: nothing), ``error`` how it failed, ``decision`` a person's decision on it."""
+
+    type: ClassVar[Literal["tool"]] = "tool"
+    call_id: str
+    name: str
+    input: Any
+    durable: bool
+    state: ToolState
+    idempotency_key: str | None = None
+    output: Any = ABSENT
+    error: RecordedError | None = None
+    decision: ToolDecision | None = None
+
+
+#: A part of an assistant message in a transcript.
+TranscriptPart = TranscriptText | TranscriptTool
+
+
+@dataclass(frozen=True)
+class TranscriptUser:
+    """A prompt of the conversation: ``text`` its text form (``prompt_text``), ``parts`` the prompt's
+    part dicts when it was a list of them (None for a string prompt), ``delivery`` how it was
+    admitted (None when the item does not say), ``continues`` what a continuation continues."""
+
+    type: ClassVar[Literal["user"]] = "user"
+    input_id: str
+    execution_id: str
+    text: str
+    parts: list[PromptPart] | None = None
+    delivery: Delivery | None = None
+    continues: Continuation | None = None
+
+
+@dataclass(frozen=True)
+class TranscriptAssistant:
+    """An assistant message (a model step): ``status`` running, completed, failed or recovered;
+    ``parts`` its text, reasoning and tool calls in order; ``finish`` the model's finish reason,
+    ``error`` a failed step's error, ``usage`` its tokens."""
+
+    type: ClassVar[Literal["assistant"]] = "assistant"
+    message_id: str
+    execution_id: str
+    status: Literal["running", "completed", "failed", "recovered"]
+    parts: list[TranscriptPart]
+    finish: str | None = None
+    error: RecordedError | None = None
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True)
+class TranscriptSummary:
+    """A compaction's summary of the conversation before it."""
+
+    type: ClassVar[Literal["summary"]] = "summary"
+    message_id: str
+    execution_id: str
+    summary: str
+
+
+#: An item of a transcript (the conversation a fork starts with, as the model runner folds it).
+TranscriptItem = TranscriptUser | TranscriptAssistant | TranscriptSummary
+
+
+@dataclass(frozen=True)
+class SessionForked:
+    """The first event of a session forked from another (``Client.fork``): ``from_``, the source and
+    the seq it was forked at; ``transcript``, the source's conversation up to there (what the
+    fork's runner history and message rows start from); ``tags``, those the fork was given (None
+    when none)."""
+
+    from_: ForkPoint
+    transcript: list[TranscriptItem]
+    tags: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
 class RecoveryStarted:
     execution_id: str
 
@@ -571,7 +681,9 @@ class Record(Schema):
 
 @dataclass(frozen=True)
 class F:
-    """A field: its wire name, its Python name, its schema, whether it may be left out, its default."""
+    """A field: its wire name, its Python name, its schema, whether it may be left out, its default.
+    A Python name of ``""``: checked and written, but not given to the class (a variant's constant
+    ``type``, which the class holds as a class variable)."""
 
     wire: str
     py: str
@@ -608,8 +720,56 @@ class Obj(Schema):
         return out  # keys the schema does not name are dropped, as zod does
 
     def typed(self, v: Any) -> Any:
-        args = {f.py: f.schema.typed(v[f.wire]) for f in self.fields if f.wire in v}
+        args = {f.py: f.schema.typed(v[f.wire]) for f in self.fields if f.wire in v and f.py}
         return self.cls(**args) if self.cls else args
+
+
+@dataclass(frozen=True)
+class OneOf(Schema):
+    """One of ``variants`` (zod's ``union`` of objects), told apart by their first field, ``type``:
+    the first a value fits, cleaned as that variant cleans it (unknown keys dropped). A value of a
+    known type that does not fit is refused with that variant's faults."""
+
+    variants: tuple[Obj, ...]
+    #: What a value is, for messages ("a transcript item").
+    what: str
+
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:
+        if not isinstance(v, dict):
+            issues.append(f"{_where(path)}: expected {self.what} (an object), received {_kind(v)}")
+            return v
+        faults: Issues | None = None
+        for variant in self.variants:
+            found: Issues = []
+            cleaned = variant.check(v, path, found)
+            if not found:
+                return cleaned
+            if faults is None and self._typed_as(variant, v):
+                faults = found
+        if faults is not None:
+            issues.extend(faults)
+        else:
+            issues.append(f"{_where((*path, 'type'))}: expected one of {'|'.join(repr(t) for t in self.types())}")
+        return v
+
+    def types(self) -> list[str]:
+        out: list[str] = []
+        for variant in self.variants:
+            s = variant.fields[0].schema
+            out.extend([s.value] if isinstance(s, Const) else list(s.values) if isinstance(s, Enum) else [])
+        return out
+
+    @staticmethod
+    def _typed_as(variant: Obj, v: Mapping[str, Any]) -> bool:
+        found: Issues = []
+        variant.fields[0].schema.check(v.get("type"), ("type",), found)
+        return not found
+
+    def typed(self, v: Any) -> Any:
+        for variant in self.variants:
+            if self._typed_as(variant, v):
+                return variant.typed(v)
+        raise ValueError(f"not {self.what}: {v!r}")  # pragma: no cover - v was checked
 
 
 def part_rule(type_: Any) -> str:
@@ -743,6 +903,74 @@ MSG = F("messageId", "message_id", ID)
 PART = F("partId", "part_id", ID)
 CALL = F("callId", "call_id", ID)
 
+FORK_POINT = Obj((F("sessionId", "session_id", ID), F("seq", "seq", POS)), ForkPoint)
+#: A part of an assistant message in a transcript: text or reasoning, or a tool call.
+TRANSCRIPT_PART = OneOf(
+    (
+        Obj((F("type", "type", Enum(("text", "reasoning"))), PART, F("text", "text", Str())), TranscriptText),
+        Obj(
+            (
+                F("type", "", Const("tool")),
+                CALL,
+                F("name", "name", Str(1)),
+                F("input", "input", AnyValue()),
+                F("durable", "durable", Bool()),
+                F("idempotencyKey", "idempotency_key", Str(), optional=True),
+                F(
+                    "state",
+                    "state",
+                    Enum(("called", "awaiting_approval", "approved", "denied", "cancelled", "running", "succeeded", "failed")),
+                ),
+                F("output", "output", AnyValue(), optional=True),
+                F("error", "error", ERROR, optional=True),
+                F(
+                    "decision",
+                    "decision",
+                    Obj(
+                        (F("outcome", "outcome", Enum(("approved", "denied", "cancelled"))), F("reason", "reason", Str(), optional=True)),
+                        ToolDecision,
+                    ),
+                    optional=True,
+                ),
+            ),
+            TranscriptTool,
+        ),
+    ),
+    "a part (text, reasoning or tool)",
+)
+#: An item of a transcript (src/runner/transcript.ts, the catalog's TranscriptItemSchema).
+TRANSCRIPT_ITEM = OneOf(
+    (
+        Obj(
+            (
+                F("type", "", Const("user")),
+                F("inputId", "input_id", ID),
+                EXE,
+                F("text", "text", Str()),
+                F("parts", "parts", Array(PROMPT_PART), optional=True),
+                F("delivery", "delivery", Enum(("steer", "queue")), optional=True),
+                F("continues", "continues", CONTINUATION, optional=True),
+            ),
+            TranscriptUser,
+        ),
+        Obj(
+            (
+                F("type", "", Const("assistant")),
+                MSG,
+                EXE,
+                F("status", "status", Enum(("running", "completed", "failed", "recovered"))),
+                F("parts", "parts", Array(TRANSCRIPT_PART)),
+                F("finish", "finish", Str(), optional=True),
+                F("error", "error", ERROR, optional=True),
+                F("usage", "usage", USAGE, optional=True),
+            ),
+            TranscriptAssistant,
+        ),
+        Obj((F("type", "", Const("summary")), MSG, EXE, F("summary", "summary", Str())), TranscriptSummary),
+    ),
+    "a transcript item (user, assistant or summary)",
+)
+
 
 @dataclass(frozen=True)
 class EventType:
@@ -867,6 +1095,11 @@ CATALOG: Mapping[str, EventType] = {
             [EXE, MSG, F("summary", "summary", Str()), F("usage", "usage", USAGE, optional=True)],
         ),
         _t("session.tagged", SessionTagged, [F("tags", "tags", Record(Nullable(TAG_VALUE)))]),
+        _t(
+            "session.forked",
+            SessionForked,
+            [F("from", "from_", FORK_POINT), F("transcript", "transcript", Array(TRANSCRIPT_ITEM)), F("tags", "tags", TAGS, optional=True)],
+        ),
         _t("recovery.started", RecoveryStarted, [EXE]),
         _t(
             "recovery.completed",

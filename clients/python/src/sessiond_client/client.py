@@ -34,6 +34,7 @@ from .commands import (
     AdmitReceipt,
     CancelResult,
     DropResult,
+    ForkResult,
     ResolveResult,
     SessionPage,
     StatusReply,
@@ -44,6 +45,7 @@ from .commands import (
     command_subject,
     drop_request,
     encode_request,
+    fork_request,
     list_filter_problem,
     list_request,
     parse_reply,
@@ -437,6 +439,33 @@ class Client:
         result: TagResult = (await self._send("tag", tag_request(session_id, tags)))[0]
         return result
 
+    async def fork(self, source_id: str, session_id: str, *, at: int | None = None, tags: Mapping[str, str] | None = None) -> ForkResult:
+        """Starts ``session_id`` as a fork of ``source_id``: one ``session.forked`` event holding the
+        source's conversation up to the settled seq ``at`` (a seq after which nothing runs or waits;
+        None: the source's last settled point), and the fork's own ``tags`` (the source's are not
+        copied). The source is only read; its pending inputs, waits and executions are not carried
+        (the fork starts idle, and lives its own life). Idempotent: the same fork sent again answers
+        ``created`` False. A seq inside a turn is ``not_settled`` (the message and ``details``
+        ``nearestBefore``/``nearestAfter`` name the nearest settled seqs); a ``session_id`` that has
+        events (other than the same fork) ``session_exists``; a source with no events
+        ``unknown_session``; a session into itself, or a seq past the source's head, ``invalid_option``.
+
+            result = await client.fork("ses_1", "ses_1_alt", tags={"branch": "alt"})
+            # result.from_: ForkPoint(session_id="ses_1", seq=13), result.items: 4, result.created: True
+        """
+        try:
+            validate_id(source_id, "source session id")
+        except SessiondError as err:
+            raise CommandError("fork", "invalid_id", err.message) from None
+        if at is not None and (isinstance(at, bool) or not isinstance(at, int) or not 1 <= at <= 2**53 - 1):
+            raise CommandError(
+                "fork",
+                "invalid_option",
+                f"Invalid fork point {at!r}: fork at a sequence (a whole number >= 1), or None for the source's last settled point.",
+            )
+        result: ForkResult = (await self._send("fork", fork_request(source_id, session_id, at=at, tags=tags)))[0]
+        return result
+
     async def list(
         self,
         *,
@@ -516,6 +545,8 @@ class Client:
                         retry = f"admit again with the same input id {body['id']} (it is idempotent)"
                     elif verb == "tag":
                         retry = "send the same tag again (it is idempotent)"
+                    elif verb == "fork":
+                        retry = "send the same fork again (it is idempotent: the fork made answers created false)"
                     else:
                         retry = f"check with status before sending {verb} again"
                     raise CommandError(

@@ -5,11 +5,12 @@ typed success replies, and error replies as ``CommandError``.
   admit    {sessionId, prompt, id?, delivery?, wake?, notBefore?, tags?}  {ok, receipt: AdmitReceipt}
   wake     {sessionId}                                               {ok, result: WakeResult}
   cancel   {sessionId, reason?, executionId?}                        {ok, result: CancelResult}
-  status   {sessionId, pendingFrom?}                                 {ok, sessionId, state, seq, ..., tags, execution}
+  status   {sessionId, pendingFrom?}                                 {ok, sessionId, state, seq, ..., tags, forkedFrom, execution}
   drop     {sessionId, inputIds?, reason?}                           {ok, result: DropResult}
   resolve  {sessionId, kind, name, outcome, reason?, data?}          {ok, result: ResolveResult}
   tag      {sessionId, tags: {key: value | null}}                    {ok, result: TagResult}
   list     {state?, waiting?, tags?, updatedSince?, limit?, after?}  {ok, sessions: [SessionListItem], next}
+  fork     {sessionId (the new session), source, at?, tags?}         {ok, result: ForkResult}
 
 ``list`` is the only verb without a session id.
 """
@@ -19,14 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
-from .catalog import ABSENT, MAX_TAG_VALUE, MAX_TAGS, TAG_KEY, utf16_len
+from .catalog import ABSENT, MAX_TAG_VALUE, MAX_TAGS, TAG_KEY, ForkPoint, utf16_len
 from .errors import CommandError
 from .jsontext import decode_json, encode_json, stringify
 from .parts import wire_prompt
 
 COMMAND_PREFIX = "sessiond.cmd"
-VERBS = ("admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list")
-Verb = Literal["admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list"]
+VERBS = ("admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork")
+Verb = Literal["admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork"]
 #: The fields each request may carry (workers refuse any other as a likely typo).
 REQUEST_FIELDS: Mapping[str, tuple[str, ...]] = {
     "admit": ("sessionId", "prompt", "id", "delivery", "wake", "notBefore", "tags"),
@@ -37,6 +38,7 @@ REQUEST_FIELDS: Mapping[str, tuple[str, ...]] = {
     "resolve": ("sessionId", "kind", "name", "outcome", "reason", "data"),
     "tag": ("sessionId", "tags"),
     "list": ("state", "waiting", "tags", "updatedSince", "limit", "after"),
+    "fork": ("sessionId", "source", "at", "tags"),
 }
 #: The states a session may be in (``list``'s ``state`` filter, ``StatusReply.state``).
 SESSION_STATES = ("idle", "claimed", "running", "recovering", "settled")
@@ -125,6 +127,12 @@ def list_request(
         limit=limit,
         after=after,
     )
+
+
+def fork_request(source_id: str, session_id: str, *, at: int | None = None, tags: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A fork of ``source_id`` into ``session_id`` at the settled seq ``at`` (None: the source's last
+    settled point), with the new session's ``tags``."""
+    return _without_none(sessionId=session_id, source=source_id, at=at, tags=dict(tags) if tags is not None else None)
 
 
 def tags_problem(tags: Any, what: str) -> str | None:
@@ -295,8 +303,8 @@ class SessionListItem:
     created_at: int
     updated_at: int
     tags: dict[str, str]
-    #: ``{"sessionId", "seq"}`` it was forked from; None when it is not a fork.
-    forked_from: dict[str, Any] | None
+    #: The source and seq it was forked from; None when it is not a fork.
+    forked_from: ForkPoint | None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -310,9 +318,34 @@ class SessionListItem:
             d["createdAt"],
             d["updatedAt"],
             dict(d.get("tags") or {}),
-            d.get("forkedFrom"),
+            fork_point(d.get("forkedFrom")),
             dict(d),
         )
+
+
+def fork_point(d: Any) -> ForkPoint | None:
+    """A reply's ``{"sessionId", "seq"}`` (``forkedFrom``, a fork's ``from``) as a ``ForkPoint``; None for null."""
+    return None if d is None else ForkPoint(d["sessionId"], d["seq"])
+
+
+@dataclass(frozen=True)
+class ForkResult:
+    session_id: str
+    #: The source and the seq the fork holds the conversation up to.
+    from_: ForkPoint
+    #: Seq of the new session's ``session.forked`` (1).
+    seq: int
+    #: False when the same fork was made before (the same source, and the same ``at`` when given):
+    #: nothing was written. As in the Node client, a call whose first attempt went unanswered and
+    #: whose resend found the fork that attempt made answers so too.
+    created: bool
+    #: How many conversation items (prompts, steps, summaries) the fork starts with (0 when not created).
+    items: int
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> "ForkResult":
+        return cls(d["sessionId"], ForkPoint(d["from"]["sessionId"], d["from"]["seq"]), d["seq"], d["created"], d["items"], dict(d))
 
 
 @dataclass(frozen=True)
@@ -471,6 +504,8 @@ class StatusReply:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     #: The session's tags (empty when it has none).
     tags: dict[str, str] = field(default_factory=dict)
+    #: The source and seq of a fork (None when the session is not one).
+    forked_from: ForkPoint | None = None
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> "StatusReply":
@@ -497,10 +532,11 @@ class StatusReply:
             ExecutionInfo.from_wire(d["execution"]) if d.get("execution") else None,
             body,
             dict(d.get("tags") or {}),
+            fork_point(d.get("forkedFrom")),
         )
 
 
-Reply = AdmitReceipt | WakeResult | CancelResult | DropResult | StatusReply | ResolveResult | TagResult | SessionPage
+Reply = AdmitReceipt | WakeResult | CancelResult | DropResult | StatusReply | ResolveResult | TagResult | SessionPage | ForkResult
 
 
 def _not_sessiond(verb: str, subject: str, why: str) -> CommandError:
@@ -544,6 +580,8 @@ def parse_reply(verb: str, data: bytes | str) -> Any:
             return TagResult.from_wire(reply["result"])
         if verb == "list":
             return SessionPage.from_wire(reply)
+        if verb == "fork":
+            return ForkResult.from_wire(reply["result"])
     except (KeyError, TypeError, AttributeError) as err:
         raise _not_sessiond(verb, subject, f"lacks a field ({err})") from err
     raise CommandError(verb, "unknown_command", f"Unknown verb {verb!r}: use one of {', '.join(VERBS)}.")

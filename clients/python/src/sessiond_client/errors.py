@@ -12,6 +12,8 @@ REPLY_CODES = (
     "unknown_session",
     "unknown_command",
     "input_conflict",
+    "session_exists",
+    "not_settled",
     "limit_exceeded",
     "command_refused",
     "sequence_conflict",

@@ -231,6 +231,11 @@ class SessionTaggedEvent(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SessionForkedEvent(Event):
+    payload: c.SessionForked
+
+
+@dataclass(frozen=True, kw_only=True)
 class RecoveryStartedEvent(Event):
     payload: c.RecoveryStarted
 
@@ -291,6 +296,7 @@ EVENT_CLASSES: Mapping[str, type[Event]] = {
     "compaction.started": CompactionStartedEvent,
     "compaction.completed": CompactionCompletedEvent,
     "session.tagged": SessionTaggedEvent,
+    "session.forked": SessionForkedEvent,
     "recovery.started": RecoveryStartedEvent,
     "recovery.completed": RecoveryCompletedEvent,
     "recovery.wake_requested": RecoveryWakeRequestedEvent,
