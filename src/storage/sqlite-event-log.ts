@@ -44,7 +44,8 @@ interface QueuedAppend {
   reject: (err: unknown) => void;
 }
 
-interface EventRow {
+/** A row of the event table as better-sqlite3 returns it. */
+export interface EventRow {
   position: number;
   id: string;
   aggregate_id: string;

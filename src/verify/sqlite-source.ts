@@ -9,19 +9,9 @@ import { eventFromFrame, unpack } from '../events/codec.ts';
 import type { Db } from '../storage/sqlite.ts';
 import type { StoredItem, StoredLog, StoredSnapshot } from './stored-log.ts';
 
-export const VERIFY_PAGE_SIZE = 1000;
+import type { EventRow } from '../storage/sqlite-event-log.ts';
 
-interface EventRow {
-  position: number;
-  id: string;
-  aggregate_id: string;
-  seq: number;
-  type: string;
-  version: number;
-  time: number;
-  data: Uint8Array;
-  committed_at?: number | null;
-}
+export const VERIFY_PAGE_SIZE = 1000;
 
 /** One stored row, decoded or not: never throws for what the row holds. */
 export function decodeRow(row: EventRow): StoredItem {
