@@ -90,7 +90,7 @@ test('one codec - the upcaster seam: a version-1 payload is brought up to versio
       },
     },
   };
-  const up = eventFromFrame(good, { describe: 'a v1 frame', events });
+  const up = eventFromFrame({ ...good, version: 1 }, { describe: 'a v1 frame', events });
   assert.is(up.version, 2, 'read at the current version');
   assert.equal(up.payload, { inputId: 'inp_1', text: 'hi', delivery: 'queue', wake: true, source: 'user' });
   const current = eventFromFrame(
@@ -100,7 +100,7 @@ test('one codec - the upcaster seam: a version-1 payload is brought up to versio
   assert.is((current.payload as { text: string }).text, 'new');
   // no upcaster from a version: refused, saying so
   const noWay: EventCatalog = { ...events, 'input.admitted': { ...events['input.admitted']!, upcasters: {} } };
-  expectCode(() => eventFromFrame(good, { describe: 'a v1 frame', events: noWay }), ErrorCode.UnsupportedEventVersion, 'no upcaster from version 1'); // a v1 payload without an upcaster is refused
+  expectCode(() => eventFromFrame({ ...good, version: 1 }, { describe: 'a v1 frame', events: noWay }), ErrorCode.UnsupportedEventVersion, 'no upcaster from version 1'); // a v1 payload without an upcaster is refused
 });
 
 test.run();
