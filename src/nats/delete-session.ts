@@ -36,7 +36,7 @@ export async function checkCanDelete(log: JetStreamEventLog): Promise<void> {
   if (info.config.deny_purge) {
     throw new SessiondError(
       ErrorCode.InvalidOption,
-      `Stream ${log.stream} denies purge (it was set up by an older sessiond): run \`${SETUP}\` once to allow the admin's purge (it changes it in place; nats.conf keeps workers and clients from purging), then delete again.`,
+      `Stream ${log.stream} denies purge (it was created by an older sessiond, and nats-server will not lift deny purge on an existing stream), so no session can be deleted from it. Sessions can be deleted from a stream created by this sessiond's \`${SETUP}\` (a new deployment); see docs/operating.md, "Deleting sessions".`,
       { details: { stream: log.stream } },
     );
   }

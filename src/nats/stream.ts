@@ -23,8 +23,9 @@
  *   erase a whole session (`sessiond delete --nats`: a purge filtered to `sessiond.events.<session>`);
  *   nats.conf keeps every other user (workers, clients, observers) away from the purge, create,
  *   delete and update APIs. A stream set up by an older sessiond (deny purge true) is still accepted
- *   by workers (it is stricter); `sessiond setup` changes it in place, and `sessiond delete --nats`
- *   asks for that.
+ *   by workers and by setup (it is stricter): nats-server refuses to lift deny purge on an existing
+ *   stream ("stream configuration update can not cancel deny purge"), so only a stream created anew
+ *   allows `sessiond delete --nats`, which says so.
  * - replicas: 1 on a single server, 3 in a cluster (R3 tolerates one server down).
  *
  * Messages: one per append, a msgpack array of plain-map event frames (`encodeBatch`/`decodeBatch`),
@@ -197,7 +198,7 @@ const CHECKED: readonly {
   setting: string;
   read: (c: StreamConfig) => string;
   inPlace: boolean;
-  /** A value a worker (verifying only) accepts besides the wanted one: stricter, from an older setup; `sessiond setup` still changes it. */
+  /** A value accepted besides the wanted one (stricter, from an older setup, and one the server will not change on an existing stream). */
   alsoAccepted?: string;
 }[] = [
   { setting: 'subjects', read: (c) => show([...(c.subjects ?? [])].sort()), inPlace: true },
@@ -225,10 +226,10 @@ const CHECKED: readonly {
 ];
 
 /** The settings of `have` that differ from `want` (each named with both values). */
-export function streamDifferences(have: StreamConfig, want: StreamConfig, options: { verifyOnly?: boolean } = {}): StreamDifference[] {
+export function streamDifferences(have: StreamConfig, want: StreamConfig): StreamDifference[] {
   return CHECKED.flatMap(({ setting, read, inPlace, alsoAccepted }) => {
     const [h, w] = [read(have), read(want)];
-    if (options.verifyOnly && alsoAccepted !== undefined && h === alsoAccepted && w !== alsoAccepted) return [];
+    if (alsoAccepted !== undefined && h === alsoAccepted) return [];
     return h === w ? [] : [{ setting, have: h, want: w, inPlace }];
   });
 }
@@ -299,8 +300,8 @@ export async function manageStream(jsm: JetStreamManager, wanted: StreamConfig, 
     throw streamError(name, 'update', new Error(`stream ${name} is on a server without JetStream clustering`), true);
   }
   refuseUnfenced(name, want.num_replicas, options.serverVersion);
-  // a worker accepts what is stricter than needed (deny purge from an older setup); setup changes it
-  const differences = streamDifferences(have, want, { verifyOnly: !options.manage });
+  // what is stricter than needed (deny purge from an older setup) is accepted, by workers and setup
+  const differences = streamDifferences(have, want);
   if (differences.length === 0) return { info, created: false, changed: [] };
   const details = { stream: name, settings: Object.fromEntries(differences.map((d) => [d.setting, { have: d.have, want: d.want }])) };
   if (!options.manage) {

@@ -85,6 +85,11 @@ export function registerSetup(program: Command, ctx: CliContext): void {
       ctx.out(
         `stream ${c.name} on ${describeNats(nats)} is ready: subjects ${c.subjects.join(', ')}, ${c.num_replicas} replica${c.num_replicas === 1 ? '' : 's'}, duplicate window ${millis(c.duplicate_window)} ms, deny purge ${c.deny_purge}, deny delete ${c.deny_delete}; ${events.info.state.messages} messages`,
       );
+      if (c.deny_purge) {
+        ctx.out(
+          `note: stream ${c.name} was created by an older sessiond with deny purge, which nats-server will not lift on an existing stream: workers run on it, but \`sessiond delete --nats\` and \`retain --nats\` cannot delete sessions from it (a stream created by this setup can)`,
+        );
+      }
       if (clustered && fenced && opts.replicas === undefined && (c.num_replicas === 1 || snapshots.info.config.num_replicas === 1)) {
         ctx.out(
           `hint: the server is in a JetStream cluster but a stream has 1 replica (events ${c.num_replicas}, snapshots ${snapshots.info.config.num_replicas}): run \`sessiond setup --replicas ${CLUSTER_REPLICAS}\` to survive a server going down`,
