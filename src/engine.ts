@@ -115,7 +115,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       if (!ownLog) {
         throw new SessiondError(
           ErrorCode.InvalidOption,
-          `Cannot delete session ${id} here: this engine's log is ${log.name}, not its SQLite file; deleting sessions from a NATS stream is not supported yet (see docs/operating.md, "Deleting sessions").`,
+          `Cannot delete session ${id} here: this engine's log is ${log.name}, not its SQLite file; a worker's engine may not delete from a NATS stream: the admin user does, with sessiond delete SESSION --yes --nats URL --nats-user admin (docs/operating.md, "Deleting sessions").`,
         );
       }
       return deleteSession(execution.handler, db, clock, id, deleteOptions, () => execution.awaitIdle(id));

@@ -24,6 +24,7 @@ import type { Sessions } from './sessions/sessions.ts';
 import { ErrorCode, isSessiondError, messageOf } from './errors.ts';
 import { systemClock } from './clock.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { connectNats, describeNats, type NatsConnectionOptions } from './nats/connection.ts';
 import { JetStreamEventLog } from './nats/jetstream-event-log.ts';
 import { JetStreamSnapshotStore } from './nats/snapshot-store.ts';
@@ -39,6 +40,9 @@ import { createWorkerMetrics } from './observability/metrics.ts';
 import type { SessionLimits } from './input/limits.ts';
 import { promptText } from './input/prompt.ts';
 import { serveOps } from './observability/worker-ops.ts';
+import { followDeletions, verifyAuditStream, type DeletionFollower } from './nats/audit.ts';
+import { applyDeletion } from './nats/delete-session.ts';
+import { Projector } from './projector/projector.ts';
 
 /** Where a host says what it does (the CLI prints it as lines or JSON). */
 export interface HostReport {
@@ -243,6 +247,14 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     opened.push({ what: 'the engine', close: () => engine.close() });
     report.bind?.({ worker: engine.ownerId });
     record = (q) => recordQuarantine(engine.db, q, systemClock.now());
+    if (nats) {
+      // deletions by the admin (sessiond delete --nats): caught up before the projector starts, then followed
+      const follower = await step(
+        () => followAuditStream(nats.connection, nats.log, engine, report),
+        (late) => late?.close(),
+      );
+      if (follower) opened.push({ what: 'the deletions follower', close: () => follower.close() });
+    }
     const worker = startWorker(engine.execution, {
       projection: engine.db,
       onEvent: (e) => {
@@ -340,6 +352,45 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     await closeAll();
     throw err;
   }
+}
+
+/**
+ * Follows the audit stream on NATS: each session the admin deleted loses its rows in this worker's
+ * projection (recorded with the stream sequence at the delete, which its projector skips up to) and
+ * what this worker caches of it. Read from the start each time (a deletion already recorded in the
+ * file is skipped); resolves once caught up. Without an audit stream (set up by an older sessiond)
+ * or the right to read it (an older nats.conf) the worker runs without, saying so; a stream that
+ * differs from what sessiond needs is refused.
+ */
+async function followAuditStream(nc: NatsConnection, log: EventLog, engine: Engine, report: HostReport): Promise<DeletionFollower | undefined> {
+  try {
+    await verifyAuditStream(await jetstreamManager(nc), nc.info?.version);
+  } catch (err) {
+    if (isSessiondError(err, ErrorCode.InvalidOption)) throw err;
+    report.err(`sessiond: not following deletions (${messageOf(err)}); run sessiond setup --nats <url> --nats-user admin to create the audit stream`);
+    return undefined;
+  }
+  const projector = new Projector(engine.db);
+  const follower = followDeletions(nc, {
+    onDeletion: async (d) => {
+      if (await applyDeletion(engine.db, log, () => projector.checkpoint(), d)) {
+        engine.execution.forget(d.sessionId);
+        report.out(`${d.sessionId}  deleted by ${d.deletedBy} (stream sequence ${d.headPosition}): its rows are gone from this worker's projection`, {
+          session: d.sessionId,
+          notice: 'deleted',
+        });
+      }
+    },
+    onError: (err) => report.err(`sessiond: deletions: ${messageOf(err)}`),
+  });
+  try {
+    await follower.caughtUp;
+  } catch (err) {
+    await follower.close();
+    report.err(`sessiond: not following deletions (${messageOf(err)}); check nats.conf lets the worker read stream SESSIOND_AUDIT`);
+    return undefined;
+  }
+  return follower;
 }
 
 export function describeNotice(n: Notice): string {

@@ -18,9 +18,14 @@
  *   `Nats-Msg-Id` it has seen within the window. The log retries a publish that timed out with the
  *   same id for less than this (see `DEFAULT_PUBLISH_RETRY_MS`), so a retried append is never written
  *   twice; after the window the log falls back to comparing the session's last stored batch.
- * - deny delete and deny purge: committed events are immutable; deleting or purging messages would
- *   break sequences. nats.conf also keeps the worker user away from the create, purge, delete and
- *   update APIs; only an operator (the admin user) creates or reconfigures the stream (`sessiond setup`).
+ * - deny delete: committed events are immutable; no single message is ever removed (that would break
+ *   a session's sequence). Purge is allowed by the stream (no deny purge) so that the admin user can
+ *   erase a whole session (`sessiond delete --nats`: a purge filtered to `sessiond.events.<session>`);
+ *   nats.conf keeps every other user (workers, clients, observers) away from the purge, create,
+ *   delete and update APIs. A stream set up by an older sessiond (deny purge true) is still accepted
+ *   by workers and by setup (it is stricter): nats-server refuses to lift deny purge on an existing
+ *   stream ("stream configuration update can not cancel deny purge"), so only a stream created anew
+ *   allows `sessiond delete --nats`, which says so.
  * - replicas: 1 on a single server, 3 in a cluster (R3 tolerates one server down).
  *
  * Messages: one per append, a msgpack array of plain-map event frames (`encodeBatch`/`decodeBatch`),
@@ -162,7 +167,8 @@ export function eventStreamConfig(options: EventStreamOptions = {}): StreamConfi
     duplicate_window: nanos(windowMs),
     num_replicas: replicas,
     deny_delete: true,
-    deny_purge: true,
+    // the admin purges one session's subject to delete it; nats.conf keeps everyone else from the purge API
+    deny_purge: false,
     allow_rollup_hdrs: false,
   } as StreamConfig;
 }
@@ -188,7 +194,13 @@ const show = (v: unknown): string =>
   v === undefined || v === null || (Array.isArray(v) && v.length === 0) ? NONE : typeof v === 'string' ? v : JSON.stringify(v);
 const ms = (ns: unknown) => (typeof ns === 'number' ? millis(ns) : 0);
 /** Every setting safety or privacy rests on: how to read it, and whether setup may change it on an existing stream. */
-const CHECKED: readonly { setting: string; read: (c: StreamConfig) => string; inPlace: boolean }[] = [
+const CHECKED: readonly {
+  setting: string;
+  read: (c: StreamConfig) => string;
+  inPlace: boolean;
+  /** A value accepted besides the wanted one (stricter, from an older setup, and one the server will not change on an existing stream). */
+  alsoAccepted?: string;
+}[] = [
   { setting: 'subjects', read: (c) => show([...(c.subjects ?? [])].sort()), inPlace: true },
   { setting: 'storage', read: (c) => show(c.storage), inPlace: false },
   { setting: 'retention', read: (c) => show(c.retention), inPlace: false },
@@ -200,7 +212,7 @@ const CHECKED: readonly { setting: string; read: (c: StreamConfig) => string; in
   { setting: 'max_consumers', read: (c) => show(c.max_consumers ?? -1), inPlace: false },
   { setting: 'discard', read: (c) => show(c.discard), inPlace: true },
   { setting: 'deny_delete', read: (c) => show(c.deny_delete === true), inPlace: true },
-  { setting: 'deny_purge', read: (c) => show(c.deny_purge === true), inPlace: true },
+  { setting: 'deny_purge', read: (c) => show(c.deny_purge === true), inPlace: true, alsoAccepted: 'true' },
   { setting: 'num_replicas', read: (c) => show(c.num_replicas), inPlace: true },
   { setting: 'duplicate_window', read: (c) => `${ms(c.duplicate_window)} ms`, inPlace: true },
   { setting: 'allow_rollup_hdrs', read: (c) => show(c.allow_rollup_hdrs === true), inPlace: true },
@@ -215,8 +227,9 @@ const CHECKED: readonly { setting: string; read: (c: StreamConfig) => string; in
 
 /** The settings of `have` that differ from `want` (each named with both values). */
 export function streamDifferences(have: StreamConfig, want: StreamConfig): StreamDifference[] {
-  return CHECKED.flatMap(({ setting, read, inPlace }) => {
+  return CHECKED.flatMap(({ setting, read, inPlace, alsoAccepted }) => {
     const [h, w] = [read(have), read(want)];
+    if (alsoAccepted !== undefined && h === alsoAccepted) return [];
     return h === w ? [] : [{ setting, have: h, want: w, inPlace }];
   });
 }
@@ -287,6 +300,7 @@ export async function manageStream(jsm: JetStreamManager, wanted: StreamConfig, 
     throw streamError(name, 'update', new Error(`stream ${name} is on a server without JetStream clustering`), true);
   }
   refuseUnfenced(name, want.num_replicas, options.serverVersion);
+  // what is stricter than needed (deny purge from an older setup) is accepted, by workers and setup
   const differences = streamDifferences(have, want);
   if (differences.length === 0) return { info, created: false, changed: [] };
   const details = { stream: name, settings: Object.fromEntries(differences.map((d) => [d.setting, { have: d.have, want: d.want }])) };

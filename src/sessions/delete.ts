@@ -25,6 +25,37 @@ export interface DeleteOptions {
   archivedTo?: string;
 }
 
+/** Checks the options of a delete; returns who deletes. */
+export function checkDeleteOptions(options: DeleteOptions): string {
+  const by = options.by ?? 'api';
+  if (typeof by !== 'string' || by.length === 0 || by.length > 200)
+    throw new SessiondError(ErrorCode.InvalidOption, 'Invalid delete option by: say who deletes in 1 to 200 characters (e.g. "ops@example.com").');
+  if (options.reason !== undefined && (typeof options.reason !== 'string' || options.reason.length > 1000))
+    throw new SessiondError(ErrorCode.InvalidOption, 'Invalid delete option reason: at most 1,000 characters.');
+  return by;
+}
+
+/**
+ * The first step of a delete, on any log: refuses an unknown session, and cancels a running or
+ * waiting turn (its owner, in any process, sees the cancel and stops writing).
+ */
+export async function cancelBeforeDelete(
+  handler: CommandHandler,
+  sessionId: string,
+  options: DeleteOptions,
+  afterCancel: () => Promise<void> = async () => {},
+): Promise<void> {
+  if ((await handler.log.lastSeq(sessionId)) === 0) throw unknownSession(sessionId, 'delete');
+  handler.forget(sessionId); // a cached snapshot may be of an earlier session of this id
+  const snapshot = await handler.load(sessionId);
+  const exec = snapshot.context.execution;
+  if ((exec !== null && exec.outcome === null) || openWaits(snapshot.context).length > 0) {
+    // the running turn (or the waiting one) ends first: its owner sees the cancel and stops writing
+    await cancelExecution(handler, sessionId, `the session is being deleted${options.reason ? `: ${options.reason}` : ''}`);
+    await afterCancel();
+  }
+}
+
 export async function deleteSession(
   handler: CommandHandler,
   db: Db,
@@ -35,20 +66,8 @@ export async function deleteSession(
   afterCancel: () => Promise<void> = async () => {},
 ): Promise<DeletionRecord> {
   validateId(sessionId, 'session id');
-  const by = options.by ?? 'api';
-  if (typeof by !== 'string' || by.length === 0 || by.length > 200)
-    throw new SessiondError(ErrorCode.InvalidOption, 'Invalid delete option by: say who deletes in 1 to 200 characters (e.g. "ops@example.com").');
-  if (options.reason !== undefined && (typeof options.reason !== 'string' || options.reason.length > 1000))
-    throw new SessiondError(ErrorCode.InvalidOption, 'Invalid delete option reason: at most 1,000 characters.');
-  if ((await handler.log.lastSeq(sessionId)) === 0) throw unknownSession(sessionId, 'delete');
-  handler.forget(sessionId); // a cached snapshot may be of an earlier session of this id
-  const snapshot = await handler.load(sessionId);
-  const exec = snapshot.context.execution;
-  if ((exec !== null && exec.outcome === null) || openWaits(snapshot.context).length > 0) {
-    // the running turn (or the waiting one) ends first: its owner sees the cancel and stops writing
-    await cancelExecution(handler, sessionId, `the session is being deleted${options.reason ? `: ${options.reason}` : ''}`);
-    await afterCancel();
-  }
+  const by = checkDeleteOptions(options);
+  await cancelBeforeDelete(handler, sessionId, options, afterCancel);
   const record = deleteSessionData(db, sessionId, { now: clock.now(), by, reason: options.reason, archivedTo: options.archivedTo });
   handler.forget(sessionId); // this process decides the id's next commands from the log, which no longer has it
   return record;

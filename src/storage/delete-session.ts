@@ -31,11 +31,22 @@ const SESSION_TABLES: readonly (readonly [table: string, column: string])[] = [
   ['quarantined_message', 'session_id'],
 ];
 
-export function deleteSessionData(
-  db: Db,
-  sessionId: string,
-  audit: { now: number; by: string; reason?: string | undefined; archivedTo?: string | undefined },
-): DeletionRecord {
+export interface DeletionAudit {
+  now: number;
+  by: string;
+  reason?: string | undefined;
+  archivedTo?: string | undefined;
+  /**
+   * A deletion made elsewhere (on NATS, by the admin; a worker applies it to its own projection):
+   * the counts and the log's head at the delete (a stream sequence) as recorded there, instead of
+   * counted from this file's event table (which holds no events on NATS).
+   */
+  known?: { events: number; lastSeq: number; headPosition: number };
+  /** Whether to delete the session's rows (default yes; a worker keeps those of a later session of the id). */
+  rows?: boolean;
+}
+
+export function deleteSessionData(db: Db, sessionId: string, audit: DeletionAudit): DeletionRecord {
   const count = db.prepare('SELECT COUNT(*) AS n, COALESCE(MAX(seq), 0) AS last FROM event WHERE aggregate_id = ?');
   const head = db.prepare('SELECT COALESCE(MAX(position), 0) AS head FROM event');
   const deletes = SESSION_TABLES.map(([table, column]) => db.prepare(`DELETE FROM ${table} WHERE ${column} = ?`));
@@ -43,9 +54,11 @@ export function deleteSessionData(
                              VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
   return db
     .transaction((): DeletionRecord => {
-      const { n, last } = count.get(sessionId) as { n: number; last: number };
-      const { head: position } = head.get() as { head: number };
-      for (const d of deletes) d.run(sessionId);
+      const counted = audit.known ? undefined : (count.get(sessionId) as { n: number; last: number });
+      const n = audit.known?.events ?? counted!.n;
+      const last = audit.known?.lastSeq ?? counted!.last;
+      const position = audit.known?.headPosition ?? (head.get() as { head: number }).head;
+      if (audit.rows ?? true) for (const d of deletes) d.run(sessionId);
       const out: DeletionRecord = {
         sessionId,
         deletedAt: audit.now,
@@ -89,4 +102,9 @@ export function deletionRecords(db: Db, limit = 100): DeletionRecord[] {
 export function deletedSince(db: Db): (position: number) => Map<string, number> {
   const q = db.prepare('SELECT session_id, MAX(head_position) AS head FROM session_deletion WHERE head_position >= ? GROUP BY session_id');
   return (position) => new Map((q.all(position) as { session_id: string; head: number }[]).map((r) => [r.session_id, r.head]));
+}
+
+/** Whether this file already recorded the deletion of the session at that log head (a worker applies each NATS deletion once). */
+export function hasDeletion(db: Db, sessionId: string, headPosition: number): boolean {
+  return db.prepare('SELECT 1 FROM session_deletion WHERE session_id = ? AND head_position = ?').get(sessionId, headPosition) !== undefined;
 }

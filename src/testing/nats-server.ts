@@ -24,6 +24,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connectNats } from '../nats/connection.ts';
 import { setupEventStream } from '../nats/stream.ts';
 import { setupSnapshotStream } from '../nats/snapshot-store.ts';
+import { setupAuditStream } from '../nats/audit.ts';
 
 /** nats.conf at the package root (src/testing/ in a clone, dist/testing/ built or installed: two levels up either way). */
 export const REPO_NATS_CONF = resolve(fileURLToPath(new URL('../../nats.conf', import.meta.url)));
@@ -219,6 +220,7 @@ export async function setupStreams(url: string | string[]): Promise<void> {
     const jsm = await jetstreamManager(nc);
     await setupSnapshotStream(jsm);
     await setupEventStream(jsm, { manage: true });
+    await setupAuditStream(jsm);
   } finally {
     await nc.close();
   }

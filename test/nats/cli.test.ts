@@ -222,7 +222,7 @@ s('cli start --nats - without a commands user the worker serves no commands and 
   const byAdmin = await runCli(['setup', '--nats', url, ...as(ADMIN), '--duplicate-window-ms', '60000']);
   assert.is(byAdmin.code, 0, byAdmin.stderr);
   assert.match(byAdmin.stdout, 'stream SESSIOND_EVENTS on');
-  assert.match(byAdmin.stdout, 'duplicate window 60000 ms, deny purge true, deny delete true');
+  assert.match(byAdmin.stdout, 'duplicate window 60000 ms, deny purge false, deny delete true');
   const back = await runCli(['setup', '--nats', url, ...as(ADMIN)]);
   assert.match(back.stdout, 'duplicate window 120000 ms');
 });

@@ -173,7 +173,7 @@ s(
       assert.match(setup.stdout, 'max_msgs_per_subject 3 -> -1');
       assert.match(setup.stdout, `stream ${SNAPSHOT_STREAM} recreated (it differed: subjects`);
       const events = (await streamInfo(server, STREAM_NAME))!;
-      assert.equal([events.config.max_msgs_per_subject, events.config.deny_delete, events.config.deny_purge], [-1, true, true]);
+      assert.equal([events.config.max_msgs_per_subject, events.config.deny_delete, events.config.deny_purge], [-1, true, false]);
       const snapshots = (await streamInfo(server, SNAPSHOT_STREAM))!;
       assert.equal(snapshots.config.subjects, ['sessiond.snapshots.>'], 'exactly its own subjects');
       assert.is(snapshots.state.messages, 0, 'what it captured is gone with it');

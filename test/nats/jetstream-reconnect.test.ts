@@ -304,7 +304,7 @@ s('the stream is verified idempotently; only the admin user (setup, manage) may 
   assert.is(again.config.storage, 'file');
   assert.equal(again.config.subjects, [subjects.allEvents]);
   assert.is(millis(again.config.duplicate_window), 120_000);
-  assert.ok(again.config.deny_purge && again.config.deny_delete, 'the stream denies purge and delete');
+  assert.ok(again.config.deny_delete && !again.config.deny_purge, 'the stream denies delete; purge is left to nats.conf (only the admin)');
   const byWorker = await ensureEventStream(workerJsm, { duplicateWindowMs: 90_000 }).then(
     () => undefined,
     (e) => e,

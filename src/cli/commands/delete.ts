@@ -5,7 +5,9 @@
  *   sessiond deletions [--limit N] [--json]        the audit: who deleted what, when, why
  * A turn in progress is cancelled first. `retain` deletes the sessions between turns whose last
  * event is older than the time, after writing them to the archive (an export file `sessiond
- * replay` reads) when one is given. Over NATS these are refused: see docs/operating.md.
+ * replay` reads) when one is given. Over NATS (`--nats URL --nats-user admin`) the session's subject
+ * is purged from the events stream and the deletion recorded on the audit stream, which every worker
+ * follows to drop the session from its projection (nats/delete-session.ts, docs/operating.md).
  */
 import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
@@ -24,6 +26,13 @@ import { positiveInt } from '../options.ts';
 import { addLogOptions, openLog, type LogOptions, type OpenedLog } from '../log-options.ts';
 import { timeOrAgo } from './sessions-list.ts';
 import { natsConnectionOptions } from '../nats-options.ts';
+import { JetStreamEventLog } from '../../nats/jetstream-event-log.ts';
+import { checkCanDelete, deleteNatsSession } from '../../nats/delete-session.ts';
+import { readDeletions } from '../../nats/audit.ts';
+import { subjects } from '../../nats/subjects.ts';
+import { jetstreamManager } from '@nats-io/jetstream';
+import type { EventLog } from '../../events/event-log.ts';
+import type { DeleteOptions } from '../../sessions/delete.ts';
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const whoAmI = () => {
@@ -39,16 +48,72 @@ export function describeDeletion(r: DeletionRecord): string {
   return `deleted ${r.sessionId} (${r.events} events, last seq ${r.lastSeq}) at ${iso(r.deletedAt)} by ${r.deletedBy}${r.reason ? `: ${r.reason}` : ''}${r.archivedTo ? `; archived to ${r.archivedTo}` : ''}`;
 }
 
-/** Opens the SQLite file writable (refused over NATS, saying why) and runs `use` on it. */
-async function withFile<T>(opts: LogOptions, ctx: CliContext, verb: string, use: (opened: OpenedLog & { db: Db }) => Promise<T>): Promise<T> {
-  if (natsConnectionOptions(opts, ctx, `sessiond-${verb}`)) {
-    throw new UsageError(
-      `sessiond ${verb} works on a SQLite file (--db); deleting sessions from a NATS stream is not supported yet: the stream denies purge and delete to every user (docs/operating.md, "Deleting sessions").`,
-    );
+/**
+ * Where a delete happens: a SQLite file (one transaction) or NATS as the admin user (a purge and an
+ * audit message). `sessions` lists the sessions of the log (retain's candidates, between turns and
+ * last changed before a time).
+ */
+interface DeleteTarget {
+  log: EventLog;
+  describe: string;
+  delete(sessionId: string, options: DeleteOptions): Promise<DeletionRecord>;
+  /** Sessions last changed before `before`, between turns at their head. */
+  settledBefore(before: number): Promise<string[]>;
+  deletions(limit: number): Promise<DeletionRecord[]>;
+}
+
+async function withTarget<T>(opts: LogOptions, ctx: CliContext, verb: string, use: (target: DeleteTarget) => Promise<T>): Promise<T> {
+  const nats = natsConnectionOptions(opts, ctx, `sessiond-${verb}`);
+  if (nats) {
+    const log = await JetStreamEventLog.open({ connection: nats, ensureStream: false });
+    try {
+      if (verb !== 'deletions') await checkCanDelete(log);
+      const handler = new CommandHandler(log, systemClock, randomIds);
+      return await use({
+        log,
+        describe: `NATS ${nats.servers} (stream ${log.stream})`,
+        delete: (id, o) => deleteNatsSession(log, systemClock, randomIds, id, o),
+        async settledBefore(before) {
+          // the sessions are the stream's subjects; each folded from the log (no projection here)
+          const info = await (await jetstreamManager(log.nc)).streams.info(log.stream, { subjects_filter: subjects.allEvents });
+          const old: string[] = [];
+          for (const subject of Object.keys(info.state.subjects ?? {}).sort()) {
+            const id = subjects.sessionOfEventsSubject(subject);
+            const snapshot = await handler.load(id);
+            const last = (await log.readSession(id, { afterSeq: Math.max(0, snapshot.context.seq - 1) })).at(-1);
+            // as on SQLite: between turns, and no input waiting
+            if (last && last.time < before && isSettledPoint(snapshot) && snapshot.context.pending.length === 0) old.push(id);
+          }
+          return old;
+        },
+        deletions: async (limit) => (await readDeletions(log.nc)).reverse().slice(0, limit),
+      });
+    } finally {
+      await log.close();
+    }
   }
   const opened = await openLog(opts, ctx);
   try {
-    return await use(opened as OpenedLog & { db: Db });
+    const { db, log, describe } = opened as OpenedLog & { db: Db };
+    const handler = new CommandHandler(log, systemClock, randomIds);
+    return await use({
+      log,
+      describe,
+      delete: (id, o) => deleteSession(handler, db, systemClock, id, o),
+      async settledBefore(before) {
+        await catchUpProjection(db, log);
+        const rows = db
+          .prepare(
+            `SELECT session_id FROM session WHERE time_updated < ? AND state IN ('idle', 'settled') AND waiting = 0 AND pending_inputs = 0 ORDER BY time_updated`,
+          )
+          .all(before) as { session_id: string }[];
+        // the projection proposes, the log decides: only sessions between turns at their head
+        const old: string[] = [];
+        for (const { session_id } of rows) if (isSettledPoint(await handler.load(session_id))) old.push(session_id);
+        return old;
+      },
+      deletions: async (limit) => deletionRecords(db, limit),
+    });
   } finally {
     await opened.close();
   }
@@ -70,9 +135,8 @@ export function registerDelete(program: Command, ctx: CliContext): void {
       throw new UsageError(
         `sessiond delete ${session} deletes it for good: add --yes to confirm (export it first with sessiond export --session ${session} --out FILE to keep a copy).`,
       );
-    await withFile(opts, ctx, 'delete', async ({ db, log }) => {
-      const handler = new CommandHandler(log, systemClock, randomIds);
-      const r = await deleteSession(handler, db, systemClock, session, { by: opts.by ?? whoAmI(), ...(opts.reason ? { reason: opts.reason } : {}) });
+    await withTarget(opts, ctx, 'delete', async (target) => {
+      const r = await target.delete(session, { by: opts.by ?? whoAmI(), ...(opts.reason ? { reason: opts.reason } : {}) });
       ctx.out(describeDeletion(r));
     });
   });
@@ -89,17 +153,8 @@ export function registerDelete(program: Command, ctx: CliContext): void {
     ctx,
   ).action(async (opts: LogOptions & { settledBefore: number; archive?: string; dryRun?: boolean; yes?: boolean; by?: string }) => {
     if (!opts.yes && !opts.dryRun) throw new UsageError('sessiond retain deletes sessions for good: add --yes to confirm, or --dry-run to see which first.');
-    await withFile(opts, ctx, 'retain', async ({ db, log, describe }) => {
-      await catchUpProjection(db, log);
-      const handler = new CommandHandler(log, systemClock, randomIds);
-      const rows = db
-        .prepare(
-          `SELECT session_id FROM session WHERE time_updated < ? AND state IN ('idle', 'settled') AND waiting = 0 AND pending_inputs = 0 ORDER BY time_updated`,
-        )
-        .all(opts.settledBefore) as { session_id: string }[];
-      // the projection proposes, the log decides: only sessions between turns at their head
-      const old: string[] = [];
-      for (const { session_id } of rows) if (isSettledPoint(await handler.load(session_id))) old.push(session_id);
+    await withTarget(opts, ctx, 'retain', async ({ log, describe, settledBefore, delete: deleteOne }) => {
+      const old = await settledBefore(opts.settledBefore);
       const when = iso(opts.settledBefore);
       if (old.length === 0) {
         ctx.out(`no session in ${describe} is between turns with its last event before ${when}; nothing to do`);
@@ -130,7 +185,7 @@ export function registerDelete(program: Command, ctx: CliContext): void {
       }
       const by = opts.by ?? whoAmI();
       for (const id of old) {
-        const r = await deleteSession(handler, db, systemClock, id, {
+        const r = await deleteOne(id, {
           by,
           reason: `retention: last changed before ${when}`,
           ...(opts.archive ? { archivedTo: opts.archive } : {}),
@@ -149,9 +204,9 @@ export function registerDelete(program: Command, ctx: CliContext): void {
       .option('--json', 'one JSON object per line'),
     ctx,
   ).action(async (opts: LogOptions & { limit: number; json?: boolean }) => {
-    await withFile(opts, ctx, 'deletions', async ({ db }) => {
-      const records = deletionRecords(db, opts.limit);
-      if (records.length === 0 && !opts.json) ctx.out('no session was deleted from this file');
+    await withTarget(opts, ctx, 'deletions', async ({ deletions, describe }) => {
+      const records = await deletions(opts.limit);
+      if (records.length === 0 && !opts.json) ctx.out(`no session was deleted from ${describe}`);
       for (const r of records) ctx.out(opts.json ? JSON.stringify(r) : describeDeletion(r));
     });
   });

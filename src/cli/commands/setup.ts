@@ -1,6 +1,6 @@
 /**
  * `sessiond setup --nats <url> --nats-user admin`: the operator's step before any worker starts.
- * Creates the events stream and the snapshot stream, or checks existing ones setting by setting and
+ * Creates the events stream, the snapshot stream and the audit stream (deletions), or checks existing ones setting by setting and
  * brings them to what sessiond needs: what can be changed in place is changed (and said), what
  * cannot (storage, retention, a mirror, a subject set that captured other messages) is refused with
  * how to back up and recreate the stream. Workers never create or change a stream (nats.conf gives
@@ -23,6 +23,7 @@ import {
   type StreamSetup,
 } from '../../nats/stream.ts';
 import { setupSnapshotStream } from '../../nats/snapshot-store.ts';
+import { setupAuditStream } from '../../nats/audit.ts';
 import type { CliContext } from '../context.ts';
 import { UsageError } from '../../errors.ts';
 import { positiveInt } from '../options.ts';
@@ -76,11 +77,19 @@ export function registerSetup(program: Command, ctx: CliContext): void {
       // the snapshots first: a cache, recreated when it differs (it might capture the events' subjects)
       const snapshots = await setupSnapshotStream(jsm, common);
       const events = await setupEventStream(jsm, { ...common, manage: true, duplicateWindowMs: opts.duplicateWindowMs });
+      const audit = await setupAuditStream(jsm, common);
       const c = events.info.config;
-      ctx.out(`stream ${c.name} ${describeSetup(events)}; stream ${snapshots.info.config.name} ${describeSetup(snapshots)}`);
+      ctx.out(
+        `stream ${c.name} ${describeSetup(events)}; stream ${snapshots.info.config.name} ${describeSetup(snapshots)}; stream ${audit.info.config.name} ${describeSetup(audit)}`,
+      );
       ctx.out(
         `stream ${c.name} on ${describeNats(nats)} is ready: subjects ${c.subjects.join(', ')}, ${c.num_replicas} replica${c.num_replicas === 1 ? '' : 's'}, duplicate window ${millis(c.duplicate_window)} ms, deny purge ${c.deny_purge}, deny delete ${c.deny_delete}; ${events.info.state.messages} messages`,
       );
+      if (c.deny_purge) {
+        ctx.out(
+          `note: stream ${c.name} was created by an older sessiond with deny purge, which nats-server will not lift on an existing stream: workers run on it, but \`sessiond delete --nats\` and \`retain --nats\` cannot delete sessions from it (a stream created by this setup can)`,
+        );
+      }
       if (clustered && fenced && opts.replicas === undefined && (c.num_replicas === 1 || snapshots.info.config.num_replicas === 1)) {
         ctx.out(
           `hint: the server is in a JetStream cluster but a stream has 1 replica (events ${c.num_replicas}, snapshots ${snapshots.info.config.num_replicas}): run \`sessiond setup --replicas ${CLUSTER_REPLICAS}\` to survive a server going down`,

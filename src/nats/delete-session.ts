@@ -1,0 +1,145 @@
+/**
+ * Deleting a session on NATS (docs/operating.md, "Deleting sessions"), in two halves:
+ *
+ * - the admin user (`sessiond delete --nats`, `retain --nats`): a running or waiting turn is
+ *   cancelled through the log (as on SQLite), then the session's subject `sessiond.events.<session>`
+ *   is purged from the events stream (the stream denies deleting single messages but lets the admin
+ *   purge; nats.conf refuses the purge API to every other user), its snapshot is purged from the
+ *   snapshots stream, and one deletion record goes to the audit stream (audit.ts) with the events
+ *   stream's last sequence at the purge;
+ * - every worker (`applyDeletion`, from host.ts): follows the audit stream and drops the session's
+ *   rows from its own projection (its SQLite file), recording the deletion there with that stream
+ *   sequence as `head_position`, so its projector skips events of the session it read before the
+ *   purge, while a later session of the same id (positions past it) is projected as new.
+ */
+import { jetstreamManager } from '@nats-io/jetstream';
+import type { Clock } from '../clock.ts';
+import { ErrorCode, SessiondError, isSessiondError } from '../errors.ts';
+import { validateId, type IdSource } from '../ids.ts';
+import type { EventLog } from '../events/event-log.ts';
+import { CommandHandler } from '../execution/command-handler.ts';
+import { cancelBeforeDelete, checkDeleteOptions, type DeleteOptions } from '../sessions/delete.ts';
+import { deleteSessionData, hasDeletion } from '../storage/delete-session.ts';
+import type { Db } from '../storage/sqlite.ts';
+import { publishDeletion, verifyAuditStream, type NatsDeletionRecord } from './audit.ts';
+import type { JetStreamEventLog } from './jetstream-event-log.ts';
+import { SNAPSHOT_STREAM, SNAPSHOTS_PREFIX } from './snapshot-store.ts';
+import { isStreamNotFound } from './stream.ts';
+import { subjects } from './subjects.ts';
+
+const SETUP = 'sessiond setup --nats <url> --nats-user admin';
+
+/** Refuses to start a delete the stream or the audit would not let finish (before anything is cancelled). */
+export async function checkCanDelete(log: JetStreamEventLog): Promise<void> {
+  const jsm = await jetstreamManager(log.nc);
+  const info = await jsm.streams.info(log.stream);
+  if (info.config.deny_purge) {
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Stream ${log.stream} denies purge (it was created by an older sessiond, and nats-server will not lift deny purge on an existing stream), so no session can be deleted from it. Sessions can be deleted from a stream created by this sessiond's \`${SETUP}\` (a new deployment); see docs/operating.md, "Deleting sessions".`,
+      { details: { stream: log.stream } },
+    );
+  }
+  try {
+    await verifyAuditStream(jsm, log.nc.info?.version);
+  } catch (err) {
+    if (isSessiondError(err))
+      throw new SessiondError(err.code, `${err.message} Deleting over NATS records each deletion there first needs \`${SETUP}\`.`, { cause: err });
+    throw err;
+  }
+}
+
+/**
+ * Deletes the session from the NATS log as the admin user and records it on the audit stream.
+ * Returns the record. The log must be opened by the admin (nats.conf: only it may purge).
+ */
+export async function deleteNatsSession(
+  log: JetStreamEventLog,
+  clock: Clock,
+  ids: IdSource,
+  sessionId: string,
+  options: DeleteOptions = {},
+): Promise<NatsDeletionRecord> {
+  validateId(sessionId, 'session id');
+  const by = checkDeleteOptions(options);
+  const handler = new CommandHandler(log, clock, ids);
+  await cancelBeforeDelete(handler, sessionId, options);
+  const jsm = await jetstreamManager(log.nc);
+  const subject = subjects.events(sessionId);
+  const tail = await jsm.streams.getMessage(log.stream, { last_by_subj: subject });
+  const lastSeq = await log.lastSeq(sessionId);
+  // purge up to the stream's last sequence; a message the old owner stored meanwhile (after the
+  // cancel, before the purge) is after it and is purged in the next round
+  let head = 0;
+  let messages = 0;
+  for (let round = 0; ; round++) {
+    head = (await jsm.streams.info(log.stream)).state.last_seq;
+    messages += (await jsm.streams.purge(log.stream, { filter: subject, seq: head + 1 })).purged;
+    if (!(await jsm.streams.getMessage(log.stream, { last_by_subj: subject }))) break;
+    if (round === 10)
+      throw new SessiondError(
+        ErrorCode.SequenceConflict,
+        `Session ${sessionId} was written again while it was being deleted (10 rounds): stop what writes it (a client admitting prompts?) and delete again.`,
+      );
+  }
+  // the snapshot is a cache of the log: gone with it (no snapshot stream: nothing to remove)
+  await jsm.streams.purge(SNAPSHOT_STREAM, { filter: `${SNAPSHOTS_PREFIX}.${sessionId}` }).catch((err: unknown) => {
+    if (!isStreamNotFound(err)) throw err;
+  });
+  handler.forget(sessionId);
+  const record: NatsDeletionRecord = {
+    sessionId,
+    deletedAt: clock.now(),
+    deletedBy: by,
+    reason: options.reason ?? null,
+    events: lastSeq,
+    lastSeq,
+    archivedTo: options.archivedTo ?? null,
+    headPosition: Math.max(head, tail?.seq ?? 0),
+    stream: log.stream,
+    messages,
+  };
+  try {
+    await publishDeletion(log.nc, record);
+  } catch (err) {
+    throw new SessiondError(
+      ErrorCode.LogClosed,
+      `Session ${sessionId} was purged from ${log.stream} but its deletion could not be recorded on the audit stream (${(err as Error).message}); workers keep its rows until it is. Record: ${JSON.stringify(record)}. Run the same delete again once NATS is reachable: it finds no session and fails, so publish the record with \`nats --user admin pub sessiond.audit.deleted '<record>'\`.`,
+      { cause: err, details: { sessionId } },
+    );
+  }
+  return record;
+}
+
+/**
+ * A worker applies a deletion to its projection (once: a deletion already recorded is skipped, so a
+ * worker may read the audit stream from the start every time it starts). `checkpoint` is the
+ * projector's position. The rows are deleted unless they already belong to a later session of the
+ * id: when the session now in the log began at a position the projector has folded, the projection
+ * is of that session (see `applied` below).
+ */
+export async function applyDeletion(db: Db, log: EventLog, checkpoint: () => number, d: NatsDeletionRecord): Promise<boolean> {
+  if (hasDeletion(db, d.sessionId, d.headPosition)) return false;
+  for (let round = 0; ; round++) {
+    const head = await log.head();
+    const first = (await log.readSession(d.sessionId, { limit: 1 }))[0]?.position;
+    const applied = db
+      .transaction((): boolean | undefined => {
+        const at = checkpoint();
+        // the projector went past what was read: the session may have begun again in between; read again
+        if (at > head && round < 20) return undefined;
+        const later = first !== undefined && first > d.headPosition && first <= at;
+        deleteSessionData(db, d.sessionId, {
+          now: d.deletedAt,
+          by: d.deletedBy,
+          reason: d.reason ?? undefined,
+          archivedTo: d.archivedTo ?? undefined,
+          known: { events: d.events, lastSeq: d.lastSeq, headPosition: d.headPosition },
+          rows: !later,
+        });
+        return true;
+      })
+      .immediate();
+    if (applied !== undefined) return applied;
+  }
+}
