@@ -100,7 +100,11 @@ test('one codec - the upcaster seam: a version-1 payload is brought up to versio
   assert.is((current.payload as { text: string }).text, 'new');
   // no upcaster from a version: refused, saying so
   const noWay: EventCatalog = { ...events, 'input.admitted': { ...events['input.admitted']!, upcasters: {} } };
-  expectCode(() => eventFromFrame({ ...good, version: 1 }, { describe: 'a v1 frame', events: noWay }), ErrorCode.UnsupportedEventVersion, 'no upcaster from version 1'); // a v1 payload without an upcaster is refused
+  expectCode(
+    () => eventFromFrame({ ...good, version: 1 }, { describe: 'a v1 frame', events: noWay }),
+    ErrorCode.UnsupportedEventVersion,
+    'no upcaster from version 1',
+  ); // a v1 payload without an upcaster is refused
 });
 
 test.run();
