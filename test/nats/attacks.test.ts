@@ -262,28 +262,33 @@ s("attack 3 - an observer's push consumer delivering stored frames into the comm
   await until(admitted, (e) => e.seq === 2, 'the real admission, live, after the push');
 });
 
-s('attack 5 - the worker user cannot purge, delete or reconfigure the stream, nor answer commands; the stream itself denies purges', async ({ world }) => {
-  const { engine } = await world.engine();
-  const id = sessionId('kept');
-  await engine.admit(id, { prompt: 'immutable', wake: false });
-  const state = await streamState(world);
-  const worker = await world.connect(WORKER);
-  for (const api of [
-    `$JS.API.STREAM.PURGE.${STREAM_NAME}`,
-    `$JS.API.STREAM.DELETE.${STREAM_NAME}`,
-    `$JS.API.STREAM.UPDATE.${STREAM_NAME}`,
-    `$JS.API.STREAM.MSG.DELETE.${STREAM_NAME}`,
-    '$JS.API.STREAM.CREATE.OTHER',
-  ]) {
-    const err = await rejection(worker.request(api, json({}), { timeout: DEADLINE_MS }));
-    assert.ok(isPermissionError(err), `worker: ${api} refused, got ${String(err)}`);
-  }
-  assert.ok(await refusedSubscription(worker, subjects.allCommands, 'sessiond-workers'), 'the worker user may not serve commands (no forged status)');
-  const admin = await jetstreamManager(await world.connect(ADMIN));
-  const purge = await rejection(admin.streams.purge(STREAM_NAME));
-  assert.match(String(purge), /purge/i, 'the stream denies purges, even to the admin user');
-  assert.equal(await streamState(world), state);
-});
+s(
+  'attack 5 - the worker user cannot purge, delete or reconfigure the stream, nor answer commands; the stream itself denies deleting a message, even to the admin',
+  async ({ world }) => {
+    const { engine } = await world.engine();
+    const id = sessionId('kept');
+    await engine.admit(id, { prompt: 'immutable', wake: false });
+    const state = await streamState(world);
+    const worker = await world.connect(WORKER);
+    for (const api of [
+      `$JS.API.STREAM.PURGE.${STREAM_NAME}`,
+      `$JS.API.STREAM.DELETE.${STREAM_NAME}`,
+      `$JS.API.STREAM.UPDATE.${STREAM_NAME}`,
+      `$JS.API.STREAM.MSG.DELETE.${STREAM_NAME}`,
+      '$JS.API.STREAM.CREATE.OTHER',
+    ]) {
+      const err = await rejection(worker.request(api, json({}), { timeout: DEADLINE_MS }));
+      assert.ok(isPermissionError(err), `worker: ${api} refused, got ${String(err)}`);
+    }
+    assert.ok(await refusedSubscription(worker, subjects.allCommands, 'sessiond-workers'), 'the worker user may not serve commands (no forged status)');
+    const admin = await jetstreamManager(await world.connect(ADMIN));
+    // purging one session's subject is the admin's alone (sessiond delete --nats; nats.conf keeps it from everyone else);
+    // removing a single message, which would rewrite a session's history, the stream denies to every user
+    const removal = await rejection(admin.streams.deleteMessage(STREAM_NAME, 1));
+    assert.match(String(removal), /delete/i, 'the stream denies deleting a message, even to the admin user');
+    assert.equal(await streamState(world), state);
+  },
+);
 
 s('attack 6 - a poisoned message is quarantined: the projection, live delivery and the session itself go on, and check reports it', async ({ world }) => {
   const reported: string[] = [];
