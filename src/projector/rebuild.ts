@@ -100,7 +100,7 @@ const TABLES = [
     columns: 'id, session_id, owner_id, assistant_message_id, phase, assistant_seq, time_created, expires_at, recovery_error',
     order: 'id',
   },
-  { table: 'session_input', columns: 'id, session_id, prompt, delivery, admitted_seq, promoted_seq, wake_pending, time_created', order: 'id' },
+  { table: 'session_input', columns: 'id, session_id, prompt, parts, delivery, admitted_seq, promoted_seq, wake_pending, time_created', order: 'id' },
   { table: 'session_message', columns: 'id, session_id, type, seq, time_created, time_updated, data', order: 'id' },
   {
     table: 'session_recovery',
