@@ -23,6 +23,7 @@ import { deleteSessionData, hasDeletion } from '../storage/delete-session.ts';
 import type { Db } from '../storage/sqlite.ts';
 import { publishDeletion, verifyAuditStream, type NatsDeletionRecord } from './audit.ts';
 import type { JetStreamEventLog } from './jetstream-event-log.ts';
+import type { Projector } from '../projector/projector.ts';
 import { SNAPSHOT_STREAM, SNAPSHOTS_PREFIX } from './snapshot-store.ts';
 import { isStreamNotFound } from './stream.ts';
 import { subjects } from './subjects.ts';
@@ -113,30 +114,38 @@ export async function deleteNatsSession(
 
 /**
  * A worker applies a deletion to its projection (once: a deletion already recorded is skipped, so a
- * worker may read the audit stream from the start every time it starts). `checkpoint` is the
- * projector's position. The rows are deleted unless they already belong to a later session of the
- * id: when the session now in the log began at a position the projector has folded, the projection
- * is of that session (see `applied` below).
+ * worker may read the audit stream from the start every time it starts). The session's rows are
+ * deleted. When the projector has already folded events of a later session of the same id (admitted
+ * after the purge, before this worker read the audit record), those rows were mixed with the purged
+ * session's: they are deleted too, and the later session's events up to the checkpoint are folded
+ * again, so the projection holds exactly the later session.
  */
-export async function applyDeletion(db: Db, log: EventLog, checkpoint: () => number, d: NatsDeletionRecord): Promise<boolean> {
+export async function applyDeletion(db: Db, log: EventLog, projector: Projector, d: NatsDeletionRecord): Promise<boolean> {
   if (hasDeletion(db, d.sessionId, d.headPosition)) return false;
   for (let round = 0; ; round++) {
     const head = await log.head();
-    const first = (await log.readSession(d.sessionId, { limit: 1 }))[0]?.position;
+    // the session now in the log began after the purge; only its events are left in the stream
+    const later = await log.readSession(d.sessionId);
     const applied = db
       .transaction((): boolean | undefined => {
-        const at = checkpoint();
-        // the projector went past what was read: the session may have begun again in between; read again
-        if (at > head && round < 20) return undefined;
-        const later = first !== undefined && first > d.headPosition && first <= at;
+        const at = projector.checkpoint();
+        // the projector went past what was read: the later session may have grown in between; read again
+        if (at > head) {
+          if (round < 20) return undefined;
+          throw new SessiondError(
+            ErrorCode.SequenceConflict,
+            `Could not apply the deletion of ${d.sessionId}: this worker's projector moved on each of 20 times its events were read. It is applied again when the worker restarts.`,
+            { details: { sessionId: d.sessionId } },
+          );
+        }
         deleteSessionData(db, d.sessionId, {
           now: d.deletedAt,
           by: d.deletedBy,
           reason: d.reason ?? undefined,
           archivedTo: d.archivedTo ?? undefined,
           known: { events: d.events, lastSeq: d.lastSeq, headPosition: d.headPosition },
-          rows: !later,
         });
+        projector.refold(later.filter((e) => e.position! > d.headPosition && e.position! <= at));
         return true;
       })
       .immediate();

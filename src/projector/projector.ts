@@ -202,6 +202,43 @@ export class Projector {
     };
   }
 
+  /**
+   * Folds again, in the caller's transaction, committed events (in commit order, all at or below the
+   * checkpoint) whose rows the caller has just deleted: a NATS worker applying a deletion after its
+   * projector already folded a later session of the same id (nats/delete-session.ts) drops the rows
+   * of both and refolds the later one. The checkpoint stays where it is.
+   */
+  refold(events: readonly SessionEvent[]): number {
+    const at = this.checkpoint();
+    let last = 0;
+    try {
+      for (const event of events) {
+        try {
+          last = checkPosition(event, last);
+          if (last > at)
+            throw inconsistent(`Projector "${this.name}" cannot refold position ${last}: it is past the checkpoint ${at} (apply it instead).`, {
+              checkpoint: at,
+            });
+          checkType(event);
+          this.foldOne(checkEvent(event));
+        } catch (err) {
+          throw wrapEventError(this.name, event, err, at);
+        }
+      }
+      this.messages.flush();
+      this.sessions.flush();
+    } finally {
+      this.messages.discard();
+      this.sessions.discard();
+    }
+    return events.length;
+  }
+
+  private foldOne(checked: SessionEvent): void {
+    (this.handlers[checked.type] as (e: SessionEvent) => void)(checked);
+    this.sessions.touch(checked);
+  }
+
   /** The body of the transaction: no I/O but this connection's statements, no await. */
   private fold(events: readonly SessionEvent[], options: ApplyOptions): ApplyResult {
     const start = this.checkpoint();
@@ -234,9 +271,7 @@ export class Projector {
             skipped++;
             continue;
           }
-          const checked = checkEvent(event);
-          (this.handlers[checked.type] as (e: SessionEvent) => void)(checked);
-          this.sessions.touch(checked);
+          this.foldOne(checkEvent(event));
           position = Math.max(position, at);
           applied++;
         } catch (err) {
