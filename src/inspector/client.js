@@ -459,8 +459,39 @@
 
   // Rows are rendered generically: every array of objects becomes a table; times read as UTC clock times.
   const isTime = (col, v) => typeof v === 'number' && v > 1e12 && /^time_|_at$/.test(col);
+  // a prompt of parts (session_input.parts, JSON text): one line per part, bytes by size, never inlined
+  const kib = (b64) => (Math.round((b64.length * 3) / 4 / 102.4) / 10).toLocaleString('en') + ' KiB';
+  function describePart(p) {
+    if (p.type === 'text') return 'text: ' + short(p.text, 60);
+    if (p.type === 'json') return 'json: ' + short(JSON.stringify(p.value), 60);
+    const what = p.type === 'file' && p.filename ? 'file ' + p.filename : p.type;
+    const source = p.url ? p.url : p.mediaType + ', ' + kib(p.data);
+    return what + ' (' + (p.url && p.mediaType ? p.mediaType + ', ' : '') + short(source, 60) + ')';
+  }
+  function partsCell(v) {
+    let parts;
+    try {
+      parts = JSON.parse(v);
+    } catch {
+      parts = null;
+    }
+    if (!Array.isArray(parts)) return null;
+    return h(
+      'td',
+      { title: parts.length + (parts.length === 1 ? ' part' : ' parts') },
+      h(
+        'ul',
+        { class: 'prompt-parts', 'data-testid': 'prompt-parts' },
+        parts.map((p) => h('li', { class: 'mono', 'data-part': String(p.type) }, describePart(p))),
+      ),
+    );
+  }
   function cell(col, v) {
     if (v === null || v === undefined) return h('td', { class: 'muted' }, '\u2014');
+    if (col === 'parts' && typeof v === 'string') {
+      const td = partsCell(v);
+      if (td) return td;
+    }
     const full = typeof v === 'string' ? v : JSON.stringify(v);
     return h(
       'td',

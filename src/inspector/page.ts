@@ -43,6 +43,7 @@ const css = `
   .lease-live { color: #137333; font-weight: 600; } .lease-expired { color: #b3261e; font-weight: 600; } .lease-ended { color: var(--muted); font-weight: 600; }
   .rows { overflow-x: auto; } .rows h4 { margin: .6rem 0 .2rem; }
   .rows table { width: auto; margin-bottom: .5rem; font-size: .8rem; } .rows td, .rows th { white-space: nowrap; }
+  .prompt-parts { margin: 0; padding-left: 1rem; }
   #sessions { font-size: .9rem; } #sessions td { white-space: nowrap; }
   #timeline-wrap { position: relative; max-height: 28rem; overflow: auto; }
   #timeline thead th { position: sticky; top: 0; background: #fff; z-index: 1; }

@@ -120,4 +120,39 @@ test('inspector page - the list filtered by tag, then "fork here" at a travelled
   }
 });
 
+test('inspector page - a prompt of parts reads one line per part in the inputs: text, image by URL and by bytes, a named file, JSON', async () => {
+  const png = Buffer.alloc(3000, 7).toString('base64');
+  await engine.admit('ses_parts', {
+    prompt: [
+      { type: 'text', text: 'What is on this chart?' },
+      { type: 'image', url: 'https://example.com/chart.png' },
+      { type: 'image', data: png, mediaType: 'image/png' },
+      { type: 'file', data: Buffer.from('%PDF-1.4').toString('base64'), mediaType: 'application/pdf', filename: 'report.pdf' },
+      { type: 'json', value: { quarter: 'Q3', regions: ['eu', 'us'] } },
+    ],
+  });
+  await engine.awaitIdle('ses_parts');
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+  try {
+    const page = await browser.newPage();
+    await page.goto(`${inspector.url}#/session/ses_parts`);
+    await page.waitForSelector('[data-testid="rows-inputs"] [data-testid="prompt-parts"] li', WAIT);
+    const lines = await page.$$eval('[data-testid="rows-inputs"] [data-testid="prompt-parts"] li', (lis) =>
+      lis.map((li) => [li.getAttribute('data-part'), li.textContent]),
+    );
+    assert.equal(lines, [
+      ['text', 'text: What is on this chart?'],
+      ['image', 'image (https://example.com/chart.png)'],
+      ['image', 'image (image/png, 2.9 KiB)'],
+      ['file', 'file report.pdf (application/pdf, 0 KiB)'],
+      ['json', 'json: {"quarter":"Q3","regions":["eu","us"]}'],
+    ]);
+    const table = await page.$eval('[data-testid="rows-inputs"]', (t) => t.outerHTML);
+    assert.not.ok(table.includes(png.slice(0, 200)), 'the bytes are not inlined in the inputs table');
+    assert.match(table, 'What is on this chart?', 'the prompt column keeps the text form');
+  } finally {
+    await browser.close();
+  }
+});
+
 test.run();
