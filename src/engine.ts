@@ -27,9 +27,12 @@ import type { Sessions } from './sessions/sessions.ts';
 import { tagSession } from './sessions/tag.ts';
 import { forkSession } from './sessions/fork.ts';
 import { ErrorCode, SessiondError } from './errors.ts';
+import { validateId } from './ids.ts';
 import { deleteSession, type DeleteOptions } from './sessions/delete.ts';
 import { deletionRecords, type DeletionRecord } from './storage/delete-session.ts';
 import { listFromProjection } from './sessions/list-projection.ts';
+import { LocalLiveBus, fanOut, matchesLive, type LiveEvent, type LiveFilter } from './events/live-bus.ts';
+import { publishCommits } from './events/publishing-log.ts';
 
 /** The execution service's options, except that the log may be left to the engine. */
 export interface EngineOptions extends Omit<ExecutionOptions, 'log'> {
@@ -65,6 +68,14 @@ export interface Engine extends Sessions {
   delete(sessionId: string, options?: DeleteOptions): Promise<DeletionRecord>;
   /** The deletions recorded in this file, newest first. */
   deletions(limit?: number): DeletionRecord[];
+  /**
+   * Live events of this process matching `filter`, from now on: the text and reasoning deltas and
+   * model retries of the turns it runs, and every event it commits, each once, as it commits (with
+   * its `seq`). Called synchronously as they happen (queue the work; a handler that throws goes to
+   * `onError`). Events other processes commit are not here: `follow` reads those from the log, and on
+   * NATS `SessiondClient.subscribe` hears every worker.
+   */
+  subscribe(filter: LiveFilter, handler: (event: LiveEvent) => void, options?: { onError?: (err: unknown) => void }): { close(): void };
 }
 
 export async function openEngine(options: EngineOptions): Promise<Engine> {
@@ -72,9 +83,12 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const db = openDatabase(options.file, { ...(options.synchronous ? { synchronous: options.synchronous } : {}) });
   migrate(db, options.clock ? { clock: options.clock } : {});
   const ownLog = options.log === undefined;
-  const inner = options.log ?? new SqliteEventLog(db);
+  // what this process publishes live (deltas, its commits) goes to its subscribers, and to `bus` (NATS)
+  const live = new LocalLiveBus();
+  const inner = publishCommits(options.log ?? new SqliteEventLog(db), live);
   const log = options.decorateLog ? options.decorateLog(inner) : inner;
-  const { file: _file, log: _log, synchronous: _sync, decorateLog: _decorate, ...executionOptions } = options;
+  const { file: _file, log: _log, synchronous: _sync, decorateLog: _decorate, bus: _bus, ...rest } = options;
+  const executionOptions = { ...rest, bus: options.bus ? fanOut(options.bus, live) : live };
   // snapshots beside the log: by default in the SQLite file (on NATS `sessiond start` passes the
   // shared JetStream store; this file is the fallback)
   const snapshots = options.snapshots ?? new SqliteSnapshotStore(db, options.clock ?? systemClock);
@@ -121,6 +135,13 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       return deleteSession(execution.handler, db, clock, id, deleteOptions, () => execution.awaitIdle(id));
     },
     deletions: (limit) => deletionRecords(db, limit),
+    subscribe(filter, handler, subscribeOptions) {
+      if (filter.sessionId !== undefined) validateId(filter.sessionId, 'session id');
+      const off = live.subscribe((event) => {
+        if (matchesLive(filter, event)) handler(event);
+      }, subscribeOptions?.onError);
+      return { close: off };
+    },
     activeTurns: () => Object.values(execution.registry.getSnapshot().context.runs).filter((r) => r.executionId).length,
     async close() {
       await execution.close();

@@ -85,7 +85,7 @@ export interface SessiondOptions {
 }
 
 /** A whole worker: `Sessions` (its engine's), and the parts around it. */
-export interface Sessiond extends Omit<Sessions, 'close'>, Pick<Engine, 'awaitIdle' | 'activeTurns'> {
+export interface Sessiond extends Omit<Sessions, 'close'>, Pick<Engine, 'awaitIdle' | 'activeTurns' | 'subscribe'> {
   readonly ownerId: string;
   readonly engine: Engine;
   readonly worker: Worker;
@@ -342,6 +342,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       fork: (sourceId, id, options) => engine.fork(sourceId, id, options),
       awaitIdle: (id) => engine.awaitIdle(id),
       activeTurns: () => engine.activeTurns(),
+      subscribe: (filter, handler, subscribeOptions) => engine.subscribe(filter, handler, subscribeOptions),
       async close() {
         const handedBack = engine.activeTurns();
         await closeAll();

@@ -39,6 +39,7 @@ import type { CancelResult } from '../execution/session-execution.ts';
 import { connectNats, isNatsConnection, isPermissionError, type NatsConnectionOptions } from './connection.ts';
 import { JetStreamEventLog } from './jetstream-event-log.ts';
 import { decodeLiveEvent, type LiveMessage } from './live-bus.ts';
+import type { LiveFilter } from '../events/live-bus.ts';
 import {
   CommandError,
   CommandFailureCode,
@@ -89,12 +90,7 @@ export interface SessiondClientOptions {
   clock?: Clock;
 }
 
-export interface LiveFilter {
-  /** One session (default: every session). */
-  sessionId?: string;
-  /** An event type (`step.started`), a family (`tool.*`), or every type (default). */
-  type?: string;
-}
+export type { LiveFilter };
 
 export interface InvalidLiveMessage {
   subject: string;
