@@ -68,5 +68,9 @@ export function matchesLive(filter: LiveFilter, event: LiveEvent): boolean {
 
 /** Publishes every event on each bus, in order. */
 export function fanOut(...buses: LiveBus[]): LiveBus {
-  return { publish: (event) => buses.forEach((b) => b.publish(event)) };
+  return {
+    publish: (event) => {
+      for (const b of buses) b.publish(event);
+    },
+  };
 }
