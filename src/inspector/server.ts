@@ -23,6 +23,7 @@
  *   const inspector = await startInspector({ log: engine.log, port: 4600 });
  *   console.log(inspector.url);  ...  await inspector.close();
  */
+import { listFilterOf } from '../sessions/list-query.ts';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { systemClock, type Clock } from '../clock.ts';
@@ -30,8 +31,7 @@ import type { SessionEvent } from '../events/envelope.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { ErrorCode, SessiondError, messageOf, HttpError, isSessiondError } from '../errors.ts';
 import type { Sessions } from '../sessions/sessions.ts';
-import { checkListFilter, type ListFilter, type SessionListItem } from '../sessions/list.ts';
-import { parseTagArgument } from '../sessions/tags.ts';
+import type { SessionListItem } from '../sessions/list.ts';
 import { sessionMachine } from '../machines/session-machine.ts';
 import { machineToDot, renderSvg, type DotOptions } from './chart.ts';
 import { inspectorPage } from './page.ts';
@@ -117,38 +117,6 @@ async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknow
     if (value !== null && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
   } catch {}
   throw new HttpError(400, 'invalid_body', 'The request body must be a JSON object.');
-}
-
-/** `?state=S&waiting=1|0&tag=k=v&updated=MS&limit=N&after=CURSOR` as a list filter (its checks are list's own). */
-function listFilterOf(q: URLSearchParams): ListFilter {
-  const filter: Record<string, unknown> = {};
-  const state = q.get('state');
-  if (state) filter['state'] = state;
-  const waiting = q.get('waiting');
-  if (waiting === '1' || waiting === '0') filter['waiting'] = waiting === '1';
-  const tags = q.getAll('tag').filter((t) => t.length > 0);
-  if (tags.length > 0) {
-    try {
-      filter['tags'] = Object.fromEntries(tags.map((t) => parseTagArgument(t, false)));
-    } catch (err) {
-      throw new HttpError(400, 'invalid_query', messageOf(err));
-    }
-  }
-  for (const [name, key] of [
-    ['updated', 'updatedSince'],
-    ['limit', 'limit'],
-  ] as const) {
-    const raw = q.get(name);
-    if (raw) filter[key] = Number(raw);
-  }
-  const after = q.get('after');
-  if (after) filter['after'] = after;
-  try {
-    checkListFilter(filter as ListFilter); // refused here with list's words, as a 400
-    return filter as ListFilter;
-  } catch (err) {
-    throw new HttpError(400, 'invalid_query', messageOf(err));
-  }
 }
 
 /** A listed session with the live state the store folded (owner, waits) where it has it. */

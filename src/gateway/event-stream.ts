@@ -1,0 +1,121 @@
+/**
+ * One session's events as server-sent events: committed events from the log after the client's
+ * `Last-Event-ID` (or `?after=SEQ`), then as they commit, each once and in order (`Sessions.follow`),
+ * with `id: <seq>` so a reconnect resumes exactly after the last one it got; live-only events (text
+ * and reasoning deltas, model retries) as they happen, without an id (a reconnect does not replay
+ * them: the committed text that follows holds them). A comment line every `heartbeatMs` keeps
+ * proxies from closing an idle stream.
+ *
+ * Backpressure never reaches a worker: events are written without waiting. While more than
+ * `maxBufferedBytes` wait unsent for a slow client, live-only events are dropped (counted), and a
+ * committed event that would be written ends the stream with an `event: lagging` message naming
+ * the seq to resume from; the browser's EventSource reconnects with `Last-Event-ID` and reads the
+ * rest from the log.
+ *
+ *   event: text.delta
+ *   data: {"id":"evt_..","type":"text.delta","sessionId":"ses_1","time":..,"payload":{..}}
+ *
+ *   id: 7
+ *   event: text.completed
+ *   data: {"id":"evt_..","type":"text.completed","sessionId":"ses_1","seq":7,"time":..,"payload":{..}}
+ */
+import type { ServerResponse } from 'node:http';
+import { catalog, isEventType } from '../events/catalog.ts';
+import type { LiveEvent } from '../events/live-bus.ts';
+import type { SessionEvent } from '../events/envelope.ts';
+import type { Sessions } from '../sessions/sessions.ts';
+
+/** Live events of one session as they happen, from now on (the engine's bus, or NATS live subjects). */
+export type LiveSource = (sessionId: string, onEvent: (event: LiveEvent) => void) => Promise<{ close(): void | Promise<void> }>;
+
+export interface EventStreamOptions {
+  heartbeatMs: number;
+  maxBufferedBytes: number;
+  /** The follow or the live source failed. */
+  onError: (err: unknown) => void;
+}
+
+export interface EventStream {
+  readonly stats: { committed: number; live: number; droppedLive: number };
+  close(): Promise<void>;
+}
+
+function frame(e: LiveEvent | SessionEvent, withId: boolean): string {
+  const body = JSON.stringify({
+    id: e.id,
+    type: e.type,
+    sessionId: e.sessionId,
+    ...(e.seq !== undefined ? { seq: e.seq } : {}),
+    time: e.time,
+    payload: e.payload,
+  });
+  return `${withId ? `id: ${e.seq}\n` : ''}event: ${e.type}\ndata: ${body}\n\n`;
+}
+
+const liveOnly = (type: string) => isEventType(type) && !catalog[type].durable;
+
+export async function openEventStream(
+  res: ServerResponse,
+  sessions: Omit<Sessions, 'close'>,
+  live: LiveSource | undefined,
+  sessionId: string,
+  afterSeq: number,
+  options: EventStreamOptions,
+): Promise<EventStream> {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  res.write(`retry: 2000\n: session ${sessionId} after seq ${afterSeq}\n\n`);
+  const stats = { committed: 0, live: 0, droppedLive: 0 };
+  let ended = false;
+  let lastSeq = afterSeq;
+  const lagging = () => res.writableLength > options.maxBufferedBytes;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    clearInterval(heartbeat);
+    res.end();
+  };
+  const heartbeat = setInterval(() => {
+    if (!ended && !lagging()) res.write(`: heartbeat ${new Date().toISOString()}\n\n`);
+  }, options.heartbeatMs);
+  heartbeat.unref();
+  const listening = live
+    ? await live(sessionId, (e) => {
+        if (ended || !liveOnly(e.type)) return; // committed events come in order through follow
+        if (lagging()) {
+          stats.droppedLive++;
+          return;
+        }
+        stats.live++;
+        res.write(frame(e, false));
+      })
+    : undefined;
+  const following = await sessions.follow(
+    sessionId,
+    (e) => {
+      if (ended) return;
+      if (lagging()) {
+        res.write(
+          `event: lagging\ndata: ${JSON.stringify({ resumeAfterSeq: lastSeq, reason: 'the client reads slower than the session writes: reconnect with Last-Event-ID' })}\n\n`,
+        );
+        end();
+        return;
+      }
+      stats.committed++;
+      lastSeq = e.seq;
+      res.write(frame(e, true));
+    },
+    { afterSeq, onError: options.onError },
+  );
+  const close = async () => {
+    end();
+    await listening?.close();
+    await following.close();
+  };
+  res.on('close', () => void close().catch(options.onError));
+  return { stats, close };
+}

@@ -1,0 +1,407 @@
+/**
+ * The HTTP and SSE gateway: sessions for web pages and services that speak HTTP, in front of any
+ * `Sessions` (the embedded whole worker, whose live bus gives the text deltas, or `SessiondClient`
+ * on NATS, whose live subjects do).
+ *
+ *   const gateway = await startGateway({ sessions: sessiond, live: engineLive(sessiond), port: 8787, tokens });
+ *   // POST /v1/sessions/ses_1/inputs {"prompt":"hello"}   GET /v1/sessions/ses_1/events (SSE)
+ *
+ * JSON in and out; an error is `{ "error": { "code", "message" } }` with the protocol's code and the
+ * status its kind says (400 invalid input, 401 no or unknown token, 403 outside the token's reach,
+ * 404 not found, 409 conflict or refusal, 413 too large, 503 unavailable, 504 timeout). Binds to
+ * 127.0.0.1 unless told otherwise; without tokens it serves loopback only and checks `Host` (so a
+ * page elsewhere cannot rebind to it). CORS answers the origins it is given, preflights included.
+ * Routes: see `ROUTES` below and docs/gateway.md.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ErrorCode, HttpError, SessiondError, isSessiondError, messageOf } from '../errors.ts';
+import { validateId } from '../ids.ts';
+import { DEFAULT_LIMITS } from '../input/limits.ts';
+import { admitBodyLimit } from '../nats/commands.ts';
+import { hostGuard } from '../inspector/host-check.ts';
+import { listFilterOf } from '../sessions/list-query.ts';
+import type { Sessions } from '../sessions/sessions.ts';
+import { OPEN_GRANT, checkTagChanges, listFor, mayStart, reachable } from './access.ts';
+import { openEventStream, type EventStream, type LiveSource } from './event-stream.ts';
+import { presentedToken, type Grant, type TokenTable } from './tokens.ts';
+
+export const DEFAULT_GATEWAY_HEARTBEAT_MS = 15_000;
+export const DEFAULT_GATEWAY_BUFFER_BYTES = 1024 * 1024;
+
+export interface GatewayOptions {
+  sessions: Omit<Sessions, 'close'>;
+  /** Live-only events (text deltas): `engineLive(sessiond)` or `natsLive(client)` (live.ts). Without it a stream has committed events only. */
+  live?: LiveSource;
+  /** 0 picks a free port. */
+  port: number;
+  /** Address to bind (default 127.0.0.1). Anything but loopback needs `tokens`. */
+  host?: string;
+  /** Bearer tokens and their reach (tokens.ts). Without them every request may reach every session: loopback only. */
+  tokens?: TokenTable;
+  /** Origins whose pages may call the gateway (`['https://app.example']`, or `'*'`); default none (same origin only). */
+  corsOrigins?: readonly string[] | '*';
+  /** Largest request body (default: what an admission of the largest prompt needs). */
+  maxBodyBytes?: number;
+  heartbeatMs?: number;
+  /** Bytes an event stream may have waiting for a slow client before it drops deltas and ends (default 1 MiB). */
+  maxBufferedBytes?: number;
+  /** A failure behind a request (logged; the client got a 500 or its stream ended). */
+  onError?: (err: unknown) => void;
+}
+
+export interface Gateway {
+  readonly url: string;
+  readonly port: number;
+  /** Event streams open now. */
+  streams(): number;
+  close(): Promise<void>;
+}
+
+type Route = {
+  method: 'GET' | 'POST';
+  pattern: RegExp;
+  run: (c: Call) => Promise<unknown>;
+};
+
+interface Call {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  params: string[];
+  grant: Grant;
+  body: () => Promise<Record<string, unknown>>;
+}
+
+const isLoopback = (host: string) => host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+
+/** The HTTP status of a sessiond error, from its kind. */
+export function httpStatusOf(err: SessiondError): number {
+  if (err instanceof HttpError) return err.status;
+  if (err.code === ErrorCode.PayloadTooLarge) return 413;
+  switch (err.kind) {
+    case 'invalid_input':
+      return 400;
+    case 'permission':
+      return 403;
+    case 'not_found':
+      return 404;
+    case 'conflict':
+    case 'refused':
+      return 409;
+    case 'unavailable':
+      return 503;
+    case 'timeout':
+      return 504;
+    default:
+      return 500;
+  }
+}
+
+const str = (v: unknown, what: string): string | undefined => {
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') throw new HttpError(400, ErrorCode.InvalidOption, `${what} must be a string.`);
+  return v;
+};
+
+export async function startGateway(options: GatewayOptions): Promise<Gateway> {
+  const host = options.host ?? '127.0.0.1';
+  const { sessions, live, tokens } = options;
+  if (!tokens && !isLoopback(host)) {
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Refusing to serve the gateway on ${host} without tokens: anyone who reaches it could read and drive every session. Give tokens (--tokens FILE or SESSIOND_GATEWAY_TOKENS; docs/gateway.md), or bind 127.0.0.1.`,
+    );
+  }
+  const maxBodyBytes = options.maxBodyBytes ?? admitBodyLimit(DEFAULT_LIMITS.maxPromptBytes);
+  const heartbeatMs = options.heartbeatMs ?? DEFAULT_GATEWAY_HEARTBEAT_MS;
+  const maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_GATEWAY_BUFFER_BYTES;
+  const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond gateway: ${messageOf(err)}\n`));
+  const origins = options.corsOrigins;
+  const streams = new Set<EventStream>();
+
+  const sessionOf = (c: Call) => validateId(decodeURIComponent(c.params[0]!), 'session id');
+  const ROUTES: Route[] = [
+    { method: 'GET', pattern: /^\/v1\/health$/, run: async () => ({ ok: true }) },
+    { method: 'GET', pattern: /^\/v1\/sessions$/, run: (c) => listFor(sessions, c.grant, listFilterOf(c.url.searchParams)) },
+    {
+      method: 'GET',
+      pattern: /^\/v1\/sessions\/([^/]+)$/,
+      run: (c) => reachable(sessions, c.grant, sessionOf(c)),
+    },
+    {
+      method: 'POST',
+      pattern: /^\/v1\/sessions\/([^/]+)\/inputs$/,
+      run: async (c) => {
+        const id = sessionOf(c);
+        const body = await c.body();
+        const tags = await mayStart(sessions, c.grant, id, body.tags as Record<string, string> | undefined);
+        return sessions.admit(id, { ...body, ...(tags ? { tags } : {}) } as never);
+      },
+    },
+    {
+      method: 'POST',
+      pattern: /^\/v1\/sessions\/([^/]+)\/wake$/,
+      run: async (c) => {
+        const id = sessionOf(c);
+        await reachable(sessions, c.grant, id);
+        return sessions.wake(id);
+      },
+    },
+    {
+      method: 'POST',
+      pattern: /^\/v1\/sessions\/([^/]+)\/cancel$/,
+      run: async (c) => {
+        const id = sessionOf(c);
+        const body = await c.body();
+        await reachable(sessions, c.grant, id);
+        return sessions.cancel(id, str(body.reason, 'reason'), str(body.executionId, 'executionId'));
+      },
+    },
+    {
+      method: 'POST',
+      pattern: /^\/v1\/sessions\/([^/]+)\/calls\/([^/]+)\/(approve|deny)$/,
+      run: async (c) => {
+        const id = sessionOf(c);
+        const body = await c.body();
+        await reachable(sessions, c.grant, id);
+        const reason = str(body.reason, 'reason');
+        const decision = reason === undefined ? {} : { reason };
+        const callId = decodeURIComponent(c.params[1]!);
+        return c.params[2] === 'approve' ? sessions.approve(id, callId, decision) : sessions.deny(id, callId, decision);
+      },
+    },
+    {
+      method: 'POST',
+      pattern: /^\/v1\/sessions\/([^/]+)\/waits\/([^/]+)$/,
+      run: async (c) => {
+        const id = sessionOf(c);
+        const body = await c.body();
+        await reachable(sessions, c.grant, id);
+        return sessions.resolve(id, decodeURIComponent(c.params[1]!), body.data === undefined ? {} : { data: body.data });
+      },
+    },
+    {
+      method: 'POST',
+      pattern: /^\/v1\/sessions\/([^/]+)\/tags$/,
+      run: async (c) => {
+        const id = sessionOf(c);
+        const body = await c.body();
+        const changes = (body.tags ?? {}) as Record<string, string | null>;
+        await reachable(sessions, c.grant, id);
+        checkTagChanges(c.grant, changes);
+        return sessions.tag(id, changes);
+      },
+    },
+    {
+      method: 'POST',
+      pattern: /^\/v1\/sessions\/([^/]+)\/pending\/drop$/,
+      run: async (c) => {
+        const id = sessionOf(c);
+        const body = await c.body();
+        await reachable(sessions, c.grant, id);
+        return sessions.dropPending(id, body as never);
+      },
+    },
+    {
+      method: 'POST',
+      pattern: /^\/v1\/sessions\/([^/]+)\/fork$/,
+      run: async (c) => {
+        const source = sessionOf(c);
+        const body = await c.body();
+        const target = str(body.sessionId, 'sessionId');
+        if (target === undefined) throw new HttpError(400, ErrorCode.InvalidOption, 'Say the new session\'s id: {"sessionId": "ses_new", "at": 12}.');
+        await reachable(sessions, c.grant, source);
+        const tags = await mayStart(sessions, c.grant, validateId(target, 'session id'), body.tags as Record<string, string> | undefined);
+        return sessions.fork(source, target, { ...(body.at !== undefined ? { at: body.at as number } : {}), ...(tags ? { tags } : {}) });
+      },
+    },
+    {
+      method: 'GET',
+      pattern: /^\/v1\/sessions\/([^/]+)\/events$/,
+      run: async (c) => {
+        const id = sessionOf(c);
+        const after = resumePoint(c.req.headers['last-event-id'], c.url.searchParams.get('after'));
+        // a session not started yet may be listened to where the grant could start it
+        if (c.grant.tag) await reachable(sessions, c.grant, id);
+        else if (!id.startsWith(c.grant.prefix)) await reachable(sessions, c.grant, id);
+        const stream = await openEventStream(c.res, sessions, live, id, after, { heartbeatMs, maxBufferedBytes, onError });
+        streams.add(stream);
+        c.res.on('close', () => streams.delete(stream));
+        return STREAMING;
+      },
+    },
+  ];
+
+  const cors = (req: IncomingMessage, res: ServerResponse): boolean => {
+    const origin = req.headers.origin;
+    if (origin === undefined || origins === undefined) return false;
+    const allowed = origins === '*' || origins.includes(origin);
+    res.setHeader('vary', 'Origin');
+    if (allowed) {
+      res.setHeader('access-control-allow-origin', origins === '*' ? '*' : origin);
+      res.setHeader('access-control-expose-headers', 'content-type');
+    }
+    return allowed;
+  };
+
+  let guard: ((req: IncomingMessage) => { status: number; message: string } | undefined) | undefined;
+  const server = createServer((req, res) => {
+    void handle(req, res).catch((err: unknown) => {
+      const e = isSessiondError(err) ? err : new SessiondError(ErrorCode.Internal, `The gateway failed to answer: ${messageOf(err)}`, { cause: err });
+      const status = httpStatusOf(e);
+      if (status >= 500 && !(err instanceof HttpError)) onError(err);
+      if (res.headersSent) res.end();
+      else reply(res, status, { error: { code: e instanceof HttpError ? e.reason : e.code, message: e.message } });
+    });
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const refusal = guard?.(req);
+    if (refusal) throw new HttpError(refusal.status, 'host_refused', refusal.message.trim());
+    const allowedOrigin = cors(req, res);
+    const url = new URL(req.url ?? '/', 'http://gateway.local');
+    if (req.method === 'OPTIONS') {
+      if (!allowedOrigin)
+        throw new HttpError(
+          403,
+          ErrorCode.PermissionDenied,
+          `Origin ${req.headers.origin ?? '(none)'} may not call this gateway: start it with --cors-origin ORIGIN.`,
+        );
+      res.writeHead(204, {
+        'access-control-allow-methods': 'GET, POST, OPTIONS',
+        'access-control-allow-headers': 'authorization, content-type, last-event-id',
+        'access-control-max-age': '600',
+      });
+      res.end();
+      return;
+    }
+    const route = ROUTES.find((r) => r.pattern.test(url.pathname));
+    if (!route)
+      throw new HttpError(
+        404,
+        'no_route',
+        `No route ${req.method} ${url.pathname}. Routes: GET /v1/health, GET /v1/sessions, GET /v1/sessions/:id, GET /v1/sessions/:id/events (SSE), POST /v1/sessions/:id/{inputs,wake,cancel,tags,fork,pending/drop}, POST /v1/sessions/:id/calls/:callId/{approve,deny}, POST /v1/sessions/:id/waits/:name (docs/gateway.md).`,
+      );
+    const matching = ROUTES.find((r) => r.pattern.test(url.pathname) && r.method === req.method);
+    if (!matching) {
+      res.setHeader('allow', route.method);
+      throw new HttpError(405, 'method_not_allowed', `${req.method} is not allowed on ${url.pathname}: use ${route.method}.`);
+    }
+    const grant = authenticate(req, url);
+    const result = await matching.run({
+      req,
+      res,
+      url,
+      params: matching.pattern.exec(url.pathname)!.slice(1),
+      grant,
+      body: () => readBody(req, maxBodyBytes),
+    });
+    if (result !== STREAMING) reply(res, 200, result);
+  }
+
+  function authenticate(req: IncomingMessage, url: URL): Grant {
+    if (!tokens) return OPEN_GRANT;
+    const presented = presentedToken(req.headers.authorization, url.searchParams);
+    const grant = presented === undefined ? undefined : tokens.find(presented);
+    if (!grant)
+      throw new HttpError(
+        401,
+        'unauthorized',
+        presented === undefined
+          ? 'This gateway needs a token: send Authorization: Bearer <token> (an EventSource may put ?access_token=<token> in the URL).'
+          : 'Unknown token: check it against the gateway tokens file.',
+      );
+    return grant;
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  }).catch((err: unknown) => {
+    const code = (err as { code?: unknown }).code;
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Cannot serve the gateway on ${host}:${options.port}: ${code === 'EADDRINUSE' ? 'the address is in use' : messageOf(err)}. Pick another port (0 picks a free one), or stop what uses it.`,
+      { cause: err },
+    );
+  });
+  const port = (server.address() as AddressInfo).port;
+  if (!tokens) {
+    const check = hostGuard({ host, port });
+    guard = (req) => check(req);
+  }
+  const shown = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${shown}:${port}/`,
+    port,
+    streams: () => streams.size,
+    async close() {
+      await Promise.all([...streams].map((s) => s.close()));
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
+
+const STREAMING = Symbol('streaming');
+
+/** Where a stream starts: after the Last-Event-ID a reconnecting EventSource sends, else `?after=`, else 0. */
+function resumePoint(lastEventId: string | string[] | undefined, after: string | null): number {
+  const raw = (Array.isArray(lastEventId) ? lastEventId[0] : lastEventId) ?? after ?? '0';
+  if (!/^\d{1,15}$/.test(raw))
+    throw new HttpError(
+      400,
+      ErrorCode.InvalidOption,
+      `Resume point ${JSON.stringify(raw.slice(0, 40))} is not a sequence: Last-Event-ID (or ?after=) is the seq of the last event received.`,
+    );
+  return Number(raw);
+}
+
+async function readBody(req: IncomingMessage, limit: number): Promise<Record<string, unknown>> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  const tooLarge = () =>
+    new HttpError(
+      413,
+      ErrorCode.PayloadTooLarge,
+      `The request body is over ${limit} bytes: send a smaller prompt (a large image by URL), or raise the gateway's --max-body-bytes.`,
+    );
+  if (declared > limit) throw tooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw tooLarge();
+    chunks.push(chunk);
+  }
+  if (size === 0) return {};
+  const type = req.headers['content-type'] ?? '';
+  if (!/^application\/json\b/i.test(type))
+    throw new HttpError(415, ErrorCode.InvalidOption, `Send the body as application/json (got ${JSON.stringify(type.slice(0, 60))}).`);
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch (err) {
+    throw new HttpError(400, ErrorCode.InvalidPayload, `The request body is not JSON: ${messageOf(err)}.`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new HttpError(400, ErrorCode.InvalidPayload, 'The request body must be a JSON object.');
+  return value as Record<string, unknown>;
+}
+
+function reply(res: ServerResponse, status: number, body: unknown): void {
+  const text = `${JSON.stringify(body)}\n`;
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    ...(status === 401 ? { 'www-authenticate': 'Bearer realm="sessiond"' } : {}),
+  });
+  res.end(text);
+}
