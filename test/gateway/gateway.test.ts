@@ -53,6 +53,9 @@ test.after(async () => {
   tmp.remove();
 });
 
+// biome-ignore lint/suspicious/noExplicitAny: JSON replies read loosely in assertions
+type Body = Record<string, any>;
+
 async function call(gw: Gateway, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(new URL(path, gw.url), {
     method,
@@ -60,7 +63,7 @@ async function call(gw: Gateway, method: string, path: string, body?: unknown, h
     ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
   });
   const text = await res.text();
-  return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : null) as Record<string, any> };
+  return { status: res.status, headers: res.headers, body: (text ? JSON.parse(text) : null) as Body };
 }
 const as = (token: string) => ({ authorization: `Bearer ${token}` });
 
