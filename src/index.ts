@@ -89,6 +89,11 @@ export {
 export type { LiveMessage } from './nats/live-bus.ts';
 export { CommandError, isCommandError, CommandFailureCode, type CommandReply, type AdmitCommand, type StatusReply } from './nats/commands.ts';
 export { subjects, STREAM_NAME, COMMAND_QUEUE } from './nats/subjects.ts';
+// the HTTP and SSE gateway
+export { startGateway, type GatewayOptions, type Gateway } from './gateway/server.ts';
+export { engineLive, natsLive } from './gateway/live.ts';
+export type { LiveSource } from './gateway/event-stream.ts';
+export { parseTokens, type TokenTable, type Grant } from './gateway/tokens.ts';
 // the state machine, for charts and tests
 export { sessionMachine } from './machines/session-machine.ts';
 export { stateOf, type SessionSnapshot, type SessionStateValue } from './machines/decider.ts';

@@ -6,6 +6,7 @@ import { Command } from 'commander';
 import type { CliContext } from './context.ts';
 import { registerMigrate } from './commands/migrate.ts';
 import { registerStart } from './commands/start.ts';
+import { registerServe } from './commands/serve.ts';
 import { registerPrompt } from './commands/prompt.ts';
 import { registerStatus } from './commands/status.ts';
 import { registerCancel } from './commands/cancel.ts';
@@ -29,6 +30,7 @@ export function buildProgram(ctx: CliContext): Command {
     .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) });
   registerMigrate(program, ctx);
   registerStart(program, ctx);
+  registerServe(program, ctx);
   registerPrompt(program, ctx);
   registerStatus(program, ctx);
   registerCancel(program, ctx);

@@ -6,17 +6,19 @@
  * them: the committed text that follows holds them). A comment line every `heartbeatMs` keeps
  * proxies from closing an idle stream.
  *
+ * Every session event is an unnamed SSE message (an EventSource's `onmessage` gets them all; the
+ * JSON says its `type`), so one handler sees the whole session. The stream's own notices are named
+ * (`event: lagging`).
+ *
  * Backpressure never reaches a worker: events are written without waiting. While more than
  * `maxBufferedBytes` wait unsent for a slow client, live-only events are dropped (counted), and a
  * committed event that would be written ends the stream with an `event: lagging` message naming
  * the seq to resume from; the browser's EventSource reconnects with `Last-Event-ID` and reads the
  * rest from the log.
  *
- *   event: text.delta
  *   data: {"id":"evt_..","type":"text.delta","sessionId":"ses_1","time":..,"payload":{..}}
  *
  *   id: 7
- *   event: text.completed
  *   data: {"id":"evt_..","type":"text.completed","sessionId":"ses_1","seq":7,"time":..,"payload":{..}}
  */
 import type { ServerResponse } from 'node:http';
@@ -49,7 +51,7 @@ function frame(e: LiveEvent | SessionEvent, withId: boolean): string {
     time: e.time,
     payload: e.payload,
   });
-  return `${withId ? `id: ${e.seq}\n` : ''}event: ${e.type}\ndata: ${body}\n\n`;
+  return `${withId ? `id: ${e.seq}\n` : ''}data: ${body}\n\n`;
 }
 
 const liveOnly = (type: string) => isEventType(type) && !catalog[type].durable;

@@ -74,9 +74,9 @@ test('admit over HTTP, then the stream: deltas live, committed events with their
   const admitted = await call(open, 'POST', '/v1/sessions/ses_g1/inputs', { prompt: 'stream these words' });
   assert.is(admitted.status, 200);
   assert.equal([admitted.body.sessionId, admitted.body.created, admitted.body.admittedSeq], ['ses_g1', true, 1]);
-  await stream.next((f) => f.event === 'execution.settled');
+  await stream.next((f) => f.json?.type === 'execution.settled');
   stream.close();
-  const deltas = stream.frames.filter((f) => f.event === 'text.delta');
+  const deltas = stream.frames.filter((f) => f.json?.type === 'text.delta');
   assert.is(deltas.map((f) => (f.json!.payload as { delta: string }).delta).join(''), 'stream these words');
   assert.ok(
     deltas.every((f) => f.id === undefined),
@@ -85,10 +85,10 @@ test('admit over HTTP, then the stream: deltas live, committed events with their
   const committed = stream.frames.filter((f) => f.id !== undefined);
   const logged = await sessiond.engine.log.readSession('ses_g1');
   assert.equal(
-    committed.map((f) => [Number(f.id), f.event]),
+    committed.map((f) => [Number(f.id), f.json!.type]),
     logged.map((e) => [e.seq, e.type]),
   );
-  assert.ok(stream.frames.indexOf(deltas[0]!) < stream.frames.findIndex((f) => f.event === 'text.completed'), 'deltas before the text is committed');
+  assert.ok(stream.frames.indexOf(deltas[0]!) < stream.frames.findIndex((f) => f.json?.type === 'text.completed'), 'deltas before the text is committed');
   const status = await call(open, 'GET', '/v1/sessions/ses_g1');
   assert.equal([status.status, status.body.state], [200, 'settled']);
 });
@@ -101,7 +101,7 @@ test('resume: Last-Event-ID gets exactly the events after it from the log, then 
   const resumed = await readSse(new URL('/v1/sessions/ses_g2/events', open.url).href, { headers: { 'last-event-id': String(cut) } });
   await resumed.next((f) => f.id === String(logged.at(-1)!.seq));
   await call(open, 'POST', '/v1/sessions/ses_g2/inputs', { prompt: 'second' });
-  await resumed.next((f) => f.event === 'execution.settled' && Number(f.id) > logged.at(-1)!.seq);
+  await resumed.next((f) => f.json?.type === 'execution.settled' && Number(f.id) > logged.at(-1)!.seq);
   await waitFor(() => resumed.comments.some((c) => c.startsWith('heartbeat')), { what: 'a heartbeat' });
   resumed.close();
   const all = await sessiond.engine.log.readSession('ses_g2');

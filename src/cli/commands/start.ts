@@ -32,11 +32,14 @@ import {
 import { INSPECT_OPTION, inspectPort } from '../../inspector/cli.ts';
 import { LOG_FORMAT_OPTION, logFormat, parseLogFormat, workerLog, type LogFormat, type WorkerLog } from '../worker-log.ts';
 import { DEFAULT_LIMITS } from '../../input/limits.ts';
+import { addGatewayOptions, gatewayLine, gatewayOptions, type GatewayFlags } from '../gateway-options.ts';
+import { startGateway, type Gateway } from '../../gateway/server.ts';
+import { engineLive } from '../../gateway/live.ts';
 
 /** How long `sessiond start` waits for the worker to close after a stop before it exits 1 anyway. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 
-interface StartOptions extends NatsFlags, NatsCommandFlags {
+export interface StartOptions extends NatsFlags, NatsCommandFlags, GatewayFlags {
   db: string;
   runner: string;
   synchronous: 'NORMAL' | 'FULL';
@@ -62,9 +65,16 @@ interface StartOptions extends NatsFlags, NatsCommandFlags {
 }
 
 export function registerStart(program: Command, ctx: CliContext): void {
-  const command = program
-    .command('start')
-    .description('run a worker until SIGINT/SIGTERM: it claims sessions with pending prompts and runs them')
+  const command = addWorkerOptions(
+    program.command('start').description('run a worker until SIGINT/SIGTERM: it claims sessions with pending prompts and runs them'),
+    ctx,
+  );
+  addGatewayOptions(command, false).action((opts: StartOptions) => runWorker(opts, ctx));
+}
+
+/** `sessiond start`'s flags (also `sessiond serve`'s, which runs the same worker with a gateway). */
+export function addWorkerOptions(command: Command, ctx: CliContext): Command {
+  command
     .option('--db <file>', 'SQLite database file (with --nats: only the local projection)', ctx.defaultDb)
     .option('--runner <echo|openai|path>', 'runner: "echo", "openai" (an OpenAI-compatible model server) or a module exporting a runner function', 'echo')
     .option('--model <name>', 'openai runner: the model name the server serves')
@@ -116,83 +126,105 @@ export function registerStart(program: Command, ctx: CliContext): void {
     .option(INSPECT_OPTION[0], INSPECT_OPTION[1], inspectPort)
     .option('--metrics <port>', 'serve Prometheus metrics (/metrics) and health (/healthz, /readyz) on http://127.0.0.1:PORT', port('--metrics'))
     .option(LOG_FORMAT_OPTION[0], LOG_FORMAT_OPTION[1], parseLogFormat);
-  addNatsCommandOptions(addNatsOptions(command, ctx, 'worker')).action(async (opts: StartOptions) => {
-    const nats = natsConnectionOptions(opts, ctx, 'sessiond-worker');
-    if (!nats && (opts.natsCommandsUser !== undefined || opts.natsCommandsPass !== undefined || opts.replyInboxes !== undefined)) {
-      throw new UsageError('--nats-commands-user, --nats-commands-pass and --reply-inboxes only apply with --nats <url> (or SESSIOND_NATS).');
-    }
-    const commands = nats ? natsCommandConnection(opts, nats, ctx) : undefined;
-    const runner = opts.runner === 'openai' ? await openaiFromCli(opts, ctx.env) : await loadRunner(opts.runner, { delayMs: opts.echoDelayMs });
-    if (opts.runner !== 'openai' && (opts.model ?? opts.baseUrl ?? opts.tools ?? opts.system ?? opts.maxSteps ?? opts.contextWindow) !== undefined) {
-      throw new UsageError('--model, --base-url, --tools, --system, --max-steps and --context-window apply to --runner openai only.');
-    }
-    const log = workerLog(ctx, logFormat(opts.logFormat, ctx.env, process.stdout.isTTY));
-    // signal handlers first: a SIGTERM at any moment of start-up stops the worker cleanly
-    const stop = stopper(log);
-    const startUp = new AbortController();
-    void stop.stopped.then(() => startUp.abort(new Error('stopped during start-up')));
-    if (nats)
-      log.out(
-        `connecting to NATS at ${describeNats(nats)} (retrying every ${(nats.reconnectWaitMs ?? DEFAULT_RECONNECT_WAIT_MS) / 1000} s until it answers)...`,
-      );
-    const sessiond = await startSessiond({
-      signal: startUp.signal,
-      db: opts.db,
-      runner,
-      synchronous: opts.synchronous,
-      leaseMs: opts.leaseMs,
-      heartbeatMs: opts.heartbeatMs,
-      ...(opts.turnTimeout !== undefined ? { turnTimeoutMs: opts.turnTimeout } : {}),
-      sweepMs: opts.sweepMs,
-      ...(nats ? { nats: { connection: nats, ...(commands ? { commands } : {}) } } : {}),
-      limits: Object.fromEntries(
-        (['maxPendingInputs', 'maxPendingBytes', 'maxPromptBytes', 'maxHeldBytes'] as const).flatMap((k) => (opts[k] === undefined ? [] : [[k, opts[k]]])),
-      ),
-      ...(opts.inspect !== undefined ? { inspectPort: opts.inspect } : {}),
-      ...(opts.metrics !== undefined ? { metricsPort: opts.metrics } : {}),
-      report: log,
-      onFatal: (err) => stop.fail(err),
-    }).catch((err: unknown) => {
-      if (!startUp.signal.aborted) throw err;
-      return undefined; // stopped before it was up: what was opened is closed, nothing ran
-    });
-    if (!sessiond) {
-      log.out(stoppedLine(0));
-      // a connection still trying to reach its server keeps the process alive; nothing else is open
-      process.exit(process.exitCode ?? 0);
-    }
-    log.out(
-      `sessiond worker ${sessiond.ownerId} is running on ${sessiond.where} with the ${opts.runner === 'openai' ? `openai runner (model ${opts.model} at ${opts.baseUrl ?? ctx.env['OPENAI_BASE_URL'] ?? DEFAULT_OPENAI_BASE_URL})` : `${opts.runner} runner`}`,
+  return addNatsCommandOptions(addNatsOptions(command, ctx, 'worker'));
+}
+
+/** Runs the worker (and, with --http, the gateway in its process) until SIGINT/SIGTERM. */
+export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<void> {
+  const nats = natsConnectionOptions(opts, ctx, 'sessiond-worker');
+  if (!nats && (opts.natsCommandsUser !== undefined || opts.natsCommandsPass !== undefined || opts.replyInboxes !== undefined)) {
+    throw new UsageError('--nats-commands-user, --nats-commands-pass and --reply-inboxes only apply with --nats <url> (or SESSIOND_NATS).');
+  }
+  const commands = nats ? natsCommandConnection(opts, nats, ctx) : undefined;
+  if (nats && opts.http !== undefined)
+    throw new UsageError(
+      '--http with --nats: a NATS worker hears only its own deltas. Run the gateway beside the workers as the client user: sessiond serve --http PORT --nats URL --nats-user client.',
     );
-    if (nats) {
-      log.out(`  local projection: ${opts.db}`);
-      log.out(`  live events on ${LIVE_PREFIX}.<session>.<type> (text deltas, and every event this worker commits)`);
-    }
-    log.out(
-      `  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s${opts.turnTimeout === undefined ? '' : `, turns stopped after ${opts.turnTimeout / 1000} s`}. Stop it with Ctrl-C.`,
-    );
-    const target = nats
-      ? `--nats ${Array.isArray(nats.servers) ? nats.servers.join(',') : nats.servers} --nats-user client --nats-pass <secret>`
-      : `--db ${opts.db}`;
-    log.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" ${target}`);
-    if (sessiond.inspectorUrl) log.out(`  inspector: ${sessiond.inspectorUrl}  (state chart, live sessions, timelines, time travel)`);
-    if (sessiond.metricsUrl) log.out(`  metrics: ${sessiond.metricsUrl}/metrics  health: ${sessiond.metricsUrl}/healthz, ${sessiond.metricsUrl}/readyz`);
-    await stop.stopped;
-    // a part that never finishes closing must not keep the process from exiting: its turn's lease
-    // runs out and another worker recovers it
-    const deadline = setTimeout(() => {
-      log.err(
-        `sessiond: still closing ${opts.shutdownTimeoutMs / 1000} s after the stop (a runner that ignores its abort signal, or a connection that does not drain): exiting now; unfinished turns are recovered when their leases run out`,
-      );
-      process.exit(1);
-    }, opts.shutdownTimeoutMs);
-    deadline.unref();
-    const { handedBack } = await sessiond.close();
-    clearTimeout(deadline);
-    log.out(stoppedLine(handedBack));
-    // closed: nothing left to run (a handle something left open must not keep the worker alive)
-    process.exit(process.exitCode ?? 0);
+  const gateway = opts.http === undefined ? undefined : gatewayOptions(opts, ctx); // tokens read (and checked) before anything starts
+  const runner = opts.runner === 'openai' ? await openaiFromCli(opts, ctx.env) : await loadRunner(opts.runner, { delayMs: opts.echoDelayMs });
+  if (opts.runner !== 'openai' && (opts.model ?? opts.baseUrl ?? opts.tools ?? opts.system ?? opts.maxSteps ?? opts.contextWindow) !== undefined) {
+    throw new UsageError('--model, --base-url, --tools, --system, --max-steps and --context-window apply to --runner openai only.');
+  }
+  const log = workerLog(ctx, logFormat(opts.logFormat, ctx.env, process.stdout.isTTY));
+  // signal handlers first: a SIGTERM at any moment of start-up stops the worker cleanly
+  const stop = stopper(log);
+  const startUp = new AbortController();
+  void stop.stopped.then(() => startUp.abort(new Error('stopped during start-up')));
+  if (nats)
+    log.out(`connecting to NATS at ${describeNats(nats)} (retrying every ${(nats.reconnectWaitMs ?? DEFAULT_RECONNECT_WAIT_MS) / 1000} s until it answers)...`);
+  const sessiond = await startSessiond({
+    signal: startUp.signal,
+    db: opts.db,
+    runner,
+    synchronous: opts.synchronous,
+    leaseMs: opts.leaseMs,
+    heartbeatMs: opts.heartbeatMs,
+    ...(opts.turnTimeout !== undefined ? { turnTimeoutMs: opts.turnTimeout } : {}),
+    sweepMs: opts.sweepMs,
+    ...(nats ? { nats: { connection: nats, ...(commands ? { commands } : {}) } } : {}),
+    limits: Object.fromEntries(
+      (['maxPendingInputs', 'maxPendingBytes', 'maxPromptBytes', 'maxHeldBytes'] as const).flatMap((k) => (opts[k] === undefined ? [] : [[k, opts[k]]])),
+    ),
+    ...(opts.inspect !== undefined ? { inspectPort: opts.inspect } : {}),
+    ...(opts.metrics !== undefined ? { metricsPort: opts.metrics } : {}),
+    report: log,
+    onFatal: (err) => stop.fail(err),
+  }).catch((err: unknown) => {
+    if (!startUp.signal.aborted) throw err;
+    return undefined; // stopped before it was up: what was opened is closed, nothing ran
   });
+  if (!sessiond) {
+    log.out(stoppedLine(0));
+    // a connection still trying to reach its server keeps the process alive; nothing else is open
+    process.exit(process.exitCode ?? 0);
+  }
+  log.out(
+    `sessiond worker ${sessiond.ownerId} is running on ${sessiond.where} with the ${opts.runner === 'openai' ? `openai runner (model ${opts.model} at ${opts.baseUrl ?? ctx.env['OPENAI_BASE_URL'] ?? DEFAULT_OPENAI_BASE_URL})` : `${opts.runner} runner`}`,
+  );
+  if (nats) {
+    log.out(`  local projection: ${opts.db}`);
+    log.out(`  live events on ${LIVE_PREFIX}.<session>.<type> (text deltas, and every event this worker commits)`);
+  }
+  log.out(
+    `  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s${opts.turnTimeout === undefined ? '' : `, turns stopped after ${opts.turnTimeout / 1000} s`}. Stop it with Ctrl-C.`,
+  );
+  const target = nats
+    ? `--nats ${Array.isArray(nats.servers) ? nats.servers.join(',') : nats.servers} --nats-user client --nats-pass <secret>`
+    : `--db ${opts.db}`;
+  log.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" ${target}`);
+  if (sessiond.inspectorUrl) log.out(`  inspector: ${sessiond.inspectorUrl}  (state chart, live sessions, timelines, time travel)`);
+  if (sessiond.metricsUrl) log.out(`  metrics: ${sessiond.metricsUrl}/metrics  health: ${sessiond.metricsUrl}/healthz, ${sessiond.metricsUrl}/readyz`);
+  let served: Gateway | undefined;
+  if (gateway) {
+    try {
+      served = await startGateway({
+        ...gateway,
+        sessions: sessiond,
+        live: engineLive(sessiond),
+        onError: (err) => log.err(`sessiond: gateway: ${messageOf(err)}`),
+      });
+    } catch (err) {
+      await sessiond.close();
+      throw err;
+    }
+    log.out(gatewayLine(served.url, gateway.tokens, gateway.tokensFrom));
+  }
+  await stop.stopped;
+  // a part that never finishes closing must not keep the process from exiting: its turn's lease
+  // runs out and another worker recovers it
+  const deadline = setTimeout(() => {
+    log.err(
+      `sessiond: still closing ${opts.shutdownTimeoutMs / 1000} s after the stop (a runner that ignores its abort signal, or a connection that does not drain): exiting now; unfinished turns are recovered when their leases run out`,
+    );
+    process.exit(1);
+  }, opts.shutdownTimeoutMs);
+  deadline.unref();
+  await served?.close(); // streams end first: their clients reconnect to whoever serves next
+  const { handedBack } = await sessiond.close();
+  clearTimeout(deadline);
+  log.out(stoppedLine(handedBack));
+  // closed: nothing left to run (a handle something left open must not keep the worker alive)
+  process.exit(process.exitCode ?? 0);
 }
 
 /**

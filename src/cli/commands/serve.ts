@@ -1,0 +1,67 @@
+/**
+ * `sessiond serve --http PORT`: the HTTP and SSE gateway (docs/gateway.md).
+ *
+ * - Embedded (no --nats): the whole worker of `sessiond start` with the gateway in its process, so
+ *   its event streams carry the text deltas of the turns it runs (`start --http` is the same).
+ * - `--nats URL` (as the client user): the gateway alone in front of the workers; it takes no work,
+ *   sends commands to the workers and streams every worker's live events. Worker flags do not apply.
+ */
+import type { Command } from 'commander';
+import { UsageError, messageOf } from '../../errors.ts';
+import { SessiondClient } from '../../nats/client.ts';
+import { startGateway } from '../../gateway/server.ts';
+import { natsLive } from '../../gateway/live.ts';
+import type { CliContext } from '../context.ts';
+import { addGatewayOptions, gatewayLine, gatewayOptions } from '../gateway-options.ts';
+import { describeNats, natsConnectionOptions } from '../nats-options.ts';
+import { addWorkerOptions, runWorker, type StartOptions } from './start.ts';
+
+export function registerServe(program: Command, ctx: CliContext): void {
+  const command = addWorkerOptions(
+    program
+      .command('serve')
+      .description(
+        'serve sessions over HTTP and SSE: embedded, a worker with the gateway in its process; with --nats (as the client user), the gateway alone in front of the workers',
+      ),
+    ctx,
+  );
+  addGatewayOptions(command, true).action(async (opts: StartOptions) => {
+    if (!opts.nats && !ctx.defaultNats) return runWorker(opts, ctx);
+    await serveNats(opts, ctx);
+  });
+}
+
+async function serveNats(opts: StartOptions, ctx: CliContext): Promise<void> {
+  const workerOnly = [
+    ['--runner', opts.runner !== 'echo'],
+    ['--nats-commands-user', opts.natsCommandsUser !== undefined],
+    ['--inspect', opts.inspect !== undefined],
+    ['--metrics', opts.metrics !== undefined],
+  ].filter(([, given]) => given);
+  if (workerOnly.length > 0)
+    throw new UsageError(
+      `${workerOnly.map(([f]) => f).join(', ')}: worker flags do not apply to sessiond serve --nats (the gateway takes no work); give them to sessiond start.`,
+    );
+  const connection = natsConnectionOptions(opts, ctx, 'sessiond-gateway')!;
+  const gateway = gatewayOptions(opts, ctx);
+  ctx.out(`connecting to NATS at ${describeNats(connection)}...`);
+  const client = await SessiondClient.connect({ connection: { ...connection, waitForServer: true } });
+  let served;
+  try {
+    served = await startGateway({ ...gateway, sessions: client, live: natsLive(client), onError: (err) => ctx.err(`sessiond: gateway: ${messageOf(err)}`) });
+  } catch (err) {
+    await client.close();
+    throw err;
+  }
+  ctx.out(`sessiond gateway is running in front of NATS ${describeNats(connection)} (it takes no work: the workers run the turns). Stop it with Ctrl-C.`);
+  ctx.out(gatewayLine(served.url, gateway.tokens, gateway.tokensFrom));
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  ctx.out('stopping: the event streams end (their clients reconnect), then the NATS connection closes');
+  await served.close();
+  await client.close();
+  ctx.out('stopped');
+  process.exit(process.exitCode ?? 0);
+}
