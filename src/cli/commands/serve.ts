@@ -9,7 +9,7 @@
 import type { Command } from 'commander';
 import { UsageError, messageOf } from '../../errors.ts';
 import { SessiondClient } from '../../nats/client.ts';
-import { startGateway } from '../../gateway/server.ts';
+import { startGateway, type Gateway } from '../../gateway/server.ts';
 import { natsLive } from '../../gateway/live.ts';
 import type { CliContext } from '../context.ts';
 import { addGatewayOptions, gatewayLine, gatewayOptions } from '../gateway-options.ts';
@@ -46,7 +46,7 @@ async function serveNats(opts: StartOptions, ctx: CliContext): Promise<void> {
   const gateway = gatewayOptions(opts, ctx);
   ctx.out(`connecting to NATS at ${describeNats(connection)}...`);
   const client = await SessiondClient.connect({ connection: { ...connection, waitForServer: true } });
-  let served;
+  let served: Gateway;
   try {
     served = await startGateway({ ...gateway, sessions: client, live: natsLive(client), onError: (err) => ctx.err(`sessiond: gateway: ${messageOf(err)}`) });
   } catch (err) {
