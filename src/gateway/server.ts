@@ -24,6 +24,7 @@ import { listFilterOf } from '../sessions/list-query.ts';
 import type { Sessions } from '../sessions/sessions.ts';
 import { OPEN_GRANT, checkTagChanges, listFor, mayStart, reachable } from './access.ts';
 import { openEventStream, type EventStream, type LiveSource } from './event-stream.ts';
+import { parseChatRequest, streamChatTurn, turnUnderWay } from './chat.ts';
 import { presentedToken, type Grant, type TokenTable } from './tokens.ts';
 
 export const DEFAULT_GATEWAY_HEARTBEAT_MS = 15_000;
@@ -217,6 +218,34 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       },
     },
     {
+      method: 'POST',
+      pattern: /^\/v1\/chat$/,
+      run: async (c) => {
+        const { sessionId, inputId, prompt } = parseChatRequest(await c.body());
+        const tags = await mayStart(sessions, c.grant, sessionId, undefined);
+        const receipt = await sessions.admit(sessionId, { id: inputId, prompt, ...(tags ? { tags } : {}) });
+        // a retried request (the same message) replays its turn from the log
+        const openedAtSeq = receipt.created ? receipt.admittedSeq : (await sessions.status(sessionId)).seq;
+        await streamChatTurn(c.res, sessions, live, sessionId, { inputIds: [inputId], afterSeq: receipt.admittedSeq - 1, openedAtSeq }, onError);
+        return STREAMING;
+      },
+    },
+    {
+      method: 'GET',
+      pattern: /^\/v1\/chat\/([^/]+)\/stream$/,
+      run: async (c) => {
+        const id = sessionOf(c);
+        const turn = turnUnderWay(await reachable(sessions, c.grant, id));
+        if (!turn) {
+          c.res.writeHead(204, { 'cache-control': 'no-store' });
+          c.res.end();
+          return STREAMING;
+        }
+        await streamChatTurn(c.res, sessions, live, id, turn, onError);
+        return STREAMING;
+      },
+    },
+    {
       method: 'GET',
       pattern: /^\/v1\/sessions\/([^/]+)\/events$/,
       run: async (c) => {
@@ -281,7 +310,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       throw new HttpError(
         404,
         'no_route',
-        `No route ${req.method} ${url.pathname}. Routes: GET /v1/health, GET /v1/sessions, GET /v1/sessions/:id, GET /v1/sessions/:id/events (SSE), POST /v1/sessions/:id/{inputs,wake,cancel,tags,fork,pending/drop}, POST /v1/sessions/:id/calls/:callId/{approve,deny}, POST /v1/sessions/:id/waits/:name (docs/gateway.md).`,
+        `No route ${req.method} ${url.pathname}. Routes: GET /v1/health, GET /v1/sessions, GET /v1/sessions/:id, GET /v1/sessions/:id/events (SSE), POST /v1/sessions/:id/{inputs,wake,cancel,tags,fork,pending/drop}, POST /v1/sessions/:id/calls/:callId/{approve,deny}, POST /v1/sessions/:id/waits/:name, POST /v1/chat, GET /v1/chat/:id/stream (docs/gateway.md).`,
       );
     const matching = ROUTES.find((r) => r.pattern.test(url.pathname) && r.method === req.method);
     if (!matching) {

@@ -1,0 +1,171 @@
+/**
+ * One chat turn as the AI SDK's UI message stream (what `useChat` reads through its
+ * `DefaultChatTransport`): a pure fold from the session's events to the stream's chunks.
+ *
+ * The turn is the execution that takes the prompt (`input.promoted` of its input id), followed
+ * through a recovery into the continuation that finishes it (`recovery.completed`'s
+ * `continuationInputId`), and after a hand-back into the execution that takes the prompt again.
+ * It ends at `execution.settled` (succeeded, failed or waiting) or a cancel.
+ *
+ *   start → start-step → text-start / text-delta… / text-end (reasoning-* the same) →
+ *   tool-input-available / tool-output-available | tool-output-error → finish-step … → finish
+ *
+ * Deltas stream as they happen for the steps that begin after the stream opened (`openedAtSeq`);
+ * a step that began before (a resumed stream replays the turn from the log) shows its text whole at
+ * `text.completed`, so no part ever shows text twice or out of order. A delta that overtakes its
+ * step's `step.started` (live events can arrive before the log's) waits for it, up to a bound.
+ */
+import type { LiveEvent } from '../events/live-bus.ts';
+
+/** A chunk of the UI message stream (the AI SDK's `UIMessageChunk`, as JSON). */
+export type UIChunk = { type: string } & Record<string, unknown>;
+
+type Event = Pick<LiveEvent, 'type' | 'payload'> & { seq?: number };
+
+const HELD_DELTAS = 2000;
+
+export interface ChatFold {
+  /** The chunks this event adds (none for events of other turns). */
+  feed(event: Event): UIChunk[];
+  readonly done: boolean;
+}
+
+export function chatFold(options: { inputIds: readonly string[]; messageId: string; openedAtSeq: number }): ChatFold {
+  const inputs = new Set(options.inputIds);
+  const executions = new Set<string>();
+  const live = new Set<string>(); // messages whose step began after the stream opened
+  const open = new Map<string, 'text' | 'reasoning'>(); // part id -> kind, started in the stream
+  const streamed = new Map<string, string>(); // part id -> text sent
+  const stepSeen = new Set<string>(); // messages whose step.started was folded
+  const held = new Map<string, Event[]>(); // message id -> deltas that came before its step.started
+  let heldCount = 0;
+  let started = false;
+  let inStep = false;
+  let done = false;
+
+  const out: UIChunk[] = [];
+  const startMessage = () => {
+    if (started) return;
+    started = true;
+    out.push({ type: 'start', messageId: options.messageId });
+  };
+  const endStep = () => {
+    for (const [id, kind] of open) out.push({ type: `${kind}-end`, id });
+    open.clear();
+    if (inStep) out.push({ type: 'finish-step' });
+    inStep = false;
+  };
+  const finish = (error?: string) => {
+    endStep();
+    if (error) out.push({ type: 'error', errorText: error });
+    out.push({ type: 'finish' });
+    done = true;
+  };
+  const delta = (kind: 'text' | 'reasoning', p: { messageId: string; partId: string; delta: string }) => {
+    if (!live.has(p.messageId)) return; // a step that began before the stream opened: its text comes whole
+    if (!open.has(p.partId)) {
+      open.set(p.partId, kind);
+      out.push({ type: `${kind}-start`, id: p.partId });
+    }
+    streamed.set(p.partId, (streamed.get(p.partId) ?? '') + p.delta);
+    out.push({ type: `${kind}-delta`, id: p.partId, delta: p.delta });
+  };
+  const completed = (kind: 'text' | 'reasoning', p: { partId: string; text: string }) => {
+    const sent = streamed.get(p.partId);
+    if (!open.has(p.partId)) out.push({ type: `${kind}-start`, id: p.partId });
+    // what the deltas missed (one dropped on the way), when it only adds; the committed text holds
+    if (sent === undefined) out.push({ type: `${kind}-delta`, id: p.partId, delta: p.text });
+    else if (p.text.startsWith(sent) && p.text.length > sent.length) out.push({ type: `${kind}-delta`, id: p.partId, delta: p.text.slice(sent.length) });
+    out.push({ type: `${kind}-end`, id: p.partId });
+    open.delete(p.partId);
+    streamed.delete(p.partId);
+  };
+
+  const handle = (e: Event): void => {
+    const p = e.payload as Record<string, unknown> & { executionId?: string };
+    if (e.type === 'input.promoted') {
+      if (!inputs.has(p.inputId as string)) return;
+      executions.add(p.executionId as string);
+      startMessage();
+      return;
+    }
+    if (e.type === 'input.dropped') {
+      if ((p.inputIds as string[]).some((i) => inputs.has(i)) && executions.size === 0) finish('The prompt was dropped before it ran.');
+      return;
+    }
+    const exec = p.executionId;
+    if (exec === undefined) return;
+    const isDelta = e.type === 'text.delta' || e.type === 'reasoning.delta';
+    if (isDelta && !stepSeen.has(p.messageId as string)) {
+      // live events can overtake the log: keep it until its step (and execution) is known
+      if (heldCount < HELD_DELTAS) {
+        held.set(p.messageId as string, [...(held.get(p.messageId as string) ?? []), e]);
+        heldCount++;
+      }
+      return;
+    }
+    if (!executions.has(exec)) return;
+    switch (e.type) {
+      case 'step.started':
+        endStep();
+        inStep = true;
+        if ((e.seq ?? 0) > options.openedAtSeq) live.add(p.messageId as string);
+        stepSeen.add(p.messageId as string);
+        out.push({ type: 'start-step' });
+        for (const d of held.get(p.messageId as string) ?? []) handle(d);
+        heldCount -= held.get(p.messageId as string)?.length ?? 0;
+        held.delete(p.messageId as string);
+        return;
+      case 'text.delta':
+      case 'reasoning.delta':
+        delta(e.type === 'text.delta' ? 'text' : 'reasoning', p as never);
+        return;
+      case 'text.completed':
+      case 'reasoning.completed':
+        completed(e.type === 'text.completed' ? 'text' : 'reasoning', p as never);
+        return;
+      case 'tool.called':
+        out.push({ type: 'tool-input-available', toolCallId: p.callId, toolName: p.name, input: p.input ?? null });
+        return;
+      case 'tool.succeeded':
+        out.push({ type: 'tool-output-available', toolCallId: p.callId, output: p.output ?? null });
+        return;
+      case 'tool.failed':
+        out.push({ type: 'tool-output-error', toolCallId: p.callId, errorText: String((p.error as { message?: string })?.message ?? 'the tool failed') });
+        return;
+      case 'step.ended':
+      case 'step.failed':
+      case 'step.recovered':
+        endStep();
+        return;
+      case 'recovery.completed':
+        // the turn goes on in its continuation (a new input, run by a new execution)
+        if (p.continuationInputId) inputs.add(p.continuationInputId as string);
+        else finish('The turn was interrupted and could not be continued.');
+        return;
+      case 'execution.cancelled':
+        finish(`The turn was cancelled${p.reason ? `: ${p.reason}` : ''}.`);
+        return;
+      case 'execution.settled': {
+        const outcome = p.outcome as string;
+        if (outcome === 'released') {
+          endStep(); // handed back: the prompt is taken again by the next execution
+          return;
+        }
+        finish(outcome === 'failed' ? String((p.error as { message?: string })?.message ?? 'The turn failed.') : undefined);
+        return;
+      }
+    }
+  };
+
+  return {
+    feed(event) {
+      if (done) return [];
+      handle(event);
+      return out.splice(0);
+    },
+    get done() {
+      return done;
+    },
+  };
+}
