@@ -1,0 +1,105 @@
+/**
+ * The chat fold (src/gateway/chat-chunks.ts) over real logs: a turn interrupted (its owner frozen
+ * past its lease, another worker's sweep recovers it) goes on in its continuation in the same UI
+ * message, which ends at the continuation's settle; chunks of other turns never leak in; a dropped
+ * prompt and a cancelled turn end the message with an error; every chunk passes the AI SDK's schema.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { uiMessageChunkSchema } from 'ai';
+import { ManualClock } from '../../src/clock.ts';
+import { RecoverySweeper } from '../../src/recovery/sweeper.ts';
+import { chatFold, type UIChunk } from '../../src/gateway/chat-chunks.ts';
+import type { SessionEvent } from '../../src/events/envelope.ts';
+import { fixture, gatedRunner } from '../support/fixture.ts';
+import { waitFor } from '../../src/testing/wait.ts';
+import { dropPending } from '../../src/input/drop.ts';
+
+async function valid(chunks: UIChunk[]): Promise<void> {
+  const schema = uiMessageChunkSchema();
+  for (const c of chunks) {
+    const r = await (schema as unknown as { validate: (v: unknown) => Promise<{ success: boolean; error?: unknown }> }).validate!(c);
+    assert.ok(r.success, `${JSON.stringify(c)}: ${String(r.error)}`);
+  }
+}
+
+const fold = (events: SessionEvent[], inputId: string, openedAtSeq = 0) => {
+  const f = chatFold({ inputIds: [inputId], messageId: 'msg_1', openedAtSeq });
+  const chunks = events.flatMap((e) => f.feed(e));
+  return { chunks, done: f.done };
+};
+
+test('an interrupted turn goes on in its continuation: one message, both parts, finished once at the continuation settle', async () => {
+  const fx = fixture();
+  const gate = gatedRunner();
+  const a = fx.service({ runner: gate.runner, clock: new ManualClock(0), ownerId: 'own_a' });
+  const { inputId } = await fx.admit(a, 'ses_1', { prompt: 'first', wake: false });
+  await a.resume('ses_1');
+  await gate.started(1);
+  const ctx = gate.runs[0]!.ctx;
+  const { messageId } = await ctx.startStep();
+  await ctx.text(messageId, 'half an answer');
+  await ctx.flush(); // durable: the recovery keeps it as the interrupted part
+  // frozen: another worker's sweep takes over after the lease
+  const clock = new ManualClock(30_000);
+  const b = fx.service({ runner: gate.runner, clock, ownerId: 'own_b' });
+  await new RecoverySweeper({ execution: b, candidates: { expired: () => ['ses_1'], runnable: () => ['ses_1'], due: () => ['ses_1'] }, clock }).sweep();
+  await gate.started(2);
+  const next = gate.runs[1]!.ctx;
+  const step = await next.startStep();
+  await next.text(step.messageId, 'the rest of it');
+  await next.endStep(step.messageId);
+  gate.runs[1]!.release();
+  await waitFor(async () => (await fx.events('ses_1')).some((e) => e.type === 'execution.settled'), { what: 'the continuation settled' });
+  // another prompt's turn after it: not this message's
+  await fx.admit(b, 'ses_1', { prompt: 'second', wake: false });
+  await b.resume('ses_1');
+  await gate.started(3);
+  const third = gate.runs[2]!.ctx;
+  const s3 = await third.startStep();
+  await third.text(s3.messageId, 'not for the first message');
+  await third.endStep(s3.messageId);
+  gate.runs[2]!.release();
+  await waitFor(async () => (await fx.events('ses_1')).filter((e) => e.type === 'execution.settled').length === 2, { what: 'the second turn' });
+
+  const { chunks, done } = fold(await fx.events('ses_1'), inputId);
+  assert.ok(done);
+  await valid(chunks);
+  const texts = chunks.filter((c) => c.type === 'text-delta').map((c) => c.delta);
+  assert.equal(texts, ['half an answer', 'the rest of it']);
+  assert.equal(
+    chunks.filter((c) => c.type === 'start' || c.type === 'finish').map((c) => c.type),
+    ['start', 'finish'],
+  );
+  gate.runs[0]!.release();
+  await fx.close();
+});
+
+test('a dropped prompt and a cancelled turn end the message with an error', async () => {
+  const fx = fixture();
+  const gate = gatedRunner();
+  const a = fx.service({ runner: gate.runner, clock: new ManualClock(0), ownerId: 'own_a' });
+  const dropped = await fx.admit(a, 'ses_d', { prompt: 'never runs', wake: false });
+  await dropPending(a.handler, 'ses_d', { inputIds: [dropped.inputId] });
+  const d = fold(await fx.events('ses_d'), dropped.inputId);
+  assert.ok(d.done);
+  assert.equal(
+    d.chunks.map((c) => c.type),
+    ['error', 'finish'],
+  );
+  await valid(d.chunks);
+
+  const running = await fx.admit(a, 'ses_c', { prompt: 'cancel me', wake: false });
+  await a.resume('ses_c');
+  await gate.started(1);
+  await a.cancel('ses_c', 'changed my mind');
+  gate.runs[0]!.release();
+  await waitFor(async () => (await fx.events('ses_c')).some((e) => e.type === 'execution.cancelled'), { what: 'the cancel recorded' });
+  const c = fold(await fx.events('ses_c'), running.inputId);
+  assert.ok(c.done);
+  assert.match(String(c.chunks.find((x) => x.type === 'error')?.errorText), 'changed my mind');
+  await valid(c.chunks);
+  await fx.close();
+});
+
+test.run();
