@@ -180,7 +180,7 @@ func TestPayloadChecks(t *testing.T) {
 	bad("execution.claimed", Map{{"executionId", "e"}, {"ownerId", "o"}, {"expiresAt", 1.5}, {"leaseMs", int64(1)}, {"assistantSeq", int64(-1)}})
 	bad("execution.claimed", Map{{"executionId", "e"}, {"ownerId", "o"}, {"expiresAt", int64(1) << 54}, {"leaseMs", int64(1)}, {"assistantSeq", int64(-1)}})
 	bad("execution.started", Map{{"executionId", strings.Repeat("x", 129)}})
-	ok("execution.started", Map{{"executionId", strings.Repeat("😀", 64)}}) // 128 UTF-16 units
+	ok("execution.started", Map{{"executionId", strings.Repeat("😀", 64)}}) // 64 characters (lengths_test.go has the limits)
 	bad("execution.started", Map{{"executionId", ""}})
 	bad("execution.started", nil)
 	bad("execution.cancelled", Map{{"executionId", "e"}, {"reason", nil}})
@@ -213,7 +213,7 @@ func TestPayloadChecks(t *testing.T) {
 	bad("session.tagged", Map{{"tags", Map{{"tier", int64(1)}}}})
 	ok("wait.started", Map{{"executionId", "e"}, {"kind", "timer"}, {"name", "sleep-1"}, {"until", int64(1796056745917)}})
 	ok("wait.started", Map{{"executionId", "e"}, {"kind", "approval"}, {"name", "c"}, {"messageId", "m"}, {"callId", "c"}, {"tool", "t"}, {"input", nil}})
-	ok("wait.started", Map{{"executionId", "e"}, {"kind", "signal"}, {"name", strings.Repeat("😀", 100)}}) // 200 UTF-16 units
+	ok("wait.started", Map{{"executionId", "e"}, {"kind", "signal"}, {"name", strings.Repeat("😀", 100)}}) // 100 characters
 	bad("wait.started", Map{{"executionId", "e"}, {"kind", "signal"}, {"name", strings.Repeat("n", 201)}})
 	bad("wait.started", Map{{"executionId", "e"}, {"kind", "signal"}, {"name", ""}})
 	bad("wait.started", Map{{"executionId", "e"}, {"kind", "nap"}, {"name", "n"}})

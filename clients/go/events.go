@@ -148,15 +148,15 @@ func idProblem(s string) string {
 	switch {
 	case s == "":
 		return "it is empty"
-	case len(s) > 128:
-		return fmt.Sprintf("it is %d characters long", len(s))
+	case len(s) > 128 && utf16Len(s) > 128: // counted as sessiond counts (JavaScript's .length)
+		return fmt.Sprintf("it is %d characters long", utf16Len(s))
 	}
 	for _, r := range s {
 		if !idPattern.MatchString(string(r)) {
 			if r < 0x20 || r == 0x7f {
 				return fmt.Sprintf("it contains control character U+%04x", r)
 			}
-			return fmt.Sprintf("it contains %q", r)
+			return "it contains " + quoteJSON(string(r)) // JSON-quoted, as sessiond shows it
 		}
 	}
 	return ""

@@ -5,9 +5,9 @@ package sessiond
 // Field tags `sd:"name,rules"` drive decoding, validation and the canonical encoding (fields are
 // written in declaration order, the catalog's order):
 //
-//	id        a string of 1-128 UTF-16 units (payload ids are checked for length only)
+//	id        a string of 1-128 characters (payload ids are checked for length only)
 //	nonempty  a string or array with at least one element
-//	max=N     a string of at most N UTF-16 units
+//	max=N     a string of at most N characters
 //	enum=a|b  one of these strings
 //	min=N     an integer of at least N
 //	each=id   every element of a []string is an id
@@ -15,8 +15,9 @@ package sessiond
 //	null      may be null (a nil pointer is written as nil)
 //	default=V absent reads as V (a string)
 //	tags      a map of tags (Tags, or TagChanges whose nil values are null): keys are tag keys,
-//	          values strings of 1-MaxTagValue UTF-16 units; written with the keys sorted
+//	          values strings of 1-MaxTagValue characters; written with the keys sorted
 //
+// Characters are Unicode code points, as zod 4 counts a string's min and max (an emoji is one).
 // A Prompt field reads a string or a list of parts and checks each part (prompt.go), as does a
 // PromptPart element; a TranscriptItem or TranscriptPart element reads the shape its "type"
 // names (transcript.go); an Any field takes any value. Unknown payload fields are dropped, as the

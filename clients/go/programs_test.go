@@ -255,3 +255,76 @@ func TestFollowAndPromptPrograms(t *testing.T) {
 		t.Fatalf("follow with a wrong password: %v %s", err, out)
 	}
 }
+
+// prompt with --image, --file and --json sends a prompt of parts as `sessiond prompt` makes it
+// (src/cli/commands/prompt-parts.ts): the text first, then the images, the files and the JSON data,
+// each in the order given, a path as its bytes and a URL as it is; the echo worker runs its text
+// form. Bad parts exit 2 and say what to fix, in the Node CLI's words.
+func TestPromptProgramWithParts(t *testing.T) {
+	w := getWorld(t)
+	c := w.connect(t, "client")
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	png := write("cat.png", []byte{0x89, 0x50, 0x4e, 0x47, 1, 2, 3})
+	pdf := write("invoice.pdf", []byte("%PDF-1.4 invoice"))
+	order := write("order.json", []byte(`{"order": 42, "lines": [{"sku": "A-1"}]}`))
+	s := newSession(t)
+	id := "inp_" + s + "_parts"
+	out, errOut, code := runPrompt(t, w, s, "what is in these?", "--image", png, "--image", "https://example.com/dog.jpg",
+		"--file", pdf, "--json", "@"+order, "--json", "[1, 2]", "--nats", w.url, "--id", id)
+	if code != 0 {
+		t.Fatalf("prompt with parts exited %d: %s", code, errOut)
+	}
+	events := quiet(t, w, c, s, 15*time.Second)
+	want := `[{"type":"text","text":"what is in these?"},{"type":"image","data":"iVBORwECAw==","mediaType":"image/png"},` +
+		`{"type":"image","url":"https://example.com/dog.jpg","mediaType":"image/jpeg"},` +
+		`{"type":"file","data":"JVBERi0xLjQgaW52b2ljZQ==","mediaType":"application/pdf","filename":"invoice.pdf"},` +
+		`{"type":"json","value":{"order":42,"lines":[{"sku":"A-1"}]}},{"type":"json","value":[1,2]}]`
+	if get(events[0], "type") != "input.admitted" || show(get(get(events[0], "payload").(Map), "prompt")) != want {
+		t.Fatalf("admitted %s\nwant %s", show(events[0]), want)
+	}
+	texts := echoTexts(events, id)
+	if len(texts) == 0 || out != strings.Join(texts, "\n")+"\n" || !strings.Contains(out, "what is in these?") || !strings.Contains(out, "invoice.pdf") {
+		t.Fatalf("prompt printed %q; the turn's texts are %q", out, texts)
+	}
+
+	// parts alone: no text part
+	s2 := newSession(t)
+	if _, errOut, code := runPrompt(t, w, s2, "--json", `{"a": true}`, "--nats", w.url); code != 0 {
+		t.Fatalf("prompt of JSON alone exited %d: %s", code, errOut)
+	}
+	if got := show(get(get(w.events(t, s2)[0], "payload").(Map), "prompt")); got != `[{"type":"json","value":{"a":true}}]` {
+		t.Fatalf("JSON alone admitted as %s", got)
+	}
+
+	// bad parts: exit 2 before anything is sent, saying what to fix
+	for _, c := range []struct {
+		args []string
+		why  string
+	}{
+		{[]string{"--image", filepath.Join(dir, "cat.bmp")}, "cat.bmp: an image must be one of .png, .jpg, .jpeg, .gif, .webp (by its name), or an https URL."},
+		{[]string{"--image", filepath.Join(dir, "missing.png")}, "missing.png: cannot read it (ENOENT)."},
+		{[]string{"--file", dir + "/.png"}, "a file must be one of .png"}, // no extension, as Node's extname says
+		{[]string{"--json", "{nope"}, `; give JSON text like '{"order": 42}' or @FILE.`},
+		{[]string{"--json", "@" + filepath.Join(dir, "none.json")}, "none.json: cannot read " + filepath.Join(dir, "none.json") + " (ENOENT)."},
+		{[]string{"--file", "https://example.com/report"}, "--file https://example.com/report: cannot tell the file's type from its name; give a URL ending in .png"},
+	} {
+		bad := newSession(t)
+		_, errOut, code := runPrompt(t, w, append([]string{bad, "x"}, append(c.args, "--nats", w.url)...)...)
+		if code != 2 || !strings.Contains(errOut, c.why) {
+			t.Fatalf("prompt %v: exit %d, %q; want 2 and %q", c.args, code, errOut, c.why)
+		}
+		if n := len(w.events(t, bad)); n != 0 {
+			t.Fatalf("prompt %v wrote %d events", c.args, n)
+		}
+	}
+	if _, errOut, code := runPrompt(t, w, newSession(t), "--nats", w.url); code != 2 || !strings.Contains(errOut, "Give the prompt text, or parts with --image, --file or --json") {
+		t.Fatalf("prompt of nothing: exit %d, %q", code, errOut)
+	}
+}

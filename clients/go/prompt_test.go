@@ -222,14 +222,6 @@ func TestPromptRoundTrip(t *testing.T) {
 	}
 }
 
-func TestCodePoints(t *testing.T) {
-	for s, want := range map[string]int{"": 0, "abc": 3, "Zoë": 3, "😀😀": 2, "a\xed\xa0\x80b": 3, "\xff\xfe": 2, "\xed\xa0": 2} {
-		if got := codePoints(s); got != want {
-			t.Errorf("codePoints(%q) = %d, want %d", s, got, want)
-		}
-	}
-}
-
 // samplePrompt is a prompt of every kind of part (the vectors' sample).
 func samplePrompt() []PromptPart {
 	return []PromptPart{

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 )
 
 // The payload structs' `sd` tags (see payloads.go) read as field rules, once per struct type.
@@ -113,34 +112,6 @@ func describe(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// utf16Len is a string's length as JavaScript counts it (zod's min and max).
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
-}
-
-// codePoints is a string's length in Unicode code points, as sessiond's zod measures strings
-// (a lone surrogate, which a string holds as its WTF-8 bytes, is one; so is any other byte of
-// invalid UTF-8).
-func codePoints(s string) int {
-	n := 0
-	for i := 0; i < len(s); n++ {
-		_, size := utf8.DecodeRuneInString(s[i:])
-		if size == 1 && i+2 < len(s) && s[i] == 0xed && s[i+1] >= 0xa0 && s[i+1] <= 0xbf {
-			size = 3 // a lone surrogate's WTF-8 bytes
-		}
-		i += size
-	}
-	return n
-}
-
 // wholeNumber is v as an integer when JavaScript's Number.isSafeInteger would accept it (an
 // integral float64 included: old frames hold some).
 func wholeNumber(v any) (int64, bool) {
@@ -158,7 +129,7 @@ func wholeNumber(v any) (int64, bool) {
 }
 
 func checkString(s string, r fieldRules, path string, is *issues) {
-	n := utf16Len(s)
+	n := codePoints(s) // as the catalog's zod schemas count
 	switch {
 	case r.id && (n < 1 || n > 128):
 		is.add(path, "expected an id of 1-128 characters, got %d", n)
@@ -421,8 +392,8 @@ func preview(v any) string {
 	if err != nil {
 		return fmt.Sprintf("%v", v)
 	}
-	if len(b) > 120 {
-		return string(b[:120]) + "..."
+	if utf16Len(string(b)) > 120 {
+		return utf16Prefix(string(b), 120) + "..." // as sessiond's preview cuts (120 UTF-16 units)
 	}
 	return string(b)
 }

@@ -160,11 +160,11 @@ func checkTags(t Tags, what string) string {
 	}
 	for _, k := range sortedKeys(t) {
 		if !ValidTagKey(k) {
-			return fmt.Sprintf("Invalid tags: %s has the tag key %s: a key is 1 to 64 letters, digits or _ . : / -, starting with a letter or digit.", what, strconv.Quote(truncate(k, 80)))
+			return fmt.Sprintf("Invalid tags: %s has the tag key %s: a key is 1 to 64 letters, digits or _ . : / -, starting with a letter or digit.", what, quoteJSON(utf16Prefix(k, 80)))
 		}
 		v := t[k]
 		if n := utf16Len(v); n == 0 || n > MaxTagValue || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-			return fmt.Sprintf("Invalid tags: %s has tag %s = %s: a value is a string of 1 to %d characters without control characters.", what, k, strconv.Quote(truncate(v, 80)), MaxTagValue)
+			return fmt.Sprintf("Invalid tags: %s has tag %s = %s: a value is a string of 1 to %d characters without control characters.", what, k, quoteJSON(utf16Prefix(v, 80)), MaxTagValue)
 		}
 	}
 	return ""
@@ -182,11 +182,4 @@ func checkListFilter(f ListFilter) string {
 		return fmt.Sprintf("Invalid list filter: limit must be a whole number from 1 to %d, got %d.", MaxListLimit, f.Limit)
 	}
 	return checkTags(f.Tags, "the filter")
-}
-
-func truncate(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n])
-	}
-	return s
 }

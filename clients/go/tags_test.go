@@ -159,6 +159,19 @@ func TestTagsAndListEndToEnd(t *testing.T) {
 	if _, err := c.Admit(ctx, newSession(t), AdmitRequest{Prompt: "p", Wake: &no, Tags: Tags{"k": strings.Repeat("v", 257)}}); ErrorCode(err) != CodeInvalidOption {
 		t.Fatalf("admit with a value of 257 characters: %v", err)
 	}
+	// a command's tag value counts UTF-16 units at the worker (an emoji is two), as checkListFilter does here
+	if _, err := c.Admit(ctx, newSession(t), AdmitRequest{Prompt: "p", Wake: &no, Tags: Tags{"k": strings.Repeat("😀", 128)}}); err != nil {
+		t.Fatalf("admit with a value of 128 emoji: %v", err)
+	}
+	over := Tags{"k": "x" + strings.Repeat("😀", 128)} // 257 units; the message shows 80 of them, the last half an emoji
+	_, err = c.Admit(ctx, newSession(t), AdmitRequest{Prompt: "p", Wake: &no, Tags: over})
+	if ErrorCode(err) != CodeInvalidOption || !strings.Contains(err.Error(), "a value is a string of 1 to 256 characters") {
+		t.Fatalf("admit with a value of a letter and 128 emoji: %v", err)
+	}
+	if _, ferr := c.List(ctx, ListFilter{Tags: over}); ErrorCode(ferr) != CodeInvalidOption ||
+		ferr.(*CommandError).Message != strings.Replace(err.(*CommandError).Message, "the admission", "the filter", 1) {
+		t.Fatalf("a filter of that value: %v (the worker: %v)", ferr, err)
+	}
 	// refused before it is sent
 	for _, f := range []ListFilter{{Limit: MaxListLimit + 1}, {Limit: -1}, {State: "asleep"}, {UpdatedSince: -1}, {Tags: Tags{"k": ""}}} {
 		if _, err := c.List(ctx, f); ErrorCode(err) != CodeInvalidOption || !strings.HasPrefix(err.(*CommandError).Message, "Invalid") {

@@ -153,7 +153,7 @@ def test_payloads_are_cleaned_as_sessiond_cleans_them() -> None:
     assert with_null.payload.input is None and with_null.wire_payload["input"] is None
     too_long = "x" * 1001
     assert code_of(frame(type="execution.cancelled", payload={"executionId": "exe_1", "reason": too_long})) == "invalid_payload"
-    emoji = "😀" * 500  # 1000 UTF-16 units: at the limit, as JavaScript counts
+    emoji = "😀" * 1000  # 1000 characters: at the limit, as zod counts (test_lengths.py has every limit)
     assert event_from_frame(frame(type="execution.cancelled", payload={"executionId": "exe_1", "reason": emoji})).payload.reason == emoji
     assert (
         code_of(
@@ -176,7 +176,7 @@ def test_wait_payloads_are_checked_and_typed() -> None:
     assert started.payload.input is None and list(started.wire_payload) == ["executionId", "kind", "name", "messageId", "callId", "tool", "input"]
     timer = event_from_frame(frame(type="wait.started", payload={"executionId": "exe_1", "kind": "timer", "name": "sleep-1", "until": 1796056745917}))
     assert timer.payload.until == 1796056745917 and timer.payload.input is ABSENT and timer.payload.call_id is None
-    assert event_from_frame(frame(type="wait.started", payload={"executionId": "e", "kind": "signal", "name": "😀" * 100})).payload.name  # 200 UTF-16 units
+    assert event_from_frame(frame(type="wait.started", payload={"executionId": "e", "kind": "signal", "name": "😀" * 200})).payload.name  # 200 characters
     for bad in (
         {"executionId": "e", "kind": "signal", "name": "n" * 201},
         {"executionId": "e", "kind": "signal", "name": ""},
@@ -260,7 +260,7 @@ def test_replies_that_are_not_sessiond_replies_are_internal_errors() -> None:
 
 def test_tag_payloads_are_checked_and_typed() -> None:
     admitted = {"inputId": "inp_1", "prompt": "hi", "delivery": "queue", "wake": True}
-    tags = {"customer": "acme", "env/region": "😀" * 128}  # 256 UTF-16 units: at the limit
+    tags = {"customer": "acme", "env/region": "😀" * 256}  # 256 characters: at the limit
     event = event_from_frame(frame(type="input.admitted", payload={**admitted, "tags": tags}))
     assert event.payload.tags == tags and event.wire_payload["tags"] == tags
     assert event_from_frame(frame(type="input.admitted", payload=admitted)).payload.tags is None

@@ -33,6 +33,7 @@ from sessiond_client import (
     prompt_text,
     text_part,
 )
+from sessiond_client._prompt_parts import extname
 from sessiond_client.commands import admit_request
 
 WORLD_WORKERS = 1
@@ -259,3 +260,27 @@ async def test_a_prompt_of_parts_is_admitted_run_and_read_back_intact(client: Cl
         with pytest.raises(CommandError) as caught:
             await client.admit(session_name("ses_bad_parts"), prompt, wake=False)
         assert caught.value.code == "invalid_option" and words in caught.value.message, (prompt, caught.value.message)
+
+
+@pytest.mark.parametrize(
+    "path, ext",
+    [
+        ("cat.png", ".png"),
+        (".png", ""),
+        ("..png", ".png"),
+        ("a.", "."),
+        ("a.png/", ".png"),
+        ("x/.hidden.PNG", ".PNG"),
+        ("a.tar.gz", ".gz"),
+        ("dir\\cat.png", ".png"),
+        ("..", ""),
+        (".", ""),
+        ("", ""),
+        ("dir.d/file", ""),
+        ("/a/b.c/", ".c"),
+    ],
+)
+def test_the_prompt_program_reads_an_extension_as_node_does(path: str, ext: str) -> None:
+    """The prompt program tells a part's type from its name as ``sessiond prompt`` does, with Node's
+    ``path.extname`` (these are Node 20's answers)."""
+    assert extname(path) == ext

@@ -5,16 +5,18 @@ client and through ``prompt``; ``prompt`` prints the echo answer and exits with 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 from conftest import eventually, session_name
 from world import World
 
-from sessiond_client import Client
+from sessiond_client import Client, prompt_text
 
 WORLD_WORKERS = 1
 
@@ -159,3 +161,59 @@ async def test_prompt_and_follow_fail_clearly(world: World) -> None:
     assert code == 2 and "Invalid session id" in err
     code, out, err = await run(world, "prompt", "ses_x", "hi", "--nats", "nats://127.0.0.1:1", timeout=60)
     assert code == 3 and "Cannot connect" in err
+
+
+async def test_prompt_sends_parts_as_sessiond_prompt_does(client: Client, world: World, tmp_path: Path) -> None:
+    """``--image``, ``--file`` and ``--json`` make a prompt of parts as ``sessiond prompt`` does
+    (src/cli/commands/prompt-parts.ts): the text first, then the images, the files and the JSON data,
+    each in the order given, a path as its bytes and a URL as it is; the echo worker runs its text
+    form. Bad parts exit 2 and say what to fix, in the Node CLI's words, and send nothing."""
+    png = tmp_path / "cat.png"
+    png.write_bytes(bytes([0x89, 0x50, 0x4E, 0x47, 1, 2, 3]))
+    pdf = tmp_path / "invoice.pdf"
+    pdf.write_bytes(b"%PDF-1.4 invoice")
+    order = tmp_path / "order.json"
+    order.write_text('{"order": 42, "lines": [{"sku": "A-1"}]}')
+    session = session_name("ses_parts")
+    code, out, err = await run(
+        world,
+        "prompt",
+        session,
+        "what is in these?",
+        *("--image", str(png), "--image", "https://example.com/dog.jpg", "--file", str(pdf)),
+        *("--json", f"@{order}", "--json", "[1, 2]", "--nats", world.url, "--id", "inp_parts"),
+    )
+    assert (code, err) == (0, "")
+    stored = await world.events(session)
+    assert stored[0]["type"] == "input.admitted"
+    assert stored[0]["payload"]["prompt"] == [
+        {"type": "text", "text": "what is in these?"},
+        {"type": "image", "data": base64.b64encode(png.read_bytes()).decode(), "mediaType": "image/png"},
+        {"type": "image", "url": "https://example.com/dog.jpg", "mediaType": "image/jpeg"},
+        {"type": "file", "data": base64.b64encode(b"%PDF-1.4 invoice").decode(), "mediaType": "application/pdf", "filename": "invoice.pdf"},
+        {"type": "json", "value": {"order": 42, "lines": [{"sku": "A-1"}]}},
+        {"type": "json", "value": [1, 2]},
+    ]
+    assert answer_words(out) == " ".join(prompt_text(stored[0]["payload"]["prompt"]).split())  # the echo of its text form
+    assert "what is in these?" in out and "invoice.pdf" in out
+
+    alone = session_name("ses_json_alone")
+    code, _, err = await run(world, "prompt", alone, "--json", '{"a": true}', "--nats", world.url)
+    assert (code, err) == (0, "")
+    assert (await world.events(alone))[0]["payload"]["prompt"] == [{"type": "json", "value": {"a": True}}]
+
+    none_json = tmp_path / "none.json"
+    for args, why in (
+        (["--image", str(tmp_path / "cat.bmp")], "cat.bmp: an image must be one of .png, .jpg, .jpeg, .gif, .webp (by its name), or an https URL."),
+        (["--image", str(tmp_path / "missing.png")], "missing.png: cannot read it (ENOENT)."),
+        (["--file", f"{tmp_path}/.png"], "a file must be one of .png"),  # no extension, as Node's extname says
+        (["--json", "{nope"], "; give JSON text like '{\"order\": 42}' or @FILE."),
+        (["--json", f"@{none_json}"], f"none.json: cannot read {none_json} (ENOENT)."),
+        (["--file", "https://example.com/report"], "--file https://example.com/report: cannot tell the file's type from its name; give a URL ending in .png"),
+    ):
+        bad = session_name("ses_badpart")
+        code, out, err = await run(world, "prompt", bad, "x", *args, "--nats", world.url)
+        assert code == 2 and why in err, (args, err)
+        assert await world.events(bad) == []
+    code, _, err = await run(world, "prompt", session_name("ses_nothing"), "--nats", world.url)
+    assert code == 2 and "Give the prompt text, or parts with --image, --file or --json" in err

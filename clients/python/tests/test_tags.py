@@ -110,6 +110,13 @@ async def test_bad_filters_and_tags_are_refused(client: Client) -> None:
     assert (err.code, err.verb) == ("invalid_option", "list") and "is not a cursor" in err.message
     assert (await code_of(client.tag(session, {"bad key": "v"}))).code == "invalid_option"
     assert (await code_of(client.tag(session, {"k": "v" * 257}))).code == "invalid_option"
+    # a command's tag value counts UTF-16 units at the worker (an emoji is two), as the filter check does here
+    assert (await client.tag(session, {"k": "😀" * 128})).changed
+    over = "x" + "😀" * 128  # 257 units; the message shows 80 of them, the last half an emoji
+    err = await code_of(client.admit(session_name("ses_badtag"), "p", wake=False, tags={"k": over}))
+    assert err.code == "invalid_option" and "a value is a string of 1 to 256 characters" in err.message
+    assert (await code_of(client.list(tags={"k": over}))).message == err.message.replace("the admission", "the filter")
+    await client.tag(session, {"k": None})
     assert (await code_of(client.admit(session_name("ses_badtag"), "p", wake=False, tags={"k": ""}))).code == "invalid_option"
     # before it is sent
     for filters in ({"limit": 0}, {"limit": 1001}, {"state": "asleep"}, {"updated_since": -1}, {"tags": {"k": "a\nb"}}):

@@ -2,7 +2,14 @@
 // it, and prints the assistant's answer: the text.completed texts of the execution that ran it to
 // its end, one per line, in order.
 //
-//	prompt SESSION "text" --nats nats://127.0.0.1:4222 [--id INPUT_ID] [--timeout 5m]
+//	prompt SESSION ["text"] [--image PATH|URL]... [--file PATH|URL]... [--json DATA|@FILE]...
+//	       --nats nats://127.0.0.1:4222 [--id INPUT_ID] [--timeout 5m]
+//
+// With --image, --file or --json the prompt is a list of parts, as `sessiond prompt` makes it: the
+// text first (it may be left out), then the images, the files and the JSON data, each in the order
+// given. A path is sent as its bytes (an image .png .jpg .jpeg .gif .webp; a file one of those or
+// .pdf .txt .md .csv .json .html .xml, with its name), an http(s) URL as it is; --json takes JSON
+// text, or @FILE to read it from a file.
 //
 // It subscribes to the session before admitting, so nothing of the turn is missed, and follows
 // the turn through a recovery, a hand-back or a wait (the continuation's execution: a turn that
@@ -26,15 +33,20 @@ import (
 	"github.com/sessiond/sessiond/clients/go/internal/cli"
 )
 
-const usage = `usage: prompt SESSION "text" --nats URL [--id INPUT_ID] [--timeout DURATION]
+const usage = `usage: prompt SESSION ["text"] [--image PATH|URL]... [--file PATH|URL]... [--json DATA|@FILE]...
+              --nats URL [--id INPUT_ID] [--timeout DURATION]
 
-Admits the prompt, waits for the end of its turn and prints the assistant's text. --id makes a
-retry safe (the same input is admitted once). --timeout (default 5m) bounds the wait. --nats takes
+Admits the prompt, waits for the end of its turn and prints the assistant's text. --image adds an
+image: a .png, .jpg, .gif or .webp file (sent as its bytes) or an https URL; --file a file: a .pdf,
+.txt, .md, .csv, .json, .html or .xml file (its bytes, with its name) or an https URL; --json JSON
+data: the JSON text, or @FILE to read it from a file. Each may be repeated; with any of them the
+prompt is a list of parts, the text first (and it may be left out). --id makes a retry safe (the
+same input is admitted once). --timeout (default 5m) bounds the wait. --nats takes
 comma-separated servers. Credentials from SESSIOND_NATS_USER (default client) and
 SESSIOND_NATS_PASS.`
 
 func main() {
-	args, err := cli.Parse(os.Args[1:], "nats", "id", "timeout")
+	args, err := cli.Parse(os.Args[1:], "nats", "id", "timeout", "image", "file", "json")
 	if args.Flags["help"] != "" {
 		os.Stdout.WriteString(usage + "\n")
 		return
@@ -42,10 +54,13 @@ func main() {
 	if err != nil {
 		cli.Fail(2, "%v\n%s", err, usage)
 	}
-	if len(args.Positional) != 2 {
+	if len(args.Positional) < 1 || len(args.Positional) > 2 {
 		cli.Fail(2, "give a session id and the prompt text\n%s", usage)
 	}
-	session, text := args.Positional[0], args.Positional[1]
+	session, text, hasText := args.Positional[0], "", len(args.Positional) == 2
+	if hasText {
+		text = args.Positional[1]
+	}
 	timeout := 5 * time.Minute
 	if v, ok := args.Flags["timeout"]; ok {
 		if timeout, err = time.ParseDuration(v); err != nil || timeout <= 0 {
@@ -62,6 +77,10 @@ func main() {
 	if !sessiond.ValidID(inputID) {
 		cli.Fail(2, "invalid input id %q: use 1-128 characters from A-Z a-z 0-9 _ - : + = @", inputID)
 	}
+	prompt, parts, err := cli.PromptFromOptions(text, hasText, args.Lists["image"], args.Lists["file"], args.Lists["json"], `prompt ses_1 "what is this?" --image cat.png`)
+	if err != nil {
+		cli.Fail(2, "%v", err)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -73,7 +92,7 @@ func main() {
 	}
 	defer client.Close()
 
-	answer, err := run(ctx, client, session, text, inputID)
+	answer, err := run(ctx, client, session, sessiond.AdmitRequest{Prompt: prompt, Parts: parts, ID: inputID})
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {
 			err = fmt.Errorf("no end of the turn of input %s in session %s within %v (it may still run: follow the session, or prompt again with --id %s)", inputID, session, timeout, inputID)
@@ -87,7 +106,7 @@ func main() {
 }
 
 // run admits the prompt and returns the texts of the execution that ran it to its end.
-func run(ctx context.Context, client *sessiond.Client, session, text, inputID string) ([]string, error) {
+func run(ctx context.Context, client *sessiond.Client, session string, request sessiond.AdmitRequest) ([]string, error) {
 	// where the session is now: the turn's events come after it
 	from := int64(0)
 	st, err := client.Status(ctx, session, 0)
@@ -112,7 +131,7 @@ func run(ctx context.Context, client *sessiond.Client, session, text, inputID st
 	}
 	defer sub.Close()
 
-	receipt, err := client.Admit(ctx, session, sessiond.AdmitRequest{Prompt: text, ID: inputID})
+	receipt, err := client.Admit(ctx, session, request)
 	if err != nil {
 		return nil, err
 	}

@@ -14,15 +14,17 @@ import (
 	sessiond "github.com/sessiond/sessiond/clients/go"
 )
 
-// Args is a command line split into positional arguments and --flag values.
+// Args is a command line split into positional arguments and --flag values: Flags holds a flag's
+// last value, Lists every value of it in order (a flag given more than once, such as --image).
 type Args struct {
 	Positional []string
 	Flags      map[string]string
+	Lists      map[string][]string
 }
 
 // Parse splits args; valued names the flags that take a value (every flag here does).
 func Parse(args []string, valued ...string) (Args, error) {
-	out := Args{Flags: map[string]string{}}
+	out := Args{Flags: map[string]string{}, Lists: map[string][]string{}}
 	takes := map[string]bool{}
 	for _, v := range valued {
 		takes[v] = true
@@ -53,6 +55,7 @@ func Parse(args []string, valued ...string) (Args, error) {
 			value = args[i]
 		}
 		out.Flags[name] = value
+		out.Lists[name] = append(out.Lists[name], value)
 	}
 	return out, nil
 }

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Literal, Mapping, Sequence
 
 from .codec import is_safe_int
+from .lengths import code_points
 
 
 class _Absent:
@@ -492,11 +493,6 @@ def _kind(v: Any) -> str:
     return type(v).__name__
 
 
-def utf16_len(s: str) -> int:
-    """A string's length as JavaScript counts it (UTF-16 code units)."""
-    return sum(2 if ord(c) > 0xFFFF else 1 for c in s)
-
-
 class Schema:
     def check(self, v: Any, path: Path, issues: Issues) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -509,14 +505,14 @@ class Schema:
 class Str(Schema):
     min: int = 0
     max: int | None = None
-    #: Count code points (as sessiond's zod measures strings) rather than UTF-16 units.
-    code_points: bool = False
 
     def check(self, v: Any, path: Path, issues: Issues) -> Any:
         if not isinstance(v, str):
             issues.append(f"{_where(path)}: expected string, received {_kind(v)}")
             return v
-        n = len(v) if self.code_points else utf16_len(v)
+        if self.min == 0 and self.max is None:
+            return v
+        n = code_points(v)  # as zod counts (an emoji is one character)
         if n < self.min:
             issues.append(f"{_where(path)}: too small: expected string to have >={self.min} characters")
         if self.max is not None and n > self.max:
@@ -652,7 +648,9 @@ class Array(Schema):
 
 #: A tag key: letters, digits and ``_ . : / -``, 1 to 64 characters, starting with a letter or digit.
 TAG_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,63}$")
-#: Longest tag value (UTF-16 units), and most tags a session carries.
+#: Longest tag value, and most tags a session carries. An event's value is counted in code points
+#: (the catalog's zod schema); a command's, before it is sent, in UTF-16 units, as a worker counts
+#: it (src/sessions/tags.ts: an emoji is two there).
 MAX_TAG_VALUE = 256
 MAX_TAGS = 32
 
@@ -884,7 +882,7 @@ def _part(type_: str, *fields: F) -> Obj:
 _URL = F("url", "url", Pattern(PART_URL))
 _DATA = F("data", "data", Pattern(PART_BASE64, base64=True))
 _MEDIA_TYPE = F("mediaType", "mediaType", Pattern(PART_MEDIA_TYPE))
-_FILENAME = F("filename", "filename", Str(1, MAX_FILENAME, code_points=True), optional=True)
+_FILENAME = F("filename", "filename", Str(1, MAX_FILENAME), optional=True)
 #: A prompt part: one of these shapes, in the catalog's order (its keys written in that order).
 PROMPT_PART = Part(
     (

@@ -20,9 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
 
-from .catalog import ABSENT, MAX_TAG_VALUE, MAX_TAGS, TAG_KEY, ForkPoint, utf16_len
+from .catalog import ABSENT, MAX_TAG_VALUE, MAX_TAGS, TAG_KEY, ForkPoint
 from .errors import CommandError
 from .jsontext import decode_json, encode_json, stringify
+from .lengths import utf16_len, utf16_prefix
 from .parts import wire_prompt
 
 COMMAND_PREFIX = "sessiond.cmd"
@@ -145,7 +146,7 @@ def tags_problem(tags: Any, what: str) -> str | None:
         value = tags[key]
         if not isinstance(key, str) or not TAG_KEY.fullmatch(key):
             return (
-                f"Invalid tags: {what} has the tag key {stringify(str(key)[:80])}: a key is 1 to 64 letters, "
+                f"Invalid tags: {what} has the tag key {stringify(utf16_prefix(str(key), 80))}: a key is 1 to 64 letters, "
                 "digits or _ . : / -, starting with a letter or digit."
             )
         if (
@@ -153,7 +154,7 @@ def tags_problem(tags: Any, what: str) -> str | None:
             or not 1 <= utf16_len(value) <= MAX_TAG_VALUE
             or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value)
         ):
-            shown = stringify(value[:80]) if isinstance(value, str) else "null" if value is None else repr(value)
+            shown = stringify(utf16_prefix(value, 80)) if isinstance(value, str) else "null" if value is None else repr(value)
             return (
                 f"Invalid tags: {what} has tag {key} = {shown}: a value is a string of 1 to {MAX_TAG_VALUE} characters "
                 "without control characters."

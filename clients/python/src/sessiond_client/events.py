@@ -18,6 +18,7 @@ from .codec import is_whole, pack, unpack
 from .errors import EventError, SessiondError
 from .ids import is_valid_id, validate_id
 from .jsontext import stringify
+from .lengths import utf16_len, utf16_prefix
 
 EVENTS_PREFIX = "sessiond.events"
 LIVE_PREFIX = "sessiond.live"
@@ -320,7 +321,7 @@ def _preview(value: Any, limit: int = 120) -> str:
         text = stringify(value)
     except TypeError:
         text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
+    return text if utf16_len(text) <= limit else utf16_prefix(text, limit) + "..."  # as sessiond cuts (UTF-16 units)
 
 
 def event_from_frame(

@@ -8,6 +8,8 @@ import threading
 import time
 
 from .errors import SessiondError
+from .jsontext import stringify
+from .lengths import utf16_len
 
 MAX_ID_LENGTH = 128
 _ID = re.compile(r"[A-Za-z0-9_\-:+=@]{1,128}")
@@ -30,11 +32,11 @@ def validate_id(value: object, role: str = "id") -> str:
         why = f"expected a string, got {type(value).__name__}"
     elif value == "":
         why = "it is empty"
-    elif len(value) > MAX_ID_LENGTH:
-        why = f"it is {len(value)} characters long"
+    elif utf16_len(value) > MAX_ID_LENGTH:  # counted as sessiond counts (JavaScript's .length)
+        why = f"it is {utf16_len(value)} characters long"
     else:
         bad = next(c for c in value if not _ID.fullmatch(c))
-        why = f"it contains control character U+{ord(bad):04x}" if ord(bad) < 0x20 or ord(bad) == 0x7F else f"it contains {bad!r}"
+        why = f"it contains control character U+{ord(bad):04x}" if ord(bad) < 0x20 or ord(bad) == 0x7F else f"it contains {stringify(bad)}"
     raise SessiondError(
         "invalid_id",
         f"Invalid {role} {_echo(value)}: {why}. Use 1-{MAX_ID_LENGTH} characters from A-Z a-z 0-9 _ - : + = @ "

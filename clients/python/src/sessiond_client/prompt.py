@@ -1,7 +1,14 @@
 """Admits a prompt to a session, waits for the turn that runs it to end, and prints the
 assistant's text (the ``text.completed`` events of that turn, one text per line).
 
-    python -m sessiond_client.prompt SESSION "text" --nats URL [--id ID] [--timeout S]
+    python -m sessiond_client.prompt SESSION ["text"] [--image PATH|URL]... [--file PATH|URL]...
+        [--json DATA|@FILE]... --nats URL [--id ID] [--timeout S]
+
+With ``--image``, ``--file`` or ``--json`` the prompt is a list of parts, as ``sessiond prompt`` makes
+it: the text first (it may be left out), then the images, the files and the JSON data, each in the
+order given. A path is sent as its bytes (an image .png .jpg .jpeg .gif .webp; a file one of those
+or .pdf .txt .md .csv .json .html .xml, with its name), an http(s) URL as it is; ``--json`` takes
+JSON text, or @FILE to read it from a file.
 
 It subscribes to the session before admitting, follows the input to the execution that takes it
 (``input.promoted``) and waits for that execution's end: ``execution.settled`` or
@@ -18,6 +25,7 @@ import sys
 import time
 
 from ._cli import add_connection_arguments, connect, fail, write_line
+from ._prompt_parts import UsageError, prompt_from_options
 from .errors import CommandError, SessiondError
 from .events import (
     Event,
@@ -31,12 +39,30 @@ from .events import (
 from .ids import new_id, validate_id
 
 PROGRAM = "sessiond-prompt"
+EXAMPLE = 'python -m sessiond_client.prompt ses_1 "what is this?" --image cat.png'
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m sessiond_client.prompt", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("session", help="the session id")
-    parser.add_argument("text", help="the prompt")
+    parser.add_argument("text", nargs="?", help="the prompt (with --image, --file or --json it is the first part, and may be left out)")
+    parser.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="PATH|URL",
+        help="add an image: a .png, .jpg, .gif or .webp file (sent as its bytes) or an https URL (repeatable)",
+    )
+    parser.add_argument(
+        "--file",
+        action="append",
+        default=[],
+        metavar="PATH|URL",
+        help="add a file: a .pdf, .txt, .md, .csv, .json, .html or .xml file (its bytes) or an https URL (repeatable)",
+    )
+    parser.add_argument(
+        "--json", action="append", default=[], metavar="DATA", help="add JSON data: the JSON text, or @FILE to read it from a file (repeatable)"
+    )
     add_connection_arguments(parser)
     parser.add_argument("--id", help="the input id (default a new one); admitting the same id again is a no-op")
     parser.add_argument("--timeout", type=float, default=300.0, metavar="S", help="give up after this many seconds (default 300)")
@@ -92,8 +118,11 @@ async def run(args: argparse.Namespace) -> int:
         validate_id(args.session, "session id")
         if args.id is not None:
             validate_id(args.id, "input id")
+        prompt = prompt_from_options(args.text, args.image, args.file, args.json, EXAMPLE)
     except SessiondError as err:
         return fail(PROGRAM, err.message, 2)
+    except UsageError as err:
+        return fail(PROGRAM, str(err), 2)
     try:
         client = await connect(args)
     except SessiondError as err:
@@ -113,7 +142,7 @@ async def run(args: argparse.Namespace) -> int:
             catch_up_on_reconnect=True,
         )
         try:
-            receipt = await client.admit(args.session, args.text, id=input_id)
+            receipt = await client.admit(args.session, prompt, id=input_id)
             if not receipt.created:
                 # admitted before (an earlier run): its turn may be over already, so read the
                 # session from the admission on, then live
