@@ -9,6 +9,7 @@ import { registerStart } from './commands/start.ts';
 import { registerPrompt } from './commands/prompt.ts';
 import { registerStatus } from './commands/status.ts';
 import { registerCancel } from './commands/cancel.ts';
+import { registerWake } from './commands/wake.ts';
 import { registerWaits } from './commands/waits.ts';
 import { registerSessionsList } from './commands/sessions-list.ts';
 import { registerFork } from './commands/fork.ts';
@@ -31,6 +32,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerStart(program, ctx);
   registerPrompt(program, ctx);
   registerStatus(program, ctx);
+  registerWake(program, ctx);
   registerCancel(program, ctx);
   registerWaits(program, ctx);
   registerSessionsList(program, ctx);

@@ -38,6 +38,7 @@ test(`fuzz - ${RUNS} random command lines end in a result, a usage error or a Se
   const command = fc.oneof(
     fc.tuple(fc.constant('status'), fc.array(junk, { maxLength: 1 })),
     fc.tuple(fc.constant('cancel'), fc.array(junk, { minLength: 1, maxLength: 1 })),
+    fc.tuple(fc.constant('wake'), fc.array(junk, { minLength: 1, maxLength: 1 })),
     fc.tuple(fc.constant('check'), fc.constant([] as string[])),
     fc.tuple(fc.constant('export'), fc.constant([] as string[])),
     fc.tuple(fc.constant('migrate'), fc.constant([] as string[])),
