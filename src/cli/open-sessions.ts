@@ -19,19 +19,26 @@ export interface OpenedSessions {
   remote: boolean;
 }
 
-/**
- * `readonly`: a command that only reads (status) gets the log at rest wherever it is: an existing
- * database opened read-only (never created or migrated), or the NATS stream read as this user (the
- * observer may read; no worker needs to be running). Writes on NATS go through the workers.
- */
-export async function openSessions(opts: LogOptions, ctx: CliContext, name: string, options: { readonly?: boolean } = {}): Promise<OpenedSessions> {
+export interface OpenOptions {
+  /**
+   * A command that only reads (status) gets the log at rest wherever it is: an existing database
+   * opened read-only (never created or migrated), or the NATS stream read as this user (the
+   * observer may read; no worker needs to be running). Writes on NATS go through the workers.
+   */
+  readonly?: boolean;
+  /** A command that only reads a SQLite file (`wake` there writes nothing) but goes to the workers over NATS: the file is opened read-only. */
+  readsFile?: boolean;
+}
+
+export async function openSessions(opts: LogOptions, ctx: CliContext, name: string, options: OpenOptions = {}): Promise<OpenedSessions> {
   const nats = natsConnectionOptions(opts, ctx, name);
   if (nats && !options.readonly) {
     return { sessions: await SessiondClient.connect({ connection: nats }), describe: `NATS ${describeNats(nats)}`, remote: true };
   }
-  const opened = await openLog(opts, ctx, options.readonly ? { readonly: true } : {});
+  const readonly = options.readonly || options.readsFile;
+  const opened = await openLog(opts, ctx, readonly ? { readonly: true } : {});
   // a writable SQLite file's projection is what `list` reads (brought up to the log's head first)
-  const projection = opened.db && !options.readonly ? { projection: opened.db } : {};
+  const projection = opened.db && !readonly ? { projection: opened.db } : {};
   return { sessions: logSessions(opened.log, { onClose: () => opened.close(), ...projection }), describe: opened.describe, remote: nats !== undefined };
 }
 
@@ -41,7 +48,7 @@ export async function withSessions<T>(
   ctx: CliContext,
   name: string,
   use: (opened: OpenedSessions) => Promise<T>,
-  options: { readonly?: boolean } = {},
+  options: OpenOptions = {},
 ): Promise<T> {
   const opened = await openSessions(opts, ctx, name, options);
   try {

@@ -10,6 +10,7 @@ import { registerServe } from './commands/serve.ts';
 import { registerPrompt } from './commands/prompt.ts';
 import { registerStatus } from './commands/status.ts';
 import { registerCancel } from './commands/cancel.ts';
+import { registerWake } from './commands/wake.ts';
 import { registerWaits } from './commands/waits.ts';
 import { registerSessionsList } from './commands/sessions-list.ts';
 import { registerFork } from './commands/fork.ts';
@@ -33,6 +34,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerServe(program, ctx);
   registerPrompt(program, ctx);
   registerStatus(program, ctx);
+  registerWake(program, ctx);
   registerCancel(program, ctx);
   registerWaits(program, ctx);
   registerSessionsList(program, ctx);

@@ -2,7 +2,8 @@
  * What `sessiond start` prints: readable lines on a terminal, JSON lines (pino) otherwise or with
  * `--log-format json`, one object per line with `level`, `time`, `msg`, the worker's id and, where
  * the line is about one, `session`, `execution`, `event`/`notice`. Errors go to stderr as text,
- * to stdout as level "error" in JSON.
+ * to stdout as level "error" in JSON (to stderr once stdout's reader is gone, when nothing else is
+ * printed).
  *
  *   const log = workerLog(ctx, logFormat(opts.logFormat, ctx.env, process.stdout.isTTY));
  *   log.bind({ worker: engine.ownerId });
@@ -36,19 +37,24 @@ export function logFormat(asked: LogFormat | undefined, env: NodeJS.ProcessEnv, 
   return isTTY ? 'text' : 'json';
 }
 
-export function workerLog(ctx: Pick<CliContext, 'out' | 'err'>, format: LogFormat): WorkerLog {
+export function workerLog(ctx: Pick<CliContext, 'out' | 'err' | 'stdout'>, format: LogFormat): WorkerLog {
   if (format === 'text') return { out: (line) => ctx.out(line), err: (line) => ctx.err(line), bind: () => {} };
+  const fd1 = destination({ fd: 1, sync: true }); // sync: nothing lost when the worker exits right after
+  ctx.stdout.watch(fd1); // it writes fd 1 itself: its EPIPE is a closed stdout too
   let logger: Logger = pino(
     {
       base: null,
       timestamp: stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },
-    destination({ fd: 1, sync: true }),
-  ); // sync: nothing lost when the worker exits right after
+    fd1,
+  );
   return {
-    out: (line, fields) => logger.info(fields ?? {}, line.trim()),
-    err: (line, fields) => logger.error(fields ?? {}, line.replace(/^sessiond: /, '')),
+    out: (line, fields) => {
+      if (!ctx.stdout.closed) logger.info(fields ?? {}, line.trim());
+    },
+    // an error still has somewhere to go when stdout's reader is gone
+    err: (line, fields) => (ctx.stdout.closed ? ctx.err(line) : logger.error(fields ?? {}, line.replace(/^sessiond: /, ''))),
     bind: (fields) => {
       logger = logger.child(fields);
     },

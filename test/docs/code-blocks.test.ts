@@ -22,6 +22,8 @@ import { buildProgram } from '../../src/cli/program.ts';
 import { extractBlocks, where, type CodeBlock } from '../support/doc-blocks.ts';
 import { checkCommand, checkSessiond, logicalLines, simpleCommands, type ShellContext } from '../support/doc-shell.ts';
 import { DOORS, isTypeScript, typecheckBlocks } from '../support/doc-typecheck.ts';
+import { EventEmitter } from 'node:events';
+import { watchStdout } from '../../src/cli/stdout-closed.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PAGES = [
@@ -33,7 +35,14 @@ const PAGES = [
 ];
 const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { scripts: Record<string, string>; exports?: Record<string, string> };
 const shell: ShellContext = {
-  program: buildProgram({ out: () => {}, err: () => {}, env: {}, defaultDb: '.sessiond/sessiond.db', defaultNats: undefined }),
+  program: buildProgram({
+    out: () => {},
+    err: () => {},
+    stdout: watchStdout(new EventEmitter()),
+    env: {},
+    defaultDb: '.sessiond/sessiond.db',
+    defaultNats: undefined,
+  }),
   scripts: pkg.scripts,
   root: ROOT,
 };

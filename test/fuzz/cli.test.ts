@@ -12,6 +12,8 @@ import { SessiondError, UsageError } from '../../src/errors.ts';
 import { openEngine } from '../../src/engine.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { tempDir } from '../support/tmp.ts';
+import { EventEmitter } from 'node:events';
+import { watchStdout } from '../../src/cli/stdout-closed.ts';
 
 const RUNS = 150;
 
@@ -36,6 +38,7 @@ test(`fuzz - ${RUNS} random command lines end in a result, a usage error or a Se
   const command = fc.oneof(
     fc.tuple(fc.constant('status'), fc.array(junk, { maxLength: 1 })),
     fc.tuple(fc.constant('cancel'), fc.array(junk, { minLength: 1, maxLength: 1 })),
+    fc.tuple(fc.constant('wake'), fc.array(junk, { minLength: 1, maxLength: 1 })),
     fc.tuple(fc.constant('check'), fc.constant([] as string[])),
     fc.tuple(fc.constant('export'), fc.constant([] as string[])),
     fc.tuple(fc.constant('migrate'), fc.constant([] as string[])),
@@ -54,7 +57,7 @@ test(`fuzz - ${RUNS} random command lines end in a result, a usage error or a Se
           ...flags.flat(),
           ...(withDb && cmd !== 'chart' && cmd !== 'nope' ? ['--db', cmd === 'replay' ? tmp.file('replayed.db') : db] : []),
         ];
-        const program = buildProgram({ out: () => {}, err: () => {}, env: {}, defaultDb: db, defaultNats: undefined });
+        const program = buildProgram({ out: () => {}, err: () => {}, stdout: watchStdout(new EventEmitter()), env: {}, defaultDb: db, defaultNats: undefined });
         process.stdout.write = (() => true) as typeof process.stdout.write;
         process.stderr.write = (() => true) as typeof process.stderr.write;
         try {

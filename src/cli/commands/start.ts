@@ -30,6 +30,7 @@ import {
   type NatsFlags,
 } from '../nats-options.ts';
 import { INSPECT_OPTION, inspectPort } from '../../inspector/cli.ts';
+import type { StdoutWatch } from '../stdout-closed.ts';
 import { LOG_FORMAT_OPTION, logFormat, parseLogFormat, workerLog, type LogFormat, type WorkerLog } from '../worker-log.ts';
 import { DEFAULT_LIMITS } from '../../input/limits.ts';
 import { addGatewayOptions, gatewayLine, gatewayOptions, type GatewayFlags } from '../gateway-options.ts';
@@ -147,7 +148,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
   }
   const log = workerLog(ctx, logFormat(opts.logFormat, ctx.env, process.stdout.isTTY));
   // signal handlers first: a SIGTERM at any moment of start-up stops the worker cleanly
-  const stop = stopper(log);
+  const stop = stopper(log, ctx.stdout);
   const startUp = new AbortController();
   void stop.stopped.then(() => startUp.abort(new Error('stopped during start-up')));
   if (nats)
@@ -228,25 +229,28 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
 }
 
 /**
- * When to stop: the first SIGINT or SIGTERM, or a part of the worker that stopped for good (then
- * the worker stops too, loudly, and `sessiond start` exits 1 so a supervisor restarts it).
+ * When to stop: the first SIGINT or SIGTERM, stdout's reader gone (`sessiond start | head`: quietly,
+ * as on SIGTERM), or a part of the worker that stopped for good (then the worker stops too, loudly,
+ * and `sessiond start` exits 1 so a supervisor restarts it).
  */
 interface Stopper {
   readonly stopped: Promise<void>;
   fail(err: unknown): void;
 }
 
-function stopper(log: WorkerLog): Stopper {
+function stopper(log: WorkerLog, stdout: StdoutWatch): Stopper {
   let resolve!: () => void;
   const stopped = new Promise<void>((r) => {
     resolve = r;
   });
   let done = false;
+  let offClosed = () => {};
   const stop = (line: string) => {
     if (done) return;
     done = true;
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onTerm);
+    offClosed();
     log.out(line);
     resolve();
   };
@@ -254,6 +258,7 @@ function stopper(log: WorkerLog): Stopper {
   const onTerm = () => stop('SIGTERM: stopping; turns in progress are handed back');
   process.once('SIGINT', onInt);
   process.once('SIGTERM', onTerm);
+  offClosed = stdout.onClosed(() => stop('stdout closed: stopping; turns in progress are handed back'));
   return {
     stopped,
     fail(err) {

@@ -1,35 +1,41 @@
 /**
  * `sessiond status [SESSION] [--json]`: one session through `Sessions` (the log at rest, or a
- * worker's `status` command with `--nats`), or every session in the log (read and folded here).
+ * worker's `status` command with `--nats`). Without a session: a page of sessions, newest first,
+ * each one's status, and how to get the next page (status-page.ts); never the whole log.
  */
 import type { Command } from 'commander';
-import { hydrate } from '../../machines/decider.ts';
 import { ExitCode } from '../exit.ts';
 import { validateId } from '../../ids.ts';
-import { systemClock } from '../../clock.ts';
-import { ErrorCode, isSessiondError } from '../../errors.ts';
-import type { SessionEvent } from '../../events/envelope.ts';
-import { statusOf } from '../../sessions/status.ts';
+import { ErrorCode, isSessiondError, UsageError } from '../../errors.ts';
 import type { SessionStatus } from '../../sessions/sessions.ts';
+import { MAX_LIST_LIMIT } from '../../sessions/list.ts';
 import type { Wait } from '../../machines/session-context.ts';
 import type { CliContext } from '../context.ts';
-import { addLogOptions, openLog, type LogOptions } from '../log-options.ts';
+import { positiveInt } from '../options.ts';
+import { addLogOptions, type LogOptions } from '../log-options.ts';
 import { withSessions } from '../open-sessions.ts';
+import { DEFAULT_STATUS_PAGE, statusPage } from '../status-page.ts';
+
+type StatusOptions = LogOptions & { json?: boolean; limit?: number; after?: string };
 
 export function registerStatus(program: Command, ctx: CliContext): void {
   addLogOptions(
     program
       .command('status')
-      .description('state, owner, lease left, phase, pending inputs and recovery of one session (or all)')
-      .argument('[session]', 'session id (all sessions when absent)')
-      .option('--json', 'one JSON object per session'),
+      .description('state, owner, lease left, phase, pending inputs and recovery of one session (or of the newest, a page at a time)')
+      .argument('[session]', 'session id (without it: the newest sessions, a page at a time)')
+      .option('--json', 'print it as JSON (without a session: { "sessions": [...], "next": cursor | null })')
+      .option('--limit <n>', `without a session: sessions per page (default ${DEFAULT_STATUS_PAGE}, at most ${MAX_LIST_LIMIT})`, positiveInt('--limit'))
+      .option('--after <cursor>', 'without a session: the page after this cursor (printed at the end of the page before)'),
     ctx,
-  ).action(async (session: string | undefined, opts: LogOptions & { json?: boolean }) => {
+  ).action(async (session: string | undefined, opts: StatusOptions) => {
     const show = (status: SessionStatus) => {
       for (const line of opts.json ? [JSON.stringify(status)] : describeStatus(status)) ctx.out(line);
     };
     if (session !== undefined) {
       validateId(session, 'session id');
+      if (opts.limit !== undefined || opts.after !== undefined)
+        throw new UsageError(`--limit and --after page through sessions when no session is named: drop them to see ${session}, or drop ${session} to page.`);
       await withSessions(
         opts,
         ctx,
@@ -47,15 +53,19 @@ export function registerStatus(program: Command, ctx: CliContext): void {
       );
       return;
     }
-    const opened = await openLog(opts, ctx, { readonly: true });
-    try {
-      const bySession = new Map<string, SessionEvent[]>();
-      for (const e of await opened.log.readAll()) (bySession.get(e.sessionId) ?? bySession.set(e.sessionId, []).get(e.sessionId)!).push(e);
-      const now = systemClock.now();
-      for (const [id, list] of bySession) show(statusOf(hydrate(id, list), now));
-    } finally {
-      await opened.close();
+    if (opts.limit !== undefined && opts.limit > MAX_LIST_LIMIT)
+      throw new UsageError(`--limit must be at most ${MAX_LIST_LIMIT} (got ${opts.limit}): page through the rest with --after.`);
+    const page = await statusPage(opts, ctx, {
+      ...(opts.limit === undefined ? {} : { limit: opts.limit }),
+      ...(opts.after === undefined ? {} : { after: opts.after }),
+    });
+    if (opts.json) {
+      ctx.out(JSON.stringify({ sessions: page.statuses, next: page.next }));
+      return;
     }
+    if (page.statuses.length === 0) ctx.out(opts.after ? 'no more sessions' : `no sessions in ${page.describe}`);
+    for (const status of page.statuses) show(status);
+    if (page.next) ctx.out(`more: sessiond status ... --after ${page.next}   (one line per session: sessiond ls)`);
   });
 }
 

@@ -34,6 +34,7 @@ export function registerTail(program: Command, ctx: CliContext): void {
     const stop = new Promise<void>((resolve) => {
       process.once('SIGINT', () => resolve());
       process.once('SIGTERM', () => resolve());
+      ctx.stdout.onClosed(() => resolve()); // `sessiond tail | grep -m1 ...`: the reader has what it wanted
     });
     const opened = await openLog(opts, ctx, { readonly: true });
     const after = opts.fromStart ? 0 : await opened.log.head();
@@ -53,6 +54,6 @@ export function registerTail(program: Command, ctx: CliContext): void {
     await stop;
     await sub.close();
     await opened.close();
-    ctx.err(`stopped after ${shown} events`);
+    if (!ctx.stdout.closed) ctx.err(`stopped after ${shown} events`);
   });
 }
