@@ -294,6 +294,8 @@ export class SessionExecution {
   private async runTurn(sessionId: string, executionId: string, inputs: RunInput[]): Promise<boolean> {
     const controller = new AbortController();
     this.registry.trigger.attach({ sessionId, executionId, controller });
+    // a close that came while the claim was being written aborted the runs it saw, not this one
+    if (this.closing) controller.abort(new ShutdownError());
     const stopHeartbeat = this.startHeartbeat(sessionId, executionId, controller);
     const ownerId = this.ownerId;
     const turn = createRunContext({
