@@ -30,7 +30,7 @@ s('cli users - client: prompt, status, tail, export, check, cancel; observer: th
   const tail = async (user: User) => {
     const t = startCli(['tail', SESSION, '--from-start', ...as(user)]);
     ctx.workers.push(t);
-    await t.waitFor(`${SESSION} #1 input.admitted`);
+    await t.waitFor(`${SESSION} #1 input.admitted`, 60_000); // a cold tsx start on a loaded machine can take most of 30 s
     t.child.kill('SIGTERM');
     await t.exited;
   };
