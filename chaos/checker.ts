@@ -54,6 +54,7 @@ const OWNER_WRITES = new Set([
   'execution.phase',
   'step.started',
   'step.ended',
+  'text.streamed',
   'text.completed',
   'tool.called',
   'tool.started',

@@ -198,6 +198,7 @@ function sampleEvents(): Record<EventType, { payload: Record<string, unknown> }>
     'execution.phase': { payload: { executionId: EXE, phase: 'unknown' } },
     'step.started': { payload: { executionId: EXE, messageId: MSG, step: 0 } },
     'text.delta': { payload: { executionId: EXE, messageId: MSG, partId: 'prt_v1', delta: 'Hel' } },
+    'text.streamed': { payload: { executionId: EXE, messageId: MSG, partId: 'prt_v1', text: 'Hello back, in 日', restart: true } },
     'reasoning.delta': { payload: { executionId: EXE, messageId: MSG, partId: 'prt_v0', delta: 'think' } },
     'reasoning.completed': { payload: { executionId: EXE, messageId: MSG, partId: 'prt_v0', text: 'thinking about it' } },
     'model.retry_scheduled': {
@@ -224,6 +225,16 @@ function sampleEvents(): Record<EventType, { payload: Record<string, unknown> }>
     'step.ended': { payload: { executionId: EXE, messageId: MSG, finish: 'stop', usage: { inputTokens: 1200, outputTokens: 85 } } },
     'step.failed': { payload: { executionId: EXE, messageId: MSG, error } },
     'step.recovered': { payload: { executionId: EXE, messageId: MSG, reason: 'the owner lost its lease' } },
+    'turn.interrupted': {
+      payload: {
+        executionId: EXE,
+        ownerId: 'own_vectors',
+        reason: 'lease_expired',
+        messageId: MSG,
+        recorded: [{ partId: 'prt_v1', length: 16 }],
+        continuationInputId: `inp_cont_${EXE}`,
+      },
+    },
     'wait.started': {
       payload: { executionId: EXE, kind: 'approval', name: 'call_v3', messageId: MSG, callId: 'call_v3', tool: 'send_mail', input: { to: 'zoë@example.com' } },
     },

@@ -39,6 +39,7 @@ import { startInspector } from './inspector/server.ts';
 import { createWorkerMetrics } from './observability/metrics.ts';
 import type { SessionLimits } from './input/limits.ts';
 import { promptText } from './input/prompt.ts';
+import { describeRetry } from './runner/model/retry.ts';
 import { serveOps } from './observability/worker-ops.ts';
 import { followDeletions, verifyAuditStream, type DeletionFollower } from './nats/audit.ts';
 import { applyDeletion } from './nats/delete-session.ts';
@@ -406,6 +407,8 @@ export function describeNotice(n: Notice): string {
       return `${n.sessionId}  cancelled execution ${n.executionId}`;
     case 'refused':
       return `${n.sessionId}  not taken: ${n.message}`;
+    case 'model_retry':
+      return `${n.sessionId}  ${describeRetry(n)}`;
     case 'error':
       return `${n.sessionId}  error: ${n.message}`;
   }
@@ -439,7 +442,7 @@ export function describeEvent(e: SessionEvent): string | undefined {
 export function describeRecovery(n: RecoveryNotice): string {
   switch (n.type) {
     case 'recovered':
-      return `${n.sessionId}  recovered expired execution ${n.executionId}; continuation ${n.continuationInputId} admitted`;
+      return `${n.sessionId}  recovered expired execution ${n.executionId}; continuation ${n.continuationInputId} admitted${n.partialText > 0 ? `; it goes on from the ${n.partialText} characters of the answer that were recorded` : ''}`;
     case 'wake_attempt':
       return `${n.sessionId}  recovery wake, attempt ${n.attempt}`;
     case 'wait_elapsed':

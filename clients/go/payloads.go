@@ -196,6 +196,16 @@ type TextDelta struct {
 	Delta       string `sd:"delta" json:"delta"`
 }
 
+// TextStreamed: text of one part as it streamed, recorded while it streams: appended to what
+// was recorded of the part, or starting it again (Restart). A later TextCompleted replaces it.
+type TextStreamed struct {
+	ExecutionID string `sd:"executionId,id" json:"executionId"`
+	MessageID   string `sd:"messageId,id" json:"messageId"`
+	PartID      string `sd:"partId,id" json:"partId"`
+	Text        string `sd:"text" json:"text"`
+	Restart     bool   `sd:"restart" json:"restart"`
+}
+
 // TextCompleted: the final text of one part of an assistant message.
 type TextCompleted struct {
 	ExecutionID string `sd:"executionId,id" json:"executionId"`
@@ -330,6 +340,24 @@ type RecoveryStarted struct {
 	ExecutionID string `sd:"executionId,id" json:"executionId"`
 }
 
+// RecordedPart: how much of a part's text the log holds (Length in UTF-16 code units).
+type RecordedPart struct {
+	PartID string `sd:"partId,id" json:"partId"`
+	Length int64  `sd:"length,min=0" json:"length"`
+}
+
+// TurnInterrupted (live only): the turn's owner is gone and the turn is being recovered. Of
+// message MessageID keep the first Length UTF-16 code units of each part in Recorded; discard the
+// rest and any part not listed.
+type TurnInterrupted struct {
+	ExecutionID         string         `sd:"executionId,id" json:"executionId"`
+	OwnerID             string         `sd:"ownerId,id" json:"ownerId"`
+	Reason              string         `sd:"reason,enum=lease_expired|handed_back" json:"reason"`
+	MessageID           *string        `sd:"messageId,id,null" json:"messageId"`
+	Recorded            []RecordedPart `sd:"recorded" json:"recorded"`
+	ContinuationInputID *string        `sd:"continuationInputId,id,null" json:"continuationInputId"`
+}
+
 // RecoveryCompleted: the recovery closed the execution and (usually) admitted a continuation.
 type RecoveryCompleted struct {
 	ExecutionID         string         `sd:"executionId,id" json:"executionId"`
@@ -385,6 +413,7 @@ func (*StepEnded) EventType() string             { return "step.ended" }
 func (*StepFailed) EventType() string            { return "step.failed" }
 func (*StepRecovered) EventType() string         { return "step.recovered" }
 func (*TextDelta) EventType() string             { return "text.delta" }
+func (*TextStreamed) EventType() string          { return "text.streamed" }
 func (*TextCompleted) EventType() string         { return "text.completed" }
 func (*ReasoningDelta) EventType() string        { return "reasoning.delta" }
 func (*ReasoningCompleted) EventType() string    { return "reasoning.completed" }
@@ -399,6 +428,7 @@ func (*CompactionStarted) EventType() string     { return "compaction.started" }
 func (*CompactionCompleted) EventType() string   { return "compaction.completed" }
 func (*SessionTagged) EventType() string         { return "session.tagged" }
 func (*SessionForked) EventType() string         { return "session.forked" }
+func (*TurnInterrupted) EventType() string       { return "turn.interrupted" }
 func (*RecoveryStarted) EventType() string       { return "recovery.started" }
 func (*RecoveryCompleted) EventType() string     { return "recovery.completed" }
 func (*RecoveryWakeRequested) EventType() string { return "recovery.wake_requested" }
@@ -430,6 +460,7 @@ var Catalog = []CatalogEntry{
 	{"step.failed", 1, true, func() Payload { return new(StepFailed) }},
 	{"step.recovered", 1, true, func() Payload { return new(StepRecovered) }},
 	{"text.delta", 1, false, func() Payload { return new(TextDelta) }},
+	{"text.streamed", 1, true, func() Payload { return new(TextStreamed) }},
 	{"text.completed", 1, true, func() Payload { return new(TextCompleted) }},
 	{"reasoning.delta", 1, false, func() Payload { return new(ReasoningDelta) }},
 	{"reasoning.completed", 1, true, func() Payload { return new(ReasoningCompleted) }},
@@ -444,6 +475,7 @@ var Catalog = []CatalogEntry{
 	{"compaction.completed", 1, true, func() Payload { return new(CompactionCompleted) }},
 	{"session.tagged", 1, true, func() Payload { return new(SessionTagged) }},
 	{"session.forked", 1, true, func() Payload { return new(SessionForked) }},
+	{"turn.interrupted", 1, false, func() Payload { return new(TurnInterrupted) }},
 	{"recovery.started", 1, true, func() Payload { return new(RecoveryStarted) }},
 	{"recovery.completed", 1, true, func() Payload { return new(RecoveryCompleted) }},
 	{"recovery.wake_requested", 1, true, func() Payload { return new(RecoveryWakeRequested) }},

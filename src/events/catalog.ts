@@ -227,6 +227,17 @@ export const catalog = {
   'step.recovered': event('step.recovered', z.object({ executionId: id, messageId: id, reason: z.string() })),
 
   'text.delta': event('text.delta', z.object({ executionId: id, messageId: id, partId: id, delta: z.string() }), { durable: false }),
+  /**
+   * The text of a part as it streams, recorded (src/execution/run-context.ts): at most
+   * `STREAM_RECORD_MS` after it streamed, and with any durable write of the turn before that. `text`
+   * is what streamed since the last record of the part, appended to it; `restart: true` starts the
+   * part's text again with it (the first record of a part, and the first after a retried model
+   * request, which streams the part again). `text.completed` replaces it with the part's final text;
+   * a part that never completes (its owner died) keeps what was recorded: the partial answer.
+   */
+  'text.streamed': event('text.streamed', z.object({ executionId: id, messageId: id, partId: id, text: z.string(), restart: z.boolean() }), {
+    writer: 'runner',
+  }),
   'text.completed': event('text.completed', z.object({ executionId: id, messageId: id, partId: id, text: z.string() }), { writer: 'runner' }),
   /** A model's reasoning text, where the server sends it (live deltas, then the final text of the part). */
   'reasoning.delta': event('reasoning.delta', z.object({ executionId: id, messageId: id, partId: id, delta: z.string() }), { durable: false }),
@@ -323,6 +334,26 @@ export const catalog = {
     z.object({ from: z.object({ sessionId: id, seq: z.number().int().positive() }), transcript: z.array(TranscriptItemSchema), tags: Tags.optional() }),
   ),
 
+  /**
+   * Live-only: a turn's owner is gone and the turn is being recovered, published as soon as the log
+   * knows (the recovery sweep's takeover, `lease_expired`; an owner that shut down and handed the
+   * turn back, `handed_back`). What was streamed and not recorded is lost: of message `messageId`
+   * (the step that was streaming, sealed; null when none was open) keep the first `length` UTF-16
+   * code units (a JavaScript string's length) of each part in `recorded` and discard the rest and
+   * any part not listed. The continuation (`continuationInputId`) answers next, in a new message.
+   */
+  'turn.interrupted': event(
+    'turn.interrupted',
+    z.object({
+      executionId: id,
+      ownerId: id,
+      reason: z.enum(['lease_expired', 'handed_back']),
+      messageId: id.nullable(),
+      recorded: z.array(z.object({ partId: id, length: z.number().int().nonnegative() })),
+      continuationInputId: id.nullable(),
+    }),
+    { durable: false },
+  ),
   'recovery.started': event('recovery.started', z.object({ executionId: id })),
   'recovery.completed': event(
     'recovery.completed',

@@ -11,6 +11,10 @@
  * `text`, `endStep`, `failStep`, a tool's result, `phase('safe')`) are buffered in order and ride
  * with the next durable write or with the turn's settlement. A crash loses only buffered writes,
  * which no external effect followed: recovery seals the turn from what is durable.
+ *
+ * Streamed text (`delta`) goes out live at once, and is recorded (`text.streamed`, see
+ * stream-recorder.ts) with the next durable write, or `STREAM_RECORD_MS` after it streamed at the
+ * latest: an owner that dies mid-answer loses at most that much of it.
  */
 import type { Clock } from '../clock.ts';
 import type { IdSource } from '../ids.ts';
@@ -24,6 +28,17 @@ import { runInputs, steeringInputs } from '../input/turn.ts';
 import { ErrorCode, SessiondError, ClaimLostError, WaitingError, isRefusal, recordedError } from '../errors.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, pack } from '../events/codec.ts';
 import type { Transcripts } from './transcripts.ts';
+import { STREAM_RECORD_MS, StreamRecorder } from './stream-recorder.ts';
+
+/** A model request failed and is sent again after `delayMs` (`attempt`: the one that failed): the worker's log says it (a `Notice`). */
+export interface RetryNotice {
+  type: 'model_retry';
+  sessionId: string;
+  executionId: string;
+  attempt: number;
+  delayMs: number;
+  error: RecordedError;
+}
 
 export interface RunContextDeps {
   handler: CommandHandler;
@@ -36,6 +51,8 @@ export interface RunContextDeps {
   inputs: RunInput[];
   controller: AbortController;
   transcripts: Transcripts;
+  /** Says what the turn does that the log does not (a model request retried). */
+  notice?: (n: RetryNotice) => void;
 }
 
 /** A runner's handle, and what the execution service needs of it when the turn ends. */
@@ -98,6 +115,10 @@ export function createRunContext(deps: RunContextDeps): Turn {
   const waits = handler.cached(sessionId)?.context.waits ?? [];
   let waited = false;
   let sleeps = 0;
+  /** The steps this turn started and has not ended: only their text is recorded as it streams. */
+  const openSteps = new Set<string>();
+  const streams = new StreamRecorder(executionId);
+  let recordTimer: ReturnType<Clock['setTimeout']> | undefined;
 
   const buffer = (events: ProtoEvent[]): void => {
     if (signal.aborted) throw signal.reason;
@@ -109,9 +130,11 @@ export function createRunContext(deps: RunContextDeps): Turn {
   const flush = (): Promise<void> => {
     const next = queue.then(async () => {
       if (signal.aborted) throw signal.reason;
-      const events = buffered;
+      // what streamed rides with every durable write (after the writes it followed)
+      const events = streams.dirty ? [...buffered, ...streams.take()] : buffered;
       buffered = [];
       bufferedBytes = 0;
+      if (streams.dirty) armRecord(0); // more than one record holds: the rest goes next
       if (events.length === 0) return;
       try {
         await handler.execute(sessionId, (now) => ({ type: 'record', now, ownerId, executionId, events }));
@@ -127,6 +150,21 @@ export function createRunContext(deps: RunContextDeps): Turn {
     queue = next.catch(() => {});
     return next;
   };
+
+  /**
+   * Records what streamed `ms` from now (unless a durable write takes it first). A recording that
+   * fails stops the turn as a durable write's failure would (a refusal: the claim was lost).
+   */
+  function armRecord(ms = STREAM_RECORD_MS): void {
+    if (recordTimer !== undefined) return;
+    recordTimer = clock.setTimeout(() => {
+      recordTimer = undefined;
+      if (signal.aborted || !streams.dirty) return;
+      flush().catch((err: unknown) => {
+        if (!signal.aborted) controller.abort(err);
+      });
+    }, ms);
+  }
 
   const durable = (events: ProtoEvent[]): Promise<void> => {
     try {
@@ -220,6 +258,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
         ...steer.map((s): ProtoEvent => ({ type: 'input.promoted', payload: { inputId: s.inputId, executionId } })),
         { type: 'step.started', payload: { executionId, messageId, step: step++ } },
       ]);
+      openSteps.add(messageId);
       for (const s of steer) promoted.add(s.inputId);
       inputs.push(...steered);
       return { messageId, steered };
@@ -239,9 +278,12 @@ export function createRunContext(deps: RunContextDeps): Turn {
         time: clock.now(),
         payload: { executionId, messageId, partId, delta: text },
       });
+      // recorded as it streams: the text of a step this turn started, under a part id the log takes
+      if (kind === 'text' && openSteps.has(messageId) && partId.length > 0 && partId.length <= 128 && streams.streamed(messageId, partId, text)) armRecord();
     },
 
     async text(messageId, text, partId = ids.next('prt')) {
+      streams.completed(partId); // the final text replaces what streamed
       await later([{ type: 'text.completed', payload: { executionId, messageId, partId, text } }]);
       return partId;
     },
@@ -260,11 +302,21 @@ export function createRunContext(deps: RunContextDeps): Turn {
         time: clock.now(),
         payload: { executionId, messageId, attempt, delayMs: Math.round(delayMs), error },
       });
+      deps.notice?.({ type: 'model_retry', sessionId, executionId, attempt, delayMs: Math.round(delayMs), error });
+      // the request is sent again and streams its parts from the start: what was recorded of them starts over
+      if (streams.restart(messageId)) armRecord();
     },
 
-    endStep: (messageId, finish = 'stop', usage?: Usage) =>
-      later([{ type: 'step.ended', payload: { executionId, messageId, finish, ...(usage ? { usage } : {}) } }]),
-    failStep: (messageId, error: RecordedError) => later([{ type: 'step.failed', payload: { executionId, messageId, error } }]),
+    endStep: (messageId, finish = 'stop', usage?: Usage) => {
+      openSteps.delete(messageId);
+      streams.ended(messageId);
+      return later([{ type: 'step.ended', payload: { executionId, messageId, finish, ...(usage ? { usage } : {}) } }]);
+    },
+    failStep: (messageId, error: RecordedError) => {
+      openSteps.delete(messageId);
+      streams.ended(messageId);
+      return later([{ type: 'step.failed', payload: { executionId, messageId, error } }]);
+    },
 
     async phase(next) {
       const events: ProtoEvent[] = phase === next ? [] : [{ type: 'execution.phase', payload: { executionId, phase: next } }];
@@ -346,7 +398,10 @@ export function createRunContext(deps: RunContextDeps): Turn {
     waited: () => waited,
     async drain() {
       await queue;
-      const events = buffered;
+      clock.clearTimeout(recordTimer);
+      recordTimer = undefined;
+      // a turn handed back or failed keeps all that streamed of its open step
+      const events = streams.dirty ? [...buffered, ...streams.take()] : buffered;
       buffered = [];
       bufferedBytes = 0;
       return events;

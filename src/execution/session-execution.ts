@@ -26,6 +26,8 @@ import {
   recordedError,
 } from '../errors.ts';
 import type { EventLog } from '../events/event-log.ts';
+import type { RecordedError } from '../events/catalog.ts';
+import { interruptedTurn, type InterruptedTurn } from '../recovery/interrupted.ts';
 import { nullLiveBus, type LiveBus } from '../events/live-bus.ts';
 import type { SnapshotStore } from '../machines/snapshot-store.ts';
 import type { ProtoEvent, Refusal } from '../machines/commands.ts';
@@ -90,6 +92,8 @@ export type Notice =
   | { type: 'claim_lost'; sessionId: string; executionId: string }
   | { type: 'cancelled'; sessionId: string; executionId: string }
   | { type: 'refused'; sessionId: string; reason: Refusal; message: string }
+  /** A model request failed; it is sent again after `delayMs` (`attempt`: the one that failed). */
+  | { type: 'model_retry'; sessionId: string; executionId: string; attempt: number; delayMs: number; error: RecordedError }
   | { type: 'error'; sessionId: string; message: string };
 
 export type ResumeResult =
@@ -116,7 +120,8 @@ export class SessionExecution {
   readonly registry: RunRegistry = createRunRegistry();
   private readonly clock: Clock;
   private readonly ids: IdSource;
-  private readonly bus: LiveBus;
+  /** Where live events go (text deltas, `turn.interrupted`): the NATS live subjects, an in-process bus, or nowhere. */
+  readonly bus: LiveBus;
   private readonly runner: Runner;
   private readonly notice: (n: Notice) => void;
   private readonly loops = new Map<string, Promise<void>>();
@@ -195,6 +200,29 @@ export class SessionExecution {
     }
     this.notice({ type: 'cancelled', sessionId, executionId: result.executionId });
     return result;
+  }
+
+  /**
+   * Tells live subscribers that a turn's owner is gone and the turn is being recovered
+   * (`turn.interrupted`), read from the log: which step was streaming and how much of its text the
+   * log holds. Called once the log holds the takeover (a recovery's append, a hand-back's). Never
+   * throws: a read that fails is said as an error notice, and nothing is published.
+   */
+  async announceInterrupted(
+    sessionId: string,
+    execution: { id: string; ownerId: string; claimedSeq: number },
+    reason: InterruptedTurn['reason'],
+    continuationInputId: string | null,
+  ): Promise<InterruptedTurn | undefined> {
+    try {
+      const events = await this.log.readSession(sessionId, { afterSeq: Math.max(0, execution.claimedSeq - 1) });
+      const payload = interruptedTurn(events, { executionId: execution.id, ownerId: execution.ownerId, reason, continuationInputId });
+      this.bus.publish({ id: this.ids.next('evt'), type: 'turn.interrupted', sessionId, time: this.clock.now(), payload });
+      return payload;
+    } catch (err) {
+      this.notice({ type: 'error', sessionId, message: `could not tell live subscribers that execution ${execution.id} was interrupted: ${messageOf(err)}` });
+      return undefined;
+    }
   }
 
   /** Resolves when this worker is no longer driving the session. */
@@ -309,6 +337,7 @@ export class SessionExecution {
       inputs,
       controller,
       transcripts: this.transcripts,
+      notice: this.notice,
     });
     const deadline = this.startDeadline(executionId, controller);
     try {
@@ -371,11 +400,14 @@ export class SessionExecution {
         ...(error === undefined ? {} : { error: recordedError(error, error instanceof TurnTimeoutError ? ErrorCode.TurnTimeout : undefined) }),
         ...(continuationInputId ? { continuationInputId } : {}),
       });
-      await this.handler.executeAll(
+      const { snapshot } = await this.handler.executeAll(
         sessionId,
         buffered.length === 0 ? [settle] : [(now) => ({ type: 'record', now, ownerId, executionId, events: buffered }), settle],
       );
       this.notice({ type: 'settled', sessionId, executionId, outcome, ...(error === undefined ? {} : { error: messageOf(error) }) });
+      const exec = snapshot.context.execution;
+      // handed back: the next worker continues it; live subscribers hear it now, not at the next claim
+      if (continuationInputId && exec?.id === executionId) await this.announceInterrupted(sessionId, exec, 'handed_back', continuationInputId);
       return true;
     } catch (err) {
       // Cancellation wins: a late settlement after a cancel changes nothing. A lost claim cannot settle.

@@ -487,7 +487,7 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
                 type: 'input.admitted',
                 payload: {
                   inputId: command.continuationInputId,
-                  prompt: `Continue the turn handed back by execution ${exec.id} (phase ${exec.phase}).`,
+                  prompt: continuationPrompt('handed_back', exec),
                   delivery: 'queue',
                   wake: true,
                   source: 'recovery',
@@ -549,8 +549,7 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
       const message = `the owner ${exec.ownerId} of execution ${exec.id} lost its lease (expired at ${at(exec.expiresAt)})`;
       const interrupted = { type: 'interrupted', name: 'Interrupted', message: `${message}; the call was not retried` };
       const durable = { type: 'interrupted', name: 'Interrupted', message: `${message}; a durable call may be retried with its idempotency key` };
-      const retry = exec.openTools.filter((t) => t.durable).map((t) => `${t.name} (${t.idempotencyKey})`);
-      const prompt = `Continue the interrupted turn (execution ${exec.id}, phase ${exec.phase}).${retry.length ? ` Durable tool calls to retry with their idempotency keys: ${retry.join(', ')}.` : ''}`;
+      const prompt = continuationPrompt('interrupted', exec);
       return [
         { type: 'recovery.started', payload: { executionId: exec.id } },
         ...sealOpenWork(exec, { ...interrupted, message }, interrupted, durable, command.reason ?? message),
@@ -629,6 +628,17 @@ function sealWaits(ctx: SessionContext, reason: string): ProtoEvent[] {
 
 /** An approval's call, as a `wait.resolved` names it. */
 const callOf = (w: Wait) => (w.callId !== null && w.messageId !== null ? { messageId: w.messageId, callId: w.callId } : {});
+
+/**
+ * A continuation's prompt: plain words for whoever reads the turn's inputs (a runner may send them
+ * to its model as they are), no ids. What it continues, ids included, is data: `continues`.
+ */
+function continuationPrompt(reason: 'interrupted' | 'handed_back', exec: ExecutionState): string {
+  const why = reason === 'interrupted' ? 'the worker running it stopped' : 'the worker running it was shut down';
+  const retried = exec.openTools.filter((t) => t.durable).map((t) => t.name);
+  const tools = retried.length ? ` The tool calls it was running (${[...new Set(retried)].join(', ')}) are run again first.` : '';
+  return `Continue where the previous answer stopped: it was interrupted because ${why}.${tools}`;
+}
 
 /** What a continuation of `exec` continues, as data (the prompt says it in words). */
 function continuationOf(exec: ExecutionState, reason: Continuation['reason']): Continuation {

@@ -9,7 +9,9 @@
  *   message that is `completed`, `failed` or `recovered` is never restarted (a duplicate start).
  * - `step.ended` / `step.failed` / `step.recovered` seal a `running` message (completed / failed /
  *   recovered); an unknown or already sealed message is refused.
- * - `text.completed`, `reasoning.completed` and `tool.called` add content, only while the message is `running`.
+ * - `text.completed`, `reasoning.completed` and `tool.called` add content, only while the message is `running`;
+ *   `text.streamed` appends to a text part as it streams (or starts it again: `restart`), and
+ *   `text.completed` then replaces it. A step sealed before its text completed keeps what streamed.
  * - `tool.started` / `tool.succeeded` / `tool.failed` address an existing call by (message id,
  *   call id), whatever the message's status (cancellation and recovery fail open calls around
  *   sealing the step). A call moves pending -> running -> completed | error and ends once, except
@@ -164,6 +166,18 @@ export function messageRules(rows: Rows) {
     stepRecovered: (e: SessionEvent<'step.recovered'>) => seal(e, { status: 'recovered', reason: e.payload.reason }),
 
     textCompleted: (e: SessionEvent<'text.completed'>) => addPart(e, 'text'),
+    textStreamed(e: SessionEvent<'text.streamed'>): void {
+      const { partId, text, restart } = e.payload;
+      const m = assistant(e, 'a message gets text only after its step.started');
+      running(e, m.data, 'text is added only while the step runs');
+      const parts = m.data.parts.slice();
+      const at = indexOfPart(parts, partId);
+      const before = at < 0 || restart ? '' : parts[at]!.text;
+      const part: TextPart = { id: partId, type: 'text', text: before + text };
+      if (at < 0) parts.push(part);
+      else parts[at] = part;
+      rows.update(m, { ...m.data, parts }, e.time);
+    },
     reasoningCompleted: (e: SessionEvent<'reasoning.completed'>) => addPart(e, 'reasoning'),
 
     toolCalled(e: SessionEvent<'tool.called'>): void {

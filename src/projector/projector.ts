@@ -405,6 +405,7 @@ export class Projector {
       'text.delta': () => {
         throw new SessiondError(ErrorCode.InvalidPayload, 'text.delta is live-only and is never projected.');
       },
+      'text.streamed': rules.textStreamed,
       'text.completed': rules.textCompleted,
       'reasoning.delta': () => {
         throw new SessiondError(ErrorCode.InvalidPayload, 'reasoning.delta is live-only and is never projected.');
@@ -412,6 +413,9 @@ export class Projector {
       'reasoning.completed': rules.reasoningCompleted,
       'model.retry_scheduled': () => {
         throw new SessiondError(ErrorCode.InvalidPayload, 'model.retry_scheduled is live-only and is never projected.');
+      },
+      'turn.interrupted': () => {
+        throw new SessiondError(ErrorCode.InvalidPayload, 'turn.interrupted is live-only and is never projected.');
       },
       'tool.called': rules.toolCalled,
       'tool.started': rules.toolStarted,

@@ -3,10 +3,12 @@
  * projection (cheap, may lag); every decision is made against the log by the session machine:
  *
  * - an execution whose lease expired is recovered in one append (`recover`): its open step is
- *   sealed (`step.recovered`), open tool calls are failed as interrupted (durable ones say they may
- *   be retried with their idempotency key), exactly one continuation input is admitted (its id is
- *   derived from the execution id, so two sweepers cannot admit two), and the wake becomes a
- *   durable obligation. A live lease is never touched: the machine refuses it.
+ *   sealed (`step.recovered`, keeping the text recorded as it streamed), open tool calls are failed
+ *   as interrupted (durable ones say they may be retried with their idempotency key), exactly one
+ *   continuation input is admitted (its id is derived from the execution id, so two sweepers cannot
+ *   admit two), and the wake becomes a durable obligation. A live lease is never touched: the
+ *   machine refuses it. Once that append is in, live subscribers are told (`turn.interrupted` on
+ *   the worker's live bus: which step was cut off and how much of its text to keep).
  * - an owed wake is attempted: `recovery.wake_requested` counts the attempt durably, then the
  *   session is woken; the claim that lands writes `recovery.wake_delivered`. Attempts back off
  *   (`wakeBackoffMs` doubling); past `maxWakeAttempts` the session is parked with a recovery error
@@ -56,7 +58,8 @@ export interface SweeperOptions {
 }
 
 export type RecoveryNotice =
-  | { type: 'recovered'; sessionId: string; executionId: string; continuationInputId: string }
+  /** `partialText`: UTF-16 units of the interrupted step's answer the log holds and the continuation goes on from (0: none). */
+  | { type: 'recovered'; sessionId: string; executionId: string; continuationInputId: string; partialText: number }
   | { type: 'wake_attempt'; sessionId: string; attempt: number }
   /** A timer elapsed or a signal timed out; `resumed`: it was the turn's last wait, and the turn runs again. */
   | { type: 'wait_elapsed'; sessionId: string; kind: 'timer' | 'signal'; name: string; resumed: boolean }
@@ -149,14 +152,18 @@ export class RecoverySweeper {
       // continuation twice).
       try {
         let events: SessionEvent[];
-        ({ snapshot, events } = await handler.execute(sessionId, (now, current) => ({
-          type: 'recover',
-          now,
-          continuationInputId: continuationIdFor(current.context.execution?.id ?? exec.id),
-        })));
+        let target = exec;
+        ({ snapshot, events } = await handler.execute(sessionId, (now, current) => {
+          target = current.context.execution ?? exec;
+          return { type: 'recover', now, continuationInputId: continuationIdFor(target.id) };
+        }));
         const recovered = events.find((e) => e.type === 'recovery.started')!.payload as { executionId: string };
         report.recovered.push(sessionId);
-        this.o.onNotice?.({ type: 'recovered', sessionId, executionId: recovered.executionId, continuationInputId: continuationIdFor(recovered.executionId) });
+        const continuationInputId = continuationIdFor(recovered.executionId);
+        // the log knows the owner is gone: live subscribers hear it now, with what to keep of the answer
+        const told = await this.o.execution.announceInterrupted(sessionId, target, 'lease_expired', continuationInputId);
+        const partialText = told?.recorded.reduce((n, p) => n + p.length, 0) ?? 0;
+        this.o.onNotice?.({ type: 'recovered', sessionId, executionId: recovered.executionId, continuationInputId, partialText });
       } catch (err) {
         if (!isRefusal(err)) throw err; // another sweeper got there first, or the owner renewed in time
         snapshot = await handler.load(sessionId);

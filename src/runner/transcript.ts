@@ -114,6 +114,20 @@ export function foldTranscript(t: Transcript, events: readonly SessionEvent[]): 
         else items.push({ type: 'assistant', messageId, executionId, status: 'running', parts: [] });
         break;
       }
+      case 'text.streamed': {
+        // the text as it streamed (what an interrupted step keeps); text.completed replaces it
+        const { messageId, partId, text, restart } = e.payload;
+        assistant(messageId, (a) => {
+          const at = a.parts.findIndex((p) => p.type === 'text' && p.partId === partId);
+          const parts = a.parts.slice();
+          const before = at < 0 || restart ? '' : (parts[at] as { text: string }).text;
+          const part: TranscriptPart = { type: 'text', partId, text: before + text };
+          if (at < 0) parts.push(part);
+          else parts[at] = part;
+          return { ...a, parts };
+        });
+        break;
+      }
       case 'text.completed':
       case 'reasoning.completed': {
         const { messageId, partId, text } = e.payload;

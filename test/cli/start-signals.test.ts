@@ -1,6 +1,7 @@
 /**
  * A SIGTERM at start-up: a worker still waiting for its NATS server stops at once, closes what it
- * opened and exits 0 (it used to wait for the server forever).
+ * opened and exits 0 (it used to wait for the server forever). A runner that ignores its abort
+ * signal does not keep a stopped worker alive. A SIGHUP stops a worker as SIGTERM does.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -35,6 +36,22 @@ test('start signals - a runner that ignores its abort signal does not keep a sto
   assert.is(await worker.exited, 1, worker.output());
   assert.match(worker.output(), 'SIGTERM: stopping');
   assert.match(worker.output(), 'still closing 1.5 s after the stop');
+  tmp.remove();
+});
+
+test('start signals - SIGHUP (a closed terminal or ssh session) hands the running turn back at once, as SIGTERM does, instead of leaving it to wait out its lease', async () => {
+  const tmp = tempDir();
+  const db = tmp.file('w.db');
+  const worker = startCli(['start', '--db', db, '--echo-delay-ms', '60000']);
+  await worker.waitFor('send it a prompt');
+  await runCli(['prompt', 'ses_hup', 'a long one', '--db', db]);
+  await worker.waitFor('ses_hup  claimed');
+  worker.child.kill('SIGHUP');
+  assert.is(await worker.exited, 0, worker.output());
+  assert.match(worker.output(), 'SIGHUP: stopping; turns in progress are handed back');
+  assert.match(worker.output(), 'stopped (handed back 1 running session)');
+  const status = await runCli(['status', 'ses_hup', '--db', db]);
+  assert.match(status.stdout, 'last turn released');
   tmp.remove();
 });
 

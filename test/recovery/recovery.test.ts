@@ -68,7 +68,11 @@ test('recovery seals the interrupted step, admits exactly one continuation, and 
     gate.runs[1]!.ctx.inputs.map((i) => i.inputId),
     [continuationIdFor(executionId)],
   );
-  assert.match(gate.runs[1]!.ctx.inputs[0]!.prompt, 'charge_card (ses_1:');
+  // in plain words, no internal ids (the key is in `continues`, below)
+  assert.is(
+    gate.runs[1]!.ctx.inputs[0]!.prompt,
+    'Continue where the previous answer stopped: it was interrupted because the worker running it stopped. The tool calls it was running (charge_card) are run again first.',
+  );
   const events = await fx.events('ses_1');
   // what the continuation continues, as data: the interrupted execution, its prompt, its partial
   // answer's message, and the durable call to retry with its key (the plain one is never rerun)

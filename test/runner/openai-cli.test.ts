@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { runCli, startCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
-import { startFakeOpenAI, messageText, type FakeOpenAI, type ScriptStep } from '../../src/testing/fake-openai.ts';
+import { startFakeOpenAI, messageText, rateLimited, serverError, type FakeOpenAI, type ScriptStep } from '../../src/testing/fake-openai.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 
 const TOOLS = fileURLToPath(new URL('./fixtures/tools.ts', import.meta.url));
@@ -42,6 +42,38 @@ test('cli - start --runner openai runs a conversation with a tool from a module,
     assert.equal(readFileSync(charges, 'utf8').trim().split(' ')[1], '250', 'the tool ran once');
     const status = await runCli(['status', 'ses_cli', '--db', db]);
     assert.match(status.stdout, /tokens\s+75 in, 12 out/);
+  } finally {
+    worker.child.kill('SIGTERM');
+    await worker.exited;
+    await server.close();
+    tmp.remove();
+  }
+});
+
+test('cli - each model retry is said in the worker log in plain words, with its wait', async () => {
+  const tmp = tempDir();
+  const server = await startFakeOpenAI();
+  const db = tmp.file('retry.db');
+  server.script(rateLimited({ retryAfterMs: 40, message: 'Rate limit reached for requests' }), serverError('The server had an error'), {
+    kind: 'text',
+    text: 'Made it.',
+  });
+  const worker = startCli(['start', '--db', db, '--runner', 'openai', '--model', 'fake-model', '--base-url', server.url]);
+  try {
+    await worker.waitFor('send it a prompt');
+    await runCli(['prompt', 'ses_retry', 'hello', '--db', db]);
+    await worker.waitFor('ses_retry  turn succeeded');
+    const said = worker
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('model request failed'));
+    assert.equal(said[0], 'ses_retry  model request failed: 429 Rate limit reached for requests (HTTP 429); sending it again in 40 ms (attempt 2)');
+    assert.match(
+      said[1] ?? '',
+      /^ses_retry {2}model request failed: 500 The server had an error \(HTTP 500\); sending it again in (\d+ ms|1\.0 s) \(attempt 3\)$/,
+    );
+    assert.is(said.length, 2, said.join('\n'));
+    assert.is(server.requests.length, 3);
   } finally {
     worker.child.kill('SIGTERM');
     await worker.exited;
@@ -132,9 +164,14 @@ test('cli - a worker SIGKILLed during a durable tool: another recovers the turn,
   assert.is(keys[0], keys[1], 'with the same idempotency key');
   assert.is(run.resumed[0], 'user: charge me 5 dollars', 'the original prompt');
   assert.ok(
-    run.resumed.some((m) => m.startsWith('user: Continue the interrupted turn')),
-    `the continuation: ${run.resumed.join(' | ')}`,
+    run.resumed.some(
+      (m) =>
+        m ===
+        "user: Your previous answer was interrupted while it called tools (the worker running it stopped). Continue from there: the calls' results say what ran.",
+    ),
+    `the continuation, in plain words: ${run.resumed.join(' | ')}`,
   );
+  assert.not.match(run.resumed.join('\n'), /exe_|own_|inp_|msg_/, 'no internal ids reach the model');
   assert.ok(
     run.resumed.some((m) => m.startsWith('tool: ') && m.includes('"charged":500')),
     "the retried call's result",
@@ -152,7 +189,8 @@ test('cli - a worker SIGKILLed mid-stream: another recovers the turn and continu
   });
   assert.match(run.output, 'recovered expired execution');
   assert.is(run.resumed[0], 'user: tell me a story', 'the original prompt');
-  assert.match(run.resumed.at(-1)!, /^user: Continue the interrupted turn \(execution exe_\w+, phase unknown\)/, 'then the continuation');
+  assert.match(run.resumed.at(-1)!, /^user: Your previous answer was (cut off|interrupted)/, 'then the continuation, in plain words');
+  assert.not.match(run.resumed.join('\n'), /exe_|own_|inp_|msg_/, 'no internal ids reach the model');
   assert.match(run.status, 'last turn succeeded');
 });
 

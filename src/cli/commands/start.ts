@@ -1,5 +1,5 @@
 /**
- * `sessiond start`: runs a worker until SIGINT/SIGTERM. Embedded (default): the SQLite file holds the
+ * `sessiond start`: runs a worker until SIGINT, SIGTERM or SIGHUP. Embedded (default): the SQLite file holds the
  * log. With `--nats <url>`: the log is the JetStream stream, the SQLite file only holds the local
  * projection, live events go on `sessiond.live.<session>.<type>` (deltas as they stream, committed
  * events as this worker commits them), and, given a commands user, the worker answers `sessiond.cmd.*`
@@ -229,7 +229,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
 }
 
 /**
- * When to stop: the first SIGINT or SIGTERM, stdout's reader gone (`sessiond start | head`: quietly,
+ * When to stop: the first SIGINT, SIGTERM or SIGHUP, stdout's reader gone (`sessiond start | head`: quietly,
  * as on SIGTERM), or a part of the worker that stopped for good (then the worker stops too, loudly,
  * and `sessiond start` exits 1 so a supervisor restarts it).
  */
@@ -250,14 +250,18 @@ function stopper(log: WorkerLog, stdout: StdoutWatch): Stopper {
     done = true;
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onTerm);
+    process.off('SIGHUP', onHup);
     offClosed();
     log.out(line);
     resolve();
   };
   const onInt = () => stop('SIGINT: stopping; turns in progress are handed back');
   const onTerm = () => stop('SIGTERM: stopping; turns in progress are handed back');
+  // a closed terminal or ssh session: without a handler node would exit at once, leaving each turn to wait out its lease
+  const onHup = () => stop('SIGHUP: stopping; turns in progress are handed back');
   process.once('SIGINT', onInt);
   process.once('SIGTERM', onTerm);
+  process.once('SIGHUP', onHup);
   offClosed = stdout.onClosed(() => stop('stdout closed: stopping; turns in progress are handed back'));
   return {
     stopped,

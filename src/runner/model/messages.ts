@@ -5,10 +5,14 @@
  * what it is. Reasoning is kept in the log but not sent back (servers do not take it as input). A
  * call without a result (sealed by a recovery, a hand-back or a cancel) is answered with an error
  * result saying so: the model never sees a call left open.
+ *
+ * A continuation (after the worker running a turn stopped) is said in plain words composed here,
+ * never the stored prompt: the interrupted step's partial answer is the assistant message before it,
+ * and the note asks the model to go on from where it stops. No internal id reaches the model.
  */
 import type { ModelMessage, ToolResultPart, UserContent } from 'ai';
-import type { PromptPart } from '../../events/catalog.ts';
-import type { TranscriptItem, TranscriptPart } from '../transcript.ts';
+import type { Continuation, PromptPart } from '../../events/catalog.ts';
+import { assistantText, type TranscriptItem, type TranscriptPart } from '../transcript.ts';
 
 export const SUMMARY_PREFIX = 'Summary of the conversation so far (older messages were compacted):\n';
 
@@ -17,11 +21,27 @@ export function toModelMessages(items: readonly TranscriptItem[]): ModelMessage[
   for (const item of items) {
     // the input that resumes a waiting turn is the engine's, not a person's: the decisions are in the tool results
     if (item.type === 'user') {
-      if (item.continues?.reason !== 'resumed') out.push(userMessage(item));
+      if (item.continues?.reason === 'resumed') continue;
+      out.push(item.continues ? { role: 'user', content: continuationNote(item.continues, items) } : userMessage(item));
     } else if (item.type === 'summary') out.push({ role: 'user', content: `${SUMMARY_PREFIX}${item.summary}` });
     else out.push(...assistantMessages(item.parts));
   }
   return out;
+}
+
+/**
+ * What the model is told when it continues a turn its worker did not finish: whether any of its
+ * answer was recorded (it is the assistant message just before) and to go on from there.
+ */
+export function continuationNote(continues: Continuation, items: readonly TranscriptItem[]): string {
+  const why = continues.reason === 'handed_back' ? 'the worker running it was shut down' : 'the worker running it stopped';
+  const id = continues.assistantMessageId;
+  const answer = id === null ? undefined : items.find((i): i is Extract<TranscriptItem, { type: 'assistant' }> => i.type === 'assistant' && i.messageId === id);
+  if (answer !== undefined && assistantText(answer).length > 0)
+    return `Your previous answer was cut off before it was finished (${why}). Continue it from exactly where it stops, without repeating what is already written.`;
+  if (answer?.parts.some((p) => p.type === 'tool'))
+    return `Your previous answer was interrupted while it called tools (${why}). Continue from there: the calls' results say what ran.`;
+  return `Your previous answer was interrupted before any of it was written (${why}). Answer again.`;
 }
 
 /** A prompt as a user message: its text, or its parts as the AI SDK's parts. */
@@ -81,12 +101,22 @@ export function assistantMessages(parts: readonly TranscriptPart[]): ModelMessag
 function toolResult(p: ToolPart): ToolResultPart {
   const base = { type: 'tool-result' as const, toolCallId: p.callId, toolName: p.name };
   if (p.state === 'succeeded') return { ...base, output: { type: 'json', value: (p.output ?? null) as never } };
-  if (p.state === 'failed') return { ...base, output: { type: 'error-text', value: `${p.error?.type ?? 'error'}: ${p.error?.message ?? 'the call failed'}` } };
+  if (p.state === 'failed') return { ...base, output: { type: 'error-text', value: failedResult(p) } };
   const why = p.decision?.reason ? `: ${p.decision.reason}` : '';
   if (p.state === 'denied') return { ...base, output: { type: 'error-text', value: `denied: a person did not approve this call, and it did not run${why}` } };
   if (p.state === 'cancelled')
     return { ...base, output: { type: 'error-text', value: `cancelled: the call waited for approval and the turn was cancelled${why}` } };
   return { ...base, output: { type: 'error-text', value: 'no result was recorded for this call (the turn was interrupted while it ran)' } };
+}
+
+/** A failed call's result: its error, or, for a call its worker's stop cut off, that in plain words (the sealing error names internal ids). */
+function failedResult(p: ToolPart): string {
+  const type = p.error?.type;
+  if (type === 'interrupted' || type === 'released') {
+    const why = type === 'released' ? 'the worker running it was shut down' : 'the worker running it stopped';
+    return `interrupted: the call was cut off (${why}) and no result was recorded; ${p.durable ? 'it is run again' : 'it was not run again'}`;
+  }
+  return `${type ?? 'error'}: ${p.error?.message ?? 'the call failed'}`;
 }
 
 /** A rough token count of a conversation (4 characters a token), for a configured context window. */

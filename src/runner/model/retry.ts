@@ -55,6 +55,16 @@ export function backoff(
   return Math.round(ceiling * (0.5 + random() * 0.5));
 }
 
+/**
+ * A retry in plain words, for the worker's log (`attempt`: the attempt that failed):
+ * `model request failed: 429 Rate limit reached (HTTP 429); sending it again in 1.2 s (attempt 2)`.
+ */
+export function describeRetry(r: { attempt: number; delayMs: number; error: { name?: string | undefined; message: string } }): string {
+  const wait = r.delayMs < 1_000 ? `${Math.round(r.delayMs)} ms` : `${(r.delayMs / 1_000).toFixed(1)} s`;
+  const name = r.error.name ? ` (${r.error.name})` : '';
+  return `model request failed: ${r.error.message}${name}; sending it again in ${wait} (attempt ${r.attempt + 1})`;
+}
+
 /** Checks a retry policy (unknown keys refused), filling defaults. */
 export function parseRetryPolicy(input: Partial<RetryPolicy> = {}): RetryPolicy {
   for (const key of Object.keys(input)) {

@@ -195,6 +195,17 @@ class TextDelta:
 
 
 @dataclass(frozen=True)
+class TextStreamed:
+    """Text of a part as it streamed: appended to what was recorded of it, or starting it again (``restart``)."""
+
+    execution_id: str
+    message_id: str
+    part_id: str
+    text: str
+    restart: bool
+
+
+@dataclass(frozen=True)
 class TextCompleted:
     execution_id: str
     message_id: str
@@ -430,6 +441,26 @@ class SessionForked:
     from_: ForkPoint
     transcript: list[TranscriptItem]
     tags: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class RecordedPart:
+    """How much of a part's text the log holds (``length`` in UTF-16 code units: ``len(text.encode('utf-16-le')) // 2``)."""
+
+    part_id: str
+    length: int
+
+
+@dataclass(frozen=True)
+class TurnInterrupted:
+    """Live only: the turn's owner is gone; of ``message_id`` keep ``recorded`` of each part, discard the rest."""
+
+    execution_id: str
+    owner_id: str
+    reason: Literal["lease_expired", "handed_back"]
+    message_id: str | None
+    recorded: list[RecordedPart]
+    continuation_input_id: str | None
 
 
 @dataclass(frozen=True)
@@ -1031,6 +1062,7 @@ CATALOG: Mapping[str, EventType] = {
         _t("step.failed", StepFailed, [EXE, MSG, F("error", "error", ERROR)]),
         _t("step.recovered", StepRecovered, [EXE, MSG, F("reason", "reason", Str())]),
         _t("text.delta", TextDelta, [EXE, MSG, PART, F("delta", "delta", Str())], durable=False),
+        _t("text.streamed", TextStreamed, [EXE, MSG, PART, F("text", "text", Str()), F("restart", "restart", Bool())]),
         _t("text.completed", TextCompleted, [EXE, MSG, PART, F("text", "text", Str())]),
         _t("reasoning.delta", ReasoningDelta, [EXE, MSG, PART, F("delta", "delta", Str())], durable=False),
         _t("reasoning.completed", ReasoningCompleted, [EXE, MSG, PART, F("text", "text", Str())]),
@@ -1097,6 +1129,19 @@ CATALOG: Mapping[str, EventType] = {
             "session.forked",
             SessionForked,
             [F("from", "from_", FORK_POINT), F("transcript", "transcript", Array(TRANSCRIPT_ITEM)), F("tags", "tags", TAGS, optional=True)],
+        ),
+        _t(
+            "turn.interrupted",
+            TurnInterrupted,
+            [
+                EXE,
+                F("ownerId", "owner_id", ID),
+                F("reason", "reason", Enum(("lease_expired", "handed_back"))),
+                F("messageId", "message_id", Nullable(ID)),
+                F("recorded", "recorded", Array(Obj((PART, F("length", "length", NONNEG)), RecordedPart))),
+                F("continuationInputId", "continuation_input_id", Nullable(ID)),
+            ],
+            durable=False,
         ),
         _t("recovery.started", RecoveryStarted, [EXE]),
         _t(

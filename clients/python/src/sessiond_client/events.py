@@ -167,6 +167,11 @@ class TextDeltaEvent(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TextStreamedEvent(Event):
+    payload: c.TextStreamed
+
+
+@dataclass(frozen=True, kw_only=True)
 class TextCompletedEvent(Event):
     payload: c.TextCompleted
 
@@ -237,6 +242,11 @@ class SessionForkedEvent(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class TurnInterruptedEvent(Event):
+    payload: c.TurnInterrupted
+
+
+@dataclass(frozen=True, kw_only=True)
 class RecoveryStartedEvent(Event):
     payload: c.RecoveryStarted
 
@@ -284,6 +294,7 @@ EVENT_CLASSES: Mapping[str, type[Event]] = {
     "step.failed": StepFailedEvent,
     "step.recovered": StepRecoveredEvent,
     "text.delta": TextDeltaEvent,
+    "text.streamed": TextStreamedEvent,
     "text.completed": TextCompletedEvent,
     "reasoning.delta": ReasoningDeltaEvent,
     "reasoning.completed": ReasoningCompletedEvent,
@@ -298,6 +309,7 @@ EVENT_CLASSES: Mapping[str, type[Event]] = {
     "compaction.completed": CompactionCompletedEvent,
     "session.tagged": SessionTaggedEvent,
     "session.forked": SessionForkedEvent,
+    "turn.interrupted": TurnInterruptedEvent,
     "recovery.started": RecoveryStartedEvent,
     "recovery.completed": RecoveryCompletedEvent,
     "recovery.wake_requested": RecoveryWakeRequestedEvent,
