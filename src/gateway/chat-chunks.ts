@@ -39,6 +39,8 @@ export function chatFold(options: { inputIds: readonly string[]; messageId: stri
   const stepSeen = new Set<string>(); // messages whose step.started was folded
   const held = new Map<string, Event[]>(); // message id -> deltas that came before its step.started
   let heldCount = 0;
+  const restarts = new Map<string, number>(); // part id -> how often a replayed part started over
+  const partIdOf = (partId: string) => (restarts.has(partId) ? `${partId}-${restarts.get(partId)}` : partId);
   let started = false;
   let inStep = false;
   let done = false;
@@ -70,7 +72,8 @@ export function chatFold(options: { inputIds: readonly string[]; messageId: stri
     streamed.set(p.partId, (streamed.get(p.partId) ?? '') + p.delta);
     out.push({ type: `${kind}-delta`, id: p.partId, delta: p.delta });
   };
-  const completed = (kind: 'text' | 'reasoning', p: { partId: string; text: string }) => {
+  const completed = (kind: 'text' | 'reasoning', q: { partId: string; text: string }) => {
+    const p = { ...q, partId: partIdOf(q.partId) };
     const sent = streamed.get(p.partId);
     if (!open.has(p.partId)) out.push({ type: `${kind}-start`, id: p.partId });
     // what the deltas missed (one dropped on the way), when it only adds; the committed text holds
@@ -119,6 +122,30 @@ export function chatFold(options: { inputIds: readonly string[]; messageId: stri
       case 'text.delta':
       case 'reasoning.delta':
         delta(e.type === 'text.delta' ? 'text' : 'reasoning', p as never);
+        return;
+      case 'text.streamed': {
+        // what a running step has streamed so far, recorded in the log: shown by a replay (its deltas
+        // are gone); a live stream already showed it as deltas. A restart (the model request sent
+        // again) starts the part over as a new part.
+        const q = p as unknown as { messageId: string; partId: string; text: string; restart: boolean };
+        if (live.has(q.messageId)) return;
+        if (q.restart && open.has(q.partId)) {
+          out.push({ type: 'text-end', id: q.partId });
+          open.delete(q.partId);
+          restarts.set(q.partId, (restarts.get(q.partId) ?? 0) + 1);
+        }
+        const id = partIdOf(q.partId);
+        if (!open.has(id)) {
+          open.set(id, 'text');
+          out.push({ type: 'text-start', id });
+        }
+        streamed.set(id, (streamed.get(id) ?? '') + q.text);
+        out.push({ type: 'text-delta', id, delta: q.text });
+        return;
+      }
+      case 'turn.interrupted':
+        // the owner is gone: its open parts end here (the continuation goes on in new ones)
+        endStep();
         return;
       case 'text.completed':
       case 'reasoning.completed':

@@ -98,6 +98,8 @@ test('the example page through a SIGKILL of the serving worker and a reconnect: 
     const text = await tab.$eval('#log', (el) => el.textContent ?? '');
     assert.match(text, 'one two three four five six', 'the prompt');
     assert.match(text, 'echo:', 'the answer');
+    assert.not.match(text, /exe_|own_|inp_|msg_/, 'no internal ids reach the conversation');
+    assert.ok((await tab.$$('.turn.assistant.interrupted')).length >= 1, 'the part cut off by the crash is marked');
     mkdirSync(dirname(ARTIFACT), { recursive: true });
     await tab.screenshot({ path: ARTIFACT });
     if (process.env.SESSIOND_UPDATE_DOCS === '1') copyFileSync(ARTIFACT, `${ROOT}docs/gateway-page.png`);
