@@ -217,6 +217,27 @@ test('a slow client: deltas are dropped and its stream ends saying where to resu
   }
 });
 
+test('a worker stopping mid-answer: the stream says the turn was interrupted, and what of it was recorded', async () => {
+  const db = tmp.file('handback.db');
+  const worker = await startSessiond({ db, runner: echoRunner({ steps: 3, delayMs: 400 }) });
+  const gw = await startGateway({ sessions: worker, live: engineLive(worker), port: 0 });
+  try {
+    const stream = await readSse(new URL('/v1/sessions/ses_hb/events', gw.url).href);
+    await call(gw, 'POST', '/v1/sessions/ses_hb/inputs', { prompt: 'a b c d e f' });
+    await stream.next((f) => f.json?.type === 'text.delta');
+    await worker.close(); // hands the turn back
+    const interrupted = await stream.next((f) => f.json?.type === 'turn.interrupted');
+    const p = interrupted.json!.payload as { reason: string; recorded: unknown[]; continuationInputId: string | null };
+    assert.is(p.reason, 'handed_back');
+    assert.ok(Array.isArray(p.recorded));
+    assert.is(interrupted.id, undefined, 'a live-only event: no id');
+    stream.close();
+  } finally {
+    await gw.close();
+    await worker.close();
+  }
+});
+
 test('no tokens off loopback is refused, saying how', async () => {
   try {
     await startGateway({ sessions: sessiond, port: 0, host: '0.0.0.0' });
