@@ -85,6 +85,8 @@ test('the example page through a SIGKILL of the serving worker and a reconnect: 
     await tab.waitForSelector('.turn.user', WAIT);
     // the first step's text is committed; the next steps are still to come: kill the process
     await tab.waitForSelector('.turn.assistant[data-done="1"]', WAIT);
+    // the deltas came live from the serving worker's in-process bus (the embedded default)
+    assert.ok((await tab.evaluate(() => (window as unknown as { sessiond: { deltas: number } }).sessiond.deltas)) > 0, 'text deltas streamed');
     server.child.kill('SIGKILL');
     await server.exited;
     await tab.waitForFunction(() => document.querySelector('[data-testid="status"]')?.textContent?.includes('reconnecting'), undefined, WAIT);
