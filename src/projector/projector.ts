@@ -211,7 +211,7 @@ export class Projector {
   refold(events: readonly SessionEvent[]): number {
     const at = this.checkpoint();
     let last = 0;
-    try {
+    this.writeBehind(() => {
       for (const event of events) {
         try {
           last = checkPosition(event, last);
@@ -225,13 +225,21 @@ export class Projector {
           throw wrapEventError(this.name, event, err, at);
         }
       }
+    });
+    return events.length;
+  }
+
+  /** Runs `body` (folding events), then writes the rows it changed behind (messages, the session list) once. */
+  private writeBehind(body: () => void): void {
+    try {
+      body();
       this.messages.flush();
       this.sessions.flush();
     } finally {
+      // after a flush nothing is left; after a throw the batch rolls back
       this.messages.discard();
       this.sessions.discard();
     }
-    return events.length;
   }
 
   private foldOne(checked: SessionEvent): void {
@@ -256,7 +264,7 @@ export class Projector {
     // process) are not folded again: their rows stay gone (a later session of the same id is folded)
     const first = events.find((e) => (e.position ?? 0) > start)?.position;
     const deleted = first === undefined ? undefined : this.deleted(first);
-    try {
+    this.writeBehind(() => {
       for (const event of events) {
         try {
           const at = checkPosition(event, last);
@@ -278,13 +286,7 @@ export class Projector {
           throw wrapEventError(this.name, event, err, start);
         }
       }
-      this.messages.flush();
-      this.sessions.flush();
-    } finally {
-      // after a flush nothing is left; after a throw the batch rolls back
-      this.messages.discard();
-      this.sessions.discard();
-    }
+    });
     if (position > start) this.checkpoints.set(this.name, position);
     return { applied, skipped, position };
   }
