@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run build`: compiles src/ to dist/ (JavaScript, declarations, source maps) with
 // tsconfig.build.json, copies the files src/ reads at run time that are not TypeScript
-// (src/inspector/client.js), and checks that every `exports` target and the bin of package.json is
+// (src/inspector/client.js and conversation-view.js, the page's scripts), and checks that every `exports` target and the bin of package.json is
 // there. npm runs it as `prepare` (on `npm ci`/`npm install` in a clone, and before `npm pack` and
 // `npm publish`).
 //
@@ -23,7 +23,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(ROOT, 'dist');
 const BUILDING = join(ROOT, 'dist.building');
 /** What src/ reads at run time relative to its own module that tsc does not emit. */
-const ASSETS = ['inspector/client.js'];
+const ASSETS = ['inspector/client.js', 'inspector/conversation-view.js'];
 
 const ifPossible = process.argv.includes('--if-possible');
 const started = Date.now();

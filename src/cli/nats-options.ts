@@ -30,7 +30,7 @@ export interface NatsCommandFlags {
 const FLAG_OF: Record<string, string> = { servers: '--nats', user: '--nats-user', pass: '--nats-pass' };
 
 /** Adds --nats, --nats-user and --nats-pass to a command; `role` names the nats.conf user to suggest. */
-export function addNatsOptions(command: Command, ctx: CliContext, role: 'worker' | 'client' | 'admin'): Command {
+export function addNatsOptions(command: Command, ctx: CliContext, role: 'worker' | 'client' | 'observer' | 'admin'): Command {
   return command
     .option(
       '--nats <url>',

@@ -22,6 +22,7 @@ import { registerExport } from './commands/export.ts';
 import { registerReplay } from './commands/replay.ts';
 import { registerChart } from './commands/chart.ts';
 import { registerSetup } from './commands/setup.ts';
+import { registerInspect } from './commands/inspect.ts';
 
 export function buildProgram(ctx: CliContext): Command {
   const program = new Command('sessiond')
@@ -47,6 +48,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerReplay(program, ctx);
   registerChart(program, ctx);
   registerSetup(program, ctx);
+  registerInspect(program, ctx);
   for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError(true);
   return program;
 }

@@ -1,7 +1,8 @@
 // The inspector page's script (plain browser JavaScript, inlined into the page by page.ts; no build
 // step). It lists sessions and keeps their state live from /api/events (server-sent events), and
 // shows one session: its state chart with the state and the move just taken highlighted (commands
-// and refusals on demand), its timeline one page at a time (earlier and later pages load as you
+// and refusals on demand), its conversation as it was at the sequence shown (prompts, answers,
+// reasoning, tool calls, waits, recoveries, compactions; /api/sessions/ID/conversation), its timeline one page at a time (earlier and later pages load as you
 // scroll; jump by seq or time; filter by type and payload text), and time travel to any sequence
 // (slider, timeline row, jump, or #/session/ID/at/SEQ in the address).
 
@@ -50,6 +51,12 @@
     forkId: $('fork-id'),
     forkHere: $('fork-here'),
     forkResult: $('fork-result'),
+    convSeq: $('conversation-seq'),
+    convStatus: $('conversation-status'),
+    convWrap: $('conversation-wrap'),
+    convEarlier: $('conversation-earlier'),
+    convEntries: $('conversation-entries'),
+    convQueued: $('conversation-queued'),
   };
   // `early`: live events for the selected session that arrive while its timeline is loading.
   // `timeline`: the loaded pages (ascending); `before`/`after`: the server's cursors for the pages
@@ -73,6 +80,8 @@
     listed: false,
     listQuery: '',
     next: null,
+    // the conversation shown: its view (at `seq`), entries loaded so far (earlier pages prepended)
+    conv: null,
   };
 
   function h(tag, attrs, ...children) {
@@ -392,9 +401,10 @@
 
   async function showAt(id, seq) {
     const chartUrl = '/api/chart.svg?session=' + encodeURIComponent(id) + '&seq=' + seq + (model.commands ? '&commands=1' : '');
-    const [at, svg] = await Promise.all([
+    const [at, svg, conv] = await Promise.all([
       getJson(sessionUrl(id) + '/at/' + seq),
       fetch(chartUrl).then((r) => (r.ok ? r.text() : Promise.reject(new Error('chart: HTTP ' + r.status)))),
+      getJson(sessionUrl(id) + '/conversation?seq=' + seq),
     ]);
     if (model.selected !== id) return;
     model.shownSeq = at.seq;
@@ -430,21 +440,32 @@
     renderRows(at.rows, at.seq);
     ui.atContext.textContent = JSON.stringify(at.context, null, 2);
     renderChart(svg, at.state, at.seq);
+    renderConversation(conv, false);
     markTimeline();
     showError(null);
   }
 
+  const ENDED = {
+    succeeded: 'succeeded',
+    failed: 'failed',
+    waiting: 'waiting, holding no lease',
+    handed_back: 'handed back',
+    cancelled: 'cancelled',
+    recovered: 'recovered',
+  };
   function renderLease(lease) {
     if (!lease) {
       ui.atLease.replaceChildren(h('dt', {}, 'status'), h('dd', { 'data-testid': 'lease-status', class: 'lease-ended' }, 'no execution yet'));
       return;
     }
+    // what ended it, as the events say (views.ts leaseView: settled, cancelled, or recovered after it expired)
+    const ended = lease.ended ? ENDED[lease.ended.outcome] + (lease.ended.error ? ': ' + short(lease.ended.error, 80) : '') : null;
     const rel =
       lease.status === 'live'
         ? 'expires in ' + (lease.remainingMs / 1000).toFixed(1) + ' s'
         : lease.status === 'expired'
-          ? 'expired ' + (-lease.remainingMs / 1000).toFixed(1) + ' s before'
-          : 'released';
+          ? (-lease.remainingMs / 1000).toFixed(1) + ' s before' + (ended ? '; ' + ended : '; not yet recovered')
+          : ended;
     ui.atLease.replaceChildren(
       h('dt', {}, 'status'),
       h('dd', { 'data-testid': 'lease-status', class: 'lease-' + lease.status }, lease.status + ' (' + rel + ')'),
@@ -460,13 +481,19 @@
   // Rows are rendered generically: every array of objects becomes a table; times read as UTC clock times.
   const isTime = (col, v) => typeof v === 'number' && v > 1e12 && /^time_|_at$/.test(col);
   // a prompt of parts (session_input.parts, JSON text): one line per part, bytes by size, never inlined
-  const kib = (b64) => (Math.round((b64.length * 3) / 4 / 102.4) / 10).toLocaleString('en') + ' KiB';
+  const kibOf = (bytes) => (Math.round(bytes / 102.4) / 10).toLocaleString('en') + ' KiB';
+  const kib = (b64) => kibOf((b64.length * 3) / 4);
+  // an image or file part: a stored part (base64 `data`) or the conversation's view of one (`bytes`, `url` bounded)
+  function describeMedia(p) {
+    const what = p.type === 'file' && p.filename ? 'file ' + p.filename : p.type;
+    const url = p.url && typeof p.url === 'object' ? p.url.text : p.url;
+    const source = url ? url : (p.mediaType ? p.mediaType + ', ' : '') + (p.data !== undefined ? kib(p.data) : kibOf(p.bytes || 0));
+    return what + ' (' + (url && p.mediaType ? p.mediaType + ', ' : '') + short(source, 60) + ')';
+  }
   function describePart(p) {
     if (p.type === 'text') return 'text: ' + short(p.text, 60);
     if (p.type === 'json') return 'json: ' + short(JSON.stringify(p.value), 60);
-    const what = p.type === 'file' && p.filename ? 'file ' + p.filename : p.type;
-    const source = p.url ? p.url : p.mediaType + ', ' + kib(p.data);
-    return what + ' (' + (p.url && p.mediaType ? p.mediaType + ', ' : '') + short(source, 60) + ')';
+    return describeMedia(p);
   }
   function partsCell(v) {
     let parts;
@@ -540,6 +567,63 @@
       );
     }
     ui.atRows.replaceChildren(...parts);
+  }
+
+  // ---- the conversation (entries: conversation-view.js) ---------------------------------------------
+  const { entryNode, num } = conversationView({ h, clock, describeMedia, travel: (seq) => userTravel(seq) });
+  // `more`: an earlier page was loaded (prepend it); otherwise the view replaces what was shown
+  function renderConversation(view, more) {
+    const same = more && model.conv && model.conv.seq === view.seq;
+    const entries = same ? view.entries.concat(model.conv.entries) : view.entries;
+    model.conv = { seq: view.seq, entries, before: view.before, total: view.total };
+    ui.convSeq.textContent = String(view.seq);
+    const box = ui.convWrap;
+    const fromBottom = box.scrollHeight - box.scrollTop;
+    ui.convEntries.replaceChildren(...entries.map((e) => entryNode(e, view.asOf, view.seq)));
+    ui.convQueued.replaceChildren(
+      ...(view.queuedTotal
+        ? [
+            h(
+              'p',
+              { class: 'conv-note' },
+              view.queuedTotal + ' queued, not yet in a turn' + (view.queuedTotal > view.queued.length ? ' (the first ' + view.queued.length + ')' : '') + ':',
+            ),
+            h(
+              'ol',
+              { id: 'conversation-queued-list', style: 'list-style:none;margin:0;padding:0' },
+              view.queued.map((e) => entryNode(e, view.asOf, view.seq)),
+            ),
+          ]
+        : []),
+    );
+    ui.convEarlier.hidden = view.before === null;
+    ui.convStatus.textContent =
+      view.total === 0 && view.queuedTotal === 0
+        ? 'Nothing said yet at this sequence.'
+        : view.total +
+          (view.total === 1 ? ' entry' : ' entries') +
+          (entries.length < view.total ? ', the latest ' + entries.length + ' shown' : '') +
+          '; text is cut past ' +
+          num(view.limits.text) +
+          ' characters (tool values past ' +
+          num(view.limits.value) +
+          '), saying how much; bytes are never shown.';
+    if (more)
+      box.scrollTop = box.scrollHeight - fromBottom; // keep the entries in view where they were
+    else {
+      // the last entry the event at this sequence changed, whole when it fits (with what came before it), else the latest
+      const changed = ui.convEntries.querySelectorAll('[aria-current="true"]');
+      const current = changed[changed.length - 1];
+      box.scrollTop = current
+        ? Math.max(0, Math.min(current.offsetTop - 8, current.offsetTop + current.offsetHeight - box.clientHeight + 8))
+        : box.scrollHeight;
+    }
+  }
+  async function loadEarlierConversation() {
+    if (!model.conv || model.conv.before === null || !model.selected) return;
+    const id = model.selected;
+    const view = await getJson(sessionUrl(id) + '/conversation?seq=' + model.conv.seq + '&before=' + model.conv.before);
+    if (model.selected === id) renderConversation(view, true);
   }
 
   function renderChart(svg, state, seq) {
@@ -626,6 +710,9 @@
   });
   ui.listMore.addEventListener('click', () => {
     loadSessions(true).catch(showError);
+  });
+  ui.convEarlier.addEventListener('click', () => {
+    loadEarlierConversation().catch(showError);
   });
   ui.forkHere.addEventListener('click', () => {
     forkHere().catch(showError);

@@ -1,18 +1,20 @@
 /**
- * The inspector page: one self-contained HTML document (markup and CSS here, the script from
- * client.js inlined), no build step and nothing fetched from elsewhere. Element ids and
+ * The inspector page: one self-contained HTML document (markup and CSS here, the scripts from
+ * conversation-view.js and client.js inlined), no build step and nothing fetched from elsewhere. Element ids and
  * data-testid attributes are stable: the browser test and anyone scripting the page rely on them.
  */
 import { readFileSync } from 'node:fs';
 import { durableEventTypes } from '../events/catalog.ts';
 
 const client = readFileSync(new URL('./client.js', import.meta.url), 'utf8');
+const conversationView = readFileSync(new URL('./conversation-view.js', import.meta.url), 'utf8');
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 const css = `
   :root { --fg:#1d1d1f; --muted:#5f6368; --line:#d0d4d9; --bg:#fafafa; --accent:#0b57d0; --now:#ffd54f; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; color: var(--fg); background: var(--bg); }
   body { margin: 0; }
+  [hidden] { display: none !important; }
   header { display: flex; flex-wrap: wrap; align-items: baseline; gap: .5rem 1.5rem; padding: .75rem 1.25rem; border-bottom: 1px solid var(--line); background: #fff; }
   h1 { font-size: 1.25rem; margin: 0; } h2 { font-size: 1.1rem; margin: 0 0 .5rem; } h3 { font-size: 1rem; margin: 1rem 0 .4rem; } h4 { font-size: .9rem; margin: .8rem 0 .3rem; }
   code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .85rem; }
@@ -35,7 +37,8 @@ const css = `
   .error-text { color: #b00020; }
   .travel { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1rem; margin: .5rem 0; }
   .travel input[type=range] { flex: 1 1 16rem; min-width: 12rem; }
-  #chart { margin: .5rem 0; border: 1px solid var(--line); border-radius: 8px; background: #fff; overflow-x: auto; }
+  .stage { display: grid; grid-template-columns: minmax(0, 3fr) minmax(20rem, 2fr); gap: 1rem; align-items: start; margin: .5rem 0; }
+  #chart { margin: 0; border: 1px solid var(--line); border-radius: 8px; background: #fff; overflow-x: auto; }
   #chart svg { display: block; width: 100%; height: auto; max-height: 34rem; }
   .columns { display: grid; grid-template-columns: minmax(18rem, 2fr) 3fr; gap: 1rem; }
   dl { display: grid; grid-template-columns: max-content 1fr; gap: .15rem .75rem; margin: 0; }
@@ -53,7 +56,28 @@ const css = `
   .filters input { font: inherit; padding: .15rem .3rem; border: 1px solid var(--line); border-radius: 5px; }
   #timeline-status { font-size: .8rem; margin: .2rem 0; }
   #error:not(:empty) { margin: 0 1.25rem; padding: .5rem .75rem; border: 1px solid #b3261e; border-radius: 6px; color: #b3261e; background: #fdecea; }
-  @media (max-width: 60rem) { main, .columns { grid-template-columns: 1fr; } }
+  #conversation h3 { margin-top: 0; }
+  #conversation-wrap { position: relative; max-height: 40rem; overflow: auto; border: 1px solid var(--line); border-radius: 8px; padding: .3rem .5rem; background: #fcfcfd; }
+  #conversation-entries { list-style: none; margin: 0; padding: 0; }
+  .conv { margin: .35rem 0; padding: .35rem .55rem; border-radius: 8px; border: 1px solid var(--line); background: #fff; }
+  .conv[aria-current="true"] { outline: 2px solid var(--accent); outline-offset: 1px; }
+  .conv-prompt { background: #eef3fd; border-color: #c6d5f5; margin-left: 2rem; }
+  .conv-prompt.conv-recovery { background: #fff6e5; border-color: #f0d9a8; }
+  .conv-prompt.conv-dropped, .conv-prompt.conv-queued { background: #f4f4f5; border-style: dashed; }
+  .conv-turn, .conv-fork { border: none; background: none; padding: .1rem .2rem; font-size: .8rem; color: var(--muted); border-top: 1px dashed var(--line); border-radius: 0; }
+  .conv-recovery-entry, .conv-compaction, .conv-wait { background: #fafafa; font-size: .85rem; }
+  .conv-head { display: flex; flex-wrap: wrap; gap: .2rem .5rem; align-items: baseline; font-size: .8rem; color: var(--muted); }
+  .conv-head strong { color: var(--fg); } .conv-head .mono { overflow-wrap: anywhere; }
+  .conv-head .seq-link { font-size: .75rem; padding: 0 .35rem; }
+  .conv-text { margin: .25rem 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+  .conv-reasoning { margin: .25rem 0; padding-left: .5rem; border-left: 3px solid #d0d4d9; color: var(--muted); font-style: italic; white-space: pre-wrap; overflow-wrap: anywhere; }
+  .conv-tool { margin: .3rem 0; padding: .3rem .45rem; border: 1px solid var(--line); border-radius: 6px; background: #fbfbfb; font-size: .85rem; }
+  .conv-tool pre { margin: .15rem 0; white-space: pre-wrap; overflow-wrap: anywhere; }
+  .conv-tool[data-state="failed"], .conv-tool[data-state="denied"] { border-color: #e8b4b0; background: #fdf3f2; }
+  .conv-tool[data-state="awaiting_approval"] { border-color: #f0d9a8; background: #fff8e6; }
+  .cut { color: #8a5a00; font-size: .8rem; font-style: normal; }
+  .conv-note { font-size: .8rem; color: var(--muted); margin: .15rem 0; }
+  @media (max-width: 60rem) { main, .columns, .stage { grid-template-columns: 1fr; } }
 `;
 
 export function inspectorPage(options: { logName: string; writes?: boolean }): string {
@@ -91,7 +115,7 @@ export function inspectorPage(options: { logName: string; writes?: boolean }): s
   </section>
   <section class="panel" id="session-detail" data-testid="session-detail" aria-labelledby="session-heading">
     <h2 id="session-heading">Session <code id="session-id" data-testid="session-id">(none selected)</code></h2>
-    <p id="pick-hint" class="muted">Pick a session on the left to see its state chart, its timeline and time travel.</p>
+    <p id="pick-hint" class="muted">Pick a session on the left to see its state chart, its conversation, its timeline and time travel.</p>
     <div id="session-body" hidden>
       <p>Now: <span id="current-state" data-testid="current-state" class="state"></span> at sequence <span id="current-seq" data-testid="current-seq"></span></p>
       <div class="travel">
@@ -103,7 +127,18 @@ export function inspectorPage(options: { logName: string; writes?: boolean }): s
         <button type="button" id="fork-here" data-testid="fork-here" title="a new session with this session's conversation up to this sequence">Fork here</button>
         <span id="fork-result" data-testid="fork-result" role="status"></span></span>
       </div>
-      <figure id="chart" data-testid="chart" aria-label="State chart of the session machine" role="img"></figure>
+      <div class="stage">
+        <figure id="chart" data-testid="chart" aria-label="State chart of the session machine" role="img"></figure>
+        <section id="conversation" data-testid="conversation" aria-labelledby="conversation-heading">
+          <h3 id="conversation-heading">Conversation at sequence <span id="conversation-seq" data-testid="conversation-seq"></span></h3>
+          <p id="conversation-status" data-testid="conversation-status" class="muted conv-note" aria-live="polite"></p>
+          <div id="conversation-wrap" data-testid="conversation-wrap">
+            <button type="button" id="conversation-earlier" data-testid="conversation-earlier" hidden>Earlier entries</button>
+            <ol id="conversation-entries" data-testid="conversation-entries"></ol>
+            <div id="conversation-queued" data-testid="conversation-queued"></div>
+          </div>
+        </section>
+      </div>
       <div class="columns">
         <section aria-labelledby="at-heading" id="at" data-testid="at" aria-live="polite">
           <h3 id="at-heading">At sequence <span id="at-seq" data-testid="at-seq"></span>: <span id="at-state" data-testid="at-state" class="state"></span></h3>
@@ -145,7 +180,8 @@ export function inspectorPage(options: { logName: string; writes?: boolean }): s
     </div>
   </section>
 </main>
-<script>${client}</script>
+<script>${conversationView}
+${client}</script>
 </body>
 </html>
 `;

@@ -9,6 +9,9 @@
  *   GET /api/sessions/:id            current state, context, lease and the last page of the timeline
  *   GET /api/sessions/:id/events     a page of the timeline: by seq, by time, by type, by text (timeline.ts)
  *   GET /api/sessions/:id/at/:seq    time travel: state, context, lease and rows at seq (travel.ts, rows.ts)
+ *   GET /api/sessions/:id/conversation[?seq=N]   the conversation as it was at seq N (default: now):
+ *                                    prompts, answers, reasoning, tool calls, waits, recoveries,
+ *                                    compactions, a page of entries at a time (conversation-at.ts)
  *   GET /api/chart.svg[?session=ID[&seq=N]][&commands=1]   the state chart, that session's state and
  *                                    the move into it highlighted; commands and refusals on demand
  *   GET /api/events                  server-sent events: each committed event as it is committed
@@ -36,6 +39,7 @@ import { sessionMachine } from '../machines/session-machine.ts';
 import { machineToDot, renderSvg, type DotOptions } from './chart.ts';
 import { inspectorPage } from './page.ts';
 import { projectedRowsAt, type RowsAt } from './rows.ts';
+import { conversationAt, conversationPage, parseConversationQuery } from './conversation-at.ts';
 import { createInspectorStore, whenFolded, type InspectorStore, type SessionSummary } from './store.ts';
 import { hostGuard, type Refusal } from './host-check.ts';
 import { TimelineIndex } from './timeline-index.ts';
@@ -140,6 +144,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   const clock = options.clock ?? systemClock;
   const rowsAt = options.rowsAt === undefined ? projectedRowsAt({ log, clock }) : options.rowsAt;
   const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond inspector: ${messageOf(err)}\n`));
+  const conversation = conversationAt({ log });
   const store = createInspectorStore();
   const index = new TimelineIndex();
   const context = () => store.getSnapshot().context;
@@ -281,6 +286,15 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       },
     ],
     [
+      /^\/api\/sessions\/([^/]+)\/conversation$/,
+      async (_req, res, url, [rawId]) => {
+        const sessionId = parseSessionId(rawId!);
+        const query = parseConversationQuery(url.searchParams);
+        const lastSeq = await sessionLastSeq(log, sessionId, query.seq);
+        json(res, 200, conversationPage(await conversation(sessionId, query.seq ?? lastSeq), lastSeq, query));
+      },
+    ],
+    [
       /^\/api\/chart\.svg$/,
       async (_req, res, url) => {
         const commands = parseFlag(url.searchParams.get('commands'), 'commands');
@@ -351,7 +365,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     throw new HttpError(
       404,
       'not_found',
-      `No route ${url.pathname}. Routes: /, /api/sessions, /api/sessions/:id, /api/sessions/:id/events, POST /api/sessions/:id/fork, /api/sessions/:id/at/:seq, /api/chart.svg, /api/events.`,
+      `No route ${url.pathname}. Routes: /, /api/sessions, /api/sessions/:id, /api/sessions/:id/events, POST /api/sessions/:id/fork, /api/sessions/:id/at/:seq, /api/sessions/:id/conversation, /api/chart.svg, /api/events.`,
     );
   }
 

@@ -27,7 +27,16 @@ export interface LeaseView {
   asOf: number;
   /** expiresAt - asOf (negative once expired). */
   remainingMs: number;
+  /**
+   * What ended it, as the events say: settled `succeeded`, `failed` (with its error), `waiting`
+   * (the turn waits holding no lease), `handed_back` (settled `released`: its worker shut down and
+   * admitted a continuation), `cancelled`; or, for a lease that expired unsettled, `recovered` once
+   * a recovery completed for it. Null while live, or expired and not yet recovered.
+   */
+  ended: { outcome: LeaseEnd; error: string | null } | null;
 }
+
+export type LeaseEnd = 'succeeded' | 'failed' | 'waiting' | 'handed_back' | 'cancelled' | 'recovered';
 
 export interface StateView {
   sessionId: string;
@@ -92,7 +101,9 @@ export function leaseView(ctx: SessionContext, asOf: number): LeaseView | null {
   const e = ctx.execution;
   if (!e) return null;
   const status = e.outcome !== null ? 'ended' : leaseLive(ctx, asOf) ? 'live' : 'expired';
-  return { executionId: e.id, ownerId: e.ownerId, leaseMs: e.leaseMs, expiresAt: e.expiresAt, status, asOf, remainingMs: e.expiresAt - asOf };
+  const outcome: LeaseEnd | null = e.outcome === 'released' ? 'handed_back' : (e.outcome ?? (ctx.recovery?.executionId === e.id ? 'recovered' : null));
+  const ended = outcome === null ? null : { outcome, error: e.error?.message ?? null };
+  return { executionId: e.id, ownerId: e.ownerId, leaseMs: e.leaseMs, expiresAt: e.expiresAt, status, asOf, remainingMs: e.expiresAt - asOf, ended };
 }
 
 /** State, context and lease of a travelled session; the lease judged at `asOf` (default: the event's time). */

@@ -21,6 +21,8 @@ import { CHECKPOINT_EVERY, nearestSnapshot } from '../../src/inspector/store.ts'
 import { travel } from '../../src/inspector/travel.ts';
 import type { TimelinePage } from '../../src/inspector/view-types.ts';
 import type { AtView, SessionView } from '../../src/inspector/views.ts';
+import { emptyConversation, foldConversation } from '../../src/inspector/conversation.ts';
+import { conversationPage, ENTRIES_SHOWN } from '../../src/inspector/conversation-at.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const tmp = tempDir();
@@ -218,6 +220,14 @@ test('long session - filter by type, jump by time, search payload text', async (
   }
   assert.equal(searched, everywhere, 'paging a search backwards finds every match once');
   assert.ok(requests >= everywhere.length, 'one match per page');
+});
+
+test('long session - the conversation at a sequence equals a fold of the prefix, forwards, back to a kept fold and forwards again', async () => {
+  for (const seq of [events.length, CHECKPOINT_EVERY + 537, 3, 2 * CHECKPOINT_EVERY, CHECKPOINT_EVERY + 537, events.length - 1, events.length]) {
+    const view = await get(`/api/sessions/${SESSION}/conversation?seq=${seq}`);
+    const truth = foldConversation(emptyConversation(SESSION), events.slice(0, seq));
+    assert.equal(view, conversationPage(truth, events.length, { limit: ENTRIES_SHOWN, before: undefined }), `conversation at ${seq}`);
+  }
 });
 
 test.run();

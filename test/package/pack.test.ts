@@ -440,6 +440,7 @@ test('package - the tarball holds dist, docs, README.md, LICENSE, the NATS confi
   const targets = [...Object.values(pkg.exports).flatMap((e) => (typeof e === 'string' ? [e] : [e.types, e.import])), ...Object.values(pkg.bin)];
   for (const target of targets) assert.ok(paths.includes(target.replace(/^\.\//, '')), `package.json names ${target}, which is not in the tarball`);
   assert.ok(paths.includes('dist/inspector/client.js'), "the inspector's page script (read at run time) is not in the tarball");
+  assert.ok(paths.includes('dist/inspector/conversation-view.js'), "the inspector's conversation script (read at run time) is not in the tarball");
   say(`${paths.length} files; top level: ${top.join(', ')}; every exports target and the bin are there`);
 });
 
