@@ -180,9 +180,11 @@ export function createRunContext(deps: RunContextDeps): Turn {
    * buffer has grown past `FLUSH_AT_BYTES`: then what is buffered is appended first (earlier than it
    * had to be, which is always safe), so no append outgrows a message.
    */
-  const later = async (events: ProtoEvent[], bytes = events.reduce((n, e) => n + sizeOf(e), 0)): Promise<void> => {
+  /** Buffers `events` (flushing first when the buffer is full); `onBuffered` runs right after, before any later write takes them. */
+  const later = async (events: ProtoEvent[], bytes = events.reduce((n, e) => n + sizeOf(e), 0), onBuffered?: () => void): Promise<void> => {
     if (buffered.length > 0 && bufferedBytes + bytes > FLUSH_AT_BYTES) await flush();
     buffer(events);
+    onBuffered?.();
     bufferedBytes += bytes; // (durable writes are flushed at once: only what waits is counted)
   };
 
@@ -283,8 +285,8 @@ export function createRunContext(deps: RunContextDeps): Turn {
     },
 
     async text(messageId, text, partId = ids.next('prt')) {
-      streams.completed(partId); // the final text replaces what streamed
-      await later([{ type: 'text.completed', payload: { executionId, messageId, partId, text } }]);
+      // the final text replaces what streamed, once it is buffered: a turn stopped before keeps what streamed
+      await later([{ type: 'text.completed', payload: { executionId, messageId, partId, text } }], undefined, () => streams.completed(partId));
       return partId;
     },
 

@@ -28,6 +28,13 @@ export function boundText(text: string, max = TEXT_SHOWN): Bounded {
   return { text: text.slice(0, end), length: text.length, cut: text.length - end };
 }
 
+/** `b` (or nothing) with `more` appended, bounded the same way (what is past the bound is counted as cut). */
+export function appendBounded(b: Bounded | undefined, more: string, max = TEXT_SHOWN): Bounded {
+  if (b === undefined) return boundText(more, max);
+  if (b.cut > 0) return { text: b.text, length: b.length + more.length, cut: b.cut + more.length };
+  return boundText(b.text + more, max);
+}
+
 /** Bytes that base64 text of this length holds. */
 export function base64Bytes(b64: string): number {
   const clean = b64.replace(/\s+/g, '');

@@ -82,7 +82,8 @@ export interface ToolPart {
   } | null;
 }
 
-export type StepPart = { type: 'text' | 'reasoning'; partId: string; seq: number; text: Bounded } | ToolPart;
+/** `partial`: the text a step had streamed when it was last recorded (`text.streamed`), not yet completed. */
+export type StepPart = { type: 'text' | 'reasoning'; partId: string; seq: number; text: Bounded; partial?: true } | ToolPart;
 
 export interface StepEntry extends Base {
   kind: 'step';

@@ -156,7 +156,14 @@ function conversationView({ h, clock, describeMedia, travel }) {
           ? toolPart(p, asOf)
           : p.type === 'reasoning'
             ? bounded(p.text, 'conv-reasoning', 'conv-reasoning')
-            : bounded(p.text, 'conv-text', 'conv-answer'),
+            : p.partial
+              ? h(
+                  'div',
+                  { 'data-testid': 'conv-partial' },
+                  bounded(p.text, 'conv-text', 'conv-answer'),
+                  h('p', { class: 'conv-note' }, '(streamed so far, as recorded)'),
+                )
+              : bounded(p.text, 'conv-text', 'conv-answer'),
       ),
       e.error ? h('p', { class: 'error-text', 'data-testid': 'conv-step-error' }, e.error.type + ': ' + e.error.message.text, cutNote(e.error.message)) : null,
       e.status === 'running' && e.parts.length === 0

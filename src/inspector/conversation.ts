@@ -19,7 +19,7 @@
  */
 import type { SessionEvent } from '../events/envelope.ts';
 import { promptText } from '../input/prompt.ts';
-import { boundError, boundText, boundValue, partView } from './bounded.ts';
+import { appendBounded, boundError, boundText, boundValue, partView, type Bounded } from './bounded.ts';
 import { forkedEntry } from './conversation-fork.ts';
 import { keyOf, places, placesOf } from './conversation-places.ts';
 import type {
@@ -192,6 +192,17 @@ export function foldConversation(c: Conversation, events: readonly SessionEvent[
             endedSeq: null,
             durationMs: null,
           });
+        break;
+      }
+      case 'text.streamed': {
+        // what streamed so far, recorded (a restart: the model request was sent again, the part starts over)
+        const { messageId, partId, text, restart } = e.payload;
+        step(messageId, (s) => {
+          const at = s.parts.findIndex((x) => x.type === 'text' && x.partId === partId);
+          const before = at < 0 || restart ? undefined : (s.parts[at] as { text: Bounded }).text;
+          const part: StepPart = { type: 'text', partId, seq: e.seq, text: appendBounded(before, text), partial: true };
+          return { ...s, parts: at < 0 ? [...s.parts, part] : s.parts.map((x, i) => (i === at ? part : x)) };
+        });
         break;
       }
       case 'text.completed':

@@ -347,8 +347,10 @@ test('conversation - a recovery after the owner was lost: the step recovered, th
 
 test('conversation - a turn handed back by a worker shutting down, a cancelled turn, a prompt dropped unrun', async () => {
   const first = await engineWith('handback', echoRunner({ steps: 2, delayMs: 60_000 }));
+  let streamed = 0;
+  first.subscribe({ sessionId: 'ses_hb', type: 'text.delta' }, () => streamed++);
   await first.admit('ses_hb', { prompt: 'a long turn' });
-  await waitFor(async () => (await first.log.readSession('ses_hb')).some((e) => e.type === 'step.started'), { what: 'the turn to run' });
+  await waitFor(() => streamed > 0, { what: 'the turn to stream' });
   await first.close();
   const second = await engineWith('handback', echoRunner({ steps: 1, delayMs: 60_000 }));
   try {
@@ -362,6 +364,19 @@ test('conversation - a turn handed back by a worker shutting down, a cancelled t
     await second.awaitIdle('ses_hb');
     const events = await second.log.readSession('ses_hb');
     const c = fold('ses_hb', events);
+    // what the handed-back step had streamed was recorded (text.streamed), and shows as its partial text;
+    // the echo runner's sleep ends at the abort and it calls ctx.text on a stopped turn: that text is
+    // refused, and what streamed must not be dropped with it (it was, before the run context kept it)
+    assert.ok(
+      events.some((e) => e.type === 'text.streamed'),
+      'the streamed text is in the log',
+    );
+    const cut = of(c, 'step')[0]!;
+    assert.is(cut.status, 'failed'); // sealed by the hand-back
+    assert.equal(
+      cut.parts.map((p) => (p.type === 'tool' ? p.type : [p.type, p.text.text, p.partial ?? false])),
+      [['text', 'a long', true]],
+    );
     const turns = of(c, 'turn');
     assert.equal(
       turns.map((t) => [t.outcome, t.cancelReason]),
