@@ -309,6 +309,8 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       const inspector = await startInspector({
         log: engine.log,
         sessions: engine,
+        // the conversation shows answers as they stream: this worker's live bus (on NATS too: its own turns)
+        live: (onEvent) => engine.subscribe({}, onEvent),
         port: options.inspectPort,
         onError: (err) => report.err(`sessiond: inspector: ${messageOf(err)}`),
       });

@@ -57,6 +57,7 @@
     convEarlier: $('conversation-earlier'),
     convEntries: $('conversation-entries'),
     convQueued: $('conversation-queued'),
+    convLive: $('conversation-live'),
   };
   // `early`: live events for the selected session that arrive while its timeline is loading.
   // `timeline`: the loaded pages (ascending); `before`/`after`: the server's cursors for the pages
@@ -256,6 +257,10 @@
   }
 
   async function selectSession(id, seq) {
+    if (id !== model.selected) {
+      streaming.clear();
+      renderLive(null);
+    }
     model.selected = id;
     model.shownSeq = null;
     model.loading = true;
@@ -646,6 +651,7 @@
       model.sessions.set(d.sessionId, { ...(model.sessions.get(d.sessionId) || {}), ...d.session });
     renderSessions();
     if (d.sessionId !== model.selected || !d.session) return;
+    settleLive(d.event);
     if (model.loading) {
       model.early.push(d);
       return;
@@ -661,6 +667,53 @@
     if (model.follow) travelTo(model.lastSeq).catch(showError);
   }
 
+  // ---- answers as they stream (the worker's live bus: text and reasoning deltas, never stored) ---------
+  // shown below the conversation while following the head; the committed text replaces them
+  const streaming = new Map(); // partId -> { messageId, kind, text }
+  function renderLive(note) {
+    const parts = [...streaming.values()];
+    ui.convLive.hidden = parts.length === 0 && !note;
+    ui.convLive.replaceChildren(
+      ...parts.map((p) => h('p', { class: p.kind === 'reasoning' ? 'muted' : '', 'data-testid': 'conv-live-' + p.kind }, p.text)),
+      note ? h('p', { class: 'conv-note', 'data-testid': 'conv-live-note' }, note) : null,
+    );
+  }
+  function onLive(msg) {
+    const d = JSON.parse(msg.data);
+    if (d.sessionId !== model.selected || !model.follow) return;
+    const p = d.payload;
+    if (d.type === 'text.delta' || d.type === 'reasoning.delta') {
+      const part = streaming.get(p.partId) || { messageId: p.messageId, kind: d.type === 'text.delta' ? 'text' : 'reasoning', text: '' };
+      part.text += p.delta;
+      streaming.set(p.partId, part);
+      renderLive('streaming now (live, not yet recorded)');
+    } else if (d.type === 'model.retry_scheduled') {
+      renderLive('the model request failed (' + p.error.message + '): sending it again in ' + p.delayMs + ' ms');
+    } else if (d.type === 'turn.interrupted') {
+      // keep what the log recorded of each part; what streamed after it is gone with the owner
+      for (const [id, part] of streaming) {
+        const r = p.recorded.find((x) => x.partId === id);
+        if (r) part.text = part.text.slice(0, r.length);
+        else streaming.delete(id);
+      }
+      renderLive(
+        'the turn was interrupted (' +
+          (p.reason === 'handed_back' ? 'its worker stopped and handed it back' : 'its worker stopped renewing its lease') +
+          '): it goes on in a continuation',
+      );
+    }
+  }
+  /** A committed event of the shown session ends the streaming of what it settles. */
+  function settleLive(event) {
+    const p = event.payload || {};
+    if (event.type === 'text.completed' || event.type === 'reasoning.completed') streaming.delete(p.partId);
+    else if (/^step\.(ended|failed|recovered)$/.test(event.type) || event.type === 'execution.settled')
+      for (const [id, part] of streaming)
+        if (event.type === 'execution.settled' || part.messageId === p.messageId) streaming.delete(id);
+        else return;
+    renderLive(null);
+  }
+
   function connect() {
     const events = new EventSource('/api/events');
     events.addEventListener('open', () => {
@@ -671,6 +724,7 @@
       ui.status.textContent = 'reconnecting';
     });
     events.addEventListener('committed', onCommitted);
+    events.addEventListener('live', onLive);
   }
 
   // ---- wiring ------------------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ const css = `
   #conversation h3 { margin-top: 0; }
   #conversation-wrap { position: relative; max-height: 40rem; overflow: auto; border: 1px solid var(--line); border-radius: 8px; padding: .3rem .5rem; background: #fcfcfd; }
   #conversation-entries { list-style: none; margin: 0; padding: 0; }
+  .conv-live { margin: .4rem 0; padding: .3rem .5rem; border-left: 3px solid #137333; white-space: pre-wrap; }
   .conv { margin: .35rem 0; padding: .35rem .55rem; border-radius: 8px; border: 1px solid var(--line); background: #fff; }
   .conv[aria-current="true"] { outline: 2px solid var(--accent); outline-offset: 1px; }
   .conv-prompt { background: #eef3fd; border-color: #c6d5f5; margin-left: 2rem; }
@@ -136,6 +137,7 @@ export function inspectorPage(options: { logName: string; writes?: boolean }): s
             <button type="button" id="conversation-earlier" data-testid="conversation-earlier" hidden>Earlier entries</button>
             <ol id="conversation-entries" data-testid="conversation-entries"></ol>
             <div id="conversation-queued" data-testid="conversation-queued"></div>
+            <div id="conversation-live" data-testid="conversation-live" class="conv-live" aria-live="polite" hidden></div>
           </div>
         </section>
       </div>

@@ -31,6 +31,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { systemClock, type Clock } from '../clock.ts';
 import type { SessionEvent } from '../events/envelope.ts';
+import { catalog, isEventType } from '../events/catalog.ts';
+import type { LiveEvent } from '../events/live-bus.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { ErrorCode, SessiondError, messageOf, HttpError, isSessiondError } from '../errors.ts';
 import type { Sessions } from '../sessions/sessions.ts';
@@ -71,6 +73,12 @@ export interface InspectorOptions {
   sessions?: Pick<Sessions, 'list' | 'fork'>;
   /** The log subscription failed (default: printed to stderr); the list routes then answer 503. */
   onError?: (err: unknown) => void;
+  /**
+   * Live events of every session (an engine's `subscribe({}, ...)`): the live-only ones (text and
+   * reasoning deltas, model retries, `turn.interrupted`) go to the page as they happen, so the
+   * conversation shows an answer while it streams. Absent: committed events only.
+   */
+  live?: (onEvent: (event: LiveEvent) => void) => { close(): void };
 }
 
 export interface Inspector {
@@ -163,6 +171,13 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       .join('');
     for (const res of clients) res.write(chunk);
   };
+
+  // live-only events, bounded, to the connected pages (never stored; a page that joins later sees what commits)
+  const liveSub = options.live?.((e) => {
+    if (clients.size === 0 || !isEventType(e.type) || catalog[e.type].durable) return;
+    const chunk = `event: live\ndata: ${JSON.stringify({ sessionId: e.sessionId, type: e.type, time: e.time, payload: boundLive(e.payload) })}\n\n`;
+    for (const res of clients) if (res.writableLength < LIVE_BUFFER_BYTES) res.write(chunk);
+  });
 
   const subscription = log.subscribe({
     after: 0,
@@ -396,6 +411,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     port,
     store,
     async close() {
+      liveSub?.close();
       for (const res of clients) res.end();
       clients.clear();
       await subscription.close();
@@ -405,6 +421,15 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       });
     },
   };
+}
+
+/** Bytes a page may have waiting before its live events are dropped (they are never needed: what commits follows). */
+const LIVE_BUFFER_BYTES = 256 * 1024;
+
+/** A live payload as the page gets it: string fields cut at 2,000 characters (a delta is small). */
+function boundLive(payload: unknown): unknown {
+  if (payload === null || typeof payload !== 'object') return payload;
+  return Object.fromEntries(Object.entries(payload).map(([k, v]) => [k, typeof v === 'string' && v.length > 2000 ? `${v.slice(0, 2000)}\u2026` : v]));
 }
 
 const HOST_VALUE = /^[A-Za-z0-9.-]+(:\d+)?$|^\[?[0-9A-Fa-f:.]+\]?(:\d+)?$/;

@@ -161,6 +161,7 @@ test('inspector - time travel: at the claim the session was claimed, with the le
     status: 'live',
     asOf: claim.time,
     remainingMs: claim.payload.expiresAt - claim.time,
+    ended: null,
   });
   assert.is(body.phase, 'safe');
   assert.is(body.pending.length, 1, 'the prompt was not promoted yet');
