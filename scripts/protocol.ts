@@ -550,7 +550,7 @@ async function commandVectors(): Promise<CommandCase[]> {
     [
       'list with every filter',
       'list',
-      { state: 'settled', waiting: false, tags: { customer: 'acme' }, updatedSince: T0, limit: 20, after: 'MTc2NDU5MDQwMDAwMC5zZXNfMQ' },
+      { state: 'settled', waiting: false, tags: { customer: 'acme' }, idPrefix: 'ses_', updatedSince: T0, limit: 20, after: 'MTc2NDU5MDQwMDAwMC5zZXNfMQ' },
     ],
     ['list everything (an empty body)', 'list', {}],
     ['wake', 'wake', { sessionId: 'ses_cmd' }],
@@ -659,6 +659,8 @@ async function commandVectors(): Promise<CommandCase[]> {
     const page = await answer('list: a page of one, with a cursor', 'list', { limit: 1 });
     await answer('list: the next page', 'list', { limit: 1, after: page.next });
     await answer('list: by tag', 'list', { tags: { customer: 'acme' } });
+    await answer('list: by id prefix', 'list', { idPrefix: 'ses_tagged_' });
+    await answer('error invalid_option: an id prefix with a space', 'list', { idPrefix: 'ses tagged' });
     await answer('error invalid_option: not a cursor', 'list', { after: 'nope' });
     await answer('error bad_request: not JSON', 'status', new TextEncoder().encode('{"sessionId": ses_cmd'));
     await answer('error bad_request: an unknown field', 'wake', { sessionId: 'ses_cmd', force: true });

@@ -8,13 +8,18 @@ export const MAX_ID_LENGTH = 128;
 // characters and anything outside printable ASCII so ids survive every transport unchanged.
 const ID_PATTERN = /^[A-Za-z0-9_\-:+=@]+$/;
 
+/** Whether a value is text an id may be (what `validateId` accepts), without throwing. */
+export function isIdText(value: unknown): boolean {
+  return typeof value === 'string' && value.length > 0 && value.length <= MAX_ID_LENGTH && ID_PATTERN.test(value);
+}
+
 /**
  * Checks an id that will be used as a NATS subject token or a database key and returns it.
  * Throws `invalid_id` naming the id's role, what is wrong and what is allowed.
  */
 export function validateId(value: unknown, role = 'id'): string {
   // the common case first, with nothing allocated: hot paths check every id they touch
-  if (typeof value === 'string' && value.length > 0 && value.length <= MAX_ID_LENGTH && ID_PATTERN.test(value)) return value;
+  if (isIdText(value)) return value as string;
   return invalidId(value, role);
 }
 

@@ -1,7 +1,8 @@
 /**
  * Listing sessions at 100,000 sessions: the first page and a deep one (the 1,000th of 50, past half
- * the sessions), unfiltered and by tag, and a state filter's first page, each the p50 of SAMPLES
- * calls of `listSessionPage` on the projection (target: under 50 ms each). The sessions are folded
+ * the sessions), unfiltered and by tag, a state filter's first page, and id prefixes holding few
+ * sessions, all of them and the oldest 10,000, each the p50 of SAMPLES calls of `listSessionPage` on
+ * the projection (target: under 50 ms each). The sessions are folded
  * into the projection by the real Projector (one `input.admitted` with tags each, in pages of 1,000).
  */
 import { join } from 'node:path';
@@ -22,7 +23,7 @@ const T0 = Date.parse('2026-12-01T00:00:00Z');
 
 export const listSessions: Section = {
   name: S,
-  title: 'sessiond ls at 100,000 sessions: first and deep pages, unfiltered, by tag and by state',
+  title: 'sessiond ls at 100,000 sessions: first and deep pages, unfiltered, by tag, by state and by id prefix',
   async run(ctx) {
     const db = openDatabase(join(ctx.tmp, 'list.db'));
     migrate(db);
@@ -82,6 +83,11 @@ export const listSessions: Section = {
       ['list.tag.deep', 'ls --tag: a page after 25,000 of its sessions', { tags: { env: 'prod' }, after: deepTag }],
       ['list.tags.first', 'ls --tag --tag (1 in 100): first page', { tags: { customer: 'c7', env: 'prod' } }],
       ['list.state.first', 'ls --state idle: first page', { state: 'idle' }],
+      // an id prefix: few sessions (its key range, sorted), all of them, and 10,000 of the oldest (the
+      // order's index walked past 90,000 newer ones: the worst a prefix of many costs here)
+      ['list.prefix.few', 'ls --prefix (100 sessions): first page', { idPrefix: 'ses_0999' }],
+      ['list.prefix.all', 'ls --prefix (every session): first page', { idPrefix: 'ses_' }],
+      ['list.prefix.oldest', 'ls --prefix (the oldest 10,000): first page', { idPrefix: 'ses_00' }],
     ];
     for (const [key, figure, filter] of figures)
       ctx.results.add(

@@ -76,12 +76,14 @@ const (
 // ListFilter selects the sessions List pages through (every field is optional: zero values
 // select all): State one of SessionStates; Waiting true for sessions whose turn waits (an
 // approval, a signal, a timer), false for those that do not; Tags every one of these tags;
+// IDPrefix ids that start with this (1 to 128 of the characters an id holds);
 // UpdatedSince an event at or after this time (ms since the epoch); Limit sessions per page (1 to
 // MaxListLimit; 0: the worker's default of 50); After the Next of the previous page.
 type ListFilter struct {
 	State        string
 	Waiting      *bool
 	Tags         Tags
+	IDPrefix     string
 	UpdatedSince int64
 	Limit        int
 	After        string
@@ -141,6 +143,9 @@ func ListBody(f ListFilter) Map {
 	if len(f.Tags) > 0 {
 		m = append(m, MapEntry{"tags", tagsMap(f.Tags)})
 	}
+	if f.IDPrefix != "" {
+		m = append(m, MapEntry{"idPrefix", f.IDPrefix})
+	}
 	if f.UpdatedSince != 0 {
 		m = append(m, MapEntry{"updatedSince", f.UpdatedSince})
 	}
@@ -176,6 +181,8 @@ func checkListFilter(f ListFilter) string {
 	switch {
 	case f.State != "" && !slices.Contains(SessionStates, f.State):
 		return fmt.Sprintf("Invalid list filter: state must be one of %s, got %s.", strings.Join(SessionStates, ", "), strconv.Quote(f.State))
+	case f.IDPrefix != "" && !ValidID(f.IDPrefix):
+		return fmt.Sprintf("Invalid list filter: idPrefix must be the start of a session id, 1-128 characters from A-Z a-z 0-9 _ - : + = @, got %s.", quoteJSON(utf16Prefix(f.IDPrefix, 80)))
 	case f.UpdatedSince < 0 || f.UpdatedSince > maxSafeInteger:
 		return fmt.Sprintf("Invalid list filter: updatedSince must be a time in whole milliseconds since the epoch, got %d.", f.UpdatedSince)
 	case f.Limit < 0 || f.Limit > MaxListLimit:

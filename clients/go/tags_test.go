@@ -136,6 +136,13 @@ func TestTagsAndListEndToEnd(t *testing.T) {
 			t.Fatalf("list %+v: %s %v", f, show(page), err)
 		}
 	}
+	// by id prefix: each id as the prefix, with the run's tag (no other session of the run starts with it)
+	for _, id := range sessions {
+		byPrefix, err := c.List(ctx, ListFilter{IDPrefix: id, Tags: filter.Tags})
+		if err != nil || len(byPrefix.Sessions) != 1 || byPrefix.Sessions[0].SessionID != id {
+			t.Fatalf("list by the id prefix %s: %s %v", id, show(byPrefix), err)
+		}
+	}
 	idle, err := c.List(ctx, ListFilter{Tags: filter.Tags, State: "idle", Waiting: &no, UpdatedSince: listed[2].CreatedAt})
 	if err != nil || len(idle.Sessions) != 3 {
 		t.Fatalf("list idle, not waiting, updated since the first: %s %v", show(idle), err)
@@ -173,7 +180,11 @@ func TestTagsAndListEndToEnd(t *testing.T) {
 		t.Fatalf("a filter of that value: %v (the worker: %v)", ferr, err)
 	}
 	// refused before it is sent
-	for _, f := range []ListFilter{{Limit: MaxListLimit + 1}, {Limit: -1}, {State: "asleep"}, {UpdatedSince: -1}, {Tags: Tags{"k": ""}}} {
+	if _, err := c.List(ctx, ListFilter{IDPrefix: "go run"}); ErrorCode(err) != CodeInvalidOption ||
+		err.(*CommandError).Message != `Invalid list filter: idPrefix must be the start of a session id, 1-128 characters from A-Z a-z 0-9 _ - : + = @, got "go run".` {
+		t.Fatalf("list by an id prefix with a space: %v", err)
+	}
+	for _, f := range []ListFilter{{Limit: MaxListLimit + 1}, {Limit: -1}, {State: "asleep"}, {UpdatedSince: -1}, {Tags: Tags{"k": ""}}, {IDPrefix: "a.b"}} {
 		if _, err := c.List(ctx, f); ErrorCode(err) != CodeInvalidOption || !strings.HasPrefix(err.(*CommandError).Message, "Invalid") {
 			t.Fatalf("list %+v: %v", f, err)
 		}

@@ -467,7 +467,7 @@ func typedRequest(t *testing.T, verb string, m Map) Map {
 		}
 		return TagBody(session, r)
 	case VerbList:
-		f := ListFilter{State: str(m, "state"), After: str(m, "after")}
+		f := ListFilter{State: str(m, "state"), IDPrefix: str(m, "idPrefix"), After: str(m, "after")}
 		if w, ok := m.Get("waiting"); ok {
 			b := w.(bool)
 			f.Waiting = &b
@@ -901,7 +901,7 @@ func TestCommandsSchema(t *testing.T) {
 	full := map[string]Map{
 		VerbAdmit:   AdmitBody("s", AdmitRequest{Prompt: "p", ID: "i", Delivery: "queue", Wake: &yes, NotBefore: 1796056745917, Tags: Tags{"k": "v"}}),
 		VerbTag:     TagBody("s", TagRequest{Set: Tags{"k": "v"}, Remove: []string{"x"}}),
-		VerbList:    ListBody(ListFilter{State: "idle", Waiting: &yes, Tags: Tags{"k": "v"}, UpdatedSince: 1, Limit: 2, After: "a"}),
+		VerbList:    ListBody(ListFilter{State: "idle", Waiting: &yes, Tags: Tags{"k": "v"}, IDPrefix: "s", UpdatedSince: 1, Limit: 2, After: "a"}),
 		VerbFork:    ForkBody("src", "s", ForkOptions{At: 3, Tags: Tags{"k": "v"}}),
 		VerbWake:    WakeBody("s"),
 		VerbCancel:  CancelBody("s", "r", "e"),

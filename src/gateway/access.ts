@@ -67,14 +67,23 @@ export function checkTagChanges(grant: Grant, changes: Record<string, string | n
     throw new HttpError(403, ErrorCode.PermissionDenied, `Token ${grant.name} may not change tag ${grant.tag.key}: its reach depends on it.`);
 }
 
-/** A page of the sessions the grant reaches (a prefix grant may see pages shorter than the limit: follow `next`). */
+/**
+ * A page of the sessions the grant reaches: the grant's tag and prefix become the filter's, so pages
+ * are as full as the limit says. A filter reaching outside the grant gets an empty page.
+ */
 export async function listFor(sessions: Omit<Sessions, 'close'>, grant: Grant, filter: ListFilter): Promise<SessionPage> {
   let f = filter;
   if (grant.tag) {
     const { key, value } = grant.tag;
     if (filter.tags?.[key] !== undefined && filter.tags[key] !== value) return { sessions: [], next: null };
-    f = { ...filter, tags: { ...filter.tags, [key]: value } };
+    f = { ...f, tags: { ...filter.tags, [key]: value } };
   }
-  const page = await sessions.list(f);
-  return grant.prefix === '' ? page : { sessions: page.sessions.filter((s) => s.sessionId.startsWith(grant.prefix)), next: page.next };
+  if (grant.prefix !== '') {
+    const asked = filter.idPrefix ?? '';
+    // the narrower of the two prefixes, when one holds the other; else nothing the grant reaches matches
+    if (asked.startsWith(grant.prefix)) f = { ...f, idPrefix: asked };
+    else if (grant.prefix.startsWith(asked)) f = { ...f, idPrefix: grant.prefix };
+    else return { sessions: [], next: null };
+  }
+  return sessions.list(f);
 }

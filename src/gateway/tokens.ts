@@ -15,6 +15,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ErrorCode, SessiondError } from '../errors.ts';
 import { parseTagArgument } from '../sessions/tags.ts';
+import { isIdText } from '../ids.ts';
 
 /** What a token may reach. */
 export interface Grant {
@@ -78,8 +79,8 @@ export function parseTokens(text: string, source: string): TokenTable {
     } else throw invalid(source, `${at} needs exactly one of "token" or "sha256"`);
     if (entries.some((e) => e.hash.equals(hash))) throw invalid(source, `${at} repeats the token of another entry`);
     if (t.sessions === undefined && t.tag === undefined) throw invalid(source, `${at} needs "sessions" (an id prefix, or "*") or "tag" (key=value), or both`);
-    if (t.sessions !== undefined && (typeof t.sessions !== 'string' || t.sessions.length === 0 || t.sessions.length > 128))
-      throw invalid(source, `${at}.sessions must be a session id prefix (1-128 characters) or "*"`);
+    if (t.sessions !== undefined && t.sessions !== '*' && !isIdText(t.sessions))
+      throw invalid(source, `${at}.sessions must be "*" or the start of a session id (1-128 characters from A-Z a-z 0-9 _ - : + = @)`);
     const grant: Grant = { name: t.name, prefix: t.sessions === undefined || t.sessions === '*' ? '' : (t.sessions as string) };
     if (t.tag !== undefined) {
       if (typeof t.tag !== 'string') throw invalid(source, `${at}.tag must be a string key=value`);

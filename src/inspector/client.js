@@ -47,6 +47,7 @@
     listState: $('list-state'),
     listWaiting: $('list-waiting'),
     listTag: $('list-tag'),
+    listPrefix: $('list-prefix'),
     listMore: $('list-more'),
     forkId: $('fork-id'),
     forkHere: $('fork-here'),
@@ -185,6 +186,7 @@
     if (ui.listState.value) params.set('state', ui.listState.value);
     if (ui.listWaiting.value) params.set('waiting', ui.listWaiting.value);
     for (const tag of ui.listTag.value.split(/\s+/).filter(Boolean)) params.append('tag', tag);
+    if (ui.listPrefix.value.trim()) params.set('prefix', ui.listPrefix.value.trim());
     return params.toString();
   }
 

@@ -104,6 +104,7 @@ export function inspectorPage(options: { logName: string; writes?: boolean }): s
       <label>State <select id="list-state" data-testid="list-state"><option value="">any</option>${['idle', 'claimed', 'running', 'recovering', 'settled'].map((s) => `<option>${s}</option>`).join('')}</select></label>
       <label>Waiting <select id="list-waiting" data-testid="list-waiting"><option value="">either</option><option value="1">waiting</option><option value="0">not waiting</option></select></label>
       <label>Tag <input id="list-tag" data-testid="list-tag" placeholder="key=value" size="12" autocomplete="off"></label>
+      <label>Id starts with <input id="list-prefix" data-testid="list-prefix" placeholder="cust-42:" size="10" autocomplete="off"></label>
       <button type="submit" data-testid="list-apply">List</button>
     </form>
     <table id="sessions" data-testid="sessions">

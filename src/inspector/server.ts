@@ -4,7 +4,7 @@
  *
  *   GET /                            the page (one self-contained HTML document)
  *   GET /api/sessions                every session with its live state; with `sessions`: a page of
- *                                    `list` (?state=S&waiting=1|0&tag=k=v&updated=MS&limit=N&after=CURSOR)
+ *                                    `list` (?state=S&waiting=1|0&tag=k=v&prefix=P&updated=MS&limit=N&after=CURSOR)
  *   POST /api/sessions/:id/fork      with `sessions`: fork the session at { at } into { sessionId }
  *   GET /api/sessions/:id            current state, context, lease and the last page of the timeline
  *   GET /api/sessions/:id/events     a page of the timeline: by seq, by time, by type, by text (timeline.ts)

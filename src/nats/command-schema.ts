@@ -59,6 +59,7 @@ export const requestSchemas = {
     state: state.optional(),
     waiting: z.boolean().optional(),
     tags: tags.optional(),
+    idPrefix: id.optional(),
     updatedSince: millis.optional(),
     limit: z.number().int().min(1).max(1000).optional(),
     after: z.string().max(256).optional(),

@@ -10,7 +10,7 @@
  *   drop    { sessionId, inputIds?, reason? }                          { ok: true, result: DropPendingResult }
  *   resolve { sessionId, kind, name, outcome, reason?, data? }          { ok: true, result: ResolveResult }
  *   tag     { sessionId, tags: { key: value | null } }                 { ok: true, result: TagResult }
- *   list    { state?, waiting?, tags?, updatedSince?, limit?, after? } { ok: true, sessions: SessionListItem[], next }
+ *   list    { state?, waiting?, tags?, idPrefix?, updatedSince?, limit?, after? } { ok: true, sessions: SessionListItem[], next }
  *   fork    { sessionId (the new session), source, at?, tags? }        { ok: true, result: ForkResult }
  *
  * Every failure is a reply, never silence: { ok: false, error: { code, message, details? } }, with
@@ -115,6 +115,7 @@ export interface ListCommand {
   state?: SessionStateValue;
   waiting?: boolean;
   tags?: Record<string, string>;
+  idPrefix?: string;
   updatedSince?: number;
   limit?: number;
   after?: string;
@@ -164,7 +165,7 @@ export const requestFields: Record<CommandVerb, readonly string[]> = {
   drop: ['sessionId', 'inputIds', 'reason'],
   resolve: ['sessionId', 'kind', 'name', 'outcome', 'reason', 'data'],
   tag: ['sessionId', 'tags'],
-  list: ['state', 'waiting', 'tags', 'updatedSince', 'limit', 'after'],
+  list: ['state', 'waiting', 'tags', 'idPrefix', 'updatedSince', 'limit', 'after'],
   fork: ['sessionId', 'source', 'at', 'tags'],
 };
 

@@ -2,7 +2,10 @@
  * A page of sessions from the projection (`session`, `session_tag`; migration 011): newest first by
  * (time_created, session_id), keyset-paged (`(time, id) < cursor`), so the 1,000th page costs what
  * the first does. A tag filter is driven by the tag index (key, value, time_created, session_id);
- * a state filter by (state, time_created, session_id); `waiting` by its partial index.
+ * a state filter by (state, time_created, session_id); `waiting` by its partial index. An id prefix
+ * holding few sessions (at most PREFIX_SORTED) is read as a range of the primary key and sorted; one
+ * holding more walks the order's index and skips other ids, which finds a page after about
+ * limit × sessions / PREFIX_SORTED rows at worst (bench/sections/list.ts measures both at 100k).
  */
 import type { Db } from '../storage/sqlite.ts';
 import { encodeCursor, type CheckedFilter, type SessionListItem, type SessionPage } from '../sessions/list.ts';
@@ -10,8 +13,11 @@ import type { SessionRow } from './session-rows.ts';
 
 const statements = new WeakMap<Db, Map<string, ReturnType<Db['prepare']>>>();
 
+/** Most sessions of an id prefix read by its key range and sorted; beyond, the page walks the order's index. */
+export const PREFIX_SORTED = 2000;
+
 export function listSessionPage(db: Db, filter: CheckedFilter): SessionPage {
-  const { sql, args } = query(filter);
+  const { sql, args } = query(filter, prefixRead(db, filter));
   const rows = prepared(db, sql).all([...args, filter.limit + 1]) as SessionRow[];
   const more = rows.length > filter.limit;
   const page = more ? rows.slice(0, filter.limit) : rows;
@@ -21,11 +27,26 @@ export function listSessionPage(db: Db, filter: CheckedFilter): SessionPage {
 
 /** SQLite's plan for a filter's query, one line per step (what test/sessions/list.test.ts holds to an index). */
 export function listSessionPlan(db: Db, filter: CheckedFilter): string[] {
-  const { sql, args } = query(filter);
+  const { sql, args } = query(filter, prefixRead(db, filter));
   return (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all([...args, filter.limit + 1]) as { detail: string }[]).map((r) => r.detail);
 }
 
-function query(filter: CheckedFilter): { sql: string; args: unknown[] } {
+type PrefixRead = 'key range' | 'order index';
+
+/** How an id prefix is read: by its key range when it holds few sessions (counted up to PREFIX_SORTED + 1, a bounded read of the key). */
+function prefixRead(db: Db, filter: CheckedFilter): PrefixRead {
+  if (filter.idPrefix === undefined) return 'order index';
+  const held = prepared(db, 'SELECT count(*) AS n FROM (SELECT 1 FROM session WHERE session_id >= ? AND session_id < ? LIMIT ?)').get([
+    ...prefixRange(filter.idPrefix),
+    PREFIX_SORTED + 1,
+  ]) as { n: number };
+  return held.n <= PREFIX_SORTED ? 'key range' : 'order index';
+}
+
+/** Every id starting with the prefix, and no other, sorts in [prefix, prefix + DEL): an id holds only ASCII below DEL. */
+const prefixRange = (prefix: string): [string, string] => [prefix, `${prefix}\x7f`];
+
+function query(filter: CheckedFilter, read: PrefixRead): { sql: string; args: unknown[] } {
   const where: string[] = [];
   const args: unknown[] = [];
   const [first, ...more] = filter.tags;
@@ -40,6 +61,11 @@ function query(filter: CheckedFilter): { sql: string; args: unknown[] } {
   for (const [key, value] of more) {
     where.push('EXISTS (SELECT 1 FROM session_tag t WHERE t.session_id = s.session_id AND t.key = ? AND t.value = ?)');
     args.push(key, value);
+  }
+  if (filter.idPrefix !== undefined) {
+    // unary + keeps SQLite off the key for this term, so the page walks an index in its order
+    where.push(read === 'key range' ? 's.session_id >= ? AND s.session_id < ?' : '+s.session_id >= ? AND +s.session_id < ?');
+    args.push(...prefixRange(filter.idPrefix));
   }
   if (filter.state !== undefined) {
     where.push('s.state = ?');

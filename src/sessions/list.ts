@@ -10,6 +10,7 @@
  */
 import { InvalidInputError } from '../errors.ts';
 import type { SessionStateValue } from '../machines/decider.ts';
+import { isIdText, MAX_ID_LENGTH } from '../ids.ts';
 import { validateTags, type Tags } from './tags.ts';
 
 export const SESSION_STATES: readonly SessionStateValue[] = ['idle', 'claimed', 'running', 'recovering', 'settled'];
@@ -24,6 +25,8 @@ export interface ListFilter {
   waiting?: boolean;
   /** Only sessions carrying every one of these tags. */
   tags?: Tags;
+  /** Only sessions whose id starts with this (`cust-42:`): 1-128 of the characters an id may hold. */
+  idPrefix?: string;
   /** Only sessions with an event at or after this time (ms since the epoch). */
   updatedSince?: number;
   /** Sessions per page (default `DEFAULT_LIST_LIMIT`, at most `MAX_LIST_LIMIT`). */
@@ -61,6 +64,7 @@ export interface CheckedFilter {
   state?: SessionStateValue;
   waiting?: boolean;
   tags: [string, string][];
+  idPrefix?: string;
   updatedSince?: number;
   limit: number;
   after?: Cursor;
@@ -72,7 +76,7 @@ export interface Cursor {
   id: string;
 }
 
-const FIELDS = ['state', 'waiting', 'tags', 'updatedSince', 'limit', 'after'];
+const FIELDS = ['state', 'waiting', 'tags', 'idPrefix', 'updatedSince', 'limit', 'after'];
 
 export function checkListFilter(filter: ListFilter | undefined): CheckedFilter {
   const f = (filter ?? {}) as Record<string, unknown>;
@@ -90,6 +94,13 @@ export function checkListFilter(filter: ListFilter | undefined): CheckedFilter {
     out.waiting = f.waiting;
   }
   if (f.tags !== undefined) out.tags = Object.entries(validateTags(f.tags, 'the filter') as Record<string, string>);
+  if (f.idPrefix !== undefined) {
+    if (!isIdText(f.idPrefix))
+      throw invalid(
+        `idPrefix must be the start of a session id, 1-${MAX_ID_LENGTH} characters from A-Z a-z 0-9 _ - : + = @, got ${JSON.stringify(String(f.idPrefix).slice(0, 80))}`,
+      );
+    out.idPrefix = f.idPrefix as string;
+  }
   if (f.updatedSince !== undefined) {
     if (!Number.isSafeInteger(f.updatedSince) || (f.updatedSince as number) < 0)
       throw invalid(`updatedSince must be a time in whole milliseconds since the epoch, got ${JSON.stringify(f.updatedSince)}`);

@@ -346,6 +346,19 @@ export function sessionsContract(name: string, open: () => Promise<SessionsFixtu
     );
     assert.is(odd.next, null);
     assert.equal((await fx.sessions.list({ tags: { run }, state: 'settled' })).sessions, [], 'none of them ran');
+    assert.equal(
+      (await fx.sessions.list({ idPrefix: `${run}_s`, limit: 7 })).sessions.map((x) => x.sessionId),
+      [...ids].reverse(),
+      'by id prefix',
+    );
+    assert.equal(
+      (await fx.sessions.list({ idPrefix: ids[3]! })).sessions.map((x) => x.sessionId),
+      [ids[3]],
+    );
+    const badPrefix = await rejected(fx.sessions.list({ idPrefix: `${run} s` }));
+    assert.ok(isSessiondError(badPrefix));
+    assert.is(badPrefix.kind, ErrorKind.InvalidInput);
+    assert.match(badPrefix.message, 'idPrefix');
     const bad = await rejected(fx.sessions.list({ after: 'not a cursor' }));
     assert.ok(isSessiondError(bad));
     assert.is(bad.kind, ErrorKind.InvalidInput);

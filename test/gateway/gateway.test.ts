@@ -142,6 +142,36 @@ test('tokens: none is 401, unknown is 401; a prefix token starts and reaches onl
   );
 });
 
+test('a prefix token lists full pages of its sessions, however many newer ones it may not see; ?prefix= narrows within its reach', async () => {
+  assert.is((await call(guarded, 'POST', '/v1/sessions/ses_web_p1/inputs', { prompt: 'a', wake: false }, as(WEB))).status, 200);
+  assert.is((await call(guarded, 'POST', '/v1/sessions/ses_web_p2/inputs', { prompt: 'b', wake: false }, as(WEB))).status, 200);
+  for (let i = 0; i < 5; i++) assert.is((await call(open, 'POST', `/v1/sessions/ses_other_p${i}/inputs`, { prompt: 'c', wake: false })).status, 200);
+  const first = await call(guarded, 'GET', '/v1/sessions?prefix=ses_web_p&limit=1', undefined, as(WEB));
+  assert.equal(
+    first.body.sessions.map((s: { sessionId: string }) => s.sessionId),
+    ['ses_web_p2'],
+    'a full page, not the newest sessions of all filtered down to none',
+  );
+  const second = await call(guarded, 'GET', `/v1/sessions?prefix=ses_web_p&limit=1&after=${first.body.next}`, undefined, as(WEB));
+  assert.equal(
+    second.body.sessions.map((s: { sessionId: string }) => s.sessionId),
+    ['ses_web_p1'],
+  );
+  const mine = await call(guarded, 'GET', '/v1/sessions?limit=2', undefined, as(WEB));
+  assert.equal(
+    mine.body.sessions.map((s: { sessionId: string }) => s.sessionId),
+    ['ses_web_p2', 'ses_web_p1'],
+    'without ?prefix the token lists its own ids only, two of two',
+  );
+  const wider = await call(guarded, 'GET', '/v1/sessions?prefix=ses_&limit=2', undefined, as(WEB));
+  assert.equal(wider.body.sessions, mine.body.sessions, 'a prefix wider than the grant lists what the grant reaches');
+  const outside = await call(guarded, 'GET', '/v1/sessions?prefix=ses_other_', undefined, as(WEB));
+  assert.equal([outside.status, outside.body.sessions, outside.body.next], [200, [], null], 'a prefix outside the grant lists nothing');
+  const bad = await call(open, 'GET', '/v1/sessions?prefix=a%20b');
+  assert.equal([bad.status, bad.body.error.code], [400, 'invalid_query']);
+  assert.match(bad.body.error.message, 'idPrefix');
+});
+
 test('a tag token: new sessions get its tag, it lists and reaches only those, and may not change that tag', async () => {
   const made = await call(guarded, 'POST', '/v1/sessions/ses_acme_1/inputs', { prompt: 'hello', tags: { plan: 'gold' } }, as(ACME));
   assert.is(made.status, 200, JSON.stringify(made.body));

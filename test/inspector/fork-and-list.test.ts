@@ -63,6 +63,10 @@ test('inspector list - filters by tag, state and waiting, pages with a cursor, b
   const bad = await call<{ error: { message: string } }>(inspector, '/api/sessions?state=asleep');
   assert.is(bad.status, 400);
   assert.match(bad.body.error.message, 'state must be one of');
+  assert.equal(await ids('?prefix=ses_b'), ['ses_b'], 'by id prefix');
+  const badPrefix = await call<{ error: { message: string } }>(inspector, '/api/sessions?prefix=a%20b');
+  assert.is(badPrefix.status, 400);
+  assert.match(badPrefix.body.error.message, 'idPrefix must be the start of a session id');
   const notKv = await call<{ error: { message: string } }>(inspector, '/api/sessions?tag=tier');
   assert.is(notKv.status, 400);
   const plain = await call<{ error: { message: string } }>(readOnly, '/api/sessions?state=idle');
@@ -100,6 +104,14 @@ test('inspector page - the list filtered by tag, then "fork here" at a travelled
     const rows = await page.$$eval('[data-testid="session-row"]', (trs) => trs.map((tr) => tr.getAttribute('data-session-id')));
     assert.equal(rows, ['ses_c', 'ses_a'], 'only the gold sessions');
     await textMatches(page, '[data-session-id="ses_a"] [data-testid="session-tags"]', 'tier=gold');
+    await page.fill('[data-testid="list-prefix"]', 'ses_a');
+    await page.click('[data-testid="list-apply"]');
+    await page.waitForFunction(() => !document.querySelector('[data-session-id="ses_c"]'), undefined, WAIT);
+    assert.equal(
+      await page.$$eval('[data-testid="session-row"]', (trs) => trs.map((tr) => tr.getAttribute('data-session-id'))),
+      ['ses_a'],
+      'gold, and an id starting with ses_a',
+    );
     const head = (await engine.status('ses_a')).seq;
     await page.goto(`${inspector.url}#/session/ses_a/at/${head}`);
     await textMatches(page, '[data-testid="at-seq"]', String(head));

@@ -53,6 +53,14 @@ for (const transport of ['db', 'nats'] as const) {
       [`ses_${run}_2`],
     );
     if (full) assert.equal((await page(where, ['--tag', `run=${run}`, '--state', 'running'])).sessions, []);
+    assert.equal(await all(where, ['--prefix', `ses_${run}_`]), [`ses_${run}_3`, `ses_${run}_2`, `ses_${run}_1`], 'by id prefix, over two pages');
+    assert.equal(
+      (await page(where, ['--prefix', `ses_${run}_2`])).sessions.map((x) => x.sessionId),
+      [`ses_${run}_2`],
+    );
+    const badPrefix = await runCli(['ls', ...where, '--prefix', 'a b']);
+    assert.is(badPrefix.code, 2, badPrefix.stderr);
+    assert.match(badPrefix.stderr, 'cannot start a session id');
     const first = await page(where, ['--tag', `run=${run}`, '--limit', '1']);
     assert.equal(
       first.sessions.map((x) => [x.sessionId, x.state, x.pendingInputs, x.tags]),

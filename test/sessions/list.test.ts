@@ -195,4 +195,45 @@ test('list - every query shape reads one index in page order: no sort, no scan o
     }
   }));
 
+test('list - an id prefix: exactly its sessions, paged newest first; a prefix of many walks the order index, one of few its key range', () =>
+  inWorld(async ({ clock, engine }) => {
+    const { listSessionPlan, PREFIX_SORTED } = await import('../../src/projector/session-list.ts');
+    // cust-1:* and cust-10:* interleaved (one is a prefix of the other), then other ids around them
+    const ids = Array.from({ length: 12 }, (_, i) => (i % 3 === 0 ? `cust-10:s${i}` : i % 3 === 1 ? `cust-1:s${i}` : `cust-2:s${i}`));
+    for (const id of [...ids, 'cust-1', 'cust-0:x', 'cust-1=x', 'cust-1:']) {
+      clock.set(clock.now() + 1000);
+      await engine.admit(id, { prompt: 'p', wake: false });
+    }
+    const newestFirst = (p: string) => [...ids, 'cust-1', 'cust-0:x', 'cust-1=x', 'cust-1:'].filter((id) => id.startsWith(p)).reverse();
+    assert.equal(await everything(engine, { idPrefix: 'cust-1:' }, 2), newestFirst('cust-1:'), 'cust-1: pages, not cust-10: nor cust-1=x');
+    assert.equal(await everything(engine, { idPrefix: 'cust-1' }, 3), newestFirst('cust-1'), 'cust-1 holds cust-10: and cust-1 itself');
+    assert.equal(await everything(engine, { idPrefix: 'cust-10:s9' }, 5), ['cust-10:s9']);
+    assert.equal((await engine.list({ idPrefix: 'nobody' })).sessions, []);
+    assert.equal(
+      (await engine.list({ idPrefix: 'cust-1:', state: 'idle', limit: 50 })).sessions.map((s) => s.sessionId),
+      newestFirst('cust-1:'),
+      'with a state filter too',
+    );
+    const few = listSessionPlan(engine.db, checkListFilter({ idPrefix: 'cust-1:' })).join(' | ');
+    assert.match(few, /sqlite_autoindex_session_1 \(session_id>\? AND session_id<\?\)/, `few sessions: the key range (${few})`);
+    // more sessions under one prefix than are sorted: the page walks the order's index, no sort
+    for (let i = 0; i <= PREFIX_SORTED; i++) {
+      clock.set(clock.now() + 1);
+      await engine.admit(`many:${i}`, { prompt: 'p', wake: false });
+    }
+    const page = await engine.list({ idPrefix: 'many:', limit: 3 });
+    assert.equal(
+      page.sessions.map((s) => s.sessionId),
+      [`many:${PREFIX_SORTED}`, `many:${PREFIX_SORTED - 1}`, `many:${PREFIX_SORTED - 2}`],
+    );
+    const walk = listSessionPlan(engine.db, checkListFilter({ idPrefix: 'many:' })).join(' | ');
+    assert.not.match(walk, 'TEMP B-TREE', `many sessions: no sort (${walk})`);
+    assert.match(walk, 'session_created_idx', `many sessions: the order's index (${walk})`);
+    const bad = await engine.list({ idPrefix: 'no spaces' }).then(
+      () => null,
+      (err: Error) => err,
+    );
+    assert.match(bad?.message ?? 'listed', 'idPrefix must be the start of a session id');
+  }));
+
 test.run();

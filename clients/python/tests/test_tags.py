@@ -85,6 +85,9 @@ async def test_sessions_are_tagged_and_listed_by_tag_page_by_page(client: Client
     assert (await client.list(tags={"py-run": run}, waiting=True)).sessions == []
     idle = await client.list(tags={"py-run": run}, state="idle", waiting=False, updated_since=listed[-1].created_at)
     assert [s.session_id for s in idle.sessions] == ids and idle.next is None
+    # by id prefix: each id as the prefix, with the run's tag (no other session of the run starts with it)
+    for session in sessions:
+        assert [s.session_id for s in (await client.list(tags={"py-run": run}, id_prefix=session)).sessions] == [session]
 
 
 async def test_tag_of_a_session_with_no_events_is_unknown_session(client: Client) -> None:
@@ -119,7 +122,7 @@ async def test_bad_filters_and_tags_are_refused(client: Client) -> None:
     await client.tag(session, {"k": None})
     assert (await code_of(client.admit(session_name("ses_badtag"), "p", wake=False, tags={"k": ""}))).code == "invalid_option"
     # before it is sent
-    for filters in ({"limit": 0}, {"limit": 1001}, {"state": "asleep"}, {"updated_since": -1}, {"tags": {"k": "a\nb"}}):
+    for filters in ({"limit": 0}, {"limit": 1001}, {"state": "asleep"}, {"updated_since": -1}, {"tags": {"k": "a\nb"}}, {"id_prefix": "a.b"}):
         err = await code_of(client.list(**filters))  # type: ignore[arg-type]
         assert err.code == "invalid_option" and err.message.startswith("Invalid "), filters
     assert (await code_of(client.tag("ses.with.dots", {"k": "v"}))).code == "invalid_id"

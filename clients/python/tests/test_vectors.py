@@ -220,6 +220,7 @@ def test_the_client_builds_each_verbs_request_as_the_vectors_spell_it() -> None:
             state="settled",
             waiting=False,
             tags={"customer": "acme"},
+            id_prefix="ses_",
             updated_since=1796056745917,
             limit=20,
             after="MTc2NDU5MDQwMDAwMC5zZXNfMQ",
@@ -286,6 +287,9 @@ def test_list_filters_and_tags_are_checked_as_a_worker_checks_them() -> None:
         (c.list_request(tags={"k": "v" * 257}), "a value is a string of 1 to 256 characters"),
         (c.list_request(tags={"k": "a\nb"}), "without control characters"),
         (c.list_request(tags={f"k{i}": "v" for i in range(33)}), "over the limit of 32 tags"),
+        (c.list_request(id_prefix="a b"), 'idPrefix must be the start of a session id, 1-128 characters from A-Z a-z 0-9 _ - : + = @, got "a b"'),
+        (c.list_request(id_prefix=""), "idPrefix must be the start of a session id"),
+        (c.list_request(id_prefix="x" * 129), "idPrefix must be the start of a session id"),
     ):
         problem = c.list_filter_problem(body)
         assert problem is not None and words in problem and problem.startswith("Invalid "), (body, problem)

@@ -1,13 +1,13 @@
 /**
  * Operating many sessions:
- *   sessiond ls [--state S] [--waiting | --not-waiting] [--tag k=v]... [--updated-since T] [--limit N] [--after CURSOR] [--json]
+ *   sessiond ls [--state S] [--waiting | --not-waiting] [--tag k=v]... [--prefix P] [--updated-since T] [--limit N] [--after CURSOR] [--json]
  *   sessiond tag SESSION k=v [k=]...     set tags (k= removes one)
  * `ls` reads the projection (on --db brought up to the log's head first; on --nats a worker answers
  * from its own), newest first, one page at a time: the next page is `--after` the cursor it prints.
  */
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
-import { validateId } from '../../ids.ts';
+import { isIdText, MAX_ID_LENGTH, validateId } from '../../ids.ts';
 import { UsageError } from '../../errors.ts';
 import type { ListFilter, SessionListItem } from '../../sessions/list.ts';
 import { SESSION_STATES } from '../../sessions/list.ts';
@@ -22,6 +22,7 @@ interface LsOptions extends LogOptions {
   waiting?: boolean;
   notWaiting?: boolean;
   tag?: [string, string][];
+  prefix?: string;
   updatedSince?: number;
   limit?: number;
   after?: string;
@@ -47,6 +48,14 @@ export function timeOrAgo(flag: string): (value: string) => number {
 }
 const since = timeOrAgo('--updated-since');
 
+function idPrefix(value: string): string {
+  if (!isIdText(value))
+    throw new InvalidArgumentError(
+      `${JSON.stringify(value.slice(0, 80))} cannot start a session id: use 1-${MAX_ID_LENGTH} characters from A-Z a-z 0-9 _ - : + = @.`,
+    );
+  return value;
+}
+
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 function describeItem(s: SessionListItem): string {
@@ -63,11 +72,12 @@ export function registerSessionsList(program: Command, ctx: CliContext): void {
   addLogOptions(
     program
       .command('ls')
-      .description('list sessions, newest first, a page at a time (filter by state, waiting, tags, time)')
+      .description('list sessions, newest first, a page at a time (filter by state, waiting, tags, id prefix, time)')
       .option('--state <state>', `only sessions in this state (${SESSION_STATES.join(', ')})`, oneOf('--state', SESSION_STATES))
       .option('--waiting', 'only sessions whose turn waits (an approval, a signal, a timer)')
       .option('--not-waiting', 'only sessions whose turn does not wait')
       .option('--tag <key=value>', 'only sessions with this tag (repeatable: every one must match)', collectTag)
+      .option('--prefix <start>', 'only sessions whose id starts with this (cust-42:)', idPrefix)
       .option('--updated-since <time>', 'only sessions changed since then: a time (2026-12-01T00:00:00Z) or a duration back (7d, 1h)', since)
       .option('--limit <n>', 'sessions per page (default 50, at most 1000)', positiveInt('--limit'))
       .option('--after <cursor>', 'the page after this cursor (printed at the end of the page before)')
@@ -79,6 +89,7 @@ export function registerSessionsList(program: Command, ctx: CliContext): void {
       ...(opts.state ? { state: opts.state } : {}),
       ...(opts.waiting ? { waiting: true } : opts.notWaiting ? { waiting: false } : {}),
       ...(opts.tag?.length ? { tags: Object.fromEntries(opts.tag) } : {}),
+      ...(opts.prefix === undefined ? {} : { idPrefix: opts.prefix }),
       ...(opts.updatedSince === undefined ? {} : { updatedSince: opts.updatedSince }),
       ...(opts.limit === undefined ? {} : { limit: opts.limit }),
       ...(opts.after === undefined ? {} : { after: opts.after }),

@@ -22,6 +22,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 from .catalog import ABSENT, MAX_TAG_VALUE, MAX_TAGS, TAG_KEY, ForkPoint
 from .errors import CommandError
+from .ids import is_valid_id
 from .jsontext import decode_json, encode_json, stringify
 from .lengths import utf16_len, utf16_prefix
 from .parts import wire_prompt
@@ -38,7 +39,7 @@ REQUEST_FIELDS: Mapping[str, tuple[str, ...]] = {
     "drop": ("sessionId", "inputIds", "reason"),
     "resolve": ("sessionId", "kind", "name", "outcome", "reason", "data"),
     "tag": ("sessionId", "tags"),
-    "list": ("state", "waiting", "tags", "updatedSince", "limit", "after"),
+    "list": ("state", "waiting", "tags", "idPrefix", "updatedSince", "limit", "after"),
     "fork": ("sessionId", "source", "at", "tags"),
 }
 #: The states a session may be in (``list``'s ``state`` filter, ``StatusReply.state``).
@@ -115,6 +116,7 @@ def list_request(
     state: str | None = None,
     waiting: bool | None = None,
     tags: Mapping[str, str] | None = None,
+    id_prefix: str | None = None,
     updated_since: int | None = None,
     limit: int | None = None,
     after: str | None = None,
@@ -124,6 +126,7 @@ def list_request(
         state=state,
         waiting=waiting,
         tags=dict(tags) if tags is not None else None,
+        idPrefix=id_prefix,
         updatedSince=updated_since,
         limit=limit,
         after=after,
@@ -172,6 +175,13 @@ def list_filter_problem(body: Mapping[str, Any]) -> str | None:
         return "Invalid list filter: waiting must be true or false."
     if "tags" in body and (problem := tags_problem(body["tags"], "the filter")):
         return problem
+    prefix = body.get("idPrefix")
+    if prefix is not None and not is_valid_id(prefix):
+        shown = stringify(utf16_prefix(prefix, 80)) if isinstance(prefix, str) else stringify(str(prefix)[:80])
+        return (
+            "Invalid list filter: idPrefix must be the start of a session id, 1-128 characters from "
+            f"A-Z a-z 0-9 _ - : + = @, got {shown}."
+        )
     if since is not None and (isinstance(since, bool) or not isinstance(since, int) or not 0 <= since <= 2**53 - 1):
         return f"Invalid list filter: updatedSince must be a time in whole milliseconds since the epoch, got {since!r}."
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT):
