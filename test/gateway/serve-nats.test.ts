@@ -86,6 +86,25 @@ s('serve --nats refuses worker flags, and a bad tokens file before serving', asy
   const flags = await runCli(['serve', '--http', '0', '--nats', ctx.server.url, ...as(CLIENT), '--runner', 'openai']);
   assert.is(flags.code, 2, flags.stderr);
   assert.match(flags.stderr, 'worker flags do not apply');
+  // every worker flag, not a list of a few: a lease, a sweep, a database, a model are the workers'
+  const more = await runCli([
+    'serve',
+    '--http',
+    '0',
+    '--nats',
+    ctx.server.url,
+    ...as(CLIENT),
+    '--lease-ms',
+    '5000',
+    '--sweep-ms',
+    '100',
+    '--db',
+    'x.db',
+    '--model',
+    'm',
+  ]);
+  assert.is(more.code, 2, more.stderr);
+  assert.match(more.stderr, '--db, --model, --lease-ms, --sweep-ms: worker flags do not apply to sessiond serve --nats');
   const bad = ctx.tmp.file('bad-tokens.json');
   writeFileSync(bad, JSON.stringify({ tokens: [{ name: 'x', token: 'short', sessions: '*' }] }));
   const refused = await runCli(['serve', '--http', '0', '--nats', ctx.server.url, ...as(CLIENT), '--tokens', bad]);

@@ -4,16 +4,17 @@
  * - Embedded (no --nats): the whole worker of `sessiond start` with the gateway in its process, so
  *   its event streams carry the text deltas of the turns it runs (`start --http` is the same).
  * - `--nats URL` (as the client user): the gateway alone in front of the workers; it takes no work,
- *   sends commands to the workers and streams every worker's live events. Worker flags do not apply.
+ *   sends commands to the workers and streams every worker's live events. A worker flag given is
+ *   refused (it would not apply), saying which.
  */
-import type { Command } from 'commander';
+import { Command as CommanderCommand, type Command } from 'commander';
 import { UsageError, messageOf } from '../../errors.ts';
 import { SessiondClient } from '../../nats/client.ts';
 import { startGateway, type Gateway } from '../../gateway/server.ts';
 import { natsLive } from '../../gateway/live.ts';
 import type { CliContext } from '../context.ts';
 import { addGatewayOptions, gatewayLine, gatewayOptions } from '../gateway-options.ts';
-import { describeNats, natsConnectionOptions } from '../nats-options.ts';
+import { addNatsOptions, describeNats, natsConnectionOptions } from '../nats-options.ts';
 import { addWorkerOptions, runWorker, type StartOptions } from './start.ts';
 
 export function registerServe(program: Command, ctx: CliContext): void {
@@ -27,21 +28,29 @@ export function registerServe(program: Command, ctx: CliContext): void {
   );
   addGatewayOptions(command, true).action(async (opts: StartOptions) => {
     if (!opts.nats && !ctx.defaultNats) return runWorker(opts, ctx);
+    const workerOnly = workerFlagsGiven(command, ctx);
+    if (workerOnly.length > 0)
+      throw new UsageError(
+        `${workerOnly.join(', ')}: worker flags do not apply to sessiond serve --nats (the gateway takes no work); give them to sessiond start, or leave them out.`,
+      );
     await serveNats(opts, ctx);
   });
 }
 
+/**
+ * The flags given on the command line (or by the environment) that only a worker reads: every flag
+ * of `serve` but the NATS connection's (as the client user) and the gateway's.
+ */
+function workerFlagsGiven(command: Command, ctx: CliContext): string[] {
+  const flagsOf = (probe: Command) => probe.options.map((o) => o.long);
+  const kept = new Set([...flagsOf(addNatsOptions(new CommanderCommand(), ctx, 'client')), ...flagsOf(addGatewayOptions(new CommanderCommand(), true))]);
+  return command.options
+    .filter((o) => !kept.has(o.long))
+    .filter((o) => ['cli', 'env'].includes(command.getOptionValueSource(o.attributeName()) ?? ''))
+    .map((o) => o.long ?? o.flags);
+}
+
 async function serveNats(opts: StartOptions, ctx: CliContext): Promise<void> {
-  const workerOnly = [
-    ['--runner', opts.runner !== 'echo'],
-    ['--nats-commands-user', opts.natsCommandsUser !== undefined],
-    ['--inspect', opts.inspect !== undefined],
-    ['--metrics', opts.metrics !== undefined],
-  ].filter(([, given]) => given);
-  if (workerOnly.length > 0)
-    throw new UsageError(
-      `${workerOnly.map(([f]) => f).join(', ')}: worker flags do not apply to sessiond serve --nats (the gateway takes no work); give them to sessiond start.`,
-    );
   const connection = natsConnectionOptions(opts, ctx, 'sessiond-gateway')!;
   const gateway = gatewayOptions(opts, ctx);
   ctx.out(`connecting to NATS at ${describeNats(connection)}...`);
