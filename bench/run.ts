@@ -36,6 +36,7 @@ import { idleSessions } from './sections/idle-sessions.ts';
 import { inspector } from './sections/inspector.ts';
 import { cluster, subjectScale } from './sections/cluster.ts';
 import { listSessions } from './sections/list.ts';
+import { gatewayStreams } from './sections/gateway.ts';
 
 const SECTIONS: Section[] = [
   rawMsgpack,
@@ -53,6 +54,7 @@ const SECTIONS: Section[] = [
   coldLoad,
   inspector,
   listSessions,
+  gatewayStreams,
   takeover,
   cluster,
   subjectScale,
@@ -119,6 +121,10 @@ const ORDER = [
   'list.prefix.few',
   'list.prefix.all',
   'list.prefix.oldest',
+  'gateway.turns.ratio',
+  'gateway.events',
+  'gateway.delay.p50',
+  'gateway.delay.p99',
   'takeover.max',
   'takeover.p50',
   'codec.roundtrip',

@@ -5,6 +5,8 @@ export interface SseFrame {
   data: string;
   /** `data` parsed as JSON (undefined when it is not). */
   json?: Record<string, unknown>;
+  /** When the reader parsed it (Date.now()). */
+  arrivedAt: number;
 }
 
 export interface SseReader {
@@ -39,7 +41,7 @@ export async function readSse(url: string, init: RequestInit = {}): Promise<SseR
         while ((at = buffer.indexOf('\n\n')) >= 0) {
           const block = buffer.slice(0, at);
           buffer = buffer.slice(at + 2);
-          const frame: SseFrame = { event: 'message', data: '' };
+          const frame: SseFrame = { event: 'message', data: '', arrivedAt: Date.now() };
           let hasData = false;
           for (const line of block.split('\n')) {
             if (line.startsWith(':')) comments.push(line.slice(1).trim());
