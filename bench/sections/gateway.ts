@@ -14,7 +14,7 @@ import { echoRunner } from '../../src/runner/echo.ts';
 import { startGateway } from '../../src/gateway/server.ts';
 import { engineLive } from '../../src/gateway/live.ts';
 import { readSse, type SseReader } from '../../test/support/sse.ts';
-import { BENCH_PROMPT } from '../lib/corpus.ts';
+import { turn as echoTurn } from './turns.ts';
 import { percentile, perSecond } from '../lib/measure.ts';
 import { fmt, say, ticker } from '../lib/report.ts';
 import { CONCURRENCY, type Section } from '../lib/context.ts';
@@ -36,10 +36,7 @@ export const gatewayStreams: Section = {
     });
     try {
       const sessions = Array.from({ length: CONCURRENCY }, (_, k) => `ses_gw${k}`);
-      const turn = async (id: string) => {
-        await host.admit(id, { prompt: BENCH_PROMPT });
-        await host.engine.awaitIdle(id);
-      };
+      const turn = (id: string) => echoTurn(host.engine, id);
       const rounds = ctx.sizes.turnRounds;
       const run = async (label: string): Promise<number> => {
         let done = 0;

@@ -17,7 +17,8 @@ import { CONCURRENCY, type Ctx, type Section } from '../lib/context.ts';
 import { onCleanup } from '../lib/cleanup.ts';
 import { freshEventStream } from './logs.ts';
 
-async function turn(engine: Engine, sessionId: string): Promise<void> {
+/** One full echo turn of a session: admitted (which wakes it), then run to idle. */
+export async function turn(engine: Engine, sessionId: string): Promise<void> {
   await engine.admit(sessionId, { prompt: BENCH_PROMPT });
   await engine.awaitIdle(sessionId);
 }
