@@ -4,7 +4,7 @@
 // that ran (a crashed file counts as failed).
 // Extra arguments are a file pattern (e.g. `npm test -- machine`).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ensureTools, toolPath } from './tools.mjs';
 import { goSuite, pythonSuite } from './language-suites.mjs';
@@ -135,7 +135,9 @@ let passed = 0;
 let failed = typecheckFailed;
 let skipped = 0;
 const crashed = [];
+const durations = [];
 for (const file of files) {
+  const fileStarted = Date.now();
   const uvu = await run(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', dir, `^${escapeRegex(file)}$`, '--no-color'], { capture: true });
   const num = (label) => Number((uvu.text.match(new RegExp(`${label}:\\s+(\\d+)`)) ?? [])[1] ?? 0);
   const total = num('Total');
@@ -147,6 +149,7 @@ for (const file of files) {
     crashed.push(file);
   }
   failed += fileFailed;
+  durations.push({ file, ms: Date.now() - fileStarted });
 }
 // then the Go and Python clients' suites (scripts/language-suites.mjs), each test counted; a
 // pattern runs them when it matches their folder (`npm test -- clients/`)
@@ -167,6 +170,12 @@ if (files.length === 0 && suites === 0) {
   failed = Math.max(failed, 1);
 }
 const secs = ((Date.now() - started) / 1000).toFixed(1);
+if (durations.length > 5) {
+  const slowest = durations.sort((a, b) => b.ms - a.ms).slice(0, 10);
+  process.stdout.write(`\nslowest files: ${slowest.map((d) => `${d.file} ${(d.ms / 1000).toFixed(1)} s`).join(', ')}\n`);
+  mkdirSync('.tools', { recursive: true });
+  writeFileSync(join('.tools', 'test-durations.json'), `${JSON.stringify(durations, null, 1)}\n`);
+}
 if (crashed.length > 0) process.stdout.write(`\ncrashed (counted as failed, the run went on): ${crashed.join(', ')}\n`);
 process.stdout.write(
   `\n(${files.length} files${suites ? ` and ${suites} client suites` : ''}, ${secs} s${typecheckFailed ? ', typecheck or lint failed' : ''}${skipped ? `, ${skipped} skipped` : ''})\n`,

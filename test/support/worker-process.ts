@@ -11,7 +11,9 @@
  * process (prints `FROZEN`) right after its first settle, before it can claim the next turn.
  * `stopBeforeAppend: "<event type>"` stops the process with SIGSTOP (a real OS freeze; prints
  * `STOPPING <session> <type>` first) the first time it is about to append an event of that type:
- * after the write was decided, before the log has it. The test resumes it with SIGCONT.
+ * after the write was decided, before the log has it. `stopAfterAppend: { type, count }` stops it
+ * right after the count-th append holding that type is committed (prints `STOPPED <session> <ms>`,
+ * the time of the stop): a freeze outside any SQLite transaction. The test resumes it with SIGCONT.
  */
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { migrate } from '../../src/storage/migrate.ts';
@@ -41,6 +43,8 @@ interface Args {
   freezeAfterSettle?: boolean;
   /** Stop the process (SIGSTOP) between deciding the first event of this type and appending it. */
   stopBeforeAppend?: string;
+  /** Stop the process (SIGSTOP) once the count-th append holding this type is committed (outside any transaction). */
+  stopAfterAppend?: { type: string; count: number };
 }
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -60,6 +64,29 @@ function stoppingBefore(log: EventLog, type: string): EventLog {
   };
   return log;
 }
+/**
+ * Stops the process (SIGSTOP) once the `count`-th append holding an event of `type` is committed.
+ * better-sqlite3 runs each transaction synchronously, so a callback after an append resolves is
+ * never inside one: the frozen process holds no write lock and the others can fence it.
+ */
+function stoppingAfter(log: EventLog, type: string, count: number): EventLog {
+  const append = log.append.bind(log);
+  let seen = 0;
+  log.append = async (sessionId, expectedSeq, drafts) => {
+    const events = await append(sessionId, expectedSeq, drafts);
+    if (drafts.some((d) => d.type === type) && ++seen === count) {
+      say(`STOPPED ${sessionId} ${Date.now()}`);
+      process.kill(process.pid, 'SIGSTOP');
+    }
+    return events;
+  };
+  return log;
+}
+const decorate = (log: EventLog): EventLog => {
+  if (args.stopBeforeAppend) return stoppingBefore(log, args.stopBeforeAppend);
+  if (args.stopAfterAppend) return stoppingAfter(log, args.stopAfterAppend.type, args.stopAfterAppend.count);
+  return log;
+};
 const echo = echoRunner({ delayMs: args.echoDelayMs ?? 0, steps: args.echoSteps ?? 1 });
 let crashed = false;
 const crash = async (point: string, ctx: Parameters<Runner>[0]) => {
@@ -123,7 +150,7 @@ if (args.mode === 'work') {
     sweepMs: args.sweepMs ?? 1_000,
     wakeBackoffMs: 200,
     onNotice,
-    ...(args.stopBeforeAppend ? { decorateLog: (log: EventLog) => stoppingBefore(log, args.stopBeforeAppend!) } : {}),
+    ...(args.stopBeforeAppend || args.stopAfterAppend ? { decorateLog: decorate } : {}),
   });
   say(`READY ${host.ownerId}`);
   await goBarrier();
@@ -141,7 +168,7 @@ if (args.mode === 'work') {
 
 const db = openDatabase(args.file);
 migrate(db);
-const log = args.stopBeforeAppend ? stoppingBefore(new SqliteEventLog(db), args.stopBeforeAppend) : new SqliteEventLog(db);
+const log = decorate(new SqliteEventLog(db));
 const execution = new SessionExecution({ log, runner, ...lease, ...(args.ownerId ? { ownerId: args.ownerId } : {}), onNotice });
 say(`READY ${execution.ownerId}`);
 await goBarrier();
