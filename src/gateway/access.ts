@@ -8,9 +8,10 @@ import type { SessionStatus, Sessions } from '../sessions/sessions.ts';
 import type { ListFilter, SessionPage } from '../sessions/list.ts';
 import type { Tags } from '../sessions/tags.ts';
 import type { Grant } from './tokens.ts';
+import { SCOPES } from './scopes.ts';
 
 /** Every session, no tag: what a gateway without tokens (loopback only) grants. */
-export const OPEN_GRANT: Grant = { name: 'open', prefix: '' };
+export const OPEN_GRANT: Grant = { name: 'open', prefix: '', scopes: new Set(SCOPES), tenant: '*' };
 
 const hasTag = (grant: Grant, tags: Tags | undefined): boolean => !grant.tag || tags?.[grant.tag.key] === grant.tag.value;
 

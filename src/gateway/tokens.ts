@@ -10,12 +10,15 @@
  *
  * A token is given as itself (`token`, at least 16 characters) or as the hex SHA-256 of itself
  * (`sha256`), so a file need not hold the secret. `sessions` (an id prefix, or `*`) and `tag`
- * (`key=value`) may be combined: both must hold. Tokens are compared by their hashes in constant time.
+ * (`key=value`) may be combined: both must hold. `scopes` says what it may do (scopes.ts; default
+ * read, prompt, manage), `tenant` which tenant's sessions it reaches (`*`: every tenant), `expires`
+ * (an ISO time) when it stops working. Tokens are compared by their hashes in constant time.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ErrorCode, SessiondError } from '../errors.ts';
 import { parseTagArgument } from '../sessions/tags.ts';
 import { isIdText } from '../ids.ts';
+import { DEFAULT_SCOPES, parseScopes, type Scope } from './scopes.ts';
 
 /** What a token may reach. */
 export interface Grant {
@@ -25,7 +28,16 @@ export interface Grant {
   prefix: string;
   /** Only sessions carrying this tag (new sessions get it). */
   tag?: { key: string; value: string };
+  /** What the token may do (scopes.ts). */
+  scopes: ReadonlySet<Scope>;
+  /** The tenant whose sessions it reaches and creates; `*` reaches every tenant's. Absent: the token's own sessions (its name is the owner). */
+  tenant?: string;
+  /** When the token stops working (ms since the epoch). */
+  expiresAt?: number;
 }
+
+/** The owner a grant gives the sessions it creates, and must match on the sessions it reaches: its tenant, else its name. */
+export const ownerOf = (grant: Grant): string => grant.tenant ?? `token:${grant.name}`;
 
 export interface TokenTable {
   readonly size: number;
@@ -34,12 +46,14 @@ export interface TokenTable {
 }
 
 const MIN_TOKEN_CHARS = 16;
+/** A tenant's name: also a NATS subject token and a user name, so letters, digits, _ and - only. */
+export const TENANT = /^[A-Za-z0-9_-]{1,64}$/;
 const MAX_TOKENS = 10_000;
 
 function invalid(source: string, why: string): SessiondError {
   return new SessiondError(
     ErrorCode.InvalidOption,
-    `Invalid gateway tokens in ${source}: ${why}. Expected {"tokens": [{"name": "web-app", "token": "<16+ characters>", "sessions": "ses_web_"}, {"name": "acme", "sha256": "<hex>", "tag": "tenant=acme"}]}.`,
+    `Invalid gateway tokens in ${source}: ${why}. Expected {"tokens": [{"name": "web-app", "token": "<16+ characters>", "sessions": "ses_web_"}, {"name": "acme", "sha256": "<hex>", "tenant": "acme", "scopes": ["read", "prompt"], "expires": "2027-01-01T00:00:00Z"}]}.`,
     { details: { source } },
   );
 }
@@ -63,7 +77,7 @@ export function parseTokens(text: string, source: string): TokenTable {
     const at = `tokens[${i}]`;
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw invalid(source, `${at} is not an object`);
     const t = raw as Record<string, unknown>;
-    const unknown = Object.keys(t).filter((k) => !['name', 'token', 'sha256', 'sessions', 'tag'].includes(k));
+    const unknown = Object.keys(t).filter((k) => !['name', 'token', 'sha256', 'sessions', 'tag', 'scopes', 'tenant', 'expires'].includes(k));
     if (unknown.length > 0) throw invalid(source, `${at} has unknown field ${unknown[0]}`);
     if (typeof t.name !== 'string' || !/^[\w.@-]{1,64}$/.test(t.name)) throw invalid(source, `${at}.name must be 1-64 letters, digits or ._@-`);
     if (names.has(t.name)) throw invalid(source, `${at}.name ${t.name} is used twice`);
@@ -78,10 +92,27 @@ export function parseTokens(text: string, source: string): TokenTable {
       hash = Buffer.from(t.sha256, 'hex');
     } else throw invalid(source, `${at} needs exactly one of "token" or "sha256"`);
     if (entries.some((e) => e.hash.equals(hash))) throw invalid(source, `${at} repeats the token of another entry`);
-    if (t.sessions === undefined && t.tag === undefined) throw invalid(source, `${at} needs "sessions" (an id prefix, or "*") or "tag" (key=value), or both`);
+    if (t.sessions === undefined && t.tag === undefined && t.tenant === undefined)
+      throw invalid(source, `${at} needs "sessions" (an id prefix, or "*"), "tag" (key=value) or "tenant", or more than one`);
     if (t.sessions !== undefined && t.sessions !== '*' && !isIdText(t.sessions))
       throw invalid(source, `${at}.sessions must be "*" or the start of a session id (1-128 characters from A-Z a-z 0-9 _ - : + = @)`);
-    const grant: Grant = { name: t.name, prefix: t.sessions === undefined || t.sessions === '*' ? '' : (t.sessions as string) };
+    let scopes: ReadonlySet<Scope>;
+    try {
+      scopes = t.scopes === undefined ? new Set(DEFAULT_SCOPES) : parseScopes(t.scopes);
+    } catch (err) {
+      throw invalid(source, `${at}.scopes: ${(err as Error).message}`);
+    }
+    const grant: Grant = { name: t.name, prefix: t.sessions === undefined || t.sessions === '*' ? '' : (t.sessions as string), scopes };
+    if (t.tenant !== undefined) {
+      if (typeof t.tenant !== 'string' || !(t.tenant === '*' || TENANT.test(t.tenant)))
+        throw invalid(source, `${at}.tenant must be "*" (every tenant) or 1-64 letters, digits or _-`);
+      grant.tenant = t.tenant;
+    }
+    if (t.expires !== undefined) {
+      const at_ = typeof t.expires === 'string' && /^\d{4}-\d\d-\d\dT/.test(t.expires) ? Date.parse(t.expires) : Number.NaN;
+      if (!Number.isFinite(at_)) throw invalid(source, `${at}.expires must be an ISO time like "2027-01-01T00:00:00Z"`);
+      grant.expiresAt = at_;
+    }
     if (t.tag !== undefined) {
       if (typeof t.tag !== 'string') throw invalid(source, `${at}.tag must be a string key=value`);
       try {
