@@ -18,7 +18,10 @@ test('tokens - scopes, tenant and expiry are read from the entry', () => {
 });
 
 test('tokens - an unknown scope, a bad tenant or a bad expiry is refused, naming the entry and the field', () => {
-  assert.throws(() => table({ sessions: '*', scopes: ['read', 'approv'] }), /tokens\[0\]\.scopes: unknown scope "approv" \(known: read, prompt, approve, manage, admin\)/);
+  assert.throws(
+    () => table({ sessions: '*', scopes: ['read', 'approv'] }),
+    /tokens\[0\]\.scopes: unknown scope "approv" \(known: read, prompt, approve, manage, admin\)/,
+  );
   assert.throws(() => table({ sessions: '*', scopes: [] }), /tokens\[0\]\.scopes: expected a non-empty list/);
   assert.throws(() => table({ tenant: 'a.b' }), /tokens\[0\]\.tenant must be/);
   assert.throws(() => table({ sessions: '*', expires: 'tomorrow' }), /tokens\[0\]\.expires must be an ISO time/);
