@@ -35,7 +35,7 @@ export type { ResolveResult } from './input/resolve.ts';
 export { echoRunner, type EchoOptions } from './runner/echo.ts';
 export type { Runner, RunContext, RunInput, ToolCall, ToolContext, ApprovalCall, SignalResult } from './runner/types.ts';
 export { openaiRunner, DEFAULT_OPENAI_BASE_URL, type OpenAIRunnerOptions } from './runner/model/openai.ts';
-export { modelRunner, DEFAULT_MAX_STEPS, type ModelRunnerOptions } from './runner/model/model-runner.ts';
+export { modelRunner, DEFAULT_MAX_STEPS, DEFAULT_MAX_PARALLEL_TOOLS, type ModelRunnerOptions } from './runner/model/model-runner.ts';
 export { defineTool, loadTools, type ModelTool, type ToolRegistry } from './runner/model/tools.ts';
 export { DEFAULT_RETRY, type RetryPolicy } from './runner/model/retry.ts';
 export type { TranscriptItem, TranscriptPart } from './runner/transcript.ts';

@@ -15,6 +15,7 @@ import { echoRunner } from '../../src/runner/echo.ts';
 import type { DraftEvent, SessionEvent } from '../../src/events/envelope.ts';
 import type { Runner } from '../../src/runner/types.ts';
 import { tempDir } from '../support/tmp.ts';
+import { waitFor } from '../../src/testing/wait.ts';
 
 type TempDir = ReturnType<typeof tempDir>;
 import { spyLog } from '../support/spy-log.ts';
@@ -69,6 +70,31 @@ test('a step with three durable tool calls is five appends of 13 events: claim, 
     ['tool.succeeded', 'tool.called'],
     ['tool.succeeded', 'tool.called'],
     ['tool.succeeded', 'step.ended', 'execution.settled'],
+  ]);
+  await done(w);
+});
+
+test('ctx.tool calls of a custom runner under Promise.all run at once: one append journals all three, each result rides later', async () => {
+  let running = 0;
+  let most = 0;
+  const w = world(async (ctx) => {
+    const { messageId } = await ctx.startStep();
+    const call = (k: number) =>
+      ctx.tool(messageId, { name: 'lookup', input: { k }, durable: true }, async () => {
+        most = Math.max(most, ++running);
+        // each waits until all three have started (one at a time, this never ends)
+        await waitFor(() => most === 3, { timeoutMs: 5_000, what: 'three calls running at once' });
+        running--;
+        return `result ${k}`;
+      });
+    assert.equal(await Promise.all([call(0), call(1), call(2)]), ['result 0', 'result 1', 'result 2']);
+    await ctx.endStep(messageId, 'stop');
+  });
+  await turn(w, 'ses_parallel');
+  assert.equal(w.appends, [
+    ['execution.claimed', 'execution.started', 'input.promoted'],
+    ['step.started', 'execution.phase', 'tool.called', 'tool.called', 'tool.called'],
+    ['tool.succeeded', 'tool.succeeded', 'tool.succeeded', 'step.ended', 'execution.settled'],
   ]);
   await done(w);
 });

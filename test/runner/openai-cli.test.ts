@@ -37,7 +37,7 @@ test('cli - start --runner openai runs a conversation with a tool from a module,
     assert.is(server.requests[0]!.headers.authorization, 'Bearer sk-cli');
     assert.equal(
       server.requests[0]!.chat!.tools!.map((t) => t.function.name),
-      ['charge'],
+      ['charge', 'note'],
     );
     assert.equal(readFileSync(charges, 'utf8').trim().split(' ')[1], '250', 'the tool ran once');
     const status = await runCli(['status', 'ses_cli', '--db', db]);
@@ -175,6 +175,45 @@ test('cli - a worker SIGKILLed during a durable tool: another recovers the turn,
   assert.ok(
     run.resumed.some((m) => m.startsWith('tool: ') && m.includes('"charged":500')),
     "the retried call's result",
+  );
+  dir.remove();
+});
+
+test('cli - a worker SIGKILLed while three calls of one response run at once: each durable one runs again once with its key, the other is not rerun', async () => {
+  const dir = tempDir();
+  const charges = dir.file('charges.log');
+  const notes = dir.file('notes.log');
+  const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
+  const run = await crashThenRecover({
+    sessionId: 'ses_batch',
+    prompt: 'charge twice and note it',
+    tools: true,
+    first: {
+      kind: 'toolCalls',
+      calls: [
+        { id: 'call_b1', name: 'charge', arguments: { cents: 100 } },
+        { id: 'call_b2', name: 'charge', arguments: { cents: 200 } },
+        { id: 'call_b3', name: 'note', arguments: { text: 'charged' } },
+      ],
+    },
+    then: { kind: 'text', text: 'Both charged.' },
+    envA: { CHARGES_FILE: charges, NOTES_FILE: notes, CHARGE_HANGS: '1' },
+    envB: { CHARGES_FILE: charges, NOTES_FILE: notes },
+    // all three hang: only running at once do they all start
+    killPoint: () => waitFor(() => lines(charges).length === 2 && lines(notes).length === 1, { what: 'the three calls running at once' }),
+  });
+  assert.match(run.output, 'recovered expired execution');
+  const byCents = new Map<string, string[]>();
+  for (const [key, cents] of lines(charges).map((l) => l.split(' '))) byCents.set(cents!, [...(byCents.get(cents!) ?? []), key!]);
+  assert.equal([...byCents.keys()].sort(), ['100', '200']);
+  for (const [cents, keys] of byCents) {
+    assert.is(keys.length, 2, `the ${cents} charge ran again once`);
+    assert.is(keys[0], keys[1], `the ${cents} charge kept its idempotency key`);
+  }
+  assert.is(lines(notes).length, 1, 'the non-durable call was not run again');
+  assert.ok(
+    run.resumed.some((m) => m.includes('"charged":100')) && run.resumed.some((m) => m.includes('"charged":200')),
+    `both retried results reach the model: ${run.resumed.join(' | ')}`,
   );
   dir.remove();
 });

@@ -12,7 +12,7 @@ import { startSessiond } from '../../host.ts';
 import { DEFAULT_SWEEP_INTERVAL_MS } from '../../recovery/sweeper.ts';
 import { loadRunner } from '../../runner/load.ts';
 import { DEFAULT_OPENAI_BASE_URL, openaiRunner } from '../../runner/model/openai.ts';
-import { DEFAULT_MAX_STEPS } from '../../runner/model/model-runner.ts';
+import { DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_STEPS } from '../../runner/model/model-runner.ts';
 import { loadTools } from '../../runner/model/tools.ts';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from '../../execution/session-execution.ts';
 import { messageOf, UsageError } from '../../errors.ts';
@@ -58,6 +58,7 @@ export interface StartOptions extends NatsFlags, NatsCommandFlags, GatewayFlags 
   tools?: string;
   system?: string;
   maxSteps?: number;
+  maxParallelTools?: number;
   contextWindow?: number;
   maxPendingInputs?: number;
   maxPendingBytes?: number;
@@ -86,6 +87,11 @@ export function addWorkerOptions(command: Command, ctx: CliContext): Command {
     .option('--tools <module>', 'openai runner: a module whose default export is the tools (defineTool with zod schemas)')
     .option('--system <prompt>', 'openai runner: a system prompt sent with every request')
     .option('--max-steps <n>', `openai runner: model calls per turn at most (default ${DEFAULT_MAX_STEPS})`, positiveInt('--max-steps'))
+    .option(
+      '--max-parallel-tools <n>',
+      `openai runner: tool calls of one model response running at once, at most (default ${DEFAULT_MAX_PARALLEL_TOOLS}; 1 runs them one at a time)`,
+      positiveInt('--max-parallel-tools'),
+    )
     .option(
       '--context-window <tokens>',
       "openai runner: compact before a request estimated beyond this many tokens (default: on the server's overflow error only)",
@@ -143,8 +149,11 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     );
   const gateway = opts.http === undefined ? undefined : gatewayOptions(opts, ctx); // tokens read (and checked) before anything starts
   const runner = opts.runner === 'openai' ? await openaiFromCli(opts, ctx.env) : await loadRunner(opts.runner, { delayMs: opts.echoDelayMs });
-  if (opts.runner !== 'openai' && (opts.model ?? opts.baseUrl ?? opts.tools ?? opts.system ?? opts.maxSteps ?? opts.contextWindow) !== undefined) {
-    throw new UsageError('--model, --base-url, --tools, --system, --max-steps and --context-window apply to --runner openai only.');
+  if (
+    opts.runner !== 'openai' &&
+    (opts.model ?? opts.baseUrl ?? opts.tools ?? opts.system ?? opts.maxSteps ?? opts.maxParallelTools ?? opts.contextWindow) !== undefined
+  ) {
+    throw new UsageError('--model, --base-url, --tools, --system, --max-steps, --max-parallel-tools and --context-window apply to --runner openai only.');
   }
   const log = workerLog(ctx, logFormat(opts.logFormat, ctx.env, process.stdout.isTTY));
   // signal handlers first: a SIGTERM at any moment of start-up stops the worker cleanly
@@ -289,6 +298,7 @@ async function openaiFromCli(opts: StartOptions, env: NodeJS.ProcessEnv) {
     ...(opts.tools ? { tools: await loadTools(opts.tools) } : {}),
     ...(opts.system ? { system: opts.system } : {}),
     ...(opts.maxSteps !== undefined ? { maxSteps: opts.maxSteps } : {}),
+    ...(opts.maxParallelTools !== undefined ? { maxParallelTools: opts.maxParallelTools } : {}),
     ...(opts.contextWindow !== undefined ? { contextWindow: opts.contextWindow } : {}),
   });
 }

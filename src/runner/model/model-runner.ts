@@ -6,7 +6,9 @@
  * model stops asking for tools (at most `maxSteps` model calls). Each step: `startStep` (steering
  * prompts join here), phase `unknown` before every request, text and reasoning streamed as live
  * deltas and recorded as parts, tokens recorded on `step.ended`, each tool call run through
- * `ctx.tool` (journaled before it runs) and its result sent back on the next step.
+ * `ctx.tool` and its result sent back on the next step. The calls of one response run at once:
+ * all journaled in one append, then run with at most `maxParallelTools` in flight; the results go
+ * back in the model's call order.
  *
  * Failures: retryable ones (429, 5xx, network, a stream cut) are sent again with backoff, each
  * attempt announced live (`model.retry_scheduled`); a context overflow (the server's error, or the
@@ -31,6 +33,7 @@ import { sleep } from '../../clock.ts';
 import { assistantMessages, estimateTokens, toModelMessages, userMessage } from './messages.ts';
 import { backoff, classify, parseRetryPolicy, type RetryPolicy } from './retry.ts';
 import { checkTools, sdkTools, type ToolRegistry } from './tools.ts';
+import { toolSlots, type ToolSlots } from './tool-slots.ts';
 
 export interface ModelRunnerOptions {
   model: LanguageModel;
@@ -39,6 +42,8 @@ export interface ModelRunnerOptions {
   system?: string;
   /** Model calls per turn at most (default 8): the turn ends after them even if the model wants more tools. */
   maxSteps?: number;
+  /** Tool calls of one model response running at once, at most (default 8). */
+  maxParallelTools?: number;
   retry?: Partial<RetryPolicy>;
   /** The model's context window in tokens: a request estimated beyond it is compacted first (default: only on the server's overflow error). */
   contextWindow?: number;
@@ -49,6 +54,7 @@ export interface ModelRunnerOptions {
 }
 
 export const DEFAULT_MAX_STEPS = 8;
+export const DEFAULT_MAX_PARALLEL_TOOLS = 8;
 /** Compactions per step at most: a conversation that still overflows after them fails the step. */
 const MAX_COMPACTIONS_PER_STEP = 2;
 export const SUMMARIZE_PROMPT =
@@ -72,6 +78,12 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
     throw new SessiondError(
       ErrorCode.InvalidOption,
       `Invalid maxSteps ${String(maxSteps)}: use a whole number of model calls >= 1 (default ${DEFAULT_MAX_STEPS}).`,
+    );
+  const parallel = options.maxParallelTools ?? DEFAULT_MAX_PARALLEL_TOOLS;
+  if (!Number.isInteger(parallel) || parallel < 1)
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Invalid maxParallelTools ${String(parallel)}: use a whole number of tool calls >= 1 (default ${DEFAULT_MAX_PARALLEL_TOOLS}; 1 runs them one at a time).`,
     );
   const window = options.contextWindow;
   if (window !== undefined && (!Number.isInteger(window) || window < 1))
@@ -178,10 +190,11 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
   };
 
   return async (ctx) => {
+    const slots = toolSlots(parallel); // one bound per turn
     const history = await ctx.history();
     let messages = toModelMessages(history);
-    const approved = await runApprovedCalls(ctx, tools);
-    if ((await retryDurableCalls(ctx, tools, history)) || approved) messages = toModelMessages(await ctx.history());
+    const approved = await runApprovedCalls(ctx, tools, slots);
+    if ((await retryDurableCalls(ctx, tools, history, slots)) || approved) messages = toModelMessages(await ctx.history());
     for (let step = 0, compactions = 0; step < maxSteps; ) {
       const { messageId, steered } = await ctx.startStep();
       for (const s of steered) messages.push(userMessage({ text: s.prompt, parts: s.parts }));
@@ -208,12 +221,14 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
       if (output.reasoning) await ctx.reasoning(messageId, output.reasoning, reasoningPart);
       if (output.text) await ctx.text(messageId, output.text, textPart);
       const parts: TranscriptPart[] = output.text ? [{ type: 'text', partId: textPart, text: output.text }] : [];
-      let asked = false;
-      for (const call of output.calls) {
-        const ask = await askApproval(ctx, tools, messageId, call);
-        asked ||= ask !== undefined;
-        parts.push(ask ?? (await runCall(ctx, tools, messageId, call)));
-      }
+      // every call recorded in the model's order in one append (a gated one as a wait), then the others run at once
+      const asks = output.calls.map((call) => gated(tools, call));
+      const asked = asks.includes(true);
+      parts.push(
+        ...(await Promise.all(
+          output.calls.map((call, i) => (asks[i] ? askApproval(ctx, tools, messageId, call) : runCall(ctx, tools, slots, messageId, call))),
+        )),
+      );
       await ctx.endStep(messageId, output.finish, output.usage);
       step++;
       compactions = 0;
@@ -225,7 +240,7 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
 }
 
 /** Runs one tool call through the journal; an unknown tool, bad input or a throw becomes an error result the model sees. */
-async function runCall(ctx: RunContext, tools: ToolRegistry, messageId: string, call: StepOutput['calls'][number]): Promise<TranscriptPart> {
+async function runCall(ctx: RunContext, tools: ToolRegistry, slots: ToolSlots, messageId: string, call: StepOutput['calls'][number]): Promise<TranscriptPart> {
   const tool = tools[call.name];
   const callId = safeCallId(call.callId);
   const part = { type: 'tool' as const, callId, name: call.name, input: call.input ?? null, durable: tool?.durable === true };
@@ -235,7 +250,7 @@ async function runCall(ctx: RunContext, tools: ToolRegistry, messageId: string, 
       if (!tool) throw new ToolInputError(`no tool named ${call.name}: the tools are ${Object.keys(tools).join(', ') || 'none'}`);
       const parsed = tool.inputSchema.safeParse(call.input);
       if (!parsed.success) throw new ToolInputError(`invalid input for ${call.name}: ${parsed.error.message}`);
-      return await tool.execute(parsed.data, tc);
+      return await slots.run(tc.signal, async () => await tool.execute(parsed.data, tc));
     });
     return { ...part, state: 'succeeded', output };
   } catch (err) {
@@ -244,56 +259,69 @@ async function runCall(ctx: RunContext, tools: ToolRegistry, messageId: string, 
   }
 }
 
-/** Records a call whose tool needs approval for this input (a valid call only: a bad one fails as usual); undefined when it runs now. */
-async function askApproval(ctx: RunContext, tools: ToolRegistry, messageId: string, call: StepOutput['calls'][number]): Promise<TranscriptPart | undefined> {
+/** Whether a call waits for a person: its tool needs approval for this input (a valid call only: a bad one fails as usual). */
+function gated(tools: ToolRegistry, call: StepOutput['calls'][number]): boolean {
   const tool = tools[call.name];
-  if (!tool?.needsApproval || call.error) return undefined;
+  if (!tool?.needsApproval || call.error) return false;
   const parsed = tool.inputSchema.safeParse(call.input);
-  if (!parsed.success) return undefined;
-  if (typeof tool.needsApproval === 'function' && !tool.needsApproval(parsed.data)) return undefined;
+  return parsed.success && (typeof tool.needsApproval !== 'function' || tool.needsApproval(parsed.data));
+}
+
+/** Records a gated call: it waits for a person's decision. */
+async function askApproval(ctx: RunContext, tools: ToolRegistry, messageId: string, call: StepOutput['calls'][number]): Promise<TranscriptPart> {
+  const durable = tools[call.name]?.durable === true;
   const input = call.input ?? null;
-  const callId = await ctx.requestApproval(messageId, { name: call.name, input, durable: tool.durable === true, callId: safeCallId(call.callId) });
-  return { type: 'tool', callId, name: call.name, input, durable: tool.durable === true, state: 'awaiting_approval' };
+  const callId = await ctx.requestApproval(messageId, { name: call.name, input, durable, callId: safeCallId(call.callId) });
+  return { type: 'tool', callId, name: call.name, input, durable, state: 'awaiting_approval' };
 }
 
 /** The calls a person approved while the turn waited, run once each (in the step they were called in); true when there were any. */
-async function runApprovedCalls(ctx: RunContext, tools: ToolRegistry): Promise<boolean> {
+async function runApprovedCalls(ctx: RunContext, tools: ToolRegistry, slots: ToolSlots): Promise<boolean> {
   const approved = ctx.waits.filter((w) => w.kind === 'approval' && w.outcome === 'approved' && !w.started && w.callId !== null);
-  for (const w of approved) {
-    const tool = w.tool === null ? undefined : tools[w.tool];
-    await ctx
-      .runApproved(w.callId!, async (tc) => {
-        if (!tool) throw new ToolInputError(`no tool named ${w.tool} here: the tools are ${Object.keys(tools).join(', ') || 'none'}`);
-        return await tool.execute(tool.inputSchema.parse(w.input), tc);
-      })
-      .catch((_err: unknown) => {
-        if (ctx.signal.aborted) throw ctx.signal.reason; // a tool's own failure is its recorded result
-      });
-  }
+  await Promise.all(
+    approved.map((w) => {
+      const tool = w.tool === null ? undefined : tools[w.tool];
+      return ctx
+        .runApproved(w.callId!, async (tc) => {
+          if (!tool) throw new ToolInputError(`no tool named ${w.tool} here: the tools are ${Object.keys(tools).join(', ') || 'none'}`);
+          const input = tool.inputSchema.parse(w.input);
+          return await slots.run(tc.signal, async () => await tool.execute(input, tc));
+        })
+        .catch(toolFailureOnly(ctx));
+    }),
+  );
   return approved.length > 0;
 }
 
+/** A tool's own failure is its recorded result; a stopped turn's is rethrown. */
+const toolFailureOnly =
+  (ctx: RunContext) =>
+  (_err: unknown): void => {
+    if (ctx.signal.aborted) throw ctx.signal.reason;
+  };
+
 /** A continuation's durable calls, run again with their original keys in a step of their own; true when there were any. */
-async function retryDurableCalls(ctx: RunContext, tools: ToolRegistry, items: readonly TranscriptItem[]): Promise<boolean> {
+async function retryDurableCalls(ctx: RunContext, tools: ToolRegistry, items: readonly TranscriptItem[], slots: ToolSlots): Promise<boolean> {
   const retry = ctx.inputs.flatMap((i) => i.continues?.retryTools ?? []);
   if (retry.length === 0) return false;
   const { messageId } = await ctx.startStep();
-  for (const r of retry) {
-    const original = findCall(items, r.messageId, r.callId);
-    const tool = tools[r.name];
-    await ctx
-      .tool(
-        messageId,
-        { name: r.name, input: original?.input ?? null, durable: true, callId: safeCallId(`${r.callId}_retry`), idempotencyKey: r.idempotencyKey },
-        async (tc) => {
-          if (!tool || !original) throw new ToolInputError(`cannot retry ${r.name}: ${tool ? 'its call is not in the history' : 'no such tool here'}`);
-          return await tool.execute(tool.inputSchema.parse(original.input), tc);
-        },
-      )
-      .catch((_err: unknown) => {
-        if (ctx.signal.aborted) throw ctx.signal.reason;
-      });
-  }
+  await Promise.all(
+    retry.map((r) => {
+      const original = findCall(items, r.messageId, r.callId);
+      const tool = tools[r.name];
+      return ctx
+        .tool(
+          messageId,
+          { name: r.name, input: original?.input ?? null, durable: true, callId: safeCallId(`${r.callId}_retry`), idempotencyKey: r.idempotencyKey },
+          async (tc) => {
+            if (!tool || !original) throw new ToolInputError(`cannot retry ${r.name}: ${tool ? 'its call is not in the history' : 'no such tool here'}`);
+            const input = tool.inputSchema.parse(original.input);
+            return await slots.run(tc.signal, async () => await tool.execute(input, tc));
+          },
+        )
+        .catch(toolFailureOnly(ctx));
+    }),
+  );
   await ctx.endStep(messageId, 'tool-retry');
   return true;
 }
