@@ -37,6 +37,7 @@ import { inspector } from './sections/inspector.ts';
 import { cluster, subjectScale } from './sections/cluster.ts';
 import { listSessions } from './sections/list.ts';
 import { gatewayStreams } from './sections/gateway.ts';
+import { parallelTools } from './sections/parallel-tools.ts';
 
 const SECTIONS: Section[] = [
   rawMsgpack,
@@ -55,6 +56,7 @@ const SECTIONS: Section[] = [
   inspector,
   listSessions,
   gatewayStreams,
+  parallelTools,
   takeover,
   cluster,
   subjectScale,
