@@ -48,6 +48,8 @@ export const ErrorCode = {
   Cancelled: 'cancelled',
   /** A turn ran past its deadline (`turnTimeoutMs`, `--turn-timeout`): it was stopped and settled failed. */
   TurnTimeout: 'turn_timeout',
+  /** A model turn used all its model calls (`maxSteps`, `--max-steps`) while the model still called tools: it settled failed, never a silent success. */
+  StepLimit: 'step_limit',
   /** Not a failure: a runner's execution ends so that its turn waits (`ctx.waitFor`, `ctx.sleep`); the turn settles `waiting`. */
   Waiting: 'waiting',
   // input
@@ -113,6 +115,7 @@ const KIND: Record<ErrorCode, ErrorKind> = {
   claim_lost: 'refused',
   cancelled: 'refused',
   turn_timeout: 'timeout',
+  step_limit: 'failure',
   waiting: 'refused',
   limit_exceeded: 'refused',
   model_request_failed: 'failure',
@@ -300,6 +303,18 @@ export function recordedError(err: unknown, type = 'unknown'): RecordedError {
 }
 
 // the model runner
+
+/** A model turn that used all of its model calls while the model still asked for tools. */
+export class StepLimitError extends SessiondError {
+  constructor(maxSteps: number) {
+    super(
+      ErrorCode.StepLimit,
+      `The turn stopped at its step limit: ${maxSteps} model call${maxSteps === 1 ? '' : 's'} (maxSteps, --max-steps), and the model was still calling tools. The last tool results are in the conversation: send another prompt to let it go on, or raise the limit.`,
+      { details: { maxSteps } },
+    );
+    this.name = 'StepLimitError';
+  }
+}
 
 /** How a failed model request is handled (src/runner/model/retry.ts classifies it): sent again, compacted, or failed. */
 export type ModelFailure =

@@ -59,6 +59,7 @@ export {
   CommandRefusedError,
   CancelledError,
   TurnTimeoutError,
+  StepLimitError,
   WaitingError,
   SequenceConflictError,
   ModelRequestError,

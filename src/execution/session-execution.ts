@@ -21,6 +21,7 @@ import {
   CommandRefusedError,
   ShutdownError,
   TurnTimeoutError,
+  StepLimitError,
   WaitingError,
   isRefusal,
   recordedError,
@@ -397,7 +398,7 @@ export class SessionExecution {
         ownerId,
         executionId,
         outcome,
-        ...(error === undefined ? {} : { error: recordedError(error, error instanceof TurnTimeoutError ? ErrorCode.TurnTimeout : undefined) }),
+        ...(error === undefined ? {} : { error: recordedError(error, settledErrorType(error)) }),
         ...(continuationInputId ? { continuationInputId } : {}),
       });
       const { snapshot } = await this.handler.executeAll(
@@ -467,4 +468,11 @@ export class SessionExecution {
       this.clock.clearTimeout(timer);
     };
   }
+}
+
+/** The recorded type of a turn's failure: the code of the failures a turn settles with by name (a deadline, a step limit), else unknown. */
+function settledErrorType(error: unknown): string | undefined {
+  if (error instanceof TurnTimeoutError) return ErrorCode.TurnTimeout;
+  if (error instanceof StepLimitError) return ErrorCode.StepLimit;
+  return undefined;
 }

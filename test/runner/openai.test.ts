@@ -379,21 +379,27 @@ s('a configured context window compacts before sending a conversation estimated 
   assert.equal(said(chat(ctx.server, 2)), [`user: ${SUMMARY_PREFIX}short summary`, 'user: next']);
 });
 
-s('the steps go on while the model asks for tools, up to maxSteps model calls per turn', async (ctx) => {
-  let calls = 0;
-  const tools = { next: defineTool({ description: 'Next', inputSchema: z.object({}), execute: async () => ++calls }) };
-  const e = await engine(ctx, { tools, maxSteps: 3 });
-  const ask = (id: string) => ({ kind: 'toolCalls' as const, calls: [{ id, name: 'next', arguments: {} }] });
-  ctx.server.script(ask('call_1'), ask('call_2'), ask('call_3'));
-  const events = await turn(e, 'ses_steps', 'go');
-  assert.is(settled(events).outcome, 'succeeded');
-  assert.is(ctx.server.requests.length, 3, 'three model calls, no fourth');
-  assert.is(calls, 3);
-  assert.equal(
-    events.filter((x): x is SessionEvent<'step.ended'> => x.type === 'step.ended').map((x) => x.payload.finish),
-    ['tool-calls', 'tool-calls', 'tool-calls'],
-  );
-});
+s(
+  'the steps go on while the model asks for tools, up to maxSteps model calls; a model still calling tools then fails the turn at its step limit',
+  async (ctx) => {
+    let calls = 0;
+    const tools = { next: defineTool({ description: 'Next', inputSchema: z.object({}), execute: async () => ++calls }) };
+    const e = await engine(ctx, { tools, maxSteps: 3 });
+    const ask = (id: string) => ({ kind: 'toolCalls' as const, calls: [{ id, name: 'next', arguments: {} }] });
+    ctx.server.script(ask('call_1'), ask('call_2'), ask('call_3'));
+    const events = await turn(e, 'ses_steps', 'go');
+    assert.is(settled(events).outcome, 'failed', 'never a silent success');
+    assert.is(settled(events).error?.type, 'step_limit');
+    assert.match(settled(events).error!.message, 'The turn stopped at its step limit: 3 model calls (maxSteps, --max-steps)');
+    assert.is((await e.status('ses_steps')).execution?.error?.type, 'step_limit');
+    assert.is(ctx.server.requests.length, 3, 'three model calls, no fourth');
+    assert.is(calls, 3);
+    assert.equal(
+      events.filter((x): x is SessionEvent<'step.ended'> => x.type === 'step.ended').map((x) => x.payload.finish),
+      ['tool-calls', 'tool-calls', 'tool-calls'],
+    );
+  },
+);
 
 s('a lost claim stops the runner and aborts the request in flight', async (ctx) => {
   const e = await engine(ctx, {}, { heartbeatMs: 50 });

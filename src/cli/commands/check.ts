@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { auditLog } from '../../audit/audit-log.ts';
 import { auditLiveness, DEFAULT_LIVENESS_GRACE_MS } from '../../audit/liveness.ts';
 import { lateWrites } from '../../audit/late-writes.ts';
+import { stoppedTurns } from '../../audit/stopped-turns.ts';
 import { systemClock } from '../../clock.ts';
 import type { CliContext } from '../context.ts';
 import { nonNegativeInt, positiveInt } from '../options.ts';
@@ -66,6 +67,12 @@ export function registerCheck(program: Command, ctx: CliContext): void {
           `${late.length} write${late.length === 1 ? ' was' : 's were'} committed after the lease ${late.length === 1 ? 'it was' : 'they were'} decided under had expired (up to ${Math.max(...late.map((w) => w.lagMs))} ms late); fencing accepted ${late.length === 1 ? 'it' : 'them'}, so this is a warning, not a violation`,
         );
       }
+      const stopped = stoppedTurns(events);
+      for (const t of stopped) ctx.out(`NOTE ${t.type} at seq ${t.seq} (session ${t.sessionId}, ${t.executionId}): ${t.message.replace(/\s+/g, ' ')}`);
+      if (stopped.length > 0)
+        ctx.out(
+          `${stopped.length} turn${stopped.length === 1 ? ' was' : 's were'} stopped by a limit (step limit or deadline) and settled failed; not a violation`,
+        );
       for (const q of quarantined) ctx.out(`QUARANTINED ${describeQuarantine(q)}`);
       if (quarantined.length > 0) {
         ctx.out(

@@ -94,6 +94,8 @@ export function describeStatus(row: SessionStatus): string[] {
   const lines = [
     `${row.sessionId}: ${row.state} at seq ${row.seq}; ${lease}${row.phase ? `; phase ${row.phase}` : ''}${row.outcome ? `; last turn ${row.outcome}` : ''}`,
   ];
+  const error = row.outcome === 'failed' ? row.execution?.error : null;
+  if (error) lines.push(`  why     ${error.type === 'unknown' ? '' : `${error.type}: `}${oneLine(error.message)}`);
   lines.push(
     `  pending inputs: ${
       row.pendingCount === 0
@@ -120,4 +122,10 @@ export function describeStatus(row: SessionStatus): string[] {
       `  recovery of ${r.executionId}: ${r.parked ? `PARKED after ${r.attempts} wake attempts: ${r.lastError?.message ?? ''}` : r.wakePending ? `wake owed (${r.attempts} attempts so far)` : 'woken'}`,
     );
   return lines;
+}
+
+/** A recorded message on one line, cut to a screen's width or so (a provider's message may run to many lines). */
+function oneLine(text: string, max = 300): string {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }

@@ -3,7 +3,8 @@
  * OpenAI-compatible one of `openaiRunner`, or another provider's).
  *
  * A turn: the conversation is the session's transcript (`ctx.history()`); then steps until the
- * model stops asking for tools (at most `maxSteps` model calls). Each step: `startStep` (steering
+ * model stops asking for tools (at most `maxSteps` model calls; a model still calling tools after
+ * them fails the turn with `StepLimitError`, type `step_limit`). Each step: `startStep` (steering
  * prompts join here), phase `unknown` before every request, text and reasoning streamed as live
  * deltas and recorded as parts, tokens recorded on `step.ended`, each tool call run through
  * `ctx.tool` and its result sent back on the next step. The calls of one response run at once:
@@ -26,7 +27,7 @@
  */
 import { generateText, streamText, type LanguageModel, type LanguageModelUsage, type ModelMessage } from 'ai';
 import type { RecordedError, Usage } from '../../events/catalog.ts';
-import { SessiondError, ErrorCode, ModelRequestError, ToolInputError, recordedError } from '../../errors.ts';
+import { SessiondError, ErrorCode, ModelRequestError, StepLimitError, ToolInputError, recordedError } from '../../errors.ts';
 import type { RunContext, Runner } from '../types.ts';
 import type { TranscriptItem, TranscriptPart } from '../transcript.ts';
 import { sleep } from '../../clock.ts';
@@ -236,6 +237,8 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
       if (output.calls.length === 0 || asked) return;
       messages.push(...assistantMessages(parts)); // as the transcript will read this step
     }
+    // the model still called tools after its last allowed call: the turn says so (settles failed, step_limit)
+    throw new StepLimitError(maxSteps);
   };
 }
 
