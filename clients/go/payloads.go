@@ -66,10 +66,13 @@ type RecordedError struct {
 	Name    *string `sd:"name,opt" json:"name,omitempty"`
 }
 
-// Usage is the tokens a model step used.
+// Usage is the tokens a model step used. CachedInputTokens (part of InputTokens) and
+// ReasoningTokens (part of OutputTokens) are set when the model server reported them.
 type Usage struct {
-	InputTokens  int64 `sd:"inputTokens,min=0" json:"inputTokens"`
-	OutputTokens int64 `sd:"outputTokens,min=0" json:"outputTokens"`
+	InputTokens       int64  `sd:"inputTokens,min=0" json:"inputTokens"`
+	OutputTokens      int64  `sd:"outputTokens,min=0" json:"outputTokens"`
+	CachedInputTokens *int64 `sd:"cachedInputTokens,opt,min=0" json:"cachedInputTokens,omitempty"`
+	ReasoningTokens   *int64 `sd:"reasoningTokens,opt,min=0" json:"reasoningTokens,omitempty"`
 }
 
 // RetryTool is a durable tool call a continuation retries with the same idempotency key.

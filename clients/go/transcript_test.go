@@ -104,7 +104,7 @@ func TestSessionForkedTyped(t *testing.T) {
 		t.Fatalf("item 1: %s", show(f.Transcript[1]))
 	}
 	a, ok := f.Transcript[2].(*TranscriptAssistant)
-	if !ok || a.Status != "completed" || len(a.Parts) != 2 || a.Finish == nil || *a.Finish != "stop" || a.Usage == nil || *a.Usage != (Usage{100, 20}) || a.Error != nil {
+	if !ok || a.Status != "completed" || len(a.Parts) != 2 || a.Finish == nil || *a.Finish != "stop" || a.Usage == nil || *a.Usage != (Usage{InputTokens: 100, OutputTokens: 20}) || a.Error != nil {
 		t.Fatalf("item 2: %s", show(f.Transcript[2]))
 	}
 	text, ok := a.Parts[0].(*TranscriptText)

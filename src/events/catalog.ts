@@ -66,7 +66,13 @@ export const SettleOutcome = z.enum(['succeeded', 'failed', 'released', 'waiting
 export type SettleOutcome = z.infer<typeof SettleOutcome>;
 
 /** Tokens a model step used, as the server reported them. */
-export const Usage = z.object({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() });
+/** Tokens a model call used; `cachedInputTokens` (read from the provider's cache) is part of `inputTokens`, `reasoningTokens` of `outputTokens`, each recorded when the server reports it. */
+export const Usage = z.object({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+  cachedInputTokens: z.number().int().nonnegative().optional(),
+  reasoningTokens: z.number().int().nonnegative().optional(),
+});
 export type Usage = z.infer<typeof Usage>;
 
 /**

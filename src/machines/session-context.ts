@@ -415,7 +415,8 @@ export const admittedInLog = (p: PendingInput): boolean => p.unverified !== true
 export const runnableAt = (p: PendingInput, now: number): boolean => admittedInLog(p) && (p.notBefore === undefined || now >= p.notBefore);
 
 function addUsage(a: Usage, b: Usage): Usage {
-  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };
+  const sum = (k: 'cachedInputTokens' | 'reasoningTokens') => (a[k] === undefined && b[k] === undefined ? {} : { [k]: (a[k] ?? 0) + (b[k] ?? 0) });
+  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens, ...sum('cachedInputTokens'), ...sum('reasoningTokens') };
 }
 
 /** The bytes of the prompts pending in a session (what its pending-bytes limit counts). */

@@ -178,7 +178,12 @@ export const replySchemas = {
       .nullable(),
     waits: z.array(wait),
     executions: z.number().int().nonnegative(),
-    usage: z.object({ inputTokens: z.number().int().nonnegative(), outputTokens: z.number().int().nonnegative() }),
+    usage: z.object({
+      inputTokens: z.number().int().nonnegative(),
+      outputTokens: z.number().int().nonnegative(),
+      cachedInputTokens: z.number().int().nonnegative().optional(),
+      reasoningTokens: z.number().int().nonnegative().optional(),
+    }),
     tags,
     forkedFrom: z.object({ sessionId: id, seq: z.number().int().positive() }).nullable(),
     execution: execution.nullable(),

@@ -37,6 +37,10 @@ import type { AddressInfo } from 'node:net';
 export interface UsageOverride {
   prompt_tokens?: number;
   completion_tokens?: number;
+  /** Sent as `prompt_tokens_details.cached_tokens`. */
+  cached_tokens?: number;
+  /** Sent as `completion_tokens_details.reasoning_tokens` (otherwise estimated from the reasoning). */
+  reasoning_tokens?: number;
 }
 
 /** One tool call of a `toolCalls` step. */
@@ -67,7 +71,7 @@ export type ScriptStep =
       delayMs?: number;
     }
   /** Tool calls streamed the real way (one after another, arguments in fragments), after optional text; `finish_reason: 'tool_calls'`. */
-  | { kind: 'toolCalls'; calls: ScriptedToolCall[]; text?: string | string[]; usage?: UsageOverride; delayMs?: number }
+  | { kind: 'toolCalls'; calls: ScriptedToolCall[]; text?: string | string[]; reasoning?: string | string[]; usage?: UsageOverride; delayMs?: number }
   /** An HTTP error with an OpenAI-style body `{ error: { message, type, param, code } }`; see {@link rateLimited}, {@link contextLengthExceeded}, {@link serverError}. */
   | { kind: 'error'; status: number; message: string; type?: string; code?: string | null; param?: string | null; headers?: Record<string, string> }
   /** Starts the stream, sends `afterChunks` chunks (default 2: the role delta and one text delta), then half an event, then destroys the socket: no finish, no `[DONE]`. `delayMs` also comes before the cut. */
@@ -133,6 +137,11 @@ export interface FakeOpenAIOptions {
   defaultReply?: (request: ChatCompletionRequest) => ScriptStep;
   /** Called as each request arrives (the CLI logs with it). */
   onRequest?: (request: RecordedRequest) => void;
+  /**
+   * As DeepSeek's and Kimi's thinking modes do: a request whose assistant messages with tool calls,
+   * after the last user message (the tool loop under way), lack `reasoning_content` gets a 400.
+   */
+  requireReasoningContent?: boolean;
 }
 
 export interface FakeOpenAI {
@@ -249,12 +258,18 @@ interface Reply {
   reasoning: string[];
   toolCalls: Array<{ id: string; name: string; fragments: string[] }>;
   finishReason: string;
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; completion_tokens_details?: { reasoning_tokens: number } };
+  usage: {
+    prompt_tokens: number;
+    completion_tokens: number;
+    total_tokens: number;
+    prompt_tokens_details?: { cached_tokens: number };
+    completion_tokens_details?: { reasoning_tokens: number };
+  };
 }
 
 function replyOf(step: Extract<ScriptStep, { kind: 'text' | 'toolCalls' }>, request: ChatCompletionRequest, nextCallId: () => string): Reply {
   const content = deltasOf(step.text);
-  const reasoning = step.kind === 'text' ? deltasOf(step.reasoning) : [];
+  const reasoning = deltasOf(step.reasoning);
   const toolCalls =
     step.kind === 'toolCalls'
       ? step.calls.map((call) => {
@@ -275,7 +290,10 @@ function replyOf(step: Extract<ScriptStep, { kind: 'text' | 'toolCalls' }>, requ
       prompt_tokens: prompt,
       completion_tokens: completion,
       total_tokens: prompt + completion,
-      ...(reasoning.length > 0 ? { completion_tokens_details: { reasoning_tokens: reasoningTokens } } : {}),
+      ...(step.usage?.cached_tokens !== undefined ? { prompt_tokens_details: { cached_tokens: step.usage.cached_tokens } } : {}),
+      ...(step.usage?.reasoning_tokens !== undefined || reasoning.length > 0
+        ? { completion_tokens_details: { reasoning_tokens: step.usage?.reasoning_tokens ?? reasoningTokens } }
+        : {}),
     },
   };
 }
@@ -518,6 +536,17 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       if (!record.chat) {
         return sendJson(res, 400, errorBody("'messages' is a required property (an array of messages)", 'invalid_request_error', null, 'messages'));
       }
+      if (options.requireReasoningContent && missesReasoning(record.chat.messages)) {
+        return sendJson(
+          res,
+          400,
+          errorBody(
+            'Missing `reasoning_content` field in the assistant message at message index 2. The reasoning_content in the thinking mode must be passed back to the API.',
+            'invalid_request_error',
+            'invalid_request_error',
+          ),
+        );
+      }
       return answerChat(res, record, record.chat);
     }
     return sendJson(
@@ -568,4 +597,13 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       });
     },
   };
+}
+
+/** Whether an assistant message with tool calls after the last user message has no `reasoning_content`. */
+function missesReasoning(messages: readonly ChatMessage[]): boolean {
+  let lastUser = -1;
+  messages.forEach((m, i) => {
+    if (m.role === 'user') lastUser = i;
+  });
+  return messages.slice(lastUser + 1).some((m) => m.role === 'assistant' && (m.tool_calls?.length ?? 0) > 0 && !m.reasoning_content);
 }

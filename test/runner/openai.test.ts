@@ -126,8 +126,8 @@ s('a conversation over three turns sends its history; text streams live and is r
   const e = await engine(ctx, { system: 'You are terse.' });
   ctx.server.script(
     { kind: 'text', text: ['Hel', 'lo ', 'Ada.'], usage: { prompt_tokens: 12, completion_tokens: 3 } },
-    { kind: 'text', text: 'Your name is Ada.', reasoning: 'She said so.', usage: { prompt_tokens: 30, completion_tokens: 5 } },
-    { kind: 'text', text: 'Bye.', usage: { prompt_tokens: 40, completion_tokens: 1 } },
+    { kind: 'text', text: 'Your name is Ada.', reasoning: 'She said so.', usage: { prompt_tokens: 30, completion_tokens: 5, reasoning_tokens: 3 } },
+    { kind: 'text', text: 'Bye.', usage: { prompt_tokens: 40, completion_tokens: 1, cached_tokens: 28 } },
   );
   const first = await turn(e, 'ses_chat', 'Hi, I am Ada.');
   assert.is(settled(first).outcome, 'succeeded');
@@ -166,11 +166,12 @@ s('a conversation over three turns sends its history; text streams live and is r
     events.filter((x): x is SessionEvent<'step.ended'> => x.type === 'step.ended').map((x) => x.payload.usage),
     [
       { inputTokens: 12, outputTokens: 3 },
-      { inputTokens: 30, outputTokens: 5 },
-      { inputTokens: 40, outputTokens: 1 },
+      { inputTokens: 30, outputTokens: 5, reasoningTokens: 3 },
+      { inputTokens: 40, outputTokens: 1, cachedInputTokens: 28 },
     ],
+    'cached and reasoning tokens recorded when the server reports them',
   );
-  assert.equal((await e.status('ses_chat')).usage, { inputTokens: 82, outputTokens: 9 });
+  assert.equal((await e.status('ses_chat')).usage, { inputTokens: 82, outputTokens: 9, cachedInputTokens: 28, reasoningTokens: 3 });
   // the phase is unknown before every request
   const phases = events
     .filter((x) => x.type === 'execution.phase' || x.type === 'step.started')
@@ -378,6 +379,42 @@ s('a configured context window compacts before sending a conversation estimated 
   assert.ok(events.some((x) => x.type === 'compaction.completed'));
   assert.equal(said(chat(ctx.server, 2)), [`user: ${SUMMARY_PREFIX}short summary`, 'user: next']);
 });
+
+s(
+  'sendReasoning within-turn sends a tool loop reasoning back as reasoning_content (a thinking-mode server refuses the loop without it), not an earlier turn',
+  async (ctx) => {
+    await ctx.server.close();
+    ctx.server = await startFakeOpenAI({ apiKey: KEY, requireReasoningContent: true });
+    const tools = { lookup: defineTool({ description: 'Look up', inputSchema: z.object({}), execute: async () => 'found' }) };
+    const loop = (id: string) => [
+      { kind: 'toolCalls' as const, reasoning: `I should look ${id} up.`, calls: [{ id, name: 'lookup', arguments: {} }] },
+      { kind: 'text' as const, text: 'Found it.' },
+    ];
+
+    // without it (the default) the server refuses the tool loop's second request, and the turn fails with its message
+    const plain = await engine(ctx, { tools });
+    ctx.server.script(loop('call_p')[0]!);
+    const refused = await turn(plain, 'ses_plain', 'look it up');
+    assert.is(settled(refused).outcome, 'failed');
+    assert.match(settled(refused).error!.message, 'The reasoning_content in the thinking mode must be passed back to the API');
+
+    const e = await engine(ctx, { tools, sendReasoning: 'within-turn' });
+    ctx.server.script(...loop('call_1'), ...loop('call_2'));
+    assert.is(settled(await turn(e, 'ses_think', 'look it up')).outcome, 'succeeded');
+    assert.is(settled(await turn(e, 'ses_think', 'and again')).outcome, 'succeeded');
+    const sent = (i: number) =>
+      chat(ctx.server, i)
+        .messages.filter((m) => m.role === 'assistant')
+        .map((m) => m.reasoning_content ?? null);
+    // requests 0 and 1 were the refused session's; this session's are 2 to 5
+    assert.equal(sent(3), ['I should look call_1 up.'], 'the loop under way carries its reasoning');
+    assert.equal(sent(5), [null, null, 'I should look call_2 up.'], "the earlier turn's steps go without theirs");
+    assert.throws(
+      () => openaiRunner({ model: 'm', baseURL: ctx.server.url, sendReasoning: 'sometimes' as never }),
+      /Invalid sendReasoning "sometimes": use never, within-turn, always/,
+    );
+  },
+);
 
 s(
   'the steps go on while the model asks for tools, up to maxSteps model calls; a model still calling tools then fails the turn at its step limit',

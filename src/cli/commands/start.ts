@@ -13,6 +13,7 @@ import { DEFAULT_SWEEP_INTERVAL_MS } from '../../recovery/sweeper.ts';
 import { loadRunner } from '../../runner/load.ts';
 import { DEFAULT_OPENAI_BASE_URL, openaiRunner } from '../../runner/model/openai.ts';
 import { DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_STEPS } from '../../runner/model/model-runner.ts';
+import { SEND_REASONING, type SendReasoning } from '../../runner/model/messages.ts';
 import { loadTools } from '../../runner/model/tools.ts';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from '../../execution/session-execution.ts';
 import { messageOf, UsageError } from '../../errors.ts';
@@ -59,6 +60,7 @@ export interface StartOptions extends NatsFlags, NatsCommandFlags, GatewayFlags 
   system?: string;
   maxSteps?: number;
   maxParallelTools?: number;
+  sendReasoning?: string;
   contextWindow?: number;
   maxPendingInputs?: number;
   maxPendingBytes?: number;
@@ -91,6 +93,10 @@ export function addWorkerOptions(command: Command, ctx: CliContext): Command {
       '--max-parallel-tools <n>',
       `openai runner: tool calls of one model response running at once, at most (default ${DEFAULT_MAX_PARALLEL_TOOLS}; 1 runs them one at a time)`,
       positiveInt('--max-parallel-tools'),
+    )
+    .option(
+      '--send-reasoning <when>',
+      'openai runner: send recorded reasoning back to the model: never (default), within-turn (thinking modes with tools need it, e.g. DeepSeek, Kimi) or always',
     )
     .option(
       '--context-window <tokens>',
@@ -299,6 +305,13 @@ async function openaiFromCli(opts: StartOptions, env: NodeJS.ProcessEnv) {
     ...(opts.system ? { system: opts.system } : {}),
     ...(opts.maxSteps !== undefined ? { maxSteps: opts.maxSteps } : {}),
     ...(opts.maxParallelTools !== undefined ? { maxParallelTools: opts.maxParallelTools } : {}),
+    ...(opts.sendReasoning !== undefined ? { sendReasoning: sendReasoningOf(opts.sendReasoning) } : {}),
     ...(opts.contextWindow !== undefined ? { contextWindow: opts.contextWindow } : {}),
   });
+}
+
+function sendReasoningOf(value: string): SendReasoning {
+  if (!(SEND_REASONING as readonly string[]).includes(value))
+    throw new UsageError(`--send-reasoning ${value}: use ${SEND_REASONING.join(', ')} (within-turn for thinking models that call tools).`);
+  return value as SendReasoning;
 }

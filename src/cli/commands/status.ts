@@ -110,7 +110,9 @@ export function describeStatus(row: SessionStatus): string[] {
   if (tags.length > 0) lines.push(`  tags    ${tags.map(([k, v]) => `${k}=${v}`).join(' ')}`);
   if (row.forkedFrom) lines.push(`  forked from ${row.forkedFrom.sessionId} at sequence ${row.forkedFrom.seq}`);
   if (row.usage.inputTokens + row.usage.outputTokens > 0)
-    lines.push(`  tokens  ${row.usage.inputTokens} in, ${row.usage.outputTokens} out (model steps and compactions, as the servers reported them)`);
+    lines.push(
+      `  tokens  ${row.usage.inputTokens} in${row.usage.cachedInputTokens ? ` (${row.usage.cachedInputTokens} cached)` : ''}, ${row.usage.outputTokens} out${row.usage.reasoningTokens ? ` (${row.usage.reasoningTokens} reasoning)` : ''} (model steps and compactions, as the servers reported them)`,
+    );
   const open = row.waits.filter((w) => w.outcome === null);
   if (open.length > 0) {
     lines.push(`  WAITING for ${open.length === 1 ? 'one thing' : `${open.length} things`} (the turn holds no lease; it resumes when the last one ends):`);

@@ -2,7 +2,8 @@
  * A session's transcript as the conversation sent to a model (AI SDK `ModelMessage`s): user prompts
  * as user messages, each assistant step as an assistant message (its text and tool calls) followed
  * by a tool message with every call's result, a compaction's summary as a user message that says
- * what it is. Reasoning is kept in the log but not sent back (servers do not take it as input). A
+ * what it is. Reasoning is kept in the log and sent back only as `sendReasoning` says (most servers
+ * ignore it; thinking modes with tools need this turn's, as `reasoning_content`). A
  * call without a result (sealed by a recovery, a hand-back or a cancel) is answered with an error
  * result saying so: the model never sees a call left open.
  *
@@ -16,15 +17,27 @@ import { assistantText, type TranscriptItem, type TranscriptPart } from '../tran
 
 export const SUMMARY_PREFIX = 'Summary of the conversation so far (older messages were compacted):\n';
 
-export function toModelMessages(items: readonly TranscriptItem[]): ModelMessage[] {
+/** Which recorded reasoning goes back to the model: none, this turn's (a tool loop under way), or all. */
+export type SendReasoning = 'never' | 'within-turn' | 'always';
+export const SEND_REASONING: readonly SendReasoning[] = ['never', 'within-turn', 'always'];
+
+/**
+ * `within-turn`: the steps after the last prompt a person sent (the tool loop under way, across a
+ * wait for approval or a crash's continuation), as thinking-mode providers ask.
+ */
+export function toModelMessages(items: readonly TranscriptItem[], reasoning: SendReasoning = 'never'): ModelMessage[] {
   const out: ModelMessage[] = [];
-  for (const item of items) {
+  let lastPrompt = -1;
+  items.forEach((i, index) => {
+    if (i.type === 'user' && !i.continues) lastPrompt = index;
+  });
+  for (const [index, item] of items.entries()) {
     // the input that resumes a waiting turn is the engine's, not a person's: the decisions are in the tool results
     if (item.type === 'user') {
       if (item.continues?.reason === 'resumed') continue;
       out.push(item.continues ? { role: 'user', content: continuationNote(item.continues, items) } : userMessage(item));
     } else if (item.type === 'summary') out.push({ role: 'user', content: `${SUMMARY_PREFIX}${item.summary}` });
-    else out.push(...assistantMessages(item.parts));
+    else out.push(...assistantMessages(item.parts, reasoning === 'always' || (reasoning === 'within-turn' && index > lastPrompt)));
   }
   return out;
 }
@@ -78,11 +91,12 @@ export function userContent(parts: PromptPart[]): UserContent {
 
 type ToolPart = Extract<TranscriptPart, { type: 'tool' }>;
 
-/** An assistant step's text and tool calls, then the calls' results. */
-export function assistantMessages(parts: readonly TranscriptPart[]): ModelMessage[] {
+/** An assistant step's reasoning (when asked), text and tool calls, then the calls' results. */
+export function assistantMessages(parts: readonly TranscriptPart[], withReasoning = false): ModelMessage[] {
   const content: Exclude<Extract<ModelMessage, { role: 'assistant' }>['content'], string> = [];
   const results: ToolResultPart[] = [];
   for (const p of parts) {
+    if (withReasoning && p.type === 'reasoning' && p.text.length > 0) content.push({ type: 'reasoning', text: p.text });
     if (p.type === 'text' && p.text.length > 0) content.push({ type: 'text', text: p.text });
     if (p.type === 'tool') {
       content.push({ type: 'tool-call', toolCallId: p.callId, toolName: p.name, input: p.input });

@@ -31,7 +31,7 @@ import { SessiondError, ErrorCode, ModelRequestError, StepLimitError, ToolInputE
 import type { RunContext, Runner } from '../types.ts';
 import type { TranscriptItem, TranscriptPart } from '../transcript.ts';
 import { sleep } from '../../clock.ts';
-import { assistantMessages, estimateTokens, toModelMessages, userMessage } from './messages.ts';
+import { SEND_REASONING, assistantMessages, estimateTokens, toModelMessages, userMessage, type SendReasoning } from './messages.ts';
 import { backoff, classify, parseRetryPolicy, type RetryPolicy } from './retry.ts';
 import { checkTools, sdkTools, type ToolRegistry } from './tools.ts';
 import { toolSlots, type ToolSlots } from './tool-slots.ts';
@@ -45,6 +45,12 @@ export interface ModelRunnerOptions {
   maxSteps?: number;
   /** Tool calls of one model response running at once, at most (default 8). */
   maxParallelTools?: number;
+  /**
+   * Which recorded reasoning goes back to the model (as the provider's `reasoning_content`):
+   * `never` (the default), `within-turn` (the steps since the person's last prompt: thinking modes
+   * with tools, e.g. DeepSeek's and Kimi's, refuse a tool loop without it) or `always`.
+   */
+  sendReasoning?: SendReasoning;
   retry?: Partial<RetryPolicy>;
   /** The model's context window in tokens: a request estimated beyond it is compacted first (default: only on the server's overflow error). */
   contextWindow?: number;
@@ -86,6 +92,10 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
       ErrorCode.InvalidOption,
       `Invalid maxParallelTools ${String(parallel)}: use a whole number of tool calls >= 1 (default ${DEFAULT_MAX_PARALLEL_TOOLS}; 1 runs them one at a time).`,
     );
+  const sendReasoning = options.sendReasoning ?? 'never';
+  if (!SEND_REASONING.includes(sendReasoning))
+    throw new SessiondError(ErrorCode.InvalidOption, `Invalid sendReasoning ${JSON.stringify(sendReasoning)}: use ${SEND_REASONING.join(', ')}.`);
+  const history = (items: readonly TranscriptItem[]) => toModelMessages(items, sendReasoning);
   const window = options.contextWindow;
   if (window !== undefined && (!Number.isInteger(window) || window < 1))
     throw new SessiondError(ErrorCode.InvalidOption, `Invalid contextWindow ${String(window)}: use the model's context window in tokens.`);
@@ -187,15 +197,15 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
       const usage = usageOf(r.usage);
       return { summary: r.text, ...(usage ? { usage } : {}) };
     });
-    return toModelMessages(await ctx.history());
+    return history(await ctx.history());
   };
 
   return async (ctx) => {
     const slots = toolSlots(parallel); // one bound per turn
-    const history = await ctx.history();
-    let messages = toModelMessages(history);
+    const items = await ctx.history();
+    let messages = history(items);
     const approved = await runApprovedCalls(ctx, tools, slots);
-    if ((await retryDurableCalls(ctx, tools, history, slots)) || approved) messages = toModelMessages(await ctx.history());
+    if ((await retryDurableCalls(ctx, tools, items, slots)) || approved) messages = history(await ctx.history());
     for (let step = 0, compactions = 0; step < maxSteps; ) {
       const { messageId, steered } = await ctx.startStep();
       for (const s of steered) messages.push(userMessage({ text: s.prompt, parts: s.parts }));
@@ -221,7 +231,10 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
       const { textPart, reasoningPart } = partIds(messageId);
       if (output.reasoning) await ctx.reasoning(messageId, output.reasoning, reasoningPart);
       if (output.text) await ctx.text(messageId, output.text, textPart);
-      const parts: TranscriptPart[] = output.text ? [{ type: 'text', partId: textPart, text: output.text }] : [];
+      const parts: TranscriptPart[] = [
+        ...(output.reasoning ? [{ type: 'reasoning' as const, partId: reasoningPart, text: output.reasoning }] : []),
+        ...(output.text ? [{ type: 'text' as const, partId: textPart, text: output.text }] : []),
+      ];
       // every call recorded in the model's order in one append (a gated one as a wait), then the others run at once
       const asks = output.calls.map((call) => gated(tools, call));
       const asked = asks.includes(true);
@@ -235,7 +248,7 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
       compactions = 0;
       // a call waits for a person: the turn ends its execution here and resumes with the decision
       if (output.calls.length === 0 || asked) return;
-      messages.push(...assistantMessages(parts)); // as the transcript will read this step
+      messages.push(...assistantMessages(parts, sendReasoning !== 'never')); // as the transcript will read this step
     }
     // the model still called tools after its last allowed call: the turn says so (settles failed, step_limit)
     throw new StepLimitError(maxSteps);
@@ -350,5 +363,13 @@ function safeCallId(id: string): string {
 
 function usageOf(u: LanguageModelUsage | undefined): Usage | undefined {
   if (!u || (u.inputTokens === undefined && u.outputTokens === undefined)) return undefined;
-  return { inputTokens: u.inputTokens ?? 0, outputTokens: u.outputTokens ?? 0 };
+  // a part the server did not report comes as 0 (or undefined) from the compatible provider: recorded only when above it
+  const cached = u.inputTokenDetails?.cacheReadTokens ?? u.cachedInputTokens;
+  const reasoning = u.outputTokenDetails?.reasoningTokens ?? u.reasoningTokens;
+  return {
+    inputTokens: u.inputTokens ?? 0,
+    outputTokens: u.outputTokens ?? 0,
+    ...(cached ? { cachedInputTokens: cached } : {}),
+    ...(reasoning ? { reasoningTokens: reasoning } : {}),
+  };
 }

@@ -61,6 +61,10 @@ class RecordedError:
 class Usage:
     input_tokens: int
     output_tokens: int
+    #: Part of ``input_tokens`` read from the provider's cache, when the server reported it.
+    cached_input_tokens: int | None = None
+    #: Part of ``output_tokens`` spent reasoning, when the server reported it.
+    reasoning_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -871,7 +875,15 @@ WAIT_NAME = Str(1, 200)
 TAG_VALUE = Str(1, MAX_TAG_VALUE)
 TAGS = Record(TAG_VALUE)
 ERROR = Obj((F("type", "type", Str(1)), F("message", "message", Str()), F("name", "name", Str(), optional=True)), RecordedError)
-USAGE = Obj((F("inputTokens", "input_tokens", NONNEG), F("outputTokens", "output_tokens", NONNEG)), Usage)
+USAGE = Obj(
+    (
+        F("inputTokens", "input_tokens", NONNEG),
+        F("outputTokens", "output_tokens", NONNEG),
+        F("cachedInputTokens", "cached_input_tokens", NONNEG, optional=True),
+        F("reasoningTokens", "reasoning_tokens", NONNEG, optional=True),
+    ),
+    Usage,
+)
 CONTINUATION = Obj(
     (
         F("executionId", "execution_id", ID),
