@@ -456,6 +456,11 @@ export function boundText(text: string, max = MAX_ECHO_CHARS): string {
   return text.length <= max ? text : `${cut(text, max)}…(${Buffer.byteLength(text)} bytes)`;
 }
 
+/** `text` on one line (a provider's message may run to many): each line break, with the white space around it, becomes one space. */
+export function oneLine(text: string): string {
+  return text.replace(/\s*[\r\n\u2028\u2029]+\s*/g, ' ').trim();
+}
+
 /** The first `max` characters of `text`, one fewer if the last would be half a surrogate pair. */
 function cut(text: string, max: number): string {
   const last = text.charCodeAt(max - 1);

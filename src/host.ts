@@ -21,7 +21,7 @@ import type { SessionEvent } from './events/envelope.ts';
 import type { EventLog } from './events/event-log.ts';
 import type { Runner } from './runner/types.ts';
 import type { Sessions } from './sessions/sessions.ts';
-import { ErrorCode, isSessiondError, messageOf } from './errors.ts';
+import { ErrorCode, isSessiondError, messageOf, oneLine } from './errors.ts';
 import { systemClock } from './clock.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -397,7 +397,12 @@ async function followAuditStream(nc: NatsConnection, log: EventLog, engine: Engi
   return follower;
 }
 
+/** A notice in plain words, on one line (a model server's message may hold newlines). */
 export function describeNotice(n: Notice): string {
+  return oneLine(noticeText(n));
+}
+
+function noticeText(n: Notice): string {
   switch (n.type) {
     case 'claimed':
       return `${n.sessionId}  claimed (execution ${n.executionId})`;

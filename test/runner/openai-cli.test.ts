@@ -50,14 +50,18 @@ test('cli - start --runner openai runs a conversation with a tool from a module,
   }
 });
 
-test('cli - each model retry is said in the worker log in plain words, with its wait', async () => {
+test('cli - each model retry is said in the worker log in plain words, with its wait, on one line however many lines the message has', async () => {
   const tmp = tempDir();
   const server = await startFakeOpenAI();
   const db = tmp.file('retry.db');
-  server.script(rateLimited({ retryAfterMs: 40, message: 'Rate limit reached for requests' }), serverError('The server had an error'), {
-    kind: 'text',
-    text: 'Made it.',
-  });
+  server.script(
+    rateLimited({ retryAfterMs: 40, message: 'Rate limit reached for requests' }),
+    serverError('The server had an error\n  while processing your request.\nTraceback (most recent call last):'),
+    {
+      kind: 'text',
+      text: 'Made it.',
+    },
+  );
   const worker = startCli(['start', '--db', db, '--runner', 'openai', '--model', 'fake-model', '--base-url', server.url]);
   try {
     await worker.waitFor('send it a prompt');
@@ -70,7 +74,7 @@ test('cli - each model retry is said in the worker log in plain words, with its 
     assert.equal(said[0], 'ses_retry  model request failed: 429 Rate limit reached for requests (HTTP 429); sending it again in 40 ms (attempt 2)');
     assert.match(
       said[1] ?? '',
-      /^ses_retry {2}model request failed: 500 The server had an error \(HTTP 500\); sending it again in (\d+ ms|1\.0 s) \(attempt 3\)$/,
+      /^ses_retry {2}model request failed: 500 The server had an error while processing your request\. Traceback \(most recent call last\): \(HTTP 500\); sending it again in (\d+ ms|1\.0 s) \(attempt 3\)$/,
     );
     assert.is(said.length, 2, said.join('\n'));
     assert.is(server.requests.length, 3);

@@ -336,6 +336,38 @@ s('cancel mid-stream aborts the HTTP request at once; the turn ends cancelled', 
   assert.not.ok(events.some((x) => x.type === 'execution.settled' && x.payload.outcome === 'succeeded'));
 });
 
+s(
+  'errors as a proxy rewrites them (LiteLLM): an overflow named ContextWindowExceededError with code "400" compacts; a wait only in the words is honoured',
+  async (ctx) => {
+    const e = await engine(ctx);
+    ctx.server.script({ kind: 'text', text: 'First answer.' });
+    await turn(e, 'ses_proxy', 'first question');
+    ctx.server.script(
+      {
+        kind: 'error',
+        status: 429,
+        message: 'litellm.RateLimitError: RateLimitError: OpenAIException - Rate limit reached. Please try again in 150ms. Received Model Group=fake',
+        type: 'throttling_error',
+        code: '429',
+      },
+      {
+        kind: 'error',
+        status: 400,
+        message:
+          'litellm.ContextWindowExceededError: litellm.BadRequestError: ContextWindowExceededError: OpenAIException - The request is over this deployment budget.\nReceived Model Group=fake',
+        code: '400',
+      },
+      { kind: 'text', text: 'They asked one question.' },
+      { kind: 'text', text: 'Second answer.' },
+    );
+    const events = await turn(e, 'ses_proxy', 'second question');
+    assert.is(settled(events).outcome, 'succeeded', 'compacted, not failed');
+    assert.ok(events.some((x) => x.type === 'compaction.completed'));
+    const retry = ctx.live.find((x): x is LiveEvent & { payload: { delayMs: number } } => x.type === 'model.retry_scheduled');
+    assert.is(retry?.payload.delayMs, 150, 'the wait named in the message (no Retry-After header came through)');
+  },
+);
+
 s('a context overflow compacts the older history with the model, then the step runs again on [summary, this prompt]', async (ctx) => {
   const e = await engine(ctx);
   ctx.server.script({ kind: 'text', text: 'First answer.' }, { kind: 'text', text: 'Second answer.' });

@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import { ExitCode } from '../exit.ts';
 import { validateId } from '../../ids.ts';
-import { ErrorCode, isSessiondError, UsageError } from '../../errors.ts';
+import { ErrorCode, UsageError, boundText, isSessiondError, oneLine } from '../../errors.ts';
 import type { SessionStatus } from '../../sessions/sessions.ts';
 import { MAX_LIST_LIMIT } from '../../sessions/list.ts';
 import type { Wait } from '../../machines/session-context.ts';
@@ -95,7 +95,7 @@ export function describeStatus(row: SessionStatus): string[] {
     `${row.sessionId}: ${row.state} at seq ${row.seq}; ${lease}${row.phase ? `; phase ${row.phase}` : ''}${row.outcome ? `; last turn ${row.outcome}` : ''}`,
   ];
   const error = row.outcome === 'failed' ? row.execution?.error : null;
-  if (error) lines.push(`  why     ${error.type === 'unknown' ? '' : `${error.type}: `}${oneLine(error.message)}`);
+  if (error) lines.push(`  why     ${error.type === 'unknown' ? '' : `${error.type}: `}${boundText(oneLine(error.message), 300)}`);
   lines.push(
     `  pending inputs: ${
       row.pendingCount === 0
@@ -124,10 +124,4 @@ export function describeStatus(row: SessionStatus): string[] {
       `  recovery of ${r.executionId}: ${r.parked ? `PARKED after ${r.attempts} wake attempts: ${r.lastError?.message ?? ''}` : r.wakePending ? `wake owed (${r.attempts} attempts so far)` : 'woken'}`,
     );
   return lines;
-}
-
-/** A recorded message on one line, cut to a screen's width or so (a provider's message may run to many lines). */
-function oneLine(text: string, max = 300): string {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
 }

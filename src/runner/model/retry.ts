@@ -1,10 +1,12 @@
 /**
- * What to do with a failed model request (pure). Retried: 429, 408, 409 and 5xx responses and
- * network failures (a refused connection, a stream cut mid-way), with exponential backoff and full
- * jitter, honouring the server's `retry-after-ms` / `retry-after` (seconds or an HTTP date), at most
- * `maxAttempts` attempts. A context overflow (`context_length_exceeded`, or the server saying the
- * maximum context length was exceeded) is compacted, not retried. Any other 4xx fails the step with
- * the server's message.
+ * What to do with a failed model request (pure). Retried: 429, 408, 409 and 5xx responses,
+ * network failures (a refused connection, a stream cut mid-way) and errors a proxy names as
+ * retryable (LiteLLM's `RateLimitError`, `ServiceUnavailableError`...), with exponential backoff and
+ * full jitter, honouring the server's `retry-after-ms` / `retry-after` (seconds or an HTTP date), or
+ * the wait its message names ("try again in 3s") when a proxy dropped the header, at most
+ * `maxAttempts` attempts. A context overflow, by any signal a proxy keeps (the error's code or type,
+ * an exception name such as LiteLLM's `ContextWindowExceededError`, the wording), is compacted, not
+ * retried. Any other 4xx fails the step with the server's message.
  */
 import { APICallError } from 'ai';
 import { SessiondError, ErrorCode, type ModelFailure } from '../../errors.ts';
@@ -24,18 +26,21 @@ export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 5, baseDelayMs: 500, ma
 export type Failure = ModelFailure;
 
 const RETRYABLE_STATUS = new Set([408, 409, 429]);
-const OVERFLOW = /context_length_exceeded|maximum context length|context length|context window|too many tokens|prompt is too long/i;
+const OVERFLOW =
+  /context_length_exceeded|context_window_exceeded|ContextWindowExceeded|maximum context length|context length|context window|too many tokens|prompt is too long|input is too long|exceeds the maximum number of tokens/i;
+/** Exception and type names proxies keep for failures worth another attempt (whatever status they rewrote). */
+const RETRYABLE_NAME = /RateLimitError|rate_limit_exceeded|ServiceUnavailableError|InternalServerError|APIConnectionError|\bTimeout\b|overloaded_error/;
 
 /** Classifies an error from the model client. */
 export function classify(err: unknown, now: number): Failure {
   if (APICallError.isInstance(err)) {
     const status = err.statusCode;
     const message = serverMessage(err);
-    if (status !== undefined && status >= 400 && status < 500 && (OVERFLOW.test(err.responseBody ?? '') || OVERFLOW.test(message)))
-      return { kind: 'overflow', message };
+    const signals = `${err.responseBody ?? ''}\n${message}`; // code, type, exception names and wording
+    if (status !== undefined && status >= 400 && status < 500 && OVERFLOW.test(signals)) return { kind: 'overflow', message };
     // a stream cut after the response started is an APICallError with status 200 that the client marks retryable
-    if (err.isRetryable || status === undefined || RETRYABLE_STATUS.has(status) || status >= 500)
-      return { kind: 'retry', status, message, retryAfterMs: retryAfter(err.responseHeaders, now) };
+    if (err.isRetryable || status === undefined || RETRYABLE_STATUS.has(status) || status >= 500 || RETRYABLE_NAME.test(signals))
+      return { kind: 'retry', status, message, retryAfterMs: retryAfter(err.responseHeaders, now) ?? waitNamedIn(message) };
     return { kind: 'fatal', status, message };
   }
   const message = messageOfUnknown(err);
@@ -105,6 +110,33 @@ function retryAfter(headers: Record<string, string> | undefined, now: number): n
   if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
   const date = Date.parse(value);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+const UNIT_MS: Record<string, number> = {
+  ms: 1,
+  millisecond: 1,
+  milliseconds: 1,
+  s: 1000,
+  sec: 1000,
+  second: 1000,
+  seconds: 1000,
+  m: 60_000,
+  min: 60_000,
+  minute: 60_000,
+  minutes: 60_000,
+};
+
+/**
+ * The wait a message names when a proxy kept the words but not the header: "Please try again in
+ * 3s", "try again in 1.5 seconds", "retry after 20ms", "Try again in 1m30s" (undefined when none).
+ */
+export function waitNamedIn(message: string): number | undefined {
+  const m = /\b(?:try again|retry)\s+(?:in|after)\s+((?:\d+(?:\.\d+)?\s*(?:ms|milliseconds?|s|secs?|seconds?|m|mins?|minutes?)(?![a-z])\s*)+)/i.exec(message);
+  if (!m) return undefined;
+  let ms = 0;
+  for (const [, n, unit] of m[1]!.matchAll(/(\d+(?:\.\d+)?)\s*([a-z]+)/gi))
+    ms += Number(n) * (UNIT_MS[unit!.toLowerCase()] ?? UNIT_MS[unit!.toLowerCase().replace(/s$/, '')] ?? 0);
+  return Number.isFinite(ms) ? Math.round(ms) : undefined;
 }
 
 function messageOfUnknown(err: unknown): string {
