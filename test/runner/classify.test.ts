@@ -37,6 +37,7 @@ test('classify - overflow by code or type alone, and by the wordings of other se
   assert.is(classify(apiError(400, { message: 'prompt is too long: 210000 tokens > 200000 maximum' }), 0).kind, 'overflow');
   assert.is(classify(apiError(400, { message: 'Input is too long for requested model.' }), 0).kind, 'overflow');
   assert.is(classify(apiError(400, { message: 'The input token count exceeds the maximum number of tokens allowed' }), 0).kind, 'overflow');
+  assert.is(classify(apiError(400, { message: 'Input tokens exceed the configured limit of 272000 tokens.' }), 0).kind, 'overflow');
   assert.is(classify(apiError(400, { message: 'Invalid value for temperature', code: 'invalid_value' }), 0).kind, 'fatal', 'an ordinary 400 still fails');
 });
 

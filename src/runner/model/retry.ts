@@ -27,7 +27,7 @@ export type Failure = ModelFailure;
 
 const RETRYABLE_STATUS = new Set([408, 409, 429]);
 const OVERFLOW =
-  /context_length_exceeded|context_window_exceeded|ContextWindowExceeded|maximum context length|context length|context window|too many tokens|prompt is too long|input is too long|exceeds the maximum number of tokens/i;
+  /context_length_exceeded|context_window_exceeded|ContextWindowExceeded|maximum context length|maximum context limit|context length|context window|exceed context limit|exceed the configured limit|too many (input )?tokens|prompt is too long|input is too long|exceeds the maximum number of tokens/i;
 /** Exception and type names proxies keep for failures worth another attempt (whatever status they rewrote). */
 const RETRYABLE_NAME = /RateLimitError|rate_limit_exceeded|ServiceUnavailableError|InternalServerError|APIConnectionError|\bTimeout\b|overloaded_error/;
 
