@@ -38,6 +38,7 @@ import { COMMAND_QUEUE, commandVerbs, subjects } from './nats/subjects.ts';
 import { startInspector } from './inspector/server.ts';
 import { createWorkerMetrics } from './observability/metrics.ts';
 import type { SessionLimits } from './input/limits.ts';
+import type { UrlOptions } from './input/url-guard.ts';
 import { promptText } from './input/prompt.ts';
 import { describeRetry } from './runner/model/retry.ts';
 import { serveOps } from './observability/worker-ops.ts';
@@ -72,6 +73,8 @@ export interface SessiondOptions {
   nats?: { connection: NatsConnectionOptions; commands?: { connection: NatsConnectionOptions; replyPrefixes: string[] } };
   /** What a session may hold waiting and what this worker holds in memory (src/input/limits.ts). */
   limits?: Partial<SessionLimits>;
+  /** Which URLs a prompt may name (src/input/url-guard.ts): default https to public hosts only. */
+  urls?: UrlOptions;
   /** Serve the inspector on 127.0.0.1:PORT. */
   inspectPort?: number;
   /** Serve Prometheus metrics, /healthz and /readyz on 127.0.0.1:PORT. */
@@ -115,6 +118,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     'onNotice',
     'nats',
     'limits',
+    'urls',
     'inspectPort',
     'metricsPort',
     'report',
@@ -229,6 +233,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
           heartbeatMs,
           ...(options.turnTimeoutMs !== undefined ? { turnTimeoutMs: options.turnTimeoutMs } : {}),
           ...(options.limits ? { limits: options.limits } : {}),
+          ...(options.urls ? { urls: options.urls } : {}),
           ...(log ? { log } : {}),
           // metrics count what the engine appends, on either log
           ...(metrics || options.decorateLog

@@ -6,6 +6,7 @@
  */
 import type { Sessions } from '../sessions/sessions.ts';
 import { logSessions } from '../sessions/log-sessions.ts';
+import type { UrlOptions } from '../input/url-guard.ts';
 import { SessiondClient } from '../nats/client.ts';
 import type { CliContext } from './context.ts';
 import { describeNats, natsConnectionOptions } from './nats-options.ts';
@@ -28,6 +29,8 @@ export interface OpenOptions {
   readonly?: boolean;
   /** A command that only reads a SQLite file (`wake` there writes nothing) but goes to the workers over NATS: the file is opened read-only. */
   readsFile?: boolean;
+  /** Which URLs a prompt admitted into the file may name (`--allow-url-host`); over NATS the workers decide. */
+  urls?: UrlOptions;
 }
 
 export async function openSessions(opts: LogOptions, ctx: CliContext, name: string, options: OpenOptions = {}): Promise<OpenedSessions> {
@@ -39,7 +42,11 @@ export async function openSessions(opts: LogOptions, ctx: CliContext, name: stri
   const opened = await openLog(opts, ctx, readonly ? { readonly: true } : {});
   // a writable SQLite file's projection is what `list` reads (brought up to the log's head first)
   const projection = opened.db && !readonly ? { projection: opened.db } : {};
-  return { sessions: logSessions(opened.log, { onClose: () => opened.close(), ...projection }), describe: opened.describe, remote: nats !== undefined };
+  return {
+    sessions: logSessions(opened.log, { onClose: () => opened.close(), ...projection, ...(options.urls ? { urls: options.urls } : {}) }),
+    describe: opened.describe,
+    remote: nats !== undefined,
+  };
 }
 
 /** Runs `use` on the command's Sessions and closes them after, whatever happens. */

@@ -10,6 +10,7 @@ import { MAX_TAGS, sameTags, validateTags, type Tags } from '../sessions/tags.ts
 import type { CommandHandler } from '../execution/command-handler.ts';
 import { admittedSeq } from '../machines/session-context.ts';
 import { DEFAULT_LIMITS, DEFAULT_MAX_PROMPT_BYTES, type SessionLimits } from './limits.ts';
+import { urlGuard, type UrlGuard } from './url-guard.ts';
 
 export { DEFAULT_MAX_PROMPT_BYTES };
 
@@ -76,13 +77,18 @@ function invalid(why: string): SessiondError {
   return new SessiondError(ErrorCode.InvalidOption, `Invalid input: ${why}.`);
 }
 
+/** No allowlist, the system's resolver: what an admission gets when it is given no guard. */
+const DEFAULT_URL_GUARD = urlGuard();
+
 export async function admitInput(
   handler: CommandHandler,
   sessionId: string,
   request: AdmitRequest,
   limits: SessionLimits = DEFAULT_LIMITS,
+  urls: UrlGuard = DEFAULT_URL_GUARD,
 ): Promise<AdmitReceipt> {
   const req = parseAdmitRequest(sessionId, request, limits.maxPromptBytes);
+  await urls.check(req.prompt);
   const inputId = req.id ?? handler.ids.next('inp');
   const { maxPendingInputs, maxPendingBytes } = limits;
   try {
