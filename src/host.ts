@@ -22,7 +22,7 @@ import type { EventLog } from './events/event-log.ts';
 import type { Runner } from './runner/types.ts';
 import type { Sessions } from './sessions/sessions.ts';
 import { ErrorCode, isSessiondError, messageOf } from './errors.ts';
-import { systemClock } from './clock.ts';
+import { isoTime, systemClock } from './clock.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connectNats, describeNats, type NatsConnectionOptions } from './nats/connection.ts';
@@ -435,8 +435,8 @@ export function describeEvent(e: SessionEvent): string | undefined {
         w.kind === 'approval'
           ? `approval of call ${w.name} (${w.tool}): sessiond approve|deny ${e.sessionId} ${w.name}`
           : w.kind === 'signal'
-            ? `signal ${w.name}${w.until === undefined ? '' : ` until ${new Date(w.until).toISOString()}`}: sessiond resolve ${e.sessionId} ${w.name} --data JSON`
-            : `timer ${w.name} until ${new Date(w.until ?? e.time).toISOString()}`;
+            ? `signal ${w.name}${w.until === undefined ? '' : ` until ${isoTime(w.until)}`}: sessiond resolve ${e.sessionId} ${w.name} --data JSON`
+            : `timer ${w.name} until ${isoTime(w.until ?? e.time)}`;
       return `${e.sessionId}  waits for ${what}`;
     }
     case 'wait.resolved':
