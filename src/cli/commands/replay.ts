@@ -4,7 +4,9 @@ import { replayExport, type ReplayProgress } from '../../export/replay-export.ts
 import { openDatabase } from '../../storage/sqlite.ts';
 import { migrate } from '../../storage/migrate.ts';
 import { validateId } from '../../ids.ts';
-import { systemClock } from '../../clock.ts';
+import { isoTime, systemClock } from '../../clock.ts';
+import type { Withheld } from '../../export/evidence.ts';
+import { printable } from '../printable.ts';
 import { NotFoundError, messageOf, CorruptExportError } from '../../errors.ts';
 import type { CliContext } from '../context.ts';
 import { positiveInt } from '../options.ts';
@@ -28,18 +30,19 @@ export function registerReplay(program: Command, ctx: CliContext): void {
         let bar: ReturnType<typeof progress> | undefined;
         let done: Pick<ReplayProgress, 'imported'> = { imported: 0 };
         let damage: CorruptExportError | undefined;
+        let withheld: Withheld[] = [];
         try {
-          await replayExport(db, file, {
+          ({ withheld } = await replayExport(db, file, {
             keep: (e) => (!opts.session || e.sessionId === opts.session) && (opts.untilSeq === undefined || e.seq <= opts.untilSeq),
             onHeader: (h) => {
               bar = progress(ctx, 'replay', 'bytes', 0);
-              ctx.err(`replaying ${file} (written ${new Date(h.created).toISOString()} from ${h.source})`);
+              ctx.err(`replaying ${printable(file)} (written ${isoTime(h.created)} from ${printable(h.source)})`);
             },
             onProgress: (p) => {
               done = p;
               bar?.update(p.bytes, p.totalBytes);
             },
-          });
+          }));
         } catch (err) {
           if (!(err instanceof CorruptExportError)) throw err;
           damage = err;
@@ -48,6 +51,11 @@ export function registerReplay(program: Command, ctx: CliContext): void {
         const summary = `replayed ${done.imported} events into ${opts.db} and rebuilt its projection with them in ${secs.toFixed(1)} s (${Math.round(done.imported / secs)} events/s)`;
         if (bar) bar.stop(summary);
         else ctx.out(summary);
+        for (const w of withheld)
+          ctx.err(
+            `sessiond: session ${printable(w.sessionId)} replayed only up to seq ${w.seq - 1}: ${w.rule}: ${printable(w.message, 400)}. An export is evidence, not authority: decide again where it runs (docs/operating.md).`,
+          );
+        if (withheld.length > 0) process.exitCode = 1;
         if (damage) {
           ctx.err(`sessiond: ${messageOf(damage)} Everything before it was replayed.`);
           process.exitCode = 1;

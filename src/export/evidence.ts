@@ -1,0 +1,48 @@
+/**
+ * An export is evidence, not authority: before a replay, each session's decisions are checked
+ * (audit/decisions.ts, approvals never acted on included) in one read of the file. A session with
+ * an issue is replayed up to the event before it: a forged or unacted approval comes over as a call
+ * still waiting for a decision, which no worker runs until someone approves it where it runs.
+ */
+import { decisionIssues, type DecisionIssue } from '../audit/decisions.ts';
+import type { SessionEvent } from '../events/envelope.ts';
+import { CorruptExportError } from '../errors.ts';
+import { readExport } from './export-file.ts';
+
+/** A session a replay keeps only up to `seq - 1`, and why. */
+export interface Withheld extends DecisionIssue {
+  sessionId: string;
+}
+
+const DECISION_EVENTS = new Set(['wait.started', 'wait.resolved', 'tool.called', 'tool.started']);
+
+/** The first issue of each session whose decisions do not hold, by session id. */
+export async function withheldSessions(file: string): Promise<Map<string, Withheld>> {
+  // only what the rules read is kept: decision events, and the first event naming an actor
+  const bySession = new Map<string, SessionEvent[]>();
+  const actors = new Set<string>();
+  // a damaged frame ends what is checked here; the replay itself stops at it and says so
+  await readExport(file, {
+    onEvents: (events) => {
+      for (const e of events) {
+        const named = (e.payload as { actor?: unknown }).actor !== undefined && !actors.has(e.sessionId);
+        if (!DECISION_EVENTS.has(e.type) && !named) continue;
+        if (named) actors.add(e.sessionId);
+        let list = bySession.get(e.sessionId);
+        if (!list) bySession.set(e.sessionId, (list = []));
+        list.push(e);
+      }
+    },
+  }).catch((err: unknown) => {
+    if (!(err instanceof CorruptExportError)) throw err;
+  });
+  const out = new Map<string, Withheld>();
+  for (const [sessionId, events] of bySession) {
+    const [first] = decisionIssues(
+      events.sort((a, b) => a.seq - b.seq),
+      { acted: true },
+    );
+    if (first) out.set(sessionId, { sessionId, ...first });
+  }
+  return out;
+}
