@@ -136,14 +136,16 @@ export function urlGuard(options: UrlOptions = {}): UrlGuard {
     allow,
     async check(prompt) {
       if (typeof prompt === 'string') return;
-      for (const [i, part] of prompt.entries()) {
-        if (!('url' in part) || typeof part.url !== 'string') continue;
-        await checkUrl(part.url, `prompt part ${i}`);
-      }
+      // the parts' hosts resolve together (each at most DEFAULT_RESOLVE_TIMEOUT_MS), once per host
+      const lookups = new Map<string, Promise<string[]>>();
+      const checks = prompt.flatMap((part, i) => ('url' in part && typeof part.url === 'string' ? [checkUrl(part.url, `prompt part ${i}`, lookups)] : []));
+      const results = await Promise.allSettled(checks);
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed) throw failed.reason;
     },
   };
 
-  async function checkUrl(text: string, where: string): Promise<void> {
+  async function checkUrl(text: string, where: string, lookups: Map<string, Promise<string[]>>): Promise<void> {
     if (/^data:/i.test(text)) return;
     let url: URL;
     try {
@@ -167,7 +169,9 @@ export function urlGuard(options: UrlOptions = {}): UrlGuard {
       throw refused(`${where}'s URL host ${host} is loopback: name a public https host, or allow it (--allow-url-host)`);
     let addresses: string[];
     try {
-      addresses = await resolve(host);
+      let lookup = lookups.get(host);
+      if (!lookup) lookups.set(host, (lookup = resolve(host)));
+      addresses = await lookup;
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       throw refused(

@@ -101,6 +101,32 @@ test('url guard - a bad allowlist entry is refused naming it', () => {
   }
 });
 
+test('url guard - a prompt of many parts resolves each host once, all together, and names the first part refused', async () => {
+  const asked: string[] = [];
+  let inFlight = 0;
+  let most = 0;
+  const counting: Resolve = async (host) => {
+    asked.push(host);
+    most = Math.max(most, ++inFlight);
+    await new Promise((r) => setImmediate(r));
+    inFlight--;
+    return resolve(host);
+  };
+  const prompt: Prompt = [
+    ...Array.from({ length: 10 }, () => ({ type: 'image' as const, url: 'https://cdn.example/a.png' })),
+    { type: 'image', url: 'https://sneaky.example/b.png' },
+    { type: 'image', url: 'https://metadata.example/c.png' },
+  ];
+  try {
+    await urlGuard({ resolve: counting }).check(prompt);
+    assert.unreachable('accepted');
+  } catch (err) {
+    assert.match((err as Error).message, 'prompt part 10');
+  }
+  assert.equal(asked.sort(), ['cdn.example', 'metadata.example', 'sneaky.example']);
+  assert.is(most, 3, 'looked up together');
+});
+
 test('url guard - blockedRange leaves public addresses alone', () => {
   for (const a of ['93.184.215.14', '8.8.8.8', '203.0.113.10', '2606:4700::1111', '1.1.1.1']) assert.is(blockedRange(a), undefined, a);
   assert.is(blockedRange('172.32.0.1'), undefined, 'just past 172.16.0.0/12');
