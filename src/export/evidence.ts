@@ -8,16 +8,20 @@ import { decisionIssues, type DecisionIssue } from '../audit/decisions.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { CorruptExportError } from '../errors.ts';
 import { readExport } from './export-file.ts';
+import { urlGuard, type UrlGuard, type UrlOptions } from '../input/url-guard.ts';
+import { messageOf } from '../errors.ts';
 
 /** A session a replay keeps only up to `seq - 1`, and why. */
-export interface Withheld extends DecisionIssue {
+export interface Withheld extends Omit<DecisionIssue, 'rule'> {
   sessionId: string;
+  rule: DecisionIssue['rule'] | 'prompt_url_refused';
 }
 
 const DECISION_EVENTS = new Set(['wait.started', 'wait.resolved', 'tool.called', 'tool.started']);
 
 /** The first issue of each session whose decisions do not hold, by session id. */
-export async function withheldSessions(file: string): Promise<Map<string, Withheld>> {
+export async function withheldSessions(file: string, urls: UrlOptions = {}): Promise<Map<string, Withheld>> {
+  const guard = urlGuard(urls);
   // only what the rules read is kept: decision events, and the first event naming an actor
   const bySession = new Map<string, SessionEvent[]>();
   const actors = new Set<string>();
@@ -26,7 +30,8 @@ export async function withheldSessions(file: string): Promise<Map<string, Withhe
     onEvents: (events) => {
       for (const e of events) {
         const named = (e.payload as { actor?: unknown }).actor !== undefined && !actors.has(e.sessionId);
-        if (!DECISION_EVENTS.has(e.type) && !named) continue;
+        const fetches = e.type === 'input.admitted' && typeof e.payload.prompt !== 'string' && e.payload.prompt.some((p) => 'url' in p);
+        if (!DECISION_EVENTS.has(e.type) && !named && !fetches) continue;
         if (named) actors.add(e.sessionId);
         let list = bySession.get(e.sessionId);
         if (!list) bySession.set(e.sessionId, (list = []));
@@ -38,11 +43,25 @@ export async function withheldSessions(file: string): Promise<Map<string, Withhe
   });
   const out = new Map<string, Withheld>();
   for (const [sessionId, events] of bySession) {
-    const [first] = decisionIssues(
-      events.sort((a, b) => a.seq - b.seq),
-      { acted: true },
-    );
-    if (first) out.set(sessionId, { sessionId, ...first });
+    events.sort((a, b) => a.seq - b.seq);
+    const [first] = decisionIssues(events, { acted: true });
+    const url = await refusedUrl(guard, events);
+    const earliest = url && (!first || url.seq < first.seq) ? url : first;
+    if (earliest) out.set(sessionId, { sessionId, ...earliest });
   }
   return out;
+}
+
+/** The first admission whose prompt names a URL an admission here would refuse. */
+async function refusedUrl(guard: UrlGuard, events: readonly SessionEvent[]): Promise<Omit<Withheld, 'sessionId'> | undefined> {
+  for (const e of events) {
+    if (e.type !== 'input.admitted') continue;
+    try {
+      await guard.check(e.payload.prompt);
+    } catch (err) {
+      const why = messageOf(err).replace(/^Invalid input: /, '');
+      return { rule: 'prompt_url_refused', seq: e.seq, seqs: [e.seq], message: `input ${e.payload.inputId} at seq ${e.seq}: ${why}` };
+    }
+  }
+  return undefined;
 }

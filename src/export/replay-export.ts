@@ -19,6 +19,7 @@ import { eventImporter } from '../storage/import-events.ts';
 import type { Db } from '../storage/sqlite.ts';
 import { readExport, type ExportHeader } from './export-file.ts';
 import { withheldSessions, type Withheld } from './evidence.ts';
+import type { UrlOptions } from '../input/url-guard.ts';
 
 export interface ReplayOptions {
   /** Which events to replay (default: all); a session's kept events must still be gapless from seq 1. */
@@ -30,6 +31,8 @@ export interface ReplayOptions {
   batchSize?: number;
   /** Projector (checkpoint) name, default 'main'. */
   name?: string;
+  /** Which URLs the replayed prompts may name, as an admission's (default: https to public hosts). */
+  urls?: UrlOptions;
 }
 
 export interface ReplayProgress {
@@ -57,7 +60,7 @@ export async function replayExport(db: Db, file: string, options: ReplayOptions 
   const projector = new Projector(db, options.name === undefined ? {} : { name: options.name });
   const importEvents = eventImporter(db);
   const commit = db.transaction((events: readonly SessionEvent[]) => projector.apply(importEvents(events)));
-  const withheld = await withheldSessions(file);
+  const withheld = await withheldSessions(file, options.urls);
   const given = options.keep;
   const keep = (e: SessionEvent) => (withheld.get(e.sessionId)?.seq ?? Number.POSITIVE_INFINITY) > e.seq && (given === undefined || given(e));
   let read = 0;

@@ -198,4 +198,25 @@ test('an approval no wait asked for (or for another call) is flagged by the audi
   assert.match(replay.stderr, 'more characters)', 'a long source is cut');
 });
 
+test('a prompt in an export naming an internal URL is replayed no further than before it, unless its host is allowed', async () => {
+  const file = tmp.file('urls.db');
+  const engine = await openEngine({ file, runner: runner(), urls: { allow: ['169.254.169.254'] } });
+  model.script({ kind: 'text', text: 'Nice.' });
+  await engine.admit('ses_urls', { prompt: 'hello', wake: false });
+  await engine.admit('ses_urls', { prompt: [{ type: 'image', url: 'https://169.254.169.254/latest/meta-data/' }], wake: false });
+  await engine.admit('ses_urls', { prompt: 'after', wake: false });
+  await engine.close();
+  const events = await readAll(file);
+  const sdx = tmp.file('urls.sdx');
+  await writeExport(sdx, events);
+  const refused = await runCli(['replay', sdx, '--db', tmp.file('urls-replayed.db')]);
+  assert.is(refused.code, 1, refused.stdout + refused.stderr);
+  assert.match(refused.stderr, 'session ses_urls replayed only up to seq 1: prompt_url_refused');
+  assert.match(refused.stderr, 'metadata range 169.254.169.254/32');
+  assert.match(refused.stdout + refused.stderr, 'replayed 1 events');
+  const allowed = await runCli(['replay', sdx, '--db', tmp.file('urls-allowed.db'), '--allow-url-host', '169.254.169.254']);
+  assert.is(allowed.code, 0, allowed.stdout + allowed.stderr);
+  assert.match(allowed.stdout + allowed.stderr, `replayed ${events.length} events`);
+});
+
 test.run();

@@ -7,6 +7,7 @@ import { validateId } from '../../ids.ts';
 import { isoTime, systemClock } from '../../clock.ts';
 import type { Withheld } from '../../export/evidence.ts';
 import { printable } from '../printable.ts';
+import { ALLOW_URL_HOST_OPTION, collectHost } from './start.ts';
 import { NotFoundError, messageOf, CorruptExportError } from '../../errors.ts';
 import type { CliContext } from '../context.ts';
 import { positiveInt } from '../options.ts';
@@ -20,7 +21,8 @@ export function registerReplay(program: Command, ctx: CliContext): void {
     .requiredOption('--db <out>', 'database to create (must not hold a log yet)')
     .option('--until-seq <n>', "keep each session's events up to this sequence", positiveInt('--until-seq'))
     .option('--session <id>', 'only this session')
-    .action(async (file: string, opts: { db: string; untilSeq?: number; session?: string }) => {
+    .option(ALLOW_URL_HOST_OPTION[0], `${ALLOW_URL_HOST_OPTION[1]}: a prompt naming another is replayed no further (as admission)`, collectHost)
+    .action(async (file: string, opts: { db: string; untilSeq?: number; session?: string; allowUrlHost?: string[] }) => {
       if (opts.session) validateId(opts.session, 'session id');
       if (!existsSync(file)) throw new NotFoundError(`No such export file: ${file}. Create one with: sessiond export --out ${file}`);
       const db = openDatabase(opts.db);
@@ -33,6 +35,7 @@ export function registerReplay(program: Command, ctx: CliContext): void {
         let withheld: Withheld[] = [];
         try {
           ({ withheld } = await replayExport(db, file, {
+            urls: { allow: opts.allowUrlHost ?? [] },
             keep: (e) => (!opts.session || e.sessionId === opts.session) && (opts.untilSeq === undefined || e.seq <= opts.untilSeq),
             onHeader: (h) => {
               bar = progress(ctx, 'replay', 'bytes', 0);
@@ -53,7 +56,7 @@ export function registerReplay(program: Command, ctx: CliContext): void {
         else ctx.out(summary);
         for (const w of withheld)
           ctx.err(
-            `sessiond: session ${printable(w.sessionId)} replayed only up to seq ${w.seq - 1}: ${w.rule}: ${printable(w.message, 400)}. An export is evidence, not authority: decide again where it runs (docs/operating.md).`,
+            `sessiond: session ${printable(w.sessionId)} replayed only up to seq ${w.seq - 1}: ${w.rule}: ${printable(w.message, 400)}. ${w.rule === 'prompt_url_refused' ? 'Replay with --allow-url-host if that host is meant to be fetched' : 'An export is evidence, not authority: decide again where it runs'} (docs/operating.md).`,
           );
         if (withheld.length > 0) process.exitCode = 1;
         if (damage) {
