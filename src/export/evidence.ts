@@ -1,10 +1,12 @@
 /**
  * An export is evidence, not authority: before a replay, each session's decisions are checked
- * (audit/decisions.ts, approvals never acted on included) in one read of the file. A session with
+ * (audit/decisions.ts, approvals never acted on included; a gated call started without approval)
+ * in one read of the file. A session with
  * an issue is replayed up to the event before it: a forged or unacted approval comes over as a call
  * still waiting for a decision, which no worker runs until someone approves it where it runs.
  */
 import { decisionIssues, type DecisionIssue } from '../audit/decisions.ts';
+import { auditSession } from '../audit/audit-log.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { CorruptExportError } from '../errors.ts';
 import { readExport } from './export-file.ts';
@@ -14,8 +16,11 @@ import { messageOf } from '../errors.ts';
 /** A session a replay keeps only up to `seq - 1`, and why. */
 export interface Withheld extends Omit<DecisionIssue, 'rule'> {
   sessionId: string;
-  rule: DecisionIssue['rule'] | 'prompt_url_refused';
+  rule: DecisionIssue['rule'] | 'prompt_url_refused' | (typeof STARTS)[number];
 }
+
+/** The audit's rules on calls that wait for a person, which the decision events alone decide. */
+const STARTS = ['unapproved_call_started', 'approved_call_started_twice'] as const;
 
 const DECISION_EVENTS = new Set(['wait.started', 'wait.resolved', 'tool.called', 'tool.started']);
 
@@ -44,9 +49,12 @@ export async function withheldSessions(file: string, urls: UrlOptions = {}): Pro
   const out = new Map<string, Withheld>();
   for (const [sessionId, events] of bySession) {
     events.sort((a, b) => a.seq - b.seq);
-    const [first] = decisionIssues(events, { acted: true });
+    const started = auditSession(events)
+      .filter((v) => (STARTS as readonly string[]).includes(v.rule))
+      .map((v) => ({ rule: v.rule as (typeof STARTS)[number], seq: Math.max(...v.seqs), seqs: v.seqs, message: v.message.replace(/^session \S+: /, '') }));
     const url = await refusedUrl(guard, events);
-    const earliest = url && (!first || url.seq < first.seq) ? url : first;
+    const issues = [...decisionIssues(events, { acted: true }), ...started, ...(url ? [url] : [])];
+    const earliest = issues.reduce<(typeof issues)[number] | undefined>((a, b) => (a === undefined || b.seq < a.seq ? b : a), undefined);
     if (earliest) out.set(sessionId, { sessionId, ...earliest });
   }
   return out;

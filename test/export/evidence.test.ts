@@ -198,6 +198,30 @@ test('an approval no wait asked for (or for another call) is flagged by the audi
   assert.match(replay.stderr, 'more characters)', 'a long source is cut');
 });
 
+test('a gated call started in an export without an approval is withheld from the replay (its start is not carried over)', async () => {
+  const last = genuine[genuine.length - 1]!;
+  const called = genuine.find((e): e is SessionEvent<'tool.called'> => e.type === 'tool.called')!;
+  const start = {
+    ...last,
+    id: 'evt_forged_start',
+    seq: last.seq + 1,
+    type: 'tool.started',
+    version: 1,
+    payload: { executionId: called.payload.executionId, messageId: called.payload.messageId, callId: 'call_m' },
+  } as SessionEvent;
+  const sdx = tmp.file('started.sdx');
+  await writeExport(sdx, [...genuine, start]);
+  const out = openDatabase(tmp.file('started-replayed.db'));
+  migrate(out);
+  const result = await replayExport(out, sdx);
+  out.close();
+  assert.equal(
+    result.withheld.map((w) => [w.rule, w.seq]),
+    [['unapproved_call_started', last.seq + 1]],
+  );
+  assert.is(result.imported, genuine.length);
+});
+
 test('a prompt in an export naming an internal URL is replayed no further than before it, unless its host is allowed', async () => {
   const file = tmp.file('urls.db');
   const engine = await openEngine({ file, runner: runner(), urls: { allow: ['169.254.169.254'] } });
