@@ -10,6 +10,7 @@ import { openEngine } from '../../src/engine.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { ErrorKind, isSessiondError } from '../../src/errors.ts';
 import { runCli } from '../support/cli.ts';
+import { formatEvent } from '../../src/cli/commands/tail.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const tmp = tempDir();
@@ -31,9 +32,12 @@ test('notBefore past year 9999 or past the Date range is refused at admission, s
   assert.is(parseAdmitRequest('ses_1', { prompt: 'hi', notBefore: LATEST_CLIENT_TIME }).notBefore, LATEST_CLIENT_TIME);
 });
 
-test('isoTime shows a time no date can show as its raw number', () => {
+test('isoTime shows a time no date can show as its raw number; sessiond tail lines use it', () => {
   assert.is(isoTime(0), '1970-01-01T00:00:00.000Z');
   assert.match(isoTime(DATE_MAX + 1), '8640000000000001 ms since the epoch');
+  const event = { id: 'evt_1', sessionId: 'ses_1', seq: 1, type: 'session.created', version: 1, time: DATE_MAX + 1, payload: {} } as never;
+  assert.match(formatEvent(event), /^8640000000000001 ms since the epoch \(past any date\) ses_1 #1 /);
+  assert.match(formatEvent({ ...(event as object), time: 0 } as never), /^00:00:00\.000 ses_1 #1 /);
 });
 
 test('sessiond status on a log holding a notBefore past the Date range prints the raw number (no "Invalid time value")', async () => {
