@@ -105,6 +105,9 @@ test('a forged approval replays as a call still waiting: the session stops befor
 
   // the audit cannot tell it from a real one; the replay does not trust it
   assert.equal(auditSession(forged), [], 'well-formed: the machine would have written exactly this');
+  const verify = await runCli(['verify', sdx]);
+  assert.is(verify.code, 1, verify.stdout + verify.stderr);
+  assert.match(verify.stdout, 'approval_not_acted', 'sessiond verify on the export says what a replay will withhold');
   const out = tmp.file('replayed.db');
   const replayedDb = openDatabase(out);
   migrate(replayedDb);
