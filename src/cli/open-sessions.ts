@@ -6,7 +6,6 @@
  */
 import type { Sessions } from '../sessions/sessions.ts';
 import { logSessions } from '../sessions/log-sessions.ts';
-import type { UrlOptions } from '../input/url-guard.ts';
 import { SessiondClient } from '../nats/client.ts';
 import type { CliContext } from './context.ts';
 import { describeNats, natsConnectionOptions } from './nats-options.ts';
@@ -29,8 +28,6 @@ export interface OpenOptions {
   readonly?: boolean;
   /** A command that only reads a SQLite file (`wake` there writes nothing) but goes to the workers over NATS: the file is opened read-only. */
   readsFile?: boolean;
-  /** Which URLs a prompt admitted into the file may name (`--allow-url-host`); over NATS the workers decide. */
-  urls?: UrlOptions;
 }
 
 export async function openSessions(opts: LogOptions, ctx: CliContext, name: string, options: OpenOptions = {}): Promise<OpenedSessions> {
@@ -42,8 +39,10 @@ export async function openSessions(opts: LogOptions, ctx: CliContext, name: stri
   const opened = await openLog(opts, ctx, readonly ? { readonly: true } : {});
   // a writable SQLite file's projection is what `list` reads (brought up to the log's head first)
   const projection = opened.db && !readonly ? { projection: opened.db } : {};
+  // what a prompt admitted into the file may name (`--allow-url-host`); over NATS the workers decide
+  const urls = opts.allowUrlHost ? { urls: { allow: opts.allowUrlHost } } : {};
   return {
-    sessions: logSessions(opened.log, { onClose: () => opened.close(), ...projection, ...(options.urls ? { urls: options.urls } : {}) }),
+    sessions: logSessions(opened.log, { onClose: () => opened.close(), ...projection, ...urls }),
     describe: opened.describe,
     remote: nats !== undefined,
   };

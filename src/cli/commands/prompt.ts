@@ -28,7 +28,6 @@ interface PromptOptions extends LogOptions {
   image?: string[];
   file?: string[];
   json?: string[];
-  allowUrlHost?: string[];
 }
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -68,22 +67,15 @@ export function registerPrompt(program: Command, ctx: CliContext): void {
       ...(notBefore === undefined ? {} : { notBefore }),
       ...(opts.tag?.length ? { tags: Object.fromEntries(opts.tag) } : {}),
     };
-    const urls = { allow: opts.allowUrlHost ?? [] };
-    await withSessions(
-      opts,
-      ctx,
-      'sessiond-prompt',
-      async ({ sessions, remote }) => {
-        const receipt = await sessions.admit(session, request);
-        ctx.out(
-          `${receipt.created ? 'admitted' : 'already admitted'} ${receipt.inputId} to ${session} at sequence ${receipt.admittedSeq} (${opts.delivery}${typeof prompt === 'string' ? '' : `, ${prompt.length} parts`})`,
-        );
-        if (notBefore !== undefined)
-          ctx.out(`scheduled: no turn runs it before ${new Date(notBefore).toISOString()}; a running worker's sweep wakes the session then`);
-        else if (!receipt.wake) ctx.out('not woken (--no-wake): it waits until the session is woken');
-        else ctx.out(remote ? 'a worker took the command and woke the session' : 'a running worker (sessiond start) will pick it up');
-      },
-      { urls },
-    );
+    await withSessions(opts, ctx, 'sessiond-prompt', async ({ sessions, remote }) => {
+      const receipt = await sessions.admit(session, request);
+      ctx.out(
+        `${receipt.created ? 'admitted' : 'already admitted'} ${receipt.inputId} to ${session} at sequence ${receipt.admittedSeq} (${opts.delivery}${typeof prompt === 'string' ? '' : `, ${prompt.length} parts`})`,
+      );
+      if (notBefore !== undefined)
+        ctx.out(`scheduled: no turn runs it before ${new Date(notBefore).toISOString()}; a running worker's sweep wakes the session then`);
+      else if (!receipt.wake) ctx.out('not woken (--no-wake): it waits until the session is woken');
+      else ctx.out(remote ? 'a worker took the command and woke the session' : 'a running worker (sessiond start) will pick it up');
+    });
   });
 }
