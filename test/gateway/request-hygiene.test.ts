@@ -92,7 +92,7 @@ test('a stalled request body gets 408 and its connection closed within the body 
   const { reply, closedAfterMs } = await stall('/v1/sessions/ses_stall/inputs');
   assert.match(reply, /^HTTP\/1\.1 408 /);
   assert.match(reply, 'did not arrive within 400 ms');
-  assert.ok(closedAfterMs >= BODY_TIMEOUT_MS - 50 && closedAfterMs < BODY_TIMEOUT_MS + 3_000, `closed after ${closedAfterMs} ms`);
+  assert.ok(closedAfterMs >= BODY_TIMEOUT_MS - 50 && closedAfterMs < BODY_TIMEOUT_MS + 8_000, `closed after ${closedAfterMs} ms`);
   const status = await call('GET', '/v1/sessions/ses_stall');
   assert.is(status.status, 404, 'nothing was admitted');
 });
