@@ -584,6 +584,8 @@ async function commandVectors(): Promise<CommandCase[]> {
     ids: sequentialIds(),
     ownerId: 'own_vectors',
     limits: { maxPendingInputs: 2 },
+    // the vectors' prompts name example.com: allowed, so that writing them needs no DNS
+    urls: { allow: ['example.com'] },
   });
   // the engine, except that these sessions fail as a log or a worker can (the error replies for them)
   const failures: Record<string, Error> = {

@@ -87,10 +87,14 @@ export class ManualClock implements Clock {
 }
 
 /** Lets pending promise callbacks and immediate I/O callbacks run. */
-/** A time for messages people read: ISO 8601 in UTC (events keep the raw milliseconds). */
+/** A time for messages people read: ISO 8601 in UTC (events keep the raw milliseconds); one no date can show, as its raw number. */
 export function isoTime(ms: number): string {
-  return new Date(ms).toISOString();
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? `${String(ms)} ms since the epoch (past any date)` : date.toISOString();
 }
+
+/** The latest time a client may give (notBefore): the end of year 9999 UTC, far inside what `Date` represents (8.64e15 ms). */
+export const LATEST_CLIENT_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 
 export async function flushAsync(rounds = 5): Promise<void> {
   for (let i = 0; i < rounds; i++) await new Promise<void>((r) => setImmediate(r));

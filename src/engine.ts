@@ -103,7 +103,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     log,
     execution,
     async admit(sessionId, request) {
-      const receipt = await admitInput(execution.handler, sessionId, request, execution.limits);
+      const receipt = await admitInput(execution.handler, sessionId, request, execution.limits, execution.urls);
       if (receipt.wake) await execution.wake(sessionId);
       return receipt;
     },

@@ -22,7 +22,7 @@ import type { EventLog } from './events/event-log.ts';
 import type { Runner } from './runner/types.ts';
 import type { Sessions } from './sessions/sessions.ts';
 import { ErrorCode, isSessiondError, messageOf, oneLine } from './errors.ts';
-import { systemClock } from './clock.ts';
+import { isoTime, systemClock } from './clock.ts';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connectNats, describeNats, type NatsConnectionOptions } from './nats/connection.ts';
@@ -38,6 +38,7 @@ import { COMMAND_QUEUE, commandVerbs, subjects } from './nats/subjects.ts';
 import { startInspector } from './inspector/server.ts';
 import { createWorkerMetrics } from './observability/metrics.ts';
 import type { SessionLimits } from './input/limits.ts';
+import type { UrlOptions } from './input/url-guard.ts';
 import { promptText } from './input/prompt.ts';
 import { describeRetry } from './runner/model/retry.ts';
 import { serveOps } from './observability/worker-ops.ts';
@@ -72,6 +73,8 @@ export interface SessiondOptions {
   nats?: { connection: NatsConnectionOptions; commands?: { connection: NatsConnectionOptions; replyPrefixes: string[] } };
   /** What a session may hold waiting and what this worker holds in memory (src/input/limits.ts). */
   limits?: Partial<SessionLimits>;
+  /** Which URLs a prompt may name (src/input/url-guard.ts): default https to public hosts only. */
+  urls?: UrlOptions;
   /** Serve the inspector on 127.0.0.1:PORT. */
   inspectPort?: number;
   /** Serve Prometheus metrics, /healthz and /readyz on 127.0.0.1:PORT. */
@@ -115,6 +118,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     'onNotice',
     'nats',
     'limits',
+    'urls',
     'inspectPort',
     'metricsPort',
     'report',
@@ -229,6 +233,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
           heartbeatMs,
           ...(options.turnTimeoutMs !== undefined ? { turnTimeoutMs: options.turnTimeoutMs } : {}),
           ...(options.limits ? { limits: options.limits } : {}),
+          ...(options.urls ? { urls: options.urls } : {}),
           ...(log ? { log } : {}),
           // metrics count what the engine appends, on either log
           ...(metrics || options.decorateLog
@@ -435,8 +440,8 @@ export function describeEvent(e: SessionEvent): string | undefined {
         w.kind === 'approval'
           ? `approval of call ${w.name} (${w.tool}): sessiond approve|deny ${e.sessionId} ${w.name}`
           : w.kind === 'signal'
-            ? `signal ${w.name}${w.until === undefined ? '' : ` until ${new Date(w.until).toISOString()}`}: sessiond resolve ${e.sessionId} ${w.name} --data JSON`
-            : `timer ${w.name} until ${new Date(w.until ?? e.time).toISOString()}`;
+            ? `signal ${w.name}${w.until === undefined ? '' : ` until ${isoTime(w.until)}`}: sessiond resolve ${e.sessionId} ${w.name} --data JSON`
+            : `timer ${w.name} until ${isoTime(w.until ?? e.time)}`;
       return `${e.sessionId}  waits for ${what}`;
     }
     case 'wait.resolved':

@@ -74,6 +74,9 @@ async function startWorker(): Promise<{ index: number; pid: number }> {
       '500',
       '--sweep-ms',
       '300',
+      // the clients' tests send https://example.com URLs; allowed so that they need no DNS
+      '--allow-url-host',
+      'example.com',
     ],
     {
       cwd: ROOT,

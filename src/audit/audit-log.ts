@@ -7,6 +7,7 @@
 import type { SessionEvent } from '../events/envelope.ts';
 import { isoTime } from '../clock.ts';
 import { ownerEventTypes } from '../events/catalog.ts';
+import { decisionIssues } from './decisions.ts';
 
 export interface Violation {
   sessionId: string;
@@ -24,6 +25,10 @@ export interface Violation {
     | 'approved_call_started_twice'
     | 'woken_early'
     | 'promoted_early'
+    // decisions (decisions.ts): a wait ends once, after it was asked, by an actor where the log names them
+    | 'resolved_unopened_wait'
+    | 'approval_call_mismatch'
+    | 'decision_without_actor'
     // liveness (liveness.ts): work that nobody will do, or a session that can take no more
     | 'stranded_input'
     | 'unrecovered_execution'
@@ -168,6 +173,7 @@ export function auditSession(events: readonly SessionEvent[]): Violation[] {
         break;
     }
   }
+  for (const d of decisionIssues(events)) if (d.rule !== 'approval_not_acted') v(d.rule, d.seqs, d.message);
   return out;
 }
 

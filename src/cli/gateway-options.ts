@@ -6,6 +6,7 @@
  *   --tokens <file>          bearer tokens and their reach (JSON; default SESSIOND_GATEWAY_TOKENS)
  *   --cors-origin <origin>   an origin whose pages may call it (repeatable; * for any)
  *   --max-body-bytes <n>     largest request body
+ *   --body-timeout <d>       how long a request body may take to arrive (then 408)
  */
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
@@ -13,7 +14,7 @@ import { UsageError, messageOf } from '../errors.ts';
 import { parseTokens, type TokenTable } from '../gateway/tokens.ts';
 import type { GatewayOptions } from '../gateway/server.ts';
 import type { CliContext } from './context.ts';
-import { positiveInt } from './options.ts';
+import { duration, positiveInt } from './options.ts';
 
 export interface GatewayFlags {
   http?: number;
@@ -21,6 +22,7 @@ export interface GatewayFlags {
   tokens?: string;
   corsOrigin?: string[];
   maxBodyBytes?: number;
+  bodyTimeout?: number;
 }
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -38,7 +40,12 @@ export function addGatewayOptions(command: Command, required: boolean): Command 
     .option('--http-host <address>', 'the gateway binds this address (default 127.0.0.1; any other needs --tokens)')
     .option('--tokens <file>', 'bearer tokens and what each may reach, JSON (default: SESSIOND_GATEWAY_TOKENS); docs/gateway.md')
     .option('--cors-origin <origin>', 'an origin whose pages may call the gateway, e.g. https://app.example (repeatable; * for any)', collect)
-    .option('--max-body-bytes <n>', 'largest request body the gateway reads (default: what the largest prompt needs)', positiveInt('--max-body-bytes'));
+    .option('--max-body-bytes <n>', 'largest request body the gateway reads (default: what the largest prompt needs)', positiveInt('--max-body-bytes'))
+    .option(
+      '--body-timeout <duration>',
+      'a request body not all there after this long gets 408 and its connection closed (default 15s)',
+      duration('--body-timeout'),
+    );
 }
 
 /** The tokens from --tokens FILE or SESSIOND_GATEWAY_TOKENS, undefined when neither is given. */
@@ -68,6 +75,7 @@ export function gatewayOptions(flags: GatewayFlags, ctx: CliContext): Omit<Gatew
     ...(tokens ? { tokens: tokens.table, tokensFrom: tokens.from } : {}),
     ...(origins && origins.length > 0 ? { corsOrigins: origins.includes('*') ? '*' : origins } : {}),
     ...(flags.maxBodyBytes !== undefined ? { maxBodyBytes: flags.maxBodyBytes } : {}),
+    ...(flags.bodyTimeout !== undefined ? { bodyTimeoutMs: flags.bodyTimeout } : {}),
   };
 }
 

@@ -18,6 +18,8 @@ import { addNatsOptions, describeNats, natsConnectionOptions, type NatsFlags } f
 
 export interface LogOptions extends NatsFlags {
   db: string;
+  /** `sessiond prompt --allow-url-host`: what a prompt admitted into the file may name (open-sessions.ts). */
+  allowUrlHost?: string[];
 }
 
 export function addLogOptions(cmd: Command, ctx: CliContext): Command {

@@ -39,7 +39,13 @@ export async function openSessions(opts: LogOptions, ctx: CliContext, name: stri
   const opened = await openLog(opts, ctx, readonly ? { readonly: true } : {});
   // a writable SQLite file's projection is what `list` reads (brought up to the log's head first)
   const projection = opened.db && !readonly ? { projection: opened.db } : {};
-  return { sessions: logSessions(opened.log, { onClose: () => opened.close(), ...projection }), describe: opened.describe, remote: nats !== undefined };
+  // what a prompt admitted into the file may name (`--allow-url-host`); over NATS the workers decide
+  const urls = opts.allowUrlHost ? { urls: { allow: opts.allowUrlHost } } : {};
+  return {
+    sessions: logSessions(opened.log, { onClose: () => opened.close(), ...projection, ...urls }),
+    describe: opened.describe,
+    remote: nats !== undefined,
+  };
 }
 
 /** Runs `use` on the command's Sessions and closes them after, whatever happens. */

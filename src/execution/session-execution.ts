@@ -55,8 +55,10 @@ export const EXECUTION_OPTIONS = [
   'snapshots',
   'onNotice',
   'limits',
+  'urls',
 ] as const;
 import { parseLimits, type SessionLimits } from '../input/limits.ts';
+import { urlGuard, type UrlGuard, type UrlOptions } from '../input/url-guard.ts';
 import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './registry.ts';
 
 export const DEFAULT_LEASE_MS = 30_000;
@@ -85,6 +87,8 @@ export interface ExecutionOptions {
   onNotice?: (notice: Notice) => void;
   /** What a session may hold waiting and what this worker holds in memory (src/input/limits.ts; defaults there). */
   limits?: Partial<SessionLimits>;
+  /** Which URLs a prompt may name (src/input/url-guard.ts): default https to public hosts only. */
+  urls?: UrlOptions;
 }
 
 export type Notice =
@@ -116,6 +120,8 @@ export class SessionExecution {
   readonly handler: CommandHandler;
   /** The limits in force (src/input/limits.ts): admissions past them are refused. */
   readonly limits: SessionLimits;
+  /** The URL guard admissions here pass (src/input/url-guard.ts). */
+  readonly urls: UrlGuard;
   /** The transcripts of the sessions run here, folded between turns (a runner's `history()`). */
   private readonly transcripts: Transcripts;
   readonly registry: RunRegistry = createRunRegistry();
@@ -147,6 +153,7 @@ export class SessionExecution {
     this.runner = options.runner;
     this.notice = options.onNotice ?? (() => {});
     this.limits = parseLimits('SessionExecution', options.limits);
+    this.urls = urlGuard(options.urls);
     this.handler = new CommandHandler(options.log, this.clock, this.ids, {
       maxHeldBytes: this.limits.maxHeldBytes,
       ...(options.snapshots ? { snapshots: options.snapshots } : {}),

@@ -7,7 +7,9 @@
  *
  *   await replayExport(db, 'log.sdx', { keep: (e) => e.seq <= 10, onProgress: (p) => bar.update(p.bytes, p.totalBytes) });
  *
- * A damaged frame throws `CorruptExportError` after everything before it was committed.
+ * A damaged frame throws `CorruptExportError` after everything before it was committed. An export
+ * is evidence, not authority (evidence.ts): a session whose decisions do not hold (an approval no
+ * wait asked for, one never acted on) is replayed up to the event before it, and listed in `withheld`.
  */
 import { ErrorCode, SessiondError } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';
@@ -16,6 +18,8 @@ import { resetProjection } from '../projector/rebuild.ts';
 import { eventImporter } from '../storage/import-events.ts';
 import type { Db } from '../storage/sqlite.ts';
 import { readExport, type ExportHeader } from './export-file.ts';
+import { withheldSessions, type Withheld } from './evidence.ts';
+import type { UrlOptions } from '../input/url-guard.ts';
 
 export interface ReplayOptions {
   /** Which events to replay (default: all); a session's kept events must still be gapless from seq 1. */
@@ -27,6 +31,8 @@ export interface ReplayOptions {
   batchSize?: number;
   /** Projector (checkpoint) name, default 'main'. */
   name?: string;
+  /** Which URLs the replayed prompts may name, as an admission's (default: https to public hosts). */
+  urls?: UrlOptions;
 }
 
 export interface ReplayProgress {
@@ -40,7 +46,11 @@ export interface ReplayProgress {
   position: number;
 }
 
-export type ReplayResult = Omit<ReplayProgress, 'bytes' | 'totalBytes'> & { header: ExportHeader };
+export type ReplayResult = Omit<ReplayProgress, 'bytes' | 'totalBytes'> & {
+  header: ExportHeader;
+  /** Sessions replayed only up to the event before an issue with their decisions (evidence.ts). */
+  withheld: Withheld[];
+};
 
 export async function replayExport(db: Db, file: string, options: ReplayOptions = {}): Promise<ReplayResult> {
   const head = db.prepare('SELECT COALESCE(MAX(position), 0) FROM event').pluck().get() as number;
@@ -50,7 +60,9 @@ export async function replayExport(db: Db, file: string, options: ReplayOptions 
   const projector = new Projector(db, options.name === undefined ? {} : { name: options.name });
   const importEvents = eventImporter(db);
   const commit = db.transaction((events: readonly SessionEvent[]) => projector.apply(importEvents(events)));
-  const keep = options.keep;
+  const withheld = await withheldSessions(file, options.urls);
+  const given = options.keep;
+  const keep = (e: SessionEvent) => (withheld.get(e.sessionId)?.seq ?? Number.POSITIVE_INFINITY) > e.seq && (given === undefined || given(e));
   let read = 0;
   let imported = 0;
   let position = 0;
@@ -61,7 +73,7 @@ export async function replayExport(db: Db, file: string, options: ReplayOptions 
     },
     onEvents: (events) => {
       read += events.length;
-      const kept = keep ? events.filter(keep) : events;
+      const kept = events.filter(keep);
       if (kept.length === 0) return;
       position = commit.immediate(kept).position;
       imported += kept.length;
@@ -69,5 +81,5 @@ export async function replayExport(db: Db, file: string, options: ReplayOptions 
     onProgress: (bytes, totalBytes) => options.onProgress?.({ bytes, totalBytes, read, imported, position }),
     ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
   });
-  return { header, read, imported, position };
+  return { header, read, imported, position, withheld: [...withheld.values()] };
 }

@@ -18,7 +18,7 @@ import type { AddressInfo } from 'node:net';
 import { ErrorCode, HttpError, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { DEFAULT_LIMITS } from '../input/limits.ts';
-import { admitBodyLimit } from '../nats/commands.ts';
+import { MAX_BODY_DEPTH, admitBodyLimit, tooDeepAt } from '../nats/commands.ts';
 import { hostGuard } from '../inspector/host-check.ts';
 import { listFilterOf } from '../sessions/list-query.ts';
 import type { Sessions } from '../sessions/sessions.ts';
@@ -29,6 +29,8 @@ import { presentedToken, type Grant, type TokenTable } from './tokens.ts';
 
 export const DEFAULT_GATEWAY_HEARTBEAT_MS = 15_000;
 export const DEFAULT_GATEWAY_BUFFER_BYTES = 1024 * 1024;
+/** How long a request body may take to arrive, from its first byte awaited to its last. */
+export const DEFAULT_GATEWAY_BODY_TIMEOUT_MS = 15_000;
 
 export interface GatewayOptions {
   sessions: Omit<Sessions, 'close'>;
@@ -44,6 +46,8 @@ export interface GatewayOptions {
   corsOrigins?: readonly string[] | '*';
   /** Largest request body (default: what an admission of the largest prompt needs). */
   maxBodyBytes?: number;
+  /** A request body not all there after this long gets 408 and its connection closed (default 15 s). */
+  bodyTimeoutMs?: number;
   heartbeatMs?: number;
   /** Bytes an event stream may have waiting for a slow client before it drops deltas and ends (default 1 MiB). */
   maxBufferedBytes?: number;
@@ -115,13 +119,14 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     );
   }
   const maxBodyBytes = options.maxBodyBytes ?? admitBodyLimit(DEFAULT_LIMITS.maxPromptBytes);
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_GATEWAY_BODY_TIMEOUT_MS;
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_GATEWAY_HEARTBEAT_MS;
   const maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_GATEWAY_BUFFER_BYTES;
   const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond gateway: ${messageOf(err)}\n`));
   const origins = options.corsOrigins;
   const streams = new Set<EventStream>();
 
-  const sessionOf = (c: Call) => validateId(decodeURIComponent(c.params[0]!), 'session id');
+  const sessionOf = (c: Call) => validateId(segment(c.params[0]!, 'session id'), 'session id');
   const ROUTES: Route[] = [
     { method: 'GET', pattern: /^\/v1\/health$/, run: async () => ({ ok: true }) },
     { method: 'GET', pattern: /^\/v1\/sessions$/, run: (c) => listFor(sessions, c.grant, listFilterOf(c.url.searchParams)) },
@@ -168,7 +173,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         await reachable(sessions, c.grant, id);
         const reason = str(body.reason, 'reason');
         const decision = reason === undefined ? {} : { reason };
-        const callId = decodeURIComponent(c.params[1]!);
+        const callId = segment(c.params[1]!, 'call id');
         return c.params[2] === 'approve' ? sessions.approve(id, callId, decision) : sessions.deny(id, callId, decision);
       },
     },
@@ -179,7 +184,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const id = sessionOf(c);
         const body = await c.body();
         await reachable(sessions, c.grant, id);
-        return sessions.resolve(id, decodeURIComponent(c.params[1]!), body.data === undefined ? {} : { data: body.data });
+        return sessions.resolve(id, segment(c.params[1]!, 'wait name'), body.data === undefined ? {} : { data: body.data });
       },
     },
     {
@@ -324,7 +329,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       url,
       params: matching.pattern.exec(url.pathname)!.slice(1),
       grant,
-      body: () => readBody(req, maxBodyBytes),
+      body: () => readBody(req, res, maxBodyBytes, bodyTimeoutMs),
     });
     if (result !== STREAMING) reply(res, 200, result);
   }
@@ -392,7 +397,47 @@ function resumePoint(lastEventId: string | string[] | undefined, after: string |
   return Number(raw);
 }
 
-async function readBody(req: IncomingMessage, limit: number): Promise<Record<string, unknown>> {
+/** A path segment decoded; a malformed %-escape is a 400 naming it. */
+function segment(raw: string, what: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    const bad = /%(?![0-9a-f]{2})|(%[0-9a-f]{2})+/i.exec(raw)?.[0] ?? raw;
+    throw new HttpError(
+      400,
+      ErrorCode.InvalidId,
+      `The ${what} in the path, ${JSON.stringify(raw.slice(0, 80))}, has a malformed %-escape (${JSON.stringify(bad.slice(0, 24))}): escape "%" as %25 and send UTF-8 as %XX bytes.`,
+    );
+  }
+}
+
+/**
+ * The JSON body: at most `limit` bytes, all of it within `timeoutMs` (else 408 and the connection
+ * closed: a stalled body holds nothing for long), nested at most `MAX_BODY_DEPTH` (checked before parsing).
+ */
+async function readBody(req: IncomingMessage, res: ServerResponse, limit: number, timeoutMs: number): Promise<Record<string, unknown>> {
+  let timer: NodeJS.Timeout | undefined;
+  const stalled = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      res.setHeader('connection', 'close');
+      res.once('finish', () => req.socket.destroy());
+      reject(
+        new HttpError(
+          408,
+          'request_timeout',
+          `The request body did not arrive within ${timeoutMs} ms: send the whole body at once (the gateway's --body-timeout sets how long it waits).`,
+        ),
+      );
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([readJson(req, limit), stalled]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function readJson(req: IncomingMessage, limit: number): Promise<Record<string, unknown>> {
   const declared = Number(req.headers['content-length'] ?? 0);
   const tooLarge = () =>
     new HttpError(
@@ -412,9 +457,17 @@ async function readBody(req: IncomingMessage, limit: number): Promise<Record<str
   const type = req.headers['content-type'] ?? '';
   if (!/^application\/json\b/i.test(type))
     throw new HttpError(415, ErrorCode.InvalidOption, `Send the body as application/json (got ${JSON.stringify(type.slice(0, 60))}).`);
+  const data = Buffer.concat(chunks);
+  const deep = tooDeepAt(data, MAX_BODY_DEPTH);
+  if (deep >= 0)
+    throw new HttpError(
+      400,
+      ErrorCode.InvalidPayload,
+      `The request body is nested more than ${MAX_BODY_DEPTH} levels deep (at byte ${deep}): send a flatter JSON object (docs/gateway.md).`,
+    );
   let value: unknown;
   try {
-    value = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    value = JSON.parse(data.toString('utf8'));
   } catch (err) {
     throw new HttpError(400, ErrorCode.InvalidPayload, `The request body is not JSON: ${messageOf(err)}.`);
   }

@@ -10,6 +10,8 @@ import { MAX_TAGS, sameTags, validateTags, type Tags } from '../sessions/tags.ts
 import type { CommandHandler } from '../execution/command-handler.ts';
 import { admittedSeq } from '../machines/session-context.ts';
 import { DEFAULT_LIMITS, DEFAULT_MAX_PROMPT_BYTES, type SessionLimits } from './limits.ts';
+import { urlGuard, type UrlGuard } from './url-guard.ts';
+import { LATEST_CLIENT_TIME, isoTime } from '../clock.ts';
 
 export { DEFAULT_MAX_PROMPT_BYTES };
 
@@ -53,6 +55,8 @@ export function parseAdmitRequest(sessionId: string, req: AdmitRequest, maxPromp
   const notBefore = req.notBefore;
   if (notBefore !== undefined && (!Number.isSafeInteger(notBefore) || notBefore < 0))
     throw invalid(`notBefore must be a time in whole milliseconds since the epoch (e.g. Date.parse('2026-12-24T09:00:00Z')), got ${String(notBefore)}`);
+  if (notBefore !== undefined && notBefore > LATEST_CLIENT_TIME)
+    throw invalid(`notBefore ${notBefore} is after ${isoTime(LATEST_CLIENT_TIME)}, the latest time a prompt may be scheduled for`);
   const tags = req.tags === undefined ? undefined : (validateTags(req.tags, 'the admission') as Tags);
   return {
     ...(req.id ? { id: req.id } : {}),
@@ -76,13 +80,18 @@ function invalid(why: string): SessiondError {
   return new SessiondError(ErrorCode.InvalidOption, `Invalid input: ${why}.`);
 }
 
+/** No allowlist, the system's resolver: what an admission gets when it is given no guard. */
+const DEFAULT_URL_GUARD = urlGuard();
+
 export async function admitInput(
   handler: CommandHandler,
   sessionId: string,
   request: AdmitRequest,
   limits: SessionLimits = DEFAULT_LIMITS,
+  urls: UrlGuard = DEFAULT_URL_GUARD,
 ): Promise<AdmitReceipt> {
   const req = parseAdmitRequest(sessionId, request, limits.maxPromptBytes);
+  await urls.check(req.prompt);
   const inputId = req.id ?? handler.ids.next('inp');
   const { maxPendingInputs, maxPendingBytes } = limits;
   try {

@@ -97,7 +97,8 @@
     for (const c of children.flat()) if (c !== null && c !== undefined) el.append(c instanceof Node ? c : String(c));
     return el;
   }
-  const clock = (ms) => (ms ? new Date(ms).toISOString().slice(11, 23) : '');
+  // a time no Date can hold (a notBefore from before admission refused them) shows as its number
+  const clock = (ms) => (!ms ? '' : Number.isNaN(new Date(ms).getTime()) ? String(ms) + ' ms' : new Date(ms).toISOString().slice(11, 23));
   // an event the log stored well after it was decided (e.g. an append retried through an outage):
   // its commit time beside the decision time
   const COMMIT_LAG_SHOWN_MS = 250;

@@ -11,6 +11,7 @@ import type { EventLog } from '../events/event-log.ts';
 import { CommandHandler } from '../execution/command-handler.ts';
 import { Refusal } from '../machines/commands.ts';
 import { admitInput } from '../input/admit.ts';
+import { urlGuard, type UrlOptions } from '../input/url-guard.ts';
 import { dropPending } from '../input/drop.ts';
 import { resolveWait, waitMethods } from '../input/resolve.ts';
 import { followLog } from './follow-log.ts';
@@ -30,14 +31,17 @@ export interface LogSessionsOptions {
   onClose?: () => Promise<void>;
   /** The SQLite projection `list` reads (brought up to the log's head first); without it `list` is refused. */
   projection?: Db;
+  /** Which URLs a prompt may name (src/input/url-guard.ts): default https to public hosts only. */
+  urls?: UrlOptions;
 }
 
 export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Sessions {
   const clock = options.clock ?? systemClock;
   const handler = new CommandHandler(log, clock, options.ids ?? randomIds);
   const known = knownSessions((id) => handler.load(id));
+  const urls = urlGuard(options.urls);
   return {
-    admit: (sessionId, request) => admitInput(handler, sessionId, request),
+    admit: (sessionId, request) => admitInput(handler, sessionId, request, undefined, urls),
     async wake(sessionId) {
       const { context } = await known(sessionId, 'wake');
       if (context.pending.length === 0) return { status: 'nothing_pending' };

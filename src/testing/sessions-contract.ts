@@ -99,7 +99,7 @@ export function sessionsContract(name: string, open: () => Promise<SessionsFixtu
     const inputId = uniqueId('inp');
     const prompt = [
       { type: 'text', text: 'what is in these?' },
-      { type: 'image', url: 'https://example.com/cat.png' },
+      { type: 'image', url: 'https://203.0.113.10/cat.png' }, // a documentation address: no DNS needed
       { type: 'image', data: Buffer.from('not really a png').toString('base64'), mediaType: 'image/png' },
       { type: 'json', value: { order: 42, lines: [{ sku: 'A-1', qty: 2 }] } },
     ] satisfies PromptPart[];

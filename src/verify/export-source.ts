@@ -58,6 +58,7 @@ export async function exportSource(file: string): Promise<StoredLog> {
   }
   return {
     describe: file,
+    evidence: true,
     notes: [`read the export file ${file} (the whole file, in memory)`],
     problems,
     async *pages() {

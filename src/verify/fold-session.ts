@@ -7,6 +7,7 @@
  * event that decodes.
  */
 import { auditSession } from '../audit/audit-log.ts';
+import { decisionIssues } from '../audit/decisions.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { preview } from '../events/codec.ts';
 import { messageOf } from '../errors.ts';
@@ -26,6 +27,8 @@ export interface SessionFoldOptions {
   machineVersion?: string;
   /** The fast fold checked against the machine (default `evolve`; tests pass a broken one). */
   evolve?: typeof evolve;
+  /** The events come from an export: an approval they never acted on is refused, as a replay withholds it (audit/decisions.ts). */
+  evidence?: boolean;
   /** Called with the number of events folded, after each page. */
   onEvents?: (count: number) => void;
 }
@@ -122,5 +125,8 @@ export async function foldSession(sessionId: string, pages: AsyncIterable<Stored
     const message = v.message.startsWith(prefix) ? v.message.slice(prefix.length) : v.message;
     problems.push({ kind: 'refused', seq: Math.max(...v.seqs), reason: `${v.rule}: ${message}` });
   }
+  if (options.evidence)
+    for (const d of decisionIssues(decoded, { acted: true }))
+      if (d.rule === 'approval_not_acted') problems.push({ kind: 'refused', seq: d.seq, reason: `${d.rule}: ${d.message}` });
   return { events: count, seq: snapshot.context.seq, problems };
 }

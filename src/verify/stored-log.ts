@@ -44,6 +44,8 @@ export interface StoredLog {
   readonly describe: string;
   /** Lines saying how it was read (read-only in place, a migrated copy, what could not be compared). */
   readonly notes: string[];
+  /** An export file: evidence, not authority; an approval it never acted on is a problem (a replay withholds it). */
+  readonly evidence?: boolean;
   /** Problems found while opening or reading it that belong to no session. */
   readonly problems: LogProblem[];
   /** Stored events in commit order, whole log, a page at a time. */

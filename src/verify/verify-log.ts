@@ -136,6 +136,7 @@ export async function verifyLog(source: StoredLog, options: VerifyOptions = {}):
         ...(options.evolve ? { evolve: options.evolve } : {}),
         ...(options.machineVersion ? { machineVersion: options.machineVersion } : {}),
         ...(usable ? { snapshot: usable } : {}),
+        ...(source.evidence ? { evidence: true } : {}),
         onEvents: (n) => {
           folded += n;
           options.onProgress?.({ phase: 'folding', done: folded, total: read });

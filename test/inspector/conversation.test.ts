@@ -415,7 +415,7 @@ test('conversation - large text says how much was cut; bytes are never inlined (
         { type: 'text', text: long },
         { type: 'image', data: png, mediaType: 'image/png' },
         { type: 'image', url: `data:image/png;base64,${png}` },
-        { type: 'file', url: 'https://example.com/report.pdf', mediaType: 'application/pdf', filename: 'report.pdf' },
+        { type: 'file', url: 'https://203.0.113.1/report.pdf', mediaType: 'application/pdf', filename: 'report.pdf' },
         { type: 'json', value: { quarter: 'Q3' } },
       ],
     });
@@ -428,7 +428,7 @@ test('conversation - large text says how much was cut; bytes are never inlined (
       { type: 'text', text: { text: 'x'.repeat(TEXT_SHOWN), length: TEXT_SHOWN + 1234, cut: 1234 } },
       { type: 'image', mediaType: 'image/png', bytes: 3000 },
       { type: 'image', mediaType: 'image/png', bytes: 3000 },
-      { type: 'file', mediaType: 'application/pdf', filename: 'report.pdf', url: { text: 'https://example.com/report.pdf', length: 30, cut: 0 } },
+      { type: 'file', mediaType: 'application/pdf', filename: 'report.pdf', url: { text: 'https://203.0.113.1/report.pdf', length: 30, cut: 0 } },
       { type: 'json', value: { text: '{"quarter":"Q3"}', length: 16, cut: 0 } },
     ]);
     const step = of(c, 'step')[0]!;

@@ -137,7 +137,7 @@ test('inspector page - a prompt of parts reads one line per part in the inputs: 
   await engine.admit('ses_parts', {
     prompt: [
       { type: 'text', text: 'What is on this chart?' },
-      { type: 'image', url: 'https://example.com/chart.png' },
+      { type: 'image', url: 'https://203.0.113.10/chart.png' },
       { type: 'image', data: png, mediaType: 'image/png' },
       { type: 'file', data: Buffer.from('%PDF-1.4').toString('base64'), mediaType: 'application/pdf', filename: 'report.pdf' },
       { type: 'json', value: { quarter: 'Q3', regions: ['eu', 'us'] } },
@@ -154,7 +154,7 @@ test('inspector page - a prompt of parts reads one line per part in the inputs: 
     );
     assert.equal(lines, [
       ['text', 'text: What is on this chart?'],
-      ['image', 'image (https://example.com/chart.png)'],
+      ['image', 'image (https://203.0.113.10/chart.png)'],
       ['image', 'image (image/png, 2.9 KiB)'],
       ['file', 'file report.pdf (application/pdf, 0 KiB)'],
       ['json', 'json: {"quarter":"Q3","regions":["eu","us"]}'],

@@ -47,7 +47,7 @@ for (const transport of ['db', 'nats'] as const) {
       '--image',
       png,
       '--image',
-      'https://example.com/dog.jpg',
+      'https://203.0.113.10/dog.jpg',
       '--file',
       pdf,
       '--json',
@@ -66,7 +66,7 @@ for (const transport of ['db', 'nats'] as const) {
     assert.equal(admitted.payload.prompt, [
       { type: 'text', text: 'what is in these?' },
       { type: 'image', data: Buffer.from([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]).toString('base64'), mediaType: 'image/png' },
-      { type: 'image', url: 'https://example.com/dog.jpg', mediaType: 'image/jpeg' },
+      { type: 'image', url: 'https://203.0.113.10/dog.jpg', mediaType: 'image/jpeg' },
       { type: 'file', data: Buffer.from('%PDF-1.4 invoice').toString('base64'), mediaType: 'application/pdf', filename: 'invoice.pdf' },
       { type: 'json', value: { order: 42, lines: [{ sku: 'A-1' }] } },
       { type: 'json', value: [1, 2] },

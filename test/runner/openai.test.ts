@@ -96,7 +96,7 @@ s(
     const pdf = Buffer.from('%PDF-1.4 invoice').toString('base64');
     const first = await turn(e, 'ses_parts', [
       { type: 'text', text: 'What is in these?' },
-      { type: 'image', url: 'https://example.com/cat.png' },
+      { type: 'image', url: 'https://203.0.113.10/cat.png' },
       { type: 'image', data: png, mediaType: 'image/png' },
       { type: 'file', data: pdf, mediaType: 'application/pdf', filename: 'invoice.pdf' },
       { type: 'json', value: { order: 42 } },
@@ -112,7 +112,7 @@ s(
         ['text', 'image_url', 'image_url', 'file', 'text'],
       );
       assert.is(content[0]!.text, 'What is in these?');
-      assert.is(content[1]!.image_url!.url, 'https://example.com/cat.png', 'a URL goes as a URL');
+      assert.is(content[1]!.image_url!.url, 'https://203.0.113.10/cat.png', 'a URL goes as a URL');
       assert.is(content[2]!.image_url!.url, `data:image/png;base64,${png}`, 'bytes go as a data URL with their media type');
       assert.is(content[3]!.file!.filename, 'invoice.pdf');
       assert.match(content[3]!.file!.file_data!, pdf);

@@ -11,7 +11,7 @@
  */
 import { hostname, userInfo } from 'node:os';
 import type { Command } from 'commander';
-import { systemClock } from '../../clock.ts';
+import { isoTime, systemClock } from '../../clock.ts';
 import { UsageError } from '../../errors.ts';
 import { randomIds, validateId } from '../../ids.ts';
 import { CommandHandler } from '../../execution/command-handler.ts';
@@ -34,7 +34,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import type { EventLog } from '../../events/event-log.ts';
 import type { DeleteOptions } from '../../sessions/delete.ts';
 
-const iso = (ms: number) => new Date(ms).toISOString();
+const iso = isoTime;
 const whoAmI = () => {
   try {
     return `${userInfo().username}@${hostname()}`;

@@ -16,6 +16,7 @@ import { addLogOptions, type LogOptions } from '../log-options.ts';
 import { withSessions } from '../open-sessions.ts';
 import { collectTag } from './sessions-list.ts';
 import { promptFromOptions } from './prompt-parts.ts';
+import { ALLOW_URL_HOST_OPTION, collectHost } from './start.ts';
 
 interface PromptOptions extends LogOptions {
   delivery: 'steer' | 'queue';
@@ -38,8 +39,13 @@ export function registerPrompt(program: Command, ctx: CliContext): void {
       .description('admit a prompt into a session; a running worker picks it up')
       .argument('<session>', 'session id')
       .argument('[text]', 'the prompt (with --image, --file or --json it is the first part, and may be left out)')
-      .option('--image <path|url>', 'add an image: a .png, .jpg, .gif or .webp file (sent as its bytes) or an https URL (repeatable)', collect)
-      .option('--file <path|url>', 'add a file: a .pdf, .txt, .md, .csv, .json, .html or .xml file (its bytes) or an https URL (repeatable)', collect)
+      .option('--image <path|url>', 'add an image: a .png, .jpg, .gif or .webp file (sent as its bytes) or an https URL to a public host (repeatable)', collect)
+      .option(
+        '--file <path|url>',
+        'add a file: a .pdf, .txt, .md, .csv, .json, .html or .xml file (its bytes) or an https URL to a public host (repeatable)',
+        collect,
+      )
+      .option(ALLOW_URL_HOST_OPTION[0], `${ALLOW_URL_HOST_OPTION[1]} (embedded; with --nats the worker's own flag decides)`, collectHost)
       .option('--json <data>', 'add JSON data: the JSON text, or @FILE to read it from a file (repeatable)', collect)
       .option('--delivery <steer|queue>', 'steer joins the running turn; queue waits for the next', oneOf('--delivery', ['steer', 'queue'] as const), 'queue')
       .option('--id <inputId>', 'input id (idempotency key); generated when absent')

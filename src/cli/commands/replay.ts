@@ -4,7 +4,10 @@ import { replayExport, type ReplayProgress } from '../../export/replay-export.ts
 import { openDatabase } from '../../storage/sqlite.ts';
 import { migrate } from '../../storage/migrate.ts';
 import { validateId } from '../../ids.ts';
-import { systemClock } from '../../clock.ts';
+import { isoTime, systemClock } from '../../clock.ts';
+import type { Withheld } from '../../export/evidence.ts';
+import { printable } from '../printable.ts';
+import { ALLOW_URL_HOST_OPTION, collectHost } from './start.ts';
 import { NotFoundError, messageOf, CorruptExportError } from '../../errors.ts';
 import type { CliContext } from '../context.ts';
 import { positiveInt } from '../options.ts';
@@ -18,7 +21,8 @@ export function registerReplay(program: Command, ctx: CliContext): void {
     .requiredOption('--db <out>', 'database to create (must not hold a log yet)')
     .option('--until-seq <n>', "keep each session's events up to this sequence", positiveInt('--until-seq'))
     .option('--session <id>', 'only this session')
-    .action(async (file: string, opts: { db: string; untilSeq?: number; session?: string }) => {
+    .option(ALLOW_URL_HOST_OPTION[0], `${ALLOW_URL_HOST_OPTION[1]}: a prompt naming another is replayed no further (as admission)`, collectHost)
+    .action(async (file: string, opts: { db: string; untilSeq?: number; session?: string; allowUrlHost?: string[] }) => {
       if (opts.session) validateId(opts.session, 'session id');
       if (!existsSync(file)) throw new NotFoundError(`No such export file: ${file}. Create one with: sessiond export --out ${file}`);
       const db = openDatabase(opts.db);
@@ -28,18 +32,20 @@ export function registerReplay(program: Command, ctx: CliContext): void {
         let bar: ReturnType<typeof progress> | undefined;
         let done: Pick<ReplayProgress, 'imported'> = { imported: 0 };
         let damage: CorruptExportError | undefined;
+        let withheld: Withheld[] = [];
         try {
-          await replayExport(db, file, {
+          ({ withheld } = await replayExport(db, file, {
+            urls: { allow: opts.allowUrlHost ?? [] },
             keep: (e) => (!opts.session || e.sessionId === opts.session) && (opts.untilSeq === undefined || e.seq <= opts.untilSeq),
             onHeader: (h) => {
               bar = progress(ctx, 'replay', 'bytes', 0);
-              ctx.err(`replaying ${file} (written ${new Date(h.created).toISOString()} from ${h.source})`);
+              ctx.err(`replaying ${printable(file)} (written ${isoTime(h.created)} from ${printable(h.source)})`);
             },
             onProgress: (p) => {
               done = p;
               bar?.update(p.bytes, p.totalBytes);
             },
-          });
+          }));
         } catch (err) {
           if (!(err instanceof CorruptExportError)) throw err;
           damage = err;
@@ -48,6 +54,11 @@ export function registerReplay(program: Command, ctx: CliContext): void {
         const summary = `replayed ${done.imported} events into ${opts.db} and rebuilt its projection with them in ${secs.toFixed(1)} s (${Math.round(done.imported / secs)} events/s)`;
         if (bar) bar.stop(summary);
         else ctx.out(summary);
+        for (const w of withheld)
+          ctx.err(
+            `sessiond: session ${printable(w.sessionId)} replayed only up to seq ${w.seq - 1}: ${w.rule}: ${printable(w.message, 400)}. ${w.rule === 'prompt_url_refused' ? 'Replay with --allow-url-host if that host is meant to be fetched' : 'An export is evidence, not authority: decide again where it runs'} (docs/operating.md).`,
+          );
+        if (withheld.length > 0) process.exitCode = 1;
         if (damage) {
           ctx.err(`sessiond: ${messageOf(damage)} Everything before it was replayed.`);
           process.exitCode = 1;

@@ -5,6 +5,7 @@
  * `ls` reads the projection (on --db brought up to the log's head first; on --nats a worker answers
  * from its own), newest first, one page at a time: the next page is `--after` the cursor it prints.
  */
+import { isoTime } from '../../clock.ts';
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
 import { isIdText, MAX_ID_LENGTH, validateId } from '../../ids.ts';
@@ -56,7 +57,7 @@ function idPrefix(value: string): string {
   return value;
 }
 
-const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+const iso = (ms: number) => isoTime(ms).replace(/\.\d{3}Z$/, 'Z');
 
 function describeItem(s: SessionListItem): string {
   const tags = Object.entries(s.tags)

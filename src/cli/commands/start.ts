@@ -66,7 +66,16 @@ export interface StartOptions extends NatsFlags, NatsCommandFlags, GatewayFlags 
   maxPendingBytes?: number;
   maxPromptBytes?: number;
   maxHeldBytes?: number;
+  allowUrlHost?: string[];
 }
+
+/** `--allow-url-host HOST|CIDR`: a host a prompt's image or file URL may name though it is not public https (repeatable). */
+export const ALLOW_URL_HOST_OPTION = [
+  '--allow-url-host <host|cidr>',
+  "a host or CIDR a prompt's image or file URL may name though it is loopback, private or link-local (http or https; repeatable); others must be https to public hosts",
+] as const;
+
+export const collectHost = (value: string, previous: string[] = []) => [...previous, value];
 
 export function registerStart(program: Command, ctx: CliContext): void {
   const command = addWorkerOptions(
@@ -136,6 +145,7 @@ export function addWorkerOptions(command: Command, ctx: CliContext): Command {
       `bytes of pending prompts this worker keeps in memory for the sessions it has loaded (default ${DEFAULT_LIMITS.maxHeldBytes})`,
       positiveInt('--max-held-bytes'),
     )
+    .option(ALLOW_URL_HOST_OPTION[0], ALLOW_URL_HOST_OPTION[1], collectHost)
     .option(INSPECT_OPTION[0], INSPECT_OPTION[1], inspectPort)
     .option('--metrics <port>', 'serve Prometheus metrics (/metrics) and health (/healthz, /readyz) on http://127.0.0.1:PORT', port('--metrics'))
     .option(LOG_FORMAT_OPTION[0], LOG_FORMAT_OPTION[1], parseLogFormat);
@@ -181,6 +191,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     limits: Object.fromEntries(
       (['maxPendingInputs', 'maxPendingBytes', 'maxPromptBytes', 'maxHeldBytes'] as const).flatMap((k) => (opts[k] === undefined ? [] : [[k, opts[k]]])),
     ),
+    ...(opts.allowUrlHost?.length ? { urls: { allow: opts.allowUrlHost } } : {}),
     ...(opts.inspect !== undefined ? { inspectPort: opts.inspect } : {}),
     ...(opts.metrics !== undefined ? { metricsPort: opts.metrics } : {}),
     report: log,

@@ -3,6 +3,7 @@
  * worker's `status` command with `--nats`). Without a session: a page of sessions, newest first,
  * each one's status, and how to get the next page (status-page.ts); never the whole log.
  */
+import { isoTime } from '../../clock.ts';
 import type { Command } from 'commander';
 import { ExitCode } from '../exit.ts';
 import { validateId } from '../../ids.ts';
@@ -69,7 +70,7 @@ export function registerStatus(program: Command, ctx: CliContext): void {
   });
 }
 
-const iso = (ms: number) => new Date(ms).toISOString();
+const iso = isoTime;
 
 /** One open wait, with what ends it. */
 function describeWait(sessionId: string, w: Wait): string {

@@ -1,3 +1,4 @@
+import { isoTime } from '../../clock.ts';
 import type { Command } from 'commander';
 import { validateId } from '../../ids.ts';
 import type { SessionEvent } from '../../events/envelope.ts';
@@ -13,7 +14,8 @@ export function typeMatcher(type: string | undefined): (t: string) => boolean {
 }
 
 export function formatEvent(e: SessionEvent): string {
-  const time = new Date(e.time).toISOString().slice(11, 23);
+  const at = isoTime(e.time);
+  const time = at.endsWith('Z') ? at.slice(11, 23) : at;
   return `${time} ${e.sessionId} #${e.seq} ${e.type} ${preview(e.payload, 160)}`;
 }
 
