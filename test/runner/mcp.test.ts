@@ -162,6 +162,41 @@ s('a cancel aborts a running MCP call (the server sees it cancelled)', async (ct
   await waitFor(() => lines(log).includes('hang cancelled'), { what: 'the server to see the call cancelled' });
 });
 
+s('needsApproval from the file: the gated MCP call waits for a person, the others run; approved, it runs once with its key', async (ctx) => {
+  const log = ctx.tmp.file('calls.log');
+  const { m } = servers(ctx, { fx: fixtureEntry({ LOG_FILE: log }, { needsApproval: ['charge'] }) });
+  const e = await engineWith(ctx, m);
+  ctx.openai!.script(
+    {
+      kind: 'toolCalls',
+      calls: [
+        { id: 'call_c', name: 'fx__charge', arguments: { cents: 900 } },
+        { id: 'call_n', name: 'fx__note', arguments: { text: 'asked' } },
+      ],
+    },
+    { kind: 'text', text: 'Charged.' },
+  );
+  await e.admit('ses_gate', { prompt: 'charge 9' });
+  await e.awaitIdle('ses_gate');
+  const waiting = await e.status('ses_gate');
+  assert.is(waiting.outcome, 'waiting');
+  assert.equal(
+    waiting.waits.map((w) => [w.kind, w.tool, w.input]),
+    [['approval', 'fx__charge', { cents: 900 }]],
+  );
+  assert.equal(
+    lines(log).map((l) => l.split(' ')[0]),
+    ['note'],
+    'only the ungated call ran',
+  );
+  await e.approve('ses_gate', 'call_c');
+  await e.awaitIdle('ses_gate');
+  assert.is((await e.status('ses_gate')).outcome, 'succeeded');
+  const charges = lines(log).filter((l) => l.startsWith('charge '));
+  assert.is(charges.length, 1);
+  assert.match(charges[0]!, /^charge ses_gate:exe_\S+:call_c \{"cents":900\}$/, 'with the key of its call');
+});
+
 s('a server that cannot start is said (which, why), the others work; one that dies starts again at its next use after its backoff', async (ctx) => {
   const log = ctx.tmp.file('calls.log');
   const pids = ctx.tmp.file('pids');
