@@ -78,11 +78,22 @@ s('server-everything over stdio: its tools with their schemas; text, an image, s
 s('server-everything over Streamable HTTP: listed and called', async (ctx) => {
   const http = await startEverythingHttp();
   try {
-    const { m } = servers(ctx, { web: { url: http.url } });
+    const { m, said } = servers(ctx, { web: { url: http.url } });
     const tools = await m.tools();
     assert.ok(tools['web__get-sum'] && tools['web__echo'], Object.keys(tools).join(', '));
     assert.is(await tools['web__get-sum']!.execute({ a: 40, b: 2 }, call()), 'The sum of 40 and 2 is 42.');
     assert.is(await tools['web__echo']!.execute({ message: 'over http' }, call()), 'Echo: over http');
+    await http.stop();
+    try {
+      await tools['web__echo']!.execute({ message: 'gone' }, call());
+      assert.unreachable('answered by a stopped server');
+    } catch (err) {
+      assert.match((err as Error).message, /^mcp server "web" failed on echo: /);
+    }
+    assert.ok(
+      said.some((l) => /^mcp server "web" stopped \(.+\); it is started again at its next use, in 1 s at the earliest$/.test(l)),
+      said.join('\n'),
+    );
   } finally {
     await ctx.servers.pop()?.close();
     await http.stop();
@@ -220,16 +231,15 @@ s('a server that cannot start is said (which, why), the others work; one that di
   await waitFor(() => said.some((l) => l.startsWith('mcp server "fx" stopped (it closed')), { what: 'the death to be said' });
   const during = await m.tools();
   assert.is(during, tools, 'its tools stay listed during the backoff');
-  try {
-    await during['fx__note']!.execute({ text: 'b' }, { ...call(), signal: AbortSignal.abort(new Error('no wait')) });
-    assert.unreachable('ran while down');
-  } catch (err) {
-    assert.match((err as Error).message, /no wait/);
-  }
-  clock.set(clock.now() + 1_000);
-  await m.tools();
+  assert.is(lines(pids).length, 1, 'not started again during its backoff');
+  // a call during the backoff waits for it (its timeout, 60 s, allows), then starts the server
+  const waiting = during['fx__note']!.execute({ text: 'c' }, call());
+  await waitFor(() => clock.pendingTimers > 0, { what: 'the call to wait for the backoff' });
+  await clock.advance(1_000);
+  assert.is(await waiting, 'noted: c');
   assert.is(lines(pids).length, 2, 'started again');
-  assert.is(await during['fx__note']!.execute({ text: 'c' }, call()), 'noted: c');
+  assert.ok(said.includes('mcp server "fx" started: 4 tools') && said.filter((l) => l.startsWith('mcp server "fx" started')).length === 2);
+  await m.tools();
   assert.is(said.filter((l) => l.startsWith('mcp server "broken" could not start')).length, 2, 'the broken one is tried again after its backoff too');
 });
 
