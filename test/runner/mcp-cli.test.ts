@@ -83,7 +83,7 @@ test('cli - start --mcp: MCP tools in a conversation; SIGTERM closes the servers
     assert.is(childrenOf(worker.child.pid!).length, 0, 'no server starts before a turn needs one');
     await runCli(['prompt', 'ses_mcp', 'charge 2.50 and add 2 and 3', '--db', db]);
     await worker.waitFor('ses_mcp  turn succeeded');
-    assert.match(worker.output(), 'mcp server "fx" started: 4 tools');
+    assert.match(worker.output(), 'mcp server "fx" started: 5 tools');
     assert.match(worker.output(), /mcp server "every" started: \d+ tools/);
     const names = server.requests[0]!.chat!.tools!.map((t) => t.function.name);
     assert.ok(names.includes('fx__charge') && names.includes('every__get-sum'), names.join(', '));

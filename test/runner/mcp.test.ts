@@ -140,7 +140,7 @@ s(
     const offered = ctx.openai!.requests[0]!.chat!.tools!.map((t) => t.function);
     assert.equal(
       offered.map((t) => t.name),
-      ['fx__charge', 'fx__note', 'fx__decline', 'fx__hang'],
+      ['fx__charge', 'fx__note', 'fx__decline', 'fx__hang', 'fx__grow'],
     );
     assert.equal((offered[0]!.parameters as { properties: unknown }).properties, {
       cents: { type: 'integer', exclusiveMinimum: 0, maximum: Number.MAX_SAFE_INTEGER },
@@ -171,6 +171,17 @@ s('a cancel aborts a running MCP call (the server sees it cancelled)', async (ct
   await e.awaitIdle('ses_cancel');
   assert.is((await e.status('ses_cancel')).outcome, 'cancelled');
   await waitFor(() => lines(log).includes('hang cancelled'), { what: 'the server to see the call cancelled' });
+});
+
+s('a server that says its tools changed is listed again: the new tool reaches the registry', async (ctx) => {
+  const { m, said } = servers(ctx, { fx: fixtureEntry({}) });
+  const before = await m.tools();
+  assert.not.ok(before['fx__extra']);
+  assert.is(await before['fx__grow']!.execute({}, call()), 'grown');
+  await waitFor(() => said.includes('mcp server "fx" changed its tools: 6 tools'), { what: 'the new listing' });
+  const after = await m.tools();
+  assert.is.not(after, before, 'a new registry');
+  assert.is(await after['fx__extra']!.execute({}, call()), 'extra ran');
 });
 
 s('needsApproval from the file: the gated MCP call waits for a person, the others run; approved, it runs once with its key', async (ctx) => {
@@ -218,7 +229,7 @@ s('a server that cannot start is said (which, why), the others work; one that di
     { clock },
   );
   const tools = await m.tools();
-  assert.equal(Object.keys(tools), ['fx__charge', 'fx__note', 'fx__decline', 'fx__hang']);
+  assert.equal(Object.keys(tools), ['fx__charge', 'fx__note', 'fx__decline', 'fx__hang', 'fx__grow']);
   assert.ok(
     said.some((l) =>
       /^mcp server "broken" could not start \(stdio: \/no\/such\/mcp-server --x\): .*ENOENT.*; its tools are unavailable, next attempt in 1 s/.test(l),
@@ -238,7 +249,7 @@ s('a server that cannot start is said (which, why), the others work; one that di
   await clock.advance(1_000);
   assert.is(await waiting, 'noted: c');
   assert.is(lines(pids).length, 2, 'started again');
-  assert.ok(said.includes('mcp server "fx" started: 4 tools') && said.filter((l) => l.startsWith('mcp server "fx" started')).length === 2);
+  assert.ok(said.includes('mcp server "fx" started: 5 tools') && said.filter((l) => l.startsWith('mcp server "fx" started')).length === 2);
   await m.tools();
   assert.is(said.filter((l) => l.startsWith('mcp server "broken" could not start')).length, 2, 'the broken one is tried again after its backoff too');
 });

@@ -3,12 +3,13 @@
  * HTTP: its session), its tools listed once connected. A server that cannot start, or that dies,
  * is said in the log (which one and why, with the end of its stderr) and started again at its next
  * use, not before its backoff (1 s, doubling, at most 30 s); a call arriving during the backoff
- * waits for it when its timeout allows, else fails with a clear error. `close()` ends the process.
+ * waits for it when its timeout allows, else fails with a clear error. A server that says its tools
+ * changed (`notifications/tools/list_changed`) is listed again. `close()` ends the process.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode as McpErrorCode, McpError, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode as McpErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { sleep, type Clock } from '../../clock.ts';
 import type { McpServerConfig } from './config.ts';
@@ -120,13 +121,17 @@ export class McpConnection {
     try {
       const timeout = this.options.connectTimeoutMs;
       await client.connect(transport, { timeout });
-      const tools: Tool[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = await client.listTools(cursor ? { cursor } : {}, { timeout });
-        tools.push(...page.tools);
-        cursor = page.nextCursor;
-      } while (cursor);
+      const tools = await listAll(client, timeout);
+      client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+        try {
+          const changed = await listAll(client, timeout);
+          if (this.client !== client) return;
+          this.tools = changed;
+          this.options.log(`mcp server "${name}" changed its tools: ${changed.length} tool${changed.length === 1 ? '' : 's'}`);
+        } catch (err) {
+          this.options.log(`mcp server "${name}" said its tools changed, but listing them failed: ${messageOf(err)}; the previous list stays`);
+        }
+      });
       if (this.closed) throw new Error('the worker is stopping');
       this.tools = tools;
       this.client = client;
@@ -164,6 +169,17 @@ export class McpConnection {
     this.retryAt = this.options.clock.now() + delay;
     return delay;
   }
+}
+
+async function listAll(client: Client, timeout: number): Promise<Tool[]> {
+  const tools: Tool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor ? { cursor } : {}, { timeout });
+    tools.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return tools;
 }
 
 function describe(t: McpServerConfig['transport']): string {
