@@ -11,7 +11,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { openEngine, type Engine } from '../../src/engine.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { ManualClock } from '../../src/clock.ts';
+import { z } from 'zod';
 import { openaiRunner } from '../../src/runner/model/openai.ts';
+import { defineTool } from '../../src/runner/model/tools.ts';
 import { mcpServers, type McpServers } from '../../src/runner/mcp/servers.ts';
 import type { ToolContext } from '../../src/runner/types.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../../src/testing/fake-openai.ts';
@@ -182,6 +184,18 @@ s('a server that says its tools changed is listed again: the new tool reaches th
   const after = await m.tools();
   assert.is.not(after, before, 'a new registry');
   assert.is(await after['fx__extra']!.execute({}, call()), 'extra ran');
+});
+
+s("a local tool named like a server's tools is refused when the runner is made; a bad mcp option is refused with what to fix", () => {
+  const m = mcpServers({ mcpServers: { fx: fixtureEntry({}) } });
+  const local = { fx__charge: defineTool({ description: 'mine', inputSchema: z.object({}), execute: () => 'local' }) };
+  assert.throws(
+    () => openaiRunner({ model: 'm', baseURL: 'http://127.0.0.1:1/v1', tools: local, mcp: m }),
+    /The tool "fx__charge" clashes with the tools of the MCP server "fx" in the mcp option \(named fx__<tool>\): rename the tool or the server/,
+  );
+  assert.ok(openaiRunner({ model: 'm', baseURL: 'http://127.0.0.1:1/v1', tools: { fx_charge: local.fx__charge }, mcp: m }), 'one _ is no clash');
+  assert.throws(() => openaiRunner({ model: 'm', baseURL: 'http://127.0.0.1:1/v1', maxSteps: 0, mcp: m }), /Invalid maxSteps 0/, 'options checked at once');
+  assert.throws(() => mcpServers({ mcpServers: { fx: { command: 'x', port: 1 } } }), /^the mcp option: mcpServers\.fx: unknown field "port"/);
 });
 
 s('needsApproval from the file: the gated MCP call waits for a person, the others run; approved, it runs once with its key', async (ctx) => {
