@@ -6,30 +6,18 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { runCli, startCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
-import { everythingStdio, fixtureEntry } from '../support/mcp.ts';
+import { childrenOf, everythingStdio, fixtureEntry } from '../support/mcp.ts';
 import { startFakeOpenAI, messageText } from '../../src/testing/fake-openai.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 
 const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
 const said = (messages: { role: string }[]) => messages.map((m) => `${m.role}: ${messageText(m as never)}`);
 
-/** The MCP servers `pid` runs: its children (from /proc) running the fixture or server-everything. */
-function childrenOf(pid: number): number[] {
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .flatMap((d) => {
-      try {
-        const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-        const server = /mcp-server\.ts|server-everything/.test(readFileSync(`/proc/${d}/cmdline`, 'utf8'));
-        return server && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid ? [Number(d)] : [];
-      } catch {
-        return []; // gone meanwhile
-      }
-    });
-}
+/** The MCP servers `pid` runs: its children running the fixture or server-everything. */
+const serversOf = (pid: number) => childrenOf(pid, /mcp-server\.ts|server-everything/);
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -80,7 +68,7 @@ test('cli - start --mcp: MCP tools in a conversation; SIGTERM closes the servers
   const worker = startCli(workerFlags(db, server.url, mcp));
   try {
     await worker.waitFor('send it a prompt');
-    assert.is(childrenOf(worker.child.pid!).length, 0, 'no server starts before a turn needs one');
+    assert.is(serversOf(worker.child.pid!).length, 0, 'no server starts before a turn needs one');
     await runCli(['prompt', 'ses_mcp', 'charge 2.50 and add 2 and 3', '--db', db]);
     await worker.waitFor('ses_mcp  turn succeeded');
     assert.match(worker.output(), 'mcp server "fx" started: 5 tools');
@@ -97,7 +85,7 @@ test('cli - start --mcp: MCP tools in a conversation; SIGTERM closes the servers
       results.join(' | '),
     );
     assert.match(lines(log)[0]!, /^charge \S+ \{"cents":250\}$/);
-    const children = childrenOf(worker.child.pid!);
+    const children = serversOf(worker.child.pid!);
     assert.is(children.length, 2, "both servers run as the worker's children");
     worker.child.kill('SIGTERM');
     assert.is(await worker.exited, 0);
@@ -131,7 +119,7 @@ test('cli - a worker SIGKILLed while MCP calls run: the durable one runs again o
     await a.waitFor('send it a prompt');
     await runCli(['prompt', 'ses_crash', 'charge 5 dollars and note it', '--db', db]);
     await waitFor(() => lines(log).length === 2, { timeoutMs: 20_000, what: 'both calls to reach the server' });
-    const orphans = childrenOf(a.child.pid!);
+    const orphans = serversOf(a.child.pid!);
     a.child.kill('SIGKILL');
     await a.exited;
     await waitFor(() => orphans.every((pid) => !alive(pid)), { timeoutMs: 10_000, what: "the killed worker's server to exit (its stdin closed)" });

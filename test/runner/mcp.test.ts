@@ -19,7 +19,7 @@ import type { ToolContext } from '../../src/runner/types.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../../src/testing/fake-openai.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { tempDir } from '../support/tmp.ts';
-import { everythingStdio, fixtureEntry, startEverythingHttp } from '../support/mcp.ts';
+import { childrenOf, everythingStdio, fixtureEntry, startEverythingHttp } from '../support/mcp.ts';
 
 type Ctx = { tmp: ReturnType<typeof tempDir>; servers: McpServers[]; engines: Engine[]; openai: FakeOpenAI | undefined };
 const s = suite<Ctx>('mcp');
@@ -184,6 +184,17 @@ s('a server that says its tools changed is listed again: the new tool reaches th
   const after = await m.tools();
   assert.is.not(after, before, 'a new registry');
   assert.is(await after['fx__extra']!.execute({}, call()), 'extra ran');
+});
+
+s('close() ends a server still starting (one that never answers) at once, not after its start timeout', async (ctx) => {
+  const { m, said } = servers(ctx, { mute: { command: process.execPath, args: ['-e', 'setInterval(() => {}, 1000) // mute server'] } });
+  const listing = m.tools();
+  const started = Date.now();
+  await waitFor(() => childrenOf(process.pid, /mute server/).length === 1, { what: 'the server to be started' });
+  await m.close();
+  assert.equal(await listing, {}, 'no tools');
+  assert.ok(Date.now() - started < 10_000, `closed in ${Date.now() - started} ms, not after the 30 s start timeout`);
+  assert.equal(said, [], 'a stop is no failure to report');
 });
 
 s("a local tool named like a server's tools is refused when the runner is made; a bad mcp option is refused with what to fix", () => {

@@ -2,6 +2,7 @@
 // `@modelcontextprotocol/server-everything`, over stdio (an `mcpServers` entry) or Streamable HTTP
 // (a child process on a free port, waited for with a deadline).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { ROOT } from './cli.ts';
@@ -58,4 +59,19 @@ export async function startEverythingHttp(): Promise<{ url: string; child: Child
       await exited;
     },
   };
+}
+
+/** The children of `parent` (from /proc) whose command line matches `command`. */
+export function childrenOf(parent: number, command: RegExp): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .flatMap((d) => {
+      try {
+        const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+        const matches = command.test(readFileSync(`/proc/${d}/cmdline`, 'utf8'));
+        return matches && Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === parent ? [Number(d)] : [];
+      } catch {
+        return []; // gone meanwhile
+      }
+    });
 }

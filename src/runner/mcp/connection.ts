@@ -42,6 +42,8 @@ export class McpConnection {
   private retryAt = 0;
   private lastError = '';
   private closed = false;
+  /** Aborted by `close()`: a start under way ends at once. */
+  private readonly stopping = new AbortController();
 
   constructor(
     readonly config: McpServerConfig,
@@ -84,6 +86,7 @@ export class McpConnection {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.stopping.abort(new Error('the worker is stopping'));
     const client = this.client ?? (await this.connecting?.catch(() => undefined));
     this.client = undefined;
     await client?.close().catch(() => {});
@@ -120,8 +123,9 @@ export class McpConnection {
     client.onclose = () => this.lost(client, `it closed${stderr.length ? `; its stderr ended: ${stderr.join(' | ')}` : ''}`);
     try {
       const timeout = this.options.connectTimeoutMs;
-      await client.connect(transport, { timeout });
-      const tools = await listAll(client, timeout);
+      const signal = this.stopping.signal;
+      await client.connect(transport, { timeout, signal });
+      const tools = await listAll(client, timeout, signal);
       client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
         try {
           const changed = await listAll(client, timeout);
@@ -171,11 +175,11 @@ export class McpConnection {
   }
 }
 
-async function listAll(client: Client, timeout: number): Promise<Tool[]> {
+async function listAll(client: Client, timeout: number, signal?: AbortSignal): Promise<Tool[]> {
   const tools: Tool[] = [];
   let cursor: string | undefined;
   do {
-    const page = await client.listTools(cursor ? { cursor } : {}, { timeout });
+    const page = await client.listTools(cursor ? { cursor } : {}, { timeout, ...(signal ? { signal } : {}) });
     tools.push(...page.tools);
     cursor = page.nextCursor;
   } while (cursor);
