@@ -162,7 +162,12 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
   }
   const log = workerLog(ctx, logFormat(opts.logFormat, ctx.env, process.stdout.isTTY));
   // MCP servers start at the first turn; the stop closes them last
-  const mcp = opts.mcp === undefined ? undefined : mcpServers(loadMcpConfig(opts.mcp), { log: (line) => log.out(line) });
+  const mcp =
+    opts.mcp === undefined
+      ? undefined
+      : mcpServers(loadMcpConfig(opts.mcp), {
+          log: (line, problem) => (problem ? log.err(line) : log.out(line)),
+        });
   const runner = opts.runner === 'openai' ? await openaiFromCli(opts, ctx.env, mcp) : await loadRunner(opts.runner, { delayMs: opts.echoDelayMs });
   // signal handlers first: a SIGTERM at any moment of start-up stops the worker cleanly
   const stop = stopper(log, ctx.stdout);

@@ -23,7 +23,8 @@ export const IDEMPOTENCY_META = 'sessiond/idempotencyKey';
 
 export interface ConnectionOptions {
   clock: Clock;
-  log: (line: string) => void;
+  /** A line about a server; `problem` for one that cannot start, stopped, or failed to list its tools. */
+  log: (line: string, problem: boolean) => void;
   connectTimeoutMs: number;
 }
 
@@ -131,16 +132,16 @@ export class McpConnection {
           const changed = await listAll(client, timeout);
           if (this.client !== client) return;
           this.tools = changed;
-          this.options.log(`mcp server "${name}" changed its tools: ${changed.length} tool${changed.length === 1 ? '' : 's'}`);
+          this.options.log(`mcp server "${name}" changed its tools: ${changed.length} tool${changed.length === 1 ? '' : 's'}`, false);
         } catch (err) {
-          this.options.log(`mcp server "${name}" said its tools changed, but listing them failed: ${messageOf(err)}; the previous list stays`);
+          this.options.log(`mcp server "${name}" said its tools changed, but listing them failed: ${messageOf(err)}; the previous list stays`, true);
         }
       });
       if (this.closed) throw new Error('the worker is stopping');
       this.tools = tools;
       this.client = client;
       this.failures = 0;
-      this.options.log(`mcp server "${name}" started: ${tools.length} tool${tools.length === 1 ? '' : 's'}`);
+      this.options.log(`mcp server "${name}" started: ${tools.length} tool${tools.length === 1 ? '' : 's'}`, false);
       return client;
     } catch (err) {
       client.onclose = undefined;
@@ -150,6 +151,7 @@ export class McpConnection {
       if (this.closed) throw new McpToolError(`mcp server "${name}" is closed: the worker is stopping`);
       this.options.log(
         `mcp server "${name}" could not start (${describe(t)}): ${why}; its tools are unavailable, next attempt in ${delay / 1000} s at the earliest`,
+        true,
       );
       throw new McpToolError(`mcp server "${name}" could not start: ${why}`);
     }
@@ -163,7 +165,7 @@ export class McpConnection {
     void client.close().catch(() => {});
     if (this.closed) return;
     const delay = this.backoff(why);
-    this.options.log(`mcp server "${this.config.name}" stopped (${why}); it is started again at its next use, in ${delay / 1000} s at the earliest`);
+    this.options.log(`mcp server "${this.config.name}" stopped (${why}); it is started again at its next use, in ${delay / 1000} s at the earliest`, true);
   }
 
   private backoff(why: string): number {

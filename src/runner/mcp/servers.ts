@@ -17,8 +17,8 @@ import { mcpToolName } from './names.ts';
 import { toolOutput } from './results.ts';
 
 export interface McpServersOptions {
-  /** Where the servers' starts, failures and restarts are said (default: stderr). */
-  log?: (line: string) => void;
+  /** Where the servers' starts, failures (`problem`) and restarts are said (default: stderr). */
+  log?: (line: string, problem: boolean) => void;
   clock?: Clock;
   /** How long a server may take to start and list its tools (default 30 s). */
   connectTimeoutMs?: number;
