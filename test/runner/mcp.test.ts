@@ -8,6 +8,7 @@
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { openEngine, type Engine } from '../../src/engine.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { ManualClock } from '../../src/clock.ts';
@@ -99,6 +100,30 @@ s('server-everything over Streamable HTTP: listed and called', async (ctx) => {
   } finally {
     await ctx.servers.pop()?.close();
     await http.stop();
+  }
+});
+
+s('a Streamable HTTP server gets the headers of the file; one that refuses says so in the log', async (ctx) => {
+  const seen: (string | undefined)[] = [];
+  const endpoint = createServer((req, res) => {
+    seen.push(req.headers.authorization);
+    res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"bad token"}');
+  });
+  await new Promise<void>((r) => endpoint.listen(0, '127.0.0.1', r));
+  try {
+    const url = `http://127.0.0.1:${(endpoint.address() as { port: number }).port}/mcp`;
+    const { m, said } = servers(ctx, { auth: { url, headers: { Authorization: 'Bearer s3cret' } } });
+    assert.equal(await m.tools(), {});
+    assert.is(seen[0], 'Bearer s3cret');
+    assert.match(
+      said[0]!,
+      new RegExp(
+        `^mcp server "auth" could not start \\(Streamable HTTP: ${url}\\): Streamable HTTP error: Error POSTing to endpoint: {"error":"bad token"} \\(HTTP 401\\); its tools are unavailable`,
+      ),
+    );
+  } finally {
+    await ctx.servers.pop()?.close();
+    await new Promise((r) => endpoint.close(r));
   }
 });
 

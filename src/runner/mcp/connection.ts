@@ -8,7 +8,7 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode as McpErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { sleep, type Clock } from '../../clock.ts';
@@ -193,7 +193,9 @@ function describe(t: McpServerConfig['transport']): string {
 }
 
 function messageOf(err: unknown): string {
-  const m = err instanceof Error ? err.message : String(err);
+  const code = (err as { code?: unknown } | undefined)?.code;
+  const status = err instanceof StreamableHTTPError && typeof code === 'number' && code >= 100 ? ` (HTTP ${code})` : '';
+  const m = `${err instanceof Error ? err.message : String(err)}${status}`;
   const cause = err instanceof Error && err.cause instanceof Error ? ` (${err.cause.message})` : '';
   return `${m}${cause}`.replace(/\s*\n\s*/g, ' ');
 }
