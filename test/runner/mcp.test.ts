@@ -211,6 +211,22 @@ s('a server that says its tools changed is listed again: the new tool reaches th
   assert.is(await after['fx__extra']!.execute({}, call()), 'extra ran');
 });
 
+s('a server started again later holds no turn: the listing goes on without it while it starts', async (ctx) => {
+  // fails at once the first time; the second time it starts but never answers
+  const marker = ctx.tmp.file('tried');
+  const script = `const fs = require('fs'); if (!fs.existsSync(${JSON.stringify(marker)})) { fs.writeFileSync(${JSON.stringify(marker)}, ''); process.exit(1); } setInterval(() => {}, 1000);`;
+  const clock = new ManualClock(0);
+  const { m, said } = servers(ctx, { flaky: { command: process.execPath, args: ['-e', script] }, fx: fixtureEntry({}) }, { clock, connectTimeoutMs: 20_000 });
+  await m.tools();
+  assert.match(said.join('\n'), /mcp server "flaky" could not start/);
+  clock.set(1_000);
+  const started = Date.now();
+  const tools = await m.tools();
+  assert.ok(Date.now() - started < 5_000, `listed in ${Date.now() - started} ms, not after the restart's 20 s start timeout`);
+  assert.ok(tools['fx__note'], "the other server's tools");
+  await m.close();
+});
+
 s('close() ends a server still starting (one that never answers) at once, not after its start timeout', async (ctx) => {
   const { m, said } = servers(ctx, { mute: { command: process.execPath, args: ['-e', 'setInterval(() => {}, 1000) // mute server'] } });
   const listing = m.tools();
@@ -301,7 +317,9 @@ s('a server that cannot start is said (which, why), the others work; one that di
   assert.is(lines(pids).length, 2, 'started again');
   assert.ok(said.includes('mcp server "fx" started: 5 tools') && said.filter((l) => l.startsWith('mcp server "fx" started')).length === 2);
   await m.tools();
-  assert.is(said.filter((l) => l.startsWith('mcp server "broken" could not start')).length, 2, 'the broken one is tried again after its backoff too');
+  await waitFor(() => said.filter((l) => l.startsWith('mcp server "broken" could not start')).length === 2, {
+    what: 'the broken one to be tried again after its backoff too',
+  });
 });
 
 s.run();

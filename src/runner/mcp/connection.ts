@@ -43,6 +43,8 @@ export class McpConnection {
   private retryAt = 0;
   private lastError = '';
   private closed = false;
+  /** Whether its first start has ended (listings wait for that one; a restart later holds no turn). */
+  firstStartEnded = false;
   /** Aborted by `close()`: a start under way ends at once. */
   private readonly stopping = new AbortController();
 
@@ -104,8 +106,13 @@ export class McpConnection {
       );
     this.connecting = this.start().finally(() => {
       this.connecting = undefined;
+      this.firstStartEnded = true;
     });
     return this.connecting;
+  }
+
+  get running(): boolean {
+    return this.client !== undefined;
   }
 
   private async start(): Promise<Client> {

@@ -1,6 +1,7 @@
 /**
  * The MCP servers of a worker as tool sources. `tools()` (at the start of each turn) starts what is
- * not running, all at once, and answers the servers' tools as a registry of model tools named
+ * not running, all at once (the first time it waits for the starts; later a server started again
+ * joins at the turn after), and answers the servers' tools as a registry of model tools named
  * `<server>__<tool>` (see names.ts), each call going to its server with the call's idempotency key
  * and the server's or tool's settings. A server that cannot start is left out (its last listed
  * tools stay, failing with a clear error, until it is back); the registry object is the same while
@@ -55,7 +56,14 @@ export function mcpServers(config: McpConfig | { mcpServers: unknown }, options:
   return {
     config: checked,
     async tools(signal) {
-      const all = Promise.all(connections.map((c) => c.listTools().catch(() => undefined)));
+      // the first listing waits for each server's start; later, one down is started again without holding the turn
+      const all = Promise.all(
+        connections.map((c) => {
+          const wait = c.running || !c.firstStartEnded;
+          const listing = c.listTools().catch(() => undefined);
+          return wait ? listing : undefined;
+        }),
+      );
       if (signal) {
         signal.throwIfAborted();
         let onAbort = () => {};
