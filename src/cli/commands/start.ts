@@ -15,6 +15,8 @@ import { DEFAULT_OPENAI_BASE_URL, openaiRunner } from '../../runner/model/openai
 import { DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_STEPS } from '../../runner/model/model-runner.ts';
 import { SEND_REASONING, type SendReasoning } from '../../runner/model/messages.ts';
 import { loadTools } from '../../runner/model/tools.ts';
+import { loadMcpConfig } from '../../runner/mcp/config.ts';
+import { mcpServers, type McpServers } from '../../runner/mcp/servers.ts';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from '../../execution/session-execution.ts';
 import { messageOf, UsageError } from '../../errors.ts';
 import { DEFAULT_RECONNECT_WAIT_MS } from '../../nats/connection.ts';
@@ -57,6 +59,7 @@ export interface StartOptions extends NatsFlags, NatsCommandFlags, GatewayFlags 
   model?: string;
   baseUrl?: string;
   tools?: string;
+  mcp?: string;
   system?: string;
   maxSteps?: number;
   maxParallelTools?: number;
@@ -96,6 +99,7 @@ export function addWorkerOptions(command: Command, ctx: CliContext): Command {
       `openai runner: the server's URL up to /v1 (default: OPENAI_BASE_URL, else ${DEFAULT_OPENAI_BASE_URL}); the key comes from OPENAI_API_KEY`,
     )
     .option('--tools <module>', 'openai runner: a module whose default export is the tools (defineTool with zod schemas)')
+    .option('--mcp <file>', 'openai runner: MCP servers whose tools the model may call, as {"mcpServers": {...}} (see docs/model-runner.md)')
     .option('--system <prompt>', 'openai runner: a system prompt sent with every request')
     .option('--max-steps <n>', `openai runner: model calls per turn at most (default ${DEFAULT_MAX_STEPS})`, positiveInt('--max-steps'))
     .option(
@@ -164,14 +168,23 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
       '--http with --nats: a NATS worker hears only its own deltas. Run the gateway beside the workers as the client user: sessiond serve --http PORT --nats URL --nats-user client.',
     );
   const gateway = opts.http === undefined ? undefined : gatewayOptions(opts, ctx); // tokens read (and checked) before anything starts
-  const runner = opts.runner === 'openai' ? await openaiFromCli(opts, ctx.env) : await loadRunner(opts.runner, { delayMs: opts.echoDelayMs });
   if (
     opts.runner !== 'openai' &&
-    (opts.model ?? opts.baseUrl ?? opts.tools ?? opts.system ?? opts.maxSteps ?? opts.maxParallelTools ?? opts.contextWindow) !== undefined
+    (opts.model ?? opts.baseUrl ?? opts.tools ?? opts.mcp ?? opts.system ?? opts.maxSteps ?? opts.maxParallelTools ?? opts.contextWindow) !== undefined
   ) {
-    throw new UsageError('--model, --base-url, --tools, --system, --max-steps, --max-parallel-tools and --context-window apply to --runner openai only.');
+    throw new UsageError(
+      '--model, --base-url, --tools, --mcp, --system, --max-steps, --max-parallel-tools and --context-window apply to --runner openai only.',
+    );
   }
   const log = workerLog(ctx, logFormat(opts.logFormat, ctx.env, process.stdout.isTTY));
+  // MCP servers start at the first turn; the stop closes them last
+  const mcp =
+    opts.mcp === undefined
+      ? undefined
+      : mcpServers(loadMcpConfig(opts.mcp), {
+          log: (line, problem) => (problem ? log.err(line) : log.out(line)),
+        });
+  const runner = opts.runner === 'openai' ? await openaiFromCli(opts, ctx.env, mcp) : await loadRunner(opts.runner, { delayMs: opts.echoDelayMs });
   // signal handlers first: a SIGTERM at any moment of start-up stops the worker cleanly
   const stop = stopper(log, ctx.stdout);
   const startUp = new AbortController();
@@ -201,6 +214,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     return undefined; // stopped before it was up: what was opened is closed, nothing ran
   });
   if (!sessiond) {
+    await mcp?.close();
     log.out(stoppedLine(0));
     // a connection still trying to reach its server keeps the process alive; nothing else is open
     process.exit(process.exitCode ?? 0);
@@ -232,6 +246,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
       });
     } catch (err) {
       await sessiond.close();
+      await mcp?.close();
       throw err;
     }
     log.out(gatewayLine(served.url, gateway.tokens, gateway.tokensFrom));
@@ -248,6 +263,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
   deadline.unref();
   await served?.close(); // streams end first: their clients reconnect to whoever serves next
   const { handedBack } = await sessiond.close();
+  await mcp?.close(); // after the turns: their calls were aborted with them
   clearTimeout(deadline);
   log.out(stoppedLine(handedBack));
   // closed: nothing left to run (a handle something left open must not keep the worker alive)
@@ -304,7 +320,7 @@ function stoppedLine(running: number): string {
 }
 
 /** The openai runner from the flags and the environment (only the CLI reads OPENAI_API_KEY and OPENAI_BASE_URL). */
-async function openaiFromCli(opts: StartOptions, env: NodeJS.ProcessEnv) {
+async function openaiFromCli(opts: StartOptions, env: NodeJS.ProcessEnv, mcp: McpServers | undefined) {
   if (!opts.model) throw new UsageError('--runner openai needs --model NAME (the model the server serves, e.g. gpt-4o-mini).');
   const baseURL = opts.baseUrl ?? env['OPENAI_BASE_URL'] ?? DEFAULT_OPENAI_BASE_URL;
   const apiKey = env['OPENAI_API_KEY'];
@@ -313,6 +329,7 @@ async function openaiFromCli(opts: StartOptions, env: NodeJS.ProcessEnv) {
     baseURL,
     ...(apiKey ? { apiKey } : {}),
     ...(opts.tools ? { tools: await loadTools(opts.tools) } : {}),
+    ...(mcp ? { mcp } : {}),
     ...(opts.system ? { system: opts.system } : {}),
     ...(opts.maxSteps !== undefined ? { maxSteps: opts.maxSteps } : {}),
     ...(opts.maxParallelTools !== undefined ? { maxParallelTools: opts.maxParallelTools } : {}),

@@ -33,12 +33,16 @@ import type { TranscriptItem, TranscriptPart } from '../transcript.ts';
 import { sleep } from '../../clock.ts';
 import { SEND_REASONING, assistantMessages, estimateTokens, toModelMessages, userMessage, type SendReasoning } from './messages.ts';
 import { backoff, classify, parseRetryPolicy, type RetryPolicy } from './retry.ts';
-import { checkTools, sdkTools, type ToolRegistry } from './tools.ts';
+import { checkTools, parseToolInput, sdkTools, type ToolRegistry } from './tools.ts';
 import { toolSlots, type ToolSlots } from './tool-slots.ts';
+import { withMcpTools } from '../mcp/with-mcp.ts';
+import type { McpServers } from '../mcp/servers.ts';
 
 export interface ModelRunnerOptions {
   model: LanguageModel;
   tools?: ToolRegistry;
+  /** MCP servers whose tools join `tools` (`mcpServers(loadMcpConfig(file))`; the caller closes them). */
+  mcp?: McpServers;
   /** A system prompt sent first on every request. */
   system?: string;
   /** Model calls per turn at most (default 8): the turn ends after them even if the model wants more tools. */
@@ -76,6 +80,12 @@ interface StepOutput {
 }
 
 export function modelRunner(options: ModelRunnerOptions): Runner {
+  if (options.mcp) {
+    const { mcp, ...rest } = options;
+    const local = checkTools(rest.tools ?? {});
+    modelRunner(rest); // the options checked now, not at the first turn
+    return withMcpTools(mcp, local, (tools) => modelRunner({ ...rest, tools }));
+  }
   const tools = checkTools(options.tools ?? {});
   const toolSet = sdkTools(tools);
   const hasTools = Object.keys(tools).length > 0;
@@ -264,8 +274,8 @@ async function runCall(ctx: RunContext, tools: ToolRegistry, slots: ToolSlots, m
     const output = await ctx.tool(messageId, { name: call.name, input: part.input, durable: part.durable, callId }, async (tc) => {
       if (call.error) throw new ToolInputError(call.error);
       if (!tool) throw new ToolInputError(`no tool named ${call.name}: the tools are ${Object.keys(tools).join(', ') || 'none'}`);
-      const parsed = tool.inputSchema.safeParse(call.input);
-      if (!parsed.success) throw new ToolInputError(`invalid input for ${call.name}: ${parsed.error.message}`);
+      const parsed = parseToolInput(tool, call.input);
+      if (!parsed.success) throw new ToolInputError(`invalid input for ${call.name}: ${parsed.message}`);
       return await slots.run(tc.signal, async () => await tool.execute(parsed.data, tc));
     });
     return { ...part, state: 'succeeded', output };
@@ -275,11 +285,18 @@ async function runCall(ctx: RunContext, tools: ToolRegistry, slots: ToolSlots, m
   }
 }
 
+/** A recorded call's input checked again before it runs (approved, or retried by a continuation). */
+function checkedInput(tool: ToolRegistry[string], name: string, input: unknown): unknown {
+  const parsed = parseToolInput(tool, input);
+  if (!parsed.success) throw new ToolInputError(`invalid input for ${name}: ${parsed.message}`);
+  return parsed.data;
+}
+
 /** Whether a call waits for a person: its tool needs approval for this input (a valid call only: a bad one fails as usual). */
 function gated(tools: ToolRegistry, call: StepOutput['calls'][number]): boolean {
   const tool = tools[call.name];
   if (!tool?.needsApproval || call.error) return false;
-  const parsed = tool.inputSchema.safeParse(call.input);
+  const parsed = parseToolInput(tool, call.input);
   return parsed.success && (typeof tool.needsApproval !== 'function' || tool.needsApproval(parsed.data));
 }
 
@@ -300,7 +317,7 @@ async function runApprovedCalls(ctx: RunContext, tools: ToolRegistry, slots: Too
       return ctx
         .runApproved(w.callId!, async (tc) => {
           if (!tool) throw new ToolInputError(`no tool named ${w.tool} here: the tools are ${Object.keys(tools).join(', ') || 'none'}`);
-          const input = tool.inputSchema.parse(w.input);
+          const input = checkedInput(tool, w.tool!, w.input);
           return await slots.run(tc.signal, async () => await tool.execute(input, tc));
         })
         .catch(toolFailureOnly(ctx));
@@ -331,7 +348,7 @@ async function retryDurableCalls(ctx: RunContext, tools: ToolRegistry, items: re
           { name: r.name, input: original?.input ?? null, durable: true, callId: safeCallId(`${r.callId}_retry`), idempotencyKey: r.idempotencyKey },
           async (tc) => {
             if (!tool || !original) throw new ToolInputError(`cannot retry ${r.name}: ${tool ? 'its call is not in the history' : 'no such tool here'}`);
-            const input = tool.inputSchema.parse(original.input);
+            const input = checkedInput(tool, r.name, original.input);
             return await slots.run(tc.signal, async () => await tool.execute(input, tc));
           },
         )

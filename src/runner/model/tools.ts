@@ -11,16 +11,31 @@
  *     weather: defineTool({ description: 'Current weather in a city', inputSchema: z.object({ city: z.string() }),
  *       execute: async ({ city }) => ({ city, celsius: 21 }) }),
  *   };
+ *
+ * A tool may instead give its input as JSON Schema (`jsonInput(schema, validate)`: MCP servers'
+ * tools do); `parseToolInput` checks a call's input either way.
  */
-import { tool as sdkTool, type Tool } from 'ai';
+import { jsonSchema, tool as sdkTool, type JSONSchema7, type Tool } from 'ai';
 import type { z } from 'zod';
 import { SessiondError, ErrorCode } from '../../errors.ts';
 import type { ToolContext } from '../types.ts';
 import { importUserModule } from '../user-module.ts';
 
+/** A tool input given as JSON Schema, with a check of a call's input (an error message, or undefined when it fits). */
+export interface JsonInput {
+  readonly kind: 'json-schema';
+  readonly jsonSchema: JSONSchema7;
+  validate(input: unknown): string | undefined;
+}
+
+/** A JSON-schema input; without `validate`, any input is taken (the tool checks it). */
+export function jsonInput(schema: JSONSchema7, validate: (input: unknown) => string | undefined = () => undefined): JsonInput {
+  return { kind: 'json-schema', jsonSchema: schema, validate };
+}
+
 export interface ModelTool<I = unknown, O = unknown> {
   description: string;
-  inputSchema: z.ZodType<I>;
+  inputSchema: z.ZodType<I> | JsonInput;
   /** Durable: the call carries an idempotency key (`ctx.idempotencyKey`) for the effect to deduplicate on. */
   durable?: boolean;
   /** The call waits for a person's approval before it runs (always, or when this says so for the input). */
@@ -58,8 +73,8 @@ export function checkTools(tools: unknown, where = 'tools'): ToolRegistry {
     const tool = t as Partial<ModelTool>;
     if (typeof tool !== 'object' || tool === null) throw bad('is not an object (use defineTool)');
     if (typeof tool.description !== 'string' || tool.description.length === 0) throw bad('needs a description (what it does, for the model)');
-    if (typeof (tool.inputSchema as { safeParse?: unknown } | undefined)?.safeParse !== 'function')
-      throw bad('needs an inputSchema made with zod (z.object({...}))');
+    if (typeof (tool.inputSchema as { safeParse?: unknown } | undefined)?.safeParse !== 'function' && !isJsonInput(tool.inputSchema))
+      throw bad('needs an inputSchema made with zod (z.object({...})) or jsonInput(schema)');
     if (typeof tool.execute !== 'function') throw bad('needs an execute(input, ctx) function');
     if (tool.durable !== undefined && typeof tool.durable !== 'boolean') throw bad('has a durable flag that is not true or false');
     if (tool.needsApproval !== undefined && typeof tool.needsApproval !== 'boolean' && typeof tool.needsApproval !== 'function')
@@ -80,6 +95,32 @@ export async function loadTools(path: string): Promise<ToolRegistry> {
 /** The registry as the AI SDK's tools, without `execute`: the runner runs each call itself, through `ctx.tool`. */
 export function sdkTools(tools: ToolRegistry): Record<string, Tool> {
   return Object.fromEntries(
-    Object.entries(tools).map(([name, t]) => [name, sdkTool({ description: t.description, inputSchema: t.inputSchema as z.ZodType<unknown> })]),
+    Object.entries(tools).map(([name, t]) => [
+      name,
+      sdkTool({ description: t.description, inputSchema: isJsonInput(t.inputSchema) ? sdkJsonSchema(t.inputSchema) : (t.inputSchema as z.ZodType<unknown>) }),
+    ]),
   );
+}
+
+/** A call's input checked against its tool's schema: the parsed input, or what is wrong with it. */
+export function parseToolInput(tool: ModelTool, input: unknown): { success: true; data: unknown } | { success: false; message: string } {
+  if (isJsonInput(tool.inputSchema)) {
+    const problem = tool.inputSchema.validate(input);
+    return problem === undefined ? { success: true, data: input } : { success: false, message: problem };
+  }
+  const parsed = tool.inputSchema.safeParse(input);
+  return parsed.success ? { success: true, data: parsed.data } : { success: false, message: parsed.error.message };
+}
+
+function isJsonInput(s: unknown): s is JsonInput {
+  return typeof s === 'object' && s !== null && (s as { kind?: unknown }).kind === 'json-schema';
+}
+
+function sdkJsonSchema(input: JsonInput) {
+  return jsonSchema(input.jsonSchema, {
+    validate: (value) => {
+      const problem = input.validate(value);
+      return problem === undefined ? { success: true, value } : { success: false, error: new Error(problem) };
+    },
+  });
 }
