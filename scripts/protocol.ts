@@ -204,6 +204,7 @@ function sampleEvents(): Record<EventType, { payload: Record<string, unknown> }>
     'model.retry_scheduled': {
       payload: { executionId: EXE, messageId: MSG, attempt: 1, delayMs: 250, error: { type: 'model_request_failed', message: 'HTTP 429' } },
     },
+    'tool.progressed': { payload: { executionId: EXE, messageId: MSG, callId: 'call_v1', progress: 2.5, total: 10, message: 'page 2 of 10' } },
     'tool.called': {
       payload: {
         executionId: EXE,

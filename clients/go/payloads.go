@@ -242,6 +242,17 @@ type ModelRetryScheduled struct {
 	Error       RecordedError `sd:"error" json:"error"`
 }
 
+// ToolProgressed (live only): how far a running tool call got (Progress out of Total, when
+// known), at most one every 100 ms per call.
+type ToolProgressed struct {
+	ExecutionID string   `sd:"executionId,id" json:"executionId"`
+	MessageID   string   `sd:"messageId,id" json:"messageId"`
+	CallID      string   `sd:"callId,id" json:"callId"`
+	Progress    float64  `sd:"progress,min=0" json:"progress"`
+	Total       *float64 `sd:"total,opt,min=0" json:"total,omitempty"`
+	Message     *string  `sd:"message,opt,max=1000" json:"message,omitempty"`
+}
+
 // ToolCalled: the model called a tool (Input unset: the call had none).
 type ToolCalled struct {
 	ExecutionID    string  `sd:"executionId,id" json:"executionId"`
@@ -421,6 +432,7 @@ func (*TextCompleted) EventType() string         { return "text.completed" }
 func (*ReasoningDelta) EventType() string        { return "reasoning.delta" }
 func (*ReasoningCompleted) EventType() string    { return "reasoning.completed" }
 func (*ModelRetryScheduled) EventType() string   { return "model.retry_scheduled" }
+func (*ToolProgressed) EventType() string        { return "tool.progressed" }
 func (*ToolCalled) EventType() string            { return "tool.called" }
 func (*ToolStarted) EventType() string           { return "tool.started" }
 func (*ToolSucceeded) EventType() string         { return "tool.succeeded" }
@@ -468,6 +480,7 @@ var Catalog = []CatalogEntry{
 	{"reasoning.delta", 1, false, func() Payload { return new(ReasoningDelta) }},
 	{"reasoning.completed", 1, true, func() Payload { return new(ReasoningCompleted) }},
 	{"model.retry_scheduled", 1, false, func() Payload { return new(ModelRetryScheduled) }},
+	{"tool.progressed", 1, false, func() Payload { return new(ToolProgressed) }},
 	{"tool.called", 2, true, func() Payload { return new(ToolCalled) }},
 	{"tool.started", 1, true, func() Payload { return new(ToolStarted) }},
 	{"tool.succeeded", 1, true, func() Payload { return new(ToolSucceeded) }},

@@ -239,6 +239,25 @@ func decodeValue(fv reflect.Value, r fieldRules, v any, path string, is *issues)
 			is.add(path, "expected a number >= %d, got %d", *r.min, n)
 		}
 		fv.SetInt(n)
+	case reflect.Float64:
+		var f float64
+		switch x := v.(type) {
+		case int64:
+			f = float64(x)
+		case float64:
+			f = x
+		default:
+			is.add(path, "expected a number, got %s", preview(v))
+			return
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			is.add(path, "expected a finite number, got %v", f)
+			return
+		}
+		if r.min != nil && f < float64(*r.min) {
+			is.add(path, "expected a number >= %d, got %v", *r.min, f)
+		}
+		fv.SetFloat(f)
 	case reflect.Struct:
 		decodeStruct(fv, v, path, is)
 	case reflect.Map: // tags: Tags, or TagChanges (values may be null)
@@ -342,6 +361,8 @@ func encodeValue(fv reflect.Value) any {
 		return fv.Bool()
 	case reflect.Int64:
 		return fv.Int()
+	case reflect.Float64:
+		return fv.Float()
 	case reflect.Struct:
 		return encodeStruct(fv)
 	case reflect.Slice:

@@ -729,6 +729,11 @@ func compareField(t *testing.T, where string, ft reflect.Type, r fieldRules, p M
 		if typ != "integer" || r.min == nil || *r.min != min {
 			t.Errorf("%s: integer min %v here, schema %s", where, r.min, show(p))
 		}
+	case reflect.Float64:
+		min, _ := get(p, "minimum").(int64)
+		if typ != "number" || r.min == nil || *r.min != min || get(p, "exclusiveMinimum") != nil {
+			t.Errorf("%s: number min %v here, schema %s", where, r.min, show(p))
+		}
 	case reflect.Struct:
 		compareStruct(t, where, ft, p)
 	case reflect.Map: // tags: keys by the tag key pattern, values 1-256 characters (or null)

@@ -256,6 +256,24 @@ export const catalog = {
   ),
 
   /**
+   * A running tool's progress (`ctx.progress`, an MCP progress notification): live-only, at most one
+   * per call every `PROGRESS_INTERVAL_MS` (the latest wins), never stored. `progress` counts up;
+   * `total`, when known, is what it counts to.
+   */
+  'tool.progressed': event(
+    'tool.progressed',
+    z.object({
+      executionId: id,
+      messageId: id,
+      callId: id,
+      progress: z.number().nonnegative(),
+      total: z.number().nonnegative().optional(),
+      message: z.string().max(1000).optional(),
+    }),
+    { durable: false },
+  ),
+
+  /**
    * A tool call journaled. Version 2 adds `started`: true when the call starts in the same append
    * (the usual case: one event, where version 1 wrote `tool.called` then `tool.started`); false for
    * a call recorded before it may start, whose `tool.started` comes later. A version-1 payload reads

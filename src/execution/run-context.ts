@@ -22,13 +22,14 @@ import type { LiveBus } from '../events/live-bus.ts';
 import type { ExecutionPhase, RecordedError, Usage } from '../events/catalog.ts';
 import type { ProtoEvent } from '../machines/commands.ts';
 import { Refusal } from '../machines/commands.ts';
-import type { RunContext, RunInput, SignalResult, ToolCall, ToolContext } from '../runner/types.ts';
+import type { RunContext, RunInput, SignalResult, ToolCall, ToolContext, ToolProgress } from '../runner/types.ts';
 import type { CommandHandler } from './command-handler.ts';
 import { runInputs, steeringInputs } from '../input/turn.ts';
 import { ErrorCode, SessiondError, ClaimLostError, WaitingError, isRefusal, recordedError } from '../errors.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, pack } from '../events/codec.ts';
 import type { Transcripts } from './transcripts.ts';
 import { STREAM_RECORD_MS, StreamRecorder } from './stream-recorder.ts';
+import { progressThrottle } from './progress-throttle.ts';
 
 /** A model request failed and is sent again after `delayMs` (`attempt`: the one that failed): the worker's log says it (a `Notice`). */
 export interface RetryNotice {
@@ -200,13 +201,19 @@ export function createRunContext(deps: RunContextDeps): Turn {
   /** Runs a journaled call's `fn` and records its result (buffered), or its error; returns or throws what `fn` did. */
   const runJournaled = async <T>(messageId: string, callId: string, name: string, key: string | undefined, fn: (tc: ToolContext) => Promise<T>): Promise<T> => {
     let output: T;
+    const progress = progressThrottle<ToolProgress>(clock, (update) => {
+      if (!signal.aborted)
+        bus.publish({ id: ids.next('evt'), type: 'tool.progressed', sessionId, time: clock.now(), payload: { executionId, messageId, callId, ...update } });
+    });
     try {
-      output = await fn({ callId, idempotencyKey: key, signal });
+      output = await fn({ callId, idempotencyKey: key, signal, progress: (update) => progress.push(checkProgress(name, update)) });
     } catch (err) {
+      progress.stop();
       if (signal.aborted) throw signal.reason;
       await later([{ type: 'tool.failed', payload: { executionId, messageId, callId, error: recordedError(err, 'tool') } }]);
       throw err;
     }
+    progress.stop(true); // its last report goes out before its result
     const size = encodedSize(output);
     if (size > DEFAULT_MAX_PAYLOAD_BYTES) {
       // the call ran, but its result cannot be recorded: the call fails with what to do, and the model sees that
@@ -409,4 +416,16 @@ export function createRunContext(deps: RunContextDeps): Turn {
       return events;
     },
   };
+}
+
+/** A tool's progress as the live event carries it; what cannot be one is refused, saying what the tool sent. */
+function checkProgress(tool: string, update: ToolProgress): ToolProgress {
+  const { progress, total, message } = update ?? ({} as ToolProgress);
+  const bad = (why: string) =>
+    new SessiondError(ErrorCode.InvalidOption, `Tool ${tool} reported progress ${why}: use ctx.progress({ progress: 3, total: 10, message: 'page 3 of 10' }).`);
+  if (typeof progress !== 'number' || !Number.isFinite(progress) || progress < 0) throw bad(`${String(progress)} (progress must be a number >= 0)`);
+  if (total !== undefined && (typeof total !== 'number' || !Number.isFinite(total) || total <= 0))
+    throw bad(`of total ${String(total)} (total must be a number > 0)`);
+  if (message !== undefined && typeof message !== 'string') throw bad('with a message that is not a string');
+  return { progress, ...(total === undefined ? {} : { total }), ...(message === undefined ? {} : { message: message.slice(0, 1000) }) };
 }

@@ -673,11 +673,14 @@
   // ---- answers as they stream (the worker's live bus: text and reasoning deltas, never stored) ---------
   // shown below the conversation while following the head; the committed text replaces them
   const streaming = new Map(); // partId -> { messageId, kind, text }
+  const progress = new Map(); // callId -> { messageId, text } (tool.progressed, live only)
   function renderLive(note) {
     const parts = [...streaming.values()];
-    ui.convLive.hidden = parts.length === 0 && !note;
+    const tools = [...progress.entries()];
+    ui.convLive.hidden = parts.length === 0 && tools.length === 0 && !note;
     ui.convLive.replaceChildren(
       ...parts.map((p) => h('p', { class: p.kind === 'reasoning' ? 'muted' : '', 'data-testid': 'conv-live-' + p.kind }, p.text)),
+      ...tools.map(([callId, t]) => h('p', { class: 'mono muted', 'data-testid': 'conv-live-progress' }, callId + ': ' + t.text)),
       note ? h('p', { class: 'conv-note', 'data-testid': 'conv-live-note' }, note) : null,
     );
   }
@@ -690,6 +693,10 @@
       part.text += p.delta;
       streaming.set(p.partId, part);
       renderLive('streaming now (live, not yet recorded)');
+    } else if (d.type === 'tool.progressed') {
+      const of = p.total === undefined ? '' : ' of ' + p.total;
+      progress.set(p.callId, { messageId: p.messageId, text: p.progress + of + (p.message ? ' (' + p.message + ')' : '') });
+      renderLive(null);
     } else if (d.type === 'model.retry_scheduled') {
       renderLive('the model request failed (' + p.error.message + '): sending it again in ' + p.delayMs + ' ms');
     } else if (d.type === 'turn.interrupted') {
@@ -709,6 +716,8 @@
   /** A committed event of the shown session ends the streaming of what it settles. */
   function settleLive(event) {
     const p = event.payload || {};
+    if (/^tool\.(succeeded|failed)$/.test(event.type)) progress.delete(p.callId);
+    if (event.type === 'execution.settled') progress.clear();
     if (event.type === 'text.completed' || event.type === 'reasoning.completed') streaming.delete(p.partId);
     else if (/^step\.(ended|failed|recovered)$/.test(event.type) || event.type === 'execution.settled')
       for (const [id, part] of streaming)

@@ -416,6 +416,9 @@ export class Projector {
       'model.retry_scheduled': () => {
         throw new SessiondError(ErrorCode.InvalidPayload, 'model.retry_scheduled is live-only and is never projected.');
       },
+      'tool.progressed': () => {
+        throw new SessiondError(ErrorCode.InvalidPayload, 'tool.progressed is live-only and is never projected.');
+      },
       'turn.interrupted': () => {
         throw new SessiondError(ErrorCode.InvalidPayload, 'turn.interrupted is live-only and is never projected.');
       },

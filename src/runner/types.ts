@@ -42,6 +42,18 @@ export interface ToolContext {
   callId: string;
   idempotencyKey: string | undefined;
   signal: AbortSignal;
+  /**
+   * Reports how far the call got: goes out live (`tool.progressed`: subscribers, the gateway's
+   * streams, the inspector), at most one every 100 ms per call (the latest wins), never stored.
+   */
+  progress(update: ToolProgress): void;
+}
+
+/** A tool's progress: `progress` counts up (a float), out of `total` when known, with an optional message. */
+export interface ToolProgress {
+  progress: number;
+  total?: number;
+  message?: string;
 }
 
 /** What `waitFor` returns: the value delivered (`sessiond resolve`, `engine.resolve`), or that its time ran out. */

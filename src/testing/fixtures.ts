@@ -51,6 +51,7 @@ export const defaultPayloads: { readonly [K in EventType]: PayloadInputOf<K> } =
   'reasoning.delta': { ...step, partId: 'prt_1', delta: 'x' },
   'reasoning.completed': { ...step, partId: 'prt_1', text: 'thought' },
   'model.retry_scheduled': { ...step, attempt: 1, delayMs: 1_000, error },
+  'tool.progressed': { ...step, callId: 'call_1', progress: 3, total: 10, message: 'page 3 of 10' },
   'tool.called': { ...step, callId: 'call_1', name: 'search', input: {}, durable: false, started: false },
   'tool.started': { ...step, callId: 'call_1' },
   'tool.succeeded': { ...step, callId: 'call_1', output: null },

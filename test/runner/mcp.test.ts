@@ -37,7 +37,7 @@ s.after.each(async (ctx) => {
   ctx.tmp.remove();
 });
 
-const call = (signal = new AbortController().signal): ToolContext => ({ callId: 'call_1', idempotencyKey: 'key-1', signal });
+const call = (signal = new AbortController().signal): ToolContext => ({ callId: 'call_1', idempotencyKey: 'key-1', signal, progress: () => {} });
 const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
 function servers(ctx: Ctx, config: Record<string, unknown>, options: Parameters<typeof mcpServers>[1] = {}) {
   const said: string[] = [];
@@ -76,6 +76,22 @@ s('server-everything over stdio: its tools with their schemas; text, an image, s
     mimeType: 'text/plain',
   });
   assert.is(await m.tools(), tools, 'the same registry while no listing changed');
+});
+
+s("an MCP server's progress notifications reach the call's ctx.progress", async (ctx) => {
+  const { m } = servers(ctx, { every: everythingStdio() });
+  const tools = await m.tools();
+  const reports: { progress: number; total?: number }[] = [];
+  const tc: ToolContext = { ...call(), progress: (p) => reports.push(p) };
+  await tools['every__trigger-long-running-operation']!.execute({ duration: 0.3, steps: 3 }, tc);
+  assert.equal(
+    reports.map((r) => [r.progress, r.total]),
+    [
+      [1, 3],
+      [2, 3],
+      [3, 3],
+    ],
+  );
 });
 
 s('server-everything over Streamable HTTP: listed and called', async (ctx) => {

@@ -446,6 +446,8 @@ def as_json_schema(s: cat.Schema) -> dict[str, Any]:
     if isinstance(s, cat.Int):
         out = {"type": "integer", ("exclusiveMinimum" if s.exclusive_min else "minimum"): s.min, "maximum": 2**53 - 1}
         return out
+    if isinstance(s, cat.Num):
+        return {"type": "number", "minimum": s.min}
     if isinstance(s, cat.Bool):
         return {"type": "boolean"}
     if isinstance(s, cat.Enum):

@@ -32,6 +32,8 @@ export interface CallOptions {
   idempotencyKey: string | undefined;
   signal: AbortSignal;
   timeoutMs: number;
+  /** The server's progress notifications for this call (sent with a progress token when given). */
+  onProgress?: (p: { progress: number; total?: number; message?: string }) => void;
 }
 
 export class McpConnection {
@@ -76,7 +78,8 @@ export class McpConnection {
           ...(o.idempotencyKey ? { _meta: { [IDEMPOTENCY_META]: o.idempotencyKey } } : {}),
         },
         undefined,
-        { signal: o.signal, timeout },
+        // a server's progress notifications reach the call's ctx.progress (and reset nothing: the timeout bounds the call)
+        { signal: o.signal, timeout, ...(o.onProgress ? { onprogress: (p: { progress: number; total?: number; message?: string }) => o.onProgress!(p) } : {}) },
       )) as CallToolResult;
     } catch (err) {
       if (o.signal.aborted) throw o.signal.reason;

@@ -12,6 +12,7 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { JSONSchema7 } from 'ai';
 import { systemClock, type Clock } from '../../clock.ts';
 import { jsonInput, type ModelTool, type ToolRegistry } from '../model/tools.ts';
+import type { ToolContext } from '../types.ts';
 import { checkMcpConfig, type McpConfig } from './config.ts';
 import { DEFAULT_MCP_CONNECT_TIMEOUT_MS, McpConnection } from './connection.ts';
 import { mcpToolName } from './names.ts';
@@ -107,6 +108,23 @@ function modelTool(conn: McpConnection, tool: Tool, validators: AjvJsonSchemaVal
     durable: settings.durable,
     ...(settings.needsApproval ? { needsApproval: true } : {}),
     execute: async (input, ctx) =>
-      toolOutput(await conn.call(tool.name, input, { idempotencyKey: ctx.idempotencyKey, signal: ctx.signal, timeoutMs: settings.timeoutMs }), what),
+      toolOutput(
+        await conn.call(tool.name, input, {
+          idempotencyKey: ctx.idempotencyKey,
+          signal: ctx.signal,
+          timeoutMs: settings.timeoutMs,
+          onProgress: (p) => reportProgress(ctx, p),
+        }),
+        what,
+      ),
   };
+}
+
+/** A server's progress notification as the call's progress; one the live event cannot carry (a negative count) is left out. */
+function reportProgress(ctx: ToolContext, p: { progress: number; total?: number; message?: string }): void {
+  try {
+    ctx.progress(p);
+  } catch {
+    /* the server's own bookkeeping: the call goes on */
+  }
 }

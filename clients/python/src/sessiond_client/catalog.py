@@ -243,6 +243,18 @@ class ModelRetryScheduled:
 
 
 @dataclass(frozen=True)
+class ToolProgressed:
+    """How far a running tool call got (live only; at most one every 100 ms per call)."""
+
+    execution_id: str
+    message_id: str
+    call_id: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+
+
+@dataclass(frozen=True)
 class ToolCalled:
     execution_id: str
     message_id: str
@@ -627,6 +639,21 @@ class Int(Schema):
         if self.min is not None and (v <= self.min if self.exclusive_min else v < self.min):
             issues.append(f"{_where(path)}: too small: expected number to be {'>' if self.exclusive_min else '>='}{self.min}")
         return int(v)
+
+
+@dataclass(frozen=True)
+class Num(Schema):
+    """A finite number, whole or not (JSON's number), at least ``min``."""
+
+    min: float | None = None
+
+    def check(self, v: Any, path: Path, issues: Issues) -> Any:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
+            issues.append(f"{_where(path)}: expected number, received {_kind(v)}")
+            return v
+        if self.min is not None and v < self.min:
+            issues.append(f"{_where(path)}: too small: expected number to be >={self.min}")
+        return v  # as sent: a whole number stays an int (JSON does not tell 10 from 10.0)
 
 
 @dataclass(frozen=True)
@@ -1082,6 +1109,19 @@ CATALOG: Mapping[str, EventType] = {
             "model.retry_scheduled",
             ModelRetryScheduled,
             [EXE, MSG, F("attempt", "attempt", POS), F("delayMs", "delay_ms", NONNEG), F("error", "error", ERROR)],
+            durable=False,
+        ),
+        _t(
+            "tool.progressed",
+            ToolProgressed,
+            [
+                EXE,
+                MSG,
+                CALL,
+                F("progress", "progress", Num(0)),
+                F("total", "total", Num(0), optional=True),
+                F("message", "message", Str(0, 1000), optional=True),
+            ],
             durable=False,
         ),
         _t(

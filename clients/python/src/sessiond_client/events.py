@@ -192,6 +192,11 @@ class ModelRetryScheduledEvent(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ToolProgressedEvent(Event):
+    payload: c.ToolProgressed
+
+
+@dataclass(frozen=True, kw_only=True)
 class ToolCalledEvent(Event):
     payload: c.ToolCalled
 
@@ -299,6 +304,7 @@ EVENT_CLASSES: Mapping[str, type[Event]] = {
     "reasoning.delta": ReasoningDeltaEvent,
     "reasoning.completed": ReasoningCompletedEvent,
     "model.retry_scheduled": ModelRetryScheduledEvent,
+    "tool.progressed": ToolProgressedEvent,
     "tool.called": ToolCalledEvent,
     "tool.started": ToolStartedEvent,
     "tool.succeeded": ToolSucceededEvent,
