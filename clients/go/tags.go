@@ -92,7 +92,8 @@ type ListFilter struct {
 // SessionListItem is a session in a list page: what the worker's projection knows of it (Status
 // has the whole of it, from the log). PendingInputs: inputs admitted and not yet run nor dropped;
 // Seq: its last event's; CreatedAt, UpdatedAt: the times of its first and last events (ms since
-// the epoch); ForkedFrom: where it was forked from (nil when it is not a fork).
+// the epoch); ForkedFrom: where it was forked from (nil when it is not a fork); OwnedBy: who it
+// belongs to (nil when no one).
 type SessionListItem struct {
 	SessionID     string     `json:"sessionId"`
 	State         string     `json:"state"`
@@ -103,6 +104,7 @@ type SessionListItem struct {
 	UpdatedAt     int64      `json:"updatedAt"`
 	Tags          Tags       `json:"tags"`
 	ForkedFrom    *ForkPoint `json:"forkedFrom"`
+	OwnedBy       *string    `json:"ownedBy"`
 }
 
 // ForkPoint is the session and seq a session was forked from (Fork, SessionForked.From,

@@ -300,6 +300,7 @@ export class SessiondClient implements Sessions {
       source: sourceId,
       ...(options.at === undefined ? {} : { at: options.at }),
       ...(options.tags ? { tags: { ...options.tags } } : {}),
+      ...(options.owner === undefined ? {} : { owner: options.owner }),
     }).then((r) => r.result);
   }
 

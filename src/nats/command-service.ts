@@ -287,11 +287,15 @@ export function commandAnswerer(
       case 'tag':
         return { result: await known(target.tag(sessionId, (body as unknown as CommandRequests['tag']).tags)) };
       case 'fork': {
-        const { source, at, tags } = body as unknown as CommandRequests['fork'];
+        const { source, at, tags, owner } = body as unknown as CommandRequests['fork'];
         validateId(source, 'source session id');
         if (at !== undefined && (!Number.isSafeInteger(at) || at < 1))
           throw new Reject(CommandFailureCode.BadRequest, `Invalid fork request: at must be a sequence (a whole number >= 1), got ${echo(at)}.`);
-        return { result: await known(target.fork(source, sessionId, { ...(at === undefined ? {} : { at }), ...(tags ? { tags } : {}) })) };
+        return {
+          result: await known(
+            target.fork(source, sessionId, { ...(at === undefined ? {} : { at }), ...(tags ? { tags } : {}), ...(owner === undefined ? {} : { owner }) }),
+          ),
+        };
       }
       case 'wake':
         return { result: await known(target.wake(sessionId)) };

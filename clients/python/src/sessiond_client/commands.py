@@ -317,6 +317,8 @@ class SessionListItem:
     #: The source and seq it was forked from; None when it is not a fork.
     forked_from: ForkPoint | None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: Who it belongs to (fixed by its first admission); None when no one.
+    owned_by: str | None = None
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> "SessionListItem":
@@ -331,6 +333,7 @@ class SessionListItem:
             dict(d.get("tags") or {}),
             fork_point(d.get("forkedFrom")),
             dict(d),
+            d.get("ownedBy"),
         )
 
 
@@ -517,6 +520,8 @@ class StatusReply:
     tags: dict[str, str] = field(default_factory=dict)
     #: The source and seq of a fork (None when the session is not one).
     forked_from: ForkPoint | None = None
+    #: Who the session belongs to (fixed by its first admission; None when no one). ``owner`` is the worker holding the lease.
+    owned_by: str | None = None
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> "StatusReply":
@@ -544,6 +549,7 @@ class StatusReply:
             body,
             dict(d.get("tags") or {}),
             fork_point(d.get("forkedFrom")),
+            d.get("ownedBy"),
         )
 
 
