@@ -107,6 +107,9 @@ type AdmitRequest struct {
 	Wake      *bool
 	NotBefore int64
 	Tags      Tags
+	// Owner: who admits (a tenant's name); the session's owner when this creates it, and a session
+	// another owner holds answers not_found. Trusted users leave it empty.
+	Owner string
 }
 
 // AdmitReceipt is the admit reply. Created is false when the input id was admitted before
@@ -324,6 +327,9 @@ func AdmitBody(sessionID string, r AdmitRequest) Map {
 	}
 	if len(r.Tags) > 0 {
 		m = append(m, MapEntry{"tags", tagsMap(r.Tags)})
+	}
+	if r.Owner != "" {
+		m = append(m, MapEntry{"owner", r.Owner})
 	}
 	return m
 }

@@ -85,8 +85,10 @@ type ListFilter struct {
 	Tags         Tags
 	IDPrefix     string
 	UpdatedSince int64
-	Limit        int
-	After        string
+	// ReachableBy: only sessions this owner reaches (its own, and those with no owner).
+	ReachableBy string
+	Limit       int
+	After       string
 }
 
 // SessionListItem is a session in a list page: what the worker's projection knows of it (Status
@@ -150,6 +152,9 @@ func ListBody(f ListFilter) Map {
 	}
 	if f.UpdatedSince != 0 {
 		m = append(m, MapEntry{"updatedSince", f.UpdatedSince})
+	}
+	if f.ReachableBy != "" {
+		m = append(m, MapEntry{"reachableBy", f.ReachableBy})
 	}
 	if f.Limit != 0 {
 		m = append(m, MapEntry{"limit", int64(f.Limit)})
