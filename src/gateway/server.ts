@@ -252,19 +252,19 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const id = sessionOf(c);
         const after = resumePoint(c.req.headers['last-event-id'], c.url.searchParams.get('after'));
         // a session not started yet may be listened to where the grant could start it: every id of
-        // its prefix opens a stream (existing or not, its own or not), and the first event is vetted
-        const vet =
-          c.grant.tag || !id.startsWith(c.grant.prefix)
-            ? undefined
-            : () =>
-                reachable(sessions, c.grant, id).then(
-                  () => true,
-                  (err: unknown) => {
-                    if (err instanceof HttpError && err.status === 404) return false;
-                    throw err; // another failure: the next event asks again
-                  },
-                );
-        if (!vet) await reachable(sessions, c.grant, id);
+        // its prefix opens a stream (its own, another's, or none yet: the same answer), and a stream
+        // on one that is not its own now is vetted again at its first event (silent if still not)
+        const mine = () =>
+          reachable(sessions, c.grant, id).then(
+            () => true,
+            (err: unknown) => {
+              if (err instanceof HttpError && err.status === 404) return false;
+              throw err; // another failure: refused now, or asked again at the next event
+            },
+          );
+        let vet: (() => Promise<boolean>) | undefined;
+        if (c.grant.tag || !id.startsWith(c.grant.prefix)) await reachable(sessions, c.grant, id);
+        else if (!(await mine())) vet = mine;
         const stream = await openEventStream(c.res, sessions, live, id, after, { heartbeatMs, maxBufferedBytes, onError, ...(vet ? { vet } : {}) });
         streams.add(stream);
         c.res.on('close', () => streams.delete(stream));

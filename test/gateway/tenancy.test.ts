@@ -61,6 +61,12 @@ test('a stream opened on an id before another tenant takes it stays silent: hear
   await waitFor(() => early.comments.filter((c) => c.startsWith('heartbeat')).length >= beats + 2, { what: 'two more heartbeats' });
   early.close();
   assert.equal(early.frames, [], 'nothing of ta’s session reached tb');
+  // an id another tenant already holds opens the same way, and stays as silent
+  const taken = await readSse(new URL(`/v1/sessions/ses_r_early/events?access_token=${TB}`, gateway.url).href);
+  assert.is(taken.status, 200, 'the same answer as for an id with no events');
+  await waitFor(() => taken.comments.filter((c) => c.startsWith('heartbeat')).length >= 2, { what: 'two heartbeats' });
+  taken.close();
+  assert.equal(taken.frames, [], 'nothing of ta’s session');
   // the owner's own stream, opened the same way, gets it all
   const own = await readSse(new URL(`/v1/sessions/ses_r_early/events?access_token=${TA}`, gateway.url).href);
   await own.next((f) => f.json?.type === 'execution.settled');
