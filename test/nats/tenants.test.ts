@@ -132,6 +132,25 @@ s('the server refuses a tenant the other’s command subjects, the live subjects
   }
 });
 
+s('two tenant users racing to create the same 20 ids: each id admits one, the other gets not_found', async ({ acme, globex }) => {
+  const ids = Array.from({ length: 20 }, (_, i) => `ses_t_race${i}`);
+  const outcome = (p: Promise<unknown>) =>
+    p.then(
+      () => 'in',
+      (err: unknown) => (isSessiondError(err) && err.code === ErrorCode.NotFound ? 'not_found' : String(err)),
+    );
+  const results = await Promise.all(
+    ids.map(async (id) => [id, ...(await Promise.all([outcome(acme.admit(id, { prompt: `a-${id}` })), outcome(globex.admit(id, { prompt: `g-${id}` }))]))]),
+  );
+  for (const [id, a, g] of results) {
+    assert.equal([a, g].sort(), ['in', 'not_found'], `${id}: exactly one tenant gets in (acme ${a}, globex ${g})`);
+    const winner = a === 'in' ? acme : globex;
+    const loser = a === 'in' ? globex : acme;
+    assert.is((await winner.status(id!)).ownedBy, a === 'in' ? 'acme' : 'globex');
+    await notFound(loser.status(id!), `${id}: the loser's status`);
+  }
+});
+
 s('setup --tenant refuses a name that is not a subject token, and a password without a tenant', async () => {
   const bad = await runCli(['setup', '--tenant', 'acme.corp']);
   assert.is(bad.code, 2, bad.stderr);
