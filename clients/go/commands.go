@@ -107,6 +107,9 @@ type AdmitRequest struct {
 	Wake      *bool
 	NotBefore int64
 	Tags      Tags
+	// Owner: who admits (a tenant's name); the session's owner when this creates it, and a session
+	// another owner holds answers not_found. Trusted users leave it empty.
+	Owner string
 }
 
 // AdmitReceipt is the admit reply. Created is false when the input id was admitted before
@@ -182,7 +185,8 @@ type ResolveResult struct {
 // Outcome is how the last execution ended (succeeded, failed, released, waiting, cancelled; nil
 // while it runs or before any); the session waits when it is waiting and one of Waits is open.
 // Tags are the session's tags (empty when it has none); ForkedFrom is the source and seq of a
-// fork (nil when the session is not one).
+// fork (nil when the session is not one). OwnedBy is who the session belongs to (fixed by its
+// first admission; nil when no one); Owner is the worker holding the turn's lease.
 type Status struct {
 	SessionID      string          `json:"sessionId"`
 	State          string          `json:"state"`
@@ -204,6 +208,7 @@ type Status struct {
 	Usage          Usage           `json:"usage"`
 	Tags           Tags            `json:"tags"`
 	ForkedFrom     *ForkPoint      `json:"forkedFrom"`
+	OwnedBy        *string         `json:"ownedBy"`
 	Execution      *ExecutionState `json:"execution"`
 	// Raw is the reply's JSON as it came (fields this client does not know included).
 	Raw json.RawMessage `json:"-"`
@@ -322,6 +327,9 @@ func AdmitBody(sessionID string, r AdmitRequest) Map {
 	}
 	if len(r.Tags) > 0 {
 		m = append(m, MapEntry{"tags", tagsMap(r.Tags)})
+	}
+	if r.Owner != "" {
+		m = append(m, MapEntry{"owner", r.Owner})
 	}
 	return m
 }

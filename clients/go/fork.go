@@ -18,6 +18,8 @@ import (
 type ForkOptions struct {
 	At   int64
 	Tags Tags
+	// Owner: who forks; another owner's source answers not_found (the fork keeps the source's owner).
+	Owner string
 }
 
 // ForkResult is the fork reply. From: the source and the seq the fork holds the conversation up
@@ -42,6 +44,9 @@ func ForkBody(sourceID, sessionID string, o ForkOptions) Map {
 	}
 	if len(o.Tags) > 0 {
 		m = append(m, MapEntry{"tags", tagsMap(o.Tags)})
+	}
+	if o.Owner != "" {
+		m = append(m, MapEntry{"owner", o.Owner})
 	}
 	return m
 }

@@ -148,6 +148,7 @@ type InputAdmitted struct {
 	Continues *Continuation `sd:"continues,opt" json:"continues,omitempty"`
 	NotBefore *int64        `sd:"notBefore,opt,min=0" json:"notBefore,omitempty"`
 	Tags      Tags          `sd:"tags,opt,tags" json:"tags,omitempty"`
+	Owner     *string       `sd:"owner,opt,id" json:"owner,omitempty"`
 }
 
 // InputPromoted: a pending input joined an execution.
@@ -347,6 +348,7 @@ type SessionForked struct {
 	From       ForkPoint        `sd:"from" json:"from"`
 	Transcript []TranscriptItem `sd:"transcript" json:"transcript"`
 	Tags       Tags             `sd:"tags,opt,tags" json:"tags,omitzero"`
+	Owner      *string          `sd:"owner,opt,id" json:"owner,omitempty"`
 }
 
 // RecoveryStarted: another worker took over an execution whose owner lost its lease.

@@ -85,14 +85,17 @@ type ListFilter struct {
 	Tags         Tags
 	IDPrefix     string
 	UpdatedSince int64
-	Limit        int
-	After        string
+	// ReachableBy: only sessions this owner reaches (its own, and those with no owner).
+	ReachableBy string
+	Limit       int
+	After       string
 }
 
 // SessionListItem is a session in a list page: what the worker's projection knows of it (Status
 // has the whole of it, from the log). PendingInputs: inputs admitted and not yet run nor dropped;
 // Seq: its last event's; CreatedAt, UpdatedAt: the times of its first and last events (ms since
-// the epoch); ForkedFrom: where it was forked from (nil when it is not a fork).
+// the epoch); ForkedFrom: where it was forked from (nil when it is not a fork); OwnedBy: who it
+// belongs to (nil when no one).
 type SessionListItem struct {
 	SessionID     string     `json:"sessionId"`
 	State         string     `json:"state"`
@@ -103,6 +106,7 @@ type SessionListItem struct {
 	UpdatedAt     int64      `json:"updatedAt"`
 	Tags          Tags       `json:"tags"`
 	ForkedFrom    *ForkPoint `json:"forkedFrom"`
+	OwnedBy       *string    `json:"ownedBy"`
 }
 
 // ForkPoint is the session and seq a session was forked from (Fork, SessionForked.From,
@@ -148,6 +152,9 @@ func ListBody(f ListFilter) Map {
 	}
 	if f.UpdatedSince != 0 {
 		m = append(m, MapEntry{"updatedSince", f.UpdatedSince})
+	}
+	if f.ReachableBy != "" {
+		m = append(m, MapEntry{"reachableBy", f.ReachableBy})
 	}
 	if f.Limit != 0 {
 		m = append(m, MapEntry{"limit", int64(f.Limit)})

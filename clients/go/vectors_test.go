@@ -904,10 +904,10 @@ func TestCommandsSchema(t *testing.T) {
 	verbs := get(schema, "x-sessiond-verbs").(Map)
 	yes := true
 	full := map[string]Map{
-		VerbAdmit:   AdmitBody("s", AdmitRequest{Prompt: "p", ID: "i", Delivery: "queue", Wake: &yes, NotBefore: 1796056745917, Tags: Tags{"k": "v"}}),
+		VerbAdmit:   AdmitBody("s", AdmitRequest{Prompt: "p", ID: "i", Delivery: "queue", Wake: &yes, NotBefore: 1796056745917, Tags: Tags{"k": "v"}, Owner: "o"}),
 		VerbTag:     TagBody("s", TagRequest{Set: Tags{"k": "v"}, Remove: []string{"x"}}),
-		VerbList:    ListBody(ListFilter{State: "idle", Waiting: &yes, Tags: Tags{"k": "v"}, IDPrefix: "s", UpdatedSince: 1, Limit: 2, After: "a"}),
-		VerbFork:    ForkBody("src", "s", ForkOptions{At: 3, Tags: Tags{"k": "v"}}),
+		VerbList:    ListBody(ListFilter{State: "idle", Waiting: &yes, Tags: Tags{"k": "v"}, IDPrefix: "s", UpdatedSince: 1, ReachableBy: "o", Limit: 2, After: "a"}),
+		VerbFork:    ForkBody("src", "s", ForkOptions{At: 3, Tags: Tags{"k": "v"}, Owner: "o"}),
 		VerbWake:    WakeBody("s"),
 		VerbCancel:  CancelBody("s", "r", "e"),
 		VerbStatus:  StatusBody("s", 100),

@@ -17,6 +17,8 @@ export const Tags = z.record(tagKey, tagValue);
 export type Tags = Readonly<Record<string, string>>;
 /** A change to a session's tags: a value sets the key, `null` removes it. */
 export type TagChanges = Readonly<Record<string, string | null>>;
+/** Who a session belongs to (a gateway grant's tenant, or `token:<name>`): fixed by its first event, never changed (sessions/owner.ts checks its characters where requests name it). */
+export const Owner = z.string().min(1).max(128);
 
 /**
  * A prompt: a string, or a list of parts (src/input/prompt.ts has the rules and the messages). Bytes
@@ -217,6 +219,8 @@ export const catalog = {
       notBefore: z.number().int().nonnegative().optional(),
       /** Tags the admission gives its session (merged into those it has). */
       tags: Tags.optional(),
+      /** The session's owner: only on the admission that created the session (its first event). */
+      owner: Owner.optional(),
     }),
     {
       version: 2,
@@ -355,7 +359,13 @@ export const catalog = {
    */
   'session.forked': event(
     'session.forked',
-    z.object({ from: z.object({ sessionId: id, seq: z.number().int().positive() }), transcript: z.array(TranscriptItemSchema), tags: Tags.optional() }),
+    z.object({
+      from: z.object({ sessionId: id, seq: z.number().int().positive() }),
+      transcript: z.array(TranscriptItemSchema),
+      tags: Tags.optional(),
+      /** The fork's owner: the source's (or, for an ownerless source, the forking grant's). */
+      owner: Owner.optional(),
+    }),
   ),
 
   /**

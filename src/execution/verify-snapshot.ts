@@ -1,7 +1,8 @@
 /**
  * The check a stored snapshot passes before a cold load rests on it (command-handler.ts): a stored
  * snapshot is a cache anyone with the store's credentials can write, so what it claims (its head
- * event, each pending input's admission) must be found in the log, in a bounded number of reads.
+ * event, its owner, each pending input's admission) must be found in the log, in a bounded number
+ * of reads.
  */
 import type { EventLog } from '../events/event-log.ts';
 import type { SessionEvent } from '../events/envelope.ts';
@@ -60,6 +61,11 @@ export async function verifyStoredSnapshot(
   };
   if (!(await eventAt(ctx.head, ctx.seq)))
     return fail(`the log has no event ${ctx.head.id} at seq ${ctx.seq} (position ${ctx.head.position}), the head it names`);
+  // the owner decides who reaches the session: it must be the one its first event gave it
+  const [first] = await log.readSession(sessionId, { afterSeq: 0, limit: 1 });
+  const owner = first?.type === 'input.admitted' || first?.type === 'session.forked' ? (first.payload.owner ?? null) : null;
+  if ((ctx.ownedBy ?? null) !== owner)
+    return fail(`it names owner ${JSON.stringify(ctx.ownedBy ?? null)}, but the session's first event gives it ${JSON.stringify(owner)}`);
   const pending: PendingInput[] = [];
   const ids = new Set<string>();
   for (const claimed of ctx.pending) {

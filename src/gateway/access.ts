@@ -1,13 +1,17 @@
 /**
- * What a grant (tokens.ts) lets a request touch. A session outside the grant answers exactly as a
- * session that does not exist (404), so a token cannot learn which ids others use; a new session
- * may be started only inside the grant's prefix (else 403), and gets the grant's tag.
+ * What a grant (tokens.ts) lets a request touch: a session whose id has the grant's prefix AND that
+ * carries its tag AND whose owner is the grant's (`ownerOf`), or no one, or any for tenant `*`.
+ * A session outside that answers exactly as a session that does not exist (404), on every route,
+ * admission included: a prefix mismatch and another owner's id get the same 404. A new session gets
+ * the grant's tag and owner; the owner is fixed inside the log's append (sessions/owner.ts), so two
+ * grants racing to create one id never both get in.
  */
 import { HttpError, isSessiondError, ErrorCode } from '../errors.ts';
 import type { SessionStatus, Sessions } from '../sessions/sessions.ts';
 import type { ListFilter, SessionPage } from '../sessions/list.ts';
 import type { Tags } from '../sessions/tags.ts';
-import type { Grant } from './tokens.ts';
+import { ownerReaches } from '../sessions/owner.ts';
+import { ownerOf, type Grant } from './tokens.ts';
 import { SCOPES } from './scopes.ts';
 
 /** Every session, no tag: what a gateway without tokens (loopback only) grants. */
@@ -15,7 +19,14 @@ export const OPEN_GRANT: Grant = { name: 'open', prefix: '', scopes: new Set(SCO
 
 const hasTag = (grant: Grant, tags: Tags | undefined): boolean => !grant.tag || tags?.[grant.tag.key] === grant.tag.value;
 
-function notFound(sessionId: string): HttpError {
+/** The owner a grant acts as: undefined for tenant `*` (it reaches every session, and what it creates has no owner, as a trusted process's). */
+export const actingOwner = (grant: Grant): string | undefined => (grant.tenant === '*' ? undefined : ownerOf(grant));
+
+/** Whether the grant reaches a session with these tags and owner (its prefix checked apart). */
+const reaches = (grant: Grant, s: { tags?: Tags; ownedBy?: string | null }): boolean => hasTag(grant, s.tags) && ownerReaches(s.ownedBy, actingOwner(grant));
+
+/** The one answer for a session outside a grant's reach, or with no events. */
+export function notFound(sessionId: string): HttpError {
   return new HttpError(404, ErrorCode.NotFound, `Session ${sessionId} has no events, or this token may not reach it.`);
 }
 
@@ -29,37 +40,52 @@ export async function reachable(sessions: Omit<Sessions, 'close'>, grant: Grant,
     if (isSessiondError(err, ErrorCode.NotFound)) throw notFound(sessionId);
     throw err;
   }
-  if (!hasTag(grant, status.tags)) throw notFound(sessionId);
+  if (!reaches(grant, status)) throw notFound(sessionId);
   return status;
 }
 
 /**
- * Checks a request that may start the session (admit, fork into it): inside the prefix (403), and,
- * when it exists, reachable (404). Returns the tags to start it with (the grant's tag added; a
- * request naming another value for that key is refused).
+ * Checks a request that may start the session (admit, fork into it): inside the prefix and, when it
+ * exists, reachable (else 404, the same either way). Returns what to start it with: the tags (the
+ * grant's added; a request naming another value for that key is refused, 403) and the owner, which
+ * the machine checks again inside the append (this read is not the guard against a racing creator).
  */
-export async function mayStart(sessions: Omit<Sessions, 'close'>, grant: Grant, sessionId: string, tags: Tags | undefined): Promise<Tags | undefined> {
-  if (!sessionId.startsWith(grant.prefix))
-    throw new HttpError(
-      403,
-      ErrorCode.PermissionDenied,
-      `Token ${grant.name} may only reach sessions whose id starts with ${grant.prefix}; ${sessionId} does not.`,
-    );
-  if (!grant.tag) return tags;
-  const { key, value } = grant.tag;
-  if (tags?.[key] !== undefined && tags[key] !== value)
-    throw new HttpError(
-      403,
-      ErrorCode.PermissionDenied,
-      `Token ${grant.name} reaches sessions tagged ${key}=${value} only: leave out tag ${key}, or give it that value.`,
-    );
+export async function mayStart(
+  sessions: Omit<Sessions, 'close'>,
+  grant: Grant,
+  sessionId: string,
+  tags: Tags | undefined,
+): Promise<{ tags?: Tags; owner?: string }> {
+  if (!sessionId.startsWith(grant.prefix)) throw notFound(sessionId);
+  let startTags = tags;
+  if (grant.tag) {
+    const { key, value } = grant.tag;
+    if (tags?.[key] !== undefined && tags[key] !== value)
+      throw new HttpError(
+        403,
+        ErrorCode.PermissionDenied,
+        `Token ${grant.name} reaches sessions tagged ${key}=${value} only: leave out tag ${key}, or give it that value.`,
+      );
+    startTags = { ...tags, [key]: value };
+  }
   try {
     const status = await sessions.status(sessionId);
-    if (!hasTag(grant, status.tags)) throw notFound(sessionId);
+    if (!reaches(grant, status)) throw notFound(sessionId);
   } catch (err) {
     if (!isSessiondError(err, ErrorCode.NotFound) || err instanceof HttpError) throw err;
   }
-  return { ...tags, [key]: value };
+  const owner = actingOwner(grant);
+  return { ...(startTags ? { tags: startTags } : {}), ...(owner === undefined ? {} : { owner }) };
+}
+
+/** `answer` (an admission or a fork), with a `not_found` (another owner won the id meanwhile) answered as every session out of reach is. */
+export async function asReached<T>(sessionId: string, answer: Promise<T>): Promise<T> {
+  try {
+    return await answer;
+  } catch (err) {
+    if (isSessiondError(err, ErrorCode.NotFound) && !(err instanceof HttpError)) throw notFound(sessionId);
+    throw err;
+  }
 }
 
 /** Tag changes a grant may make: never the key its reach depends on. */
@@ -79,6 +105,8 @@ export async function listFor(sessions: Omit<Sessions, 'close'>, grant: Grant, f
     if (filter.tags?.[key] !== undefined && filter.tags[key] !== value) return { sessions: [], next: null };
     f = { ...f, tags: { ...filter.tags, [key]: value } };
   }
+  const owner = actingOwner(grant);
+  if (owner !== undefined) f = { ...f, reachableBy: owner };
   if (grant.prefix !== '') {
     const asked = filter.idPrefix ?? '';
     // the narrower of the two prefixes, when one holds the other; else nothing the grant reaches matches

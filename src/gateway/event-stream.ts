@@ -35,6 +35,12 @@ export interface EventStreamOptions {
   maxBufferedBytes: number;
   /** The follow or the live source failed. */
   onError: (err: unknown) => void;
+  /**
+   * For a stream opened before the caller could tell the session is its own (a session not started
+   * yet): asked at the first committed event. False: nothing of the session is sent, and the stream
+   * stays open with heartbeats only, as for a session that never starts.
+   */
+  vet?: () => Promise<boolean>;
 }
 
 export interface EventStream {
@@ -73,6 +79,8 @@ export async function openEventStream(
   res.write(`retry: 2000\n: session ${sessionId} after seq ${afterSeq}\n\n`);
   const stats = { committed: 0, live: 0, droppedLive: 0 };
   let ended = false;
+  // live events wait for the vet: until the first committed event passed it, nothing is sent
+  let vetted: boolean | undefined = options.vet ? undefined : true;
   let lastSeq = afterSeq;
   const lagging = () => res.writableLength > options.maxBufferedBytes;
   const end = () => {
@@ -87,7 +95,7 @@ export async function openEventStream(
   heartbeat.unref();
   const listening = live
     ? await live(sessionId, (e) => {
-        if (ended || !liveOnly(e.type)) return; // committed events come in order through follow
+        if (ended || vetted !== true || !liveOnly(e.type)) return; // committed events come in order through follow
         if (lagging()) {
           stats.droppedLive++;
           return;
@@ -96,10 +104,19 @@ export async function openEventStream(
         res.write(frame(e, false));
       })
     : undefined;
-  const following = await sessions.follow(
+  let following: Awaited<ReturnType<typeof sessions.follow>> | undefined;
+  following = await sessions.follow(
     sessionId,
-    (e) => {
-      if (ended) return;
+    async (e) => {
+      if (ended || vetted === false) return;
+      if (vetted === undefined) {
+        vetted = await options.vet!();
+        if (!vetted) {
+          void following?.close().catch(options.onError);
+          void listening?.close();
+          return;
+        }
+      }
       if (lagging()) {
         res.write(
           `event: lagging\ndata: ${JSON.stringify({ resumeAfterSeq: lastSeq, reason: 'the client reads slower than the session writes: reconnect with Last-Event-ID' })}\n\n`,
@@ -116,7 +133,7 @@ export async function openEventStream(
   const close = async () => {
     end();
     await listening?.close();
-    await following.close();
+    await following?.close();
   };
   res.on('close', () => void close().catch(options.onError));
   return { stats, close };

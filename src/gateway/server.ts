@@ -22,7 +22,7 @@ import { MAX_BODY_DEPTH, admitBodyLimit, tooDeepAt } from '../nats/commands.ts';
 import { hostGuard } from '../inspector/host-check.ts';
 import { listFilterOf } from '../sessions/list-query.ts';
 import type { Sessions } from '../sessions/sessions.ts';
-import { OPEN_GRANT, checkTagChanges, listFor, mayStart, reachable } from './access.ts';
+import { OPEN_GRANT, asReached, checkTagChanges, listFor, mayStart, reachable } from './access.ts';
 import { openEventStream, type EventStream, type LiveSource } from './event-stream.ts';
 import { parseChatRequest, streamChatTurn, turnUnderWay } from './chat.ts';
 import { presentedToken, type Grant, type TokenTable } from './tokens.ts';
@@ -140,9 +140,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       pattern: /^\/v1\/sessions\/([^/]+)\/inputs$/,
       run: async (c) => {
         const id = sessionOf(c);
-        const body = await c.body();
-        const tags = await mayStart(sessions, c.grant, id, body.tags as Record<string, string> | undefined);
-        return sessions.admit(id, { ...body, ...(tags ? { tags } : {}) } as never);
+        const { owner: _claimed, ...body } = await c.body(); // the owner is the grant's, never the body's
+        const start = await mayStart(sessions, c.grant, id, body.tags as Record<string, string> | undefined);
+        return asReached(id, sessions.admit(id, { ...body, ...start } as never));
       },
     },
     {
@@ -218,8 +218,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const target = str(body.sessionId, 'sessionId');
         if (target === undefined) throw new HttpError(400, ErrorCode.InvalidOption, 'Say the new session\'s id: {"sessionId": "ses_new", "at": 12}.');
         await reachable(sessions, c.grant, source);
-        const tags = await mayStart(sessions, c.grant, validateId(target, 'session id'), body.tags as Record<string, string> | undefined);
-        return sessions.fork(source, target, { ...(body.at !== undefined ? { at: body.at as number } : {}), ...(tags ? { tags } : {}) });
+        const start = await mayStart(sessions, c.grant, validateId(target, 'session id'), body.tags as Record<string, string> | undefined);
+        return asReached(target, sessions.fork(source, target, { ...(body.at !== undefined ? { at: body.at as number } : {}), ...start }));
       },
     },
     {
@@ -227,8 +227,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       pattern: /^\/v1\/chat$/,
       run: async (c) => {
         const { sessionId, inputId, prompt } = parseChatRequest(await c.body());
-        const tags = await mayStart(sessions, c.grant, sessionId, undefined);
-        const receipt = await sessions.admit(sessionId, { id: inputId, prompt, ...(tags ? { tags } : {}) });
+        const start = await mayStart(sessions, c.grant, sessionId, undefined);
+        const receipt = await asReached(sessionId, sessions.admit(sessionId, { id: inputId, prompt, ...start }));
         // a retried request (the same message) replays its turn from the log
         const openedAtSeq = receipt.created ? receipt.admittedSeq : (await sessions.status(sessionId)).seq;
         await streamChatTurn(c.res, sessions, live, sessionId, { inputIds: [inputId], afterSeq: receipt.admittedSeq - 1, openedAtSeq }, onError);
@@ -256,10 +256,21 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       run: async (c) => {
         const id = sessionOf(c);
         const after = resumePoint(c.req.headers['last-event-id'], c.url.searchParams.get('after'));
-        // a session not started yet may be listened to where the grant could start it
-        if (c.grant.tag) await reachable(sessions, c.grant, id);
-        else if (!id.startsWith(c.grant.prefix)) await reachable(sessions, c.grant, id);
-        const stream = await openEventStream(c.res, sessions, live, id, after, { heartbeatMs, maxBufferedBytes, onError });
+        // a session not started yet may be listened to where the grant could start it: every id of
+        // its prefix opens a stream (its own, another's, or none yet: the same answer), and a stream
+        // on one that is not its own now is vetted again at its first event (silent if still not)
+        const mine = () =>
+          reachable(sessions, c.grant, id).then(
+            () => true,
+            (err: unknown) => {
+              if (err instanceof HttpError && err.status === 404) return false;
+              throw err; // another failure: refused now, or asked again at the next event
+            },
+          );
+        let vet: (() => Promise<boolean>) | undefined;
+        if (c.grant.tag || !id.startsWith(c.grant.prefix)) await reachable(sessions, c.grant, id);
+        else if (!(await mine())) vet = mine;
+        const stream = await openEventStream(c.res, sessions, live, id, after, { heartbeatMs, maxBufferedBytes, onError, ...(vet ? { vet } : {}) });
         streams.add(stream);
         c.res.on('close', () => streams.delete(stream));
         return STREAMING;

@@ -12,6 +12,7 @@ import { admittedSeq } from '../machines/session-context.ts';
 import { DEFAULT_LIMITS, DEFAULT_MAX_PROMPT_BYTES, type SessionLimits } from './limits.ts';
 import { urlGuard, type UrlGuard } from './url-guard.ts';
 import { LATEST_CLIENT_TIME, isoTime } from '../clock.ts';
+import { checkOwner, unreachable } from '../sessions/owner.ts';
 
 export { DEFAULT_MAX_PROMPT_BYTES };
 
@@ -27,6 +28,12 @@ export interface AdmitRequest {
   notBefore?: number;
   /** Tags for the session (`{ customer: 'acme' }`): merged into those it has, at most `MAX_TAGS` in all (sessions/tags.ts). */
   tags?: Tags;
+  /**
+   * Who admits (a gateway grant's tenant, `token:<name>`): the session's owner when this admission
+   * creates it. A session another owner holds answers `not_found`, as one with no events would;
+   * one with no owner takes the admission and stays ownerless (sessions/owner.ts).
+   */
+  owner?: string;
 }
 
 export interface AdmitReceipt {
@@ -58,6 +65,7 @@ export function parseAdmitRequest(sessionId: string, req: AdmitRequest, maxPromp
   if (notBefore !== undefined && notBefore > LATEST_CLIENT_TIME)
     throw invalid(`notBefore ${notBefore} is after ${isoTime(LATEST_CLIENT_TIME)}, the latest time a prompt may be scheduled for`);
   const tags = req.tags === undefined ? undefined : (validateTags(req.tags, 'the admission') as Tags);
+  if (req.owner !== undefined) checkOwner(req.owner);
   return {
     ...(req.id ? { id: req.id } : {}),
     prompt,
@@ -65,14 +73,15 @@ export function parseAdmitRequest(sessionId: string, req: AdmitRequest, maxPromp
     wake: req.wake ?? true,
     ...(notBefore === undefined ? {} : { notBefore }),
     ...(tags === undefined || Object.keys(tags).length === 0 ? {} : { tags }),
+    ...(req.owner === undefined ? {} : { owner: req.owner }),
   };
 }
 
 /** An admission checked: defaults applied, tags sorted (absent when none). */
-export type ParsedAdmission = Required<Pick<AdmitRequest, 'prompt' | 'delivery' | 'wake'>> & Pick<AdmitRequest, 'id' | 'notBefore' | 'tags'>;
+export type ParsedAdmission = Required<Pick<AdmitRequest, 'prompt' | 'delivery' | 'wake'>> & Pick<AdmitRequest, 'id' | 'notBefore' | 'tags' | 'owner'>;
 
 /** What an admission holds that an exact resend must repeat: its prompt, delivery, wake, time and tags. */
-export function sameAdmission(a: Omit<ParsedAdmission, 'id'>, b: Omit<ParsedAdmission, 'id'>): boolean {
+export function sameAdmission(a: Omit<ParsedAdmission, 'id' | 'owner'>, b: Omit<ParsedAdmission, 'id' | 'owner'>): boolean {
   return samePrompt(a.prompt, b.prompt) && a.delivery === b.delivery && a.wake === b.wake && a.notBefore === b.notBefore && sameTags(a.tags, b.tags);
 }
 
@@ -105,9 +114,11 @@ export async function admitInput(
       limits: { maxPendingInputs, maxPendingBytes },
       ...(req.notBefore === undefined ? {} : { notBefore: req.notBefore }),
       ...(req.tags === undefined ? {} : { tags: req.tags }),
+      ...(req.owner === undefined ? {} : { owner: req.owner }),
     }));
     return { sessionId, inputId, admittedSeq: events[0]!.seq, created: true, wake: req.wake };
   } catch (err) {
+    if (isRefusal(err, 'not_owner')) throw unreachable(sessionId);
     if (isRefusal(err, 'pending_limit')) {
       throw new SessiondError(ErrorCode.LimitExceeded, err.message.replace(/^admit refused for session \S+ \(pending_limit\): /, ''), {
         cause: err,

@@ -43,9 +43,11 @@ export type Command =
       notBefore?: number;
       /** Tags for the session (merged into those it has; at most `MAX_TAGS` in all). */
       tags?: Tags;
+      /** Who admits: recorded as the session's owner when this admission creates it; refused (`not_owner`) on a session another owns. */
+      owner?: string;
     }
   /** Start a session as a fork of another: its first event holds the source's conversation up to `from.seq`; refused for a session that has events. */
-  | { type: 'fork'; now: number; from: { sessionId: string; seq: number }; transcript: TranscriptItem[]; tags?: Tags }
+  | { type: 'fork'; now: number; from: { sessionId: string; seq: number }; transcript: TranscriptItem[]; tags?: Tags; owner?: string }
   /** Change the session's tags (a value sets a key, null removes it); refused for a session with no events. */
   | { type: 'tag'; now: number; tags: TagChanges }
   /** Drop pending inputs unrun (all of them, or the ones named): an operator unblocking a session. */
@@ -111,6 +113,7 @@ export const Refusal = {
   NoEvents: 'no_events',
   NothingToChange: 'nothing_to_change',
   SessionExists: 'session_exists',
+  NotOwner: 'not_owner',
 } as const;
 export type Refusal = (typeof Refusal)[keyof typeof Refusal];
 

@@ -147,6 +147,8 @@ export interface SessionContext {
   tags: Tags;
   /** A session forked from another (`session.forked`, its first event): the source and the sequence it was forked at. */
   forkedFrom: { sessionId: string; seq: number } | null;
+  /** Who the session belongs to (its first event's `owner`), null when no one: fixed at creation, never changed. */
+  ownedBy: string | null;
 }
 
 /** A wait that was resolved: its kind, name, outcome and when. */
@@ -179,6 +181,7 @@ export function initialContext(sessionId: string): SessionContext {
     usage: { inputTokens: 0, outputTokens: 0 },
     tags: {},
     forkedFrom: null,
+    ownedBy: null,
   };
 }
 
@@ -313,6 +316,7 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       const kept = ctx.admitted.length >= ADMISSION_WINDOW ? ctx.admitted.slice(ctx.admitted.length - ADMISSION_WINDOW + 1) : ctx.admitted;
       next.admitted = [...kept, [p.inputId, event.seq]];
       if (p.tags) next.tags = applyTagChanges(ctx.tags, p.tags);
+      if (p.owner !== undefined && ctx.seq === 0) next.ownedBy = p.owner;
       return next;
     }
     case 'session.tagged':
@@ -322,6 +326,7 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       const p = event.payload;
       next.forkedFrom = { sessionId: p.from.sessionId, seq: p.from.seq };
       if (p.tags) next.tags = applyTagChanges(ctx.tags, p.tags);
+      if (p.owner !== undefined && ctx.seq === 0) next.ownedBy = p.owner;
       // the forked conversation's input ids are its user messages' ids: an admission must not take one again
       const ids = p.transcript.flatMap((i) => (i.type === 'user' ? [[i.inputId, event.seq] as const] : []));
       next.admitted = [...ctx.admitted, ...ids].slice(-ADMISSION_WINDOW);

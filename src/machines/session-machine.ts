@@ -165,6 +165,7 @@ export const refusalMessages: Record<Refusal, (a: Args) => string> = {
     `session ${context.sessionId} would carry ${tagsAfter(context, commandOf(event)).length} tags, over the limit of ${MAX_TAGS}: remove some first (sessiond tag ${context.sessionId} KEY=)`,
   no_events: ({ context }) => `session ${context.sessionId} has no events: admit a prompt first (it creates the session, and may carry tags)`,
   nothing_to_change: ({ context }) => `session ${context.sessionId} already has these tags`,
+  not_owner: ({ context }) => `session ${context.sessionId} belongs to another owner`,
   session_exists: ({ context }) =>
     `session ${context.sessionId} already has ${context.seq} events${context.forkedFrom ? ` (forked from ${context.forkedFrom.sessionId} at sequence ${context.forkedFrom.seq})` : ''}: fork into a new session id`,
   nothing_to_wait_for: ({ context, event }) =>
@@ -291,6 +292,12 @@ export const sessionMachine = setup({
     },
     /** never lets a session carry more than `MAX_TAGS` tags: what a client can add to a session stays bounded. */
     overTagLimit: ({ context, event }) => tagsAfter(context, commandOf(event)).length > MAX_TAGS,
+    /** An admission naming an owner into a session another owner holds (one with no owner takes anyone's, and stays ownerless). */
+    ownedByOther: ({ context, event }) => {
+      assertEvent(event, 'admit');
+      const held = context.ownedBy ?? null;
+      return event.owner !== undefined && held !== null && held !== event.owner;
+    },
     /** A session with no events: a `tag` would create it (only an admission does). */
     noEvents: ({ context }) => context.seq === 0,
     /** A `tag` that changes nothing. */
@@ -361,6 +368,8 @@ export const sessionMachine = setup({
     ],
     cancel: { actions: refuse(Refusal.NothingToCancel) },
     admit: [
+      // first: another owner's session answers nothing about its inputs
+      { guard: 'ownedByOther', actions: refuse(Refusal.NotOwner) },
       { guard: 'alreadyAdmitted', actions: refuse(Refusal.AlreadyAdmitted) },
       { guard: 'overPendingLimits', actions: refuse(Refusal.PendingLimit) },
       { guard: 'overTagLimit', actions: refuse(Refusal.TagLimit) },
@@ -528,6 +537,8 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
             source: command.source ?? 'user',
             ...(command.notBefore === undefined ? {} : { notBefore: command.notBefore }),
             ...(command.tags === undefined || Object.keys(command.tags).length === 0 ? {} : { tags: command.tags }),
+            // the owner is the creating admission's: later ones never change it
+            ...(command.owner !== undefined && ctx.seq === 0 ? { owner: command.owner } : {}),
           },
         },
       ];
@@ -541,6 +552,7 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
             from: command.from,
             transcript: command.transcript,
             ...(command.tags && Object.keys(command.tags).length > 0 ? { tags: command.tags } : {}),
+            ...(command.owner !== undefined ? { owner: command.owner } : {}),
           },
         },
       ];

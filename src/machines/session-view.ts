@@ -53,6 +53,8 @@ export interface SessionView {
   tags: Tags;
   /** The session and sequence it was forked from (`sessions.fork`); null when it is not a fork. */
   forkedFrom: { sessionId: string; seq: number } | null;
+  /** Who the session belongs to (fixed by its first admission or fork; `owner` above is the lease holder), null when no one. */
+  ownedBy: string | null;
 }
 
 /** Pending inputs a view lists at most (the rest are counted; ask for the next page with `pendingFrom`). */
@@ -89,5 +91,6 @@ export function sessionView(snapshot: SessionSnapshot, now: number): SessionView
     usage: ctx.usage,
     tags: ctx.tags,
     forkedFrom: ctx.forkedFrom,
+    ownedBy: ctx.ownedBy ?? null,
   };
 }

@@ -53,7 +53,7 @@ import {
   type StatusReply,
   type WakeResult,
 } from './commands.ts';
-import { STREAM_NAME, subjects, type CommandVerb } from './subjects.ts';
+import { STREAM_NAME, subjects, validateTenant, type CommandVerb } from './subjects.ts';
 
 /** How long a command waits for a worker's reply, over all its attempts. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
@@ -88,6 +88,14 @@ export interface SessiondClientOptions {
   ids?: IdSource;
   /** The clock the no-worker retries are paced on (default the system's; the NATS request timeouts are the client library's own). */
   clock?: Clock;
+  /**
+   * Act as this tenant (a user made by `sessiond setup --tenant NAME`): commands go to
+   * `sessiond.t.<tenant>.cmd.<verb>`, and the worker keeps them to the tenant's own sessions (and
+   * those with no owner). Replies come to `_INBOX_t.<tenant>` (the inbox prefix, unless the
+   * connection options name one). Such a user has no live subjects and no JetStream: `subscribe`,
+   * `follow` and `replay` are refused; read sessions with `status` and `list`.
+   */
+  tenant?: string;
 }
 
 export type { LiveFilter };
@@ -154,6 +162,8 @@ export class SessiondClient implements Sessions {
   private log: Promise<JetStreamEventLog> | undefined;
   private readonly subscriptions = new Set<LiveSubscription>();
   private closed = false;
+  /** The tenant this client acts as (`SessiondClientOptions.tenant`). */
+  private tenant: string | undefined;
 
   private constructor(
     readonly nc: NatsConnection,
@@ -178,12 +188,17 @@ export class SessiondClient implements Sessions {
     const attemptTimeoutMs = Math.min(timeoutMs, wholeNumber('SessiondClient', 'attemptTimeoutMs', options.attemptTimeoutMs, DEFAULT_ATTEMPT_TIMEOUT_MS));
     const noWorkerRetryMs =
       options.noWorkerRetryMs === 0 ? 0 : wholeNumber('SessiondClient', 'noWorkerRetryMs', options.noWorkerRetryMs, DEFAULT_NO_WORKER_RETRY_MS);
+    const tenant = options.tenant === undefined ? undefined : validateTenant(options.tenant);
     const given = isNatsConnection(options.connection);
     const nc = given
       ? (options.connection as NatsConnection)
-      : await connectNats({ name: 'sessiond-client', ...(options.connection as NatsConnectionOptions) });
+      : await connectNats({
+          name: 'sessiond-client',
+          ...(tenant === undefined ? {} : { inboxPrefix: subjects.tenantInbox(tenant) }),
+          ...(options.connection as NatsConnectionOptions),
+        });
     const user = given ? undefined : (options.connection as NatsConnectionOptions).user;
-    return new SessiondClient(
+    const client = new SessiondClient(
       nc,
       !given,
       timeoutMs,
@@ -194,6 +209,8 @@ export class SessiondClient implements Sessions {
       user,
       options.clock ?? systemClock,
     );
+    client.tenant = tenant;
+    return client;
   }
 
   /** Admits a prompt (idempotent by input id; one is generated when absent) and, unless `wake: false`, wakes the session. */
@@ -300,6 +317,7 @@ export class SessiondClient implements Sessions {
       source: sourceId,
       ...(options.at === undefined ? {} : { at: options.at }),
       ...(options.tags ? { tags: { ...options.tags } } : {}),
+      ...(options.owner === undefined ? {} : { owner: options.owner }),
     }).then((r) => r.result);
   }
 
@@ -324,7 +342,7 @@ export class SessiondClient implements Sessions {
   private async send<V extends CommandVerb>(verb: V, body: CommandRequests[V]): Promise<{ result: CommandResults[V]; resent: boolean }> {
     this.assertOpen();
     if ('sessionId' in body) validateId(body.sessionId, 'session id');
-    const subject = subjects.command(verb);
+    const subject = this.tenant === undefined ? subjects.command(verb) : subjects.tenantCommand(this.tenant, verb);
     const data = encodeRequest(verb, body);
     const started = this.clock.now();
     let msg: Msg;
@@ -421,6 +439,7 @@ export class SessiondClient implements Sessions {
    */
   async subscribe(filter: LiveFilter, handler: LiveHandler, options: LiveSubscribeOptions = {}): Promise<LiveSubscription> {
     this.assertOpen();
+    this.assertNotTenant('subscribe to live events');
     const subject = subjects.liveFilter(filter);
     const onInvalid =
       options.onInvalid ?? ((i: InvalidLiveMessage) => process.stderr.write(`sessiond: skipped a live message on ${i.subject}: ${i.error.message}\n`));
@@ -548,6 +567,7 @@ export class SessiondClient implements Sessions {
    */
   follow(sessionId: string, handler: SessionEventHandler, options: FollowOptions = {}): Promise<EventSubscription> {
     this.assertOpen();
+    this.assertNotTenant('follow a session');
     validateId(sessionId, 'session id');
     return followSession(
       {
@@ -570,6 +590,7 @@ export class SessiondClient implements Sessions {
   /** Committed events from the durable stream (see `ReplayOptions`), in order. */
   async replay(options: ReplayOptions = {}): Promise<SessionEvent[]> {
     this.assertOpen();
+    this.assertNotTenant('replay the log');
     const after = options.after ?? 0;
     const limit = options.limit ?? Infinity;
     const log = await this.eventLog();
@@ -587,6 +608,13 @@ export class SessiondClient implements Sessions {
       this.log = undefined;
     });
     return this.log;
+  }
+
+  private assertNotTenant(what: string): void {
+    if (this.tenant !== undefined)
+      throw new PermissionError(
+        `A client acting as tenant ${this.tenant} cannot ${what}: a tenant's NATS user has no live subjects and no JetStream (they carry every tenant's sessions). Read its sessions with status and list, or stream them through the gateway (docs/nats.md, "Tenants").`,
+      );
   }
 
   async close(): Promise<void> {

@@ -30,6 +30,7 @@ const tagKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,63}$/);
 const tagValue = z.string().min(1).max(256);
 const tags = z.record(tagKey, tagValue);
 const state = z.enum(['idle', 'claimed', 'running', 'recovering', 'settled']);
+const owner = z.string().regex(/^[A-Za-z0-9_.:@+=-]{1,128}$/);
 
 export const requestSchemas = {
   admit: z.strictObject({
@@ -40,6 +41,7 @@ export const requestSchemas = {
     wake: z.boolean().optional(),
     notBefore: z.number().int().nonnegative().optional(),
     tags: tags.optional(),
+    owner: owner.optional(),
   }),
   wake: z.strictObject({ sessionId: id }),
   cancel: z.strictObject({ sessionId: id, reason: z.string().max(1000).optional(), executionId: id.optional() }),
@@ -54,13 +56,14 @@ export const requestSchemas = {
     data: z.unknown().optional(),
   }),
   tag: z.strictObject({ sessionId: id, tags: z.record(tagKey, tagValue.nullable()) }),
-  fork: z.strictObject({ sessionId: id, source: id, at: z.number().int().positive().optional(), tags: tags.optional() }),
+  fork: z.strictObject({ sessionId: id, source: id, at: z.number().int().positive().optional(), tags: tags.optional(), owner: owner.optional() }),
   list: z.strictObject({
     state: state.optional(),
     waiting: z.boolean().optional(),
     tags: tags.optional(),
     idPrefix: id.optional(),
     updatedSince: millis.optional(),
+    reachableBy: owner.optional(),
     limit: z.number().int().min(1).max(1000).optional(),
     after: z.string().max(256).optional(),
   }),
@@ -186,6 +189,7 @@ export const replySchemas = {
     }),
     tags,
     forkedFrom: z.object({ sessionId: id, seq: z.number().int().positive() }).nullable(),
+    ownedBy: owner.nullable(),
     execution: execution.nullable(),
   }),
   drop: ok({ result: z.object({ sessionId: id, dropped: z.array(id), seq: z.number().int().positive().optional() }) }),
@@ -222,6 +226,7 @@ export const replySchemas = {
         updatedAt: millis,
         tags,
         forkedFrom: z.object({ sessionId: id, seq: z.number().int().nonnegative() }).nullable(),
+        ownedBy: owner.nullable(),
       }),
     ),
     next: z.string().nullable(),

@@ -57,7 +57,8 @@ import {
   type ErrorBody,
   type StatusReply,
 } from './commands.ts';
-import { COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
+import { COMMAND_PREFIX, COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
+import { tenantTarget } from './tenant-target.ts';
 import { inboxPrefixOf } from './connection.ts';
 
 /** What the service drives: a `Sessions` (the worker's engine). A session with no events is answered `unknown_session`. */
@@ -101,6 +102,8 @@ export interface CommandServiceOptions {
    * the server sends it no more. Keep it below the client's requestTimeoutMs / attemptTimeoutMs.
    */
   places?: number;
+  /** Serve tenants' subjects too (`sessiond.t.<tenant>.cmd.<verb>`, tenant-target.ts); default true. */
+  tenantCommands?: boolean;
 }
 
 /** Each place takes one request and is renewed at once by a running worker; a frozen one renews none. */
@@ -148,6 +151,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   const replyPrefixes = parseReplyPrefixes(options.replyPrefixes);
   const inFlight = new Set<Promise<void>>();
   const queue = options.queue ?? COMMAND_QUEUE;
+  const tenantCommands = options.tenantCommands ?? true;
   const places = wholeNumber('command service', 'places', options.places, DEFAULT_QUEUE_PLACES);
   const refusalLines = options.onRefusalLine ?? ((line: string) => onError(new Error(line)));
   const refusalLog = createRefusalLog({
@@ -182,12 +186,14 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
       refused(ErrorKind.InvalidInput, `A message on ${boundText(msg.subject)} has no reply subject: send commands as requests (nc.request), not publishes.`);
       return;
     }
-    if (!isAllowedReply(msg.reply, replyPrefixes)) {
+    const tenant = subjects.tenantOfCommandSubject(msg.subject);
+    // a tenant's command is answered in that tenant's inbox only
+    if (tenant !== undefined ? !isAllowedReply(msg.reply, [subjects.tenantInbox(tenant)]) : !isAllowedReply(msg.reply, replyPrefixes)) {
       stats.refusedReplies++;
       const refusal: RefusedReply = {
         subject: msg.subject,
         reply: msg.reply,
-        message: `Refused a request on ${boundText(msg.subject)}: its reply subject ${echo(msg.reply)} is not an inbox under ${replyPrefixes.join(', ')}, so it was neither run nor answered. Commands must be sent with nc.request from a connection whose inbox prefix nats.conf allows (docs/protocol.md).`,
+        message: `Refused a request on ${boundText(msg.subject)}: its reply subject ${echo(msg.reply)} is not an inbox under ${tenant !== undefined ? subjects.tenantInbox(tenant) : replyPrefixes.join(', ')}, so it was neither run nor answered. Commands must be sent with nc.request from a connection whose inbox prefix nats.conf allows (docs/protocol.md).`,
       };
       if (options.onRefusedReply) {
         options.onRefused?.(ErrorKind.Permission);
@@ -208,19 +214,24 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   // used is renewed at once, so a worker that stops running (SIGSTOP, a blocked event loop) holds
   // at most `places` requests and then leaves the group, and clients resend those elsewhere.
   const open = new Set<Subscription>();
-  const openPlace = () => {
-    const place: Subscription = nc.subscribe(subjects.allCommands, {
+  const openPlace = (subject: string) => {
+    const place: Subscription = nc.subscribe(subject, {
       queue,
       max: 1,
       callback: (err, msg) => {
         open.delete(place);
-        if (!err && !closing) openPlace();
+        if (!err && !closing) openPlace(subject);
         take(err, msg);
       },
     });
     open.add(place);
   };
-  for (let i = 0; i < places; i++) openPlace();
+  // the trusted subjects, and every tenant's (sessiond.t.<tenant>.cmd.<verb>: tenant-target.ts)
+  const openPlaces = () => {
+    for (let i = 0; i < places; i++) openPlace(subjects.allCommands);
+    if (tenantCommands) for (let i = 0; i < places; i++) openPlace(subjects.allTenantCommands);
+  };
+  openPlaces();
   // nats.js resubscribes after a reconnect without the one-request limit: open the places afresh
   const statuses = nc.status() as AsyncIterable<{ type: string }> & { stop?: () => void };
   void (async () => {
@@ -230,7 +241,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
         open.delete(place);
         place.unsubscribe();
       }
-      for (let i = 0; i < places; i++) openPlace();
+      openPlaces();
     }
   })().catch(onError);
 
@@ -287,11 +298,15 @@ export function commandAnswerer(
       case 'tag':
         return { result: await known(target.tag(sessionId, (body as unknown as CommandRequests['tag']).tags)) };
       case 'fork': {
-        const { source, at, tags } = body as unknown as CommandRequests['fork'];
+        const { source, at, tags, owner } = body as unknown as CommandRequests['fork'];
         validateId(source, 'source session id');
         if (at !== undefined && (!Number.isSafeInteger(at) || at < 1))
           throw new Reject(CommandFailureCode.BadRequest, `Invalid fork request: at must be a sequence (a whole number >= 1), got ${echo(at)}.`);
-        return { result: await known(target.fork(source, sessionId, { ...(at === undefined ? {} : { at }), ...(tags ? { tags } : {}) })) };
+        return {
+          result: await known(
+            target.fork(source, sessionId, { ...(at === undefined ? {} : { at }), ...(tags ? { tags } : {}), ...(owner === undefined ? {} : { owner }) }),
+          ),
+        };
       }
       case 'wake':
         return { result: await known(target.wake(sessionId)) };
@@ -369,7 +384,18 @@ export function commandAnswerer(
       throw err;
     });
 
+  const tenants = new Map<string, ReturnType<typeof commandAnswerer>>();
   return async (subject, data, maxPayload) => {
+    const tenant = subjects.tenantOfCommandSubject(subject);
+    if (tenant !== undefined) {
+      // the same answers, through a target that keeps the tenant to its own sessions (tenant-target.ts)
+      let answer = tenants.get(tenant);
+      if (!answer) {
+        if (tenants.size >= MAX_TENANTS_KEPT) tenants.clear();
+        tenants.set(tenant, (answer = commandAnswerer(tenantTarget(target, tenant), o)));
+      }
+      return answer(`${COMMAND_PREFIX}.${subjects.verbOfCommandSubject(subject)}`, data, maxPayload);
+    }
     const verb = subjects.verbOfCommandSubject(subject);
     let reply: Record<string, unknown>;
     try {
@@ -403,6 +429,9 @@ export function isAllowedReply(reply: string, prefixes: readonly string[]): bool
   if (!SUBJECT_TOKENS.test(reply)) return false;
   return prefixes.some((p) => reply.startsWith(`${p}.`));
 }
+
+/** Tenants whose answerers are kept (past it they are made again: they hold nothing but the target). */
+const MAX_TENANTS_KEPT = 1000;
 
 /** Each verb's largest body (admit's follows the prompt limit). */
 const BODY_LIMITS: Partial<Record<CommandVerb, number>> = {

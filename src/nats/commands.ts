@@ -63,6 +63,8 @@ export interface AdmitCommand {
   notBefore?: number;
   /** Tags for the session (merged into those it has). */
   tags?: Record<string, string>;
+  /** Who admits: the session's owner when this creates it; another owner's session answers not_found (sessions/owner.ts). */
+  owner?: string;
 }
 export interface WakeCommand {
   sessionId: string;
@@ -109,6 +111,8 @@ export interface ForkCommand {
   source: string;
   at?: number;
   tags?: Record<string, string>;
+  /** Who forks: another owner's source answers not_found; the fork gets the source's owner, or this one. */
+  owner?: string;
 }
 /** A page of sessions (the only command without a session id): `ListFilter`'s fields. */
 export interface ListCommand {
@@ -117,6 +121,8 @@ export interface ListCommand {
   tags?: Record<string, string>;
   idPrefix?: string;
   updatedSince?: number;
+  /** Only sessions this owner reaches (its own, and those with no owner). */
+  reachableBy?: string;
   limit?: number;
   after?: string;
 }
@@ -158,15 +164,15 @@ export type CommandReply<V extends CommandVerb> = ({ ok: true } & CommandResults
 
 /** The fields each request may carry (anything else is refused as a likely typo). */
 export const requestFields: Record<CommandVerb, readonly string[]> = {
-  admit: ['sessionId', 'prompt', 'id', 'delivery', 'wake', 'notBefore', 'tags'],
+  admit: ['sessionId', 'prompt', 'id', 'delivery', 'wake', 'notBefore', 'tags', 'owner'],
   wake: ['sessionId'],
   cancel: ['sessionId', 'reason', 'executionId'],
   status: ['sessionId', 'pendingFrom'],
   drop: ['sessionId', 'inputIds', 'reason'],
   resolve: ['sessionId', 'kind', 'name', 'outcome', 'reason', 'data'],
   tag: ['sessionId', 'tags'],
-  list: ['state', 'waiting', 'tags', 'idPrefix', 'updatedSince', 'limit', 'after'],
-  fork: ['sessionId', 'source', 'at', 'tags'],
+  list: ['state', 'waiting', 'tags', 'idPrefix', 'updatedSince', 'reachableBy', 'limit', 'after'],
+  fork: ['sessionId', 'source', 'at', 'tags', 'owner'],
 };
 
 /**

@@ -6,6 +6,7 @@
  * | `sessiond.events.<session>`               | durable log, one subject per session (stream SESSIOND_EVENTS) |
  * | `sessiond.live.<session>.<event type>`    | every event as it happens, incl. live-only text deltas (core NATS) |
  * | `sessiond.cmd.<verb>`                     | request/reply commands: admit, wake, cancel, status, drop, resolve, tag, list, fork |
+ * | `sessiond.t.<tenant>.cmd.<verb>`          | the same commands as one tenant: its sessions only (nats.conf permits each tenant user its own) |
  *
  * Workers serve `sessiond.cmd.*` in the queue group `COMMAND_QUEUE`, so exactly one answers each request.
  *
@@ -23,6 +24,19 @@ export const SUBJECT_TOKENS = /^[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*$/;
 export const EVENTS_PREFIX = 'sessiond.events';
 export const LIVE_PREFIX = 'sessiond.live';
 export const COMMAND_PREFIX = 'sessiond.cmd';
+export const TENANT_PREFIX = 'sessiond.t';
+/** A tenant's name: a subject token and a user name, so letters, digits, _ and - only. */
+export const TENANT_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** `tenant` checked as a tenant's name (a subject token). */
+export function validateTenant(tenant: unknown): string {
+  if (typeof tenant !== 'string' || !TENANT_NAME.test(tenant))
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Invalid tenant ${JSON.stringify(tenant)}: 1-64 letters, digits, _ or - (it becomes a NATS subject token).`,
+    );
+  return tenant;
+}
 /** The queue group every worker's command service joins: one reply per request. */
 export const COMMAND_QUEUE = 'sessiond-workers';
 
@@ -64,7 +78,18 @@ export const subjects = {
   /** What a command service subscribes to (in `COMMAND_QUEUE`). */
   allCommands: `${COMMAND_PREFIX}.*`,
   /** The verb of a command subject (any last token; the service refuses unknown verbs). */
-  verbOfCommandSubject: (subject: string) => subject.slice(COMMAND_PREFIX.length + 1),
+  verbOfCommandSubject: (subject: string) => subject.slice(subject.lastIndexOf('.') + 1),
+  /** A command sent as one tenant: the worker takes the owner from the subject, which nats.conf lets only that tenant's user publish. */
+  tenantCommand: (tenant: string, verb: CommandVerb) => `${TENANT_PREFIX}.${validateTenant(tenant)}.cmd.${verb}`,
+  /** What a command service subscribes to for every tenant (in `COMMAND_QUEUE`). */
+  allTenantCommands: `${TENANT_PREFIX}.*.cmd.*`,
+  /** The tenant a command subject was sent as (undefined: `sessiond.cmd.<verb>`, a trusted user). */
+  tenantOfCommandSubject: (subject: string): string | undefined => {
+    const tokens = subject.split('.');
+    return tokens.length === 5 && `${tokens[0]}.${tokens[1]}` === TENANT_PREFIX && tokens[3] === 'cmd' ? tokens[2] : undefined;
+  },
+  /** The inbox prefix of a tenant's user (`_INBOX_t.<tenant>`): one `_INBOX_t.>` lets the commands user answer every tenant. */
+  tenantInbox: (tenant: string) => `_INBOX_t.${validateTenant(tenant)}`,
 } as const;
 
 export const commandVerbs = ['admit', 'wake', 'cancel', 'status', 'drop', 'resolve', 'tag', 'list', 'fork'] as const;

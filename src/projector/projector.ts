@@ -369,6 +369,7 @@ export class Projector {
           );
         }
         if (p.tags) sessions.tag(e, p.tags);
+        if (p.owner !== undefined && e.seq === 1) sessions.own(e, p.owner);
       },
       'input.promoted': (e) => {
         const { inputId } = e.payload;
@@ -459,6 +460,7 @@ export class Projector {
       'session.forked': (e) => {
         sessions.fork(e, e.payload.from);
         if (e.payload.tags) sessions.tag(e, e.payload.tags);
+        if (e.payload.owner !== undefined && e.seq === 1) sessions.own(e, e.payload.owner);
         for (const m of forkedMessages(e)) {
           const taken = messages.get(e.sessionId, m.id);
           if (taken)

@@ -72,6 +72,10 @@ function query(filter: CheckedFilter, read: PrefixRead): { sql: string; args: un
     args.push(filter.state);
   }
   if (filter.waiting !== undefined) where.push(filter.waiting ? 's.waiting = 1' : 's.waiting = 0'); // literal: the partial index applies
+  if (filter.reachableBy !== undefined) {
+    where.push('(s.owned_by IS NULL OR s.owned_by = ?)');
+    args.push(filter.reachableBy);
+  }
   if (filter.updatedSince !== undefined) {
     where.push('s.time_updated >= ?');
     args.push(filter.updatedSince);
@@ -105,5 +109,6 @@ function toItem(r: SessionRow): SessionListItem {
     updatedAt: r.time_updated,
     tags: JSON.parse(r.tags) as SessionListItem['tags'],
     forkedFrom: r.forked_from === null ? null : { sessionId: r.forked_from, seq: r.forked_seq ?? 0 },
+    ownedBy: r.owned_by ?? null,
   };
 }

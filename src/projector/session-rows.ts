@@ -27,6 +27,8 @@ export interface SessionRow {
   tags: string;
   forked_from: string | null;
   forked_seq: number | null;
+  /** The session's owner (its first event's), NULL when none. */
+  owned_by: string | null;
 }
 
 /** The state an event moves its session to (the machine's targets); absent: the state stays. */
@@ -53,6 +55,8 @@ interface Touched {
   tags: TagChanges[];
   /** A `session.forked` in the batch: its source and sequence. */
   forked: { sessionId: string; seq: number } | null;
+  /** The owner its first event gave it. */
+  owner: string | null;
 }
 
 export function sessionListRows(db: Db) {
@@ -75,6 +79,7 @@ export function sessionListRows(db: Db) {
     RETURNING tags, time_created`);
   const setTags = db.prepare('UPDATE session SET tags = ? WHERE session_id = ?');
   const setForked = db.prepare('UPDATE session SET forked_from = ?, forked_seq = ? WHERE session_id = ?');
+  const setOwner = db.prepare('UPDATE session SET owned_by = ? WHERE session_id = ?');
   const putTag = db.prepare(`INSERT INTO session_tag (session_id, key, value, time_created) VALUES (?, ?, ?, ?)
                              ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value`);
   const removeTag = db.prepare('DELETE FROM session_tag WHERE session_id = ? AND key = ?');
@@ -84,7 +89,7 @@ export function sessionListRows(db: Db) {
 
   const note = (e: SessionEvent): Touched => {
     let t = touched.get(e.sessionId);
-    if (!t) touched.set(e.sessionId, (t = { state: null, recount: false, seq: e.seq, first: e.time, time: e.time, tags: [], forked: null }));
+    if (!t) touched.set(e.sessionId, (t = { state: null, recount: false, seq: e.seq, first: e.time, time: e.time, tags: [], forked: null, owner: null }));
     t.seq = Math.max(t.seq, e.seq);
     t.time = Math.max(t.time, e.time);
     return t;
@@ -106,6 +111,10 @@ export function sessionListRows(db: Db) {
     fork(e: SessionEvent, from: { sessionId: string; seq: number }): void {
       note(e).forked = from;
     },
+    /** Notes the session's owner (its first event's `owner`). */
+    own(e: SessionEvent, owner: string): void {
+      note(e).owner = owner;
+    },
     /** Writes every touched session (and its tags), once. */
     flush(): void {
       for (const [id, t] of touched) {
@@ -114,6 +123,7 @@ export function sessionListRows(db: Db) {
           time_created: number;
         };
         if (t.forked) setForked.run(t.forked.sessionId, t.forked.seq, id);
+        if (t.owner !== null) setOwner.run(t.owner, id);
         if (t.tags.length === 0) continue;
         const before = JSON.parse(row.tags) as Tags;
         const after = t.tags.reduce(applyTagChanges, before);

@@ -6,6 +6,11 @@ export interface ForkOptions {
   at?: number;
   /** Tags for the new session (the source's are not copied). */
   tags?: Tags;
+  /**
+   * Who forks (sessions/owner.ts): a source another owner holds answers `not_found`. The fork gets
+   * the source's owner, or this one when the source has none.
+   */
+  owner?: string;
 }
 
 export interface ForkResult {

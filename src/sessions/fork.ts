@@ -2,7 +2,7 @@
  * Forking a session (`sessions.fork`): a new session whose first event, `session.forked`, holds the
  * source's conversation up to a settled point (its transcript, as the model runner folds it), then
  * lives its own life. The source is only read. Idempotent: the same fork sent again answers
- * `created: false` with the fork it made.
+ * `created: false` with the fork it made. The fork copies the source's owner (sessions/owner.ts).
  */
 import { ErrorCode, SessiondError, isRefusal } from '../errors.ts';
 import { validateId } from '../ids.ts';
@@ -13,6 +13,7 @@ import { emptyTranscript, foldTranscript, type TranscriptItem } from '../runner/
 import { validateTags, type Tags } from './tags.ts';
 import { forkSeq, isSettledPoint } from './fork-point.ts';
 import { unknownSession } from './status.ts';
+import { checkOwner, ownerReaches, unreachable } from './owner.ts';
 import type { ForkOptions, ForkResult } from './fork-result.ts';
 
 export type { ForkOptions, ForkResult };
@@ -24,9 +25,13 @@ export async function forkSession(handler: CommandHandler, sourceId: string, ses
   validateId(sessionId, 'session id');
   if (sourceId === sessionId) throw new SessiondError(ErrorCode.InvalidOption, `Cannot fork session ${sourceId} into itself: give a new session id.`);
   const tags = options.tags === undefined ? undefined : (validateTags(options.tags, 'the fork') as Tags);
+  const asker = options.owner === undefined ? undefined : checkOwner(options.owner);
   const existing = await handler.load(sessionId);
-  if (existing.context.seq > 0) return sentAgain(sessionId, sourceId, existing.context, options.at);
-  const { settled, head } = await settledPoints(handler, sourceId);
+  if (existing.context.seq > 0) return sentAgain(sessionId, sourceId, existing.context, options.at, asker);
+  const { settled, head, ownedBy } = await settledPoints(handler, sourceId);
+  if (!ownerReaches(ownedBy, asker)) throw unreachable(sourceId);
+  // the fork belongs to the source's owner; an ownerless source's fork to whoever forks it
+  const owner = ownedBy ?? asker;
   const seq = forkSeq(sourceId, settled, head, options.at);
   const transcript = await transcriptAt(handler, sourceId, seq);
   const from = { sessionId: sourceId, seq };
@@ -45,11 +50,12 @@ export async function forkSession(handler: CommandHandler, sourceId: string, ses
       from,
       transcript: transcript.items.map(storable),
       ...(tags && Object.keys(tags).length > 0 ? { tags } : {}),
+      ...(owner === undefined ? {} : { owner }),
     }));
     return { sessionId, from, seq: events[0]!.seq, created: true, items: transcript.items.length };
   } catch (err) {
     if (!isRefusal(err, 'session_exists')) throw err;
-    return sentAgain(sessionId, sourceId, (await handler.load(sessionId)).context, options.at); // a concurrent fork won the race
+    return sentAgain(sessionId, sourceId, (await handler.load(sessionId)).context, options.at, asker); // a concurrent fork won the race
   }
 }
 
@@ -63,9 +69,11 @@ function storable(item: TranscriptItem): TranscriptItem {
 function sentAgain(
   sessionId: string,
   sourceId: string,
-  ctx: { seq: number; forkedFrom: { sessionId: string; seq: number } | null },
+  ctx: { seq: number; forkedFrom: { sessionId: string; seq: number } | null; ownedBy: string | null },
   at: number | undefined,
+  asker: string | undefined,
 ): ForkResult {
+  if (!ownerReaches(ctx.ownedBy, asker)) throw unreachable(sessionId);
   const f = ctx.forkedFrom;
   if (f && f.sessionId === sourceId && (at === undefined || at === f.seq)) return { sessionId, from: f, seq: 1, created: false, items: 0 };
   throw new SessiondError(
@@ -76,7 +84,7 @@ function sentAgain(
 }
 
 /** Every settled point of the source (in order) and its last sequence: one read of its log. */
-async function settledPoints(handler: CommandHandler, sourceId: string): Promise<{ settled: number[]; head: number }> {
+async function settledPoints(handler: CommandHandler, sourceId: string): Promise<{ settled: number[]; head: number; ownedBy: string | null }> {
   let snapshot = initialSnapshot(sourceId);
   const settled: number[] = [];
   for (;;) {
@@ -88,7 +96,7 @@ async function settledPoints(handler: CommandHandler, sourceId: string): Promise
     if (events.length < PAGE) break;
   }
   if (snapshot.context.seq === 0) throw unknownSession(sourceId, 'fork');
-  return { settled, head: snapshot.context.seq };
+  return { settled, head: snapshot.context.seq, ownedBy: snapshot.context.ownedBy ?? null };
 }
 
 /** The source's transcript as it was at `seq`. */

@@ -12,6 +12,7 @@ import { InvalidInputError } from '../errors.ts';
 import type { SessionStateValue } from '../machines/decider.ts';
 import { isIdText, MAX_ID_LENGTH } from '../ids.ts';
 import { validateTags, type Tags } from './tags.ts';
+import { checkOwner } from './owner.ts';
 
 export const SESSION_STATES: readonly SessionStateValue[] = ['idle', 'claimed', 'running', 'recovering', 'settled'];
 /** Sessions a page holds unless `limit` says otherwise, and the most it may say. */
@@ -29,6 +30,8 @@ export interface ListFilter {
   idPrefix?: string;
   /** Only sessions with an event at or after this time (ms since the epoch). */
   updatedSince?: number;
+  /** Only sessions this owner reaches: those it owns, and those with no owner (sessions/owner.ts). */
+  reachableBy?: string;
   /** Sessions per page (default `DEFAULT_LIST_LIMIT`, at most `MAX_LIST_LIMIT`). */
   limit?: number;
   /** The `next` of the previous page: this page starts after it. */
@@ -51,6 +54,8 @@ export interface SessionListItem {
   tags: Tags;
   /** The session and sequence it was forked from (null when not a fork). */
   forkedFrom: { sessionId: string; seq: number } | null;
+  /** Who it belongs to (sessions/owner.ts), null when no one. */
+  ownedBy: string | null;
 }
 
 export interface SessionPage {
@@ -66,6 +71,7 @@ export interface CheckedFilter {
   tags: [string, string][];
   idPrefix?: string;
   updatedSince?: number;
+  reachableBy?: string;
   limit: number;
   after?: Cursor;
 }
@@ -76,7 +82,7 @@ export interface Cursor {
   id: string;
 }
 
-const FIELDS = ['state', 'waiting', 'tags', 'idPrefix', 'updatedSince', 'limit', 'after'];
+const FIELDS = ['state', 'waiting', 'tags', 'idPrefix', 'updatedSince', 'reachableBy', 'limit', 'after'];
 
 export function checkListFilter(filter: ListFilter | undefined): CheckedFilter {
   const f = (filter ?? {}) as Record<string, unknown>;
@@ -105,6 +111,13 @@ export function checkListFilter(filter: ListFilter | undefined): CheckedFilter {
     if (!Number.isSafeInteger(f.updatedSince) || (f.updatedSince as number) < 0)
       throw invalid(`updatedSince must be a time in whole milliseconds since the epoch, got ${JSON.stringify(f.updatedSince)}`);
     out.updatedSince = f.updatedSince as number;
+  }
+  if (f.reachableBy !== undefined) {
+    try {
+      out.reachableBy = checkOwner(f.reachableBy);
+    } catch (err) {
+      throw invalid(`reachableBy: ${(err as Error).message}`);
+    }
   }
   if (f.limit !== undefined) {
     if (!Number.isInteger(f.limit) || (f.limit as number) < 1 || (f.limit as number) > MAX_LIST_LIMIT)

@@ -304,6 +304,29 @@ export function sessionsContract(name: string, open: () => Promise<SessionsFixtu
     assert.is(none.code, ErrorCode.NotFound, 'tag never creates a session');
   });
 
+  s('owner: the first admission fixes it; another owner answers not_found; a fork copies it; a list shows what an owner reaches', async ({ fx }) => {
+    const run = uniqueId('own');
+    const [id, free, fork] = [`${run}_a`, `${run}_free`, `${run}_fork`];
+    await fx.sessions.admit(id, { prompt: 'acme’s secret', wake: false, owner: 'acme' });
+    const other = await rejected(fx.sessions.admit(id, { prompt: 'let me in', wake: false, owner: 'globex' }));
+    assert.ok(isSessiondError(other));
+    assert.is(other.code, ErrorCode.NotFound, 'the answer of a session with no events');
+    assert.not.match(other.message, 'acme', 'nothing of the owner');
+    await fx.sessions.admit(id, { prompt: 'a trusted process', wake: false }); // no owner: anyone trusted
+    assert.is((await fx.sessions.status(id)).ownedBy, 'acme');
+    await fx.sessions.admit(free, { prompt: 'made by the CLI', wake: false });
+    await fx.sessions.admit(free, { prompt: 'acme here', wake: false, owner: 'acme' });
+    assert.is((await fx.sessions.status(free)).ownedBy, null, 'an ownerless session is never claimed');
+    const notYours = await rejected(fx.sessions.fork(id, `${run}_theirs`, { owner: 'globex' }));
+    assert.is(isSessiondError(notYours) && notYours.code, ErrorCode.NotFound);
+    await fx.sessions.fork(id, fork);
+    assert.is((await fx.sessions.status(fork)).ownedBy, 'acme', 'a fork keeps the source’s owner');
+    const reach = async (owner: string) => (await fx.sessions.list({ idPrefix: run, reachableBy: owner })).sessions.map((x) => x.sessionId).sort();
+    await waitFor(async () => (await reach('acme')).length === 3, { timeoutMs: 10_000, what: 'the three sessions listed' });
+    assert.equal(await reach('acme'), [id, fork, free].sort());
+    assert.equal(await reach('globex'), [free]);
+  });
+
   s('list: newest first, by tag and state, paged by a cursor that misses nothing and repeats nothing', async ({ fx }) => {
     const run = uniqueId('run');
     const ids = Array.from({ length: 7 }, (_, i) => `${run}_s${i}`);
@@ -336,6 +359,7 @@ export function sessionsContract(name: string, open: () => Promise<SessionsFixtu
         updatedAt: 0,
         tags: { half: 'even', run },
         forkedFrom: null,
+        ownedBy: null,
       },
     );
     const odd = await fx.sessions.list({ tags: { run, half: 'odd' } });

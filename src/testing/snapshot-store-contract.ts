@@ -99,6 +99,7 @@ export function snapshotStoreContract(name: string, open: () => Promise<Snapshot
     ['no head event', (real) => ({ ...real, context: { ...real.context, head: null } })],
     ['another head event', (real) => ({ ...real, context: { ...real.context, head: { ...real.context.head!, id: 'evt_forged' } } })],
     ['a seq past the log', (real) => ({ ...real, context: { ...real.context, seq: real.context.seq + 5 } })],
+    ['an owner its first event never gave it', (real) => ({ ...real, context: { ...real.context, ownedBy: 'mallory' } })],
   ];
   for (const [what, forge] of forgeries) {
     s(`a stored snapshot with ${what} is discarded, told to the store, and the session folds from the log`, async ({ fx }) => {

@@ -35,7 +35,7 @@ s('auth, deltas from the worker, limits, and a resume across a gateway restart',
     fetch(base + path, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
   assert.is((await fetch(`${base}/v1/sessions/ses_web_1`)).status, 401);
-  assert.is((await post('/v1/sessions/ses_other/inputs', { prompt: 'x' })).status, 403);
+  assert.is((await post('/v1/sessions/ses_other/inputs', { prompt: 'x' })).status, 404);
   const big = await post('/v1/sessions/ses_web_1/inputs', { prompt: 'x'.repeat(5000) });
   assert.is(big.status, 413);
   assert.is(((await big.json()) as { error: { code: string } }).error.code, 'payload_too_large');

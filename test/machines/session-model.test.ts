@@ -106,6 +106,9 @@ function commandFor(m: Model, step: Step & { type: 'cmd' }): Command | undefined
       };
     case 'admit past tag limit':
       return { type: 'admit', now, inputId: `inp_t${ctx.seq}`, prompt: 'p', delivery: 'queue', wake: true, tags: manyTags };
+    case 'admit as acme':
+    case 'admit as globex':
+      return { type: 'admit', now, inputId: `inp_o${ctx.seq}`, prompt: 'p', delivery: 'queue', wake: true, owner: step.command.slice(9) };
     case 'tag':
       return { type: 'tag', now, tags: { step: String(ctx.seq) } };
     case 'tag again': // what it has already (or removing a tag it lacks): nothing changes
@@ -213,6 +216,7 @@ function check(before: Model, command: Command, after: SessionSnapshot): string[
       break;
     case 'admit':
       if (prev.admitted.some(([id]) => id === command.inputId)) v.push(`admitted input ${command.inputId} twice: ${label}`);
+      if (command.owner !== undefined && prev.ownedBy !== null && prev.ownedBy !== command.owner) v.push(`admitted into another owner's session: ${label}`);
       if (command.limits && prev.pending.length + 1 > command.limits.maxPendingInputs) v.push(`admitted past the pending limit: ${label}`);
       break;
     case 'cancel':
@@ -278,7 +282,18 @@ const steps: Step[] = [
 /** Every command of the machine, from every kind of caller, for the coverage walk. */
 const allSteps: Step[] = [
   ...steps,
-  ...['admit again', 'admit past limits', 'cancel another', 'drop pending', 'admit past tag limit', 'tag', 'tag again', 'tag past limit'].map(cmd('user')),
+  ...[
+    'admit again',
+    'admit past limits',
+    'cancel another',
+    'drop pending',
+    'admit past tag limit',
+    'tag',
+    'tag again',
+    'tag past limit',
+    'admit as acme',
+    'admit as globex',
+  ].map(cmd('user')),
   ...['recover again', 'request wake', 'fail wake', 'park'].map(cmd('sweeper')),
   ...MORE_OWNER_COMMANDS.map(cmd(OWNERS[0])),
   ...['start', 'renew', 'step', 'settle'].map(cmd('stranger')),
@@ -311,6 +326,7 @@ function key(m: Model): string {
     e?.cancelled,
     c.pending.map((p) => p.source),
     c.admitted.length > 0,
+    c.ownedBy,
     c.recovery && [c.recovery.wakePending, c.recovery.parked],
     c.waits.map((w) => [w.kind, w.outcome, w.started, w.until === null ? null : w.until - m.now]),
   ]);

@@ -6,6 +6,8 @@
  * how to back up and recreate the stream. Workers never create or change a stream (nats.conf gives
  * them no such right): they verify and refuse to run on one that differs.
  *
+ * `sessiond setup --tenant NAME` prints the nats.conf user of a tenant instead (nats/tenant-user.ts).
+ *
  * Replicas: `--replicas N`, or by default 3 for a new stream on a JetStream cluster and 1 on a single
  * server; an existing stream keeps its replicas (with a hint when it has 1 on a cluster).
  */
@@ -24,6 +26,7 @@ import {
 } from '../../nats/stream.ts';
 import { setupSnapshotStream } from '../../nats/snapshot-store.ts';
 import { setupAuditStream } from '../../nats/audit.ts';
+import { newPassword, tenantUserBlock } from '../../nats/tenant-user.ts';
 import type { CliContext } from '../context.ts';
 import { UsageError } from '../../errors.ts';
 import { positiveInt } from '../options.ts';
@@ -32,6 +35,8 @@ import { addNatsOptions, describeNats, natsConnectionOptions, type NatsFlags } f
 interface SetupOptions extends NatsFlags {
   replicas?: number;
   duplicateWindowMs: number;
+  tenant?: string;
+  tenantPassword?: string;
 }
 
 /** What setup did to one stream, in words. */
@@ -52,10 +57,21 @@ export function registerSetup(program: Command, ctx: CliContext): void {
         `stream replicas (default: ${CLUSTER_REPLICAS} for a new stream on a JetStream cluster, ${DEFAULT_REPLICAS} on one server; an existing stream keeps its own)`,
         positiveInt('--replicas'),
       )
-      .option('--duplicate-window-ms <n>', 'deduplication window of appends, in ms', positiveInt('--duplicate-window-ms'), DEFAULT_DUPLICATE_WINDOW_MS),
+      .option('--duplicate-window-ms <n>', 'deduplication window of appends, in ms', positiveInt('--duplicate-window-ms'), DEFAULT_DUPLICATE_WINDOW_MS)
+      .option('--tenant <name>', 'print the nats.conf user of this tenant (its own sessions only) instead of setting up streams; it connects to nothing')
+      .option('--tenant-password <password>', 'the password of the --tenant user (default: a new random one)'),
     ctx,
     'admin',
   ).action(async (opts: SetupOptions) => {
+    if (opts.tenant !== undefined) {
+      try {
+        ctx.out(tenantUserBlock(opts.tenant, opts.tenantPassword ?? newPassword()).trimEnd());
+      } catch (err) {
+        throw new UsageError(`--tenant: ${(err as Error).message}`);
+      }
+      return;
+    }
+    if (opts.tenantPassword !== undefined) throw new UsageError('--tenant-password goes with --tenant NAME.');
     const nats = natsConnectionOptions(opts, ctx, 'sessiond-setup');
     if (!nats) throw new UsageError('setup configures the NATS streams: give --nats <url> (or SESSIOND_NATS) and the admin user.');
     const nc = await connectNats(nats);

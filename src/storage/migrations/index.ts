@@ -12,6 +12,7 @@ import { migration010 } from './010_waits.ts';
 import { migration011 } from './011_session_list.ts';
 import { migration012 } from './012_prompt_parts.ts';
 import { migration013 } from './013_session_deletions.ts';
+import { migration014 } from './014_session_owner.ts';
 
 /** Every migration this build knows, in order. Append only: never edit a shipped migration. */
 export const migrations: readonly Migration[] = [
@@ -28,5 +29,6 @@ export const migrations: readonly Migration[] = [
   migration011,
   migration012,
   migration013,
+  migration014,
 ];
 export const LATEST_SCHEMA_VERSION = migrations.length;

@@ -147,6 +147,8 @@ class InputAdmitted:
     not_before: int | None = None
     #: Tags the admission gives its session (merged into those it has; None when it gives none).
     tags: dict[str, str] | None = None
+    #: The session's owner, on the admission that created it only (None otherwise).
+    owner: str | None = None
 
 
 @dataclass(frozen=True)
@@ -457,6 +459,8 @@ class SessionForked:
     from_: ForkPoint
     transcript: list[TranscriptItem]
     tags: dict[str, str] | None = None
+    #: The fork's owner: the source's (None when it has none).
+    owner: str | None = None
 
 
 @dataclass(frozen=True)
@@ -901,6 +905,7 @@ WAIT_KIND = Enum(("approval", "signal", "timer"))
 WAIT_NAME = Str(1, 200)
 TAG_VALUE = Str(1, MAX_TAG_VALUE)
 TAGS = Record(TAG_VALUE)
+OWNER = Str(1, 128)
 ERROR = Obj((F("type", "type", Str(1)), F("message", "message", Str()), F("name", "name", Str(), optional=True)), RecordedError)
 USAGE = Obj(
     (
@@ -1091,6 +1096,7 @@ CATALOG: Mapping[str, EventType] = {
                 F("continues", "continues", CONTINUATION, optional=True),
                 F("notBefore", "not_before", TIME, optional=True),
                 F("tags", "tags", TAGS, optional=True),
+                F("owner", "owner", OWNER, optional=True),
             ],
             version=2,
         ),
@@ -1180,7 +1186,12 @@ CATALOG: Mapping[str, EventType] = {
         _t(
             "session.forked",
             SessionForked,
-            [F("from", "from_", FORK_POINT), F("transcript", "transcript", Array(TRANSCRIPT_ITEM)), F("tags", "tags", TAGS, optional=True)],
+            [
+                F("from", "from_", FORK_POINT),
+                F("transcript", "transcript", Array(TRANSCRIPT_ITEM)),
+                F("tags", "tags", TAGS, optional=True),
+                F("owner", "owner", OWNER, optional=True),
+            ],
         ),
         _t(
             "turn.interrupted",

@@ -2,7 +2,7 @@
 typed success replies, and error replies as ``CommandError``.
 
   verb     request                                                   success reply
-  admit    {sessionId, prompt, id?, delivery?, wake?, notBefore?, tags?}  {ok, receipt: AdmitReceipt}
+  admit    {sessionId, prompt, id?, delivery?, wake?, notBefore?, tags?, owner?}  {ok, receipt: AdmitReceipt}
   wake     {sessionId}                                               {ok, result: WakeResult}
   cancel   {sessionId, reason?, executionId?}                        {ok, result: CancelResult}
   status   {sessionId, pendingFrom?}                                 {ok, sessionId, state, seq, ..., tags, forkedFrom, execution}
@@ -32,15 +32,15 @@ VERBS = ("admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", 
 Verb = Literal["admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork"]
 #: The fields each request may carry (workers refuse any other as a likely typo).
 REQUEST_FIELDS: Mapping[str, tuple[str, ...]] = {
-    "admit": ("sessionId", "prompt", "id", "delivery", "wake", "notBefore", "tags"),
+    "admit": ("sessionId", "prompt", "id", "delivery", "wake", "notBefore", "tags", "owner"),
     "wake": ("sessionId",),
     "cancel": ("sessionId", "reason", "executionId"),
     "status": ("sessionId", "pendingFrom"),
     "drop": ("sessionId", "inputIds", "reason"),
     "resolve": ("sessionId", "kind", "name", "outcome", "reason", "data"),
     "tag": ("sessionId", "tags"),
-    "list": ("state", "waiting", "tags", "idPrefix", "updatedSince", "limit", "after"),
-    "fork": ("sessionId", "source", "at", "tags"),
+    "list": ("state", "waiting", "tags", "idPrefix", "updatedSince", "reachableBy", "limit", "after"),
+    "fork": ("sessionId", "source", "at", "tags", "owner"),
 }
 #: The states a session may be in (``list``'s ``state`` filter, ``StatusReply.state``).
 SESSION_STATES = ("idle", "claimed", "running", "recovering", "settled")
@@ -66,9 +66,11 @@ def admit_request(
     wake: bool | None = None,
     not_before: int | None = None,
     tags: Mapping[str, str] | None = None,
+    owner: str | None = None,
 ) -> dict[str, Any]:
     """An admission: ``prompt`` a string or a list of parts (``sessiond_client.parts``; each part's
-    keys written in sessiond's order)."""
+    keys written in sessiond's order). ``owner``: who admits (the session's owner when this creates
+    it; another owner's session answers not_found); trusted users leave it out."""
     return _without_none(
         sessionId=session_id,
         prompt=wire_prompt(prompt),
@@ -77,6 +79,7 @@ def admit_request(
         wake=wake,
         notBefore=not_before,
         tags=dict(tags) if tags is not None else None,
+        owner=owner,
     )
 
 
@@ -118,6 +121,7 @@ def list_request(
     tags: Mapping[str, str] | None = None,
     id_prefix: str | None = None,
     updated_since: int | None = None,
+    reachable_by: str | None = None,
     limit: int | None = None,
     after: str | None = None,
 ) -> dict[str, Any]:
@@ -128,15 +132,18 @@ def list_request(
         tags=dict(tags) if tags is not None else None,
         idPrefix=id_prefix,
         updatedSince=updated_since,
+        reachableBy=reachable_by,
         limit=limit,
         after=after,
     )
 
 
-def fork_request(source_id: str, session_id: str, *, at: int | None = None, tags: Mapping[str, str] | None = None) -> dict[str, Any]:
+def fork_request(
+    source_id: str, session_id: str, *, at: int | None = None, tags: Mapping[str, str] | None = None, owner: str | None = None
+) -> dict[str, Any]:
     """A fork of ``source_id`` into ``session_id`` at the settled seq ``at`` (None: the source's last
-    settled point), with the new session's ``tags``."""
-    return _without_none(sessionId=session_id, source=source_id, at=at, tags=dict(tags) if tags is not None else None)
+    settled point), with the new session's ``tags``; ``owner``: who forks (the fork keeps the source's owner)."""
+    return _without_none(sessionId=session_id, source=source_id, at=at, tags=dict(tags) if tags is not None else None, owner=owner)
 
 
 def tags_problem(tags: Any, what: str) -> str | None:
@@ -317,6 +324,8 @@ class SessionListItem:
     #: The source and seq it was forked from; None when it is not a fork.
     forked_from: ForkPoint | None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: Who it belongs to (fixed by its first admission); None when no one.
+    owned_by: str | None = None
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> "SessionListItem":
@@ -331,6 +340,7 @@ class SessionListItem:
             dict(d.get("tags") or {}),
             fork_point(d.get("forkedFrom")),
             dict(d),
+            d.get("ownedBy"),
         )
 
 
@@ -517,6 +527,8 @@ class StatusReply:
     tags: dict[str, str] = field(default_factory=dict)
     #: The source and seq of a fork (None when the session is not one).
     forked_from: ForkPoint | None = None
+    #: Who the session belongs to (fixed by its first admission; None when no one). ``owner`` is the worker holding the lease.
+    owned_by: str | None = None
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> "StatusReply":
@@ -544,6 +556,7 @@ class StatusReply:
             body,
             dict(d.get("tags") or {}),
             fork_point(d.get("forkedFrom")),
+            d.get("ownedBy"),
         )
 
 

@@ -1,0 +1,165 @@
+/**
+ * Tenants on NATS, against a real nats-server whose nats.conf holds two tenant users printed by
+ * `sessiond setup --tenant NAME`, and a real worker: each tenant admits and reads its own sessions;
+ * naming the other's ids answers not_found on every command; the other's command subjects, the live
+ * subjects and JetStream are refused by the server itself (permissions violations).
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { ErrorCode, isSessiondError } from '../../src/errors.ts';
+import { SessiondClient } from '../../src/nats/client.ts';
+import { CommandFailureCode, isCommandError } from '../../src/nats/commands.ts';
+import { connectNats, isPermissionError } from '../../src/nats/connection.ts';
+import { subjects } from '../../src/nats/subjects.ts';
+import { CLIENT, REPO_NATS_CONF, startNatsServer } from '../../src/testing/nats-server.ts';
+import { waitFor } from '../../src/testing/wait.ts';
+import { runCli, type LongRunning } from '../support/cli.ts';
+import { tempDir } from '../support/tmp.ts';
+import { natsWorker, type CliCtx } from './cli-suite.ts';
+import { rejection } from './helpers.ts';
+
+const s = suite<CliCtx & { acme: SessiondClient; globex: SessiondClient }>('NATS tenants: per-tenant users');
+const PASS = { acme: 'acme-tenant-secret-0123456789', globex: 'globex-tenant-secret-0123456789' };
+
+s.before(async (ctx) => {
+  ctx.tmp = tempDir();
+  ctx.workers = [] as LongRunning[];
+  // nats.conf with the users `sessiond setup --tenant` prints, as an operator pastes them
+  let conf = readFileSync(REPO_NATS_CONF, 'utf8');
+  for (const tenant of ['acme', 'globex'] as const) {
+    const printed = await runCli(['setup', '--tenant', tenant, '--tenant-password', PASS[tenant]]);
+    assert.is(printed.code, 0, printed.stderr);
+    assert.match(printed.stdout, `sessiond.t.${tenant}.cmd.>`);
+    conf = conf.replace(/users:\s*\[/, (m) => `${m}\n${printed.stdout}`);
+  }
+  const file = ctx.tmp.file('nats-tenants.conf');
+  writeFileSync(file, conf);
+  ctx.server = await startNatsServer({ config: file });
+  await natsWorker(ctx, 'tenants-worker.db', 1);
+  const as = (tenant: 'acme' | 'globex') =>
+    SessiondClient.connect({ tenant, connection: { servers: ctx.server.url, user: `tenant-${tenant}`, pass: PASS[tenant] } });
+  ctx.acme = await as('acme');
+  ctx.globex = await as('globex');
+});
+
+s.after(async (ctx) => {
+  await ctx.acme?.close();
+  await ctx.globex?.close();
+  for (const w of ctx.workers)
+    if (w.child.exitCode === null) {
+      w.child.kill('SIGKILL');
+      await w.exited;
+    }
+  await ctx.server?.dispose();
+  ctx.tmp?.remove();
+});
+
+const notFound = async (p: Promise<unknown>, what: string) => {
+  const err = await rejection(p);
+  assert.ok(
+    isSessiondError(err) && [ErrorCode.NotFound, CommandFailureCode.UnknownSession].includes((err as { code: string }).code as never),
+    `${what}: ${String(err)}`,
+  );
+  assert.not.match(String(err), 'acme', `${what}: nothing of the owner`);
+};
+
+s('a tenant admits and reads its own sessions; the other gets not_found for them on every command, even naming the ids', async ({ acme, globex, server }) => {
+  const receipt = await acme.admit('ses_t_1', { prompt: 'acme’s secret plan' });
+  assert.is(receipt.created, true);
+  await waitFor(async () => (await acme.status('ses_t_1')).state === 'settled', { what: 'the turn settled', timeoutMs: 30_000 });
+  assert.is((await acme.status('ses_t_1')).ownedBy, 'acme', 'the owner is the subject’s tenant');
+  await waitFor(async () => (await acme.list({ idPrefix: 'ses_t_' })).sessions.length === 1, { what: 'listed', timeoutMs: 10_000 });
+
+  await notFound(globex.status('ses_t_1'), 'status');
+  await notFound(globex.admit('ses_t_1', { prompt: 'let me in' }), 'admit');
+  await notFound(globex.wake('ses_t_1'), 'wake');
+  await notFound(globex.cancel('ses_t_1'), 'cancel');
+  await notFound(globex.approve('ses_t_1', 'call_1'), 'approve');
+  await notFound(globex.resolve('ses_t_1', 'payment', { data: 1 }), 'resolve');
+  await notFound(globex.tag('ses_t_1', { mine: 'now' }), 'tag');
+  await notFound(globex.dropPending('ses_t_1'), 'drop');
+  await notFound(globex.fork('ses_t_1', 'ses_t_stolen'), 'fork');
+  assert.equal((await globex.list({ idPrefix: 'ses_t_' })).sessions, [], 'nor listed');
+  // the body's owner is not the tenant's say: the subject is
+  const raw = await connectNats({ servers: server.url, user: 'tenant-globex', pass: PASS.globex, inboxPrefix: subjects.tenantInbox('globex') });
+  try {
+    const reply = await raw.request(
+      subjects.tenantCommand('globex', 'admit'),
+      new TextEncoder().encode(JSON.stringify({ sessionId: 'ses_t_1', prompt: 'x', owner: 'acme' })),
+      {
+        timeout: 5000,
+      },
+    );
+    const body = JSON.parse(new TextDecoder().decode(reply.data)) as { ok: boolean; error?: { code: string } };
+    assert.equal([body.ok, body.error?.code], [false, 'not_found'], 'an owner in the body changes nothing');
+  } finally {
+    await raw.close();
+  }
+  assert.is((await acme.status('ses_t_1')).pendingCount, 0, 'nothing of globex got in');
+});
+
+s('the server refuses a tenant the other’s command subjects, the live subjects and JetStream', async ({ server, globex }) => {
+  // a client that claims to be acme, connected as globex: nats.conf refuses its commands
+  const impostor = await SessiondClient.connect({
+    tenant: 'acme',
+    connection: { servers: server.url, user: 'tenant-globex', pass: PASS.globex, inboxPrefix: subjects.tenantInbox('globex') },
+  });
+  try {
+    const err = await rejection(impostor.status('ses_t_1'));
+    assert.ok(isCommandError(err, CommandFailureCode.PermissionDenied), `permission_denied, got ${String(err)}`);
+  } finally {
+    await impostor.close();
+  }
+  const refusedClientSide = await rejection(globex.subscribe({ sessionId: 'ses_t_1' }, () => {}));
+  assert.match(String(refusedClientSide), 'no live subjects and no JetStream');
+  const nc = await connectNats({ servers: server.url, user: 'tenant-globex', pass: PASS.globex, inboxPrefix: subjects.tenantInbox('globex') });
+  try {
+    const live = nc.subscribe(subjects.liveFilter({ sessionId: 'ses_t_1' }));
+    const ended = await live.closed;
+    assert.ok(isPermissionError(ended), `the server refuses the live subscription, got ${String(ended)}`);
+    const js = await rejection(nc.request('$JS.API.STREAM.INFO.SESSIOND_EVENTS', new Uint8Array(), { timeout: 5000 }));
+    assert.ok(isPermissionError(js), `the server refuses JetStream, got ${String(js)}`);
+  } finally {
+    await nc.close();
+  }
+  // the client user (trusted) still reaches every session
+  const trusted = await SessiondClient.connect({ connection: { servers: server.url, ...CLIENT } });
+  try {
+    assert.is((await trusted.status('ses_t_1')).ownedBy, 'acme');
+  } finally {
+    await trusted.close();
+  }
+});
+
+s('two tenant users racing to create the same 20 ids: each id admits one, the other gets not_found', async ({ acme, globex }) => {
+  const ids = Array.from({ length: 20 }, (_, i) => `ses_t_race${i}`);
+  const outcome = (p: Promise<unknown>) =>
+    p.then(
+      () => 'in',
+      (err: unknown) => (isSessiondError(err) && err.code === ErrorCode.NotFound ? 'not_found' : String(err)),
+    );
+  const results = await Promise.all(
+    ids.map(async (id) => [id, ...(await Promise.all([outcome(acme.admit(id, { prompt: `a-${id}` })), outcome(globex.admit(id, { prompt: `g-${id}` }))]))]),
+  );
+  for (const [id, a, g] of results) {
+    assert.equal([a, g].sort(), ['in', 'not_found'], `${id}: exactly one tenant gets in (acme ${a}, globex ${g})`);
+    const winner = a === 'in' ? acme : globex;
+    const loser = a === 'in' ? globex : acme;
+    assert.is((await winner.status(id!)).ownedBy, a === 'in' ? 'acme' : 'globex');
+    await notFound(loser.status(id!), `${id}: the loser's status`);
+  }
+});
+
+s('setup --tenant refuses a name that is not a subject token, and a password without a tenant', async () => {
+  const bad = await runCli(['setup', '--tenant', 'acme.corp']);
+  assert.is(bad.code, 2, bad.stderr);
+  assert.match(bad.stderr, 'Invalid tenant "acme.corp"');
+  const lone = await runCli(['setup', '--tenant-password', 'x']);
+  assert.is(lone.code, 2, lone.stderr);
+  assert.match(lone.stderr, '--tenant-password goes with --tenant NAME');
+  const made = await runCli(['setup', '--tenant', 'initech']);
+  assert.match(made.stdout, /password: "[0-9a-f]{48}"/, 'a new random password when none is given');
+});
+
+s.run();
