@@ -26,6 +26,10 @@ import { OPEN_GRANT, checkTagChanges, listFor, mayStart, reachable } from './acc
 import { openEventStream, type EventStream, type LiveSource } from './event-stream.ts';
 import { parseChatRequest, streamChatTurn, turnUnderWay } from './chat.ts';
 import { presentedToken, type Grant, type TokenTable } from './tokens.ts';
+import { grantOf } from './authenticate.ts';
+import type { JwtVerifier } from './jwt.ts';
+import { checkScope, type Scope } from './scopes.ts';
+import { type Clock, systemClock } from '../clock.ts';
 
 export const DEFAULT_GATEWAY_HEARTBEAT_MS = 15_000;
 export const DEFAULT_GATEWAY_BUFFER_BYTES = 1024 * 1024;
@@ -40,6 +44,10 @@ export interface GatewayOptions {
   host?: string;
   /** Bearer tokens and their reach (tokens.ts). Without them every request may reach every session: loopback only. */
   tokens?: TokenTable;
+  /** Signed tokens (JWTs) from an identity provider (jwt.ts); with or instead of `tokens`. */
+  jwt?: JwtVerifier;
+  /** Time for token expiry (default the system clock). */
+  clock?: Clock;
   /** Origins whose pages may call the gateway (`['https://app.example']`, or `'*'`); default none (same origin only). */
   corsOrigins?: readonly string[] | '*';
   /** Largest request body (default: what an admission of the largest prompt needs). */
@@ -62,6 +70,8 @@ export interface Gateway {
 type Route = {
   method: 'GET' | 'POST';
   pattern: RegExp;
+  /** What the token must be allowed to do (scopes.ts); none: anyone (health). */
+  scope?: Scope;
   run: (c: Call) => Promise<unknown>;
 };
 
@@ -107,11 +117,12 @@ const str = (v: unknown, what: string): string | undefined => {
 
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const host = options.host ?? '127.0.0.1';
-  const { sessions, live, tokens } = options;
-  if (!tokens && !isLoopback(host)) {
+  const { sessions, live, tokens, jwt } = options;
+  const clock = options.clock ?? systemClock;
+  if (!tokens && !jwt && !isLoopback(host)) {
     throw new SessiondError(
       ErrorCode.InvalidOption,
-      `Refusing to serve the gateway on ${host} without tokens: anyone who reaches it could read and drive every session. Give tokens (--tokens FILE or SESSIOND_GATEWAY_TOKENS; docs/gateway.md), or bind 127.0.0.1.`,
+      `Refusing to serve the gateway on ${host} without tokens: anyone who reaches it could read and drive every session. Give tokens (--tokens FILE or SESSIOND_GATEWAY_TOKENS, or --jwks for an identity provider's signed tokens; docs/gateway.md), or bind 127.0.0.1.`,
     );
   }
   const maxBodyBytes = options.maxBodyBytes ?? admitBodyLimit(DEFAULT_LIMITS.maxPromptBytes);
@@ -124,15 +135,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const sessionOf = (c: Call) => validateId(decodeURIComponent(c.params[0]!), 'session id');
   const ROUTES: Route[] = [
     { method: 'GET', pattern: /^\/v1\/health$/, run: async () => ({ ok: true }) },
-    { method: 'GET', pattern: /^\/v1\/sessions$/, run: (c) => listFor(sessions, c.grant, listFilterOf(c.url.searchParams)) },
+    { method: 'GET', pattern: /^\/v1\/sessions$/, scope: 'read', run: (c) => listFor(sessions, c.grant, listFilterOf(c.url.searchParams)) },
     {
       method: 'GET',
       pattern: /^\/v1\/sessions\/([^/]+)$/,
+      scope: 'read',
       run: (c) => reachable(sessions, c.grant, sessionOf(c)),
     },
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/inputs$/,
+      scope: 'prompt',
       run: async (c) => {
         const id = sessionOf(c);
         const body = await c.body();
@@ -143,6 +156,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/wake$/,
+      scope: 'prompt',
       run: async (c) => {
         const id = sessionOf(c);
         await reachable(sessions, c.grant, id);
@@ -152,6 +166,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/cancel$/,
+      scope: 'manage',
       run: async (c) => {
         const id = sessionOf(c);
         const body = await c.body();
@@ -162,6 +177,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/calls\/([^/]+)\/(approve|deny)$/,
+      scope: 'approve',
       run: async (c) => {
         const id = sessionOf(c);
         const body = await c.body();
@@ -175,6 +191,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/waits\/([^/]+)$/,
+      scope: 'approve',
       run: async (c) => {
         const id = sessionOf(c);
         const body = await c.body();
@@ -185,6 +202,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/tags$/,
+      scope: 'manage',
       run: async (c) => {
         const id = sessionOf(c);
         const body = await c.body();
@@ -197,6 +215,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/pending\/drop$/,
+      scope: 'manage',
       run: async (c) => {
         const id = sessionOf(c);
         const body = await c.body();
@@ -207,6 +226,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/fork$/,
+      scope: 'manage',
       run: async (c) => {
         const source = sessionOf(c);
         const body = await c.body();
@@ -220,6 +240,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'POST',
       pattern: /^\/v1\/chat$/,
+      scope: 'prompt',
       run: async (c) => {
         const { sessionId, inputId, prompt } = parseChatRequest(await c.body());
         const tags = await mayStart(sessions, c.grant, sessionId, undefined);
@@ -233,6 +254,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'GET',
       pattern: /^\/v1\/chat\/([^/]+)\/stream$/,
+      scope: 'read',
       run: async (c) => {
         const id = sessionOf(c);
         const turn = turnUnderWay(await reachable(sessions, c.grant, id));
@@ -248,6 +270,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'GET',
       pattern: /^\/v1\/sessions\/([^/]+)\/events$/,
+      scope: 'read',
       run: async (c) => {
         const id = sessionOf(c);
         const after = resumePoint(c.req.headers['last-event-id'], c.url.searchParams.get('after'));
@@ -317,7 +340,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       res.setHeader('allow', route.method);
       throw new HttpError(405, 'method_not_allowed', `${req.method} is not allowed on ${url.pathname}: use ${route.method}.`);
     }
-    const grant = authenticate(req, url);
+    const grant = await authenticate(req, url);
+    if (matching.scope) checkScope(grant, matching.scope, `${req.method} ${url.pathname}`);
     const result = await matching.run({
       req,
       res,
@@ -329,17 +353,22 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     if (result !== STREAMING) reply(res, 200, result);
   }
 
-  function authenticate(req: IncomingMessage, url: URL): Grant {
-    if (!tokens) return OPEN_GRANT;
+  async function authenticate(req: IncomingMessage, url: URL): Promise<Grant> {
+    if (!tokens && !jwt) return OPEN_GRANT;
     const presented = presentedToken(req.headers.authorization, url.searchParams);
-    const grant = presented === undefined ? undefined : tokens.find(presented);
+    if (presented === undefined)
+      throw new HttpError(
+        401,
+        'unauthorized',
+        'This gateway needs a token: send Authorization: Bearer <token> (an EventSource may put ?access_token=<token> in the URL).',
+      );
+    const grant = await grantOf(presented, { tokens, jwt, now: clock.now() });
+    // one answer for an unknown, expired or forged token: the caller learns nothing of which
     if (!grant)
       throw new HttpError(
         401,
         'unauthorized',
-        presented === undefined
-          ? 'This gateway needs a token: send Authorization: Bearer <token> (an EventSource may put ?access_token=<token> in the URL).'
-          : 'Unknown token: check it against the gateway tokens file.',
+        'Unknown or expired token: check it against the gateway tokens file, or get a new one from the identity provider.',
       );
     return grant;
   }
@@ -359,7 +388,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     );
   });
   const port = (server.address() as AddressInfo).port;
-  if (!tokens) {
+  if (!tokens && !jwt) {
     const check = hostGuard({ host, port });
     guard = (req) => check(req);
   }
@@ -370,6 +399,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     streams: () => streams.size,
     async close() {
       await Promise.all([...streams].map((s) => s.close()));
+      tokens?.close?.();
+      jwt?.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();

@@ -208,7 +208,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
       await sessiond.close();
       throw err;
     }
-    log.out(gatewayLine(served.url, gateway.tokens, gateway.tokensFrom));
+    log.out(gatewayLine(served.url, gateway.tokens, gateway.tokensFrom, gateway.jwt));
   }
   await stop.stopped;
   // a part that never finishes closing must not keep the process from exiting: its turn's lease

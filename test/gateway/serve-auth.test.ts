@@ -1,0 +1,71 @@
+/**
+ * `sessiond serve` as a real process with a tokens file and a JWKS file: a token removed from the
+ * file stops working within seconds and a new one starts; a file that stops parsing keeps the
+ * tokens it had and says why; a signed token from the JWKS is accepted; bad --jwks input is
+ * refused before anything serves.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { writeFileSync } from 'node:fs';
+import { SignJWT, exportJWK, generateKeyPair } from 'jose';
+import { runCli, startCli, type LongRunning } from '../support/cli.ts';
+import { tempDir } from '../support/tmp.ts';
+import { waitFor } from '../../src/testing/wait.ts';
+
+const tmp = tempDir();
+const A = 'token-a-0123456789abcdef';
+const B = 'token-b-0123456789abcdef';
+let serve: LongRunning | undefined;
+
+test.after(() => {
+  serve?.child.kill('SIGTERM');
+  tmp.remove();
+});
+
+const tokens = (...entries: [string, string][]) => JSON.stringify({ tokens: entries.map(([name, token]) => ({ name, token, sessions: '*' })) });
+
+test('serve: a removed token stops working within seconds, a broken file keeps the old table, a JWT from the JWKS file works', async () => {
+  const file = tmp.file('tokens.json');
+  writeFileSync(file, tokens(['a', A], ['b', B]));
+  const { privateKey, publicKey } = await generateKeyPair('ES256');
+  const jwks = tmp.file('jwks.json');
+  writeFileSync(jwks, JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' }] }));
+  serve = startCli(['serve', '--http', '0', '--db', tmp.file('serve.db'), '--tokens', file, '--jwks', jwks, '--jwt-audience', 'sessiond']);
+  await serve.waitFor(/gateway: (http:\/\/\S+?)v1\/sessions/);
+  const url = /gateway: (http:\/\/\S+?)v1\/sessions/.exec(serve.output())![1]!;
+  assert.match(serve.output(), `signed tokens verified against ${jwks}`);
+  const status = async (token: string) => (await fetch(`${url}v1/sessions`, { headers: { authorization: `Bearer ${token}` } })).status;
+  assert.equal([await status(A), await status(B)], [200, 200]);
+
+  writeFileSync(file, tokens(['b', B]));
+  await waitFor(async () => (await status(A)) === 401, { timeoutMs: 10_000, what: 'the removed token to stop working' });
+  assert.is(await status(B), 200);
+
+  writeFileSync(file, '{"tokens": [');
+  await serve.waitFor('keeps the 1 tokens it had', 10_000);
+  assert.is(await status(B), 200, 'the table read before still holds');
+
+  writeFileSync(file, tokens(['a', A]));
+  await waitFor(async () => (await status(A)) === 200, { timeoutMs: 10_000, what: 'the token added back to work' });
+  assert.is(await status(B), 401);
+
+  const jwt = await new SignJWT({ sub: 'carol', scope: 'read', sessiond_sessions: '*' })
+    .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+    .setAudience('sessiond')
+    .setExpirationTime('5m')
+    .sign(privateKey);
+  assert.is(await status(jwt), 200);
+});
+
+test('serve: a --jwks that does not parse, or JWT flags without --jwks, are refused before it serves', async () => {
+  const bad = tmp.file('bad-jwks.json');
+  writeFileSync(bad, '{"keys": "no"}');
+  const r = await runCli(['serve', '--http', '0', '--db', tmp.file('bad.db'), '--jwks', bad]);
+  assert.is.not(r.code, 0);
+  assert.match(r.stderr, `Invalid JWKS ${bad}: it needs a non-empty "keys" list`);
+  const stray = await runCli(['serve', '--http', '0', '--db', tmp.file('bad.db'), '--jwt-issuer', 'x']);
+  assert.is.not(stray.code, 0);
+  assert.match(stray.stderr, 'need --jwks');
+});
+
+test.run();
