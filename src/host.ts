@@ -335,7 +335,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       wake: (id) => engine.wake(id),
       status: (id, statusOptions) => engine.status(id, statusOptions),
       follow: (id, handler, followOptions) => engine.follow(id, handler, followOptions),
-      cancel: (id, reason, executionId) => engine.cancel(id, reason, executionId),
+      cancel: (id, reason, executionId, options) => engine.cancel(id, reason, executionId, options),
       dropPending: (id, request) => engine.dropPending(id, request),
       approve: (id, callId, decision) => engine.approve(id, callId, decision),
       deny: (id, callId, decision) => engine.deny(id, callId, decision),

@@ -171,7 +171,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const id = sessionOf(c);
         const body = await c.body();
         await reachable(sessions, c.grant, id);
-        return sessions.cancel(id, str(body.reason, 'reason'), str(body.executionId, 'executionId'));
+        return sessions.cancel(id, str(body.reason, 'reason'), str(body.executionId, 'executionId'), actorOf(c.grant));
       },
     },
     {
@@ -183,7 +183,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const body = await c.body();
         await reachable(sessions, c.grant, id);
         const reason = str(body.reason, 'reason');
-        const decision = reason === undefined ? {} : { reason };
+        const decision = { ...(reason === undefined ? {} : { reason }), ...actorOf(c.grant) };
         const callId = decodeURIComponent(c.params[1]!);
         return c.params[2] === 'approve' ? sessions.approve(id, callId, decision) : sessions.deny(id, callId, decision);
       },
@@ -196,7 +196,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const id = sessionOf(c);
         const body = await c.body();
         await reachable(sessions, c.grant, id);
-        return sessions.resolve(id, decodeURIComponent(c.params[1]!), body.data === undefined ? {} : { data: body.data });
+        return sessions.resolve(id, decodeURIComponent(c.params[1]!), { ...(body.data === undefined ? {} : { data: body.data }), ...actorOf(c.grant) });
       },
     },
     {
@@ -220,7 +220,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const id = sessionOf(c);
         const body = await c.body();
         await reachable(sessions, c.grant, id);
-        return sessions.dropPending(id, body as never);
+        return sessions.dropPending(id, { ...body, ...actorOf(c.grant) } as never);
       },
     },
     {
@@ -410,6 +410,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 }
 
 const STREAMING = Symbol('streaming');
+
+/** Who a request acts as, recorded in the events it causes: the token's name or the JWT's subject; none without tokens. */
+const actorOf = (grant: Grant): { actor?: string } => (grant === OPEN_GRANT ? {} : { actor: grant.name });
 
 /** Where a stream starts: after the Last-Event-ID a reconnecting EventSource sends, else `?after=`, else 0. */
 function resumePoint(lastEventId: string | string[] | undefined, after: string | null): number {

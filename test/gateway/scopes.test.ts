@@ -155,6 +155,18 @@ test('approve and deny a waiting tool call, resolve a waited signal: refused wit
   assert.match(await said('ses_ap1'), '"approved"');
   assert.match(await said('ses_ap2'), '"denied"');
   assert.match(await said('ses_ap3'), '"delivered"');
+  const actors = async (id: string) => (await eventsOf(id)).filter((e) => e.type === 'wait.resolved').map((e) => (e.payload as { actor?: string }).actor);
+  assert.equal(await actors('ses_ap1'), ['approver'], 'who approved is in the event');
+  assert.equal(await actors('ses_ap2'), ['approver']);
+  assert.equal(await actors('ses_ap3'), ['admin']);
+});
+
+test('who did it: a cancel and a drop record the token that did them', async () => {
+  await sessiond.admit('ses_who', { prompt: 'later', wake: false });
+  const dropped = await call('manager', 'POST', '/v1/sessions/ses_who/pending/drop', { reason: 'stale', actor: 'someone-else' });
+  assert.equal([dropped.status, dropped.body.dropped.length], [200, 1]);
+  const drop = (await eventsOf('ses_who')).find((e) => e.type === 'input.dropped')!;
+  assert.equal(drop.payload, { inputIds: dropped.body.dropped, reason: 'stale', actor: 'manager' }, 'the token, not what the body claims');
 });
 
 test('cancel needs manage: a prompt-only token may not cancel a turn (the choice documented in docs/gateway.md)', async () => {
@@ -163,6 +175,12 @@ test('cancel needs manage: a prompt-only token may not cancel a turn (the choice
   assert.equal([refused.status, refused.body.error.code], [403, 'permission_denied']);
   const done = await call('manager', 'POST', '/v1/sessions/ses_cx/cancel', { reason: 'enough' });
   assert.equal([done.status, done.body.cancelled], [200, true], JSON.stringify(done.body));
+  const sealed = (await eventsOf('ses_cx')).filter((e) => e.type === 'wait.resolved');
+  assert.equal(
+    sealed.map((e) => [(e.payload as { outcome: string }).outcome, (e.payload as { actor?: string }).actor]),
+    [['cancelled', 'manager']],
+  );
+  assert.is((await sessiond.status('ses_cx')).execution?.cancelledBy, 'manager', 'status says who cancelled');
 });
 
 test.run();

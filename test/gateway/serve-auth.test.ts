@@ -57,6 +57,34 @@ test('serve: a removed token stops working within seconds, a broken file keeps t
   assert.is(await status(jwt), 200);
 });
 
+test('serve: a cancel through the gateway records the token as the actor, and sessiond status says who cancelled', async () => {
+  const file = tmp.file('ops-tokens.json');
+  writeFileSync(file, JSON.stringify({ tokens: [{ name: 'ops-desk', token: A, sessions: '*', scopes: ['read', 'prompt', 'manage'] }] }));
+  const db = tmp.file('cancel.db');
+  const g = startCli(['serve', '--http', '0', '--db', db, '--tokens', file, '--echo-delay-ms', '60000']);
+  try {
+    await g.waitFor(/gateway: (http:\/\/\S+?)v1\/sessions/);
+    const url = /gateway: (http:\/\/\S+?)v1\/sessions/.exec(g.output())![1]!;
+    const post = (path: string, body: unknown) =>
+      fetch(url + path, { method: 'POST', headers: { authorization: `Bearer ${A}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    assert.is((await post('v1/sessions/ses_long/inputs', { prompt: 'a long turn' })).status, 200);
+    await waitFor(
+      async () => {
+        const r = await fetch(`${url}v1/sessions/ses_long`, { headers: { authorization: `Bearer ${A}` } });
+        return ((await r.json()) as { state: string }).state === 'running';
+      },
+      { timeoutMs: 20_000, what: 'the turn to run' },
+    );
+    const cancelled = await post('v1/sessions/ses_long/cancel', { reason: 'too long' });
+    assert.is(cancelled.status, 200, await cancelled.clone().text());
+    const status = await runCli(['status', 'ses_long', '--db', db]);
+    assert.match(status.stdout, /turn exe_\S+ cancelled by ops-desk/);
+  } finally {
+    g.child.kill('SIGTERM');
+    await g.exited;
+  }
+});
+
 test('serve: a --jwks that does not parse, or JWT flags without --jwks, are refused before it serves', async () => {
   const bad = tmp.file('bad-jwks.json');
   writeFileSync(bad, '{"keys": "no"}');

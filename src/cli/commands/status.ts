@@ -109,6 +109,12 @@ export function describeStatus(row: SessionStatus): string[] {
   if (row.forkedFrom) lines.push(`  forked from ${row.forkedFrom.sessionId} at sequence ${row.forkedFrom.seq}`);
   if (row.usage.inputTokens + row.usage.outputTokens > 0)
     lines.push(`  tokens  ${row.usage.inputTokens} in, ${row.usage.outputTokens} out (model steps and compactions, as the servers reported them)`);
+  const decided = row.waits.filter((w) => w.outcome !== null);
+  if (decided.length > 0)
+    lines.push(
+      `  decided in this turn: ${decided.map((w) => `${w.kind} ${w.name} ${w.outcome}${w.actor ? ` by ${w.actor}` : ''}${w.reason ? ` (${w.reason.slice(0, 100)})` : ''}`).join('; ')}`,
+    );
+  if (row.execution?.cancelledBy) lines.push(`  turn ${row.execution.id} cancelled by ${row.execution.cancelledBy}`);
   const open = row.waits.filter((w) => w.outcome === null);
   if (open.length > 0) {
     lines.push(`  WAITING for ${open.length === 1 ? 'one thing' : `${open.length} things`} (the turn holds no lease; it resumes when the last one ends):`);
