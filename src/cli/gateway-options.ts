@@ -19,15 +19,19 @@ import type { GatewayOptions } from '../gateway/server.ts';
 import type { CliContext } from './context.ts';
 import { positiveInt } from './options.ts';
 
-export interface GatewayFlags {
-  http?: number;
-  httpHost?: string;
+/** Who may call: tokens and signed tokens (the gateway's, and the inspector's beyond loopback). */
+export interface AuthFlags {
   tokens?: string;
   jwks?: string;
   jwtIssuer?: string;
   jwtAudience?: string;
   jwtClockTolerance?: number;
   jwtClaim?: string[];
+}
+
+export interface GatewayFlags extends AuthFlags {
+  http?: number;
+  httpHost?: string;
   corsOrigin?: string[];
   maxBodyBytes?: number;
 }
@@ -43,9 +47,20 @@ function httpPort(value: string): number {
 export function addGatewayOptions(command: Command, required: boolean): Command {
   const http = '--http <port>';
   const what = 'serve the HTTP and SSE gateway on http://127.0.0.1:PORT (0 picks a free port)';
-  return (required ? command.requiredOption(http, what, httpPort) : command.option(http, what, httpPort))
-    .option('--http-host <address>', 'the gateway binds this address (default 127.0.0.1; any other needs --tokens)')
-    .option('--tokens <file>', 'bearer tokens and what each may reach, JSON (default: SESSIOND_GATEWAY_TOKENS); docs/gateway.md')
+  return addAuthOptions(
+    (required ? command.requiredOption(http, what, httpPort) : command.option(http, what, httpPort)).option(
+      '--http-host <address>',
+      'the gateway binds this address (default 127.0.0.1; any other needs --tokens or --jwks)',
+    ),
+  )
+    .option('--cors-origin <origin>', 'an origin whose pages may call the gateway, e.g. https://app.example (repeatable; * for any)', collect)
+    .option('--max-body-bytes <n>', 'largest request body the gateway reads (default: what the largest prompt needs)', positiveInt('--max-body-bytes'));
+}
+
+/** --tokens, --jwks and the JWT flags. */
+export function addAuthOptions(command: Command): Command {
+  return command
+    .option('--tokens <file>', 'bearer tokens and what each may reach, JSON, read again when it changes (default: SESSIOND_GATEWAY_TOKENS); docs/gateway.md')
     .option(
       '--jwks <file|url>',
       "verify signed tokens (JWTs, RS256/ES256) against this JWKS: a file (read again on change) or the identity provider's https jwks_uri",
@@ -53,9 +68,7 @@ export function addGatewayOptions(command: Command, required: boolean): Command 
     .option('--jwt-issuer <iss>', 'a JWT must carry this issuer (iss)')
     .option('--jwt-audience <aud>', 'a JWT must carry this audience (aud)')
     .option('--jwt-clock-tolerance <seconds>', 'clock skew allowed on exp and nbf (default 30)', nonNegativeSeconds)
-    .option('--jwt-claim <what=claim>', `the claim a JWT's reach comes from: sessions, scope, tenant or tag (repeatable; default ${claimDefaults})`, collect)
-    .option('--cors-origin <origin>', 'an origin whose pages may call the gateway, e.g. https://app.example (repeatable; * for any)', collect)
-    .option('--max-body-bytes <n>', 'largest request body the gateway reads (default: what the largest prompt needs)', positiveInt('--max-body-bytes'));
+    .option('--jwt-claim <what=claim>', `the claim a JWT's reach comes from: sessions, scope, tenant or tag (repeatable; default ${claimDefaults})`, collect);
 }
 
 const claimDefaults = Object.entries(DEFAULT_CLAIMS)
@@ -83,7 +96,7 @@ function claimNames(flags: string[] | undefined): Partial<JwtClaimNames> {
 }
 
 /** The JWT verifier from --jwks and its flags, undefined without --jwks. */
-export function gatewayJwt(flags: GatewayFlags, ctx: CliContext): JwtVerifier | undefined {
+export function gatewayJwt(flags: AuthFlags, ctx: CliContext): JwtVerifier | undefined {
   if (flags.jwks === undefined) {
     const stray = (['jwtIssuer', 'jwtAudience', 'jwtClockTolerance', 'jwtClaim'] as const).filter((k) => flags[k] !== undefined);
     if (stray.length > 0)
@@ -102,7 +115,7 @@ export function gatewayJwt(flags: GatewayFlags, ctx: CliContext): JwtVerifier | 
 }
 
 /** The tokens from --tokens FILE (read again when it changes) or SESSIOND_GATEWAY_TOKENS, undefined when neither is given. */
-export function gatewayTokens(flags: GatewayFlags, ctx: CliContext): { table: TokenTable; from: string } | undefined {
+export function gatewayTokens(flags: AuthFlags, ctx: CliContext): { table: TokenTable; from: string } | undefined {
   const env = ctx.env.SESSIOND_GATEWAY_TOKENS;
   if (flags.tokens !== undefined && env) throw new UsageError('Give the gateway tokens once: --tokens FILE or SESSIOND_GATEWAY_TOKENS, not both.');
   if (flags.tokens !== undefined) {
