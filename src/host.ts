@@ -36,6 +36,8 @@ import { recordQuarantine } from './storage/quarantine-store.ts';
 import { startCommandService } from './nats/command-service.ts';
 import { COMMAND_QUEUE, commandVerbs, subjects } from './nats/subjects.ts';
 import { startInspector } from './inspector/server.ts';
+import type { TokenTable } from './gateway/tokens.ts';
+import type { JwtVerifier } from './gateway/jwt.ts';
 import { createWorkerMetrics } from './observability/metrics.ts';
 import type { SessionLimits } from './input/limits.ts';
 import { promptText } from './input/prompt.ts';
@@ -74,6 +76,8 @@ export interface SessiondOptions {
   limits?: Partial<SessionLimits>;
   /** Serve the inspector on 127.0.0.1:PORT. */
   inspectPort?: number;
+  /** The inspector's tokens (the gateway's): its API then needs a token reaching every session, fork `manage` (src/inspector/auth.ts). */
+  inspectAuth?: { tokens?: TokenTable; jwt?: JwtVerifier };
   /** Serve Prometheus metrics, /healthz and /readyz on 127.0.0.1:PORT. */
   metricsPort?: number;
   report?: HostReport;
@@ -116,6 +120,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     'nats',
     'limits',
     'inspectPort',
+    'inspectAuth',
     'metricsPort',
     'report',
     'decorateLog',
@@ -312,6 +317,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
         // the conversation shows answers as they stream: this worker's live bus (on NATS too: its own turns)
         live: (onEvent) => engine.subscribe({}, onEvent),
         port: options.inspectPort,
+        ...options.inspectAuth,
         onError: (err) => report.err(`sessiond: inspector: ${messageOf(err)}`),
       });
       opened.push({ what: 'the inspector', close: () => inspector.close() });

@@ -106,14 +106,44 @@ test('inspector tokens: sessiond inspect --host 0.0.0.0 --tokens FILE serves, an
   const port = await freePort();
   const p = startCli(['inspect', '--db', tmp.file('insp.db'), '--host', '0.0.0.0', '--port', String(port), '--tokens', file]);
   try {
-    await p.waitFor('inspector on http://');
-    assert.match(p.output(), '1 from');
+    await p.waitFor('tokens: 1 from');
     const base = `http://127.0.0.1:${port}`;
     assert.is((await fetch(`${base}/api/sessions`)).status, 401);
     assert.is((await fetch(`${base}/api/sessions`, { headers: { authorization: `Bearer ${VIEWER}` } })).status, 200);
   } finally {
     p.child.kill('SIGTERM');
     await p.exited;
+  }
+});
+
+test('inspector tokens: sessiond start --inspect --tokens FILE: the worker inspector asks for a token, and its fork for manage', async () => {
+  const file = tmp.file('worker-tokens.json');
+  writeFileSync(
+    file,
+    JSON.stringify({
+      tokens: [
+        { name: 'viewer', token: VIEWER, sessions: '*', tenant: '*', scopes: ['read'] },
+        { name: 'ops', token: OPS, sessions: '*', tenant: '*', scopes: ['read', 'manage'] },
+      ],
+    }),
+  );
+  const port = await freePort();
+  const w = startCli(['start', '--db', tmp.file('worker.db'), '--inspect', String(port), '--tokens', file]);
+  try {
+    await w.waitFor('inspector: http://');
+    const base = `http://127.0.0.1:${port}`;
+    assert.is((await fetch(`${base}/api/sessions`)).status, 401);
+    const post = (token: string) =>
+      fetch(`${base}/api/sessions/ses_none/fork`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ sessionId: 'ses_copy' }),
+      });
+    assert.is((await post(VIEWER)).status, 403);
+    assert.is((await post(OPS)).status, 404, 'manage passes: the source does not exist');
+  } finally {
+    w.child.kill('SIGTERM');
+    await w.exited;
   }
 });
 
