@@ -29,10 +29,11 @@ import { presentedToken, type Grant, type TokenTable } from './tokens.ts';
 import { grantOf } from './authenticate.ts';
 import type { JwtVerifier } from './jwt.ts';
 import { checkScope, type Scope } from './scopes.ts';
-import { type Clock, systemClock } from '../clock.ts';
+import { type Clock, type TimerHandle, systemClock } from '../clock.ts';
 
 export const DEFAULT_GATEWAY_HEARTBEAT_MS = 15_000;
 export const DEFAULT_GATEWAY_BUFFER_BYTES = 1024 * 1024;
+export const DEFAULT_GATEWAY_RECHECK_MS = 5_000;
 
 export interface GatewayOptions {
   sessions: Omit<Sessions, 'close'>;
@@ -55,6 +56,8 @@ export interface GatewayOptions {
   heartbeatMs?: number;
   /** Bytes an event stream may have waiting for a slow client before it drops deltas and ends (default 1 MiB). */
   maxBufferedBytes?: number;
+  /** How often the tokens of open event streams are checked again (default 5 s). */
+  recheckMs?: number;
   /** A failure behind a request (logged; the client got a 500 or its stream ended). */
   onError?: (err: unknown) => void;
 }
@@ -131,6 +134,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond gateway: ${messageOf(err)}\n`));
   const origins = options.corsOrigins;
   const streams = new Set<EventStream>();
+  /** The token each open stream was opened with: checked again every `recheckMs`, so a removed or expired token's streams end too. */
+  const authorized = new Map<EventStream, string>();
+  const recheckMs = options.recheckMs ?? DEFAULT_GATEWAY_RECHECK_MS;
 
   const sessionOf = (c: Call) => validateId(decodeURIComponent(c.params[0]!), 'session id');
   const ROUTES: Route[] = [
@@ -279,7 +285,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         else if (!id.startsWith(c.grant.prefix)) await reachable(sessions, c.grant, id);
         const stream = await openEventStream(c.res, sessions, live, id, after, { heartbeatMs, maxBufferedBytes, onError });
         streams.add(stream);
-        c.res.on('close', () => streams.delete(stream));
+        const presented = presentedToken(c.req.headers.authorization, c.url.searchParams);
+        if (presented !== undefined) authorized.set(stream, presented);
+        c.res.on('close', () => {
+          streams.delete(stream);
+          authorized.delete(stream);
+        });
         return STREAMING;
       },
     },
@@ -388,6 +399,24 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     );
   });
   const port = (server.address() as AddressInfo).port;
+  let rechecking: TimerHandle | undefined;
+  if (tokens || jwt) {
+    const recheck = async () => {
+      for (const [stream, presented] of authorized)
+        if (!(await grantOf(presented, { tokens, jwt, now: clock.now() }))) {
+          authorized.delete(stream);
+          await stream.close();
+        }
+    };
+    const tick = () => {
+      void recheck()
+        .catch(onError)
+        .finally(() => {
+          if (rechecking !== undefined) rechecking = unrefd(clock.setTimeout(tick, recheckMs));
+        });
+    };
+    rechecking = unrefd(clock.setTimeout(tick, recheckMs));
+  }
   if (!tokens && !jwt) {
     const check = hostGuard({ host, port });
     guard = (req) => check(req);
@@ -398,6 +427,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     port,
     streams: () => streams.size,
     async close() {
+      clock.clearTimeout(rechecking);
+      rechecking = undefined;
       await Promise.all([...streams].map((s) => s.close()));
       tokens?.close?.();
       jwt?.close();
@@ -410,6 +441,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 }
 
 const STREAMING = Symbol('streaming');
+
+/** A timer that does not keep the process alive. */
+const unrefd = (t: TimerHandle): TimerHandle => {
+  if (typeof t === 'object' && 'unref' in t) t.unref();
+  return t;
+};
 
 /** Who a request acts as, recorded in the events it causes: the token's name or the JWT's subject; none without tokens. */
 const actorOf = (grant: Grant): { actor?: string } => (grant === OPEN_GRANT ? {} : { actor: grant.name });
