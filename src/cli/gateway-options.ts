@@ -11,6 +11,7 @@
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { UsageError } from '../errors.ts';
+import { systemClock } from '../clock.ts';
 import { parseTokens, type TokenTable } from '../gateway/tokens.ts';
 import { tokenFile } from '../gateway/token-file.ts';
 import { jwtVerifier, type JwtVerifier } from '../gateway/jwt.ts';
@@ -95,6 +96,22 @@ function claimNames(flags: string[] | undefined): Partial<JwtClaimNames> {
   return names;
 }
 
+/** One line now, then at most one a minute (counting the rest): refused tokens must not flood the log. */
+function throttled(say: (why: string, more: number) => void, everyMs = 60_000): (why: string) => void {
+  let last = Number.NEGATIVE_INFINITY;
+  let more = 0;
+  return (why) => {
+    const now = systemClock.now();
+    if (now - last < everyMs) {
+      more++;
+      return;
+    }
+    say(why, more);
+    last = now;
+    more = 0;
+  };
+}
+
 /** The JWT verifier from --jwks and its flags, undefined without --jwks. */
 export function gatewayJwt(flags: AuthFlags, ctx: CliContext): JwtVerifier | undefined {
   if (flags.jwks === undefined) {
@@ -109,6 +126,9 @@ export function gatewayJwt(flags: AuthFlags, ctx: CliContext): JwtVerifier | und
     ...(flags.jwtAudience === undefined ? {} : { audience: flags.jwtAudience }),
     ...(flags.jwtClockTolerance === undefined ? {} : { clockToleranceS: flags.jwtClockTolerance }),
     claims: claimNames(flags.jwtClaim),
+    onRefused: throttled((why, more) =>
+      ctx.err(`sessiond: gateway: a signed token was refused: ${why}${more ? ` (and ${more} more since the last line)` : ''}`),
+    ),
     onReload: (o) =>
       ctx.err('error' in o ? `sessiond: gateway: --jwks ${flags.jwks}: ${o.error}` : `sessiond: gateway: read ${o.keys} keys again from ${flags.jwks}`),
   });

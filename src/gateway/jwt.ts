@@ -31,6 +31,8 @@ export interface JwtOptions {
   clock?: Clock;
   /** How often a JWKS file is stat'ed besides watching (default 2 s). */
   pollMs?: number;
+  /** Why a token that looked like a JWT was refused (for the operator's log; the caller only gets 401). */
+  onRefused?: (why: string) => void;
   /** A changed JWKS file read (`keys`: how many), or refused (`error`: it keeps the keys it had). */
   onReload?: (outcome: { keys: number } | { error: string }) => void;
 }
@@ -130,8 +132,11 @@ export function jwtVerifier(options: JwtOptions): JwtVerifier {
           ...(options.audience === undefined ? {} : { audience: options.audience }),
         });
         const grant = grantOfClaims(payload as Record<string, unknown>, names);
+        if (typeof grant === 'string') options.onRefused?.(grant);
         return typeof grant === 'string' ? undefined : grant;
-      } catch {
+      } catch (err) {
+        // a token that is not a JWT at all (a static one, a typo) is not worth a line
+        if (token.split('.').length === 3) options.onRefused?.(messageOf(err));
         return undefined;
       }
     },

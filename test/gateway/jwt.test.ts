@@ -139,6 +139,24 @@ test('none, HS256 with the public key, unknown key, expired, not yet valid, wron
   assert.ok((await get('/v1/sessions', await sign('RS256', base(), (j) => j.setExpirationTime(sec(NOW) - 10)))).status === 200, 'within the clock tolerance');
 });
 
+test('the operator is told why a JWT was refused (the caller is not): the algorithm, the time, the claims', async () => {
+  const why: string[] = [];
+  const v = jwtVerifier({ jwks: jwksFile, issuer: 'https://idp.example', audience: 'sessiond', clock, onRefused: (w) => why.push(w) });
+  try {
+    const header = b64({ alg: 'HS256', kid: 'rsa-1', typ: 'JWT' });
+    assert.is(await v.verify(`${header}.${b64({ ...base(), exp: sec(NOW) + 600 })}.c2ln`), undefined);
+    assert.is(await v.verify(await sign('RS256', base(), (j) => j.setExpirationTime(sec(NOW) - 120))), undefined);
+    assert.is(await v.verify(await sign('RS256', { ...base(), scope: 'openid' })), undefined);
+    assert.is(await v.verify('not-a-jwt-at-all-0123456789'), undefined);
+    assert.equal(why.length, 3, JSON.stringify(why));
+    assert.match(why[0]!, /alg/i);
+    assert.match(why[1]!, /exp/i);
+    assert.match(why[2]!, 'no sessiond scope in claim scope');
+  } finally {
+    v.close();
+  }
+});
+
 test('a static token past its expires gets the same 401 as an unknown one', async () => {
   assert.is((await get('/v1/sessions', STATIC)).status, 200);
   clock.set(NOW + 60_000);
