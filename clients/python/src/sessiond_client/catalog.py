@@ -1069,7 +1069,11 @@ CATALOG: Mapping[str, EventType] = {
         _t(
             "input.dropped",
             InputDropped,
-            [F("inputIds", "input_ids", Array(ID, 1)), F("reason", "reason", Str(0, 1000), optional=True), F("actor", "actor", Str(1, 200), optional=True)],
+            [
+                F("inputIds", "input_ids", Array(ID, 1)),
+                F("reason", "reason", Str(0, 1000), optional=True),
+                F("actor", "actor", Str(1, 200), optional=True),
+            ],
         ),
         _t("step.started", StepStarted, [EXE, MSG, F("step", "step", NONNEG)]),
         _t("step.ended", StepEnded, [EXE, MSG, F("finish", "finish", Str(1)), F("usage", "usage", USAGE, optional=True)]),

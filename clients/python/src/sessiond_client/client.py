@@ -375,7 +375,9 @@ class Client:
         result: WakeResult = (await self._send("wake", wake_request(session_id)))[0]
         return result
 
-    async def cancel(self, session_id: str, reason: str | None = None, execution_id: str | None = None, actor: str | None = None) -> CancelResult:
+    async def cancel(
+        self, session_id: str, reason: str | None = None, execution_id: str | None = None, actor: str | None = None
+    ) -> CancelResult:
         """Cancels the session's execution in progress. The cancel names that execution (asked with
         ``status`` first unless given), so a resent or late attempt never stops a later turn."""
         target = execution_id
@@ -401,7 +403,9 @@ class Client:
         result: StatusReply = (await self._send("status", status_request(session_id, pending_from)))[0]
         return result
 
-    async def drop(self, session_id: str, input_ids: list[str] | None = None, reason: str | None = None, actor: str | None = None) -> DropResult:
+    async def drop(
+        self, session_id: str, input_ids: list[str] | None = None, reason: str | None = None, actor: str | None = None
+    ) -> DropResult:
         """Drops pending inputs unrun (all the users' inputs still waiting, or those named)."""
         result: DropResult = (await self._send("drop", drop_request(session_id, input_ids, reason, actor)))[0]
         return result

@@ -92,7 +92,9 @@ def status_request(session_id: str, pending_from: int | None = None) -> dict[str
     return _without_none(sessionId=session_id, pendingFrom=pending_from or None)
 
 
-def drop_request(session_id: str, input_ids: list[str] | None = None, reason: str | None = None, actor: str | None = None) -> dict[str, Any]:
+def drop_request(
+    session_id: str, input_ids: list[str] | None = None, reason: str | None = None, actor: str | None = None
+) -> dict[str, Any]:
     return _without_none(sessionId=session_id, inputIds=input_ids, reason=reason, actor=actor)
 
 
