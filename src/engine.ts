@@ -109,7 +109,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     },
     wake: (id) => unlessUnknown(execution.handler, id, 'wake', execution.resume(id)),
     resume: (id) => execution.resume(id),
-    cancel: (id, reason, executionId) => unlessUnknown(execution.handler, id, 'cancel', execution.cancel(id, reason, executionId)),
+    cancel: (id, reason, executionId, options) => unlessUnknown(execution.handler, id, 'cancel', execution.cancel(id, reason, executionId, options)),
     dropPending: (id, request) => unlessUnknown(execution.handler, id, 'drop pending inputs of', dropPending(execution.handler, id, request)),
     ...waitMethods(async (id, request) => {
       const result = await unlessUnknown(execution.handler, id, 'resolve a wait of', resolveWait(execution.handler, id, request));

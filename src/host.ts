@@ -36,6 +36,8 @@ import { recordQuarantine } from './storage/quarantine-store.ts';
 import { startCommandService } from './nats/command-service.ts';
 import { COMMAND_QUEUE, commandVerbs, subjects } from './nats/subjects.ts';
 import { startInspector } from './inspector/server.ts';
+import type { TokenTable } from './gateway/tokens.ts';
+import type { JwtVerifier } from './gateway/jwt.ts';
 import { createWorkerMetrics } from './observability/metrics.ts';
 import type { SessionLimits } from './input/limits.ts';
 import type { UrlOptions } from './input/url-guard.ts';
@@ -77,6 +79,8 @@ export interface SessiondOptions {
   urls?: UrlOptions;
   /** Serve the inspector on 127.0.0.1:PORT. */
   inspectPort?: number;
+  /** The inspector's tokens (the gateway's): its API then needs a token reaching every session, fork `manage` (src/inspector/auth.ts). */
+  inspectAuth?: { tokens?: TokenTable; jwt?: JwtVerifier };
   /** Serve Prometheus metrics, /healthz and /readyz on 127.0.0.1:PORT. */
   metricsPort?: number;
   report?: HostReport;
@@ -120,6 +124,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     'limits',
     'urls',
     'inspectPort',
+    'inspectAuth',
     'metricsPort',
     'report',
     'decorateLog',
@@ -317,6 +322,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
         // the conversation shows answers as they stream: this worker's live bus (on NATS too: its own turns)
         live: (onEvent) => engine.subscribe({}, onEvent),
         port: options.inspectPort,
+        ...options.inspectAuth,
         onError: (err) => report.err(`sessiond: inspector: ${messageOf(err)}`),
       });
       opened.push({ what: 'the inspector', close: () => inspector.close() });
@@ -340,7 +346,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       wake: (id) => engine.wake(id),
       status: (id, statusOptions) => engine.status(id, statusOptions),
       follow: (id, handler, followOptions) => engine.follow(id, handler, followOptions),
-      cancel: (id, reason, executionId) => engine.cancel(id, reason, executionId),
+      cancel: (id, reason, executionId, options) => engine.cancel(id, reason, executionId, options),
       dropPending: (id, request) => engine.dropPending(id, request),
       approve: (id, callId, decision) => engine.approve(id, callId, decision),
       deny: (id, callId, decision) => engine.deny(id, callId, decision),

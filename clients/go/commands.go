@@ -145,6 +145,7 @@ type CancelResult struct {
 type DropRequest struct {
 	InputIDs []string
 	Reason   string
+	Actor    string // who drops them, recorded in the event ("" sends none)
 }
 
 // DropResult is the drop reply: the inputs dropped (empty when nothing matching was pending) and
@@ -165,6 +166,7 @@ type ResolveRequest struct {
 	Outcome string
 	Reason  string
 	Data    Any
+	Actor   string // who decides or delivers, recorded in the event ("" sends none)
 }
 
 // ResolveResult is the resolve reply. Resolved is false when the wait had already ended so (the
@@ -335,13 +337,16 @@ func AdmitBody(sessionID string, r AdmitRequest) Map {
 }
 
 // CancelBody is the cancel request's JSON body (empty strings are left out).
-func CancelBody(sessionID, reason, executionID string) Map {
+func CancelBody(sessionID, reason, executionID, actor string) Map {
 	m := Map{{"sessionId", sessionID}}
 	if reason != "" {
 		m = append(m, MapEntry{"reason", reason})
 	}
 	if executionID != "" {
 		m = append(m, MapEntry{"executionId", executionID})
+	}
+	if actor != "" {
+		m = append(m, MapEntry{"actor", actor})
 	}
 	return m
 }
@@ -364,6 +369,9 @@ func DropBody(sessionID string, r DropRequest) Map {
 	if r.Reason != "" {
 		m = append(m, MapEntry{"reason", r.Reason})
 	}
+	if r.Actor != "" {
+		m = append(m, MapEntry{"actor", r.Actor})
+	}
 	return m
 }
 
@@ -375,6 +383,9 @@ func ResolveBody(sessionID string, r ResolveRequest) Map {
 	}
 	if r.Data.Set {
 		m = append(m, MapEntry{"data", r.Data.Value})
+	}
+	if r.Actor != "" {
+		m = append(m, MapEntry{"actor", r.Actor})
 	}
 	return m
 }
@@ -452,6 +463,12 @@ func (c *Client) Wake(ctx context.Context, sessionID string) (WakeResult, error)
 // later turn; an earlier attempt that cancelled it (the last one finding nothing to cancel) is
 // reported as cancelled. reason "" sends none.
 func (c *Client) Cancel(ctx context.Context, sessionID, reason, executionID string) (CancelResult, error) {
+	return c.CancelAs(ctx, sessionID, reason, executionID, "")
+}
+
+// CancelAs is Cancel recording who cancels (actor, in the execution.cancelled event; "" sends
+// none): a trusted client passes the person or service it acts for.
+func (c *Client) CancelAs(ctx context.Context, sessionID, reason, executionID, actor string) (CancelResult, error) {
 	target := executionID
 	if target == "" {
 		st, err := c.Status(ctx, sessionID, 0)
@@ -469,7 +486,7 @@ func (c *Client) Cancel(ctx context.Context, sessionID, reason, executionID stri
 	var reply struct {
 		Result CancelResult `json:"result"`
 	}
-	resent, err := c.send(ctx, VerbCancel, sessionID, CancelBody(sessionID, reason, target), "", &reply)
+	resent, err := c.send(ctx, VerbCancel, sessionID, CancelBody(sessionID, reason, target, actor), "", &reply)
 	if err != nil {
 		return CancelResult{}, err
 	}
@@ -522,6 +539,12 @@ func (c *Client) Approve(ctx context.Context, sessionID, callID, reason string) 
 // the model is told why (reason; "" sends none). Idempotent as Approve.
 func (c *Client) Deny(ctx context.Context, sessionID, callID, reason string) (ResolveResult, error) {
 	return c.resolveWait(ctx, sessionID, ResolveRequest{Kind: "approval", Name: callID, Outcome: "denied", Reason: reason})
+}
+
+// ResolveWait ends a wait as r says (Approve, Deny and Resolve build r), with r.Actor recorded as
+// who did it.
+func (c *Client) ResolveWait(ctx context.Context, sessionID string, r ResolveRequest) (ResolveResult, error) {
+	return c.resolveWait(ctx, sessionID, r)
 }
 
 // Resolve delivers the value (data; nil sends none) of the signal name the session's turn waits

@@ -124,6 +124,7 @@ type ExecutionPhase struct {
 type ExecutionCancelled struct {
 	ExecutionID string  `sd:"executionId,id" json:"executionId"`
 	Reason      *string `sd:"reason,opt,max=1000" json:"reason,omitempty"`
+	Actor       *string `sd:"actor,opt,nonempty,max=200" json:"actor,omitempty"` // who cancelled
 }
 
 // ExecutionSettled: the execution ended: succeeded, failed, released (handed back on shutdown), or
@@ -161,6 +162,7 @@ type InputPromoted struct {
 type InputDropped struct {
 	InputIDs []string `sd:"inputIds,nonempty,each=id" json:"inputIds"`
 	Reason   *string  `sd:"reason,opt,max=1000" json:"reason,omitempty"`
+	Actor    *string  `sd:"actor,opt,nonempty,max=200" json:"actor,omitempty"` // who dropped them
 }
 
 // StepStarted: an assistant step (one model request) started.
@@ -309,7 +311,8 @@ type WaitStarted struct {
 
 // WaitResolved: a wait ended (ExecutionID: the execution that waited) with Outcome approved or
 // denied (an approval), delivered or timed_out (a signal), elapsed (a timer), or cancelled. Reason:
-// a person's words on the decision, or why it was cancelled; Data: a delivered signal's value.
+// a person's words on the decision, or why it was cancelled; Data: a delivered signal's value;
+// Actor: who decided, delivered or cancelled.
 type WaitResolved struct {
 	ExecutionID string  `sd:"executionId,id" json:"executionId"`
 	Kind        string  `sd:"kind,enum=approval|signal|timer" json:"kind"`
@@ -319,6 +322,7 @@ type WaitResolved struct {
 	CallID      *string `sd:"callId,opt,id" json:"callId,omitempty"`
 	Reason      *string `sd:"reason,opt,max=1000" json:"reason,omitempty"`
 	Data        Any     `sd:"data,opt" json:"data,omitzero"`
+	Actor       *string `sd:"actor,opt,nonempty,max=200" json:"actor,omitempty"`
 }
 
 // CompactionStarted: the transcript is being compacted.

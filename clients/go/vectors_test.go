@@ -438,7 +438,7 @@ func typedRequest(t *testing.T, verb string, m Map) Map {
 	case VerbWake:
 		return WakeBody(session)
 	case VerbCancel:
-		return CancelBody(session, str(m, "reason"), str(m, "executionId"))
+		return CancelBody(session, str(m, "reason"), str(m, "executionId"), str(m, "actor"))
 	case VerbStatus:
 		n, _ := get(m, "pendingFrom").(int64)
 		return StatusBody(session, n)
@@ -909,10 +909,10 @@ func TestCommandsSchema(t *testing.T) {
 		VerbList:    ListBody(ListFilter{State: "idle", Waiting: &yes, Tags: Tags{"k": "v"}, IDPrefix: "s", UpdatedSince: 1, ReachableBy: "o", Limit: 2, After: "a"}),
 		VerbFork:    ForkBody("src", "s", ForkOptions{At: 3, Tags: Tags{"k": "v"}, Owner: "o"}),
 		VerbWake:    WakeBody("s"),
-		VerbCancel:  CancelBody("s", "r", "e"),
+		VerbCancel:  CancelBody("s", "r", "e", "a"),
 		VerbStatus:  StatusBody("s", 100),
-		VerbDrop:    DropBody("s", DropRequest{InputIDs: []string{"i"}, Reason: "r"}),
-		VerbResolve: ResolveBody("s", ResolveRequest{Kind: "signal", Name: "n", Outcome: "delivered", Reason: "r", Data: Any{Set: true, Value: Map{{"k", int64(1)}}}}),
+		VerbDrop:    DropBody("s", DropRequest{InputIDs: []string{"i"}, Reason: "r", Actor: "a"}),
+		VerbResolve: ResolveBody("s", ResolveRequest{Kind: "signal", Name: "n", Outcome: "delivered", Reason: "r", Data: Any{Set: true, Value: Map{{"k", int64(1)}}}, Actor: "a"}),
 	}
 	if len(verbs) != len(full) {
 		t.Fatalf("schema verbs %d, here %d", len(verbs), len(full))

@@ -10,6 +10,8 @@ import { z } from 'zod';
 const id = z.string().min(1).max(128);
 const seq = z.number().int().min(-1);
 const time = z.number().int().nonnegative();
+/** Who did it: the gateway token's name or the JWT's subject, or what a trusted NATS client or the CLI says. */
+const actor = z.string().min(1).max(200);
 /** A session's tags (sessions/tags.ts has the rules and the messages; this is what the log holds). */
 const tagKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,63}$/);
 const tagValue = z.string().min(1).max(256);
@@ -195,7 +197,8 @@ export const catalog = {
   'execution.renewed': event('execution.renewed', z.object({ executionId: id, expiresAt: time }), { writer: 'owner' }),
   'execution.started': event('execution.started', z.object({ executionId: id }), { writer: 'owner' }),
   'execution.phase': event('execution.phase', z.object({ executionId: id, phase: ExecutionPhase }), { writer: 'runner' }),
-  'execution.cancelled': event('execution.cancelled', z.object({ executionId: id, reason: z.string().max(1000).optional() })),
+  /** `actor`: who cancelled. */
+  'execution.cancelled': event('execution.cancelled', z.object({ executionId: id, reason: z.string().max(1000).optional(), actor: actor.optional() })),
   'execution.settled': event(
     'execution.settled',
     z.object({
@@ -229,7 +232,7 @@ export const catalog = {
   ),
   'input.promoted': event('input.promoted', z.object({ inputId: id, executionId: id }), { writer: 'runner' }),
   /** Pending inputs dropped unrun by an operator (`sessiond cancel --pending`): they never run. */
-  'input.dropped': event('input.dropped', z.object({ inputIds: z.array(id).min(1), reason: z.string().max(1000).optional() })),
+  'input.dropped': event('input.dropped', z.object({ inputIds: z.array(id).min(1), reason: z.string().max(1000).optional(), actor: actor.optional() })),
 
   'step.started': event('step.started', z.object({ executionId: id, messageId: id, step: z.number().int().nonnegative() }), { writer: 'runner' }),
   'step.ended': event('step.ended', z.object({ executionId: id, messageId: id, finish: z.string().min(1), usage: Usage.optional() }), { writer: 'runner' }),
@@ -328,7 +331,7 @@ export const catalog = {
   ),
   /**
    * A wait ended (`executionId`: the execution that waited). `reason`: a person's words on an
-   * approval or denial, or why it was cancelled; `data`: a delivered signal's value.
+   * approval or denial, or why it was cancelled; `data`: a delivered signal's value; `actor`: who.
    */
   'wait.resolved': event(
     'wait.resolved',
@@ -342,6 +345,8 @@ export const catalog = {
       callId: id.optional(),
       reason: z.string().max(1000).optional(),
       data: z.unknown().optional(),
+      /** Who decided, delivered or cancelled (absent for a timer, a timeout, or a caller that did not say). */
+      actor: actor.optional(),
     }),
   ),
 

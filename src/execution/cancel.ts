@@ -5,18 +5,26 @@
 import { isRefusal } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import type { CommandHandler } from './command-handler.ts';
+import { actorOf, type ActorOptions } from '../sessions/actor.ts';
 import type { Refusal } from '../machines/commands.ts';
 
 /** What a cancel did: the execution cancelled, or why nothing was (`nothing_to_cancel`). */
 export type CancelResult = { cancelled: true; executionId: string } | { cancelled: false; reason: Refusal; message: string };
 
-export async function cancelExecution(handler: CommandHandler, sessionId: string, reason?: string, executionId?: string): Promise<CancelResult> {
+export async function cancelExecution(
+  handler: CommandHandler,
+  sessionId: string,
+  reason?: string,
+  executionId?: string,
+  options: ActorOptions = {},
+): Promise<CancelResult> {
   validateId(sessionId, 'session id');
+  const by = actorOf(options.actor);
   if (executionId !== undefined) validateId(executionId, 'execution id');
   try {
     const { events } = await handler.execute(
       sessionId,
-      (now) => ({ type: 'cancel', now, ...(reason ? { reason } : {}), ...(executionId ? { executionId } : {}) }),
+      (now) => ({ type: 'cancel', now, ...(reason ? { reason } : {}), ...(executionId ? { executionId } : {}), ...by }),
       { fresh: true },
     );
     return { cancelled: true, executionId: (events[0] as { payload: { executionId: string } }).payload.executionId };

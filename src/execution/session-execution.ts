@@ -9,6 +9,7 @@
  *   awaitIdle(id)
  */
 import { cancelExecution, type CancelResult } from './cancel.ts';
+import type { ActorOptions } from '../sessions/actor.ts';
 import { systemClock, type Clock, type TimerHandle } from '../clock.ts';
 import { randomIds, validateId, type IdSource } from '../ids.ts';
 import {
@@ -199,8 +200,8 @@ export class SessionExecution {
    * Cancels the session's execution in progress (here or in another process). Cancellation is final.
    * With `executionId`, only that execution: a cancel resent or delivered late never stops a later turn.
    */
-  async cancel(sessionId: string, reason?: string, executionId?: string): Promise<CancelResult> {
-    const result = await cancelExecution(this.handler, sessionId, reason, executionId);
+  async cancel(sessionId: string, reason?: string, executionId?: string, options: ActorOptions = {}): Promise<CancelResult> {
+    const result = await cancelExecution(this.handler, sessionId, reason, executionId, options);
     if (!result.cancelled) return result;
     const run = localRun(this.registry, sessionId);
     if (run?.executionId === result.executionId && run.controller && !run.controller.signal.aborted) {

@@ -171,7 +171,7 @@ export function chatFold(options: { inputIds: readonly string[]; messageId: stri
         else finish('The turn was interrupted and could not be continued.');
         return;
       case 'execution.cancelled':
-        finish(`The turn was cancelled${p.reason ? `: ${p.reason}` : ''}.`);
+        finish(`The turn was cancelled${p.actor ? ` by ${p.actor}` : ''}${p.reason ? `: ${p.reason}` : ''}.`);
         return;
       case 'execution.settled': {
         const outcome = p.outcome as string;

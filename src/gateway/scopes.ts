@@ -4,6 +4,8 @@
  * `approve` (approve, deny, resolve waits), `manage` (tags, fork, drop pending, cancel any turn),
  * `admin` (delete, retention).
  */
+import { ErrorCode, HttpError } from '../errors.ts';
+
 export const SCOPES = ['read', 'prompt', 'approve', 'manage', 'admin'] as const;
 export type Scope = (typeof SCOPES)[number];
 
@@ -19,4 +21,14 @@ export function parseScopes(raw: unknown): ReadonlySet<Scope> {
   const unknown = list.find((s) => !isScope(s));
   if (unknown !== undefined) throw new Error(`unknown scope ${JSON.stringify(unknown)} (known: ${SCOPES.join(', ')})`);
   return new Set(list as Scope[]);
+}
+
+/** Refuses (403 `permission_denied`, naming the scope and the token) a request the grant's scopes do not cover. */
+export function checkScope(grant: { name: string; scopes: ReadonlySet<Scope> }, scope: Scope, what: string): void {
+  if (grant.scopes.has(scope)) return;
+  throw new HttpError(
+    403,
+    ErrorCode.PermissionDenied,
+    `Token ${grant.name} lacks scope ${scope}, which ${what} needs (it has ${[...grant.scopes].join(', ')}): give the token "${scope}" in its scopes, or use one that has it.`,
+  );
 }

@@ -26,11 +26,16 @@ import { OPEN_GRANT, asReached, checkTagChanges, listFor, mayStart, reachable } 
 import { openEventStream, type EventStream, type LiveSource } from './event-stream.ts';
 import { parseChatRequest, streamChatTurn, turnUnderWay } from './chat.ts';
 import { presentedToken, type Grant, type TokenTable } from './tokens.ts';
+import { grantOf } from './authenticate.ts';
+import type { JwtVerifier } from './jwt.ts';
+import { checkScope, type Scope } from './scopes.ts';
+import { type Clock, type TimerHandle, systemClock } from '../clock.ts';
 
 export const DEFAULT_GATEWAY_HEARTBEAT_MS = 15_000;
 export const DEFAULT_GATEWAY_BUFFER_BYTES = 1024 * 1024;
 /** How long a request body may take to arrive, from its first byte awaited to its last. */
 export const DEFAULT_GATEWAY_BODY_TIMEOUT_MS = 15_000;
+export const DEFAULT_GATEWAY_RECHECK_MS = 5_000;
 
 export interface GatewayOptions {
   sessions: Omit<Sessions, 'close'>;
@@ -42,6 +47,10 @@ export interface GatewayOptions {
   host?: string;
   /** Bearer tokens and their reach (tokens.ts). Without them every request may reach every session: loopback only. */
   tokens?: TokenTable;
+  /** Signed tokens (JWTs) from an identity provider (jwt.ts); with or instead of `tokens`. */
+  jwt?: JwtVerifier;
+  /** Time for token expiry (default the system clock). */
+  clock?: Clock;
   /** Origins whose pages may call the gateway (`['https://app.example']`, or `'*'`); default none (same origin only). */
   corsOrigins?: readonly string[] | '*';
   /** Largest request body (default: what an admission of the largest prompt needs). */
@@ -51,6 +60,8 @@ export interface GatewayOptions {
   heartbeatMs?: number;
   /** Bytes an event stream may have waiting for a slow client before it drops deltas and ends (default 1 MiB). */
   maxBufferedBytes?: number;
+  /** How often the tokens of open event streams are checked again (default 5 s). */
+  recheckMs?: number;
   /** A failure behind a request (logged; the client got a 500 or its stream ended). */
   onError?: (err: unknown) => void;
 }
@@ -66,6 +77,8 @@ export interface Gateway {
 type Route = {
   method: 'GET' | 'POST';
   pattern: RegExp;
+  /** What the token must be allowed to do (scopes.ts); none: anyone (health). */
+  scope?: Scope;
   run: (c: Call) => Promise<unknown>;
 };
 
@@ -111,11 +124,12 @@ const str = (v: unknown, what: string): string | undefined => {
 
 export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const host = options.host ?? '127.0.0.1';
-  const { sessions, live, tokens } = options;
-  if (!tokens && !isLoopback(host)) {
+  const { sessions, live, tokens, jwt } = options;
+  const clock = options.clock ?? systemClock;
+  if (!tokens && !jwt && !isLoopback(host)) {
     throw new SessiondError(
       ErrorCode.InvalidOption,
-      `Refusing to serve the gateway on ${host} without tokens: anyone who reaches it could read and drive every session. Give tokens (--tokens FILE or SESSIOND_GATEWAY_TOKENS; docs/gateway.md), or bind 127.0.0.1.`,
+      `Refusing to serve the gateway on ${host} without tokens: anyone who reaches it could read and drive every session. Give tokens (--tokens FILE or SESSIOND_GATEWAY_TOKENS, or --jwks for an identity provider's signed tokens; docs/gateway.md), or bind 127.0.0.1.`,
     );
   }
   const maxBodyBytes = options.maxBodyBytes ?? admitBodyLimit(DEFAULT_LIMITS.maxPromptBytes);
@@ -125,19 +139,24 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond gateway: ${messageOf(err)}\n`));
   const origins = options.corsOrigins;
   const streams = new Set<EventStream>();
+  /** The token each open stream was opened with: checked again every `recheckMs`, so a removed or expired token's streams end too. */
+  const authorized = new Map<EventStream, string>();
+  const recheckMs = options.recheckMs ?? DEFAULT_GATEWAY_RECHECK_MS;
 
   const sessionOf = (c: Call) => validateId(segment(c.params[0]!, 'session id'), 'session id');
   const ROUTES: Route[] = [
     { method: 'GET', pattern: /^\/v1\/health$/, run: async () => ({ ok: true }) },
-    { method: 'GET', pattern: /^\/v1\/sessions$/, run: (c) => listFor(sessions, c.grant, listFilterOf(c.url.searchParams)) },
+    { method: 'GET', pattern: /^\/v1\/sessions$/, scope: 'read', run: (c) => listFor(sessions, c.grant, listFilterOf(c.url.searchParams)) },
     {
       method: 'GET',
       pattern: /^\/v1\/sessions\/([^/]+)$/,
+      scope: 'read',
       run: (c) => reachable(sessions, c.grant, sessionOf(c)),
     },
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/inputs$/,
+      scope: 'prompt',
       run: async (c) => {
         const id = sessionOf(c);
         const { owner: _claimed, ...body } = await c.body(); // the owner is the grant's, never the body's
@@ -148,6 +167,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/wake$/,
+      scope: 'prompt',
       run: async (c) => {
         const id = sessionOf(c);
         await reachable(sessions, c.grant, id);
@@ -157,22 +177,24 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/cancel$/,
+      scope: 'manage',
       run: async (c) => {
         const id = sessionOf(c);
         const body = await c.body();
         await reachable(sessions, c.grant, id);
-        return sessions.cancel(id, str(body.reason, 'reason'), str(body.executionId, 'executionId'));
+        return sessions.cancel(id, str(body.reason, 'reason'), str(body.executionId, 'executionId'), actorOf(c.grant));
       },
     },
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/calls\/([^/]+)\/(approve|deny)$/,
+      scope: 'approve',
       run: async (c) => {
         const id = sessionOf(c);
         const body = await c.body();
         await reachable(sessions, c.grant, id);
         const reason = str(body.reason, 'reason');
-        const decision = reason === undefined ? {} : { reason };
+        const decision = { ...(reason === undefined ? {} : { reason }), ...actorOf(c.grant) };
         const callId = segment(c.params[1]!, 'call id');
         return c.params[2] === 'approve' ? sessions.approve(id, callId, decision) : sessions.deny(id, callId, decision);
       },
@@ -180,16 +202,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/waits\/([^/]+)$/,
+      scope: 'approve',
       run: async (c) => {
         const id = sessionOf(c);
         const body = await c.body();
         await reachable(sessions, c.grant, id);
-        return sessions.resolve(id, segment(c.params[1]!, 'wait name'), body.data === undefined ? {} : { data: body.data });
+        return sessions.resolve(id, segment(c.params[1]!, 'wait name'), { ...(body.data === undefined ? {} : { data: body.data }), ...actorOf(c.grant) });
       },
     },
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/tags$/,
+      scope: 'manage',
       run: async (c) => {
         const id = sessionOf(c);
         const body = await c.body();
@@ -202,16 +226,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/pending\/drop$/,
+      scope: 'manage',
       run: async (c) => {
         const id = sessionOf(c);
         const body = await c.body();
         await reachable(sessions, c.grant, id);
-        return sessions.dropPending(id, body as never);
+        return sessions.dropPending(id, { ...body, ...actorOf(c.grant) } as never);
       },
     },
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/fork$/,
+      scope: 'manage',
       run: async (c) => {
         const source = sessionOf(c);
         const body = await c.body();
@@ -225,6 +251,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'POST',
       pattern: /^\/v1\/chat$/,
+      scope: 'prompt',
       run: async (c) => {
         const { sessionId, inputId, prompt } = parseChatRequest(await c.body());
         const start = await mayStart(sessions, c.grant, sessionId, undefined);
@@ -238,6 +265,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'GET',
       pattern: /^\/v1\/chat\/([^/]+)\/stream$/,
+      scope: 'read',
       run: async (c) => {
         const id = sessionOf(c);
         const turn = turnUnderWay(await reachable(sessions, c.grant, id));
@@ -253,6 +281,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'GET',
       pattern: /^\/v1\/sessions\/([^/]+)\/events$/,
+      scope: 'read',
       run: async (c) => {
         const id = sessionOf(c);
         const after = resumePoint(c.req.headers['last-event-id'], c.url.searchParams.get('after'));
@@ -272,7 +301,12 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         else if (!(await mine())) vet = mine;
         const stream = await openEventStream(c.res, sessions, live, id, after, { heartbeatMs, maxBufferedBytes, onError, ...(vet ? { vet } : {}) });
         streams.add(stream);
-        c.res.on('close', () => streams.delete(stream));
+        const presented = presentedToken(c.req.headers.authorization, c.url.searchParams);
+        if (presented !== undefined) authorized.set(stream, presented);
+        c.res.on('close', () => {
+          streams.delete(stream);
+          authorized.delete(stream);
+        });
         return STREAMING;
       },
     },
@@ -333,7 +367,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       res.setHeader('allow', route.method);
       throw new HttpError(405, 'method_not_allowed', `${req.method} is not allowed on ${url.pathname}: use ${route.method}.`);
     }
-    const grant = authenticate(req, url);
+    const grant = await authenticate(req, url);
+    if (matching.scope) checkScope(grant, matching.scope, `${req.method} ${url.pathname}`);
     const result = await matching.run({
       req,
       res,
@@ -345,17 +380,22 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     if (result !== STREAMING) reply(res, 200, result);
   }
 
-  function authenticate(req: IncomingMessage, url: URL): Grant {
-    if (!tokens) return OPEN_GRANT;
+  async function authenticate(req: IncomingMessage, url: URL): Promise<Grant> {
+    if (!tokens && !jwt) return OPEN_GRANT;
     const presented = presentedToken(req.headers.authorization, url.searchParams);
-    const grant = presented === undefined ? undefined : tokens.find(presented);
+    if (presented === undefined)
+      throw new HttpError(
+        401,
+        'unauthorized',
+        'This gateway needs a token: send Authorization: Bearer <token> (an EventSource may put ?access_token=<token> in the URL).',
+      );
+    const grant = await grantOf(presented, { tokens, jwt, now: clock.now() });
+    // one answer for an unknown, expired or forged token: the caller learns nothing of which
     if (!grant)
       throw new HttpError(
         401,
         'unauthorized',
-        presented === undefined
-          ? 'This gateway needs a token: send Authorization: Bearer <token> (an EventSource may put ?access_token=<token> in the URL).'
-          : 'Unknown token: check it against the gateway tokens file.',
+        'Unknown or expired token: check it against the gateway tokens file, or get a new one from the identity provider.',
       );
     return grant;
   }
@@ -375,7 +415,25 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     );
   });
   const port = (server.address() as AddressInfo).port;
-  if (!tokens) {
+  let rechecking: TimerHandle | undefined;
+  if (tokens || jwt) {
+    const recheck = async () => {
+      for (const [stream, presented] of authorized)
+        if (!(await grantOf(presented, { tokens, jwt, now: clock.now() }))) {
+          authorized.delete(stream);
+          await stream.close();
+        }
+    };
+    const tick = () => {
+      void recheck()
+        .catch(onError)
+        .finally(() => {
+          if (rechecking !== undefined) rechecking = unrefd(clock.setTimeout(tick, recheckMs));
+        });
+    };
+    rechecking = unrefd(clock.setTimeout(tick, recheckMs));
+  }
+  if (!tokens && !jwt) {
     const check = hostGuard({ host, port });
     guard = (req) => check(req);
   }
@@ -385,7 +443,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     port,
     streams: () => streams.size,
     async close() {
+      clock.clearTimeout(rechecking);
+      rechecking = undefined;
       await Promise.all([...streams].map((s) => s.close()));
+      tokens?.close?.();
+      jwt?.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
@@ -395,6 +457,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
 }
 
 const STREAMING = Symbol('streaming');
+
+/** A timer that does not keep the process alive. */
+const unrefd = (t: TimerHandle): TimerHandle => {
+  if (typeof t === 'object' && 'unref' in t) t.unref();
+  return t;
+};
+
+/** Who a request acts as, recorded in the events it causes: the token's name or the JWT's subject; none without tokens. */
+const actorOf = (grant: Grant): { actor?: string } => (grant === OPEN_GRANT ? {} : { actor: grant.name });
 
 /** Where a stream starts: after the Last-Event-ID a reconnecting EventSource sends, else `?after=`, else 0. */
 function resumePoint(lastEventId: string | string[] | undefined, after: string | null): number {

@@ -43,6 +43,8 @@ export interface TokenTable {
   readonly size: number;
   /** The grant of a presented token, or undefined. */
   find(presented: string): Grant | undefined;
+  /** Stops following the file it came from (token-file.ts). */
+  close?(): void;
 }
 
 const MIN_TOKEN_CHARS = 16;

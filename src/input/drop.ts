@@ -7,12 +7,15 @@
 import { validateId } from '../ids.ts';
 import type { CommandHandler } from '../execution/command-handler.ts';
 import { isRefusal } from '../errors.ts';
+import { actorOf } from '../sessions/actor.ts';
 
 export interface DropPendingRequest {
   /** Drop only these inputs (default: every input the session's users admitted and that still waits). */
   inputIds?: string[];
   /** Why, recorded with the drop. */
   reason?: string;
+  /** Who drops them, recorded with the drop. */
+  actor?: string;
 }
 
 export interface DropPendingResult {
@@ -26,6 +29,7 @@ export interface DropPendingResult {
 export async function dropPending(handler: CommandHandler, sessionId: string, request: DropPendingRequest = {}): Promise<DropPendingResult> {
   validateId(sessionId, 'session id');
   for (const id of request.inputIds ?? []) validateId(id, 'input id');
+  const by = actorOf(request.actor);
   try {
     const { events } = await handler.execute(
       sessionId,
@@ -34,6 +38,7 @@ export async function dropPending(handler: CommandHandler, sessionId: string, re
         now,
         ...(request.inputIds ? { inputIds: request.inputIds } : {}),
         ...(request.reason ? { reason: request.reason } : {}),
+        ...by,
       }),
       { fresh: true },
     );

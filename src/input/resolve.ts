@@ -11,6 +11,7 @@ import { validateId } from '../ids.ts';
 import { decisionOf } from '../machines/session-machine.ts';
 import type { CommandHandler } from '../execution/command-handler.ts';
 import { InvalidInputError, isRefusal } from '../errors.ts';
+import { actorOf } from '../sessions/actor.ts';
 import type { WaitKind, WaitOutcome } from '../events/catalog.ts';
 
 export interface ResolveRequest {
@@ -22,6 +23,8 @@ export interface ResolveRequest {
   reason?: string;
   /** A signal's value (JSON-like data). */
   data?: unknown;
+  /** Who resolves it (recorded in `wait.resolved`). */
+  actor?: string;
 }
 
 export interface ResolveResult {
@@ -47,6 +50,7 @@ export async function resolveWait(handler: CommandHandler, sessionId: string, re
     throw new InvalidInputError(`Invalid ${kind} name ${JSON.stringify(name)}: use the call id or signal name the session waits for (1 to 200 characters).`);
   if (request.reason !== undefined && (typeof request.reason !== 'string' || request.reason.length > 1000))
     throw new InvalidInputError('Invalid reason: a string of at most 1000 characters.');
+  const by = actorOf(request.actor);
   const base = { sessionId, kind, name, outcome };
   try {
     const { events } = await handler.execute(
@@ -59,6 +63,7 @@ export async function resolveWait(handler: CommandHandler, sessionId: string, re
         outcome,
         ...(request.reason === undefined ? {} : { reason: request.reason }),
         ...(request.data === undefined ? {} : { data: request.data }),
+        ...by,
         continuationInputId: resumeInputId(snapshot.context.waits.find((w) => w.kind === kind && w.name === name)?.executionId ?? 'none'),
       }),
       { fresh: true },
@@ -77,21 +82,33 @@ export async function resolveWait(handler: CommandHandler, sessionId: string, re
 
 /** `approve`, `deny` and `resolve` as a `Sessions` has them (src/sessions/sessions.ts). */
 export interface WaitMethods {
-  approve(sessionId: string, callId: string, options?: { reason?: string }): Promise<ResolveResult>;
-  deny(sessionId: string, callId: string, options?: { reason?: string }): Promise<ResolveResult>;
-  resolve(sessionId: string, name: string, options?: { data?: unknown }): Promise<ResolveResult>;
+  approve(sessionId: string, callId: string, options?: { reason?: string; actor?: string }): Promise<ResolveResult>;
+  deny(sessionId: string, callId: string, options?: { reason?: string; actor?: string }): Promise<ResolveResult>;
+  resolve(sessionId: string, name: string, options?: { data?: unknown; actor?: string }): Promise<ResolveResult>;
 }
 
 /** `approve`, `deny` and `resolve` of a `Sessions`, on one function that resolves a wait. */
 export function waitMethods(resolve: (sessionId: string, request: ResolveRequest) => Promise<ResolveResult>): WaitMethods {
   const decide =
     (outcome: 'approved' | 'denied') =>
-    (sessionId: string, callId: string, options: { reason?: string } = {}) =>
-      resolve(sessionId, { kind: 'approval', name: callId, outcome, ...(options.reason === undefined ? {} : { reason: options.reason }) });
+    (sessionId: string, callId: string, options: { reason?: string; actor?: string } = {}) =>
+      resolve(sessionId, {
+        kind: 'approval',
+        name: callId,
+        outcome,
+        ...(options.reason === undefined ? {} : { reason: options.reason }),
+        ...(options.actor === undefined ? {} : { actor: options.actor }),
+      });
   return {
     approve: decide('approved'),
     deny: decide('denied'),
     resolve: (sessionId, name, options = {}) =>
-      resolve(sessionId, { kind: 'signal', name, outcome: 'delivered', ...(options.data === undefined ? {} : { data: options.data }) }),
+      resolve(sessionId, {
+        kind: 'signal',
+        name,
+        outcome: 'delivered',
+        ...(options.data === undefined ? {} : { data: options.data }),
+        ...(options.actor === undefined ? {} : { actor: options.actor }),
+      }),
   };
 }

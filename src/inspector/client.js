@@ -7,6 +7,16 @@
 // (slider, timeline row, jump, or #/session/ID/at/SEQ in the address).
 
 (() => {
+  // an inspector beyond loopback takes a token: opened as #access_token=T, kept for this tab only
+  const TOKEN = (() => {
+    const m = /^#access_token=([^&]+)/.exec(location.hash);
+    if (m) {
+      sessionStorage.setItem('sessiond-token', decodeURIComponent(m[1]));
+      history.replaceState(null, '', location.pathname + location.search);
+    }
+    return sessionStorage.getItem('sessiond-token');
+  })();
+  const authed = (headers) => (TOKEN ? { ...headers, authorization: 'Bearer ' + TOKEN } : headers);
   const $ = (id) => document.getElementById(id);
   const ui = {
     sessions: $('sessions').tBodies[0],
@@ -125,7 +135,7 @@
   };
 
   async function getJson(url) {
-    const res = await fetch(url, { headers: { accept: 'application/json' } });
+    const res = await fetch(url, { headers: authed({ accept: 'application/json' }) });
     const body = await res.json().catch(() => ({}));
     if (!res.ok) throw new Error(body.error?.message || 'HTTP ' + res.status + ' on ' + url);
     return body;
@@ -201,7 +211,7 @@
     }
     const res = await fetch(sessionUrl(model.selected) + '/fork', {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      headers: authed({ 'content-type': 'application/json', accept: 'application/json' }),
       body: JSON.stringify({ sessionId: fresh, at: model.shownSeq }),
     });
     const body = await res.json().catch(() => ({}));
@@ -411,7 +421,7 @@
     const chartUrl = '/api/chart.svg?session=' + encodeURIComponent(id) + '&seq=' + seq + (model.commands ? '&commands=1' : '');
     const [at, svg, conv] = await Promise.all([
       getJson(sessionUrl(id) + '/at/' + seq),
-      fetch(chartUrl).then((r) => (r.ok ? r.text() : Promise.reject(new Error('chart: HTTP ' + r.status)))),
+      fetch(chartUrl, { headers: authed({}) }).then((r) => (r.ok ? r.text() : Promise.reject(new Error('chart: HTTP ' + r.status)))),
       getJson(sessionUrl(id) + '/conversation?seq=' + seq),
     ]);
     if (model.selected !== id) return;
@@ -727,7 +737,7 @@
   }
 
   function connect() {
-    const events = new EventSource('/api/events');
+    const events = new EventSource('/api/events' + (TOKEN ? '?access_token=' + encodeURIComponent(TOKEN) : ''));
     events.addEventListener('open', () => {
       ui.status.textContent = 'live';
       loadSessions().then(() => showError(null), showError);

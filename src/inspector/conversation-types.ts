@@ -36,6 +36,8 @@ export interface PromptEntry extends Base {
   continues: { reason: Continuation['reason']; executionId: string; phase: string; retryTools: string[] } | null;
   notBefore: number | null;
   droppedReason: string | null;
+  /** Who dropped it (`input.dropped`'s actor). */
+  droppedBy?: string;
 }
 
 export type TurnOutcome = 'succeeded' | 'failed' | 'handed_back' | 'waiting' | 'cancelled' | 'interrupted';
@@ -50,6 +52,8 @@ export interface TurnEntry extends Base {
   outcome: TurnOutcome | null;
   error: ErrorView | null;
   cancelReason: string | null;
+  /** Who cancelled it (`execution.cancelled`'s actor). */
+  cancelledBy?: string;
   /** What a `waiting` turn waits for. */
   waitingFor: { kind: WaitKind; name: string; tool: string | null }[];
   endedSeq: number | null;
@@ -77,6 +81,8 @@ export interface ToolPart {
     since: number;
     outcome: 'approved' | 'denied' | 'cancelled' | null;
     reason: string | null;
+    /** Who decided (`wait.resolved`'s actor). */
+    actor?: string;
     resolvedSeq: number | null;
     waitedMs: number | null;
   } | null;
@@ -109,6 +115,8 @@ export interface WaitEntry extends Base {
   outcome: WaitOutcome | null;
   reason: string | null;
   data: Bounded | null;
+  /** Who delivered or cancelled it. */
+  actor?: string;
   resolvedSeq: number | null;
   waitedMs: number | null;
 }

@@ -41,7 +41,7 @@ function conversationView({ h, clock, describeMedia, travel }) {
           (e.delivery === 'steer' ? ' (steer: joins the running turn at its next step)' : ', waiting for a turn') +
           (e.notBefore ? ', not before ' + clock(e.notBefore) + ' UTC' : '')
         : e.state === 'dropped'
-          ? 'dropped unrun' + (e.droppedReason ? ': ' + e.droppedReason : '')
+          ? 'dropped unrun' + (e.droppedBy ? ' by ' + e.droppedBy : '') + (e.droppedReason ? ': ' + e.droppedReason : '')
           : e.delivery === 'steer'
             ? 'steered into the turn'
             : null;
@@ -111,6 +111,7 @@ function conversationView({ h, clock, describeMedia, travel }) {
                 ' so far): sessiond approve|deny'
             : 'approval ' +
                 p.approval.outcome +
+                (p.approval.actor ? ' by ' + p.approval.actor : '') +
                 (p.approval.reason ? ' ("' + p.approval.reason + '")' : '') +
                 (p.approval.waitedMs !== null ? ' after ' + duration(p.approval.waitedMs) : ''),
         )
@@ -179,6 +180,7 @@ function conversationView({ h, clock, describeMedia, travel }) {
           (e.outcome === 'waiting' && e.waitingFor.length
             ? ' for ' + e.waitingFor.map((w) => (w.kind === 'approval' ? 'approval of ' + (w.tool || w.name) : w.kind + ' ' + w.name)).join(', ')
             : '') +
+          (e.cancelledBy ? ' by ' + e.cancelledBy : '') +
           (e.cancelReason ? ': ' + e.cancelReason : '') +
           (e.error ? ': ' + e.error.message.text : '') +
           (e.durationMs !== null ? ', after ' + duration(e.durationMs) : '');
@@ -194,7 +196,9 @@ function conversationView({ h, clock, describeMedia, travel }) {
         h(
           'span',
           { 'data-testid': 'conv-wait-outcome' },
-          open ? 'open for ' + duration(Math.max(0, asOf - e.time)) : e.outcome + (e.waitedMs !== null ? ' after ' + duration(e.waitedMs) : ''),
+          open
+            ? 'open for ' + duration(Math.max(0, asOf - e.time))
+            : e.outcome + (e.actor ? ' by ' + e.actor : '') + (e.waitedMs !== null ? ' after ' + duration(e.waitedMs) : ''),
         ),
       ),
       e.reason ? h('p', { class: 'conv-note' }, e.reason) : null,

@@ -126,7 +126,13 @@ export function foldConversation(c: Conversation, events: readonly SessionEvent[
       case 'input.dropped': {
         const ids = new Set(e.payload.inputIds);
         for (const { index: _i, ...prompt } of queued.filter((q) => ids.has(q.inputId)))
-          push<PromptEntry>({ ...prompt, ...base(e), state: 'dropped', droppedReason: e.payload.reason ?? null });
+          push<PromptEntry>({
+            ...prompt,
+            ...base(e),
+            state: 'dropped',
+            droppedReason: e.payload.reason ?? null,
+            ...(e.payload.actor === undefined ? {} : { droppedBy: e.payload.actor }),
+          });
         queued = queued.filter((q) => !ids.has(q.inputId));
         break;
       }
@@ -155,7 +161,14 @@ export function foldConversation(c: Conversation, events: readonly SessionEvent[
         turn(e.payload.executionId, (t) =>
           t.outcome !== null && t.outcome !== 'waiting'
             ? t
-            : { ...t, outcome: 'cancelled', cancelReason: e.payload.reason ?? null, endedSeq: e.seq, durationMs: t.durationMs ?? e.time - t.time },
+            : {
+                ...t,
+                outcome: 'cancelled',
+                cancelReason: e.payload.reason ?? null,
+                ...(e.payload.actor === undefined ? {} : { cancelledBy: e.payload.actor }),
+                endedSeq: e.seq,
+                durationMs: t.durationMs ?? e.time - t.time,
+              },
         );
         break;
       case 'execution.settled': {
@@ -297,6 +310,7 @@ export function foldConversation(c: Conversation, events: readonly SessionEvent[
               since: part.approval?.since ?? e.time,
               outcome,
               reason: p.reason ?? null,
+              ...(p.actor === undefined ? {} : { actor: p.actor }),
               resolvedSeq: e.seq,
               waitedMs: part.approval ? e.time - part.approval.since : null,
             },
@@ -312,6 +326,7 @@ export function foldConversation(c: Conversation, events: readonly SessionEvent[
             outcome: p.outcome,
             reason: p.reason ?? null,
             data: boundValue(p.data) ?? null,
+            ...(p.actor === undefined ? {} : { actor: p.actor }),
             resolvedSeq: e.seq,
             waitedMs: e.time - w.time,
           }),

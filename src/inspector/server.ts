@@ -44,6 +44,9 @@ import { projectedRowsAt, type RowsAt } from './rows.ts';
 import { conversationAt, conversationPage, parseConversationQuery } from './conversation-at.ts';
 import { createInspectorStore, whenFolded, type InspectorStore, type SessionSummary } from './store.ts';
 import { hostGuard, type Refusal } from './host-check.ts';
+import { type InspectorAuth, inspectorGrant, isLoopbackHost } from './auth.ts';
+import type { JwtVerifier } from '../gateway/jwt.ts';
+import type { TokenTable } from '../gateway/tokens.ts';
 import { TimelineIndex } from './timeline-index.ts';
 import { DEFAULT_PAGE, parsePageQuery, timelinePage, type PageQuery } from './timeline.ts';
 import { sessionLastSeq, travel } from './travel.ts';
@@ -79,6 +82,12 @@ export interface InspectorOptions {
    * conversation shows an answer while it streams. Absent: committed events only.
    */
   live?: (onEvent: (event: LiveEvent) => void) => { close(): void };
+  /**
+   * The gateway's tokens and signed tokens (auth.ts): every /api route then needs a token reaching
+   * every session, with `read` (fork: `manage`). Required to bind beyond loopback.
+   */
+  tokens?: TokenTable;
+  jwt?: JwtVerifier;
 }
 
 export interface Inspector {
@@ -148,6 +157,11 @@ function listedSession(item: SessionListItem, live: SessionSummary | undefined):
 export async function startInspector(options: InspectorOptions): Promise<Inspector> {
   const { log } = options;
   const host = options.host ?? DEFAULT_INSPECTOR_HOST;
+  if (!options.tokens && !options.jwt && !isLoopbackHost(host))
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Refusing to serve the inspector on ${host} without tokens: anyone who reaches it would read every session's prompts and live events. Give the gateway's tokens (--tokens FILE or SESSIOND_GATEWAY_TOKENS, or --jwks for signed tokens; docs/inspector.md), or bind 127.0.0.1.`,
+    );
   const allowedHosts = parseAllowedHosts(options.allowedHosts);
   const clock = options.clock ?? systemClock;
   const rowsAt = options.rowsAt === undefined ? projectedRowsAt({ log, clock }) : options.rowsAt;
@@ -365,8 +379,11 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     });
   });
 
+  const auth: InspectorAuth | undefined =
+    options.tokens || options.jwt ? { clock, ...(options.tokens ? { tokens: options.tokens } : {}), ...(options.jwt ? { jwt: options.jwt } : {}) } : undefined;
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://inspector.local');
+    if (auth && url.pathname.startsWith('/api/')) await inspectorGrant(req, url, auth, req.method === 'POST' ? 'manage' : 'read');
     for (const [pattern, handler, method] of routes) {
       const match = pattern.exec(url.pathname);
       if (!match) continue;

@@ -28,7 +28,7 @@ export type Command =
   /** `released` hands the turn back: its open work is sealed and `continuationInputId` is admitted so another worker continues it. */
   | { type: 'settle'; now: number; ownerId: string; executionId: string; outcome: SettleOutcome; error?: RecordedError; continuationInputId?: string }
   /** `executionId`: cancel that execution only (a cancel sent again, or delivered late, never stops a later turn). */
-  | { type: 'cancel'; now: number; reason?: string; executionId?: string }
+  | { type: 'cancel'; now: number; reason?: string; executionId?: string; actor?: string }
   /** `limits`: the session's bounds on what may wait (refused past them); absent, nothing is checked (recovery's own admissions). */
   | {
       type: 'admit';
@@ -51,7 +51,7 @@ export type Command =
   /** Change the session's tags (a value sets a key, null removes it); refused for a session with no events. */
   | { type: 'tag'; now: number; tags: TagChanges }
   /** Drop pending inputs unrun (all of them, or the ones named): an operator unblocking a session. */
-  | { type: 'dropPending'; now: number; inputIds?: string[]; reason?: string }
+  | { type: 'dropPending'; now: number; inputIds?: string[]; reason?: string; actor?: string }
   /** Seal an expired execution and admit one continuation (ids come with the command: the machine makes none). */
   | { type: 'recover'; now: number; continuationInputId: string; reason?: string }
   /**
@@ -66,6 +66,8 @@ export type Command =
       outcome: Exclude<WaitOutcome, 'cancelled'>;
       reason?: string;
       data?: unknown;
+      /** Who resolved it (recorded in `wait.resolved`). */
+      actor?: string;
       continuationInputId: string;
     }
   /** Count an attempt at the durable recovery wake. */

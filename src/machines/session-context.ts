@@ -18,6 +18,8 @@ export interface ExecutionState {
   phase: ExecutionPhase;
   started: boolean;
   cancelled: boolean;
+  /** Who cancelled it (`execution.cancelled`'s actor). */
+  cancelledBy?: string;
   outcome: 'succeeded' | 'failed' | 'released' | 'waiting' | 'cancelled' | null;
   error: RecordedError | null;
   /** The assistant message of the step in progress (null between steps). */
@@ -63,6 +65,8 @@ export interface Wait {
   reason: string | null;
   /** A delivered signal's value. */
   data?: unknown;
+  /** Who resolved it (`wait.resolved`'s actor). */
+  actor?: string;
   /** An approved call's `tool.started` is in the log: it never starts again. */
   started: boolean;
 }
@@ -225,7 +229,12 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       return next;
     case 'execution.cancelled':
       if (forCurrent(event.payload.executionId) && exec!.outcome === null) {
-        next.execution = { ...exec!, cancelled: true, outcome: 'cancelled' };
+        next.execution = {
+          ...exec!,
+          cancelled: true,
+          outcome: 'cancelled',
+          ...(event.payload.actor === undefined ? {} : { cancelledBy: event.payload.actor }),
+        };
         next.waits = [];
       }
       return next;
@@ -270,6 +279,7 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       next.decided = [...kept, [p.kind, p.name, p.outcome, event.time]];
       if (p.outcome === 'cancelled' && openWaits(ctx).every((w) => w.kind === p.kind && w.name === p.name)) {
         next.waits = []; // the last wait of a cancelled turn: the turn is over
+        if (p.actor !== undefined && exec?.id === p.executionId) next.execution = { ...exec, cancelledBy: p.actor };
         return next;
       }
       next.waits = ctx.waits.map((w) =>
@@ -280,6 +290,7 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
               resolvedAt: event.time,
               reason: p.reason ?? null,
               ...(p.data === undefined ? {} : { data: p.data }),
+              ...(p.actor === undefined ? {} : { actor: p.actor }),
             }
           : w,
       );

@@ -510,12 +510,13 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
     case 'cancel': {
       const exec = ctx.execution!;
       const why = command.reason ? `cancelled: ${command.reason}` : 'cancelled';
-      if (exec.outcome !== null) return sealWaits(ctx, why); // a waiting turn: its waits end, cancelled
+      const by = command.actor === undefined ? {} : { actor: command.actor };
+      if (exec.outcome !== null) return sealWaits(ctx, why, by); // a waiting turn: its waits end, cancelled
       const error = { type: 'cancelled', name: 'Cancelled', message: why };
       return [
-        { type: 'execution.cancelled', payload: { executionId: exec.id, ...(command.reason ? { reason: command.reason } : {}) } },
+        { type: 'execution.cancelled', payload: { executionId: exec.id, ...(command.reason ? { reason: command.reason } : {}), ...by } },
         ...sealOpenWork(exec, error, error),
-        ...sealWaits(ctx, why),
+        ...sealWaits(ctx, why, by),
       ];
     }
     case 'dropPending': {
@@ -523,7 +524,12 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
       const ids = ctx.pending
         .filter((p) => p.source === 'user' && admittedInLog(p) && (command.inputIds === undefined || command.inputIds.includes(p.inputId)))
         .map((p) => p.inputId);
-      return [{ type: 'input.dropped', payload: { inputIds: ids, ...(command.reason ? { reason: command.reason } : {}) } }];
+      return [
+        {
+          type: 'input.dropped',
+          payload: { inputIds: ids, ...(command.reason ? { reason: command.reason } : {}), ...(command.actor === undefined ? {} : { actor: command.actor }) },
+        },
+      ];
     }
     case 'admit':
       return [
@@ -599,6 +605,7 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
           ...callOf(w),
           ...(command.reason === undefined ? {} : { reason: command.reason }),
           ...(command.data === undefined ? {} : { data: command.data }),
+          ...(command.actor === undefined ? {} : { actor: command.actor }),
         },
       };
       if (openWaits(ctx).length > 1) return [resolved]; // the turn resumes when its last wait ends
@@ -631,10 +638,10 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
 }
 
 /** The events that end a turn's open waits, cancelled (the turn ends: cancelled, or failed). */
-function sealWaits(ctx: SessionContext, reason: string): ProtoEvent[] {
+function sealWaits(ctx: SessionContext, reason: string, by: { actor?: string } = {}): ProtoEvent[] {
   return openWaits(ctx).map((w) => ({
     type: 'wait.resolved',
-    payload: { executionId: w.executionId, kind: w.kind, name: w.name, outcome: 'cancelled', ...callOf(w), reason: reason.slice(0, 1000) },
+    payload: { executionId: w.executionId, kind: w.kind, name: w.name, outcome: 'cancelled', ...callOf(w), reason: reason.slice(0, 1000), ...by },
   }));
 }
 

@@ -29,6 +29,7 @@ import { errors as natsErrors, type Msg, type NatsConnection, type Subscription 
 import { ErrorCode, PermissionError, SessiondError, messageOf } from '../errors.ts';
 import { randomIds, validateId, type IdSource } from '../ids.ts';
 import type { SessionEvent } from '../events/envelope.ts';
+import type { ActorOptions } from '../sessions/actor.ts';
 import type { DecisionOptions, EventSubscription, FollowOptions, SessionEventHandler, Sessions } from '../sessions/sessions.ts';
 import { followSession } from '../sessions/follow.ts';
 import type { TagChanges, TagResult } from '../sessions/tags.ts';
@@ -248,7 +249,7 @@ export class SessiondClient implements Sessions {
    * answer in time and the last one found nothing to cancel, the earlier one may have cancelled it:
    * the session's status says, and a cancelled execution is reported as cancelled.
    */
-  async cancel(sessionId: string, reason?: string, executionId?: string): Promise<CancelResult> {
+  async cancel(sessionId: string, reason?: string, executionId?: string, options: ActorOptions = {}): Promise<CancelResult> {
     let target = executionId;
     if (target === undefined) {
       // a status this user may not ask, or of a session with no events: the cancel itself says why
@@ -268,6 +269,7 @@ export class SessiondClient implements Sessions {
       sessionId,
       ...(target === undefined ? {} : { executionId: target }),
       ...(reason === undefined ? {} : { reason }),
+      ...(options.actor === undefined ? {} : { actor: options.actor }),
     });
     if (result.result.cancelled || !resent || result.result.reason !== 'nothing_to_cancel') return result.result;
     const { execution } = await this.status(sessionId);
@@ -290,8 +292,15 @@ export class SessiondClient implements Sessions {
   }
 
   /** Delivers the value the session's turn waits for (`ctx.waitFor(name)`). Idempotent. */
-  resolve(sessionId: string, name: string, options: { data?: unknown } = {}): Promise<ResolveResult> {
-    return this.resolveWait({ sessionId, kind: 'signal', name, outcome: 'delivered', ...(options.data === undefined ? {} : { data: options.data }) });
+  resolve(sessionId: string, name: string, options: { data?: unknown; actor?: string } = {}): Promise<ResolveResult> {
+    return this.resolveWait({
+      sessionId,
+      kind: 'signal',
+      name,
+      outcome: 'delivered',
+      ...(options.data === undefined ? {} : { data: options.data }),
+      ...(options.actor === undefined ? {} : { actor: options.actor }),
+    });
   }
 
   private resolveWait(body: CommandRequests['resolve']): Promise<ResolveResult> {

@@ -29,6 +29,8 @@ const phase = z.enum(['safe', 'unknown']);
 const tagKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,63}$/);
 const tagValue = z.string().min(1).max(256);
 const tags = z.record(tagKey, tagValue);
+/** Who did it (recorded in the event): what a trusted client says it acts for. */
+const actor = z.string().min(1).max(200);
 const state = z.enum(['idle', 'claimed', 'running', 'recovering', 'settled']);
 const owner = z.string().regex(/^[A-Za-z0-9_.:@+=-]{1,128}$/);
 
@@ -44,9 +46,14 @@ export const requestSchemas = {
     owner: owner.optional(),
   }),
   wake: z.strictObject({ sessionId: id }),
-  cancel: z.strictObject({ sessionId: id, reason: z.string().max(1000).optional(), executionId: id.optional() }),
+  cancel: z.strictObject({ sessionId: id, reason: z.string().max(1000).optional(), executionId: id.optional(), actor: actor.optional() }),
   status: z.strictObject({ sessionId: id, pendingFrom: z.number().int().nonnegative().optional() }),
-  drop: z.strictObject({ sessionId: id, inputIds: z.array(id).min(1).max(1000).optional(), reason: z.string().max(1000).optional() }),
+  drop: z.strictObject({
+    sessionId: id,
+    inputIds: z.array(id).min(1).max(1000).optional(),
+    reason: z.string().max(1000).optional(),
+    actor: actor.optional(),
+  }),
   resolve: z.strictObject({
     sessionId: id,
     kind: z.enum(['approval', 'signal']),
@@ -54,6 +61,7 @@ export const requestSchemas = {
     outcome: z.enum(['approved', 'denied', 'delivered']),
     reason: z.string().max(1000).optional(),
     data: z.unknown().optional(),
+    actor: actor.optional(),
   }),
   tag: z.strictObject({ sessionId: id, tags: z.record(tagKey, tagValue.nullable()) }),
   fork: z.strictObject({ sessionId: id, source: id, at: z.number().int().positive().optional(), tags: tags.optional(), owner: owner.optional() }),

@@ -60,6 +60,7 @@ import {
 import { COMMAND_PREFIX, COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
 import { tenantTarget } from './tenant-target.ts';
 import { inboxPrefixOf } from './connection.ts';
+import { actorOf } from '../sessions/actor.ts';
 
 /** What the service drives: a `Sessions` (the worker's engine). A session with no events is answered `unknown_session`. */
 export type CommandTarget = Pick<Sessions, 'admit' | 'wake' | 'cancel' | 'status' | 'dropPending' | 'approve' | 'deny' | 'resolve' | 'tag' | 'list' | 'fork'>;
@@ -311,7 +312,7 @@ export function commandAnswerer(
       case 'wake':
         return { result: await known(target.wake(sessionId)) };
       case 'cancel': {
-        const { reason, executionId } = body as CommandRequests['cancel'];
+        const { reason, executionId, actor } = body as CommandRequests['cancel'];
         if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_CANCEL_REASON)) {
           throw new Reject(CommandFailureCode.BadRequest, `Invalid cancel request: reason must be a string of at most ${MAX_CANCEL_REASON} characters.`);
         }
@@ -321,10 +322,10 @@ export function commandAnswerer(
             `Invalid cancel request: executionId must be an execution id (e.g. "exe_..."), got ${echo(executionId)}.`,
           );
         }
-        return { result: await known(target.cancel(sessionId, reason, executionId)) };
+        return { result: await known(target.cancel(sessionId, reason, executionId, actorOf(actor))) };
       }
       case 'drop': {
-        const { inputIds, reason } = body as CommandRequests['drop'];
+        const { inputIds, reason, actor } = body as CommandRequests['drop'];
         if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_CANCEL_REASON)) {
           throw new Reject(CommandFailureCode.BadRequest, `Invalid drop request: reason must be a string of at most ${MAX_CANCEL_REASON} characters.`);
         }
@@ -334,10 +335,10 @@ export function commandAnswerer(
             `Invalid drop request: inputIds must be a list of 1-${MAX_DROP_IDS} input ids (e.g. ["inp_..."]), or absent to drop every pending input.`,
           );
         }
-        return { result: await known(target.dropPending(sessionId, { ...(inputIds ? { inputIds } : {}), ...(reason ? { reason } : {}) })) };
+        return { result: await known(target.dropPending(sessionId, { ...(inputIds ? { inputIds } : {}), ...(reason ? { reason } : {}), ...actorOf(actor) })) };
       }
       case 'resolve': {
-        const { kind, name, outcome, reason, data } = body as unknown as CommandRequests['resolve'];
+        const { kind, name, outcome, reason, data, actor } = body as unknown as CommandRequests['resolve'];
         const outcomes = kind === 'approval' ? ['approved', 'denied'] : kind === 'signal' ? ['delivered'] : [];
         if (!outcomes.includes(outcome as string)) {
           throw new Reject(
@@ -352,10 +353,11 @@ export function commandAnswerer(
           );
         if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_CANCEL_REASON))
           throw new Reject(CommandFailureCode.BadRequest, `Invalid resolve request: reason must be a string of at most ${MAX_CANCEL_REASON} characters.`);
-        const why = reason === undefined ? {} : { reason };
+        const by = actorOf(actor);
+        const why = reason === undefined ? by : { reason, ...by };
         const result =
           kind === 'signal'
-            ? target.resolve(sessionId, name, data === undefined ? {} : { data })
+            ? target.resolve(sessionId, name, data === undefined ? by : { data, ...by })
             : outcome === 'approved'
               ? target.approve(sessionId, name, why)
               : target.deny(sessionId, name, why);

@@ -5,10 +5,13 @@
  *   verb    request                                                   success reply
  *   admit   { sessionId, prompt, id?, delivery?: "steer"|"queue", wake?, notBefore?, tags? }  { ok: true, receipt: AdmitReceipt }
  *   wake    { sessionId }                                             { ok: true, result: WakeResult }
- *   cancel  { sessionId, reason?, executionId? }                      { ok: true, result: CancelResult }
+ *   cancel  { sessionId, reason?, executionId?, actor? }              { ok: true, result: CancelResult }
  *   status  { sessionId }                                             { ok: true, sessionId, state, seq, execution, pending }
- *   drop    { sessionId, inputIds?, reason? }                          { ok: true, result: DropPendingResult }
- *   resolve { sessionId, kind, name, outcome, reason?, data? }          { ok: true, result: ResolveResult }
+ *   drop    { sessionId, inputIds?, reason?, actor? }                  { ok: true, result: DropPendingResult }
+ *   resolve { sessionId, kind, name, outcome, reason?, data?, actor? }  { ok: true, result: ResolveResult }
+ *
+ * `actor` (who did it, recorded in the event) is what the NATS client says: a trusted client (a
+ * gateway, a service acting for its users) passes the person or service it acts for.
  *   tag     { sessionId, tags: { key: value | null } }                 { ok: true, result: TagResult }
  *   list    { state?, waiting?, tags?, idPrefix?, updatedSince?, limit?, after? } { ok: true, sessions: SessionListItem[], next }
  *   fork    { sessionId (the new session), source, at?, tags? }        { ok: true, result: ForkResult }
@@ -74,6 +77,8 @@ export interface CancelCommand {
   sessionId: string;
   reason?: string;
   executionId?: string;
+  /** Who cancels (recorded in the event). */
+  actor?: string;
 }
 /** `pendingFrom`: the index of the first pending input to list (pages of `PENDING_PAGE`; default 0). */
 export interface StatusCommand {
@@ -85,6 +90,8 @@ export interface DropCommand {
   sessionId: string;
   inputIds?: string[];
   reason?: string;
+  /** Who drops them (recorded in the event). */
+  actor?: string;
 }
 
 /**
@@ -98,6 +105,8 @@ export interface ResolveCommand {
   outcome: 'approved' | 'denied' | 'delivered';
   reason?: string;
   data?: unknown;
+  /** Who decides or delivers (recorded in the event). */
+  actor?: string;
 }
 
 /** Changes a session's tags: a value sets a key, null removes it. */
@@ -166,10 +175,10 @@ export type CommandReply<V extends CommandVerb> = ({ ok: true } & CommandResults
 export const requestFields: Record<CommandVerb, readonly string[]> = {
   admit: ['sessionId', 'prompt', 'id', 'delivery', 'wake', 'notBefore', 'tags', 'owner'],
   wake: ['sessionId'],
-  cancel: ['sessionId', 'reason', 'executionId'],
+  cancel: ['sessionId', 'reason', 'executionId', 'actor'],
   status: ['sessionId', 'pendingFrom'],
-  drop: ['sessionId', 'inputIds', 'reason'],
-  resolve: ['sessionId', 'kind', 'name', 'outcome', 'reason', 'data'],
+  drop: ['sessionId', 'inputIds', 'reason', 'actor'],
+  resolve: ['sessionId', 'kind', 'name', 'outcome', 'reason', 'data', 'actor'],
   tag: ['sessionId', 'tags'],
   list: ['state', 'waiting', 'tags', 'idPrefix', 'updatedSince', 'reachableBy', 'limit', 'after'],
   fork: ['sessionId', 'source', 'at', 'tags', 'owner'],

@@ -51,7 +51,10 @@ export async function cancelBeforeDelete(
   const exec = snapshot.context.execution;
   if ((exec !== null && exec.outcome === null) || openWaits(snapshot.context).length > 0) {
     // the running turn (or the waiting one) ends first: its owner sees the cancel and stops writing
-    await cancelExecution(handler, sessionId, `the session is being deleted${options.reason ? `: ${options.reason}` : ''}`);
+    // who deletes is who cancels (when it is text an actor may be)
+    const by = options.by ?? 'api';
+    const actor = /^[^\u0000-\u001f\u007f]{1,200}$/.test(by) ? { actor: by } : {};
+    await cancelExecution(handler, sessionId, `the session is being deleted${options.reason ? `: ${options.reason}` : ''}`, undefined, actor);
     await afterCancel();
   }
 }

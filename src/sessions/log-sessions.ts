@@ -54,7 +54,8 @@ export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Se
         message: `Session ${sessionId}'s ${context.pending.length} pending input(s) were admitted without a wake, and nothing runs turns here: wake it where turns run (engine.wake, SessiondClient.wake, or sessiond start picks up the next prompt admitted with a wake).`,
       };
     },
-    cancel: (sessionId, reason, executionId) => unlessUnknown(handler, sessionId, 'cancel', cancelExecution(handler, sessionId, reason, executionId)),
+    cancel: (sessionId, reason, executionId, options) =>
+      unlessUnknown(handler, sessionId, 'cancel', cancelExecution(handler, sessionId, reason, executionId, options)),
     dropPending: (sessionId, request) => unlessUnknown(handler, sessionId, 'drop pending inputs of', dropPending(handler, sessionId, request)),
     // the resumed turn's input asks for a wake: the worker on the log runs it
     ...waitMethods((sessionId, request) => unlessUnknown(handler, sessionId, 'resolve a wait of', resolveWait(handler, sessionId, request))),

@@ -21,6 +21,7 @@ import type { SessionEvent } from '../events/envelope.ts';
 import type { TagChanges, TagResult } from './tags.ts';
 import type { ForkOptions, ForkResult } from './fork-result.ts';
 import type { ListFilter, SessionPage } from './list.ts';
+import type { ActorOptions } from './actor.ts';
 
 /**
  * What a wake did: `started` (a turn began), `running_here` (already running where it was asked),
@@ -63,7 +64,7 @@ export interface EventSubscription {
 
 export type SessionEventHandler = (event: SessionEvent) => void | Promise<void>;
 
-export interface DecisionOptions {
+export interface DecisionOptions extends ActorOptions {
   /** Why (at most 1000 characters): recorded, shown, and told to the model on a denial. */
   reason?: string;
 }
@@ -73,8 +74,8 @@ export interface Sessions {
   admit(sessionId: string, request: AdmitRequest): Promise<AdmitReceipt>;
   /** Runs the session's pending inputs, or says why not. Rejects with `not_found` for a session with no events. */
   wake(sessionId: string): Promise<WakeResult>;
-  /** Cancels the execution in progress (`executionId`: only that one). Cancellation is final. */
-  cancel(sessionId: string, reason?: string, executionId?: string): Promise<CancelResult>;
+  /** Cancels the execution in progress (`executionId`: only that one). Cancellation is final. `actor`: who cancels (recorded). */
+  cancel(sessionId: string, reason?: string, executionId?: string, options?: ActorOptions): Promise<CancelResult>;
   /** Drops the session's pending inputs unrun (all, or those named): an operator unblocking a session. */
   dropPending(sessionId: string, request?: DropPendingRequest): Promise<DropPendingResult>;
   /**
@@ -86,7 +87,7 @@ export interface Sessions {
   approve(sessionId: string, callId: string, options?: DecisionOptions): Promise<ResolveResult>;
   deny(sessionId: string, callId: string, options?: DecisionOptions): Promise<ResolveResult>;
   /** Delivers the value a turn waits for (`ctx.waitFor(name)`); the turn resumes with it. Idempotent as `approve`. */
-  resolve(sessionId: string, name: string, options?: { data?: unknown }): Promise<ResolveResult>;
+  resolve(sessionId: string, name: string, options?: { data?: unknown } & ActorOptions): Promise<ResolveResult>;
   /** The session now. Rejects with `not_found` for a session with no events. */
   status(sessionId: string, options?: StatusOptions): Promise<SessionStatus>;
   /**

@@ -209,6 +209,27 @@ export function sessionsContract(name: string, open: () => Promise<SessionsFixtu
     assert.equal((await fx.sessions.dropPending(id)).dropped, [], 'nothing left to drop');
   });
 
+  s('who did it: a drop records its actor in the event; an actor that is not 1-200 printable characters is refused', async ({ fx }) => {
+    const id = uniqueId('ses_actor');
+    await fx.sessions.admit(id, { prompt: 'later', wake: false });
+    const bad = await rejected(fx.sessions.dropPending(id, { actor: '' }));
+    assert.ok(isSessiondError(bad), String(bad));
+    assert.is(bad.kind, ErrorKind.InvalidInput);
+    const dropped = await fx.sessions.dropPending(id, { reason: 'stale', actor: 'ops@example.com' });
+    assert.is(dropped.dropped.length, 1);
+    const seen: SessionEvent[] = [];
+    const sub = await fx.sessions.follow(id, (e) => {
+      seen.push(e);
+    });
+    try {
+      await waitFor(() => seen.some((e) => e.type === 'input.dropped'), { timeoutMs: 10_000, what: 'the input.dropped event' });
+    } finally {
+      await sub.close();
+    }
+    const drop = seen.find((e) => e.type === 'input.dropped')!;
+    assert.is((drop.payload as { actor?: string }).actor, 'ops@example.com');
+  });
+
   s('wake runs what waits; cancel with nothing running says so', async ({ fx }) => {
     const id = uniqueId('ses_wake');
     await fx.sessions.admit(id, { prompt: 'later', wake: false });

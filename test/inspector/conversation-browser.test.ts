@@ -76,7 +76,7 @@ test.before(async () => {
     ],
   });
   await engine.awaitIdle(SESSION);
-  await engine.approve(SESSION, 'call_mail', { reason: 'looks right' });
+  await engine.approve(SESSION, 'call_mail', { reason: 'looks right', actor: 'alice' });
   await engine.awaitIdle(SESSION);
   // a long prompt (the fake model, its script used up, echoes it back)
   await engine.admit('ses_long', { prompt: 'y'.repeat(TEXT_SHOWN + 1000) });
@@ -136,7 +136,7 @@ test('conversation page - at the head: the prompt of parts, the tool calls with 
 
   const mail = page.locator('[data-testid="conv-tool"][data-call="call_mail"]');
   assert.is(await mail.getAttribute('data-state'), 'succeeded');
-  assert.match((await mail.locator('[data-testid="conv-approval"]').textContent()) ?? '', /^approval approved \("looks right"\) after \d+ ms$/);
+  assert.match((await mail.locator('[data-testid="conv-approval"]').textContent()) ?? '', /^approval approved by alice \("looks right"\) after \d+ ms$/);
   assert.is(await mail.locator('[data-testid="conv-tool-output"]').textContent(), '"sent to bob@example.com"');
   assert.match((await mail.textContent()) ?? '', /ran in exe_/, 'the approved call ran when the turn resumed');
 

@@ -197,7 +197,7 @@ test('conversation - the model runner: reasoning, an approval waited for and app
     const firstTurn = waiting.entries[0] as TurnEntry;
     assert.equal([firstTurn.outcome, firstTurn.waitingFor], ['waiting', [{ kind: 'approval', name: 'call_mail', tool: 'send_mail' }]]);
 
-    await engine.approve('ses_mail', 'call_mail', { reason: 'looks right' });
+    await engine.approve('ses_mail', 'call_mail', { reason: 'looks right', actor: 'alice' });
     await engine.awaitIdle('ses_mail');
     await engine.admit('ses_mail', { prompt: 'Now mail everyone' });
     await engine.awaitIdle('ses_mail');
@@ -207,8 +207,8 @@ test('conversation - the model runner: reasoning, an approval waited for and app
     const c = fold('ses_mail', events);
     const [mail, wipe] = tools(c);
     assert.equal(
-      [mail!.state, mail!.output?.text, mail!.approval?.outcome, mail!.approval?.reason],
-      ['succeeded', '"sent to bob@example.com"', 'approved', 'looks right'],
+      [mail!.state, mail!.output?.text, mail!.approval?.outcome, mail!.approval?.reason, mail!.approval?.actor],
+      ['succeeded', '"sent to bob@example.com"', 'approved', 'looks right', 'alice'],
     );
     assert.ok(mail!.approval!.waitedMs! >= 0 && mail!.approval!.resolvedSeq === seqOf(events, 'wait.resolved'));
     const turns = of(c, 'turn');
@@ -359,8 +359,8 @@ test('conversation - a turn handed back by a worker shutting down, a cancelled t
       what: 'the continuation to be claimed',
     });
     await second.admit('ses_hb', { prompt: 'never run', wake: false });
-    await second.dropPending('ses_hb', { reason: 'changed my mind' });
-    await second.cancel('ses_hb', 'enough');
+    await second.dropPending('ses_hb', { reason: 'changed my mind', actor: 'ops' });
+    await second.cancel('ses_hb', 'enough', undefined, { actor: 'bob' });
     await second.awaitIdle('ses_hb');
     const events = await second.log.readSession('ses_hb');
     const c = fold('ses_hb', events);
@@ -379,18 +379,18 @@ test('conversation - a turn handed back by a worker shutting down, a cancelled t
     );
     const turns = of(c, 'turn');
     assert.equal(
-      turns.map((t) => [t.outcome, t.cancelReason]),
+      turns.map((t) => [t.outcome, t.cancelReason, t.cancelledBy]),
       [
-        ['handed_back', null],
-        ['cancelled', 'enough'],
+        ['handed_back', null, undefined],
+        ['cancelled', 'enough', 'bob'],
       ],
     );
     assert.equal(
-      of(c, 'prompt').map((p) => [p.state, p.source, p.continues?.reason ?? null, p.droppedReason]),
+      of(c, 'prompt').map((p) => [p.state, p.source, p.continues?.reason ?? null, p.droppedReason, p.droppedBy]),
       [
-        ['in_turn', 'user', null, null],
-        ['in_turn', 'recovery', 'handed_back', null],
-        ['dropped', 'user', null, 'changed my mind'],
+        ['in_turn', 'user', null, null, undefined],
+        ['in_turn', 'recovery', 'handed_back', null, undefined],
+        ['dropped', 'user', null, 'changed my mind', 'ops'],
       ],
     );
     assertIncremental('ses_hb', events);

@@ -81,6 +81,15 @@ async def test_wake_status_and_drop_of_pending_inputs(client: Client) -> None:
     assert isinstance(woken, WakeResult) and woken.status == "nothing_pending"
 
 
+async def test_drop_records_who_dropped_it(client: Client) -> None:
+    session = session_name("ses_actor")
+    await client.admit(session, "later", wake=False)
+    dropped = await client.drop(session, reason="stale", actor="ops@example.com")
+    assert len(dropped.dropped) == 1
+    drops = [e for e in await client.replay(session) if e.type == "input.dropped"]
+    assert [(e.payload.reason, e.payload.actor) for e in drops] == [("stale", "ops@example.com")]
+
+
 async def test_wake_starts_a_turn_of_inputs_admitted_without_waking(client: Client) -> None:
     session = session_name("ses_wake")
     await client.admit(session, "wake me", id="inp_w", wake=False)

@@ -8,11 +8,12 @@
 import type { Command } from 'commander';
 import { validateId } from '../../ids.ts';
 import type { CliContext } from '../context.ts';
+import { BY_OPTION, whoAmI } from '../who.ts';
 import { addLogOptions, type LogOptions } from '../log-options.ts';
 import { UsageError } from '../../errors.ts';
 import { withSessions } from '../open-sessions.ts';
 
-type CancelOptions = LogOptions & { reason?: string; pending?: boolean; input?: string[] };
+type CancelOptions = LogOptions & { reason?: string; pending?: boolean; input?: string[]; by?: string };
 
 export function registerCancel(program: Command, ctx: CliContext): void {
   addLogOptions(
@@ -22,7 +23,8 @@ export function registerCancel(program: Command, ctx: CliContext): void {
       .argument('<session>', 'session id')
       .option('--reason <text>', 'why, recorded with the cancellation')
       .option('--pending', 'drop the pending inputs unrun instead (the turn in progress, if any, goes on)')
-      .option('--input <id...>', 'with --pending: drop only these inputs'),
+      .option('--input <id...>', 'with --pending: drop only these inputs')
+      .option(BY_OPTION[0], BY_OPTION[1]),
     ctx,
   ).action(async (session: string, opts: CancelOptions) => {
     validateId(session, 'session id');
@@ -32,6 +34,7 @@ export function registerCancel(program: Command, ctx: CliContext): void {
         const dropped = await sessions.dropPending(session, {
           ...(opts.input ? { inputIds: opts.input } : {}),
           ...(opts.reason ? { reason: opts.reason } : {}),
+          actor: opts.by ?? whoAmI(),
         });
         if (dropped.dropped.length > 0) {
           ctx.out(
@@ -43,7 +46,7 @@ export function registerCancel(program: Command, ctx: CliContext): void {
         process.exitCode = 1;
         return;
       }
-      const result = await sessions.cancel(session, opts.reason);
+      const result = await sessions.cancel(session, opts.reason, undefined, { actor: opts.by ?? whoAmI() });
       if (result.cancelled) {
         ctx.out(`cancelled execution ${result.executionId} of ${session}`);
         return;

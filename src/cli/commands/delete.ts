@@ -9,7 +9,7 @@
  * is purged from the events stream and the deletion recorded on the audit stream, which every worker
  * follows to drop the session from its projection (nats/delete-session.ts, docs/operating.md).
  */
-import { hostname, userInfo } from 'node:os';
+import { whoAmI } from '../who.ts';
 import type { Command } from 'commander';
 import { isoTime, systemClock } from '../../clock.ts';
 import { UsageError } from '../../errors.ts';
@@ -35,13 +35,6 @@ import type { EventLog } from '../../events/event-log.ts';
 import type { DeleteOptions } from '../../sessions/delete.ts';
 
 const iso = isoTime;
-const whoAmI = () => {
-  try {
-    return `${userInfo().username}@${hostname()}`;
-  } catch {
-    return `uid ${process.getuid?.() ?? '?'}@${hostname()}`;
-  }
-};
 
 /** The audit line of a deletion (never the content). */
 export function describeDeletion(r: DeletionRecord): string {

@@ -4,19 +4,22 @@
  * appended. `--db FILE` opens an existing database read-only (never created or migrated); `--nats
  * URL` reads the stream as the given user (nats.conf's observer may; it can send no commands).
  * Binds 127.0.0.1 unless `--host` says otherwise; the inspector's host check answers only requests
- * addressed to it.
+ * addressed to it. Beyond loopback it needs the gateway's tokens (`--tokens`, SESSIOND_GATEWAY_TOKENS,
+ * or `--jwks`): every /api route then takes a token reaching every session (docs/inspector.md).
  */
 import type { Command } from 'commander';
-import { messageOf } from '../../errors.ts';
+import { UsageError, messageOf } from '../../errors.ts';
 import { DEFAULT_INSPECTOR_HOST, startInspector } from '../../inspector/server.ts';
 import type { CliContext } from '../context.ts';
 import { openLog, type LogOptions } from '../log-options.ts';
 import { addNatsOptions } from '../nats-options.ts';
 import { port } from '../options.ts';
+import { addAuthOptions, gatewayJwt, gatewayTokens, type AuthFlags } from '../gateway-options.ts';
+import { isLoopbackHost } from '../../inspector/auth.ts';
 
 export const DEFAULT_INSPECT_PORT = 4600;
 
-interface InspectOptions extends LogOptions {
+interface InspectOptions extends LogOptions, AuthFlags {
   port: number;
   host: string;
 }
@@ -27,29 +30,44 @@ export function registerInspect(program: Command, ctx: CliContext): void {
     .description('serve the inspector read-only over a log at rest (--db FILE) or a running fleet (--nats URL); takes no work')
     .option('--db <file>', 'an existing SQLite database (opened read-only)', ctx.defaultDb)
     .option('--port <port>', 'port to serve on', port('--port'), DEFAULT_INSPECT_PORT)
-    .option('--host <address>', 'address to bind (127.0.0.1: this machine only)', DEFAULT_INSPECTOR_HOST);
+    .option('--host <address>', 'address to bind (127.0.0.1: this machine only; any other needs --tokens or --jwks)', DEFAULT_INSPECTOR_HOST);
+  addAuthOptions(command);
   addNatsOptions(command, ctx, 'observer').action(async (opts: InspectOptions) => {
     // listen for Ctrl-C before anything else, so an early one still stops cleanly
     const stop = new Promise<string>((resolve) => {
       process.once('SIGINT', () => resolve('SIGINT'));
       process.once('SIGTERM', () => resolve('SIGTERM'));
     });
+    const tokens = gatewayTokens(opts, ctx);
+    const jwt = gatewayJwt(opts, ctx);
+    const auth = { ...(tokens ? { tokens: tokens.table } : {}), ...(jwt ? { jwt } : {}) };
+    if (!tokens && !jwt && !isLoopbackHost(opts.host))
+      throw new UsageError(
+        `Refusing to serve the inspector on ${opts.host} without tokens: anyone who reaches it would read every session's prompts and live events. Give the gateway's tokens (--tokens FILE or SESSIOND_GATEWAY_TOKENS, or --jwks for signed tokens; docs/inspector.md), or bind 127.0.0.1.`,
+      );
     const opened = await openLog(opts, ctx, { readonly: true });
     try {
       const inspector = await startInspector({
         log: opened.log,
         port: opts.port,
         host: opts.host,
+        ...auth,
         onError: (err) => ctx.err(`sessiond inspect: ${messageOf(err)}`),
       });
       ctx.out(`sessiond inspector on ${inspector.url} (read-only: it takes no work and writes nothing)`);
       ctx.out(`  over ${opened.describe}`);
+      if (tokens || jwt)
+        ctx.out(
+          `  tokens: ${[...(tokens ? [`${tokens.table.size} from ${tokens.from}`] : []), ...(jwt ? [`signed, verified against ${jwt.from}`] : [])].join(', ')} (read scope and every session; fork needs manage). Open ${inspector.url}#access_token=<token>`,
+        );
       ctx.out("  sessions with live state, each one's state chart, conversation, timeline and time travel. Stop it with Ctrl-C.");
       const signal = await stop;
       await inspector.close();
       ctx.out(`${signal}: inspector stopped`);
     } finally {
       await opened.close();
+      tokens?.table.close?.();
+      jwt?.close();
     }
   });
 }

@@ -63,7 +63,7 @@ async function serveNats(opts: StartOptions, ctx: CliContext): Promise<void> {
     throw err;
   }
   ctx.out(`sessiond gateway is running in front of NATS ${describeNats(connection)} (it takes no work: the workers run the turns). Stop it with Ctrl-C.`);
-  ctx.out(gatewayLine(served.url, gateway.tokens, gateway.tokensFrom));
+  ctx.out(gatewayLine(served.url, gateway.tokens, gateway.tokensFrom, gateway.jwt));
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);

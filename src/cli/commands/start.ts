@@ -22,6 +22,8 @@ import { messageOf, UsageError } from '../../errors.ts';
 import { DEFAULT_RECONNECT_WAIT_MS } from '../../nats/connection.ts';
 import { LIVE_PREFIX } from '../../nats/subjects.ts';
 import type { CliContext } from '../context.ts';
+import type { TokenTable } from '../../gateway/tokens.ts';
+import type { JwtVerifier } from '../../gateway/jwt.ts';
 import { duration, nonNegativeInt, port, positiveInt, synchronousOption } from '../options.ts';
 import {
   addNatsCommandOptions,
@@ -36,7 +38,7 @@ import { INSPECT_OPTION, inspectPort } from '../../inspector/cli.ts';
 import type { StdoutWatch } from '../stdout-closed.ts';
 import { LOG_FORMAT_OPTION, logFormat, parseLogFormat, workerLog, type LogFormat, type WorkerLog } from '../worker-log.ts';
 import { DEFAULT_LIMITS } from '../../input/limits.ts';
-import { addGatewayOptions, gatewayLine, gatewayOptions, type GatewayFlags } from '../gateway-options.ts';
+import { addGatewayOptions, gatewayJwt, gatewayLine, gatewayOptions, gatewayTokens, type GatewayFlags } from '../gateway-options.ts';
 import { startGateway, type Gateway } from '../../gateway/server.ts';
 import { engineLive } from '../../gateway/live.ts';
 
@@ -168,12 +170,22 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
       '--http with --nats: a NATS worker hears only its own deltas. Run the gateway beside the workers as the client user: sessiond serve --http PORT --nats URL --nats-user client.',
     );
   const gateway = opts.http === undefined ? undefined : gatewayOptions(opts, ctx); // tokens read (and checked) before anything starts
+  // the worker's inspector takes the gateway's tokens when there are any (its fork then needs manage)
+  const inspectAuth = opts.inspect === undefined ? undefined : gateway ? { tokens: gateway.tokens, jwt: gateway.jwt } : inspectorTokens(opts, ctx);
   if (
     opts.runner !== 'openai' &&
-    (opts.model ?? opts.baseUrl ?? opts.tools ?? opts.mcp ?? opts.system ?? opts.maxSteps ?? opts.maxParallelTools ?? opts.contextWindow) !== undefined
+    (opts.model ??
+      opts.baseUrl ??
+      opts.tools ??
+      opts.mcp ??
+      opts.system ??
+      opts.maxSteps ??
+      opts.maxParallelTools ??
+      opts.sendReasoning ??
+      opts.contextWindow) !== undefined
   ) {
     throw new UsageError(
-      '--model, --base-url, --tools, --mcp, --system, --max-steps, --max-parallel-tools and --context-window apply to --runner openai only.',
+      '--model, --base-url, --tools, --mcp, --system, --max-steps, --max-parallel-tools, --send-reasoning and --context-window apply to --runner openai only.',
     );
   }
   const log = workerLog(ctx, logFormat(opts.logFormat, ctx.env, process.stdout.isTTY));
@@ -206,6 +218,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     ),
     ...(opts.allowUrlHost?.length ? { urls: { allow: opts.allowUrlHost } } : {}),
     ...(opts.inspect !== undefined ? { inspectPort: opts.inspect } : {}),
+    ...(inspectAuth && (inspectAuth.tokens || inspectAuth.jwt) ? { inspectAuth: withoutUndefined(inspectAuth) } : {}),
     ...(opts.metrics !== undefined ? { metricsPort: opts.metrics } : {}),
     report: log,
     onFatal: (err) => stop.fail(err),
@@ -249,7 +262,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
       await mcp?.close();
       throw err;
     }
-    log.out(gatewayLine(served.url, gateway.tokens, gateway.tokensFrom));
+    log.out(gatewayLine(served.url, gateway.tokens, gateway.tokensFrom, gateway.jwt));
   }
   await stop.stopped;
   // a part that never finishes closing must not keep the process from exiting: its turn's lease
@@ -343,3 +356,15 @@ function sendReasoningOf(value: string): SendReasoning {
     throw new UsageError(`--send-reasoning ${value}: use ${SEND_REASONING.join(', ')} (within-turn for thinking models that call tools).`);
   return value as SendReasoning;
 }
+
+/** The tokens of `--tokens`/`--jwks` (or SESSIOND_GATEWAY_TOKENS) for a worker's inspector without a gateway. */
+function inspectorTokens(opts: GatewayFlags, ctx: CliContext): { tokens?: TokenTable; jwt?: JwtVerifier } {
+  const tokens = gatewayTokens(opts, ctx)?.table;
+  const jwt = gatewayJwt(opts, ctx);
+  return { ...(tokens ? { tokens } : {}), ...(jwt ? { jwt } : {}) };
+}
+
+const withoutUndefined = (auth: { tokens?: TokenTable | undefined; jwt?: JwtVerifier | undefined }): { tokens?: TokenTable; jwt?: JwtVerifier } => ({
+  ...(auth.tokens ? { tokens: auth.tokens } : {}),
+  ...(auth.jwt ? { jwt: auth.jwt } : {}),
+});

@@ -114,6 +114,12 @@ export function describeStatus(row: SessionStatus): string[] {
     lines.push(
       `  tokens  ${row.usage.inputTokens} in${row.usage.cachedInputTokens ? ` (${row.usage.cachedInputTokens} cached)` : ''}, ${row.usage.outputTokens} out${row.usage.reasoningTokens ? ` (${row.usage.reasoningTokens} reasoning)` : ''} (model steps and compactions, as the servers reported them)`,
     );
+  const decided = row.waits.filter((w) => w.outcome !== null);
+  if (decided.length > 0)
+    lines.push(
+      `  decided in this turn: ${decided.map((w) => `${w.kind} ${w.name} ${w.outcome}${w.actor ? ` by ${w.actor}` : ''}${w.reason ? ` (${w.reason.slice(0, 100)})` : ''}`).join('; ')}`,
+    );
+  if (row.execution?.cancelledBy) lines.push(`  turn ${row.execution.id} cancelled by ${row.execution.cancelledBy}`);
   const open = row.waits.filter((w) => w.outcome === null);
   if (open.length > 0) {
     lines.push(`  WAITING for ${open.length === 1 ? 'one thing' : `${open.length} things`} (the turn holds no lease; it resumes when the last one ends):`);

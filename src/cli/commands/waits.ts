@@ -11,11 +11,12 @@ import { validateId } from '../../ids.ts';
 import type { ResolveResult } from '../../input/resolve.ts';
 import { UsageError } from '../../errors.ts';
 import type { CliContext } from '../context.ts';
+import { BY_OPTION, whoAmI } from '../who.ts';
 import { addLogOptions, type LogOptions } from '../log-options.ts';
 import { withSessions } from '../open-sessions.ts';
 
-type DecideOptions = LogOptions & { reason?: string };
-type ResolveOptions = LogOptions & { data?: string };
+type DecideOptions = LogOptions & { reason?: string; by?: string };
+type ResolveOptions = LogOptions & { data?: string; by?: string };
 
 function report(ctx: CliContext, r: ResolveResult, what: string): void {
   if (!r.resolved) {
@@ -50,12 +51,13 @@ export function registerWaits(program: Command, ctx: CliContext): void {
         )
         .argument('<session>', 'session id')
         .argument('<call>', 'the call id (sessiond status SESSION lists what the turn waits for)')
-        .option('--reason <text>', 'why (at most 1,000 characters): recorded, and told to the model on a denial'),
+        .option('--reason <text>', 'why (at most 1,000 characters): recorded, and told to the model on a denial')
+        .option(BY_OPTION[0], BY_OPTION[1]),
       ctx,
     ).action(async (session: string, call: string, opts: DecideOptions) => {
       validateId(session, 'session id');
       await withSessions(opts, ctx, `sessiond-${outcome}`, async ({ sessions }) => {
-        const options = opts.reason === undefined ? {} : { reason: opts.reason };
+        const options = { ...(opts.reason === undefined ? {} : { reason: opts.reason }), actor: opts.by ?? whoAmI() };
         const r = outcome === 'approve' ? await sessions.approve(session, call, options) : await sessions.deny(session, call, options);
         report(ctx, r, `call ${call}`);
       });
@@ -67,13 +69,15 @@ export function registerWaits(program: Command, ctx: CliContext): void {
       .description('deliver the value a waiting turn waits for (ctx.waitFor(NAME)): the turn resumes with it')
       .argument('<session>', 'session id')
       .argument('<name>', 'the name the turn waits for')
-      .option('--data <json>', 'the value, as JSON (default: none)'),
+      .option('--data <json>', 'the value, as JSON (default: none)')
+      .option(BY_OPTION[0], BY_OPTION[1]),
     ctx,
   ).action(async (session: string, name: string, opts: ResolveOptions) => {
     validateId(session, 'session id');
     const data = opts.data === undefined ? undefined : parseData(opts.data);
     await withSessions(opts, ctx, 'sessiond-resolve', async ({ sessions }) => {
-      report(ctx, await sessions.resolve(session, name, data === undefined ? {} : { data }), `signal ${name}`);
+      const by = { actor: opts.by ?? whoAmI() };
+      report(ctx, await sessions.resolve(session, name, data === undefined ? by : { data, ...by }), `signal ${name}`);
     });
   });
 }

@@ -117,6 +117,8 @@ class ExecutionPhaseChanged:
 class ExecutionCancelled:
     execution_id: str
     reason: str | None = None
+    #: Who cancelled (a gateway token's name, a JWT's subject, what a NATS client said).
+    actor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,8 @@ class InputPromoted:
 class InputDropped:
     input_ids: list[str]
     reason: str | None = None
+    #: Who dropped them.
+    actor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -316,7 +320,8 @@ class WaitStarted:
 @dataclass(frozen=True)
 class WaitResolved:
     """A wait ended (``execution_id``: the execution that waited). ``reason``: a person's words on
-    an approval or a denial, or why it was cancelled; ``data``: a delivered signal's value."""
+    an approval or a denial, or why it was cancelled; ``data``: a delivered signal's value;
+    ``actor``: who decided, delivered or cancelled."""
 
     execution_id: str
     kind: WaitKind
@@ -327,6 +332,7 @@ class WaitResolved:
     reason: str | None = None
     #: ``ABSENT`` when no value was delivered (``None`` is a value of null).
     data: Any = ABSENT
+    actor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -1078,7 +1084,11 @@ CATALOG: Mapping[str, EventType] = {
         _t("execution.renewed", ExecutionRenewed, [EXE, F("expiresAt", "expires_at", TIME)]),
         _t("execution.started", ExecutionStarted, [EXE]),
         _t("execution.phase", ExecutionPhaseChanged, [EXE, F("phase", "phase", PHASE)]),
-        _t("execution.cancelled", ExecutionCancelled, [EXE, F("reason", "reason", Str(0, 1000), optional=True)]),
+        _t(
+            "execution.cancelled",
+            ExecutionCancelled,
+            [EXE, F("reason", "reason", Str(0, 1000), optional=True), F("actor", "actor", Str(1, 200), optional=True)],
+        ),
         _t(
             "execution.settled",
             ExecutionSettled,
@@ -1101,7 +1111,15 @@ CATALOG: Mapping[str, EventType] = {
             version=2,
         ),
         _t("input.promoted", InputPromoted, [F("inputId", "input_id", ID), EXE]),
-        _t("input.dropped", InputDropped, [F("inputIds", "input_ids", Array(ID, 1)), F("reason", "reason", Str(0, 1000), optional=True)]),
+        _t(
+            "input.dropped",
+            InputDropped,
+            [
+                F("inputIds", "input_ids", Array(ID, 1)),
+                F("reason", "reason", Str(0, 1000), optional=True),
+                F("actor", "actor", Str(1, 200), optional=True),
+            ],
+        ),
         _t("step.started", StepStarted, [EXE, MSG, F("step", "step", NONNEG)]),
         _t("step.ended", StepEnded, [EXE, MSG, F("finish", "finish", Str(1)), F("usage", "usage", USAGE, optional=True)]),
         _t("step.failed", StepFailed, [EXE, MSG, F("error", "error", ERROR)]),
@@ -1174,6 +1192,7 @@ CATALOG: Mapping[str, EventType] = {
                 F("callId", "call_id", ID, optional=True),
                 F("reason", "reason", Str(0, 1000), optional=True),
                 F("data", "data", AnyValue(), optional=True),
+                F("actor", "actor", Str(1, 200), optional=True),
             ],
         ),
         _t("compaction.started", CompactionStarted, [EXE, MSG, F("reason", "reason", Str())]),

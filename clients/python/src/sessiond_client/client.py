@@ -375,7 +375,9 @@ class Client:
         result: WakeResult = (await self._send("wake", wake_request(session_id)))[0]
         return result
 
-    async def cancel(self, session_id: str, reason: str | None = None, execution_id: str | None = None) -> CancelResult:
+    async def cancel(
+        self, session_id: str, reason: str | None = None, execution_id: str | None = None, actor: str | None = None
+    ) -> CancelResult:
         """Cancels the session's execution in progress. The cancel names that execution (asked with
         ``status`` first unless given), so a resent or late attempt never stops a later turn."""
         target = execution_id
@@ -387,7 +389,7 @@ class Client:
             if execution is not None and execution.outcome is not None:
                 return CancelResult(False, None, "nothing_to_cancel", f"session {session_id} has no execution in progress to cancel")
             target = execution.id if execution else None
-        sent: tuple[CancelResult, bool] = await self._send("cancel", cancel_request(session_id, reason, target))
+        sent: tuple[CancelResult, bool] = await self._send("cancel", cancel_request(session_id, reason, target, actor))
         result, resent = sent
         if result.cancelled or not resent or result.reason != "nothing_to_cancel":
             return result
@@ -401,28 +403,30 @@ class Client:
         result: StatusReply = (await self._send("status", status_request(session_id, pending_from)))[0]
         return result
 
-    async def drop(self, session_id: str, input_ids: list[str] | None = None, reason: str | None = None) -> DropResult:
+    async def drop(
+        self, session_id: str, input_ids: list[str] | None = None, reason: str | None = None, actor: str | None = None
+    ) -> DropResult:
         """Drops pending inputs unrun (all the users' inputs still waiting, or those named)."""
-        result: DropResult = (await self._send("drop", drop_request(session_id, input_ids, reason)))[0]
+        result: DropResult = (await self._send("drop", drop_request(session_id, input_ids, reason, actor)))[0]
         return result
 
-    async def approve(self, session_id: str, call_id: str, reason: str | None = None) -> ResolveResult:
+    async def approve(self, session_id: str, call_id: str, reason: str | None = None, actor: str | None = None) -> ResolveResult:
         """A person approves the call ``call_id`` the session's turn waits for: it runs once when the
         turn resumes. Idempotent (approving it again: ``resolved`` False); a call already denied is
         refused (``command_refused``, reason ``already_resolved``), as is one the turn does not wait
         for (``no_such_wait``)."""
-        return await self._resolve(resolve_request(session_id, "approval", call_id, "approved", reason))
+        return await self._resolve(resolve_request(session_id, "approval", call_id, "approved", reason, actor=actor))
 
-    async def deny(self, session_id: str, call_id: str, reason: str | None = None) -> ResolveResult:
+    async def deny(self, session_id: str, call_id: str, reason: str | None = None, actor: str | None = None) -> ResolveResult:
         """A person denies the call ``call_id`` the session's turn waits for: it never runs, and the
         model is told why (``reason``). Idempotent as ``approve``."""
-        return await self._resolve(resolve_request(session_id, "approval", call_id, "denied", reason))
+        return await self._resolve(resolve_request(session_id, "approval", call_id, "denied", reason, actor=actor))
 
-    async def resolve(self, session_id: str, name: str, data: Any = ABSENT) -> ResolveResult:
+    async def resolve(self, session_id: str, name: str, data: Any = ABSENT, actor: str | None = None) -> ResolveResult:
         """Delivers the value of the signal ``name`` the session's turn waits for (``ctx.waitFor(name)``
         in its runner): the turn resumes with it (``ABSENT``, the default, delivers none; ``None`` a
         null). Idempotent as ``approve``."""
-        return await self._resolve(resolve_request(session_id, "signal", name, "delivered", data=data))
+        return await self._resolve(resolve_request(session_id, "signal", name, "delivered", data=data, actor=actor))
 
     async def _resolve(self, body: dict[str, Any]) -> ResolveResult:
         result: ResolveResult = (await self._send("resolve", body))[0]

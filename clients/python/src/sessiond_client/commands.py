@@ -34,10 +34,10 @@ Verb = Literal["admit", "wake", "cancel", "status", "drop", "resolve", "tag", "l
 REQUEST_FIELDS: Mapping[str, tuple[str, ...]] = {
     "admit": ("sessionId", "prompt", "id", "delivery", "wake", "notBefore", "tags", "owner"),
     "wake": ("sessionId",),
-    "cancel": ("sessionId", "reason", "executionId"),
+    "cancel": ("sessionId", "reason", "executionId", "actor"),
     "status": ("sessionId", "pendingFrom"),
-    "drop": ("sessionId", "inputIds", "reason"),
-    "resolve": ("sessionId", "kind", "name", "outcome", "reason", "data"),
+    "drop": ("sessionId", "inputIds", "reason", "actor"),
+    "resolve": ("sessionId", "kind", "name", "outcome", "reason", "data", "actor"),
     "tag": ("sessionId", "tags"),
     "list": ("state", "waiting", "tags", "idPrefix", "updatedSince", "reachableBy", "limit", "after"),
     "fork": ("sessionId", "source", "at", "tags", "owner"),
@@ -87,25 +87,32 @@ def wake_request(session_id: str) -> dict[str, Any]:
     return {"sessionId": session_id}
 
 
-def cancel_request(session_id: str, reason: str | None = None, execution_id: str | None = None) -> dict[str, Any]:
-    return _without_none(sessionId=session_id, reason=reason, executionId=execution_id)
+def cancel_request(session_id: str, reason: str | None = None, execution_id: str | None = None, actor: str | None = None) -> dict[str, Any]:
+    return _without_none(sessionId=session_id, reason=reason, executionId=execution_id, actor=actor)
 
 
 def status_request(session_id: str, pending_from: int | None = None) -> dict[str, Any]:
     return _without_none(sessionId=session_id, pendingFrom=pending_from or None)
 
 
-def drop_request(session_id: str, input_ids: list[str] | None = None, reason: str | None = None) -> dict[str, Any]:
-    return _without_none(sessionId=session_id, inputIds=input_ids, reason=reason)
+def drop_request(
+    session_id: str, input_ids: list[str] | None = None, reason: str | None = None, actor: str | None = None
+) -> dict[str, Any]:
+    return _without_none(sessionId=session_id, inputIds=input_ids, reason=reason, actor=actor)
 
 
-def resolve_request(session_id: str, kind: str, name: str, outcome: str, reason: str | None = None, data: Any = ABSENT) -> dict[str, Any]:
+def resolve_request(
+    session_id: str, kind: str, name: str, outcome: str, reason: str | None = None, data: Any = ABSENT, actor: str | None = None
+) -> dict[str, Any]:
     """A wait ended from outside: ``kind`` ``approval`` (``name``: the call id, ``outcome``
     ``approved`` or ``denied``, ``reason``: a person's words) or ``signal`` (``name``: the signal's,
-    ``outcome`` ``delivered``, ``data``: its value; ``ABSENT`` sends none, ``None`` a null)."""
+    ``outcome`` ``delivered``, ``data``: its value; ``ABSENT`` sends none, ``None`` a null); ``actor``:
+    who, recorded in the event (a trusted client says whom it acts for)."""
     body = _without_none(sessionId=session_id, kind=kind, name=name, outcome=outcome, reason=reason)
     if data is not ABSENT:
         body["data"] = data
+    if actor is not None:
+        body["actor"] = actor
     return body
 
 
