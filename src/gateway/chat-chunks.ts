@@ -5,7 +5,11 @@
  * The turn is the execution that takes the prompt (`input.promoted` of its input id), followed
  * through a recovery into the continuation that finishes it (`recovery.completed`'s
  * `continuationInputId`), and after a hand-back into the execution that takes the prompt again.
- * It ends at `execution.settled` (succeeded, failed or waiting) or a cancel.
+ * It ends at `execution.settled` (succeeded or failed) or a cancel. A call that waits for approval
+ * shows as `tool-input-available` then `tool-approval-request` (approvalId: the call id); a denial
+ * as `tool-output-denied`, an approved call's result as `tool-output-available`/`-error` when the
+ * resumed turn runs it. At the settle `waiting` the stream ends when `endAtWait` (its reader may
+ * approve: useChat sends its answer as a new request), else it follows the turn's resume input.
  *
  *   start → start-step → text-start / text-delta… / text-end (reasoning-* the same) →
  *   tool-input-available / tool-output-available | tool-output-error → finish-step … → finish
@@ -16,6 +20,7 @@
  * step's `step.started` (live events can arrive before the log's) waits for it, up to a bound.
  */
 import type { LiveEvent } from '../events/live-bus.ts';
+import { resumeInputId } from '../input/resolve.ts';
 
 /** A chunk of the UI message stream (the AI SDK's `UIMessageChunk`, as JSON). */
 export type UIChunk = { type: string } & Record<string, unknown>;
@@ -30,9 +35,23 @@ export interface ChatFold {
   readonly done: boolean;
 }
 
-export function chatFold(options: { inputIds: readonly string[]; messageId: string; openedAtSeq: number }): ChatFold {
+export interface ChatFoldOptions {
+  inputIds: readonly string[];
+  messageId: string;
+  openedAtSeq: number;
+  /** End the message at a settle `waiting` (default: follow the turn through its resume). */
+  endAtWait?: boolean;
+  /** A stream that starts after this execution settled waiting: its decisions and its resume are this turn's. */
+  waitingExecutionId?: string;
+}
+
+export function chatFold(options: ChatFoldOptions): ChatFold {
   const inputs = new Set(options.inputIds);
   const executions = new Set<string>();
+  if (options.waitingExecutionId) {
+    executions.add(options.waitingExecutionId);
+    inputs.add(resumeInputId(options.waitingExecutionId));
+  }
   const live = new Set<string>(); // messages whose step began after the stream opened
   const open = new Map<string, 'text' | 'reasoning'>(); // part id -> kind, started in the stream
   const streamed = new Map<string, string>(); // part id -> text sent
@@ -160,6 +179,15 @@ export function chatFold(options: { inputIds: readonly string[]; messageId: stri
       case 'tool.failed':
         out.push({ type: 'tool-output-error', toolCallId: p.callId, errorText: String((p.error as { message?: string })?.message ?? 'the tool failed') });
         return;
+      case 'wait.started':
+        if (p.kind === 'approval' && p.callId) out.push({ type: 'tool-approval-request', approvalId: p.callId, toolCallId: p.callId });
+        return;
+      case 'wait.resolved':
+        if (p.kind !== 'approval' || !p.callId) return;
+        if (p.outcome === 'denied') out.push({ type: 'tool-output-denied', toolCallId: p.callId });
+        else if (p.outcome === 'cancelled')
+          out.push({ type: 'tool-output-error', toolCallId: p.callId, errorText: `The approval was cancelled${p.reason ? `: ${p.reason}` : ''}.` });
+        return;
       case 'step.ended':
       case 'step.failed':
       case 'step.recovered':
@@ -177,6 +205,15 @@ export function chatFold(options: { inputIds: readonly string[]; messageId: stri
         const outcome = p.outcome as string;
         if (outcome === 'released') {
           endStep(); // handed back: the prompt is taken again by the next execution
+          return;
+        }
+        if (outcome === 'waiting') {
+          if (options.endAtWait) {
+            finish(); // its reader answers with a new request
+            return;
+          }
+          endStep(); // the turn goes on in the input that resumes it, once its waits are decided
+          inputs.add(resumeInputId(exec));
           return;
         }
         finish(outcome === 'failed' ? String((p.error as { message?: string })?.message ?? 'The turn failed.') : undefined);

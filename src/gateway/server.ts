@@ -24,7 +24,7 @@ import { listFilterOf } from '../sessions/list-query.ts';
 import type { Sessions } from '../sessions/sessions.ts';
 import { OPEN_GRANT, checkTagChanges, listFor, mayStart, reachable } from './access.ts';
 import { openEventStream, type EventStream, type LiveSource } from './event-stream.ts';
-import { parseChatRequest, streamChatTurn, turnUnderWay } from './chat.ts';
+import { answerApprovals, parseChatRequest, streamChatTurn, turnUnderWay } from './chat.ts';
 import { presentedToken, type Grant, type TokenTable } from './tokens.ts';
 
 export const DEFAULT_GATEWAY_HEARTBEAT_MS = 15_000;
@@ -226,12 +226,21 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       method: 'POST',
       pattern: /^\/v1\/chat$/,
       run: async (c) => {
-        const { sessionId, inputId, prompt } = parseChatRequest(await c.body());
+        const request = parseChatRequest(await c.body());
+        if (request.kind === 'approval') {
+          if (!c.grant.scopes.has('approve'))
+            throw new HttpError(403, ErrorCode.PermissionDenied, `Token ${c.grant.name} may not answer approval requests: it needs the approve scope.`);
+          const status = await reachable(sessions, c.grant, request.sessionId);
+          await streamChatTurn(c.res, sessions, live, request.sessionId, await answerApprovals(sessions, status, request), onError);
+          return STREAMING;
+        }
+        const { sessionId, inputId, prompt } = request;
         const tags = await mayStart(sessions, c.grant, sessionId, undefined);
         const receipt = await sessions.admit(sessionId, { id: inputId, prompt, ...(tags ? { tags } : {}) });
         // a retried request (the same message) replays its turn from the log
         const openedAtSeq = receipt.created ? receipt.admittedSeq : (await sessions.status(sessionId)).seq;
-        await streamChatTurn(c.res, sessions, live, sessionId, { inputIds: [inputId], afterSeq: receipt.admittedSeq - 1, openedAtSeq }, onError);
+        const turn = { inputIds: [inputId], afterSeq: receipt.admittedSeq - 1, openedAtSeq, endAtWait: c.grant.scopes.has('approve') };
+        await streamChatTurn(c.res, sessions, live, sessionId, turn, onError);
         return STREAMING;
       },
     },
@@ -240,7 +249,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       pattern: /^\/v1\/chat\/([^/]+)\/stream$/,
       run: async (c) => {
         const id = sessionOf(c);
-        const turn = turnUnderWay(await reachable(sessions, c.grant, id));
+        const turn = turnUnderWay(await reachable(sessions, c.grant, id), c.grant.scopes.has('approve'));
         if (!turn) {
           c.res.writeHead(204, { 'cache-control': 'no-store' });
           c.res.end();

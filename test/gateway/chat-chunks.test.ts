@@ -2,14 +2,19 @@
  * The chat fold (src/gateway/chat-chunks.ts) over real logs: a turn interrupted (its owner frozen
  * past its lease, another worker's sweep recovers it) goes on in its continuation in the same UI
  * message, which ends at the continuation's settle; chunks of other turns never leak in; a dropped
- * prompt and a cancelled turn end the message with an error; every chunk passes the AI SDK's schema.
+ * prompt and a cancelled turn end the message with an error; a call that waits for approval streams
+ * as the SDK's approval parts (ending there for a reader who may approve, else through the resume to
+ * the approved output or the denial); every chunk passes the AI SDK's schema.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { uiMessageChunkSchema } from 'ai';
 import { ManualClock } from '../../src/clock.ts';
 import { RecoverySweeper } from '../../src/recovery/sweeper.ts';
-import { chatFold, type UIChunk } from '../../src/gateway/chat-chunks.ts';
+import { chatFold, type ChatFoldOptions, type UIChunk } from '../../src/gateway/chat-chunks.ts';
+import { startSessiond } from '../../src/host.ts';
+import type { RunContext } from '../../src/runner/types.ts';
+import { tempDir } from '../support/tmp.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { fixture, gatedRunner } from '../support/fixture.ts';
 import { waitFor } from '../../src/testing/wait.ts';
@@ -23,8 +28,8 @@ async function valid(chunks: UIChunk[]): Promise<void> {
   }
 }
 
-const fold = (events: SessionEvent[], inputId: string, openedAtSeq = 0) => {
-  const f = chatFold({ inputIds: [inputId], messageId: 'msg_1', openedAtSeq });
+const fold = (events: SessionEvent[], inputId: string, openedAtSeq = 0, more: Partial<ChatFoldOptions> = {}) => {
+  const f = chatFold({ inputIds: [inputId], messageId: 'msg_1', openedAtSeq, ...more });
   const chunks = events.flatMap((e) => f.feed(e));
   return { chunks, done: f.done };
 };
@@ -100,6 +105,84 @@ test('a dropped prompt and a cancelled turn end the message with an error', asyn
   assert.match(String(c.chunks.find((x) => x.type === 'error')?.errorText), 'changed my mind');
   await valid(c.chunks);
   await fx.close();
+});
+
+/** Asks a person before it "sends" (prompts `mail …`); the resumed turn runs the approved call, then says what came of it. */
+async function approvalRunner(ctx: RunContext): Promise<void> {
+  const first = ctx.inputs[0]!;
+  const { messageId } = await ctx.startStep();
+  if (first.continues?.reason !== 'resumed') {
+    await ctx.text(messageId, 'May I send it?');
+    await ctx.requestApproval(messageId, { name: 'send_mail', input: { to: 'bob' }, callId: `call_${ctx.sessionId}` });
+    await ctx.endStep(messageId, 'tool-calls');
+    return;
+  }
+  for (const w of ctx.waits)
+    if (w.kind === 'approval' && w.outcome === 'approved' && !w.started) await ctx.runApproved(w.callId!, async () => ({ sent: true }));
+  await ctx.text(messageId, `done: ${ctx.waits.map((w) => w.outcome).join(',')}`);
+  await ctx.endStep(messageId, 'stop');
+}
+
+test('a call that waits for approval: input, approval request; a reader who may approve ends at the wait, another follows the resume', async () => {
+  const tmp = tempDir();
+  const s = await startSessiond({ db: tmp.file('approve.db'), runner: approvalRunner });
+  try {
+    for (const [id, approved] of [
+      ['ses_yes', true],
+      ['ses_no', false],
+    ] as const) {
+      const { inputId } = await s.admit(id, { prompt: 'mail bob' });
+      await waitFor(async () => (await s.status(id)).waits.some((w) => w.outcome === null), { what: 'the turn to wait' });
+      const waitingExec = (await s.status(id)).execution!.id;
+      const atWait = (await s.status(id)).seq;
+      const early = fold(await s.engine.log.readSession(id), inputId, 0, { endAtWait: true });
+      assert.ok(early.done, 'ends at the wait');
+      await valid(early.chunks);
+      assert.equal(
+        early.chunks.filter((c) => c.type.startsWith('tool-')),
+        [
+          { type: 'tool-input-available', toolCallId: `call_${id}`, toolName: 'send_mail', input: { to: 'bob' } },
+          { type: 'tool-approval-request', approvalId: `call_${id}`, toolCallId: `call_${id}` },
+        ],
+      );
+      assert.is(early.chunks.at(-1)!.type, 'finish');
+      await (approved ? s.approve(id, `call_${id}`) : s.deny(id, `call_${id}`, { reason: 'not now' }));
+      await waitFor(async () => (await s.status(id)).execution?.outcome === 'succeeded', { what: 'the resumed turn to end' });
+      const log = await s.engine.log.readSession(id);
+      const outcome = approved
+        ? { type: 'tool-output-available', toolCallId: `call_${id}`, output: { sent: true } }
+        : { type: 'tool-output-denied', toolCallId: `call_${id}` };
+      const done = approved ? 'done: approved' : 'done: denied';
+      // a reader who may not approve: one message through the wait and the resume, to the end
+      const whole = fold(log, inputId);
+      assert.ok(whole.done);
+      await valid(whole.chunks);
+      assert.equal(
+        whole.chunks.filter((c) => c.type.startsWith('tool-')).map((c) => c.type),
+        ['tool-input-available', 'tool-approval-request', outcome.type],
+      );
+      assert.equal(
+        whole.chunks.find((c) => c.type === outcome.type),
+        outcome,
+      );
+      assert.equal(
+        whole.chunks.filter((c) => c.type === 'text-delta').map((c) => c.delta),
+        ['May I send it?', done],
+      );
+      // the answer's stream: from after the wait, the decision and the resumed turn only
+      const answer = chatFold({ inputIds: [], messageId: 'msg_1', openedAtSeq: atWait, endAtWait: true, waitingExecutionId: waitingExec });
+      const after = log.filter((e) => e.seq > atWait).flatMap((e) => answer.feed(e));
+      assert.ok(answer.done);
+      await valid(after);
+      assert.equal(
+        after.filter((c) => c.type.startsWith('tool-') || c.type === 'text-delta').map((c) => c.type),
+        [outcome.type, 'text-delta'],
+      );
+    }
+  } finally {
+    await s.close();
+    tmp.remove();
+  }
 });
 
 test.run();
