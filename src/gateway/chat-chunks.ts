@@ -41,17 +41,18 @@ export interface ChatFoldOptions {
   openedAtSeq: number;
   /** End the message at a settle `waiting` (default: follow the turn through its resume). */
   endAtWait?: boolean;
-  /** A stream that starts after this execution settled waiting: its decisions and its resume are this turn's. */
-  waitingExecutionId?: string;
+  /**
+   * A stream that answers these approval calls: nothing shows until the execution that asked for
+   * them settles waiting; then its decisions and its resumed turn do.
+   */
+  answersTo?: readonly string[];
 }
 
 export function chatFold(options: ChatFoldOptions): ChatFold {
   const inputs = new Set(options.inputIds);
   const executions = new Set<string>();
-  if (options.waitingExecutionId) {
-    executions.add(options.waitingExecutionId);
-    inputs.add(resumeInputId(options.waitingExecutionId));
-  }
+  const answered = new Set(options.answersTo ?? []);
+  let asking: string | undefined; // the execution that asked for the answered calls
   const live = new Set<string>(); // messages whose step began after the stream opened
   const open = new Map<string, 'text' | 'reasoning'>(); // part id -> kind, started in the stream
   const streamed = new Map<string, string>(); // part id -> text sent
@@ -105,6 +106,15 @@ export function chatFold(options: ChatFoldOptions): ChatFold {
 
   const handle = (e: Event): void => {
     const p = e.payload as Record<string, unknown> & { executionId?: string };
+    if (answered.size > 0) {
+      if (e.type === 'wait.started' && answered.has(p.callId as string)) asking = p.executionId;
+      else if (e.type === 'execution.settled' && p.executionId === asking && p.outcome === 'waiting') {
+        answered.clear();
+        executions.add(asking!);
+        inputs.add(resumeInputId(asking!));
+      }
+      return;
+    }
     if (e.type === 'input.promoted') {
       if (!inputs.has(p.inputId as string)) return;
       executions.add(p.executionId as string);

@@ -66,7 +66,7 @@ export interface ChatTurn {
   /** The UI message's id (default `msg_<first input id>`). */
   messageId?: string;
   endAtWait?: boolean;
-  waitingExecutionId?: string;
+  answersTo?: readonly string[];
 }
 
 /** The UI message stream of the turn that runs `inputId`, from `afterSeq` in the log, then live, until it ends. */
@@ -166,21 +166,19 @@ export function parseChatRequest(body: Record<string, unknown>): ChatRequest {
 
 /**
  * Answers a chat's approval requests (the caller has the `approve` scope and reaches the session)
- * and says where the stream of the turn goes on: right after the waiting execution's settle, so the
- * message shows the decisions and the resumed turn, not what it showed already. A retried answer
- * (the same decision again) streams what the turn did since; a different one is refused (409).
+ * and says where the stream goes on: after the settle of the execution that asked, so the message
+ * shows the decisions and the resumed turn, not what it showed already. A retried answer (the same
+ * decision again) streams the same from the log; a different one is refused (409).
  */
 export async function answerApprovals(sessions: ChatSessions, status: SessionStatus, request: Extract<ChatRequest, { kind: 'approval' }>): Promise<ChatTurn> {
-  const exec = status.execution;
   for (const a of request.answers) {
     const decision = a.reason === undefined ? {} : { reason: a.reason };
     await (a.approved ? sessions.approve(request.sessionId, a.callId, decision) : sessions.deny(request.sessionId, a.callId, decision));
   }
-  const base = { messageId: request.messageId, endAtWait: true, openedAtSeq: status.seq };
-  if (exec?.outcome === 'waiting') return { ...base, inputIds: [], afterSeq: status.seq, waitingExecutionId: exec.id };
-  // already answered: the turn resumed since (or ended); show what it did from its resume on
-  const under = turnUnderWay(status);
-  return under ? { ...under, ...base } : { ...base, inputIds: [], afterSeq: status.seq };
+  const exec = status.execution;
+  // the turn waits: its execution asked (else, an answer sent again after the turn went on: read the log)
+  const afterSeq = exec?.outcome === 'waiting' ? exec.claimedSeq - 1 : 0;
+  return { messageId: request.messageId, endAtWait: true, openedAtSeq: status.seq, inputIds: [], afterSeq, answersTo: request.answers.map((a) => a.callId) };
 }
 
 /**

@@ -133,7 +133,6 @@ test('a call that waits for approval: input, approval request; a reader who may 
     ] as const) {
       const { inputId } = await s.admit(id, { prompt: 'mail bob' });
       await waitFor(async () => (await s.status(id)).waits.some((w) => w.outcome === null), { what: 'the turn to wait' });
-      const waitingExec = (await s.status(id)).execution!.id;
       const atWait = (await s.status(id)).seq;
       const early = fold(await s.engine.log.readSession(id), inputId, 0, { endAtWait: true });
       assert.ok(early.done, 'ends at the wait');
@@ -169,9 +168,9 @@ test('a call that waits for approval: input, approval request; a reader who may 
         whole.chunks.filter((c) => c.type === 'text-delta').map((c) => c.delta),
         ['May I send it?', done],
       );
-      // the answer's stream: from after the wait, the decision and the resumed turn only
-      const answer = chatFold({ inputIds: [], messageId: 'msg_1', openedAtSeq: atWait, endAtWait: true, waitingExecutionId: waitingExec });
-      const after = log.filter((e) => e.seq > atWait).flatMap((e) => answer.feed(e));
+      // the answer's stream: nothing before the wait, then the decision and the resumed turn
+      const answer = chatFold({ inputIds: [], messageId: 'msg_1', openedAtSeq: atWait, endAtWait: true, answersTo: [`call_${id}`] });
+      const after = log.flatMap((e) => answer.feed(e));
       assert.ok(answer.done);
       await valid(after);
       assert.equal(
