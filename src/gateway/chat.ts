@@ -77,6 +77,7 @@ export async function streamChatTurn(
   sessionId: string,
   turn: ChatTurn,
   onError: (err: unknown) => void,
+  heartbeatMs?: number,
 ): Promise<void> {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
@@ -97,9 +98,13 @@ export async function streamChatTurn(
   };
   const listening = live ? await live(sessionId, (e) => (e.seq === undefined ? write(e) : undefined)) : undefined;
   const following = await sessions.follow(sessionId, (e: SessionEvent) => write(e), { afterSeq: turn.afterSeq, onError });
+  // a comment line now and then keeps proxies from closing a stream that waits (a turn waiting for a person)
+  const heartbeat = heartbeatMs ? setInterval(() => closed || res.write(`: heartbeat ${new Date().toISOString()}\n\n`), heartbeatMs) : undefined;
+  heartbeat?.unref();
   const stop = async () => {
     if (closed) return;
     closed = true;
+    clearInterval(heartbeat);
     res.end();
     await listening?.close();
     await following.close();
@@ -188,10 +193,22 @@ export async function answerApprovals(sessions: ChatSessions, status: SessionSta
 export function turnUnderWay(status: SessionStatus, mayApprove = false): ChatTurn | undefined {
   const exec = status.execution;
   // a turn that waits for a person: replayed from its claim; it ends at the wait for one who may answer it
-  const endAtWait = mayApprove && (exec?.outcome !== 'waiting' || status.waits.some((w) => w.outcome === null));
+  const endAtWait = mayApprove && (exec?.outcome !== 'waiting' || waitsOpen(status));
   if (exec && (exec.outcome === null || exec.outcome === 'waiting'))
     return { inputIds: exec.inputIds, afterSeq: exec.claimedSeq - 1, openedAtSeq: status.seq, endAtWait };
   const next = status.pending[0];
   if (next && status.pendingFrom === 0) return { inputIds: [next.inputId], afterSeq: next.seq - 1, openedAtSeq: status.seq, endAtWait };
   return undefined;
+}
+
+const waitsOpen = (status: SessionStatus): boolean => status.waits.some((w) => w.outcome === null);
+
+/**
+ * Whether the replay of a message sent again should end at its turn's wait: not when the wait was
+ * decided since (the turn went on: the replay follows it), only while it is open or yet to come.
+ */
+export function replayEndsAtWait(status: SessionStatus, inputId: string): boolean {
+  const exec = status.execution;
+  if (!exec?.inputIds.includes(inputId)) return !exec || status.pending.some((p) => p.inputId === inputId);
+  return exec.outcome !== 'waiting' || waitsOpen(status);
 }

@@ -24,7 +24,7 @@ import { listFilterOf } from '../sessions/list-query.ts';
 import type { Sessions } from '../sessions/sessions.ts';
 import { OPEN_GRANT, checkTagChanges, listFor, mayStart, reachable } from './access.ts';
 import { openEventStream, type EventStream, type LiveSource } from './event-stream.ts';
-import { answerApprovals, parseChatRequest, streamChatTurn, turnUnderWay } from './chat.ts';
+import { answerApprovals, parseChatRequest, streamChatTurn, replayEndsAtWait, turnUnderWay } from './chat.ts';
 import { presentedToken, type Grant, type TokenTable } from './tokens.ts';
 
 export const DEFAULT_GATEWAY_HEARTBEAT_MS = 15_000;
@@ -231,16 +231,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           if (!c.grant.scopes.has('approve'))
             throw new HttpError(403, ErrorCode.PermissionDenied, `Token ${c.grant.name} may not answer approval requests: it needs the approve scope.`);
           const status = await reachable(sessions, c.grant, request.sessionId);
-          await streamChatTurn(c.res, sessions, live, request.sessionId, await answerApprovals(sessions, status, request), onError);
+          await streamChatTurn(c.res, sessions, live, request.sessionId, await answerApprovals(sessions, status, request), onError, heartbeatMs);
           return STREAMING;
         }
         const { sessionId, inputId, prompt } = request;
         const tags = await mayStart(sessions, c.grant, sessionId, undefined);
         const receipt = await sessions.admit(sessionId, { id: inputId, prompt, ...(tags ? { tags } : {}) });
-        // a retried request (the same message) replays its turn from the log
-        const openedAtSeq = receipt.created ? receipt.admittedSeq : (await sessions.status(sessionId)).seq;
-        const turn = { inputIds: [inputId], afterSeq: receipt.admittedSeq - 1, openedAtSeq, endAtWait: c.grant.scopes.has('approve') };
-        await streamChatTurn(c.res, sessions, live, sessionId, turn, onError);
+        // a retried request (the same message) replays its turn from the log, to a wait still open
+        const now = receipt.created ? undefined : await sessions.status(sessionId);
+        const openedAtSeq = now ? now.seq : receipt.admittedSeq;
+        const endAtWait = c.grant.scopes.has('approve') && (!now || replayEndsAtWait(now, inputId));
+        const turn = { inputIds: [inputId], afterSeq: receipt.admittedSeq - 1, openedAtSeq, endAtWait };
+        await streamChatTurn(c.res, sessions, live, sessionId, turn, onError, heartbeatMs);
         return STREAMING;
       },
     },
@@ -255,7 +257,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           c.res.end();
           return STREAMING;
         }
-        await streamChatTurn(c.res, sessions, live, id, turn, onError);
+        await streamChatTurn(c.res, sessions, live, id, turn, onError, heartbeatMs);
         return STREAMING;
       },
     },

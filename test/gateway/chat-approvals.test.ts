@@ -4,7 +4,8 @@
  * as `approval-requested` and its stream ends there; `addToolApprovalResponse` answers through the
  * chat route (approved with `sendAutomaticallyWhen`, denied with `sendMessage`) and the resumed turn
  * streams into the same message. A reader without the approve scope follows the turn through a
- * decision made on the gateway's approve route. 403 without the scope, 409 for a changed decision,
+ * decision made on the gateway's approve route; a message sent again replays through a decision
+ * made since. 403 without the scope, 409 for a changed decision,
  * 400 for an answer that is not one the gateway asked for.
  */
 import { test } from 'uvu';
@@ -101,6 +102,18 @@ test('approved through the chat route: the request ends the stream, addToolAppro
   assert.match(textOf(chat), 'done: approval call_ses_chat_yes approved');
   assert.is(chat.messages.length, 2, 'one user message, one assistant message');
   assert.is(chat.messages.at(-1)!.id, messageId, 'the resumed turn went on in the same message');
+
+  // the message sent again (a retried request) replays its turn through the decision, to its end
+  const retried = await transport(APPROVER).sendMessages({
+    chatId: 'ses_chat_yes',
+    messages: [chat.messages[0]!],
+    trigger: 'submit-message',
+    messageId: undefined,
+    abortSignal: undefined,
+  });
+  let replayed: UIMessage | undefined;
+  for await (const m of readUIMessageStream({ stream: retried, terminateOnError: true })) replayed = m;
+  assert.is((replayed!.parts.find((p) => p.type === 'tool-deploy') as ToolPart).state, 'output-available', 'not stopped at the decided request');
 
   // the same decision again changes nothing; a different one is 409, saying so
   const answer = (approved: boolean, token = APPROVER, id = 'call_ses_chat_yes') =>
