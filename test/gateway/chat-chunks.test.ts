@@ -4,7 +4,8 @@
  * message, which ends at the continuation's settle; chunks of other turns never leak in; a dropped
  * prompt and a cancelled turn end the message with an error; a call that waits for approval streams
  * as the SDK's approval parts (ending there for a reader who may approve, else through the resume to
- * the approved output or the denial); every chunk passes the AI SDK's schema.
+ * the approved output or the denial), also from the model runner with a needsApproval tool against
+ * the fake OpenAI server; every chunk passes the AI SDK's schema.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -15,6 +16,10 @@ import { chatFold, type ChatFoldOptions, type UIChunk } from '../../src/gateway/
 import { startSessiond } from '../../src/host.ts';
 import type { RunContext } from '../../src/runner/types.ts';
 import { tempDir } from '../support/tmp.ts';
+import { z } from 'zod';
+import { openaiRunner } from '../../src/runner/model/openai.ts';
+import { defineTool } from '../../src/runner/model/tools.ts';
+import { startFakeOpenAI } from '../../src/testing/fake-openai.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { fixture, gatedRunner } from '../support/fixture.ts';
 import { waitFor } from '../../src/testing/wait.ts';
@@ -180,6 +185,76 @@ test('a call that waits for approval: input, approval request; a reader who may 
     }
   } finally {
     await s.close();
+    tmp.remove();
+  }
+});
+
+test('the model runner with a needsApproval tool (fake OpenAI server): the chunks of an approved and a denied call, in one turn', async () => {
+  const server = await startFakeOpenAI({ apiKey: 'sk-test' });
+  const tmp = tempDir();
+  const sent: string[] = [];
+  const tools = {
+    send_mail: defineTool({
+      description: 'Send an email',
+      inputSchema: z.object({ to: z.string() }),
+      needsApproval: true,
+      execute: async ({ to }) => {
+        sent.push(to);
+        return `sent to ${to}`;
+      },
+    }),
+  };
+  const s = await startSessiond({
+    db: tmp.file('model.db'),
+    runner: openaiRunner({ model: 'fake-model', baseURL: server.url, apiKey: 'sk-test', tools, retry: { baseDelayMs: 10, maxDelayMs: 50 } }),
+  });
+  try {
+    server.script(
+      {
+        kind: 'toolCalls',
+        calls: [
+          { id: 'call_a', name: 'send_mail', arguments: { to: 'a@example.com' } },
+          { id: 'call_b', name: 'send_mail', arguments: { to: 'b@example.com' } },
+        ],
+      },
+      { kind: 'text', text: 'Sent to a, not to b.' },
+    );
+    const { inputId } = await s.admit('ses_model', { prompt: 'mail a and b' });
+    await waitFor(async () => (await s.status('ses_model')).waits.filter((w) => w.outcome === null).length === 2, { what: 'both calls to wait' });
+    const asked = fold(await s.engine.log.readSession('ses_model'), inputId, 0, { endAtWait: true });
+    await valid(asked.chunks);
+    assert.equal(
+      asked.chunks.filter((c) => c.type === 'tool-approval-request').map((c) => c.approvalId),
+      ['call_a', 'call_b'],
+    );
+    await s.approve('ses_model', 'call_a');
+    await s.deny('ses_model', 'call_b', { reason: 'not b' });
+    await waitFor(async () => (await s.status('ses_model')).execution?.outcome === 'succeeded', { what: 'the resumed turn to end' });
+    assert.equal(sent, ['a@example.com']);
+    const all = fold(await s.engine.log.readSession('ses_model'), inputId);
+    assert.ok(all.done);
+    await valid(all.chunks);
+    assert.equal(
+      all.chunks.filter((c) => c.type.startsWith('tool-')).map((c) => [c.type, c.toolCallId]),
+      [
+        ['tool-input-available', 'call_a'],
+        ['tool-approval-request', 'call_a'],
+        ['tool-input-available', 'call_b'],
+        ['tool-approval-request', 'call_b'],
+        ['tool-output-denied', 'call_b'],
+        ['tool-output-available', 'call_a'],
+      ],
+    );
+    assert.match(
+      all.chunks
+        .filter((c) => c.type === 'text-delta')
+        .map((c) => c.delta)
+        .join(''),
+      'Sent to a, not to b.',
+    );
+  } finally {
+    await s.close();
+    await server.close();
     tmp.remove();
   }
 });
