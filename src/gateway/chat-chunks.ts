@@ -46,6 +46,8 @@ export interface ChatFoldOptions {
    * them settles waiting; then its decisions and its resumed turn do.
    */
   answersTo?: readonly string[];
+  /** End the message once the log is read up to here (an answer that leaves the turn waiting for others). */
+  endAtSeq?: number;
 }
 
 export function chatFold(options: ChatFoldOptions): ChatFold {
@@ -236,6 +238,7 @@ export function chatFold(options: ChatFoldOptions): ChatFold {
     feed(event) {
       if (done) return [];
       handle(event);
+      if (!done && options.endAtSeq !== undefined && (event.seq ?? -1) >= options.endAtSeq) finish();
       return out.splice(0);
     },
     get done() {

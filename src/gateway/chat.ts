@@ -67,6 +67,7 @@ export interface ChatTurn {
   messageId?: string;
   endAtWait?: boolean;
   answersTo?: readonly string[];
+  endAtSeq?: number;
 }
 
 /** The UI message stream of the turn that runs `inputId`, from `afterSeq` in the log, then live, until it ends. */
@@ -183,7 +184,18 @@ export async function answerApprovals(sessions: ChatSessions, status: SessionSta
   const exec = status.execution;
   // the turn waits: its execution asked (else, an answer sent again after the turn went on: read the log)
   const afterSeq = exec?.outcome === 'waiting' ? exec.claimedSeq - 1 : 0;
-  return { messageId: request.messageId, endAtWait: true, openedAtSeq: status.seq, inputIds: [], afterSeq, answersTo: request.answers.map((a) => a.callId) };
+  // other calls still wait for an answer: the stream shows these decisions and ends
+  const now = await sessions.status(request.sessionId);
+  const endAtSeq = now.execution?.outcome === 'waiting' && waitsOpen(now) ? now.seq : undefined;
+  return {
+    messageId: request.messageId,
+    endAtWait: true,
+    openedAtSeq: status.seq,
+    inputIds: [],
+    afterSeq,
+    answersTo: request.answers.map((a) => a.callId),
+    ...(endAtSeq === undefined ? {} : { endAtSeq }),
+  };
 }
 
 /**

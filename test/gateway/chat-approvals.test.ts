@@ -5,7 +5,7 @@
  * chat route (approved with `sendAutomaticallyWhen`, denied with `sendMessage`) and the resumed turn
  * streams into the same message. A reader without the approve scope follows the turn through a
  * decision made on the gateway's approve route; a message sent again replays through a decision
- * made since. 403 without the scope, 409 for a changed decision,
+ * made since. 403 without the scope, 409 for a changed decision or a call nothing waits for,
  * 400 for an answer that is not one the gateway asked for.
  */
 import { test } from 'uvu';
@@ -138,6 +138,22 @@ test('approved through the chat route: the request ends the stream, addToolAppro
   const same = await answer(true);
   assert.is(same.status, 200);
   await same.text();
+  const unknown = await fetch(`${base}/v1/chat`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${APPROVER}`, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      id: 'ses_chat_yes',
+      messages: [
+        {
+          id: messageId,
+          role: 'assistant',
+          parts: [{ type: 'tool-deploy', toolCallId: 'call_nope', state: 'approval-responded', input: {}, approval: { id: 'call_nope', approved: true } }],
+        },
+      ],
+    }),
+  });
+  assert.is(unknown.status, 409);
+  assert.match(((await unknown.json()) as { error: { message: string } }).error.message, 'has no approval named call_nope');
   const noScope = await answer(true, VIEWER);
   assert.is(noScope.status, 403);
   assert.match(((await noScope.json()) as { error: { message: string } }).error.message, 'approve scope');

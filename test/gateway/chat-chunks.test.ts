@@ -228,6 +228,15 @@ test('the model runner with a needsApproval tool (fake OpenAI server): the chunk
       ['call_a', 'call_b'],
     );
     await s.approve('ses_model', 'call_a');
+    // the answer to one of two: its stream ends at the log's head (the turn still waits for the other)
+    const half = await s.status('ses_model');
+    const partial = chatFold({ inputIds: [], messageId: 'msg_1', openedAtSeq: half.seq, endAtWait: true, answersTo: ['call_a'], endAtSeq: half.seq });
+    const partialChunks = (await s.engine.log.readSession('ses_model')).flatMap((e) => partial.feed(e));
+    assert.ok(partial.done, 'ends: nothing more comes until the other answer');
+    assert.equal(
+      partialChunks.map((c) => c.type),
+      ['finish'],
+    );
     await s.deny('ses_model', 'call_b', { reason: 'not b' });
     await waitFor(async () => (await s.status('ses_model')).execution?.outcome === 'succeeded', { what: 'the resumed turn to end' });
     assert.equal(sent, ['a@example.com']);
