@@ -229,7 +229,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const request = parseChatRequest(await c.body());
         if (request.kind === 'approval') {
           if (!c.grant.scopes.has('approve'))
-            throw new HttpError(403, ErrorCode.PermissionDenied, `Token ${c.grant.name} may not answer approval requests: it needs the approve scope.`);
+            throw new HttpError(
+              403,
+              ErrorCode.PermissionDenied,
+              `Token ${c.grant.name} may not answer approval requests: it needs the approve scope (add "approve" to its "scopes" in the tokens file).`,
+            );
           const status = await reachable(sessions, c.grant, request.sessionId);
           await streamChatTurn(c.res, sessions, live, request.sessionId, await answerApprovals(sessions, status, request), onError, heartbeatMs);
           return STREAMING;
