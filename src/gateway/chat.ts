@@ -182,8 +182,10 @@ export async function answerApprovals(sessions: ChatSessions, status: SessionSta
     await (a.approved ? sessions.approve(request.sessionId, a.callId, decision) : sessions.deny(request.sessionId, a.callId, decision));
   }
   const exec = status.execution;
-  // the turn waits: its execution asked (else, an answer sent again after the turn went on: read the log)
-  const afterSeq = exec?.outcome === 'waiting' ? exec.claimedSeq - 1 : 0;
+  // the execution that waits asked for these calls: read from its claim (else an answer sent again
+  // after the turn went on: read the log from its start, where the calls were asked for)
+  const askedHere = request.answers.every((a) => status.waits.some((w) => w.kind === 'approval' && w.name === a.callId && w.executionId === exec?.id));
+  const afterSeq = exec?.outcome === 'waiting' && askedHere ? exec.claimedSeq - 1 : 0;
   // other calls still wait for an answer: the stream shows these decisions and ends
   const now = await sessions.status(request.sessionId);
   const endAtSeq = now.execution?.outcome === 'waiting' && waitsOpen(now) ? now.seq : undefined;

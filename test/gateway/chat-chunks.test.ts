@@ -14,6 +14,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { RecoverySweeper } from '../../src/recovery/sweeper.ts';
 import { chatFold, type ChatFoldOptions, type UIChunk } from '../../src/gateway/chat-chunks.ts';
 import { startSessiond } from '../../src/host.ts';
+import { answerApprovals } from '../../src/gateway/chat.ts';
 import type { RunContext } from '../../src/runner/types.ts';
 import { tempDir } from '../support/tmp.ts';
 import { z } from 'zod';
@@ -264,6 +265,47 @@ test('the model runner with a needsApproval tool (fake OpenAI server): the chunk
   } finally {
     await s.close();
     await server.close();
+    tmp.remove();
+  }
+});
+
+/** Asks about call_1, then (resumed) about call_2, then ends. */
+async function twiceRunner(ctx: RunContext): Promise<void> {
+  const { messageId } = await ctx.startStep();
+  const asked = ctx.waits.map((w) => w.name);
+  for (const w of ctx.waits) if (w.outcome === 'approved' && !w.started) await ctx.runApproved(w.callId!, async () => `ran ${w.callId}`);
+  const next = ['call_1', 'call_2'].find((c) => !asked.includes(c));
+  if (next) await ctx.requestApproval(messageId, { name: 'step', input: { n: next }, callId: next });
+  else await ctx.text(messageId, 'all done');
+  await ctx.endStep(messageId, next ? 'tool-calls' : 'stop');
+}
+
+test('an answer sent again after its turn went on to wait for another call: the stream reads from the ask, ends at the new request', async () => {
+  const tmp = tempDir();
+  const s = await startSessiond({ db: tmp.file('twice.db'), runner: twiceRunner });
+  try {
+    await s.admit('ses_twice', { prompt: 'go' });
+    const waitsFor = (name: string) =>
+      waitFor(async () => (await s.status('ses_twice')).waits.some((w) => w.name === name && w.outcome === null), { what: name });
+    await waitsFor('call_1');
+    await s.approve('ses_twice', 'call_1');
+    await waitsFor('call_2');
+    const request = { kind: 'approval' as const, sessionId: 'ses_twice', messageId: 'msg_1', answers: [{ callId: 'call_1', approved: true }] };
+    const turn = await answerApprovals(s, await s.status('ses_twice'), request);
+    const f = chatFold({ ...turn, messageId: 'msg_1' });
+    const chunks = (await s.engine.log.readSession('ses_twice')).filter((e) => e.seq > turn.afterSeq).flatMap((e) => f.feed(e));
+    assert.ok(f.done, 'the stream ends');
+    await valid(chunks);
+    assert.equal(
+      chunks.filter((c) => c.type.startsWith('tool-')).map((c) => [c.type, c.toolCallId]),
+      [
+        ['tool-output-available', 'call_1'],
+        ['tool-input-available', 'call_2'],
+        ['tool-approval-request', 'call_2'],
+      ],
+    );
+  } finally {
+    await s.close();
     tmp.remove();
   }
 });
