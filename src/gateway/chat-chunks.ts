@@ -8,8 +8,9 @@
  * It ends at `execution.settled` (succeeded or failed) or a cancel. A call that waits for approval
  * shows as `tool-input-available` then `tool-approval-request` (approvalId: the call id); a denial
  * as `tool-output-denied`, an approved call's result as `tool-output-available`/`-error` when the
- * resumed turn runs it. At the settle `waiting` the stream ends when `endAtWait` (its reader may
- * approve: useChat sends its answer as a new request), else it follows the turn's resume input.
+ * resumed turn runs it; a cancel while it waits as `tool-output-error` and an `error`. At the
+ * settle `waiting` the message ends when `endAtWait` (its reader may approve: useChat sends its
+ * answer as a new request), else it follows the turn into the input that resumes it.
  *
  *   start → start-step → text-start / text-delta… / text-end (reasoning-* the same) →
  *   tool-input-available / tool-output-available | tool-output-error → finish-step … → finish
@@ -55,6 +56,7 @@ export function chatFold(options: ChatFoldOptions): ChatFold {
   const executions = new Set<string>();
   const answered = new Set(options.answersTo ?? []);
   let asking: string | undefined; // the execution that asked for the answered calls
+  const asked = new Set<string>(); // approval calls asked for and not decided yet
   const live = new Set<string>(); // messages whose step began after the stream opened
   const open = new Map<string, 'text' | 'reasoning'>(); // part id -> kind, started in the stream
   const streamed = new Map<string, string>(); // part id -> text sent
@@ -192,14 +194,24 @@ export function chatFold(options: ChatFoldOptions): ChatFold {
         out.push({ type: 'tool-output-error', toolCallId: p.callId, errorText: String((p.error as { message?: string })?.message ?? 'the tool failed') });
         return;
       case 'wait.started':
-        if (p.kind === 'approval' && p.callId) out.push({ type: 'tool-approval-request', approvalId: p.callId, toolCallId: p.callId });
+        if (p.kind === 'approval' && p.callId) {
+          asked.add(p.callId as string);
+          out.push({ type: 'tool-approval-request', approvalId: p.callId, toolCallId: p.callId });
+        }
         return;
-      case 'wait.resolved':
+      case 'wait.resolved': {
+        if (p.outcome === 'cancelled') {
+          // a waiting turn cancelled (its waits all end in one append): every call undecided says so
+          const why = `The turn was cancelled before a decision${p.reason ? ` (${p.reason})` : ''}.`;
+          for (const callId of asked) out.push({ type: 'tool-output-error', toolCallId: callId, errorText: why });
+          finish(why);
+          return;
+        }
         if (p.kind !== 'approval' || !p.callId) return;
+        asked.delete(p.callId as string);
         if (p.outcome === 'denied') out.push({ type: 'tool-output-denied', toolCallId: p.callId });
-        else if (p.outcome === 'cancelled')
-          out.push({ type: 'tool-output-error', toolCallId: p.callId, errorText: `The approval was cancelled${p.reason ? `: ${p.reason}` : ''}.` });
         return;
+      }
       case 'step.ended':
       case 'step.failed':
       case 'step.recovered':

@@ -4,7 +4,7 @@
  * message, which ends at the continuation's settle; chunks of other turns never leak in; a dropped
  * prompt and a cancelled turn end the message with an error; a call that waits for approval streams
  * as the SDK's approval parts (ending there for a reader who may approve, else through the resume to
- * the approved output or the denial), also from the model runner with a needsApproval tool against
+ * the approved output or the denial; a cancel while it waits ends it with an error), also from the model runner with a needsApproval tool against
  * the fake OpenAI server; every chunk passes the AI SDK's schema.
  */
 import { test } from 'uvu';
@@ -302,6 +302,32 @@ test('an answer sent again after its turn went on to wait for another call: the 
         ['tool-output-available', 'call_1'],
         ['tool-input-available', 'call_2'],
         ['tool-approval-request', 'call_2'],
+      ],
+    );
+  } finally {
+    await s.close();
+    tmp.remove();
+  }
+});
+
+test('a waiting turn cancelled: the call shows an error saying so, and the message ends', async () => {
+  const tmp = tempDir();
+  const s = await startSessiond({ db: tmp.file('cancel.db'), runner: approvalRunner });
+  try {
+    const { inputId } = await s.admit('ses_cancel', { prompt: 'mail bob' });
+    await waitFor(async () => (await s.status('ses_cancel')).waits.some((w) => w.outcome === null), { what: 'the turn to wait' });
+    await s.cancel('ses_cancel', 'no longer needed');
+    await waitFor(async () => (await s.status('ses_cancel')).waits.every((w) => w.outcome !== null), { what: 'the wait to end' });
+    const f = chatFold({ inputIds: [inputId], messageId: 'msg_1', openedAtSeq: 0 });
+    const chunks = (await s.engine.log.readSession('ses_cancel')).flatMap((e) => f.feed(e));
+    await valid(chunks);
+    assert.ok(f.done, 'the message ends (a reader following the wait is not left hanging)');
+    assert.equal(
+      chunks.slice(-3).map((c) => [c.type, c.toolCallId ?? null, String(c.errorText).includes('no longer needed')]),
+      [
+        ['tool-output-error', 'call_ses_cancel', true],
+        ['error', null, true],
+        ['finish', null, false],
       ],
     );
   } finally {
