@@ -5,7 +5,12 @@
  * The turn is the execution that takes the prompt (`input.promoted` of its input id), followed
  * through a recovery into the continuation that finishes it (`recovery.completed`'s
  * `continuationInputId`), and after a hand-back into the execution that takes the prompt again.
- * It ends at `execution.settled` (succeeded, failed or waiting) or a cancel.
+ * It ends at `execution.settled` (succeeded or failed) or a cancel. A call that waits for approval
+ * shows as `tool-input-available` then `tool-approval-request` (approvalId: the call id); a denial
+ * as `tool-output-denied`, an approved call's result as `tool-output-available`/`-error` when the
+ * resumed turn runs it; a cancel while it waits as `tool-output-error` and an `error`. At the
+ * settle `waiting` the message ends when `endAtWait` (its reader may approve: useChat sends its
+ * answer as a new request), else it follows the turn into the input that resumes it.
  *
  *   start → start-step → text-start / text-delta… / text-end (reasoning-* the same) →
  *   tool-input-available / tool-output-available | tool-output-error → finish-step … → finish
@@ -16,6 +21,7 @@
  * step's `step.started` (live events can arrive before the log's) waits for it, up to a bound.
  */
 import type { LiveEvent } from '../events/live-bus.ts';
+import { resumeInputId } from '../input/resolve.ts';
 
 /** A chunk of the UI message stream (the AI SDK's `UIMessageChunk`, as JSON). */
 export type UIChunk = { type: string } & Record<string, unknown>;
@@ -30,9 +36,27 @@ export interface ChatFold {
   readonly done: boolean;
 }
 
-export function chatFold(options: { inputIds: readonly string[]; messageId: string; openedAtSeq: number }): ChatFold {
+export interface ChatFoldOptions {
+  inputIds: readonly string[];
+  messageId: string;
+  openedAtSeq: number;
+  /** End the message at a settle `waiting` (default: follow the turn through its resume). */
+  endAtWait?: boolean;
+  /**
+   * A stream that answers these approval calls: nothing shows until the execution that asked for
+   * them settles waiting; then its decisions and its resumed turn do.
+   */
+  answersTo?: readonly string[];
+  /** End the message once the log is read up to here (an answer that leaves the turn waiting for others). */
+  endAtSeq?: number;
+}
+
+export function chatFold(options: ChatFoldOptions): ChatFold {
   const inputs = new Set(options.inputIds);
   const executions = new Set<string>();
+  const answered = new Set(options.answersTo ?? []);
+  let asking: string | undefined; // the execution that asked for the answered calls
+  const asked = new Set<string>(); // approval calls asked for and not decided yet
   const live = new Set<string>(); // messages whose step began after the stream opened
   const open = new Map<string, 'text' | 'reasoning'>(); // part id -> kind, started in the stream
   const streamed = new Map<string, string>(); // part id -> text sent
@@ -86,6 +110,15 @@ export function chatFold(options: { inputIds: readonly string[]; messageId: stri
 
   const handle = (e: Event): void => {
     const p = e.payload as Record<string, unknown> & { executionId?: string };
+    if (answered.size > 0) {
+      if (e.type === 'wait.started' && answered.has(p.callId as string)) asking = p.executionId;
+      else if (e.type === 'execution.settled' && p.executionId === asking && p.outcome === 'waiting') {
+        answered.clear();
+        executions.add(asking!);
+        inputs.add(resumeInputId(asking!));
+      }
+      return;
+    }
     if (e.type === 'input.promoted') {
       if (!inputs.has(p.inputId as string)) return;
       executions.add(p.executionId as string);
@@ -160,6 +193,25 @@ export function chatFold(options: { inputIds: readonly string[]; messageId: stri
       case 'tool.failed':
         out.push({ type: 'tool-output-error', toolCallId: p.callId, errorText: String((p.error as { message?: string })?.message ?? 'the tool failed') });
         return;
+      case 'wait.started':
+        if (p.kind === 'approval' && p.callId) {
+          asked.add(p.callId as string);
+          out.push({ type: 'tool-approval-request', approvalId: p.callId, toolCallId: p.callId });
+        }
+        return;
+      case 'wait.resolved': {
+        if (p.outcome === 'cancelled') {
+          // a waiting turn cancelled (its waits all end in one append): every call undecided says so
+          const why = `The turn was cancelled before a decision${p.reason ? ` (${p.reason})` : ''}.`;
+          for (const callId of asked) out.push({ type: 'tool-output-error', toolCallId: callId, errorText: why });
+          finish(why);
+          return;
+        }
+        if (p.kind !== 'approval' || !p.callId) return;
+        asked.delete(p.callId as string);
+        if (p.outcome === 'denied') out.push({ type: 'tool-output-denied', toolCallId: p.callId });
+        return;
+      }
       case 'step.ended':
       case 'step.failed':
       case 'step.recovered':
@@ -179,6 +231,15 @@ export function chatFold(options: { inputIds: readonly string[]; messageId: stri
           endStep(); // handed back: the prompt is taken again by the next execution
           return;
         }
+        if (outcome === 'waiting') {
+          if (options.endAtWait) {
+            finish(); // its reader answers with a new request
+            return;
+          }
+          endStep(); // the turn goes on in the input that resumes it, once its waits are decided
+          inputs.add(resumeInputId(exec));
+          return;
+        }
         finish(outcome === 'failed' ? String((p.error as { message?: string })?.message ?? 'The turn failed.') : undefined);
         return;
       }
@@ -189,6 +250,7 @@ export function chatFold(options: { inputIds: readonly string[]; messageId: stri
     feed(event) {
       if (done) return [];
       handle(event);
+      if (!done && options.endAtSeq !== undefined && (event.seq ?? -1) >= options.endAtSeq) finish();
       return out.splice(0);
     },
     get done() {

@@ -8,6 +8,11 @@
  * - `GET /v1/chat/:id/stream` (the transport's `reconnectToStream`, e.g. `useChat({ resume: true })`
  *   after a reload or a dropped connection): 204 when no turn of the session is under way, else the
  *   turn of its last prompt replayed from the log, then live.
+ * - A turn that waits for a person's approval streams `tool-approval-request` (approvalId = call id);
+ *   for a caller with the `approve` scope the stream ends there (useChat cannot send while a stream
+ *   is open). Its answer (`addToolApprovalResponse`, then `sendMessage` or `sendAutomaticallyWhen`)
+ *   comes back as `POST /v1/chat` whose last message is that assistant message with parts in state
+ *   `approval-responded`: each is approved or denied, and the resumed turn streams in the response.
  *
  * The text of a user message becomes the prompt; its `file` parts (a data: URL or an https URL)
  * become image or file parts.
@@ -53,14 +58,27 @@ export function promptOfMessage(parts: unknown): string | PromptPart[] {
   return out.every((p) => p.type === 'text') ? out.map((p) => (p as { text: string }).text).join('\n') : out;
 }
 
+/** Where a chat stream starts: the turn's inputs, the log position, and how its fold reads it (chat-chunks.ts). */
+export interface ChatTurn {
+  inputIds: readonly string[];
+  afterSeq: number;
+  openedAtSeq: number;
+  /** The UI message's id (default `msg_<first input id>`). */
+  messageId?: string;
+  endAtWait?: boolean;
+  answersTo?: readonly string[];
+  endAtSeq?: number;
+}
+
 /** The UI message stream of the turn that runs `inputId`, from `afterSeq` in the log, then live, until it ends. */
 export async function streamChatTurn(
   res: ServerResponse,
   sessions: ChatSessions,
   live: LiveSource | undefined,
   sessionId: string,
-  turn: { inputIds: readonly string[]; afterSeq: number; openedAtSeq: number },
+  turn: ChatTurn,
   onError: (err: unknown) => void,
+  heartbeatMs?: number,
 ): Promise<void> {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
@@ -69,7 +87,7 @@ export async function streamChatTurn(
     'x-vercel-ai-ui-message-stream': 'v1',
     'x-accel-buffering': 'no',
   });
-  const fold: ChatFold = chatFold({ inputIds: turn.inputIds, messageId: `msg_${turn.inputIds[0]}`, openedAtSeq: turn.openedAtSeq });
+  const fold: ChatFold = chatFold({ ...turn, messageId: turn.messageId ?? `msg_${turn.inputIds[0]}` });
   let closed = false;
   const write = (e: Parameters<ChatFold['feed']>[0]) => {
     if (closed) return;
@@ -81,9 +99,13 @@ export async function streamChatTurn(
   };
   const listening = live ? await live(sessionId, (e) => (e.seq === undefined ? write(e) : undefined)) : undefined;
   const following = await sessions.follow(sessionId, (e: SessionEvent) => write(e), { afterSeq: turn.afterSeq, onError });
+  // a comment line now and then keeps proxies from closing a stream that waits (a turn waiting for a person)
+  const heartbeat = heartbeatMs ? setInterval(() => closed || res.write(`: heartbeat ${new Date().toISOString()}\n\n`), heartbeatMs) : undefined;
+  heartbeat?.unref();
   const stop = async () => {
     if (closed) return;
     closed = true;
+    clearInterval(heartbeat);
     res.end();
     await listening?.close();
     await following.close();
@@ -92,8 +114,37 @@ export async function streamChatTurn(
   if (fold.done) await stop();
 }
 
-/** Reads `POST /v1/chat`'s body: the session, the last message's id and prompt. */
-export function parseChatRequest(body: Record<string, unknown>): { sessionId: string; inputId: string; prompt: string | PromptPart[] } {
+/** A person's answer to a `tool-approval-request`, read from an `approval-responded` tool part. */
+export interface ApprovalAnswer {
+  callId: string;
+  approved: boolean;
+  reason?: string;
+}
+
+export type ChatRequest =
+  | { kind: 'message'; sessionId: string; inputId: string; prompt: string | PromptPart[] }
+  | { kind: 'approval'; sessionId: string; messageId: string; answers: ApprovalAnswer[] };
+
+/** The approval answers of an assistant message's parts (none when it has no `approval-responded` part). */
+export function approvalAnswersOf(parts: unknown): ApprovalAnswer[] {
+  const out: ApprovalAnswer[] = [];
+  for (const raw of Array.isArray(parts) ? (parts as Record<string, unknown>[]) : []) {
+    if (typeof raw?.type !== 'string' || !(raw.type.startsWith('tool-') || raw.type === 'dynamic-tool') || raw.state !== 'approval-responded') continue;
+    const approval = raw.approval as { id?: unknown; approved?: unknown; reason?: unknown } | undefined;
+    const callId = raw.toolCallId;
+    if (typeof callId !== 'string' || typeof approval?.id !== 'string' || typeof approval.approved !== 'boolean')
+      throw bad('an approval-responded tool part needs toolCallId and approval { id, approved: true|false } (addToolApprovalResponse makes them)');
+    if (approval.id !== callId)
+      throw bad(`approval ${JSON.stringify(approval.id)} is not one this gateway asked for: its approval ids are the call ids (${callId})`);
+    if (approval.reason !== undefined && (typeof approval.reason !== 'string' || approval.reason.length > 1000))
+      throw bad(`the reason of approval ${callId} must be a string of at most 1000 characters`);
+    out.push({ callId, approved: approval.approved, ...(typeof approval.reason === 'string' ? { reason: approval.reason } : {}) });
+  }
+  return out;
+}
+
+/** Reads `POST /v1/chat`'s body: a new message (the session, its id and prompt), or answers to approval requests. */
+export function parseChatRequest(body: Record<string, unknown>): ChatRequest {
   const sessionId = validateId(body.id, 'chat id (the session id)');
   if (body.trigger !== undefined && body.trigger !== 'submit-message')
     throw bad(
@@ -102,24 +153,81 @@ export function parseChatRequest(body: Record<string, unknown>): { sessionId: st
   const messages = body.messages;
   if (!Array.isArray(messages) || messages.length === 0) throw bad('messages must be a non-empty list (the chat so far, the new message last)');
   const last = messages[messages.length - 1] as { id?: unknown; role?: unknown; parts?: unknown };
-  if (last?.role !== 'user') throw bad(`the last message must be the user's new message, not ${JSON.stringify(last?.role)}`);
+  if (last?.role === 'assistant') {
+    const answers = approvalAnswersOf(last.parts);
+    if (answers.length > 0) return { kind: 'approval', sessionId, messageId: String(last.id), answers };
+  }
+  if (last?.role !== 'user')
+    throw bad(
+      `the last message must be the user's new message (or an assistant message answering approval requests: addToolApprovalResponse), not ${JSON.stringify(last?.role)} without approval responses`,
+    );
   let inputId: string;
   try {
     inputId = validateId(`ui_${String(last.id)}`, 'message id');
   } catch (err) {
     throw bad(`the last message's id: ${messageOf(err)}`);
   }
-  return { sessionId, inputId, prompt: promptOfMessage(last.parts) };
+  return { kind: 'message', sessionId, inputId, prompt: promptOfMessage(last.parts) };
 }
 
 /**
- * Where a resumed chat stream starts, from the session's status: the running execution's turn
- * (replayed from its claim), else the first prompt waiting to run; undefined when nothing is under way.
+ * Answers a chat's approval requests (the caller has the `approve` scope and reaches the session)
+ * and says where the stream goes on: after the settle of the execution that asked, so the message
+ * shows the decisions and the resumed turn, not what it showed already. A retried answer (the same
+ * decision again) streams the same from the log; a different one is refused (409).
  */
-export function turnUnderWay(status: SessionStatus): { inputIds: string[]; afterSeq: number; openedAtSeq: number } | undefined {
+export async function answerApprovals(
+  sessions: ChatSessions,
+  status: SessionStatus,
+  request: Extract<ChatRequest, { kind: 'approval' }>,
+  actor: { actor?: string } = {},
+): Promise<ChatTurn> {
+  for (const a of request.answers) {
+    const decision = { ...(a.reason === undefined ? {} : { reason: a.reason }), ...actor };
+    await (a.approved ? sessions.approve(request.sessionId, a.callId, decision) : sessions.deny(request.sessionId, a.callId, decision));
+  }
   const exec = status.execution;
-  if (exec && exec.outcome === null) return { inputIds: exec.inputIds, afterSeq: exec.claimedSeq - 1, openedAtSeq: status.seq };
+  // the execution that waits asked for these calls: read from its claim (else an answer sent again
+  // after the turn went on: read the log from its start, where the calls were asked for)
+  const askedHere = request.answers.every((a) => status.waits.some((w) => w.kind === 'approval' && w.name === a.callId && w.executionId === exec?.id));
+  const afterSeq = exec?.outcome === 'waiting' && askedHere ? exec.claimedSeq - 1 : 0;
+  // other calls still wait for an answer: the stream shows these decisions and ends
+  const now = await sessions.status(request.sessionId);
+  const endAtSeq = now.execution?.outcome === 'waiting' && waitsOpen(now) ? now.seq : undefined;
+  return {
+    messageId: request.messageId,
+    endAtWait: true,
+    openedAtSeq: status.seq,
+    inputIds: [],
+    afterSeq,
+    answersTo: request.answers.map((a) => a.callId),
+    ...(endAtSeq === undefined ? {} : { endAtSeq }),
+  };
+}
+
+/**
+ * Where a resumed chat stream starts, from the session's status: the running or waiting execution's
+ * turn (replayed from its claim), else the first prompt waiting to run; undefined when nothing is under way.
+ */
+export function turnUnderWay(status: SessionStatus, mayApprove = false): ChatTurn | undefined {
+  const exec = status.execution;
+  // a turn that waits for a person: replayed from its claim; it ends at the wait for one who may answer it
+  const endAtWait = mayApprove && (exec?.outcome !== 'waiting' || waitsOpen(status));
+  if (exec && (exec.outcome === null || exec.outcome === 'waiting'))
+    return { inputIds: exec.inputIds, afterSeq: exec.claimedSeq - 1, openedAtSeq: status.seq, endAtWait };
   const next = status.pending[0];
-  if (next && status.pendingFrom === 0) return { inputIds: [next.inputId], afterSeq: next.seq - 1, openedAtSeq: status.seq };
+  if (next && status.pendingFrom === 0) return { inputIds: [next.inputId], afterSeq: next.seq - 1, openedAtSeq: status.seq, endAtWait };
   return undefined;
+}
+
+const waitsOpen = (status: SessionStatus): boolean => status.waits.some((w) => w.outcome === null);
+
+/**
+ * Whether the replay of a message sent again should end at its turn's wait: not when the wait was
+ * decided since (the turn went on: the replay follows it), only while it is open or yet to come.
+ */
+export function replayEndsAtWait(status: SessionStatus, inputId: string): boolean {
+  const exec = status.execution;
+  if (!exec?.inputIds.includes(inputId)) return !exec || status.pending.some((p) => p.inputId === inputId);
+  return exec.outcome !== 'waiting' || waitsOpen(status);
 }

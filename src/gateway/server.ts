@@ -24,7 +24,7 @@ import { listFilterOf } from '../sessions/list-query.ts';
 import type { Sessions } from '../sessions/sessions.ts';
 import { OPEN_GRANT, asReached, checkTagChanges, listFor, mayStart, reachable } from './access.ts';
 import { openEventStream, type EventStream, type LiveSource } from './event-stream.ts';
-import { parseChatRequest, streamChatTurn, turnUnderWay } from './chat.ts';
+import { answerApprovals, parseChatRequest, streamChatTurn, replayEndsAtWait, turnUnderWay } from './chat.ts';
 import { presentedToken, type Grant, type TokenTable } from './tokens.ts';
 import { grantOf } from './authenticate.ts';
 import type { JwtVerifier } from './jwt.ts';
@@ -253,12 +253,35 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       pattern: /^\/v1\/chat$/,
       scope: 'prompt',
       run: async (c) => {
-        const { sessionId, inputId, prompt } = parseChatRequest(await c.body());
+        const request = parseChatRequest(await c.body());
+        if (request.kind === 'approval') {
+          if (!c.grant.scopes.has('approve'))
+            throw new HttpError(
+              403,
+              ErrorCode.PermissionDenied,
+              `Token ${c.grant.name} may not answer approval requests: it needs the approve scope (add "approve" to its "scopes" in the tokens file).`,
+            );
+          const status = await reachable(sessions, c.grant, request.sessionId);
+          await streamChatTurn(
+            c.res,
+            sessions,
+            live,
+            request.sessionId,
+            await answerApprovals(sessions, status, request, actorOf(c.grant)),
+            onError,
+            heartbeatMs,
+          );
+          return STREAMING;
+        }
+        const { sessionId, inputId, prompt } = request;
         const start = await mayStart(sessions, c.grant, sessionId, undefined);
         const receipt = await asReached(sessionId, sessions.admit(sessionId, { id: inputId, prompt, ...start }));
-        // a retried request (the same message) replays its turn from the log
-        const openedAtSeq = receipt.created ? receipt.admittedSeq : (await sessions.status(sessionId)).seq;
-        await streamChatTurn(c.res, sessions, live, sessionId, { inputIds: [inputId], afterSeq: receipt.admittedSeq - 1, openedAtSeq }, onError);
+        // a retried request (the same message) replays its turn from the log, to a wait still open
+        const now = receipt.created ? undefined : await sessions.status(sessionId);
+        const openedAtSeq = now ? now.seq : receipt.admittedSeq;
+        const endAtWait = c.grant.scopes.has('approve') && (!now || replayEndsAtWait(now, inputId));
+        const turn = { inputIds: [inputId], afterSeq: receipt.admittedSeq - 1, openedAtSeq, endAtWait };
+        await streamChatTurn(c.res, sessions, live, sessionId, turn, onError, heartbeatMs);
         return STREAMING;
       },
     },
@@ -268,13 +291,13 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       scope: 'read',
       run: async (c) => {
         const id = sessionOf(c);
-        const turn = turnUnderWay(await reachable(sessions, c.grant, id));
+        const turn = turnUnderWay(await reachable(sessions, c.grant, id), c.grant.scopes.has('approve'));
         if (!turn) {
           c.res.writeHead(204, { 'cache-control': 'no-store' });
           c.res.end();
           return STREAMING;
         }
-        await streamChatTurn(c.res, sessions, live, id, turn, onError);
+        await streamChatTurn(c.res, sessions, live, id, turn, onError, heartbeatMs);
         return STREAMING;
       },
     },

@@ -81,7 +81,7 @@ test('the example page through a SIGKILL of the serving worker and a reconnect: 
     await tab.goto(`${origin}/gateway-page.html?gateway=http://127.0.0.1:${port}&token=${TOKEN}&session=${session}`);
     await tab.waitForFunction(() => document.querySelector('[data-testid="status"]')?.textContent === 'connected', undefined, WAIT);
     await tab.fill('#prompt', 'one two three four five six');
-    await tab.click('button');
+    await tab.click('#send button');
     await tab.waitForSelector('.turn.user', WAIT);
     // the first step's text is committed; the next steps are still to come: kill the process
     await tab.waitForSelector('.turn.assistant[data-done="1"]', WAIT);

@@ -3,7 +3,7 @@
  * validates every chunk against the SDK's schema) and `readUIMessageStream`: a message is admitted
  * and its turn streams back as a UI message (deltas as they come, tool calls with their output, the
  * finish), a retried request runs once and replays, `reconnectToStream` is empty between turns and
- * replays a turn under way from its start, and a bad request is a 400 saying why.
+ * replays a turn under way from its start (with heartbeats while it holds), and a bad request is a 400 saying why.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -34,7 +34,7 @@ async function runner(ctx: RunContext): Promise<void> {
 
 test.before(async () => {
   sessiond = await startSessiond({ db: tmp.file('chat.db'), runner });
-  gateway = await startGateway({ sessions: sessiond, live: engineLive(sessiond), port: 0 });
+  gateway = await startGateway({ sessions: sessiond, live: engineLive(sessiond), port: 0, heartbeatMs: 50 });
 });
 test.after(async () => {
   await gateway?.close();
@@ -106,6 +106,16 @@ test('reconnectToStream during a turn replays it from its start, then live, to t
     abortSignal: undefined,
   });
   await waitFor(() => release !== undefined, { what: 'the turn to be holding' });
+  // a stream that waits keeps its connection alive with heartbeats (comment lines the SDK skips)
+  const raw = await fetch(`${gateway.url}v1/chat/ses_chat_2/stream`, { signal: AbortSignal.timeout(10_000) });
+  const reader = raw.body!.getReader();
+  let text = '';
+  while (!text.includes(': heartbeat')) {
+    const { value, done } = await reader.read();
+    assert.not.ok(done, `the stream ended without a heartbeat: ${text}`);
+    text += new TextDecoder().decode(value);
+  }
+  await reader.cancel();
   // the page reloads: a second reader asks for the stream under way
   const resumed = await transport().reconnectToStream({ chatId: 'ses_chat_2' });
   assert.ok(resumed, 'a turn is under way');
