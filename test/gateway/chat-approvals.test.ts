@@ -70,8 +70,9 @@ test.before(async () => {
     tokens,
     JSON.stringify({
       tokens: [
-        { name: 'approver', token: APPROVER, sessions: 'ses_', scopes: ['read', 'prompt', 'approve'] },
-        { name: 'viewer', token: VIEWER, sessions: 'ses_' },
+        // one tenant: each reaches the sessions the other started
+        { name: 'approver', token: APPROVER, sessions: 'ses_', tenant: 'shop', scopes: ['read', 'prompt', 'approve'] },
+        { name: 'viewer', token: VIEWER, sessions: 'ses_', tenant: 'shop' },
       ],
     }),
   );

@@ -98,8 +98,9 @@ test('serve: the approve, deny and resolve routes on a real worker, as a token w
     file,
     JSON.stringify({
       tokens: [
-        { name: 'end-user', token: A, sessions: '*' },
-        { name: 'reviewer', token: B, sessions: '*', scopes: ['read', 'approve'] },
+        // one tenant: the reviewer reaches the sessions the end user's token started
+        { name: 'end-user', token: A, sessions: '*', tenant: 'shop' },
+        { name: 'reviewer', token: B, sessions: '*', tenant: 'shop', scopes: ['read', 'approve'] },
       ],
     }),
   );
