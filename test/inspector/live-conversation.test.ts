@@ -56,4 +56,46 @@ test('inspector - the shown session streams its answer live under the conversati
   }
 });
 
+test('inspector - a running tool call shows its progress live under the conversation; its result ends it', async () => {
+  const tmp = tempDir();
+  let release: (() => void) | undefined;
+  const runner = async (ctx: RunContext) => {
+    const { messageId } = await ctx.startStep();
+    const hold = ctx.inputs.some((i) => i.prompt.includes('hold'));
+    await ctx.tool(messageId, { name: 'crawl', input: {}, callId: hold ? 'call_crawl' : 'call_first' }, async (tc) => {
+      if (hold) {
+        tc.progress({ progress: 3, total: 10, message: 'page 3' });
+        await new Promise<void>((r) => (release = r));
+      }
+      return 'crawled';
+    });
+    await ctx.endStep(messageId);
+  };
+  const engine = await openEngine({ file: tmp.file('progress.db'), runner });
+  const inspector = await startInspector({ log: engine.log, sessions: engine, live: (onEvent) => engine.subscribe({}, onEvent), port: 0 });
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+  try {
+    const page = await browser.newPage();
+    await engine.admit('ses_prog', { prompt: 'first' });
+    await engine.awaitIdle('ses_prog');
+    await page.goto(`${inspector.url}#/session/ses_prog`);
+    await page.waitForFunction(() => document.querySelector('[data-testid="conversation-entries"]')?.textContent?.includes('first'), undefined, WAIT);
+    await engine.admit('ses_prog', { prompt: 'hold on' });
+    await waitFor(() => release !== undefined, { what: 'the tool to hold' });
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid="conv-live-progress"]')?.textContent === 'call_crawl: 3 of 10 (page 3)',
+      undefined,
+      WAIT,
+    );
+    release!();
+    await engine.awaitIdle('ses_prog');
+    await page.waitForFunction(() => document.querySelector('[data-testid="conv-live-progress"]') === null, undefined, WAIT);
+  } finally {
+    await browser.close();
+    await inspector.close();
+    await engine.close();
+    tmp.remove();
+  }
+});
+
 test.run();
