@@ -6,11 +6,14 @@
  *   --tokens <file>          bearer tokens and their reach (JSON; default SESSIOND_GATEWAY_TOKENS)
  *   --cors-origin <origin>   an origin whose pages may call it (repeatable; * for any)
  *   --max-body-bytes <n>     largest request body
+ *   --token-limit <q=n>      every token's quota q (repeatable; a token's own "limits" go over it)
+ *   --tenant-limit <q=n>     every tenant's quota q, over all its tokens (repeatable)
  */
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
 import { UsageError, messageOf } from '../errors.ts';
 import { parseTokens, type TokenTable } from '../gateway/tokens.ts';
+import { QUOTA_NAMES, parseQuotas, type Quotas } from '../gateway/quotas.ts';
 import type { GatewayOptions } from '../gateway/server.ts';
 import type { CliContext } from './context.ts';
 import { positiveInt } from './options.ts';
@@ -21,6 +24,8 @@ export interface GatewayFlags {
   tokens?: string;
   corsOrigin?: string[];
   maxBodyBytes?: number;
+  tokenLimit?: string[];
+  tenantLimit?: string[];
 }
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -38,7 +43,9 @@ export function addGatewayOptions(command: Command, required: boolean): Command 
     .option('--http-host <address>', 'the gateway binds this address (default 127.0.0.1; any other needs --tokens)')
     .option('--tokens <file>', 'bearer tokens and what each may reach, JSON (default: SESSIOND_GATEWAY_TOKENS); docs/gateway.md')
     .option('--cors-origin <origin>', 'an origin whose pages may call the gateway, e.g. https://app.example (repeatable; * for any)', collect)
-    .option('--max-body-bytes <n>', 'largest request body the gateway reads (default: what the largest prompt needs)', positiveInt('--max-body-bytes'));
+    .option('--max-body-bytes <n>', 'largest request body the gateway reads (default: what the largest prompt needs)', positiveInt('--max-body-bytes'))
+    .option('--token-limit <quota=n>', `every token's quota, e.g. streams=20 (repeatable; ${QUOTA_NAMES.join(', ')}); docs/gateway.md`, collect)
+    .option('--tenant-limit <quota=n>', "every tenant's quota over all its tokens, e.g. sessionsPerHour=5000 (repeatable)", collect);
 }
 
 /** The tokens from --tokens FILE or SESSIOND_GATEWAY_TOKENS, undefined when neither is given. */
@@ -68,7 +75,23 @@ export function gatewayOptions(flags: GatewayFlags, ctx: CliContext): Omit<Gatew
     ...(tokens ? { tokens: tokens.table, tokensFrom: tokens.from } : {}),
     ...(origins && origins.length > 0 ? { corsOrigins: origins.includes('*') ? '*' : origins } : {}),
     ...(flags.maxBodyBytes !== undefined ? { maxBodyBytes: flags.maxBodyBytes } : {}),
+    limits: { token: limitFlags('--token-limit', flags.tokenLimit), tenant: limitFlags('--tenant-limit', flags.tenantLimit) },
   };
+}
+
+/** `--token-limit streams=20` flags as quotas; a bad one is a usage error saying what. */
+function limitFlags(flag: string, values: string[] | undefined): Partial<Quotas> {
+  const raw: Record<string, number> = {};
+  for (const v of values ?? []) {
+    const m = /^(\w+)=(\d+)$/.exec(v);
+    if (!m) throw new UsageError(`${flag} ${v}: give QUOTA=N, e.g. ${flag} streams=20 (quotas: ${QUOTA_NAMES.join(', ')}).`);
+    raw[m[1]!] = Number(m[2]);
+  }
+  try {
+    return parseQuotas(raw, flag);
+  } catch (err) {
+    throw new UsageError(`${messageOf(err)}.`);
+  }
 }
 
 /** The line a command prints once the gateway is up. */

@@ -14,7 +14,9 @@
  * `maxBufferedBytes` wait unsent for a slow client, live-only events are dropped (counted), and a
  * committed event that would be written ends the stream with an `event: lagging` message naming
  * the seq to resume from; the browser's EventSource reconnects with `Last-Event-ID` and reads the
- * rest from the log.
+ * rest from the log. A client that does not read is cut: a stream over the bound for `stallMs`, or
+ * ended and still unflushed after it, has its connection destroyed, so its buffer and the follow
+ * behind it (on NATS, its subscriptions and any JetStream consumer) are freed at once.
  *
  *   data: {"id":"evt_..","type":"text.delta","sessionId":"ses_1","time":..,"payload":{..}}
  *
@@ -33,6 +35,8 @@ export type LiveSource = (sessionId: string, onEvent: (event: LiveEvent) => void
 export interface EventStreamOptions {
   heartbeatMs: number;
   maxBufferedBytes: number;
+  /** How long the stream may stay over `maxBufferedBytes`, or unflushed once ended, before its connection is cut (default 5 s). */
+  stallMs?: number;
   /** The follow or the live source failed. */
   onError: (err: unknown) => void;
 }
@@ -74,12 +78,40 @@ export async function openEventStream(
   const stats = { committed: 0, live: 0, droppedLive: 0 };
   let ended = false;
   let lastSeq = afterSeq;
-  const lagging = () => res.writableLength > options.maxBufferedBytes;
+  const stallMs = options.stallMs ?? 5_000;
+  let stall: NodeJS.Timeout | undefined;
+  // a client that does not read is cut: its buffer (and the follow behind it) freed at once
+  const cut = () => {
+    if (!res.destroyed) res.destroy();
+  };
+  /** While over the bound: cut unless the client drains below it within stallMs. */
+  const watchLag = () => {
+    if (stall !== undefined) return;
+    stall = setTimeout(cut, stallMs);
+    stall.unref();
+    res.once('drain', () => {
+      if (ended) return;
+      clearTimeout(stall);
+      stall = undefined;
+    });
+  };
+  const lagging = () => {
+    const over = res.writableLength > options.maxBufferedBytes;
+    if (over) watchLag();
+    return over;
+  };
   const end = () => {
     if (ended) return;
     ended = true;
     clearInterval(heartbeat);
     res.end();
+    // what is still buffered (the response's 'finish' comes once the socket has it, not the
+    // client) must reach the client within stallMs, or the connection is cut
+    const socket = res.socket;
+    clearTimeout(stall);
+    setTimeout(() => {
+      if (socket && !socket.destroyed && socket.writableLength > 0) socket.destroy();
+    }, stallMs).unref();
   };
   const heartbeat = setInterval(() => {
     if (!ended && !lagging()) res.write(`: heartbeat ${new Date().toISOString()}\n\n`);
@@ -115,6 +147,7 @@ export async function openEventStream(
   );
   const close = async () => {
     end();
+    clearTimeout(stall);
     await listening?.close();
     await following.close();
   };

@@ -26,9 +26,13 @@ import { OPEN_GRANT, checkTagChanges, listFor, mayStart, reachable } from './acc
 import { openEventStream, type EventStream, type LiveSource } from './event-stream.ts';
 import { parseChatRequest, streamChatTurn, turnUnderWay } from './chat.ts';
 import { presentedToken, type Grant, type TokenTable } from './tokens.ts';
+import { gatewayQuotas, type GatewayLimits } from './quota-checks.ts';
+import { systemClock, type Clock } from '../clock.ts';
+import type { Prompt } from '../input/prompt.ts';
 
 export const DEFAULT_GATEWAY_HEARTBEAT_MS = 15_000;
 export const DEFAULT_GATEWAY_BUFFER_BYTES = 1024 * 1024;
+export const DEFAULT_GATEWAY_STALL_MS = 5_000;
 
 export interface GatewayOptions {
   sessions: Omit<Sessions, 'close'>;
@@ -47,6 +51,12 @@ export interface GatewayOptions {
   heartbeatMs?: number;
   /** Bytes an event stream may have waiting for a slow client before it drops deltas and ends (default 1 MiB). */
   maxBufferedBytes?: number;
+  /** How long a stream may stay over `maxBufferedBytes` (or unflushed once ended) before its connection is cut (default 5 s). */
+  stallMs?: number;
+  /** Quotas of every token and tenant (quotas.ts; a token's own `"limits"` go over them). Without tokens nothing is counted. */
+  limits?: GatewayLimits;
+  /** The clock quotas count on (default the system's). */
+  clock?: Pick<Clock, 'now'>;
   /** A failure behind a request (logged; the client got a 500 or its stream ended). */
   onError?: (err: unknown) => void;
 }
@@ -80,6 +90,7 @@ const isLoopback = (host: string) => host === 'localhost' || host === '::1' || /
 export function httpStatusOf(err: SessiondError): number {
   if (err instanceof HttpError) return err.status;
   if (err.code === ErrorCode.PayloadTooLarge) return 413;
+  if (err.code === ErrorCode.LimitExceeded) return 429;
   switch (err.kind) {
     case 'invalid_input':
       return 400;
@@ -120,6 +131,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond gateway: ${messageOf(err)}\n`));
   const origins = options.corsOrigins;
   const streams = new Set<EventStream>();
+  const quotas = gatewayQuotas(sessions, options.limits ?? {}, options.clock ?? systemClock, () => tokens !== undefined);
+  const stallMs = options.stallMs ?? DEFAULT_GATEWAY_STALL_MS;
 
   const sessionOf = (c: Call) => validateId(decodeURIComponent(c.params[0]!), 'session id');
   const ROUTES: Route[] = [
@@ -137,7 +150,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const id = sessionOf(c);
         const body = await c.body();
         const tags = await mayStart(sessions, c.grant, id, body.tags as Record<string, string> | undefined);
-        return sessions.admit(id, { ...body, ...(tags ? { tags } : {}) } as never);
+        return quotas.admit(c.grant, id, body.prompt as Prompt, () => sessions.admit(id, { ...body, ...(tags ? { tags } : {}) } as never));
       },
     },
     {
@@ -214,7 +227,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         if (target === undefined) throw new HttpError(400, ErrorCode.InvalidOption, 'Say the new session\'s id: {"sessionId": "ses_new", "at": 12}.');
         await reachable(sessions, c.grant, source);
         const tags = await mayStart(sessions, c.grant, validateId(target, 'session id'), body.tags as Record<string, string> | undefined);
-        return sessions.fork(source, target, { ...(body.at !== undefined ? { at: body.at as number } : {}), ...(tags ? { tags } : {}) });
+        return quotas.fork(c.grant, target, () =>
+          sessions.fork(source, target, { ...(body.at !== undefined ? { at: body.at as number } : {}), ...(tags ? { tags } : {}) }),
+        );
       },
     },
     {
@@ -223,7 +238,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       run: async (c) => {
         const { sessionId, inputId, prompt } = parseChatRequest(await c.body());
         const tags = await mayStart(sessions, c.grant, sessionId, undefined);
-        const receipt = await sessions.admit(sessionId, { id: inputId, prompt, ...(tags ? { tags } : {}) });
+        const release = quotas.openStream(c.grant);
+        c.res.on('close', release);
+        const receipt = await quotas.admit(c.grant, sessionId, prompt, () => sessions.admit(sessionId, { id: inputId, prompt, ...(tags ? { tags } : {}) }));
         // a retried request (the same message) replays its turn from the log
         const openedAtSeq = receipt.created ? receipt.admittedSeq : (await sessions.status(sessionId)).seq;
         await streamChatTurn(c.res, sessions, live, sessionId, { inputIds: [inputId], afterSeq: receipt.admittedSeq - 1, openedAtSeq }, onError);
@@ -241,6 +258,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           c.res.end();
           return STREAMING;
         }
+        const release = quotas.openStream(c.grant);
+        c.res.on('close', release);
         await streamChatTurn(c.res, sessions, live, id, turn, onError);
         return STREAMING;
       },
@@ -254,7 +273,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         // a session not started yet may be listened to where the grant could start it
         if (c.grant.tag) await reachable(sessions, c.grant, id);
         else if (!id.startsWith(c.grant.prefix)) await reachable(sessions, c.grant, id);
-        const stream = await openEventStream(c.res, sessions, live, id, after, { heartbeatMs, maxBufferedBytes, onError });
+        const release = quotas.openStream(c.grant);
+        c.res.on('close', release);
+        const stream = await openEventStream(c.res, sessions, live, id, after, { heartbeatMs, maxBufferedBytes, stallMs, onError });
         streams.add(stream);
         c.res.on('close', () => streams.delete(stream));
         return STREAMING;
@@ -281,7 +302,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       const status = httpStatusOf(e);
       if (status >= 500 && !(err instanceof HttpError)) onError(err);
       if (res.headersSent) res.end();
-      else reply(res, status, { error: { code: e instanceof HttpError ? e.reason : e.code, message: e.message } });
+      else {
+        if (typeof e.details.retryAfterMs === 'number') res.setHeader('retry-after', String(Math.ceil(e.details.retryAfterMs / 1000)));
+        reply(res, status, { error: { code: e instanceof HttpError ? e.reason : e.code, message: e.message } });
+      }
     });
   });
 
