@@ -20,6 +20,7 @@ import type { SessionEvent } from '../events/envelope.ts';
 import type { SessionStatus, Sessions } from '../sessions/sessions.ts';
 import { chatFold, type ChatFold } from './chat-chunks.ts';
 import type { LiveSource } from './event-stream.ts';
+import { watchStall } from './stall.ts';
 
 type ChatSessions = Omit<Sessions, 'close'>;
 
@@ -61,6 +62,7 @@ export async function streamChatTurn(
   sessionId: string,
   turn: { inputIds: readonly string[]; afterSeq: number; openedAtSeq: number },
   onError: (err: unknown) => void,
+  bounds: { maxBufferedBytes: number; stallMs?: number } = { maxBufferedBytes: 1024 * 1024 },
 ): Promise<void> {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
@@ -71,9 +73,12 @@ export async function streamChatTurn(
   });
   const fold: ChatFold = chatFold({ inputIds: turn.inputIds, messageId: `msg_${turn.inputIds[0]}`, openedAtSeq: turn.openedAtSeq });
   let closed = false;
+  // a client that does not read is cut (it resumes with GET /v1/chat/:id/stream)
+  const stall = watchStall(res, bounds.maxBufferedBytes, bounds.stallMs);
   const write = (e: Parameters<ChatFold['feed']>[0]) => {
     if (closed) return;
     for (const chunk of fold.feed(e)) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    stall.over();
     if (fold.done) {
       res.write('data: [DONE]\n\n');
       void stop();
@@ -84,7 +89,7 @@ export async function streamChatTurn(
   const stop = async () => {
     if (closed) return;
     closed = true;
-    res.end();
+    stall.end();
     await listening?.close();
     await following.close();
   };

@@ -28,6 +28,7 @@ import { catalog, isEventType } from '../events/catalog.ts';
 import type { LiveEvent } from '../events/live-bus.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { Sessions } from '../sessions/sessions.ts';
+import { watchStall } from './stall.ts';
 
 /** Live events of one session as they happen, from now on (the engine's bus, or NATS live subjects). */
 export type LiveSource = (sessionId: string, onEvent: (event: LiveEvent) => void) => Promise<{ close(): void | Promise<void> }>;
@@ -78,40 +79,13 @@ export async function openEventStream(
   const stats = { committed: 0, live: 0, droppedLive: 0 };
   let ended = false;
   let lastSeq = afterSeq;
-  const stallMs = options.stallMs ?? 5_000;
-  let stall: NodeJS.Timeout | undefined;
-  // a client that does not read is cut: its buffer (and the follow behind it) freed at once
-  const cut = () => {
-    if (!res.destroyed) res.destroy();
-  };
-  /** While over the bound: cut unless the client drains below it within stallMs. */
-  const watchLag = () => {
-    if (stall !== undefined) return;
-    stall = setTimeout(cut, stallMs);
-    stall.unref();
-    res.once('drain', () => {
-      if (ended) return;
-      clearTimeout(stall);
-      stall = undefined;
-    });
-  };
-  const lagging = () => {
-    const over = res.writableLength > options.maxBufferedBytes;
-    if (over) watchLag();
-    return over;
-  };
+  const stall = watchStall(res, options.maxBufferedBytes, options.stallMs);
+  const lagging = () => stall.over();
   const end = () => {
     if (ended) return;
     ended = true;
     clearInterval(heartbeat);
-    res.end();
-    // what is still buffered (the response's 'finish' comes once the socket has it, not the
-    // client) must reach the client within stallMs, or the connection is cut
-    const socket = res.socket;
-    clearTimeout(stall);
-    setTimeout(() => {
-      if (socket && !socket.destroyed && socket.writableLength > 0) socket.destroy();
-    }, stallMs).unref();
+    stall.end();
   };
   const heartbeat = setInterval(() => {
     if (!ended && !lagging()) res.write(`: heartbeat ${new Date().toISOString()}\n\n`);
@@ -147,7 +121,6 @@ export async function openEventStream(
   );
   const close = async () => {
     end();
-    clearTimeout(stall);
     await listening?.close();
     await following.close();
   };

@@ -27,12 +27,13 @@ import { openEventStream, type EventStream, type LiveSource } from './event-stre
 import { parseChatRequest, streamChatTurn, turnUnderWay } from './chat.ts';
 import { presentedToken, type Grant, type TokenTable } from './tokens.ts';
 import { gatewayQuotas, type GatewayLimits } from './quota-checks.ts';
+import { DEFAULT_STALL_MS } from './stall.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import type { Prompt } from '../input/prompt.ts';
 
 export const DEFAULT_GATEWAY_HEARTBEAT_MS = 15_000;
 export const DEFAULT_GATEWAY_BUFFER_BYTES = 1024 * 1024;
-export const DEFAULT_GATEWAY_STALL_MS = 5_000;
+export const DEFAULT_GATEWAY_STALL_MS = DEFAULT_STALL_MS;
 
 export interface GatewayOptions {
   sessions: Omit<Sessions, 'close'>;
@@ -243,7 +244,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const receipt = await quotas.admit(c.grant, sessionId, prompt, () => sessions.admit(sessionId, { id: inputId, prompt, ...(tags ? { tags } : {}) }));
         // a retried request (the same message) replays its turn from the log
         const openedAtSeq = receipt.created ? receipt.admittedSeq : (await sessions.status(sessionId)).seq;
-        await streamChatTurn(c.res, sessions, live, sessionId, { inputIds: [inputId], afterSeq: receipt.admittedSeq - 1, openedAtSeq }, onError);
+        await streamChatTurn(c.res, sessions, live, sessionId, { inputIds: [inputId], afterSeq: receipt.admittedSeq - 1, openedAtSeq }, onError, {
+          maxBufferedBytes,
+          stallMs,
+        });
         return STREAMING;
       },
     },
@@ -260,7 +264,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         }
         const release = quotas.openStream(c.grant);
         c.res.on('close', release);
-        await streamChatTurn(c.res, sessions, live, id, turn, onError);
+        await streamChatTurn(c.res, sessions, live, id, turn, onError, { maxBufferedBytes, stallMs });
         return STREAMING;
       },
     },
