@@ -109,6 +109,9 @@ export function quotaRefusal(key: QuotaKey, quota: QuotaName, used: number, retr
   );
 }
 
+/** Sessions whose pending bytes a holder's count remembers. */
+export const MAX_PENDING_SESSIONS = 10_000;
+
 interface Holder {
   streams: number;
   windows: Map<Windowed, { t: number; n: number }[]>;
@@ -197,6 +200,8 @@ export class QuotaBook {
     for (const key of keys) {
       const p = this.holder(key.id).pending;
       p.set(sessionId, (p.get(sessionId) ?? 0) + bytes);
+      // memory stays bounded: past MAX_PENDING_SESSIONS the oldest is forgotten (its prompts have likely run)
+      if (p.size > MAX_PENDING_SESSIONS) p.delete(p.keys().next().value!);
     }
   }
 
