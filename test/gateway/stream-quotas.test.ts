@@ -4,7 +4,8 @@
  * more is 429 limit_exceeded naming the quota), a stream whose client does not read is cut within
  * seconds (its socket closed, its place given back), and the JetStream consumers behind the streams
  * are gone at once (the server's consumer count back to where it was), not after the inactive
- * threshold. Before: no cap, and a non-reading stream kept its buffer, socket and follow forever.
+ * threshold. The same embedded (`sessiond serve --http --db`: the worker cuts them itself). Before:
+ * no cap, and a non-reading stream kept its buffer, socket and follow forever.
  */
 import * as assert from 'uvu/assert';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -26,15 +27,19 @@ async function until(check: () => Promise<boolean> | boolean, what: string, ms =
   }
 }
 
-/** A client that asks for the stream and never reads a byte of it. */
+/** A client that asks for the stream, reads its status line (200: the stream is open) and then never reads again. */
 function nonReading(port: number, path: string): Promise<{ socket: Socket }> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1', () => {
       socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${WEB}\r\n\r\n`);
-      resolve({ socket });
     });
     socket.once('error', reject);
-    socket.pause(); // never read: the kernel's buffers fill, then the gateway's
+    socket.once('data', (chunk: Buffer) => {
+      socket.pause(); // never read again: the kernel's buffers fill, then the gateway's
+      const status = chunk.toString('latin1').split('\r\n')[0];
+      if (status === 'HTTP/1.1 200 OK') resolve({ socket });
+      else reject(new Error(`the stream was refused: ${status}`));
+    });
   });
 }
 
@@ -109,6 +114,37 @@ s('streams - past the cap 429 limit_exceeded; non-reading streams are cut, their
   } finally {
     await client.close();
   }
+});
+
+s('streams - embedded (serve --http --db): the same cap, and non-reading streams cut by the worker itself', async (ctx) => {
+  const tokens = ctx.tmp.file('tokens-embedded.json');
+  writeFileSync(tokens, JSON.stringify({ tokens: [{ name: 'web', token: WEB, sessions: 'ses_e_', limits: { streams: 2 } }] }));
+  const port = await stablePort();
+  const worker = startCli(['serve', '--http', String(port), '--db', ctx.tmp.file('embedded.db'), '--tokens', tokens]);
+  ctx.workers.push(worker);
+  await worker.waitFor('gateway: http://127.0.0.1:');
+  const base = `http://127.0.0.1:${port}`;
+  const post = (body: unknown) =>
+    fetch(`${base}/v1/sessions/ses_e_big/inputs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${WEB}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  assert.is((await post({ id: 'inp_first', prompt: 'small', wake: false })).status, 200);
+  const path = '/v1/sessions/ses_e_big/events';
+  const stalled = (await Promise.all([0, 1].map(() => nonReading(port, path)))).map((s) => s.socket);
+  await until(async () => {
+    const res = await fetch(base + path, { headers: { authorization: `Bearer ${WEB}` } });
+    if (res.status === 200) await res.body?.cancel();
+    return res.status === 429;
+  }, 'a third stream to be refused');
+  const big = 'x'.repeat(200 * 1024);
+  for (let i = 0; i < 30; i++) assert.is((await post({ id: `inp_big_${i}`, prompt: big, wake: false, delivery: 'steer' })).status, 200);
+  await until(() => serverSide(port, stalled) === 0, `the worker to cut the streams (${serverSide(port, stalled)} open)`, 20_000);
+  for (const socket of stalled) socket.destroy();
+  const again = await fetch(base + path, { headers: { authorization: `Bearer ${WEB}` } });
+  assert.is(again.status, 200);
+  await again.body?.cancel();
 });
 
 s.run();
