@@ -82,7 +82,8 @@ export function gatewayQuotas(sessions: GatewaySessions, limits: GatewayLimits, 
     async admit(grant, sessionId, prompt, run) {
       const keys = keysOf(grant);
       if (keys.length === 0) return run();
-      const bytes = promptBytes(prompt);
+      // a malformed prompt counts nothing here: the admission refuses it, saying what is wrong
+      const bytes = typeof prompt === 'string' || Array.isArray(prompt) ? promptBytes(prompt) : 0;
       book.check(keys, 'admissionsPerMinute');
       await checkPending(keys, bytes);
       const session = await reserveSession(keys, sessionId);

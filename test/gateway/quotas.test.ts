@@ -148,6 +148,10 @@ test('gateway - admissions per minute: the fourth is 429 limit_exceeded with ret
   assert.is(refused.headers.get('retry-after'), '60');
   now += 61_000;
   assert.is((await post(T.chat, '/v1/sessions/ses_chat_1/inputs', { id: 'inp_3', prompt: 'hi' })).status, 200);
+  // a malformed admission is refused as before (400, saying what), and uses nothing
+  for (const bad of [{}, { prompt: 5 }, { prompt: null }])
+    assert.is((await post(T.chat, '/v1/sessions/ses_chat_1/inputs', bad)).status, 400, JSON.stringify(bad));
+  assert.is((await post(T.chat, '/v1/sessions/ses_chat_1/inputs', { id: 'inp_4', prompt: 'hi' })).status, 200);
 });
 
 test("gateway - a tenant's sessions per hour count over all its tokens; admitting to a session it has is not a new one", async () => {
