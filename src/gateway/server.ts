@@ -8,7 +8,7 @@
  *
  * JSON in and out; an error is `{ "error": { "code", "message" } }` with the protocol's code and the
  * status its kind says (400 invalid input, 401 no or unknown token, 403 outside the token's reach,
- * 404 not found, 409 conflict or refusal, 413 too large, 503 unavailable, 504 timeout). Binds to
+ * 404 not found, 409 conflict or refusal, 413 too large, 429 a quota or limit (quota-checks.ts), 503 unavailable, 504 timeout). Binds to
  * 127.0.0.1 unless told otherwise; without tokens it serves loopback only and checks `Host` (so a
  * page elsewhere cannot rebind to it). CORS answers the origins it is given, preflights included.
  * Routes: see `ROUTES` below and docs/gateway.md.
