@@ -26,7 +26,7 @@ import { followLog } from './sessions/follow-log.ts';
 import type { Sessions } from './sessions/sessions.ts';
 import { tagSession } from './sessions/tag.ts';
 import { forkSession } from './sessions/fork.ts';
-import { ErrorCode, SessiondError } from './errors.ts';
+import { ErrorCode, SessiondError, isSessiondError } from './errors.ts';
 import { validateId } from './ids.ts';
 import { deleteSession, type DeleteOptions } from './sessions/delete.ts';
 import { deletionRecords, type DeletionRecord } from './storage/delete-session.ts';
@@ -103,7 +103,15 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     log,
     execution,
     async admit(sessionId, request) {
-      const receipt = await admitInput(execution.handler, sessionId, request, execution.limits, execution.urls);
+      let receipt: Awaited<ReturnType<typeof admitInput>>;
+      try {
+        receipt = await admitInput(execution.handler, sessionId, request, execution.limits, execution.urls);
+      } catch (err) {
+        // a full queue drains by itself: the refusal wakes the session, so what waits (even admitted
+        // with wake: false) runs in bounded turns and a retried prompt gets in without an operator
+        if (isSessiondError(err, ErrorCode.LimitExceeded) && 'maxPendingInputs' in err.details) await execution.wake(sessionId).catch(() => {});
+        throw err;
+      }
       if (receipt.wake) await execution.wake(sessionId);
       return receipt;
     },

@@ -97,6 +97,8 @@ export { startGateway, type GatewayOptions, type Gateway } from './gateway/serve
 export { engineLive, natsLive } from './gateway/live.ts';
 export type { LiveSource } from './gateway/event-stream.ts';
 export { parseTokens, type TokenTable, type Grant } from './gateway/tokens.ts';
+export type { Quotas } from './gateway/quotas.ts';
+export type { GatewayLimits } from './gateway/quota-checks.ts';
 // the state machine, for charts and tests
 export { sessionMachine } from './machines/session-machine.ts';
 export { stateOf, type SessionSnapshot, type SessionStateValue } from './machines/decider.ts';

@@ -9,14 +9,17 @@
  *   --cors-origin <origin>   an origin whose pages may call it (repeatable; * for any)
  *   --max-body-bytes <n>     largest request body
  *   --body-timeout <d>       how long a request body may take to arrive (then 408)
+ *   --token-limit <q=n>      every token's quota q (repeatable; a token's own "limits" go over it)
+ *   --tenant-limit <q=n>     every tenant's quota q, over all its tokens (repeatable)
  */
 import { InvalidArgumentError, type Command } from 'commander';
-import { UsageError } from '../errors.ts';
+import { UsageError, messageOf } from '../errors.ts';
 import { systemClock } from '../clock.ts';
 import { parseTokens, type TokenTable } from '../gateway/tokens.ts';
 import { tokenFile } from '../gateway/token-file.ts';
 import { jwtVerifier, type JwtVerifier } from '../gateway/jwt.ts';
 import { DEFAULT_CLAIMS, type JwtClaimNames } from '../gateway/jwt-claims.ts';
+import { QUOTA_NAMES, parseQuotas, type Quotas } from '../gateway/quotas.ts';
 import type { GatewayOptions } from '../gateway/server.ts';
 import type { CliContext } from './context.ts';
 import { duration, positiveInt } from './options.ts';
@@ -37,6 +40,8 @@ export interface GatewayFlags extends AuthFlags {
   corsOrigin?: string[];
   maxBodyBytes?: number;
   bodyTimeout?: number;
+  tokenLimit?: string[];
+  tenantLimit?: string[];
 }
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -62,7 +67,10 @@ export function addGatewayOptions(command: Command, required: boolean): Command 
       '--body-timeout <duration>',
       'a request body not all there after this long gets 408 and its connection closed (default 15s)',
       duration('--body-timeout'),
-    );
+    )
+
+    .option('--token-limit <quota=n>', `every token's quota, e.g. streams=20 (repeatable; ${QUOTA_NAMES.join(', ')}); docs/gateway.md`, collect)
+    .option('--tenant-limit <quota=n>', "every tenant's quota over all its tokens, e.g. sessionsPerHour=5000 (repeatable)", collect);
 }
 
 /** --tokens, --jwks and the JWT flags. */
@@ -177,7 +185,23 @@ export function gatewayOptions(flags: GatewayFlags, ctx: CliContext): Omit<Gatew
     ...(origins && origins.length > 0 ? { corsOrigins: origins.includes('*') ? '*' : origins } : {}),
     ...(flags.maxBodyBytes !== undefined ? { maxBodyBytes: flags.maxBodyBytes } : {}),
     ...(flags.bodyTimeout !== undefined ? { bodyTimeoutMs: flags.bodyTimeout } : {}),
+    limits: { token: limitFlags('--token-limit', flags.tokenLimit), tenant: limitFlags('--tenant-limit', flags.tenantLimit) },
   };
+}
+
+/** `--token-limit streams=20` flags as quotas; a bad one is a usage error saying what. */
+function limitFlags(flag: string, values: string[] | undefined): Partial<Quotas> {
+  const raw: Record<string, number> = {};
+  for (const v of values ?? []) {
+    const m = /^(\w+)=(\d+)$/.exec(v);
+    if (!m) throw new UsageError(`${flag} ${v}: give QUOTA=N, e.g. ${flag} streams=20 (quotas: ${QUOTA_NAMES.join(', ')}).`);
+    raw[m[1]!] = Number(m[2]);
+  }
+  try {
+    return parseQuotas(raw, flag);
+  } catch (err) {
+    throw new UsageError(`${messageOf(err)}.`);
+  }
 }
 
 /** The line a command prints once the gateway is up. */

@@ -25,6 +25,7 @@ import type { SessionEvent } from '../events/envelope.ts';
 import type { SessionStatus, Sessions } from '../sessions/sessions.ts';
 import { chatFold, type ChatFold } from './chat-chunks.ts';
 import type { LiveSource } from './event-stream.ts';
+import { watchStall } from './stall.ts';
 
 type ChatSessions = Omit<Sessions, 'close'>;
 
@@ -79,6 +80,7 @@ export async function streamChatTurn(
   turn: ChatTurn,
   onError: (err: unknown) => void,
   heartbeatMs?: number,
+  bounds: { maxBufferedBytes: number; stallMs?: number } = { maxBufferedBytes: 1024 * 1024 },
 ): Promise<void> {
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
@@ -89,9 +91,12 @@ export async function streamChatTurn(
   });
   const fold: ChatFold = chatFold({ ...turn, messageId: turn.messageId ?? `msg_${turn.inputIds[0]}` });
   let closed = false;
+  // a client that does not read is cut (it resumes with GET /v1/chat/:id/stream)
+  const stall = watchStall(res, bounds.maxBufferedBytes, bounds.stallMs);
   const write = (e: Parameters<ChatFold['feed']>[0]) => {
     if (closed) return;
     for (const chunk of fold.feed(e)) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    stall.over();
     if (fold.done) {
       res.write('data: [DONE]\n\n');
       void stop();
@@ -106,7 +111,7 @@ export async function streamChatTurn(
     if (closed) return;
     closed = true;
     clearInterval(heartbeat);
-    res.end();
+    stall.end();
     await listening?.close();
     await following.close();
   };

@@ -14,7 +14,9 @@
  * `maxBufferedBytes` wait unsent for a slow client, live-only events are dropped (counted), and a
  * committed event that would be written ends the stream with an `event: lagging` message naming
  * the seq to resume from; the browser's EventSource reconnects with `Last-Event-ID` and reads the
- * rest from the log.
+ * rest from the log. A client that does not read is cut: a stream over the bound for `stallMs`, or
+ * ended and still unflushed after it, has its connection destroyed, so its buffer and the follow
+ * behind it (on NATS, its subscriptions and any JetStream consumer) are freed at once.
  *
  *   data: {"id":"evt_..","type":"text.delta","sessionId":"ses_1","time":..,"payload":{..}}
  *
@@ -26,6 +28,7 @@ import { catalog, isEventType } from '../events/catalog.ts';
 import type { LiveEvent } from '../events/live-bus.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { Sessions } from '../sessions/sessions.ts';
+import { watchStall } from './stall.ts';
 
 /** Live events of one session as they happen, from now on (the engine's bus, or NATS live subjects). */
 export type LiveSource = (sessionId: string, onEvent: (event: LiveEvent) => void) => Promise<{ close(): void | Promise<void> }>;
@@ -33,6 +36,8 @@ export type LiveSource = (sessionId: string, onEvent: (event: LiveEvent) => void
 export interface EventStreamOptions {
   heartbeatMs: number;
   maxBufferedBytes: number;
+  /** How long the stream may stay over `maxBufferedBytes`, or unflushed once ended, before its connection is cut (default 5 s). */
+  stallMs?: number;
   /** The follow or the live source failed. */
   onError: (err: unknown) => void;
   /**
@@ -82,12 +87,13 @@ export async function openEventStream(
   // live events wait for the vet: until the first committed event passed it, nothing is sent
   let vetted: boolean | undefined = options.vet ? undefined : true;
   let lastSeq = afterSeq;
-  const lagging = () => res.writableLength > options.maxBufferedBytes;
+  const stall = watchStall(res, options.maxBufferedBytes, options.stallMs);
+  const lagging = () => stall.over();
   const end = () => {
     if (ended) return;
     ended = true;
     clearInterval(heartbeat);
-    res.end();
+    stall.end();
   };
   const heartbeat = setInterval(() => {
     if (!ended && !lagging()) res.write(`: heartbeat ${new Date().toISOString()}\n\n`);

@@ -8,7 +8,7 @@
  *
  * JSON in and out; an error is `{ "error": { "code", "message" } }` with the protocol's code and the
  * status its kind says (400 invalid input, 401 no or unknown token, 403 outside the token's reach,
- * 404 not found, 409 conflict or refusal, 413 too large, 503 unavailable, 504 timeout). Binds to
+ * 404 not found, 409 conflict or refusal, 413 too large, 429 a quota or limit (quota-checks.ts), 503 unavailable, 504 timeout). Binds to
  * 127.0.0.1 unless told otherwise; without tokens it serves loopback only and checks `Host` (so a
  * page elsewhere cannot rebind to it). CORS answers the origins it is given, preflights included.
  * Routes: see `ROUTES` below and docs/gateway.md.
@@ -29,13 +29,17 @@ import { presentedToken, type Grant, type TokenTable } from './tokens.ts';
 import { grantOf } from './authenticate.ts';
 import type { JwtVerifier } from './jwt.ts';
 import { checkScope, type Scope } from './scopes.ts';
+import { gatewayQuotas, type GatewayLimits } from './quota-checks.ts';
+import { DEFAULT_STALL_MS } from './stall.ts';
 import { type Clock, type TimerHandle, systemClock } from '../clock.ts';
+import type { Prompt } from '../input/prompt.ts';
 
 export const DEFAULT_GATEWAY_HEARTBEAT_MS = 15_000;
 export const DEFAULT_GATEWAY_BUFFER_BYTES = 1024 * 1024;
 /** How long a request body may take to arrive, from its first byte awaited to its last. */
 export const DEFAULT_GATEWAY_BODY_TIMEOUT_MS = 15_000;
 export const DEFAULT_GATEWAY_RECHECK_MS = 5_000;
+export const DEFAULT_GATEWAY_STALL_MS = DEFAULT_STALL_MS;
 
 export interface GatewayOptions {
   sessions: Omit<Sessions, 'close'>;
@@ -49,7 +53,7 @@ export interface GatewayOptions {
   tokens?: TokenTable;
   /** Signed tokens (JWTs) from an identity provider (jwt.ts); with or instead of `tokens`. */
   jwt?: JwtVerifier;
-  /** Time for token expiry (default the system clock). */
+  /** Time for token expiry, stream re-checks and quota counting (default the system clock). */
   clock?: Clock;
   /** Origins whose pages may call the gateway (`['https://app.example']`, or `'*'`); default none (same origin only). */
   corsOrigins?: readonly string[] | '*';
@@ -62,6 +66,10 @@ export interface GatewayOptions {
   maxBufferedBytes?: number;
   /** How often the tokens of open event streams are checked again (default 5 s). */
   recheckMs?: number;
+  /** How long a stream may stay over `maxBufferedBytes` (or unflushed once ended) before its connection is cut (default 5 s). */
+  stallMs?: number;
+  /** Quotas of every token and tenant (quotas.ts; a token's own `"limits"` go over them). Without tokens nothing is counted. */
+  limits?: GatewayLimits;
   /** A failure behind a request (logged; the client got a 500 or its stream ended). */
   onError?: (err: unknown) => void;
 }
@@ -97,6 +105,7 @@ const isLoopback = (host: string) => host === 'localhost' || host === '::1' || /
 export function httpStatusOf(err: SessiondError): number {
   if (err instanceof HttpError) return err.status;
   if (err.code === ErrorCode.PayloadTooLarge) return 413;
+  if (err.code === ErrorCode.LimitExceeded) return 429;
   switch (err.kind) {
     case 'invalid_input':
       return 400;
@@ -142,6 +151,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   /** The token each open stream was opened with: checked again every `recheckMs`, so a removed or expired token's streams end too. */
   const authorized = new Map<EventStream, string>();
   const recheckMs = options.recheckMs ?? DEFAULT_GATEWAY_RECHECK_MS;
+  const quotas = gatewayQuotas(sessions, options.limits ?? {}, clock, () => tokens !== undefined);
+  const stallMs = options.stallMs ?? DEFAULT_GATEWAY_STALL_MS;
 
   const sessionOf = (c: Call) => validateId(segment(c.params[0]!, 'session id'), 'session id');
   const ROUTES: Route[] = [
@@ -161,7 +172,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const id = sessionOf(c);
         const { owner: _claimed, ...body } = await c.body(); // the owner is the grant's, never the body's
         const start = await mayStart(sessions, c.grant, id, body.tags as Record<string, string> | undefined);
-        return asReached(id, sessions.admit(id, { ...body, ...start } as never));
+        return quotas.admit(c.grant, id, body.prompt as Prompt, () => asReached(id, sessions.admit(id, { ...body, ...start } as never)));
       },
     },
     {
@@ -245,7 +256,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         if (target === undefined) throw new HttpError(400, ErrorCode.InvalidOption, 'Say the new session\'s id: {"sessionId": "ses_new", "at": 12}.');
         await reachable(sessions, c.grant, source);
         const start = await mayStart(sessions, c.grant, validateId(target, 'session id'), body.tags as Record<string, string> | undefined);
-        return asReached(target, sessions.fork(source, target, { ...(body.at !== undefined ? { at: body.at as number } : {}), ...start }));
+        return quotas.fork(c.grant, target, () =>
+          asReached(target, sessions.fork(source, target, { ...(body.at !== undefined ? { at: body.at as number } : {}), ...start })),
+        );
       },
     },
     {
@@ -254,6 +267,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       scope: 'prompt',
       run: async (c) => {
         const request = parseChatRequest(await c.body());
+        const bounds = { maxBufferedBytes, stallMs };
         if (request.kind === 'approval') {
           if (!c.grant.scopes.has('approve'))
             throw new HttpError(
@@ -262,26 +276,25 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
               `Token ${c.grant.name} may not answer approval requests: it needs the approve scope (add "approve" to its "scopes" in the tokens file).`,
             );
           const status = await reachable(sessions, c.grant, request.sessionId);
-          await streamChatTurn(
-            c.res,
-            sessions,
-            live,
-            request.sessionId,
-            await answerApprovals(sessions, status, request, actorOf(c.grant)),
-            onError,
-            heartbeatMs,
-          );
+          const release = quotas.openStream(c.grant);
+          c.res.on('close', release);
+          const turn = await answerApprovals(sessions, status, request, actorOf(c.grant));
+          await streamChatTurn(c.res, sessions, live, request.sessionId, turn, onError, heartbeatMs, bounds);
           return STREAMING;
         }
         const { sessionId, inputId, prompt } = request;
         const start = await mayStart(sessions, c.grant, sessionId, undefined);
-        const receipt = await asReached(sessionId, sessions.admit(sessionId, { id: inputId, prompt, ...start }));
+        const release = quotas.openStream(c.grant);
+        c.res.on('close', release);
+        const receipt = await quotas.admit(c.grant, sessionId, prompt, () =>
+          asReached(sessionId, sessions.admit(sessionId, { id: inputId, prompt, ...start })),
+        );
         // a retried request (the same message) replays its turn from the log, to a wait still open
         const now = receipt.created ? undefined : await sessions.status(sessionId);
         const openedAtSeq = now ? now.seq : receipt.admittedSeq;
         const endAtWait = c.grant.scopes.has('approve') && (!now || replayEndsAtWait(now, inputId));
         const turn = { inputIds: [inputId], afterSeq: receipt.admittedSeq - 1, openedAtSeq, endAtWait };
-        await streamChatTurn(c.res, sessions, live, sessionId, turn, onError, heartbeatMs);
+        await streamChatTurn(c.res, sessions, live, sessionId, turn, onError, heartbeatMs, bounds);
         return STREAMING;
       },
     },
@@ -297,7 +310,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           c.res.end();
           return STREAMING;
         }
-        await streamChatTurn(c.res, sessions, live, id, turn, onError, heartbeatMs);
+        const release = quotas.openStream(c.grant);
+        c.res.on('close', release);
+        await streamChatTurn(c.res, sessions, live, id, turn, onError, heartbeatMs, { maxBufferedBytes, stallMs });
         return STREAMING;
       },
     },
@@ -322,7 +337,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         let vet: (() => Promise<boolean>) | undefined;
         if (c.grant.tag || !id.startsWith(c.grant.prefix)) await reachable(sessions, c.grant, id);
         else if (!(await mine())) vet = mine;
-        const stream = await openEventStream(c.res, sessions, live, id, after, { heartbeatMs, maxBufferedBytes, onError, ...(vet ? { vet } : {}) });
+        const release = quotas.openStream(c.grant);
+        c.res.on('close', release);
+        const stream = await openEventStream(c.res, sessions, live, id, after, { heartbeatMs, maxBufferedBytes, stallMs, onError, ...(vet ? { vet } : {}) });
         streams.add(stream);
         const presented = presentedToken(c.req.headers.authorization, c.url.searchParams);
         if (presented !== undefined) authorized.set(stream, presented);
@@ -354,7 +371,10 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       const status = httpStatusOf(e);
       if (status >= 500 && !(err instanceof HttpError)) onError(err);
       if (res.headersSent) res.end();
-      else reply(res, status, { error: { code: e instanceof HttpError ? e.reason : e.code, message: e.message } });
+      else {
+        if (typeof e.details.retryAfterMs === 'number') res.setHeader('retry-after', String(Math.ceil(e.details.retryAfterMs / 1000)));
+        reply(res, status, { error: { code: e instanceof HttpError ? e.reason : e.code, message: e.message } });
+      }
     });
   });
 

@@ -19,6 +19,7 @@ import { ErrorCode, SessiondError } from '../errors.ts';
 import { parseTagArgument } from '../sessions/tags.ts';
 import { isIdText } from '../ids.ts';
 import { DEFAULT_SCOPES, parseScopes, type Scope } from './scopes.ts';
+import { parseQuotas, type Quotas } from './quotas.ts';
 
 /** What a token may reach. */
 export interface Grant {
@@ -34,6 +35,8 @@ export interface Grant {
   tenant?: string;
   /** When the token stops working (ms since the epoch). */
   expiresAt?: number;
+  /** Its own quotas (quotas.ts), over the gateway's defaults. */
+  limits?: Partial<Quotas>;
 }
 
 /** The owner a grant gives the sessions it creates, and must match on the sessions it reaches: its tenant, else its name. */
@@ -79,7 +82,7 @@ export function parseTokens(text: string, source: string): TokenTable {
     const at = `tokens[${i}]`;
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw invalid(source, `${at} is not an object`);
     const t = raw as Record<string, unknown>;
-    const unknown = Object.keys(t).filter((k) => !['name', 'token', 'sha256', 'sessions', 'tag', 'scopes', 'tenant', 'expires'].includes(k));
+    const unknown = Object.keys(t).filter((k) => !['name', 'token', 'sha256', 'sessions', 'tag', 'scopes', 'tenant', 'expires', 'limits'].includes(k));
     if (unknown.length > 0) throw invalid(source, `${at} has unknown field ${unknown[0]}`);
     if (typeof t.name !== 'string' || !/^[\w.@-]{1,64}$/.test(t.name)) throw invalid(source, `${at}.name must be 1-64 letters, digits or ._@-`);
     if (names.has(t.name)) throw invalid(source, `${at}.name ${t.name} is used twice`);
@@ -122,6 +125,13 @@ export function parseTokens(text: string, source: string): TokenTable {
         grant.tag = { key, value: value! };
       } catch (err) {
         throw invalid(source, `${at}.tag: ${(err as Error).message}`);
+      }
+    }
+    if (t.limits !== undefined) {
+      try {
+        grant.limits = parseQuotas(t.limits, `${at}.limits`);
+      } catch (err) {
+        throw invalid(source, (err as Error).message);
       }
     }
     entries.push({ hash, grant });

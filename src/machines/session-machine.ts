@@ -125,7 +125,7 @@ export const refusalMessages: Record<Refusal, (a: Args) => string> = {
   pending_limit: ({ context, event }) => {
     assertEvent(event, 'admit');
     const which = pendingLimitPassed(context, event);
-    return `input ${event.inputId} was not admitted to session ${context.sessionId}: ${which}. Wait for the session to run what is pending (wake it), drop pending inputs (sessiond cancel ${context.sessionId} --pending), or raise the limit (--max-pending-inputs, --max-pending-bytes)`;
+    return `input ${event.inputId} was not admitted to session ${context.sessionId}: ${which}. The session was woken to run what is pending: retry in a moment, or drop pending inputs (sessiond cancel ${context.sessionId} --pending), or raise the limit (--max-pending-inputs, --max-pending-bytes)`;
   },
   nothing_to_drop: ({ context }) => `session ${context.sessionId} has no pending input to drop`,
   waiting: ({ context }) =>

@@ -105,10 +105,21 @@ export interface CommandServiceOptions {
   places?: number;
   /** Serve tenants' subjects too (`sessiond.t.<tenant>.cmd.<verb>`, tenant-target.ts); default true. */
   tenantCommands?: boolean;
+  /**
+   * Requests served at once (default `DEFAULT_MAX_IN_FLIGHT`). Past it a request is answered at once
+   * `unavailable` (busy, retry) rather than queued past the client's attempt timeout; while requests
+   * are in flight or were taken in the last second the worker holds one more place per request (up
+   * to MAX_EXTRA_PLACES), so a burst finds places and is answered by a worker, not by the server's
+   * "no responders".
+   */
+  maxInFlight?: number;
 }
 
 /** Each place takes one request and is renewed at once by a running worker; a frozen one renews none. */
 export const DEFAULT_QUEUE_PLACES = 3;
+
+/** Requests a worker serves at once before it answers `unavailable` (busy). */
+export const DEFAULT_MAX_IN_FLIGHT = 256;
 
 /** The inbox prefix of nats.conf's `client` user: where command replies go by default. */
 export const DEFAULT_REPLY_PREFIX = inboxPrefixOf('client');
@@ -154,10 +165,14 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   const queue = options.queue ?? COMMAND_QUEUE;
   const tenantCommands = options.tenantCommands ?? true;
   const places = wholeNumber('command service', 'places', options.places, DEFAULT_QUEUE_PLACES);
+  const maxInFlight = wholeNumber('command service', 'maxInFlight', options.maxInFlight, DEFAULT_MAX_IN_FLIGHT);
+  const clock = options.clock ?? systemClock;
+  const arrivals: number[] = []; // when requests came in the last PLACE_WINDOW_MS, oldest first
+  let shrink: ReturnType<Clock['setTimeout']> | undefined;
   const refusalLines = options.onRefusalLine ?? ((line: string) => onError(new Error(line)));
   const refusalLog = createRefusalLog({
     write: refusalLines,
-    clock: options.clock ?? systemClock,
+    clock,
     intervalMs: wholeNumber('command service', 'refusalLogIntervalMs', options.refusalLogIntervalMs, DEFAULT_REFUSAL_LOG_INTERVAL_MS, 1, 'ms'),
   });
   /** A request refused unanswered for what its sender did: counted, and a line when the log's rate allows. */
@@ -204,16 +219,38 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
       }
       return;
     }
+    if (inFlight.size >= maxInFlight) {
+      // busy: a refusal at once, never silence (the client may send it again in a moment)
+      stats.failures[ErrorCode.Unavailable] = (stats.failures[ErrorCode.Unavailable] ?? 0) + 1;
+      const error = {
+        code: ErrorCode.Unavailable,
+        message: `The worker is busy: ${maxInFlight} commands in flight (its limit). Retry in a moment, or start more workers.`,
+        details: { maxInFlight },
+      };
+      try {
+        msg.respond(encodeJson({ ok: false, error }));
+      } catch (err) {
+        onError(err);
+      }
+      return;
+    }
     // requests delivered while draining are served too: the queue group gave them to us alone
     const p: Promise<void> = serve(msg)
       .catch(onError)
-      .finally(() => inFlight.delete(p));
+      .finally(() => {
+        inFlight.delete(p);
+        fitPlaces();
+      });
     inFlight.add(p);
+    fitPlaces();
   };
 
   // Each place is a queue subscription the server ends after one request (UNSUB <sid> 1); a place
   // used is renewed at once, so a worker that stops running (SIGSTOP, a blocked event loop) holds
-  // at most `places` requests and then leaves the group, and clients resend those elsewhere.
+  // at most `places` requests (more just after a burst) and then leaves the group, and
+  // clients resend those elsewhere. For each request in flight or taken in the last second the
+  // worker holds one more place (a burst would otherwise empty the group between a place's use and
+  // its renewal, and the server would answer "no responders"); they are given back (drained) after.
   const open = new Set<Subscription>();
   const openPlace = (subject: string) => {
     const place: Subscription = nc.subscribe(subject, {
@@ -221,18 +258,37 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
       max: 1,
       callback: (err, msg) => {
         open.delete(place);
-        if (!err && !closing) openPlace(subject);
+        if (!err) arrivals.push(clock.now());
         take(err, msg);
+        if (!err) fitPlaces();
       },
     });
     open.add(place);
   };
-  // the trusted subjects, and every tenant's (sessiond.t.<tenant>.cmd.<verb>: tenant-target.ts)
-  const openPlaces = () => {
-    for (let i = 0; i < places; i++) openPlace(subjects.allCommands);
-    if (tenantCommands) for (let i = 0; i < places; i++) openPlace(subjects.allTenantCommands);
+  // the trusted subjects, and every tenant's (sessiond.t.<tenant>.cmd.<verb>: tenant-target.ts): places for each
+  const served = tenantCommands ? [subjects.allCommands, subjects.allTenantCommands] : [subjects.allCommands];
+  const fitPlaces = () => {
+    if (closing || nc.isClosed()) return;
+    const now = clock.now();
+    while (arrivals.length > 0 && arrivals[0]! <= now - PLACE_WINDOW_MS) arrivals.shift();
+    if (arrivals.length > MAX_EXTRA_PLACES) arrivals.splice(0, arrivals.length - MAX_EXTRA_PLACES);
+    const wanted = placesFor(places, arrivals.length + inFlight.size);
+    // once the burst is over the extra places are given back (a frozen worker keeps them: see above)
+    if (wanted > places && shrink === undefined)
+      shrink = clock.setTimeout(() => {
+        shrink = undefined;
+        fitPlaces();
+      }, PLACE_WINDOW_MS);
+    for (const subject of served) {
+      const mine = [...open].filter((place) => place.getSubject() === subject);
+      for (let n = mine.length; n < wanted; n++) openPlace(subject);
+      for (const place of mine.slice(wanted)) {
+        open.delete(place);
+        void place.drain().catch(() => place.unsubscribe()); // a request already on its way is still served
+      }
+    }
   };
-  openPlaces();
+  fitPlaces();
   // nats.js resubscribes after a reconnect without the one-request limit: open the places afresh
   const statuses = nc.status() as AsyncIterable<{ type: string }> & { stop?: () => void };
   void (async () => {
@@ -242,7 +298,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
         open.delete(place);
         place.unsubscribe();
       }
-      openPlaces();
+      fitPlaces();
     }
   })().catch(onError);
 
@@ -251,6 +307,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
     async close() {
       if (closing) return;
       closing = true;
+      clock.clearTimeout(shrink);
       statuses.stop?.();
       if (!nc.isClosed()) await Promise.all([...open].map((place) => place.drain().catch(() => place.unsubscribe())));
       while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
@@ -258,6 +315,17 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
     },
   };
 }
+
+/** The places a worker holds: `idle`, plus one per request in flight or taken in the last PLACE_WINDOW_MS (at most MAX_EXTRA_PLACES more). */
+export function placesFor(idle: number, busy: number): number {
+  return idle + Math.min(busy, MAX_EXTRA_PLACES);
+}
+
+/** The most places a burst adds: what a worker frozen right after one may hold (each sent again by its client after attemptTimeoutMs). */
+export const MAX_EXTRA_PLACES = 1_024;
+
+/** How long a request taken keeps its extra place (a burst's places grow as fast as it arrives). */
+export const PLACE_WINDOW_MS = 1_000;
 
 /**
  * What a worker answers to one command request: the reply's bytes for the request's subject and

@@ -5,8 +5,9 @@
 //    later wake had to promote them all in one 1.2 MB append (over max_payload), so every claim
 //    failed forever, a victim's later prompt was accepted and never ran, and the status reply grew
 //    past 800 KB. Now admissions past the session's pending limit are refused with what to do, a
-//    wake runs what was admitted in turns of bounded appends, the status reply stays small, and
-//    the victim's prompt runs.
+//    refusal wakes the session, which runs what was admitted in turns of bounded appends (a full
+//    queue drains by itself), the status reply stays small, and the victim's retried prompt gets
+//    in and runs without anyone waking or dropping anything.
 // 2. Large queued prompts: the bytes waiting in one session are bounded (the rest refused).
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -97,38 +98,40 @@ s('attack 1: 4,000 steer inputs with wake false and 128-character ids cannot sta
   assert.is(all.length, 4000, `every request got a reply (${outs.map((o) => o.length).join(', ')} bytes printed; ${outs[0]!.slice(0, 300)})`);
   const admitted = all.filter((r) => r.ok).length;
   const refused = all.filter((r) => r.error?.code === 'limit_exceeded');
-  assert.is(admitted, DEFAULT_LIMITS.maxPendingInputs, 'admitted up to the limit');
+  // a refusal wakes the session (a full queue drains by itself), so some later ones may get in
+  assert.ok(admitted >= DEFAULT_LIMITS.maxPendingInputs, `admitted up to the limit at least (${admitted})`);
   assert.is(refused.length, 4000 - admitted, 'the rest refused as limit_exceeded');
   assert.match(refused[0]!.error!.message, `over the limit of ${DEFAULT_LIMITS.maxPendingInputs} pending inputs per session`);
   assert.match(refused[0]!.error!.message, `sessiond cancel ${session} --pending`);
-  // the status reply stays small however many wait
+  // the status reply stays small however many wait, and the bound holds
   const status = replies(await natsRequest(server, 'sessiond.cmd.status', JSON.stringify({ sessionId: session })))[0] as unknown as {
     pendingCount: number;
     pending: unknown[];
   };
-  assert.is(status.pendingCount, DEFAULT_LIMITS.maxPendingInputs);
+  assert.ok(status.pendingCount <= DEFAULT_LIMITS.maxPendingInputs, `${status.pendingCount} pending`);
   assert.ok(JSON.stringify(status).length < 64 * 1024, `the status reply is ${JSON.stringify(status).length} bytes`);
-  // a wake runs what was admitted; the victim's prompt then runs too
+  // nobody wakes the session: the victim retries until its prompt gets in, and it runs
   const client = await SessiondClient.connect({ connection: { servers: server.url, ...CLIENT } });
   try {
-    await client.wake(session);
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      try {
+        assert.ok((await client.admit(session, { id: 'inp_victim', prompt: 'my turn' })).inputId === 'inp_victim');
+        break;
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'limit_exceeded' || Date.now() > deadline) throw err;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
     const log = await openReader(server);
     try {
-      await pollLog(
-        log,
-        (events) => events.filter((e) => e.sessionId === session && e.type === 'input.promoted').length === admitted,
-        'every admitted input to run',
-        { timeoutMs: 120_000 },
-      );
-      const victim = await client.admit(session, { id: 'inp_victim', prompt: 'my turn' });
-      assert.ok(victim.created);
       const events = await pollLog(
         log,
         (all) =>
-          all.some((e) => e.sessionId === session && e.type === 'input.promoted' && (e.payload as { inputId: string }).inputId === 'inp_victim') &&
+          all.filter((e) => e.sessionId === session && e.type === 'input.promoted').length === admitted + 1 &&
           all.filter((e) => e.sessionId === session && e.type === 'execution.settled').length > 0,
-        "the victim's prompt to run",
-        { timeoutMs: 60_000 },
+        'every admitted input and the victim to run',
+        { timeoutMs: 120_000 },
       );
       const mine = events.filter((e) => e.sessionId === session);
       const perAppend = new Map<number, number>();
@@ -156,13 +159,18 @@ s('attack 2: large queued prompts are bounded per session; nothing admitted is l
           (err: Error & { code?: string }) => err.code ?? err.message,
         ),
       );
-    assert.is(results.filter((r) => r === 'ok').length, fits);
     assert.ok(
-      results.slice(fits).every((r) => r === 'limit_exceeded'),
-      results.slice(fits).join(', '),
+      results.slice(0, fits).every((r) => r === 'ok'),
+      results.join(', '),
+    );
+    assert.is(results[fits], 'limit_exceeded', 'the first past the bytes limit is refused');
+    // that refusal woke the session: later ones may get in as it drains, the bound holds
+    assert.ok(
+      results.every((r) => r === 'ok' || r === 'limit_exceeded'),
+      results.join(', '),
     );
     const status = await client.status('ses_heavy');
-    assert.equal([status.pendingCount, status.pendingBytes], [fits, DEFAULT_LIMITS.maxPendingBytes]);
+    assert.ok(status.pendingBytes <= DEFAULT_LIMITS.maxPendingBytes, `${status.pendingBytes} bytes pending`);
   } finally {
     await client.close();
   }
