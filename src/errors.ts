@@ -50,6 +50,8 @@ export const ErrorCode = {
   TurnTimeout: 'turn_timeout',
   /** A model turn used all its model calls (`maxSteps`, `--max-steps`) while the model still called tools: it settled failed, never a silent success. */
   StepLimit: 'step_limit',
+  /** A tool from an MCP server failed: its error result, a timeout, or a server that is down; the model sees it as the call's error. */
+  ToolFailed: 'tool_failed',
   /** Not a failure: a runner's execution ends so that its turn waits (`ctx.waitFor`, `ctx.sleep`); the turn settles `waiting`. */
   Waiting: 'waiting',
   // input
@@ -116,6 +118,7 @@ const KIND: Record<ErrorCode, ErrorKind> = {
   cancelled: 'refused',
   turn_timeout: 'timeout',
   step_limit: 'failure',
+  tool_failed: 'failure',
   waiting: 'refused',
   limit_exceeded: 'refused',
   model_request_failed: 'failure',
@@ -332,6 +335,14 @@ export class ModelRequestError extends SessiondError {
       details: { kind: failure.kind, ...('status' in failure && failure.status !== undefined ? { status: failure.status } : {}) },
     });
     this.name = 'ModelRequestError';
+  }
+}
+
+/** A call to an MCP server's tool that failed (an error result, a timeout, a server down): the model sees it as the call's error. */
+export class McpToolError extends SessiondError {
+  constructor(message: string) {
+    super(ErrorCode.ToolFailed, message);
+    this.name = 'McpToolError';
   }
 }
 

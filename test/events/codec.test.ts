@@ -86,7 +86,7 @@ test('catalog - every type has a version and schema; text deltas are live-only',
     assert.type(entry.schema.safeParse, 'function');
     assert.match(type, /^[a-z]+\.[a-z_]+$/, `${type} is <noun>.<past-tense>`);
   }
-  assert.equal(liveOnlyEventTypes, ['text.delta', 'reasoning.delta', 'model.retry_scheduled', 'turn.interrupted']);
+  assert.equal(liveOnlyEventTypes, ['text.delta', 'reasoning.delta', 'model.retry_scheduled', 'tool.progressed', 'turn.interrupted']);
   assert.ok(durableEventTypes.includes('execution.claimed'));
   for (const t of [
     'execution.claimed',

@@ -13,7 +13,7 @@ import { ErrorCode as McpErrorCode, McpError, ToolListChangedNotificationSchema,
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { sleep, type Clock } from '../../clock.ts';
 import type { McpServerConfig } from './config.ts';
-import { McpToolError } from './results.ts';
+import { McpToolError } from '../../errors.ts';
 
 export const DEFAULT_MCP_CONNECT_TIMEOUT_MS = 30_000;
 const BACKOFF_MS = 1000;

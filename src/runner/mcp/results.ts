@@ -5,12 +5,7 @@
  * binary resources are described (type, MIME type, size) without their bytes: the log keeps no
  * media and the chat API takes no image in a tool result. `isError: true` is a tool error.
  */
-export class McpToolError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'McpToolError';
-  }
-}
+import { McpToolError } from '../../errors.ts';
 
 interface ContentPart {
   type: string;
