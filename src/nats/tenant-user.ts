@@ -2,28 +2,48 @@
  * A tenant's NATS user, as a nats.conf block (`sessiond setup --tenant NAME` prints it): it may send
  * commands as its tenant only (`sessiond.t.<tenant>.cmd.>`; the worker takes the owner from the
  * subject, tenant-target.ts) and read its own replies (`_INBOX_t.<tenant>.>`). No live subjects and
- * no JetStream: those carry every tenant's sessions.
+ * no JetStream: those carry every tenant's sessions. Scopes narrow the commands it may send, as a
+ * gateway token's do (the server refuses the others).
  */
 import { randomBytes } from 'node:crypto';
-import { subjects, validateTenant } from './subjects.ts';
+import { SCOPES, type Scope } from '../gateway/scopes.ts';
+import { commandVerbs, subjects, validateTenant, type CommandVerb } from './subjects.ts';
+
+/** The scope each command needs, as the gateway's routes do (docs/gateway.md). */
+export const VERB_SCOPES: Readonly<Record<CommandVerb, Scope>> = {
+  status: 'read',
+  list: 'read',
+  admit: 'prompt',
+  wake: 'prompt',
+  resolve: 'approve',
+  cancel: 'manage',
+  drop: 'manage',
+  tag: 'manage',
+  fork: 'manage',
+};
 
 /** The user name of a tenant's NATS user. */
 export const tenantUser = (tenant: string): string => `tenant-${validateTenant(tenant)}`;
 
 /** What a tenant's user may publish and subscribe to. */
-export function tenantPermissions(tenant: string): { publish: string[]; subscribe: string[] } {
-  return { publish: [`sessiond.t.${validateTenant(tenant)}.cmd.>`], subscribe: [`${subjects.tenantInbox(tenant)}.>`] };
+export function tenantPermissions(tenant: string, scopes: ReadonlySet<Scope> = new Set(SCOPES)): { publish: string[]; subscribe: string[] } {
+  const t = validateTenant(tenant);
+  const every = commandVerbs.every((verb) => scopes.has(VERB_SCOPES[verb]));
+  const publish = every
+    ? [`sessiond.t.${t}.cmd.>`]
+    : commandVerbs.filter((verb) => scopes.has(VERB_SCOPES[verb])).map((verb) => subjects.tenantCommand(t, verb));
+  return { publish, subscribe: [`${subjects.tenantInbox(tenant)}.>`] };
 }
 
 /** A long random password (48 hex digits). */
 export const newPassword = (): string => randomBytes(24).toString('hex');
 
 /** The nats.conf user block of the tenant (for `accounts.SESSIOND.users`), with how to connect. */
-export function tenantUserBlock(tenant: string, password: string): string {
-  const p = tenantPermissions(tenant);
+export function tenantUserBlock(tenant: string, password: string, scopes?: ReadonlySet<Scope>): string {
+  const p = tenantPermissions(tenant, scopes);
   const list = (xs: string[]) => xs.map((x) => JSON.stringify(x)).join(', ');
   return [
-    `# tenant ${tenant}: its own sessions only, through commands (no live subjects, no JetStream).`,
+    `# tenant ${tenant}: its own sessions only, through commands (no live subjects, no JetStream)${scopes ? `; scopes ${[...scopes].join(', ')}` : ''}.`,
     '# Add it to accounts.SESSIOND.users in nats.conf, then reload the server (nats-server --signal reload).',
     `{ user: ${JSON.stringify(tenantUser(tenant))}, password: ${JSON.stringify(password)},`,
     '  permissions: {',

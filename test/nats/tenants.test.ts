@@ -20,7 +20,7 @@ import { natsWorker, type CliCtx } from './cli-suite.ts';
 import { rejection } from './helpers.ts';
 
 const s = suite<CliCtx & { acme: SessiondClient; globex: SessiondClient }>('NATS tenants: per-tenant users');
-const PASS = { acme: 'acme-tenant-secret-0123456789', globex: 'globex-tenant-secret-0123456789' };
+const PASS = { acme: 'acme-tenant-secret-0123456789', globex: 'globex-tenant-secret-0123456789', umbrella: 'umbrella-tenant-secret-0123456789' };
 
 s.before(async (ctx) => {
   ctx.tmp = tempDir();
@@ -33,6 +33,10 @@ s.before(async (ctx) => {
     assert.match(printed.stdout, `sessiond.t.${tenant}.cmd.>`);
     conf = conf.replace(/users:\s*\[/, (m) => `${m}\n${printed.stdout}`);
   }
+  // a tenant user that may only read (--tenant-scopes, as a gateway token's scopes)
+  const reader = await runCli(['setup', '--tenant', 'umbrella', '--tenant-password', PASS.umbrella, '--tenant-scopes', 'read']);
+  assert.is(reader.code, 0, reader.stderr);
+  conf = conf.replace(/users:\s*\[/, (m) => `${m}\n${reader.stdout}`);
   const file = ctx.tmp.file('nats-tenants.conf');
   writeFileSync(file, conf);
   ctx.server = await startNatsServer({ config: file });
@@ -151,13 +155,39 @@ s('two tenant users racing to create the same 20 ids: each id admits one, the ot
   }
 });
 
+s('a tenant user with --tenant-scopes read may read its sessions, and the server refuses its other commands', async ({ server }) => {
+  const reader = await SessiondClient.connect({
+    tenant: 'umbrella',
+    connection: { servers: server.url, user: 'tenant-umbrella', pass: PASS.umbrella },
+  });
+  try {
+    assert.equal((await reader.list({ idPrefix: 'ses_u_' })).sessions, [], 'list is read');
+    await notFound(reader.status('ses_u_1'), 'status is read: answered by the worker');
+    for (const [what, send] of [
+      ['admit', () => reader.admit('ses_u_1', { prompt: 'hello' })],
+      ['cancel', () => reader.cancel('ses_u_1')],
+      ['resolve', () => reader.resolve('ses_u_1', 'payment', { data: 1 })],
+    ] as const) {
+      const err = await rejection(send());
+      assert.ok(isCommandError(err, CommandFailureCode.PermissionDenied), `${what}: permission_denied by the server, got ${String(err)}`);
+    }
+  } finally {
+    await reader.close();
+  }
+  const none = await runCli(['setup', '--tenant', 'umbrella', '--tenant-scopes', 'admin']);
+  assert.is(none.code, 2);
+  assert.match(none.stderr, '--tenant-scopes admin allows no command');
+  const unknown = await runCli(['setup', '--tenant', 'umbrella', '--tenant-scopes', 'read,root']);
+  assert.match(unknown.stderr, '--tenant-scopes read,root: unknown scope "root"');
+});
+
 s('setup --tenant refuses a name that is not a subject token, and a password without a tenant', async () => {
   const bad = await runCli(['setup', '--tenant', 'acme.corp']);
   assert.is(bad.code, 2, bad.stderr);
   assert.match(bad.stderr, 'Invalid tenant "acme.corp"');
   const lone = await runCli(['setup', '--tenant-password', 'x']);
   assert.is(lone.code, 2, lone.stderr);
-  assert.match(lone.stderr, '--tenant-password goes with --tenant NAME');
+  assert.match(lone.stderr, '--tenant-password and --tenant-scopes go with --tenant NAME');
   const made = await runCli(['setup', '--tenant', 'initech']);
   assert.match(made.stdout, /password: "[0-9a-f]{48}"/, 'a new random password when none is given');
 });

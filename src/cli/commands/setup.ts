@@ -26,9 +26,11 @@ import {
 } from '../../nats/stream.ts';
 import { setupSnapshotStream } from '../../nats/snapshot-store.ts';
 import { setupAuditStream } from '../../nats/audit.ts';
-import { newPassword, tenantUserBlock } from '../../nats/tenant-user.ts';
+import { VERB_SCOPES, newPassword, tenantUserBlock } from '../../nats/tenant-user.ts';
 import type { CliContext } from '../context.ts';
 import { UsageError } from '../../errors.ts';
+import { parseScopes, type Scope } from '../../gateway/scopes.ts';
+import { commandVerbs } from '../../nats/subjects.ts';
 import { positiveInt } from '../options.ts';
 import { addNatsOptions, describeNats, natsConnectionOptions, type NatsFlags } from '../nats-options.ts';
 
@@ -37,6 +39,7 @@ interface SetupOptions extends NatsFlags {
   duplicateWindowMs: number;
   tenant?: string;
   tenantPassword?: string;
+  tenantScopes?: string;
 }
 
 /** What setup did to one stream, in words. */
@@ -59,19 +62,22 @@ export function registerSetup(program: Command, ctx: CliContext): void {
       )
       .option('--duplicate-window-ms <n>', 'deduplication window of appends, in ms', positiveInt('--duplicate-window-ms'), DEFAULT_DUPLICATE_WINDOW_MS)
       .option('--tenant <name>', 'print the nats.conf user of this tenant (its own sessions only) instead of setting up streams; it connects to nothing')
-      .option('--tenant-password <password>', 'the password of the --tenant user (default: a new random one)'),
+      .option('--tenant-password <password>', 'the password of the --tenant user (default: a new random one)')
+      .option('--tenant-scopes <list>', 'the commands the --tenant user may send, as scopes: read,prompt,approve,manage (default: every command)'),
     ctx,
     'admin',
   ).action(async (opts: SetupOptions) => {
     if (opts.tenant !== undefined) {
+      const scopes = opts.tenantScopes === undefined ? undefined : tenantScopes(opts.tenantScopes);
       try {
-        ctx.out(tenantUserBlock(opts.tenant, opts.tenantPassword ?? newPassword()).trimEnd());
+        ctx.out(tenantUserBlock(opts.tenant, opts.tenantPassword ?? newPassword(), scopes).trimEnd());
       } catch (err) {
         throw new UsageError(`--tenant: ${(err as Error).message}`);
       }
       return;
     }
-    if (opts.tenantPassword !== undefined) throw new UsageError('--tenant-password goes with --tenant NAME.');
+    if (opts.tenantPassword !== undefined || opts.tenantScopes !== undefined)
+      throw new UsageError('--tenant-password and --tenant-scopes go with --tenant NAME.');
     const nats = natsConnectionOptions(opts, ctx, 'sessiond-setup');
     if (!nats) throw new UsageError('setup configures the NATS streams: give --nats <url> (or SESSIOND_NATS) and the admin user.');
     const nc = await connectNats(nats);
@@ -115,4 +121,19 @@ export function registerSetup(program: Command, ctx: CliContext): void {
       await nc.close();
     }
   });
+}
+
+/** `--tenant-scopes read,prompt` as scopes; a list that allows no command is refused, saying so. */
+function tenantScopes(list: string): ReadonlySet<Scope> {
+  let scopes: ReadonlySet<Scope>;
+  try {
+    scopes = parseScopes(list.split(',').map((x) => x.trim()));
+  } catch (err) {
+    throw new UsageError(`--tenant-scopes ${list}: ${(err as Error).message}.`);
+  }
+  if (!commandVerbs.some((verb) => scopes.has(VERB_SCOPES[verb])))
+    throw new UsageError(
+      `--tenant-scopes ${list} allows no command: give read (status, list), prompt (admit, wake), approve (resolve) or manage (cancel, drop, tag, fork).`,
+    );
+  return scopes;
 }
