@@ -167,7 +167,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   const places = wholeNumber('command service', 'places', options.places, DEFAULT_QUEUE_PLACES);
   const maxInFlight = wholeNumber('command service', 'maxInFlight', options.maxInFlight, DEFAULT_MAX_IN_FLIGHT);
   const clock = options.clock ?? systemClock;
-  const arrivals: number[] = []; // when requests came in the last PLACE_WINDOW_MS, oldest first
+  const arrivals: number[] = []; // when requests came in the last PLACE_WINDOW_MS, oldest first (at most QUIET_ARRIVALS + MAX_EXTRA_PLACES)
   let shrink: ReturnType<Clock['setTimeout']> | undefined;
   const refusalLines = options.onRefusalLine ?? ((line: string) => onError(new Error(line)));
   const refusalLog = createRefusalLog({
@@ -271,8 +271,8 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
     if (closing || nc.isClosed()) return;
     const now = clock.now();
     while (arrivals.length > 0 && arrivals[0]! <= now - PLACE_WINDOW_MS) arrivals.shift();
-    if (arrivals.length > MAX_EXTRA_PLACES) arrivals.splice(0, arrivals.length - MAX_EXTRA_PLACES);
-    const wanted = placesFor(places, arrivals.length + inFlight.size);
+    if (arrivals.length > QUIET_ARRIVALS + MAX_EXTRA_PLACES) arrivals.splice(0, arrivals.length - QUIET_ARRIVALS - MAX_EXTRA_PLACES);
+    const wanted = placesFor(places, Math.max(0, arrivals.length - QUIET_ARRIVALS) + inFlight.size);
     // once the burst is over the extra places are given back (a frozen worker keeps them: see above)
     if (wanted > places && shrink === undefined)
       shrink = clock.setTimeout(() => {
@@ -316,7 +316,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   };
 }
 
-/** The places a worker holds: `idle`, plus one per request in flight or taken in the last PLACE_WINDOW_MS (at most MAX_EXTRA_PLACES more). */
+/** The places a worker holds: `idle`, plus one per request in flight or taken in the last PLACE_WINDOW_MS past the first QUIET_ARRIVALS (at most MAX_EXTRA_PLACES more). */
 export function placesFor(idle: number, busy: number): number {
   return idle + Math.min(busy, MAX_EXTRA_PLACES);
 }
@@ -326,6 +326,14 @@ export const MAX_EXTRA_PLACES = 1_024;
 
 /** How long a request taken keeps its extra place (a burst's places grow as fast as it arrives). */
 export const PLACE_WINDOW_MS = 1_000;
+
+/**
+ * Requests a worker takes in PLACE_WINDOW_MS without growing its places: at this rate three places
+ * renewed on use never empty the group, and a worker frozen after such traffic holds only its idle
+ * places (a frozen worker is chosen by the server as often as it has places, so extra ones would
+ * take the resends of a quiet client again and again).
+ */
+export const QUIET_ARRIVALS = 32;
 
 /**
  * What a worker answers to one command request: the reply's bytes for the request's subject and

@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode } from '../../src/errors.ts';
 import { DEFAULT_MAX_PROMPT_BYTES } from '../../src/input/admit.ts';
-import { DEFAULT_QUEUE_PLACES, startCommandService, type CommandTarget } from '../../src/nats/command-service.ts';
+import { DEFAULT_QUEUE_PLACES, QUIET_ARRIVALS, startCommandService, type CommandTarget } from '../../src/nats/command-service.ts';
 import { CommandFailureCode, decodeJson, isCommandError, type CommandFailure } from '../../src/nats/commands.ts';
 import { COMMAND_QUEUE, subjects } from '../../src/nats/subjects.ts';
 import type { Runner } from '../../src/runner/types.ts';
@@ -329,6 +329,24 @@ s(
       timeoutMs: 10_000,
       what: 'the worker to hold its places (and no more) once the requests are over',
     });
+  },
+);
+
+s(
+  'commands - a worker taking requests at a quiet rate (up to QUIET_ARRIVALS a second) holds only its idle places: frozen then, it would keep at most three requests',
+  async ({ world }) => {
+    const { engine } = await world.engine();
+    const nc = await world.connect(COMMANDS);
+    const service = startCommandService(nc, engine);
+    world.defer(() => service.close());
+    const client = await world.client(CLIENT);
+    const id = sessionId('quiet');
+    await client.admit(id, { prompt: 'p', id: 'inp_quiet', wake: false });
+    for (let i = 1; i < QUIET_ARRIVALS; i++) assert.is((await client.status(id)).seq, 1);
+    assert.is(service.stats.requests, QUIET_ARRIVALS);
+    // before, each request of the last second added a place: a worker frozen now held 3 + 32, and
+    // the server chose it for 35 of every 38 resends (a Python client's admit failed after 5 of them)
+    assert.is(await commandPlaces(world, nc), DEFAULT_QUEUE_PLACES, 'no place was added for quiet traffic');
   },
 );
 
