@@ -22,6 +22,7 @@ import { admitInput } from './input/admit.ts';
 import { dropPending } from './input/drop.ts';
 import { resolveWait, waitMethods } from './input/resolve.ts';
 import { checkStatusOptions, knownSessions, statusOf, unlessUnknown } from './sessions/status.ts';
+import { readEvents } from './sessions/events-page.ts';
 import { followLog } from './sessions/follow-log.ts';
 import type { Sessions } from './sessions/sessions.ts';
 import { tagSession } from './sessions/tag.ts';
@@ -130,6 +131,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       return statusOf(await known(id, 'show'), clock.now(), checked);
     },
     follow: (id, handler, followOptions) => followLog(log, id, handler, followOptions),
+    events: (id, eventsOptions) => readEvents(log, id, eventsOptions, async (sid) => (await execution.status(sid)).context.seq > 0),
     tag: (id, tags) => tagSession(execution.handler, id, tags),
     fork: (sourceId, id, forkOptions) => forkSession(execution.handler, sourceId, id, forkOptions),
     list: (filter) => listFromProjection(db, log, filter),

@@ -212,7 +212,8 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       opened.push({ what: 'the event log', close: () => eventLog.close() });
       where = `NATS ${describeNats(connection)} (stream ${eventLog.stream})`;
       nats = { connection: nc, log: eventLog };
-      bus = new NatsLiveBus(nc);
+      // each event of a tenant's session goes out on the tenant's live subjects too (nats.md, "Tenants")
+      bus = new NatsLiveBus(nc, { ownerOf: async (id) => (await engine.status(id)).ownedBy });
       // snapshots shared by the workers beside the stream, checked against the log when read (a
       // forged one is discarded and reported as an error notice). A stream that differs from what
       // sessiond needs is refused (it could capture commands and replies); without one (not set up,
@@ -346,6 +347,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       wake: (id) => engine.wake(id),
       status: (id, statusOptions) => engine.status(id, statusOptions),
       follow: (id, handler, followOptions) => engine.follow(id, handler, followOptions),
+      events: (id, eventsOptions) => engine.events(id, eventsOptions),
       cancel: (id, reason, executionId, options) => engine.cancel(id, reason, executionId, options),
       dropPending: (id, request) => engine.dropPending(id, request),
       approve: (id, callId, decision) => engine.approve(id, callId, decision),

@@ -21,16 +21,18 @@
  * from the first one it got. Replay reads the stream with ordered consumers, which nats.conf allows
  * the client and observer users; their inboxes are `_INBOX_<user>` (connectNats sets the prefix).
  */
+import { checkEventsOptions } from '../sessions/events-page.ts';
+import { unknownSession } from '../sessions/unknown-session.ts';
 import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';
 import type { ResolveResult } from '../input/resolve.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { wholeNumber } from '../options.ts';
 import { errors as natsErrors, type Msg, type NatsConnection, type Subscription as NatsSubscription } from '@nats-io/transport-node';
-import { ErrorCode, PermissionError, SessiondError, messageOf } from '../errors.ts';
+import { ErrorCode, PermissionError, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import { randomIds, validateId, type IdSource } from '../ids.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { ActorOptions } from '../sessions/actor.ts';
-import type { DecisionOptions, EventSubscription, FollowOptions, SessionEventHandler, Sessions } from '../sessions/sessions.ts';
+import type { DecisionOptions, EventSubscription, EventsOptions, FollowOptions, SessionEventHandler, Sessions } from '../sessions/sessions.ts';
 import { followSession } from '../sessions/follow.ts';
 import type { TagChanges, TagResult } from '../sessions/tags.ts';
 import type { ForkOptions, ForkResult } from '../sessions/fork-result.ts';
@@ -44,6 +46,7 @@ import type { LiveFilter } from '../events/live-bus.ts';
 import {
   CommandError,
   CommandFailureCode,
+  EVENTS_PAGE,
   decodeJson,
   encodeRequest,
   isCommandError,
@@ -448,8 +451,8 @@ export class SessiondClient implements Sessions {
    */
   async subscribe(filter: LiveFilter, handler: LiveHandler, options: LiveSubscribeOptions = {}): Promise<LiveSubscription> {
     this.assertOpen();
-    this.assertNotTenant('subscribe to live events');
-    const subject = subjects.liveFilter(filter);
+    const tenant = this.tenant;
+    const subject = tenant === undefined ? subjects.liveFilter(filter) : subjects.tenantLiveFilter(tenant, filter);
     const onInvalid =
       options.onInvalid ?? ((i: InvalidLiveMessage) => process.stderr.write(`sessiond: skipped a live message on ${i.subject}: ${i.error.message}\n`));
     const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond: live subscription on ${subject}: ${messageOf(err)}\n`));
@@ -504,7 +507,9 @@ export class SessiondClient implements Sessions {
     let registered = false;
     const refused = (err: Error) =>
       new PermissionError(
-        `NATS user ${this.user ?? "(this connection's user)"} may not subscribe to ${subject} (${err.message}): nats.conf lets the client and observer users subscribe to sessiond.live.>.`,
+        tenant === undefined
+          ? `NATS user ${this.user ?? "(this connection's user)"} may not subscribe to ${subject} (${err.message}): nats.conf lets the client and observer users subscribe to sessiond.live.>.`
+          : `NATS user ${this.user ?? "(this connection's user)"} may not subscribe to ${subject} (${err.message}): a tenant's user reads its live events when made with the read scope (sessiond setup --tenant ${tenant}), whose block allows ${subjects.tenantLiveFilter(tenant)}.`,
         { cause: err },
       );
 
@@ -512,7 +517,7 @@ export class SessiondClient implements Sessions {
       for await (const msg of sub) {
         let event: LiveMessage;
         try {
-          event = decodeLiveEvent(msg.data, msg.subject);
+          event = decodeLiveEvent(msg.data, msg.subject, undefined, tenant);
         } catch (err) {
           stats.invalid++;
           const error = err instanceof SessiondError ? err : new SessiondError(ErrorCode.DecodeFailed, messageOf(err), { cause: err });
@@ -576,7 +581,6 @@ export class SessiondClient implements Sessions {
    */
   follow(sessionId: string, handler: SessionEventHandler, options: FollowOptions = {}): Promise<EventSubscription> {
     this.assertOpen();
-    this.assertNotTenant('follow a session');
     validateId(sessionId, 'session id');
     return followSession(
       {
@@ -599,15 +603,48 @@ export class SessiondClient implements Sessions {
   /** Committed events from the durable stream (see `ReplayOptions`), in order. */
   async replay(options: ReplayOptions = {}): Promise<SessionEvent[]> {
     this.assertOpen();
-    this.assertNotTenant('replay the log');
     const after = options.after ?? 0;
     const limit = options.limit ?? Infinity;
+    if (this.tenant !== undefined) {
+      if (options.sessionId === undefined) this.assertNotTenant('replay the whole log (name a session: replay({ sessionId }))');
+      const events = await this.events(options.sessionId!, { afterSeq: options.afterSeq ?? 0 }).catch((err: unknown) => {
+        if (isSessiondError(err, ErrorCode.NotFound)) return [];
+        throw err;
+      });
+      return events.filter((e) => (e.position ?? 0) > after).slice(0, limit);
+    }
     const log = await this.eventLog();
     if (options.sessionId === undefined) {
       return log.readAll({ after, ...(options.limit !== undefined ? { limit: options.limit } : {}) });
     }
     const events = await log.readSession(options.sessionId, { afterSeq: options.afterSeq ?? 0 });
     return events.filter((e) => (e.position ?? 0) > after).slice(0, limit);
+  }
+
+  /**
+   * The session's committed events after `afterSeq`, in order, at most `limit` (see `Sessions.events`).
+   * A trusted user reads them from the stream; a tenant's, page by page from the workers (the
+   * `events` command, `EVENTS_PAGE` at a time), its own sessions only.
+   */
+  async events(sessionId: string, options: EventsOptions = {}): Promise<SessionEvent[]> {
+    this.assertOpen();
+    const { afterSeq, limit } = checkEventsOptions(options);
+    validateId(sessionId, 'session id');
+    if (this.tenant === undefined) {
+      const log = await this.eventLog();
+      const events = await log.readSession(sessionId, { afterSeq, ...(limit === undefined ? {} : { limit }) });
+      if (events.length === 0 && (await log.readSession(sessionId, { limit: 1 })).length === 0) throw unknownSession(sessionId, 'read');
+      return events;
+    }
+    const events: SessionEvent[] = [];
+    let last = afterSeq;
+    for (;;) {
+      const want = Math.min(EVENTS_PAGE, (limit ?? Infinity) - events.length);
+      const page = await this.request('events', { sessionId, afterSeq: last, limit: want });
+      events.push(...page.events);
+      if (!page.more || page.events.length === 0 || events.length >= (limit ?? Infinity)) return events;
+      last = page.events[page.events.length - 1]!.seq;
+    }
   }
 
   /** The stream as a read-only event log (opened on first use; never creates the stream). */
@@ -622,7 +659,7 @@ export class SessiondClient implements Sessions {
   private assertNotTenant(what: string): void {
     if (this.tenant !== undefined)
       throw new PermissionError(
-        `A client acting as tenant ${this.tenant} cannot ${what}: a tenant's NATS user has no live subjects and no JetStream (they carry every tenant's sessions). Read its sessions with status and list, or stream them through the gateway (docs/nats.md, "Tenants").`,
+        `A client acting as tenant ${this.tenant} cannot ${what}: a tenant's NATS user has no JetStream (the stream holds every tenant's sessions). It reads its own sessions with events, replay({ sessionId }), follow and subscribe (docs/nats.md, "Tenants").`,
       );
   }
 

@@ -11,7 +11,9 @@ import { ErrorCode } from '../errors.ts';
 import { Prompt } from '../events/catalog.ts';
 import {
   CommandFailureCode,
+  EVENTS_PAGE,
   type AdmitCommand,
+  type EventsCommand,
   type CancelCommand,
   type DropCommand,
   type ForkCommand,
@@ -65,6 +67,11 @@ export const requestSchemas = {
   }),
   tag: z.strictObject({ sessionId: id, tags: z.record(tagKey, tagValue.nullable()) }),
   fork: z.strictObject({ sessionId: id, source: id, at: z.number().int().positive().optional(), tags: tags.optional(), owner: owner.optional() }),
+  events: z.strictObject({
+    sessionId: id,
+    afterSeq: z.number().int().nonnegative().optional(),
+    limit: z.number().int().min(1).max(EVENTS_PAGE).optional(),
+  }),
   list: z.strictObject({
     state: state.optional(),
     waiting: z.boolean().optional(),
@@ -222,6 +229,22 @@ export const replySchemas = {
       items: z.number().int().nonnegative(),
     }),
   }),
+  events: ok({
+    events: z.array(
+      z.object({
+        id,
+        type: z.string().min(1),
+        version: z.number().int().positive(),
+        sessionId: id,
+        seq: z.number().int().positive(),
+        time: millis,
+        payload: z.unknown(),
+        position: z.number().int().positive().optional(),
+        committedAt: millis.optional(),
+      }),
+    ),
+    more: z.boolean(),
+  }),
   list: ok({
     sessions: z.array(
       z.object({
@@ -272,5 +295,6 @@ const sameRequests: [
   Same<z.input<typeof requestSchemas.tag>, TagCommand>,
   Same<z.input<typeof requestSchemas.list>, ListCommand>,
   Same<z.input<typeof requestSchemas.fork>, ForkCommand>,
-] = [true, true, true, true, true, true, true, true, true];
+  Same<z.input<typeof requestSchemas.events>, EventsCommand>,
+] = [true, true, true, true, true, true, true, true, true, true];
 void sameRequests;

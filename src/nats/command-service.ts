@@ -36,8 +36,10 @@ import { isValidId, validateId } from '../ids.ts';
 import { parseAdmitRequest, DEFAULT_MAX_PROMPT_BYTES, type AdmitRequest } from '../input/admit.ts';
 import type { Sessions } from '../sessions/sessions.ts';
 import type { ListFilter } from '../sessions/list.ts';
+import type { SessionEvent } from '../events/envelope.ts';
 import {
   CommandFailureCode,
+  EVENTS_PAGE,
   MAX_BODY_DEPTH,
   MAX_CANCEL_REASON,
   MAX_DROP_IDS,
@@ -63,7 +65,10 @@ import { inboxPrefixOf } from './connection.ts';
 import { actorOf } from '../sessions/actor.ts';
 
 /** What the service drives: a `Sessions` (the worker's engine). A session with no events is answered `unknown_session`. */
-export type CommandTarget = Pick<Sessions, 'admit' | 'wake' | 'cancel' | 'status' | 'dropPending' | 'approve' | 'deny' | 'resolve' | 'tag' | 'list' | 'fork'>;
+export type CommandTarget = Pick<
+  Sessions,
+  'admit' | 'wake' | 'cancel' | 'status' | 'dropPending' | 'approve' | 'deny' | 'resolve' | 'tag' | 'list' | 'fork' | 'events'
+>;
 
 export interface CommandServiceOptions {
   /** Queue group (default `COMMAND_QUEUE`); services in one group share the requests. */
@@ -355,7 +360,7 @@ export function commandAnswerer(
     return { ok: false, error };
   };
 
-  const handle = async (verb: string, subject: string, data: Uint8Array): Promise<Record<string, unknown>> => {
+  const handle = async (verb: string, subject: string, data: Uint8Array, maxPayload: number | undefined): Promise<Record<string, unknown>> => {
     if (!isCommandVerb(verb)) {
       throw new Reject(
         CommandFailureCode.UnknownCommand,
@@ -439,6 +444,17 @@ export function commandAnswerer(
               : target.deny(sessionId, name, why);
         return { result: await known(result) };
       }
+      case 'events': {
+        const { afterSeq = 0, limit = EVENTS_PAGE } = body as unknown as CommandRequests['events'];
+        if (!Number.isSafeInteger(afterSeq) || afterSeq < 0 || !Number.isSafeInteger(limit) || limit < 1 || limit > EVENTS_PAGE)
+          throw new Reject(
+            CommandFailureCode.BadRequest,
+            `Invalid events request: afterSeq must be a whole number >= 0 and limit one from 1 to ${EVENTS_PAGE}, got afterSeq ${echo(afterSeq)} and limit ${echo(limit)}.`,
+          );
+        // one more than asked says whether another page follows
+        const events = await known(target.events(sessionId, { afterSeq, limit: limit + 1 }));
+        return eventsPage(sessionId, events, limit, maxPayload ?? NATS_DEFAULT_MAX_PAYLOAD);
+      }
       case 'status': {
         const { pendingFrom } = body as CommandRequests['status'];
         if (pendingFrom !== undefined && (typeof pendingFrom !== 'number' || !Number.isInteger(pendingFrom) || pendingFrom < 0)) {
@@ -477,7 +493,7 @@ export function commandAnswerer(
     const verb = subjects.verbOfCommandSubject(subject);
     let reply: Record<string, unknown>;
     try {
-      reply = { ok: true, ...(await handle(verb, subject, data)) };
+      reply = { ok: true, ...(await handle(verb, subject, data, maxPayload)) };
     } catch (err) {
       reply = fail(verb, err);
     }
@@ -488,6 +504,32 @@ export function commandAnswerer(
     }
     return bytes;
   };
+}
+
+/** nats-server's max_payload when the connection does not say (1 MB). */
+const NATS_DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+
+/** Room an events reply keeps for its envelope (`{"ok":true,"events":[...],"more":false}`). */
+const EVENTS_REPLY_OVERHEAD = 64;
+
+/** The first events (at most `limit`) whose reply fits in `maxPayload`; `more` when some were left for the next page. */
+function eventsPage(sessionId: string, events: SessionEvent[], limit: number, maxPayload: number): { events: SessionEvent[]; more: boolean } {
+  const page: SessionEvent[] = [];
+  let bytes = EVENTS_REPLY_OVERHEAD;
+  for (const event of events.slice(0, limit)) {
+    const size = encodeJson(event).length + 1;
+    if (bytes + size > maxPayload) {
+      if (page.length > 0) break;
+      throw new SessiondError(
+        ErrorCode.PayloadTooLarge,
+        `Event ${event.seq} of session ${sessionId} is ${size} bytes as JSON, over what one reply may carry (the server's max_payload of ${maxPayload} bytes): read it from the stream as a trusted user (SessiondClient.replay), or through the gateway's event stream.`,
+        { details: { sessionId, seq: event.seq, bytes: size, maxPayload } },
+      );
+    }
+    bytes += size;
+    page.push(event);
+  }
+  return { events: page, more: page.length < events.length };
 }
 
 function parseReplyPrefixes(value: readonly string[] | undefined): string[] {
@@ -516,6 +558,7 @@ const BODY_LIMITS: Partial<Record<CommandVerb, number>> = {
   wake: MAX_SMALL_REQUEST_BYTES,
   cancel: MAX_SMALL_REQUEST_BYTES,
   status: MAX_SMALL_REQUEST_BYTES,
+  events: MAX_SMALL_REQUEST_BYTES,
   drop: MAX_DROP_REQUEST_BYTES,
   resolve: MAX_RESOLVE_REQUEST_BYTES,
   tag: MAX_TAGS_REQUEST_BYTES,

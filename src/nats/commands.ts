@@ -15,6 +15,7 @@
  *   tag     { sessionId, tags: { key: value | null } }                 { ok: true, result: TagResult }
  *   list    { state?, waiting?, tags?, idPrefix?, updatedSince?, limit?, after? } { ok: true, sessions: SessionListItem[], next }
  *   fork    { sessionId (the new session), source, at?, tags? }        { ok: true, result: ForkResult }
+ *   events  { sessionId, afterSeq?, limit? }                           { ok: true, events: SessionEvent[], more }
  *
  * Every failure is a reply, never silence: { ok: false, error: { code, message, details? } }, with
  * `code` one of `CommandFailure` (sessiond's error codes, e.g. invalid_id, invalid_option,
@@ -35,6 +36,7 @@ import type { SessionStateValue } from '../machines/decider.ts';
 import type { TagResult } from '../sessions/tags.ts';
 import type { ForkResult } from '../sessions/fork-result.ts';
 import type { SessionPage } from '../sessions/list.ts';
+import type { SessionEvent } from '../events/envelope.ts';
 
 /** Failure codes of the protocol itself (beyond sessiond's `ErrorCode`). */
 export const CommandFailureCode = {
@@ -136,6 +138,19 @@ export interface ListCommand {
   after?: string;
 }
 
+/**
+ * A page of a session's committed events after `afterSeq` (default 0), at most `limit` (default and
+ * most `EVENTS_PAGE`), fewer when the reply would pass the server's max_payload; `more` says a next
+ * page may follow (ask again after the last seq).
+ */
+export interface EventsCommand {
+  sessionId: string;
+  afterSeq?: number;
+  limit?: number;
+}
+/** Most events of one `events` reply. */
+export const EVENTS_PAGE = 500;
+
 export type { WakeResult } from '../sessions/sessions.ts';
 /** The `status` reply: the session's `SessionStatus`, the same shape every `Sessions` answers with. */
 export type StatusReply = SessionStatus;
@@ -151,6 +166,7 @@ export interface CommandRequests {
   tag: TagCommand;
   list: ListCommand;
   fork: ForkCommand;
+  events: EventsCommand;
 }
 export interface CommandResults {
   admit: { receipt: AdmitReceipt };
@@ -162,6 +178,7 @@ export interface CommandResults {
   tag: { result: TagResult };
   list: SessionPage;
   fork: { result: ForkResult };
+  events: { events: SessionEvent[]; more: boolean };
 }
 
 export interface ErrorBody {
@@ -182,6 +199,7 @@ export const requestFields: Record<CommandVerb, readonly string[]> = {
   tag: ['sessionId', 'tags'],
   list: ['state', 'waiting', 'tags', 'idPrefix', 'updatedSince', 'reachableBy', 'limit', 'after'],
   fork: ['sessionId', 'source', 'at', 'tags', 'owner'],
+  events: ['sessionId', 'afterSeq', 'limit'],
 };
 
 /**

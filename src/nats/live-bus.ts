@@ -24,7 +24,7 @@ import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.
 import { catalog } from '../events/catalog.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, decodeEvent, pack, unpack } from '../events/codec.ts';
 import type { LiveBus, LiveEvent } from '../events/live-bus.ts';
-import { subjects } from './subjects.ts';
+import { TENANT_NAME, subjects } from './subjects.ts';
 
 /** A live event as it travels: the LiveEvent plus its schema version and, when committed, its log position. */
 export type LiveMessage = LiveEvent & { version: number; position?: number };
@@ -50,7 +50,7 @@ export function encodeLiveEvent(event: LiveEvent & { version?: number; position?
  * payload_too_large) whose message says what is wrong; `details.seq` holds the event's seq when the
  * frame was readable that far.
  */
-export function decodeLiveEvent(data: Uint8Array, subject: string, maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES): LiveMessage {
+export function decodeLiveEvent(data: Uint8Array, subject: string, maxPayloadBytes = DEFAULT_MAX_PAYLOAD_BYTES, tenant?: string): LiveMessage {
   const source = { describe: `Live message on ${subject}`, hint: 'Only sessiond workers should publish on sessiond.live.>.', seqRequired: false };
   let event: LiveMessage;
   try {
@@ -61,7 +61,7 @@ export function decodeLiveEvent(data: Uint8Array, subject: string, maxPayloadByt
     throw err;
   }
   if (event.position !== undefined && !isCount(event.position)) throw invalid(subject, 'position must be a whole number >= 1 when present', event.seq);
-  const expected = subjects.live(event.sessionId, event.type);
+  const expected = tenant === undefined ? subjects.live(event.sessionId, event.type) : subjects.tenantLive(tenant, event.sessionId, event.type);
   if (subject !== expected) throw invalid(subject, `it says session ${event.sessionId} and type ${event.type}, which belong on ${expected}`, event.seq);
   return event;
 }
@@ -94,15 +94,35 @@ export interface NatsLiveBusStats {
   dropped: number;
 }
 
+export interface NatsLiveBusOptions {
+  onError?: (err: unknown) => void;
+  /**
+   * The owner of a session (`SessionStatus.ownedBy`; null for none). Given, each event of a session
+   * a tenant owns goes out on that tenant's copy of its subject too
+   * (`sessiond.t.<tenant>.live.<session>.<type>`), which only the tenant's user may subscribe to.
+   */
+  ownerOf?: (sessionId: string) => Promise<string | null>;
+  /** How long an owner looked up is trusted (default 2 s: a deleted session's id may be taken again). */
+  ownerTtlMs?: number;
+  /** The clock of that (default `Date.now`). */
+  now?: () => number;
+}
+
+/** Sessions whose owner a bus remembers at most. */
+const OWNERS_KEPT = 10_000;
+
 /** The LiveBus on NATS core subjects. Shares the caller's connection and never closes it. */
 export class NatsLiveBus implements LiveBus {
   readonly stats: NatsLiveBusStats = { published: 0, dropped: 0 };
   private readonly onError: (err: unknown) => void;
   private warned = false;
+  private readonly owners = new Map<string, { owner: string | null; until: number }>();
+  /** Per session, the tenant copies waiting for its owner, so they go out in order. */
+  private readonly waiting = new Map<string, Promise<void>>();
 
   constructor(
     readonly nc: NatsConnection,
-    options: { onError?: (err: unknown) => void } = {},
+    private readonly options: NatsLiveBusOptions = {},
   ) {
     this.onError =
       options.onError ??
@@ -114,12 +134,62 @@ export class NatsLiveBus implements LiveBus {
   }
 
   publish(event: LiveEvent & { version?: number; position?: number }): void {
+    let data: Uint8Array;
     try {
-      this.nc.publish(subjects.live(event.sessionId, event.type), encodeLiveEvent(event));
+      data = encodeLiveEvent(event);
+      this.nc.publish(subjects.live(event.sessionId, event.type), data);
       this.stats.published++;
     } catch (err) {
       this.stats.dropped++;
       this.onError(err);
+      return;
     }
+    if (this.options.ownerOf) this.copyToTenant(event, data);
+  }
+
+  private copyToTenant(event: LiveEvent, data: Uint8Array): void {
+    const id = event.sessionId;
+    const now = this.options.now ?? Date.now;
+    // a session's first event names its owner (or none): no lookup
+    if (event.seq === 1) this.remember(id, (event.payload as { owner?: string }).owner ?? null);
+    const known = this.owners.get(id);
+    const send = (owner: string | null) => {
+      if (owner === null || !TENANT_NAME.test(owner)) return; // no owner, or a gateway token's (token:<name>)
+      try {
+        this.nc.publish(subjects.tenantLive(owner, id, event.type), data);
+      } catch (err) {
+        this.stats.dropped++;
+        this.onError(err);
+      }
+    };
+    const queued = this.waiting.get(id);
+    if (known && known.until > now() && !queued) {
+      send(known.owner);
+      return;
+    }
+    const next = (queued ?? Promise.resolve()).then(async () => {
+      let entry = this.owners.get(id);
+      if (!entry || entry.until <= now()) {
+        const owner = await this.options.ownerOf!(id).catch((err: unknown) => {
+          this.onError(new Error(`the owner of session ${id} could not be read, so its tenant's live copy of ${event.type} was not sent: ${messageOf(err)}`));
+          return undefined;
+        });
+        if (owner === undefined) return;
+        entry = this.remember(id, owner);
+      }
+      send(entry.owner);
+    });
+    this.waiting.set(id, next);
+    void next.finally(() => {
+      if (this.waiting.get(id) === next) this.waiting.delete(id);
+    });
+  }
+
+  private remember(sessionId: string, owner: string | null): { owner: string | null; until: number } {
+    const entry = { owner, until: (this.options.now ?? Date.now)() + (this.options.ownerTtlMs ?? 2_000) };
+    this.owners.delete(sessionId);
+    this.owners.set(sessionId, entry);
+    if (this.owners.size > OWNERS_KEPT) this.owners.delete(this.owners.keys().next().value!);
+    return entry;
   }
 }

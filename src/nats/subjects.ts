@@ -88,11 +88,18 @@ export const subjects = {
     const tokens = subject.split('.');
     return tokens.length === 5 && `${tokens[0]}.${tokens[1]}` === TENANT_PREFIX && tokens[3] === 'cmd' ? tokens[2] : undefined;
   },
+  /** A tenant's copy of a live subject (`sessiond.t.<tenant>.live.<session>.<type>`): the worker publishes each event of a session the tenant owns there too. */
+  tenantLive: (tenant: string, sessionId: string, type: EventType) =>
+    `${TENANT_PREFIX}.${validateTenant(tenant)}.live.${validateId(sessionId, 'session id')}.${type}`,
+  tenantLiveFilter: (tenant: string, filter: { sessionId?: string; type?: string } = {}) =>
+    `${TENANT_PREFIX}.${validateTenant(tenant)}.live.${filter.sessionId !== undefined ? validateId(filter.sessionId, 'session id') : '*'}.${liveTypeFilter(filter.type)}`,
+  /** What a worker publishes tenants' live copies on (nats.conf's worker user). */
+  allTenantLive: `${TENANT_PREFIX}.*.live.>`,
   /** The inbox prefix of a tenant's user (`_INBOX_t.<tenant>`): one `_INBOX_t.>` lets the commands user answer every tenant. */
   tenantInbox: (tenant: string) => `_INBOX_t.${validateTenant(tenant)}`,
 } as const;
 
-export const commandVerbs = ['admit', 'wake', 'cancel', 'status', 'drop', 'resolve', 'tag', 'list', 'fork'] as const;
+export const commandVerbs = ['admit', 'wake', 'cancel', 'status', 'drop', 'resolve', 'tag', 'list', 'fork', 'events'] as const;
 export type CommandVerb = (typeof commandVerbs)[number];
 export function isCommandVerb(value: string): value is CommandVerb {
   return (commandVerbs as readonly string[]).includes(value);

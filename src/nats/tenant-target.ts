@@ -10,7 +10,7 @@ import { ownerReaches, unreachable } from '../sessions/owner.ts';
 import type { Sessions } from '../sessions/sessions.ts';
 
 /** What the command service drives (its `CommandTarget`). */
-type Target = Pick<Sessions, 'admit' | 'wake' | 'cancel' | 'status' | 'dropPending' | 'approve' | 'deny' | 'resolve' | 'tag' | 'list' | 'fork'>;
+type Target = Pick<Sessions, 'admit' | 'wake' | 'cancel' | 'status' | 'dropPending' | 'approve' | 'deny' | 'resolve' | 'tag' | 'list' | 'fork' | 'events'>;
 
 export function tenantTarget(target: Target, tenant: string): Target {
   /** Refuses a session another owner holds; one with no events goes on (the command answers not_found itself). */
@@ -40,5 +40,6 @@ export function tenantTarget(target: Target, tenant: string): Target {
     deny: (sessionId, callId, options) => reach(sessionId).then(() => target.deny(sessionId, callId, options)),
     resolve: (sessionId, name, options) => reach(sessionId).then(() => target.resolve(sessionId, name, options)),
     tag: (sessionId, tags) => reach(sessionId).then(() => target.tag(sessionId, tags)),
+    events: (sessionId, options) => reach(sessionId).then(() => target.events(sessionId, options)),
   };
 }

@@ -1,9 +1,10 @@
 /**
  * A tenant's NATS user, as a nats.conf block (`sessiond setup --tenant NAME` prints it): it may send
  * commands as its tenant only (`sessiond.t.<tenant>.cmd.>`; the worker takes the owner from the
- * subject, tenant-target.ts) and read its own replies (`_INBOX_t.<tenant>.>`). No live subjects and
- * no JetStream: those carry every tenant's sessions. Scopes narrow the commands it may send, as a
- * gateway token's do (the server refuses the others).
+ * subject, tenant-target.ts), read its own replies (`_INBOX_t.<tenant>.>`) and, with the read scope,
+ * its sessions' live events (`sessiond.t.<tenant>.live.>`, copies the workers publish). No JetStream:
+ * the stream holds every tenant's sessions (history comes through the `events` command). Scopes
+ * narrow the commands it may send, as a gateway token's do (the server refuses the others).
  */
 import { randomBytes } from 'node:crypto';
 import { SCOPES, type Scope } from '../gateway/scopes.ts';
@@ -13,6 +14,7 @@ import { commandVerbs, subjects, validateTenant, type CommandVerb } from './subj
 export const VERB_SCOPES: Readonly<Record<CommandVerb, Scope>> = {
   status: 'read',
   list: 'read',
+  events: 'read',
   admit: 'prompt',
   wake: 'prompt',
   resolve: 'approve',
@@ -32,7 +34,9 @@ export function tenantPermissions(tenant: string, scopes: ReadonlySet<Scope> = n
   const publish = every
     ? [`sessiond.t.${t}.cmd.>`]
     : commandVerbs.filter((verb) => scopes.has(VERB_SCOPES[verb])).map((verb) => subjects.tenantCommand(t, verb));
-  return { publish, subscribe: [`${subjects.tenantInbox(tenant)}.>`] };
+  // its sessions' live events (a copy the workers publish for it) are reads
+  const subscribe = [`${subjects.tenantInbox(tenant)}.>`, ...(scopes.has('read') ? [`sessiond.t.${t}.live.>`] : [])];
+  return { publish, subscribe };
 }
 
 /** A long random password (48 hex digits). */
@@ -43,7 +47,7 @@ export function tenantUserBlock(tenant: string, password: string, scopes?: Reado
   const p = tenantPermissions(tenant, scopes);
   const list = (xs: string[]) => xs.map((x) => JSON.stringify(x)).join(', ');
   return [
-    `# tenant ${tenant}: its own sessions only, through commands (no live subjects, no JetStream)${scopes ? `; scopes ${[...scopes].join(', ')}` : ''}.`,
+    `# tenant ${tenant}: its own sessions only, through commands and its live subjects (no JetStream)${scopes ? `; scopes ${[...scopes].join(', ')}` : ''}.`,
     '# Add it to accounts.SESSIOND.users in nats.conf, then reload the server (nats-server --signal reload).',
     `{ user: ${JSON.stringify(tenantUser(tenant))}, password: ${JSON.stringify(password)},`,
     '  permissions: {',

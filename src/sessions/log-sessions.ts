@@ -16,6 +16,7 @@ import { dropPending } from '../input/drop.ts';
 import { resolveWait, waitMethods } from '../input/resolve.ts';
 import { followLog } from './follow-log.ts';
 import { checkStatusOptions, knownSessions, statusOf, unlessUnknown } from './status.ts';
+import { readEvents } from './events-page.ts';
 import { cancelExecution } from '../execution/cancel.ts';
 import type { Sessions } from './sessions.ts';
 import { NotFoundError } from '../errors.ts';
@@ -64,6 +65,7 @@ export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Se
       return statusOf(await known(sessionId, 'show'), clock.now(), checked);
     },
     follow: (sessionId, onEvent, followOptions) => followLog(log, sessionId, onEvent, followOptions),
+    events: (sessionId, eventsOptions) => readEvents(log, sessionId, eventsOptions, async (id) => (await handler.load(id)).context.seq > 0),
     tag: (sessionId, tags) => tagSession(handler, sessionId, tags),
     fork: (sourceId, sessionId, forkOptions) => forkSession(handler, sourceId, sessionId, forkOptions),
     async list(filter) {

@@ -56,6 +56,13 @@ export interface FollowOptions {
   onError?: (err: unknown) => void;
 }
 
+export interface EventsOptions {
+  /** Events up to this seq are left out (default 0: from the first). */
+  afterSeq?: number;
+  /** At most this many (default: every one). */
+  limit?: number;
+}
+
 export interface EventSubscription {
   /** Seq of the last event delivered (the `afterSeq` given, before the first). */
   readonly lastSeq: number;
@@ -117,5 +124,11 @@ export interface Sessions {
    * before the next event.
    */
   follow(sessionId: string, handler: SessionEventHandler, options?: FollowOptions): Promise<EventSubscription>;
+  /**
+   * The session's committed events after `afterSeq` (default 0), in order, at most `limit` (default
+   * every one): what `follow` delivers first, as one read. Rejects with `not_found` for a session
+   * with no events.
+   */
+  events(sessionId: string, options?: EventsOptions): Promise<SessionEvent[]>;
   close(): Promise<void>;
 }

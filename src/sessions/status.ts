@@ -19,13 +19,8 @@ export function statusOf(snapshot: SessionSnapshot, now: number, options: Status
   };
 }
 
-/** What `status`, `wake`, `cancel` and `dropPending` answer for a session that has no events. */
-export function unknownSession(sessionId: string, verb: string): NotFoundError {
-  return new NotFoundError(
-    `Session ${sessionId} has no events, so there is nothing to ${verb}. Check the session id, or admit a prompt first (it creates the session).`,
-    { details: { sessionId } },
-  );
-}
+export { unknownSession } from './unknown-session.ts';
+import { unknownSession } from './unknown-session.ts';
 
 /** A loader of snapshots that refuses a session with no events (`not_found`, naming what was asked). */
 export function knownSessions(load: (sessionId: string) => Promise<SessionSnapshot>): (sessionId: string, verb: string) => Promise<SessionSnapshot> {

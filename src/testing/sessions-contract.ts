@@ -279,6 +279,29 @@ export function sessionsContract(name: string, open: () => Promise<SessionsFixtu
     await from.close();
   });
 
+  s('events: the history after a seq, in order, at most limit; not_found for a session with no events', async ({ fx }) => {
+    const id = uniqueId('ses_events');
+    await fx.sessions.admit(id, { prompt: 'one' });
+    await fx.settle(id);
+    const last = (await fx.sessions.status(id)).seq;
+    const all = await fx.sessions.events(id);
+    assert.equal(
+      all.map((e) => e.seq),
+      Array.from({ length: last }, (_, i) => i + 1),
+    );
+    assert.ok(all.every((e) => e.sessionId === id));
+    assert.is(all[0]!.type, 'input.admitted');
+    assert.equal(
+      (await fx.sessions.events(id, { afterSeq: 1, limit: 2 })).map((e) => e.seq),
+      [2, 3],
+    );
+    assert.equal(await fx.sessions.events(id, { afterSeq: last }), [], 'nothing after the last: an empty page, not an error');
+    const none = await rejected(fx.sessions.events(uniqueId('ses_none')));
+    assert.ok(isSessiondError(none) && none.code === ErrorCode.NotFound, String(none));
+    const bad = await rejected(fx.sessions.events(id, { afterSeq: -1 }));
+    assert.ok(isSessiondError(bad) && bad.kind === ErrorKind.InvalidInput, String(bad));
+  });
+
   s('follow from afterSeq starts at the next event; a handler that throws does not stop delivery', async ({ fx }) => {
     const id = uniqueId('ses_after');
     await fx.sessions.admit(id, { prompt: 'one' });

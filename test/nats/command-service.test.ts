@@ -6,13 +6,14 @@ import * as assert from 'uvu/assert';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode } from '../../src/errors.ts';
 import { DEFAULT_MAX_PROMPT_BYTES } from '../../src/input/admit.ts';
-import { DEFAULT_QUEUE_PLACES, QUIET_ARRIVALS, startCommandService, type CommandTarget } from '../../src/nats/command-service.ts';
+import { DEFAULT_QUEUE_PLACES, QUIET_ARRIVALS, commandAnswerer, startCommandService, type CommandTarget } from '../../src/nats/command-service.ts';
 import { CommandFailureCode, decodeJson, isCommandError, type CommandFailure } from '../../src/nats/commands.ts';
 import { COMMAND_QUEUE, subjects } from '../../src/nats/subjects.ts';
 import type { Runner } from '../../src/runner/types.ts';
 import { CLIENT, COMMANDS } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { natsWorld, sessionId, type NatsWorld } from './helpers.ts';
+import type { SessionEvent } from '../../src/events/envelope.ts';
 
 /** A target method a test does not call. */
 const unused = async (): Promise<never> => {
@@ -154,6 +155,7 @@ s('commands - an unexpected engine failure is answered as internal and reported,
     tag: unused,
     list: unused,
     fork: unused,
+    events: unused,
     admit: async () => {
       throw new Error('disk on fire');
     },
@@ -242,6 +244,7 @@ s('commands - close answers requests in flight and stops taking new ones', async
     tag: unused,
     list: unused,
     fork: unused,
+    events: unused,
     admit: async () => {
       throw new Error('unused');
     },
@@ -350,6 +353,39 @@ s(
   },
 );
 
+s('commands - events: a page is cut to fit max_payload and says more follows; an event too big for any reply is refused, naming it', async () => {
+  const event = (seq: number, bytes: number): SessionEvent =>
+    ({ id: `evt_${seq}`, type: 'text.completed', version: 1, sessionId: 'ses_big', seq, time: 1, payload: { text: 'x'.repeat(bytes) } }) as unknown as SessionEvent;
+  const history = [event(1, 300), event(2, 300), event(3, 300), event(4, 2000)];
+  const asked: unknown[] = [];
+  const target = {
+    events: async (_id: string, o?: { afterSeq?: number; limit?: number }) => {
+      asked.push(o);
+      return history.filter((e) => e.seq > (o?.afterSeq ?? 0)).slice(0, o?.limit);
+    },
+  } as unknown as CommandTarget;
+  const answer = commandAnswerer(target, { maxPromptBytes: DEFAULT_MAX_PROMPT_BYTES, onError: () => {}, stats: { requests: 0, refusedReplies: 0, failures: {} } });
+  const ask = async (body: object, maxPayload: number) =>
+    decodeJson(await answer(subjects.command('events'), new TextEncoder().encode(JSON.stringify(body)), maxPayload)) as {
+      ok: boolean;
+      events?: SessionEvent[];
+      more?: boolean;
+      error?: { code: string; message: string };
+    };
+  const first = await ask({ sessionId: 'ses_big' }, 1000);
+  assert.equal([first.ok, first.events?.map((e) => e.seq), first.more], [true, [1, 2], true], 'two of about 400 bytes fit in 1,000');
+  const next = await ask({ sessionId: 'ses_big', afterSeq: 2, limit: 1 }, 100_000);
+  assert.equal([next.events?.map((e) => e.seq), next.more], [[3], true], 'limit 1: one, and more follow');
+  assert.equal(asked.at(-1), { afterSeq: 2, limit: 2 }, 'one more than the limit is read, to know');
+  const end = await ask({ sessionId: 'ses_big', afterSeq: 3 }, 100_000);
+  assert.equal([end.events?.map((e) => e.seq), end.more], [[4], false]);
+  const big = await ask({ sessionId: 'ses_big', afterSeq: 3 }, 1000);
+  assert.equal([big.ok, big.error?.code], [false, 'payload_too_large']);
+  assert.match(big.error!.message, 'Event 4 of session ses_big');
+  const bad = await ask({ sessionId: 'ses_big', limit: 100_000 }, 100_000);
+  assert.equal([bad.ok, bad.error?.code], [false, CommandFailureCode.BadRequest]);
+});
+
 s('commands - a cancel sent again after its first attempt cancelled the turn (the reply was late) still reports the cancellation', async ({ world }) => {
   const blocking: Runner = async (ctx) => {
     await ctx.phase('unknown');
@@ -368,6 +404,7 @@ s('commands - a cancel sent again after its first attempt cancelled the turn (th
     tag: (id, tags) => engine.tag(id, tags),
     list: (filter) => engine.list(filter),
     fork: (source, id, o) => engine.fork(source, id, o),
+    events: (id, o) => engine.events(id, o),
     admit: (id, request) => engine.admit(id, request),
     wake: (id) => engine.wake(id),
     status: (id) => engine.status(id),

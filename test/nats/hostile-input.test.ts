@@ -267,6 +267,7 @@ s("hostile input - a success reply over the server's max_payload is answered wit
     tag: unused,
     list: unused,
     fork: unused,
+    events: unused,
     admit: async () => {
       throw new Error('unused');
     },

@@ -84,6 +84,22 @@ s('a tenant admits and reads its own sessions; the other gets not_found for them
   await notFound(globex.tag('ses_t_1', { mine: 'now' }), 'tag');
   await notFound(globex.dropPending('ses_t_1'), 'drop');
   await notFound(globex.fork('ses_t_1', 'ses_t_stolen'), 'fork');
+  await notFound(globex.events('ses_t_1'), 'events');
+  assert.equal(await globex.replay({ sessionId: 'ses_t_1' }), [], 'replay reads nothing of it');
+  // its owner reads the history, through the workers (a tenant has no JetStream), page by page
+  const history = await acme.events('ses_t_1');
+  assert.equal(
+    history.map((e) => e.seq),
+    history.map((_, i) => i + 1),
+    'every event, in order',
+  );
+  assert.is(history[0]!.type, 'input.admitted');
+  assert.is(history.at(-1)!.type, 'execution.settled');
+  assert.equal(
+    (await acme.events('ses_t_1', { afterSeq: 2, limit: 2 })).map((e) => e.seq),
+    [3, 4],
+  );
+  assert.equal(await acme.replay({ sessionId: 'ses_t_1', afterSeq: history.length }), [], 'nothing after the last');
   assert.equal((await globex.list({ idPrefix: 'ses_t_' })).sessions, [], 'nor listed');
   // the body's owner is not the tenant's say: the subject is
   const raw = await connectNats({ servers: server.url, user: 'tenant-globex', pass: PASS.globex, inboxPrefix: subjects.tenantInbox('globex') });
@@ -115,13 +131,15 @@ s('the server refuses a tenant the other’s command subjects, the live subjects
   } finally {
     await impostor.close();
   }
-  const refusedClientSide = await rejection(globex.subscribe({ sessionId: 'ses_t_1' }, () => {}));
-  assert.match(String(refusedClientSide), 'no live subjects and no JetStream');
+  const refusedClientSide = await rejection(globex.replay({}));
+  assert.match(String(refusedClientSide), 'has no JetStream');
   const nc = await connectNats({ servers: server.url, user: 'tenant-globex', pass: PASS.globex, inboxPrefix: subjects.tenantInbox('globex') });
   try {
-    const live = nc.subscribe(subjects.liveFilter({ sessionId: 'ses_t_1' }));
-    const ended = await live.closed;
-    assert.ok(isPermissionError(ended), `the server refuses the live subscription, got ${String(ended)}`);
+    for (const subject of [subjects.liveFilter({ sessionId: 'ses_t_1' }), subjects.allLive, subjects.tenantLiveFilter('acme'), subjects.allTenantLive]) {
+      const live = nc.subscribe(subject);
+      const ended = await live.closed;
+      assert.ok(isPermissionError(ended), `the server refuses ${subject}, got ${String(ended)}`);
+    }
     const js = await rejection(nc.request('$JS.API.STREAM.INFO.SESSIOND_EVENTS', new Uint8Array(), { timeout: 5000 }));
     assert.ok(isPermissionError(js), `the server refuses JetStream, got ${String(js)}`);
   } finally {
@@ -131,6 +149,51 @@ s('the server refuses a tenant the other’s command subjects, the live subjects
   const trusted = await SessiondClient.connect({ connection: { servers: server.url, ...CLIENT } });
   try {
     assert.is((await trusted.status('ses_t_1')).ownedBy, 'acme');
+  } finally {
+    await trusted.close();
+  }
+});
+
+s('a tenant follows its own session (history, then live on its own subjects); another tenant sees none of it', async ({ acme, globex, server }) => {
+  const seen: { acme: number[]; globexLive: string[]; acmeLive: string[] } = { acme: [], globexLive: [], acmeLive: [] };
+  const watching = await globex.subscribe({}, (e) => {
+    seen.globexLive.push(`${e.sessionId} ${e.type}`);
+  });
+  const acmeLive = await acme.subscribe({ sessionId: 'ses_t_live' }, (e) => {
+    seen.acmeLive.push(e.type);
+  });
+  const following = await acme.follow('ses_t_live', (e) => {
+    seen.acme.push(e.seq);
+  });
+  try {
+    await acme.admit('ses_t_live', { prompt: 'followed as acme' });
+    await waitFor(async () => (await acme.status('ses_t_live')).state === 'settled', { what: 'the turn settled', timeoutMs: 30_000 });
+    const head = (await acme.status('ses_t_live')).seq;
+    await waitFor(() => seen.acme.length === head, { what: `follow to deliver ${head} events`, timeoutMs: 10_000 });
+    assert.equal(
+      seen.acme,
+      Array.from({ length: head }, (_, i) => i + 1),
+      'each committed event once, in order',
+    );
+    assert.ok(seen.acmeLive.includes('text.delta'), `live-only events too (text deltas): ${seen.acmeLive.join(', ')}`);
+    // a globex session goes on globex's subjects, and only there
+    await globex.admit('ses_t_glive', { prompt: 'globex speaking' });
+    await waitFor(() => seen.globexLive.some((l) => l === 'ses_t_glive execution.settled'), { what: 'globex to see its own turn', timeoutMs: 30_000 });
+    assert.equal(
+      seen.globexLive.filter((l) => !l.startsWith('ses_t_glive ')),
+      [],
+      'nothing of acme on globex’s subjects',
+    );
+    assert.ok(!seen.acmeLive.some((t) => t === 'ses_t_glive'), 'nor the reverse');
+  } finally {
+    await following.close();
+    await acmeLive.close();
+    await watching.close();
+  }
+  // the trusted client still sees every session on sessiond.live.>
+  const trusted = await SessiondClient.connect({ connection: { servers: server.url, ...CLIENT } });
+  try {
+    assert.is((await trusted.events('ses_t_live')).length, seen.acme.length, 'the same history from the stream');
   } finally {
     await trusted.close();
   }
@@ -190,6 +253,9 @@ s('setup --tenant refuses a name that is not a subject token, and a password wit
   assert.match(lone.stderr, '--tenant-password and --tenant-scopes go with --tenant NAME');
   const made = await runCli(['setup', '--tenant', 'initech']);
   assert.match(made.stdout, /password: "[0-9a-f]{48}"/, 'a new random password when none is given');
+  assert.match(made.stdout, '"sessiond.t.initech.live.>"', 'its live subjects: it may read');
+  const writer = await runCli(['setup', '--tenant', 'initech', '--tenant-scopes', 'prompt']);
+  assert.not.match(writer.stdout, 'sessiond.t.initech.live', 'no read scope: no live subjects');
 });
 
 s.run();
