@@ -13,6 +13,7 @@ export type {
   StatusOptions,
   WakeResult,
   FollowOptions,
+  EventsOptions,
   EventSubscription,
   SessionEventHandler,
 } from './sessions/sessions.ts';
