@@ -19,7 +19,16 @@ export type { AdmitReceipt, AdmitRequest } from './input/admit.ts';
 export type { DropPendingRequest, DropPendingResult } from './input/drop.ts';
 export type { CancelResult, ResumeResult } from './execution/session-execution.ts';
 // the interface the client implements (as the engine does)
-export type { Sessions, SessionStatus, StatusOptions, WakeResult, FollowOptions, EventsOptions, EventSubscription, SessionEventHandler } from './sessions/sessions.ts';
+export type {
+  Sessions,
+  SessionStatus,
+  StatusOptions,
+  WakeResult,
+  FollowOptions,
+  EventsOptions,
+  EventSubscription,
+  SessionEventHandler,
+} from './sessions/sessions.ts';
 export { MAX_TAGS, type Tags, type TagChanges, type TagResult } from './sessions/tags.ts';
 export { MAX_PROMPT_PARTS, promptText, type Prompt, type PromptPart } from './input/prompt.ts';
 export type { ForkOptions, ForkResult } from './sessions/fork-result.ts';

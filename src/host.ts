@@ -11,6 +11,7 @@
  *   await sessiond.awaitIdle('ses_1');
  *   await sessiond.close();
  */
+import type { Quotas } from './gateway/quotas.ts';
 import { checkKeys } from './options.ts';
 import { openEngine, type Engine } from './engine.ts';
 import type { Synchronous } from './storage/sqlite.ts';
@@ -72,7 +73,11 @@ export interface SessiondOptions {
   /** Every notice of the engine (claimed, settled, claim_lost...) and of the recovery sweep, besides the report's lines. */
   onNotice?: (notice: Notice | RecoveryNotice) => void;
   /** The log on NATS: the worker's connection, and, to serve commands, the commands user's. */
-  nats?: { connection: NatsConnectionOptions; commands?: { connection: NatsConnectionOptions; replyPrefixes: string[] } };
+  nats?: {
+    connection: NatsConnectionOptions;
+    /** `tenantLimits`: each NATS tenant user's quotas on this worker (`startCommandService`'s). */
+    commands?: { connection: NatsConnectionOptions; replyPrefixes: string[]; tenantLimits?: Partial<Quotas> };
+  };
   /** What a session may hold waiting and what this worker holds in memory (src/input/limits.ts). */
   limits?: Partial<SessionLimits>;
   /** Which URLs a prompt may name (src/input/url-guard.ts): default https to public hosts only. */
@@ -301,6 +306,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       opened.push({ what: 'the command connection', close: () => cnc.drain().catch(() => cnc.close()) });
       const service = startCommandService(cnc, engine, {
         replyPrefixes: commands.replyPrefixes,
+        ...(commands.tenantLimits ? { tenantLimits: commands.tenantLimits } : {}),
         maxPromptBytes: engine.execution.limits.maxPromptBytes,
         onError: (err) => report.err(`sessiond: command service: ${messageOf(err)}`),
         // refused requests: a few lines with counts, never one per request

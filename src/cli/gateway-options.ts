@@ -70,7 +70,11 @@ export function addGatewayOptions(command: Command, required: boolean): Command 
     )
 
     .option('--token-limit <quota=n>', `every token's quota, e.g. streams=20 (repeatable; ${QUOTA_NAMES.join(', ')}); docs/gateway.md`, collect)
-    .option('--tenant-limit <quota=n>', "every tenant's quota over all its tokens, e.g. sessionsPerHour=5000 (repeatable)", collect);
+    .option(
+      '--tenant-limit <quota=n>',
+      "every tenant's quota over all its tokens, e.g. sessionsPerHour=5000 (repeatable); on a NATS worker also each tenant user's commands it serves",
+      collect,
+    );
 }
 
 /** --tokens, --jwks and the JWT flags. */
@@ -188,6 +192,9 @@ export function gatewayOptions(flags: GatewayFlags, ctx: CliContext): Omit<Gatew
     limits: { token: limitFlags('--token-limit', flags.tokenLimit), tenant: limitFlags('--tenant-limit', flags.tenantLimit) },
   };
 }
+
+/** `--tenant-limit` as quotas: the gateway's tenants, and the NATS tenant users a worker serves. */
+export const tenantLimitFlags = (flags: GatewayFlags): Partial<Quotas> => limitFlags('--tenant-limit', flags.tenantLimit);
 
 /** `--token-limit streams=20` flags as quotas; a bad one is a usage error saying what. */
 function limitFlags(flag: string, values: string[] | undefined): Partial<Quotas> {

@@ -30,13 +30,16 @@ export interface GatewayQuotas {
   openStream(grant: Grant): () => void;
 }
 
-/** How long the bytes of a fork are looked for before it is counted as empty. */
-const FORK_READ_MS = 5_000;
+/** The checks around admissions and forks, for any holder's keys (a gateway grant's, a NATS tenant's). */
+export interface QuotaGuard {
+  readonly book: QuotaBook;
+  admit(keys: QuotaKey[], sessionId: string, prompt: Prompt, run: () => Promise<AdmitReceipt>): Promise<AdmitReceipt>;
+  fork(keys: QuotaKey[], target: string, run: () => Promise<ForkResult>): Promise<ForkResult>;
+}
 
-export function gatewayQuotas(sessions: GatewaySessions, limits: GatewayLimits, clock: Pick<Clock, 'now'>, counted: (grant: Grant) => boolean): GatewayQuotas {
+/** The quota checks over `sessions` (status for pending bytes and existence, events for a fork's size). */
+export function quotaGuard(sessions: Pick<Sessions, 'status' | 'events'>, clock: Pick<Clock, 'now'>): QuotaGuard {
   const book = new QuotaBook(clock);
-  const defaults = { token: { ...DEFAULT_TOKEN_QUOTAS, ...limits.token }, tenant: { ...DEFAULT_TENANT_QUOTAS, ...limits.tenant } };
-  const keysOf = (grant: Grant): QuotaKey[] => (counted(grant) ? quotaKeys(grant, defaults) : []);
 
   const exists = async (sessionId: string): Promise<boolean> => {
     try {
@@ -79,8 +82,7 @@ export function gatewayQuotas(sessions: GatewaySessions, limits: GatewayLimits, 
 
   return {
     book,
-    async admit(grant, sessionId, prompt, run) {
-      const keys = keysOf(grant);
+    async admit(keys, sessionId, prompt, run) {
       if (keys.length === 0) return run();
       // a malformed prompt counts nothing here: the admission refuses it, saying what is wrong
       const bytes = typeof prompt === 'string' || Array.isArray(prompt) ? promptBytes(prompt) : 0;
@@ -101,12 +103,17 @@ export function gatewayQuotas(sessions: GatewaySessions, limits: GatewayLimits, 
       if (receipt.created) book.addPending(keys, sessionId, bytes);
       return receipt;
     },
-    async fork(grant, target, run) {
-      const keys = keysOf(grant);
+    async fork(keys, target, run) {
       if (keys.length === 0) return run();
-      book.check(keys, 'forksPerHour');
-      book.check(keys, 'forkBytesPerHour', 0);
-      book.check(keys, 'sessionsPerHour');
+      try {
+        book.check(keys, 'forksPerHour');
+        book.check(keys, 'forkBytesPerHour', 0);
+        book.check(keys, 'sessionsPerHour');
+      } catch (err) {
+        // the same fork sent again makes nothing (created false), so it needs no room
+        if (await exists(target)) return run();
+        throw err;
+      }
       const fork = book.record(keys, 'forksPerHour');
       const session = book.record(keys, 'sessionsPerHour');
       let result: ForkResult;
@@ -125,31 +132,26 @@ export function gatewayQuotas(sessions: GatewaySessions, limits: GatewayLimits, 
       book.record(keys, 'forkBytesPerHour', await forkedBytes(sessions, target));
       return result;
     },
+  };
+}
+
+export function gatewayQuotas(sessions: GatewaySessions, limits: GatewayLimits, clock: Pick<Clock, 'now'>, counted: (grant: Grant) => boolean): GatewayQuotas {
+  const guard = quotaGuard(sessions, clock);
+  const defaults = { token: { ...DEFAULT_TOKEN_QUOTAS, ...limits.token }, tenant: { ...DEFAULT_TENANT_QUOTAS, ...limits.tenant } };
+  const keysOf = (grant: Grant): QuotaKey[] => (counted(grant) ? quotaKeys(grant, defaults) : []);
+  return {
+    book: guard.book,
+    admit: (grant, sessionId, prompt, run) => guard.admit(keysOf(grant), sessionId, prompt, run),
+    fork: (grant, target, run) => guard.fork(keysOf(grant), target, run),
     openStream(grant) {
       const keys = keysOf(grant);
-      return keys.length === 0 ? () => undefined : book.openStream(keys);
+      return keys.length === 0 ? () => undefined : guard.book.openStream(keys);
     },
   };
 }
 
-/** The size of a new fork's conversation: its first event (`session.forked`) as JSON. */
-async function forkedBytes(sessions: GatewaySessions, sessionId: string): Promise<number> {
-  let done!: (n: number) => void;
-  const got = new Promise<number>((r) => {
-    done = r;
-  });
-  const timer = setTimeout(() => done(0), FORK_READ_MS);
-  const sub = await sessions.follow(
-    sessionId,
-    (e) => {
-      if (e.seq === 1) done(Buffer.byteLength(JSON.stringify(e.payload)));
-    },
-    { afterSeq: 0, onError: () => done(0) },
-  );
-  try {
-    return await got;
-  } finally {
-    clearTimeout(timer);
-    await sub.close();
-  }
+/** The size of a new fork's conversation: its first event (`session.forked`) as JSON (0 when it cannot be read). */
+async function forkedBytes(sessions: Pick<Sessions, 'events'>, sessionId: string): Promise<number> {
+  const [first] = await sessions.events(sessionId, { limit: 1 }).catch(() => []);
+  return first ? Buffer.byteLength(JSON.stringify(first.payload)) : 0;
 }

@@ -99,7 +99,7 @@ const HINT: Record<QuotaName, string> = {
 export function quotaRefusal(key: QuotaKey, quota: QuotaName, used: number, retryAfterMs?: number): SessiondError {
   const limit = key.limits[quota];
   const raise = key.id.startsWith('tenant:')
-    ? `--tenant-limit ${quota}=N on the gateway`
+    ? `--tenant-limit ${quota}=N on the gateway, or on the workers for a NATS tenant user`
     : `"limits": {"${quota}": N} in the token's entry, or --token-limit ${quota}=N`;
   const retry = retryAfterMs !== undefined ? ` (room again in ${Math.ceil(retryAfterMs / 1000)} s)` : '';
   return new SessiondError(

@@ -61,6 +61,8 @@ import {
 } from './commands.ts';
 import { COMMAND_PREFIX, COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
 import { tenantTarget } from './tenant-target.ts';
+import { quotaGuard } from '../gateway/quota-checks.ts';
+import { DEFAULT_TENANT_QUOTAS, type Quotas } from '../gateway/quotas.ts';
 import { inboxPrefixOf } from './connection.ts';
 import { actorOf } from '../sessions/actor.ts';
 
@@ -110,6 +112,12 @@ export interface CommandServiceOptions {
   places?: number;
   /** Serve tenants' subjects too (`sessiond.t.<tenant>.cmd.<verb>`, tenant-target.ts); default true. */
   tenantCommands?: boolean;
+  /**
+   * Each tenant's quotas on this worker (admissions per minute, pending bytes, sessions, forks and
+   * fork bytes per hour; default `DEFAULT_TENANT_QUOTAS`): a tenant's admission or fork past one is
+   * answered `limit_exceeded` naming it. Counted per worker: N workers let a tenant use up to N times.
+   */
+  tenantLimits?: Partial<Quotas>;
   /**
    * Requests served at once (default `DEFAULT_MAX_IN_FLIGHT`). Past it a request is answered at once
    * `unavailable` (busy, retry) rather than queued past the client's attempt timeout; while requests
@@ -187,7 +195,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   };
   let closing = false;
 
-  const answer = commandAnswerer(target, { maxPromptBytes, onError, onRefused: options.onRefused, stats });
+  const answer = commandAnswerer(target, { maxPromptBytes, onError, onRefused: options.onRefused, stats, tenantLimits: options.tenantLimits, clock });
   const serve = async (msg: Msg) => {
     const data = await answer(msg.subject, msg.data, nc.info?.max_payload);
     try {
@@ -348,7 +356,15 @@ export const QUIET_ARRIVALS = 32;
  */
 export function commandAnswerer(
   target: CommandTarget,
-  o: { maxPromptBytes: number; onError: (err: unknown) => void; onRefused?: ((kind: ErrorKind) => void) | undefined; stats: CommandServiceStats },
+  o: {
+    maxPromptBytes: number;
+    onError: (err: unknown) => void;
+    onRefused?: ((kind: ErrorKind) => void) | undefined;
+    stats: CommandServiceStats;
+    /** Each tenant's quotas on this worker (default `DEFAULT_TENANT_QUOTAS`). */
+    tenantLimits?: Partial<Quotas> | undefined;
+    clock?: Pick<Clock, 'now'> | undefined;
+  },
 ): (subject: string, data: Uint8Array, maxPayload?: number) => Promise<Uint8Array> {
   const { maxPromptBytes, onError, stats } = o;
   /** The error reply for `err`, at most MAX_ERROR_REPLY_BYTES; counted, and passed to onError when internal. */
@@ -479,6 +495,7 @@ export function commandAnswerer(
     });
 
   const tenants = new Map<string, ReturnType<typeof commandAnswerer>>();
+  const tenantQuotas = { guard: quotaGuard(target, o.clock ?? systemClock), limits: { ...DEFAULT_TENANT_QUOTAS, ...o.tenantLimits } };
   return async (subject, data, maxPayload) => {
     const tenant = subjects.tenantOfCommandSubject(subject);
     if (tenant !== undefined) {
@@ -486,7 +503,7 @@ export function commandAnswerer(
       let answer = tenants.get(tenant);
       if (!answer) {
         if (tenants.size >= MAX_TENANTS_KEPT) tenants.clear();
-        tenants.set(tenant, (answer = commandAnswerer(tenantTarget(target, tenant), o)));
+        tenants.set(tenant, (answer = commandAnswerer(tenantTarget(target, tenant, tenantQuotas), o)));
       }
       return answer(`${COMMAND_PREFIX}.${subjects.verbOfCommandSubject(subject)}`, data, maxPayload);
     }

@@ -3,16 +3,27 @@
  * owner (sessions/owner.ts), taken from the subject, which nats.conf lets only that tenant's user
  * publish. Admissions and forks carry it (the machine fixes it on a new session, and refuses another
  * owner's inside the append), lists show only what it reaches, and every other command on a session
- * another owner holds answers `not_found`, as a session with no events does.
+ * another owner holds answers `not_found`, as a session with no events does. With quotas, a tenant's
+ * admissions and forks count against its limits on this worker (`limit_exceeded` naming the quota).
  */
 import { ErrorCode, isSessiondError } from '../errors.ts';
 import { ownerReaches, unreachable } from '../sessions/owner.ts';
 import type { Sessions } from '../sessions/sessions.ts';
+import type { QuotaGuard } from '../gateway/quota-checks.ts';
+import type { QuotaKey, Quotas } from '../gateway/quotas.ts';
 
 /** What the command service drives (its `CommandTarget`). */
 type Target = Pick<Sessions, 'admit' | 'wake' | 'cancel' | 'status' | 'dropPending' | 'approve' | 'deny' | 'resolve' | 'tag' | 'list' | 'fork' | 'events'>;
 
-export function tenantTarget(target: Target, tenant: string): Target {
+/** A tenant's quotas on this worker: the checks (shared by every tenant) and the limits. */
+export interface TenantQuotas {
+  guard: QuotaGuard;
+  limits: Quotas;
+}
+
+export function tenantTarget(target: Target, tenant: string, quotas?: TenantQuotas): Target {
+  const keys: QuotaKey[] = quotas ? [{ id: `tenant:${tenant}`, label: `tenant ${tenant}`, limits: quotas.limits }] : [];
+  const guard = quotas?.guard;
   /** Refuses a session another owner holds; one with no events goes on (the command answers not_found itself). */
   const reach = async (sessionId: string): Promise<void> => {
     let ownedBy: string | null;
@@ -25,8 +36,14 @@ export function tenantTarget(target: Target, tenant: string): Target {
     if (!ownerReaches(ownedBy, tenant)) throw unreachable(sessionId);
   };
   return {
-    admit: (sessionId, request) => target.admit(sessionId, { ...request, owner: tenant }),
-    fork: (sourceId, sessionId, options) => target.fork(sourceId, sessionId, { ...options, owner: tenant }),
+    admit: (sessionId, request) => {
+      const run = () => target.admit(sessionId, { ...request, owner: tenant });
+      return guard ? guard.admit(keys, sessionId, request.prompt, run) : run();
+    },
+    fork: (sourceId, sessionId, options) => {
+      const run = () => target.fork(sourceId, sessionId, { ...options, owner: tenant });
+      return guard ? guard.fork(keys, sessionId, run) : run();
+    },
     list: (filter) => target.list({ ...filter, reachableBy: tenant }),
     async status(sessionId, options) {
       const status = await target.status(sessionId, options);

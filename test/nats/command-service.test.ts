@@ -355,7 +355,15 @@ s(
 
 s('commands - events: a page is cut to fit max_payload and says more follows; an event too big for any reply is refused, naming it', async () => {
   const event = (seq: number, bytes: number): SessionEvent =>
-    ({ id: `evt_${seq}`, type: 'text.completed', version: 1, sessionId: 'ses_big', seq, time: 1, payload: { text: 'x'.repeat(bytes) } }) as unknown as SessionEvent;
+    ({
+      id: `evt_${seq}`,
+      type: 'text.completed',
+      version: 1,
+      sessionId: 'ses_big',
+      seq,
+      time: 1,
+      payload: { text: 'x'.repeat(bytes) },
+    }) as unknown as SessionEvent;
   const history = [event(1, 300), event(2, 300), event(3, 300), event(4, 2000)];
   const asked: unknown[] = [];
   const target = {
@@ -364,7 +372,11 @@ s('commands - events: a page is cut to fit max_payload and says more follows; an
       return history.filter((e) => e.seq > (o?.afterSeq ?? 0)).slice(0, o?.limit);
     },
   } as unknown as CommandTarget;
-  const answer = commandAnswerer(target, { maxPromptBytes: DEFAULT_MAX_PROMPT_BYTES, onError: () => {}, stats: { requests: 0, refusedReplies: 0, failures: {} } });
+  const answer = commandAnswerer(target, {
+    maxPromptBytes: DEFAULT_MAX_PROMPT_BYTES,
+    onError: () => {},
+    stats: { requests: 0, refusedReplies: 0, failures: {} },
+  });
   const ask = async (body: object, maxPayload: number) =>
     decodeJson(await answer(subjects.command('events'), new TextEncoder().encode(JSON.stringify(body)), maxPayload)) as {
       ok: boolean;

@@ -40,7 +40,8 @@ s.before(async (ctx) => {
   const file = ctx.tmp.file('nats-tenants.conf');
   writeFileSync(file, conf);
   ctx.server = await startNatsServer({ config: file });
-  await natsWorker(ctx, 'tenants-worker.db', 1);
+  // each tenant user may fork once an hour here (a quota the worker enforces on its tenants' commands)
+  await natsWorker(ctx, 'tenants-worker.db', 1, ['--tenant-limit', 'forksPerHour=1']);
   const as = (tenant: 'acme' | 'globex') =>
     SessiondClient.connect({ tenant, connection: { servers: ctx.server.url, user: `tenant-${tenant}`, pass: PASS[tenant] } });
   ctx.acme = await as('acme');
@@ -198,6 +199,24 @@ s('a tenant follows its own session (history, then live on its own subjects); an
     await trusted.close();
   }
 });
+
+s(
+  'a worker enforces its --tenant-limit on a tenant user: a second fork in the hour is limit_exceeded naming the quota; another tenant is counted apart',
+  async ({ acme, globex }) => {
+    await acme.admit('ses_t_q', { prompt: 'to fork' });
+    await waitFor(async () => (await acme.status('ses_t_q')).state === 'settled', { what: 'the turn settled', timeoutMs: 30_000 });
+    assert.is((await acme.fork('ses_t_q', 'ses_t_q_f1')).created, true);
+    assert.is((await acme.fork('ses_t_q', 'ses_t_q_f1')).created, false, 'the same fork again uses nothing');
+    const err = await rejection(acme.fork('ses_t_q', 'ses_t_q_f2'));
+    assert.ok(isSessiondError(err, ErrorCode.LimitExceeded), String(err));
+    assert.match(String(err), 'tenant acme is at its limit forksPerHour = 1');
+    assert.match(String(err), '--tenant-limit forksPerHour=N');
+    await notFound(acme.status('ses_t_q_f2'), 'nothing was made');
+    await globex.admit('ses_t_q_g', { prompt: 'to fork' });
+    await waitFor(async () => (await globex.status('ses_t_q_g')).state === 'settled', { what: 'the turn settled', timeoutMs: 30_000 });
+    assert.is((await globex.fork('ses_t_q_g', 'ses_t_q_g1')).created, true, 'globex has its own count');
+  },
+);
 
 s('two tenant users racing to create the same 20 ids: each id admits one, the other gets not_found', async ({ acme, globex }) => {
   const ids = Array.from({ length: 20 }, (_, i) => `ses_t_race${i}`);

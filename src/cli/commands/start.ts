@@ -38,7 +38,7 @@ import { INSPECT_OPTION, inspectPort } from '../../inspector/cli.ts';
 import type { StdoutWatch } from '../stdout-closed.ts';
 import { LOG_FORMAT_OPTION, logFormat, parseLogFormat, workerLog, type LogFormat, type WorkerLog } from '../worker-log.ts';
 import { DEFAULT_LIMITS } from '../../input/limits.ts';
-import { addGatewayOptions, gatewayJwt, gatewayLine, gatewayOptions, gatewayTokens, type GatewayFlags } from '../gateway-options.ts';
+import { addGatewayOptions, gatewayJwt, gatewayLine, gatewayOptions, gatewayTokens, tenantLimitFlags, type GatewayFlags } from '../gateway-options.ts';
 import { startGateway, type Gateway } from '../../gateway/server.ts';
 import { engineLive } from '../../gateway/live.ts';
 
@@ -212,7 +212,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     heartbeatMs: opts.heartbeatMs,
     ...(opts.turnTimeout !== undefined ? { turnTimeoutMs: opts.turnTimeout } : {}),
     sweepMs: opts.sweepMs,
-    ...(nats ? { nats: { connection: nats, ...(commands ? { commands } : {}) } } : {}),
+    ...(nats ? { nats: { connection: nats, ...(commands ? { commands: { ...commands, tenantLimits: tenantLimitFlags(opts) } } : {}) } } : {}),
     limits: Object.fromEntries(
       (['maxPendingInputs', 'maxPendingBytes', 'maxPromptBytes', 'maxHeldBytes'] as const).flatMap((k) => (opts[k] === undefined ? [] : [[k, opts[k]]])),
     ),
