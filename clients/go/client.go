@@ -1,6 +1,6 @@
 // Package sessiond is the Go client of sessiond's NATS protocol (docs/protocol.md): commands to
-// the workers (admit, wake, cancel, status, drop, tag, list, fork, and resolve: Approve, Deny,
-// Resolve) with the Node client's resend rules, live events with each session's committed events
+// the workers (admit, wake, cancel, status, drop, tag, list, fork, events, and resolve: Approve,
+// Deny, Resolve) with the Node client's resend rules, live events with each session's committed events
 // delivered once and in order (gaps filled from the stream), replay of the durable log with
 // ordered consumers, and the event codec (stored batches, live messages, export files) with typed
 // payloads for every catalog type.

@@ -84,6 +84,7 @@ const (
 	VerbTag     = "tag"
 	VerbList    = "list" // the only verb without a session id
 	VerbFork    = "fork"
+	VerbEvents  = "events" // reads only, as list does
 )
 
 // CommandSubject is the subject of a verb: sessiond.cmd.<verb>.
@@ -675,8 +676,8 @@ func forSession(sessionID string) string {
 }
 
 func contextError(verb, sessionID string, err error) error {
-	if verb == VerbList {
-		return &CommandError{Verb: verb, Code: CodeTimeout, Err: err, Message: fmt.Sprintf("The list was abandoned (%v). It only reads: send it again.", err)}
+	if verb == VerbList || verb == VerbEvents {
+		return &CommandError{Verb: verb, Code: CodeTimeout, Err: err, Message: fmt.Sprintf("The %s%s was abandoned (%v). It only reads: send it again.", verb, forSession(sessionID), err)}
 	}
 	return &CommandError{Verb: verb, Code: CodeTimeout, Err: err,
 		Message: fmt.Sprintf("The %s%s was abandoned (%v): it may or may not have run. To be sure, check with status (an admit may be sent again with the same input id).", verb, forSession(sessionID), err)}
@@ -769,9 +770,9 @@ attempt:
 					retry = "send the same tag again (it is idempotent)"
 				case verb == VerbFork:
 					retry = "send the same fork again (it is idempotent: the fork made answers created false)"
-				case verb == VerbList:
+				case verb == VerbList || verb == VerbEvents:
 					return true, &CommandError{Verb: verb, Code: CodeTimeout, Err: nats.ErrTimeout,
-						Message: fmt.Sprintf("No reply to list within %v (sent %d times): the workers may be busy or gone. It only reads: send it again.", c.requestTimeout, attempts)}
+						Message: fmt.Sprintf("No reply to %s%s within %v (sent %d times): the workers may be busy or gone. It only reads: send it again.", verb, forSession(sessionID), c.requestTimeout, attempts)}
 				}
 				return true, &CommandError{Verb: verb, Code: CodeTimeout, Err: nats.ErrTimeout,
 					Message: fmt.Sprintf("No reply to %s%s within %v (sent %d times): the workers may be busy or gone, so the command may or may not have run. To be sure, %s.", verb, forSession(sessionID), c.requestTimeout, attempts, retry)}

@@ -107,3 +107,18 @@ func ExampleClient_Fork() {
 	_, _ = c.Admit(ctx, "ses_1_alt", sessiond.AdmitRequest{Prompt: "and if we did it the other way?"})
 	c.Close()
 }
+
+// ExampleClient_Events reads a session's events after the last one seen, through the workers
+// (the events command: no consumer on the stream), page after page until none are left.
+func ExampleClient_Events() {
+	ctx := context.Background()
+	c, _ := sessiond.Connect(ctx, sessiond.Options{URL: "nats://127.0.0.1:4222", User: "client", Pass: "client-dev-secret"})
+	events, err := c.Events(ctx, "ses_1", sessiond.EventsOptions{AfterSeq: 10, Limit: 100})
+	if sessiond.ErrorCode(err) == sessiond.CodeUnknownSession {
+		fmt.Println(err) // ... Session ses_1 has no events, so there is nothing to read. ...
+	}
+	for _, e := range events {
+		fmt.Println(e.Seq, e.Type) // 11 input.admitted, 12 execution.claimed, ... in order
+	}
+	c.Close()
+}

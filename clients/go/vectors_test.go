@@ -489,6 +489,10 @@ func typedRequest(t *testing.T, verb string, m Map) Map {
 			o.Tags = vectorTags(t, tags)
 		}
 		return ForkBody(str(m, "source"), session, o)
+	case VerbEvents:
+		afterSeq, _ := get(m, "afterSeq").(int64)
+		limit, _ := get(m, "limit").(int64)
+		return EventsBody(session, afterSeq, int(limit))
 	}
 	t.Fatalf("no typed request for %s", verb)
 	return nil
@@ -570,6 +574,16 @@ func typedReply(t *testing.T, verb string, text []byte, reply Map) (any, any) {
 			next = *r.Next
 		}
 		return roundJSON(t, Map{{"sessions", r.Sessions}, {"next", next}}), Map{{"sessions", get(reply, "sessions")}, {"next", get(reply, "next")}}
+	case VerbEvents:
+		// each event checked and typed, and written back as the Node client writes it, byte for byte
+		r, err := DecodeEventsReply(text)
+		if err != nil {
+			t.Fatalf("DecodeEventsReply: %v", err)
+		}
+		if again, err := AppendJSON(nil, Map{{"ok", true}, {"events", r.Events}, {"more", r.More}}); err != nil || !bytes.Equal(again, text) {
+			t.Fatalf("written again as %s (%v)", again, err)
+		}
+		return roundJSON(t, Map{{"events", r.Events}, {"more", r.More}}), Map{{"events", get(reply, "events")}, {"more", get(reply, "more")}}
 	case VerbStatus:
 		var st Status
 		decode(&st)
@@ -908,6 +922,7 @@ func TestCommandsSchema(t *testing.T) {
 		VerbTag:     TagBody("s", TagRequest{Set: Tags{"k": "v"}, Remove: []string{"x"}}),
 		VerbList:    ListBody(ListFilter{State: "idle", Waiting: &yes, Tags: Tags{"k": "v"}, IDPrefix: "s", UpdatedSince: 1, ReachableBy: "o", Limit: 2, After: "a"}),
 		VerbFork:    ForkBody("src", "s", ForkOptions{At: 3, Tags: Tags{"k": "v"}, Owner: "o"}),
+		VerbEvents:  EventsBody("s", 3, 2),
 		VerbWake:    WakeBody("s"),
 		VerbCancel:  CancelBody("s", "r", "e", "a"),
 		VerbStatus:  StatusBody("s", 100),
