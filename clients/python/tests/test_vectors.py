@@ -38,6 +38,7 @@ from sessiond_client.commands import (
     AdmitReceipt,
     CancelResult,
     DropResult,
+    EventsPage,
     ForkResult,
     ResolveResult,
     SessionListItem,
@@ -228,6 +229,9 @@ def test_the_client_builds_each_verbs_request_as_the_vectors_spell_it() -> None:
         "list everything (an empty body)": c.list_request(),
         # as fork builds it
         "fork at a sequence, with tags": c.fork_request("ses_cmd", "ses_cmd_fork", at=9, tags={"branch": "alt"}),
+        # as events builds them (after_seq 0 is sent as none)
+        "events after a seq, a page of at most 50": c.events_request("ses_cmd", 3, 50),
+        "events from the first": c.events_request("ses_cmd", 0),
         "wake": c.wake_request("ses_cmd"),
         "cancel with a reason and an execution id": c.cancel_request("ses_cmd", "stop, please", "exe_x"),
         "status with pendingFrom": c.status_request("ses_cmd", 100),
@@ -305,6 +309,7 @@ REPLY_TYPES = {
     "tag": TagResult,
     "list": SessionPage,
     "fork": ForkResult,
+    "events": EventsPage,
 }
 
 
@@ -317,7 +322,7 @@ def test_command_reply_reads_into_its_result_or_error(case: dict[str, Any]) -> N
         result = parse_reply(case["verb"], data)
         assert isinstance(result, REPLY_TYPES[case["verb"]])
         body = {k: v for k, v in expected.items() if k != "ok"}
-        wire = body if case["verb"] in ("status", "list") else body.get("receipt", body.get("result"))
+        wire = body if case["verb"] in ("status", "list", "events") else body.get("receipt", body.get("result"))
         assert result.raw == wire
         if case["verb"] == "admit":
             assert (result.session_id, result.input_id, result.admitted_seq, result.created, result.wake) == (
@@ -390,6 +395,19 @@ def test_command_reply_reads_into_its_result_or_error(case: dict[str, Any]) -> N
                     want["tags"],
                     None if want["forkedFrom"] is None else cat.ForkPoint(want["forkedFrom"]["sessionId"], want["forkedFrom"]["seq"]),
                 )
+        elif case["verb"] == "events":
+            assert result.more == wire["more"] and len(result.events) == len(wire["events"])
+            for e, want in zip(result.events, wire["events"]):
+                assert type(e) is EVENT_CLASSES[want["type"]]
+                assert (e.id, e.session_id, e.seq, e.time, e.position, e.committed_at) == (
+                    want["id"],
+                    want["sessionId"],
+                    want["seq"],
+                    want["time"],
+                    want.get("position"),
+                    want.get("committedAt"),
+                )
+                strict(e.to_dict(), want)  # read back as the Node client's SessionEvent
         elif case["verb"] == "resolve":
             assert (result.session_id, result.kind, result.name, result.outcome, result.resolved, result.resume_input_id, result.seq) == (
                 wire["sessionId"],

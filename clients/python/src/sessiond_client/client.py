@@ -31,9 +31,11 @@ from nats.aio.msg import Msg
 
 from .catalog import ABSENT
 from .commands import (
+    EVENTS_PAGE,
     AdmitReceipt,
     CancelResult,
     DropResult,
+    EventsPage,
     ForkResult,
     ResolveResult,
     SessionPage,
@@ -45,6 +47,7 @@ from .commands import (
     command_subject,
     drop_request,
     encode_request,
+    events_request,
     fork_request,
     list_filter_problem,
     list_request,
@@ -505,6 +508,44 @@ class Client:
         result: SessionPage = (await self._send("list", body))[0]
         return result
 
+    async def events(self, session_id: str, *, after_seq: int = 0, limit: int | None = None) -> builtins.list[Event]:
+        """The session's committed events after ``after_seq``, in order, at most ``limit`` (None:
+        every one), read from the workers with the ``events`` command, ``EVENTS_PAGE`` (500) a page
+        (fewer when a page would pass the server's max_payload), asking again after the last seq
+        while the worker says there is ``more``. They are the events ``replay(session_id)`` reads
+        from the stream, without a JetStream consumer. A session with no events raises
+        ``unknown_session``; an ``after_seq`` that is not a whole number >= 0, or a ``limit`` not
+        one >= 1, ``invalid_option`` before anything is sent.
+
+            history = await client.events("ses_1")
+            newer = await client.events("ses_1", after_seq=history[-1].seq, limit=100)
+        """
+        if isinstance(after_seq, bool) or not isinstance(after_seq, int) or not 0 <= after_seq <= 2**53 - 1:
+            raise CommandError(
+                "events", "invalid_option", f"Invalid afterSeq {after_seq!r}: give a whole number >= 0 (the seq of the last event already read)."
+            )
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise CommandError(
+                "events", "invalid_option", f"Invalid limit {limit!r}: give a whole number >= 1, or leave it out for every event."
+            )
+        events: builtins.list[Event] = []
+        last = after_seq
+        while True:
+            want = EVENTS_PAGE if limit is None else min(EVENTS_PAGE, limit - len(events))
+            page: EventsPage = (await self._send("events", events_request(session_id, last, want)))[0]
+            for e in page.events:
+                if e.session_id != session_id or e.seq is None or e.seq <= last:
+                    raise CommandError(
+                        "events",
+                        "internal",
+                        f"The reply to events on sessiond.cmd.events holds event {e.id} (session {e.session_id}, seq {e.seq}) where "
+                        f"session {session_id}'s events after seq {last} belong: is something other than a sessiond worker answering?",
+                    )
+                last = e.seq
+                events.append(e)
+            if not page.more or not page.events or (limit is not None and len(events) >= limit):
+                return events if limit is None else events[:limit]
+
     async def _send(self, verb: str, body: dict[str, Any]) -> tuple[Any, bool]:
         """Sends the request and waits ``attempt_timeout`` for a reply, then sends the same body
         again until the unanswered attempts add up to ``request_timeout``; while no worker serves
@@ -546,6 +587,12 @@ class Client:
                     if verb == "list":
                         raise CommandError(
                             verb, "timeout", f"No reply to list {sent}: the workers may be busy or gone. It only reads: send it again."
+                        ) from None
+                    if verb == "events":
+                        raise CommandError(
+                            verb,
+                            "timeout",
+                            f"No reply to events for session {body['sessionId']} {sent}: the workers may be busy or gone. It only reads: send it again.",
                         ) from None
                     if verb == "admit" and body.get("id"):
                         retry = f"admit again with the same input id {body['id']} (it is idempotent)"

@@ -11,6 +11,7 @@ typed success replies, and error replies as ``CommandError``.
   tag      {sessionId, tags: {key: value | null}}                    {ok, result: TagResult}
   list     {state?, waiting?, tags?, updatedSince?, limit?, after?}  {ok, sessions: [SessionListItem], next}
   fork     {sessionId (the new session), source, at?, tags?}         {ok, result: ForkResult}
+  events   {sessionId, afterSeq?, limit?}                            {ok, events: [event as JSON], more}
 
 ``list`` is the only verb without a session id.
 """
@@ -22,14 +23,15 @@ from typing import Any, Literal, Mapping, Sequence
 
 from .catalog import ABSENT, MAX_TAG_VALUE, MAX_TAGS, TAG_KEY, ForkPoint
 from .errors import CommandError
+from .events import Event, event_from_frame
 from .ids import is_valid_id
 from .jsontext import decode_json, encode_json, stringify
 from .lengths import utf16_len, utf16_prefix
 from .parts import wire_prompt
 
 COMMAND_PREFIX = "sessiond.cmd"
-VERBS = ("admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork")
-Verb = Literal["admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork"]
+VERBS = ("admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork", "events")
+Verb = Literal["admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork", "events"]
 #: The fields each request may carry (workers refuse any other as a likely typo).
 REQUEST_FIELDS: Mapping[str, tuple[str, ...]] = {
     "admit": ("sessionId", "prompt", "id", "delivery", "wake", "notBefore", "tags", "owner"),
@@ -41,12 +43,15 @@ REQUEST_FIELDS: Mapping[str, tuple[str, ...]] = {
     "tag": ("sessionId", "tags"),
     "list": ("state", "waiting", "tags", "idPrefix", "updatedSince", "reachableBy", "limit", "after"),
     "fork": ("sessionId", "source", "at", "tags", "owner"),
+    "events": ("sessionId", "afterSeq", "limit"),
 }
 #: The states a session may be in (``list``'s ``state`` filter, ``StatusReply.state``).
 SESSION_STATES = ("idle", "claimed", "running", "recovering", "settled")
 #: Sessions a page holds unless ``limit`` says otherwise, and the most it may say.
 DEFAULT_LIST_LIMIT = 50
 MAX_LIST_LIMIT = 1000
+#: Most events of one ``events`` reply (and its ``limit``'s most).
+EVENTS_PAGE = 500
 
 
 def command_subject(verb: str) -> str:
@@ -151,6 +156,12 @@ def fork_request(
     """A fork of ``source_id`` into ``session_id`` at the settled seq ``at`` (None: the source's last
     settled point), with the new session's ``tags``; ``owner``: who forks (the fork keeps the source's owner)."""
     return _without_none(sessionId=session_id, source=source_id, at=at, tags=dict(tags) if tags is not None else None, owner=owner)
+
+
+def events_request(session_id: str, after_seq: int | None = None, limit: int | None = None) -> dict[str, Any]:
+    """A page of the session's committed events after ``after_seq`` (None or 0: from the first), at
+    most ``limit`` (1 to ``EVENTS_PAGE``; None: the worker's most)."""
+    return _without_none(sessionId=session_id, afterSeq=after_seq or None, limit=limit)
 
 
 def tags_problem(tags: Any, what: str) -> str | None:
@@ -390,6 +401,28 @@ class SessionPage:
         return cls([SessionListItem.from_wire(s) for s in d["sessions"]], d["next"], {k: v for k, v in d.items() if k != "ok"})
 
 
+_EVENTS_HINT = "A worker read it from the log: is this client older than the workers? (upgrade it)"
+
+
+@dataclass(frozen=True)
+class EventsPage:
+    """A page of a session's committed events, in order (each read and checked as the stream's
+    are); ``more``: a next page may follow (ask again after the last seq). A worker cuts a page
+    short to fit the server's max_payload."""
+
+    events: list[Event]
+    more: bool
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> "EventsPage":
+        frames, more = d["events"], d["more"]
+        if not isinstance(frames, list) or not isinstance(more, bool):
+            raise TypeError("events must be a list and more a boolean")
+        events = [event_from_frame(f, describe=f"Event {i} of the events reply", hint=_EVENTS_HINT) for i, f in enumerate(frames)]
+        return cls(events, more, {k: v for k, v in d.items() if k != "ok"})
+
+
 @dataclass(frozen=True)
 class PendingInput:
     input_id: str
@@ -567,7 +600,9 @@ class StatusReply:
         )
 
 
-Reply = AdmitReceipt | WakeResult | CancelResult | DropResult | StatusReply | ResolveResult | TagResult | SessionPage | ForkResult
+Reply = (
+    AdmitReceipt | WakeResult | CancelResult | DropResult | StatusReply | ResolveResult | TagResult | SessionPage | ForkResult | EventsPage
+)
 
 
 def _not_sessiond(verb: str, subject: str, why: str) -> CommandError:
@@ -578,7 +613,8 @@ def _not_sessiond(verb: str, subject: str, why: str) -> CommandError:
 
 def parse_reply(verb: str, data: bytes | str) -> Any:
     """The typed result of a reply body, or raises the ``CommandError`` of an error reply
-    (``.code``: the worker's code; its message and details)."""
+    (``.code``: the worker's code; its message and details). An events reply holding an event this
+    client cannot read (a newer type or version) raises its ``EventError``."""
     subject = command_subject(verb)
     try:
         reply = decode_json(data)
@@ -613,6 +649,8 @@ def parse_reply(verb: str, data: bytes | str) -> Any:
             return SessionPage.from_wire(reply)
         if verb == "fork":
             return ForkResult.from_wire(reply["result"])
+        if verb == "events":
+            return EventsPage.from_wire(reply)
     except (KeyError, TypeError, AttributeError) as err:
         raise _not_sessiond(verb, subject, f"lacks a field ({err})") from err
     raise CommandError(verb, "unknown_command", f"Unknown verb {verb!r}: use one of {', '.join(VERBS)}.")
