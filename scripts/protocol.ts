@@ -666,7 +666,7 @@ async function commandVectors(): Promise<CommandCase[]> {
     await answer('tag: set one, remove another', 'tag', { sessionId: 'ses_tagged', tags: { tier: 'gold', customer: null } });
     await answer('tag: the same again (changed false)', 'tag', { sessionId: 'ses_tagged', tags: { tier: 'gold' } });
     await answer('error unknown_session: tag of a session with no events', 'tag', { sessionId: 'ses_nobody', tags: { a: 'b' } });
-    await answer('events: a page of two, more follow', 'events', { sessionId: 'ses_tagged', limit: 2 });
+    await answer('events: a page of one, more follow', 'events', { sessionId: 'ses_tagged', limit: 1 });
     await answer('events: after the last (an empty page)', 'events', { sessionId: 'ses_tagged', afterSeq: 100 });
     await answer('error unknown_session: events of a session with no events', 'events', { sessionId: 'ses_nobody' });
     const page = await answer('list: a page of one, with a cursor', 'list', { limit: 1 });
