@@ -24,8 +24,16 @@ export const VERB_SCOPES: Readonly<Record<CommandVerb, Scope>> = {
   fork: 'manage',
 };
 
-/** The user name of a tenant's NATS user. */
+/** The user name of a tenant's NATS user (unless `setup --tenant-user` names another). */
 export const tenantUser = (tenant: string): string => `tenant-${validateTenant(tenant)}`;
+
+const USER_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** A NATS user name as `setup --tenant-user` takes it: 1-64 letters, digits, _ or -. */
+export function validateUserName(user: unknown): string {
+  if (typeof user !== 'string' || !USER_NAME.test(user)) throw new Error(`Invalid user name ${JSON.stringify(user)}: 1-64 letters, digits, _ or -.`);
+  return user;
+}
 
 /** What a tenant's user may publish and subscribe to. */
 export function tenantPermissions(tenant: string, scopes: ReadonlySet<Scope> = new Set(SCOPES)): { publish: string[]; subscribe: string[] } {
@@ -43,18 +51,19 @@ export function tenantPermissions(tenant: string, scopes: ReadonlySet<Scope> = n
 export const newPassword = (): string => randomBytes(24).toString('hex');
 
 /** The nats.conf user block of the tenant (for `accounts.SESSIOND.users`), with how to connect. */
-export function tenantUserBlock(tenant: string, password: string, scopes?: ReadonlySet<Scope>): string {
+export function tenantUserBlock(tenant: string, password: string, scopes?: ReadonlySet<Scope>, user = tenantUser(tenant)): string {
   const p = tenantPermissions(tenant, scopes);
+  validateUserName(user);
   const list = (xs: string[]) => xs.map((x) => JSON.stringify(x)).join(', ');
   return [
     `# tenant ${tenant}: its own sessions only, through commands and its live subjects (no JetStream)${scopes ? `; scopes ${[...scopes].join(', ')}` : ''}.`,
     '# Add it to accounts.SESSIOND.users in nats.conf, then reload the server (nats-server --signal reload).',
-    `{ user: ${JSON.stringify(tenantUser(tenant))}, password: ${JSON.stringify(password)},`,
+    `{ user: ${JSON.stringify(user)}, password: ${JSON.stringify(password)},`,
     '  permissions: {',
     `    publish: { allow: [${list(p.publish)}] }`,
     `    subscribe: { allow: [${list(p.subscribe)}] }`,
     '  } }',
-    `# connect: SessiondClient.connect({ tenant: ${JSON.stringify(tenant)}, connection: { servers, user: ${JSON.stringify(tenantUser(tenant))}, pass } })`,
+    `# connect: SessiondClient.connect({ tenant: ${JSON.stringify(tenant)}, connection: { servers, user: ${JSON.stringify(user)}, pass } })`,
     '',
   ].join('\n');
 }

@@ -20,7 +20,12 @@ import { natsWorker, type CliCtx } from './cli-suite.ts';
 import { rejection } from './helpers.ts';
 
 const s = suite<CliCtx & { acme: SessiondClient; globex: SessiondClient }>('NATS tenants: per-tenant users');
-const PASS = { acme: 'acme-tenant-secret-0123456789', globex: 'globex-tenant-secret-0123456789', umbrella: 'umbrella-tenant-secret-0123456789' };
+const PASS = {
+  acme: 'acme-tenant-secret-0123456789',
+  globex: 'globex-tenant-secret-0123456789',
+  umbrella: 'umbrella-tenant-secret-0123456789',
+  acmeReader: 'acme-reader-secret-0123456789',
+};
 
 s.before(async (ctx) => {
   ctx.tmp = tempDir();
@@ -37,6 +42,20 @@ s.before(async (ctx) => {
   const reader = await runCli(['setup', '--tenant', 'umbrella', '--tenant-password', PASS.umbrella, '--tenant-scopes', 'read']);
   assert.is(reader.code, 0, reader.stderr);
   conf = conf.replace(/users:\s*\[/, (m) => `${m}\n${reader.stdout}`);
+  // a second user of acme that may only read (--tenant-user: a tenant may have several users)
+  const acmeReader = await runCli([
+    'setup',
+    '--tenant',
+    'acme',
+    '--tenant-user',
+    'acme-reader',
+    '--tenant-password',
+    PASS.acmeReader,
+    '--tenant-scopes',
+    'read',
+  ]);
+  assert.is(acmeReader.code, 0, acmeReader.stderr);
+  conf = conf.replace(/users:\s*\[/, (m) => `${m}\n${acmeReader.stdout}`);
   const file = ctx.tmp.file('nats-tenants.conf');
   writeFileSync(file, conf);
   ctx.server = await startNatsServer({ config: file });
@@ -263,13 +282,29 @@ s('a tenant user with --tenant-scopes read may read its sessions, and the server
   assert.match(unknown.stderr, '--tenant-scopes read,root: unknown scope "root"');
 });
 
+s('a second user of a tenant (--tenant-user) reaches the same sessions with its own scopes', async ({ acme, server }) => {
+  await acme.admit('ses_t_two', { prompt: 'seen by both users' });
+  const reader = await SessiondClient.connect({ tenant: 'acme', connection: { servers: server.url, user: 'acme-reader', pass: PASS.acmeReader } });
+  try {
+    assert.is((await reader.status('ses_t_two')).ownedBy, 'acme', 'the same tenant: its sessions');
+    assert.ok((await reader.events('ses_t_two')).length >= 1);
+    const err = await rejection(reader.admit('ses_t_two', { prompt: 'may not' }));
+    assert.ok(isCommandError(err, CommandFailureCode.PermissionDenied), `read only: ${String(err)}`);
+  } finally {
+    await reader.close();
+  }
+  const bad = await runCli(['setup', '--tenant', 'acme', '--tenant-user', 'acme reader']);
+  assert.is(bad.code, 2);
+  assert.match(bad.stderr, 'Invalid user name "acme reader"');
+});
+
 s('setup --tenant refuses a name that is not a subject token, and a password without a tenant', async () => {
   const bad = await runCli(['setup', '--tenant', 'acme.corp']);
   assert.is(bad.code, 2, bad.stderr);
   assert.match(bad.stderr, 'Invalid tenant "acme.corp"');
   const lone = await runCli(['setup', '--tenant-password', 'x']);
   assert.is(lone.code, 2, lone.stderr);
-  assert.match(lone.stderr, '--tenant-password and --tenant-scopes go with --tenant NAME');
+  assert.match(lone.stderr, '--tenant-password, --tenant-scopes and --tenant-user go with --tenant NAME');
   const made = await runCli(['setup', '--tenant', 'initech']);
   assert.match(made.stdout, /password: "[0-9a-f]{48}"/, 'a new random password when none is given');
   assert.match(made.stdout, '"sessiond.t.initech.live.>"', 'its live subjects: it may read');

@@ -40,6 +40,7 @@ interface SetupOptions extends NatsFlags {
   tenant?: string;
   tenantPassword?: string;
   tenantScopes?: string;
+  tenantUser?: string;
 }
 
 /** What setup did to one stream, in words. */
@@ -63,21 +64,22 @@ export function registerSetup(program: Command, ctx: CliContext): void {
       .option('--duplicate-window-ms <n>', 'deduplication window of appends, in ms', positiveInt('--duplicate-window-ms'), DEFAULT_DUPLICATE_WINDOW_MS)
       .option('--tenant <name>', 'print the nats.conf user of this tenant (its own sessions only) instead of setting up streams; it connects to nothing')
       .option('--tenant-password <password>', 'the password of the --tenant user (default: a new random one)')
-      .option('--tenant-scopes <list>', 'the commands the --tenant user may send, as scopes: read,prompt,approve,manage (default: every command)'),
+      .option('--tenant-scopes <list>', 'the commands the --tenant user may send, as scopes: read,prompt,approve,manage (default: every command)')
+      .option('--tenant-user <name>', 'the --tenant user\'s name (default tenant-NAME): one tenant may have several users, each with its scopes'),
     ctx,
     'admin',
   ).action(async (opts: SetupOptions) => {
     if (opts.tenant !== undefined) {
       const scopes = opts.tenantScopes === undefined ? undefined : tenantScopes(opts.tenantScopes);
       try {
-        ctx.out(tenantUserBlock(opts.tenant, opts.tenantPassword ?? newPassword(), scopes).trimEnd());
+        ctx.out(tenantUserBlock(opts.tenant, opts.tenantPassword ?? newPassword(), scopes, opts.tenantUser).trimEnd());
       } catch (err) {
         throw new UsageError(`--tenant: ${(err as Error).message}`);
       }
       return;
     }
-    if (opts.tenantPassword !== undefined || opts.tenantScopes !== undefined)
-      throw new UsageError('--tenant-password and --tenant-scopes go with --tenant NAME.');
+    if (opts.tenantPassword !== undefined || opts.tenantScopes !== undefined || opts.tenantUser !== undefined)
+      throw new UsageError('--tenant-password, --tenant-scopes and --tenant-user go with --tenant NAME.');
     const nats = natsConnectionOptions(opts, ctx, 'sessiond-setup');
     if (!nats) throw new UsageError('setup configures the NATS streams: give --nats <url> (or SESSIOND_NATS) and the admin user.');
     const nc = await connectNats(nats);
