@@ -9,7 +9,12 @@
  *   (b) `npx sessiond --help` lists the commands;
  *   (c) a TypeScript consumer (module and moduleResolution nodenext, strict) typechecks against the
  *       shipped declarations, importing from `sessiond`, `sessiond/client` and `sessiond/testing`,
- *       and a deliberate type error in a second file is reported;
+ *       and a deliberate type error in a second file is reported, with skipLibCheck false (every
+ *       shipped declaration, sessiond's and its dependencies', is checked too);
+ *   (c') the same consumer in a second empty project that gets the tarball by a plain
+ *       `npm install ./sessiond-*.tgz` (no lock: versions resolved as a user's npm resolves them)
+ *       typechecks too, so the types every declaration needs are dependencies (@types/json-schema
+ *       for @ai-sdk/provider's), not whatever the project's own lock happens to hold;
  *   (d) `--runner FILE.ts` fails with a message saying to compile it or install tsx when the project
  *       has no tsx, and loads through the project's tsx when it has one; a `.mjs` runner just loads;
  *   (e) the NATS harness of `sessiond/testing` finds nats.conf in the package and nats-server from
@@ -27,6 +32,8 @@
  * `npm ci --prefer-offline --ignore-scripts` (a cold cache falls back to the registry), and
  * better-sqlite3's compiled binding is copied from the project's node_modules (install scripts are
  * off, so nothing built it). Everything else comes out of the tarball and the registry's tarballs.
+ * Only (c') asks the registry what to install (`npm install --prefer-offline --ignore-scripts`: the
+ * npm cache answers when it can; nothing is run there, so better-sqlite3 is not built).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -47,6 +54,7 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
   engines: Record<string, string>;
   exports: Record<string, string | { types: string; import: string }>;
   dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
   peerDependencies?: Record<string, string>;
   peerDependenciesMeta?: Record<string, unknown>;
 };
@@ -57,6 +65,8 @@ const say = (line: string) => process.stdout.write(`  [pack ${((Date.now() - sta
 const temp = mkdtempSync(join(tmpdir(), 'sessiond-pack-'));
 const PACKED = join(temp, 'packed');
 const APP = join(temp, 'app');
+/** The project of (c'): the tarball installed by plain `npm install`, no lock. */
+const FRESH = join(temp, 'fresh');
 process.on('exit', () => rmSync(temp, { recursive: true, force: true }));
 
 /**
@@ -270,11 +280,8 @@ test('package - npx sessiond --help lists the commands', () => {
   }
 });
 
-test('package - a strict nodenext TypeScript consumer typechecks against the shipped types, and a type error is reported', () => {
-  needInstall();
-  writeFileSync(
-    join(APP, 'consumer.ts'),
-    `
+/** consumer.ts: a strict TypeScript consumer of `sessiond`, `sessiond/client` and `sessiond/testing`. */
+const CONSUMER_TS = `
 import { openEngine, echoRunner, isSessiondError, ErrorCode, type Engine, type SessionStatus, type Runner } from 'sessiond';
 import { SessiondClient, isCommandError, CommandFailureCode, subjects, type SessiondClientOptions, type LiveMessage, type StatusReply } from 'sessiond/client';
 import { startNatsServer, startFakeOpenAI, waitFor, eventLogContract, ev, draft, WORKER, type NatsServer, type LogFixture } from 'sessiond/testing';
@@ -309,19 +316,26 @@ export const liveSubject: string = subjects.live('ses_ts', 'text.delta');
 export const sessionOf = (message: LiveMessage): string => message.sessionId;
 export const helpers = { startNatsServer, startFakeOpenAI, waitFor, eventLogContract, worker: WORKER.user, first: draft(ev('input.admitted', { prompt: 'p' })) };
 export type Fixture = LogFixture;
-`,
-  );
+`;
+
+/**
+ * Writes consumer.ts, wrong.ts (one deliberate type error) and a strict nodenext tsconfig.json with
+ * skipLibCheck false into `dir`, runs the project's tsc there, and asserts that the only error is
+ * wrong.ts's: none in the consumer, none in sessiond's declarations, none in any other package's.
+ */
+function typecheckConsumer(dir: string, what: string): void {
+  writeFileSync(join(dir, 'consumer.ts'), CONSUMER_TS);
   writeFileSync(
-    join(APP, 'wrong.ts'),
+    join(dir, 'wrong.ts'),
     `
 import { openEngine } from 'sessiond';
 // deliberate: a function is not a number
 export const wrong: number = openEngine;
 `,
   );
-  // skipLibCheck off: the shipped .d.ts files are checked too, not only what the consumer sees of them
+  // skipLibCheck off: the shipped .d.ts files are checked too, and the ones they import, not only what the consumer sees of them
   writeFileSync(
-    join(APP, 'tsconfig.json'),
+    join(dir, 'tsconfig.json'),
     `${JSON.stringify(
       {
         compilerOptions: {
@@ -340,20 +354,47 @@ export const wrong: number = openEngine;
     )}\n`,
   );
   const r = run(process.execPath, [TSC, '-p', 'tsconfig.json', '--pretty', 'false'], {
-    cwd: APP,
-    what: "tsc (the project's TypeScript) on consumer.ts and wrong.ts",
+    cwd: dir,
+    what: `tsc (the project's TypeScript, skipLibCheck false) on consumer.ts and wrong.ts, ${what}`,
     timeoutMs: 240_000,
   });
   const errors = r.stdout.split('\n').filter((l) => /^\S.*\(\d+,\d+\): error TS\d+/.test(l));
   const inFile = (prefix: string) => errors.filter((l) => l.startsWith(prefix));
-  assert.equal(inFile('consumer.ts'), [], `the consumer does not typecheck against the shipped types:\n${r.stdout}`);
-  assert.equal(inFile('node_modules/sessiond/'), [], `the shipped declarations have errors:\n${r.stdout}`);
-  assert.is(inFile('wrong.ts').length, 1, `the deliberate error in wrong.ts was not reported (exit ${r.status}):\n${r.stdout}`);
+  assert.equal(inFile('consumer.ts'), [], `the consumer does not typecheck against the shipped types (${what}):\n${r.stdout}`);
+  assert.equal(inFile('node_modules/sessiond/'), [], `the shipped declarations have errors (${what}):\n${r.stdout}`);
+  // another package's declarations that need types nothing installed (@ai-sdk/provider imports json-schema): a dependency sessiond must bring
+  const others = errors.filter((l) => !l.startsWith('consumer.ts') && !l.startsWith('wrong.ts') && !l.startsWith('node_modules/sessiond/'));
+  assert.equal(others, [], `declarations of sessiond's dependencies have errors (${what}): a type package missing from sessiond's dependencies?\n${r.stdout}`);
+  assert.is(inFile('wrong.ts').length, 1, `the deliberate error in wrong.ts was not reported (exit ${r.status}, ${what}):\n${r.stdout}`);
   assert.match(inFile('wrong.ts')[0]!, /error TS2322: .*not assignable to type 'number'/);
   assert.is.not(r.status, 0, 'tsc exited 0 despite the error in wrong.ts');
-  // another package's own declarations may need types it does not bring (@ai-sdk/provider imports json-schema): not sessiond's to fix
-  const others = errors.filter((l) => !l.startsWith('consumer.ts') && !l.startsWith('wrong.ts') && !l.startsWith('node_modules/sessiond/'));
-  if (others.length > 0) say(`(not sessiond's: ${others.length} error(s) in other packages' declarations, e.g. ${others[0]})`);
+}
+
+test('package - a strict nodenext TypeScript consumer typechecks against the shipped types, and a type error is reported', () => {
+  needInstall();
+  typecheckConsumer(APP, "installed from the project's lock");
+});
+
+test("package - installed by plain npm install (no lock, the registry's versions), the strict consumer typechecks with skipLibCheck false", () => {
+  needInstall();
+  mkdirSync(FRESH);
+  writeFileSync(join(FRESH, 'package.json'), `${JSON.stringify({ name: 'sessiond-fresh-consumer', private: true, type: 'module' }, null, 2)}\n`);
+  // what a user types: the tarball, plus uvu (the testing door's optional peer) and Node's types, in the project's ranges
+  const wanted = [`../packed/${packed.filename}`, `uvu@${pkg.peerDependencies?.uvu ?? 'latest'}`, `@types/node@${pkg.devDependencies['@types/node']}`];
+  const install = run('npm', ['install', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund', ...wanted], {
+    cwd: FRESH,
+    what: `npm install ${wanted.join(' ')} (no lock)`,
+    timeoutMs: 300_000,
+  });
+  assert.is(install.status, 0, output(install));
+  const resolved = (name: string) => {
+    const file = join(FRESH, 'node_modules', name, 'package.json');
+    return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version : 'not hoisted';
+  };
+  say(
+    `resolved: ai ${resolved('ai')}, @ai-sdk/provider ${resolved('@ai-sdk/provider')}, @types/json-schema ${resolved('@types/json-schema')}, @types/node ${resolved('@types/node')}`,
+  );
+  typecheckConsumer(FRESH, 'installed by plain npm install');
 });
 
 test("package - a TypeScript runner: a clear error without tsx, loaded through the project's tsx with it; a .mjs runner loads", async () => {
