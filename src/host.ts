@@ -67,6 +67,8 @@ export interface SessiondOptions {
   heartbeatMs?: number;
   /** A turn's deadline (`openEngine`'s `turnTimeoutMs`): longer turns are stopped and settle failed. */
   turnTimeoutMs?: number;
+  /** Turns this worker runs at once, at most (`openEngine`'s `maxRunningTurns`); default no limit. */
+  maxRunningTurns?: number;
   sweepMs?: number;
   /** First wait before a recovery wake is attempted again (doubled per attempt); default DEFAULT_WAKE_BACKOFF_MS. */
   wakeBackoffMs?: number;
@@ -122,6 +124,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     'leaseMs',
     'heartbeatMs',
     'turnTimeoutMs',
+    'maxRunningTurns',
     'sweepMs',
     'wakeBackoffMs',
     'onNotice',
@@ -243,6 +246,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
           leaseMs,
           heartbeatMs,
           ...(options.turnTimeoutMs !== undefined ? { turnTimeoutMs: options.turnTimeoutMs } : {}),
+          ...(options.maxRunningTurns !== undefined ? { maxRunningTurns: options.maxRunningTurns } : {}),
           ...(options.limits ? { limits: options.limits } : {}),
           ...(options.urls ? { urls: options.urls } : {}),
           ...(log ? { log } : {}),
@@ -433,6 +437,8 @@ function noticeText(n: Notice): string {
       return `${n.sessionId}  cancelled execution ${n.executionId}`;
     case 'refused':
       return `${n.sessionId}  not taken: ${n.message}`;
+    case 'deferred':
+      return `${n.sessionId}  waits for room: ${n.running} turns running here (--max-running-turns), ${n.waiting} waiting; another worker may take it`;
     case 'model_retry':
       return `${n.sessionId}  ${describeRetry(n)}`;
     case 'error':

@@ -52,6 +52,7 @@ export const EXECUTION_OPTIONS = [
   'leaseMs',
   'heartbeatMs',
   'turnTimeoutMs',
+  'maxRunningTurns',
   'bus',
   'snapshots',
   'onNotice',
@@ -61,6 +62,7 @@ export const EXECUTION_OPTIONS = [
 import { parseLimits, type SessionLimits } from '../input/limits.ts';
 import { urlGuard, type UrlGuard, type UrlOptions } from '../input/url-guard.ts';
 import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './registry.ts';
+import { TurnSlots } from './turn-slots.ts';
 
 export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_HEARTBEAT_MS = 10_000;
@@ -81,6 +83,12 @@ export interface ExecutionOptions {
    * once when it does). Default: none.
    */
   turnTimeoutMs?: number;
+  /**
+   * Turns this worker runs at once, at most (default: no limit). A session woken past it is not
+   * claimed (another worker may take it; `resume` answers `requested`) and starts here, in order,
+   * as turns end.
+   */
+  maxRunningTurns?: number;
   bus?: LiveBus;
   /** Stored session snapshots (openEngine gives the SQLite file's); a cold load starts from them. */
   snapshots?: SnapshotStore;
@@ -98,6 +106,8 @@ export type Notice =
   | { type: 'claim_lost'; sessionId: string; executionId: string }
   | { type: 'cancelled'; sessionId: string; executionId: string }
   | { type: 'refused'; sessionId: string; reason: Refusal; message: string }
+  /** No room for another turn here (`maxRunningTurns`): not claimed; it starts when a turn ends, unless another worker takes it. */
+  | { type: 'deferred'; sessionId: string; running: number; waiting: number }
   /** A model request failed; it is sent again after `delayMs` (`attempt`: the one that failed). */
   | { type: 'model_retry'; sessionId: string; executionId: string; attempt: number; delayMs: number; error: RecordedError }
   | { type: 'error'; sessionId: string; message: string };
@@ -109,6 +119,8 @@ export type ResumeResult =
   | { status: 'refused'; reason: Refusal; message: string }
   /** Something failed that is not the machine's refusal (the log unreachable, a bug): `code` says what kind. */
   | { status: 'failed'; code: ErrorCode; message: string }
+  /** Not claimed for want of room here (`maxRunningTurns`): it starts here when a turn ends, or elsewhere. */
+  | { status: 'requested' }
   | { status: 'closed' };
 
 export type { CancelResult } from './cancel.ts';
@@ -135,6 +147,8 @@ export class SessionExecution {
   private readonly loops = new Map<string, Promise<void>>();
   private readonly rewake = new Set<string>();
   private closing = false;
+  /** `maxRunningTurns` at work (undefined: no limit). */
+  readonly slots: TurnSlots | undefined;
 
   constructor(options: ExecutionOptions) {
     checkKeys('SessionExecution', options, EXECUTION_OPTIONS);
@@ -144,6 +158,8 @@ export class SessionExecution {
     this.leaseMs = wholeNumber('SessionExecution', 'leaseMs', options.leaseMs, DEFAULT_LEASE_MS, 1, 'milliseconds');
     this.heartbeatMs = wholeNumber('SessionExecution', 'heartbeatMs', options.heartbeatMs, DEFAULT_HEARTBEAT_MS, 1, 'milliseconds');
     this.turnTimeoutMs = optionalWholeNumber('SessionExecution', 'turnTimeoutMs', options.turnTimeoutMs, 1, 'milliseconds');
+    const maxRunningTurns = optionalWholeNumber('SessionExecution', 'maxRunningTurns', options.maxRunningTurns, 1, 'turns');
+    this.slots = maxRunningTurns === undefined ? undefined : new TurnSlots(maxRunningTurns, (id) => void this.resume(id));
     if (this.heartbeatMs >= this.leaseMs) {
       throw new SessiondError(
         ErrorCode.InvalidOption,
@@ -177,6 +193,7 @@ export class SessionExecution {
     if (this.closing) return { status: 'closed' };
     const mine = localRun(this.registry, sessionId);
     if (mine) {
+      this.slots?.done(sessionId); // driven already: it takes its own slot
       this.rewake.add(sessionId);
       return { status: 'running_here', executionId: mine.executionId };
     }
@@ -191,6 +208,7 @@ export class SessionExecution {
       .finally(() => {
         this.loops.delete(sessionId);
         this.registry.trigger.end({ sessionId });
+        this.slots?.done(sessionId);
       });
     this.loops.set(sessionId, loop);
     return firstResult;
@@ -283,6 +301,27 @@ export class SessionExecution {
         this.registry.trigger.end({ sessionId });
         return report({ status: 'nothing_pending' });
       }
+      // no room for another turn here: not claimed (another worker may take it); woken when a slot frees
+      if (this.slots && !this.slots.take(sessionId)) {
+        const { running, waiting } = this.slots.stats;
+        this.notice({ type: 'deferred', sessionId, running, waiting });
+        return report({ status: 'requested' });
+      }
+      let ran: { settledHere: boolean } | undefined;
+      try {
+        ran = await this.claimAndRun(sessionId, report);
+      } finally {
+        this.slots?.release();
+      }
+      if (!ran) return;
+      current = ran.settledHere;
+    }
+    report({ status: 'closed' });
+  }
+
+  /** Claims the session's next turn and runs it; undefined when there was none to claim here (reported). */
+  private async claimAndRun(sessionId: string, report: (r: ResumeResult) => void): Promise<{ settledHere: boolean } | undefined> {
+    {
       const executionId = this.ids.next('exe');
       const ownerId = this.ownerId;
       let decidedAt = 0;
@@ -313,18 +352,21 @@ export class SessionExecution {
           await this.handler.execute(sessionId, (now) => ({ type: 'renew', now, ownerId, executionId }));
         }
       } catch (err) {
-        if (isRefusal(err, 'nothing_pending')) return report({ status: 'nothing_pending' });
+        if (isRefusal(err, 'nothing_pending')) {
+          report({ status: 'nothing_pending' });
+          return undefined;
+        }
         if (isRefusal(err)) {
           this.notice({ type: 'refused', sessionId, reason: err.reason, message: err.message });
-          return report({ status: 'refused', reason: err.reason, message: err.message });
+          report({ status: 'refused', reason: err.reason, message: err.message });
+          return undefined;
         }
         throw err;
       }
       this.notice({ type: 'claimed', sessionId, executionId });
       report({ status: 'started', executionId });
-      current = await this.runTurn(sessionId, executionId, runInputs(turn));
+      return { settledHere: await this.runTurn(sessionId, executionId, runInputs(turn)) };
     }
-    report({ status: 'closed' });
   }
 
   /** Runs a turn that is claimed, started and has its inputs promoted; true when its settlement was appended here. */

@@ -52,6 +52,7 @@ export interface StartOptions extends NatsFlags, NatsCommandFlags, GatewayFlags 
   leaseMs: number;
   heartbeatMs: number;
   turnTimeout?: number;
+  maxRunningTurns?: number;
   echoDelayMs: number;
   sweepMs: number;
   shutdownTimeoutMs: number;
@@ -128,6 +129,11 @@ export function addWorkerOptions(command: Command, ctx: CliContext): Command {
     .option('--heartbeat-ms <n>', 'lease renewal interval in ms', positiveInt('--heartbeat-ms'), DEFAULT_HEARTBEAT_MS)
     .option('--echo-delay-ms <n>', 'pause per step of the echo runner, in ms', nonNegativeInt('--echo-delay-ms'), 0)
     .option('--turn-timeout <duration>', 'stop a turn that runs longer (e.g. 10m) and settle it failed; default: no deadline', duration('--turn-timeout'))
+    .option(
+      '--max-running-turns <n>',
+      'turns this worker runs at once, at most; others wait unclaimed (another worker may take them) and start here as turns end (default: no limit)',
+      positiveInt('--max-running-turns'),
+    )
     .option('--sweep-ms <n>', 'recovery sweep interval in ms', positiveInt('--sweep-ms'), DEFAULT_SWEEP_INTERVAL_MS)
     .option(
       '--shutdown-timeout-ms <n>',
@@ -211,6 +217,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     leaseMs: opts.leaseMs,
     heartbeatMs: opts.heartbeatMs,
     ...(opts.turnTimeout !== undefined ? { turnTimeoutMs: opts.turnTimeout } : {}),
+    ...(opts.maxRunningTurns !== undefined ? { maxRunningTurns: opts.maxRunningTurns } : {}),
     sweepMs: opts.sweepMs,
     ...(nats ? { nats: { connection: nats, ...(commands ? { commands: { ...commands, tenantLimits: tenantLimitFlags(opts) } } : {}) } } : {}),
     limits: Object.fromEntries(
@@ -240,7 +247,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     log.out(`  live events on ${LIVE_PREFIX}.<session>.<type> (text deltas, and every event this worker commits)`);
   }
   log.out(
-    `  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s${opts.turnTimeout === undefined ? '' : `, turns stopped after ${opts.turnTimeout / 1000} s`}. Stop it with Ctrl-C.`,
+    `  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s${opts.turnTimeout === undefined ? '' : `, turns stopped after ${opts.turnTimeout / 1000} s`}${opts.maxRunningTurns === undefined ? '' : `, at most ${opts.maxRunningTurns} turns at once`}. Stop it with Ctrl-C.`,
   );
   const target = nats
     ? `--nats ${Array.isArray(nats.servers) ? nats.servers.join(',') : nats.servers} --nats-user client --nats-pass <secret>`
