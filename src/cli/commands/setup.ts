@@ -65,7 +65,7 @@ export function registerSetup(program: Command, ctx: CliContext): void {
       .option('--tenant <name>', 'print the nats.conf user of this tenant (its own sessions only) instead of setting up streams; it connects to nothing')
       .option('--tenant-password <password>', 'the password of the --tenant user (default: a new random one)')
       .option('--tenant-scopes <list>', 'the commands the --tenant user may send, as scopes: read,prompt,approve,manage (default: every command)')
-      .option('--tenant-user <name>', 'the --tenant user\'s name (default tenant-NAME): one tenant may have several users, each with its scopes'),
+      .option('--tenant-user <name>', "the --tenant user's name (default tenant-NAME): one tenant may have several users, each with its scopes"),
     ctx,
     'admin',
   ).action(async (opts: SetupOptions) => {
