@@ -499,7 +499,20 @@ export async function startNatsCluster(
           ),
         );
         const leader = leaders[0];
-        return leader && leaders.every((l) => l === leader) && up.some((n) => n.name === leader) ? true : undefined;
+        const leaderNode = up.find((n) => n.name === leader);
+        if (!leader || !leaders.every((l) => l === leader) || !leaderNode) return undefined;
+        // and the leader sees every other running node as a current peer: a stream placed on 3
+        // replicas just after the election is refused ("no suitable peers for placement, peer offline")
+        const meta = await getJson<{ meta_cluster?: { replicas?: { name: string; current?: boolean; offline?: boolean }[] } }>(
+          leaderNode.monitorPort,
+          '/jsz',
+        ).then(
+          (j) => j.meta_cluster?.replicas ?? [],
+          () => undefined,
+        );
+        if (!meta) return undefined;
+        const peers = up.filter((n) => n !== leaderNode).map((n) => n.name);
+        return peers.every((name) => meta.some((r) => r.name === name && r.current === true && r.offline !== true)) ? true : undefined;
       },
       describeNodes,
     ).then(() => undefined);
