@@ -120,10 +120,10 @@ export interface CommandServiceOptions {
   tenantLimits?: Partial<Quotas>;
   /**
    * Requests served at once (default `DEFAULT_MAX_IN_FLIGHT`). Past it a request is answered at once
-   * `unavailable` (busy, retry) rather than queued past the client's attempt timeout; while requests
-   * are in flight or were taken in the last second the worker holds one more place per request (up
-   * to MAX_EXTRA_PLACES), so a burst finds places and is answered by a worker, not by the server's
-   * "no responders".
+   * `unavailable` (busy, retry) rather than queued past the client's attempt timeout; for each request
+   * in flight, and each taken in the last second past the first 32, the worker holds one more place
+   * (up to MAX_EXTRA_PLACES), so a burst finds places and is answered by a worker, not by the
+   * server's "no responders"; none while a request waits past STUCK_MS with nothing answered.
    */
   maxInFlight?: number;
 }
@@ -174,7 +174,8 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   const maxPromptBytes = options.maxPromptBytes ?? DEFAULT_MAX_PROMPT_BYTES;
   const stats: CommandServiceStats = { requests: 0, refusedReplies: 0, failures: {} };
   const replyPrefixes = parseReplyPrefixes(options.replyPrefixes);
-  const inFlight = new Set<Promise<void>>();
+  const inFlight = new Map<Promise<void>, number>(); // each request being served, and when it came
+  let lastAnswer = 0; // when a request served last got its answer
   const queue = options.queue ?? COMMAND_QUEUE;
   const tenantCommands = options.tenantCommands ?? true;
   const places = wholeNumber('command service', 'places', options.places, DEFAULT_QUEUE_PLACES);
@@ -252,18 +253,22 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
       .catch(onError)
       .finally(() => {
         inFlight.delete(p);
+        lastAnswer = clock.now();
         fitPlaces();
       });
-    inFlight.add(p);
+    inFlight.set(p, clock.now());
     fitPlaces();
   };
 
   // Each place is a queue subscription the server ends after one request (UNSUB <sid> 1); a place
   // used is renewed at once, so a worker that stops running (SIGSTOP, a blocked event loop) holds
   // at most `places` requests (more just after a burst) and then leaves the group, and
-  // clients resend those elsewhere. For each request in flight or taken in the last second the
-  // worker holds one more place (a burst would otherwise empty the group between a place's use and
-  // its renewal, and the server would answer "no responders"); they are given back (drained) after.
+  // clients resend those elsewhere. For each request in flight, and each taken in the last second
+  // past the first QUIET_ARRIVALS, the worker holds one more place (a burst would otherwise empty
+  // the group between a place's use and its renewal, and the server would answer "no responders");
+  // they are given back (drained) after, and at once when a request waits past STUCK_MS with
+  // nothing answered: a worker that takes requests and answers none must not draw more and more of
+  // the resends.
   const open = new Set<Subscription>();
   const openPlace = (subject: string) => {
     const place: Subscription = nc.subscribe(subject, {
@@ -285,7 +290,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
     const now = clock.now();
     while (arrivals.length > 0 && arrivals[0]! <= now - PLACE_WINDOW_MS) arrivals.shift();
     if (arrivals.length > QUIET_ARRIVALS + MAX_EXTRA_PLACES) arrivals.splice(0, arrivals.length - QUIET_ARRIVALS - MAX_EXTRA_PLACES);
-    const wanted = placesFor(places, Math.max(0, arrivals.length - QUIET_ARRIVALS) + inFlight.size);
+    const wanted = placesWanted(places, { arrivals: arrivals.length, inFlight: [...inFlight.values()], lastAnswer, now });
     // once the burst is over the extra places are given back (a frozen worker keeps them: see above)
     if (wanted > places && shrink === undefined)
       shrink = clock.setTimeout(() => {
@@ -323,15 +328,22 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
       clock.clearTimeout(shrink);
       statuses.stop?.();
       if (!nc.isClosed()) await Promise.all([...open].map((place) => place.drain().catch(() => place.unsubscribe())));
-      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+      while (inFlight.size > 0) await Promise.allSettled([...inFlight.keys()]);
       refusalLog.close();
     },
   };
 }
 
-/** The places a worker holds: `idle`, plus one per request in flight or taken in the last PLACE_WINDOW_MS past the first QUIET_ARRIVALS (at most MAX_EXTRA_PLACES more). */
-export function placesFor(idle: number, busy: number): number {
-  return idle + Math.min(busy, MAX_EXTRA_PLACES);
+/**
+ * The places a worker holds: `idle`, plus one per request in flight and per request taken in the
+ * last PLACE_WINDOW_MS past the first QUIET_ARRIVALS (at most MAX_EXTRA_PLACES more); only `idle`
+ * when it is stuck: a request has waited STUCK_MS and nothing was answered in that time (its log out
+ * of reach, a stalled engine; a busy worker still answers).
+ */
+export function placesWanted(idle: number, load: { arrivals: number; inFlight: readonly number[]; lastAnswer: number; now: number }): number {
+  const oldest = load.inFlight.reduce((a, b) => Math.min(a, b), load.now);
+  if (oldest <= load.now - STUCK_MS && load.lastAnswer <= load.now - STUCK_MS) return idle;
+  return idle + Math.min(Math.max(0, load.arrivals - QUIET_ARRIVALS) + load.inFlight.length, MAX_EXTRA_PLACES);
 }
 
 /** The most places a burst adds: what a worker frozen right after one may hold (each sent again by its client after attemptTimeoutMs). */
@@ -343,10 +355,18 @@ export const PLACE_WINDOW_MS = 1_000;
 /**
  * Requests a worker takes in PLACE_WINDOW_MS without growing its places: at this rate three places
  * renewed on use never empty the group, and a worker frozen after such traffic holds only its idle
- * places (a frozen worker is chosen by the server as often as it has places, so extra ones would
- * take the resends of a quiet client again and again).
+ * places (the server picks a member as often as it has places, so a frozen worker with extra ones
+ * would take the resends of a quiet client again and again).
  */
 export const QUIET_ARRIVALS = 32;
+
+/**
+ * A request unanswered this long (the client's attempt timeout: it has been sent again), while no
+ * other was answered either, makes the worker give back its extra places: one whose log is out of
+ * reach takes requests it cannot answer, and each one in flight would otherwise draw one more of the
+ * resends. A busy worker still answering keeps them.
+ */
+export const STUCK_MS = 10_000;
 
 /**
  * What a worker answers to one command request: the reply's bytes for the request's subject and

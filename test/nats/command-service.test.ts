@@ -6,7 +6,16 @@ import * as assert from 'uvu/assert';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode } from '../../src/errors.ts';
 import { DEFAULT_MAX_PROMPT_BYTES } from '../../src/input/admit.ts';
-import { DEFAULT_QUEUE_PLACES, QUIET_ARRIVALS, commandAnswerer, startCommandService, type CommandTarget } from '../../src/nats/command-service.ts';
+import {
+  DEFAULT_QUEUE_PLACES,
+  MAX_EXTRA_PLACES,
+  QUIET_ARRIVALS,
+  STUCK_MS,
+  commandAnswerer,
+  placesWanted,
+  startCommandService,
+  type CommandTarget,
+} from '../../src/nats/command-service.ts';
 import { CommandFailureCode, decodeJson, isCommandError, type CommandFailure } from '../../src/nats/commands.ts';
 import { COMMAND_QUEUE, subjects } from '../../src/nats/subjects.ts';
 import type { Runner } from '../../src/runner/types.ts';
@@ -350,6 +359,22 @@ s(
     // before, each request of the last second added a place: a worker frozen now held 3 + 32, and
     // the server chose it for 35 of every 38 resends (a Python client's admit failed after 5 of them)
     assert.is(await commandPlaces(world, nc), DEFAULT_QUEUE_PLACES, 'no place was added for quiet traffic');
+  },
+);
+
+s(
+  'places - quiet traffic adds none; a burst and requests in flight add one each; a stuck worker (a request waiting STUCK_MS, nothing answered) holds its idle places only',
+  () => {
+    const now = 100_000;
+    const load = (arrivals: number, inFlight: number[], lastAnswer: number) => placesWanted(3, { arrivals, inFlight, lastAnswer, now });
+    assert.is(load(QUIET_ARRIVALS, [], now - 5), 3, 'quiet: a frozen worker would hold three');
+    assert.is(load(QUIET_ARRIVALS + 10, [now - 5, now - 1], now - 1), 3 + 10 + 2, 'a burst');
+    // before, requests hanging in flight added places for good: a worker whose log was out of reach
+    // held 3 + all it had taken and drew more and more of the resends (CI: cluster failover (c))
+    const hanging = Array.from({ length: 40 }, (_, i) => now - STUCK_MS - i);
+    assert.is(load(50, hanging, now - STUCK_MS - 1), 3, 'stuck: nothing answered while a request waited');
+    assert.is(load(50, hanging, now - 10), 3 + 18 + 40, 'busy but answering: it keeps them');
+    assert.is(load(10_000, [], now), 3 + MAX_EXTRA_PLACES, 'at most MAX_EXTRA_PLACES more');
   },
 );
 
