@@ -290,6 +290,15 @@ s('a 429 with Retry-After is retried after that delay, each attempt announced li
   assert.ok(phases.length >= 1, 'phase unknown before the requests');
 });
 
+s('a Retry-After longer than maxDelayMs is honoured (sooner would be refused again)', async (ctx) => {
+  const e = await engine(ctx); // maxDelayMs 200
+  ctx.server.script(rateLimited({ retryAfterMs: 450 }), { kind: 'text', text: 'waited' });
+  const events = await turn(e, 'ses_429_long', 'hello');
+  assert.is(settled(events).outcome, 'succeeded');
+  const retry = ctx.live.find((x): x is LiveEvent & { payload: { delayMs: number } } => x.type === 'model.retry_scheduled' && x.sessionId === 'ses_429_long');
+  assert.is(retry?.payload.delayMs, 450, 'the whole Retry-After, not maxDelayMs (200)');
+});
+
 s('retries are bounded: a server that keeps failing fails the step and the turn with its message', async (ctx) => {
   const e = await engine(ctx, { retry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 5 } });
   ctx.server.script(serverError('overloaded 1'), serverError('overloaded 2'), serverError('overloaded 3'));

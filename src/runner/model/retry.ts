@@ -16,7 +16,7 @@ export interface RetryPolicy {
   maxAttempts: number;
   /** The first backoff (default 500 ms); doubled per attempt, with full jitter. */
   baseDelayMs: number;
-  /** The longest wait between attempts, a server's Retry-After included (default 30 s). */
+  /** The longest backoff between attempts (default 30 s). A server's Retry-After is honoured whatever its length. */
   maxDelayMs: number;
 }
 
@@ -55,7 +55,8 @@ export function backoff(
   random: () => number = Math.random,
 ): number | undefined {
   if (attempt >= policy.maxAttempts) return undefined;
-  if (failure.retryAfterMs !== undefined) return Math.min(policy.maxDelayMs, Math.max(0, failure.retryAfterMs));
+  // the server said when: sooner would only be refused again (a cancel or the turn's deadline still ends the wait)
+  if (failure.retryAfterMs !== undefined) return Math.max(0, failure.retryAfterMs);
   const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
   return Math.round(ceiling * (0.5 + random() * 0.5));
 }
