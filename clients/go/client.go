@@ -57,6 +57,14 @@ type Options struct {
 	// NATSOptions are passed to nats.Connect first (an ErrorHandler, ReconnectHandler or
 	// DisconnectErrHandler given here is still called).
 	NATSOptions []nats.Option
+	// Tenant makes the client act as this tenant (a NATS user made by `sessiond setup --tenant
+	// NAME`: 1-64 letters, digits, _ or -): commands go to sessiond.t.<tenant>.cmd.<verb> and the
+	// worker keeps them to the tenant's own sessions (and those with no owner); replies come to
+	// _INBOX_t.<tenant> (the inbox prefix, instead of _INBOX_<User>); Subscribe reads
+	// sessiond.t.<tenant>.live.<session>.> and fills gaps with Events; Replay of one session reads
+	// through Events (a tenant's user has no JetStream), and ReplayAll is refused
+	// (permission_denied). Empty: a trusted user (sessiond.cmd.<verb>, the stream).
+	Tenant string
 	// Logf reports what no callback was given for (quarantined messages, invalid live messages,
 	// unreadable gaps): default one line on stderr.
 	Logf func(format string, args ...any)
@@ -67,6 +75,7 @@ type Client struct {
 	nc             *nats.Conn
 	js             jetstream.JetStream
 	user           string
+	tenant         string
 	stream         string
 	requestTimeout time.Duration
 	attemptTimeout time.Duration
@@ -93,8 +102,13 @@ func Connect(ctx context.Context, o Options) (*Client, error) {
 	if len(servers) == 0 {
 		return nil, &CommandError{Verb: "connect", Code: CodeInvalidOption, Message: "Options need the NATS server's URL (Options.URL, e.g. nats://127.0.0.1:4222)."}
 	}
+	if o.Tenant != "" && !tenantNameRe.MatchString(o.Tenant) {
+		return nil, &CommandError{Verb: "connect", Code: CodeInvalidOption,
+			Message: fmt.Sprintf("Invalid tenant %q: 1-64 letters, digits, _ or - (it becomes a NATS subject token).", o.Tenant)}
+	}
 	c := &Client{
 		user:           o.User,
+		tenant:         o.Tenant,
 		stream:         o.Stream,
 		requestTimeout: o.RequestTimeout,
 		attemptTimeout: o.AttemptTimeout,
@@ -135,6 +149,13 @@ func Connect(ctx context.Context, o Options) (*Client, error) {
 		if err := nats.UserInfo(o.User, o.Pass)(&no); err != nil {
 			return nil, err
 		}
+	}
+	if o.Tenant != "" {
+		// a tenant's user reads only its tenant's inboxes (sessiond setup --tenant): _INBOX_t.<tenant>
+		if err := nats.CustomInboxPrefix(TenantInbox(o.Tenant))(&no); err != nil {
+			return nil, &CommandError{Verb: "connect", Code: CodeInvalidOption, Err: err, Message: fmt.Sprintf("Tenant %q cannot be an inbox prefix (%v).", o.Tenant, err)}
+		}
+	} else if o.User != "" {
 		// each user may read only its own inboxes (nats.conf): _INBOX_<user>
 		if err := nats.CustomInboxPrefix("_INBOX_" + o.User)(&no); err != nil {
 			return nil, &CommandError{Verb: "connect", Code: CodeInvalidOption, Err: err, Message: fmt.Sprintf("User %q cannot be an inbox prefix token (%v): use a NATS user name without '.', '*' or '>'.", o.User, err)}
@@ -201,6 +222,12 @@ func connectError(servers []string, user string, err error) error {
 	return &CommandError{Verb: "connect", Code: code, Err: err,
 		Message: fmt.Sprintf("Could not connect to NATS at %s as %q: %v; %s.", strings.Join(servers, ","), user, err, hint)}
 }
+
+// tenantNameRe is a tenant's name: a subject token and a user name.
+var tenantNameRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Tenant is the tenant this client acts as (Options.Tenant; "" for a trusted user).
+func (c *Client) Tenant() string { return c.tenant }
 
 // Conn is the underlying NATS connection (owned by the client: Close closes it).
 func (c *Client) Conn() *nats.Conn { return c.nc }

@@ -20,6 +20,24 @@ const (
 // EventsSubject is the stream subject of a session's log: sessiond.events.<session>.
 func EventsSubject(sessionID string) string { return EventsPrefix + "." + sessionID }
 
+// TenantPrefix starts the subjects of a tenant's user: sessiond.t.<tenant>.cmd.<verb> and
+// sessiond.t.<tenant>.live.<session>.<type>.
+const TenantPrefix = "sessiond.t"
+
+// TenantCommandSubject is the subject of a verb sent as a tenant: sessiond.t.<tenant>.cmd.<verb>.
+func TenantCommandSubject(tenant, verb string) string {
+	return TenantPrefix + "." + tenant + ".cmd." + verb
+}
+
+// TenantLiveSubject is a tenant's copy of a live subject: sessiond.t.<tenant>.live.<session>.<type>
+// (the worker publishes each event of a session the tenant owns there too, the same message).
+func TenantLiveSubject(tenant, sessionID, eventType string) string {
+	return TenantPrefix + "." + tenant + ".live." + sessionID + "." + eventType
+}
+
+// TenantInbox is the inbox prefix of a tenant's user: _INBOX_t.<tenant>.
+func TenantInbox(tenant string) string { return "_INBOX_t." + tenant }
+
 // LiveSubject is the live subject of one event: sessiond.live.<session>.<type>.
 func LiveSubject(sessionID, eventType string) string {
 	return LivePrefix + "." + sessionID + "." + eventType
@@ -97,6 +115,16 @@ func EncodeStoredMessage(events []Event) ([]byte, error) {
 // subject must be sessiond.live.<its session>.<its type>. A refusal is a *DecodeError whose Seq
 // is the frame's seq when it was readable that far.
 func DecodeLiveMessage(data []byte, subject string, opts ...DecodeOption) (Event, error) {
+	return decodeLive(data, subject, "", opts)
+}
+
+// DecodeTenantLiveMessage is DecodeLiveMessage for a tenant's copy of a live message: the same
+// checks, the subject being TenantLiveSubject(tenant, session, type).
+func DecodeTenantLiveMessage(data []byte, subject, tenant string, opts ...DecodeOption) (Event, error) {
+	return decodeLive(data, subject, tenant, opts)
+}
+
+func decodeLive(data []byte, subject, tenant string, opts []DecodeOption) (Event, error) {
 	o := optionsOf(opts)
 	describe := "Live message on " + subject
 	hint := "Only sessiond workers should publish on sessiond.live.>."
@@ -114,7 +142,11 @@ func DecodeLiveMessage(data []byte, subject string, opts ...DecodeOption) (Event
 		derr.Subject, derr.Seq = subject, seqOf(raw)
 		return Event{}, derr
 	}
-	if expected := LiveSubject(e.SessionID, e.Type); subject != expected {
+	expected := LiveSubject(e.SessionID, e.Type)
+	if tenant != "" {
+		expected = TenantLiveSubject(tenant, e.SessionID, e.Type)
+	}
+	if subject != expected {
 		return Event{}, &DecodeError{Code: CodeDecodeFailed, Subject: subject, Seq: e.Seq,
 			Message: fmt.Sprintf("%s is not a valid sessiond event: it says session %s and type %s, which belong on %s. %s", describe, e.SessionID, e.Type, expected, hint)}
 	}

@@ -90,6 +90,14 @@ const (
 // CommandSubject is the subject of a verb: sessiond.cmd.<verb>.
 func CommandSubject(verb string) string { return CommandPrefix + "." + verb }
 
+// commandSubject is where this client sends a verb: the tenant's subject in tenant mode.
+func (c *Client) commandSubject(verb string) string {
+	if c.tenant != "" {
+		return TenantCommandSubject(c.tenant, verb)
+	}
+	return CommandSubject(verb)
+}
+
 // AdmitRequest is a prompt to admit: Prompt, a string, or Parts, a list of parts (text, images
 // and files by URL or by their bytes, JSON data: TextPart, ImageURL, ImageBytes, FileURL,
 // FileBytes, JSONPart), sent as a list when there are any (one or the other, not both; at most
@@ -701,7 +709,7 @@ func (c *Client) send(ctx context.Context, verb, sessionID string, body Map, inp
 	if err != nil {
 		return false, err
 	}
-	subject := CommandSubject(verb)
+	subject := c.commandSubject(verb)
 	inbox := c.nc.NewInbox()
 	replies := make(chan *nats.Msg, 16)
 	sub, err := c.nc.ChanSubscribe(inbox, replies)
@@ -754,6 +762,10 @@ attempt:
 				who := c.user
 				if who == "" {
 					who = "(this connection's user)"
+				}
+				if c.tenant != "" {
+					return false, &CommandError{Verb: verb, Code: CodePermissionDenied, Err: err,
+						Message: fmt.Sprintf("NATS user %s may not send %s as tenant %s: nats.conf refuses %s. A tenant's user (sessiond setup --tenant %s) may publish sessiond.t.%s.cmd.> (or, made with --tenant-scopes, only its scopes' verbs).", who, verb, c.tenant, violationSubject(err), c.tenant, c.tenant)}
 				}
 				return false, &CommandError{Verb: verb, Code: CodePermissionDenied, Err: err,
 					Message: fmt.Sprintf("NATS user %s may not send sessiond commands: nats.conf refuses %s. Connect as a user allowed to publish sessiond.cmd.> (the client user in nats.conf; the observer and the workers' own users may not).", who, violationSubject(err))}

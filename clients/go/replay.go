@@ -88,6 +88,12 @@ func (c *Client) ReplayEach(ctx context.Context, sessionID string, fn func(Event
 		}
 		filter = EventsSubject(sessionID)
 	}
+	if c.tenant != "" {
+		if sessionID == "" {
+			return c.notAsTenant("replay", "replay the whole log (name a session: Replay(ctx, sessionID))")
+		}
+		return c.replayTenant(ctx, sessionID, fn, o)
+	}
 	return c.readStream(ctx, o.afterPosition+1, filter, func(m storedMessage) (bool, error) {
 		if m.err != nil {
 			o.onQuarantine(Quarantined{Subject: m.subject, Position: m.position, Err: m.err})
@@ -103,6 +109,34 @@ func (c *Client) ReplayEach(ctx context.Context, sessionID string, fn func(Event
 		}
 		return true, nil
 	}, o.decode)
+}
+
+// replayTenant reads one session through the workers (Events), as a tenant's user must: an
+// unknown session (or another owner's) is no events, as in the stream.
+func (c *Client) replayTenant(ctx context.Context, sessionID string, fn func(Event) error, o replayOptions) error {
+	events, err := c.Events(ctx, sessionID, EventsOptions{AfterSeq: max(o.afterSeq, 0), Decode: o.decode})
+	if err != nil {
+		var cerr *CommandError
+		if errors.As(err, &cerr) && (cerr.Code == CodeUnknownSession || cerr.Code == "not_found") {
+			return nil
+		}
+		return err
+	}
+	for _, e := range events {
+		if e.Position != 0 && e.Position <= o.afterPosition {
+			continue
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// notAsTenant refuses what a tenant's user cannot do: it has no JetStream.
+func (c *Client) notAsTenant(verb, what string) error {
+	return &CommandError{Verb: verb, Code: CodePermissionDenied,
+		Message: fmt.Sprintf("A client acting as tenant %s cannot %s: a tenant's NATS user has no JetStream (the stream holds every tenant's sessions). It reads its own sessions with Events, Replay(ctx, sessionID) and Subscribe (docs/nats.md, \"Tenants\").", c.tenant, what)}
 }
 
 // storedMessage is one stream message, decoded (err set when it was quarantined).

@@ -93,7 +93,8 @@ type Subscription struct {
 // live event on). Invalid messages go to OnInvalid and are skipped. After a reconnect the stream
 // is read for what was committed meanwhile. It returns once the server has registered the
 // subscription, or refused it (permission_denied). The subscription ends with Close or when ctx
-// is done.
+// is done. A client acting as a tenant (Options.Tenant) listens on the tenant's copy,
+// sessiond.t.<tenant>.live.<session>.>, and fills gaps through the events command instead.
 func (c *Client) Subscribe(ctx context.Context, sessionID string, afterSeq int64, handler func(Event), opts ...SubscribeOption) (*Subscription, error) {
 	if c.isClosed() {
 		return nil, &CommandError{Verb: "subscribe", Code: CodeLogClosed, Message: "This sessiond client is closed: connect a new one."}
@@ -106,7 +107,7 @@ func (c *Client) Subscribe(ctx context.Context, sessionID string, afterSeq int64
 	}
 	s := &Subscription{
 		c:           c,
-		subject:     LivePrefix + "." + sessionID + ".>",
+		subject:     c.liveSubject(sessionID),
 		sessionID:   sessionID,
 		handler:     handler,
 		msgs:        make(chan *nats.Msg, 1<<16),
@@ -166,16 +167,30 @@ func (c *Client) Subscribe(ctx context.Context, sessionID string, afterSeq int64
 	return s, nil
 }
 
+// liveSubject is what Subscribe listens on: sessiond.live.<session>.>, or the tenant's copy
+// sessiond.t.<tenant>.live.<session>.>.
+func (c *Client) liveSubject(sessionID string) string {
+	if c.tenant != "" {
+		return TenantPrefix + "." + c.tenant + ".live." + sessionID + ".>"
+	}
+	return LivePrefix + "." + sessionID + ".>"
+}
+
 func (s *Subscription) refusedError(err error) error {
 	who := s.c.user
 	if who == "" {
 		who = "(this connection's user)"
 	}
+	if t := s.c.tenant; t != "" {
+		return &CommandError{Verb: "subscribe", Code: CodePermissionDenied, Err: err,
+			Message: fmt.Sprintf("NATS user %s may not subscribe to %s (%v): a tenant's user reads its live events when made with the read scope (sessiond setup --tenant %s), whose block allows sessiond.t.%s.live.>.", who, s.subject, err, t, t)}
+	}
 	return &CommandError{Verb: "subscribe", Code: CodePermissionDenied, Err: err,
 		Message: fmt.Sprintf("NATS user %s may not subscribe to %s (%v): nats.conf lets the client and observer users subscribe to sessiond.live.>.", who, s.subject, err)}
 }
 
-// Subject is the NATS subject subscribed to (sessiond.live.<session>.>).
+// Subject is the NATS subject subscribed to (sessiond.live.<session>.>, or
+// sessiond.t.<tenant>.live.<session>.> for a client acting as a tenant).
 func (s *Subscription) Subject() string { return s.subject }
 
 // LastSeq is the seq of the last committed event delivered (afterSeq before the first; -1 while
@@ -253,7 +268,7 @@ func (s *Subscription) run(refused <-chan error) {
 }
 
 func (s *Subscription) handle(msg *nats.Msg) {
-	e, err := DecodeLiveMessage(msg.Data, msg.Subject, s.o.decode...)
+	e, err := decodeLive(msg.Data, msg.Subject, s.c.tenant, s.o.decode)
 	if err != nil {
 		var derr *DecodeError
 		errors.As(err, &derr)
@@ -294,6 +309,10 @@ func (s *Subscription) fill(before int64) {
 	s.mu.Lock()
 	last, from := s.last, s.pos+1
 	s.mu.Unlock()
+	if s.c.tenant != "" {
+		s.fillTenant(last, before)
+		return
+	}
 	err := s.c.readStream(s.ctx, from, EventsSubject(s.sessionID), func(m storedMessage) (bool, error) {
 		if m.err != nil {
 			s.c.logf("skipped (quarantined) stream message %d on %s: %s", m.position, m.subject, m.err.Message)
@@ -319,6 +338,35 @@ func (s *Subscription) fill(before int64) {
 		}
 		s.o.onError(&CommandError{Verb: "subscribe", Code: CodeLogClosed, Err: err,
 			Message: fmt.Sprintf("%s and could not be read from the stream (%v); read them with Replay(ctx, %q, AfterSeq(%d)).", what, err, s.sessionID, last)})
+	}
+}
+
+// fillTenant is fill for a tenant's user (no JetStream): the events after last, read through the
+// workers (Events).
+func (s *Subscription) fillTenant(last, before int64) {
+	events, err := s.c.Events(s.ctx, s.sessionID, EventsOptions{AfterSeq: last, Decode: s.o.decode})
+	var cerr *CommandError
+	if err != nil && errors.As(err, &cerr) && (cerr.Code == CodeUnknownSession || cerr.Code == "not_found") {
+		err = nil // no events yet
+	}
+	for _, e := range events {
+		if e.Seq >= before {
+			break
+		}
+		s.mu.Lock()
+		skip := e.Seq <= s.last
+		s.mu.Unlock()
+		if !skip {
+			s.deliver(e, true)
+		}
+	}
+	if err != nil && s.ctx.Err() == nil {
+		what := fmt.Sprintf("Live events %d..%d of session %s were missed", last+1, before-1, s.sessionID)
+		if before == math.MaxInt64 {
+			what = fmt.Sprintf("The events of session %s after seq %d", s.sessionID, last)
+		}
+		s.o.onError(&CommandError{Verb: "subscribe", Code: CodeLogClosed, Err: err,
+			Message: fmt.Sprintf("%s and could not be read with the events command (%v); read them with Events(ctx, %q, EventsOptions{AfterSeq: %d}).", what, err, s.sessionID, last)})
 	}
 }
 

@@ -50,6 +50,12 @@ func TestMain(m *testing.M) {
 		}
 		theWorld.stop()
 	}
+	if theTenantWorld != nil {
+		if code != 0 {
+			fmt.Fprintf(os.Stderr, "--- the tenant world's output (last part):\n%s\n", theTenantWorld.stderr.String())
+		}
+		theTenantWorld.stop()
+	}
 	if programsDir != "" {
 		_ = os.RemoveAll(programsDir)
 	}
@@ -67,11 +73,17 @@ func getWorld(t *testing.T) *world {
 }
 
 func startWorld() (*world, error) {
+	return startWorldScript("clients/testing/world.ts", "--workers", "1", "--echo-delay-ms", "200")
+}
+
+// startWorldScript starts a world script (a path from the repository root) with these arguments
+// and waits for its ready line.
+func startWorldScript(script string, args ...string) (*world, error) {
 	root := repoRoot()
-	if _, err := os.Stat(filepath.Join(root, "clients", "testing", "world.ts")); err != nil {
+	if _, err := os.Stat(filepath.Join(root, script)); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("node", "--import", "tsx", "clients/testing/world.ts", "--workers", "1", "--echo-delay-ms", "200")
+	cmd := exec.Command("node", append([]string{"--import", "tsx", script}, args...)...)
 	cmd.Dir = root
 	w := &world{cmd: cmd, lines: make(chan []byte, 16), stderr: &tailBuffer{max: 256 << 10}, workers: []int{0}}
 	cmd.Stderr = w.stderr
