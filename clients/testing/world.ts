@@ -4,9 +4,11 @@
  * does) and real `sessiond start --nats` workers (the echo runner), driven by a test in any
  * language over this process's stdin and stdout, one JSON object per line.
  *
- *   node --import tsx clients/testing/world.ts [--workers N] [--echo-delay-ms MS]
+ *   node --import tsx clients/testing/world.ts [--workers N] [--echo-delay-ms MS] [--tenants NAME,...]
  *
  * First line out: {"ready":true,"url","users":{"worker":{"user","pass"},...},"workers":[pid...]}.
+ * `--tenants acme,globex`: nats.conf also holds those tenants' users, as `sessiond setup --tenant
+ * NAME` prints them (every scope), listed in "users" as "tenant-NAME" (docs/nats.md, "Tenants").
  * Then each line in is a command and gets one line out, {"ok":true,...} or {"ok":false,"error"}:
  *
  *   {"cmd":"kill_worker","index":0}            SIGKILL that worker; answers once it has exited
@@ -20,13 +22,14 @@
  * Workers print to this process's stderr, prefixed with their index, so a failing test shows them.
  */
 import { createInterface } from 'node:readline';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { SessiondClient } from '../../src/nats/client.ts';
-import { startNatsServer, setupStreams, ADMIN, CLIENT, COMMANDS, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { startNatsServer, setupStreams, REPO_NATS_CONF, ADMIN, CLIENT, COMMANDS, OBSERVER, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/sessiond.js', import.meta.url));
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -50,6 +53,40 @@ const echoDelayMs = option('--echo-delay-ms', 5);
 let server: NatsServer | undefined;
 let client: SessiondClient | undefined;
 const workers: (Worker | undefined)[] = [];
+
+function tenantsOption(): string[] {
+  const i = process.argv.indexOf('--tenants');
+  if (i === -1) return [];
+  const names = (process.argv[i + 1] ?? '').split(',').filter(Boolean);
+  if (names.length === 0 || names.some((n) => !/^[A-Za-z0-9_-]{1,64}$/.test(n)))
+    throw new Error(`--tenants needs names (letters, digits, _ or -) separated by commas, got ${process.argv[i + 1]}`);
+  return names;
+}
+
+/** nats.conf with each tenant's user block pasted in as `sessiond setup --tenant NAME` prints it. */
+async function tenantConfig(tenants: string[]): Promise<{ config: string; users: Record<string, { user: string; pass: string }> }> {
+  let conf = readFileSync(REPO_NATS_CONF, 'utf8');
+  const users: Record<string, { user: string; pass: string }> = {};
+  for (const tenant of tenants) {
+    const pass = `${tenant}-${randomBytes(12).toString('hex')}`;
+    const child = spawn(process.execPath, [BIN, 'setup', '--tenant', tenant, '--tenant-password', pass], {
+      cwd: ROOT,
+      env: { ...process.env, FORCE_COLOR: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString('utf8')));
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString('utf8')));
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    if (code !== 0) throw new Error(`sessiond setup --tenant ${tenant} exited with ${code}: ${err.slice(-2000)}`);
+    conf = conf.replace(/users:\s*\[/, (m) => `${m}\n${out}`);
+    users[`tenant-${tenant}`] = { user: `tenant-${tenant}`, pass };
+  }
+  const config = join(dir, 'nats-tenants.conf');
+  writeFileSync(config, conf);
+  return { config, users };
+}
 
 async function startWorker(): Promise<{ index: number; pid: number }> {
   const index = workers.length;
@@ -157,12 +194,14 @@ async function stop(): Promise<void> {
 }
 
 try {
-  server = await startNatsServer();
+  const tenants = tenantsOption();
+  const tenantUsers = tenants.length > 0 ? await tenantConfig(tenants) : undefined;
+  server = await startNatsServer(tenantUsers ? { config: tenantUsers.config } : {});
   await setupStreams(server.url);
   const pids: number[] = [];
   for (let i = 0; i < option('--workers', 1); i++) pids.push((await startWorker()).pid);
   client = await SessiondClient.connect({ connection: { servers: server.url, ...CLIENT } });
-  say({ ready: true, url: server.url, users: { worker: WORKER, commands: COMMANDS, client: CLIENT, observer: OBSERVER, admin: ADMIN }, workers: pids });
+  say({ ready: true, url: server.url, users: { worker: WORKER, commands: COMMANDS, client: CLIENT, observer: OBSERVER, admin: ADMIN, ...tenantUsers?.users }, workers: pids });
   const lines = createInterface({ input: process.stdin });
   for await (const line of lines) {
     if (!line.trim()) continue;

@@ -24,8 +24,13 @@ SCHEMA = REPO_ROOT / "clients" / "protocol" / "schema"
 
 @pytest.fixture(scope="module")
 def world(request: pytest.FixtureRequest) -> Iterator[World]:
-    """The module's world: ``WORLD_WORKERS`` workers (default 1), ``WORLD_ECHO_DELAY_MS`` per echo step."""
-    w = World(workers=getattr(request.module, "WORLD_WORKERS", 1), echo_delay_ms=getattr(request.module, "WORLD_ECHO_DELAY_MS", None))
+    """The module's world: ``WORLD_WORKERS`` workers (default 1), ``WORLD_ECHO_DELAY_MS`` per echo step,
+    ``WORLD_TENANTS`` tenant users in nats.conf (default none)."""
+    w = World(
+        workers=getattr(request.module, "WORLD_WORKERS", 1),
+        echo_delay_ms=getattr(request.module, "WORLD_ECHO_DELAY_MS", None),
+        tenants=getattr(request.module, "WORLD_TENANTS", None),
+    )
     try:
         yield w
     finally:

@@ -17,10 +17,14 @@ WORLD = REPO_ROOT / "clients" / "testing" / "world.ts"
 
 
 class World:
-    def __init__(self, workers: int = 1, echo_delay_ms: int | None = None, startup_timeout: float = 90.0) -> None:
+    def __init__(
+        self, workers: int = 1, echo_delay_ms: int | None = None, startup_timeout: float = 90.0, tenants: list[str] | None = None
+    ) -> None:
         args = ["node", "--import", "tsx", str(WORLD.relative_to(REPO_ROOT)), "--workers", str(workers)]
         if echo_delay_ms is not None:
             args += ["--echo-delay-ms", str(echo_delay_ms)]
+        if tenants:  # nats.conf holds these tenants' users too (users "tenant-<name>")
+            args += ["--tenants", ",".join(tenants)]
         self.stderr_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"sessiond-world-{os.getpid()}-{time.monotonic_ns()}.log"
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(

@@ -136,7 +136,7 @@ from .events import (  # one class per catalog type
     read_export,
     write_export,
 )
-from .ids import new_id, validate_id
+from .ids import new_id, validate_id, validate_tenant
 from .jsontext import decode_json, encode_json, stringify
 from .parts import MAX_PROMPT_PARTS, file_bytes, file_url, image_bytes, image_url, json_part, part_bytes, prompt_text, text_part
 
@@ -290,5 +290,6 @@ __all__ = [
     "text_part",
     "unpack",
     "validate_id",
+    "validate_tenant",
     "write_export",
 ]

@@ -32,6 +32,7 @@ from nats.aio.msg import Msg
 from .catalog import ABSENT
 from .commands import (
     EVENTS_PAGE,
+    TENANT_PREFIX,
     AdmitReceipt,
     CancelResult,
     DropResult,
@@ -59,7 +60,7 @@ from .commands import (
 )
 from .errors import CommandError, EventError, PermissionDenied, SessiondError
 from .events import EVENTS_PREFIX, LIVE_PREFIX, Event, decode_batch, decode_live
-from .ids import new_id, validate_id
+from .ids import new_id, validate_id, validate_tenant
 
 log = logging.getLogger("sessiond_client")
 
@@ -175,9 +176,12 @@ class Client:
         attempt_timeout: float,
         no_worker_retry: float,
         stream: str,
+        tenant: str | None = None,
     ) -> None:
         self.nc = nc
         self.user = user
+        #: The tenant this client acts as (``connect(tenant=...)``), or None.
+        self.tenant = tenant
         self._perms = permissions
         self._owns = owns_connection
         self.request_timeout = request_timeout
@@ -206,13 +210,22 @@ class Client:
         no_worker_retry: float = DEFAULT_NO_WORKER_RETRY,
         stream: str = STREAM_NAME,
         connect_attempts: int = 8,
+        tenant: str | None = None,
         **nats_options: Any,
     ) -> "Client":
         """Connects as ``user`` with the inbox prefix ``_INBOX_<user>`` (each user may read only its
         own inboxes). ``servers``: a URL, comma-separated URLs, or a list. The first connection is
         tried ``connect_attempts`` times per server (0.25 s apart); once connected it reconnects
         forever (``max_reconnect_attempts`` says otherwise). Other keyword arguments go to
-        ``nats.connect``."""
+        ``nats.connect``.
+
+        ``tenant``: act as this tenant, with a user made by ``sessiond setup --tenant NAME``
+        (docs/nats.md, "Tenants"): the inbox prefix is ``_INBOX_t.<tenant>``, commands go to
+        ``sessiond.t.<tenant>.cmd.<verb>`` (the worker keeps them to the tenant's own sessions),
+        ``replay``/``follow`` of a session read it with the ``events`` command (a tenant's user has
+        no JetStream) and ``subscribe`` listens on ``sessiond.t.<tenant>.live.>``."""
+        if tenant is not None:
+            tenant = validate_tenant(tenant)
         if isinstance(servers, str):
             servers = [s.strip() for s in servers.split(",") if s.strip()]
         permissions = _Permissions()
@@ -254,7 +267,7 @@ class Client:
                 servers=list(servers),
                 user=user,
                 password=password,
-                inbox_prefix=f"_INBOX_{user}",
+                inbox_prefix=f"_INBOX_{user}" if tenant is None else f"_INBOX_t.{tenant}",
                 error_cb=error_cb,
                 reconnected_cb=reconnected_cb,
                 **options,
@@ -282,6 +295,7 @@ class Client:
             attempt_timeout=attempt_timeout,
             no_worker_retry=no_worker_retry,
             stream=stream,
+            tenant=tenant,
         )
         client_ref.append(client)
         return client
@@ -538,7 +552,7 @@ class Client:
                     raise CommandError(
                         "events",
                         "internal",
-                        f"The reply to events on sessiond.cmd.events holds event {e.id} (session {e.session_id}, seq {e.seq}) where "
+                        f"The reply to events on {command_subject('events', self.tenant)} holds event {e.id} (session {e.session_id}, seq {e.seq}) where "
                         f"session {session_id}'s events after seq {last} belong: is something other than a sessiond worker answering?",
                     )
                 last = e.seq
@@ -557,7 +571,7 @@ class Client:
                 validate_id(body.get("sessionId"), "session id")
             except SessiondError as err:
                 raise CommandError(verb, "invalid_id", err.message) from None
-        subject = command_subject(verb)
+        subject = command_subject(verb, self.tenant)
         data = encode_request(body)
         started = time.monotonic()
         attempts = 0
@@ -571,6 +585,13 @@ class Client:
                 break
             except _NoReply as no:
                 if no.kind == "denied":
+                    if self.tenant is not None:
+                        raise CommandError(
+                            verb,
+                            "permission_denied",
+                            f"NATS user {self.user} may not send {verb} as tenant {self.tenant}: nats.conf refuses publishing to {subject}. "
+                            f"Connect as the tenant's user (sessiond setup --tenant {self.tenant} prints its block), made with a scope that allows {verb}.",
+                        ) from None
                     raise CommandError(
                         verb,
                         "permission_denied",
@@ -797,7 +818,15 @@ class Client:
         session's in commit order without), read with an ordered consumer until none is pending.
         ``after_seq``: only seqs above it (with a session); ``after_position``: start after that
         stream sequence; ``before_seq``: stop at that seq. A message that is not a valid event batch
-        is skipped and reported to ``on_invalid`` (default: a line on stderr)."""
+        is skipped and reported to ``on_invalid`` (default: a line on stderr).
+
+        As a tenant (``connect(tenant=...)``) one session's events are read with the ``events``
+        command (none for a session the tenant does not own or that has none); the whole log cannot
+        be read (``PermissionDenied``: a tenant's user has no JetStream)."""
+        if self.tenant is not None:
+            async for e in self._tenant_replay(session_id, after_seq, after_position, before_seq):
+                yield e
+            return
         report = on_invalid or _stderr_invalid
         if session_id is not None:
             subject = f"{EVENTS_PREFIX}.{validate_id(session_id, 'session id')}"
@@ -817,6 +846,31 @@ class Client:
                         return
                     yield e
 
+    async def _tenant_replay(
+        self, session_id: str | None, after_seq: int, after_position: int, before_seq: int | None
+    ) -> AsyncGenerator[Event, None]:
+        if session_id is None:
+            self._assert_not_tenant("replay the whole log (name a session: replay(session_id))")
+        try:
+            events = await self.events(session_id, after_seq=after_seq)  # type: ignore[arg-type]
+        except CommandError as err:
+            if err.code == "unknown_session":
+                return
+            raise
+        for e in events:
+            if e.position is not None and e.position <= after_position:
+                continue
+            if before_seq is not None and e.seq is not None and e.seq >= before_seq:
+                return
+            yield e
+
+    def _assert_not_tenant(self, what: str) -> None:
+        if self.tenant is not None:
+            raise PermissionDenied(
+                f"A client acting as tenant {self.tenant} cannot {what}: a tenant's NATS user has no JetStream (the stream holds every "
+                "tenant's sessions). It reads its own sessions with events, replay(session_id), follow and subscribe (docs/nats.md, \"Tenants\")."
+            )
+
     async def replay(
         self,
         session_id: str | None = None,
@@ -829,7 +883,11 @@ class Client:
         return [e async for e in self.iter_replay(session_id, after_seq=after_seq, after_position=after_position, on_invalid=on_invalid)]
 
     async def last_event(self, session_id: str) -> Event | None:
-        """The session's last committed event (read with one consumer on its last message), or None."""
+        """The session's last committed event (read with one consumer on its last message), or None.
+        As a tenant, the last of its events read with the ``events`` command."""
+        if self.tenant is not None:
+            events = await self.replay(session_id)
+            return events[-1] if events else None
         subject = f"{EVENTS_PREFIX}.{validate_id(session_id, 'session id')}"
         last: Event | None = None
         async with aclosing(self._stored("last", subject)) as stored:
@@ -876,13 +934,14 @@ class Client:
         disconnected are lost). Both go beyond the Node client's ``subscribe`` (its ``follow`` does
         the first)."""
         self._assert_open()
+        live_prefix = LIVE_PREFIX if self.tenant is None else f"{TENANT_PREFIX}.{self.tenant}.live"
         if session_id is None:
-            subject = f"{LIVE_PREFIX}.*.>"
+            subject = f"{live_prefix}.*.>"
             if after_seq:
                 raise SessiondError("invalid_option", f"after_seq ({after_seq}) needs a session id.")
             after_seq = None
         else:
-            subject = f"{LIVE_PREFIX}.{validate_id(session_id, 'session id')}.>"
+            subject = f"{live_prefix}.{validate_id(session_id, 'session id')}.>"
         if after_seq is not None and (not isinstance(after_seq, int) or after_seq < 0):
             raise SessiondError("invalid_option", f"after_seq ({after_seq!r}) needs a whole number >= 0.")
         sub = Subscription(
@@ -1009,6 +1068,11 @@ class Subscription:
                 await self._sub.unsubscribe()
             except Exception:
                 pass
+            if client.tenant is not None:
+                raise PermissionDenied(
+                    f"NATS user {client.user} may not subscribe to {self.subject}: a tenant's user reads its live events when made with the "
+                    f"read scope (sessiond setup --tenant {client.tenant}), whose block allows {TENANT_PREFIX}.{client.tenant}.live.>."
+                )
             raise PermissionDenied(
                 f"NATS user {client.user} may not subscribe to {self.subject}: nats.conf lets the client and observer users subscribe to sessiond.live.>."
             )
@@ -1126,7 +1190,7 @@ class Subscription:
                 continue
             msg: Msg = item
             try:
-                event = decode_live(msg.data, msg.subject)
+                event = decode_live(msg.data, msg.subject, tenant=self.client.tenant)
             except EventError as err:
                 self.stats.invalid += 1
                 seq = err.details.get("seq")

@@ -24,12 +24,14 @@ from typing import Any, Literal, Mapping, Sequence
 from .catalog import ABSENT, MAX_TAG_VALUE, MAX_TAGS, TAG_KEY, ForkPoint
 from .errors import CommandError
 from .events import Event, event_from_frame
-from .ids import is_valid_id
+from .ids import is_valid_id, validate_tenant
 from .jsontext import decode_json, encode_json, stringify
 from .lengths import utf16_len, utf16_prefix
 from .parts import wire_prompt
 
 COMMAND_PREFIX = "sessiond.cmd"
+#: Subjects of one tenant: ``sessiond.t.<tenant>.cmd.<verb>`` and ``sessiond.t.<tenant>.live.<session>.<type>``.
+TENANT_PREFIX = "sessiond.t"
 VERBS = ("admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork", "events")
 Verb = Literal["admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork", "events"]
 #: The fields each request may carry (workers refuse any other as a likely typo).
@@ -54,7 +56,10 @@ MAX_LIST_LIMIT = 1000
 EVENTS_PAGE = 500
 
 
-def command_subject(verb: str) -> str:
+def command_subject(verb: str, tenant: str | None = None) -> str:
+    """``sessiond.cmd.<verb>``, or ``sessiond.t.<tenant>.cmd.<verb>`` when sent as a tenant."""
+    if tenant is not None:
+        return f"{TENANT_PREFIX}.{validate_tenant(tenant)}.cmd.{verb}"
     return f"{COMMAND_PREFIX}.{verb}"
 
 

@@ -546,11 +546,13 @@ def _seq_of(data: bytes) -> int | None:
     return None
 
 
-def decode_live(data: bytes, subject: str, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES) -> Event:
+def decode_live(data: bytes, subject: str, *, max_payload_bytes: int = MAX_PAYLOAD_BYTES, tenant: str | None = None) -> Event:
     """Decodes and checks one live message received on ``subject``: a msgpack map whose session and
-    type match the subject; ``seq``/``position`` present on committed events only. The error's
-    ``details['seq']`` holds the frame's seq when it was readable that far."""
-    hint = "Only sessiond workers should publish on sessiond.live.>."
+    type match the subject (``sessiond.live.<session>.<type>``, or with ``tenant`` that tenant's
+    copy ``sessiond.t.<tenant>.live.<session>.<type>``); ``seq``/``position`` present on committed
+    events only. The error's ``details['seq']`` holds the frame's seq when it was readable that far."""
+    live_prefix = LIVE_PREFIX if tenant is None else f"sessiond.t.{tenant}.live"
+    hint = f"Only sessiond workers should publish on {live_prefix}.>."
     try:
         event = decode_event(
             data, describe=f"Live message on {subject}", hint=hint, seq_required=False, max_payload_bytes=max_payload_bytes
@@ -570,7 +572,7 @@ def decode_live(data: bytes, subject: str, *, max_payload_bytes: int = MAX_PAYLO
 
     if event.position is not None and (not is_whole(event.position) or event.position < 1):
         raise invalid("position must be a whole number >= 1 when present")
-    expected = f"{LIVE_PREFIX}.{event.session_id}.{event.type}"
+    expected = f"{live_prefix}.{event.session_id}.{event.type}"
     if subject != expected:
         raise invalid(f"it says session {event.session_id} and type {event.type}, which belong on {expected}")
     return event

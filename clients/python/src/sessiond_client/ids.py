@@ -63,3 +63,16 @@ def new_id(prefix: str) -> str:
         _last_ms = now
         counter = _counter
     return f"{prefix}_{now & 0xFFFFFFFFFFFF:012x}{counter:04x}{os.urandom(8).hex()}"
+
+
+_TENANT = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def validate_tenant(value: object) -> str:
+    """Returns ``value`` when it is a tenant's name (1-64 letters, digits, _ or -: it becomes a NATS
+    subject token and a user name); raises ``SessiondError('invalid_option')`` otherwise."""
+    if isinstance(value, str) and _TENANT.fullmatch(value):
+        return value
+    raise SessiondError(
+        "invalid_option", f"Invalid tenant {_echo(value)}: 1-64 letters, digits, _ or - (it becomes a NATS subject token)."
+    )
