@@ -358,7 +358,9 @@ s(
     assert.is(service.stats.requests, QUIET_ARRIVALS);
     // before, each request of the last second added a place: a worker frozen now held 3 + 32, and
     // the server chose it for 35 of every 38 resends (a Python client's admit failed after 5 of them)
-    assert.is(await commandPlaces(world, nc), DEFAULT_QUEUE_PLACES, 'no place was added for quiet traffic');
+    // (one more at most: the place of the last request, held until the worker has finished with it)
+    const held = await commandPlaces(world, nc);
+    assert.ok(held <= DEFAULT_QUEUE_PLACES + 1, `no place was added for quiet traffic: ${held}`);
   },
 );
 
