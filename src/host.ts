@@ -221,7 +221,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       where = `NATS ${describeNats(connection)} (stream ${eventLog.stream})`;
       nats = { connection: nc, log: eventLog };
       // each event of a tenant's session goes out on the tenant's live subjects too (nats.md, "Tenants")
-      bus = new NatsLiveBus(nc, { ownerOf: async (id) => (await engine.status(id)).ownedBy });
+      bus = new NatsLiveBus(nc, { ownerOf: async (id) => (await engine.execution.status(id)).context.ownedBy });
       // snapshots shared by the workers beside the stream, checked against the log when read (a
       // forged one is discarded and reported as an error notice). A stream that differs from what
       // sessiond needs is refused (it could capture commands and replies); without one (not set up,

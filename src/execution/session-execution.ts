@@ -321,52 +321,50 @@ export class SessionExecution {
 
   /** Claims the session's next turn and runs it; undefined when there was none to claim here (reported). */
   private async claimAndRun(sessionId: string, report: (r: ResumeResult) => void): Promise<{ settledHere: boolean } | undefined> {
-    {
-      const executionId = this.ids.next('exe');
-      const ownerId = this.ownerId;
-      let decidedAt = 0;
-      let turn: PendingInput[] = [];
-      try {
-        // claim, start and the promotion of the turn's inputs: one decision, one append
-        await this.handler.executeAll(sessionId, [
-          (now) => {
-            decidedAt = now;
-            return { type: 'claim', now, ownerId, executionId, leaseMs: this.leaseMs };
-          },
-          (now) => ({ type: 'start', now, ownerId, executionId }),
-          (now, started) => {
-            turn = inputsForTurn(started.context.pending, now);
-            return {
-              type: 'record',
-              now,
-              ownerId,
-              executionId,
-              events: turn.map((i): ProtoEvent => ({ type: 'input.promoted', payload: { inputId: i.inputId, executionId } })),
-            };
-          },
-        ]); // decided on the snapshot just loaded; an accepted claim is checked by the append
-        // The lease runs from the decision, but the write may have waited (a locked database, a slow
-        // disk or server): a claim that lands with much of its lease spent renews before running,
-        // or is let go when it landed already expired (the sweep recovers it; nothing ran).
-        if (this.clock.now() - decidedAt > this.heartbeatMs / 2) {
-          await this.handler.execute(sessionId, (now) => ({ type: 'renew', now, ownerId, executionId }));
-        }
-      } catch (err) {
-        if (isRefusal(err, 'nothing_pending')) {
-          report({ status: 'nothing_pending' });
-          return undefined;
-        }
-        if (isRefusal(err)) {
-          this.notice({ type: 'refused', sessionId, reason: err.reason, message: err.message });
-          report({ status: 'refused', reason: err.reason, message: err.message });
-          return undefined;
-        }
-        throw err;
+    const executionId = this.ids.next('exe');
+    const ownerId = this.ownerId;
+    let decidedAt = 0;
+    let turn: PendingInput[] = [];
+    try {
+      // claim, start and the promotion of the turn's inputs: one decision, one append
+      await this.handler.executeAll(sessionId, [
+        (now) => {
+          decidedAt = now;
+          return { type: 'claim', now, ownerId, executionId, leaseMs: this.leaseMs };
+        },
+        (now) => ({ type: 'start', now, ownerId, executionId }),
+        (now, started) => {
+          turn = inputsForTurn(started.context.pending, now);
+          return {
+            type: 'record',
+            now,
+            ownerId,
+            executionId,
+            events: turn.map((i): ProtoEvent => ({ type: 'input.promoted', payload: { inputId: i.inputId, executionId } })),
+          };
+        },
+      ]); // decided on the snapshot just loaded; an accepted claim is checked by the append
+      // The lease runs from the decision, but the write may have waited (a locked database, a slow
+      // disk or server): a claim that lands with much of its lease spent renews before running,
+      // or is let go when it landed already expired (the sweep recovers it; nothing ran).
+      if (this.clock.now() - decidedAt > this.heartbeatMs / 2) {
+        await this.handler.execute(sessionId, (now) => ({ type: 'renew', now, ownerId, executionId }));
       }
-      this.notice({ type: 'claimed', sessionId, executionId });
-      report({ status: 'started', executionId });
-      return { settledHere: await this.runTurn(sessionId, executionId, runInputs(turn)) };
+    } catch (err) {
+      if (isRefusal(err, 'nothing_pending')) {
+        report({ status: 'nothing_pending' });
+        return undefined;
+      }
+      if (isRefusal(err)) {
+        this.notice({ type: 'refused', sessionId, reason: err.reason, message: err.message });
+        report({ status: 'refused', reason: err.reason, message: err.message });
+        return undefined;
+      }
+      throw err;
     }
+    this.notice({ type: 'claimed', sessionId, executionId });
+    report({ status: 'started', executionId });
+    return { settledHere: await this.runTurn(sessionId, executionId, runInputs(turn)) };
   }
 
   /** Runs a turn that is claimed, started and has its inputs promoted; true when its settlement was appended here. */

@@ -60,7 +60,7 @@ import {
   type StatusReply,
 } from './commands.ts';
 import { COMMAND_PREFIX, COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
-import { tenantTarget } from './tenant-target.ts';
+import { tenantTarget, type TenantQuotas } from './tenant-target.ts';
 import { quotaGuard } from '../gateway/quota-checks.ts';
 import { DEFAULT_TENANT_QUOTAS, type Quotas } from '../gateway/quotas.ts';
 import { inboxPrefixOf } from './connection.ts';
@@ -290,7 +290,8 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
     const now = clock.now();
     while (arrivals.length > 0 && arrivals[0]! <= now - PLACE_WINDOW_MS) arrivals.shift();
     if (arrivals.length > QUIET_ARRIVALS + MAX_EXTRA_PLACES) arrivals.splice(0, arrivals.length - QUIET_ARRIVALS - MAX_EXTRA_PLACES);
-    const wanted = placesWanted(places, { arrivals: arrivals.length, inFlight: [...inFlight.values()], lastAnswer, now });
+    // requests in flight in the order they came: the first is the oldest
+    const wanted = placesWanted(places, { arrivals: arrivals.length, inFlight: inFlight.size, oldest: inFlight.values().next().value, lastAnswer, now });
     // once the burst is over the extra places are given back (a frozen worker keeps them: see above)
     if (wanted > places && shrink === undefined)
       shrink = clock.setTimeout(() => {
@@ -340,10 +341,9 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
  * when it is stuck: a request has waited STUCK_MS and nothing was answered in that time (its log out
  * of reach, a stalled engine; a busy worker still answers).
  */
-export function placesWanted(idle: number, load: { arrivals: number; inFlight: readonly number[]; lastAnswer: number; now: number }): number {
-  const oldest = load.inFlight.reduce((a, b) => Math.min(a, b), load.now);
-  if (oldest <= load.now - STUCK_MS && load.lastAnswer <= load.now - STUCK_MS) return idle;
-  return idle + Math.min(Math.max(0, load.arrivals - QUIET_ARRIVALS) + load.inFlight.length, MAX_EXTRA_PLACES);
+export function placesWanted(idle: number, load: { arrivals: number; inFlight: number; oldest: number | undefined; lastAnswer: number; now: number }): number {
+  if (load.oldest !== undefined && load.oldest <= load.now - STUCK_MS && load.lastAnswer <= load.now - STUCK_MS) return idle;
+  return idle + Math.min(Math.max(0, load.arrivals - QUIET_ARRIVALS) + load.inFlight, MAX_EXTRA_PLACES);
 }
 
 /** The most places a burst adds: what a worker frozen right after one may hold (each sent again by its client after attemptTimeoutMs). */
@@ -515,7 +515,8 @@ export function commandAnswerer(
     });
 
   const tenants = new Map<string, ReturnType<typeof commandAnswerer>>();
-  const tenantQuotas = { guard: quotaGuard(target, o.clock ?? systemClock), limits: { ...DEFAULT_TENANT_QUOTAS, ...o.tenantLimits } };
+  // made at the first tenant's command, shared by every tenant (a tenant's own answerer makes none)
+  let tenantQuotas: TenantQuotas | undefined;
   return async (subject, data, maxPayload) => {
     const tenant = subjects.tenantOfCommandSubject(subject);
     if (tenant !== undefined) {
@@ -523,6 +524,7 @@ export function commandAnswerer(
       let answer = tenants.get(tenant);
       if (!answer) {
         if (tenants.size >= MAX_TENANTS_KEPT) tenants.clear();
+        tenantQuotas ??= { guard: quotaGuard(target, o.clock ?? systemClock), limits: { ...DEFAULT_TENANT_QUOTAS, ...o.tenantLimits } };
         tenants.set(tenant, (answer = commandAnswerer(tenantTarget(target, tenant, tenantQuotas), o)));
       }
       return answer(`${COMMAND_PREFIX}.${subjects.verbOfCommandSubject(subject)}`, data, maxPayload);

@@ -368,7 +368,8 @@ s(
   'places - quiet traffic adds none; a burst and requests in flight add one each; a stuck worker (a request waiting STUCK_MS, nothing answered) holds its idle places only',
   () => {
     const now = 100_000;
-    const load = (arrivals: number, inFlight: number[], lastAnswer: number) => placesWanted(3, { arrivals, inFlight, lastAnswer, now });
+    const load = (arrivals: number, inFlight: number[], lastAnswer: number) =>
+      placesWanted(3, { arrivals, inFlight: inFlight.length, oldest: inFlight[0], lastAnswer, now });
     assert.is(load(QUIET_ARRIVALS, [], now - 5), 3, 'quiet: a frozen worker would hold three');
     assert.is(load(QUIET_ARRIVALS + 10, [now - 5, now - 1], now - 1), 3 + 10 + 2, 'a burst');
     // before, requests hanging in flight added places for good: a worker whose log was out of reach
