@@ -441,6 +441,8 @@ function noticeText(n: Notice): string {
       return `${n.sessionId}  waits for room: ${n.running} turns running here (--max-running-turns), ${n.waiting} waiting; another worker may take it`;
     case 'model_retry':
       return `${n.sessionId}  ${describeRetry(n)}`;
+    case 'capacity_wait':
+      return `${n.sessionId}  a model call waits for room: ${n.scopes.join(', ')} at its limit (sessiond limits shows what runs and waits)`;
     case 'error':
       return `${n.sessionId}  error: ${n.message}`;
   }

@@ -30,6 +30,7 @@ import { DEFAULT_MAX_PAYLOAD_BYTES, pack } from '../events/codec.ts';
 import type { Transcripts } from './transcripts.ts';
 import { STREAM_RECORD_MS, StreamRecorder } from './stream-recorder.ts';
 import { progressThrottle } from './progress-throttle.ts';
+import type { ModelCallGate, WaitingCall } from '../capacity/gate.ts';
 
 /** A model request failed and is sent again after `delayMs` (`attempt`: the one that failed): the worker's log says it (a `Notice`). */
 export interface RetryNotice {
@@ -40,6 +41,18 @@ export interface RetryNotice {
   delayMs: number;
   error: RecordedError;
 }
+
+/** A model call of the turn waits for room under the deployment's limits (`modelCall`): the worker's log says it. */
+export interface CapacityNotice {
+  type: 'capacity_wait';
+  sessionId: string;
+  executionId: string;
+  /** The limits the call draws from (e.g. `model:gpt-4o`, `tenant:acme`). */
+  scopes: string[];
+}
+
+/** The slot of a model call when no limit applies: nothing to give back. */
+const FREE_SLOT = { release: async () => {}, throttled: async () => {} };
 
 export interface RunContextDeps {
   handler: CommandHandler;
@@ -52,8 +65,12 @@ export interface RunContextDeps {
   inputs: RunInput[];
   controller: AbortController;
   transcripts: Transcripts;
-  /** Says what the turn does that the log does not (a model request retried). */
-  notice?: (n: RetryNotice) => void;
+  /** Says what the turn does that the log does not (a model request retried, a call waiting for room). */
+  notice?: (n: RetryNotice | CapacityNotice) => void;
+  /** The deployment's limits on model calls (none: every call goes at once). */
+  modelCalls?: ModelCallGate;
+  /** The session's owner (its tenant for the limits; null: none). */
+  tenant?: string | null;
 }
 
 /** A runner's handle, and what the execution service needs of it when the turn ends. */
@@ -391,6 +408,15 @@ export function createRunContext(deps: RunContextDeps): Turn {
       const w = waits.find((x) => x.kind === 'timer' && x.name === name);
       if (w?.outcome === 'elapsed') return;
       await endToWait({ executionId, kind: 'timer', name, until: clock.now() + ms }, `timer ${name}`);
+    },
+
+    async modelCall(call) {
+      const gate = deps.modelCalls;
+      if (!gate) return FREE_SLOT;
+      if (signal.aborted) throw signal.reason;
+      const request = { sessionId, executionId, tenant: deps.tenant ?? null, provider: call.provider, model: call.model };
+      const waiting = (w: WaitingCall) => deps.notice?.({ type: 'capacity_wait', sessionId, executionId, scopes: w.scopes });
+      return await gate.acquire(request, signal, waiting);
     },
 
     async compact(reason, summarize) {

@@ -58,11 +58,13 @@ export const EXECUTION_OPTIONS = [
   'onNotice',
   'limits',
   'urls',
+  'modelCalls',
 ] as const;
 import { parseLimits, type SessionLimits } from '../input/limits.ts';
 import { urlGuard, type UrlGuard, type UrlOptions } from '../input/url-guard.ts';
 import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './registry.ts';
 import { TurnSlots } from './turn-slots.ts';
+import type { ModelCallGate } from '../capacity/gate.ts';
 
 export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_HEARTBEAT_MS = 10_000;
@@ -98,6 +100,8 @@ export interface ExecutionOptions {
   limits?: Partial<SessionLimits>;
   /** Which URLs a prompt may name (src/input/url-guard.ts): default https to public hosts only. */
   urls?: UrlOptions;
+  /** The deployment's limits on model calls, shared by its workers (src/capacity/; `RunContext.modelCall`). Default: none. */
+  modelCalls?: ModelCallGate;
 }
 
 export type Notice =
@@ -110,6 +114,8 @@ export type Notice =
   | { type: 'deferred'; sessionId: string; running: number; waiting: number }
   /** A model request failed; it is sent again after `delayMs` (`attempt`: the one that failed). */
   | { type: 'model_retry'; sessionId: string; executionId: string; attempt: number; delayMs: number; error: RecordedError }
+  /** A model call waits for room under the deployment's limits (`scopes`: the limits it draws from). */
+  | { type: 'capacity_wait'; sessionId: string; executionId: string; scopes: string[] }
   | { type: 'error'; sessionId: string; message: string };
 
 export type ResumeResult =
@@ -149,6 +155,8 @@ export class SessionExecution {
   private closing = false;
   /** `maxRunningTurns` at work (undefined: no limit). */
   readonly slots: TurnSlots | undefined;
+  /** The deployment's limits on model calls (undefined: none). */
+  readonly modelCalls: ModelCallGate | undefined;
 
   constructor(options: ExecutionOptions) {
     checkKeys('SessionExecution', options, EXECUTION_OPTIONS);
@@ -171,6 +179,7 @@ export class SessionExecution {
     this.notice = options.onNotice ?? (() => {});
     this.limits = parseLimits('SessionExecution', options.limits);
     this.urls = urlGuard(options.urls);
+    this.modelCalls = options.modelCalls;
     this.handler = new CommandHandler(options.log, this.clock, this.ids, {
       maxHeldBytes: this.limits.maxHeldBytes,
       ...(options.snapshots ? { snapshots: options.snapshots } : {}),
@@ -387,6 +396,7 @@ export class SessionExecution {
       controller,
       transcripts: this.transcripts,
       notice: this.notice,
+      ...(this.modelCalls ? { modelCalls: this.modelCalls, tenant: this.handler.cached(sessionId)?.context.ownedBy ?? null } : {}),
     });
     const deadline = this.startDeadline(executionId, controller);
     try {

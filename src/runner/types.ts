@@ -107,6 +107,14 @@ export interface RunContext {
   /** Journals the call durably, runs `fn`, records the result (or the error, buffered) and returns it. */
   tool<T>(messageId: string, call: ToolCall, fn: (ctx: ToolContext) => Promise<T>): Promise<T>;
   /**
+   * Room for one model request under the deployment's limits on model calls (`--max-model-calls`,
+   * `--limits FILE`; src/capacity/): resolves at once when no limit applies, else waits (holding only
+   * the turn's own lease) until every limit the call draws from has a free slot, served fairly between
+   * tenants. Call `release()` when the request has ended, whatever its end, and `throttled()` first
+   * when the provider answered 429: the whole fleet then backs off from that provider.
+   */
+  modelCall(call: { provider: string; model: string }): Promise<ModelCallSlot>;
+  /**
    * Runs a compaction step after a context overflow: its start is durable before `summarize` (a model
    * call) runs; the summary (and the tokens the call used) is recorded, then the turn continues.
    * In the transcript the summary replaces every earlier item but this turn's prompts.
@@ -144,6 +152,14 @@ export interface RunContext {
    * nothing meanwhile; run again, the n-th `sleep` of the turn returns at once once it has elapsed.
    */
   sleep(ms: number): Promise<void>;
+}
+
+/** A model request's room under the deployment's limits (`RunContext.modelCall`). */
+export interface ModelCallSlot {
+  /** The request ended (any way): the slot goes to the next call waiting. Idempotent. */
+  release(): Promise<void>;
+  /** The provider answered 429 or said it is overloaded (`retryAfterMs`: its Retry-After): every worker backs off from it. */
+  throttled(retryAfterMs: number | undefined): Promise<void>;
 }
 
 export type Runner = (ctx: RunContext) => Promise<void>;

@@ -27,12 +27,12 @@
  */
 import { generateText, streamText, type LanguageModel, type LanguageModelUsage, type ModelMessage } from 'ai';
 import type { RecordedError, Usage } from '../../events/catalog.ts';
-import { SessiondError, ErrorCode, ModelRequestError, StepLimitError, ToolInputError, recordedError } from '../../errors.ts';
+import { SessiondError, ErrorCode, ModelRequestError, isSessiondError, StepLimitError, ToolInputError, recordedError } from '../../errors.ts';
 import type { RunContext, Runner } from '../types.ts';
 import type { TranscriptItem, TranscriptPart } from '../transcript.ts';
 import { sleep } from '../../clock.ts';
 import { SEND_REASONING, assistantMessages, estimateTokens, toModelMessages, userMessage, type SendReasoning } from './messages.ts';
-import { backoff, classify, parseRetryPolicy, type RetryPolicy } from './retry.ts';
+import { backoff, classify, parseRetryPolicy, type Failure, type RetryPolicy } from './retry.ts';
 import { checkTools, parseToolInput, sdkTools, type ToolRegistry } from './tools.ts';
 import { toolSlots, type ToolSlots } from './tool-slots.ts';
 import { withMcpTools } from '../mcp/with-mcp.ts';
@@ -40,6 +40,8 @@ import type { McpServers } from '../mcp/servers.ts';
 
 export interface ModelRunnerOptions {
   model: LanguageModel;
+  /** The provider the deployment's limits on model calls name (`providers` in a limits file); default the model's provider id. `openaiRunner` gives its base URL. */
+  provider?: string;
   tools?: ToolRegistry;
   /** MCP servers whose tools join `tools` (`mcpServers(loadMcpConfig(file))`; the caller closes them). */
   mcp?: McpServers;
@@ -110,6 +112,7 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
   if (window !== undefined && (!Number.isInteger(window) || window < 1))
     throw new SessiondError(ErrorCode.InvalidOption, `Invalid contextWindow ${String(window)}: use the model's context window in tokens.`);
   const random = options.random ?? Math.random;
+  const call = callName(options.model, options.provider);
   const common = {
     model: options.model,
     maxRetries: 0,
@@ -118,26 +121,35 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
     ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
   };
 
-  /** Runs `attempt` until it succeeds, retrying what may be retried; phase `unknown` before each request. */
+  /**
+   * Runs `attempt` until it succeeds, retrying what may be retried; each request waits for room under
+   * the deployment's limits (`ctx.modelCall`), then phase `unknown` before it goes out.
+   */
   const withRetries = async <T>(ctx: RunContext, messageId: string, attempt: () => Promise<T>): Promise<T> => {
     for (let n = 1; ; n++) {
-      await ctx.phase('unknown');
+      const slot = await ctx.modelCall(call);
+      let failure: Failure;
       try {
+        await ctx.phase('unknown');
         return await attempt();
       } catch (err) {
         if (ctx.signal.aborted) throw ctx.signal.reason;
-        const failure = classify(err, ctx.clock.now());
-        if (failure.kind !== 'retry') throw new ModelRequestError(failure, n);
-        const delay = backoff(policy, n, failure, random);
-        if (delay === undefined) throw new ModelRequestError(failure, n);
-        ctx.retrying(messageId, n, delay, {
-          type: 'model_request',
-          name: failure.status === undefined ? 'NetworkError' : `HTTP ${failure.status}`,
-          message: failure.message,
-        });
-        await sleep(ctx.clock, delay, ctx.signal); // a cancel or a lost claim ends the wait at once
-        ctx.signal.throwIfAborted();
+        if (isSessiondError(err)) throw err; // the turn's own write failed, not the request
+        failure = classify(err, ctx.clock.now());
+        if (failure.kind === 'retry' && failure.status === 429) await slot.throttled(failure.retryAfterMs);
+      } finally {
+        await slot.release();
       }
+      if (failure.kind !== 'retry') throw new ModelRequestError(failure, n);
+      const delay = backoff(policy, n, failure, random);
+      if (delay === undefined) throw new ModelRequestError(failure, n);
+      ctx.retrying(messageId, n, delay, {
+        type: 'model_request',
+        name: failure.status === undefined ? 'NetworkError' : `HTTP ${failure.status}`,
+        message: failure.message,
+      });
+      await sleep(ctx.clock, delay, ctx.signal); // a cancel or a lost claim ends the wait at once
+      ctx.signal.throwIfAborted();
     }
   };
 
@@ -376,6 +388,12 @@ function partIds(messageId: string): { textPart: string; reasoningPart: string }
 function safeCallId(id: string): string {
   const trimmed = id.slice(0, 128);
   return trimmed.length > 0 ? trimmed : 'call';
+}
+
+/** What the limits on model calls know a request by: the provider (`options.provider`, else the model's) and the model's id. */
+function callName(model: LanguageModel, provider: string | undefined): { provider: string; model: string } {
+  if (typeof model === 'string') return { provider: provider ?? model.split('/')[0] ?? model, model };
+  return { provider: provider ?? model.provider, model: model.modelId };
 }
 
 function usageOf(u: LanguageModelUsage | undefined): Usage | undefined {

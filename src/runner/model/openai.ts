@@ -47,5 +47,6 @@ export function openaiRunner(options: OpenAIRunnerOptions): Runner {
     ...(apiKey ? { apiKey } : {}),
     ...(headers ? { headers } : {}),
   });
-  return modelRunner({ ...rest, model: provider.chatModel(model) });
+  // the deployment's limits name this server by its base URL (`providers` in a limits file)
+  return modelRunner({ ...rest, provider: baseURL.replace(/\/+$/, ''), model: provider.chatModel(model) });
 }
