@@ -21,6 +21,7 @@ import { SessionExecution, type ExecutionOptions, type ResumeResult } from './ex
 import { admitInput } from './input/admit.ts';
 import { dropPending } from './input/drop.ts';
 import { resolveWait, waitMethods } from './input/resolve.ts';
+import { waitingFor } from './capacity/waiting.ts';
 import { checkStatusOptions, knownSessions, statusOf, unlessUnknown } from './sessions/status.ts';
 import { readEvents } from './sessions/events-page.ts';
 import { followLog } from './sessions/follow-log.ts';
@@ -128,7 +129,12 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     awaitIdle: (id) => execution.awaitIdle(id),
     async status(id, statusOptions) {
       const checked = checkStatusOptions(statusOptions);
-      return statusOf(await known(id, 'show'), clock.now(), checked);
+      const status = statusOf(await known(id, 'show'), clock.now(), checked);
+      // a model call of its running turn waiting for room under the deployment's limits
+      const gate = execution.modelCalls;
+      if (!gate || status.execution === null || status.execution.outcome !== null) return status;
+      const capacity = waitingFor(await gate.view(), id);
+      return capacity ? { ...status, capacity } : status;
     },
     follow: (id, handler, followOptions) => followLog(log, id, handler, followOptions),
     events: (id, eventsOptions) => readEvents(log, id, eventsOptions, async (sid) => (await execution.status(sid)).context.seq > 0),

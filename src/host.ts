@@ -48,6 +48,15 @@ import { serveOps } from './observability/worker-ops.ts';
 import { followDeletions, verifyAuditStream, type DeletionFollower } from './nats/audit.ts';
 import { applyDeletion } from './nats/delete-session.ts';
 import { Projector } from './projector/projector.ts';
+import { randomIds } from './ids.ts';
+import { openDatabase } from './storage/sqlite.ts';
+import { migrate } from './storage/migrate.ts';
+import { hasCallLimits, type CallLimits } from './capacity/limits-file.ts';
+import { openModelCallGate, type ModelCallGate } from './capacity/gate.ts';
+import { sqliteCapacityStore } from './capacity/sqlite-capacity-store.ts';
+import { jetstreamCapacityStore } from './capacity/kv-capacity-store.ts';
+import type { CapacityStore } from './capacity/store.ts';
+import { waitingFor } from './capacity/waiting.ts';
 
 /** Where a host says what it does (the CLI prints it as lines or JSON). */
 export interface HostReport {
@@ -69,6 +78,11 @@ export interface SessiondOptions {
   turnTimeoutMs?: number;
   /** Turns this worker runs at once, at most (`openEngine`'s `maxRunningTurns`); default no limit. */
   maxRunningTurns?: number;
+  /**
+   * Limits on model calls shared by every worker of the deployment (src/capacity/): kept in the
+   * SQLite file, or on NATS in the `SESSIOND_CAPACITY` bucket `sessiond setup` makes. Default: none.
+   */
+  modelCallLimits?: CallLimits;
   sweepMs?: number;
   /** First wait before a recovery wake is attempted again (doubled per attempt); default DEFAULT_WAKE_BACKOFF_MS. */
   wakeBackoffMs?: number;
@@ -125,6 +139,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     'heartbeatMs',
     'turnTimeoutMs',
     'maxRunningTurns',
+    'modelCallLimits',
     'sweepMs',
     'wakeBackoffMs',
     'onNotice',
@@ -237,10 +252,42 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       // every batch this worker commits goes out on its live subjects once, as it is acknowledged
       log = publishCommits(eventLog, bus);
     }
+    // the limits on model calls: one gate per worker, over the store every worker of the deployment shares
+    const ownerId = randomIds.next('own');
+    let modelCalls: ModelCallGate | undefined;
+    if (options.modelCallLimits && hasCallLimits(options.modelCallLimits)) {
+      const limits = options.modelCallLimits;
+      const store = await step(
+        () => capacityStore(options.db, nats?.connection),
+        (late) => late.close(),
+      );
+      opened.push({ what: 'the capacity store', close: () => store.close() });
+      const gate = await step(
+        () =>
+          openModelCallGate(store, {
+            ownerId,
+            limits,
+            leaseMs,
+            onStricter: (message) => report.err(`sessiond: ${message}`),
+            onBackoff: (provider, untilMs, level) => {
+              metrics?.modelBackoff(provider);
+              report.err(
+                `sessiond: ${provider} answered 429: every worker holds its model calls to it until ${isoTime(untilMs)} (back-off level ${level})`,
+                { provider, until: isoTime(untilMs), level },
+              );
+            },
+          }),
+        (late) => late.close(),
+      );
+      opened.push({ what: 'the limits on model calls', close: () => gate.close() });
+      modelCalls = gate;
+    }
     const engine = await step(
       () =>
         openEngine({
           file: options.db,
+          ownerId,
+          ...(modelCalls ? { modelCalls } : {}),
           runner: options.runner,
           ...(options.synchronous ? { synchronous: options.synchronous } : {}),
           leaseMs,
@@ -334,6 +381,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
         live: (onEvent) => engine.subscribe({}, onEvent),
         port: options.inspectPort,
         ...options.inspectAuth,
+        ...(modelCalls ? { capacity: async (id: string) => waitingFor(await modelCalls.view(), id) } : {}),
         onError: (err) => report.err(`sessiond: inspector: ${messageOf(err)}`),
       });
       opened.push({ what: 'the inspector', close: () => inspector.close() });
@@ -418,6 +466,19 @@ async function followAuditStream(nc: NatsConnection, log: EventLog, engine: Engi
     return undefined;
   }
   return follower;
+}
+
+/** Where the limits on model calls are kept: the NATS deployment's bucket, or the SQLite file that holds the log. */
+async function capacityStore(db: string, nc: NatsConnection | undefined): Promise<CapacityStore> {
+  if (nc) return await jetstreamCapacityStore(nc);
+  const file = openDatabase(db);
+  try {
+    migrate(file);
+    return sqliteCapacityStore(file);
+  } catch (err) {
+    file.close();
+    throw err;
+  }
 }
 
 /** A notice in plain words, on one line (a model server's message may hold newlines). */

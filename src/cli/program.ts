@@ -23,6 +23,7 @@ import { registerReplay } from './commands/replay.ts';
 import { registerChart } from './commands/chart.ts';
 import { registerSetup } from './commands/setup.ts';
 import { registerInspect } from './commands/inspect.ts';
+import { registerLimits } from './commands/limits.ts';
 
 export function buildProgram(ctx: CliContext): Command {
   const program = new Command('sessiond')
@@ -49,6 +50,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerChart(program, ctx);
   registerSetup(program, ctx);
   registerInspect(program, ctx);
+  registerLimits(program, ctx);
   for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError(true);
   return program;
 }

@@ -27,6 +27,7 @@
     hint: $('pick-hint'),
     body: $('session-body'),
     currentState: $('current-state'),
+    currentCapacity: $('current-capacity'),
     currentSeq: $('current-seq'),
     slider: $('seq-slider'),
     seqValue: $('seq-value'),
@@ -298,6 +299,14 @@
     const latest = later.length ? later[later.length - 1].session : view.summary;
     stateBadge(ui.currentState, latest.state);
     ui.currentSeq.textContent = String(latest.seq);
+    // a model call of the running turn waits for room under the deployment's limits
+    ui.currentCapacity.hidden = !view.capacity;
+    ui.currentCapacity.textContent = view.capacity
+      ? 'waiting for capacity since ' +
+        clock(view.capacity.since) +
+        ' UTC: ' +
+        view.capacity.limits.map((l) => l.scope + ' ' + l.inFlight + ' of ' + l.limit + ' in flight, ' + l.waiting + ' waiting').join('; ')
+      : '';
     setMax(Math.max(view.lastSeq, latest.seq));
     renderTimeline();
     ui.timelineWrap.scrollTop = ui.timelineWrap.scrollHeight;

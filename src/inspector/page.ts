@@ -119,7 +119,7 @@ export function inspectorPage(options: { logName: string; writes?: boolean }): s
     <h2 id="session-heading">Session <code id="session-id" data-testid="session-id">(none selected)</code></h2>
     <p id="pick-hint" class="muted">Pick a session on the left to see its state chart, its conversation, its timeline and time travel.</p>
     <div id="session-body" hidden>
-      <p>Now: <span id="current-state" data-testid="current-state" class="state"></span> at sequence <span id="current-seq" data-testid="current-seq"></span></p>
+      <p>Now: <span id="current-state" data-testid="current-state" class="state"></span> at sequence <span id="current-seq" data-testid="current-seq"></span> <span id="current-capacity" data-testid="current-capacity" class="state state-waiting" hidden></span></p>
       <div class="travel">
         <label for="seq-slider">Time travel to sequence <output id="seq-value" data-testid="seq-value" for="seq-slider">0</output> of <span id="seq-max" data-testid="seq-max">0</span></label>
         <input type="range" id="seq-slider" data-testid="seq-slider" min="0" max="0" step="1" value="0">

@@ -26,6 +26,7 @@
  *   const inspector = await startInspector({ log: engine.log, port: 4600 });
  *   console.log(inspector.url);  ...  await inspector.close();
  */
+import type { CapacityWait } from '../sessions/sessions.ts';
 import { listFilterOf } from '../sessions/list-query.ts';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -88,6 +89,8 @@ export interface InspectorOptions {
    */
   tokens?: TokenTable;
   jwt?: JwtVerifier;
+  /** Whether a model call of the session's running turn waits for room under the deployment's limits (a worker's gate; src/capacity/). */
+  capacity?: (sessionId: string) => Promise<CapacityWait | undefined>;
 }
 
 export interface Inspector {
@@ -291,7 +294,8 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
         const sessionId = parseSessionId(rawId!);
         const at = await travel(log, context, sessionId);
         const timeline = await timelinePage(log, index, sessionId, at.lastSeq, LAST_PAGE);
-        const view: SessionView = { ...stateView(sessionId, at, clock.now()), timeline };
+        const capacity = await options.capacity?.(sessionId);
+        const view: SessionView = { ...stateView(sessionId, at, clock.now()), timeline, ...(capacity ? { capacity } : {}) };
         json(res, 200, view);
       },
     ],

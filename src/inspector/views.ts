@@ -4,6 +4,7 @@
  * Parsing of route parameters lives here too, with the 400/404 errors the server sends (`HttpError`,
  * src/errors.ts). The shapes timeline.ts and travel.ts share with these views are in view-types.ts.
  */
+import type { CapacityWait } from '../sessions/sessions.ts';
 import { sessionView } from '../machines/session-view.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { HttpError, isSessiondError, messageOf } from '../errors.ts';
@@ -65,6 +66,8 @@ export interface StateView {
 export interface SessionView extends StateView {
   /** The last page of the session's events (earlier pages: GET /api/sessions/:id/events?before=SEQ). */
   timeline: TimelinePage;
+  /** A model call of its running turn waits for room under the deployment's limits (an inspector in a worker with limits). */
+  capacity?: CapacityWait;
 }
 
 export interface AtView extends StateView {

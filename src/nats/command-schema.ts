@@ -206,6 +206,19 @@ export const replySchemas = {
     forkedFrom: z.object({ sessionId: id, seq: z.number().int().positive() }).nullable(),
     ownedBy: owner.nullable(),
     execution: execution.nullable(),
+    capacity: z
+      .object({
+        since: millis,
+        limits: z.array(
+          z.object({
+            scope: z.string().min(1),
+            limit: z.number().int().positive(),
+            inFlight: z.number().int().nonnegative(),
+            waiting: z.number().int().nonnegative(),
+          }),
+        ),
+      })
+      .optional(),
   }),
   drop: ok({ result: z.object({ sessionId: id, dropped: z.array(id), seq: z.number().int().positive().optional() }) }),
   resolve: ok({

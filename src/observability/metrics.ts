@@ -38,6 +38,8 @@ export interface WorkerMetrics {
   recovery(n: RecoveryNotice): void;
   /** A part of the worker stopped (projector, subscription). */
   fatal(part: string): void;
+  /** A provider answered 429 and the fleet backs off from it (the limits on model calls). */
+  modelBackoff(provider: string): void;
   /** A command request refused for what its sender did, by kind (`invalid_input`, `permission`): the command service's `onRefused`. */
   commandRefused(kind: string): void;
   watch(sources: MetricSources): void;
@@ -81,6 +83,9 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
     'Command requests this worker refused for what the sender did (malformed, invalid ids, foreign reply subjects), by kind; logged at a limited rate.',
     ['kind'],
   );
+
+  const callWaits = counter('sessiond_model_call_waits_total', "Model calls of this worker's turns that waited for room under the deployment's limits.");
+  const backoffs = counter('sessiond_model_backoffs_total', 'Times a provider answered 429 to this worker and the fleet backed off from it, by provider.', ['provider']);
 
   const claimedAt = new Map<string, number>();
   const committed = (events: SessionEvent[], ms: number) => {
@@ -132,7 +137,9 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
         appendSeconds.observe(ms / 1000);
       },
     },
+    modelBackoff: (provider) => backoffs.inc({ provider }),
     notice: (n) => {
+      if (n.type === 'capacity_wait') callWaits.inc();
       if (n.type !== 'claim_lost') return;
       leasesLost.inc();
       claimedAt.delete(n.executionId);

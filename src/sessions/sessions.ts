@@ -39,6 +39,16 @@ export type WakeResult = ResumeResult | { status: 'requested' };
 export interface SessionStatus extends SessionView {
   /** The current (or last) execution; `inputIds` lists its first `EXECUTION_INPUTS_SHOWN` inputs, `inputCount` counts them all. */
   execution: (ExecutionState & { inputCount: number }) | null;
+  /** A model call of the running turn waits for room under the deployment's limits (src/capacity/): since when, and the limits at work. */
+  capacity?: CapacityWait;
+}
+
+/** A model call waiting for room (`SessionStatus.capacity`). */
+export interface CapacityWait {
+  /** When it started to wait (ms since the epoch). */
+  since: number;
+  /** The limits it draws from that hold it (e.g. `model:gpt-4o` at 2 of 2). */
+  limits: { scope: string; limit: number; inFlight: number; waiting: number }[];
 }
 
 /** Input ids of an execution a status lists at most (`inputCount` counts them all). */

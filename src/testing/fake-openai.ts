@@ -154,6 +154,10 @@ export interface FakeOpenAI {
   readonly aborted: readonly RecordedRequest[];
   /** Scripted steps not yet consumed. */
   readonly pending: number;
+  /** Chat completions being answered now (from arrival until the response closes). */
+  readonly inFlight: number;
+  /** The most chat completions answered at once so far. */
+  readonly mostInFlight: number;
   /** Queues steps, consumed one per POST /v1/chat/completions in order. */
   script(...steps: ScriptStep[]): void;
   /** Resolves with the n-th request (1-based) once it has arrived; rejects after `timeoutMs` (default 5000). */
@@ -357,6 +361,8 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
   const watchers = new Set<() => void>();
   let completions = 0;
   let callIds = 0;
+  let inFlight = 0;
+  let mostInFlight = 0;
   let closing = false;
 
   const notify = () => {
@@ -547,6 +553,9 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
           ),
         );
       }
+      inFlight++;
+      mostInFlight = Math.max(mostInFlight, inFlight);
+      res.once('close', () => inFlight--);
       return answerChat(res, record, record.chat);
     }
     return sendJson(
@@ -581,6 +590,12 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     port,
     requests,
     aborted,
+    get inFlight() {
+      return inFlight;
+    },
+    get mostInFlight() {
+      return mostInFlight;
+    },
     get pending() {
       return queue.length;
     },

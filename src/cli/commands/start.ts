@@ -41,6 +41,7 @@ import { DEFAULT_LIMITS } from '../../input/limits.ts';
 import { addGatewayOptions, gatewayJwt, gatewayLine, gatewayOptions, gatewayTokens, tenantLimitFlags, type GatewayFlags } from '../gateway-options.ts';
 import { startGateway, type Gateway } from '../../gateway/server.ts';
 import { engineLive } from '../../gateway/live.ts';
+import { describeCallLimits, loadCallLimits, mergeCallLimits, type CallLimits } from '../../capacity/limits-file.ts';
 
 /** How long `sessiond start` waits for the worker to close after a stop before it exits 1 anyway. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
@@ -53,6 +54,8 @@ export interface StartOptions extends NatsFlags, NatsCommandFlags, GatewayFlags 
   heartbeatMs: number;
   turnTimeout?: number;
   maxRunningTurns?: number;
+  maxModelCalls?: number;
+  limits?: string;
   echoDelayMs: number;
   sweepMs: number;
   shutdownTimeoutMs: number;
@@ -134,6 +137,15 @@ export function addWorkerOptions(command: Command, ctx: CliContext): Command {
       'turns this worker runs at once, at most; others wait unclaimed (another worker may take them) and start here as turns end (default: no limit)',
       positiveInt('--max-running-turns'),
     )
+    .option(
+      '--max-model-calls <n>',
+      'model calls in flight at once per model, across every worker of the deployment (kept in the SQLite file, or in NATS); calls past it wait, fairly between tenants (default: no limit)',
+      positiveInt('--max-model-calls'),
+    )
+    .option(
+      '--limits <file>',
+      'a JSON file of limits on model calls by model, provider and tenant, shared by every worker (see docs/operating.md, "Limits on model calls"); give every worker the same file',
+    )
     .option('--sweep-ms <n>', 'recovery sweep interval in ms', positiveInt('--sweep-ms'), DEFAULT_SWEEP_INTERVAL_MS)
     .option(
       '--shutdown-timeout-ms <n>',
@@ -162,6 +174,14 @@ export function addWorkerOptions(command: Command, ctx: CliContext): Command {
     .option('--metrics <port>', 'serve Prometheus metrics (/metrics) and health (/healthz, /readyz) on http://127.0.0.1:PORT', port('--metrics'))
     .option(LOG_FORMAT_OPTION[0], LOG_FORMAT_OPTION[1], parseLogFormat);
   return addNatsCommandOptions(addNatsOptions(command, ctx, 'worker'));
+}
+
+/** `--max-model-calls N` and `--limits FILE` as one set of limits (the stricter of each entry); undefined when neither is given. */
+function callLimitsFromCli(opts: StartOptions): CallLimits | undefined {
+  const fromFile = opts.limits === undefined ? undefined : loadCallLimits(opts.limits);
+  const fromFlag = opts.maxModelCalls === undefined ? undefined : { models: { '*': opts.maxModelCalls } };
+  if (fromFile && fromFlag) return mergeCallLimits(fromFile, fromFlag);
+  return fromFile ?? fromFlag;
 }
 
 /** Runs the worker (and, with --http, the gateway in its process) until SIGINT/SIGTERM. */
@@ -194,6 +214,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
       '--model, --base-url, --tools, --mcp, --system, --max-steps, --max-parallel-tools, --send-reasoning and --context-window apply to --runner openai only.',
     );
   }
+  const modelCallLimits = callLimitsFromCli(opts); // refused before anything starts
   const log = workerLog(ctx, logFormat(opts.logFormat, ctx.env, process.stdout.isTTY));
   // MCP servers start at the first turn; the stop closes them last
   const mcp =
@@ -218,6 +239,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     heartbeatMs: opts.heartbeatMs,
     ...(opts.turnTimeout !== undefined ? { turnTimeoutMs: opts.turnTimeout } : {}),
     ...(opts.maxRunningTurns !== undefined ? { maxRunningTurns: opts.maxRunningTurns } : {}),
+    ...(modelCallLimits ? { modelCallLimits } : {}),
     sweepMs: opts.sweepMs,
     ...(nats ? { nats: { connection: nats, ...(commands ? { commands: { ...commands, tenantLimits: tenantLimitFlags(opts) } } : {}) } } : {}),
     limits: Object.fromEntries(
@@ -253,6 +275,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     ? `--nats ${Array.isArray(nats.servers) ? nats.servers.join(',') : nats.servers} --nats-user client --nats-pass <secret>`
     : `--db ${opts.db}`;
   log.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" ${target}`);
+  if (modelCallLimits) log.out(`  limits on model calls, shared by every worker: ${describeCallLimits(modelCallLimits)} (sessiond limits shows what runs and waits)`);
   if (sessiond.inspectorUrl) log.out(`  inspector: ${sessiond.inspectorUrl}  (state chart, live sessions, timelines, time travel)`);
   if (sessiond.metricsUrl) log.out(`  metrics: ${sessiond.metricsUrl}/metrics  health: ${sessiond.metricsUrl}/healthz, ${sessiond.metricsUrl}/readyz`);
   let served: Gateway | undefined;

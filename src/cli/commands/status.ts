@@ -16,6 +16,7 @@ import { positiveInt } from '../options.ts';
 import { addLogOptions, type LogOptions } from '../log-options.ts';
 import { withSessions } from '../open-sessions.ts';
 import { DEFAULT_STATUS_PAGE, statusPage } from '../status-page.ts';
+import { describeCapacityWait } from '../../capacity/waiting.ts';
 
 type StatusOptions = LogOptions & { json?: boolean; limit?: number; after?: string };
 
@@ -120,6 +121,7 @@ export function describeStatus(row: SessionStatus): string[] {
       `  decided in this turn: ${decided.map((w) => `${w.kind} ${w.name} ${w.outcome}${w.actor ? ` by ${w.actor}` : ''}${w.reason ? ` (${w.reason.slice(0, 100)})` : ''}`).join('; ')}`,
     );
   if (row.execution?.cancelledBy) lines.push(`  turn ${row.execution.id} cancelled by ${row.execution.cancelledBy}`);
+  if (row.capacity) lines.push(`  WAITING for capacity: ${describeCapacityWait(row.capacity, iso)} (sessiond limits)`);
   const open = row.waits.filter((w) => w.outcome === null);
   if (open.length > 0) {
     lines.push(`  WAITING for ${open.length === 1 ? 'one thing' : `${open.length} things`} (the turn holds no lease; it resumes when the last one ends):`);
