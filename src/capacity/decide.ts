@@ -122,10 +122,9 @@ const tenantKey = (tenant: string | null) => JSON.stringify(tenant);
  * `since`.
  */
 export function grant(state: CapacityState, now: number): CapacityState {
-  const workers = Object.fromEntries(live(state, now));
-  let slots = state.slots.filter((s) => Object.hasOwn(workers, s.ownerId));
-  let waiters = state.waiters.filter((w) => Object.hasOwn(workers, w.ownerId));
-  const backoff = Object.fromEntries(Object.entries(state.backoff).filter(([, b]) => b.level > 0 || b.until > now));
+  const alive = withoutExpired(state, now);
+  const { workers, backoff } = alive;
+  let { slots, waiters } = alive;
   const served = { ...state.served };
   let grants = state.grants;
   const base: CapacityState = { workers, slots, waiters, backoff, served, grants };
@@ -168,6 +167,18 @@ export function grant(state: CapacityState, now: number): CapacityState {
   const active = new Set([...slots, ...waiters].map((x) => tenantKey(x.tenant)));
   for (const key of Object.keys(served)) if (!active.has(key)) delete served[key];
   return { workers, slots, waiters, backoff, served, grants };
+}
+
+/** The state without the workers whose heartbeat expired, nor their slots and waiters. */
+export function withoutExpired(state: CapacityState, now: number): CapacityState {
+  const workers = Object.fromEntries(live(state, now));
+  return {
+    ...state,
+    workers,
+    slots: state.slots.filter((s) => Object.hasOwn(workers, s.ownerId)),
+    waiters: state.waiters.filter((w) => Object.hasOwn(workers, w.ownerId)),
+    backoff: Object.fromEntries(Object.entries(state.backoff).filter(([, b]) => b.level > 0 || b.until > now)),
+  };
 }
 
 /** A worker's heartbeat: it is live until `now + leaseMs`, with these limits. */
