@@ -35,7 +35,11 @@ function files() {
     };
     return store as CapacityStore & { updates: number; broken: boolean };
   };
-  return { open, done: () => (dbs.forEach((d) => d.close()), tmp.remove()) };
+  const done = () => {
+    for (const d of dbs) d.close();
+    tmp.remove();
+  };
+  return { open, done };
 }
 
 test('gate - with no limit and no back-off a call costs no store write', async () => {
