@@ -132,10 +132,12 @@ export async function openModelCallGate(store: CapacityStore, options: ModelCall
     return out;
   };
 
-  const beat = (state: CapacityState, now: number) => heartbeat(state, now, ownerId, limits, leaseMs);
+  // a heartbeat still in flight when the gate closes must not bring the departed worker back
+  const beat = (state: CapacityState, now: number) => (closed ? state : heartbeat(state, now, ownerId, limits, leaseMs));
 
   /** Re-enters local waiters the store lost (this worker's lease lapsed: a frozen process), then grants. */
   const poll = (state: CapacityState, now: number) => {
+    if (closed) return state;
     let s = state.workers[ownerId] && state.workers[ownerId].expiresAt > now ? state : beat(state, now);
     for (const p of pending.values()) {
       if (!s.slots.some((x) => x.id === p.id) && !s.waiters.some((w) => w.id === p.id)) s = wait(s, now, { id: p.id, ownerId, ...p.request });
@@ -185,7 +187,7 @@ export async function openModelCallGate(store: CapacityStore, options: ModelCall
     let wasThrottled = false;
     return {
       release: async () => {
-        if (released) return;
+        if (released || closed) return;
         released = true;
         await write((st, now) => {
           const s = release(st, now, id);

@@ -88,6 +88,22 @@ test('gate - two workers on one file, limit 2: never more than 2 in flight, ever
   }
 });
 
+test('gate - the heartbeat renews the worker every third of its lease: a slot held for many leases stays held', async () => {
+  const f = files();
+  const store = f.open();
+  const gate = await openModelCallGate(store, { ownerId: 'w1', limits: { models: { '*': 1 } }, leaseMs: 150, pollMs: 20 });
+  try {
+    const slot = await gate.acquire(req(), never());
+    const first = (await store.read()).workers.w1!.expiresAt;
+    await waitFor(async () => (await store.read()).workers.w1!.expiresAt > first + 600, { what: 'four leases of renewals', timeoutMs: 5_000 });
+    assert.is((await store.read()).slots.length, 1, 'still held');
+    await slot.release();
+  } finally {
+    await gate.close();
+    f.done();
+  }
+});
+
 test('gate - a local release wakes a local waiter at once, without waiting for the poll', async () => {
   const f = files();
   const gate = await openModelCallGate(f.open(), { ownerId: 'w1', limits: { models: { gpt: 1 } }, leaseMs: 60_000, pollMs: 60_000 });
