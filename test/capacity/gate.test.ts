@@ -171,6 +171,31 @@ test('gate - a worker that dies holding a slot loses it within its lease; the ot
   }
 });
 
+test('gate - a worker frozen past its lease loses its waiter, then enters it again when it wakes, and is served', async () => {
+  const f = files();
+  const frozenStore = f.open();
+  const holder = await openModelCallGate(f.open(), { ownerId: 'holder', limits: { models: { '*': 1 } }, leaseMs: 150, pollMs: 20 });
+  const frozen = await openModelCallGate(frozenStore, { ownerId: 'frozen', limits: { models: { '*': 1 } }, leaseMs: 200, pollMs: 20 });
+  try {
+    const held = await holder.acquire(req(), never());
+    let waiting = false;
+    const call = frozen.acquire(req(), never(), () => {
+      waiting = true;
+    });
+    await waitFor(() => waiting, { what: 'the call waiting', timeoutMs: 2_000 });
+    frozenStore.broken = true; // no heartbeat, no poll gets through
+    await waitFor(async () => (await holder.view()).workers.every((w) => w.ownerId !== 'frozen'), { what: 'the frozen worker dropped', timeoutMs: 5_000 });
+    assert.is((await holder.view()).waiting.length, 0, 'its waiter went with it');
+    frozenStore.broken = false;
+    await held.release();
+    await (await call).release();
+  } finally {
+    await frozen.close();
+    await holder.close();
+    f.done();
+  }
+});
+
 test('gate - a 429 backs the whole fleet off the provider, said once; calls wait until it ends', async () => {
   const f = files();
   const backoffs: [string, number, number][] = [];
