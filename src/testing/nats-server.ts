@@ -13,6 +13,7 @@
  * configuration"), so the harness runs a copy of the config without that line, next to the store.
  * Every server started here is tracked and SIGKILLed when the test process exits, however it exits.
  */
+import { setupCapacityBucket } from '../capacity/kv-capacity-store.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer, connect as tcpConnect } from 'node:net';
@@ -221,6 +222,7 @@ export async function setupStreams(url: string | string[]): Promise<void> {
     await setupSnapshotStream(jsm);
     await setupEventStream(jsm, { manage: true });
     await setupAuditStream(jsm);
+    await setupCapacityBucket(nc);
   } finally {
     await nc.close();
   }

@@ -26,6 +26,7 @@ import {
 } from '../../nats/stream.ts';
 import { setupSnapshotStream } from '../../nats/snapshot-store.ts';
 import { setupAuditStream } from '../../nats/audit.ts';
+import { CAPACITY_BUCKET, setupCapacityBucket } from '../../capacity/kv-capacity-store.ts';
 import { VERB_SCOPES, newPassword, tenantUserBlock } from '../../nats/tenant-user.ts';
 import type { CliContext } from '../context.ts';
 import { UsageError } from '../../errors.ts';
@@ -103,8 +104,10 @@ export function registerSetup(program: Command, ctx: CliContext): void {
       const events = await setupEventStream(jsm, { ...common, manage: true, duplicateWindowMs: opts.duplicateWindowMs });
       const audit = await setupAuditStream(jsm, common);
       const c = events.info.config;
+      // model-call limits shared by the workers (src/capacity/): as many replicas as the events stream
+      const capacity = await setupCapacityBucket(nc, { replicas: c.num_replicas });
       ctx.out(
-        `stream ${c.name} ${describeSetup(events)}; stream ${snapshots.info.config.name} ${describeSetup(snapshots)}; stream ${audit.info.config.name} ${describeSetup(audit)}`,
+        `stream ${c.name} ${describeSetup(events)}; stream ${snapshots.info.config.name} ${describeSetup(snapshots)}; stream ${audit.info.config.name} ${describeSetup(audit)}; KV bucket ${CAPACITY_BUCKET} ${capacity.created ? 'created' : 'unchanged'}`,
       );
       ctx.out(
         `stream ${c.name} on ${describeNats(nats)} is ready: subjects ${c.subjects.join(', ')}, ${c.num_replicas} replica${c.num_replicas === 1 ? '' : 's'}, duplicate window ${millis(c.duplicate_window)} ms, deny purge ${c.deny_purge}, deny delete ${c.deny_delete}; ${events.info.state.messages} messages`,

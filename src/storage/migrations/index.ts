@@ -13,6 +13,7 @@ import { migration011 } from './011_session_list.ts';
 import { migration012 } from './012_prompt_parts.ts';
 import { migration013 } from './013_session_deletions.ts';
 import { migration014 } from './014_session_owner.ts';
+import { migration015 } from './015_capacity_state.ts';
 
 /** Every migration this build knows, in order. Append only: never edit a shipped migration. */
 export const migrations: readonly Migration[] = [
@@ -30,5 +31,6 @@ export const migrations: readonly Migration[] = [
   migration012,
   migration013,
   migration014,
+  migration015,
 ];
 export const LATEST_SCHEMA_VERSION = migrations.length;
