@@ -51,7 +51,7 @@ import { Projector } from './projector/projector.ts';
 import { randomIds } from './ids.ts';
 import { openDatabase } from './storage/sqlite.ts';
 import { migrate } from './storage/migrate.ts';
-import { hasCallLimits, type CallLimits } from './capacity/limits-file.ts';
+import { noLimits, type CallLimits } from './capacity/limits-file.ts';
 import { openModelCallGate, type ModelCallGate } from './capacity/gate.ts';
 import { sqliteCapacityStore } from './capacity/sqlite-capacity-store.ts';
 import { jetstreamCapacityStore } from './capacity/kv-capacity-store.ts';
@@ -255,7 +255,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     // the limits on model calls: one gate per worker, over the store every worker of the deployment shares
     const ownerId = randomIds.next('own');
     let modelCalls: ModelCallGate | undefined;
-    if (options.modelCallLimits && hasCallLimits(options.modelCallLimits)) {
+    if (options.modelCallLimits && !noLimits(options.modelCallLimits)) {
       const limits = options.modelCallLimits;
       const store = await step(
         () => capacityStore(options.db, nats?.connection),
@@ -271,10 +271,11 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
             onStricter: (message) => report.err(`sessiond: ${message}`),
             onBackoff: (provider, untilMs, level) => {
               metrics?.modelBackoff(provider);
-              report.err(
-                `sessiond: ${provider} answered 429: every worker holds its model calls to it until ${isoTime(untilMs)} (back-off level ${level})`,
-                { provider, until: isoTime(untilMs), level },
-              );
+              report.err(`sessiond: ${provider} answered 429: every worker holds its model calls to it until ${isoTime(untilMs)} (back-off level ${level})`, {
+                provider,
+                until: isoTime(untilMs),
+                level,
+              });
             },
           }),
         (late) => late.close(),

@@ -137,3 +137,11 @@ export function limitOfScope(limits: CallLimits, scope: string): number | undefi
   const part = LIMIT_PARTS.find((p) => SCOPE_PREFIX[p] === prefix);
   return part ? limitOf(limits, part, scope.slice(colon + 1)) : undefined;
 }
+
+/** The limits in plain words: `model * 2, provider https://api.openai.com/v1 16, tenant acme 2`. */
+export function describeCallLimits(limits: CallLimits): string {
+  const parts = LIMIT_PARTS.flatMap((part) =>
+    Object.entries(limits[part] ?? {}).map(([name, limit]) => `${SCOPE_PREFIX[part]} ${name === EACH ? 'each' : name} ${limit}`),
+  );
+  return parts.length > 0 ? parts.join(', ') : 'none';
+}

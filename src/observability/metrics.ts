@@ -85,7 +85,9 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
   );
 
   const callWaits = counter('sessiond_model_call_waits_total', "Model calls of this worker's turns that waited for room under the deployment's limits.");
-  const backoffs = counter('sessiond_model_backoffs_total', 'Times a provider answered 429 to this worker and the fleet backed off from it, by provider.', ['provider']);
+  const backoffs = counter('sessiond_model_backoffs_total', 'Times a provider answered 429 to this worker and the fleet backed off from it, by provider.', [
+    'provider',
+  ]);
 
   const claimedAt = new Map<string, number>();
   const committed = (events: SessionEvent[], ms: number) => {

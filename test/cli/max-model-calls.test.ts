@@ -24,10 +24,9 @@ import { tempDir } from '../support/tmp.ts';
 const slowEcho = (delayMs: number) => () => ({ kind: 'text' as const, text: ['one ', 'two ', 'three'], delayMs });
 
 function worker(db: string, llm: FakeOpenAI, extra: string[] = []): LongRunning {
-  return startCli(
-    ['start', '--db', db, '--runner', 'openai', '--model', 'fake-model', '--base-url', llm.url, '--sweep-ms', '200', ...extra],
-    { env: { OPENAI_API_KEY: '' } },
-  );
+  return startCli(['start', '--db', db, '--runner', 'openai', '--model', 'fake-model', '--base-url', llm.url, '--sweep-ms', '200', ...extra], {
+    env: { OPENAI_API_KEY: '' },
+  });
 }
 
 async function stop(workers: LongRunning[]): Promise<void> {

@@ -63,10 +63,13 @@ s('model call limits (NATS) - a worker SIGKILLed holding the only slot: its leas
     await llm.waitForRequest(1, 20_000);
     const second = await natsWorker(ctx, 'd.db', 0, flags);
     await client.admit('ses_nqueued', { prompt: 'go' });
-    await waitFor(() => first.output().includes('ses_nqueued  a model call waits for room') || second.output().includes('ses_nqueued  a model call waits for room'), {
-      what: 'the second call to wait',
-      timeoutMs: 20_000,
-    });
+    await waitFor(
+      () => first.output().includes('ses_nqueued  a model call waits for room') || second.output().includes('ses_nqueued  a model call waits for room'),
+      {
+        what: 'the second call to wait',
+        timeoutMs: 20_000,
+      },
+    );
     first.child.kill('SIGKILL');
     await first.exited;
     for (const id of ['ses_nqueued', 'ses_nheld']) await succeeded(client, id);

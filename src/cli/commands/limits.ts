@@ -61,7 +61,9 @@ async function readView(opts: LimitsOptions, ctx: CliContext): Promise<{ view: C
 export function describeLimits(view: CapacityView, where: string, now: number): string[] {
   if (view.workers.length === 0)
     return [`no limits on model calls in force in ${where}: no live worker declares one (sessiond start --max-model-calls N, or --limits FILE)`];
-  const lines = [`limits on model calls in ${where} (${view.workers.length} live worker${view.workers.length === 1 ? '' : 's'}; the strictest of theirs applies):`];
+  const lines = [
+    `limits on model calls in ${where} (${view.workers.length} live worker${view.workers.length === 1 ? '' : 's'}; the strictest of theirs applies):`,
+  ];
   if (view.limits.length === 0) lines.push('  none in use yet: no call has drawn from a limit');
   const width = Math.max(...view.limits.map((l) => l.scope.length), 0);
   for (const l of view.limits) lines.push(`  ${l.scope.padEnd(width)}  ${l.inFlight} of ${l.limit} in flight, ${l.waiting} waiting`);

@@ -41,7 +41,7 @@ import { DEFAULT_LIMITS } from '../../input/limits.ts';
 import { addGatewayOptions, gatewayJwt, gatewayLine, gatewayOptions, gatewayTokens, tenantLimitFlags, type GatewayFlags } from '../gateway-options.ts';
 import { startGateway, type Gateway } from '../../gateway/server.ts';
 import { engineLive } from '../../gateway/live.ts';
-import { describeCallLimits, loadCallLimits, mergeCallLimits, type CallLimits } from '../../capacity/limits-file.ts';
+import { describeCallLimits, loadCallLimits, maxModelCalls, mergeCallLimits, type CallLimits } from '../../capacity/limits-file.ts';
 
 /** How long `sessiond start` waits for the worker to close after a stop before it exits 1 anyway. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
@@ -179,7 +179,7 @@ export function addWorkerOptions(command: Command, ctx: CliContext): Command {
 /** `--max-model-calls N` and `--limits FILE` as one set of limits (the stricter of each entry); undefined when neither is given. */
 function callLimitsFromCli(opts: StartOptions): CallLimits | undefined {
   const fromFile = opts.limits === undefined ? undefined : loadCallLimits(opts.limits);
-  const fromFlag = opts.maxModelCalls === undefined ? undefined : { models: { '*': opts.maxModelCalls } };
+  const fromFlag = opts.maxModelCalls === undefined ? undefined : maxModelCalls(opts.maxModelCalls);
   if (fromFile && fromFlag) return mergeCallLimits(fromFile, fromFlag);
   return fromFile ?? fromFlag;
 }
@@ -275,7 +275,8 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     ? `--nats ${Array.isArray(nats.servers) ? nats.servers.join(',') : nats.servers} --nats-user client --nats-pass <secret>`
     : `--db ${opts.db}`;
   log.out(`  send it a prompt from another terminal:  npx sessiond prompt ses_demo "hello there" ${target}`);
-  if (modelCallLimits) log.out(`  limits on model calls, shared by every worker: ${describeCallLimits(modelCallLimits)} (sessiond limits shows what runs and waits)`);
+  if (modelCallLimits)
+    log.out(`  limits on model calls, shared by every worker: ${describeCallLimits(modelCallLimits)} (sessiond limits shows what runs and waits)`);
   if (sessiond.inspectorUrl) log.out(`  inspector: ${sessiond.inspectorUrl}  (state chart, live sessions, timelines, time travel)`);
   if (sessiond.metricsUrl) log.out(`  metrics: ${sessiond.metricsUrl}/metrics  health: ${sessiond.metricsUrl}/healthz, ${sessiond.metricsUrl}/readyz`);
   let served: Gateway | undefined;
