@@ -94,7 +94,12 @@ test('max model calls - a worker SIGKILLed holding the only slot: its lease free
     second = worker(db, llm, lease);
     await second.waitFor('limits on model calls, shared by every worker');
     assert.is((await runCli(['prompt', 'ses_queued', 'go', '--db', db])).code, 0);
-    await second.waitFor('ses_queued  a model call waits for room', 20_000);
+    // whichever worker claimed it, its call waits for the slot the first one holds
+    const queued = [first, second];
+    await waitFor(() => queued.some((w) => w.output().includes('ses_queued  a model call waits for room')), {
+      what: 'the second call to wait for room',
+      timeoutMs: 20_000,
+    });
     first.child.kill('SIGKILL');
     await first.exited;
     // the slot goes with the dead worker's lease: the queued call goes out, and the held turn is recovered

@@ -8,10 +8,18 @@
 import { as, cliSuite, natsWorker, type CliCtx } from './cli-suite.ts';
 import * as assert from 'uvu/assert';
 import { SessiondClient } from '../../src/nats/client.ts';
-import { CLIENT } from '../../src/testing/nats-server.ts';
+import { ADMIN, CLIENT } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../../src/testing/fake-openai.ts';
-import { runCli } from '../support/cli.ts';
+import { runCli, type LongRunning } from '../support/cli.ts';
+
+/** Stops a test's workers (their calls would otherwise go on holding the shared limit in the next test). */
+async function stopAll(workers: LongRunning[]): Promise<void> {
+  for (const w of workers) {
+    if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGTERM');
+    await w.exited;
+  }
+}
 
 const s = cliSuite('limits on model calls over NATS');
 
@@ -24,8 +32,9 @@ async function succeeded(client: SessiondClient, id: string): Promise<void> {
 s('model call limits (NATS) - two workers with --max-model-calls 2, 8 sessions at once: never more than 2 in flight, all finish', async (ctx: CliCtx) => {
   const llm = await startFakeOpenAI({ defaultReply: () => ({ kind: 'text', text: ['one ', 'two ', 'three'], delayMs: 60 }) });
   const client = await SessiondClient.connect({ connection: { servers: ctx.server.url, ...CLIENT } });
+  let workers: LongRunning[] = [];
   try {
-    const workers = [
+    workers = [
       await natsWorker(ctx, 'a.db', 0, openai(llm, ['--max-model-calls', '2'])),
       await natsWorker(ctx, 'b.db', 0, openai(llm, ['--max-model-calls', '2'])),
     ];
@@ -34,7 +43,7 @@ s('model call limits (NATS) - two workers with --max-model-calls 2, 8 sessions a
     let shown = '';
     await waitFor(
       async () => {
-        shown = (await runCli(['limits', '--nats', ctx.server.url, ...as(CLIENT)])).stdout;
+        shown = (await runCli(['limits', '--nats', ctx.server.url, ...as(ADMIN)])).stdout;
         return /model:fake-model\s+2 of 2 in flight, [1-9]\d* waiting/.test(shown);
       },
       { what: '`sessiond limits --nats` to show the limit full with calls waiting', timeoutMs: 20_000, intervalMs: 50 },
@@ -47,6 +56,7 @@ s('model call limits (NATS) - two workers with --max-model-calls 2, 8 sessions a
       `a worker said a call waits for room:\n${workers.map((w) => w.output()).join('\n')}`,
     );
   } finally {
+    await stopAll(workers);
     await client.close();
     await llm.close();
   }
@@ -57,11 +67,14 @@ s('model call limits (NATS) - a worker SIGKILLed holding the only slot: its leas
   llm.script({ kind: 'hang' });
   const client = await SessiondClient.connect({ connection: { servers: ctx.server.url, ...CLIENT } });
   const flags = openai(llm, ['--max-model-calls', '1', '--lease-ms', '1500', '--heartbeat-ms', '500']);
+  const workers: LongRunning[] = [];
   try {
     const first = await natsWorker(ctx, 'c.db', 0, flags);
+    workers.push(first);
     await client.admit('ses_nheld', { prompt: 'go' });
     await llm.waitForRequest(1, 20_000);
     const second = await natsWorker(ctx, 'd.db', 0, flags);
+    workers.push(second);
     await client.admit('ses_nqueued', { prompt: 'go' });
     await waitFor(
       () => first.output().includes('ses_nqueued  a model call waits for room') || second.output().includes('ses_nqueued  a model call waits for room'),
@@ -75,6 +88,7 @@ s('model call limits (NATS) - a worker SIGKILLed holding the only slot: its leas
     for (const id of ['ses_nqueued', 'ses_nheld']) await succeeded(client, id);
     assert.ok(llm.mostInFlight <= 1, `the server saw ${llm.mostInFlight} calls at once, over the limit of 1`);
   } finally {
+    await stopAll(workers);
     await client.close();
     await llm.close();
   }
