@@ -23,6 +23,7 @@ import {
   ShutdownError,
   TurnTimeoutError,
   StepLimitError,
+  BudgetExceededError,
   WaitingError,
   isRefusal,
   recordedError,
@@ -58,11 +59,13 @@ export const EXECUTION_OPTIONS = [
   'onNotice',
   'limits',
   'urls',
+  'prices',
 ] as const;
 import { parseLimits, type SessionLimits } from '../input/limits.ts';
 import { urlGuard, type UrlGuard, type UrlOptions } from '../input/url-guard.ts';
 import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './registry.ts';
 import { TurnSlots } from './turn-slots.ts';
+import { checkPrices, type Prices } from '../budget/prices.ts';
 
 export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_HEARTBEAT_MS = 10_000;
@@ -98,6 +101,11 @@ export interface ExecutionOptions {
   limits?: Partial<SessionLimits>;
   /** Which URLs a prompt may name (src/input/url-guard.ts): default https to public hosts only. */
   urls?: UrlOptions;
+  /**
+   * Model prices in US dollars per million tokens (src/budget/prices.ts; `sessiond start --prices`):
+   * a model call's cost is recorded with its usage when its model has a price. Default: none.
+   */
+  prices?: Prices;
 }
 
 export type Notice =
@@ -147,6 +155,7 @@ export class SessionExecution {
   private readonly loops = new Map<string, Promise<void>>();
   private readonly rewake = new Set<string>();
   private closing = false;
+  private readonly prices: Prices | undefined;
   /** `maxRunningTurns` at work (undefined: no limit). */
   readonly slots: TurnSlots | undefined;
 
@@ -171,6 +180,7 @@ export class SessionExecution {
     this.notice = options.onNotice ?? (() => {});
     this.limits = parseLimits('SessionExecution', options.limits);
     this.urls = urlGuard(options.urls);
+    this.prices = options.prices === undefined ? undefined : checkPrices(options.prices, 'SessionExecution prices');
     this.handler = new CommandHandler(options.log, this.clock, this.ids, {
       maxHeldBytes: this.limits.maxHeldBytes,
       ...(options.snapshots ? { snapshots: options.snapshots } : {}),
@@ -387,6 +397,7 @@ export class SessionExecution {
       controller,
       transcripts: this.transcripts,
       notice: this.notice,
+      ...(this.prices ? { prices: this.prices } : {}),
     });
     const deadline = this.startDeadline(executionId, controller);
     try {
@@ -522,5 +533,6 @@ export class SessionExecution {
 function settledErrorType(error: unknown): string | undefined {
   if (error instanceof TurnTimeoutError) return ErrorCode.TurnTimeout;
   if (error instanceof StepLimitError) return ErrorCode.StepLimit;
+  if (error instanceof BudgetExceededError) return ErrorCode.BudgetExceeded;
   return undefined;
 }

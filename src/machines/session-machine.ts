@@ -382,6 +382,7 @@ export const sessionMachine = setup({
       { guard: 'overTagLimit', actions: refuse(Refusal.TagLimit) },
       { actions: decide },
     ],
+    budget: [{ guard: 'noEvents', actions: refuse(Refusal.NoEvents) }, { actions: decide }],
     dropPending: [{ guard: 'hasPendingToDrop', actions: decide }, { actions: refuse(Refusal.NothingToDrop) }],
     recover: { actions: refuse(Refusal.NothingToRecover) },
     requestWake: [{ guard: 'wakePending', actions: decide }, { actions: refuse(Refusal.NoWakePending) }],
@@ -548,6 +549,8 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
           },
         },
       ];
+    case 'budget':
+      return [{ type: 'budget.set', payload: { ...command.change, ...(command.actor === undefined ? {} : { actor: command.actor }) } }];
     case 'tag':
       return [{ type: 'session.tagged', payload: { tags: effectiveChanges(ctx.tags, command.tags) } }];
     case 'fork':

@@ -110,6 +110,8 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
   if (window !== undefined && (!Number.isInteger(window) || window < 1))
     throw new SessiondError(ErrorCode.InvalidOption, `Invalid contextWindow ${String(window)}: use the model's context window in tokens.`);
   const random = options.random ?? Math.random;
+  /** The model's id: what a price table names (a call's cost is recorded with its usage). */
+  const modelId = typeof options.model === 'string' ? options.model : options.model.modelId;
   const common = {
     model: options.model,
     maxRetries: 0,
@@ -205,7 +207,7 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
         generateText({ ...common, messages: [...toModelMessages(older), { role: 'user', content: SUMMARIZE_PROMPT }], abortSignal: ctx.signal }),
       );
       const usage = usageOf(r.usage);
-      return { summary: r.text, ...(usage ? { usage } : {}) };
+      return { summary: r.text, model: modelId, ...(usage ? { usage } : {}) };
     });
     return history(await ctx.history());
   };
@@ -253,7 +255,7 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
           output.calls.map((call, i) => (asks[i] ? askApproval(ctx, tools, messageId, call) : runCall(ctx, tools, slots, messageId, call))),
         )),
       );
-      await ctx.endStep(messageId, output.finish, output.usage);
+      await ctx.endStep(messageId, output.finish, output.usage, modelId);
       step++;
       compactions = 0;
       // a call waits for a person: the turn ends its execution here and resumes with the decision
