@@ -39,13 +39,24 @@ export function addUsage(a: Usage, b: Usage): Usage {
   };
 }
 
+/** The limits a change leaves (what `budget.set` records): a number sets a limit, null removes it, absent keeps it. */
+export function budgetAfter(budget: SessionBudget | null, change: BudgetChange): { tokens: number | null; costUsd: number | null; reset: boolean } {
+  return {
+    tokens: change.tokens === undefined ? (budget?.tokens ?? null) : change.tokens,
+    costUsd: change.costUsd === undefined ? (budget?.costUsd ?? null) : change.costUsd,
+    reset: change.reset === true,
+  };
+}
+
 /** A budget after a `budget.set` (given the session's usage totals at that event). Null when no limit is left and it was never reset. */
-export function applyBudgetChange(budget: SessionBudget | null, change: BudgetChange, usage: Usage): SessionBudget | null {
-  const tokens = change.tokens === undefined ? (budget?.tokens ?? null) : change.tokens;
-  const costUsd = change.costUsd === undefined ? (budget?.costUsd ?? null) : change.costUsd;
-  const base = change.reset ? { tokens: tokensOf(usage), costUsd: usage.costUsd ?? 0 } : (budget?.base ?? { tokens: 0, costUsd: 0 });
-  if (tokens === null && costUsd === null && base.tokens === 0 && base.costUsd === 0) return null;
-  return { tokens, costUsd, base };
+export function applyBudgetSet(
+  budget: SessionBudget | null,
+  set: { tokens: number | null; costUsd: number | null; reset: boolean },
+  usage: Usage,
+): SessionBudget | null {
+  const base = set.reset ? { tokens: tokensOf(usage), costUsd: usage.costUsd ?? 0 } : (budget?.base ?? { tokens: 0, costUsd: 0 });
+  if (set.tokens === null && set.costUsd === null && base.tokens === 0 && base.costUsd === 0) return null;
+  return { tokens: set.tokens, costUsd: set.costUsd, base };
 }
 
 /** What a session has spent since its budget's latest reset, from its usage totals (plus `extra`: usage not yet in the log). */

@@ -368,8 +368,19 @@ export const catalog = {
     writer: 'runner',
   }),
 
-  /** The session's budget changed (`sessiond budget`, `engine.setBudget`; the admin or a trusted caller): `actor` who. */
-  'budget.set': event('budget.set', BudgetChange.extend({ actor: actor.optional() })),
+  /**
+   * The session's budget set (`sessions.budget`, `sessiond budget`; the admin or a trusted caller):
+   * its limits from now on (null: none), `reset` when its spend counts from this event on, `actor` who.
+   */
+  'budget.set': event(
+    'budget.set',
+    z.object({
+      tokens: z.number().int().nonnegative().nullable(),
+      costUsd: z.number().nonnegative().nullable(),
+      reset: z.boolean(),
+      actor: actor.optional(),
+    }),
+  ),
   /** A session's tags changed (`sessions.tag`): each key set to its value, or removed where null. */
   'session.tagged': event('session.tagged', z.object({ tags: z.record(tagKey, tagValue.nullable()) })),
   /**

@@ -6,7 +6,7 @@ import type { Continuation, Delivery, ExecutionPhase, Prompt, RecordedError, Usa
 import { promptBytes } from '../input/prompt.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { applyTagChanges, type Tags } from '../sessions/tags.ts';
-import { addUsage, applyBudgetChange, type SessionBudget } from '../budget/spend.ts';
+import { addUsage, applyBudgetSet, type SessionBudget } from '../budget/spend.ts';
 
 export interface ExecutionState {
   id: string;
@@ -366,8 +366,7 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       if (event.payload.usage) countUsage(next, event.payload.executionId, event.payload.usage);
       return next;
     case 'budget.set': {
-      const { actor: _actor, ...change } = event.payload;
-      next.budget = applyBudgetChange(ctx.budget ?? null, change, ctx.usage);
+      next.budget = applyBudgetSet(ctx.budget ?? null, event.payload, ctx.usage);
       return next;
     }
     // biome-ignore lint/suspicious/noFallthroughSwitchClause: step.ended closes the step as step.failed does

@@ -34,6 +34,7 @@ import type { Continuation, RecordedError, WaitKind, WaitOutcome } from '../even
 import { promptBytes } from '../input/prompt.ts';
 import { RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
 import { MAX_TAGS, applyTagChanges, effectiveChanges } from '../sessions/tags.ts';
+import { budgetAfter } from '../budget/spend.ts';
 
 type MachineEvent = SessionEvent | Command;
 /** What the machine emits for a command: its decision, or its refusal with a reason and the words for it. */
@@ -550,7 +551,12 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
         },
       ];
     case 'budget':
-      return [{ type: 'budget.set', payload: { ...command.change, ...(command.actor === undefined ? {} : { actor: command.actor }) } }];
+      return [
+        {
+          type: 'budget.set',
+          payload: { ...budgetAfter(ctx.budget ?? null, command.change), ...(command.actor === undefined ? {} : { actor: command.actor }) },
+        },
+      ];
     case 'tag':
       return [{ type: 'session.tagged', payload: { tags: effectiveChanges(ctx.tags, command.tags) } }];
     case 'fork':

@@ -47,7 +47,7 @@ test('session budget - a turn stops before the model call past its token budget 
   const status = statusOf(await a.handler.load('ses_b'), 0);
   assert.equal(status.budget, { tokens: 300, costUsd: null, spent: { tokens: 300, costUsd: 0 } });
   assert.equal(status.execution?.usage, { inputTokens: 200, outputTokens: 100, cachedInputTokens: 80 }, 'the turn counts its own tokens');
-  assert.equal(events.find((e) => e.type === 'budget.set')?.payload, { tokens: 300, actor: 'ops' });
+  assert.equal(events.find((e) => e.type === 'budget.set')?.payload, { tokens: 300, costUsd: null, reset: false, actor: 'ops' });
   await fx.close();
 });
 
