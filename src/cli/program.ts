@@ -23,6 +23,7 @@ import { registerReplay } from './commands/replay.ts';
 import { registerChart } from './commands/chart.ts';
 import { registerSetup } from './commands/setup.ts';
 import { registerInspect } from './commands/inspect.ts';
+import { registerBudget } from './commands/budget.ts';
 
 export function buildProgram(ctx: CliContext): Command {
   const program = new Command('sessiond')
@@ -39,6 +40,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerCancel(program, ctx);
   registerWaits(program, ctx);
   registerSessionsList(program, ctx);
+  registerBudget(program, ctx);
   registerFork(program, ctx);
   registerDelete(program, ctx);
   registerTail(program, ctx);
