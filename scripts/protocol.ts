@@ -224,7 +224,9 @@ function sampleEvents(): Record<EventType, { payload: Record<string, unknown> }>
     },
     'tool.failed': { payload: { executionId: EXE, messageId: MSG, callId: 'call_v2', error } },
     'text.completed': { payload: { executionId: EXE, messageId: MSG, partId: 'prt_v1', text: 'Hello back, in 日本語 too.' } },
-    'step.ended': { payload: { executionId: EXE, messageId: MSG, finish: 'stop', usage: { inputTokens: 1200, outputTokens: 85 } } },
+    'step.ended': {
+      payload: { executionId: EXE, messageId: MSG, finish: 'stop', usage: { inputTokens: 1200, outputTokens: 85, cachedInputTokens: 1024, costUsd: 0.00182 } },
+    },
     'step.failed': { payload: { executionId: EXE, messageId: MSG, error } },
     'step.recovered': { payload: { executionId: EXE, messageId: MSG, reason: 'the owner lost its lease' } },
     'turn.interrupted': {
@@ -252,6 +254,7 @@ function sampleEvents(): Record<EventType, { payload: Record<string, unknown> }>
     'execution.settled': { payload: { executionId: EXE, outcome: 'failed', error } },
     'input.dropped': { payload: { inputIds: ['inp_v2', 'inp_v3'], reason: 'operator cleanup' } },
     'session.tagged': { payload: { tags: { customer: 'acme — ünïcode', tier: null } } },
+    'budget.set': { payload: { tokens: 200_000, costUsd: null, reset: true, actor: 'admin' } },
     'session.forked': {
       payload: {
         from: { sessionId: 'ses_source', seq: 12 },
@@ -549,6 +552,7 @@ async function commandVectors(): Promise<CommandCase[]> {
     ['admit a prompt of parts', 'admit', { sessionId: 'ses_cmd', prompt: SAMPLE_PARTS, id: 'inp_cmd_6' }],
     ['fork at a sequence, with tags', 'fork', { sessionId: 'ses_cmd_fork', source: 'ses_cmd', at: 9, tags: { branch: 'alt' } }],
     ['tag: set one, remove another', 'tag', { sessionId: 'ses_cmd', tags: { tier: 'gold', env: null } }],
+    ['budget: set tokens, remove the cost limit, reset', 'budget', { sessionId: 'ses_cmd', tokens: 200_000, costUsd: null, reset: true, actor: 'ops' }],
     [
       'list with every filter',
       'list',
@@ -666,6 +670,9 @@ async function commandVectors(): Promise<CommandCase[]> {
     await answer('tag: set one, remove another', 'tag', { sessionId: 'ses_tagged', tags: { tier: 'gold', customer: null } });
     await answer('tag: the same again (changed false)', 'tag', { sessionId: 'ses_tagged', tags: { tier: 'gold' } });
     await answer('error unknown_session: tag of a session with no events', 'tag', { sessionId: 'ses_nobody', tags: { a: 'b' } });
+    await answer('budget: set a token budget', 'budget', { sessionId: 'ses_tagged', tokens: 100_000, actor: 'ops' });
+    await answer('budget: show it (nothing to change)', 'budget', { sessionId: 'ses_tagged' });
+    await answer('error invalid_option: a negative budget', 'budget', { sessionId: 'ses_tagged', tokens: -1 });
     await answer('events: a page of one, more follow', 'events', { sessionId: 'ses_tagged', limit: 1 });
     await answer('events: after the last (an empty page)', 'events', { sessionId: 'ses_tagged', afterSeq: 100 });
     await answer('error unknown_session: events of a session with no events', 'events', { sessionId: 'ses_nobody' });

@@ -30,6 +30,7 @@ export type {
   SessionEventHandler,
 } from './sessions/sessions.ts';
 export { MAX_TAGS, type Tags, type TagChanges, type TagResult } from './sessions/tags.ts';
+export type { BudgetRequest, BudgetResult } from './sessions/budget.ts';
 export { MAX_PROMPT_PARTS, promptText, type Prompt, type PromptPart } from './input/prompt.ts';
 export type { ForkOptions, ForkResult } from './sessions/fork-result.ts';
 export { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type ListFilter, type SessionPage, type SessionListItem } from './sessions/list.ts';

@@ -26,6 +26,7 @@ import { checkStatusOptions, knownSessions, statusOf, unlessUnknown } from './se
 import { readEvents } from './sessions/events-page.ts';
 import { followLog } from './sessions/follow-log.ts';
 import type { Sessions } from './sessions/sessions.ts';
+import { sessionBudget } from './sessions/budget.ts';
 import { tagSession } from './sessions/tag.ts';
 import { forkSession } from './sessions/fork.ts';
 import { ErrorCode, SessiondError, isSessiondError } from './errors.ts';
@@ -139,6 +140,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     follow: (id, handler, followOptions) => followLog(log, id, handler, followOptions),
     events: (id, eventsOptions) => readEvents(log, id, eventsOptions, async (sid) => (await execution.status(sid)).context.seq > 0),
     tag: (id, tags) => tagSession(execution.handler, id, tags),
+    budget: (id, request) => sessionBudget(execution.handler, id, request),
     fork: (sourceId, id, forkOptions) => forkSession(execution.handler, sourceId, id, forkOptions),
     list: (filter) => listFromProjection(db, log, filter),
     async delete(id, deleteOptions) {

@@ -50,6 +50,8 @@ export const ErrorCode = {
   TurnTimeout: 'turn_timeout',
   /** A model turn used all its model calls (`maxSteps`, `--max-steps`) while the model still called tools: it settled failed, never a silent success. */
   StepLimit: 'step_limit',
+  /** A session or its tenant has spent its budget (tokens or cost): the turn stopped before its next model call and settled failed. */
+  BudgetExceeded: 'budget_exceeded',
   /** A tool from an MCP server failed: its error result, a timeout, or a server that is down; the model sees it as the call's error. */
   ToolFailed: 'tool_failed',
   /** Not a failure: a runner's execution ends so that its turn waits (`ctx.waitFor`, `ctx.sleep`); the turn settles `waiting`. */
@@ -118,6 +120,7 @@ const KIND: Record<ErrorCode, ErrorKind> = {
   cancelled: 'refused',
   turn_timeout: 'timeout',
   step_limit: 'failure',
+  budget_exceeded: 'refused',
   tool_failed: 'failure',
   waiting: 'refused',
   limit_exceeded: 'refused',
@@ -316,6 +319,28 @@ export class StepLimitError extends SessiondError {
       { details: { maxSteps } },
     );
     this.name = 'StepLimitError';
+  }
+}
+
+/** A turn stopped before a model call because its session (or the session's tenant) has spent its budget. */
+export class BudgetExceededError extends SessiondError {
+  constructor(
+    readonly sessionId: string,
+    readonly budget: { scope: 'session' | 'tenant'; tenant?: string; kind: 'tokens' | 'cost'; limit: number; spent: number },
+  ) {
+    const { scope, tenant, kind, limit, spent } = budget;
+    const amount = (n: number) => (kind === 'tokens' ? `${n} tokens` : `$${n}`);
+    const flag = kind === 'tokens' ? '--tokens N' : '--cost USD';
+    const whose =
+      scope === 'session' ? `Session ${sessionId} has spent its budget` : `Tenant ${tenant} (the owner of session ${sessionId}) has spent its budget`;
+    const how = scope === 'session' ? `sessiond budget ${sessionId} ${flag}` : `sessiond budget --tenant ${tenant} ${flag}`;
+    const reset = scope === 'session' ? `sessiond budget ${sessionId} --reset` : `sessiond budget --tenant ${tenant} --reset`;
+    super(
+      ErrorCode.BudgetExceeded,
+      `${whose}: ${amount(spent)} spent of a ${kind} budget of ${amount(limit)}, so the turn stopped before its next model call. Raise the budget (${how}) or reset the spend (${reset}), then prompt again.`,
+      { details: { sessionId, ...budget } },
+    );
+    this.name = 'BudgetExceededError';
   }
 }
 

@@ -40,6 +40,7 @@ import { startInspector } from './inspector/server.ts';
 import type { TokenTable } from './gateway/tokens.ts';
 import type { JwtVerifier } from './gateway/jwt.ts';
 import { createWorkerMetrics } from './observability/metrics.ts';
+import type { Prices } from './budget/prices.ts';
 import type { SessionLimits } from './input/limits.ts';
 import type { UrlOptions } from './input/url-guard.ts';
 import { promptText } from './input/prompt.ts';
@@ -98,6 +99,8 @@ export interface SessiondOptions {
   limits?: Partial<SessionLimits>;
   /** Which URLs a prompt may name (src/input/url-guard.ts): default https to public hosts only. */
   urls?: UrlOptions;
+  /** Model prices (`openEngine`'s `prices`; `sessiond start --prices`): each model call's cost is recorded with its usage. */
+  prices?: Prices;
   /** Serve the inspector on 127.0.0.1:PORT. */
   inspectPort?: number;
   /** The inspector's tokens (the gateway's): its API then needs a token reaching every session, fork `manage` (src/inspector/auth.ts). */
@@ -146,6 +149,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     'nats',
     'limits',
     'urls',
+    'prices',
     'inspectPort',
     'inspectAuth',
     'metricsPort',
@@ -297,6 +301,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
           ...(options.maxRunningTurns !== undefined ? { maxRunningTurns: options.maxRunningTurns } : {}),
           ...(options.limits ? { limits: options.limits } : {}),
           ...(options.urls ? { urls: options.urls } : {}),
+          ...(options.prices ? { prices: options.prices } : {}),
           ...(log ? { log } : {}),
           // metrics count what the engine appends, on either log
           ...(metrics || options.decorateLog
@@ -413,6 +418,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       deny: (id, callId, decision) => engine.deny(id, callId, decision),
       resolve: (id, name, signal) => engine.resolve(id, name, signal),
       tag: (id, tags) => engine.tag(id, tags),
+      budget: (id, request) => engine.budget(id, request),
       list: (filter) => engine.list(filter),
       fork: (sourceId, id, options) => engine.fork(sourceId, id, options),
       awaitIdle: (id) => engine.awaitIdle(id),

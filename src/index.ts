@@ -20,6 +20,7 @@ export type {
 export { logSessions, type LogSessionsOptions } from './sessions/log-sessions.ts';
 export { statusOf } from './sessions/status.ts';
 export { MAX_TAGS, type Tags, type TagChanges, type TagResult } from './sessions/tags.ts';
+export type { BudgetRequest, BudgetResult } from './sessions/budget.ts';
 export { MAX_PROMPT_PARTS, promptText, type Prompt, type PromptPart } from './input/prompt.ts';
 export type { ForkOptions, ForkResult } from './sessions/fork-result.ts';
 export type { DeleteOptions, DeletionRecord } from './sessions/delete.ts';
@@ -63,6 +64,7 @@ export {
   CancelledError,
   TurnTimeoutError,
   StepLimitError,
+  BudgetExceededError,
   WaitingError,
   SequenceConflictError,
   ModelRequestError,

@@ -217,6 +217,7 @@ type Status struct {
 	Waits          []Wait          `json:"waits"`
 	Executions     int64           `json:"executions"`
 	Usage          Usage           `json:"usage"`
+	Budget         *Budget         `json:"budget"`
 	Tags           Tags            `json:"tags"`
 	ForkedFrom     *ForkPoint      `json:"forkedFrom"`
 	OwnedBy        *string         `json:"ownedBy"`
@@ -292,6 +293,8 @@ type ExecutionState struct {
 	OpenTools    []OpenTool     `json:"openTools"`
 	InputIDs     []string       `json:"inputIds"`
 	InputCount   int64          `json:"inputCount"`
+	// Usage is what this execution's model calls used (nil before its first).
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // OpenTool is a journaled tool call not yet settled.

@@ -73,6 +73,9 @@ type Usage struct {
 	OutputTokens      int64  `sd:"outputTokens,min=0" json:"outputTokens"`
 	CachedInputTokens *int64 `sd:"cachedInputTokens,opt,min=0" json:"cachedInputTokens,omitempty"`
 	ReasoningTokens   *int64 `sd:"reasoningTokens,opt,min=0" json:"reasoningTokens,omitempty"`
+	// CostUSD is what the call cost in US dollars, priced when it ended (the worker's --prices),
+	// set only where its model had a price.
+	CostUSD *float64 `sd:"costUsd,opt,min=0" json:"costUsd,omitempty"`
 }
 
 // RetryTool is a durable tool call a continuation retries with the same idempotency key.
@@ -345,6 +348,15 @@ type SessionTagged struct {
 	Tags TagChanges `sd:"tags,tags" json:"tags"`
 }
 
+// BudgetSet: the session's budget set (the admin's Budget): its limits from now on (nil: none),
+// Reset when its spend counts from this event on, Actor who.
+type BudgetSet struct {
+	Tokens  *int64   `sd:"tokens,min=0,null" json:"tokens"`
+	CostUSD *float64 `sd:"costUsd,min=0,null" json:"costUsd"`
+	Reset   bool     `sd:"reset" json:"reset"`
+	Actor   *string  `sd:"actor,opt,nonempty,max=200" json:"actor,omitempty"`
+}
+
 // SessionForked: the first event of a session forked from another (Fork): From, the source and
 // the seq it was forked at; Transcript, the source's conversation up to there (what the fork's
 // runner history and message rows start from); Tags, those the fork was given (nil when none).
@@ -448,6 +460,7 @@ func (*WaitResolved) EventType() string          { return "wait.resolved" }
 func (*CompactionStarted) EventType() string     { return "compaction.started" }
 func (*CompactionCompleted) EventType() string   { return "compaction.completed" }
 func (*SessionTagged) EventType() string         { return "session.tagged" }
+func (*BudgetSet) EventType() string             { return "budget.set" }
 func (*SessionForked) EventType() string         { return "session.forked" }
 func (*TurnInterrupted) EventType() string       { return "turn.interrupted" }
 func (*RecoveryStarted) EventType() string       { return "recovery.started" }
@@ -495,6 +508,7 @@ var Catalog = []CatalogEntry{
 	{"wait.resolved", 1, true, func() Payload { return new(WaitResolved) }},
 	{"compaction.started", 1, true, func() Payload { return new(CompactionStarted) }},
 	{"compaction.completed", 1, true, func() Payload { return new(CompactionCompleted) }},
+	{"budget.set", 1, true, func() Payload { return new(BudgetSet) }},
 	{"session.tagged", 1, true, func() Payload { return new(SessionTagged) }},
 	{"session.forked", 1, true, func() Payload { return new(SessionForked) }},
 	{"turn.interrupted", 1, false, func() Payload { return new(TurnInterrupted) }},

@@ -466,6 +466,29 @@ func typedRequest(t *testing.T, verb string, m Map) Map {
 			}
 		}
 		return TagBody(session, r)
+	case VerbBudget:
+		r := BudgetRequest{Actor: str(m, "actor")}
+		if v, ok := m.Get("tokens"); ok {
+			if v == nil {
+				r.ClearTokens = true
+			} else {
+				n, _ := wholeNumber(v)
+				r.Tokens = &n
+			}
+		}
+		if v, ok := m.Get("costUsd"); ok {
+			if v == nil {
+				r.ClearCost = true
+			} else {
+				f, _ := v.(float64)
+				if n, isInt := v.(int64); isInt {
+					f = float64(n)
+				}
+				r.CostUSD = &f
+			}
+		}
+		r.Reset, _ = get(m, "reset").(bool)
+		return BudgetBody(session, r)
 	case VerbList:
 		f := ListFilter{State: str(m, "state"), IDPrefix: str(m, "idPrefix"), After: str(m, "after")}
 		if w, ok := m.Get("waiting"); ok {
@@ -553,6 +576,12 @@ func typedReply(t *testing.T, verb string, text []byte, reply Map) (any, any) {
 	case VerbTag:
 		var r struct {
 			Result TagResult `json:"result"`
+		}
+		decode(&r)
+		return roundJSON(t, r.Result), get(reply, "result")
+	case VerbBudget:
+		var r struct {
+			Result BudgetResult `json:"result"`
 		}
 		decode(&r)
 		return roundJSON(t, r.Result), get(reply, "result")
@@ -920,6 +949,7 @@ func TestCommandsSchema(t *testing.T) {
 	full := map[string]Map{
 		VerbAdmit:   AdmitBody("s", AdmitRequest{Prompt: "p", ID: "i", Delivery: "queue", Wake: &yes, NotBefore: 1796056745917, Tags: Tags{"k": "v"}, Owner: "o"}),
 		VerbTag:     TagBody("s", TagRequest{Set: Tags{"k": "v"}, Remove: []string{"x"}}),
+		VerbBudget:  BudgetBody("s", BudgetRequest{ClearTokens: true, ClearCost: true, Reset: true, Actor: "a"}),
 		VerbList:    ListBody(ListFilter{State: "idle", Waiting: &yes, Tags: Tags{"k": "v"}, IDPrefix: "s", UpdatedSince: 1, ReachableBy: "o", Limit: 2, After: "a"}),
 		VerbFork:    ForkBody("src", "s", ForkOptions{At: 3, Tags: Tags{"k": "v"}, Owner: "o"}),
 		VerbEvents:  EventsBody("s", 3, 2),

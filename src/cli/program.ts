@@ -24,6 +24,7 @@ import { registerChart } from './commands/chart.ts';
 import { registerSetup } from './commands/setup.ts';
 import { registerInspect } from './commands/inspect.ts';
 import { registerLimits } from './commands/limits.ts';
+import { registerBudget } from './commands/budget.ts';
 
 export function buildProgram(ctx: CliContext): Command {
   const program = new Command('sessiond')
@@ -40,6 +41,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerCancel(program, ctx);
   registerWaits(program, ctx);
   registerSessionsList(program, ctx);
+  registerBudget(program, ctx);
   registerFork(program, ctx);
   registerDelete(program, ctx);
   registerTail(program, ctx);

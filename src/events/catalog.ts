@@ -76,8 +76,21 @@ export const Usage = z.object({
   outputTokens: z.number().int().nonnegative(),
   cachedInputTokens: z.number().int().nonnegative().optional(),
   reasoningTokens: z.number().int().nonnegative().optional(),
+  /** What the call cost in US dollars, priced when it ended (`sessiond start --prices`): set only where the model had a price. */
+  costUsd: z.number().nonnegative().optional(),
 });
 export type Usage = z.infer<typeof Usage>;
+
+/**
+ * A change to a session's budget (`budget.set`): `tokens` and `costUsd` set a limit where a number,
+ * remove it where null, leave it where absent; `reset` counts the session's spend from this event on.
+ */
+export const BudgetChange = z.object({
+  tokens: z.number().int().nonnegative().nullable().optional(),
+  costUsd: z.number().nonnegative().nullable().optional(),
+  reset: z.boolean().optional(),
+});
+export type BudgetChange = z.infer<typeof BudgetChange>;
 
 /**
  * What a continuation continues (on the `input.admitted` of a recovery or a hand-back), as data: the
@@ -355,6 +368,19 @@ export const catalog = {
     writer: 'runner',
   }),
 
+  /**
+   * The session's budget set (`sessions.budget`, `sessiond budget`; the admin or a trusted caller):
+   * its limits from now on (null: none), `reset` when its spend counts from this event on, `actor` who.
+   */
+  'budget.set': event(
+    'budget.set',
+    z.object({
+      tokens: z.number().int().nonnegative().nullable(),
+      costUsd: z.number().nonnegative().nullable(),
+      reset: z.boolean(),
+      actor: actor.optional(),
+    }),
+  ),
   /** A session's tags changed (`sessions.tag`): each key set to its value, or removed where null. */
   'session.tagged': event('session.tagged', z.object({ tags: z.record(tagKey, tagValue.nullable()) })),
   /**

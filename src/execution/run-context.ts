@@ -25,12 +25,16 @@ import { Refusal } from '../machines/commands.ts';
 import type { RunContext, RunInput, SignalResult, ToolCall, ToolContext, ToolProgress } from '../runner/types.ts';
 import type { CommandHandler } from './command-handler.ts';
 import { runInputs, steeringInputs } from '../input/turn.ts';
-import { ErrorCode, SessiondError, ClaimLostError, WaitingError, isRefusal, recordedError } from '../errors.ts';
+import { BudgetExceededError, ErrorCode, SessiondError, ClaimLostError, WaitingError, isRefusal, recordedError } from '../errors.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, pack } from '../events/codec.ts';
 import type { Transcripts } from './transcripts.ts';
 import { STREAM_RECORD_MS, StreamRecorder } from './stream-recorder.ts';
 import { progressThrottle } from './progress-throttle.ts';
 import type { ModelCallGate, WaitingCall } from '../capacity/gate.ts';
+import { addUsage } from '../budget/spend.ts';
+import { sessionExceeded, type TenantGate } from '../budget/gate.ts';
+import { priced, type Prices } from '../budget/prices.ts';
+import type { SessionContext } from '../machines/session-context.ts';
 
 /** A model request failed and is sent again after `delayMs` (`attempt`: the one that failed): the worker's log says it (a `Notice`). */
 export interface RetryNotice {
@@ -71,6 +75,10 @@ export interface RunContextDeps {
   modelCalls?: ModelCallGate;
   /** The session's owner (its tenant for the limits; null: none). */
   tenant?: string | null;
+  /** Model prices: a call's cost is recorded with its usage (`costUsd`) when its model has one. */
+  prices?: Prices;
+  /** The tenant budget check, before each model call of a session with an owner. */
+  tenantGate?: TenantGate;
 }
 
 /** A runner's handle, and what the execution service needs of it when the turn ends. */
@@ -262,6 +270,28 @@ export function createRunContext(deps: RunContextDeps): Turn {
     },
   });
 
+  /** Usage this turn recorded and has not appended yet (its buffered step and compaction ends). */
+  const unrecorded = (): Usage => {
+    let u: Usage = { inputTokens: 0, outputTokens: 0 };
+    for (const e of buffered) if ((e.type === 'step.ended' || e.type === 'compaction.completed') && e.payload.usage) u = addUsage(u, e.payload.usage);
+    return u;
+  };
+
+  /**
+   * The budget boundary, before a model call: a session (or tenant) that has spent its budget stops
+   * the turn here (`BudgetExceededError`, the turn settles failed `budget_exceeded`). Spend comes
+   * from the log (a recovered turn counts what its predecessor recorded) plus what this turn buffered.
+   */
+  const checkBudget = async (context: SessionContext): Promise<void> => {
+    const extra = unrecorded();
+    const owner = context.ownedBy ?? null;
+    const over = sessionExceeded(context, extra) ?? (owner !== null && deps.tenantGate ? await deps.tenantGate(owner, sessionId, extra) : undefined);
+    if (!over) return;
+    const err = new BudgetExceededError(sessionId, over);
+    if (!signal.aborted) controller.abort(err);
+    throw err;
+  };
+
   const unknownPhase = (): ProtoEvent[] => (phase === 'unknown' ? [] : [{ type: 'execution.phase', payload: { executionId, phase: 'unknown' } }]);
 
   const ctx: RunContext = {
@@ -273,7 +303,9 @@ export function createRunContext(deps: RunContextDeps): Turn {
     clock,
 
     async startStep() {
+      await queue; // appends in flight land first: the budget sees what they carry
       const snapshot = await handler.load(sessionId);
+      await checkBudget(snapshot.context);
       const steer = steeringInputs(
         snapshot.context.pending.filter((s) => !promoted.has(s.inputId)),
         clock.now(),
@@ -333,10 +365,10 @@ export function createRunContext(deps: RunContextDeps): Turn {
       if (streams.restart(messageId)) armRecord();
     },
 
-    endStep: (messageId, finish = 'stop', usage?: Usage) => {
+    endStep: (messageId, finish = 'stop', usage?: Usage, model?: string) => {
       openSteps.delete(messageId);
       streams.ended(messageId);
-      return later([{ type: 'step.ended', payload: { executionId, messageId, finish, ...(usage ? { usage } : {}) } }]);
+      return later([{ type: 'step.ended', payload: { executionId, messageId, finish, ...(usage ? { usage: priced(deps.prices, model, usage) } : {}) } }]);
     },
     failStep: (messageId, error: RecordedError) => {
       openSteps.delete(messageId);
@@ -420,11 +452,15 @@ export function createRunContext(deps: RunContextDeps): Turn {
     },
 
     async compact(reason, summarize) {
+      await queue;
+      await checkBudget((await handler.load(sessionId)).context); // the summary is a model call
       const messageId = ids.next('msg');
       await durable([{ type: 'compaction.started', payload: { executionId, messageId, reason } }]); // the summary is a model call
       const result = await summarize();
-      const { summary, usage } = typeof result === 'string' ? { summary: result, usage: undefined } : result;
-      await later([{ type: 'compaction.completed', payload: { executionId, messageId, summary, ...(usage ? { usage } : {}) } }]);
+      const { summary, usage, model } = typeof result === 'string' ? { summary: result, usage: undefined, model: undefined } : result;
+      await later([
+        { type: 'compaction.completed', payload: { executionId, messageId, summary, ...(usage ? { usage: priced(deps.prices, model, usage) } : {}) } },
+      ]);
       return summary;
     },
   };

@@ -23,6 +23,7 @@ import {
   ShutdownError,
   TurnTimeoutError,
   StepLimitError,
+  BudgetExceededError,
   WaitingError,
   isRefusal,
   recordedError,
@@ -59,12 +60,14 @@ export const EXECUTION_OPTIONS = [
   'limits',
   'urls',
   'modelCalls',
+  'prices',
 ] as const;
 import { parseLimits, type SessionLimits } from '../input/limits.ts';
 import { urlGuard, type UrlGuard, type UrlOptions } from '../input/url-guard.ts';
 import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './registry.ts';
 import { TurnSlots } from './turn-slots.ts';
 import type { ModelCallGate } from '../capacity/gate.ts';
+import { checkPrices, type Prices } from '../budget/prices.ts';
 
 export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_HEARTBEAT_MS = 10_000;
@@ -102,6 +105,11 @@ export interface ExecutionOptions {
   urls?: UrlOptions;
   /** The deployment's limits on model calls, shared by its workers (src/capacity/; `RunContext.modelCall`). Default: none. */
   modelCalls?: ModelCallGate;
+  /**
+   * Model prices in US dollars per million tokens (src/budget/prices.ts; `sessiond start --prices`):
+   * a model call's cost is recorded with its usage when its model has a price. Default: none.
+   */
+  prices?: Prices;
 }
 
 export type Notice =
@@ -153,6 +161,7 @@ export class SessionExecution {
   private readonly loops = new Map<string, Promise<void>>();
   private readonly rewake = new Set<string>();
   private closing = false;
+  private readonly prices: Prices | undefined;
   /** `maxRunningTurns` at work (undefined: no limit). */
   readonly slots: TurnSlots | undefined;
   /** The deployment's limits on model calls (undefined: none). */
@@ -180,6 +189,7 @@ export class SessionExecution {
     this.limits = parseLimits('SessionExecution', options.limits);
     this.urls = urlGuard(options.urls);
     this.modelCalls = options.modelCalls;
+    this.prices = options.prices === undefined ? undefined : checkPrices(options.prices, 'SessionExecution prices');
     this.handler = new CommandHandler(options.log, this.clock, this.ids, {
       maxHeldBytes: this.limits.maxHeldBytes,
       ...(options.snapshots ? { snapshots: options.snapshots } : {}),
@@ -397,6 +407,7 @@ export class SessionExecution {
       transcripts: this.transcripts,
       notice: this.notice,
       ...(this.modelCalls ? { modelCalls: this.modelCalls, tenant: this.handler.cached(sessionId)?.context.ownedBy ?? null } : {}),
+      ...(this.prices ? { prices: this.prices } : {}),
     });
     const deadline = this.startDeadline(executionId, controller);
     try {
@@ -532,5 +543,6 @@ export class SessionExecution {
 function settledErrorType(error: unknown): string | undefined {
   if (error instanceof TurnTimeoutError) return ErrorCode.TurnTimeout;
   if (error instanceof StepLimitError) return ErrorCode.StepLimit;
+  if (error instanceof BudgetExceededError) return ErrorCode.BudgetExceeded;
   return undefined;
 }

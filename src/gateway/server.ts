@@ -236,6 +236,18 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     },
     {
       method: 'POST',
+      pattern: /^\/v1\/sessions\/([^/]+)\/budget$/,
+      scope: 'manage',
+      run: async (c) => {
+        const id = sessionOf(c);
+        const body = await c.body();
+        await reachable(sessions, c.grant, id);
+        // the engine checks the fields (unknown ones and bad limits are refused, saying what to give); the grant is the actor
+        return sessions.budget(id, { ...body, ...actorOf(c.grant) } as never);
+      },
+    },
+    {
+      method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/pending\/drop$/,
       scope: 'manage',
       run: async (c) => {
@@ -403,7 +415,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       throw new HttpError(
         404,
         'no_route',
-        `No route ${req.method} ${url.pathname}. Routes: GET /v1/health, GET /v1/sessions, GET /v1/sessions/:id, GET /v1/sessions/:id/events (SSE), POST /v1/sessions/:id/{inputs,wake,cancel,tags,fork,pending/drop}, POST /v1/sessions/:id/calls/:callId/{approve,deny}, POST /v1/sessions/:id/waits/:name, POST /v1/chat, GET /v1/chat/:id/stream (docs/gateway.md).`,
+        `No route ${req.method} ${url.pathname}. Routes: GET /v1/health, GET /v1/sessions, GET /v1/sessions/:id, GET /v1/sessions/:id/events (SSE), POST /v1/sessions/:id/{inputs,wake,cancel,tags,budget,fork,pending/drop}, POST /v1/sessions/:id/calls/:callId/{approve,deny}, POST /v1/sessions/:id/waits/:name, POST /v1/chat, GET /v1/chat/:id/stream (docs/gateway.md).`,
       );
     const matching = ROUTES.find((r) => r.pattern.test(url.pathname) && r.method === req.method);
     if (!matching) {

@@ -41,6 +41,7 @@
     atPending: $('at-pending'),
     atWaits: $('at-waits'),
     atUsage: $('at-usage'),
+    atBudget: $('at-budget'),
     atRows: $('at-rows'),
     rowsSeq: $('rows-seq'),
     atContext: $('at-context'),
@@ -463,7 +464,24 @@
           )
         : [h('li', { class: 'muted' }, 'nothing')]),
     );
-    ui.atUsage.textContent = at.usage.inputTokens + ' in, ' + at.usage.outputTokens + ' out (summed over the model steps and compactions so far)';
+    ui.atUsage.textContent =
+      at.usage.inputTokens +
+      ' in, ' +
+      at.usage.outputTokens +
+      ' out' +
+      (at.usage.costUsd === undefined ? '' : ', $' + at.usage.costUsd) +
+      ' (summed over the model steps and compactions so far)';
+    const b = at.budget;
+    ui.atBudget.textContent =
+      !b || (b.tokens === null && b.costUsd === null)
+        ? 'none (sessiond budget ' + at.sessionId + ' --tokens N sets one)'
+        : [b.tokens === null ? null : b.spent.tokens + ' of ' + b.tokens + ' tokens', b.costUsd === null ? null : '$' + b.spent.costUsd + ' of $' + b.costUsd]
+            .filter(Boolean)
+            .join(', ') +
+          ' spent since the latest reset' +
+          ((b.tokens !== null && b.spent.tokens >= b.tokens) || (b.costUsd !== null && b.spent.costUsd >= b.costUsd)
+            ? ': spent, no model call until it is raised or reset'
+            : '');
     renderRows(at.rows, at.seq);
     ui.atContext.textContent = JSON.stringify(at.context, null, 2);
     renderChart(svg, at.state, at.seq);

@@ -154,6 +154,8 @@ export function inspectorPage(options: { logName: string; writes?: boolean }): s
           <ul id="at-waits" data-testid="at-waits"></ul>
           <h4>Tokens</h4>
           <p id="at-usage" data-testid="at-usage" class="mono"></p>
+          <h4>Budget</h4>
+          <p id="at-budget" data-testid="at-budget" class="mono"></p>
           <details><summary>Context (the machine's folded context)</summary><pre id="at-context" data-testid="at-context"></pre></details>
         </section>
         <section aria-labelledby="timeline-heading">

@@ -6,6 +6,7 @@
  */
 import type { CapacityWait } from '../sessions/sessions.ts';
 import { sessionView } from '../machines/session-view.ts';
+import type { BudgetView } from '../budget/view.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { HttpError, isSessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
@@ -56,6 +57,8 @@ export interface StateView {
   waits: SessionContext['waits'];
   /** Tokens the session's model steps and compactions used up to this sequence. */
   usage: SessionContext['usage'];
+  /** The session's budget and its spend since the latest reset, at this sequence (null: none set). */
+  budget: BudgetView | null;
   /** The machine's folded context, its `admitted` ids cut to the latest ADMITTED_SHOWN (so a view's size does not grow with the session). */
   context: SessionContext;
   /** How many admitted ids the context holds (the machine keeps up to its ADMISSION_WINDOW). */
@@ -127,6 +130,7 @@ export function stateView(sessionId: string, at: Travelled, asOf?: number): Stat
     recovery: ctx.recovery,
     waits: ctx.waits,
     usage: ctx.usage,
+    budget: view.budget,
     context: { ...ctx, admitted: ctx.admitted.slice(-ADMITTED_SHOWN) },
     admittedTotal: ctx.admitted.length,
     summary: summarize(snapshot, event ?? undefined),

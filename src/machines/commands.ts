@@ -13,6 +13,7 @@ import {
   type WaitKind,
   type WaitOutcome,
   type TagChanges,
+  type BudgetChange,
   type Tags,
 } from '../events/catalog.ts';
 import type { TranscriptItem } from '../runner/transcript.ts';
@@ -50,6 +51,8 @@ export type Command =
   | { type: 'fork'; now: number; from: { sessionId: string; seq: number }; transcript: TranscriptItem[]; tags?: Tags; owner?: string }
   /** Change the session's tags (a value sets a key, null removes it); refused for a session with no events. */
   | { type: 'tag'; now: number; tags: TagChanges }
+  /** Change the session's budget (limits set, removed or kept; `reset` counts spend from now); refused for a session with no events. */
+  | { type: 'budget'; now: number; change: BudgetChange; actor?: string }
   /** Drop pending inputs unrun (all of them, or the ones named): an operator unblocking a session. */
   | { type: 'dropPending'; now: number; inputIds?: string[]; reason?: string; actor?: string }
   /** Seal an expired execution and admit one continuation (ids come with the command: the machine makes none). */

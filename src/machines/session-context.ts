@@ -6,6 +6,7 @@ import type { Continuation, Delivery, ExecutionPhase, Prompt, RecordedError, Usa
 import { promptBytes } from '../input/prompt.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { applyTagChanges, type Tags } from '../sessions/tags.ts';
+import { addUsage, applyBudgetSet, type SessionBudget } from '../budget/spend.ts';
 
 export interface ExecutionState {
   id: string;
@@ -30,6 +31,8 @@ export interface ExecutionState {
   openTools: OpenTool[];
   /** The inputs promoted into this execution, in order (what a continuation continues). */
   inputIds: string[];
+  /** Tokens (and cost) this execution's model steps and compactions used, as recorded. */
+  usage?: Usage;
 }
 
 export interface OpenTool {
@@ -147,6 +150,8 @@ export interface SessionContext {
   executions: number;
   /** Tokens used by the session's model steps and compactions, summed (as the servers reported them). */
   usage: Usage;
+  /** The session's budget (`budget.set`): its limits and where its spend is counted from; null when none was set. */
+  budget?: SessionBudget | null;
   /** The session's tags (from its admissions and `session.tagged`), keys sorted. */
   tags: Tags;
   /** A session forked from another (`session.forked`, its first event): the source and the sequence it was forked at. */
@@ -183,6 +188,7 @@ export function initialContext(sessionId: string): SessionContext {
     decided: [],
     executions: 0,
     usage: { inputTokens: 0, outputTokens: 0 },
+    budget: null,
     tags: {},
     forkedFrom: null,
     ownedBy: null,
@@ -357,15 +363,20 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       if (forCurrent(event.payload.executionId)) next.execution = { ...exec!, openStep: event.payload.messageId, lastMessage: event.payload.messageId };
       return next;
     case 'compaction.completed':
-      if (event.payload.usage) next.usage = addUsage(ctx.usage, event.payload.usage);
+      if (event.payload.usage) countUsage(next, event.payload.executionId, event.payload.usage);
       return next;
+    case 'budget.set': {
+      next.budget = applyBudgetSet(ctx.budget ?? null, event.payload, ctx.usage);
+      return next;
+    }
     // biome-ignore lint/suspicious/noFallthroughSwitchClause: step.ended closes the step as step.failed does
     case 'step.ended':
-      if (event.payload.usage) next.usage = addUsage(ctx.usage, event.payload.usage);
+      if (event.payload.usage) countUsage(next, event.payload.executionId, event.payload.usage);
     // falls through: the step closes as a failed or recovered one does
     case 'step.failed':
     case 'step.recovered':
-      if (forCurrent(event.payload.executionId) && exec!.openStep === event.payload.messageId) next.execution = { ...exec!, openStep: null };
+      // (next.execution: step.ended may have counted its usage into it)
+      if (forCurrent(event.payload.executionId) && exec!.openStep === event.payload.messageId) next.execution = { ...next.execution!, openStep: null };
       return next;
     case 'tool.called':
       if (forCurrent(event.payload.executionId)) {
@@ -430,9 +441,11 @@ export const admittedInLog = (p: PendingInput): boolean => p.unverified !== true
 /** May a turn take this pending input at `now`: admitted in the log, and due (a scheduled prompt only from its time on)? */
 export const runnableAt = (p: PendingInput, now: number): boolean => admittedInLog(p) && (p.notBefore === undefined || now >= p.notBefore);
 
-function addUsage(a: Usage, b: Usage): Usage {
-  const sum = (k: 'cachedInputTokens' | 'reasoningTokens') => (a[k] === undefined && b[k] === undefined ? {} : { [k]: (a[k] ?? 0) + (b[k] ?? 0) });
-  return { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens, ...sum('cachedInputTokens'), ...sum('reasoningTokens') };
+/** Adds a model call's usage to the session's totals and to its execution's (when it is the current one). Mutates `next`, a fresh copy. */
+function countUsage(next: SessionContext, executionId: string, usage: Usage): void {
+  next.usage = addUsage(next.usage, usage);
+  const exec = next.execution;
+  if (exec !== null && exec.id === executionId) next.execution = { ...exec, usage: addUsage(exec.usage ?? { inputTokens: 0, outputTokens: 0 }, usage) };
 }
 
 /** The bytes of the prompts pending in a session (what its pending-bytes limit counts). */

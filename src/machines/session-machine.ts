@@ -34,6 +34,7 @@ import type { Continuation, RecordedError, WaitKind, WaitOutcome } from '../even
 import { promptBytes } from '../input/prompt.ts';
 import { RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
 import { MAX_TAGS, applyTagChanges, effectiveChanges } from '../sessions/tags.ts';
+import { budgetAfter } from '../budget/spend.ts';
 
 type MachineEvent = SessionEvent | Command;
 /** What the machine emits for a command: its decision, or its refusal with a reason and the words for it. */
@@ -382,6 +383,7 @@ export const sessionMachine = setup({
       { guard: 'overTagLimit', actions: refuse(Refusal.TagLimit) },
       { actions: decide },
     ],
+    budget: [{ guard: 'noEvents', actions: refuse(Refusal.NoEvents) }, { actions: decide }],
     dropPending: [{ guard: 'hasPendingToDrop', actions: decide }, { actions: refuse(Refusal.NothingToDrop) }],
     recover: { actions: refuse(Refusal.NothingToRecover) },
     requestWake: [{ guard: 'wakePending', actions: decide }, { actions: refuse(Refusal.NoWakePending) }],
@@ -546,6 +548,13 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
             // the owner is the creating admission's: later ones never change it
             ...(command.owner !== undefined && ctx.seq === 0 ? { owner: command.owner } : {}),
           },
+        },
+      ];
+    case 'budget':
+      return [
+        {
+          type: 'budget.set',
+          payload: { ...budgetAfter(ctx.budget ?? null, command.change), ...(command.actor === undefined ? {} : { actor: command.actor }) },
         },
       ];
     case 'tag':

@@ -6,6 +6,7 @@
  */
 import type { ExecutionPhase, Usage } from '../events/catalog.ts';
 import type { Tags } from '../sessions/tags.ts';
+import { budgetView, type BudgetView } from '../budget/view.ts';
 import { stateOf, type SessionSnapshot, type SessionStateValue } from './decider.ts';
 import { pendingBytes, type ExecutionState, type PendingInput, type RecoveryState, type SessionContext, type Wait } from './session-context.ts';
 
@@ -47,8 +48,10 @@ export interface SessionView {
   waits: Wait[];
   /** Executions claimed so far. */
   executions: number;
-  /** Tokens used by the session's model steps and compactions. */
+  /** Tokens used by the session's model steps and compactions (and their cost, where priced). */
   usage: Usage;
+  /** The session's budget and its spend since the latest reset (null: none set; `sessiond budget`). */
+  budget: BudgetView | null;
   /** The session's tags (keys sorted). */
   tags: Tags;
   /** The session and sequence it was forked from (`sessions.fork`); null when it is not a fork. */
@@ -89,6 +92,7 @@ export function sessionView(snapshot: SessionSnapshot, now: number): SessionView
     waits: ctx.waits,
     executions: ctx.executions,
     usage: ctx.usage,
+    budget: budgetView(ctx.budget, ctx.usage),
     tags: ctx.tags,
     forkedFrom: ctx.forkedFrom,
     ownedBy: ctx.ownedBy ?? null,

@@ -34,6 +34,7 @@ import type { SessionEvent } from '../events/envelope.ts';
 import type { ActorOptions } from '../sessions/actor.ts';
 import type { DecisionOptions, EventSubscription, EventsOptions, FollowOptions, SessionEventHandler, Sessions } from '../sessions/sessions.ts';
 import { followSession } from '../sessions/follow.ts';
+import type { BudgetRequest, BudgetResult } from '../sessions/budget.ts';
 import type { TagChanges, TagResult } from '../sessions/tags.ts';
 import type { ForkOptions, ForkResult } from '../sessions/fork-result.ts';
 import { checkListFilter, type ListFilter, type SessionPage } from '../sessions/list.ts';
@@ -318,6 +319,11 @@ export class SessiondClient implements Sessions {
   /** Changes the session's tags (a value sets a key, null removes it). Idempotent: `changed: false` when it had them. */
   tag(sessionId: string, tags: TagChanges): Promise<TagResult> {
     return this.request('tag', { sessionId, tags: { ...tags } }).then((r) => r.result);
+  }
+
+  /** The session's budget and spend; with `tokens`, `costUsd` or `reset`, changes it first (a trusted connection only: a tenant's is refused). */
+  budget(sessionId: string, request: BudgetRequest = {}): Promise<BudgetResult> {
+    return this.request('budget', { sessionId, ...request }).then((r) => r.result);
   }
 
   /** Starts `sessionId` as a fork of `sourceId` (see `Sessions.fork`); a worker reads the source and writes the fork. */

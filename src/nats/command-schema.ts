@@ -20,6 +20,7 @@ import {
   type ListCommand,
   type ResolveCommand,
   type TagCommand,
+  type BudgetCommand,
   type StatusCommand,
   type WakeCommand,
 } from './commands.ts';
@@ -66,6 +67,13 @@ export const requestSchemas = {
     actor: actor.optional(),
   }),
   tag: z.strictObject({ sessionId: id, tags: z.record(tagKey, tagValue.nullable()) }),
+  budget: z.strictObject({
+    sessionId: id,
+    tokens: z.number().int().nonnegative().nullable().optional(),
+    costUsd: z.number().nonnegative().nullable().optional(),
+    reset: z.boolean().optional(),
+    actor: actor.optional(),
+  }),
   fork: z.strictObject({ sessionId: id, source: id, at: z.number().int().positive().optional(), tags: tags.optional(), owner: owner.optional() }),
   events: z.strictObject({
     sessionId: id,
@@ -134,6 +142,15 @@ const execution = z.object({
   openTools: z.array(z.object({ callId: id, messageId: id, name: z.string().min(1), durable: z.boolean(), idempotencyKey: z.string().nullable() })),
   inputIds: z.array(id),
   inputCount: z.number().int().nonnegative(),
+  usage: z
+    .object({
+      inputTokens: z.number().int().nonnegative(),
+      outputTokens: z.number().int().nonnegative(),
+      cachedInputTokens: z.number().int().nonnegative().optional(),
+      reasoningTokens: z.number().int().nonnegative().optional(),
+      costUsd: z.number().nonnegative().optional(),
+    })
+    .optional(),
 });
 
 const wait = z.object({
@@ -154,6 +171,17 @@ const wait = z.object({
   data: z.unknown().optional(),
   started: z.boolean(),
 });
+
+const usage = z.object({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+  cachedInputTokens: z.number().int().nonnegative().optional(),
+  reasoningTokens: z.number().int().nonnegative().optional(),
+  costUsd: z.number().nonnegative().optional(),
+});
+/** Spend since a budget's latest reset (a reset may leave it below 0 only if the log was edited: not checked). */
+const spent = z.object({ tokens: z.number().int(), costUsd: z.number() });
+const budgetView = z.object({ tokens: z.number().int().nonnegative().nullable(), costUsd: z.number().nonnegative().nullable(), spent });
 
 const ok = <T extends z.ZodRawShape>(shape: T) => z.object({ ok: z.literal(true), ...shape });
 
@@ -201,7 +229,9 @@ export const replySchemas = {
       outputTokens: z.number().int().nonnegative(),
       cachedInputTokens: z.number().int().nonnegative().optional(),
       reasoningTokens: z.number().int().nonnegative().optional(),
+      costUsd: z.number().nonnegative().optional(),
     }),
+    budget: budgetView.nullable(),
     tags,
     forkedFrom: z.object({ sessionId: id, seq: z.number().int().positive() }).nullable(),
     ownedBy: owner.nullable(),
@@ -233,6 +263,16 @@ export const replySchemas = {
     }),
   }),
   tag: ok({ result: z.object({ sessionId: id, tags, changed: z.boolean(), seq: z.number().int().positive().optional() }) }),
+  budget: ok({
+    result: z.object({
+      sessionId: id,
+      budget: budgetView.nullable(),
+      spent,
+      usage,
+      changed: z.boolean(),
+      seq: z.number().int().positive().optional(),
+    }),
+  }),
   fork: ok({
     result: z.object({
       sessionId: id,
@@ -306,8 +346,9 @@ const sameRequests: [
   Same<z.input<typeof requestSchemas.drop>, DropCommand>,
   Same<z.input<typeof requestSchemas.resolve>, ResolveCommand>,
   Same<z.input<typeof requestSchemas.tag>, TagCommand>,
+  Same<z.input<typeof requestSchemas.budget>, BudgetCommand>,
   Same<z.input<typeof requestSchemas.list>, ListCommand>,
   Same<z.input<typeof requestSchemas.fork>, ForkCommand>,
   Same<z.input<typeof requestSchemas.events>, EventsCommand>,
-] = [true, true, true, true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true, true, true, true, true, true];
 void sameRequests;

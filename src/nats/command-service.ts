@@ -69,7 +69,7 @@ import { actorOf } from '../sessions/actor.ts';
 /** What the service drives: a `Sessions` (the worker's engine). A session with no events is answered `unknown_session`. */
 export type CommandTarget = Pick<
   Sessions,
-  'admit' | 'wake' | 'cancel' | 'status' | 'dropPending' | 'approve' | 'deny' | 'resolve' | 'tag' | 'list' | 'fork' | 'events'
+  'admit' | 'wake' | 'cancel' | 'status' | 'dropPending' | 'approve' | 'deny' | 'resolve' | 'tag' | 'list' | 'fork' | 'events' | 'budget'
 >;
 
 export interface CommandServiceOptions {
@@ -415,6 +415,10 @@ export function commandAnswerer(
       }
       case 'tag':
         return { result: await known(target.tag(sessionId, (body as unknown as CommandRequests['tag']).tags)) };
+      case 'budget': {
+        const { sessionId: _id, ...request } = body as unknown as CommandRequests['budget'];
+        return { result: await known(target.budget(sessionId, request)) };
+      }
       case 'fork': {
         const { source, at, tags, owner } = body as unknown as CommandRequests['fork'];
         validateId(source, 'source session id');
@@ -601,6 +605,7 @@ const BODY_LIMITS: Partial<Record<CommandVerb, number>> = {
   drop: MAX_DROP_REQUEST_BYTES,
   resolve: MAX_RESOLVE_REQUEST_BYTES,
   tag: MAX_TAGS_REQUEST_BYTES,
+  budget: MAX_SMALL_REQUEST_BYTES,
   list: MAX_TAGS_REQUEST_BYTES,
   fork: MAX_TAGS_REQUEST_BYTES,
 };

@@ -13,6 +13,7 @@
  * `actor` (who did it, recorded in the event) is what the NATS client says: a trusted client (a
  * gateway, a service acting for its users) passes the person or service it acts for.
  *   tag     { sessionId, tags: { key: value | null } }                 { ok: true, result: TagResult }
+ *   budget  { sessionId, tokens?, costUsd?, reset?, actor? }          { ok: true, result: BudgetResult } (trusted subject only)
  *   list    { state?, waiting?, tags?, idPrefix?, updatedSince?, limit?, after? } { ok: true, sessions: SessionListItem[], next }
  *   fork    { sessionId (the new session), source, at?, tags? }        { ok: true, result: ForkResult }
  *   events  { sessionId, afterSeq?, limit? }                           { ok: true, events: SessionEvent[], more }
@@ -34,6 +35,7 @@ import type { SessionStatus, WakeResult } from '../sessions/sessions.ts';
 import type { CommandVerb } from './subjects.ts';
 import type { SessionStateValue } from '../machines/decider.ts';
 import type { TagResult } from '../sessions/tags.ts';
+import type { BudgetResult } from '../sessions/budget.ts';
 import type { ForkResult } from '../sessions/fork-result.ts';
 import type { SessionPage } from '../sessions/list.ts';
 import type { SessionEvent } from '../events/envelope.ts';
@@ -116,6 +118,18 @@ export interface TagCommand {
   sessionId: string;
   tags: Record<string, string | null>;
 }
+/**
+ * Shows a session's budget and spend; with `tokens`, `costUsd` (null removes a limit) or `reset`,
+ * changes it first. Taken on the trusted subject only (`sessiond.cmd.budget`): a tenant's answers
+ * `permission_denied`.
+ */
+export interface BudgetCommand {
+  sessionId: string;
+  tokens?: number | null;
+  costUsd?: number | null;
+  reset?: boolean;
+  actor?: string;
+}
 /** Starts `sessionId` as a fork of `source` at the settled sequence `at` (default the source's last). */
 export interface ForkCommand {
   sessionId: string;
@@ -164,6 +178,7 @@ export interface CommandRequests {
   drop: DropCommand;
   resolve: ResolveCommand;
   tag: TagCommand;
+  budget: BudgetCommand;
   list: ListCommand;
   fork: ForkCommand;
   events: EventsCommand;
@@ -176,6 +191,7 @@ export interface CommandResults {
   drop: { result: DropPendingResult };
   resolve: { result: ResolveResult };
   tag: { result: TagResult };
+  budget: { result: BudgetResult };
   list: SessionPage;
   fork: { result: ForkResult };
   events: { events: SessionEvent[]; more: boolean };
@@ -197,6 +213,7 @@ export const requestFields: Record<CommandVerb, readonly string[]> = {
   drop: ['sessionId', 'inputIds', 'reason', 'actor'],
   resolve: ['sessionId', 'kind', 'name', 'outcome', 'reason', 'data', 'actor'],
   tag: ['sessionId', 'tags'],
+  budget: ['sessionId', 'tokens', 'costUsd', 'reset', 'actor'],
   list: ['state', 'waiting', 'tags', 'idPrefix', 'updatedSince', 'reachableBy', 'limit', 'after'],
   fork: ['sessionId', 'source', 'at', 'tags', 'owner'],
   events: ['sessionId', 'afterSeq', 'limit'],

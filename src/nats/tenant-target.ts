@@ -6,14 +6,18 @@
  * another owner holds answers `not_found`, as a session with no events does. With quotas, a tenant's
  * admissions and forks count against its limits on this worker (`limit_exceeded` naming the quota).
  */
-import { ErrorCode, isSessiondError } from '../errors.ts';
+import { ErrorCode, PermissionError, isSessiondError } from '../errors.ts';
+import { checkBudgetRequest } from '../sessions/budget.ts';
 import { ownerReaches, unreachable } from '../sessions/owner.ts';
 import type { Sessions } from '../sessions/sessions.ts';
 import type { QuotaGuard } from '../gateway/quota-checks.ts';
 import type { QuotaKey, Quotas } from '../gateway/quotas.ts';
 
 /** What the command service drives (its `CommandTarget`). */
-type Target = Pick<Sessions, 'admit' | 'wake' | 'cancel' | 'status' | 'dropPending' | 'approve' | 'deny' | 'resolve' | 'tag' | 'list' | 'fork' | 'events'>;
+type Target = Pick<
+  Sessions,
+  'admit' | 'wake' | 'cancel' | 'status' | 'dropPending' | 'approve' | 'deny' | 'resolve' | 'tag' | 'list' | 'fork' | 'events' | 'budget'
+>;
 
 /** A tenant's quotas on this worker: the checks (shared by every tenant) and the limits. */
 export interface TenantQuotas {
@@ -58,5 +62,14 @@ export function tenantTarget(target: Target, tenant: string, quotas?: TenantQuot
     resolve: (sessionId, name, options) => reach(sessionId).then(() => target.resolve(sessionId, name, options)),
     tag: (sessionId, tags) => reach(sessionId).then(() => target.tag(sessionId, tags)),
     events: (sessionId, options) => reach(sessionId).then(() => target.events(sessionId, options)),
+    // a tenant sees its session's budget; only the admin or a trusted caller changes it
+    budget: async (sessionId, request) => {
+      if (checkBudgetRequest(request) !== undefined)
+        throw new PermissionError(
+          `A tenant cannot change a budget (tenant ${tenant}, session ${sessionId}): the admin does, with sessiond budget ${sessionId} --tokens N (or on the trusted subject sessiond.cmd.budget).`,
+        );
+      await reach(sessionId);
+      return target.budget(sessionId);
+    },
   };
 }

@@ -15,6 +15,8 @@ export const VERB_SCOPES: Readonly<Record<CommandVerb, Scope>> = {
   status: 'read',
   list: 'read',
   events: 'read',
+  /** a tenant sees its sessions' budgets; the command service refuses a tenant's change */
+  budget: 'read',
   admit: 'prompt',
   wake: 'prompt',
   resolve: 'approve',

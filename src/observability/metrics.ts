@@ -12,6 +12,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { isSequenceConflict } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';
+import type { Usage } from '../events/catalog.ts';
 import type { AppendObserver } from '../events/observed-log.ts';
 import type { Notice } from '../execution/session-execution.ts';
 import type { RecoveryNotice } from '../recovery/sweeper.ts';
@@ -78,6 +79,23 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
   const parked = counter('sessiond_recovery_wakes_parked_total', 'Recovery wakes given up (parked) by this worker.');
   const sweepFailures = counter('sessiond_sweep_failures_total', 'Recovery sweep passes that failed as a whole.');
   const stopped = counter('sessiond_worker_parts_stopped_total', 'Parts of the worker that stopped for good (projector, subscription), by part.', ['part']);
+  const tokens = counter(
+    'sessiond_model_tokens_total',
+    'Model tokens recorded by the turns this worker ran, by kind (input, cached_input, output, reasoning; cached input is part of input, reasoning part of output).',
+    ['kind'],
+  );
+  const cost = counter(
+    'sessiond_model_cost_usd_total',
+    'US dollars the model calls of the turns this worker ran cost, where a price table was configured (--prices).',
+  );
+  const countUsage = (u: Usage | undefined) => {
+    if (!u) return;
+    tokens.inc({ kind: 'input' }, u.inputTokens);
+    tokens.inc({ kind: 'output' }, u.outputTokens);
+    if (u.cachedInputTokens) tokens.inc({ kind: 'cached_input' }, u.cachedInputTokens);
+    if (u.reasoningTokens) tokens.inc({ kind: 'reasoning' }, u.reasoningTokens);
+    if (u.costUsd) cost.inc(u.costUsd);
+  };
   const refused = counter(
     'sessiond_commands_refused_total',
     'Command requests this worker refused for what the sender did (malformed, invalid ids, foreign reply subjects), by kind; logged at a limited rate.',
@@ -109,6 +127,10 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
           }
           break;
         }
+        case 'step.ended':
+        case 'compaction.completed':
+          countUsage(e.payload.usage);
+          break;
         case 'execution.cancelled':
           turnsCancelled.inc();
           break;

@@ -457,6 +457,7 @@ export class Projector {
       'compaction.completed': rules.compactionCompleted,
 
       'session.tagged': (e) => sessions.tag(e, e.payload.tags),
+      'budget.set': () => {}, // the budget lives in the session's snapshot (sessiond budget, status), not in a row
       'session.forked': (e) => {
         sessions.fork(e, e.payload.from);
         if (e.payload.tags) sessions.tag(e, e.payload.tags);

@@ -77,7 +77,11 @@ export interface RunContext {
   readonly signal: AbortSignal;
   readonly clock: Clock;
 
-  /** Starts an assistant step (a model call); at this boundary pending steering inputs join the turn. */
+  /**
+   * Starts an assistant step (a model call); at this boundary pending steering inputs join the turn.
+   * It is also the budget boundary: when the session (or its tenant) has spent its budget, the turn
+   * stops here with `BudgetExceededError` (let it through) and settles failed `budget_exceeded`.
+   */
   startStep(): Promise<{ messageId: string; steered: RunInput[] }>;
   /**
    * The session's conversation as committed: earlier turns, this turn's prompts, and what this turn
@@ -93,8 +97,11 @@ export interface RunContext {
   reasoning(messageId: string, text: string, partId?: string): Promise<string>;
   /** Says, live, that a model request failed and is sent again after `delayMs` (never stored). */
   retrying(messageId: string, attempt: number, delayMs: number, error: RecordedError): void;
-  /** Ends the step; `usage` is the tokens it used, as the model server reported them. */
-  endStep(messageId: string, finish?: string, usage?: Usage): Promise<void>;
+  /**
+   * Ends the step; `usage` is the tokens it used, as the model server reported them. `model` (the
+   * model's id) prices the call where the worker has a price table: its cost is recorded with it.
+   */
+  endStep(messageId: string, finish?: string, usage?: Usage, model?: string): Promise<void>;
   failStep(messageId: string, error: RecordedError): Promise<void>;
   /**
    * Marks the execution `unknown` before an external effect (model request): recovery must not
@@ -119,7 +126,7 @@ export interface RunContext {
    * call) runs; the summary (and the tokens the call used) is recorded, then the turn continues.
    * In the transcript the summary replaces every earlier item but this turn's prompts.
    */
-  compact(reason: string, summarize: () => Promise<string | { summary: string; usage?: Usage }>): Promise<string>;
+  compact(reason: string, summarize: () => Promise<string | { summary: string; usage?: Usage; model?: string }>): Promise<string>;
 
   /**
    * The turn's waits, as they stood when this execution started: across the turn's executions (a

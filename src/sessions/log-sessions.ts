@@ -21,6 +21,7 @@ import { cancelExecution } from '../execution/cancel.ts';
 import type { Sessions } from './sessions.ts';
 import { NotFoundError } from '../errors.ts';
 import type { Db } from '../storage/sqlite.ts';
+import { sessionBudget } from './budget.ts';
 import { tagSession } from './tag.ts';
 import { forkSession } from './fork.ts';
 import { listFromProjection } from './list-projection.ts';
@@ -67,6 +68,7 @@ export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Se
     follow: (sessionId, onEvent, followOptions) => followLog(log, sessionId, onEvent, followOptions),
     events: (sessionId, eventsOptions) => readEvents(log, sessionId, eventsOptions, async (id) => (await handler.load(id)).context.seq > 0),
     tag: (sessionId, tags) => tagSession(handler, sessionId, tags),
+    budget: (sessionId, request) => sessionBudget(handler, sessionId, request),
     fork: (sourceId, sessionId, forkOptions) => forkSession(handler, sourceId, sessionId, forkOptions),
     async list(filter) {
       if (!options.projection) {

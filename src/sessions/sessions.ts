@@ -19,6 +19,7 @@ import type { SessionView } from '../machines/session-view.ts';
 import type { ExecutionState } from '../machines/session-context.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { TagChanges, TagResult } from './tags.ts';
+import type { BudgetRequest, BudgetResult } from './budget.ts';
 import type { ForkOptions, ForkResult } from './fork-result.ts';
 import type { ListFilter, SessionPage } from './list.ts';
 import type { ActorOptions } from './actor.ts';
@@ -113,6 +114,14 @@ export interface Sessions {
    * Rejects with `not_found` for a session with no events (an admission's `tags` create them).
    */
   tag(sessionId: string, tags: TagChanges): Promise<TagResult>;
+  /**
+   * The session's budget and spend; with `tokens`, `costUsd` or `reset`, changes it first (one
+   * `budget.set` event). A turn whose session has spent its budget stops before its next model call
+   * and settles failed `budget_exceeded`. For the admin and trusted callers: on NATS only the
+   * trusted subject takes it (never a tenant's), the gateway asks for `manage`. Rejects with
+   * `not_found` for a session with no events.
+   */
+  budget(sessionId: string, request?: BudgetRequest): Promise<BudgetResult>;
   /**
    * Starts session `sessionId` as a fork of `sourceId`: its first event holds the source's
    * conversation up to a settled point (`at`, default the source's last), then it lives its own

@@ -61,6 +61,7 @@ export const defaultPayloads: { readonly [K in EventType]: PayloadInputOf<K> } =
   'compaction.started': { ...step, reason: 'overflow' },
   'compaction.completed': { ...step, summary: 'summary' },
   'session.tagged': { tags: { customer: 'acme' } },
+  'budget.set': { tokens: 1000, costUsd: null, reset: true },
   'turn.interrupted': {
     executionId: 'exe_1',
     ownerId: 'own_a',

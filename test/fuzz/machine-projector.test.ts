@@ -198,6 +198,8 @@ function refDecide(r: Ref, c: Command): { reason: string | null; next: Ref } {
       if (same) return refuse('nothing_to_change');
       return Object.keys(tags).length > MAX_TAGS ? refuse('tag_limit') : accept({ tags });
     }
+    case 'budget':
+      return r.exists ? accept({}) : refuse('no_events');
     case 'fork':
       // a fork is a session's first event; its prompts' input ids count as admitted
       if (r.exists) return refuse('session_exists');

@@ -62,6 +62,28 @@ test('inspector - the state at a sequence shows the tokens the session used up t
   }
 });
 
+test('inspector - the state at a sequence shows the session budget and its spend there', async () => {
+  const metered = await openEngine({
+    file: tmp.file('inspect.db'),
+    runner: async (ctx) => {
+      const { messageId } = await ctx.startStep();
+      await ctx.endStep(messageId, 'stop', { inputTokens: 100, outputTokens: 20 });
+    },
+  });
+  try {
+    await metered.admit('ses_budget', { prompt: 'spend' });
+    await metered.awaitIdle('ses_budget');
+    await metered.budget('ses_budget', { tokens: 100 });
+    const events = await engine.log.readSession('ses_budget');
+    const at = (seq: number) => get<{ budget: unknown }>(`/api/sessions/ses_budget/at/${seq}`).then((r) => r.body.budget);
+    assert.is(await at(events.at(-2)!.seq), null, 'none before budget.set');
+    assert.equal(await at(events.at(-1)!.seq), { tokens: 100, costUsd: null, spent: { tokens: 120, costUsd: 0 } });
+    assert.match(await get<string>('/').then((r) => r.body), 'data-testid="at-budget"');
+  } finally {
+    await metered.close();
+  }
+});
+
 test('inspector - a waiting session: the list counts its open waits; the state at a sequence shows what it waits for, then the decision', async () => {
   const waiting = await openEngine({
     file: tmp.file('inspect.db'),

@@ -265,6 +265,7 @@ s("hostile input - a success reply over the server's max_payload is answered wit
     deny: unused,
     resolve: unused,
     tag: unused,
+    budget: unused,
     list: unused,
     fork: unused,
     events: unused,

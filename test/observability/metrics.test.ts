@@ -11,6 +11,7 @@ import { observeAppends } from '../../src/events/observed-log.ts';
 import { SessionExecution } from '../../src/execution/session-execution.ts';
 import { admitInput } from '../../src/input/admit.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
+import type { Runner } from '../../src/runner/types.ts';
 import { createWorkerMetrics } from '../../src/observability/metrics.ts';
 import { startOpsServer } from '../../src/observability/http.ts';
 import { freePort } from '../../src/testing/nats-server.ts';
@@ -48,6 +49,33 @@ test('metrics - turns, appends, conflicts and renewals are counted from what the
   assert.is(sample(text, 'sessiond_turn_seconds_count{log="sqlite"}'), 2, 'one duration per turn claimed and settled here');
   assert.is(sample(text, 'sessiond_inputs_pending{log="sqlite"}'), 7, 'gauges read their source when scraped');
   assert.is(sample(text, 'sessiond_projector_lag_positions{log="sqlite"}'), 3);
+  await execution.close();
+  db.close();
+  tmp.remove();
+});
+
+test('metrics - model tokens by kind and the cost of priced calls are counted from the steps the worker commits', async () => {
+  const tmp = tempDir();
+  const db = openDatabase(tmp.file('t.db'));
+  migrate(db);
+  const metrics = createWorkerMetrics({ log: 'sqlite', defaultMetrics: false });
+  const log = observeAppends(new SqliteEventLog(db), metrics.appends);
+  const runner: Runner = async (ctx) => {
+    for (let i = 0; i < 2; i++) {
+      const { messageId } = await ctx.startStep();
+      await ctx.endStep(messageId, 'stop', { inputTokens: 100, outputTokens: 30, cachedInputTokens: 60, reasoningTokens: 10 }, 'm-1');
+    }
+  };
+  const execution = new SessionExecution({ log, runner, prices: { 'm-1': { input: 1, output: 10 } } });
+  await admitInput(execution.handler, 'ses_t', { prompt: 'count my tokens', wake: false });
+  await execution.resume('ses_t');
+  await execution.awaitIdle('ses_t');
+  const text = await metrics.registry.metrics();
+  assert.is(sample(text, 'sessiond_model_tokens_total{kind="input",log="sqlite"}'), 200);
+  assert.is(sample(text, 'sessiond_model_tokens_total{kind="cached_input",log="sqlite"}'), 120);
+  assert.is(sample(text, 'sessiond_model_tokens_total{kind="output",log="sqlite"}'), 60);
+  assert.is(sample(text, 'sessiond_model_tokens_total{kind="reasoning",log="sqlite"}'), 20);
+  assert.is(sample(text, 'sessiond_model_cost_usd_total{log="sqlite"}'), 0.0008, '2 x (100 x $1 + 30 x $10) per million');
   await execution.close();
   db.close();
   tmp.remove();

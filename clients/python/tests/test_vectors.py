@@ -44,6 +44,7 @@ from sessiond_client.commands import (
     SessionListItem,
     SessionPage,
     StatusReply,
+    BudgetResult,
     TagResult,
     WaitInfo,
     WakeResult,
@@ -217,6 +218,7 @@ def test_the_client_builds_each_verbs_request_as_the_vectors_spell_it() -> None:
         "admit a prompt of parts": c.admit_request("ses_cmd", SAMPLE_PARTS, id="inp_cmd_6"),
         # as tag and list build them (None removes a tag)
         "tag: set one, remove another": c.tag_request("ses_cmd", {"tier": "gold", "env": None}),
+        "budget: set tokens, remove the cost limit, reset": c.budget_request("ses_cmd", tokens=200_000, cost_usd=c.CLEAR, reset=True, actor="ops"),
         "list with every filter": c.list_request(
             state="settled",
             waiting=False,
@@ -307,6 +309,7 @@ REPLY_TYPES = {
     "status": StatusReply,
     "resolve": ResolveResult,
     "tag": TagResult,
+    "budget": BudgetResult,
     "list": SessionPage,
     "fork": ForkResult,
     "events": EventsPage,

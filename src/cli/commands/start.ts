@@ -16,6 +16,7 @@ import { DEFAULT_MAX_PARALLEL_TOOLS, DEFAULT_MAX_STEPS } from '../../runner/mode
 import { SEND_REASONING, type SendReasoning } from '../../runner/model/messages.ts';
 import { loadTools } from '../../runner/model/tools.ts';
 import { loadMcpConfig } from '../../runner/mcp/config.ts';
+import { loadPrices } from '../../budget/prices.ts';
 import { mcpServers, type McpServers } from '../../runner/mcp/servers.ts';
 import { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from '../../execution/session-execution.ts';
 import { messageOf, UsageError } from '../../errors.ts';
@@ -66,6 +67,7 @@ export interface StartOptions extends NatsFlags, NatsCommandFlags, GatewayFlags 
   baseUrl?: string;
   tools?: string;
   mcp?: string;
+  prices?: string;
   system?: string;
   maxSteps?: number;
   maxParallelTools?: number;
@@ -107,6 +109,10 @@ export function addWorkerOptions(command: Command, ctx: CliContext): Command {
     .option('--tools <module>', 'openai runner: a module whose default export is the tools (defineTool with zod schemas)')
     .option('--mcp <file>', 'openai runner: MCP servers whose tools the model may call, as {"mcpServers": {...}} (see docs/model-runner.md)')
     .option('--system <prompt>', 'openai runner: a system prompt sent with every request')
+    .option(
+      '--prices <file>',
+      'model prices in USD per million tokens, as {"model": {"input": 0.15, "cachedInput": 0.075, "output": 0.6}}: each call\'s cost is recorded (see docs/operating.md, Budgets)',
+    )
     .option('--max-steps <n>', `openai runner: model calls per turn at most (default ${DEFAULT_MAX_STEPS})`, positiveInt('--max-steps'))
     .option(
       '--max-parallel-tools <n>',
@@ -215,6 +221,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     );
   }
   const modelCallLimits = callLimitsFromCli(opts); // refused before anything starts
+  const prices = opts.prices === undefined ? undefined : loadPrices(opts.prices); // refused now, naming the entry, not at the first call
   const log = workerLog(ctx, logFormat(opts.logFormat, ctx.env, process.stdout.isTTY));
   // MCP servers start at the first turn; the stop closes them last
   const mcp =
@@ -246,6 +253,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
       (['maxPendingInputs', 'maxPendingBytes', 'maxPromptBytes', 'maxHeldBytes'] as const).flatMap((k) => (opts[k] === undefined ? [] : [[k, opts[k]]])),
     ),
     ...(opts.allowUrlHost?.length ? { urls: { allow: opts.allowUrlHost } } : {}),
+    ...(prices ? { prices } : {}),
     ...(opts.inspect !== undefined ? { inspectPort: opts.inspect } : {}),
     ...(inspectAuth && (inspectAuth.tokens || inspectAuth.jwt) ? { inspectAuth: withoutUndefined(inspectAuth) } : {}),
     ...(opts.metrics !== undefined ? { metricsPort: opts.metrics } : {}),

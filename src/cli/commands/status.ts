@@ -115,6 +115,15 @@ export function describeStatus(row: SessionStatus): string[] {
     lines.push(
       `  tokens  ${row.usage.inputTokens} in${row.usage.cachedInputTokens ? ` (${row.usage.cachedInputTokens} cached)` : ''}, ${row.usage.outputTokens} out${row.usage.reasoningTokens ? ` (${row.usage.reasoningTokens} reasoning)` : ''} (model steps and compactions, as the servers reported them)`,
     );
+  const turn = row.execution?.usage;
+  if (turn && turn.inputTokens + turn.outputTokens > 0)
+    lines.push(`  this turn ${turn.inputTokens} in, ${turn.outputTokens} out${turn.costUsd === undefined ? '' : `, $${turn.costUsd}`}`);
+  if (row.usage.costUsd !== undefined) lines.push(`  cost    $${row.usage.costUsd} (priced calls, --prices)`);
+  const b = row.budget;
+  if (b && (b.tokens !== null || b.costUsd !== null))
+    lines.push(
+      `  budget  ${[...(b.tokens === null ? [] : [`${b.spent.tokens} of ${b.tokens} tokens`]), ...(b.costUsd === null ? [] : [`$${b.spent.costUsd} of $${b.costUsd}`])].join(', ')} spent (sessiond budget ${row.sessionId})`,
+    );
   const decided = row.waits.filter((w) => w.outcome !== null);
   if (decided.length > 0)
     lines.push(

@@ -113,6 +113,8 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
     throw new SessiondError(ErrorCode.InvalidOption, `Invalid contextWindow ${String(window)}: use the model's context window in tokens.`);
   const random = options.random ?? Math.random;
   const call = callName(options.model, options.provider);
+  /** The model's id: what a price table names (a call's cost is recorded with its usage). */
+  const modelId = call.model;
   const common = {
     model: options.model,
     maxRetries: 0,
@@ -217,7 +219,7 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
         generateText({ ...common, messages: [...toModelMessages(older), { role: 'user', content: SUMMARIZE_PROMPT }], abortSignal: ctx.signal }),
       );
       const usage = usageOf(r.usage);
-      return { summary: r.text, ...(usage ? { usage } : {}) };
+      return { summary: r.text, model: modelId, ...(usage ? { usage } : {}) };
     });
     return history(await ctx.history());
   };
@@ -265,7 +267,7 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
           output.calls.map((call, i) => (asks[i] ? askApproval(ctx, tools, messageId, call) : runCall(ctx, tools, slots, messageId, call))),
         )),
       );
-      await ctx.endStep(messageId, output.finish, output.usage);
+      await ctx.endStep(messageId, output.finish, output.usage, modelId);
       step++;
       compactions = 0;
       // a call waits for a person: the turn ends its execution here and resumes with the decision

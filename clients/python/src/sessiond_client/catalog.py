@@ -65,6 +65,8 @@ class Usage:
     cached_input_tokens: int | None = None
     #: Part of ``output_tokens`` spent reasoning, when the server reported it.
     reasoning_tokens: int | None = None
+    #: What the call cost in US dollars, priced when it ended (the worker's ``--prices``), where its model had a price.
+    cost_usd: float | None = None
 
 
 @dataclass(frozen=True)
@@ -348,6 +350,17 @@ class CompactionCompleted:
     message_id: str
     summary: str
     usage: Usage | None = None
+
+
+@dataclass(frozen=True)
+class BudgetSet:
+    """The session's budget set (the admin's ``Client.budget``): its limits from now on (None: none),
+    ``reset`` when its spend counts from this event on, ``actor`` who."""
+
+    tokens: int | None
+    cost_usd: float | None
+    reset: bool
+    actor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -919,6 +932,7 @@ USAGE = Obj(
         F("outputTokens", "output_tokens", NONNEG),
         F("cachedInputTokens", "cached_input_tokens", NONNEG, optional=True),
         F("reasoningTokens", "reasoning_tokens", NONNEG, optional=True),
+        F("costUsd", "cost_usd", Num(0), optional=True),
     ),
     Usage,
 )
@@ -1200,6 +1214,16 @@ CATALOG: Mapping[str, EventType] = {
             "compaction.completed",
             CompactionCompleted,
             [EXE, MSG, F("summary", "summary", Str()), F("usage", "usage", USAGE, optional=True)],
+        ),
+        _t(
+            "budget.set",
+            BudgetSet,
+            [
+                F("tokens", "tokens", Nullable(NONNEG)),
+                F("costUsd", "cost_usd", Nullable(Num(0))),
+                F("reset", "reset", Bool()),
+                F("actor", "actor", Str(1, 200), optional=True),
+            ],
         ),
         _t("session.tagged", SessionTagged, [F("tags", "tags", Record(Nullable(TAG_VALUE)))]),
         _t(

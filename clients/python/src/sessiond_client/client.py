@@ -42,6 +42,7 @@ from .commands import (
     SessionPage,
     StatusReply,
     TagResult,
+    BudgetResult,
     WakeResult,
     admit_request,
     cancel_request,
@@ -56,6 +57,7 @@ from .commands import (
     resolve_request,
     status_request,
     tag_request,
+    budget_request,
     wake_request,
 )
 from .errors import CommandError, EventError, PermissionDenied, SessiondError
@@ -458,6 +460,27 @@ class Client:
             await client.tag("ses_1", {"tier": "gold", "trial": None})
         """
         result: TagResult = (await self._send("tag", tag_request(session_id, tags)))[0]
+        return result
+
+    async def budget(
+        self,
+        session_id: str,
+        *,
+        tokens: int | str | None = None,
+        cost_usd: float | str | None = None,
+        reset: bool = False,
+        actor: str | None = None,
+    ) -> BudgetResult:
+        """The session's budget and spend; with ``tokens``, ``cost_usd`` (``CLEAR`` removes a limit)
+        or ``reset``, changes it first (one ``budget.set`` event). A turn whose session has spent its
+        budget stops before its next model call and settles failed with error type
+        ``budget_exceeded`` (``BUDGET_EXCEEDED``). For the admin and trusted connections: a tenant's
+        change is ``permission_denied``. A negative limit is ``invalid_option``.
+
+            result = await client.budget("ses_1", tokens=100_000)
+        """
+        body = budget_request(session_id, tokens=tokens, cost_usd=cost_usd, reset=reset, actor=actor)
+        result: BudgetResult = (await self._send("budget", body))[0]
         return result
 
     async def fork(self, source_id: str, session_id: str, *, at: int | None = None, tags: Mapping[str, str] | None = None) -> ForkResult:

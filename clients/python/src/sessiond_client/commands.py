@@ -32,8 +32,8 @@ from .parts import wire_prompt
 COMMAND_PREFIX = "sessiond.cmd"
 #: Subjects of one tenant: ``sessiond.t.<tenant>.cmd.<verb>`` and ``sessiond.t.<tenant>.live.<session>.<type>``.
 TENANT_PREFIX = "sessiond.t"
-VERBS = ("admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork", "events")
-Verb = Literal["admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork", "events"]
+VERBS = ("admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork", "events", "budget")
+Verb = Literal["admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork", "events", "budget"]
 #: The fields each request may carry (workers refuse any other as a likely typo).
 REQUEST_FIELDS: Mapping[str, tuple[str, ...]] = {
     "admit": ("sessionId", "prompt", "id", "delivery", "wake", "notBefore", "tags", "owner"),
@@ -46,6 +46,7 @@ REQUEST_FIELDS: Mapping[str, tuple[str, ...]] = {
     "list": ("state", "waiting", "tags", "idPrefix", "updatedSince", "reachableBy", "limit", "after"),
     "fork": ("sessionId", "source", "at", "tags", "owner"),
     "events": ("sessionId", "afterSeq", "limit"),
+    "budget": ("sessionId", "tokens", "costUsd", "reset", "actor"),
 }
 #: The states a session may be in (``list``'s ``state`` filter, ``StatusReply.state``).
 SESSION_STATES = ("idle", "claimed", "running", "recovering", "settled")
@@ -129,6 +130,34 @@ def resolve_request(
 def tag_request(session_id: str, tags: Mapping[str, str | None]) -> dict[str, Any]:
     """A change of the session's tags: a value sets the key, ``None`` removes it (keys in the order given)."""
     return {"sessionId": session_id, "tags": dict(tags)}
+
+
+#: The error type of a turn stopped before a model call because its session (or tenant) spent its budget.
+BUDGET_EXCEEDED = "budget_exceeded"
+#: A limit ``budget_request`` removes (pass it as ``tokens`` or ``cost_usd``); None keeps the limit.
+CLEAR = "clear"
+
+
+def budget_request(
+    session_id: str,
+    *,
+    tokens: int | str | None = None,
+    cost_usd: float | str | None = None,
+    reset: bool = False,
+    actor: str | None = None,
+) -> dict[str, Any]:
+    """A budget request: ``tokens`` or ``cost_usd`` set a limit (``CLEAR`` removes it, None keeps it),
+    ``reset`` counts the spend from now on. With none of them it only asks for the budget."""
+    body: dict[str, Any] = {"sessionId": session_id}
+    if tokens is not None:
+        body["tokens"] = None if tokens == CLEAR else tokens
+    if cost_usd is not None:
+        body["costUsd"] = None if cost_usd == CLEAR else cost_usd
+    if reset:
+        body["reset"] = True
+    if actor is not None:
+        body["actor"] = actor
+    return body
 
 
 def list_request(
@@ -519,6 +548,8 @@ class ExecutionInfo:
     input_ids: list[str]
     input_count: int
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: What this execution's model calls used (None before its first).
+    usage: dict[str, Any] | None = None
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> "ExecutionInfo":
@@ -538,7 +569,27 @@ class ExecutionInfo:
             list(d.get("inputIds", [])),
             d.get("inputCount", len(d.get("inputIds", []))),
             dict(d),
+            d.get("usage"),
         )
+
+
+@dataclass(frozen=True)
+class BudgetResult:
+    """A session's budget after a ``budget`` call: its limits and spend since the latest reset (``budget``
+    None: none set), its usage totals, and whether a ``budget.set`` event was written (``seq``)."""
+
+    session_id: str
+    #: ``{"tokens": int | None, "costUsd": float | None, "spent": {"tokens": int, "costUsd": float}}``, or None.
+    budget: dict[str, Any] | None
+    spent: dict[str, Any]
+    usage: dict[str, Any]
+    changed: bool
+    seq: int | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> "BudgetResult":
+        return cls(d["sessionId"], d.get("budget"), dict(d["spent"]), dict(d["usage"]), d["changed"], d.get("seq"), dict(d))
 
 
 @dataclass(frozen=True)
@@ -565,7 +616,8 @@ class StatusReply:
     #: The turn's waits: open ones (the session waits when ``outcome`` is ``waiting``) and those resolved in this turn.
     waits: list[WaitInfo]
     executions: int
-    usage: dict[str, int]
+    #: Tokens (and ``costUsd``, where priced) of the session's model calls.
+    usage: dict[str, Any]
     execution: ExecutionInfo | None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     #: The session's tags (empty when it has none).
@@ -574,6 +626,8 @@ class StatusReply:
     forked_from: ForkPoint | None = None
     #: Who the session belongs to (fixed by its first admission; None when no one). ``owner`` is the worker holding the lease.
     owned_by: str | None = None
+    #: The session's budget and spend since its latest reset (None: none set), as ``BudgetResult.budget``.
+    budget: dict[str, Any] | None = None
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> "StatusReply":
@@ -602,11 +656,22 @@ class StatusReply:
             dict(d.get("tags") or {}),
             fork_point(d.get("forkedFrom")),
             d.get("ownedBy"),
+            d.get("budget"),
         )
 
 
 Reply = (
-    AdmitReceipt | WakeResult | CancelResult | DropResult | StatusReply | ResolveResult | TagResult | SessionPage | ForkResult | EventsPage
+    AdmitReceipt
+    | WakeResult
+    | CancelResult
+    | DropResult
+    | StatusReply
+    | ResolveResult
+    | TagResult
+    | BudgetResult
+    | SessionPage
+    | ForkResult
+    | EventsPage
 )
 
 
@@ -650,6 +715,8 @@ def parse_reply(verb: str, data: bytes | str) -> Any:
             return ResolveResult.from_wire(reply["result"])
         if verb == "tag":
             return TagResult.from_wire(reply["result"])
+        if verb == "budget":
+            return BudgetResult.from_wire(reply["result"])
         if verb == "list":
             return SessionPage.from_wire(reply)
         if verb == "fork":

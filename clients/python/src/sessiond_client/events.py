@@ -237,6 +237,11 @@ class CompactionCompletedEvent(Event):
 
 
 @dataclass(frozen=True, kw_only=True)
+class BudgetSetEvent(Event):
+    payload: c.BudgetSet
+
+
+@dataclass(frozen=True, kw_only=True)
 class SessionTaggedEvent(Event):
     payload: c.SessionTagged
 
@@ -313,6 +318,7 @@ EVENT_CLASSES: Mapping[str, type[Event]] = {
     "wait.resolved": WaitResolvedEvent,
     "compaction.started": CompactionStartedEvent,
     "compaction.completed": CompactionCompletedEvent,
+    "budget.set": BudgetSetEvent,
     "session.tagged": SessionTaggedEvent,
     "session.forked": SessionForkedEvent,
     "turn.interrupted": TurnInterruptedEvent,
