@@ -27,3 +27,12 @@ export { startInspector, type Inspector, type InspectorOptions } from './inspect
 export { machineToDot, machineToMermaid, renderSvg } from './inspector/chart.ts';
 export { Projector } from './projector/index.ts';
 export { flushAsync } from './clock.ts';
+export type { CapacityWait } from './sessions/sessions.ts';
+export type { ModelCallSlot } from './runner/types.ts';
+export { openModelCallGate, readCapacity } from './capacity/gate.ts';
+export type { ModelCallGate, ModelCallGateOptions, CapacityView, CallRequest, CallSlot, WaitingCall } from './capacity/gate.ts';
+export { loadCallLimits, parseCallLimits, mergeCallLimits, maxModelCalls } from './capacity/limits-file.ts';
+export type { CallLimits } from './capacity/limits-file.ts';
+export type { CapacityStore } from './capacity/store.ts';
+export { sqliteCapacityStore } from './capacity/sqlite-capacity-store.ts';
+export { jetstreamCapacityStore } from './capacity/kv-capacity-store.ts';
