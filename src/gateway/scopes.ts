@@ -2,7 +2,7 @@
  * What a token may do. Each route and NATS command needs one scope:
  * `read` (status, list, events, conversation), `prompt` (admit, wake, cancel its own turns),
  * `approve` (approve, deny, resolve waits), `manage` (tags, fork, drop pending, cancel any turn),
- * `admin` (delete, retention).
+ * `admin` (budgets, delete, retention).
  */
 import { ErrorCode, HttpError } from '../errors.ts';
 

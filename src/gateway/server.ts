@@ -237,7 +237,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     {
       method: 'POST',
       pattern: /^\/v1\/sessions\/([^/]+)\/budget$/,
-      scope: 'manage',
+      // the operator's: a tenant that could manage its own sessions must not raise its own budget
+      scope: 'admin',
       run: async (c) => {
         const id = sessionOf(c);
         const body = await c.body();

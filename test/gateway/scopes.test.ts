@@ -99,7 +99,7 @@ const ROUTES: [Scope, string, string, unknown?][] = [
   ['prompt', 'POST', '/v1/chat', { id: 'ses_sc_chat', messages: [{ id: 'msg_1', role: 'user', parts: [{ type: 'text', text: 'hi' }] }] }],
   ['manage', 'POST', '/v1/sessions/ses_sc/cancel', {}],
   ['manage', 'POST', '/v1/sessions/ses_sc/tags', { tags: { team: 'a' } }],
-  ['manage', 'POST', '/v1/sessions/ses_sc/budget', { tokens: 1_000_000 }],
+  ['admin', 'POST', '/v1/sessions/ses_sc/budget', { tokens: 1_000_000 }],
   ['manage', 'POST', '/v1/sessions/ses_sc/pending/drop', {}],
   ['manage', 'POST', '/v1/sessions/ses_sc/fork', { sessionId: 'ses_sc_fork' }],
   ['approve', 'POST', '/v1/sessions/ses_sc/calls/call_none/approve', {}],
@@ -125,15 +125,17 @@ test('each role against every route: 403 naming the scope and the token where it
   assert.equal((await call('reader', 'GET', '/v1/health')).status, 200, 'health needs no scope');
 });
 
-test('budget: a manage token sets a session budget, recorded with its name as the actor; a bad limit is 400 saying what to give', async () => {
+test('budget: an admin token sets a session budget (a manage token may not: a tenant would raise its own), recorded with its name as the actor; a bad limit is 400 saying what to give', async () => {
   await sessiond.admit('ses_bud', { prompt: 'hello' });
   await sessiond.awaitIdle('ses_bud');
-  const set = await call('manager', 'POST', '/v1/sessions/ses_bud/budget', { tokens: 500, reset: true });
+  const refused = await call('manager', 'POST', '/v1/sessions/ses_bud/budget', { tokens: 500 });
+  assert.equal([refused.status, refused.body.error.code], [403, 'permission_denied']);
+  const set = await call('admin', 'POST', '/v1/sessions/ses_bud/budget', { tokens: 500, reset: true });
   assert.is(set.status, 200, JSON.stringify(set.body));
   assert.equal(set.body.budget, { tokens: 500, costUsd: null, spent: { tokens: 0, costUsd: 0 } });
   const recorded = (await eventsOf('ses_bud')).find((e) => e.type === 'budget.set');
-  assert.equal(recorded?.payload, { tokens: 500, costUsd: null, reset: true, actor: 'manager' });
-  const bad = await call('manager', 'POST', '/v1/sessions/ses_bud/budget', { tokens: -1 });
+  assert.equal(recorded?.payload, { tokens: 500, costUsd: null, reset: true, actor: 'admin' });
+  const bad = await call('admin', 'POST', '/v1/sessions/ses_bud/budget', { tokens: -1 });
   assert.equal([bad.status, bad.body.error.code], [400, 'invalid_option']);
   assert.match(bad.body.error.message, 'tokens must be a whole number >= 0');
   assert.is((await call('reader', 'GET', '/v1/sessions/ses_bud')).body.budget.tokens, 500, 'status shows it');
