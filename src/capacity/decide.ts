@@ -28,32 +28,23 @@ export interface WorkerEntry {
   limits: CallLimits;
 }
 
-/** A call in flight. `since`: when it was granted. */
-export interface Slot {
+/** A model call the shared state holds, in flight or waiting. */
+export interface CallEntry extends CallNames {
   id: string;
   ownerId: string;
   sessionId: string;
   executionId: string;
-  tenant: string | null;
-  provider: string;
-  model: string;
-  /** The limited scopes it drew from when granted (for people; counting uses its names). */
+  /** The limited scopes it draws from (for people; counting uses its names). */
   scopes: string[];
+  /** A slot: when it was granted. A waiter: when it started to wait. */
   since: number;
 }
 
-/** A call waiting for a slot. `since`: when it started to wait. */
-export interface Waiter {
-  id: string;
-  ownerId: string;
-  sessionId: string;
-  executionId: string;
-  tenant: string | null;
-  provider: string;
-  model: string;
-  scopes: string[];
-  since: number;
-}
+/** A call in flight. */
+export type Slot = CallEntry;
+
+/** A call waiting for a slot. */
+export type Waiter = CallEntry;
 
 export interface Backoff {
   until: number;

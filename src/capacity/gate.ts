@@ -60,6 +60,7 @@ export interface ModelCallGate {
    *  at once by local releases) otherwise. `onWait` is called once if it has to wait. Rejects with
    *  the signal's reason when aborted (its waiter removed). */
   acquire(request: CallRequest, signal: AbortSignal, onWait?: (w: WaitingCall) => void): Promise<CallSlot>;
+  /** The fleet as this gate last read it (at most `pollMs` old; its own writes at once). */
   view(): Promise<CapacityView>;
   /** Stops the heartbeat, leaves every waiter and releases every slot of this worker. */
   close(): Promise<void>;
@@ -272,7 +273,8 @@ export async function openModelCallGate(store: CapacityStore, options: ModelCall
         );
       });
     },
-    view: () => readCapacity(store, clock.now()),
+    // the fleet's state as this gate last saw it (at most `pollMs` old): status asks on every call
+    view: async () => capacityView(await recent(), clock.now()),
     async close() {
       if (closed) return;
       closed = true;
@@ -286,9 +288,14 @@ export async function openModelCallGate(store: CapacityStore, options: ModelCall
   };
 }
 
-/** `readCapacity(store, now)`: the view without a gate (for `sessiond limits` and status). */
+/** `readCapacity(store, now)`: the view without a gate (for `sessiond limits`). */
 export async function readCapacity(store: CapacityStore, now: number): Promise<CapacityView> {
-  const state = withoutExpired(await store.read(), now);
+  return capacityView(await store.read(), now);
+}
+
+/** The view of a state (pure): each limit in force with what runs and waits under it, the waiting calls, back-offs, live workers. */
+export function capacityView(stored: CapacityState, now: number): CapacityView {
+  const state = withoutExpired(stored, now);
   const limits = fleetLimits(state, now);
   const scopes = new Set<string>();
   for (const part of LIMIT_PARTS) for (const name of Object.keys(limits[part] ?? {})) if (name !== EACH) scopes.add(scopeName(part, name));
