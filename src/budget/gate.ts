@@ -7,9 +7,6 @@ import type { SessionContext } from '../machines/session-context.ts';
 import type { Usage } from '../events/catalog.ts';
 import { exceeded, spendOf, type Exceeded } from './spend.ts';
 
-/** A tenant's budget check (src/budget/tenant-budgets.ts): what the tenant's sessions spent against its budget, given this session's unrecorded usage. */
-export type TenantGate = (tenant: string, sessionId: string, unrecorded: Usage) => Promise<Exceeded | undefined>;
-
 /** The session's budget passed, or undefined (nothing to check when no budget was set). */
 export function sessionExceeded(ctx: SessionContext, unrecorded: Usage): Exceeded | undefined {
   const budget = ctx.budget ?? null;

@@ -32,7 +32,7 @@ import { STREAM_RECORD_MS, StreamRecorder } from './stream-recorder.ts';
 import { progressThrottle } from './progress-throttle.ts';
 import type { ModelCallGate, WaitingCall } from '../capacity/gate.ts';
 import { addUsage } from '../budget/spend.ts';
-import { sessionExceeded, type TenantGate } from '../budget/gate.ts';
+import { sessionExceeded } from '../budget/gate.ts';
 import { priced, type Prices } from '../budget/prices.ts';
 import type { SessionContext } from '../machines/session-context.ts';
 
@@ -77,8 +77,6 @@ export interface RunContextDeps {
   tenant?: string | null;
   /** Model prices: a call's cost is recorded with its usage (`costUsd`) when its model has one. */
   prices?: Prices;
-  /** The tenant budget check, before each model call of a session with an owner. */
-  tenantGate?: TenantGate;
 }
 
 /** A runner's handle, and what the execution service needs of it when the turn ends. */
@@ -278,14 +276,12 @@ export function createRunContext(deps: RunContextDeps): Turn {
   };
 
   /**
-   * The budget boundary, before a model call: a session (or tenant) that has spent its budget stops
+   * The budget boundary, before a model call: a session that has spent its budget stops
    * the turn here (`BudgetExceededError`, the turn settles failed `budget_exceeded`). Spend comes
    * from the log (a recovered turn counts what its predecessor recorded) plus what this turn buffered.
    */
-  const checkBudget = async (context: SessionContext): Promise<void> => {
-    const extra = unrecorded();
-    const owner = context.ownedBy ?? null;
-    const over = sessionExceeded(context, extra) ?? (owner !== null && deps.tenantGate ? await deps.tenantGate(owner, sessionId, extra) : undefined);
+  const checkBudget = (context: SessionContext): void => {
+    const over = sessionExceeded(context, unrecorded());
     if (!over) return;
     const err = new BudgetExceededError(sessionId, over);
     if (!signal.aborted) controller.abort(err);
@@ -305,7 +301,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
     async startStep() {
       await queue; // appends in flight land first: the budget sees what they carry
       const snapshot = await handler.load(sessionId);
-      await checkBudget(snapshot.context);
+      checkBudget(snapshot.context);
       const steer = steeringInputs(
         snapshot.context.pending.filter((s) => !promoted.has(s.inputId)),
         clock.now(),
@@ -453,7 +449,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
 
     async compact(reason, summarize) {
       await queue;
-      await checkBudget((await handler.load(sessionId)).context); // the summary is a model call
+      checkBudget((await handler.load(sessionId)).context); // the summary is a model call
       const messageId = ids.next('msg');
       await durable([{ type: 'compaction.started', payload: { executionId, messageId, reason } }]); // the summary is a model call
       const result = await summarize();
