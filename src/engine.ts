@@ -27,6 +27,8 @@ import { readEvents } from './sessions/events-page.ts';
 import { followLog } from './sessions/follow-log.ts';
 import type { Sessions } from './sessions/sessions.ts';
 import { sessionBudget } from './sessions/budget.ts';
+import { tenantBudget, tenantBudgets, type TenantBudgetRequest, type TenantBudgetResult } from './sessions/tenant-budget.ts';
+import { sqliteTenantBudgetStore } from './budget/sqlite-tenant-budget-store.ts';
 import { tagSession } from './sessions/tag.ts';
 import { forkSession } from './sessions/fork.ts';
 import { ErrorCode, SessiondError, isSessiondError } from './errors.ts';
@@ -72,6 +74,14 @@ export interface Engine extends Sessions {
   /** The deletions recorded in this file, newest first. */
   deletions(limit?: number): DeletionRecord[];
   /**
+   * A tenant's budget (what all of its sessions may spend together) and its spend; with `tokens`,
+   * `costUsd` or `reset`, changes it first. Kept in this engine's SQLite file when the log is
+   * there, else in the `tenantBudgets` store it was given (none: refused, saying so).
+   */
+  tenantBudget(tenant: string, request?: TenantBudgetRequest): Promise<TenantBudgetResult>;
+  /** Every tenant with a budget, by name. */
+  tenantBudgets(): Promise<TenantBudgetResult[]>;
+  /**
    * Live events of this process matching `filter`, from now on: the text and reasoning deltas and
    * model retries of the turns it runs, and every event it commits, each once, as it commits (with
    * its `seq`). Called synchronously as they happen (queue the work; a handler that throws goes to
@@ -95,9 +105,18 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   // snapshots beside the log: by default in the SQLite file (on NATS `sessiond start` passes the
   // shared JetStream store; this file is the fallback)
   const snapshots = options.snapshots ?? new SqliteSnapshotStore(db, options.clock ?? systemClock);
-  const execution = new SessionExecution({ ...executionOptions, log, snapshots });
+  // tenants' budgets: in the SQLite file beside its log (on NATS `sessiond start` passes the KV store)
+  const budgets = options.tenantBudgets ?? (ownLog ? sqliteTenantBudgetStore(db, options.clock ?? systemClock) : undefined);
+  const execution = new SessionExecution({ ...executionOptions, log, snapshots, ...(budgets ? { tenantBudgets: budgets } : {}) });
   const clock = options.clock ?? systemClock;
   const known = knownSessions((id) => execution.status(id));
+  const budgetStore = () => {
+    if (budgets) return budgets;
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `This engine keeps no tenants' budgets: its log is ${log.name}, not its SQLite file. Give openEngine a tenantBudgets store (on NATS: jetstreamTenantBudgetStore), or use sessiond budget --tenant T --nats URL --nats-user admin.`,
+    );
+  };
   // last in start-up, once nothing above can throw: WAL checkpoints off the event loop (storage/checkpointer.ts)
   const checkpointer = startCheckpointer(db);
   return {
@@ -153,6 +172,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       return deleteSession(execution.handler, db, clock, id, deleteOptions, () => execution.awaitIdle(id));
     },
     deletions: (limit) => deletionRecords(db, limit),
+    tenantBudget: async (tenant, request) => tenantBudget(budgetStore(), clock, tenant, request),
+    tenantBudgets: async () => tenantBudgets(budgetStore()),
     subscribe(filter, handler, subscribeOptions) {
       if (filter.sessionId !== undefined) validateId(filter.sessionId, 'session id');
       const off = live.subscribe((event) => {

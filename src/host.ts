@@ -57,6 +57,8 @@ import { openModelCallGate, type ModelCallGate } from './capacity/gate.ts';
 import { sqliteCapacityStore } from './capacity/sqlite-capacity-store.ts';
 import { jetstreamCapacityStore } from './capacity/kv-capacity-store.ts';
 import type { CapacityStore } from './capacity/store.ts';
+import { jetstreamTenantBudgetStore } from './budget/kv-tenant-budget-store.ts';
+import type { TenantBudgetStore } from './budget/tenant-store.ts';
 import { waitingFor } from './capacity/waiting.ts';
 
 /** Where a host says what it does (the CLI prints it as lines or JSON). */
@@ -287,11 +289,14 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       opened.push({ what: 'the limits on model calls', close: () => gate.close() });
       modelCalls = gate;
     }
+    // tenants' budgets: on NATS the bucket every worker shares (the SQLite file's own table otherwise)
+    const tenantBudgets = nats ? await openTenantBudgets(nats.connection, report) : undefined;
     const engine = await step(
       () =>
         openEngine({
           file: options.db,
           ownerId,
+          ...(tenantBudgets ? { tenantBudgets } : {}),
           ...(modelCalls ? { modelCalls } : {}),
           runner: options.runner,
           ...(options.synchronous ? { synchronous: options.synchronous } : {}),
@@ -473,6 +478,16 @@ async function followAuditStream(nc: NatsConnection, log: EventLog, engine: Engi
     return undefined;
   }
   return follower;
+}
+
+/** The NATS deployment's tenants' budgets; a deployment set up before the bucket existed runs without them, saying so. */
+async function openTenantBudgets(nc: NatsConnection, report: HostReport): Promise<TenantBudgetStore | undefined> {
+  try {
+    return await jetstreamTenantBudgetStore(nc);
+  } catch (err) {
+    report.err(`sessiond: no tenants' budgets on this worker (${messageOf(err)})`);
+    return undefined;
+  }
 }
 
 /** Where the limits on model calls are kept: the NATS deployment's bucket, or the SQLite file that holds the log. */

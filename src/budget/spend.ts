@@ -40,7 +40,10 @@ export function addUsage(a: Usage, b: Usage): Usage {
 }
 
 /** The limits a change leaves (what `budget.set` records): a number sets a limit, null removes it, absent keeps it. */
-export function budgetAfter(budget: SessionBudget | null, change: BudgetChange): { tokens: number | null; costUsd: number | null; reset: boolean } {
+export function budgetAfter(
+  budget: { tokens: number | null; costUsd: number | null } | null,
+  change: BudgetChange,
+): { tokens: number | null; costUsd: number | null; reset: boolean } {
   return {
     tokens: change.tokens === undefined ? (budget?.tokens ?? null) : change.tokens,
     costUsd: change.costUsd === undefined ? (budget?.costUsd ?? null) : change.costUsd,

@@ -7,11 +7,9 @@
  * `sessiond setup` (the admin user) creates the bucket; workers only open it (nats.conf lets the
  * worker user read and write its subjects, and no other user).
  */
-import { jetstreamManager } from '@nats-io/jetstream';
-import { type KV, Kvm } from '@nats-io/kv';
+import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { NotFoundError } from '../errors.ts';
-import { isStreamNotFound, isWrongLastSequence } from '../nats/stream.ts';
+import { isKvConflict, openKvBucket, setupKvBucket } from '../nats/kv-bucket.ts';
 import type { CapacityState } from './decide.ts';
 import { type CapacityStore, decodeCapacityState, encodeCapacityState } from './store.ts';
 
@@ -20,23 +18,13 @@ export const CAPACITY_KEY = 'state';
 /** Compare-and-set attempts before an update gives up (each one lost a race to another writer). */
 export const CAPACITY_UPDATE_ATTEMPTS = 1_000;
 
-const conflict = (err: unknown) => isWrongLastSequence(err) || /wrong last sequence|key exists/i.test(String((err as Error)?.message ?? ''));
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 
 /** Opens the bucket; a deployment set up before it existed is told to run `sessiond setup`. */
 export async function jetstreamCapacityStore(nc: NatsConnection, options: { bucket?: string } = {}): Promise<CapacityStore> {
   const bucket = options.bucket ?? CAPACITY_BUCKET;
-  let kv: KV;
-  try {
-    kv = await new Kvm(nc).open(bucket);
-    await kv.status();
-  } catch (err) {
-    throw new NotFoundError(
-      `The JetStream KV bucket ${bucket} (model-call limits shared by the workers) is missing or not readable: ${(err as Error).message}. It was added after this deployment was set up: run \`sessiond setup --nats <url> --nats-user admin\` once, then start the workers again.`,
-      { cause: err },
-    );
-  }
+  const kv: KV = await openKvBucket(nc, bucket, 'model-call limits shared by the workers');
   const where = `key ${CAPACITY_KEY} of the KV bucket ${bucket}`;
   const read = async (): Promise<{ state: CapacityState; revision: number; text: string }> => {
     const entry = await kv.get(CAPACITY_KEY);
@@ -58,7 +46,7 @@ export async function jetstreamCapacityStore(nc: NatsConnection, options: { buck
           else await kv.update(CAPACITY_KEY, encoder.encode(text), before.revision);
           return out.result;
         } catch (err) {
-          if (!conflict(err) || attempt >= CAPACITY_UPDATE_ATTEMPTS) throw err;
+          if (!isKvConflict(err) || attempt >= CAPACITY_UPDATE_ATTEMPTS) throw err;
         }
       }
     },
@@ -66,23 +54,7 @@ export async function jetstreamCapacityStore(nc: NatsConnection, options: { buck
   };
 }
 
-/**
- * `sessiond setup`: creates the bucket (history 1, `replicas` as the event stream's), or leaves an
- * existing one. Returns whether it was created.
- */
-export async function setupCapacityBucket(
-  nc: NatsConnection,
-  options: { replicas?: number; bucket?: string } = {},
-): Promise<{ created: boolean; replicas: number }> {
-  const bucket = options.bucket ?? CAPACITY_BUCKET;
-  const jsm = await jetstreamManager(nc);
-  try {
-    const info = await jsm.streams.info(`KV_${bucket}`);
-    return { created: false, replicas: info.config.num_replicas };
-  } catch (err) {
-    if (!isStreamNotFound(err)) throw err;
-    const kv = await new Kvm(nc).create(bucket, { history: 1, replicas: options.replicas ?? 1 });
-    const status = await kv.status();
-    return { created: true, replicas: status.replicas };
-  }
+/** `sessiond setup`: creates the bucket (history 1, `replicas` as the event stream's), or leaves an existing one. */
+export function setupCapacityBucket(nc: NatsConnection, options: { replicas?: number; bucket?: string } = {}): Promise<{ created: boolean; replicas: number }> {
+  return setupKvBucket(nc, options.bucket ?? CAPACITY_BUCKET, options);
 }

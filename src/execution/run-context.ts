@@ -33,6 +33,8 @@ import { progressThrottle } from './progress-throttle.ts';
 import type { ModelCallGate, WaitingCall } from '../capacity/gate.ts';
 import { addUsage } from '../budget/spend.ts';
 import { sessionExceeded } from '../budget/gate.ts';
+import { countCall, tenantExceeded } from '../budget/tenant.ts';
+import type { TenantBudgetStore } from '../budget/tenant-store.ts';
 import { priced, type Prices } from '../budget/prices.ts';
 import type { SessionContext } from '../machines/session-context.ts';
 
@@ -77,6 +79,8 @@ export interface RunContextDeps {
   tenant?: string | null;
   /** Model prices: a call's cost is recorded with its usage (`costUsd`) when its model has one. */
   prices?: Prices;
+  /** Tenants' budgets, shared by the deployment's workers: checked before each model call of a session with a tenant, and counted after. */
+  tenantBudgets?: TenantBudgetStore;
 }
 
 /** A runner's handle, and what the execution service needs of it when the turn ends. */
@@ -280,12 +284,27 @@ export function createRunContext(deps: RunContextDeps): Turn {
    * the turn here (`BudgetExceededError`, the turn settles failed `budget_exceeded`). Spend comes
    * from the log (a recovered turn counts what its predecessor recorded) plus what this turn buffered.
    */
-  const checkBudget = (context: SessionContext): void => {
-    const over = sessionExceeded(context, unrecorded());
+  const checkBudget = async (context: SessionContext): Promise<void> => {
+    const tenant = deps.tenant ?? null;
+    const over =
+      sessionExceeded(context, unrecorded()) ??
+      (deps.tenantBudgets && tenant !== null ? tenantExceeded(tenant, await deps.tenantBudgets.read(tenant)) : undefined);
     if (!over) return;
     const err = new BudgetExceededError(sessionId, over);
     if (!signal.aborted) controller.abort(err);
     throw err;
+  };
+
+  /**
+   * A model call's usage, priced, counted into its tenant's budget (when it has one) before the
+   * turn records it: what the log holds was counted, once (the call's message id keeps a retry out).
+   */
+  const spent = async (messageId: string, model: string | undefined, usage: Usage | undefined): Promise<Usage | undefined> => {
+    if (!usage) return undefined;
+    const cost = priced(deps.prices, model, usage);
+    const tenant = deps.tenant ?? null;
+    if (deps.tenantBudgets && tenant !== null) await deps.tenantBudgets.update(tenant, (b) => countCall(b, messageId, cost));
+    return cost;
   };
 
   const unknownPhase = (): ProtoEvent[] => (phase === 'unknown' ? [] : [{ type: 'execution.phase', payload: { executionId, phase: 'unknown' } }]);
@@ -301,7 +320,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
     async startStep() {
       await queue; // appends in flight land first: the budget sees what they carry
       const snapshot = await handler.load(sessionId);
-      checkBudget(snapshot.context);
+      await checkBudget(snapshot.context);
       const steer = steeringInputs(
         snapshot.context.pending.filter((s) => !promoted.has(s.inputId)),
         clock.now(),
@@ -361,10 +380,11 @@ export function createRunContext(deps: RunContextDeps): Turn {
       if (streams.restart(messageId)) armRecord();
     },
 
-    endStep: (messageId, finish = 'stop', usage?: Usage, model?: string) => {
+    async endStep(messageId, finish = 'stop', usage?: Usage, model?: string) {
       openSteps.delete(messageId);
       streams.ended(messageId);
-      return later([{ type: 'step.ended', payload: { executionId, messageId, finish, ...(usage ? { usage: priced(deps.prices, model, usage) } : {}) } }]);
+      const cost = await spent(messageId, model, usage);
+      return later([{ type: 'step.ended', payload: { executionId, messageId, finish, ...(cost ? { usage: cost } : {}) } }]);
     },
     failStep: (messageId, error: RecordedError) => {
       openSteps.delete(messageId);
@@ -449,14 +469,13 @@ export function createRunContext(deps: RunContextDeps): Turn {
 
     async compact(reason, summarize) {
       await queue;
-      checkBudget((await handler.load(sessionId)).context); // the summary is a model call
+      await checkBudget((await handler.load(sessionId)).context); // the summary is a model call
       const messageId = ids.next('msg');
       await durable([{ type: 'compaction.started', payload: { executionId, messageId, reason } }]); // the summary is a model call
       const result = await summarize();
       const { summary, usage, model } = typeof result === 'string' ? { summary: result, usage: undefined, model: undefined } : result;
-      await later([
-        { type: 'compaction.completed', payload: { executionId, messageId, summary, ...(usage ? { usage: priced(deps.prices, model, usage) } : {}) } },
-      ]);
+      const cost = await spent(messageId, model, usage);
+      await later([{ type: 'compaction.completed', payload: { executionId, messageId, summary, ...(cost ? { usage: cost } : {}) } }]);
       return summary;
     },
   };

@@ -61,6 +61,7 @@ export const EXECUTION_OPTIONS = [
   'urls',
   'modelCalls',
   'prices',
+  'tenantBudgets',
 ] as const;
 import { parseLimits, type SessionLimits } from '../input/limits.ts';
 import { urlGuard, type UrlGuard, type UrlOptions } from '../input/url-guard.ts';
@@ -68,6 +69,7 @@ import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './regis
 import { TurnSlots } from './turn-slots.ts';
 import type { ModelCallGate } from '../capacity/gate.ts';
 import { checkPrices, type Prices } from '../budget/prices.ts';
+import type { TenantBudgetStore } from '../budget/tenant-store.ts';
 
 export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_HEARTBEAT_MS = 10_000;
@@ -110,6 +112,12 @@ export interface ExecutionOptions {
    * a model call's cost is recorded with its usage when its model has a price. Default: none.
    */
   prices?: Prices;
+  /**
+   * Tenants' budgets, shared by the deployment's workers (src/budget/tenant.ts): a turn of a session
+   * with a tenant stops before a model call once the tenant has spent its budget. `openEngine` keeps
+   * them in its SQLite file when the log is there; on NATS `sessiond start` passes the KV store.
+   */
+  tenantBudgets?: TenantBudgetStore;
 }
 
 export type Notice =
@@ -166,6 +174,7 @@ export class SessionExecution {
   readonly slots: TurnSlots | undefined;
   /** The deployment's limits on model calls (undefined: none). */
   readonly modelCalls: ModelCallGate | undefined;
+  readonly tenantBudgets: TenantBudgetStore | undefined;
 
   constructor(options: ExecutionOptions) {
     checkKeys('SessionExecution', options, EXECUTION_OPTIONS);
@@ -189,6 +198,7 @@ export class SessionExecution {
     this.limits = parseLimits('SessionExecution', options.limits);
     this.urls = urlGuard(options.urls);
     this.modelCalls = options.modelCalls;
+    this.tenantBudgets = options.tenantBudgets;
     this.prices = options.prices === undefined ? undefined : checkPrices(options.prices, 'SessionExecution prices');
     this.handler = new CommandHandler(options.log, this.clock, this.ids, {
       maxHeldBytes: this.limits.maxHeldBytes,
@@ -406,7 +416,9 @@ export class SessionExecution {
       controller,
       transcripts: this.transcripts,
       notice: this.notice,
-      ...(this.modelCalls ? { modelCalls: this.modelCalls, tenant: this.handler.cached(sessionId)?.context.ownedBy ?? null } : {}),
+      tenant: this.handler.cached(sessionId)?.context.ownedBy ?? null,
+      ...(this.modelCalls ? { modelCalls: this.modelCalls } : {}),
+      ...(this.tenantBudgets ? { tenantBudgets: this.tenantBudgets } : {}),
       ...(this.prices ? { prices: this.prices } : {}),
     });
     const deadline = this.startDeadline(executionId, controller);

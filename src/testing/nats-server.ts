@@ -14,6 +14,7 @@
  * Every server started here is tracked and SIGKILLed when the test process exits, however it exits.
  */
 import { setupCapacityBucket } from '../capacity/kv-capacity-store.ts';
+import { setupBudgetsBucket } from '../budget/kv-tenant-budget-store.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer, connect as tcpConnect } from 'node:net';
@@ -223,6 +224,7 @@ export async function setupStreams(url: string | string[]): Promise<void> {
     await setupEventStream(jsm, { manage: true });
     await setupAuditStream(jsm);
     await setupCapacityBucket(nc);
+    await setupBudgetsBucket(nc);
   } finally {
     await nc.close();
   }

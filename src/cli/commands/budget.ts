@@ -1,7 +1,8 @@
 /**
- * `sessiond budget SESSION`: a session's budget and spend, in plain words or `--json`; `--tokens N`,
- * `--cost USD`, `--reset` and `--clear` change it first (as the admin: embedded with `--db`, or
- * on NATS as a trusted user).
+ * `sessiond budget SESSION | --tenant T | --tenants`: a session's or a tenant's budget and spend, in
+ * plain words or `--json`; `--tokens N`, `--cost USD`, `--reset` and `--clear` change it first (as
+ * the admin: embedded with `--db`; on NATS a session's as a trusted user, a tenant's as the admin,
+ * who writes the KV bucket the workers read).
  */
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
@@ -9,12 +10,23 @@ import { UsageError } from '../../errors.ts';
 import { validateId } from '../../ids.ts';
 import type { BudgetRequest, BudgetResult } from '../../sessions/budget.ts';
 import type { CliContext } from '../context.ts';
-import { addLogOptions, type LogOptions } from '../log-options.ts';
+import { isoTime, systemClock } from '../../clock.ts';
+import { connectNats } from '../../nats/connection.ts';
+import { natsConnectionOptions } from '../nats-options.ts';
+import { openDatabase } from '../../storage/sqlite.ts';
+import { migrate } from '../../storage/migrate.ts';
+import { sqliteTenantBudgetStore } from '../../budget/sqlite-tenant-budget-store.ts';
+import { jetstreamTenantBudgetStore } from '../../budget/kv-tenant-budget-store.ts';
+import type { TenantBudgetStore } from '../../budget/tenant-store.ts';
+import { tenantBudget, tenantBudgets, type TenantBudgetResult } from '../../sessions/tenant-budget.ts';
+import { addLogOptions, openExisting, type LogOptions } from '../log-options.ts';
 import { withSessions } from '../open-sessions.ts';
 import { nonNegativeInt } from '../options.ts';
 import { BY_OPTION, whoAmI } from '../who.ts';
 
 interface BudgetOptions extends LogOptions {
+  tenant?: string;
+  tenants?: boolean;
   tokens?: number;
   cost?: number;
   reset?: boolean;
@@ -67,23 +79,78 @@ export function registerBudget(program: Command, ctx: CliContext): void {
   addLogOptions(
     program
       .command('budget')
-      .description("show a session's token and cost budget and its spend; --tokens, --cost, --reset, --clear change it (the admin)")
-      .argument('<session>', 'session id')
-      .option('--tokens <n>', 'tokens (input + output) the session may spend', nonNegativeInt('--tokens'))
-      .option('--cost <usd>', 'US dollars the session may spend (the workers need --prices)', usd)
+      .description("show a session's or a tenant's token and cost budget and its spend; --tokens, --cost, --reset, --clear change it (the admin)")
+      .argument('[session]', 'session id')
+      .option('--tenant <name>', "a tenant's budget instead: what all of its sessions may spend together")
+      .option('--tenants', 'list every tenant with a budget')
+      .option('--tokens <n>', 'tokens (input + output) it may spend', nonNegativeInt('--tokens'))
+      .option('--cost <usd>', 'US dollars it may spend (the workers need --prices)', usd)
       .option('--reset', 'count the spend from now on')
       .option('--clear', 'remove both limits')
       .option('--json', 'print the result as JSON')
       .option(BY_OPTION[0], BY_OPTION[1]),
     ctx,
-  ).action(async (session: string, opts: BudgetOptions) => {
-    validateId(session, 'session id');
+  ).action(async (session: string | undefined, opts: BudgetOptions) => {
     const request = budgetRequestOf(opts);
     const changes = Object.keys(request).length > 0;
+    const asked = [session !== undefined, opts.tenant !== undefined, opts.tenants === true].filter(Boolean).length;
+    if (asked !== 1)
+      throw new UsageError('Name one: a session (sessiond budget SESSION), a tenant (sessiond budget --tenant T) or every tenant (sessiond budget --tenants).');
+    if (opts.tenants) {
+      if (changes) throw new UsageError('--tenants only lists: change one tenant with sessiond budget --tenant T --tokens N.');
+      const all = await withTenantBudgets(opts, ctx, tenantBudgets);
+      if (opts.json) ctx.out(JSON.stringify(all));
+      else if (all.length === 0) ctx.out('no tenant has a budget (sessiond budget --tenant T --tokens N sets one)');
+      else for (const r of all) ctx.out(describeTenantBudget(r)[0]!);
+      return;
+    }
+    if (opts.tenant !== undefined) {
+      const tenant = opts.tenant;
+      const r = await withTenantBudgets(opts, ctx, (store) => tenantBudget(store, systemClock, tenant, request));
+      if (opts.json) ctx.out(JSON.stringify(r));
+      else for (const line of describeTenantBudget(r)) ctx.out(line);
+      return;
+    }
+    validateId(session!, 'session id');
     await withSessions(opts, ctx, 'sessiond-budget', async ({ sessions }) => {
-      const r = await sessions.budget(session, changes ? { ...request, actor: opts.by ?? whoAmI() } : {});
+      const r = await sessions.budget(session!, changes ? { ...request, actor: opts.by ?? whoAmI() } : {});
       if (opts.json) ctx.out(JSON.stringify(r));
       else for (const line of describeBudget(r)) ctx.out(line);
     });
   });
+}
+
+/** A tenant's budget in plain words. */
+export function describeTenantBudget(r: TenantBudgetResult): string[] {
+  const b = r.budget;
+  if (b === null) return [`tenant ${r.tenant}: no budget${r.changed ? ' (removed)' : ''} (sessiond budget --tenant ${r.tenant} --tokens N sets one)`];
+  const parts = [
+    ...(b.tokens === null ? [] : [`${b.spent.tokens} of ${b.tokens} tokens`]),
+    ...(b.costUsd === null ? [] : [`$${b.spent.costUsd} of $${b.costUsd}`]),
+  ];
+  const spent = (b.tokens !== null && b.spent.tokens >= b.tokens) || (b.costUsd !== null && b.spent.costUsd >= b.costUsd);
+  return [
+    `tenant ${r.tenant}${r.changed ? ' (budget set)' : ''}: spent ${parts.join(', ')} since ${isoTime(b.since)}${spent ? ' — spent: its sessions make no model call until it is raised or reset' : ''}`,
+  ];
+}
+
+/** The store of tenants' budgets the command's flags name: the NATS bucket (as the admin), or the SQLite file. */
+async function withTenantBudgets<T>(opts: BudgetOptions, ctx: CliContext, use: (store: TenantBudgetStore) => Promise<T>): Promise<T> {
+  const nats = natsConnectionOptions(opts, ctx, 'sessiond-budget');
+  if (nats) {
+    const nc = await connectNats(nats);
+    try {
+      return await use(await jetstreamTenantBudgetStore(nc));
+    } finally {
+      await nc.close();
+    }
+  }
+  openExisting(opts.db).close(); // a sessiond database, not a new file a typo names
+  const db = openDatabase(opts.db);
+  try {
+    migrate(db);
+    return await use(sqliteTenantBudgetStore(db));
+  } finally {
+    db.close();
+  }
 }

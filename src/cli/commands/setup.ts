@@ -27,6 +27,7 @@ import {
 import { setupSnapshotStream } from '../../nats/snapshot-store.ts';
 import { setupAuditStream } from '../../nats/audit.ts';
 import { CAPACITY_BUCKET, setupCapacityBucket } from '../../capacity/kv-capacity-store.ts';
+import { BUDGETS_BUCKET, setupBudgetsBucket } from '../../budget/kv-tenant-budget-store.ts';
 import { VERB_SCOPES, newPassword, tenantUserBlock } from '../../nats/tenant-user.ts';
 import type { CliContext } from '../context.ts';
 import { UsageError } from '../../errors.ts';
@@ -106,8 +107,9 @@ export function registerSetup(program: Command, ctx: CliContext): void {
       const c = events.info.config;
       // model-call limits shared by the workers (src/capacity/): as many replicas as the events stream
       const capacity = await setupCapacityBucket(nc, { replicas: c.num_replicas });
+      const budgets = await setupBudgetsBucket(nc, { replicas: c.num_replicas });
       ctx.out(
-        `stream ${c.name} ${describeSetup(events)}; stream ${snapshots.info.config.name} ${describeSetup(snapshots)}; stream ${audit.info.config.name} ${describeSetup(audit)}; KV bucket ${CAPACITY_BUCKET} ${capacity.created ? 'created' : 'unchanged'}`,
+        `stream ${c.name} ${describeSetup(events)}; stream ${snapshots.info.config.name} ${describeSetup(snapshots)}; stream ${audit.info.config.name} ${describeSetup(audit)}; KV bucket ${CAPACITY_BUCKET} ${capacity.created ? 'created' : 'unchanged'}; KV bucket ${BUDGETS_BUCKET} ${budgets.created ? 'created' : 'unchanged'}`,
       );
       ctx.out(
         `stream ${c.name} on ${describeNats(nats)} is ready: subjects ${c.subjects.join(', ')}, ${c.num_replicas} replica${c.num_replicas === 1 ? '' : 's'}, duplicate window ${millis(c.duplicate_window)} ms, deny purge ${c.deny_purge}, deny delete ${c.deny_delete}; ${events.info.state.messages} messages`,

@@ -14,6 +14,7 @@ import { migration012 } from './012_prompt_parts.ts';
 import { migration013 } from './013_session_deletions.ts';
 import { migration014 } from './014_session_owner.ts';
 import { migration015 } from './015_capacity_state.ts';
+import { migration016 } from './016_tenant_budgets.ts';
 
 /** Every migration this build knows, in order. Append only: never edit a shipped migration. */
 export const migrations: readonly Migration[] = [
@@ -32,5 +33,6 @@ export const migrations: readonly Migration[] = [
   migration013,
   migration014,
   migration015,
+  migration016,
 ];
 export const LATEST_SCHEMA_VERSION = migrations.length;
