@@ -21,6 +21,7 @@ export { logSessions, type LogSessionsOptions } from './sessions/log-sessions.ts
 export { statusOf } from './sessions/status.ts';
 export { MAX_TAGS, type Tags, type TagChanges, type TagResult } from './sessions/tags.ts';
 export type { BudgetRequest, BudgetResult } from './sessions/budget.ts';
+export type { TenantBudgetRequest, TenantBudgetResult, TenantBudgetView } from './sessions/tenant-budget.ts';
 export { MAX_PROMPT_PARTS, promptText, type Prompt, type PromptPart } from './input/prompt.ts';
 export type { ForkOptions, ForkResult } from './sessions/fork-result.ts';
 export type { DeleteOptions, DeletionRecord } from './sessions/delete.ts';

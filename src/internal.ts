@@ -36,3 +36,8 @@ export type { CallLimits } from './capacity/limits-file.ts';
 export type { CapacityStore } from './capacity/store.ts';
 export { sqliteCapacityStore } from './capacity/sqlite-capacity-store.ts';
 export { jetstreamCapacityStore } from './capacity/kv-capacity-store.ts';
+export type { TenantBudgetStore } from './budget/tenant-store.ts';
+export type { TenantBudget } from './budget/tenant.ts';
+export { changeTenantBudget, countCall } from './budget/tenant.ts';
+export { sqliteTenantBudgetStore } from './budget/sqlite-tenant-budget-store.ts';
+export { jetstreamTenantBudgetStore } from './budget/kv-tenant-budget-store.ts';

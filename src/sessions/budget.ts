@@ -1,6 +1,6 @@
 /**
  * A session's budget, shown and changed (`sessions.budget`, `sessiond budget`): a change is one
- * `budget.set` event (the admin's or a trusted caller's; the gateway asks for `manage`). A request
+ * `budget.set` event (the admin's or a trusted caller's; the gateway asks for `admin`). A request
  * with nothing to change only shows it.
  */
 import { InvalidInputError, isRefusal } from '../errors.ts';

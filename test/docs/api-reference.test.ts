@@ -384,7 +384,7 @@ test('api reference - the door checks catch drift: a door export unlisted or sta
     ),
   );
   assert.ok(
-    problems(indexSource, markdown.replace('`jetstreamCapacityStore`.', '`jetstreamCapacityStore`, `goneSeam`.')).some((p) =>
+    problems(indexSource, markdown.replace('`countCall`.', '`countCall`, `goneSeam`.')).some((p) =>
       p.includes('names goneSeam, which src/internal.ts does not export'),
     ),
   );
