@@ -10,7 +10,7 @@
  *   res.end(await metrics.registry.metrics());
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { isSequenceConflict } from '../errors.ts';
+import { ErrorCode, isSequenceConflict } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { Usage } from '../events/catalog.ts';
 import type { AppendObserver } from '../events/observed-log.ts';
@@ -96,6 +96,11 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
     if (u.reasoningTokens) tokens.inc({ kind: 'reasoning' }, u.reasoningTokens);
     if (u.costUsd) cost.inc(u.costUsd);
   };
+  const budgetStops = counter(
+    'sessiond_budget_stops_total',
+    "Turns this worker stopped before a model call because a budget was spent, by scope (session, or tenant: all of a tenant's sessions).",
+    ['scope'],
+  );
   const refused = counter(
     'sessiond_commands_refused_total',
     'Command requests this worker refused for what the sender did (malformed, invalid ids, foreign reply subjects), by kind; logged at a limited rate.',
@@ -120,6 +125,9 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
           break;
         case 'execution.settled': {
           turnsSettled.inc({ outcome: e.payload.outcome });
+          // BudgetExceededError's words name the scope first: "Tenant acme (...) has spent" or "Session ..."
+          if (e.payload.error?.type === ErrorCode.BudgetExceeded)
+            budgetStops.inc({ scope: e.payload.error.message.startsWith('Tenant ') ? 'tenant' : 'session' });
           const t0 = claimedAt.get(e.payload.executionId);
           if (t0 !== undefined) {
             turnSeconds.observe((performance.now() - t0) / 1000);

@@ -18,6 +18,9 @@ import { freePort } from '../../src/testing/nats-server.ts';
 import { runCli, startCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 import { draft, ev } from '../../src/testing/fixtures.ts';
+import { sessionBudget } from '../../src/sessions/budget.ts';
+import { sqliteTenantBudgetStore } from '../../src/budget/sqlite-tenant-budget-store.ts';
+import { changeTenantBudget } from '../../src/budget/tenant.ts';
 
 /** The value of one sample line of Prometheus text (`name{labels} value`), undefined when absent. */
 function sample(text: string, series: string): number | undefined {
@@ -76,6 +79,34 @@ test('metrics - model tokens by kind and the cost of priced calls are counted fr
   assert.is(sample(text, 'sessiond_model_tokens_total{kind="output",log="sqlite"}'), 60);
   assert.is(sample(text, 'sessiond_model_tokens_total{kind="reasoning",log="sqlite"}'), 20);
   assert.is(sample(text, 'sessiond_model_cost_usd_total{log="sqlite"}'), 0.0008, '2 x (100 x $1 + 30 x $10) per million');
+  await execution.close();
+  db.close();
+  tmp.remove();
+});
+
+test("metrics - turns a budget stopped are counted by scope: the session's, or its tenant's", async () => {
+  const tmp = tempDir();
+  const db = openDatabase(tmp.file('b.db'));
+  migrate(db);
+  const metrics = createWorkerMetrics({ log: 'sqlite', defaultMetrics: false });
+  const log = observeAppends(new SqliteEventLog(db), metrics.appends);
+  const runner: Runner = async (ctx) => {
+    const { messageId } = await ctx.startStep();
+    await ctx.endStep(messageId, 'stop', { inputTokens: 100, outputTokens: 0 }, 'm-1');
+  };
+  const tenantBudgets = sqliteTenantBudgetStore(db);
+  await tenantBudgets.update('acme', (b) => changeTenantBudget(b, { tokens: 0 }, 0));
+  const execution = new SessionExecution({ log, runner, tenantBudgets });
+  await admitInput(execution.handler, 'ses_s', { prompt: 'one', wake: false });
+  await sessionBudget(execution.handler, 'ses_s', { tokens: 0 });
+  await admitInput(execution.handler, 'ses_t', { prompt: 'two', wake: false, owner: 'acme' });
+  for (const id of ['ses_s', 'ses_t']) {
+    await execution.resume(id);
+    await execution.awaitIdle(id);
+  }
+  const text = await metrics.registry.metrics();
+  assert.is(sample(text, 'sessiond_budget_stops_total{scope="session",log="sqlite"}'), 1);
+  assert.is(sample(text, 'sessiond_budget_stops_total{scope="tenant",log="sqlite"}'), 1);
   await execution.close();
   db.close();
   tmp.remove();
