@@ -27,7 +27,7 @@ import { readEvents } from './sessions/events-page.ts';
 import { followLog } from './sessions/follow-log.ts';
 import type { Sessions } from './sessions/sessions.ts';
 import { sessionBudget } from './sessions/budget.ts';
-import { tenantBudget, tenantBudgets, type TenantBudgetRequest, type TenantBudgetResult } from './sessions/tenant-budget.ts';
+import { tenantBudget, tenantBudgets, withTenantBudget, type TenantBudgetRequest, type TenantBudgetResult } from './sessions/tenant-budget.ts';
 import { sqliteTenantBudgetStore } from './budget/sqlite-tenant-budget-store.ts';
 import { tagSession } from './sessions/tag.ts';
 import { forkSession } from './sessions/fork.ts';
@@ -149,7 +149,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     awaitIdle: (id) => execution.awaitIdle(id),
     async status(id, statusOptions) {
       const checked = checkStatusOptions(statusOptions);
-      const status = statusOf(await known(id, 'show'), clock.now(), checked);
+      const status = await withTenantBudget(statusOf(await known(id, 'show'), clock.now(), checked), budgets);
       // a model call of its running turn waiting for room under the deployment's limits
       const gate = execution.modelCalls;
       if (!gate || status.execution === null || status.execution.outcome !== null) return status;

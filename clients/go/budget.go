@@ -39,6 +39,16 @@ type Budget struct {
 	Spent   Spend    `json:"spent"`
 }
 
+// TenantBudget is a tenant's budget, as a session's Status shows it: what all of the tenant's
+// sessions may spend together (nil: no limit), what they spent since Since (ms since the epoch:
+// the budget set first, or its latest reset). The admin sets it: sessiond budget --tenant T.
+type TenantBudget struct {
+	Tokens  *int64   `json:"tokens"`
+	CostUSD *float64 `json:"costUsd"`
+	Spent   Spend    `json:"spent"`
+	Since   int64    `json:"since"`
+}
+
 // BudgetResult is a session's budget after a Budget call (Budget nil: none set), its spend, its
 // usage totals, and whether a budget.set event was written (Seq, its sequence).
 type BudgetResult struct {

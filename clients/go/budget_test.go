@@ -5,6 +5,7 @@ package sessiond
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 )
 
@@ -40,5 +41,22 @@ func TestBudgetEndToEnd(t *testing.T) {
 	bad := int64(-1)
 	if _, err := c.Budget(ctx, s, BudgetRequest{Tokens: &bad}); ErrorCode(err) != CodeInvalidOption {
 		t.Fatalf("a negative budget: %v", err)
+	}
+}
+
+// A status reply of a session whose tenant has a budget carries it; one without, nil.
+func TestStatusTenantBudget(t *testing.T) {
+	var st Status
+	reply := `{"ok":true,"sessionId":"ses_1","ownedBy":"acme","tenantBudget":{"tokens":200,"costUsd":null,"spent":{"tokens":250,"costUsd":0.5},"since":1700000000000}}`
+	if err := json.Unmarshal([]byte(reply), &st); err != nil {
+		t.Fatal(err)
+	}
+	tb := st.TenantBudget
+	if tb == nil || tb.Tokens == nil || *tb.Tokens != 200 || tb.CostUSD != nil || tb.Spent.Tokens != 250 || tb.Spent.CostUSD != 0.5 || tb.Since != 1700000000000 {
+		t.Fatalf("tenant budget %+v", tb)
+	}
+	var none Status
+	if err := json.Unmarshal([]byte(`{"ok":true,"sessionId":"ses_2","ownedBy":null}`), &none); err != nil || none.TenantBudget != nil {
+		t.Fatalf("no tenant budget: %+v, %v", none.TenantBudget, err)
 	}
 }

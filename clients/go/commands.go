@@ -197,7 +197,8 @@ type ResolveResult struct {
 // while it runs or before any); the session waits when it is waiting and one of Waits is open.
 // Tags are the session's tags (empty when it has none); ForkedFrom is the source and seq of a
 // fork (nil when the session is not one). OwnedBy is who the session belongs to (fixed by its
-// first admission; nil when no one); Owner is the worker holding the turn's lease.
+// first admission; nil when no one); Owner is the worker holding the turn's lease. TenantBudget
+// is the budget of the session's tenant (OwnedBy), when it has one.
 type Status struct {
 	SessionID      string          `json:"sessionId"`
 	State          string          `json:"state"`
@@ -218,6 +219,7 @@ type Status struct {
 	Executions     int64           `json:"executions"`
 	Usage          Usage           `json:"usage"`
 	Budget         *Budget         `json:"budget"`
+	TenantBudget   *TenantBudget   `json:"tenantBudget,omitempty"`
 	Tags           Tags            `json:"tags"`
 	ForkedFrom     *ForkPoint      `json:"forkedFrom"`
 	OwnedBy        *string         `json:"ownedBy"`

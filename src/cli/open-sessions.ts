@@ -6,6 +6,7 @@
  */
 import type { Sessions } from '../sessions/sessions.ts';
 import { logSessions } from '../sessions/log-sessions.ts';
+import { sqliteTenantBudgetStore } from '../budget/sqlite-tenant-budget-store.ts';
 import { SessiondClient } from '../nats/client.ts';
 import type { CliContext } from './context.ts';
 import { describeNats, natsConnectionOptions } from './nats-options.ts';
@@ -41,8 +42,11 @@ export async function openSessions(opts: LogOptions, ctx: CliContext, name: stri
   const projection = opened.db && !readonly ? { projection: opened.db } : {};
   // what a prompt admitted into the file may name (`--allow-url-host`); over NATS the workers decide
   const urls = opts.allowUrlHost ? { urls: { allow: opts.allowUrlHost } } : {};
+  // tenants' budgets, shown in status, from the file's table (absent from a file of an older schema, opened read-only)
+  const hasBudgets = opened.db?.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tenant_budgets'").get() !== undefined;
+  const budgets = opened.db && hasBudgets ? { tenantBudgets: sqliteTenantBudgetStore(opened.db) } : {};
   return {
-    sessions: logSessions(opened.log, { onClose: () => opened.close(), ...projection, ...urls }),
+    sessions: logSessions(opened.log, { onClose: () => opened.close(), ...projection, ...urls, ...budgets }),
     describe: opened.describe,
     remote: nats !== undefined,
   };

@@ -182,6 +182,7 @@ const usage = z.object({
 /** Spend since a budget's latest reset (a reset may leave it below 0 only if the log was edited: not checked). */
 const spent = z.object({ tokens: z.number().int(), costUsd: z.number() });
 const budgetView = z.object({ tokens: z.number().int().nonnegative().nullable(), costUsd: z.number().nonnegative().nullable(), spent });
+const tenantBudgetView = budgetView.extend({ since: millis });
 
 const ok = <T extends z.ZodRawShape>(shape: T) => z.object({ ok: z.literal(true), ...shape });
 
@@ -249,6 +250,7 @@ export const replySchemas = {
         ),
       })
       .optional(),
+    tenantBudget: tenantBudgetView.optional(),
   }),
   drop: ok({ result: z.object({ sessionId: id, dropped: z.array(id), seq: z.number().int().positive().optional() }) }),
   resolve: ok({

@@ -25,12 +25,16 @@ import { sessionBudget } from './budget.ts';
 import { tagSession } from './tag.ts';
 import { forkSession } from './fork.ts';
 import { listFromProjection } from './list-projection.ts';
+import { withTenantBudget } from './tenant-budget.ts';
+import type { TenantBudgetStore } from '../budget/tenant-store.ts';
 
 export interface LogSessionsOptions {
   clock?: Clock;
   ids?: IdSource;
   /** Closes the log (and what holds it) with the Sessions; default: the log is left open. */
   onClose?: () => Promise<void>;
+  /** Tenants' budgets, shown in `status` (`SessionStatus.tenantBudget`). */
+  tenantBudgets?: TenantBudgetStore;
   /** The SQLite projection `list` reads (brought up to the log's head first); without it `list` is refused. */
   projection?: Db;
   /** Which URLs a prompt may name (src/input/url-guard.ts): default https to public hosts only. */
@@ -63,7 +67,7 @@ export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Se
     ...waitMethods((sessionId, request) => unlessUnknown(handler, sessionId, 'resolve a wait of', resolveWait(handler, sessionId, request))),
     async status(sessionId, statusOptions) {
       const checked = checkStatusOptions(statusOptions);
-      return statusOf(await known(sessionId, 'show'), clock.now(), checked);
+      return withTenantBudget(statusOf(await known(sessionId, 'show'), clock.now(), checked), options.tenantBudgets);
     },
     follow: (sessionId, onEvent, followOptions) => followLog(log, sessionId, onEvent, followOptions),
     events: (sessionId, eventsOptions) => readEvents(log, sessionId, eventsOptions, async (id) => (await handler.load(id)).context.seq > 0),

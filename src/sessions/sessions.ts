@@ -23,6 +23,7 @@ import type { BudgetRequest, BudgetResult } from './budget.ts';
 import type { ForkOptions, ForkResult } from './fork-result.ts';
 import type { ListFilter, SessionPage } from './list.ts';
 import type { ActorOptions } from './actor.ts';
+import type { TenantBudgetView } from './tenant-budget.ts';
 
 /**
  * What a wake did: `started` (a turn began), `running_here` (already running where it was asked),
@@ -42,6 +43,8 @@ export interface SessionStatus extends SessionView {
   execution: (ExecutionState & { inputCount: number }) | null;
   /** A model call of the running turn waits for room under the deployment's limits (src/capacity/): since when, and the limits at work. */
   capacity?: CapacityWait;
+  /** The budget of the session's tenant (`ownedBy`), when it has one: what all of its sessions may spend together, and spent. */
+  tenantBudget?: TenantBudgetView;
 }
 
 /** A model call waiting for room (`SessionStatus.capacity`). */

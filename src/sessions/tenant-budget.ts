@@ -52,3 +52,13 @@ export async function tenantBudget(store: TenantBudgetStore, clock: Clock, tenan
 export async function tenantBudgets(store: TenantBudgetStore): Promise<TenantBudgetResult[]> {
   return [...(await store.list())].map(([tenant, b]) => ({ tenant, budget: tenantBudgetView(b), changed: false }));
 }
+
+/** A status with its tenant's budget added, when the session has a tenant with a budget in `store`. */
+export async function withTenantBudget<S extends { ownedBy: string | null }>(
+  status: S,
+  store: TenantBudgetStore | undefined,
+): Promise<S & { tenantBudget?: TenantBudgetView }> {
+  if (!store || status.ownedBy === null) return status;
+  const budget = tenantBudgetView(await store.read(status.ownedBy));
+  return budget ? { ...status, tenantBudget: budget } : status;
+}

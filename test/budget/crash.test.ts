@@ -123,6 +123,8 @@ test("budget - a tenant's budget across a SIGKILL: the continuation and the tena
     assert.is(server.requests.length, 2, 'neither the continuation nor the next session sent a model request');
     const shown = await runCli(['budget', '--tenant', 'acme', '--json', '--db', db]);
     assert.equal(JSON.parse(shown.stdout).budget.spent, { tokens: 250, costUsd: 0 }, 'the spend counted once');
+    const status = await runCli(['status', 'ses_t2', '--db', db]);
+    assert.match(status.stdout, "tenant budget  250 of 200 tokens spent by acme's sessions (sessiond budget --tenant acme)");
   } finally {
     a.child.kill('SIGKILL');
     b?.child.kill('SIGTERM');

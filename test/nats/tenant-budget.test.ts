@@ -48,6 +48,7 @@ s("tenant budget (NATS) - a worker SIGKILLed mid-turn: the other worker refuses 
     const status = await client.status('ses_tn1');
     assert.is(status.execution?.error?.type, 'budget_exceeded');
     assert.match(status.execution!.error!.message, 'Tenant acme (the owner of session ses_tn1) has spent its budget: 250 tokens spent');
+    assert.equal([status.tenantBudget?.tokens, status.tenantBudget?.spent], [200, { tokens: 250, costUsd: 0 }], "status shows the tenant's budget");
     await client.admit('ses_tn2', { prompt: 'another', owner: 'acme' });
     await waitFor(async () => (await client.status('ses_tn2')).outcome === 'failed', {
       what: "the tenant's next session to fail",

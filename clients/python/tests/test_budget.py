@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import session_name
 
-from sessiond_client import CLEAR, BudgetResult, Client, CommandError
+from sessiond_client import CLEAR, BudgetResult, Client, CommandError, StatusReply
 
 WORLD_WORKERS = 1
 
@@ -25,3 +25,10 @@ async def test_a_session_budget_is_set_shown_and_in_status(client: Client) -> No
     with pytest.raises(CommandError) as caught:
         await client.budget(session, tokens=-1)
     assert caught.value.code == "invalid_option"
+
+
+def test_a_status_carries_the_tenants_budget_when_it_has_one() -> None:
+    tenant = {"tokens": 200, "costUsd": None, "spent": {"tokens": 250, "costUsd": 0.5}, "since": 1700000000000}
+    status = StatusReply.from_wire({"ok": True, "sessionId": "ses_1", "state": "settled", "seq": 3, "ownedBy": "acme", "tenantBudget": tenant})
+    assert (status.owned_by, status.tenant_budget) == ("acme", tenant)
+    assert StatusReply.from_wire({"ok": True, "sessionId": "ses_2", "state": "idle", "seq": 1}).tenant_budget is None

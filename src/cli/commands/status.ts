@@ -124,6 +124,11 @@ export function describeStatus(row: SessionStatus): string[] {
     lines.push(
       `  budget  ${[...(b.tokens === null ? [] : [`${b.spent.tokens} of ${b.tokens} tokens`]), ...(b.costUsd === null ? [] : [`$${b.spent.costUsd} of $${b.costUsd}`])].join(', ')} spent (sessiond budget ${row.sessionId})`,
     );
+  const t = row.tenantBudget;
+  if (t && row.ownedBy !== null)
+    lines.push(
+      `  tenant budget  ${[...(t.tokens === null ? [] : [`${t.spent.tokens} of ${t.tokens} tokens`]), ...(t.costUsd === null ? [] : [`$${t.spent.costUsd} of $${t.costUsd}`])].join(', ')} spent by ${row.ownedBy}'s sessions (sessiond budget --tenant ${row.ownedBy})`,
+    );
   const decided = row.waits.filter((w) => w.outcome !== null);
   if (decided.length > 0)
     lines.push(

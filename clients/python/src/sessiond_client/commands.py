@@ -628,6 +628,10 @@ class StatusReply:
     owned_by: str | None = None
     #: The session's budget and spend since its latest reset (None: none set), as ``BudgetResult.budget``.
     budget: dict[str, Any] | None = None
+    #: The budget of the session's tenant (``owned_by``), when it has one: ``tokens``, ``costUsd``
+    #: (None: no limit), ``spent`` by all of its sessions since ``since`` (ms). Set by the admin:
+    #: ``sessiond budget --tenant T``.
+    tenant_budget: dict[str, Any] | None = None
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> "StatusReply":
@@ -657,6 +661,7 @@ class StatusReply:
             fork_point(d.get("forkedFrom")),
             d.get("ownedBy"),
             d.get("budget"),
+            d.get("tenantBudget"),
         )
 
 
