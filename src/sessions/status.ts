@@ -2,7 +2,7 @@
  * A session's status from its snapshot: the one function every `Sessions` implementation and the
  * NATS status reply use, so they answer with the same shape and the same rules (session-view.ts).
  */
-import { InvalidInputError, NotFoundError } from '../errors.ts';
+import { InvalidInputError } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { pendingPage, sessionView } from '../machines/session-view.ts';
 import type { SessionSnapshot } from '../machines/decider.ts';

@@ -8,24 +8,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode } from '../../src/errors.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
-import type { Runner } from '../../src/runner/types.ts';
 import { sessionBudget } from '../../src/sessions/budget.ts';
 import { statusOf } from '../../src/sessions/status.ts';
 import { fixture } from '../support/fixture.ts';
+import { settled, steps, stepsRunner as stepsOf } from './steps.ts';
 
-const settled = (events: SessionEvent[]) => events.filter((e): e is SessionEvent<'execution.settled'> => e.type === 'execution.settled');
-const steps = (events: SessionEvent[]) => events.filter((e) => e.type === 'step.started').length;
-
-/** A runner of `n` model steps, each reporting 100 input and 50 output tokens on model `m-1`. */
-const stepsRunner =
-  (n: number): Runner =>
-  async (ctx) => {
-    for (let i = 0; i < n; i++) {
-      const { messageId } = await ctx.startStep();
-      await ctx.phase('unknown');
-      await ctx.endStep(messageId, 'stop', { inputTokens: 100, outputTokens: 50, cachedInputTokens: 40 }, 'm-1');
-    }
-  };
+/** A runner of `n` model steps, each reporting 100 input (40 cached) and 50 output tokens. */
+const stepsRunner = (n: number) => stepsOf(n, { inputTokens: 100, outputTokens: 50, cachedInputTokens: 40 });
 
 test('session budget - a turn stops before the model call past its token budget and settles failed budget_exceeded', async () => {
   const fx = fixture();

@@ -10,28 +10,16 @@ import { sqliteTenantBudgetStore } from '../../src/budget/sqlite-tenant-budget-s
 import { changeTenantBudget, COUNTED_KEPT, countCall, tenantExceeded } from '../../src/budget/tenant.ts';
 import { openEngine } from '../../src/engine.ts';
 import { ErrorCode } from '../../src/errors.ts';
-import type { SessionEvent } from '../../src/events/envelope.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
-import type { Runner } from '../../src/runner/types.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { migrate } from '../../src/storage/migrate.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
 import { fixture } from '../support/fixture.ts';
+import { settled, steps, stepsRunner as stepsOf } from './steps.ts';
 import { tempDir } from '../support/tmp.ts';
 
-const settled = (events: SessionEvent[]) => events.filter((e): e is SessionEvent<'execution.settled'> => e.type === 'execution.settled');
-const steps = (events: SessionEvent[]) => events.filter((e) => e.type === 'step.started').length;
-
 /** A runner of `n` model steps, each reporting 100 input and 50 output tokens. */
-const stepsRunner =
-  (n: number): Runner =>
-  async (ctx) => {
-    for (let i = 0; i < n; i++) {
-      const { messageId } = await ctx.startStep();
-      await ctx.phase('unknown');
-      await ctx.endStep(messageId, 'stop', { inputTokens: 100, outputTokens: 50 }, 'm-1');
-    }
-  };
+const stepsRunner = (n: number) => stepsOf(n, { inputTokens: 100, outputTokens: 50 });
 
 test('tenant budget - set, kept, reset and cleared as a change says; counted once per call; passed once spend reaches a limit', () => {
   const set = changeTenantBudget(null, { tokens: 300 }, 10)!;
