@@ -23,7 +23,7 @@ import { quarantinedMessages } from '../../src/storage/quarantine-store.ts';
 import { ADMIN, CLIENT, COMMANDS, OBSERVER, WORKER } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { runCli } from '../support/cli.ts';
-import { natsWorld, refusedPublish, rejection, sessionId, until, type NatsWorld, type User } from './helpers.ts';
+import { natsWorld, refusedPublish, rejection, sessionId, subscriptionEnd, until, type NatsWorld, type User } from './helpers.ts';
 
 const s = suite<{ world: NatsWorld }>('NATS attacks from outside');
 s.before(async (ctx) => {
@@ -48,8 +48,7 @@ async function streamState(world: NatsWorld): Promise<{ messages: number; last: 
 
 /** A subscription the server refuses (resolves once it is closed with a permissions violation). */
 async function refusedSubscription(nc: NatsConnection, subject: string, queue?: string): Promise<boolean> {
-  const sub = nc.subscribe(subject, queue ? { queue } : {});
-  const ended = await sub.closed;
+  const ended = await subscriptionEnd(nc, subject, queue);
   return ended instanceof natsErrors.PermissionViolationError && ended.operation === 'subscription';
 }
 

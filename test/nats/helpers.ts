@@ -154,6 +154,22 @@ export async function refusedPublish(
   throw new Error(`the server did not refuse publishing to ${subject} within ${REFUSAL_DEADLINE_MS} ms`);
 }
 
+/** What ends a subscription the server should refuse (its PermissionViolationError), or fails after a deadline instead of waiting for ever. */
+export async function subscriptionEnd(nc: NatsConnection, subject: string, queue?: string): Promise<unknown> {
+  const sub = nc.subscribe(subject, queue ? { queue } : {});
+  let timer: NodeJS.Timeout | undefined;
+  const ended = await Promise.race([
+    sub.closed,
+    new Promise<'timeout'>((r) => {
+      timer = setTimeout(() => r('timeout'), REFUSAL_DEADLINE_MS);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (ended !== 'timeout') return ended;
+  sub.unsubscribe();
+  throw new Error(`the server did not end the subscription to ${subject}${queue ? ` (queue ${queue})` : ''} within ${REFUSAL_DEADLINE_MS} ms`);
+}
+
 /** The error `p` rejects with (fails the test if it resolves). */
 export async function rejection(p: Promise<unknown>): Promise<unknown> {
   return p.then(

@@ -18,7 +18,7 @@ import { NatsLiveBus, type LiveMessage } from '../../src/nats/live-bus.ts';
 import { encodeBatch } from '../../src/nats/stream.ts';
 import { STREAM_NAME, subjects } from '../../src/nats/subjects.ts';
 import { CLIENT, OBSERVER } from '../../src/testing/nats-server.ts';
-import { natsWorld, refusedPublish, rejection, sessionId, until, type NatsWorld, type User } from './helpers.ts';
+import { natsWorld, refusedPublish, rejection, sessionId, subscriptionEnd, until, type NatsWorld, type User } from './helpers.ts';
 
 const s = suite<{ world: NatsWorld }>('nats.conf permissions');
 s.before(async (ctx) => {
@@ -97,8 +97,7 @@ for (const [name, user] of [
     const spoofed = await refusedPublish(nc, reply, () => nc.publish(reply, new TextEncoder().encode('{"ok":true}')));
     assert.is(spoofed.subject, reply, "no forged replies (to commands or to a worker's JetStream reads)");
     for (const subject of [subjects.allCommands, subjects.command('admit'), subjects.allEvents]) {
-      const sub = nc.subscribe(subject, { queue: 'sessiond-workers' });
-      const ended = await sub.closed;
+      const ended = await subscriptionEnd(nc, subject, 'sessiond-workers');
       assert.ok(ended instanceof natsErrors.PermissionViolationError && ended.operation === 'subscription', `${name} may not subscribe to ${subject}`);
     }
   });

@@ -17,7 +17,7 @@ import { waitFor } from '../../src/testing/wait.ts';
 import { runCli, type LongRunning } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 import { natsWorker, type CliCtx } from './cli-suite.ts';
-import { rejection } from './helpers.ts';
+import { rejection, subscriptionEnd } from './helpers.ts';
 
 const s = suite<CliCtx & { acme: SessiondClient; globex: SessiondClient }>('NATS tenants: per-tenant users');
 const PASS = {
@@ -156,8 +156,7 @@ s('the server refuses a tenant the other’s command subjects, the live subjects
   const nc = await connectNats({ servers: server.url, user: 'tenant-globex', pass: PASS.globex, inboxPrefix: subjects.tenantInbox('globex') });
   try {
     for (const subject of [subjects.liveFilter({ sessionId: 'ses_t_1' }), subjects.allLive, subjects.tenantLiveFilter('acme'), subjects.allTenantLive]) {
-      const live = nc.subscribe(subject);
-      const ended = await live.closed;
+      const ended = await subscriptionEnd(nc, subject);
       assert.ok(isPermissionError(ended), `the server refuses ${subject}, got ${String(ended)}`);
     }
     const js = await rejection(nc.request('$JS.API.STREAM.INFO.SESSIOND_EVENTS', new Uint8Array(), { timeout: 5000 }));
