@@ -37,6 +37,8 @@ import { countCall, tenantExceeded } from '../budget/tenant.ts';
 import type { TenantBudgetStore } from '../budget/tenant-store.ts';
 import { priced, type Prices } from '../budget/prices.ts';
 import type { SessionContext } from '../machines/session-context.ts';
+import { INVALID_SPAN_CONTEXT, trace, type Span } from '@opentelemetry/api';
+import { chatModel, endChatSpan, endToolSpan, failChatSpan, startChatSpan, startToolSpan, waitSpan } from '../observability/tracing.ts';
 
 /** A model request failed and is sent again after `delayMs` (`attempt`: the one that failed): the worker's log says it (a `Notice`). */
 export interface RetryNotice {
@@ -70,6 +72,8 @@ export interface RunContextDeps {
   ownerId: string;
   inputs: RunInput[];
   controller: AbortController;
+  /** The turn's `invoke_agent` span (src/observability/tracing.ts): its model and tool calls are its children. Default: none. */
+  span?: Span;
   transcripts: Transcripts;
   /** Says what the turn does that the log does not (a model request retried, a call waiting for room). */
   notice?: (n: RetryNotice | CapacityNotice) => void;
@@ -147,6 +151,21 @@ export function createRunContext(deps: RunContextDeps): Turn {
   const openSteps = new Set<string>();
   const streams = new StreamRecorder(executionId);
   let recordTimer: ReturnType<Clock['setTimeout']> | undefined;
+  const turnSpan = deps.span ?? trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+  /** The `chat` spans of the steps started and not ended, by message id (the last one is the newest). */
+  const chats = new Map<string, Span>();
+  /** Runs a tool call's `run` inside its `execute_tool` span. */
+  const traced = async <T>(a: { name: string; callId: string; durable: boolean }, run: () => Promise<T>): Promise<T> => {
+    const span = startToolSpan(turnSpan, { sessionId, executionId, ...a });
+    try {
+      const out = await run();
+      endToolSpan(span);
+      return out;
+    } catch (err) {
+      endToolSpan(span, err);
+      throw err;
+    }
+  };
 
   const buffer = (events: ProtoEvent[]): void => {
     if (signal.aborted) throw signal.reason;
@@ -219,6 +238,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
   /** Records a wait (buffered: it rides with the settlement) and ends the execution: the turn waits. */
   const endToWait = async (payload: Extract<ProtoEvent, { type: 'wait.started' }>['payload'], what: string): Promise<never> => {
     await later([{ type: 'wait.started', payload }]);
+    waitSpan(turnSpan, { sessionId, executionId, kind: payload.kind, name: payload.name });
     waited = true;
     const err = new WaitingError(executionId, what);
     if (!signal.aborted) controller.abort(err);
@@ -332,6 +352,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
         { type: 'step.started', payload: { executionId, messageId, step: step++ } },
       ]);
       openSteps.add(messageId);
+      chats.set(messageId, startChatSpan(turnSpan, { sessionId, executionId, messageId, step: step - 1 }));
       for (const s of steer) promoted.add(s.inputId);
       inputs.push(...steered);
       return { messageId, steered };
@@ -384,11 +405,17 @@ export function createRunContext(deps: RunContextDeps): Turn {
       openSteps.delete(messageId);
       streams.ended(messageId);
       const cost = await spent(messageId, model, usage);
+      const chat = chats.get(messageId);
+      chats.delete(messageId);
+      if (chat) endChatSpan(chat, finish, usage, model);
       return later([{ type: 'step.ended', payload: { executionId, messageId, finish, ...(cost ? { usage: cost } : {}) } }]);
     },
     failStep: (messageId, error: RecordedError) => {
       openSteps.delete(messageId);
       streams.ended(messageId);
+      const chat = chats.get(messageId);
+      chats.delete(messageId);
+      if (chat) failChatSpan(chat, error);
       return later([{ type: 'step.failed', payload: { executionId, messageId, error } }]);
     },
 
@@ -404,9 +431,11 @@ export function createRunContext(deps: RunContextDeps): Turn {
     async tool<T>(messageId: string, call: ToolCall, fn: (tc: ToolContext) => Promise<T>): Promise<T> {
       const callId = call.callId ?? ids.next('call');
       const key = call.durable === true ? (call.idempotencyKey ?? idempotencyKey(sessionId, executionId, callId)) : undefined;
-      // journaled before the side effect starts; the phase becomes unknown in the same append
-      await durable([...unknownPhase(), toolCalled(messageId, callId, call, key, true)]);
-      return runJournaled(messageId, callId, call.name, key, fn);
+      return traced({ name: call.name, callId, durable: key !== undefined }, async () => {
+        // journaled before the side effect starts; the phase becomes unknown in the same append
+        await durable([...unknownPhase(), toolCalled(messageId, callId, call, key, true)]);
+        return runJournaled(messageId, callId, call.name, key, fn);
+      });
     },
 
     waits,
@@ -418,6 +447,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
         toolCalled(messageId, callId, call, key, false),
         { type: 'wait.started', payload: { executionId, kind: 'approval', name: callId, messageId, callId, tool: call.name, input: call.input } },
       ]);
+      waitSpan(turnSpan, { sessionId, executionId, kind: 'approval', name: callId, tool: call.name });
       waited = true;
       return callId;
     },
@@ -431,9 +461,11 @@ export function createRunContext(deps: RunContextDeps): Turn {
           `Call ${callId} of session ${sessionId} cannot run as approved: it is ${is}. Run only the calls in ctx.waits with outcome approved and started false.`,
         );
       }
-      const messageId = w.messageId;
-      await durable([...unknownPhase(), { type: 'tool.started', payload: { executionId, messageId, callId } }]);
-      return runJournaled(messageId, callId, w.tool, w.idempotencyKey ?? undefined, fn);
+      const { messageId, tool } = w;
+      return traced({ name: tool, callId, durable: w.idempotencyKey !== null && w.idempotencyKey !== undefined }, async () => {
+        await durable([...unknownPhase(), { type: 'tool.started', payload: { executionId, messageId, callId } }]);
+        return runJournaled(messageId, callId, tool, w.idempotencyKey ?? undefined, fn);
+      });
     },
 
     async waitFor<T>(name: string, options: { timeoutMs?: number } = {}): Promise<SignalResult<T>> {
@@ -459,6 +491,8 @@ export function createRunContext(deps: RunContextDeps): Turn {
     },
 
     async modelCall(call) {
+      const chat = [...chats.values()].at(-1);
+      if (chat) chatModel(chat, call.provider, call.model);
       const gate = deps.modelCalls;
       if (!gate) return FREE_SLOT;
       if (signal.aborted) throw signal.reason;
@@ -483,6 +517,9 @@ export function createRunContext(deps: RunContextDeps): Turn {
     ctx,
     waited: () => waited,
     async drain() {
+      // a step the turn never ended (stopped, handed back): its model call ends with the turn
+      for (const chat of chats.values()) failChatSpan(chat, { type: 'interrupted', message: 'the turn stopped before this model call ended' });
+      chats.clear();
       await queue;
       clock.clearTimeout(recordTimer);
       recordTimer = undefined;

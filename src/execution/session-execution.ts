@@ -42,6 +42,8 @@ import { inputsForTurn, runInputs } from '../input/turn.ts';
 import { createRunContext } from './run-context.ts';
 import { Transcripts } from './transcripts.ts';
 import { checkKeys, optionalWholeNumber, wholeNumber } from '../options.ts';
+import type { Span } from '@opentelemetry/api';
+import { Attr, appended, endTurnSpan, failed, startClaimSpan, startTurnSpan, withSpan } from '../observability/tracing.ts';
 
 /** Every option of the execution service (anything else is refused as a likely typo). */
 export const EXECUTION_OPTIONS = [
@@ -354,9 +356,11 @@ export class SessionExecution {
     const ownerId = this.ownerId;
     let decidedAt = 0;
     let turn: PendingInput[] = [];
+    const claimSpan = startClaimSpan(sessionId, executionId, ownerId);
+    let claimedSeq = 0;
     try {
       // claim, start and the promotion of the turn's inputs: one decision, one append
-      await this.handler.executeAll(sessionId, [
+      const claimed = await this.handler.executeAll(sessionId, [
         (now) => {
           decidedAt = now;
           return { type: 'claim', now, ownerId, executionId, leaseMs: this.leaseMs };
@@ -373,6 +377,8 @@ export class SessionExecution {
           };
         },
       ]); // decided on the snapshot just loaded; an accepted claim is checked by the append
+      claimedSeq = claimed.events.find((e) => e.type === 'execution.claimed')?.seq ?? claimed.snapshot.context.seq;
+      appended(claimSpan, { [Attr.seq]: claimedSeq, [Attr.inputIds]: turn.map((i) => i.inputId) });
       // The lease runs from the decision, but the write may have waited (a locked database, a slow
       // disk or server): a claim that lands with much of its lease spent renews before running,
       // or is let go when it landed already expired (the sweep recovers it; nothing ran).
@@ -380,6 +386,9 @@ export class SessionExecution {
         await this.handler.execute(sessionId, (now) => ({ type: 'renew', now, ownerId, executionId }));
       }
     } catch (err) {
+      claimSpan.setAttribute(Attr.outcome, isRefusal(err) ? `refused: ${err.reason}` : 'failed');
+      if (!isRefusal(err)) failed(claimSpan, err);
+      claimSpan.end();
       if (isRefusal(err, 'nothing_pending')) {
         report({ status: 'nothing_pending' });
         return undefined;
@@ -391,13 +400,27 @@ export class SessionExecution {
       }
       throw err;
     }
+    claimSpan.setAttribute(Attr.outcome, 'claimed');
+    claimSpan.end();
     this.notice({ type: 'claimed', sessionId, executionId });
     report({ status: 'started', executionId });
-    return { settledHere: await this.runTurn(sessionId, executionId, runInputs(turn)) };
+    const inputs = runInputs(turn);
+    const continues = inputs.find((i) => i.continues)?.continues?.executionId;
+    const span = startTurnSpan({
+      sessionId,
+      executionId,
+      ownerId,
+      seq: claimedSeq,
+      inputIds: inputs.map((i) => i.inputId),
+      ...(continues ? { continues } : {}),
+    });
+    return { settledHere: await this.runTurn(sessionId, executionId, inputs, span) };
   }
 
   /** Runs a turn that is claimed, started and has its inputs promoted; true when its settlement was appended here. */
-  private async runTurn(sessionId: string, executionId: string, inputs: RunInput[]): Promise<boolean> {
+  private async runTurn(sessionId: string, executionId: string, inputs: RunInput[], span: Span): Promise<boolean> {
+    let outcome = 'failed';
+    let failure: unknown;
     const controller = new AbortController();
     this.registry.trigger.attach({ sessionId, executionId, controller });
     // a close that came while the claim was being written aborted the runs it saw, not this one
@@ -414,6 +437,7 @@ export class SessionExecution {
       ownerId,
       inputs,
       controller,
+      span,
       transcripts: this.transcripts,
       notice: this.notice,
       tenant: this.handler.cached(sessionId)?.context.ownedBy ?? null,
@@ -423,14 +447,20 @@ export class SessionExecution {
     });
     const deadline = this.startDeadline(executionId, controller);
     try {
-      await (deadline ? Promise.race([this.runner(turn.ctx), deadline.passed]) : this.runner(turn.ctx));
+      const run = withSpan(span, () => this.runner(turn.ctx));
+      await (deadline ? Promise.race([run, deadline.passed]) : run);
       if (controller.signal.aborted) throw controller.signal.reason;
       // a turn that recorded a wait (an approval asked for) ends its execution waiting: it holds nothing until it resumes
-      return await this.settle(sessionId, executionId, turn.waited() ? 'waiting' : 'succeeded', await turn.drain());
+      const ended = turn.waited() ? 'waiting' : 'succeeded';
+      outcome = ended;
+      outcome = await this.settle(sessionId, executionId, ended, await turn.drain());
+      return outcome === ended;
     } catch (err) {
-      await this.afterFailure(sessionId, executionId, controller, err, () => turn.drain().catch(() => []));
+      failure = controller.signal.aborted ? controller.signal.reason : err;
+      outcome = await this.afterFailure(sessionId, executionId, controller, err, () => turn.drain().catch(() => []));
       return false;
     } finally {
+      endTurnSpan(span, outcome, failure);
       deadline?.stop();
       stopHeartbeat();
       this.registry.trigger.detach({ sessionId });
@@ -444,32 +474,30 @@ export class SessionExecution {
     controller: AbortController,
     err: unknown,
     buffered: () => Promise<ProtoEvent[]>,
-  ): Promise<void> {
+  ): Promise<string> {
     const reason = controller.signal.aborted ? controller.signal.reason : err;
     if (reason instanceof ClaimLostError || isRefusal(reason, 'claim_lost')) {
       this.notice({ type: 'claim_lost', sessionId, executionId });
-      return;
+      return 'claim_lost';
     }
-    if (reason instanceof CancelledError || isRefusal(reason, 'cancelled')) return; // already settled by the cancellation
+    if (reason instanceof CancelledError || isRefusal(reason, 'cancelled')) return 'cancelled'; // already settled by the cancellation
     if (reason instanceof WaitingError) {
-      await this.settle(sessionId, executionId, 'waiting', await buffered());
-      return;
+      return this.settle(sessionId, executionId, 'waiting', await buffered());
     }
     if (reason instanceof ShutdownError) {
-      await this.settle(sessionId, executionId, 'released', await buffered());
-      return;
+      return this.settle(sessionId, executionId, 'released', await buffered());
     }
-    await this.settle(sessionId, executionId, 'failed', await buffered(), reason);
+    return this.settle(sessionId, executionId, 'failed', await buffered(), reason);
   }
 
-  /** Settles the turn; the runner's buffered writes are appended first, in the same append. */
+  /** Settles the turn (the runner's buffered writes first, in the same append); says the outcome appended, or why none was (`claim_lost`, `cancelled`, `already_settled`). */
   private async settle(
     sessionId: string,
     executionId: string,
     outcome: 'succeeded' | 'failed' | 'released' | 'waiting',
     buffered: ProtoEvent[],
     error?: unknown,
-  ): Promise<boolean> {
+  ): Promise<string> {
     const ownerId = this.ownerId;
     try {
       const continuationInputId = outcome === 'released' ? `inp_handback_${executionId}` : undefined;
@@ -490,13 +518,13 @@ export class SessionExecution {
       const exec = snapshot.context.execution;
       // handed back: the next worker continues it; live subscribers hear it now, not at the next claim
       if (continuationInputId && exec?.id === executionId) await this.announceInterrupted(sessionId, exec, 'handed_back', continuationInputId);
-      return true;
+      return outcome;
     } catch (err) {
       // Cancellation wins: a late settlement after a cancel changes nothing. A lost claim cannot settle.
-      if (isRefusal(err, 'cancelled', 'already_settled')) return false;
+      if (isRefusal(err, 'cancelled', 'already_settled')) return err.reason;
       if (isRefusal(err, 'claim_lost')) {
         this.notice({ type: 'claim_lost', sessionId, executionId });
-        return false;
+        return 'claim_lost';
       }
       throw err;
     }

@@ -30,6 +30,7 @@ import { leaseLive, openWaits, runnableAt } from '../machines/session-context.ts
 import { resolveWait } from '../input/resolve.ts';
 import type { SessionExecution } from '../execution/session-execution.ts';
 import type { SessionEvent } from '../events/envelope.ts';
+import { Attr, appended, failed, startRecoverSpan } from '../observability/tracing.ts';
 
 export const DEFAULT_SWEEP_INTERVAL_MS = 5_000;
 export const DEFAULT_MAX_WAKE_ATTEMPTS = 5;
@@ -150,6 +151,7 @@ export class RecoverySweeper {
       // decided on: after a lost race the recovery is decided again on a fresh state, whose expired
       // execution may be a later one (its id taken from the first state admitted that
       // continuation twice).
+      const span = startRecoverSpan(sessionId);
       try {
         let events: SessionEvent[];
         let target = exec;
@@ -160,13 +162,26 @@ export class RecoverySweeper {
         const recovered = events.find((e) => e.type === 'recovery.started')!.payload as { executionId: string };
         report.recovered.push(sessionId);
         const continuationInputId = continuationIdFor(recovered.executionId);
+        appended(span, {
+          [Attr.executionId]: recovered.executionId,
+          [Attr.ownerId]: target.ownerId,
+          [Attr.seq]: events.at(-1)?.seq ?? snapshot.context.seq,
+          [Attr.continuationInput]: continuationInputId,
+          [Attr.outcome]: 'recovered',
+        });
         // the log knows the owner is gone: live subscribers hear it now, with what to keep of the answer
         const told = await this.o.execution.announceInterrupted(sessionId, target, 'lease_expired', continuationInputId);
         const partialText = told?.recorded.reduce((n, p) => n + p.length, 0) ?? 0;
         this.o.onNotice?.({ type: 'recovered', sessionId, executionId: recovered.executionId, continuationInputId, partialText });
       } catch (err) {
-        if (!isRefusal(err)) throw err; // another sweeper got there first, or the owner renewed in time
-        snapshot = await handler.load(sessionId);
+        span.setAttribute(Attr.outcome, isRefusal(err) ? `refused: ${err.reason}` : 'failed');
+        if (!isRefusal(err)) {
+          failed(span, err);
+          throw err;
+        }
+        snapshot = await handler.load(sessionId); // another sweeper got there first, or the owner renewed in time
+      } finally {
+        span.end();
       }
     }
     await this.endDueWaits(sessionId, report);

@@ -1,0 +1,194 @@
+/**
+ * Spans by OpenTelemetry's generative-AI semantic conventions, on `@opentelemetry/api` only: with
+ * no SDK registered (the default) every call here is the API's no-op. The worker and the CLI
+ * register one when `OTEL_*` asks for it (src/observability/otel-sdk.ts).
+ *
+ *   invoke_agent  one per turn (the session is the conversation id)
+ *   chat          one per model call (a step of the turn)
+ *   execute_tool  one per tool call
+ *   sessiond.claim, sessiond.recover, sessiond.wait: sessiond's own, where they help
+ *
+ * The span and attribute table is in docs/operating.md#traces.
+ */
+import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
+import type { RecordedError, Usage } from '../events/catalog.ts';
+
+/** The tracer's name (the instrumentation scope a backend shows). */
+export const TRACER_NAME = 'sessiond';
+
+/** The attribute names used, the conventions' and sessiond's own. */
+export const Attr = {
+  operation: 'gen_ai.operation.name',
+  provider: 'gen_ai.provider.name',
+  conversation: 'gen_ai.conversation.id',
+  agentName: 'gen_ai.agent.name',
+  requestModel: 'gen_ai.request.model',
+  responseModel: 'gen_ai.response.model',
+  responseId: 'gen_ai.response.id',
+  finishReasons: 'gen_ai.response.finish_reasons',
+  inputTokens: 'gen_ai.usage.input_tokens',
+  outputTokens: 'gen_ai.usage.output_tokens',
+  toolName: 'gen_ai.tool.name',
+  toolCallId: 'gen_ai.tool.call.id',
+  toolType: 'gen_ai.tool.type',
+  errorType: 'error.type',
+  sessionId: 'sessiond.session.id',
+  executionId: 'sessiond.execution.id',
+  ownerId: 'sessiond.owner.id',
+  seq: 'sessiond.seq',
+  step: 'sessiond.step',
+  outcome: 'sessiond.outcome',
+  inputIds: 'sessiond.input.ids',
+  continues: 'sessiond.continues.execution_id',
+  durable: 'sessiond.tool.durable',
+  waitKind: 'sessiond.wait.kind',
+  waitName: 'sessiond.wait.name',
+  continuationInput: 'sessiond.continuation.input_id',
+} as const;
+
+/** The agent name on `invoke_agent` spans (one engine, many sessions: the session is the conversation). */
+export const AGENT_NAME = 'sessiond';
+
+const tracer = () => trace.getTracer(TRACER_NAME);
+
+/** The turn's span: `invoke_agent`, parent the caller's context (when one came with the input). */
+export function startTurnSpan(
+  a: { sessionId: string; executionId: string; ownerId: string; seq: number; inputIds: string[]; continues?: string },
+  parent: Context = context.active(),
+  links: Link[] = [],
+): Span {
+  const attributes: Attributes = {
+    [Attr.operation]: 'invoke_agent',
+    [Attr.agentName]: AGENT_NAME,
+    [Attr.conversation]: a.sessionId,
+    [Attr.sessionId]: a.sessionId,
+    [Attr.executionId]: a.executionId,
+    [Attr.ownerId]: a.ownerId,
+    [Attr.seq]: a.seq,
+    [Attr.inputIds]: a.inputIds,
+  };
+  if (a.continues) attributes[Attr.continues] = a.continues;
+  return tracer().startSpan(`invoke_agent ${AGENT_NAME}`, { kind: SpanKind.INTERNAL, attributes, links }, parent);
+}
+
+/** Ends a turn's span with how it settled (`succeeded`, `waiting`, `failed`, `released`, `claim_lost`, `cancelled`). */
+export function endTurnSpan(span: Span, outcome: string, error?: unknown): void {
+  span.setAttribute(Attr.outcome, outcome);
+  if (outcome === 'failed') failed(span, error);
+  span.end();
+}
+
+/** A `sessiond.claim` span: the decision and append that take the session's next turn. */
+export function startClaimSpan(sessionId: string, executionId: string, ownerId: string): Span {
+  return tracer().startSpan('sessiond.claim', {
+    attributes: { [Attr.sessionId]: sessionId, [Attr.executionId]: executionId, [Attr.ownerId]: ownerId },
+  });
+}
+
+/** A model call: `chat`, child of its turn. The model and provider come when the runner names them. */
+export function startChatSpan(turn: Span, a: { sessionId: string; executionId: string; messageId: string; step: number }): Span {
+  return tracer().startSpan(
+    'chat',
+    {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        [Attr.operation]: 'chat',
+        [Attr.conversation]: a.sessionId,
+        [Attr.sessionId]: a.sessionId,
+        [Attr.executionId]: a.executionId,
+        [Attr.responseId]: a.messageId,
+        [Attr.step]: a.step,
+      },
+    },
+    trace.setSpan(context.active(), turn),
+  );
+}
+
+/** The model a call asks for (`RunContext.modelCall`): the span is renamed `chat {model}`. */
+export function chatModel(span: Span, provider: string, model: string): void {
+  span.setAttributes({ [Attr.provider]: provider, [Attr.requestModel]: model });
+  span.updateName(`chat ${model}`);
+}
+
+/** Ends a model call's span with its finish reason, model and token usage. */
+export function endChatSpan(span: Span, finish: string, usage?: Usage, model?: string): void {
+  const attributes: Attributes = { [Attr.finishReasons]: [finish] };
+  if (model) attributes[Attr.responseModel] = model;
+  if (usage) {
+    attributes[Attr.inputTokens] = usage.inputTokens;
+    attributes[Attr.outputTokens] = usage.outputTokens;
+  }
+  span.setAttributes(attributes);
+  span.end();
+}
+
+/** Ends a model call's span that failed. */
+export function failChatSpan(span: Span, error: RecordedError): void {
+  span.setAttribute(Attr.errorType, error.type);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+  span.end();
+}
+
+/** A tool call: `execute_tool {name}`, child of its turn (parallel calls are siblings). */
+export function startToolSpan(turn: Span, a: { sessionId: string; executionId: string; name: string; callId: string; durable: boolean }): Span {
+  return tracer().startSpan(
+    `execute_tool ${a.name}`,
+    {
+      attributes: {
+        [Attr.operation]: 'execute_tool',
+        [Attr.toolName]: a.name,
+        [Attr.toolCallId]: a.callId,
+        [Attr.toolType]: 'function',
+        [Attr.durable]: a.durable,
+        [Attr.conversation]: a.sessionId,
+        [Attr.sessionId]: a.sessionId,
+        [Attr.executionId]: a.executionId,
+      },
+    },
+    trace.setSpan(context.active(), turn),
+  );
+}
+
+/** Ends a tool call's span: `succeeded`, or `failed` with its error. */
+export function endToolSpan(span: Span, error?: unknown): void {
+  if (error === undefined) span.setAttribute(Attr.outcome, 'succeeded');
+  else {
+    span.setAttribute(Attr.outcome, 'failed');
+    failed(span, error);
+  }
+  span.end();
+}
+
+/** A wait the turn records (an approval, a signal, a timer): the turn ends waiting; the span marks where. */
+export function waitSpan(turn: Span, a: { sessionId: string; executionId: string; kind: string; name: string; tool?: string }): void {
+  const attributes: Attributes = {
+    [Attr.sessionId]: a.sessionId,
+    [Attr.executionId]: a.executionId,
+    [Attr.waitKind]: a.kind,
+    [Attr.waitName]: a.name,
+  };
+  if (a.tool) attributes[Attr.toolName] = a.tool;
+  tracer().startSpan(`sessiond.wait ${a.kind}`, { attributes }, trace.setSpan(context.active(), turn)).end();
+}
+
+/** The recovery of an execution whose owner is gone (the sweep): a root span of its own. */
+export function startRecoverSpan(sessionId: string): Span {
+  return tracer().startSpan('sessiond.recover', { attributes: { [Attr.sessionId]: sessionId } });
+}
+
+/** Says on a sessiond span what its append did: the execution, the sequence, anything else. */
+export function appended(span: Span, attributes: Attributes): void {
+  span.setAttributes(attributes);
+}
+
+/** Marks a span failed with `error` (its message and type). */
+export function failed(span: Span, error: unknown): void {
+  const type = (error as { code?: unknown })?.code;
+  span.setAttribute(Attr.errorType, typeof type === 'string' ? type : error instanceof Error ? error.name : 'unknown');
+  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+}
+
+/** Runs `fn` with `span` as the active span (a registered context manager carries it into the runner's own calls). */
+export function withSpan<T>(span: Span, fn: () => T): T {
+  return context.with(trace.setSpan(context.active(), span), fn);
+}
