@@ -6,6 +6,7 @@ import { CommanderError } from 'commander';
 import { cliContext } from './context.ts';
 import { describeError, exitCodeFor, ExitCode } from './exit.ts';
 import { buildProgram } from './program.ts';
+import { startTracing } from '../observability/otel-sdk.ts';
 
 export async function main(argv: string[]): Promise<number> {
   const ctx = cliContext(process.env);
@@ -13,6 +14,14 @@ export async function main(argv: string[]): Promise<number> {
   if (argv.length === 0) {
     program.outputHelp({ error: true });
     return ExitCode.Usage;
+  }
+  // the OpenTelemetry SDK is loaded only when OTEL_* asks for traces (src/observability/otel-sdk.ts)
+  let tracing: Awaited<ReturnType<typeof startTracing>>;
+  try {
+    tracing = await startTracing(process.env);
+  } catch (err) {
+    ctx.err(describeError(err, process.env.SESSIOND_DEBUG === '1'));
+    return exitCodeFor(err);
   }
   try {
     await program.parseAsync(argv, { from: 'user' });
@@ -25,6 +34,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     ctx.err(describeError(err, process.env.SESSIOND_DEBUG === '1'));
     return exitCodeFor(err);
+  } finally {
+    await tracing?.shutdown();
   }
 }
 

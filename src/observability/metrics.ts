@@ -16,6 +16,7 @@ import type { Usage } from '../events/catalog.ts';
 import type { AppendObserver } from '../events/observed-log.ts';
 import type { Notice } from '../execution/session-execution.ts';
 import type { RecoveryNotice } from '../recovery/sweeper.ts';
+import { traceCounts } from './trace-counts.ts';
 
 /** What the gauges read when scraped. */
 export interface MetricSources {
@@ -111,6 +112,29 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
   const backoffs = counter('sessiond_model_backoffs_total', 'Times a provider answered 429 to this worker and the fleet backed off from it, by provider.', [
     'provider',
   ]);
+
+  // what tracing lost in this process (src/observability/trace-counts.ts), read on each scrape
+  const fromCounts = (name: string, help: string, read: () => number) =>
+    new Counter({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(read());
+      },
+    });
+  fromCounts(
+    'sessiond_trace_spans_dropped_total',
+    'Spans dropped because the export queue was full (a slow or unreachable collector).',
+    () => traceCounts.dropped,
+  );
+  fromCounts('sessiond_trace_spans_export_failed_total', 'Spans the OTLP exporter could not deliver to the collector.', () => traceCounts.exportFailed);
+  fromCounts(
+    'sessiond_traceparent_invalid_total',
+    'W3C traceparent values given with an input and ignored as malformed.',
+    () => traceCounts.invalidTraceparent,
+  );
 
   const claimedAt = new Map<string, number>();
   const committed = (events: SessionEvent[], ms: number) => {

@@ -10,8 +10,9 @@
  *
  * The span and attribute table is in docs/operating.md#traces.
  */
-import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Link, type Span } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Link, type Span, type SpanContext } from '@opentelemetry/api';
 import type { RecordedError, Usage } from '../events/catalog.ts';
+import { traceCounts } from './trace-counts.ts';
 
 /** The tracer's name (the instrumentation scope a backend shows). */
 export const TRACER_NAME = 'sessiond';
@@ -191,4 +192,28 @@ export function failed(span: Span, error: unknown): void {
 /** Runs `fn` with `span` as the active span (a registered context manager carries it into the runner's own calls). */
 export function withSpan<T>(span: Span, fn: () => T): T {
   return context.with(trace.setSpan(context.active(), span), fn);
+}
+
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
+
+/**
+ * A W3C `traceparent` (`00-<trace id>-<parent id>-<flags>`) as a remote span context; anything
+ * else given is ignored (never an error to the caller) and counted (`sessiond_traceparent_invalid_total`).
+ */
+export function parseTraceparent(value: unknown): SpanContext | undefined {
+  if (value === undefined || value === null || value === '') return undefined;
+  const m = typeof value === 'string' ? TRACEPARENT.exec(value.trim()) : null;
+  const [, version, traceId, spanId, flags, rest] = m ?? [];
+  const valid = m !== null && version !== 'ff' && !(version === '00' && rest !== undefined) && !/^0+$/.test(traceId!) && !/^0+$/.test(spanId!);
+  if (!valid) {
+    traceCounts.invalidTraceparent++;
+    return undefined;
+  }
+  return { traceId: traceId!, spanId: spanId!, traceFlags: Number.parseInt(flags!, 16) & 1, isRemote: true };
+}
+
+/** The `traceparent` of a span (W3C, version 00): what is stored with an input or passed on. */
+export function traceparentOf(span: Span): string {
+  const c = span.spanContext();
+  return `00-${c.traceId}-${c.spanId}-0${c.traceFlags & 1}`;
 }

@@ -16,9 +16,10 @@ import { waitFor } from '../../src/testing/wait.ts';
 
 const exporter = new InMemorySpanExporter();
 trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
-test.after.each(() => exporter.reset());
+test.before.each(() => exporter.reset());
 
-const spans = () => exporter.getFinishedSpans();
+// only this file's sessions (another file's turns may run in the same process)
+const spans = () => exporter.getFinishedSpans().filter((s) => String(s.attributes['sessiond.session.id']).startsWith('ses_span'));
 const named = (prefix: string) => spans().filter((s) => s.name.startsWith(prefix));
 const one = (name: string): ReadableSpan => {
   const found = spans().filter((s) => s.name === name);
@@ -54,18 +55,18 @@ test('a turn with two tools in parallel: invoke_agent, chat with model and token
     await ctx.endStep(next.messageId, 'stop', { inputTokens: 20, outputTokens: 2 });
   };
   const svc = fx.service({ runner, ownerId: 'own_a' });
-  await fx.admit(svc, 'ses_1', { prompt: 'go', wake: false });
-  const r = await svc.resume('ses_1');
-  await svc.awaitIdle('ses_1');
+  await fx.admit(svc, 'ses_span1', { prompt: 'go', wake: false });
+  const r = await svc.resume('ses_span1');
+  await svc.awaitIdle('ses_span1');
   const executionId = r.status === 'started' ? r.executionId : '';
 
   const turn = one('invoke_agent sessiond');
   assert.equal(turn.attributes['gen_ai.operation.name'], 'invoke_agent');
-  assert.equal(turn.attributes['gen_ai.conversation.id'], 'ses_1');
-  assert.equal(turn.attributes['sessiond.session.id'], 'ses_1');
+  assert.equal(turn.attributes['gen_ai.conversation.id'], 'ses_span1');
+  assert.equal(turn.attributes['sessiond.session.id'], 'ses_span1');
   assert.equal(turn.attributes['sessiond.execution.id'], executionId);
   assert.equal(turn.attributes['sessiond.outcome'], 'succeeded');
-  const claimSeq = (await fx.events('ses_1')).find((e) => e.type === 'execution.claimed')!.seq;
+  const claimSeq = (await fx.events('ses_span1')).find((e) => e.type === 'execution.claimed')!.seq;
   assert.equal(turn.attributes['sessiond.seq'], claimSeq);
 
   const claim = one('sessiond.claim');
@@ -119,9 +120,9 @@ test('an approval: the turn ends waiting with a wait span; the resumed turn runs
     await ctx.endStep(messageId, 'stop');
   };
   const svc = fx.service({ runner, ownerId: 'own_a' });
-  await fx.admit(svc, 'ses_1', { prompt: 'deploy', wake: false });
-  await svc.resume('ses_1');
-  await svc.awaitIdle('ses_1');
+  await fx.admit(svc, 'ses_span1', { prompt: 'deploy', wake: false });
+  await svc.resume('ses_span1');
+  await svc.awaitIdle('ses_span1');
 
   const waiting = one('invoke_agent sessiond');
   assert.equal(waiting.attributes['sessiond.outcome'], 'waiting');
@@ -132,9 +133,9 @@ test('an approval: the turn ends waiting with a wait span; the resumed turn runs
   assert.equal(named('execute_tool'), [], 'nothing ran before the decision');
   exporter.reset();
 
-  const resolved = await resolveWait(svc.handler, 'ses_1', { kind: 'approval', name: 'call_deploy', outcome: 'approved' });
-  await svc.resume('ses_1');
-  await svc.awaitIdle('ses_1');
+  const resolved = await resolveWait(svc.handler, 'ses_span1', { kind: 'approval', name: 'call_deploy', outcome: 'approved' });
+  await svc.resume('ses_span1');
+  await svc.awaitIdle('ses_span1');
   const resumed = one('invoke_agent sessiond');
   assert.equal(resumed.attributes['sessiond.outcome'], 'succeeded');
   assert.equal(resumed.attributes['sessiond.input.ids'], [resolved.resumeInputId]);
@@ -149,37 +150,37 @@ test('a recovery: the sweep has its span, the continuation on another owner says
   const fx = fixture();
   const gate = gatedRunner();
   const a = fx.service({ runner: gate.runner, clock: new ManualClock(0), ownerId: 'own_a' }); // frozen: its clock never moves
-  await fx.admit(a, 'ses_1', { prompt: 'the original prompt', wake: false });
-  const r = await a.resume('ses_1');
+  await fx.admit(a, 'ses_span1', { prompt: 'the original prompt', wake: false });
+  const r = await a.resume('ses_span1');
   const interrupted = r.status === 'started' ? r.executionId : '';
   await gate.started(1);
   const ctx = gate.runs[0]!.ctx;
   const { messageId } = await ctx.startStep();
   void ctx.tool(messageId, { name: 'search', input: {} }, () => new Promise(() => {})).catch(() => {});
-  await waitFor(async () => count(await fx.events('ses_1'), 'tool.called') === 1, { what: 'the tool to start' });
+  await waitFor(async () => count(await fx.events('ses_span1'), 'tool.called') === 1, { what: 'the tool to start' });
 
   const clock = new ManualClock(30_000);
   const b = fx.service({ runner: gate.runner, clock, ownerId: 'own_b' });
-  await new RecoverySweeper({ execution: b, candidates: { expired: () => ['ses_1'], runnable: () => ['ses_1'], due: () => [] }, clock }).sweep();
+  await new RecoverySweeper({ execution: b, candidates: { expired: () => ['ses_span1'], runnable: () => ['ses_span1'], due: () => [] }, clock }).sweep();
   await gate.started(2);
   const recover = one('sessiond.recover');
-  assert.equal(recover.attributes['sessiond.session.id'], 'ses_1');
+  assert.equal(recover.attributes['sessiond.session.id'], 'ses_span1');
   assert.equal(recover.attributes['sessiond.execution.id'], interrupted);
   assert.equal(recover.attributes['sessiond.owner.id'], 'own_a');
   assert.equal(recover.attributes['sessiond.continuation.input_id'], continuationIdFor(interrupted));
   assert.equal(recover.attributes['sessiond.outcome'], 'recovered');
-  const recovered = (await fx.events('ses_1')).find((e) => e.type === 'recovery.started')!;
+  const recovered = (await fx.events('ses_span1')).find((e) => e.type === 'recovery.started')!;
   assert.ok((recover.attributes['sessiond.seq'] as number) >= recovered.seq);
 
   gate.runs[1]!.release();
-  await b.awaitIdle('ses_1');
+  await b.awaitIdle('ses_span1');
   const continuation = spans().find((s) => s.name === 'invoke_agent sessiond' && s.attributes['sessiond.owner.id'] === 'own_b')!;
   assert.equal(continuation.attributes['sessiond.continues.execution_id'], interrupted);
   assert.equal(continuation.attributes['sessiond.input.ids'], [continuationIdFor(interrupted)]);
   assert.equal(continuation.attributes['sessiond.outcome'], 'succeeded');
   // the frozen owner's turn ends when it learns its claim is gone
   gate.runs[0]!.release();
-  await a.awaitIdle('ses_1');
+  await a.awaitIdle('ses_span1');
   const lost = spans().find((s) => s.name === 'invoke_agent sessiond' && s.attributes['sessiond.owner.id'] === 'own_a')!;
   assert.equal(lost.attributes['sessiond.outcome'], 'claim_lost');
   const cut = spans().find((s) => s.name === 'chat' && s.attributes['sessiond.execution.id'] === interrupted)!;

@@ -7,6 +7,7 @@
  * Stopping closes, in order: the command service, the worker (turns in progress are handed back,
  * and those events go out live too), the engine, the log, the connections.
  */
+import { stopTracing } from '../../observability/otel-sdk.ts';
 import type { Command } from 'commander';
 import { startSessiond } from '../../host.ts';
 import { DEFAULT_SWEEP_INTERVAL_MS } from '../../recovery/sweeper.ts';
@@ -318,6 +319,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
   await mcp?.close(); // after the turns: their calls were aborted with them
   clearTimeout(deadline);
   log.out(stoppedLine(handedBack));
+  await stopTracing(); // the spans of the last turns go out before the exit
   // closed: nothing left to run (a handle something left open must not keep the worker alive)
   process.exit(process.exitCode ?? 0);
 }
