@@ -119,6 +119,9 @@ type AdmitRequest struct {
 	// Owner: who admits (a tenant's name); the session's owner when this creates it, and a session
 	// another owner holds answers not_found. Trusted users leave it empty.
 	Owner string
+	// Traceparent: the caller's W3C trace context (00-<trace id>-<span id>-<flags>); the turn that
+	// runs the prompt is its child, on whichever worker. A malformed one is ignored, never refused.
+	Traceparent string
 }
 
 // AdmitReceipt is the admit reply. Created is false when the input id was admitted before
@@ -346,6 +349,9 @@ func AdmitBody(sessionID string, r AdmitRequest) Map {
 	}
 	if r.Owner != "" {
 		m = append(m, MapEntry{"owner", r.Owner})
+	}
+	if r.Traceparent != "" {
+		m = append(m, MapEntry{"traceparent", r.Traceparent})
 	}
 	return m
 }

@@ -95,6 +95,8 @@ type Continuation struct {
 	InputIDs           []string    `sd:"inputIds,each=id" json:"inputIds"`
 	AssistantMessageID *string     `sd:"assistantMessageId,id,null" json:"assistantMessageId"`
 	RetryTools         []RetryTool `sd:"retryTools" json:"retryTools"`
+	// Traceparent: the W3C trace context of the turn continued (the continuation's turn links to it).
+	Traceparent *string `sd:"traceparent,opt" json:"traceparent,omitempty"`
 }
 
 // ExecutionClaimed: a worker claimed the session's next turn under a lease.
@@ -115,6 +117,9 @@ type ExecutionRenewed struct {
 // ExecutionStarted: the turn started running.
 type ExecutionStarted struct {
 	ExecutionID string `sd:"executionId,id" json:"executionId"`
+	// Traceparent: the turn's span (W3C trace context); ParentTraceparent: its parent, the caller's.
+	Traceparent       *string `sd:"traceparent,opt" json:"traceparent,omitempty"`
+	ParentTraceparent *string `sd:"parentTraceparent,opt" json:"parentTraceparent,omitempty"`
 }
 
 // ExecutionPhase: `safe` (rerunning is harmless) or `unknown` (an effect may be in flight).
@@ -153,6 +158,8 @@ type InputAdmitted struct {
 	NotBefore *int64        `sd:"notBefore,opt,min=0" json:"notBefore,omitempty"`
 	Tags      Tags          `sd:"tags,opt,tags" json:"tags,omitempty"`
 	Owner     *string       `sd:"owner,opt,id" json:"owner,omitempty"`
+	// Traceparent: the caller's W3C trace context; the turn that runs the input is its child.
+	Traceparent *string `sd:"traceparent,opt" json:"traceparent,omitempty"`
 }
 
 // InputPromoted: a pending input joined an execution.

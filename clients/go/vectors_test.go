@@ -947,7 +947,7 @@ func TestCommandsSchema(t *testing.T) {
 	verbs := get(schema, "x-sessiond-verbs").(Map)
 	yes := true
 	full := map[string]Map{
-		VerbAdmit:   AdmitBody("s", AdmitRequest{Prompt: "p", ID: "i", Delivery: "queue", Wake: &yes, NotBefore: 1796056745917, Tags: Tags{"k": "v"}, Owner: "o"}),
+		VerbAdmit:   AdmitBody("s", AdmitRequest{Prompt: "p", ID: "i", Delivery: "queue", Wake: &yes, NotBefore: 1796056745917, Tags: Tags{"k": "v"}, Owner: "o", Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}),
 		VerbTag:     TagBody("s", TagRequest{Set: Tags{"k": "v"}, Remove: []string{"x"}}),
 		VerbBudget:  BudgetBody("s", BudgetRequest{ClearTokens: true, ClearCost: true, Reset: true, Actor: "a"}),
 		VerbList:    ListBody(ListFilter{State: "idle", Waiting: &yes, Tags: Tags{"k": "v"}, IDPrefix: "s", UpdatedSince: 1, ReachableBy: "o", Limit: 2, After: "a"}),

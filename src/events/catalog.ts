@@ -10,6 +10,8 @@ import { z } from 'zod';
 const id = z.string().min(1).max(128);
 const seq = z.number().int().min(-1);
 const time = z.number().int().nonnegative();
+/** A W3C trace context (`traceparent`, version 00): where a span of OpenTelemetry tracing is. */
+const traceparent = z.string().regex(/^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/);
 /** Who did it: the gateway token's name or the JWT's subject, or what a trusted NATS client or the CLI says. */
 const actor = z.string().min(1).max(200);
 /** A session's tags (sessions/tags.ts has the rules and the messages; this is what the log holds). */
@@ -105,6 +107,8 @@ export const Continuation = z.object({
   inputIds: z.array(id),
   assistantMessageId: id.nullable(),
   retryTools: z.array(z.object({ callId: id, messageId: id, name: z.string().min(1), idempotencyKey: z.string() })),
+  /** The span of the turn continued (its `invoke_agent`): the continuation's turn links to it. */
+  traceparent: traceparent.optional(),
 });
 export type Continuation = z.infer<typeof Continuation>;
 
@@ -208,7 +212,12 @@ export const catalog = {
     }),
   ),
   'execution.renewed': event('execution.renewed', z.object({ executionId: id, expiresAt: time }), { writer: 'owner' }),
-  'execution.started': event('execution.started', z.object({ executionId: id }), { writer: 'owner' }),
+  /** `traceparent`: the turn's span (`invoke_agent`); `parentTraceparent`: its parent, the caller's (a continuation inherits it). */
+  'execution.started': event(
+    'execution.started',
+    z.object({ executionId: id, traceparent: traceparent.optional(), parentTraceparent: traceparent.optional() }),
+    { writer: 'owner' },
+  ),
   'execution.phase': event('execution.phase', z.object({ executionId: id, phase: ExecutionPhase }), { writer: 'runner' }),
   /** `actor`: who cancelled. */
   'execution.cancelled': event('execution.cancelled', z.object({ executionId: id, reason: z.string().max(1000).optional(), actor: actor.optional() })),
@@ -237,6 +246,8 @@ export const catalog = {
       tags: Tags.optional(),
       /** The session's owner: only on the admission that created the session (its first event). */
       owner: Owner.optional(),
+      /** The caller's trace context (W3C): the span of the turn that runs this input is its child. */
+      traceparent: traceparent.optional(),
     }),
     {
       version: 2,

@@ -43,7 +43,7 @@ import { createRunContext } from './run-context.ts';
 import { Transcripts } from './transcripts.ts';
 import { checkKeys, optionalWholeNumber, wholeNumber } from '../options.ts';
 import type { Span } from '@opentelemetry/api';
-import { Attr, appended, endTurnSpan, failed, startClaimSpan, startTurnSpan, withSpan } from '../observability/tracing.ts';
+import { Attr, appended, claimSpan, endTurnSpan, failed, startTurnSpan, traceparentOf, turnTrace, withSpan } from '../observability/tracing.ts';
 
 /** Every option of the execution service (anything else is refused as a likely typo). */
 export const EXECUTION_OPTIONS = [
@@ -356,7 +356,9 @@ export class SessionExecution {
     const ownerId = this.ownerId;
     let decidedAt = 0;
     let turn: PendingInput[] = [];
-    const claimSpan = startClaimSpan(sessionId, executionId, ownerId);
+    const claimStart = Date.now();
+    /** The turn's span, started when its inputs are known (again when a retried decision finds others): its context is recorded with the start. */
+    let span: { span: Span; parent: string | undefined } | undefined;
     let claimedSeq = 0;
     try {
       // claim, start and the promotion of the turn's inputs: one decision, one append
@@ -365,7 +367,20 @@ export class SessionExecution {
           decidedAt = now;
           return { type: 'claim', now, ownerId, executionId, leaseMs: this.leaseMs };
         },
-        (now) => ({ type: 'start', now, ownerId, executionId }),
+        (now, claimed) => {
+          const where = turnTrace(inputsForTurn(claimed.context.pending, now));
+          if (span?.parent !== where.parent || !span)
+            span = { span: startTurnSpan({ sessionId, executionId, ownerId }, where, claimStart), parent: where.parent };
+          const recording = span.span.isRecording();
+          return {
+            type: 'start',
+            now,
+            ownerId,
+            executionId,
+            ...(recording ? { traceparent: traceparentOf(span.span) } : {}),
+            ...(where.parent ? { parentTraceparent: where.parent } : {}),
+          };
+        },
         (now, started) => {
           turn = inputsForTurn(started.context.pending, now);
           return {
@@ -378,7 +393,6 @@ export class SessionExecution {
         },
       ]); // decided on the snapshot just loaded; an accepted claim is checked by the append
       claimedSeq = claimed.events.find((e) => e.type === 'execution.claimed')?.seq ?? claimed.snapshot.context.seq;
-      appended(claimSpan, { [Attr.seq]: claimedSeq, [Attr.inputIds]: turn.map((i) => i.inputId) });
       // The lease runs from the decision, but the write may have waited (a locked database, a slow
       // disk or server): a claim that lands with much of its lease spent renews before running,
       // or is let go when it landed already expired (the sweep recovers it; nothing ran).
@@ -386,9 +400,10 @@ export class SessionExecution {
         await this.handler.execute(sessionId, (now) => ({ type: 'renew', now, ownerId, executionId }));
       }
     } catch (err) {
-      claimSpan.setAttribute(Attr.outcome, isRefusal(err) ? `refused: ${err.reason}` : 'failed');
-      if (!isRefusal(err)) failed(claimSpan, err);
-      claimSpan.end();
+      // the turn never ran: its span is not ended (never exported); the claim's says why
+      const refused = claimSpan({ sessionId, executionId, ownerId }, claimStart, { [Attr.outcome]: isRefusal(err) ? `refused: ${err.reason}` : 'failed' });
+      if (!isRefusal(err)) failed(refused, err);
+      refused.end();
       if (isRefusal(err, 'nothing_pending')) {
         report({ status: 'nothing_pending' });
         return undefined;
@@ -400,21 +415,14 @@ export class SessionExecution {
       }
       throw err;
     }
-    claimSpan.setAttribute(Attr.outcome, 'claimed');
-    claimSpan.end();
-    this.notice({ type: 'claimed', sessionId, executionId });
-    report({ status: 'started', executionId });
     const inputs = runInputs(turn);
     const continues = inputs.find((i) => i.continues)?.continues?.executionId;
-    const span = startTurnSpan({
-      sessionId,
-      executionId,
-      ownerId,
-      seq: claimedSeq,
-      inputIds: inputs.map((i) => i.inputId),
-      ...(continues ? { continues } : {}),
-    });
-    return { settledHere: await this.runTurn(sessionId, executionId, inputs, span) };
+    const turnSpan = span!.span;
+    appended(turnSpan, { [Attr.seq]: claimedSeq, [Attr.inputIds]: inputs.map((i) => i.inputId), ...(continues ? { [Attr.continues]: continues } : {}) });
+    claimSpan({ sessionId, executionId, ownerId }, claimStart, { [Attr.seq]: claimedSeq, [Attr.outcome]: 'claimed' }, turnSpan).end();
+    this.notice({ type: 'claimed', sessionId, executionId });
+    report({ status: 'started', executionId });
+    return { settledHere: await this.runTurn(sessionId, executionId, inputs, turnSpan) };
   }
 
   /** Runs a turn that is claimed, started and has its inputs promoted; true when its settlement was appended here. */

@@ -172,7 +172,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const id = sessionOf(c);
         const { owner: _claimed, ...body } = await c.body(); // the owner is the grant's, never the body's
         const start = await mayStart(sessions, c.grant, id, body.tags as Record<string, string> | undefined);
-        return quotas.admit(c.grant, id, body.prompt as Prompt, () => asReached(id, sessions.admit(id, { ...body, ...start } as never)));
+        return quotas.admit(c.grant, id, body.prompt as Prompt, () => asReached(id, sessions.admit(id, { ...body, ...start, ...callerTrace(c) } as never)));
       },
     },
     {
@@ -300,7 +300,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const release = quotas.openStream(c.grant);
         c.res.on('close', release);
         const receipt = await quotas.admit(c.grant, sessionId, prompt, () =>
-          asReached(sessionId, sessions.admit(sessionId, { id: inputId, prompt, ...start })),
+          asReached(sessionId, sessions.admit(sessionId, { id: inputId, prompt, ...start, ...callerTrace(c) })),
         );
         // a retried request (the same message) replays its turn from the log, to a wait still open
         const now = receipt.created ? undefined : await sessions.status(sessionId);
@@ -553,6 +553,12 @@ function segment(raw: string, what: string): string {
  * The JSON body: at most `limit` bytes, all of it within `timeoutMs` (else 408 and the connection
  * closed: a stalled body holds nothing for long), nested at most `MAX_BODY_DEPTH` (checked before parsing).
  */
+/** The caller's W3C `traceparent` header, passed on with the input (the engine ignores and counts a malformed one). */
+function callerTrace(c: Call): { traceparent?: string } {
+  const header = c.req.headers.traceparent;
+  return typeof header === 'string' && header !== '' ? { traceparent: header } : {};
+}
+
 async function readBody(req: IncomingMessage, res: ServerResponse, limit: number, timeoutMs: number): Promise<Record<string, unknown>> {
   let timer: NodeJS.Timeout | undefined;
   const stalled = new Promise<never>((_, reject) => {

@@ -2,6 +2,7 @@
  * Admission: a prompt enters a session's inbox, idempotent by input id. An exact retry returns the
  * same receipt; reusing an id with different content is refused.
  */
+import { parseTraceparent } from '../observability/tracing.ts';
 import { ErrorCode, SessiondError, isRefusal } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import type { Delivery, Prompt } from '../events/catalog.ts';
@@ -34,6 +35,11 @@ export interface AdmitRequest {
    * one with no owner takes the admission and stays ownerless (sessions/owner.ts).
    */
   owner?: string;
+  /**
+   * The caller's W3C trace context (`00-<trace id>-<span id>-<flags>`): the turn that runs this input
+   * is its child, on whichever worker. A malformed one is ignored (and counted), never an error.
+   */
+  traceparent?: string;
 }
 
 export interface AdmitReceipt {
@@ -66,7 +72,9 @@ export function parseAdmitRequest(sessionId: string, req: AdmitRequest, maxPromp
     throw invalid(`notBefore ${notBefore} is after ${isoTime(LATEST_CLIENT_TIME)}, the latest time a prompt may be scheduled for`);
   const tags = req.tags === undefined ? undefined : (validateTags(req.tags, 'the admission') as Tags);
   if (req.owner !== undefined) checkOwner(req.owner);
+  const trace = parseTraceparent(req.traceparent);
   return {
+    ...(trace ? { traceparent: `00-${trace.traceId}-${trace.spanId}-0${trace.traceFlags & 1}` } : {}),
     ...(req.id ? { id: req.id } : {}),
     prompt,
     delivery,
@@ -78,7 +86,8 @@ export function parseAdmitRequest(sessionId: string, req: AdmitRequest, maxPromp
 }
 
 /** An admission checked: defaults applied, tags sorted (absent when none). */
-export type ParsedAdmission = Required<Pick<AdmitRequest, 'prompt' | 'delivery' | 'wake'>> & Pick<AdmitRequest, 'id' | 'notBefore' | 'tags' | 'owner'>;
+export type ParsedAdmission = Required<Pick<AdmitRequest, 'prompt' | 'delivery' | 'wake'>> &
+  Pick<AdmitRequest, 'id' | 'notBefore' | 'tags' | 'owner' | 'traceparent'>;
 
 /** What an admission holds that an exact resend must repeat: its prompt, delivery, wake, time and tags. */
 export function sameAdmission(a: Omit<ParsedAdmission, 'id' | 'owner'>, b: Omit<ParsedAdmission, 'id' | 'owner'>): boolean {
@@ -115,6 +124,7 @@ export async function admitInput(
       ...(req.notBefore === undefined ? {} : { notBefore: req.notBefore }),
       ...(req.tags === undefined ? {} : { tags: req.tags }),
       ...(req.owner === undefined ? {} : { owner: req.owner }),
+      ...(req.traceparent === undefined ? {} : { traceparent: req.traceparent }),
     }));
     return { sessionId, inputId, admittedSeq: events[0]!.seq, created: true, wake: req.wake };
   } catch (err) {

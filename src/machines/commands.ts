@@ -23,7 +23,8 @@ export type ProtoEvent = { [K in EventType]: { type: K; payload: PayloadInputOf<
 
 export type Command =
   | { type: 'claim'; now: number; ownerId: string; executionId: string; leaseMs: number }
-  | { type: 'start'; now: number; ownerId: string; executionId: string }
+  /** `traceparent`: the turn's span; `parentTraceparent`: its parent (both W3C; recorded for continuations). */
+  | { type: 'start'; now: number; ownerId: string; executionId: string; traceparent?: string; parentTraceparent?: string }
   | { type: 'renew'; now: number; ownerId: string; executionId: string }
   | { type: 'record'; now: number; ownerId: string; executionId: string; events: ProtoEvent[] }
   /** `released` hands the turn back: its open work is sealed and `continuationInputId` is admitted so another worker continues it. */
@@ -46,6 +47,8 @@ export type Command =
       tags?: Tags;
       /** Who admits: recorded as the session's owner when this admission creates it; refused (`not_owner`) on a session another owns. */
       owner?: string;
+      /** The caller's trace context (W3C traceparent, already checked): the parent of the turn that runs it. */
+      traceparent?: string;
     }
   /** Start a session as a fork of another: its first event holds the source's conversation up to `from.seq`; refused for a session that has events. */
   | { type: 'fork'; now: number; from: { sessionId: string; seq: number }; transcript: TranscriptItem[]; tags?: Tags; owner?: string }

@@ -16,6 +16,9 @@ export interface ExecutionState {
   /** Latest assistant sequence when the claim was acquired (-1 when none). */
   assistantSeq: number;
   claimedSeq: number;
+  /** The turn's span and its parent's (W3C traceparent), from `execution.started`: a continuation links and inherits them. */
+  traceparent?: string;
+  parentTraceparent?: string;
   phase: ExecutionPhase;
   started: boolean;
   cancelled: boolean;
@@ -95,6 +98,8 @@ export interface PendingInput {
   notBefore?: number;
   /** The tags its admission gave the session (what an exact resend must carry again). */
   tags?: Tags;
+  /** The caller's trace context (W3C traceparent) it was admitted with: the parent of the turn that runs it. */
+  traceparent?: string;
   /** The `input.admitted` event that admitted it (what a stored snapshot's claim is checked against; always set by the fold). */
   admittedBy?: EventRef;
   /**
@@ -228,7 +233,10 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       if (forCurrent(event.payload.executionId)) next.execution = { ...exec!, expiresAt: event.payload.expiresAt };
       return next;
     case 'execution.started':
-      if (forCurrent(event.payload.executionId)) next.execution = { ...exec!, started: true };
+      if (forCurrent(event.payload.executionId)) {
+        const { traceparent, parentTraceparent } = event.payload;
+        next.execution = { ...exec!, started: true, ...(traceparent ? { traceparent } : {}), ...(parentTraceparent ? { parentTraceparent } : {}) };
+      }
       return next;
     case 'execution.phase':
       if (forCurrent(event.payload.executionId)) next.execution = { ...exec!, phase: event.payload.phase };
@@ -327,6 +335,7 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
           ...(p.continues ? { continues: p.continues } : {}),
           ...(p.notBefore === undefined ? {} : { notBefore: p.notBefore }),
           ...(p.tags === undefined ? {} : { tags: p.tags }),
+          ...(p.traceparent ? { traceparent: p.traceparent } : {}),
           admittedBy: refOf(event),
         },
       ];

@@ -469,7 +469,16 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
           : []),
       ];
     case 'start':
-      return [{ type: 'execution.started', payload: { executionId: command.executionId } }];
+      return [
+        {
+          type: 'execution.started',
+          payload: {
+            executionId: command.executionId,
+            ...(command.traceparent ? { traceparent: command.traceparent } : {}),
+            ...(command.parentTraceparent ? { parentTraceparent: command.parentTraceparent } : {}),
+          },
+        },
+      ];
     case 'renew':
       return [{ type: 'execution.renewed', payload: { executionId: command.executionId, expiresAt: command.now + ctx.execution!.leaseMs } }];
     case 'record':
@@ -503,6 +512,7 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
                   wake: true,
                   source: 'recovery',
                   continues: continuationOf(exec, 'handed_back'),
+                  ...callerTrace(exec),
                 },
               } as ProtoEvent,
             ]
@@ -547,6 +557,7 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
             ...(command.tags === undefined || Object.keys(command.tags).length === 0 ? {} : { tags: command.tags }),
             // the owner is the creating admission's: later ones never change it
             ...(command.owner !== undefined && ctx.seq === 0 ? { owner: command.owner } : {}),
+            ...(command.traceparent ? { traceparent: command.traceparent } : {}),
           },
         },
       ];
@@ -589,6 +600,7 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
             wake: true,
             source: 'recovery',
             continues: continuationOf(exec, 'interrupted'),
+            ...callerTrace(exec),
           },
         },
         {
@@ -630,6 +642,7 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
             wake: true,
             source: 'recovery',
             continues: continuationOf(exec, 'resumed'),
+            ...callerTrace(exec),
           },
         },
       ];
@@ -679,7 +692,13 @@ function continuationOf(exec: ExecutionState, reason: Continuation['reason']): C
     retryTools: exec.openTools
       .filter((t) => t.durable && t.idempotencyKey !== null)
       .map((t) => ({ callId: t.callId, messageId: t.messageId, name: t.name, idempotencyKey: t.idempotencyKey! })),
+    ...(exec.traceparent ? { traceparent: exec.traceparent } : {}),
   };
+}
+
+/** A continuation's trace parent: the caller's context of the turn it continues (through any number of continuations). */
+function callerTrace(exec: ExecutionState): { traceparent?: string } {
+  return exec.parentTraceparent ? { traceparent: exec.parentTraceparent } : {};
 }
 
 /**

@@ -47,6 +47,8 @@ export const requestSchemas = {
     notBefore: z.number().int().nonnegative().optional(),
     tags: tags.optional(),
     owner: owner.optional(),
+    // a malformed trace context is ignored (and counted) by the admission, never refused
+    traceparent: z.string().max(512).optional(),
   }),
   wake: z.strictObject({ sessionId: id }),
   cancel: z.strictObject({ sessionId: id, reason: z.string().max(1000).optional(), executionId: id.optional(), actor: actor.optional() }),

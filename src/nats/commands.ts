@@ -72,6 +72,8 @@ export interface AdmitCommand {
   tags?: Record<string, string>;
   /** Who admits: the session's owner when this creates it; another owner's session answers not_found (sessions/owner.ts). */
   owner?: string;
+  /** The caller's W3C trace context: the turn that runs the prompt is its child (a malformed one is ignored). */
+  traceparent?: string;
 }
 export interface WakeCommand {
   sessionId: string;

@@ -10,7 +10,18 @@
  *
  * The span and attribute table is in docs/operating.md#traces.
  */
-import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Link, type Span, type SpanContext } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  context,
+  trace,
+  type Attributes,
+  type Context,
+  type Link,
+  type Span,
+  type SpanContext,
+} from '@opentelemetry/api';
 import type { RecordedError, Usage } from '../events/catalog.ts';
 import { traceCounts } from './trace-counts.ts';
 
@@ -45,6 +56,7 @@ export const Attr = {
   waitKind: 'sessiond.wait.kind',
   waitName: 'sessiond.wait.name',
   continuationInput: 'sessiond.continuation.input_id',
+  link: 'sessiond.link',
 } as const;
 
 /** The agent name on `invoke_agent` spans (one engine, many sessions: the session is the conversation). */
@@ -52,11 +64,33 @@ export const AGENT_NAME = 'sessiond';
 
 const tracer = () => trace.getTracer(TRACER_NAME);
 
-/** The turn's span: `invoke_agent`, parent the caller's context (when one came with the input). */
+/**
+ * Where a turn's span goes: its parent is the first of its inputs that came with a caller's trace
+ * context (a continuation inherits the one of the turn it continues); the others', and the turn a
+ * continuation continues, are links.
+ */
+export function turnTrace(inputs: readonly { traceparent?: string; continues?: { traceparent?: string } }[]): {
+  parent: string | undefined;
+  context: Context;
+  links: Link[];
+} {
+  const parent = inputs.find((i) => i.traceparent)?.traceparent;
+  const links: Link[] = [];
+  for (const i of inputs) {
+    const linked = i.traceparent && i.traceparent !== parent ? parseTraceparent(i.traceparent) : undefined;
+    if (linked) links.push({ context: linked, attributes: { [Attr.link]: 'input' } });
+    const continued = i.continues?.traceparent ? parseTraceparent(i.continues.traceparent) : undefined;
+    if (continued) links.push({ context: continued, attributes: { [Attr.link]: 'continues' } });
+  }
+  const remote = parent ? parseTraceparent(parent) : undefined;
+  return { parent, context: remote ? trace.setSpanContext(ROOT_CONTEXT, remote) : ROOT_CONTEXT, links };
+}
+
+/** The turn's span: `invoke_agent`, in the trace `turnTrace` says; the claim's sequence and inputs are said once it landed. */
 export function startTurnSpan(
-  a: { sessionId: string; executionId: string; ownerId: string; seq: number; inputIds: string[]; continues?: string },
-  parent: Context = context.active(),
-  links: Link[] = [],
+  a: { sessionId: string; executionId: string; ownerId: string },
+  where: { context: Context; links: Link[] },
+  startTime: number,
 ): Span {
   const attributes: Attributes = {
     [Attr.operation]: 'invoke_agent',
@@ -65,11 +99,8 @@ export function startTurnSpan(
     [Attr.sessionId]: a.sessionId,
     [Attr.executionId]: a.executionId,
     [Attr.ownerId]: a.ownerId,
-    [Attr.seq]: a.seq,
-    [Attr.inputIds]: a.inputIds,
   };
-  if (a.continues) attributes[Attr.continues] = a.continues;
-  return tracer().startSpan(`invoke_agent ${AGENT_NAME}`, { kind: SpanKind.INTERNAL, attributes, links }, parent);
+  return tracer().startSpan(`invoke_agent ${AGENT_NAME}`, { kind: SpanKind.INTERNAL, attributes, links: where.links, startTime }, where.context);
 }
 
 /** Ends a turn's span with how it settled (`succeeded`, `waiting`, `failed`, `released`, `claim_lost`, `cancelled`). */
@@ -79,11 +110,13 @@ export function endTurnSpan(span: Span, outcome: string, error?: unknown): void 
   span.end();
 }
 
-/** A `sessiond.claim` span: the decision and append that take the session's next turn. */
-export function startClaimSpan(sessionId: string, executionId: string, ownerId: string): Span {
-  return tracer().startSpan('sessiond.claim', {
-    attributes: { [Attr.sessionId]: sessionId, [Attr.executionId]: executionId, [Attr.ownerId]: ownerId },
-  });
+/** A `sessiond.claim` span, from `startTime` to now: the decision and append that took (or were refused) the session's next turn; child of the turn when it was taken. */
+export function claimSpan(a: { sessionId: string; executionId: string; ownerId: string }, startTime: number, attributes: Attributes, turn?: Span): Span {
+  return tracer().startSpan(
+    'sessiond.claim',
+    { startTime, attributes: { [Attr.sessionId]: a.sessionId, [Attr.executionId]: a.executionId, [Attr.ownerId]: a.ownerId, ...attributes } },
+    turn ? trace.setSpan(ROOT_CONTEXT, turn) : ROOT_CONTEXT,
+  );
 }
 
 /** A model call: `chat`, child of its turn. The model and provider come when the runner names them. */

@@ -13,6 +13,7 @@ import { resolveWait } from '../../src/input/resolve.ts';
 import type { Runner } from '../../src/runner/types.ts';
 import { fixture, gatedRunner, count } from '../support/fixture.ts';
 import { waitFor } from '../../src/testing/wait.ts';
+import { traceCounts } from '../../src/observability/trace-counts.ts';
 
 const exporter = new InMemorySpanExporter();
 trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
@@ -186,6 +187,65 @@ test('a recovery: the sweep has its span, the continuation on another owner says
   const cut = spans().find((s) => s.name === 'chat' && s.attributes['sessiond.execution.id'] === interrupted)!;
   childOf(cut, lost);
   assert.equal(cut.attributes['error.type'], 'interrupted');
+  await fx.close();
+});
+
+const CALLER = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+
+test('a caller traceparent given with the input is the parent of the turn; a malformed one is ignored and counted', async () => {
+  const fx = fixture();
+  const svc = fx.service({ runner: async () => {}, ownerId: 'own_a' });
+  await fx.admit(svc, 'ses_span1', { prompt: 'go', wake: false, traceparent: CALLER });
+  await svc.resume('ses_span1');
+  await svc.awaitIdle('ses_span1');
+  const turn = one('invoke_agent sessiond');
+  assert.is(turn.spanContext().traceId, '4bf92f3577b34da6a3ce929d0e0e4736');
+  assert.is(turn.parentSpanContext?.spanId, '00f067aa0ba902b7');
+  childOf(one('sessiond.claim'), turn);
+  const events = await fx.events('ses_span1');
+  assert.is(events.find((e) => e.type === 'input.admitted')!.payload.traceparent, CALLER);
+  const started = events.find((e) => e.type === 'execution.started')!;
+  assert.is(started.payload.traceparent, `00-${turn.spanContext().traceId}-${turn.spanContext().spanId}-01`);
+  assert.is(started.payload.parentTraceparent, CALLER);
+  exporter.reset();
+
+  const before = traceCounts.invalidTraceparent;
+  const receipt = await fx.admit(svc, 'ses_span1', { prompt: 'again', wake: false, traceparent: '00-not-a-trace-context' });
+  assert.ok(receipt.created, 'admitted all the same');
+  assert.is(traceCounts.invalidTraceparent, before + 1);
+  await svc.resume('ses_span1');
+  await svc.awaitIdle('ses_span1');
+  assert.is(one('invoke_agent sessiond').parentSpanContext, undefined, 'a root of its own');
+  const admitted = (await fx.events('ses_span1')).filter((e) => e.type === 'input.admitted');
+  assert.is(admitted[1]!.payload.traceparent, undefined, 'nothing stored');
+  await fx.close();
+});
+
+test('through a crash: the continuation on another owner is a child of the caller too, linked to the interrupted turn', async () => {
+  const fx = fixture();
+  const gate = gatedRunner();
+  const a = fx.service({ runner: gate.runner, clock: new ManualClock(0), ownerId: 'own_a' });
+  await fx.admit(a, 'ses_span1', { prompt: 'the original prompt', wake: false, traceparent: CALLER });
+  await a.resume('ses_span1');
+  await gate.started(1);
+  const clock = new ManualClock(30_000);
+  const b = fx.service({ runner: gate.runner, clock, ownerId: 'own_b' });
+  await new RecoverySweeper({ execution: b, candidates: { expired: () => ['ses_span1'], runnable: () => ['ses_span1'], due: () => [] }, clock }).sweep();
+  await gate.started(2);
+  gate.runs[1]!.release();
+  await b.awaitIdle('ses_span1');
+  const continuation = spans().find((s) => s.name === 'invoke_agent sessiond' && s.attributes['sessiond.owner.id'] === 'own_b')!;
+  assert.is(continuation.parentSpanContext?.spanId, '00f067aa0ba902b7');
+  assert.is(continuation.spanContext().traceId, '4bf92f3577b34da6a3ce929d0e0e4736');
+  const interruptedTp = (await fx.events('ses_span1')).find((e) => e.type === 'execution.started')!.payload.traceparent!;
+  assert.equal(
+    continuation.links.map((l) => [l.context.traceId, l.context.spanId, l.attributes?.['sessiond.link']]),
+    [[interruptedTp.split('-')[1], interruptedTp.split('-')[2], 'continues']],
+  );
+  gate.runs[0]!.release();
+  await a.awaitIdle('ses_span1');
+  const lost = spans().find((s) => s.name === 'invoke_agent sessiond' && s.attributes['sessiond.owner.id'] === 'own_a')!;
+  assert.is(lost.spanContext().spanId, interruptedTp.split('-')[2], 'the link names the interrupted turn');
   await fx.close();
 });
 

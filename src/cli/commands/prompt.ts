@@ -66,6 +66,8 @@ export function registerPrompt(program: Command, ctx: CliContext): void {
       ...(opts.id ? { id: opts.id } : {}),
       ...(notBefore === undefined ? {} : { notBefore }),
       ...(opts.tag?.length ? { tags: Object.fromEntries(opts.tag) } : {}),
+      // the caller's trace context, as other CLIs read it: the turn that runs the prompt is its child
+      ...(ctx.env.TRACEPARENT ? { traceparent: ctx.env.TRACEPARENT } : {}),
     };
     await withSessions(opts, ctx, 'sessiond-prompt', async ({ sessions, remote }) => {
       const receipt = await sessions.admit(session, request);
