@@ -27,7 +27,7 @@ import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';
 import type { ResolveResult } from '../input/resolve.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { wholeNumber } from '../options.ts';
-import { errors as natsErrors, type Msg, type NatsConnection, type Subscription as NatsSubscription } from '@nats-io/transport-node';
+import { headers as natsHeaders, errors as natsErrors, type Msg, type NatsConnection, type Subscription as NatsSubscription } from '@nats-io/transport-node';
 import { ErrorCode, PermissionError, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import { randomIds, validateId, type IdSource } from '../ids.ts';
 import type { SessionEvent } from '../events/envelope.ts';
@@ -361,7 +361,12 @@ export class SessiondClient implements Sessions {
     this.assertOpen();
     if ('sessionId' in body) validateId(body.sessionId, 'session id');
     const subject = this.tenant === undefined ? subjects.command(verb) : subjects.tenantCommand(this.tenant, verb);
-    const data = encodeRequest(verb, body);
+    // an admit's caller trace context goes as the W3C traceparent header, as NATS instrumentations carry it
+    const { traceparent, ...rest } = body as CommandRequests[V] & { traceparent?: string };
+    const traced = verb === 'admit' && typeof traceparent === 'string' ? traceparent : undefined;
+    const data = encodeRequest(verb, (traced === undefined ? body : rest) as CommandRequests[V]);
+    const hdrs = traced === undefined ? undefined : natsHeaders();
+    hdrs?.set('traceparent', traced!);
     const started = this.clock.now();
     let msg: Msg;
     let attempts = 0;
@@ -370,7 +375,7 @@ export class SessiondClient implements Sessions {
       attempts++;
       const timeout = Math.min(this.attemptTimeoutMs, this.timeoutMs - unanswered);
       try {
-        msg = await this.nc.request(subject, data, { timeout });
+        msg = await this.nc.request(subject, data, { timeout, ...(hdrs ? { headers: hdrs } : {}) });
         break;
       } catch (err) {
         const failure = this.noReply(verb, subject, body as { sessionId?: string; id?: string }, err, attempts);

@@ -198,7 +198,8 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
 
   const answer = commandAnswerer(target, { maxPromptBytes, onError, onRefused: options.onRefused, stats, tenantLimits: options.tenantLimits, clock });
   const serve = async (msg: Msg) => {
-    const data = await answer(msg.subject, msg.data, nc.info?.max_payload);
+    // a caller's W3C trace context rides as the message's traceparent header (an admit's)
+    const data = await answer(msg.subject, msg.data, nc.info?.max_payload, msg.headers?.get('traceparent') || undefined);
     try {
       msg.respond(data);
     } catch (err) {
@@ -385,7 +386,7 @@ export function commandAnswerer(
     tenantLimits?: Partial<Quotas> | undefined;
     clock?: Pick<Clock, 'now'> | undefined;
   },
-): (subject: string, data: Uint8Array, maxPayload?: number) => Promise<Uint8Array> {
+): (subject: string, data: Uint8Array, maxPayload?: number, traceparent?: string) => Promise<Uint8Array> {
   const { maxPromptBytes, onError, stats } = o;
   /** The error reply for `err`, at most MAX_ERROR_REPLY_BYTES; counted, and passed to onError when internal. */
   const fail = (verb: string, err: unknown): Record<string, unknown> => {
@@ -396,7 +397,13 @@ export function commandAnswerer(
     return { ok: false, error };
   };
 
-  const handle = async (verb: string, subject: string, data: Uint8Array, maxPayload: number | undefined): Promise<Record<string, unknown>> => {
+  const handle = async (
+    verb: string,
+    subject: string,
+    data: Uint8Array,
+    maxPayload: number | undefined,
+    traceparent?: string,
+  ): Promise<Record<string, unknown>> => {
     if (!isCommandVerb(verb)) {
       throw new Reject(
         CommandFailureCode.UnknownCommand,
@@ -410,7 +417,8 @@ export function commandAnswerer(
       case 'admit': {
         const { sessionId: _id, ...request } = body as unknown as CommandRequests['admit'];
         // every check before the engine sees it (the parsed request: the fields given, defaults applied)
-        const admit: AdmitRequest = parseAdmitRequest(sessionId, request, maxPromptBytes);
+        const traced = request.traceparent === undefined && traceparent !== undefined ? { ...request, traceparent } : request;
+        const admit: AdmitRequest = parseAdmitRequest(sessionId, traced, maxPromptBytes);
         return { receipt: await target.admit(sessionId, admit) };
       }
       case 'tag':
@@ -521,7 +529,7 @@ export function commandAnswerer(
   const tenants = new Map<string, ReturnType<typeof commandAnswerer>>();
   // made at the first tenant's command, shared by every tenant (a tenant's own answerer makes none)
   let tenantQuotas: TenantQuotas | undefined;
-  return async (subject, data, maxPayload) => {
+  return async (subject, data, maxPayload, traceparent) => {
     const tenant = subjects.tenantOfCommandSubject(subject);
     if (tenant !== undefined) {
       // the same answers, through a target that keeps the tenant to its own sessions (tenant-target.ts)
@@ -531,12 +539,12 @@ export function commandAnswerer(
         tenantQuotas ??= { guard: quotaGuard(target, o.clock ?? systemClock), limits: { ...DEFAULT_TENANT_QUOTAS, ...o.tenantLimits } };
         tenants.set(tenant, (answer = commandAnswerer(tenantTarget(target, tenant, tenantQuotas), o)));
       }
-      return answer(`${COMMAND_PREFIX}.${subjects.verbOfCommandSubject(subject)}`, data, maxPayload);
+      return answer(`${COMMAND_PREFIX}.${subjects.verbOfCommandSubject(subject)}`, data, maxPayload, traceparent);
     }
     const verb = subjects.verbOfCommandSubject(subject);
     let reply: Record<string, unknown>;
     try {
-      reply = { ok: true, ...(await handle(verb, subject, data, maxPayload)) };
+      reply = { ok: true, ...(await handle(verb, subject, data, maxPayload, traceparent)) };
     } catch (err) {
       reply = fail(verb, err);
     }
