@@ -89,8 +89,18 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
     'sessiond_model_cost_usd_total',
     'US dollars the model calls of the turns this worker ran cost, where a price table was configured (--prices).',
   );
+  // the GenAI semantic conventions' client metric, per model call (its buckets are the conventions')
+  const tokenUsage = new Histogram({
+    name: 'gen_ai_client_token_usage',
+    help: 'Tokens per model call of the turns this worker ran (OpenTelemetry GenAI gen_ai.client.token.usage), by gen_ai_token_type (input, output).',
+    labelNames: ['gen_ai_operation_name', 'gen_ai_token_type'],
+    buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864],
+    registers: [registry],
+  });
   const countUsage = (u: Usage | undefined) => {
     if (!u) return;
+    tokenUsage.observe({ gen_ai_operation_name: 'chat', gen_ai_token_type: 'input' }, u.inputTokens);
+    tokenUsage.observe({ gen_ai_operation_name: 'chat', gen_ai_token_type: 'output' }, u.outputTokens);
     tokens.inc({ kind: 'input' }, u.inputTokens);
     tokens.inc({ kind: 'output' }, u.outputTokens);
     if (u.cachedInputTokens) tokens.inc({ kind: 'cached_input' }, u.cachedInputTokens);

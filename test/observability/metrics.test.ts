@@ -57,7 +57,7 @@ test('metrics - turns, appends, conflicts and renewals are counted from what the
   tmp.remove();
 });
 
-test('metrics - model tokens by kind and the cost of priced calls are counted from the steps the worker commits', async () => {
+test('metrics - model tokens by kind (and per call, by the GenAI conventions) and the cost of priced calls are counted from the steps the worker commits', async () => {
   const tmp = tempDir();
   const db = openDatabase(tmp.file('t.db'));
   migrate(db);
@@ -79,6 +79,10 @@ test('metrics - model tokens by kind and the cost of priced calls are counted fr
   assert.is(sample(text, 'sessiond_model_tokens_total{kind="output",log="sqlite"}'), 60);
   assert.is(sample(text, 'sessiond_model_tokens_total{kind="reasoning",log="sqlite"}'), 20);
   assert.is(sample(text, 'sessiond_model_cost_usd_total{log="sqlite"}'), 0.0008, '2 x (100 x $1 + 30 x $10) per million');
+  // the GenAI client metric beside them: one observation per call and token type
+  assert.is(sample(text, 'gen_ai_client_token_usage_count{log="sqlite",gen_ai_operation_name="chat",gen_ai_token_type="input"}'), 2);
+  assert.is(sample(text, 'gen_ai_client_token_usage_sum{log="sqlite",gen_ai_operation_name="chat",gen_ai_token_type="input"}'), 200);
+  assert.is(sample(text, 'gen_ai_client_token_usage_bucket{le="64",log="sqlite",gen_ai_operation_name="chat",gen_ai_token_type="output"}'), 2);
   await execution.close();
   db.close();
   tmp.remove();
