@@ -38,6 +38,7 @@ import { cluster, subjectScale } from './sections/cluster.ts';
 import { listSessions } from './sections/list.ts';
 import { gatewayStreams } from './sections/gateway.ts';
 import { parallelTools } from './sections/parallel-tools.ts';
+import { tracing } from './sections/tracing.ts';
 import { modelCallLimits } from './sections/model-call-limits.ts';
 
 const SECTIONS: Section[] = [
@@ -58,6 +59,7 @@ const SECTIONS: Section[] = [
   listSessions,
   gatewayStreams,
   parallelTools,
+  tracing,
   modelCallLimits,
   takeover,
   cluster,
