@@ -1,6 +1,6 @@
 /**
  * A real collector: Jaeger (the pinned build in .tools/bin, scripts/tools.mjs) receives OTLP from
- * real workers on one SQLite file. A prompt comes through the gateway with a caller's `traceparent`;
+ * real workers, on one SQLite file and on NATS. A prompt comes through the gateway with a caller's `traceparent`;
  * the worker running it is SIGKILLed mid-turn; another worker recovers it and runs the
  * continuation. Jaeger's query API then holds one trace: the caller's, with the crashed worker's
  * claim under the interrupted turn, and the continuation's turn a child of the caller linked
@@ -11,6 +11,8 @@ import * as assert from 'uvu/assert';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { ROOT, startCli, type LongRunning } from '../support/cli.ts';
+import { SessiondClient } from '../../src/nats/client.ts';
+import { CLIENT, COMMANDS, WORKER, startNatsServer } from '../../src/testing/nats-server.ts';
 import { tempDir } from '../support/tmp.ts';
 import { freePort } from '../support/mcp.ts';
 import { waitFor } from '../../src/testing/wait.ts';
@@ -85,12 +87,22 @@ exporters:
   return { child, otlp: `http://127.0.0.1:${otlp}`, query: url };
 }
 
-test('a turn through the gateway, its worker SIGKILLed mid-turn, continued on another worker: one trace in Jaeger', async () => {
-  const tmp = tempDir();
-  const jaeger = await startJaeger(tmp);
+/** What runs where: the first worker (it serves the gateway, or beside it), the second, the gateway's URL. */
+interface Deployment {
+  first(env: Record<string, string>, runner: string, tokens: string): LongRunning[];
+  second(env: Record<string, string>, runner: string): LongRunning;
+  gateway(started: LongRunning[]): Promise<string>;
+  /** The interrupted execution's start, as its log holds it. */
+  started(): Promise<{ executionId: string; traceparent?: string; parentTraceparent?: string } | undefined>;
+  close(): Promise<void>;
+}
+
+const LEASE = ['--lease-ms', '1500', '--heartbeat-ms', '400', '--sweep-ms', '200'];
+
+/** The scenario of both tests: through the gateway with a caller's traceparent, SIGKILL mid-turn, continued on another worker. */
+async function crashAndContinue(tmp: ReturnType<typeof tempDir>, jaeger: { otlp: string; query: string }, d: Deployment, session: string): Promise<void> {
   const workers: LongRunning[] = [];
   try {
-    const db = tmp.file('w.db');
     const tokens = tmp.file('tokens.json');
     writeFileSync(tokens, JSON.stringify({ tokens: [{ name: 'caller', token: TOKEN, sessions: '*', scopes: ['read', 'prompt'] }] }));
     // a turn that hangs mid-answer, unless it is the continuation of one
@@ -111,22 +123,19 @@ test('a turn through the gateway, its worker SIGKILLed mid-turn, continued on an
       OTEL_SERVICE_NAME: 'sessiond-jaeger-test',
       OTEL_BSP_SCHEDULE_DELAY: '50',
     };
-    const lease = ['--lease-ms', '1500', '--heartbeat-ms', '400', '--sweep-ms', '200'];
-    const a = startCli(['serve', '--http', '0', '--db', db, '--tokens', tokens, '--runner', runner, ...lease], { env });
-    workers.push(a);
-    await a.waitFor(/gateway: (http:\/\/\S+?)v1\/sessions/);
-    const gateway = /gateway: (http:\/\/\S+?)v1\/sessions/.exec(a.output())![1]!;
-    const res = await fetch(`${gateway}v1/sessions/ses_jaeger/inputs`, {
+    const first = d.first(env, runner, tokens);
+    workers.push(...first);
+    const gateway = await d.gateway(first);
+    const res = await fetch(`${gateway}v1/sessions/${session}/inputs`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', traceparent: `00-${TRACE}-${CALLER_SPAN}-01` },
       body: JSON.stringify({ prompt: 'hello' }),
     });
     assert.is(res.status, 200, await res.text());
-    await a.waitFor('ses_jaeger  claimed');
-    const log = new SqliteEventLog(openDatabase(db));
-    const started = async () => (await log.readSession('ses_jaeger')).find((e) => e.type === 'execution.started');
-    await waitFor(async () => (await started()) !== undefined, { what: 'the turn to start' });
-    const interrupted = (await started())!.payload as { executionId: string; traceparent?: string; parentTraceparent?: string };
+    const a = first[0]!;
+    await a.waitFor(`${session}  claimed`, 20_000);
+    await waitFor(async () => (await d.started()) !== undefined, { what: 'the turn to start' });
+    const interrupted = (await d.started())!;
     assert.is(interrupted.parentTraceparent, `00-${TRACE}-${CALLER_SPAN}-01`);
     const interruptedSpan = interrupted.traceparent!.split('-')[2]!;
     // its claim span goes out (50 ms batches) before the kill; the turn's own span never ends
@@ -137,24 +146,22 @@ test('a turn through the gateway, its worker SIGKILLed mid-turn, continued on an
     a.child.kill('SIGKILL');
     await a.exited;
 
-    const b = startCli(['start', '--db', db, '--runner', runner, ...lease], { env });
+    const b = d.second(env, runner);
     workers.push(b);
-    await b.waitFor('ses_jaeger  turn succeeded', 20_000);
+    await b.waitFor(`${session}  turn succeeded`, 30_000);
     b.child.kill('SIGTERM');
     assert.is(await b.exited, 0, b.output());
-    log.close();
 
     let spans: JaegerSpan[] = [];
     await waitFor(
       async () => {
         const body = (await (await fetch(`${jaeger.query}/api/traces/${TRACE}`)).json()) as { data?: { spans: JaegerSpan[] }[] };
         spans = body.data?.[0]?.spans ?? [];
-        return spans.some((s) => s.operationName === 'invoke_agent sessiond');
+        return spans.some((s) => s.operationName === 'invoke_agent sessiond' && tag(s, 'gen_ai.conversation.id') === session);
       },
       { what: 'the continuation in the trace', timeoutMs: 10_000 },
     );
-    const turn = spans.find((s) => s.operationName === 'invoke_agent sessiond')!;
-    assert.is(tag(turn, 'gen_ai.conversation.id'), 'ses_jaeger');
+    const turn = spans.find((s) => s.operationName === 'invoke_agent sessiond' && tag(s, 'gen_ai.conversation.id') === session)!;
     assert.is(tag(turn, 'sessiond.continues.execution_id'), interrupted.executionId);
     assert.is(tag(turn, 'sessiond.outcome'), 'succeeded');
     const refs = turn.references.map((r) => [r.refType, r.traceID, r.spanID]);
@@ -173,11 +180,91 @@ test('a turn through the gateway, its worker SIGKILLed mid-turn, continued on an
       `the interrupted turn's claim: ${JSON.stringify(claims.map((c) => c.tags))}`,
     );
     // the continuation's model call, a child of its turn, with its tokens
-    const chat = spans.find((s) => s.operationName.startsWith('chat'))!;
-    assert.ok(chat.references.some((r) => r.refType === 'CHILD_OF' && r.spanID === turn.spanID));
+    const chat = spans.find((s) => s.operationName.startsWith('chat') && s.references.some((r) => r.spanID === turn.spanID))!;
+    assert.ok(chat, 'the continuation’s chat span');
     assert.is(tag(chat, 'gen_ai.usage.input_tokens'), 3);
   } finally {
     for (const w of workers) if (w.child.exitCode === null) w.child.kill('SIGKILL');
+    await d.close();
+  }
+}
+
+const gatewayUrl = async (w: LongRunning) => {
+  await w.waitFor(/gateway: (http:\/\/\S+?)v1\/sessions/);
+  return /gateway: (http:\/\/\S+?)v1\/sessions/.exec(w.output())![1]!;
+};
+
+test('SQLite: a turn through the gateway, its worker SIGKILLed mid-turn, continued on another worker: one trace in Jaeger', async () => {
+  const tmp = tempDir();
+  const jaeger = await startJaeger(tmp);
+  const db = tmp.file('w.db');
+  let log: SqliteEventLog | undefined; // opened once the worker made the file
+  try {
+    await crashAndContinue(
+      tmp,
+      jaeger,
+      {
+        first: (env, runner, tokens) => [startCli(['serve', '--http', '0', '--db', db, '--tokens', tokens, '--runner', runner, ...LEASE], { env })],
+        second: (env, runner) => startCli(['start', '--db', db, '--runner', runner, ...LEASE], { env }),
+        gateway: (started) => gatewayUrl(started[0]!),
+        started: async () => {
+          log ??= new SqliteEventLog(openDatabase(db));
+          return (await log.readSession('ses_jaeger')).find((e) => e.type === 'execution.started')?.payload as never;
+        },
+        close: async () => log?.close(),
+      },
+      'ses_jaeger',
+    );
+  } finally {
+    jaeger.child.kill('SIGTERM');
+    tmp.remove();
+  }
+});
+
+test('NATS: the same through the gateway in front of NATS workers', async () => {
+  const tmp = tempDir();
+  const jaeger = await startJaeger(tmp);
+  const server = await startNatsServer();
+  const nats = (user: { user: string; pass: string }) => ['--nats', server.url, '--nats-user', user.user, '--nats-pass', user.pass];
+  const worker = (env: Record<string, string>, runner: string, db: string) =>
+    startCli(
+      [
+        'start',
+        ...nats(WORKER),
+        '--nats-commands-user',
+        COMMANDS.user,
+        '--nats-commands-pass',
+        COMMANDS.pass,
+        '--db',
+        tmp.file(db),
+        '--runner',
+        runner,
+        ...LEASE,
+      ],
+      {
+        env,
+      },
+    );
+  const client = await SessiondClient.connect({ connection: { servers: server.url, ...CLIENT } });
+  try {
+    await crashAndContinue(
+      tmp,
+      jaeger,
+      {
+        first: (env, runner, tokens) => [worker(env, runner, 'a.db'), startCli(['serve', '--http', '0', ...nats(CLIENT), '--tokens', tokens], { env })],
+        second: (env, runner) => worker(env, runner, 'b.db'),
+        gateway: async (started) => {
+          await started[0]!.waitFor('send it a prompt');
+          return gatewayUrl(started[1]!);
+        },
+        started: async () => (await client.events('ses_jaeger_nats')).find((e) => e.type === 'execution.started')?.payload as never,
+        close: async () => {},
+      },
+      'ses_jaeger_nats',
+    );
+  } finally {
+    await client.close();
+    await server.dispose();
     jaeger.child.kill('SIGTERM');
     tmp.remove();
   }
