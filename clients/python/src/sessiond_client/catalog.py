@@ -87,6 +87,8 @@ class Continuation:
     input_ids: list[str]
     assistant_message_id: str | None
     retry_tools: list[RetryTool]
+    #: The W3C trace context of the turn continued (the continuation's turn links to it).
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,9 @@ class ExecutionRenewed:
 @dataclass(frozen=True)
 class ExecutionStarted:
     execution_id: str
+    #: The turn's span (W3C trace context), and its parent's: the caller's, when one was given.
+    traceparent: str | None = None
+    parent_traceparent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,8 @@ class InputAdmitted:
     tags: dict[str, str] | None = None
     #: The session's owner, on the admission that created it only (None otherwise).
     owner: str | None = None
+    #: The caller's W3C trace context: the turn that runs the input is its child.
+    traceparent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -925,6 +932,8 @@ WAIT_NAME = Str(1, 200)
 TAG_VALUE = Str(1, MAX_TAG_VALUE)
 TAGS = Record(TAG_VALUE)
 OWNER = Str(1, 128)
+#: A W3C trace context as sessiond stores it (version 00).
+TRACEPARENT = Pattern("^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
 ERROR = Obj((F("type", "type", Str(1)), F("message", "message", Str()), F("name", "name", Str(), optional=True)), RecordedError)
 USAGE = Obj(
     (
@@ -958,6 +967,7 @@ CONTINUATION = Obj(
                 )
             ),
         ),
+        F("traceparent", "traceparent", TRACEPARENT, optional=True),
     ),
     Continuation,
 )
@@ -1096,7 +1106,11 @@ CATALOG: Mapping[str, EventType] = {
             ],
         ),
         _t("execution.renewed", ExecutionRenewed, [EXE, F("expiresAt", "expires_at", TIME)]),
-        _t("execution.started", ExecutionStarted, [EXE]),
+        _t(
+            "execution.started",
+            ExecutionStarted,
+            [EXE, F("traceparent", "traceparent", TRACEPARENT, optional=True), F("parentTraceparent", "parent_traceparent", TRACEPARENT, optional=True)],
+        ),
         _t("execution.phase", ExecutionPhaseChanged, [EXE, F("phase", "phase", PHASE)]),
         _t(
             "execution.cancelled",
@@ -1121,6 +1135,7 @@ CATALOG: Mapping[str, EventType] = {
                 F("notBefore", "not_before", TIME, optional=True),
                 F("tags", "tags", TAGS, optional=True),
                 F("owner", "owner", OWNER, optional=True),
+                F("traceparent", "traceparent", TRACEPARENT, optional=True),
             ],
             version=2,
         ),

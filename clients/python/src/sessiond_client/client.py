@@ -351,6 +351,7 @@ class Client:
         wake: bool | None = None,
         not_before: int | None = None,
         tags: Mapping[str, str] | None = None,
+        traceparent: str | None = None,
     ) -> AdmitReceipt:
         """Admits a prompt (idempotent by input id: one is generated when none is given, so every
         resend is the same admission) and, unless ``wake=False``, wakes the session. ``prompt`` is a
@@ -359,7 +360,8 @@ class Client:
         ``invalid_option`` naming it. ``not_before``
         (ms since the epoch) schedules it: no turn takes it before then, and a worker's recovery
         sweep wakes the session when it is due. ``tags`` are given to the session (merged into those
-        it has)."""
+        it has). ``traceparent``: the caller's W3C trace context (``00-<trace>-<span>-<flags>``): the
+        turn that runs the prompt is its child, on whichever worker, through crashes."""
         body = admit_request(
             session_id,
             prompt,
@@ -368,6 +370,7 @@ class Client:
             wake=wake,
             not_before=not_before,
             tags=tags,
+            traceparent=traceparent,
         )
         resent_ever = False
         for attempt in range(1, ADMIT_CONFLICT_ATTEMPTS + 1):

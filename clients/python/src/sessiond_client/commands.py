@@ -2,7 +2,7 @@
 typed success replies, and error replies as ``CommandError``.
 
   verb     request                                                   success reply
-  admit    {sessionId, prompt, id?, delivery?, wake?, notBefore?, tags?, owner?}  {ok, receipt: AdmitReceipt}
+  admit    {sessionId, prompt, id?, delivery?, wake?, notBefore?, tags?, owner?, traceparent?}  {ok, receipt: AdmitReceipt}
   wake     {sessionId}                                               {ok, result: WakeResult}
   cancel   {sessionId, reason?, executionId?}                        {ok, result: CancelResult}
   status   {sessionId, pendingFrom?}                                 {ok, sessionId, state, seq, ..., tags, forkedFrom, execution}
@@ -36,7 +36,7 @@ VERBS = ("admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", 
 Verb = Literal["admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork", "events", "budget"]
 #: The fields each request may carry (workers refuse any other as a likely typo).
 REQUEST_FIELDS: Mapping[str, tuple[str, ...]] = {
-    "admit": ("sessionId", "prompt", "id", "delivery", "wake", "notBefore", "tags", "owner"),
+    "admit": ("sessionId", "prompt", "id", "delivery", "wake", "notBefore", "tags", "owner", "traceparent"),
     "wake": ("sessionId",),
     "cancel": ("sessionId", "reason", "executionId", "actor"),
     "status": ("sessionId", "pendingFrom"),
@@ -78,10 +78,13 @@ def admit_request(
     not_before: int | None = None,
     tags: Mapping[str, str] | None = None,
     owner: str | None = None,
+    traceparent: str | None = None,
 ) -> dict[str, Any]:
     """An admission: ``prompt`` a string or a list of parts (``sessiond_client.parts``; each part's
     keys written in sessiond's order). ``owner``: who admits (the session's owner when this creates
-    it; another owner's session answers not_found); trusted users leave it out."""
+    it; another owner's session answers not_found); trusted users leave it out. ``traceparent``:
+    the caller's W3C trace context; the turn that runs the prompt is its child (a malformed one is
+    ignored by the worker, never refused)."""
     return _without_none(
         sessionId=session_id,
         prompt=wire_prompt(prompt),
@@ -91,6 +94,7 @@ def admit_request(
         notBefore=not_before,
         tags=dict(tags) if tags is not None else None,
         owner=owner,
+        traceparent=traceparent,
     )
 
 
