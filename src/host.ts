@@ -546,7 +546,9 @@ export function describeEvent(e: SessionEvent): string | undefined {
           ? `approval of call ${w.name} (${w.tool}): sessiond approve|deny ${e.sessionId} ${w.name}`
           : w.kind === 'signal'
             ? `signal ${w.name}${w.until === undefined ? '' : ` until ${isoTime(w.until)}`}: sessiond resolve ${e.sessionId} ${w.name} --data JSON`
-            : `timer ${w.name} until ${isoTime(w.until ?? e.time)}`;
+            : w.kind === 'session'
+              ? `session call ${w.name}: the turn of ${w.child?.sessionId ?? '?'}${w.until === undefined ? '' : ` until ${isoTime(w.until)}`}`
+              : `timer ${w.name} until ${isoTime(w.until ?? e.time)}`;
       return `${e.sessionId}  waits for ${what}`;
     }
     case 'wait.resolved':
@@ -563,7 +565,9 @@ export function describeRecovery(n: RecoveryNotice): string {
     case 'wake_attempt':
       return `${n.sessionId}  recovery wake, attempt ${n.attempt}`;
     case 'wait_elapsed':
-      return `${n.sessionId}  ${n.kind === 'timer' ? `timer ${n.name} elapsed` : `signal ${n.name} timed out`}${n.resumed ? '; the turn resumes' : ''}`;
+      return `${n.sessionId}  ${n.kind === 'timer' ? `timer ${n.name} elapsed` : `${n.kind === 'session' ? 'session call' : 'signal'} ${n.name} timed out`}${n.resumed ? '; the turn resumes' : ''}`;
+    case 'child_delivered':
+      return `${n.sessionId}  session call ${n.name}: ${n.child}'s turn ${n.outcome}, answer delivered${n.resumed ? '; the turn resumes' : ''}`;
     case 'parked':
       return `${n.sessionId}  PARKED: ${n.message}`;
     case 'error':

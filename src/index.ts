@@ -36,7 +36,18 @@ export type { CancelResult, ResumeResult } from './execution/session-execution.t
 export type { ResolveResult } from './input/resolve.ts';
 // runners
 export { echoRunner, type EchoOptions } from './runner/echo.ts';
-export type { Runner, RunContext, RunInput, ToolCall, ToolContext, ToolProgress, ApprovalCall, SignalResult } from './runner/types.ts';
+export type {
+  Runner,
+  RunContext,
+  RunInput,
+  ToolCall,
+  ToolContext,
+  ToolProgress,
+  ApprovalCall,
+  SignalResult,
+  SessionCall,
+  SessionCallResult,
+} from './runner/types.ts';
 export { openaiRunner, DEFAULT_OPENAI_BASE_URL, type OpenAIRunnerOptions } from './runner/model/openai.ts';
 export { modelRunner, DEFAULT_MAX_STEPS, DEFAULT_MAX_PARALLEL_TOOLS, type ModelRunnerOptions } from './runner/model/model-runner.ts';
 export { defineTool, loadTools, jsonInput, type JsonInput, type ModelTool, type ToolRegistry } from './runner/model/tools.ts';

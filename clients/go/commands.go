@@ -255,22 +255,23 @@ type PendingInput struct {
 // timer's time or a signal's timeout. Outcome approved, denied, delivered, timed_out, elapsed or
 // cancelled, at ResolvedAt, with a person's Reason.
 type Wait struct {
-	Kind           string  `json:"kind"`
-	Name           string  `json:"name"`
-	ExecutionID    string  `json:"executionId"`
-	Since          int64   `json:"since"`
-	Until          *int64  `json:"until"`
-	MessageID      *string `json:"messageId"`
-	CallID         *string `json:"callId"`
-	Tool           *string `json:"tool"`
-	Input          Any     `json:"input,omitzero"`
-	Durable        bool    `json:"durable"`
-	IdempotencyKey *string `json:"idempotencyKey"`
-	Outcome        *string `json:"outcome"`
-	ResolvedAt     *int64  `json:"resolvedAt"`
-	Reason         *string `json:"reason"`
-	Data           Any     `json:"data,omitzero"`
-	Started        bool    `json:"started"`
+	Kind           string     `json:"kind"`
+	Name           string     `json:"name"`
+	ExecutionID    string     `json:"executionId"`
+	Since          int64      `json:"since"`
+	Until          *int64     `json:"until"`
+	MessageID      *string    `json:"messageId"`
+	CallID         *string    `json:"callId"`
+	Tool           *string    `json:"tool"`
+	Input          Any        `json:"input,omitzero"`
+	Durable        bool       `json:"durable"`
+	IdempotencyKey *string    `json:"idempotencyKey"`
+	Outcome        *string    `json:"outcome"`
+	ResolvedAt     *int64     `json:"resolvedAt"`
+	Reason         *string    `json:"reason"`
+	Data           Any        `json:"data,omitzero"`
+	Started        bool       `json:"started"`
+	Child          *WaitChild `json:"child,omitempty"`
 }
 
 // EventRef is where a committed event is in the log.

@@ -304,19 +304,28 @@ type ToolFailed struct {
 }
 
 // WaitStarted: a turn waits (written before its execution settles `waiting`). Kind is approval (a
-// person's decision on a tool call), signal (a value from outside) or timer; Name is the wait's key
+// person's decision on a tool call), signal (a value from outside), timer or session (another
+// session's turn, Child); Name is the wait's key
 // within the turn: an approval's call id, a signal's name, a timer's `sleep-N`. Until: when a timer
 // elapses or a signal times out. An approval carries its call (MessageID, CallID, Tool, Input),
 // whose ToolCalled (Started false) is in the same append.
 type WaitStarted struct {
-	ExecutionID string  `sd:"executionId,id" json:"executionId"`
-	Kind        string  `sd:"kind,enum=approval|signal|timer" json:"kind"`
-	Name        string  `sd:"name,nonempty,max=200" json:"name"`
-	MessageID   *string `sd:"messageId,opt,id" json:"messageId,omitempty"`
-	CallID      *string `sd:"callId,opt,id" json:"callId,omitempty"`
-	Tool        *string `sd:"tool,opt,nonempty" json:"tool,omitempty"`
-	Input       Any     `sd:"input,opt" json:"input,omitzero"`
-	Until       *int64  `sd:"until,opt,min=0" json:"until,omitempty"`
+	ExecutionID string     `sd:"executionId,id" json:"executionId"`
+	Kind        string     `sd:"kind,enum=approval|signal|timer|session" json:"kind"`
+	Name        string     `sd:"name,nonempty,max=200" json:"name"`
+	MessageID   *string    `sd:"messageId,opt,id" json:"messageId,omitempty"`
+	CallID      *string    `sd:"callId,opt,id" json:"callId,omitempty"`
+	Tool        *string    `sd:"tool,opt,nonempty" json:"tool,omitempty"`
+	Input       Any        `sd:"input,opt" json:"input,omitzero"`
+	Until       *int64     `sd:"until,opt,min=0" json:"until,omitempty"`
+	Child       *WaitChild `sd:"child,opt" json:"child,omitempty"`
+}
+
+// WaitChild: a session call's child (kind session): the session and the input admitted into it,
+// whose turn's end the parent's wait is given as its Data.
+type WaitChild struct {
+	SessionID string `sd:"sessionId,id" json:"sessionId"`
+	InputID   string `sd:"inputId,id" json:"inputId"`
 }
 
 // WaitResolved: a wait ended (ExecutionID: the execution that waited) with Outcome approved or
@@ -325,7 +334,7 @@ type WaitStarted struct {
 // Actor: who decided, delivered or cancelled.
 type WaitResolved struct {
 	ExecutionID string  `sd:"executionId,id" json:"executionId"`
-	Kind        string  `sd:"kind,enum=approval|signal|timer" json:"kind"`
+	Kind        string  `sd:"kind,enum=approval|signal|timer|session" json:"kind"`
 	Name        string  `sd:"name,nonempty,max=200" json:"name"`
 	Outcome     string  `sd:"outcome,enum=approved|denied|delivered|timed_out|elapsed|cancelled" json:"outcome"`
 	MessageID   *string `sd:"messageId,opt,id" json:"messageId,omitempty"`

@@ -114,12 +114,13 @@ export type Continuation = z.infer<typeof Continuation>;
 
 /**
  * What a turn may wait for, holding nothing: a person's decision on a tool call (`approval`, named
- * by the call id), a value delivered from outside (`signal`, named by the runner), a time (`timer`).
+ * by the call id), a value delivered from outside (`signal`, named by the runner), a time (`timer`),
+ * another session's turn (`session`, named by the runner's `callSession`; its answer is delivered).
  */
-export const WaitKind = z.enum(['approval', 'signal', 'timer']);
+export const WaitKind = z.enum(['approval', 'signal', 'timer', 'session']);
 export type WaitKind = z.infer<typeof WaitKind>;
 
-/** How a wait ended: an approval `approved`/`denied`, a signal `delivered`/`timed_out`, a timer `elapsed`; any of them `cancelled`. */
+/** How a wait ended: an approval `approved`/`denied`, a signal or a session call `delivered`/`timed_out`, a timer `elapsed`; any of them `cancelled`. */
 export const WaitOutcome = z.enum(['approved', 'denied', 'delivered', 'timed_out', 'elapsed', 'cancelled']);
 export type WaitOutcome = z.infer<typeof WaitOutcome>;
 
@@ -337,7 +338,8 @@ export const catalog = {
    * A turn waits (written before its execution settles `waiting`). `name` is the wait's key within
    * the turn: an approval's call id, a signal's name, a timer's `sleep-N`. `until`: when a timer
    * elapses or a signal times out. An approval carries the call (`callId`, `tool`, `input`), whose
-   * `tool.called` (started: false) is in the same append.
+   * `tool.called` (started: false) is in the same append. A session call names its `child`: the
+   * session and the input admitted into it (whose turn's end is delivered as the wait's `data`).
    */
   'wait.started': event(
     'wait.started',
@@ -350,6 +352,7 @@ export const catalog = {
       tool: z.string().min(1).optional(),
       input: z.unknown().optional(),
       until: time.optional(),
+      child: z.object({ sessionId: id, inputId: id }).optional(),
     }),
     { writer: 'runner' },
   ),

@@ -22,7 +22,10 @@ import type { LiveBus } from '../events/live-bus.ts';
 import type { ExecutionPhase, RecordedError, Usage } from '../events/catalog.ts';
 import type { ProtoEvent } from '../machines/commands.ts';
 import { Refusal } from '../machines/commands.ts';
-import type { RunContext, RunInput, SignalResult, ToolCall, ToolContext, ToolProgress } from '../runner/types.ts';
+import type { RunContext, RunInput, SessionCallResult, SignalResult, ToolCall, ToolContext, ToolProgress } from '../runner/types.ts';
+import type { AdmitReceipt, AdmitRequest } from '../input/admit.ts';
+import type { ChildTurnEnd } from '../recovery/child-turn.ts';
+import { checkSessionCall, childInputId, refuseCycle } from './session-calls.ts';
 import type { CommandHandler } from './command-handler.ts';
 import { runInputs, steeringInputs } from '../input/turn.ts';
 import { BudgetExceededError, ErrorCode, SessiondError, ClaimLostError, WaitingError, isRefusal, recordedError } from '../errors.ts';
@@ -85,6 +88,8 @@ export interface RunContextDeps {
   prices?: Prices;
   /** Tenants' budgets, shared by the deployment's workers: checked before each model call of a session with a tenant, and counted after. */
   tenantBudgets?: TenantBudgetStore;
+  /** Admits a session call's prompt into its child session and wakes it (absent: `callSession` is refused). */
+  callChild?: (sessionId: string, request: AdmitRequest) => Promise<AdmitReceipt>;
 }
 
 /** A runner's handle, and what the execution service needs of it when the turn ends. */
@@ -94,6 +99,8 @@ export interface Turn {
   drain(): Promise<ProtoEvent[]>;
   /** This execution recorded a wait (an approval, a signal, a timer): the turn settles `waiting`. */
   waited(): boolean;
+  /** The sessions this execution admitted a session call into (woken once it has settled). */
+  called(): string[];
 }
 
 /** The idempotency key a durable tool call carries: stable across retries of the same call. */
@@ -147,6 +154,10 @@ export function createRunContext(deps: RunContextDeps): Turn {
   const waits = handler.cached(sessionId)?.context.waits ?? [];
   let waited = false;
   let sleeps = 0;
+  /** Session calls in flight: the last one to record its wait ends the execution for all (`Promise.all` is one wait). */
+  let calling = 0;
+  const called: string[] = [];
+  let callGroup: { promise: Promise<never>; reject: (err: unknown) => void } | undefined;
   /** The steps this turn started and has not ended: only their text is recorded as it streams. */
   const openSteps = new Set<string>();
   const streams = new StreamRecorder(executionId);
@@ -490,6 +501,70 @@ export function createRunContext(deps: RunContextDeps): Turn {
       await endToWait({ executionId, kind: 'timer', name, until: clock.now() + ms }, `timer ${name}`);
     },
 
+    async callSession(name, call): Promise<SessionCallResult> {
+      checkSessionCall(sessionId, name, call);
+      const child = call.sessionId;
+      const w = waits.find((x) => x.kind === 'session' && x.name === name);
+      if (w?.child && w.outcome !== null && w.outcome !== 'cancelled') {
+        if (w.child.sessionId !== child)
+          throw new SessiondError(
+            ErrorCode.InvalidOption,
+            `callSession(${JSON.stringify(name)}) called session ${w.child.sessionId} earlier in this turn, not ${child}: a call's name is its key in the turn; give each call its own name.`,
+          );
+        const inputId = w.child.inputId;
+        if (w.outcome === 'timed_out') return { outcome: 'timed_out', text: '', sessionId: child, inputId };
+        const end = w.data as ChildTurnEnd;
+        return {
+          outcome: end.outcome,
+          text: end.text,
+          sessionId: child,
+          inputId,
+          executionId: end.executionId,
+          ...(end.error === undefined ? {} : { error: end.error }),
+        };
+      }
+      if (!deps.callChild)
+        throw new SessiondError(
+          ErrorCode.InvalidOption,
+          `callSession(${JSON.stringify(name)}): this run context cannot admit into other sessions (run the turn on a sessiond worker).`,
+        );
+      calling++;
+      if (!callGroup) {
+        let reject!: (err: unknown) => void;
+        const promise = new Promise<never>((_, r) => (reject = r));
+        promise.catch(() => undefined); // a call that returns it is awaited; the group's end is not an unhandled rejection
+        callGroup = { promise, reject };
+      }
+      const group = callGroup;
+      const endGroup = (err: unknown) => {
+        if (callGroup === group) callGroup = undefined;
+        group.reject(err);
+      };
+      try {
+        await refuseCycle(async (id) => (await handler.load(id)).context, sessionId, child);
+        const turnId = handler.cached(sessionId)?.context.execution?.turnId ?? executionId;
+        const inputId = childInputId(sessionId, turnId, name);
+        const receipt = await deps.callChild(child, {
+          id: inputId,
+          prompt: call.prompt,
+          ...(call.tags === undefined ? {} : { tags: call.tags }),
+          ...(deps.tenant ? { owner: deps.tenant } : {}),
+        });
+        if (receipt.wake && !called.includes(child)) called.push(child);
+        const until = call.timeoutMs === undefined ? {} : { until: clock.now() + call.timeoutMs };
+        await later([{ type: 'wait.started', payload: { executionId, kind: 'session', name, child: { sessionId: child, inputId }, ...until } }]);
+        waited = true;
+      } catch (err) {
+        if (--calling === 0) endGroup(err);
+        throw err;
+      }
+      if (--calling > 0) return group.promise;
+      const err = new WaitingError(executionId, 'its session calls');
+      if (!signal.aborted) controller.abort(err);
+      endGroup(err);
+      throw err;
+    },
+
     async modelCall(call) {
       const chat = [...chats.values()].at(-1);
       if (chat) chatModel(chat, call.provider, call.model);
@@ -516,6 +591,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
   return {
     ctx,
     waited: () => waited,
+    called: () => [...called],
     async drain() {
       // a step the turn never ended (stopped, handed back): its model call ends with the turn
       for (const chat of chats.values()) failChatSpan(chat, { type: 'interrupted', message: 'the turn stopped before this model call ended' });

@@ -69,6 +69,7 @@ import { parseLimits, type SessionLimits } from '../input/limits.ts';
 import { urlGuard, type UrlGuard, type UrlOptions } from '../input/url-guard.ts';
 import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './registry.ts';
 import { TurnSlots } from './turn-slots.ts';
+import { admitInput } from '../input/admit.ts';
 import type { ModelCallGate } from '../capacity/gate.ts';
 import { checkPrices, type Prices } from '../budget/prices.ts';
 import type { TenantBudgetStore } from '../budget/tenant-store.ts';
@@ -452,6 +453,7 @@ export class SessionExecution {
       ...(this.modelCalls ? { modelCalls: this.modelCalls } : {}),
       ...(this.tenantBudgets ? { tenantBudgets: this.tenantBudgets } : {}),
       ...(this.prices ? { prices: this.prices } : {}),
+      callChild: (child, request) => admitInput(this.handler, child, request, this.limits, this.urls),
     });
     const deadline = this.startDeadline(executionId, controller);
     try {
@@ -472,6 +474,8 @@ export class SessionExecution {
       deadline?.stop();
       stopHeartbeat();
       this.registry.trigger.detach({ sessionId });
+      // the children it called run once its wait is in the log (a cycle check sees it); the sweep wakes them if this does not
+      for (const child of turn.called()) void this.wake(child).catch(() => undefined);
     }
   }
 

@@ -34,6 +34,11 @@ export interface ExecutionState {
   openTools: OpenTool[];
   /** The inputs promoted into this execution, in order (what a continuation continues). */
   inputIds: string[];
+  /**
+   * The turn this execution runs: the input that started it (a continuation's execution keeps the
+   * turn it continues). Session calls derive their child input ids from it. Absent before a promotion.
+   */
+  turnId?: string;
   /** Tokens (and cost) this execution's model steps and compactions used, as recorded. */
   usage?: Usage;
 }
@@ -75,6 +80,8 @@ export interface Wait {
   actor?: string;
   /** An approved call's `tool.started` is in the log: it never starts again. */
   started: boolean;
+  /** A session call's child: the session and the input admitted into it. */
+  child?: { sessionId: string; inputId: string };
 }
 
 /** Where a committed event is in the log: its id and its position (null when the log gave none). */
@@ -153,6 +160,8 @@ export interface SessionContext {
   decided: readonly Decided[];
   /** Number of executions claimed so far. */
   executions: number;
+  /** The previous execution and its turn (what a continuation promoted into the next execution continues). */
+  lastTurn?: { executionId: string; turnId: string } | null;
   /** Tokens used by the session's model steps and compactions, summed (as the servers reported them). */
   usage: Usage;
   /** The session's budget (`budget.set`): its limits and where its spend is counted from; null when none was set. */
@@ -226,6 +235,7 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
         inputIds: [],
       };
       next.executions = ctx.executions + 1;
+      if (exec) next.lastTurn = { executionId: exec.id, turnId: exec.turnId ?? exec.id };
       if (ctx.recovery?.wakePending) next.recovery = { ...ctx.recovery, wakePending: false };
       return next;
     }
@@ -281,6 +291,7 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
           resolvedAt: null,
           reason: null,
           started: false,
+          ...(p.child ? { child: p.child } : {}),
         },
       ];
       // a call that waits for a person is not this execution's open work: it runs (or not) in the turn's next execution
@@ -365,7 +376,8 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
     }
     case 'input.promoted':
       next.pending = ctx.pending.filter((i) => i.inputId !== event.payload.inputId);
-      if (forCurrent(event.payload.executionId)) next.execution = { ...exec!, inputIds: [...exec!.inputIds, event.payload.inputId] };
+      if (forCurrent(event.payload.executionId))
+        next.execution = { ...exec!, inputIds: [...exec!.inputIds, event.payload.inputId], turnId: exec!.turnId ?? turnOf(ctx, event.payload.inputId) };
       return next;
     case 'step.started':
       next.lastAssistantSeq = event.seq;
@@ -468,4 +480,11 @@ export function pendingBytes(ctx: SessionContext): number {
 export function leaseLive(ctx: SessionContext, now: number): boolean {
   const e = ctx.execution;
   return e !== null && e.outcome === null && now < e.expiresAt;
+}
+
+/** The turn an input promoted first into an execution runs: its own, or the turn a continuation continues. */
+function turnOf(ctx: SessionContext, inputId: string): string {
+  const continues = ctx.pending.find((p) => p.inputId === inputId)?.continues;
+  if (!continues) return inputId;
+  return ctx.lastTurn?.executionId === continues.executionId ? ctx.lastTurn.turnId : continues.executionId;
 }

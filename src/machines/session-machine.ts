@@ -73,10 +73,12 @@ export const WAIT_OUTCOMES: Record<WaitKind, readonly WaitOutcome[]> = {
   approval: ['approved', 'denied'],
   signal: ['delivered', 'timed_out'],
   timer: ['elapsed'],
+  session: ['delivered', 'timed_out'],
 };
 /** A wait in words: `approval of call_1 (send_mail)`, `signal payment`, `timer sleep-1 (until ...)`. */
 export function describeWait(w: Wait): string {
   if (w.kind === 'approval') return `approval of call ${w.name}${w.tool ? ` (${w.tool})` : ''}`;
+  if (w.kind === 'session') return `session call ${w.name}${w.child ? ` (session ${w.child.sessionId})` : ''}`;
   return `${w.kind} ${w.name}${w.until !== null ? ` (${w.kind === 'timer' ? 'until' : 'times out at'} ${isoTime(w.until)})` : ''}`;
 }
 const ownerOf = (c: Command) => ('ownerId' in c ? c.ownerId : undefined);

@@ -156,7 +156,7 @@ const execution = z.object({
 });
 
 const wait = z.object({
-  kind: z.enum(['approval', 'signal', 'timer']),
+  kind: z.enum(['approval', 'signal', 'timer', 'session']),
   name: z.string().min(1),
   executionId: id,
   since: millis,
@@ -172,6 +172,7 @@ const wait = z.object({
   reason: z.string().nullable(),
   data: z.unknown().optional(),
   started: z.boolean(),
+  child: z.object({ sessionId: id, inputId: id }).optional(),
 });
 
 const usage = z.object({

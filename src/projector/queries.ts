@@ -49,6 +49,7 @@ function prepare(db: Db) {
                           ORDER BY session_id`)
       .pluck(),
     expired: db.prepare('SELECT * FROM session_execution WHERE expires_at <= ? ORDER BY expires_at, id'),
+    callers: db.prepare(`SELECT DISTINCT session_id FROM session_wait WHERE outcome IS NULL AND kind = 'session' ORDER BY session_id`).pluck(),
     dueWaits: db.prepare(`SELECT session_id, execution_id, kind, name, until FROM session_wait
                           WHERE outcome IS NULL AND until IS NOT NULL AND until <= ? ORDER BY until, session_id`),
     executions: db.prepare('SELECT * FROM session_execution WHERE session_id = ? ORDER BY time_created, id'),
@@ -87,6 +88,11 @@ export function pendingWakes(db: Db): string[] {
  */
 export function runnableSessions(db: Db, now: number): string[] {
   return statements(db).runnable.all(now) as string[];
+}
+
+/** Sessions whose turn waits on another session's (an open session call): the sweep delivers a child's end. */
+export function callerSessions(db: Db): string[] {
+  return statements(db).callers.all() as string[];
 }
 
 /** Sessions with a wait due at `now`: a timer whose time came, a signal whose timeout passed (open, `until <= now`). */

@@ -3,7 +3,7 @@
  * decides every candidate against the log).
  */
 import type { Db } from '../storage/sqlite.ts';
-import { dueWaits, expiredExecutions, runnableSessions } from '../projector/queries.ts';
+import { callerSessions, dueWaits, expiredExecutions, runnableSessions } from '../projector/queries.ts';
 import type { RecoveryCandidates } from './sweeper.ts';
 
 export function projectionCandidates(db: Db): RecoveryCandidates {
@@ -18,5 +18,6 @@ export function projectionCandidates(db: Db): RecoveryCandidates {
     expired: (now) => [...new Set(expiredExecutions(db, now).map((r) => r.session_id))],
     runnable: (now) => runnableSessions(db, now),
     due: (now) => [...new Set(dueWaits(db, now).map((r) => r.session_id))],
+    callers: () => callerSessions(db),
   };
 }

@@ -18,6 +18,9 @@
  *   resume input it admitted is woken like any other. A scheduled prompt is woken once it is due.
  *   Timers live in the log, not in a process: whichever worker sweeps first after the time ends
  *   it, late by at most about one interval.
+ * - a session call whose child's turn ended is delivered (`resolve`, kind `session`, `delivered`
+ *   with the child's outcome and answer): the machine resolves a wait once, so however many
+ *   workers sweep, and whoever crashed when, the parent is given the child's end exactly once.
  *
  * Several sweepers in several processes may run at once: OCC on the session log decides, the
  * deterministic continuation id and the unique `session_recovery_execution_idx` back it.
@@ -28,6 +31,8 @@ import { messageOf, isRefusal, recordedError } from '../errors.ts';
 import { stateOf } from '../machines/decider.ts';
 import { leaseLive, openWaits, runnableAt } from '../machines/session-context.ts';
 import { resolveWait } from '../input/resolve.ts';
+import { childTurnEnd, type ChildTurnEnd } from './child-turn.ts';
+import { admittedSeq } from '../machines/session-context.ts';
 import type { SessionExecution } from '../execution/session-execution.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { Attr, appended, failed, startRecoverSpan } from '../observability/tracing.ts';
@@ -44,6 +49,8 @@ export interface RecoveryCandidates {
   runnable(now: number): string[] | Promise<string[]>;
   /** Sessions with an open wait whose time came at or before `now` (a timer, a signal's timeout). */
   due(now: number): string[] | Promise<string[]>;
+  /** Sessions whose turn waits on another session's turn (an open session call). */
+  callers?(): string[] | Promise<string[]>;
   /** Sessions deleted (`sessiond delete`, by any process) since the last call: what this worker has cached of them is dropped. */
   deleted?(): string[] | Promise<string[]>;
 }
@@ -63,7 +70,9 @@ export type RecoveryNotice =
   | { type: 'recovered'; sessionId: string; executionId: string; continuationInputId: string; partialText: number }
   | { type: 'wake_attempt'; sessionId: string; attempt: number }
   /** A timer elapsed or a signal timed out; `resumed`: it was the turn's last wait, and the turn runs again. */
-  | { type: 'wait_elapsed'; sessionId: string; kind: 'timer' | 'signal'; name: string; resumed: boolean }
+  | { type: 'wait_elapsed'; sessionId: string; kind: 'timer' | 'signal' | 'session'; name: string; resumed: boolean }
+  /** A child's turn ended and its end was given to the session that called it; `resumed`: it was that turn's last wait. */
+  | { type: 'child_delivered'; sessionId: string; name: string; child: string; outcome: ChildTurnEnd['outcome']; resumed: boolean }
   | { type: 'parked'; sessionId: string; message: string }
   | { type: 'error'; sessionId: string; message: string }
   /** A whole pass failed (e.g. the projection was locked); the next pass tries again. */
@@ -73,6 +82,8 @@ export interface SweepReport {
   recovered: string[];
   /** Sessions one of whose waits the pass ended (its time came). */
   elapsed: string[];
+  /** Sessions given a child's end by the pass (a session call's wait resolved). */
+  delivered: string[];
   woken: string[];
   parked: string[];
   errors: { sessionId: string; message: string }[];
@@ -123,12 +134,17 @@ export class RecoverySweeper {
   }
 
   private async pass(): Promise<SweepReport> {
-    const report: SweepReport = { recovered: [], elapsed: [], woken: [], parked: [], errors: [] };
+    const report: SweepReport = { recovered: [], elapsed: [], delivered: [], woken: [], parked: [], errors: [] };
     const now = this.o.clock.now();
     const { candidates } = this.o;
     // a session deleted by another process: its cached state and transcript here are of a session that is gone
     for (const id of (await candidates.deleted?.()) ?? []) this.o.execution.forget(id);
-    const sessions = new Set([...(await candidates.expired(now)), ...(await candidates.due(now)), ...(await candidates.runnable(now))]);
+    const sessions = new Set([
+      ...(await candidates.expired(now)),
+      ...(await candidates.due(now)),
+      ...((await candidates.callers?.()) ?? []),
+      ...(await candidates.runnable(now)),
+    ]);
     for (const sessionId of sessions) {
       if (this.stopped) break;
       try {
@@ -184,8 +200,47 @@ export class RecoverySweeper {
         span.end();
       }
     }
+    await this.deliverChildren(sessionId, report);
     await this.endDueWaits(sessionId, report);
     await this.redriveWake(sessionId, report);
+  }
+
+  /** Gives a waiting turn the end of each child turn it called that has ended (decided on the logs). */
+  private async deliverChildren(sessionId: string, report: SweepReport): Promise<void> {
+    const { handler } = this.o.execution;
+    const calls = openWaits((await handler.load(sessionId)).context).filter((w) => w.kind === 'session' && w.child);
+    for (const w of calls) {
+      const child = w.child!;
+      const end = await this.childEnd(child.sessionId, child.inputId);
+      if (!end) continue;
+      try {
+        const result = await resolveWait(handler, sessionId, {
+          kind: 'session',
+          name: w.name,
+          outcome: 'delivered',
+          data: end,
+          actor: `session:${child.sessionId}`,
+        });
+        if (!result.resolved) continue;
+        if (!report.delivered.includes(sessionId)) report.delivered.push(sessionId);
+        const resumed = result.resumeInputId !== undefined;
+        this.o.onNotice?.({ type: 'child_delivered', sessionId, name: w.name, child: child.sessionId, outcome: end.outcome, resumed });
+      } catch (err) {
+        // another worker delivered it first, or it timed out just before: the log decided
+        if (!isRefusal(err, 'already_resolved') && !isRefusal(err, 'no_such_wait')) throw err;
+      }
+    }
+  }
+
+  /** How the child's turn that runs `inputId` ended, read from its log; undefined while it goes on. */
+  private async childEnd(childId: string, inputId: string): Promise<ChildTurnEnd | undefined> {
+    const { handler } = this.o.execution;
+    const ctx = (await handler.load(childId)).context;
+    if (ctx.seq === 0)
+      return { outcome: 'failed', text: '', executionId: 'none', error: `session ${childId} has no events: it was deleted before its turn ended` };
+    if (ctx.pending.some((p) => p.inputId === inputId)) return undefined; // not started yet
+    const seq = admittedSeq(ctx, inputId);
+    return childTurnEnd(await handler.log.readSession(childId, seq === undefined ? {} : { afterSeq: seq - 1 }), inputId);
   }
 
   /** Ends the waits whose time came (decided on the log): timers elapse, signals time out. */
@@ -194,7 +249,7 @@ export class RecoverySweeper {
     const now = this.o.clock.now();
     const due = openWaits((await handler.load(sessionId)).context).filter((w) => w.kind !== 'approval' && w.until !== null && w.until <= now);
     for (const w of due) {
-      const kind = w.kind as 'timer' | 'signal';
+      const kind = w.kind as 'timer' | 'signal' | 'session';
       try {
         const result = await resolveWait(handler, sessionId, { kind, name: w.name, outcome: kind === 'timer' ? 'elapsed' : 'timed_out' });
         if (!result.resolved) continue;

@@ -10,7 +10,8 @@
  * is buffered in order and rides with the next durable write or the turn's settlement; a refusal of
  * a buffered write surfaces at that next durable write.
  */
-import type { Continuation, Delivery, ExecutionPhase, PromptPart, RecordedError, Usage } from '../events/catalog.ts';
+import type { Continuation, Delivery, ExecutionPhase, Prompt, PromptPart, RecordedError, Usage } from '../events/catalog.ts';
+import type { Tags } from '../sessions/tags.ts';
 import type { TranscriptItem } from './transcript.ts';
 import type { Clock } from '../clock.ts';
 import type { Wait } from '../machines/session-context.ts';
@@ -58,6 +59,33 @@ export interface ToolProgress {
 
 /** What `waitFor` returns: the value delivered (`sessiond resolve`, `engine.resolve`), or that its time ran out. */
 export type SignalResult<T = unknown> = { outcome: 'delivered'; data: T } | { outcome: 'timed_out' };
+
+/** What `callSession` admits into another session (the child), and how long it waits for the child's turn. */
+export interface SessionCall {
+  /** The child session (created by this admission when it has no events). */
+  sessionId: string;
+  /** The child's prompt: a string or parts, as `admit` takes. */
+  prompt: Prompt;
+  /** End the wait `timed_out` after this many ms (the child's turn goes on). */
+  timeoutMs?: number;
+  /** Tags for the child session (as `admit` takes). */
+  tags?: Tags;
+}
+
+/** How a child's turn ended, as `callSession` returns it: its outcome and its final answer. */
+export interface SessionCallResult {
+  /** `timed_out`: the call's `timeoutMs` passed first (the child's turn was not waited for). */
+  outcome: 'succeeded' | 'failed' | 'cancelled' | 'timed_out';
+  /** The child's final answer: the text of its turn's last step with text ('' when none). */
+  text: string;
+  sessionId: string;
+  /** The input admitted into the child (derived from this turn and the call's name). */
+  inputId: string;
+  /** The child's execution that ended its turn (absent when timed out). */
+  executionId?: string;
+  /** Why a failed or cancelled child's turn ended. */
+  error?: string;
+}
 
 /** A call to ask a person about before it runs (`requestApproval`). */
 export interface ApprovalCall {
@@ -159,6 +187,15 @@ export interface RunContext {
    * nothing meanwhile; run again, the n-th `sleep` of the turn returns at once once it has elapsed.
    */
   sleep(ms: number): Promise<void>;
+  /**
+   * Runs a prompt in another session and waits for its turn's answer, holding nothing: the prompt is
+   * admitted into `call.sessionId` (once per turn and `name`, whatever restarts), the execution ends
+   * (`WaitingError`: let it through) and the turn settles `waiting`; when the child's turn ends the
+   * recovery sweep delivers it and this turn runs again, where the call with the same name returns
+   * it. Calls started together (`Promise.all`) are one wait for all. A call into this session, or
+   * into one that waits (through others) on it, is refused naming the chain.
+   */
+  callSession(name: string, call: SessionCall): Promise<SessionCallResult>;
 }
 
 /** A model request's room under the deployment's limits (`RunContext.modelCall`). */

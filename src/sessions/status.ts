@@ -11,11 +11,12 @@ import { EXECUTION_INPUTS_SHOWN, type SessionStatus, type StatusOptions } from '
 
 /** The status of a snapshot at `now`: prompts stay out, and long lists are paged or cut, so it stays small however many inputs wait. */
 export function statusOf(snapshot: SessionSnapshot, now: number, options: StatusOptions = {}): SessionStatus {
-  const exec = snapshot.context.execution;
+  // the turn an execution runs is the engine's key for session calls, not part of the status
+  const { turnId: _turn, ...exec } = snapshot.context.execution ?? { turnId: undefined };
   return {
     ...sessionView(snapshot, now),
     ...(options.pendingFrom ? pendingPage(snapshot.context, options.pendingFrom) : {}),
-    execution: exec ? { ...exec, inputIds: exec.inputIds.slice(0, EXECUTION_INPUTS_SHOWN), inputCount: exec.inputIds.length } : null,
+    execution: 'id' in exec ? { ...exec, inputIds: exec.inputIds.slice(0, EXECUTION_INPUTS_SHOWN), inputCount: exec.inputIds.length } : null,
   };
 }
 

@@ -83,6 +83,8 @@ function describeWait(sessionId: string, w: Wait): string {
       return `signal ${w.name} ${since}${w.until === null ? '' : `, times out at ${iso(w.until)}`}; sessiond resolve ${sessionId} ${w.name} --data JSON`;
     case 'timer':
       return `timer ${w.name} ${since}, elapses at ${iso(w.until ?? w.since)}`;
+    case 'session':
+      return `session call ${w.name}: session ${w.child?.sessionId ?? '?'} (input ${w.child?.inputId ?? '?'}) ${since}${w.until === null ? '' : `, times out at ${iso(w.until)}`}; its answer comes when its turn ends (sessiond status ${w.child?.sessionId ?? ''})`;
   }
 }
 
