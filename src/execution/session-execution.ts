@@ -251,7 +251,8 @@ export class SessionExecution {
    * With `executionId`, only that execution: a cancel resent or delivered late never stops a later turn.
    */
   async cancel(sessionId: string, reason?: string, executionId?: string, options: ActorOptions = {}): Promise<CancelResult> {
-    const result = await cancelExecution(this.handler, sessionId, reason, executionId, options);
+    // the turns it waits for are cancelled through this service too: a child's runner here stops at once
+    const result = await cancelExecution(this.handler, sessionId, reason, executionId, options, (child, why, exec) => this.cancel(child, why, exec, options));
     if (!result.cancelled) return result;
     const run = localRun(this.registry, sessionId);
     if (run?.executionId === result.executionId && run.controller && !run.controller.signal.aborted) {

@@ -14,6 +14,7 @@ import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
 import { SessionExecution } from '../../src/execution/session-execution.ts';
 import { startWorker, type Worker } from '../../src/execution/worker.ts';
 import { admitInput } from '../../src/input/admit.ts';
+import { deleteSession } from '../../src/sessions/delete.ts';
 import { stateOf } from '../../src/machines/decider.ts';
 import type { EventLog } from '../../src/events/event-log.ts';
 import type { RecoveryNotice, SweepReport } from '../../src/recovery/sweeper.ts';
@@ -243,6 +244,73 @@ test('session calls - a parent that dies after admitting is recovered and admits
   } finally {
     await second.stop();
     first.db.close();
+    tmp.remove();
+  }
+});
+
+/** ses_parent calls a child that waits for a signal and one that works until it is stopped; a third call is never run (its child is busy). */
+const cascade: Runner = async (ctx) => {
+  if (ctx.sessionId === 'ses_parent') {
+    await Promise.all([
+      ctx.callSession('waits', { sessionId: 'ses_waits', prompt: 'wait for a person' }),
+      ctx.callSession('works', { sessionId: 'ses_works', prompt: 'work until stopped' }),
+    ]);
+    return;
+  }
+  const { messageId } = await ctx.startStep();
+  if (ctx.sessionId === 'ses_waits') await ctx.waitFor('person');
+  await new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
+  await ctx.endStep(messageId, 'stop');
+};
+
+async function parentWaitingOnBusyChildren(h: ReturnType<typeof host>) {
+  await admitInput(h.execution.handler, 'ses_parent', { prompt: 'delegate' });
+  await h.execution.resume('ses_parent');
+  await h.settledAs('ses_parent', 'waiting');
+  await h.settledAs('ses_waits', 'waiting');
+  await waitFor(async () => (await h.count('ses_works', 'execution.started')) === 1, { what: 'ses_works running' });
+}
+
+test('session calls - cancelling the parent cancels the turns it waits for, with the reason', async () => {
+  const tmp = tempDir('sessiond-calls-');
+  const h = host(tmp.file('c.db'), new ManualClock(0), cascade);
+  try {
+    await parentWaitingOnBusyChildren(h);
+    const result = await h.execution.cancel('ses_parent', 'the user gave up', undefined, { actor: 'alice' });
+    assert.ok(result.cancelled);
+    const why = 'its caller ses_parent was cancelled: the user gave up';
+    const works = (await h.events('ses_works')).find((e) => e.type === 'execution.cancelled');
+    assert.is(works?.payload.reason, why, 'the running child is cancelled with the reason');
+    assert.is(works?.payload.actor, 'alice');
+    const waits = (await h.events('ses_waits')).filter((e) => e.type === 'wait.resolved');
+    assert.equal(
+      waits.map((e) => [e.payload.name, e.payload.outcome, e.payload.reason]),
+      [['person', 'cancelled', `cancelled: ${why}`]],
+      "the waiting child's turn ends cancelled",
+    );
+    await h.execution.awaitIdle('ses_works'); // its runner was stopped (it never ends by itself)
+    const sweep = await h.worker.sweeper!.sweep();
+    assert.equal(sweep.delivered, [], 'nothing is delivered to a cancelled parent');
+  } finally {
+    await h.stop();
+    tmp.remove();
+  }
+});
+
+test('session calls - deleting a waiting parent cancels its children first (their logs stay)', async () => {
+  const tmp = tempDir('sessiond-calls-');
+  const clock = new ManualClock(0);
+  const h = host(tmp.file('c.db'), clock, cascade);
+  try {
+    await parentWaitingOnBusyChildren(h);
+    await deleteSession(h.execution.handler, h.db, clock, 'ses_parent', { reason: 'cleanup' });
+    assert.is((await h.events('ses_parent')).length, 0);
+    const works = (await h.events('ses_works')).find((e) => e.type === 'execution.cancelled');
+    assert.is(works?.payload.reason, 'its caller ses_parent was cancelled: the session is being deleted: cleanup');
+    assert.is(await h.count('ses_waits', 'wait.resolved', 'cancelled'), 1);
+    assert.ok((await h.events('ses_waits')).length > 0, 'a child is a session of its own: it is not deleted');
+  } finally {
+    await h.stop();
     tmp.remove();
   }
 });
