@@ -210,7 +210,7 @@ test('session calls - a parent that dies after admitting is recovered and admits
         if (prop === 'append')
           return async (sessionId: string, expectedSeq: number, drafts: Parameters<EventLog['append']>[2]) => {
             if (sessionId === 'ses_parent' && drafts.some((d) => d.type === 'wait.started')) dead = true;
-            if (dead && sessionId === 'ses_parent') return new Promise(() => {}); // a process that is gone never answers
+            if (dead && sessionId === 'ses_parent') throw new Error('the worker is gone'); // nothing of it reaches the parent
             return target.append(sessionId, expectedSeq, drafts);
           };
         const value = Reflect.get(target, prop, receiver) as unknown;
@@ -223,7 +223,9 @@ test('session calls - a parent that dies after admitting is recovered and admits
   await waitFor(() => dead, { what: 'the first worker reaching the parent settle' });
   assert.is(await first.count('ses_researcher', 'input.admitted'), 1);
   assert.is(await first.count('ses_parent', 'execution.settled'), 0, 'the parent never settled');
-  void first.worker.stop().catch(() => undefined); // (its hung append never ends: not awaited)
+  await first.execution.awaitIdle('ses_parent');
+  await first.worker.stop();
+  assert.is(await first.count('ses_parent', 'execution.settled'), 0, 'the parent never settled');
 
   clock.set(31_000); // the first worker's lease has expired
   const second = host(file, clock, fanOut, 'b');
