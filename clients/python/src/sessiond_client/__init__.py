@@ -64,6 +64,7 @@ from .catalog import (  # the payload dataclasses
     TurnInterrupted,
     Usage,
     WaitResolved,
+    WaitChild,
     WaitStarted,
 )
 from .client import Client, InvalidMessage, Subscription, SubscriptionStats
@@ -273,6 +274,7 @@ __all__ = [
     "WaitInfo",
     "WaitResolved",
     "WaitResolvedEvent",
+    "WaitChild",
     "WaitStarted",
     "WaitStartedEvent",
     "WakeResult",

@@ -45,7 +45,7 @@ ExecutionPhase = Literal["safe", "unknown"]
 #: ``waiting``: the turn ended its execution to wait (an approval, a signal, a timer); it resumes when its waits resolve.
 SettleOutcome = Literal["succeeded", "failed", "released", "waiting"]
 #: What a turn may wait for: a person's decision on a tool call, a value from outside, a time.
-WaitKind = Literal["approval", "signal", "timer"]
+WaitKind = Literal["approval", "signal", "timer", "session"]
 #: How a wait ended: an approval approved/denied, a signal delivered/timed_out, a timer elapsed; any of them cancelled.
 WaitOutcome = Literal["approved", "denied", "delivered", "timed_out", "elapsed", "cancelled"]
 
@@ -309,6 +309,15 @@ class ToolFailed:
 
 
 @dataclass(frozen=True)
+class WaitChild:
+    """A session call's child: the session called and the input admitted into it, whose turn's end
+    the parent's wait is given as its data."""
+
+    session_id: str
+    input_id: str
+
+
+@dataclass(frozen=True)
 class WaitStarted:
     """A turn waits (written before its execution settles ``waiting``). ``name`` is the wait's key
     within the turn: an approval's call id, a signal's name, a timer's ``sleep-N``; ``until``: when a
@@ -324,6 +333,8 @@ class WaitStarted:
     #: ``ABSENT`` when the wait has no call input (``None`` is an input of null).
     input: Any = ABSENT
     until: int | None = None
+    #: A session call's child (kind ``session``): the session and the input admitted into it.
+    child: WaitChild | None = None
 
 
 @dataclass(frozen=True)
@@ -927,7 +938,7 @@ SEQ = Int(-1)
 POS = Int(0, exclusive_min=True)
 NONNEG = Int(0)
 PHASE = Enum(("safe", "unknown"))
-WAIT_KIND = Enum(("approval", "signal", "timer"))
+WAIT_KIND = Enum(("approval", "signal", "timer", "session"))
 WAIT_NAME = Str(1, 200)
 TAG_VALUE = Str(1, MAX_TAG_VALUE)
 TAGS = Record(TAG_VALUE)
@@ -1207,6 +1218,7 @@ CATALOG: Mapping[str, EventType] = {
                 F("tool", "tool", Str(1), optional=True),
                 F("input", "input", AnyValue(), optional=True),
                 F("until", "until", TIME, optional=True),
+                F("child", "child", Obj((F("sessionId", "session_id", ID), F("inputId", "input_id", ID)), WaitChild), optional=True),
             ],
         ),
         _t(

@@ -486,9 +486,10 @@ class WaitInfo:
     """One wait of the session's turn, open (``outcome`` None) or resolved in this turn: ``kind``
     approval (a person's decision on call ``call_id`` of message ``message_id``, tool ``tool`` with
     ``input``; ``started`` once an approved call has started: it never runs twice), signal (a value
-    from outside, ``data`` once delivered) or timer; ``name`` is its key within the turn (the call
-    id, the signal's name, ``sleep-N``). ``since``: when the turn started to wait; ``until``: a
-    timer's time or a signal's timeout."""
+    from outside, ``data`` once delivered), timer, or session (another session's turn: ``child``
+    names it, ``data`` is how it ended once delivered); ``name`` is its key within the turn (the call
+    id, the signal's name, ``sleep-N``, the session call's name). ``since``: when the turn started to
+    wait; ``until``: a timer's time or a signal's timeout."""
 
     kind: str
     name: str
@@ -510,6 +511,8 @@ class WaitInfo:
     #: ``ABSENT`` until a value is delivered (``None`` is a value of null).
     data: Any = ABSENT
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: A session call's child: ``{"sessionId", "inputId"}`` (None for other kinds).
+    child: dict[str, str] | None = None
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> "WaitInfo":
@@ -531,6 +534,7 @@ class WaitInfo:
             d.get("input", ABSENT),
             d.get("data", ABSENT),
             dict(d),
+            d.get("child"),
         )
 
 
