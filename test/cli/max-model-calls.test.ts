@@ -44,7 +44,10 @@ async function outcome(db: string, id: string): Promise<string | null | undefine
 test('max model calls - two workers with --max-model-calls 2 on one file, 8 sessions at once: never more than 2 calls in flight, all finish', async () => {
   const tmp = tempDir();
   const db = tmp.file('w.db');
-  const llm = await startFakeOpenAI({ defaultReply: slowEcho(60) });
+  // the calls that start before the test has seen the limit full take long (CLI start-ups under
+  // load can outlast fast turns); once it has, the rest are quick
+  let seenFull = false;
+  const llm = await startFakeOpenAI({ defaultReply: () => slowEcho(seenFull ? 60 : 2_000)() });
   const bad = await runCli(['start', '--db', db, '--max-model-calls', '0']);
   assert.is(bad.code, 2, bad.stdout + bad.stderr);
   assert.match(bad.stderr, '--max-model-calls');
@@ -64,6 +67,7 @@ test('max model calls - two workers with --max-model-calls 2 on one file, 8 sess
       },
       { what: '`sessiond limits` to show the limit full with calls waiting', timeoutMs: 20_000, intervalMs: 50 },
     ).catch((err: unknown) => assert.unreachable(`${String(err)}\nlast output:\n${shown}`));
+    seenFull = true;
     for (const id of ids) await waitFor(async () => (await outcome(db, id)) === 'succeeded', { what: `${id} succeeded`, timeoutMs: 60_000, intervalMs: 100 });
     assert.ok(llm.requests.filter((r) => r.chat).length >= 8, 'each session made its call');
     assert.ok(llm.mostInFlight <= 2, `the server saw ${llm.mostInFlight} calls at once, over the limit of 2`);
