@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// `npm test`: typecheck, format and lint, then every test/**/*.test.ts with uvu, one process per file, then the Go and
-// Python clients' tests (clients/go, clients/python), then one closing line `N passed, N failed` that counts everything
-// that ran (a crashed file counts as failed).
+// `npm test`: typecheck, format and lint, then every test/**/*.test.ts with uvu, one process per file (two at a
+// time), then the Go and Python clients' tests (clients/go, clients/python), then the slowest files and one closing
+// line `N passed, N failed` that counts everything that ran (a crashed file counts as failed).
 // Extra arguments are a file pattern (e.g. `npm test -- machine`).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ensureTools, toolPath } from './tools.mjs';
 import { goSuite, pythonSuite } from './language-suites.mjs';
@@ -14,7 +14,7 @@ const TIMEOUT_MS = Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 20 * 60_000);
 /** A file whose process has printed uvu's summary but does not exit (a handle a failed test left open) is stopped after this. */
 const EXIT_GRACE_MS = 30_000;
 
-function run(cmd, args, { capture = false } = {}) {
+function run(cmd, args, { capture = false, quiet = false } = {}) {
   return new Promise((resolve) => {
     const child = spawn(cmd, args, {
       stdio: ['ignore', capture ? 'pipe' : 'inherit', capture ? 'pipe' : 'inherit'],
@@ -29,7 +29,7 @@ function run(cmd, args, { capture = false } = {}) {
     if (capture) {
       child.stdout.on('data', (d) => {
         text += d;
-        process.stdout.write(d);
+        if (!quiet) process.stdout.write(d);
         if (!lingering && /Duration:\s+[\d.]+m?s/.test(text)) {
           lingering = setTimeout(() => {
             process.stderr.write(`\nthe file printed its results but did not exit within ${EXIT_GRACE_MS} ms (an open handle); stopping it\n`);
@@ -39,7 +39,7 @@ function run(cmd, args, { capture = false } = {}) {
       });
       child.stderr.on('data', (d) => {
         text += d;
-        process.stderr.write(d);
+        if (!quiet) process.stderr.write(d);
       });
     }
     child.on('close', (code, signal) => {
@@ -136,9 +136,34 @@ let failed = typecheckFailed;
 let skipped = 0;
 const crashed = [];
 const durations = [];
-for (const file of files) {
+
+// The CLI the tests spawn (test/support/cli.ts): compiled once here (about 10 s), it starts in half
+// the time tsx needs, and the suite starts it about a thousand times.
+if (!process.env.SESSIOND_TEST_CLI && !process.env.SESSIOND_TEST_DIR) {
+  const build = await run(process.execPath, ['scripts/build.mjs'], { capture: true });
+  if (build.code === 0) process.env.SESSIOND_TEST_CLI = 'dist';
+  else process.stdout.write('the compiled CLI could not be built (above): the tests run the CLI through tsx\n');
+}
+
+// Files run JOBS at a time (SESSIOND_TEST_JOBS, default 2: most wait on processes and timers, not the
+// CPU), each file's output printed whole when it ends. Files that time failovers, freeze processes or
+// install packages run with nothing beside them.
+const JOBS = Math.max(1, Number(process.env.SESSIOND_TEST_JOBS ?? 2));
+const ALONE = /^(cluster\/|chaos\/|package\/pack|recovery\/crash|nats\/frozen-worker)/;
+// longest first (as the last run measured them, when there was one), so the run does not end on one long file
+const last = new Map();
+try {
+  for (const d of JSON.parse(readFileSync(join('.tools', 'test-durations.json'), 'utf8'))) last.set(d.file, d.ms);
+} catch {}
+const ordered = [...files].sort((a, b) => (last.get(b) ?? 0) - (last.get(a) ?? 0));
+
+async function runFile(file) {
   const fileStarted = Date.now();
-  const uvu = await run(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', dir, `^${escapeRegex(file)}$`, '--no-color'], { capture: true });
+  const uvu = await run(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', dir, `^${escapeRegex(file)}$`, '--no-color'], {
+    capture: true,
+    quiet: JOBS > 1,
+  });
+  if (JOBS > 1) process.stdout.write(uvu.text);
   const num = (label) => Number((uvu.text.match(new RegExp(`${label}:\\s+(\\d+)`)) ?? [])[1] ?? 0);
   const total = num('Total');
   passed += num('Passed');
@@ -151,6 +176,22 @@ for (const file of files) {
   failed += fileFailed;
   durations.push({ file, ms: Date.now() - fileStarted });
 }
+async function pool(list, jobs) {
+  const queue = [...list];
+  await Promise.all(
+    Array.from({ length: Math.min(jobs, queue.length) }, async () => {
+      while (queue.length > 0) await runFile(queue.shift());
+    }),
+  );
+}
+await pool(
+  ordered.filter((f) => ALONE.test(f)),
+  1,
+);
+await pool(
+  ordered.filter((f) => !ALONE.test(f)),
+  JOBS,
+);
 // then the Go and Python clients' suites (scripts/language-suites.mjs), each test counted; a
 // pattern runs them when it matches their folder (`npm test -- clients/`)
 let suites = 0;

@@ -2,7 +2,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const BIN = fileURLToPath(new URL('../../bin/sessiond.js', import.meta.url));
+/**
+ * The `sessiond` the tests run: the development CLI (bin/sessiond.js, src/ through tsx), or the compiled
+ * one when SESSIOND_TEST_CLI=dist (scripts/test.mjs builds dist/ first and sets it: half the start-up).
+ */
+export const BIN = fileURLToPath(new URL(process.env.SESSIOND_TEST_CLI === 'dist' ? '../../dist/cli/main.js' : '../../bin/sessiond.js', import.meta.url));
 
 export interface CliResult {
   code: number;
