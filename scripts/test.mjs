@@ -7,7 +7,6 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ensureTools, toolPath } from './tools.mjs';
-import { goSuite, pythonSuite } from './language-suites.mjs';
 
 const started = Date.now();
 const TIMEOUT_MS = Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 20 * 60_000);
@@ -155,7 +154,6 @@ const last = new Map();
 try {
   for (const d of JSON.parse(readFileSync(join('.tools', 'test-durations.json'), 'utf8'))) last.set(d.file, d.ms);
 } catch {}
-const ordered = [...files].sort((a, b) => (last.get(b) ?? 0) - (last.get(a) ?? 0));
 
 async function runFile(file) {
   const fileStarted = Date.now();
@@ -176,37 +174,42 @@ async function runFile(file) {
   failed += fileFailed;
   durations.push({ file, ms: Date.now() - fileStarted });
 }
+// The Go and Python clients' suites (scripts/language-suites.mjs), each in a process of its own beside the
+// files, each test counted; a pattern runs them when it matches their folder (`npm test -- clients/`).
+const SUITES = { 'clients/go': 'goSuite', 'clients/python': 'pythonSuite' };
+const suites = Object.keys(SUITES).filter((folder) => !process.env.SESSIOND_TEST_DIR && (!filter || new RegExp(filter).test(folder)));
+async function runSuite(folder) {
+  const suiteStarted = Date.now();
+  const code = `const m = await import(${JSON.stringify(new URL('./language-suites.mjs', import.meta.url).href)}); await m.${SUITES[folder]}();`;
+  const out = await run(process.execPath, ['--input-type=module', '-e', code], { capture: true, quiet: JOBS > 1 });
+  if (JOBS > 1) process.stdout.write(out.text);
+  const counts = out.text.match(new RegExp(`${escapeRegex(folder)}: (\\d+) passed, (\\d+) failed`));
+  passed += Number(counts?.[1] ?? 0);
+  failed += counts ? Number(counts[2]) : 1; // no count line: the suite crashed
+  if (!counts) crashed.push(folder);
+  durations.push({ file: folder, ms: Date.now() - suiteStarted });
+}
+const runJob = (job) => (SUITES[job] ? runSuite(job) : runFile(job));
 async function pool(list, jobs) {
   const queue = [...list];
   await Promise.all(
     Array.from({ length: Math.min(jobs, queue.length) }, async () => {
-      while (queue.length > 0) await runFile(queue.shift());
+      while (queue.length > 0) await runJob(queue.shift());
     }),
   );
 }
+// a client suite not measured yet counts as long (about two minutes each)
+const estimate = (job) => last.get(job) ?? (SUITES[job] ? 120_000 : 0);
+const jobs = [...files, ...suites].sort((a, b) => estimate(b) - estimate(a));
 await pool(
-  ordered.filter((f) => ALONE.test(f)),
+  jobs.filter((f) => ALONE.test(f)),
   1,
 );
 await pool(
-  ordered.filter((f) => !ALONE.test(f)),
+  jobs.filter((f) => !ALONE.test(f)),
   JOBS,
 );
-// then the Go and Python clients' suites (scripts/language-suites.mjs), each test counted; a
-// pattern runs them when it matches their folder (`npm test -- clients/`)
-let suites = 0;
-for (const [folder, suite] of [
-  ['clients/go', goSuite],
-  ['clients/python', pythonSuite],
-]) {
-  if (filter && !new RegExp(filter).test(folder)) continue;
-  if (process.env.SESSIOND_TEST_DIR) continue;
-  const counts = await suite();
-  passed += counts.passed;
-  failed += counts.failed;
-  suites++;
-}
-if (files.length === 0 && suites === 0) {
+if (files.length === 0 && suites.length === 0) {
   process.stdout.write(`no test file matches ${match} under ${dir}\n`);
   failed = Math.max(failed, 1);
 }
@@ -219,7 +222,7 @@ if (durations.length > 5) {
 }
 if (crashed.length > 0) process.stdout.write(`\ncrashed (counted as failed, the run went on): ${crashed.join(', ')}\n`);
 process.stdout.write(
-  `\n(${files.length} files${suites ? ` and ${suites} client suites` : ''}, ${secs} s${typecheckFailed ? ', typecheck or lint failed' : ''}${skipped ? `, ${skipped} skipped` : ''})\n`,
+  `\n(${files.length} files${suites.length ? ` and ${suites.length} client suites` : ''}, ${secs} s${typecheckFailed ? ', typecheck or lint failed' : ''}${skipped ? `, ${skipped} skipped` : ''})\n`,
 );
 process.stdout.write(`${passed} passed, ${failed} failed\n`);
 process.exit(failed === 0 ? 0 : 1);
