@@ -12,6 +12,9 @@
  *   npx tsx scripts/protocol.ts            write them
  *   npx tsx scripts/protocol.ts --check    exit 1 when a committed file differs from what this makes
  *
+ *   clients/go/payloads_gen.go                    the Go client's payload types and catalog (protocol-go.ts)
+ *   clients/python/src/sessiond_client/generated.py  the Python client's (protocol-python.ts)
+ *
  * test/protocol/vectors.test.ts checks that the committed files are what this makes (so a change to
  * the catalog, the codec or a reply shows up as a diff to review) and that the TypeScript readers
  * decode every vector. The Go and Python clients (clients/go, clients/python) test against the same
@@ -38,11 +41,14 @@ import { decodeLiveEvent, encodeLiveEvent } from '../src/nats/live-bus.ts';
 import { decodeBatch, encodeBatch } from '../src/nats/stream.ts';
 import { subjects, commandVerbs, type CommandVerb } from '../src/nats/subjects.ts';
 import { echoRunner } from '../src/runner/echo.ts';
+import { GO_FILE, renderGo } from './protocol-go.ts';
+import { readModel } from './protocol-types.ts';
 
 const echo = echoRunner();
 import { decodeEvent } from '../src/events/codec.ts';
 
 export const PROTOCOL_DIR = fileURLToPath(new URL('../clients/protocol/', import.meta.url));
+export const REPO_DIR = fileURLToPath(new URL('../', import.meta.url));
 
 const T0 = 1_796_056_745_917; // a fixed time: beyond 32 bits, so every time is an int64 on the wire
 const SES = 'ses_vectors';
@@ -758,11 +764,27 @@ export async function protocolFiles(): Promise<Map<string, string>> {
   return out;
 }
 
+/** The clients' generated type files (scripts/protocol-go.ts, scripts/protocol-python.ts), by path relative to the repository. */
+export function clientFiles(): Map<string, string> {
+  const model = readModel(eventsSchema());
+  return new Map([[GO_FILE, renderGo(model)]]);
+}
+
+/** Every file this script makes, by path relative to the repository. */
+export async function generatedFiles(): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const [path, content] of await protocolFiles()) out.set(`clients/protocol/${path}`, content);
+  for (const [path, content] of clientFiles()) out.set(path, content);
+  return out;
+}
+
+export const STALE_HINT = 'Run npx tsx scripts/protocol.ts and review the diff.';
+
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const check = process.argv.includes('--check');
   const stale: string[] = [];
-  for (const [path, content] of await protocolFiles()) {
-    const file = join(PROTOCOL_DIR, path);
+  for (const [path, content] of await generatedFiles()) {
+    const file = join(REPO_DIR, path);
     let have: string | undefined;
     try {
       have = readFileSync(file, 'utf8');
@@ -774,12 +796,12 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     else {
       mkdirSync(dirname(file), { recursive: true });
       writeFileSync(file, content);
-      process.stdout.write(`wrote clients/protocol/${path}\n`);
+      process.stdout.write(`wrote ${path}\n`);
     }
   }
   if (check && stale.length > 0) {
-    process.stderr.write(`clients/protocol/ is stale: ${stale.join(', ')}. Run npx tsx scripts/protocol.ts and review the diff.\n`);
+    process.stderr.write(`Generated protocol files are stale: ${stale.join(', ')}. ${STALE_HINT}\n`);
     process.exit(1);
   }
-  if (!check) process.stdout.write('clients/protocol/ is up to date\n');
+  if (!check) process.stdout.write('clients/protocol/ and the generated client types are up to date\n');
 }

@@ -109,13 +109,6 @@ type SessionListItem struct {
 	OwnedBy       *string    `json:"ownedBy"`
 }
 
-// ForkPoint is the session and seq a session was forked from (Fork, SessionForked.From,
-// Status.ForkedFrom, SessionListItem.ForkedFrom).
-type ForkPoint struct {
-	SessionID string `sd:"sessionId,id" json:"sessionId"`
-	Seq       int64  `sd:"seq,min=1" json:"seq"`
-}
-
 // SessionPage is a page of sessions, newest first (by creation time, then session id). Next is the
 // cursor of the next page (ListFilter.After), "" when this page is the last.
 type SessionPage struct {

@@ -673,6 +673,24 @@ func TestSchemaMatchesCatalog(t *testing.T) {
 	}
 }
 
+// Every upcaster the schema names (payloads_gen.go's upcasterDescriptions) is written here, and no other.
+func TestUpcastersMatchSchema(t *testing.T) {
+	for typ, byVersion := range upcasterDescriptions {
+		for v := range byVersion {
+			if upcasters[typ][v] == nil {
+				t.Errorf("%s: the schema has an upcaster from version %d, payloads.go none", typ, v)
+			}
+		}
+	}
+	for typ, byVersion := range upcasters {
+		for v := range byVersion {
+			if _, ok := upcasterDescriptions[typ][v]; !ok {
+				t.Errorf("%s: payloads.go has an upcaster from version %d, the schema none", typ, v)
+			}
+		}
+	}
+}
+
 func compareStruct(t *testing.T, path string, typ reflect.Type, s Map) {
 	t.Helper()
 	if get(s, "type") != "object" {
