@@ -66,6 +66,7 @@ function rules(s: Shape): string[] {
     case 'enum':
       return [`enum=${s.values.join('|')}`];
     case 'int':
+      return s.min === undefined ? [] : [`min=${s.exclusive ? s.min + 1 : s.min}`];
     case 'number':
       return s.min === undefined ? [] : [`min=${s.min}`];
     case 'array': {

@@ -21,7 +21,7 @@ export type Shape =
   | { kind: 'string'; minLength?: number; maxLength?: number; pattern?: string }
   | { kind: 'enum'; values: string[] }
   | { kind: 'const'; value: string }
-  | { kind: 'int'; min?: number }
+  | { kind: 'int'; min?: number; exclusive?: boolean }
   | { kind: 'number'; min?: number }
   | { kind: 'bool' }
   | { kind: 'any' }
@@ -175,11 +175,11 @@ export function readModel(eventsSchema: Record<string, unknown>, docs: Record<st
           ...(typeof s.pattern === 'string' ? { pattern: s.pattern } : {}),
         };
       case 'integer':
-      case 'number': {
-        const min = typeof s.exclusiveMinimum === 'number' ? s.exclusiveMinimum + 1 : typeof s.minimum === 'number' ? s.minimum : undefined;
-        if (s.type === 'number' && typeof s.exclusiveMinimum === 'number') throw new Error(`${where}: an exclusive minimum of a number`);
-        return { kind: s.type === 'integer' ? 'int' : 'number', ...(min === undefined ? {} : { min }) };
-      }
+        if (typeof s.exclusiveMinimum === 'number') return { kind: 'int', min: s.exclusiveMinimum, exclusive: true };
+        return { kind: 'int', ...(typeof s.minimum === 'number' ? { min: s.minimum } : {}) };
+      case 'number':
+        if (typeof s.exclusiveMinimum === 'number') throw new Error(`${where}: an exclusive minimum of a number`);
+        return { kind: 'number', ...(typeof s.minimum === 'number' ? { min: s.minimum } : {}) };
       case 'boolean':
         return { kind: 'bool' };
       case 'array':

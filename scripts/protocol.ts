@@ -42,6 +42,7 @@ import { decodeBatch, encodeBatch } from '../src/nats/stream.ts';
 import { subjects, commandVerbs, type CommandVerb } from '../src/nats/subjects.ts';
 import { echoRunner } from '../src/runner/echo.ts';
 import { GO_FILE, renderGo } from './protocol-go.ts';
+import { PYTHON_FILE, renderPython } from './protocol-python.ts';
 import { readModel } from './protocol-types.ts';
 
 const echo = echoRunner();
@@ -767,7 +768,10 @@ export async function protocolFiles(): Promise<Map<string, string>> {
 /** The clients' generated type files (scripts/protocol-go.ts, scripts/protocol-python.ts), by path relative to the repository. */
 export function clientFiles(): Map<string, string> {
   const model = readModel(eventsSchema());
-  return new Map([[GO_FILE, renderGo(model)]]);
+  return new Map([
+    [GO_FILE, renderGo(model)],
+    [PYTHON_FILE, renderPython(model)],
+  ]);
 }
 
 /** Every file this script makes, by path relative to the repository. */

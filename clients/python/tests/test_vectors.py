@@ -515,3 +515,9 @@ def test_the_catalog_agrees_with_the_schema() -> None:
         assert schema["x-sessiond-version"] == entry.version, type_
         assert schema["x-sessiond-durable"] == entry.durable, type_
         assert without_annotations(schema) == as_json_schema(entry.schema), type_
+
+
+def test_every_upcaster_the_schema_names_is_written_and_no_other() -> None:
+    named = {(t, int(v)) for t, s in EVENTS_SCHEMA["$defs"]["payloads"].items() for v in s.get("x-sessiond-upcasters", {})}
+    assert named == {(t, v) for t, ups in cat.UPCASTER_DESCRIPTIONS.items() for v in ups}
+    assert named == {(t, v) for t, ups in cat.UPCASTERS.items() for v in ups}
