@@ -3,6 +3,8 @@
 //   go test -json ./...   in clients/go (modules from the Go module proxy; Go on the PATH or /usr/local/go)
 //   pytest                in a venv of its own, .tools/venv-python, made on first use with
 //                         `pip install -e clients/python[test]` from PyPI (and again when pyproject.toml changes)
+// and the checkers, each one pass or one failure: go vet ./..., ruff check and mypy (strict, as
+// clients/python/pyproject.toml configures them).
 // Each suite starts its own nats-server and workers (clients/testing/world.ts).
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -50,6 +52,17 @@ function run(cmd, args, { cwd, env, echo = (line) => line } = {}) {
   });
 }
 
+/** A checker (go vet, ruff, mypy) counted as one test: its output shown when it fails. */
+async function checker(name, cmd, args, cwd) {
+  const result = await run(cmd, args, { cwd, echo: () => undefined });
+  if (result.code === 0) {
+    process.stdout.write(`  • ${name}\n`);
+    return { passed: 1, failed: 0 };
+  }
+  process.stdout.write(`  ✘ ${name}\n${result.text.replace(/^/gm, '    ')}\n`);
+  return { passed: 0, failed: 1, failure: name };
+}
+
 /** `go test -json ./...` in clients/go: each test that passed or failed (subtests too), and a failed build as one failure. */
 export async function goSuite() {
   process.stdout.write('\nclients/go (go test ./...)\n');
@@ -87,6 +100,10 @@ export async function goSuite() {
     },
   });
   if (result.code !== 0 && failed === 0) failed = 1; // the build or a package failed outside any test
+  const vet = await checker('go vet ./...', bin, ['vet', './...'], join(ROOT, 'clients', 'go'));
+  passed += vet.passed;
+  failed += vet.failed;
+  if (vet.failure) failures.push(vet.failure);
   if (failures.length > 0) process.stdout.write(`  failed: ${failures.join(', ')}\n`);
   process.stdout.write(`  clients/go: ${passed} passed, ${failed} failed\n`);
   return { passed, failed };
@@ -132,9 +149,18 @@ export async function pythonSuite() {
       .reverse()
       .find((l) => /\d+ (passed|failed|error)/.test(l)) ?? '';
   const count = (word) => Number((summary.match(new RegExp(`(\\d+) ${word}`)) ?? [])[1] ?? 0);
-  const passed = count('passed');
+  let passed = count('passed');
   let failed = count('failed') + count('errors?');
   if (result.code !== 0 && failed === 0) failed = 1; // pytest itself failed (collection, no tests)
+  const dir = join(ROOT, 'clients', 'python');
+  for (const [name, args] of [
+    ['ruff check', ['-m', 'ruff', 'check', '--no-cache', '.']],
+    ['mypy (strict)', ['-m', 'mypy', '--no-incremental', '--cache-dir', '/dev/null']],
+  ]) {
+    const r = await checker(name, python, args, dir);
+    passed += r.passed;
+    failed += r.failed;
+  }
   process.stdout.write(`  clients/python: ${passed} passed, ${failed} failed\n`);
   return { passed, failed };
 }

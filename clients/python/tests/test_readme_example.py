@@ -19,6 +19,8 @@ async def test_the_readme_example_admits_follows_and_replays(world: World) -> No
     client = await Client.connect(url, "client", "client-dev-secret")
     sub = await client.subscribe("ses_1", lambda e: print(e.seq, e.type))
     receipt = await client.admit("ses_1", "hello")
-    history = await client.replay("ses_1"); await sub.close(); await client.close()
+    history = await client.replay("ses_1")
+    await sub.close()
+    await client.close()
     assert receipt.admitted_seq >= 1
     assert history and history[0].type == "input.admitted"

@@ -34,6 +34,7 @@ from .commands import (
     EVENTS_PAGE,
     TENANT_PREFIX,
     AdmitReceipt,
+    BudgetResult,
     CancelResult,
     DropResult,
     EventsPage,
@@ -42,9 +43,9 @@ from .commands import (
     SessionPage,
     StatusReply,
     TagResult,
-    BudgetResult,
     WakeResult,
     admit_request,
+    budget_request,
     cancel_request,
     command_subject,
     drop_request,
@@ -57,7 +58,6 @@ from .commands import (
     resolve_request,
     status_request,
     tag_request,
-    budget_request,
     wake_request,
 )
 from .errors import CommandError, EventError, PermissionDenied, SessiondError
