@@ -206,3 +206,151 @@ export function readModel(eventsSchema: Record<string, unknown>, docs: Record<st
 
 /** `executionId` as a Go or Python name's words: execution, Id. */
 export const words = (key: string) => key.split(/(?=[A-Z])/);
+
+// ---------------------------------------------------------------------------------------------- replies
+
+/** Names of the command replies' object shapes, by their sorted keys (a reply's root by its verb, in `replyRoots`). */
+const replyShapeNames: Record<string, string> = {
+  'admittedSeq,created,inputId,sessionId,wake': 'AdmitReceipt',
+  'code,executionId,message,reason,status': 'WakeResult',
+  'cancelled,executionId,message,reason': 'CancelResult',
+  'dropped,seq,sessionId': 'DropResult',
+  'kind,name,outcome,resolved,resumeInputId,seq,sessionId': 'ResolveResult',
+  'changed,seq,sessionId,tags': 'TagResult',
+  'created,from,items,seq,sessionId': 'ForkResult',
+  'budget,changed,seq,sessionId,spent,usage': 'BudgetResult',
+  'costUsd,spent,tokens': 'Budget',
+  'costUsd,tokens': 'Spend',
+  'costUsd,since,spent,tokens': 'TenantBudget',
+  'createdAt,forkedFrom,ownedBy,pendingInputs,seq,sessionId,state,tags,updatedAt,waiting': 'SessionListItem',
+  'admittedBy,continues,delivery,inputId,notBefore,seq,source,tags,wake': 'PendingInput',
+  'callId,child,data,durable,executionId,idempotencyKey,input,kind,messageId,name,outcome,reason,resolvedAt,since,started,tool,until': 'Wait',
+  'id,position': 'EventRef',
+  'assistantSeq,cancelled,claimedSeq,error,expiresAt,id,inputCount,inputIds,lastMessage,leaseMs,openStep,openTools,outcome,ownerId,phase,started,usage':
+    'ExecutionState',
+  'callId,durable,idempotencyKey,messageId,name': 'OpenTool',
+  'attempts,continuationInputId,executionId,lastAttemptAt,lastError,parked,wakePending': 'RecoveryState',
+  'limits,since': 'Capacity',
+  'inFlight,limit,scope,waiting': 'CapacityLimit',
+  // shapes the payloads name too
+  'message,name,type': 'RecordedError',
+  'cachedInputTokens,costUsd,inputTokens,outputTokens,reasoningTokens': 'Usage',
+  'inputId,sessionId': 'WaitChild',
+  'seq,sessionId': 'ForkPoint',
+  'callId,idempotencyKey,messageId,name': 'RetryTool',
+  'assistantMessageId,executionId,inputIds,phase,reason,retryTools': 'Continuation',
+};
+/** The verbs whose reply has a type, and where in the reply it is: `receipt`, `result`, the body itself (`.`), or its `sessions[]`. */
+const replyRoots: Record<string, { at: string; name: string }> = {
+  admit: { at: 'receipt', name: 'AdmitReceipt' },
+  wake: { at: 'result', name: 'WakeResult' },
+  cancel: { at: 'result', name: 'CancelResult' },
+  drop: { at: 'result', name: 'DropResult' },
+  resolve: { at: 'result', name: 'ResolveResult' },
+  tag: { at: 'result', name: 'TagResult' },
+  fork: { at: 'result', name: 'ForkResult' },
+  budget: { at: 'result', name: 'BudgetResult' },
+  status: { at: '.', name: 'Status' },
+  list: { at: 'sessions[]', name: 'SessionListItem' },
+};
+/** Shapes the payload model holds already (the reply's checks may be looser; the type is the same). */
+const sharedWithPayloads = new Set(['RecordedError', 'Usage', 'RetryTool', 'Continuation', 'WaitChild', 'ForkPoint']);
+
+export interface ReplyModel {
+  structs: Struct[];
+}
+
+/** The command replies' types, read from commands.schema.json: a oneOf of objects merges into one type (a field is required where every variant requires it). */
+export function readReplies(commandsSchema: Record<string, unknown>): ReplyModel {
+  const verbs = commandsSchema['x-sessiond-verbs'] as Record<string, { reply: { oneOf: JsonSchema[] } }>;
+  const structs = new Map<string, Struct>();
+
+  const merge = (variants: JsonSchema[]): JsonSchema => {
+    const properties: Record<string, JsonSchema> = {};
+    const requiredIn = new Map<string, number>();
+    for (const v of variants) {
+      for (const [k, p] of Object.entries(v.properties ?? {})) {
+        const have = properties[k];
+        if (!have) properties[k] = p;
+        else if (JSON.stringify(have) !== JSON.stringify(p)) {
+          const consts = [have, p].every((x) => typeof x.const === 'string' || x.enum);
+          properties[k] =
+            have.type === 'boolean' && p.type === 'boolean'
+              ? { type: 'boolean' }
+              : consts
+                ? { type: 'string', enum: [...new Set([...(have.enum ?? [have.const as string]), ...(p.enum ?? [p.const as string])])] }
+                : {
+                    anyOf: [...(have.anyOf ?? [have]), ...(p.anyOf ?? [p])].filter(
+                      (x, i, all) => all.findIndex((y) => JSON.stringify(y) === JSON.stringify(x)) === i,
+                    ),
+                  };
+        }
+      }
+      for (const k of v.required ?? []) requiredIn.set(k, (requiredIn.get(k) ?? 0) + 1);
+    }
+    return { type: 'object', properties, required: [...requiredIn].filter(([, n]) => n === variants.length).map(([k]) => k) };
+  };
+
+  const named = (s: JsonSchema, where: string, name?: string): string => {
+    const keys = Object.keys(s.properties ?? {}).filter((k) => k !== 'ok');
+    const structNameOf = name ?? replyShapeNames[[...keys].sort().join(',')];
+    if (!structNameOf)
+      throw new Error(`${where}: a reply object of keys ${keys.join(', ')} has no name: add one to replyShapeNames in scripts/protocol-types.ts`);
+    if (sharedWithPayloads.has(structNameOf) || structs.has(structNameOf)) return structNameOf;
+    const required = new Set(s.required ?? []);
+    const fields: Field[] = keys.map((key) => ({ key, shape: shape(s.properties![key]!, `${where}.${key}`), optional: !required.has(key) }));
+    structs.set(structNameOf, { name: structNameOf, doc: '', fields });
+    return structNameOf;
+  };
+
+  const shape = (s: JsonSchema, where: string): Shape => {
+    if (Object.keys(s).length === 0) return { kind: 'any' };
+    if (Array.isArray(s.type)) {
+      const types = s.type as string[];
+      const inner = types.filter((t) => t !== 'null');
+      if (inner.length !== 1) throw new Error(`${where}: a type union the generators do not know`);
+      const one = shape({ ...s, type: inner[0] }, where);
+      return types.includes('null') ? { kind: 'nullable', inner: one } : one;
+    }
+    const alts = s.anyOf ?? (s.oneOf as JsonSchema[] | undefined);
+    if (alts) {
+      const nonNull = alts.filter((x) => !isNull(x));
+      const inner =
+        nonNull.length === 1
+          ? shape(nonNull[0]!, where)
+          : nonNull.every((x) => x.type === 'object')
+            ? { kind: 'struct' as const, name: named(merge(nonNull), where) }
+            : undefined;
+      if (!inner) throw new Error(`${where}: an anyOf the generators do not know`);
+      return nonNull.length < alts.length ? { kind: 'nullable', inner } : inner;
+    }
+    switch (s.type) {
+      case 'string':
+        if (s.enum) return { kind: 'enum', values: s.enum };
+        if (typeof s.const === 'string') return { kind: 'const', value: s.const };
+        return { kind: 'string' };
+      case 'integer':
+        return { kind: 'int' };
+      case 'number':
+        return { kind: 'number' };
+      case 'boolean':
+        return { kind: 'bool' };
+      case 'array':
+        return { kind: 'array', items: shape(s.items ?? {}, `${where}[]`) };
+      case 'object':
+        if (s.propertyNames) return { kind: 'tags', nullValues: false };
+        return { kind: 'struct', name: named(s, where) };
+      default:
+        throw new Error(`${where}: a reply schema the generators do not know: ${JSON.stringify(s).slice(0, 200)}`);
+    }
+  };
+
+  for (const [verb, { at, name }] of Object.entries(replyRoots)) {
+    const body = verbs[verb]?.reply.oneOf[0];
+    if (!body) throw new Error(`commands.schema.json has no verb ${verb}`);
+    const root = at === '.' ? body : at.endsWith('[]') ? body.properties![at.slice(0, -2)]!.items! : body.properties![at]!;
+    const rootAlts = root.oneOf as JsonSchema[] | undefined;
+    named(rootAlts ? merge(rootAlts) : root, verb, name);
+  }
+  return { structs: [...structs.values()] };
+}

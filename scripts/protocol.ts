@@ -13,6 +13,7 @@
  *   npx tsx scripts/protocol.ts --check    exit 1 when a committed file differs from what this makes
  *
  *   clients/go/payloads_gen.go                    the Go client's payload types and catalog (protocol-go.ts)
+ *   clients/go/replies_gen.go                     the Go client's command reply types (protocol-go.ts)
  *   clients/python/src/sessiond_client/generated.py  the Python client's (protocol-python.ts)
  *
  * test/protocol/vectors.test.ts checks that the committed files are what this makes (so a change to
@@ -41,9 +42,9 @@ import { decodeLiveEvent, encodeLiveEvent } from '../src/nats/live-bus.ts';
 import { decodeBatch, encodeBatch } from '../src/nats/stream.ts';
 import { subjects, commandVerbs, type CommandVerb } from '../src/nats/subjects.ts';
 import { echoRunner } from '../src/runner/echo.ts';
-import { GO_FILE, renderGo } from './protocol-go.ts';
+import { GO_FILE, GO_REPLIES_FILE, renderGo, renderGoReplies } from './protocol-go.ts';
 import { PYTHON_FILE, renderPython } from './protocol-python.ts';
-import { readModel } from './protocol-types.ts';
+import { readModel, readReplies } from './protocol-types.ts';
 
 const echo = echoRunner();
 import { decodeEvent } from '../src/events/codec.ts';
@@ -770,6 +771,7 @@ export function clientFiles(): Map<string, string> {
   const model = readModel(eventsSchema());
   return new Map([
     [GO_FILE, renderGo(model)],
+    [GO_REPLIES_FILE, renderGoReplies(readReplies(commandsSchema()))],
     [PYTHON_FILE, renderPython(model)],
   ]);
 }

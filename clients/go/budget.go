@@ -25,41 +25,6 @@ type BudgetRequest struct {
 	Actor       string
 }
 
-// Spend is what a session has spent since its budget's latest reset: tokens (input + output) and
-// US dollars (priced calls only).
-type Spend struct {
-	Tokens  int64   `json:"tokens"`
-	CostUSD float64 `json:"costUsd"`
-}
-
-// Budget is a session's budget: its limits (nil: none) and its spend since the latest reset.
-type Budget struct {
-	Tokens  *int64   `json:"tokens"`
-	CostUSD *float64 `json:"costUsd"`
-	Spent   Spend    `json:"spent"`
-}
-
-// TenantBudget is a tenant's budget, as a session's Status shows it: what all of the tenant's
-// sessions may spend together (nil: no limit), what they spent since Since (ms since the epoch:
-// the budget set first, or its latest reset). The admin sets it: sessiond budget --tenant T.
-type TenantBudget struct {
-	Tokens  *int64   `json:"tokens"`
-	CostUSD *float64 `json:"costUsd"`
-	Spent   Spend    `json:"spent"`
-	Since   int64    `json:"since"`
-}
-
-// BudgetResult is a session's budget after a Budget call (Budget nil: none set), its spend, its
-// usage totals, and whether a budget.set event was written (Seq, its sequence).
-type BudgetResult struct {
-	SessionID string  `json:"sessionId"`
-	Budget    *Budget `json:"budget"`
-	Spent     Spend   `json:"spent"`
-	Usage     Usage   `json:"usage"`
-	Changed   bool    `json:"changed"`
-	Seq       int64   `json:"seq,omitempty"`
-}
-
 // BudgetBody is the budget request's JSON body, in the schema's field order.
 func BudgetBody(sessionID string, r BudgetRequest) Map {
 	m := Map{{"sessionId", sessionID}}

@@ -22,19 +22,6 @@ type ForkOptions struct {
 	Owner string
 }
 
-// ForkResult is the fork reply. From: the source and the seq the fork holds the conversation up
-// to; Seq: the seq of the new session's session.forked (1); Items: how many conversation items it
-// starts with. Created is false when the same fork was made before (the same source, and the same
-// At when given): nothing was written, and Items is 0. As in the Node client, a call whose first
-// attempt went unanswered and whose resend found the fork that attempt made answers so too.
-type ForkResult struct {
-	SessionID string    `json:"sessionId"`
-	From      ForkPoint `json:"from"`
-	Seq       int64     `json:"seq"`
-	Created   bool      `json:"created"`
-	Items     int64     `json:"items"`
-}
-
 // ForkBody is the fork request's JSON body: the new session, its source, then at and tags when
 // given (tags sorted).
 func ForkBody(sourceID, sessionID string, o ForkOptions) Map {

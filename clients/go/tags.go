@@ -54,16 +54,6 @@ type TagRequest struct {
 	Remove []string
 }
 
-// TagResult is the tag reply: the session's tags after the change; Changed false when it had them
-// already (nothing was written: a resend of a change an earlier attempt made answers so too); Seq
-// the seq of the session.tagged event (0 when nothing changed).
-type TagResult struct {
-	SessionID string `json:"sessionId"`
-	Tags      Tags   `json:"tags"`
-	Changed   bool   `json:"changed"`
-	Seq       int64  `json:"seq,omitempty"`
-}
-
 // The states a session may be in (ListFilter.State, Status.State).
 var SessionStates = []string{"idle", "claimed", "running", "recovering", "settled"}
 
@@ -89,24 +79,6 @@ type ListFilter struct {
 	ReachableBy string
 	Limit       int
 	After       string
-}
-
-// SessionListItem is a session in a list page: what the worker's projection knows of it (Status
-// has the whole of it, from the log). PendingInputs: inputs admitted and not yet run nor dropped;
-// Seq: its last event's; CreatedAt, UpdatedAt: the times of its first and last events (ms since
-// the epoch); ForkedFrom: where it was forked from (nil when it is not a fork); OwnedBy: who it
-// belongs to (nil when no one).
-type SessionListItem struct {
-	SessionID     string     `json:"sessionId"`
-	State         string     `json:"state"`
-	Waiting       bool       `json:"waiting"`
-	PendingInputs int64      `json:"pendingInputs"`
-	Seq           int64      `json:"seq"`
-	CreatedAt     int64      `json:"createdAt"`
-	UpdatedAt     int64      `json:"updatedAt"`
-	Tags          Tags       `json:"tags"`
-	ForkedFrom    *ForkPoint `json:"forkedFrom"`
-	OwnedBy       *string    `json:"ownedBy"`
 }
 
 // SessionPage is a page of sessions, newest first (by creation time, then session id). Next is the

@@ -5,11 +5,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { clientFiles, eventsSchema, REPO_DIR, STALE_HINT } from '../../scripts/protocol.ts';
-import { renderGo } from '../../scripts/protocol-go.ts';
+import { clientFiles, commandsSchema, eventsSchema, REPO_DIR, STALE_HINT } from '../../scripts/protocol.ts';
+import { renderGo, renderGoReplies } from '../../scripts/protocol-go.ts';
 import { renderPython } from '../../scripts/protocol-python.ts';
 import { typeDocs } from '../../scripts/protocol-docs.ts';
-import { readModel } from '../../scripts/protocol-types.ts';
+import { readModel, readReplies } from '../../scripts/protocol-types.ts';
 
 const docs = { ...typeDocs, DemoNoted: 'A demo.' };
 
@@ -101,6 +101,29 @@ test('a shape reused under a name it was given with another shape stops it', () 
 test('a type without words in scripts/protocol-docs.ts stops it', () => {
   const schema = withEvent({ type: 'object', properties: { executionId: { type: 'string' } }, required: ['executionId'] });
   assert.throws(() => readModel(schema), /DemoNoted has no doc: add one to scripts\/protocol-docs\.ts/);
+});
+
+/** The commands schema with the wake reply's first variant given one more field. */
+function withWakeField(key: string, schema: Record<string, unknown>) {
+  const commands = structuredClone(commandsSchema()) as {
+    'x-sessiond-verbs': Record<string, { reply: { oneOf: { properties: { result: { oneOf: { properties: Record<string, unknown> }[] } } }[] } }>;
+  };
+  commands['x-sessiond-verbs'].wake!.reply.oneOf[0]!.properties.result.oneOf[0]!.properties[key] = schema;
+  return commands;
+}
+
+test("a reply's variants merge into one Go type: each status, and a field only some variants have is optional", () => {
+  const go = renderGoReplies(readReplies(withWakeField('queuedFor', { type: 'integer', minimum: 0 })));
+  const wake = /type WakeResult struct \{\n([^}]*)\}/.exec(go)![1]!;
+  assert.match(wake, /\tStatus +string +`json:"status"`\n/);
+  assert.match(wake, /\tExecutionID +\*string +`json:"executionId,omitempty"`\n/, 'a string in one variant, null in another: a pointer');
+  assert.match(wake, /\tReason +string +`json:"reason,omitempty"`\n/);
+  assert.match(wake, /\tQueuedFor +int64 +`json:"queuedFor,omitempty"`\n/, 'the new field, in the variant it was added to');
+});
+
+test('a reply object the generator has no name for stops it, saying where to name it', () => {
+  const schema = withWakeField('queue', { type: 'object', properties: { depth: { type: 'integer' } }, required: ['depth'] });
+  assert.throws(() => readReplies(schema), /wake\.queue: a reply object of keys depth has no name: add one to replyShapeNames in scripts\/protocol-types\.ts/);
 });
 
 test.run();
