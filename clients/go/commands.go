@@ -178,17 +178,27 @@ func AdmitBody(sessionID string, r AdmitRequest) Map {
 	return m
 }
 
+// CancelRequest is what Cancel takes (every field optional). ExecutionID: the execution to cancel
+// ("": the one status shows in progress). Reason: why, recorded in the execution.cancelled event.
+// Actor: who cancels, recorded there too; a trusted client passes the person or service it acts
+// for. An empty string sends none.
+type CancelRequest struct {
+	Reason      string
+	ExecutionID string
+	Actor       string
+}
+
 // CancelBody is the cancel request's JSON body (empty strings are left out).
-func CancelBody(sessionID, reason, executionID, actor string) Map {
+func CancelBody(sessionID string, r CancelRequest) Map {
 	m := Map{{"sessionId", sessionID}}
-	if reason != "" {
-		m = append(m, MapEntry{"reason", reason})
+	if r.Reason != "" {
+		m = append(m, MapEntry{"reason", r.Reason})
 	}
-	if executionID != "" {
-		m = append(m, MapEntry{"executionId", executionID})
+	if r.ExecutionID != "" {
+		m = append(m, MapEntry{"executionId", r.ExecutionID})
 	}
-	if actor != "" {
-		m = append(m, MapEntry{"actor", actor})
+	if r.Actor != "" {
+		m = append(m, MapEntry{"actor", r.Actor})
 	}
 	return m
 }
@@ -300,18 +310,12 @@ func (c *Client) Wake(ctx context.Context, sessionID string) (WakeResult, error)
 	return reply.Result, err
 }
 
-// Cancel cancels the session's execution in progress. With executionID empty it asks status
+// Cancel cancels the session's execution in progress. With r.ExecutionID empty it asks status
 // first and cancels the execution it shows in progress, so a resent or late cancel never stops a
 // later turn; an earlier attempt that cancelled it (the last one finding nothing to cancel) is
-// reported as cancelled. reason "" sends none.
-func (c *Client) Cancel(ctx context.Context, sessionID, reason, executionID string) (CancelResult, error) {
-	return c.CancelAs(ctx, sessionID, reason, executionID, "")
-}
-
-// CancelAs is Cancel recording who cancels (actor, in the execution.cancelled event; "" sends
-// none): a trusted client passes the person or service it acts for.
-func (c *Client) CancelAs(ctx context.Context, sessionID, reason, executionID, actor string) (CancelResult, error) {
-	target := executionID
+// reported as cancelled.
+func (c *Client) Cancel(ctx context.Context, sessionID string, r CancelRequest) (CancelResult, error) {
+	target := r.ExecutionID
 	if target == "" {
 		st, err := c.Status(ctx, sessionID, 0)
 		var ce *CommandError
@@ -328,13 +332,13 @@ func (c *Client) CancelAs(ctx context.Context, sessionID, reason, executionID, a
 	var reply struct {
 		Result CancelResult `json:"result"`
 	}
-	resent, err := c.send(ctx, VerbCancel, sessionID, CancelBody(sessionID, reason, target, actor), "", &reply)
+	resent, err := c.send(ctx, VerbCancel, sessionID, CancelBody(sessionID, CancelRequest{Reason: r.Reason, ExecutionID: target, Actor: r.Actor}), "", &reply)
 	if err != nil {
 		return CancelResult{}, err
 	}
-	r := reply.Result
-	if r.Cancelled || !resent || r.Reason != "nothing_to_cancel" {
-		return r, nil
+	res := reply.Result
+	if res.Cancelled || !resent || res.Reason != "nothing_to_cancel" {
+		return res, nil
 	}
 	st, err := c.Status(ctx, sessionID, 0)
 	if err != nil {
@@ -343,7 +347,7 @@ func (c *Client) CancelAs(ctx context.Context, sessionID, reason, executionID, a
 	if st.Execution != nil && st.Execution.Cancelled {
 		return CancelResult{Cancelled: true, ExecutionID: st.Execution.ID}, nil
 	}
-	return r, nil
+	return res, nil
 }
 
 // Status is the session's state, seq, execution and one page of pending inputs (from index

@@ -162,7 +162,7 @@ func TestCommandsAsClient(t *testing.T) {
 	if err != nil || !slices.Equal(d.Dropped, []string{r1.InputID}) || d.Seq != 3 {
 		t.Fatalf("drop %+v %v", d, err)
 	}
-	cr, err := c.Cancel(ctx, s, "", "")
+	cr, err := c.Cancel(ctx, s, CancelRequest{})
 	if err != nil || cr.Cancelled || cr.Reason != "nothing_to_cancel" {
 		t.Fatalf("cancel %+v %v", cr, err)
 	}
@@ -189,7 +189,7 @@ func TestCommandsAsClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the turn to start", func() bool { return col.has(isType("step.started")) })
-	cr, err = c.Cancel(ctx, s, "the test stops it", "")
+	cr, err = c.Cancel(ctx, s, CancelRequest{Reason: "the test stops it"})
 	if err != nil || !cr.Cancelled || cr.ExecutionID == "" {
 		t.Fatalf("cancel in progress: %+v %v", cr, err)
 	}
@@ -243,7 +243,7 @@ func TestCommandsRefusedForOtherUsers(t *testing.T) {
 			if _, err := c.Status(ctx, s, 0); ErrorCode(err) != CodePermissionDenied {
 				t.Fatalf("status as %s: %v", user, err)
 			}
-			if _, err := c.Cancel(ctx, s, "", "exe_x"); ErrorCode(err) != CodePermissionDenied {
+			if _, err := c.Cancel(ctx, s, CancelRequest{ExecutionID: "exe_x"}); ErrorCode(err) != CodePermissionDenied {
 				t.Fatalf("cancel as %s: %v", user, err)
 			}
 			if _, err := c.Approve(ctx, s, "call_x", ""); ErrorCode(err) != CodePermissionDenied {

@@ -438,7 +438,7 @@ func typedRequest(t *testing.T, verb string, m Map) Map {
 	case VerbWake:
 		return WakeBody(session)
 	case VerbCancel:
-		return CancelBody(session, str(m, "reason"), str(m, "executionId"), str(m, "actor"))
+		return CancelBody(session, CancelRequest{Reason: str(m, "reason"), ExecutionID: str(m, "executionId"), Actor: str(m, "actor")})
 	case VerbStatus:
 		n, _ := get(m, "pendingFrom").(int64)
 		return StatusBody(session, n)
@@ -972,7 +972,7 @@ func TestCommandsSchema(t *testing.T) {
 		VerbFork:    ForkBody("src", "s", ForkOptions{At: 3, Tags: Tags{"k": "v"}, Owner: "o"}),
 		VerbEvents:  EventsBody("s", 3, 2),
 		VerbWake:    WakeBody("s"),
-		VerbCancel:  CancelBody("s", "r", "e", "a"),
+		VerbCancel:  CancelBody("s", CancelRequest{Reason: "r", ExecutionID: "e", Actor: "a"}),
 		VerbStatus:  StatusBody("s", 100),
 		VerbDrop:    DropBody("s", DropRequest{InputIDs: []string{"i"}, Reason: "r", Actor: "a"}),
 		VerbResolve: ResolveBody("s", ResolveRequest{Kind: "signal", Name: "n", Outcome: "delivered", Reason: "r", Data: Any{Set: true, Value: Map{{"k", int64(1)}}}, Actor: "a"}),
