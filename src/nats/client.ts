@@ -1,25 +1,11 @@
 /**
- * The typed client for services that use sessions over NATS: commands (request/reply to the
- * workers), live events (core subjects) and replay (the durable stream).
+ * `SessiondClient`, the typed client over NATS: commands (request/reply, resent when a worker holds
+ * them unanswered), live events (decoded, deduplicated, gaps filled from the stream) and replay.
+ * Why: docs/nats.md#the-client.
  *
- *   const client = await SessiondClient.connect({ connection: { servers: 'nats://127.0.0.1:4222', user: 'client', pass: '...' } });
- *   const sub = await client.subscribe({ sessionId: 'ses_1' }, (event) => console.log(event.type, event.payload));
- *   const receipt = await client.admit('ses_1', { prompt: 'hello' });
- *   const history = await client.replay({ sessionId: 'ses_1' });
- *   await sub.close(); await client.close();
- *
- * Commands fail with `CommandError` (commands.ts): the worker's error reply (`failure` is its code),
- * or `no_worker` / `timeout` / `permission_denied` when no reply came. A request unanswered after
- * `attemptTimeoutMs` is sent again, so it reaches a running worker when one worker stopped (frozen,
- * overloaded) with requests in hand; the held ones may still run when it resumes, which every command
- * tolerates: `admit` picks an input id when none is given and a repeated id is admitted once.
- *
- * Live messages are decoded and schema-checked; one that fails is handed to `onInvalid` with its
- * subject (and seq when readable) and skipped. A committed event seen twice (same session and seq)
- * is delivered once, and a jump in a session's seq is filled from the stream before the event that
- * revealed it (`backfill`), so a subscriber sees each session's committed events whole and in order
- * from the first one it got. Replay reads the stream with ordered consumers, which nats.conf allows
- * the client and observer users; their inboxes are `_INBOX_<user>` (connectNats sets the prefix).
+ *   const client = await SessiondClient.connect({ connection: { servers, user: 'client', pass } });
+ *   const sub = await client.subscribe({ sessionId: 'ses_1' }, (event) => console.log(event.type));
+ *   await client.admit('ses_1', { prompt: 'hello' }); await sub.close(); await client.close();
  */
 import { checkEventsOptions } from '../sessions/events-page.ts';
 import { unknownSession } from '../sessions/unknown-session.ts';

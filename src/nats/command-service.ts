@@ -1,31 +1,8 @@
 /**
- * The worker side of the command protocol (shapes in commands.ts): serves `sessiond.cmd.*` in the
- * queue group `COMMAND_QUEUE`, so with any number of workers exactly one takes each request. A
- * worker holds a few places in the group (`places`), each good for one request and renewed as soon
- * as it is used: a worker that stops running (SIGSTOP, a blocked event loop) keeps at most `places`
- * requests and then gets no more, and the clients send those again to the others.
- *
- *   const nc = await connectNats({ servers, user: 'commands', pass });   // its own connection and user
- *   const service = startCommandService(nc, engine);   // engine: anything with admit/wake/cancel/status
- *   ...
- *   await service.close();                             // before closing the engine
- *
- * Replies go only into the requesters' inboxes. NATS does not check a request's reply subject, so a
- * caller could name `$JS.API.STREAM.PURGE.SESSIOND_EVENTS` or `sessiond.events.<s>` as its reply and
- * have the worker publish there with the worker's rights (a confused deputy). The service therefore
- * refuses, without running it, any request whose reply subject is not under one of `replyPrefixes`
- * (default `_INBOX_client`), and it is meant to run on a connection of its own whose user may publish
- * nothing but those inboxes (the `commands` user in nats.conf), so the server refuses it too.
- *
- * Every request gets a reply. Bad input (malformed JSON, unknown fields, an invalid id, an oversize
- * prompt, a session with no events) is answered with `{ ok: false, error }` and never reaches the
- * engine or crashes the worker; an unexpected engine failure is answered with `internal` and passed
- * to `onError`. A body over its command's size limit or nested deeper than `MAX_BODY_DEPTH` is
- * refused before it is parsed, and every error reply is cut to `MAX_ERROR_REPLY_BYTES` (commands.ts),
- * so a hostile body costs a scan and a short reply. Requests refused unanswered (no reply subject, a
- * foreign one) are logged at a limited rate (`onRefusalLine`, observability/rate-limited-log.ts).
- * Requests are handled concurrently; `close()` stops taking new ones and waits for those in flight
- * to be answered.
+ * The worker side of the command protocol (shapes in commands.ts): `startCommandService` serves
+ * `sessiond.cmd.*` in a queue group, exactly one worker per request, and answers every request,
+ * only into the requesters' inboxes. Run it on its own `commands` connection; close it before the
+ * engine. Places, reply checks, limits: docs/nats.md#the-command-service.
  */
 import { systemClock, type Clock } from '../clock.ts';
 import { wholeNumber } from '../options.ts';
@@ -261,15 +238,8 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
     fitPlaces();
   };
 
-  // Each place is a queue subscription the server ends after one request (UNSUB <sid> 1); a place
-  // used is renewed at once, so a worker that stops running (SIGSTOP, a blocked event loop) holds
-  // at most `places` requests (more just after a burst) and then leaves the group, and
-  // clients resend those elsewhere. For each request in flight, and each taken in the last second
-  // past the first QUIET_ARRIVALS, the worker holds one more place (a burst would otherwise empty
-  // the group between a place's use and its renewal, and the server would answer "no responders");
-  // they are given back (drained) after, and at once when a request waits past STUCK_MS with
-  // nothing answered: a worker that takes requests and answers none must not draw more and more of
-  // the resends.
+  // Places: queue subscriptions ended by the server after one request (UNSUB <sid> 1), renewed at
+  // once; extra places under a burst, drained after it or when stuck (docs/nats.md#the-command-service).
   const open = new Set<Subscription>();
   const openPlace = (subject: string) => {
     const place: Subscription = nc.subscribe(subject, {

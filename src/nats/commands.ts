@@ -1,28 +1,7 @@
 /**
- * The command protocol on `sessiond.cmd.<verb>` (NATS request/reply), shared by the worker's
- * command service (command-service.ts) and the client (client.ts). Bodies are UTF-8 JSON.
- *
- *   verb    request                                                   success reply
- *   admit   { sessionId, prompt, id?, delivery?: "steer"|"queue", wake?, notBefore?, tags? }  { ok: true, receipt: AdmitReceipt }
- *   wake    { sessionId }                                             { ok: true, result: WakeResult }
- *   cancel  { sessionId, reason?, executionId?, actor? }              { ok: true, result: CancelResult }
- *   status  { sessionId }                                             { ok: true, sessionId, state, seq, execution, pending }
- *   drop    { sessionId, inputIds?, reason?, actor? }                  { ok: true, result: DropPendingResult }
- *   resolve { sessionId, kind, name, outcome, reason?, data?, actor? }  { ok: true, result: ResolveResult }
- *
- * `actor` (who did it, recorded in the event) is what the NATS client says: a trusted client (a
- * gateway, a service acting for its users) passes the person or service it acts for.
- *   tag     { sessionId, tags: { key: value | null } }                 { ok: true, result: TagResult }
- *   budget  { sessionId, tokens?, costUsd?, reset?, actor? }          { ok: true, result: BudgetResult } (trusted subject only)
- *   list    { state?, waiting?, tags?, idPrefix?, updatedSince?, limit?, after? } { ok: true, sessions: SessionListItem[], next }
- *   fork    { sessionId (the new session), source, at?, tags? }        { ok: true, result: ForkResult }
- *   events  { sessionId, afterSeq?, limit? }                           { ok: true, events: SessionEvent[], more }
- *
- * Every failure is a reply, never silence: { ok: false, error: { code, message, details? } }, with
- * `code` one of `CommandFailure` (sessiond's error codes, e.g. invalid_id, invalid_option,
- * input_conflict, command_refused, plus the protocol's own: bad_request, unknown_session,
- * unknown_command, internal). The client adds no_worker, timeout and permission_denied for requests
- * that got no reply. `message` says what was wrong and what to do.
+ * The command protocol on `sessiond.cmd.<verb>` (NATS request/reply, UTF-8 JSON bodies), shared by
+ * the command service and the client: request and reply types, `CommandError` and its codes, the
+ * size and depth limits. Every verb's fields and replies: docs/protocol.md#commands.
  */
 import { MAX_ID_LENGTH } from '../ids.ts';
 import { ErrorCode, MAX_ECHO_CHARS, SessiondError, boundText, echo } from '../errors.ts';

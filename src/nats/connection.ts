@@ -1,12 +1,7 @@
 /**
- * Connecting to NATS, spelled once.
- *
- * `parseConnectionOptions` checks options (from a config file, flags or code) and fills defaults;
- * a bad option is refused with `invalid_option` naming the option, what was given and what is
- * accepted. `connectNats` connects and keeps reconnecting forever (`maxReconnectAttempts: -1`),
- * waiting `reconnectWaitMs` between attempts: a NATS restart must never end a sessiond process.
- * Requests in flight while the connection is down either get their reply after the reconnect or
- * time out; callers (the JetStream log) retry what is safe to retry.
+ * Connecting to NATS, spelled once: `parseConnectionOptions` checks options and fills defaults (a bad
+ * one is refused with `invalid_option`, naming it and what is accepted); `connectNats` reconnects
+ * forever, so a NATS restart never ends a sessiond process. Callers retry what is safe to retry.
  */
 import { systemClock, type Clock, type TimerHandle } from '../clock.ts';
 import { wholeNumber } from '../options.ts';

@@ -1,16 +1,7 @@
 /**
- * Deleting a session on NATS (docs/operating.md, "Deleting sessions"), in two halves:
- *
- * - the admin user (`sessiond delete --nats`, `retain --nats`): a running or waiting turn is
- *   cancelled through the log (as on SQLite), then the session's subject `sessiond.events.<session>`
- *   is purged from the events stream (the stream denies deleting single messages but lets the admin
- *   purge; nats.conf refuses the purge API to every other user), its snapshot is purged from the
- *   snapshots stream, and one deletion record goes to the audit stream (audit.ts) with the events
- *   stream's last sequence at the purge;
- * - every worker (`applyDeletion`, from host.ts): follows the audit stream and drops the session's
- *   rows from its own projection (its SQLite file), recording the deletion there with that stream
- *   sequence as `head_position`, so its projector skips events of the session it read before the
- *   purge, while a later session of the same id (positions past it) is projected as new.
+ * Deleting a session on NATS: the admin half (cancel, purge the session's subject and snapshot,
+ * record the deletion in the audit stream) and every worker's half (`applyDeletion`: drop the rows
+ * from its projection). Why it works: docs/nats.md#deleting-a-session.
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { Clock } from '../clock.ts';

@@ -1,21 +1,7 @@
 /**
- * Appending to the JetStream event log (jetstream-event-log.ts): one append = one message on
- * `sessiond.events.<session>`, fenced, deduplicated, with the session tails cached.
- *
- * Fencing. Per session we cache the tail: the stream sequence of the session's last message and the
- * last event seq inside it (refreshed from the server with a stream message get by `last_by_subj`).
- * An append checks `expectedSeq` against the tail, then publishes with
- * `Nats-Expected-Last-Subject-Sequence: <tail stream seq>` (0 for a new session), so the server
- * refuses (10071) anything that lost a race, across processes. A refusal is turned into
- * `SequenceConflictError` carrying the real last seq, read back from the server.
- *
- * Dedupe. `Nats-Msg-Id` is the batch's first event id. A publish that times out (or finds the server
- * gone) is retried with the same id and expectation for `publishRetryMs`, less than the stream's
- * duplicate window, so it lands at most once; a duplicate ack is checked against the stored message
- * (same ids: return what is stored; other ids: `duplicate_event`). A retry after the window, with a
- * stale `expectedSeq`, is recognised when its ids are exactly the session's last stored batch.
- * Reusing ids of the session's last batch in a new one is refused before publishing; ids reused from
- * further back are only caught through the msg id, within the window (JetStream has no id index).
+ * Appending to the JetStream event log: one append = one message on `sessiond.events.<session>`,
+ * fenced by `Nats-Expected-Last-Subject-Sequence`, deduplicated by `Nats-Msg-Id`, with the session
+ * tails cached. How: docs/nats.md#the-jetstream-event-log.
  */
 import type { PubAck } from '@nats-io/jetstream';
 import { ErrorCode, SessiondError, SequenceConflictError, messageOf } from '../errors.ts';

@@ -1,19 +1,7 @@
 /**
- * The EventLog on NATS JetStream (stream from stream.ts, subjects from subjects.ts).
- *
- * One append = one JetStream message on `sessiond.events.<session>`: a msgpack array of event frames
- * (plain maps), so a batch is atomic on NATS 2.9, which has no atomic multi-message publish. The
- * message's stream sequence is the `position` of all its events; `seq` counts events per session.
- *
- * `JetStreamEventLog` opens the log (the stream created or verified, the options checked) and
- * composes its parts, as nats.js splits its client into jsclient.ts, consumer.ts, pushconsumer.ts:
- *
- *   jetstream-append.ts        appends: fencing (Nats-Expected-Last-Subject-Sequence), dedupe
- *                              (Nats-Msg-Id, retried appends recognised), the session tail cache
- *   jetstream-reads.ts         readSession, lastSeq, readAll, readPages, head: ordered consumers, one per read
- *   jetstream-subscription.ts  subscribe: committed events as they come, a new consumer after each outage
- *   jetstream-log-base.ts      what they share: requests retried through outages (the connection
- *                              reconnects forever), stored messages decoded or quarantined, counters
+ * `JetStreamEventLog`, the EventLog on NATS JetStream: opens the log (stream created or verified)
+ * and composes jetstream-append.ts, jetstream-reads.ts, jetstream-subscription.ts and
+ * jetstream-log-base.ts. Design: docs/nats.md#the-jetstream-event-log.
  */
 import { wholeNumber } from '../options.ts';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';

@@ -1,17 +1,7 @@
 /**
- * What the parts of the JetStream event log (jetstream-event-log.ts) share, as nats.js's base API
- * client is shared by its JetStream client and manager: the connection and stream, the settings,
- * the counters, the open or closed state, requests retried through outages, and the decoding of
- * stored messages with their quarantine.
- *
- * Outages. The connection reconnects forever. nats.js drops what was sent while disconnected, so a
- * request (publish or read) waits for the reconnect and is sent again at once, up to
- * `publishRetryMs`; then it fails with `log_closed` (an append's message says its outcome is
- * unknown and that retrying the same append is safe).
- *
- * Quarantine. A stored message that is not a valid batch (only a misbehaving writer can put one
- * there) is skipped by every read and subscription, reported once through `onQuarantine` and
- * counted; a session whose last message is such a one goes on from its last valid batch.
+ * What the parts of the JetStream event log share: the connection and stream, settings, counters,
+ * open or closed state, requests retried through outages, stored messages decoded or quarantined.
+ * Outages and quarantine: docs/nats.md#the-jetstream-event-log.
  */
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';

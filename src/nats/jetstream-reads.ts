@@ -1,13 +1,6 @@
 /**
- * Reading the JetStream event log (jetstream-event-log.ts): a session, the whole stream, pages, the
- * head.
- *
- * Reads use ordered consumers (the client recreates them after a reconnect at the next stream
- * sequence), one per read, however many pages `readPages` yields; a read stops on the message whose
- * `pending` count is 0, or right away when the consumer starts with nothing pending. The client
- * pulls the next messages only as the read consumes them, so a slow reader holds a few hundred
- * messages, not the stream. A session's reads start from its tail (the appends' cache, refreshed
- * from the server) when it holds what is asked for.
+ * Reading the JetStream event log: a session, the whole stream, pages, the head, each with one
+ * ordered consumer that pulls only as the read consumes. Details: docs/nats.md#the-jetstream-event-log.
  */
 import { DeliverPolicy, type ConsumerMessages } from '@nats-io/jetstream';
 import { ErrorCode, SessiondError } from '../errors.ts';
@@ -137,15 +130,8 @@ export class JetStreamReads {
   /**
    * The stream's messages from `start` (a stream sequence, or the subject's last message), decoded,
    * through one ordered consumer until none is pending. Leaving the loop early ends the consumer.
-   *
-   * A consumer that stops delivering is ended and the read goes on with a new one from the next
-   * message, for `publishRetryMs` without progress; then the read fails with `log_closed`:
-   * - a reconnect mid-read would stall the ordered consumer for 30 s (see jetstream-subscription.ts);
-   * - a consumer on a server cut off from the client's (a partition between cluster servers; a
-   *   frozen server) delivers nothing, and nats.js's ordered consumer only pulls again, forever: a
-   *   worker's read of a session hung, and with it that session on that worker (its later wakes
-   *   said "running here"; test/cluster/failover-leader.test.ts). So while the read waits for a
-   *   message (never while its caller holds one), `publishTimeoutMs` without one ends the consumer.
+   * A consumer silent for `publishTimeoutMs` while the read waits is replaced from the next message,
+   * for `publishRetryMs` without progress, then `log_closed` (why: docs/nats.md, "Stalled reads").
    */
   private async *stored(start: number | 'last', filter: string | undefined): AsyncGenerator<StoredMessage> {
     const b = this.base;

@@ -1,23 +1,8 @@
 /**
- * Live events on NATS core subjects (`sessiond.live.<session>.<type>`, see subjects.ts): published as
- * they happen, never stored, so a subscriber sees only what happens while it listens (use the durable
- * log to catch up: `SessiondClient.replay`).
- *
- * - `NatsLiveBus` is the worker's `LiveBus`: live-only events (text deltas) go out as the runner
- *   produces them, and committed events as their writer commits them (`publishCommits` in
- *   events/publishing-log.ts), so one wildcard subscription shows a whole session. Publishing never
- *   throws into the runner: a closed connection drops the event.
- *
- * Wire format: one msgpack plain map per message (`encodeLiveEvent`), the LiveEvent fields plus the
- * schema version (and the log position for committed events):
- *   { id, type, version, sessionId, time, payload, seq?, position? }
- * `decodeLiveEvent` checks it fully (envelope, payload schema, and that the subject matches).
- *
- * Ordering and gaps: one publisher's messages arrive in order. Each committed event is published
- * once, by the process that wrote it, right after the log acknowledged it; a session written by two
- * processes (an admission on one worker, the turn on another) can show its events out of order, and
- * core NATS drops messages for slow or disconnected subscribers. So a subscriber tracks each
- * session's last `seq` and, on a jump, reads the missing events from the stream (the client does).
+ * Live events on NATS core subjects (`sessiond.live.<session>.<type>`), never stored: `NatsLiveBus`
+ * (the worker's `LiveBus`, which never throws into the runner) and the msgpack wire format
+ * (`encodeLiveEvent`, `decodeLiveEvent`, fully checked). Ordering and gaps:
+ * docs/nats.md#live-events.
  */
 import type { NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, SessiondError, isSessiondError, messageOf } from '../errors.ts';

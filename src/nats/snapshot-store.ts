@@ -1,14 +1,6 @@
 /**
- * Session snapshots beside the events stream, shared by every worker: stream `SESSIOND_SNAPSHOTS`,
- * one subject per session (`sessiond.snapshots.<session>`), only its latest message kept
- * (max_msgs_per_subject 1), read with a direct get of the subject's last message. A worker that
- * never saw a session (a restart, another node) cold-loads it from here and folds only what follows.
- *
- * The message is JSON `{ machine, snapshot }`: a snapshot of another machine version reads as none.
- * It is a cache of the log, never a source of truth: losing the stream loses nothing (loads fold
- * more), so it keeps file storage without deny_delete; and anyone with the worker password may write
- * to it, so every snapshot read is checked against the log before it is used (command-handler.ts).
- * Workers verify the stream and never create it (`sessiond setup` does, as the admin user).
+ * Session snapshots in stream `SESSIOND_SNAPSHOTS`, the latest per session, shared by every worker:
+ * a cache of the log, checked against it before use. Why: docs/nats.md#snapshots.
  */
 import {
   jetstream,

@@ -1,36 +1,8 @@
 /**
- * The events stream: one JetStream stream holding every session's durable log, one subject per
- * session (`sessiond.events.<session>`), one message per append (see jetstream-event-log.ts).
- *
- * Streams are checked, not trusted (`manageStream`, for this stream and the snapshot stream): every
- * setting safety or privacy rests on (`CHECKED`: subjects exactly, storage, retention, limits,
- * discard, deny delete and purge, replicas, duplicate window, rollups, acks, mirror and sources...)
- * is compared with what sessiond needs. A worker only verifies: a missing stream, or one that
- * differs, is refused naming each setting and value (a stream made first by a holder of the worker
- * password could drop history or capture commands). `sessiond setup` (the admin user, `manage`)
- * creates it, changes in place what can be changed and says so, and refuses what cannot (storage, a
- * subject set holding other subjects' messages...) with how to back up and recreate the stream.
- *
- * Settings and why:
- * - file storage, limits retention, discard old, no limits: the log keeps everything; limits are
- *   left to operators, who must then accept losing old sessions.
- * - duplicate window (`DEFAULT_DUPLICATE_WINDOW_MS`, 2 minutes): the server drops a publish whose
- *   `Nats-Msg-Id` it has seen within the window. The log retries a publish that timed out with the
- *   same id for less than this (see `DEFAULT_PUBLISH_RETRY_MS`), so a retried append is never written
- *   twice; after the window the log falls back to comparing the session's last stored batch.
- * - deny delete: committed events are immutable; no single message is ever removed (that would break
- *   a session's sequence). Purge is allowed by the stream (no deny purge) so that the admin user can
- *   erase a whole session (`sessiond delete --nats`: a purge filtered to `sessiond.events.<session>`);
- *   nats.conf keeps every other user (workers, clients, observers) away from the purge, create,
- *   delete and update APIs. A stream set up by an older sessiond (deny purge true) is still accepted
- *   by workers and by setup (it is stricter): nats-server refuses to lift deny purge on an existing
- *   stream ("stream configuration update can not cancel deny purge"), so only a stream created anew
- *   allows `sessiond delete --nats`, which says so.
- * - replicas: 1 on a single server, 3 in a cluster (R3 tolerates one server down).
- *
- * Messages: one per append, a msgpack array of plain-map event frames (`encodeBatch`/`decodeBatch`),
- * so any msgpack reader can decode it; `prepareBatch` (events/) checks an append the way the SQLite log does. JetStream API error codes are matched by number
- * (`JsErrorCode`), never by message text.
+ * The events stream `SESSIOND_EVENTS` (one subject per session, one msgpack message per append):
+ * its settings, `manageStream` (workers verify a stream, `sessiond setup` creates or updates it),
+ * the batch codec (`encodeBatch`/`decodeBatch`) and JetStream error codes matched by number.
+ * Why each setting: docs/nats.md#the-events-stream.
  */
 import { DiscardPolicy, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig, type StreamInfo } from '@nats-io/jetstream';
 import { millis, nanos } from '@nats-io/transport-node';

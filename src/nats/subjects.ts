@@ -1,18 +1,7 @@
 /**
- * Every NATS subject and stream name sessiond uses, spelled once.
- *
- * | subject                                   | what                                             |
- * | ----------------------------------------- | ------------------------------------------------ |
- * | `sessiond.events.<session>`               | durable log, one subject per session (stream SESSIOND_EVENTS) |
- * | `sessiond.live.<session>.<event type>`    | every event as it happens, incl. live-only text deltas (core NATS) |
- * | `sessiond.cmd.<verb>`                     | request/reply commands: admit, wake, cancel, status, drop, resolve, tag, list, fork |
- * | `sessiond.t.<tenant>.cmd.<verb>`          | the same commands as one tenant: its sessions only (nats.conf permits each tenant user its own) |
- *
- * Workers serve `sessiond.cmd.*` in the queue group `COMMAND_QUEUE`, so exactly one answers each request.
- *
- * Event types contain one dot (`step.started`), so live subjects have five tokens and services can
- * subscribe to one session (`sessiond.live.ses_1.>`), one type everywhere
- * (`sessiond.live.*.step.started`), one family (`sessiond.live.*.tool.*`) or all (`sessiond.live.>`).
+ * Every NATS subject and stream name sessiond uses, spelled once (the table: docs/nats.md#subjects).
+ * Event types hold one dot, so live subjects have five tokens and wildcards pick a session, a type or
+ * a family.
  */
 import { ErrorCode, SessiondError } from '../errors.ts';
 import { validateId } from '../ids.ts';
