@@ -1,34 +1,13 @@
 /**
- * A local OpenAI-compatible chat-completions server for tests (and for trying a model runner by
- * hand): real HTTP on loopback, the real `chat.completion.chunk` SSE format, scripted replies.
+ * A local OpenAI-compatible chat-completions server for tests and trying a runner by hand: real
+ * HTTP on loopback, the real SSE chunk format, scripted replies (`echoReply` when none is left).
+ * What it mirrors of the API: docs/testing.md#the-fake-openai-server.
  *
- *   const llm = await startFakeOpenAI({ apiKey: 'test-key' });
- *   const provider = createOpenAICompatible({ name: 'fake', baseURL: llm.url, apiKey: 'test-key', includeUsage: true });
- *   llm.script(
- *     { kind: 'toolCalls', calls: [{ name: 'read_file', arguments: { path: 'a.txt' } }] },
- *     { kind: 'text', text: ['The file ', 'says hi.'] },
- *   );
- *   ... run the model ...
- *   llm.requests[0]!.chat!.messages   // the conversation the client sent
+ *   const llm = await startFakeOpenAI({ apiKey: 'test-key' });   // baseURL: llm.url
+ *   llm.script({ kind: 'toolCalls', calls: [{ name: 'read_file', arguments: { path: 'a.txt' } }] },
+ *     { kind: 'text', text: ['The file ', 'says hi.'] });
+ *   llm.requests[0]!.chat!.messages;   // what the client sent
  *   await llm.close();
- *
- * Each POST /v1/chat/completions consumes one scripted step (a {@link ScriptStep}); with the queue
- * empty the server answers with `defaultReply` ({@link echoReply} unless given): it streams back
- * `echo: <last user message>`, or a tool call when that text says `call tool NAME {json}`.
- *
- * What it mirrors of the real API (and what @ai-sdk/openai-compatible 2 reads):
- * - a stream is `data: <chunk JSON>\n\n` events: a first delta with `role: 'assistant'`, content (and
- *   `reasoning_content`) deltas, a last choice chunk with `finish_reason` and an empty delta, then —
- *   only when the request asked with `stream_options: { include_usage: true }`, as OpenAI and vLLM
- *   do — a usage chunk with `choices: []`, then `data: [DONE]`. The SDK sends `stream_options` only
- *   when the provider is created with `includeUsage: true`; without it usage comes back undefined.
- * - tool calls stream as a first delta carrying `index`, `id`, `type: 'function'`, `function.name`
- *   and empty arguments, then deltas carrying argument fragments; `finish_reason: 'tool_calls'`.
- * - errors are a status with `{ error: { message, type, param, code } }` and optional headers
- *   (`retry-after`, `retry-after-ms`: the SDK's own retry reads both).
- * - `stream: false` gets the equivalent `chat.completion` JSON (always with usage).
- * - with `apiKey` set, a missing or different bearer key gets 401 `invalid_api_key`.
- * - GET /v1/models lists one model; anything else is 404 naming the request.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,21 +1,11 @@
 /**
- * Test fixtures, once: event builders typed from the catalog, and the one error assertion. Every
- * test and contract suite builds its events and checks its error codes with these.
+ * Test fixtures: event builders typed from the catalog (defaults under the given fields, never
+ * validated) and the one error assertion. Why: docs/testing.md#fixtures.
  *
- *   ev('execution.claimed', { ownerId: 'own_b' })         // { type, payload }: what a decision emits
- *   draft(ev('input.admitted'), { id: 'evt_1' })           // what `log.append` takes
- *   committed(ev('step.started'), { sessionId, seq: 3 })   // what a log hands back
- *   live(ev('text.delta'), { id, sessionId, time })        // what the live bus publishes
- *   const s = stream();                                    // committed events numbered like a log:
- *   s.ev('ses_1', 'input.admitted', { inputId: 'inp_2' })  //   per-session seq, global position
- *   const a = session('ses_a');                            // one session of a stream
- *   a.ev('execution.claimed', {}, { time: 5 })
- *   expectCode(() => decodeEvent(bytes), ErrorCode.DecodeFailed, 'lacks id')  // returns the error
- *
- * A payload is the defaults below with the given fields over them: a test spells only what it is
- * about. The defaults hold the schema's required fields only (`input.admitted` has no `source`: the
- * schema's default applies where the payload is parsed), so a payload given whole stays as it is.
- * Builders never validate: a test may build an invalid event on purpose.
+ *   ev('execution.claimed', { ownerId: 'own_b' });          // { type, payload }: what a decision emits
+ *   draft(ev('input.admitted'), { id: 'evt_1' }); committed(ev('step.started'), { sessionId, seq: 3 });
+ *   const s = stream(); s.ev('ses_1', 'input.admitted');    // numbered like a log; session('ses_a') too
+ *   expectCode(() => decodeEvent(bytes), ErrorCode.DecodeFailed, 'lacks id');   // returns the error
  */
 import * as assert from 'uvu/assert';
 import { catalog, type EventType, type PayloadInputOf } from '../events/catalog.ts';

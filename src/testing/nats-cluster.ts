@@ -1,30 +1,13 @@
 /**
- * A real 3-server NATS cluster for tests: `startNatsCluster()` runs /usr/sbin/nats-server three
- * times with the repo's nats-cluster.conf (which includes nats.conf: the same users and permissions),
- * on loopback, on free ports (below the ephemeral range: a node keeps them across restarts), each
- * with a throwaway JetStream store, and waits (polling with a deadline) until every node accepts
- * connections, reports healthy and agrees on the JetStream meta leader.
+ * A real 3-server NATS cluster for tests, routes through proxies so a node can be partitioned.
+ * Why: docs/testing.md#the-nats-harnesses.
  *
- *   const cluster = await startNatsCluster();
- *   connect({ servers: cluster.urls, user: 'worker', pass: 'worker-dev-secret' })   // or cluster.url: "u1,u2,u3"
- *   const leader = await cluster.streamLeader('SESSIOND_EVENTS');   // a node, from the admin's stream info
- *   await leader.kill();        // SIGKILL, as a crash; the store is kept
- *   await leader.start();       // same ports and store
- *   leader.pause(); leader.resume();   // SIGSTOP and SIGCONT: frozen with its sockets open
- *   cluster.isolate(node); cluster.heal(node);   // cut a node's routes (a network partition) and mend them
- *   await cluster.killAll(); await cluster.startAll();   // the whole cluster down and up again
- *   await cluster.dispose();    // stop all, delete the stores
- *   startNatsCluster({ jetstream: { syncInterval: 'always' } })   // or '2m' (nats-server's default): written into the derived config
- *
- * Routes: node i reaches node j through a TCP proxy of its own (i -> j; src/testing/tcp-proxy.ts), never
- * directly, so `isolate(i)` drops every route connection to and from node i and refuses new ones
- * until `heal(i)`: the node keeps running and keeps its clients, it only loses its peers. Each node
- * lists the other two (through their proxies) as explicit routes, and advertises a cluster address
- * where nothing listens, so gossip cannot make a direct route around the proxies. Benchmarks start it
- * with `partitionable: false` (direct routes) and `extraUsers` (an unrestricted user of their own).
- *
- * Every server started here is tracked and SIGKILLed when the test process exits, however it exits,
- * and the temporary stores are removed.
+ *   const cluster = await startNatsCluster();   // cluster.urls, cluster.url ("u1,u2,u3")
+ *   const leader = await cluster.streamLeader('SESSIOND_EVENTS');
+ *   await leader.kill(); await leader.start();   // SIGKILL, then back on the same ports and store
+ *   leader.pause(); leader.resume();             // SIGSTOP / SIGCONT
+ *   cluster.isolate(node); cluster.heal(node);   // cut a node's routes and mend them
+ *   await cluster.killAll(); await cluster.startAll(); await cluster.dispose();
  */
 import { fencesReplicated } from '../nats/stream.ts';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';

@@ -1,17 +1,10 @@
 /**
- * A real nats-server for tests: `startNatsServer()` runs a nats-server (`NATS_SERVER_BIN`: see
- * there which) with the package's nats.conf on loopback, on free ports, with a throwaway JetStream
- * store, and waits (polling with a deadline) until it accepts connections and reports healthy.
+ * A real nats-server for tests (the package's nats.conf, loopback, free ports, throwaway store);
+ * killed when the test process exits. Why: docs/testing.md#the-nats-harnesses.
  *
- *   const server = await startNatsServer();
- *   connect({ servers: server.url, user: 'worker', pass: 'worker-dev-secret' })
- *   await server.restart();   // same ports and store: JetStream data survives
- *   await server.kill();      // SIGKILL, as a crash; restart() brings it back
- *   await server.dispose();   // stop and delete the store
- *
- * nats-server 2.9 refuses `-sd` when the config file also sets `store_dir` ("Duplicate 'store_dir'
- * configuration"), so the harness runs a copy of the config without that line, next to the store.
- * Every server started here is tracked and SIGKILLed when the test process exits, however it exits.
+ *   const server = await startNatsServer();   // server.url
+ *   await server.kill(); await server.restart();   // SIGKILL, then back with its JetStream data
+ *   await server.dispose();                        // stop and delete the store
  */
 import { setupCapacityBucket } from '../capacity/kv-capacity-store.ts';
 import { setupBudgetsBucket } from '../budget/kv-tenant-budget-store.ts';
