@@ -1,30 +1,7 @@
 /**
- * How events change session_message rows, and the fail-fast rules that guard them. Every rule
- * that is broken throws `inconsistent_stream` naming the message (and call) involved; nothing is
- * skipped silently.
- *
- * Assistant messages (one per step, addressed by message id):
- * - `step.started` creates the message (status `running`). Reusing an id is a continuation only
- *   while that message is still `running` and belongs to the same execution and session; a
- *   message that is `completed`, `failed` or `recovered` is never restarted (a duplicate start).
- * - `step.ended` / `step.failed` / `step.recovered` seal a `running` message (completed / failed /
- *   recovered); an unknown or already sealed message is refused.
- * - `text.completed`, `reasoning.completed` and `tool.called` add content, only while the message is `running`;
- *   `text.streamed` appends to a text part as it streams (or starts it again: `restart`), and
- *   `text.completed` then replaces it. A step sealed before its text completed keeps what streamed.
- * - `tool.started` / `tool.succeeded` / `tool.failed` address an existing call by (message id,
- *   call id), whatever the message's status (cancellation and recovery fail open calls around
- *   sealing the step). A call moves pending -> running -> completed | error and ends once, except
- *   that a failed call may fail again with the same error name (the newest error is kept); a
- *   different name dies with exactly `Tool error name changed for <callId>: <old> -> <new>`.
- * - A call that needs approval: `wait.started` (kind approval) moves it pending -> awaiting_approval,
- *   `wait.resolved` to approved, denied or cancelled (with the decision). An approved call is run
- *   by the execution that resumed the turn: its `tool.started` moves approved -> running and names
- *   that execution (`runBy`), whose `tool.succeeded`/`tool.failed` then end it.
- * - Every event that names an execution must match the message's execution (or, for an approved
- *   call, the execution that runs it).
- * Compaction messages: `compaction.started` creates one (`running`), `compaction.completed`
- * completes a running one with its summary. User messages are created on `input.promoted`.
+ * How events change session_message rows (assistant, user and compaction messages, tool calls and
+ * approvals), and the fail-fast rules guarding them: a broken rule throws `inconsistent_stream`
+ * naming the message. The rules: docs/architecture.md#design-notes-the-projector.
  */
 import type { Prompt } from '../events/catalog.ts';
 import type { SessionEvent } from '../events/envelope.ts';

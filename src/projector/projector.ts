@@ -1,25 +1,10 @@
 /**
- * The projector: folds committed events into the session tables (session_execution, session_input,
- * session_message, session_recovery), exactly once.
+ * The projector: folds committed events into the session tables exactly once, one transaction per
+ * batch with its checkpoint (a bad event rolls the batch back). Dispatches by type to *-rows.ts and
+ * message-rules.ts. Rules and why: docs/architecture.md#design-notes-the-projector.
  *
  *   const projector = new Projector(db);            // name 'main'
  *   projector.apply(await log.readAll());           // or: projector.follow(log, { onError })
- *
- * `apply` runs one synchronous IMMEDIATE transaction per batch (no await inside) that writes the
- * rows and the checkpoint together: events at or below the checkpoint are skipped, so replaying an
- * applied batch changes nothing, and two projectors of the same name (even in two processes)
- * never apply an event twice. An event that is malformed or contradicts the projection throws a
- * `ProjectionError` naming it, and the whole batch rolls back: never half-applied. The per-table
- * SQL lives in *-rows.ts, the message rules in message-rules.ts; this file dispatches by type.
- * Message rows are written behind: a batch reads each message once, its events change the parsed
- * copy, and each touched message is written once, right before the checkpoint (message-rows.ts).
- *
- * Fail-fast rules kept here (inconsistent_stream unless noted): every execution.* event, step.started
- * and recovery.started/completed need the execution's live row in the same session; a claim never
- * reuses a live execution id; an input is admitted once (its id is unique within its session); an
- * input is promoted once and only after admission (invariant_violation); recovery.wake_* need the
- * recovery row that a recovery.completed with a continuation created; an execution is recovered
- * once. Live-only events and events without a position are refused before anything else.
  */
 import { ErrorCode, NotFoundError, SessiondError, messageOf } from '../errors.ts';
 import { catalog, isEventType, type EventType } from '../events/catalog.ts';

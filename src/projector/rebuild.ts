@@ -1,17 +1,9 @@
 /**
- * Rebuild: throw the projection away and refold the whole log, and a hash to compare projections.
+ * Rebuild: throw the projection away and refold the whole log, a page per transaction (readers see
+ * it behind, never empty), and a hash to compare projections. Why: docs/architecture.md#design-notes-the-projector.
  *
  *   await rebuildProjection(db, log, { onProgress: (done, total) => bar.update(done, { total }) });
  *   projectionHash(db) === projectionHash(otherDb)
- *
- * The log is read once, in pages (`EventLog.readPages`: on JetStream one ordered consumer for the
- * whole rebuild), and each page is folded in a transaction of its own, not one overall: a
- * transaction cannot span the log's async reads, and reading the whole log into memory first does
- * not scale. The first transaction deletes every row of the projection tables and every checkpoint *and*
- * folds the first page, so readers never see an empty projection, only one that is behind. Each
- * later page commits its rows with the checkpoint, so a rebuild that dies half-way leaves a
- * consistent prefix of the log: following or rebuilding again finishes it. A follower of the same projection in another process notices the reset (its
- * checkpoint went back) and stops with an error instead of skipping events; restart it afterwards.
  */
 import { createHash } from 'node:crypto';
 import { ErrorCode, SessiondError } from '../errors.ts';

@@ -1,29 +1,8 @@
 /**
- * The recovery sweep. Runs at worker start and every `intervalMs`. Candidates come from the
- * projection (cheap, may lag); every decision is made against the log by the session machine:
- *
- * - an execution whose lease expired is recovered in one append (`recover`): its open step is
- *   sealed (`step.recovered`, keeping the text recorded as it streamed), open tool calls are failed
- *   as interrupted (durable ones say they may be retried with their idempotency key), exactly one
- *   continuation input is admitted (its id is derived from the execution id, so two sweepers cannot
- *   admit two), and the wake becomes a durable obligation. A live lease is never touched: the
- *   machine refuses it. Once that append is in, live subscribers are told (`turn.interrupted` on
- *   the worker's live bus: which step was cut off and how much of its text to keep).
- * - an owed wake is attempted: `recovery.wake_requested` counts the attempt durably, then the
- *   session is woken; the claim that lands writes `recovery.wake_delivered`. Attempts back off
- *   (`wakeBackoffMs` doubling); past `maxWakeAttempts` the session is parked with a recovery error
- *   (`recovery.wake_failed`, parked) instead of looping forever.
- * - a wait whose time came is ended: a timer `elapsed`, a signal past its timeout `timed_out`
- *   (`resolve`; the machine never lets it end early), and when it was the turn's last open wait the
- *   resume input it admitted is woken like any other. A scheduled prompt is woken once it is due.
- *   Timers live in the log, not in a process: whichever worker sweeps first after the time ends
- *   it, late by at most about one interval.
- * - a session call whose child's turn ended is delivered (`resolve`, kind `session`, `delivered`
- *   with the child's outcome and answer): the machine resolves a wait once, so however many
- *   workers sweep, and whoever crashed when, the parent is given the child's end exactly once.
- *
- * Several sweepers in several processes may run at once: OCC on the session log decides, the
- * deterministic continuation id and the unique `session_recovery_execution_idx` back it.
+ * The recovery sweep, at worker start and every `intervalMs`: recovers expired executions, attempts
+ * owed wakes (backing off, then parking), ends due waits and scheduled prompts, delivers finished
+ * session calls. Candidates come from the projection; the session machine decides against the log,
+ * so any number of sweepers may run. Why: docs/architecture.md#recovery.
  */
 import { checkKeys, wholeNumber } from '../options.ts';
 import type { Clock, TimerHandle } from '../clock.ts';
