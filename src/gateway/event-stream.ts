@@ -1,27 +1,8 @@
 /**
- * One session's events as server-sent events: committed events from the log after the client's
- * `Last-Event-ID` (or `?after=SEQ`), then as they commit, each once and in order (`Sessions.follow`),
- * with `id: <seq>` so a reconnect resumes exactly after the last one it got; live-only events (text
- * and reasoning deltas, model retries) as they happen, without an id (a reconnect does not replay
- * them: the committed text that follows holds them). A comment line every `heartbeatMs` keeps
- * proxies from closing an idle stream.
- *
- * Every session event is an unnamed SSE message (an EventSource's `onmessage` gets them all; the
- * JSON says its `type`), so one handler sees the whole session. The stream's own notices are named
- * (`event: lagging`).
- *
- * Backpressure never reaches a worker: events are written without waiting. While more than
- * `maxBufferedBytes` wait unsent for a slow client, live-only events are dropped (counted), and a
- * committed event that would be written ends the stream with an `event: lagging` message naming
- * the seq to resume from; the browser's EventSource reconnects with `Last-Event-ID` and reads the
- * rest from the log. A client that does not read is cut: a stream over the bound for `stallMs`, or
- * ended and still unflushed after it, has its connection destroyed, so its buffer and the follow
- * behind it (on NATS, its subscriptions and any JetStream consumer) are freed at once.
- *
- *   data: {"id":"evt_..","type":"text.delta","sessionId":"ses_1","time":..,"payload":{..}}
- *
- *   id: 7
- *   data: {"id":"evt_..","type":"text.completed","sessionId":"ses_1","seq":7,"time":..,"payload":{..}}
+ * One session's events as server-sent events: committed events from the log after `Last-Event-ID`
+ * (or `?after=SEQ`) with `id: <seq>`, then as they commit; live-only events without an id;
+ * heartbeats. A slow client gets `event: lagging` and a non-reading one is cut, so backpressure never
+ * reaches a worker. The wire format and why: docs/gateway.md#the-event-stream.
  */
 import type { ServerResponse } from 'node:http';
 import { catalog, isEventType } from '../events/catalog.ts';

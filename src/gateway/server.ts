@@ -1,17 +1,10 @@
 /**
- * The HTTP and SSE gateway: sessions for web pages and services that speak HTTP, in front of any
- * `Sessions` (the embedded whole worker, whose live bus gives the text deltas, or `SessiondClient`
- * on NATS, whose live subjects do).
+ * The HTTP and SSE gateway in front of any `Sessions` (the embedded worker, or `SessiondClient` on
+ * NATS): JSON in and out, errors as `{ "error": { "code", "message" } }` with the status their kind
+ * says, loopback and a checked `Host` without tokens, CORS for the origins given. Routes: `ROUTES`
+ * below and docs/gateway.md.
  *
  *   const gateway = await startGateway({ sessions: sessiond, live: engineLive(sessiond), port: 8787, tokens });
- *   // POST /v1/sessions/ses_1/inputs {"prompt":"hello"}   GET /v1/sessions/ses_1/events (SSE)
- *
- * JSON in and out; an error is `{ "error": { "code", "message" } }` with the protocol's code and the
- * status its kind says (400 invalid input, 401 no or unknown token, 403 outside the token's reach,
- * 404 not found, 409 conflict or refusal, 413 too large, 429 a quota or limit (quota-checks.ts), 503 unavailable, 504 timeout). Binds to
- * 127.0.0.1 unless told otherwise; without tokens it serves loopback only and checks `Host` (so a
- * page elsewhere cannot rebind to it). CORS answers the origins it is given, preflights included.
- * Routes: see `ROUTES` below and docs/gateway.md.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

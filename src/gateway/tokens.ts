@@ -1,18 +1,7 @@
 /**
- * The gateway's bearer tokens: a JSON document (a file, `--tokens FILE`, or the environment,
- * `SESSIOND_GATEWAY_TOKENS`) naming each token and what it may reach:
- *
- *   { "tokens": [
- *     { "name": "web-app", "token": "s3cret-long-random", "sessions": "ses_web_" },   // ids with this prefix
- *     { "name": "acme",    "sha256": "9f86d08...",       "tag": "tenant=acme" },     // sessions tagged so
- *     { "name": "ops",     "token": "another-secret",    "sessions": "*" }            // every session
- *   ] }
- *
- * A token is given as itself (`token`, at least 16 characters) or as the hex SHA-256 of itself
- * (`sha256`), so a file need not hold the secret. `sessions` (an id prefix, or `*`) and `tag`
- * (`key=value`) may be combined: both must hold. `scopes` says what it may do (scopes.ts; default
- * read, prompt, manage), `tenant` which tenant's sessions it reaches (`*`: every tenant), `expires`
- * (an ISO time) when it stops working. Tokens are compared by their hashes in constant time.
+ * The gateway's bearer tokens: a JSON document (`--tokens FILE` or `SESSIOND_GATEWAY_TOKENS`) naming
+ * each token (the secret or its SHA-256) and what it reaches (`sessions` prefix, `tag`, `tenant`,
+ * `scopes`, `expires`). Compared by hash in constant time. Format: docs/gateway.md#tokens.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ErrorCode, SessiondError } from '../errors.ts';
