@@ -1,7 +1,6 @@
 /**
- * Whether an appended payload is what a reader of the stored bytes will decode: logs that hand their
- * own commits to subscribers without decoding them (SqliteEventLog's recent commits, the JetStream
- * log's own messages) do so only for payloads that pass this check.
+ * Whether an appended payload reads back from storage as it is; logs hand their own commits to
+ * subscribers undecoded only when it does. Why: docs/architecture.md#design-notes-storage.
  */
 /** An unpaired UTF-16 surrogate: stored as UTF-8, it reads back as U+FFFD. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;

@@ -1,18 +1,8 @@
 /**
- * What one session may hold waiting, and what a worker holds for the sessions it has loaded. An
- * admission past a limit is refused (`limit_exceeded`, naming the limit and what to do); nothing
- * admitted is ever dropped by a limit.
- *
- * - `maxPromptBytes`: one prompt (256 KiB).
- * - `maxPendingInputs`: inputs admitted and not yet run, per session (1,000).
- * - `maxPendingBytes`: the bytes of those inputs' prompts, per session (8 MiB).
- * - `maxHeldBytes`: the pending prompts a worker keeps in memory for the sessions it has loaded
- *   (256 MiB); past it, the least recently used sessions are dropped from memory (they load again
- *   from their snapshot and the log when next needed).
- *
- * A turn never has to fit every pending input into one append: it promotes at most
- * `MAX_PROMOTIONS_PER_APPEND` (the rest join at the next step or the next turn), so a claim's append
- * stays far under any server's message limit whatever the limits above are set to.
+ * What one session may hold waiting (`maxPromptBytes`, `maxPendingInputs`, `maxPendingBytes`) and
+ * what a worker holds for its loaded sessions (`maxHeldBytes`); past a limit an admission is refused
+ * (`limit_exceeded`), nothing admitted is dropped. `MAX_PROMOTIONS_PER_APPEND` keeps a claim's
+ * append small. Defaults and why: docs/architecture.md#inputs ("Limits").
  */
 import { ErrorCode, SessiondError } from '../errors.ts';
 import { checkKeys, wholeNumber } from '../options.ts';

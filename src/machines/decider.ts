@@ -1,15 +1,8 @@
 /**
  * The pure functions around the session machine: `hydrate` (fold a log into a snapshot), `evolve`
- * (fold one more committed event) and `decide` (what a command turns into, or why it is refused).
- * No I/O, no clock, no ids: the command handler stamps ids and times on the decided events.
- *
- * A snapshot is plain data: the state value and the context. Committed events fold without
- * interpreting the machine: the context through `foldContext` (the very function the machine's
- * `fold` action runs) and the state through a table of event transitions read from the machine's
- * own definition at load (so XState stays the single definition of states, guards and the chart).
- * `evolveByMachine` folds by running the machine; test/machines/fold-equivalence.test.ts proves the
- * two agree on every reachable sequence. Decisions take the transition the machine selects (its own
- * guards) and apply its action directly; `decideByMachine` interprets the machine and is proven equal.
+ * (fold one more event) and `decide` (a command's events or refusal). No I/O, clock or ids. Folds
+ * through a transition table read from the machine; `evolveByMachine`/`decideByMachine` interpret it
+ * and are proven equal. Why: docs/architecture.md#storage ("The fold").
  */
 import { createActor, initialTransition, transition } from 'xstate';
 import { ErrorCode, SessiondError } from '../errors.ts';

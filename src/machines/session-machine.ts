@@ -1,16 +1,8 @@
 /**
- * The session machine (XState v5). It does two things, both pure:
- *
- * - folds committed events: `execution.claimed` moves idle|settled -> claimed, `execution.started`
- *   claimed -> running, `execution.settled`/`execution.cancelled` -> settled, `recovery.started`
- *   claimed|running -> recovering, `recovery.completed` recovering -> idle. Every event also folds
- *   the context (`foldContext`).
- * - decides commands: a command never changes state; its guarded transition emits either a
- *   `decision` (the events to append) or a `refusal` (a stable reason). The state only changes
- *   when the decided events are committed to the log and folded back.
- *
- * The guards are the seed's invariants; each has a test named after it in
- * test/machines/session-machine.test.ts. Swap them with `sessionMachine.provide({ guards })` in tests.
+ * The session machine (XState v5), pure: folds committed events (idle -> claimed -> running ->
+ * settled, and recovering) and decides commands, whose guarded transitions emit a `decision` or a
+ * `refusal` without changing state. Guards swap with `sessionMachine.provide({ guards })`.
+ * States and rules: docs/architecture.md#the-session-machine.
  */
 import { isoTime } from '../clock.ts';
 import { and, assertEvent, assign, emit, not, setup } from 'xstate';

@@ -1,19 +1,8 @@
 /**
- * Where session snapshots are kept between loads (the port), and the version that ties a stored
- * snapshot to the machine definition that folded it.
- *
- * A snapshot is only a cache of what the log says, never a source of truth: anyone allowed to write
- * the store (on NATS, every holder of the worker password) can write one. It is written after the
- * events it covers were committed, read on a cold load, checked against the log, and folded forward
- * with the events that follow it. One whose machine version differs is ignored; one that fails the
- * check is discarded and reported (`discarded`), and the session is folded from the log. The check
- * (src/execution/command-handler.ts, `verifyStored`) costs a bounded number of reads: the log has
- * the snapshot's head event (id and position) at the snapshot's seq, and the `input.admitted` event
- * of every input it claims pending, with that input's content; a snapshot claiming more than
- * `MAX_CHECKED_PENDING` pending inputs is not checked but set aside (the session folds from the log).
- * Implementations (one contract suite, src/testing/snapshot-store-contract.ts): the SQLite table
- * beside the embedded log (src/storage/sqlite-snapshot-store.ts), and a JetStream stream beside the
- * events stream, shared by every worker (src/nats/snapshot-store.ts).
+ * The port for session snapshots kept between loads, and the machine version tying a snapshot to
+ * the definition that folded it. A snapshot is a cache, checked against the log before use.
+ * Implementations: storage/sqlite-snapshot-store.ts, nats/snapshot-store.ts (one contract suite,
+ * testing/snapshot-store-contract.ts). Why: docs/architecture.md#storage ("Snapshots").
  */
 import { createHash } from 'node:crypto';
 import { catalog } from '../events/catalog.ts';

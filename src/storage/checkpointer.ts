@@ -1,15 +1,8 @@
 /**
- * WAL checkpoints on a thread of their own. SQLite's automatic checkpoint runs inside the COMMIT
- * that crosses `wal_autocheckpoint` pages: that commit copies the WAL into the database file and
- * syncs it, on the event loop, while every append of the group waits. Here a worker thread with its
- * own connection runs `PRAGMA wal_checkpoint(PASSIVE)` (never waits for readers or writers) every
- * `intervalMs` while there is work, backing off to `maxIntervalMs` while idle, and the writing
- * connection's automatic checkpoints are turned off for as long as the thread runs. If the thread
- * fails, automatic checkpoints come back on the writing connection (the WAL never grows unchecked)
- * and `onError` says why.
+ * WAL checkpoints on a thread of their own, so no append waits for one; automatic checkpoints come
+ * back if the thread fails. Why: docs/architecture.md#design-notes-storage.
  *
  *   const checkpointer = startCheckpointer(db);   // a file database opened for writing
- *   ...
  *   await checkpointer.close();                   // before db.close()
  */
 import { createRequire } from 'node:module';

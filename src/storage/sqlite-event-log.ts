@@ -1,15 +1,7 @@
 /**
- * The embedded event log: the `event` table of a sessiond SQLite database.
- *
- * Appends run in an IMMEDIATE transaction (one writer at a time across processes), check the
- * session's last sequence against `expectedSeq`, and insert the batch; the unique
- * `event_aggregate_seq_idx` backs the check. Appends from all sessions that arrive while the event
- * loop is busy are committed together (group commit: one transaction, one fsync under FULL), each
- * checked on its own. An acknowledged append is committed: under synchronous=NORMAL (WAL) it
- * survives a process crash but the last commits may be lost on a power loss; under FULL it survives
- * a power loss too. Subscribers in this process are woken on commit;
- * commits from other processes are noticed by polling `PRAGMA data_version` (a cheap read that
- * changes when another connection commits), backing off from 5 ms to `maxPollMs` while idle.
+ * The embedded event log: the `event` table of a sessiond SQLite database. Fenced appends in
+ * IMMEDIATE transactions, group-committed across sessions; other processes' commits noticed through
+ * `PRAGMA data_version`. Durability and why: docs/architecture.md#storage.
  */
 import { systemClock, type Clock } from '../clock.ts';
 import { ErrorCode, SessiondError, messageOf, SequenceConflictError } from '../errors.ts';

@@ -1,16 +1,9 @@
 /**
- * `verifyLog`: would this version read a stored log the way the code that wrote it did? Every
- * session is folded with the current machine and catalog (upcasters included), and each session
- * whose stored events the current code cannot decode, refuses, or decides differently about is
- * reported with the first sequence where it goes wrong (problems.ts says the kinds).
+ * `verifyLog`: would this version read a stored log the way the code that wrote it did? Reports
+ * each session the current machine and catalog cannot decode, refuse or decide the same about, with
+ * the first seq where it goes wrong (kinds: problems.ts). How: docs/architecture.md#design-notes-storage.
  *
  *   const report = await verifyLog(sqliteSource(db, { describe: file }));
- *   report.ok || report.differing.forEach((s) => console.log(s.sessionId, s.problems[0]));
- *
- * Two reads of the log: once in commit order (sessions counted, the current projector folding it
- * into a scratch database, compared with the stored projection of a SQLite file at its
- * checkpoint), then session by session (folded, its stored snapshot compared, audited). Memory
- * holds one session's events at a time, the scratch projection and the list of session ids.
  */
 import type { SessionMachine } from '../machines/decider.ts';
 import type { Db } from '../storage/sqlite.ts';
