@@ -1,15 +1,8 @@
 /**
- * One error class for everything sessiond raises on purpose. Each carries a stable `code` from
- * `ErrorCode` (match on it, never on the message), an optional `cause`, and a message that says
- * what was wrong and what to do next.
- *
- * Every error class that leaves its module lives here: the general ones by kind, then those of the
- * event log, execution, the model runner, export files, the projector, the inspector and the CLI.
- * Two stay with their code: `CommandError` (src/nats/commands.ts), whose code is derived from the
- * command protocol's failure codes, and classes private to one module that never leave it.
- *
- * This module is imported by the NATS client: it imports types only (erased at runtime), so it never
- * brings the machines, SQLite or xstate into a client's import chain.
+ * `SessiondError`, the one error class sessiond raises on purpose, with a stable `code` from
+ * `ErrorCode` (match on it, never on the message), and every error class that leaves its module
+ * (`CommandError` stays in nats/commands.ts). Imports types only, so the NATS client never loads the
+ * machines, SQLite or xstate through it.
  */
 import type { RecordedError } from './events/catalog.ts';
 import type { SessionEvent } from './events/envelope.ts';

@@ -1,15 +1,10 @@
 /**
- * The composition root: a complete worker from options, embedded (a SQLite file holds the log) or
- * on NATS (the JetStream stream holds it; the file holds the projection). It wires, in order, the
- * log (live publishing of its commits on NATS, metrics when asked), the engine, the worker (the
- * log subscription, the projector, the recovery sweep), the command service (NATS, with a commands
- * user), the inspector and the metrics port. `close()` stops them in reverse order: turns in
- * progress are handed back, and that goes out live too. `openEngine` stays the small embedded core.
+ * The composition root: `startSessiond` builds a complete worker, embedded (SQLite holds the log) or
+ * on NATS (the file holds the projection), wiring log, engine, worker, command service, inspector
+ * and metrics in order; `close()` stops them in reverse, handing turns in progress back.
  *
  *   const sessiond = await startSessiond({ db: 'worker.db', runner: echoRunner() });
- *   await sessiond.admit('ses_1', { prompt: 'hello' });
- *   await sessiond.awaitIdle('ses_1');
- *   await sessiond.close();
+ *   await sessiond.admit('ses_1', { prompt: 'hello' }); await sessiond.awaitIdle('ses_1'); await sessiond.close();
  */
 import type { Quotas } from './gateway/quotas.ts';
 import { checkKeys } from './options.ts';

@@ -1,15 +1,8 @@
 /**
- * The capacity decider: pure transitions over the shared `CapacityState` (plain JSON, stored as one
- * value by a CapacityStore). Every transition is `(state, now, ...) => state`, does no I/O, and ends
- * with `grant`, so whichever worker writes grants the free slots for every worker.
- *
- * - Each live worker (heartbeat not expired) declares its limits; the limit of a scope is the
- *   strictest among them. A worker's heartbeat lapsing drops its slots and waiters (a dead worker's
- *   slot is freed by its lease, never leaked).
- * - A waiter is granted when every scope it draws from has room and its provider is not backing
- *   off; among those, the one whose tenant holds the fewest slots now, then the oldest.
- * - A 429 on a provider backs the whole fleet off that provider, with jitter, doubling per level;
- *   while the level is above 0 the provider's limit is halved per level.
+ * The capacity decider: pure `(state, now, ...) => state` transitions over the shared
+ * `CapacityState`, each ending with `grant`, so whichever worker writes grants free slots for all.
+ * Strictest limit among live workers, fair grants by tenant, fleet-wide 429 back-off with the limit
+ * halved per level: docs/operating.md#limits-on-model-calls.
  */
 import {
   type CallLimits,

@@ -1,15 +1,8 @@
 /**
- * The event log port. Two implementations pass one contract suite (`src/testing/event-log-contract.ts`):
- * the embedded SQLite log (`src/storage/sqlite-event-log.ts`) and the JetStream log (`src/nats`).
- *
- * Per-session sequences are 1-based and gap-free; `expectedSeq` is the fencing token. An append
- * whose expectation is stale is refused with `SequenceConflictError` carrying the actual sequence,
- * so a zombie owner can never write into a session someone else moved on.
- *
- * Positions order commits globally. They are non-decreasing in commit order; events that share a
- * position always arrive in the same batch; `after: p` resumes after every event whose position is
- * <= p. (The SQLite log gives each event its own position; JetStream gives one position per append,
- * so an append is never split there.)
+ * The event log port: per-session 1-based sequences fenced by `expectedSeq` (a stale one throws
+ * `SequenceConflictError`), positions ordering commits globally. Implementations: the SQLite log and
+ * the JetStream log, one contract suite (testing/event-log-contract.ts). Guarantees:
+ * docs/architecture.md#the-event-log.
  */
 import { ErrorCode, SessiondError } from '../errors.ts';
 import type { DraftEvent, SessionEvent } from './envelope.ts';

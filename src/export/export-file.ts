@@ -1,14 +1,7 @@
 /**
- * The portable export format: a file of msgpack frames, each prefixed by its length (4 bytes,
- * big-endian). The first frame is a header `{ format: 'sessiond-export', version: 1, created,
- * source, events }`; every other frame is one event as `encodeEvent` writes it (a plain map, with
- * `committedAt` when the log recorded it: an optional field, so files without it, and readers that
- * do not know it, still work; the version stays 1).
- *
- * Reading is streaming (1 MiB chunks, frames sliced out of them) and strict: a frame that is
- * truncated, undecodable or fails its schema stops the read with an error naming the byte offset and
- * frame number; every frame before it has already been handed to the caller, so nothing before the
- * damage is lost.
+ * The portable export format: length-prefixed msgpack frames, a header then one event per frame,
+ * read streaming and strictly (damage stops the read naming offset and frame, after everything
+ * before it). The format: docs/protocol.md#the-export-file.
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import { CorruptExportError, ErrorCode, SessiondError, messageOf } from '../errors.ts';

@@ -1,15 +1,10 @@
 /**
- * Replays an export file into a fresh database in one pass: each batch read from the file is one
- * transaction that imports the events into the log (ids, sequences and times kept) and folds them,
- * with the positions they got, into the projection. The log and the projection always hold the same
- * prefix of the file, so a replay that dies or stops at a damaged frame leaves a consistent database,
- * the one import + `rebuildProjection` would give for those events.
+ * Replays an export file into a fresh database in one pass, a transaction per batch importing the
+ * events and folding them, so a replay that stops leaves a consistent prefix. Damage throws
+ * `CorruptExportError`; sessions whose decisions do not hold stop early (`withheld`; why:
+ * docs/operating.md, "Exports are evidence, not authority").
  *
  *   await replayExport(db, 'log.sdx', { keep: (e) => e.seq <= 10, onProgress: (p) => bar.update(p.bytes, p.totalBytes) });
- *
- * A damaged frame throws `CorruptExportError` after everything before it was committed. An export
- * is evidence, not authority (evidence.ts): a session whose decisions do not hold (an approval no
- * wait asked for, one never acted on) is replayed up to the event before it, and listed in `withheld`.
  */
 import { ErrorCode, SessiondError } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';

@@ -1,14 +1,7 @@
 /**
- * Which pending inputs a turn takes, and what the runner sees of them. A turn takes every
- * pending `steer` input and one `queue` input: the continuation of an interrupted turn when there is
- * one (it finishes what was started before newer prompts run), else the oldest. The remaining
- * `queue` inputs wait for later turns. Steering inputs admitted during a turn join it at the next
- * step boundary. A scheduled prompt (`notBefore`) is taken only from its time on.
- *
- * What one append promotes is bounded (`MAX_PROMOTIONS_PER_APPEND`): a turn takes the queued input
- * and the oldest steering inputs up to the bound; the other steering inputs join at the next step
- * boundary (also bounded) or the next turn. However many inputs wait, no promotion outgrows a
- * message.
+ * Which pending inputs a turn takes (every `steer`, one `queue`: a continuation first, else the
+ * oldest; scheduled ones from their time) and what the runner sees of them; promotions per append
+ * are bounded by `MAX_PROMOTIONS_PER_APPEND`. Rules: docs/architecture.md#inputs.
  */
 import { runnableAt, type PendingInput } from '../machines/session-context.ts';
 import type { RunInput } from '../runner/types.ts';
