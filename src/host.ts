@@ -238,10 +238,8 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       nats = { connection: nc, log: eventLog };
       // each event of a tenant's session goes out on the tenant's live subjects too (nats.md, "Tenants")
       bus = new NatsLiveBus(nc, { ownerOf: async (id) => (await engine.execution.status(id)).context.ownedBy });
-      // snapshots shared by the workers beside the stream, checked against the log when read (a
-      // forged one is discarded and reported as an error notice). A stream that differs from what
-      // sessiond needs is refused (it could capture commands and replies); without one (not set up,
-      // or a nats.conf that does not allow it), this worker's own file keeps them
+      // snapshots shared beside the stream (docs/nats.md#snapshots); a stream that differs is refused,
+      // and without one (not set up, or not allowed by nats.conf) this worker's own file keeps them
       snapshots = await JetStreamSnapshotStore.open(nc, {
         onDiscarded: (sessionId, reason) =>
           notify({ type: 'error', sessionId, message: `discarded the stored snapshot of session ${sessionId}: ${reason}; folding the session from the log` }),

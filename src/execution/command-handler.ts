@@ -204,12 +204,9 @@ export class CommandHandler {
    * E.g. claim + start + promotion of the turn's inputs: one append instead of three.
    */
   async executeAll(sessionId: string, builds: readonly Build[], options: { fresh?: boolean } = {}): Promise<CommandResult> {
-    // One decide-and-append at a time per session in this process. Concurrent writers of one
-    // process (the runner, its heartbeat, a cancel, the sweeper) would otherwise race each other on
-    // the session's sequence: the loser of each race pays a reload from the log, and under load a
-    // runner writing steadily made its own heartbeat lose every retry until the lease expired (a
-    // live owner recovered by another worker; test/nats/multinode.test.ts). Queued, each decides on
-    // the snapshot the previous one committed. Conflicts with other processes are still retried below.
+    // One decide-and-append at a time per session in this process: racing its own writers, a busy
+    // runner's heartbeat lost every retry until its lease expired (test/nats/multinode.test.ts).
+    // Conflicts with other processes are still retried below.
     const previous = this.writing.get(sessionId) ?? Promise.resolve();
     const result = previous.then(() => this.decideAndAppend(sessionId, builds, options));
     const settled = result.then(
@@ -282,10 +279,8 @@ export class CommandHandler {
 
   /** Caches the snapshot unless a newer one is cached already; returns the newest. */
   private remember(sessionId: string, snapshot: SessionSnapshot): SessionSnapshot {
-    // A load that read the log before an append of this process committed comes back with an older
-    // snapshot than the one that append cached. Caching it would move the session back in time, and
-    // the next command decided on it (a runner's write, a heartbeat) was refused as `claim_lost`: a
-    // live runner stopped itself and its lease lapsed into a recovery (test/nats/multinode.test.ts).
+    // A load that raced an append of this process can be older than what that append cached; caching
+    // it moved the session back in time and a live runner lost its claim (test/nats/multinode.test.ts).
     const known = this.snapshots.get(sessionId);
     if (known && known.context.seq > snapshot.context.seq) return known;
     this.snapshots.delete(sessionId);

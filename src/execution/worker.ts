@@ -1,13 +1,8 @@
 /**
- * A worker: the execution service plus what keeps it busy and correct over time.
- *
- * - a subscription to the log, so that work admitted by any process reaches it: it wakes sessions
- *   whose admitted inputs ask for a wake, aborts local runs another process cancelled, and folds
- *   foreign events into the snapshot cache;
- * - with `projection` (a SQLite db): a projector following the log into the `session_*` tables, and
- *   the recovery sweep reading its candidates from them (at start, then every `sweepMs`). The
- *   subscription then starts at the log's head: older owed wakes are found by the sweep.
- * - without a projection it catches up from the start of the log and wakes what is pending.
+ * A worker: the execution service plus a log subscription (wakes what any process admitted, aborts
+ * runs cancelled elsewhere, folds foreign events) and, with a `projection`, the projector and the
+ * recovery sweep; the subscription then starts at the head and the sweep finds older owed wakes.
+ * Without a projection it catches up from the start of the log.
  */
 import type { SessionEvent } from '../events/envelope.ts';
 import type { Subscription } from '../events/event-log.ts';

@@ -34,10 +34,8 @@ export class JetStreamReads {
     const out: SessionEvent[] = [];
     if (limit <= 0) return out;
     if (afterSeq > 0) {
-      // Catching up (the engine's usual read): the session's last message, one request, often
-      // holds everything after `afterSeq`; only a longer gap needs a consumer over the subject.
-      // Without this every catch-up re-read the session's whole history (turns slowed down as
-      // sessions grew; found by the benchmarks).
+      // Catching up: the session's last message (one request) often holds everything after
+      // `afterSeq`; otherwise every catch-up re-read the whole history (found by the benchmarks).
       const tail = await this.tail(sessionId).catch((err: unknown) => {
         if (isPermissionError((err as Error).cause)) return undefined; // read-only users: scan below
         throw err;

@@ -51,11 +51,9 @@ export class JetStreamSubscriptions {
           consumer = await b.js.consumers.get(b.stream, { opt_start_seq: position + 1 });
           messages = await consumer.consume({ max_messages: DEFAULT_READ_BATCH });
           if (stopped) break;
-          // After a reconnect, nats.js's ordered consumer checks itself with a consumer info; when
-          // that fails (JetStream still starting after a server restart) it retries only after the
-          // pull's `expires` (30 s), and the subscription (projector, wakes, live delivery) stalled
-          // that long (test/nats/multinode.test.ts). So on a reconnect we end this consumer and start
-          // a new one after `position` below, retrying with our own short backoff.
+          // On a reconnect, start a new consumer after `position` with our own short backoff: nats.js's
+          // ordered consumer, when its consumer info fails, waits the pull's 30 s `expires` and the
+          // subscription stalled that long (test/nats/multinode.test.ts).
           const current = messages;
           void b.watch
             .nextReconnect()

@@ -1,12 +1,7 @@
 /**
- * session and session_tag: one row per session (what `list` pages through) and one per tag (what a
- * tag filter looks up). Written behind, like the messages: a batch notes what each event does to its
- * session, and each touched session is written once, right before the checkpoint.
- *
- * `state` follows the machine's moves (session-machine.ts): claimed, running, settled, recovering,
- * and idle after a recovery (and before any claim). `waiting` is whether a wait is open, and
- * `pending_inputs` how many inputs wait, both read from the session's own rows at the flush of a
- * batch that admitted, promoted or dropped an input or started or resolved a wait (and only then).
+ * The session and session_tag rows (what `list` pages through and a tag filter looks up), written
+ * behind once per batch like the messages. What each column follows:
+ * docs/architecture.md#design-notes-the-projector.
  */
 import type { EventType } from '../events/catalog.ts';
 import type { SessionEvent } from '../events/envelope.ts';

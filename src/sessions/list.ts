@@ -1,12 +1,7 @@
 /**
- * Listing sessions (`sessions.list`, `sessiond ls`, the NATS `list` command): a filter, and pages
- * newest first with a cursor. The cursor names the last session of a page by its creation time and
- * id, which never change, so paging goes on where it stopped however sessions change meanwhile (a
- * session created after the first page is not in later ones; one that changes state may leave or
- * join a filtered list between pages). Pages are read by index, never by OFFSET.
- *
- * Types, checks and the cursor only (the NATS client imports this without SQLite); the query is
- * projector/session-list.ts.
+ * Listing sessions (`sessions.list`, `sessiond ls`, the NATS `list` command): the filter, its checks
+ * and the stable cursor (types only: the NATS client imports this without SQLite; the query is
+ * projector/session-list.ts). Why the cursor: docs/architecture.md#design-notes-the-projector.
  */
 import { InvalidInputError } from '../errors.ts';
 import type { SessionStateValue } from '../machines/decider.ts';

@@ -1,13 +1,6 @@
 /**
- * A stored session snapshot against the current fold at its sequence. The snapshot store is a cache
- * the old code wrote: if the current fold of the same events says something else, the current code
- * reads the session differently from the code that stored it (and a cold load resting on that
- * snapshot would decide from the old reading).
- *
- * A snapshot of the current machine version is compared whole (state and context). One of another
- * version (the machine or the context's shape changed since) is ignored by the current code, and
- * its context may be shaped differently, so only what decides the session's next steps is compared:
- * its state, its sequence, the execution and its owner, the pending inputs, the recovery.
+ * A stored session snapshot against the current fold at its sequence: whole for the current machine
+ * version, only what decides the next steps for another. Why: docs/architecture.md#design-notes-storage.
  */
 import { preview } from '../events/codec.ts';
 import type { SessionSnapshot } from '../machines/decider.ts';
