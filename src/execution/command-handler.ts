@@ -246,10 +246,8 @@ export class CommandHandler {
   /**
    * Decides on the cached (or loaded) snapshot and appends; on a conflict, catches up and decides
    * again. A few times at once, then with a short growing, jittered wait, until
-   * `DEFAULT_CONFLICT_RETRY_MS` has passed. A count alone was too few: a session whose turn runs in
-   * another process is appended to every few milliseconds, and an admission from here lost eight
-   * races in a row and failed (two whole workers on one SQLite file; admissions through another
-   * worker on NATS alike).
+   * `DEFAULT_CONFLICT_RETRY_MS` has passed: a count alone was too few when another process's turn
+   * appends every few milliseconds (an admission lost eight races in a row).
    */
   private async decideAndAppendOnce(sessionId: string, builds: readonly Build[], options: { fresh?: boolean }): Promise<CommandResult> {
     const giveUpAt = this.clock.now() + DEFAULT_CONFLICT_RETRY_MS;

@@ -97,10 +97,8 @@ export interface CommandServiceOptions {
   tenantLimits?: Partial<Quotas>;
   /**
    * Requests served at once (default `DEFAULT_MAX_IN_FLIGHT`). Past it a request is answered at once
-   * `unavailable` (busy, retry) rather than queued past the client's attempt timeout; for each request
-   * in flight, and each taken in the last second past the first 32, the worker holds one more place
-   * (up to MAX_EXTRA_PLACES), so a burst finds places and is answered by a worker, not by the
-   * server's "no responders"; none while a request waits past STUCK_MS with nothing answered.
+   * `unavailable` (busy, retry) rather than queued past the client's attempt timeout. Places held
+   * under load: `placesWanted`.
    */
   maxInFlight?: number;
 }
@@ -309,8 +307,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
 /**
  * The places a worker holds: `idle`, plus one per request in flight and per request taken in the
  * last PLACE_WINDOW_MS past the first QUIET_ARRIVALS (at most MAX_EXTRA_PLACES more); only `idle`
- * when it is stuck: a request has waited STUCK_MS and nothing was answered in that time (its log out
- * of reach, a stalled engine; a busy worker still answers).
+ * when stuck (STUCK_MS).
  */
 export function placesWanted(idle: number, load: { arrivals: number; inFlight: number; oldest: number | undefined; lastAnswer: number; now: number }): number {
   if (load.oldest !== undefined && load.oldest <= load.now - STUCK_MS && load.lastAnswer <= load.now - STUCK_MS) return idle;

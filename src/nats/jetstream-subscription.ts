@@ -1,11 +1,7 @@
 /**
- * Subscriptions to the JetStream event log (jetstream-event-log.ts): committed events in commit
- * order, from a position, as they are committed by any process.
- *
- * Each subscription reads through an ordered consumer from the position after the last it handed
- * over; when the consumer ends (a reconnect, the consumer lost, the server gone) it starts a new one
- * from there, with a short backoff. It hands `onBatch` every message already received (up to
- * `DEFAULT_READ_BATCH`) in one call, and ignores positions it already handled.
+ * Subscriptions to the JetStream event log: committed events in commit order, from a position, as
+ * any process commits them, through an ordered consumer started anew after each outage.
+ * How: docs/nats.md#the-jetstream-event-log.
  */
 import type { Consumer, ConsumerMessages } from '@nats-io/jetstream';
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';

@@ -1,11 +1,7 @@
 /**
- * Opening a sessiond SQLite database: WAL (so several processes can share one file, readers never
- * block the writer), foreign keys on, a busy timeout so concurrent writers wait instead of failing,
- * and synchronous=NORMAL by default (FULL selectable).
- *
- * Durability trade-off: with WAL + NORMAL a committed transaction survives a process crash, but the
- * last transactions before a power loss or OS crash may be rolled back. FULL syncs the WAL on every
- * commit and survives power loss, at a cost in write throughput.
+ * Opening a sessiond SQLite database: WAL (several processes share one file, readers never block the
+ * writer), foreign keys on, a busy timeout so concurrent writers wait, synchronous=NORMAL by default
+ * (FULL selectable). What each survives: docs/architecture.md#storage.
  */
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
