@@ -41,6 +41,8 @@ export const JsErrorCode = {
   ClusterNotAvailable: 10008,
   ClusterNotLeader: 10009,
   InsufficientResources: 10023,
+  /** 400: no peers to place the stream's replicas on; transient only while a peer is offline (a cluster forming), see `isJsTransient`. */
+  ClusterNoPeers: 10005,
 } as const;
 export type JsErrorCode = (typeof JsErrorCode)[keyof typeof JsErrorCode];
 
@@ -55,8 +57,10 @@ export function isJsError(err: unknown, code: JsErrorCode): boolean {
 export const isWrongLastSequence = (err: unknown) =>
   isJsError(err, JsErrorCode.StreamWrongLastSequence) || isJsError(err, JsErrorCode.StreamWrongLastSequenceConstant);
 export const isStreamNotFound = (err: unknown) => isJsError(err, JsErrorCode.StreamNotFound);
-/** Server-side conditions that pass on their own (leader election, recovery after a restart). */
+/** Server-side conditions that pass on their own (leader election, recovery after a restart, a peer not yet current). */
 export const isJsTransient = (err: unknown) =>
+  // one code for every placement failure: only "peer offline" passes (unmatched tags, storage do not)
+  (isJsError(err, JsErrorCode.ClusterNoPeers) && /peer offline/i.test(messageOf(err))) ||
   (
     [
       JsErrorCode.ClusterNotAvailable,
