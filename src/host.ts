@@ -204,7 +204,9 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
   };
   const notify = (n: Notice) => {
     options.onNotice?.(n);
-    report.out(describeNotice(n), { notice: n.type, session: n.sessionId, ...('executionId' in n ? { execution: n.executionId } : {}) });
+    // a model call's end is measured (metrics), not said: one line a step would drown the log
+    if (n.type !== 'model_call')
+      report.out(describeNotice(n), { notice: n.type, session: n.sessionId, ...('executionId' in n ? { execution: n.executionId } : {}) });
     metrics?.notice(n);
   };
   try {
@@ -519,6 +521,8 @@ function noticeText(n: Notice): string {
       return `${n.sessionId}  ${describeRetry(n)}`;
     case 'capacity_wait':
       return `${n.sessionId}  a model call waits for room: ${n.scopes.join(', ')} at its limit (sessiond limits shows what runs and waits)`;
+    case 'model_call':
+      return `${n.sessionId}  model call to ${n.model} (${n.provider}) ${n.errorType ? `failed (${n.errorType})` : 'ended'} after ${(n.durationMs / 1000).toFixed(2)} s`;
     case 'error':
       return `${n.sessionId}  error: ${n.message}`;
   }

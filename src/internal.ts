@@ -28,7 +28,7 @@ export { machineToDot, machineToMermaid, renderSvg } from './inspector/chart.ts'
 export { Projector } from './projector/index.ts';
 export { flushAsync } from './clock.ts';
 export type { CapacityWait } from './sessions/sessions.ts';
-export type { ModelCallSlot } from './runner/types.ts';
+export type { ModelCallSlot, ModelInput } from './runner/types.ts';
 export { openModelCallGate, readCapacity } from './capacity/gate.ts';
 export type { ModelCallGate, ModelCallGateOptions, CapacityView, CallRequest, CallSlot, WaitingCall } from './capacity/gate.ts';
 export { loadCallLimits, parseCallLimits, mergeCallLimits, maxModelCalls } from './capacity/limits-file.ts';

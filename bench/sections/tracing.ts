@@ -1,8 +1,11 @@
 /**
- * Tracing's cost per turn: echo turns on the embedded engine with no tracer provider (what a worker
- * with no OTEL_* runs: the API's no-ops) beside the same turns with the SDK registered and spans
- * exported over OTLP http/protobuf to a local sink (what OTEL_EXPORTER_OTLP_ENDPOINT turns on),
- * alternated in the same run, rounds of turns one after another.
+ * Tracing's cost per turn. First, echo turns on the embedded engine with no tracer provider (what a
+ * worker with no OTEL_* runs) beside the same turns with the SDK registered and spans exported over
+ * OTLP http/protobuf to a local sink (what OTEL_EXPORTER_OTLP_ENDPOINT turns on), alternated in the
+ * same run. Then the whole worker (`startSessiond`, the turn-ceiling section's tool turns, 64
+ * sessions) with no provider in three span modes alternated (src/observability/tracing.ts
+ * `setSpanMode`): `auto` (what ships: no span built without a provider), `always` (every call
+ * through the API's no-ops: what tracing cost before) and `never` (no tracing call at all).
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -11,10 +14,13 @@ import { trace } from '@opentelemetry/api';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { openEngine, type Engine } from '../../src/engine.ts';
+import { startSessiond } from '../../src/host.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
+import type { Runner } from '../../src/runner/types.ts';
+import { setSpanMode, type SpanMode } from '../../src/observability/tracing.ts';
 import { percentile } from '../lib/measure.ts';
 import { say } from '../lib/report.ts';
-import type { Section } from '../lib/context.ts';
+import { CONCURRENCY, type Ctx, type Section } from '../lib/context.ts';
 
 const S = 'tracing';
 const ROUNDS = 8;
@@ -28,6 +34,57 @@ async function round(engine: Engine, label: string, r: number): Promise<number> 
     await engine.awaitIdle(id);
   }
   return (performance.now() - t) / TURNS;
+}
+
+/** One step with three durable tool calls, each returning ~100 bytes (the turn-ceiling section's turn). */
+const toolTurn: Runner = async (ctx) => {
+  const { messageId } = await ctx.startStep();
+  for (let k = 0; k < 3; k++) await ctx.tool(messageId, { name: 'lookup', input: { k }, durable: true }, async () => 'x'.repeat(100));
+  await ctx.endStep(messageId, 'stop');
+};
+
+const MODES: SpanMode[] = ['auto', 'always', 'never'];
+const WORKER_ROUNDS = 5;
+const WORKER_TURNS = 1_280;
+
+/** The whole worker, no provider registered, in each span mode alternated: turns/s and CPU ms per turn of each round. */
+async function workerModes(ctx: Ctx): Promise<Record<SpanMode, { rate: number[]; cpu: number[] }>> {
+  const silent = { out: () => undefined, err: () => undefined };
+  const host = await startSessiond({ db: join(ctx.tmp, 'tracing-worker.db'), runner: toolTurn, report: silent });
+  const out = Object.fromEntries(MODES.map((m) => [m, { rate: [] as number[], cpu: [] as number[] }])) as Record<SpanMode, { rate: number[]; cpu: number[] }>;
+  const sessions = Array.from({ length: CONCURRENCY }, (_, k) => `ses_t${k}`);
+  const turn = async (s: string) => {
+    await host.engine.admit(s, { prompt: 'look three things up' });
+    await host.engine.awaitIdle(s);
+  };
+  try {
+    trace.disable();
+    await Promise.all(sessions.map(turn)); // warm up
+    const per = Math.ceil(WORKER_TURNS / CONCURRENCY);
+    for (let r = 0; r < WORKER_ROUNDS; r++) {
+      // each round starts with another mode: none always runs on the warmest (or coldest) machine
+      for (let k = 0; k < MODES.length; k++) {
+        const mode = MODES[(r + k) % MODES.length]!;
+        setSpanMode(mode);
+        const cpu0 = process.cpuUsage();
+        const t0 = performance.now();
+        await Promise.all(
+          sessions.map(async (s) => {
+            for (let i = 0; i < per; i++) await turn(s);
+          }),
+        );
+        const ms = performance.now() - t0;
+        const cpu = process.cpuUsage(cpu0);
+        out[mode].rate.push((per * CONCURRENCY * 1000) / ms);
+        out[mode].cpu.push((cpu.user + cpu.system) / 1000 / (per * CONCURRENCY));
+      }
+      say(S, `whole worker: ${r + 1}/${WORKER_ROUNDS} rounds of the three span modes`);
+    }
+  } finally {
+    setSpanMode('auto');
+    await host.close();
+  }
+  return out;
 }
 
 export const tracing: Section = {
@@ -62,6 +119,20 @@ export const tracing: Section = {
     }
     const p50 = (xs: number[]) => percentile(xs, 50);
     const cost = p50(times.on) - p50(times.off);
+    const modes = await workerModes(ctx);
+    const rounds = (xs: number[]) => xs.map((x) => Math.round(x)).join(', ');
+    for (const mode of MODES) {
+      const m = modes[mode];
+      ctx.results.add({
+        key: `tracing.worker.${mode}`,
+        section: S,
+        figure: `whole worker turns, one step + 3 durable tools, ${CONCURRENCY} sessions, no OTEL_*, span mode ${mode}, median of rounds`,
+        unit: 'turns/s',
+        value: p50(m.rate),
+        ...(mode === 'never' ? {} : { raw: { label: 'the same with no tracing call (span mode never)', value: p50(modes.never.rate), unit: 'turns/s' } }),
+        note: `${WORKER_ROUNDS} rounds of ${WORKER_TURNS} turns alternated with the other modes: ${rounds(m.rate)} turns/s; CPU ${p50(m.cpu).toFixed(3)} ms a turn (median)`,
+      });
+    }
     ctx.results.add({
       key: 'tracing.turn',
       section: S,

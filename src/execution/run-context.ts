@@ -22,7 +22,7 @@ import type { LiveBus } from '../events/live-bus.ts';
 import type { ExecutionPhase, RecordedError, Usage } from '../events/catalog.ts';
 import type { ProtoEvent } from '../machines/commands.ts';
 import { Refusal } from '../machines/commands.ts';
-import type { RunContext, RunInput, SessionCallResult, SignalResult, ToolCall, ToolContext, ToolProgress } from '../runner/types.ts';
+import type { ModelCallSlot, RunContext, RunInput, SessionCallResult, SignalResult, ToolCall, ToolContext, ToolProgress } from '../runner/types.ts';
 import type { AdmitReceipt, AdmitRequest } from '../input/admit.ts';
 import type { ChildTurnEnd } from '../recovery/child-turn.ts';
 import { checkSessionCall, childInputId, refuseCycle } from './session-calls.ts';
@@ -34,14 +34,25 @@ import type { Transcripts } from './transcripts.ts';
 import { STREAM_RECORD_MS, StreamRecorder } from './stream-recorder.ts';
 import { progressThrottle } from './progress-throttle.ts';
 import type { ModelCallGate, WaitingCall } from '../capacity/gate.ts';
-import { addUsage } from '../budget/spend.ts';
+import { addUsage, type Exceeded } from '../budget/spend.ts';
 import { sessionExceeded } from '../budget/gate.ts';
 import { countCall, tenantExceeded } from '../budget/tenant.ts';
 import type { TenantBudgetStore } from '../budget/tenant-store.ts';
 import { priced, type Prices } from '../budget/prices.ts';
 import type { SessionContext } from '../machines/session-context.ts';
-import { INVALID_SPAN_CONTEXT, trace, type Span } from '@opentelemetry/api';
-import { chatModel, endChatSpan, endToolSpan, failChatSpan, startChatSpan, startToolSpan, waitSpan } from '../observability/tracing.ts';
+import type { Span } from '@opentelemetry/api';
+import {
+  Attr,
+  chatModel,
+  contentCaptured,
+  contentValue,
+  endChatSpan,
+  endToolSpan,
+  failChatSpan,
+  startChatSpan,
+  startToolSpan,
+  waitSpan,
+} from '../observability/tracing.ts';
 
 /** A model request failed and is sent again after `delayMs` (`attempt`: the one that failed): the worker's log says it (a `Notice`). */
 export interface RetryNotice {
@@ -62,6 +73,23 @@ export interface CapacityNotice {
   scopes: string[];
 }
 
+/**
+ * A model call of the turn ended (its step ended, or failed with `errorType`): how long from its
+ * first request (`RunContext.modelCall`) to the step's end, for the GenAI
+ * `gen_ai.client.operation.duration` metric. Steps that made no `modelCall` have none.
+ */
+export interface ModelCallNotice {
+  type: 'model_call';
+  sessionId: string;
+  executionId: string;
+  provider: string;
+  model: string;
+  /** The model that answered, as the runner recorded it. */
+  responseModel?: string;
+  durationMs: number;
+  errorType?: string;
+}
+
 /** The slot of a model call when no limit applies: nothing to give back. */
 const FREE_SLOT = { release: async () => {}, throttled: async () => {} };
 
@@ -79,7 +107,7 @@ export interface RunContextDeps {
   span?: Span;
   transcripts: Transcripts;
   /** Says what the turn does that the log does not (a model request retried, a call waiting for room). */
-  notice?: (n: RetryNotice | CapacityNotice) => void;
+  notice?: (n: RetryNotice | CapacityNotice | ModelCallNotice) => void;
   /** The deployment's limits on model calls (none: every call goes at once). */
   modelCalls?: ModelCallGate;
   /** The session's owner (its tenant for the limits; null: none). */
@@ -162,14 +190,50 @@ export function createRunContext(deps: RunContextDeps): Turn {
   const openSteps = new Set<string>();
   const streams = new StreamRecorder(executionId);
   let recordTimer: ReturnType<Clock['setTimeout']> | undefined;
-  const turnSpan = deps.span ?? trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+  /** The turn's span; none when no tracer is registered: then no model or tool call builds one either. */
+  const turnSpan = deps.span;
   /** The `chat` spans of the steps started and not ended, by message id (the last one is the newest). */
   const chats = new Map<string, Span>();
+  /** The newest step started, and when each open step's model call first asked to go out (`modelCall`). */
+  let newestStep: string | undefined;
+  /** `ended`: when its last request ended (its slot released), by the clock and by `performance.now()` (the span's end). */
+  const calls = new Map<string, { at: number; provider: string; model: string; ended?: { at: number; perf: number } }>();
+  /** The end of a step's model call: when its last request ended, not the step (its tools run before the step ends). */
+  const requestEnd = (messageId: string): number | undefined => calls.get(messageId)?.ended?.perf;
+  const callEnded = (messageId: string, responseModel: string | undefined, errorType: string | undefined): void => {
+    const call = calls.get(messageId);
+    if (!call) return;
+    calls.delete(messageId);
+    deps.notice?.({
+      type: 'model_call',
+      sessionId,
+      executionId,
+      provider: call.provider,
+      model: call.model,
+      ...(responseModel ? { responseModel } : {}),
+      durationMs: (call.ended?.at ?? clock.now()) - call.at,
+      ...(errorType ? { errorType } : {}),
+    });
+  };
   /** Runs a tool call's `run` inside its `execute_tool` span. */
-  const traced = async <T>(a: { name: string; callId: string; durable: boolean }, run: () => Promise<T>): Promise<T> => {
-    const span = startToolSpan(turnSpan, { sessionId, executionId, ...a });
+  /** Contents on the spans (messages, tool arguments and results): only when the turn records and the user opted in. */
+  const capture = turnSpan?.isRecording() === true && contentCaptured();
+  /** The output parts of the open steps' model calls, by message id (captured contents only). */
+  const outputs = new Map<string, Record<string, unknown>[]>();
+  const output = (messageId: string, part: Record<string, unknown>): void => {
+    if (!capture || !chats.has(messageId)) return;
+    const parts = outputs.get(messageId);
+    if (parts) parts.push(part);
+    else outputs.set(messageId, [part]);
+  };
+  const traced = async <T>(a: { name: string; callId: string; durable: boolean; messageId: string; input: unknown }, run: () => Promise<T>): Promise<T> => {
+    if (!turnSpan) return run();
+    const span = startToolSpan(turnSpan, { sessionId, executionId, name: a.name, callId: a.callId, durable: a.durable });
+    if (capture) span.setAttribute(Attr.toolArguments, contentValue(a.input));
+    output(a.messageId, { type: 'tool_call', id: a.callId, name: a.name, arguments: a.input });
     try {
       const out = await run();
+      if (capture) span.setAttribute(Attr.toolResult, contentValue(out));
       endToolSpan(span);
       return out;
     } catch (err) {
@@ -249,7 +313,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
   /** Records a wait (buffered: it rides with the settlement) and ends the execution: the turn waits. */
   const endToWait = async (payload: Extract<ProtoEvent, { type: 'wait.started' }>['payload'], what: string): Promise<never> => {
     await later([{ type: 'wait.started', payload }]);
-    waitSpan(turnSpan, { sessionId, executionId, kind: payload.kind, name: payload.name });
+    if (turnSpan) waitSpan(turnSpan, { sessionId, executionId, kind: payload.kind, name: payload.name });
     waited = true;
     const err = new WaitingError(executionId, what);
     if (!signal.aborted) controller.abort(err);
@@ -315,26 +379,29 @@ export function createRunContext(deps: RunContextDeps): Turn {
    * the turn here (`BudgetExceededError`, the turn settles failed `budget_exceeded`). Spend comes
    * from the log (a recovered turn counts what its predecessor recorded) plus what this turn buffered.
    */
-  const checkBudget = async (context: SessionContext): Promise<void> => {
+  const checkBudget = (context: SessionContext): Promise<void> | undefined => {
     const tenant = deps.tenant ?? null;
-    const over =
-      sessionExceeded(context, unrecorded()) ??
-      (deps.tenantBudgets && tenant !== null ? tenantExceeded(tenant, await deps.tenantBudgets.read(tenant)) : undefined);
-    if (!over) return;
-    const err = new BudgetExceededError(sessionId, over);
-    if (!signal.aborted) controller.abort(err);
-    throw err;
+    const stop = (over: Exceeded | undefined): void => {
+      if (!over) return;
+      const err = new BudgetExceededError(sessionId, over);
+      if (!signal.aborted) controller.abort(err);
+      throw err;
+    };
+    stop(sessionExceeded(context, unrecorded()));
+    // the tenant's record is read only for a session with a tenant (no await otherwise)
+    if (deps.tenantBudgets && tenant !== null) return deps.tenantBudgets.read(tenant).then((b) => stop(tenantExceeded(tenant, b)));
+    return undefined;
   };
 
   /**
    * A model call's usage, priced, counted into its tenant's budget (when it has one) before the
    * turn records it: what the log holds was counted, once (the call's message id keeps a retry out).
    */
-  const spent = async (messageId: string, model: string | undefined, usage: Usage | undefined): Promise<Usage | undefined> => {
+  const spent = (messageId: string, model: string | undefined, usage: Usage | undefined): Usage | Promise<Usage> | undefined => {
     if (!usage) return undefined;
     const cost = priced(deps.prices, model, usage);
     const tenant = deps.tenant ?? null;
-    if (deps.tenantBudgets && tenant !== null) await deps.tenantBudgets.update(tenant, (b) => countCall(b, messageId, cost));
+    if (deps.tenantBudgets && tenant !== null) return deps.tenantBudgets.update(tenant, (b) => countCall(b, messageId, cost)).then(() => cost);
     return cost;
   };
 
@@ -351,7 +418,8 @@ export function createRunContext(deps: RunContextDeps): Turn {
     async startStep() {
       await queue; // appends in flight land first: the budget sees what they carry
       const snapshot = await handler.load(sessionId);
-      await checkBudget(snapshot.context);
+      const tenantRead = checkBudget(snapshot.context);
+      if (tenantRead) await tenantRead;
       const steer = steeringInputs(
         snapshot.context.pending.filter((s) => !promoted.has(s.inputId)),
         clock.now(),
@@ -363,7 +431,8 @@ export function createRunContext(deps: RunContextDeps): Turn {
         { type: 'step.started', payload: { executionId, messageId, step: step++ } },
       ]);
       openSteps.add(messageId);
-      chats.set(messageId, startChatSpan(turnSpan, { sessionId, executionId, messageId, step: step - 1 }));
+      newestStep = messageId;
+      if (turnSpan) chats.set(messageId, startChatSpan(turnSpan, { sessionId, executionId, messageId, step: step - 1 }));
       for (const s of steer) promoted.add(s.inputId);
       inputs.push(...steered);
       return { messageId, steered };
@@ -388,12 +457,14 @@ export function createRunContext(deps: RunContextDeps): Turn {
     },
 
     async text(messageId, text, partId = ids.next('prt')) {
+      output(messageId, { type: 'text', content: text });
       // the final text replaces what streamed, once it is buffered: a turn stopped before keeps what streamed
       await later([{ type: 'text.completed', payload: { executionId, messageId, partId, text } }], undefined, () => streams.completed(partId));
       return partId;
     },
 
     async reasoning(messageId, text, partId = ids.next('prt')) {
+      output(messageId, { type: 'reasoning', content: text });
       await later([{ type: 'reasoning.completed', payload: { executionId, messageId, partId, text } }]);
       return partId;
     },
@@ -415,18 +486,27 @@ export function createRunContext(deps: RunContextDeps): Turn {
     async endStep(messageId, finish = 'stop', usage?: Usage, model?: string) {
       openSteps.delete(messageId);
       streams.ended(messageId);
-      const cost = await spent(messageId, model, usage);
+      const counted = spent(messageId, model, usage);
+      const cost = counted instanceof Promise ? await counted : counted;
+      const end = requestEnd(messageId);
+      callEnded(messageId, model, undefined);
       const chat = chats.get(messageId);
       chats.delete(messageId);
-      if (chat) endChatSpan(chat, finish, usage, model);
+      if (chat && capture)
+        chat.setAttribute(Attr.outputMessages, contentValue([{ role: 'assistant', parts: outputs.get(messageId) ?? [], finish_reason: finish }]));
+      outputs.delete(messageId);
+      if (chat) endChatSpan(chat, finish, usage, model, end);
       return later([{ type: 'step.ended', payload: { executionId, messageId, finish, ...(cost ? { usage: cost } : {}) } }]);
     },
     failStep: (messageId, error: RecordedError) => {
       openSteps.delete(messageId);
       streams.ended(messageId);
+      const end = requestEnd(messageId);
+      callEnded(messageId, undefined, error.type);
       const chat = chats.get(messageId);
       chats.delete(messageId);
-      if (chat) failChatSpan(chat, error);
+      outputs.delete(messageId);
+      if (chat) failChatSpan(chat, error, end);
       return later([{ type: 'step.failed', payload: { executionId, messageId, error } }]);
     },
 
@@ -442,7 +522,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
     async tool<T>(messageId: string, call: ToolCall, fn: (tc: ToolContext) => Promise<T>): Promise<T> {
       const callId = call.callId ?? ids.next('call');
       const key = call.durable === true ? (call.idempotencyKey ?? idempotencyKey(sessionId, executionId, callId)) : undefined;
-      return traced({ name: call.name, callId, durable: key !== undefined }, async () => {
+      return traced({ name: call.name, callId, durable: key !== undefined, messageId, input: call.input }, async () => {
         // journaled before the side effect starts; the phase becomes unknown in the same append
         await durable([...unknownPhase(), toolCalled(messageId, callId, call, key, true)]);
         return runJournaled(messageId, callId, call.name, key, fn);
@@ -458,7 +538,8 @@ export function createRunContext(deps: RunContextDeps): Turn {
         toolCalled(messageId, callId, call, key, false),
         { type: 'wait.started', payload: { executionId, kind: 'approval', name: callId, messageId, callId, tool: call.name, input: call.input } },
       ]);
-      waitSpan(turnSpan, { sessionId, executionId, kind: 'approval', name: callId, tool: call.name });
+      if (turnSpan) waitSpan(turnSpan, { sessionId, executionId, kind: 'approval', name: callId, tool: call.name });
+      output(messageId, { type: 'tool_call', id: callId, name: call.name, arguments: call.input });
       waited = true;
       return callId;
     },
@@ -473,7 +554,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
         );
       }
       const { messageId, tool } = w;
-      return traced({ name: tool, callId, durable: w.idempotencyKey !== null && w.idempotencyKey !== undefined }, async () => {
+      return traced({ name: tool, callId, durable: w.idempotencyKey !== null && w.idempotencyKey !== undefined, messageId, input: w.input }, async () => {
         await durable([...unknownPhase(), { type: 'tool.started', payload: { executionId, messageId, callId } }]);
         return runJournaled(messageId, callId, tool, w.idempotencyKey ?? undefined, fn);
       });
@@ -566,14 +647,37 @@ export function createRunContext(deps: RunContextDeps): Turn {
     },
 
     async modelCall(call) {
-      const chat = [...chats.values()].at(-1);
-      if (chat) chatModel(chat, call.provider, call.model);
+      // the newest open step's call (a retry asks again: its first request counts; its last one's end)
+      const step = newestStep !== undefined && openSteps.has(newestStep) ? newestStep : undefined;
+      let measured = step === undefined ? undefined : calls.get(step);
+      if (step !== undefined && !measured) {
+        measured = { at: clock.now(), provider: call.provider, model: call.model };
+        calls.set(step, measured);
+        const chat = chats.get(step);
+        if (chat) chatModel(chat, call.provider, call.model);
+        if (chat && capture && call.input) {
+          const sent = call.input();
+          if (sent.system) chat.setAttribute(Attr.systemInstructions, contentValue([{ type: 'text', content: sent.system }]));
+          chat.setAttribute(Attr.inputMessages, contentValue(sent.messages));
+        }
+      }
       const gate = deps.modelCalls;
-      if (!gate) return FREE_SLOT;
-      if (signal.aborted) throw signal.reason;
-      const request = { sessionId, executionId, tenant: deps.tenant ?? null, provider: call.provider, model: call.model };
-      const waiting = (w: WaitingCall) => deps.notice?.({ type: 'capacity_wait', sessionId, executionId, scopes: w.scopes });
-      return await gate.acquire(request, signal, waiting);
+      let slot: ModelCallSlot = FREE_SLOT;
+      if (gate) {
+        if (signal.aborted) throw signal.reason;
+        const request = { sessionId, executionId, tenant: deps.tenant ?? null, provider: call.provider, model: call.model };
+        const waiting = (w: WaitingCall) => deps.notice?.({ type: 'capacity_wait', sessionId, executionId, scopes: w.scopes });
+        slot = await gate.acquire(request, signal, waiting);
+      }
+      if (!measured) return slot;
+      const timed = measured;
+      return {
+        release: () => {
+          timed.ended = { at: clock.now(), perf: performance.now() };
+          return slot.release();
+        },
+        throttled: (ms) => slot.throttled(ms),
+      };
     },
 
     async compact(reason, summarize) {
@@ -583,7 +687,8 @@ export function createRunContext(deps: RunContextDeps): Turn {
       await durable([{ type: 'compaction.started', payload: { executionId, messageId, reason } }]); // the summary is a model call
       const result = await summarize();
       const { summary, usage, model } = typeof result === 'string' ? { summary: result, usage: undefined, model: undefined } : result;
-      const cost = await spent(messageId, model, usage);
+      const counted = spent(messageId, model, usage);
+      const cost = counted instanceof Promise ? await counted : counted;
       await later([{ type: 'compaction.completed', payload: { executionId, messageId, summary, ...(cost ? { usage: cost } : {}) } }]);
       return summary;
     },
@@ -594,6 +699,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
     called: () => [...called],
     async drain() {
       // a step the turn never ended (stopped, handed back): its model call ends with the turn
+      for (const messageId of [...calls.keys()]) callEnded(messageId, undefined, 'interrupted');
       for (const chat of chats.values()) failChatSpan(chat, { type: 'interrupted', message: 'the turn stopped before this model call ended' });
       chats.clear();
       await queue;

@@ -43,7 +43,7 @@ import { createRunContext } from './run-context.ts';
 import { Transcripts } from './transcripts.ts';
 import { checkKeys, optionalWholeNumber, wholeNumber } from '../options.ts';
 import type { Span } from '@opentelemetry/api';
-import { Attr, appended, claimSpan, endTurnSpan, failed, startTurnSpan, traceparentOf, turnTrace, withSpan } from '../observability/tracing.ts';
+import { Attr, appended, claimSpan, endTurnSpan, failed, spansOn, startTurnSpan, traceparentOf, turnTrace, withSpan } from '../observability/tracing.ts';
 
 /** Every option of the execution service (anything else is refused as a likely typo). */
 export const EXECUTION_OPTIONS = [
@@ -135,6 +135,17 @@ export type Notice =
   | { type: 'model_retry'; sessionId: string; executionId: string; attempt: number; delayMs: number; error: RecordedError }
   /** A model call waits for room under the deployment's limits (`scopes`: the limits it draws from). */
   | { type: 'capacity_wait'; sessionId: string; executionId: string; scopes: string[] }
+  /** A model call ended (its step ended, or failed with `errorType`): `durationMs` from its first request; for the GenAI duration metric, not printed. */
+  | {
+      type: 'model_call';
+      sessionId: string;
+      executionId: string;
+      provider: string;
+      model: string;
+      responseModel?: string;
+      durationMs: number;
+      errorType?: string;
+    }
   | { type: 'error'; sessionId: string; message: string };
 
 export type ResumeResult =
@@ -360,7 +371,9 @@ export class SessionExecution {
     let turn: PendingInput[] = [];
     const claimStart = Date.now();
     /** The turn's span, started when its inputs are known (again when a retried decision finds others): its context is recorded with the start. */
-    let span: { span: Span; parent: string | undefined } | undefined;
+    let span: { span: Span | undefined; parent: string | undefined } | undefined;
+    /** No tracer provider registered (no OTEL_*): no span, attribute or context is built for the turn. */
+    const spans = spansOn();
     let claimedSeq = 0;
     try {
       // claim, start and the promotion of the turn's inputs: one decision, one append
@@ -370,16 +383,20 @@ export class SessionExecution {
           return { type: 'claim', now, ownerId, executionId, leaseMs: this.leaseMs };
         },
         (now, claimed) => {
-          const where = turnTrace(inputsForTurn(claimed.context.pending, now));
+          const pending = inputsForTurn(claimed.context.pending, now);
+          const where = spans ? turnTrace(pending) : { parent: pending.find((i) => i.traceparent)?.traceparent };
           if (span?.parent !== where.parent || !span)
-            span = { span: startTurnSpan({ sessionId, executionId, ownerId }, where, claimStart), parent: where.parent };
-          const recording = span.span.isRecording();
+            span = {
+              span: 'context' in where ? startTurnSpan({ sessionId, executionId, ownerId }, where, claimStart) : undefined,
+              parent: where.parent,
+            };
+          const recording = span.span?.isRecording() === true;
           return {
             type: 'start',
             now,
             ownerId,
             executionId,
-            ...(recording ? { traceparent: traceparentOf(span.span) } : {}),
+            ...(recording ? { traceparent: traceparentOf(span.span!) } : {}),
             ...(where.parent ? { parentTraceparent: where.parent } : {}),
           };
         },
@@ -403,9 +420,11 @@ export class SessionExecution {
       }
     } catch (err) {
       // the turn never ran: its span is not ended (never exported); the claim's says why
-      const refused = claimSpan({ sessionId, executionId, ownerId }, claimStart, { [Attr.outcome]: isRefusal(err) ? `refused: ${err.reason}` : 'failed' });
-      if (!isRefusal(err)) failed(refused, err);
-      refused.end();
+      if (spans) {
+        const refused = claimSpan({ sessionId, executionId, ownerId }, claimStart, { [Attr.outcome]: isRefusal(err) ? `refused: ${err.reason}` : 'failed' });
+        if (!isRefusal(err)) failed(refused, err);
+        refused.end();
+      }
       if (isRefusal(err, 'nothing_pending')) {
         report({ status: 'nothing_pending' });
         return undefined;
@@ -419,16 +438,18 @@ export class SessionExecution {
     }
     const inputs = runInputs(turn);
     const continues = inputs.find((i) => i.continues)?.continues?.executionId;
-    const turnSpan = span!.span;
-    appended(turnSpan, { [Attr.seq]: claimedSeq, [Attr.inputIds]: inputs.map((i) => i.inputId), ...(continues ? { [Attr.continues]: continues } : {}) });
-    claimSpan({ sessionId, executionId, ownerId }, claimStart, { [Attr.seq]: claimedSeq, [Attr.outcome]: 'claimed' }, turnSpan).end();
+    const turnSpan = span?.span;
+    if (turnSpan) {
+      appended(turnSpan, { [Attr.seq]: claimedSeq, [Attr.inputIds]: inputs.map((i) => i.inputId), ...(continues ? { [Attr.continues]: continues } : {}) });
+      claimSpan({ sessionId, executionId, ownerId }, claimStart, { [Attr.seq]: claimedSeq, [Attr.outcome]: 'claimed' }, turnSpan).end();
+    }
     this.notice({ type: 'claimed', sessionId, executionId });
     report({ status: 'started', executionId });
     return { settledHere: await this.runTurn(sessionId, executionId, inputs, turnSpan) };
   }
 
   /** Runs a turn that is claimed, started and has its inputs promoted; true when its settlement was appended here. */
-  private async runTurn(sessionId: string, executionId: string, inputs: RunInput[], span: Span): Promise<boolean> {
+  private async runTurn(sessionId: string, executionId: string, inputs: RunInput[], span: Span | undefined): Promise<boolean> {
     let outcome = 'failed';
     let failure: unknown;
     const controller = new AbortController();
@@ -447,7 +468,7 @@ export class SessionExecution {
       ownerId,
       inputs,
       controller,
-      span,
+      ...(span ? { span } : {}),
       transcripts: this.transcripts,
       notice: this.notice,
       tenant: this.handler.cached(sessionId)?.context.ownedBy ?? null,
@@ -458,7 +479,7 @@ export class SessionExecution {
     });
     const deadline = this.startDeadline(executionId, controller);
     try {
-      const run = withSpan(span, () => this.runner(turn.ctx));
+      const run = span ? withSpan(span, () => this.runner(turn.ctx)) : this.runner(turn.ctx);
       await (deadline ? Promise.race([run, deadline.passed]) : run);
       if (controller.signal.aborted) throw controller.signal.reason;
       // a turn that recorded a wait (an approval asked for) ends its execution waiting: it holds nothing until it resumes
@@ -471,7 +492,7 @@ export class SessionExecution {
       outcome = await this.afterFailure(sessionId, executionId, controller, err, () => turn.drain().catch(() => []));
       return false;
     } finally {
-      endTurnSpan(span, outcome, failure);
+      if (span) endTurnSpan(span, outcome, failure);
       deadline?.stop();
       stopHeartbeat();
       this.registry.trigger.detach({ sessionId });

@@ -34,7 +34,7 @@ export interface WorkerMetrics {
   readonly registry: Registry;
   /** Counts appends, conflicts and append latency, and the facts in what was committed. */
   readonly appends: AppendObserver;
-  /** The execution service's notices (lease losses). */
+  /** The execution service's notices (lease losses, model calls' durations). */
   notice(n: Notice): void;
   /** The recovery sweep's notices (sweep failures). */
   recovery(n: RecoveryNotice): void;
@@ -95,6 +95,14 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
     help: 'Tokens per model call of the turns this worker ran (OpenTelemetry GenAI gen_ai.client.token.usage), by gen_ai_token_type (input, output).',
     labelNames: ['gen_ai_operation_name', 'gen_ai_token_type'],
     buckets: [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864],
+    registers: [registry],
+  });
+  // and its duration per model call, from the call's first request to its step's end (the conventions' buckets)
+  const operationDuration = new Histogram({
+    name: 'gen_ai_client_operation_duration_seconds',
+    help: 'Seconds per model call of the turns this worker ran, from its first request to its end, retries included (OpenTelemetry GenAI gen_ai.client.operation.duration); error_type set when it failed.',
+    labelNames: ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model', 'gen_ai_response_model', 'error_type'],
+    buckets: [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92],
     registers: [registry],
   });
   const countUsage = (u: Usage | undefined) => {
@@ -206,6 +214,17 @@ export function createWorkerMetrics(options: { log?: string; defaultMetrics?: bo
     modelBackoff: (provider) => backoffs.inc({ provider }),
     notice: (n) => {
       if (n.type === 'capacity_wait') callWaits.inc();
+      if (n.type === 'model_call')
+        operationDuration.observe(
+          {
+            gen_ai_operation_name: 'chat',
+            gen_ai_provider_name: n.provider,
+            gen_ai_request_model: n.model,
+            ...(n.responseModel ? { gen_ai_response_model: n.responseModel } : {}),
+            ...(n.errorType ? { error_type: n.errorType } : {}),
+          },
+          n.durationMs / 1000,
+        );
       if (n.type !== 'claim_lost') return;
       leasesLost.inc();
       claimedAt.delete(n.executionId);

@@ -11,6 +11,7 @@
  * The span and attribute table is in docs/operating.md#traces.
  */
 import {
+  ProxyTracerProvider,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
@@ -56,6 +57,12 @@ export const Attr = {
   waitKind: 'sessiond.wait.kind',
   waitName: 'sessiond.wait.name',
   continuationInput: 'sessiond.continuation.input_id',
+  // contents, only when OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT opts in (`contentCaptured`)
+  inputMessages: 'gen_ai.input.messages',
+  outputMessages: 'gen_ai.output.messages',
+  systemInstructions: 'gen_ai.system_instructions',
+  toolArguments: 'gen_ai.tool.call.arguments',
+  toolResult: 'gen_ai.tool.call.result',
   link: 'sessiond.link',
 } as const;
 
@@ -63,6 +70,52 @@ export const Attr = {
 export const AGENT_NAME = 'sessiond';
 
 const tracer = () => trace.getTracer(TRACER_NAME);
+
+/**
+ * When spans are made: `auto` (the default) when a tracer provider is registered (an SDK: the
+ * worker's when `OTEL_*` asks, or an embedding application's), so a worker with none builds no
+ * span, attribute or context at all; `always` makes every call through the API even with none (its
+ * no-ops: what tracing cost before `auto`); `never` makes none. The bench's A/B sets it.
+ */
+export type SpanMode = 'auto' | 'always' | 'never';
+let mode: SpanMode = 'auto';
+
+/** Sets when spans are made (see `SpanMode`); returns the previous mode. */
+export function setSpanMode(next: SpanMode): SpanMode {
+  const previous = mode;
+  mode = next;
+  return previous;
+}
+
+/** The conventions' switch for prompt and completion contents on spans (off unless set). */
+export const CAPTURE_CONTENT_ENV = 'OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT';
+
+/**
+ * Whether spans carry contents (messages, system instructions, tool arguments and results): only
+ * when `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` is `true` (or `span_only`,
+ * `span_and_event`, the newer spellings; sessiond records contents on spans, not events).
+ */
+export function contentCaptured(env: Record<string, string | undefined> = process.env): boolean {
+  const v = env[CAPTURE_CONTENT_ENV]?.trim().toLowerCase();
+  return v === 'true' || v === 'span_only' || v === 'span_and_event';
+}
+
+/** A value as a content attribute: a string as is, anything else as JSON (attributes hold no structures). */
+export function contentValue(value: unknown): string {
+  if (typeof value === 'string') return value;
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** Whether a turn starting now makes spans: a tracer provider is registered (or the mode says). */
+export function spansOn(): boolean {
+  if (mode !== 'auto') return mode === 'always';
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegateTracer(TRACER_NAME) !== undefined;
+}
 
 /**
  * Where a turn's span goes: its parent is the first of its inputs that came with a caller's trace
@@ -144,8 +197,8 @@ export function chatModel(span: Span, provider: string, model: string): void {
   span.updateName(`chat ${model}`);
 }
 
-/** Ends a model call's span with its finish reason, model and token usage. */
-export function endChatSpan(span: Span, finish: string, usage?: Usage, model?: string): void {
+/** Ends a model call's span with its finish reason, model and token usage; at `endTime` (`performance.now()`): when its request ended. */
+export function endChatSpan(span: Span, finish: string, usage?: Usage, model?: string, endTime?: number): void {
   const attributes: Attributes = { [Attr.finishReasons]: [finish] };
   if (model) attributes[Attr.responseModel] = model;
   if (usage) {
@@ -153,14 +206,14 @@ export function endChatSpan(span: Span, finish: string, usage?: Usage, model?: s
     attributes[Attr.outputTokens] = usage.outputTokens;
   }
   span.setAttributes(attributes);
-  span.end();
+  span.end(endTime);
 }
 
 /** Ends a model call's span that failed. */
-export function failChatSpan(span: Span, error: RecordedError): void {
+export function failChatSpan(span: Span, error: RecordedError, endTime?: number): void {
   span.setAttribute(Attr.errorType, error.type);
   span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
-  span.end();
+  span.end(endTime);
 }
 
 /** A tool call: `execute_tool {name}`, child of its turn (parallel calls are siblings). */

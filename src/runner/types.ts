@@ -147,8 +147,10 @@ export interface RunContext {
    * the turn's own lease) until every limit the call draws from has a free slot, served fairly between
    * tenants. Call `release()` when the request has ended, whatever its end, and `throttled()` first
    * when the provider answered 429: the whole fleet then backs off from that provider.
+   * `input`: what the request sends, by the GenAI conventions, called only when traces record
+   * contents (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`).
    */
-  modelCall(call: { provider: string; model: string }): Promise<ModelCallSlot>;
+  modelCall(call: { provider: string; model: string; input?: () => ModelInput }): Promise<ModelCallSlot>;
   /**
    * Runs a compaction step after a context overflow: its start is durable before `summarize` (a model
    * call) runs; the summary (and the tokens the call used) is recorded, then the turn continues.
@@ -196,6 +198,17 @@ export interface RunContext {
    * into one that waits (through others) on it, is refused naming the chain.
    */
   callSession(name: string, call: SessionCall): Promise<SessionCallResult>;
+}
+
+/**
+ * What a model request sends, as OpenTelemetry's GenAI conventions record it on a `chat` span
+ * (`gen_ai.system_instructions`, `gen_ai.input.messages`): messages of a role and typed parts
+ * (`{ type: 'text', content }`, `{ type: 'tool_call', id, name, arguments }`,
+ * `{ type: 'tool_call_response', id, response }`, `{ type: 'reasoning', content }`).
+ */
+export interface ModelInput {
+  system?: string;
+  messages: { role: string; parts: Record<string, unknown>[] }[];
 }
 
 /** A model request's room under the deployment's limits (`RunContext.modelCall`). */

@@ -21,6 +21,7 @@ import { draft, ev } from '../../src/testing/fixtures.ts';
 import { sessionBudget } from '../../src/sessions/budget.ts';
 import { sqliteTenantBudgetStore } from '../../src/budget/sqlite-tenant-budget-store.ts';
 import { changeTenantBudget } from '../../src/budget/tenant.ts';
+import { ManualClock } from '../../src/clock.ts';
 
 /** The value of one sample line of Prometheus text (`name{labels} value`), undefined when absent. */
 function sample(text: string, series: string): number | undefined {
@@ -83,6 +84,52 @@ test('metrics - model tokens by kind (and per call, by the GenAI conventions) an
   assert.is(sample(text, 'gen_ai_client_token_usage_count{log="sqlite",gen_ai_operation_name="chat",gen_ai_token_type="input"}'), 2);
   assert.is(sample(text, 'gen_ai_client_token_usage_sum{log="sqlite",gen_ai_operation_name="chat",gen_ai_token_type="input"}'), 200);
   assert.is(sample(text, 'gen_ai_client_token_usage_bucket{le="64",log="sqlite",gen_ai_operation_name="chat",gen_ai_token_type="output"}'), 2);
+  await execution.close();
+  db.close();
+  tmp.remove();
+});
+
+test("metrics - each model call's duration, by the GenAI conventions: provider, models, error type; a step with no model call has none", async () => {
+  const tmp = tempDir();
+  const db = openDatabase(tmp.file('d.db'));
+  migrate(db);
+  const metrics = createWorkerMetrics({ log: 'sqlite', defaultMetrics: false });
+  const clock = new ManualClock(1_000_000);
+  const runner: Runner = async (ctx) => {
+    const first = await ctx.startStep();
+    const attempt = async (ms: number) => {
+      const slot = await ctx.modelCall({ provider: 'openai', model: 'gpt-4o' });
+      clock.set(clock.now() + ms); // the request takes this long
+      await slot.release();
+    };
+    await attempt(700); // a retry asks again: the call counts from its first request to its last one's end
+    await attempt(500);
+    clock.set(clock.now() + 2_000); // its tools run before the step ends: not the model call's time
+    await ctx.endStep(first.messageId, 'tool-calls', { inputTokens: 10, outputTokens: 2 }, 'gpt-4o-2024-08-06');
+    const second = await ctx.startStep();
+    await attempt(30);
+    await ctx.failStep(second.messageId, { type: 'model_error', name: 'ModelRequestError', message: 'HTTP 500' });
+    const third = await ctx.startStep(); // no model asked: not a model call
+    await ctx.endStep(third.messageId, 'stop');
+  };
+  const execution = new SessionExecution({ log: new SqliteEventLog(db), runner, clock, onNotice: metrics.notice });
+  await admitInput(execution.handler, 'ses_d', { prompt: 'time my calls', wake: false });
+  await execution.resume('ses_d');
+  await execution.awaitIdle('ses_d');
+  const text = await metrics.registry.metrics();
+  const ok = 'gen_ai_operation_name="chat",gen_ai_provider_name="openai",gen_ai_request_model="gpt-4o",gen_ai_response_model="gpt-4o-2024-08-06"';
+  assert.is(sample(text, `gen_ai_client_operation_duration_seconds_count{log="sqlite",${ok}}`), 1);
+  assert.is(
+    sample(text, `gen_ai_client_operation_duration_seconds_sum{log="sqlite",${ok}}`),
+    1.2,
+    'from the first request to the end of the last, without the tools after it',
+  );
+  assert.is(sample(text, `gen_ai_client_operation_duration_seconds_bucket{le="1.28",log="sqlite",${ok}}`), 1, "the conventions' buckets");
+  assert.is(sample(text, `gen_ai_client_operation_duration_seconds_bucket{le="0.64",log="sqlite",${ok}}`), 0);
+  const failed = 'gen_ai_operation_name="chat",gen_ai_provider_name="openai",gen_ai_request_model="gpt-4o",error_type="model_error"';
+  assert.is(sample(text, `gen_ai_client_operation_duration_seconds_sum{log="sqlite",${failed}}`), 0.03);
+  const all = text.split('\n').filter((l) => l.startsWith('gen_ai_client_operation_duration_seconds_count'));
+  assert.is(all.length, 2, `the two model calls, and not the step that asked no model: ${all.join('; ')}`);
   await execution.close();
   db.close();
   tmp.remove();

@@ -35,6 +35,7 @@ import { SEND_REASONING, assistantMessages, estimateTokens, toModelMessages, use
 import { backoff, classify, parseRetryPolicy, type Failure, type RetryPolicy } from './retry.ts';
 import { checkTools, parseToolInput, sdkTools, type ToolRegistry } from './tools.ts';
 import { toolSlots, type ToolSlots } from './tool-slots.ts';
+import { genAiInput } from './genai-input.ts';
 import { withMcpTools } from '../mcp/with-mcp.ts';
 import type { McpServers } from '../mcp/servers.ts';
 
@@ -127,9 +128,9 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
    * Runs `attempt` until it succeeds, retrying what may be retried; each request waits for room under
    * the deployment's limits (`ctx.modelCall`), then phase `unknown` before it goes out.
    */
-  const withRetries = async <T>(ctx: RunContext, messageId: string, attempt: () => Promise<T>): Promise<T> => {
+  const withRetries = async <T>(ctx: RunContext, messageId: string, attempt: () => Promise<T>, sent?: () => ModelMessage[]): Promise<T> => {
     for (let n = 1; ; n++) {
-      const slot = await ctx.modelCall(call);
+      const slot = await ctx.modelCall(sent ? { ...call, input: () => genAiInput(sent(), options.system) } : call);
       let failure: Failure;
       try {
         await ctx.phase('unknown');
@@ -241,7 +242,12 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
             0,
           );
         }
-        output = await withRetries(ctx, messageId, () => stream(ctx, messageId, messages));
+        output = await withRetries(
+          ctx,
+          messageId,
+          () => stream(ctx, messageId, messages),
+          () => messages,
+        );
       } catch (err) {
         if (ctx.signal.aborted) throw ctx.signal.reason;
         if (!(err instanceof ModelRequestError)) throw err;
