@@ -75,7 +75,7 @@ export interface CapacityNotice {
 
 /**
  * A model call of the turn ended (its step ended, or failed with `errorType`): how long from its
- * first request (`RunContext.modelCall`) to the step's end, for the GenAI
+ * first request (`RunContext.modelCall`) to the end of its last (the slot released), for the GenAI
  * `gen_ai.client.operation.duration` metric. Steps that made no `modelCall` have none.
  */
 export interface ModelCallNotice {
@@ -215,7 +215,6 @@ export function createRunContext(deps: RunContextDeps): Turn {
       ...(errorType ? { errorType } : {}),
     });
   };
-  /** Runs a tool call's `run` inside its `execute_tool` span. */
   /** Contents on the spans (messages, tool arguments and results): only when the turn records and the user opted in. */
   const capture = turnSpan?.isRecording() === true && contentCaptured();
   /** The output parts of the open steps' model calls, by message id (captured contents only). */
@@ -226,6 +225,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
     if (parts) parts.push(part);
     else outputs.set(messageId, [part]);
   };
+  /** Runs a tool call's `run` inside its `execute_tool` span (none without the turn's). */
   const traced = async <T>(a: { name: string; callId: string; durable: boolean; messageId: string; input: unknown }, run: () => Promise<T>): Promise<T> => {
     if (!turnSpan) return run();
     const span = startToolSpan(turnSpan, { sessionId, executionId, name: a.name, callId: a.callId, durable: a.durable });
