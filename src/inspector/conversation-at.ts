@@ -7,20 +7,19 @@
  * or those before entry index I (the `before` cursor of the page after them), and the prompts
  * queued then.
  *
- * Folding is conversation.ts's; here it is kept at every multiple of `every` events (made on the way
- * the first time a session is shown), with the latest fold asked for, for the `sessions` most
- * recently shown, so a request folds at most `every` events from the nearest fold at or before its
- * sequence, and following the head folds only what came since the last request. A kept fold is checked
- * against the log (its last event's id) before use: a session deleted and written again is folded
- * afresh.
+ * Folding is conversation.ts's, from the session's latest mark at or before the sequence
+ * (conversation-marks.ts: a point where every entry so far was final, one per 1,000 events or so,
+ * kept as the log grows): a request folds the events since that mark, and a page of older entries
+ * folds only the span between the marks around them. Nothing of the conversation is kept between
+ * requests. A mark is checked against the log (its event's id) before use: a session deleted and
+ * written again is folded from seq 0.
  */
 import { ErrorCode, HttpError, SessiondError } from '../errors.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { emptyConversation, foldConversation, type Conversation, type ConversationEntry, type PromptEntry } from './conversation.ts';
 import { TEXT_SHOWN, URL_SHOWN, VALUE_SHOWN } from './bounded.ts';
+import type { ConversationMark, ConversationMarks } from './conversation-marks.ts';
 
-export const CONVERSATION_CHECKPOINT_EVERY = 1_000;
-export const CONVERSATION_SESSIONS = 4;
 export const ENTRIES_SHOWN = 100;
 export const MAX_ENTRIES_SHOWN = 500;
 
@@ -89,56 +88,96 @@ export function conversationPage(c: Conversation, lastSeq: number, query: Pick<C
   };
 }
 
-export interface ConversationAtOptions {
-  log: EventLog;
-  every?: number;
-  sessions?: number;
+/** Which entries a page shows: the latest `limit` (before entry index `before`, when given). */
+export interface ConversationPageQuery {
+  limit: number;
+  before?: number | undefined;
 }
 
-/** The conversation of a session at `seq` (at most its last sequence: the caller checks). */
-export function conversationAt(options: ConversationAtOptions): (sessionId: string, seq: number) => Promise<Conversation> {
+export interface ConversationAtOptions {
+  log: EventLog;
+  /** Where the session's conversation may be folded from (fed by the log's subscription); absent: from seq 0. */
+  marks?: Pick<ConversationMarks, 'marksOf'>;
+}
+
+/** Events read from the log per call. */
+const READ_PAGE = 5_000;
+
+/** A page of the conversation of a session at `seq` (at most its last sequence, `lastSeq`: the caller checks). */
+export function conversationAt(
+  options: ConversationAtOptions,
+): (sessionId: string, seq: number, lastSeq: number, query: ConversationPageQuery) => Promise<ConversationView> {
   const { log } = options;
-  const every = options.every ?? CONVERSATION_CHECKPOINT_EVERY;
-  const keep = options.sessions ?? CONVERSATION_SESSIONS;
-  // per session: the folds kept at multiples of `every`, and the latest fold asked for (following
-  // the head live then folds only what came since)
-  const kept = new Map<string, { folds: Conversation[]; latest: Conversation | null }>();
 
-  const keptOf = (sessionId: string) => {
-    const entry = kept.get(sessionId) ?? { folds: [], latest: null };
-    kept.delete(sessionId); // most recently used last
-    kept.set(sessionId, entry);
-    while (kept.size > keep) kept.delete(kept.keys().next().value!);
-    return entry;
-  };
-
-  return async (sessionId, seq) => {
-    let entry = keptOf(sessionId);
-    let c = emptyConversation(sessionId);
-    for (const k of entry.folds) if (k.seq <= seq) c = k;
-    if (entry.latest && entry.latest.seq <= seq && entry.latest.seq > c.seq) c = entry.latest;
-    // a kept fold is checked against the log first (its last event's id), also when it is the one asked for
-    for (let checked = c.seq === 0; !checked || c.seq < seq; checked = true) {
-      const next = c.seq < seq ? Math.min(seq, (Math.floor(c.seq / every) + 1) * every) : c.seq;
-      const from = c.seq > 0 ? c.seq - 1 : 0; // from a kept fold, read its own last event again
-      const events = await log.readSession(sessionId, { afterSeq: from, limit: next - from });
-      if (c.seq > 0 && events[0]?.id !== c.eventId) {
-        kept.set(sessionId, (entry = { folds: [], latest: null }));
-        c = emptyConversation(sessionId);
-        continue;
-      }
-      if (events.length !== next - from)
+  /** The conversation from `mark` (a tail from its `first`; null: from seq 0) up to `seq`; null when the log no longer has the mark's event. */
+  const foldFrom = async (sessionId: string, mark: ConversationMark | null, seq: number): Promise<Conversation | null> => {
+    let c: Conversation = mark
+      ? { ...emptyConversation(sessionId), seq: mark.seq, eventId: mark.eventId, time: mark.time, first: mark.first }
+      : emptyConversation(sessionId);
+    // from a mark, its own event is read again: the log must still hold it (a session deleted and written again does not)
+    for (let from = mark ? mark.seq - 1 : 0; from < seq; ) {
+      const limit = Math.min(READ_PAGE, seq - from);
+      const events = await log.readSession(sessionId, { afterSeq: from, limit });
+      if (mark && from === mark.seq - 1 && events[0]?.id !== mark.eventId) return null;
+      if (events.length !== limit)
         throw new SessiondError(
           ErrorCode.InconsistentStream,
-          `Session ${sessionId}: ${log.name} returned ${events.length} events after seq ${from}, expected ${next - from}.`,
+          `Session ${sessionId}: ${log.name} returned ${events.length} events after seq ${from}, expected ${limit}.`,
         );
       c = foldConversation(c, events);
-      if (c.seq % every === 0 && !entry.folds.some((k) => k.seq === c.seq)) {
-        entry.folds.push(c);
-        entry.folds.sort((a, b) => a.seq - b.seq);
-      }
+      from += limit;
     }
-    entry.latest = c;
     return c;
   };
+
+  const view = async (sessionId: string, seq: number, lastSeq: number, query: ConversationPageQuery, marks: readonly ConversationMark[]) => {
+    const at = lastIndex(marks, (m) => m.seq <= seq);
+    const tail = await foldFrom(sessionId, marks[at] ?? null, seq);
+    if (!tail) return null;
+    const tailFirst = tail.first ?? 0;
+    const total = tailFirst + tail.entries.length;
+    const end = Math.min(query.before ?? total, total);
+    const start = Math.max(0, end - query.limit);
+    const entries: ConversationEntry[] = [];
+    if (start < tailFirst) {
+      // entries before the tail's mark were final there: folded from the latest mark before them to the first mark after them
+      const upTo = Math.min(end, tailFirst);
+      const from = marks[lastIndex(marks, (m) => m.first <= start)] ?? null;
+      const to = marks.find((m) => m.first >= upTo)!;
+      const earlier = await foldFrom(sessionId, from, to.seq);
+      if (!earlier) return null;
+      const base = earlier.first ?? 0;
+      entries.push(...earlier.entries.slice(start - base, upTo - base));
+    }
+    entries.push(...tail.entries.slice(Math.max(start, tailFirst) - tailFirst, Math.max(end, tailFirst) - tailFirst));
+    return {
+      sessionId,
+      seq: tail.seq,
+      asOf: tail.time,
+      lastSeq,
+      total,
+      entries,
+      before: start > 0 ? start : null,
+      queued: tail.queued.slice(0, query.limit),
+      queuedTotal: tail.queued.length,
+      limits: { text: TEXT_SHOWN, value: VALUE_SHOWN, url: URL_SHOWN },
+    } satisfies ConversationView;
+  };
+
+  return async (sessionId, seq, lastSeq, query) =>
+    (await view(sessionId, seq, lastSeq, query, options.marks?.marksOf(sessionId) ?? [])) ??
+    // the marks are of an older life of the session (deleted and written again): from seq 0
+    (await view(sessionId, seq, lastSeq, query, []))!;
+}
+
+/** The index of the last element matching (they match up to some index, then no more), -1 when none. */
+function lastIndex<T>(sorted: readonly T[], matches: (x: T) => boolean): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (matches(sorted[mid]!)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
 }

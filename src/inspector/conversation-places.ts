@@ -30,9 +30,9 @@ export function places(entries: readonly ConversationEntry[]): Places {
   const kept = placesOf.get(entries);
   if (kept && kept.length === entries.length) return kept;
   const map = new Map<string, number>();
-  for (const e of entries) {
+  entries.forEach((e, at) => {
     const key = keyOf(e);
-    if (key !== null) map.set(key, e.index);
-  }
+    if (key !== null) map.set(key, at); // the place in this array (a tail's entries start at its `first`)
+  });
   return { map, length: entries.length };
 }

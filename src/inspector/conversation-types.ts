@@ -162,6 +162,11 @@ export interface Conversation {
   entries: readonly ConversationEntry[];
   /** Prompts admitted and not yet promoted (or dropped), in admission order. */
   queued: readonly PromptEntry[];
+  /**
+   * A tail (conversation-marks.ts): the index of `entries[0]`, the entries before it left out
+   * (they were final at the sequence the tail was folded from). Absent: 0, every entry.
+   */
+  first?: number;
 }
 
 /** An entry before it has its place (distributive: each kind keeps its fields). */

@@ -51,10 +51,11 @@ export function foldConversation(c: Conversation, events: readonly SessionEvent[
   const at = kept.map;
   let queued = c.queued.slice();
   let { seq, eventId, time } = c;
+  const first = c.first ?? 0;
   const push = <T extends ConversationEntry>(entry: Draft<T>) => {
     const key = keyOf(entry);
     if (key !== null) at.set(key, entries.length);
-    entries.push({ ...entry, index: entries.length } as unknown as ConversationEntry);
+    entries.push({ ...entry, index: first + entries.length } as unknown as ConversationEntry);
   };
   /** The entry of `key` (or, unkeyed, the latest matching), replaced by `change(it)`; false when there is none. */
   const update = <K extends ConversationEntry['kind']>(
@@ -437,9 +438,36 @@ export function foldConversation(c: Conversation, events: readonly SessionEvent[
   }
   kept.length = entries.length; // the entries it came from have outgrown it now
   placesOf.set(entries, kept);
-  return { sessionId: c.sessionId, seq, eventId, time, entries, queued };
+  return { sessionId: c.sessionId, seq, eventId, time, entries, queued, ...(first > 0 ? { first } : {}) };
 
   function recovery(executionId: string, change: (r: RecoveryEntry) => Omit<RecoveryEntry, 'changedSeq'>): void {
     update('recovery', `r${executionId}`, (r) => r.executionId === executionId, change);
   }
+}
+
+const TOOL_DONE = new Set(['succeeded', 'failed', 'denied', 'cancelled']);
+
+/**
+ * Whether no later event can change an entry the conversation has: nothing queued, every turn ended
+ * (not waiting), every step, tool call, wait, compaction and recovery (with its wake) finished.
+ * Entries are then final: a fold may start after them (a tail, `first` = their count).
+ */
+export function isSettled(c: Conversation): boolean {
+  if (c.queued.length > 0) return false;
+  return c.entries.every((e) => {
+    switch (e.kind) {
+      case 'turn':
+        return e.outcome !== null && e.outcome !== 'waiting';
+      case 'step':
+        return e.status !== 'running' && e.parts.every((p) => p.type !== 'tool' || TOOL_DONE.has(p.state));
+      case 'wait':
+        return e.outcome !== null;
+      case 'compaction':
+        return e.endedSeq !== null;
+      case 'recovery':
+        return e.completedSeq !== null && (e.continuationInputId === null || e.wakeDeliveredSeq !== null);
+      default:
+        return true;
+    }
+  });
 }

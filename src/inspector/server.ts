@@ -42,7 +42,8 @@ import { sessionMachine } from '../machines/session-machine.ts';
 import { machineToDot, renderSvg, type DotOptions } from './chart.ts';
 import { inspectorPage } from './page.ts';
 import { projectedRowsAt, type RowsAt } from './rows.ts';
-import { conversationAt, conversationPage, parseConversationQuery } from './conversation-at.ts';
+import { conversationAt, parseConversationQuery } from './conversation-at.ts';
+import { ConversationMarks } from './conversation-marks.ts';
 import { createInspectorStore, whenFolded, type InspectorStore, type SessionSummary } from './store.ts';
 import { hostGuard, type Refusal } from './host-check.ts';
 import { type InspectorAuth, inspectorGrant, isLoopbackHost } from './auth.ts';
@@ -169,9 +170,10 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   const clock = options.clock ?? systemClock;
   const rowsAt = options.rowsAt === undefined ? projectedRowsAt({ log, clock }) : options.rowsAt;
   const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond inspector: ${messageOf(err)}\n`));
-  const conversation = conversationAt({ log });
   const store = createInspectorStore();
   const index = new TimelineIndex();
+  const marks = new ConversationMarks();
+  const conversation = conversationAt({ log, marks });
   const context = () => store.getSnapshot().context;
   const clients = new Set<ServerResponse>();
   let failure: unknown;
@@ -201,6 +203,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     onBatch: (events) => {
       store.send({ type: 'committed', events });
       index.add(events);
+      marks.add(events);
       broadcast(events);
     },
     onError: (err) => {
@@ -324,7 +327,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
         const sessionId = parseSessionId(rawId!);
         const query = parseConversationQuery(url.searchParams);
         const lastSeq = await sessionLastSeq(log, sessionId, query.seq);
-        json(res, 200, conversationPage(await conversation(sessionId, query.seq ?? lastSeq), lastSeq, query));
+        json(res, 200, await conversation(sessionId, query.seq ?? lastSeq, lastSeq, query));
       },
     ],
     [

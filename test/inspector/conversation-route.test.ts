@@ -1,7 +1,7 @@
 /**
- * The conversation over HTTP (GET /api/sessions/:id/conversation) and its kept folds
- * (conversation-at.ts): at any sequence it equals a fold of the prefix, read from the nearest kept
- * fold and not from seq 0; pages of entries hold each entry once; bad queries are 400 with what to
+ * The conversation over HTTP (GET /api/sessions/:id/conversation) and its marks
+ * (conversation-marks.ts): at any sequence it equals a fold of the prefix, read from the nearest
+ * mark and not from seq 0; pages of entries hold each entry once; bad queries are 400 with what to
  * send, a sequence past the session's last is 404; a session deleted and written again is folded afresh.
  */
 import { test } from 'uvu';
@@ -11,6 +11,8 @@ import type { EventLog } from '../../src/events/event-log.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { emptyConversation, foldConversation } from '../../src/inspector/conversation.ts';
 import { conversationAt, conversationPage, ENTRIES_SHOWN, type ConversationView } from '../../src/inspector/conversation-at.ts';
+import { ConversationMarks } from '../../src/inspector/conversation-marks.ts';
+import type { SessionEvent } from '../../src/events/envelope.ts';
 import { startInspector, type Inspector } from '../../src/inspector/server.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -23,6 +25,8 @@ test.before(async () => {
   engine = await openEngine({ file: tmp.file('conv.db'), runner: echoRunner({ steps: 2 }) });
   for (let turn = 0; turn < 12; turn++) {
     await engine.admit(SESSION, { prompt: `question number ${turn} here` });
+    // now and then a second prompt queued behind a running turn: no mark until it is taken too
+    if (turn % 4 === 1) await engine.admit(SESSION, { prompt: `and a follow-up to ${turn}` });
     await engine.awaitIdle(SESSION);
   }
   inspector = await startInspector({ log: engine.log, port: 0 });
@@ -40,56 +44,95 @@ async function get<T = unknown>(path: string): Promise<{ status: number; body: T
 }
 
 /** The log, counting where each readSession starts. */
-function countingLog(log: EventLog): { log: EventLog; reads: number[] } {
-  const reads: number[] = [];
-  const wrapped = Object.create(log) as EventLog;
-  wrapped.readSession = (sessionId, options) => {
-    reads.push(options?.afterSeq ?? 0);
-    return log.readSession(sessionId, options);
+function countingLog(log: EventLog): { log: EventLog; reads: number[]; events: number } {
+  const counted = { log: Object.create(log) as EventLog, reads: [] as number[], events: 0 };
+  counted.log.readSession = async (sessionId, options) => {
+    counted.reads.push(options?.afterSeq ?? 0);
+    const events = await log.readSession(sessionId, options);
+    counted.events += events.length;
+    return events;
   };
-  return { log: wrapped, reads };
+  return counted;
 }
 
-test('conversation at - equals a fold of the prefix at every sequence asked, read from the nearest kept fold or the latest one', async () => {
+/** The marks of the session's log so far, fed in batches as a subscription would. */
+async function marksOf(log: EventLog, every: number): Promise<ConversationMarks> {
+  const marks = new ConversationMarks(every);
+  const all = await log.readAll();
+  for (let i = 0; i < all.length; i += 7) marks.add(all.slice(i, i + 7));
+  return marks;
+}
+
+const page = (events: SessionEvent[], seq: number, query: { limit: number; before?: number }) =>
+  conversationPage(foldConversation(emptyConversation(SESSION), events.slice(0, seq)), events.length, { limit: query.limit, before: query.before });
+
+test('conversation at - equals a fold of the prefix at every sequence and page, reading only the events since the nearest mark', async () => {
   const events = await engine.log.readSession(SESSION);
   const counted = countingLog(engine.log);
-  const at = conversationAt({ log: counted.log, every: 10 });
-  let furthest = 0; // every multiple of 10 up to the furthest sequence asked is kept, and the latest fold
-  let latest = 0;
-  for (const seq of [0, 1, 9, 10, 11, 37, events.length, 25, 3, events.length - 1]) {
+  const marks = await marksOf(engine.log, 10);
+  const list = marks.marksOf(SESSION);
+  assert.ok(list.length >= 5, `a mark about every 10 events where the conversation was settled (${list.map((m) => m.seq)})`);
+  assert.equal(
+    list.map((m) => m.first),
+    list.map((m) => foldConversation(emptyConversation(SESSION), events.slice(0, m.seq)).entries.length),
+    'each mark counts the entries before it',
+  );
+  const at = conversationAt({ log: counted.log, marks });
+  let checked = 0;
+  for (let seq = 0; seq <= events.length; seq++) {
     counted.reads.length = 0;
-    const c = await at(SESSION, seq);
-    assert.equal(c, foldConversation(emptyConversation(SESSION), events.slice(0, seq)), `at ${seq}`);
-    const from = Math.max(Math.min(Math.floor(seq / 10) * 10, Math.floor(furthest / 10) * 10), latest <= seq ? latest : 0);
-    // a kept fold's own last event is read again (the log must still hold it), also when it is the one asked for
-    assert.equal(
-      counted.reads[0] ?? 'none',
-      seq === 0 ? 'none' : from === 0 ? 0 : from - 1,
-      `seq ${seq}: folded from the kept fold at ${from} (${counted.reads})`,
-    );
-    furthest = Math.max(furthest, seq);
-    latest = seq;
+    counted.events = 0;
+    const view = await at(SESSION, seq, events.length, { limit: 3 });
+    assert.equal(view, page(events, seq, { limit: 3 }), `at ${seq}`);
+    const read = counted.events;
+    assert.equal(await at(SESSION, seq, events.length, { limit: ENTRIES_SHOWN }), page(events, seq, { limit: ENTRIES_SHOWN }), `at ${seq}, a long page`);
+    const mark = list.filter((m) => m.seq <= seq).at(-1);
+    // from a mark, its own event is read again (the log must still hold it)
+    assert.equal(counted.reads.slice(0, 1), seq === 0 ? [] : [mark ? mark.seq - 1 : 0], `seq ${seq}: folded from the mark at ${mark?.seq ?? 0}`);
+    if ((view.before ?? 0) >= (mark?.first ?? 0)) {
+      // the page is all after the mark: only the events since it were read
+      assert.ok(read <= seq - (mark?.seq ?? 0) + 1, `seq ${seq}: read ${read} events`);
+      checked++;
+    }
+  }
+  assert.ok(checked > events.length / 2, `${checked} of ${events.length} views read only since their mark`);
+  // pages of older entries fold only the span between the marks around them
+  const whole = foldConversation(emptyConversation(SESSION), events);
+  for (const before of [1, 5, 17, whole.entries.length - 3]) {
+    counted.reads.length = 0;
+    counted.events = 0;
+    const view = await at(SESSION, events.length, events.length, { limit: 4, before });
+    assert.equal(view, page(events, events.length, { limit: 4, before }), `before ${before}`);
+    assert.ok(counted.events < events.length, `before ${before}: read ${counted.events} of ${events.length} events`);
   }
 });
 
-test('conversation at - a session deleted and written again is folded afresh, not from the kept folds of the old one', async () => {
+test('conversation at - a session deleted and written again is folded afresh, not from the marks of the old one', async () => {
   const id = 'ses_again';
   await engine.admit(id, { prompt: 'the first life of this id' });
   await engine.awaitIdle(id);
   await engine.admit(id, { prompt: 'still the first life' });
   await engine.awaitIdle(id);
-  const at = conversationAt({ log: engine.log, every: 5 });
+  const marks = new ConversationMarks(5);
   const old = await engine.log.readSession(id);
-  assert.equal(await at(id, old.length), foldConversation(emptyConversation(id), old));
+  marks.add(old);
+  assert.ok(marks.marksOf(id).length > 0);
+  const at = conversationAt({ log: engine.log, marks });
+  const view = (events: SessionEvent[]) =>
+    conversationPage(foldConversation(emptyConversation(id), events), events.length, { limit: ENTRIES_SHOWN, before: undefined });
+  assert.equal(await at(id, old.length, old.length, { limit: ENTRIES_SHOWN }), view(old));
   await engine.delete(id, { reason: 'test' });
   await engine.admit(id, { prompt: 'a second life' });
   await engine.awaitIdle(id);
   await engine.admit(id, { prompt: 'and more of it' });
   await engine.awaitIdle(id);
   const fresh = await engine.log.readSession(id);
-  const c = await at(id, fresh.length);
-  assert.equal(c, foldConversation(emptyConversation(id), fresh));
+  const c = await at(id, fresh.length, fresh.length, { limit: ENTRIES_SHOWN });
+  assert.equal(c, view(fresh));
   assert.not.ok(JSON.stringify(c).includes('first life'));
+  marks.add(fresh);
+  const ids = new Set(fresh.map((e) => e.id));
+  assert.ok(marks.marksOf(id).length > 0 && marks.marksOf(id).every((m) => ids.has(m.eventId)), 'the new life is marked afresh');
 });
 
 test('conversation route - the head, a travelled sequence, and pages of entries with a before cursor', async () => {

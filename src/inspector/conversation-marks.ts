@@ -1,0 +1,83 @@
+/**
+ * Where a session's conversation may be folded from without its earlier events: marks, each a
+ * sequence at which every entry so far was final (`isSettled`: no turn, step, tool call or wait
+ * open, nothing queued) and how many entries there were then. Fed from the log's subscription as
+ * it grows (events in order; a redelivered one is ignored, a session starting again at seq 1 is
+ * indexed afresh): per session it keeps the fold since its latest mark (a turn or so) and one
+ * mark per `every` events at most, so its memory is a few numbers per thousand events.
+ */
+import type { SessionEvent } from '../events/envelope.ts';
+import { emptyConversation, foldConversation, isSettled, type Conversation } from './conversation.ts';
+
+export const CONVERSATION_MARK_EVERY = 1_000;
+
+export interface ConversationMark {
+  /** The sequence, id and time of the event the mark is at. */
+  seq: number;
+  eventId: string;
+  time: number;
+  /** Entries the conversation had at `seq`, all final. */
+  first: number;
+}
+
+/** Events after which a session may be settled (a mark is only looked for then). */
+const ENDINGS = new Set(['execution.settled', 'execution.cancelled', 'input.dropped', 'recovery.completed', 'recovery.wake_delivered']);
+
+interface Indexed {
+  /** The fold since the latest mark (a tail: its `first` is that mark's). */
+  tail: Conversation;
+  marks: ConversationMark[];
+}
+
+export class ConversationMarks {
+  private readonly sessions = new Map<string, Indexed>();
+
+  constructor(private readonly every = CONVERSATION_MARK_EVERY) {}
+
+  add(events: readonly SessionEvent[]): void {
+    const bySession = new Map<string, SessionEvent[]>();
+    for (const e of events) {
+      let list = bySession.get(e.sessionId);
+      if (!list) bySession.set(e.sessionId, (list = []));
+      list.push(e);
+    }
+    for (const [sessionId, list] of bySession) this.addSession(sessionId, list);
+  }
+
+  /** The session's marks, ascending by sequence (empty: none yet; fold from seq 0). */
+  marksOf(sessionId: string): readonly ConversationMark[] {
+    return this.sessions.get(sessionId)?.marks ?? [];
+  }
+
+  /** The sequence folded so far for the session (0: none). */
+  indexedSeq(sessionId: string): number {
+    return this.sessions.get(sessionId)?.tail.seq ?? 0;
+  }
+
+  private addSession(sessionId: string, events: readonly SessionEvent[]): void {
+    let s = this.sessions.get(sessionId);
+    let pending: SessionEvent[] = [];
+    const fold = () => {
+      if (pending.length > 0) s!.tail = foldConversation(s!.tail, pending);
+      pending = [];
+    };
+    for (const e of events) {
+      if (!s || (e.seq === 1 && s.tail.seq + pending.length > 0)) {
+        // a new session, or one deleted and written again
+        if (e.seq !== 1) continue; // joined past its start: the session is folded from the log, unmarked
+        pending = [];
+        this.sessions.set(sessionId, (s = { tail: emptyConversation(sessionId), marks: [] }));
+      }
+      if (e.seq !== s.tail.seq + pending.length + 1) continue; // redelivered (or past a gap: left unmarked from here)
+      pending.push(e);
+      const last = s.marks.at(-1)?.seq ?? 0;
+      if (!ENDINGS.has(e.type) || e.seq - last < this.every) continue;
+      fold();
+      if (!isSettled(s.tail)) continue;
+      const first = (s.tail.first ?? 0) + s.tail.entries.length;
+      s.marks.push({ seq: e.seq, eventId: e.id, time: e.time, first });
+      s.tail = { ...emptyConversation(sessionId), seq: e.seq, eventId: e.id, time: e.time, first };
+    }
+    fold();
+  }
+}
