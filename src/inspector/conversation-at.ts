@@ -8,7 +8,7 @@
  * queued then.
  *
  * Folding is conversation.ts's, from the session's latest mark at or before the sequence
- * (conversation-marks.ts: a point where every entry so far was final, one per 1,000 events or so,
+ * (conversation-marks.ts: a point where every entry so far was final, one per 250 events or so,
  * kept as the log grows): a request folds the events since that mark, and a page of older entries
  * folds only the span between the marks around them. Nothing of the conversation is kept between
  * requests. A mark is checked against the log (its event's id) before use: a session deleted and

@@ -1,15 +1,16 @@
 /**
- * Where a session's conversation may be folded from without its earlier events: marks, each a
- * sequence at which every entry so far was final (`isSettled`: no turn, step, tool call or wait
- * open, nothing queued) and how many entries there were then. Fed from the log's subscription as
- * it grows (events in order; a redelivered one is ignored, a session starting again at seq 1 is
- * indexed afresh): per session it keeps the fold since its latest mark (a turn or so) and one
- * mark per `every` events at most, so its memory is a few numbers per thousand events.
+ * Where a session's conversation and projected rows may be folded from without its earlier events:
+ * marks, each a sequence at which every entry so far was final (`isSettled`: no turn, step, tool
+ * call or wait open, nothing queued), with how many entries and rows there were then. Fed from the
+ * log's subscription as it grows (events in order; a redelivered one is ignored, a session
+ * starting again at seq 1 is indexed afresh): per session it keeps the fold since its latest mark
+ * (a turn or so) and one mark per `every` events at most, so its memory is a few numbers per
+ * hundred events. Used by conversation-at.ts and rows.ts.
  */
 import type { SessionEvent } from '../events/envelope.ts';
 import { emptyConversation, foldConversation, isSettled, type Conversation } from './conversation.ts';
 
-export const CONVERSATION_MARK_EVERY = 1_000;
+export const CONVERSATION_MARK_EVERY = 250;
 
 export interface ConversationMark {
   /** The sequence, id and time of the event the mark is at. */
@@ -18,6 +19,20 @@ export interface ConversationMark {
   time: number;
   /** Entries the conversation had at `seq`, all final. */
   first: number;
+  /** Rows the projector had made for the session by `seq` (none of them changes after it). */
+  rows: RowCounts;
+}
+
+/**
+ * Rows the projector makes (src/projector/projector.ts): an input per `input.admitted`; a message per
+ * `input.promoted` (the user's), per `step.started` of a new message id, per `compaction.started`
+ * and per item of a `session.forked` transcript; a recovery per `recovery.completed` that admitted a
+ * continuation. (Execution rows live only while their turn runs: a mark has none.)
+ */
+export interface RowCounts {
+  inputs: number;
+  messages: number;
+  recoveries: number;
 }
 
 /** Events after which a session may be settled (a mark is only looked for then). */
@@ -27,6 +42,33 @@ interface Indexed {
   /** The fold since the latest mark (a tail: its `first` is that mark's). */
   tail: Conversation;
   marks: ConversationMark[];
+  /** Rows made so far, and the step messages made since the latest mark (a step started again keeps its row). */
+  rows: RowCounts;
+  steps: Set<string>;
+}
+
+function countRows(s: Indexed, e: SessionEvent): void {
+  switch (e.type) {
+    case 'input.admitted':
+      s.rows.inputs++;
+      break;
+    case 'input.promoted':
+    case 'compaction.started':
+      s.rows.messages++;
+      break;
+    case 'step.started':
+      if (!s.steps.has(e.payload.messageId)) s.rows.messages++;
+      s.steps.add(e.payload.messageId);
+      break;
+    case 'session.forked':
+      s.rows.messages += e.payload.transcript.length;
+      break;
+    case 'recovery.completed':
+      if (e.payload.continuationInputId !== null) s.rows.recoveries++;
+      break;
+    default:
+      break;
+  }
 }
 
 export class ConversationMarks {
@@ -66,16 +108,21 @@ export class ConversationMarks {
         // a new session, or one deleted and written again
         if (e.seq !== 1) continue; // joined past its start: the session is folded from the log, unmarked
         pending = [];
-        this.sessions.set(sessionId, (s = { tail: emptyConversation(sessionId), marks: [] }));
+        this.sessions.set(
+          sessionId,
+          (s = { tail: emptyConversation(sessionId), marks: [], rows: { inputs: 0, messages: 0, recoveries: 0 }, steps: new Set() }),
+        );
       }
       if (e.seq !== s.tail.seq + pending.length + 1) continue; // redelivered (or past a gap: left unmarked from here)
       pending.push(e);
+      countRows(s, e);
       const last = s.marks.at(-1)?.seq ?? 0;
       if (!ENDINGS.has(e.type) || e.seq - last < this.every) continue;
       fold();
       if (!isSettled(s.tail)) continue;
       const first = (s.tail.first ?? 0) + s.tail.entries.length;
-      s.marks.push({ seq: e.seq, eventId: e.id, time: e.time, first });
+      s.marks.push({ seq: e.seq, eventId: e.id, time: e.time, first, rows: { ...s.rows } });
+      s.steps.clear();
       s.tail = { ...emptyConversation(sessionId), seq: e.seq, eventId: e.id, time: e.time, first };
     }
     fold();

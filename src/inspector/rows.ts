@@ -4,10 +4,14 @@
  * back bounded (every execution and recovery row, the latest ROWS_LIMIT inputs and messages with
  * their totals). Nothing is guessed: it is the projection of that prefix.
  *
- * Projection checkpoints: the in-memory database is kept as a serialized image at every multiple of
- * `every` events (made on the way the first time a session is travelled), for the `sessions` most
- * recently travelled sessions; a request starts from the nearest image at or before its sequence
- * and projects at most `every` events.
+ * From a mark (conversation-marks.ts: a sequence where the session was settled, with the rows made
+ * by then): the rows made before it never change after it, so a request projects only the events
+ * since the latest mark with ROWS_LIMIT inputs and messages made after it (a turn or a few hundred
+ * events) into a fresh database, and adds the mark's counts. A session without such a mark (near
+ * its start, or with a recovery row before it) falls back to projection checkpoints: the in-memory
+ * database kept as a serialized image at every multiple of `every` events (made on the way the
+ * first time a session is travelled), for the `sessions` most recently travelled sessions; a
+ * request starts from the nearest image at or before its sequence and projects at most `every` events.
  */
 import { ErrorCode, SessiondError } from '../errors.ts';
 import Database from 'better-sqlite3';
@@ -20,6 +24,7 @@ import type { MessageRow } from '../projector/message-rows.ts';
 import type { RecoveryRow } from '../projector/recovery-rows.ts';
 import { migrate } from '../storage/migrate.ts';
 import type { Db } from '../storage/sqlite.ts';
+import type { ConversationMarks } from './conversation-marks.ts';
 
 /** Rows of one session at a sequence; any JSON-able value. */
 export type RowsAt = (sessionId: string, seq: number) => unknown | Promise<unknown>;
@@ -53,7 +58,12 @@ export interface RowsOptions {
   every?: number;
   /** Keep images for this many sessions, the most recently travelled (default ROWS_SESSIONS). */
   sessions?: number;
+  /** The sessions' marks (conversation-marks.ts, fed by the log's subscription): rows are then projected from a mark, not from seq 0. */
+  marks?: Pick<ConversationMarks, 'marksOf'>;
 }
+
+/** Events read from the log per call when projecting from a mark. */
+const READ_PAGE = 5_000;
 
 /** `RowsAt` through the projector, with projection checkpoints. */
 export function projectedRowsAt(options: RowsOptions): (sessionId: string, seq: number) => Promise<RowsView> {
@@ -70,7 +80,54 @@ export function projectedRowsAt(options: RowsOptions): (sessionId: string, seq: 
     return list;
   };
 
+  /**
+   * From a mark: the rows made before it are final there, so only the events after the latest mark
+   * with ROWS_LIMIT inputs and messages made since it are projected, into a fresh database, and its
+   * counts are added to the mark's. Undefined when no mark serves: the session has no mark before
+   * `seq`, had a recovery row before the mark (every one is shown), or the log no longer has the
+   * mark's event (the session was deleted and written again).
+   */
+  const fromMark = async (sessionId: string, seq: number): Promise<RowsView | undefined> => {
+    const list = options.marks?.marksOf(sessionId) ?? [];
+    let at = -1;
+    while (at + 1 < list.length && list[at + 1]!.seq <= seq) at++;
+    if (at < 0) return undefined;
+    const head = list[at]!.rows;
+    let from = at;
+    while (from >= 0 && (head.inputs - list[from]!.rows.inputs < ROWS_LIMIT || head.messages - list[from]!.rows.messages < ROWS_LIMIT)) from--;
+    if (from < 0) return undefined; // near the start: from seq 0 is as short
+    const mark = list[from]!;
+    if (mark.rows.recoveries > 0) return undefined;
+    const db = freshDb(options.clock);
+    try {
+      const projector = new Projector(db, { name: 'inspector' });
+      for (let after = mark.seq - 1; after < seq; ) {
+        const limit = Math.min(READ_PAGE, seq - after);
+        const events = await log.readSession(sessionId, { afterSeq: after, limit });
+        if (after === mark.seq - 1) {
+          if (events[0]?.id !== mark.eventId) return undefined;
+          events.shift(); // the mark's own event: read to check the log still has it
+        }
+        if (events.length !== limit - (after === mark.seq - 1 ? 1 : 0))
+          throw new SessiondError(
+            ErrorCode.InconsistentStream,
+            `Session ${sessionId}: ${log.name} returned fewer events than expected after seq ${after} (its last asked is ${seq}).`,
+          );
+        projector.apply(events.map((e) => ({ ...e, position: e.seq })));
+        after += limit;
+      }
+      const rows = boundedRows(db, sessionId);
+      rows.counts.inputs += mark.rows.inputs;
+      rows.counts.messages += mark.rows.messages;
+      return rows;
+    } finally {
+      db.close();
+    }
+  };
+
   return async (sessionId, seq) => {
+    const marked = await fromMark(sessionId, seq);
+    if (marked) return marked;
     const list = imagesOf(sessionId);
     let base: Image | undefined;
     for (const i of list) if (i.seq <= seq) base = i;

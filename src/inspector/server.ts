@@ -168,12 +168,13 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     );
   const allowedHosts = parseAllowedHosts(options.allowedHosts);
   const clock = options.clock ?? systemClock;
-  const rowsAt = options.rowsAt === undefined ? projectedRowsAt({ log, clock }) : options.rowsAt;
+
   const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond inspector: ${messageOf(err)}\n`));
   const store = createInspectorStore();
   const index = new TimelineIndex();
   const marks = new ConversationMarks();
   const conversation = conversationAt({ log, marks });
+  const rowsAt = options.rowsAt === undefined ? projectedRowsAt({ log, clock, marks }) : options.rowsAt;
   const context = () => store.getSnapshot().context;
   const clients = new Set<ServerResponse>();
   let failure: unknown;

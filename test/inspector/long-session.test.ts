@@ -17,6 +17,7 @@ import { migrate } from '../../src/storage/migrate.ts';
 import { openDatabase } from '../../src/storage/sqlite.ts';
 import { startInspector, type Inspector } from '../../src/inspector/server.ts';
 import { projectedRowsAt, ROWS_LIMIT } from '../../src/inspector/rows.ts';
+import { ConversationMarks } from '../../src/inspector/conversation-marks.ts';
 import { CHECKPOINT_EVERY, nearestSnapshot } from '../../src/inspector/store.ts';
 import { travel } from '../../src/inspector/travel.ts';
 import type { TimelinePage } from '../../src/inspector/view-types.ts';
@@ -228,6 +229,53 @@ test('long session - the conversation at a sequence equals a fold of the prefix,
     const truth = foldConversation(emptyConversation(SESSION), events.slice(0, seq));
     assert.equal(view, conversationPage(truth, events.length, { limit: ENTRIES_SHOWN, before: undefined }), `conversation at ${seq}`);
   }
+});
+
+test('long session - rows from a mark equal a fresh projection of the prefix, reading only the events since the mark', async () => {
+  const counted = countingLog(engine.log);
+  const marks = new ConversationMarks(25);
+  marks.add(events);
+  const list = marks.marksOf(SESSION);
+  assert.ok(list.length > 20, `marks where the session was settled (${list.length})`);
+  const rowsAt = projectedRowsAt({ log: counted.log, every: 1_000_000, marks });
+  const db = openDatabase(':memory:');
+  migrate(db);
+  const projector = new Projector(db, { name: 'truth' });
+  let fromMarks = 0;
+  for (let seq = 1; seq <= events.length; seq += seq < 700 ? 61 : 17) {
+    projector.apply(
+      events
+        .slice(db.prepare('SELECT COALESCE(MAX(position), 0) FROM projector_checkpoint').pluck().get() as number, seq)
+        .map((e) => ({ ...e, position: e.seq })),
+    );
+    const truth = sessionRows(db, SESSION);
+    counted.reads.length = 0;
+    const rows = await rowsAt(SESSION, seq);
+    assert.equal(rows.inputs, truth.inputs.slice(-ROWS_LIMIT), `inputs at ${seq}`);
+    assert.equal(rows.messages, truth.messages.slice(-ROWS_LIMIT), `messages at ${seq}`);
+    assert.equal([rows.executions, rows.recoveries], [truth.executions, truth.recoveries], `executions and recoveries at ${seq}`);
+    assert.equal(rows.counts, {
+      executions: truth.executions.length,
+      recoveries: truth.recoveries.length,
+      inputs: truth.inputs.length,
+      messages: truth.messages.length,
+    });
+    const from = counted.reads[0]!;
+    if (from === 0) continue; // near the start: projected from seq 0
+    fromMarks++;
+    const mark = list.find((m) => m.seq === from + 1);
+    assert.ok(mark, `seq ${seq}: projected from a mark (read after ${from})`);
+    // the latest mark with ROWS_LIMIT inputs admitted since it, up to the latest mark at or before seq
+    const head = list.filter((m) => m.seq <= seq).at(-1)!;
+    const admitted = (m: { seq: number }) => events.filter((e) => e.type === 'input.admitted' && e.seq > m.seq && e.seq <= head.seq).length;
+    const later = list.filter((m) => m.seq > mark!.seq && m.seq <= head.seq);
+    assert.ok(
+      admitted(mark!) >= ROWS_LIMIT && later.every((m) => admitted(m) < ROWS_LIMIT),
+      `seq ${seq}: from the latest mark that shows ${ROWS_LIMIT} inputs`,
+    );
+  }
+  assert.ok(fromMarks > 50, `${fromMarks} sequences projected from a mark`);
+  db.close();
 });
 
 test.run();
