@@ -7,7 +7,9 @@
  * From a mark (conversation-marks.ts: a sequence where the session was settled, with the rows made
  * by then): the rows made before it never change after it, so a request projects only the events
  * since the latest mark with ROWS_LIMIT inputs and messages made after it (a turn or a few hundred
- * events) into a fresh database, and adds the mark's counts. A session without such a mark (near
+ * events) into a fresh database (or into the image of the last such projection from that mark, when
+ * it is not past the sequence asked: following a turn forward projects only what came since), and
+ * adds the mark's counts. A session without such a mark (near
  * its start, or with a recovery row before it) falls back to projection checkpoints: the in-memory
  * database kept as a serialized image at every multiple of `every` events (made on the way the
  * first time a session is travelled), for the `sessions` most recently travelled sessions; a
@@ -80,6 +82,16 @@ export function projectedRowsAt(options: RowsOptions): (sessionId: string, seq: 
     return list;
   };
 
+  // per session (the `sessions` most recently travelled): the projection from a mark, as an image
+  const windows = new Map<string, { from: number; seq: number; image: Buffer }>();
+  const windowOf = (sessionId: string) => {
+    const kept = windows.get(sessionId);
+    windows.delete(sessionId); // most recently used last
+    if (kept) windows.set(sessionId, kept);
+    while (windows.size > keep) windows.delete(windows.keys().next().value!);
+    return kept;
+  };
+
   /**
    * From a mark: the rows made before it are final there, so only the events after the latest mark
    * with ROWS_LIMIT inputs and messages made since it are projected, into a fresh database, and its
@@ -98,24 +110,27 @@ export function projectedRowsAt(options: RowsOptions): (sessionId: string, seq: 
     if (from < 0) return undefined; // near the start: from seq 0 is as short
     const mark = list[from]!;
     if (mark.rows.recoveries > 0) return undefined;
-    const db = freshDb(options.clock);
+    // the log must still hold the mark's event (a session deleted and written again does not)
+    const [own] = await log.readSession(sessionId, { afterSeq: mark.seq - 1, limit: 1 });
+    if (own?.id !== mark.eventId) return undefined;
+    // the projection last made from this mark, when it is not past seq: only what came since is projected
+    const kept = windowOf(sessionId);
+    const reused = kept && kept.from === mark.seq && kept.seq <= seq ? kept : undefined;
+    const db = reused ? openImage(reused.image) : freshDb(options.clock);
     try {
       const projector = new Projector(db, { name: 'inspector' });
-      for (let after = mark.seq - 1; after < seq; ) {
+      for (let after = reused?.seq ?? mark.seq; after < seq; ) {
         const limit = Math.min(READ_PAGE, seq - after);
         const events = await log.readSession(sessionId, { afterSeq: after, limit });
-        if (after === mark.seq - 1) {
-          if (events[0]?.id !== mark.eventId) return undefined;
-          events.shift(); // the mark's own event: read to check the log still has it
-        }
-        if (events.length !== limit - (after === mark.seq - 1 ? 1 : 0))
+        if (events.length !== limit)
           throw new SessiondError(
             ErrorCode.InconsistentStream,
-            `Session ${sessionId}: ${log.name} returned fewer events than expected after seq ${after} (its last asked is ${seq}).`,
+            `Session ${sessionId}: ${log.name} returned ${events.length} events after seq ${after}, expected ${limit}.`,
           );
         projector.apply(events.map((e) => ({ ...e, position: e.seq })));
         after += limit;
       }
+      if (!reused || reused.seq < seq) windows.set(sessionId, { from: mark.seq, seq, image: db.serialize() });
       const rows = boundedRows(db, sessionId);
       rows.counts.inputs += mark.rows.inputs;
       rows.counts.messages += mark.rows.messages;
