@@ -449,7 +449,8 @@ const TOOL_DONE = new Set(['succeeded', 'failed', 'denied', 'cancelled']);
 
 /**
  * Whether no later event can change an entry the conversation has: nothing queued, every turn ended
- * (not waiting), every step, tool call, wait, compaction and recovery (with its wake) finished.
+ * (one that waits, with its waits resolved), every step, tool call, wait, compaction and recovery
+ * (with its wake) finished.
  * Entries are then final: a fold may start after them (a tail, `first` = their count).
  */
 export function isSettled(c: Conversation): boolean {
@@ -457,7 +458,7 @@ export function isSettled(c: Conversation): boolean {
   return c.entries.every((e) => {
     switch (e.kind) {
       case 'turn':
-        return e.outcome !== null && e.outcome !== 'waiting';
+        return e.outcome !== null; // one that waits is over once its waits are (a continuation resumes it)
       case 'step':
         return e.status !== 'running' && e.parts.every((p) => p.type !== 'tool' || TOOL_DONE.has(p.state));
       case 'wait':

@@ -22,6 +22,7 @@ import { waitFor } from '../../src/testing/wait.ts';
 import {
   emptyConversation,
   foldConversation,
+  isSettled,
   type Conversation,
   type ConversationEntry,
   type PromptEntry,
@@ -31,6 +32,10 @@ import {
 } from '../../src/inspector/conversation.ts';
 import { TEXT_SHOWN, VALUE_SHOWN } from '../../src/inspector/bounded.ts';
 import { count, fixture, gatedRunner } from '../support/fixture.ts';
+import { ConversationMarks } from '../../src/inspector/conversation-marks.ts';
+import { Projector, sessionRows } from '../../src/projector/index.ts';
+import { migrate } from '../../src/storage/migrate.ts';
+import { openDatabase } from '../../src/storage/sqlite.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const tmp = tempDir();
@@ -58,6 +63,44 @@ function assertIncremental(sessionId: string, events: readonly SessionEvent[]): 
     assert.equal(foldConversation(head, events.slice(i, i + 3)), fold(sessionId, events.slice(0, i + 3)), `folded at ${i}, then 3 more`);
     assert.is(JSON.stringify(head), frozen, `the fold at ${i} was not changed by folding on from it`);
   }
+  marked += assertMarks(sessionId, events);
+}
+
+/** Marks checked over every fixture (the last test asserts there were some). */
+let marked = 0;
+
+/**
+ * The marks of the log (conversation-marks.ts, one wherever the session settled): the entries before
+ * a mark are final (the whole fold has them unchanged), a fold from the mark continues to the whole
+ * fold, and the rows the mark counts are those the projector made by then.
+ */
+function assertMarks(sessionId: string, events: readonly SessionEvent[]): number {
+  const marks = new ConversationMarks(1);
+  for (let i = 0; i < events.length; i += 5) marks.add(events.slice(i, i + 5));
+  const whole = fold(sessionId, events);
+  const db = openDatabase(':memory:');
+  migrate(db);
+  const projector = new Projector(db, { name: 'truth' });
+  let projected = 0;
+  for (const m of marks.marksOf(sessionId)) {
+    const at = fold(sessionId, events, m.seq);
+    assert.ok(isSettled(at), `settled at ${m.seq}`);
+    assert.is(at.entries.length, m.first, `the mark at ${m.seq} counts its entries`);
+    assert.equal(whole.entries.slice(0, m.first), at.entries, `the entries before the mark at ${m.seq} never change after it`);
+    const tail = foldConversation(
+      { ...emptyConversation(sessionId), seq: m.seq, eventId: m.eventId, time: m.time, first: m.first },
+      events.filter((e) => e.seq > m.seq),
+    );
+    assert.equal([...at.entries, ...tail.entries], [...whole.entries], `from the mark at ${m.seq}, the whole conversation`);
+    assert.equal(tail.queued, whole.queued);
+    projector.apply(events.slice(projected, m.seq).map((e) => ({ ...e, position: e.seq })));
+    projected = m.seq;
+    const rows = sessionRows(db, sessionId);
+    assert.equal(m.rows, { inputs: rows.inputs.length, messages: rows.messages.length, recoveries: rows.recoveries.length }, `rows at the mark at ${m.seq}`);
+    assert.is(rows.executions.length, 0, `no turn runs at the mark at ${m.seq}`);
+  }
+  db.close();
+  return marks.marksOf(sessionId).length;
 }
 
 async function engineWith(name: string, runner: Runner, more: Partial<Parameters<typeof openEngine>[0]> = {}): Promise<Engine> {
@@ -473,6 +516,10 @@ test('conversation - a fork starts with the source conversation up to the fork p
   } finally {
     await engine.close();
   }
+});
+
+test('conversation - the fixtures above settled now and then: their marks were checked', () => {
+  assert.ok(marked >= 7, `${marked} marks`);
 });
 
 test.run();
