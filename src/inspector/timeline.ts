@@ -110,7 +110,7 @@ export async function timelinePage(log: EventLog, index: TimelineIndex, sessionI
     lo = candidates.first(anchor.seq + 1);
     hi = Math.min(n, lo + limit);
   } else {
-    const seq = anchor.kind === 'time' ? (index.seqAtTime(sessionId, anchor.time, lastSeq) ?? lastSeq) : anchor.seq;
+    const seq = anchor.kind === 'time' ? ((await index.seqAtTime(log, sessionId, anchor.time, lastSeq)) ?? lastSeq) : anchor.seq;
     lo = Math.max(0, Math.min(candidates.first(seq) - Math.floor(limit / 2), n - limit));
     hi = Math.min(n, lo + limit);
   }

@@ -24,6 +24,7 @@ import type { TimelinePage } from '../../src/inspector/view-types.ts';
 import type { AtView, SessionView } from '../../src/inspector/views.ts';
 import { emptyConversation, foldConversation } from '../../src/inspector/conversation.ts';
 import { conversationPage, ENTRIES_SHOWN } from '../../src/inspector/conversation-at.ts';
+import { TIME_EVERY, TimelineIndex } from '../../src/inspector/timeline-index.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const tmp = tempDir();
@@ -276,6 +277,32 @@ test('long session - rows from a mark equal a fresh projection of the prefix, re
   }
   assert.ok(fromMarks > 50, `${fromMarks} sequences projected from a mark`);
   db.close();
+});
+
+test('long session - the timeline index finds the first event at a time from one time per TIME_EVERY events, reading at most that many', async () => {
+  const index = new TimelineIndex();
+  index.add(events);
+  let limits = 0;
+  const log = Object.create(engine.log) as EventLog;
+  log.readSession = (sessionId, options) => {
+    limits = Math.max(limits, options?.limit ?? Number.POSITIVE_INFINITY);
+    return engine.log.readSession(sessionId, options);
+  };
+  const first = (time: number) => events.find((e) => e.time >= time)?.seq ?? null;
+  for (let i = 0; i < events.length; i += 13) {
+    for (const time of [events[i]!.time - 1, events[i]!.time, events[i]!.time + 1]) {
+      assert.is(await index.seqAtTime(log, SESSION, time, events.length), first(time), `time ${time}`);
+    }
+  }
+  assert.is(await index.seqAtTime(log, SESSION, events.at(-1)!.time + 1, events.length), null, 'after the last event: none');
+  assert.is(await index.seqAtTime(log, SESSION, events[0]!.time - 1, events.length), 1);
+  const middle = events[Math.floor(events.length / 2)]!;
+  assert.is(
+    await index.seqAtTime(log, SESSION, middle.time, middle.seq - 1),
+    first(middle.time) === middle.seq ? null : first(middle.time),
+    'up to a sequence',
+  );
+  assert.ok(limits <= TIME_EVERY, `read at most ${TIME_EVERY} events at once (${limits})`);
 });
 
 test.run();
