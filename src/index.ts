@@ -51,6 +51,7 @@ export type {
 export { openaiRunner, DEFAULT_OPENAI_BASE_URL, type OpenAIRunnerOptions } from './runner/model/openai.ts';
 export { modelRunner, DEFAULT_MAX_STEPS, DEFAULT_MAX_PARALLEL_TOOLS, type ModelRunnerOptions } from './runner/model/model-runner.ts';
 export { defineTool, loadTools, jsonInput, type JsonInput, type ModelTool, type ToolRegistry } from './runner/model/tools.ts';
+export { defineSessionTool, type SessionToolSpec } from './runner/model/session-tools.ts';
 export { loadMcpConfig, DEFAULT_MCP_TIMEOUT_MS, type McpConfig } from './runner/mcp/config.ts';
 export { mcpServers, type McpServers, type McpServersOptions } from './runner/mcp/servers.ts';
 export { DEFAULT_RETRY, type RetryPolicy } from './runner/model/retry.ts';

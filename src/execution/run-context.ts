@@ -22,7 +22,7 @@ import type { LiveBus } from '../events/live-bus.ts';
 import type { ExecutionPhase, RecordedError, Usage } from '../events/catalog.ts';
 import type { ProtoEvent } from '../machines/commands.ts';
 import { Refusal } from '../machines/commands.ts';
-import type { ModelCallSlot, RunContext, RunInput, SessionCallResult, SignalResult, ToolCall, ToolContext, ToolProgress } from '../runner/types.ts';
+import type { ModelCallSlot, RunContext, RunInput, SessionCall, SessionCallResult, SignalResult, ToolCall, ToolContext, ToolProgress } from '../runner/types.ts';
 import type { AdmitReceipt, AdmitRequest } from '../input/admit.ts';
 import type { ChildTurnEnd } from '../recovery/child-turn.ts';
 import { checkSessionCall, childInputId, refuseCycle } from './session-calls.ts';
@@ -185,7 +185,9 @@ export function createRunContext(deps: RunContextDeps): Turn {
   /** Session calls in flight: the last one to record its wait ends the execution for all (`Promise.all` is one wait). */
   let calling = 0;
   const called: string[] = [];
-  let callGroup: { promise: Promise<never>; reject: (err: unknown) => void } | undefined;
+  let callGroup: { promise: Promise<never>; reject: (err: unknown) => void; waits: number; plain: number } | undefined;
+  /** Session tool calls whose child's answer this execution recorded as their result. */
+  const answeredCalls = new Set<string>();
   /** The steps this turn started and has not ended: only their text is recorded as it streams. */
   const openSteps = new Set<string>();
   const streams = new StreamRecorder(executionId);
@@ -366,6 +368,34 @@ export function createRunContext(deps: RunContextDeps): Turn {
       started,
     },
   });
+
+  /** A session tool call's result: the child's answer, or how its turn ended otherwise. */
+  const childAnswer = (messageId: string, callId: string, r: SessionCallResult): ProtoEvent =>
+    r.outcome === 'succeeded'
+      ? { type: 'tool.succeeded', payload: { executionId, messageId, callId, output: r.text } }
+      : {
+          type: 'tool.failed',
+          payload: {
+            executionId,
+            messageId,
+            callId,
+            error: {
+              type: 'session_call',
+              name: `child ${r.outcome}`,
+              message:
+                r.outcome === 'timed_out'
+                  ? `session ${r.sessionId} did not answer in time (timeoutMs); its turn goes on`
+                  : `session ${r.sessionId}'s turn ${r.outcome}${r.error ? `: ${r.error}` : ''}${r.text ? ` (its last answer: ${r.text})` : ''}`,
+            },
+          },
+        };
+
+  /** A session tool call refused before it waited (a cycle, a bad session id): recorded as the call's failure. */
+  const refusedToolCall = (t: NonNullable<SessionCall['asToolCall']>, err: unknown): Promise<void> =>
+    later([
+      toolCalled(t.messageId, t.callId, { name: t.tool, input: t.input }, undefined, true),
+      { type: 'tool.failed', payload: { executionId, messageId: t.messageId, callId: t.callId, error: recordedError(err, 'tool') } },
+    ]);
 
   /** Usage this turn recorded and has not appended yet (its buffered step and compaction ends). */
   const unrecorded = (): Usage => {
@@ -583,7 +613,13 @@ export function createRunContext(deps: RunContextDeps): Turn {
     },
 
     async callSession(name, call): Promise<SessionCallResult> {
-      checkSessionCall(sessionId, name, call);
+      const asTool = call?.asToolCall;
+      try {
+        checkSessionCall(sessionId, name, call);
+      } catch (err) {
+        if (asTool) await refusedToolCall(asTool, err);
+        throw err;
+      }
       const child = call.sessionId;
       const w = waits.find((x) => x.kind === 'session' && x.name === name);
       if (w?.child && w.outcome !== null && w.outcome !== 'cancelled') {
@@ -593,16 +629,25 @@ export function createRunContext(deps: RunContextDeps): Turn {
             `callSession(${JSON.stringify(name)}) called session ${w.child.sessionId} earlier in this turn, not ${child}: a call's name is its key in the turn; give each call its own name.`,
           );
         const inputId = w.child.inputId;
-        if (w.outcome === 'timed_out') return { outcome: 'timed_out', text: '', sessionId: child, inputId };
-        const end = w.data as ChildTurnEnd;
-        return {
-          outcome: end.outcome,
-          text: end.text,
-          sessionId: child,
-          inputId,
-          executionId: end.executionId,
-          ...(end.error === undefined ? {} : { error: end.error }),
-        };
+        const end = w.outcome === 'timed_out' ? undefined : (w.data as ChildTurnEnd);
+        const result: SessionCallResult = end
+          ? {
+              outcome: end.outcome,
+              text: end.text,
+              sessionId: child,
+              inputId,
+              executionId: end.executionId,
+              ...(end.error === undefined ? {} : { error: end.error }),
+            }
+          : { outcome: 'timed_out', text: '', sessionId: child, inputId };
+        if (w.callId !== null && w.messageId !== null && !w.started && !answeredCalls.has(w.callId)) {
+          answeredCalls.add(w.callId);
+          await later([
+            { type: 'tool.started', payload: { executionId, messageId: w.messageId, callId: w.callId } },
+            childAnswer(w.messageId, w.callId, result),
+          ]);
+        }
+        return result;
       }
       if (!deps.callChild)
         throw new SessiondError(
@@ -614,12 +659,24 @@ export function createRunContext(deps: RunContextDeps): Turn {
         let reject!: (err: unknown) => void;
         const promise = new Promise<never>((_, r) => (reject = r));
         promise.catch(() => undefined); // a call that returns it is awaited; the group's end is not an unhandled rejection
-        callGroup = { promise, reject };
+        callGroup = { promise, reject, waits: 0, plain: 0 };
       }
       const group = callGroup;
-      const endGroup = (err: unknown) => {
+      if (!asTool) group.plain++;
+      /**
+       * The last call of the group ends it: the turn waits when any call recorded its wait, else the
+       * group fails with `err`. A group of tool calls only (the model runner's) leaves the signal
+       * alone: the runner ends its step, then lets the `WaitingError` through.
+       */
+      const endGroup = (err: unknown): unknown => {
         if (callGroup === group) callGroup = undefined;
-        group.reject(err);
+        let end = err;
+        if (group.waits > 0) {
+          end = new WaitingError(executionId, 'its session calls');
+          if (!signal.aborted && group.plain > 0) controller.abort(end);
+        }
+        group.reject(end);
+        return end;
       };
       try {
         await refuseCycle(async (id) => (await handler.load(id)).context, sessionId, child);
@@ -633,17 +690,20 @@ export function createRunContext(deps: RunContextDeps): Turn {
         });
         if (receipt.wake && !called.includes(child)) called.push(child);
         const until = call.timeoutMs === undefined ? {} : { until: clock.now() + call.timeoutMs };
-        await later([{ type: 'wait.started', payload: { executionId, kind: 'session', name, child: { sessionId: child, inputId }, ...until } }]);
+        const tool = asTool ? { messageId: asTool.messageId, callId: asTool.callId, tool: asTool.tool, input: asTool.input } : {};
+        await later([
+          ...(asTool ? [toolCalled(asTool.messageId, asTool.callId, { name: asTool.tool, input: asTool.input }, undefined, false)] : []),
+          { type: 'wait.started', payload: { executionId, kind: 'session', name, child: { sessionId: child, inputId }, ...until, ...tool } },
+        ]);
+        group.waits++;
         waited = true;
       } catch (err) {
+        if (asTool && !signal.aborted) await refusedToolCall(asTool, err).catch(() => undefined);
         if (--calling === 0) endGroup(err);
         throw err;
       }
       if (--calling > 0) return group.promise;
-      const err = new WaitingError(executionId, 'its session calls');
-      if (!signal.aborted) controller.abort(err);
-      endGroup(err);
-      throw err;
+      throw endGroup(undefined);
     },
 
     async modelCall(call) {

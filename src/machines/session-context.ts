@@ -78,10 +78,15 @@ export interface Wait {
   data?: unknown;
   /** Who resolved it (`wait.resolved`'s actor). */
   actor?: string;
-  /** An approved call's `tool.started` is in the log: it never starts again. */
+  /** An approved call's (or a session tool call's) `tool.started` is in the log: it never starts again. */
   started: boolean;
   /** A session call's child: the session and the input admitted into it. */
   child?: { sessionId: string; inputId: string };
+}
+
+/** A call a wait held that may start now: an approved one, or a session tool call whose child's end came (or whose time ran out). */
+export function startable(w: Wait): boolean {
+  return w.kind === 'approval' ? w.outcome === 'approved' : w.kind === 'session' && (w.outcome === 'delivered' || w.outcome === 'timed_out');
 }
 
 /** Where a committed event is in the log: its id and its position (null when the log gave none). */
@@ -322,8 +327,8 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       return next;
     }
     case 'tool.started': {
-      // an approved call starts in the execution that resumed its turn: it becomes that execution's open work
-      const w = ctx.waits.find((x) => x.kind === 'approval' && x.callId === event.payload.callId && x.outcome === 'approved' && !x.started);
+      // an approved call (or a session tool call whose child answered) starts in the execution that resumed its turn: it becomes that execution's open work
+      const w = ctx.waits.find((x) => x.callId === event.payload.callId && !x.started && startable(x));
       if (!w) return next;
       next.waits = ctx.waits.map((x) => (x === w ? { ...x, started: true } : x));
       if (forCurrent(event.payload.executionId) && !exec!.openTools.some((t) => t.callId === w.callId)) {

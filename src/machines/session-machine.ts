@@ -18,6 +18,7 @@ import {
   leaseLive,
   openWaits,
   pendingBytes,
+  startable,
   type ExecutionState,
   type SessionContext,
   type Wait,
@@ -152,6 +153,10 @@ export const refusalMessages: Record<Refusal, (a: Args) => string> = {
   },
   not_approved: ({ context, event }) => {
     const w = unapprovedStart(context, commandOf(event))!;
+    if (w.kind === 'session')
+      return w.started
+        ? `never records a session tool call's answer twice: call ${w.callId} (${w.tool}) of session ${context.sessionId} has it already`
+        : `call ${w.callId} (${w.tool}) of session ${context.sessionId} still waits for session ${w.child?.sessionId}: its answer is recorded when the child's turn ends`;
     return w.started
       ? `never runs an approved call twice: call ${w.callId} (${w.tool}) of session ${context.sessionId} has already started`
       : `never runs a tool a person ${w.outcome === 'denied' ? 'denied' : 'has not approved'}: call ${w.callId} (${w.tool}) of session ${context.sessionId} is ${w.outcome ?? 'awaiting approval'}`;
@@ -178,8 +183,8 @@ function unapprovedStart(ctx: SessionContext, c: Command): Wait | undefined {
   if (c.type !== 'record') return undefined;
   for (const e of c.events) {
     if (e.type !== 'tool.started') continue;
-    const w = ctx.waits.find((x) => x.kind === 'approval' && x.callId === e.payload.callId);
-    if (w && (w.outcome !== 'approved' || w.started)) return w;
+    const w = ctx.waits.find((x) => (x.kind === 'approval' || x.kind === 'session') && x.callId === e.payload.callId);
+    if (w && (!startable(w) || w.started)) return w;
   }
   return undefined;
 }

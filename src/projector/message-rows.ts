@@ -55,8 +55,10 @@ export interface ToolData {
   output?: unknown;
   error?: RecordedError;
   decision?: ToolDecision;
-  /** An approved call runs in the execution that resumed its turn: that execution's id. */
+  /** An approved call (or a session tool call) runs in the execution that resumed its turn: that execution's id. */
   runBy?: string;
+  /** A session tool call: the child session whose turn runs it (the call stays pending until its answer comes). */
+  child?: string;
 }
 export interface AssistantData {
   executionId: string;

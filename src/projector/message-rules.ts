@@ -62,7 +62,8 @@ export function messageRules(rows: Rows) {
     const index = indexOfCall(m.data.tools, callId);
     const t = index < 0 ? undefined : m.data.tools[index]!;
     // an approved call runs in the execution that resumed its turn
-    const runner = t?.runBy ?? (t?.state === 'approved' && e.type === 'tool.started' ? e.payload.executionId : m.data.executionId);
+    const resumed = t?.state === 'approved' || (t?.state === 'pending' && t.child !== undefined);
+    const runner = t?.runBy ?? (resumed && e.type === 'tool.started' ? e.payload.executionId : m.data.executionId);
     if (runner !== e.payload.executionId) sameExecution(e, m.data);
     if (!t) throw inconsistent(`${e.type} for call ${callId} in message ${messageId}, which was never called: tool.called comes first.`, { messageId, callId });
     const tools = m.data.tools.slice();
@@ -87,13 +88,35 @@ export function messageRules(rows: Rows) {
     rows.update(m, { ...data, tools }, e.time);
   };
 
+  /** A session tool call's wait: the call is pending on its child (its result comes in the execution that resumes the turn). */
+  const sessionCall = (e: SessionEvent<'wait.started'>) => {
+    const { messageId, callId, child } = e.payload;
+    if (messageId === undefined || callId === undefined || child === undefined) return;
+    const m = existing(e as WaitEvent & MessageEvent, 'assistant', 'a session tool call waits for a call of an existing message');
+    sameExecution(e as WaitEvent & MessageEvent, m.data as AssistantData);
+    const data = m.data as AssistantData;
+    const index = indexOfCall(data.tools, callId);
+    const t = data.tools[index];
+    if (!t)
+      throw inconsistent(`wait.started for call ${callId} in message ${messageId}, which was never called: tool.called comes first.`, { messageId, callId });
+    if (t.state !== 'pending')
+      throw inconsistent(`wait.started for call ${callId}, which is ${t.state}: only a call not yet started waits for a session.`, { callId });
+    const tools = data.tools.slice();
+    tools[index] = { ...t, child: child.sessionId };
+    rows.update(m, { ...data, tools }, e.time);
+  };
+
   return {
     waitStarted: (e: SessionEvent<'wait.started'>) =>
-      approvalCall(e, (t) => {
-        if (t.state !== 'pending')
-          throw inconsistent(`wait.started for call ${t.callId}, which is ${t.state}: only a call not yet started waits for approval.`, { callId: t.callId });
-        return { ...t, state: 'awaiting_approval' };
-      }),
+      e.payload.kind === 'session'
+        ? sessionCall(e)
+        : approvalCall(e, (t) => {
+            if (t.state !== 'pending')
+              throw inconsistent(`wait.started for call ${t.callId}, which is ${t.state}: only a call not yet started waits for approval.`, {
+                callId: t.callId,
+              });
+            return { ...t, state: 'awaiting_approval' };
+          }),
 
     waitResolved: (e: SessionEvent<'wait.resolved'>) =>
       approvalCall(e, (t) => {
@@ -238,7 +261,7 @@ function indexOfPart(parts: readonly { id: string }[], partId: string): number {
 }
 
 function startTool(e: SessionEvent<'tool.started'>, t: ToolData): ToolData {
-  if (t.state === 'approved') return { ...t, state: 'running', runBy: e.payload.executionId };
+  if (t.state === 'approved' || (t.state === 'pending' && t.child !== undefined)) return { ...t, state: 'running', runBy: e.payload.executionId };
   if (t.state !== 'pending')
     throw inconsistent(`tool.started for call ${t.callId} in message ${e.payload.messageId}, which is already ${t.state}: a call starts once.`, {
       callId: t.callId,

@@ -33,6 +33,8 @@ export type TranscriptPart =
       output?: unknown;
       error?: RecordedError;
       decision?: { outcome: 'approved' | 'denied' | 'cancelled'; reason?: string };
+      /** A session tool call (`defineSessionTool`): the child session that runs it (`running` until its answer is the result). */
+      child?: string;
     };
 
 export type TranscriptItem =
@@ -150,6 +152,9 @@ export function foldTranscript(t: Transcript, events: readonly SessionEvent[]): 
       case 'wait.started':
         if (e.payload.kind === 'approval' && e.payload.messageId && e.payload.callId)
           tool(e.payload.messageId, e.payload.callId, (p) => ({ ...p, state: 'awaiting_approval' }));
+        // a session tool call: the child session runs it
+        if (e.payload.kind === 'session' && e.payload.messageId && e.payload.callId && e.payload.child)
+          tool(e.payload.messageId, e.payload.callId, (p) => ({ ...p, state: 'running', child: e.payload.child!.sessionId }));
         break;
       case 'wait.resolved': {
         const { kind, messageId, callId, outcome, reason } = e.payload;

@@ -70,6 +70,14 @@ export interface SessionCall {
   timeoutMs?: number;
   /** Tags for the child session (as `admit` takes). */
   tags?: Tags;
+  /**
+   * The call is a model's tool call of this turn (a session tool, `defineSessionTool`): it is recorded
+   * as that call (`tool.called`, waiting on the child), and when the child's end comes back its
+   * answer is recorded as the call's result, once (`tool.started`, then `tool.succeeded` with the
+   * child's answer, or `tool.failed` saying how the child's turn ended). A refused call is recorded
+   * as the call's failure too.
+   */
+  asToolCall?: { messageId: string; callId: string; tool: string; input: unknown };
 }
 
 /** How a child's turn ended, as `callSession` returns it: its outcome and its final answer. */

@@ -27,7 +27,7 @@
  */
 import { generateText, streamText, type LanguageModel, type LanguageModelUsage, type ModelMessage } from 'ai';
 import type { RecordedError, Usage } from '../../events/catalog.ts';
-import { SessiondError, ErrorCode, ModelRequestError, isSessiondError, StepLimitError, ToolInputError, recordedError } from '../../errors.ts';
+import { SessiondError, ErrorCode, ModelRequestError, isSessiondError, StepLimitError, ToolInputError, WaitingError, recordedError } from '../../errors.ts';
 import type { RunContext, Runner } from '../types.ts';
 import type { TranscriptItem, TranscriptPart } from '../transcript.ts';
 import { sleep } from '../../clock.ts';
@@ -37,6 +37,8 @@ import { checkTools, parseToolInput, sdkTools, type ToolRegistry } from './tools
 import { toolSlots, type ToolSlots } from './tool-slots.ts';
 import { genAiInput } from './genai-input.ts';
 import { withMcpTools } from '../mcp/with-mcp.ts';
+import { sessionToolSpec } from './session-tools.ts';
+import { createHash } from 'node:crypto';
 import type { McpServers } from '../mcp/servers.ts';
 
 export interface ModelRunnerOptions {
@@ -229,8 +231,9 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
     const slots = toolSlots(parallel); // one bound per turn
     const items = await ctx.history();
     let messages = history(items);
+    const answered = await childAnswers(ctx);
     const approved = await runApprovedCalls(ctx, tools, slots);
-    if ((await retryDurableCalls(ctx, tools, items, slots)) || approved) messages = history(await ctx.history());
+    if ((await retryDurableCalls(ctx, tools, items, slots)) || approved || answered) messages = history(await ctx.history());
     for (let step = 0, compactions = 0; step < maxSteps; ) {
       const { messageId, steered } = await ctx.startStep();
       for (const s of steered) messages.push(userMessage({ text: s.prompt, parts: s.parts }));
@@ -267,15 +270,21 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
       ];
       // every call recorded in the model's order in one append (a gated one as a wait), then the others run at once
       const asks = output.calls.map((call) => gated(tools, call));
+      const delegated = output.calls.map((call) => delegates(tools, call));
       const asked = asks.includes(true);
-      parts.push(
-        ...(await Promise.all(
-          output.calls.map((call, i) => (asks[i] ? askApproval(ctx, tools, messageId, call) : runCall(ctx, tools, slots, messageId, call))),
-        )),
+      const results: (TranscriptPart | undefined)[] = await Promise.all(
+        output.calls.map((call, i) =>
+          delegated[i] ? undefined : asks[i] ? askApproval(ctx, tools, messageId, call) : runCall(ctx, tools, slots, messageId, call),
+        ),
       );
+      // session tool calls: each admits into its child (recorded as the call); the turn waits for their answers, holding nothing
+      const delegation = delegated.includes(true) ? await delegate(ctx, tools, messageId, output.calls, delegated) : undefined;
       await ctx.endStep(messageId, output.finish, output.usage, modelId);
+      if (delegation?.waiting) throw delegation.waiting; // the turn resumes with the children's answers
+      for (const [i, part] of delegation?.refused ?? []) results[i] = part;
       step++;
       compactions = 0;
+      parts.push(...(results as TranscriptPart[]));
       // a call waits for a person: the turn ends its execution here and resumes with the decision
       if (output.calls.length === 0 || asked) return;
       messages.push(...assistantMessages(parts, sendReasoning !== 'never')); // as the transcript will read this step
@@ -303,6 +312,81 @@ async function runCall(ctx: RunContext, tools: ToolRegistry, slots: ToolSlots, m
     if (ctx.signal.aborted) throw ctx.signal.reason;
     return { ...part, state: 'failed', error: recordedError(err, 'tool') };
   }
+}
+
+/** Whether a call is a session tool's (a valid call only: a bad one fails as usual). */
+function delegates(tools: ToolRegistry, call: StepOutput['calls'][number]): boolean {
+  const tool = tools[call.name];
+  return sessionToolSpec(tool) !== undefined && !call.error && parseToolInput(tool!, call.input).success;
+}
+
+/**
+ * Admits each session tool call of a step into its child (`ctx.callSession`, recorded as the call):
+ * when any waits, `waiting` is the `WaitingError` to end the execution with (after the step ends). A
+ * call refused (a cycle, a bad session id) is recorded as the call's failure: returned by index.
+ */
+async function delegate(
+  ctx: RunContext,
+  tools: ToolRegistry,
+  messageId: string,
+  calls: StepOutput['calls'],
+  delegated: boolean[],
+): Promise<{ refused: Map<number, TranscriptPart>; waiting?: WaitingError }> {
+  const refused = new Map<number, TranscriptPart>();
+  let waiting: WaitingError | undefined;
+  await Promise.all(
+    calls.map(async (call, i) => {
+      if (!delegated[i]) return;
+      const tool = tools[call.name]!;
+      const spec = sessionToolSpec(tool)!;
+      const callId = safeCallId(call.callId);
+      const input = parseToolInput(tool, call.input);
+      const data = input.success ? input.data : call.input;
+      const part = { type: 'tool' as const, callId, name: call.name, input: call.input ?? null, durable: false };
+      try {
+        const sessionId = typeof spec.sessionId === 'function' ? spec.sessionId(data, ctx) : spec.sessionId;
+        await ctx.callSession(sessionCallName(messageId, callId), {
+          sessionId,
+          prompt: spec.prompt ? spec.prompt(data) : defaultPrompt(data),
+          ...(spec.timeoutMs === undefined ? {} : { timeoutMs: spec.timeoutMs }),
+          ...(spec.tags ? { tags: spec.tags } : {}),
+          asToolCall: { messageId, callId, tool: call.name, input: part.input },
+        });
+      } catch (err) {
+        if (ctx.signal.aborted) throw ctx.signal.reason;
+        if (err instanceof WaitingError) waiting = err;
+        else refused.set(i, { ...part, state: 'failed', error: recordedError(err, 'tool') });
+      }
+    }),
+  );
+  return { refused, ...(waiting ? { waiting } : {}) };
+}
+
+/** A session tool call's wait name: unique in the turn (a step's message id and the model's call id). */
+function sessionCallName(messageId: string, callId: string): string {
+  return `tool:${createHash('sha256').update(`${messageId}\n${callId}`).digest('hex').slice(0, 32)}`;
+}
+
+/** A child's prompt when the tool gives no `prompt`: a string input, an input's `prompt` string, or the input as JSON. */
+function defaultPrompt(input: unknown): string {
+  if (typeof input === 'string') return input;
+  const p = (input as { prompt?: unknown } | null)?.prompt;
+  return typeof p === 'string' ? p : JSON.stringify(input);
+}
+
+/** The answers of the session tool calls whose children ended while the turn waited, recorded as the calls' results (once); true when there were any. */
+async function childAnswers(ctx: RunContext): Promise<boolean> {
+  const ended = ctx.waits.filter(
+    (w) =>
+      w.kind === 'session' && w.callId !== null && w.messageId !== null && w.child && !w.started && (w.outcome === 'delivered' || w.outcome === 'timed_out'),
+  );
+  for (const w of ended)
+    await ctx.callSession(w.name, {
+      sessionId: w.child!.sessionId,
+      prompt: '',
+      asToolCall: { messageId: w.messageId!, callId: w.callId!, tool: w.tool ?? 'session', input: w.input ?? null },
+    });
+  return ended.length > 0;
 }
 
 /** A recorded call's input checked again before it runs (approved, or retried by a continuation). */
