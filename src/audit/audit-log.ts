@@ -8,6 +8,7 @@ import type { SessionEvent } from '../events/envelope.ts';
 import { isoTime } from '../clock.ts';
 import { ownerEventTypes } from '../events/catalog.ts';
 import { decisionIssues } from './decisions.ts';
+import { auditChildDeliveries } from './session-calls.ts';
 
 export interface Violation {
   sessionId: string;
@@ -35,7 +36,10 @@ export interface Violation {
     | 'recovery_incomplete'
     | 'wake_parked'
     | 'pending_full'
-    | 'overdue_wait';
+    | 'overdue_wait'
+    // session calls (session-calls.ts): a child's end delivered once, and delivered
+    | 'child_delivered_twice'
+    | 'child_end_undelivered';
   seqs: number[];
   message: string;
 }
@@ -190,5 +194,5 @@ export function bySession(events: Iterable<SessionEvent>): SessionEvent[][] {
 
 /** Audits a whole log (events of many sessions, in any interleaving but each session in order). */
 export function auditLog(events: Iterable<SessionEvent>): Violation[] {
-  return bySession(events).flatMap(auditSession);
+  return bySession(events).flatMap((list) => [...auditSession(list), ...auditChildDeliveries(list)]);
 }

@@ -23,6 +23,7 @@ import { isoTime as iso } from '../clock.ts';
 import type { PendingLimits } from '../machines/commands.ts';
 import { DEFAULT_LIMITS } from '../input/limits.ts';
 import { promptBytes } from '../input/prompt.ts';
+import { auditUndeliveredChildren } from './session-calls.ts';
 
 export interface LivenessOptions {
   /** The moment of judgement (ms since the epoch). */
@@ -155,5 +156,9 @@ export function auditSessionLiveness(events: readonly SessionEvent[], options: L
 
 /** Liveness of a whole log (events of many sessions, each session in order). */
 export function auditLiveness(events: Iterable<SessionEvent>, options: LivenessOptions): Violation[] {
-  return bySession(events).flatMap((list) => auditSessionLiveness(list, options));
+  const groups = bySession(events);
+  return [
+    ...groups.flatMap((list) => auditSessionLiveness(list, options)),
+    ...auditUndeliveredChildren(groups, options.now, options.graceMs ?? DEFAULT_LIVENESS_GRACE_MS),
+  ];
 }

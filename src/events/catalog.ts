@@ -249,6 +249,8 @@ export const catalog = {
       owner: Owner.optional(),
       /** The caller's trace context (W3C): the span of the turn that runs this input is its child. */
       traceparent: traceparent.optional(),
+      /** The session whose turn admitted this input (`ctx.callSession`): the child's parent. */
+      caller: id.optional(),
     }),
     {
       version: 2,

@@ -687,6 +687,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
           prompt: call.prompt,
           ...(call.tags === undefined ? {} : { tags: call.tags }),
           ...(deps.tenant ? { owner: deps.tenant } : {}),
+          caller: sessionId,
         });
         if (receipt.wake && !called.includes(child)) called.push(child);
         const until = call.timeoutMs === undefined ? {} : { until: clock.now() + call.timeoutMs };

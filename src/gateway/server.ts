@@ -163,7 +163,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       scope: 'prompt',
       run: async (c) => {
         const id = sessionOf(c);
-        const { owner: _claimed, ...body } = await c.body(); // the owner is the grant's, never the body's
+        const { owner: _claimed, caller: _caller, ...body } = await c.body(); // the owner is the grant's, the caller a session call's: never the body's
         const start = await mayStart(sessions, c.grant, id, body.tags as Record<string, string> | undefined);
         return quotas.admit(c.grant, id, body.prompt as Prompt, () => asReached(id, sessions.admit(id, { ...body, ...start, ...callerTrace(c) } as never)));
       },

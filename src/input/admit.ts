@@ -40,6 +40,8 @@ export interface AdmitRequest {
    * is its child, on whichever worker. A malformed one is ignored (and counted), never an error.
    */
   traceparent?: string;
+  /** The session whose turn admits this (set by `ctx.callSession`): shown as the child's `calledBy`. */
+  caller?: string;
 }
 
 export interface AdmitReceipt {
@@ -82,12 +84,13 @@ export function parseAdmitRequest(sessionId: string, req: AdmitRequest, maxPromp
     ...(notBefore === undefined ? {} : { notBefore }),
     ...(tags === undefined || Object.keys(tags).length === 0 ? {} : { tags }),
     ...(req.owner === undefined ? {} : { owner: req.owner }),
+    ...(req.caller === undefined ? {} : { caller: validateId(req.caller, 'caller session id') }),
   };
 }
 
 /** An admission checked: defaults applied, tags sorted (absent when none). */
 export type ParsedAdmission = Required<Pick<AdmitRequest, 'prompt' | 'delivery' | 'wake'>> &
-  Pick<AdmitRequest, 'id' | 'notBefore' | 'tags' | 'owner' | 'traceparent'>;
+  Pick<AdmitRequest, 'id' | 'notBefore' | 'tags' | 'owner' | 'traceparent' | 'caller'>;
 
 /** What an admission holds that an exact resend must repeat: its prompt, delivery, wake, time and tags. */
 export function sameAdmission(a: Omit<ParsedAdmission, 'id' | 'owner'>, b: Omit<ParsedAdmission, 'id' | 'owner'>): boolean {
@@ -125,6 +128,7 @@ export async function admitInput(
       ...(req.tags === undefined ? {} : { tags: req.tags }),
       ...(req.owner === undefined ? {} : { owner: req.owner }),
       ...(req.traceparent === undefined ? {} : { traceparent: req.traceparent }),
+      ...(req.caller === undefined ? {} : { caller: req.caller }),
     }));
     return { sessionId, inputId, admittedSeq: events[0]!.seq, created: true, wake: req.wake };
   } catch (err) {

@@ -49,6 +49,8 @@ export type Command =
       owner?: string;
       /** The caller's trace context (W3C traceparent, already checked): the parent of the turn that runs it. */
       traceparent?: string;
+      /** The session whose turn admits this input (`ctx.callSession`). */
+      caller?: string;
     }
   /** Start a session as a fork of another: its first event holds the source's conversation up to `from.seq`; refused for a session that has events. */
   | { type: 'fork'; now: number; from: { sessionId: string; seq: number }; transcript: TranscriptItem[]; tags?: Tags; owner?: string }

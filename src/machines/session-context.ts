@@ -177,6 +177,8 @@ export interface SessionContext {
   forkedFrom: { sessionId: string; seq: number } | null;
   /** Who the session belongs to (its first event's `owner`), null when no one: fixed at creation, never changed. */
   ownedBy: string | null;
+  /** The session whose turn last called this one (`ctx.callSession`: its latest admission with a `caller`); absent when none has. */
+  calledBy?: string;
 }
 
 /** A wait that was resolved: its kind, name, outcome and when. */
@@ -359,6 +361,7 @@ export function foldContext(ctx: SessionContext, event: SessionEvent): SessionCo
       next.admitted = [...kept, [p.inputId, event.seq]];
       if (p.tags) next.tags = applyTagChanges(ctx.tags, p.tags);
       if (p.owner !== undefined && ctx.seq === 0) next.ownedBy = p.owner;
+      if (p.caller !== undefined) next.calledBy = p.caller;
       return next;
     }
     case 'session.tagged':

@@ -557,6 +557,7 @@ export function decisionFor(ctx: SessionContext, command: Command): ProtoEvent[]
             // the owner is the creating admission's: later ones never change it
             ...(command.owner !== undefined && ctx.seq === 0 ? { owner: command.owner } : {}),
             ...(command.traceparent ? { traceparent: command.traceparent } : {}),
+            ...(command.caller === undefined ? {} : { caller: command.caller }),
           },
         },
       ];

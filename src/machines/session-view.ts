@@ -8,7 +8,7 @@ import type { ExecutionPhase, Usage } from '../events/catalog.ts';
 import type { Tags } from '../sessions/tags.ts';
 import { budgetView, type BudgetView } from '../budget/view.ts';
 import { stateOf, type SessionSnapshot, type SessionStateValue } from './decider.ts';
-import { pendingBytes, type ExecutionState, type PendingInput, type RecoveryState, type SessionContext, type Wait } from './session-context.ts';
+import { openWaits, pendingBytes, type ExecutionState, type PendingInput, type RecoveryState, type SessionContext, type Wait } from './session-context.ts';
 
 export interface SessionView {
   sessionId: string;
@@ -58,6 +58,10 @@ export interface SessionView {
   forkedFrom: { sessionId: string; seq: number } | null;
   /** Who the session belongs to (fixed by its first admission or fork; `owner` above is the lease holder), null when no one. */
   ownedBy: string | null;
+  /** The session whose turn last called this one (`ctx.callSession`), null when none has: its parent. */
+  calledBy: string | null;
+  /** The sessions the turn waits on now (its open session calls): its children. */
+  children: string[];
 }
 
 /** Pending inputs a view lists at most (the rest are counted; ask for the next page with `pendingFrom`). */
@@ -96,5 +100,12 @@ export function sessionView(snapshot: SessionSnapshot, now: number): SessionView
     tags: ctx.tags,
     forkedFrom: ctx.forkedFrom,
     ownedBy: ctx.ownedBy ?? null,
+    calledBy: ctx.calledBy ?? null,
+    children: childrenOf(ctx),
   };
+}
+
+/** The sessions a turn waits on now: its open session calls' children, each once. */
+export function childrenOf(ctx: SessionSnapshot['context']): string[] {
+  return [...new Set(openWaits(ctx).flatMap((w) => (w.kind === 'session' && w.child ? [w.child.sessionId] : [])))];
 }

@@ -34,7 +34,7 @@ export const MAX_CHECKED_PENDING = 32;
 export const MACHINE_VERSION = createHash('sha256')
   .update(JSON.stringify(sessionMachine.config))
   .update(JSON.stringify(Object.fromEntries(Object.entries(catalog).map(([t, e]) => [t, e.version]))))
-  .update('context-v10') // the fold's shape: v3 added usage totals, the execution's input ids, a pending input's continuation; v4 the head event and each pending input's admission (what a stored snapshot is checked against); v5 the turn's waits and the waits decided; v6 the session's tags; v7 the source of a fork; v8 who resolved a wait and who cancelled a turn; v9 the session's owner; v10 the execution's turn and trace context, a wait's child, a pending input's traceparent
+  .update('context-v11') // the fold's shape: v3 added usage totals, the execution's input ids, a pending input's continuation; v4 the head event and each pending input's admission (what a stored snapshot is checked against); v5 the turn's waits and the waits decided; v6 the session's tags; v7 the source of a fork; v8 who resolved a wait and who cancelled a turn; v9 the session's owner; v10 the execution's turn and trace context, a wait's child, a pending input's traceparent; v11 the session's caller
   .digest('hex')
   .slice(0, 16);
 

@@ -239,6 +239,8 @@ export const replySchemas = {
     tags,
     forkedFrom: z.object({ sessionId: id, seq: z.number().int().positive() }).nullable(),
     ownedBy: owner.nullable(),
+    calledBy: id.nullable(),
+    children: z.array(id),
     execution: execution.nullable(),
     capacity: z
       .object({

@@ -80,7 +80,7 @@ export function registerCheck(program: Command, ctx: CliContext): void {
         );
         process.exitCode = 1;
       }
-      const checked = `no two live owners, each input promoted at most once, cancellations final, no writes after expiry, each execution recovered at most once, calls run only once approved and once, no timer or scheduled prompt early${opts.safetyOnly ? '; liveness not checked' : `; nothing stranded and no timer overdue for more than ${opts.graceMs / 1000} s, no session at its pending limits`}`;
+      const checked = `no two live owners, each input promoted at most once, cancellations final, no writes after expiry, each execution recovered at most once, calls run only once approved and once, no timer or scheduled prompt early, a child's end delivered once${opts.safetyOnly ? '; liveness not checked' : `; nothing stranded, no timer overdue and no parent waiting on an ended child for more than ${opts.graceMs / 1000} s, no session at its pending limits`}`;
       if (violations.length === 0) {
         ctx.out(`${opened.describe}: ${events.length} events in ${sessions} sessions, ${quarantined.length > 0 ? 'otherwise ' : ''}no violations (${checked})`);
         return;

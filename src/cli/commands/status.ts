@@ -113,6 +113,8 @@ export function describeStatus(row: SessionStatus): string[] {
   const tags = Object.entries(row.tags ?? {});
   if (tags.length > 0) lines.push(`  tags    ${tags.map(([k, v]) => `${k}=${v}`).join(' ')}`);
   if (row.forkedFrom) lines.push(`  forked from ${row.forkedFrom.sessionId} at sequence ${row.forkedFrom.seq}`);
+  if (row.calledBy) lines.push(`  called by ${row.calledBy} (its turn's session call; sessiond status ${row.calledBy})`);
+  if (row.children?.length) lines.push(`  children ${row.children.join(', ')} (its turn waits on their turns)`);
   if (row.usage.inputTokens + row.usage.outputTokens > 0)
     lines.push(
       `  tokens  ${row.usage.inputTokens} in${row.usage.cachedInputTokens ? ` (${row.usage.cachedInputTokens} cached)` : ''}, ${row.usage.outputTokens} out${row.usage.reasoningTokens ? ` (${row.usage.reasoningTokens} reasoning)` : ''} (model steps and compactions, as the servers reported them)`,
