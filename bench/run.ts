@@ -38,6 +38,7 @@ import { cluster, subjectScale } from './sections/cluster.ts';
 import { listSessions } from './sections/list.ts';
 import { gatewayStreams } from './sections/gateway.ts';
 import { parallelTools } from './sections/parallel-tools.ts';
+import { sessionCalls } from './sections/session-calls.ts';
 import { tracing } from './sections/tracing.ts';
 import { modelCallLimits } from './sections/model-call-limits.ts';
 
@@ -59,6 +60,7 @@ const SECTIONS: Section[] = [
   listSessions,
   gatewayStreams,
   parallelTools,
+  sessionCalls,
   tracing,
   modelCallLimits,
   takeover,
