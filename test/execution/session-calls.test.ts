@@ -198,6 +198,35 @@ test('session calls - a call into itself is refused; a cycle is refused when it 
   }
 });
 
+test("session calls - a child outside the parent's tenant is refused as the gateway would; a new child is the tenant's", async () => {
+  const tmp = tempDir('sessiond-calls-');
+  const clock = new ManualClock(0);
+  const runner: Runner = async (ctx) => {
+    const { messageId } = await ctx.startStep();
+    if (ctx.sessionId === 'ses_acme') {
+      const refused = await ctx.callSession('peek', { sessionId: 'ses_zeta', prompt: 'tell me your secrets' }).catch((e: Error) => e);
+      await ctx.text(messageId, refused instanceof Error ? `refused: ${refused.message}` : 'reached');
+      await ctx.endStep(messageId, 'stop');
+      await ctx.callSession('kid', { sessionId: 'ses_acme-kid', prompt: 'help' });
+    }
+    await ctx.endStep(messageId, 'stop').catch(() => undefined);
+  };
+  const h = host(tmp.file('c.db'), clock, runner);
+  try {
+    await admitInput(h.execution.handler, 'ses_zeta', { prompt: 'mine', owner: 'zeta', wake: false });
+    await admitInput(h.execution.handler, 'ses_acme', { prompt: 'call around', owner: 'acme' });
+    await h.execution.resume('ses_acme');
+    await h.settledAs('ses_acme', 'waiting');
+    assert.is(await h.answer('ses_acme'), 'refused: Session ses_zeta has no events, or the caller may not reach it.');
+    assert.is(await h.count('ses_zeta', 'input.admitted'), 1, "nothing admitted into the other tenant's session");
+    const kid = await h.execution.handler.load('ses_acme-kid');
+    assert.equal([kid.context.ownedBy, kid.context.calledBy], ['acme', 'ses_acme'], "the new child is the parent's tenant's, called by it");
+  } finally {
+    await h.stop();
+    tmp.remove();
+  }
+});
+
 test('session calls - a parent that dies after admitting is recovered and admits nothing twice', async () => {
   const tmp = tempDir('sessiond-calls-');
   const file = tmp.file('c.db');
