@@ -32,6 +32,10 @@ function reply(r: ChatCompletionRequest): ScriptStep {
   const last = r.messages.at(-1);
   if (systemOf(r).startsWith('You research'))
     return { kind: 'text', text: `${messageText(last).replace('Find out about ', '').replace('.', '')} grow on trees.` };
+  if (messageText(r.messages.find((m) => m.role === 'user')).includes('yourself')) {
+    if (last?.role === 'tool') return { kind: 'text', text: `I could not: ${messageText(last)}` };
+    return { kind: 'toolCalls', calls: [{ id: 'call_self', name: 'ask_myself', arguments: { question: 'who am I?' } }] };
+  }
   if (last?.role === 'tool')
     return {
       kind: 'text',
@@ -96,7 +100,7 @@ test('session tools - the lead model delegates two calls at once to researcher s
     assert.is(leadCalls.length, 2, 'the lead model was asked twice: to call, then to answer (not again on resume)');
     assert.equal(
       leadCalls[0]!.chat!.tools?.map((t) => t.function.name),
-      ['researcher'],
+      ['researcher', 'ask_myself'],
     );
     assert.equal(
       leadCalls[1]!.chat!.messages.map((m) => m.role),
@@ -104,6 +108,35 @@ test('session tools - the lead model delegates two calls at once to researcher s
     );
     const check = await runCli(['check', '--db', db]);
     assert.is(check.code, 0, check.stdout + check.stderr);
+  } finally {
+    worker.child.kill('SIGTERM');
+    await worker.exited;
+    await server.close();
+    tmp.remove();
+  }
+});
+
+test('session tools - a call into the calling session itself is refused; the model sees why and answers', async () => {
+  const tmp = tempDir('sessiond-session-tools-');
+  const db = tmp.file('self.db');
+  const server = await startFakeOpenAI({ defaultReply: reply });
+  const worker = startCli(['start', '--db', db, '--runner', AGENTS, '--sweep-ms', '200'], { env: { FAKE_OPENAI_URL: server.url } });
+  try {
+    await worker.waitFor('send it a prompt');
+    await runCli(['prompt', 'ses_selfish', 'ask yourself', '--db', db]);
+    await worker.waitFor('ses_selfish  turn succeeded', 30_000);
+    const events = await readEvents(db, 'ses_selfish');
+    assert.equal(
+      events.filter((e) => e.type === 'execution.settled').map((e) => e.payload.outcome),
+      ['succeeded'],
+      'refused before it waited: no wait',
+    );
+    const failed = events.find((e) => e.type === 'tool.failed');
+    assert.is(failed?.type === 'tool.failed' && failed.payload.callId, 'call_self');
+    const answer = events.flatMap((e) => (e.type === 'text.completed' ? [e.payload.text] : [])).at(-1) ?? '';
+    assert.match(answer, 'I could not: ');
+    assert.match(answer, 'session ses_selfish cannot call itself');
+    assert.is(events.filter((e) => e.type === 'input.admitted').length, 1, 'nothing admitted into itself');
   } finally {
     worker.child.kill('SIGTERM');
     await worker.exited;
