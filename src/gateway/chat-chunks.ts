@@ -10,7 +10,10 @@
  * as `tool-output-denied`, an approved call's result as `tool-output-available`/`-error` when the
  * resumed turn runs it; a cancel while it waits as `tool-output-error` and an `error`. At the
  * settle `waiting` the message ends when `endAtWait` (its reader may approve: useChat sends its
- * answer as a new request), else it follows the turn into the input that resumes it.
+ * answer as a new request), else it follows the turn into the input that resumes it; a turn that
+ * waits only on its session calls is followed either way (nobody answers those). A session tool
+ * call shows as a tool call in progress, its child's live text as the call's preliminary output
+ * (chat.ts), until the child's answer is its output.
  *
  *   start → start-step → text-start / text-delta… / text-end (reasoning-* the same) →
  *   tool-input-available / tool-output-available | tool-output-error → finish-step … → finish
@@ -57,6 +60,7 @@ export function chatFold(options: ChatFoldOptions): ChatFold {
   const answered = new Set(options.answersTo ?? []);
   let asking: string | undefined; // the execution that asked for the answered calls
   const asked = new Set<string>(); // approval calls asked for and not decided yet
+  let othersWaited = false; // the turn waits for something other than its session calls (which no reader answers)
   const live = new Set<string>(); // messages whose step began after the stream opened
   const open = new Map<string, 'text' | 'reasoning'>(); // part id -> kind, started in the stream
   const streamed = new Map<string, string>(); // part id -> text sent
@@ -194,6 +198,7 @@ export function chatFold(options: ChatFoldOptions): ChatFold {
         out.push({ type: 'tool-output-error', toolCallId: p.callId, errorText: String((p.error as { message?: string })?.message ?? 'the tool failed') });
         return;
       case 'wait.started':
+        if (p.kind !== 'session') othersWaited = true;
         if (p.kind === 'approval' && p.callId) {
           asked.add(p.callId as string);
           out.push({ type: 'tool-approval-request', approvalId: p.callId, toolCallId: p.callId });
@@ -232,7 +237,7 @@ export function chatFold(options: ChatFoldOptions): ChatFold {
           return;
         }
         if (outcome === 'waiting') {
-          if (options.endAtWait) {
+          if (options.endAtWait && othersWaited) {
             finish(); // its reader answers with a new request
             return;
           }

@@ -93,9 +93,39 @@ export async function streamChatTurn(
   let closed = false;
   // a client that does not read is cut (it resumes with GET /v1/chat/:id/stream)
   const stall = watchStall(res, bounds.maxBufferedBytes, bounds.stallMs);
+  /** Session tool calls of the turn in progress: their child's live text, shown as the call's preliminary output. */
+  const children = new Map<string, { close(): void | Promise<void> }>();
+  /** The calls this message shows (a wait of another turn starts no watch). */
+  const shown = new Set<string>();
+  const watchChild = async (callId: string, child: string) => {
+    if (!live || children.has(callId)) return;
+    let text = '';
+    const placeholder = { close: () => undefined };
+    children.set(callId, placeholder);
+    const sub = await live(child, (c) => {
+      if (closed || c.seq !== undefined || c.type !== 'text.delta' || !children.has(callId)) return;
+      text += String((c.payload as { delta?: unknown }).delta ?? '');
+      res.write(`data: ${JSON.stringify(childProgress(callId, child, text))}\n\n`);
+    });
+    if (children.get(callId) === placeholder && !closed) children.set(callId, sub);
+    else await sub.close();
+  };
+  const unwatchChild = (callId: string) => {
+    const sub = children.get(callId);
+    children.delete(callId);
+    void Promise.resolve(sub?.close()).catch(onError);
+  };
   const write = (e: Parameters<ChatFold['feed']>[0]) => {
     if (closed) return;
-    for (const chunk of fold.feed(e)) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    const chunks = fold.feed(e);
+    for (const chunk of chunks) {
+      res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+      if (chunk.type === 'tool-input-available') shown.add(String(chunk.toolCallId));
+    }
+    const p = e.payload as { kind?: string; callId?: string; child?: { sessionId: string } };
+    if (e.type === 'wait.started' && p.kind === 'session' && p.callId && p.child && shown.has(p.callId))
+      void watchChild(p.callId, p.child.sessionId).catch(onError);
+    if ((e.type === 'tool.succeeded' || e.type === 'tool.failed') && p.callId && children.has(p.callId)) unwatchChild(p.callId);
     stall.over();
     if (fold.done) {
       res.write('data: [DONE]\n\n');
@@ -112,6 +142,7 @@ export async function streamChatTurn(
     closed = true;
     clearInterval(heartbeat);
     stall.end();
+    for (const callId of [...children.keys()]) unwatchChild(callId);
     await listening?.close();
     await following.close();
   };
@@ -235,4 +266,9 @@ export function replayEndsAtWait(status: SessionStatus, inputId: string): boolea
   const exec = status.execution;
   if (!exec?.inputIds.includes(inputId)) return !exec || status.pending.some((p) => p.inputId === inputId);
   return exec.outcome !== 'waiting' || waitsOpen(status);
+}
+
+/** A session tool call's progress: the child's answer so far, as the call's preliminary output (the AI SDK's `preliminary` tool result). */
+export function childProgress(callId: string, child: string, text: string): { type: string } & Record<string, unknown> {
+  return { type: 'tool-output-available', toolCallId: callId, output: { session: child, text }, preliminary: true };
 }
