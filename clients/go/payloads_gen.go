@@ -95,6 +95,7 @@ type InputAdmitted struct {
 	Tags        Tags          `sd:"tags,opt,tags" json:"tags,omitzero"`
 	Owner       *string       `sd:"owner,opt,id" json:"owner,omitempty"`
 	Traceparent *string       `sd:"traceparent,opt" json:"traceparent,omitempty"`
+	Caller      *string       `sd:"caller,opt,id" json:"caller,omitempty"`
 }
 
 // InputPromoted: A pending input joined an execution.

@@ -252,6 +252,8 @@ type Status struct {
 	Tags           Tags            `json:"tags"`
 	ForkedFrom     *ForkPoint      `json:"forkedFrom"`
 	OwnedBy        *string         `json:"ownedBy"`
+	CalledBy       *string         `json:"calledBy"`
+	Children       []string        `json:"children"`
 	Execution      *ExecutionState `json:"execution"`
 	Capacity       *Capacity       `json:"capacity,omitempty"`
 	TenantBudget   *TenantBudget   `json:"tenantBudget,omitempty"`

@@ -200,3 +200,12 @@ async def test_requests_held_by_a_frozen_worker_are_sent_again_and_reach_the_oth
         assert (again.created, again.admitted_seq) == (False, 1)
         events = await world.events(s)
         assert [e["type"] for e in events] == ["input.admitted"]
+
+
+def test_status_reply_names_the_calling_session_and_the_children() -> None:
+    status = StatusReply.from_wire(
+        {"ok": True, "sessionId": "ses_child", "state": "idle", "seq": 4, "calledBy": "ses_parent", "children": ["ses_a", "ses_b"]}
+    )
+    assert (status.called_by, status.children) == ("ses_parent", ["ses_a", "ses_b"])
+    older = StatusReply.from_wire({"ok": True, "sessionId": "ses_old", "state": "idle", "seq": 1})
+    assert (older.called_by, older.children) == (None, [])

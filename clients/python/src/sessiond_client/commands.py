@@ -640,6 +640,10 @@ class StatusReply:
     #: (None: no limit), ``spent`` by all of its sessions since ``since`` (ms). Set by the admin:
     #: ``sessiond budget --tenant T``.
     tenant_budget: dict[str, Any] | None = None
+    #: The session whose turn last called this one (``ctx.callSession``; None when none has).
+    called_by: str | None = None
+    #: The sessions this session's turn waits on now (its open session calls).
+    children: list[str] = field(default_factory=list)
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> "StatusReply":
@@ -670,6 +674,8 @@ class StatusReply:
             d.get("ownedBy"),
             d.get("budget"),
             d.get("tenantBudget"),
+            d.get("calledBy"),
+            list(d.get("children") or []),
         )
 
 

@@ -151,6 +151,7 @@ class InputAdmitted:
     tags: dict[str, str] | None = None
     owner: str | None = None
     traceparent: str | None = None
+    caller: str | None = None
 
 
 @dataclass(frozen=True)
@@ -685,6 +686,7 @@ INPUT_ADMITTED_RULES = Obj(
         F("tags", "tags", Record(TAG_VALUE), optional=True),
         F("owner", "owner", Str(1, 128), optional=True),
         F("traceparent", "traceparent", Pattern("^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"), optional=True),
+        F("caller", "caller", Str(1, 128), optional=True),
     ),
     InputAdmitted,
 )
