@@ -22,7 +22,17 @@ import type { LiveBus } from '../events/live-bus.ts';
 import type { ExecutionPhase, RecordedError, Usage } from '../events/catalog.ts';
 import type { ProtoEvent } from '../machines/commands.ts';
 import { Refusal } from '../machines/commands.ts';
-import type { ModelCallSlot, RunContext, RunInput, SessionCall, SessionCallResult, SignalResult, ToolCall, ToolContext, ToolProgress } from '../runner/types.ts';
+import type {
+  ModelCallSlot,
+  RunContext,
+  RunInput,
+  SessionCall,
+  SessionCallResult,
+  SignalResult,
+  ToolCall,
+  ToolContext,
+  ToolProgress,
+} from '../runner/types.ts';
 import type { AdmitReceipt, AdmitRequest } from '../input/admit.ts';
 import type { ChildTurnEnd } from '../recovery/child-turn.ts';
 import { checkSessionCall, childInputId, refuseCycle } from './session-calls.ts';
