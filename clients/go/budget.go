@@ -27,22 +27,22 @@ type BudgetRequest struct {
 
 // BudgetBody is the budget request's JSON body, in the schema's field order.
 func BudgetBody(sessionID string, r BudgetRequest) Map {
-	m := Map{{"sessionId", sessionID}}
+	m := Map{{Key: "sessionId", Value: sessionID}}
 	if r.ClearTokens {
-		m = append(m, MapEntry{"tokens", nil})
+		m = append(m, MapEntry{Key: "tokens", Value: nil})
 	} else if r.Tokens != nil {
-		m = append(m, MapEntry{"tokens", *r.Tokens})
+		m = append(m, MapEntry{Key: "tokens", Value: *r.Tokens})
 	}
 	if r.ClearCost {
-		m = append(m, MapEntry{"costUsd", nil})
+		m = append(m, MapEntry{Key: "costUsd", Value: nil})
 	} else if r.CostUSD != nil {
-		m = append(m, MapEntry{"costUsd", *r.CostUSD})
+		m = append(m, MapEntry{Key: "costUsd", Value: *r.CostUSD})
 	}
 	if r.Reset {
-		m = append(m, MapEntry{"reset", true})
+		m = append(m, MapEntry{Key: "reset", Value: true})
 	}
 	if r.Actor != "" {
-		m = append(m, MapEntry{"actor", r.Actor})
+		m = append(m, MapEntry{Key: "actor", Value: r.Actor})
 	}
 	return m
 }

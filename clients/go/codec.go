@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/clients/go/internal/wire"
 	"io"
 	"strings"
 )
@@ -56,7 +57,7 @@ func DecodeStoredMessage(data []byte, subject string, position uint64, committed
 	fail := func(code, msg string, seq int64) error {
 		return &DecodeError{Code: code, Message: msg, Subject: subject, Position: position, Seq: seq}
 	}
-	raw, err := DecodeMsgpack(data)
+	raw, err := wire.DecodeMsgpack(data)
 	if err != nil {
 		return nil, fail(CodeDecodeFailed, fmt.Sprintf("%s cannot be read as a sessiond event batch: invalid msgpack (%v). %s", where, err, storedHint), 0)
 	}
@@ -107,7 +108,7 @@ func EncodeStoredMessage(events []Event) ([]byte, error) {
 	for i := range events {
 		frames[i] = events[i].frame(frameStored)
 	}
-	return EncodeMsgpack(frames)
+	return wire.EncodeMsgpack(frames)
 }
 
 // DecodeLiveMessage decodes and checks one live message received on subject (a msgpack map
@@ -132,7 +133,7 @@ func decodeLive(data []byte, subject, tenant string, opts []DecodeOption) (Event
 		return Event{}, &DecodeError{Code: CodePayloadTooLarge, Subject: subject,
 			Message: fmt.Sprintf("%s is %d bytes, over the limit of %d bytes for a payload.", describe, len(data), MaxPayloadBytes)}
 	}
-	raw, err := DecodeMsgpack(data)
+	raw, err := wire.DecodeMsgpack(data)
 	if err != nil {
 		return Event{}, &DecodeError{Code: CodeDecodeFailed, Subject: subject,
 			Message: fmt.Sprintf("%s is not a valid sessiond event: invalid msgpack (%v). %s", describe, err, hint)}
@@ -155,7 +156,7 @@ func decodeLive(data []byte, subject, tenant string, opts []DecodeOption) (Event
 
 // EncodeLiveMessage is the canonical live message of an event (what a worker publishes on
 // LiveSubject(e.SessionID, e.Type)).
-func EncodeLiveMessage(e Event) ([]byte, error) { return EncodeMsgpack(e.frame(frameLive)) }
+func EncodeLiveMessage(e Event) ([]byte, error) { return wire.EncodeMsgpack(e.frame(frameLive)) }
 
 // seqOf is a frame's seq when it is a map with a whole seq >= 1 (0 otherwise).
 func seqOf(raw any) int64 {
@@ -179,7 +180,7 @@ func decodeFrame(data []byte, describe string, o decodeOptions) (Event, error) {
 	if len(data) > MaxPayloadBytes+4096 {
 		return Event{}, &DecodeError{Code: CodePayloadTooLarge, Message: fmt.Sprintf("%s is %d bytes, over the limit of %d bytes for a payload.", describe, len(data), MaxPayloadBytes)}
 	}
-	raw, err := DecodeMsgpack(data)
+	raw, err := wire.DecodeMsgpack(data)
 	if err != nil {
 		return Event{}, &DecodeError{Code: CodeDecodeFailed, Message: fmt.Sprintf("%s is not a valid sessiond event: invalid msgpack (%v).", describe, err)}
 	}
@@ -193,7 +194,7 @@ func decodeFrame(data []byte, describe string, o decodeOptions) (Event, error) {
 
 // EncodeFrame is the canonical export frame of an event (sessiond's encodeEvent): { id, type,
 // version, sessionId, seq, time, payload, committedAt? }.
-func EncodeFrame(e Event) ([]byte, error) { return EncodeMsgpack(e.frame(frameExport)) }
+func EncodeFrame(e Event) ([]byte, error) { return wire.EncodeMsgpack(e.frame(frameExport)) }
 
 // Export file format.
 const (
@@ -250,7 +251,7 @@ func NewExportReader(r io.Reader, opts ...DecodeOption) (*ExportReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, err := DecodeMsgpack(body)
+	raw, err := wire.DecodeMsgpack(body)
 	if err != nil {
 		return nil, x.damaged(0, fmt.Sprintf("unreadable header (%v)", err), err)
 	}
@@ -362,7 +363,7 @@ func WriteExport(w io.Writer, created int64, source string, events []Event) erro
 		_, err := w.Write(body)
 		return err
 	}
-	header, err := EncodeMsgpack(Map{{"format", ExportFormat}, {"version", int64(ExportVersion)}, {"created", created}, {"source", source}, {"events", int64(len(events))}})
+	header, err := wire.EncodeMsgpack(Map{{Key: "format", Value: ExportFormat}, {Key: "version", Value: int64(ExportVersion)}, {Key: "created", Value: created}, {Key: "source", Value: source}, {Key: "events", Value: int64(len(events))}})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/clients/go/internal/wire"
 	mrand "math/rand/v2"
 	"strconv"
 	"strings"
@@ -153,27 +154,27 @@ func AdmitBody(sessionID string, r AdmitRequest) Map {
 	if len(r.Parts) > 0 {
 		prompt = partsWire(r.Parts)
 	}
-	m := Map{{"sessionId", sessionID}, {"prompt", prompt}}
+	m := Map{{Key: "sessionId", Value: sessionID}, {Key: "prompt", Value: prompt}}
 	if r.ID != "" {
-		m = append(m, MapEntry{"id", r.ID})
+		m = append(m, MapEntry{Key: "id", Value: r.ID})
 	}
 	if r.Delivery != "" {
-		m = append(m, MapEntry{"delivery", r.Delivery})
+		m = append(m, MapEntry{Key: "delivery", Value: r.Delivery})
 	}
 	if r.Wake != nil {
-		m = append(m, MapEntry{"wake", *r.Wake})
+		m = append(m, MapEntry{Key: "wake", Value: *r.Wake})
 	}
 	if r.NotBefore != 0 {
-		m = append(m, MapEntry{"notBefore", r.NotBefore})
+		m = append(m, MapEntry{Key: "notBefore", Value: r.NotBefore})
 	}
 	if len(r.Tags) > 0 {
-		m = append(m, MapEntry{"tags", tagsMap(r.Tags)})
+		m = append(m, MapEntry{Key: "tags", Value: tagsMap(r.Tags)})
 	}
 	if r.Owner != "" {
-		m = append(m, MapEntry{"owner", r.Owner})
+		m = append(m, MapEntry{Key: "owner", Value: r.Owner})
 	}
 	if r.Traceparent != "" {
-		m = append(m, MapEntry{"traceparent", r.Traceparent})
+		m = append(m, MapEntry{Key: "traceparent", Value: r.Traceparent})
 	}
 	return m
 }
@@ -190,60 +191,60 @@ type CancelRequest struct {
 
 // CancelBody is the cancel request's JSON body (empty strings are left out).
 func CancelBody(sessionID string, r CancelRequest) Map {
-	m := Map{{"sessionId", sessionID}}
+	m := Map{{Key: "sessionId", Value: sessionID}}
 	if r.Reason != "" {
-		m = append(m, MapEntry{"reason", r.Reason})
+		m = append(m, MapEntry{Key: "reason", Value: r.Reason})
 	}
 	if r.ExecutionID != "" {
-		m = append(m, MapEntry{"executionId", r.ExecutionID})
+		m = append(m, MapEntry{Key: "executionId", Value: r.ExecutionID})
 	}
 	if r.Actor != "" {
-		m = append(m, MapEntry{"actor", r.Actor})
+		m = append(m, MapEntry{Key: "actor", Value: r.Actor})
 	}
 	return m
 }
 
 // StatusBody is the status request's JSON body (pendingFrom left out when 0).
 func StatusBody(sessionID string, pendingFrom int64) Map {
-	m := Map{{"sessionId", sessionID}}
+	m := Map{{Key: "sessionId", Value: sessionID}}
 	if pendingFrom != 0 {
-		m = append(m, MapEntry{"pendingFrom", pendingFrom})
+		m = append(m, MapEntry{Key: "pendingFrom", Value: pendingFrom})
 	}
 	return m
 }
 
 // DropBody is the drop request's JSON body.
 func DropBody(sessionID string, r DropRequest) Map {
-	m := Map{{"sessionId", sessionID}}
+	m := Map{{Key: "sessionId", Value: sessionID}}
 	if r.InputIDs != nil {
-		m = append(m, MapEntry{"inputIds", r.InputIDs})
+		m = append(m, MapEntry{Key: "inputIds", Value: r.InputIDs})
 	}
 	if r.Reason != "" {
-		m = append(m, MapEntry{"reason", r.Reason})
+		m = append(m, MapEntry{Key: "reason", Value: r.Reason})
 	}
 	if r.Actor != "" {
-		m = append(m, MapEntry{"actor", r.Actor})
+		m = append(m, MapEntry{Key: "actor", Value: r.Actor})
 	}
 	return m
 }
 
 // ResolveBody is the resolve request's JSON body (Reason "" and an unset Data left out).
 func ResolveBody(sessionID string, r ResolveRequest) Map {
-	m := Map{{"sessionId", sessionID}, {"kind", r.Kind}, {"name", r.Name}, {"outcome", r.Outcome}}
+	m := Map{{Key: "sessionId", Value: sessionID}, {Key: "kind", Value: r.Kind}, {Key: "name", Value: r.Name}, {Key: "outcome", Value: r.Outcome}}
 	if r.Reason != "" {
-		m = append(m, MapEntry{"reason", r.Reason})
+		m = append(m, MapEntry{Key: "reason", Value: r.Reason})
 	}
 	if r.Data.Set {
-		m = append(m, MapEntry{"data", r.Data.Value})
+		m = append(m, MapEntry{Key: "data", Value: r.Data.Value})
 	}
 	if r.Actor != "" {
-		m = append(m, MapEntry{"actor", r.Actor})
+		m = append(m, MapEntry{Key: "actor", Value: r.Actor})
 	}
 	return m
 }
 
 // WakeBody is the wake request's JSON body.
-func WakeBody(sessionID string) Map { return Map{{"sessionId", sessionID}} }
+func WakeBody(sessionID string) Map { return Map{{Key: "sessionId", Value: sessionID}} }
 
 var idCounter atomic.Uint32
 
@@ -466,7 +467,7 @@ func (c *Client) List(ctx context.Context, f ListFilter) (SessionPage, error) {
 // EncodeRequest is a request body's exact bytes (JSON as JavaScript's JSON.stringify writes
 // it). A string that is not valid UTF-8 is refused with invalid_option.
 func EncodeRequest(verb string, body Map) ([]byte, error) {
-	data, err := AppendJSON(nil, body)
+	data, err := wire.AppendJSON(nil, body)
 	if err != nil {
 		return nil, &CommandError{Verb: verb, Code: CodeInvalidOption, Err: err, Message: fmt.Sprintf("The %s request cannot be sent: %v. Send valid Unicode.", verb, err)}
 	}

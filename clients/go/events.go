@@ -2,6 +2,7 @@ package sessiond
 
 import (
 	"fmt"
+	"github.com/sessiond/sessiond/clients/go/internal/wire"
 	"regexp"
 	"strings"
 	"time"
@@ -36,7 +37,7 @@ func (e Event) At() time.Time { return time.UnixMilli(e.Time) }
 
 // MarshalJSON writes the event as the Node client's JSON of it: id, type, version, sessionId,
 // time, payload, then seq, position and committedAt when known.
-func (e Event) MarshalJSON() ([]byte, error) { return AppendJSON(nil, e.frame(frameJSON)) }
+func (e Event) MarshalJSON() ([]byte, error) { return wire.AppendJSON(nil, e.frame(frameJSON)) }
 
 type frameKind int
 
@@ -52,27 +53,27 @@ const (
 )
 
 func (e *Event) frame(kind frameKind) Map {
-	var payload any = PayloadMap(e.Payload)
+	var payload any = payloadMap(e.Payload)
 	if e.Payload == nil {
 		payload = nil
 	}
-	m := Map{{"id", e.ID}, {"type", e.Type}, {"version", e.Version}, {"sessionId", e.SessionID}}
+	m := Map{{Key: "id", Value: e.ID}, {Key: "type", Value: e.Type}, {Key: "version", Value: e.Version}, {Key: "sessionId", Value: e.SessionID}}
 	switch kind {
 	case frameStored, frameExport:
-		m = append(m, MapEntry{"seq", e.Seq}, MapEntry{"time", e.Time}, MapEntry{"payload", payload})
+		m = append(m, MapEntry{Key: "seq", Value: e.Seq}, MapEntry{Key: "time", Value: e.Time}, MapEntry{Key: "payload", Value: payload})
 		if kind == frameExport && e.CommittedAt != 0 {
-			m = append(m, MapEntry{"committedAt", e.CommittedAt})
+			m = append(m, MapEntry{Key: "committedAt", Value: e.CommittedAt})
 		}
 	case frameLive, frameJSON:
-		m = append(m, MapEntry{"time", e.Time}, MapEntry{"payload", payload})
+		m = append(m, MapEntry{Key: "time", Value: e.Time}, MapEntry{Key: "payload", Value: payload})
 		if e.Seq != 0 {
-			m = append(m, MapEntry{"seq", e.Seq})
+			m = append(m, MapEntry{Key: "seq", Value: e.Seq})
 		}
 		if e.Position != 0 {
-			m = append(m, MapEntry{"position", e.Position})
+			m = append(m, MapEntry{Key: "position", Value: e.Position})
 		}
 		if kind == frameJSON && e.CommittedAt != 0 {
-			m = append(m, MapEntry{"committedAt", e.CommittedAt})
+			m = append(m, MapEntry{Key: "committedAt", Value: e.CommittedAt})
 		}
 	}
 	return m

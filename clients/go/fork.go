@@ -25,15 +25,15 @@ type ForkOptions struct {
 // ForkBody is the fork request's JSON body: the new session, its source, then at and tags when
 // given (tags sorted).
 func ForkBody(sourceID, sessionID string, o ForkOptions) Map {
-	m := Map{{"sessionId", sessionID}, {"source", sourceID}}
+	m := Map{{Key: "sessionId", Value: sessionID}, {Key: "source", Value: sourceID}}
 	if o.At != 0 {
-		m = append(m, MapEntry{"at", o.At})
+		m = append(m, MapEntry{Key: "at", Value: o.At})
 	}
 	if len(o.Tags) > 0 {
-		m = append(m, MapEntry{"tags", tagsMap(o.Tags)})
+		m = append(m, MapEntry{Key: "tags", Value: tagsMap(o.Tags)})
 	}
 	if o.Owner != "" {
-		m = append(m, MapEntry{"owner", o.Owner})
+		m = append(m, MapEntry{Key: "owner", Value: o.Owner})
 	}
 	return m
 }

@@ -94,7 +94,7 @@ func TestForkEndToEnd(t *testing.T) {
 		t.Fatalf("replay of the fork: %d events %v", len(forkEvents), err)
 	}
 	sameAsStream(t, forkEvents, w.events(t, fork), true)
-	if !sameValue(PayloadMap(forkEvents[0].Payload), PayloadMap(forked)) {
+	if !sameValue(payloadMap(forkEvents[0].Payload), payloadMap(forked)) {
 		t.Fatalf("replayed %s, live %s", show(forkEvents[0].Payload), show(forked))
 	}
 

@@ -3,6 +3,7 @@ package sessiond
 import (
 	"context"
 	"fmt"
+	"github.com/sessiond/sessiond/clients/go/internal/wire"
 )
 
 // A session's history through the workers (the events verb, src/nats/command-service.ts): its
@@ -32,12 +33,12 @@ type EventsReply struct {
 // EventsBody is the events request's JSON body (afterSeq and limit left out when 0: the worker
 // reads from the first event, EventsPage at most).
 func EventsBody(sessionID string, afterSeq int64, limit int) Map {
-	m := Map{{"sessionId", sessionID}}
+	m := Map{{Key: "sessionId", Value: sessionID}}
 	if afterSeq != 0 {
-		m = append(m, MapEntry{"afterSeq", afterSeq})
+		m = append(m, MapEntry{Key: "afterSeq", Value: afterSeq})
 	}
 	if limit != 0 {
-		m = append(m, MapEntry{"limit", int64(limit)})
+		m = append(m, MapEntry{Key: "limit", Value: int64(limit)})
 	}
 	return m
 }
@@ -60,7 +61,7 @@ func decodeEventsReply(data []byte, sessionID string, afterSeq int64, o decodeOp
 		return &CommandError{Verb: VerbEvents, Code: CodeInternal,
 			Message: fmt.Sprintf("The reply to events on %s does not have the shape of an events reply (%s): do the worker and this client speak the same protocol version?", CommandSubject(VerbEvents), why)}
 	}
-	parsed, err := ParseJSON(data)
+	parsed, err := wire.ParseJSON(data)
 	if err != nil {
 		return EventsReply{}, shape(err.Error())
 	}

@@ -3,9 +3,11 @@ package sessiond
 // How long a string is, and where it is cut, as sessiond counts: its schemas (zod 4's string min
 // and max) count Unicode code points; its hand-written checks and the text its messages show of a
 // value count UTF-16 units (JavaScript's .length and .slice). A Go string holds a lone UTF-16
-// surrogate as its WTF-8 bytes (ParseJSON keeps one so; AppendJSON writes it back as \uXXXX).
+// surrogate as its WTF-8 bytes (wire.ParseJSON keeps one so; wire.AppendJSON writes it back as
+// \uXXXX).
 
 import (
+	"github.com/sessiond/sessiond/clients/go/internal/wire"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -30,7 +32,7 @@ func utf16Len(s string) int {
 
 // utf16Prefix is s cut to its first n UTF-16 units, as JavaScript's s.slice(0, n) cuts it (the
 // text sessiond's messages show of a long value): a pair cut in half leaves its high surrogate,
-// held as its WTF-8 bytes (AppendJSON writes it as \uXXXX, as JSON.stringify does).
+// held as its WTF-8 bytes (wire.AppendJSON writes it as \uXXXX, as JSON.stringify does).
 func utf16Prefix(s string, n int) string {
 	units := 0
 	for i := 0; i < len(s); {
@@ -82,7 +84,7 @@ func isSurrogateAt(s string, i int) bool {
 
 // quoteJSON is s as JSON.stringify quotes it (strconv's quoting when s is not text JSON can hold).
 func quoteJSON(s string) string {
-	if b, err := AppendJSON(nil, s); err == nil {
+	if b, err := wire.AppendJSON(nil, s); err == nil {
 		return string(b)
 	}
 	return strconv.Quote(s)

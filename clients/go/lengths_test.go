@@ -17,23 +17,25 @@ var lengthLimits = []struct {
 	typ     string
 	payload func(s string) Map
 }{
-	{"an id", 128, "execution.started", func(s string) Map { return Map{{"executionId", s}} }},
-	{"a cancel reason", 1000, "execution.cancelled", func(s string) Map { return Map{{"executionId", "e"}, {"reason", s}} }},
-	{"a drop reason", 1000, "input.dropped", func(s string) Map { return Map{{"inputIds", []any{"i"}}, {"reason", s}} }},
-	{"a wait's name", 200, "wait.started", func(s string) Map { return Map{{"executionId", "e"}, {"kind", "signal"}, {"name", s}} }},
+	{"an id", 128, "execution.started", func(s string) Map { return Map{{Key: "executionId", Value: s}} }},
+	{"a cancel reason", 1000, "execution.cancelled", func(s string) Map { return Map{{Key: "executionId", Value: "e"}, {Key: "reason", Value: s}} }},
+	{"a drop reason", 1000, "input.dropped", func(s string) Map { return Map{{Key: "inputIds", Value: []any{"i"}}, {Key: "reason", Value: s}} }},
+	{"a wait's name", 200, "wait.started", func(s string) Map {
+		return Map{{Key: "executionId", Value: "e"}, {Key: "kind", Value: "signal"}, {Key: "name", Value: s}}
+	}},
 	{"a resolved wait's name", 200, "wait.resolved", func(s string) Map {
-		return Map{{"executionId", "e"}, {"kind", "signal"}, {"name", s}, {"outcome", "delivered"}}
+		return Map{{Key: "executionId", Value: "e"}, {Key: "kind", Value: "signal"}, {Key: "name", Value: s}, {Key: "outcome", Value: "delivered"}}
 	}},
 	{"a wait's reason", 1000, "wait.resolved", func(s string) Map {
-		return Map{{"executionId", "e"}, {"kind", "approval"}, {"name", "c"}, {"outcome", "denied"}, {"reason", s}}
+		return Map{{Key: "executionId", Value: "e"}, {Key: "kind", Value: "approval"}, {Key: "name", Value: "c"}, {Key: "outcome", Value: "denied"}, {Key: "reason", Value: s}}
 	}},
-	{"a tag value", 256, "session.tagged", func(s string) Map { return Map{{"tags", Map{{"customer", s}}}} }},
+	{"a tag value", 256, "session.tagged", func(s string) Map { return Map{{Key: "tags", Value: Map{{Key: "customer", Value: s}}}} }},
 	{"an admission's tag value", 256, "input.admitted", func(s string) Map {
-		return Map{{"inputId", "i"}, {"prompt", "p"}, {"delivery", "queue"}, {"wake", true}, {"tags", Map{{"customer", s}}}}
+		return Map{{Key: "inputId", Value: "i"}, {Key: "prompt", Value: "p"}, {Key: "delivery", Value: "queue"}, {Key: "wake", Value: true}, {Key: "tags", Value: Map{{Key: "customer", Value: s}}}}
 	}},
 	{"a file part's name", 256, "input.admitted", func(s string) Map {
-		part := Map{{"type", "file"}, {"data", "AAAA"}, {"mediaType", "text/csv"}, {"filename", s}}
-		return Map{{"inputId", "i"}, {"prompt", []any{part}}, {"delivery", "queue"}, {"wake", true}}
+		part := Map{{Key: "type", Value: "file"}, {Key: "data", Value: "AAAA"}, {Key: "mediaType", Value: "text/csv"}, {Key: "filename", Value: s}}
+		return Map{{Key: "inputId", Value: "i"}, {Key: "prompt", Value: []any{part}}, {Key: "delivery", Value: "queue"}, {Key: "wake", Value: true}}
 	}},
 }
 

@@ -73,8 +73,8 @@ func sameAsStream(t *testing.T, got []Event, want []Map, withCommittedAt bool) {
 			float64(e.Time) != mustNumber(get(w, "time")) || float64(e.Position) != mustNumber(get(w, "position")) {
 			t.Fatalf("event %d is %s seq %d %s at %d, the stream's is %s", i, e.ID, e.Seq, e.Type, e.Position, show(w))
 		}
-		if !sameUnordered(PayloadMap(e.Payload), get(w, "payload")) {
-			t.Fatalf("event %d (seq %d) payload %s, the stream's %s", i, e.Seq, show(PayloadMap(e.Payload)), show(get(w, "payload")))
+		if !sameUnordered(payloadMap(e.Payload), get(w, "payload")) {
+			t.Fatalf("event %d (seq %d) payload %s, the stream's %s", i, e.Seq, show(payloadMap(e.Payload)), show(get(w, "payload")))
 		}
 		if withCommittedAt && float64(e.CommittedAt) != mustNumber(get(w, "committedAt")) {
 			t.Fatalf("event %d (seq %d) committedAt %d, the stream's %v", i, e.Seq, e.CommittedAt, get(w, "committedAt"))

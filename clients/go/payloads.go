@@ -26,6 +26,7 @@ package sessiond
 
 import (
 	"encoding/json"
+	"github.com/sessiond/sessiond/clients/go/internal/wire"
 )
 
 // Payload is an event's typed payload: one of the structs below, or *UnknownPayload for a type
@@ -46,11 +47,11 @@ type Any struct {
 func (a Any) IsZero() bool { return !a.Set }
 
 // MarshalJSON writes the value (null when absent).
-func (a Any) MarshalJSON() ([]byte, error) { return AppendJSON(nil, a.Value) }
+func (a Any) MarshalJSON() ([]byte, error) { return wire.AppendJSON(nil, a.Value) }
 
 // UnmarshalJSON reads any JSON value (objects as Map).
 func (a *Any) UnmarshalJSON(data []byte) error {
-	v, err := ParseJSON(data)
+	v, err := wire.ParseJSON(data)
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ type UnknownPayload struct {
 }
 
 // MarshalJSON writes the fields as they came.
-func (p *UnknownPayload) MarshalJSON() ([]byte, error) { return AppendJSON(nil, p.Fields) }
+func (p *UnknownPayload) MarshalJSON() ([]byte, error) { return wire.AppendJSON(nil, p.Fields) }
 
 // EventType is the type as it came.
 func (p *UnknownPayload) EventType() string { return p.Type }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/sessiond/sessiond/clients/go/internal/wire"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,7 +77,7 @@ func startFollow(t *testing.T, w *world, args ...string) *followProcess {
 		scanner := bufio.NewScanner(stdout)
 		scanner.Buffer(make([]byte, 1<<20), 1<<24)
 		for scanner.Scan() {
-			v, err := ParseJSON(scanner.Bytes())
+			v, err := wire.ParseJSON(scanner.Bytes())
 			f.mu.Lock()
 			if m, ok := v.(Map); err == nil && ok {
 				f.lines = append(f.lines, m)

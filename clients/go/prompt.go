@@ -3,6 +3,7 @@ package sessiond
 import (
 	"encoding/base64"
 	"fmt"
+	"github.com/sessiond/sessiond/clients/go/internal/wire"
 	"math"
 	"regexp"
 	"slices"
@@ -73,7 +74,7 @@ func FileBytes(data []byte, mediaType, filename string) PromptPart {
 	return PromptPart{Type: PartFile, Data: base64.StdEncoding.EncodeToString(data), MediaType: mediaType, Filename: filename}
 }
 
-// JSONPart is a part of JSON data: value is written as AppendJSON writes it.
+// JSONPart is a part of JSON data: value is written as JavaScript's JSON.stringify writes it.
 func JSONPart(value any) PromptPart { return PromptPart{Type: PartJSON, Value: value} }
 
 // Bytes is an image's or a file's Data, decoded from base64.
@@ -86,30 +87,30 @@ func (p PromptPart) byData() bool { return (p.Type == PartImage || p.Type == Par
 // value, each where the part holds it (the catalog's order, so a stored part is written back byte
 // for byte).
 func (p PromptPart) wire() Map {
-	m := Map{{"type", p.Type}}
+	m := Map{{Key: "type", Value: p.Type}}
 	if p.Type == PartText || p.Text != "" {
-		m = append(m, MapEntry{"text", p.Text})
+		m = append(m, MapEntry{Key: "text", Value: p.Text})
 	}
 	if p.URL != "" {
-		m = append(m, MapEntry{"url", p.URL})
+		m = append(m, MapEntry{Key: "url", Value: p.URL})
 	}
 	if p.byData() || p.Data != "" {
-		m = append(m, MapEntry{"data", p.Data})
+		m = append(m, MapEntry{Key: "data", Value: p.Data})
 	}
 	if p.MediaType != "" {
-		m = append(m, MapEntry{"mediaType", p.MediaType})
+		m = append(m, MapEntry{Key: "mediaType", Value: p.MediaType})
 	}
 	if p.Filename != "" {
-		m = append(m, MapEntry{"filename", p.Filename})
+		m = append(m, MapEntry{Key: "filename", Value: p.Filename})
 	}
 	if p.Type == PartJSON || p.Value != nil {
-		m = append(m, MapEntry{"value", p.Value})
+		m = append(m, MapEntry{Key: "value", Value: p.Value})
 	}
 	return m
 }
 
 // MarshalJSON writes the part as sessiond does.
-func (p PromptPart) MarshalJSON() ([]byte, error) { return AppendJSON(nil, p.wire()) }
+func (p PromptPart) MarshalJSON() ([]byte, error) { return wire.AppendJSON(nil, p.wire()) }
 
 // IsParts reports a prompt of parts (not a string).
 func (p Prompt) IsParts() bool { return p.Parts != nil }
@@ -131,7 +132,7 @@ func partsWire(parts []PromptPart) []any {
 }
 
 // MarshalJSON writes the prompt as sessiond does: a string, or a list of parts.
-func (p Prompt) MarshalJSON() ([]byte, error) { return AppendJSON(nil, p.wire()) }
+func (p Prompt) MarshalJSON() ([]byte, error) { return wire.AppendJSON(nil, p.wire()) }
 
 // String is PromptText(p).
 func (p Prompt) String() string { return PromptText(p) }
@@ -156,7 +157,7 @@ func partText(p PromptPart) string {
 	case PartText:
 		return p.Text
 	case PartJSON:
-		b, err := AppendJSON(nil, p.Value)
+		b, err := wire.AppendJSON(nil, p.Value)
 		if err != nil {
 			return fmt.Sprintf("%v", p.Value)
 		}

@@ -8,6 +8,7 @@ package sessiond
 import (
 	"bytes"
 	"context"
+	"github.com/sessiond/sessiond/clients/go/internal/wire"
 	"math"
 	"slices"
 	"strings"
@@ -64,12 +65,12 @@ var partVerdicts = []struct {
 }
 
 func admittedWith(prompt any) Map {
-	return Map{{"inputId", "i"}, {"prompt", prompt}, {"delivery", "queue"}, {"wake", true}}
+	return Map{{Key: "inputId", Value: "i"}, {Key: "prompt", Value: prompt}, {Key: "delivery", Value: "queue"}, {Key: "wake", Value: true}}
 }
 
 func TestPromptPartChecks(t *testing.T) {
 	for _, c := range partVerdicts {
-		part, err := ParseJSON([]byte(c.part))
+		part, err := wire.ParseJSON([]byte(c.part))
 		if err != nil {
 			t.Fatalf("%s: %v", c.part, err)
 		}
@@ -85,7 +86,7 @@ func TestPromptPartChecks(t *testing.T) {
 					t.Errorf("%s reads as version %d", c.part, v)
 				}
 				// read, then written again in the catalog's key order: the same part
-				got := PayloadMap(p)
+				got := payloadMap(p)
 				prompt := get(got, "prompt").([]any)
 				if !sameUnordered(prompt[1], part) {
 					t.Errorf("%s is written again as %s", c.part, show(prompt[1]))
@@ -94,8 +95,8 @@ func TestPromptPartChecks(t *testing.T) {
 		}
 	}
 	// values JSON cannot carry (msgpack can)
-	for _, value := range []any{math.NaN(), math.Inf(1), []byte{1}, []any{Map{{"n", math.Inf(-1)}}}} {
-		if _, _, err := decodePayload("input.admitted", 2, admittedWith([]any{Map{{"type", "json"}, {"value", value}}}), false); err == nil {
+	for _, value := range []any{math.NaN(), math.Inf(1), []byte{1}, []any{Map{{Key: "n", Value: math.Inf(-1)}}}} {
+		if _, _, err := decodePayload("input.admitted", 2, admittedWith([]any{Map{{Key: "type", Value: "json"}, {Key: "value", Value: value}}}), false); err == nil {
 			t.Errorf("a JSON part of %#v accepted", value)
 		}
 	}
@@ -109,10 +110,10 @@ func TestPromptPartChecks(t *testing.T) {
 	bad([]any{}, "payload.prompt: expected a string or at least one part")
 	bad(int64(5), "payload.prompt: expected a string or a list of parts, got number")
 	bad(nil, "payload.prompt: expected a string or a list of parts, got null")
-	bad([]any{Map{{"type", "image"}}}, `payload.prompt[0]: "image" is not a valid part: an image is { "type": "image", "url": "https://..." }`)
-	bad([]any{Map{{"type", "video"}}}, `type must be "text", "image", "file" or "json"`)
+	bad([]any{Map{{Key: "type", Value: "image"}}}, `payload.prompt[0]: "image" is not a valid part: an image is { "type": "image", "url": "https://..." }`)
+	bad([]any{Map{{Key: "type", Value: "video"}}}, `type must be "text", "image", "file" or "json"`)
 	bad([]any{"text"}, `payload.prompt[0]: expected an object like { "type": "text", "text": "..." }, got string`)
-	if _, _, err := decodePayload("input.admitted", 2, Map{{"inputId", "i"}, {"delivery", "queue"}, {"wake", true}}, false); err == nil || !strings.Contains(err.Message, "payload.prompt: required") {
+	if _, _, err := decodePayload("input.admitted", 2, Map{{Key: "inputId", Value: "i"}, {Key: "delivery", Value: "queue"}, {Key: "wake", Value: true}}, false); err == nil || !strings.Contains(err.Message, "payload.prompt: required") {
 		t.Errorf("no prompt: %v", err)
 	}
 	// the catalog has no limit on the number of parts (an admission does: MaxPromptParts)
@@ -138,7 +139,7 @@ func TestPromptText(t *testing.T) {
 		ImageURL("data:image/png;base64,AAAA", ""),
 		ImageBytes([]byte("12345"), "image/png"),
 		FileBytes([]byte("123456"), "application/pdf", "a.pdf"),
-		JSONPart(Map{{"n", int64(1)}}),
+		JSONPart(Map{{Key: "n", Value: int64(1)}}),
 	}}
 	want := "look:\n[image https://example.com/cat.png]\n[image data URL]\n[image image/png, 5 bytes]\n[file a.pdf application/pdf, 6 bytes]\n{\"n\":1}"
 	if got := PromptText(p); got != want {
@@ -194,7 +195,7 @@ func TestAdmitBodyWithParts(t *testing.T) {
 
 // A stored admission of parts is read and written again byte for byte; its JSON is sessiond's.
 func TestPromptRoundTrip(t *testing.T) {
-	parts := []PromptPart{TextPart("a"), ImageURL("https://example.com/a.png", "image/png"), FileBytes([]byte("%PDF"), "application/pdf", "x.pdf"), JSONPart([]any{int64(1), 2.5, "x", nil, Map{{"k", true}}})}
+	parts := []PromptPart{TextPart("a"), ImageURL("https://example.com/a.png", "image/png"), FileBytes([]byte("%PDF"), "application/pdf", "x.pdf"), JSONPart([]any{int64(1), 2.5, "x", nil, Map{{Key: "k", Value: true}}})}
 	e := Event{ID: "evt_1", Type: "input.admitted", Version: 2, SessionID: "ses_1", Seq: 1, Time: 1796056745917,
 		Payload: &InputAdmitted{InputID: "inp_1", Prompt: Prompt{Parts: parts}, Delivery: "queue", Wake: true, Source: "user"}}
 	data, err := EncodeStoredMessage([]Event{e})
@@ -230,7 +231,7 @@ func samplePrompt() []PromptPart {
 		ImageBytes([]byte{0x89, 0x50, 0x4e, 0x47}, "image/png"),
 		FileBytes([]byte("%PDF-1.4"), "application/pdf", "invoice.pdf"),
 		FileURL("https://example.com/report.csv", "text/csv", ""),
-		JSONPart(Map{{"order", int64(42)}, {"lines", []any{Map{{"sku", "A-1"}, {"qty", int64(2)}, {"price", 9.5}}}}, {"note", nil}}),
+		JSONPart(Map{{Key: "order", Value: int64(42)}, {Key: "lines", Value: []any{Map{{Key: "sku", Value: "A-1"}, {Key: "qty", Value: int64(2)}, {Key: "price", Value: 9.5}}}}, {Key: "note", Value: nil}}),
 	}
 }
 
@@ -267,7 +268,7 @@ func TestPromptOfPartsEndToEnd(t *testing.T) {
 		if e.Type != "input.admitted" || e.Version != 2 || !p.Prompt.IsParts() || p.Prompt.Text != "" {
 			t.Fatalf("input.admitted %d %s", e.Version, show(p))
 		}
-		if got := get(PayloadMap(p), "prompt"); !sameValue(got, any(partsWire(parts))) {
+		if got := get(payloadMap(p), "prompt"); !sameValue(got, any(partsWire(parts))) {
 			t.Fatalf("prompt read back as\n%s\nsent\n%s", show(got), show(partsWire(parts)))
 		}
 		if got, _ := p.Prompt.Parts[2].Bytes(); !bytes.Equal(got, []byte{0x89, 0x50, 0x4e, 0x47}) {

@@ -2,6 +2,7 @@ package sessiond
 
 import (
 	"fmt"
+	"github.com/sessiond/sessiond/clients/go/internal/wire"
 	"math"
 	"reflect"
 	"slices"
@@ -322,20 +323,20 @@ func encodeStruct(rv reflect.Value) Map {
 		if fv.Type() == anyType {
 			a := fv.Interface().(Any)
 			if a.Set {
-				out = append(out, MapEntry{r.name, a.Value})
+				out = append(out, MapEntry{Key: r.name, Value: a.Value})
 			}
 			continue
 		}
 		if fv.Kind() == reflect.Pointer && fv.IsNil() {
 			if r.null || !r.opt {
-				out = append(out, MapEntry{r.name, nil})
+				out = append(out, MapEntry{Key: r.name, Value: nil})
 			}
 			continue
 		}
 		if (fv.Kind() == reflect.Map || fv.Kind() == reflect.Slice) && fv.IsNil() && r.opt {
 			continue
 		}
-		out = append(out, MapEntry{r.name, encodeValue(fv)})
+		out = append(out, MapEntry{Key: r.name, Value: encodeValue(fv)})
 	}
 	return out
 }
@@ -381,9 +382,9 @@ func encodeValue(fv reflect.Value) any {
 		for i, k := range keys {
 			v := fv.MapIndex(reflect.ValueOf(k).Convert(fv.Type().Key()))
 			if v.Kind() == reflect.Pointer && v.IsNil() {
-				out[i] = MapEntry{k, nil}
+				out[i] = MapEntry{Key: k, Value: nil}
 			} else {
-				out[i] = MapEntry{k, encodeValue(v)}
+				out[i] = MapEntry{Key: k, Value: encodeValue(v)}
 			}
 		}
 		return out
@@ -391,9 +392,9 @@ func encodeValue(fv reflect.Value) any {
 	panic("sessiond: payload field of unsupported kind " + fv.Kind().String())
 }
 
-// PayloadMap is a payload as the map sessiond writes (keys in the catalog's order; an
+// payloadMap is a payload as the map sessiond writes (keys in the catalog's order; an
 // UnknownPayload's fields as they came).
-func PayloadMap(p Payload) Map {
+func payloadMap(p Payload) Map {
 	if u, ok := p.(*UnknownPayload); ok {
 		return u.Fields
 	}
@@ -409,7 +410,7 @@ func PayloadMap(p Payload) Map {
 
 // preview is a short JSON text of a value, for error messages.
 func preview(v any) string {
-	b, err := AppendJSON(nil, v)
+	b, err := wire.AppendJSON(nil, v)
 	if err != nil {
 		return fmt.Sprintf("%v", v)
 	}

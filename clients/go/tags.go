@@ -42,7 +42,7 @@ func sortedKeys[V any](m map[string]V) []string {
 func tagsMap(t Tags) Map {
 	out := make(Map, 0, len(t))
 	for _, k := range sortedKeys(t) {
-		out = append(out, MapEntry{k, t[k]})
+		out = append(out, MapEntry{Key: k, Value: t[k]})
 	}
 	return out
 }
@@ -95,37 +95,37 @@ func TagBody(sessionID string, r TagRequest) Map {
 	removed := slices.Clone(r.Remove)
 	slices.Sort(removed)
 	for _, k := range slices.Compact(removed) {
-		changes = append(changes, MapEntry{k, nil})
+		changes = append(changes, MapEntry{Key: k, Value: nil})
 	}
-	return Map{{"sessionId", sessionID}, {"tags", changes}}
+	return Map{{Key: "sessionId", Value: sessionID}, {Key: "tags", Value: changes}}
 }
 
 // ListBody is the list request's JSON body (zero fields left out).
 func ListBody(f ListFilter) Map {
 	m := Map{}
 	if f.State != "" {
-		m = append(m, MapEntry{"state", f.State})
+		m = append(m, MapEntry{Key: "state", Value: f.State})
 	}
 	if f.Waiting != nil {
-		m = append(m, MapEntry{"waiting", *f.Waiting})
+		m = append(m, MapEntry{Key: "waiting", Value: *f.Waiting})
 	}
 	if len(f.Tags) > 0 {
-		m = append(m, MapEntry{"tags", tagsMap(f.Tags)})
+		m = append(m, MapEntry{Key: "tags", Value: tagsMap(f.Tags)})
 	}
 	if f.IDPrefix != "" {
-		m = append(m, MapEntry{"idPrefix", f.IDPrefix})
+		m = append(m, MapEntry{Key: "idPrefix", Value: f.IDPrefix})
 	}
 	if f.UpdatedSince != 0 {
-		m = append(m, MapEntry{"updatedSince", f.UpdatedSince})
+		m = append(m, MapEntry{Key: "updatedSince", Value: f.UpdatedSince})
 	}
 	if f.ReachableBy != "" {
-		m = append(m, MapEntry{"reachableBy", f.ReachableBy})
+		m = append(m, MapEntry{Key: "reachableBy", Value: f.ReachableBy})
 	}
 	if f.Limit != 0 {
-		m = append(m, MapEntry{"limit", int64(f.Limit)})
+		m = append(m, MapEntry{Key: "limit", Value: int64(f.Limit)})
 	}
 	if f.After != "" {
-		m = append(m, MapEntry{"after", f.After})
+		m = append(m, MapEntry{Key: "after", Value: f.After})
 	}
 	return m
 }

@@ -1,6 +1,10 @@
 package sessiond
 
-import "reflect"
+import (
+	"reflect"
+
+	"github.com/sessiond/sessiond/clients/go/internal/wire"
+)
 
 // Transcripts (src/runner/transcript.ts, the catalog's TranscriptItemSchema): the conversation a
 // fork starts with, as the model runner folds it, in SessionForked.Transcript.
@@ -98,19 +102,23 @@ func (*TranscriptText) transcriptPart()       {}
 func (*TranscriptTool) transcriptPart()       {}
 
 // MarshalJSON writes the item as sessiond does (its type first).
-func (u TranscriptUser) MarshalJSON() ([]byte, error) { return AppendJSON(nil, variantWire(&u)) }
+func (u TranscriptUser) MarshalJSON() ([]byte, error) { return wire.AppendJSON(nil, variantWire(&u)) }
 
 // MarshalJSON writes the item as sessiond does (its type first).
-func (a TranscriptAssistant) MarshalJSON() ([]byte, error) { return AppendJSON(nil, variantWire(&a)) }
+func (a TranscriptAssistant) MarshalJSON() ([]byte, error) {
+	return wire.AppendJSON(nil, variantWire(&a))
+}
 
 // MarshalJSON writes the item as sessiond does (its type first).
-func (s TranscriptSummary) MarshalJSON() ([]byte, error) { return AppendJSON(nil, variantWire(&s)) }
+func (s TranscriptSummary) MarshalJSON() ([]byte, error) {
+	return wire.AppendJSON(nil, variantWire(&s))
+}
 
 // MarshalJSON writes the part as sessiond does (its type first).
-func (p TranscriptText) MarshalJSON() ([]byte, error) { return AppendJSON(nil, variantWire(&p)) }
+func (p TranscriptText) MarshalJSON() ([]byte, error) { return wire.AppendJSON(nil, variantWire(&p)) }
 
 // MarshalJSON writes the part as sessiond does (its type first).
-func (p TranscriptTool) MarshalJSON() ([]byte, error) { return AppendJSON(nil, variantWire(&p)) }
+func (p TranscriptTool) MarshalJSON() ([]byte, error) { return wire.AppendJSON(nil, variantWire(&p)) }
 
 var (
 	transcriptItemType = reflect.TypeFor[TranscriptItem]()
@@ -131,7 +139,7 @@ func variantWire(v any) Map {
 	if rv.IsNil() {
 		return nil
 	}
-	return append(Map{{"type", typ}}, encodeStruct(rv.Elem())...)
+	return append(Map{{Key: "type", Value: typ}}, encodeStruct(rv.Elem())...)
 }
 
 // transcriptVariants are the shapes of the catalog's unions (in its order): the types each takes

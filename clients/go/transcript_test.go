@@ -5,6 +5,7 @@ package sessiond
 
 import (
 	"encoding/json"
+	"github.com/sessiond/sessiond/clients/go/internal/wire"
 	"maps"
 	"testing"
 )
@@ -51,7 +52,7 @@ var forkedVerdicts = []struct{ payload, reads string }{
 
 func TestSessionForkedChecks(t *testing.T) {
 	for _, c := range forkedVerdicts {
-		v, err := ParseJSON([]byte(c.payload))
+		v, err := wire.ParseJSON([]byte(c.payload))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,13 +67,13 @@ func TestSessionForkedChecks(t *testing.T) {
 			t.Errorf("refused %s: %v", c.payload, derr)
 			continue
 		}
-		want, _ := ParseJSON([]byte(c.reads))
-		if got := PayloadMap(p); !sameValue(got, want) {
+		want, _ := wire.ParseJSON([]byte(c.reads))
+		if got := payloadMap(p); !sameValue(got, want) {
 			t.Errorf("%s\nreads as %s\nwant     %s", c.payload, show(got), c.reads)
 		}
 		// encoding/json writes the items and parts as sessiond does too
 		b, err := json.Marshal(p)
-		if again, _ := ParseJSON(b); err != nil || !sameUnordered(again, want) {
+		if again, _ := wire.ParseJSON(b); err != nil || !sameUnordered(again, want) {
 			t.Errorf("json.Marshal %s (%v), want %s", b, err, c.reads)
 		}
 	}
@@ -113,7 +114,7 @@ func TestSessionForkedTyped(t *testing.T) {
 	}
 	tool, ok := a.Parts[1].(*TranscriptTool)
 	if !ok || tool.PartType() != "tool" || tool.Name != "send_invoice" || !tool.Durable || tool.State != "succeeded" || tool.IdempotencyKey == nil ||
-		!sameValue(tool.Input.Value, Map{{"to", "bob"}}) || !sameValue(tool.Output.Value, Map{{"ok", true}}) || tool.Error != nil || tool.Decision != nil {
+		!sameValue(tool.Input.Value, Map{{Key: "to", Value: "bob"}}) || !sameValue(tool.Output.Value, Map{{Key: "ok", Value: true}}) || tool.Error != nil || tool.Decision != nil {
 		t.Fatalf("part 1: %s", show(a.Parts[1]))
 	}
 	// built by hand, it is written as sessiond writes it
@@ -123,8 +124,8 @@ func TestSessionForkedTyped(t *testing.T) {
 		&TranscriptUser{InputID: "inp_s1", ExecutionID: "exe_source_2", Text: "send it to bob", Delivery: &queue},
 		a,
 	}}
-	want, _ := EncodeMsgpack(payload)
-	if got, err := EncodeMsgpack(built); err != nil || string(got) != string(want) {
+	want, _ := wire.EncodeMsgpack(payload)
+	if got, err := wire.EncodeMsgpack(built); err != nil || string(got) != string(want) {
 		t.Fatalf("built %x (%v)\nwant  %x", got, err, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"github.com/sessiond/sessiond/clients/go/internal/wire"
 	"math"
 	"os"
 	"path/filepath"
@@ -22,7 +23,7 @@ func loadJSON(t *testing.T, parts ...string) Map {
 	if err != nil {
 		t.Fatalf("read %s: %v", path, err)
 	}
-	v, err := ParseJSON(data)
+	v, err := wire.ParseJSON(data)
 	if err != nil {
 		t.Fatalf("parse %s: %v", path, err)
 	}
@@ -110,7 +111,7 @@ func number(v any) (float64, bool) {
 
 // sameUnordered compares like sameValue, but maps by key whatever their order.
 func sameUnordered(a, b any) bool {
-	return reflect.DeepEqual(normalize(ToGo(a)), normalize(ToGo(b)))
+	return reflect.DeepEqual(normalize(wire.ToGo(a)), normalize(wire.ToGo(b)))
 }
 
 func normalize(v any) any {
@@ -133,7 +134,7 @@ func normalize(v any) any {
 }
 
 func show(v any) string {
-	b, err := AppendJSON(nil, v)
+	b, err := wire.AppendJSON(nil, v)
 	if err != nil {
 		return fmt.Sprintf("%#v", v)
 	}
@@ -150,7 +151,7 @@ func TestMsgpackVectors(t *testing.T) {
 		roundtrip := get(c, "roundtrip") == true
 		t.Run(name, func(t *testing.T) {
 			// the bytes decode to the value
-			decoded, err := DecodeMsgpack(data)
+			decoded, err := wire.DecodeMsgpack(data)
 			if err != nil {
 				t.Fatalf("decode: %v", err)
 			}
@@ -158,7 +159,7 @@ func TestMsgpackVectors(t *testing.T) {
 				t.Fatalf("decoded\n%s\nwant\n%s", show(decoded), show(value))
 			}
 			if roundtrip {
-				encoded, err := EncodeMsgpack(value)
+				encoded, err := wire.EncodeMsgpack(value)
 				if err != nil {
 					t.Fatalf("encode: %v", err)
 				}
@@ -200,7 +201,7 @@ func TestMsgpackVectors(t *testing.T) {
 				if roundtrip && !bytes.Equal(encoded, data) {
 					t.Fatalf("EncodeStoredMessage:\n%x\nwant\n%x", encoded, data)
 				}
-				if again, err := DecodeMsgpack(encoded); err != nil || !sameValue(again, any(frames)) {
+				if again, err := wire.DecodeMsgpack(encoded); err != nil || !sameValue(again, any(frames)) {
 					t.Fatalf("written again as\n%s\nwant\n%s", show(again), show(frames))
 				}
 			case "live":
@@ -334,7 +335,7 @@ func TestExportVector(t *testing.T) {
 				t.Fatalf("frame %d: position %d, want %v", i+1, e.Position, p)
 			}
 			got = slices.Clone(got)
-			got = append(got, MapEntry{"position", e.Position})
+			got = append(got, MapEntry{Key: "position", Value: e.Position})
 		}
 		if !sameUnordered(got, want) {
 			t.Fatalf("frame %d reads as\n%s\nwant\n%s", i+1, show(got), show(want))
@@ -376,7 +377,7 @@ func TestCommandVectors(t *testing.T) {
 				}
 				return
 			}
-			parsed, err := ParseJSON([]byte(text))
+			parsed, err := wire.ParseJSON([]byte(text))
 			if err != nil || !sameValue(parsed, value) {
 				t.Fatalf("text parses as %s (%v), want %s", show(parsed), err, show(value))
 			}
@@ -602,17 +603,17 @@ func typedReply(t *testing.T, verb string, text []byte, reply Map) (any, any) {
 		if r.Next != nil {
 			next = *r.Next
 		}
-		return roundJSON(t, Map{{"sessions", r.Sessions}, {"next", next}}), Map{{"sessions", get(reply, "sessions")}, {"next", get(reply, "next")}}
+		return roundJSON(t, Map{{Key: "sessions", Value: r.Sessions}, {Key: "next", Value: next}}), Map{{Key: "sessions", Value: get(reply, "sessions")}, {Key: "next", Value: get(reply, "next")}}
 	case VerbEvents:
 		// each event checked and typed, and written back as the Node client writes it, byte for byte
 		r, err := DecodeEventsReply(text)
 		if err != nil {
 			t.Fatalf("DecodeEventsReply: %v", err)
 		}
-		if again, err := AppendJSON(nil, Map{{"ok", true}, {"events", r.Events}, {"more", r.More}}); err != nil || !bytes.Equal(again, text) {
+		if again, err := wire.AppendJSON(nil, Map{{Key: "ok", Value: true}, {Key: "events", Value: r.Events}, {Key: "more", Value: r.More}}); err != nil || !bytes.Equal(again, text) {
 			t.Fatalf("written again as %s (%v)", again, err)
 		}
-		return roundJSON(t, Map{{"events", r.Events}, {"more", r.More}}), Map{{"events", get(reply, "events")}, {"more", get(reply, "more")}}
+		return roundJSON(t, Map{{Key: "events", Value: r.Events}, {Key: "more", Value: r.More}}), Map{{Key: "events", Value: get(reply, "events")}, {Key: "more", Value: get(reply, "more")}}
 	case VerbStatus:
 		var st Status
 		decode(&st)
@@ -631,14 +632,14 @@ func typedReply(t *testing.T, verb string, text []byte, reply Map) (any, any) {
 	return nil, nil
 }
 
-// roundJSON is a typed value as JSON (through AppendJSON) parsed back.
+// roundJSON is a typed value as JSON (through wire.AppendJSON) parsed back.
 func roundJSON(t *testing.T, v any) any {
 	t.Helper()
-	b, err := AppendJSON(nil, v)
+	b, err := wire.AppendJSON(nil, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parsed, err := ParseJSON(b)
+	parsed, err := wire.ParseJSON(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -856,7 +857,7 @@ func compareField(t *testing.T, where string, ft reflect.Type, r fieldRules, p M
 func comparePrompt(t *testing.T, where string, p Map) {
 	t.Helper()
 	alts, _ := get(p, "anyOf").([]any)
-	if len(alts) != 2 || !sameValue(alts[0], Map{{"type", "string"}}) {
+	if len(alts) != 2 || !sameValue(alts[0], Map{{Key: "type", Value: "string"}}) {
 		t.Errorf("%s: a string or parts here, schema %s", where, show(p))
 		return
 	}
@@ -875,11 +876,11 @@ func comparePartShapes(t *testing.T, where string, items Map) {
 		t.Fatalf("%s: %d part shapes here, schema %d", where, len(partShapes), len(variants))
 	}
 	fieldSchemas := map[string]Map{
-		"text":      {{"type", "string"}},
-		"url":       {{"type", "string"}, {"pattern", partURLPattern}},
-		"data":      {{"type", "string"}, {"format", "base64"}, {"contentEncoding", "base64"}, {"pattern", partBase64Pattern}},
-		"mediaType": {{"type", "string"}, {"pattern", partMediaTypePattern}},
-		"filename":  {{"type", "string"}, {"minLength", int64(1)}, {"maxLength", int64(maxFilename)}},
+		"text":      {{Key: "type", Value: "string"}},
+		"url":       {{Key: "type", Value: "string"}, {Key: "pattern", Value: partURLPattern}},
+		"data":      {{Key: "type", Value: "string"}, {Key: "format", Value: "base64"}, {Key: "contentEncoding", Value: "base64"}, {Key: "pattern", Value: partBase64Pattern}},
+		"mediaType": {{Key: "type", Value: "string"}, {Key: "pattern", Value: partMediaTypePattern}},
+		"filename":  {{Key: "type", Value: "string"}, {Key: "minLength", Value: int64(1)}, {Key: "maxLength", Value: int64(maxFilename)}},
 		"value":     {},
 	}
 	for i, shape := range partShapes {
@@ -896,7 +897,7 @@ func comparePartShapes(t *testing.T, where string, items Map) {
 		}
 		if get(v, "type") != "object" || get(v, "additionalProperties") != false ||
 			!slices.Equal(names, append([]string{"type"}, shape.fields...)) || !slices.Equal(required, append([]string{"type"}, shape.required...)) ||
-			!sameValue(get(props, "type"), Map{{"type", "string"}, {"const", shape.typ}}) {
+			!sameValue(get(props, "type"), Map{{Key: "type", Value: "string"}, {Key: "const", Value: shape.typ}}) {
 			t.Errorf("%s: fields %v required %v here, schema %s", at, shape.fields, shape.required, show(v))
 			continue
 		}
@@ -933,13 +934,13 @@ func compareUnion(t *testing.T, where string, items Map, variants []variant) {
 			t.Errorf("%s: no type first, schema %s", at, show(alt))
 			continue
 		}
-		want := Map{{"type", "string"}, {"const", v.types[0]}}
+		want := Map{{Key: "type", Value: "string"}, {Key: "const", Value: v.types[0]}}
 		if len(v.types) > 1 {
 			var enum []any
 			for _, typ := range v.types {
 				enum = append(enum, typ)
 			}
-			want = Map{{"type", "string"}, {"enum", enum}}
+			want = Map{{Key: "type", Value: "string"}, {Key: "enum", Value: enum}}
 		}
 		if !sameValue(props[0].Value, want) {
 			t.Errorf("%s: type %s here, schema %s", at, show(want), show(props[0].Value))
@@ -953,7 +954,7 @@ func compareUnion(t *testing.T, where string, items Map, variants []variant) {
 		if len(required) == len(get(alt, "required").([]any)) {
 			t.Errorf("%s: type not required in the schema", at)
 		}
-		rest := Map{{"type", "object"}, {"properties", props[1:]}, {"required", required}}
+		rest := Map{{Key: "type", Value: "object"}, {Key: "properties", Value: props[1:]}, {Key: "required", Value: required}}
 		compareStruct(t, at, v.typ, rest)
 	}
 }
@@ -975,7 +976,7 @@ func TestCommandsSchema(t *testing.T) {
 		VerbCancel:  CancelBody("s", CancelRequest{Reason: "r", ExecutionID: "e", Actor: "a"}),
 		VerbStatus:  StatusBody("s", 100),
 		VerbDrop:    DropBody("s", DropRequest{InputIDs: []string{"i"}, Reason: "r", Actor: "a"}),
-		VerbResolve: ResolveBody("s", ResolveRequest{Kind: "signal", Name: "n", Outcome: "delivered", Reason: "r", Data: Any{Set: true, Value: Map{{"k", int64(1)}}}, Actor: "a"}),
+		VerbResolve: ResolveBody("s", ResolveRequest{Kind: "signal", Name: "n", Outcome: "delivered", Reason: "r", Data: Any{Set: true, Value: Map{{Key: "k", Value: int64(1)}}}, Actor: "a"}),
 	}
 	if len(verbs) != len(full) {
 		t.Fatalf("schema verbs %d, here %d", len(verbs), len(full))

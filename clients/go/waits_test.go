@@ -39,7 +39,7 @@ func TestResolveRefusedWhenNothingWaits(t *testing.T) {
 	refused(t, err, "no_such_wait", "call_none")
 	_, err = c.Deny(ctx, s, "call_none", "")
 	refused(t, err, "no_such_wait", "call_none")
-	_, err = c.Resolve(ctx, s, "payment", Map{{"amount", 12.5}})
+	_, err = c.Resolve(ctx, s, "payment", Map{{Key: "amount", Value: 12.5}})
 	refused(t, err, "no_such_wait", "payment")
 	st, err := c.Status(ctx, s, 0)
 	if err != nil || st.Waits == nil || len(st.Waits) != 0 || st.Outcome == nil || *st.Outcome != "succeeded" {
@@ -84,11 +84,11 @@ func TestWaitsResolvedEndToEnd(t *testing.T) {
 		// the wrong wait, then the right one, then the same again
 		_, err = c.Approve(ctx, s, "payment", "")
 		refused(t, err, "no_such_wait", "payment")
-		res, err := c.Resolve(ctx, s, "payment", Map{{"amount", 12.5}, {"ok", true}})
+		res, err := c.Resolve(ctx, s, "payment", Map{{Key: "amount", Value: 12.5}, {Key: "ok", Value: true}})
 		if err != nil || !res.Resolved || res.SessionID != s || res.Kind != "signal" || res.Name != "payment" || res.Outcome != "delivered" || res.Seq <= st.Seq || res.ResumeInputID == "" {
 			t.Fatalf("resolve %+v %v", res, err)
 		}
-		again, err := c.Resolve(ctx, s, "payment", Map{{"amount", 12.5}, {"ok", true}})
+		again, err := c.Resolve(ctx, s, "payment", Map{{Key: "amount", Value: 12.5}, {Key: "ok", Value: true}})
 		if err != nil || again.Resolved || again.Seq != 0 || again.ResumeInputID != "" || again.Outcome != "delivered" {
 			t.Fatalf("resolve again %+v %v", again, err)
 		}
@@ -106,7 +106,7 @@ func TestWaitsResolvedEndToEnd(t *testing.T) {
 			t.Fatalf("wait.started %s", show(started))
 		}
 		if resolved.Kind != "signal" || resolved.Outcome != "delivered" || resolved.ExecutionID != wt.ExecutionID || !resolved.Data.Set ||
-			!sameValue(resolved.Data.Value, Map{{"amount", 12.5}, {"ok", true}}) || resolved.Reason != nil {
+			!sameValue(resolved.Data.Value, Map{{Key: "amount", Value: 12.5}, {Key: "ok", Value: true}}) || resolved.Reason != nil {
 			t.Fatalf("wait.resolved %s", show(resolved))
 		}
 		if e := events[res.Seq-1]; e.Type != "wait.resolved" {
@@ -133,7 +133,7 @@ func TestWaitsResolvedEndToEnd(t *testing.T) {
 		}
 		wt := waiting(t, c, s).Waits[0]
 		if wt.Kind != "approval" || wt.CallID == nil || wt.Name != *wt.CallID || wt.MessageID == nil || wt.Tool == nil || *wt.Tool != "deploy" ||
-			!wt.Input.Set || !sameValue(wt.Input.Value, Map{{"asked", "ask to run deploy"}}) || wt.Durable || wt.Started {
+			!wt.Input.Set || !sameValue(wt.Input.Value, Map{{Key: "asked", Value: "ask to run deploy"}}) || wt.Durable || wt.Started {
 			t.Fatalf("wait %s", show(wt))
 		}
 		res, err := c.Approve(ctx, s, *wt.CallID, "looks right")
@@ -162,7 +162,7 @@ func TestWaitsResolvedEndToEnd(t *testing.T) {
 		if toolStarted := only[*ToolStarted](t, events); toolStarted.CallID != *wt.CallID || toolStarted.MessageID != *wt.MessageID {
 			t.Fatalf("tool.started %s", show(toolStarted))
 		}
-		if ok := only[*ToolSucceeded](t, events); !sameValue(ok.Output.Value, Map{{"tool", "deploy"}, {"callId", *wt.CallID}}) {
+		if ok := only[*ToolSucceeded](t, events); !sameValue(ok.Output.Value, Map{{Key: "tool", Value: "deploy"}, {Key: "callId", Value: *wt.CallID}}) {
 			t.Fatalf("tool.succeeded %s", show(ok))
 		}
 		if got := texts(events); !slices.Equal(got, []string{"ran deploy"}) {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sessiond/sessiond/clients/go/internal/wire"
 	"io"
 	"os"
 	"os/exec"
@@ -160,7 +161,7 @@ func (w *world) do(t *testing.T, command map[string]any) Map {
 		if !ok {
 			t.Fatalf("the world exited during %v", command["cmd"])
 		}
-		v, err := ParseJSON(answer)
+		v, err := wire.ParseJSON(answer)
 		if err != nil {
 			t.Fatalf("world %v answered %s: %v", command["cmd"], answer, err)
 		}

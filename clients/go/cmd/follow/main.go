@@ -10,6 +10,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"github.com/sessiond/sessiond/clients/go/internal/wire"
 	"os"
 	"os/signal"
 	"strconv"
@@ -59,7 +60,7 @@ func main() {
 	var mu sync.Mutex
 	var writeErr error
 	print := func(e sessiond.Event) {
-		line, err := sessiond.AppendJSON(nil, e)
+		line, err := wire.AppendJSON(nil, e)
 		mu.Lock()
 		defer mu.Unlock()
 		if err == nil {

@@ -8,6 +8,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/sessiond/sessiond/clients/go/internal/wire"
 	"net/url"
 	"os"
 	"regexp"
@@ -142,7 +143,7 @@ func jsonPart(arg string) (sessiond.PromptPart, error) {
 			return sessiond.PromptPart{}, usage("--json %s: cannot read %s (%s).", arg, file, errorCode(err))
 		}
 	}
-	v, err := sessiond.ParseJSON(text)
+	v, err := wire.ParseJSON(text)
 	if err != nil {
 		return sessiond.PromptPart{}, usage(`--json: %v; give JSON text like '{"order": 42}' or @FILE.`, err)
 	}

@@ -1,4 +1,6 @@
-package sessiond
+// Package wire is the Go client's codec: sessiond's canonical msgpack and JavaScript-style JSON,
+// both keeping map key order (Map). Internal: package sessiond re-exports Map and MapEntry only.
+package wire
 
 import (
 	"encoding/binary"
@@ -73,13 +75,18 @@ const maxSafeInteger = 1<<53 - 1
 // integer, as JavaScript has only numbers); strings, arrays and maps with their smallest header;
 // map keys in order (a Map's order; a Go map's keys sorted); no ext, and no bin but for a []byte
 // (which only a decoded bin gives). Accepted values: nil, bool, every Go integer and float type,
-// string, []byte, []any, []string, Map, map[string]any, and Payload and Event values (as their
-// frames).
+// string, []byte, []any, []string, Map, map[string]any, and what Convert turns into one of these
+// (the client's Payload and Event values, as their frames).
 func EncodeMsgpack(v any) ([]byte, error) {
 	return appendMsgpack(nil, v, 0)
 }
 
 const maxDepth = 200
+
+// Convert turns a value of the client's own types (events, payloads) into one these codecs
+// write: a Map or a plain value. json says which codec asks (an event's JSON frame differs from
+// its stored one). The client package sets it once, at init.
+var Convert func(v any, json bool) (any, bool)
 
 func appendMsgpack(b []byte, v any, depth int) ([]byte, error) {
 	if depth > maxDepth {
@@ -157,12 +164,11 @@ func appendMsgpack(b []byte, v any, depth int) ([]byte, error) {
 		return b, nil
 	case map[string]any:
 		return appendMsgpack(b, sortedMap(x), depth)
-	case Event:
-		return appendMsgpack(b, x.frame(frameStored), depth)
-	case *Event:
-		return appendMsgpack(b, x.frame(frameStored), depth)
-	case Payload:
-		return appendMsgpack(b, PayloadMap(x), depth)
+	}
+	if Convert != nil {
+		if w, ok := Convert(v, false); ok {
+			return appendMsgpack(b, w, depth)
+		}
 	}
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {

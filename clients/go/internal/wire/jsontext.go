@@ -1,4 +1,4 @@
-package sessiond
+package wire
 
 import (
 	"bytes"
@@ -108,12 +108,11 @@ func appendJSON(b []byte, v any, depth int) ([]byte, error) {
 		return append(b, '}'), nil
 	case map[string]any:
 		return appendJSON(b, sortedMap(x), depth)
-	case Event:
-		return appendJSON(b, x.frame(frameJSON), depth)
-	case *Event:
-		return appendJSON(b, x.frame(frameJSON), depth)
-	case Payload:
-		return appendJSON(b, PayloadMap(x), depth)
+	}
+	if Convert != nil {
+		if w, ok := Convert(v, true); ok {
+			return appendJSON(b, w, depth)
+		}
 	}
 	rv := reflect.ValueOf(v)
 	if rv.Kind() == reflect.Pointer && rv.IsNil() {
