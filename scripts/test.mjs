@@ -148,7 +148,7 @@ if (!process.env.SESSIOND_TEST_CLI && !process.env.SESSIOND_TEST_DIR) {
 // CPU), each file's output printed whole when it ends. Files that time failovers, freeze processes or
 // install packages run with nothing beside them.
 const JOBS = Math.max(1, Number(process.env.SESSIOND_TEST_JOBS ?? 2));
-const ALONE = /^(cluster\/|chaos\/|package\/pack|recovery\/crash|nats\/frozen-worker|nats\/command-burst)/;
+const ALONE = /^(cluster\/|chaos\/|package\/pack|recovery\/crash|nats\/(frozen-worker|command-burst|append-answers|session-calls)|runner\/session-tools)/;
 // longest first (as the last run measured them, when there was one), so the run does not end on one long file
 const last = new Map();
 try {
