@@ -465,6 +465,14 @@ export class UsageError extends InvalidInputError {
   }
 }
 
+/**
+ * Whether `err` is an error with this code, also when another copy of sessiond made it (a runner
+ * file that imports sessiond from elsewhere than the worker does): `instanceof` sees only one copy.
+ */
+export function hasErrorCode(err: unknown, code: ErrorCode): boolean {
+  return err instanceof Error && (err as { code?: unknown }).code === code;
+}
+
 export function isSessiondError(err: unknown, code?: ErrorCode): err is SessiondError {
   return err instanceof SessiondError && (code === undefined || err.code === code);
 }

@@ -16,14 +16,13 @@ import {
   ErrorCode,
   SessiondError,
   isSessiondError,
+  hasErrorCode,
   messageOf,
   CancelledError,
   ClaimLostError,
   CommandRefusedError,
   ShutdownError,
   TurnTimeoutError,
-  StepLimitError,
-  BudgetExceededError,
   WaitingError,
   isRefusal,
   recordedError,
@@ -615,8 +614,6 @@ export class SessionExecution {
 
 /** The recorded type of a turn's failure: the code of the failures a turn settles with by name (a deadline, a step limit), else unknown. */
 function settledErrorType(error: unknown): string | undefined {
-  if (error instanceof TurnTimeoutError) return ErrorCode.TurnTimeout;
-  if (error instanceof StepLimitError) return ErrorCode.StepLimit;
-  if (error instanceof BudgetExceededError) return ErrorCode.BudgetExceeded;
+  for (const code of [ErrorCode.TurnTimeout, ErrorCode.StepLimit, ErrorCode.BudgetExceeded]) if (hasErrorCode(error, code)) return code;
   return undefined;
 }

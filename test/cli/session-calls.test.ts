@@ -74,11 +74,12 @@ test('session calls - the parent worker SIGKILLed while it waits on two children
     const waiting = await runCli(['status', 'ses_lead', '--db', db]);
     assert.match(waiting.stdout, /session call a: session ses_lead-a/);
     assert.match(waiting.stdout, /session call b: session ses_lead-b/);
-    assert.match(waiting.stdout, /\n {2}children ses_lead-a, ses_lead-b \(its turn waits on their turns\)/);
+    // in the order their waits were recorded: the two calls race
+    assert.match(waiting.stdout, /\n {2}children (ses_lead-a, ses_lead-b|ses_lead-b, ses_lead-a) \(its turn waits on their turns\)/);
     const child = await runCli(['status', 'ses_lead-a', '--db', db]);
     assert.match(child.stdout, /\n {2}called by ses_lead /);
     const json = JSON.parse((await runCli(['status', 'ses_lead', '--json', '--db', db])).stdout) as { calledBy: string | null; children: string[] };
-    assert.equal([json.calledBy, json.children], [null, ['ses_lead-a', 'ses_lead-b']]);
+    assert.equal([json.calledBy, [...json.children].sort()], [null, ['ses_lead-a', 'ses_lead-b']]);
     const childJson = JSON.parse((await runCli(['status', 'ses_lead-b', '--json', '--db', db])).stdout) as { calledBy: string | null; children: string[] };
     assert.equal([childJson.calledBy, childJson.children], ['ses_lead', []]);
     a.child.kill('SIGKILL');

@@ -35,7 +35,9 @@ export default async (ctx) => {
   const { messageId } = await ctx.startStep();
   while (!existsSync(${JSON.stringify(go)})) await held(ctx.signal);
   appendFileSync(${JSON.stringify(effects)}, ctx.sessionId + '\\n');
-  await ctx.text(messageId, ctx.sessionId + ' counted ' + ctx.inputs[0].prompt.split(' ').pop());
+  // the prompt it was called with (a continuation's own input, after its worker died, is the resume note)
+  const asked = (await ctx.history()).find((i) => i.type === 'user' && !i.continues);
+  await ctx.text(messageId, ctx.sessionId + ' counted ' + asked.text.split(' ').pop());
   await ctx.endStep(messageId, 'stop');
 };
 `,
@@ -63,7 +65,12 @@ s(
         what: 'both children run',
       });
       const waiting = await client.status('ses_fan');
-      assert.equal([waiting.owner, waiting.children, waiting.calledBy], [null, ['ses_fan-a', 'ses_fan-b'], null], 'the waiting parent holds nothing');
+      // children in the order their waits were recorded: the two calls race
+      assert.equal(
+        [waiting.owner, [...waiting.children].sort(), waiting.calledBy],
+        [null, ['ses_fan-a', 'ses_fan-b'], null],
+        'the waiting parent holds nothing',
+      );
       assert.is((await client.status('ses_fan-a')).calledBy, 'ses_fan');
 
       const victim = workers.find((w) => w.output().includes('ses_fan  waits for session call'))!;

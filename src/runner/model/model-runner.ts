@@ -27,7 +27,17 @@
  */
 import { generateText, streamText, type LanguageModel, type LanguageModelUsage, type ModelMessage } from 'ai';
 import type { RecordedError, Usage } from '../../events/catalog.ts';
-import { SessiondError, ErrorCode, ModelRequestError, isSessiondError, StepLimitError, ToolInputError, WaitingError, recordedError } from '../../errors.ts';
+import {
+  SessiondError,
+  ErrorCode,
+  hasErrorCode,
+  ModelRequestError,
+  isSessiondError,
+  StepLimitError,
+  ToolInputError,
+  WaitingError,
+  recordedError,
+} from '../../errors.ts';
 import type { RunContext, Runner } from '../types.ts';
 import type { TranscriptItem, TranscriptPart } from '../transcript.ts';
 import { sleep } from '../../clock.ts';
@@ -354,7 +364,7 @@ async function delegate(
         });
       } catch (err) {
         if (ctx.signal.aborted) throw ctx.signal.reason;
-        if (err instanceof WaitingError) waiting = err;
+        if (hasErrorCode(err, ErrorCode.Waiting)) waiting = err as WaitingError;
         else refused.set(i, { ...part, state: 'failed', error: recordedError(err, 'tool') });
       }
     }),
