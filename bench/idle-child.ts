@@ -10,11 +10,11 @@
  * drops the rest; a later load of a dropped session reads its stored snapshot or folds its log.
  * Progress goes to stderr; the last stdout line is `RESULT <json>`.
  */
-import { openDatabase } from '../src/storage/sqlite.ts';
-import { migrate } from '../src/storage/migrate.ts';
-import { SqliteEventLog } from '../src/storage/sqlite-event-log.ts';
-import { SqliteSnapshotStore } from '../src/storage/sqlite-snapshot-store.ts';
-import { eventImporter } from '../src/storage/import-events.ts';
+import { openDatabase } from '../src/storage/sqlite/database.ts';
+import { migrate } from '../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../src/storage/sqlite/sqlite-event-log.ts';
+import { SqliteSnapshotStore } from '../src/storage/sqlite/sqlite-snapshot-store.ts';
+import { eventImporter } from '../src/storage/sqlite/import-events.ts';
 import { CommandHandler, DEFAULT_SNAPSHOT_CACHE } from '../src/execution/command-handler.ts';
 import { systemClock } from '../src/clock.ts';
 import { randomIds } from '../src/ids.ts';

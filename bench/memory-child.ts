@@ -6,8 +6,8 @@
  * Progress goes to stderr; the last stdout line is `RESULT <json>`.
  */
 import { hydrate, type SessionSnapshot } from '../src/machines/decider.ts';
-import { openDatabase } from '../src/storage/sqlite.ts';
-import { migrate } from '../src/storage/migrate.ts';
+import { openDatabase } from '../src/storage/sqlite/database.ts';
+import { migrate } from '../src/storage/sqlite/migrate.ts';
 import { replayExport } from '../src/export/replay-export.ts';
 import { captureTemplate, cloneTurn, sessionName } from './lib/corpus.ts';
 import { fullGc, MB, settle } from './lib/measure.ts';

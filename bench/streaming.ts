@@ -17,9 +17,9 @@ import { SessionExecution } from '../src/execution/session-execution.ts';
 import { STREAM_RECORD_MS } from '../src/execution/stream-recorder.ts';
 import { admitInput } from '../src/input/admit.ts';
 import type { RunContext, Runner } from '../src/runner/types.ts';
-import { migrate } from '../src/storage/migrate.ts';
-import { SqliteEventLog } from '../src/storage/sqlite-event-log.ts';
-import { openDatabase } from '../src/storage/sqlite.ts';
+import { migrate } from '../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../src/storage/sqlite/sqlite-event-log.ts';
+import { openDatabase } from '../src/storage/sqlite/database.ts';
 import { fullGc, percentile } from './lib/measure.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'sessiond-bench-streaming-'));

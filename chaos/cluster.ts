@@ -15,7 +15,7 @@ import { spawn } from 'node:child_process';
 import type { Backend, Worker } from './backend.ts';
 import { readStream } from './backend.ts';
 import { startProxy, type TcpProxy } from '../src/testing/tcp-proxy.ts';
-import { SessiondClient } from '../src/nats/client.ts';
+import { SessiondClient } from '../src/client/client.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { STREAM_NAME } from '../src/nats/subjects.ts';
 import {

@@ -1,6 +1,6 @@
 /** How the fault suite's driver plays the person who approves or denies: open approvals, and decisions, on a backend. */
 import type { Wait } from '../src/machines/session-context.ts';
-import type { SessiondClient } from '../src/nats/client.ts';
+import type { SessiondClient } from '../src/client/client.ts';
 import type { Backend } from './backend.ts';
 
 /** The call ids of the open approvals among a session's waits. */

@@ -33,14 +33,14 @@ import { CHECKS, check, fromSqliteRows, type Finding } from './checker.ts';
 import { CLUSTER_REPLICAS, clusterBackend, clusterServerProblem } from './cluster.ts';
 import { startProxy, type TcpProxy } from '../src/testing/tcp-proxy.ts';
 import { HOSTILE_MAX_PENDING, HOSTILE_MAX_PROMPT_BYTES, hostileAction } from './hostile.ts';
-import { openDatabase } from '../src/storage/sqlite.ts';
-import { migrate } from '../src/storage/migrate.ts';
-import { SqliteEventLog } from '../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../src/storage/sqlite/database.ts';
+import { migrate } from '../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../src/storage/sqlite/sqlite-event-log.ts';
 import { SessionExecution } from '../src/execution/session-execution.ts';
 import { admitInput } from '../src/input/admit.ts';
 import { resolveWait } from '../src/input/resolve.ts';
 import { clientDecisions, openApprovalsOf } from './decisions.ts';
-import { SessiondClient } from '../src/nats/client.ts';
+import { SessiondClient } from '../src/client/client.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { startNatsServer, ADMIN, CLIENT, COMMANDS, WORKER, type NatsServer } from '../src/testing/nats-server.ts';
 

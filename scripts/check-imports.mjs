@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Checks the import graph of a source tree (default: src/): fails on any import circle, type-only
-// imports included, and on any relative import that leaves the tree (src/ must not reach into
-// chaos/, test/, bench/...). Imports are read with TypeScript's own `ts.preProcessFile` (every
+// imports included, on any relative import that leaves the tree (src/ must not reach into
+// chaos/, test/, bench/...), and, for src/, on an import between folders that the layout table of
+// docs/architecture.md ("may import") does not allow. Imports are read with TypeScript's own `ts.preProcessFile` (every
 // `import`, `import type`, `export ... from` and `import()`), so no new dependency.
 //
 //   node scripts/check-imports.mjs [dir]
@@ -138,21 +139,91 @@ function shortestCycle(graph, members, start) {
   return [start, start]; // unreachable for a real component
 }
 
-/** The problems of a tree, as lines to print (empty when there is none). */
-export function checkImports(root) {
+/** Files at the top of src/ that any file may import. */
+export const GROUND = ['clock.ts', 'errors.ts', 'ids.ts', 'options.ts'];
+/** The name the layout table gives the other files at the top of src/ (the engine, the host, the entry points). */
+export const TOP = '*.ts';
+
+/**
+ * The layout table of a markdown text: its rows whose first cell names backticked `src/<folder>`s
+ * (or `src/*.ts`), each with the folders its "may import" cell names in backticks ("anything"
+ * allows every folder). Returns a map from folder (`*.ts` for the top files) to a Set, or to
+ * `'any'`.
+ */
+export function parseLayers(markdown) {
+  const layers = new Map();
+  let column = -1;
+  for (const line of markdown.split('\n')) {
+    if (!line.startsWith('|')) {
+      column = -1;
+      continue;
+    }
+    const cells = line
+      .split('|')
+      .slice(1, -1)
+      .map((c) => c.trim());
+    if (column < 0) {
+      column = cells.indexOf('may import');
+      continue;
+    }
+    if (!/^`src\/[^`/]+`(, `src\/[^`/]+`)*$/.test(cells[0] ?? '') || column >= cells.length) continue;
+    const cell = cells[column];
+    const allowed = /^anything\b/.test(cell) ? 'any' : new Set([...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]));
+    for (const m of cells[0].matchAll(/`src\/([^`]+)`/g)) layers.set(m[1], allowed);
+  }
+  return layers;
+}
+
+/** The folder a file of src/ belongs to (its first path segment; `*.ts` for the top files). */
+function folderOf(file) {
+  const parts = file.split(sep);
+  return parts.length === 1 ? TOP : parts[0];
+}
+
+/** The imports of `graph` between folders that `layers` does not allow, and the folders it has no row for. */
+export function checkLayers(graph, layers) {
+  const lines = [];
+  const missing = new Set();
+  for (const [file, edges] of graph) {
+    const from = folderOf(file);
+    if (GROUND.includes(file)) continue;
+    const allowed = layers.get(from);
+    if (allowed === undefined) {
+      missing.add(from);
+      continue;
+    }
+    for (const target of edges) {
+      const to = folderOf(target);
+      if (to === from || GROUND.includes(target) || allowed === 'any' || allowed.has(to)) continue;
+      lines.push(`import across layers: ${file} imports ${target} (src/${from} may not import src/${to}; see the layout table of docs/architecture.md)`);
+    }
+  }
+  for (const folder of [...missing].sort())
+    lines.push(`no row for src/${folder} in the layout table of docs/architecture.md: add one saying what it may import`);
+  return lines;
+}
+
+/** The problems of a tree, as lines to print (empty when there is none); `layers` from parseLayers. */
+export function checkImports(root, layers) {
   const { graph, outside } = importGraph(root);
   const lines = [];
   for (const cycle of findCycles(graph)) lines.push(`import circle: ${cycle.join(' -> ')}`);
   for (const o of outside) lines.push(`import from outside the tree: ${o.file} imports ${o.specifier}`);
+  if (layers) lines.push(...checkLayers(graph, layers));
   return { lines, files: graph.size };
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const root = process.argv[2] ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'src');
-  const { lines, files } = checkImports(root);
+  const home = join(dirname(fileURLToPath(import.meta.url)), '..');
+  const root = process.argv[2] ?? join(home, 'src');
+  // the layers are src/'s: another tree is checked for circles and outside imports only
+  const layers = process.argv[2] === undefined ? parseLayers(readFileSync(join(home, 'docs', 'architecture.md'), 'utf8')) : undefined;
+  const { lines, files } = checkImports(root, layers);
   if (lines.length > 0) {
     process.stderr.write(`${lines.join('\n')}\n${lines.length} import problem${lines.length === 1 ? '' : 's'} in ${files} files\n`);
     process.exit(1);
   }
-  process.stdout.write(`ok: ${files} files, no import circle, no import from outside the tree\n`);
+  process.stdout.write(
+    `ok: ${files} files, no import circle, no import from outside the tree${layers ? ', every import between folders allowed by the layout table' : ''}\n`,
+  );
 }

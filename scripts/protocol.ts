@@ -37,7 +37,7 @@ import { openEngine } from '../src/engine.ts';
 import { sequentialIds } from '../src/ids.ts';
 import { commandAnswerer, type CommandServiceStats, type CommandTarget } from '../src/nats/command-service.ts';
 import { clientErrorCodes, errorReplySchema, replySchemas, requestSchemas } from '../src/nats/command-schema.ts';
-import { encodeJson, encodeRequest } from '../src/nats/commands.ts';
+import { encodeJson, encodeRequest } from '../src/nats/command-protocol.ts';
 import { decodeLiveEvent, encodeLiveEvent } from '../src/nats/live-bus.ts';
 import { decodeBatch, encodeBatch } from '../src/nats/stream.ts';
 import { subjects, commandVerbs, type CommandVerb } from '../src/nats/subjects.ts';

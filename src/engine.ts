@@ -11,11 +11,11 @@
 import { checkKeys } from './options.ts';
 import { EXECUTION_OPTIONS } from './execution/session-execution.ts';
 import type { EventLog } from './events/event-log.ts';
-import { openDatabase, type Db, type Synchronous } from './storage/sqlite.ts';
-import { migrate } from './storage/migrate.ts';
-import { startCheckpointer } from './storage/checkpointer.ts';
-import { SqliteEventLog } from './storage/sqlite-event-log.ts';
-import { SqliteSnapshotStore } from './storage/sqlite-snapshot-store.ts';
+import { openDatabase, type Db, type Synchronous } from './storage/sqlite/database.ts';
+import { migrate } from './storage/sqlite/migrate.ts';
+import { startCheckpointer } from './storage/sqlite/checkpointer.ts';
+import { SqliteEventLog } from './storage/sqlite/sqlite-event-log.ts';
+import { SqliteSnapshotStore } from './storage/sqlite/sqlite-snapshot-store.ts';
 import { systemClock } from './clock.ts';
 import { SessionExecution, type ExecutionOptions, type ResumeResult } from './execution/session-execution.ts';
 import { admitInput } from './input/admit.ts';
@@ -34,7 +34,7 @@ import { forkSession } from './sessions/fork.ts';
 import { ErrorCode, SessiondError, isSessiondError } from './errors.ts';
 import { validateId } from './ids.ts';
 import { deleteSession, type DeleteOptions } from './sessions/delete.ts';
-import { deletionRecords, type DeletionRecord } from './storage/delete-session.ts';
+import { deletionRecords, type DeletionRecord } from './storage/sqlite/delete-session.ts';
 import { listFromProjection } from './sessions/list-projection.ts';
 import { LocalLiveBus, fanOut, matchesLive, type LiveEvent, type LiveFilter } from './events/live-bus.ts';
 import { publishCommits } from './events/publishing-log.ts';
@@ -117,7 +117,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       `This engine keeps no tenants' budgets: its log is ${log.name}, not its SQLite file. Give openEngine a tenantBudgets store (on NATS: jetstreamTenantBudgetStore), or use sessiond budget --tenant T --nats URL --nats-user admin.`,
     );
   };
-  // last in start-up, once nothing above can throw: WAL checkpoints off the event loop (storage/checkpointer.ts)
+  // last in start-up, once nothing above can throw: WAL checkpoints off the event loop (storage/sqlite/checkpointer.ts)
   const checkpointer = startCheckpointer(db);
   return {
     ownerId: execution.ownerId,

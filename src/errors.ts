@@ -1,7 +1,7 @@
 /**
  * `SessiondError`, the one error class sessiond raises on purpose, with a stable `code` from
  * `ErrorCode` (match on it, never on the message), and every error class that leaves its module
- * (`CommandError` stays in nats/commands.ts). Imports types only, so the NATS client never loads the
+ * (`CommandError` stays in nats/command-protocol.ts). Imports types only, so the NATS client never loads the
  * machines, SQLite or xstate through it.
  */
 import type { RecordedError } from './events/catalog.ts';

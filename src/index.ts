@@ -19,10 +19,10 @@ export type {
 } from './sessions/sessions.ts';
 export { logSessions, type LogSessionsOptions } from './sessions/log-sessions.ts';
 export { statusOf } from './sessions/status.ts';
-export { MAX_TAGS, type Tags, type TagChanges, type TagResult } from './sessions/tags.ts';
+export { MAX_TAGS, type Tags, type TagChanges, type TagResult } from './events/tags.ts';
 export type { BudgetRequest, BudgetResult } from './sessions/budget.ts';
 export type { TenantBudgetRequest, TenantBudgetResult, TenantBudgetView } from './sessions/tenant-budget.ts';
-export { MAX_PROMPT_PARTS, promptText, type Prompt, type PromptPart } from './input/prompt.ts';
+export { MAX_PROMPT_PARTS, promptText, type Prompt, type PromptPart } from './events/prompt.ts';
 export type { ForkOptions, ForkResult } from './sessions/fork-result.ts';
 export type { DeleteOptions, DeletionRecord } from './sessions/delete.ts';
 export { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type ListFilter, type SessionPage, type SessionListItem } from './sessions/list.ts';
@@ -55,7 +55,7 @@ export { defineSessionTool, type SessionToolSpec } from './runner/model/session-
 export { loadMcpConfig, DEFAULT_MCP_TIMEOUT_MS, type McpConfig } from './runner/mcp/config.ts';
 export { mcpServers, type McpServers, type McpServersOptions } from './runner/mcp/servers.ts';
 export { DEFAULT_RETRY, type RetryPolicy } from './runner/model/retry.ts';
-export type { TranscriptItem, TranscriptPart } from './runner/transcript.ts';
+export type { TranscriptItem, TranscriptPart } from './events/transcript.ts';
 export type { Continuation, Usage } from './events/catalog.ts';
 // errors
 export {
@@ -86,9 +86,9 @@ export {
 export { Refusal } from './machines/commands.ts';
 // logs
 export type { EventLog, Subscription, SubscribeOptions } from './events/event-log.ts';
-export { SqliteEventLog } from './storage/sqlite-event-log.ts';
-export { openDatabase, type OpenOptions } from './storage/sqlite.ts';
-export { migrate, schemaVersion } from './storage/migrate.ts';
+export { SqliteEventLog } from './storage/sqlite/sqlite-event-log.ts';
+export { openDatabase, type OpenOptions } from './storage/sqlite/database.ts';
+export { migrate, schemaVersion } from './storage/sqlite/migrate.ts';
 export { JetStreamEventLog, type JetStreamEventLogOptions } from './nats/jetstream-event-log.ts';
 export { connectNats, type NatsConnectionOptions } from './nats/connection.ts';
 // events
@@ -104,9 +104,9 @@ export {
   type LiveSubscription,
   type ReplayOptions,
   type InvalidLiveMessage,
-} from './nats/client.ts';
+} from './client/client.ts';
 export type { LiveMessage } from './nats/live-bus.ts';
-export { CommandError, isCommandError, CommandFailureCode, type CommandReply, type AdmitCommand, type StatusReply } from './nats/commands.ts';
+export { CommandError, isCommandError, CommandFailureCode, type CommandReply, type AdmitCommand, type StatusReply } from './nats/command-protocol.ts';
 export { subjects, STREAM_NAME, COMMAND_QUEUE } from './nats/subjects.ts';
 // the HTTP and SSE gateway
 export { startGateway, type GatewayOptions, type Gateway } from './gateway/server.ts';

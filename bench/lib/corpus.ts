@@ -14,9 +14,9 @@ import { openEngine } from '../../src/engine.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { sequentialIds } from '../../src/ids.ts';
 import { systemClock, type Clock } from '../../src/clock.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 
 const MARK = 'ZZ';
 export const BENCH_PROMPT = 'please summarise the quarterly report for the board and list three risks worth a closer look';

@@ -8,11 +8,11 @@
  * its session is long.
  */
 import { join } from 'node:path';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
-import { SqliteSnapshotStore } from '../../src/storage/sqlite-snapshot-store.ts';
-import { eventImporter } from '../../src/storage/import-events.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
+import { SqliteSnapshotStore } from '../../src/storage/sqlite/sqlite-snapshot-store.ts';
+import { eventImporter } from '../../src/storage/sqlite/import-events.ts';
 import { CommandHandler } from '../../src/execution/command-handler.ts';
 import { openEngine } from '../../src/engine.ts';
 import { echoRunner } from '../../src/runner/echo.ts';

@@ -8,10 +8,10 @@
  * SAMPLES times over HTTP and the p50 kept.
  */
 import { join } from 'node:path';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
-import { eventImporter } from '../../src/storage/import-events.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
+import { eventImporter } from '../../src/storage/sqlite/import-events.ts';
 import { startInspector } from '../../src/inspector/server.ts';
 import { cloneTurn, sessionName } from '../lib/corpus.ts';
 import { percentile } from '../lib/measure.ts';

@@ -6,8 +6,8 @@
  * into the projection by the real Projector (one `input.admitted` with tags each, in pages of 1,000).
  */
 import { join } from 'node:path';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
 import { Projector } from '../../src/projector/projector.ts';
 import { listSessionPage } from '../../src/projector/session-list.ts';
 import { checkListFilter, type ListFilter } from '../../src/sessions/list.ts';

@@ -11,8 +11,8 @@
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
 import { openModelCallGate, type ModelCallGate } from '../../src/capacity/gate.ts';
 import { sqliteCapacityStore } from '../../src/capacity/sqlite-capacity-store.ts';
 import { jetstreamCapacityStore } from '../../src/capacity/kv-capacity-store.ts';

@@ -6,8 +6,8 @@
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
 import { readExport } from '../../src/export/export-file.ts';
 import { replayExport as replayFile } from '../../src/export/replay-export.ts';
 import { rebuildProjection } from '../../src/projector/rebuild.ts';

@@ -6,8 +6,8 @@
  * appends that makes (one per child log, and the parent's waits riding with its settlement).
  */
 import { join } from 'node:path';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { startSessiond } from '../../src/host.ts';
 import type { EventLog } from '../../src/events/event-log.ts';
 import type { Runner } from '../../src/runner/types.ts';

@@ -5,9 +5,9 @@
  * execution.claimed event's time). Lease 2 s (renewed every 667 ms, a third), sweep every 1 s.
  */
 import { join } from 'node:path';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { CommandHandler } from '../../src/execution/command-handler.ts';
 import { admitInput } from '../../src/input/admit.ts';
 import { systemClock } from '../../src/clock.ts';

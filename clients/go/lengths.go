@@ -14,7 +14,7 @@ import (
 )
 
 // utf16Len is a string's length in UTF-16 units, as JavaScript's `.length` counts it: what
-// sessiond's hand-written command checks measure (a tag value's 256 in src/sessions/tags.ts), unlike
+// sessiond's hand-written command checks measure (a tag value's 256 in src/events/tags.ts), unlike
 // its schemas (codePoints).
 func utf16Len(s string) int {
 	n := 0

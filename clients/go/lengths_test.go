@@ -87,7 +87,7 @@ func TestCodePointsCountAsZod(t *testing.T) {
 	}
 }
 
-// A list filter's tags are checked before they are sent as a worker checks them (src/sessions/tags.ts
+// A list filter's tags are checked before they are sent as a worker checks them (src/events/tags.ts
 // counts a value's UTF-16 units, JavaScript's .length: an emoji is two), so what the client lets
 // through the worker takes, and what it refuses the worker would refuse with the same words.
 func TestFilterTagValuesCountAsAWorkerCounts(t *testing.T) {

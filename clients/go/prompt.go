@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// Prompts (src/input/prompt.ts, the catalog's Prompt and PromptPart): a string, or a list of parts.
+// Prompts (src/events/prompt.ts, the catalog's Prompt and PromptPart): a string, or a list of parts.
 
 // Prompt is an admission's prompt (InputAdmitted.Prompt): a string (Text, with Parts nil), or a
 // list of parts (Parts, non-nil; Text is then ""). Version-1 input.admitted events always hold a

@@ -18,7 +18,7 @@ type Tags map[string]string
 // TagChanges are the changes of a session.tagged event: a value sets the key, nil removes it.
 type TagChanges map[string]*string
 
-// Limits of tags (src/sessions/tags.ts).
+// Limits of tags (src/events/tags.ts).
 const (
 	MaxTags     = 32
 	MaxTagValue = 256

@@ -6,7 +6,7 @@ import (
 	"github.com/sessiond/sessiond/clients/go/internal/wire"
 )
 
-// Transcripts (src/runner/transcript.ts, the catalog's TranscriptItemSchema): the conversation a
+// Transcripts (src/events/transcript.ts, the catalog's TranscriptItemSchema): the conversation a
 // fork starts with, as the model runner folds it, in SessionForked.Transcript.
 
 // TranscriptItem is one item of a conversation (SessionForked.Transcript): a *TranscriptUser (a

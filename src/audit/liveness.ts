@@ -22,7 +22,7 @@ import { bySession, type Violation } from './audit-log.ts';
 import { isoTime as iso } from '../clock.ts';
 import type { PendingLimits } from '../machines/commands.ts';
 import { DEFAULT_LIMITS } from '../input/limits.ts';
-import { promptBytes } from '../input/prompt.ts';
+import { promptBytes } from '../events/prompt.ts';
 import { auditUndeliveredChildren } from './session-calls.ts';
 
 export interface LivenessOptions {

@@ -5,7 +5,7 @@
  */
 import type { SessionContext } from '../machines/session-context.ts';
 import type { Usage } from '../events/catalog.ts';
-import { exceeded, spendOf, type Exceeded } from './spend.ts';
+import { exceeded, spendOf, type Exceeded } from '../machines/budget-spend.ts';
 
 /** The session's budget passed, or undefined (nothing to check when no budget was set). */
 export function sessionExceeded(ctx: SessionContext, unrecorded: Usage): Exceeded | undefined {

@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { ErrorCode, SessiondError } from '../errors.ts';
 import type { Usage } from '../events/catalog.ts';
-import { roundUsd } from './spend.ts';
+import { roundUsd } from '../machines/budget-spend.ts';
 
 export interface ModelPrice {
   input: number;

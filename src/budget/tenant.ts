@@ -5,7 +5,7 @@
  * once, under its message id, so a write retried after a lost answer never counts it twice.
  */
 import type { BudgetChange, Usage } from '../events/catalog.ts';
-import { budgetAfter, exceeded, roundUsd, tokensOf, type Exceeded, type Spend } from './spend.ts';
+import { budgetAfter, exceeded, roundUsd, tokensOf, type Exceeded, type Spend } from '../machines/budget-spend.ts';
 
 /** The message ids of a tenant's latest counted calls kept, to know a retried count. */
 export const COUNTED_KEPT = 256;

@@ -5,12 +5,12 @@
  */
 import type { Command } from 'commander';
 import type { EventLog } from '../events/event-log.ts';
-import { openDatabase, type Db } from '../storage/sqlite.ts';
+import { openDatabase, type Db } from '../storage/sqlite/database.ts';
 import { existsSync } from 'node:fs';
-import { migrate } from '../storage/migrate.ts';
-import { LATEST_SCHEMA_VERSION } from '../storage/migrations/index.ts';
+import { migrate } from '../storage/sqlite/migrate.ts';
+import { LATEST_SCHEMA_VERSION } from '../storage/sqlite/migrations/index.ts';
 import { ErrorCode, SessiondError } from '../errors.ts';
-import { SqliteEventLog } from '../storage/sqlite-event-log.ts';
+import { SqliteEventLog } from '../storage/sqlite/sqlite-event-log.ts';
 import { JetStreamEventLog } from '../nats/jetstream-event-log.ts';
 import type { CliContext } from './context.ts';
 import type { QuarantineHandler } from '../events/quarantine.ts';

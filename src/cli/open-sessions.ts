@@ -7,7 +7,7 @@
 import type { Sessions } from '../sessions/sessions.ts';
 import { logSessions } from '../sessions/log-sessions.ts';
 import { sqliteTenantBudgetStore } from '../budget/sqlite-tenant-budget-store.ts';
-import { SessiondClient } from '../nats/client.ts';
+import { SessiondClient } from '../client/client.ts';
 import type { CliContext } from './context.ts';
 import { describeNats, natsConnectionOptions } from './nats-options.ts';
 import { openLog, type LogOptions } from './log-options.ts';

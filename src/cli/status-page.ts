@@ -9,7 +9,7 @@ import { ErrorCode, isSessiondError } from '../errors.ts';
 import { checkListFilter, type Cursor } from '../sessions/list.ts';
 import type { SessionStatus, Sessions } from '../sessions/sessions.ts';
 import { logSessions } from '../sessions/log-sessions.ts';
-import { SessiondClient } from '../nats/client.ts';
+import { SessiondClient } from '../client/client.ts';
 import { sessionPageAtRest } from '../projector/session-page-at-rest.ts';
 import type { CliContext } from './context.ts';
 import { describeNats, natsConnectionOptions } from './nats-options.ts';

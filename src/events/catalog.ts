@@ -14,7 +14,7 @@ const time = z.number().int().nonnegative();
 const traceparent = z.string().regex(/^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/);
 /** Who did it: the gateway token's name or the JWT's subject, or what a trusted NATS client or the CLI says. */
 const actor = z.string().min(1).max(200);
-/** A session's tags (sessions/tags.ts has the rules and the messages; this is what the log holds). */
+/** A session's tags (events/tags.ts has the rules and the messages; this is what the log holds). */
 const tagKey = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,63}$/);
 const tagValue = z.string().min(1).max(256);
 export const Tags = z.record(tagKey, tagValue);
@@ -25,7 +25,7 @@ export type TagChanges = Readonly<Record<string, string | null>>;
 export const Owner = z.string().min(1).max(128);
 
 /**
- * A prompt: a string, or a list of parts (src/input/prompt.ts has the rules and the messages). Bytes
+ * A prompt: a string, or a list of parts (src/events/prompt.ts has the rules and the messages). Bytes
  * travel as base64 text, so every reader (JSON, msgpack, other languages) sees one shape.
  */
 /** A value JSON can carry: null, a boolean, a finite number, a string, a list or a map of them. */
@@ -126,7 +126,7 @@ export type WaitOutcome = z.infer<typeof WaitOutcome>;
 
 /**
  * The conversation a fork starts with: the source's transcript up to the fork point, as the model
- * runner folds it (src/runner/transcript.ts has the types and the fold).
+ * runner folds it (src/events/transcript.ts has the types and the fold).
  */
 const transcriptPart = z.union([
   z.object({ type: z.enum(['text', 'reasoning']), partId: id, text: z.string() }),

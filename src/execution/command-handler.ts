@@ -16,7 +16,7 @@ import { messageOf, isSequenceConflict, CommandRefusedError } from '../errors.ts
 import { DEFAULT_MAX_HELD_BYTES } from '../input/limits.ts';
 import { sessionMachine } from '../machines/session-machine.ts';
 import type { Command } from '../machines/commands.ts';
-import { retryTransient } from '../storage/transient.ts';
+import { retryTransient } from '../storage/sqlite/transient.ts';
 import { catalog } from '../events/catalog.ts';
 
 /** Conflicts retried at once (the usual race: one other write in between). */

@@ -44,7 +44,7 @@ import type { Transcripts } from './transcripts.ts';
 import { STREAM_RECORD_MS, StreamRecorder } from './stream-recorder.ts';
 import { progressThrottle } from './progress-throttle.ts';
 import type { ModelCallGate, WaitingCall } from '../capacity/gate.ts';
-import { addUsage, type Exceeded } from '../budget/spend.ts';
+import { addUsage, type Exceeded } from '../machines/budget-spend.ts';
 import { sessionExceeded } from '../budget/gate.ts';
 import { countCall, tenantExceeded } from '../budget/tenant.ts';
 import type { TenantBudgetStore } from '../budget/tenant-store.ts';

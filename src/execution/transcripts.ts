@@ -5,7 +5,7 @@
  * session folds its log again).
  */
 import type { EventLog } from '../events/event-log.ts';
-import { emptyTranscript, foldTranscript, type Transcript } from '../runner/transcript.ts';
+import { emptyTranscript, foldTranscript, type Transcript } from '../events/transcript.ts';
 
 const PAGE = 1000;
 export const DEFAULT_TRANSCRIPT_CACHE = 256;

@@ -7,7 +7,7 @@
 import type { SessionEvent } from '../events/envelope.ts';
 import type { Subscription } from '../events/event-log.ts';
 import { ErrorCode, SessiondError, isSessiondError, messageOf, CancelledError } from '../errors.ts';
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 import { Projector } from '../projector/projector.ts';
 import { RecoverySweeper, type RecoveryNotice } from '../recovery/sweeper.ts';
 import { projectionCandidates } from '../recovery/projection-candidates.ts';

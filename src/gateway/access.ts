@@ -9,7 +9,7 @@
 import { HttpError, isSessiondError, ErrorCode } from '../errors.ts';
 import type { SessionStatus, Sessions } from '../sessions/sessions.ts';
 import type { ListFilter, SessionPage } from '../sessions/list.ts';
-import type { Tags } from '../sessions/tags.ts';
+import type { Tags } from '../events/tags.ts';
 import { ownerReaches } from '../sessions/owner.ts';
 import { ownerOf, type Grant } from './tokens.ts';
 import { SCOPES } from './scopes.ts';

@@ -20,7 +20,7 @@
 import type { ServerResponse } from 'node:http';
 import { ErrorCode, HttpError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
-import type { PromptPart } from '../input/prompt.ts';
+import type { PromptPart } from '../events/prompt.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { SessionStatus, Sessions } from '../sessions/sessions.ts';
 import { chatFold, type ChatFold } from './chat-chunks.ts';

@@ -4,7 +4,7 @@
  * claims. Pure: the signature and times are checked before (jwt.ts).
  */
 import { isIdText } from '../ids.ts';
-import { parseTagArgument } from '../sessions/tags.ts';
+import { parseTagArgument } from '../events/tags.ts';
 import { SCOPES, type Scope } from './scopes.ts';
 import { TENANT, type Grant } from './tokens.ts';
 

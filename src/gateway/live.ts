@@ -4,7 +4,7 @@
  * subjects on NATS (`natsLive(client)`, as the client user).
  */
 import type { LiveEvent, LiveFilter } from '../events/live-bus.ts';
-import type { SessiondClient } from '../nats/client.ts';
+import type { SessiondClient } from '../client/client.ts';
 import type { LiveSource } from './event-stream.ts';
 
 /** Anything with the engine's `subscribe` (an `Engine`, a `Sessiond`). */

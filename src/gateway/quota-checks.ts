@@ -7,7 +7,7 @@
 import type { Clock } from '../clock.ts';
 import { isSessiondError, ErrorCode } from '../errors.ts';
 import type { AdmitReceipt } from '../input/admit.ts';
-import { promptBytes, type Prompt } from '../input/prompt.ts';
+import { promptBytes, type Prompt } from '../events/prompt.ts';
 import type { ForkResult } from '../sessions/fork-result.ts';
 import type { Sessions } from '../sessions/sessions.ts';
 import { DEFAULT_TENANT_QUOTAS, DEFAULT_TOKEN_QUOTAS, QuotaBook, quotaKeys, quotaRefusal, type QuotaKey, type Quotas } from './quotas.ts';

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { ErrorCode, HttpError, SessiondError, isSessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import { DEFAULT_LIMITS } from '../input/limits.ts';
-import { MAX_BODY_DEPTH, admitBodyLimit, tooDeepAt } from '../nats/commands.ts';
+import { MAX_BODY_DEPTH, admitBodyLimit, tooDeepAt } from '../nats/command-protocol.ts';
 import { hostGuard } from '../inspector/host-check.ts';
 import { listFilterOf } from '../sessions/list-query.ts';
 import type { Sessions } from '../sessions/sessions.ts';
@@ -25,7 +25,7 @@ import { checkScope, type Scope } from './scopes.ts';
 import { gatewayQuotas, type GatewayLimits } from './quota-checks.ts';
 import { DEFAULT_STALL_MS } from './stall.ts';
 import { type Clock, type TimerHandle, systemClock } from '../clock.ts';
-import type { Prompt } from '../input/prompt.ts';
+import type { Prompt } from '../events/prompt.ts';
 
 export const DEFAULT_GATEWAY_HEARTBEAT_MS = 15_000;
 export const DEFAULT_GATEWAY_BUFFER_BYTES = 1024 * 1024;

@@ -5,7 +5,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { ErrorCode, SessiondError } from '../errors.ts';
-import { parseTagArgument } from '../sessions/tags.ts';
+import { parseTagArgument } from '../events/tags.ts';
 import { isIdText } from '../ids.ts';
 import { DEFAULT_SCOPES, parseScopes, type Scope } from './scopes.ts';
 import { parseQuotas, type Quotas } from './quotas.ts';

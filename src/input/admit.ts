@@ -6,8 +6,8 @@ import { parseTraceparent } from '../observability/tracing.ts';
 import { ErrorCode, SessiondError, isRefusal } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import type { Delivery, Prompt } from '../events/catalog.ts';
-import { checkPrompt, samePrompt } from './prompt.ts';
-import { MAX_TAGS, sameTags, validateTags, type Tags } from '../sessions/tags.ts';
+import { checkPrompt, samePrompt } from '../events/prompt.ts';
+import { MAX_TAGS, sameTags, validateTags, type Tags } from '../events/tags.ts';
 import type { CommandHandler } from '../execution/command-handler.ts';
 import { admittedSeq } from '../machines/session-context.ts';
 import { DEFAULT_LIMITS, DEFAULT_MAX_PROMPT_BYTES, type SessionLimits } from './limits.ts';
@@ -27,7 +27,7 @@ export interface AdmitRequest {
   wake?: boolean;
   /** Schedule the prompt: no turn takes it before this time (ms since the epoch); the recovery sweep wakes the session when it is due. */
   notBefore?: number;
-  /** Tags for the session (`{ customer: 'acme' }`): merged into those it has, at most `MAX_TAGS` in all (sessions/tags.ts). */
+  /** Tags for the session (`{ customer: 'acme' }`): merged into those it has, at most `MAX_TAGS` in all (events/tags.ts). */
   tags?: Tags;
   /**
    * Who admits (a gateway grant's tenant, `token:<name>`): the session's owner when this admission

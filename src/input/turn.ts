@@ -6,7 +6,7 @@
 import { runnableAt, type PendingInput } from '../machines/session-context.ts';
 import type { RunInput } from '../runner/types.ts';
 import { MAX_PROMOTIONS_PER_APPEND } from './limits.ts';
-import { promptText } from './prompt.ts';
+import { promptText } from '../events/prompt.ts';
 
 export function inputsForTurn(all: readonly PendingInput[], now: number, max = MAX_PROMOTIONS_PER_APPEND): PendingInput[] {
   // only inputs the log admitted (a stored snapshot's claims are not enough: see admittedInLog), and due

@@ -18,7 +18,7 @@
  * Large values are bounded (bounded.ts): each says how many characters were cut; bytes are never inlined.
  */
 import type { SessionEvent } from '../events/envelope.ts';
-import { promptText } from '../input/prompt.ts';
+import { promptText } from '../events/prompt.ts';
 import { appendBounded, boundError, boundText, boundValue, partView, type Bounded } from './bounded.ts';
 import { forkedEntry } from './conversation-fork.ts';
 import { keyOf, places, placesOf } from './conversation-places.ts';

@@ -24,8 +24,8 @@ import type { ExecutionRow } from '../projector/execution-rows.ts';
 import type { InputRow } from '../projector/input-rows.ts';
 import type { MessageRow } from '../projector/message-rows.ts';
 import type { RecoveryRow } from '../projector/recovery-rows.ts';
-import { migrate } from '../storage/migrate.ts';
-import type { Db } from '../storage/sqlite.ts';
+import { migrate } from '../storage/sqlite/migrate.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 import type { ConversationMarks } from './conversation-marks.ts';
 
 /** Rows of one session at a sequence; any JSON-able value. */

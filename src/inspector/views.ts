@@ -6,7 +6,7 @@
  */
 import type { CapacityWait } from '../sessions/sessions.ts';
 import { sessionView } from '../machines/session-view.ts';
-import type { BudgetView } from '../budget/view.ts';
+import type { BudgetView } from '../machines/budget-view.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { HttpError, isSessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';

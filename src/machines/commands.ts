@@ -16,7 +16,7 @@ import {
   type BudgetChange,
   type Tags,
 } from '../events/catalog.ts';
-import type { TranscriptItem } from '../runner/transcript.ts';
+import type { TranscriptItem } from '../events/transcript.ts';
 
 /** An event the machine decided to write; the command handler stamps its id and time. */
 export type ProtoEvent = { [K in EventType]: { type: K; payload: PayloadInputOf<K> } }[EventType];

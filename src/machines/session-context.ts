@@ -3,10 +3,10 @@
  * The state *value* (idle, claimed, ...) lives in the machine; everything else lives here.
  */
 import type { Continuation, Delivery, ExecutionPhase, Prompt, RecordedError, Usage, WaitKind, WaitOutcome } from '../events/catalog.ts';
-import { promptBytes } from '../input/prompt.ts';
+import { promptBytes } from '../events/prompt.ts';
 import type { SessionEvent } from '../events/envelope.ts';
-import { applyTagChanges, type Tags } from '../sessions/tags.ts';
-import { addUsage, applyBudgetSet, type SessionBudget } from '../budget/spend.ts';
+import { applyTagChanges, type Tags } from '../events/tags.ts';
+import { addUsage, applyBudgetSet, type SessionBudget } from './budget-spend.ts';
 
 export interface ExecutionState {
   id: string;

@@ -24,10 +24,10 @@ import {
   type Wait,
 } from './session-context.ts';
 import type { Continuation, RecordedError, WaitKind, WaitOutcome } from '../events/catalog.ts';
-import { promptBytes } from '../input/prompt.ts';
+import { promptBytes } from '../events/prompt.ts';
 import { RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
-import { MAX_TAGS, applyTagChanges, effectiveChanges } from '../sessions/tags.ts';
-import { budgetAfter } from '../budget/spend.ts';
+import { MAX_TAGS, applyTagChanges, effectiveChanges } from '../events/tags.ts';
+import { budgetAfter } from './budget-spend.ts';
 
 type MachineEvent = SessionEvent | Command;
 /** What the machine emits for a command: its decision, or its refusal with a reason and the words for it. */

@@ -5,8 +5,8 @@
  * until `expiresAt` as judged at `now`, and the phase belongs to the unfinished execution.
  */
 import type { ExecutionPhase, Usage } from '../events/catalog.ts';
-import type { Tags } from '../sessions/tags.ts';
-import { budgetView, type BudgetView } from '../budget/view.ts';
+import type { Tags } from '../events/tags.ts';
+import { budgetView, type BudgetView } from './budget-view.ts';
 import { stateOf, type SessionSnapshot, type SessionStateValue } from './decider.ts';
 import { openWaits, pendingBytes, type ExecutionState, type PendingInput, type RecoveryState, type SessionContext, type Wait } from './session-context.ts';
 

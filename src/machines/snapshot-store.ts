@@ -1,7 +1,7 @@
 /**
  * The port for session snapshots kept between loads, and the machine version tying a snapshot to
  * the definition that folded it. A snapshot is a cache, checked against the log before use.
- * Implementations: storage/sqlite-snapshot-store.ts, nats/snapshot-store.ts (one contract suite,
+ * Implementations: storage/sqlite/sqlite-snapshot-store.ts, nats/snapshot-store.ts (one contract suite,
  * testing/snapshot-store-contract.ts). Why: docs/architecture.md#storage ("Snapshots").
  */
 import { createHash } from 'node:crypto';

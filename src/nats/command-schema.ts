@@ -23,7 +23,7 @@ import {
   type BudgetCommand,
   type StatusCommand,
   type WakeCommand,
-} from './commands.ts';
+} from './command-protocol.ts';
 
 const id = z.string().regex(/^[A-Za-z0-9_\-:+=@]{1,128}$/);
 const millis = z.number().int().nonnegative();

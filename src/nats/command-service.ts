@@ -35,7 +35,7 @@ import {
   type CommandRequests,
   type ErrorBody,
   type StatusReply,
-} from './commands.ts';
+} from './command-protocol.ts';
 import { COMMAND_PREFIX, COMMAND_QUEUE, SUBJECT_TOKENS, commandVerbs, isCommandVerb, subjects, type CommandVerb } from './subjects.ts';
 import { tenantTarget, type TenantQuotas } from './tenant-target.ts';
 import { quotaGuard } from '../gateway/quota-checks.ts';

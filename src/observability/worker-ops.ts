@@ -4,17 +4,25 @@
  * readiness read the engine, the worker's projector and the log when asked.
  */
 import { systemClock, type Clock, type TimerHandle } from '../clock.ts';
-import type { Engine } from '../engine.ts';
+import type { EventLog } from '../events/event-log.ts';
 import type { Worker } from '../execution/worker.ts';
 import { TimeoutError, messageOf } from '../errors.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { startOpsServer, type OpsServer } from './http.ts';
+import type { Db } from '../storage/sqlite/database.ts';
+
+/** What the ops server reads of the engine (the Engine of src/engine.ts is one). */
+export interface OpsEngine {
+  readonly db: Db;
+  readonly log: EventLog;
+  activeTurns(): number;
+}
 
 /** The projector may trail the log by this much and the worker still counts as ready. */
 export const READY_MAX_LAG = 1_000;
 const LOG_ANSWER_MS = 2_000;
 
-export async function serveOps(port: number, parts: { engine: Engine; worker: Worker; metrics: WorkerMetrics; clock?: Clock }): Promise<OpsServer> {
+export async function serveOps(port: number, parts: { engine: OpsEngine; worker: Worker; metrics: WorkerMetrics; clock?: Clock }): Promise<OpsServer> {
   const { engine, worker, metrics } = parts;
   const clock = parts.clock ?? systemClock;
   const db = engine.db;

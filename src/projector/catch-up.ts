@@ -5,7 +5,7 @@
  * next to a following one; at the head it costs one `head()`.
  */
 import type { EventLog } from '../events/event-log.ts';
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 import { Projector } from './projector.ts';
 
 const projectors = new WeakMap<Db, Projector>();

@@ -2,7 +2,7 @@
  * projector_checkpoint: the log position a named projector has folded up to. Written only inside
  * the transaction that writes the rows it covers, so rows and checkpoint never disagree.
  */
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 
 export function checkpointRows(db: Db) {
   const get = db.prepare('SELECT position FROM projector_checkpoint WHERE name = ?').pluck();

@@ -3,7 +3,7 @@
  * row; settlement, cancellation and completed recovery delete it (its history stays in the log).
  * Every write is addressed by (id, session_id) and returns whether a row changed.
  */
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 
 export interface ExecutionRow {
   id: string;

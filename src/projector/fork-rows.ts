@@ -4,7 +4,7 @@
  * compaction per summary), each at the fork event's sequence and time. Pure.
  */
 import type { SessionEvent } from '../events/envelope.ts';
-import type { TranscriptItem, TranscriptPart } from '../runner/transcript.ts';
+import type { TranscriptItem, TranscriptPart } from '../events/transcript.ts';
 import type { AssistantData, CachedMessage, CompactionData, TextPart, ToolData, ToolStatus, UserData } from './message-rows.ts';
 
 /** A transcript tool state as a message row's tool status. */

@@ -3,7 +3,7 @@
  * for a wake and the input has not been promoted yet; only its promotion clears it (a claim does not:
  * a claim that dies before promoting an input must leave the input findable by the sweep).
  */
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 
 export interface InputRow {
   id: string;

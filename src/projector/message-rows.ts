@@ -4,7 +4,7 @@
  * shape per type is declared below. The rules that change `data` live in message-rules.ts.
  */
 import type { Delivery, Prompt, RecordedError, Usage } from '../events/catalog.ts';
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 
 export interface MessageRow {
   id: string;

@@ -8,20 +8,20 @@
  */
 import { ErrorCode, NotFoundError, SessiondError, messageOf } from '../errors.ts';
 import { catalog, isEventType, type EventType } from '../events/catalog.ts';
-import { promptText } from '../input/prompt.ts';
+import { promptText } from '../events/prompt.ts';
 import { forkedMessages } from './fork-rows.ts';
-import { deletedSince } from '../storage/delete-session.ts';
+import { deletedSince } from '../storage/sqlite/delete-session.ts';
 import { parsePayload } from '../events/codec.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { EventLog, Subscription } from '../events/event-log.ts';
-import type { Db } from '../storage/sqlite.ts';
-import { isTransientStorageError, retryTransient } from '../storage/transient.ts';
+import type { Db } from '../storage/sqlite/database.ts';
+import { isTransientStorageError, retryTransient } from '../storage/sqlite/transient.ts';
 import { systemClock, type Clock } from '../clock.ts';
 
 /** How long `follow` waits out a locked database before it reports the projection stopped. */
 export const DEFAULT_LOCKED_RETRY_MS = 60_000;
 import { checkpointRows } from './checkpoint.ts';
-import { onCommit } from '../storage/commit-hooks.ts';
+import { onCommit } from '../storage/sqlite/commit-hooks.ts';
 import { inconsistent, invariant, wrapEventError } from './errors.ts';
 import type BetterSqlite3 from 'better-sqlite3';
 import { executionRows } from './execution-rows.ts';
@@ -69,7 +69,7 @@ export interface FollowOptions {
   onApplied?: (result: ApplyResult) => void;
   /**
    * Also fold the events of every group commit of an SqliteEventLog on this projector's own
-   * connection inside that commit's transaction (storage/commit-hooks.ts), while the projection is
+   * connection inside that commit's transaction (storage/sqlite/commit-hooks.ts), while the projection is
    * at the log's head: appends, rows and checkpoint then commit once, and the subscription finds
    * those batches already applied. When it is not at the head (another process's events came in
    * between) or a batch fails, the subscription applies them as without this option.
@@ -88,7 +88,7 @@ export class Projector {
   private readonly messages;
   private readonly waits;
   private readonly sessions;
-  /** Sessions deleted (storage/delete-session.ts) at a log head at or past a position. */
+  /** Sessions deleted (storage/sqlite/delete-session.ts) at a log head at or past a position. */
   private readonly deleted;
   private readonly handlers: Handlers;
   private readonly run: BetterSqlite3.Transaction<(events: readonly SessionEvent[], options: ApplyOptions) => ApplyResult>;

@@ -3,7 +3,7 @@
  * executions, owed wakes), status and the inspector (a session's rows, the list of sessions).
  * The projection may lag the log: use these to find candidates, and let the log decide.
  */
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 import type { ExecutionRow } from './execution-rows.ts';
 import type { InputRow } from './input-rows.ts';
 import type { MessageRow } from './message-rows.ts';

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { ErrorCode, SessiondError } from '../errors.ts';
 import { DEFAULT_PAGE_SIZE, type EventLog } from '../events/event-log.ts';
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 import { checkpointRows } from './checkpoint.ts';
 import { executionRows } from './execution-rows.ts';
 import { inputRows } from './input-rows.ts';

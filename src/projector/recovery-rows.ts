@@ -3,7 +3,7 @@
  * durable wake obligation: `wake_pending` until a claim lands (or the wake is parked), and
  * `wake_attempts` as counted by `recovery.wake_requested` / `recovery.wake_failed`.
  */
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 
 export interface RecoveryRow {
   session_id: string;

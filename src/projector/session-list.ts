@@ -7,7 +7,7 @@
  * holding more walks the order's index and skips other ids, which finds a page after about
  * limit × sessions / PREFIX_SORTED rows at worst (bench/sections/list.ts measures both at 100k).
  */
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 import { encodeCursor, type CheckedFilter, type SessionListItem, type SessionPage } from '../sessions/list.ts';
 import type { SessionRow } from './session-rows.ts';
 

@@ -7,7 +7,7 @@
  * lag, never the whole log.
  */
 import type { EventLog } from '../events/event-log.ts';
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 import { encodeCursor, type Cursor } from '../sessions/list.ts';
 import { DEFAULT_PROJECTOR_NAME } from './projector.ts';
 

@@ -6,8 +6,8 @@
 import type { EventType } from '../events/catalog.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { SessionStateValue } from '../machines/decider.ts';
-import { applyTagChanges, type TagChanges, type Tags } from '../sessions/tags.ts';
-import type { Db } from '../storage/sqlite.ts';
+import { applyTagChanges, type TagChanges, type Tags } from '../events/tags.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 
 export interface SessionRow {
   session_id: string;

@@ -3,7 +3,7 @@
  * (`outcome` set). A wait asked again under the same kind and name while open (a turn recovered
  * before it settled, whose continuation asks again) replaces the open row.
  */
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 
 export interface WaitRow {
   session_id: string;

@@ -2,7 +2,7 @@
  * Recovery candidates read from the projection (cheap; may lag the log, which is fine: the sweep
  * decides every candidate against the log).
  */
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 import { callerSessions, dueWaits, expiredExecutions, runnableSessions } from '../projector/queries.ts';
 import type { RecoveryCandidates } from './sweeper.ts';
 

@@ -11,8 +11,8 @@
  * a buffered write surfaces at that next durable write.
  */
 import type { Continuation, Delivery, ExecutionPhase, Prompt, PromptPart, RecordedError, Usage } from '../events/catalog.ts';
-import type { Tags } from '../sessions/tags.ts';
-import type { TranscriptItem } from './transcript.ts';
+import type { Tags } from '../events/tags.ts';
+import type { TranscriptItem } from '../events/transcript.ts';
 import type { Clock } from '../clock.ts';
 import type { Wait } from '../machines/session-context.ts';
 
@@ -122,7 +122,7 @@ export interface RunContext {
   /**
    * The session's conversation as committed: earlier turns, this turn's prompts, and what this turn
    * wrote (what is buffered is appended first). Folded from the log, reading only the events since
-   * the last call; a compaction's summary replaces what it summarized (see src/runner/transcript.ts).
+   * the last call; a compaction's summary replaces what it summarized (see src/events/transcript.ts).
    */
   history(): Promise<readonly TranscriptItem[]>;
   /** Streams a piece of text (or of reasoning): live-only, never stored. */

@@ -7,11 +7,11 @@ import { InvalidInputError, isRefusal } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import type { BudgetChange, Usage } from '../events/catalog.ts';
 import type { CommandHandler } from '../execution/command-handler.ts';
-import { budgetView, type BudgetView } from '../budget/view.ts';
-import { spendOf } from '../budget/spend.ts';
+import { budgetView, type BudgetView } from '../machines/budget-view.ts';
+import { spendOf } from '../machines/budget-spend.ts';
 import { unknownSession } from './unknown-session.ts';
 import { actorOf, type ActorOptions } from './actor.ts';
-import type { SessionBudget } from '../budget/spend.ts';
+import type { SessionBudget } from '../machines/budget-spend.ts';
 
 /** A change to a session's budget: a number sets a limit, null removes it; `reset` counts spend from now on. Nothing given: only shows it. */
 export interface BudgetRequest extends ActorOptions {

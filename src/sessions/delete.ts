@@ -10,8 +10,8 @@ import { validateId } from '../ids.ts';
 import type { CommandHandler } from '../execution/command-handler.ts';
 import { cancelExecution } from '../execution/cancel.ts';
 import { openWaits } from '../machines/session-context.ts';
-import { deleteSessionData, type DeletionRecord } from '../storage/delete-session.ts';
-import type { Db } from '../storage/sqlite.ts';
+import { deleteSessionData, type DeletionRecord } from '../storage/sqlite/delete-session.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 import { unknownSession } from './status.ts';
 
 export type { DeletionRecord };

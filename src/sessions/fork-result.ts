@@ -1,5 +1,5 @@
 /** What `sessions.fork` takes and answers (sessions/fork.ts does it). */
-import type { Tags } from './tags.ts';
+import type { Tags } from '../events/tags.ts';
 
 export interface ForkOptions {
   /** The source's sequence to fork at: a settled point (default: the source's last one). */

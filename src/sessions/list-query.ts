@@ -5,7 +5,7 @@
  */
 import { HttpError, messageOf } from '../errors.ts';
 import { checkListFilter, type ListFilter } from './list.ts';
-import { parseTagArgument } from './tags.ts';
+import { parseTagArgument } from '../events/tags.ts';
 
 /** `?state=S&waiting=1|0&tag=k=v&prefix=P&updated=MS&limit=N&after=CURSOR` as a list filter (its checks are list's own). */
 export function listFilterOf(q: URLSearchParams): ListFilter {

@@ -6,7 +6,7 @@
 import { InvalidInputError } from '../errors.ts';
 import type { SessionStateValue } from '../machines/decider.ts';
 import { isIdText, MAX_ID_LENGTH } from '../ids.ts';
-import { validateTags, type Tags } from './tags.ts';
+import { validateTags, type Tags } from '../events/tags.ts';
 import { checkOwner } from './owner.ts';
 
 export const SESSION_STATES: readonly SessionStateValue[] = ['idle', 'claimed', 'running', 'recovering', 'settled'];

@@ -20,7 +20,7 @@ import { readEvents } from './events-page.ts';
 import { cancelExecution } from '../execution/cancel.ts';
 import type { Sessions } from './sessions.ts';
 import { NotFoundError } from '../errors.ts';
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 import { sessionBudget } from './budget.ts';
 import { tagSession } from './tag.ts';
 import { forkSession } from './fork.ts';

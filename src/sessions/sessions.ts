@@ -18,7 +18,7 @@ import type { CancelResult, ResumeResult } from '../execution/session-execution.
 import type { SessionView } from '../machines/session-view.ts';
 import type { ExecutionState } from '../machines/session-context.ts';
 import type { SessionEvent } from '../events/envelope.ts';
-import type { TagChanges, TagResult } from './tags.ts';
+import type { TagChanges, TagResult } from '../events/tags.ts';
 import type { BudgetRequest, BudgetResult } from './budget.ts';
 import type { ForkOptions, ForkResult } from './fork-result.ts';
 import type { ListFilter, SessionPage } from './list.ts';

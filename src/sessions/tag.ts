@@ -5,7 +5,7 @@
 import { ErrorCode, SessiondError, isRefusal } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import type { CommandHandler } from '../execution/command-handler.ts';
-import { MAX_TAGS, validateTags, type TagChanges, type TagResult } from './tags.ts';
+import { MAX_TAGS, validateTags, type TagChanges, type TagResult } from '../events/tags.ts';
 import { unknownSession } from './status.ts';
 
 export async function tagSession(handler: CommandHandler, sessionId: string, changes: TagChanges): Promise<TagResult> {

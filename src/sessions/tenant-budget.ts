@@ -4,7 +4,7 @@
  * A request with nothing to change only shows it.
  */
 import type { Clock } from '../clock.ts';
-import type { Spend } from '../budget/spend.ts';
+import type { Spend } from '../machines/budget-spend.ts';
 import { changeTenantBudget, type TenantBudget } from '../budget/tenant.ts';
 import type { TenantBudgetStore } from '../budget/tenant-store.ts';
 import { checkBudgetRequest, type BudgetRequest } from './budget.ts';

@@ -19,7 +19,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { connectNats } from '../nats/connection.ts';
 import { setupEventStream } from '../nats/stream.ts';
 import { setupSnapshotStream } from '../nats/snapshot-store.ts';
-import { setupAuditStream } from '../nats/audit.ts';
+import { setupAuditStream } from '../nats/deletion-stream.ts';
 
 /** nats.conf at the package root (src/testing/ in a clone, dist/testing/ built or installed: two levels up either way). */
 export const REPO_NATS_CONF = resolve(fileURLToPath(new URL('../../nats.conf', import.meta.url)));

@@ -13,9 +13,9 @@ import { evolve, initialSnapshot, type SessionSnapshot } from '../machines/decid
 import type { PendingInput } from '../machines/session-context.ts';
 import { CommandHandler } from '../execution/command-handler.ts';
 import { admitInput } from '../input/admit.ts';
-import { openDatabase } from '../storage/sqlite.ts';
-import { migrate } from '../storage/migrate.ts';
-import { SqliteEventLog } from '../storage/sqlite-event-log.ts';
+import { openDatabase } from '../storage/sqlite/database.ts';
+import { migrate } from '../storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../storage/sqlite/sqlite-event-log.ts';
 import { systemClock } from '../clock.ts';
 import { sequentialIds } from '../ids.ts';
 import { waitFor } from './wait.ts';

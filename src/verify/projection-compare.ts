@@ -7,7 +7,7 @@
  * by session, and merged.
  */
 import { preview } from '../events/codec.ts';
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 import { firstDifference } from './first-difference.ts';
 import type { Problem } from './problems.ts';
 

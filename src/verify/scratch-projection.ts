@@ -7,8 +7,8 @@
 import { ProjectionError, messageOf } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { Projector } from '../projector/projector.ts';
-import { migrate } from '../storage/migrate.ts';
-import { openDatabase, type Db } from '../storage/sqlite.ts';
+import { migrate } from '../storage/sqlite/migrate.ts';
+import { openDatabase, type Db } from '../storage/sqlite/database.ts';
 import type { Problem } from './problems.ts';
 import type { StoredItem } from './stored-log.ts';
 

@@ -6,10 +6,10 @@
  */
 import { ErrorCode, isSessiondError, messageOf } from '../errors.ts';
 import { eventFromFrame, unpack } from '../events/codec.ts';
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 import type { StoredItem, StoredLog, StoredSnapshot } from './stored-log.ts';
 
-import type { EventRow } from '../storage/sqlite-event-log.ts';
+import type { EventRow } from '../storage/sqlite/sqlite-event-log.ts';
 
 export const VERIFY_PAGE_SIZE = 1000;
 

@@ -8,7 +8,7 @@
  * included (port-source.ts, what NATS uses), an export file (export-source.ts).
  */
 import type { SessionEvent } from '../events/envelope.ts';
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 
 /** A stored event the current catalog and codec refuse to decode (upcasters included). */
 export interface Undecodable {

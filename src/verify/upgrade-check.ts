@@ -8,9 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { messageOf } from '../errors.ts';
-import { migrate } from '../storage/migrate.ts';
-import { LATEST_SCHEMA_VERSION } from '../storage/migrations/index.ts';
-import { openDatabase, type Db } from '../storage/sqlite.ts';
+import { migrate } from '../storage/sqlite/migrate.ts';
+import { LATEST_SCHEMA_VERSION } from '../storage/sqlite/migrations/index.ts';
+import { openDatabase, type Db } from '../storage/sqlite/database.ts';
 import type { LogProblem } from './stored-log.ts';
 
 const EVENT_COLUMNS = 'position, id, aggregate_id, seq, type, version, time, data';

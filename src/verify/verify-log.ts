@@ -6,7 +6,7 @@
  *   const report = await verifyLog(sqliteSource(db, { describe: file }));
  */
 import type { SessionMachine } from '../machines/decider.ts';
-import type { Db } from '../storage/sqlite.ts';
+import type { Db } from '../storage/sqlite/database.ts';
 import { foldSession, type SessionFoldOptions } from './fold-session.ts';
 import { type Problem, type SessionProblems, type VerifyReport, sortProblems } from './problems.ts';
 import { compareProjections } from './projection-compare.ts';

@@ -13,10 +13,10 @@ import { runCli, startCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 import { startFakeOpenAI } from '../../src/testing/fake-openai.ts';
 import { waitFor } from '../../src/testing/wait.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
-import { migrate } from '../../src/storage/migrate.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
 import { logSessions } from '../../src/sessions/log-sessions.ts';
 
 const TOOLS = fileURLToPath(new URL('../runner/fixtures/tools.ts', import.meta.url));

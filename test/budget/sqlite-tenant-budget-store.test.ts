@@ -1,7 +1,7 @@
 // The TenantBudgetStore contract on the SQLite file an embedded deployment's workers share.
 import { sqliteTenantBudgetStore } from '../../src/budget/sqlite-tenant-budget-store.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { openDatabase, type Db } from '../../src/storage/sqlite.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { openDatabase, type Db } from '../../src/storage/sqlite/database.ts';
 import { tenantBudgetStoreContract } from '../../src/testing/tenant-budget-store-contract.ts';
 import { tempDir } from '../support/tmp.ts';
 

@@ -11,9 +11,9 @@ import { changeTenantBudget, COUNTED_KEPT, countCall, tenantExceeded } from '../
 import { openEngine } from '../../src/engine.ts';
 import { ErrorCode } from '../../src/errors.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { fixture } from '../support/fixture.ts';
 import { settled, steps, stepsRunner as stepsOf } from './steps.ts';
 import { tempDir } from '../support/tmp.ts';

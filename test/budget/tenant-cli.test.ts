@@ -7,8 +7,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
 
 test('budget cli - a tenant budget set, shown, listed and cleared; usage errors say what to name', async () => {
   const tmp = tempDir();

@@ -10,8 +10,8 @@ import type { CapacityStore } from '../../src/capacity/store.ts';
 import { openModelCallGate } from '../../src/capacity/gate.ts';
 import { sqliteCapacityStore } from '../../src/capacity/sqlite-capacity-store.ts';
 import { jetstreamCapacityStore } from '../../src/capacity/kv-capacity-store.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { connectNats } from '../../src/nats/connection.ts';
 import { WORKER } from '../../src/testing/nats-server.ts';
 

@@ -3,8 +3,8 @@ import * as assert from 'uvu/assert';
 import { type CallRequest, type CallSlot, openModelCallGate, readCapacity } from '../../src/capacity/gate.ts';
 import { sqliteCapacityStore } from '../../src/capacity/sqlite-capacity-store.ts';
 import type { CapacityStore } from '../../src/capacity/store.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { openDatabase, type Db } from '../../src/storage/sqlite.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { openDatabase, type Db } from '../../src/storage/sqlite/database.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { tempDir } from '../support/tmp.ts';
 

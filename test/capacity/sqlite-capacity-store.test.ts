@@ -1,7 +1,7 @@
 // The CapacityStore contract on the SQLite file an embedded deployment's workers share.
 import { sqliteCapacityStore } from '../../src/capacity/sqlite-capacity-store.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { openDatabase, type Db } from '../../src/storage/sqlite.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { openDatabase, type Db } from '../../src/storage/sqlite/database.ts';
 import { capacityStoreContract } from '../../src/testing/capacity-store-contract.ts';
 import { tempDir } from '../support/tmp.ts';
 

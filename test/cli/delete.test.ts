@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { openEngine } from '../../src/engine.ts';
 import { ManualClock } from '../../src/clock.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { runCli, startCli } from '../support/cli.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { tempDir } from '../support/tmp.ts';

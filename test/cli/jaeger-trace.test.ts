@@ -11,13 +11,13 @@ import * as assert from 'uvu/assert';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { ROOT, startCli, type LongRunning } from '../support/cli.ts';
-import { SessiondClient } from '../../src/nats/client.ts';
+import { SessiondClient } from '../../src/client/client.ts';
 import { CLIENT, COMMANDS, WORKER, startNatsServer } from '../../src/testing/nats-server.ts';
 import { tempDir } from '../support/tmp.ts';
 import { freePort } from '../support/mcp.ts';
 import { waitFor } from '../../src/testing/wait.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { join } from 'node:path';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';

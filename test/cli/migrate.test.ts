@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { runCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
-import { LATEST_SCHEMA_VERSION } from '../../src/storage/migrations/index.ts';
+import { LATEST_SCHEMA_VERSION } from '../../src/storage/sqlite/migrations/index.ts';
 
 test('cli migrate - creates the schema and prints the version, then is a no-op', async () => {
   const tmp = tempDir();

@@ -10,8 +10,8 @@ import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { runCli, startCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 import { waitFor } from '../../src/testing/wait.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 
 async function readEvents(db: string, sessionId: string): Promise<SessionEvent[]> {

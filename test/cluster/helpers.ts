@@ -13,7 +13,7 @@ import { DeliverPolicy, jetstream } from '@nats-io/jetstream';
 import { CHECKS, check, fromStreamMessage, type RawEvent } from '../../chaos/checker.ts';
 import { auditLog } from '../../src/audit/audit-log.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
-import { SessiondClient } from '../../src/nats/client.ts';
+import { SessiondClient } from '../../src/client/client.ts';
 import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
 import type { LiveMessage } from '../../src/nats/live-bus.ts';
 import { STREAM_NAME } from '../../src/nats/subjects.ts';

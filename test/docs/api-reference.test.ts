@@ -1,6 +1,6 @@
 /**
  * docs/api.md is the per-call reference of the public API: the doors of package.json's exports,
- * `sessiond` (src/index.ts), `sessiond/client` (src/client.ts), `sessiond/testing`
+ * `sessiond` (src/index.ts), `sessiond/client` (src/client/index.ts), `sessiond/testing`
  * (src/testing/index.ts) and `sessiond/internal` (src/internal.ts). They cannot drift: every name
  * src/index.ts or src/testing/index.ts exports (values and types, read with the TypeScript compiler
  * API) has exactly one section in docs/api.md, every section names a current export, every section
@@ -24,7 +24,7 @@ import { exportedNames } from '../support/exported-names.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const INDEX_FILE = `${ROOT}src/index.ts`;
-const CLIENT_FILE = `${ROOT}src/client.ts`;
+const CLIENT_FILE = `${ROOT}src/client/index.ts`;
 const TESTING_FILE = `${ROOT}src/testing/index.ts`;
 const INTERNAL_FILE = `${ROOT}src/internal.ts`;
 /** The doors of package.json's exports, as imported (`sessiond`, `sessiond/client`, ...). */
@@ -230,7 +230,7 @@ function doorProblems(markdown: string, doc: Doc, exports: { index: string[]; te
     if (named.filter((d) => d === door).length > 1) out.push(`docs/api.md has more than one "### Door: ${door}" heading`);
   }
   const listed: [string, string[], string][] = [
-    ['sessiond/client', exports.client, 'src/client.ts'],
+    ['sessiond/client', exports.client, 'src/client/index.ts'],
     ['sessiond/internal', exports.internal, 'src/internal.ts'],
   ];
   for (const [door, exported, file] of listed) {
@@ -252,7 +252,7 @@ function doorProblems(markdown: string, doc: Doc, exports: { index: string[]; te
   const index = new Set(exports.index);
   for (const n of exports.client)
     if (!index.has(n))
-      out.push(`src/client.ts exports ${n}, which src/index.ts does not: sessiond/client names only what sessiond exports (and docs/api.md documents)`);
+      out.push(`src/client/index.ts exports ${n}, which src/index.ts does not: sessiond/client names only what sessiond exports (and docs/api.md documents)`);
 
   const contents = doc.headings.find((h) => h.level === 2 && h.text === 'Contents');
   if (!contents) return [...out, 'docs/api.md has no "## Contents"'];
@@ -366,7 +366,7 @@ test('api reference - each door of package.json has its heading, and its list na
   }
   const client = exportedNames(otherDoors.client, 'client.ts');
   for (const name of ['SessiondClient', 'CommandError', 'subjects', 'connectNats', 'SessiondError', 'LiveMessage']) {
-    assert.ok(client.includes(name), `${name} not found among the exports of src/client.ts`);
+    assert.ok(client.includes(name), `${name} not found among the exports of src/client/index.ts`);
   }
 });
 
@@ -374,7 +374,7 @@ test('api reference - the door checks catch drift: a door export unlisted or sta
   const withClient = { ...otherDoors, client: `${otherDoors.client}\nexport { echoRunner } from './runner/echo.ts';\n` };
   assert.ok(
     problems(indexSource, markdown, withClient).some((p) =>
-      p.startsWith('src/client.ts exports echoRunner, but the "Exports:" paragraph of the sessiond/client door'),
+      p.startsWith('src/client/index.ts exports echoRunner, but the "Exports:" paragraph of the sessiond/client door'),
     ),
   );
   const withInternal = { ...otherDoors, internal: `${otherDoors.internal}\nexport { newSeam } from './x.ts';\n` };
@@ -389,7 +389,7 @@ test('api reference - the door checks catch drift: a door export unlisted or sta
     ),
   );
   const clientOnly = { ...otherDoors, client: `${otherDoors.client}\nexport { clientOnly } from './x.ts';\n` };
-  assert.ok(problems(indexSource, markdown, clientOnly).some((p) => p.startsWith('src/client.ts exports clientOnly, which src/index.ts does not')));
+  assert.ok(problems(indexSource, markdown, clientOnly).some((p) => p.startsWith('src/client/index.ts exports clientOnly, which src/index.ts does not')));
   assert.ok(
     problems(indexSource, markdown.replace('[`SessionView`](#sessionview), ', '')).some((p) =>
       p.startsWith("src/index.ts exports SessionView, but docs/api.md's Contents"),

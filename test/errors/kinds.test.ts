@@ -21,7 +21,7 @@ import {
   CancelledError,
 } from '../../src/errors.ts';
 import { ExitCode, exitCodeFor } from '../../src/cli/exit.ts';
-import { CommandError, CommandFailureCode } from '../../src/nats/commands.ts';
+import { CommandError, CommandFailureCode } from '../../src/nats/command-protocol.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import type { EventLog } from '../../src/events/event-log.ts';
 import { fixture } from '../support/fixture.ts';
@@ -74,7 +74,7 @@ test("errors - every exported error class is in src/errors.ts, but the command p
     }
   };
   walk('src');
-  // CommandError's code is derived from the protocol's failure codes (src/nats/commands.ts); a class
+  // CommandError's code is derived from the protocol's failure codes (src/nats/command-protocol.ts); a class
   // private to one module (not exported) that never leaves it may stay there too.
   assert.equal(elsewhere, [join('src', 'nats', 'commands.ts') + ': CommandError']);
 });

@@ -13,9 +13,9 @@ import { decodeEvent, eventFromFrame, pack, type EventCatalog } from '../../src/
 import { decodeBatch } from '../../src/nats/stream.ts';
 import { decodeLiveEvent } from '../../src/nats/live-bus.ts';
 import { subjects } from '../../src/nats/subjects.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { tempDir } from '../support/tmp.ts';
 import { committed, draft, ev, expectCode } from '../../src/testing/fixtures.ts';
 

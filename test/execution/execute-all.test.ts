@@ -4,9 +4,9 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { CommandHandler } from '../../src/execution/command-handler.ts';
 import { isRefusal } from '../../src/errors.ts';
 import { admitInput } from '../../src/input/admit.ts';

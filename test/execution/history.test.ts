@@ -8,12 +8,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { EventLog } from '../../src/events/event-log.ts';
 import { Transcripts } from '../../src/execution/transcripts.ts';
-import type { TranscriptItem } from '../../src/runner/transcript.ts';
+import type { TranscriptItem } from '../../src/events/transcript.ts';
 import type { Runner } from '../../src/runner/types.ts';
 import { sessionRows } from '../../src/projector/queries.ts';
 import { Projector } from '../../src/projector/projector.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { deleteSessionData } from '../../src/storage/delete-session.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { deleteSessionData } from '../../src/storage/sqlite/delete-session.ts';
 import { fixture, gatedRunner } from '../support/fixture.ts';
 
 type Fx = ReturnType<typeof fixture>;

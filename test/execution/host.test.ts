@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import * as assert from 'uvu/assert';
 import { startSessiond } from '../../src/host.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { freePort } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { tempDir } from '../support/tmp.ts';

@@ -5,10 +5,10 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
-import { SqliteSnapshotStore } from '../../src/storage/sqlite-snapshot-store.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
+import { SqliteSnapshotStore } from '../../src/storage/sqlite/sqlite-snapshot-store.ts';
 import { CommandHandler } from '../../src/execution/command-handler.ts';
 import { admitInput } from '../../src/input/admit.ts';
 import { hydrate } from '../../src/machines/decider.ts';

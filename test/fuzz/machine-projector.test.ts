@@ -21,7 +21,7 @@ import { setup } from '../projector/support.ts';
 import { commit } from '../support/decider-spec.ts';
 import { stream } from '../../src/testing/fixtures.ts';
 import { command, forkCommand, ids, now, protoEvent, tagCommand, waitCommand } from '../support/arbitraries.ts';
-import { MAX_TAGS } from '../../src/sessions/tags.ts';
+import { MAX_TAGS } from '../../src/events/tags.ts';
 import type { Command } from '../../src/machines/commands.ts';
 import type { Wait } from '../../src/machines/session-context.ts';
 

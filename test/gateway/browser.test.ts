@@ -17,7 +17,7 @@ import { chromium } from 'playwright-core';
 import { startCli, ROOT, type LongRunning } from '../support/cli.ts';
 import { stablePort } from '../../src/testing/nats-server.ts';
 import { tempDir } from '../support/tmp.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
 
 const CHROMIUM = process.env.SESSIOND_CHROMIUM ?? '/usr/bin/chromium';
 const WAIT = { timeout: 30_000 };

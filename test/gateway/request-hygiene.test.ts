@@ -10,7 +10,7 @@ import { startSessiond, type Sessiond } from '../../src/host.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { startGateway, type Gateway } from '../../src/gateway/server.ts';
 import { engineLive } from '../../src/gateway/live.ts';
-import { MAX_BODY_DEPTH } from '../../src/nats/commands.ts';
+import { MAX_BODY_DEPTH } from '../../src/nats/command-protocol.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const tmp = tempDir();

@@ -14,8 +14,8 @@ import { runCli, startCli, type LongRunning } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { writeRunner } from '../support/wait-runner.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 
 const tmp = tempDir();
 const A = 'token-a-0123456789abcdef';

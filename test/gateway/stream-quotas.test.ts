@@ -12,7 +12,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { as, cliSuite, natsWorker } from '../nats/cli-suite.ts';
 import { CLIENT, stablePort } from '../../src/testing/nats-server.ts';
-import { SessiondClient } from '../../src/nats/client.ts';
+import { SessiondClient } from '../../src/client/client.ts';
 import { runCli, startCli } from '../support/cli.ts';
 
 const WEB = 'web-token-0123456789abcdef';

@@ -1,7 +1,7 @@
 /** Prompts of parts: what is refused and why, the size they count, their text form, resends by content. */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { MAX_PROMPT_PARTS, checkPrompt, promptBytes, promptText, samePrompt } from '../../src/input/prompt.ts';
+import { MAX_PROMPT_PARTS, checkPrompt, promptBytes, promptText, samePrompt } from '../../src/events/prompt.ts';
 import { parseAdmitRequest } from '../../src/input/admit.ts';
 import { isSessiondError, ErrorCode } from '../../src/errors.ts';
 import type { PromptPart } from '../../src/events/catalog.ts';

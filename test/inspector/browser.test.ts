@@ -15,10 +15,10 @@ import { openEngine, type Engine } from '../../src/engine.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { startInspector, type Inspector } from '../../src/inspector/server.ts';
 import { tempDir } from '../support/tmp.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
-import { eventImporter } from '../../src/storage/import-events.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
+import { eventImporter } from '../../src/storage/sqlite/import-events.ts';
 import { captureTemplate, cloneTurn, sessionName } from '../../bench/lib/corpus.ts';
 
 const CHROMIUM = process.env.SESSIOND_CHROMIUM ?? '/usr/bin/chromium';

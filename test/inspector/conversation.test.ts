@@ -34,8 +34,8 @@ import { TEXT_SHOWN, VALUE_SHOWN } from '../../src/inspector/bounded.ts';
 import { count, fixture, gatedRunner } from '../support/fixture.ts';
 import { ConversationMarks } from '../../src/inspector/conversation-marks.ts';
 import { Projector, sessionRows } from '../../src/projector/index.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const tmp = tempDir();

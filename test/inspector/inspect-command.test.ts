@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { openEngine } from '../../src/engine.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
 import { CLIENT, COMMANDS, OBSERVER, WORKER, freePort, startNatsServer } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';

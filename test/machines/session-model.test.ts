@@ -11,7 +11,7 @@
  * reached, or listed in UNREACHABLE with the reason no commands can reach it. A new branch fails
  * the test until it is walked or listed.
  */
-import { MAX_TAGS } from '../../src/sessions/tags.ts';
+import { MAX_TAGS } from '../../src/events/tags.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { emit, fromTransition } from 'xstate';

@@ -5,7 +5,7 @@
 import { as, cliSuite, natsWorker } from './cli-suite.ts';
 import * as assert from 'uvu/assert';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { SessiondClient } from '../../src/nats/client.ts';
+import { SessiondClient } from '../../src/client/client.ts';
 import { CLIENT } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { runCli, type LongRunning } from '../support/cli.ts';

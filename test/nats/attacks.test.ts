@@ -16,10 +16,10 @@ import { errors as natsErrors, type NatsConnection } from '@nats-io/transport-no
 import { ErrorCode, isSessiondError } from '../../src/errors.ts';
 import { isPermissionError } from '../../src/nats/connection.ts';
 import type { RefusedReply } from '../../src/nats/command-service.ts';
-import type { InvalidLiveMessage } from '../../src/nats/client.ts';
+import type { InvalidLiveMessage } from '../../src/client/client.ts';
 import type { LiveMessage } from '../../src/nats/live-bus.ts';
 import { COMMAND_QUEUE, STREAM_NAME, subjects } from '../../src/nats/subjects.ts';
-import { quarantinedMessages } from '../../src/storage/quarantine-store.ts';
+import { quarantinedMessages } from '../../src/storage/sqlite/quarantine-store.ts';
 import { ADMIN, CLIENT, COMMANDS, OBSERVER, WORKER } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { runCli } from '../support/cli.ts';

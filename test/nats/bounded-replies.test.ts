@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { boundText, echo } from '../../src/errors.ts';
-import { MAX_BODY_DEPTH, MAX_ERROR_REPLY_BYTES, boundErrorBody, encodeJson, tooDeepAt } from '../../src/nats/commands.ts';
+import { MAX_BODY_DEPTH, MAX_ERROR_REPLY_BYTES, boundErrorBody, encodeJson, tooDeepAt } from '../../src/nats/command-protocol.ts';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 

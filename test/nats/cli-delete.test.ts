@@ -14,11 +14,11 @@ import { eventStreamConfig } from '../../src/nats/stream.ts';
 import { setupSnapshotStream } from '../../src/nats/snapshot-store.ts';
 import { runCli } from '../support/cli.ts';
 import { waitFor } from '../../src/testing/wait.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
 import { connectNats } from '../../src/nats/connection.ts';
 import { STREAM_NAME, subjects } from '../../src/nats/subjects.ts';
-import { AUDIT_DELETED } from '../../src/nats/audit.ts';
+import { AUDIT_DELETED } from '../../src/nats/deletion-stream.ts';
 import { refusedPublish, rejection } from './helpers.ts';
 
 async function ok(args: string[]): Promise<string> {

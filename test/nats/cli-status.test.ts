@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { get as httpGet } from 'node:http';
 import { as, cliSuite, natsWorker, type CliCtx } from './cli-suite.ts';
 import { CLIENT, OBSERVER } from '../../src/testing/nats-server.ts';
-import { SessiondClient } from '../../src/nats/client.ts';
+import { SessiondClient } from '../../src/client/client.ts';
 import { runCli } from '../support/cli.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import type { SessionStatus } from '../../src/sessions/sessions.ts';

@@ -5,7 +5,7 @@
 // the worker's user is refused commands too (they go through the client user, never a worker's rights).
 import { cliSuite } from './cli-suite.ts';
 import * as assert from 'uvu/assert';
-import { SessiondClient } from '../../src/nats/client.ts';
+import { SessiondClient } from '../../src/client/client.ts';
 import { CLIENT, COMMANDS, OBSERVER, WORKER } from '../../src/testing/nats-server.ts';
 import { runCli, startCli, type CliResult } from '../support/cli.ts';
 

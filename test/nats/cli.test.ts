@@ -3,7 +3,7 @@
 // (exit 0); and the flags fail clearly when misused or when no worker is running.
 import { as, cliSuite, natsWorker, type CliCtx } from './cli-suite.ts';
 import * as assert from 'uvu/assert';
-import { SessiondClient } from '../../src/nats/client.ts';
+import { SessiondClient } from '../../src/client/client.ts';
 import type { LiveMessage } from '../../src/nats/live-bus.ts';
 import { startNatsServer, ADMIN, CLIENT, COMMANDS, OBSERVER, WORKER } from '../../src/testing/nats-server.ts';
 import { runCli, startCli, type LongRunning } from '../support/cli.ts';
@@ -11,8 +11,8 @@ import { until } from './helpers.ts';
 import { jetstream } from '@nats-io/jetstream';
 import { connectNats } from '../../src/nats/connection.ts';
 import { subjects } from '../../src/nats/subjects.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { quarantinedMessages } from '../../src/storage/quarantine-store.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { quarantinedMessages } from '../../src/storage/sqlite/quarantine-store.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 
 const s = cliSuite('sessiond start --nats');

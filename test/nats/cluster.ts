@@ -4,7 +4,7 @@
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
 import { COMMANDS, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { startCli, type LongRunning } from '../support/cli.ts';
 
 export interface WorkerProc extends LongRunning {

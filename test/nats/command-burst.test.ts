@@ -6,7 +6,7 @@
 // every request is answered by a worker, a refusal at worst.
 import { cliSuite, natsWorker } from './cli-suite.ts';
 import * as assert from 'uvu/assert';
-import { SessiondClient } from '../../src/nats/client.ts';
+import { SessiondClient } from '../../src/client/client.ts';
 import { CLIENT } from '../../src/testing/nats-server.ts';
 
 const s = cliSuite('a burst of commands');

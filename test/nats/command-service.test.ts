@@ -16,7 +16,7 @@ import {
   startCommandService,
   type CommandTarget,
 } from '../../src/nats/command-service.ts';
-import { CommandFailureCode, decodeJson, isCommandError, type CommandFailure } from '../../src/nats/commands.ts';
+import { CommandFailureCode, decodeJson, isCommandError, type CommandFailure } from '../../src/nats/command-protocol.ts';
 import { COMMAND_QUEUE, subjects } from '../../src/nats/subjects.ts';
 import type { Runner } from '../../src/runner/types.ts';
 import { CLIENT, COMMANDS } from '../../src/testing/nats-server.ts';

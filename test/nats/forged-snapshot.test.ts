@@ -8,7 +8,7 @@
 // workers on a real nats-server.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { SessiondClient } from '../../src/nats/client.ts';
+import { SessiondClient } from '../../src/client/client.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { hydrate } from '../../src/machines/decider.ts';
 import { MACHINE_VERSION } from '../../src/machines/snapshot-store.ts';

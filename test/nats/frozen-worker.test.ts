@@ -5,7 +5,7 @@
 // one resumes, what it held changes nothing (admits are idempotent by input id).
 import { as, cliSuite, natsWorker, type CliCtx } from './cli-suite.ts';
 import * as assert from 'uvu/assert';
-import { SessiondClient } from '../../src/nats/client.ts';
+import { SessiondClient } from '../../src/client/client.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { CLIENT } from '../../src/testing/nats-server.ts';
 import { runCli, type LongRunning } from '../support/cli.ts';

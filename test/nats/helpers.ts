@@ -8,7 +8,7 @@ import { connectNats } from '../../src/nats/connection.ts';
 import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
 import { startSessiond, type Sessiond, type SessiondOptions } from '../../src/host.ts';
 import { NatsLiveBus, decodeLiveEvent, type LiveMessage } from '../../src/nats/live-bus.ts';
-import { SessiondClient, type SessiondClientOptions } from '../../src/nats/client.ts';
+import { SessiondClient, type SessiondClientOptions } from '../../src/client/client.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import type { Runner } from '../../src/runner/types.ts';
 import { startNatsServer, CLIENT, COMMANDS, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';

@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode } from '../../src/errors.ts';
-import { MAX_BODY_DEPTH, MAX_ERROR_REPLY_BYTES, MAX_SMALL_REQUEST_BYTES, CommandFailureCode, admitBodyLimit } from '../../src/nats/commands.ts';
+import { MAX_BODY_DEPTH, MAX_ERROR_REPLY_BYTES, MAX_SMALL_REQUEST_BYTES, CommandFailureCode, admitBodyLimit } from '../../src/nats/command-protocol.ts';
 import type { CommandTarget } from '../../src/nats/command-service.ts';
 import { subjects } from '../../src/nats/subjects.ts';
 import { DEFAULT_MAX_LOG_LINE_CHARS } from '../../src/observability/rate-limited-log.ts';

@@ -16,7 +16,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_LIMITS, MAX_PROMOTIONS_PER_APPEND } from '../../src/input/limits.ts';
 import { ADMIN, CLIENT, startNatsServer, type NatsServer } from '../../src/testing/nats-server.ts';
-import { SessiondClient } from '../../src/nats/client.ts';
+import { SessiondClient } from '../../src/client/client.ts';
 import { runCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 import { killAll, openReader, pollLog, startWorkers, type WorkerProc } from './cluster.ts';

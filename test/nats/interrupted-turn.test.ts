@@ -9,10 +9,10 @@
 import * as assert from 'uvu/assert';
 import { cliSuite, natsWorker } from './cli-suite.ts';
 import { CLIENT } from '../../src/testing/nats-server.ts';
-import { SessiondClient } from '../../src/nats/client.ts';
+import { SessiondClient } from '../../src/client/client.ts';
 import type { LiveMessage } from '../../src/nats/live-bus.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
-import { assistantText, emptyTranscript, foldTranscript, type TranscriptItem } from '../../src/runner/transcript.ts';
+import { assistantText, emptyTranscript, foldTranscript, type TranscriptItem } from '../../src/events/transcript.ts';
 import { startFakeOpenAI, messageText } from '../../src/testing/fake-openai.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 

@@ -7,7 +7,7 @@
  */
 import { as, cliSuite, natsWorker, type CliCtx } from './cli-suite.ts';
 import * as assert from 'uvu/assert';
-import { SessiondClient } from '../../src/nats/client.ts';
+import { SessiondClient } from '../../src/client/client.ts';
 import { ADMIN, CLIENT } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { startFakeOpenAI, type FakeOpenAI } from '../../src/testing/fake-openai.ts';

@@ -18,7 +18,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { auditLog } from '../../src/audit/audit-log.ts';
-import { SessiondClient, type LiveSubscription } from '../../src/nats/client.ts';
+import { SessiondClient, type LiveSubscription } from '../../src/client/client.ts';
 import type { LiveMessage } from '../../src/nats/live-bus.ts';
 import type { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
 import { continuationIdFor } from '../../src/recovery/sweeper.ts';

@@ -12,7 +12,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { errors as natsErrors } from '@nats-io/transport-node';
 import { ErrorCode, isSessiondError } from '../../src/errors.ts';
 import { committed, ev, live } from '../../src/testing/fixtures.ts';
-import { CommandFailureCode, isCommandError } from '../../src/nats/commands.ts';
+import { CommandFailureCode, isCommandError } from '../../src/nats/command-protocol.ts';
 import { isPermissionError } from '../../src/nats/connection.ts';
 import { NatsLiveBus, type LiveMessage } from '../../src/nats/live-bus.ts';
 import { encodeBatch } from '../../src/nats/stream.ts';

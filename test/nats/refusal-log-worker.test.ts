@@ -9,7 +9,7 @@ import { DEFAULT_MAX_LOG_LINE_CHARS } from '../../src/observability/rate-limited
 import { CLIENT } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { connectNats } from '../../src/nats/connection.ts';
-import { decodeJson } from '../../src/nats/commands.ts';
+import { decodeJson } from '../../src/nats/command-protocol.ts';
 import { cliSuite, natsWorker } from './cli-suite.ts';
 
 const s = cliSuite("a worker's log under refused requests");

@@ -5,7 +5,7 @@
 import { cliSuite, natsWorker } from './cli-suite.ts';
 import * as assert from 'uvu/assert';
 import { readFileSync, writeFileSync, existsSync } from 'node:fs';
-import { SessiondClient } from '../../src/nats/client.ts';
+import { SessiondClient } from '../../src/client/client.ts';
 import { CLIENT } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import type { LongRunning } from '../support/cli.ts';

@@ -8,7 +8,7 @@
 import * as assert from 'uvu/assert';
 import { fileURLToPath } from 'node:url';
 import { as, cliSuite, natsWorker, type CliCtx } from './cli-suite.ts';
-import { SessiondClient } from '../../src/nats/client.ts';
+import { SessiondClient } from '../../src/client/client.ts';
 import { ADMIN, CLIENT } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { startFakeOpenAI } from '../../src/testing/fake-openai.ts';

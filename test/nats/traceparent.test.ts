@@ -4,7 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { headers } from '@nats-io/transport-node';
-import { encodeJson, decodeJson } from '../../src/nats/commands.ts';
+import { encodeJson, decodeJson } from '../../src/nats/command-protocol.ts';
 import { subjects } from '../../src/nats/subjects.ts';
 import { CLIENT } from '../../src/testing/nats-server.ts';
 import { natsWorld, sessionId } from './helpers.ts';

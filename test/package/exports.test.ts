@@ -35,7 +35,7 @@ test('package - the doors are ., ./client, ./testing and ./internal, each { type
   assert.equal(doors, ['.', './client', './testing', './internal']);
   const expected: Record<string, string> = {
     '.': 'src/index.ts',
-    './client': 'src/client.ts',
+    './client': 'src/client/index.ts',
     './testing': 'src/testing/index.ts',
     './internal': 'src/internal.ts',
   };

@@ -1,13 +1,13 @@
 /**
  * The whole worker's projector folds the events of each group commit inside that commit's
- * transaction (Projector.follow with `inline`, storage/commit-hooks.ts): the rows and the checkpoint
+ * transaction (Projector.follow with `inline`, storage/sqlite/commit-hooks.ts): the rows and the checkpoint
  * are there as soon as the append is acknowledged, the subscription then has nothing left to do,
  * another process's commits in between are applied by the subscription in order, and a batch the
  * projection refuses leaves the appends committed and is reported by the subscription as before.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { openDatabase } from '../../src/storage/sqlite.ts';
+import type { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { Projector } from '../../src/projector/projector.ts';
 import { draft, ev } from '../../src/testing/fixtures.ts';
 import { waitFor } from '../../src/testing/wait.ts';

@@ -3,8 +3,8 @@
  * Events come from `stream()` in src/testing/fixtures.ts (per-session seq and global position
  * assigned like a log would).
  */
-import { openDatabase, type Db } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
+import { openDatabase, type Db } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
 import { Projector } from '../../src/projector/projector.ts';
 import type { MessageRow } from '../../src/projector/message-rows.ts';
 import type { Stream } from '../../src/testing/fixtures.ts';

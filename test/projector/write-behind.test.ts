@@ -9,7 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { projectionHash, projectionRows } from '../../src/projector/rebuild.ts';
-import type { Db } from '../../src/storage/sqlite.ts';
+import type { Db } from '../../src/storage/sqlite/database.ts';
 import { ErrorCode } from '../../src/errors.ts';
 import { engineLog } from './engine-log.ts';
 import { claimedTurn, message, setup } from './support.ts';

@@ -10,7 +10,7 @@ import { PROTOCOL_DIR, protocolFiles } from '../../scripts/protocol.ts';
 import { decodeEvent, unpack } from '../../src/events/codec.ts';
 import { isSessiondError } from '../../src/errors.ts';
 import { errorReplySchema, replySchemas, requestSchemas } from '../../src/nats/command-schema.ts';
-import { decodeJson, encodeRequest } from '../../src/nats/commands.ts';
+import { decodeJson, encodeRequest } from '../../src/nats/command-protocol.ts';
 import { decodeLiveEvent } from '../../src/nats/live-bus.ts';
 import { decodeBatch, encodeBatch } from '../../src/nats/stream.ts';
 import { catalog, eventTypes } from '../../src/events/catalog.ts';

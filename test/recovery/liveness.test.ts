@@ -11,9 +11,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import Database from 'better-sqlite3';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { CommandHandler } from '../../src/execution/command-handler.ts';
 import { SessionExecution } from '../../src/execution/session-execution.ts';
 import { inputsForTurn } from '../../src/input/turn.ts';

@@ -12,8 +12,8 @@ import type { SessionEvent } from '../../src/events/envelope.ts';
 import { auditLog } from '../../src/audit/audit-log.ts';
 import { fixture, gatedRunner, count } from '../support/fixture.ts';
 import { waitFor } from '../../src/testing/wait.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { spyLog } from '../support/spy-log.ts';
 
 const candidates = (sessions: string[]): RecoveryCandidates => ({ expired: () => sessions, runnable: () => sessions, due: () => sessions });

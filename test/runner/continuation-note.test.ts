@@ -9,7 +9,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { Continuation } from '../../src/events/catalog.ts';
 import { toModelMessages } from '../../src/runner/model/messages.ts';
-import type { TranscriptItem } from '../../src/runner/transcript.ts';
+import type { TranscriptItem } from '../../src/events/transcript.ts';
 
 const continues = (o: Partial<Continuation> = {}): Continuation => ({
   executionId: 'exe_01a2',

@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 import { runCli, startCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 import { startFakeOpenAI, messageText, type ChatCompletionRequest, type ScriptStep } from '../../src/testing/fake-openai.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 
 const AGENTS = fileURLToPath(new URL('./fixtures/agents.ts', import.meta.url));

@@ -11,8 +11,8 @@ import { DefaultChatTransport, type UIMessage, type UIMessageChunk } from 'ai';
 import { runCli, startCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
 import { startFakeOpenAI } from '../../src/testing/fake-openai.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { emptyConversation, foldConversation } from '../../src/inspector/conversation.ts';
 
 const TOOLS = fileURLToPath(new URL('./fixtures/tools.ts', import.meta.url));

@@ -1,13 +1,17 @@
 /**
- * scripts/check-imports.mjs: src/ has no import circle (type-only imports count) and imports
- * nothing from outside src/; a tree with a circle and an outside import fails, naming both.
+ * scripts/check-imports.mjs: src/ has no import circle (type-only imports count), imports
+ * nothing from outside src/ and crosses folders only as docs/architecture.md's layout table allows;
+ * a tree with a circle and an outside import fails, naming both; an import the table does not allow
+ * and a folder without a row fail, named.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../support/cli.ts';
+// @ts-expect-error: a plain .mjs script without types
+import { checkLayers, importGraph, parseLayers } from '../../scripts/check-imports.mjs';
 import { tempDir } from '../support/tmp.ts';
 
 const SCRIPT = join(ROOT, 'scripts', 'check-imports.mjs');
@@ -19,7 +23,7 @@ function check(dir?: string) {
 test('check-imports - src/ has no import circle and no import from outside it', () => {
   const r = check();
   assert.is(r.status, 0, r.stdout + r.stderr);
-  assert.match(r.stdout, /^ok: \d+ files, no import circle, no import from outside the tree\n$/);
+  assert.match(r.stdout, /^ok: \d+ files, no import circle, no import from outside the tree, every import between folders allowed by the layout table\n$/);
 });
 
 test('check-imports - a circle (one edge type-only) and an outside import fail, named', () => {
@@ -48,6 +52,48 @@ test('check-imports - a circle (one edge type-only) and an outside import fail, 
   } finally {
     tmp.remove();
   }
+});
+
+test('check-imports - the layout table: an import it does not allow and a folder it has no row for fail, named', () => {
+  const tmp = tempDir('sessiond-check-imports-');
+  try {
+    for (const d of ['events', 'machines', 'cli', 'extra']) mkdirSync(join(tmp.dir, d));
+    writeFileSync(join(tmp.dir, 'errors.ts'), 'export const e = 1;\n');
+    writeFileSync(join(tmp.dir, 'events', 'catalog.ts'), "import { e } from '../errors.ts';\nexport const c = e;\n");
+    // the pure core reaching outward
+    writeFileSync(
+      join(tmp.dir, 'machines', 'machine.ts'),
+      "import { c } from '../events/catalog.ts';\nimport { run } from '../cli/main.ts';\nexport const m = c + run;\n",
+    );
+    writeFileSync(join(tmp.dir, 'cli', 'main.ts'), "import { c } from '../events/catalog.ts';\nexport const run = c;\n");
+    writeFileSync(join(tmp.dir, 'extra', 'x.ts'), "import { c } from '../events/catalog.ts';\nexport const x = c;\n");
+    const table = [
+      '| folder | what | may import |',
+      '| --- | --- | --- |',
+      '| `src/events` | events | nothing |',
+      '| `src/machines` | machine | `events` |',
+      '| `src/cli` | cli | anything |',
+      '',
+    ].join('\n');
+    const layers = parseLayers(table);
+    const lines: string[] = checkLayers(importGraph(tmp.dir).graph, layers);
+    assert.equal(lines.sort(), [
+      'import across layers: machines/machine.ts imports cli/main.ts (src/machines may not import src/cli; see the layout table of docs/architecture.md)',
+      'no row for src/extra in the layout table of docs/architecture.md: add one saying what it may import',
+    ]);
+  } finally {
+    tmp.remove();
+  }
+});
+
+test('check-imports - docs/architecture.md has a row for every folder of src/, and src/machines imports only src/events', () => {
+  const layers = parseLayers(readFileSync(join(ROOT, 'docs', 'architecture.md'), 'utf8'));
+  const folders = readdirSync(join(ROOT, 'src'), { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name);
+  for (const f of folders) assert.ok(layers.has(f), `a row for src/${f}`);
+  assert.equal([...layers.get('machines')], ['events']);
+  assert.equal([...layers.get('events')], []);
 });
 
 test('check-imports - a file importing itself is a circle', () => {

@@ -14,8 +14,8 @@ import { auditLog } from '../../src/audit/audit-log.ts';
 import { catchUpProjection } from '../../src/projector/catch-up.ts';
 import { Projector } from '../../src/projector/index.ts';
 import { projectionHash, rebuildProjection } from '../../src/projector/rebuild.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
 import { tempDir } from '../support/tmp.ts';
 
 let release: (() => void) | undefined;

@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { openEngine, type Engine } from '../../src/engine.ts';
 import { ErrorCode, isSessiondError } from '../../src/errors.ts';
 import type { RunContext } from '../../src/runner/types.ts';
-import type { TranscriptItem } from '../../src/runner/transcript.ts';
+import type { TranscriptItem } from '../../src/events/transcript.ts';
 import { sessionRows } from '../../src/projector/queries.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { parseMessage } from '../../src/projector/message-rows.ts';

@@ -13,8 +13,8 @@ import { echoRunner } from '../../src/runner/echo.ts';
 import type { RunContext } from '../../src/runner/types.ts';
 import { catchUpProjection } from '../../src/projector/catch-up.ts';
 import { projectionHash, rebuildProjection } from '../../src/projector/rebuild.ts';
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
 import { checkListFilter, type ListFilter } from '../../src/sessions/list.ts';
 import { tempDir } from '../support/tmp.ts';
 

@@ -5,9 +5,9 @@
  * <expectedSeq>`). The test kills it with SIGKILL at some point and checks the file.
  *   node --import tsx test/support/append-writer.ts '{"file":"x.db"}'
  */
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import type { DraftEvent } from '../../src/events/envelope.ts';
 import { draft, ev } from '../../src/testing/fixtures.ts';
 

@@ -30,7 +30,7 @@ import { exportedNames } from './exported-names.ts';
 export const DOORS: Readonly<Record<string, string>> = {
   sessiond: 'src/index.ts',
   'sessiond/internal': 'src/internal.ts',
-  'sessiond/client': 'src/client.ts',
+  'sessiond/client': 'src/client/index.ts',
   'sessiond/testing': 'src/testing/index.ts',
 };
 

@@ -1,8 +1,8 @@
 import { ManualClock } from '../../src/clock.ts';
 import { sequentialIds } from '../../src/ids.ts';
-import { openDatabase, type Db } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase, type Db } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { SessionExecution, type ExecutionOptions } from '../../src/execution/session-execution.ts';
 import { admitInput, type AdmitRequest } from '../../src/input/admit.ts';
 import type { Runner, RunContext } from '../../src/runner/types.ts';

@@ -8,9 +8,9 @@
  *   ...
  *   await file.close();
  */
-import { openDatabase, type Db } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog, type SqliteEventLogOptions } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase, type Db } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog, type SqliteEventLogOptions } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { tempDir } from './tmp.ts';
 
 export function logFile(options: SqliteEventLogOptions = {}) {

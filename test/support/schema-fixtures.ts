@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
-import { openDatabase, type Db } from '../../src/storage/sqlite.ts';
+import { openDatabase, type Db } from '../../src/storage/sqlite/database.ts';
 
 export const SCHEMA_FIXTURES_DIR = fileURLToPath(new URL('../fixtures/schema', import.meta.url));
 

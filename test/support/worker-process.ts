@@ -15,9 +15,9 @@
  * right after the count-th append holding that type is committed (prints `STOPPED <session> <ms>`,
  * the time of the stop): a freeze outside any SQLite transaction. The test resumes it with SIGCONT.
  */
-import { openDatabase } from '../../src/storage/sqlite.ts';
-import { migrate } from '../../src/storage/migrate.ts';
-import { SqliteEventLog } from '../../src/storage/sqlite-event-log.ts';
+import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { SessionExecution } from '../../src/execution/session-execution.ts';
 import { startSessiond } from '../../src/host.ts';
 import type { EventLog } from '../../src/events/event-log.ts';

@@ -87,7 +87,7 @@ def test_code_points_count_as_zod_counts(s: str, n: int) -> None:
 
 
 def test_filter_tag_values_count_as_a_worker_counts() -> None:
-    """A list filter's tags are checked before they are sent as a worker checks them (src/sessions/tags.ts
+    """A list filter's tags are checked before they are sent as a worker checks them (src/events/tags.ts
     counts a value's UTF-16 units, JavaScript's .length: an emoji is two), so what the client lets through
     the worker takes, and what it refuses the worker would refuse with the same words."""
     for value, ok in ((EMOJI * 128, True), (EMOJI * 128 + "x", False), ("é" * 256, True), ("é" * 257, False)):

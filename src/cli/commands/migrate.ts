@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { openDatabase } from '../../storage/sqlite.ts';
-import { migrate } from '../../storage/migrate.ts';
+import { openDatabase } from '../../storage/sqlite/database.ts';
+import { migrate } from '../../storage/sqlite/migrate.ts';
 import type { CliContext } from '../context.ts';
 
 export function registerMigrate(program: Command, ctx: CliContext): void {

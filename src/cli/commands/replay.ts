@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { replayExport, type ReplayProgress } from '../../export/replay-export.ts';
-import { openDatabase } from '../../storage/sqlite.ts';
-import { migrate } from '../../storage/migrate.ts';
+import { openDatabase } from '../../storage/sqlite/database.ts';
+import { migrate } from '../../storage/sqlite/migrate.ts';
 import { validateId } from '../../ids.ts';
 import { isoTime, systemClock } from '../../clock.ts';
 import type { Withheld } from '../../export/evidence.ts';

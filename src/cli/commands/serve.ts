@@ -9,7 +9,7 @@
  */
 import { Command as CommanderCommand, type Command } from 'commander';
 import { UsageError, messageOf } from '../../errors.ts';
-import { SessiondClient } from '../../nats/client.ts';
+import { SessiondClient } from '../../client/client.ts';
 import { startGateway, type Gateway } from '../../gateway/server.ts';
 import { natsLive } from '../../gateway/live.ts';
 import type { CliContext } from '../context.ts';

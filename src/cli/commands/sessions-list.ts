@@ -12,7 +12,7 @@ import { isIdText, MAX_ID_LENGTH, validateId } from '../../ids.ts';
 import { UsageError } from '../../errors.ts';
 import type { ListFilter, SessionListItem } from '../../sessions/list.ts';
 import { SESSION_STATES } from '../../sessions/list.ts';
-import { parseTagArgument } from '../../sessions/tags.ts';
+import { parseTagArgument } from '../../events/tags.ts';
 import type { CliContext } from '../context.ts';
 import { instant, oneOf, parseDuration, positiveInt } from '../options.ts';
 import { addLogOptions, type LogOptions } from '../log-options.ts';

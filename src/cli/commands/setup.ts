@@ -25,7 +25,7 @@ import {
   type StreamSetup,
 } from '../../nats/stream.ts';
 import { setupSnapshotStream } from '../../nats/snapshot-store.ts';
-import { setupAuditStream } from '../../nats/audit.ts';
+import { setupAuditStream } from '../../nats/deletion-stream.ts';
 import { CAPACITY_BUCKET, setupCapacityBucket } from '../../capacity/kv-capacity-store.ts';
 import { BUDGETS_BUCKET, setupBudgetsBucket } from '../../budget/kv-tenant-budget-store.ts';
 import { VERB_SCOPES, newPassword, tenantUserBlock } from '../../nats/tenant-user.ts';

@@ -13,7 +13,7 @@
  */
 import type { ModelMessage, ToolResultPart, UserContent } from 'ai';
 import type { Continuation, PromptPart } from '../../events/catalog.ts';
-import { assistantText, type TranscriptItem, type TranscriptPart } from '../transcript.ts';
+import { assistantText, type TranscriptItem, type TranscriptPart } from '../../events/transcript.ts';
 
 export const SUMMARY_PREFIX = 'Summary of the conversation so far (older messages were compacted):\n';
 

@@ -39,7 +39,7 @@ import {
   recordedError,
 } from '../../errors.ts';
 import type { RunContext, Runner } from '../types.ts';
-import type { TranscriptItem, TranscriptPart } from '../transcript.ts';
+import type { TranscriptItem, TranscriptPart } from '../../events/transcript.ts';
 import { sleep } from '../../clock.ts';
 import { SEND_REASONING, assistantMessages, estimateTokens, toModelMessages, userMessage, type SendReasoning } from './messages.ts';
 import { backoff, classify, parseRetryPolicy, type Failure, type RetryPolicy } from './retry.ts';

@@ -12,7 +12,7 @@
 import type { z } from 'zod';
 import type { Prompt } from '../../events/catalog.ts';
 import { ErrorCode, SessiondError } from '../../errors.ts';
-import type { Tags } from '../../sessions/tags.ts';
+import type { Tags } from '../../events/tags.ts';
 import type { RunContext } from '../types.ts';
 import type { ModelTool } from './tools.ts';
 

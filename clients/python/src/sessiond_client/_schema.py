@@ -244,7 +244,7 @@ class Array(Schema):
 TAG_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,63}$")
 #: Longest tag value, and most tags a session carries. An event's value is counted in code points
 #: (the catalog's zod schema); a command's, before it is sent, in UTF-16 units, as a worker counts
-#: it (src/sessions/tags.ts: an emoji is two there).
+#: it (src/events/tags.ts: an emoji is two there).
 MAX_TAG_VALUE = 256
 MAX_TAGS = 32
 

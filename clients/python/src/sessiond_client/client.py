@@ -1,6 +1,6 @@
 """The asyncio client of sessiond over NATS: commands (request/reply to the workers), live events
 (core subjects, deduplicated and gap-filled from the stream) and replay (the durable stream, read
-with ordered consumers). It behaves as the Node client (src/nats/client.ts) does.
+with ordered consumers). It behaves as the Node client (src/client/client.ts) does.
 
     client = await Client.connect("nats://127.0.0.1:4222", "client", "client-dev-secret")
     sub = await client.subscribe("ses_1", lambda e: print(e.seq, e.type, e.wire_payload))

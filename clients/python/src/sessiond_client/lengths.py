@@ -13,7 +13,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def utf16_len(s: str) -> int:
     """A string's length in UTF-16 units, as JavaScript's ``.length`` counts it: what sessiond's
-    hand-written command checks measure (a tag value's 256 in src/sessions/tags.ts), unlike its
+    hand-written command checks measure (a tag value's 256 in src/events/tags.ts), unlike its
     schemas (``code_points``)."""
     return sum(2 if ord(c) > 0xFFFF else 1 for c in s)
 

@@ -1,4 +1,4 @@
-"""Prompts of parts (src/input/prompt.ts): a prompt is a string, or a list of 1 to ``MAX_PROMPT_PARTS``
+"""Prompts of parts (src/events/prompt.ts): a prompt is a string, or a list of 1 to ``MAX_PROMPT_PARTS``
 parts, each a dict as the wire has it::
 
     {"type": "text", "text": "..."}

@@ -1,0 +1,110 @@
+/**
+ * Deleting a session from a SQLite database: its events, projection rows, snapshot and quarantined
+ * messages go in one transaction, and one `session_deletion` row records who deleted it, when, why,
+ * how many events it had and where it was archived (never its content).
+ */
+import type { Db } from './database.ts';
+
+export interface DeletionRecord {
+  sessionId: string;
+  deletedAt: number;
+  deletedBy: string;
+  reason: string | null;
+  /** How many events the session had. */
+  events: number;
+  lastSeq: number;
+  /** Where it was exported before it was deleted (`sessiond retain --archive`), or null. */
+  archivedTo: string | null;
+}
+
+/** Every table that holds a session's data, and its session column. */
+const SESSION_TABLES: readonly (readonly [table: string, column: string])[] = [
+  ['event', 'aggregate_id'],
+  ['session_input', 'session_id'],
+  ['session_message', 'session_id'],
+  ['session_execution', 'session_id'],
+  ['session_recovery', 'session_id'],
+  ['session_wait', 'session_id'],
+  ['session_snapshot', 'session_id'],
+  ['session_tag', 'session_id'],
+  ['session', 'session_id'],
+  ['quarantined_message', 'session_id'],
+];
+
+export interface DeletionAudit {
+  now: number;
+  by: string;
+  reason?: string | undefined;
+  archivedTo?: string | undefined;
+  /**
+   * A deletion made elsewhere (on NATS, by the admin; a worker applies it to its own projection):
+   * the counts and the log's head at the delete (a stream sequence) as recorded there, instead of
+   * counted from this file's event table (which holds no events on NATS).
+   */
+  known?: { events: number; lastSeq: number; headPosition: number };
+  /** Whether to delete the session's rows (default yes; a worker keeps those of a later session of the id). */
+  rows?: boolean;
+}
+
+export function deleteSessionData(db: Db, sessionId: string, audit: DeletionAudit): DeletionRecord {
+  const count = db.prepare('SELECT COUNT(*) AS n, COALESCE(MAX(seq), 0) AS last FROM event WHERE aggregate_id = ?');
+  const head = db.prepare('SELECT COALESCE(MAX(position), 0) AS head FROM event');
+  const deletes = SESSION_TABLES.map(([table, column]) => db.prepare(`DELETE FROM ${table} WHERE ${column} = ?`));
+  const record = db.prepare(`INSERT INTO session_deletion (session_id, deleted_at, deleted_by, reason, events, last_seq, head_position, archived_to)
+                             VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+  return db
+    .transaction((): DeletionRecord => {
+      const counted = audit.known ? undefined : (count.get(sessionId) as { n: number; last: number });
+      const n = audit.known?.events ?? counted!.n;
+      const last = audit.known?.lastSeq ?? counted!.last;
+      const position = audit.known?.headPosition ?? (head.get() as { head: number }).head;
+      if (audit.rows ?? true) for (const d of deletes) d.run(sessionId);
+      const out: DeletionRecord = {
+        sessionId,
+        deletedAt: audit.now,
+        deletedBy: audit.by,
+        reason: audit.reason ?? null,
+        events: n,
+        lastSeq: last,
+        archivedTo: audit.archivedTo ?? null,
+      };
+      record.run(sessionId, out.deletedAt, out.deletedBy, out.reason, n, last, position, out.archivedTo);
+      return out;
+    })
+    .immediate();
+}
+
+/** The deletions recorded, newest first (at most `limit`). */
+export function deletionRecords(db: Db, limit = 100): DeletionRecord[] {
+  const rows = db
+    .prepare('SELECT session_id, deleted_at, deleted_by, reason, events, last_seq, archived_to FROM session_deletion ORDER BY id DESC LIMIT ?')
+    .all(limit) as {
+    session_id: string;
+    deleted_at: number;
+    deleted_by: string;
+    reason: string | null;
+    events: number;
+    last_seq: number;
+    archived_to: string | null;
+  }[];
+  return rows.map((r) => ({
+    sessionId: r.session_id,
+    deletedAt: r.deleted_at,
+    deletedBy: r.deleted_by,
+    reason: r.reason,
+    events: r.events,
+    lastSeq: r.last_seq,
+    archivedTo: r.archived_to,
+  }));
+}
+
+/** Sessions deleted at a log head at or past `position`, with the highest such head each (what a projector must not fold again). */
+export function deletedSince(db: Db): (position: number) => Map<string, number> {
+  const q = db.prepare('SELECT session_id, MAX(head_position) AS head FROM session_deletion WHERE head_position >= ? GROUP BY session_id');
+  return (position) => new Map((q.all(position) as { session_id: string; head: number }[]).map((r) => [r.session_id, r.head]));
+}
+
+/** Whether this file already recorded the deletion of the session at that log head (a worker applies each NATS deletion once). */
+export function hasDeletion(db: Db, sessionId: string, headPosition: number): boolean {
+  return db.prepare('SELECT 1 FROM session_deletion WHERE session_id = ? AND head_position = ?').get(sessionId, headPosition) !== undefined;
+}
