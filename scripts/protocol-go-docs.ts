@@ -1,4 +1,4 @@
-/** Go doc comments of the command reply types (Go-only: the Python client's replies are its own). */
+/** Go doc comments of the command reply types (the Python client's are in protocol-python-replies.ts). */
 export const goReplyDocs: Record<string, string> = {
   AdmitReceipt:
     'AdmitReceipt is the admit reply. Created is false when the input id was admitted before (true when an earlier attempt of the same call admitted it).',

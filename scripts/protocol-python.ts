@@ -105,7 +105,7 @@ function rule(s: Shape): string {
 }
 
 /** `text` as lines of at most `width` characters, each after `indent`. */
-function wrap(text: string, indent: string, width = 110): string[] {
+export function wrap(text: string, indent: string, width = 110): string[] {
   const out: string[] = [];
   let line = '';
   for (const word of text.split(/\s+/)) {
@@ -118,7 +118,7 @@ function wrap(text: string, indent: string, width = 110): string[] {
   return out;
 }
 
-function docstring(doc: string, indent: string): string {
+export function docstring(doc: string, indent: string): string {
   const text = doc.replaceAll('`', '``');
   const lines = wrap(`"""${text}"""`, indent);
   return lines.join('\n');

@@ -229,6 +229,7 @@ const replyShapeNames: Record<string, string> = {
   'assistantSeq,cancelled,claimedSeq,error,expiresAt,id,inputCount,inputIds,lastMessage,leaseMs,openStep,openTools,outcome,ownerId,phase,started,usage':
     'ExecutionState',
   'callId,durable,idempotencyKey,messageId,name': 'OpenTool',
+  'committedAt,id,payload,position,seq,sessionId,time,type,version': 'EventFrame',
   'attempts,continuationInputId,executionId,lastAttemptAt,lastError,parked,wakePending': 'RecoveryState',
   'limits,since': 'Capacity',
   'inFlight,limit,scope,waiting': 'CapacityLimit',
@@ -240,8 +241,9 @@ const replyShapeNames: Record<string, string> = {
   'callId,idempotencyKey,messageId,name': 'RetryTool',
   'assistantMessageId,executionId,inputIds,phase,reason,retryTools': 'Continuation',
 };
+export type ReplyRoots = Record<string, { at: string; name: string }>;
 /** The verbs whose reply has a type, and where in the reply it is: `receipt`, `result`, the body itself (`.`), or its `sessions[]`. */
-const replyRoots: Record<string, { at: string; name: string }> = {
+export const replyRoots: ReplyRoots = {
   admit: { at: 'receipt', name: 'AdmitReceipt' },
   wake: { at: 'result', name: 'WakeResult' },
   cancel: { at: 'result', name: 'CancelResult' },
@@ -261,7 +263,7 @@ export interface ReplyModel {
 }
 
 /** The command replies' types, read from commands.schema.json: a oneOf of objects merges into one type (a field is required where every variant requires it). */
-export function readReplies(commandsSchema: Record<string, unknown>): ReplyModel {
+export function readReplies(commandsSchema: Record<string, unknown>, roots: ReplyRoots = replyRoots): ReplyModel {
   const verbs = commandsSchema['x-sessiond-verbs'] as Record<string, { reply: { oneOf: JsonSchema[] } }>;
   const structs = new Map<string, Struct>();
 
@@ -345,7 +347,7 @@ export function readReplies(commandsSchema: Record<string, unknown>): ReplyModel
     }
   };
 
-  for (const [verb, { at, name }] of Object.entries(replyRoots)) {
+  for (const [verb, { at, name }] of Object.entries(roots)) {
     const body = verbs[verb]?.reply.oneOf[0];
     if (!body) throw new Error(`commands.schema.json has no verb ${verb}`);
     const root = at === '.' ? body : at.endsWith('[]') ? body.properties![at.slice(0, -2)]!.items! : body.properties![at]!;

@@ -15,6 +15,7 @@
  *   clients/go/payloads_gen.go                    the Go client's payload types and catalog (protocol-go.ts)
  *   clients/go/replies_gen.go                     the Go client's command reply types (protocol-go.ts)
  *   clients/python/src/sessiond_client/generated.py  the Python client's (protocol-python.ts)
+ *   clients/python/src/sessiond_client/generated_replies.py  its command reply types (protocol-python-replies.ts)
  *
  * test/protocol/vectors.test.ts checks that the committed files are what this makes (so a change to
  * the catalog, the codec or a reply shows up as a diff to review) and that the TypeScript readers
@@ -44,6 +45,7 @@ import { subjects, commandVerbs, type CommandVerb } from '../src/nats/subjects.t
 import { echoRunner } from '../src/runner/echo.ts';
 import { GO_FILE, GO_REPLIES_FILE, renderGo, renderGoReplies } from './protocol-go.ts';
 import { PYTHON_FILE, renderPython } from './protocol-python.ts';
+import { PYTHON_REPLIES_FILE, pythonReplyRoots, renderPythonReplies } from './protocol-python-replies.ts';
 import { readModel, readReplies } from './protocol-types.ts';
 
 const echo = echoRunner();
@@ -773,6 +775,7 @@ export function clientFiles(): Map<string, string> {
     [GO_FILE, renderGo(model)],
     [GO_REPLIES_FILE, renderGoReplies(readReplies(commandsSchema()))],
     [PYTHON_FILE, renderPython(model)],
+    [PYTHON_REPLIES_FILE, renderPythonReplies(readReplies(commandsSchema(), pythonReplyRoots))],
   ]);
 }
 
