@@ -4,9 +4,10 @@
 // line `N passed, N failed` that counts everything that ran (a crashed file counts as failed).
 // Extra arguments are a file pattern (e.g. `npm test -- machine`).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ensureTools, toolPath } from './tools.mjs';
+import { mergeDurations, orderJobs, readDurations } from './test-order.mjs';
 
 const started = Date.now();
 const TIMEOUT_MS = Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 20 * 60_000);
@@ -149,11 +150,10 @@ if (!process.env.SESSIOND_TEST_CLI && !process.env.SESSIOND_TEST_DIR) {
 // install packages run with nothing beside them.
 const JOBS = Math.max(1, Number(process.env.SESSIOND_TEST_JOBS ?? 2));
 const ALONE = /^(cluster\/|chaos\/|package\/pack|recovery\/crash|nats\/(frozen-worker|command-burst|append-answers|session-calls)|runner\/session-tools)/;
-// longest first (as the last run measured them, when there was one), so the run does not end on one long file
-const last = new Map();
-try {
-  for (const d of JSON.parse(readFileSync(join('.tools', 'test-durations.json'), 'utf8'))) last.set(d.file, d.ms);
-} catch {}
+// longest first (scripts/test-order.mjs), so the run does not end on one long file
+const MEASURED = join('.tools', 'test-durations.json');
+const measured = readDurations(MEASURED);
+const committed = readDurations(join('test', 'durations.json'));
 
 async function runFile(file) {
   const fileStarted = Date.now();
@@ -198,9 +198,8 @@ async function pool(list, jobs) {
     }),
   );
 }
-// a client suite not measured yet counts as long (about two minutes each)
-const estimate = (job) => last.get(job) ?? (SUITES[job] ? 120_000 : 0);
-const jobs = [...files, ...suites].sort((a, b) => estimate(b) - estimate(a));
+// a client suite never measured counts as long (about two minutes each)
+const jobs = orderJobs([...files, ...suites], measured, committed, (job) => (SUITES[job] ? 120_000 : 0));
 await pool(
   jobs.filter((f) => ALONE.test(f)),
   1,
@@ -218,7 +217,7 @@ if (durations.length > 5) {
   const slowest = durations.sort((a, b) => b.ms - a.ms).slice(0, 10);
   process.stdout.write(`\nslowest files: ${slowest.map((d) => `${d.file} ${(d.ms / 1000).toFixed(1)} s`).join(', ')}\n`);
   mkdirSync('.tools', { recursive: true });
-  writeFileSync(join('.tools', 'test-durations.json'), `${JSON.stringify(durations, null, 1)}\n`);
+  writeFileSync(MEASURED, `${JSON.stringify(mergeDurations(measured, durations), null, 1)}\n`);
 }
 if (crashed.length > 0) process.stdout.write(`\ncrashed (counted as failed, the run went on): ${crashed.join(', ')}\n`);
 process.stdout.write(
