@@ -1,17 +1,7 @@
 /**
- * The session machine's state chart, read from the machine definition itself (never drawn by hand):
- * `chartModel` walks the state nodes and their transitions; `machineToDot` and `machineToMermaid`
- * print that model; `renderSvg` lays DOT out with Graphviz (WebAssembly, offline).
- *
- * - Committed events that move between states (idle --execution.claimed--> claimed) are solid edges.
- * - On demand (`commands: true`), commands a state decides itself are a dashed self-loop on it, one
- *   line per guarded branch, in the order the machine tries them: `claim [ownsLiveLease] / refuse
- *   own_lease_live`; commands handled at the root (every state that does not handle them itself) go
- *   in a legend. Without them the chart reads at a glance: states and committed-event moves.
- * - The current state and the move just taken (`move`) are highlighted.
- *
- *   const dot = machineToDot(sessionMachine, { highlight: 'claimed', move: { from: 'idle', event: 'execution.claimed' } });
- *   const svg = await renderSvg(dot);
+ * The session machine's state chart, read from the machine definition: `chartModel` walks it,
+ * `machineToDot`/`machineToMermaid` print it, `renderSvg` lays DOT out with Graphviz (WebAssembly,
+ * offline). What the edges mean: docs/inspector.md#the-chart.
  */
 import { ErrorCode, SessiondError } from '../errors.ts';
 import { instance, type Viz } from '@viz-js/viz';

@@ -1,18 +1,7 @@
 /**
- * The conversation of a session at any sequence, for the inspector's route
- *
- *   GET /api/sessions/:id/conversation[?seq=N][&limit=L][&before=I]
- *
- * the latest `limit` entries (default ENTRIES_SHOWN) at sequence N (default: the session's last),
- * or those before entry index I (the `before` cursor of the page after them), and the prompts
- * queued then.
- *
- * Folding is conversation.ts's, from the session's latest mark at or before the sequence
- * (conversation-marks.ts: a point where every entry so far was final, one per 250 events or so,
- * kept as the log grows): a request folds the events since that mark, and a page of older entries
- * folds only the span between the marks around them. Nothing of the conversation is kept between
- * requests. A mark is checked against the log (its event's id) before use: a session deleted and
- * written again is folded from seq 0.
+ * The conversation of a session at any sequence, a page of entries at a time, for the inspector's
+ * `GET /api/sessions/:id/conversation`: folded (conversation.ts) from the latest mark at or before the
+ * sequence, nothing kept between requests (why: docs/inspector.md#the-conversation).
  */
 import { ErrorCode, HttpError, SessiondError } from '../errors.ts';
 import type { EventLog } from '../events/event-log.ts';

@@ -1,21 +1,7 @@
 /**
- * The conversation view: what the agent of a session said and did, folded from its events (pure;
- * `foldConversation` never mutates its input, so a fold at sequence N is the conversation as it was
- * then, and any fold can be kept and continued). Unlike the model runner's transcript it forgets
- * nothing: a compaction is an entry, not a reset, and every turn, wait and recovery is shown.
- *
- * Entries, in the order they joined the conversation:
- *   prompt      a prompt, once promoted into a turn (admitted and not yet promoted: `queued`, apart);
- *               a prompt dropped unrun joins where it was dropped; a continuation says what it continues
- *   turn        an execution: who claimed it, how it ended (succeeded, failed, handed back, waiting,
- *               cancelled, interrupted) and how long it ran
- *   step        an assistant step: its text, reasoning and tool calls (input, output or error, how
- *               long each ran, the approval it waited for and its outcome)
- *   wait        a signal or timer the turn waited for (an approval is on its tool call)
- *   compaction  the summary that replaced older history for the model (the history stays here)
- *   recovery    an execution recovered after its owner was lost, the continuation and its wakes
- *   fork        where a forked session came from (the source's conversation is before it)
- * Large values are bounded (bounded.ts): each says how many characters were cut; bytes are never inlined.
+ * The conversation view: what the agent of a session said and did, as entries (prompt, turn, step,
+ * wait, compaction, recovery, fork) folded from its events, purely; large values bounded (bounded.ts).
+ * The entries: docs/inspector.md#the-conversation (why: docs/inspector.md#the-conversation-fold).
  */
 import type { SessionEvent } from '../events/envelope.ts';
 import { promptText } from '../events/prompt.ts';

@@ -1,14 +1,7 @@
 /**
- * The inspector's guard against DNS rebinding and cross-site writes. It shows every prompt, and a
- * web page on another site can point its own name at 127.0.0.1 and read it from the user's browser:
- * the browser then sends `Host: evil.example`. So a request is answered only when its Host is an
- * address the inspector is bound to, with its port (`127.0.0.1:PORT`; for loopback and wildcard
- * binds also `localhost:PORT` and `[::1]:PORT`; for wildcard binds the machine's own addresses),
- * or one of `extraHosts`. A request with any method but GET and HEAD must also come from the same
- * origin when it names one (`Origin`), so no page elsewhere can send it.
- *
- *   const guard = hostGuard({ host: '127.0.0.1', port: 4600 });
- *   const refusal = guard(req);   // undefined, or { status: 421 | 403, message }
+ * The inspector's guard against DNS rebinding and cross-site writes: a request is answered only when
+ * its Host is an address the inspector is bound to (or one of `extraHosts`), and one other than GET or
+ * HEAD only from the same origin (why: docs/inspector.md#errors-and-the-host-check).
  */
 import type { IncomingMessage } from 'node:http';
 import { networkInterfaces } from 'node:os';

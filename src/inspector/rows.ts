@@ -1,19 +1,7 @@
 /**
- * The projected rows of a session as they were at some sequence, for time travel: the real
- * Projector applied to the session's events up to that sequence in an in-memory database, read
- * back bounded (every execution and recovery row, the latest ROWS_LIMIT inputs and messages with
- * their totals). Nothing is guessed: it is the projection of that prefix.
- *
- * From a mark (conversation-marks.ts: a sequence where the session was settled, with the rows made
- * by then): the rows made before it never change after it, so a request projects only the events
- * since the latest mark with ROWS_LIMIT inputs and messages made after it (a turn or a few hundred
- * events) into a fresh database (or into the image of the last such projection from that mark, when
- * it is not past the sequence asked: following a turn forward projects only what came since), and
- * adds the mark's counts. A session without such a mark (near
- * its start, or with a recovery row before it) falls back to projection checkpoints: the in-memory
- * database kept as a serialized image at every multiple of `every` events (made on the way the
- * first time a session is travelled), for the `sessions` most recently travelled sessions; a
- * request starts from the nearest image at or before its sequence and projects at most `every` events.
+ * The projected rows of a session at a sequence, for time travel: the real Projector applied to that
+ * prefix of its events in an in-memory database, read back bounded (ROWS_LIMIT), starting from a mark
+ * or a projection image (why: docs/inspector.md#rows-at-a-sequence).
  */
 import { ErrorCode, SessiondError } from '../errors.ts';
 import Database from 'better-sqlite3';

@@ -1,30 +1,7 @@
 /**
- * The inspector: a small HTTP server (node:http, no framework) over an EventLog. It follows the log
- * into an @xstate/store (every session's folded state) and answers:
- *
- *   GET /                            the page (one self-contained HTML document)
- *   GET /api/sessions                every session with its live state; with `sessions`: a page of
- *                                    `list` (?state=S&waiting=1|0&tag=k=v&prefix=P&updated=MS&limit=N&after=CURSOR)
- *   POST /api/sessions/:id/fork      with `sessions`: fork the session at { at } into { sessionId }
- *   GET /api/sessions/:id            current state, context, lease and the last page of the timeline
- *   GET /api/sessions/:id/events     a page of the timeline: by seq, by time, by type, by text (timeline.ts)
- *   GET /api/sessions/:id/at/:seq    time travel: state, context, lease and rows at seq (travel.ts, rows.ts)
- *   GET /api/sessions/:id/conversation[?seq=N]   the conversation as it was at seq N (default: now):
- *                                    prompts, answers, reasoning, tool calls, waits, recoveries,
- *                                    compactions, a page of entries at a time (conversation-at.ts)
- *   GET /api/chart.svg[?session=ID[&seq=N]][&commands=1]   the state chart, that session's state and
- *                                    the move into it highlighted; commands and refusals on demand
- *   GET /api/events                  server-sent events: each committed event as it is committed
- *
- * Errors are JSON `{ error: { code, message } }` with 400 (bad id or seq), 404 (unknown session,
- * sequence or route), 405 (not GET, or a POST to an inspector without `sessions`) or 409 (a fork
- * refused: a point inside a turn, a taken id). Before any route, the Host header must name the address the
- * inspector is bound to (127.0.0.1:PORT, localhost:PORT, [::1]:PORT for loopback; `allowedHosts`
- * for more), else 421, and a request other than GET or HEAD from another origin gets 403, both as
- * plain text (host-check.ts): a web page elsewhere cannot read the sessions by DNS rebinding.
- *
- *   const inspector = await startInspector({ log: engine.log, port: 4600 });
- *   console.log(inspector.url);  ...  await inspector.close();
+ * The inspector's HTTP server (node:http, no framework) over an EventLog: it follows the log into an
+ * @xstate/store of every session's folded state and serves the page, its JSON routes and SSE, behind
+ * the Host check (host-check.ts). Routes: docs/inspector.md (why: docs/inspector.md#design-notes).
  */
 import type { CapacityWait } from '../sessions/sessions.ts';
 import { listFilterOf } from '../sessions/list-query.ts';

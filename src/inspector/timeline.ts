@@ -1,16 +1,7 @@
 /**
- * The paginated timeline: one page of a session's events at a time, never the whole session.
- *
- *   GET /api/sessions/:id/events                      the last page
- *   ...?before=SEQ | after=SEQ                        the page before / after a sequence (scrolling)
- *   ...?around=SEQ | time=MS-or-ISO                   a page centred on a sequence, or on the first event at or after a time
- *   ...&type=T[,T2]  (a family: tool.*)               only events of these types (from the index: no scan)
- *   ...&q=TEXT                                        only events whose payload contains TEXT (case-insensitive);
- *                                                     scans at most SCAN_WINDOW events per request, going on from the cursor
- *   ...&limit=N                                       events per page (1..MAX_PAGE, default DEFAULT_PAGE)
- *
- * A page's events are in ascending seq; `before` and `after` are the cursors to pass for the page
- * before and after it (null: nothing there, as of `lastSeq`).
+ * The paginated timeline (`GET /api/sessions/:id/events`): one page of a session's events at a time,
+ * by sequence, time, type or text, in ascending seq with `before`/`after` cursors. The queries:
+ * docs/inspector.md (the events route's table).
  */
 import type { EventLog } from '../events/event-log.ts';
 import { durableEventTypes } from '../events/catalog.ts';
