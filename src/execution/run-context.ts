@@ -1,20 +1,7 @@
 /**
- * The handle a runner writes through. Every write is a `record` command decided by the session
- * machine against the owner's claim and appended with the fencing sequence. A refused write (lease
- * lost, cancelled) aborts the run: the runner sees `ClaimLostError` or the cancellation reason, and
- * nothing it tries afterwards is written.
- *
- * The durability boundary: a write is appended when something that cannot be taken back is about
- * to happen, not one append per call. `tool()` appends its journal (and everything buffered before
- * it) before the tool runs; `phase('unknown')` (a model request may go out) and `compact()`'s start
- * (the summary is a model call) likewise; `flush()` on demand. The other writes (`startStep`,
- * `text`, `endStep`, `failStep`, a tool's result, `phase('safe')`) are buffered in order and ride
- * with the next durable write or with the turn's settlement. A crash loses only buffered writes,
- * which no external effect followed: recovery seals the turn from what is durable.
- *
- * Streamed text (`delta`) goes out live at once, and is recorded (`text.streamed`, see
- * stream-recorder.ts) with the next durable write, or `STREAM_RECORD_MS` after it streamed at the
- * latest: an owner that dies mid-answer loses at most that much of it.
+ * The handle a runner writes through: each write a `record` command the machine decides against the
+ * owner's claim, appended with the fencing sequence at the durability boundary; a refused write aborts
+ * the run. Streamed text is recorded within `STREAM_RECORD_MS` (why: docs/model-runner.md#runners).
  */
 import type { Clock } from '../clock.ts';
 import type { IdSource } from '../ids.ts';

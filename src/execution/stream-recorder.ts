@@ -1,14 +1,7 @@
 /**
  * What a turn's text streamed and has not recorded yet (pure bookkeeping, no I/O): the run context
- * feeds it the live text deltas of its open steps and takes `text.streamed` records from it at the
- * durability boundary (any durable write, and at most `STREAM_RECORD_MS` after a delta). So an owner
- * that dies mid-answer leaves its answer in the log up to a bounded point, which recovery keeps as
- * the interrupted step's partial text and the continuation continues from.
- *
- *   const r = new StreamRecorder('exe_1');
- *   r.streamed('msg_1', 'prt_1', 'Once up');   // true: the first text not recorded (arm a timer)
- *   r.take();                                  // [text.streamed { text: 'Once up', restart: true }]
- *   r.completed('prt_1');                      // text.completed replaces it: nothing more to record
+ * feeds it live deltas and takes `text.streamed` records at the durability boundary, at most
+ * `STREAM_RECORD_MS` after a delta (why: docs/architecture.md#recovery).
  */
 import type { ProtoEvent } from '../machines/commands.ts';
 

@@ -1,14 +1,7 @@
 /**
- * The runner contract: an async function that does one turn of a session. It receives the turn's
- * promoted inputs, an AbortSignal, and a handle whose every write goes through the fenced append.
- * When the handle throws `ClaimLostError` (lease lost) or the signal aborts (cancelled, shutting
- * down), the runner must stop: nothing it writes afterwards is accepted.
- *
- * Durability: the handle appends when an external effect is about to happen, not on every call.
- * Durable before they return: `tool()`'s journal (before `fn` runs), `phase('unknown')` (before a
- * model request), `compact()`'s start (before the summary is asked for), `flush()`. Everything else
- * is buffered in order and rides with the next durable write or the turn's settlement; a refusal of
- * a buffered write surfaces at that next durable write.
+ * The runner contract: an async function for one turn of a session, given its promoted inputs, an
+ * AbortSignal and a handle whose writes are fenced appends at the durability boundary; on
+ * `ClaimLostError` or an abort it must stop (why: docs/model-runner.md#runners).
  */
 import type { Continuation, Delivery, ExecutionPhase, Prompt, PromptPart, RecordedError, Usage } from '../events/catalog.ts';
 import type { Tags } from '../events/tags.ts';

@@ -1,15 +1,7 @@
 /**
- * The `--mcp FILE`: the `mcpServers` JSON MCP hosts use, checked whole before anything starts.
- *
- *   { "mcpServers": {
- *       "files": { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/data"] },
- *       "search": { "url": "https://mcp.example.com/mcp", "headers": { "Authorization": "Bearer ..." },
- *                   "needsApproval": ["delete"], "durable": false, "timeoutMs": 10000 } } }
- *
- * stdio: `command`, `args`, `env`, `cwd`; Streamable HTTP: `url`, `headers`; `type` may say which
- * (`stdio`, `http`, `streamable-http`). sessiond's own: `needsApproval` (true, or tool names),
- * `durable` (default true), `timeoutMs` per call, and `tools: { name: { needsApproval, durable,
- * timeoutMs } }` per tool. Anything else is refused with the file, the entry and what to fix.
+ * The `--mcp FILE`: the `mcpServers` JSON MCP hosts use, with sessiond's own fields (`needsApproval`,
+ * `durable`, `timeoutMs`, per server and per tool), checked whole before anything starts; anything
+ * else is refused with the file, the entry and what to fix. The format: docs/model-runner.md#mcp-servers.
  */
 import { readFileSync } from 'node:fs';
 import { SessiondError, ErrorCode } from '../../errors.ts';

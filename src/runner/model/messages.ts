@@ -1,15 +1,7 @@
 /**
- * A session's transcript as the conversation sent to a model (AI SDK `ModelMessage`s): user prompts
- * as user messages, each assistant step as an assistant message (its text and tool calls) followed
- * by a tool message with every call's result, a compaction's summary as a user message that says
- * what it is. Reasoning is kept in the log and sent back only as `sendReasoning` says (most servers
- * ignore it; thinking modes with tools need this turn's, as `reasoning_content`). A
- * call without a result (sealed by a recovery, a hand-back or a cancel) is answered with an error
- * result saying so: the model never sees a call left open.
- *
- * A continuation (after the worker running a turn stopped) is said in plain words composed here,
- * never the stored prompt: the interrupted step's partial answer is the assistant message before it,
- * and the note asks the model to go on from where it stops. No internal id reaches the model.
+ * A session's transcript as the AI SDK `ModelMessage`s sent to a model: prompts, each step with its
+ * tool results, compaction summaries, a continuation's note in plain words; no call left open and no
+ * internal id reaches the model (why: docs/model-runner.md#the-conversation-sent-to-a-model).
  */
 import type { ModelMessage, ToolResultPart, UserContent } from 'ai';
 import type { Continuation, PromptPart } from '../../events/catalog.ts';

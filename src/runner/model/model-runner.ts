@@ -1,29 +1,7 @@
 /**
- * A runner that talks to a model through the Vercel AI SDK (any `LanguageModel`: the
- * OpenAI-compatible one of `openaiRunner`, or another provider's).
- *
- * A turn: the conversation is the session's transcript (`ctx.history()`); then steps until the
- * model stops asking for tools (at most `maxSteps` model calls; a model still calling tools after
- * them fails the turn with `StepLimitError`, type `step_limit`). Each step: `startStep` (steering
- * prompts join here), phase `unknown` before every request, text and reasoning streamed as live
- * deltas and recorded as parts, tokens recorded on `step.ended`, each tool call run through
- * `ctx.tool` and its result sent back on the next step. The calls of one response run at once:
- * all journaled in one append, then run with at most `maxParallelTools` in flight; the results go
- * back in the model's call order.
- *
- * Failures: retryable ones (429, 5xx, network, a stream cut) are sent again with backoff, each
- * attempt announced live (`model.retry_scheduled`); a context overflow (the server's error, or the
- * estimate against `contextWindow`) compacts the older history with the model and runs the step
- * again; anything else fails the step with the server's message and fails the turn. Cancel and a
- * lost claim abort `ctx.signal`, which aborts the HTTP request at once.
- *
- * A continuation (after a crash or a hand-back) first retries the durable tool calls it names,
- * with their original idempotency keys, then asks the model to go on with the whole history.
- *
- * A tool with `needsApproval`: its call is recorded and waits for a person (`ctx.requestApproval`);
- * the other calls of the step run, the step ends, and the turn settles waiting. Resumed, the turn
- * first runs the calls a person approved (`ctx.runApproved`, once); a denied one has a result that
- * says so; then the model goes on.
+ * A runner over any AI SDK `LanguageModel` (`openaiRunner`'s OpenAI-compatible one, or another
+ * provider's): each turn runs model calls and tool calls until the model stops asking for tools, with
+ * retries, compaction, continuations and approvals (why: docs/model-runner.md#design-notes).
  */
 import { generateText, streamText, type LanguageModel, type LanguageModelUsage, type ModelMessage } from 'ai';
 import type { RecordedError, Usage } from '../../events/catalog.ts';

@@ -1,19 +1,7 @@
 /**
- * Tools a model may call: a zod schema for the input (sent to the model as JSON schema, checked on
- * every call), a description, whether the call is durable (it gets an idempotency key, and after a
- * crash a continuation may retry it with the same key), and the function. Calls run through
- * `ctx.tool`: journaled before the function starts, never rerun blindly after a crash.
- *
- * `needsApproval` (true, or a function of the input): the call waits for a person before it runs
- * (`sessiond approve|deny SESSION CALL`); the turn holds nothing meanwhile.
- *
- *   export default {
- *     weather: defineTool({ description: 'Current weather in a city', inputSchema: z.object({ city: z.string() }),
- *       execute: async ({ city }) => ({ city, celsius: 21 }) }),
- *   };
- *
- * A tool may instead give its input as JSON Schema (`jsonInput(schema, validate)`: MCP servers'
- * tools do); `parseToolInput` checks a call's input either way.
+ * Tools a model may call (`defineTool`): an input schema (zod, or JSON Schema through `jsonInput`), a
+ * description, `durable`, `needsApproval` and the function, run through `ctx.tool` (journaled first).
+ * Docs: docs/model-runner.md#the-model-runner---runner-openai (why: docs/model-runner.md#tool-inputs).
  */
 import { jsonSchema, tool as sdkTool, type JSONSchema7, type Tool } from 'ai';
 import type { z } from 'zod';
