@@ -1,16 +1,7 @@
 /**
- * The gateway's flags (`sessiond serve`, `sessiond start --http`), parsed once:
- *
- *   --http <port>            serve the HTTP and SSE gateway on this port (0: a free one, printed)
- *   --http-host <address>    bind address (default 127.0.0.1; anything else needs tokens)
- *   --tokens <file>          bearer tokens and their reach (JSON; default SESSIOND_GATEWAY_TOKENS)
- *   --jwks <file|url>        verify signed tokens (JWTs) against this JWKS (--jwt-issuer, --jwt-audience,
- *                            --jwt-clock-tolerance, --jwt-claim what=claim)
- *   --cors-origin <origin>   an origin whose pages may call it (repeatable; * for any)
- *   --max-body-bytes <n>     largest request body
- *   --body-timeout <d>       how long a request body may take to arrive (then 408)
- *   --token-limit <q=n>      every token's quota q (repeatable; a token's own "limits" go over it)
- *   --tenant-limit <q=n>     every tenant's quota q, over all its tokens (repeatable)
+ * The gateway's flags (`sessiond serve`, `sessiond start --http`), parsed once: `--http`,
+ * `--http-host`, `--tokens`, `--jwks` and `--jwt-*`, `--cors-origin`, `--max-body-bytes`,
+ * `--body-timeout`, `--token-limit`, `--tenant-limit`. What each does: docs/gateway.md.
  */
 import { InvalidArgumentError, type Command } from 'commander';
 import { UsageError, messageOf } from '../errors.ts';

@@ -1,27 +1,7 @@
 /**
- * One chat turn as the AI SDK's UI message stream (what `useChat` reads through its
- * `DefaultChatTransport`): a pure fold from the session's events to the stream's chunks.
- *
- * The turn is the execution that takes the prompt (`input.promoted` of its input id), followed
- * through a recovery into the continuation that finishes it (`recovery.completed`'s
- * `continuationInputId`), and after a hand-back into the execution that takes the prompt again.
- * It ends at `execution.settled` (succeeded or failed) or a cancel. A call that waits for approval
- * shows as `tool-input-available` then `tool-approval-request` (approvalId: the call id); a denial
- * as `tool-output-denied`, an approved call's result as `tool-output-available`/`-error` when the
- * resumed turn runs it; a cancel while it waits as `tool-output-error` and an `error`. At the
- * settle `waiting` the message ends when `endAtWait` (its reader may approve: useChat sends its
- * answer as a new request), else it follows the turn into the input that resumes it; a turn that
- * waits only on its session calls is followed either way (nobody answers those). A session tool
- * call shows as a tool call in progress, its child's live text as the call's preliminary output
- * (chat.ts), until the child's answer is its output.
- *
- *   start → start-step → text-start / text-delta… / text-end (reasoning-* the same) →
- *   tool-input-available / tool-output-available | tool-output-error → finish-step … → finish
- *
- * Deltas stream as they happen for the steps that begin after the stream opened (`openedAtSeq`);
- * a step that began before (a resumed stream replays the turn from the log) shows its text whole at
- * `text.completed`, so no part ever shows text twice or out of order. A delta that overtakes its
- * step's `step.started` (live events can arrive before the log's) waits for it, up to a bound.
+ * One chat turn as the AI SDK's UI message stream (what `useChat` reads): a pure fold from the
+ * session's events to the stream's chunks, following the turn through recoveries, hand-backs and
+ * waits (why: docs/gateway.md#the-chat-streams-fold).
  */
 import type { LiveEvent } from '../events/live-bus.ts';
 import { resumeInputId } from '../input/resolve.ts';

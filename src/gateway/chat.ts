@@ -1,21 +1,7 @@
 /**
- * The gateway's chat routes, for the AI SDK's `useChat` (its `DefaultChatTransport`, `api` set to
- * `<gateway>/v1/chat`): the chat id is the session id.
- *
- * - `POST /v1/chat` `{ id, messages, trigger: 'submit-message' }`: admits the last message (a user
- *   message; its id makes the admission idempotent, so a retried request runs once) and answers the
- *   turn as a UI message stream (chat-chunks.ts), ending with `data: [DONE]`.
- * - `GET /v1/chat/:id/stream` (the transport's `reconnectToStream`, e.g. `useChat({ resume: true })`
- *   after a reload or a dropped connection): 204 when no turn of the session is under way, else the
- *   turn of its last prompt replayed from the log, then live.
- * - A turn that waits for a person's approval streams `tool-approval-request` (approvalId = call id);
- *   for a caller with the `approve` scope the stream ends there (useChat cannot send while a stream
- *   is open). Its answer (`addToolApprovalResponse`, then `sendMessage` or `sendAutomaticallyWhen`)
- *   comes back as `POST /v1/chat` whose last message is that assistant message with parts in state
- *   `approval-responded`: each is approved or denied, and the resumed turn streams in the response.
- *
- * The text of a user message becomes the prompt; its `file` parts (a data: URL or an https URL)
- * become image or file parts.
+ * The gateway's chat routes for the AI SDK's `useChat` (`POST /v1/chat`, `GET /v1/chat/:id/stream`;
+ * the chat id is the session id): admit a message or the approvals it answers, and stream the turn
+ * (chat-chunks.ts). What each does: docs/gateway.md#for-the-ai-sdks-usechat.
  */
 import type { ServerResponse } from 'node:http';
 import { ErrorCode, HttpError, messageOf } from '../errors.ts';
