@@ -1,21 +1,6 @@
 /**
- * Audits a log for liveness, from the events alone: work that nobody will do. Safety (audit-log.ts)
- * holds at every instant; liveness is judged at a moment `now`, for work older than `graceMs` (the
- * time a healthy deployment needs: lease + sweep + a margin), so a log still being written is not
- * blamed for a prompt admitted a second ago.
- *
- * - stranded_input: an input admitted with a wake, never promoted, while no execution is in
- *   progress, for longer than the grace (nobody will run it);
- * - unrecovered_execution: an execution that neither settled nor was cancelled or recovered, whose
- *   lease ran out longer than the grace ago (its recovery never came);
- * - recovery_incomplete: a recovery started and never completed;
- * - wake_parked: a recovery's wake was given up on (parked): only a person can wake the session;
- * - overdue_wait: a timer, or a signal's timeout, whose time passed more than the grace ago and
- *   that never ended (no worker's sweep ran: a timer lives in the log, and only a sweep ends it).
- *   A turn waiting for a person or a signal without a timeout is not late: it waits by design, and
- *   holds the inputs admitted meanwhile;
- * - pending_full: the session holds as many pending inputs (or prompt bytes) as its limits allow, so
- *   every new prompt is refused until it runs them or an operator drops them.
+ * Audits a log for liveness from its events alone: work that nobody will do, judged at `now` for work
+ * older than `graceMs` (why and each finding: docs/architecture.md#design-notes-liveness).
  */
 import type { SessionEvent } from '../events/envelope.ts';
 import { bySession, type Violation } from './audit-log.ts';

@@ -1,16 +1,7 @@
 /**
- * A closed stdout ends a command quietly, as `yes | head` ends: `sessiond status --json | head`,
- * `sessiond tail | grep -m1 ...`, a log reader that went away. The first failed write (EPIPE) marks
- * stdout closed; what the command would still print is dropped, nothing goes to stderr about it, and
- * the command exits as it would have (0 when it did its work). A command that was changing something
- * finishes it (a retention is not cut off between two deletions); one that runs until stopped
- * (`tail`, `start`) stops as on Ctrl-C, through `onClosed`.
- *
- *   const stdout = watchStdout(process.stdout);
- *   stdout.onClosed(() => stopFollowing());
- *   if (!stdout.closed) process.stdout.write(line);
- *
- * Any other write error (a full disk behind `> file`) is not a closed pipe and stays loud.
+ * A closed stdout (EPIPE) ends a command quietly, as `yes | head` ends: the rest of its output is
+ * dropped, and a command that runs until stopped hears of it through `onClosed`; any other write error
+ * stays loud (why: docs/operating.md#a-closed-stdout).
  */
 import type { EventEmitter } from 'node:events';
 

@@ -1,17 +1,7 @@
 /**
- * The OpenTelemetry SDK and its OTLP exporter, for the worker and the CLI: loaded (dynamic import)
- * only when the standard `OTEL_*` variables ask for traces; otherwise nothing is loaded and the
- * engine's spans stay the API's no-ops.
- *
- *   const tracing = await startTracing(process.env);   // undefined: not asked for
- *   ...
- *   await tracing?.shutdown();                         // exports what is queued
- *
- * Asked for by `OTEL_EXPORTER_OTLP_ENDPOINT` (or `..._TRACES_ENDPOINT`) or `OTEL_TRACES_EXPORTER=otlp`;
- * off with `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none`. `OTEL_EXPORTER_OTLP_PROTOCOL`:
- * `http/protobuf` (default) or `http/json`. The exporter, the sampler (`OTEL_TRACES_SAMPLER`) and
- * the batch (`OTEL_BSP_*`) read their own variables. An unreachable collector never holds a turn:
- * spans past the queue (`OTEL_BSP_MAX_QUEUE_SIZE`, default 2048) are dropped and counted.
+ * The OpenTelemetry SDK and its OTLP exporter, for the worker and the CLI: loaded (dynamic import) only
+ * when the standard `OTEL_*` variables ask for traces; otherwise the engine's spans stay the API's
+ * no-ops. The variables, and why a slow collector never holds a turn: docs/operating.md#traces.
  */
 import { trace, type Context } from '@opentelemetry/api';
 import type { ReadableSpan, Span, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';

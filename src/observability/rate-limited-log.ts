@@ -1,18 +1,7 @@
 /**
- * Lines about refused requests, rate-limited: anyone allowed to send a command can send a refused
- * one as fast as the server lets them, and a line for each would fill the worker's log. A refusal
- * is written (cut to `maxLineChars`) when no line of its kind was written in the last `intervalMs`;
- * the others are counted, and one summary line per window (`intervalMs` from the first refusal after
- * a quiet spell) says how many were held back, by kind:
- *
- *   refused 1,234 more requests (invalid_input 1,200, permission 34) in the last 10 s
- *
- *   const log = createRefusalLog({ write: (line) => process.stderr.write(`${line}\n`) });
- *   log.refused('invalid_input', `refused a status request (invalid_id): ...`);
- *   log.close();   // writes what is held back, stops the timer
- *
- * Time comes from the injected clock (tests move a ManualClock); the window's timer never keeps a
- * process alive.
+ * Lines about refused requests, rate-limited: one line per kind per `intervalMs`, the rest counted
+ * into one summary line per window (`refused 1,234 more requests (...) in the last 10 s`); the clock
+ * is injected (why: docs/operating.md#refused-requests-in-the-log).
  */
 import { systemClock, type Clock } from '../clock.ts';
 import { ErrorCode, SessiondError, boundText } from '../errors.ts';

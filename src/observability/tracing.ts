@@ -1,14 +1,7 @@
 /**
- * Spans by OpenTelemetry's generative-AI semantic conventions, on `@opentelemetry/api` only: with
- * no SDK registered (the default) every call here is the API's no-op. The worker and the CLI
- * register one when `OTEL_*` asks for it (src/observability/otel-sdk.ts).
- *
- *   invoke_agent  one per turn (the session is the conversation id)
- *   chat          one per model call (a step of the turn)
- *   execute_tool  one per tool call
- *   sessiond.claim, sessiond.recover, sessiond.wait: sessiond's own, where they help
- *
- * The span and attribute table is in docs/operating.md#traces.
+ * Spans by OpenTelemetry's generative-AI semantic conventions (`invoke_agent`, `chat`,
+ * `execute_tool`, and sessiond's own), on `@opentelemetry/api` only: no-ops unless an SDK is
+ * registered (otel-sdk.ts). The spans and attributes: docs/operating.md#traces.
  */
 import {
   ProxyTracerProvider,

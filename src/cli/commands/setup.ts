@@ -1,15 +1,7 @@
 /**
- * `sessiond setup --nats <url> --nats-user admin`: the operator's step before any worker starts.
- * Creates the events stream, the snapshot stream and the audit stream (deletions), or checks existing ones setting by setting and
- * brings them to what sessiond needs: what can be changed in place is changed (and said), what
- * cannot (storage, retention, a mirror, a subject set that captured other messages) is refused with
- * how to back up and recreate the stream. Workers never create or change a stream (nats.conf gives
- * them no such right): they verify and refuse to run on one that differs.
- *
- * `sessiond setup --tenant NAME` prints the nats.conf user of a tenant instead (nats/tenant-user.ts).
- *
- * Replicas: `--replicas N`, or by default 3 for a new stream on a JetStream cluster and 1 on a single
- * server; an existing stream keeps its replicas (with a hint when it has 1 on a cluster).
+ * `sessiond setup --nats <url> --nats-user admin`: creates the events, snapshot and audit streams, or
+ * brings existing ones to sessiond's settings and refuses what cannot change in place (workers only
+ * verify); `--tenant NAME` prints a tenant's nats.conf user (why: docs/nats.md#the-events-stream).
  */
 import type { Command } from 'commander';
 import { jetstreamManager } from '@nats-io/jetstream';
