@@ -34,6 +34,7 @@ import { forkSession } from './sessions/fork.ts';
 import { ErrorCode, SessiondError, isSessiondError } from './errors.ts';
 import { validateId } from './ids.ts';
 import { deleteSession, type DeleteOptions } from './sessions/delete.ts';
+import { sqliteEraser } from './sessions/sqlite-eraser.ts';
 import { deletionRecords, type DeletionRecord } from './storage/sqlite/delete-session.ts';
 import { listFromProjection } from './sessions/list-projection.ts';
 import { LocalLiveBus, fanOut, matchesLive, type LiveEvent, type LiveFilter } from './events/live-bus.ts';
@@ -169,7 +170,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
           `Cannot delete session ${id} here: this engine's log is ${log.name}, not its SQLite file; a worker's engine may not delete from a NATS stream: the admin user does, with sessiond delete SESSION --yes --nats URL --nats-user admin (docs/operating.md, "Deleting sessions").`,
         );
       }
-      return deleteSession(execution.handler, db, clock, id, deleteOptions, () => execution.awaitIdle(id));
+      return deleteSession(execution.handler, sqliteEraser(db, clock), id, deleteOptions, () => execution.awaitIdle(id));
     },
     deletions: (limit) => deletionRecords(db, limit),
     tenantBudget: async (tenant, request) => tenantBudget(budgetStore(), clock, tenant, request),

@@ -1,20 +1,20 @@
 /**
- * Deleting a session (GDPR erasure, retention) from a SQLite database: a turn in progress or a turn
- * that waits is cancelled first (its owner stops as cancelled; its waits end), then its events, rows,
- * snapshot and inputs go in one transaction with one audit row (who, when, why, how many events;
- * never the content). The id may be used again afterwards: it starts a new session from sequence 1.
+ * Deleting a session (GDPR erasure, retention), on any log: the log's eraser checks it can finish, a
+ * turn in progress or a turn that waits is cancelled first (its owner stops as cancelled; its waits
+ * end), then the eraser erases the session and records who, when, why and how many events (never the
+ * content). The id may be used again afterwards: it starts a new session from sequence 1.
  */
-import type { Clock } from '../clock.ts';
 import { ErrorCode, SessiondError } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import type { CommandHandler } from '../execution/command-handler.ts';
 import { cancelExecution } from '../execution/cancel.ts';
 import { openWaits } from '../machines/session-context.ts';
-import { deleteSessionData, type DeletionRecord } from '../storage/sqlite/delete-session.ts';
-import type { Db } from '../storage/sqlite/database.ts';
+import type { DeletionRecord } from '../storage/sqlite/delete-session.ts';
+import type { SessionEraser } from './session-eraser.ts';
 import { unknownSession } from './status.ts';
 
 export type { DeletionRecord };
+export type { Erasure, SessionEraser } from './session-eraser.ts';
 
 export interface DeleteOptions {
   /** Who deletes (recorded in the audit row); default `api`. */
@@ -59,19 +59,26 @@ export async function cancelBeforeDelete(
   }
 }
 
-export async function deleteSession(
+/**
+ * Deletes the session through the log's eraser: checks the id and the options, lets the eraser refuse
+ * before anything is cancelled, cancels a running or waiting turn, erases, and forgets the cached
+ * state (the id's next commands are decided from the log, which no longer has it). Returns the record.
+ */
+export async function deleteSession<R extends DeletionRecord>(
   handler: CommandHandler,
-  db: Db,
-  clock: Clock,
+  eraser: SessionEraser<R>,
   sessionId: string,
   options: DeleteOptions = {},
-  /** After a cancel, before the delete (an engine waits there for its own runner to stop). */
+  /** After a cancel, before the erase (an engine waits there for its own runner to stop). */
   afterCancel: () => Promise<void> = async () => {},
-): Promise<DeletionRecord> {
+): Promise<R> {
   validateId(sessionId, 'session id');
   const by = checkDeleteOptions(options);
+  await eraser.check();
   await cancelBeforeDelete(handler, sessionId, options, afterCancel);
-  const record = deleteSessionData(db, sessionId, { now: clock.now(), by, reason: options.reason, archivedTo: options.archivedTo });
-  handler.forget(sessionId); // this process decides the id's next commands from the log, which no longer has it
-  return record;
+  try {
+    return await eraser.erase(sessionId, { by, reason: options.reason, archivedTo: options.archivedTo });
+  } finally {
+    handler.forget(sessionId);
+  }
 }

@@ -15,6 +15,7 @@ import { SessionExecution } from '../../src/execution/session-execution.ts';
 import { startWorker, type Worker } from '../../src/execution/worker.ts';
 import { admitInput } from '../../src/input/admit.ts';
 import { deleteSession } from '../../src/sessions/delete.ts';
+import { sqliteEraser } from '../../src/sessions/sqlite-eraser.ts';
 import { stateOf } from '../../src/machines/decider.ts';
 import type { EventLog } from '../../src/events/event-log.ts';
 import type { RecoveryNotice, SweepReport } from '../../src/recovery/sweeper.ts';
@@ -334,7 +335,7 @@ test('session calls - deleting a waiting parent cancels its children first (thei
   const h = host(tmp.file('c.db'), clock, cascade);
   try {
     await parentWaitingOnBusyChildren(h);
-    await deleteSession(h.execution.handler, h.db, clock, 'ses_parent', { reason: 'cleanup' });
+    await deleteSession(h.execution.handler, sqliteEraser(h.db, clock), 'ses_parent', { reason: 'cleanup' });
     assert.is((await h.events('ses_parent')).length, 0);
     const works = (await h.events('ses_works')).find((e) => e.type === 'execution.cancelled');
     assert.is(works?.payload.reason, 'its caller ses_parent was cancelled: the session is being deleted: cleanup');

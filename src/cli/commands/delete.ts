@@ -7,7 +7,8 @@
  * event is older than the time, after writing them to the archive (an export file `sessiond
  * replay` reads) when one is given. Over NATS (`--nats URL --nats-user admin`) the session's subject
  * is purged from the events stream and the deletion recorded on the audit stream, which every worker
- * follows to drop the session from its projection (nats/delete-session.ts, docs/operating.md).
+ * follows to drop the session from its projection (nats/nats-eraser.ts, nats/delete-session.ts,
+ * docs/operating.md).
  */
 import { whoAmI } from '../who.ts';
 import type { Command } from 'commander';
@@ -18,6 +19,8 @@ import { CommandHandler } from '../../execution/command-handler.ts';
 import { ExportWriter } from '../../export/export-file.ts';
 import { catchUpProjection } from '../../projector/catch-up.ts';
 import { deleteSession } from '../../sessions/delete.ts';
+import type { SessionEraser } from '../../sessions/session-eraser.ts';
+import { sqliteEraser } from '../../sessions/sqlite-eraser.ts';
 import { isSettledPoint } from '../../sessions/fork-point.ts';
 import { deletionRecords, type DeletionRecord } from '../../storage/sqlite/delete-session.ts';
 import type { Db } from '../../storage/sqlite/database.ts';
@@ -27,7 +30,7 @@ import { addLogOptions, openLog, type LogOptions, type OpenedLog } from '../log-
 import { timeOrAgo } from './sessions-list.ts';
 import { natsConnectionOptions } from '../nats-options.ts';
 import { JetStreamEventLog } from '../../nats/jetstream-event-log.ts';
-import { checkCanDelete, deleteNatsSession } from '../../nats/delete-session.ts';
+import { natsEraser } from '../../nats/nats-eraser.ts';
 import { readDeletions } from '../../nats/deletion-stream.ts';
 import { subjects } from '../../nats/subjects.ts';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -43,29 +46,36 @@ export function describeDeletion(r: DeletionRecord): string {
 
 /**
  * Where a delete happens: a SQLite file (one transaction) or NATS as the admin user (a purge and an
- * audit message). `sessions` lists the sessions of the log (retain's candidates, between turns and
- * last changed before a time).
+ * audit message), each through its eraser and the one delete flow. `settledBefore` lists the
+ * sessions of the log (retain's candidates, between turns and last changed before a time).
  */
 interface DeleteTarget {
   log: EventLog;
   describe: string;
+  /** The one delete flow (sessions/delete.ts) with the log's eraser. */
   delete(sessionId: string, options: DeleteOptions): Promise<DeletionRecord>;
   /** Sessions last changed before `before`, between turns at their head. */
   settledBefore(before: number): Promise<string[]>;
   deletions(limit: number): Promise<DeletionRecord[]>;
 }
 
+const deleteWith =
+  (handler: CommandHandler, eraser: SessionEraser) =>
+  (sessionId: string, options: DeleteOptions): Promise<DeletionRecord> =>
+    deleteSession(handler, eraser, sessionId, options);
+
 async function withTarget<T>(opts: LogOptions, ctx: CliContext, verb: string, use: (target: DeleteTarget) => Promise<T>): Promise<T> {
   const nats = natsConnectionOptions(opts, ctx, `sessiond-${verb}`);
   if (nats) {
     const log = await JetStreamEventLog.open({ connection: nats, ensureStream: false });
     try {
-      if (verb !== 'deletions') await checkCanDelete(log);
+      const eraser = natsEraser(log, systemClock);
+      if (verb !== 'deletions') await eraser.check(); // refused before anything is listed or archived
       const handler = new CommandHandler(log, systemClock, randomIds);
       return await use({
         log,
         describe: `NATS ${nats.servers} (stream ${log.stream})`,
-        delete: (id, o) => deleteNatsSession(log, systemClock, randomIds, id, o),
+        delete: deleteWith(handler, eraser),
         async settledBefore(before) {
           // the sessions are the stream's subjects; each folded from the log (no projection here)
           const info = await (await jetstreamManager(log.nc)).streams.info(log.stream, { subjects_filter: subjects.allEvents });
@@ -92,7 +102,7 @@ async function withTarget<T>(opts: LogOptions, ctx: CliContext, verb: string, us
     return await use({
       log,
       describe,
-      delete: (id, o) => deleteSession(handler, db, systemClock, id, o),
+      delete: deleteWith(handler, sqliteEraser(db, systemClock)),
       async settledBefore(before) {
         await catchUpProjection(db, log);
         const rows = db
