@@ -76,7 +76,7 @@ test("errors - every exported error class is in src/errors.ts, but the command p
   walk('src');
   // CommandError's code is derived from the protocol's failure codes (src/nats/command-protocol.ts); a class
   // private to one module (not exported) that never leaves it may stay there too.
-  assert.equal(elsewhere, [join('src', 'nats', 'commands.ts') + ': CommandError']);
+  assert.equal(elsewhere, [join('src', 'nats', 'command-protocol.ts') + ': CommandError']);
 });
 
 test('errors - resume reports an unexpected failure as failed with its code, not as a lost claim', async () => {
