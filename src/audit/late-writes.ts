@@ -1,11 +1,7 @@
 /**
- * Writes that landed after their lease: an execution decided a write (its `time`) while its lease
- * was live, and the log committed it (`committedAt`) after the lease had expired, e.g. an append
- * retried through a NATS outage, or a worker frozen between deciding and appending. Fencing still
- * decided (nobody had written since, so the sequence matched): this is not a violation, but the
- * write took effect later than its `time` says, so a lease audit by event time alone cannot see it.
- * Reported as warnings with their lag. Events without `committedAt` (stored before logs recorded
- * it) are not judged.
+ * Writes that landed after their lease: decided (`time`) while the lease was live, committed
+ * (`committedAt`) after it expired. Fencing accepted them, so they are warnings with their lag, not
+ * violations (why: docs/architecture.md#design-notes-late-writes).
  */
 import type { SessionEvent } from '../events/envelope.ts';
 import { isoTime } from '../clock.ts';

@@ -1,10 +1,7 @@
 /**
- * Tenants' budgets on NATS: a key per tenant (`t_` and the name in base64url, as a key allows few
- * characters) of the JetStream KV bucket `SESSIOND_BUDGETS` (history 1), shared by every worker. An
- * update writes with compare-and-set on the revision it read, and reads again on a concurrent write.
- *
- * `sessiond setup` creates the bucket; the worker user reads and writes it, the admin too (to set
- * budgets), no other user.
+ * Tenants' budgets on NATS: a key per tenant (`t_` and the name in base64url) of the JetStream KV
+ * bucket `SESSIOND_BUDGETS` (history 1), written with compare-and-set on the revision read and read
+ * again on a concurrent write (docs/operating.md#tenants-budgets).
  */
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';

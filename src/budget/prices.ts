@@ -1,12 +1,7 @@
 /**
  * A price table: US dollars per million tokens, per model (`sessiond start --prices FILE`, the
- * `prices` option). A model call is priced when it ends, and its cost recorded with its usage, so a
- * later change of prices never rewrites what was spent.
- *
- *   { "gpt-4o-mini": { "input": 0.15, "cachedInput": 0.075, "output": 0.6 } }
- *
- * `input` and `output` are required; `cachedInput` (input read from the provider's cache) defaults
- * to `input`, `reasoning` (reasoning tokens, part of the output) to `output`.
+ * `prices` option). A call is priced when it ends and its cost recorded with its usage, so a later
+ * change of prices never rewrites what was spent (format: docs/operating.md#budgets).
  */
 import { readFileSync } from 'node:fs';
 import { ErrorCode, SessiondError } from '../errors.ts';

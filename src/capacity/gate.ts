@@ -1,11 +1,8 @@
 /**
- * The model-call gate a worker holds: every model call asks it for a slot first. It keeps this
- * worker's heartbeat and declared limits in the shared CapacityStore, turns acquire/release/429
- * into the decider's transitions (decide.ts), and resolves local waiters when a write (its own or,
- * at the next poll, anyone's) grants them a slot.
- *
- * A call with no limit that applies and no back-off on its provider writes nothing: the fleet's
- * limits and back-offs are read at most once per `pollMs` and cached.
+ * The model-call gate a worker holds: each model call asks it for a slot first. It keeps the worker's
+ * heartbeat and limits in the shared CapacityStore, turns acquire/release/429 into the decider's
+ * transitions (decide.ts) and wakes local waiters a write grants a slot. A call no limit or back-off
+ * applies to writes nothing: the fleet's state is read at most once per `pollMs`, and cached.
  */
 import { type Clock, systemClock, type TimerHandle } from '../clock.ts';
 import { ShutdownError } from '../errors.ts';

@@ -1,11 +1,7 @@
 /**
  * The capacity state on NATS: key `state` of the JetStream KV bucket `SESSIOND_CAPACITY` (history 1),
- * shared by every worker of the deployment. An update reads the key, applies the change and writes
- * it back with compare-and-set on the revision it read (`kv.update`); a concurrent write makes it
- * read again and retry, so no worker's change is lost.
- *
- * `sessiond setup` (the admin user) creates the bucket; workers only open it (nats.conf lets the
- * worker user read and write its subjects, and no other user).
+ * shared by every worker and created by `sessiond setup`. An update writes back with compare-and-set
+ * on the revision it read and retries on a concurrent write, so no worker's change is lost.
  */
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';

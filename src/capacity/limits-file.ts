@@ -1,11 +1,7 @@
 /**
- * Limits on model calls for a whole deployment: by model, by provider (its base URL) and by tenant
- * (a session's owner). One JSON file, the same on every worker:
- *
- *   { "models": { "gpt-4o": 4, "*": 8 }, "providers": { "https://api.openai.com/v1": 16 }, "tenants": { "acme": 2, "*": 4 } }
- *
- * `"*"` is the limit of each model (or provider, or tenant) that has no entry of its own: a limit
- * per name, not a total. Every part is optional. `--max-model-calls N` is `{ "models": { "*": N } }`.
+ * The limits file: model calls in flight by model, by provider (its base URL) and by tenant, one JSON
+ * file the same on every worker. `"*"` is a limit per name, not a total; `--max-model-calls N` is
+ * `{ "models": { "*": N } }` (docs/operating.md#limits-on-model-calls).
  */
 import { readFileSync } from 'node:fs';
 import { InvalidInputError } from '../errors.ts';

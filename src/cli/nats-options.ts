@@ -1,12 +1,8 @@
 /**
- * The NATS flags shared by `sessiond start` and `sessiond prompt`, parsed once:
- *
- *   --nats <url>         NATS server(s), comma-separated (default: SESSIOND_NATS); absent = embedded SQLite
- *   --nats-user <user>   (default: SESSIOND_NATS_USER)
- *   --nats-pass <pass>   (default: SESSIOND_NATS_PASS; prefer the variable, flags show up in `ps`)
- *
- * `natsConnectionOptions` turns them into connection options, or undefined when NATS is not used.
- * A bad value is a usage error naming the flag; the password is never printed.
+ * The NATS flags shared by `sessiond start` and `sessiond prompt`, parsed once: `--nats <url>[,...]`
+ * (SESSIOND_NATS; none: embedded SQLite), `--nats-user`, `--nats-pass` (SESSIOND_NATS_USER,
+ * SESSIOND_NATS_PASS: prefer the variable, flags show in `ps`). A bad value is a usage error naming
+ * the flag; the password is never printed.
  */
 import type { Command } from 'commander';
 import { isSessiondError, messageOf, UsageError } from '../errors.ts';

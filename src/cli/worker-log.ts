@@ -1,13 +1,8 @@
 /**
  * What `sessiond start` prints: readable lines on a terminal, JSON lines (pino) otherwise or with
- * `--log-format json`, one object per line with `level`, `time`, `msg`, the worker's id and, where
- * the line is about one, `session`, `execution`, `event`/`notice`. Errors go to stderr as text,
- * to stdout as level "error" in JSON (to stderr once stdout's reader is gone, when nothing else is
- * printed).
- *
- *   const log = workerLog(ctx, logFormat(opts.logFormat, ctx.env, process.stdout.isTTY));
- *   log.bind({ worker: engine.ownerId });
- *   log.out('ses_1  claimed (execution exe_1)', { session: 'ses_1', execution: 'exe_1', notice: 'claimed' });
+ * `--log-format json`: `level`, `time`, `msg`, the worker's id and the `session`, `execution`,
+ * `event`/`notice` a line is about. Errors go to stderr as text, to stdout as level "error" in JSON
+ * (docs/operating.md#logs).
  */
 import { pino, stdTimeFunctions, destination, type Logger } from 'pino';
 import type { CliContext } from './context.ts';

@@ -1,14 +1,7 @@
 /**
- * Deleting sessions from a SQLite database (GDPR erasure, retention):
- *   sessiond delete SESSION --yes [--reason TEXT] [--by WHO]
- *   sessiond retain --settled-before TIME|AGO [--archive FILE] [--dry-run | --yes]
- *   sessiond deletions [--limit N] [--json]        the audit: who deleted what, when, why
- * A turn in progress is cancelled first. `retain` deletes the sessions between turns whose last
- * event is older than the time, after writing them to the archive (an export file `sessiond
- * replay` reads) when one is given. Over NATS (`--nats URL --nats-user admin`) the session's subject
- * is purged from the events stream and the deletion recorded on the audit stream, which every worker
- * follows to drop the session from its projection (nats/nats-eraser.ts, nats/delete-session.ts,
- * docs/operating.md).
+ * `sessiond delete SESSION --yes`, `sessiond retain --settled-before TIME|AGO [--archive FILE]` and
+ * `sessiond deletions` (the audit): erasure and retention, a turn in progress cancelled first; over
+ * NATS as the admin user (docs/operating.md#deleting-sessions, docs/nats.md#deleting-a-session).
  */
 import { whoAmI } from '../who.ts';
 import type { Command } from 'commander';

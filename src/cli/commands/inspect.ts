@@ -1,11 +1,8 @@
 /**
- * `sessiond inspect`: the inspector (state chart, conversation, timeline, time travel) over a log
- * at rest or a running fleet, read-only and taking no work: no worker, no claims, no sweep, nothing
- * appended. `--db FILE` opens an existing database read-only (never created or migrated); `--nats
- * URL` reads the stream as the given user (nats.conf's observer may; it can send no commands).
- * Binds 127.0.0.1 unless `--host` says otherwise; the inspector's host check answers only requests
- * addressed to it. Beyond loopback it needs the gateway's tokens (`--tokens`, SESSIOND_GATEWAY_TOKENS,
- * or `--jwks`): every /api route then takes a token reaching every session (docs/inspector.md).
+ * `sessiond inspect`: the inspector over a log at rest (`--db`, opened read-only) or a running fleet
+ * (`--nats`, e.g. as the observer), taking no work and appending nothing. Loopback unless `--host`;
+ * beyond it, the gateway's tokens. See
+ * docs/inspector.md#sessiond-inspect-read-only-over-a-log-at-rest-or-a-fleet.
  */
 import type { Command } from 'commander';
 import { UsageError, messageOf } from '../../errors.ts';

@@ -1,10 +1,8 @@
 /**
- * `sessiond prompt SESSION [TEXT] [--image PATH|URL]... [--file PATH|URL]... [--json DATA]...
- * [--at TIME | --in DURATION]`: admits a prompt (with images, files or JSON: a prompt of parts, the
- * text first) (scheduled: no turn
- * takes it before the time; a worker's recovery sweep wakes the session when it is due). Embedded (default): into the SQLite log, and a
- * running worker picks it up. With `--nats <url>`: sent as an `admit` command on
- * `sessiond.cmd.admit`, answered by one running worker. Either way through `Sessions`.
+ * `sessiond prompt SESSION [TEXT] [--image|--file PATH|URL]... [--json DATA]... [--at TIME | --in
+ * DURATION]`: admits a prompt (of parts, the text first), scheduled with `--at`/`--in` (the recovery
+ * sweep wakes the session when due). Embedded: into the SQLite log; with `--nats`, an `admit`
+ * command one worker answers. Either way through `Sessions`.
  */
 import type { Command } from 'commander';
 import type { AdmitRequest } from '../../input/admit.ts';

@@ -1,11 +1,8 @@
 /**
- * `sessiond serve --http PORT`: the HTTP and SSE gateway (docs/gateway.md).
- *
- * - Embedded (no --nats): the whole worker of `sessiond start` with the gateway in its process, so
- *   its event streams carry the text deltas of the turns it runs (`start --http` is the same).
- * - `--nats URL` (as the client user): the gateway alone in front of the workers; it takes no work,
- *   sends commands to the workers and streams every worker's live events. A worker flag given is
- *   refused (it would not apply), saying which.
+ * `sessiond serve --http PORT`: the HTTP and SSE gateway (docs/gateway.md). Embedded: the whole
+ * worker of `sessiond start` with the gateway in its process (`start --http` is the same). `--nats
+ * URL` (as the client user): the gateway alone in front of the workers, taking no work; a worker flag
+ * given is refused, naming it.
  */
 import { Command as CommanderCommand, type Command } from 'commander';
 import { UsageError, messageOf } from '../../errors.ts';

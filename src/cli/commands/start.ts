@@ -1,11 +1,8 @@
 /**
- * `sessiond start`: runs a worker until SIGINT, SIGTERM or SIGHUP. Embedded (default): the SQLite file holds the
- * log. With `--nats <url>`: the log is the JetStream stream, the SQLite file only holds the local
- * projection, live events go on `sessiond.live.<session>.<type>` (deltas as they stream, committed
- * events as this worker commits them), and, given a commands user, the worker answers `sessiond.cmd.*`
- * in the workers' queue group on a second connection that may publish only into client inboxes.
- * Stopping closes, in order: the command service, the worker (turns in progress are handed back,
- * and those events go out live too), the engine, the log, the connections.
+ * `sessiond start`: runs a worker until SIGINT, SIGTERM or SIGHUP, on a SQLite log or, with `--nats`,
+ * on the JetStream stream (the file holds the projection; live events, and with a commands user the
+ * `sessiond.cmd.*` service: docs/nats.md#the-command-service). Stopping closes in order: the command
+ * service, the worker (turns handed back), the engine, the log, the connections.
  */
 import { stopTracing } from '../../observability/otel-sdk.ts';
 import type { Command } from 'commander';

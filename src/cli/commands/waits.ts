@@ -1,10 +1,7 @@
 /**
- * What a person or a service sends a turn that waits:
- *   sessiond approve SESSION CALL [--reason TEXT]   a tool call runs (once) when the turn resumes
- *   sessiond deny SESSION CALL [--reason TEXT]      it never runs; the model is told why
- *   sessiond resolve SESSION NAME [--data JSON]     the value `ctx.waitFor(NAME)` waits for
- * Embedded: decided and appended on the SQLite log here (a running worker resumes the turn). With
- * `--nats`: sent as a `resolve` command to the workers. Either way through `Sessions`.
+ * `sessiond approve SESSION CALL`, `sessiond deny SESSION CALL` (`--reason TEXT`) and `sessiond
+ * resolve SESSION NAME [--data JSON]` (the value `ctx.waitFor(NAME)` waits for): what ends a turn's
+ * waits. Embedded: on the SQLite log here; with `--nats`, a `resolve` command to the workers.
  */
 import type { Command } from 'commander';
 import { validateId } from '../../ids.ts';

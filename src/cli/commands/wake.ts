@@ -1,12 +1,8 @@
 /**
- * `sessiond wake SESSION`: runs the session's pending inputs, and says in plain words what happened.
- * With `--nats`: the `wake` command, which the client user may send; a worker runs the turn (or
- * says it is running one already). On a SQLite file (read-only: a wake writes nothing there) the
- * worker watching the file runs inputs admitted with a wake; inputs admitted with `--no-wake` stay
- * until a process that runs turns wakes them, which is said with what to do. Through `Sessions`.
- *
- * Exit codes as the other commands: 0 woken (or running already, or a wake the worker acts on),
- * 1 nothing to run or refused, 66 no such session, 69 the worker that took it is stopping.
+ * `sessiond wake SESSION`: runs the session's pending inputs and says in plain words what happened;
+ * with `--nats`, the `wake` command. On a SQLite file (read-only) the worker watching it runs them;
+ * inputs admitted `--no-wake` are said with what to do. Exit codes: 0 woken or running, 1 nothing to
+ * run or refused, 66 no such session, 69 the worker that took it is stopping.
  */
 import type { Command } from 'commander';
 import { validateId } from '../../ids.ts';
