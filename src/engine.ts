@@ -1,12 +1,8 @@
 /**
- * The embedded engine: one SQLite file, one worker. A thin composition of the log, the execution
- * service and admission; each part stays usable on its own.
+ * The embedded engine: one SQLite file, one worker; a thin composition of the log, the execution
+ * service and admission, each usable on its own.
  *
  *   const engine = await openEngine({ file: './.sessiond/sessiond.db', runner: echoRunner() });
- *   await engine.admit('ses_1', { prompt: 'hello' });   // admits and wakes
- *   await engine.awaitIdle('ses_1');
- *   (await engine.status('ses_1')).state;                // 'settled'
- *   await engine.close();
  */
 import { checkKeys } from './options.ts';
 import { EXECUTION_OPTIONS } from './execution/session-execution.ts';

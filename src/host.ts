@@ -1,10 +1,8 @@
 /**
- * The composition root: `startSessiond` builds a complete worker, embedded (SQLite holds the log) or
- * on NATS (the file holds the projection), wiring log, engine, worker, command service, inspector
- * and metrics in order; `close()` stops them in reverse, handing turns in progress back.
+ * The composition root: `startSessiond` builds a complete worker, embedded or on NATS, wiring log,
+ * engine, worker, command service, inspector and metrics in order; `close()` stops them in reverse.
  *
  *   const sessiond = await startSessiond({ db: 'worker.db', runner: echoRunner() });
- *   await sessiond.admit('ses_1', { prompt: 'hello' }); await sessiond.awaitIdle('ses_1'); await sessiond.close();
  */
 import type { Quotas } from './gateway/quotas.ts';
 import { checkKeys } from './options.ts';

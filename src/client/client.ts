@@ -1,11 +1,8 @@
 /**
- * `SessiondClient`, the typed client over NATS: checks its options and composes its parts, the
- * commands and their resends (commands.ts), live events (live-subscription.ts) and replay (replay.ts).
- * Why: docs/nats.md#the-client.
+ * `SessiondClient`, the typed client over NATS: composes the commands and their resends (commands.ts),
+ * live events (live-subscription.ts) and replay (replay.ts). Why: docs/nats.md#the-client.
  *
  *   const client = await SessiondClient.connect({ connection: { servers, user: 'client', pass } });
- *   const sub = await client.subscribe({ sessionId: 'ses_1' }, (event) => console.log(event.type));
- *   await client.admit('ses_1', { prompt: 'hello' }); await sub.close(); await client.close();
  */
 import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';
 import type { ResolveResult } from '../input/resolve.ts';

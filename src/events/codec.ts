@@ -1,10 +1,7 @@
 /**
- * msgpack codec for events on the wire and in the log. Plain maps only (no msgpackr records or
- * shared structures), so every frame decodes on its own, years later, in any language.
- *
- * Decoding never throws anything but a `SessiondError` with one of the codec codes, and the message
- * says what was wrong: bad bytes, an unknown type, a version this build cannot read, a payload that
- * fails its schema, or a payload over the size limit.
+ * msgpack codec for events on the wire and in the log: plain maps only (no msgpackr records or shared
+ * structures), so every frame decodes on its own, years later, in any language. Decoding throws only
+ * a `SessiondError` with a codec code, its message saying what was wrong.
  */
 import { Packr } from 'msgpackr';
 import { z } from 'zod';

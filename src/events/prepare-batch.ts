@@ -1,11 +1,8 @@
 /**
- * Checks an append's arguments and drafts, the same way for every EventLog implementation:
- * a valid session id, a whole expected sequence, at least one event, each draft valid against its
- * schema and size limit, and no live-only event. Returns the parsed drafts (defaults applied).
- *
- * The size limit costs a pack of every payload. A log that packs the whole batch anyway passes
- * `sizes: 'deferred'` and calls `checkPayloadSizes` only when the batch's bytes are over the
- * limit: a payload can be larger than the limit only if the batch that holds it is.
+ * Checks an append's arguments and drafts the same way for every EventLog: a valid session id, a whole
+ * expected sequence, at least one event, each draft valid (schema, size limit, not live-only). A log
+ * that packs the batch anyway passes `sizes: 'deferred'` and checks payload sizes only when the batch
+ * is over the limit (a payload can be over it only if its batch is).
  */
 import { ErrorCode, SessiondError } from '../errors.ts';
 import { validateId } from '../ids.ts';

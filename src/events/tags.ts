@@ -1,13 +1,8 @@
 /**
- * Tags: metadata a session carries (`customer=acme`, `env=prod`), set by its first admission (or any
- * later one: they merge) and changed with `tag` (a `session.tagged` event). Listed, filtered and shown
- * by `list`, `status`, the CLI and the inspector. Keys and values are plain strings, bounded, so a
- * tag filter is an index lookup and a hostile client cannot grow a session without limit.
- *
- *   await sessions.admit('ses_1', { prompt: 'hi', tags: { customer: 'acme' } });
- *   await sessions.tag('ses_1', { tier: 'gold', customer: null });   // null removes a tag
- *
- * Pure: validation and merging only (the machine folds, the projector indexes).
+ * Tags: metadata a session carries (`customer=acme`), set by its admissions (they merge) and changed
+ * with `tag` (`session.tagged`; `null` removes one). Keys and values are bounded plain strings, so a
+ * tag filter is an index lookup and a hostile client cannot grow a session without limit. Pure:
+ * validation and merging (the machine folds, the projector indexes).
  */
 import { InvalidInputError } from '../errors.ts';
 

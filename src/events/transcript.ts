@@ -1,13 +1,7 @@
 /**
- * A session's transcript: the conversation a model runner sends, folded from committed events
- * (pure; `foldTranscript` never mutates its input). Items come in the order they joined the
- * conversation: a user prompt when it is promoted into a turn (not when admitted: a queued prompt is
- * not yet said), an assistant message per step with its text, reasoning and tool calls (and their
- * results), and a compaction's summary.
- *
- * Compaction: when `compaction.completed` commits, its summary replaces every item before it except
- * the prompts of the execution that compacted (the turn in progress keeps what it was asked). So a
- * runner summarizes the older history, and the transcript reads [summary, this turn's prompts].
+ * A session's transcript, folded from committed events (pure): the conversation a model runner sends,
+ * items in the order they joined it; a compaction's summary replaces what came before but the
+ * compacting turn's prompts (why: docs/architecture.md#design-notes-the-transcript).
  */
 import type { Continuation, Delivery, PromptPart, RecordedError, TranscriptItemSchema, Usage } from './catalog.ts';
 import { promptText } from './prompt.ts';

@@ -1,10 +1,7 @@
 /**
- * Replays an export file into a fresh database in one pass, a transaction per batch importing the
- * events and folding them, so a replay that stops leaves a consistent prefix. Damage throws
- * `CorruptExportError`; sessions whose decisions do not hold stop early (`withheld`; why:
- * docs/operating.md, "Exports are evidence, not authority").
- *
- *   await replayExport(db, 'log.sdx', { keep: (e) => e.seq <= 10, onProgress: (p) => bar.update(p.bytes, p.totalBytes) });
+ * Replays an export file into a fresh database in one pass, a transaction per batch, so a replay that
+ * stops leaves a consistent prefix. Damage throws `CorruptExportError`; sessions whose decisions do
+ * not hold stop early (`withheld`; why: docs/operating.md#exports-are-evidence-not-authority).
  */
 import { ErrorCode, SessiondError } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';

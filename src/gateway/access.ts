@@ -1,10 +1,8 @@
 /**
- * What a grant (tokens.ts) lets a request touch: a session whose id has the grant's prefix AND that
- * carries its tag AND whose owner is the grant's (`ownerOf`), or no one, or any for tenant `*`.
- * A session outside that answers exactly as a session that does not exist (404), on every route,
- * admission included: a prefix mismatch and another owner's id get the same 404. A new session gets
- * the grant's tag and owner; the owner is fixed inside the log's append (sessions/owner.ts), so two
- * grants racing to create one id never both get in.
+ * What a grant (tokens.ts) lets a request touch: a session with the grant's prefix and tag whose owner
+ * is the grant's (`ownerOf`) or none, any for tenant `*`. Any other answers 404 as a missing session,
+ * on every route; a new session gets the grant's tag and owner, fixed inside the append
+ * (docs/gateway.md#tenants-and-owners).
  */
 import { HttpError, isSessiondError, ErrorCode } from '../errors.ts';
 import type { SessionStatus, Sessions } from '../sessions/sessions.ts';

@@ -1,10 +1,8 @@
 /**
- * What each token (grant) and each tenant may use of the gateway: open event streams (a cap), and,
- * over rolling windows, sessions created, forks and the bytes they copy, admissions; plus the prompt
- * bytes its admissions leave pending. Pure counters on an injected clock: the gateway asks before it
- * acts (`check`, `openStream`) and records after (`record`); a refusal is `limit_exceeded` naming
- * the quota, its value and what to do. A token's limits come from its entry (`"limits": {...}`), else
- * the gateway's; a tenant's (grant.tenant, but `*`) from the gateway's tenant limits.
+ * What each token (grant) and tenant may use of the gateway: open streams (a cap) and, over rolling
+ * windows, sessions created, forks and their bytes, admissions, plus pending prompt bytes. Pure
+ * counters on an injected clock: `check`/`openStream` before acting, `record` after; a refusal is
+ * `limit_exceeded` naming the quota (docs/gateway.md#quotas).
  */
 import type { Clock } from '../clock.ts';
 import { ErrorCode, SessiondError } from '../errors.ts';

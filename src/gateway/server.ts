@@ -1,10 +1,7 @@
 /**
  * The HTTP and SSE gateway in front of any `Sessions` (the embedded worker, or `SessiondClient` on
- * NATS): JSON in and out, errors as `{ "error": { "code", "message" } }` with the status their kind
- * says, loopback and a checked `Host` without tokens, CORS for the origins given. Routes: `ROUTES`
- * below and docs/gateway.md.
- *
- *   const gateway = await startGateway({ sessions: sessiond, live: engineLive(sessiond), port: 8787, tokens });
+ * NATS): JSON in and out, errors as `{ "error": { "code", "message" } }`, loopback and a checked
+ * `Host` without tokens, CORS for the origins given. Routes: `ROUTES` below and docs/gateway.md.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

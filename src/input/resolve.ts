@@ -1,11 +1,8 @@
 /**
- * Ending a turn's waits from outside: a person approves or denies a tool call, a service delivers a
- * signal's value, the recovery sweep elapses a timer. One `resolve` command, decided by the machine
- * (src/machines/session-machine.ts): the last wait of the turn admits the input that resumes it
- * (wake: true, so whoever runs turns picks it up).
- *
- * Idempotent by the wait: the same decision again answers `resolved: false` and changes nothing;
- * a different one is refused (`already_resolved`, naming the first).
+ * Ending a turn's waits from outside (an approval or denial, a signal's value, an elapsed timer): one
+ * `resolve` command decided by the machine; the last wait admits the input that resumes the turn.
+ * Idempotent by the wait: the same decision again answers `resolved: false`, a different one is
+ * refused (`already_resolved`).
  */
 import { validateId } from '../ids.ts';
 import { decisionOf } from '../machines/session-machine.ts';

@@ -1,13 +1,7 @@
 /**
- * A worker's Prometheus metrics (prom-client). Counted from what the worker itself sees: the events
- * it commits (an append observer on its log), the execution service's and the sweep's notices, and
- * gauges read on each scrape (live sessions, pending inputs, projector lag, quarantined messages).
- *
- *   const metrics = createWorkerMetrics();
- *   const log = observeAppends(inner, metrics.appends);   // or openEngine({ decorateLog })
- *   openEngine({ ..., onNotice: metrics.notice });
- *   metrics.watch({ liveSessions: () => ..., ... });
- *   res.end(await metrics.registry.metrics());
+ * A worker's Prometheus metrics (prom-client), counted from what the worker itself sees: the events it
+ * commits (`observeAppends` on its log), the execution service's and the sweep's notices, and gauges
+ * read on each scrape (docs/operating.md#metrics-and-health).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { ErrorCode, isSequenceConflict } from '../errors.ts';

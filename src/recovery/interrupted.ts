@@ -1,11 +1,7 @@
 /**
  * What a live subscriber is told when a turn's owner is gone (`turn.interrupted`), from the log
- * (pure): the step that was streaming when the turn was interrupted, and how much of each of its
- * text parts the log holds (`text.streamed` as it streamed, `text.completed` once final). A
- * subscriber keeps that much of what it showed and discards the rest.
- *
- *   const events = await log.readSession(sessionId, { afterSeq: claimedSeq - 1 });
- *   interruptedTurn(events, { executionId, ownerId, reason: 'lease_expired', continuationInputId });
+ * (pure): the step streaming when it was interrupted and how much of each text part the log holds;
+ * a subscriber keeps that much of what it showed and discards the rest.
  */
 import type { PayloadOf } from '../events/catalog.ts';
 import type { SessionEvent } from '../events/envelope.ts';

@@ -1,10 +1,8 @@
 /**
  * One session's stored events folded with the current machine and catalog, and what goes wrong:
- * an event the codec refuses (undecodable), one out of order or after a gap (refused: the fold
- * throws), the fast fold (`evolve`) and the machine (`evolveByMachine`) disagreeing, a stored
- * snapshot contradicting the fold at its sequence (decides differently), and the safety audit's
- * violations (refused). The fold stops at the first event it cannot take; the audit sees every
- * event that decodes.
+ * undecodable events, one out of order or after a gap (the fold stops), the fast fold and the machine
+ * disagreeing, a snapshot contradicting the fold, the safety audit's violations (on every event that
+ * decodes).
  */
 import { auditSession } from '../audit/audit-log.ts';
 import { decisionIssues } from '../audit/decisions.ts';

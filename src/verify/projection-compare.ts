@@ -1,10 +1,8 @@
 /**
- * A stored projection against the one the current projector folds from the same log, session by
- * session. Generic over the schema: every table of the current schema with a `session_id` column
- * is a projection table (but the few below, which are not folded from the log), compared on the
- * columns both databases have (an older schema has fewer), rows paired by their key (primary key,
- * else the first unique index, else the whole row). Each table is read once per database, ordered
- * by session, and merged.
+ * A stored projection against the one the current projector folds from the same log, per session:
+ * every current table with a `session_id` column (but those below), on the columns both databases
+ * have, rows paired by key (primary key, else the first unique index, else the whole row); each table
+ * is read once per database, ordered by session, and merged.
  */
 import { preview } from '../events/codec.ts';
 import type { Db } from '../storage/sqlite/database.ts';

@@ -1,11 +1,7 @@
 /**
- * What `verifyLog` reads: a log as it is stored, event by event, including what the current code
- * cannot decode. The EventLog port decodes eagerly (a SQLite row that fails its schema throws, a
- * JetStream message that does is quarantined and skipped), so each source hands every stored event
- * either decoded or as `Undecodable`, with where it is and why.
- *
- * Sources: a SQLite file's rows (sqlite-source.ts), any EventLog through its port, quarantines
- * included (port-source.ts, what NATS uses), an export file (export-source.ts).
+ * What `verifyLog` reads: a log as stored, each event decoded or `Undecodable` (where, and why), as the
+ * EventLog port decodes eagerly. Sources: a SQLite file's rows (sqlite-source.ts), any EventLog with
+ * its quarantines (port-source.ts, for NATS), an export file (export-source.ts).
  */
 import type { SessionEvent } from '../events/envelope.ts';
 import type { Db } from '../storage/sqlite/database.ts';

@@ -1,10 +1,8 @@
 /**
- * Work that commits with the events: a hook registered on a connection runs inside every group
- * transaction an SqliteEventLog on that connection commits, after its appends are written, with the
- * events of the group in position order (as a reader of the file gets them). Each hook runs in a
- * savepoint of its own: one that throws is rolled back alone, and the appends still commit. The
- * whole worker's projector uses it to write its rows and checkpoint in the appends' transaction
- * (Projector.follow with `inline`), so a turn's appends and projection commit once.
+ * Work that commits with the events: a hook on a connection runs inside every group transaction an
+ * SqliteEventLog there commits, after its appends, with the group's events in position order, in a
+ * savepoint of its own (one that throws is rolled back alone). The projector writes its rows through
+ * it (docs/architecture.md#the-projection-rows).
  */
 import type { SessionEvent } from '../../events/envelope.ts';
 import type { Db } from './database.ts';
