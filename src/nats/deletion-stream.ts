@@ -1,10 +1,8 @@
 /**
- * The audit of deletions on NATS: stream `SESSIOND_AUDIT`, subject `sessiond.audit.deleted`, one
- * JSON message per deleted session (who, when, why, how many events, the events stream's last
- * sequence at the delete, where it was archived; never the content). Only the admin user writes it
- * (`sessiond delete --nats`, `sessiond retain --nats`); workers read it to drop the deleted sessions'
- * rows from their own projections (nats.conf); nobody may delete or purge it (deny delete and purge).
- * `sessiond setup` creates it; workers verify it like the other streams.
+ * The audit of deletions on NATS: stream `SESSIOND_AUDIT`, subject `sessiond.audit.deleted`, a JSON
+ * message per deleted session (who, when, why, how many events, never the content). Only the admin
+ * writes it, workers read it to drop the session's rows, nobody deletes or purges it; `sessiond
+ * setup` creates it (docs/nats.md#deleting-a-session).
  */
 import {
   DeliverPolicy,

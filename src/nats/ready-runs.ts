@@ -1,11 +1,7 @@
 /**
- * Takes items from an async iterator in runs of what is ready: the first item of a run is waited
- * for, the ones after it join only while they come without waiting for I/O (before the event loop's
- * next turn), up to `max`. A subscriber that catches up gets its backlog in large runs; one that is
- * caught up gets each item at once, alone.
- *
- *   const runs = new ReadyRuns(messages[Symbol.asyncIterator]());
- *   for (let run = await runs.next(256); run.length > 0; run = await runs.next(256)) handle(run);
+ * Takes items from an async iterator in runs of what is ready: the first is waited for, the next join
+ * only while they come without waiting for I/O, up to `max`. A subscriber catching up gets its
+ * backlog in large runs; one caught up gets each item at once, alone.
  */
 const TICK = Symbol('tick');
 

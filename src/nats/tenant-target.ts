@@ -1,10 +1,8 @@
 /**
- * What a command sent as a tenant (`sessiond.t.<tenant>.cmd.<verb>`) may touch: the tenant is the
- * owner (sessions/owner.ts), taken from the subject, which nats.conf lets only that tenant's user
- * publish. Admissions and forks carry it (the machine fixes it on a new session, and refuses another
- * owner's inside the append), lists show only what it reaches, and every other command on a session
- * another owner holds answers `not_found`, as a session with no events does. With quotas, a tenant's
- * admissions and forks count against its limits on this worker (`limit_exceeded` naming the quota).
+ * What a command sent as a tenant (`sessiond.t.<tenant>.cmd.<verb>`) may touch: the tenant, taken from
+ * the subject only its user may publish, is the owner. Admissions and forks carry it, lists show what
+ * it reaches, a session another owner holds answers `not_found`, and quotas count per tenant
+ * (docs/nats.md#tenants).
  */
 import { ErrorCode, PermissionError, isSessiondError } from '../errors.ts';
 import { checkBudgetRequest } from '../sessions/budget.ts';

@@ -1,10 +1,7 @@
 /**
- * A tenant's NATS user, as a nats.conf block (`sessiond setup --tenant NAME` prints it): it may send
- * commands as its tenant only (`sessiond.t.<tenant>.cmd.>`; the worker takes the owner from the
- * subject, tenant-target.ts), read its own replies (`_INBOX_t.<tenant>.>`) and, with the read scope,
- * its sessions' live events (`sessiond.t.<tenant>.live.>`, copies the workers publish). No JetStream:
- * the stream holds every tenant's sessions (history comes through the `events` command). Scopes
- * narrow the commands it may send, as a gateway token's do (the server refuses the others).
+ * A tenant's NATS user as a nats.conf block (`sessiond setup --tenant NAME`): commands as its tenant
+ * only, its own replies and, with the read scope, its sessions' live events; no JetStream (the stream
+ * holds every tenant's sessions). Scopes narrow its commands (docs/nats.md#tenants).
  */
 import { randomBytes } from 'node:crypto';
 import { SCOPES, type Scope } from '../gateway/scopes.ts';

@@ -1,12 +1,8 @@
 /**
- * Imports a module the user names on the command line (`--runner FILE`, `--tools FILE`).
- *
- * JavaScript is imported as it is. A TypeScript file (`.ts`, `.mts`, `.cts`, `.tsx`) is imported as
- * it is too when the process can load it (under tsx, as in a clone of sessiond; a Node that strips
- * types). When it cannot (the installed package runs compiled JavaScript on plain Node, which
- * refuses the extension), tsx is looked for in the user's project, from the file's folder up and then
- * from the working directory; found, the file is loaded through tsx's `tsImport` (a loader scoped to
- * that file and what it imports). Not found, the error says to compile the module or install tsx.
+ * Imports a module named on the command line (`--runner FILE`, `--tools FILE`): JavaScript as it is;
+ * TypeScript as it is when the process can load it, else through the user's own tsx (`tsImport`),
+ * else an error saying to compile it or install tsx
+ * (docs/operating.md#from-an-installed-package-or-from-a-clone).
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

@@ -1,10 +1,7 @@
 /**
- * One MCP server, through the official SDK client: started at its first use (stdio: its process;
- * HTTP: its session), its tools listed once connected. A server that cannot start, or that dies,
- * is said in the log (which one and why, with the end of its stderr) and started again at its next
- * use, not before its backoff (1 s, doubling, at most 30 s); a call arriving during the backoff
- * waits for it when its timeout allows, else fails with a clear error. A server that says its tools
- * changed (`notifications/tools/list_changed`) is listed again. `close()` ends the process.
+ * One MCP server through the official SDK client: started at its first use, its tools listed once
+ * connected and again when it says they changed. One that cannot start or dies is said in the log
+ * and started again at its next use after a backoff (docs/model-runner.md#mcp-servers).
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';

@@ -1,11 +1,8 @@
 /**
- * The MCP servers of a worker as tool sources. `tools()` (at the start of each turn) starts what is
- * not running, all at once (the first time it waits for the starts; later a server started again
- * joins at the turn after), and answers the servers' tools as a registry of model tools named
- * `<server>__<tool>` (see names.ts), each call going to its server with the call's idempotency key
- * and the server's or tool's settings. A server that cannot start is left out (its last listed
- * tools stay, failing with a clear error, until it is back); the registry object is the same while
- * no listing changed. `close()` ends every server (the worker's stop).
+ * The MCP servers of a worker as tool sources: `tools()` (each turn) starts what is not running and
+ * answers their tools as one registry (`<server>__<tool>`, names.ts), each call going to its server
+ * with its idempotency key; a server that is down keeps its last tools, failing with a clear error
+ * (docs/model-runner.md#mcp-servers).
  */
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';

@@ -1,12 +1,8 @@
 /**
- * What to do with a failed model request (pure). Retried: 429, 408, 409 and 5xx responses,
- * network failures (a refused connection, a stream cut mid-way) and errors a proxy names as
- * retryable (LiteLLM's `RateLimitError`, `ServiceUnavailableError`...), with exponential backoff and
- * full jitter, honouring the server's `retry-after-ms` / `retry-after` (seconds or an HTTP date), or
- * the wait its message names ("try again in 3s") when a proxy dropped the header, at most
- * `maxAttempts` attempts. A context overflow, by any signal a proxy keeps (the error's code or type,
- * an exception name such as LiteLLM's `ContextWindowExceededError`, the wording), is compacted, not
- * retried. Any other 4xx fails the step with the server's message.
+ * What to do with a failed model request (pure): retry 429, 408, 409, 5xx, network failures and errors
+ * a proxy names retryable (backoff with full jitter, honouring `retry-after(-ms)` or the wait a message
+ * names), compact a context overflow, fail any other 4xx. Which signals count:
+ * docs/model-runner.md#the-model-runner---runner-openai.
  */
 import { APICallError } from 'ai';
 import { SessiondError, ErrorCode, type ModelFailure } from '../../errors.ts';
