@@ -1,10 +1,8 @@
 /**
- * The CapacityStore contract, written once and run against every implementation:
+ * The CapacityStore contract, run against every implementation. `open()` opens one more store on the
+ * same storage (another worker's): updates through any must never lose one another's change.
  *
  *   capacityStoreContract('sqlite', async () => ({ open: async () => store, cleanup })).run();
- *
- * `open()` opens one more store on the same storage (another worker's connection): updates through
- * any of them must never lose one another's change.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';

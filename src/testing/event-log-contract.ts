@@ -1,10 +1,8 @@
 /**
- * The EventLog contract, written once and run against every implementation:
+ * The EventLog contract, run against every implementation. `another()` opens a second, independent
+ * handle on the same log (as another process would), to test fencing and subscription across handles.
  *
  *   eventLogContract('sqlite', async () => ({ log, another, cleanup })).run();
- *
- * `another()` opens a second, independent handle on the same log (a second connection, as another
- * process would), so cross-handle fencing and subscription are covered.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';

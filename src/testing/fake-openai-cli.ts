@@ -1,13 +1,8 @@
 /**
- * The fake OpenAI-compatible server on the command line, for trying a model runner by hand:
+ * The fake OpenAI server on the command line, for trying a runner by hand: prints its base URL, logs
+ * each request on stderr, stops on SIGTERM or SIGINT; unscripted, it answers with `echoReply`.
  *
  *   node --import tsx src/testing/fake-openai-cli.ts [--port 8089] [--host 127.0.0.1] [--api-key KEY] [--model fake-model]
- *
- * Prints one line with its base URL on stdout, logs each request it receives on stderr, and stops
- * on SIGTERM or SIGINT. With nothing scripted it answers with the echo reply (see `echoReply`):
- *
- *   curl -sN http://127.0.0.1:8089/v1/chat/completions -H 'content-type: application/json' \
- *     -d '{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}'
  */
 import { parseArgs } from 'node:util';
 import { startFakeOpenAI } from './fake-openai.ts';

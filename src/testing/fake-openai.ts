@@ -1,13 +1,8 @@
 /**
- * A local OpenAI-compatible chat-completions server for tests and trying a runner by hand: real
- * HTTP on loopback, the real SSE chunk format, scripted replies (`echoReply` when none is left).
- * What it mirrors of the API: docs/testing.md#the-fake-openai-server.
+ * A local OpenAI-compatible chat-completions server for tests: real HTTP on loopback, the real SSE
+ * chunk format, scripted replies (`echoReply` when none is left). Why: docs/testing.md#the-fake-openai-server.
  *
- *   const llm = await startFakeOpenAI({ apiKey: 'test-key' });   // baseURL: llm.url
- *   llm.script({ kind: 'toolCalls', calls: [{ name: 'read_file', arguments: { path: 'a.txt' } }] },
- *     { kind: 'text', text: ['The file ', 'says hi.'] });
- *   llm.requests[0]!.chat!.messages;   // what the client sent
- *   await llm.close();
+ *   const llm = await startFakeOpenAI({ apiKey: 'test-key' });   // baseURL: llm.url; llm.script(...)
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

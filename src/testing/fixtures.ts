@@ -2,10 +2,7 @@
  * Test fixtures: event builders typed from the catalog (defaults under the given fields, never
  * validated) and the one error assertion. Why: docs/testing.md#fixtures.
  *
- *   ev('execution.claimed', { ownerId: 'own_b' });          // { type, payload }: what a decision emits
- *   draft(ev('input.admitted'), { id: 'evt_1' }); committed(ev('step.started'), { sessionId, seq: 3 });
- *   const s = stream(); s.ev('ses_1', 'input.admitted');    // numbered like a log; session('ses_a') too
- *   expectCode(() => decodeEvent(bytes), ErrorCode.DecodeFailed, 'lacks id');   // returns the error
+ *   ev('execution.claimed', { ownerId: 'own_b' });   // { type, payload }: what a decision emits
  */
 import * as assert from 'uvu/assert';
 import { catalog, type EventType, type PayloadInputOf } from '../events/catalog.ts';

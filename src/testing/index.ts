@@ -1,10 +1,8 @@
 /**
- * `sessiond/testing`: what sessiond's own tests are built with, for testing code built on sessiond:
- * the EventLog and SnapshotStore contract suites (run them against your own implementation), event
- * fixtures, a fake OpenAI-compatible server, a real nats-server (and a 3-node cluster) on loopback, and
- * `waitFor`. The contract suites and the fixtures use uvu (an optional peer dependency: install it to
- * use them); the NATS harness needs a nats-server binary (SESSIOND_NATS_SERVER or the PATH). Every
- * name is documented in docs/api.md ("Testing: sessiond/testing").
+ * `sessiond/testing`, what sessiond's own tests are built with: the contract suites (run them on your
+ * own implementation), event fixtures, a fake OpenAI server, real nats-servers on loopback, `waitFor`.
+ * Suites and fixtures need uvu (an optional peer dependency), the NATS harness a nats-server binary
+ * (SESSIOND_NATS_SERVER or the PATH). Every name: docs/api.md ("Testing: sessiond/testing").
  */
 // contract suites
 export { eventLogContract, type LogFixture } from './event-log-contract.ts';

@@ -1,13 +1,8 @@
 /**
- * A real 3-server NATS cluster for tests, routes through proxies so a node can be partitioned.
- * Why: docs/testing.md#the-nats-harnesses.
+ * A real 3-server NATS cluster for tests, routes through proxies so a node can be partitioned
+ * (`isolate`, `heal`), besides killed, paused and restarted. Why: docs/testing.md#the-nats-harnesses.
  *
  *   const cluster = await startNatsCluster();   // cluster.urls, cluster.url ("u1,u2,u3")
- *   const leader = await cluster.streamLeader('SESSIOND_EVENTS');
- *   await leader.kill(); await leader.start();   // SIGKILL, then back on the same ports and store
- *   leader.pause(); leader.resume();             // SIGSTOP / SIGCONT
- *   cluster.isolate(node); cluster.heal(node);   // cut a node's routes and mend them
- *   await cluster.killAll(); await cluster.startAll(); await cluster.dispose();
  */
 import { fencesReplicated } from '../nats/stream.ts';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';

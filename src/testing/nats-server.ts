@@ -2,9 +2,7 @@
  * A real nats-server for tests (the package's nats.conf, loopback, free ports, throwaway store);
  * killed when the test process exits. Why: docs/testing.md#the-nats-harnesses.
  *
- *   const server = await startNatsServer();   // server.url
- *   await server.kill(); await server.restart();   // SIGKILL, then back with its JetStream data
- *   await server.dispose();                        // stop and delete the store
+ *   const server = await startNatsServer();   // server.url; kill(), restart(), dispose()
  */
 import { setupCapacityBucket } from '../capacity/kv-capacity-store.ts';
 import { setupBudgetsBucket } from '../budget/kv-tenant-budget-store.ts';

@@ -1,10 +1,8 @@
 /**
- * The SessionEraser contract (the deletion port), written once and run on every log through the one
- * delete flow (`deleteSession`):
+ * The SessionEraser contract (the deletion port), run on every log through the one delete flow
+ * (`deleteSession`). `clock` is the suite's: the eraser must date its records with it.
  *
  *   sessionEraserContract('sqlite', async (clock) => ({ log, eraser, deletions, cleanup })).run();
- *
- * `clock` is the suite's: the eraser must date its records with it.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';

@@ -1,11 +1,8 @@
 /**
- * The `Sessions` contract, written once and run against every implementation (the engine, a log at
- * rest with a worker beside it, the NATS client with a worker behind it):
+ * The `Sessions` contract, run against every implementation (engine, log at rest with a worker, NATS
+ * client with a worker). `settle(sessionId)` waits until the session's pending inputs have run.
  *
  *   sessionsContract('engine', async () => ({ sessions, settle, cleanup })).run();
- *
- * `settle(sessionId)` waits until whatever runs the turns has run the session's pending inputs (the
- * engine's awaitIdle, a worker polled through status). Every turn uses an echo runner.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';

@@ -1,10 +1,8 @@
 /**
- * The TenantBudgetStore contract, written once and run against every implementation:
+ * The TenantBudgetStore contract, run against every implementation. `open()` opens one more store on
+ * the same storage (another worker's): counts through any must never lose one another's.
  *
  *   tenantBudgetStoreContract('sqlite', async () => ({ open: async () => store, cleanup })).run();
- *
- * `open()` opens one more store on the same storage (another worker's connection): counts through
- * any of them must never lose one another's.
  */
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
