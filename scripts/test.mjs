@@ -10,7 +10,8 @@ import { ensureTools, toolPath } from './tools.mjs';
 import { mergeDurations, orderJobs, readDurations } from './test-order.mjs';
 
 const started = Date.now();
-const TIMEOUT_MS = Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 20 * 60_000);
+/** A file (or client suite) still running after this is stopped and counted as failed: a hang costs minutes, not the whole run. */
+const TIMEOUT_MS = Number(process.env.SESSIOND_TEST_TIMEOUT_MS ?? 8 * 60_000);
 /** A file whose process has printed uvu's summary but does not exit (a handle a failed test left open) is stopped after this. */
 const EXIT_GRACE_MS = 30_000;
 

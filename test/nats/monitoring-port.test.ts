@@ -34,7 +34,7 @@ s('monitoring port - lists worker inboxes and consumer names without a login; na
     { what: "the worker's consumer" },
   );
 
-  const read = async (path: string) => (await fetch(`http://127.0.0.1:${world.server.monitorPort}${path}`)).text();
+  const read = async (path: string) => (await fetch(`http://127.0.0.1:${world.server.monitorPort}${path}`, { signal: AbortSignal.timeout(5_000) })).text();
   const subs = await read('/connz?subs=1');
   assert.match(subs, /"_INBOX_worker\.[A-Za-z0-9]+/, "the worker's inbox, to anyone who can connect");
   const jsz = await read('/jsz?consumers=true');
