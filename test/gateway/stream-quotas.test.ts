@@ -67,7 +67,8 @@ s('streams - past the cap 429 limit_exceeded; non-reading streams are cut, their
   ctx.workers.push(gateway);
   await gateway.waitFor('gateway: http://127.0.0.1:');
   const base = `http://127.0.0.1:${port}`;
-  const consumers = async () => ((await (await fetch(`http://127.0.0.1:${ctx.server.monitorPort}/jsz`, { signal: AbortSignal.timeout(5_000) })).json()) as { consumers: number }).consumers;
+  const consumers = async () =>
+    ((await (await fetch(`http://127.0.0.1:${ctx.server.monitorPort}/jsz`, { signal: AbortSignal.timeout(5_000) })).json()) as { consumers: number }).consumers;
 
   const client = await SessiondClient.connect({ connection: { servers: ctx.server.url, ...CLIENT } });
   try {

@@ -288,7 +288,9 @@ s('commands - close answers requests in flight and stops taking new ones', async
 /** The connection's subscriptions on the command subjects, as the server's monitoring port lists them (`max` 0: no limit). */
 async function commandSubs(world: NatsWorld, nc: NatsConnection): Promise<{ qgroup?: string; max?: number }[]> {
   const url = `http://127.0.0.1:${world.server.monitorPort}/connz?subs=detail&cid=${nc.info!.client_id}`;
-  const connz = (await (await fetch(url, { signal: AbortSignal.timeout(2_000) })).json()) as { connections: { subscriptions_list_detail?: { subject: string; qgroup?: string; max?: number }[] }[] };
+  const connz = (await (await fetch(url, { signal: AbortSignal.timeout(2_000) })).json()) as {
+    connections: { subscriptions_list_detail?: { subject: string; qgroup?: string; max?: number }[] }[];
+  };
   return (connz.connections[0]?.subscriptions_list_detail ?? []).filter((sub) => sub.subject === subjects.allCommands);
 }
 
