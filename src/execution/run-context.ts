@@ -387,10 +387,10 @@ export function createRunContext(deps: RunContextDeps): Turn {
           },
         };
 
-  /** A session tool call refused before it waited (a cycle, a bad session id): recorded as the call's failure. */
-  const refusedToolCall = (t: NonNullable<SessionCall['asToolCall']>, err: unknown): Promise<void> =>
+  /** A session tool call refused before it waited (a cycle, a bad session id): recorded as the call's failure (`journaled`: its `tool.called` is in). */
+  const refusedToolCall = (t: NonNullable<SessionCall['asToolCall']>, err: unknown, journaled = false): Promise<void> =>
     later([
-      toolCalled(t.messageId, t.callId, { name: t.tool, input: t.input }, undefined, true),
+      ...(journaled ? [] : [toolCalled(t.messageId, t.callId, { name: t.tool, input: t.input }, undefined, true)]),
       { type: 'tool.failed', payload: { executionId, messageId: t.messageId, callId: t.callId, error: recordedError(err, 'tool') } },
     ]);
 
@@ -675,10 +675,18 @@ export function createRunContext(deps: RunContextDeps): Turn {
         group.reject(end);
         return end;
       };
+      let recorded = false;
       try {
-        await refuseCycle(async (id) => (await handler.load(id)).context, sessionId, child);
         const turnId = handler.cached(sessionId)?.context.execution?.turnId ?? executionId;
         const inputId = childInputId(sessionId, turnId, name);
+        // a session tool call is journaled before its child is admitted, keyed by its name (the child input
+        // derives from it): a continuation of a turn whose worker died here awaits that same child (model-runner.ts)
+        const journal = asTool
+          ? durable([...unknownPhase(), toolCalled(asTool.messageId, asTool.callId, { name: asTool.tool, input: asTool.input }, name, false)]).then(() => {
+              recorded = true;
+            })
+          : undefined;
+        await Promise.all([journal, refuseCycle(async (id) => (await handler.load(id)).context, sessionId, child)]);
         const receipt = await deps.callChild(child, {
           id: inputId,
           prompt: call.prompt,
@@ -689,14 +697,11 @@ export function createRunContext(deps: RunContextDeps): Turn {
         if (receipt.wake && !called.includes(child)) called.push(child);
         const until = call.timeoutMs === undefined ? {} : { until: clock.now() + call.timeoutMs };
         const tool = asTool ? { messageId: asTool.messageId, callId: asTool.callId, tool: asTool.tool, input: asTool.input } : {};
-        await later([
-          ...(asTool ? [toolCalled(asTool.messageId, asTool.callId, { name: asTool.tool, input: asTool.input }, undefined, false)] : []),
-          { type: 'wait.started', payload: { executionId, kind: 'session', name, child: { sessionId: child, inputId }, ...until, ...tool } },
-        ]);
+        await later([{ type: 'wait.started', payload: { executionId, kind: 'session', name, child: { sessionId: child, inputId }, ...until, ...tool } }]);
         group.waits++;
         waited = true;
       } catch (err) {
-        if (asTool && !signal.aborted) await refusedToolCall(asTool, err).catch(() => undefined);
+        if (asTool && !signal.aborted) await refusedToolCall(asTool, err, recorded).catch(() => undefined);
         if (--calling === 0) endGroup(err);
         throw err;
       }

@@ -14,6 +14,8 @@
  * after the write was decided, before the log has it. `stopAfterAppend: { type, count }` stops it
  * right after the count-th append holding that type is committed (prints `STOPPED <session> <ms>`,
  * the time of the stop): a freeze outside any SQLite transaction. The test resumes it with SIGCONT.
+ * `module`: a runner module whose default export runs every turn instead (imported after `env` is
+ * set in the process's environment: what the module reads when it loads).
  */
 import { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { migrate } from '../../src/storage/sqlite/migrate.ts';
@@ -45,6 +47,9 @@ interface Args {
   stopBeforeAppend?: string;
   /** Stop the process (SIGSTOP) once the count-th append holding this type is committed (outside any transaction). */
   stopAfterAppend?: { type: string; count: number };
+  /** A runner module (its default export runs every turn), and variables set before it is imported. */
+  module?: string;
+  env?: Record<string, string>;
 }
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -87,6 +92,8 @@ const decorate = (log: EventLog): EventLog => {
   if (args.stopAfterAppend) return stoppingAfter(log, args.stopAfterAppend.type, args.stopAfterAppend.count);
   return log;
 };
+if (args.env) Object.assign(process.env, args.env);
+const fromModule = args.module ? ((await import(args.module)) as { default: Runner }).default : undefined;
 const echo = echoRunner({ delayMs: args.echoDelayMs ?? 0, steps: args.echoSteps ?? 1 });
 let crashed = false;
 const crash = async (point: string, ctx: Parameters<Runner>[0]) => {
@@ -113,6 +120,7 @@ const crash = async (point: string, ctx: Parameters<Runner>[0]) => {
 };
 const runner: Runner = async (ctx) => {
   say(`RUN ${ctx.sessionId} ${ctx.executionId} ${ctx.inputs.map((i) => i.inputId).join(',')}`);
+  if (fromModule) return fromModule(ctx);
   if (args.runner?.startsWith('crash:') && !crashed) return crash(args.runner.slice(6), ctx);
   await echo(ctx);
 };

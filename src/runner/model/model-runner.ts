@@ -13,7 +13,7 @@ import {
   isSessiondError,
   StepLimitError,
   ToolInputError,
-  WaitingError,
+  type WaitingError,
   recordedError,
 } from '../../errors.ts';
 import type { RunContext, Runner } from '../types.ts';
@@ -266,7 +266,16 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
         ),
       );
       // session tool calls: each admits into its child (recorded as the call); the turn waits for their answers, holding nothing
-      const delegation = delegated.includes(true) ? await delegate(ctx, tools, messageId, output.calls, delegated) : undefined;
+      const delegation = delegated.includes(true)
+        ? await delegate(
+            ctx,
+            tools,
+            messageId,
+            output.calls.map((call, i) =>
+              delegated[i] ? { ...call, callId: safeCallId(call.callId), wait: sessionCallName(messageId, safeCallId(call.callId)) } : undefined,
+            ),
+          )
+        : undefined;
       await ctx.endStep(messageId, output.finish, output.usage, modelId);
       if (delegation?.waiting) throw delegation.waiting; // the turn resumes with the children's answers
       for (const [i, part] of delegation?.refused ?? []) results[i] = part;
@@ -308,37 +317,43 @@ function delegates(tools: ToolRegistry, call: StepOutput['calls'][number]): bool
   return sessionToolSpec(tool) !== undefined && !call.error && parseToolInput(tool!, call.input).success;
 }
 
+/** A session tool call to admit: the call as the step records it, and its wait's name (what its child input id derives from). */
+interface Delegation {
+  callId: string;
+  name: string;
+  input: unknown;
+  wait: string;
+}
+
 /**
- * Admits each session tool call of a step into its child (`ctx.callSession`, recorded as the call):
- * when any waits, `waiting` is the `WaitingError` to end the execution with (after the step ends). A
- * call refused (a cycle, a bad session id) is recorded as the call's failure: returned by index.
+ * Admits each session tool call of a step into its child (`ctx.callSession`, the call journaled
+ * first): when any waits, `waiting` is the `WaitingError` to end the execution with (after the step
+ * ends). A call refused (a cycle, a bad session id) is recorded as the call's failure: returned by index.
  */
 async function delegate(
   ctx: RunContext,
   tools: ToolRegistry,
   messageId: string,
-  calls: StepOutput['calls'],
-  delegated: boolean[],
+  calls: (Delegation | undefined)[],
 ): Promise<{ refused: Map<number, TranscriptPart>; waiting?: WaitingError }> {
   const refused = new Map<number, TranscriptPart>();
   let waiting: WaitingError | undefined;
   await Promise.all(
     calls.map(async (call, i) => {
-      if (!delegated[i]) return;
+      if (!call) return;
       const tool = tools[call.name]!;
       const spec = sessionToolSpec(tool)!;
-      const callId = safeCallId(call.callId);
       const input = parseToolInput(tool, call.input);
       const data = input.success ? input.data : call.input;
-      const part = { type: 'tool' as const, callId, name: call.name, input: call.input ?? null, durable: false };
+      const part = { type: 'tool' as const, callId: call.callId, name: call.name, input: call.input ?? null, durable: true };
       try {
         const sessionId = typeof spec.sessionId === 'function' ? spec.sessionId(data, ctx) : spec.sessionId;
-        await ctx.callSession(sessionCallName(messageId, callId), {
+        await ctx.callSession(call.wait, {
           sessionId,
           prompt: spec.prompt ? spec.prompt(data) : defaultPrompt(data),
           ...(spec.timeoutMs === undefined ? {} : { timeoutMs: spec.timeoutMs }),
           ...(spec.tags ? { tags: spec.tags } : {}),
-          asToolCall: { messageId, callId, tool: call.name, input: part.input },
+          asToolCall: { messageId, callId: call.callId, tool: call.name, input: part.input },
         });
       } catch (err) {
         if (ctx.signal.aborted) throw ctx.signal.reason;
@@ -425,13 +440,25 @@ const toolFailureOnly =
     if (ctx.signal.aborted) throw ctx.signal.reason;
   };
 
-/** A continuation's durable calls, run again with their original keys in a step of their own; true when there were any. */
+/**
+ * A continuation's durable calls, run again with their original keys in a step of their own; true
+ * when there were any. A session tool call's key is its wait's name: called again under it, it
+ * awaits the child its interrupted call admitted (the same child input: its prompt runs once), and
+ * the turn waits for the answers.
+ */
 async function retryDurableCalls(ctx: RunContext, tools: ToolRegistry, items: readonly TranscriptItem[], slots: ToolSlots): Promise<boolean> {
   const retry = ctx.inputs.flatMap((i) => i.continues?.retryTools ?? []);
   if (retry.length === 0) return false;
   const { messageId } = await ctx.startStep();
-  await Promise.all(
-    retry.map((r) => {
+  const awaited = retry.map((r) => {
+    const original = findCall(items, r.messageId, r.callId);
+    if (!original || !sessionToolSpec(tools[r.name])) return undefined;
+    return { callId: safeCallId(`${r.callId}_retry`), name: r.name, input: original.input, wait: r.idempotencyKey };
+  });
+  const [delegation] = await Promise.all([
+    awaited.some((a) => a !== undefined) ? delegate(ctx, tools, messageId, awaited) : undefined,
+    ...retry.map((r, i) => {
+      if (awaited[i]) return undefined;
       const original = findCall(items, r.messageId, r.callId);
       const tool = tools[r.name];
       return ctx
@@ -446,8 +473,9 @@ async function retryDurableCalls(ctx: RunContext, tools: ToolRegistry, items: re
         )
         .catch(toolFailureOnly(ctx));
     }),
-  );
+  ]);
   await ctx.endStep(messageId, 'tool-retry');
+  if (delegation?.waiting) throw delegation.waiting; // the turn resumes with the children's answers
   return true;
 }
 
