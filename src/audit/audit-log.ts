@@ -37,9 +37,10 @@ export interface Violation {
     | 'wake_parked'
     | 'pending_full'
     | 'overdue_wait'
-    // session calls (session-calls.ts): a child's end delivered once, and delivered
+    // session calls (session-calls.ts): a child's end delivered once, and delivered; a child's input awaited
     | 'child_delivered_twice'
-    | 'child_end_undelivered';
+    | 'child_end_undelivered'
+    | 'child_call_unawaited';
   seqs: number[];
   message: string;
 }

@@ -8,7 +8,7 @@ import { isoTime as iso } from '../clock.ts';
 import type { PendingLimits } from '../machines/commands.ts';
 import { DEFAULT_LIMITS } from '../input/limits.ts';
 import { promptBytes } from '../events/prompt.ts';
-import { auditUndeliveredChildren } from './session-calls.ts';
+import { auditUnawaitedChildren, auditUndeliveredChildren } from './session-calls.ts';
 
 export interface LivenessOptions {
   /** The moment of judgement (ms since the epoch). */
@@ -145,5 +145,6 @@ export function auditLiveness(events: Iterable<SessionEvent>, options: LivenessO
   return [
     ...groups.flatMap((list) => auditSessionLiveness(list, options)),
     ...auditUndeliveredChildren(groups, options.now, options.graceMs ?? DEFAULT_LIVENESS_GRACE_MS),
+    ...auditUnawaitedChildren(groups, options.now, options.graceMs ?? DEFAULT_LIVENESS_GRACE_MS),
   ];
 }

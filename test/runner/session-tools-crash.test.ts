@@ -104,7 +104,8 @@ async function leadKilled(kills: number): Promise<void> {
     }
     const leadCalls = server.requests.filter((r) => r.chat && !isResearcher(r.chat));
     assert.is(leadCalls.length, 2, 'the lead model was asked twice: for the calls (not again after a crash), then for the answer');
-    const check = await runCli(['check', '--db', f.file]);
+    // (a grace of 1 ms: each child input must be awaited by its parent by now, child_call_unawaited)
+    const check = await runCli(['check', '--db', f.file, '--grace-ms', '1']);
     assert.is(check.code, 0, check.stdout + check.stderr);
   } finally {
     await server.close();
