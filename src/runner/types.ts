@@ -65,7 +65,8 @@ export interface SessionCall {
   tags?: Tags;
   /**
    * The call is a model's tool call of this turn (a session tool, `defineSessionTool`): it is recorded
-   * as that call (`tool.called`, waiting on the child), and when the child's end comes back its
+   * as that call (`tool.called`, durable, keyed by the call's name, appended before the child is
+   * admitted; then waiting on the child), and when the child's end comes back its
    * answer is recorded as the call's result, once (`tool.started`, then `tool.succeeded` with the
    * child's answer, or `tool.failed` saying how the child's turn ended). A refused call is recorded
    * as the call's failure too.

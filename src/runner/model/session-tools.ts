@@ -2,7 +2,8 @@
  * Session tools: a tool the model calls whose work is a turn of another session (a sub-agent with
  * its own instructions, tools and history). The call admits a prompt built from the tool's input
  * into the child session (`ctx.callSession`), the parent's turn waits holding nothing, and the
- * child's final answer comes back as the call's result.
+ * child's final answer comes back as the call's result. The call is journaled before its child is
+ * admitted: a turn recovered after a crash in between awaits the same child (model-runner.ts).
  *
  *   researcher: defineSessionTool({
  *     description: 'Ask the researcher', inputSchema: z.object({ question: z.string() }),
