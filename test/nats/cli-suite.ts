@@ -30,22 +30,25 @@ export function cliSuite(name: string) {
 }
 
 /** A `sessiond start --nats` worker serving commands, its echo steps `echoDelayMs` long (or `extra` flags such as `--runner PATH`), once it says it is up. */
-export async function natsWorker(ctx: CliCtx, db: string, echoDelayMs: number, extra: string[] = []): Promise<LongRunning> {
-  const w = startCli([
-    'start',
-    '--nats',
-    ctx.server.url,
-    ...as(WORKER),
-    '--nats-commands-user',
-    COMMANDS.user,
-    '--nats-commands-pass',
-    COMMANDS.pass,
-    '--db',
-    ctx.tmp.file(db),
-    '--echo-delay-ms',
-    String(echoDelayMs),
-    ...extra,
-  ]);
+export async function natsWorker(ctx: CliCtx, db: string, echoDelayMs: number, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<LongRunning> {
+  const w = startCli(
+    [
+      'start',
+      '--nats',
+      ctx.server.url,
+      ...as(WORKER),
+      '--nats-commands-user',
+      COMMANDS.user,
+      '--nats-commands-pass',
+      COMMANDS.pass,
+      '--db',
+      ctx.tmp.file(db),
+      '--echo-delay-ms',
+      String(echoDelayMs),
+      ...extra,
+    ],
+    { env },
+  );
   ctx.workers.push(w);
   await w.waitFor('send it a prompt');
   return w;

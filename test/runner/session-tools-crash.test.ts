@@ -9,47 +9,16 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fileURLToPath } from 'node:url';
+import { writeFileSync } from 'node:fs';
 import { runCli } from '../support/cli.ts';
 import { closeSharedFiles, sharedFile } from '../support/processes.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { admitInput } from '../../src/input/admit.ts';
-import { startFakeOpenAI, messageText, type ChatCompletionRequest, type ScriptStep } from '../../src/testing/fake-openai.ts';
+import { startFakeOpenAI, messageText } from '../../src/testing/fake-openai.ts';
+import { isResearcher, leadAndResearchers, promptsOf } from './fixtures/agents-script.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 
 const AGENTS = fileURLToPath(new URL('./fixtures/agents.ts', import.meta.url));
-const systemOf = (r: ChatCompletionRequest) => messageText(r.messages.find((m) => m.role === 'system'));
-const isResearcher = (r: ChatCompletionRequest) => systemOf(r).startsWith('You research');
-/** A researcher's prompts in a request (the last one is what it is asked; a continuation's note comes after it). */
-const promptsOf = (r: ChatCompletionRequest) => r.messages.filter((m) => m.role === 'user' && messageText(m).startsWith('Find out about '));
-
-/**
- * The researcher answers with its topic and how many prompts its session has had (a prompt run
- * twice says `answer 2`). The lead calls the researcher on two topics at once, with new call ids each
- * time it is asked (as a real model would), then answers with the results of its last calls.
- */
-function leadAndResearchers(): (r: ChatCompletionRequest) => ScriptStep {
-  let asked = 0;
-  return (r) => {
-    if (isResearcher(r)) {
-      const prompts = promptsOf(r);
-      const topic = messageText(prompts.at(-1)).replace('Find out about ', '').replace('.', '');
-      return { kind: 'text', text: `${topic} grow on trees (answer ${prompts.length}).` };
-    }
-    if (r.messages.at(-1)?.role === 'tool') {
-      const lastCall = r.messages.map((m) => m.role).lastIndexOf('assistant');
-      const results = r.messages.slice(lastCall + 1).map((m) => messageText(m));
-      return { kind: 'text', text: `The team found: ${results.join(' / ')}` };
-    }
-    asked++;
-    return {
-      kind: 'toolCalls',
-      calls: [
-        { id: `call_apples_${asked}`, name: 'researcher', arguments: { topic: 'apples' } },
-        { id: `call_pears_${asked}`, name: 'researcher', arguments: { topic: 'pears' } },
-      ],
-    };
-  };
-}
 
 test.after.each(closeSharedFiles);
 
@@ -66,13 +35,14 @@ async function leadKilled(kills: number): Promise<void> {
   try {
     await admitInput(f.handler, 'ses_lead', { prompt: 'What about apples and pears?' });
     const common = { module: AGENTS, leaseMs: 1_500, heartbeatMs: 500, sweepMs: 200 };
-    const env = { FAKE_OPENAI_URL: server.url };
+    const go = f.tmp.file('researchers-go');
+    const env = { FAKE_OPENAI_URL: server.url, RESEARCHERS_GO: go };
     for (let k = 0; k < kills; k++) {
       // the first runs the lead's turn only; the next ones recover it (their researchers held); each stops just before the append that records the lead's wait
       const w =
         k === 0
           ? f.spawn({ ...common, env, mode: 'hold', sessions: ['ses_lead'], stopBeforeAppend: 'wait.started' })
-          : f.spawn({ ...common, env: { ...env, HOLD_RESEARCHERS: '1' }, mode: 'work', sessions: [], stopBeforeAppend: 'wait.started' });
+          : f.spawn({ ...common, env, mode: 'work', sessions: [], stopBeforeAppend: 'wait.started' });
       await w.waitForLine((l) => l === 'STOPPING ses_lead wait.started');
       for (const child of children)
         assert.is((await events(child)).filter((e) => e.type === 'input.admitted').length, 1, `${child}: its prompt admitted (once) before kill ${k + 1}`);
@@ -84,6 +54,7 @@ async function leadKilled(kills: number): Promise<void> {
       await w.exited;
     }
 
+    writeFileSync(go, ''); // the researchers go on: none asked its model on a killed worker
     f.spawn({ ...common, env, mode: 'work', sessions: [] });
     await waitFor(async () => (await events('ses_lead')).some((e) => e.type === 'execution.settled' && e.payload.outcome === 'succeeded'), {
       what: 'the lead to answer',
