@@ -79,7 +79,21 @@ export const pythonReplies: Record<string, PyReply> = {
   },
   SessionListItem: {
     doc: "A session in a list page: what the answering worker's projection knows of it (`status` has the whole of it, from the log).",
-    fields: ['sessionId', 'state', 'waiting', 'pendingInputs', 'seq', 'createdAt', 'updatedAt', 'tags', 'forkedFrom', 'raw', 'ownedBy'],
+    fields: [
+      'sessionId',
+      'state',
+      'waiting',
+      'pendingInputs',
+      'seq',
+      'createdAt',
+      'updatedAt',
+      'tags',
+      'forkedFrom',
+      'raw',
+      'ownedBy',
+      'calledBy',
+      'childCount',
+    ],
     docs: {
       state: 'idle, claimed, running, recovering, settled',
       waiting: 'Whether a wait of its turn is open (an approval, a signal, a timer).',
@@ -88,8 +102,10 @@ export const pythonReplies: Record<string, PyReply> = {
       createdAt: 'Times of its first event and of its last (ms since the epoch).',
       forkedFrom: 'The source and seq it was forked from; None when it is not a fork.',
       ownedBy: 'Who it belongs to (fixed by its first admission); None when no one.',
+      calledBy: 'The session whose turn last called it (`ctx.callSession`): its parent; None when none has.',
+      childCount: 'Sessions whose `calledBy` is this one: its children.',
     },
-    lenient: { tags: '{}', forkedFrom: 'None', ownedBy: 'None' },
+    lenient: { tags: '{}', forkedFrom: 'None', ownedBy: 'None', calledBy: 'None', childCount: '0' },
     nullAsDefault: ['tags'],
   },
   ForkResult: {
@@ -381,6 +397,7 @@ function renderClass(s: Struct, py: PyReply): string {
       else if (type.endsWith(' | None')) decl += ' = None';
       else if (type.startsWith('dict[')) decl += ' = field(default_factory=dict)';
       else if (type.startsWith('list[')) decl += ' = field(default_factory=list)';
+      else if (type === 'int') decl += ' = 0';
       else throw new Error(`${name}.${pyName(key)} follows a field with a default but has none`);
     }
     lines.push(decl);

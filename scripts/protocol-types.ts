@@ -222,7 +222,7 @@ const replyShapeNames: Record<string, string> = {
   'costUsd,spent,tokens': 'Budget',
   'costUsd,tokens': 'Spend',
   'costUsd,since,spent,tokens': 'TenantBudget',
-  'createdAt,forkedFrom,ownedBy,pendingInputs,seq,sessionId,state,tags,updatedAt,waiting': 'SessionListItem',
+  'calledBy,childCount,createdAt,forkedFrom,ownedBy,pendingInputs,seq,sessionId,state,tags,updatedAt,waiting': 'SessionListItem',
   'admittedBy,continues,delivery,inputId,notBefore,seq,source,tags,wake': 'PendingInput',
   'callId,child,data,durable,executionId,idempotencyKey,input,kind,messageId,name,outcome,reason,resolvedAt,since,started,tool,until': 'Wait',
   'id,position': 'EventRef',

@@ -277,4 +277,6 @@ type SessionListItem struct {
 	Tags          Tags       `json:"tags"`
 	ForkedFrom    *ForkPoint `json:"forkedFrom"`
 	OwnedBy       *string    `json:"ownedBy"`
+	CalledBy      *string    `json:"calledBy"`
+	ChildCount    int64      `json:"childCount"`
 }

@@ -129,6 +129,8 @@ export interface ListCommand {
   updatedSince?: number;
   /** Only sessions this owner reaches (its own, and those with no owner). */
   reachableBy?: string;
+  /** Only the children of this session (those it last called). */
+  calledBy?: string;
   limit?: number;
   after?: string;
 }
@@ -195,7 +197,7 @@ export const requestFields: Record<CommandVerb, readonly string[]> = {
   resolve: ['sessionId', 'kind', 'name', 'outcome', 'reason', 'data', 'actor'],
   tag: ['sessionId', 'tags'],
   budget: ['sessionId', 'tokens', 'costUsd', 'reset', 'actor'],
-  list: ['state', 'waiting', 'tags', 'idPrefix', 'updatedSince', 'reachableBy', 'limit', 'after'],
+  list: ['state', 'waiting', 'tags', 'idPrefix', 'updatedSince', 'reachableBy', 'calledBy', 'limit', 'after'],
   fork: ['sessionId', 'source', 'at', 'tags', 'owner'],
   events: ['sessionId', 'afterSeq', 'limit'],
 };

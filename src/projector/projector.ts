@@ -355,6 +355,7 @@ export class Projector {
         }
         if (p.tags) sessions.tag(e, p.tags);
         if (p.owner !== undefined && e.seq === 1) sessions.own(e, p.owner);
+        if (p.caller !== undefined) sessions.calledBy(e, p.caller);
       },
       'input.promoted': (e) => {
         const { inputId } = e.payload;

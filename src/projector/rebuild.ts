@@ -106,7 +106,7 @@ const TABLES = [
   },
   {
     table: 'session',
-    columns: 'session_id, state, waiting, pending_inputs, last_seq, time_created, time_updated, tags, forked_from, forked_seq, owned_by',
+    columns: 'session_id, state, waiting, pending_inputs, last_seq, time_created, time_updated, tags, forked_from, forked_seq, owned_by, called_by',
     order: 'session_id',
   },
   { table: 'session_tag', columns: 'session_id, key, value, time_created', order: 'session_id, key' },

@@ -6,6 +6,8 @@
  * holding few sessions (at most PREFIX_SORTED) is read as a range of the primary key and sorted; one
  * holding more walks the order's index and skips other ids, which finds a page after about
  * limit × sessions / PREFIX_SORTED rows at worst (bench/sections/list.ts measures both at 100k).
+ * A parent's children (`calledBy`, migration 017) are read by (called_by, time_created, session_id),
+ * and each row's count of children is a lookup of that index.
  */
 import type { Db } from '../storage/sqlite/database.ts';
 import { encodeCursor, type CheckedFilter, type SessionListItem, type SessionPage } from '../sessions/list.ts';
@@ -18,7 +20,7 @@ export const PREFIX_SORTED = 2000;
 
 export function listSessionPage(db: Db, filter: CheckedFilter): SessionPage {
   const { sql, args } = query(filter, prefixRead(db, filter));
-  const rows = prepared(db, sql).all([...args, filter.limit + 1]) as SessionRow[];
+  const rows = prepared(db, sql).all([...args, filter.limit + 1]) as ListedRow[];
   const more = rows.length > filter.limit;
   const page = more ? rows.slice(0, filter.limit) : rows;
   const last = page[page.length - 1];
@@ -76,6 +78,10 @@ function query(filter: CheckedFilter, read: PrefixRead): { sql: string; args: un
     where.push('(s.owned_by IS NULL OR s.owned_by = ?)');
     args.push(filter.reachableBy);
   }
+  if (filter.calledBy !== undefined) {
+    where.push('s.called_by = ?');
+    args.push(filter.calledBy);
+  }
   if (filter.updatedSince !== undefined) {
     where.push('s.time_updated >= ?');
     args.push(filter.updatedSince);
@@ -84,7 +90,8 @@ function query(filter: CheckedFilter, read: PrefixRead): { sql: string; args: un
     where.push(`(${by}.time_created, ${by}.session_id) < (?, ?)`);
     args.push(filter.after.time, filter.after.id);
   }
-  const sql = `SELECT s.* FROM ${from} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+  const children = '(SELECT count(*) FROM session c WHERE c.called_by = s.session_id) AS child_count';
+  const sql = `SELECT s.*, ${children} FROM ${from} ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
                ORDER BY ${by}.time_created DESC, ${by}.session_id DESC LIMIT ?`;
   return { sql, args };
 }
@@ -98,7 +105,9 @@ function prepared(db: Db, sql: string) {
   return s;
 }
 
-function toItem(r: SessionRow): SessionListItem {
+type ListedRow = SessionRow & { child_count: number };
+
+function toItem(r: ListedRow): SessionListItem {
   return {
     sessionId: r.session_id,
     state: r.state,
@@ -110,5 +119,7 @@ function toItem(r: SessionRow): SessionListItem {
     tags: JSON.parse(r.tags) as SessionListItem['tags'],
     forkedFrom: r.forked_from === null ? null : { sessionId: r.forked_from, seq: r.forked_seq ?? 0 },
     ownedBy: r.owned_by ?? null,
+    calledBy: r.called_by ?? null,
+    childCount: r.child_count,
   };
 }

@@ -24,6 +24,8 @@ export interface SessionRow {
   forked_seq: number | null;
   /** The session's owner (its first event's), NULL when none. */
   owned_by: string | null;
+  /** The session whose turn last called it (its latest admission's `caller`), NULL when none has. */
+  called_by: string | null;
 }
 
 /** The state an event moves its session to (the machine's targets); absent: the state stays. */
@@ -52,6 +54,8 @@ interface Touched {
   forked: { sessionId: string; seq: number } | null;
   /** The owner its first event gave it. */
   owner: string | null;
+  /** The caller of the batch's latest admission that had one. */
+  caller: string | null;
 }
 
 export function sessionListRows(db: Db) {
@@ -75,6 +79,7 @@ export function sessionListRows(db: Db) {
   const setTags = db.prepare('UPDATE session SET tags = ? WHERE session_id = ?');
   const setForked = db.prepare('UPDATE session SET forked_from = ?, forked_seq = ? WHERE session_id = ?');
   const setOwner = db.prepare('UPDATE session SET owned_by = ? WHERE session_id = ?');
+  const setCaller = db.prepare('UPDATE session SET called_by = ? WHERE session_id = ?');
   const putTag = db.prepare(`INSERT INTO session_tag (session_id, key, value, time_created) VALUES (?, ?, ?, ?)
                              ON CONFLICT (session_id, key) DO UPDATE SET value = excluded.value`);
   const removeTag = db.prepare('DELETE FROM session_tag WHERE session_id = ? AND key = ?');
@@ -84,7 +89,11 @@ export function sessionListRows(db: Db) {
 
   const note = (e: SessionEvent): Touched => {
     let t = touched.get(e.sessionId);
-    if (!t) touched.set(e.sessionId, (t = { state: null, recount: false, seq: e.seq, first: e.time, time: e.time, tags: [], forked: null, owner: null }));
+    if (!t)
+      touched.set(
+        e.sessionId,
+        (t = { state: null, recount: false, seq: e.seq, first: e.time, time: e.time, tags: [], forked: null, owner: null, caller: null }),
+      );
     t.seq = Math.max(t.seq, e.seq);
     t.time = Math.max(t.time, e.time);
     return t;
@@ -110,6 +119,10 @@ export function sessionListRows(db: Db) {
     own(e: SessionEvent, owner: string): void {
       note(e).owner = owner;
     },
+    /** Notes the session that called it (an admission's `caller`): the latest wins. */
+    calledBy(e: SessionEvent, caller: string): void {
+      note(e).caller = caller;
+    },
     /** Writes every touched session (and its tags), once. */
     flush(): void {
       for (const [id, t] of touched) {
@@ -119,6 +132,7 @@ export function sessionListRows(db: Db) {
         };
         if (t.forked) setForked.run(t.forked.sessionId, t.forked.seq, id);
         if (t.owner !== null) setOwner.run(t.owner, id);
+        if (t.caller !== null) setCaller.run(t.caller, id);
         if (t.tags.length === 0) continue;
         const before = JSON.parse(row.tags) as Tags;
         const after = t.tags.reduce(applyTagChanges, before);

@@ -1,13 +1,13 @@
 /**
  * A list filter from a URL's query (the inspector's session list, the gateway's `GET /v1/sessions`):
- * `?state=S&waiting=1|0&tag=k=v&prefix=P&updated=MS&limit=N&after=CURSOR` (`tag` repeatable). Checked with
+ * `?state=S&waiting=1|0&tag=k=v&prefix=P&called_by=S&updated=MS&limit=N&after=CURSOR` (`tag` repeatable). Checked with
  * list's own words; a bad one is an `HttpError` 400 `invalid_query`.
  */
 import { HttpError, messageOf } from '../errors.ts';
 import { checkListFilter, type ListFilter } from './list.ts';
 import { parseTagArgument } from '../events/tags.ts';
 
-/** `?state=S&waiting=1|0&tag=k=v&prefix=P&updated=MS&limit=N&after=CURSOR` as a list filter (its checks are list's own). */
+/** `?state=S&waiting=1|0&tag=k=v&prefix=P&called_by=S&updated=MS&limit=N&after=CURSOR` as a list filter (its checks are list's own). */
 export function listFilterOf(q: URLSearchParams): ListFilter {
   const filter: Record<string, unknown> = {};
   const state = q.get('state');
@@ -31,6 +31,8 @@ export function listFilterOf(q: URLSearchParams): ListFilter {
   }
   const prefix = q.get('prefix');
   if (prefix) filter['idPrefix'] = prefix;
+  const calledBy = q.get('called_by');
+  if (calledBy) filter['calledBy'] = calledBy;
   const after = q.get('after');
   if (after) filter['after'] = after;
   try {

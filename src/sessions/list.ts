@@ -27,6 +27,8 @@ export interface ListFilter {
   updatedSince?: number;
   /** Only sessions this owner reaches: those it owns, and those with no owner (sessions/owner.ts). */
   reachableBy?: string;
+  /** Only the children of this session: those whose turn it last called (`ctx.callSession`). */
+  calledBy?: string;
   /** Sessions per page (default `DEFAULT_LIST_LIMIT`, at most `MAX_LIST_LIMIT`). */
   limit?: number;
   /** The `next` of the previous page: this page starts after it. */
@@ -51,6 +53,10 @@ export interface SessionListItem {
   forkedFrom: { sessionId: string; seq: number } | null;
   /** Who it belongs to (sessions/owner.ts), null when no one. */
   ownedBy: string | null;
+  /** The session whose turn last called it (`ctx.callSession`), null when none has: its parent. */
+  calledBy: string | null;
+  /** Sessions whose `calledBy` is this one: its children. */
+  childCount: number;
 }
 
 export interface SessionPage {
@@ -67,6 +73,7 @@ export interface CheckedFilter {
   idPrefix?: string;
   updatedSince?: number;
   reachableBy?: string;
+  calledBy?: string;
   limit: number;
   after?: Cursor;
 }
@@ -77,7 +84,7 @@ export interface Cursor {
   id: string;
 }
 
-const FIELDS = ['state', 'waiting', 'tags', 'idPrefix', 'updatedSince', 'reachableBy', 'limit', 'after'];
+const FIELDS = ['state', 'waiting', 'tags', 'idPrefix', 'updatedSince', 'reachableBy', 'calledBy', 'limit', 'after'];
 
 export function checkListFilter(filter: ListFilter | undefined): CheckedFilter {
   const f = (filter ?? {}) as Record<string, unknown>;
@@ -113,6 +120,13 @@ export function checkListFilter(filter: ListFilter | undefined): CheckedFilter {
     } catch (err) {
       throw invalid(`reachableBy: ${(err as Error).message}`);
     }
+  }
+  if (f.calledBy !== undefined) {
+    if (typeof f.calledBy !== 'string' || !isIdText(f.calledBy))
+      throw invalid(
+        `calledBy must be a session id, 1-${MAX_ID_LENGTH} characters from A-Z a-z 0-9 _ - : + = @, got ${JSON.stringify(String(f.calledBy).slice(0, 80))}`,
+      );
+    out.calledBy = f.calledBy;
   }
   if (f.limit !== undefined) {
     if (!Number.isInteger(f.limit) || (f.limit as number) < 1 || (f.limit as number) > MAX_LIST_LIMIT)

@@ -401,6 +401,8 @@ export function sessionsContract(name: string, open: () => Promise<SessionsFixtu
         tags: { half: 'even', run },
         forkedFrom: null,
         ownedBy: null,
+        calledBy: null,
+        childCount: 0,
       },
     );
     const odd = await fx.sessions.list({ tags: { run, half: 'odd' } });

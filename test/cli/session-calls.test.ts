@@ -108,6 +108,22 @@ test('session calls - the parent worker SIGKILLed while it waits on two children
       assert.is(events.filter((e) => e.type === 'input.admitted' && e.payload.source === 'user').length, 1, `${child}: the prompt admitted once`);
       assert.is(events.filter((e) => e.type === 'recovery.completed').length, 1, `${child}: recovered from the killed worker`);
     }
+    // ls: each child names its parent, the parent counts its children; --called-by lists them
+    const ls = await runCli(['ls', '--db', db]);
+    assert.is(ls.code, 0, ls.stderr);
+    assert.match(ls.stdout, /^ses_lead-a {2}settled .*, called by ses_lead$/m);
+    assert.match(ls.stdout, /^ses_lead-b {2}settled .*, called by ses_lead$/m);
+    assert.match(ls.stdout, /^ses_lead {2}settled .*, 2 children$/m);
+    const kids = JSON.parse((await runCli(['ls', '--db', db, '--called-by', 'ses_lead', '--json'])).stdout) as {
+      sessions: { sessionId: string; calledBy: string | null; childCount: number }[];
+    };
+    assert.equal(kids.sessions.map((x) => [x.sessionId, x.calledBy, x.childCount]).sort(), [
+      ['ses_lead-a', 'ses_lead', 0],
+      ['ses_lead-b', 'ses_lead', 0],
+    ]);
+    const bad = await runCli(['ls', '--db', db, '--called-by', 'not an id']);
+    assert.is(bad.code, 2, bad.stderr);
+    assert.match(bad.stderr, /is not a session id/);
     const check = await runCli(['check', '--db', db, '--safety-only']);
     assert.is(check.code, 0, check.stdout + check.stderr);
   } finally {

@@ -102,6 +102,22 @@ s(
           `${id} finished`,
         );
       }
+      // list (a worker's projection, behind the stream): each child names its parent, the parent counts them
+      const listed = async () => (await client.list({ idPrefix: 'ses_fan' })).sessions.map((x) => [x.sessionId, x.calledBy, x.childCount]).sort() as unknown[];
+      await waitFor(
+        async () =>
+          JSON.stringify(await listed()) ===
+          JSON.stringify([
+            ['ses_fan', null, 2],
+            ['ses_fan-a', 'ses_fan', 0],
+            ['ses_fan-b', 'ses_fan', 0],
+          ]),
+        {
+          timeoutMs: 10_000,
+          what: 'the list to show the tree',
+        },
+      );
+      assert.equal((await client.list({ calledBy: 'ses_fan' })).sessions.map((x) => x.sessionId).sort(), ['ses_fan-a', 'ses_fan-b']);
       const finishers = workers.filter((w) => w !== victim && w.output().includes('turn succeeded'));
       assert.ok(finishers.length > 0, 'the surviving workers finished the work');
       assert.ok(

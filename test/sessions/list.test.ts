@@ -176,6 +176,39 @@ test('list - the session rows folded batch by batch equal a rebuild from the log
     assert.is(await catchUpProjection(engine.db, engine.log), await engine.log.head(), 'at the head, catching up reads nothing more');
   }));
 
+test('list - a session called by another names its parent, the parent counts its children; calledBy pages the children; a rebuild agrees', () =>
+  inWorld(async ({ tmp, clock, engine }) => {
+    await engine.admit('ses_lead', { prompt: 'hi', wake: false });
+    for (let i = 0; i < 5; i++) {
+      clock.set(T0 + (i + 1) * 1000);
+      await engine.admit(`ses_kid${i}`, { prompt: 'hi', wake: false, caller: 'ses_lead' });
+    }
+    clock.set(T0 + 10_000);
+    await engine.admit('ses_other', { prompt: 'hi', wake: false });
+    // the latest caller is the parent: ses_kid4 called again by ses_other moves to it
+    await engine.admit('ses_kid4', { prompt: 'again', wake: false, caller: 'ses_other' });
+    await engine.admit('ses_kid3', { prompt: 'plain', wake: false });
+    const items = Object.fromEntries((await engine.list({ limit: 100 })).sessions.map((s) => [s.sessionId, [s.calledBy, s.childCount]]));
+    assert.equal(items, {
+      ses_lead: [null, 4],
+      ses_kid0: ['ses_lead', 0],
+      ses_kid1: ['ses_lead', 0],
+      ses_kid2: ['ses_lead', 0],
+      ses_kid3: ['ses_lead', 0],
+      ses_kid4: ['ses_other', 0],
+      ses_other: [null, 1],
+    });
+    assert.equal(await everything(engine, { calledBy: 'ses_lead' }, 3), ['ses_kid3', 'ses_kid2', 'ses_kid1', 'ses_kid0'], 'newest first, over pages');
+    assert.equal(await everything(engine, { calledBy: 'ses_other' }, 3), ['ses_kid4']);
+    assert.equal(await everything(engine, { calledBy: 'ses_kid0' }, 3), [], 'a session with no children');
+    assert.throws(() => checkListFilter({ calledBy: 'not an id' }), /calledBy must be a session id/);
+    const other = openDatabase(tmp.file('rebuilt.db'));
+    migrate(other);
+    await rebuildProjection(other, engine.log);
+    assert.is(projectionHash(other), projectionHash(engine.db), 'rebuilt rows hash the same');
+    other.close();
+  }));
+
 test('list - every query shape reads one index in page order: no sort, no scan of the table', () =>
   inWorld(async ({ engine }) => {
     const { listSessionPlan } = await import('../../src/projector/session-list.ts');
@@ -186,6 +219,7 @@ test('list - every query shape reads one index in page order: no sort, no scan o
       { waiting: true },
       { tags: { customer: 'acme' }, after: 'MTc5NjA1Njc0NTkxNy5zZXNfMQ' },
       { tags: { customer: 'acme', env: 'prod' }, state: 'idle' },
+      { calledBy: 'ses_lead', after: 'MTc5NjA1Njc0NTkxNy5zZXNfMQ' },
     ];
     for (const f of shapes) {
       const plan = listSessionPlan(engine.db, checkListFilter(f)).join(' | ');

@@ -1,6 +1,6 @@
 /**
  * Operating many sessions:
- *   sessiond ls [--state S] [--waiting | --not-waiting] [--tag k=v]... [--prefix P] [--updated-since T] [--limit N] [--after CURSOR] [--json]
+ *   sessiond ls [--state S] [--waiting | --not-waiting] [--tag k=v]... [--prefix P] [--called-by S] [--updated-since T] [--limit N] [--after CURSOR] [--json]
  *   sessiond tag SESSION k=v [k=]...     set tags (k= removes one)
  * `ls` reads the projection (on --db brought up to the log's head first; on --nats a worker answers
  * from its own), newest first, one page at a time: the next page is `--after` the cursor it prints.
@@ -24,6 +24,7 @@ interface LsOptions extends LogOptions {
   notWaiting?: boolean;
   tag?: [string, string][];
   prefix?: string;
+  calledBy?: string;
   updatedSince?: number;
   limit?: number;
   after?: string;
@@ -57,6 +58,14 @@ function idPrefix(value: string): string {
   return value;
 }
 
+function sessionId(value: string): string {
+  if (!isIdText(value))
+    throw new InvalidArgumentError(
+      `${JSON.stringify(value.slice(0, 80))} is not a session id: use 1-${MAX_ID_LENGTH} characters from A-Z a-z 0-9 _ - : + = @.`,
+    );
+  return value;
+}
+
 const iso = (ms: number) => isoTime(ms).replace(/\.\d{3}Z$/, 'Z');
 
 function describeItem(s: SessionListItem): string {
@@ -66,19 +75,22 @@ function describeItem(s: SessionListItem): string {
   const waits = s.waiting ? ' WAITING' : '';
   const pending = s.pendingInputs > 0 ? `, ${s.pendingInputs} pending` : '';
   const fork = s.forkedFrom ? `, forked from ${s.forkedFrom.sessionId}@${s.forkedFrom.seq}` : '';
-  return `${s.sessionId}  ${s.state}${waits}  seq ${s.seq}${pending}  updated ${iso(s.updatedAt)}${fork}${tags ? `  ${tags}` : ''}`;
+  const parent = s.calledBy ? `, called by ${s.calledBy}` : '';
+  const children = s.childCount > 0 ? `, ${s.childCount} ${s.childCount === 1 ? 'child' : 'children'}` : '';
+  return `${s.sessionId}  ${s.state}${waits}  seq ${s.seq}${pending}  updated ${iso(s.updatedAt)}${fork}${parent}${children}${tags ? `  ${tags}` : ''}`;
 }
 
 export function registerSessionsList(program: Command, ctx: CliContext): void {
   addLogOptions(
     program
       .command('ls')
-      .description('list sessions, newest first, a page at a time (filter by state, waiting, tags, id prefix, time)')
+      .description('list sessions, newest first, a page at a time (filter by state, waiting, tags, id prefix, caller, time)')
       .option('--state <state>', `only sessions in this state (${SESSION_STATES.join(', ')})`, oneOf('--state', SESSION_STATES))
       .option('--waiting', 'only sessions whose turn waits (an approval, a signal, a timer)')
       .option('--not-waiting', 'only sessions whose turn does not wait')
       .option('--tag <key=value>', 'only sessions with this tag (repeatable: every one must match)', collectTag)
       .option('--prefix <start>', 'only sessions whose id starts with this (cust-42:)', idPrefix)
+      .option('--called-by <session>', 'only the children of this session (those its turn last called: ctx.callSession)', sessionId)
       .option('--updated-since <time>', 'only sessions changed since then: a time (2026-12-01T00:00:00Z) or a duration back (7d, 1h)', since)
       .option('--limit <n>', 'sessions per page (default 50, at most 1000)', positiveInt('--limit'))
       .option('--after <cursor>', 'the page after this cursor (printed at the end of the page before)')
@@ -91,6 +103,7 @@ export function registerSessionsList(program: Command, ctx: CliContext): void {
       ...(opts.waiting ? { waiting: true } : opts.notWaiting ? { waiting: false } : {}),
       ...(opts.tag?.length ? { tags: Object.fromEntries(opts.tag) } : {}),
       ...(opts.prefix === undefined ? {} : { idPrefix: opts.prefix }),
+      ...(opts.calledBy === undefined ? {} : { calledBy: opts.calledBy }),
       ...(opts.updatedSince === undefined ? {} : { updatedSince: opts.updatedSince }),
       ...(opts.limit === undefined ? {} : { limit: opts.limit }),
       ...(opts.after === undefined ? {} : { after: opts.after }),

@@ -13,6 +13,8 @@ import { openDatabase, type Db } from '../../../src/storage/sqlite/database.ts';
 import { SqliteEventLog } from '../../../src/storage/sqlite/sqlite-event-log.ts';
 import { catchUpProjection } from '../../../src/projector/catch-up.ts';
 import { projectionHash, rebuildProjection } from '../../../src/projector/rebuild.ts';
+import { pack, unpack } from '../../../src/events/codec.ts';
+import { listFromProjection } from '../../../src/sessions/list-projection.ts';
 import { loadSchemaFixture, schemaFixtures } from '../../support/schema-fixtures.ts';
 import { tempDir } from '../../support/tmp.ts';
 
@@ -107,5 +109,58 @@ for (const fixture of schemaFixtures()) {
     }
   });
 }
+
+/** A v16 database whose log holds `ses_child` admitted by `ses_tools`'s session call (as a v16 build with ctx.callSession wrote it). */
+function v16WithCall(file: string): Db {
+  const db = loadSchemaFixture(schemaFixtures().find((f) => f.version === 16)!, file);
+  const first = db.prepare("SELECT version, time, data FROM event WHERE aggregate_id = 'ses_tools' AND seq = 1").get() as {
+    version: number;
+    time: number;
+    data: Buffer;
+  };
+  const { tags: _tags, ...admitted } = unpack(first.data) as Record<string, unknown>;
+  const payload = { ...admitted, inputId: 'inp_child', prompt: 'count the apples', caller: 'ses_tools' };
+  const head = db.prepare('SELECT MAX(position) FROM event').pluck().get() as number;
+  db.prepare(
+    "INSERT INTO event (position, id, aggregate_id, seq, type, version, time, data, committed_at) VALUES (?, 'evt_child', 'ses_child', 1, 'input.admitted', ?, ?, ?, ?)",
+  ).run(head + 1, first.version, first.time, pack(payload), first.time);
+  // folded by that build's projector, which had no column for the caller
+  db.prepare(
+    "INSERT INTO session (session_id, state, waiting, pending_inputs, last_seq, time_created, time_updated) VALUES ('ses_child', 'idle', 0, 1, 1, ?, ?)",
+  ).run(first.time, first.time);
+  db.prepare("UPDATE projector_checkpoint SET position = ? WHERE name = 'main'").run(head + 1);
+  return db;
+}
+
+test('migrate-upgrade - schema 17 (called_by): a log holding a session call refolds its projection, so the child names its parent; one without keeps its projection', async () => {
+  const tmp = tempDir();
+  const called = v16WithCall(tmp.file('called.db'));
+  const plain = loadSchemaFixture(schemaFixtures().find((f) => f.version === 16)!, tmp.file('plain.db'));
+  const log = new SqliteEventLog(called);
+  try {
+    const messages = (db: Db) => db.prepare('SELECT COUNT(*) FROM session_message').pluck().get() as number;
+    const before = messages(plain);
+    migrate(plain);
+    assert.is(messages(plain), before, 'no session call in the log: the projection stays');
+    assert.is(plain.prepare("SELECT position FROM projector_checkpoint WHERE name = 'main'").pluck().get(), 126);
+
+    migrate(called);
+    assert.is(messages(called), 0, 'a session call in the log: the projection is emptied');
+    assert.equal(called.prepare('SELECT * FROM projector_checkpoint').all(), []);
+    const page = await listFromProjection(called, log, { limit: 100 });
+    const row = (id: string) => page.sessions.find((s) => s.sessionId === id)!;
+    assert.equal([row('ses_child').calledBy, row('ses_child').childCount], ['ses_tools', 0]);
+    assert.equal([row('ses_tools').calledBy, row('ses_tools').childCount], [null, 1]);
+    assert.equal(
+      (await listFromProjection(called, log, { calledBy: 'ses_tools' })).sessions.map((s) => s.sessionId),
+      ['ses_child'],
+    );
+  } finally {
+    await log.close();
+    called.close();
+    plain.close();
+    tmp.remove();
+  }
+});
 
 test.run();

@@ -198,6 +198,10 @@ class SessionListItem:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     #: Who it belongs to (fixed by its first admission); None when no one.
     owned_by: str | None = None
+    #: The session whose turn last called it (``ctx.callSession``): its parent; None when none has.
+    called_by: str | None = None
+    #: Sessions whose ``calledBy`` is this one: its children.
+    child_count: int = 0
 
     @classmethod
     def from_wire(cls, d: Mapping[str, Any]) -> SessionListItem:
@@ -213,6 +217,8 @@ class SessionListItem:
             forked_from=fork_point(d.get("forkedFrom")),
             raw=_raw(d),
             owned_by=d.get("ownedBy"),
+            called_by=d.get("calledBy"),
+            child_count=d.get("childCount", 0),
         )
 
 
