@@ -138,6 +138,8 @@ export function ruleLines(rule: CommandRule): string[] {
 }
 
 const FONT = 'Helvetica,Arial,sans-serif';
+/** The chart's smallest font size (edge labels, commands, legend), in the SVG's units. */
+export const LABEL_SIZE = 11;
 const q = (s: string) => `"${s.replaceAll('\\', '\\\\').replaceAll('"', '\\"')}"`;
 /** A left-justified multi-line DOT label. */
 const lines = (ls: string[]) => `"${ls.map((l) => l.replaceAll('\\', '\\\\').replaceAll('"', '\\"')).join('\\l')}\\l"`;
@@ -155,11 +157,14 @@ export function machineToDot(machine: AnyStateMachine, options: DotOptions = {})
   const title = commands
     ? `${model.id} machine: solid = committed event moves the state; dashed = command, [guard] / what it decides`
     : `${model.id} machine: committed events move the state (commands and refusals hidden)`;
+  // top to bottom and tight: at the inspector's width its smallest label (LABEL_SIZE) reads at 11 px or more;
+  // the chart with commands is wider than any panel and is laid out left to right (the page scrolls it)
+  const layout = commands ? 'rankdir=LR, nodesep=0.5, ranksep=0.9' : 'rankdir=TB, nodesep=0.3, ranksep=0.5';
   const out = [
     `digraph ${q(model.id)} {`,
-    `  graph [rankdir=LR, fontname=${q(FONT)}, fontsize=12, nodesep=0.5, ranksep=0.9, pad=0.3, label=${q(title)}, labelloc=t];`,
+    `  graph [${layout}, fontname=${q(FONT)}, fontsize=13, pad=0.3, label=${q(title)}, labelloc=t];`,
     `  node [shape=box, style="rounded,filled", fillcolor="#ffffff", color="#333333", fontname=${q(FONT)}, fontsize=14, margin="0.25,0.12"];`,
-    `  edge [fontname=${q(FONT)}, fontsize=10, color="#333333"];`,
+    `  edge [fontname=${q(FONT)}, fontsize=${LABEL_SIZE}, color="#333333"];`,
     `  "__initial" [shape=point, width=0.15, fillcolor="#333333", label="", id="initial"];`,
   ];
   if (model.initial) out.push(`  "__initial" -> ${q(model.initial)};`);
@@ -190,7 +195,7 @@ export function machineToDot(machine: AnyStateMachine, options: DotOptions = {})
       const rules = model.commands[s] ?? [];
       if (rules.length === 0) continue;
       out.push(
-        `  ${q(s)} -> ${q(s)} [style=dashed, color="#777777", fontcolor="#444444", fontsize=9, class="commands", id=${q(`commands_${s}`)}, label=${lines(rules.flatMap(ruleLines))}];`,
+        `  ${q(s)} -> ${q(s)} [style=dashed, color="#777777", fontcolor="#444444", fontsize=${LABEL_SIZE}, class="commands", id=${q(`commands_${s}`)}, label=${lines(rules.flatMap(ruleLines))}];`,
       );
     }
   }
@@ -198,7 +203,7 @@ export function machineToDot(machine: AnyStateMachine, options: DotOptions = {})
     ...(commands ? ['Commands in any state that does not decide them itself:', ...model.fallbacks.flatMap(ruleLines).map((l) => `  ${l}`)] : []),
     `Every committed event (${model.folded.length} types) also folds the context.`,
   ];
-  out.push(`  "__legend" [shape=note, style=filled, fillcolor="#f5f5f5", color="#999999", fontsize=9, id="legend", label=${lines(legend)}];`);
+  out.push(`  "__legend" [shape=note, style=filled, fillcolor="#f5f5f5", color="#999999", fontsize=${LABEL_SIZE}, id="legend", label=${lines(legend)}];`);
   out.push('}');
   return `${out.join('\n')}\n`;
 }

@@ -29,6 +29,7 @@
     currentState: $('current-state'),
     currentCapacity: $('current-capacity'),
     currentSeq: $('current-seq'),
+    tree: $('session-tree'),
     slider: $('seq-slider'),
     seqValue: $('seq-value'),
     seqMax: $('seq-max'),
@@ -96,6 +97,8 @@
     next: null,
     // the conversation shown: its view (at `seq`), entries loaded so far (earlier pages prepended)
     conv: null,
+    // the selected session's parent and children (sessions calling sessions), kept live
+    tree: { calledBy: null, children: [] },
   };
 
   function h(tag, attrs, ...children) {
@@ -160,23 +163,34 @@
             'data-session-id': s.sessionId,
             'aria-current': s.sessionId === model.selected ? 'true' : null,
           },
-          h('td', {}, h('a', { href: '#/session/' + encodeURIComponent(s.sessionId), 'data-testid': 'session-link' }, s.sessionId)),
-          h('td', {}, h('span', { class: 'state state-' + s.state, 'data-testid': 'session-state' }, s.state)),
-          h('td', { 'data-testid': 'session-seq' }, s.seq),
-          h('td', { class: 'mono', title: s.owner || '' }, s.owner ? short(s.owner, 12) : h('span', { class: 'muted' }, 'none')),
-          h('td', {}, s.pending),
           h(
             'td',
-            { 'data-testid': 'session-waits' },
-            s.waiting ? h('span', { class: 'state state-waiting' }, s.waiting + ' open') : h('span', { class: 'muted' }, 'none'),
+            {},
+            h('a', { href: '#/session/' + encodeURIComponent(s.sessionId), 'data-testid': 'session-link' }, s.sessionId),
+            h(
+              'span',
+              { class: 'meta' },
+              'seq ',
+              h('span', { 'data-testid': 'session-seq' }, s.seq),
+              s.pending ? ' \u00b7 ' + s.pending + ' pending' : '',
+              ' \u00b7 ',
+              s.owner ? h('span', { class: 'mono', title: s.owner }, short(s.owner, 16)) : 'no owner',
+            ),
           ),
           h(
             'td',
-            { class: 'mono', 'data-testid': 'session-tags' },
-            Object.entries(s.tags || {})
+            {},
+            h('span', { class: 'state state-' + s.state, 'data-testid': 'session-state' }, s.state),
+            ' ',
+            s.waiting ? h('span', { class: 'state state-waiting', 'data-testid': 'session-waits' }, s.waiting + ' open') : null,
+          ),
+          h(
+            'td',
+            { class: 'mono tags', 'data-testid': 'session-tags' },
+            ...Object.entries(s.tags || {})
               .map(([k, v]) => k + '=' + v)
-              .join(' ') +
-              (s.forkedFrom ? (s.tags && Object.keys(s.tags).length ? ' ' : '') + '(fork of ' + s.forkedFrom.sessionId + '@' + s.forkedFrom.seq + ')' : ''),
+              .concat(s.forkedFrom ? ['(fork of ' + s.forkedFrom.sessionId + '@' + s.forkedFrom.seq + ')'] : [])
+              .flatMap((text, i) => [i > 0 ? ' ' : null, h('span', {}, text)]),
           ),
         ),
       ),
@@ -229,6 +243,46 @@
   }
 
   // ---- one session ---------------------------------------------------------------------------------
+  const sessionLink = (id, testid) => h('a', { href: '#/session/' + encodeURIComponent(id), 'data-testid': testid }, id);
+  function renderTree() {
+    const { calledBy, children } = model.tree;
+    ui.tree.hidden = !calledBy && children.length === 0;
+    const badge = (state) => (state ? h('span', { class: 'state state-' + state }, state) : null);
+    const kids = children.flatMap((c, i) => [
+      i > 0 ? ', ' : '',
+      h(
+        'span',
+        { 'data-testid': 'tree-child', 'data-session-id': c.sessionId },
+        sessionLink(c.sessionId, 'tree-child-link'),
+        ' ',
+        badge(c.state),
+        c.waitedOn ? h('span', { class: 'muted' }, ' (its turn waits on it)') : null,
+      ),
+    ]);
+    ui.tree.replaceChildren(
+      calledBy
+        ? h('span', { 'data-testid': 'tree-parent' }, 'Called by ', sessionLink(calledBy.sessionId, 'tree-parent-link'), ' ', badge(calledBy.state))
+        : '',
+      calledBy && children.length ? h('span', { class: 'muted' }, ' \u00b7 ') : '',
+      children.length
+        ? h('span', { 'data-testid': 'tree-children' }, 'Called ' + children.length + (children.length === 1 ? ' session: ' : ' sessions: '), ...kids)
+        : '',
+    );
+  }
+  /** Keeps the tree live: a session newly called by the selected one, a child's or the parent's new state. */
+  function treeCommitted(id, summary) {
+    const t = model.tree;
+    if (id === model.selected && summary.calledBy && summary.calledBy !== t.calledBy?.sessionId)
+      t.calledBy = { sessionId: summary.calledBy, state: model.sessions.get(summary.calledBy)?.state ?? null };
+    if (t.calledBy && t.calledBy.sessionId === id) t.calledBy = { ...t.calledBy, state: summary.state };
+    const child = t.children.find((c) => c.sessionId === id);
+    if (child) child.state = summary.state;
+    else if (summary.calledBy === model.selected && id !== model.selected) {
+      t.children.push({ sessionId: id, state: summary.state, waitedOn: false });
+      t.children.sort((a, b) => a.sessionId.localeCompare(b.sessionId));
+    }
+    renderTree();
+  }
   function renderTimeline() {
     ui.timeline.replaceChildren(
       ...model.timeline.map((e) => {
@@ -308,6 +362,8 @@
         ' UTC: ' +
         view.capacity.limits.map((l) => l.scope + ' ' + l.inFlight + ' of ' + l.limit + ' in flight, ' + l.waiting + ' waiting').join('; ')
       : '';
+    model.tree = view.tree || { calledBy: null, children: [] };
+    renderTree();
     setMax(Math.max(view.lastSeq, latest.seq));
     renderTimeline();
     ui.timelineWrap.scrollTop = ui.timelineWrap.scrollHeight;
@@ -671,6 +727,7 @@
     if (model.selected === id) renderConversation(view, true);
   }
 
+  const CHART_LABEL_PX = 11.5;
   function renderChart(svg, state, seq) {
     ui.chart.innerHTML = svg.slice(svg.indexOf('<svg'));
     const el = ui.chart.querySelector('svg');
@@ -678,6 +735,14 @@
       el.removeAttribute('width');
       el.removeAttribute('height');
       el.setAttribute('aria-hidden', 'true');
+      // never drawn so small that its smallest label reads under CHART_LABEL_PX (the figure scrolls
+      // instead), nor larger than its natural size (1 unit = 1 pt)
+      const box = el.viewBox.baseVal;
+      const sizes = [...el.querySelectorAll('text')].map((t) => Number.parseFloat(t.getAttribute('font-size'))).filter((n) => n > 0);
+      if (box && box.width > 0 && sizes.length) {
+        el.style.minWidth = Math.ceil((box.width * CHART_LABEL_PX) / Math.min(...sizes)) + 'px';
+        el.style.maxWidth = Math.ceil((box.width * 4) / 3) + 'px';
+      }
     }
     ui.chart.dataset.highlight = state;
     ui.chart.setAttribute('aria-label', 'State chart of the session machine; at sequence ' + seq + ' the session is ' + state);
@@ -690,6 +755,7 @@
     if (d.session && (!model.listQuery || model.sessions.has(d.sessionId)))
       model.sessions.set(d.sessionId, { ...(model.sessions.get(d.sessionId) || {}), ...d.session });
     renderSessions();
+    if (model.selected && d.session && !model.loading) treeCommitted(d.sessionId, d.session);
     if (d.sessionId !== model.selected || !d.session) return;
     settleLive(d.event);
     if (model.loading) {

@@ -119,6 +119,10 @@ export interface WaitEntry extends Base {
   actor?: string;
   resolvedSeq: number | null;
   waitedMs: number | null;
+  /** A session call's child session (`waitKind` session); null for the others. */
+  child: string | null;
+  /** A session call's answer once delivered: how the child's turn ended, its final text, why it failed. */
+  answer: { outcome: string; text: Bounded; error: Bounded | null } | null;
 }
 
 export interface CompactionEntry extends Base {

@@ -186,8 +186,37 @@ function conversationView({ h, clock, describeMedia, travel }) {
           (e.durationMs !== null ? ', after ' + duration(e.durationMs) : '');
     return [head(e, h('span', {}, 'turn ' + e.executionId + ' by ' + e.ownerId + ':'), h('strong', { 'data-testid': 'conv-turn-outcome' }, how))];
   }
+  const sessionLink = (id) => h('a', { href: '#/session/' + encodeURIComponent(id), class: 'mono', 'data-testid': 'conv-child-link' }, id);
+  function callAnswer(a) {
+    return h(
+      'div',
+      { class: 'conv-answer', 'data-testid': 'conv-child-answer', 'data-outcome': a.outcome },
+      h('span', { class: 'conv-note' }, 'its answer (' + a.outcome + '):'),
+      a.text.text ? bounded(a.text, 'conv-text', 'conv-child-text') : h('p', { class: 'conv-note' }, '(no text)'),
+      a.error ? h('p', { class: 'conv-note error-text' }, a.error.text, cutNote(a.error)) : null,
+    );
+  }
   function waitEntry(e, asOf) {
     const open = e.outcome === null;
+    if (e.waitKind === 'session' && e.child) {
+      return [
+        head(
+          e,
+          h('strong', {}, 'Session call ' + e.name + ' to'),
+          sessionLink(e.child),
+          e.until ? h('span', {}, 'until ' + clock(e.until) + ' UTC') : null,
+          h(
+            'span',
+            { 'data-testid': 'conv-wait-outcome' },
+            open
+              ? 'waiting for its turn for ' + duration(Math.max(0, asOf - e.time))
+              : e.outcome + (e.waitedMs !== null ? ' after ' + duration(e.waitedMs) : ''),
+          ),
+        ),
+        e.reason ? h('p', { class: 'conv-note' }, e.reason) : null,
+        e.answer ? callAnswer(e.answer) : e.data ? bounded(e.data, 'pre', 'conv-wait-data') : null,
+      ];
+    }
     return [
       head(
         e,

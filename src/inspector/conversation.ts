@@ -25,6 +25,18 @@ import type {
 
 export type * from './conversation-types.ts';
 
+/** A delivered session call's `data` (the child's turn end: { outcome, text, error? }) as the entry shows it. */
+function callAnswer(data: unknown): WaitEntry['answer'] {
+  if (data === null || typeof data !== 'object') return null;
+  const d = data as { outcome?: unknown; text?: unknown; error?: unknown };
+  if (typeof d.outcome !== 'string') return null;
+  return {
+    outcome: d.outcome,
+    text: boundText(typeof d.text === 'string' ? d.text : ''),
+    error: typeof d.error === 'string' ? boundText(d.error) : null,
+  };
+}
+
 export function emptyConversation(sessionId: string): Conversation {
   return { sessionId, seq: 0, eventId: null, time: 0, entries: [], queued: [] };
 }
@@ -282,6 +294,8 @@ export function foldConversation(c: Conversation, events: readonly SessionEvent[
           data: null,
           resolvedSeq: null,
           waitedMs: null,
+          child: p.child?.sessionId ?? null,
+          answer: null,
         });
         break;
       }
@@ -316,6 +330,7 @@ export function foldConversation(c: Conversation, events: readonly SessionEvent[
             ...(p.actor === undefined ? {} : { actor: p.actor }),
             resolvedSeq: e.seq,
             waitedMs: e.time - w.time,
+            answer: p.kind === 'session' ? callAnswer(p.data) : null,
           }),
         );
         break;

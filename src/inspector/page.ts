@@ -37,9 +37,9 @@ const css = `
   .error-text { color: #b00020; }
   .travel { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem 1rem; margin: .5rem 0; }
   .travel input[type=range] { flex: 1 1 16rem; min-width: 12rem; }
-  .stage { display: grid; grid-template-columns: minmax(0, 3fr) minmax(20rem, 2fr); gap: 1rem; align-items: start; margin: .5rem 0; }
-  #chart { margin: 0; border: 1px solid var(--line); border-radius: 8px; background: #fff; overflow-x: auto; }
-  #chart svg { display: block; width: 100%; height: auto; max-height: 34rem; }
+  .stage { display: grid; grid-template-columns: minmax(0, 1fr); gap: 1rem; align-items: start; margin: .5rem 0; }
+  #chart { margin: 0; border: 1px solid var(--line); border-radius: 8px; background: #fff; overflow: auto; max-height: 44rem; }
+  #chart svg { display: block; width: 100%; height: auto; margin: 0 auto; }
   .columns { display: grid; grid-template-columns: minmax(18rem, 2fr) 3fr; gap: 1rem; }
   dl { display: grid; grid-template-columns: max-content 1fr; gap: .15rem .75rem; margin: 0; }
   dt { color: var(--muted); } dd { margin: 0; overflow-wrap: anywhere; }
@@ -47,7 +47,10 @@ const css = `
   .rows { overflow-x: auto; } .rows h4 { margin: .6rem 0 .2rem; }
   .rows table { width: auto; margin-bottom: .5rem; font-size: .8rem; } .rows td, .rows th { white-space: nowrap; }
   .prompt-parts { margin: 0; padding-left: 1rem; }
-  #sessions { font-size: .9rem; } #sessions td { white-space: nowrap; }
+  #sessions { font-size: .9rem; } #sessions td { overflow-wrap: anywhere; }
+  #sessions .meta { display: block; font-size: .8rem; color: var(--muted); }
+  #sessions .state { white-space: nowrap; } #sessions td.tags { font-size: .8rem; }
+  #sessions td.tags span { display: inline-block; margin: 0 .35rem .1rem 0; }
   #timeline-wrap { position: relative; max-height: 28rem; overflow: auto; }
   #timeline thead th { position: sticky; top: 0; background: #fff; z-index: 1; }
   #timeline td.payload { max-width: 30rem; overflow-wrap: anywhere; }
@@ -78,6 +81,8 @@ const css = `
   .conv-tool[data-state="awaiting_approval"] { border-color: #f0d9a8; background: #fff8e6; }
   .cut { color: #8a5a00; font-size: .8rem; font-style: normal; }
   .conv-note { font-size: .8rem; color: var(--muted); margin: .15rem 0; }
+  .conv-answer { margin: .25rem 0 0; padding: .2rem .5rem; border-left: 3px solid #c6d5f5; }
+  .tree { margin: .25rem 0 .5rem; font-size: .9rem; } .tree a { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
   @media (max-width: 60rem) { main, .columns, .stage { grid-template-columns: 1fr; } }
 `;
 
@@ -109,7 +114,7 @@ export function inspectorPage(options: { logName: string; writes?: boolean }): s
     </form>
     <table id="sessions" data-testid="sessions">
       <caption class="muted" style="caption-side: bottom; text-align: left; padding-top: .4rem">Live state, folded from the log; pick one to inspect it.</caption>
-      <thead><tr><th scope="col">Session</th><th scope="col">State</th><th scope="col">Seq</th><th scope="col">Owner</th><th scope="col">Pending</th><th scope="col">Waits</th><th scope="col">Tags</th></tr></thead>
+      <thead><tr><th scope="col">Session</th><th scope="col">State</th><th scope="col">Tags</th></tr></thead>
       <tbody></tbody>
     </table>
     <button type="button" id="list-more" data-testid="list-more" hidden>More sessions</button>
@@ -120,6 +125,7 @@ export function inspectorPage(options: { logName: string; writes?: boolean }): s
     <p id="pick-hint" class="muted">Pick a session on the left to see its state chart, its conversation, its timeline and time travel.</p>
     <div id="session-body" hidden>
       <p>Now: <span id="current-state" data-testid="current-state" class="state"></span> at sequence <span id="current-seq" data-testid="current-seq"></span> <span id="current-capacity" data-testid="current-capacity" class="state state-waiting" hidden></span></p>
+      <p id="session-tree" data-testid="session-tree" class="tree" hidden></p>
       <div class="travel">
         <label for="seq-slider">Time travel to sequence <output id="seq-value" data-testid="seq-value" for="seq-slider">0</output> of <span id="seq-max" data-testid="seq-max">0</span></label>
         <input type="range" id="seq-slider" data-testid="seq-slider" min="0" max="0" step="1" value="0">

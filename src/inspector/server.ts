@@ -21,7 +21,7 @@ import { inspectorPage } from './page.ts';
 import { projectedRowsAt, type RowsAt } from './rows.ts';
 import { conversationAt, parseConversationQuery } from './conversation-at.ts';
 import { ConversationMarks } from './conversation-marks.ts';
-import { createInspectorStore, whenFolded, type InspectorStore, type SessionSummary } from './store.ts';
+import { createInspectorStore, sessionTree, whenFolded, type InspectorStore, type SessionSummary } from './store.ts';
 import { hostGuard, type Refusal } from './host-check.ts';
 import { type InspectorAuth, inspectorGrant, isLoopbackHost } from './auth.ts';
 import type { JwtVerifier } from '../gateway/jwt.ts';
@@ -276,7 +276,8 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
         const at = await travel(log, context, sessionId);
         const timeline = await timelinePage(log, index, sessionId, at.lastSeq, LAST_PAGE);
         const capacity = await options.capacity?.(sessionId);
-        const view: SessionView = { ...stateView(sessionId, at, clock.now()), timeline, ...(capacity ? { capacity } : {}) };
+        const tree = sessionTree(context(), sessionId);
+        const view: SessionView = { ...stateView(sessionId, at, clock.now()), timeline, tree, ...(capacity ? { capacity } : {}) };
         json(res, 200, view);
       },
     ],

@@ -6,7 +6,7 @@
  * starts from the nearest one instead of folding from seq 0.
  * Pure: `committed` takes a batch of committed events and returns the next context.
  */
-import { sessionView } from '../machines/session-view.ts';
+import { childrenOf, sessionView } from '../machines/session-view.ts';
 import { createStore } from '@xstate/store';
 import type { ExecutionPhase } from '../events/catalog.ts';
 import type { SessionEvent } from '../events/envelope.ts';
@@ -29,6 +29,32 @@ export interface SessionSummary {
   /** Open waits of the session's turn (approvals, signals, timers): the turn holds nothing until they end. */
   waiting: number;
   executions: number;
+  /** The session whose turn last called it (`ctx.callSession`), null when none has. */
+  calledBy: string | null;
+}
+
+/** Where a session sits among the sessions that call each other (`ctx.callSession`). */
+export interface SessionTree {
+  /** The session whose turn last called it, and that session's state (null when unknown to the log). */
+  calledBy: { sessionId: string; state: SessionStateValue | null } | null;
+  /** The sessions it called (their latest caller is this one), by id; `waitedOn`: its turn waits on it now. */
+  children: { sessionId: string; state: SessionStateValue; waitedOn: boolean }[];
+}
+
+/** A session's parent and children, from every session the store has folded. */
+export function sessionTree(ctx: InspectorContext, sessionId: string): SessionTree {
+  const self = ctx.snapshots[sessionId];
+  const parent = self?.context.calledBy;
+  const waited = new Set(self ? childrenOf(self.context) : []);
+  const children = Object.values(ctx.snapshots)
+    .filter((s) => s.context.calledBy === sessionId)
+    .map((s) => ctx.sessions[s.context.sessionId]!)
+    .sort((a, b) => a.sessionId.localeCompare(b.sessionId))
+    .map((s) => ({ sessionId: s.sessionId, state: s.state, waitedOn: waited.has(s.sessionId) }));
+  return {
+    calledBy: parent ? { sessionId: parent, state: ctx.sessions[parent]?.state ?? null } : null,
+    children,
+  };
 }
 
 /** A session's snapshot is kept as a checkpoint at every multiple of this sequence. */
@@ -59,6 +85,7 @@ export function summarize(snapshot: SessionSnapshot, last?: Pick<SessionEvent, '
     pending: v.pendingCount,
     waiting: v.waits.filter((w) => w.outcome === null).length,
     executions: v.executions,
+    calledBy: v.calledBy,
   };
 }
 

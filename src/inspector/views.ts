@@ -12,7 +12,7 @@ import { HttpError, isSessiondError, messageOf } from '../errors.ts';
 import { validateId } from '../ids.ts';
 import type { SessionStateValue } from '../machines/decider.ts';
 import { leaseLive, type SessionContext } from '../machines/session-context.ts';
-import { summarize, type SessionSummary } from './store.ts';
+import { summarize, type SessionSummary, type SessionTree } from './store.ts';
 import type { TimelinePage, TimelineRow, Travelled } from './view-types.ts';
 
 /** Admitted input ids a view shows of the context (the latest). */
@@ -71,6 +71,8 @@ export interface SessionView extends StateView {
   timeline: TimelinePage;
   /** A model call of its running turn waits for room under the deployment's limits (an inspector in a worker with limits). */
   capacity?: CapacityWait;
+  /** Its parent and children (sessions calling sessions), as the inspector has folded them. */
+  tree: SessionTree;
 }
 
 export interface AtView extends StateView {
