@@ -194,6 +194,28 @@ test('a tag token: new sessions get its tag, it lists and reaches only those, an
   assert.equal((await sessiond.status('ses_acme_fork')).tags, { tenant: 'acme' });
 });
 
+test('?called_by= lists the children of a session, each naming its parent; a bad id is a 400', async () => {
+  await sessiond.admit('ses_gw_lead', { prompt: 'lead', wake: false });
+  for (const kid of ['ses_gw_kid1', 'ses_gw_kid2']) await sessiond.engine.admit(kid, { prompt: 'work', wake: false, caller: 'ses_gw_lead' });
+  const kids = await call(open, 'GET', '/v1/sessions?called_by=ses_gw_lead');
+  assert.is(kids.status, 200);
+  assert.equal(
+    kids.body.sessions.map((s: Body) => [s.sessionId, s.calledBy, s.childCount]),
+    [
+      ['ses_gw_kid2', 'ses_gw_lead', 0],
+      ['ses_gw_kid1', 'ses_gw_lead', 0],
+    ],
+  );
+  const lead = await call(open, 'GET', '/v1/sessions?prefix=ses_gw_lead');
+  assert.equal(
+    lead.body.sessions.map((s: Body) => [s.sessionId, s.calledBy, s.childCount]),
+    [['ses_gw_lead', null, 2]],
+  );
+  const bad = await call(open, 'GET', '/v1/sessions?called_by=no%20such');
+  assert.equal([bad.status, bad.body.error.code], [400, 'invalid_query']);
+  assert.match(bad.body.error.message, 'calledBy must be a session id');
+});
+
 test('CORS: an allowed origin gets its preflight and headers; another is refused; bodies are limited and checked', async () => {
   const pre = await fetch(new URL('/v1/sessions/ses_web_1/inputs', guarded.url), {
     method: 'OPTIONS',

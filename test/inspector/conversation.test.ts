@@ -37,6 +37,7 @@ import { Projector, sessionRows } from '../../src/projector/index.ts';
 import { migrate } from '../../src/storage/sqlite/migrate.ts';
 import { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { tempDir } from '../support/tmp.ts';
+import { startSessiond } from '../../src/host.ts';
 
 const tmp = tempDir();
 test.after(() => tmp.remove());
@@ -520,6 +521,51 @@ test('conversation - a fork starts with the source conversation up to the fork p
 
 test('conversation - the fixtures above settled now and then: their marks were checked', () => {
   assert.ok(marked >= 7, `${marked} marks`);
+});
+
+test('conversation - a session call: the wait names the child; once delivered, its answer and how its turn ended (a failure with its error)', async () => {
+  const calls: Runner = async (ctx) => {
+    if (ctx.sessionId === 'ses_boss') {
+      const [a, b] = await Promise.all([
+        ctx.callSession('dig', { sessionId: 'ses_boss-digger', prompt: 'dig' }),
+        ctx.callSession('fill', { sessionId: 'ses_boss-filler', prompt: 'fill' }),
+      ]);
+      const { messageId } = await ctx.startStep();
+      await ctx.text(messageId, `${a.outcome} ${b.outcome}`);
+      await ctx.endStep(messageId, 'stop');
+      return;
+    }
+    const { messageId } = await ctx.startStep();
+    if (ctx.sessionId === 'ses_boss-filler') throw new Error('no sand left');
+    await ctx.text(messageId, 'a hole, 2 m deep');
+    await ctx.endStep(messageId, 'stop');
+  };
+  const host = await startSessiond({ db: tmp.file('calls.db'), runner: calls, sweepMs: 50 });
+  try {
+    await host.admit('ses_boss', { prompt: 'dig and fill' });
+    await waitFor(async () => (await host.status('ses_boss')).outcome === 'succeeded', { what: 'the parent answers', timeoutMs: 20_000 });
+    const events = await host.engine.log.readSession('ses_boss');
+    const waits = of(fold('ses_boss', events), 'wait').sort((x, y) => x.name.localeCompare(y.name));
+    assert.equal(
+      waits.map((w) => [w.waitKind, w.name, w.child, w.outcome, w.answer?.outcome, w.answer?.text.text, w.answer?.error?.text ?? null]),
+      [
+        ['session', 'dig', 'ses_boss-digger', 'delivered', 'succeeded', 'a hole, 2 m deep', null],
+        ['session', 'fill', 'ses_boss-filler', 'delivered', 'failed', '', 'no sand left'],
+      ],
+    );
+    const atCall = of(fold('ses_boss', events, seqOf(events, 'wait.started', 1)), 'wait');
+    assert.equal(
+      atCall.map((w) => [w.child !== null, w.outcome, w.answer]),
+      [
+        [true, null, null],
+        [true, null, null],
+      ],
+      'while the children run: the children named, no answer yet',
+    );
+    assertIncremental('ses_boss', events);
+  } finally {
+    await host.close();
+  }
 });
 
 test.run();
