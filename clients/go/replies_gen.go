@@ -265,7 +265,8 @@ type Status struct {
 // the whole of it, from the log). PendingInputs: inputs admitted and not yet run nor dropped; Seq:
 // its last event's; CreatedAt, UpdatedAt: the times of its first and last events (ms since the
 // epoch); ForkedFrom: where it was forked from (nil when it is not a fork); OwnedBy: who it belongs
-// to (nil when no one).
+// to (nil when no one); CalledBy: the session whose turn last called it, its parent (nil when none
+// has); ChildCount: the sessions whose CalledBy is this one.
 type SessionListItem struct {
 	SessionID     string     `json:"sessionId"`
 	State         string     `json:"state"`

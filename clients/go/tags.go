@@ -77,8 +77,10 @@ type ListFilter struct {
 	UpdatedSince int64
 	// ReachableBy: only sessions this owner reaches (its own, and those with no owner).
 	ReachableBy string
-	Limit       int
-	After       string
+	// CalledBy: only the children of this session (those its turn last called).
+	CalledBy string
+	Limit    int
+	After    string
 }
 
 // SessionPage is a page of sessions, newest first (by creation time, then session id). Next is the
@@ -121,6 +123,9 @@ func ListBody(f ListFilter) Map {
 	if f.ReachableBy != "" {
 		m = append(m, MapEntry{Key: "reachableBy", Value: f.ReachableBy})
 	}
+	if f.CalledBy != "" {
+		m = append(m, MapEntry{Key: "calledBy", Value: f.CalledBy})
+	}
 	if f.Limit != 0 {
 		m = append(m, MapEntry{Key: "limit", Value: int64(f.Limit)})
 	}
@@ -155,6 +160,8 @@ func checkListFilter(f ListFilter) string {
 		return fmt.Sprintf("Invalid list filter: state must be one of %s, got %s.", strings.Join(SessionStates, ", "), strconv.Quote(f.State))
 	case f.IDPrefix != "" && !ValidID(f.IDPrefix):
 		return fmt.Sprintf("Invalid list filter: idPrefix must be the start of a session id, 1-128 characters from A-Z a-z 0-9 _ - : + = @, got %s.", quoteJSON(utf16Prefix(f.IDPrefix, 80)))
+	case f.CalledBy != "" && !ValidID(f.CalledBy):
+		return fmt.Sprintf("Invalid list filter: calledBy must be a session id, 1-128 characters from A-Z a-z 0-9 _ - : + = @, got %s.", quoteJSON(utf16Prefix(f.CalledBy, 80)))
 	case f.UpdatedSince < 0 || f.UpdatedSince > maxSafeInteger:
 		return fmt.Sprintf("Invalid list filter: updatedSince must be a time in whole milliseconds since the epoch, got %d.", f.UpdatedSince)
 	case f.Limit < 0 || f.Limit > MaxListLimit:

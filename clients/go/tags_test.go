@@ -184,7 +184,11 @@ func TestTagsAndListEndToEnd(t *testing.T) {
 		err.(*CommandError).Message != `Invalid list filter: idPrefix must be the start of a session id, 1-128 characters from A-Z a-z 0-9 _ - : + = @, got "go run".` {
 		t.Fatalf("list by an id prefix with a space: %v", err)
 	}
-	for _, f := range []ListFilter{{Limit: MaxListLimit + 1}, {Limit: -1}, {State: "asleep"}, {UpdatedSince: -1}, {Tags: Tags{"k": ""}}, {IDPrefix: "a.b"}} {
+	if _, err := c.List(ctx, ListFilter{CalledBy: "ses lead"}); ErrorCode(err) != CodeInvalidOption ||
+		err.(*CommandError).Message != `Invalid list filter: calledBy must be a session id, 1-128 characters from A-Z a-z 0-9 _ - : + = @, got "ses lead".` {
+		t.Fatalf("list by a caller with a space: %v", err)
+	}
+	for _, f := range []ListFilter{{Limit: MaxListLimit + 1}, {Limit: -1}, {State: "asleep"}, {UpdatedSince: -1}, {Tags: Tags{"k": ""}}, {IDPrefix: "a.b"}, {CalledBy: "a.b"}} {
 		if _, err := c.List(ctx, f); ErrorCode(err) != CodeInvalidOption || !strings.HasPrefix(err.(*CommandError).Message, "Invalid") {
 			t.Fatalf("list %+v: %v", f, err)
 		}

@@ -491,7 +491,7 @@ func typedRequest(t *testing.T, verb string, m Map) Map {
 		r.Reset, _ = get(m, "reset").(bool)
 		return BudgetBody(session, r)
 	case VerbList:
-		f := ListFilter{State: str(m, "state"), IDPrefix: str(m, "idPrefix"), After: str(m, "after")}
+		f := ListFilter{State: str(m, "state"), IDPrefix: str(m, "idPrefix"), CalledBy: str(m, "calledBy"), After: str(m, "after")}
 		if w, ok := m.Get("waiting"); ok {
 			b := w.(bool)
 			f.Waiting = &b
@@ -969,7 +969,7 @@ func TestCommandsSchema(t *testing.T) {
 		VerbAdmit:   AdmitBody("s", AdmitRequest{Prompt: "p", ID: "i", Delivery: "queue", Wake: &yes, NotBefore: 1796056745917, Tags: Tags{"k": "v"}, Owner: "o", Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}),
 		VerbTag:     TagBody("s", TagRequest{Set: Tags{"k": "v"}, Remove: []string{"x"}}),
 		VerbBudget:  BudgetBody("s", BudgetRequest{ClearTokens: true, ClearCost: true, Reset: true, Actor: "a"}),
-		VerbList:    ListBody(ListFilter{State: "idle", Waiting: &yes, Tags: Tags{"k": "v"}, IDPrefix: "s", UpdatedSince: 1, ReachableBy: "o", Limit: 2, After: "a"}),
+		VerbList:    ListBody(ListFilter{State: "idle", Waiting: &yes, Tags: Tags{"k": "v"}, IDPrefix: "s", UpdatedSince: 1, ReachableBy: "o", CalledBy: "p", Limit: 2, After: "a"}),
 		VerbFork:    ForkBody("src", "s", ForkOptions{At: 3, Tags: Tags{"k": "v"}, Owner: "o"}),
 		VerbEvents:  EventsBody("s", 3, 2),
 		VerbWake:    WakeBody("s"),

@@ -20,7 +20,7 @@ FIELDS = {
     "DropResult": "session_id dropped seq raw",
     "ResolveResult": "session_id kind name outcome resolved resume_input_id seq raw",
     "TagResult": "session_id tags changed seq raw",
-    "SessionListItem": "session_id state waiting pending_inputs seq created_at updated_at tags forked_from raw owned_by",
+    "SessionListItem": "session_id state waiting pending_inputs seq created_at updated_at tags forked_from raw owned_by called_by child_count",
     "ForkResult": "session_id from_ seq created items raw",
     "SessionPage": "sessions next raw",
     "EventsPage": "events more raw",

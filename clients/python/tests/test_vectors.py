@@ -296,6 +296,8 @@ def test_list_filters_and_tags_are_checked_as_a_worker_checks_them() -> None:
         (c.list_request(id_prefix="a b"), 'idPrefix must be the start of a session id, 1-128 characters from A-Z a-z 0-9 _ - : + = @, got "a b"'),
         (c.list_request(id_prefix=""), "idPrefix must be the start of a session id"),
         (c.list_request(id_prefix="x" * 129), "idPrefix must be the start of a session id"),
+        (c.list_request(called_by="ses lead"), 'calledBy must be a session id, 1-128 characters from A-Z a-z 0-9 _ - : + = @, got "ses lead"'),
+        (c.list_request(called_by="a.b"), "calledBy must be a session id"),
     ):
         problem = c.list_filter_problem(body)
         assert problem is not None and words in problem and problem.startswith("Invalid "), (body, problem)

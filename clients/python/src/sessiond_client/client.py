@@ -521,6 +521,7 @@ class Client:
         tags: Mapping[str, str] | None = None,
         id_prefix: str | None = None,
         updated_since: int | None = None,
+        called_by: str | None = None,
         limit: int | None = None,
         after: str | None = None,
     ) -> SessionPage:
@@ -530,7 +531,8 @@ class Client:
         or settled; ``waiting``: True for sessions whose turn waits, False for those that do not;
         ``tags``: every one of these; ``id_prefix``: ids that start with this (1 to 128 of the
         characters an id holds); ``updated_since``: an event at or after this time (ms since
-        the epoch); ``limit``: sessions per page (1 to 1000, default 50); ``after``: the ``next`` of
+        the epoch); ``called_by``: the children of this session (those its turn last called);
+        ``limit``: sessions per page (1 to 1000, default 50); ``after``: the ``next`` of
         the page before. Each session is on one page only, however sessions change meanwhile. A
         filter that is not valid is refused before it is sent (``invalid_option``, in the worker's
         words).
@@ -541,7 +543,9 @@ class Client:
                 if page.next is None: break
                 page = await client.list(tags={"customer": "acme"}, after=page.next)
         """
-        body = list_request(state=state, waiting=waiting, tags=tags, id_prefix=id_prefix, updated_since=updated_since, limit=limit, after=after)
+        body = list_request(
+            state=state, waiting=waiting, tags=tags, id_prefix=id_prefix, updated_since=updated_since, called_by=called_by, limit=limit, after=after
+        )
         problem = list_filter_problem(body)
         if problem is not None:
             raise CommandError("list", "invalid_option", problem)

@@ -9,7 +9,7 @@ typed success replies, and error replies as ``CommandError``.
   drop     {sessionId, inputIds?, reason?}                           {ok, result: DropResult}
   resolve  {sessionId, kind, name, outcome, reason?, data?}          {ok, result: ResolveResult}
   tag      {sessionId, tags: {key: value | null}}                    {ok, result: TagResult}
-  list     {state?, waiting?, tags?, updatedSince?, limit?, after?}  {ok, sessions: [SessionListItem], next}
+  list     {state?, waiting?, tags?, updatedSince?, calledBy?, limit?, after?}  {ok, sessions: [SessionListItem], next}
   fork     {sessionId (the new session), source, at?, tags?}         {ok, result: ForkResult}
   events   {sessionId, afterSeq?, limit?}                            {ok, events: [event as JSON], more}
 
@@ -59,7 +59,7 @@ REQUEST_FIELDS: Mapping[str, tuple[str, ...]] = {
     "drop": ("sessionId", "inputIds", "reason", "actor"),
     "resolve": ("sessionId", "kind", "name", "outcome", "reason", "data", "actor"),
     "tag": ("sessionId", "tags"),
-    "list": ("state", "waiting", "tags", "idPrefix", "updatedSince", "reachableBy", "limit", "after"),
+    "list": ("state", "waiting", "tags", "idPrefix", "updatedSince", "reachableBy", "calledBy", "limit", "after"),
     "fork": ("sessionId", "source", "at", "tags", "owner"),
     "events": ("sessionId", "afterSeq", "limit"),
     "budget": ("sessionId", "tokens", "costUsd", "reset", "actor"),
@@ -188,6 +188,7 @@ def list_request(
     id_prefix: str | None = None,
     updated_since: int | None = None,
     reachable_by: str | None = None,
+    called_by: str | None = None,
     limit: int | None = None,
     after: str | None = None,
 ) -> dict[str, Any]:
@@ -199,6 +200,7 @@ def list_request(
         idPrefix=id_prefix,
         updatedSince=updated_since,
         reachableBy=reachable_by,
+        calledBy=called_by,
         limit=limit,
         after=after,
     )
@@ -261,6 +263,10 @@ def list_filter_problem(body: Mapping[str, Any]) -> str | None:
             "Invalid list filter: idPrefix must be the start of a session id, 1-128 characters from "
             f"A-Z a-z 0-9 _ - : + = @, got {shown}."
         )
+    caller = body.get("calledBy")
+    if caller is not None and not is_valid_id(caller):
+        shown = stringify(utf16_prefix(caller, 80)) if isinstance(caller, str) else stringify(str(caller)[:80])
+        return f"Invalid list filter: calledBy must be a session id, 1-128 characters from A-Z a-z 0-9 _ - : + = @, got {shown}."
     if since is not None and (isinstance(since, bool) or not isinstance(since, int) or not 0 <= since <= 2**53 - 1):
         return f"Invalid list filter: updatedSince must be a time in whole milliseconds since the epoch, got {since!r}."
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT):
