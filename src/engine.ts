@@ -178,7 +178,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
       }, subscribeOptions?.onError);
       return { close: off };
     },
-    activeTurns: () => Object.values(execution.registry.getSnapshot().context.runs).filter((r) => r.executionId).length,
+    activeTurns: () => execution.registry.activeTurns(),
     async close() {
       await execution.close();
       if (ownLog) await log.close();

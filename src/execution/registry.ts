@@ -1,59 +1,76 @@
 /**
- * A worker's registry of the sessions it is driving right now, as an @xstate/store: `begin` when a
- * drive loop starts, `attach` when a claim is held and a runner runs, `detach` when the turn ends,
- * `end` when the loop stops (and resolves the session's `whenIdle` waiters). Status reads use its snapshot.
+ * A worker's registry of the sessions it is driving right now, a plain map: `begin` when a drive
+ * loop starts, `attach` when a claim is held and a runner runs, `detach` when the turn ends, `end`
+ * when the loop stops (and resolves the session's `whenIdle` waiters). O(1) a change.
  */
-import { createStore } from '@xstate/store';
 
 export interface LocalRun {
-  sessionId: string;
-  executionId: string | null;
-  controller: AbortController | null;
+  readonly sessionId: string;
+  readonly executionId: string | null;
+  readonly controller: AbortController | null;
 }
 
-export function createRunRegistry() {
-  /** Who waits for each session to go idle: resolved by `end`, not by a subscription each (every update would call them all). */
-  const idleWaiters = new Map<string, (() => void)[]>();
-  const store = createStore({
-    context: { runs: {} as Record<string, LocalRun> },
-    on: {
-      begin: (ctx, e: { sessionId: string }) => ({ runs: { ...ctx.runs, [e.sessionId]: { sessionId: e.sessionId, executionId: null, controller: null } } }),
-      attach: (ctx, e: { sessionId: string; executionId: string; controller: AbortController }) => ({
-        runs: { ...ctx.runs, [e.sessionId]: { sessionId: e.sessionId, executionId: e.executionId, controller: e.controller } },
-      }),
-      detach: (ctx, e: { sessionId: string }) => {
-        const run = ctx.runs[e.sessionId];
-        return run ? { runs: { ...ctx.runs, [e.sessionId]: { ...run, executionId: null, controller: null } } } : ctx;
-      },
-      end: (ctx, e: { sessionId: string }, enqueue) => {
-        if (!ctx.runs[e.sessionId]) return ctx;
-        const { [e.sessionId]: _gone, ...runs } = ctx.runs;
-        const waiters = idleWaiters.get(e.sessionId);
-        if (waiters) {
-          idleWaiters.delete(e.sessionId);
-          enqueue.effect(() => {
-            for (const resolve of waiters) resolve();
-          });
-        }
-        return { runs };
-      },
-    },
-  });
-  return Object.assign(store, { idleWaiters });
+export class RunRegistry {
+  /** Each entry is replaced, never changed: a run read stays as it was read. */
+  private readonly runs = new Map<string, LocalRun>();
+  /** Who waits for each session to go idle: resolved by `end`. */
+  private readonly idleWaiters = new Map<string, (() => void)[]>();
+
+  begin(sessionId: string): void {
+    this.runs.set(sessionId, { sessionId, executionId: null, controller: null });
+  }
+
+  attach(sessionId: string, executionId: string, controller: AbortController): void {
+    this.runs.set(sessionId, { sessionId, executionId, controller });
+  }
+
+  detach(sessionId: string): void {
+    if (this.runs.has(sessionId)) this.runs.set(sessionId, { sessionId, executionId: null, controller: null });
+  }
+
+  end(sessionId: string): void {
+    if (!this.runs.delete(sessionId)) return;
+    const waiters = this.idleWaiters.get(sessionId);
+    if (!waiters) return;
+    this.idleWaiters.delete(sessionId);
+    for (const resolve of waiters) resolve();
+  }
+
+  get(sessionId: string): LocalRun | undefined {
+    return this.runs.get(sessionId);
+  }
+
+  all(): IterableIterator<LocalRun> {
+    return this.runs.values();
+  }
+
+  /** How many sessions here hold a claim with a runner running. */
+  activeTurns(): number {
+    let n = 0;
+    for (const run of this.runs.values()) if (run.executionId) n++;
+    return n;
+  }
+
+  /** Resolves once the registry holds no entry for the session. */
+  whenIdle(sessionId: string): Promise<void> {
+    return new Promise((resolve) => {
+      if (!this.runs.has(sessionId)) return resolve();
+      const waiters = this.idleWaiters.get(sessionId);
+      if (waiters) waiters.push(resolve);
+      else this.idleWaiters.set(sessionId, [resolve]);
+    });
+  }
 }
 
-export type RunRegistry = ReturnType<typeof createRunRegistry>;
+export function createRunRegistry(): RunRegistry {
+  return new RunRegistry();
+}
 
 export function localRun(registry: RunRegistry, sessionId: string): LocalRun | undefined {
-  return registry.getSnapshot().context.runs[sessionId];
+  return registry.get(sessionId);
 }
 
 /** Resolves once the registry holds no entry for the session. */
 export function whenIdle(registry: RunRegistry, sessionId: string): Promise<void> {
-  return new Promise((resolve) => {
-    if (!localRun(registry, sessionId)) return resolve();
-    const waiters = registry.idleWaiters.get(sessionId);
-    if (waiters) waiters.push(resolve);
-    else registry.idleWaiters.set(sessionId, [resolve]);
-  });
+  return registry.whenIdle(sessionId);
 }

@@ -66,7 +66,7 @@ export const EXECUTION_OPTIONS = [
 ] as const;
 import { parseLimits, type SessionLimits } from '../input/limits.ts';
 import { urlGuard, type UrlGuard, type UrlOptions } from '../input/url-guard.ts';
-import { createRunRegistry, localRun, whenIdle, type RunRegistry } from './registry.ts';
+import { RunRegistry } from './registry.ts';
 import { TurnSlots } from './turn-slots.ts';
 import { admitInput } from '../input/admit.ts';
 import type { ModelCallGate } from '../capacity/gate.ts';
@@ -172,7 +172,7 @@ export class SessionExecution {
   readonly urls: UrlGuard;
   /** The transcripts of the sessions run here, folded between turns (a runner's `history()`). */
   private readonly transcripts: Transcripts;
-  readonly registry: RunRegistry = createRunRegistry();
+  readonly registry = new RunRegistry();
   private readonly clock: Clock;
   private readonly ids: IdSource;
   /** Where live events go (text deltas, `turn.interrupted`): the NATS live subjects, an in-process bus, or nowhere. */
@@ -233,13 +233,13 @@ export class SessionExecution {
   async resume(sessionId: string): Promise<ResumeResult> {
     validateId(sessionId, 'session id');
     if (this.closing) return { status: 'closed' };
-    const mine = localRun(this.registry, sessionId);
+    const mine = this.registry.get(sessionId);
     if (mine) {
       this.slots?.done(sessionId); // driven already: it takes its own slot
       this.rewake.add(sessionId);
       return { status: 'running_here', executionId: mine.executionId };
     }
-    this.registry.trigger.begin({ sessionId });
+    this.registry.begin(sessionId);
     let first!: (r: ResumeResult) => void;
     const firstResult = new Promise<ResumeResult>((r) => (first = r));
     const loop = this.drive(sessionId, first)
@@ -249,7 +249,7 @@ export class SessionExecution {
       })
       .finally(() => {
         this.loops.delete(sessionId);
-        this.registry.trigger.end({ sessionId });
+        this.registry.end(sessionId);
         this.slots?.done(sessionId);
       });
     this.loops.set(sessionId, loop);
@@ -264,7 +264,7 @@ export class SessionExecution {
     // the turns it waits for are cancelled through this service too: a child's runner here stops at once
     const result = await cancelExecution(this.handler, sessionId, reason, executionId, options, (child, why, exec) => this.cancel(child, why, exec, options));
     if (!result.cancelled) return result;
-    const run = localRun(this.registry, sessionId);
+    const run = this.registry.get(sessionId);
     if (run?.executionId === result.executionId && run.controller && !run.controller.signal.aborted) {
       run.controller.abort(new CancelledError(result.executionId, reason));
     }
@@ -297,7 +297,7 @@ export class SessionExecution {
 
   /** Resolves when this worker is no longer driving the session. */
   awaitIdle(sessionId: string): Promise<void> {
-    return whenIdle(this.registry, sessionId);
+    return this.registry.whenIdle(sessionId);
   }
 
   /** The session's state, caught up with the log. */
@@ -314,7 +314,7 @@ export class SessionExecution {
   /** Stops taking work; turns in progress here are aborted and handed back (`released`). */
   async close(): Promise<void> {
     this.closing = true;
-    for (const run of Object.values(this.registry.getSnapshot().context.runs)) {
+    for (const run of [...this.registry.all()]) {
       if (run.controller && !run.controller.signal.aborted) run.controller.abort(new ShutdownError());
     }
     await Promise.allSettled([...this.loops.values()]);
@@ -341,7 +341,7 @@ export class SessionExecution {
       if (snapshot.context.pending.length === 0 && (stateOf(snapshot) === 'idle' || stateOf(snapshot) === 'settled')) {
         if (this.rewake.has(sessionId)) continue;
         // end synchronously: a wake arriving after this check starts a new loop instead of being lost
-        this.registry.trigger.end({ sessionId });
+        this.registry.end(sessionId);
         return report({ status: 'nothing_pending' });
       }
       // no room for another turn here: not claimed (another worker may take it); woken when a slot frees
@@ -452,7 +452,7 @@ export class SessionExecution {
     let outcome = 'failed';
     let failure: unknown;
     const controller = new AbortController();
-    this.registry.trigger.attach({ sessionId, executionId, controller });
+    this.registry.attach(sessionId, executionId, controller);
     // a close that came while the claim was being written aborted the runs it saw, not this one
     if (this.closing) controller.abort(new ShutdownError());
     const stopHeartbeat = this.startHeartbeat(sessionId, executionId, controller);
@@ -494,7 +494,7 @@ export class SessionExecution {
       if (span) endTurnSpan(span, outcome, failure);
       deadline?.stop();
       stopHeartbeat();
-      this.registry.trigger.detach({ sessionId });
+      this.registry.detach(sessionId);
       // the children it called run once its wait is in the log (a cycle check sees it); the sweep wakes them if this does not
       for (const child of turn.called()) void this.wake(child).catch(() => undefined);
     }

@@ -13,7 +13,6 @@ import { RecoverySweeper, type RecoveryNotice } from '../recovery/sweeper.ts';
 import { projectionCandidates } from '../recovery/projection-candidates.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import type { SessionExecution } from './session-execution.ts';
-import { localRun } from './registry.ts';
 
 export interface WorkerOptions {
   /** Start reading the log after this position (default: 0, or the head when a projection is given). */
@@ -67,7 +66,7 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
     for (const e of events) {
       if (e.type === 'input.admitted' && e.payload.wake) wakeLater.add(e.sessionId);
       if (e.type === 'execution.cancelled') {
-        const run = localRun(execution.registry, e.sessionId);
+        const run = execution.registry.get(e.sessionId);
         if (run?.executionId === e.payload.executionId && run.controller && !run.controller.signal.aborted) {
           run.controller.abort(new CancelledError(e.payload.executionId, e.payload.reason));
         }
