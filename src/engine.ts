@@ -131,7 +131,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
         if (isSessiondError(err, ErrorCode.LimitExceeded) && 'maxPendingInputs' in err.details) await execution.wake(sessionId).catch(() => {});
         throw err;
       }
-      if (receipt.wake) await execution.wake(sessionId);
+      if (receipt.wake) await execution.wake(sessionId, receipt.admittedSeq); // the cache holds it: no reload
       return receipt;
     },
     wake: (id) => unlessUnknown(execution.handler, id, 'wake', execution.resume(id)),

@@ -180,7 +180,8 @@ export class SessionExecution {
   private readonly runner: Runner;
   private readonly notice: (n: Notice) => void;
   private readonly loops = new Map<string, Promise<void>>();
-  private readonly rewake = new Set<string>();
+  /** Sessions woken while driven here, and the sequence the next look must hold (Infinity: a load). */
+  private readonly rewake = new Map<string, number>();
   private closing = false;
   private readonly prices: Prices | undefined;
   /** `maxRunningTurns` at work (undefined: no limit). */
@@ -225,24 +226,28 @@ export class SessionExecution {
   }
 
   /** Claims the session if allowed and runs it in the background. Refusals are silent (see `resume`). */
-  async wake(sessionId: string): Promise<void> {
-    await this.resume(sessionId);
+  async wake(sessionId: string, atSeq?: number): Promise<void> {
+    await this.resume(sessionId, atSeq);
   }
 
-  /** Like `wake`, but reports what happened: started, already running here, nothing to do, or refused and why. */
-  async resume(sessionId: string): Promise<ResumeResult> {
+  /**
+   * Like `wake`, but reports what happened: started, already running here, nothing to do, or refused and why.
+   * `atSeq`: the wake is for the event at that sequence (an admission); a cached state holding it is
+   * as good as a load (see `drive`), so it is not reloaded from the log.
+   */
+  async resume(sessionId: string, atSeq?: number): Promise<ResumeResult> {
     validateId(sessionId, 'session id');
     if (this.closing) return { status: 'closed' };
     const mine = this.registry.get(sessionId);
     if (mine) {
       this.slots?.done(sessionId); // driven already: it takes its own slot
-      this.rewake.add(sessionId);
+      this.rewake.set(sessionId, Math.max(this.rewake.get(sessionId) ?? 0, atSeq ?? Number.POSITIVE_INFINITY));
       return { status: 'running_here', executionId: mine.executionId };
     }
     this.registry.begin(sessionId);
     let first!: (r: ResumeResult) => void;
     const firstResult = new Promise<ResumeResult>((r) => (first = r));
-    const loop = this.drive(sessionId, first)
+    const loop = this.drive(sessionId, first, atSeq)
       .catch((err) => {
         this.notice({ type: 'error', sessionId, message: messageOf(err) });
         first({ status: 'failed', code: isSessiondError(err) ? err.code : ErrorCode.Internal, message: messageOf(err) });
@@ -321,21 +326,30 @@ export class SessionExecution {
   }
 
   /** Claims and runs turns while the session has pending inputs. */
-  private async drive(sessionId: string, first: (r: ResumeResult) => void): Promise<void> {
+  private async drive(sessionId: string, first: (r: ResumeResult) => void, atSeq: number | undefined): Promise<void> {
     let reported = false;
     const report = (r: ResumeResult) => {
       if (!reported) first(r);
       reported = true;
     };
-    /** The cached snapshot is as current as a load: this worker's own settlement was the last append it made. */
-    let current = false;
+    /**
+     * The cached snapshot is as current as a load: this worker's own settlement was the last append
+     * it made, or (first look) the loop was woken for an event at `atSeq` the cache holds.
+     */
+    let current = atSeq !== undefined;
+    /** The sequence the cached snapshot must hold to be used. */
+    let wanted = atSeq ?? 0;
     while (!this.closing) {
       // Anything committed after our settlement could as well have come after a load here: wakes
       // cover it (a wake while driving sets `rewake`, a later one starts a new loop), and anything
-      // committed before it made the settlement conflict and catch up. So only a wake forces a load.
-      const cached = current && !this.rewake.has(sessionId) ? this.handler.cached(sessionId) : undefined;
+      // committed before it made the settlement conflict and catch up. So only a wake forces a load,
+      // and a wake for an event the cache holds (an admission this process appended or observed:
+      // the cache is the log's state at or after it) does not. The cache never goes back.
+      wanted = Math.max(wanted, this.rewake.get(sessionId) ?? 0);
       this.rewake.delete(sessionId);
-      const snapshot = cached ?? (await this.handler.load(sessionId));
+      const known = current ? this.handler.cached(sessionId) : undefined;
+      const snapshot = known && known.context.seq >= wanted ? known : await this.handler.load(sessionId);
+      wanted = 0;
       // Nothing to run and nothing in progress: done. An execution in progress goes to the machine,
       // which says why this worker may not take it (live lease, expired and awaiting recovery...).
       if (snapshot.context.pending.length === 0 && (stateOf(snapshot) === 'idle' || stateOf(snapshot) === 'settled')) {

@@ -53,7 +53,8 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
     });
     (options.onFatal ?? onError)(fatal);
   };
-  const wakeLater = new Set<string>();
+  /** Sessions to wake, with their newest admission's sequence. */
+  const wakeLater = new Map<string, number>();
   let catchingUp = options.projection === undefined;
   let subscription: Subscription | undefined;
   let projection: Subscription | undefined;
@@ -64,7 +65,7 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
   const handle = (events: SessionEvent[]) => {
     execution.handler.observe(events);
     for (const e of events) {
-      if (e.type === 'input.admitted' && e.payload.wake) wakeLater.add(e.sessionId);
+      if (e.type === 'input.admitted' && e.payload.wake) wakeLater.set(e.sessionId, e.seq);
       if (e.type === 'execution.cancelled') {
         const run = execution.registry.get(e.sessionId);
         if (run?.executionId === e.payload.executionId && run.controller && !run.controller.signal.aborted) {
@@ -76,9 +77,9 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
   };
 
   const wakeAll = () => {
-    for (const sessionId of wakeLater) {
+    for (const [sessionId, seq] of wakeLater) {
       wakeLater.delete(sessionId);
-      execution.wake(sessionId).catch(onError);
+      execution.wake(sessionId, seq).catch(onError); // observed: the cache holds it, no reload
     }
   };
 
