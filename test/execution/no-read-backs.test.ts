@@ -1,7 +1,8 @@
 /**
  * A turn's prompts travel in the session state: the runner gets them without the log being read
  * once per input (they used to be re-read by sequence, one log read per input). And a turn reads
- * the session only where the state may have moved without this worker knowing.
+ * the session only where the state may have moved without this worker knowing: not for a wake of
+ * the admission it just appended, nor for the worker's second wake of it from the log.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -11,6 +12,7 @@ import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { SessionExecution } from '../../src/execution/session-execution.ts';
 import { admitInput } from '../../src/input/admit.ts';
 import type { RunInput } from '../../src/runner/types.ts';
+import { startSessiond } from '../../src/host.ts';
 import { tempDir } from '../support/tmp.ts';
 import { spyLog } from '../support/spy-log.ts';
 
@@ -84,6 +86,43 @@ test("no read-backs - an admitted and woken one-step turn reads the session log 
   await execution.close();
   db.close();
   tmp.remove();
+});
+
+test('no read-backs - the whole worker: an admission wakes its turn twice (the admit, the log subscription) and the turn reads the log once', async () => {
+  const tmp = tempDir();
+  let reads = 0;
+  const ran: string[] = [];
+  const host = await startSessiond({
+    db: tmp.file('worker.db'),
+    report: { out: () => undefined, err: () => undefined },
+    sweepMs: 3_600_000,
+    decorateLog: (log) =>
+      spyLog(log, {
+        afterRead: () => {
+          reads++;
+        },
+      }),
+    runner: async (ctx) => {
+      ran.push(...ctx.inputs.map((i) => i.inputId));
+      const { messageId } = await ctx.startStep();
+      await ctx.tool(messageId, { name: 'lookup', input: {}, durable: true }, async () => 'found');
+      await ctx.endStep(messageId);
+    },
+  });
+  try {
+    const turn = async (id: string) => {
+      await host.engine.admit('ses_worker', { id, prompt: 'look it up' });
+      await host.engine.awaitIdle('ses_worker');
+    };
+    await turn('inp_warm'); // the first load of a session folds its log
+    const before = reads;
+    for (const id of ['inp_1', 'inp_2', 'inp_3']) await turn(id);
+    assert.equal(ran, ['inp_warm', 'inp_1', 'inp_2', 'inp_3'], 'every admission ran, in its own turn');
+    assert.is(reads - before, 3, "one read a turn (the step's look for steering inputs): neither wake reloads the admission it is for");
+  } finally {
+    await host.close();
+    tmp.remove();
+  }
 });
 
 test.run();
