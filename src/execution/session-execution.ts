@@ -253,9 +253,11 @@ export class SessionExecution {
         first({ status: 'failed', code: isSessiondError(err) ? err.code : ErrorCode.Internal, message: messageOf(err) });
       })
       .finally(() => {
+        this.slots?.done(sessionId);
+        // a loop that ended on nothing pending left its places already: a wake since has a new loop there
+        if (this.loops.get(sessionId) !== loop) return;
         this.loops.delete(sessionId);
         this.registry.end(sessionId);
-        this.slots?.done(sessionId);
       });
     this.loops.set(sessionId, loop);
     return firstResult;
