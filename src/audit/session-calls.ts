@@ -1,13 +1,7 @@
 /**
- * Audits session calls (`ctx.callSession`) from the events alone:
- * - child_delivered_twice (safety, the parent's log): a child's end delivered to its parent more
- *   than once (two `wait.resolved` delivered for waits on the same child input);
- * - child_end_undelivered (liveness, across sessions): a parent still waits on a child whose turn
- *   ended longer than the grace ago (no sweep delivered it);
- * - child_call_unawaited (liveness, across sessions): an input a parent's session call admitted into
- *   a child, longer than the grace ago, that no wait of the parent names: its answer never reaches
- *   the parent (a recovered turn that called again instead of awaiting it ran the prompt twice).
- *   Not when the parent's turn was cancelled (before its wait was recorded) or the parent is gone.
+ * Audits session calls (`ctx.callSession`) from the events alone: child_delivered_twice (safety),
+ * child_end_undelivered and child_call_unawaited (liveness, across sessions); each rule's meaning is
+ * in docs/api.md (`auditLog`) and docs/operating.md (`sessiond check`).
  */
 import type { SessionEvent } from '../events/envelope.ts';
 import { isoTime as iso } from '../clock.ts';

@@ -1,12 +1,7 @@
 /**
- * The execution service of one worker process: it claims sessions, runs their turns with the
- * runner, heartbeats the lease, and settles. Every decision is the session machine's; every write
- * is a fenced append. One owner id per service instance (per process start).
- *
- *   wake(id)    claim if allowed and run; a session owned elsewhere is left alone
- *   resume(id)  the same, but says why it could not run
- *   cancel(id)  cancellation wins over any later settlement
- *   awaitIdle(id)
+ * The execution service of one worker process: it claims sessions, runs their turns with the runner,
+ * heartbeats the lease, and settles. Every decision is the session machine's; every write is a fenced
+ * append. `wake`, `resume` (says why not), `cancel` (wins over any later settlement), `awaitIdle`.
  */
 import { cancelExecution, type CancelResult } from './cancel.ts';
 import type { ActorOptions } from '../sessions/actor.ts';

@@ -1,11 +1,7 @@
 /**
- * Where a session's conversation and projected rows may be folded from without its earlier events:
- * marks, each a sequence at which every entry so far was final (`isSettled`: no turn, step, tool
- * call or wait open, nothing queued), with how many entries and rows there were then. Fed from the
- * log's subscription as it grows (events in order; a redelivered one is ignored, a session
- * starting again at seq 1 is indexed afresh): per session it keeps the fold since its latest mark
- * (a turn or so) and one mark per `every` events at most, so its memory is a few numbers per
- * hundred events. Used by conversation-at.ts and rows.ts.
+ * Marks: sequences at which every conversation entry so far was final, with the entry and row counts
+ * then, fed from the log's subscription as it grows; conversation-at.ts and rows.ts fold from them
+ * (why: docs/inspector.md#design-notes).
  */
 import type { SessionEvent } from '../events/envelope.ts';
 import { emptyConversation, foldConversation, isSettled, type Conversation } from './conversation.ts';

@@ -1,10 +1,7 @@
 /**
- * The inspector's state, as an @xstate/store fed by the log's subscription: every session's folded
- * snapshot and a small summary of it (state, seq, owner, lease, phase, pending inputs). Folding is
- * the machine's own `evolve`, so the list shows exactly what the session machine would decide from.
- * It also keeps each session's snapshot every `CHECKPOINT_EVERY` events: time travel (travel.ts)
- * starts from the nearest one instead of folding from seq 0.
- * Pure: `committed` takes a batch of committed events and returns the next context.
+ * The inspector's state, an @xstate/store fed by the log's subscription: each session's snapshot
+ * folded by the machine's own `evolve`, a summary for the list, and a snapshot every
+ * `CHECKPOINT_EVERY` events that time travel (travel.ts) starts from. `committed` is pure.
  */
 import { childrenOf, sessionView } from '../machines/session-view.ts';
 import { createStore } from '@xstate/store';

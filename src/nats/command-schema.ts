@@ -1,10 +1,7 @@
 /**
- * The command envelopes of docs/protocol.md ("Commands") as schemas: each verb's request, its
- * success reply and the error reply. They are the protocol's definition for other languages
- * (scripts/protocol.ts exports them as clients/protocol/schema/commands.schema.json); the command
- * service's own checks (command-service.ts) refuse what these refuse, with messages that say why,
- * and test/protocol/vectors.test.ts holds real workers' replies against them. The TypeScript types
- * of commands.ts are checked against these at compile time (the `Same` assertions below).
+ * The command envelopes of docs/protocol.md ("Commands") as schemas: each verb's request, success and
+ * error reply. Exported for other languages as clients/protocol/schema/commands.schema.json; the
+ * types of command-protocol.ts are checked against them at compile time (the `Same` assertions).
  */
 import { z } from 'zod';
 import { ErrorCode } from '../errors.ts';

@@ -1,10 +1,7 @@
 /**
  * The projector: folds committed events into the session tables exactly once, one transaction per
- * batch with its checkpoint (a bad event rolls the batch back). Dispatches by type to *-rows.ts and
- * message-rules.ts. Rules and why: docs/architecture.md#design-notes-the-projector.
- *
- *   const projector = new Projector(db);            // name 'main'
- *   projector.apply(await log.readAll());           // or: projector.follow(log, { onError })
+ * batch with its checkpoint (a bad event rolls the batch back); dispatches by type to *-rows.ts and
+ * message-rules.ts (why: docs/architecture.md#design-notes-the-projector).
  */
 import { ErrorCode, NotFoundError, SessiondError, messageOf } from '../errors.ts';
 import { catalog, isEventType, type EventType } from '../events/catalog.ts';

@@ -1,13 +1,7 @@
 /**
- * A page of sessions from the projection (`session`, `session_tag`; migration 011): newest first by
- * (time_created, session_id), keyset-paged (`(time, id) < cursor`), so the 1,000th page costs what
- * the first does. A tag filter is driven by the tag index (key, value, time_created, session_id);
- * a state filter by (state, time_created, session_id); `waiting` by its partial index. An id prefix
- * holding few sessions (at most PREFIX_SORTED) is read as a range of the primary key and sorted; one
- * holding more walks the order's index and skips other ids, which finds a page after about
- * limit × sessions / PREFIX_SORTED rows at worst (bench/sections/list.ts measures both at 100k).
- * A parent's children (`calledBy`, migration 017) are read by (called_by, time_created, session_id),
- * and each row's count of children is a lookup of that index.
+ * A page of sessions from the projection (`session`, `session_tag`), newest first, keyset-paged, each
+ * filter driven by its own index so the 1,000th page costs what the first does (why:
+ * docs/architecture.md#design-notes-the-projector).
  */
 import type { Db } from '../storage/sqlite/database.ts';
 import { encodeCursor, type CheckedFilter, type SessionListItem, type SessionPage } from '../sessions/list.ts';

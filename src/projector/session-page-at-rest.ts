@@ -1,10 +1,7 @@
 /**
- * A page of session ids, newest first by creation, from a database opened read-only (what `sessiond
- * status` without a session reads on a SQLite file, which it never changes): the projection's
- * `session` rows by their index, and the sessions created in the part of the log the projection has
- * not folded yet (no worker ran since they were admitted), read from the log and not written. The
- * order and the cursor are `list`'s (session-list.ts), so a page costs the page and the projection's
- * lag, never the whole log.
+ * A page of session ids, newest first, from a database opened read-only (`sessiond status` on a
+ * SQLite file): the projection's rows plus the sessions in the part of the log it has not folded yet,
+ * in `list`'s order and cursor, so a page costs the page and the projection's lag.
  */
 import type { EventLog } from '../events/event-log.ts';
 import type { Db } from '../storage/sqlite/database.ts';

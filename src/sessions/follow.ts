@@ -1,10 +1,7 @@
 /**
- * Following one session's committed events, each once and in order, from a point: the rule behind
- * every `Sessions.follow`. A source gives two things: a read of the log (the session's events after
- * a seq) and a live feed (events as they commit, which may repeat, skip or come out of order: core
- * NATS drops messages for slow subscribers, two writers publish independently). Listening starts
- * first and the log is read after, so nothing committed in between is missed; a jump past the next
- * seq is filled from the log before the event that revealed it.
+ * Following one session's committed events, each once and in order, from a point (every
+ * `Sessions.follow`): listening starts first and the log is read after, so nothing committed in
+ * between is missed; a live feed's repeats are dropped and its gaps filled from the log.
  */
 import { messageOf } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';

@@ -1,10 +1,7 @@
 /**
- * Session owners. A session's owner (a gateway grant's tenant, or `token:<name>`) is fixed by its
- * first event, inside the log's own append: the machine refuses (`not_owner`) an admission naming
- * another owner, so two racing creators never both get in. A session with no owner (created by a
- * trusted process: the CLI, the engine API, a NATS `client` user) takes anyone's admission and
- * stays ownerless: an owner is never claimed later. Another owner's session answers `not_found`,
- * exactly as a session with no events.
+ * Session owners: fixed by a session's first event inside the log's own append (the machine refuses
+ * another owner's admission, `not_owner`), never claimed later by an ownerless session; another
+ * owner's session answers `not_found` (why: docs/gateway.md#tenants-and-owners).
  */
 import { InvalidInputError, NotFoundError } from '../errors.ts';
 

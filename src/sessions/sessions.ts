@@ -1,15 +1,7 @@
 /**
- * One way to drive sessions, whoever runs them: the embedded engine (`openEngine`, turns run in this
- * process), a NATS deployment's workers (`SessiondClient`), or a log at rest (`logSessions`, what
- * the CLI uses on a SQLite file a worker watches). Each passes the same contract suite
- * (`sessionsContract` in `sessiond/testing`), so code written against `Sessions` runs on any of them.
- *
- *   async function ask(sessions: Sessions, id: string, prompt: string) {
- *     const { inputId } = await sessions.admit(id, { prompt });
- *     return sessions.status(id);
- *   }
- *
- * Types (and one constant) only: the NATS client implements this without loading the machine or SQLite.
+ * `Sessions`: one way to drive sessions, whoever runs them (the embedded engine, a NATS deployment's
+ * workers through `SessiondClient`, a log at rest through `logSessions`); each passes
+ * `sessionsContract`. Types only, so the NATS client loads neither the machine nor SQLite.
  */
 import type { AdmitReceipt, AdmitRequest } from '../input/admit.ts';
 import type { DropPendingRequest, DropPendingResult } from '../input/drop.ts';

@@ -1,14 +1,7 @@
 /**
- * Session tools: a tool the model calls whose work is a turn of another session (a sub-agent with
- * its own instructions, tools and history). The call admits a prompt built from the tool's input
- * into the child session (`ctx.callSession`), the parent's turn waits holding nothing, and the
- * child's final answer comes back as the call's result. The call is journaled before its child is
- * admitted: a turn recovered after a crash in between awaits the same child (model-runner.ts).
- *
- *   researcher: defineSessionTool({
- *     description: 'Ask the researcher', inputSchema: z.object({ question: z.string() }),
- *     sessionId: (_input, ctx) => `${ctx.sessionId}-researcher`, prompt: ({ question }) => question,
- *   })
+ * Session tools (`defineSessionTool`): a tool whose work is a turn of another session; the parent's
+ * turn waits holding nothing and the child's answer is the call's result. Journaled before the child
+ * is admitted (why: docs/model-runner.md, "Session tools through a crash").
  */
 import type { z } from 'zod';
 import type { Prompt } from '../../events/catalog.ts';
