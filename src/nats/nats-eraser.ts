@@ -37,8 +37,14 @@ export async function checkCanDelete(log: JetStreamEventLog): Promise<void> {
 
 /** The eraser of a NATS log opened by the admin user. */
 export function natsEraser(log: JetStreamEventLog, clock: Clock): SessionEraser<NatsDeletionRecord> {
+  // a stream that allows purge never denies it later: checked once per eraser (a retention run deletes many)
+  let allowed: Promise<void> | undefined;
   return {
-    check: () => checkCanDelete(log),
+    check: () =>
+      (allowed ??= checkCanDelete(log).catch((err: unknown) => {
+        allowed = undefined;
+        throw err;
+      })),
     erase: (sessionId, erasure) => purgeSession(log, clock, sessionId, erasure),
   };
 }
