@@ -1,5 +1,5 @@
 /**
- * Model-based coverage: @xstate/graph explores every reachable state of "the machine deciding
+ * Model-based coverage: a breadth-first walk (test/support/model-walk.ts) explores every reachable state of "the machine deciding
  * commands from two owners, a user and a recovery sweep, while time moves", committing what it
  * decides. Every explored transition is checked against the invariants, restated here
  * independently of the guards. A second walk with a broken guard proves the checks can fail.
@@ -14,13 +14,13 @@
 import { MAX_TAGS } from '../../src/events/tags.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { emit, fromTransition } from 'xstate';
-import { getShortestPaths } from '@xstate/graph';
+import { emit } from 'xstate';
 import { decide, initialSnapshot, stateOf, type SessionSnapshot } from '../../src/machines/decider.ts';
 import { decisionFor, sessionMachine } from '../../src/machines/session-machine.ts';
 import type { Command, ProtoEvent } from '../../src/machines/commands.ts';
 import { leaseLive } from '../../src/machines/session-context.ts';
 import { commit } from '../support/decider-spec.ts';
+import { walkModel } from '../support/model-walk.ts';
 
 const LEASE = 30_000;
 const TICK = 15_000;
@@ -241,25 +241,24 @@ function check(before: Model, command: Command, after: SessionSnapshot): string[
   return v;
 }
 
-function modelLogic(machine = sessionMachine, fired?: Set<string>) {
-  return fromTransition(
-    (m: Model, step: Step): Model => {
-      if (step.type === 'tick') return m.now + TICK > MAX_TIME ? m : { ...m, now: m.now + TICK };
-      const command = commandFor(m, step);
-      if (!command) return m;
-      fired?.add(firedTriple(m.snap, command, machine));
-      const d = decide(m.snap, command, machine);
-      if (!d.ok) return m;
-      const { snapshot: snap } = commit(m.snap, d.events, m.now, machine);
-      const violations = [...m.violations, ...check(m, command, snap)];
-      const mine = command.type === 'claim' ? { ...m.mine, [command.ownerId]: command.executionId } : m.mine;
-      // (a cancel of a waiting turn ends its waits; its execution had settled waiting)
-      const cancelled = command.type === 'cancel' && snap.context.execution!.cancelled ? [...m.cancelled, snap.context.execution!.id] : m.cancelled;
-      return { snap, now: m.now, mine, cancelled, violations };
-    },
-    { snap: initialSnapshot('ses_model', machine), now: 0, mine: {}, cancelled: [], violations: [] } as Model,
-  );
+function modelStep(machine = sessionMachine, fired?: Set<string>) {
+  return (m: Model, step: Step): Model => {
+    if (step.type === 'tick') return m.now + TICK > MAX_TIME ? m : { ...m, now: m.now + TICK };
+    const command = commandFor(m, step);
+    if (!command) return m;
+    fired?.add(firedTriple(m.snap, command, machine));
+    const d = decide(m.snap, command, machine);
+    if (!d.ok) return m;
+    const { snapshot: snap } = commit(m.snap, d.events, m.now, machine);
+    const violations = [...m.violations, ...check(m, command, snap)];
+    const mine = command.type === 'claim' ? { ...m.mine, [command.ownerId]: command.executionId } : m.mine;
+    // (a cancel of a waiting turn ends its waits; its execution had settled waiting)
+    const cancelled = command.type === 'cancel' && snap.context.execution!.cancelled ? [...m.cancelled, snap.context.execution!.id] : m.cancelled;
+    return { snap, now: m.now, mine, cancelled, violations };
+  };
 }
+
+const initialModel = (machine = sessionMachine): Model => ({ snap: initialSnapshot('ses_model', machine), now: 0, mine: {}, cancelled: [], violations: [] });
 
 /** One tag more than a session may carry. */
 const manyTags = Object.fromEntries(Array.from({ length: MAX_TAGS + 1 }, (_, i) => [`k${i}`, 'v']));
@@ -333,19 +332,13 @@ function key(m: Model): string {
 }
 
 function explore(machine = sessionMachine, events: Step[] = steps, fired?: Set<string>, maxExecutions = MAX_EXECUTIONS, maxPending = 2) {
-  const paths = getShortestPaths(modelLogic(machine, fired), {
-    events: () => events,
-    serializeState: (snap) => key(snap.context as Model),
-    serializeEvent: (e) => JSON.stringify(e),
-    stopWhen: (snap) => (snap.context as Model).snap.context.executions >= maxExecutions || (snap.context as Model).snap.context.pending.length > maxPending,
+  const { states, transitions } = walkModel(initialModel(machine), modelStep(machine, fired), {
+    events,
+    key,
+    stopWhen: (m) => m.snap.context.executions >= maxExecutions || m.snap.context.pending.length > maxPending,
   });
-  const violations = new Set<string>();
-  let transitions = 0;
-  for (const path of paths) {
-    transitions += path.steps.length;
-    for (const v of (path.state.context as Model).violations) violations.add(v);
-  }
-  return { paths, violations: [...violations], transitions };
+  const violations = new Set(states.flatMap((m) => m.violations));
+  return { states, violations: [...violations], transitions };
 }
 
 // ------------------------------------------------------------------------------------ branch coverage
@@ -432,23 +425,23 @@ function unreachableReason(triple: string): string | undefined {
 
 test('model - the coverage walk takes every branch of the machine that any commands can reach; the others are listed with the reason', () => {
   const fired = new Set<string>();
-  const { violations, paths } = explore(sessionMachine, allSteps, fired, 2);
+  const { violations, states } = explore(sessionMachine, allSteps, fired, 2);
   // (a resumed turn that is recovered holds its input, the resume and the recovery's continuation: three pending)
   const waited = explore(sessionMachine, waitSteps, fired, 3, 3);
   assert.equal([...violations, ...waited.violations], []);
   const all = allTriples();
   const missed = all.filter((t) => !fired.has(t) && !unreachableReason(t));
   const listedButReached = all.filter((t) => fired.has(t) && unreachableReason(t));
-  assert.equal(missed, [], `branches neither reached nor listed as unreachable (${fired.size} of ${all.length} reached, ${paths.length} states)`);
+  assert.equal(missed, [], `branches neither reached nor listed as unreachable (${fired.size} of ${all.length} reached, ${states.length} states)`);
   assert.equal(listedButReached, [], 'listed as unreachable, but reached: take them off the list');
 });
 
 test('model - invariants hold on every reachable state and transition', () => {
-  const { paths, violations } = explore();
-  assert.ok(paths.length > 200, `explored ${paths.length} states`);
-  const states = new Set(paths.map((p) => stateOf((p.state.context as Model).snap)));
+  const { states, violations } = explore();
+  assert.ok(states.length > 200, `explored ${states.length} states`);
+  const reached = new Set(states.map((m) => stateOf(m.snap)));
   assert.equal(
-    [...states].sort(),
+    [...reached].sort(),
     ['claimed', 'idle', 'recovering', 'running', 'settled'].filter((s) => s !== 'recovering').sort(),
     'every state is reached (recovering is transient: recovered in one append)',
   );
