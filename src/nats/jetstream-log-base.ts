@@ -19,6 +19,16 @@ import { subjects } from './subjects.ts';
 export const DEFAULT_READ_BATCH = 256;
 /** Waits between attempts of a request, and between consumers of a subscription, growing per failure. */
 export const BACKOFF_MS = [50, 100, 200, 500, 1000, 2000];
+
+/**
+ * The wait before attempt `attempt + 1` of a request: BACKOFF_MS's step, half of it fixed and half
+ * drawn at random, so requests refused together (a full stream queue answers hundreds of appends
+ * with 429 at once) do not come back together and be refused together again.
+ */
+export function retryWaitMs(attempt: number, random: () => number = Math.random): number {
+  const step = BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]!;
+  return Math.round(step / 2 + (random() * step) / 2);
+}
 /** Quarantined positions remembered to report each once. */
 const QUARANTINE_MEMORY = 10_000;
 
@@ -142,7 +152,7 @@ export class JetStreamLogBase {
         if (!isTransientNatsError(outcome.error) && !isJsTransient(outcome.error)) throw outcome.error;
         lastError = outcome.error;
       }
-      const wait = 'reconnected' in outcome ? 0 : BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]!;
+      const wait = 'reconnected' in outcome ? 0 : retryWaitMs(attempt);
       if (this.o.clock.now() + wait >= deadline) throw giveUp(lastError);
       this.stats.retries++;
       if (wait > 0) await waitAtMost(new Promise<never>(() => undefined), wait, this.o.clock);
