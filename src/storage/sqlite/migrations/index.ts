@@ -16,6 +16,7 @@ import { migration014 } from './014_session_owner.ts';
 import { migration015 } from './015_capacity_state.ts';
 import { migration016 } from './016_tenant_budgets.ts';
 import { migration017 } from './017_session_called_by.ts';
+import { migration018 } from './018_blobs.ts';
 
 /** Every migration this build knows, in order. Append only: never edit a shipped migration. */
 export const migrations: readonly Migration[] = [
@@ -36,5 +37,6 @@ export const migrations: readonly Migration[] = [
   migration015,
   migration016,
   migration017,
+  migration018,
 ];
 export const LATEST_SCHEMA_VERSION = migrations.length;
