@@ -1,0 +1,259 @@
+/**
+ * Blobs on NATS: a JetStream Object Store bucket (`SESSIOND_BLOBS`, stream `OBJ_SESSIOND_BLOBS`),
+ * one object per content, named by its SHA-256 (hex), its media type in the object's metadata.
+ * `sessiond setup` makes the bucket (`setupBlobBucket`, the events stream's replicas); workers
+ * verify it and never create it. Why: docs/architecture.md ("Design notes: storage").
+ *
+ * A put with `expectedSha256` streams the bytes into the object as it reads them (chunks of
+ * `CHUNK_BYTES`), checked on the way and at the end: a refusal purges what was written. Without
+ * it the name is known only once every byte is read, so the bytes are read whole first (at most
+ * `maxBytes`). The object is written only if its name holds nothing (the meta message's expected
+ * last subject sequence), so two puts of the same content race safely: one writes, the other
+ * finds it and leaves no chunks behind.
+ */
+import { DiscardPolicy, RetentionPolicy, StorageType, jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import { Objm, setSha256Backend, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
+import { nanos, type NatsConnection } from '@nats-io/transport-node';
+import {
+  BlobIntake,
+  blobCorrupt,
+  blobNotFound,
+  checkSha256,
+  chunksOf,
+  readWhole,
+  type BlobRef,
+  type BlobSource,
+  type BlobStore,
+  type PutBlobOptions,
+  type StoredBlob,
+} from '../blobs/blob-store.ts';
+import { CorruptDataError, isSessiondError, messageOf } from '../errors.ts';
+import { createHash } from 'node:crypto';
+import { DEFAULT_DUPLICATE_WINDOW_MS, isWrongLastSequence, manageStream, type StreamSetup } from './stream.ts';
+
+export const BLOB_BUCKET = 'SESSIOND_BLOBS';
+/** Bytes per chunk message (the library's default is 128 KiB; NATS caps a message at max_payload, 1 MB in nats.conf). */
+export const CHUNK_BYTES = 256 * 1024;
+
+const streamOf = (bucket: string) => `OBJ_${bucket}`;
+
+/**
+ * The bucket's stream, as the Object Store library makes one (its subjects, rollups for the
+ * meta messages, discard new, direct gets), checked setting by setting like sessiond's streams.
+ */
+export function blobStreamConfig(options: { bucket?: string; replicas?: number } = {}): StreamConfig {
+  const bucket = options.bucket ?? BLOB_BUCKET;
+  return {
+    name: streamOf(bucket),
+    subjects: [`$O.${bucket}.C.>`, `$O.${bucket}.M.>`],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.New,
+    max_msgs_per_subject: -1,
+    max_msgs: -1,
+    max_bytes: -1,
+    max_age: 0,
+    max_msg_size: -1,
+    max_consumers: -1,
+    duplicate_window: nanos(DEFAULT_DUPLICATE_WINDOW_MS),
+    num_replicas: options.replicas ?? 1,
+    deny_delete: false,
+    // deleting an object purges its chunks
+    deny_purge: false,
+    // a meta message replaces the object's earlier ones
+    allow_rollup_hdrs: true,
+    allow_direct: true,
+  } as StreamConfig;
+}
+
+/**
+ * `sessiond setup` (the admin user): creates the bucket's stream or brings it to its settings
+ * (replicas as given, else as they are; a new one gets `newReplicas`).
+ */
+export function setupBlobBucket(
+  jsm: JetStreamManager,
+  options: { bucket?: string; replicas?: number | undefined; newReplicas?: number; serverVersion?: string | undefined } = {},
+): Promise<StreamSetup> {
+  return manageStream(jsm, blobStreamConfig(options.bucket === undefined ? {} : { bucket: options.bucket }), {
+    replicas: options.replicas,
+    ...(options.newReplicas !== undefined ? { newReplicas: options.newReplicas } : {}),
+    serverVersion: options.serverVersion,
+    manage: true,
+  });
+}
+
+/** The Object Store's digest of content whose SHA-256 is `sha256` (hex): `SHA-256=` and base64url with padding. */
+const objectDigest = (sha256: string) => `SHA-256=${Buffer.from(sha256, 'hex').toString('base64').replace(/\+/g, '-').replace(/\//g, '_')}`;
+const live = (info: ObjectInfo | null): info is ObjectInfo => info !== null && !info.deleted;
+
+export class ObjectBlobStore implements BlobStore {
+  private readonly where: string;
+  private constructor(
+    private readonly os: ObjectStore,
+    bucket: string,
+  ) {
+    this.where = `Object Store bucket ${bucket}`;
+  }
+
+  /**
+   * Opens the bucket on a connection (the worker user may). Its stream is verified, never created
+   * (that is `sessiond setup`'s): a missing one is a NotFoundError saying to run setup.
+   */
+  static async open(nc: NatsConnection, options: { bucket?: string; waitMs?: number } = {}): Promise<ObjectBlobStore> {
+    const bucket = options.bucket ?? BLOB_BUCKET;
+    const jsm = await jetstreamManager(nc);
+    await manageStream(jsm, blobStreamConfig({ bucket }), {
+      serverVersion: nc.info?.version,
+      ...(options.waitMs !== undefined ? { waitMs: options.waitMs } : {}),
+    });
+    // node:crypto's SHA-256 for the library's own digest (its default is a JavaScript one)
+    setSha256Backend('native');
+    return new ObjectBlobStore(await new Objm(nc).open(bucket, false), bucket);
+  }
+
+  async put(source: BlobSource, options: PutBlobOptions): Promise<BlobRef> {
+    const intake = new BlobIntake(options);
+    if (intake.expectedSha256 === undefined || source instanceof Uint8Array) {
+      const { bytes, ref } = await readWhole(source, intake);
+      const whole = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(bytes);
+          controller.close();
+        },
+      });
+      return this.store(ref, (put) => put(whole));
+    }
+    const sha256 = intake.expectedSha256;
+    const before = await this.os.info(sha256);
+    if (live(before) && before.digest === objectDigest(sha256)) {
+      // already stored: the bytes are still read and checked, as a put of new content would be
+      for await (const chunk of chunksOf(source)) intake.accept(chunk);
+      return intake.finish();
+    }
+    let ref: BlobRef | undefined;
+    const chunks = chunksOf(source)[Symbol.asyncIterator]();
+    const stream = new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          try {
+            const next = await chunks.next();
+            if (next.done) {
+              ref = intake.finish();
+              controller.close();
+            } else {
+              intake.accept(next.value);
+              controller.enqueue(next.value);
+            }
+          } catch (err) {
+            controller.error(err);
+            await chunks.return?.();
+          }
+        },
+        async cancel() {
+          await chunks.return?.();
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    return this.store(
+      { sha256, size: 0, mediaType: intake.mediaType },
+      (put) => put(stream),
+      before,
+      () => ref!,
+    );
+  }
+
+  /**
+   * Writes the object named `ref.sha256` unless it is there already, only if its name holds what
+   * was read before (nothing, a deleted object, or a corrupt one): a put that loses that race
+   * has its chunks purged by the library and finds the winner's object.
+   */
+  private async store(
+    ref: BlobRef,
+    write: (put: (stream: ReadableStream<Uint8Array>) => Promise<ObjectInfo>) => Promise<ObjectInfo>,
+    known?: ObjectInfo | null,
+    final: () => BlobRef = () => ref,
+  ): Promise<BlobRef> {
+    const before = known === undefined ? await this.os.info(ref.sha256) : known;
+    if (live(before) && before.digest === objectDigest(ref.sha256)) return ref;
+    try {
+      await write((stream) =>
+        this.os.put({ name: ref.sha256, metadata: { mediaType: ref.mediaType }, options: { max_chunk_size: CHUNK_BYTES } }, stream, {
+          previousRevision: before?.revision ?? 0,
+        }),
+      );
+    } catch (err) {
+      if (isSessiondError(err)) throw err;
+      const now = isWrongLastSequence(err) ? await this.os.info(ref.sha256) : null;
+      if (!live(now) || now.digest !== objectDigest(ref.sha256)) throw err;
+    }
+    return final();
+  }
+
+  async get(sha256: string): Promise<Uint8Array> {
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for await (const chunk of this.read(sha256)) {
+      chunks.push(chunk);
+      size += chunk.length;
+    }
+    if (chunks.length === 1) return chunks[0]!;
+    const bytes = new Uint8Array(size);
+    let at = 0;
+    for (const c of chunks) {
+      bytes.set(c, at);
+      at += c.length;
+    }
+    return bytes;
+  }
+
+  async *read(sha256: string): AsyncIterable<Uint8Array> {
+    checkSha256(sha256);
+    const result = await this.os.get(sha256);
+    if (result === null) throw blobNotFound(sha256, this.where);
+    const hash = createHash('sha256');
+    let size = 0;
+    const reader = result.data.getReader();
+    try {
+      for (;;) {
+        let next: ReadableStreamReadResult<Uint8Array>;
+        try {
+          next = await reader.read();
+        } catch (err) {
+          // the library's own check of the object's digest, or a read that broke off
+          if (/digests do not match/.test(messageOf(err))) {
+            throw new CorruptDataError(`Blob ${sha256} in ${this.where} is corrupt: ${messageOf(err)}`, { cause: err, details: { sha256 } });
+          }
+          throw err;
+        }
+        if (next.done) break;
+        hash.update(next.value);
+        size += next.value.length;
+        yield next.value;
+      }
+      const failed = await result.error;
+      if (failed) throw failed;
+    } finally {
+      reader.releaseLock();
+    }
+    const actual = hash.digest('hex');
+    if (actual !== sha256) throw blobCorrupt(sha256, actual, size, this.where);
+  }
+
+  async has(sha256: string): Promise<boolean> {
+    return live(await this.os.info(checkSha256(sha256)));
+  }
+
+  async delete(sha256: string): Promise<boolean> {
+    if (!live(await this.os.info(checkSha256(sha256)))) return false;
+    await this.os.delete(sha256);
+    return true;
+  }
+
+  async *list(): AsyncIterable<StoredBlob> {
+    for (const info of await this.os.list()) {
+      if (!live(info) || !/^[0-9a-f]{64}$/.test(info.name)) continue;
+      yield { sha256: info.name, size: info.size, mediaType: info.metadata?.['mediaType'] ?? 'application/octet-stream', storedAt: Date.parse(info.mtime) };
+    }
+  }
+}

@@ -1,0 +1,123 @@
+// The BlobStore contract on a JetStream Object Store bucket (SESSIOND_BLOBS), as the worker user of
+// the shipped nats.conf on a real nats-server; the bucket made as `sessiond setup` makes it (admin).
+import * as assert from 'uvu/assert';
+import { createHash } from 'node:crypto';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { Objm } from '@nats-io/obj';
+import { ErrorCode } from '../../src/errors.ts';
+import { connectNats } from '../../src/nats/connection.ts';
+import { BLOB_BUCKET, ObjectBlobStore, setupBlobBucket } from '../../src/nats/object-blob-store.ts';
+import { blobStoreContract } from '../../src/testing/blob-store-contract.ts';
+import { expectCode } from '../../src/testing/fixtures.ts';
+import { ADMIN, CLIENT, WORKER, startNatsServer, type NatsServer } from '../../src/testing/nats-server.ts';
+
+let server: NatsServer | undefined;
+const text = (s: string) => new TextEncoder().encode(s);
+const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+
+async function setupBucket(): Promise<void> {
+  const admin = await connectNats({ servers: server!.url, ...ADMIN });
+  try {
+    await setupBlobBucket(await jetstreamManager(admin));
+  } finally {
+    await admin.close();
+  }
+}
+
+const contract = blobStoreContract('nats object store', async () => {
+  if (!server) {
+    server = await startNatsServer();
+    await setupBucket();
+  }
+  const nc = await connectNats({ servers: server.url, ...WORKER });
+  return { store: await ObjectBlobStore.open(nc), cleanup: () => nc.close() };
+});
+
+contract('object blob store - a worker opening a deployment without the bucket is told to run sessiond setup', async () => {
+  const fresh = await startNatsServer();
+  const nc = await connectNats({ servers: fresh.url, ...WORKER });
+  try {
+    await expectCode(ObjectBlobStore.open(nc, { waitMs: 2_000 }), ErrorCode.NotFound, 'sessiond setup');
+  } finally {
+    await nc.close();
+    await fresh.dispose();
+  }
+});
+
+contract('object blob store - an object whose bytes do not hash to its name is refused on read as corrupt; putting the real bytes replaces it', async () => {
+  const nc = await connectNats({ servers: server!.url, ...WORKER });
+  try {
+    const store = await ObjectBlobStore.open(nc);
+    const real = text(`the real bytes ${process.pid}`);
+    // written behind the store's back (any holder of the worker password could)
+    const os = await new Objm(nc).open(BLOB_BUCKET);
+    await os.putBlob({ name: sha(real), metadata: { mediaType: 'text/plain' } }, text('forged bytes'));
+    await expectCode(store.get(sha(real)), ErrorCode.DecodeFailed, sha(real));
+    assert.equal(await store.put(real, { mediaType: 'text/plain' }), { sha256: sha(real), size: real.length, mediaType: 'text/plain' });
+    assert.ok(Buffer.from(await store.get(sha(real))).equals(Buffer.from(real)));
+  } finally {
+    await nc.close();
+  }
+});
+
+contract('object blob store - setup is idempotent and keeps the replicas; a client user may not open the bucket (nats.conf)', async () => {
+  const admin = await connectNats({ servers: server!.url, ...ADMIN });
+  const client = await connectNats({ servers: server!.url, ...CLIENT });
+  try {
+    const again = await setupBlobBucket(await jetstreamManager(admin));
+    assert.is(again.created, false);
+    assert.equal(again.changed, []);
+    assert.is(again.info.config.num_replicas, 1);
+    await expectCode(ObjectBlobStore.open(client, { waitMs: 2_000 }), ErrorCode.InvalidOption);
+  } finally {
+    await admin.close();
+    await client.close();
+  }
+});
+
+/** Chunk messages in the bucket's stream, and the chunks its live objects name: equal when nothing is left behind. */
+async function chunkCounts(nc: Awaited<ReturnType<typeof connectNats>>): Promise<{ stored: number; named: number }> {
+  const info = await (await jetstreamManager(nc)).streams.info(`OBJ_${BLOB_BUCKET}`, { subjects_filter: `$O.${BLOB_BUCKET}.C.>` });
+  const stored = Object.values(info.state.subjects ?? {}).reduce((n, c) => n + c, 0);
+  const named = (await (await new Objm(nc).open(BLOB_BUCKET)).list()).filter((o) => !o.deleted).reduce((n, o) => n + o.chunks, 0);
+  return { stored, named };
+}
+
+contract('object blob store - refused puts, racing puts of one content and deletes leave no chunk behind', async () => {
+  const nc = await connectNats({ servers: server!.url, ...WORKER });
+  try {
+    const store = await ObjectBlobStore.open(nc);
+    const before = await chunkCounts(nc);
+    assert.is(before.stored, before.named, 'nothing left behind by the tests before');
+    const big = new Uint8Array(3 * 1024 * 1024).map((_, i) => (i * 7919 + process.pid) % 251);
+    async function* chunks(bytes: Uint8Array, size = 100_000): AsyncIterable<Uint8Array> {
+      for (let at = 0; at < bytes.length; at += size) yield bytes.slice(at, at + size);
+    }
+    const other = sha(text('other'));
+    // refused after chunks were written: the hash at the end, the limit part-way
+    await expectCode(store.put(chunks(big), { mediaType: 'application/octet-stream', expectedSha256: other }), ErrorCode.InvalidPayload);
+    await expectCode(
+      store.put(chunks(big), { mediaType: 'application/octet-stream', expectedSha256: sha(big), maxBytes: 2_000_000 }),
+      ErrorCode.PayloadTooLarge,
+    );
+    // eight puts of one new content at once, streamed with its hash
+    const refs = await Promise.all(
+      Array.from({ length: 8 }, () => store.put(chunks(big), { mediaType: 'application/octet-stream', expectedSha256: sha(big) })),
+    );
+    assert.equal(new Set(refs.map((r) => r.sha256)), new Set([sha(big)]));
+    let after = await chunkCounts(nc);
+    assert.is(after.stored, after.named, `chunks stored ${after.stored}, named by objects ${after.named}`);
+    assert.is(after.stored - before.stored, Math.ceil(big.length / 262_144), 'one copy of the content');
+    await store.delete(sha(big));
+    after = await chunkCounts(nc);
+    assert.equal(after, before, 'deleted: its chunks are gone');
+  } finally {
+    await nc.close();
+  }
+});
+
+contract.after(async () => {
+  await server?.dispose();
+});
+
+contract.run();
