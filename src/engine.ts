@@ -12,6 +12,8 @@ import { migrate } from './storage/sqlite/migrate.ts';
 import { startCheckpointer } from './storage/sqlite/checkpointer.ts';
 import { SqliteEventLog } from './storage/sqlite/sqlite-event-log.ts';
 import { SqliteSnapshotStore } from './storage/sqlite/sqlite-snapshot-store.ts';
+import { SqliteBlobStore } from './storage/sqlite/sqlite-blob-store.ts';
+import type { BlobStore } from './blobs/blob-store.ts';
 import { systemClock } from './clock.ts';
 import { SessionExecution, type ExecutionOptions, type ResumeResult } from './execution/session-execution.ts';
 import { admitInput } from './input/admit.ts';
@@ -56,6 +58,11 @@ export interface Engine extends Sessions {
   readonly db: Db;
   readonly log: EventLog;
   readonly execution: SessionExecution;
+  /**
+   * Where large prompt parts are kept, beside the log: the SQLite file's `blob` table when the log is
+   * there (none on NATS yet). A client may `put` bytes here and admit a part that references them.
+   */
+  readonly blobs: BlobStore | undefined;
   /** `wake` as the execution service says it (the same result). */
   resume(sessionId: string): Promise<ResumeResult>;
   /** Resolves once no turn of the session runs here. */
@@ -104,7 +111,15 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const snapshots = options.snapshots ?? new SqliteSnapshotStore(db, options.clock ?? systemClock);
   // tenants' budgets: in the SQLite file beside its log (on NATS `sessiond start` passes the KV store)
   const budgets = options.tenantBudgets ?? (ownLog ? sqliteTenantBudgetStore(db, options.clock ?? systemClock) : undefined);
-  const execution = new SessionExecution({ ...executionOptions, log, snapshots, ...(budgets ? { tenantBudgets: budgets } : {}) });
+  // large prompt parts: in the SQLite file beside its log (on NATS none yet: such parts are refused)
+  const blobs = options.blobs ?? (ownLog ? new SqliteBlobStore(db, options.clock ?? systemClock) : undefined);
+  const execution = new SessionExecution({
+    ...executionOptions,
+    log,
+    snapshots,
+    ...(budgets ? { tenantBudgets: budgets } : {}),
+    ...(blobs ? { blobs } : {}),
+  });
   const clock = options.clock ?? systemClock;
   const known = knownSessions((id) => execution.status(id));
   const budgetStore = () => {
@@ -121,10 +136,11 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     db,
     log,
     execution,
+    blobs,
     async admit(sessionId, request) {
       let receipt: Awaited<ReturnType<typeof admitInput>>;
       try {
-        receipt = await admitInput(execution.handler, sessionId, request, execution.limits, execution.urls);
+        receipt = await admitInput(execution.handler, sessionId, request, execution.limits, execution.urls, blobs);
       } catch (err) {
         // a full queue drains by itself: the refusal wakes the session, so what waits (even admitted
         // with wake: false) runs in bounded turns and a retried prompt gets in without an operator

@@ -8,6 +8,8 @@ import type { Sessions } from '../sessions/sessions.ts';
 import { logSessions } from '../sessions/log-sessions.ts';
 import { sqliteTenantBudgetStore } from '../budget/sqlite-tenant-budget-store.ts';
 import { SessiondClient } from '../client/client.ts';
+import { SqliteBlobStore } from '../storage/sqlite/sqlite-blob-store.ts';
+import { systemClock } from '../clock.ts';
 import type { CliContext } from './context.ts';
 import { describeNats, natsConnectionOptions } from './nats-options.ts';
 import { openLog, type LogOptions } from './log-options.ts';
@@ -45,8 +47,10 @@ export async function openSessions(opts: LogOptions, ctx: CliContext, name: stri
   // tenants' budgets, shown in status, from the file's table (absent from a file of an older schema, opened read-only)
   const hasBudgets = opened.db?.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tenant_budgets'").get() !== undefined;
   const budgets = opened.db && hasBudgets ? { tenantBudgets: sqliteTenantBudgetStore(opened.db) } : {};
+  // large prompt parts go to the file's blob table, beside its log (the worker reads them there)
+  const blobs = opened.db && !readonly ? { blobs: new SqliteBlobStore(opened.db, systemClock) } : {};
   return {
-    sessions: logSessions(opened.log, { onClose: () => opened.close(), ...projection, ...urls, ...budgets }),
+    sessions: logSessions(opened.log, { onClose: () => opened.close(), ...projection, ...urls, ...budgets, ...blobs }),
     describe: opened.describe,
     remote: nats !== undefined,
   };

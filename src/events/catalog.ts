@@ -38,12 +38,17 @@ function isJsonValue(v: unknown): boolean {
 }
 const mediaType = z.string().regex(/^[a-z]+\/[A-Za-z0-9.+-]+$/);
 const url = z.string().regex(/^(https?:\/\/|data:)/);
+/** A blob beside the log (src/blobs/blob-store.ts `BlobRef`): its bytes' SHA-256 (lower-case hex), size and media type. */
+export const BlobRefSchema = z.strictObject({ sha256: z.string().regex(/^[0-9a-f]{64}$/), size: z.number().int().nonnegative(), mediaType });
 export const PromptPart = z.union([
   z.strictObject({ type: z.literal('text'), text: z.string() }),
   z.strictObject({ type: z.literal('image'), url, mediaType: mediaType.optional() }),
   z.strictObject({ type: z.literal('image'), data: z.base64(), mediaType }),
+  /** An image stored as a blob beside the log (a large inline image is moved there at admission). */
+  z.strictObject({ type: z.literal('image'), blob: BlobRefSchema }),
   z.strictObject({ type: z.literal('file'), url, mediaType, filename: z.string().min(1).max(256).optional() }),
   z.strictObject({ type: z.literal('file'), data: z.base64(), mediaType, filename: z.string().min(1).max(256).optional() }),
+  z.strictObject({ type: z.literal('file'), blob: BlobRefSchema, filename: z.string().min(1).max(256).optional() }),
   z.strictObject({
     type: z.literal('json'),
     value: z.unknown().refine(isJsonValue, 'must be a JSON value (null, a boolean, a finite number, a string, a list or a map of them)'),

@@ -23,6 +23,11 @@ const EXAMPLE = '[{ "type": "text", "text": "what is in this picture?" }, { "typ
  * caller wraps it in its own error code).
  */
 export function checkPrompt(prompt: unknown, maxBytes: number): Prompt {
+  return checkPromptSize(checkPromptShape(prompt), maxBytes);
+}
+
+/** `checkPrompt` without the size: the admission first moves large parts into the blob store (src/input/blob-parts.ts). */
+export function checkPromptShape(prompt: unknown): Prompt {
   if (typeof prompt === 'string') {
     checkText(prompt, 'prompt');
   } else if (Array.isArray(prompt)) {
@@ -32,9 +37,28 @@ export function checkPrompt(prompt: unknown, maxBytes: number): Prompt {
   } else {
     throw new Error(`prompt must be a string or a list of parts like ${EXAMPLE}, got ${prompt === null ? 'null' : typeof prompt}`);
   }
-  const size = promptBytes(prompt as Prompt);
-  if (size > maxBytes) throw new Error(`prompt is ${size} bytes, over the limit of ${maxBytes} bytes (send a large image or file by URL instead of its bytes)`);
   return prompt as Prompt;
+}
+
+/** Refuses a prompt over `maxBytes` (`promptBytes`: a blob part counts its reference, not its bytes). */
+export function checkPromptSize(prompt: Prompt, maxBytes: number): Prompt {
+  const size = promptBytes(prompt);
+  if (size > maxBytes)
+    throw new Error(
+      `prompt is ${size} bytes, over the limit of ${maxBytes} bytes (on the embedded log an image or file part over ${INLINE_PART_BYTES} bytes is stored beside the log and counts only its reference: this is the prompt's text and small parts; on NATS send a large image or file by URL)`,
+    );
+  return prompt;
+}
+
+/** An inline image or file part whose bytes are more than this is stored as a blob at admission (where the engine has a blob store), its reference in the event. */
+export const INLINE_PART_BYTES = 64 * 1024;
+
+/** The bytes of a prompt's blob parts (what a session's pending blob bytes count). */
+export function promptBlobBytes(prompt: Prompt): number {
+  if (typeof prompt === 'string') return 0;
+  let total = 0;
+  for (const p of prompt) if ('blob' in p) total += p.blob.size;
+  return total;
 }
 
 function checkText(text: string, where: string): void {
@@ -58,9 +82,9 @@ function partRule(p: Record<string, unknown>): string {
     case 'text':
       return 'a text part is { "type": "text", "text": "..." } and nothing else';
     case 'image':
-      return 'an image is { "type": "image", "url": "https://..." } (mediaType optional) or { "type": "image", "data": "<base64>", "mediaType": "image/png" }';
+      return 'an image is { "type": "image", "url": "https://..." } (mediaType optional), { "type": "image", "data": "<base64>", "mediaType": "image/png" } or { "type": "image", "blob": { "sha256": "<64 hex digits>", "size": <bytes>, "mediaType": "image/png" } }';
     case 'file':
-      return 'a file is { "type": "file", "url": "https://...", "mediaType": "application/pdf" } or { "type": "file", "data": "<base64>", "mediaType": "...", "filename": "..." } (filename optional)';
+      return 'a file is { "type": "file", "url": "https://...", "mediaType": "application/pdf" }, { "type": "file", "data": "<base64>", "mediaType": "...", "filename": "..." } or { "type": "file", "blob": { "sha256": "...", "size": <bytes>, "mediaType": "..." }, "filename": "..." } (filename optional)';
     case 'json':
       return 'a JSON part is { "type": "json", "value": <any JSON value> }';
     default:
@@ -75,7 +99,8 @@ export function promptBytes(prompt: Prompt): number {
 
 /**
  * A prompt as text: a string as it is; parts joined by newlines, a JSON part as its JSON text, an
- * image or a file as a bracketed note (`[image https://...]`, `[file report.pdf application/pdf, 1234 bytes]`).
+ * image or a file as a bracketed note (`[image https://...]`, `[file report.pdf application/pdf, 1234 bytes]`,
+ * `[image image/png, 6291456 bytes, stored as blob 3a7bd3e2360a]`: a blob part, its hash's first 12 digits).
  */
 export function promptText(prompt: Prompt): string {
   if (typeof prompt === 'string') return prompt;
@@ -90,6 +115,7 @@ function partText(part: PromptPart): string {
       return JSON.stringify(part.value);
     default: {
       const name = part.type === 'file' && part.filename ? ` ${part.filename}` : '';
+      if ('blob' in part) return `[${part.type}${name} ${part.blob.mediaType}, ${part.blob.size} bytes, stored as blob ${part.blob.sha256.slice(0, 12)}]`;
       const what = 'url' in part ? ` ${part.url.startsWith('data:') ? 'data URL' : part.url}` : '';
       const size = 'data' in part ? `, ${Math.floor((part.data.length * 3) / 4) - (part.data.endsWith('==') ? 2 : part.data.endsWith('=') ? 1 : 0)} bytes` : '';
       return `[${part.type}${name}${what}${part.mediaType ? ` ${part.mediaType}` : ''}${size}]`;

@@ -26,6 +26,7 @@ import { checkSessionCall, childInputId, refuseCycle } from './session-calls.ts'
 import type { CommandHandler } from './command-handler.ts';
 import { runInputs, steeringInputs } from '../input/turn.ts';
 import { BudgetExceededError, ErrorCode, SessiondError, ClaimLostError, WaitingError, isRefusal, recordedError } from '../errors.ts';
+import type { BlobStore } from '../blobs/blob-store.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, pack } from '../events/codec.ts';
 import type { Transcripts } from './transcripts.ts';
 import { STREAM_RECORD_MS, StreamRecorder } from './stream-recorder.ts';
@@ -113,6 +114,8 @@ export interface RunContextDeps {
   prices?: Prices;
   /** Tenants' budgets, shared by the deployment's workers: checked before each model call of a session with a tenant, and counted after. */
   tenantBudgets?: TenantBudgetStore;
+  /** Where blob parts' bytes are read from (`RunContext.blob`; absent: refused). */
+  blobs?: BlobStore;
   /** Admits a session call's prompt into its child session and wakes it (absent: `callSession` is refused). */
   callChild?: (sessionId: string, request: AdmitRequest) => Promise<AdmitReceipt>;
 }
@@ -463,6 +466,15 @@ export function createRunContext(deps: RunContextDeps): Turn {
       for (const s of steer) promoted.add(s.inputId);
       inputs.push(...steered);
       return { messageId, steered };
+    },
+
+    async blob(ref) {
+      if (!deps.blobs)
+        throw new SessiondError(
+          ErrorCode.NotFound,
+          `Blob ${ref.sha256} cannot be read: this worker keeps no blob store (blobs beside the log work on the embedded SQLite log; the NATS log gets them next).`,
+        );
+      return await deps.blobs.get(ref.sha256);
     },
 
     async history() {

@@ -58,6 +58,7 @@ export const EXECUTION_OPTIONS = [
   'modelCalls',
   'prices',
   'tenantBudgets',
+  'blobs',
 ] as const;
 import { parseLimits, type SessionLimits } from '../input/limits.ts';
 import { urlGuard, type UrlGuard, type UrlOptions } from '../input/url-guard.ts';
@@ -67,6 +68,7 @@ import { admitInput } from '../input/admit.ts';
 import type { ModelCallGate } from '../capacity/gate.ts';
 import { checkPrices, type Prices } from '../budget/prices.ts';
 import type { TenantBudgetStore } from '../budget/tenant-store.ts';
+import type { BlobStore } from '../blobs/blob-store.ts';
 
 export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_HEARTBEAT_MS = 10_000;
@@ -102,6 +104,12 @@ export interface ExecutionOptions {
   limits?: Partial<SessionLimits>;
   /** Which URLs a prompt may name (src/input/url-guard.ts): default https to public hosts only. */
   urls?: UrlOptions;
+  /**
+   * Where large prompt parts live, beside the log (src/input/blob-parts.ts); runners read them
+   * through `RunContext.blob`. The embedded engine gives its SQLite file's. None: large parts are
+   * refused by the prompt's size limit and blob references are refused.
+   */
+  blobs?: BlobStore;
   /** The deployment's limits on model calls, shared by its workers (src/capacity/; `RunContext.modelCall`). Default: none. */
   modelCalls?: ModelCallGate;
   /**
@@ -184,6 +192,8 @@ export class SessionExecution {
   /** The deployment's limits on model calls (undefined: none). */
   readonly modelCalls: ModelCallGate | undefined;
   readonly tenantBudgets: TenantBudgetStore | undefined;
+  /** Where large prompt parts are kept (undefined: none here). */
+  readonly blobs: BlobStore | undefined;
 
   constructor(options: ExecutionOptions) {
     checkKeys('SessionExecution', options, EXECUTION_OPTIONS);
@@ -208,6 +218,7 @@ export class SessionExecution {
     this.urls = urlGuard(options.urls);
     this.modelCalls = options.modelCalls;
     this.tenantBudgets = options.tenantBudgets;
+    this.blobs = options.blobs;
     this.prices = options.prices === undefined ? undefined : checkPrices(options.prices, 'SessionExecution prices');
     this.handler = new CommandHandler(options.log, this.clock, this.ids, {
       maxHeldBytes: this.limits.maxHeldBytes,
@@ -485,7 +496,8 @@ export class SessionExecution {
       ...(this.modelCalls ? { modelCalls: this.modelCalls } : {}),
       ...(this.tenantBudgets ? { tenantBudgets: this.tenantBudgets } : {}),
       ...(this.prices ? { prices: this.prices } : {}),
-      callChild: (child, request) => admitInput(this.handler, child, request, this.limits, this.urls),
+      callChild: (child, request) => admitInput(this.handler, child, request, this.limits, this.urls, this.blobs),
+      ...(this.blobs ? { blobs: this.blobs } : {}),
     });
     const deadline = this.startDeadline(executionId, controller);
     try {

@@ -12,6 +12,8 @@ import type { CommandHandler } from '../execution/command-handler.ts';
 import { admittedSeq } from '../machines/session-context.ts';
 import { DEFAULT_LIMITS, DEFAULT_MAX_PROMPT_BYTES, type SessionLimits } from './limits.ts';
 import { urlGuard, type UrlGuard } from './url-guard.ts';
+import { storeBlobParts } from './blob-parts.ts';
+import type { BlobStore } from '../blobs/blob-store.ts';
 import { LATEST_CLIENT_TIME, isoTime } from '../clock.ts';
 import { checkOwner, unreachable } from '../sessions/owner.ts';
 
@@ -110,11 +112,18 @@ export async function admitInput(
   request: AdmitRequest,
   limits: SessionLimits = DEFAULT_LIMITS,
   urls: UrlGuard = DEFAULT_URL_GUARD,
+  blobs?: BlobStore,
 ): Promise<AdmitReceipt> {
-  const req = parseAdmitRequest(sessionId, request, limits.maxPromptBytes);
+  if (request !== null && typeof request === 'object') validateId(sessionId, 'session id');
+  // large parts go to the blob store first (written before the event that references them: a crash
+  // or a refusal between leaves at most an orphan blob, which a sweep removes); the size check then
+  // counts the event
+  const staged =
+    request !== null && typeof request === 'object' ? { ...request, prompt: await storeBlobParts(request.prompt, blobs, limits.maxBlobBytes) } : request;
+  const req = parseAdmitRequest(sessionId, staged, limits.maxPromptBytes);
   await urls.check(req.prompt);
   const inputId = req.id ?? handler.ids.next('inp');
-  const { maxPendingInputs, maxPendingBytes } = limits;
+  const { maxPendingInputs, maxPendingBytes, maxPendingBlobBytes } = limits;
   try {
     const { events } = await handler.execute(sessionId, (now) => ({
       type: 'admit',
@@ -123,7 +132,7 @@ export async function admitInput(
       prompt: req.prompt,
       delivery: req.delivery,
       wake: req.wake,
-      limits: { maxPendingInputs, maxPendingBytes },
+      limits: { maxPendingInputs, maxPendingBytes, maxPendingBlobBytes },
       ...(req.notBefore === undefined ? {} : { notBefore: req.notBefore }),
       ...(req.tags === undefined ? {} : { tags: req.tags }),
       ...(req.owner === undefined ? {} : { owner: req.owner }),
@@ -136,7 +145,7 @@ export async function admitInput(
     if (isRefusal(err, 'pending_limit')) {
       throw new SessiondError(ErrorCode.LimitExceeded, err.message.replace(/^admit refused for session \S+ \(pending_limit\): /, ''), {
         cause: err,
-        details: { sessionId, inputId, maxPendingInputs, maxPendingBytes },
+        details: { sessionId, inputId, maxPendingInputs, maxPendingBytes, maxPendingBlobBytes },
       });
     }
     if (isRefusal(err, 'tag_limit')) {

@@ -1,5 +1,6 @@
 /**
- * What one session may hold waiting (`maxPromptBytes`, `maxPendingInputs`, `maxPendingBytes`) and
+ * What one session may hold waiting (`maxPromptBytes`, `maxPendingInputs`, `maxPendingBytes`; for
+ * parts stored as blobs `maxBlobBytes` each and `maxPendingBlobBytes` in all) and
  * what a worker holds for its loaded sessions (`maxHeldBytes`); past a limit an admission is refused
  * (`limit_exceeded`), nothing admitted is dropped. `MAX_PROMOTIONS_PER_APPEND` keeps a claim's
  * append small. Defaults and why: docs/architecture.md#inputs ("Limits").
@@ -11,12 +12,19 @@ import type { PendingLimits } from '../machines/commands.ts';
 export interface SessionLimits extends PendingLimits {
   maxPromptBytes: number;
   maxHeldBytes: number;
+  /** The bytes of one image or file part stored as a blob beside the log (src/input/blob-parts.ts). */
+  maxBlobBytes: number;
+  /** The bytes of the blob parts of one session's pending prompts together (counted as `maxPendingBytes` counts their events). */
+  maxPendingBlobBytes: number;
 }
 
 export const DEFAULT_MAX_PROMPT_BYTES = 256 * 1024;
 export const DEFAULT_MAX_PENDING_INPUTS = 1_000;
 export const DEFAULT_MAX_PENDING_BYTES = 8 * 1024 * 1024;
 export const DEFAULT_MAX_HELD_BYTES = 256 * 1024 * 1024;
+/** 64 MiB: the blob store's own default (src/blobs/blob-store.ts `DEFAULT_MAX_BLOB_BYTES`). */
+export const DEFAULT_MAX_BLOB_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_MAX_PENDING_BLOB_BYTES = 256 * 1024 * 1024;
 /** Inputs one append promotes at most (a claim's turn, or a step's steering inputs). */
 export const MAX_PROMOTIONS_PER_APPEND = 100;
 
@@ -25,6 +33,8 @@ export const DEFAULT_LIMITS: SessionLimits = {
   maxPendingInputs: DEFAULT_MAX_PENDING_INPUTS,
   maxPendingBytes: DEFAULT_MAX_PENDING_BYTES,
   maxHeldBytes: DEFAULT_MAX_HELD_BYTES,
+  maxBlobBytes: DEFAULT_MAX_BLOB_BYTES,
+  maxPendingBlobBytes: DEFAULT_MAX_PENDING_BLOB_BYTES,
 };
 
 export const LIMIT_OPTIONS = Object.keys(DEFAULT_LIMITS) as (keyof SessionLimits)[];
@@ -38,6 +48,12 @@ export function parseLimits(component: string, given: Partial<SessionLimits> = {
     throw new SessiondError(
       ErrorCode.InvalidOption,
       `Invalid ${component} limits: maxPromptBytes (${out.maxPromptBytes}) is over maxPendingBytes (${out.maxPendingBytes}), so a prompt of the largest size could never be admitted. Raise maxPendingBytes or lower maxPromptBytes.`,
+    );
+  }
+  if (out.maxBlobBytes > out.maxPendingBlobBytes) {
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Invalid ${component} limits: maxBlobBytes (${out.maxBlobBytes}) is over maxPendingBlobBytes (${out.maxPendingBlobBytes}), so a part of the largest size could never be admitted. Raise maxPendingBlobBytes or lower maxBlobBytes.`,
     );
   }
   return out;

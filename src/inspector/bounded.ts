@@ -87,7 +87,7 @@ export function boundError(error: RecordedError): ErrorView {
 export type PartView =
   | { type: 'text'; text: Bounded }
   | { type: 'json'; value: Bounded }
-  | { type: 'image' | 'file'; url?: Bounded; mediaType?: string; filename?: string; bytes?: number };
+  | { type: 'image' | 'file'; url?: Bounded; mediaType?: string; filename?: string; bytes?: number; sha256?: string };
 
 export function partView(part: PromptPart): PartView {
   switch (part.type) {
@@ -97,8 +97,9 @@ export function partView(part: PromptPart): PartView {
       return { type: 'json', value: boundValue(part.value)! };
     default: {
       const view: PartView = { type: part.type };
-      if (part.mediaType) view.mediaType = part.mediaType;
       if (part.type === 'file' && part.filename) view.filename = part.filename;
+      if ('blob' in part) return { ...view, mediaType: part.blob.mediaType, bytes: part.blob.size, sha256: part.blob.sha256 };
+      if (part.mediaType) view.mediaType = part.mediaType;
       if ('data' in part) view.bytes = base64Bytes(part.data);
       else if (part.url.startsWith('data:')) {
         const data = /^data:([^;,]*)(;base64)?,/.exec(part.url);

@@ -89,6 +89,8 @@ export type CommandType = Command['type'];
 export interface PendingLimits {
   maxPendingInputs: number;
   maxPendingBytes: number;
+  /** The bytes of the blob parts of the pending prompts together (absent: not bounded here). */
+  maxPendingBlobBytes?: number;
 }
 
 /** Why a command was refused; stable strings, safe to match on. */

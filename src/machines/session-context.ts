@@ -3,7 +3,7 @@
  * The state *value* (idle, claimed, ...) lives in the machine; everything else lives here.
  */
 import type { Continuation, Delivery, ExecutionPhase, Prompt, RecordedError, Usage, WaitKind, WaitOutcome } from '../events/catalog.ts';
-import { promptBytes } from '../events/prompt.ts';
+import { promptBlobBytes, promptBytes } from '../events/prompt.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { applyTagChanges, type Tags } from '../events/tags.ts';
 import { addUsage, applyBudgetSet, type SessionBudget } from './budget-spend.ts';
@@ -481,6 +481,13 @@ function countUsage(next: SessionContext, executionId: string, usage: Usage): vo
 export function pendingBytes(ctx: SessionContext): number {
   let total = 0;
   for (const p of ctx.pending) total += promptBytes(p.prompt);
+  return total;
+}
+
+/** The bytes of the blob parts of the prompts pending in a session (what its pending-blob-bytes limit counts). */
+export function pendingBlobBytes(ctx: SessionContext): number {
+  let total = 0;
+  for (const p of ctx.pending) total += promptBlobBytes(p.prompt);
   return total;
 }
 

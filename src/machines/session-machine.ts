@@ -17,6 +17,7 @@ import {
   initialContext,
   leaseLive,
   openWaits,
+  pendingBlobBytes,
   pendingBytes,
   startable,
   type ExecutionState,
@@ -24,7 +25,7 @@ import {
   type Wait,
 } from './session-context.ts';
 import type { Continuation, RecordedError, WaitKind, WaitOutcome } from '../events/catalog.ts';
-import { promptBytes } from '../events/prompt.ts';
+import { promptBlobBytes, promptBytes } from '../events/prompt.ts';
 import { RUNNER_EVENT_TYPES, Refusal, type Command, type ProtoEvent } from './commands.ts';
 import { MAX_TAGS, applyTagChanges, effectiveChanges } from '../events/tags.ts';
 import { budgetAfter } from './budget-spend.ts';
@@ -121,7 +122,7 @@ export const refusalMessages: Record<Refusal, (a: Args) => string> = {
   pending_limit: ({ context, event }) => {
     assertEvent(event, 'admit');
     const which = pendingLimitPassed(context, event);
-    return `input ${event.inputId} was not admitted to session ${context.sessionId}: ${which}. The session was woken to run what is pending: retry in a moment, or drop pending inputs (sessiond cancel ${context.sessionId} --pending), or raise the limit (--max-pending-inputs, --max-pending-bytes)`;
+    return `input ${event.inputId} was not admitted to session ${context.sessionId}: ${which}. The session was woken to run what is pending: retry in a moment, or drop pending inputs (sessiond cancel ${context.sessionId} --pending), or raise the limit (--max-pending-inputs, --max-pending-bytes, --max-pending-blob-bytes)`;
   },
   nothing_to_drop: ({ context }) => `session ${context.sessionId} has no pending input to drop`,
   waiting: ({ context }) =>
@@ -199,6 +200,12 @@ function pendingLimitPassed(context: SessionContext, admit: Extract<Command, { t
   const after = pendingBytes(context) + promptBytes(admit.prompt);
   if (after > limits.maxPendingBytes)
     return `its ${promptBytes(admit.prompt)} bytes would bring the session's pending prompts to ${after} bytes, over the limit of ${limits.maxPendingBytes} bytes per session`;
+  const blobs = promptBlobBytes(admit.prompt);
+  if (limits.maxPendingBlobBytes !== undefined && blobs > 0) {
+    const blobsAfter = pendingBlobBytes(context) + blobs;
+    if (blobsAfter > limits.maxPendingBlobBytes)
+      return `its ${blobs} bytes of images and files would bring the session's pending ones to ${blobsAfter} bytes, over the limit of ${limits.maxPendingBlobBytes} bytes per session`;
+  }
   return undefined;
 }
 

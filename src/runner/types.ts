@@ -7,6 +7,7 @@ import type { Continuation, Delivery, ExecutionPhase, Prompt, PromptPart, Record
 import type { Tags } from '../events/tags.ts';
 import type { TranscriptItem } from '../events/transcript.ts';
 import type { Clock } from '../clock.ts';
+import type { BlobRef } from '../blobs/blob-store.ts';
 import type { Wait } from '../machines/session-context.ts';
 
 export interface RunInput {
@@ -119,6 +120,12 @@ export interface RunContext {
    * the last call; a compaction's summary replaces what it summarized (see src/events/transcript.ts).
    */
   history(): Promise<readonly TranscriptItem[]>;
+  /**
+   * The bytes of a blob a prompt part references (`{ type: 'image', blob: { sha256, size, mediaType } }`),
+   * checked against its hash: large parts are stored beside the log, and a runner that sends them to
+   * a model reads them here (the model runner does: src/runner/model/blob-parts.ts).
+   */
+  blob(ref: BlobRef): Promise<Uint8Array>;
   /** Streams a piece of text (or of reasoning): live-only, never stored. */
   delta(messageId: string, partId: string, text: string, kind?: 'text' | 'reasoning'): void;
   /** Records a text part's final content (buffered). */

@@ -27,6 +27,7 @@ import { forkSession } from './fork.ts';
 import { listFromProjection } from './list-projection.ts';
 import { withTenantBudget } from './tenant-budget.ts';
 import type { TenantBudgetStore } from '../budget/tenant-store.ts';
+import type { BlobStore } from '../blobs/blob-store.ts';
 
 export interface LogSessionsOptions {
   clock?: Clock;
@@ -39,6 +40,8 @@ export interface LogSessionsOptions {
   projection?: Db;
   /** Which URLs a prompt may name (src/input/url-guard.ts): default https to public hosts only. */
   urls?: UrlOptions;
+  /** Where large prompt parts are stored at admission (the SQLite file's blob table beside its log); none: they are refused by the prompt's size limit. */
+  blobs?: BlobStore;
 }
 
 export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Sessions {
@@ -47,7 +50,7 @@ export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Se
   const known = knownSessions((id) => handler.load(id));
   const urls = urlGuard(options.urls);
   return {
-    admit: (sessionId, request) => admitInput(handler, sessionId, request, undefined, urls),
+    admit: (sessionId, request) => admitInput(handler, sessionId, request, undefined, urls, options.blobs),
     async wake(sessionId) {
       const { context } = await known(sessionId, 'wake');
       if (context.pending.length === 0) return { status: 'nothing_pending' };

@@ -48,7 +48,10 @@ test('prompt - refusals say which part and what it must hold', () => {
   assert.match(refused([{ type: 'video', url: 'https://x' }]), 'type must be "text", "image", "file" or "json"');
   assert.match(refused([{ type: 'text', text: 'a\ud800b' }]), 'prompt part 0 contains an unpaired UTF-16 surrogate at index 1');
   assert.match(refused('a\udc00'), 'prompt contains an unpaired UTF-16 surrogate');
-  assert.match(refused([{ type: 'image', data: 'A'.repeat(2000), mediaType: 'image/png' }]), 'over the limit of 1000 bytes (send a large image or file by URL');
+  assert.match(
+    refused([{ type: 'image', data: 'A'.repeat(2000), mediaType: 'image/png' }]),
+    'over the limit of 1000 bytes (on the embedded log an image or file part over 65536 bytes is stored beside the log',
+  );
 });
 
 test("prompt - the size is a string prompt's UTF-8 bytes, a list's JSON text", () => {

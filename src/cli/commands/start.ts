@@ -75,6 +75,8 @@ export interface StartOptions extends NatsFlags, NatsCommandFlags, GatewayFlags 
   maxPendingBytes?: number;
   maxPromptBytes?: number;
   maxHeldBytes?: number;
+  maxBlobBytes?: number;
+  maxPendingBlobBytes?: number;
   allowUrlHost?: string[];
 }
 
@@ -173,6 +175,16 @@ export function addWorkerOptions(command: Command, ctx: CliContext): Command {
       `bytes of pending prompts this worker keeps in memory for the sessions it has loaded (default ${DEFAULT_LIMITS.maxHeldBytes})`,
       positiveInt('--max-held-bytes'),
     )
+    .option(
+      '--max-blob-bytes <n>',
+      `bytes of one image or file of a prompt, stored beside the log (default ${DEFAULT_LIMITS.maxBlobBytes})`,
+      positiveInt('--max-blob-bytes'),
+    )
+    .option(
+      '--max-pending-blob-bytes <n>',
+      `bytes of images and files of the prompts that may wait in one session (default ${DEFAULT_LIMITS.maxPendingBlobBytes})`,
+      positiveInt('--max-pending-blob-bytes'),
+    )
     .option(ALLOW_URL_HOST_OPTION[0], ALLOW_URL_HOST_OPTION[1], collectHost)
     .option(INSPECT_OPTION[0], INSPECT_OPTION[1], inspectPort)
     .option('--metrics <port>', 'serve Prometheus metrics (/metrics) and health (/healthz, /readyz) on http://127.0.0.1:PORT', port('--metrics'))
@@ -248,7 +260,9 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     sweepMs: opts.sweepMs,
     ...(nats ? { nats: { connection: nats, ...(commands ? { commands: { ...commands, tenantLimits: tenantLimitFlags(opts) } } : {}) } } : {}),
     limits: Object.fromEntries(
-      (['maxPendingInputs', 'maxPendingBytes', 'maxPromptBytes', 'maxHeldBytes'] as const).flatMap((k) => (opts[k] === undefined ? [] : [[k, opts[k]]])),
+      (['maxPendingInputs', 'maxPendingBytes', 'maxPromptBytes', 'maxHeldBytes', 'maxBlobBytes', 'maxPendingBlobBytes'] as const).flatMap((k) =>
+        opts[k] === undefined ? [] : [[k, opts[k]]],
+      ),
     ),
     ...(opts.allowUrlHost?.length ? { urls: { allow: opts.allowUrlHost } } : {}),
     ...(prices ? { prices } : {}),

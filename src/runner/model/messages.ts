@@ -67,10 +67,12 @@ export function userContent(parts: PromptPart[]): UserContent {
       case 'json':
         return { type: 'text', text: JSON.stringify(p.value) };
       case 'image':
+        if ('blob' in p) throw unread(p.blob.sha256);
         return 'url' in p
           ? { type: 'image', image: new URL(p.url), ...(p.mediaType ? { mediaType: p.mediaType } : {}) }
           : { type: 'image', image: p.data, mediaType: p.mediaType };
       default:
+        if ('blob' in p) throw unread(p.blob.sha256);
         return {
           type: 'file',
           data: 'url' in p ? new URL(p.url) : p.data,
@@ -79,6 +81,13 @@ export function userContent(parts: PromptPart[]): UserContent {
         };
     }
   });
+}
+
+/** A blob part reached the model's messages without its bytes: the runner reads them first (`withBlobBytes`). */
+function unread(sha256: string): Error {
+  return new Error(
+    `Prompt part stored as blob ${sha256} reached the model's messages unread: read blob parts first (withBlobBytes in src/runner/model/blob-parts.ts).`,
+  );
 }
 
 type ToolPart = Extract<TranscriptPart, { type: 'tool' }>;

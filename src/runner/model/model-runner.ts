@@ -19,6 +19,7 @@ import {
 import type { RunContext, Runner } from '../types.ts';
 import type { TranscriptItem, TranscriptPart } from '../../events/transcript.ts';
 import { sleep } from '../../clock.ts';
+import { partsWithBytes, withBlobBytes } from './blob-parts.ts';
 import { SEND_REASONING, assistantMessages, estimateTokens, toModelMessages, userMessage, type SendReasoning } from './messages.ts';
 import { backoff, classify, parseRetryPolicy, type Failure, type RetryPolicy } from './retry.ts';
 import { checkTools, parseToolInput, sdkTools, type ToolRegistry } from './tools.ts';
@@ -98,7 +99,8 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
   const sendReasoning = options.sendReasoning ?? 'never';
   if (!SEND_REASONING.includes(sendReasoning))
     throw new SessiondError(ErrorCode.InvalidOption, `Invalid sendReasoning ${JSON.stringify(sendReasoning)}: use ${SEND_REASONING.join(', ')}.`);
-  const history = (items: readonly TranscriptItem[]) => toModelMessages(items, sendReasoning);
+  /** The conversation as the model's messages, blob parts read in (src/runner/model/blob-parts.ts). */
+  const history = async (ctx: RunContext, items: readonly TranscriptItem[]) => toModelMessages(await withBlobBytes(items, ctx), sendReasoning);
   const window = options.contextWindow;
   if (window !== undefined && (!Number.isInteger(window) || window < 1))
     throw new SessiondError(ErrorCode.InvalidOption, `Invalid contextWindow ${String(window)}: use the model's context window in tokens.`);
@@ -198,33 +200,34 @@ export function modelRunner(options: ModelRunnerOptions): Runner {
   /** Summarizes everything but this turn's prompts with the model; the transcript then reads [summary, prompts]. */
   const compact = async (ctx: RunContext, messageId: string, reason: string): Promise<ModelMessage[]> => {
     const items = await ctx.history();
-    const older = items.filter((i) => !(i.type === 'user' && i.executionId === ctx.executionId));
-    if (older.length === 0) {
+    const olderItems = items.filter((i) => !(i.type === 'user' && i.executionId === ctx.executionId));
+    if (olderItems.length === 0) {
       throw new ModelRequestError(
         { kind: 'fatal', status: undefined, message: `the context overflows with this turn's prompt alone (${reason}); nothing older to compact` },
         1,
       );
     }
+    const older = toModelMessages(await withBlobBytes(olderItems, ctx));
     await ctx.compact(reason, async () => {
       const r = await withRetries(ctx, messageId, () =>
-        generateText({ ...common, messages: [...toModelMessages(older), { role: 'user', content: SUMMARIZE_PROMPT }], abortSignal: ctx.signal }),
+        generateText({ ...common, messages: [...older, { role: 'user', content: SUMMARIZE_PROMPT }], abortSignal: ctx.signal }),
       );
       const usage = usageOf(r.usage);
       return { summary: r.text, model: modelId, ...(usage ? { usage } : {}) };
     });
-    return history(await ctx.history());
+    return history(ctx, await ctx.history());
   };
 
   return async (ctx) => {
     const slots = toolSlots(parallel); // one bound per turn
     const items = await ctx.history();
-    let messages = history(items);
+    let messages = await history(ctx, items);
     const answered = await childAnswers(ctx);
     const approved = await runApprovedCalls(ctx, tools, slots);
-    if ((await retryDurableCalls(ctx, tools, items, slots)) || approved || answered) messages = history(await ctx.history());
+    if ((await retryDurableCalls(ctx, tools, items, slots)) || approved || answered) messages = await history(ctx, await ctx.history());
     for (let step = 0, compactions = 0; step < maxSteps; ) {
       const { messageId, steered } = await ctx.startStep();
-      for (const s of steered) messages.push(userMessage({ text: s.prompt, parts: s.parts }));
+      for (const s of steered) messages.push(userMessage({ text: s.prompt, parts: await partsWithBytes(s.parts, ctx) }));
       let output: StepOutput;
       try {
         if (window !== undefined && estimateTokens(messages) > window) {
