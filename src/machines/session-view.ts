@@ -8,7 +8,16 @@ import type { ExecutionPhase, Usage } from '../events/catalog.ts';
 import type { Tags } from '../events/tags.ts';
 import { budgetView, type BudgetView } from './budget-view.ts';
 import { stateOf, type SessionSnapshot, type SessionStateValue } from './decider.ts';
-import { openWaits, pendingBytes, type ExecutionState, type PendingInput, type RecoveryState, type SessionContext, type Wait } from './session-context.ts';
+import {
+  openWaits,
+  pendingBlobBytes,
+  pendingBytes,
+  type ExecutionState,
+  type PendingInput,
+  type RecoveryState,
+  type SessionContext,
+  type Wait,
+} from './session-context.ts';
 
 export interface SessionView {
   sessionId: string;
@@ -39,6 +48,8 @@ export interface SessionView {
   /** How many inputs wait in all, and the bytes of their prompts (what the session's limits count). */
   pendingCount: number;
   pendingBytes: number;
+  /** The bytes of their image and file parts stored as blobs beside the log (counted apart: `maxPendingBlobBytes`). */
+  pendingBlobBytes: number;
   recovery: RecoveryState | null;
   /**
    * The turn's waits: what it waits for (`outcome` null: an approval of a call, with its tool and
@@ -92,6 +103,7 @@ export function sessionView(snapshot: SessionSnapshot, now: number): SessionView
     ...pendingPage(ctx),
     pendingCount: ctx.pending.length,
     pendingBytes: pendingBytes(ctx),
+    pendingBlobBytes: pendingBlobBytes(ctx),
     recovery: ctx.recovery,
     waits: ctx.waits,
     executions: ctx.executions,

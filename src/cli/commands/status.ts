@@ -104,7 +104,7 @@ export function describeStatus(row: SessionStatus): string[] {
     `  pending inputs: ${
       row.pendingCount === 0
         ? 'none'
-        : `${row.pendingCount} (${row.pendingBytes} bytes): ${row.pending
+        : `${row.pendingCount} (${row.pendingBytes} bytes${row.pendingBlobBytes ? `, and ${row.pendingBlobBytes} bytes of images and files beside the log` : ''}): ${row.pending
             .slice(0, 20)
             .map((p) => `${p.inputId} (${p.delivery}${p.notBefore === undefined ? '' : `, not before ${iso(p.notBefore)}`})`)
             .join(', ')}${row.pendingCount > 20 ? `, and ${row.pendingCount - 20} more` : ''}`
