@@ -41,3 +41,4 @@ export type { TenantBudget } from './budget/tenant.ts';
 export { changeTenantBudget, countCall } from './budget/tenant.ts';
 export { sqliteTenantBudgetStore } from './budget/sqlite-tenant-budget-store.ts';
 export { jetstreamTenantBudgetStore } from './budget/kv-tenant-budget-store.ts';
+export type { BlobStore, BlobRef } from './blobs/blob-store.ts';

@@ -28,6 +28,12 @@ export const DEFAULT_GATEWAY_HEARTBEAT_MS = 15_000;
 export const DEFAULT_GATEWAY_BUFFER_BYTES = 1024 * 1024;
 /** How long a request body may take to arrive, from its first byte awaited to its last. */
 export const DEFAULT_GATEWAY_BODY_TIMEOUT_MS = 15_000;
+/**
+ * The largest request body by default: 12 MiB, an ordinary photo of up to 9 MB sent as base64 JSON
+ * (on the embedded log its bytes are stored beside the log at admission; a NATS deployment still
+ * refuses a prompt over its message limit). Each request's body is held whole while it is read.
+ */
+export const DEFAULT_GATEWAY_MAX_BODY_BYTES = Math.max(12 * 1024 * 1024, admitBodyLimit(DEFAULT_LIMITS.maxPromptBytes));
 export const DEFAULT_GATEWAY_RECHECK_MS = 5_000;
 export const DEFAULT_GATEWAY_STALL_MS = DEFAULT_STALL_MS;
 
@@ -47,7 +53,7 @@ export interface GatewayOptions {
   clock?: Clock;
   /** Origins whose pages may call the gateway (`['https://app.example']`, or `'*'`); default none (same origin only). */
   corsOrigins?: readonly string[] | '*';
-  /** Largest request body (default: what an admission of the largest prompt needs). */
+  /** Largest request body (default `DEFAULT_GATEWAY_MAX_BODY_BYTES`, 12 MiB: a photo of up to 9 MB as base64). */
   maxBodyBytes?: number;
   /** A request body not all there after this long gets 408 and its connection closed (default 15 s). */
   bodyTimeoutMs?: number;
@@ -131,7 +137,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       `Refusing to serve the gateway on ${host} without tokens: anyone who reaches it could read and drive every session. Give tokens (--tokens FILE or SESSIOND_GATEWAY_TOKENS, or --jwks for an identity provider's signed tokens; docs/gateway.md), or bind 127.0.0.1.`,
     );
   }
-  const maxBodyBytes = options.maxBodyBytes ?? admitBodyLimit(DEFAULT_LIMITS.maxPromptBytes);
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_GATEWAY_MAX_BODY_BYTES;
   const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_GATEWAY_BODY_TIMEOUT_MS;
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_GATEWAY_HEARTBEAT_MS;
   const maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_GATEWAY_BUFFER_BYTES;
@@ -577,7 +583,7 @@ async function readJson(req: IncomingMessage, limit: number): Promise<Record<str
     new HttpError(
       413,
       ErrorCode.PayloadTooLarge,
-      `The request body is over ${limit} bytes: send a smaller prompt (a large image by URL), or raise the gateway's --max-body-bytes.`,
+      `The request body is over ${limit} bytes: send a smaller prompt (a large image by URL), or raise the gateway's --max-body-bytes (an image's base64 is 4/3 of its bytes).`,
     );
   if (declared > limit) throw tooLarge();
   const chunks: Buffer[] = [];
