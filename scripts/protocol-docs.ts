@@ -5,6 +5,8 @@
  */
 export const typeDocs: Record<string, string> = {
   RecordedError: 'An error as events record it.',
+  BlobRef:
+    'A blob beside the log, by the SHA-256 of its bytes (64 lower-case hex digits), with their size and media type: a tool result (or a prompt part) too large for its event.',
   Usage:
     "The tokens a model step used. `cachedInputTokens` (part of `inputTokens`) and `reasoningTokens` (part of `outputTokens`) are set when the model server reported them; `costUsd` is what the call cost in US dollars, priced when it ended (the worker's --prices), where its model had a price.",
   RetryTool: 'A durable tool call a continuation retries with the same idempotency key.',
@@ -51,7 +53,8 @@ export const typeDocs: Record<string, string> = {
   ToolCalled:
     'The model called a tool (`input` absent: the call had none). `started`: the call started in the same append (no tool.started follows); false for a call recorded before it may start, and for every call of a version-1 log.',
   ToolStarted: 'A tool call started running.',
-  ToolSucceeded: 'A tool call returned (`output` absent: it returned nothing).',
+  ToolSucceeded:
+    'A tool call returned (`output` absent: it returned nothing, or its result was too large for the event and `outputBlob` names it: its JSON text, stored beside the log).',
   ToolFailed: 'A tool call failed (or was sealed by a cancel or a recovery).',
   WaitStarted:
     "A turn waits (written before its execution settles waiting). `kind` is approval (a person's decision on a tool call), signal (a value from outside), timer or session (another session's turn, `child`); `name` is the wait's key within the turn: an approval's call id, a signal's name, a timer's sleep-N. `until`: when a timer elapses or a signal times out. An approval carries its call (`messageId`, `callId`, `tool`, `input`), whose tool.called (started false) is in the same append.",

@@ -236,12 +236,22 @@ type ToolStarted struct {
 	CallID      string `sd:"callId,id" json:"callId"`
 }
 
-// ToolSucceeded: A tool call returned (`output` absent: it returned nothing).
+// BlobRef: A blob beside the log, by the SHA-256 of its bytes (64 lower-case hex digits), with
+// their size and media type: a tool result (or a prompt part) too large for its event.
+type BlobRef struct {
+	Sha256    string `sd:"sha256" json:"sha256"`
+	Size      int64  `sd:"size,min=0" json:"size"`
+	MediaType string `sd:"mediaType" json:"mediaType"`
+}
+
+// ToolSucceeded: A tool call returned (`output` absent: it returned nothing, or its result was too
+// large for the event and `outputBlob` names it: its JSON text, stored beside the log).
 type ToolSucceeded struct {
-	ExecutionID string `sd:"executionId,id" json:"executionId"`
-	MessageID   string `sd:"messageId,id" json:"messageId"`
-	CallID      string `sd:"callId,id" json:"callId"`
-	Output      Any    `sd:"output,opt" json:"output,omitzero"`
+	ExecutionID string   `sd:"executionId,id" json:"executionId"`
+	MessageID   string   `sd:"messageId,id" json:"messageId"`
+	CallID      string   `sd:"callId,id" json:"callId"`
+	Output      Any      `sd:"output,opt" json:"output,omitzero"`
+	OutputBlob  *BlobRef `sd:"outputBlob,opt" json:"outputBlob,omitempty"`
 }
 
 // ToolFailed: A tool call failed (or was sealed by a cancel or a recovery).

@@ -144,6 +144,8 @@ const transcriptPart = z.union([
     idempotencyKey: z.string().optional(),
     state: z.enum(['called', 'awaiting_approval', 'approved', 'denied', 'cancelled', 'running', 'succeeded', 'failed']),
     output: z.unknown().optional(),
+    /** A result too large for the event, stored beside the log as JSON text (`output` is then absent). */
+    outputBlob: BlobRefSchema.optional(),
     error: RecordedError.optional(),
     decision: z.object({ outcome: z.enum(['approved', 'denied', 'cancelled']), reason: z.string().optional() }).optional(),
   }),
@@ -338,7 +340,12 @@ export const catalog = {
   ),
   /** A call recorded with `started: false` starts (and every call of a version-1 log). */
   'tool.started': event('tool.started', z.object({ executionId: id, messageId: id, callId: id }), { writer: 'runner' }),
-  'tool.succeeded': event('tool.succeeded', z.object({ executionId: id, messageId: id, callId: id, output: z.unknown().optional() }), { writer: 'runner' }),
+  /** `outputBlob`: a result too large for the event, stored beside the log as its JSON text (`application/json`); `output` is then absent. */
+  'tool.succeeded': event(
+    'tool.succeeded',
+    z.object({ executionId: id, messageId: id, callId: id, output: z.unknown().optional(), outputBlob: BlobRefSchema.optional() }),
+    { writer: 'runner' },
+  ),
   'tool.failed': event('tool.failed', z.object({ executionId: id, messageId: id, callId: id, error: RecordedError }), { writer: 'runner' }),
 
   /**

@@ -25,6 +25,8 @@ export type TranscriptPart =
        */
       state: 'called' | 'awaiting_approval' | 'approved' | 'denied' | 'cancelled' | 'running' | 'succeeded' | 'failed';
       output?: unknown;
+      /** A result too large for the event, stored beside the log as JSON text (`output` is then absent; the model runner reads it). */
+      outputBlob?: { sha256: string; size: number; mediaType: string };
       error?: RecordedError;
       decision?: { outcome: 'approved' | 'denied' | 'cancelled'; reason?: string };
       /** A session tool call (`defineSessionTool`): the child session that runs it (`running` until its answer is the result). */
@@ -157,7 +159,12 @@ export function foldTranscript(t: Transcript, events: readonly SessionEvent[]): 
         break;
       }
       case 'tool.succeeded':
-        tool(e.payload.messageId, e.payload.callId, (p) => ({ ...p, state: 'succeeded', output: e.payload.output }));
+        tool(e.payload.messageId, e.payload.callId, (p) => ({
+          ...p,
+          state: 'succeeded',
+          output: e.payload.output,
+          ...(e.payload.outputBlob ? { outputBlob: e.payload.outputBlob } : {}),
+        }));
         break;
       case 'tool.failed':
         tool(e.payload.messageId, e.payload.callId, (p) => ({ ...p, state: 'failed', error: e.payload.error }));

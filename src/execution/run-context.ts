@@ -25,8 +25,8 @@ import type { ChildTurnEnd } from '../recovery/child-turn.ts';
 import { checkSessionCall, childInputId, refuseCycle } from './session-calls.ts';
 import type { CommandHandler } from './command-handler.ts';
 import { runInputs, steeringInputs } from '../input/turn.ts';
-import { BudgetExceededError, ErrorCode, SessiondError, ClaimLostError, WaitingError, isRefusal, recordedError } from '../errors.ts';
-import type { BlobStore } from '../blobs/blob-store.ts';
+import { BudgetExceededError, ErrorCode, SessiondError, ClaimLostError, WaitingError, isRefusal, isSessiondError, recordedError } from '../errors.ts';
+import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, pack } from '../events/codec.ts';
 import type { Transcripts } from './transcripts.ts';
 import { STREAM_RECORD_MS, StreamRecorder } from './stream-recorder.ts';
@@ -144,6 +144,8 @@ export const FLUSH_AT_BYTES = 256 * 1024;
 
 /** About how many bytes an event adds to an append: its large fields measured, the rest a constant. */
 const EVENT_BYTES = 200;
+/** A tool result over this many bytes is stored as a blob beside the log where the worker has a blob store (the event holds its reference). */
+export const TOOL_RESULT_INLINE_BYTES = 256 * 1024;
 
 function sizeOf(e: ProtoEvent): number {
   const p = e.payload as Record<string, unknown>;
@@ -339,6 +341,24 @@ export function createRunContext(deps: RunContextDeps): Turn {
     }
     progress.stop(true); // its last report goes out before its result
     const size = encodedSize(output);
+    if (size > TOOL_RESULT_INLINE_BYTES && deps.blobs) {
+      // stored beside the log before the event that references it (a crash between leaves an orphan for the sweep)
+      let outputBlob: BlobRef;
+      try {
+        outputBlob = await deps.blobs.put(Buffer.from(JSON.stringify(output ?? null)), { mediaType: 'application/json' });
+      } catch (err) {
+        if (!isSessiondError(err, ErrorCode.PayloadTooLarge)) throw err;
+        const tooLarge = new SessiondError(
+          ErrorCode.PayloadTooLarge,
+          `Tool ${name} returned ${size} bytes, over the limit for one stored result (${(err.details as { maxBytes?: number }).maxBytes} bytes). Return less (a summary, a page, or a reference to where the full result is stored).`,
+          { details: { callId, tool: name, size }, cause: err },
+        );
+        await later([{ type: 'tool.failed', payload: { executionId, messageId, callId, error: recordedError(tooLarge, 'tool') } }]);
+        throw tooLarge;
+      }
+      await later([{ type: 'tool.succeeded', payload: { executionId, messageId, callId, outputBlob } }]);
+      return output;
+    }
     if (size > DEFAULT_MAX_PAYLOAD_BYTES) {
       // the call ran, but its result cannot be recorded: the call fails with what to do, and the model sees that
       const tooLarge = new SessiondError(

@@ -4,6 +4,7 @@
  * every pending input into one append, buffered runner writes and tool results never outgrow an
  * append, an operator can drop pending inputs, and a worker's memory for loaded sessions is bounded.
  */
+import type { SessionEvent } from '../../src/events/envelope.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ErrorCode } from '../../src/errors.ts';
@@ -210,16 +211,12 @@ async function waitRows(read: () => { n: number }, n: number): Promise<void> {
   }
 }
 
-test('limits - a tool result over the event limit fails the call with what to do; the turn goes on and settles', async () => {
+test('limits - on the embedded log a 3 MB tool result is stored beside the log, not refused; medium results stay in their events; the turn settles', async () => {
   const big = 'r'.repeat(3 * 1024 * 1024);
-  let seen: unknown;
+  let returned: unknown;
   const runner: Runner = async (ctx) => {
     const { messageId } = await ctx.startStep();
-    try {
-      await ctx.tool(messageId, { name: 'fetch_report', input: { id: 1 } }, async () => big);
-    } catch (err) {
-      seen = err;
-    }
+    returned = await ctx.tool(messageId, { name: 'fetch_report', input: { id: 1 } }, async () => big);
     // many medium results: buffered writes are appended before they outgrow a message
     for (let i = 0; i < 12; i++) await ctx.tool(messageId, { name: 'page', input: { i } }, async () => 'p'.repeat(200 * 1024));
     await ctx.text(messageId, 'done');
@@ -230,11 +227,15 @@ test('limits - a tool result over the event limit fails the call with what to do
     await engine.admit('ses_tool', { prompt: 'go' });
     await engine.awaitIdle('ses_tool');
     assert.is((await engine.status('ses_tool')).outcome, 'succeeded');
-    assert.match(String(seen), `Tool fetch_report returned ${big.length + 5} bytes, over the limit of 524288 bytes for one recorded result`);
+    assert.is(returned, big, 'the tool call returns its whole result to the runner');
     const events = await engine.log.readSession('ses_tool');
-    const failed = events.find((e) => e.type === 'tool.failed');
-    assert.match(JSON.stringify(failed?.payload), 'Return less (a summary, a page, or a reference');
-    assert.is(events.filter((e) => e.type === 'tool.succeeded').length, 12);
+    assert.is(events.filter((e) => e.type === 'tool.failed').length, 0);
+    const succeeded = events.filter((e): e is SessionEvent<'tool.succeeded'> => e.type === 'tool.succeeded');
+    assert.is(succeeded.length, 13);
+    const ref = succeeded[0]!.payload.outputBlob!;
+    assert.equal([ref.size, ref.mediaType, succeeded[0]!.payload.output], [big.length + 2, 'application/json', undefined]);
+    assert.is(Buffer.from(await engine.blobs!.get(ref.sha256)).toString(), JSON.stringify(big));
+    assert.ok(succeeded.slice(1).every((e) => e.payload.outputBlob === undefined && typeof e.payload.output === 'string'));
   } finally {
     await engine.close();
   }

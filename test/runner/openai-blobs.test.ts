@@ -9,7 +9,9 @@ import { createHash } from 'node:crypto';
 import { openEngine, type Engine } from '../../src/engine.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { openaiRunner } from '../../src/runner/model/openai.ts';
-import { startFakeOpenAI, type FakeOpenAI, type ChatCompletionRequest } from '../../src/testing/fake-openai.ts';
+import { startFakeOpenAI, messageText, type FakeOpenAI, type ChatCompletionRequest } from '../../src/testing/fake-openai.ts';
+import { defineTool } from '../../src/runner/model/tools.ts';
+import { z } from 'zod';
 import { tempDir } from '../support/tmp.ts';
 import { pngBytes } from '../support/png.ts';
 
@@ -86,6 +88,44 @@ s('a file part by reference to a blob a client stored reaches the model as its b
   assert.is(content[1]!.type, 'file');
   assert.is(content[1]!.file!.filename, 'invoice.pdf');
   assert.is(sha(dataUrlBytes(content[1]!.file!.file_data!, 'application/pdf')), ref.sha256);
+});
+
+s('a 3 MB tool result is stored beside the log and the model gets the whole result, on the next step and the next turn', async (ctx) => {
+  const page = Array.from({ length: 30_000 }, (_, i) => `line ${i}: ${'x'.repeat(90)}`);
+  const e = await openEngine({
+    file: ctx.tmp.file('tools.db'),
+    runner: openaiRunner({
+      model: 'fake-model',
+      baseURL: ctx.server.url,
+      apiKey: KEY,
+      tools: { read_log: defineTool({ description: 'Reads the log', inputSchema: z.object({}), execute: async () => ({ lines: page }) }) },
+    }),
+  });
+  try {
+    ctx.server.script(
+      { kind: 'toolCalls', calls: [{ id: 'call_r1', name: 'read_log', arguments: {} }] },
+      { kind: 'text', text: '30000 lines.' },
+      { kind: 'text', text: 'Still 30000.' },
+    );
+    await e.admit('ses_tool', { prompt: 'read the log' });
+    await e.awaitIdle('ses_tool');
+    await e.admit('ses_tool', { prompt: 'how many?' });
+    await e.awaitIdle('ses_tool');
+    const whole = JSON.stringify({ lines: page });
+    assert.ok(whole.length > 3_000_000);
+    for (const i of [1, 2]) {
+      const result = chats(ctx.server)[i]!.messages.find((m) => m.role === 'tool')!;
+      assert.is(result.tool_call_id, 'call_r1');
+      assert.is(sha(Buffer.from(messageText(result))), sha(Buffer.from(whole)), `request ${i}: the whole result`);
+    }
+    const events = await e.log.readSession('ses_tool');
+    const succeeded = events.find((x): x is SessionEvent<'tool.succeeded'> => x.type === 'tool.succeeded')!;
+    assert.is(succeeded.payload.output, undefined, 'the event holds no copy');
+    assert.equal(succeeded.payload.outputBlob, { sha256: sha(Buffer.from(whole)), size: whole.length, mediaType: 'application/json' });
+    assert.ok(events.every((x) => x.type !== 'execution.settled' || (x as SessionEvent<'execution.settled'>).payload.outcome === 'succeeded'));
+  } finally {
+    await e.close();
+  }
 });
 
 s.run();

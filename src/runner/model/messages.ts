@@ -115,6 +115,7 @@ export function assistantMessages(parts: readonly TranscriptPart[], withReasonin
 
 function toolResult(p: ToolPart): ToolResultPart {
   const base = { type: 'tool-result' as const, toolCallId: p.callId, toolName: p.name };
+  if (p.state === 'succeeded' && p.outputBlob) throw unread(p.outputBlob.sha256);
   if (p.state === 'succeeded') return { ...base, output: { type: 'json', value: (p.output ?? null) as never } };
   if (p.state === 'failed') return { ...base, output: { type: 'error-text', value: failedResult(p) } };
   const why = p.decision?.reason ? `: ${p.decision.reason}` : '';

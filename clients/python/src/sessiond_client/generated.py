@@ -323,13 +323,25 @@ class ToolStarted:
 
 
 @dataclass(frozen=True)
+class BlobRef:
+    """A blob beside the log, by the SHA-256 of its bytes (64 lower-case hex digits), with their size and
+    media type: a tool result (or a prompt part) too large for its event."""
+
+    sha256: str
+    size: int
+    media_type: str
+
+
+@dataclass(frozen=True)
 class ToolSucceeded:
-    """A tool call returned (``output`` absent: it returned nothing)."""
+    """A tool call returned (``output`` absent: it returned nothing, or its result was too large for the event
+    and ``outputBlob`` names it: its JSON text, stored beside the log)."""
 
     execution_id: str
     message_id: str
     call_id: str
     output: Any = ABSENT
+    output_blob: BlobRef | None = None
 
 
 @dataclass(frozen=True)
@@ -479,6 +491,7 @@ class TranscriptTool:
     state: ToolState
     idempotency_key: str | None = None
     output: Any = ABSENT
+    output_blob: BlobRef | None = None
     error: RecordedError | None = None
     decision: ToolDecision | None = None
 
@@ -836,12 +849,21 @@ TOOL_STARTED_RULES = Obj(
     ),
     ToolStarted,
 )
+BLOB_REF_RULES = Obj(
+    (
+        F("sha256", "sha256", Pattern("^[0-9a-f]{64}$")),
+        F("size", "size", Int(0)),
+        F("mediaType", "media_type", Pattern("^[a-z]+\\/[A-Za-z0-9.+-]+$")),
+    ),
+    BlobRef,
+)
 TOOL_SUCCEEDED_RULES = Obj(
     (
         F("executionId", "execution_id", Str(1, 128)),
         F("messageId", "message_id", Str(1, 128)),
         F("callId", "call_id", Str(1, 128)),
         F("output", "output", AnyValue(), optional=True),
+        F("outputBlob", "output_blob", BLOB_REF_RULES, optional=True),
     ),
     ToolSucceeded,
 )
@@ -963,6 +985,7 @@ TRANSCRIPT_TOOL_RULES = Obj(
         F("idempotencyKey", "idempotency_key", Str(), optional=True),
         F("state", "state", Enum(("called", "awaiting_approval", "approved", "denied", "cancelled", "running", "succeeded", "failed"))),
         F("output", "output", AnyValue(), optional=True),
+        F("outputBlob", "output_blob", BLOB_REF_RULES, optional=True),
         F("error", "error", RECORDED_ERROR_RULES, optional=True),
         F("decision", "decision", TOOL_DECISION_RULES, optional=True),
     ),
@@ -1366,6 +1389,7 @@ __all__ = [
     "ToolProgressed",
     "ToolCalled",
     "ToolStarted",
+    "BlobRef",
     "ToolSucceeded",
     "ToolFailed",
     "WaitChild",
