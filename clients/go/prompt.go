@@ -35,8 +35,9 @@ const MaxPromptParts = 64
 // PromptPart is one part of a prompt. Type says which fields it holds:
 //
 //	text   Text
-//	image  URL (http://, https:// or data:; MediaType optional), or Data (base64) and MediaType
-//	file   URL or Data, MediaType, and optionally Filename (1-256 characters)
+//	image  URL (http://, https:// or data:; MediaType optional), or Data (base64) and MediaType,
+//	       or Blob (a blob stored beside the log: its hash, size and media type)
+//	file   URL or Data, MediaType, and optionally Filename (1-256 characters); or Blob and optionally Filename
 //	json   Value: any JSON value (as decoded: Map for objects, []any, int64 or float64, string, bool, nil)
 //
 // An image or a file is by URL when URL is set, else by Data. MediaType is a type/subtype such as
@@ -49,6 +50,9 @@ type PromptPart struct {
 	MediaType string
 	Filename  string
 	Value     any
+	// Blob: the part's bytes are stored beside the log (the embedded log stores an image or a file
+	// over 64 KiB there at admission); its hash (SHA-256, lower-case hex), size and media type.
+	Blob *BlobRef
 }
 
 // TextPart is a part of text.
@@ -81,7 +85,9 @@ func JSONPart(value any) PromptPart { return PromptPart{Type: PartJSON, Value: v
 func (p PromptPart) Bytes() ([]byte, error) { return base64.StdEncoding.DecodeString(p.Data) }
 
 // byData reports an image or a file given by its bytes (no URL).
-func (p PromptPart) byData() bool { return (p.Type == PartImage || p.Type == PartFile) && p.URL == "" }
+func (p PromptPart) byData() bool {
+	return (p.Type == PartImage || p.Type == PartFile) && p.URL == "" && p.Blob == nil
+}
 
 // wire is the part as sessiond writes it: type, then text, url, data, mediaType, filename and
 // value, each where the part holds it (the catalog's order, so a stored part is written back byte
@@ -99,6 +105,13 @@ func (p PromptPart) wire() Map {
 	}
 	if p.MediaType != "" {
 		m = append(m, MapEntry{Key: "mediaType", Value: p.MediaType})
+	}
+	if p.Blob != nil {
+		m = append(m, MapEntry{Key: "blob", Value: Map{
+			{Key: "sha256", Value: p.Blob.Sha256},
+			{Key: "size", Value: p.Blob.Size},
+			{Key: "mediaType", Value: p.Blob.MediaType},
+		}})
 	}
 	if p.Filename != "" {
 		m = append(m, MapEntry{Key: "filename", Value: p.Filename})
@@ -168,6 +181,14 @@ func partText(p PromptPart) string {
 	if p.Type == PartFile && p.Filename != "" {
 		b.WriteString(" " + p.Filename)
 	}
+	if p.Blob != nil {
+		sha := p.Blob.Sha256
+		if len(sha) > 12 {
+			sha = sha[:12]
+		}
+		b.WriteString(fmt.Sprintf(" %s, %d bytes, stored as blob %s]", p.Blob.MediaType, p.Blob.Size, sha))
+		return b.String()
+	}
 	if p.URL != "" {
 		if strings.HasPrefix(p.URL, "data:") {
 			b.WriteString(" data URL")
@@ -219,8 +240,10 @@ var partShapes = []partShape{
 	{PartText, []string{"text"}, []string{"text"}},
 	{PartImage, []string{"url", "mediaType"}, []string{"url"}},
 	{PartImage, []string{"data", "mediaType"}, []string{"data", "mediaType"}},
+	{PartImage, []string{"blob"}, []string{"blob"}},
 	{PartFile, []string{"url", "mediaType", "filename"}, []string{"url", "mediaType"}},
 	{PartFile, []string{"data", "mediaType", "filename"}, []string{"data", "mediaType"}},
+	{PartFile, []string{"blob", "filename"}, []string{"blob"}},
 	{PartJSON, []string{"value"}, []string{"value"}},
 }
 
@@ -228,6 +251,10 @@ var partShapes = []partShape{
 func partFieldOK(name string, v any) bool {
 	if name == "value" {
 		return isJSONValue(v)
+	}
+	if name == "blob" {
+		_, ok := blobRefOf(v)
+		return ok
 	}
 	s, ok := v.(string)
 	if !ok {
@@ -278,13 +305,41 @@ func partRule(typ any) string {
 	case PartText:
 		return `a text part is { "type": "text", "text": "..." } and nothing else`
 	case PartImage:
-		return `an image is { "type": "image", "url": "https://..." } (mediaType optional) or { "type": "image", "data": "<base64>", "mediaType": "image/png" }`
+		return `an image is { "type": "image", "url": "https://..." } (mediaType optional), { "type": "image", "data": "<base64>", "mediaType": "image/png" } or { "type": "image", "blob": { "sha256": "<64 hex digits>", "size": <bytes>, "mediaType": "image/png" } }`
 	case PartFile:
-		return `a file is { "type": "file", "url": "https://...", "mediaType": "application/pdf" } or { "type": "file", "data": "<base64>", "mediaType": "...", "filename": "..." } (filename optional)`
+		return `a file is { "type": "file", "url": "https://...", "mediaType": "application/pdf" }, { "type": "file", "data": "<base64>", "mediaType": "...", "filename": "..." } or { "type": "file", "blob": { "sha256": "...", "size": <bytes>, "mediaType": "..." }, "filename": "..." } (filename optional)`
 	case PartJSON:
 		return `a JSON part is { "type": "json", "value": <any JSON value> }`
 	}
 	return `type must be "text", "image", "file" or "json"`
+}
+
+var blobSha256Re = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// blobRefOf reads a part's blob reference: sha256 (64 lower-case hex digits), size (0 or more) and
+// mediaType (other keys are dropped, as sessiond's schema drops them).
+func blobRefOf(v any) (BlobRef, bool) {
+	m, ok := v.(Map)
+	if !ok {
+		return BlobRef{}, false
+	}
+	sha, _ := m.Get("sha256")
+	size, _ := m.Get("size")
+	mediaType, _ := m.Get("mediaType")
+	s, okS := sha.(string)
+	t, okT := mediaType.(string)
+	var n int64
+	okN := false
+	switch x := size.(type) {
+	case int64:
+		n, okN = x, x >= 0
+	case uint64:
+		n, okN = int64(x), x <= math.MaxInt64
+	}
+	if !okS || !okT || !okN || !blobSha256Re.MatchString(s) || !partMediaTypeRe.MatchString(t) {
+		return BlobRef{}, false
+	}
+	return BlobRef{Sha256: s, Size: n, MediaType: t}, true
 }
 
 // decodePart reads one part, or says what is wrong with it.
@@ -313,6 +368,9 @@ func decodePart(raw any) (PromptPart, string) {
 				p.Filename = e.Value.(string)
 			case "value":
 				p.Value = e.Value
+			case "blob":
+				ref, _ := blobRefOf(e.Value)
+				p.Blob = &ref
 			}
 		}
 		return p, ""

@@ -326,3 +326,49 @@ func TestPromptOfPartsEndToEnd(t *testing.T) {
 		t.Fatalf("both Prompt and Parts: %v", err)
 	}
 }
+
+// A part stored as a blob beside the log (the embedded log stores an image or a file over 64 KiB
+// there at admission) is read, shown as a note and written back byte for byte; a malformed
+// reference is not a part.
+func TestBlobPartRoundTrip(t *testing.T) {
+	sha := strings.Repeat("3a", 32)
+	parts := []PromptPart{
+		TextPart("describe this"),
+		{Type: PartImage, Blob: &BlobRef{Sha256: sha, Size: 6291456, MediaType: "image/png"}},
+		{Type: PartFile, Blob: &BlobRef{Sha256: sha, Size: 10, MediaType: "application/pdf"}, Filename: "a.pdf"},
+	}
+	e := Event{ID: "evt_1", Type: "input.admitted", Version: 2, SessionID: "ses_1", Seq: 1, Time: 1796056745917,
+		Payload: &InputAdmitted{InputID: "inp_1", Prompt: Prompt{Parts: parts}, Delivery: "queue", Wake: true, Source: "user"}}
+	data, err := EncodeStoredMessage([]Event{e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := DecodeStoredMessage(data, EventsSubject("ses_1"), 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := events[0].Payload.(*InputAdmitted).Prompt
+	want := "describe this\n[image image/png, 6291456 bytes, stored as blob 3a3a3a3a3a3a]\n[file a.pdf application/pdf, 10 bytes, stored as blob 3a3a3a3a3a3a]"
+	if PromptText(got) != want || got.Parts[1].Blob == nil || *got.Parts[1].Blob != *parts[1].Blob {
+		t.Fatalf("read back as %q %+v", PromptText(got), got.Parts)
+	}
+	if again, _ := EncodeStoredMessage(events); !bytes.Equal(again, data) {
+		t.Fatalf("written again as %x, want %x", again, data)
+	}
+	js, _ := got.MarshalJSON()
+	wantJSON := `[{"type":"text","text":"describe this"},{"type":"image","blob":{"sha256":"` + sha + `","size":6291456,"mediaType":"image/png"}},` +
+		`{"type":"file","blob":{"sha256":"` + sha + `","size":10,"mediaType":"application/pdf"},"filename":"a.pdf"}]`
+	if string(js) != wantJSON {
+		t.Fatalf("JSON %s\nwant %s", js, wantJSON)
+	}
+	for _, bad := range []Map{
+		{{Key: "type", Value: "image"}, {Key: "blob", Value: Map{{Key: "sha256", Value: "ABC"}, {Key: "size", Value: int64(1)}, {Key: "mediaType", Value: "image/png"}}}},
+		{{Key: "type", Value: "image"}, {Key: "blob", Value: Map{{Key: "sha256", Value: sha}, {Key: "size", Value: int64(-1)}, {Key: "mediaType", Value: "image/png"}}}},
+		{{Key: "type", Value: "image"}, {Key: "blob", Value: Map{{Key: "sha256", Value: sha}, {Key: "size", Value: int64(1)}}}},
+		{{Key: "type", Value: "image"}, {Key: "blob", Value: Map{{Key: "sha256", Value: sha}, {Key: "size", Value: int64(1)}, {Key: "mediaType", Value: "image/png"}}}, {Key: "mediaType", Value: "image/png"}},
+	} {
+		if _, why := decodePart(bad); why == "" {
+			t.Errorf("accepted %s", show(bad))
+		}
+	}
+}

@@ -230,33 +230,34 @@ type TenantBudget struct {
 // when no one); Owner is the worker holding the turn's lease. TenantBudget is the budget of the
 // session's tenant (OwnedBy), when it has one.
 type Status struct {
-	SessionID      string          `json:"sessionId"`
-	State          string          `json:"state"`
-	Seq            int64           `json:"seq"`
-	ExecutionID    *string         `json:"executionId"`
-	Owner          *string         `json:"owner"`
-	LeaseExpiresAt *int64          `json:"leaseExpiresAt"`
-	LeaseLive      bool            `json:"leaseLive"`
-	LeaseLeftMs    int64           `json:"leaseLeftMs"`
-	Phase          *string         `json:"phase"`
-	Outcome        *string         `json:"outcome"`
-	Pending        []PendingInput  `json:"pending"`
-	PendingFrom    int64           `json:"pendingFrom"`
-	PendingCount   int64           `json:"pendingCount"`
-	PendingBytes   int64           `json:"pendingBytes"`
-	Recovery       *RecoveryState  `json:"recovery"`
-	Waits          []Wait          `json:"waits"`
-	Executions     int64           `json:"executions"`
-	Usage          Usage           `json:"usage"`
-	Budget         *Budget         `json:"budget"`
-	Tags           Tags            `json:"tags"`
-	ForkedFrom     *ForkPoint      `json:"forkedFrom"`
-	OwnedBy        *string         `json:"ownedBy"`
-	CalledBy       *string         `json:"calledBy"`
-	Children       []string        `json:"children"`
-	Execution      *ExecutionState `json:"execution"`
-	Capacity       *Capacity       `json:"capacity,omitempty"`
-	TenantBudget   *TenantBudget   `json:"tenantBudget,omitempty"`
+	SessionID        string          `json:"sessionId"`
+	State            string          `json:"state"`
+	Seq              int64           `json:"seq"`
+	ExecutionID      *string         `json:"executionId"`
+	Owner            *string         `json:"owner"`
+	LeaseExpiresAt   *int64          `json:"leaseExpiresAt"`
+	LeaseLive        bool            `json:"leaseLive"`
+	LeaseLeftMs      int64           `json:"leaseLeftMs"`
+	Phase            *string         `json:"phase"`
+	Outcome          *string         `json:"outcome"`
+	Pending          []PendingInput  `json:"pending"`
+	PendingFrom      int64           `json:"pendingFrom"`
+	PendingCount     int64           `json:"pendingCount"`
+	PendingBytes     int64           `json:"pendingBytes"`
+	PendingBlobBytes int64           `json:"pendingBlobBytes"`
+	Recovery         *RecoveryState  `json:"recovery"`
+	Waits            []Wait          `json:"waits"`
+	Executions       int64           `json:"executions"`
+	Usage            Usage           `json:"usage"`
+	Budget           *Budget         `json:"budget"`
+	Tags             Tags            `json:"tags"`
+	ForkedFrom       *ForkPoint      `json:"forkedFrom"`
+	OwnedBy          *string         `json:"ownedBy"`
+	CalledBy         *string         `json:"calledBy"`
+	Children         []string        `json:"children"`
+	Execution        *ExecutionState `json:"execution"`
+	Capacity         *Capacity       `json:"capacity,omitempty"`
+	TenantBudget     *TenantBudget   `json:"tenantBudget,omitempty"`
 	// Raw is the reply's JSON as it came (fields this client does not know included).
 	Raw json.RawMessage `json:"-"`
 }

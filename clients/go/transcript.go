@@ -79,6 +79,7 @@ type TranscriptTool struct {
 	IdempotencyKey *string        `sd:"idempotencyKey,opt"`
 	State          string         `sd:"state,enum=called|awaiting_approval|approved|denied|cancelled|running|succeeded|failed"`
 	Output         Any            `sd:"output,opt"`
+	OutputBlob     *BlobRef       `sd:"outputBlob,opt"` // a result too large for its event, stored beside the log as JSON text (Output absent)
 	Error          *RecordedError `sd:"error,opt"`
 	Decision       *ToolDecision  `sd:"decision,opt"`
 }

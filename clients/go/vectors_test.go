@@ -882,6 +882,15 @@ func comparePartShapes(t *testing.T, where string, items Map) {
 		"mediaType": {{Key: "type", Value: "string"}, {Key: "pattern", Value: partMediaTypePattern}},
 		"filename":  {{Key: "type", Value: "string"}, {Key: "minLength", Value: int64(1)}, {Key: "maxLength", Value: int64(maxFilename)}},
 		"value":     {},
+		"blob": {
+			{Key: "type", Value: "object"},
+			{Key: "properties", Value: Map{
+				{Key: "sha256", Value: Map{{Key: "type", Value: "string"}, {Key: "pattern", Value: "^[0-9a-f]{64}$"}}},
+				{Key: "size", Value: Map{{Key: "type", Value: "integer"}, {Key: "minimum", Value: int64(0)}, {Key: "maximum", Value: int64(9007199254740991)}}},
+				{Key: "mediaType", Value: Map{{Key: "type", Value: "string"}, {Key: "pattern", Value: partMediaTypePattern}}},
+			}},
+			{Key: "required", Value: []any{"sha256", "size", "mediaType"}},
+		},
 	}
 	for i, shape := range partShapes {
 		v := variants[i].(Map)

@@ -39,7 +39,7 @@ function isJsonValue(v: unknown): boolean {
 const mediaType = z.string().regex(/^[a-z]+\/[A-Za-z0-9.+-]+$/);
 const url = z.string().regex(/^(https?:\/\/|data:)/);
 /** A blob beside the log (src/blobs/blob-store.ts `BlobRef`): its bytes' SHA-256 (lower-case hex), size and media type. */
-export const BlobRefSchema = z.strictObject({ sha256: z.string().regex(/^[0-9a-f]{64}$/), size: z.number().int().nonnegative(), mediaType });
+export const BlobRefSchema = z.object({ sha256: z.string().regex(/^[0-9a-f]{64}$/), size: z.number().int().nonnegative(), mediaType });
 export const PromptPart = z.union([
   z.strictObject({ type: z.literal('text'), text: z.string() }),
   z.strictObject({ type: z.literal('image'), url, mediaType: mediaType.optional() }),

@@ -213,6 +213,7 @@ export const replySchemas = {
     pendingFrom: z.number().int().nonnegative(),
     pendingCount: z.number().int().nonnegative(),
     pendingBytes: z.number().int().nonnegative(),
+    pendingBlobBytes: z.number().int().nonnegative(),
     recovery: z
       .object({
         executionId: id,

@@ -72,6 +72,28 @@ s('a 6 MB image reaches the model byte for byte, on this turn and the next; the 
   assert.equal((admitted.payload.prompt as unknown[])[1], { type: 'image', blob: { sha256: sha(photo), size: photo.length, mediaType: 'image/png' } });
 });
 
+s('a 6 MB image counts as an image against the context window, not as its base64 text: no compaction', async (ctx) => {
+  const e = await openEngine({
+    file: ctx.tmp.file('window.db'),
+    runner: openaiRunner({ model: 'fake-model', baseURL: ctx.server.url, apiKey: KEY, contextWindow: 8_000 }),
+  });
+  try {
+    ctx.server.script({ kind: 'text', text: 'A pattern.' });
+    const photo = pngBytes(6 * 1024 * 1024, 11);
+    await e.admit('ses_window', {
+      prompt: [
+        { type: 'text', text: 'describe' },
+        { type: 'image', data: photo.toString('base64'), mediaType: 'image/png' },
+      ],
+    });
+    await e.awaitIdle('ses_window');
+    assert.is((await e.status('ses_window')).outcome, 'succeeded');
+    assert.is(chats(ctx.server).length, 1, 'one request, no summary asked for');
+  } finally {
+    await e.close();
+  }
+});
+
 s('a file part by reference to a blob a client stored reaches the model as its bytes, with its name', async (ctx) => {
   const e = ctx.engine;
   const pdf = Buffer.concat([Buffer.from('%PDF-1.7\n'), pngBytes(3_000_000, 9).subarray(8)]);

@@ -41,7 +41,14 @@ WORLD_WORKERS = 1
 EMOJI = "\U0001f600"
 
 #: One part each, and whether sessiond's catalog takes it (the Go client's tests have the same).
+_SHA = "3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a3a"
 PART_VERDICTS: list[tuple[Any, bool]] = [
+    ({"type": "image", "blob": {"sha256": _SHA, "size": 6291456, "mediaType": "image/png"}}, True),
+    ({"type": "file", "blob": {"sha256": _SHA, "size": 0, "mediaType": "application/pdf"}, "filename": "a.pdf"}, True),
+    ({"type": "image", "blob": {"sha256": "ABC", "size": 1, "mediaType": "image/png"}}, False),
+    ({"type": "image", "blob": {"sha256": _SHA, "size": -1, "mediaType": "image/png"}}, False),
+    ({"type": "image", "blob": {"sha256": _SHA, "size": 1}}, False),
+    ({"type": "image", "blob": {"sha256": _SHA, "size": 1, "mediaType": "image/png"}, "mediaType": "image/png"}, False),
     ({"type": "text", "text": "hi"}, True),
     ({"type": "text", "text": ""}, True),
     ({"type": "image", "url": "https://example.com/a.png"}, True),
@@ -121,7 +128,7 @@ def test_each_part_is_checked_as_the_catalog_checks_it(part: Any, ok: bool, vers
     # read, then written in the catalog's key order: the same part
     assert event.payload.prompt == prompt and event.wire_payload["prompt"][1] == part
     assert list(event.wire_payload["prompt"][1]) == [
-        k for k in ("type", "text", "url", "data", "mediaType", "filename", "value") if k in part
+        k for k in ("type", "text", "url", "data", "mediaType", "blob", "filename", "value") if k in part
     ]
 
 
@@ -164,6 +171,8 @@ def test_prompt_text_is_sessiond_s_text_form() -> None:
     ):
         assert prompt_text([part]) == text, part
     assert part_bytes(image_bytes(b"\x89PNG", "image/png")) == b"\x89PNG"
+    blob = {"type": "image", "blob": {"sha256": _SHA, "size": 6291456, "mediaType": "image/png"}}
+    assert prompt_text([blob]) == "[image image/png, 6291456 bytes, stored as blob 3a3a3a3a3a3a]"
 
 
 def test_the_admit_body_writes_each_part_s_keys_in_sessiond_s_order() -> None:

@@ -31,7 +31,7 @@ FIELDS = {
     "input_count raw usage",
     "BudgetResult": "session_id budget spent usage changed seq raw",
     "StatusReply": "session_id state seq execution_id owner lease_expires_at lease_live lease_left_ms phase outcome pending pending_from "
-    "pending_count pending_bytes recovery waits executions usage execution raw tags forked_from owned_by budget tenant_budget called_by "
+    "pending_count pending_bytes pending_blob_bytes recovery waits executions usage execution raw tags forked_from owned_by budget tenant_budget called_by "
     "children",
 }
 

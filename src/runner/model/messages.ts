@@ -135,7 +135,21 @@ function failedResult(p: ToolPart): string {
   return `${type ?? 'error'}: ${p.error?.message ?? 'the call failed'}`;
 }
 
-/** A rough token count of a conversation (4 characters a token), for a configured context window. */
+/** What an image or file's bytes count in `estimateTokens`: models bill images by their size in tiles, not by their base64 text. */
+export const MEDIA_PART_TOKENS = 1_000;
+
+/**
+ * A rough token count of a conversation (4 characters a token), for a configured context window;
+ * an image's or a file's bytes count `MEDIA_PART_TOKENS` each (a 6 MB photo is not 2 million tokens).
+ */
 export function estimateTokens(messages: readonly ModelMessage[]): number {
-  return Math.ceil(JSON.stringify(messages).length / 4);
+  let media = 0;
+  const text = JSON.stringify(messages, (key, value: unknown) => {
+    if ((key === 'image' || key === 'data') && (typeof value === 'string' || value instanceof Uint8Array) && value.length > 1024) {
+      media++;
+      return '';
+    }
+    return value;
+  });
+  return Math.ceil(text.length / 4) + media * MEDIA_PART_TOKENS;
 }

@@ -39,7 +39,8 @@ ABSENT: Any = _Absent()
 
 #: One part of a prompt, as the wire has it: ``{"type": "text", "text"}``, ``{"type": "image", "url",
 #: "mediaType"?}``, ``{"type": "image", "data" (base64), "mediaType"}``, ``{"type": "file", "url" |
-#: "data", "mediaType", "filename"?}``, ``{"type": "json", "value"}`` (the ``parts`` module builds them).
+#: "data", "mediaType", "filename"?}``, ``{"type": "image" | "file", "blob": {"sha256", "size", "mediaType"}}``
+#: (bytes stored beside the log), ``{"type": "json", "value"}`` (the ``parts`` module builds them).
 PromptPart = dict[str, Any]
 #: A prompt: a string, or a list of parts (``input.admitted`` version 2; version 1 always holds a string).
 Prompt = str | list[PromptPart]
@@ -368,8 +369,8 @@ def part_rule(type_: Any) -> str:
     """What a part of this type must hold (sessiond's words for an invalid one)."""
     return {
         "text": 'a text part is { "type": "text", "text": "..." } and nothing else',
-        "image": 'an image is { "type": "image", "url": "https://..." } (mediaType optional) or { "type": "image", "data": "<base64>", "mediaType": "image/png" }',
-        "file": 'a file is { "type": "file", "url": "https://...", "mediaType": "application/pdf" } or { "type": "file", "data": "<base64>", "mediaType": "...", "filename": "..." } (filename optional)',
+        "image": 'an image is { "type": "image", "url": "https://..." } (mediaType optional), { "type": "image", "data": "<base64>", "mediaType": "image/png" } or { "type": "image", "blob": { "sha256": "<64 hex digits>", "size": <bytes>, "mediaType": "image/png" } }',
+        "file": 'a file is { "type": "file", "url": "https://...", "mediaType": "application/pdf" }, { "type": "file", "data": "<base64>", "mediaType": "...", "filename": "..." } or { "type": "file", "blob": { "sha256": "...", "size": <bytes>, "mediaType": "..." }, "filename": "..." } (filename optional)',
         "json": 'a JSON part is { "type": "json", "value": <any JSON value> }',
     }.get(type_ if isinstance(type_, str) else "", 'type must be "text", "image", "file" or "json"')
 
@@ -445,14 +446,25 @@ _URL = F("url", "url", Pattern(PART_URL))
 _DATA = F("data", "data", Pattern(PART_BASE64, base64=True))
 _MEDIA_TYPE = F("mediaType", "mediaType", Pattern(PART_MEDIA_TYPE))
 _FILENAME = F("filename", "filename", Str(1, MAX_FILENAME), optional=True)
+#: A blob stored beside the log (an image or a file over 64 KiB on the embedded log): its bytes' SHA-256, size and media type.
+BLOB_REF = Obj(
+    (
+        F("sha256", "sha256", Pattern("^[0-9a-f]{64}$")),
+        F("size", "size", Int(0)),
+        F("mediaType", "mediaType", Pattern(PART_MEDIA_TYPE)),
+    ),
+)
+_BLOB = F("blob", "blob", BLOB_REF)
 #: A prompt part: one of these shapes, in the catalog's order (its keys written in that order).
 PROMPT_PART = Part(
     (
         _part("text", F("text", "text", Str())),
         _part("image", _URL, F("mediaType", "mediaType", Pattern(PART_MEDIA_TYPE), optional=True)),
         _part("image", _DATA, _MEDIA_TYPE),
+        _part("image", _BLOB),
         _part("file", _URL, _MEDIA_TYPE, _FILENAME),
         _part("file", _DATA, _MEDIA_TYPE, _FILENAME),
+        _part("file", _BLOB, _FILENAME),
         _part("json", F("value", "value", JsonValue())),
     )
 )

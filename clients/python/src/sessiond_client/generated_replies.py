@@ -459,6 +459,7 @@ class StatusReply:
     pending_from: int
     pending_count: int
     pending_bytes: int
+    pending_blob_bytes: int
     recovery: dict[str, Any] | None
     #: The turn's waits: open ones (the session waits when ``outcome`` is ``waiting``) and those resolved in this turn.
     waits: list[WaitInfo]
@@ -500,6 +501,7 @@ class StatusReply:
             pending_from=d.get("pendingFrom", 0),
             pending_count=d.get("pendingCount", len(d.get("pending", []))),
             pending_bytes=d.get("pendingBytes", 0),
+            pending_blob_bytes=d.get("pendingBlobBytes", 0),
             recovery=d.get("recovery"),
             waits=[WaitInfo.from_wire(x) for x in d.get("waits", [])],
             executions=d.get("executions", 0),

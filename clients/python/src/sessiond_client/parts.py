@@ -82,7 +82,8 @@ def prompt_text(prompt: Prompt) -> str:
     """A prompt as text (sessiond's ``promptText``: what a runner reading text, the CLI and the
     inspector see): a string as it is; parts joined by newlines, a JSON part as its JSON text, an
     image or a file as a bracketed note (``[image https://...]``, ``[file report.pdf
-    application/pdf, 1234 bytes]``)."""
+    application/pdf, 1234 bytes]``, a blob part ``[image image/png, 6291456 bytes, stored as blob
+    3a7bd3e2360a]``)."""
     if isinstance(prompt, str):
         return prompt
     return "\n".join(_part_text(p) for p in prompt)
@@ -95,6 +96,9 @@ def _part_text(part: Mapping[str, Any]) -> str:
     if type_ == "json":
         return stringify(part["value"])
     name = f" {part['filename']}" if type_ == "file" and part.get("filename") else ""
+    blob = part.get("blob")
+    if isinstance(blob, Mapping):
+        return f"[{type_}{name} {blob['mediaType']}, {blob['size']} bytes, stored as blob {str(blob['sha256'])[:12]}]"
     what = ""
     if "url" in part:
         what = " data URL" if str(part["url"]).startswith("data:") else f" {part['url']}"
