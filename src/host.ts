@@ -29,6 +29,7 @@ import { describeQuarantine, type QuarantinedMessage } from './events/quarantine
 import { recordQuarantine } from './storage/sqlite/quarantine-store.ts';
 import { startCommandService } from './nats/command-service.ts';
 import { COMMAND_QUEUE, commandVerbs, subjects } from './nats/subjects.ts';
+import { SqliteInspectorIndex } from './inspector/sqlite-index.ts';
 import { startInspector } from './inspector/server.ts';
 import type { TokenTable } from './gateway/tokens.ts';
 import type { JwtVerifier } from './gateway/jwt.ts';
@@ -381,6 +382,8 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       const inspector = await startInspector({
         log: engine.log,
         sessions: engine,
+        // its index beside the snapshots, so a restart starts every view from it (not the whole log)
+        index: new SqliteInspectorIndex(engine.db),
         // the conversation shows answers as they stream: this worker's live bus (on NATS too: its own turns)
         live: (onEvent) => engine.subscribe({}, onEvent),
         port: options.inspectPort,
