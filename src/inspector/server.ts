@@ -185,6 +185,9 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     for (const res of clients) if (res.writableLength < LIVE_BUFFER_BYTES) res.write(chunk);
   });
 
+  /** Views being answered, and the follow's next batch waiting for them. */
+  let answering = 0;
+  const paused: (() => void)[] = [];
   // what the log held at start is folded, not broadcast (a page sees what commits from now on)
   const startHead = await log.head();
   const subscription = log.subscribe({
@@ -196,8 +199,8 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       marks.add(events);
       const fresh = (e: SessionEvent) => (e.position ?? Number.POSITIVE_INFINITY) > startHead;
       if (fresh(events[events.length - 1]!)) broadcast(events.filter(fresh));
-      // a long catch-up (a big log at start) leaves room for requests between batches
-      return new Promise<void>((resolve) => setImmediate(resolve));
+      // a long catch-up (a big log at start) leaves room for requests between batches, and waits while a view is answered
+      return new Promise<void>((resolve) => setImmediate(() => (answering === 0 ? resolve() : paused.push(resolve))));
     },
     onError: (err) => {
       failure = err;
@@ -393,7 +396,14 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
         res.setHeader('allow', allowed === 'GET' ? 'GET, HEAD' : allowed);
         throw new HttpError(405, 'method_not_allowed', `${req.method} is not allowed on ${url.pathname}: use ${allowed}.`);
       }
-      return handler(req, res, url, match.slice(1));
+      // a view is answered before the follow goes on (the list waits for the follow; the event stream stays open)
+      if (url.pathname === '/api/sessions' || url.pathname === '/api/events') return handler(req, res, url, match.slice(1));
+      answering++;
+      try {
+        return await handler(req, res, url, match.slice(1));
+      } finally {
+        if (--answering === 0) for (const go of paused.splice(0)) go();
+      }
     }
     throw new HttpError(
       404,

@@ -62,6 +62,8 @@ export interface InspectorContext {
   /** Log position folded so far. */
   position: number;
   snapshots: Record<string, SessionSnapshot>;
+  /** Each session's snapshot before its last event (time travel to the head folds one event from it). */
+  previous: Record<string, SessionSnapshot>;
   sessions: Record<string, SessionSummary>;
   /** The snapshots at a multiple of CHECKPOINT_EVERY that the last batch folded (the server hands them to the index). */
   checkpoints: readonly SessionSnapshot[];
@@ -91,6 +93,7 @@ export function summarize(snapshot: SessionSnapshot, last?: Pick<SessionEvent, '
 export function foldBatch(ctx: InspectorContext, events: readonly SessionEvent[]): InspectorContext {
   if (events.length === 0) return ctx;
   const snapshots = { ...ctx.snapshots };
+  const previous = { ...ctx.previous };
   const sessions = { ...ctx.sessions };
   const checkpoints: SessionSnapshot[] = [];
   let position = ctx.position;
@@ -99,22 +102,25 @@ export function foldBatch(ctx: InspectorContext, events: readonly SessionEvent[]
     position = Math.max(position, e.position ?? position);
     if (e.seq <= before.context.seq) continue;
     const after = evolve(before, e);
+    previous[e.sessionId] = before;
     snapshots[e.sessionId] = after;
     sessions[e.sessionId] = summarize(after, e);
     if (e.seq % CHECKPOINT_EVERY === 0) checkpoints.push(after);
   }
-  return { position, snapshots, sessions, checkpoints };
+  return { position, snapshots, previous, sessions, checkpoints };
 }
 
-/** The session's snapshot the store has folded, when it is at or before `seq` (undefined: none). */
+/** The session's snapshot the store has folded (or the one before its last event), when it is at or before `seq` (undefined: none). */
 export function currentSnapshot(ctx: InspectorContext, sessionId: string, seq: number): SessionSnapshot | undefined {
   const current = ctx.snapshots[sessionId];
-  return current && current.context.seq <= seq ? current : undefined;
+  if (current && current.context.seq <= seq) return current;
+  const previous = ctx.previous[sessionId];
+  return previous && previous.context.seq <= seq ? previous : undefined;
 }
 
 export function createInspectorStore() {
   return createStore({
-    context: { position: 0, snapshots: {}, sessions: {}, checkpoints: [] } as InspectorContext,
+    context: { position: 0, snapshots: {}, previous: {}, sessions: {}, checkpoints: [] } as InspectorContext,
     on: {
       committed: (ctx, e: { events: readonly SessionEvent[] }) => foldBatch(ctx, e.events),
     },
