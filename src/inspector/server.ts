@@ -188,6 +188,12 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   /** Views being answered, and the follow's next batch waiting for them. */
   let answering = 0;
   const paused: (() => void)[] = [];
+  // the follow goes on FOLLOW_GRACE_MS after the last view is answered: the next of a page's burst of requests comes first
+  let grace: ReturnType<typeof setTimeout> | undefined;
+  const goOn = () => {
+    grace = undefined;
+    if (answering === 0) for (const go of paused.splice(0)) go();
+  };
   // what the log held at start is folded, not broadcast (a page sees what commits from now on)
   const startHead = await log.head();
   const subscription = log.subscribe({
@@ -200,7 +206,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       const fresh = (e: SessionEvent) => (e.position ?? Number.POSITIVE_INFINITY) > startHead;
       if (fresh(events[events.length - 1]!)) broadcast(events.filter(fresh));
       // a long catch-up (a big log at start) leaves room for requests between batches, and waits while a view is answered
-      return new Promise<void>((resolve) => setImmediate(() => (answering === 0 ? resolve() : paused.push(resolve))));
+      return new Promise<void>((resolve) => setImmediate(() => (answering === 0 && grace === undefined ? resolve() : paused.push(resolve))));
     },
     onError: (err) => {
       failure = err;
@@ -383,6 +389,13 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     });
   });
 
+  // a connection opened is a request coming: the follow waits for it as for one being answered
+  server.on('connection', () => {
+    if (answering > 0) return;
+    clearTimeout(grace);
+    grace = setTimeout(goOn, FOLLOW_GRACE_MS);
+  });
+
   const auth: InspectorAuth | undefined =
     options.tokens || options.jwt ? { clock, ...(options.tokens ? { tokens: options.tokens } : {}), ...(options.jwt ? { jwt: options.jwt } : {}) } : undefined;
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -402,7 +415,10 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       try {
         return await handler(req, res, url, match.slice(1));
       } finally {
-        if (--answering === 0) for (const go of paused.splice(0)) go();
+        if (--answering === 0) {
+          clearTimeout(grace);
+          grace = setTimeout(goOn, FOLLOW_GRACE_MS);
+        }
       }
     }
     throw new HttpError(
@@ -443,6 +459,9 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     index: kept,
     async close() {
       liveSub?.close();
+      clearTimeout(grace);
+      answering = 0;
+      goOn();
       for (const res of clients) res.end();
       clients.clear();
       await subscription.close();
@@ -453,6 +472,9 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     },
   };
 }
+
+/** How long the follow of the log waits after the last view was answered (a page asks for several at once). */
+const FOLLOW_GRACE_MS = 25;
 
 /** Bytes a page may have waiting before its live events are dropped (they are never needed: what commits follows). */
 const LIVE_BUFFER_BYTES = 256 * 1024;
