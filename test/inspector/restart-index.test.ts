@@ -106,4 +106,38 @@ test('restart index - every view of a restarted inspector reads a bounded stretc
   }
 });
 
+test('restart index - checkpoints and marks of an older life of the session are not used: the views fold the log', async () => {
+  const middle = Math.floor(last / 2) + 7;
+  const index = new SqliteInspectorIndex(engine.db);
+  const real = index.checkpointAt(SESSION, middle - 1)!;
+  const marks = index.marksOf(SESSION);
+  assert.ok(real && marks.length > 2, 'the first test kept an index');
+  // what a session deleted and written again would have left (a worker that kept the rows of the older life)
+  const forged = { ...real, context: { ...real.context, tags: { life: 'older' }, head: { ...real.context.head!, id: 'evt_older_life' } } };
+  const db = engine.db;
+  db.prepare('UPDATE inspector_checkpoint SET data = ? WHERE session_id = ? AND seq = ?').run(JSON.stringify(forged), SESSION, real.context.seq);
+  const lastMark = marks.at(-1)!;
+  db.prepare('UPDATE inspector_mark SET data = ? WHERE session_id = ? AND seq = ?').run(
+    JSON.stringify({ ...lastMark, eventId: 'evt_older_life', first: lastMark.first + 1_000 }),
+    SESSION,
+    lastMark.seq,
+  );
+  const held = heldLog(engine.log);
+  const inspector = await startInspector({ log: held.log, port: 0, index: new SqliteInspectorIndex(engine.db) });
+  try {
+    const at = await get<AtView>(inspector, `/api/sessions/${SESSION}/at/${middle}`);
+    const conversation = await get<ConversationView>(inspector, `/api/sessions/${SESSION}/conversation`);
+    const fresh = await startInspector({ log: engine.log, port: 0 }); // no index kept: folded from the whole log
+    try {
+      assert.equal(at, await get<AtView>(fresh, `/api/sessions/${SESSION}/at/${middle}`), 'time travel to the middle');
+      assert.equal(at.context.tags, {}, 'not the tags of the older life');
+      assert.equal(conversation, await get<ConversationView>(fresh, `/api/sessions/${SESSION}/conversation`), 'the conversation at the head');
+    } finally {
+      await fresh.close();
+    }
+  } finally {
+    await inspector.close();
+  }
+});
+
 test.run();
