@@ -379,11 +379,16 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     signal?.throwIfAborted();
     let inspectorUrl: string | undefined;
     if (options.inspectPort !== undefined) {
+      let indexWriteFailed = false; // told once
       const inspector = await startInspector({
         log: engine.log,
         sessions: engine,
         // its index beside the snapshots, so a restart starts every view from it (not the whole log)
-        index: new SqliteInspectorIndex(engine.db),
+        index: new SqliteInspectorIndex(engine.db, undefined, (err) => {
+          if (indexWriteFailed) return;
+          indexWriteFailed = true;
+          report.err(`sessiond: inspector: its index could not be written beside the log (${messageOf(err)}); it keeps it in memory instead`);
+        }),
         // the conversation shows answers as they stream: this worker's live bus (on NATS too: its own turns)
         live: (onEvent) => engine.subscribe({}, onEvent),
         port: options.inspectPort,
