@@ -24,6 +24,8 @@ export { startOpsServer, type OpsServer, type OpsServerOptions } from './observa
 export { JetStreamSnapshotStore } from './nats/snapshot-store.ts';
 export { startCommandService, type CommandService, type CommandTarget } from './nats/command-service.ts';
 export { startInspector, type Inspector, type InspectorOptions } from './inspector/server.ts';
+export { MemoryInspectorIndex, type InspectorIndexStore } from './inspector/index-store.ts';
+export { SqliteInspectorIndex } from './inspector/sqlite-index.ts';
 export { machineToDot, machineToMermaid, renderSvg } from './inspector/chart.ts';
 export { Projector } from './projector/index.ts';
 export { flushAsync } from './clock.ts';
