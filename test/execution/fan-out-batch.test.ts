@@ -12,9 +12,9 @@ import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { SessionExecution } from '../../src/execution/session-execution.ts';
 import { startWorker } from '../../src/execution/worker.ts';
 import { admitInput } from '../../src/input/admit.ts';
-import type { EventLog } from '../../src/events/event-log.ts';
 import type { Runner } from '../../src/runner/types.ts';
 import { waitFor } from '../../src/testing/wait.ts';
+import { spyLog } from '../support/spy-log.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const CHILDREN = 100;
@@ -26,16 +26,9 @@ test('fan-out - 100 session calls at once admit into their children in a few gro
   const sqlite = new SqliteEventLog(db);
   /** The log's group count when each child's admission committed. */
   const groupOf = new Map<string, number>();
-  const log = new Proxy(sqlite, {
-    get(target, prop, receiver) {
-      if (prop === 'append')
-        return async (sessionId: string, expectedSeq: number, drafts: Parameters<EventLog['append']>[2]) => {
-          const appended = await target.append(sessionId, expectedSeq, drafts);
-          if (drafts.some((d) => d.type === 'input.admitted' && sessionId !== 'ses_lead')) groupOf.set(sessionId, target.stats.groups);
-          return appended;
-        };
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+  const log = spyLog(sqlite, {
+    afterAppend: (drafts, sessionId) => {
+      if (sessionId !== 'ses_lead' && drafts.some((d) => d.type === 'input.admitted')) groupOf.set(sessionId, sqlite.stats.groups);
     },
   });
   let release!: () => void;

@@ -23,6 +23,7 @@ import type { RecoveryNotice, SweepReport } from '../../src/recovery/sweeper.ts'
 import type { Runner } from '../../src/runner/types.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { waitFor } from '../../src/testing/wait.ts';
+import { spyLog } from '../support/spy-log.ts';
 import { tempDir } from '../support/tmp.ts';
 
 function host(file: string, clock: ManualClock, runner: Runner, seed = '', wrap: (log: EventLog) => EventLog = (l) => l) {
@@ -153,17 +154,12 @@ test("session calls - a child's end its worker died before delivering is deliver
   let ended = 0;
   // the first worker dies once both children's turns have ended: its at-once delivery to the parent never lands
   const dying = (log: EventLog): EventLog =>
-    new Proxy(log, {
-      get(target, prop, receiver) {
-        if (prop === 'append')
-          return async (sessionId: string, expectedSeq: number, drafts: Parameters<EventLog['append']>[2]) => {
-            if (ended >= 2) throw new Error('the worker is gone');
-            const appended = await target.append(sessionId, expectedSeq, drafts);
-            if (sessionId !== 'ses_parent' && drafts.some((d) => d.type === 'execution.settled')) ended++;
-            return appended;
-          };
-        const value = Reflect.get(target, prop, receiver) as unknown;
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    spyLog(log, {
+      beforeAppend: () => {
+        if (ended >= 2) throw new Error('the worker is gone');
+      },
+      afterAppend: (drafts, sessionId) => {
+        if (sessionId !== 'ses_parent' && drafts.some((d) => d.type === 'execution.settled')) ended++;
       },
     });
   const first = host(file, clock, fanOut, '', dying);
@@ -295,16 +291,10 @@ test('session calls - a parent that dies after admitting is recovered and admits
   let dead = false;
   // the first worker dies once the parent's children are admitted: none of its appends to the parent land after
   const dying = (log: EventLog): EventLog =>
-    new Proxy(log, {
-      get(target, prop, receiver) {
-        if (prop === 'append')
-          return async (sessionId: string, expectedSeq: number, drafts: Parameters<EventLog['append']>[2]) => {
-            if (sessionId === 'ses_parent' && drafts.some((d) => d.type === 'wait.started')) dead = true;
-            if (dead && sessionId === 'ses_parent') throw new Error('the worker is gone'); // nothing of it reaches the parent
-            return target.append(sessionId, expectedSeq, drafts);
-          };
-        const value = Reflect.get(target, prop, receiver) as unknown;
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    spyLog(log, {
+      beforeAppend: (drafts, sessionId) => {
+        if (sessionId === 'ses_parent' && drafts.some((d) => d.type === 'wait.started')) dead = true;
+        if (dead && sessionId === 'ses_parent') throw new Error('the worker is gone'); // nothing of it reaches the parent
       },
     });
   const first = host(file, clock, fanOut, '', dying);
