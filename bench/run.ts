@@ -137,6 +137,8 @@ const ORDER = [
   'inspector.conversation.1m',
   'inspector.conversation.1m.first',
   'inspector.conversation.1m.ratio',
+  'inspector.start.1m',
+  'inspector.heap.1m',
   'inspector.session.bytes',
   'list.first',
   'list.deep',

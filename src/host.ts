@@ -29,6 +29,7 @@ import { describeQuarantine, type QuarantinedMessage } from './events/quarantine
 import { recordQuarantine } from './storage/sqlite/quarantine-store.ts';
 import { startCommandService } from './nats/command-service.ts';
 import { COMMAND_QUEUE, commandVerbs, subjects } from './nats/subjects.ts';
+import { SqliteInspectorIndex } from './inspector/sqlite-index.ts';
 import { startInspector } from './inspector/server.ts';
 import type { TokenTable } from './gateway/tokens.ts';
 import type { JwtVerifier } from './gateway/jwt.ts';
@@ -378,9 +379,16 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     signal?.throwIfAborted();
     let inspectorUrl: string | undefined;
     if (options.inspectPort !== undefined) {
+      let indexWriteFailed = false; // told once
       const inspector = await startInspector({
         log: engine.log,
         sessions: engine,
+        // its index beside the snapshots, so a restart starts every view from it (not the whole log)
+        index: new SqliteInspectorIndex(engine.db, undefined, (err) => {
+          if (indexWriteFailed) return;
+          indexWriteFailed = true;
+          report.err(`sessiond: inspector: its index could not be written beside the log (${messageOf(err)}); it keeps it in memory instead`);
+        }),
         // the conversation shows answers as they stream: this worker's live bus (on NATS too: its own turns)
         live: (onEvent) => engine.subscribe({}, onEvent),
         port: options.inspectPort,

@@ -24,6 +24,8 @@ export { startOpsServer, type OpsServer, type OpsServerOptions } from './observa
 export { JetStreamSnapshotStore } from './nats/snapshot-store.ts';
 export { startCommandService, type CommandService, type CommandTarget } from './nats/command-service.ts';
 export { startInspector, type Inspector, type InspectorOptions } from './inspector/server.ts';
+export { MemoryInspectorIndex, type InspectorIndexStore } from './inspector/index-store.ts';
+export { SqliteInspectorIndex } from './inspector/sqlite-index.ts';
 export { machineToDot, machineToMermaid, renderSvg } from './inspector/chart.ts';
 export { Projector } from './projector/index.ts';
 export { flushAsync } from './clock.ts';
@@ -41,4 +43,7 @@ export type { TenantBudget } from './budget/tenant.ts';
 export { changeTenantBudget, countCall } from './budget/tenant.ts';
 export { sqliteTenantBudgetStore } from './budget/sqlite-tenant-budget-store.ts';
 export { jetstreamTenantBudgetStore } from './budget/kv-tenant-budget-store.ts';
-export type { BlobStore, BlobRef } from './blobs/blob-store.ts';
+export type { BlobStore, BlobRef, StoredBlob, PutBlobOptions, BlobSource } from './blobs/blob-store.ts';
+export { DEFAULT_MAX_BLOB_BYTES } from './blobs/blob-store.ts';
+export { SqliteBlobStore } from './storage/sqlite/sqlite-blob-store.ts';
+export { ObjectBlobStore, setupBlobBucket, BLOB_BUCKET } from './nats/object-blob-store.ts';

@@ -2,19 +2,24 @@
  * The inspector on a long session: the session view, time travel to the middle and to the end, the
  * chart at a seq and the conversation at the head, on a 100,000-event session next to the same views
  * on a 1,000-event one (each under 200 ms and within 2x), and the session view's response size; with
- * --full, on a 1,000,000-event session too (p50 and the first request after start). Sessions are written with the
- * echo-turn corpus; the inspector follows the log first (its store's checkpoints), and one warm-up
- * request per view makes the projection images (its time is in the note); then each view is asked
- * SAMPLES times over HTTP and the p50 kept.
+ * --full, on a 1,005,000-event session too: the p50, the first request after a restart (asked at
+ * once, while the restarted inspector follows the log again) and the heap. Sessions are written with
+ * the echo-turn corpus; the inspector keeps its index beside the log (SqliteInspectorIndex, as
+ * `sessiond start --inspect` does) and follows the log first; one warm-up request per view (its time
+ * is in the note), then each view is asked SAMPLES times over HTTP and the p50 kept.
  */
 import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import { trackChild } from '../lib/cleanup.ts';
 import { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { migrate } from '../../src/storage/sqlite/migrate.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { eventImporter } from '../../src/storage/sqlite/import-events.ts';
-import { startInspector } from '../../src/inspector/server.ts';
+import { startInspector, type Inspector } from '../../src/inspector/server.ts';
+import { SqliteInspectorIndex } from '../../src/inspector/sqlite-index.ts';
+import { CHECKPOINT_EVERY } from '../../src/inspector/store.ts';
 import { cloneTurn, sessionName } from '../lib/corpus.ts';
-import { percentile } from '../lib/measure.ts';
+import { fullGc, percentile } from '../lib/measure.ts';
 import { say, fmt } from '../lib/report.ts';
 import type { Ctx, Section } from '../lib/context.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
@@ -29,9 +34,51 @@ interface Measured {
   p50: Record<View, number>;
   warm: Record<View, number>;
   bytes: Record<View, number>;
+  /** The inspector's start and its follow of the whole log (building the index), ms. */
+  startMs: number;
+  followMs: number;
+  /** Heap used after a full GC with the log followed (MB). */
+  heapMb: number;
+  /** With `restart`: each view asked once by a restarted inspector, at once (ms), and its start (ms). */
+  restarted?: { startMs: number; first: Record<View, number> };
 }
 
-async function measure(ctx: Ctx, events: number): Promise<Measured> {
+/** Each view asked once, in order, by a child process (plain node, started at once) after the page itself, as a browser opening it: the time of each request as the child measured it. */
+function askFromChild(url: string, paths: Record<View, string>): Promise<Record<View, number>> {
+  const script = `
+    const [url, paths] = [process.argv[1], JSON.parse(process.argv[2])];
+    const out = {};
+    await (await fetch(new URL('/', url))).text(); // the page first, as a browser opens it
+    for (const [view, path] of Object.entries(paths)) {
+      const t0 = performance.now();
+      const res = await fetch(new URL(path, url));
+      await res.arrayBuffer();
+      if (!res.ok) throw new Error(path + ': HTTP ' + res.status);
+      out[view] = performance.now() - t0;
+    }
+    console.log('RESULT ' + JSON.stringify(out));`;
+  return new Promise((resolve, reject) => {
+    const child = trackChild(spawn(process.execPath, ['--input-type=module', '-e', script, url, JSON.stringify(paths)], { stdio: ['ignore', 'pipe', 'pipe'] }));
+    let out = '';
+    let err = '';
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (err += d));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      const line = out.split('\n').find((l) => l.startsWith('RESULT '));
+      if (code === 0 && line) resolve(JSON.parse(line.slice(7)) as Record<View, number>);
+      else reject(new Error(`the asking child exited ${code}: ${err.slice(-2000)}`));
+    });
+  });
+}
+
+/** Resolves once the inspector has folded the log up to its head. */
+async function followed(inspector: Inspector, log: SqliteEventLog): Promise<void> {
+  const head = await log.head();
+  while (inspector.store.getSnapshot().context.position < head) await new Promise((r) => setTimeout(r, 20));
+}
+
+async function measure(ctx: Ctx, events: number, restart = false): Promise<Measured> {
   const db = openDatabase(join(ctx.tmp, `inspector-${events}.db`));
   migrate(db);
   const importer = eventImporter(db);
@@ -50,12 +97,15 @@ async function measure(ctx: Ctx, events: number): Promise<Measured> {
   if (batch.length > 0) importer(batch);
   const log = new SqliteEventLog(db);
   const t0 = performance.now();
-  const inspector = await startInspector({ log, port: 0 });
+  let inspector = await startInspector({ log, port: 0, index: new SqliteInspectorIndex(db) });
   try {
-    await fetch(new URL('/api/sessions', inspector.url)).then((r) => r.json()); // the store follows the whole log
-    say(S, `${fmt(lastSeq)} events: the inspector started and followed the log in ${(performance.now() - t0).toFixed(0)} ms`);
+    const startMs = performance.now() - t0;
+    await followed(inspector, log); // the store follows the whole log; the index is built beside it
+    const followMs = performance.now() - t0;
+    say(S, `${fmt(lastSeq)} events: the inspector listened after ${startMs.toFixed(0)} ms and followed the log in ${followMs.toFixed(0)} ms`);
     const id = encodeURIComponent(sessionName(0));
-    const middle = Math.floor(lastSeq / 2);
+    // the middle, half a checkpoint interval past one at every size (a fold of the average length)
+    const middle = Math.floor(lastSeq / 2 / CHECKPOINT_EVERY) * CHECKPOINT_EVERY + CHECKPOINT_EVERY / 2;
     const paths: Record<View, string> = {
       session: `/api/sessions/${id}`,
       'at.middle': `/api/sessions/${id}/at/${middle}`,
@@ -83,7 +133,25 @@ async function measure(ctx: Ctx, events: number): Promise<Measured> {
     }
     const p50 = Object.fromEntries(VIEWS.map((v) => [v, percentile(samples[v], 50)])) as Record<View, number>;
     say(S, `${fmt(lastSeq)} events: ${VIEWS.map((v) => `${v} ${p50[v].toFixed(1)} ms`).join(', ')}`);
-    return { events: lastSeq, p50, warm, bytes };
+    fullGc();
+    const heapMb = process.memoryUsage().heapUsed / 1e6;
+    say(S, `${fmt(lastSeq)} events: heap ${heapMb.toFixed(0)} MB with the log followed`);
+    const measured: Measured = { events: lastSeq, p50, warm, bytes, startMs, followMs, heapMb };
+    if (restart) {
+      // a restart: the index is read from beside the log; each view asked once, at once, while it follows the log again
+      await inspector.close();
+      const r0 = performance.now();
+      inspector = await startInspector({ log, port: 0, index: new SqliteInspectorIndex(db) });
+      const restartMs = performance.now() - r0;
+      // asked from another process, as a browser asks: its own steps wait for nothing the inspector does
+      const first = await askFromChild(inspector.url, paths);
+      say(
+        S,
+        `${fmt(lastSeq)} events, restarted (listening after ${restartMs.toFixed(0)} ms): ${VIEWS.map((v) => `${v} ${first[v].toFixed(1)} ms`).join(', ')}`,
+      );
+      measured.restarted = { startMs: restartMs, first };
+    }
+    return measured;
   } finally {
     await inspector.close();
     await log.close();
@@ -144,22 +212,23 @@ export const inspector: Section = {
       );
     }
     if (ctx.full) {
-      // a million events: the same views, first request (after start) and p50, next to 100,000
-      const million = await measure(ctx, 1_000_000);
+      // 1,005,000 events (67,000 echo turns): the same views, p50 and first request after a restart, next to 100,000
+      const million = await measure(ctx, 1_005_000, true);
+      const n = fmt(million.events);
       for (const view of VIEWS) {
-        const note = `${fmt(million.events)} events; p50 of ${SAMPLES} HTTP requests, ${fmt(million.bytes[view])} bytes; first request after start ${million.warm[view].toFixed(0)} ms`;
+        const note = `${n} events; p50 of ${SAMPLES} HTTP requests, ${fmt(million.bytes[view])} bytes; first request after the first start and follow ${million.warm[view].toFixed(0)} ms`;
         ctx.results.add(
-          { key: `inspector.${view}.1m`, section: S, figure: `inspector ${LABELS[view]}, 1,000,000 events, p50`, unit: 'ms', value: million.p50[view], note },
+          { key: `inspector.${view}.1m`, section: S, figure: `inspector ${LABELS[view]}, ${n} events, p50`, unit: 'ms', value: million.p50[view], note },
           { max: 200 },
         );
         ctx.results.add(
           {
             key: `inspector.${view}.1m.first`,
             section: S,
-            figure: `inspector ${LABELS[view]}, 1,000,000 events, first request after start`,
+            figure: `inspector ${LABELS[view]}, ${n} events, first request after a restart`,
             unit: 'ms',
-            value: million.warm[view],
-            note: `${fmt(million.events)} events; the inspector started, followed the log, then this view was asked once`,
+            value: million.restarted!.first[view],
+            note: `${n} events; the inspector restarted over its index beside the log (listening after ${million.restarted!.startMs.toFixed(0)} ms), then a child process opened the page and asked each view once, in turn, at once, while the inspector follows the log again`,
           },
           { max: 200 },
         );
@@ -167,7 +236,7 @@ export const inspector: Section = {
           {
             key: `inspector.${view}.1m.ratio`,
             section: S,
-            figure: `inspector ${LABELS[view]}, 1,000,000 vs 100,000 events`,
+            figure: `inspector ${LABELS[view]}, ${n} vs 100,000 events`,
             unit: 'ms',
             value: million.p50[view],
             raw: { label: 'the same view on 100,000 events', value: long.p50[view], unit: 'ms' },
@@ -176,6 +245,26 @@ export const inspector: Section = {
           { maxRatio: 2 },
         );
       }
+      ctx.results.add({
+        key: 'inspector.start.1m',
+        section: S,
+        figure: `inspector start over ${n} events (listening; the follow goes on behind)`,
+        unit: 'ms',
+        value: million.startMs,
+        note: `then the whole log followed (the index built beside it, once) in ${(million.followMs / 1000).toFixed(1)} s; a restart listened after ${million.restarted!.startMs.toFixed(0)} ms`,
+      });
+      ctx.results.add(
+        {
+          key: 'inspector.heap.1m',
+          section: S,
+          figure: `inspector heap with ${n} events followed, vs 100,000`,
+          unit: 'MB',
+          value: million.heapMb,
+          raw: { label: 'the same with 100,000 events followed', value: long.heapMb, unit: 'MB' },
+          note: 'heap used after a full GC, the whole bench process (checkpoints and marks kept beside the log, not in memory)',
+        },
+        { maxRatio: 2 },
+      );
     }
     ctx.results.add(
       {

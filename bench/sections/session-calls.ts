@@ -1,9 +1,10 @@
 /**
  * Session calls (`ctx.callSession`) on the embedded log, with the recovery sweep every 500 ms:
  * a parent with 16 children at once resumes within one sweep interval of the last child's end
- * (the figure: from the last child's settlement to the parent's resumed claim), and a fan-out of
- * 100 children: how long the parent takes to admit them all and settle waiting, and how many
- * appends that makes (one per child log, and the parent's waits riding with its settlement).
+ * (the figure: from the last child's settlement to the parent's resumed claim; the worker delivers
+ * a child's end at once, the sweep is the fallback), and a fan-out of 100 children: how long the
+ * parent takes to admit them all and settle waiting, and how many appends that makes (one per child
+ * log, group-committed together, and the parent's waits riding with its settlement).
  */
 import { join } from 'node:path';
 import { openDatabase } from '../../src/storage/sqlite/database.ts';
@@ -81,7 +82,7 @@ export const sessionCalls: Section = {
           figure: "a parent with 16 children: its resume after the last child's end, worst of rounds",
           unit: 'ms',
           value: Math.max(...lags),
-          note: `${ROUNDS} rounds, sweep every ${SWEEP_MS} ms; p50 ${percentile(lags, 50).toFixed(0)} ms; the end is delivered by the sweep`,
+          note: `${ROUNDS} rounds, sweep every ${SWEEP_MS} ms; p50 ${percentile(lags, 50).toFixed(0)} ms; the end is delivered by the worker that saw it (the sweep is the fallback)`,
         },
         { max: SWEEP_MS },
       );
@@ -102,7 +103,7 @@ export const sessionCalls: Section = {
         figure: 'a fan-out of 100 children: admitted and the parent waiting',
         unit: 'ms',
         value: fanOut,
-        note: `appends until it waits: ${toParent} to the parent (its 100 waits ride with its settlement), ${toChildren} to the children (incl. their own turns starting); one admission per child log, not batched across sessions`,
+        note: `appends until it waits: ${toParent} to the parent (its 100 waits ride with its settlement), ${toChildren} to the children (incl. their own turns starting); one admission per child log, group-committed together (test/execution/fan-out-batch.test.ts)`,
       });
     } finally {
       reader.close();

@@ -2,7 +2,8 @@
  * A worker: the execution service plus a log subscription (wakes what any process admitted, aborts
  * runs cancelled elsewhere, folds foreign events) and, with a `projection`, the projector and the
  * recovery sweep; the subscription then starts at the head and the sweep finds older owed wakes.
- * Without a projection it catches up from the start of the log.
+ * Without a projection it catches up from the start of the log. A child's turn that ends here is
+ * delivered to the session that called it at once (the sweep is the fallback).
  */
 import type { SessionEvent } from '../events/envelope.ts';
 import type { Subscription } from '../events/event-log.ts';
@@ -43,6 +44,12 @@ export interface Worker {
   stop(): Promise<void>;
 }
 
+/** Does this event end a turn (a child's, whose caller may be waiting on it)? */
+const turnEnded = (e: SessionEvent) =>
+  (e.type === 'execution.settled' && e.payload.outcome !== 'waiting') ||
+  e.type === 'execution.cancelled' ||
+  (e.type === 'wait.resolved' && e.payload.outcome === 'cancelled');
+
 export function startWorker(execution: SessionExecution, options: WorkerOptions = {}): Worker {
   const onError = options.onError ?? ((err) => process.stderr.write(`sessiond: worker error: ${messageOf(err)}\n`));
   const failed = (part: string) => (err: unknown) => {
@@ -64,7 +71,13 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
 
   const handle = (events: SessionEvent[]) => {
     execution.handler.observe(events);
+    /** Sessions whose call into a session whose turn just ended may be answered now (not at the next sweep). */
+    const callers = new Set<string>();
     for (const e of events) {
+      if (turnEnded(e)) {
+        const caller = execution.handler.cached(e.sessionId)?.context.calledBy;
+        if (caller !== undefined) callers.add(caller);
+      }
       if (e.type === 'input.admitted' && e.payload.wake) wakeLater.set(e.sessionId, e.seq);
       if (e.type === 'execution.cancelled') {
         const run = execution.registry.get(e.sessionId);
@@ -74,6 +87,7 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
       }
       options.onEvent?.(e);
     }
+    for (const caller of callers) void sweeper?.deliverTo(caller);
   };
 
   const wakeAll = () => {

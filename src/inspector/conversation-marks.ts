@@ -1,40 +1,24 @@
 /**
  * Marks: sequences at which every conversation entry so far was final, with the entry and row counts
- * then, fed from the log's subscription as it grows; conversation-at.ts and rows.ts fold from them
- * (why: docs/inspector.md#design-notes).
+ * then, fed from the log's subscription as it grows and kept in the inspector's index
+ * (index-store.ts); conversation-at.ts and rows.ts fold from them (why: docs/inspector.md#design-notes).
+ * A session the index already has marks for is resumed from its last mark once the subscription
+ * brings that mark's event (the same id: else the marks are of an older life and are forgotten).
  */
 import type { SessionEvent } from '../events/envelope.ts';
 import { emptyConversation, foldConversation, isSettled, type Conversation } from './conversation.ts';
+import { MemoryInspectorIndex, type ConversationMark, type InspectorIndexStore, type RowCounts } from './index-store.ts';
 
 export const CONVERSATION_MARK_EVERY = 250;
 
-export interface ConversationMark {
-  /** The sequence, id and time of the event the mark is at. */
-  seq: number;
-  eventId: string;
-  time: number;
-  /** Entries the conversation had at `seq`, all final. */
-  first: number;
-  /** Rows the projector had made for the session by `seq` (none of them changes after it). */
-  rows: RowCounts;
-}
-
-/**
- * Rows the projector makes (src/projector/projector.ts): an input per `input.admitted`; a message per
- * `input.promoted` (the user's), per `step.started` of a new message id, per `compaction.started`
- * and per item of a `session.forked` transcript; a recovery per `recovery.completed` that admitted a
- * continuation. (Execution rows live only while their turn runs: a mark has none.)
- */
-export interface RowCounts {
-  inputs: number;
-  messages: number;
-  recoveries: number;
-}
+export type { ConversationMark, RowCounts } from './index-store.ts';
 
 /** Events after which a session may be settled (a mark is only looked for then). */
 const ENDINGS = new Set(['execution.settled', 'execution.cancelled', 'input.dropped', 'recovery.completed', 'recovery.wake_delivered']);
 
 interface Indexed {
+  /** The index's last mark, while the subscription has not brought its event yet: events before it are skipped. */
+  resume?: ConversationMark;
   /** The fold since the latest mark (a tail: its `first` is that mark's). */
   tail: Conversation;
   marks: ConversationMark[];
@@ -70,7 +54,10 @@ function countRows(s: Indexed, e: SessionEvent): void {
 export class ConversationMarks {
   private readonly sessions = new Map<string, Indexed>();
 
-  constructor(private readonly every = CONVERSATION_MARK_EVERY) {}
+  constructor(
+    private readonly every = CONVERSATION_MARK_EVERY,
+    private readonly index: InspectorIndexStore = new MemoryInspectorIndex(),
+  ) {}
 
   add(events: readonly SessionEvent[]): void {
     const bySession = new Map<string, SessionEvent[]>();
@@ -84,24 +71,49 @@ export class ConversationMarks {
 
   /** The session's marks, ascending by sequence (empty: none yet; fold from seq 0). */
   marksOf(sessionId: string): readonly ConversationMark[] {
-    return this.sessions.get(sessionId)?.marks ?? [];
+    return (this.sessions.get(sessionId) ?? this.resumed(sessionId))?.marks ?? [];
   }
 
   /** The sequence folded so far for the session (0: none). */
   indexedSeq(sessionId: string): number {
-    return this.sessions.get(sessionId)?.tail.seq ?? 0;
+    const s = this.sessions.get(sessionId);
+    return s?.resume ? 0 : (s?.tail.seq ?? 0);
+  }
+
+  /** The session as the index left it (its marks; resumed from the last one), undefined when it has none. */
+  private resumed(sessionId: string): Indexed | undefined {
+    const marks = this.index.marksOf(sessionId);
+    const last = marks.at(-1);
+    if (!last) return undefined;
+    const s: Indexed = { resume: last, tail: emptyConversation(sessionId), marks, rows: { ...last.rows }, steps: new Set() };
+    this.sessions.set(sessionId, s);
+    return s;
   }
 
   private addSession(sessionId: string, events: readonly SessionEvent[]): void {
-    let s = this.sessions.get(sessionId);
+    let s = this.sessions.get(sessionId) ?? this.resumed(sessionId);
     let pending: SessionEvent[] = [];
     const fold = () => {
       if (pending.length > 0) s!.tail = foldConversation(s!.tail, pending);
       pending = [];
     };
     for (const e of events) {
+      if (s?.resume) {
+        const mark = s.resume;
+        if (e.seq < mark.seq) continue; // the index has marked it already
+        if (e.seq === mark.seq && e.id === mark.eventId) {
+          delete s.resume;
+          s.tail = { ...emptyConversation(sessionId), seq: mark.seq, eventId: mark.eventId, time: mark.time, first: mark.first };
+          continue;
+        }
+        // the marks are of an older life of the session (or the subscription joined past them)
+        this.index.forget(sessionId);
+        this.sessions.delete(sessionId);
+        s = undefined;
+      }
       if (!s || (e.seq === 1 && s.tail.seq + pending.length > 0)) {
         // a new session, or one deleted and written again
+        if (s && s.marks.length > 0) this.index.forget(sessionId);
         if (e.seq !== 1) continue; // joined past its start: the session is folded from the log, unmarked
         pending = [];
         this.sessions.set(
@@ -117,7 +129,9 @@ export class ConversationMarks {
       fold();
       if (!isSettled(s.tail)) continue;
       const first = (s.tail.first ?? 0) + s.tail.entries.length;
-      s.marks.push({ seq: e.seq, eventId: e.id, time: e.time, first, rows: { ...s.rows } });
+      const mark = { seq: e.seq, eventId: e.id, time: e.time, first, rows: { ...s.rows } };
+      s.marks.push(mark);
+      this.index.putMarks(sessionId, [mark]);
       s.steps.clear();
       s.tail = { ...emptyConversation(sessionId), seq: e.seq, eventId: e.id, time: e.time, first };
     }

@@ -160,11 +160,21 @@ export function projectedRowsAt(options: RowsOptions): (sessionId: string, seq: 
   };
 }
 
+/** An empty migrated database, serialized once per clock: a fresh projection opens it instead of migrating again. */
+const emptyImages = new WeakMap<Clock | typeof NO_CLOCK, Buffer>();
+const NO_CLOCK = {};
+
 function freshDb(clock: Clock | undefined): Db {
-  const db = new Database(':memory:');
-  db.pragma('foreign_keys = ON');
-  migrate(db, clock ? { clock } : {});
-  return db;
+  const key = clock ?? NO_CLOCK;
+  let image = emptyImages.get(key);
+  if (!image) {
+    const db = new Database(':memory:');
+    migrate(db, clock ? { clock } : {});
+    image = db.serialize();
+    db.close();
+    emptyImages.set(key, image);
+  }
+  return openImage(image);
 }
 
 function openImage(image: Buffer): Db {

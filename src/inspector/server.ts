@@ -27,6 +27,7 @@ import { type InspectorAuth, inspectorGrant, isLoopbackHost } from './auth.ts';
 import type { JwtVerifier } from '../gateway/jwt.ts';
 import type { TokenTable } from '../gateway/tokens.ts';
 import { TimelineIndex } from './timeline-index.ts';
+import { MemoryInspectorIndex, type InspectorIndexStore } from './index-store.ts';
 import { DEFAULT_PAGE, parsePageQuery, timelinePage, type PageQuery } from './timeline.ts';
 import { sessionLastSeq, travel } from './travel.ts';
 import { parseSeq, parseSessionId, stateView, timelineRow, type AtView, type SessionView } from './views.ts';
@@ -67,6 +68,12 @@ export interface InspectorOptions {
    */
   tokens?: TokenTable;
   jwt?: JwtVerifier;
+  /**
+   * Where the index the views start from is kept (machine checkpoints, conversation marks): default
+   * in memory, built again from the whole log by every start; `SqliteInspectorIndex` over the
+   * database beside the log keeps it across starts (index-store.ts).
+   */
+  index?: InspectorIndexStore;
   /** Whether a model call of the session's running turn waits for room under the deployment's limits (a worker's gate; src/capacity/). */
   capacity?: (sessionId: string) => Promise<CapacityWait | undefined>;
 }
@@ -76,6 +83,7 @@ export interface Inspector {
   readonly url: string;
   readonly port: number;
   readonly store: InspectorStore;
+  readonly index: InspectorIndexStore;
   close(): Promise<void>;
 }
 
@@ -149,7 +157,8 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond inspector: ${messageOf(err)}\n`));
   const store = createInspectorStore();
   const index = new TimelineIndex();
-  const marks = new ConversationMarks();
+  const kept = options.index ?? new MemoryInspectorIndex();
+  const marks = new ConversationMarks(undefined, kept);
   const conversation = conversationAt({ log, marks });
   const rowsAt = options.rowsAt === undefined ? projectedRowsAt({ log, clock, marks }) : options.rowsAt;
   const context = () => store.getSnapshot().context;
@@ -176,13 +185,28 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     for (const res of clients) if (res.writableLength < LIVE_BUFFER_BYTES) res.write(chunk);
   });
 
+  /** Views being answered, and the follow's next batch waiting for them. */
+  let answering = 0;
+  const paused: (() => void)[] = [];
+  // the follow goes on FOLLOW_GRACE_MS after the last view is answered: the next of a page's burst of requests comes first
+  let grace: ReturnType<typeof setTimeout> | undefined;
+  const goOn = () => {
+    grace = undefined;
+    if (answering === 0) for (const go of paused.splice(0)) go();
+  };
+  // what the log held at start is folded, not broadcast (a page sees what commits from now on)
+  const startHead = await log.head();
   const subscription = log.subscribe({
     after: 0,
     onBatch: (events) => {
       store.send({ type: 'committed', events });
+      kept.putCheckpoints(context().checkpoints);
       index.add(events);
       marks.add(events);
-      broadcast(events);
+      const fresh = (e: SessionEvent) => (e.position ?? Number.POSITIVE_INFINITY) > startHead;
+      if (fresh(events[events.length - 1]!)) broadcast(events.filter(fresh));
+      // a long catch-up (a big log at start) leaves room for requests between batches, and waits while a view is answered
+      return new Promise<void>((resolve) => setImmediate(() => (answering === 0 && grace === undefined ? resolve() : paused.push(resolve))));
     },
     onError: (err) => {
       failure = err;
@@ -273,7 +297,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       /^\/api\/sessions\/([^/]+)$/,
       async (_req, res, _url, [rawId]) => {
         const sessionId = parseSessionId(rawId!);
-        const at = await travel(log, context, sessionId);
+        const at = await travel(log, context, sessionId, undefined, kept);
         const timeline = await timelinePage(log, index, sessionId, at.lastSeq, LAST_PAGE);
         const capacity = await options.capacity?.(sessionId);
         const tree = sessionTree(context(), sessionId);
@@ -295,7 +319,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       /^\/api\/sessions\/([^/]+)\/at\/([^/]+)$/,
       async (_req, res, _url, [rawId, rawSeq]) => {
         const sessionId = parseSessionId(rawId!);
-        const at = await travel(log, context, sessionId, parseSeq(rawSeq!));
+        const at = await travel(log, context, sessionId, parseSeq(rawSeq!), kept);
         const view: AtView = { ...stateView(sessionId, at), rows: rowsAt ? await rowsAt(sessionId, at.snapshot.context.seq) : null };
         json(res, 200, view);
       },
@@ -318,7 +342,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
         if (rawId !== null) {
           const sessionId = parseSessionId(rawId);
           const rawSeq = url.searchParams.get('seq');
-          const at = await travel(log, context, sessionId, rawSeq === null ? undefined : parseSeq(rawSeq));
+          const at = await travel(log, context, sessionId, rawSeq === null ? undefined : parseSeq(rawSeq), kept);
           highlight = { state: at.snapshot.value };
           if (at.previous && at.event) highlight.move = { from: at.previous.value, event: at.event.type };
         } else if (url.searchParams.has('seq')) {
@@ -365,6 +389,13 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     });
   });
 
+  // a connection opened is a request coming: the follow waits for it as for one being answered
+  server.on('connection', () => {
+    if (answering > 0) return;
+    clearTimeout(grace);
+    grace = setTimeout(goOn, FOLLOW_GRACE_MS);
+  });
+
   const auth: InspectorAuth | undefined =
     options.tokens || options.jwt ? { clock, ...(options.tokens ? { tokens: options.tokens } : {}), ...(options.jwt ? { jwt: options.jwt } : {}) } : undefined;
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -378,7 +409,17 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
         res.setHeader('allow', allowed === 'GET' ? 'GET, HEAD' : allowed);
         throw new HttpError(405, 'method_not_allowed', `${req.method} is not allowed on ${url.pathname}: use ${allowed}.`);
       }
-      return handler(req, res, url, match.slice(1));
+      // a view is answered before the follow goes on (the list waits for the follow; the event stream stays open)
+      if (url.pathname === '/api/sessions' || url.pathname === '/api/events') return handler(req, res, url, match.slice(1));
+      answering++;
+      try {
+        return await handler(req, res, url, match.slice(1));
+      } finally {
+        if (--answering === 0) {
+          clearTimeout(grace);
+          grace = setTimeout(goOn, FOLLOW_GRACE_MS);
+        }
+      }
     }
     throw new HttpError(
       404,
@@ -388,6 +429,8 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   }
 
   try {
+    // without a kept index, the views need the one folded from the whole log: it is built before the first request
+    if (!options.index && failure === undefined) await Promise.race([whenFolded(store, startHead), new Promise((resolve) => failed.add(resolve))]);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(options.port, host, () => {
@@ -413,8 +456,12 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     url: `http://${shownHost}:${port}/`,
     port,
     store,
+    index: kept,
     async close() {
       liveSub?.close();
+      clearTimeout(grace);
+      answering = 0;
+      goOn();
       for (const res of clients) res.end();
       clients.clear();
       await subscription.close();
@@ -425,6 +472,9 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     },
   };
 }
+
+/** How long the follow of the log waits after the last view was answered (a page asks for several at once). */
+const FOLLOW_GRACE_MS = 25;
 
 /** Bytes a page may have waiting before its live events are dropped (they are never needed: what commits follows). */
 const LIVE_BUFFER_BYTES = 256 * 1024;

@@ -1,7 +1,8 @@
 /**
  * The inspector's state, an @xstate/store fed by the log's subscription: each session's snapshot
- * folded by the machine's own `evolve`, a summary for the list, and a snapshot every
- * `CHECKPOINT_EVERY` events that time travel (travel.ts) starts from. `committed` is pure.
+ * folded by the machine's own `evolve`, a summary for the list, and the snapshots at multiples of
+ * `CHECKPOINT_EVERY` the last batch reached, for the index (index-store.ts) that time travel
+ * (travel.ts) starts from. `committed` is pure; memory holds one snapshot per session.
  */
 import { childrenOf, sessionView } from '../machines/session-view.ts';
 import { createStore } from '@xstate/store';
@@ -61,9 +62,11 @@ export interface InspectorContext {
   /** Log position folded so far. */
   position: number;
   snapshots: Record<string, SessionSnapshot>;
+  /** Each session's snapshot before its last event (time travel to the head folds one event from it). */
+  previous: Record<string, SessionSnapshot>;
   sessions: Record<string, SessionSummary>;
-  /** Per session, its snapshots at seq CHECKPOINT_EVERY, 2 x CHECKPOINT_EVERY, ... (ascending). */
-  checkpoints: Record<string, readonly SessionSnapshot[]>;
+  /** The snapshots at a multiple of CHECKPOINT_EVERY that the last batch folded (the server hands them to the index). */
+  checkpoints: readonly SessionSnapshot[];
 }
 
 /** The summary the session list shows, from a folded snapshot and the last event folded into it. */
@@ -90,36 +93,34 @@ export function summarize(snapshot: SessionSnapshot, last?: Pick<SessionEvent, '
 export function foldBatch(ctx: InspectorContext, events: readonly SessionEvent[]): InspectorContext {
   if (events.length === 0) return ctx;
   const snapshots = { ...ctx.snapshots };
+  const previous = { ...ctx.previous };
   const sessions = { ...ctx.sessions };
-  let checkpoints = ctx.checkpoints;
+  const checkpoints: SessionSnapshot[] = [];
   let position = ctx.position;
   for (const e of events) {
     const before = snapshots[e.sessionId] ?? initialSnapshot(e.sessionId);
     position = Math.max(position, e.position ?? position);
     if (e.seq <= before.context.seq) continue;
     const after = evolve(before, e);
+    previous[e.sessionId] = before;
     snapshots[e.sessionId] = after;
     sessions[e.sessionId] = summarize(after, e);
-    if (e.seq % CHECKPOINT_EVERY === 0) {
-      if (checkpoints === ctx.checkpoints) checkpoints = { ...ctx.checkpoints };
-      checkpoints[e.sessionId] = [...(checkpoints[e.sessionId] ?? []), after];
-    }
+    if (e.seq % CHECKPOINT_EVERY === 0) checkpoints.push(after);
   }
-  return { position, snapshots, sessions, checkpoints };
+  return { position, snapshots, previous, sessions, checkpoints };
 }
 
-/** The latest snapshot the store holds for a session at or before `seq` (undefined: none; fold from 0). */
-export function nearestSnapshot(ctx: InspectorContext, sessionId: string, seq: number): SessionSnapshot | undefined {
+/** The session's snapshot the store has folded (or the one before its last event), when it is at or before `seq` (undefined: none). */
+export function currentSnapshot(ctx: InspectorContext, sessionId: string, seq: number): SessionSnapshot | undefined {
   const current = ctx.snapshots[sessionId];
   if (current && current.context.seq <= seq) return current;
-  const list = ctx.checkpoints[sessionId] ?? [];
-  const i = Math.min(Math.floor(seq / CHECKPOINT_EVERY), list.length) - 1;
-  return i >= 0 ? list[i] : undefined;
+  const previous = ctx.previous[sessionId];
+  return previous && previous.context.seq <= seq ? previous : undefined;
 }
 
 export function createInspectorStore() {
   return createStore({
-    context: { position: 0, snapshots: {}, sessions: {}, checkpoints: {} } as InspectorContext,
+    context: { position: 0, snapshots: {}, previous: {}, sessions: {}, checkpoints: [] } as InspectorContext,
     on: {
       committed: (ctx, e: { events: readonly SessionEvent[] }) => foldBatch(ctx, e.events),
     },

@@ -1,13 +1,16 @@
 /**
- * Time travel: a session's snapshot at any sequence, from the nearest snapshot the inspector's store
- * holds at or before it (its checkpoints, every CHECKPOINT_EVERY events, or its live snapshot) plus
- * the events after it, read from the log. Never a fold from seq 0 once the store has followed the
- * log past a checkpoint; a store that is behind only makes the fold longer, never different.
+ * Time travel: a session's snapshot at any sequence, from the nearest snapshot at or before it (the
+ * store's live one, or the index's checkpoint, every CHECKPOINT_EVERY events) plus the events after
+ * it, read from the log. A checkpoint is used only if the log still has its head event at its seq
+ * (else the session was deleted and written again: from seq 0). An index that is behind only makes
+ * the fold longer, never different.
  */
 import { ErrorCode, SessiondError, HttpError } from '../errors.ts';
 import type { EventLog } from '../events/event-log.ts';
+import type { SessionEvent } from '../events/envelope.ts';
 import { evolve, initialSnapshot } from '../machines/decider.ts';
-import { nearestSnapshot, type InspectorContext } from './store.ts';
+import { currentSnapshot, type InspectorContext } from './store.ts';
+import type { InspectorIndexStore } from './index-store.ts';
 import type { Travelled } from './view-types.ts';
 
 /** The session's last sequence; 404 when it has no events, or fewer than `upTo`. */
@@ -27,14 +30,32 @@ export async function sessionLastSeq(log: EventLog, sessionId: string, upTo?: nu
 }
 
 /** The session at `upTo` (default: its last sequence). */
-export async function travel(log: EventLog, store: () => InspectorContext, sessionId: string, upTo?: number): Promise<Travelled> {
+export async function travel(
+  log: EventLog,
+  store: () => InspectorContext,
+  sessionId: string,
+  upTo?: number,
+  index?: Pick<InspectorIndexStore, 'checkpointAt'>,
+): Promise<Travelled> {
   const lastSeq = await sessionLastSeq(log, sessionId, upTo);
   const seq = upTo ?? lastSeq;
   if (seq === 0) return { snapshot: initialSnapshot(sessionId), previous: null, event: null, lastSeq };
   // start strictly before seq: the event at seq is read too (the view shows it, the chart its move)
-  let base = nearestSnapshot(store(), sessionId, seq - 1) ?? initialSnapshot(sessionId);
+  const live = currentSnapshot(store(), sessionId, seq - 1);
+  const checkpoint = index?.checkpointAt(sessionId, seq - 1);
+  let base = live ?? initialSnapshot(sessionId);
+  let events: SessionEvent[] | undefined;
+  if (checkpoint && checkpoint.context.seq > base.context.seq) {
+    // its own event is read again: the log must still hold it
+    const from = checkpoint.context.seq - 1;
+    const read = await log.readSession(sessionId, { afterSeq: from, limit: seq - from });
+    if (read[0]?.id === checkpoint.context.head?.id) {
+      base = checkpoint;
+      events = read.slice(1);
+    }
+  }
   const from = base.context.seq;
-  const events = await log.readSession(sessionId, { afterSeq: from, limit: seq - from });
+  events ??= await log.readSession(sessionId, { afterSeq: from, limit: seq - from });
   if (events.length !== seq - from) {
     throw new SessiondError(
       ErrorCode.InconsistentStream,

@@ -216,7 +216,7 @@ const describeDifferences = (d: readonly StreamDifference[]) => d.map((x) => `${
 function recreateHint(name: string, cache: boolean): string {
   return cache
     ? `Stream ${name} is a cache of the log: \`sessiond setup\` as the admin user deletes and recreates it.`
-    : `These cannot be changed on an existing stream: back the stream up (\`nats --user admin stream backup ${name} <dir>\`, or \`sessiond export --nats <url> --out <file>\`), delete it (\`nats --user admin stream rm ${name}\`), run \`sessiond setup --nats <url> --nats-user admin\` to create it as sessiond needs, and start the workers again.`;
+    : `These cannot be changed on an existing stream: back the stream up (\`nats --user admin --inbox-prefix _INBOX_admin stream backup ${name} <dir>\`, or \`sessiond export --nats <url> --out <file>\`), delete it (\`nats --user admin --inbox-prefix _INBOX_admin stream rm ${name}\`), run \`sessiond setup --nats <url> --nats-user admin\` to create it as sessiond needs, and start the workers again.`;
 }
 
 export interface ManageStreamOptions {

@@ -79,6 +79,8 @@ export class RecoverySweeper {
   private timer: TimerHandle | undefined;
   private running: Promise<SweepReport> | undefined;
   private stopped = false;
+  /** Deliveries `deliverTo` started that have not ended (stop waits for them). */
+  private readonly delivering = new Set<Promise<void>>();
 
   constructor(private readonly o: SweeperOptions) {
     checkKeys('RecoverySweeper', o, ['execution', 'candidates', 'clock', 'intervalMs', 'maxWakeAttempts', 'wakeBackoffMs', 'onNotice']);
@@ -104,6 +106,7 @@ export class RecoverySweeper {
     this.stopped = true;
     this.o.clock.clearTimeout(this.timer);
     await this.running?.catch(() => undefined);
+    await Promise.all(this.delivering);
   }
 
   /** One pass. Concurrent calls share the pass in progress. */
@@ -182,6 +185,22 @@ export class RecoverySweeper {
     await this.deliverChildren(sessionId, report);
     await this.endDueWaits(sessionId, report);
     await this.redriveWake(sessionId, report);
+  }
+
+  /**
+   * Gives `callerId`'s waiting turn the end of each child turn it called that has ended, now instead
+   * of at the next pass: the worker calls it when it sees a child's turn end. The pass stays the
+   * fallback (a worker that died before delivering, a child run elsewhere). Never throws: a failure
+   * is a notice, and the next pass tries again.
+   */
+  deliverTo(callerId: string): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    const report: SweepReport = { recovered: [], elapsed: [], delivered: [], woken: [], parked: [], errors: [] };
+    const delivery = this.deliverChildren(callerId, report)
+      .catch((err: unknown) => this.o.onNotice?.({ type: 'error', sessionId: callerId, message: messageOf(err) }))
+      .finally(() => this.delivering.delete(delivery));
+    this.delivering.add(delivery);
+    return delivery;
   }
 
   /** Gives a waiting turn the end of each child turn it called that has ended (decided on the logs). */

@@ -7,6 +7,7 @@
 // contract suites
 export { eventLogContract, type LogFixture } from './event-log-contract.ts';
 export { snapshotStoreContract, type SnapshotStoreFixture } from './snapshot-store-contract.ts';
+export { blobStoreContract, type BlobStoreFixture } from './blob-store-contract.ts';
 export { sessionsContract, type SessionsFixture } from './sessions-contract.ts';
 // event fixtures
 export { ev, draft, committed, live, stream, session, expectCode, uniqueId, defaultPayloads, type Proto, type Stamp } from './fixtures.ts';

@@ -18,6 +18,7 @@ import { connectNats } from '../nats/connection.ts';
 import { setupEventStream } from '../nats/stream.ts';
 import { setupSnapshotStream } from '../nats/snapshot-store.ts';
 import { setupAuditStream } from '../nats/deletion-stream.ts';
+import { setupBlobBucket } from '../nats/object-blob-store.ts';
 
 /** nats.conf at the package root (src/testing/ in a clone, dist/testing/ built or installed: two levels up either way). */
 export const REPO_NATS_CONF = resolve(fileURLToPath(new URL('../../nats.conf', import.meta.url)));
@@ -204,8 +205,9 @@ function deriveConfig(config: string, dir: string, extraUsers: readonly { user: 
 }
 
 /**
- * Creates sessiond's streams on a server as the admin user, as `sessiond setup` does on a fresh
- * deployment (workers never create them: nats.conf does not let them).
+ * Creates sessiond's streams, KV buckets and blob bucket (SESSIOND_BLOBS) on a server as the admin
+ * user, as `sessiond setup` does on a fresh deployment (workers never create them: nats.conf does
+ * not let them).
  */
 export async function setupStreams(url: string | string[]): Promise<void> {
   const nc = await connectNats({ servers: url, ...ADMIN, waitForServer: true });
@@ -216,6 +218,7 @@ export async function setupStreams(url: string | string[]): Promise<void> {
     await setupAuditStream(jsm);
     await setupCapacityBucket(nc);
     await setupBudgetsBucket(nc);
+    await setupBlobBucket(jsm);
   } finally {
     await nc.close();
   }

@@ -1,12 +1,13 @@
 // `sessiond setup` without --replicas, on the 3-server harness (src/testing/nats-cluster.ts): new
 // streams get 3 replicas on a JetStream cluster whose servers fence appends on replicated streams (1
 // on older ones, with a note); an existing stream keeps its replicas, and an R1 stream on a cluster
-// gets a hint to run `setup --replicas 3`. (A single server's default of 1 replica is in
-// test/nats/hostile-streams.test.ts.)
+// gets a hint to run `setup --replicas 3`. The blob bucket (SESSIOND_BLOBS) follows the events
+// stream's replicas. (A single server's default of 1 replica is in test/nats/hostile-streams.test.ts.)
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { STREAM_NAME } from '../../src/nats/subjects.ts';
 import { SNAPSHOT_STREAM } from '../../src/nats/snapshot-store.ts';
+import { BLOB_BUCKET } from '../../src/nats/object-blob-store.ts';
 import { REPLICATED_FENCING_SINCE } from '../../src/nats/stream.ts';
 import { fencesReplicatedStreams, natsServerVersion, startNatsCluster } from '../../src/testing/nats-cluster.ts';
 import { ADMIN } from '../../src/testing/nats-server.ts';
@@ -33,11 +34,13 @@ s(
       const first = await setup(cluster.url);
       assert.is(first.code, 0, first.stdout + first.stderr);
       const replicas = FENCES ? 3 : 1;
-      for (const name of [STREAM_NAME, SNAPSHOT_STREAM]) {
+      // the blob bucket's stream follows the events stream's replicas
+      for (const name of [STREAM_NAME, SNAPSHOT_STREAM, `OBJ_${BLOB_BUCKET}`]) {
         const info = await cluster.waitStreamCurrent(name, { replicas });
         assert.is(info.config.num_replicas, replicas, `${name} replicas`);
       }
       assert.match(first.stdout, `${replicas} replica${replicas === 1 ? '' : 's'},`);
+      assert.match(first.stdout, new RegExp(`blob bucket ${BLOB_BUCKET} \\(.*\\) created: ${replicas} replicas?,`));
       if (!FENCES)
         assert.match(
           first.stdout,
@@ -50,10 +53,13 @@ s(
       const one = await setup(cluster.url, '--replicas', '1');
       assert.is(one.code, 0, one.stdout + one.stderr);
       await cluster.waitStreamCurrent(STREAM_NAME, { replicas: 1 });
+      assert.match(one.stdout, new RegExp(`blob bucket ${BLOB_BUCKET} \\(.*\\) changed num_replicas 3 -> 1: 1 replica,`));
+      await cluster.waitStreamCurrent(`OBJ_${BLOB_BUCKET}`, { replicas: 1 });
       const kept = await setup(cluster.url);
       assert.is(kept.code, 0, kept.stdout + kept.stderr);
       assert.match(kept.stdout, '1 replica,');
       assert.match(kept.stdout, 'stream SESSIOND_EVENTS unchanged');
+      assert.match(kept.stdout, new RegExp(`blob bucket ${BLOB_BUCKET} \\(.*\\) unchanged: 1 replica,`));
       assert.match(kept.stdout, 'run `sessiond setup --replicas 3`');
     } finally {
       await cluster.dispose();

@@ -361,7 +361,16 @@ test('api reference - each door of package.json has its heading, and its list na
       `no "### Door: ${door}"`,
     );
   const testing = exportedNames(otherDoors.testing, 'testing/index.ts');
-  for (const name of ['eventLogContract', 'snapshotStoreContract', 'startFakeOpenAI', 'startNatsServer', 'startNatsCluster', 'waitFor', 'ev']) {
+  for (const name of [
+    'eventLogContract',
+    'snapshotStoreContract',
+    'blobStoreContract',
+    'startFakeOpenAI',
+    'startNatsServer',
+    'startNatsCluster',
+    'waitFor',
+    'ev',
+  ]) {
     assert.ok(testing.includes(name), `${name} not found among the exports of src/testing/index.ts`);
   }
   const client = exportedNames(otherDoors.client, 'client.ts');
@@ -384,7 +393,7 @@ test('api reference - the door checks catch drift: a door export unlisted or sta
     ),
   );
   assert.ok(
-    problems(indexSource, markdown.replace('`countCall`.', '`countCall`, `goneSeam`.')).some((p) =>
+    problems(indexSource, markdown.replace('`BLOB_BUCKET`.', '`BLOB_BUCKET`, `goneSeam`.')).some((p) =>
       p.includes('names goneSeam, which src/internal.ts does not export'),
     ),
   );

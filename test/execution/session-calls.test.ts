@@ -1,6 +1,7 @@
 /**
  * `ctx.callSession`: a turn that calls other sessions admits into each once, waits holding nothing,
- * and resumes with their answers when the sweep sees their turns end; a timeout ends the wait; a
+ * and resumes with their answers as soon as the worker sees their turns end (the sweep when a
+ * delivery failed); a timeout ends the wait; a
  * call into itself or into a cycle is refused naming the chain; a parent that dies after admitting
  * admits nothing twice when its turn is recovered.
  */
@@ -22,6 +23,7 @@ import type { RecoveryNotice, SweepReport } from '../../src/recovery/sweeper.ts'
 import type { Runner } from '../../src/runner/types.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { waitFor } from '../../src/testing/wait.ts';
+import { spyLog } from '../support/spy-log.ts';
 import { tempDir } from '../support/tmp.ts';
 
 function host(file: string, clock: ManualClock, runner: Runner, seed = '', wrap: (log: EventLog) => EventLog = (l) => l) {
@@ -47,8 +49,13 @@ function host(file: string, clock: ManualClock, runner: Runner, seed = '', wrap:
     (await events(id)).filter((e) => e.type === type && (outcome === undefined || (e.payload as { outcome?: string }).outcome === outcome)).length;
   const settledAs = (id: string, outcome: string, times = 1) =>
     waitFor(async () => (await count(id, 'execution.settled', outcome)) >= times, { what: `${id}: ${times} execution.settled ${outcome}` });
+  /** Waits (never sweeping) until the worker gave `id` a child's end that resumed its turn: a child's turn that ends answers its caller at once. */
+  const delivered = (id: string) =>
+    waitFor(() => notices.some((n) => n.type === 'child_delivered' && n.sessionId === id && n.resumed), {
+      what: `a child's end delivered to ${id} (no sweep)`,
+    });
   /** Sweeps until a pass delivered a child's end to `id` (the projection may lag the log). */
-  const deliver = (id: string) =>
+  const sweepDelivers = (id: string) =>
     waitFor(async () => ((await worker.sweeper!.sweep()) as SweepReport).delivered.includes(id), { what: `a sweep delivering to ${id}` });
   const answer = async (id: string) => (await events(id)).flatMap((e) => (e.type === 'text.completed' ? [e.payload.text] : [])).at(-1);
   return {
@@ -59,7 +66,8 @@ function host(file: string, clock: ManualClock, runner: Runner, seed = '', wrap:
     events,
     count,
     settledAs,
-    deliver,
+    delivered,
+    sweepDelivers,
     answer,
     async stop() {
       await worker.stop();
@@ -88,7 +96,13 @@ const fanOut: Runner = async (ctx) => {
 test('session calls - two children at once: one wait holding nothing, each child runs once, the parent answers with both', async () => {
   const tmp = tempDir('sessiond-calls-');
   const clock = new ManualClock(1_000);
-  const h = host(tmp.file('c.db'), clock, fanOut);
+  // the children answer once the waiting parent has been looked at
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const h = host(tmp.file('c.db'), clock, async (ctx) => {
+    if (ctx.sessionId !== 'ses_parent') await gate;
+    return fanOut(ctx);
+  });
   try {
     await admitInput(h.execution.handler, 'ses_parent', { prompt: 'research and review' });
     await h.execution.resume('ses_parent');
@@ -104,12 +118,13 @@ test('session calls - two children at once: one wait holding nothing, each child
       'Promise.all of two calls is one execution that waits for both',
     );
     assert.is(await h.count('ses_parent', 'execution.settled'), 1);
-    await h.settledAs('ses_researcher', 'succeeded');
-    await h.settledAs('ses_reviewer', 'succeeded');
     await h.execution.awaitIdle('ses_parent');
     assert.is(h.db.prepare("SELECT COUNT(*) FROM session_execution WHERE session_id = 'ses_parent'").pluck().get(), 0, 'the waiting parent holds no lease');
+    release();
+    await h.settledAs('ses_researcher', 'succeeded');
+    await h.settledAs('ses_reviewer', 'succeeded');
 
-    await h.deliver('ses_parent');
+    await h.delivered('ses_parent');
     await h.settledAs('ses_parent', 'succeeded');
     assert.is(await h.answer('ses_parent'), 'research succeeded: ses_researcher did "find the facts" | review succeeded: ses_reviewer did "check the facts"');
     for (const child of ['ses_researcher', 'ses_reviewer']) {
@@ -128,6 +143,43 @@ test('session calls - two children at once: one wait holding nothing, each child
     assert.equal((await h.worker.sweeper!.sweep()).delivered, [], 'a delivered end is not delivered again');
   } finally {
     await h.stop();
+    tmp.remove();
+  }
+});
+
+test("session calls - a child's end its worker died before delivering is delivered by another worker's sweep", async () => {
+  const tmp = tempDir('sessiond-calls-');
+  const file = tmp.file('c.db');
+  const clock = new ManualClock(1_000);
+  let ended = 0;
+  // the first worker dies once both children's turns have ended: its at-once delivery to the parent never lands
+  const dying = (log: EventLog): EventLog =>
+    spyLog(log, {
+      beforeAppend: () => {
+        if (ended >= 2) throw new Error('the worker is gone');
+      },
+      afterAppend: (drafts, sessionId) => {
+        if (sessionId !== 'ses_parent' && drafts.some((d) => d.type === 'execution.settled')) ended++;
+      },
+    });
+  const first = host(file, clock, fanOut, '', dying);
+  try {
+    await admitInput(first.execution.handler, 'ses_parent', { prompt: 'research and review' });
+    await first.execution.resume('ses_parent');
+    await first.settledAs('ses_researcher', 'succeeded');
+    await first.settledAs('ses_reviewer', 'succeeded');
+    await waitFor(() => first.notices.some((n) => n.type === 'error' && n.sessionId === 'ses_parent'), { what: "the dead worker's delivery failing" });
+  } finally {
+    await first.stop();
+  }
+  const second = host(file, clock, fanOut, 'b');
+  try {
+    assert.is(await second.count('ses_parent', 'wait.resolved'), 0, 'nothing delivered by the dead worker');
+    await second.sweepDelivers('ses_parent');
+    await second.settledAs('ses_parent', 'succeeded');
+    assert.is(await second.count('ses_parent', 'wait.resolved'), 2);
+  } finally {
+    await second.stop();
     tmp.remove();
   }
 });
@@ -189,8 +241,12 @@ test('session calls - a call into itself is refused; a cycle is refused when it 
     await h.settledAs('ses_y', 'failed');
     const yFailed = (await h.events('ses_y')).find((e) => e.type === 'execution.settled')!;
     assert.match(JSON.stringify(yFailed.payload), /ses_y -> ses_x -> ses_y would wait in a cycle/);
-    assert.is(await h.count('ses_x', 'input.admitted'), 1, 'ses_y admitted nothing into ses_x');
-    await h.deliver('ses_x');
+    assert.equal(
+      (await h.events('ses_x')).filter((e) => e.type === 'input.admitted' && e.payload.caller !== undefined),
+      [],
+      'ses_y admitted nothing into ses_x',
+    );
+    await h.delivered('ses_x');
     await h.settledAs('ses_x', 'succeeded');
     assert.match((await h.answer('ses_x')) ?? '', /^failed: .*ses_y -> ses_x -> ses_y/);
   } finally {
@@ -235,16 +291,10 @@ test('session calls - a parent that dies after admitting is recovered and admits
   let dead = false;
   // the first worker dies once the parent's children are admitted: none of its appends to the parent land after
   const dying = (log: EventLog): EventLog =>
-    new Proxy(log, {
-      get(target, prop, receiver) {
-        if (prop === 'append')
-          return async (sessionId: string, expectedSeq: number, drafts: Parameters<EventLog['append']>[2]) => {
-            if (sessionId === 'ses_parent' && drafts.some((d) => d.type === 'wait.started')) dead = true;
-            if (dead && sessionId === 'ses_parent') throw new Error('the worker is gone'); // nothing of it reaches the parent
-            return target.append(sessionId, expectedSeq, drafts);
-          };
-        const value = Reflect.get(target, prop, receiver) as unknown;
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    spyLog(log, {
+      beforeAppend: (drafts, sessionId) => {
+        if (sessionId === 'ses_parent' && drafts.some((d) => d.type === 'wait.started')) dead = true;
+        if (dead && sessionId === 'ses_parent') throw new Error('the worker is gone'); // nothing of it reaches the parent
       },
     });
   const first = host(file, clock, fanOut, '', dying);
@@ -266,7 +316,13 @@ test('session calls - a parent that dies after admitting is recovered and admits
     await second.execution.wake('ses_reviewer');
     await second.settledAs('ses_researcher', 'succeeded');
     await second.settledAs('ses_reviewer', 'succeeded');
-    await second.deliver('ses_parent');
+    // (the children ran on the first worker, whose delivery could not land, or on the second, which delivers at once)
+    await waitFor(
+      async () =>
+        second.notices.some((n) => n.type === 'child_delivered' && n.sessionId === 'ses_parent' && n.resumed) ||
+        (await second.worker.sweeper!.sweep()).delivered.includes('ses_parent'),
+      { what: "the children's ends delivered to ses_parent" },
+    );
     await second.settledAs('ses_parent', 'succeeded');
     for (const child of ['ses_researcher', 'ses_reviewer']) {
       assert.is(await second.count(child, 'input.admitted'), 1, `${child}: the recovered turn admitted the same input, not a second`);

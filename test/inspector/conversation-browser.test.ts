@@ -142,7 +142,7 @@ test('conversation page - at the head: the prompt of parts, the tool calls with 
 
   assert.equal(await texts(page, '[data-testid="conv-reasoning"]'), ['Bob has the advice; now answer the question.']);
   assert.equal((await texts(page, '[data-testid="conv-answer"]')).at(-1), 'Wear a warm coat: it is 3 °C and raining in Oslo. I mailed Bob.');
-  assert.equal(await texts(page, '[data-testid="conv-turn-outcome"]').then((t) => t.map((s) => s.replace(/, after \d+ (ms|\.\d s)$/, ''))), [
+  assert.equal(await texts(page, '[data-testid="conv-turn-outcome"]').then((t) => t.map((s) => s.replace(/, after \d+(?: ms|\.\d s)$/, ''))), [
     'waiting, holding no lease for approval of send_mail',
     'succeeded',
   ]);

@@ -44,6 +44,11 @@ s('sessiond setup creates the 1-replica stream and refuses 3 replicas, saying wh
   const ok = await runCli(['setup', ...nats, '--replicas', '1']);
   assert.is(ok.code, 0, ok.stderr);
   assert.match(ok.stdout, '1 replica,');
+  // the Object Store blob bucket works on 2.9 too
+  assert.match(
+    ok.stdout,
+    'blob bucket SESSIOND_BLOBS (Object Store, stream OBJ_SESSIOND_BLOBS: prompt parts and tool results too large for an event) created: 1 replica,',
+  );
   // raising it later: refused too (one server has no cluster to replicate to)
   const raise = await runCli(['setup', ...nats, '--replicas', '3']);
   assert.is(raise.code, 2, raise.stdout + raise.stderr);

@@ -33,13 +33,18 @@ const contract = blobStoreContract('nats object store', async () => {
   return { store: await ObjectBlobStore.open(nc), cleanup: () => nc.close() };
 });
 
-contract('object blob store - a worker opening a deployment without the bucket is told to run sessiond setup', async () => {
+contract('object blob store - the test harness makes the bucket; a worker opening a deployment set up before it is told to run sessiond setup', async () => {
   const fresh = await startNatsServer();
   const nc = await connectNats({ servers: fresh.url, ...WORKER });
+  const admin = await connectNats({ servers: fresh.url, ...ADMIN });
   try {
+    // setupStreams made it, as `sessiond setup` does
+    await ObjectBlobStore.open(nc, { waitMs: 2_000 });
+    await (await jetstreamManager(admin)).streams.delete(`OBJ_${BLOB_BUCKET}`);
     await expectCode(ObjectBlobStore.open(nc, { waitMs: 2_000 }), ErrorCode.NotFound, 'sessiond setup');
   } finally {
     await nc.close();
+    await admin.close();
     await fresh.dispose();
   }
 });

@@ -1,23 +1,27 @@
 /**
  * An event log with hooks around it, for tests that watch or disturb its I/O: `beforeAppend` runs
- * before each append (it may throw, as a locked database would, or wait, as a slow disk would);
- * `afterRead` sees what each `readSession` returned. Everything else goes to the log untouched.
+ * before each append (it may throw, as a locked database or a dead worker would, or wait, as a slow
+ * disk would); `afterAppend` after each append that committed; `afterRead` sees what each
+ * `readSession` returned. Everything else goes to the log untouched.
  */
 import type { EventLog } from '../../src/events/event-log.ts';
 import type { DraftEvent, SessionEvent } from '../../src/events/envelope.ts';
 
 export interface LogHooks {
-  beforeAppend?: (drafts: DraftEvent[]) => void | Promise<void>;
+  beforeAppend?: (drafts: DraftEvent[], sessionId: string) => void | Promise<void>;
+  afterAppend?: (drafts: DraftEvent[], sessionId: string) => void;
   afterRead?: (events: SessionEvent[]) => void;
 }
 
 export function spyLog(inner: EventLog, hooks: LogHooks): EventLog {
   return new Proxy(inner, {
     get(target, prop, receiver) {
-      if (prop === 'append' && hooks.beforeAppend) {
+      if (prop === 'append' && (hooks.beforeAppend || hooks.afterAppend)) {
         return async (sessionId: string, expectedSeq: number, drafts: DraftEvent[]) => {
-          await hooks.beforeAppend!(drafts);
-          return target.append(sessionId, expectedSeq, drafts);
+          await hooks.beforeAppend?.(drafts, sessionId);
+          const appended = await target.append(sessionId, expectedSeq, drafts);
+          hooks.afterAppend?.(drafts, sessionId);
+          return appended;
         };
       }
       if (prop === 'readSession' && hooks.afterRead) {

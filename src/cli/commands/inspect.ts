@@ -7,6 +7,7 @@
 import type { Command } from 'commander';
 import { UsageError, messageOf } from '../../errors.ts';
 import { DEFAULT_INSPECTOR_HOST, startInspector } from '../../inspector/server.ts';
+import { sqliteInspectorIndex } from '../../inspector/sqlite-index.ts';
 import type { CliContext } from '../context.ts';
 import { openLog, type LogOptions } from '../log-options.ts';
 import { addNatsOptions } from '../nats-options.ts';
@@ -44,8 +45,11 @@ export function registerInspect(program: Command, ctx: CliContext): void {
       );
     const opened = await openLog(opts, ctx, { readonly: true });
     try {
+      const index = opened.db ? sqliteInspectorIndex(opened.db) : undefined;
       const inspector = await startInspector({
         log: opened.log,
+        // what a worker's inspector indexed in the file (read-only: what this one adds stays in memory)
+        ...(index ? { index } : {}),
         port: opts.port,
         host: opts.host,
         ...auth,

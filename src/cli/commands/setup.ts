@@ -1,5 +1,6 @@
 /**
- * `sessiond setup --nats <url> --nats-user admin`: creates the events, snapshot and audit streams, or
+ * `sessiond setup --nats <url> --nats-user admin`: creates the events, snapshot and audit streams, the
+ * KV buckets and the blob bucket (Object Store SESSIOND_BLOBS), or
  * brings existing ones to sessiond's settings and refuses what cannot change in place (workers only
  * verify); `--tenant NAME` prints a tenant's nats.conf user (why: docs/nats.md#the-events-stream).
  */
@@ -18,6 +19,7 @@ import {
 } from '../../nats/stream.ts';
 import { setupSnapshotStream } from '../../nats/snapshot-store.ts';
 import { setupAuditStream } from '../../nats/deletion-stream.ts';
+import { BLOB_BUCKET, setupBlobBucket } from '../../nats/object-blob-store.ts';
 import { CAPACITY_BUCKET, setupCapacityBucket } from '../../capacity/kv-capacity-store.ts';
 import { BUDGETS_BUCKET, setupBudgetsBucket } from '../../budget/kv-tenant-budget-store.ts';
 import { VERB_SCOPES, newPassword, tenantUserBlock } from '../../nats/tenant-user.ts';
@@ -49,7 +51,9 @@ export function registerSetup(program: Command, ctx: CliContext): void {
   addNatsOptions(
     program
       .command('setup')
-      .description('create the JetStream streams (events, snapshots) or bring them to the settings sessiond needs (run as the admin user, before the workers)')
+      .description(
+        'create the JetStream streams (events, snapshots, audit), KV buckets and blob bucket or bring them to the settings sessiond needs (run as the admin user, before the workers)',
+      )
       .option(
         '--replicas <n>',
         `stream replicas (default: ${CLUSTER_REPLICAS} for a new stream on a JetStream cluster, ${DEFAULT_REPLICAS} on one server; an existing stream keeps its own)`,
@@ -100,8 +104,14 @@ export function registerSetup(program: Command, ctx: CliContext): void {
       // model-call limits shared by the workers (src/capacity/): as many replicas as the events stream
       const capacity = await setupCapacityBucket(nc, { replicas: c.num_replicas });
       const budgets = await setupBudgetsBucket(nc, { replicas: c.num_replicas });
+      // payloads too large for an event, referenced from the log: as many replicas as the events stream
+      const blobs = await setupBlobBucket(jsm, { replicas: c.num_replicas, serverVersion: nc.info?.version });
+      const blobReplicas = blobs.info.config.num_replicas;
       ctx.out(
         `stream ${c.name} ${describeSetup(events)}; stream ${snapshots.info.config.name} ${describeSetup(snapshots)}; stream ${audit.info.config.name} ${describeSetup(audit)}; KV bucket ${CAPACITY_BUCKET} ${capacity.created ? 'created' : 'unchanged'}; KV bucket ${BUDGETS_BUCKET} ${budgets.created ? 'created' : 'unchanged'}`,
+      );
+      ctx.out(
+        `blob bucket ${BLOB_BUCKET} (Object Store, stream ${blobs.info.config.name}: prompt parts and tool results too large for an event) ${describeSetup(blobs)}: ${blobReplicas} replica${blobReplicas === 1 ? '' : 's'}, ${blobs.info.state.bytes} bytes in ${blobs.info.state.messages} messages`,
       );
       ctx.out(
         `stream ${c.name} on ${describeNats(nats)} is ready: subjects ${c.subjects.join(', ')}, ${c.num_replicas} replica${c.num_replicas === 1 ? '' : 's'}, duplicate window ${millis(c.duplicate_window)} ms, deny purge ${c.deny_purge}, deny delete ${c.deny_delete}; ${events.info.state.messages} messages`,

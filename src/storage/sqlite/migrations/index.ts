@@ -17,6 +17,7 @@ import { migration015 } from './015_capacity_state.ts';
 import { migration016 } from './016_tenant_budgets.ts';
 import { migration017 } from './017_session_called_by.ts';
 import { migration018 } from './018_blobs.ts';
+import { migration019 } from './019_inspector_index.ts';
 
 /** Every migration this build knows, in order. Append only: never edit a shipped migration. */
 export const migrations: readonly Migration[] = [
@@ -38,5 +39,6 @@ export const migrations: readonly Migration[] = [
   migration016,
   migration017,
   migration018,
+  migration019,
 ];
 export const LATEST_SCHEMA_VERSION = migrations.length;

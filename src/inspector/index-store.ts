@@ -1,0 +1,101 @@
+/**
+ * Where the inspector keeps the index its views start from, so that no view folds a long session
+ * from seq 0: machine snapshots every CHECKPOINT_EVERY events (time travel, the chart) and the
+ * conversation marks (the conversation, rows at a seq). Written as the inspector follows the log;
+ * kept in memory (MemoryInspectorIndex) or beside the log in SQLite (sqlite-index.ts: read at once
+ * after a restart, so a first view on a million-event session reads a few hundred events, not the
+ * log). Everything read from it is checked against the log before use (the event at its seq).
+ * One contract suite: src/testing/inspector-index-contract.ts.
+ */
+import type { SessionSnapshot } from '../machines/decider.ts';
+import { MACHINE_VERSION } from '../machines/snapshot-store.ts';
+
+/** What the index's entries were folded by: the machine, and the conversation fold behind the marks (bump `m1` when conversation.ts counts entries or rows differently). */
+export const INDEX_VERSION = `${MACHINE_VERSION}/m1`;
+
+/**
+ * Rows the projector makes (src/projector/projector.ts): an input per `input.admitted`; a message per
+ * `input.promoted` (the user's), per `step.started` of a new message id, per `compaction.started`
+ * and per item of a `session.forked` transcript; a recovery per `recovery.completed` that admitted a
+ * continuation. (Execution rows live only while their turn runs: a mark has none.)
+ */
+export interface RowCounts {
+  inputs: number;
+  messages: number;
+  recoveries: number;
+}
+
+/** A sequence at which every conversation entry so far was final (conversation-marks.ts). */
+export interface ConversationMark {
+  /** The sequence, id and time of the event the mark is at. */
+  seq: number;
+  eventId: string;
+  time: number;
+  /** Entries the conversation had at `seq`, all final. */
+  first: number;
+  /** Rows the projector had made for the session by `seq` (none of them changes after it). */
+  rows: RowCounts;
+}
+
+export interface InspectorIndexStore {
+  /** The latest checkpoint of the session at or before `seq` (undefined: none). */
+  checkpointAt(sessionId: string, seq: number): SessionSnapshot | undefined;
+  /** Keeps checkpoints (replacing one at the same session and seq). */
+  putCheckpoints(snapshots: readonly SessionSnapshot[]): void;
+  /** The session's marks, ascending by seq. */
+  marksOf(sessionId: string): ConversationMark[];
+  /** Keeps marks made after those it has (ascending). */
+  putMarks(sessionId: string, marks: readonly ConversationMark[]): void;
+  /** Forgets the session's checkpoints and marks (they are of an older life of it: it was deleted and written again). */
+  forget(sessionId: string): void;
+}
+
+/** Index of the last element with seq <= `seq` in a list ascending by seq, -1 when none. */
+export function lastAtOrBefore(list: readonly { seq: number }[], seq: number): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (list[mid]!.seq <= seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - 1;
+}
+
+/** The index in memory: built again by every start from the whole log (memory grows with the log: one snapshot per CHECKPOINT_EVERY events). */
+export class MemoryInspectorIndex implements InspectorIndexStore {
+  private readonly checkpoints = new Map<string, { seq: number; snapshot: SessionSnapshot }[]>();
+  private readonly marks = new Map<string, ConversationMark[]>();
+
+  checkpointAt(sessionId: string, seq: number): SessionSnapshot | undefined {
+    const list = this.checkpoints.get(sessionId) ?? [];
+    return list[lastAtOrBefore(list, seq)]?.snapshot;
+  }
+
+  putCheckpoints(snapshots: readonly SessionSnapshot[]): void {
+    for (const snapshot of snapshots) {
+      const sessionId = snapshot.context.sessionId;
+      const seq = snapshot.context.seq;
+      let list = this.checkpoints.get(sessionId);
+      if (!list) this.checkpoints.set(sessionId, (list = []));
+      const at = lastAtOrBefore(list, seq);
+      if (at >= 0 && list[at]!.seq === seq) list[at] = { seq, snapshot };
+      else list.splice(at + 1, 0, { seq, snapshot });
+    }
+  }
+
+  marksOf(sessionId: string): ConversationMark[] {
+    return [...(this.marks.get(sessionId) ?? [])];
+  }
+
+  putMarks(sessionId: string, marks: readonly ConversationMark[]): void {
+    let list = this.marks.get(sessionId);
+    if (!list) this.marks.set(sessionId, (list = []));
+    for (const m of marks) if (m.seq > (list.at(-1)?.seq ?? 0)) list.push(m);
+  }
+
+  forget(sessionId: string): void {
+    this.checkpoints.delete(sessionId);
+    this.marks.delete(sessionId);
+  }
+}

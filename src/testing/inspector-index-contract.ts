@@ -1,0 +1,113 @@
+/**
+ * The InspectorIndexStore contract (src/inspector/index-store.ts), written once and run against
+ * every implementation:
+ *
+ *   inspectorIndexContract('sqlite', async () => ({ index, reopen, otherVersion, cleanup })).run();
+ *
+ * `reopen()` opens the same storage again (a restarted inspector; the memory index has none: undefined);
+ * `otherVersion()` opens it as a build with other folds would (undefined: nothing to share).
+ */
+import { suite } from 'uvu';
+import * as assert from 'uvu/assert';
+import { committed, ev } from './fixtures.ts';
+import { evolve, initialSnapshot, type SessionSnapshot } from '../machines/decider.ts';
+import type { ConversationMark, InspectorIndexStore } from '../inspector/index-store.ts';
+
+export interface InspectorIndexFixture {
+  index: InspectorIndexStore;
+  reopen: () => InspectorIndexStore | undefined;
+  otherVersion: () => InspectorIndexStore | undefined;
+  cleanup: () => Promise<void>;
+}
+
+/** A session folded over `n` admissions. */
+function snapshotAt(sessionId: string, n: number): SessionSnapshot {
+  let snap = initialSnapshot(sessionId);
+  for (let i = 1; i <= n; i++) {
+    snap = evolve(
+      snap,
+      committed(ev('input.admitted', { inputId: `inp_${i}`, prompt: `prompt ${i} ünïcødé`, source: 'user' }), { sessionId, seq: i, time: 1_000 + i }),
+    );
+  }
+  return snap;
+}
+
+const mark = (seq: number): ConversationMark => ({
+  seq,
+  eventId: `evt_${seq}`,
+  time: 1_000 + seq,
+  first: seq / 2,
+  rows: { inputs: seq, messages: 2 * seq, recoveries: 0 },
+});
+
+let counter = 0;
+
+export function inspectorIndexContract(name: string, open: () => Promise<InspectorIndexFixture>) {
+  const s = suite<{ fx: InspectorIndexFixture }>(`InspectorIndexStore contract (${name})`);
+  s.before.each(async (ctx) => {
+    ctx.fx = await open();
+  });
+  s.after.each(async (ctx) => {
+    await ctx.fx.cleanup();
+  });
+  const session = () => `ses_index${process.pid}x${++counter}`;
+
+  s('a session never indexed has no checkpoint and no marks', ({ fx }) => {
+    assert.is(fx.index.checkpointAt(session(), 1_000), undefined);
+    assert.equal(fx.index.marksOf(session()), []);
+  });
+
+  s('the checkpoint at or before a seq is the latest one there, read back exactly', ({ fx }) => {
+    const id = session();
+    fx.index.putCheckpoints([snapshotAt(id, 3), snapshotAt(id, 6)]);
+    fx.index.putCheckpoints([snapshotAt(id, 9)]);
+    assert.is(fx.index.checkpointAt(id, 2), undefined, 'none before the first');
+    assert.equal(fx.index.checkpointAt(id, 3), snapshotAt(id, 3));
+    assert.equal(fx.index.checkpointAt(id, 8), snapshotAt(id, 6));
+    assert.equal(fx.index.checkpointAt(id, 1_000), snapshotAt(id, 9));
+    fx.index.putCheckpoints([snapshotAt(id, 6)]);
+    assert.equal(fx.index.checkpointAt(id, 7), snapshotAt(id, 6), 'a checkpoint put again replaces the one at its seq');
+  });
+
+  s('marks come back in order; one already held is not added twice', ({ fx }) => {
+    const id = session();
+    fx.index.putMarks(id, [mark(250), mark(500)]);
+    fx.index.putMarks(id, [mark(750)]);
+    assert.equal(fx.index.marksOf(id), [mark(250), mark(500), mark(750)]);
+    fx.index.putMarks(id, [mark(750)]);
+    assert.equal(fx.index.marksOf(id), [mark(250), mark(500), mark(750)]);
+  });
+
+  s('sessions are kept apart, and a session forgotten has nothing left', ({ fx }) => {
+    const [a, b] = [session(), session()];
+    fx.index.putCheckpoints([snapshotAt(a, 2), snapshotAt(b, 4)]);
+    fx.index.putMarks(a, [mark(2)]);
+    fx.index.putMarks(b, [mark(4)]);
+    assert.equal([fx.index.checkpointAt(a, 10)?.context.seq, fx.index.checkpointAt(b, 10)?.context.seq], [2, 4]);
+    fx.index.forget(a);
+    assert.equal([fx.index.checkpointAt(a, 10), fx.index.marksOf(a)], [undefined, []]);
+    assert.equal([fx.index.checkpointAt(b, 10)?.context.seq, fx.index.marksOf(b)], [4, [mark(4)]]);
+  });
+
+  s('what is put is there for an index opened again over the same storage (a restart)', ({ fx }) => {
+    const id = session();
+    fx.index.putCheckpoints([snapshotAt(id, 5)]);
+    fx.index.putMarks(id, [mark(4)]);
+    const again = fx.reopen();
+    if (!again) return; // kept in memory only: a restart builds it again
+    assert.equal(again.checkpointAt(id, 5), snapshotAt(id, 5));
+    assert.equal(again.marksOf(id), [mark(4)]);
+  });
+
+  s('entries made by other folds (another machine or conversation version) are not read', ({ fx }) => {
+    const id = session();
+    fx.index.putCheckpoints([snapshotAt(id, 5)]);
+    fx.index.putMarks(id, [mark(4)]);
+    const other = fx.otherVersion();
+    if (!other) return;
+    assert.is(other.checkpointAt(id, 5), undefined);
+    assert.equal(other.marksOf(id), []);
+  });
+
+  return s;
+}
