@@ -53,6 +53,11 @@ export function checkPromptSize(prompt: Prompt, maxBytes: number): Prompt {
 /** An inline image or file part whose bytes are more than this is stored as a blob at admission (where the engine has a blob store), its reference in the event. */
 export const INLINE_PART_BYTES = 64 * 1024;
 
+/** The bytes base64 text decodes to (valid base64, as the catalog's schema checked). */
+export function base64Bytes(data: string): number {
+  return Math.floor((data.length * 3) / 4) - (data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0);
+}
+
 /** The bytes of a prompt's blob parts (what a session's pending blob bytes count). */
 export function promptBlobBytes(prompt: Prompt): number {
   if (typeof prompt === 'string') return 0;
@@ -117,7 +122,7 @@ function partText(part: PromptPart): string {
       const name = part.type === 'file' && part.filename ? ` ${part.filename}` : '';
       if ('blob' in part) return `[${part.type}${name} ${part.blob.mediaType}, ${part.blob.size} bytes, stored as blob ${part.blob.sha256.slice(0, 12)}]`;
       const what = 'url' in part ? ` ${part.url.startsWith('data:') ? 'data URL' : part.url}` : '';
-      const size = 'data' in part ? `, ${Math.floor((part.data.length * 3) / 4) - (part.data.endsWith('==') ? 2 : part.data.endsWith('=') ? 1 : 0)} bytes` : '';
+      const size = 'data' in part ? `, ${base64Bytes(part.data)} bytes` : '';
       return `[${part.type}${name}${what}${part.mediaType ? ` ${part.mediaType}` : ''}${size}]`;
     }
   }

@@ -8,12 +8,7 @@ import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
 import { SIGNATURE_BYTES, mediaTypeMismatch } from '../blobs/media-type.ts';
 import { ErrorCode, SessiondError, isSessiondError } from '../errors.ts';
 import type { Prompt, PromptPart } from '../events/catalog.ts';
-import { INLINE_PART_BYTES, checkPromptShape } from '../events/prompt.ts';
-
-/** The bytes base64 text decodes to (valid base64, as the catalog's schema checked). */
-export function base64Bytes(data: string): number {
-  return Math.floor((data.length * 3) / 4) - (data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0);
-}
+import { INLINE_PART_BYTES, base64Bytes, checkPromptShape } from '../events/prompt.ts';
 
 /**
  * The prompt with its large inline parts stored in `blobs` and replaced by their references, and

@@ -68,6 +68,8 @@ export interface SweepReport {
   errors: { sessionId: string; message: string }[];
 }
 
+const emptyReport = (): SweepReport => ({ recovered: [], elapsed: [], delivered: [], woken: [], parked: [], errors: [] });
+
 export function continuationIdFor(executionId: string): string {
   return `inp_cont_${executionId}`;
 }
@@ -116,7 +118,7 @@ export class RecoverySweeper {
   }
 
   private async pass(): Promise<SweepReport> {
-    const report: SweepReport = { recovered: [], elapsed: [], delivered: [], woken: [], parked: [], errors: [] };
+    const report = emptyReport();
     const now = this.o.clock.now();
     const { candidates } = this.o;
     // a session deleted by another process: its cached state and transcript here are of a session that is gone
@@ -195,7 +197,7 @@ export class RecoverySweeper {
    */
   deliverTo(callerId: string): Promise<void> {
     if (this.stopped) return Promise.resolve();
-    const report: SweepReport = { recovered: [], elapsed: [], delivered: [], woken: [], parked: [], errors: [] };
+    const report = emptyReport();
     const delivery = this.deliverChildren(callerId, report)
       .catch((err: unknown) => this.o.onNotice?.({ type: 'error', sessionId: callerId, message: messageOf(err) }))
       .finally(() => this.delivering.delete(delivery));
