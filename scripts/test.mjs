@@ -146,10 +146,10 @@ if (!process.env.SESSIOND_TEST_CLI && !process.env.SESSIOND_TEST_DIR) {
   else process.stdout.write('the compiled CLI could not be built (above): the tests run the CLI through tsx\n');
 }
 
-// Files run JOBS at a time (SESSIOND_TEST_JOBS, default 2: most wait on processes and timers, not the
-// CPU), each file's output printed whole when it ends. Files that time failovers, freeze processes or
+// Files run JOBS at a time (SESSIOND_TEST_JOBS, default 3 on 2 cores: most wait on processes and
+// timers, not the CPU), each file's output printed whole when it ends. Files that time failovers, freeze processes or
 // install packages run with nothing beside them.
-const JOBS = Math.max(1, Number(process.env.SESSIOND_TEST_JOBS ?? 2));
+const JOBS = Math.max(1, Number(process.env.SESSIOND_TEST_JOBS ?? 3));
 const ALONE = /^(cluster\/|chaos\/|package\/pack|recovery\/crash|nats\/(frozen-worker|command-burst|append-answers|session-calls)|runner\/session-tools)/;
 // longest first (scripts/test-order.mjs), so the run does not end on one long file
 const MEASURED = join('.tools', 'test-durations.json');
@@ -201,12 +201,20 @@ async function pool(list, jobs) {
 }
 // a client suite never measured counts as long (about two minutes each)
 const jobs = orderJobs([...files, ...suites], measured, committed, (job) => (SUITES[job] ? 120_000 : 0));
+// The client suites (compilers and their own processes) run in a lane beside the files that run alone,
+// then the other files JOBS at a time.
+await Promise.all([
+  pool(
+    jobs.filter((f) => ALONE.test(f)),
+    1,
+  ),
+  pool(
+    jobs.filter((f) => SUITES[f]),
+    1,
+  ),
+]);
 await pool(
-  jobs.filter((f) => ALONE.test(f)),
-  1,
-);
-await pool(
-  jobs.filter((f) => !ALONE.test(f)),
+  jobs.filter((f) => !ALONE.test(f) && !SUITES[f]),
   JOBS,
 );
 if (files.length === 0 && suites.length === 0) {
