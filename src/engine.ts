@@ -60,7 +60,7 @@ export interface Engine extends Sessions {
   readonly execution: SessionExecution;
   /**
    * Where large prompt parts are kept, beside the log: the SQLite file's `blob` table when the log is
-   * there (none on NATS yet). A client may `put` bytes here and admit a part that references them.
+   * there; on NATS what `sessiond start` passes (the Object Store bucket), else none. A client may `put` bytes here and admit a part that references them.
    */
   readonly blobs: BlobStore | undefined;
   /** `wake` as the execution service says it (the same result). */
@@ -111,7 +111,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const snapshots = options.snapshots ?? new SqliteSnapshotStore(db, options.clock ?? systemClock);
   // tenants' budgets: in the SQLite file beside its log (on NATS `sessiond start` passes the KV store)
   const budgets = options.tenantBudgets ?? (ownLog ? sqliteTenantBudgetStore(db, options.clock ?? systemClock) : undefined);
-  // large prompt parts: in the SQLite file beside its log (on NATS none yet: such parts are refused)
+  // large prompt parts: in the SQLite file beside its log (on NATS `sessiond start` passes the Object Store bucket; without one such parts are refused)
   const blobs = options.blobs ?? (ownLog ? new SqliteBlobStore(db, options.clock ?? systemClock) : undefined);
   const execution = new SessionExecution({
     ...executionOptions,
@@ -136,11 +136,11 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     db,
     log,
     execution,
-    blobs,
+    blobs: execution.blobs,
     async admit(sessionId, request) {
       let receipt: Awaited<ReturnType<typeof admitInput>>;
       try {
-        receipt = await admitInput(execution.handler, sessionId, request, execution.limits, execution.urls, blobs);
+        receipt = await admitInput(execution.handler, sessionId, request, execution.limits, execution.urls, execution.blobs);
       } catch (err) {
         // a full queue drains by itself: the refusal wakes the session, so what waits (even admitted
         // with wake: false) runs in bounded turns and a retried prompt gets in without an operator

@@ -37,7 +37,7 @@ import { createWorkerMetrics } from './observability/metrics.ts';
 import type { Prices } from './budget/prices.ts';
 import type { SessionLimits } from './input/limits.ts';
 import type { UrlOptions } from './input/url-guard.ts';
-import { promptText } from './events/prompt.ts';
+import { INLINE_PART_BYTES, promptText } from './events/prompt.ts';
 import { describeRetry } from './runner/model/retry.ts';
 import { serveOps } from './observability/worker-ops.ts';
 import { followDeletions, verifyAuditStream, type DeletionFollower } from './nats/deletion-stream.ts';
@@ -52,6 +52,9 @@ import { sqliteCapacityStore } from './capacity/sqlite-capacity-store.ts';
 import { jetstreamCapacityStore } from './capacity/kv-capacity-store.ts';
 import type { CapacityStore } from './capacity/store.ts';
 import { jetstreamTenantBudgetStore } from './budget/kv-tenant-budget-store.ts';
+import { BLOB_BUCKET, ObjectBlobStore } from './nats/object-blob-store.ts';
+import type { BlobStore } from './blobs/blob-store.ts';
+import { TOOL_RESULT_INLINE_BYTES } from './execution/run-context.ts';
 import type { TenantBudgetStore } from './budget/tenant-store.ts';
 import { waitingFor } from './capacity/waiting.ts';
 
@@ -285,12 +288,20 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     }
     // tenants' budgets: on NATS the bucket every worker shares (the SQLite file's own table otherwise)
     const tenantBudgets = nats ? await openTenantBudgets(nats.connection, report) : undefined;
+    // large prompt parts and tool results: on NATS the Object Store bucket every worker shares (the SQLite file's own table otherwise)
+    const blobs = nats
+      ? await step(
+          () => openBlobBucket(nats.connection, report),
+          () => undefined,
+        )
+      : undefined;
     const engine = await step(
       () =>
         openEngine({
           file: options.db,
           ownerId,
           ...(tenantBudgets ? { tenantBudgets } : {}),
+          ...(blobs ? { blobs } : {}),
           ...(modelCalls ? { modelCalls } : {}),
           runner: options.runner,
           ...(options.synchronous ? { synchronous: options.synchronous } : {}),
@@ -490,6 +501,28 @@ async function openTenantBudgets(nc: NatsConnection, report: HostReport): Promis
     return undefined;
   }
 }
+
+/**
+ * The NATS deployment's blob bucket, verified (never created: `sessiond setup` makes it). Missing,
+ * or not allowed by nats.conf, the worker runs without, saying so in one line: prompts with large
+ * images or files, and tool results over the inline limit, are then refused. A bucket set up
+ * differently is refused (as the streams are).
+ */
+async function openBlobBucket(nc: NatsConnection, report: HostReport): Promise<BlobStore | undefined> {
+  try {
+    return await ObjectBlobStore.open(nc, { waitMs: BLOB_BUCKET_WAIT_MS });
+  } catch (err) {
+    if (isSessiondError(err, ErrorCode.InvalidOption)) throw err;
+    const why = isSessiondError(err, ErrorCode.NotFound) ? `its stream OBJ_${BLOB_BUCKET} does not exist` : oneLine(messageOf(err));
+    report.err(
+      `sessiond: no blob store (Object Store bucket ${BLOB_BUCKET}: ${why}): images and files over ${INLINE_PART_BYTES} bytes and tool results over ${TOOL_RESULT_INLINE_BYTES} bytes are refused; run sessiond setup --nats <url> --nats-user admin (and let the worker user use the bucket in nats.conf), then restart this worker`,
+    );
+    return undefined;
+  }
+}
+
+/** How long a worker waits for JetStream to answer about the blob bucket at start-up. */
+const BLOB_BUCKET_WAIT_MS = 10_000;
 
 /** Where the limits on model calls are kept: the NATS deployment's bucket, or the SQLite file that holds the log. */
 async function capacityStore(db: string, nc: NatsConnection | undefined): Promise<CapacityStore> {

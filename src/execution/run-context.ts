@@ -27,6 +27,8 @@ import type { CommandHandler } from './command-handler.ts';
 import { runInputs, steeringInputs } from '../input/turn.ts';
 import { BudgetExceededError, ErrorCode, SessiondError, ClaimLostError, WaitingError, isRefusal, isSessiondError, recordedError } from '../errors.ts';
 import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
+import type { BlobMemory } from '../blobs/blob-memory.ts';
+import { TurnBlobs } from '../blobs/turn-blobs.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES, pack } from '../events/codec.ts';
 import type { Transcripts } from './transcripts.ts';
 import { STREAM_RECORD_MS, StreamRecorder } from './stream-recorder.ts';
@@ -116,6 +118,8 @@ export interface RunContextDeps {
   tenantBudgets?: TenantBudgetStore;
   /** Where blob parts' bytes are read from (`RunContext.blob`; absent: refused). */
   blobs?: BlobStore;
+  /** The worker's bound on blob bytes held at once: a blob read whole for the turn reserves its size until the turn ends (default: none). */
+  blobMemory?: BlobMemory;
   /** Admits a session call's prompt into its child session and wakes it (absent: `callSession` is refused). */
   callChild?: (sessionId: string, request: AdmitRequest) => Promise<AdmitReceipt>;
 }
@@ -193,6 +197,8 @@ export function createRunContext(deps: RunContextDeps): Turn {
   /** The steps this turn started and has not ended: only their text is recorded as it streams. */
   const openSteps = new Set<string>();
   const streams = new StreamRecorder(executionId);
+  /** The blobs this turn read whole, kept for its later model calls (each reserved against the worker's bound until the turn ends). */
+  const blobs = new TurnBlobs(deps.blobMemory);
   let recordTimer: ReturnType<Clock['setTimeout']> | undefined;
   /** The turn's span; none when no tracer is registered: then no model or tool call builds one either. */
   const turnSpan = deps.span;
@@ -257,6 +263,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
     const next = queue.then(async () => {
       if (signal.aborted) throw signal.reason;
       // what streamed rides with every durable write (after the writes it followed)
+      blobs.release();
       const events = streams.dirty ? [...buffered, ...streams.take()] : buffered;
       buffered = [];
       bufferedBytes = 0;
@@ -492,9 +499,9 @@ export function createRunContext(deps: RunContextDeps): Turn {
       if (!deps.blobs)
         throw new SessiondError(
           ErrorCode.NotFound,
-          `Blob ${ref.sha256} cannot be read: this worker keeps no blob store (blobs beside the log work on the embedded SQLite log; the NATS log gets them next).`,
+          `Blob ${ref.sha256} cannot be read: this worker keeps no blob store (on NATS the operator makes the Object Store bucket SESSIOND_BLOBS with sessiond setup, then restarts the workers).`,
         );
-      return await deps.blobs.get(ref.sha256);
+      return await blobs.read(deps.blobs, ref);
     },
 
     async history() {
@@ -801,6 +808,7 @@ export function createRunContext(deps: RunContextDeps): Turn {
       clock.clearTimeout(recordTimer);
       recordTimer = undefined;
       // a turn handed back or failed keeps all that streamed of its open step
+      blobs.release();
       const events = streams.dirty ? [...buffered, ...streams.take()] : buffered;
       buffered = [];
       bufferedBytes = 0;

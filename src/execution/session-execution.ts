@@ -69,6 +69,8 @@ import type { ModelCallGate } from '../capacity/gate.ts';
 import { checkPrices, type Prices } from '../budget/prices.ts';
 import type { TenantBudgetStore } from '../budget/tenant-store.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
+import { BlobMemory } from '../blobs/blob-memory.ts';
+import { MeteredBlobStore } from '../blobs/metered-blob-store.ts';
 
 export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_HEARTBEAT_MS = 10_000;
@@ -192,8 +194,10 @@ export class SessionExecution {
   /** The deployment's limits on model calls (undefined: none). */
   readonly modelCalls: ModelCallGate | undefined;
   readonly tenantBudgets: TenantBudgetStore | undefined;
-  /** Where large prompt parts are kept (undefined: none here). */
+  /** Where large prompt parts are kept (undefined: none here); its puts count against `blobMemory`. */
   readonly blobs: BlobStore | undefined;
+  /** The bound on blob bytes this worker holds in memory at once (`limits.maxBlobMemoryBytes`). */
+  readonly blobMemory: BlobMemory;
 
   constructor(options: ExecutionOptions) {
     checkKeys('SessionExecution', options, EXECUTION_OPTIONS);
@@ -218,7 +222,9 @@ export class SessionExecution {
     this.urls = urlGuard(options.urls);
     this.modelCalls = options.modelCalls;
     this.tenantBudgets = options.tenantBudgets;
-    this.blobs = options.blobs;
+    this.blobMemory = new BlobMemory(this.limits.maxBlobMemoryBytes, { clock: this.clock });
+    // puts count against the bound on blob bytes held at once (reads for model calls count in the turn)
+    this.blobs = options.blobs && new MeteredBlobStore(options.blobs, this.blobMemory);
     this.prices = options.prices === undefined ? undefined : checkPrices(options.prices, 'SessionExecution prices');
     this.handler = new CommandHandler(options.log, this.clock, this.ids, {
       maxHeldBytes: this.limits.maxHeldBytes,
@@ -497,7 +503,7 @@ export class SessionExecution {
       ...(this.tenantBudgets ? { tenantBudgets: this.tenantBudgets } : {}),
       ...(this.prices ? { prices: this.prices } : {}),
       callChild: (child, request) => admitInput(this.handler, child, request, this.limits, this.urls, this.blobs),
-      ...(this.blobs ? { blobs: this.blobs } : {}),
+      ...(this.blobs ? { blobs: this.blobs, blobMemory: this.blobMemory } : {}),
     });
     const deadline = this.startDeadline(executionId, controller);
     try {

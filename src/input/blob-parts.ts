@@ -13,8 +13,8 @@ import { INLINE_PART_BYTES, base64Bytes, checkPromptShape } from '../events/prom
 /**
  * The prompt with its large inline parts stored in `blobs` and replaced by their references, and
  * its references checked (the blob is there, of the declared size, its bytes of the declared type).
- * Without a store (a worker whose log is on NATS, for now) large parts are left for the size check
- * to refuse and a reference is refused. Refusals name the part and say what to do.
+ * Without a store (a NATS worker whose blob bucket is not set up) large parts are left for the size
+ * check to refuse and a reference is refused. Refusals name the part and say what to do.
  */
 export async function storeBlobParts(prompt: unknown, blobs: BlobStore | undefined, maxBlobBytes: number): Promise<Prompt> {
   let checked: Prompt;
@@ -55,9 +55,14 @@ async function storePart(part: PromptPart, i: number, blobs: BlobStore | undefin
 /** A reference a client sent: the blob is stored, of the size it says, and its bytes are of its media type. */
 async function checkRef(where: string, ref: BlobRef, blobs: BlobStore, maxBlobBytes: number): Promise<void> {
   if (ref.size > maxBlobBytes) throw tooLarge(where, ref.size, maxBlobBytes);
-  let bytes: Uint8Array;
+  // read in chunks, not whole: the size counted and the signature's first bytes kept
+  let size = 0;
+  let head = new Uint8Array(0);
   try {
-    bytes = await blobs.get(ref.sha256);
+    for await (const chunk of blobs.read(ref.sha256)) {
+      if (head.length < SIGNATURE_BYTES) head = Buffer.concat([head, chunk.subarray(0, SIGNATURE_BYTES - head.length)]);
+      size += chunk.length;
+    }
   } catch (err) {
     if (isSessiondError(err, ErrorCode.NotFound)) {
       throw invalid(
@@ -66,8 +71,8 @@ async function checkRef(where: string, ref: BlobRef, blobs: BlobStore, maxBlobBy
     }
     throw err;
   }
-  if (bytes.length !== ref.size) throw invalid(`${where} says blob ${ref.sha256} is ${ref.size} bytes, but it is ${bytes.length}: give its real size`);
-  const why = mediaTypeMismatch(ref.mediaType, bytes.subarray(0, SIGNATURE_BYTES));
+  if (size !== ref.size) throw invalid(`${where} says blob ${ref.sha256} is ${ref.size} bytes, but it is ${size}: give its real size`);
+  const why = mediaTypeMismatch(ref.mediaType, head);
   if (why) throw new SessiondError(ErrorCode.InvalidPayload, `Invalid input: ${where}: the blob's media type does not match its bytes: ${why}.`);
 }
 
@@ -85,6 +90,6 @@ function tooLarge(where: string, size: number, max: number): SessiondError {
 
 function noStore(where: string, sha256: string): SessiondError {
   return invalid(
-    `${where} references blob ${sha256}, but this worker keeps no blob store (blobs beside the log work on the embedded SQLite log; the NATS log gets them next): send the bytes inline or by URL`,
+    `${where} references blob ${sha256}, but this worker keeps no blob store (on NATS the operator makes the Object Store bucket SESSIOND_BLOBS with sessiond setup, then restarts the workers): send the bytes inline or by URL`,
   );
 }

@@ -1,7 +1,7 @@
 /**
  * What one session may hold waiting (`maxPromptBytes`, `maxPendingInputs`, `maxPendingBytes`; for
  * parts stored as blobs `maxBlobBytes` each and `maxPendingBlobBytes` in all) and
- * what a worker holds for its loaded sessions (`maxHeldBytes`); past a limit an admission is refused
+ * what a worker holds for its loaded sessions (`maxHeldBytes`) and of blobs at once (`maxBlobMemoryBytes`); past a limit an admission is refused
  * (`limit_exceeded`), nothing admitted is dropped. `MAX_PROMOTIONS_PER_APPEND` keeps a claim's
  * append small. Defaults and why: docs/architecture.md#inputs ("Limits").
  */
@@ -16,6 +16,8 @@ export interface SessionLimits extends PendingLimits {
   maxBlobBytes: number;
   /** The bytes of the blob parts of one session's pending prompts together (counted as `maxPendingBytes` counts their events). */
   maxPendingBlobBytes: number;
+  /** The blob bytes this worker holds in memory at once, read whole for model calls or being stored (src/blobs/blob-memory.ts). */
+  maxBlobMemoryBytes: number;
 }
 
 export const DEFAULT_MAX_PROMPT_BYTES = 256 * 1024;
@@ -25,6 +27,7 @@ export const DEFAULT_MAX_HELD_BYTES = 256 * 1024 * 1024;
 /** 64 MiB: the blob store's own default (src/blobs/blob-store.ts `DEFAULT_MAX_BLOB_BYTES`). */
 export const DEFAULT_MAX_BLOB_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_MAX_PENDING_BLOB_BYTES = 256 * 1024 * 1024;
+export const DEFAULT_MAX_BLOB_MEMORY_BYTES = 256 * 1024 * 1024;
 /** Inputs one append promotes at most (a claim's turn, or a step's steering inputs). */
 export const MAX_PROMOTIONS_PER_APPEND = 100;
 
@@ -35,6 +38,7 @@ export const DEFAULT_LIMITS: SessionLimits = {
   maxHeldBytes: DEFAULT_MAX_HELD_BYTES,
   maxBlobBytes: DEFAULT_MAX_BLOB_BYTES,
   maxPendingBlobBytes: DEFAULT_MAX_PENDING_BLOB_BYTES,
+  maxBlobMemoryBytes: DEFAULT_MAX_BLOB_MEMORY_BYTES,
 };
 
 export const LIMIT_OPTIONS = Object.keys(DEFAULT_LIMITS) as (keyof SessionLimits)[];
@@ -54,6 +58,12 @@ export function parseLimits(component: string, given: Partial<SessionLimits> = {
     throw new SessiondError(
       ErrorCode.InvalidOption,
       `Invalid ${component} limits: maxBlobBytes (${out.maxBlobBytes}) is over maxPendingBlobBytes (${out.maxPendingBlobBytes}), so a part of the largest size could never be admitted. Raise maxPendingBlobBytes or lower maxBlobBytes.`,
+    );
+  }
+  if (out.maxBlobBytes > out.maxBlobMemoryBytes) {
+    throw new SessiondError(
+      ErrorCode.InvalidOption,
+      `Invalid ${component} limits: maxBlobBytes (${out.maxBlobBytes}) is over maxBlobMemoryBytes (${out.maxBlobMemoryBytes}), so a part of the largest size could never be read for a model. Raise maxBlobMemoryBytes or lower maxBlobBytes.`,
     );
   }
   return out;
