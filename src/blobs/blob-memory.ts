@@ -34,6 +34,11 @@ export class BlobMemory {
     return this.used;
   }
 
+  /** Reservations waiting for room now. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
   /**
    * Reserves `bytes` (waiting for room) and returns the release (idempotent). `what` names the blob
    * in the errors. `alsoHeld`: bytes the caller itself already holds, which no wait can free: a

@@ -77,6 +77,7 @@ export interface StartOptions extends NatsFlags, NatsCommandFlags, GatewayFlags 
   maxHeldBytes?: number;
   maxBlobBytes?: number;
   maxPendingBlobBytes?: number;
+  maxBlobMemoryBytes?: number;
   allowUrlHost?: string[];
 }
 
@@ -185,6 +186,11 @@ export function addWorkerOptions(command: Command, ctx: CliContext): Command {
       `bytes of images and files of the prompts that may wait in one session (default ${DEFAULT_LIMITS.maxPendingBlobBytes})`,
       positiveInt('--max-pending-blob-bytes'),
     )
+    .option(
+      '--max-blob-memory-bytes <n>',
+      `bytes of images, files and long tool results this worker holds in memory at once, read for model calls or being stored; more waits (default ${DEFAULT_LIMITS.maxBlobMemoryBytes})`,
+      positiveInt('--max-blob-memory-bytes'),
+    )
     .option(ALLOW_URL_HOST_OPTION[0], ALLOW_URL_HOST_OPTION[1], collectHost)
     .option(INSPECT_OPTION[0], INSPECT_OPTION[1], inspectPort)
     .option('--metrics <port>', 'serve Prometheus metrics (/metrics) and health (/healthz, /readyz) on http://127.0.0.1:PORT', port('--metrics'))
@@ -260,8 +266,8 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     sweepMs: opts.sweepMs,
     ...(nats ? { nats: { connection: nats, ...(commands ? { commands: { ...commands, tenantLimits: tenantLimitFlags(opts) } } : {}) } } : {}),
     limits: Object.fromEntries(
-      (['maxPendingInputs', 'maxPendingBytes', 'maxPromptBytes', 'maxHeldBytes', 'maxBlobBytes', 'maxPendingBlobBytes'] as const).flatMap((k) =>
-        opts[k] === undefined ? [] : [[k, opts[k]]],
+      (['maxPendingInputs', 'maxPendingBytes', 'maxPromptBytes', 'maxHeldBytes', 'maxBlobBytes', 'maxPendingBlobBytes', 'maxBlobMemoryBytes'] as const).flatMap(
+        (k) => (opts[k] === undefined ? [] : [[k, opts[k]]]),
       ),
     ),
     ...(opts.allowUrlHost?.length ? { urls: { allow: opts.allowUrlHost } } : {}),
