@@ -1,7 +1,8 @@
 /**
  * Blobs on a 3-server cluster: the Object Store bucket made with 3 replicas passes the blob store
- * contract as the worker user, and a blob whose put was acknowledged is read whole after the
- * bucket's stream leader is killed.
+ * contract as the worker user, a blob whose put was acknowledged is read whole after the
+ * bucket's stream leader is killed, and a real `sessiond start --nats` worker on the cluster sends
+ * a 6 MB image and a 3 MB tool result to the model whole (test/nats/blob-turns.ts).
  */
 import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
@@ -9,7 +10,11 @@ import { connectNats } from '../../src/nats/connection.ts';
 import { BLOB_BUCKET, ObjectBlobStore, setupBlobBucket } from '../../src/nats/object-blob-store.ts';
 import { blobStoreContract, pseudoRandomBytes } from '../../src/testing/blob-store-contract.ts';
 import { startNatsCluster, type NatsCluster } from '../../src/testing/nats-cluster.ts';
-import { WORKER } from '../../src/testing/nats-server.ts';
+import { COMMANDS, WORKER } from '../../src/testing/nats-server.ts';
+import { startCli, type LongRunning } from '../support/cli.ts';
+import { tempDir } from '../support/tmp.ts';
+import { checkBlobTurns } from '../nats/blob-turns.ts';
+import { REPLICAS, setupStream } from './helpers.ts';
 
 const STREAM = `OBJ_${BLOB_BUCKET}`;
 let cluster: NatsCluster | undefined;
@@ -47,6 +52,32 @@ contract('cluster blobs - an acknowledged 6 MB blob is read whole after the stre
     await c.waitStreamCurrent(STREAM, { replicas: 3 });
   } finally {
     await nc.close();
+  }
+});
+
+contract('cluster blobs - a real worker on the cluster: a 6 MB image prompt and a 3 MB tool result reach the model whole', async () => {
+  const c = await started();
+  assert.match(await setupStream(c, REPLICAS), `${BLOB_BUCKET}`);
+  const tmp = tempDir('sessiond-cluster-blobs-');
+  let worker: LongRunning | undefined;
+  try {
+    await checkBlobTurns(
+      c.urls,
+      async (flags) => {
+        const nats = ['--nats', c.url, '--nats-user', WORKER.user, '--nats-pass', WORKER.pass];
+        const commands = ['--nats-commands-user', COMMANDS.user, '--nats-commands-pass', COMMANDS.pass];
+        worker = startCli(['start', ...nats, ...commands, '--db', tmp.file('w.db'), ...flags]);
+        await worker.waitFor('send it a prompt', 30_000);
+        return worker;
+      },
+      'cluster',
+    );
+  } finally {
+    if (worker && worker.child.exitCode === null) {
+      worker.child.kill('SIGKILL');
+      await worker.exited;
+    }
+    tmp.remove();
   }
 });
 
