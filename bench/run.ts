@@ -41,6 +41,7 @@ import { parallelTools } from './sections/parallel-tools.ts';
 import { sessionCalls } from './sections/session-calls.ts';
 import { tracing } from './sections/tracing.ts';
 import { modelCallLimits } from './sections/model-call-limits.ts';
+import { blobs } from './sections/blobs.ts';
 
 const SECTIONS: Section[] = [
   rawMsgpack,
@@ -63,6 +64,7 @@ const SECTIONS: Section[] = [
   sessionCalls,
   tracing,
   modelCallLimits,
+  blobs,
   takeover,
   cluster,
   subjectScale,
@@ -159,6 +161,8 @@ const ORDER = [
   'hydrate.rate',
   'raw.js.publish.noAsyncTraces',
   'js.append.retained',
+  'blobs.sqlite',
+  'blobs.nats',
 ];
 
 function usage(): never {
