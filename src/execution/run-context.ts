@@ -263,7 +263,6 @@ export function createRunContext(deps: RunContextDeps): Turn {
     const next = queue.then(async () => {
       if (signal.aborted) throw signal.reason;
       // what streamed rides with every durable write (after the writes it followed)
-      blobs.release();
       const events = streams.dirty ? [...buffered, ...streams.take()] : buffered;
       buffered = [];
       bufferedBytes = 0;
@@ -349,7 +348,9 @@ export function createRunContext(deps: RunContextDeps): Turn {
     progress.stop(true); // its last report goes out before its result
     const size = encodedSize(output);
     if (size > TOOL_RESULT_INLINE_BYTES && deps.blobs) {
-      // stored beside the log before the event that references it (a crash between leaves an orphan for the sweep)
+      // stored beside the log before the event that references it (a crash between leaves an orphan for the sweep);
+      // the turn lets go of the blobs it keeps first, so its own hold never keeps the put waiting (the next step reads them again)
+      blobs.release();
       let outputBlob: BlobRef;
       try {
         outputBlob = await deps.blobs.put(Buffer.from(JSON.stringify(output ?? null)), { mediaType: 'application/json' });

@@ -85,6 +85,7 @@ s('blob memory - an engine: a turn reads its image once for three model steps, a
     const refs = ctx.inputs.flatMap((i) => i.parts ?? []).flatMap((p) => ('blob' in p ? [p.blob as BlobRef] : []));
     for (let step = 0; step < 3; step++)
       for (const ref of refs) {
+        await ctx.history(); // a durable write between the steps (the turn keeps its blobs through it)
         const bytes = await ctx.blob(ref);
         assert.is(bytes.length, ref.size);
         most = Math.max(most, engine!.execution.blobMemory.held);
@@ -123,6 +124,43 @@ s('blob memory - an engine: a turn reads its image once for three model steps, a
     for (const open of gates.values()) open();
     await engine.close();
     db.close();
+    tmp.remove();
+  }
+});
+
+s('blob memory - a turn holding its image stores a long tool result whose room it would otherwise wait for on itself', async () => {
+  const tmp = tempDir('sessiond-blob-memory-');
+  let engine: Engine | undefined;
+  const runner: Runner = async (ctx) => {
+    const refs = ctx.inputs.flatMap((i) => i.parts ?? []).flatMap((p) => ('blob' in p ? [p.blob as BlobRef] : []));
+    for (const ref of refs) await ctx.blob(ref);
+    const { messageId } = await ctx.startStep();
+    await ctx.tool(messageId, { name: 'read_log', input: {} }, async () => ({ text: 'y'.repeat(500_000) }));
+    for (const ref of refs) await ctx.blob(ref); // the next step reads it again
+    await ctx.endStep(messageId);
+  };
+  engine = await openEngine({
+    file: tmp.file('engine.db'),
+    runner,
+    limits: { maxBlobBytes: 200_000, maxPendingBlobBytes: 600_000, maxBlobMemoryBytes: 600_000 },
+  });
+  try {
+    await engine.admit('ses_t1', {
+      prompt: [
+        { type: 'text', text: 'read' },
+        { type: 'image', data: pngBytes(180_000, 3).toString('base64'), mediaType: 'image/png' },
+      ],
+    });
+    await waitFor(async () => (await engine!.status('ses_t1')).outcome !== null, { what: 'the turn to settle' });
+    assert.is((await engine.status('ses_t1')).outcome, 'succeeded');
+    const events = await engine.log.readSession('ses_t1');
+    assert.ok(
+      events.some((e) => e.type === 'tool.succeeded' && 'outputBlob' in e.payload && e.payload.outputBlob !== undefined),
+      'the result stored as a blob',
+    );
+    assert.is(engine.execution.blobMemory.held, 0);
+  } finally {
+    await engine.close();
     tmp.remove();
   }
 });
