@@ -47,6 +47,12 @@ export interface EngineOptions extends Omit<ExecutionOptions, 'log'> {
   /** Wraps the log the engine writes through (the embedded one or `log`), e.g. with `observeAppends` for metrics. */
   decorateLog?: (log: EventLog) => EventLog;
   synchronous?: Synchronous;
+  /**
+   * How long an unreferenced blob is kept after its content was last put (ms; default one hour,
+   * `DEFAULT_BLOB_GRACE_MS`): a delete removes the session's other blobs at once and leaves these to
+   * the worker's blob sweep, which removes them once they are older.
+   */
+  blobGraceMs?: number;
 }
 
 /**
@@ -104,7 +110,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const live = new LocalLiveBus();
   const inner = publishCommits(options.log ?? new SqliteEventLog(db), live);
   const log = options.decorateLog ? options.decorateLog(inner) : inner;
-  const { file: _file, log: _log, synchronous: _sync, decorateLog: _decorate, bus: _bus, ...rest } = options;
+  const { file: _file, log: _log, synchronous: _sync, decorateLog: _decorate, bus: _bus, blobGraceMs: _grace, ...rest } = options;
   const executionOptions = { ...rest, bus: options.bus ? fanOut(options.bus, live) : live };
   // snapshots beside the log: by default in the SQLite file (on NATS `sessiond start` passes the
   // shared JetStream store; this file is the fallback)
@@ -182,7 +188,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
           `Cannot delete session ${id} here: this engine's log is ${log.name}, not its SQLite file; a worker's engine may not delete from a NATS stream: the admin user does, with sessiond delete SESSION --yes --nats URL --nats-user admin (docs/operating.md, "Deleting sessions").`,
         );
       }
-      return deleteSession(execution.handler, sqliteEraser(db, clock), id, deleteOptions, () => execution.awaitIdle(id));
+      const reclaim = blobs ? { store: blobs, log, graceMs: options.blobGraceMs } : undefined;
+      return deleteSession(execution.handler, sqliteEraser(db, clock, reclaim), id, deleteOptions, () => execution.awaitIdle(id));
     },
     deletions: (limit) => deletionRecords(db, limit),
     tenantBudget: async (tenant, request) => tenantBudget(budgetStore(), clock, tenant, request),
