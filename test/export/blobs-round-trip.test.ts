@@ -81,7 +81,7 @@ test('export/replay - a session with an image part and a large tool result round
     const file = readFileSync(tmp.file('ses_doc.export'));
     const at = file.indexOf(image.subarray(1000, 1064));
     assert.ok(at > 0, 'the image bytes are in the file');
-    file[at] ^= 0xff;
+    file[at] = file[at]! ^ 0xff;
     writeFileSync(tmp.file('tampered.export'), file);
     const refused = await runCli(['replay', tmp.file('tampered.export'), '--db', tmp.file('tampered.db')]);
     assert.is.not(refused.code, 0);
