@@ -14,6 +14,7 @@ import { SqliteEventLog } from './storage/sqlite/sqlite-event-log.ts';
 import { SqliteSnapshotStore } from './storage/sqlite/sqlite-snapshot-store.ts';
 import { SqliteBlobStore } from './storage/sqlite/sqlite-blob-store.ts';
 import type { BlobStore } from './blobs/blob-store.ts';
+import { checkGraceMs } from './blobs/sweep.ts';
 import { systemClock } from './clock.ts';
 import { SessionExecution, type ExecutionOptions, type ResumeResult } from './execution/session-execution.ts';
 import { admitInput } from './input/admit.ts';
@@ -102,7 +103,8 @@ export interface Engine extends Sessions {
 }
 
 export async function openEngine(options: EngineOptions): Promise<Engine> {
-  checkKeys('openEngine', options, [...EXECUTION_OPTIONS, 'file', 'decorateLog', 'synchronous']);
+  checkKeys('openEngine', options, [...EXECUTION_OPTIONS, 'file', 'decorateLog', 'synchronous', 'blobGraceMs']);
+  const blobGraceMs = checkGraceMs(options.blobGraceMs, 'engine option blobGraceMs');
   const db = openDatabase(options.file, { ...(options.synchronous ? { synchronous: options.synchronous } : {}) });
   migrate(db, options.clock ? { clock: options.clock } : {});
   const ownLog = options.log === undefined;
@@ -188,7 +190,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
           `Cannot delete session ${id} here: this engine's log is ${log.name}, not its SQLite file; a worker's engine may not delete from a NATS stream: the admin user does, with sessiond delete SESSION --yes --nats URL --nats-user admin (docs/operating.md, "Deleting sessions").`,
         );
       }
-      const reclaim = blobs ? { store: blobs, log, graceMs: options.blobGraceMs } : undefined;
+      const reclaim = blobs ? { store: blobs, log, graceMs: blobGraceMs } : undefined;
       return deleteSession(execution.handler, sqliteEraser(db, clock, reclaim), id, deleteOptions, () => execution.awaitIdle(id));
     },
     deletions: (limit) => deletionRecords(db, limit),

@@ -15,6 +15,10 @@ import { DEFAULT_BLOB_GRACE_MS, blobVerdict, describeBlobSweep } from '../../src
 import { sweepProjectedBlobs, missingBlobs } from '../../src/sessions/blob-sweep.ts';
 import { sequentialIds } from '../../src/ids.ts';
 import { tempDir } from '../support/tmp.ts';
+import { expectCode } from '../../src/testing/fixtures.ts';
+import { ErrorCode } from '../../src/errors.ts';
+import { startWorker } from '../../src/execution/worker.ts';
+import { waitFor } from '../../src/testing/wait.ts';
 import { pngBytes } from '../support/png.ts';
 
 const T0 = 1_760_000_000_000;
@@ -162,6 +166,50 @@ test("blob reclaim - the verdict: staged upload chunks are never the sweep's; re
   assert.is(blobVerdict(blob, false, 1100, 100), 'young', 'put exactly at the cut: kept');
   assert.is(blobVerdict(blob, false, 1101, 100), 'orphaned');
   assert.is(blobVerdict({ ...blob, sha256: 'upload.abc.0001' }, false, 10_000, 100), 'staged');
+});
+
+test('blob reclaim - a worker sweeps unreferenced blobs every interval, once past the grace period (injected clock)', () =>
+  inWorld(async ({ clock, engine: e }) => {
+    const orphan = await e.blobs!.put(image(9), { mediaType: 'image/png' });
+    const referenced = await promptWithImage(e, 'ses_ref', image(10));
+    const swept: number[] = [];
+    const worker = startWorker(e.execution, {
+      projection: e.db,
+      clock,
+      sweep: { intervalMs: HOUR },
+      blobSweep: { graceMs: 2 * HOUR, intervalMs: HOUR, onSwept: (r) => swept.push(r.orphaned.length) },
+    });
+    try {
+      await clock.advance(HOUR);
+      await waitFor(() => worker.blobSweeper !== undefined && swept.length === 0, { what: 'the first pass' });
+      assert.is(await e.blobs!.has(orphan.sha256), true, 'an hour old: within the grace period');
+      await clock.advance(2 * HOUR);
+      await waitFor(() => swept.length > 0, { what: 'a pass that removed the orphan' });
+      assert.equal(swept, [1]);
+      assert.is(await e.blobs!.has(orphan.sha256), false);
+      assert.is(await e.blobs!.has(referenced.sha256), true);
+    } finally {
+      await worker.stop();
+    }
+  }));
+
+test('blob reclaim - an engine with blobGraceMs 0 removes a just-stored blob at delete; a bad value is refused naming it', async () => {
+  const tmp = tempDir('sessiond-reclaim-grace-');
+  try {
+    const clock = new ManualClock(T0);
+    const e = await openEngine({ file: tmp.file('g.db'), runner: echoRunner(), clock, blobGraceMs: 0 });
+    try {
+      const ref = await promptWithImage(e, 'ses_now', image(11));
+      await clock.advance(1);
+      assert.equal((await e.delete('ses_now', { by: 'dpo' })).blobs, { removed: 1, shared: 0, left: 0 });
+      assert.is(await e.blobs!.has(ref.sha256), false);
+    } finally {
+      await e.close();
+    }
+    await expectCode(openEngine({ file: tmp.file('bad.db'), runner: echoRunner(), blobGraceMs: -1 }), ErrorCode.InvalidOption, 'engine option blobGraceMs');
+  } finally {
+    tmp.remove();
+  }
 });
 
 test.run();
