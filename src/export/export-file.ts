@@ -237,7 +237,7 @@ export async function readExport(
       try {
         const body = await frames.next(frame);
         if (!body) break;
-        if (body[0] === BLOB_FRAME) {
+        if (body[0] === BLOB_FRAME && header.version === EXPORT_BLOBS_VERSION) {
           const chunk = blobChunk(body, file, start, frame);
           if (batch.length) await deliver(start); // the events before it first
           await handlers.onBlobChunk?.(chunk);
