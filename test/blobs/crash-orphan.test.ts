@@ -81,4 +81,21 @@ test('blob check - a referenced blob the store lost is reported MISSING, naming 
   }
 });
 
+test('blob delete - sessiond delete says what became of the session blobs; within the grace period the sweep gets them', async () => {
+  const tmp = tempDir('sessiond-blob-delete-');
+  const db = tmp.file('delete.db');
+  try {
+    const image = pngBytes(150_000, 4);
+    writeFileSync(tmp.file('image.png'), image);
+    assert.is((await runCli(['prompt', 'ses_img', 'look', '--image', tmp.file('image.png'), '--db', db, '--no-wake'])).code, 0);
+    const deleted = await runCli(['delete', 'ses_img', '--yes', '--db', db]);
+    assert.is(deleted.code, 0, deleted.stderr);
+    assert.match(deleted.stdout, '; 0 blobs removed, 1 blob stored within the grace period left to the blob sweep');
+    const swept = await runCli(['blobs', 'sweep', '--db', db, '--grace-ms', '0']);
+    assert.match(swept.stdout, `removed blob ${sha(image)}`);
+  } finally {
+    tmp.remove();
+  }
+});
+
 test.run();

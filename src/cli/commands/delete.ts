@@ -35,7 +35,7 @@ const iso = isoTime;
 
 /** The audit line of a deletion (never the content). */
 export function describeDeletion(r: DeletionRecord): string {
-  return `deleted ${r.sessionId} (${r.events} events, last seq ${r.lastSeq}) at ${iso(r.deletedAt)} by ${r.deletedBy}${r.reason ? `: ${r.reason}` : ''}${r.archivedTo ? `; archived to ${r.archivedTo}` : ''}${r.blobs ? `; ${describeBlobs(r.blobs)}` : ''}`;
+  return `deleted ${r.sessionId} (${r.events} events, last seq ${r.lastSeq}) at ${iso(r.deletedAt)} by ${r.deletedBy}${r.reason ? `: ${r.reason}` : ''}${r.archivedTo ? `; archived to ${r.archivedTo}` : ''}${r.blobs && r.blobs.removed + r.blobs.shared + r.blobs.left > 0 ? `; ${describeBlobs(r.blobs)}` : ''}`;
 }
 
 /** What a delete did with the session's blobs, in plain words. */
