@@ -14,6 +14,7 @@ import { SqliteEventLog } from './storage/sqlite/sqlite-event-log.ts';
 import { SqliteSnapshotStore } from './storage/sqlite/sqlite-snapshot-store.ts';
 import { SqliteBlobStore } from './storage/sqlite/sqlite-blob-store.ts';
 import type { BlobStore } from './blobs/blob-store.ts';
+import { checkGraceMs } from './blobs/sweep.ts';
 import { systemClock } from './clock.ts';
 import { SessionExecution, type ExecutionOptions, type ResumeResult } from './execution/session-execution.ts';
 import { admitInput } from './input/admit.ts';
@@ -47,6 +48,12 @@ export interface EngineOptions extends Omit<ExecutionOptions, 'log'> {
   /** Wraps the log the engine writes through (the embedded one or `log`), e.g. with `observeAppends` for metrics. */
   decorateLog?: (log: EventLog) => EventLog;
   synchronous?: Synchronous;
+  /**
+   * How long an unreferenced blob is kept after its content was last put (ms; default one hour,
+   * `DEFAULT_BLOB_GRACE_MS`): a delete removes the session's other blobs at once and leaves these to
+   * the worker's blob sweep, which removes them once they are older.
+   */
+  blobGraceMs?: number;
 }
 
 /**
@@ -96,7 +103,8 @@ export interface Engine extends Sessions {
 }
 
 export async function openEngine(options: EngineOptions): Promise<Engine> {
-  checkKeys('openEngine', options, [...EXECUTION_OPTIONS, 'file', 'decorateLog', 'synchronous']);
+  checkKeys('openEngine', options, [...EXECUTION_OPTIONS, 'file', 'decorateLog', 'synchronous', 'blobGraceMs']);
+  const blobGraceMs = checkGraceMs(options.blobGraceMs, 'engine option blobGraceMs');
   const db = openDatabase(options.file, { ...(options.synchronous ? { synchronous: options.synchronous } : {}) });
   migrate(db, options.clock ? { clock: options.clock } : {});
   const ownLog = options.log === undefined;
@@ -104,7 +112,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const live = new LocalLiveBus();
   const inner = publishCommits(options.log ?? new SqliteEventLog(db), live);
   const log = options.decorateLog ? options.decorateLog(inner) : inner;
-  const { file: _file, log: _log, synchronous: _sync, decorateLog: _decorate, bus: _bus, ...rest } = options;
+  const { file: _file, log: _log, synchronous: _sync, decorateLog: _decorate, bus: _bus, blobGraceMs: _grace, ...rest } = options;
   const executionOptions = { ...rest, bus: options.bus ? fanOut(options.bus, live) : live };
   // snapshots beside the log: by default in the SQLite file (on NATS `sessiond start` passes the
   // shared JetStream store; this file is the fallback)
@@ -182,7 +190,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
           `Cannot delete session ${id} here: this engine's log is ${log.name}, not its SQLite file; a worker's engine may not delete from a NATS stream: the admin user does, with sessiond delete SESSION --yes --nats URL --nats-user admin (docs/operating.md, "Deleting sessions").`,
         );
       }
-      return deleteSession(execution.handler, sqliteEraser(db, clock), id, deleteOptions, () => execution.awaitIdle(id));
+      const reclaim = blobs ? { store: blobs, log, graceMs: blobGraceMs } : undefined;
+      return deleteSession(execution.handler, sqliteEraser(db, clock, reclaim), id, deleteOptions, () => execution.awaitIdle(id));
     },
     deletions: (limit) => deletionRecords(db, limit),
     tenantBudget: async (tenant, request) => tenantBudget(budgetStore(), clock, tenant, request),

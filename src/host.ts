@@ -472,7 +472,7 @@ async function followAuditStream(nc: NatsConnection, log: EventLog, engine: Engi
   const projector = new Projector(engine.db);
   const follower = followDeletions(nc, {
     onDeletion: async (d) => {
-      if (await applyDeletion(engine.db, log, projector, d)) {
+      if (await applyDeletion(engine.db, log, projector, d, engine.blobs ? { store: engine.blobs, clock: systemClock } : undefined)) {
         engine.execution.forget(d.sessionId);
         report.out(`${d.sessionId}  deleted by ${d.deletedBy} (stream sequence ${d.headPosition}): its rows are gone from this worker's projection`, {
           session: d.sessionId,

@@ -23,7 +23,11 @@ export interface BlobRef {
   mediaType: string;
 }
 
-/** A blob as the store lists it: with when it was stored (ms since the epoch), for a sweep's grace period. */
+/**
+ * A blob as the store lists it: with when its content was last put (ms since the epoch, the store's
+ * clock), for a sweep's grace period. A put of content already stored moves it forward: an admission
+ * that re-uses a blob makes it young again until its event is appended.
+ */
 export interface StoredBlob extends BlobRef {
   storedAt: number;
 }
@@ -58,6 +62,13 @@ export interface BlobStore {
   has(sha256: string): Promise<boolean>;
   /** Removes the blob; false when it was not there. Whether anything still references it is the caller's question. */
   delete(sha256: string): Promise<boolean>;
+  /**
+   * Removes the blob only if its content was last put before `before` (ms since the epoch), as one
+   * step against a concurrent put: a put of the same content either lands first (the blob is kept)
+   * or after (it stores the blob again). False when it was kept or not there. What a delete and the
+   * sweep use, so an admission re-using a blob cannot lose it (src/blobs/reclaim.ts).
+   */
+  deleteIfIdle(sha256: string, before: number): Promise<boolean>;
   /** Every stored blob, in no promised order (a sweep compares them with the references it knows). */
   list(): AsyncIterable<StoredBlob>;
 }

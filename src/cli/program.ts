@@ -17,6 +17,7 @@ import { registerFork } from './commands/fork.ts';
 import { registerDelete } from './commands/delete.ts';
 import { registerTail } from './commands/tail.ts';
 import { registerCheck } from './commands/check.ts';
+import { registerBlobs } from './commands/blobs.ts';
 import { registerVerify } from './commands/verify.ts';
 import { registerExport } from './commands/export.ts';
 import { registerReplay } from './commands/replay.ts';
@@ -46,6 +47,7 @@ export function buildProgram(ctx: CliContext): Command {
   registerDelete(program, ctx);
   registerTail(program, ctx);
   registerCheck(program, ctx);
+  registerBlobs(program, ctx);
   registerVerify(program, ctx);
   registerExport(program, ctx);
   registerReplay(program, ctx);

@@ -14,6 +14,7 @@ import { RecoverySweeper, type RecoveryNotice } from '../recovery/sweeper.ts';
 import { projectionCandidates } from '../recovery/projection-candidates.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import type { SessionExecution } from './session-execution.ts';
+import { BlobSweeper, type BlobSweepSettings } from './blob-sweeper.ts';
 
 export interface WorkerOptions {
   /** Start reading the log after this position (default: 0, or the head when a projection is given). */
@@ -22,6 +23,11 @@ export interface WorkerOptions {
   projection?: Db;
   /** Recovery sweep settings (used with `projection`). */
   sweep?: { intervalMs?: number; maxWakeAttempts?: number; wakeBackoffMs?: number; onNotice?: (n: RecoveryNotice) => void };
+  /**
+   * The blob sweep (used with `projection` when the execution has a blob store): unreferenced blobs
+   * older than `graceMs` are removed every `intervalMs`; `false` turns it off.
+   */
+  blobSweep?: BlobSweepSettings | false;
   clock?: Clock;
   /** Called for every committed event, after the worker handled it (the CLI prints them). */
   onEvent?: (event: SessionEvent) => void;
@@ -38,6 +44,8 @@ export interface Worker {
   readonly execution: SessionExecution;
   readonly sweeper: RecoverySweeper | undefined;
   readonly projector: Projector | undefined;
+  /** The blob sweep, when the worker has a projection and a blob store. */
+  readonly blobSweeper: BlobSweeper | undefined;
   /** Log position the worker has handled. */
   readonly position: number;
   /** Stops the sweep, the subscriptions and the execution service (turns in progress are handed back). */
@@ -67,6 +75,7 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
   let projection: Subscription | undefined;
   let projector: Projector | undefined;
   let sweeper: RecoverySweeper | undefined;
+  let blobSweeper: BlobSweeper | undefined;
   let stopped = false;
 
   const handle = (events: SessionEvent[]) => {
@@ -120,11 +129,19 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
       clock: options.clock ?? systemClock,
       ...(options.sweep ?? {}),
     });
+    if (execution.blobs && options.blobSweep !== false) {
+      const settings = options.blobSweep ?? {};
+      blobSweeper = new BlobSweeper(db, execution.log, execution.blobs, options.clock ?? systemClock, {
+        onError: (message) => onError(new Error(message)),
+        ...settings,
+      });
+    }
     // new events from the head on; what was owed before is the sweep's to find
     void execution.log.head().then((head) => {
       if (stopped) return;
       subscription = subscribe(options.after ?? head);
       sweeper!.start();
+      blobSweeper?.start();
     }, onError);
   } else {
     subscription = subscribe(options.after ?? 0);
@@ -138,12 +155,16 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
     get projector() {
       return projector;
     },
+    get blobSweeper() {
+      return blobSweeper;
+    },
     get position() {
       return subscription?.position ?? 0;
     },
     async stop() {
       stopped = true;
       await sweeper?.stop();
+      await blobSweeper?.stop();
       await subscription?.close();
       await execution.close();
       await projection?.close();

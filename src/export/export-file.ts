@@ -9,8 +9,24 @@ import { decodeEvent, encodeEvent, pack, unpack } from '../events/codec.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 
 export const EXPORT_FORMAT = 'sessiond-export';
+/** The version of a file of events only; one that also carries blobs is `EXPORT_BLOBS_VERSION`. */
 export const EXPORT_VERSION = 1;
+/** A file whose events are followed by the bytes of the blobs they reference (blob frames). */
+export const EXPORT_BLOBS_VERSION = 2;
 const MAX_FRAME_BYTES = 16 * 1024 * 1024;
+/** The first byte of a blob frame: 0xc1, which msgpack never uses, so no event frame starts with it. */
+const BLOB_FRAME = 0xc1;
+/** Bytes of a blob per blob frame. */
+export const EXPORT_BLOB_CHUNK_BYTES = 1024 * 1024;
+
+/** A piece of a blob in an export: its reference, where the piece starts in it, and the piece. */
+export interface ExportBlobChunk {
+  sha256: string;
+  size: number;
+  mediaType: string;
+  offset: number;
+  data: Uint8Array;
+}
 
 export interface ExportHeader {
   format: typeof EXPORT_FORMAT;
@@ -24,13 +40,40 @@ export interface ExportHeader {
 export class ExportWriter {
   private position = 0;
   private count = 0;
-  private constructor(private readonly fh: FileHandle) {}
+  private blobs = 0;
+  private constructor(
+    private readonly fh: FileHandle,
+    private readonly header: ExportHeader,
+  ) {}
 
   static async create(file: string, header: Omit<ExportHeader, 'format' | 'version'>): Promise<ExportWriter> {
     const fh = await open(file, 'w');
-    const w = new ExportWriter(fh);
-    await w.frame(pack({ format: EXPORT_FORMAT, version: EXPORT_VERSION, ...header }));
+    const full: ExportHeader = { format: EXPORT_FORMAT, version: EXPORT_VERSION, ...header };
+    const w = new ExportWriter(fh, full);
+    await w.frame(pack(full));
     return w;
+  }
+
+  /**
+   * Writes a blob's bytes (after the events that reference it) as frames of
+   * `EXPORT_BLOB_CHUNK_BYTES`; the file becomes version `EXPORT_BLOBS_VERSION` on close.
+   */
+  async writeBlob(ref: { sha256: string; size: number; mediaType: string }, chunks: AsyncIterable<Uint8Array>): Promise<void> {
+    let offset = 0;
+    for await (const chunk of chunks) {
+      for (let at = 0; at < chunk.length; at += EXPORT_BLOB_CHUNK_BYTES) {
+        const data = chunk.subarray(at, at + EXPORT_BLOB_CHUNK_BYTES);
+        const body = pack({ sha256: ref.sha256, size: ref.size, mediaType: ref.mediaType, offset, data });
+        await this.frame(Buffer.concat([Uint8Array.of(BLOB_FRAME), body]));
+        offset += data.length;
+      }
+    }
+    this.blobs++;
+  }
+
+  /** Blobs written. */
+  get blobsWritten(): number {
+    return this.blobs;
   }
 
   async write(events: SessionEvent[]): Promise<void> {
@@ -52,6 +95,15 @@ export class ExportWriter {
   }
 
   async close(): Promise<void> {
+    if (this.blobs > 0) {
+      // the header again, now version 2: the same length (both versions are one msgpack byte)
+      const body = pack({ ...this.header, version: EXPORT_BLOBS_VERSION });
+      const len = Buffer.alloc(4);
+      len.writeUInt32BE(body.byteLength);
+      const before = pack(this.header).byteLength;
+      if (body.byteLength !== before) throw new Error(`export header changed length (${before} -> ${body.byteLength})`);
+      await this.fh.write(Buffer.concat([len, body]), 0, 4 + body.byteLength, 0);
+    }
     await this.fh.close();
   }
 
@@ -145,6 +197,8 @@ export async function readExport(
     batchSize?: number;
     /** A frame read whole that does not decode: handed here and skipped (the read goes on) instead of stopping the read. */
     onUndecodable?: (damage: CorruptExportError, body: Uint8Array) => void;
+    /** A piece of a blob (a version 2 file, after the events); without it blob frames are skipped. */
+    onBlobChunk?: (chunk: ExportBlobChunk) => void | Promise<void>;
   },
 ): Promise<{ header: ExportHeader; events: number }> {
   const fh = await open(file, 'r');
@@ -159,10 +213,10 @@ export async function readExport(
       throw new CorruptExportError(file, 0, 0, `unreadable header (${messageOf(err)})`, err);
     }
     if (header?.format !== EXPORT_FORMAT) throw new CorruptExportError(file, 0, 0, 'not a sessiond export (bad header)');
-    if (header.version !== EXPORT_VERSION) {
+    if (header.version !== EXPORT_VERSION && header.version !== EXPORT_BLOBS_VERSION) {
       throw new SessiondError(
         ErrorCode.UnsupportedEventVersion,
-        `${file} is export format version ${header.version}; this sessiond reads version ${EXPORT_VERSION}. Use the sessiond that wrote it.`,
+        `${file} is export format version ${header.version}; this sessiond reads versions ${EXPORT_VERSION} and ${EXPORT_BLOBS_VERSION}. Use the sessiond that wrote it.`,
       );
     }
     await handlers.onHeader?.(header);
@@ -183,6 +237,12 @@ export async function readExport(
       try {
         const body = await frames.next(frame);
         if (!body) break;
+        if (body[0] === BLOB_FRAME && header.version === EXPORT_BLOBS_VERSION) {
+          const chunk = blobChunk(body, file, start, frame);
+          if (batch.length) await deliver(start); // the events before it first
+          await handlers.onBlobChunk?.(chunk);
+          continue;
+        }
         try {
           event = decodeEvent(body);
         } catch (err) {
@@ -205,4 +265,27 @@ export async function readExport(
   } finally {
     await fh.close();
   }
+}
+
+/** A blob frame's piece, checked field by field (damage names the frame). */
+function blobChunk(body: Buffer, file: string, start: number, frame: number): ExportBlobChunk {
+  let raw: Partial<ExportBlobChunk>;
+  try {
+    raw = unpack(body.subarray(1)) as Partial<ExportBlobChunk>;
+  } catch (err) {
+    throw new CorruptExportError(file, start, frame, `unreadable blob frame (${messageOf(err)})`, err);
+  }
+  const ok =
+    raw !== null &&
+    typeof raw === 'object' &&
+    typeof raw.sha256 === 'string' &&
+    /^[0-9a-f]{64}$/.test(raw.sha256) &&
+    Number.isSafeInteger(raw.size) &&
+    typeof raw.mediaType === 'string' &&
+    Number.isSafeInteger(raw.offset) &&
+    raw.data instanceof Uint8Array &&
+    raw.offset! >= 0 &&
+    raw.offset! + raw.data.length <= raw.size!;
+  if (!ok) throw new CorruptExportError(file, start, frame, 'a blob frame without a valid sha256, size, mediaType, offset and data');
+  return raw as ExportBlobChunk;
 }

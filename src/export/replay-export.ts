@@ -9,7 +9,8 @@ import { Projector } from '../projector/projector.ts';
 import { resetProjection } from '../projector/rebuild.ts';
 import { eventImporter } from '../storage/sqlite/import-events.ts';
 import type { Db } from '../storage/sqlite/database.ts';
-import { readExport, type ExportHeader } from './export-file.ts';
+import { readExport, type ExportBlobChunk, type ExportHeader } from './export-file.ts';
+import { blobRefsOf } from '../events/blob-refs.ts';
 import { withheldSessions, type Withheld } from './evidence.ts';
 import type { UrlOptions } from '../input/url-guard.ts';
 
@@ -25,6 +26,11 @@ export interface ReplayOptions {
   name?: string;
   /** Which URLs the replayed prompts may name, as an admission's (default: https to public hosts). */
   urls?: UrlOptions;
+  /**
+   * Stores a blob the file carries, whole (the target's blob store, checking the bytes against the
+   * hash: a mismatch throws and stops the replay). Without it the file's blobs are skipped.
+   */
+  putBlob?: (ref: { sha256: string; size: number; mediaType: string }, bytes: Uint8Array) => Promise<void>;
 }
 
 export interface ReplayProgress {
@@ -42,6 +48,10 @@ export type ReplayResult = Omit<ReplayProgress, 'bytes' | 'totalBytes'> & {
   header: ExportHeader;
   /** Sessions replayed only up to the event before an issue with their decisions (evidence.ts). */
   withheld: Withheld[];
+  /** Blobs restored from the file. */
+  blobs: number;
+  /** Blobs the replayed events reference that the file does not carry (an export of events only). */
+  missingBlobs: string[];
 };
 
 export async function replayExport(db: Db, file: string, options: ReplayOptions = {}): Promise<ReplayResult> {
@@ -58,6 +68,27 @@ export async function replayExport(db: Db, file: string, options: ReplayOptions 
   let read = 0;
   let imported = 0;
   let position = 0;
+  const referenced = new Set<string>();
+  const restored = new Set<string>();
+  const pieces = new Map<string, { parts: Uint8Array[]; got: number }>();
+  const onBlobChunk = async (c: ExportBlobChunk) => {
+    // only the blobs the replayed events reference (the events come first in the file)
+    if (!options.putBlob || restored.has(c.sha256) || !referenced.has(c.sha256)) return;
+    const p = pieces.get(c.sha256) ?? { parts: [], got: 0 };
+    if (c.offset !== p.got) {
+      throw new SessiondError(
+        ErrorCode.DecodeFailed,
+        `${file}: blob ${c.sha256} has a piece at byte ${c.offset}, but ${p.got} bytes came before it: the file was cut or reordered; export it again.`,
+      );
+    }
+    p.parts.push(c.data);
+    p.got += c.data.length;
+    pieces.set(c.sha256, p);
+    if (p.got < c.size) return;
+    pieces.delete(c.sha256);
+    await options.putBlob({ sha256: c.sha256, size: c.size, mediaType: c.mediaType }, Buffer.concat(p.parts));
+    restored.add(c.sha256);
+  };
   const { header } = await readExport(file, {
     onHeader: (h) => {
       resetProjection(db); // the projection covers this log only, as after a rebuild
@@ -67,11 +98,14 @@ export async function replayExport(db: Db, file: string, options: ReplayOptions 
       read += events.length;
       const kept = events.filter(keep);
       if (kept.length === 0) return;
+      for (const e of kept) for (const ref of blobRefsOf(e)) referenced.add(ref.sha256);
       position = commit.immediate(kept).position;
       imported += kept.length;
     },
     onProgress: (bytes, totalBytes) => options.onProgress?.({ bytes, totalBytes, read, imported, position }),
     ...(options.batchSize === undefined ? {} : { batchSize: options.batchSize }),
+    onBlobChunk,
   });
-  return { header, read, imported, position, withheld: [...withheld.values()] };
+  const missingBlobs = [...referenced].filter((sha) => !restored.has(sha)).sort();
+  return { header, read, imported, position, withheld: [...withheld.values()], blobs: restored.size, missingBlobs };
 }

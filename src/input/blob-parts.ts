@@ -74,6 +74,9 @@ async function checkRef(where: string, ref: BlobRef, blobs: BlobStore, maxBlobBy
   if (size !== ref.size) throw invalid(`${where} says blob ${ref.sha256} is ${ref.size} bytes, but it is ${size}: give its real size`);
   const why = mediaTypeMismatch(ref.mediaType, head);
   if (why) throw new SessiondError(ErrorCode.InvalidPayload, `Invalid input: ${where}: the blob's media type does not match its bytes: ${why}.`);
+  // put again (stored once): the blob counts as put now, so a delete or a sweep before this
+  // admission's event is appended keeps it (src/blobs/sweep.ts), or this stores it anew
+  await blobs.put(bytes, { mediaType: ref.mediaType, expectedSha256: ref.sha256, maxBytes: maxBlobBytes });
 }
 
 function invalid(why: string): SessiondError {

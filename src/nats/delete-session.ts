@@ -16,6 +16,10 @@ import type { NatsDeletionRecord } from './deletion-stream.ts';
 import type { JetStreamEventLog } from './jetstream-event-log.ts';
 import { natsEraser } from './nats-eraser.ts';
 import type { Projector } from '../projector/projector.ts';
+import type { BlobStore } from '../blobs/blob-store.ts';
+import { reclaimBlobs } from '../blobs/sweep.ts';
+import { blobReferences } from '../projector/blob-rows.ts';
+import { catchUpProjection } from '../projector/catch-up.ts';
 
 export { checkCanDelete, natsEraser } from './nats-eraser.ts';
 
@@ -39,10 +43,31 @@ export async function deleteNatsSession(
  * deleted. When the projector has already folded events of a later session of the same id (admitted
  * after the purge, before this worker read the audit record), those rows were mixed with the purged
  * session's: they are deleted too, and the later session's events up to the checkpoint are folded
- * again, so the projection holds exactly the later session.
+ * again, so the projection holds exactly the later session. With `blobs`, the deleted session's
+ * blobs no other session references are removed from the store (src/blobs/sweep.ts `reclaimBlobs`).
  */
-export async function applyDeletion(db: Db, log: EventLog, projector: Projector, d: NatsDeletionRecord): Promise<boolean> {
+export async function applyDeletion(db: Db, log: EventLog, projector: Projector, d: NatsDeletionRecord, blobs?: DeletionBlobs): Promise<boolean> {
   if (hasDeletion(db, d.sessionId, d.headPosition)) return false;
+  // the session's blobs, read before its rows go (those of events this worker never folded are the sweep's)
+  const hashes = blobs ? blobReferences(db).ofSession(d.sessionId) : [];
+  const applied = await applyRows(db, log, projector, d);
+  if (applied && blobs && hashes.length > 0) {
+    // the objects only the deleted session referenced: every event before now is folded first (a
+    // fork or a later session of the id keeps its blobs); one put within the grace period stays
+    await catchUpProjection(db, log);
+    await reclaimBlobs({ store: blobs.store, references: blobReferences(db), hashes, now: blobs.clock.now(), graceMs: blobs.graceMs });
+  }
+  return applied;
+}
+
+/** Where a worker's deletions remove the deleted session's blobs (its Object Store bucket). */
+export interface DeletionBlobs {
+  store: BlobStore;
+  clock: Clock;
+  graceMs?: number | undefined;
+}
+
+async function applyRows(db: Db, log: EventLog, projector: Projector, d: NatsDeletionRecord): Promise<boolean> {
   for (let round = 0; ; round++) {
     const head = await log.head();
     // the session now in the log began after the purge; only its events are left in the stream

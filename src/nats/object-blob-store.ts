@@ -11,9 +11,19 @@
  * last subject sequence), so two puts of the same content race safely: one writes, the other
  * finds it and leaves no chunks behind.
  */
-import { DiscardPolicy, RetentionPolicy, StorageType, jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import {
+  DiscardPolicy,
+  RetentionPolicy,
+  StorageType,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+  type StreamConfig,
+} from '@nats-io/jetstream';
 import { Objm, setSha256Backend, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
-import { nanos, type NatsConnection } from '@nats-io/transport-node';
+import { headers, nanos, type NatsConnection } from '@nats-io/transport-node';
+import { systemClock, type Clock } from '../clock.ts';
 import {
   BlobIntake,
   blobCorrupt,
@@ -86,11 +96,26 @@ export function setupBlobBucket(
 const objectDigest = (sha256: string) => `SHA-256=${Buffer.from(sha256, 'hex').toString('base64').replace(/\+/g, '-').replace(/\//g, '_')}`;
 const live = (info: ObjectInfo | null): info is ObjectInfo => info !== null && !info.deleted;
 
+/** An object's meta message as the server holds it (the JSON the library writes), and its stream sequence (the object's revision). */
+interface RawMeta {
+  meta: { name: string; nuid: string; deleted?: boolean; digest?: string; mtime?: string; metadata?: Record<string, string>; [k: string]: unknown };
+  revision: number;
+}
+
+/** When the object's content was last put: the `storedAt` this store writes in its metadata, else its modification time. */
+const storedAtOf = (meta: RawMeta['meta'] | ObjectInfo): number => {
+  const given = Number(meta.metadata?.['storedAt']);
+  return Number.isFinite(given) && given > 0 ? given : Date.parse(meta.mtime ?? '');
+};
+
 export class ObjectBlobStore implements BlobStore {
   private readonly where: string;
   private constructor(
     private readonly os: ObjectStore,
-    bucket: string,
+    private readonly bucket: string,
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    private readonly clock: Clock,
   ) {
     this.where = `Object Store bucket ${bucket}`;
   }
@@ -99,7 +124,7 @@ export class ObjectBlobStore implements BlobStore {
    * Opens the bucket on a connection (the worker user may). Its stream is verified, never created
    * (that is `sessiond setup`'s): a missing one is a NotFoundError saying to run setup.
    */
-  static async open(nc: NatsConnection, options: { bucket?: string; waitMs?: number } = {}): Promise<ObjectBlobStore> {
+  static async open(nc: NatsConnection, options: { bucket?: string; waitMs?: number; clock?: Clock } = {}): Promise<ObjectBlobStore> {
     const bucket = options.bucket ?? BLOB_BUCKET;
     const jsm = await jetstreamManager(nc);
     await manageStream(jsm, blobStreamConfig({ bucket }), {
@@ -108,7 +133,7 @@ export class ObjectBlobStore implements BlobStore {
     });
     // node:crypto's SHA-256 for the library's own digest (its default is a JavaScript one)
     setSha256Backend('native');
-    return new ObjectBlobStore(await new Objm(nc).open(bucket, false), bucket);
+    return new ObjectBlobStore(await new Objm(nc).open(bucket, false), bucket, jetstream(nc), jsm, options.clock ?? systemClock);
   }
 
   async put(source: BlobSource, options: PutBlobOptions): Promise<BlobRef> {
@@ -124,9 +149,9 @@ export class ObjectBlobStore implements BlobStore {
       return this.store(ref, (put) => put(whole));
     }
     const sha256 = intake.expectedSha256;
-    const before = await this.os.info(sha256);
-    if (live(before) && before.digest === objectDigest(sha256)) {
-      // already stored: the bytes are still read and checked, as a put of new content would be
+    const before = await this.keep(sha256);
+    if (before === 'kept') {
+      // already stored (and marked as put now): the bytes are still read and checked, as a put of new content would be
       for await (const chunk of chunksOf(source)) intake.accept(chunk);
       return intake.finish();
     }
@@ -171,16 +196,20 @@ export class ObjectBlobStore implements BlobStore {
   private async store(
     ref: BlobRef,
     write: (put: (stream: ReadableStream<Uint8Array>) => Promise<ObjectInfo>) => Promise<ObjectInfo>,
-    known?: ObjectInfo | null,
+    known?: ObjectInfo | null | 'kept',
     final: () => BlobRef = () => ref,
   ): Promise<BlobRef> {
-    const before = known === undefined ? await this.os.info(ref.sha256) : known;
-    if (live(before) && before.digest === objectDigest(ref.sha256)) return ref;
+    const before = known === undefined ? await this.keep(ref.sha256) : known;
+    if (before === 'kept') return ref;
     try {
       await write((stream) =>
-        this.os.put({ name: ref.sha256, metadata: { mediaType: ref.mediaType }, options: { max_chunk_size: CHUNK_BYTES } }, stream, {
-          previousRevision: before?.revision ?? 0,
-        }),
+        this.os.put(
+          { name: ref.sha256, metadata: { mediaType: ref.mediaType, storedAt: String(this.clock.now()) }, options: { max_chunk_size: CHUNK_BYTES } },
+          stream,
+          {
+            previousRevision: before?.revision ?? 0,
+          },
+        ),
       );
     } catch (err) {
       if (isSessiondError(err)) throw err;
@@ -250,10 +279,63 @@ export class ObjectBlobStore implements BlobStore {
     return true;
   }
 
+  /**
+   * A put of content the bucket holds: its meta message written again with `storedAt` now, only if
+   * it is still the one read (so a concurrent `deleteIfIdle` either lands first, and the put writes
+   * the object anew, or finds it young and keeps it). 'kept' when it did; else what the name holds
+   * (nothing, a deleted or a corrupt object) for a put to write over.
+   */
+  private async keep(sha256: string): Promise<'kept' | ObjectInfo | null> {
+    for (;;) {
+      const info = await this.os.info(sha256);
+      if (!live(info) || info.digest !== objectDigest(sha256)) return info;
+      const raw = await this.rawMeta(sha256);
+      if (raw === null || raw.revision !== info.revision) continue;
+      const now = this.clock.now();
+      const meta = { ...raw.meta, mtime: new Date(now).toISOString(), metadata: { ...raw.meta.metadata, storedAt: String(now) } };
+      if (await this.publishMeta(meta, raw.revision)) return 'kept';
+    }
+  }
+
+  async deleteIfIdle(sha256: string, before: number): Promise<boolean> {
+    checkSha256(sha256);
+    for (;;) {
+      const raw = await this.rawMeta(sha256);
+      if (raw === null || raw.meta.deleted || storedAtOf(raw.meta) >= before) return false;
+      const gone = { ...raw.meta, deleted: true, size: 0, chunks: 0, digest: '', mtime: new Date(this.clock.now()).toISOString() };
+      // a put that marked it since (or wrote it anew) moved the revision: read again
+      if (!(await this.publishMeta(gone, raw.revision))) continue;
+      await this.jsm.streams.purge(streamOf(this.bucket), { filter: `$O.${this.bucket}.C.${raw.meta.nuid}` });
+      return true;
+    }
+  }
+
+  private metaSubject(name: string): string {
+    return `$O.${this.bucket}.M.${Buffer.from(name).toString('base64').replace(/\+/g, '-').replace(/\//g, '_')}`;
+  }
+
+  private async rawMeta(name: string): Promise<RawMeta | null> {
+    const m = await this.jsm.streams.getMessage(streamOf(this.bucket), { last_by_subj: this.metaSubject(name) });
+    return m === null ? null : { meta: m.json<RawMeta['meta']>(), revision: m.seq };
+  }
+
+  /** Writes the object's meta message (replacing the earlier ones) if its revision is still `revision`; false when another write came first. */
+  private async publishMeta(meta: RawMeta['meta'], revision: number): Promise<boolean> {
+    const h = headers();
+    h.set('Nats-Rollup', 'sub');
+    try {
+      await this.js.publish(this.metaSubject(meta.name), JSON.stringify(meta), { headers: h, expect: { lastSubjectSequence: revision } });
+      return true;
+    } catch (err) {
+      if (isWrongLastSequence(err)) return false;
+      throw err;
+    }
+  }
+
   async *list(): AsyncIterable<StoredBlob> {
     for (const info of await this.os.list()) {
       if (!live(info) || !/^[0-9a-f]{64}$/.test(info.name)) continue;
-      yield { sha256: info.name, size: info.size, mediaType: info.metadata?.['mediaType'] ?? 'application/octet-stream', storedAt: Date.parse(info.mtime) };
+      yield { sha256: info.name, size: info.size, mediaType: info.metadata?.['mediaType'] ?? 'application/octet-stream', storedAt: storedAtOf(info) };
     }
   }
 }

@@ -27,6 +27,7 @@ import { messageRows, toJson } from './message-rows.ts';
 import { messageRules } from './message-rules.ts';
 import { recoveryRows } from './recovery-rows.ts';
 import { waitRows } from './wait-rows.ts';
+import { blobRows } from './blob-rows.ts';
 import { sessionListRows } from './session-rows.ts';
 
 export const DEFAULT_PROJECTOR_NAME = 'main';
@@ -85,6 +86,7 @@ export class Projector {
   private readonly messages;
   private readonly waits;
   private readonly sessions;
+  private readonly blobs;
   /** Sessions deleted (storage/sqlite/delete-session.ts) at a log head at or past a position. */
   private readonly deleted;
   private readonly handlers: Handlers;
@@ -110,6 +112,7 @@ export class Projector {
       this.messages = messageRows(db);
       this.waits = waitRows(db);
       this.sessions = sessionListRows(db);
+      this.blobs = blobRows(db);
       this.deleted = deletedSince(db);
     } catch (err) {
       throw new NotFoundError(`Database ${db.name} has no projection tables (${messageOf(err)}): run migrate(db) before creating a Projector.`, { cause: err });
@@ -226,6 +229,7 @@ export class Projector {
 
   private foldOne(checked: SessionEvent): void {
     (this.handlers[checked.type] as (e: SessionEvent) => void)(checked);
+    this.blobs.record(checked);
     this.sessions.touch(checked);
   }
 

@@ -16,6 +16,7 @@ import { messageRows } from './message-rows.ts';
 import { recoveryRows } from './recovery-rows.ts';
 import { waitRows } from './wait-rows.ts';
 import { sessionListRows } from './session-rows.ts';
+import { blobRows } from './blob-rows.ts';
 import { Projector, type ApplyResult } from './projector.ts';
 
 export const DEFAULT_REBUILD_PAGE_SIZE = DEFAULT_PAGE_SIZE;
@@ -44,7 +45,7 @@ export function resetProjection(db: Db): void {
 }
 
 function resetStatements(db: Db) {
-  const all = [checkpointRows(db), executionRows(db), inputRows(db), messageRows(db), recoveryRows(db), waitRows(db), sessionListRows(db)];
+  const all = [checkpointRows(db), executionRows(db), inputRows(db), messageRows(db), recoveryRows(db), waitRows(db), sessionListRows(db), blobRows(db)];
   return db.transaction(() => {
     for (const t of all) t.clearAll();
   });
@@ -110,6 +111,7 @@ const TABLES = [
     order: 'session_id',
   },
   { table: 'session_tag', columns: 'session_id, key, value, time_created', order: 'session_id, key' },
+  { table: 'session_blob', columns: 'session_id, sha256, seq', order: 'session_id, sha256' },
 ] as const;
 
 export type ProjectionTable = (typeof TABLES)[number]['table'];

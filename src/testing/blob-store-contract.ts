@@ -10,11 +10,14 @@ import { createHash } from 'node:crypto';
 import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { BlobStore, StoredBlob } from '../blobs/blob-store.ts';
+import type { ManualClock } from '../clock.ts';
 import { ErrorCode } from '../errors.ts';
 import { expectCode, uniqueId } from './fixtures.ts';
 
 export interface BlobStoreFixture {
   store: BlobStore;
+  /** The store's clock (`storedAt`), moved by the tests of last-put times. */
+  clock: ManualClock;
   cleanup: () => Promise<void>;
 }
 
@@ -235,6 +238,43 @@ export function blobStoreContract(name: string, open: () => Promise<BlobStoreFix
     all = await listed(fx.store);
     assert.is(all.has(refs[1]!.sha256), false);
     assert.ok(all.has(refs[0]!.sha256) && all.has(refs[2]!.sha256));
+  });
+
+  s('blob store - a put of stored content moves its storedAt to now (an admission re-using it makes it young again)', async ({ fx }) => {
+    const tag = uniqueId('touch');
+    const bytes = pseudoRandomBytes(300_000, tag);
+    const first = fx.clock.now();
+    const ref = await fx.store.put(bytes, { mediaType: 'application/octet-stream' });
+    assert.is((await listed(fx.store)).get(ref.sha256)?.storedAt, first);
+    await fx.clock.advance(3_600_000);
+    assert.equal(await fx.store.put(chunked(bytes, 100_000), { mediaType: 'application/octet-stream', expectedSha256: ref.sha256 }), ref);
+    assert.is((await listed(fx.store)).get(ref.sha256)?.storedAt, first + 3_600_000, 'a streamed put of the same content');
+    await fx.clock.advance(1_000);
+    await fx.store.put(bytes, { mediaType: 'application/octet-stream' });
+    assert.is((await listed(fx.store)).get(ref.sha256)?.storedAt, first + 3_601_000, 'a whole put of the same content');
+    assert.ok(Buffer.from(await fx.store.get(ref.sha256)).equals(Buffer.from(bytes)), 'the bytes are unchanged');
+  });
+
+  s('blob store - deleteIfIdle removes a blob last put before the time, keeps one put since, and finds nothing twice', async ({ fx }) => {
+    const tag = uniqueId('idle');
+    const [old, young] = [text(`old ${tag}`), text(`young ${tag}`)];
+    const ro = await fx.store.put(old, { mediaType: 'text/plain' });
+    await fx.clock.advance(10_000);
+    const cut = fx.clock.now();
+    const ry = await fx.store.put(young, { mediaType: 'text/plain' });
+    assert.is(await fx.store.deleteIfIdle(ry.sha256, cut), false, 'put at the cut: kept');
+    assert.ok(await fx.store.has(ry.sha256));
+    assert.is(await fx.store.deleteIfIdle(ro.sha256, cut), true, 'put before the cut: removed');
+    assert.is(await fx.store.has(ro.sha256), false);
+    await expectCode(fx.store.get(ro.sha256), ErrorCode.NotFound, ro.sha256);
+    assert.is(await fx.store.deleteIfIdle(ro.sha256, cut), false, 'a second time finds nothing');
+    // a blob re-used (put again) after it went idle is young again: kept
+    await fx.clock.advance(10_000);
+    await fx.store.put(young, { mediaType: 'text/plain' });
+    assert.is(await fx.store.deleteIfIdle(ry.sha256, cut + 5_000), false, 'put again since: kept');
+    assert.equal(await fx.store.put(old, { mediaType: 'text/plain' }), ro, 'stored again after its removal');
+    assert.ok(Buffer.from(await fx.store.get(ro.sha256)).equals(Buffer.from(old)));
+    await expectCode(fx.store.deleteIfIdle('nope', cut), ErrorCode.InvalidId);
   });
 
   return s;

@@ -5,6 +5,7 @@
  * a 6 MB image and a 3 MB tool result to the model whole (test/nats/blob-turns.ts).
  */
 import * as assert from 'uvu/assert';
+import { ManualClock } from '../../src/clock.ts';
 import { createHash } from 'node:crypto';
 import { connectNats } from '../../src/nats/connection.ts';
 import { BLOB_BUCKET, ObjectBlobStore, setupBlobBucket } from '../../src/nats/object-blob-store.ts';
@@ -33,7 +34,8 @@ async function started(): Promise<NatsCluster> {
 const contract = blobStoreContract('nats object store, 3 replicas', async () => {
   const c = await started();
   const nc = await connectNats({ servers: c.urls, ...WORKER });
-  return { store: await ObjectBlobStore.open(nc), cleanup: () => nc.close() };
+  const clock = new ManualClock(Date.now());
+  return { store: await ObjectBlobStore.open(nc, { clock }), clock, cleanup: () => nc.close() };
 });
 
 contract('cluster blobs - an acknowledged 6 MB blob is read whole after the stream leader is killed', async () => {

@@ -4,6 +4,7 @@ import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
+import { ManualClock } from '../../src/clock.ts';
 import { ErrorCode } from '../../src/errors.ts';
 import { connectNats } from '../../src/nats/connection.ts';
 import { BLOB_BUCKET, ObjectBlobStore, setupBlobBucket } from '../../src/nats/object-blob-store.ts';
@@ -30,7 +31,8 @@ const contract = blobStoreContract('nats object store', async () => {
     await setupBucket();
   }
   const nc = await connectNats({ servers: server.url, ...WORKER });
-  return { store: await ObjectBlobStore.open(nc), cleanup: () => nc.close() };
+  const clock = new ManualClock(Date.now());
+  return { store: await ObjectBlobStore.open(nc, { clock }), clock, cleanup: () => nc.close() };
 });
 
 contract('object blob store - the test harness makes the bucket; a worker opening a deployment set up before it is told to run sessiond setup', async () => {

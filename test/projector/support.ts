@@ -52,4 +52,5 @@ export const EMPTY_PROJECTION = {
   session_wait: [],
   session: [],
   session_tag: [],
+  session_blob: [],
 };

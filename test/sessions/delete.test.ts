@@ -7,6 +7,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { pngBytes } from '../support/png.ts';
 import { openEngine, type Engine } from '../../src/engine.ts';
 import { ErrorCode, isSessiondError } from '../../src/errors.ts';
 import type { RunContext } from '../../src/runner/types.ts';
@@ -72,6 +73,12 @@ test('delete - every row of the session goes and none of the others; one audit r
     await engine.admit('ses_gone', { prompt: 'wait' });
     await engine.awaitIdle('ses_gone'); // it waits for a signal: a session_wait row
     await turn(engine, 'ses_kept', 'hello');
+    // an image each, stored as a blob (a session_blob row each)
+    for (const [id, seed] of [
+      ['ses_gone', 1],
+      ['ses_kept', 2],
+    ] as const)
+      await engine.admit(id, { prompt: [{ type: 'image', data: pngBytes(100_000, seed).toString('base64'), mediaType: 'image/png' }], wake: false });
     await catchUpProjection(engine.db, engine.log);
     // the inspector's index beside the log (sessiond start --inspect writes it as it follows)
     const index = new SqliteInspectorIndex(engine.db);
@@ -94,6 +101,8 @@ test('delete - every row of the session goes and none of the others; one audit r
         events: record.events,
         lastSeq: record.lastSeq,
         archivedTo: null,
+        // its image was stored just now: left to the blob sweep (the grace period)
+        blobs: { removed: 0, shared: 0, left: 1 },
       },
     );
     assert.ok(record.events > 5 && record.lastSeq === record.events, 'it counted the events (the waiting turn was cancelled first)');
@@ -103,7 +112,8 @@ test('delete - every row of the session goes and none of the others; one audit r
       keptBefore,
       'the other session is untouched',
     );
-    assert.equal(engine.deletions(), [record]);
+    const { blobs: _blobs, ...recorded } = record; // what became of the blobs is told, not recorded
+    assert.equal(engine.deletions(), [recorded]);
     const audit = JSON.stringify(engine.db.prepare('SELECT * FROM session_deletion').all());
     assert.not.match(audit, 'secret', 'the audit holds no content');
     // the projection the engine keeps equals one rebuilt from the log that is left

@@ -14,6 +14,8 @@
  * after the write was decided, before the log has it. `stopAfterAppend: { type, count }` stops it
  * right after the count-th append holding that type is committed (prints `STOPPED <session> <ms>`,
  * the time of the stop): a freeze outside any SQLite transaction. The test resumes it with SIGCONT.
+ * `admitImage` (mode "work"): admits a prompt with an image into each session (with `stopBeforeAppend:
+ * "input.admitted"`, the process stops after its blob is stored, before its event is appended).
  * `module`: a runner module whose default export runs every turn instead (imported after `env` is
  * set in the process's environment: what the module reads when it loads).
  */
@@ -28,6 +30,7 @@ import type { RecoveryNotice } from '../../src/recovery/sweeper.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { stateOf } from '../../src/machines/decider.ts';
 import type { Runner } from '../../src/runner/types.ts';
+import { pngBytes } from './png.ts';
 
 interface Args {
   waitForGo?: boolean;
@@ -50,6 +53,8 @@ interface Args {
   /** A runner module (its default export runs every turn), and variables set before it is imported. */
   module?: string;
   env?: Record<string, string>;
+  /** In mode "work": admit a prompt with a PNG image of this many bytes into each session once ready (stored as a blob first). */
+  admitImage?: { size: number; seed: number };
 }
 const args = JSON.parse(process.argv[2] ?? '{}') as Args;
 const say = (line: string) => process.stdout.write(`${line}\n`);
@@ -162,7 +167,16 @@ if (args.mode === 'work') {
   });
   say(`READY ${host.ownerId}`);
   await goBarrier();
-  for (const s of args.sessions) await host.engine.resume(s);
+  if (args.admitImage) {
+    const data = pngBytes(args.admitImage.size, args.admitImage.seed).toString('base64');
+    for (const s of args.sessions)
+      void host.engine.admit(s, {
+        prompt: [
+          { type: 'text', text: 'what is this?' },
+          { type: 'image', data, mediaType: 'image/png' },
+        ],
+      });
+  } else for (const s of args.sessions) await host.engine.resume(s);
   process.once(
     'SIGTERM',
     () =>

@@ -9,12 +9,61 @@ import { nonNegativeInt, positiveInt } from '../options.ts';
 import { DEFAULT_LIMITS } from '../../input/limits.ts';
 import { addLogOptions, openLog, type LogOptions } from '../log-options.ts';
 import { describeQuarantine, type QuarantinedMessage } from '../../events/quarantine.ts';
+import { DEFAULT_BLOB_GRACE_MS, blobVerdict } from '../../blobs/sweep.ts';
+import type { SessionEvent } from '../../events/envelope.ts';
+import { messageOf } from '../../errors.ts';
+import { blobStoreOf, referencesIn } from '../blob-target.ts';
+import type { OpenedLog } from '../log-options.ts';
 
 interface CheckOptions extends LogOptions {
   safetyOnly?: boolean;
   graceMs: number;
   maxPendingInputs: number;
   maxPendingBytes: number;
+  blobGraceMs: number;
+}
+
+/**
+ * The blobs beside the log against the events: a referenced blob the store lacks is MISSING (a
+ * violation: the session cannot be read whole), an unreferenced one older than the grace period
+ * ORPHANED (left behind; `sessiond blobs sweep` removes it). Returns how many are missing.
+ */
+async function checkBlobs(opened: OpenedLog, events: readonly SessionEvent[], graceMs: number, out: (line: string) => void): Promise<number> {
+  let store: Awaited<ReturnType<typeof blobStoreOf>>;
+  try {
+    store = await blobStoreOf(opened);
+  } catch (err) {
+    out(`NOTE blobs not checked: their store could not be opened (${messageOf(err)})`);
+    return 0;
+  }
+  if (!store) return 0;
+  const references = referencesIn(events);
+  let missing = 0;
+  for (const [sha256, where] of references) {
+    if (await store.has(sha256)) continue;
+    missing++;
+    const first = where[0]!;
+    out(
+      `MISSING blob ${sha256} referenced by session ${first.sessionId} at seq ${first.seq}${where.length > 1 ? ` (and ${where.length - 1} other session${where.length === 2 ? '' : 's'})` : ''}: the store does not hold it, so that session cannot be read whole; restore it from an export (sessiond replay) or its original bytes`,
+    );
+  }
+  const now = systemClock.now();
+  let orphaned = 0;
+  let bytes = 0;
+  for await (const blob of store.list()) {
+    if (blobVerdict(blob, references.has(blob.sha256), now, graceMs) !== 'orphaned') continue;
+    orphaned++;
+    bytes += blob.size;
+    out(
+      `ORPHANED blob ${blob.sha256} (${blob.mediaType}, ${blob.size} bytes): no event references it and it was last stored at ${new Date(blob.storedAt).toISOString()}, more than ${graceMs / 1000} s ago`,
+    );
+  }
+  if (orphaned > 0)
+    out(
+      `${orphaned} orphaned blob${orphaned === 1 ? '' : 's'} (${bytes} bytes) left behind (a deleted session's, or an admission that stopped before its event); sessiond blobs sweep removes ${orphaned === 1 ? 'it' : 'them'}, as workers do every ten minutes; not a violation`,
+    );
+  if (missing > 0) out(`${missing} referenced blob${missing === 1 ? ' is' : 's are'} missing`);
+  return missing;
 }
 
 export function registerCheck(program: Command, ctx: CliContext): void {
@@ -42,6 +91,12 @@ export function registerCheck(program: Command, ctx: CliContext): void {
         "liveness: the workers' limit of pending prompt bytes per session",
         positiveInt('--max-pending-bytes'),
         DEFAULT_LIMITS.maxPendingBytes,
+      )
+      .option(
+        '--blob-grace-ms <n>',
+        'blobs: an unreferenced blob stored more recently than this is not yet orphaned (an admission may be about to reference it)',
+        nonNegativeInt('--blob-grace-ms'),
+        DEFAULT_BLOB_GRACE_MS,
       ),
     ctx,
   ).action(async (opts: CheckOptions) => {
@@ -73,6 +128,7 @@ export function registerCheck(program: Command, ctx: CliContext): void {
         ctx.out(
           `${stopped.length} turn${stopped.length === 1 ? ' was' : 's were'} stopped by a limit (step limit or deadline) and settled failed; not a violation`,
         );
+      if ((await checkBlobs(opened, events, opts.blobGraceMs, (line) => ctx.out(line))) > 0) process.exitCode = 1;
       for (const q of quarantined) ctx.out(`QUARANTINED ${describeQuarantine(q)}`);
       if (quarantined.length > 0) {
         ctx.out(

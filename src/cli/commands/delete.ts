@@ -14,6 +14,7 @@ import { catchUpProjection } from '../../projector/catch-up.ts';
 import { deleteSession } from '../../sessions/delete.ts';
 import type { SessionEraser } from '../../sessions/session-eraser.ts';
 import { sqliteEraser } from '../../sessions/sqlite-eraser.ts';
+import { SqliteBlobStore } from '../../storage/sqlite/sqlite-blob-store.ts';
 import { isSettledPoint } from '../../sessions/fork-point.ts';
 import { deletionRecords, type DeletionRecord } from '../../storage/sqlite/delete-session.ts';
 import type { Db } from '../../storage/sqlite/database.ts';
@@ -34,7 +35,16 @@ const iso = isoTime;
 
 /** The audit line of a deletion (never the content). */
 export function describeDeletion(r: DeletionRecord): string {
-  return `deleted ${r.sessionId} (${r.events} events, last seq ${r.lastSeq}) at ${iso(r.deletedAt)} by ${r.deletedBy}${r.reason ? `: ${r.reason}` : ''}${r.archivedTo ? `; archived to ${r.archivedTo}` : ''}`;
+  return `deleted ${r.sessionId} (${r.events} events, last seq ${r.lastSeq}) at ${iso(r.deletedAt)} by ${r.deletedBy}${r.reason ? `: ${r.reason}` : ''}${r.archivedTo ? `; archived to ${r.archivedTo}` : ''}${r.blobs && r.blobs.removed + r.blobs.shared + r.blobs.left > 0 ? `; ${describeBlobs(r.blobs)}` : ''}`;
+}
+
+/** What a delete did with the session's blobs, in plain words. */
+function describeBlobs(b: NonNullable<DeletionRecord['blobs']>): string {
+  const n = (k: number) => `${k} blob${k === 1 ? '' : 's'}`;
+  const parts = [`${n(b.removed)} removed`];
+  if (b.shared > 0) parts.push(`${n(b.shared)} kept (another session references ${b.shared === 1 ? 'it' : 'them'})`);
+  if (b.left > 0) parts.push(`${n(b.left)} stored within the grace period left to the blob sweep`);
+  return parts.join(', ');
 }
 
 /**
@@ -95,7 +105,7 @@ async function withTarget<T>(opts: LogOptions, ctx: CliContext, verb: string, us
     return await use({
       log,
       describe,
-      delete: deleteWith(handler, sqliteEraser(db, systemClock)),
+      delete: deleteWith(handler, sqliteEraser(db, systemClock, { store: new SqliteBlobStore(db, systemClock), log })),
       async settledBefore(before) {
         await catchUpProjection(db, log);
         const rows = db

@@ -1,4 +1,8 @@
 import type { Command } from 'commander';
+import { blobRefsOf, type BlobRef } from '../../events/blob-refs.ts';
+import type { SessionEvent } from '../../events/envelope.ts';
+import { messageOf } from '../../errors.ts';
+import { blobStoreOf } from '../blob-target.ts';
 import { ExportWriter } from '../../export/export-file.ts';
 import { validateId } from '../../ids.ts';
 import { systemClock } from '../../clock.ts';
@@ -23,6 +27,10 @@ export function registerExport(program: Command, ctx: CliContext): void {
     const skipped: QuarantinedMessage[] = [];
     const opened = await openLog(opts, ctx, { readonly: true, onQuarantine: (q) => skipped.push(q) });
     const continuity = new SeqContinuity();
+    const refs = new Map<string, BlobRef>();
+    const collectRefs = (page: readonly SessionEvent[]) => {
+      for (const e of page) for (const ref of blobRefsOf(e)) refs.set(ref.sha256, ref);
+    };
     try {
       const started = systemClock.now();
       const total = opts.session ? await opened.log.lastSeq(opts.session) : await opened.log.head();
@@ -34,6 +42,7 @@ export function registerExport(program: Command, ctx: CliContext): void {
           if (page.length === 0) break;
           continuity.observe(page);
           await writer.write(page);
+          collectRefs(page);
           after = page[page.length - 1]!.seq;
           bar.update(after);
         }
@@ -42,17 +51,32 @@ export function registerExport(program: Command, ctx: CliContext): void {
         for await (const page of opened.log.readPages({ pageSize: PAGE })) {
           continuity.observe(page);
           await writer.write(page);
+          collectRefs(page);
           bar.update(page[page.length - 1]!.position!);
+        }
+      }
+      // the blobs the events reference, after them (the file is then version 2)
+      const store = await blobStoreOf(opened).catch((err: unknown) => {
+        ctx.err(`warning: the blob store could not be opened (${messageOf(err)}): the file holds the events' blob references only`);
+        return undefined;
+      });
+      const lacking: string[] = [];
+      if (store) {
+        for (const ref of refs.values()) {
+          if (await store.has(ref.sha256)) await writer.writeBlob(ref, store.read(ref.sha256));
+          else lacking.push(ref.sha256);
         }
       }
       await writer.close();
       const secs = Math.max(0.001, (systemClock.now() - started) / 1000);
       bar.stop(
-        `exported ${writer.written} events${opts.session ? ` of ${opts.session}` : ''} from ${opened.describe} to ${opts.out} in ${secs.toFixed(1)} s (${Math.round(writer.written / secs)} events/s)`,
+        `exported ${writer.written} events${opts.session ? ` of ${opts.session}` : ''}${writer.blobsWritten > 0 ? ` and the ${writer.blobsWritten} blob${writer.blobsWritten === 1 ? '' : 's'} they reference` : ''} from ${opened.describe} to ${opts.out} in ${secs.toFixed(1)} s (${Math.round(writer.written / secs)} events/s)`,
       );
       // what the file lacks, said plainly: it is still a faithful copy of what the log holds
       for (const p of continuity.problems()) ctx.err(`warning: ${p.message}`);
       for (const q of skipped) ctx.err(`warning: skipped ${describeQuarantine(q)}`);
+      for (const sha of lacking)
+        ctx.err(`warning: blob ${sha} is referenced but not in the store: the file holds its reference only (sessiond check reports it missing)`);
       if (opts.session && writer.written !== total) {
         ctx.err(
           `warning: the header says ${total} events (session ${opts.session}'s last seq) but the file holds ${writer.written}: the log ${continuity.last(opts.session) < total ? 'ends early' : 'is missing events'}.`,

@@ -1,4 +1,6 @@
 import type { Command } from 'commander';
+import { DEFAULT_MAX_BLOB_BYTES } from '../../blobs/blob-store.ts';
+import { SqliteBlobStore } from '../../storage/sqlite/sqlite-blob-store.ts';
 import { existsSync } from 'node:fs';
 import { replayExport, type ReplayProgress } from '../../export/replay-export.ts';
 import { openDatabase } from '../../storage/sqlite/database.ts';
@@ -33,8 +35,13 @@ export function registerReplay(program: Command, ctx: CliContext): void {
         let done: Pick<ReplayProgress, 'imported'> = { imported: 0 };
         let damage: CorruptExportError | undefined;
         let withheld: Withheld[] = [];
+        let blobs = { restored: 0, missing: [] as string[] };
+        const store = new SqliteBlobStore(db, systemClock);
         try {
-          ({ withheld } = await replayExport(db, file, {
+          const result = await replayExport(db, file, {
+            // each blob checked against its hash as it is stored (a mismatch stops the replay)
+            putBlob: async (ref, bytes) =>
+              void (await store.put(bytes, { mediaType: ref.mediaType, expectedSha256: ref.sha256, maxBytes: Math.max(ref.size, DEFAULT_MAX_BLOB_BYTES) })),
             urls: { allow: opts.allowUrlHost ?? [] },
             keep: (e) => (!opts.session || e.sessionId === opts.session) && (opts.untilSeq === undefined || e.seq <= opts.untilSeq),
             onHeader: (h) => {
@@ -45,13 +52,17 @@ export function registerReplay(program: Command, ctx: CliContext): void {
               done = p;
               bar?.update(p.bytes, p.totalBytes);
             },
-          }));
+          });
+          withheld = result.withheld;
+          blobs = { restored: result.blobs, missing: result.missingBlobs };
         } catch (err) {
           if (!(err instanceof CorruptExportError)) throw err;
           damage = err;
         }
         const secs = Math.max(0.001, (systemClock.now() - started) / 1000);
-        const summary = `replayed ${done.imported} events into ${opts.db} and rebuilt its projection with them in ${secs.toFixed(1)} s (${Math.round(done.imported / secs)} events/s)`;
+        const restored =
+          blobs.restored > 0 ? `, restored the ${blobs.restored} blob${blobs.restored === 1 ? '' : 's'} they reference (each checked against its hash)` : '';
+        const summary = `replayed ${done.imported} events into ${opts.db}${restored} and rebuilt its projection with them in ${secs.toFixed(1)} s (${Math.round(done.imported / secs)} events/s)`;
         if (bar) bar.stop(summary);
         else ctx.out(summary);
         for (const w of withheld)
@@ -59,6 +70,10 @@ export function registerReplay(program: Command, ctx: CliContext): void {
             `sessiond: session ${printable(w.sessionId)} replayed only up to seq ${w.seq - 1}: ${w.rule}: ${printable(w.message, 400)}. ${w.rule === 'prompt_url_refused' ? 'Replay with --allow-url-host if that host is meant to be fetched' : 'An export is evidence, not authority: decide again where it runs'} (docs/operating.md).`,
           );
         if (withheld.length > 0) process.exitCode = 1;
+        for (const sha of blobs.missing)
+          ctx.err(
+            `sessiond: blob ${sha} is referenced by the replayed events but the file does not carry it: store its bytes in ${opts.db} (sessiond check reports it missing until then).`,
+          );
         if (damage) {
           ctx.err(`sessiond: ${messageOf(damage)} Everything before it was replayed.`);
           process.exitCode = 1;

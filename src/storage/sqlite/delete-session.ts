@@ -15,6 +15,11 @@ export interface DeletionRecord {
   lastSeq: number;
   /** Where it was exported before it was deleted (`sessiond retain --archive`), or null. */
   archivedTo: string | null;
+  /**
+   * What became of the session's blobs (not recorded; only on the delete that did it): removed, kept
+   * because another session references them (a fork), left to the sweep (put within its grace period).
+   */
+  blobs?: { removed: number; shared: number; left: number };
 }
 
 /** Every table that holds a session's data, and its session column. */
@@ -29,6 +34,7 @@ const SESSION_TABLES: readonly (readonly [table: string, column: string])[] = [
   ['inspector_checkpoint', 'session_id'],
   ['inspector_mark', 'session_id'],
   ['session_tag', 'session_id'],
+  ['session_blob', 'session_id'],
   ['session', 'session_id'],
   ['quarantined_message', 'session_id'],
 ];

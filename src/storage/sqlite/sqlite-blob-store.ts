@@ -3,6 +3,7 @@
  * `putSync` writes inside a better-sqlite3 transaction the caller holds, so a blob and the append
  * that references it commit together (or neither does); `put` is the port's method around it.
  * A row holds the whole blob (SQLite handles rows of 64 MiB), so a put holds it in memory once.
+ * `time_created` is when the content was last put (a put of stored content moves it forward).
  */
 import {
   BlobIntake,
@@ -34,10 +35,13 @@ export class SqliteBlobStore implements BlobStore {
     private readonly clock: Clock,
   ) {
     this.stmts = {
-      insert: db.prepare('INSERT INTO blob (sha256, size, media_type, data, time_created) VALUES (?, ?, ?, ?, ?) ON CONFLICT (sha256) DO NOTHING'),
+      insert: db.prepare(
+        'INSERT INTO blob (sha256, size, media_type, data, time_created) VALUES (?, ?, ?, ?, ?) ON CONFLICT (sha256) DO UPDATE SET time_created = MAX(time_created, excluded.time_created)',
+      ),
       data: db.prepare('SELECT data FROM blob WHERE sha256 = ?').pluck(),
       has: db.prepare('SELECT 1 FROM blob WHERE sha256 = ?').pluck(),
       remove: db.prepare('DELETE FROM blob WHERE sha256 = ?'),
+      removeIdle: db.prepare('DELETE FROM blob WHERE sha256 = ? AND time_created < ?'),
       page: db.prepare('SELECT sha256, size, media_type AS mediaType, time_created AS storedAt FROM blob WHERE sha256 > ? ORDER BY sha256 LIMIT ?'),
     };
   }
@@ -80,6 +84,11 @@ export class SqliteBlobStore implements BlobStore {
 
   async delete(sha256: string): Promise<boolean> {
     return this.stmts.remove.run(checkSha256(sha256)).changes > 0;
+  }
+
+  /** One statement: a put of the same content (which moves `time_created`) is before it or after it. */
+  async deleteIfIdle(sha256: string, before: number): Promise<boolean> {
+    return this.stmts.removeIdle.run(checkSha256(sha256), before).changes > 0;
   }
 
   async *list(): AsyncIterable<StoredBlob> {

@@ -34,7 +34,7 @@ function fresh(): { db: Db; store: SqliteBlobStore; clock: ManualClock; remove: 
 
 blobStoreContract('sqlite', async () => {
   const world = fresh();
-  return { store: world.store, cleanup: async () => world.remove() };
+  return { store: world.store, clock: world.clock, cleanup: async () => world.remove() };
 }).run();
 
 test('sqlite blob store - putSync inside a transaction commits with it, and rolls back with it', () => {

@@ -18,6 +18,7 @@ import { migration016 } from './016_tenant_budgets.ts';
 import { migration017 } from './017_session_called_by.ts';
 import { migration018 } from './018_blobs.ts';
 import { migration019 } from './019_inspector_index.ts';
+import { migration020 } from './020_session_blobs.ts';
 
 /** Every migration this build knows, in order. Append only: never edit a shipped migration. */
 export const migrations: readonly Migration[] = [
@@ -40,5 +41,6 @@ export const migrations: readonly Migration[] = [
   migration017,
   migration018,
   migration019,
+  migration020,
 ];
 export const LATEST_SCHEMA_VERSION = migrations.length;
