@@ -48,6 +48,10 @@ export class MeteredBlobStore implements BlobStore {
     return this.inner.delete(sha256);
   }
 
+  deleteIfIdle(sha256: string, before: number): Promise<boolean> {
+    return this.inner.deleteIfIdle(sha256, before);
+  }
+
   list(): AsyncIterable<StoredBlob> {
     return this.inner.list();
   }

@@ -5,7 +5,6 @@
  * the event and each blob counts against `maxBlobBytes` (why: docs/architecture.md, "Blobs in prompts").
  */
 import type { BlobRef, BlobStore } from '../blobs/blob-store.ts';
-import { SIGNATURE_BYTES, mediaTypeMismatch } from '../blobs/media-type.ts';
 import { ErrorCode, SessiondError, isSessiondError } from '../errors.ts';
 import type { Prompt, PromptPart } from '../events/catalog.ts';
 import { INLINE_PART_BYTES, base64Bytes, checkPromptShape } from '../events/prompt.ts';
@@ -52,31 +51,26 @@ async function storePart(part: PromptPart, i: number, blobs: BlobStore | undefin
   return part.type === 'image' ? { type: 'image', blob: ref } : { type: 'file', blob: ref, ...(part.filename ? { filename: part.filename } : {}) };
 }
 
-/** A reference a client sent: the blob is stored, of the size it says, and its bytes are of its media type. */
+/**
+ * A reference a client sent: one pass over the stored bytes, put again (stored once), checks their
+ * hash, size and signature against the reference, and marks the blob as put now, so a delete or a
+ * sweep before this admission's event is appended keeps it (src/blobs/sweep.ts).
+ */
 async function checkRef(where: string, ref: BlobRef, blobs: BlobStore, maxBlobBytes: number): Promise<void> {
   if (ref.size > maxBlobBytes) throw tooLarge(where, ref.size, maxBlobBytes);
-  // read in chunks, not whole: the size counted and the signature's first bytes kept
-  let size = 0;
-  let head = new Uint8Array(0);
+  let stored: BlobRef;
   try {
-    for await (const chunk of blobs.read(ref.sha256)) {
-      if (head.length < SIGNATURE_BYTES) head = Buffer.concat([head, chunk.subarray(0, SIGNATURE_BYTES - head.length)]);
-      size += chunk.length;
-    }
+    stored = await blobs.put(blobs.read(ref.sha256), { mediaType: ref.mediaType, expectedSha256: ref.sha256, maxBytes: maxBlobBytes });
   } catch (err) {
     if (isSessiondError(err, ErrorCode.NotFound)) {
       throw invalid(
         `${where} references blob ${ref.sha256}, which is not stored: store its bytes first (engine.blobs.put), or send them inline as { "data": "<base64>", "mediaType": "${ref.mediaType}" }`,
       );
     }
+    if (isSessiondError(err)) throw new SessiondError(err.code, `Invalid input: ${where}: ${err.message}`, { cause: err, details: err.details });
     throw err;
   }
-  if (size !== ref.size) throw invalid(`${where} says blob ${ref.sha256} is ${ref.size} bytes, but it is ${size}: give its real size`);
-  const why = mediaTypeMismatch(ref.mediaType, head);
-  if (why) throw new SessiondError(ErrorCode.InvalidPayload, `Invalid input: ${where}: the blob's media type does not match its bytes: ${why}.`);
-  // put again (stored once): the blob counts as put now, so a delete or a sweep before this
-  // admission's event is appended keeps it (src/blobs/sweep.ts), or this stores it anew
-  await blobs.put(bytes, { mediaType: ref.mediaType, expectedSha256: ref.sha256, maxBytes: maxBlobBytes });
+  if (stored.size !== ref.size) throw invalid(`${where} says blob ${ref.sha256} is ${ref.size} bytes, but it is ${stored.size}: give its real size`);
 }
 
 function invalid(why: string): SessiondError {

@@ -18,9 +18,11 @@ function fresh(limit: number) {
   const db = openDatabase(dir.file('blobs.db'));
   migrate(db);
   const memory = new BlobMemory(limit, { clock: new ManualClock(), waitMs: 1_000 });
+  const clock = new ManualClock(1_750_000_000_000);
   return {
     memory,
-    store: new MeteredBlobStore(new SqliteBlobStore(db, new ManualClock(1_750_000_000_000)), memory),
+    clock,
+    store: new MeteredBlobStore(new SqliteBlobStore(db, clock), memory),
     cleanup: async () => {
       db.close();
       dir.remove();

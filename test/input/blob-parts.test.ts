@@ -98,7 +98,7 @@ test('blob parts - a reference to a stored blob is admitted as it is; to a missi
     await expectCode(
       e.admit('ses_ref', { prompt: [{ type: 'file', blob: { ...ref, mediaType: 'application/pdf' } }], wake: false }),
       ErrorCode.InvalidPayload,
-      "prompt part 0 (file): the blob's media type does not match its bytes: declared application/pdf but the content is bytes starting 89 50 4e 47",
+      "prompt part 0 (file): The blob's media type does not match its bytes: declared application/pdf but the content is bytes starting 89 50 4e 47",
     );
     assert.is((await e.log.readSession('ses_ref')).filter((x) => x.type === 'input.admitted').length, 1, 'nothing refused was admitted');
   });
