@@ -155,9 +155,14 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   const clock = options.clock ?? systemClock;
 
   const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond inspector: ${messageOf(err)}\n`));
-  const store = createInspectorStore();
-  const index = new TimelineIndex();
   const kept = options.index ?? new MemoryInspectorIndex();
+  // what the log held at start is folded, not broadcast (a page sees what commits from now on)
+  const startHead = await log.head();
+  // a kept index resumes the follow where it stopped: the list and the tree at once, the log read from there on
+  let followed = options.index ? kept.followed(log.name) : undefined;
+  if (followed && followed.position > startHead) followed = undefined; // a log that is not the one followed (restored from an older copy)
+  const store = createInspectorStore(followed);
+  const index = new TimelineIndex(kept);
   const marks = new ConversationMarks(undefined, kept);
   const conversation = conversationAt({ log, marks });
   const rowsAt = options.rowsAt === undefined ? projectedRowsAt({ log, clock, marks }) : options.rowsAt;
@@ -194,15 +199,47 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     grace = undefined;
     if (answering === 0) for (const go of paused.splice(0)) go();
   };
-  // what the log held at start is folded, not broadcast (a page sees what commits from now on)
-  const startHead = await log.head();
+  // the sessions folded since the follow's state was last kept (and whether the kept one is to be replaced)
+  const dirty = new Set<string>();
+  let reset = followed === undefined;
+  let keptAt = clock.now();
+  const keepFollow = () => {
+    if (!options.index || (dirty.size === 0 && !reset)) return;
+    const ctx = context();
+    const changed = [...dirty].flatMap((id) => {
+      const snapshot = ctx.snapshots[id];
+      return snapshot ? [{ snapshot, previous: ctx.previous[id] ?? null, summary: ctx.sessions[id]! }] : [];
+    });
+    kept.putFollowed(log.name, ctx.position, changed, reset);
+    reset = false;
+    dirty.clear();
+    keptAt = clock.now();
+  };
+  /** The stretch of each session's log before this batch that the timeline index or the marks have not taken (a follow resumed past them): read first. */
+  const fillGaps = async (events: readonly SessionEvent[]) => {
+    const firsts = new Map<string, number>();
+    for (const e of events) if (!firsts.has(e.sessionId)) firsts.set(e.sessionId, e.seq);
+    for (const [sessionId, first] of firsts) {
+      let from = Math.min(index.indexedSeq(sessionId), marks.coveredSeq(sessionId));
+      while (from < first - 1) {
+        const read = await log.readSession(sessionId, { afterSeq: from, limit: Math.min(first - 1 - from, 10_000) });
+        if (read.length === 0) break;
+        index.add(read);
+        marks.add(read);
+        from = read[read.length - 1]!.seq;
+      }
+    }
+  };
   const subscription = log.subscribe({
-    after: 0,
-    onBatch: (events) => {
+    after: followed?.position ?? 0,
+    onBatch: async (events) => {
+      if (followed) await fillGaps(events);
       store.send({ type: 'committed', events });
       kept.putCheckpoints(context().checkpoints);
       index.add(events);
       marks.add(events);
+      for (const e of events) dirty.add(e.sessionId);
+      if (clock.now() - keptAt >= KEEP_FOLLOW_MS) keepFollow();
       const fresh = (e: SessionEvent) => (e.position ?? Number.POSITIVE_INFINITY) > startHead;
       if (fresh(events[events.length - 1]!)) broadcast(events.filter(fresh));
       // a long catch-up (a big log at start) leaves room for requests between batches, and waits while a view is answered
@@ -465,6 +502,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       for (const res of clients) res.end();
       clients.clear();
       await subscription.close();
+      keepFollow();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
@@ -472,6 +510,9 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     },
   };
 }
+
+/** How often the follow's state (every session changed since) is written to a kept index; a restart reads the log from there. */
+const KEEP_FOLLOW_MS = 1_000;
 
 /** How long the follow of the log waits after the last view was answered (a page asks for several at once). */
 const FOLLOW_GRACE_MS = 25;
