@@ -86,7 +86,7 @@ export function summarizeBlock(b: TimelineBlock): TimelineBlockSummary {
 export interface InspectorIndexStore {
   /** Where the follow of `log` (its name) stopped, undefined when it never did under this index version (start from the log's start). */
   followed(log: string): Followed | undefined;
-  /** Keeps where the follow of `log` is: `position`, and the sessions that changed since the last call (`reset`: the others are dropped). */
+  /** Keeps where the follow of `log` is: `position`, and the sessions that changed since the last call (`reset`: a follow from the start: the other sessions and every timeline block are dropped). */
   putFollowed(log: string, position: number, sessions: readonly FollowedSession[], reset?: boolean): void;
   /** The session's full timeline blocks from the first, ascending and contiguous (summaries only). */
   timelineOf(sessionId: string): TimelineBlockSummary[];
@@ -131,6 +131,7 @@ export class MemoryInspectorIndex implements InspectorIndexStore {
   }
 
   putFollowed(log: string, position: number, sessions: readonly FollowedSession[], reset = false): void {
+    if (reset) this.timeline.clear();
     if (reset || this.follow?.log !== log) this.follow = { log, position, sessions: new Map() };
     this.follow.position = position;
     for (const s of sessions) this.follow.sessions.set(s.snapshot.context.sessionId, s);

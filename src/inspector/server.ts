@@ -161,6 +161,8 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   // a kept index resumes the follow where it stopped: the list and the tree at once, the log read from there on
   let followed = options.index ? kept.followed(log.name) : undefined;
   if (followed && followed.position > startHead) followed = undefined; // a log that is not the one followed (restored from an older copy)
+  // a follow from the log's start replaces what the index kept of another (the sessions, the timeline blocks)
+  if (options.index && !followed) kept.putFollowed(log.name, 0, [], true);
   const store = createInspectorStore(followed);
   const index = new TimelineIndex(kept);
   const marks = new ConversationMarks(undefined, kept);
@@ -201,17 +203,15 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   };
   // the sessions folded since the follow's state was last kept (and whether the kept one is to be replaced)
   const dirty = new Set<string>();
-  let reset = followed === undefined;
   let keptAt = clock.now();
   const keepFollow = () => {
-    if (!options.index || (dirty.size === 0 && !reset)) return;
+    if (!options.index || dirty.size === 0) return;
     const ctx = context();
     const changed = [...dirty].flatMap((id) => {
       const snapshot = ctx.snapshots[id];
       return snapshot ? [{ snapshot, previous: ctx.previous[id] ?? null, summary: ctx.sessions[id]! }] : [];
     });
-    kept.putFollowed(log.name, ctx.position, changed, reset);
-    reset = false;
+    kept.putFollowed(log.name, ctx.position, changed);
     dirty.clear();
     keptAt = clock.now();
   };

@@ -58,6 +58,7 @@ export class SqliteInspectorIndex implements InspectorIndexStore {
       block: db.prepare('SELECT data FROM inspector_timeline WHERE session_id = ? AND version = ? AND block = ?').pluck(),
       putBlock: db.prepare('INSERT OR REPLACE INTO inspector_timeline (session_id, block, version, summary, data) VALUES (?, ?, ?, ?, ?)'),
       dropBlocks: db.prepare('DELETE FROM inspector_timeline WHERE session_id = ?'),
+      dropTimeline: db.prepare('DELETE FROM inspector_timeline'),
     };
   }
 
@@ -106,6 +107,7 @@ export class SqliteInspectorIndex implements InspectorIndexStore {
         if (reset) {
           this.stmts.dropFollows.run();
           this.stmts.dropHeads.run();
+          this.stmts.dropTimeline.run();
         }
         for (const s of sessions) this.stmts.putHead.run(s.snapshot.context.sessionId, JSON.stringify(s));
         this.stmts.putFollow.run(log, this.version, position);

@@ -137,7 +137,9 @@ export function inspectorIndexContract(name: string, open: () => Promise<Inspect
     assert.is(fx.index.followed(`other_${a}`), undefined, 'another log');
     fx.index.forget(b);
     assert.ok(!fx.index.followed(log)!.sessions.some((x) => x.snapshot.context.sessionId === b), 'a session forgotten is not followed');
+    fx.index.putTimelineBlocks(a, [block(0)]);
     fx.index.putFollowed(log, 3, [followedAt(b, 1)], true);
+    assert.equal(fx.index.timelineOf(a), [], 'reset: the timeline blocks go too (built again by the follow)');
     assert.equal(
       fx.index.followed(log)!.sessions.filter((x) => [a, b].includes(x.snapshot.context.sessionId)),
       [followedAt(b, 1)],
