@@ -84,6 +84,8 @@ export interface Inspector {
   readonly port: number;
   readonly store: InspectorStore;
   readonly index: InspectorIndexStore;
+  /** The log position its follow resumed after, from the kept index (0: it followed the log from its start). */
+  readonly resumedAfter: number;
   close(): Promise<void>;
 }
 
@@ -494,6 +496,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     port,
     store,
     index: kept,
+    resumedAfter: followed?.position ?? 0,
     async close() {
       liveSub?.close();
       clearTimeout(grace);

@@ -92,7 +92,10 @@ export function registerInspect(program: Command, ctx: CliContext): void {
       });
       ctx.out(`sessiond inspector on ${inspector.url} (read-only: it takes no work and writes nothing)`);
       ctx.out(`  over ${opened.describe}`);
-      if (indexFile !== undefined) ctx.out(`  index: ${indexFile} (the next start reads only what the log gained since)`);
+      if (indexFile !== undefined)
+        ctx.out(
+          `  index: ${indexFile} (${inspector.resumedAfter > 0 ? `resumed after log position ${inspector.resumedAfter}: reads only what the log gained since` : 'new: follows the log from its start'})`,
+        );
       if (tokens || jwt)
         ctx.out(
           `  tokens: ${[...(tokens ? [`${tokens.table.size} from ${tokens.from}`] : []), ...(jwt ? [`signed, verified against ${jwt.from}`] : [])].join(', ')} (read scope and every session; fork needs manage). Open ${inspector.url}#access_token=<token>`,
