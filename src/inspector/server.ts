@@ -254,6 +254,13 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     },
   });
 
+  /** How far the follow is through the log held at start (null: past it; the index is complete up to there). */
+  const indexingNow = (): { folded: number; of: number } | null => {
+    if (failure !== undefined) return null;
+    const folded = context().position;
+    return folded < startHead ? { folded, of: startHead } : null;
+  };
+
   /** Waits (bounded) until the store has folded everything committed before this request. */
   const caughtUp = async (): Promise<boolean> => {
     if (failure !== undefined) throw new HttpError(503, 'log_unavailable', `The inspector stopped following ${log.name}: ${messageOf(failure)}. Restart it.`);
@@ -295,12 +302,14 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     [
       /^\/api\/sessions$/,
       async (_req, res, url) => {
-        const complete = await caughtUp();
+        // while the log held at start is being indexed (a first start over a long log) the list answers at once, with the progress
+        const indexing = indexingNow();
+        const complete = indexing === null ? await caughtUp() : false;
         const { position, sessions } = store.getSnapshot().context;
         if (options.sessions) {
           const page = await options.sessions.list(listFilterOf(url.searchParams));
           const rows = page.sessions.map((item) => listedSession(item, sessions[item.sessionId]));
-          json(res, 200, { log: log.name, position, complete, listed: true, sessions: rows, next: page.next });
+          json(res, 200, { log: log.name, position, complete, indexing, listed: true, sessions: rows, next: page.next });
           return;
         }
         if ([...url.searchParams.keys()].length > 0)
@@ -310,7 +319,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
             'This inspector lists every session and takes no filters: start it with sessiond start --inspect PORT to list with filters.',
           );
         const list = Object.values(sessions).sort((a, b) => b.time - a.time || a.sessionId.localeCompare(b.sessionId));
-        json(res, 200, { log: log.name, position, complete, listed: false, sessions: list, next: null });
+        json(res, 200, { log: log.name, position, complete, indexing, listed: false, sessions: list, next: null });
       },
     ],
     [

@@ -15,6 +15,7 @@ import { TIMELINE_BLOCK } from '../../src/inspector/index-store.ts';
 import type { SessionView } from '../../src/inspector/views.ts';
 import type { TimelinePage } from '../../src/inspector/view-types.ts';
 import { waitFor } from '../../src/testing/wait.ts';
+import type { EventLog, Subscription } from '../../src/events/event-log.ts';
 import { spyLog } from '../support/spy-log.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -52,6 +53,24 @@ interface Listed {
   complete: boolean;
   sessions: { sessionId: string; state: string; seq: number; lastType: string; pending: number }[];
 }
+
+test('restart tail - a first start over a log not indexed yet: the list answers at once with the progress, the page shows it', async () => {
+  const head = await engine.log.head();
+  // a follow that has not got far yet (a first start over a long log): its subscription delivers nothing
+  const held = Object.create(engine.log) as EventLog;
+  held.subscribe = (): Subscription => ({ position: 0, close: async () => undefined });
+  const inspector = await startInspector({ log: held, port: 0, index: new SqliteInspectorIndex(engine.db) });
+  try {
+    const listed = await get<Listed & { indexing: unknown }>(inspector, '/api/sessions');
+    assert.equal([listed.complete, listed.indexing], [false, { folded: 0, of: head }], 'not complete, and how far the indexing is');
+    const page = await (await fetch(inspector.url)).text();
+    assert.match(page, 'data-testid="indexing"');
+    const view = await get<SessionView>(inspector, `/api/sessions/${OTHER}`);
+    assert.is(view.seq, await engine.log.lastSeq(OTHER), 'a session view answers from the log meanwhile');
+  } finally {
+    await inspector.close();
+  }
+});
 
 test('restart tail - the list, the tree and the timeline resume from the kept index and the log past it', async () => {
   const first = await startInspector({ log: engine.log, port: 0, index: new SqliteInspectorIndex(engine.db) });
