@@ -22,6 +22,7 @@
     sessions: $('sessions').tBodies[0],
     noSessions: $('no-sessions'),
     status: $('live-status'),
+    indexing: $('indexing'),
     error: $('error'),
     sessionId: $('session-id'),
     hint: $('pick-hint'),
@@ -204,9 +205,24 @@
     const body = await getJson('/api/sessions' + (query ? '?' + query : ''));
     model.listed = body.listed === true;
     model.next = body.next ?? null;
+    showIndexing(body.indexing);
     const page = body.sessions.map((s) => [s.sessionId, s]);
     model.sessions = more ? new Map([...model.sessions, ...page]) : new Map(page);
     renderSessions();
+  }
+  // a first start over a long log: its progress, and the list again until the index is complete
+  let indexingTimer = null;
+  function showIndexing(indexing) {
+    ui.indexing.hidden = !indexing;
+    ui.indexing.textContent = indexing
+      ? 'indexing: ' +
+        indexing.folded.toLocaleString('en-US') +
+        ' of ' +
+        indexing.of.toLocaleString('en-US') +
+        ' events (views far back may be slow until it is done)'
+      : '';
+    clearTimeout(indexingTimer);
+    if (indexing) indexingTimer = setTimeout(() => loadSessions(false).catch(() => undefined), 2000);
   }
   function listQueryOf() {
     const params = new URLSearchParams();

@@ -80,6 +80,13 @@ export class ConversationMarks {
     return s?.resume ? 0 : (s?.tail.seq ?? 0);
   }
 
+  /** The seq up to which the session's events were taken (resumed from the index: the one before its last mark's, which must come again). */
+  coveredSeq(sessionId: string): number {
+    const s = this.sessions.get(sessionId) ?? this.resumed(sessionId);
+    if (!s) return 0;
+    return s.resume ? s.resume.seq - 1 : s.tail.seq;
+  }
+
   /** The session as the index left it (its marks; resumed from the last one), undefined when it has none. */
   private resumed(sessionId: string): Indexed | undefined {
     const marks = this.index.marksOf(sessionId);

@@ -100,6 +100,7 @@ export function inspectorPage(options: { logName: string; writes?: boolean }): s
   <h1>sessiond inspector</h1>
   <span class="muted">log <code id="log-name" data-testid="log-name">${escapeHtml(options.logName)}</code></span>
   <span class="muted">updates: <span id="live-status" data-testid="live-status" role="status">connecting</span></span>
+  <span class="muted" id="indexing" data-testid="indexing" role="status" hidden></span>
 </header>
 <div id="error" data-testid="error" role="alert"></div>
 <main>

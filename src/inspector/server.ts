@@ -84,6 +84,8 @@ export interface Inspector {
   readonly port: number;
   readonly store: InspectorStore;
   readonly index: InspectorIndexStore;
+  /** The log position its follow resumed after, from the kept index (0: it followed the log from its start). */
+  readonly resumedAfter: number;
   close(): Promise<void>;
 }
 
@@ -155,9 +157,16 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   const clock = options.clock ?? systemClock;
 
   const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond inspector: ${messageOf(err)}\n`));
-  const store = createInspectorStore();
-  const index = new TimelineIndex();
   const kept = options.index ?? new MemoryInspectorIndex();
+  // what the log held at start is folded, not broadcast (a page sees what commits from now on)
+  const startHead = await log.head();
+  // a kept index resumes the follow where it stopped: the list and the tree at once, the log read from there on
+  let followed = options.index ? kept.followed(log.name) : undefined;
+  if (followed && followed.position > startHead) followed = undefined; // a log that is not the one followed (restored from an older copy)
+  // a follow from the log's start replaces what the index kept of another (the sessions, the timeline blocks)
+  if (options.index && !followed) kept.putFollowed(log.name, 0, [], true);
+  const store = createInspectorStore(followed);
+  const index = new TimelineIndex(kept);
   const marks = new ConversationMarks(undefined, kept);
   const conversation = conversationAt({ log, marks });
   const rowsAt = options.rowsAt === undefined ? projectedRowsAt({ log, clock, marks }) : options.rowsAt;
@@ -194,15 +203,45 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     grace = undefined;
     if (answering === 0) for (const go of paused.splice(0)) go();
   };
-  // what the log held at start is folded, not broadcast (a page sees what commits from now on)
-  const startHead = await log.head();
+  // the sessions folded since the follow's state was last kept (and whether the kept one is to be replaced)
+  const dirty = new Set<string>();
+  let keptAt = clock.now();
+  const keepFollow = () => {
+    if (!options.index || dirty.size === 0) return;
+    const ctx = context();
+    const changed = [...dirty].flatMap((id) => {
+      const snapshot = ctx.snapshots[id];
+      return snapshot ? [{ snapshot, previous: ctx.previous[id] ?? null, summary: ctx.sessions[id]! }] : [];
+    });
+    kept.putFollowed(log.name, ctx.position, changed);
+    dirty.clear();
+    keptAt = clock.now();
+  };
+  /** The stretch of each session's log before this batch that the timeline index or the marks have not taken (a follow resumed past them): read first. */
+  const fillGaps = async (events: readonly SessionEvent[]) => {
+    const firsts = new Map<string, number>();
+    for (const e of events) if (!firsts.has(e.sessionId)) firsts.set(e.sessionId, e.seq);
+    for (const [sessionId, first] of firsts) {
+      let from = Math.min(index.indexedSeq(sessionId), marks.coveredSeq(sessionId));
+      while (from < first - 1) {
+        const read = await log.readSession(sessionId, { afterSeq: from, limit: Math.min(first - 1 - from, 10_000) });
+        if (read.length === 0) break;
+        index.add(read);
+        marks.add(read);
+        from = read[read.length - 1]!.seq;
+      }
+    }
+  };
   const subscription = log.subscribe({
-    after: 0,
-    onBatch: (events) => {
+    after: followed?.position ?? 0,
+    onBatch: async (events) => {
+      if (followed) await fillGaps(events);
       store.send({ type: 'committed', events });
       kept.putCheckpoints(context().checkpoints);
       index.add(events);
       marks.add(events);
+      for (const e of events) dirty.add(e.sessionId);
+      if (clock.now() - keptAt >= KEEP_FOLLOW_MS) keepFollow();
       const fresh = (e: SessionEvent) => (e.position ?? Number.POSITIVE_INFINITY) > startHead;
       if (fresh(events[events.length - 1]!)) broadcast(events.filter(fresh));
       // a long catch-up (a big log at start) leaves room for requests between batches, and waits while a view is answered
@@ -214,6 +253,13 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       onError(err);
     },
   });
+
+  /** How far the follow is through the log held at start (null: past it; the index is complete up to there). */
+  const indexingNow = (): { folded: number; of: number } | null => {
+    if (failure !== undefined) return null;
+    const folded = context().position;
+    return folded < startHead ? { folded, of: startHead } : null;
+  };
 
   /** Waits (bounded) until the store has folded everything committed before this request. */
   const caughtUp = async (): Promise<boolean> => {
@@ -256,12 +302,14 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     [
       /^\/api\/sessions$/,
       async (_req, res, url) => {
-        const complete = await caughtUp();
+        // while the log held at start is being indexed (a first start over a long log) the list answers at once, with the progress
+        const indexing = indexingNow();
+        const complete = indexing === null ? await caughtUp() : false;
         const { position, sessions } = store.getSnapshot().context;
         if (options.sessions) {
           const page = await options.sessions.list(listFilterOf(url.searchParams));
           const rows = page.sessions.map((item) => listedSession(item, sessions[item.sessionId]));
-          json(res, 200, { log: log.name, position, complete, listed: true, sessions: rows, next: page.next });
+          json(res, 200, { log: log.name, position, complete, indexing, listed: true, sessions: rows, next: page.next });
           return;
         }
         if ([...url.searchParams.keys()].length > 0)
@@ -271,7 +319,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
             'This inspector lists every session and takes no filters: start it with sessiond start --inspect PORT to list with filters.',
           );
         const list = Object.values(sessions).sort((a, b) => b.time - a.time || a.sessionId.localeCompare(b.sessionId));
-        json(res, 200, { log: log.name, position, complete, listed: false, sessions: list, next: null });
+        json(res, 200, { log: log.name, position, complete, indexing, listed: false, sessions: list, next: null });
       },
     ],
     [
@@ -457,6 +505,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     port,
     store,
     index: kept,
+    resumedAfter: followed?.position ?? 0,
     async close() {
       liveSub?.close();
       clearTimeout(grace);
@@ -465,6 +514,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       for (const res of clients) res.end();
       clients.clear();
       await subscription.close();
+      keepFollow();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
@@ -472,6 +522,9 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     },
   };
 }
+
+/** How often the follow's state (every session changed since) is written to a kept index; a restart reads the log from there. */
+const KEEP_FOLLOW_MS = 1_000;
 
 /** How long the follow of the log waits after the last view was answered (a page asks for several at once). */
 const FOLLOW_GRACE_MS = 25;

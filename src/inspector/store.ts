@@ -118,9 +118,27 @@ export function currentSnapshot(ctx: InspectorContext, sessionId: string, seq: n
   return previous && previous.context.seq <= seq ? previous : undefined;
 }
 
-export function createInspectorStore() {
+/** Where a follow of the log stopped (index-store.ts keeps it): the position, and every session then. */
+export interface FollowedState {
+  position: number;
+  sessions: readonly { snapshot: SessionSnapshot; previous: SessionSnapshot | null; summary: SessionSummary }[];
+}
+
+/** The context a restarted inspector starts from: where its follow of the log stopped (index-store.ts), or the log's start. */
+export function resumedContext(followed?: FollowedState): InspectorContext {
+  const ctx: InspectorContext = { position: followed?.position ?? 0, snapshots: {}, previous: {}, sessions: {}, checkpoints: [] };
+  for (const s of followed?.sessions ?? []) {
+    const id = s.snapshot.context.sessionId;
+    ctx.snapshots[id] = s.snapshot;
+    if (s.previous) ctx.previous[id] = s.previous;
+    ctx.sessions[id] = s.summary;
+  }
+  return ctx;
+}
+
+export function createInspectorStore(followed?: FollowedState) {
   return createStore({
-    context: { position: 0, snapshots: {}, previous: {}, sessions: {}, checkpoints: [] } as InspectorContext,
+    context: resumedContext(followed),
     on: {
       committed: (ctx, e: { events: readonly SessionEvent[] }) => foldBatch(ctx, e.events),
     },

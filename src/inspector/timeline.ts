@@ -5,7 +5,7 @@
  */
 import type { EventLog } from '../events/event-log.ts';
 import { durableEventTypes } from '../events/catalog.ts';
-import { type TimelineIndex, typeMatches, upperBound } from './timeline-index.ts';
+import { type Candidates, type TimelineIndex, typeMatches } from './timeline-index.ts';
 import type { TimelinePage, TimelineRow } from './view-types.ts';
 import { parseSeq, timelineRow } from './views.ts';
 import { HttpError } from '../errors.ts';
@@ -86,7 +86,7 @@ export async function timelinePage(log: EventLog, index: TimelineIndex, sessionI
   const candidates: Candidates =
     query.types === null
       ? { length: lastSeq, at: (i) => i + 1, first: (seq) => Math.max(0, Math.min(seq - 1, lastSeq)) }
-      : sortedCandidates(index.seqsOfTypes(sessionId, query.types, lastSeq));
+      : index.candidates(sessionId, query.types, lastSeq);
   const { anchor, limit } = query;
   const n = candidates.length;
   let lo: number;
@@ -113,17 +113,6 @@ export async function timelinePage(log: EventLog, index: TimelineIndex, sessionI
     before: lo > 0 ? (hi > lo ? candidates.at(lo) : candidates.at(lo - 1) + 1) : null,
     after: hi < n ? (hi > lo ? candidates.at(hi - 1) : candidates.at(hi) - 1) : null,
   };
-}
-
-/** Matching sequences by position: `first(seq)` is the position of the first one >= seq. */
-interface Candidates {
-  length: number;
-  at(i: number): number;
-  first(seq: number): number;
-}
-
-function sortedCandidates(seqs: number[]): Candidates {
-  return { length: seqs.length, at: (i) => seqs[i]!, first: (seq) => upperBound(seqs, seq - 1) };
 }
 
 /** The events at these sequences (ascending), read in runs: one log read per run of nearby sequences. */

@@ -11,7 +11,8 @@ import { suite } from 'uvu';
 import * as assert from 'uvu/assert';
 import { committed, ev } from './fixtures.ts';
 import { evolve, initialSnapshot, type SessionSnapshot } from '../machines/decider.ts';
-import type { ConversationMark, InspectorIndexStore } from '../inspector/index-store.ts';
+import { summarizeBlock, type ConversationMark, type FollowedSession, type InspectorIndexStore, type TimelineBlock } from '../inspector/index-store.ts';
+import { summarize } from '../inspector/store.ts';
 
 export interface InspectorIndexFixture {
   index: InspectorIndexStore;
@@ -41,6 +42,19 @@ const mark = (seq: number): ConversationMark => ({
 });
 
 let counter = 0;
+
+/** A session followed up to `n` admissions. */
+function followedAt(sessionId: string, n: number): FollowedSession {
+  const snapshot = snapshotAt(sessionId, n);
+  return { snapshot, previous: n > 1 ? snapshotAt(sessionId, n - 1) : null, summary: summarize(snapshot, { time: 1_000 + n, type: 'input.admitted' }) };
+}
+
+const block = (k: number, tag = 'a'): TimelineBlock => ({
+  block: k,
+  lastId: `evt_${tag}${k}`,
+  times: [10 * k + 1, 10 * k + 2],
+  types: { 'input.admitted': [k * 4096 + 1, k * 4096 + 9], 'execution.settled': [k * 4096 + 4096] },
+});
 
 export function inspectorIndexContract(name: string, open: () => Promise<InspectorIndexFixture>) {
   const s = suite<{ fx: InspectorIndexFixture }>(`InspectorIndexStore contract (${name})`);
@@ -107,6 +121,65 @@ export function inspectorIndexContract(name: string, open: () => Promise<Inspect
     if (!other) return;
     assert.is(other.checkpointAt(id, 5), undefined);
     assert.equal(other.marksOf(id), []);
+  });
+
+  s('where the follow of a log stopped comes back with every session as it was then; another log has none', ({ fx }) => {
+    const [a, b] = [session(), session()];
+    const log = `log_${a}`;
+    assert.is(fx.index.followed(log), undefined, 'never followed');
+    fx.index.putFollowed(log, 10, [followedAt(a, 2), followedAt(b, 1)], true);
+    fx.index.putFollowed(log, 14, [followedAt(a, 3)]);
+    const back = fx.index.followed(log)!;
+    assert.is(back.position, 14);
+    const byId = new Map(back.sessions.map((x) => [x.snapshot.context.sessionId, x]));
+    assert.equal(byId.get(a), followedAt(a, 3), 'a session put again is replaced');
+    assert.equal(byId.get(b), followedAt(b, 1), 'one not changed since is kept');
+    assert.is(fx.index.followed(`other_${a}`), undefined, 'another log');
+    fx.index.forget(b);
+    assert.ok(!fx.index.followed(log)!.sessions.some((x) => x.snapshot.context.sessionId === b), 'a session forgotten is not followed');
+    fx.index.putTimelineBlocks(a, [block(0)]);
+    fx.index.putFollowed(log, 3, [followedAt(b, 1)], true);
+    assert.equal(fx.index.timelineOf(a), [], 'reset: the timeline blocks go too (built again by the follow)');
+    assert.equal(
+      fx.index.followed(log)!.sessions.filter((x) => [a, b].includes(x.snapshot.context.sessionId)),
+      [followedAt(b, 1)],
+      'reset: a follow started again drops what the last one kept',
+    );
+  });
+
+  s('timeline blocks: summaries from the first, contiguous; a block read back exactly; forgotten with the session', ({ fx }) => {
+    const [a, b] = [session(), session()];
+    assert.equal(fx.index.timelineOf(a), []);
+    fx.index.putTimelineBlocks(a, [block(0), block(1)]);
+    fx.index.putTimelineBlocks(a, [block(3)]);
+    fx.index.putTimelineBlocks(b, [block(0, 'b')]);
+    assert.equal(fx.index.timelineOf(a), [summarizeBlock(block(0)), summarizeBlock(block(1))], 'up to the first block missing');
+    assert.equal(fx.index.timelineBlock(a, 1), block(1));
+    assert.equal(fx.index.timelineBlock(b, 0), block(0, 'b'));
+    assert.is(fx.index.timelineBlock(a, 2), undefined);
+    fx.index.putTimelineBlocks(a, [block(1, 'again')]);
+    assert.equal(fx.index.timelineBlock(a, 1), block(1, 'again'), 'a block put again replaces the one at its number');
+    fx.index.forget(a);
+    assert.equal([fx.index.timelineOf(a), fx.index.timelineBlock(a, 0)], [[], undefined]);
+    assert.equal(fx.index.timelineOf(b).length, 1);
+  });
+
+  s('the follow and the timeline are there for an index opened again; not for other folds', ({ fx }) => {
+    const id = session();
+    const log = `log_${id}`;
+    fx.index.putFollowed(log, 7, [followedAt(id, 4)], true);
+    fx.index.putTimelineBlocks(id, [block(0)]);
+    const again = fx.reopen();
+    if (again) {
+      assert.equal(again.followed(log), { position: 7, sessions: [followedAt(id, 4)] });
+      assert.equal(again.timelineBlock(id, 0), block(0));
+      assert.equal(again.timelineOf(id), [summarizeBlock(block(0))]);
+    }
+    const other = fx.otherVersion();
+    if (other) {
+      assert.is(other.followed(log), undefined);
+      assert.equal(other.timelineOf(id), []);
+    }
   });
 
   return s;

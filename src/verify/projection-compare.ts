@@ -10,7 +10,15 @@ import { firstDifference } from './first-difference.ts';
 import type { Problem } from './problems.ts';
 
 /** Tables with a session_id that the projector does not write. */
-const NOT_FOLDED = new Set(['session_snapshot', 'inspector_checkpoint', 'inspector_mark', 'quarantined_message', 'session_deletion']);
+const NOT_FOLDED = new Set([
+  'session_snapshot',
+  'inspector_checkpoint',
+  'inspector_mark',
+  'inspector_head',
+  'inspector_timeline',
+  'quarantined_message',
+  'session_deletion',
+]);
 
 type Row = Record<string, unknown>;
 interface Table {

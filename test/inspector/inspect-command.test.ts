@@ -159,7 +159,7 @@ test('sessiond inspect --nats - as the observer, beside a worker running session
   const started: LongRunning[] = [];
   try {
     const port = await freePort();
-    const inspect = startCli(['inspect', ...as(OBSERVER), '--port', String(port)]);
+    const inspect = startCli(['inspect', ...as(OBSERVER), '--port', String(port), '--index', tmp.file('observer-index.db')]);
     started.push(inspect);
     await inspect.waitFor(`sessiond inspector on http://127.0.0.1:${port}/`);
     await inspect.waitFor(`over NATS ${server.url} as user observer (stream SESSIOND_EVENTS)`);
@@ -232,6 +232,74 @@ test('sessiond inspect --nats - as the observer, beside a worker running session
     assert.not.match(inspect.output(), /claimed|turn succeeded/, 'the inspector ran nothing');
     await stop(worker);
     await stop(inspect);
+  } finally {
+    for (const p of started) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    await server.dispose();
+  }
+});
+
+test('sessiond inspect --nats --index - a second start resumes from the index file: only what the stream gained is read', async () => {
+  const server = await startNatsServer();
+  const as = (u: { user: string; pass: string }) => ['--nats', server.url, '--nats-user', u.user, '--nats-pass', u.pass];
+  const index = tmp.file('kept-index.db');
+  const started: LongRunning[] = [];
+  const inspectOnce = async (expectSessions: string[]): Promise<{ out: string; listed: Listed }> => {
+    const port = await freePort();
+    const inspect = startCli(['inspect', ...as(OBSERVER), '--port', String(port), '--index', index]);
+    started.push(inspect);
+    await inspect.waitFor('  index: ');
+    const base = `http://127.0.0.1:${port}/`;
+    let listed: Listed | undefined;
+    await waitFor(
+      async () => {
+        listed = (await api<Listed>(base, '/api/sessions')).body;
+        return listed.complete && expectSessions.every((id) => listed!.sessions.some((s) => s.sessionId === id && s.state === 'settled'));
+      },
+      { what: `${expectSessions.join(', ')} settled in the inspector`, timeoutMs: 20_000 },
+    );
+    await stop(inspect);
+    return { out: inspect.output(), listed: listed! };
+  };
+  try {
+    const worker = startCli([
+      'start',
+      ...as(WORKER),
+      '--nats-commands-user',
+      COMMANDS.user,
+      '--nats-commands-pass',
+      COMMANDS.pass,
+      '--db',
+      tmp.file('worker-kept.db'),
+    ]);
+    started.push(worker);
+    await worker.waitFor('send it a prompt');
+    const prompt = async (id: string) => {
+      const r = await runCli(['prompt', id, `hello ${id}`, ...as(CLIENT)]);
+      assert.is(r.code, 0, r.stderr);
+      await worker.waitFor(`${id}  turn succeeded`);
+    };
+    const reader = await JetStreamEventLog.open({ connection: { servers: server.url, ...OBSERVER }, ensureStream: false });
+    try {
+      await prompt('ses_k1');
+      const first = await inspectOnce(['ses_k1']);
+      assert.match(first.out, `index: ${index} (new: follows the log from its start)`);
+      const keptAt = await reader.head();
+      await prompt('ses_k2');
+      const second = await inspectOnce(['ses_k1', 'ses_k2']);
+      assert.match(second.out, `index: ${index} (resumed after log position ${keptAt}: reads only what the log gained since)`);
+      assert.ok(keptAt < (await reader.head()), 'the stream gained events while no inspector followed it');
+      assert.equal(
+        second.listed.sessions.map((s) => [s.sessionId, s.state, s.seq]).sort(),
+        [
+          ['ses_k1', 'settled', (await reader.readSession('ses_k1')).length],
+          ['ses_k2', 'settled', (await reader.readSession('ses_k2')).length],
+        ],
+        'the sessions kept and those the stream gained',
+      );
+    } finally {
+      await reader.close();
+    }
+    await stop(worker);
   } finally {
     for (const p of started) if (p.child.exitCode === null) p.child.kill('SIGKILL');
     await server.dispose();

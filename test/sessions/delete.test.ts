@@ -17,6 +17,7 @@ import { Projector } from '../../src/projector/index.ts';
 import { projectionHash, rebuildProjection } from '../../src/projector/rebuild.ts';
 import { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import { summarize } from '../../src/inspector/store.ts';
 import { SqliteInspectorIndex } from '../../src/inspector/sqlite-index.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -86,6 +87,8 @@ test('delete - every row of the session goes and none of the others; one audit r
       const snapshot = await engine.execution.handler.load(id);
       index.putCheckpoints([snapshot]);
       index.putMarks(id, [{ seq: snapshot.context.seq, eventId: 'evt_mark', time: 0, first: 0, rows: { inputs: 1, messages: 1, recoveries: 0 } }]);
+      index.putFollowed(engine.log.name, 1, [{ snapshot, previous: null, summary: summarize(snapshot) }]);
+      index.putTimelineBlocks(id, [{ block: 0, lastId: 'evt_block', times: [0], types: { 'input.admitted': [1] } }]);
     }
     for (const t of TABLES.filter((t) => !['session_execution', 'session_recovery', 'session_snapshot', 'quarantined_message'].includes(t)))
       assert.ok(count(engine, t, 'ses_gone') > 0, `${t} holds the session before`);

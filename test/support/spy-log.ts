@@ -2,7 +2,8 @@
  * An event log with hooks around it, for tests that watch or disturb its I/O: `beforeAppend` runs
  * before each append (it may throw, as a locked database or a dead worker would, or wait, as a slow
  * disk would); `afterAppend` after each append that committed; `afterRead` sees what each
- * `readSession` returned. Everything else goes to the log untouched.
+ * `readSession` returned; `afterBatch` what each batch of a subscription delivered (and `subscribed`
+ * the position each subscription started after). Everything else goes to the log untouched.
  */
 import type { EventLog } from '../../src/events/event-log.ts';
 import type { DraftEvent, SessionEvent } from '../../src/events/envelope.ts';
@@ -11,6 +12,8 @@ export interface LogHooks {
   beforeAppend?: (drafts: DraftEvent[], sessionId: string) => void | Promise<void>;
   afterAppend?: (drafts: DraftEvent[], sessionId: string) => void;
   afterRead?: (events: SessionEvent[]) => void;
+  afterBatch?: (events: SessionEvent[]) => void;
+  subscribed?: (after: number) => void;
 }
 
 export function spyLog(inner: EventLog, hooks: LogHooks): EventLog {
@@ -29,6 +32,18 @@ export function spyLog(inner: EventLog, hooks: LogHooks): EventLog {
           const events = await target.readSession(...args);
           hooks.afterRead!(events);
           return events;
+        };
+      }
+      if (prop === 'subscribe' && (hooks.afterBatch || hooks.subscribed)) {
+        return (options: Parameters<EventLog['subscribe']>[0]) => {
+          hooks.subscribed?.(options.after ?? 0);
+          return target.subscribe({
+            ...options,
+            onBatch: (events) => {
+              hooks.afterBatch?.(events);
+              return options.onBatch(events);
+            },
+          });
         };
       }
       const value = Reflect.get(target, prop, receiver) as unknown;

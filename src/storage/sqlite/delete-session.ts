@@ -33,6 +33,8 @@ const SESSION_TABLES: readonly (readonly [table: string, column: string])[] = [
   ['session_snapshot', 'session_id'],
   ['inspector_checkpoint', 'session_id'],
   ['inspector_mark', 'session_id'],
+  ['inspector_timeline', 'session_id'],
+  ['inspector_head', 'session_id'],
   ['session_tag', 'session_id'],
   ['session_blob', 'session_id'],
   ['session', 'session_id'],

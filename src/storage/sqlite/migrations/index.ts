@@ -19,6 +19,7 @@ import { migration017 } from './017_session_called_by.ts';
 import { migration018 } from './018_blobs.ts';
 import { migration019 } from './019_inspector_index.ts';
 import { migration020 } from './020_session_blobs.ts';
+import { migration021 } from './021_inspector_follow.ts';
 
 /** Every migration this build knows, in order. Append only: never edit a shipped migration. */
 export const migrations: readonly Migration[] = [
@@ -42,5 +43,6 @@ export const migrations: readonly Migration[] = [
   migration018,
   migration019,
   migration020,
+  migration021,
 ];
 export const LATEST_SCHEMA_VERSION = migrations.length;
