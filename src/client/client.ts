@@ -24,11 +24,12 @@ import type { CancelResult } from '../execution/session-execution.ts';
 import { connectNats, isNatsConnection, type NatsConnectionOptions } from '../nats/connection.ts';
 import type { JetStreamEventLog } from '../nats/jetstream-event-log.ts';
 import type { LiveFilter } from '../events/live-bus.ts';
-import type { AdmitCommand, CommandRequests, CommandResults, StatusReply, WakeResult } from '../nats/command-protocol.ts';
+import type { AdmitCommand, BlobReference as BlobRef, CommandRequests, CommandResults, StatusReply, WakeResult } from '../nats/command-protocol.ts';
 import { STREAM_NAME, subjects, validateTenant, type CommandVerb } from '../nats/subjects.ts';
 import { CommandSender, type CommandSettings, DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_NO_WORKER_RETRY_MS, DEFAULT_REQUEST_TIMEOUT_MS } from './commands.ts';
 import { LiveSubscriptions, type LiveHandler, type LiveSubscribeOptions, type LiveSubscription } from './live-subscription.ts';
 import { HistoryReader, type ReplayOptions } from './replay.ts';
+import { readBlob, readBlobChunks, uploadBlob, type UploadOptions, type UploadSource } from './blobs.ts';
 
 export type { LiveFilter };
 export type { InvalidLiveMessage, LiveHandler, LiveSubscribeOptions, LiveSubscription, LiveSubscriptionStats } from './live-subscription.ts';
@@ -198,6 +199,35 @@ export class SessiondClient implements Sessions {
     checkListFilter(filter); // a bad filter is refused here, with the same words a worker would use
     const { sessions, next } = await this.request('list', { ...filter });
     return { sessions, next };
+  }
+
+  /**
+   * Uploads bytes (whole, or a stream of chunks) as a blob through the workers (the `upload`
+   * command, in chunks that each stay well under NATS's max_payload) and returns its reference, to
+   * send as a prompt part: `{ type: 'image', blob: ref }`. Refused: over the workers' maxBlobBytes
+   * (`payload_too_large`), bytes whose media type their signature contradicts (`invalid_payload`).
+   */
+  async uploadBlob(source: UploadSource, options: UploadOptions): Promise<BlobRef> {
+    this.assertOpen();
+    return uploadBlob((verb, body) => this.request(verb, body), this.ids.next('upl'), source, options);
+  }
+
+  /**
+   * The bytes of a blob that session `sessionId` references (its sha256, or the reference), read
+   * in chunks through the workers (the `blob` command) and checked against the hash. `not_found`
+   * when the session does not reference it or is not this user's to read.
+   */
+  async readBlob(sessionId: string, blob: string | Pick<BlobRef, 'sha256'>): Promise<Uint8Array> {
+    this.assertOpen();
+    validateId(sessionId, 'session id');
+    return readBlob((verb, body) => this.request(verb, body), sessionId, blob);
+  }
+
+  /** `readBlob` chunk by chunk (at most `MAX_BLOB_READ_BYTES` each), the hash checked after the last. */
+  readBlobChunks(sessionId: string, blob: string | Pick<BlobRef, 'sha256'>): AsyncIterable<Uint8Array> {
+    this.assertOpen();
+    validateId(sessionId, 'session id');
+    return readBlobChunks((verb, body) => this.request(verb, body), sessionId, blob);
   }
 
   private request<V extends CommandVerb>(verb: V, body: CommandRequests[V]): Promise<CommandResults[V]> {
