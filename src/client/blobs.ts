@@ -6,6 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { CorruptDataError, ErrorCode, InvalidInputError } from '../errors.ts';
+import type { Prompt, PromptPart } from '../events/catalog.ts';
+import { INLINE_PART_BYTES, base64Bytes } from '../events/prompt.ts';
 import { MAX_UPLOAD_CHUNK_BYTES, type BlobReference as BlobRef, type CommandRequests, type CommandResults } from '../nats/command-protocol.ts';
 
 type Send = <V extends 'upload' | 'blob'>(verb: V, body: CommandRequests[V]) => Promise<CommandResults[V]>;
@@ -107,3 +109,32 @@ export async function readBlob(send: Send, sessionId: string, blob: string | Pic
   for await (const chunk of readBlobChunks(send, sessionId, blob)) chunks.push(chunk);
   return new Uint8Array(Buffer.concat(chunks));
 }
+
+/**
+ * The prompt with each inline image or file part over `INLINE_PART_BYTES` uploaded first and
+ * replaced by its reference (what a worker would otherwise refuse: an admit request is one NATS
+ * message). Other parts, and a prompt with none that large, are left as they are.
+ */
+export async function uploadLargeParts(prompt: Prompt, upload: (bytes: Uint8Array, mediaType: string) => Promise<BlobRef>): Promise<Prompt> {
+  if (typeof prompt === 'string' || !Array.isArray(prompt) || !prompt.some(isLargeInline)) return prompt;
+  const out: PromptPart[] = [];
+  for (const part of prompt) {
+    if (!isLargeInline(part)) {
+      out.push(part);
+      continue;
+    }
+    const blob = await upload(Buffer.from(part.data, 'base64'), part.mediaType);
+    out.push(part.type === 'image' ? { type: 'image', blob } : { type: 'file', blob, ...(part.filename ? { filename: part.filename } : {}) });
+  }
+  return out;
+}
+
+type InlinePart = Extract<PromptPart, { data: string }>;
+const isLargeInline = (part: PromptPart): part is InlinePart =>
+  part !== null &&
+  typeof part === 'object' &&
+  (part.type === 'image' || part.type === 'file') &&
+  'data' in part &&
+  typeof part.data === 'string' &&
+  typeof part.mediaType === 'string' &&
+  base64Bytes(part.data) > INLINE_PART_BYTES;

@@ -29,7 +29,7 @@ import { STREAM_NAME, subjects, validateTenant, type CommandVerb } from '../nats
 import { CommandSender, type CommandSettings, DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_NO_WORKER_RETRY_MS, DEFAULT_REQUEST_TIMEOUT_MS } from './commands.ts';
 import { LiveSubscriptions, type LiveHandler, type LiveSubscribeOptions, type LiveSubscription } from './live-subscription.ts';
 import { HistoryReader, type ReplayOptions } from './replay.ts';
-import { readBlob, readBlobChunks, uploadBlob, type UploadOptions, type UploadSource } from './blobs.ts';
+import { readBlob, readBlobChunks, uploadBlob, uploadLargeParts, type UploadOptions, type UploadSource } from './blobs.ts';
 
 export type { LiveFilter };
 export type { InvalidLiveMessage, LiveHandler, LiveSubscribeOptions, LiveSubscription, LiveSubscriptionStats } from './live-subscription.ts';
@@ -114,9 +114,15 @@ export class SessiondClient implements Sessions {
     return new SessiondClient(nc, !given, options.ids ?? randomIds, settings, tenant);
   }
 
-  /** Admits a prompt (idempotent by input id; one is generated when absent) and, unless `wake: false`, wakes the session. */
+  /**
+   * Admits a prompt (idempotent by input id; one is generated when absent) and, unless `wake: false`,
+   * wakes the session. An inline image or file part over `INLINE_PART_BYTES` is uploaded first
+   * (`uploadBlob`) and sent as its reference.
+   */
   async admit(sessionId: string, request: Omit<AdmitCommand, 'sessionId'>): Promise<AdmitReceipt> {
-    return this.commands.admit({ ...request, sessionId, id: request.id ?? this.ids.next('inp') });
+    const id = request.id ?? this.ids.next('inp');
+    const prompt = await uploadLargeParts(request.prompt, (bytes, mediaType) => this.uploadBlob(bytes, { mediaType }));
+    return this.commands.admit({ ...request, prompt, sessionId, id });
   }
 
   /** Asks a worker to run the session's pending inputs; says what happened (started, nothing pending, refused...). */

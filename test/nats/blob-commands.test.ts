@@ -19,6 +19,9 @@ import { ObjectBlobStore } from '../../src/nats/object-blob-store.ts';
 import { parseStagedName } from '../../src/blobs/blob-staging.ts';
 import { tenantUserBlock } from '../../src/nats/tenant-user.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
+import type { Runner } from '../../src/runner/types.ts';
+import { waitFor } from '../../src/testing/wait.ts';
+import { runCli } from '../support/cli.ts';
 import { CLIENT, COMMANDS, REPO_NATS_CONF, WORKER, startNatsServer, type NatsServer } from '../../src/testing/nats-server.ts';
 import { pngBytes } from '../support/png.ts';
 import { tempDir } from '../support/tmp.ts';
@@ -54,11 +57,11 @@ s.after(async (ctx) => {
 
 let files = 0;
 /** A worker: an engine on the JetStream log with the Object Store, serving commands on its own connection. */
-async function worker(ctx: Ctx, options: CommandServiceOptions = {}) {
+async function worker(ctx: Ctx, options: CommandServiceOptions = {}, runner: Runner = echoRunner()) {
   const nc = await connectNats({ servers: ctx.server.url, ...WORKER });
   const log = await JetStreamEventLog.open({ connection: nc });
   const blobs = await ObjectBlobStore.open(nc);
-  const engine = await openEngine({ file: ctx.tmp.file(`blob-engine-${++files}.db`), log, bus: new NatsLiveBus(nc), runner: echoRunner(), blobs });
+  const engine = await openEngine({ file: ctx.tmp.file(`blob-engine-${++files}.db`), log, bus: new NatsLiveBus(nc), runner, blobs });
   const cnc = await connectNats({ servers: ctx.server.url, ...COMMANDS });
   const service = startCommandService(cnc, engine, options);
   const close = async () => {
@@ -220,6 +223,60 @@ s('blob commands - a tenant reads its own session blobs; another tenant, and a s
   assert.is((await failure(acme.readBlob(other, ref))).code, ErrorCode.NotFound);
   // the trusted client reaches every session
   assert.ok(Buffer.from(await trusted.readBlob(id, ref.sha256)).equals(png));
+});
+
+/** A runner that reads the bytes of every blob part of its turn's prompts, as a model runner does, and records their hash and size. */
+function blobReader(seen: { sha256: string; size: number }[]): Runner {
+  const echo = echoRunner();
+  return async (ctx) => {
+    for (const input of ctx.inputs) {
+      for (const part of input.parts ?? []) {
+        if ((part.type === 'image' || part.type === 'file') && 'blob' in part) {
+          const bytes = await ctx.blob(part.blob);
+          seen.push({ sha256: sha(bytes), size: bytes.length });
+        }
+      }
+    }
+    await echo(ctx);
+  };
+}
+
+s('blob commands - sessiond prompt --nats --image with a 6 MB photo uploads it first and the turn reads it whole', async (ctx) => {
+  const seen: { sha256: string; size: number }[] = [];
+  await worker(ctx, {}, blobReader(seen));
+  const photo = pngBytes(6 * 1024 * 1024, 13);
+  const file = ctx.tmp.file('big.png');
+  writeFileSync(file, photo);
+  const id = sessionId('cli');
+  const r = await runCli(['prompt', id, 'describe this', '--image', file, '--nats', ctx.server.url, '--nats-user', CLIENT.user, '--nats-pass', CLIENT.pass]);
+  assert.is(r.code, 0, `${r.stdout}${r.stderr}`);
+  assert.match(r.stdout, /admitted inp_\w+ to /);
+  await waitFor(() => seen.length > 0, { timeoutMs: 30_000, what: 'the turn to read the image' });
+  assert.equal(seen, [{ sha256: sha(photo), size: photo.length }]);
+  // the event holds the reference, and the client reads the bytes back through it
+  const c = await client(ctx);
+  const admitted = (await c.events(id, { limit: 1 }))[0]!;
+  assert.equal((admitted.payload as { prompt: unknown[] }).prompt[1], {
+    type: 'image',
+    blob: { sha256: sha(photo), size: photo.length, mediaType: 'image/png' },
+  });
+  assert.ok(Buffer.from(await c.readBlob(id, sha(photo))).equals(photo));
+});
+
+s('blob commands - a tenant admits a prompt with a large inline image: the client uploads it as the tenant, and the turn reads it', async (ctx) => {
+  const seen: { sha256: string; size: number }[] = [];
+  await worker(ctx, {}, blobReader(seen));
+  const acme = await client(ctx, 'acme');
+  const png = pngBytes(900_000, 17);
+  const id = sessionId('acme_inline');
+  await acme.admit(id, {
+    prompt: [
+      { type: 'text', text: 'and this?' },
+      { type: 'image', data: png.toString('base64'), mediaType: 'image/png' },
+    ],
+  });
+  await waitFor(() => seen.length > 0, { timeoutMs: 30_000, what: 'the turn to read the image' });
+  assert.equal(seen, [{ sha256: sha(png), size: png.length }]);
 });
 
 s.run();
