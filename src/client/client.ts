@@ -229,6 +229,12 @@ export class SessiondClient implements Sessions {
     return readBlob((verb, body) => this.request(verb, body), sessionId, blob);
   }
 
+  /** One chunk of the blob from `offset` as the `blob` command answers it (its media type, size, and whether more follow). */
+  async blobChunk(sessionId: string, sha256: string, offset = 0): Promise<CommandResults['blob']> {
+    this.assertOpen();
+    return this.request('blob', { sessionId, sha256, ...(offset > 0 ? { offset } : {}) });
+  }
+
   /** `readBlob` chunk by chunk (at most `MAX_BLOB_READ_BYTES` each), the hash checked after the last. */
   readBlobChunks(sessionId: string, blob: string | Pick<BlobRef, 'sha256'>): AsyncIterable<Uint8Array> {
     this.assertOpen();
