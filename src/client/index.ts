@@ -39,14 +39,10 @@ export {
   CommandError,
   isCommandError,
   CommandFailureCode,
-  MAX_UPLOAD_CHUNK_BYTES,
-  MAX_BLOB_READ_BYTES,
   type CommandReply,
   type AdmitCommand,
   type StatusReply,
-  type BlobReference,
 } from '../nats/command-protocol.ts';
-export type { UploadOptions, UploadSource } from './blobs.ts';
 
 export { subjects, STREAM_NAME, COMMAND_QUEUE } from '../nats/subjects.ts';
 export { connectNats, type NatsConnectionOptions } from '../nats/connection.ts';
