@@ -1,5 +1,7 @@
 /** Go doc comments of the command reply types (the Python client's are in protocol-python-replies.ts). */
 export const goReplyDocs: Record<string, string> = {
+  UploadReply: 'UploadReply is the upload reply: Received, the bytes taken so far; Blob, on the last chunk, the reference a prompt part carries.',
+  BlobChunk: 'BlobChunk is the blob reply: Data, the bytes from Offset (at most 512 KiB), of the blob of Size bytes and MediaType; More when bytes follow.',
   AdmitReceipt:
     'AdmitReceipt is the admit reply. Created is false when the input id was admitted before (true when an earlier attempt of the same call admitted it).',
   WakeResult:

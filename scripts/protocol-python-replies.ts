@@ -40,6 +40,14 @@ interface PyReply {
 
 /** The Python client's reply classes, by the model's name, in the order they are written (a nested class before its holder). */
 export const pythonReplies: Record<string, PyReply> = {
+  UploadReply: {
+    doc: 'The upload reply: `received`, the bytes taken so far; `blob`, on the last chunk, the reference a prompt part carries.',
+    fields: ['received', 'blob', 'raw'],
+  },
+  BlobChunk: {
+    doc: 'The blob reply: `data`, base64 of the bytes from `offset` (at most 512 KiB); `more` when bytes follow.',
+    fields: ['sha256', 'size', 'mediaType', 'offset', 'data', 'more', 'raw'],
+  },
   AdmitReceipt: {
     fields: ['sessionId', 'inputId', 'admittedSeq', 'created', 'wake', 'raw'],
     docs: {

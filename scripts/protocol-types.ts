@@ -233,6 +233,9 @@ const replyShapeNames: Record<string, string> = {
   'committedAt,id,payload,position,seq,sessionId,time,type,version': 'EventFrame',
   'attempts,continuationInputId,executionId,lastAttemptAt,lastError,parked,wakePending': 'RecoveryState',
   'limits,since': 'Capacity',
+  'blob,received': 'UploadReply',
+  'mediaType,sha256,size': 'BlobRef',
+  'data,mediaType,more,offset,sha256,size': 'BlobChunk',
   'inFlight,limit,scope,waiting': 'CapacityLimit',
   // shapes the payloads name too
   'message,name,type': 'RecordedError',
@@ -255,9 +258,11 @@ export const replyRoots: ReplyRoots = {
   budget: { at: 'result', name: 'BudgetResult' },
   status: { at: '.', name: 'Status' },
   list: { at: 'sessions[]', name: 'SessionListItem' },
+  upload: { at: '.', name: 'UploadReply' },
+  blob: { at: '.', name: 'BlobChunk' },
 };
 /** Shapes the payload model holds already (the reply's checks may be looser; the type is the same). */
-const sharedWithPayloads = new Set(['RecordedError', 'Usage', 'RetryTool', 'Continuation', 'WaitChild', 'ForkPoint']);
+const sharedWithPayloads = new Set(['RecordedError', 'Usage', 'RetryTool', 'Continuation', 'WaitChild', 'ForkPoint', 'BlobRef']);
 
 export interface ReplyModel {
   structs: Struct[];

@@ -586,6 +586,24 @@ async function commandVectors(): Promise<CommandCase[]> {
       'resolve',
       { sessionId: 'ses_cmd', kind: 'signal', name: 'payment', outcome: 'delivered', data: { amount: 12.5, ok: true } },
     ],
+    [
+      'upload a small blob in one request (the last chunk: with sha256 and size)',
+      'upload',
+      {
+        uploadId: 'upl_vectors_1',
+        offset: 0,
+        data: 'iVBORw0KGgpzZXNzaW9uZA==',
+        mediaType: 'image/png',
+        size: 16,
+        sha256: 'e8776011f8b0afc2dfe763d990d55473e8b5ba0a5c9078c582ba174dc81d713f',
+      },
+    ],
+    [
+      'upload a chunk that is not the last (no sha256)',
+      'upload',
+      { uploadId: 'upl_vectors_2', offset: 524288, data: 'AAAA', mediaType: 'image/png', size: 2000000 },
+    ],
+    ['blob: a chunk from an offset', 'blob', { sessionId: 'ses_cmd', sha256: 'e8776011f8b0afc2dfe763d990d55473e8b5ba0a5c9078c582ba174dc81d713f', offset: 8 }],
   ];
   for (const [name, verb, body] of requests) request(name, verb, body);
 
@@ -625,7 +643,7 @@ async function commandVectors(): Promise<CommandCase[]> {
     },
   });
   const stats: CommandServiceStats = { requests: 0, refusedReplies: 0, failures: {} };
-  const answerer = commandAnswerer(target, { maxPromptBytes: 256 * 1024, onError: () => undefined, stats });
+  const answerer = commandAnswerer(target, { maxPromptBytes: 256 * 1024, onError: () => undefined, stats, blobs: engine.blobs });
   const answer = async (name: string, verb: string, body: unknown | Uint8Array) => {
     const data = body instanceof Uint8Array ? body : encodeJson(body);
     const text = new TextDecoder().decode(await answerer(`sessiond.cmd.${verb}`, data));
@@ -686,6 +704,49 @@ async function commandVectors(): Promise<CommandCase[]> {
     await answer('events: a page of one, more follow', 'events', { sessionId: 'ses_tagged', limit: 1 });
     await answer('events: after the last (an empty page)', 'events', { sessionId: 'ses_tagged', afterSeq: 100 });
     await answer('error unknown_session: events of a session with no events', 'events', { sessionId: 'ses_nobody' });
+    const upload = {
+      uploadId: 'upl_vectors_1',
+      offset: 0,
+      data: 'iVBORw0KGgpzZXNzaW9uZA==',
+      mediaType: 'image/png',
+      size: 16,
+      sha256: 'e8776011f8b0afc2dfe763d990d55473e8b5ba0a5c9078c582ba174dc81d713f',
+    };
+    const uploaded = await answer('upload: a small blob in one request, its reference', 'upload', upload);
+    await answer('admit: a prompt with an image by reference', 'admit', {
+      sessionId: 'ses_blob',
+      prompt: [
+        { type: 'text', text: 'what is this?' },
+        { type: 'image', blob: uploaded.blob },
+      ],
+      id: 'inp_blob_1',
+      wake: false,
+    });
+    await answer('blob: the bytes of a blob the session references', 'blob', {
+      sessionId: 'ses_blob',
+      sha256: 'e8776011f8b0afc2dfe763d990d55473e8b5ba0a5c9078c582ba174dc81d713f',
+    });
+    await answer('blob: from an offset', 'blob', {
+      sessionId: 'ses_blob',
+      sha256: 'e8776011f8b0afc2dfe763d990d55473e8b5ba0a5c9078c582ba174dc81d713f',
+      offset: 8,
+    });
+    await answer('error not_found: a session that does not reference the blob', 'blob', {
+      sessionId: 'ses_tagged',
+      sha256: 'e8776011f8b0afc2dfe763d990d55473e8b5ba0a5c9078c582ba174dc81d713f',
+    });
+    await answer('error invalid_payload: bytes that do not hash to the sha256 given', 'upload', {
+      ...upload,
+      uploadId: 'upl_vectors_3',
+      sha256: '0000000000000000000000000000000000000000000000000000000000000000',
+    });
+    await answer('error payload_too_large: a declared size over the limit', 'upload', {
+      uploadId: 'upl_vectors_4',
+      offset: 0,
+      data: 'AAAA',
+      mediaType: 'image/png',
+      size: 1024 * 1024 * 1024,
+    });
     const page = await answer('list: a page of one, with a cursor', 'list', { limit: 1 });
     await answer('list: the next page', 'list', { limit: 1, after: page.next });
     await answer('list: by tag', 'list', { tags: { customer: 'acme' } });

@@ -375,6 +375,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
         replyPrefixes: commands.replyPrefixes,
         ...(commands.tenantLimits ? { tenantLimits: commands.tenantLimits } : {}),
         maxPromptBytes: engine.execution.limits.maxPromptBytes,
+        maxBlobBytes: engine.execution.limits.maxBlobBytes,
         onError: (err) => report.err(`sessiond: command service: ${messageOf(err)}`),
         // refused requests: a few lines with counts, never one per request
         onRefusalLine: (line) => report.err(`sessiond: command service: ${line}`),

@@ -522,7 +522,7 @@ func forSession(sessionID string) string {
 }
 
 func contextError(verb, sessionID string, err error) error {
-	if verb == VerbList || verb == VerbEvents {
+	if verb == VerbList || verb == VerbEvents || verb == VerbBlob {
 		return &CommandError{Verb: verb, Code: CodeTimeout, Err: err, Message: fmt.Sprintf("The %s%s was abandoned (%v). It only reads: send it again.", verb, forSession(sessionID), err)}
 	}
 	return &CommandError{Verb: verb, Code: CodeTimeout, Err: err,
@@ -620,7 +620,7 @@ attempt:
 					retry = "send the same tag again (it is idempotent)"
 				case verb == VerbFork:
 					retry = "send the same fork again (it is idempotent: the fork made answers created false)"
-				case verb == VerbList || verb == VerbEvents:
+				case verb == VerbList || verb == VerbEvents || verb == VerbBlob:
 					return true, &CommandError{Verb: verb, Code: CodeTimeout, Err: nats.ErrTimeout,
 						Message: fmt.Sprintf("No reply to %s%s within %v (sent %d times): the workers may be busy or gone. It only reads: send it again.", verb, forSession(sessionID), c.requestTimeout, attempts)}
 				}

@@ -282,3 +282,21 @@ type SessionListItem struct {
 	CalledBy      *string    `json:"calledBy"`
 	ChildCount    int64      `json:"childCount"`
 }
+
+// UploadReply is the upload reply: Received, the bytes taken so far; Blob, on the last chunk, the
+// reference a prompt part carries.
+type UploadReply struct {
+	Received int64    `json:"received"`
+	Blob     *BlobRef `json:"blob,omitempty"`
+}
+
+// BlobChunk is the blob reply: Data, the bytes from Offset (at most 512 KiB), of the blob of Size
+// bytes and MediaType; More when bytes follow.
+type BlobChunk struct {
+	Sha256    string `json:"sha256"`
+	Size      int64  `json:"size"`
+	MediaType string `json:"mediaType"`
+	Offset    int64  `json:"offset"`
+	Data      string `json:"data"`
+	More      bool   `json:"more"`
+}

@@ -5,6 +5,7 @@ package sessiond
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"github.com/sessiond/sessiond/clients/go/internal/wire"
@@ -517,6 +518,20 @@ func typedRequest(t *testing.T, verb string, m Map) Map {
 		afterSeq, _ := get(m, "afterSeq").(int64)
 		limit, _ := get(m, "limit").(int64)
 		return EventsBody(session, afterSeq, int(limit))
+	case VerbUpload:
+		data, err := base64.StdEncoding.DecodeString(str(m, "data"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := UploadRequest{UploadID: str(m, "uploadId"), Data: data, MediaType: str(m, "mediaType"), SHA256: str(m, "sha256")}
+		r.Offset, _ = get(m, "offset").(int64)
+		if size, ok := get(m, "size").(int64); ok {
+			r.Size = &size
+		}
+		return UploadBody(r)
+	case VerbBlob:
+		offset, _ := get(m, "offset").(int64)
+		return BlobBody(session, str(m, "sha256"), offset)
 	}
 	t.Fatalf("no typed request for %s", verb)
 	return nil
@@ -544,6 +559,14 @@ func typedReply(t *testing.T, verb string, text []byte, reply Map) (any, any) {
 		}
 	}
 	switch verb {
+	case VerbUpload:
+		var r UploadReply
+		decode(&r)
+		return roundJSON(t, r), roundJSON(t, dropOK(reply))
+	case VerbBlob:
+		var r BlobChunk
+		decode(&r)
+		return roundJSON(t, r), roundJSON(t, dropOK(reply))
 	case VerbAdmit:
 		var r struct {
 			Receipt AdmitReceipt `json:"receipt"`
@@ -974,6 +997,7 @@ func TestCommandsSchema(t *testing.T) {
 	schema := loadJSON(t, "schema", "commands.schema.json")
 	verbs := get(schema, "x-sessiond-verbs").(Map)
 	yes := true
+	size := int64(3)
 	full := map[string]Map{
 		VerbAdmit:   AdmitBody("s", AdmitRequest{Prompt: "p", ID: "i", Delivery: "queue", Wake: &yes, NotBefore: 1796056745917, Tags: Tags{"k": "v"}, Owner: "o", Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}),
 		VerbTag:     TagBody("s", TagRequest{Set: Tags{"k": "v"}, Remove: []string{"x"}}),
@@ -981,6 +1005,8 @@ func TestCommandsSchema(t *testing.T) {
 		VerbList:    ListBody(ListFilter{State: "idle", Waiting: &yes, Tags: Tags{"k": "v"}, IDPrefix: "s", UpdatedSince: 1, ReachableBy: "o", CalledBy: "p", Limit: 2, After: "a"}),
 		VerbFork:    ForkBody("src", "s", ForkOptions{At: 3, Tags: Tags{"k": "v"}, Owner: "o"}),
 		VerbEvents:  EventsBody("s", 3, 2),
+		VerbUpload:  UploadBody(UploadRequest{UploadID: "u", Offset: 1, Data: []byte("d"), MediaType: "m", Size: &size, SHA256: "h"}),
+		VerbBlob:    BlobBody("s", "h", 2),
 		VerbWake:    WakeBody("s"),
 		VerbCancel:  CancelBody("s", CancelRequest{Reason: "r", ExecutionID: "e", Actor: "a"}),
 		VerbStatus:  StatusBody("s", 100),
@@ -1020,4 +1046,15 @@ func TestCommandsSchema(t *testing.T) {
 	if !slices.Equal(clientCodes, []string{CodeNoWorker, CodeTimeout, CodePermissionDenied}) {
 		t.Errorf("client error codes %v", clientCodes)
 	}
+}
+
+// dropOK is the reply without its ok field (what the typed reply holds).
+func dropOK(reply Map) Map {
+	out := Map{}
+	for _, e := range reply {
+		if e.Key != "ok" {
+			out = append(out, e)
+		}
+	}
+	return out
 }

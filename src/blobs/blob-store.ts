@@ -15,6 +15,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import { CorruptDataError, ErrorCode, InvalidInputError, NotFoundError, SessiondError } from '../errors.ts';
 import { SIGNATURE_BYTES, essenceOf, mediaTypeMismatch } from './media-type.ts';
+import type { BlobStaging } from './blob-staging.ts';
 
 /** A blob as an event refers to it: its content's hash (SHA-256, lower-case hex), its size in bytes, its media type. */
 export interface BlobRef {
@@ -71,6 +72,8 @@ export interface BlobStore {
   deleteIfIdle(sha256: string, before: number): Promise<boolean>;
   /** Every stored blob, in no promised order (a sweep compares them with the references it knows). */
   list(): AsyncIterable<StoredBlob>;
+  /** Where chunked uploads stage their chunks (blob-staging.ts), when this store can (the Object Store bucket). */
+  readonly staging?: BlobStaging | undefined;
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;

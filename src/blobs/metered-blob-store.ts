@@ -55,4 +55,8 @@ export class MeteredBlobStore implements BlobStore {
   list(): AsyncIterable<StoredBlob> {
     return this.inner.list();
   }
+
+  get staging() {
+    return this.inner.staging;
+  }
 }

@@ -8,30 +8,22 @@
  */
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
 import type { BlobStore, StoredBlob } from './blob-store.ts';
+import { STAGED_CHUNK_GRACE_MS } from './blob-staging.ts';
 
 /** An unreferenced blob younger than this is kept (an admission may be about to append its event): 1 hour. */
 export const DEFAULT_BLOB_GRACE_MS = 60 * 60 * 1000;
 /** How often a worker sweeps unreferenced blobs: every 10 minutes. */
 export const DEFAULT_BLOB_SWEEP_INTERVAL_MS = 10 * 60 * 1000;
 
-/**
- * The names of the parts of a chunked upload in progress, which are not blobs yet: the sweep
- * leaves them to the upload (which removes its own on success or expiry). The one place that knows
- * their names.
- */
-export const STAGED_UPLOAD_PREFIX = 'upload.';
-export const isStagedUploadChunk = (name: string): boolean => name.startsWith(STAGED_UPLOAD_PREFIX);
-
 /** Which blobs sessions reference (the projection's `session_blob` rows, src/projector/blob-rows.ts). */
 export interface BlobReferences {
   referenced(sha256: string): boolean | Promise<boolean>;
 }
 
-export type BlobVerdict = 'referenced' | 'young' | 'orphaned' | 'staged';
+export type BlobVerdict = 'referenced' | 'young' | 'orphaned';
 
 /** What a sweep does with one stored blob. Pure. */
 export function blobVerdict(blob: StoredBlob, referenced: boolean, now: number, graceMs: number): BlobVerdict {
-  if (isStagedUploadChunk(blob.sha256)) return 'staged';
   if (referenced) return 'referenced';
   // as `deleteIfIdle(sha256, now - graceMs)` decides: put before the cut is idle
   return blob.storedAt < now - graceMs ? 'orphaned' : 'young';
@@ -71,13 +63,15 @@ export interface BlobSweepReport {
   reused: number;
   /** Removals that failed (the next sweep tries again). */
   errors: { sha256: string; message: string }[];
+  /** Chunks of uploads abandoned more than `STAGED_CHUNK_GRACE_MS` ago (blob-staging.ts): removed (on a dry run, to be removed). */
+  abandonedChunks: number;
   graceMs: number;
 }
 
 /** One sweep: every stored blob, removing the unreferenced ones past the grace. */
 export async function sweepBlobs(options: BlobSweepOptions): Promise<BlobSweepReport> {
   const graceMs = checkGraceMs(options.graceMs);
-  const report: BlobSweepReport = { checked: 0, referenced: 0, young: [], orphaned: [], reused: 0, errors: [], graceMs };
+  const report: BlobSweepReport = { checked: 0, referenced: 0, young: [], orphaned: [], reused: 0, errors: [], abandonedChunks: 0, graceMs };
   const cut = options.now - graceMs;
   for await (const blob of options.store.list()) {
     report.checked++;
@@ -95,6 +89,17 @@ export async function sweepBlobs(options: BlobSweepOptions): Promise<BlobSweepRe
         else report.reused++;
       } catch (err) {
         report.errors.push({ sha256: blob.sha256, message: messageOf(err) });
+      }
+    }
+  }
+  const staging = options.store.staging;
+  if (staging) {
+    for await (const chunk of staging.listStaged()) {
+      if (chunk.storedAt >= options.now - STAGED_CHUNK_GRACE_MS) continue;
+      try {
+        if (options.dryRun || (await staging.unstage(chunk.name))) report.abandonedChunks++;
+      } catch (err) {
+        report.errors.push({ sha256: chunk.name, message: messageOf(err) });
       }
     }
   }
@@ -143,6 +148,10 @@ export function describeBlobSweep(r: BlobSweepReport, dryRun = false): string {
     `${r.young.length} unreferenced but put within the last ${Math.round(r.graceMs / 1000)} s kept for now`,
   ];
   if (r.reused > 0) parts.push(`${r.reused} put again meanwhile kept`);
+  if (r.abandonedChunks > 0)
+    parts.push(
+      `${dryRun ? 'would remove' : 'removed'} ${r.abandonedChunks} chunk${r.abandonedChunks === 1 ? '' : 's'} of uploads abandoned over ${Math.round(STAGED_CHUNK_GRACE_MS / 60_000)} min ago`,
+    );
   if (r.errors.length > 0) parts.push(`${r.errors.length} could not be removed (${r.errors[0]!.message})`);
   return parts.join('; ');
 }

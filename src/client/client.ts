@@ -24,11 +24,12 @@ import type { CancelResult } from '../execution/session-execution.ts';
 import { connectNats, isNatsConnection, type NatsConnectionOptions } from '../nats/connection.ts';
 import type { JetStreamEventLog } from '../nats/jetstream-event-log.ts';
 import type { LiveFilter } from '../events/live-bus.ts';
-import type { AdmitCommand, CommandRequests, CommandResults, StatusReply, WakeResult } from '../nats/command-protocol.ts';
+import type { AdmitCommand, BlobReference as BlobRef, CommandRequests, CommandResults, StatusReply, WakeResult } from '../nats/command-protocol.ts';
 import { STREAM_NAME, subjects, validateTenant, type CommandVerb } from '../nats/subjects.ts';
 import { CommandSender, type CommandSettings, DEFAULT_ATTEMPT_TIMEOUT_MS, DEFAULT_NO_WORKER_RETRY_MS, DEFAULT_REQUEST_TIMEOUT_MS } from './commands.ts';
 import { LiveSubscriptions, type LiveHandler, type LiveSubscribeOptions, type LiveSubscription } from './live-subscription.ts';
 import { HistoryReader, type ReplayOptions } from './replay.ts';
+import { readBlob, readBlobChunks, uploadBlob, uploadLargeParts, type UploadOptions, type UploadSource } from './blobs.ts';
 
 export type { LiveFilter };
 export type { InvalidLiveMessage, LiveHandler, LiveSubscribeOptions, LiveSubscription, LiveSubscriptionStats } from './live-subscription.ts';
@@ -113,9 +114,15 @@ export class SessiondClient implements Sessions {
     return new SessiondClient(nc, !given, options.ids ?? randomIds, settings, tenant);
   }
 
-  /** Admits a prompt (idempotent by input id; one is generated when absent) and, unless `wake: false`, wakes the session. */
+  /**
+   * Admits a prompt (idempotent by input id; one is generated when absent) and, unless `wake: false`,
+   * wakes the session. An inline image or file part over `INLINE_PART_BYTES` is uploaded first
+   * (`uploadBlob`) and sent as its reference.
+   */
   async admit(sessionId: string, request: Omit<AdmitCommand, 'sessionId'>): Promise<AdmitReceipt> {
-    return this.commands.admit({ ...request, sessionId, id: request.id ?? this.ids.next('inp') });
+    const id = request.id ?? this.ids.next('inp');
+    const prompt = await uploadLargeParts(request.prompt, (bytes, mediaType) => this.uploadBlob(bytes, { mediaType }));
+    return this.commands.admit({ ...request, prompt, sessionId, id });
   }
 
   /** Asks a worker to run the session's pending inputs; says what happened (started, nothing pending, refused...). */
@@ -198,6 +205,41 @@ export class SessiondClient implements Sessions {
     checkListFilter(filter); // a bad filter is refused here, with the same words a worker would use
     const { sessions, next } = await this.request('list', { ...filter });
     return { sessions, next };
+  }
+
+  /**
+   * Uploads bytes (whole, or a stream of chunks) as a blob through the workers (the `upload`
+   * command, in chunks that each stay well under NATS's max_payload) and returns its reference, to
+   * send as a prompt part: `{ type: 'image', blob: ref }`. Refused: over the workers' maxBlobBytes
+   * (`payload_too_large`), bytes whose media type their signature contradicts (`invalid_payload`).
+   */
+  async uploadBlob(source: UploadSource, options: UploadOptions): Promise<BlobRef> {
+    this.assertOpen();
+    return uploadBlob((verb, body) => this.request(verb, body), this.ids.next('upl'), source, options);
+  }
+
+  /**
+   * The bytes of a blob that session `sessionId` references (its sha256, or the reference), read
+   * in chunks through the workers (the `blob` command) and checked against the hash. `not_found`
+   * when the session does not reference it or is not this user's to read.
+   */
+  async readBlob(sessionId: string, blob: string | Pick<BlobRef, 'sha256'>): Promise<Uint8Array> {
+    this.assertOpen();
+    validateId(sessionId, 'session id');
+    return readBlob((verb, body) => this.request(verb, body), sessionId, blob);
+  }
+
+  /** One chunk of the blob from `offset` as the `blob` command answers it (its media type, size, and whether more follow). */
+  async blobChunk(sessionId: string, sha256: string, offset = 0): Promise<CommandResults['blob']> {
+    this.assertOpen();
+    return this.request('blob', { sessionId, sha256, ...(offset > 0 ? { offset } : {}) });
+  }
+
+  /** `readBlob` chunk by chunk (at most `MAX_BLOB_READ_BYTES` each), the hash checked after the last. */
+  readBlobChunks(sessionId: string, blob: string | Pick<BlobRef, 'sha256'>): AsyncIterable<Uint8Array> {
+    this.assertOpen();
+    validateId(sessionId, 'session id');
+    return readBlobChunks((verb, body) => this.request(verb, body), sessionId, blob);
   }
 
   private request<V extends CommandVerb>(verb: V, body: CommandRequests[V]): Promise<CommandResults[V]> {

@@ -35,7 +35,15 @@ export { MAX_PROMPT_PARTS, promptText, type Prompt, type PromptPart } from '../e
 export type { ForkOptions, ForkResult } from '../sessions/fork-result.ts';
 export { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, type ListFilter, type SessionPage, type SessionListItem } from '../sessions/list.ts';
 // the command protocol
-export { CommandError, isCommandError, CommandFailureCode, type CommandReply, type AdmitCommand, type StatusReply } from '../nats/command-protocol.ts';
+export {
+  CommandError,
+  isCommandError,
+  CommandFailureCode,
+  type CommandReply,
+  type AdmitCommand,
+  type StatusReply,
+} from '../nats/command-protocol.ts';
+
 export { subjects, STREAM_NAME, COMMAND_QUEUE } from '../nats/subjects.ts';
 export { connectNats, type NatsConnectionOptions } from '../nats/connection.ts';
 // the errors a client meets

@@ -17,6 +17,7 @@ import { openEventStream, type EventStream, type LiveSource } from './event-stre
 import { answerApprovals, parseChatRequest, streamChatTurn, replayEndsAtWait, turnUnderWay } from './chat.ts';
 import { presentedToken, type Grant, type TokenTable } from './tokens.ts';
 import { grantOf } from './authenticate.ts';
+import { blobReaderOf, sendBlob } from './blob-route.ts';
 import type { JwtVerifier } from './jwt.ts';
 import { checkScope, type Scope } from './scopes.ts';
 import { gatewayQuotas, type GatewayLimits } from './quota-checks.ts';
@@ -150,6 +151,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const quotas = gatewayQuotas(sessions, options.limits ?? {}, clock, () => tokens !== undefined);
   const stallMs = options.stallMs ?? DEFAULT_GATEWAY_STALL_MS;
 
+  const blobReader = blobReaderOf(sessions);
   const sessionOf = (c: Call) => validateId(segment(c.params[0]!, 'session id'), 'session id');
   const ROUTES: Route[] = [
     { method: 'GET', pattern: /^\/v1\/health$/, run: async () => ({ ok: true }) },
@@ -159,6 +161,17 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       pattern: /^\/v1\/sessions\/([^/]+)$/,
       scope: 'read',
       run: (c) => reachable(sessions, c.grant, sessionOf(c)),
+    },
+    {
+      method: 'GET',
+      pattern: /^\/v1\/sessions\/([^/]+)\/blobs\/([^/]+)$/,
+      scope: 'read',
+      run: async (c) => {
+        const id = sessionOf(c);
+        await reachable(sessions, c.grant, id);
+        await sendBlob(c.res, blobReader, id, decodeURIComponent(c.params[1]!));
+        return STREAMING;
+      },
     },
     {
       method: 'POST',
@@ -412,7 +425,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       throw new HttpError(
         404,
         'no_route',
-        `No route ${req.method} ${url.pathname}. Routes: GET /v1/health, GET /v1/sessions, GET /v1/sessions/:id, GET /v1/sessions/:id/events (SSE), POST /v1/sessions/:id/{inputs,wake,cancel,tags,budget,fork,pending/drop}, POST /v1/sessions/:id/calls/:callId/{approve,deny}, POST /v1/sessions/:id/waits/:name, POST /v1/chat, GET /v1/chat/:id/stream (docs/gateway.md).`,
+        `No route ${req.method} ${url.pathname}. Routes: GET /v1/health, GET /v1/sessions, GET /v1/sessions/:id, GET /v1/sessions/:id/events (SSE), GET /v1/sessions/:id/blobs/:sha256, POST /v1/sessions/:id/{inputs,wake,cancel,tags,budget,fork,pending/drop}, POST /v1/sessions/:id/calls/:callId/{approve,deny}, POST /v1/sessions/:id/waits/:name, POST /v1/chat, GET /v1/chat/:id/stream (docs/gateway.md).`,
       );
     const matching = ROUTES.find((r) => r.pattern.test(url.pathname) && r.method === req.method);
     if (!matching) {

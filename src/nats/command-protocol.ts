@@ -148,6 +148,50 @@ export interface EventsCommand {
 /** Most events of one `events` reply. */
 export const EVENTS_PAGE = 500;
 
+/**
+ * One chunk of a blob upload (no session: a blob is referenced by a prompt admitted after it). A
+ * blob of at most `MAX_UPLOAD_CHUNK_BYTES` goes in one request; a larger one in chunks of at most
+ * that, in order, each at the `offset` where the previous ended, with the same random `uploadId`
+ * (8-64 letters, digits, _ or -). The last chunk carries `sha256`: the worker then assembles the
+ * chunks it staged, checks their hash, size and media type and answers the reference. `size`, the
+ * whole blob's bytes, is required on the last chunk and may be sent on every chunk: one over the
+ * worker's limit is refused at once.
+ */
+export interface UploadCommand {
+  uploadId: string;
+  offset: number;
+  /** The chunk's bytes, base64. */
+  data: string;
+  mediaType: string;
+  size?: number;
+  /** On the last chunk only: the whole blob's SHA-256, lower-case hex. */
+  sha256?: string;
+}
+/** Most bytes of one upload chunk (before base64): its request stays well under NATS's 1 MB max_payload. */
+export const MAX_UPLOAD_CHUNK_BYTES = 512 * 1024;
+/** Most bytes of an upload request: a chunk in base64 and the other fields. */
+export const MAX_UPLOAD_REQUEST_BYTES = Math.ceil(MAX_UPLOAD_CHUNK_BYTES / 3) * 4 + 4 * 1024;
+
+/**
+ * A chunk of a blob a session references, from `offset` (default 0): answered only when the caller
+ * may read the session and one of its events references the blob; otherwise `not_found`, the same
+ * answer whether the session, the reference or the blob is missing.
+ */
+export interface BlobCommand {
+  sessionId: string;
+  sha256: string;
+  offset?: number;
+}
+/** Most bytes of one `blob` reply chunk (before base64). */
+export const MAX_BLOB_READ_BYTES = 512 * 1024;
+
+/** A blob as an event refers to it (blobs/blob-store.ts). */
+export interface BlobReference {
+  sha256: string;
+  size: number;
+  mediaType: string;
+}
+
 export type { WakeResult } from '../sessions/sessions.ts';
 /** The `status` reply: the session's `SessionStatus`, the same shape every `Sessions` answers with. */
 export type StatusReply = SessionStatus;
@@ -165,6 +209,8 @@ export interface CommandRequests {
   list: ListCommand;
   fork: ForkCommand;
   events: EventsCommand;
+  upload: UploadCommand;
+  blob: BlobCommand;
 }
 export interface CommandResults {
   admit: { receipt: AdmitReceipt };
@@ -178,6 +224,10 @@ export interface CommandResults {
   list: SessionPage;
   fork: { result: ForkResult };
   events: { events: SessionEvent[]; more: boolean };
+  /** Not the last chunk: `received`, the bytes staged so far. The last: `blob`, the reference to send in a prompt part. */
+  upload: { received: number; blob?: BlobReference };
+  /** `data`: the chunk in base64, from `offset`; `more` when bytes follow it. */
+  blob: { sha256: string; size: number; mediaType: string; offset: number; data: string; more: boolean };
 }
 
 export interface ErrorBody {
@@ -200,6 +250,8 @@ export const requestFields: Record<CommandVerb, readonly string[]> = {
   list: ['state', 'waiting', 'tags', 'idPrefix', 'updatedSince', 'reachableBy', 'calledBy', 'limit', 'after'],
   fork: ['sessionId', 'source', 'at', 'tags', 'owner'],
   events: ['sessionId', 'afterSeq', 'limit'],
+  upload: ['uploadId', 'offset', 'data', 'mediaType', 'size', 'sha256'],
+  blob: ['sessionId', 'sha256', 'offset'],
 };
 
 /**

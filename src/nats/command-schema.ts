@@ -20,6 +20,8 @@ import {
   type BudgetCommand,
   type StatusCommand,
   type WakeCommand,
+  type UploadCommand,
+  type BlobCommand,
 } from './command-protocol.ts';
 
 const id = z.string().regex(/^[A-Za-z0-9_\-:+=@]{1,128}$/);
@@ -33,6 +35,8 @@ const tags = z.record(tagKey, tagValue);
 const actor = z.string().min(1).max(200);
 const state = z.enum(['idle', 'claimed', 'running', 'recovering', 'settled']);
 const owner = z.string().regex(/^[A-Za-z0-9_.:@+=-]{1,128}$/);
+const sha256 = z.string().regex(/^[0-9a-f]{64}$/);
+const blobRef = z.object({ sha256, size: z.number().int().nonnegative(), mediaType: z.string().min(1) });
 
 export const requestSchemas = {
   admit: z.strictObject({
@@ -90,6 +94,15 @@ export const requestSchemas = {
     limit: z.number().int().min(1).max(1000).optional(),
     after: z.string().max(256).optional(),
   }),
+  upload: z.strictObject({
+    uploadId: z.string().regex(/^[A-Za-z0-9_-]{8,64}$/),
+    offset: z.number().int().nonnegative(),
+    data: z.string(),
+    mediaType: z.string().min(1).max(255),
+    size: z.number().int().nonnegative().optional(),
+    sha256: sha256.optional(),
+  }),
+  blob: z.strictObject({ sessionId: id, sha256, offset: z.number().int().nonnegative().optional() }),
 } as const;
 
 const refusal = z.string().min(1);
@@ -323,6 +336,15 @@ export const replySchemas = {
     ),
     next: z.string().nullable(),
   }),
+  upload: ok({ received: z.number().int().nonnegative(), blob: blobRef.optional() }),
+  blob: ok({
+    sha256,
+    size: z.number().int().nonnegative(),
+    mediaType: z.string().min(1),
+    offset: z.number().int().nonnegative(),
+    data: z.string(),
+    more: z.boolean(),
+  }),
 } as const;
 
 /** Every code an error reply may carry, and the three a client reports for a request that got none. */
@@ -358,5 +380,7 @@ const sameRequests: [
   Same<z.input<typeof requestSchemas.list>, ListCommand>,
   Same<z.input<typeof requestSchemas.fork>, ForkCommand>,
   Same<z.input<typeof requestSchemas.events>, EventsCommand>,
-] = [true, true, true, true, true, true, true, true, true, true, true];
+  Same<z.input<typeof requestSchemas.upload>, UploadCommand>,
+  Same<z.input<typeof requestSchemas.blob>, BlobCommand>,
+] = [true, true, true, true, true, true, true, true, true, true, true, true, true];
 void sameRequests;

@@ -24,6 +24,7 @@ import {
   MAX_DROP_REQUEST_BYTES,
   MAX_RESOLVE_REQUEST_BYTES,
   MAX_TAGS_REQUEST_BYTES,
+  MAX_UPLOAD_REQUEST_BYTES,
   admitBodyLimit,
   baseErrorCode,
   boundErrorBody,
@@ -42,12 +43,17 @@ import { quotaGuard } from '../gateway/quota-checks.ts';
 import { DEFAULT_TENANT_QUOTAS, type Quotas } from '../gateway/quotas.ts';
 import { inboxPrefixOf } from './connection.ts';
 import { actorOf } from '../sessions/actor.ts';
+import { DEFAULT_MAX_BLOB_BYTES, type BlobStore } from '../blobs/blob-store.ts';
+import { readBlobChunk, uploadChunk } from './blob-commands.ts';
 
 /** What the service drives: a `Sessions` (the worker's engine). A session with no events is answered `unknown_session`. */
 export type CommandTarget = Pick<
   Sessions,
   'admit' | 'wake' | 'cancel' | 'status' | 'dropPending' | 'approve' | 'deny' | 'resolve' | 'tag' | 'list' | 'fork' | 'events' | 'budget'
->;
+> & {
+  /** The blob store the `upload` and `blob` commands use (an engine's `blobs`), unless the service's `blobs` option names one. */
+  readonly blobs?: BlobStore | undefined;
+};
 
 export interface CommandServiceOptions {
   /** Queue group (default `COMMAND_QUEUE`); services in one group share the requests. */
@@ -101,6 +107,13 @@ export interface CommandServiceOptions {
    * under load: `placesWanted`.
    */
   maxInFlight?: number;
+  /**
+   * The blob store of the `upload` and `blob` commands (default the target's `blobs`). Chunked
+   * uploads need one that stages chunks (the NATS Object Store's); without any, both answer `unavailable`.
+   */
+  blobs?: BlobStore;
+  /** The largest blob an upload may put (default `DEFAULT_MAX_BLOB_BYTES`; give the engine's `maxBlobBytes`). */
+  maxBlobBytes?: number;
 }
 
 /** Each place takes one request and is renewed at once by a running worker; a frozen one renews none. */
@@ -171,7 +184,16 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
   };
   let closing = false;
 
-  const answer = commandAnswerer(target, { maxPromptBytes, onError, onRefused: options.onRefused, stats, tenantLimits: options.tenantLimits, clock });
+  const answer = commandAnswerer(target, {
+    maxPromptBytes,
+    onError,
+    onRefused: options.onRefused,
+    stats,
+    tenantLimits: options.tenantLimits,
+    clock,
+    blobs: options.blobs ?? target.blobs,
+    maxBlobBytes: wholeNumber('command service', 'maxBlobBytes', options.maxBlobBytes, DEFAULT_MAX_BLOB_BYTES, 0, 'bytes'),
+  });
   const serve = async (msg: Msg) => {
     // a caller's W3C trace context rides as the message's traceparent header (an admit's)
     const data = await answer(msg.subject, msg.data, nc.info?.max_payload, msg.headers?.get('traceparent') || undefined);
@@ -352,6 +374,11 @@ export function commandAnswerer(
     /** Each tenant's quotas on this worker (default `DEFAULT_TENANT_QUOTAS`). */
     tenantLimits?: Partial<Quotas> | undefined;
     clock?: Pick<Clock, 'now'> | undefined;
+    /** The blob store of `upload` and `blob`, and the largest blob an upload may put. */
+    blobs?: BlobStore | undefined;
+    maxBlobBytes?: number | undefined;
+    /** The tenant this answerer serves (set on each tenant's own answerer). */
+    tenant?: string | undefined;
   },
 ): (subject: string, data: Uint8Array, maxPayload?: number, traceparent?: string) => Promise<Uint8Array> {
   const { maxPromptBytes, onError, stats } = o;
@@ -379,6 +406,8 @@ export function commandAnswerer(
     }
     const body = parseBody(verb, data, BODY_LIMITS[verb] ?? admitBodyLimit(maxPromptBytes));
     if (verb === 'list') return { ...(await target.list(body as ListFilter)) };
+    const blobContext = { store: o.blobs, maxBlobBytes: o.maxBlobBytes ?? DEFAULT_MAX_BLOB_BYTES, tenant: o.tenant };
+    if (verb === 'upload') return { ...(await uploadChunk(body as unknown as CommandRequests['upload'], blobContext)) };
     const sessionId = validateId(body.sessionId, 'session id');
     switch (verb) {
       case 'admit': {
@@ -481,6 +510,11 @@ export function commandAnswerer(
         const reply: StatusReply = await known(target.status(sessionId, pendingFrom ? { pendingFrom } : {}));
         return reply as unknown as Record<string, unknown>;
       }
+      case 'blob': {
+        const request = body as unknown as CommandRequests['blob'];
+        // through the target, so a tenant reaches only its own sessions' blobs
+        return { ...(await readBlobChunk({ ...request, sessionId }, (id, page) => target.events(id, page), blobContext)) };
+      }
     }
   };
 
@@ -504,7 +538,7 @@ export function commandAnswerer(
       if (!answer) {
         if (tenants.size >= MAX_TENANTS_KEPT) tenants.clear();
         tenantQuotas ??= { guard: quotaGuard(target, o.clock ?? systemClock), limits: { ...DEFAULT_TENANT_QUOTAS, ...o.tenantLimits } };
-        tenants.set(tenant, (answer = commandAnswerer(tenantTarget(target, tenant, tenantQuotas), o)));
+        tenants.set(tenant, (answer = commandAnswerer(tenantTarget(target, tenant, tenantQuotas), { ...o, tenant })));
       }
       return answer(`${COMMAND_PREFIX}.${subjects.verbOfCommandSubject(subject)}`, data, maxPayload, traceparent);
     }
@@ -583,6 +617,8 @@ const BODY_LIMITS: Partial<Record<CommandVerb, number>> = {
   budget: MAX_SMALL_REQUEST_BYTES,
   list: MAX_TAGS_REQUEST_BYTES,
   fork: MAX_TAGS_REQUEST_BYTES,
+  upload: MAX_UPLOAD_REQUEST_BYTES,
+  blob: MAX_SMALL_REQUEST_BYTES,
 };
 
 /** Unknown fields named in a refusal, and how much of each name. */
@@ -638,7 +674,8 @@ function parseBody(verb: CommandVerb, data: Uint8Array, maxBytes: number): Recor
       { fields: unknown.slice(0, MAX_FIELDS_SHOWN).map((k) => boundText(k, MAX_FIELD_CHARS)) },
     );
   }
-  if (!('sessionId' in body) && verb !== 'list') throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request has no sessionId: send ${example}.`);
+  if (!('sessionId' in body) && verb !== 'list' && verb !== 'upload')
+    throw new Reject(CommandFailureCode.BadRequest, `The ${verb} request has no sessionId: send ${example}.`);
   return body as Record<string, unknown> & { sessionId: unknown };
 }
 

@@ -37,6 +37,7 @@ import {
   type PutBlobOptions,
   type StoredBlob,
 } from '../blobs/blob-store.ts';
+import { STAGED_PREFIX, parseStagedName, type BlobStaging, type StagedChunk } from '../blobs/blob-staging.ts';
 import { CorruptDataError, isSessiondError, messageOf } from '../errors.ts';
 import { createHash } from 'node:crypto';
 import { DEFAULT_DUPLICATE_WINDOW_MS, isWrongLastSequence, manageStream, type StreamSetup } from './stream.ts';
@@ -108,7 +109,12 @@ const storedAtOf = (meta: RawMeta['meta'] | ObjectInfo): number => {
   return Number.isFinite(given) && given > 0 ? given : Date.parse(meta.mtime ?? '');
 };
 
-export class ObjectBlobStore implements BlobStore {
+/**
+ * Also the staging of chunked uploads (blob-staging.ts): staged chunks are objects of the same
+ * bucket named `upload.<scope>.<uploadId>.<offset>`, which `list` leaves out and `listStaged` lists.
+ */
+export class ObjectBlobStore implements BlobStore, BlobStaging {
+  readonly staging: BlobStaging = this;
   private readonly where: string;
   private constructor(
     private readonly os: ObjectStore,
@@ -243,6 +249,7 @@ export class ObjectBlobStore implements BlobStore {
     const hash = createHash('sha256');
     let size = 0;
     const reader = result.data.getReader();
+    let done = false;
     try {
       for (;;) {
         let next: ReadableStreamReadResult<Uint8Array>;
@@ -255,7 +262,10 @@ export class ObjectBlobStore implements BlobStore {
           }
           throw err;
         }
-        if (next.done) break;
+        if (next.done) {
+          done = true;
+          break;
+        }
         hash.update(next.value);
         size += next.value.length;
         yield next.value;
@@ -263,6 +273,8 @@ export class ObjectBlobStore implements BlobStore {
       const failed = await result.error;
       if (failed) throw failed;
     } finally {
+      // a reader that stopped early (a read from an offset) stops the library's consumer
+      if (!done) await reader.cancel().catch(() => undefined);
       reader.releaseLock();
     }
     const actual = hash.digest('hex');
@@ -338,4 +350,33 @@ export class ObjectBlobStore implements BlobStore {
       yield { sha256: info.name, size: info.size, mediaType: info.metadata?.['mediaType'] ?? 'application/octet-stream', storedAt: storedAtOf(info) };
     }
   }
+
+  async stage(name: string, bytes: Uint8Array): Promise<void> {
+    stagedOnly(name);
+    await this.os.putBlob({ name, options: { max_chunk_size: CHUNK_BYTES } }, bytes);
+  }
+
+  async staged(name: string): Promise<Uint8Array | undefined> {
+    stagedOnly(name);
+    return (await this.os.getBlob(name)) ?? undefined;
+  }
+
+  async unstage(name: string): Promise<boolean> {
+    stagedOnly(name);
+    if (!live(await this.os.info(name))) return false;
+    await this.os.delete(name);
+    return true;
+  }
+
+  async *listStaged(): AsyncIterable<StagedChunk> {
+    for (const info of await this.os.list()) {
+      if (!live(info) || parseStagedName(info.name) === undefined) continue;
+      yield { name: info.name, size: info.size, storedAt: Date.parse(info.mtime) };
+    }
+  }
+}
+
+/** Staging touches staged chunks only, never a blob. */
+function stagedOnly(name: string): void {
+  if (!name.startsWith(STAGED_PREFIX) || parseStagedName(name) === undefined) throw new Error(`Not a staged chunk's name: ${JSON.stringify(name)}.`);
 }

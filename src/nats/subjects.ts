@@ -88,7 +88,7 @@ export const subjects = {
   tenantInbox: (tenant: string) => `_INBOX_t.${validateTenant(tenant)}`,
 } as const;
 
-export const commandVerbs = ['admit', 'wake', 'cancel', 'status', 'drop', 'resolve', 'tag', 'list', 'fork', 'events', 'budget'] as const;
+export const commandVerbs = ['admit', 'wake', 'cancel', 'status', 'drop', 'resolve', 'tag', 'list', 'fork', 'events', 'budget', 'upload', 'blob'] as const;
 export type CommandVerb = (typeof commandVerbs)[number];
 export function isCommandVerb(value: string): value is CommandVerb {
   return (commandVerbs as readonly string[]).includes(value);

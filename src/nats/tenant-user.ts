@@ -21,6 +21,9 @@ export const VERB_SCOPES: Readonly<Record<CommandVerb, Scope>> = {
   drop: 'manage',
   tag: 'manage',
   fork: 'manage',
+  /** blobs: uploaded to be sent in a prompt, read from a session the tenant reads */
+  upload: 'prompt',
+  blob: 'read',
 };
 
 /** The user name of a tenant's NATS user (unless `setup --tenant-user` names another). */

@@ -159,13 +159,12 @@ test('blob reclaim - the sweep removes a blob no event references (an admission 
     assert.is(await e.blobs!.has(young.sha256), true);
   }));
 
-test("blob reclaim - the verdict: staged upload chunks are never the sweep's; referenced kept; unreferenced by age", () => {
+test('blob reclaim - the verdict: referenced kept; unreferenced by age', () => {
   const blob = { sha256: 'a'.repeat(64), size: 1, mediaType: 'text/plain', storedAt: 1000 };
   assert.is(blobVerdict(blob, true, 10_000, 100), 'referenced');
   assert.is(blobVerdict(blob, false, 1050, 100), 'young');
   assert.is(blobVerdict(blob, false, 1100, 100), 'young', 'put exactly at the cut: kept');
   assert.is(blobVerdict(blob, false, 1101, 100), 'orphaned');
-  assert.is(blobVerdict({ ...blob, sha256: 'upload.abc.0001' }, false, 10_000, 100), 'staged');
 });
 
 test('blob reclaim - a worker sweeps unreferenced blobs every interval, once past the grace period (injected clock)', () =>

@@ -48,6 +48,17 @@ test('gateway - a 6 MB photo as base64 JSON is admitted under the default body l
   await sessiond.engine.awaitIdle('ses_gw_photo');
   const event = (await sessiond.engine.log.readSession('ses_gw_photo')).find((e): e is SessionEvent<'input.admitted'> => e.type === 'input.admitted')!;
   assert.equal((event.payload.prompt as unknown[])[1], { type: 'image', blob: { sha256: sha256Hex(photo), size: photo.length, mediaType: 'image/png' } });
+  // read back from the session that references it, whole, with its media type
+  const got = await fetch(new URL(`/v1/sessions/ses_gw_photo/blobs/${sha256Hex(photo)}`, gw.url));
+  assert.equal([got.status, got.headers.get('content-type'), got.headers.get('content-length')], [200, 'image/png', String(photo.length)]);
+  assert.ok(Buffer.from(await got.arrayBuffer()).equals(photo), 'the bytes served are the photo');
+  // a session that does not reference it answers 404, as one that does not exist
+  assert.is((await post('/v1/sessions/ses_gw_plain/inputs', JSON.stringify({ prompt: 'no photo' }))).status, 200);
+  for (const id of ['ses_gw_plain', 'ses_gw_nobody']) {
+    const missing = await fetch(new URL(`/v1/sessions/${id}/blobs/${sha256Hex(photo)}`, gw.url));
+    assert.is(missing.status, 404, id);
+    assert.is(((await missing.json()) as { error: { code: string } }).error.code, 'not_found');
+  }
 });
 
 test('gateway - a body over the default limit is refused with 413, naming the limit and the flag', async () => {

@@ -20,7 +20,8 @@ import { Projector } from '../../src/projector/projector.ts';
 import { ManualClock, systemClock } from '../../src/clock.ts';
 import { sequentialIds } from '../../src/ids.ts';
 import { sha256Hex } from '../../src/blobs/blob-store.ts';
-import { DEFAULT_BLOB_GRACE_MS } from '../../src/blobs/sweep.ts';
+import { DEFAULT_BLOB_GRACE_MS, describeBlobSweep, sweepBlobs } from '../../src/blobs/sweep.ts';
+import { STAGED_CHUNK_GRACE_MS, stagedName } from '../../src/blobs/blob-staging.ts';
 import { DEFAULT_LIMITS } from '../../src/input/limits.ts';
 
 const s = cliSuite('blobs left behind on NATS');
@@ -84,6 +85,29 @@ s('sessiond blobs sweep --nats removes an object no event references, past the g
     assert.match(swept.stdout, `removed blob ${orphan.sha256}`);
     assert.is(await store.has(orphan.sha256), false);
     assert.is(await store.has(sha256Hex(kept)), true, 'the referenced image stays');
+  } finally {
+    await worker.close();
+  }
+});
+
+s('the sweep removes the staged chunks of an upload abandoned past their grace period, and only those', async (ctx) => {
+  const worker = await JetStreamEventLog.open({ connection: { servers: ctx.server.url, ...WORKER }, ensureStream: false });
+  try {
+    const store = await ObjectBlobStore.open(worker.nc);
+    const kept = await store.put(pngBytes(1_000, 7), { mediaType: 'image/png' });
+    const staged = [stagedName('t-acme', 'abandoned01', 0), stagedName('t-acme', 'abandoned01', 524_288)];
+    for (const name of staged) await store.staging.stage(name, new Uint8Array(100).fill(1));
+    const references = { referenced: (sha256: string) => sha256 === kept.sha256 };
+    const fresh = await sweepBlobs({ store, references, now: Date.now() });
+    assert.is(fresh.abandonedChunks, 0, 'chunks staged just now belong to an upload in progress');
+    const later = Date.now() + STAGED_CHUNK_GRACE_MS + 60_000;
+    const dry = await sweepBlobs({ store, references, now: later, dryRun: true });
+    assert.is(dry.abandonedChunks, 2);
+    assert.match(describeBlobSweep(dry, true), 'would remove 2 chunks of uploads abandoned over 60 min ago');
+    const swept = await sweepBlobs({ store, references, now: later });
+    assert.is(swept.abandonedChunks, 2);
+    for (const name of staged) assert.is(await store.staging.staged(name), undefined, `${name} removed`);
+    assert.ok(await store.has(kept.sha256), 'a referenced blob stays');
   } finally {
     await worker.close();
   }

@@ -33,7 +33,7 @@ s('cli start --nats - a worker on JetStream runs a prompt admitted with prompt -
   assert.match(out, `is running on NATS ${url} as user worker (stream SESSIOND_EVENTS)`);
   assert.match(
     out,
-    'serving commands sessiond.cmd.admit, sessiond.cmd.wake, sessiond.cmd.cancel, sessiond.cmd.status, sessiond.cmd.drop, sessiond.cmd.resolve, sessiond.cmd.tag, sessiond.cmd.list, sessiond.cmd.fork, sessiond.cmd.events, sessiond.cmd.budget in queue group sessiond-workers',
+    'serving commands sessiond.cmd.admit, sessiond.cmd.wake, sessiond.cmd.cancel, sessiond.cmd.status, sessiond.cmd.drop, sessiond.cmd.resolve, sessiond.cmd.tag, sessiond.cmd.list, sessiond.cmd.fork, sessiond.cmd.events, sessiond.cmd.budget, sessiond.cmd.upload, sessiond.cmd.blob in queue group sessiond-workers',
   );
   assert.match(out, 'live events on sessiond.live.<session>.<type>');
   assert.not.match(out, WORKER.pass, 'the password is never printed');

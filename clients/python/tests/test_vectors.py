@@ -49,6 +49,7 @@ from sessiond_client.commands import (
     WaitInfo,
     WakeResult,
 )
+from sessiond_client.generated_replies import BlobChunk, UploadReply
 
 
 def load(name: str) -> Any:
@@ -201,6 +202,11 @@ def test_command_request_is_exactly_its_text(case: dict[str, Any]) -> None:
     assert encode_request(case["json"]) == case["text"].encode("utf-8")
 
 
+def _vector_sha(name_start: str) -> str:
+    sha: str = next(x for x in REQUESTS if x["name"].startswith(name_start))["json"]["sha256"]
+    return sha
+
+
 def test_the_client_builds_each_verbs_request_as_the_vectors_spell_it() -> None:
     from sessiond_client import commands as c
 
@@ -242,6 +248,12 @@ def test_the_client_builds_each_verbs_request_as_the_vectors_spell_it() -> None:
         "resolve: approve a call, with a reason": c.resolve_request("ses_cmd", "approval", "call_x", "approved", "looks right"),
         "resolve: deny a call": c.resolve_request("ses_cmd", "approval", "call_y", "denied"),
         "resolve: deliver a signal with data": c.resolve_request("ses_cmd", "signal", "payment", "delivered", data={"amount": 12.5, "ok": True}),
+        # as the blob calls build them
+        "upload a small blob in one request (the last chunk: with sha256 and size)": c.upload_request(
+            "upl_vectors_1", 0, bytes([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) + b"sessiond", "image/png", 16, _vector_sha("upload a small blob")
+        ),
+        "upload a chunk that is not the last (no sha256)": c.upload_request("upl_vectors_2", 524288, bytes(3), "image/png", 2000000),
+        "blob: a chunk from an offset": c.blob_request("ses_cmd", _vector_sha("blob: a chunk"), 8),
     }
     for case in REQUESTS:
         assert encode_request(built[case["name"]]) == case["text"].encode("utf-8"), case["name"]
@@ -315,6 +327,8 @@ REPLY_TYPES = {
     "list": SessionPage,
     "fork": ForkResult,
     "events": EventsPage,
+    "upload": UploadReply,
+    "blob": BlobChunk,
 }
 
 
@@ -327,7 +341,7 @@ def test_command_reply_reads_into_its_result_or_error(case: dict[str, Any]) -> N
         result = parse_reply(case["verb"], data)
         assert isinstance(result, REPLY_TYPES[case["verb"]])
         body = {k: v for k, v in expected.items() if k != "ok"}
-        wire = body if case["verb"] in ("status", "list", "events") else body.get("receipt", body.get("result"))
+        wire = body if case["verb"] in ("status", "list", "events", "upload", "blob") else body.get("receipt", body.get("result"))
         assert result.raw == wire
         if case["verb"] == "admit":
             assert (result.session_id, result.input_id, result.admitted_seq, result.created, result.wake) == (

@@ -12,7 +12,9 @@ with ordered consumers). It behaves as the Node client (src/client/client.ts) do
 from __future__ import annotations
 
 import asyncio
+import base64
 import builtins
+import hashlib
 import inspect
 import logging
 import random
@@ -45,6 +47,7 @@ from .commands import (
     TagResult,
     WakeResult,
     admit_request,
+    blob_request,
     budget_request,
     cancel_request,
     command_subject,
@@ -425,6 +428,19 @@ class Client:
         result: StatusReply = (await self._send("status", status_request(session_id, pending_from)))[0]
         return result
 
+    async def read_blob(self, session_id: str, sha256: str) -> bytes:
+        """The bytes of a blob that the session references (a prompt part's or tool result's
+        ``blob["sha256"]``), read chunk by chunk with the ``blob`` command and checked against the
+        hash. A session this user may not read, or one that does not reference the blob, answers
+        ``not_found`` (the same either way)."""
+        if not isinstance(sha256, str) or re.fullmatch(r"[0-9a-f]{64}", sha256) is None:
+            raise CommandError("blob", "invalid_id", f"Invalid blob hash {sha256!r}: give the reference's sha256, 64 lower-case hex characters.")
+
+        async def chunk_at(offset: int) -> Any:
+            return (await self._send("blob", blob_request(session_id, sha256, offset)))[0]
+
+        return await read_blob_chunks(sha256, chunk_at)
+
     async def drop(
         self, session_id: str, input_ids: list[str] | None = None, reason: str | None = None, actor: str | None = None
     ) -> DropResult:
@@ -639,11 +655,11 @@ class Client:
                         raise CommandError(
                             verb, "timeout", f"No reply to list {sent}: the workers may be busy or gone. It only reads: send it again."
                         ) from None
-                    if verb == "events":
+                    if verb in ("events", "blob"):
                         raise CommandError(
                             verb,
                             "timeout",
-                            f"No reply to events for session {body['sessionId']} {sent}: the workers may be busy or gone. It only reads: send it again.",
+                            f"No reply to {verb} for session {body['sessionId']} {sent}: the workers may be busy or gone. It only reads: send it again.",
                         ) from None
                     if verb == "admit" and body.get("id"):
                         retry = f"admit again with the same input id {body['id']} (it is idempotent)"
@@ -1255,3 +1271,26 @@ class Subscription:
                     continue  # the read brought it (and maybe more)
             self._mark(event)
             await self._deliver(event)
+
+
+async def read_blob_chunks(sha256: str, chunk_at: Callable[[int], Awaitable[Any]]) -> bytes:
+    """Asks ``chunk_at`` for chunks from offset 0 until one says no more follow; checks the whole against ``sha256``."""
+
+    out = bytearray()
+    while True:
+        chunk = await chunk_at(len(out))
+        try:
+            data = base64.b64decode(chunk.data, validate=True)
+        except ValueError as err:
+            raise CommandError("blob", "internal", f"The blob reply at offset {len(out)} is not base64 ({err}).") from None
+        if chunk.offset != len(out):
+            raise CommandError("blob", "internal", f"The blob reply at offset {len(out)} starts at {chunk.offset}: do the worker and this client speak the same protocol?")
+        out += data
+        if not chunk.more:
+            break
+        if not data:
+            raise CommandError("blob", "internal", f"The blob reply at offset {len(out)} is empty, with more to come.")
+    got = hashlib.sha256(out).hexdigest()
+    if got != sha256:
+        raise CommandError("blob", "decode_failed", f"Blob {sha256} as read hashes to {got} ({len(out)} bytes): read it again.")
+    return bytes(out)

@@ -18,6 +18,7 @@ typed success replies, and error replies as ``CommandError``.
 
 from __future__ import annotations
 
+import base64
 from typing import Any, Literal, Mapping, Sequence
 
 from .catalog import ABSENT, MAX_TAG_VALUE, MAX_TAGS, TAG_KEY
@@ -48,8 +49,8 @@ from .parts import wire_prompt
 COMMAND_PREFIX = "sessiond.cmd"
 #: Subjects of one tenant: ``sessiond.t.<tenant>.cmd.<verb>`` and ``sessiond.t.<tenant>.live.<session>.<type>``.
 TENANT_PREFIX = "sessiond.t"
-VERBS = ("admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork", "events", "budget")
-Verb = Literal["admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork", "events", "budget"]
+VERBS = ("admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork", "events", "budget", "upload", "blob")
+Verb = Literal["admit", "wake", "cancel", "status", "drop", "resolve", "tag", "list", "fork", "events", "budget", "upload", "blob"]
 #: The fields each request may carry (workers refuse any other as a likely typo).
 REQUEST_FIELDS: Mapping[str, tuple[str, ...]] = {
     "admit": ("sessionId", "prompt", "id", "delivery", "wake", "notBefore", "tags", "owner", "traceparent"),
@@ -63,7 +64,11 @@ REQUEST_FIELDS: Mapping[str, tuple[str, ...]] = {
     "fork": ("sessionId", "source", "at", "tags", "owner"),
     "events": ("sessionId", "afterSeq", "limit"),
     "budget": ("sessionId", "tokens", "costUsd", "reset", "actor"),
+    "upload": ("uploadId", "offset", "data", "mediaType", "size", "sha256"),
+    "blob": ("sessionId", "sha256", "offset"),
 }
+#: Most bytes of one upload chunk or ``blob`` reply (before base64).
+MAX_BLOB_CHUNK = 512 * 1024
 #: The states a session may be in (``list``'s ``state`` filter, ``StatusReply.state``).
 SESSION_STATES = ("idle", "claimed", "running", "recovering", "settled")
 #: Sessions a page holds unless ``limit`` says otherwise, and the most it may say.
@@ -218,6 +223,22 @@ def events_request(session_id: str, after_seq: int | None = None, limit: int | N
     """A page of the session's committed events after ``after_seq`` (None or 0: from the first), at
     most ``limit`` (1 to ``EVENTS_PAGE``; None: the worker's most)."""
     return _without_none(sessionId=session_id, afterSeq=after_seq or None, limit=limit)
+
+
+def upload_request(
+    upload_id: str, offset: int, data: bytes, media_type: str, size: int | None = None, sha256: str | None = None
+) -> dict[str, Any]:
+    """One chunk of an upload (no session): ``data`` at ``offset`` under ``upload_id`` (random per
+    upload); ``size``, the whole blob's bytes, when known; ``sha256`` on the last chunk only."""
+
+    return _without_none(
+        uploadId=upload_id, offset=offset, data=base64.b64encode(data).decode("ascii"), mediaType=media_type, size=size, sha256=sha256
+    )
+
+
+def blob_request(session_id: str, sha256: str, offset: int | None = None) -> dict[str, Any]:
+    """A chunk of the blob ``sha256`` that the session references, from ``offset`` (None or 0: the first byte)."""
+    return _without_none(sessionId=session_id, sha256=sha256, offset=offset or None)
 
 
 def tags_problem(tags: Any, what: str) -> str | None:

@@ -40,6 +40,50 @@ def _events(frames: Any, more: Any) -> list[Event]:
 
 
 @dataclass(frozen=True)
+class UploadReply:
+    """The upload reply: ``received``, the bytes taken so far; ``blob``, on the last chunk, the reference a
+    prompt part carries."""
+
+    received: int
+    blob: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> UploadReply:
+        return cls(
+            received=d["received"],
+            blob=d.get("blob"),
+            raw=_raw(d),
+        )
+
+
+@dataclass(frozen=True)
+class BlobChunk:
+    """The blob reply: ``data``, base64 of the bytes from ``offset`` (at most 512 KiB); ``more`` when bytes
+    follow."""
+
+    sha256: str
+    size: int
+    media_type: str
+    offset: int
+    data: str
+    more: bool
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any]) -> BlobChunk:
+        return cls(
+            sha256=d["sha256"],
+            size=d["size"],
+            media_type=d["mediaType"],
+            offset=d["offset"],
+            data=d["data"],
+            more=d["more"],
+            raw=_raw(d),
+        )
+
+
+@dataclass(frozen=True)
 class AdmitReceipt:
     session_id: str
     input_id: str
@@ -530,6 +574,8 @@ Reply = (
     | BudgetResult
     | StatusReply
     | SessionPage
+    | UploadReply
+    | BlobChunk
     | EventsPage
 )
 
@@ -546,10 +592,14 @@ REPLY_READERS: Mapping[str, Callable[[Mapping[str, Any]], Reply]] = {
     "budget": lambda r: BudgetResult.from_wire(r["result"]),
     "status": StatusReply.from_wire,
     "list": SessionPage.from_wire,
+    "upload": UploadReply.from_wire,
+    "blob": BlobChunk.from_wire,
     "events": EventsPage.from_wire,
 }
 
 __all__ = [
+    "UploadReply",
+    "BlobChunk",
     "AdmitReceipt",
     "WakeResult",
     "CancelResult",
