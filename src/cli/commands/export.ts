@@ -55,11 +55,14 @@ export function registerExport(program: Command, ctx: CliContext): void {
           bar.update(page[page.length - 1]!.position!);
         }
       }
-      // the blobs the events reference, after them (the file is then version 2)
-      const store = await blobStoreOf(opened).catch((err: unknown) => {
-        ctx.err(`warning: the blob store could not be opened (${messageOf(err)}): the file holds the events' blob references only`);
-        return undefined;
-      });
+      // the blobs the events reference, after them (the file is then version 2); no reference, no store opened
+      const store =
+        refs.size === 0
+          ? undefined
+          : await blobStoreOf(opened).catch((err: unknown) => {
+              ctx.err(`warning: the blob store could not be opened (${messageOf(err)}): the file holds the events' blob references only`);
+              return undefined;
+            });
       const lacking: string[] = [];
       if (store) {
         for (const ref of refs.values()) {
