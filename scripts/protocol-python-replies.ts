@@ -45,8 +45,8 @@ export const pythonReplies: Record<string, PyReply> = {
     fields: ['received', 'blob', 'raw'],
   },
   BlobChunk: {
-    doc: 'The blob reply: `data`, base64 of the bytes from `offset` (at most 512 KiB); `more` when bytes follow.',
-    fields: ['sha256', 'size', 'mediaType', 'offset', 'data', 'more', 'raw'],
+    doc: 'The blob reply: `data`, base64 of the bytes from `offset` (at most 512 KiB); `more` when bytes follow; `seq`, the event that references it (send it with the next chunk).',
+    fields: ['sha256', 'size', 'mediaType', 'offset', 'data', 'more', 'seq', 'raw'],
   },
   AdmitReceipt: {
     fields: ['sessionId', 'inputId', 'admittedSeq', 'created', 'wake', 'raw'],

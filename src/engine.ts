@@ -13,7 +13,10 @@ import { startCheckpointer } from './storage/sqlite/checkpointer.ts';
 import { SqliteEventLog } from './storage/sqlite/sqlite-event-log.ts';
 import { SqliteSnapshotStore } from './storage/sqlite/sqlite-snapshot-store.ts';
 import { SqliteBlobStore } from './storage/sqlite/sqlite-blob-store.ts';
+import { blobAccess, blobGrantsOf, type BlobGrants } from './blobs/blob-grants.ts';
 import type { BlobStore } from './blobs/blob-store.ts';
+import { blobReferences } from './projector/blob-rows.ts';
+import { catchUpProjection } from './projector/catch-up.ts';
 import { checkGraceMs } from './blobs/sweep.ts';
 import { systemClock } from './clock.ts';
 import { SessionExecution, type ExecutionOptions, type ResumeResult } from './execution/session-execution.ts';
@@ -70,6 +73,8 @@ export interface Engine extends Sessions {
    * there; on NATS what `sessiond start` passes (the Object Store bucket), else none. A client may `put` bytes here and admit a part that references them.
    */
   readonly blobs: BlobStore | undefined;
+  /** Where uploads record that their owner may reference a blob in admissions (blob-grants.ts); with `blobs`. */
+  readonly blobGrants: BlobGrants | undefined;
   /** `wake` as the execution service says it (the same result). */
   resume(sessionId: string): Promise<ResumeResult>;
   /** Resolves once no turn of the session runs here. */
@@ -139,16 +144,27 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   };
   // last in start-up, once nothing above can throw: WAL checkpoints off the event loop (storage/sqlite/checkpointer.ts)
   const checkpointer = startCheckpointer(db);
+  const blobGrants = execution.blobs ? blobGrantsOf(execution.blobs, clock) : undefined;
+  // an owner names a stored blob it uploaded, or one a session it reaches references (the projection at the log's head)
+  const references = blobGrants ? blobReferences(db) : undefined;
+  const mayReference =
+    blobGrants && references
+      ? blobAccess(blobGrants, async (owner, sha256) => {
+          await catchUpProjection(db, log);
+          return references.reachedBy(sha256, owner);
+        })
+      : undefined;
   return {
     ownerId: execution.ownerId,
     db,
     log,
     execution,
     blobs: execution.blobs,
+    blobGrants,
     async admit(sessionId, request) {
       let receipt: Awaited<ReturnType<typeof admitInput>>;
       try {
-        receipt = await admitInput(execution.handler, sessionId, request, execution.limits, execution.urls, execution.blobs);
+        receipt = await admitInput(execution.handler, sessionId, request, execution.limits, execution.urls, execution.blobs, mayReference);
       } catch (err) {
         // a full queue drains by itself: the refusal wakes the session, so what waits (even admitted
         // with wake: false) runs in bounded turns and a retried prompt gets in without an operator

@@ -299,4 +299,5 @@ type BlobChunk struct {
 	Offset    int64  `json:"offset"`
 	Data      string `json:"data"`
 	More      bool   `json:"more"`
+	Seq       int64  `json:"seq,omitempty"`
 }

@@ -7,7 +7,8 @@
  * or `t-<tenant>` and `offset` the chunk's first byte in decimal. They never look like a blob (a
  * blob is named by 64 hex digits), so `BlobStore.list` leaves them out; `listStaged` lists them
  * with when they were stored. An upload that completes removes its chunks; one abandoned leaves
- * them for a sweep to remove once older than `STAGED_CHUNK_GRACE_MS`.
+ * them for a sweep to remove once older than `STAGED_CHUNK_GRACE_MS`. Grants (blob-grants.ts),
+ * `grant.o-<owner in base64url>.<sha256>`, are staged the same way and swept after the same time.
  */
 import { InvalidInputError } from '../errors.ts';
 
@@ -39,6 +40,14 @@ export function parseStagedName(name: string): { scope: string; uploadId: string
   const m = /^upload\.(trusted|t-[A-Za-z0-9_-]{1,64})\.([A-Za-z0-9_-]{8,64})\.(0|[1-9][0-9]{0,15})$/.exec(name);
   return m ? { scope: m[1]!, uploadId: m[2]!, offset: Number(m[3]) } : undefined;
 }
+
+export const GRANT_PREFIX = 'grant.';
+
+/** The name of the grant that lets `owner` reference the blob `sha256` (blob-grants.ts). */
+export const grantName = (owner: string, sha256: string): string => `${GRANT_PREFIX}o-${Buffer.from(owner).toString('base64url')}.${sha256}`;
+
+/** Whether `name` is one the staging area keeps: a staged chunk's or a grant's, never a blob's. */
+export const isStagingName = (name: string): boolean => parseStagedName(name) !== undefined || /^grant\.o-[A-Za-z0-9_-]{1,200}\.[0-9a-f]{64}$/.test(name);
 
 export interface StagedChunk {
   name: string;

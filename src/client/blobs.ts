@@ -17,6 +17,11 @@ export interface UploadOptions {
   mediaType: string;
   /** The whole blob's size when known ahead (bytes given whole: always): one over the workers' limit is refused at the first chunk. */
   size?: number;
+  /**
+   * Who will reference the blob in admissions (a trusted caller admitting for an owner, as the
+   * gateway does): the upload lets that owner use it for an hour. A tenant's uploads are its own.
+   */
+  owner?: string;
 }
 
 /** The bytes of an upload: whole, or chunks of any size (a file stream), re-cut to `MAX_UPLOAD_CHUNK_BYTES`. */
@@ -38,6 +43,7 @@ export async function uploadBlob(send: Send, uploadId: string, source: UploadSou
       data: Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length).toString('base64'),
       mediaType: options.mediaType,
       ...(last ? { size: offset + chunk.length, sha256: hash.digest('hex') } : size !== undefined ? { size } : {}),
+      ...(last && options.owner !== undefined ? { owner: options.owner } : {}),
     };
     const reply = await send('upload', body);
     offset += chunk.length;
@@ -88,8 +94,10 @@ export async function* readBlobChunks(send: Send, sessionId: string, blob: strin
   const sha256 = checkSha256(typeof blob === 'string' ? blob : blob?.sha256);
   const hash = createHash('sha256');
   let offset = 0;
+  let seq: number | undefined; // where the first reply found the reference: the next requests read that event only
   for (;;) {
-    const reply = await send('blob', { sessionId, sha256, ...(offset > 0 ? { offset } : {}) });
+    const reply = await send('blob', { sessionId, sha256, ...(offset > 0 ? { offset } : {}), ...(seq === undefined ? {} : { seq }) });
+    seq = reply.seq;
     const bytes = Buffer.from(reply.data, 'base64');
     hash.update(bytes);
     offset += bytes.length;

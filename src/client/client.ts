@@ -121,7 +121,9 @@ export class SessiondClient implements Sessions {
    */
   async admit(sessionId: string, request: Omit<AdmitCommand, 'sessionId'>): Promise<AdmitReceipt> {
     const id = request.id ?? this.ids.next('inp');
-    const prompt = await uploadLargeParts(request.prompt, (bytes, mediaType) => this.uploadBlob(bytes, { mediaType }));
+    const prompt = await uploadLargeParts(request.prompt, (bytes, mediaType) =>
+      this.uploadBlob(bytes, { mediaType, ...(request.owner === undefined ? {} : { owner: request.owner }) }),
+    );
     return this.commands.admit({ ...request, prompt, sessionId, id });
   }
 
@@ -229,10 +231,13 @@ export class SessiondClient implements Sessions {
     return readBlob((verb, body) => this.request(verb, body), sessionId, blob);
   }
 
-  /** One chunk of the blob from `offset` as the `blob` command answers it (its media type, size, and whether more follow). */
-  async blobChunk(sessionId: string, sha256: string, offset = 0): Promise<CommandResults['blob']> {
+  /**
+   * One chunk of the blob from `offset` as the `blob` command answers it (its media type, size,
+   * whether more follow, and `seq`, the event referencing it: give it back for the next chunk).
+   */
+  async blobChunk(sessionId: string, sha256: string, offset = 0, seq?: number): Promise<CommandResults['blob']> {
     this.assertOpen();
-    return this.request('blob', { sessionId, sha256, ...(offset > 0 ? { offset } : {}) });
+    return this.request('blob', { sessionId, sha256, ...(offset > 0 ? { offset } : {}), ...(seq === undefined ? {} : { seq }) });
   }
 
   /** `readBlob` chunk by chunk (at most `MAX_BLOB_READ_BYTES` each), the hash checked after the last. */

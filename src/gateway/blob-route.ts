@@ -13,17 +13,21 @@ type BlobStore = NonNullable<CommandTarget['blobs']>;
 import type { CommandResults } from '../nats/command-protocol.ts';
 import type { Sessions } from '../sessions/sessions.ts';
 
-/** One chunk of a session's blob from `offset` (the `blob` command's reply). */
-export type BlobChunkReader = (sessionId: string, sha256: string, offset: number) => Promise<CommandResults['blob']>;
+/** One chunk of a session's blob from `offset` (the `blob` command's reply); `seq`: the previous reply's. */
+export type BlobChunkReader = (sessionId: string, sha256: string, offset: number, seq?: number) => Promise<CommandResults['blob']>;
 
 /** How the gateway reads blobs from what it serves: a client's `blobChunk`, or an engine's (or host's) blob store. */
 export function blobReaderOf(sessions: Omit<Sessions, 'close'>): BlobChunkReader | undefined {
   const s = sessions as { blobChunk?: BlobChunkReader; blobs?: BlobStore; engine?: { blobs?: BlobStore } };
-  if (typeof s.blobChunk === 'function') return (id, sha256, offset) => s.blobChunk!(id, sha256, offset);
+  if (typeof s.blobChunk === 'function') return (id, sha256, offset, seq) => s.blobChunk!(id, sha256, offset, seq);
   const store = s.blobs ?? s.engine?.blobs;
   if (!store) return undefined;
-  return (sessionId, sha256, offset) =>
-    readBlobChunk({ sessionId, sha256, offset }, (id, page) => sessions.events(id, page), { store, maxBlobBytes: 0, tenant: undefined });
+  return (sessionId, sha256, offset, seq) =>
+    readBlobChunk({ sessionId, sha256, offset, ...(seq === undefined ? {} : { seq }) }, (id, page) => sessions.events(id, page), {
+      store,
+      maxBlobBytes: 0,
+      tenant: undefined,
+    });
 }
 
 /** Streams the blob to `res`; a missing reference is a 404 (before any byte is sent). */
@@ -44,7 +48,7 @@ export async function sendBlob(res: ServerResponse, read: BlobChunkReader | unde
     const bytes = Buffer.from(chunk.data, 'base64');
     if (!res.write(bytes)) await new Promise<void>((r) => res.once('drain', r));
     if (!chunk.more || bytes.length === 0 || res.destroyed) break;
-    chunk = await read(sessionId, sha256, chunk.offset + bytes.length);
+    chunk = await read(sessionId, sha256, chunk.offset + bytes.length, chunk.seq);
   }
   res.end();
 }

@@ -14,6 +14,7 @@ import { DEFAULT_LIMITS, DEFAULT_MAX_PROMPT_BYTES, type SessionLimits } from './
 import { urlGuard, type UrlGuard } from './url-guard.ts';
 import { storeBlobParts } from './blob-parts.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
+import type { BlobAccess } from '../blobs/blob-grants.ts';
 import { LATEST_CLIENT_TIME, isoTime } from '../clock.ts';
 import { checkOwner, unreachable } from '../sessions/owner.ts';
 
@@ -103,6 +104,13 @@ function invalid(why: string): SessiondError {
   return new SessiondError(ErrorCode.InvalidOption, `Invalid input: ${why}.`);
 }
 
+/** Whether the admission's owner may reference a stored blob (a request's owner is checked by the parse after). */
+function mayUseFor(request: AdmitRequest, access: BlobAccess | undefined): ((sha256: string) => Promise<boolean>) | undefined {
+  if (!access) return undefined;
+  const owner = request.owner === undefined ? undefined : String(request.owner);
+  return (sha256) => access(owner, sha256);
+}
+
 /** No allowlist, the system's resolver: what an admission gets when it is given no guard. */
 const DEFAULT_URL_GUARD = urlGuard();
 
@@ -113,13 +121,16 @@ export async function admitInput(
   limits: SessionLimits = DEFAULT_LIMITS,
   urls: UrlGuard = DEFAULT_URL_GUARD,
   blobs?: BlobStore,
+  blobAccess?: BlobAccess,
 ): Promise<AdmitReceipt> {
   if (request !== null && typeof request === 'object') validateId(sessionId, 'session id');
   // large parts go to the blob store first (written before the event that references them: a crash
   // or a refusal between leaves at most an orphan blob, which a sweep removes); the size check then
   // counts the event
   const staged =
-    request !== null && typeof request === 'object' ? { ...request, prompt: await storeBlobParts(request.prompt, blobs, limits.maxBlobBytes) } : request;
+    request !== null && typeof request === 'object'
+      ? { ...request, prompt: await storeBlobParts(request.prompt, blobs, limits.maxBlobBytes, mayUseFor(request, blobAccess)) }
+      : request;
   const req = parseAdmitRequest(sessionId, staged, limits.maxPromptBytes);
   await urls.check(req.prompt);
   const inputId = req.id ?? handler.ids.next('inp');

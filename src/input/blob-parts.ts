@@ -15,7 +15,12 @@ import { INLINE_PART_BYTES, base64Bytes, checkPromptShape } from '../events/prom
  * Without a store (a NATS worker whose blob bucket is not set up) large parts are left for the size
  * check to refuse and a reference is refused. Refusals name the part and say what to do.
  */
-export async function storeBlobParts(prompt: unknown, blobs: BlobStore | undefined, maxBlobBytes: number): Promise<Prompt> {
+export async function storeBlobParts(
+  prompt: unknown,
+  blobs: BlobStore | undefined,
+  maxBlobBytes: number,
+  mayUse: (sha256: string) => Promise<boolean> = async () => true,
+): Promise<Prompt> {
   let checked: Prompt;
   try {
     checked = checkPromptShape(prompt);
@@ -25,15 +30,23 @@ export async function storeBlobParts(prompt: unknown, blobs: BlobStore | undefin
   if (typeof checked === 'string') return checked;
   if (!checked.some((p) => 'blob' in p || ('data' in p && base64Bytes(p.data) > INLINE_PART_BYTES))) return checked;
   const out: PromptPart[] = [];
-  for (const [i, part] of checked.entries()) out.push(await storePart(part, i, blobs, maxBlobBytes));
+  for (const [i, part] of checked.entries()) out.push(await storePart(part, i, blobs, maxBlobBytes, mayUse));
   return out;
 }
 
-async function storePart(part: PromptPart, i: number, blobs: BlobStore | undefined, maxBlobBytes: number): Promise<PromptPart> {
+async function storePart(
+  part: PromptPart,
+  i: number,
+  blobs: BlobStore | undefined,
+  maxBlobBytes: number,
+  mayUse: (sha256: string) => Promise<boolean>,
+): Promise<PromptPart> {
   const where = `prompt part ${i} (${part.type})`;
   if (part.type !== 'image' && part.type !== 'file') return part;
   if ('blob' in part) {
     if (!blobs) throw noStore(where, part.blob.sha256);
+    // before the store is asked: whether a blob exists is no answer to give a caller who may not use it
+    if (!(await mayUse(part.blob.sha256))) throw notYours(where, part.blob);
     await checkRef(where, part.blob, blobs, maxBlobBytes);
     return part;
   }
@@ -82,6 +95,12 @@ function tooLarge(where: string, size: number, max: number): SessiondError {
     ErrorCode.PayloadTooLarge,
     `Invalid input: ${where} is ${size} bytes, over the limit of ${max} bytes for one image or file: send a smaller one, or raise the worker's maxBlobBytes (sessiond start --max-blob-bytes).`,
     { details: { size, maxBlobBytes: max } },
+  );
+}
+
+function notYours(where: string, ref: BlobRef): SessiondError {
+  return invalid(
+    `${where} references blob ${ref.sha256}, which is not stored or is not yours to use: upload its bytes first (the upload command, the client's uploadBlob, or POST /v1/blobs on the gateway) and admit within the hour, or send them inline as { "data": "<base64>", "mediaType": "${ref.mediaType}" }`,
   );
 }
 

@@ -6,13 +6,17 @@
  * An upload is stateless across workers: a chunk that is not the last is staged as its own object
  * (blob-staging.ts, `upload.<scope>.<uploadId>.<offset>`), and the worker that takes the last one
  * reads the staged chunks in order, puts the whole through the store's checks (hash, size, media
- * type) and removes them.
+ * type) and removes them. It grants its owner (a tenant, or the `owner` a trusted caller names)
+ * the use of the blob in admissions (blob-grants.ts).
  */
+import type { BlobGrants } from '../blobs/blob-grants.ts';
 import { checkSha256, type BlobRef, type BlobStore } from '../blobs/blob-store.ts';
 import { checkUploadId, stagedName, uploadScope, type BlobStaging } from '../blobs/blob-staging.ts';
 import { essenceOf } from '../blobs/media-type.ts';
-import { ErrorCode, InvalidInputError, NotFoundError, SessiondError, echo, isSessiondError } from '../errors.ts';
+import { ErrorCode, InvalidInputError, NotFoundError, PermissionError, SessiondError, echo, isSessiondError } from '../errors.ts';
+import { blobRefsOf } from '../events/blob-refs.ts';
 import type { SessionEvent } from '../events/envelope.ts';
+import { checkOwner } from '../sessions/owner.ts';
 import { EVENTS_PAGE, MAX_BLOB_READ_BYTES, MAX_UPLOAD_CHUNK_BYTES, type BlobCommand, type CommandResults, type UploadCommand } from './command-protocol.ts';
 
 export interface BlobCommandContext {
@@ -21,6 +25,8 @@ export interface BlobCommandContext {
   maxBlobBytes: number;
   /** The tenant the command was sent as (its uploads are staged apart), undefined on the trusted subjects. */
   tenant: string | undefined;
+  /** Where an upload records that its owner may reference the blob (the store's own when absent). */
+  grants?: BlobGrants | undefined;
 }
 
 const wholeNumber = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
@@ -42,6 +48,7 @@ export async function uploadChunk(request: UploadCommand, ctx: BlobCommandContex
   if (size !== undefined && size > ctx.maxBlobBytes) throw tooLarge(size, ctx.maxBlobBytes);
   essenceOf(request.mediaType);
   if (sha256 !== undefined) checkSha256(sha256, 'upload sha256');
+  const owner = uploadOwner(request.owner, ctx.tenant);
   if (typeof request.data !== 'string' || !/^[A-Za-z0-9+/]*={0,2}$/.test(request.data)) {
     throw new InvalidInputError("Invalid upload: data must be the chunk's bytes in base64 (standard alphabet, with padding).");
   }
@@ -85,6 +92,7 @@ export async function uploadChunk(request: UploadCommand, ctx: BlobCommandContex
   } catch (err) {
     // the last chunk sent again after a worker assembled it: the staged chunks are gone, the blob is there
     if (isSessiondError(err, ErrorCode.NotFound) && err.details['uploadId'] === uploadId && (await store.has(sha256))) {
+      if (owner !== undefined) await ctx.grants?.grant(owner, sha256);
       return { received: end, blob: { sha256, size, mediaType: request.mediaType } };
     }
     // a refused upload is over: its chunks go (those not found are the orphan sweep's)
@@ -92,7 +100,18 @@ export async function uploadChunk(request: UploadCommand, ctx: BlobCommandContex
     throw err;
   }
   await unstageAll(store, staged);
+  if (owner !== undefined) await ctx.grants?.grant(owner, blob.sha256);
   return { received: end, blob };
+}
+
+/** Who the upload is for: a tenant uploads for itself; a trusted caller for the owner it names (or none). */
+function uploadOwner(owner: unknown, tenant: string | undefined): string | undefined {
+  if (owner === undefined) return tenant;
+  const named = checkOwner(owner);
+  if (tenant !== undefined && named !== tenant) {
+    throw new PermissionError(`A tenant uploads for itself: tenant ${tenant} sent owner ${echo(owner)}. Leave owner out on a tenant's subject.`);
+  }
+  return named;
 }
 
 function stagingOf(store: BlobStore): BlobStaging {
@@ -130,26 +149,31 @@ export type EventReader = (sessionId: string, options: { afterSeq: number; limit
 
 /**
  * A chunk of the blob `sha256` of session `sessionId`, when the caller's `events` reach the session
- * and one of its events references the blob; `not_found` otherwise, one answer for every case (a
- * session that is not the caller's, one with no such reference, a blob not stored).
+ * and one of its events references the blob (a prompt part or a tool result, as `blobRefsOf` reads
+ * them); `not_found` otherwise, one answer for every case (a session that is not the caller's, one
+ * with no such reference, a blob not stored). With `seq` (the first reply's) only that event is read.
  */
 export async function readBlobChunk(request: BlobCommand, events: EventReader, ctx: BlobCommandContext): Promise<CommandResults['blob']> {
   const sha256 = checkSha256(request.sha256);
   const offset = request.offset ?? 0;
   if (!wholeNumber(offset)) throw new InvalidInputError(`Invalid blob request: offset must be a whole number of bytes >= 0, got ${echo(offset)}.`);
+  const { seq } = request;
+  if (seq !== undefined && (!wholeNumber(seq) || seq === 0))
+    throw new InvalidInputError(`Invalid blob request: seq must be the sequence (>= 1) of the event that references the blob, got ${echo(seq)}.`);
   const notFound = () =>
     new NotFoundError(
-      `Blob ${sha256} is not referenced by session ${request.sessionId}, or the session is not one you may read: ask with a session whose events reference it.`,
+      `Blob ${sha256} is not referenced by session ${request.sessionId}${seq === undefined ? '' : ` at seq ${seq}`}, or the session is not one you may read: ask with a session whose events reference it.`,
       { details: { sha256 } },
     );
-  let ref: BlobRef | undefined;
+  let found: { ref: BlobRef; seq: number } | undefined;
   try {
-    ref = await referenceIn(request.sessionId, sha256, events);
+    found = await referenceIn(request.sessionId, sha256, events, seq);
   } catch (err) {
     if (isSessiondError(err, ErrorCode.NotFound)) throw notFound();
     throw err;
   }
-  if (ref === undefined) throw notFound();
+  if (found === undefined) throw notFound();
+  const { ref } = found;
   if (!ctx.store) throw noStore();
   if (offset > ref.size) throw new InvalidInputError(`Invalid blob request: offset ${offset} is past the blob's ${ref.size} bytes.`);
   const chunk = Buffer.alloc(Math.min(MAX_BLOB_READ_BYTES, ref.size - offset));
@@ -169,38 +193,19 @@ export async function readBlobChunk(request: BlobCommand, events: EventReader, c
     if (isSessiondError(err, ErrorCode.NotFound)) throw notFound();
     throw err;
   }
-  return { sha256, size: ref.size, mediaType: ref.mediaType, offset, data: chunk.subarray(0, filled).toString('base64'), more: offset + filled < ref.size };
+  const data = chunk.subarray(0, filled).toString('base64');
+  return { sha256, size: ref.size, mediaType: ref.mediaType, offset, data, more: offset + filled < ref.size, seq: found.seq };
 }
 
-/** The first reference to `sha256` in the session's events (an object with that `sha256` and a `size`), walking every page. */
-async function referenceIn(sessionId: string, sha256: string, events: EventReader): Promise<BlobRef | undefined> {
-  for (let afterSeq = 0; ; ) {
-    const page = await events(sessionId, { afterSeq, limit: EVENTS_PAGE });
+/** The first reference to `sha256` in the session's events (from `seq` only, when given), and where it is. */
+async function referenceIn(sessionId: string, sha256: string, events: EventReader, seq?: number): Promise<{ ref: BlobRef; seq: number } | undefined> {
+  for (let afterSeq = seq === undefined ? 0 : seq - 1; ; ) {
+    const page = await events(sessionId, { afterSeq, limit: seq === undefined ? EVENTS_PAGE : 1 });
     for (const event of page) {
-      const ref = findRef(event.payload, sha256, 0);
-      if (ref) return ref;
+      const ref = blobRefsOf(event).find((r) => r.sha256 === sha256);
+      if (ref) return { ref, seq: event.seq };
     }
-    if (page.length < EVENTS_PAGE) return undefined;
+    if (seq !== undefined || page.length < EVENTS_PAGE) return undefined;
     afterSeq = page[page.length - 1]!.seq;
   }
-}
-
-function findRef(value: unknown, sha256: string, depth: number): BlobRef | undefined {
-  if (value === null || typeof value !== 'object' || depth > 64) return undefined;
-  if (Array.isArray(value)) {
-    for (const v of value) {
-      const found = findRef(v, sha256, depth + 1);
-      if (found) return found;
-    }
-    return undefined;
-  }
-  const o = value as Record<string, unknown>;
-  if (o['sha256'] === sha256 && typeof o['size'] === 'number') {
-    return { sha256, size: o['size'], mediaType: typeof o['mediaType'] === 'string' ? o['mediaType'] : 'application/octet-stream' };
-  }
-  for (const v of Object.values(o)) {
-    const found = findRef(v, sha256, depth + 1);
-    if (found) return found;
-  }
-  return undefined;
 }

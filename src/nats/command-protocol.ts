@@ -155,7 +155,8 @@ export const EVENTS_PAGE = 500;
  * (8-64 letters, digits, _ or -). The last chunk carries `sha256`: the worker then assembles the
  * chunks it staged, checks their hash, size and media type and answers the reference. `size`, the
  * whole blob's bytes, is required on the last chunk and may be sent on every chunk: one over the
- * worker's limit is refused at once.
+ * worker's limit is refused at once. The uploader may then reference the blob in admissions for an
+ * hour: a tenant its own; on the trusted subjects the `owner` given (the one the admission will name).
  */
 export interface UploadCommand {
   uploadId: string;
@@ -166,6 +167,8 @@ export interface UploadCommand {
   size?: number;
   /** On the last chunk only: the whole blob's SHA-256, lower-case hex. */
   sha256?: string;
+  /** On the last chunk: the owner that may then reference the blob (trusted subjects; a tenant's is itself). */
+  owner?: string;
 }
 /** Most bytes of one upload chunk (before base64): its request stays well under NATS's 1 MB max_payload. */
 export const MAX_UPLOAD_CHUNK_BYTES = 512 * 1024;
@@ -175,12 +178,14 @@ export const MAX_UPLOAD_REQUEST_BYTES = Math.ceil(MAX_UPLOAD_CHUNK_BYTES / 3) * 
 /**
  * A chunk of a blob a session references, from `offset` (default 0): answered only when the caller
  * may read the session and one of its events references the blob; otherwise `not_found`, the same
- * answer whether the session, the reference or the blob is missing.
+ * answer whether the session, the reference or the blob is missing. `seq`: the event that
+ * references it, as the first reply says (the worker then reads that event only, not the session's).
  */
 export interface BlobCommand {
   sessionId: string;
   sha256: string;
   offset?: number;
+  seq?: number;
 }
 /** Most bytes of one `blob` reply chunk (before base64). */
 export const MAX_BLOB_READ_BYTES = 512 * 1024;
@@ -226,8 +231,8 @@ export interface CommandResults {
   events: { events: SessionEvent[]; more: boolean };
   /** Not the last chunk: `received`, the bytes staged so far. The last: `blob`, the reference to send in a prompt part. */
   upload: { received: number; blob?: BlobReference };
-  /** `data`: the chunk in base64, from `offset`; `more` when bytes follow it. */
-  blob: { sha256: string; size: number; mediaType: string; offset: number; data: string; more: boolean };
+  /** `data`: the chunk in base64, from `offset`; `more` when bytes follow it; `seq`: the event that references it (workers before it sent none). */
+  blob: { sha256: string; size: number; mediaType: string; offset: number; data: string; more: boolean; seq?: number };
 }
 
 export interface ErrorBody {
@@ -250,8 +255,8 @@ export const requestFields: Record<CommandVerb, readonly string[]> = {
   list: ['state', 'waiting', 'tags', 'idPrefix', 'updatedSince', 'reachableBy', 'calledBy', 'limit', 'after'],
   fork: ['sessionId', 'source', 'at', 'tags', 'owner'],
   events: ['sessionId', 'afterSeq', 'limit'],
-  upload: ['uploadId', 'offset', 'data', 'mediaType', 'size', 'sha256'],
-  blob: ['sessionId', 'sha256', 'offset'],
+  upload: ['uploadId', 'offset', 'data', 'mediaType', 'size', 'sha256', 'owner'],
+  blob: ['sessionId', 'sha256', 'offset', 'seq'],
 };
 
 /**

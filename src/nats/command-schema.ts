@@ -101,8 +101,9 @@ export const requestSchemas = {
     mediaType: z.string().min(1).max(255),
     size: z.number().int().nonnegative().optional(),
     sha256: sha256.optional(),
+    owner: owner.optional(),
   }),
-  blob: z.strictObject({ sessionId: id, sha256, offset: z.number().int().nonnegative().optional() }),
+  blob: z.strictObject({ sessionId: id, sha256, offset: z.number().int().nonnegative().optional(), seq: z.number().int().positive().optional() }),
 } as const;
 
 const refusal = z.string().min(1);
@@ -344,6 +345,7 @@ export const replySchemas = {
     offset: z.number().int().nonnegative(),
     data: z.string(),
     more: z.boolean(),
+    seq: z.number().int().positive().optional(),
   }),
 } as const;
 

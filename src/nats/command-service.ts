@@ -44,6 +44,7 @@ import { DEFAULT_TENANT_QUOTAS, type Quotas } from '../gateway/quotas.ts';
 import { inboxPrefixOf } from './connection.ts';
 import { actorOf } from '../sessions/actor.ts';
 import { DEFAULT_MAX_BLOB_BYTES, type BlobStore } from '../blobs/blob-store.ts';
+import type { BlobGrants } from '../blobs/blob-grants.ts';
 import { readBlobChunk, uploadChunk } from './blob-commands.ts';
 
 /** What the service drives: a `Sessions` (the worker's engine). A session with no events is answered `unknown_session`. */
@@ -53,6 +54,8 @@ export type CommandTarget = Pick<
 > & {
   /** The blob store the `upload` and `blob` commands use (an engine's `blobs`), unless the service's `blobs` option names one. */
   readonly blobs?: BlobStore | undefined;
+  /** Where uploads grant their owner the use of a blob, as the target's admissions check (an engine's `blobGrants`). */
+  readonly blobGrants?: BlobGrants | undefined;
 };
 
 export interface CommandServiceOptions {
@@ -192,6 +195,7 @@ export function startCommandService(nc: NatsConnection, target: CommandTarget, o
     tenantLimits: options.tenantLimits,
     clock,
     blobs: options.blobs ?? target.blobs,
+    grants: target.blobGrants,
     maxBlobBytes: wholeNumber('command service', 'maxBlobBytes', options.maxBlobBytes, DEFAULT_MAX_BLOB_BYTES, 0, 'bytes'),
   });
   const serve = async (msg: Msg) => {
@@ -376,6 +380,7 @@ export function commandAnswerer(
     clock?: Pick<Clock, 'now'> | undefined;
     /** The blob store of `upload` and `blob`, and the largest blob an upload may put. */
     blobs?: BlobStore | undefined;
+    grants?: BlobGrants | undefined;
     maxBlobBytes?: number | undefined;
     /** The tenant this answerer serves (set on each tenant's own answerer). */
     tenant?: string | undefined;
@@ -406,7 +411,7 @@ export function commandAnswerer(
     }
     const body = parseBody(verb, data, BODY_LIMITS[verb] ?? admitBodyLimit(maxPromptBytes));
     if (verb === 'list') return { ...(await target.list(body as ListFilter)) };
-    const blobContext = { store: o.blobs, maxBlobBytes: o.maxBlobBytes ?? DEFAULT_MAX_BLOB_BYTES, tenant: o.tenant };
+    const blobContext = { store: o.blobs, grants: o.grants, maxBlobBytes: o.maxBlobBytes ?? DEFAULT_MAX_BLOB_BYTES, tenant: o.tenant };
     if (verb === 'upload') return { ...(await uploadChunk(body as unknown as CommandRequests['upload'], blobContext)) };
     const sessionId = validateId(body.sessionId, 'session id');
     switch (verb) {

@@ -37,7 +37,7 @@ import {
   type PutBlobOptions,
   type StoredBlob,
 } from '../blobs/blob-store.ts';
-import { STAGED_PREFIX, parseStagedName, type BlobStaging, type StagedChunk } from '../blobs/blob-staging.ts';
+import { isStagingName, type BlobStaging, type StagedChunk } from '../blobs/blob-staging.ts';
 import { CorruptDataError, isSessiondError, messageOf } from '../errors.ts';
 import { createHash } from 'node:crypto';
 import { DEFAULT_DUPLICATE_WINDOW_MS, isWrongLastSequence, manageStream, type StreamSetup } from './stream.ts';
@@ -370,13 +370,13 @@ export class ObjectBlobStore implements BlobStore, BlobStaging {
 
   async *listStaged(): AsyncIterable<StagedChunk> {
     for (const info of await this.os.list()) {
-      if (!live(info) || parseStagedName(info.name) === undefined) continue;
+      if (!live(info) || !isStagingName(info.name)) continue;
       yield { name: info.name, size: info.size, storedAt: Date.parse(info.mtime) };
     }
   }
 }
 
-/** Staging touches staged chunks only, never a blob. */
+/** Staging touches staged chunks and grants only, never a blob. */
 function stagedOnly(name: string): void {
-  if (!name.startsWith(STAGED_PREFIX) || parseStagedName(name) === undefined) throw new Error(`Not a staged chunk's name: ${JSON.stringify(name)}.`);
+  if (!isStagingName(name)) throw new Error(`Not a staged chunk's or grant's name: ${JSON.stringify(name)}.`);
 }

@@ -28,10 +28,15 @@ export function blobReferences(db: Db) {
   const ofSession = db.prepare('SELECT sha256 FROM session_blob WHERE session_id = ? ORDER BY sha256').pluck();
   const all = db.prepare('SELECT DISTINCT sha256 FROM session_blob').pluck();
   const sessions = db.prepare('SELECT session_id FROM session_blob WHERE sha256 = ? ORDER BY session_id').pluck();
+  const reached = db
+    .prepare('SELECT 1 FROM session_blob b JOIN session s USING (session_id) WHERE b.sha256 = ? AND (s.owned_by IS NULL OR s.owned_by = ?) LIMIT 1')
+    .pluck();
   return {
     referenced: (sha256: string): boolean => one.get(sha256) !== undefined,
     ofSession: (sessionId: string): string[] => ofSession.all(sessionId) as string[],
     all: (): Set<string> => new Set(all.all() as string[]),
     sessionsOf: (sha256: string): string[] => sessions.all(sha256) as string[],
+    /** Whether a session `owner` reaches (its own, or one no one owns) references the blob. */
+    reachedBy: (sha256: string, owner: string): boolean => reached.get(sha256, owner) !== undefined,
   };
 }

@@ -60,7 +60,7 @@ class UploadReply:
 @dataclass(frozen=True)
 class BlobChunk:
     """The blob reply: ``data``, base64 of the bytes from ``offset`` (at most 512 KiB); ``more`` when bytes
-    follow."""
+    follow; ``seq``, the event that references it (send it with the next chunk)."""
 
     sha256: str
     size: int
@@ -68,6 +68,7 @@ class BlobChunk:
     offset: int
     data: str
     more: bool
+    seq: int | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -79,6 +80,7 @@ class BlobChunk:
             offset=d["offset"],
             data=d["data"],
             more=d["more"],
+            seq=d.get("seq"),
             raw=_raw(d),
         )
 
