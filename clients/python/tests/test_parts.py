@@ -2,15 +2,19 @@
 schema gives these), the text form (sessiond's ``promptText``), the admit body, the round trip
 through the codec; and against real workers: a prompt of every kind of part admitted, run by the
 echo worker, read back live and from the stream with its parts intact, resent, and bad parts
-refused by the worker naming them."""
+refused by the worker naming them; a 1.5 MB image stored as a blob and read back with ``read_blob``."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
+import nats
 import pytest
 from conftest import session_name
+from test_blobs import image_blob_ref, png_bytes, prompt_with_image
 from test_live import Recorder, assert_equal_to_stream, assert_same_events, caught_up, turn_over
 from world import World
 
@@ -34,7 +38,7 @@ from sessiond_client import (
     text_part,
 )
 from sessiond_client._prompt_parts import extname
-from sessiond_client.commands import admit_request
+from sessiond_client.commands import MAX_BLOB_CHUNK, admit_request
 
 WORLD_WORKERS = 1
 
@@ -269,6 +273,41 @@ async def test_a_prompt_of_parts_is_admitted_run_and_read_back_intact(client: Cl
         with pytest.raises(CommandError) as caught:
             await client.admit(session_name("ses_bad_parts"), prompt, wake=False)
         assert caught.value.code == "invalid_option" and words in caught.value.message, (prompt, caught.value.message)
+
+
+async def test_a_large_image_is_stored_as_a_blob_and_read_back(client: Client, world: World, tmp_path: Path) -> None:
+    """A 1.5 MB image admitted with the Node CLI (``sessiond prompt --nats --image``: uploaded in
+    chunks) to the world's worker, whose blob bucket ``sessiond setup`` made: the session's events
+    hold its reference, and ``read_blob`` as the client user gives the exact bytes, in three chunks."""
+    admin = await nats.connect(world.url, user="admin", password=world.creds("admin")[1], inbox_prefix="_INBOX_admin")
+    try:
+        js = admin.jetstream()
+        await js.stream_info("OBJ_SESSIOND_BLOBS")  # the bucket is there (raises when it is not)
+
+        image = png_bytes(1536 * 1024)
+        path = tmp_path / "photo.png"
+        path.write_bytes(image)
+        session = session_name("ses_blob")
+        await prompt_with_image(world, session, path)
+
+        ref = image_blob_ref(await client.events(session))
+        assert ref == {"sha256": hashlib.sha256(image).hexdigest(), "size": len(image), "mediaType": "image/png"}
+        # the bytes are in the bucket, one object named by their hash
+        info = await (await js.object_store("SESSIOND_BLOBS")).get_info(ref["sha256"])
+        assert info.size == len(image)
+    finally:
+        await admin.close()
+
+    assert await client.read_blob(session, ref["sha256"]) == image
+    assert len(image) > 2 * MAX_BLOB_CHUNK  # so the read above took three chunks
+
+    # through a session that does not reference it, or none: not_found
+    other = session_name("ses_blob_none")
+    await client.admit(other, "no image here")
+    for s in (other, session_name("ses_blob_missing")):
+        with pytest.raises(CommandError) as err:
+            await client.read_blob(s, ref["sha256"])
+        assert err.value.code == "not_found"
 
 
 @pytest.mark.parametrize(

@@ -1,15 +1,17 @@
 """Tenant mode (``Client.connect(tenant=...)``) against a real nats-server whose nats.conf holds two
 tenant users as ``sessiond setup --tenant NAME`` prints them, and a real worker: each tenant admits
 and reads its own sessions (status, events, replay through the events command), the other's ids
-answer unknown_session, subscribe sees its own session's live events, and the whole log is refused."""
+answer unknown_session, subscribe sees its own session's live events, and the whole log is refused;
+a tenant reads the blobs of its own sessions only."""
 
 from __future__ import annotations
 
 import pytest
 from conftest import connect, eventually, session_name
+from test_blobs import image_blob_ref, png_bytes
 from world import World
 
-from sessiond_client import Client, CommandError, Event, PermissionDenied, SessiondError, decode_live, encode_live
+from sessiond_client import Client, CommandError, Event, PermissionDenied, SessiondError, decode_live, encode_live, image_bytes, text_part
 from sessiond_client.commands import command_subject
 
 WORLD_TENANTS = ["acme", "globex"]
@@ -111,3 +113,27 @@ async def test_a_tenant_may_not_send_as_another_tenant(world: World) -> None:
     finally:
         await acme.close()
 
+
+
+async def test_a_tenant_reads_the_blobs_of_its_own_sessions_only(world: World) -> None:
+    """An image admitted inline by acme (160 KiB: over 64 KiB, so the worker stores it as a blob, and
+    under the 256 KiB a prompt may have on NATS) is read back by acme; globex asking through acme's
+    session, or through its own that does not reference it, gets not_found."""
+    acme = await connect(world, "tenant-acme", tenant="acme")
+    globex = await connect(world, "tenant-globex", tenant="globex")
+    try:
+        image = png_bytes(160 * 1024)
+        session = session_name("ses_acme_blob")
+        await acme.admit(session, [text_part("look"), image_bytes(image, "image/png")])
+        ref = image_blob_ref(await acme.events(session))
+        assert await acme.read_blob(session, ref["sha256"]) == image
+
+        mine = session_name("ses_globex_blob")
+        await globex.admit(mine, "nothing attached")
+        for s in (session, mine):
+            with pytest.raises(CommandError) as err:
+                await globex.read_blob(s, ref["sha256"])
+            assert err.value.code == "not_found", s
+    finally:
+        await acme.close()
+        await globex.close()
