@@ -46,9 +46,17 @@ func UploadBody(r UploadRequest) Map {
 
 // BlobBody is the blob request's JSON body (offset left out when 0).
 func BlobBody(sessionID, sha256Hex string, offset int64) Map {
+	return blobBodyAt(sessionID, sha256Hex, offset, 0)
+}
+
+// blobBodyAt is BlobBody with the seq of the event that references the blob (0: not known yet).
+func blobBodyAt(sessionID, sha256Hex string, offset, seq int64) Map {
 	m := Map{{Key: "sessionId", Value: sessionID}, {Key: "sha256", Value: sha256Hex}}
 	if offset != 0 {
 		m = append(m, MapEntry{Key: "offset", Value: offset})
+	}
+	if seq != 0 {
+		m = append(m, MapEntry{Key: "seq", Value: seq})
 	}
 	return m
 }
@@ -58,8 +66,14 @@ var sha256Pattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // BlobChunkAt is one chunk of the blob sha256Hex of the session, from offset, as the blob command
 // answers it (Data in base64).
 func (c *Client) BlobChunkAt(ctx context.Context, sessionID, sha256Hex string, offset int64) (BlobChunk, error) {
+	return c.blobChunk(ctx, sessionID, sha256Hex, offset, 0)
+}
+
+// blobChunk is BlobChunkAt naming the event that references the blob (a reply's Seq), so the
+// worker reads that event only.
+func (c *Client) blobChunk(ctx context.Context, sessionID, sha256Hex string, offset, seq int64) (BlobChunk, error) {
 	var chunk BlobChunk
-	_, err := c.send(ctx, VerbBlob, sessionID, BlobBody(sessionID, sha256Hex, offset), "", &chunk)
+	_, err := c.send(ctx, VerbBlob, sessionID, blobBodyAt(sessionID, sha256Hex, offset, seq), "", &chunk)
 	return chunk, err
 }
 
@@ -72,17 +86,20 @@ func (c *Client) ReadBlob(ctx context.Context, sessionID, sha256Hex string) ([]b
 		return nil, &CommandError{Verb: VerbBlob, Code: CodeInvalidID,
 			Message: fmt.Sprintf("Invalid blob hash %q: give the reference's sha256, 64 lower-case hex characters.", sha256Hex)}
 	}
-	return readBlobChunks(sha256Hex, func(offset int64) (BlobChunk, error) { return c.BlobChunkAt(ctx, sessionID, sha256Hex, offset) })
+	return readBlobChunks(sha256Hex, func(offset, seq int64) (BlobChunk, error) { return c.blobChunk(ctx, sessionID, sha256Hex, offset, seq) })
 }
 
-// readBlobChunks asks for chunks from offset 0 until one says no more follow, and checks the whole.
-func readBlobChunks(sha256Hex string, chunkAt func(offset int64) (BlobChunk, error)) ([]byte, error) {
+// readBlobChunks asks for chunks from offset 0 until one says no more follow, and checks the
+// whole; each request after the first names the event the first reply found the reference in.
+func readBlobChunks(sha256Hex string, chunkAt func(offset, seq int64) (BlobChunk, error)) ([]byte, error) {
 	var out []byte
+	var seq int64
 	for {
-		chunk, err := chunkAt(int64(len(out)))
+		chunk, err := chunkAt(int64(len(out)), seq)
 		if err != nil {
 			return nil, err
 		}
+		seq = chunk.Seq
 		bytes, err := base64.StdEncoding.DecodeString(chunk.Data)
 		if err != nil || chunk.Offset != int64(len(out)) {
 			return nil, &CommandError{Verb: VerbBlob, Code: CodeInternal,

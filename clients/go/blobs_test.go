@@ -17,8 +17,8 @@ import (
 )
 
 // ReadBlob's reading: chunks asked for from each offset until none follows, the whole checked
-// against the hash; a reply out of place, an empty chunk with more to come and bytes of another
-// hash are refused.
+// against the hash, each request after the first naming the seq the first reply gave; a reply out
+// of place, an empty chunk with more to come and bytes of another hash are refused.
 func TestReadBlobChunks(t *testing.T) {
 	blob := make([]byte, 2*MaxBlobChunk+123)
 	for i := range blob {
@@ -26,26 +26,30 @@ func TestReadBlobChunks(t *testing.T) {
 	}
 	sum := sha256.Sum256(blob)
 	hash := hex.EncodeToString(sum[:])
-	chunks := func(mutate func(offset int64, c *BlobChunk)) func(int64) (BlobChunk, error) {
-		return func(offset int64) (BlobChunk, error) {
+	chunks := func(mutate func(offset int64, c *BlobChunk)) func(int64, int64) (BlobChunk, error) {
+		return func(offset, _ int64) (BlobChunk, error) {
 			end := min(offset+MaxBlobChunk, int64(len(blob)))
-			c := BlobChunk{Sha256: hash, Size: int64(len(blob)), MediaType: "image/png", Offset: offset, Data: base64.StdEncoding.EncodeToString(blob[offset:end]), More: end < int64(len(blob))}
+			c := BlobChunk{Sha256: hash, Size: int64(len(blob)), MediaType: "image/png", Offset: offset, Data: base64.StdEncoding.EncodeToString(blob[offset:end]), More: end < int64(len(blob)), Seq: 7}
 			if mutate != nil {
 				mutate(offset, &c)
 			}
 			return c, nil
 		}
 	}
-	var asked []int64
-	got, err := readBlobChunks(hash, func(offset int64) (BlobChunk, error) {
+	var asked, seqs []int64
+	got, err := readBlobChunks(hash, func(offset, seq int64) (BlobChunk, error) {
 		asked = append(asked, offset)
-		return chunks(nil)(offset)
+		seqs = append(seqs, seq)
+		return chunks(nil)(offset, seq)
 	})
 	if err != nil || string(got) != string(blob) {
 		t.Fatalf("read %d bytes (%v), want %d", len(got), err, len(blob))
 	}
 	if len(asked) != 3 || asked[1] != MaxBlobChunk || asked[2] != 2*MaxBlobChunk {
 		t.Fatalf("asked at %v", asked)
+	}
+	if seqs[0] != 0 || seqs[1] != 7 || seqs[2] != 7 {
+		t.Fatalf("asked with seqs %v, want 0 then the first reply's 7", seqs)
 	}
 	for name, c := range map[string]struct {
 		mutate func(int64, *BlobChunk)

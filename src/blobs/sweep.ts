@@ -8,7 +8,7 @@
  */
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
 import type { BlobStore, StoredBlob } from './blob-store.ts';
-import { STAGED_CHUNK_GRACE_MS } from './blob-staging.ts';
+import { GRANT_PREFIX, STAGED_CHUNK_GRACE_MS } from './blob-staging.ts';
 
 /** An unreferenced blob younger than this is kept (an admission may be about to append its event): 1 hour. */
 export const DEFAULT_BLOB_GRACE_MS = 60 * 60 * 1000;
@@ -65,13 +65,15 @@ export interface BlobSweepReport {
   errors: { sha256: string; message: string }[];
   /** Chunks of uploads abandoned more than `STAGED_CHUNK_GRACE_MS` ago (blob-staging.ts): removed (on a dry run, to be removed). */
   abandonedChunks: number;
+  /** Upload grants (blob-grants.ts) over `STAGED_CHUNK_GRACE_MS` old: removed (on a dry run, to be removed). */
+  expiredGrants: number;
   graceMs: number;
 }
 
 /** One sweep: every stored blob, removing the unreferenced ones past the grace. */
 export async function sweepBlobs(options: BlobSweepOptions): Promise<BlobSweepReport> {
   const graceMs = checkGraceMs(options.graceMs);
-  const report: BlobSweepReport = { checked: 0, referenced: 0, young: [], orphaned: [], reused: 0, errors: [], abandonedChunks: 0, graceMs };
+  const report: BlobSweepReport = { checked: 0, referenced: 0, young: [], orphaned: [], reused: 0, errors: [], abandonedChunks: 0, expiredGrants: 0, graceMs };
   const cut = options.now - graceMs;
   for await (const blob of options.store.list()) {
     report.checked++;
@@ -97,7 +99,9 @@ export async function sweepBlobs(options: BlobSweepOptions): Promise<BlobSweepRe
     for await (const chunk of staging.listStaged()) {
       if (chunk.storedAt >= options.now - STAGED_CHUNK_GRACE_MS) continue;
       try {
-        if (options.dryRun || (await staging.unstage(chunk.name))) report.abandonedChunks++;
+        if (!options.dryRun && !(await staging.unstage(chunk.name))) continue;
+        if (chunk.name.startsWith(GRANT_PREFIX)) report.expiredGrants++;
+        else report.abandonedChunks++;
       } catch (err) {
         report.errors.push({ sha256: chunk.name, message: messageOf(err) });
       }
@@ -152,6 +156,7 @@ export function describeBlobSweep(r: BlobSweepReport, dryRun = false): string {
     parts.push(
       `${dryRun ? 'would remove' : 'removed'} ${r.abandonedChunks} chunk${r.abandonedChunks === 1 ? '' : 's'} of uploads abandoned over ${Math.round(STAGED_CHUNK_GRACE_MS / 60_000)} min ago`,
     );
+  if (r.expiredGrants > 0) parts.push(`${dryRun ? 'would remove' : 'removed'} ${r.expiredGrants} expired upload grant${r.expiredGrants === 1 ? '' : 's'}`);
   if (r.errors.length > 0) parts.push(`${r.errors.length} could not be removed (${r.errors[0]!.message})`);
   return parts.join('; ');
 }

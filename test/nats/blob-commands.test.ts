@@ -279,4 +279,66 @@ s('blob commands - a tenant admits a prompt with a large inline image: the clien
   assert.equal(seen, [{ sha256: sha(png), size: png.length }]);
 });
 
+s('blob commands - a tenant may reference only blobs it uploaded; a hash named in a json part is no reference to read', async (ctx) => {
+  await worker(ctx);
+  const acme = await client(ctx, 'acme');
+  const globex = await client(ctx, 'globex');
+  const png = pngBytes(300_000, 19);
+  const ref = await acme.uploadBlob(png, { mediaType: 'image/png' });
+  const mine = sessionId('acme_own');
+  await admitRef(acme, mine, ref);
+  // globex knows the hash (a leak, a guess) but did not upload the bytes and reaches no session with them
+  const theirs = sessionId('globex_steal');
+  const refused = await failure(admitRef(globex, theirs, ref));
+  assert.is(refused.code, ErrorCode.InvalidOption);
+  assert.match(refused.message, 'not stored or is not yours to use');
+  assert.match(refused.message, 'upload its bytes first');
+  // nor through a json part that merely names it: the blob command reads references where events carry them
+  await globex.admit(theirs, { prompt: [{ type: 'json', value: { blob: ref, ...ref } }], wake: false });
+  assert.is((await failure(globex.readBlob(theirs, ref))).code, ErrorCode.NotFound);
+  // once globex uploads the same bytes itself, it may
+  await globex.uploadBlob(png, { mediaType: 'image/png' });
+  await admitRef(globex, theirs, ref);
+  assert.ok(Buffer.from(await globex.readBlob(theirs, ref)).equals(png));
+});
+
+s('blob commands - a trusted upload for an owner lets that owner admit it; a tenant uploads only for itself', async (ctx) => {
+  await worker(ctx);
+  const trusted = await client(ctx);
+  const acme = await client(ctx, 'acme');
+  const png = pngBytes(200_000, 23);
+  const forNobody = await trusted.uploadBlob(png, { mediaType: 'image/png' });
+  const id = sessionId('owned');
+  const refused = await failure(trusted.admit(id, { prompt: [{ type: 'image', blob: forNobody }], owner: 'token:bob', wake: false }));
+  assert.match(refused.message, 'not yours to use');
+  await trusted.uploadBlob(png, { mediaType: 'image/png', owner: 'token:bob' });
+  await trusted.admit(id, { prompt: [{ type: 'image', blob: forNobody }], owner: 'token:bob', wake: false });
+  // the client's admit uploads a large inline part for the admission's owner
+  await trusted.admit(sessionId('owned_inline'), {
+    prompt: [{ type: 'image', data: pngBytes(100_000, 29).toString('base64'), mediaType: 'image/png' }],
+    owner: 'token:carol',
+    wake: false,
+  });
+  const other = await failure(acme.uploadBlob(png, { mediaType: 'image/png', owner: 'globex' }));
+  assert.is(other.code, ErrorCode.PermissionDenied);
+  assert.match(other.message, 'A tenant uploads for itself');
+});
+
+s('blob commands - the reply names the referencing event; later chunks read only that event, and a wrong one is not_found', async (ctx) => {
+  await worker(ctx);
+  const c = await client(ctx);
+  const png = pngBytes(MAX_UPLOAD_CHUNK_BYTES + 10_000, 31);
+  const ref = await c.uploadBlob(png, { mediaType: 'image/png' });
+  const id = sessionId('seq');
+  await c.admit(id, { prompt: 'first, no image', wake: false });
+  const receipt = await admitRef(c, id, ref);
+  const first = await c.blobChunk(id, ref.sha256);
+  assert.is(first.seq, receipt.admittedSeq);
+  const next = await c.blobChunk(id, ref.sha256, MAX_UPLOAD_CHUNK_BYTES, first.seq);
+  assert.is(next.more, false);
+  assert.ok(Buffer.concat([Buffer.from(first.data, 'base64'), Buffer.from(next.data, 'base64')]).equals(png));
+  // seq 1 is the admission without the image
+  assert.is((await failure(c.blobChunk(id, ref.sha256, 0, 1))).code, ErrorCode.NotFound);
+});
+
 s.run();

@@ -21,7 +21,8 @@ import { ManualClock, systemClock } from '../../src/clock.ts';
 import { sequentialIds } from '../../src/ids.ts';
 import { sha256Hex } from '../../src/blobs/blob-store.ts';
 import { DEFAULT_BLOB_GRACE_MS, describeBlobSweep, sweepBlobs } from '../../src/blobs/sweep.ts';
-import { STAGED_CHUNK_GRACE_MS, stagedName } from '../../src/blobs/blob-staging.ts';
+import { STAGED_CHUNK_GRACE_MS, grantName, stagedName } from '../../src/blobs/blob-staging.ts';
+import { stagedGrants } from '../../src/blobs/blob-grants.ts';
 import { DEFAULT_LIMITS } from '../../src/input/limits.ts';
 
 const s = cliSuite('blobs left behind on NATS');
@@ -90,22 +91,29 @@ s('sessiond blobs sweep --nats removes an object no event references, past the g
   }
 });
 
-s('the sweep removes the staged chunks of an upload abandoned past their grace period, and only those', async (ctx) => {
+s('the sweep removes the staged chunks of an upload abandoned past their grace period, and old upload grants, and only those', async (ctx) => {
   const worker = await JetStreamEventLog.open({ connection: { servers: ctx.server.url, ...WORKER }, ensureStream: false });
   try {
     const store = await ObjectBlobStore.open(worker.nc);
     const kept = await store.put(pngBytes(1_000, 7), { mediaType: 'image/png' });
     const staged = [stagedName('t-acme', 'abandoned01', 0), stagedName('t-acme', 'abandoned01', 524_288)];
     for (const name of staged) await store.staging.stage(name, new Uint8Array(100).fill(1));
+    const grants = stagedGrants(store.staging, systemClock);
+    await grants.grant('token:bob', kept.sha256);
+    assert.is(await grants.granted('token:bob', kept.sha256), true);
     const references = { referenced: (sha256: string) => sha256 === kept.sha256 };
     const fresh = await sweepBlobs({ store, references, now: Date.now() });
     assert.is(fresh.abandonedChunks, 0, 'chunks staged just now belong to an upload in progress');
     const later = Date.now() + STAGED_CHUNK_GRACE_MS + 60_000;
     const dry = await sweepBlobs({ store, references, now: later, dryRun: true });
     assert.is(dry.abandonedChunks, 2);
+    assert.is(dry.expiredGrants, 1);
     assert.match(describeBlobSweep(dry, true), 'would remove 2 chunks of uploads abandoned over 60 min ago');
+    assert.match(describeBlobSweep(dry, true), 'would remove 1 expired upload grant');
     const swept = await sweepBlobs({ store, references, now: later });
     assert.is(swept.abandonedChunks, 2);
+    assert.is(swept.expiredGrants, 1);
+    assert.is(await store.staging.staged(grantName('token:bob', kept.sha256)), undefined, 'the grant removed');
     for (const name of staged) assert.is(await store.staging.staged(name), undefined, `${name} removed`);
     assert.ok(await store.has(kept.sha256), 'a referenced blob stays');
   } finally {

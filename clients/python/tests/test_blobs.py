@@ -24,10 +24,12 @@ BLOB = bytes((i * 31) & 255 for i in range(2 * MAX_BLOB_CHUNK + 123))
 SHA = hashlib.sha256(BLOB).hexdigest()
 
 
-def chunks(mutate: Callable[[int, dict[str, Any]], None] | None = None, asked: list[int] | None = None) -> Callable[[int], Any]:
-    async def chunk_at(offset: int) -> BlobChunk:
+def chunks(
+    mutate: Callable[[int, dict[str, Any]], None] | None = None, asked: list[tuple[int, int | None]] | None = None
+) -> Callable[[int, int | None], Any]:
+    async def chunk_at(offset: int, seq: int | None) -> BlobChunk:
         if asked is not None:
-            asked.append(offset)
+            asked.append((offset, seq))
         end = min(offset + MAX_BLOB_CHUNK, len(BLOB))
         wire: dict[str, Any] = {
             "sha256": SHA,
@@ -36,6 +38,7 @@ def chunks(mutate: Callable[[int, dict[str, Any]], None] | None = None, asked: l
             "offset": offset,
             "data": base64.b64encode(BLOB[offset:end]).decode(),
             "more": end < len(BLOB),
+            "seq": 7,
         }
         if mutate:
             mutate(offset, wire)
@@ -45,9 +48,10 @@ def chunks(mutate: Callable[[int, dict[str, Any]], None] | None = None, asked: l
 
 
 async def test_a_blob_is_read_chunk_by_chunk_and_checked() -> None:
-    asked: list[int] = []
+    asked: list[tuple[int, int | None]] = []
     assert await read_blob_chunks(SHA, chunks(asked=asked)) == BLOB
-    assert asked == [0, MAX_BLOB_CHUNK, 2 * MAX_BLOB_CHUNK]
+    # after the first, each request names the event the first reply found the reference in
+    assert asked == [(0, None), (MAX_BLOB_CHUNK, 7), (2 * MAX_BLOB_CHUNK, 7)]
 
 
 @pytest.mark.parametrize(

@@ -436,8 +436,8 @@ class Client:
         if not isinstance(sha256, str) or re.fullmatch(r"[0-9a-f]{64}", sha256) is None:
             raise CommandError("blob", "invalid_id", f"Invalid blob hash {sha256!r}: give the reference's sha256, 64 lower-case hex characters.")
 
-        async def chunk_at(offset: int) -> Any:
-            return (await self._send("blob", blob_request(session_id, sha256, offset)))[0]
+        async def chunk_at(offset: int, seq: int | None) -> Any:
+            return (await self._send("blob", blob_request(session_id, sha256, offset, seq)))[0]
 
         return await read_blob_chunks(sha256, chunk_at)
 
@@ -1273,12 +1273,15 @@ class Subscription:
             await self._deliver(event)
 
 
-async def read_blob_chunks(sha256: str, chunk_at: Callable[[int], Awaitable[Any]]) -> bytes:
-    """Asks ``chunk_at`` for chunks from offset 0 until one says no more follow; checks the whole against ``sha256``."""
+async def read_blob_chunks(sha256: str, chunk_at: Callable[[int, int | None], Awaitable[Any]]) -> bytes:
+    """Asks ``chunk_at`` for chunks from offset 0 until one says no more follow; checks the whole against ``sha256``.
+    Each request after the first names the event (``seq``) the first reply found the reference in."""
 
     out = bytearray()
+    seq: int | None = None
     while True:
-        chunk = await chunk_at(len(out))
+        chunk = await chunk_at(len(out), seq)
+        seq = chunk.seq
         try:
             data = base64.b64decode(chunk.data, validate=True)
         except ValueError as err:

@@ -236,9 +236,10 @@ def upload_request(
     )
 
 
-def blob_request(session_id: str, sha256: str, offset: int | None = None) -> dict[str, Any]:
-    """A chunk of the blob ``sha256`` that the session references, from ``offset`` (None or 0: the first byte)."""
-    return _without_none(sessionId=session_id, sha256=sha256, offset=offset or None)
+def blob_request(session_id: str, sha256: str, offset: int | None = None, seq: int | None = None) -> dict[str, Any]:
+    """A chunk of the blob ``sha256`` that the session references, from ``offset`` (None or 0: the first byte);
+    ``seq``: the event that references it, as a reply gave it."""
+    return _without_none(sessionId=session_id, sha256=sha256, offset=offset or None, seq=seq)
 
 
 def tags_problem(tags: Any, what: str) -> str | None:
