@@ -24,6 +24,7 @@ import {
   jetstreamManager,
   type JetStreamClient,
   type JetStreamManager,
+  type StoredMsg,
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { Objm, setSha256Backend, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
@@ -56,6 +57,8 @@ export const CHUNK_BYTES = 256 * 1024;
 
 /** Objects whose chunk index a store keeps (least recently used dropped first). */
 export const CHUNK_INDEX_CACHE = 64;
+/** Chunk messages a ranged read asks for before it has the first (each CHUNK_BYTES at most). */
+const FETCH_AHEAD = 4;
 /** How long an index pass may wait for the next chunk's headers before it reads the object's meta again (its chunks purged meanwhile). */
 const INDEX_STALL_MS = 10_000;
 
@@ -335,8 +338,17 @@ export class ObjectBlobStore implements BlobStore, BlobStaging {
       const index = await this.chunkIndex(sha256, raw.meta);
       if (index !== null) {
         const subject = `$O.${this.bucket}.C.${index.nuid}`;
-        for (let i = chunkAt(index.starts, at); at < end; i++) {
-          const m = await this.jsm.streams.getMessage(streamOf(this.bucket), { seq: index.seqs[i]! });
+        // the chunks of the range are asked for a few at a time, in order
+        const last = chunkAt(index.starts, end - 1);
+        const ahead: Promise<StoredMsg | null>[] = [];
+        let next = chunkAt(index.starts, at);
+        for (let i = next; at < end; i++) {
+          for (; next <= last && next < i + FETCH_AHEAD; next++) {
+            const asked = this.jsm.streams.getMessage(streamOf(this.bucket), { seq: index.seqs[next]! });
+            asked.catch(() => undefined);
+            ahead.push(asked);
+          }
+          const m = await ahead.shift()!;
           const [from, to] = [index.starts[i]!, index.starts[i + 1] ?? size];
           if (m === null || m.subject !== subject || m.data.length !== to - from) break;
           const piece = m.data.subarray(at - from, Math.min(end, to) - from);
