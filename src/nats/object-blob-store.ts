@@ -333,6 +333,8 @@ export class ObjectBlobStore implements BlobStore, BlobStaging {
       if (raw === null || raw.meta.deleted) throw blobNotFound(sha256, this.where);
       if (raw.meta.digest !== objectDigest(sha256)) throw this.corrupt(sha256, `its object records the digest ${String(raw.meta.digest)}, not this content's`);
       const size = Number(raw.meta.size ?? 0);
+      // three tries, each from the meta as it is then: a deleted object is not found, one that stays wrong is corrupt
+      if (attempt > 3) throw this.corrupt(sha256, `its chunks are not the ${size} bytes in ${raw.meta.chunks} chunks its object records`);
       if (at < 0) ({ start: at, end } = rangeWithin(range, size, sha256));
       if (at >= end) return;
       const index = await this.chunkIndex(sha256, raw.meta);
@@ -359,7 +361,6 @@ export class ObjectBlobStore implements BlobStore, BlobStaging {
         // a chunk gone or not as indexed: the object as its meta now says
         this.indexes.delete(sha256);
       }
-      if (attempt === 3) throw this.corrupt(sha256, `its chunks are not the ${size} bytes in ${raw.meta.chunks} chunks its object records`);
     }
   }
 
