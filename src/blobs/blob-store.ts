@@ -7,13 +7,14 @@
  *
  *   const ref = await store.put(bytesOrChunks, { mediaType: 'image/png', maxBytes: 64 << 20 });
  *   const bytes = await store.get(ref.sha256);   // verified against the hash
+ *   for await (const part of store.read(ref.sha256, { offset: 1 << 20, length: 512 << 10 })) ...
  *
  * The store knows content only: which session references which blob, and when the last reference
  * is gone, is decided above it. `BlobIntake` holds the checks every implementation makes on the
  * way in, so they refuse the same input with the same error.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { CorruptDataError, ErrorCode, InvalidInputError, NotFoundError, SessiondError } from '../errors.ts';
+import { CorruptDataError, ErrorCode, InvalidInputError, NotFoundError, SessiondError, echo } from '../errors.ts';
 import { SIGNATURE_BYTES, essenceOf, mediaTypeMismatch } from './media-type.ts';
 import type { BlobStaging } from './blob-staging.ts';
 
@@ -47,6 +48,12 @@ export type BlobSource = Uint8Array | AsyncIterable<Uint8Array> | Iterable<Uint8
 
 export const DEFAULT_MAX_BLOB_BYTES = 64 * 1024 * 1024;
 
+/** A part of a blob: `length` bytes from byte `offset` (to the end without `length`). */
+export interface BlobRange {
+  offset: number;
+  length?: number | undefined;
+}
+
 export interface BlobStore {
   /**
    * Stores the bytes under their hash and returns the reference (the media type as declared).
@@ -58,8 +65,16 @@ export interface BlobStore {
   put(source: BlobSource, options: PutBlobOptions): Promise<BlobRef>;
   /** The blob's bytes, checked against its hash (`NotFoundError` naming it when missing, `CorruptDataError` when the stored bytes differ). */
   get(sha256: string): Promise<Uint8Array>;
-  /** The blob's bytes in chunks, the hash checked when the last one has been read (a mismatch throws then). */
-  read(sha256: string): AsyncIterable<Uint8Array>;
+  /**
+   * The blob's bytes in chunks. Whole (no `range`): the hash is checked when the last one has been
+   * read (a mismatch throws then). With a `range`: only its bytes, at a cost of about the bytes read
+   * (the bytes before `offset` are not transferred). A part cannot be checked against the whole's
+   * hash, so a ranged read trusts the stored bytes: SQLite checks nothing; the Object Store checks
+   * that the object records this content's digest and that its chunks have their recorded sizes.
+   * A range that is not whole numbers >= 0, or that passes the blob's end, is refused
+   * (`invalid_option`); `{ offset: size, length: 0 }` reads nothing.
+   */
+  read(sha256: string, range?: BlobRange): AsyncIterable<Uint8Array>;
   has(sha256: string): Promise<boolean>;
   /** Removes the blob; false when it was not there. Whether anything still references it is the caller's question. */
   delete(sha256: string): Promise<boolean>;
@@ -87,6 +102,29 @@ export function checkSha256(sha256: unknown, what = 'blob hash'): string {
     });
   }
   return sha256;
+}
+
+/** A range's shape checked (whole numbers, 0 or more), else refused saying what to give. */
+export function checkRange(range: unknown): BlobRange {
+  const whole = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+  const r = range as BlobRange | null;
+  if (r === null || typeof r !== 'object' || !whole(r.offset) || (r.length !== undefined && !whole(r.length))) {
+    const shown = r !== null && typeof r === 'object' ? `offset ${echo(r.offset)}, length ${echo(r.length)}` : echo(range);
+    throw new InvalidInputError(`Invalid blob range (${shown}): give { offset, length? } as whole numbers of bytes, 0 or more.`);
+  }
+  return r;
+}
+
+/** The range as [start, end) in a blob of `size` bytes; refused when it passes the blob's end. */
+export function rangeWithin(range: BlobRange, size: number, sha256: string): { start: number; end: number } {
+  const end = range.length === undefined ? size : range.offset + range.length;
+  if (range.offset > size || end > size) {
+    throw new InvalidInputError(
+      `Invalid blob range: bytes ${range.offset} to ${end} pass the end of blob ${sha256}, which has ${size} bytes. Read from an offset of at most ${size}, up to its end.`,
+      { details: { sha256, size, offset: range.offset, end } },
+    );
+  }
+  return { start: range.offset, end };
 }
 
 export function sha256Hex(bytes: Uint8Array): string {

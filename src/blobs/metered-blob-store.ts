@@ -1,10 +1,11 @@
 /**
  * A blob store whose puts count against the worker's `BlobMemory` while they run: a put of bytes
  * reserves their size first, a put of chunks reserves each chunk as it is read; all is released when
- * the put ends. Reads pass through (who reads a blob whole reserves its size: `RunContext.blob`).
+ * the put ends. Reads, whole or ranged, pass through and reserve nothing (who reads a blob whole
+ * reserves its size: `RunContext.blob`; a ranged read holds about one chunk of the range at a time).
  */
 import type { BlobMemory } from './blob-memory.ts';
-import { chunksOf, type BlobRef, type BlobSource, type BlobStore, type PutBlobOptions, type StoredBlob } from './blob-store.ts';
+import { chunksOf, type BlobRange, type BlobRef, type BlobSource, type BlobStore, type PutBlobOptions, type StoredBlob } from './blob-store.ts';
 
 export class MeteredBlobStore implements BlobStore {
   constructor(
@@ -36,8 +37,8 @@ export class MeteredBlobStore implements BlobStore {
     return this.inner.get(sha256);
   }
 
-  read(sha256: string): AsyncIterable<Uint8Array> {
-    return this.inner.read(sha256);
+  read(sha256: string, range?: BlobRange): AsyncIterable<Uint8Array> {
+    return this.inner.read(sha256, range);
   }
 
   has(sha256: string): Promise<boolean> {

@@ -45,7 +45,7 @@ export function checkPromptSize(prompt: Prompt, maxBytes: number): Prompt {
   const size = promptBytes(prompt);
   if (size > maxBytes)
     throw new Error(
-      `prompt is ${size} bytes, over the limit of ${maxBytes} bytes (on the embedded log an image or file part over ${INLINE_PART_BYTES} bytes is stored beside the log and counts only its reference: this is the prompt's text and small parts; on NATS send a large image or file by URL)`,
+      `prompt is ${size} bytes, over the limit of ${maxBytes} bytes (on the embedded log an image or file part over ${INLINE_PART_BYTES} bytes is stored beside the log and counts only its reference: this is the prompt's text and small parts; on NATS upload a large image or file first with the upload command, as the Node client's admit does, and send its reference)`,
     );
   return prompt;
 }

@@ -177,16 +177,12 @@ export async function readBlobChunk(request: BlobCommand, events: EventReader, c
   if (!ctx.store) throw noStore();
   if (offset > ref.size) throw new InvalidInputError(`Invalid blob request: offset ${offset} is past the blob's ${ref.size} bytes.`);
   const chunk = Buffer.alloc(Math.min(MAX_BLOB_READ_BYTES, ref.size - offset));
-  let at = 0; // bytes of the blob read so far
   let filled = 0;
   try {
+    // only this chunk's bytes are read from the store, not the ones before it
     if (chunk.length > 0) {
-      for await (const piece of ctx.store.read(sha256)) {
-        const from = Math.max(0, offset - at);
-        at += piece.length;
-        if (from >= piece.length) continue;
-        filled += Buffer.from(piece.buffer, piece.byteOffset + from, piece.length - from).copy(chunk, filled);
-        if (filled >= chunk.length) break;
+      for await (const piece of ctx.store.read(sha256, { offset, length: chunk.length })) {
+        filled += Buffer.from(piece.buffer, piece.byteOffset, piece.length).copy(chunk, filled);
       }
     }
   } catch (err) {

@@ -10,6 +10,11 @@
  * `maxBytes`). The object is written only if its name holds nothing (the meta message's expected
  * last subject sequence), so two puts of the same content race safely: one writes, the other
  * finds it and leaves no chunks behind.
+ *
+ * A ranged read fetches only the chunk messages that cover the range, by stream sequence: an
+ * object's chunk sequences (and sizes) come from one pass of a headers-only consumer over its
+ * chunk subject, kept in a small LRU per object version (its nuid). Each read checks the meta
+ * message first, so a deleted object is not found and a replaced one is indexed again.
  */
 import {
   DiscardPolicy,
@@ -19,6 +24,7 @@ import {
   jetstreamManager,
   type JetStreamClient,
   type JetStreamManager,
+  type StoredMsg,
   type StreamConfig,
 } from '@nats-io/jetstream';
 import { Objm, setSha256Backend, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
@@ -28,9 +34,12 @@ import {
   BlobIntake,
   blobCorrupt,
   blobNotFound,
+  checkRange,
   checkSha256,
   chunksOf,
+  rangeWithin,
   readWhole,
+  type BlobRange,
   type BlobRef,
   type BlobSource,
   type BlobStore,
@@ -45,6 +54,13 @@ import { DEFAULT_DUPLICATE_WINDOW_MS, isWrongLastSequence, manageStream, type St
 export const BLOB_BUCKET = 'SESSIOND_BLOBS';
 /** Bytes per chunk message (the library's default is 128 KiB; NATS caps a message at max_payload, 1 MB in nats.conf). */
 export const CHUNK_BYTES = 256 * 1024;
+
+/** Objects whose chunk index a store keeps (least recently used dropped first). */
+export const CHUNK_INDEX_CACHE = 64;
+/** Chunk messages a ranged read asks for before it has the first (each CHUNK_BYTES at most). */
+const FETCH_AHEAD = 4;
+/** How long an index pass may wait for the next chunk's headers before it reads the object's meta again (its chunks purged meanwhile). */
+const INDEX_STALL_MS = 10_000;
 
 const streamOf = (bucket: string) => `OBJ_${bucket}`;
 
@@ -99,8 +115,25 @@ const live = (info: ObjectInfo | null): info is ObjectInfo => info !== null && !
 
 /** An object's meta message as the server holds it (the JSON the library writes), and its stream sequence (the object's revision). */
 interface RawMeta {
-  meta: { name: string; nuid: string; deleted?: boolean; digest?: string; mtime?: string; metadata?: Record<string, string>; [k: string]: unknown };
+  meta: {
+    name: string;
+    nuid: string;
+    deleted?: boolean;
+    digest?: string;
+    mtime?: string;
+    size?: number;
+    chunks?: number;
+    metadata?: Record<string, string>;
+    [k: string]: unknown;
+  };
   revision: number;
+}
+
+/** Where one version of an object's chunks are: each chunk's stream sequence and the blob offset it starts at. */
+interface ChunkIndex {
+  nuid: string;
+  seqs: number[];
+  starts: number[];
 }
 
 /** When the object's content was last put: the `storedAt` this store writes in its metadata, else its modification time. */
@@ -116,6 +149,8 @@ const storedAtOf = (meta: RawMeta['meta'] | ObjectInfo): number => {
 export class ObjectBlobStore implements BlobStore, BlobStaging {
   readonly staging: BlobStaging = this;
   private readonly where: string;
+  /** Chunk indexes by blob name, in order of last use. */
+  private readonly indexes = new Map<string, Promise<ChunkIndex | null>>();
   private constructor(
     private readonly os: ObjectStore,
     private readonly bucket: string,
@@ -242,8 +277,12 @@ export class ObjectBlobStore implements BlobStore, BlobStaging {
     return bytes;
   }
 
-  async *read(sha256: string): AsyncIterable<Uint8Array> {
+  async *read(sha256: string, range?: BlobRange): AsyncIterable<Uint8Array> {
     checkSha256(sha256);
+    if (range !== undefined) {
+      yield* this.readRange(sha256, checkRange(range));
+      return;
+    }
     const result = await this.os.get(sha256);
     if (result === null) throw blobNotFound(sha256, this.where);
     const hash = createHash('sha256');
@@ -279,6 +318,114 @@ export class ObjectBlobStore implements BlobStore, BlobStaging {
     }
     const actual = hash.digest('hex');
     if (actual !== sha256) throw blobCorrupt(sha256, actual, size, this.where);
+  }
+
+  /**
+   * The chunks covering the range, fetched by sequence. A chunk gone (the object deleted or
+   * replaced since it was indexed) sends the read back to the meta message: not found, or the new
+   * version indexed and read on from where it was (same name, same content).
+   */
+  private async *readRange(sha256: string, range: BlobRange): AsyncIterable<Uint8Array> {
+    let at = -1;
+    let end = 0;
+    for (let attempt = 1; ; attempt++) {
+      const raw = await this.rawMeta(sha256);
+      if (raw === null || raw.meta.deleted) throw blobNotFound(sha256, this.where);
+      if (raw.meta.digest !== objectDigest(sha256)) throw this.corrupt(sha256, `its object records the digest ${String(raw.meta.digest)}, not this content's`);
+      const size = Number(raw.meta.size ?? 0);
+      // three tries, each from the meta as it is then: a deleted object is not found, one that stays wrong is corrupt
+      if (attempt > 3) throw this.corrupt(sha256, `its chunks are not the ${size} bytes in ${raw.meta.chunks} chunks its object records`);
+      if (at < 0) ({ start: at, end } = rangeWithin(range, size, sha256));
+      if (at >= end) return;
+      const index = await this.chunkIndex(sha256, raw.meta);
+      if (index !== null) {
+        const subject = `$O.${this.bucket}.C.${index.nuid}`;
+        // the chunks of the range are asked for a few at a time, in order
+        const last = chunkAt(index.starts, end - 1);
+        const ahead: Promise<StoredMsg | null>[] = [];
+        let next = chunkAt(index.starts, at);
+        for (let i = next; at < end; i++) {
+          for (; next <= last && next < i + FETCH_AHEAD; next++) {
+            const asked = this.jsm.streams.getMessage(streamOf(this.bucket), { seq: index.seqs[next]! });
+            asked.catch(() => undefined);
+            ahead.push(asked);
+          }
+          const m = await ahead.shift()!;
+          const [from, to] = [index.starts[i]!, index.starts[i + 1] ?? size];
+          if (m === null || m.subject !== subject || m.data.length !== to - from) break;
+          const piece = m.data.subarray(at - from, Math.min(end, to) - from);
+          at += piece.length;
+          yield piece;
+        }
+        if (at >= end) return;
+        // a chunk gone or not as indexed: the object as its meta now says
+        this.indexes.delete(sha256);
+      }
+    }
+  }
+
+  private corrupt(sha256: string, why: string): CorruptDataError {
+    return new CorruptDataError(`Blob ${sha256} in ${this.where} is corrupt: ${why}. Store the original bytes again to replace it.`, { details: { sha256 } });
+  }
+
+  /**
+   * The object's chunk index, from the cache or one headers-only pass over its chunk subject;
+   * null when the chunks found do not match its meta (purged meanwhile, or not as recorded).
+   */
+  private async chunkIndex(sha256: string, meta: RawMeta['meta']): Promise<ChunkIndex | null> {
+    let found = this.indexes.get(sha256);
+    if (found !== undefined) {
+      this.indexes.delete(sha256);
+      const index = await found.catch(() => null);
+      if (index !== null && index.nuid === meta.nuid) {
+        this.indexes.set(sha256, found);
+        return index;
+      }
+    }
+    found = this.indexChunks(meta);
+    this.indexes.set(sha256, found);
+    while (this.indexes.size > CHUNK_INDEX_CACHE) this.indexes.delete(this.indexes.keys().next().value!);
+    const index = await found.catch((err) => {
+      this.indexes.delete(sha256);
+      throw err;
+    });
+    if (index === null) this.indexes.delete(sha256);
+    return index;
+  }
+
+  private async indexChunks(meta: RawMeta['meta']): Promise<ChunkIndex | null> {
+    const chunks = Number(meta.chunks ?? 0);
+    const size = Number(meta.size ?? 0);
+    const seqs: number[] = [];
+    const starts: number[] = [];
+    if (chunks === 0) return size === 0 ? { nuid: meta.nuid, seqs, starts } : null;
+    const consumer = await this.js.consumers.getPushConsumer(streamOf(this.bucket), {
+      filter_subjects: `$O.${this.bucket}.C.${meta.nuid}`,
+      headers_only: true,
+    });
+    let stall: ReturnType<Clock['setTimeout']> | undefined;
+    try {
+      if ((await consumer.info(true)).num_pending !== chunks) return null;
+      const messages = await consumer.consume();
+      const watch = () => {
+        this.clock.clearTimeout(stall);
+        stall = this.clock.setTimeout(() => messages.stop(), INDEX_STALL_MS);
+      };
+      watch();
+      let at = 0;
+      for await (const m of messages) {
+        watch();
+        seqs.push(m.seq);
+        starts.push(at);
+        at += Number(m.headers?.get('Nats-Msg-Size') ?? Number.NaN);
+        if (m.info.pending === 0) break;
+      }
+      messages.stop();
+      return seqs.length === chunks && at === size ? { nuid: meta.nuid, seqs, starts } : null;
+    } finally {
+      this.clock.clearTimeout(stall);
+      await consumer.delete().catch(() => false);
+    }
   }
 
   async has(sha256: string): Promise<boolean> {
@@ -374,6 +521,18 @@ export class ObjectBlobStore implements BlobStore, BlobStaging {
       yield { name: info.name, size: info.size, storedAt: Date.parse(info.mtime) };
     }
   }
+}
+
+/** The index of the chunk holding byte `at`: the last start at or before it. */
+function chunkAt(starts: number[], at: number): number {
+  let lo = 0;
+  let hi = starts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (starts[mid]! <= at) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 /** Staging touches staged chunks and grants only, never a blob. */

@@ -105,6 +105,68 @@ export function blobStoreContract(name: string, open: () => Promise<BlobStoreFix
     });
   }
 
+  s('blob store - a ranged read gives just the bytes asked for: from the start, across chunk boundaries, to the end, none', async ({ fx }) => {
+    const bytes = pseudoRandomBytes(1_300_000, uniqueId('range'));
+    const { sha256 } = await fx.store.put(chunked(bytes, 100_003), { mediaType: 'application/octet-stream' });
+    const size = bytes.length;
+    const cases: [string, { offset: number; length?: number }, number, number][] = [
+      ['the first bytes', { offset: 0, length: 10 }, 0, 10],
+      ['a middle part spanning chunk boundaries', { offset: 200_000, length: 400_000 }, 200_000, 600_000],
+      ['a part across the 1 MiB mark', { offset: MiB - 7, length: 70_000 }, MiB - 7, MiB - 7 + 70_000],
+      ['the last byte', { offset: size - 1, length: 1 }, size - 1, size],
+      ['the rest, without a length', { offset: size - 123_456 }, size - 123_456, size],
+      ['the whole, from 0', { offset: 0 }, 0, size],
+      ['none, in the middle', { offset: 500, length: 0 }, 500, 500],
+      ['none, at the end', { offset: size }, size, size],
+    ];
+    for (const [what, range, from, to] of cases) {
+      const got = await collect(fx.store.read(sha256, range));
+      assert.is(got.length, to - from, what);
+      assert.ok(Buffer.from(got).equals(Buffer.from(bytes.subarray(from, to))), `${what}: the same bytes`);
+    }
+    // in a row, as the blob command reads it
+    const parts: Uint8Array[] = [];
+    for (let at = 0; at < size; at += 512 * 1024) parts.push(await collect(fx.store.read(sha256, { offset: at, length: Math.min(512 * 1024, size - at) })));
+    assert.ok(Buffer.from(concat(...parts)).equals(Buffer.from(bytes)), 'chunk after chunk, the whole blob');
+    const small = await fx.store.put(text(`small ${uniqueId('range')}`), { mediaType: 'text/plain' });
+    assert.is(
+      Buffer.from(await collect(fx.store.read(small.sha256, { offset: 6 }))).toString(),
+      Buffer.from(await fx.store.get(small.sha256))
+        .subarray(6)
+        .toString(),
+    );
+    const empty = await fx.store.put(new Uint8Array(0), { mediaType: 'application/octet-stream' });
+    assert.is((await collect(fx.store.read(empty.sha256, { offset: 0 }))).length, 0, 'an empty blob, from 0');
+  });
+
+  s('blob store - a bad range is refused saying what to give; a ranged read of a blob not there is not found', async ({ fx }) => {
+    const bytes = pseudoRandomBytes(300_000, uniqueId('badrange'));
+    const { sha256 } = await fx.store.put(bytes, { mediaType: 'application/octet-stream' });
+    const bad: [unknown, string][] = [
+      [{ offset: -1 }, 'whole numbers'],
+      [{ offset: 1.5, length: 2 }, 'whole numbers'],
+      [{ offset: Number.NaN }, 'whole numbers'],
+      [{ offset: '3' }, 'whole numbers'],
+      [{ offset: 0, length: -1 }, 'whole numbers'],
+      [{ length: 3 }, 'whole numbers'],
+      [null, 'whole numbers'],
+      [{ offset: bytes.length + 1 }, `${bytes.length} bytes`],
+      [{ offset: bytes.length - 10, length: 11 }, 'pass the end'],
+    ];
+    for (const [range, says] of bad) {
+      await expectCode(collect(fx.store.read(sha256, range as { offset: number })), ErrorCode.InvalidOption, says);
+    }
+    const missing = sha(text(`never ${uniqueId('badrange')}`));
+    await expectCode(collect(fx.store.read(missing, { offset: 0, length: 1 })), ErrorCode.NotFound, missing);
+    await expectCode(collect(fx.store.read('nope', { offset: 0 })), ErrorCode.InvalidId);
+    // deleted, then stored again: read from the new copy
+    await collect(fx.store.read(sha256, { offset: 1000, length: 10 }));
+    await fx.store.delete(sha256);
+    await expectCode(collect(fx.store.read(sha256, { offset: 1000, length: 10 })), ErrorCode.NotFound, sha256);
+    await fx.store.put(chunked(bytes, 77_777), { mediaType: 'application/octet-stream', expectedSha256: sha256 });
+    assert.ok(Buffer.from(await collect(fx.store.read(sha256, { offset: 260_000, length: 10_000 }))).equals(Buffer.from(bytes.subarray(260_000, 270_000))));
+  });
+
   s('blob store - putting the same content again is idempotent: one blob, listed once, the first media type kept', async ({ fx }) => {
     const bytes = text(`same ${uniqueId('idem')}`);
     const first = await fx.store.put(bytes, { mediaType: 'text/plain' });

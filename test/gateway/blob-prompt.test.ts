@@ -9,7 +9,7 @@ import { startSessiond, type Sessiond } from '../../src/host.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { DEFAULT_GATEWAY_MAX_BODY_BYTES, startGateway, type Gateway } from '../../src/gateway/server.ts';
 import { engineLive } from '../../src/gateway/live.ts';
-import { sha256Hex } from '../../src/blobs/blob-store.ts';
+import { sha256Hex, type BlobStore } from '../../src/blobs/blob-store.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { tempDir } from '../support/tmp.ts';
 import { pngBytes } from '../support/png.ts';
@@ -48,10 +48,17 @@ test('gateway - a 6 MB photo as base64 JSON is admitted under the default body l
   await sessiond.engine.awaitIdle('ses_gw_photo');
   const event = (await sessiond.engine.log.readSession('ses_gw_photo')).find((e): e is SessionEvent<'input.admitted'> => e.type === 'input.admitted')!;
   assert.equal((event.payload.prompt as unknown[])[1], { type: 'image', blob: { sha256: sha256Hex(photo), size: photo.length, mediaType: 'image/png' } });
-  // read back from the session that references it, whole, with its media type
+  // read back from the session that references it, whole, with its media type, reading the store
+  // about once (not once per chunk: a SQLite read loads the whole value each time)
+  const store = ((sessiond as { blobs?: BlobStore }).blobs ?? sessiond.engine.blobs)!;
+  const read = store.read.bind(store);
+  let reads = 0;
+  store.read = (sha, range) => (reads++, read(sha, range));
   const got = await fetch(new URL(`/v1/sessions/ses_gw_photo/blobs/${sha256Hex(photo)}`, gw.url));
   assert.equal([got.status, got.headers.get('content-type'), got.headers.get('content-length')], [200, 'image/png', String(photo.length)]);
   assert.ok(Buffer.from(await got.arrayBuffer()).equals(photo), 'the bytes served are the photo');
+  store.read = read;
+  assert.is(reads, 2, 'the first chunk, then the rest in one read');
   // a session that does not reference it answers 404, as one that does not exist
   assert.is((await post('/v1/sessions/ses_gw_plain/inputs', JSON.stringify({ prompt: 'no photo' }))).status, 200);
   for (const id of ['ses_gw_plain', 'ses_gw_nobody']) {

@@ -8,7 +8,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { ErrorCode } from '../../src/errors.ts';
 import { connectNats } from '../../src/nats/connection.ts';
 import { BLOB_BUCKET, ObjectBlobStore, setupBlobBucket } from '../../src/nats/object-blob-store.ts';
-import { blobStoreContract } from '../../src/testing/blob-store-contract.ts';
+import { blobStoreContract, pseudoRandomBytes } from '../../src/testing/blob-store-contract.ts';
 import { expectCode } from '../../src/testing/fixtures.ts';
 import { ADMIN, CLIENT, WORKER, startNatsServer, type NatsServer } from '../../src/testing/nats-server.ts';
 
@@ -120,6 +120,73 @@ contract('object blob store - refused puts, racing puts of one content and delet
     assert.equal(after, before, 'deleted: its chunks are gone');
   } finally {
     await nc.close();
+  }
+});
+
+async function collect(chunks: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const parts: Uint8Array[] = [];
+  for await (const c of chunks) parts.push(c);
+  return Buffer.concat(parts);
+}
+
+contract(
+  'object blob store - a ranged read transfers about the bytes it reads: the end of a 16 MiB blob is not the whole, and a read in 512 KiB chunks not O(n^2)',
+  async () => {
+    const MiB = 1024 * 1024;
+    const writer = await connectNats({ servers: server!.url, ...WORKER });
+    const reader = await connectNats({ servers: server!.url, ...WORKER });
+    try {
+      const bytes = pseudoRandomBytes(16 * MiB, `ranged ${process.pid}`);
+      const { sha256 } = await (await ObjectBlobStore.open(writer)).put(bytes, { mediaType: 'application/octet-stream' });
+      const store = await ObjectBlobStore.open(reader);
+      const received = () => reader.stats().inBytes;
+      let before = received();
+      const last = await collect(store.read(sha256, { offset: 16 * MiB - 512 * 1024 }));
+      assert.ok(last.equals(Buffer.from(bytes.subarray(16 * MiB - 512 * 1024))), 'the last 512 KiB');
+      const first = received() - before;
+      assert.ok(first < 2 * MiB, `the last 512 KiB (its index made on the way) took ${first} bytes off the wire, not the blob's ${16 * MiB}`);
+      before = received();
+      await collect(store.read(sha256, { offset: 5 * MiB + 1000, length: 1000 }));
+      const small = received() - before;
+      assert.ok(small < 600 * 1024, `1000 bytes from the middle, the index kept, took ${small} bytes (at most two chunks of 256 KiB)`);
+      before = received();
+      const parts: Buffer[] = [];
+      for (let at = 0; at < bytes.length; at += 512 * 1024) parts.push(await collect(store.read(sha256, { offset: at, length: 512 * 1024 })));
+      assert.ok(Buffer.concat(parts).equals(Buffer.from(bytes)), 'chunk after chunk, the whole blob');
+      const all = received() - before;
+      assert.ok(all < 2 * bytes.length, `the whole blob in 32 ranged reads took ${all} bytes (about the blob, ${bytes.length})`);
+    } finally {
+      await writer.close();
+      await reader.close();
+    }
+  },
+);
+
+contract('object blob store - a ranged read after another worker deleted the blob is not found; after it was stored again, the new copy is read', async () => {
+  const [a, b] = [await connectNats({ servers: server!.url, ...WORKER }), await connectNats({ servers: server!.url, ...WORKER })];
+  try {
+    const [reader, other] = [await ObjectBlobStore.open(a), await ObjectBlobStore.open(b)];
+    const bytes = pseudoRandomBytes(1_000_000, `replaced ${process.pid}`);
+    const { sha256 } = await other.put(bytes, { mediaType: 'application/octet-stream' });
+    const range = { offset: 300_000, length: 400_000 };
+    const want = Buffer.from(bytes.subarray(300_000, 700_000));
+    assert.ok((await collect(reader.read(sha256, range))).equals(want), 'read (and indexed)');
+    await other.delete(sha256);
+    await expectCode(collect(reader.read(sha256, range)), ErrorCode.NotFound, sha256);
+    await other.put(bytes, { mediaType: 'application/octet-stream' });
+    assert.ok((await collect(reader.read(sha256, range))).equals(want), 'the new copy (new chunks) read');
+    // chunks purged behind the index's back (meta as it was): the read finds the chunks gone and says not found
+    const admin = await connectNats({ servers: server!.url, ...ADMIN });
+    try {
+      const nuid = (await (await new Objm(admin).open(BLOB_BUCKET)).info(sha256))!.nuid;
+      await (await jetstreamManager(admin)).streams.purge(`OBJ_${BLOB_BUCKET}`, { filter: `$O.${BLOB_BUCKET}.C.${nuid}` });
+    } finally {
+      await admin.close();
+    }
+    await expectCode(collect(reader.read(sha256, range)), ErrorCode.DecodeFailed, 'chunks');
+  } finally {
+    await a.close();
+    await b.close();
   }
 });
 

@@ -4,14 +4,21 @@
  * that references it commit together (or neither does); `put` is the port's method around it.
  * A row holds the whole blob (SQLite handles rows of 64 MiB), so a put holds it in memory once.
  * `time_created` is when the content was last put (a put of stored content moves it forward).
+ * A ranged read hands over only its bytes (`substr` on the column), unhashed. SQLite still loads
+ * the whole value to take the substring (about 70 ms for 64 MiB on a small machine): cheaper than
+ * a whole read, not O(range); storing blobs in pieces would make it so (better-sqlite3 has no
+ * incremental blob handle).
  */
 import {
   BlobIntake,
   blobCorrupt,
   blobNotFound,
+  checkRange,
   checkSha256,
+  rangeWithin,
   readWhole,
   sha256Hex,
+  type BlobRange,
   type BlobRef,
   type BlobSource,
   type BlobStore,
@@ -39,6 +46,8 @@ export class SqliteBlobStore implements BlobStore {
         'INSERT INTO blob (sha256, size, media_type, data, time_created) VALUES (?, ?, ?, ?, ?) ON CONFLICT (sha256) DO UPDATE SET time_created = MAX(time_created, excluded.time_created)',
       ),
       data: db.prepare('SELECT data FROM blob WHERE sha256 = ?').pluck(),
+      // substr counts from 1; a length past the end stops at it (the range is checked against size after)
+      part: db.prepare('SELECT length(data) AS size, substr(data, ? + 1, ?) AS part FROM blob WHERE sha256 = ?'),
       has: db.prepare('SELECT 1 FROM blob WHERE sha256 = ?').pluck(),
       remove: db.prepare('DELETE FROM blob WHERE sha256 = ?'),
       removeIdle: db.prepare('DELETE FROM blob WHERE sha256 = ? AND time_created < ?'),
@@ -73,9 +82,19 @@ export class SqliteBlobStore implements BlobStore {
     return new Uint8Array(data.buffer, data.byteOffset, data.length);
   }
 
-  async *read(sha256: string): AsyncIterable<Uint8Array> {
-    const bytes = await this.get(sha256);
+  async *read(sha256: string, range?: BlobRange): AsyncIterable<Uint8Array> {
+    const bytes = range === undefined ? await this.get(sha256) : this.part(sha256, range);
     for (let at = 0; at < bytes.length; at += READ_CHUNK) yield bytes.subarray(at, at + READ_CHUNK);
+  }
+
+  private part(sha256: string, range: BlobRange): Uint8Array {
+    checkSha256(sha256);
+    const { offset, length } = checkRange(range);
+    const row = this.stmts.part.get(offset, length ?? Number.MAX_SAFE_INTEGER, sha256) as { size: number; part: Buffer | null } | undefined;
+    if (row === undefined) throw blobNotFound(sha256, WHERE);
+    const { start, end } = rangeWithin(range, row.size, sha256);
+    const part = row.part ?? Buffer.alloc(0);
+    return new Uint8Array(part.buffer, part.byteOffset, Math.min(part.length, end - start));
   }
 
   async has(sha256: string): Promise<boolean> {
