@@ -129,14 +129,14 @@ export class JetStreamLogBase {
    */
   async retrying<T>(fn: () => Promise<T>, giveUp: (err: unknown) => Error): Promise<T> {
     const deadline = this.o.clock.now() + this.o.publishRetryMs;
-    let lastError: unknown = new Error('disconnected from NATS');
+    let lastError: unknown; // made only when needed: an Error's stack costs more than the request on the hot path
     for (let attempt = 0; ; attempt++) {
       this.assertOpen();
       if (!this.watch.connected) {
         const waiter = this.watch.whenReconnected();
         const back = await waitAtMost(waiter.promise, deadline - this.o.clock.now(), this.o.clock);
         waiter.cancel();
-        if (!back) throw giveUp(lastError);
+        if (!back) throw giveUp(lastError ?? new Error('disconnected from NATS'));
         continue;
       }
       const outcome = await this.attempt(fn);
@@ -153,7 +153,7 @@ export class JetStreamLogBase {
         lastError = outcome.error;
       }
       const wait = 'reconnected' in outcome ? 0 : retryWaitMs(attempt);
-      if (this.o.clock.now() + wait >= deadline) throw giveUp(lastError);
+      if (this.o.clock.now() + wait >= deadline) throw giveUp(lastError ?? new Error('disconnected from NATS'));
       this.stats.retries++;
       if (wait > 0) await waitAtMost(new Promise<never>(() => undefined), wait, this.o.clock);
     }
