@@ -103,7 +103,7 @@ export interface Engine extends Sessions {
 }
 
 export async function openEngine(options: EngineOptions): Promise<Engine> {
-  checkKeys('openEngine', options, [...EXECUTION_OPTIONS, 'file', 'decorateLog', 'synchronous', 'blobGraceMs']);
+  checkKeys('openEngine', options, [...EXECUTION_OPTIONS, 'file', 'decorateLog', 'synchronous']);
   const blobGraceMs = checkGraceMs(options.blobGraceMs, 'engine option blobGraceMs');
   const db = openDatabase(options.file, { ...(options.synchronous ? { synchronous: options.synchronous } : {}) });
   migrate(db, options.clock ? { clock: options.clock } : {});
@@ -112,7 +112,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const live = new LocalLiveBus();
   const inner = publishCommits(options.log ?? new SqliteEventLog(db), live);
   const log = options.decorateLog ? options.decorateLog(inner) : inner;
-  const { file: _file, log: _log, synchronous: _sync, decorateLog: _decorate, bus: _bus, blobGraceMs: _grace, ...rest } = options;
+  const { file: _file, log: _log, synchronous: _sync, decorateLog: _decorate, bus: _bus, ...rest } = options;
   const executionOptions = { ...rest, bus: options.bus ? fanOut(options.bus, live) : live };
   // snapshots beside the log: by default in the SQLite file (on NATS `sessiond start` passes the
   // shared JetStream store; this file is the fallback)
@@ -127,6 +127,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     snapshots,
     ...(budgets ? { tenantBudgets: budgets } : {}),
     ...(blobs ? { blobs } : {}),
+    blobGraceMs,
   });
   const clock = options.clock ?? systemClock;
   const known = knownSessions((id) => execution.status(id));
@@ -148,7 +149,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     async admit(sessionId, request) {
       let receipt: Awaited<ReturnType<typeof admitInput>>;
       try {
-        receipt = await admitInput(execution.handler, sessionId, request, execution.limits, execution.urls, execution.blobs);
+        receipt = await admitInput(execution.handler, sessionId, request, execution.limits, execution.urls, execution.blobs, execution.blobGraceMs);
       } catch (err) {
         // a full queue drains by itself: the refusal wakes the session, so what waits (even admitted
         // with wake: false) runs in bounded turns and a retried prompt gets in without an operator
@@ -181,7 +182,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     events: (id, eventsOptions) => readEvents(log, id, eventsOptions, async (sid) => (await execution.status(sid)).context.seq > 0),
     tag: (id, tags) => tagSession(execution.handler, id, tags),
     budget: (id, request) => sessionBudget(execution.handler, id, request),
-    fork: (sourceId, id, forkOptions) => forkSession(execution.handler, sourceId, id, forkOptions),
+    fork: (sourceId, id, forkOptions) =>
+      forkSession(execution.handler, sourceId, id, forkOptions, execution.blobs ? { store: execution.blobs, graceMs: blobGraceMs } : undefined),
     list: (filter) => listFromProjection(db, log, filter),
     async delete(id, deleteOptions) {
       if (!ownLog) {

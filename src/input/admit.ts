@@ -16,6 +16,9 @@ import { storeBlobParts } from './blob-parts.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { LATEST_CLIENT_TIME, isoTime } from '../clock.ts';
 import { checkOwner, unreachable } from '../sessions/owner.ts';
+import { DEFAULT_BLOB_GRACE_MS } from '../blobs/sweep.ts';
+import { executeMarked } from '../execution/blob-marks.ts';
+import { admissionMark } from './admission-marks.ts';
 
 export { DEFAULT_MAX_PROMPT_BYTES };
 
@@ -113,8 +116,11 @@ export async function admitInput(
   limits: SessionLimits = DEFAULT_LIMITS,
   urls: UrlGuard = DEFAULT_URL_GUARD,
   blobs?: BlobStore,
+  /** The grace period deletes and sweeps keep unreferenced blobs for: the append checks its blobs' mark against it (src/execution/blob-marks.ts). */
+  blobGraceMs = DEFAULT_BLOB_GRACE_MS,
 ): Promise<AdmitReceipt> {
   if (request !== null && typeof request === 'object') validateId(sessionId, 'session id');
+  const markedAt = handler.clock.now(); // before the blobs are put: the mark is at least this recent
   // large parts go to the blob store first (written before the event that references them: a crash
   // or a refusal between leaves at most an orphan blob, which a sweep removes); the size check then
   // counts the event
@@ -125,7 +131,8 @@ export async function admitInput(
   const inputId = req.id ?? handler.ids.next('inp');
   const { maxPendingInputs, maxPendingBytes, maxPendingBlobBytes } = limits;
   try {
-    const { events } = await handler.execute(sessionId, (now) => ({
+    const mark = admissionMark(req.prompt, markedAt, blobGraceMs, () => storeBlobParts(request.prompt, blobs, limits.maxBlobBytes));
+    const { events } = await executeMarked(handler, sessionId, mark, (now) => ({
       type: 'admit',
       now,
       inputId,

@@ -28,6 +28,7 @@ import { listFromProjection } from './list-projection.ts';
 import { withTenantBudget } from './tenant-budget.ts';
 import type { TenantBudgetStore } from '../budget/tenant-store.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
+import { DEFAULT_BLOB_GRACE_MS } from '../blobs/sweep.ts';
 
 export interface LogSessionsOptions {
   clock?: Clock;
@@ -76,7 +77,8 @@ export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Se
     events: (sessionId, eventsOptions) => readEvents(log, sessionId, eventsOptions, async (id) => (await handler.load(id)).context.seq > 0),
     tag: (sessionId, tags) => tagSession(handler, sessionId, tags),
     budget: (sessionId, request) => sessionBudget(handler, sessionId, request),
-    fork: (sourceId, sessionId, forkOptions) => forkSession(handler, sourceId, sessionId, forkOptions),
+    fork: (sourceId, sessionId, forkOptions) =>
+      forkSession(handler, sourceId, sessionId, forkOptions, options.blobs ? { store: options.blobs, graceMs: DEFAULT_BLOB_GRACE_MS } : undefined),
     async list(filter) {
       if (!options.projection) {
         throw new NotFoundError(
