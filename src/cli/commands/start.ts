@@ -211,7 +211,7 @@ export function addWorkerOptions(command: Command, ctx: CliContext): Command {
   return addNatsCommandOptions(addNatsOptions(command, ctx, 'worker'));
 }
 
-/** The blob sweep in the start-up line: its interval and grace, or that it is off. */
+/** The blob sweep in the start-up line (a worker with a blob store): its interval and grace, or that it is off. */
 function blobSweepLine(opts: StartOptions, graceMs: number): string {
   const every = opts.blobSweepMs ?? DEFAULT_BLOB_SWEEP_INTERVAL_MS;
   return every === 0 ? ', no blob sweep' : `, blob sweep every ${every / 1000} s (grace ${graceMs / 1000} s)`;
@@ -316,7 +316,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     log.out(`  live events on ${LIVE_PREFIX}.<session>.<type> (text deltas, and every event this worker commits)`);
   }
   log.out(
-    `  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s${opts.turnTimeout === undefined ? '' : `, turns stopped after ${opts.turnTimeout / 1000} s`}${opts.maxRunningTurns === undefined ? '' : `, at most ${opts.maxRunningTurns} turns at once`}${blobSweepLine(opts, sessiond.engine.execution.blobGraceMs)}. Stop it with Ctrl-C.`,
+    `  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s${opts.turnTimeout === undefined ? '' : `, turns stopped after ${opts.turnTimeout / 1000} s`}${opts.maxRunningTurns === undefined ? '' : `, at most ${opts.maxRunningTurns} turns at once`}${sessiond.engine.blobs ? blobSweepLine(opts, sessiond.engine.execution.blobGraceMs) : ''}. Stop it with Ctrl-C.`,
   );
   const target = nats
     ? `--nats ${Array.isArray(nats.servers) ? nats.servers.join(',') : nats.servers} --nats-user client --nats-pass <secret>`
