@@ -108,7 +108,7 @@ export interface Engine extends Sessions {
 }
 
 export async function openEngine(options: EngineOptions): Promise<Engine> {
-  checkKeys('openEngine', options, [...EXECUTION_OPTIONS, 'file', 'decorateLog', 'synchronous', 'blobGraceMs']);
+  checkKeys('openEngine', options, [...EXECUTION_OPTIONS, 'file', 'decorateLog', 'synchronous']);
   const blobGraceMs = checkGraceMs(options.blobGraceMs, 'engine option blobGraceMs');
   const db = openDatabase(options.file, { ...(options.synchronous ? { synchronous: options.synchronous } : {}) });
   migrate(db, options.clock ? { clock: options.clock } : {});
@@ -117,7 +117,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const live = new LocalLiveBus();
   const inner = publishCommits(options.log ?? new SqliteEventLog(db), live);
   const log = options.decorateLog ? options.decorateLog(inner) : inner;
-  const { file: _file, log: _log, synchronous: _sync, decorateLog: _decorate, bus: _bus, blobGraceMs: _grace, ...rest } = options;
+  const { file: _file, log: _log, synchronous: _sync, decorateLog: _decorate, bus: _bus, ...rest } = options;
   const executionOptions = { ...rest, bus: options.bus ? fanOut(options.bus, live) : live };
   // snapshots beside the log: by default in the SQLite file (on NATS `sessiond start` passes the
   // shared JetStream store; this file is the fallback)
@@ -126,12 +126,24 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   const budgets = options.tenantBudgets ?? (ownLog ? sqliteTenantBudgetStore(db, options.clock ?? systemClock) : undefined);
   // large prompt parts: in the SQLite file beside its log (on NATS `sessiond start` passes the Object Store bucket; without one such parts are refused)
   const blobs = options.blobs ?? (ownLog ? new SqliteBlobStore(db, options.clock ?? systemClock) : undefined);
+  const blobGrants = blobs ? blobGrantsOf(blobs, options.clock ?? systemClock) : undefined;
+  // an owner names a stored blob it uploaded, or one a session it reaches references (the projection at the log's head)
+  const references = blobGrants ? blobReferences(db) : undefined;
+  const mayReference =
+    blobGrants && references
+      ? blobAccess(blobGrants, async (owner, sha256) => {
+          await catchUpProjection(db, log);
+          return references.reachedBy(sha256, owner);
+        })
+      : undefined;
   const execution = new SessionExecution({
     ...executionOptions,
     log,
     snapshots,
     ...(budgets ? { tenantBudgets: budgets } : {}),
     ...(blobs ? { blobs } : {}),
+    ...(mayReference ? { blobAccess: mayReference } : {}),
+    blobGraceMs,
   });
   const clock = options.clock ?? systemClock;
   const known = knownSessions((id) => execution.status(id));
@@ -144,16 +156,6 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
   };
   // last in start-up, once nothing above can throw: WAL checkpoints off the event loop (storage/sqlite/checkpointer.ts)
   const checkpointer = startCheckpointer(db);
-  const blobGrants = execution.blobs ? blobGrantsOf(execution.blobs, clock) : undefined;
-  // an owner names a stored blob it uploaded, or one a session it reaches references (the projection at the log's head)
-  const references = blobGrants ? blobReferences(db) : undefined;
-  const mayReference =
-    blobGrants && references
-      ? blobAccess(blobGrants, async (owner, sha256) => {
-          await catchUpProjection(db, log);
-          return references.reachedBy(sha256, owner);
-        })
-      : undefined;
   return {
     ownerId: execution.ownerId,
     db,
@@ -164,7 +166,7 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     async admit(sessionId, request) {
       let receipt: Awaited<ReturnType<typeof admitInput>>;
       try {
-        receipt = await admitInput(execution.handler, sessionId, request, execution.limits, execution.urls, execution.blobs, mayReference);
+        receipt = await admitInput(execution.handler, sessionId, request, execution.limits, execution.urls, execution.admissionBlobs);
       } catch (err) {
         // a full queue drains by itself: the refusal wakes the session, so what waits (even admitted
         // with wake: false) runs in bounded turns and a retried prompt gets in without an operator
@@ -197,7 +199,8 @@ export async function openEngine(options: EngineOptions): Promise<Engine> {
     events: (id, eventsOptions) => readEvents(log, id, eventsOptions, async (sid) => (await execution.status(sid)).context.seq > 0),
     tag: (id, tags) => tagSession(execution.handler, id, tags),
     budget: (id, request) => sessionBudget(execution.handler, id, request),
-    fork: (sourceId, id, forkOptions) => forkSession(execution.handler, sourceId, id, forkOptions),
+    fork: (sourceId, id, forkOptions) =>
+      forkSession(execution.handler, sourceId, id, forkOptions, execution.blobs ? { store: execution.blobs, graceMs: blobGraceMs } : undefined),
     list: (filter) => listFromProjection(db, log, filter),
     async delete(id, deleteOptions) {
       if (!ownLog) {

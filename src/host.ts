@@ -5,7 +5,8 @@
  *   const sessiond = await startSessiond({ db: 'worker.db', runner: echoRunner() });
  */
 import type { Quotas } from './gateway/quotas.ts';
-import { checkKeys } from './options.ts';
+import { checkKeys, wholeNumber } from './options.ts';
+import { DEFAULT_BLOB_SWEEP_INTERVAL_MS, describeBlobSweep } from './blobs/sweep.ts';
 import { openEngine, type Engine } from './engine.ts';
 import type { Synchronous } from './storage/sqlite/database.ts';
 import { startWorker, type Worker } from './execution/worker.ts';
@@ -86,6 +87,13 @@ export interface SessiondOptions {
   sweepMs?: number;
   /** First wait before a recovery wake is attempted again (doubled per attempt); default DEFAULT_WAKE_BACKOFF_MS. */
   wakeBackoffMs?: number;
+  /**
+   * How long an unreferenced blob is kept after its content was last put (ms; default one hour): by
+   * this worker's blob sweep, its deletes, and its admissions' check of their blobs (`openEngine`'s `blobGraceMs`).
+   */
+  blobGraceMs?: number;
+  /** Time between passes of the blob sweep (ms; default ten minutes); 0 turns this worker's sweep off. */
+  blobSweepMs?: number;
   /** Every notice of the engine (claimed, settled, claim_lost...) and of the recovery sweep, besides the report's lines. */
   onNotice?: (notice: Notice | RecoveryNotice) => void;
   /** The log on NATS: the worker's connection, and, to serve commands, the commands user's. */
@@ -144,6 +152,8 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     'modelCallLimits',
     'sweepMs',
     'wakeBackoffMs',
+    'blobGraceMs',
+    'blobSweepMs',
     'onNotice',
     'nats',
     'limits',
@@ -158,6 +168,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     'signal',
   ]);
   const report = options.report ?? silent;
+  const blobSweepMs = wholeNumber('startSessiond', 'blobSweepMs', options.blobSweepMs, DEFAULT_BLOB_SWEEP_INTERVAL_MS, 0, 'milliseconds (0: no blob sweep)');
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
   const metrics = options.metricsPort === undefined ? undefined : createWorkerMetrics({ log: options.nats ? 'nats' : 'sqlite' });
@@ -304,6 +315,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
           ...(blobs ? { blobs } : {}),
           ...(modelCalls ? { modelCalls } : {}),
           runner: options.runner,
+          ...(options.blobGraceMs !== undefined ? { blobGraceMs: options.blobGraceMs } : {}),
           ...(options.synchronous ? { synchronous: options.synchronous } : {}),
           leaseMs,
           heartbeatMs,
@@ -341,6 +353,10 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     }
     const worker = startWorker(engine.execution, {
       projection: engine.db,
+      blobSweep:
+        blobSweepMs === 0
+          ? false
+          : { graceMs: engine.execution.blobGraceMs, intervalMs: blobSweepMs, onSwept: (r) => report.out(`blob sweep: ${describeBlobSweep(r)}`) },
       onEvent: (e) => {
         const line = describeEvent(e);
         if (line) report.out(line, { session: e.sessionId, seq: e.seq, event: e.type, eventId: e.id });
@@ -473,7 +489,15 @@ async function followAuditStream(nc: NatsConnection, log: EventLog, engine: Engi
   const projector = new Projector(engine.db);
   const follower = followDeletions(nc, {
     onDeletion: async (d) => {
-      if (await applyDeletion(engine.db, log, projector, d, engine.blobs ? { store: engine.blobs, clock: systemClock } : undefined)) {
+      if (
+        await applyDeletion(
+          engine.db,
+          log,
+          projector,
+          d,
+          engine.blobs ? { store: engine.blobs, clock: systemClock, graceMs: engine.execution.blobGraceMs } : undefined,
+        )
+      ) {
         engine.execution.forget(d.sessionId);
         report.out(`${d.sessionId}  deleted by ${d.deletedBy} (stream sequence ${d.headPosition}): its rows are gone from this worker's projection`, {
           session: d.sessionId,

@@ -85,6 +85,12 @@ export interface BlobStore {
    * sweep use, so an admission re-using a blob cannot lose it (src/blobs/reclaim.ts).
    */
   deleteIfIdle(sha256: string, before: number): Promise<boolean>;
+  /**
+   * Marks a stored blob as put now (its `storedAt` moves to now, as a put of its content does) without reading or
+   * writing its bytes, as one step against `deleteIfIdle`; false when it is not stored. What a fork
+   * does to the blobs it copies before appending, so a delete or a sweep meanwhile keeps them.
+   */
+  touch(sha256: string): Promise<boolean>;
   /** Every stored blob, in no promised order (a sweep compares them with the references it knows). */
   list(): AsyncIterable<StoredBlob>;
   /** Where chunked uploads stage their chunks (blob-staging.ts), when this store can (the Object Store bucket). */

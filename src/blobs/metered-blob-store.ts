@@ -53,6 +53,10 @@ export class MeteredBlobStore implements BlobStore {
     return this.inner.deleteIfIdle(sha256, before);
   }
 
+  touch(sha256: string): Promise<boolean> {
+    return this.inner.touch(sha256);
+  }
+
   list(): AsyncIterable<StoredBlob> {
     return this.inner.list();
   }

@@ -59,18 +59,22 @@ export const EXECUTION_OPTIONS = [
   'prices',
   'tenantBudgets',
   'blobs',
+  'blobGraceMs',
+  'blobAccess',
 ] as const;
 import { parseLimits, type SessionLimits } from '../input/limits.ts';
 import { urlGuard, type UrlGuard, type UrlOptions } from '../input/url-guard.ts';
 import { RunRegistry } from './registry.ts';
 import { TurnSlots } from './turn-slots.ts';
-import { admitInput } from '../input/admit.ts';
+import { admitInput, type AdmissionBlobs } from '../input/admit.ts';
+import type { BlobAccess } from '../blobs/blob-grants.ts';
 import type { ModelCallGate } from '../capacity/gate.ts';
 import { checkPrices, type Prices } from '../budget/prices.ts';
 import type { TenantBudgetStore } from '../budget/tenant-store.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
 import { BlobMemory } from '../blobs/blob-memory.ts';
 import { MeteredBlobStore } from '../blobs/metered-blob-store.ts';
+import { checkGraceMs } from '../blobs/sweep.ts';
 
 export const DEFAULT_LEASE_MS = 30_000;
 export const DEFAULT_HEARTBEAT_MS = 10_000;
@@ -112,6 +116,14 @@ export interface ExecutionOptions {
    * refused by the prompt's size limit and blob references are refused.
    */
   blobs?: BlobStore;
+  /**
+   * How long deletes and sweeps keep an unreferenced blob after its content was last put (ms;
+   * default one hour, `DEFAULT_BLOB_GRACE_MS`): an admission here whose append comes more than half
+   * of it after its blobs were stored marks them again first (src/execution/blob-marks.ts).
+   */
+  blobGraceMs?: number;
+  /** Whether an admission's owner may name a stored blob (src/blobs/blob-grants.ts; openEngine's); absent: any may. */
+  blobAccess?: BlobAccess;
   /** The deployment's limits on model calls, shared by its workers (src/capacity/; `RunContext.modelCall`). Default: none. */
   modelCalls?: ModelCallGate;
   /**
@@ -198,6 +210,10 @@ export class SessionExecution {
   readonly blobs: BlobStore | undefined;
   /** The bound on blob bytes this worker holds in memory at once (`limits.maxBlobMemoryBytes`). */
   readonly blobMemory: BlobMemory;
+  /** The grace period of unreferenced blobs (`blobGraceMs`). */
+  readonly blobGraceMs: number;
+  /** What admissions here (and a turn's calls of child sessions) check their blobs with. */
+  readonly admissionBlobs: AdmissionBlobs;
 
   constructor(options: ExecutionOptions) {
     checkKeys('SessionExecution', options, EXECUTION_OPTIONS);
@@ -225,6 +241,8 @@ export class SessionExecution {
     this.blobMemory = new BlobMemory(this.limits.maxBlobMemoryBytes, { clock: this.clock });
     // puts count against the bound on blob bytes held at once (reads for model calls count in the turn)
     this.blobs = options.blobs && new MeteredBlobStore(options.blobs, this.blobMemory);
+    this.blobGraceMs = checkGraceMs(options.blobGraceMs, 'SessionExecution option blobGraceMs');
+    this.admissionBlobs = { store: this.blobs, access: options.blobAccess, graceMs: this.blobGraceMs };
     this.prices = options.prices === undefined ? undefined : checkPrices(options.prices, 'SessionExecution prices');
     this.handler = new CommandHandler(options.log, this.clock, this.ids, {
       maxHeldBytes: this.limits.maxHeldBytes,
@@ -502,7 +520,7 @@ export class SessionExecution {
       ...(this.modelCalls ? { modelCalls: this.modelCalls } : {}),
       ...(this.tenantBudgets ? { tenantBudgets: this.tenantBudgets } : {}),
       ...(this.prices ? { prices: this.prices } : {}),
-      callChild: (child, request) => admitInput(this.handler, child, request, this.limits, this.urls, this.blobs),
+      callChild: (child, request) => admitInput(this.handler, child, request, this.limits, this.urls, this.admissionBlobs),
       ...(this.blobs ? { blobs: this.blobs, blobMemory: this.blobMemory } : {}),
     });
     const deadline = this.startDeadline(executionId, controller);

@@ -17,6 +17,9 @@ import type { BlobStore } from '../blobs/blob-store.ts';
 import type { BlobAccess } from '../blobs/blob-grants.ts';
 import { LATEST_CLIENT_TIME, isoTime } from '../clock.ts';
 import { checkOwner, unreachable } from '../sessions/owner.ts';
+import { DEFAULT_BLOB_GRACE_MS } from '../blobs/sweep.ts';
+import { executeMarked } from '../execution/blob-marks.ts';
+import { admissionMark } from './admission-marks.ts';
 
 export { DEFAULT_MAX_PROMPT_BYTES };
 
@@ -111,6 +114,15 @@ function mayUseFor(request: AdmitRequest, access: BlobAccess | undefined): ((sha
   return (sha256) => access(owner, sha256);
 }
 
+/** Where an admission's large parts go, and who may reference stored ones. */
+export interface AdmissionBlobs {
+  store?: BlobStore | undefined;
+  /** Whether the admission's owner may name a stored blob (blob-grants.ts); absent: any caller may. */
+  access?: BlobAccess | undefined;
+  /** The grace deletes and sweeps keep unreferenced blobs for: the append checks its blobs' mark against it (src/execution/blob-marks.ts). */
+  graceMs?: number | undefined;
+}
+
 /** No allowlist, the system's resolver: what an admission gets when it is given no guard. */
 const DEFAULT_URL_GUARD = urlGuard();
 
@@ -120,23 +132,25 @@ export async function admitInput(
   request: AdmitRequest,
   limits: SessionLimits = DEFAULT_LIMITS,
   urls: UrlGuard = DEFAULT_URL_GUARD,
-  blobs?: BlobStore,
-  blobAccess?: BlobAccess,
+  { store, access, graceMs = DEFAULT_BLOB_GRACE_MS }: AdmissionBlobs = {},
 ): Promise<AdmitReceipt> {
+  const mayUse = mayUseFor(request, access);
   if (request !== null && typeof request === 'object') validateId(sessionId, 'session id');
+  const markedAt = handler.clock.now(); // before the blobs are put: the mark is at least this recent
   // large parts go to the blob store first (written before the event that references them: a crash
   // or a refusal between leaves at most an orphan blob, which a sweep removes); the size check then
   // counts the event
   const staged =
     request !== null && typeof request === 'object'
-      ? { ...request, prompt: await storeBlobParts(request.prompt, blobs, limits.maxBlobBytes, mayUseFor(request, blobAccess)) }
+      ? { ...request, prompt: await storeBlobParts(request.prompt, store, limits.maxBlobBytes, mayUse) }
       : request;
   const req = parseAdmitRequest(sessionId, staged, limits.maxPromptBytes);
   await urls.check(req.prompt);
   const inputId = req.id ?? handler.ids.next('inp');
   const { maxPendingInputs, maxPendingBytes, maxPendingBlobBytes } = limits;
   try {
-    const { events } = await handler.execute(sessionId, (now) => ({
+    const mark = admissionMark(req.prompt, markedAt, graceMs, () => storeBlobParts(request.prompt, store, limits.maxBlobBytes, mayUse));
+    const { events } = await executeMarked(handler, sessionId, mark, (now) => ({
       type: 'admit',
       now,
       inputId,

@@ -48,6 +48,9 @@ export async function deleteNatsSession(
  */
 export async function applyDeletion(db: Db, log: EventLog, projector: Projector, d: NatsDeletionRecord, blobs?: DeletionBlobs): Promise<boolean> {
   if (hasDeletion(db, d.sessionId, d.headPosition)) return false;
+  // the removal's cut is taken before the references are read: a fork appended after that read
+  // marked the blobs it copies after the cut, so the removal keeps them
+  const readAt = blobs?.clock.now() ?? 0;
   // the session's blobs, read before its rows go (those of events this worker never folded are the sweep's)
   const hashes = blobs ? blobReferences(db).ofSession(d.sessionId) : [];
   const applied = await applyRows(db, log, projector, d);
@@ -55,7 +58,7 @@ export async function applyDeletion(db: Db, log: EventLog, projector: Projector,
     // the objects only the deleted session referenced: every event before now is folded first (a
     // fork or a later session of the id keeps its blobs); one put within the grace period stays
     await catchUpProjection(db, log);
-    await reclaimBlobs({ store: blobs.store, references: blobReferences(db), hashes, now: blobs.clock.now(), graceMs: blobs.graceMs });
+    await reclaimBlobs({ store: blobs.store, references: blobReferences(db), hashes, now: readAt, graceMs: blobs.graceMs });
   }
   return applied;
 }

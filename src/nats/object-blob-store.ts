@@ -456,6 +456,11 @@ export class ObjectBlobStore implements BlobStore, BlobStaging {
     }
   }
 
+  /** `keep` alone: the meta message written again with `storedAt` now (no chunk is read); false when there is no live object of the right digest. */
+  async touch(sha256: string): Promise<boolean> {
+    return (await this.keep(checkSha256(sha256))) === 'kept';
+  }
+
   async deleteIfIdle(sha256: string, before: number): Promise<boolean> {
     checkSha256(sha256);
     for (;;) {

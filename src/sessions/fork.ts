@@ -15,12 +15,27 @@ import { forkSeq, isSettledPoint } from './fork-point.ts';
 import { unknownSession } from './status.ts';
 import { checkOwner, ownerReaches, unreachable } from './owner.ts';
 import type { ForkOptions, ForkResult } from './fork-result.ts';
+import type { BlobStore } from '../blobs/blob-store.ts';
+import { blobRefsOf } from '../events/blob-refs.ts';
+import { executeMarked, touchAll, type BlobMark } from '../execution/blob-marks.ts';
 
 export type { ForkOptions, ForkResult };
 
 const PAGE = 1000;
 
-export async function forkSession(handler: CommandHandler, sourceId: string, sessionId: string, options: ForkOptions = {}): Promise<ForkResult> {
+/** Where the blobs a fork copies references to live, and the grace period deletes and sweeps keep unreferenced ones for. */
+export interface ForkBlobs {
+  store: BlobStore;
+  graceMs: number;
+}
+
+export async function forkSession(
+  handler: CommandHandler,
+  sourceId: string,
+  sessionId: string,
+  options: ForkOptions = {},
+  blobs?: ForkBlobs,
+): Promise<ForkResult> {
   validateId(sourceId, 'source session id');
   validateId(sessionId, 'session id');
   if (sourceId === sessionId) throw new SessiondError(ErrorCode.InvalidOption, `Cannot fork session ${sourceId} into itself: give a new session id.`);
@@ -43,12 +58,14 @@ export async function forkSession(handler: CommandHandler, sourceId: string, ses
       { details: { sessionId: sourceId, seq, bytes: size } },
     );
   }
+  const items = transcript.items.map(storable);
   try {
-    const { events } = await handler.execute(sessionId, (now) => ({
+    const mark = blobs ? await markCopied(handler, blobs, sourceId, seq, items) : undefined;
+    const { events } = await executeMarked(handler, sessionId, mark, (now) => ({
       type: 'fork',
       now,
       from,
-      transcript: transcript.items.map(storable),
+      transcript: items,
       ...(tags && Object.keys(tags).length > 0 ? { tags } : {}),
       ...(owner === undefined ? {} : { owner }),
     }));
@@ -57,6 +74,25 @@ export async function forkSession(handler: CommandHandler, sourceId: string, ses
     if (!isRefusal(err, 'session_exists')) throw err;
     return sentAgain(sessionId, sourceId, (await handler.load(sessionId)).context, options.at, asker); // a concurrent fork won the race
   }
+}
+
+/**
+ * Marks the blobs the fork copies references to as put now (a touch each, no bytes read), before
+ * its event is appended: a delete of the source that read the references before the fork landed
+ * then keeps them (its cut is taken before that read). A blob already gone refuses the fork.
+ */
+async function markCopied(handler: CommandHandler, blobs: ForkBlobs, sourceId: string, seq: number, items: TranscriptItem[]): Promise<BlobMark | undefined> {
+  const hashes = blobRefsOf({ type: 'session.forked', payload: { transcript: items } } as never).map((r) => r.sha256);
+  if (hashes.length === 0) return undefined;
+  const missing = (sha256: string) =>
+    new SessiondError(
+      ErrorCode.NotFound,
+      `Cannot fork session ${sourceId} at sequence ${seq}: its conversation references blob ${sha256}, which is no longer stored (the session is being deleted, or the blob was lost: sessiond check reports it). Fork at an earlier point (--at) before the part that references it.`,
+      { details: { sessionId: sourceId, seq, sha256 } },
+    );
+  const mark: BlobMark = { hashes, markedAt: handler.clock.now(), graceMs: blobs.graceMs, remark: touchAll(blobs.store, hashes, missing) };
+  await mark.remark();
+  return mark;
 }
 
 /** An item as the log stores it: a tool call made without input holds `null` (a JSON value; an absent key does not read back). */

@@ -28,6 +28,7 @@ import { listFromProjection } from './list-projection.ts';
 import { withTenantBudget } from './tenant-budget.ts';
 import type { TenantBudgetStore } from '../budget/tenant-store.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
+import { DEFAULT_BLOB_GRACE_MS } from '../blobs/sweep.ts';
 
 export interface LogSessionsOptions {
   clock?: Clock;
@@ -50,7 +51,7 @@ export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Se
   const known = knownSessions((id) => handler.load(id));
   const urls = urlGuard(options.urls);
   return {
-    admit: (sessionId, request) => admitInput(handler, sessionId, request, undefined, urls, options.blobs),
+    admit: (sessionId, request) => admitInput(handler, sessionId, request, undefined, urls, { store: options.blobs }),
     async wake(sessionId) {
       const { context } = await known(sessionId, 'wake');
       if (context.pending.length === 0) return { status: 'nothing_pending' };
@@ -76,7 +77,8 @@ export function logSessions(log: EventLog, options: LogSessionsOptions = {}): Se
     events: (sessionId, eventsOptions) => readEvents(log, sessionId, eventsOptions, async (id) => (await handler.load(id)).context.seq > 0),
     tag: (sessionId, tags) => tagSession(handler, sessionId, tags),
     budget: (sessionId, request) => sessionBudget(handler, sessionId, request),
-    fork: (sourceId, sessionId, forkOptions) => forkSession(handler, sourceId, sessionId, forkOptions),
+    fork: (sourceId, sessionId, forkOptions) =>
+      forkSession(handler, sourceId, sessionId, forkOptions, options.blobs ? { store: options.blobs, graceMs: DEFAULT_BLOB_GRACE_MS } : undefined),
     async list(filter) {
       if (!options.projection) {
         throw new NotFoundError(

@@ -27,11 +27,13 @@ export function sqliteEraser(db: Db, clock: Clock, blobs?: SqliteEraserBlobs): S
     check: async () => {},
     erase: async (sessionId, { by, reason, archivedTo }) => {
       if (!blobs) return deleteSessionData(db, sessionId, { now: clock.now(), by, reason, archivedTo });
+      // the cut before the references are read: a fork landing after the read marked its blobs after the cut
+      const readAt = clock.now();
       await catchUpProjection(db, blobs.log);
       const references = blobReferences(db);
       const hashes = references.ofSession(sessionId);
       const record = deleteSessionData(db, sessionId, { now: clock.now(), by, reason, archivedTo });
-      const reclaimed = await reclaimBlobs({ store: blobs.store, references, hashes, now: clock.now(), graceMs: blobs.graceMs });
+      const reclaimed = await reclaimBlobs({ store: blobs.store, references, hashes, now: readAt, graceMs: blobs.graceMs });
       return { ...record, blobs: { removed: reclaimed.removed.length, shared: reclaimed.shared.length, left: reclaimed.left.length } };
     },
   };

@@ -339,5 +339,23 @@ export function blobStoreContract(name: string, open: () => Promise<BlobStoreFix
     await expectCode(fx.store.deleteIfIdle('nope', cut), ErrorCode.InvalidId);
   });
 
+  s('blob store - touch marks a stored blob as put now, so deleteIfIdle keeps it; false for one not stored', async ({ fx }) => {
+    const tag = uniqueId('mark');
+    const bytes = pseudoRandomBytes(300_000, tag);
+    const ref = await fx.store.put(bytes, { mediaType: 'application/octet-stream' });
+    await fx.clock.advance(7_200_000);
+    const cut = fx.clock.now() - 3_600_000;
+    assert.is(await fx.store.touch(ref.sha256), true);
+    assert.is((await listed(fx.store)).get(ref.sha256)?.storedAt, fx.clock.now(), 'its storedAt is now');
+    assert.is(await fx.store.deleteIfIdle(ref.sha256, cut), false, 'touched after the cut: kept');
+    assert.ok(Buffer.from(await fx.store.get(ref.sha256)).equals(Buffer.from(bytes)), 'the bytes are unchanged');
+    await fx.clock.advance(7_200_000);
+    assert.is(await fx.store.deleteIfIdle(ref.sha256, fx.clock.now() - 3_600_000), true, 'idle again later: removed');
+    assert.is(await fx.store.touch(ref.sha256), false, 'a removed blob is not brought back');
+    assert.is(await fx.store.has(ref.sha256), false);
+    assert.is(await fx.store.touch(sha(text(`never stored ${tag}`))), false);
+    await expectCode(fx.store.touch('nope'), ErrorCode.InvalidId);
+  });
+
   return s;
 }

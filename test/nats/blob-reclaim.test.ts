@@ -37,9 +37,9 @@ s("deleting removes the session's objects past the grace period; an object anoth
     const store = await ObjectBlobStore.open(worker.nc, { clock });
     const handler = new CommandHandler(worker, clock, sequentialIds('adm'));
     const image = (seed: number) => [{ type: 'image' as const, data: pngBytes(300_000, seed).toString('base64'), mediaType: 'image/png' }];
-    await admitInput(handler, 'ses_own', { prompt: image(1), wake: false }, DEFAULT_LIMITS, undefined, store);
-    await admitInput(handler, 'ses_one', { prompt: image(2), wake: false }, DEFAULT_LIMITS, undefined, store);
-    await admitInput(handler, 'ses_two', { prompt: image(2), wake: false }, DEFAULT_LIMITS, undefined, store);
+    await admitInput(handler, 'ses_own', { prompt: image(1), wake: false }, DEFAULT_LIMITS, undefined, { store });
+    await admitInput(handler, 'ses_one', { prompt: image(2), wake: false }, DEFAULT_LIMITS, undefined, { store });
+    await admitInput(handler, 'ses_two', { prompt: image(2), wake: false }, DEFAULT_LIMITS, undefined, { store });
     const [own, shared] = [sha256Hex(pngBytes(300_000, 1)), sha256Hex(pngBytes(300_000, 2))];
     const projector = new Projector(db);
     projector.apply(await worker.readAll());
@@ -72,7 +72,7 @@ s('sessiond blobs sweep --nats removes an object no event references, past the g
       { prompt: [{ type: 'image', data: kept.toString('base64'), mediaType: 'image/png' }], wake: false },
       DEFAULT_LIMITS,
       undefined,
-      store,
+      { store },
     );
     // stored, and its admission never appended (as a crash between the two leaves it)
     const orphan = await store.put(pngBytes(200_000, 8), { mediaType: 'image/png' });

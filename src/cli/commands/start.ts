@@ -37,6 +37,7 @@ import { INSPECT_OPTION, inspectPort } from '../../inspector/cli.ts';
 import type { StdoutWatch } from '../stdout-closed.ts';
 import { LOG_FORMAT_OPTION, logFormat, parseLogFormat, workerLog, type LogFormat, type WorkerLog } from '../worker-log.ts';
 import { DEFAULT_LIMITS } from '../../input/limits.ts';
+import { DEFAULT_BLOB_GRACE_MS, DEFAULT_BLOB_SWEEP_INTERVAL_MS } from '../../blobs/sweep.ts';
 import { addGatewayOptions, gatewayJwt, gatewayLine, gatewayOptions, gatewayTokens, tenantLimitFlags, type GatewayFlags } from '../gateway-options.ts';
 import { startGateway, type Gateway } from '../../gateway/server.ts';
 import { engineLive } from '../../gateway/live.ts';
@@ -57,6 +58,8 @@ export interface StartOptions extends NatsFlags, NatsCommandFlags, GatewayFlags 
   limits?: string;
   echoDelayMs: number;
   sweepMs: number;
+  blobGraceMs?: number;
+  blobSweepMs?: number;
   shutdownTimeoutMs: number;
   inspect?: number;
   metrics?: number;
@@ -155,6 +158,16 @@ export function addWorkerOptions(command: Command, ctx: CliContext): Command {
     )
     .option('--sweep-ms <n>', 'recovery sweep interval in ms', positiveInt('--sweep-ms'), DEFAULT_SWEEP_INTERVAL_MS)
     .option(
+      '--blob-grace-ms <n>',
+      `keep a blob no event references for this long after it was last stored, in ms: its deletes and blob sweep leave younger ones, and an admission whose append comes more than half of it after its blobs marks them again (default ${DEFAULT_BLOB_GRACE_MS}, one hour; give every worker the same)`,
+      positiveInt('--blob-grace-ms'),
+    )
+    .option(
+      '--blob-sweep-ms <n>',
+      `time between this worker's sweeps of unreferenced blobs, in ms; 0 turns its sweep off (default ${DEFAULT_BLOB_SWEEP_INTERVAL_MS}, ten minutes)`,
+      nonNegativeInt('--blob-sweep-ms'),
+    )
+    .option(
       '--shutdown-timeout-ms <n>',
       'after SIGINT/SIGTERM, exit 1 if closing takes longer than this (a runner that ignores its abort signal, a connection that does not drain)',
       positiveInt('--shutdown-timeout-ms'),
@@ -196,6 +209,12 @@ export function addWorkerOptions(command: Command, ctx: CliContext): Command {
     .option('--metrics <port>', 'serve Prometheus metrics (/metrics) and health (/healthz, /readyz) on http://127.0.0.1:PORT', port('--metrics'))
     .option(LOG_FORMAT_OPTION[0], LOG_FORMAT_OPTION[1], parseLogFormat);
   return addNatsCommandOptions(addNatsOptions(command, ctx, 'worker'));
+}
+
+/** The blob sweep in the start-up line (a worker with a blob store): its interval and grace, or that it is off. */
+function blobSweepLine(opts: StartOptions, graceMs: number): string {
+  const every = opts.blobSweepMs ?? DEFAULT_BLOB_SWEEP_INTERVAL_MS;
+  return every === 0 ? ', no blob sweep' : `, blob sweep every ${every / 1000} s (grace ${graceMs / 1000} s)`;
 }
 
 /** `--max-model-calls N` and `--limits FILE` as one set of limits (the stricter of each entry); undefined when neither is given. */
@@ -264,6 +283,8 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     ...(opts.maxRunningTurns !== undefined ? { maxRunningTurns: opts.maxRunningTurns } : {}),
     ...(modelCallLimits ? { modelCallLimits } : {}),
     sweepMs: opts.sweepMs,
+    ...(opts.blobGraceMs !== undefined ? { blobGraceMs: opts.blobGraceMs } : {}),
+    ...(opts.blobSweepMs !== undefined ? { blobSweepMs: opts.blobSweepMs } : {}),
     ...(nats ? { nats: { connection: nats, ...(commands ? { commands: { ...commands, tenantLimits: tenantLimitFlags(opts) } } : {}) } } : {}),
     limits: Object.fromEntries(
       (['maxPendingInputs', 'maxPendingBytes', 'maxPromptBytes', 'maxHeldBytes', 'maxBlobBytes', 'maxPendingBlobBytes', 'maxBlobMemoryBytes'] as const).flatMap(
@@ -295,7 +316,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     log.out(`  live events on ${LIVE_PREFIX}.<session>.<type> (text deltas, and every event this worker commits)`);
   }
   log.out(
-    `  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s${opts.turnTimeout === undefined ? '' : `, turns stopped after ${opts.turnTimeout / 1000} s`}${opts.maxRunningTurns === undefined ? '' : `, at most ${opts.maxRunningTurns} turns at once`}. Stop it with Ctrl-C.`,
+    `  lease ${opts.leaseMs / 1000} s, renewed every ${opts.heartbeatMs / 1000} s, recovery sweep every ${opts.sweepMs / 1000} s${opts.turnTimeout === undefined ? '' : `, turns stopped after ${opts.turnTimeout / 1000} s`}${opts.maxRunningTurns === undefined ? '' : `, at most ${opts.maxRunningTurns} turns at once`}${sessiond.engine.blobs ? blobSweepLine(opts, sessiond.engine.execution.blobGraceMs) : ''}. Stop it with Ctrl-C.`,
   );
   const target = nats
     ? `--nats ${Array.isArray(nats.servers) ? nats.servers.join(',') : nats.servers} --nats-user client --nats-pass <secret>`

@@ -50,6 +50,7 @@ export class SqliteBlobStore implements BlobStore {
       part: db.prepare('SELECT length(data) AS size, substr(data, ? + 1, ?) AS part FROM blob WHERE sha256 = ?'),
       has: db.prepare('SELECT 1 FROM blob WHERE sha256 = ?').pluck(),
       remove: db.prepare('DELETE FROM blob WHERE sha256 = ?'),
+      touch: db.prepare('UPDATE blob SET time_created = MAX(time_created, ?) WHERE sha256 = ?'),
       removeIdle: db.prepare('DELETE FROM blob WHERE sha256 = ? AND time_created < ?'),
       page: db.prepare('SELECT sha256, size, media_type AS mediaType, time_created AS storedAt FROM blob WHERE sha256 > ? ORDER BY sha256 LIMIT ?'),
     };
@@ -108,6 +109,11 @@ export class SqliteBlobStore implements BlobStore {
   /** One statement: a put of the same content (which moves `time_created`) is before it or after it. */
   async deleteIfIdle(sha256: string, before: number): Promise<boolean> {
     return this.stmts.removeIdle.run(checkSha256(sha256), before).changes > 0;
+  }
+
+  /** One statement, as `deleteIfIdle` is: the removal is before it (nothing to touch) or after it (the blob is young). */
+  async touch(sha256: string): Promise<boolean> {
+    return this.stmts.touch.run(this.clock.now(), checkSha256(sha256)).changes > 0;
   }
 
   async *list(): AsyncIterable<StoredBlob> {
