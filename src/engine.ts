@@ -43,7 +43,7 @@ import { LocalLiveBus, fanOut, matchesLive, type LiveEvent, type LiveFilter } fr
 import { publishCommits } from './events/publishing-log.ts';
 
 /** The execution service's options, except that the log may be left to the engine. */
-export interface EngineOptions extends Omit<ExecutionOptions, 'log'> {
+export interface EngineOptions extends Omit<ExecutionOptions, 'log' | 'blobAccess'> {
   /** SQLite file (created and migrated when needed): the embedded log, and the projection. */
   file: string;
   /** Another event log (e.g. a JetStreamEventLog); the SQLite file then only holds the projection. */
@@ -108,7 +108,7 @@ export interface Engine extends Sessions {
 }
 
 export async function openEngine(options: EngineOptions): Promise<Engine> {
-  checkKeys('openEngine', options, [...EXECUTION_OPTIONS, 'file', 'decorateLog', 'synchronous']);
+  checkKeys('openEngine', options, [...EXECUTION_OPTIONS.filter((k) => k !== 'blobAccess'), 'file', 'decorateLog', 'synchronous']);
   const blobGraceMs = checkGraceMs(options.blobGraceMs, 'engine option blobGraceMs');
   const db = openDatabase(options.file, { ...(options.synchronous ? { synchronous: options.synchronous } : {}) });
   migrate(db, options.clock ? { clock: options.clock } : {});

@@ -47,6 +47,7 @@ import { Projector } from './projector/projector.ts';
 import { randomIds } from './ids.ts';
 import { openDatabase } from './storage/sqlite/database.ts';
 import { migrate } from './storage/sqlite/migrate.ts';
+import { SqliteSnapshotStore } from './storage/sqlite/sqlite-snapshot-store.ts';
 import { noLimits, type CallLimits } from './capacity/limits-file.ts';
 import { openModelCallGate, type ModelCallGate } from './capacity/gate.ts';
 import { sqliteCapacityStore } from './capacity/sqlite-capacity-store.ts';
@@ -417,6 +418,8 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
           indexWriteFailed = true;
           report.err(`sessiond: inspector: its index could not be written beside the log (${messageOf(err)}); it keeps it in memory instead`);
         }),
+        // views near a session's head start from the workers' latest snapshot while the index catches up
+        snapshots: snapshots ?? new SqliteSnapshotStore(engine.db, systemClock),
         // the conversation shows answers as they stream: this worker's live bus (on NATS too: its own turns)
         live: (onEvent) => engine.subscribe({}, onEvent),
         port: options.inspectPort,

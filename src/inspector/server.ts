@@ -30,6 +30,7 @@ import { TimelineIndex } from './timeline-index.ts';
 import { MemoryInspectorIndex, type InspectorIndexStore } from './index-store.ts';
 import { DEFAULT_PAGE, parsePageQuery, timelinePage, type PageQuery } from './timeline.ts';
 import { sessionLastSeq, travel } from './travel.ts';
+import type { SnapshotStore } from '../machines/snapshot-store.ts';
 import { parseSeq, parseSessionId, stateView, timelineRow, type AtView, type SessionView } from './views.ts';
 
 export const DEFAULT_INSPECTOR_HOST = '127.0.0.1';
@@ -74,6 +75,11 @@ export interface InspectorOptions {
    * database beside the log keeps it across starts (index-store.ts).
    */
   index?: InspectorIndexStore;
+  /**
+   * The workers' session snapshots (an engine's store): a view near a session's head starts from
+   * the latest one when the index has not followed the log that far (a restart, a first start).
+   */
+  snapshots?: Pick<SnapshotStore, 'get'>;
   /** Whether a model call of the session's running turn waits for room under the deployment's limits (a worker's gate; src/capacity/). */
   capacity?: (sessionId: string) => Promise<CapacityWait | undefined>;
 }
@@ -345,7 +351,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       /^\/api\/sessions\/([^/]+)$/,
       async (_req, res, _url, [rawId]) => {
         const sessionId = parseSessionId(rawId!);
-        const at = await travel(log, context, sessionId, undefined, kept);
+        const at = await travel(log, context, sessionId, undefined, kept, options.snapshots);
         const timeline = await timelinePage(log, index, sessionId, at.lastSeq, LAST_PAGE);
         const capacity = await options.capacity?.(sessionId);
         const tree = sessionTree(context(), sessionId);
@@ -367,7 +373,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       /^\/api\/sessions\/([^/]+)\/at\/([^/]+)$/,
       async (_req, res, _url, [rawId, rawSeq]) => {
         const sessionId = parseSessionId(rawId!);
-        const at = await travel(log, context, sessionId, parseSeq(rawSeq!), kept);
+        const at = await travel(log, context, sessionId, parseSeq(rawSeq!), kept, options.snapshots);
         const view: AtView = { ...stateView(sessionId, at), rows: rowsAt ? await rowsAt(sessionId, at.snapshot.context.seq) : null };
         json(res, 200, view);
       },
@@ -390,7 +396,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
         if (rawId !== null) {
           const sessionId = parseSessionId(rawId);
           const rawSeq = url.searchParams.get('seq');
-          const at = await travel(log, context, sessionId, rawSeq === null ? undefined : parseSeq(rawSeq), kept);
+          const at = await travel(log, context, sessionId, rawSeq === null ? undefined : parseSeq(rawSeq), kept, options.snapshots);
           highlight = { state: at.snapshot.value };
           if (at.previous && at.event) highlight.move = { from: at.previous.value, event: at.event.type };
         } else if (url.searchParams.has('seq')) {

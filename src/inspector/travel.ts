@@ -1,14 +1,16 @@
 /**
  * Time travel: a session's snapshot at any sequence, from the nearest snapshot at or before it (the
- * store's live one, or the index's checkpoint, every CHECKPOINT_EVERY events) plus the events after
- * it, read from the log. A checkpoint is used only if the log still has its head event at its seq
- * (else the session was deleted and written again: from seq 0). An index that is behind only makes
- * the fold longer, never different.
+ * store's live one, the index's checkpoint every CHECKPOINT_EVERY events, or the workers' latest
+ * snapshot of the session, which serves the views near its head before the index has followed the
+ * log there) plus the events after it, read from the log. A stored snapshot is used only if the log
+ * still has its head event at its seq (else the session was deleted and written again: from seq 0).
+ * An index that is behind only makes the fold longer, never different.
  */
 import { ErrorCode, SessiondError, HttpError } from '../errors.ts';
 import type { EventLog } from '../events/event-log.ts';
 import type { SessionEvent } from '../events/envelope.ts';
-import { evolve, initialSnapshot } from '../machines/decider.ts';
+import { evolve, initialSnapshot, type SessionSnapshot } from '../machines/decider.ts';
+import type { SnapshotStore } from '../machines/snapshot-store.ts';
 import { currentSnapshot, type InspectorContext } from './store.ts';
 import type { InspectorIndexStore } from './index-store.ts';
 import type { Travelled } from './view-types.ts';
@@ -36,23 +38,30 @@ export async function travel(
   sessionId: string,
   upTo?: number,
   index?: Pick<InspectorIndexStore, 'checkpointAt'>,
+  snapshots?: Pick<SnapshotStore, 'get'>,
 ): Promise<Travelled> {
   const lastSeq = await sessionLastSeq(log, sessionId, upTo);
   const seq = upTo ?? lastSeq;
   if (seq === 0) return { snapshot: initialSnapshot(sessionId), previous: null, event: null, lastSeq };
   // start strictly before seq: the event at seq is read too (the view shows it, the chart its move)
   const live = currentSnapshot(store(), sessionId, seq - 1);
-  const checkpoint = index?.checkpointAt(sessionId, seq - 1);
   let base = live ?? initialSnapshot(sessionId);
   let events: SessionEvent[] | undefined;
-  if (checkpoint && checkpoint.context.seq > base.context.seq) {
+  // the nearer of the index's checkpoint and the workers' snapshot first; a stored one the log contradicts is passed over
+  const latest = await snapshots?.get(sessionId).catch(() => undefined);
+  const stored = [index?.checkpointAt(sessionId, seq - 1), latest && latest.context.seq <= seq ? latest : undefined]
+    .filter((c): c is SessionSnapshot => c !== undefined && c.context.seq > base.context.seq)
+    .sort((a, b) => b.context.seq - a.context.seq);
+  for (const candidate of stored) {
     // its own event is read again: the log must still hold it
-    const from = checkpoint.context.seq - 1;
+    const from = candidate.context.seq - 1;
     const read = await log.readSession(sessionId, { afterSeq: from, limit: seq - from });
-    if (read[0]?.id === checkpoint.context.head?.id) {
-      base = checkpoint;
-      events = read.slice(1);
-    }
+    if (read[0]?.id !== candidate.context.head?.id) continue;
+    // the workers' snapshot at the very seq: the state there, without the one before (the chart shows no move)
+    if (candidate.context.seq === seq) return { snapshot: candidate, previous: null, event: read[0]!, lastSeq };
+    base = candidate;
+    events = read.slice(1);
+    break;
   }
   const from = base.context.seq;
   events ??= await log.readSession(sessionId, { afterSeq: from, limit: seq - from });

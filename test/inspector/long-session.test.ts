@@ -68,6 +68,26 @@ function countingLog(log: EventLog): { log: EventLog; reads: number[] } {
   return { log: wrapped, reads };
 }
 
+test("long session - before the index has followed the log, a view near the head starts from the workers' snapshot, one the log contradicts is passed over", async () => {
+  const last = events.length;
+  const none = { checkpointAt: () => undefined }; // an index that has followed nothing yet
+  const empty = () => ({ ...inspector.store.getSnapshot().context, sessions: {} }) as ReturnType<typeof inspector.store.getSnapshot>['context'];
+  const near = hydrate(SESSION, events.slice(0, last - 20));
+  for (const [name, snapshots, from] of [
+    ["the workers' snapshot", { get: async () => near }, last - 21],
+    ['none kept', { get: async () => undefined }, 0],
+    ['one past the seq asked', { get: async () => hydrate(SESSION, events) }, 0],
+    ['one at the seq asked', { get: async () => hydrate(SESSION, events.slice(0, last - 1)) }, last - 2],
+    ['one the log contradicts', { get: async () => ({ ...near, context: { ...near.context, head: { ...near.context.head!, id: 'evt_forged' } } }) }, 0],
+  ] as const) {
+    const counted = countingLog(engine.log);
+    const at = await travel(counted.log, empty, SESSION, last - 1, none, snapshots);
+    assert.equal(at.snapshot, hydrate(SESSION, events.slice(0, last - 1)), name);
+    assert.is(at.event?.id, events[last - 2]!.id, name);
+    assert.is(counted.reads.at(-1), from, `${name}: the fold starts after ${from}`);
+  }
+});
+
 test('long session - time travel equals a full fold at every sequence asked, from the nearest checkpoint', async () => {
   const last = events.length;
   const context = () => inspector.store.getSnapshot().context;

@@ -11,6 +11,8 @@ import { dirname, join } from 'node:path';
 import { SqliteInspectorIndex, sqliteInspectorIndex } from '../../inspector/sqlite-index.ts';
 import { openDatabase, type Db } from '../../storage/sqlite/database.ts';
 import { migrate } from '../../storage/sqlite/migrate.ts';
+import { SqliteSnapshotStore } from '../../storage/sqlite/sqlite-snapshot-store.ts';
+import { systemClock } from '../../clock.ts';
 import type { CliContext } from '../context.ts';
 import { openLog, type LogOptions } from '../log-options.ts';
 import { addNatsOptions } from '../nats-options.ts';
@@ -85,6 +87,8 @@ export function registerInspect(program: Command, ctx: CliContext): void {
         log: opened.log,
         // what a worker's inspector indexed in the file (read-only: what this one adds stays in memory)
         ...(index ? { index } : {}),
+        // the workers' snapshots in the file: views near a session's head start from them while the index catches up
+        ...(opened.db ? { snapshots: new SqliteSnapshotStore(opened.db, systemClock) } : {}),
         port: opts.port,
         host: opts.host,
         ...auth,
