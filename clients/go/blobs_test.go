@@ -7,9 +7,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"os"
-	"os/exec"
-	"path/filepath"
+	"errors"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,9 +99,9 @@ func blobRefOfImage(t *testing.T, events []Event) *BlobRef {
 	return nil
 }
 
-// A 1.5 MB image admitted with the Node CLI (`sessiond prompt --nats --image`, which uploads it in
-// chunks) to a real worker whose blob bucket `sessiond setup` made, then read back by the Go client
-// as the client user: its events hold the reference, ReadBlob the exact bytes in three chunks.
+// A 1.5 MB image admitted inline with Admit (which uploads it first, in chunks) to a real worker
+// whose blob bucket `sessiond setup` made, then read back as the client user: its events hold the
+// reference, ReadBlob the exact bytes in three chunks.
 func TestReadBlobFromWorker(t *testing.T) {
 	w := getWorld(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -122,20 +122,15 @@ func TestReadBlobFromWorker(t *testing.T) {
 	}
 
 	image := pngBytes(t, 1536*1024)
-	file := filepath.Join(t.TempDir(), "photo.png")
-	if err := os.WriteFile(file, image, 0o600); err != nil {
-		t.Fatal(err)
-	}
 	session := newSession(t)
-	cli := exec.CommandContext(ctx, "node", filepath.Join(repoRoot(), "bin", "sessiond.js"), "prompt", session, "what is in this photo?",
-		"--image", file, "--nats", w.url, "--nats-user", w.users["client"].User)
-	cli.Dir = repoRoot()
-	cli.Env = append(os.Environ(), "SESSIOND_NATS_PASS="+w.users["client"].Pass, "FORCE_COLOR=0")
-	if out, err := cli.CombinedOutput(); err != nil {
-		t.Fatalf("sessiond prompt --nats --image: %v\n%s", err, out)
-	}
-
 	c := w.connect(t, "client")
+	parts := []PromptPart{TextPart("what is in this photo?"), ImageBytes(image, "image/png")}
+	if _, err := c.Admit(ctx, session, AdmitRequest{Parts: parts}); err != nil {
+		t.Fatalf("admit a 1.5 MB image: %v", err)
+	}
+	if parts[1].Blob != nil || parts[1].Data == "" {
+		t.Fatal("Admit changed the caller's parts")
+	}
 	events, err := c.Events(ctx, session, EventsOptions{})
 	if err != nil {
 		t.Fatalf("events: %v", err)
@@ -180,9 +175,9 @@ func TestReadBlobFromWorker(t *testing.T) {
 	}
 }
 
-// A tenant's image admitted inline (160 KiB: over 64 KiB, so the worker stores it as a blob, and
-// under the 256 KiB a prompt may have on NATS) is read back by that tenant; another tenant asking
-// through the same session, or through its own that does not reference it, gets not_found.
+// A tenant's image admitted inline (160 KiB: over 64 KiB, so Admit uploads it first, the tenant's
+// own blob) is read back by that tenant; another tenant asking through the same session, or
+// through its own that does not reference it, gets not_found.
 func TestTenantReadsOnlyItsOwnBlobs(t *testing.T) {
 	w := getTenantWorld(t)
 	acme := connectTenant(t, w, "acme")
@@ -213,5 +208,217 @@ func TestTenantReadsOnlyItsOwnBlobs(t *testing.T) {
 	}
 	if _, err := globex.ReadBlob(ctx, mine, ref.Sha256); ErrorCode(err) != "not_found" {
 		t.Fatalf("ReadBlob of acme's blob through globex's session: %v, want not_found", err)
+	}
+}
+
+// piecesReader reads data in pieces of the given sizes, in turn (a file stream's odd reads).
+type piecesReader struct {
+	data  []byte
+	sizes []int
+	turn  int
+}
+
+func (r *piecesReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), len(r.data), r.sizes[r.turn%len(r.sizes)])
+	r.turn++
+	copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+// UploadBlob's chunks: exactly MaxBlobChunk each from a source read in odd pieces, at offsets in
+// order under one upload id, the known size on each; the last shorter, with the whole's size and
+// hash and the owner. A blob of whole chunks ends with a full chunk, an empty one is one empty chunk.
+func TestUploadChunks(t *testing.T) {
+	type sent struct {
+		r    UploadRequest
+		data []byte
+	}
+	upload := func(data []byte, size int64, owner string) ([]sent, BlobRef, error) {
+		var got []sent
+		ref, err := uploadChunks(&piecesReader{data: data, sizes: []int{1, 7777, 300001, 13}}, "upl_test_1", "image/png", size, owner, func(r UploadRequest) (UploadReply, error) {
+			got = append(got, sent{r, append([]byte(nil), r.Data...)})
+			if r.SHA256 == "" {
+				return UploadReply{Received: r.Offset + int64(len(r.Data))}, nil
+			}
+			return UploadReply{Received: *r.Size, Blob: &BlobRef{Sha256: r.SHA256, Size: *r.Size, MediaType: r.MediaType}}, nil
+		})
+		return got, ref, err
+	}
+	for _, c := range []struct {
+		name       string
+		n          int
+		size       int64
+		owner      string
+		lens       []int
+		sizeOnEach bool
+	}{
+		{"odd tail, size known, owner", 3*MaxBlobChunk + 5, 3*MaxBlobChunk + 5, "alice", []int{MaxBlobChunk, MaxBlobChunk, MaxBlobChunk, 5}, true},
+		{"whole chunks, size unknown", 2 * MaxBlobChunk, 0, "", []int{MaxBlobChunk, MaxBlobChunk}, false},
+		{"small", 100, 0, "", []int{100}, false},
+		{"empty", 0, 0, "", []int{0}, false},
+	} {
+		data := make([]byte, c.n)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		got, ref, err := upload(data, c.size, c.owner)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		sum := sha256.Sum256(data)
+		if ref.Sha256 != hex.EncodeToString(sum[:]) || ref.Size != int64(c.n) {
+			t.Fatalf("%s: reference %+v", c.name, ref)
+		}
+		if len(got) != len(c.lens) {
+			t.Fatalf("%s: %d chunks, want %d", c.name, len(got), len(c.lens))
+		}
+		var whole []byte
+		for i, g := range got {
+			last := i == len(got)-1
+			if g.r.UploadID != "upl_test_1" || g.r.Offset != int64(len(whole)) || len(g.data) != c.lens[i] || g.r.MediaType != "image/png" {
+				t.Fatalf("%s: chunk %d: id %s, offset %d (want %d), %d bytes (want %d)", c.name, i, g.r.UploadID, g.r.Offset, len(whole), len(g.data), c.lens[i])
+			}
+			whole = append(whole, g.data...)
+			switch {
+			case last && (g.r.SHA256 != ref.Sha256 || g.r.Size == nil || *g.r.Size != int64(c.n) || g.r.Owner != c.owner):
+				t.Fatalf("%s: the last chunk %+v", c.name, g.r)
+			case !last && (g.r.SHA256 != "" || g.r.Owner != "" || (g.r.Size != nil) != c.sizeOnEach):
+				t.Fatalf("%s: chunk %d carries sha256 %q, owner %q, size %v", c.name, i, g.r.SHA256, g.r.Owner, g.r.Size)
+			}
+		}
+		if !bytes.Equal(whole, data) {
+			t.Fatalf("%s: the chunks are not the bytes", c.name)
+		}
+	}
+
+	// a reading error, and a last reply without a reference, are errors
+	broken := io.MultiReader(bytes.NewReader(make([]byte, MaxBlobChunk+1)), iotestErr{})
+	if _, err := uploadChunks(broken, "upl_test_2", "image/png", 0, "", func(UploadRequest) (UploadReply, error) { return UploadReply{}, nil }); !errors.Is(err, errBroken) {
+		t.Fatalf("a source that fails: %v", err)
+	}
+	if _, err := uploadChunks(bytes.NewReader([]byte("x")), "upl_test_3", "image/png", 0, "", func(UploadRequest) (UploadReply, error) { return UploadReply{Received: 1}, nil }); ErrorCode(err) != CodeInternal {
+		t.Fatalf("a last reply without a reference: %v", err)
+	}
+}
+
+var errBroken = errors.New("disk on fire")
+
+type iotestErr struct{}
+
+func (iotestErr) Read([]byte) (int, error) { return 0, errBroken }
+
+// Admit's parts: an image or a file by its bytes over InlinePartBytes is uploaded (its bytes, its
+// media type) and replaced by its reference (a file keeps its filename); smaller ones, URLs and
+// references are left as they are, and the caller's slice is not changed.
+func TestUploadLargeParts(t *testing.T) {
+	big, small := pngBytes(t, InlinePartBytes+1), pngBytes(t, InlinePartBytes)
+	ref := BlobRef{Sha256: strings.Repeat("a", 64), Size: 1, MediaType: "x/y"}
+	parts := []PromptPart{TextPart("hi"), ImageBytes(small, "image/png"), ImageBytes(big, "image/png"), ImageURL("https://example.com/a.png", ""),
+		FileBytes(big, "application/pdf", "a.pdf"), ImageBlob(ref)}
+	var uploaded [][]byte
+	var types []string
+	out, err := uploadLargeParts(parts, func(data []byte, mediaType string) (BlobRef, error) {
+		uploaded = append(uploaded, data)
+		types = append(types, mediaType)
+		return BlobRef{Sha256: strings.Repeat("b", 64), Size: int64(len(data)), MediaType: mediaType}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(uploaded) != 2 || !bytes.Equal(uploaded[0], big) || !bytes.Equal(uploaded[1], big) || types[0] != "image/png" || types[1] != "application/pdf" {
+		t.Fatalf("uploaded %d parts as %v", len(uploaded), types)
+	}
+	if out[2].Blob == nil || out[2].Data != "" || out[2].MediaType != "" || out[4].Blob == nil || out[4].Filename != "a.pdf" || out[4].Type != PartFile {
+		t.Fatalf("the uploaded parts: %+v, %+v", out[2], out[4])
+	}
+	for _, i := range []int{0, 1, 3, 5} {
+		if string(must(out[i].MarshalJSON())) != string(must(parts[i].MarshalJSON())) {
+			t.Fatalf("part %d changed", i)
+		}
+	}
+	if parts[2].Blob != nil || parts[4].Data == "" {
+		t.Fatal("the caller's parts changed")
+	}
+	// none that large: the same parts; an upload refused: its error, naming the part
+	same, _ := uploadLargeParts(parts[:2], nil)
+	if &same[0] != &parts[0] {
+		t.Fatal("parts without a large one were copied")
+	}
+	_, err = uploadLargeParts(parts, func([]byte, string) (BlobRef, error) {
+		return BlobRef{}, &CommandError{Verb: VerbUpload, Code: CodeInvalidPayload, Message: "not a PNG"}
+	})
+	if ErrorCode(err) != CodeInvalidPayload || !strings.Contains(err.Error(), "Prompt part 2 (image/png") {
+		t.Fatalf("a refused upload: %v", err)
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// UploadBlob against a real worker: a stream read in odd pieces gives the reference of its bytes,
+// which an admission then carries and ReadBlob reads back; PNG bytes declared image/jpeg are
+// refused with invalid_payload, by UploadBlob and by Admit; a trusted client admitting for an
+// owner uploads for that owner, so the admission may reference the blob.
+func TestUploadBlobToWorker(t *testing.T) {
+	w := getWorld(t)
+	c := w.connect(t, "client")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	image := pngBytes(t, 1536*1024+321)
+	ref, err := c.UploadBlob(ctx, &piecesReader{data: image, sizes: []int{3, 65537, 999, 200003}}, UploadOptions{MediaType: "image/png"})
+	if err != nil {
+		t.Fatalf("UploadBlob: %v", err)
+	}
+	sum := sha256.Sum256(image)
+	if ref != (BlobRef{Sha256: hex.EncodeToString(sum[:]), Size: int64(len(image)), MediaType: "image/png"}) {
+		t.Fatalf("the reference %+v is not the image's (%d bytes)", ref, len(image))
+	}
+	session := newSession(t)
+	if _, err := c.Admit(ctx, session, AdmitRequest{Parts: []PromptPart{TextPart("this one"), ImageBlob(ref)}}); err != nil {
+		t.Fatalf("admit the reference: %v", err)
+	}
+	got, err := c.ReadBlob(ctx, session, ref.Sha256)
+	if err != nil || !bytes.Equal(got, image) {
+		t.Fatalf("ReadBlob: %d bytes (want %d), %v", len(got), len(image), err)
+	}
+
+	// PNG bytes declared a JPEG: the worker's invalid_payload, from UploadBlob and from Admit
+	_, err = c.UploadBlob(ctx, bytes.NewReader(pngBytes(t, 700*1024)), UploadOptions{MediaType: "image/jpeg"})
+	if ErrorCode(err) != CodeInvalidPayload {
+		t.Fatalf("PNG bytes uploaded as image/jpeg: %v, want invalid_payload", err)
+	}
+	_, err = c.Admit(ctx, newSession(t), AdmitRequest{Parts: []PromptPart{ImageBytes(pngBytes(t, 100*1024), "image/jpeg")}})
+	if ErrorCode(err) != CodeInvalidPayload || !strings.Contains(err.Error(), "Prompt part 0") {
+		t.Fatalf("PNG bytes admitted as image/jpeg: %v, want invalid_payload naming the part", err)
+	}
+	if _, err := c.UploadBlob(ctx, bytes.NewReader(image), UploadOptions{}); ErrorCode(err) != CodeInvalidOption {
+		t.Fatalf("no media type: %v, want invalid_option", err)
+	}
+
+	// admitting for an owner: the upload is that owner's, so the admission may use it
+	owned := pngBytes(t, 300*1024)
+	mine := newSession(t)
+	if _, err := c.Admit(ctx, mine, AdmitRequest{Owner: "alice", Parts: []PromptPart{FileBytes(owned, "image/png", "scan.png")}}); err != nil {
+		t.Fatalf("admit for owner alice: %v", err)
+	}
+	events, err := c.Events(ctx, mine, EventsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitted, ok := events[0].Payload.(*InputAdmitted)
+	if !ok || admitted.Prompt.Parts[0].Blob == nil || admitted.Prompt.Parts[0].Filename != "scan.png" {
+		t.Fatalf("the admitted file part: %+v", events[0].Payload)
+	}
+	if got, err := c.ReadBlob(ctx, mine, admitted.Prompt.Parts[0].Blob.Sha256); err != nil || !bytes.Equal(got, owned) {
+		t.Fatalf("ReadBlob of alice's file: %d bytes, %v", len(got), err)
 	}
 }

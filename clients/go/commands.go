@@ -1,6 +1,7 @@
 package sessiond
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -263,7 +264,9 @@ func NewInputID() string {
 }
 
 // Admit admits a prompt to the session (idempotent by input id; one is generated when none is
-// given) and, unless Wake is false, wakes a worker to run it.
+// given) and, unless Wake is false, wakes a worker to run it. An image or a file part given by
+// its bytes over InlinePartBytes is uploaded first (UploadBlob, for r.Owner) and sent as its
+// reference.
 func (c *Client) Admit(ctx context.Context, sessionID string, r AdmitRequest) (AdmitReceipt, error) {
 	if r.Prompt != "" && len(r.Parts) > 0 {
 		return AdmitReceipt{}, &CommandError{Verb: VerbAdmit, Code: CodeInvalidOption,
@@ -274,6 +277,16 @@ func (c *Client) Admit(ctx context.Context, sessionID string, r AdmitRequest) (A
 	} else if p := idProblem(r.ID); p != "" {
 		return AdmitReceipt{}, &CommandError{Verb: VerbAdmit, Code: CodeInvalidID, Message: invalidIDMessage("input id", r.ID)}
 	}
+	if p := idProblem(sessionID); p != "" {
+		return AdmitReceipt{}, &CommandError{Verb: VerbAdmit, Code: CodeInvalidID, Message: invalidIDMessage("session id", sessionID)}
+	}
+	parts, err := uploadLargeParts(r.Parts, func(data []byte, mediaType string) (BlobRef, error) {
+		return c.UploadBlob(ctx, bytes.NewReader(data), UploadOptions{MediaType: mediaType, Owner: r.Owner})
+	})
+	if err != nil {
+		return AdmitReceipt{}, err
+	}
+	r.Parts = parts
 	resentEver := false
 	for attempt := 1; ; attempt++ {
 		var reply struct {
@@ -522,6 +535,9 @@ func forSession(sessionID string) string {
 }
 
 func contextError(verb, sessionID string, err error) error {
+	if verb == VerbUpload {
+		return &CommandError{Verb: verb, Code: CodeTimeout, Err: err, Message: fmt.Sprintf("The upload was abandoned (%v): upload the blob again (a chunk sent again is harmless).", err)}
+	}
 	if verb == VerbList || verb == VerbEvents || verb == VerbBlob {
 		return &CommandError{Verb: verb, Code: CodeTimeout, Err: err, Message: fmt.Sprintf("The %s%s was abandoned (%v). It only reads: send it again.", verb, forSession(sessionID), err)}
 	}
@@ -538,8 +554,8 @@ func (c *Client) send(ctx context.Context, verb, sessionID string, body Map, inp
 	if c.isClosed() {
 		return false, &CommandError{Verb: verb, Code: CodeLogClosed, Message: "This sessiond client is closed: connect a new one."}
 	}
-	if verb == VerbList {
-		sessionID = "" // the one verb without a session
+	if verb == VerbList || verb == VerbUpload {
+		sessionID = "" // the verbs without a session
 	} else if p := idProblem(sessionID); p != "" {
 		return false, &CommandError{Verb: verb, Code: CodeInvalidID, Message: invalidIDMessage("session id", sessionID)}
 	}
@@ -620,6 +636,8 @@ attempt:
 					retry = "send the same tag again (it is idempotent)"
 				case verb == VerbFork:
 					retry = "send the same fork again (it is idempotent: the fork made answers created false)"
+				case verb == VerbUpload:
+					retry = "upload the blob again (a chunk sent again is harmless)"
 				case verb == VerbList || verb == VerbEvents || verb == VerbBlob:
 					return true, &CommandError{Verb: verb, Code: CodeTimeout, Err: nats.ErrTimeout,
 						Message: fmt.Sprintf("No reply to %s%s within %v (sent %d times): the workers may be busy or gone. It only reads: send it again.", verb, forSession(sessionID), c.requestTimeout, attempts)}

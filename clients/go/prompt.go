@@ -41,7 +41,8 @@ const MaxPromptParts = 64
 //	json   Value: any JSON value (as decoded: Map for objects, []any, int64 or float64, string, bool, nil)
 //
 // An image or a file is by URL when URL is set, else by Data. MediaType is a type/subtype such as
-// image/png. TextPart, ImageURL, ImageBytes, FileURL, FileBytes and JSONPart build them.
+// image/png. TextPart, ImageURL, ImageBytes, ImageBlob, FileURL, FileBytes, FileBlob and JSONPart
+// build them.
 type PromptPart struct {
 	Type      string
 	Text      string
@@ -76,6 +77,14 @@ func FileURL(url, mediaType, filename string) PromptPart {
 // FileBytes is a file by its bytes (sent as base64), of mediaType; filename "" gives none.
 func FileBytes(data []byte, mediaType, filename string) PromptPart {
 	return PromptPart{Type: PartFile, Data: base64.StdEncoding.EncodeToString(data), MediaType: mediaType, Filename: filename}
+}
+
+// ImageBlob is an image by a stored blob's reference (UploadBlob's).
+func ImageBlob(ref BlobRef) PromptPart { return PromptPart{Type: PartImage, Blob: &ref} }
+
+// FileBlob is a file by a stored blob's reference (UploadBlob's); filename "" gives none.
+func FileBlob(ref BlobRef, filename string) PromptPart {
+	return PromptPart{Type: PartFile, Blob: &ref, Filename: filename}
 }
 
 // JSONPart is a part of JSON data: value is written as JavaScript's JSON.stringify writes it.

@@ -523,7 +523,7 @@ func typedRequest(t *testing.T, verb string, m Map) Map {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := UploadRequest{UploadID: str(m, "uploadId"), Data: data, MediaType: str(m, "mediaType"), SHA256: str(m, "sha256")}
+		r := UploadRequest{UploadID: str(m, "uploadId"), Data: data, MediaType: str(m, "mediaType"), SHA256: str(m, "sha256"), Owner: str(m, "owner")}
 		r.Offset, _ = get(m, "offset").(int64)
 		if size, ok := get(m, "size").(int64); ok {
 			r.Size = &size
@@ -1005,8 +1005,8 @@ func TestCommandsSchema(t *testing.T) {
 		VerbList:    ListBody(ListFilter{State: "idle", Waiting: &yes, Tags: Tags{"k": "v"}, IDPrefix: "s", UpdatedSince: 1, ReachableBy: "o", CalledBy: "p", Limit: 2, After: "a"}),
 		VerbFork:    ForkBody("src", "s", ForkOptions{At: 3, Tags: Tags{"k": "v"}, Owner: "o"}),
 		VerbEvents:  EventsBody("s", 3, 2),
-		VerbUpload:  UploadBody(UploadRequest{UploadID: "u", Offset: 1, Data: []byte("d"), MediaType: "m", Size: &size, SHA256: "h"}),
-		VerbBlob:    BlobBody("s", "h", 2),
+		VerbUpload:  UploadBody(UploadRequest{UploadID: "u", Offset: 1, Data: []byte("d"), MediaType: "m", Size: &size, SHA256: "h", Owner: "o"}),
+		VerbBlob:    blobBodyAt("s", "h", 2, 5),
 		VerbWake:    WakeBody("s"),
 		VerbCancel:  CancelBody("s", CancelRequest{Reason: "r", ExecutionID: "e", Actor: "a"}),
 		VerbStatus:  StatusBody("s", 100),

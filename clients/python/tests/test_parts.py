@@ -2,7 +2,8 @@
 schema gives these), the text form (sessiond's ``promptText``), the admit body, the round trip
 through the codec; and against real workers: a prompt of every kind of part admitted, run by the
 echo worker, read back live and from the stream with its parts intact, resent, and bad parts
-refused by the worker naming them; a 1.5 MB image stored as a blob and read back with ``read_blob``."""
+refused by the worker naming them; a 1.5 MB image admitted inline (uploaded first by ``admit``) and
+read back with ``read_blob``; ``upload_blob`` from a stream, refused for a wrong media type, and for an owner."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 import nats
 import pytest
 from conftest import session_name
-from test_blobs import image_blob_ref, png_bytes, prompt_with_image
+from test_blobs import aiter_of, image_blob_ref, odd_pieces, png_bytes
 from test_live import Recorder, assert_equal_to_stream, assert_same_events, caught_up, turn_over
 from world import World
 
@@ -30,6 +31,7 @@ from sessiond_client import (
     event_from_frame,
     file_bytes,
     file_url,
+    image_blob,
     image_bytes,
     image_url,
     json_part,
@@ -276,19 +278,19 @@ async def test_a_prompt_of_parts_is_admitted_run_and_read_back_intact(client: Cl
 
 
 async def test_a_large_image_is_stored_as_a_blob_and_read_back(client: Client, world: World, tmp_path: Path) -> None:
-    """A 1.5 MB image admitted with the Node CLI (``sessiond prompt --nats --image``: uploaded in
-    chunks) to the world's worker, whose blob bucket ``sessiond setup`` made: the session's events
-    hold its reference, and ``read_blob`` as the client user gives the exact bytes, in three chunks."""
+    """A 1.5 MB image admitted inline with ``admit`` (which uploads it first, in chunks) to the
+    world's worker, whose blob bucket ``sessiond setup`` made: the session's events hold its
+    reference, and ``read_blob`` as the client user gives the exact bytes, in three chunks."""
     admin = await nats.connect(world.url, user="admin", password=world.creds("admin")[1], inbox_prefix="_INBOX_admin")
     try:
         js = admin.jetstream()
         await js.stream_info("OBJ_SESSIOND_BLOBS")  # the bucket is there (raises when it is not)
 
         image = png_bytes(1536 * 1024)
-        path = tmp_path / "photo.png"
-        path.write_bytes(image)
         session = session_name("ses_blob")
-        await prompt_with_image(world, session, path)
+        prompt = [text_part("what is in this photo?"), image_bytes(image, "image/png")]
+        await client.admit(session, prompt)
+        assert "data" in prompt[1] and "blob" not in prompt[1]  # the caller's prompt as it was
 
         ref = image_blob_ref(await client.events(session))
         assert ref == {"sha256": hashlib.sha256(image).hexdigest(), "size": len(image), "mediaType": "image/png"}
@@ -308,6 +310,42 @@ async def test_a_large_image_is_stored_as_a_blob_and_read_back(client: Client, w
         with pytest.raises(CommandError) as err:
             await client.read_blob(s, ref["sha256"])
         assert err.value.code == "not_found"
+
+
+async def test_upload_blob_sends_a_stream_and_the_worker_checks_it(client: Client, world: World, tmp_path: Path) -> None:
+    """``upload_blob`` of a stream of odd-sized pieces (and of a file) gives the reference of its
+    bytes, which an admission then carries and ``read_blob`` reads back; PNG bytes declared
+    image/jpeg are refused with the worker's ``invalid_payload``, by ``upload_blob`` and by
+    ``admit``; a trusted client admitting for an owner uploads for that owner, so the admission may
+    reference the blob."""
+    image = png_bytes(1536 * 1024 + 321)
+    ref = await client.upload_blob(aiter_of(odd_pieces(image, (3, 65537, 999, 200003))), "image/png")
+    assert ref == {"sha256": hashlib.sha256(image).hexdigest(), "size": len(image), "mediaType": "image/png"}
+    path = tmp_path / "photo.png"
+    path.write_bytes(image)
+    with path.open("rb") as f:
+        assert await client.upload_blob(f, "image/png", size=len(image)) == ref
+    session = session_name("ses_upload")
+    await client.admit(session, [text_part("this one"), image_blob(ref)])
+    assert await client.read_blob(session, ref["sha256"]) == image
+
+    # PNG bytes declared a JPEG: the worker's invalid_payload, from upload_blob and from admit
+    with pytest.raises(CommandError) as err:
+        await client.upload_blob(png_bytes(700 * 1024), "image/jpeg")
+    assert err.value.code == "invalid_payload", err.value.message
+    with pytest.raises(CommandError) as err:
+        await client.admit(session_name("ses_upload_jpeg"), [image_bytes(png_bytes(100 * 1024), "image/jpeg")])
+    assert err.value.code == "invalid_payload" and "Prompt part 0" in err.value.message, err.value.message
+
+    # admitting for an owner: the upload is that owner's, so the admission may use it
+    owned = png_bytes(300 * 1024)
+    mine = session_name("ses_upload_owned")
+    await client.admit(mine, [file_bytes(owned, "image/png", "scan.png")], owner="alice")
+    admitted = (await client.events(mine))[0]
+    assert isinstance(admitted, InputAdmittedEvent) and isinstance(admitted.payload.prompt, list)
+    part = admitted.payload.prompt[0]
+    assert part["type"] == "file" and part["filename"] == "scan.png" and "data" not in part
+    assert await client.read_blob(mine, part["blob"]["sha256"]) == owned
 
 
 @pytest.mark.parametrize(

@@ -116,9 +116,9 @@ async def test_a_tenant_may_not_send_as_another_tenant(world: World) -> None:
 
 
 async def test_a_tenant_reads_the_blobs_of_its_own_sessions_only(world: World) -> None:
-    """An image admitted inline by acme (160 KiB: over 64 KiB, so the worker stores it as a blob, and
-    under the 256 KiB a prompt may have on NATS) is read back by acme; globex asking through acme's
-    session, or through its own that does not reference it, gets not_found."""
+    """An image admitted inline by acme (160 KiB: over 64 KiB, so ``admit`` uploads it first, acme's
+    own blob) is read back by acme; globex asking through acme's session, or through its own that
+    does not reference it, gets not_found."""
     acme = await connect(world, "tenant-acme", tenant="acme")
     globex = await connect(world, "tenant-globex", tenant="globex")
     try:

@@ -144,7 +144,21 @@ from .events import (  # one class per catalog type
 )
 from .ids import new_id, validate_id, validate_tenant
 from .jsontext import decode_json, encode_json, stringify
-from .parts import MAX_PROMPT_PARTS, file_bytes, file_url, image_bytes, image_url, json_part, part_bytes, prompt_text, text_part
+from .parts import (
+    INLINE_PART_BYTES,
+    MAX_PROMPT_PARTS,
+    file_blob,
+    file_bytes,
+    file_url,
+    image_blob,
+    image_bytes,
+    image_url,
+    json_part,
+    part_bytes,
+    prompt_text,
+    text_part,
+)
+from .uploads import UploadSource
 
 __version__ = "0.1.0"
 
@@ -193,6 +207,7 @@ __all__ = [
     "InputPromotedEvent",
     "InvalidMessage",
     "LIVE_ONLY_TYPES",
+    "INLINE_PART_BYTES",
     "MAX_PROMPT_PARTS",
     "ModelRetryScheduled",
     "ModelRetryScheduledEvent",
@@ -270,6 +285,7 @@ __all__ = [
     "TurnInterrupted",
     "TurnInterruptedEvent",
     "UnknownEvent",
+    "UploadSource",
     "Usage",
     "WaitInfo",
     "WaitResolved",
@@ -287,8 +303,10 @@ __all__ = [
     "encode_live",
     "encode_request",
     "event_from_frame",
+    "file_blob",
     "file_bytes",
     "file_url",
+    "image_blob",
     "image_bytes",
     "image_url",
     "json_part",

@@ -65,7 +65,9 @@ from .commands import (
 )
 from .errors import CommandError, EventError, PermissionDenied, SessiondError
 from .events import EVENTS_PREFIX, LIVE_PREFIX, Event, decode_batch, decode_live
+from .generated_replies import UploadReply
 from .ids import new_id, validate_id, validate_tenant
+from .uploads import UploadSource, upload_chunks, upload_large_parts
 
 log = logging.getLogger("sessiond_client")
 
@@ -354,6 +356,7 @@ class Client:
         wake: bool | None = None,
         not_before: int | None = None,
         tags: Mapping[str, str] | None = None,
+        owner: str | None = None,
         traceparent: str | None = None,
     ) -> AdmitReceipt:
         """Admits a prompt (idempotent by input id: one is generated when none is given, so every
@@ -363,16 +366,30 @@ class Client:
         ``invalid_option`` naming it. ``not_before``
         (ms since the epoch) schedules it: no turn takes it before then, and a worker's recovery
         sweep wakes the session when it is due. ``tags`` are given to the session (merged into those
-        it has). ``traceparent``: the caller's W3C trace context (``00-<trace>-<span>-<flags>``): the
-        turn that runs the prompt is its child, on whichever worker, through crashes."""
+        it has). ``owner``: who admits (a trusted client admitting for a person or a tenant; the
+        session's owner when this creates it). ``traceparent``: the caller's W3C trace context
+        (``00-<trace>-<span>-<flags>``): the turn that runs the prompt is its child, on whichever
+        worker, through crashes. An image or a file part given by its bytes over
+        ``INLINE_PART_BYTES`` (64 KiB) is uploaded first (``upload_blob``, for ``owner``) and sent
+        as its reference."""
+        input_id = id if id is not None else new_id("inp")
+        try:
+            validate_id(session_id, "session id")
+        except SessiondError as err:
+            raise CommandError("admit", "invalid_id", err.message) from None
+
+        async def upload(data: bytes, media_type: str) -> dict[str, Any]:
+            return await self.upload_blob(data, media_type, owner=owner)
+
         body = admit_request(
             session_id,
-            prompt,
-            id=id if id is not None else new_id("inp"),
+            await upload_large_parts(prompt, upload),
+            id=input_id,
             delivery=delivery,
             wake=wake,
             not_before=not_before,
             tags=tags,
+            owner=owner,
             traceparent=traceparent,
         )
         resent_ever = False
@@ -427,6 +444,26 @@ class Client:
         """The session's state, seq, execution and pending inputs (one page from ``pending_from``)."""
         result: StatusReply = (await self._send("status", status_request(session_id, pending_from)))[0]
         return result
+
+    async def upload_blob(
+        self, source: UploadSource, media_type: str, *, size: int | None = None, owner: str | None = None
+    ) -> dict[str, Any]:
+        """Uploads ``source`` (bytes, a file opened ``"rb"``, or an iterable or async iterable of byte
+        chunks of any size) as one blob through the workers (the ``upload`` command, in chunks of
+        ``MAX_BLOB_CHUNK`` under a random upload id) and returns its reference, ``{"sha256", "size",
+        "mediaType"}``, for a prompt part: ``image_blob(ref)``, ``file_blob(ref, filename)``.
+        ``size``: the whole's bytes when known ahead (bytes give it), so that one over the workers'
+        limit is refused at the first chunk. ``owner``: who will reference it in admissions (a
+        trusted client admitting for an owner; a tenant's uploads are its own). The worker refuses
+        bytes whose signature contradicts ``media_type`` (``invalid_payload``) and a blob over its
+        limit (``payload_too_large``)."""
+        self._assert_open()
+
+        async def send(body: dict[str, Any]) -> UploadReply:
+            reply: UploadReply = (await self._send("upload", body))[0]
+            return reply
+
+        return await upload_chunks(source, new_id("upl"), media_type, send, size=size, owner=owner)
 
     async def read_blob(self, session_id: str, sha256: str) -> bytes:
         """The bytes of a blob that the session references (a prompt part's or tool result's
@@ -612,7 +649,7 @@ class Client:
         the subject, sends it again with backoff for ``no_worker_retry``. Returns the typed result
         and whether an earlier attempt went unanswered (it may have run)."""
         self._assert_open()
-        if verb != "list":  # the one verb without a session
+        if verb not in ("list", "upload"):  # the verbs without a session
             try:
                 validate_id(body.get("sessionId"), "session id")
             except SessiondError as err:
@@ -654,6 +691,10 @@ class Client:
                     if verb == "list":
                         raise CommandError(
                             verb, "timeout", f"No reply to list {sent}: the workers may be busy or gone. It only reads: send it again."
+                        ) from None
+                    if verb == "upload":
+                        raise CommandError(
+                            verb, "timeout", f"No reply to upload {sent}: the workers may be busy or gone. Upload the blob again (a chunk sent again is harmless)."
                         ) from None
                     if verb in ("events", "blob"):
                         raise CommandError(

@@ -12,8 +12,10 @@ typed success replies, and error replies as ``CommandError``.
   list     {state?, waiting?, tags?, updatedSince?, calledBy?, limit?, after?}  {ok, sessions: [SessionListItem], next}
   fork     {sessionId (the new session), source, at?, tags?}         {ok, result: ForkResult}
   events   {sessionId, afterSeq?, limit?}                            {ok, events: [event as JSON], more}
+  upload   {uploadId, offset, data, mediaType, size?, sha256?, owner?}  {ok, received, blob?}
+  blob     {sessionId, sha256, offset?, seq?}                        {ok, sha256, size, mediaType, offset, data, more, seq}
 
-``list`` is the only verb without a session id.
+``list`` and ``upload`` are the verbs without a session id.
 """
 
 from __future__ import annotations
@@ -64,10 +66,10 @@ REQUEST_FIELDS: Mapping[str, tuple[str, ...]] = {
     "fork": ("sessionId", "source", "at", "tags", "owner"),
     "events": ("sessionId", "afterSeq", "limit"),
     "budget": ("sessionId", "tokens", "costUsd", "reset", "actor"),
-    "upload": ("uploadId", "offset", "data", "mediaType", "size", "sha256"),
-    "blob": ("sessionId", "sha256", "offset"),
+    "upload": ("uploadId", "offset", "data", "mediaType", "size", "sha256", "owner"),
+    "blob": ("sessionId", "sha256", "offset", "seq"),
 }
-#: Most bytes of one upload chunk or ``blob`` reply (before base64).
+#: Most bytes of one upload chunk or ``blob`` reply (before base64): ``upload_blob`` sends chunks of exactly this size, the last shorter.
 MAX_BLOB_CHUNK = 512 * 1024
 #: The states a session may be in (``list``'s ``state`` filter, ``StatusReply.state``).
 SESSION_STATES = ("idle", "claimed", "running", "recovering", "settled")
@@ -226,13 +228,26 @@ def events_request(session_id: str, after_seq: int | None = None, limit: int | N
 
 
 def upload_request(
-    upload_id: str, offset: int, data: bytes, media_type: str, size: int | None = None, sha256: str | None = None
+    upload_id: str,
+    offset: int,
+    data: bytes,
+    media_type: str,
+    size: int | None = None,
+    sha256: str | None = None,
+    owner: str | None = None,
 ) -> dict[str, Any]:
     """One chunk of an upload (no session): ``data`` at ``offset`` under ``upload_id`` (random per
-    upload); ``size``, the whole blob's bytes, when known; ``sha256`` on the last chunk only."""
+    upload); ``size``, the whole blob's bytes, when known; ``sha256`` on the last chunk only, with
+    ``owner`` (who may reference the blob in admissions) when there is one."""
 
     return _without_none(
-        uploadId=upload_id, offset=offset, data=base64.b64encode(data).decode("ascii"), mediaType=media_type, size=size, sha256=sha256
+        uploadId=upload_id,
+        offset=offset,
+        data=base64.b64encode(data).decode("ascii"),
+        mediaType=media_type,
+        size=size,
+        sha256=sha256,
+        owner=owner,
     )
 
 

@@ -6,10 +6,11 @@ parts, each a dict as the wire has it::
     {"type": "image", "data": "<base64>", "mediaType": "image/png"}
     {"type": "file", "url": "https://...", "mediaType": "application/pdf", "filename"?: "a.pdf"}
     {"type": "file", "data": "<base64>", "mediaType": "...", "filename"?: "..."}
+    {"type": "image" | "file", "blob": {"sha256", "size", "mediaType"}, "filename"?: "..."}  (files only)
     {"type": "json", "value": <any JSON value>}
 
-No other keys. ``text_part``, ``image_url``, ``image_bytes``, ``file_url``, ``file_bytes`` and
-``json_part`` build them; ``prompt_text`` is a prompt's text form, as sessiond shows it.
+No other keys. ``text_part``, ``image_url``, ``image_bytes``, ``image_blob``, ``file_url``,
+``file_bytes``, ``file_blob`` and ``json_part`` build them; ``prompt_text`` is a prompt's text form, as sessiond shows it.
 """
 
 from __future__ import annotations
@@ -23,8 +24,11 @@ from .jsontext import stringify
 #: At most this many parts in one prompt (a worker refuses more with ``invalid_option``).
 MAX_PROMPT_PARTS = 64
 
+#: An image or a file part of more bytes than this is uploaded first by ``Client.admit`` and sent as its reference.
+INLINE_PART_BYTES = 64 * 1024
+
 #: The keys of a part in the order sessiond writes them (the catalog's).
-PART_KEYS = ("type", "text", "url", "data", "mediaType", "filename", "value")
+PART_KEYS = ("type", "text", "url", "data", "mediaType", "blob", "filename", "value")
 
 
 def text_part(text: str) -> PromptPart:
@@ -48,6 +52,19 @@ def file_url(url: str, media_type: str, filename: str | None = None) -> PromptPa
 def file_bytes(data: bytes, media_type: str, filename: str | None = None) -> PromptPart:
     """A file by its bytes (sent as base64)."""
     part: PromptPart = {"type": "file", "data": base64.b64encode(data).decode("ascii"), "mediaType": media_type}
+    if filename is not None:
+        part["filename"] = filename
+    return part
+
+
+def image_blob(ref: Mapping[str, Any]) -> PromptPart:
+    """An image by a stored blob's reference (``upload_blob``'s: ``{"sha256", "size", "mediaType"}``)."""
+    return {"type": "image", "blob": dict(ref)}
+
+
+def file_blob(ref: Mapping[str, Any], filename: str | None = None) -> PromptPart:
+    """A file by a stored blob's reference (``upload_blob``'s)."""
+    part: PromptPart = {"type": "file", "blob": dict(ref)}
     if filename is not None:
         part["filename"] = filename
     return part
