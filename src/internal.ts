@@ -45,5 +45,6 @@ export { sqliteTenantBudgetStore } from './budget/sqlite-tenant-budget-store.ts'
 export { jetstreamTenantBudgetStore } from './budget/kv-tenant-budget-store.ts';
 export type { BlobStore, BlobRef, StoredBlob, PutBlobOptions, BlobSource } from './blobs/blob-store.ts';
 export { DEFAULT_MAX_BLOB_BYTES } from './blobs/blob-store.ts';
+export type { BlobGrants } from './blobs/blob-grants.ts';
 export { SqliteBlobStore } from './storage/sqlite/sqlite-blob-store.ts';
 export { ObjectBlobStore, setupBlobBucket, BLOB_BUCKET } from './nats/object-blob-store.ts';
