@@ -95,11 +95,11 @@ export function uploadRequestOf(req: IncomingMessage, url: URL, maxBytes: number
 
 /**
  * The request's body as it arrives: counted (refused as it passes `maxBytes`), each chunk awaited
- * at most `idleMs` (a stalled body gets 408), hashed and, at its end, checked against the declared
- * hash before the last byte is handed on (so a NATS upload is never assembled from wrong bytes).
+ * at most `idleMs` (a stalled body gets 408), and with a declared hash, hashed and checked before
+ * its end is reported (so neither a store's put nor a NATS upload finishes with other bytes).
  */
 export async function* bodyChunks(req: IncomingMessage, r: UploadRequest, idleMs: number): AsyncIterable<Uint8Array> {
-  const hash = createHash('sha256');
+  const hash = r.expectedSha256 === undefined ? undefined : createHash('sha256');
   const chunks = (req as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
   let size = 0;
   for (;;) {
@@ -126,11 +126,11 @@ export async function* bodyChunks(req: IncomingMessage, r: UploadRequest, idleMs
     if (next.done) break;
     size += next.value.length;
     if (size > r.maxBytes) throw tooLarge(r.maxBytes, `${size} bytes have arrived`);
-    hash.update(next.value);
+    hash?.update(next.value);
     yield next.value;
   }
-  const actual = hash.digest('hex');
-  if (r.expectedSha256 !== undefined && actual !== r.expectedSha256)
+  const actual = hash?.digest('hex');
+  if (actual !== undefined && actual !== r.expectedSha256)
     throw new InvalidInputError(
       `The uploaded ${size} bytes hash to ${actual}, not ${r.expectedSha256} as x-sessiond-sha256 (or ?sha256=) says: they were changed or cut short on the way. Send them again, or give their real hash.`,
       { code: ErrorCode.InvalidPayload, details: { expected: r.expectedSha256, actual, size } },

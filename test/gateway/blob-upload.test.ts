@@ -189,6 +189,26 @@ test('upload - wrong media type, missing type, a form, a wrong or malformed hash
   assert.is(right.status, 201);
 });
 
+test('upload - a body that stalls is refused with 408 after the body timeout', async () => {
+  const g = await startGateway({ sessions: sessiond, port: 0, bodyTimeoutMs: 300 });
+  try {
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = httpRequest(new URL('/v1/blobs', g.url), { method: 'POST', headers: { 'content-type': 'image/png', 'content-length': '100000' } });
+      req.on('response', (res) => {
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+      });
+      req.on('error', reject);
+      req.write(pngBytes(1000)); // and nothing more
+    });
+    assert.is(answer.status, 408);
+    assert.match(JSON.parse(answer.body).error.message, 'No bytes of the upload arrived for 300 ms');
+  } finally {
+    await g.close();
+  }
+});
+
 test('upload - a token without the prompt scope is refused with 403', async () => {
   const tokens = { tokens: [{ name: 'reader', token: 'reader-token-0123456789abcdef', sessions: '*', scopes: ['read'] }] };
   const g = await startGateway({ sessions: sessiond, port: 0, tokens: parseTokens(JSON.stringify(tokens), 'test') });
