@@ -9,6 +9,8 @@ import { logSessions } from '../sessions/log-sessions.ts';
 import { sqliteTenantBudgetStore } from '../budget/sqlite-tenant-budget-store.ts';
 import { SessiondClient } from '../client/client.ts';
 import { SqliteBlobStore } from '../storage/sqlite/sqlite-blob-store.ts';
+import type { BlobRef } from '../blobs/blob-store.ts';
+import { DEFAULT_LIMITS } from '../input/limits.ts';
 import { systemClock } from '../clock.ts';
 import type { CliContext } from './context.ts';
 import { describeNats, natsConnectionOptions } from './nats-options.ts';
@@ -20,6 +22,8 @@ export interface OpenedSessions {
   describe: string;
   /** True when the workers answer over NATS (a wake or admission is acted on at once). */
   remote: boolean;
+  /** Stores a blob read as a stream (a large file of a prompt): into the file's blob table, or the workers' with `upload`. */
+  uploadBlob?: (source: AsyncIterable<Uint8Array>, options: { mediaType: string; size?: number }) => Promise<BlobRef>;
 }
 
 export interface OpenOptions {
@@ -36,7 +40,8 @@ export interface OpenOptions {
 export async function openSessions(opts: LogOptions, ctx: CliContext, name: string, options: OpenOptions = {}): Promise<OpenedSessions> {
   const nats = natsConnectionOptions(opts, ctx, name);
   if (nats && !options.readonly) {
-    return { sessions: await SessiondClient.connect({ connection: nats }), describe: `NATS ${describeNats(nats)}`, remote: true };
+    const client = await SessiondClient.connect({ connection: nats });
+    return { sessions: client, describe: `NATS ${describeNats(nats)}`, remote: true, uploadBlob: (source, o) => client.uploadBlob(source, o) };
   }
   const readonly = options.readonly || options.readsFile;
   const opened = await openLog(opts, ctx, readonly ? { readonly: true } : {});
@@ -48,11 +53,13 @@ export async function openSessions(opts: LogOptions, ctx: CliContext, name: stri
   const hasBudgets = opened.db?.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tenant_budgets'").get() !== undefined;
   const budgets = opened.db && hasBudgets ? { tenantBudgets: sqliteTenantBudgetStore(opened.db) } : {};
   // large prompt parts go to the file's blob table, beside its log (the worker reads them there)
-  const blobs = opened.db && !readonly ? { blobs: new SqliteBlobStore(opened.db, systemClock) } : {};
+  const store = opened.db && !readonly ? new SqliteBlobStore(opened.db, systemClock) : undefined;
   return {
-    sessions: logSessions(opened.log, { onClose: () => opened.close(), ...projection, ...urls, ...budgets, ...blobs }),
+    sessions: logSessions(opened.log, { onClose: () => opened.close(), ...projection, ...urls, ...budgets, ...(store ? { blobs: store } : {}) }),
     describe: opened.describe,
     remote: nats !== undefined,
+    // the limit the admission then checks the reference against (logSessions admits with the default limits)
+    ...(store ? { uploadBlob: (source, o) => store.put(source, { mediaType: o.mediaType, maxBytes: DEFAULT_LIMITS.maxBlobBytes }) } : {}),
   };
 }
 

@@ -12,12 +12,13 @@ import { MAX_BODY_DEPTH, admitBodyLimit, tooDeepAt } from '../nats/command-proto
 import { hostGuard } from '../inspector/host-check.ts';
 import { listFilterOf } from '../sessions/list-query.ts';
 import type { Sessions } from '../sessions/sessions.ts';
-import { OPEN_GRANT, asReached, checkTagChanges, listFor, mayStart, reachable } from './access.ts';
+import { OPEN_GRANT, actingOwner, asReached, checkTagChanges, listFor, mayStart, reachable } from './access.ts';
 import { openEventStream, type EventStream, type LiveSource } from './event-stream.ts';
 import { answerApprovals, parseChatRequest, streamChatTurn, replayEndsAtWait, turnUnderWay } from './chat.ts';
 import { presentedToken, type Grant, type TokenTable } from './tokens.ts';
 import { grantOf } from './authenticate.ts';
 import { blobReaderOf, sendBlob } from './blob-route.ts';
+import { blobUploaderOf, bodyChunks, uploadRequestOf } from './blob-upload.ts';
 import type { JwtVerifier } from './jwt.ts';
 import { checkScope, type Scope } from './scopes.ts';
 import { gatewayQuotas, type GatewayLimits } from './quota-checks.ts';
@@ -56,8 +57,10 @@ export interface GatewayOptions {
   corsOrigins?: readonly string[] | '*';
   /** Largest request body (default `DEFAULT_GATEWAY_MAX_BODY_BYTES`, 12 MiB: a photo of up to 9 MB as base64). */
   maxBodyBytes?: number;
-  /** A request body not all there after this long gets 408 and its connection closed (default 15 s). */
+  /** A request body not all there after this long gets 408 and its connection closed (default 15 s); an upload (POST /v1/blobs), one silent this long. */
   bodyTimeoutMs?: number;
+  /** Largest blob POST /v1/blobs takes (default the engine's maxBlobBytes embedded, else 64 MiB; on NATS the workers' limit applies too). */
+  maxBlobBytes?: number;
   heartbeatMs?: number;
   /** Bytes an event stream may have waiting for a slow client before it drops deltas and ends (default 1 MiB). */
   maxBufferedBytes?: number;
@@ -152,6 +155,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   const stallMs = options.stallMs ?? DEFAULT_GATEWAY_STALL_MS;
 
   const blobReader = blobReaderOf(sessions);
+  const uploader = blobUploaderOf(sessions);
+  const maxBlobBytes = options.maxBlobBytes ?? uploader?.maxBytes ?? 0;
   const sessionOf = (c: Call) => validateId(segment(c.params[0]!, 'session id'), 'session id');
   const ROUTES: Route[] = [
     { method: 'GET', pattern: /^\/v1\/health$/, run: async () => ({ ok: true }) },
@@ -170,6 +175,32 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         const id = sessionOf(c);
         await reachable(sessions, c.grant, id);
         await sendBlob(c.res, blobReader, id, decodeURIComponent(c.params[1]!));
+        return STREAMING;
+      },
+    },
+    {
+      method: 'POST',
+      pattern: /^\/v1\/blobs$/,
+      // what uploads a blob is what may then admit it
+      scope: 'prompt',
+      run: async (c) => {
+        try {
+          if (!uploader)
+            throw new HttpError(
+              503,
+              ErrorCode.Unavailable,
+              "This gateway's sessions keep no blob store: send images inline (base64) in the prompt, or by URL.",
+            );
+          const request = uploadRequestOf(c.req, c.url, maxBlobBytes, actingOwner(c.grant));
+          reply(c.res, 201, await uploader.upload(bodyChunks(c.req, request, bodyTimeoutMs), request));
+        } catch (err) {
+          // the rest of a refused body is not read: the connection closes once the answer is sent
+          if (!c.req.readableEnded) {
+            c.res.setHeader('connection', 'close');
+            c.res.once('finish', () => c.req.socket.destroy());
+          }
+          throw err;
+        }
         return STREAMING;
       },
     },
@@ -414,7 +445,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
         );
       res.writeHead(204, {
         'access-control-allow-methods': 'GET, POST, OPTIONS',
-        'access-control-allow-headers': 'authorization, content-type, last-event-id',
+        'access-control-allow-headers': 'authorization, content-type, last-event-id, x-sessiond-sha256',
         'access-control-max-age': '600',
       });
       res.end();
@@ -425,7 +456,7 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
       throw new HttpError(
         404,
         'no_route',
-        `No route ${req.method} ${url.pathname}. Routes: GET /v1/health, GET /v1/sessions, GET /v1/sessions/:id, GET /v1/sessions/:id/events (SSE), GET /v1/sessions/:id/blobs/:sha256, POST /v1/sessions/:id/{inputs,wake,cancel,tags,budget,fork,pending/drop}, POST /v1/sessions/:id/calls/:callId/{approve,deny}, POST /v1/sessions/:id/waits/:name, POST /v1/chat, GET /v1/chat/:id/stream (docs/gateway.md).`,
+        `No route ${req.method} ${url.pathname}. Routes: GET /v1/health, POST /v1/blobs, GET /v1/sessions, GET /v1/sessions/:id, GET /v1/sessions/:id/events (SSE), GET /v1/sessions/:id/blobs/:sha256, POST /v1/sessions/:id/{inputs,wake,cancel,tags,budget,fork,pending/drop}, POST /v1/sessions/:id/calls/:callId/{approve,deny}, POST /v1/sessions/:id/waits/:name, POST /v1/chat, GET /v1/chat/:id/stream (docs/gateway.md).`,
       );
     const matching = ROUTES.find((r) => r.pattern.test(url.pathname) && r.method === req.method);
     if (!matching) {

@@ -1,12 +1,31 @@
 /**
  * The prompt `sessiond prompt` sends: the text alone (a string prompt), or with `--image`, `--file`
  * and `--json` a prompt of parts (the text first, then the images, the files and the JSON data, each
- * in the order given). A path is read and sent as its bytes; an https URL is sent as it is.
+ * in the order given). A path is sent as its bytes: inline (base64) up to `INLINE_PART_BYTES`, a
+ * larger file streamed to the blob store (or the workers) first and sent as its reference; an https
+ * URL is sent as it is. Paths are checked first (`promptFromOptions`), read later (`readPrompt`).
  */
-import { readFileSync } from 'node:fs';
+import { createReadStream, readFileSync, statSync } from 'node:fs';
 import { extname } from 'node:path';
 import type { Prompt, PromptPart } from '../../events/catalog.ts';
-import { UsageError } from '../../errors.ts';
+import { INLINE_PART_BYTES } from '../../events/prompt.ts';
+import type { BlobReference } from '../../nats/command-protocol.ts';
+import { SessiondError, UsageError, isSessiondError } from '../../errors.ts';
+
+/** A local file of a prompt, checked (its type by name, that it is a readable file), not read yet. */
+interface LocalFile {
+  local: true;
+  kind: 'image' | 'file';
+  path: string;
+  mediaType: string;
+  size: number;
+}
+
+/** The prompt as the flags give it: the text alone, or parts with local files still to read. */
+export type PromptDraft = string | (PromptPart | LocalFile)[];
+
+/** Stores a file's bytes, read as a stream, as one blob: the store beside the log, or the workers' (`uploadBlob`). */
+export type StreamUpload = (source: AsyncIterable<Uint8Array>, mediaType: string, size: number) => Promise<BlobReference>;
 
 const IMAGE_TYPES: Readonly<Record<string, string>> = {
   '.png': 'image/png',
@@ -26,8 +45,8 @@ const FILE_TYPES: Readonly<Record<string, string>> = {
   '.xml': 'application/xml',
 };
 
-export function promptFromOptions(text: string | undefined, opts: { image?: string[]; file?: string[]; json?: string[] }): Prompt {
-  const parts: PromptPart[] = [
+export function promptFromOptions(text: string | undefined, opts: { image?: string[]; file?: string[]; json?: string[] }): PromptDraft {
+  const parts: (PromptPart | LocalFile)[] = [
     ...(opts.image ?? []).map((p) => bytesOrUrl('image', p, IMAGE_TYPES)),
     ...(opts.file ?? []).map((p) => bytesOrUrl('file', p, FILE_TYPES)),
     ...(opts.json ?? []).map(jsonPart),
@@ -42,7 +61,7 @@ export function promptFromOptions(text: string | undefined, opts: { image?: stri
 
 const isUrl = (s: string) => /^https?:\/\//.test(s);
 
-function bytesOrUrl(kind: 'image' | 'file', path: string, types: Readonly<Record<string, string>>): PromptPart {
+function bytesOrUrl(kind: 'image' | 'file', path: string, types: Readonly<Record<string, string>>): PromptPart | LocalFile {
   const flag = `--${kind}`;
   const ext = extname(isUrl(path) ? new URL(path).pathname : path).toLowerCase();
   const mediaType = types[ext];
@@ -55,14 +74,63 @@ function bytesOrUrl(kind: 'image' | 'file', path: string, types: Readonly<Record
     throw new UsageError(
       `${flag} ${path}: ${kind === 'image' ? 'an image' : 'a file'} must be one of ${Object.keys(types).join(', ')} (by its name), or an https URL.`,
     );
-  let data: string;
+  let size: number;
   try {
-    data = readFileSync(path).toString('base64');
+    const stat = statSync(path);
+    if (!stat.isFile()) throw Object.assign(new Error('not a file'), { code: 'not a file' });
+    size = stat.size;
   } catch (err) {
-    throw new UsageError(`${flag} ${path}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}).`);
+    throw cannotRead(flag, path, err);
   }
-  if (kind === 'image') return { type: 'image', data, mediaType };
-  return { type: 'file', data, mediaType, filename: path.split(/[\\/]/).pop()! };
+  return { local: true, kind, path, mediaType, size };
+}
+
+const cannotRead = (flag: string, path: string, err: unknown) =>
+  new UsageError(`${flag} ${path}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}).`);
+
+/**
+ * The prompt with its local files read: a file up to `INLINE_PART_BYTES` (or any, without `upload`)
+ * inline as base64; a larger one streamed through `upload` and sent as its reference.
+ */
+export async function readPrompt(draft: PromptDraft, upload?: StreamUpload): Promise<Prompt> {
+  if (typeof draft === 'string') return draft;
+  const out: PromptPart[] = [];
+  for (const [i, part] of draft.entries()) out.push('local' in part ? await readFile(part, i, upload) : part);
+  return out;
+}
+
+async function readFile(f: LocalFile, i: number, upload: StreamUpload | undefined): Promise<PromptPart> {
+  const flag = `--${f.kind}`;
+  const filename = f.path.split(/[\\/]/).pop()!;
+  if (f.size <= INLINE_PART_BYTES || !upload) {
+    let data: string;
+    try {
+      data = readFileSync(f.path).toString('base64');
+    } catch (err) {
+      throw cannotRead(flag, f.path, err);
+    }
+    return f.kind === 'image' ? { type: 'image', data, mediaType: f.mediaType } : { type: 'file', data, mediaType: f.mediaType, filename };
+  }
+  let blob: BlobReference;
+  try {
+    blob = await upload(fileChunks(f.path), f.mediaType, f.size);
+  } catch (err) {
+    if (isSessiondError(err))
+      throw new SessiondError(err.code, `Invalid input: prompt part ${i} (${f.kind}) ${f.path}: ${err.message}`, { cause: err, details: err.details });
+    if ((err as NodeJS.ErrnoException).code !== undefined) throw cannotRead(flag, f.path, err);
+    throw err;
+  }
+  return f.kind === 'image' ? { type: 'image', blob } : { type: 'file', blob, filename };
+}
+
+/** The file's chunks, opened at the first read and closed when the reader stops (a refusal mid-file). */
+async function* fileChunks(path: string): AsyncIterable<Uint8Array> {
+  const stream = createReadStream(path);
+  try {
+    yield* stream as AsyncIterable<Buffer>;
+  } finally {
+    stream.destroy();
+  }
 }
 
 function jsonPart(arg: string): PromptPart {

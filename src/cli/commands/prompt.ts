@@ -13,7 +13,7 @@ import { UsageError } from '../../errors.ts';
 import { addLogOptions, type LogOptions } from '../log-options.ts';
 import { withSessions } from '../open-sessions.ts';
 import { collectTag } from './sessions-list.ts';
-import { promptFromOptions } from './prompt-parts.ts';
+import { promptFromOptions, readPrompt } from './prompt-parts.ts';
 import { ALLOW_URL_HOST_OPTION, collectHost } from './start.ts';
 
 interface PromptOptions extends LogOptions {
@@ -54,11 +54,10 @@ export function registerPrompt(program: Command, ctx: CliContext): void {
     ctx,
   ).action(async (session: string, text: string | undefined, opts: PromptOptions) => {
     validateId(session, 'session id');
-    const prompt = promptFromOptions(text, opts);
+    const draft = promptFromOptions(text, opts);
     if (opts.at !== undefined && opts.in !== undefined) throw new UsageError('--at and --in both say when: give one of them.');
     const notBefore = opts.at ?? (opts.in === undefined ? undefined : Date.now() + opts.in);
-    const request: AdmitRequest = {
-      prompt,
+    const request: Omit<AdmitRequest, 'prompt'> = {
       delivery: opts.delivery,
       wake: opts.wake,
       ...(opts.id ? { id: opts.id } : {}),
@@ -67,8 +66,10 @@ export function registerPrompt(program: Command, ctx: CliContext): void {
       // the caller's trace context, as other CLIs read it: the turn that runs the prompt is its child
       ...(ctx.env.TRACEPARENT ? { traceparent: ctx.env.TRACEPARENT } : {}),
     };
-    await withSessions(opts, ctx, 'sessiond-prompt', async ({ sessions, remote }) => {
-      const receipt = await sessions.admit(session, request);
+    await withSessions(opts, ctx, 'sessiond-prompt', async ({ sessions, remote, uploadBlob }) => {
+      // a large local file is streamed to the blob store first and sent as its reference
+      const prompt = await readPrompt(draft, uploadBlob && ((source, mediaType, size) => uploadBlob(source, { mediaType, size })));
+      const receipt = await sessions.admit(session, { ...request, prompt });
       ctx.out(
         `${receipt.created ? 'admitted' : 'already admitted'} ${receipt.inputId} to ${session} at sequence ${receipt.admittedSeq} (${opts.delivery}${typeof prompt === 'string' ? '' : `, ${prompt.length} parts`})`,
       );
