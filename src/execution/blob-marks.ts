@@ -29,9 +29,9 @@ export function freshMark(markedAt: number, now: number, graceMs: number): boole
 }
 
 /** Thrown from inside the decision: the mark is too old; caught below and never seen by a caller. */
-class StaleMark extends Error {
+class StaleMark extends SessiondError {
   constructor(readonly now: number) {
-    super('stale blob mark');
+    super(ErrorCode.Timeout, 'stale blob mark: marked again and decided again');
   }
 }
 
