@@ -35,7 +35,10 @@ test('waits (processes) - SIGKILL while waiting for approval; approved on the lo
   const a = startCli(['start', '--db', db, '--runner', runner, '--sweep-ms', '200']);
   try {
     await a.waitFor('Stop it with Ctrl-C');
-    for (const s of ['ses_ok', 'ses_no']) assert.is((await runCli(['prompt', s, 'deploy', '--db', db])).code, 0);
+    for (const s of ['ses_ok', 'ses_no']) {
+      const admitted = await runCli(['prompt', s, 'deploy', '--db', db]);
+      assert.is(admitted.code, 0, admitted.stdout + admitted.stderr);
+    }
     await a.waitFor('ses_ok  waits for approval of call call_ses_ok (deploy)');
     await a.waitFor(/ses_no {2}turn waiting/);
     await a.waitFor(/ses_ok {2}turn waiting/);
