@@ -148,7 +148,7 @@ if (!process.env.SESSIOND_TEST_CLI && !process.env.SESSIOND_TEST_DIR) {
 
 // Files run JOBS at a time (SESSIOND_TEST_JOBS, default 3 on 2 cores: most wait on processes and
 // timers, not the CPU), each file's output printed whole when it ends. Files that time failovers, freeze processes or
-// install packages run one at a time, with one lane of other work beside them (below).
+// install packages run with nothing beside them.
 const JOBS = Math.max(1, Number(process.env.SESSIOND_TEST_JOBS ?? 3));
 const ALONE = /^(cluster\/|chaos\/|package\/pack|recovery\/crash|nats\/(frozen-worker|command-burst|append-answers|session-calls)|runner\/session-tools)/;
 // longest first (scripts/test-order.mjs), so the run does not end on one long file
@@ -191,34 +191,32 @@ async function runSuite(folder) {
   durations.push({ file: folder, ms: Date.now() - suiteStarted });
 }
 const runJob = (job) => (SUITES[job] ? runSuite(job) : runFile(job));
-/** Runs the jobs of `queue` (taking them from it, in order) `jobs` at a time, or until `until()` says stop. */
-async function pool(queue, jobs, until = () => false) {
+async function pool(list, jobs) {
+  const queue = [...list];
   await Promise.all(
     Array.from({ length: Math.min(jobs, queue.length) }, async () => {
-      while (queue.length > 0 && !until()) await runJob(queue.shift());
+      while (queue.length > 0) await runJob(queue.shift());
     }),
   );
 }
 // a client suite never measured counts as long (about two minutes each)
 const jobs = orderJobs([...files, ...suites], measured, committed, (job) => (SUITES[job] ? 120_000 : 0));
-// The files that run alone go one at a time; beside them, one lane runs the client suites
-// (compilers and their own processes), then the other files, longest first, one at a time until the
-// alone ones are done, so both cores stay busy; what is left then runs JOBS at a time.
-const rest = jobs.filter((f) => !ALONE.test(f) && !SUITES[f]);
-let aloneDone = false;
+// The client suites (compilers and their own processes) run in a lane beside the files that run alone,
+// then the other files JOBS at a time.
 await Promise.all([
   pool(
     jobs.filter((f) => ALONE.test(f)),
     1,
-  ).then(() => {
-    aloneDone = true;
-  }),
+  ),
   pool(
     jobs.filter((f) => SUITES[f]),
     1,
-  ).then(() => pool(rest, 1, () => aloneDone)),
+  ),
 ]);
-await pool(rest, JOBS);
+await pool(
+  jobs.filter((f) => !ALONE.test(f) && !SUITES[f]),
+  JOBS,
+);
 if (files.length === 0 && suites.length === 0) {
   process.stdout.write(`no test file matches ${match} under ${dir}\n`);
   failed = Math.max(failed, 1);
