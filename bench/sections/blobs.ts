@@ -150,7 +150,11 @@ const READ_SIZE = 64 * 1024 * 1024;
 
 /** The blob read as a client does: chunk after chunk through readBlobChunk, from a session referencing it. */
 async function inChunks(store: BlobStore, sha256: string): Promise<{ count: number; ms: number }> {
-  const event = { seq: 1, payload: { blob: { sha256, size: READ_SIZE, mediaType: 'application/octet-stream' } } } as unknown as SessionEvent;
+  const event = {
+    seq: 1,
+    type: 'input.admitted',
+    payload: { prompt: [{ type: 'file', blob: { sha256, size: READ_SIZE, mediaType: 'application/octet-stream' } }] },
+  } as unknown as SessionEvent;
   const t0 = performance.now();
   for (let offset = 0; ; offset += MAX_BLOB_READ_BYTES) {
     const r = await readBlobChunk({ sessionId: 'ses_bench_read', sha256, offset }, async (_id, p) => (p.afterSeq > 0 ? [] : [event]), {
