@@ -7,7 +7,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ensureTools, toolPath } from './tools.mjs';
-import { mergeDurations, orderJobs, readDurations } from './test-order.mjs';
+import { inProcess, mergeDurations, orderJobs, readDurations } from './test-order.mjs';
 
 const started = Date.now();
 /** A file (or client suite) still running after this is stopped and counted as failed: a hang costs minutes, not the whole run. */
@@ -148,7 +148,7 @@ if (!process.env.SESSIOND_TEST_CLI && !process.env.SESSIOND_TEST_DIR) {
 
 // Files run JOBS at a time (SESSIOND_TEST_JOBS, default 3 on 2 cores: most wait on processes and
 // timers, not the CPU), each file's output printed whole when it ends. Files that time failovers, freeze processes or
-// install packages run with nothing beside them.
+// install packages run one at a time, with one lane of other work beside them (below).
 const JOBS = Math.max(1, Number(process.env.SESSIOND_TEST_JOBS ?? 3));
 const ALONE = /^(cluster\/|chaos\/|package\/pack|recovery\/crash|nats\/(frozen-worker|command-burst|append-answers|session-calls)|runner\/session-tools)/;
 // longest first (scripts/test-order.mjs), so the run does not end on one long file
@@ -191,8 +191,8 @@ async function runSuite(folder) {
   durations.push({ file: folder, ms: Date.now() - suiteStarted });
 }
 const runJob = (job) => (SUITES[job] ? runSuite(job) : runFile(job));
-async function pool(list, jobs) {
-  const queue = [...list];
+/** Runs the jobs of `queue` (taking them from it, in order) `jobs` at a time. */
+async function pool(queue, jobs) {
   await Promise.all(
     Array.from({ length: Math.min(jobs, queue.length) }, async () => {
       while (queue.length > 0) await runJob(queue.shift());
@@ -201,22 +201,33 @@ async function pool(list, jobs) {
 }
 // a client suite never measured counts as long (about two minutes each)
 const jobs = orderJobs([...files, ...suites], measured, committed, (job) => (SUITES[job] ? 120_000 : 0));
-// The client suites (compilers and their own processes) run in a lane beside the files that run alone,
-// then the other files JOBS at a time.
+// The files that run alone go one at a time. Beside them one lane runs the client suites (compilers
+// and their own processes), then, until the alone ones are done, the other files that start no
+// process or thread of their own (scripts/test-order.mjs `inProcess`), longest first: both cores
+// stay busy and no test timing its own processes runs beside a failover. What is left then runs
+// JOBS at a time.
+const rest = jobs.filter((f) => !ALONE.test(f) && !SUITES[f]);
+let aloneDone = false;
+const besideAlone = async () => {
+  for (;;) {
+    const next = rest.findIndex((f) => inProcess(join(dir, f)));
+    if (aloneDone || next === -1) return;
+    await runJob(rest.splice(next, 1)[0]);
+  }
+};
 await Promise.all([
   pool(
     jobs.filter((f) => ALONE.test(f)),
     1,
-  ),
+  ).then(() => {
+    aloneDone = true;
+  }),
   pool(
     jobs.filter((f) => SUITES[f]),
     1,
-  ),
+  ).then(besideAlone),
 ]);
-await pool(
-  jobs.filter((f) => !ALONE.test(f) && !SUITES[f]),
-  JOBS,
-);
+await pool(rest, JOBS);
 if (files.length === 0 && suites.length === 0) {
   process.stdout.write(`no test file matches ${match} under ${dir}\n`);
   failed = Math.max(failed, 1);

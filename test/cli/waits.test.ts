@@ -100,7 +100,8 @@ test('waits (processes) - a timer across SIGKILL and restart; a scheduled prompt
   const a = startCli(['start', '--db', db, '--runner', runner, '--sweep-ms', '200']);
   try {
     await a.waitFor('Stop it with Ctrl-C');
-    assert.is((await runCli(['prompt', 'ses_sleep', 'sleep', '--db', db])).code, 0);
+    const sleep = await runCli(['prompt', 'ses_sleep', 'sleep', '--db', db]);
+    assert.is(sleep.code, 0, sleep.stdout + sleep.stderr);
     await a.waitFor('ses_sleep  waits for timer sleep-1 until');
     a.child.kill('SIGKILL');
     await a.exited;
@@ -130,7 +131,8 @@ test('waits (processes) - a timer across SIGKILL and restart; a scheduled prompt
       assert.is(badAt.code, 2);
       assert.match(badAt.stderr, '--at must be a date and time with its zone');
 
-      assert.is((await runCli(['prompt', 'ses_ask', 'ask', '--db', db])).code, 0);
+      const ask = await runCli(['prompt', 'ses_ask', 'ask', '--db', db]);
+      assert.is(ask.code, 0, ask.stdout + ask.stderr);
       await b.waitFor('ses_ask  waits for signal answer');
       const badData = await runCli(['resolve', 'ses_ask', 'answer', '--data', '{nope', '--db', db]);
       assert.is(badData.code, 2);

@@ -31,10 +31,17 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?:
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+    const timeoutMs = options.timeoutMs ?? 60_000;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, timeoutMs);
     child.on('error', reject);
-    child.on('close', (code) => {
+    child.on('close', (code, signal) => {
       clearTimeout(timer);
+      // a process ended by a signal has no exit code: 1, and the output says which signal and why
+      if (signal) stderr += `\n[the test's sessiond process was ended by ${signal}${timedOut ? ` after runCli's timeout of ${timeoutMs} ms` : ''}]\n`;
       resolve({ code: code ?? 1, stdout, stderr });
     });
   });
