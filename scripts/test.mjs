@@ -122,7 +122,7 @@ if (!filter && !process.env.SESSIOND_TEST_DIR) {
 // One uvu process per test file: a file that crashes (an import that throws, a promise that never
 // settles, a test that kills its process) is counted as failed and the run goes on with the next.
 const dir = process.env.SESSIOND_TEST_DIR ?? 'test';
-const match = new RegExp(filter ? `${filter}.*\\.test\\.ts$` : '\\.test\\.ts$');
+const match = new RegExp(filter ? `(?:${filter}).*\\.test\\.ts$` : '\\.test\\.ts$');
 const files = [];
 (function walk(d) {
   for (const entry of readdirSync(d, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {

@@ -177,7 +177,7 @@ export class CommandHandler {
   }
 
   /** Folds events committed elsewhere (e.g. seen on a subscription) when they are the next ones. */
-  observe(events: SessionEvent[]): void {
+  observe(events: readonly SessionEvent[]): void {
     for (const e of events) {
       const snap = this.snapshots.get(e.sessionId);
       if (!snap) continue;

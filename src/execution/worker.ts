@@ -1,7 +1,8 @@
 /**
  * A worker: the execution service plus a log subscription (wakes what any process admitted, aborts
  * runs cancelled elsewhere, folds foreign events) and, with a `projection`, the projector and the
- * recovery sweep; the subscription then starts at the head and the sweep finds older owed wakes.
+ * recovery sweep: the projector's subscription is then the worker's too (each batch projected first,
+ * then handled from the head on), and the sweep finds older owed wakes.
  * Without a projection it catches up from the start of the log. A child's turn that ends here is
  * delivered to the session that called it at once (the sweep is the fallback).
  */
@@ -72,13 +73,12 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
   const wakeLater = new Map<string, number>();
   let catchingUp = options.projection === undefined;
   let subscription: Subscription | undefined;
-  let projection: Subscription | undefined;
   let projector: Projector | undefined;
   let sweeper: RecoverySweeper | undefined;
   let blobSweeper: BlobSweeper | undefined;
   let stopped = false;
 
-  const handle = (events: SessionEvent[]) => {
+  const handle = (events: readonly SessionEvent[]) => {
     execution.handler.observe(events);
     /** Sessions whose call into a session whose turn just ended may be answered now (not at the next sweep). */
     const callers = new Set<string>();
@@ -106,23 +106,19 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
     }
   };
 
-  const subscribe = (after: number) =>
-    execution.log.subscribe({
-      after,
-      onBatch: async (events) => {
-        handle(events);
-        if (catchingUp && (await execution.log.head()) > events[events.length - 1]!.position!) return; // wake once caught up
-        catchingUp = false;
-        wakeAll();
-      },
-      onError: failed('log subscription (wakes and cancellations)'),
-    });
+  /** The worker's part of each committed batch: observe, abort, wake (once caught up, without a projection). */
+  const onBatch = async (events: readonly SessionEvent[]) => {
+    if (events.length === 0) return;
+    handle(events);
+    if (catchingUp && (await execution.log.head()) > events[events.length - 1]!.position!) return; // wake once caught up
+    catchingUp = false;
+    wakeAll();
+  };
 
   if (options.projection) {
     const db = options.projection;
-    projector = new Projector(db);
-    // inline: on the embedded log (the same connection) the rows commit with the appends
-    projection = projector.follow(execution.log, { inline: true, onError: failed('projection'), ...(options.clock ? { clock: options.clock } : {}) });
+    const p = new Projector(db);
+    projector = p;
     sweeper = new RecoverySweeper({
       execution,
       candidates: projectionCandidates(db),
@@ -136,15 +132,26 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
         ...settings,
       });
     }
-    // new events from the head on; what was owed before is the sweep's to find
+    // One subscription of the log: the projector folds each batch (inline: on the embedded log, the
+    // same connection, the rows commit with the appends), then the worker handles the new events,
+    // from the head on; what was owed before is the sweep's to find.
     void execution.log.head().then((head) => {
       if (stopped) return;
-      subscription = subscribe(options.after ?? head);
+      const from = options.after ?? head;
+      subscription = p.follow(execution.log, {
+        inline: true,
+        onError: failed('log subscription (projection, wakes and cancellations)'),
+        ...(options.clock ? { clock: options.clock } : {}),
+        afterBatch: (events) => {
+          if (stopped) return; // stopping: the projection still folds what the hand-back appends
+          return onBatch(events[0]!.position! > from ? events : events.filter((e) => e.position! > from));
+        },
+      });
       sweeper!.start();
       blobSweeper?.start();
     }, onError);
   } else {
-    subscription = subscribe(options.after ?? 0);
+    subscription = execution.log.subscribe({ after: options.after ?? 0, onBatch, onError: failed('log subscription (wakes and cancellations)') });
   }
 
   return {
@@ -165,9 +172,14 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
       stopped = true;
       await sweeper?.stop();
       await blobSweeper?.stop();
-      await subscription?.close();
-      await execution.close();
-      await projection?.close();
+      if (projector) {
+        // the projection follows the turns handed back, then stops
+        await execution.close();
+        await subscription?.close();
+      } else {
+        await subscription?.close();
+        await execution.close();
+      }
     },
   };
 }

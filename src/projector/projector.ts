@@ -66,6 +66,12 @@ export interface FollowOptions {
   /** Called after each batch is committed. */
   onApplied?: (result: ApplyResult) => void;
   /**
+   * Called with each batch once the projection holds it, before the next is delivered (a worker's
+   * wakes and cancellations ride on the projector's subscription: one consumer of the log, not two).
+   * A throw or rejection stops the subscription like a batch that cannot be applied.
+   */
+  afterBatch?: (events: readonly SessionEvent[]) => Promise<void> | void;
+  /**
    * Also fold the events of every group commit of an SqliteEventLog on this projector's own
    * connection inside that commit's transaction (storage/sqlite/commit-hooks.ts), while the projection is
    * at the log's head: appends, rows and checkpoint then commit once, and the subscription finds
@@ -158,6 +164,7 @@ export class Projector {
           // folded in the appends' own transaction (or an older batch seen again)
           seen = checkpoint;
           options.onApplied?.({ applied: 0, skipped: events.length, position: checkpoint });
+          await options.afterBatch?.(events);
           return;
         }
         try {
@@ -172,6 +179,7 @@ export class Projector {
         }
         seen = result.position;
         options.onApplied?.(result);
+        await options.afterBatch?.(events);
       },
       ...(options.onError ? { onError: options.onError } : {}),
     });

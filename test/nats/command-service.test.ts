@@ -181,7 +181,7 @@ s('commands - an unexpected engine failure is answered as internal and reported,
   };
   const errors: unknown[] = [];
   const service = startCommandService(nc, target, { onError: (e) => errors.push(e) });
-  world.defer(() => service.close());
+  world.defer(() => service.close(), "the test's command service");
   const client = await world.client();
   const err = await failure(client.admit('ses_x', { prompt: 'p' }));
   assert.is(err.failure, CommandFailureCode.Internal);
@@ -310,7 +310,7 @@ s(
     const { engine } = await world.engine();
     const nc = await world.connect(COMMANDS);
     const service = startCommandService(nc, engine);
-    world.defer(() => service.close());
+    world.defer(() => service.close(), "the test's command service");
     const client = await world.client(CLIENT, { attemptTimeoutMs: 250 });
     const id = sessionId('frozen');
     await client.admit(id, { prompt: 'p', id: 'inp_frozen', wake: false });
@@ -354,7 +354,7 @@ s(
     const { engine } = await world.engine();
     const nc = await world.connect(COMMANDS);
     const service = startCommandService(nc, engine);
-    world.defer(() => service.close());
+    world.defer(() => service.close(), "the test's command service");
     const client = await world.client(CLIENT);
     const id = sessionId('quiet');
     await client.admit(id, { prompt: 'p', id: 'inp_quiet', wake: false });
@@ -478,7 +478,7 @@ s('commands - after the server restarts, a worker opens its places afresh (one r
   const { engine } = await world.engine();
   const nc = await world.connect(COMMANDS);
   const service = startCommandService(nc, engine);
-  world.defer(() => service.close());
+  world.defer(() => service.close(), "the test's command service");
   const client = await world.client();
   const id = sessionId('restart');
   await client.admit(id, { prompt: 'before', id: 'inp_before', wake: false });

@@ -18,6 +18,9 @@ import { tempDir } from '../support/tmp.ts';
 
 export type User = { readonly user: string; readonly pass: string };
 
+/** How long teardown waits for one close. */
+const CLOSE_WITHIN_MS = 30_000;
+
 export interface NatsWorld {
   server: NatsServer;
   /** A new connection as `user` (default worker), closed at teardown. */
@@ -36,8 +39,8 @@ export interface NatsWorld {
   /** Serves commands for `target` on a connection of the commands user, as a worker does; closed at teardown. */
   serve(target: CommandTarget, options?: CommandServiceOptions): Promise<CommandService>;
   client(user?: User, options?: Partial<SessiondClientOptions>): Promise<SessiondClient>;
-  /** Registers something to close at teardown (closed in reverse order). */
-  defer(close: () => Promise<unknown>): void;
+  /** Registers something to close at teardown (closed in reverse order; `what` names it if its close hangs). */
+  defer(close: () => Promise<unknown>, what?: string): void;
   /** Closes everything opened since the last call (for `after.each`). */
   reset(): Promise<void>;
   dispose(): Promise<void>;
@@ -47,20 +50,30 @@ export interface NatsWorld {
 export async function natsWorld(options: { bin?: string; streams?: boolean } = {}): Promise<NatsWorld> {
   const server = await startNatsServer({ ...(options.bin ? { bin: options.bin } : {}), ...(options.streams === false ? { streams: false } : {}) });
   const tmp = tempDir('sessiond-nats-test-');
-  let closers: (() => Promise<unknown>)[] = [];
+  let closers: { close: () => Promise<unknown>; what: string }[] = [];
   let files = 0;
-  const defer = (close: () => Promise<unknown>) => {
-    closers.push(close);
+  const defer = (close: () => Promise<unknown>, what = 'something the test deferred') => {
+    closers.push({ close, what });
   };
   const connect = async (user: User = WORKER) => {
     const nc = await connectNats({ servers: server.url, ...user, reconnectWaitMs: 50 });
-    defer(() => nc.close());
+    defer(() => nc.close(), `a connection as ${user.user}`);
     return nc;
   };
+  // a close that hangs fails the teardown naming it, instead of holding the file until the runner's timeout
   const reset = async () => {
     const all = closers.reverse();
     closers = [];
-    for (const close of all) await close().catch(() => undefined);
+    const hung: string[] = [];
+    for (const { close, what } of all) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const late = new Promise<'late'>((r) => {
+        timer = setTimeout(() => r('late'), CLOSE_WITHIN_MS);
+      });
+      if ((await Promise.race([close().catch(() => undefined), late])) === 'late') hung.push(what);
+      clearTimeout(timer);
+    }
+    if (hung.length > 0) throw new Error(`Teardown: closing ${hung.join(', ')} did not finish within ${CLOSE_WITHIN_MS} ms.`);
   };
   return {
     server,
@@ -76,21 +89,21 @@ export async function natsWorld(options: { bin?: string; streams?: boolean } = {
         defer(async () => {
           await engine.close();
           await log.close();
-        });
+        }, 'an engine and its JetStream log');
         return { engine, log, nc, host: undefined };
       }
       const host = await startSessiond({ db: file, runner, ...options.host, nats: { connection: { servers: server.url, ...WORKER, reconnectWaitMs: 50 } } });
-      defer(() => host.close());
+      defer(() => host.close(), 'a worker (startSessiond)');
       return { engine: host.engine, log: host.nats!.log, nc: host.nats!.connection, host };
     },
     async serve(target, options = {}) {
       const service = startCommandService(await connect(COMMANDS), target, options);
-      defer(() => service.close());
+      defer(() => service.close(), 'a command service');
       return service;
     },
     async client(user: User = CLIENT, options = {}) {
       const client = await SessiondClient.connect({ connection: { servers: server.url, ...user, reconnectWaitMs: 50 }, ...options });
-      defer(() => client.close());
+      defer(() => client.close(), `a client as ${user.user}`);
       return client;
     },
     reset,

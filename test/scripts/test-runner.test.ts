@@ -21,4 +21,16 @@ test('test runner - a crashing file is counted as failed, the files after it sti
   assert.is(r.status, 1);
 });
 
+test('test runner - a pattern with alternatives runs only the test files it names, never a helper beside them', () => {
+  const r = spawnSync(process.execPath, ['scripts/test.mjs', 'a|c'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 120_000,
+    env: { ...process.env, SESSIOND_TEST_DIR: 'scripts/fixtures/crashing-suite' },
+  });
+  assert.is(r.stdout.trim().split('\n').at(-1), '2 passed, 1 failed', r.stdout + r.stderr); // c has a failing test
+  assert.match(r.stdout, '(2 files,');
+  assert.not.match(r.stdout, 'a-helper.ts');
+});
+
 test.run();
