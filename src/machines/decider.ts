@@ -10,7 +10,8 @@ import type { SessionEvent } from '../events/envelope.ts';
 import { durableEventTypes, type EventType } from '../events/catalog.ts';
 import { decisionFor, refusalMessages, sessionMachine, type Emitted } from './session-machine.ts';
 import { foldContext, type SessionContext } from './session-context.ts';
-import type { Command, Decision, Refusal } from './commands.ts';
+import type { Command, Decision } from './commands.ts';
+import { choose, compileDecisions, type DecisionTable } from './compiled-decisions.ts';
 
 export type SessionMachine = typeof sessionMachine;
 export type SessionStateValue = 'idle' | 'claimed' | 'running' | 'recovering' | 'settled';
@@ -86,24 +87,30 @@ export function hydrate(sessionId: string, events: Iterable<SessionEvent>, machi
 }
 
 /**
- * What a command turns into, or why it is refused: the hot path. The machine picks the transition
- * (`getTransitionData`: its own guard evaluation, guards provided with `.provide` included); its one
- * action, `decide` or `refuse(reason)`, is then applied directly instead of interpreting the
- * machine's whole macrostep (about 15x faster). `decideByMachine` is the reference it is proven
- * equal to (test/machines/fold-equivalence.test.ts); a transition with any other action, or a
- * machine whose `decide`/`refuse` actions were replaced, goes there.
+ * What a command turns into, or why it is refused: the hot path. The machine's transitions, read
+ * once into plain guard functions (compiled-decisions.ts), pick the transition; its one action,
+ * `decide` or `refuse(reason)`, is then applied directly instead of XState resolving the state and
+ * interpreting the machine's macrostep. `decideByMachine` is the reference it is proven equal to
+ * (test/machines/fold-equivalence.test.ts); what the table does not model, or a machine whose
+ * `decide`/`refuse` actions were replaced, goes there.
  */
 export function decide(snapshot: SessionSnapshot, command: Command, machine: SessionMachine = sessionMachine): Decision {
   if (!ownActions(machine)) return decideByMachine(snapshot, command, machine);
-  const state = machine.resolveState({ value: snapshot.value, context: snapshot.context });
-  const chosen = machine.getTransitionData(state, command);
-  const actions = chosen.length === 1 ? chosen[0]!.actions : [];
-  const action = actions.length === 1 ? (actions[0] as { type?: string; params?: { reason?: Refusal } } | string) : undefined;
-  const type = typeof action === 'string' ? action : action?.type;
-  if (type === 'decide') return { ok: true, events: decisionFor(snapshot.context, command) };
-  const reason = typeof action === 'object' ? action.params?.reason : undefined;
-  if (type === 'refuse' && reason) return { ok: false, reason, message: refusalMessages[reason]({ context: snapshot.context, event: command }) };
-  return decideByMachine(snapshot, command, machine);
+  const choice = choose(tableOf(machine), snapshot.value, snapshot.context, command);
+  if (choice === 'interpret') return decideByMachine(snapshot, command, machine);
+  if (choice.decide) return { ok: true, events: decisionFor(snapshot.context, command) };
+  return { ok: false, reason: choice.reason, message: refusalMessages[choice.reason]({ context: snapshot.context, event: command }) };
+}
+
+/** Each machine's decision table, read on its first decision (a machine given `.provide` guards is a machine of its own). */
+const tables = new WeakMap<SessionMachine, DecisionTable>();
+function tableOf(machine: SessionMachine): DecisionTable {
+  let table = tables.get(machine);
+  if (!table) {
+    table = compileDecisions(machine);
+    tables.set(machine, table);
+  }
+  return table;
 }
 
 const BASE_ACTIONS = sessionMachine.implementations.actions;

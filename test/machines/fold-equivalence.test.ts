@@ -10,6 +10,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import fc from 'fast-check';
+import { compileDecisions } from '../../src/machines/compiled-decisions.ts';
+import { durableEventTypes } from '../../src/events/catalog.ts';
 import { decide, decideByMachine, evolve, evolveByMachine, hydrate, initialSnapshot, type SessionSnapshot } from '../../src/machines/decider.ts';
 import { committed } from '../../src/testing/fixtures.ts';
 import type { Command } from '../../src/machines/commands.ts';
@@ -93,6 +95,21 @@ test("fold equivalence - a real engine's log hydrates to the same snapshot both 
   assert.equal(hydrate('ses_real', events), slow);
   await engine.close();
   tmp.remove();
+});
+
+test('decide equivalence - the decision table models every command of every state (none is left to the interpreter)', () => {
+  const table = compileDecisions(sessionMachine);
+  const durable = new Set<string>(durableEventTypes);
+  const commands = new Set<string>();
+  for (const [state, byType] of table) {
+    assert.ok(byType, `state ${state} is read (no wildcard transition)`);
+    for (const [type, candidates] of byType!) {
+      if (durable.has(type) || type.startsWith('xstate.')) continue;
+      commands.add(type);
+      assert.ok(candidates && candidates.length > 0, `command ${type} in ${state} is decided from the table`);
+    }
+  }
+  for (const type of ['claim', 'start', 'renew', 'record', 'settle', 'cancel', 'admit', 'fork', 'recover', 'resolve']) assert.ok(commands.has(type), type);
 });
 
 test.run();
