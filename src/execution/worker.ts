@@ -73,6 +73,8 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
   const wakeLater = new Map<string, number>();
   let catchingUp = options.projection === undefined;
   let subscription: Subscription | undefined;
+  /** With a projection behind the head at start: the subscription from the head until it catches up. */
+  let ahead: Subscription | undefined;
   let projector: Projector | undefined;
   let sweeper: RecoverySweeper | undefined;
   let blobSweeper: BlobSweeper | undefined;
@@ -106,10 +108,14 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
     }
   };
 
+  /** The position up to which committed events were handled (by whichever subscription saw them first). */
+  let handled = options.after ?? 0;
   /** The worker's part of each committed batch: observe, abort, wake (once caught up, without a projection). */
   const onBatch = async (events: readonly SessionEvent[]) => {
-    if (events.length === 0) return;
-    handle(events);
+    const fresh = events.length > 0 && events[0]!.position! > handled ? events : events.filter((e) => e.position! > handled);
+    if (fresh.length === 0) return;
+    handled = fresh[fresh.length - 1]!.position!;
+    handle(fresh);
     if (catchingUp && (await execution.log.head()) > events[events.length - 1]!.position!) return; // wake once caught up
     catchingUp = false;
     wakeAll();
@@ -134,17 +140,27 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
     }
     // One subscription of the log: the projector folds each batch (inline: on the embedded log, the
     // same connection, the rows commit with the appends), then the worker handles the new events,
-    // from the head on; what was owed before is the sweep's to find.
+    // from the head on; what was owed before is the sweep's to find. While the projection is behind
+    // the head (a first start on a long log, a long stop), a subscription from the head handles the
+    // new events until the projection reaches what it handled, so wakes and cancellations never
+    // wait for the catch-up.
     void execution.log.head().then((head) => {
       if (stopped) return;
-      const from = options.after ?? head;
+      handled = options.after ?? head;
+      if (p.checkpoint() < handled) {
+        ahead = execution.log.subscribe({ after: handled, onBatch, onError: failed('log subscription (wakes and cancellations)') });
+      }
       subscription = p.follow(execution.log, {
         inline: true,
         onError: failed('log subscription (projection, wakes and cancellations)'),
         ...(options.clock ? { clock: options.clock } : {}),
-        afterBatch: (events) => {
+        afterBatch: async (events) => {
           if (stopped) return; // stopping: the projection still folds what the hand-back appends
-          return onBatch(events[0]!.position! > from ? events : events.filter((e) => e.position! > from));
+          await onBatch(events);
+          if (ahead && events[events.length - 1]!.position! >= handled) {
+            void ahead.close(); // caught up: from here the projection's subscription hands over every batch
+            ahead = undefined;
+          }
         },
       });
       sweeper!.start();
@@ -173,6 +189,7 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
       await sweeper?.stop();
       await blobSweeper?.stop();
       if (projector) {
+        await ahead?.close();
         // the projection follows the turns handed back, then stops
         await execution.close();
         await subscription?.close();

@@ -4,12 +4,15 @@
  * delivery of every batch, on NATS a second ordered consumer). What rides on it still works for
  * another process's commits: an admission wakes its turn with the projection already holding the
  * input, a cancellation aborts the running turn, and the turns handed back on stop are projected.
+ * A projection still catching up on a long log does not hold the wakes back.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { startSessiond } from '../../src/host.ts';
 import { logSessions } from '../../src/sessions/log-sessions.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
+import { migrate } from '../../src/storage/sqlite/migrate.ts';
+import type { SubscribeOptions } from '../../src/events/event-log.ts';
 import { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { tempDir } from '../support/tmp.ts';
@@ -102,6 +105,66 @@ test('worker subscription - a turn handed back on stop is in the projection the 
   assert.ok(stopped.events > running.events, 'stopping appended the hand-back');
   assert.is(stopped.projected, stopped.events, 'the projection holds every event, the hand-back included');
   tmp.remove();
+});
+
+test('worker subscription - a worker whose projection is catching up on a long log still wakes a new admission at once', async () => {
+  const tmp = tempDir();
+  const file = tmp.file('behind.db');
+  // a log the projection has never read (as `sessiond prompt --db` leaves it before any worker ran)
+  const earlierDb = openDatabase(file);
+  migrate(earlierDb);
+  const earlier = logSessions(new SqliteEventLog(earlierDb));
+  for (let i = 0; i < 5; i++) await earlier.admit(`ses_old_${i}`, { id: `inp_old_${i}`, prompt: 'from before', wake: false });
+  await earlier.close();
+  earlierDb.close();
+  // the projector's catch-up (the subscription from position 0) is held until the test lets it go
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((r) => {
+    release = r;
+  });
+  const ran: string[] = [];
+  const host = await startSessiond({
+    db: file,
+    report: { out: () => undefined, err: () => undefined },
+    sweepMs: 3_600_000,
+    decorateLog: (log) =>
+      new Proxy(log, {
+        get(target, prop, receiver) {
+          if (prop !== 'subscribe') return Reflect.get(target, prop, receiver);
+          return (options: SubscribeOptions) =>
+            target.subscribe(
+              (options.after ?? 0) > 0
+                ? options
+                : {
+                    ...options,
+                    onBatch: async (events) => {
+                      await held;
+                      await options.onBatch(events);
+                    },
+                  },
+            );
+        },
+      }),
+    runner: async (ctx) => {
+      ran.push(ctx.sessionId);
+    },
+  });
+  const otherDb = openDatabase(file);
+  const other = logSessions(new SqliteEventLog(otherDb));
+  try {
+    await other.admit('ses_new', { id: 'inp_new', prompt: 'now' });
+    await waitFor(async () => ran.includes('ses_new'), { timeoutMs: 10_000, what: 'the new admission to run while the projection catches up' });
+    assert.not.ok(
+      ran.some((s) => s.startsWith('ses_old')),
+      'the old, unwoken admissions were not run',
+    );
+  } finally {
+    release();
+    await other.close();
+    otherDb.close();
+    await host.close();
+    tmp.remove();
+  }
 });
 
 test.run();
