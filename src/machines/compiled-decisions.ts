@@ -9,6 +9,7 @@
  * interpreted machine by test/machines/fold-equivalence.test.ts.
  */
 import { and, not, or } from 'xstate';
+import { ErrorCode, SessiondError } from '../errors.ts';
 import type { Command, Refusal } from './commands.ts';
 import type { SessionContext } from './session-context.ts';
 
@@ -41,7 +42,12 @@ const AND = (and([() => true]) as unknown as { check: unknown }).check;
 const OR = (or([() => true]) as unknown as { check: unknown }).check;
 
 /** Thrown while compiling: the transition uses something the table does not model. */
-class Unreadable extends Error {}
+class Unreadable extends SessiondError {
+  constructor(what: string) {
+    super(ErrorCode.Internal, `the decision table cannot read ${what}`);
+    this.name = 'Unreadable';
+  }
+}
 
 /** The decision table of `machine`: each state's command transitions, as plain functions where they can be. */
 export function compileDecisions(machine: unknown): DecisionTable {
