@@ -17,6 +17,9 @@ import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { eventImporter } from '../../src/storage/sqlite/import-events.ts';
 import { startInspector, type Inspector } from '../../src/inspector/server.ts';
 import { SqliteInspectorIndex } from '../../src/inspector/sqlite-index.ts';
+import { SqliteSnapshotStore } from '../../src/storage/sqlite/sqlite-snapshot-store.ts';
+import { evolve, initialSnapshot } from '../../src/machines/decider.ts';
+import { systemClock } from '../../src/clock.ts';
 import { CHECKPOINT_EVERY } from '../../src/inspector/store.ts';
 import { cloneTurn, sessionName } from '../lib/corpus.ts';
 import { fullGc, percentile } from '../lib/measure.ts';
@@ -92,8 +95,12 @@ async function measure(ctx: Ctx, events: number, restart = false): Promise<Measu
   // written straight to the log in big batches (the views do not depend on how events were appended)
   let batch: SessionEvent[] = [];
   let turn = 0;
+  // with `restart` (the long log, as workers wrote it): the workers' latest snapshot of the session, as a worker stores one when a turn settles
+  let snapshot = initialSnapshot(sessionName(0));
+  const snapshots = restart ? new SqliteSnapshotStore(db, systemClock) : undefined;
   for (; lastSeq < events; turn++) {
     const evs = cloneTurn(ctx.template, 0, turn).flatMap((b) => b.events);
+    if (snapshots) for (const e of evs) snapshot = evolve(snapshot, e);
     batch.push(...evs);
     lastSeq = evs[evs.length - 1]!.seq;
     if (batch.length >= 20_000) {
@@ -102,9 +109,11 @@ async function measure(ctx: Ctx, events: number, restart = false): Promise<Measu
     }
   }
   if (batch.length > 0) importer(batch);
+  await snapshots?.put(snapshot);
   const log = new SqliteEventLog(db);
   const t0 = performance.now();
-  let inspector = await startInspector({ log, port: 0, index: new SqliteInspectorIndex(db) });
+  // the workers' snapshots beside the log, as `sessiond inspect --db` reads them
+  let inspector = await startInspector({ log, port: 0, index: new SqliteInspectorIndex(db), ...(snapshots ? { snapshots } : {}) });
   try {
     const startMs = performance.now() - t0;
     const id = encodeURIComponent(sessionName(0));
@@ -158,9 +167,11 @@ async function measure(ctx: Ctx, events: number, restart = false): Promise<Measu
       const tailEvents: SessionEvent[] = [];
       for (; tailEvents.length < TAIL_EVENTS; turn++) tailEvents.push(...cloneTurn(ctx.template, 0, turn).flatMap((b) => b.events));
       importer(tailEvents);
+      for (const e of tailEvents) snapshot = evolve(snapshot, e);
+      await snapshots?.put(snapshot);
       const tail = (await log.head()) - headBefore;
       const r0 = performance.now();
-      inspector = await startInspector({ log, port: 0, index: new SqliteInspectorIndex(db) });
+      inspector = await startInspector({ log, port: 0, index: new SqliteInspectorIndex(db), ...(snapshots ? { snapshots } : {}) });
       const restartMs = performance.now() - r0;
       // asked from another process, as a browser asks: its own steps wait for nothing the inspector does
       const first = await askFromChild(inspector.url, paths);

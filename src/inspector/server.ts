@@ -21,13 +21,14 @@ import { inspectorPage } from './page.ts';
 import { projectedRowsAt, type RowsAt } from './rows.ts';
 import { conversationAt, parseConversationQuery } from './conversation-at.ts';
 import { ConversationMarks } from './conversation-marks.ts';
-import { createInspectorStore, sessionTree, whenFolded, type InspectorStore, type SessionSummary } from './store.ts';
+import { CHECKPOINT_EVERY, createInspectorStore, sessionTree, whenFolded, type InspectorStore, type SessionSummary } from './store.ts';
 import { hostGuard, type Refusal } from './host-check.ts';
 import { type InspectorAuth, inspectorGrant, isLoopbackHost } from './auth.ts';
 import type { JwtVerifier } from '../gateway/jwt.ts';
 import type { TokenTable } from '../gateway/tokens.ts';
 import { TimelineIndex } from './timeline-index.ts';
 import { MemoryInspectorIndex, type InspectorIndexStore } from './index-store.ts';
+import { FollowGate } from './follow-gate.ts';
 import { DEFAULT_PAGE, parsePageQuery, timelinePage, type PageQuery } from './timeline.ts';
 import { sessionLastSeq, travel } from './travel.ts';
 import type { SnapshotStore } from '../machines/snapshot-store.ts';
@@ -200,15 +201,8 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     for (const res of clients) if (res.writableLength < LIVE_BUFFER_BYTES) res.write(chunk);
   });
 
-  /** Views being answered, and the follow's next batch waiting for them. */
-  let answering = 0;
-  const paused: (() => void)[] = [];
-  // the follow goes on FOLLOW_GRACE_MS after the last view is answered: the next of a page's burst of requests comes first
-  let grace: ReturnType<typeof setTimeout> | undefined;
-  const goOn = () => {
-    grace = undefined;
-    if (answering === 0) for (const go of paused.splice(0)) go();
-  };
+  /** Views being answered hold the follow's next batch. */
+  const gate = new FollowGate(FOLLOW_GRACE_MS);
   // the sessions folded since the follow's state was last kept (and whether the kept one is to be replaced)
   const dirty = new Set<string>();
   let keptAt = clock.now();
@@ -251,7 +245,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       const fresh = (e: SessionEvent) => (e.position ?? Number.POSITIVE_INFINITY) > startHead;
       if (fresh(events[events.length - 1]!)) broadcast(events.filter(fresh));
       // a long catch-up (a big log at start) leaves room for requests between batches, and waits while a view is answered
-      return new Promise<void>((resolve) => setImmediate(() => (answering === 0 && grace === undefined ? resolve() : paused.push(resolve))));
+      return gate.turn();
     },
     onError: (err) => {
       failure = err;
@@ -267,24 +261,53 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     return folded < startHead ? { folded, of: startHead } : null;
   };
 
-  /** Waits (bounded) until the store has folded everything committed before this request. */
-  const caughtUp = async (): Promise<boolean> => {
+  /** Resolves once the store has folded the log up to `position`; a 503 if the follow stops first. */
+  const untilFolded = async (position: number): Promise<void> => {
     if (failure !== undefined) throw new HttpError(503, 'log_unavailable', `The inspector stopped following ${log.name}: ${messageOf(failure)}. Restart it.`);
-    const head = await log.head();
-    let timer: ReturnType<Clock['setTimeout']> | undefined;
     let fail: ((err: unknown) => void) | undefined;
     try {
-      return await Promise.race([
-        whenFolded(store, head).then(() => true),
-        new Promise<boolean>((resolve) => (timer = clock.setTimeout(() => resolve(false), DEFAULT_CATCH_UP_MS))),
-        new Promise<boolean>((_, reject) =>
+      await Promise.race([
+        whenFolded(store, position),
+        new Promise<never>((_, reject) =>
           failed.add((fail = (err) => reject(new HttpError(503, 'log_unavailable', `The inspector stopped following ${log.name}: ${messageOf(err)}.`)))),
         ),
       ]);
     } finally {
-      clock.clearTimeout(timer);
       if (fail) failed.delete(fail);
     }
+  };
+
+  /** Waits (bounded) until the store has folded everything committed before this request. */
+  const caughtUp = async (): Promise<boolean> => {
+    const head = await log.head();
+    let timer: ReturnType<Clock['setTimeout']> | undefined;
+    try {
+      return await Promise.race([
+        untilFolded(head).then(() => true),
+        new Promise<boolean>((resolve) => (timer = clock.setTimeout(() => resolve(false), DEFAULT_CATCH_UP_MS))),
+      ]);
+    } finally {
+      clock.clearTimeout(timer);
+    }
+  };
+
+  /**
+   * While the log held at start is being followed (a first start), a view of a session far past what
+   * the follow has folded of it waits for the follow to get there, stepping aside so it runs, instead
+   * of folding that stretch itself (pausing the follow and doing its work twice). `state`: the view
+   * needs only the state, which the workers' snapshot of the session also gives; `index`: it needs
+   * the marks or the timeline the follow builds.
+   */
+  const reach = async (sessionId: string, seq: number | undefined, needs: 'state' | 'index'): Promise<void> => {
+    if (indexingNow() === null) return;
+    const target = seq ?? (await log.lastSeq(sessionId));
+    if (target === 0 || (context().snapshots[sessionId]?.context.seq ?? 0) >= target - FOLD_ALONE) return;
+    if (needs === 'state') {
+      const stored = (await options.snapshots?.get(sessionId).catch(() => undefined))?.context.seq;
+      if (stored !== undefined && stored <= target && stored >= target - FOLD_ALONE) return;
+    }
+    const [event] = await log.readSession(sessionId, { afterSeq: target - 1, limit: 1 });
+    if (event?.position !== undefined) await gate.aside(untilFolded(event.position));
   };
 
   // one rendering per (state, move, commands): a handful of distinct charts
@@ -351,6 +374,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       /^\/api\/sessions\/([^/]+)$/,
       async (_req, res, _url, [rawId]) => {
         const sessionId = parseSessionId(rawId!);
+        await reach(sessionId, undefined, 'state');
         const at = await travel(log, context, sessionId, undefined, kept, options.snapshots);
         const timeline = await timelinePage(log, index, sessionId, at.lastSeq, LAST_PAGE);
         const capacity = await options.capacity?.(sessionId);
@@ -365,7 +389,10 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
         const sessionId = parseSessionId(rawId!);
         const query = parsePageQuery(url.searchParams);
         const lastSeq = await sessionLastSeq(log, sessionId);
-        if (query.types !== null || query.anchor.kind === 'time') await index.catchUp(log, sessionId, lastSeq);
+        if (query.types !== null || query.anchor.kind === 'time') {
+          await reach(sessionId, lastSeq, 'index');
+          await index.catchUp(log, sessionId, lastSeq);
+        }
         json(res, 200, await timelinePage(log, index, sessionId, lastSeq, query));
       },
     ],
@@ -373,7 +400,9 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       /^\/api\/sessions\/([^/]+)\/at\/([^/]+)$/,
       async (_req, res, _url, [rawId, rawSeq]) => {
         const sessionId = parseSessionId(rawId!);
-        const at = await travel(log, context, sessionId, parseSeq(rawSeq!), kept, options.snapshots);
+        const seq = parseSeq(rawSeq!);
+        await reach(sessionId, seq, rowsAt ? 'index' : 'state');
+        const at = await travel(log, context, sessionId, seq, kept, options.snapshots);
         const view: AtView = { ...stateView(sessionId, at), rows: rowsAt ? await rowsAt(sessionId, at.snapshot.context.seq) : null };
         json(res, 200, view);
       },
@@ -384,6 +413,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
         const sessionId = parseSessionId(rawId!);
         const query = parseConversationQuery(url.searchParams);
         const lastSeq = await sessionLastSeq(log, sessionId, query.seq);
+        await reach(sessionId, query.seq ?? lastSeq, 'index');
         json(res, 200, await conversation(sessionId, query.seq ?? lastSeq, lastSeq, query));
       },
     ],
@@ -396,7 +426,9 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
         if (rawId !== null) {
           const sessionId = parseSessionId(rawId);
           const rawSeq = url.searchParams.get('seq');
-          const at = await travel(log, context, sessionId, rawSeq === null ? undefined : parseSeq(rawSeq), kept, options.snapshots);
+          const seq = rawSeq === null ? undefined : parseSeq(rawSeq);
+          await reach(sessionId, seq, 'state');
+          const at = await travel(log, context, sessionId, seq, kept, options.snapshots);
           highlight = { state: at.snapshot.value };
           if (at.previous && at.event) highlight.move = { from: at.previous.value, event: at.event.type };
         } else if (url.searchParams.has('seq')) {
@@ -444,11 +476,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   });
 
   // a connection opened is a request coming: the follow waits for it as for one being answered
-  server.on('connection', () => {
-    if (answering > 0) return;
-    clearTimeout(grace);
-    grace = setTimeout(goOn, FOLLOW_GRACE_MS);
-  });
+  server.on('connection', () => gate.connected());
 
   const auth: InspectorAuth | undefined =
     options.tokens || options.jwt ? { clock, ...(options.tokens ? { tokens: options.tokens } : {}), ...(options.jwt ? { jwt: options.jwt } : {}) } : undefined;
@@ -465,14 +493,11 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       }
       // a view is answered before the follow goes on (the list waits for the follow; the event stream stays open)
       if (url.pathname === '/api/sessions' || url.pathname === '/api/events') return handler(req, res, url, match.slice(1));
-      answering++;
+      gate.enter();
       try {
         return await handler(req, res, url, match.slice(1));
       } finally {
-        if (--answering === 0) {
-          clearTimeout(grace);
-          grace = setTimeout(goOn, FOLLOW_GRACE_MS);
-        }
+        gate.leave();
       }
     }
     throw new HttpError(
@@ -514,9 +539,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     resumedAfter: followed?.position ?? 0,
     async close() {
       liveSub?.close();
-      clearTimeout(grace);
-      answering = 0;
-      goOn();
+      gate.close();
       for (const res of clients) res.end();
       clients.clear();
       await subscription.close();
@@ -531,6 +554,9 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
 
 /** How often the follow's state (every session changed since) is written to a kept index; a restart reads the log from there. */
 const KEEP_FOLLOW_MS = 1_000;
+
+/** During a first start, a view folds at most this many events past the follow's state of its session itself; further, it waits for the follow. */
+const FOLD_ALONE = 5 * CHECKPOINT_EVERY;
 
 /** How long the follow of the log waits after the last view was answered (a page asks for several at once). */
 const FOLLOW_GRACE_MS = 25;
