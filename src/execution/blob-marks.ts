@@ -6,6 +6,8 @@
  * Why: docs/architecture.md ("Blobs: nothing left behind").
  */
 import type { BlobStore } from '../blobs/blob-store.ts';
+import { blobRefsOf } from '../events/blob-refs.ts';
+import type { EventType } from '../events/catalog.ts';
 import { ErrorCode, SessiondError } from '../errors.ts';
 import type { Build, CommandHandler, CommandResult } from './command-handler.ts';
 
@@ -21,6 +23,20 @@ export interface BlobMark {
   graceMs: number;
   /** Marks them again (puts or touches them), throwing what the caller should see when one is gone. */
   remark: () => Promise<void>;
+}
+
+/**
+ * The mark of the blobs an event to append references, marked at `markedAt` (undefined when it
+ * references none); `remark(hashes)` is how they are marked again (stored again, or touched).
+ */
+export function markOf(
+  event: { type: EventType; payload: unknown },
+  markedAt: number,
+  graceMs: number,
+  remark: (hashes: readonly string[]) => () => Promise<void>,
+): BlobMark | undefined {
+  const hashes = blobRefsOf(event as never).map((r) => r.sha256);
+  return hashes.length === 0 ? undefined : { hashes, markedAt, graceMs, remark: remark(hashes) };
 }
 
 /** Is a mark made at `markedAt` still safe to append under at `now`? Pure: less than half the grace has passed. */

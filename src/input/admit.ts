@@ -18,8 +18,7 @@ import type { BlobAccess } from '../blobs/blob-grants.ts';
 import { LATEST_CLIENT_TIME, isoTime } from '../clock.ts';
 import { checkOwner, unreachable } from '../sessions/owner.ts';
 import { DEFAULT_BLOB_GRACE_MS } from '../blobs/sweep.ts';
-import { executeMarked } from '../execution/blob-marks.ts';
-import { admissionMark } from './admission-marks.ts';
+import { executeMarked, markOf } from '../execution/blob-marks.ts';
 
 export { DEFAULT_MAX_PROMPT_BYTES };
 
@@ -149,7 +148,10 @@ export async function admitInput(
   const inputId = req.id ?? handler.ids.next('inp');
   const { maxPendingInputs, maxPendingBytes, maxPendingBlobBytes } = limits;
   try {
-    const mark = admissionMark(req.prompt, markedAt, graceMs, () => storeBlobParts(request.prompt, store, limits.maxBlobBytes, mayUse));
+    // the prompt's blobs were marked when its parts were stored or checked; too old a mark stores them again
+    const mark = markOf({ type: 'input.admitted', payload: { prompt: req.prompt } }, markedAt, graceMs, () => async () => {
+      await storeBlobParts(request.prompt, store, limits.maxBlobBytes, mayUse);
+    });
     const { events } = await executeMarked(handler, sessionId, mark, (now) => ({
       type: 'admit',
       now,

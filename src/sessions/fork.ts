@@ -16,8 +16,7 @@ import { unknownSession } from './status.ts';
 import { checkOwner, ownerReaches, unreachable } from './owner.ts';
 import type { ForkOptions, ForkResult } from './fork-result.ts';
 import type { BlobStore } from '../blobs/blob-store.ts';
-import { blobRefsOf } from '../events/blob-refs.ts';
-import { executeMarked, touchAll, type BlobMark } from '../execution/blob-marks.ts';
+import { executeMarked, markOf, touchAll, type BlobMark } from '../execution/blob-marks.ts';
 
 export type { ForkOptions, ForkResult };
 
@@ -82,16 +81,16 @@ export async function forkSession(
  * then keeps them (its cut is taken before that read). A blob already gone refuses the fork.
  */
 async function markCopied(handler: CommandHandler, blobs: ForkBlobs, sourceId: string, seq: number, items: TranscriptItem[]): Promise<BlobMark | undefined> {
-  const hashes = blobRefsOf({ type: 'session.forked', payload: { transcript: items } } as never).map((r) => r.sha256);
-  if (hashes.length === 0) return undefined;
   const missing = (sha256: string) =>
     new SessiondError(
       ErrorCode.NotFound,
       `Cannot fork session ${sourceId} at sequence ${seq}: its conversation references blob ${sha256}, which is no longer stored (the session is being deleted, or the blob was lost: sessiond check reports it). Fork at an earlier point (--at) before the part that references it.`,
       { details: { sessionId: sourceId, seq, sha256 } },
     );
-  const mark: BlobMark = { hashes, markedAt: handler.clock.now(), graceMs: blobs.graceMs, remark: touchAll(blobs.store, hashes, missing) };
-  await mark.remark();
+  const mark = markOf({ type: 'session.forked', payload: { transcript: items } }, handler.clock.now(), blobs.graceMs, (hashes) =>
+    touchAll(blobs.store, hashes, missing),
+  );
+  await mark?.remark();
   return mark;
 }
 
