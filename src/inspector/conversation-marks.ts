@@ -69,6 +69,11 @@ export class ConversationMarks {
     for (const [sessionId, list] of bySession) this.addSession(sessionId, list);
   }
 
+  /** Drops what is held of the session (an older life of it: the index forgets its marks too). */
+  forget(sessionId: string): void {
+    this.sessions.delete(sessionId);
+  }
+
   /** The session's marks, ascending by sequence (empty: none yet; fold from seq 0). */
   marksOf(sessionId: string): readonly ConversationMark[] {
     return (this.sessions.get(sessionId) ?? this.resumed(sessionId))?.marks ?? [];

@@ -21,7 +21,7 @@ import { inspectorPage } from './page.ts';
 import { projectedRowsAt, type RowsAt } from './rows.ts';
 import { conversationAt, parseConversationQuery } from './conversation-at.ts';
 import { ConversationMarks } from './conversation-marks.ts';
-import { CHECKPOINT_EVERY, createInspectorStore, sessionTree, whenFolded, type InspectorStore, type SessionSummary } from './store.ts';
+import { CHECKPOINT_EVERY, createInspectorStore, sessionsWrittenAgain, sessionTree, whenFolded, type InspectorStore, type SessionSummary } from './store.ts';
 import { hostGuard, type Refusal } from './host-check.ts';
 import { type InspectorAuth, inspectorGrant, isLoopbackHost } from './auth.ts';
 import type { JwtVerifier } from '../gateway/jwt.ts';
@@ -235,6 +235,12 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   const subscription = log.subscribe({
     after: followed?.position ?? 0,
     onBatch: async (events) => {
+      // a session deleted and written again: what was kept of its older life goes first
+      for (const id of sessionsWrittenAgain(context(), events)) {
+        kept.forget(id);
+        index.forget(id);
+        marks.forget(id);
+      }
       if (followed) await fillGaps(events);
       store.send({ type: 'committed', events });
       kept.putCheckpoints(context().checkpoints);

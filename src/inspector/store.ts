@@ -89,7 +89,26 @@ export function summarize(snapshot: SessionSnapshot, last?: Pick<SessionEvent, '
   };
 }
 
-/** Folds a batch into the context. Redelivered events (seq already folded) are ignored; a gap throws. */
+/**
+ * Whether `e`, past the log position folded so far, starts a new life of a session folded before
+ * (its seq 1 again: the session was deleted and written again).
+ */
+function startsAgain(snapshots: InspectorContext['snapshots'], position: number, e: SessionEvent): boolean {
+  return e.seq === 1 && (e.position ?? 0) > position && (snapshots[e.sessionId]?.context.seq ?? 0) > 0;
+}
+
+/** The sessions of a batch that were deleted and written again: what is kept of their older life is to be forgotten. */
+export function sessionsWrittenAgain(ctx: InspectorContext, events: readonly SessionEvent[]): string[] {
+  const again = new Set<string>();
+  let position = ctx.position;
+  for (const e of events) {
+    if (startsAgain(ctx.snapshots, position, e)) again.add(e.sessionId);
+    position = Math.max(position, e.position ?? position);
+  }
+  return [...again];
+}
+
+/** Folds a batch into the context. Redelivered events (seq already folded) are ignored; a new life of a session replaces the old. */
 export function foldBatch(ctx: InspectorContext, events: readonly SessionEvent[]): InspectorContext {
   if (events.length === 0) return ctx;
   const snapshots = { ...ctx.snapshots };
@@ -98,7 +117,8 @@ export function foldBatch(ctx: InspectorContext, events: readonly SessionEvent[]
   const checkpoints: SessionSnapshot[] = [];
   let position = ctx.position;
   for (const e of events) {
-    const before = snapshots[e.sessionId] ?? initialSnapshot(e.sessionId);
+    const again = startsAgain(snapshots, position, e);
+    const before = again ? initialSnapshot(e.sessionId) : (snapshots[e.sessionId] ?? initialSnapshot(e.sessionId));
     position = Math.max(position, e.position ?? position);
     if (e.seq <= before.context.seq) continue;
     const after = evolve(before, e);

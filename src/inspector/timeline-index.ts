@@ -85,6 +85,12 @@ export class TimelineIndex {
     }
   }
 
+  /** Drops what is held of the session (an older life of it: the store forgets its blocks too). */
+  forget(sessionId: string): void {
+    this.sessions.delete(sessionId);
+    for (const key of [...this.cache.keys()]) if (key.startsWith(`${sessionId}\u0000`)) this.cache.delete(key);
+  }
+
   indexedSeq(sessionId: string): number {
     return this.entry(sessionId).count;
   }
