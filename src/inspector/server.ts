@@ -81,9 +81,17 @@ export interface InspectorOptions {
    * the latest one when the index has not followed the log that far (a restart, a first start).
    */
   snapshots?: Pick<SnapshotStore, 'get'>;
+  /**
+   * The sessions deleted from the log (on NATS: its audit stream), every one recorded and then each
+   * new one: a deleted session the log no longer has is forgotten (the list, the tree, the index).
+   */
+  deletions?: DeletionFeed;
   /** Whether a model call of the session's running turn waits for room under the deployment's limits (a worker's gate; src/capacity/). */
   capacity?: (sessionId: string) => Promise<CapacityWait | undefined>;
 }
+
+/** Calls `deleted` for each session deletion recorded (with the log position its events were at or below), until closed. */
+export type DeletionFeed = (deleted: (sessionId: string, headPosition: number) => Promise<void>) => { close(): Promise<void> };
 
 export interface Inspector {
   /** `http://127.0.0.1:4600/` */
@@ -232,9 +240,24 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       }
     }
   };
+  /** Sessions deleted, with the log position their events were at or below: events of theirs up to it are of a life gone. */
+  const deletedThrough = new Map<string, number>();
+  const forgetDeleted = async (sessionId: string, headPosition: number) => {
+    deletedThrough.set(sessionId, Math.max(deletedThrough.get(sessionId) ?? 0, headPosition));
+    // unknown here, or written again since (the follow shows its new life): nothing to forget
+    if (!context().snapshots[sessionId] || (await log.lastSeq(sessionId)) > 0) return;
+    store.send({ type: 'forgotten', sessionId });
+    kept.forget(sessionId);
+    index.forget(sessionId);
+    marks.forget(sessionId);
+    dirty.delete(sessionId);
+  };
   const subscription = log.subscribe({
     after: followed?.position ?? 0,
-    onBatch: async (events) => {
+    onBatch: async (batch) => {
+      // events of a deleted life read before their purge are left out (the position still moves past them)
+      const events = deletedThrough.size === 0 ? batch : batch.filter((e) => (e.position ?? Number.POSITIVE_INFINITY) > (deletedThrough.get(e.sessionId) ?? 0));
+      const through = batch[batch.length - 1]!.position;
       // a session deleted and written again: what was kept of its older life goes first
       for (const id of sessionsWrittenAgain(context(), events)) {
         kept.forget(id);
@@ -242,14 +265,15 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
         marks.forget(id);
       }
       if (followed) await fillGaps(events);
-      store.send({ type: 'committed', events });
+      store.send({ type: 'committed', events, ...(through === undefined ? {} : { through }) });
       kept.putCheckpoints(context().checkpoints);
       index.add(events);
       marks.add(events);
       for (const e of events) dirty.add(e.sessionId);
       if (clock.now() - keptAt >= KEEP_FOLLOW_MS) keepFollow();
       const fresh = (e: SessionEvent) => (e.position ?? Number.POSITIVE_INFINITY) > startHead;
-      if (fresh(events[events.length - 1]!)) broadcast(events.filter(fresh));
+      const last = events.at(-1);
+      if (last && fresh(last)) broadcast(events.filter(fresh));
       // a long catch-up (a big log at start) leaves room for requests between batches, and waits while a view is answered
       return gate.turn();
     },
@@ -259,6 +283,8 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       onError(err);
     },
   });
+
+  const deletionFollow = options.deletions?.(forgetDeleted);
 
   /** How far the follow is through the log held at start (null: past it; the index is complete up to there). */
   const indexingNow = (): { folded: number; of: number } | null => {
@@ -524,6 +550,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       });
     });
   } catch (err) {
+    await deletionFollow?.close();
     await subscription.close();
     const code = (err as { code?: unknown }).code;
     const why = code === 'EADDRINUSE' ? 'the address is in use' : code === 'EACCES' ? 'permission denied' : messageOf(err);
@@ -548,6 +575,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       gate.close();
       for (const res of clients) res.end();
       clients.clear();
+      await deletionFollow?.close();
       await subscription.close();
       keepFollow();
       await new Promise<void>((resolve) => {

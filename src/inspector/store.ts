@@ -108,9 +108,9 @@ export function sessionsWrittenAgain(ctx: InspectorContext, events: readonly Ses
   return [...again];
 }
 
-/** Folds a batch into the context. Redelivered events (seq already folded) are ignored; a new life of a session replaces the old. */
-export function foldBatch(ctx: InspectorContext, events: readonly SessionEvent[]): InspectorContext {
-  if (events.length === 0) return ctx;
+/** Folds a batch into the context. Redelivered events (seq already folded) are ignored; a new life of a session replaces the old. `through`: the log position the batch reached (its events may have been left out). */
+export function foldBatch(ctx: InspectorContext, events: readonly SessionEvent[], through?: number): InspectorContext {
+  if (events.length === 0) return through !== undefined && through > ctx.position ? { ...ctx, position: through, checkpoints: [] } : ctx;
   const snapshots = { ...ctx.snapshots };
   const previous = { ...ctx.previous };
   const sessions = { ...ctx.sessions };
@@ -127,7 +127,15 @@ export function foldBatch(ctx: InspectorContext, events: readonly SessionEvent[]
     sessions[e.sessionId] = summarize(after, e);
     if (e.seq % CHECKPOINT_EVERY === 0) checkpoints.push(after);
   }
-  return { position, snapshots, previous, sessions, checkpoints };
+  return { position: Math.max(position, through ?? position), snapshots, previous, sessions, checkpoints };
+}
+
+/** The context without the session (deleted from the log). */
+export function forgetSession(ctx: InspectorContext, sessionId: string): InspectorContext {
+  const { [sessionId]: _snapshot, ...snapshots } = ctx.snapshots;
+  const { [sessionId]: _previous, ...previous } = ctx.previous;
+  const { [sessionId]: _summary, ...sessions } = ctx.sessions;
+  return { ...ctx, snapshots, previous, sessions, checkpoints: [] };
 }
 
 /** The session's snapshot the store has folded (or the one before its last event), when it is at or before `seq` (undefined: none). */
@@ -160,7 +168,8 @@ export function createInspectorStore(followed?: FollowedState) {
   return createStore({
     context: resumedContext(followed),
     on: {
-      committed: (ctx, e: { events: readonly SessionEvent[] }) => foldBatch(ctx, e.events),
+      committed: (ctx, e: { events: readonly SessionEvent[]; through?: number }) => foldBatch(ctx, e.events, e.through),
+      forgotten: (ctx, e: { sessionId: string }) => forgetSession(ctx, e.sessionId),
     },
   });
 }

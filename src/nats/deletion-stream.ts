@@ -185,3 +185,16 @@ export async function readDeletions(nc: NatsConnection): Promise<NatsDeletionRec
     await consumer.delete().catch(() => undefined);
   }
 }
+
+/**
+ * The deletions as the inspector takes them (its `deletions` option): every one recorded, then each
+ * new one, until closed. A stream it cannot read (not set up, or a nats.conf older than the
+ * observer's right to read it) goes to `onError` once; the inspector goes on without.
+ */
+export function deletionFeed(nc: NatsConnection, onError: (err: unknown) => void) {
+  return (deleted: (sessionId: string, headPosition: number) => Promise<void>) => {
+    const follower = followDeletions(nc, { onDeletion: (d) => deleted(d.sessionId, d.headPosition), onError });
+    follower.caughtUp.catch(() => undefined); // its failure went to onError
+    return { close: () => follower.close() };
+  };
+}

@@ -13,7 +13,7 @@ import { openEngine } from '../../src/engine.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
-import { CLIENT, COMMANDS, OBSERVER, WORKER, freePort, startNatsServer } from '../../src/testing/nats-server.ts';
+import { ADMIN, CLIENT, COMMANDS, OBSERVER, WORKER, freePort, startNatsServer } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import type { ConversationView } from '../../src/inspector/conversation-at.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
@@ -299,6 +299,67 @@ test('sessiond inspect --nats --index - a second start resumes from the index fi
     } finally {
       await reader.close();
     }
+    await stop(worker);
+  } finally {
+    for (const p of started) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+    await server.dispose();
+  }
+});
+
+test('sessiond inspect --nats --index - a session the admin deletes leaves the list and the index file, and a restart', async () => {
+  const server = await startNatsServer();
+  const as = (u: { user: string; pass: string }) => ['--nats', server.url, '--nats-user', u.user, '--nats-pass', u.pass];
+  const index = tmp.file('deleted-index.db');
+  const started: LongRunning[] = [];
+  const inspect = async () => {
+    const port = await freePort();
+    const p = startCli(['inspect', ...as(OBSERVER), '--port', String(port), '--index', index]);
+    started.push(p);
+    await p.waitFor('  index: ');
+    return { p, base: `http://127.0.0.1:${port}/` };
+  };
+  const listedIds = async (base: string) => (await api<Listed>(base, '/api/sessions')).body.sessions.map((s) => s.sessionId).sort();
+  const kept = (sessionId: string) => {
+    const db = new Database(index, { readonly: true });
+    try {
+      return ['inspector_head', 'inspector_checkpoint', 'inspector_mark', 'inspector_timeline'].map(
+        (table) => (db.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE session_id = ?`).get(sessionId) as { n: number }).n,
+      );
+    } finally {
+      db.close();
+    }
+  };
+  try {
+    const worker = startCli([
+      'start',
+      ...as(WORKER),
+      '--nats-commands-user',
+      COMMANDS.user,
+      '--nats-commands-pass',
+      COMMANDS.pass,
+      '--db',
+      tmp.file('worker-del.db'),
+    ]);
+    started.push(worker);
+    await worker.waitFor('send it a prompt');
+    for (const id of ['ses_stays', 'ses_gone']) {
+      const r = await runCli(['prompt', id, `hello ${id}`, ...as(CLIENT)]);
+      assert.is(r.code, 0, r.stderr);
+      await worker.waitFor(`${id}  turn succeeded`);
+    }
+    const first = await inspect();
+    await waitFor(async () => (await listedIds(first.base)).length === 2, { what: 'both sessions listed', timeoutMs: 20_000 });
+    const deleted = await runCli(['delete', 'ses_gone', '--yes', ...as(ADMIN)]);
+    assert.is(deleted.code, 0, deleted.stderr);
+    await waitFor(async () => (await listedIds(first.base)).join() === 'ses_stays', { what: 'the deleted session to leave the list', timeoutMs: 20_000 });
+    assert.is((await api(first.base, '/api/sessions/ses_gone')).status, 404);
+    await stop(first.p);
+    assert.equal(kept('ses_gone'), [0, 0, 0, 0], 'nothing of it in the index file');
+    assert.ok(kept('ses_stays')[0]! > 0, 'the other session kept');
+    const second = await inspect();
+    await waitFor(async () => (await api<Listed>(second.base, '/api/sessions')).body.complete, { what: 'the restart to follow', timeoutMs: 20_000 });
+    assert.equal(await listedIds(second.base), ['ses_stays'], 'a restart does not bring it back');
+    await stop(second.p);
     await stop(worker);
   } finally {
     for (const p of started) if (p.child.exitCode === null) p.child.kill('SIGKILL');

@@ -19,6 +19,8 @@ import { addNatsOptions } from '../nats-options.ts';
 import { port } from '../options.ts';
 import { addAuthOptions, gatewayJwt, gatewayTokens, type AuthFlags } from '../gateway-options.ts';
 import { isLoopbackHost } from '../../inspector/auth.ts';
+import { JetStreamEventLog } from '../../nats/jetstream-event-log.ts';
+import { deletionFeed } from '../../nats/deletion-stream.ts';
 
 export const DEFAULT_INSPECT_PORT = 4600;
 
@@ -89,6 +91,12 @@ export function registerInspect(program: Command, ctx: CliContext): void {
         ...(index ? { index } : {}),
         // the workers' snapshots in the file: views near a session's head start from them while the index catches up
         ...(opened.db ? { snapshots: new SqliteSnapshotStore(opened.db, systemClock) } : {}),
+        // on NATS, the sessions deleted (the audit stream): forgotten from the list and the index file
+        ...(opened.log instanceof JetStreamEventLog
+          ? {
+              deletions: deletionFeed(opened.log.nc, (err) => ctx.err(`sessiond inspect: deletions: ${messageOf(err)}`)),
+            }
+          : {}),
         port: opts.port,
         host: opts.host,
         ...auth,
