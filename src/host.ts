@@ -48,6 +48,7 @@ import { randomIds } from './ids.ts';
 import { openDatabase } from './storage/sqlite/database.ts';
 import { migrate } from './storage/sqlite/migrate.ts';
 import { SqliteSnapshotStore } from './storage/sqlite/sqlite-snapshot-store.ts';
+import { sqliteDeletionFeed } from './storage/sqlite/delete-session.ts';
 import { noLimits, type CallLimits } from './capacity/limits-file.ts';
 import { openModelCallGate, type ModelCallGate } from './capacity/gate.ts';
 import { sqliteCapacityStore } from './capacity/sqlite-capacity-store.ts';
@@ -420,6 +421,8 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
         }),
         // views near a session's head start from the workers' latest snapshot while the index catches up
         snapshots: snapshots ?? new SqliteSnapshotStore(engine.db, systemClock),
+        // the sessions deleted, as this file records them (on NATS too: the worker applies each one to it)
+        deletions: sqliteDeletionFeed(engine.db, systemClock, (err) => report.err(`sessiond: inspector: deletions: ${messageOf(err)}`)),
         // the conversation shows answers as they stream: this worker's live bus (on NATS too: its own turns)
         live: (onEvent) => engine.subscribe({}, onEvent),
         port: options.inspectPort,

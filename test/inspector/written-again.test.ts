@@ -9,6 +9,8 @@ import { openEngine, type Engine } from '../../src/engine.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { startInspector, type Inspector } from '../../src/inspector/server.ts';
 import { SqliteInspectorIndex } from '../../src/inspector/sqlite-index.ts';
+import { sqliteDeletionFeed } from '../../src/storage/sqlite/delete-session.ts';
+import { systemClock } from '../../src/clock.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { tempDir } from '../support/tmp.ts';
 
@@ -25,10 +27,10 @@ test.after(async () => {
   tmp.remove();
 });
 
-async function turns(prompts: string[]): Promise<void> {
+async function turns(prompts: string[], sessionId = S): Promise<void> {
   for (const prompt of prompts) {
-    await engine.admit(S, { prompt });
-    await engine.awaitIdle(S);
+    await engine.admit(sessionId, { prompt });
+    await engine.awaitIdle(sessionId);
   }
 }
 
@@ -73,6 +75,28 @@ test('written again - the inspector shows the new life of a session deleted and 
     inspector = await startInspector({ log: engine.log, port: 0, index: new SqliteInspectorIndex(engine.db) });
     const again = (await get<Listed>(inspector, '/api/sessions')).sessions.find((s) => s.sessionId === S);
     assert.is(again?.seq, lastSeq, 'a restart from the kept index shows the new life');
+  } finally {
+    await inspector.close();
+  }
+});
+
+test("written again - a session deleted and not written again leaves the list of an inspector given the file's deletions", async () => {
+  const gone = 'ses_deleted_for_good';
+  await turns(['soon deleted'], gone);
+  const errors: unknown[] = [];
+  const inspector = await startInspector({
+    log: engine.log,
+    port: 0,
+    deletions: sqliteDeletionFeed(engine.db, systemClock, (err) => errors.push(err), 20),
+  });
+  const ids = async () => (await get<Listed>(inspector, '/api/sessions')).sessions.map((s) => s.sessionId);
+  try {
+    await followed(inspector);
+    assert.ok((await ids()).includes(gone));
+    await engine.delete(gone);
+    await waitFor(async () => !(await ids()).includes(gone), { what: 'the deleted session to leave the list' });
+    assert.ok((await ids()).includes(S), 'the other session stays');
+    assert.equal(errors, []);
   } finally {
     await inspector.close();
   }

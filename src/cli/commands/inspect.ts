@@ -21,6 +21,7 @@ import { addAuthOptions, gatewayJwt, gatewayTokens, type AuthFlags } from '../ga
 import { isLoopbackHost } from '../../inspector/auth.ts';
 import { JetStreamEventLog } from '../../nats/jetstream-event-log.ts';
 import { deletionFeed } from '../../nats/deletion-stream.ts';
+import { sqliteDeletionFeed } from '../../storage/sqlite/delete-session.ts';
 
 export const DEFAULT_INSPECT_PORT = 4600;
 
@@ -92,6 +93,7 @@ export function registerInspect(program: Command, ctx: CliContext): void {
         // the workers' snapshots in the file: views near a session's head start from them while the index catches up
         ...(opened.db ? { snapshots: new SqliteSnapshotStore(opened.db, systemClock) } : {}),
         // on NATS, the sessions deleted (the audit stream): forgotten from the list and the index file
+        ...(opened.db ? { deletions: sqliteDeletionFeed(opened.db, systemClock, (err) => ctx.err(`sessiond inspect: deletions: ${messageOf(err)}`)) } : {}),
         ...(opened.log instanceof JetStreamEventLog
           ? {
               deletions: deletionFeed(opened.log.nc, (err) => ctx.err(`sessiond inspect: deletions: ${messageOf(err)}`)),

@@ -4,6 +4,7 @@
  * how many events it had and where it was archived (never its content).
  */
 import type { Db } from './database.ts';
+import type { Clock } from '../../clock.ts';
 
 export interface DeletionRecord {
   sessionId: string;
@@ -117,4 +118,50 @@ export function deletedSince(db: Db): (position: number) => Map<string, number> 
 /** Whether this file already recorded the deletion of the session at that log head (a worker applies each NATS deletion once). */
 export function hasDeletion(db: Db, sessionId: string, headPosition: number): boolean {
   return db.prepare('SELECT 1 FROM session_deletion WHERE session_id = ? AND head_position = ?').get(sessionId, headPosition) !== undefined;
+}
+
+/**
+ * The deletions this file records, as the inspector takes them (its `deletions` option): every one,
+ * then each new one, read every `everyMs` until closed. A file older than the deletions table has none.
+ * One that fails goes to `onError` and is taken again at the next read.
+ */
+export function sqliteDeletionFeed(db: Db, clock: Clock, onError: (err: unknown) => void = () => undefined, everyMs = 1_000) {
+  return (deleted: (sessionId: string, headPosition: number) => Promise<void>) => {
+    const hasTable = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'session_deletion'").get() !== undefined;
+    if (!hasTable) return { close: async () => undefined };
+    const next = db.prepare('SELECT id, session_id, head_position FROM session_deletion WHERE id > ? ORDER BY id LIMIT 1000');
+    let after = 0;
+    let closed = false;
+    let timer: ReturnType<Clock['setTimeout']> | undefined;
+    let running: Promise<void> = Promise.resolve();
+    const poll = async () => {
+      for (let rows = next.all(after) as Row[]; rows.length > 0 && !closed; rows = next.all(after) as Row[]) {
+        for (const r of rows) {
+          await deleted(r.session_id, r.head_position);
+          after = r.id;
+        }
+      }
+    };
+    const tick = () => {
+      running = poll()
+        .catch(onError) // the deletion not taken is read again at the next tick
+        .then(() => {
+          if (!closed) timer = clock.setTimeout(tick, everyMs);
+        });
+    };
+    tick();
+    return {
+      close: async () => {
+        closed = true;
+        clock.clearTimeout(timer);
+        await running;
+      },
+    };
+  };
+}
+
+interface Row {
+  id: number;
+  session_id: string;
+  head_position: number;
 }
