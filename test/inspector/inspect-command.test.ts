@@ -47,6 +47,26 @@ async function stop(p: LongRunning): Promise<void> {
   assert.is(await p.exited, 0, p.output());
 }
 
+/** A `sessiond start --nats` worker serving commands, its projection in `db` (`extra`: more flags). */
+function natsWorker(url: string, db: string, extra: string[] = []): LongRunning {
+  return startCli([
+    'start',
+    '--nats',
+    url,
+    '--nats-user',
+    WORKER.user,
+    '--nats-pass',
+    WORKER.pass,
+    '--nats-commands-user',
+    COMMANDS.user,
+    '--nats-commands-pass',
+    COMMANDS.pass,
+    '--db',
+    db,
+    ...extra,
+  ]);
+}
+
 /** GET every kind of route of the inspector for a session (a reader's whole visit). */
 async function visit(base: string, sessionId: string, seq: number): Promise<void> {
   for (const path of [
@@ -164,18 +184,7 @@ test('sessiond inspect --nats - as the observer, beside a worker running session
     await inspect.waitFor(`sessiond inspector on http://127.0.0.1:${port}/`);
     await inspect.waitFor(`over NATS ${server.url} as user observer (stream SESSIOND_EVENTS)`);
     const base = `http://127.0.0.1:${port}/`;
-    const worker = startCli([
-      'start',
-      ...as(WORKER),
-      '--nats-commands-user',
-      COMMANDS.user,
-      '--nats-commands-pass',
-      COMMANDS.pass,
-      '--db',
-      tmp.file('worker.db'),
-      '--echo-delay-ms',
-      '200',
-    ]);
+    const worker = natsWorker(server.url, tmp.file('worker.db'), ['--echo-delay-ms', '200']);
     started.push(worker);
     await worker.waitFor('send it a prompt');
     const ownerId = /sessiond worker (own_\w+) is running/.exec(worker.output())![1]!;
@@ -261,16 +270,7 @@ test('sessiond inspect --nats --index - a second start resumes from the index fi
     return { out: inspect.output(), listed: listed! };
   };
   try {
-    const worker = startCli([
-      'start',
-      ...as(WORKER),
-      '--nats-commands-user',
-      COMMANDS.user,
-      '--nats-commands-pass',
-      COMMANDS.pass,
-      '--db',
-      tmp.file('worker-kept.db'),
-    ]);
+    const worker = natsWorker(server.url, tmp.file('worker-kept.db'));
     started.push(worker);
     await worker.waitFor('send it a prompt');
     const prompt = async (id: string) => {
@@ -330,16 +330,7 @@ test('sessiond inspect --nats --index - a session the admin deletes leaves the l
     }
   };
   try {
-    const worker = startCli([
-      'start',
-      ...as(WORKER),
-      '--nats-commands-user',
-      COMMANDS.user,
-      '--nats-commands-pass',
-      COMMANDS.pass,
-      '--db',
-      tmp.file('worker-del.db'),
-    ]);
+    const worker = natsWorker(server.url, tmp.file('worker-del.db'));
     started.push(worker);
     await worker.waitFor('send it a prompt');
     for (const id of ['ses_stays', 'ses_gone']) {
