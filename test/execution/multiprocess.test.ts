@@ -40,7 +40,15 @@ test('two processes on one SQLite file never run a session twice at once, and ea
   for (const s of sessions)
     for (let t = 0; t < TURNS; t++) await admitInput(admin.handler, s, { id: `inp_${s}_${t}`, prompt: `turn ${t} of ${s}`, wake: false });
   const workers = [0, 1].map((i) =>
-    spawnWorker({ file, mode: 'contend', waitForGo: true, sessions: i === 0 ? sessions : [...sessions].reverse(), echoSteps: 2, echoDelayMs: 2 }),
+    spawnWorker({
+      file,
+      mode: 'contend',
+      waitForGo: true,
+      meetOthers: true,
+      sessions: i === 0 ? sessions : [...sessions].reverse(),
+      echoSteps: 2,
+      echoDelayMs: 2,
+    }),
   );
   await Promise.all(workers.map((w) => w.waitForLine((l) => l.startsWith('READY'))));
   for (const w of workers) w.go();

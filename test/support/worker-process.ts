@@ -53,6 +53,8 @@ interface Args {
   /** A runner module (its default export runs every turn), and variables set before it is imported. */
   module?: string;
   env?: Record<string, string>;
+  /** In mode "contend": the first turn this process runs waits (up to 30 s) until another owner has claimed a turn, so both surely run turns. */
+  meetOthers?: boolean;
   /** In mode "work": admit a prompt with a PNG image of this many bytes into each session once ready (stored as a blob first). */
   admitImage?: { size: number; seed: number };
 }
@@ -123,8 +125,22 @@ const crash = async (point: string, ctx: Parameters<Runner>[0]) => {
   await ctx.endStep(messageId);
   if (point === 'after-settle') setTimeout(() => say('POINT after-settle'), 0);
 };
+let met = !args.meetOthers;
+/** Waits until the log holds a claim by another owner than `self` (or 30 s have passed: the test then says who ran what). */
+const meet = async (self: string) => {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const events = await log.readAll();
+    if (events.some((e) => e.type === 'execution.claimed' && e.payload.ownerId !== self)) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+};
 const runner: Runner = async (ctx) => {
   say(`RUN ${ctx.sessionId} ${ctx.executionId} ${ctx.inputs.map((i) => i.inputId).join(',')}`);
+  if (!met) {
+    met = true;
+    await meet(execution.ownerId);
+  }
   if (fromModule) return fromModule(ctx);
   if (args.runner?.startsWith('crash:') && !crashed) return crash(args.runner.slice(6), ctx);
   await echo(ctx);
