@@ -1,7 +1,7 @@
 /**
- * The inspector's HTTP server (node:http, no framework) over an EventLog: it follows the log into an
- * @xstate/store of every session's folded state and serves the page, its JSON routes and SSE, behind
- * the Host check (host-check.ts). Routes: docs/inspector.md (why: docs/inspector.md#design-notes).
+ * The inspector's HTTP server (node:http, no framework) over an EventLog: it follows the log
+ * (follow.ts: every session's folded state, the timeline, the marks) and serves the page, its JSON
+ * routes and SSE, behind the Host check (host-check.ts). Routes: docs/inspector.md (why: docs/inspector.md#design-notes).
  */
 import type { CapacityWait } from '../sessions/sessions.ts';
 import { listFilterOf } from '../sessions/list-query.ts';
@@ -20,15 +20,14 @@ import { machineToDot, renderSvg, type DotOptions } from './chart.ts';
 import { inspectorPage } from './page.ts';
 import { projectedRowsAt, type RowsAt } from './rows.ts';
 import { conversationAt, parseConversationQuery } from './conversation-at.ts';
-import { ConversationMarks } from './conversation-marks.ts';
-import { CHECKPOINT_EVERY, createInspectorStore, sessionsWrittenAgain, sessionTree, whenFolded, type InspectorStore, type SessionSummary } from './store.ts';
+import { CHECKPOINT_EVERY, sessionTree, type InspectorContext, type InspectorStore, type SessionSummary } from './store.ts';
 import { hostGuard, type Refusal } from './host-check.ts';
 import { type InspectorAuth, inspectorGrant, isLoopbackHost } from './auth.ts';
 import type { JwtVerifier } from '../gateway/jwt.ts';
 import type { TokenTable } from '../gateway/tokens.ts';
-import { TimelineIndex } from './timeline-index.ts';
-import { MemoryInspectorIndex, type InspectorIndexStore } from './index-store.ts';
+import type { InspectorIndexStore } from './index-store.ts';
 import { FollowGate } from './follow-gate.ts';
+import { followLog, type DeletionFeed } from './follow.ts';
 import { DEFAULT_PAGE, parsePageQuery, timelinePage, type PageQuery } from './timeline.ts';
 import { sessionLastSeq, travel } from './travel.ts';
 import type { SnapshotStore } from '../machines/snapshot-store.ts';
@@ -89,9 +88,6 @@ export interface InspectorOptions {
   /** Whether a model call of the session's running turn waits for room under the deployment's limits (a worker's gate; src/capacity/). */
   capacity?: (sessionId: string) => Promise<CapacityWait | undefined>;
 }
-
-/** Calls `deleted` for each session deletion recorded (with the log position its events were at or below), until closed. */
-export type DeletionFeed = (deleted: (sessionId: string, headPosition: number) => Promise<void>) => { close(): Promise<void> };
 
 export interface Inspector {
   /** `http://127.0.0.1:4600/` */
@@ -172,27 +168,10 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
   const clock = options.clock ?? systemClock;
 
   const onError = options.onError ?? ((err: unknown) => process.stderr.write(`sessiond inspector: ${messageOf(err)}\n`));
-  const kept = options.index ?? new MemoryInspectorIndex();
-  // what the log held at start is folded, not broadcast (a page sees what commits from now on)
-  const startHead = await log.head();
-  // a kept index resumes the follow where it stopped: the list and the tree at once, the log read from there on
-  let followed = options.index ? kept.followed(log.name) : undefined;
-  if (followed && followed.position > startHead) followed = undefined; // a log that is not the one followed (restored from an older copy)
-  // a follow from the log's start replaces what the index kept of another (the sessions, the timeline blocks)
-  if (options.index && !followed) kept.putFollowed(log.name, 0, [], true);
-  const store = createInspectorStore(followed);
-  const index = new TimelineIndex(kept);
-  const marks = new ConversationMarks(undefined, kept);
-  const conversation = conversationAt({ log, marks });
-  const rowsAt = options.rowsAt === undefined ? projectedRowsAt({ log, clock, marks }) : options.rowsAt;
-  const context = () => store.getSnapshot().context;
   const clients = new Set<ServerResponse>();
-  let failure: unknown;
-  const failed = new Set<(err: unknown) => void>();
-
-  const broadcast = (events: SessionEvent[]) => {
+  // each committed event to the connected pages, with its session's summary after the batch
+  const broadcast = (events: readonly SessionEvent[], sessions: InspectorContext['sessions']) => {
     if (clients.size === 0) return;
-    const sessions = store.getSnapshot().context.sessions;
     const chunk = events
       .map(
         (e) =>
@@ -201,6 +180,20 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       .join('');
     for (const res of clients) res.write(chunk);
   };
+  /** Views being answered hold the follow's next batch. */
+  const gate = new FollowGate(FOLLOW_GRACE_MS);
+  const follow = await followLog({
+    log,
+    ...(options.index ? { index: options.index } : {}),
+    clock,
+    turn: () => gate.turn(), // a long catch-up (a big log at start) leaves room for requests between batches
+    onFresh: broadcast, // what the log held at start is folded, not broadcast
+    ...(options.deletions ? { deletions: options.deletions } : {}),
+    onError,
+  });
+  const { store, kept, index, marks, startHead, context, indexingNow, untilFolded } = follow;
+  const conversation = conversationAt({ log, marks });
+  const rowsAt = options.rowsAt === undefined ? projectedRowsAt({ log, clock, marks }) : options.rowsAt;
 
   // live-only events, bounded, to the connected pages (never stored; a page that joins later sees what commits)
   const liveSub = options.live?.((e) => {
@@ -208,106 +201,6 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     const chunk = `event: live\ndata: ${JSON.stringify({ sessionId: e.sessionId, type: e.type, time: e.time, payload: boundLive(e.payload) })}\n\n`;
     for (const res of clients) if (res.writableLength < LIVE_BUFFER_BYTES) res.write(chunk);
   });
-
-  /** Views being answered hold the follow's next batch. */
-  const gate = new FollowGate(FOLLOW_GRACE_MS);
-  // the sessions folded since the follow's state was last kept (and whether the kept one is to be replaced)
-  const dirty = new Set<string>();
-  let keptAt = clock.now();
-  const keepFollow = () => {
-    if (!options.index || dirty.size === 0) return;
-    const ctx = context();
-    const changed = [...dirty].flatMap((id) => {
-      const snapshot = ctx.snapshots[id];
-      return snapshot ? [{ snapshot, previous: ctx.previous[id] ?? null, summary: ctx.sessions[id]! }] : [];
-    });
-    kept.putFollowed(log.name, ctx.position, changed);
-    dirty.clear();
-    keptAt = clock.now();
-  };
-  /** The stretch of each session's log before this batch that the timeline index or the marks have not taken (a follow resumed past them): read first. */
-  const fillGaps = async (events: readonly SessionEvent[]) => {
-    const firsts = new Map<string, number>();
-    for (const e of events) if (!firsts.has(e.sessionId)) firsts.set(e.sessionId, e.seq);
-    for (const [sessionId, first] of firsts) {
-      let from = Math.min(index.indexedSeq(sessionId), marks.coveredSeq(sessionId));
-      while (from < first - 1) {
-        const read = await log.readSession(sessionId, { afterSeq: from, limit: Math.min(first - 1 - from, 10_000) });
-        if (read.length === 0) break;
-        index.add(read);
-        marks.add(read);
-        from = read[read.length - 1]!.seq;
-      }
-    }
-  };
-  /** Sessions deleted, with the log position their events were at or below: events of theirs up to it are of a life gone. */
-  const deletedThrough = new Map<string, number>();
-  const forgetDeleted = async (sessionId: string, headPosition: number) => {
-    deletedThrough.set(sessionId, Math.max(deletedThrough.get(sessionId) ?? 0, headPosition));
-    // unknown here, or written again since (the follow shows its new life): nothing to forget
-    if (!context().snapshots[sessionId] || (await log.lastSeq(sessionId)) > 0) return;
-    store.send({ type: 'forgotten', sessionId });
-    kept.forget(sessionId);
-    index.forget(sessionId);
-    marks.forget(sessionId);
-    dirty.delete(sessionId);
-  };
-  const subscription = log.subscribe({
-    after: followed?.position ?? 0,
-    onBatch: async (batch) => {
-      // events of a deleted life read before their purge are left out (the position still moves past them)
-      const events = deletedThrough.size === 0 ? batch : batch.filter((e) => (e.position ?? Number.POSITIVE_INFINITY) > (deletedThrough.get(e.sessionId) ?? 0));
-      const through = batch[batch.length - 1]!.position;
-      // a session deleted and written again: what was kept of its older life goes first
-      for (const id of sessionsWrittenAgain(context(), events)) {
-        kept.forget(id);
-        index.forget(id);
-        marks.forget(id);
-      }
-      if (followed) await fillGaps(events);
-      store.send({ type: 'committed', events, ...(through === undefined ? {} : { through }) });
-      kept.putCheckpoints(context().checkpoints);
-      index.add(events);
-      marks.add(events);
-      for (const e of events) dirty.add(e.sessionId);
-      if (clock.now() - keptAt >= KEEP_FOLLOW_MS) keepFollow();
-      const fresh = (e: SessionEvent) => (e.position ?? Number.POSITIVE_INFINITY) > startHead;
-      const last = events.at(-1);
-      if (last && fresh(last)) broadcast(events.filter(fresh));
-      // a long catch-up (a big log at start) leaves room for requests between batches, and waits while a view is answered
-      return gate.turn();
-    },
-    onError: (err) => {
-      failure = err;
-      for (const f of failed) f(err);
-      onError(err);
-    },
-  });
-
-  const deletionFollow = options.deletions?.(forgetDeleted);
-
-  /** How far the follow is through the log held at start (null: past it; the index is complete up to there). */
-  const indexingNow = (): { folded: number; of: number } | null => {
-    if (failure !== undefined) return null;
-    const folded = context().position;
-    return folded < startHead ? { folded, of: startHead } : null;
-  };
-
-  /** Resolves once the store has folded the log up to `position`; a 503 if the follow stops first. */
-  const untilFolded = async (position: number): Promise<void> => {
-    if (failure !== undefined) throw new HttpError(503, 'log_unavailable', `The inspector stopped following ${log.name}: ${messageOf(failure)}. Restart it.`);
-    let fail: ((err: unknown) => void) | undefined;
-    try {
-      await Promise.race([
-        whenFolded(store, position),
-        new Promise<never>((_, reject) =>
-          failed.add((fail = (err) => reject(new HttpError(503, 'log_unavailable', `The inspector stopped following ${log.name}: ${messageOf(err)}.`)))),
-        ),
-      ]);
-    } finally {
-      if (fail) failed.delete(fail);
-    }
-  };
 
   /** Waits (bounded) until the store has folded everything committed before this request. */
   const caughtUp = async (): Promise<boolean> => {
@@ -541,7 +434,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
 
   try {
     // without a kept index, the views need the one folded from the whole log: it is built before the first request
-    if (!options.index && failure === undefined) await Promise.race([whenFolded(store, startHead), new Promise((resolve) => failed.add(resolve))]);
+    if (!options.index) await untilFolded(startHead).catch(() => undefined);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(options.port, host, () => {
@@ -550,8 +443,7 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
       });
     });
   } catch (err) {
-    await deletionFollow?.close();
-    await subscription.close();
+    await follow.close();
     const code = (err as { code?: unknown }).code;
     const why = code === 'EADDRINUSE' ? 'the address is in use' : code === 'EACCES' ? 'permission denied' : messageOf(err);
     throw new SessiondError(
@@ -569,15 +461,13 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     port,
     store,
     index: kept,
-    resumedAfter: followed?.position ?? 0,
+    resumedAfter: follow.resumedAfter,
     async close() {
       liveSub?.close();
       gate.close();
       for (const res of clients) res.end();
       clients.clear();
-      await deletionFollow?.close();
-      await subscription.close();
-      keepFollow();
+      await follow.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
@@ -585,9 +475,6 @@ export async function startInspector(options: InspectorOptions): Promise<Inspect
     },
   };
 }
-
-/** How often the follow's state (every session changed since) is written to a kept index; a restart reads the log from there. */
-const KEEP_FOLLOW_MS = 1_000;
 
 /** During a first start, a view folds at most this many events past the follow's state of its session itself; further, it waits for the follow. */
 const FOLD_ALONE = 5 * CHECKPOINT_EVERY;
