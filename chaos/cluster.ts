@@ -26,7 +26,7 @@ import {
   type NatsCluster,
   type NatsClusterNode,
 } from '../src/testing/nats-cluster.ts';
-import { ADMIN, CLIENT, COMMANDS, NATS_SERVER_BIN, WORKER } from '../src/testing/nats-server.ts';
+import { ADMIN, CLIENT, NATS_SERVER_BIN, workerNatsFlags } from '../src/testing/nats-server.ts';
 import { join } from 'node:path';
 import { clientDecisions } from './decisions.ts';
 
@@ -127,20 +127,7 @@ async function onCluster(cluster: NatsCluster, dir: string, nWorkers: number, bi
   return {
     name: 'nats',
     label: `nats cluster of ${cluster.nodes.length}, R${CLUSTER_REPLICAS} (${setup.split('\n')[0]})`,
-    workerArgs: (i) => [
-      '--nats',
-      proxies[i]!.map((p) => `nats://127.0.0.1:${p.port}`).join(','),
-      '--nats-user',
-      WORKER.user,
-      '--nats-pass',
-      WORKER.pass,
-      '--nats-commands-user',
-      COMMANDS.user,
-      '--nats-commands-pass',
-      COMMANDS.pass,
-      '--db',
-      join(dir, `w${i + 1}.db`),
-    ],
+    workerArgs: (i) => [...workerNatsFlags(proxies[i]!.map((p) => `nats://127.0.0.1:${p.port}`).join(',')), '--db', join(dir, `w${i + 1}.db`)],
     admit: async (session, id, prompt, delivery) => {
       await client.admit(session, { id, prompt, delivery });
     },

@@ -42,7 +42,7 @@ import { resolveWait } from '../src/input/resolve.ts';
 import { clientDecisions, openApprovalsOf } from './decisions.ts';
 import { SessiondClient } from '../src/client/client.ts';
 import { connectNats } from '../src/nats/connection.ts';
-import { startNatsServer, ADMIN, CLIENT, COMMANDS, WORKER, type NatsServer } from '../src/testing/nats-server.ts';
+import { startNatsServer, ADMIN, CLIENT, workerNatsFlags, type NatsServer } from '../src/testing/nats-server.ts';
 
 const BIN = fileURLToPath(new URL('../bin/sessiond.js', import.meta.url));
 /** The workers' runner: echo's work, plus turns that sleep (`nap`) and ask a person (`ask`). */
@@ -157,20 +157,7 @@ async function natsBackend(dir: string, nWorkers: number): Promise<Backend & { s
     name: 'nats',
     server,
     rawRequest: (subject, body) => raw.request(subject, body, { timeout: 3_000 }).then((m) => m.data),
-    workerArgs: (i) => [
-      '--nats',
-      `nats://127.0.0.1:${proxies[i]!.port}`,
-      '--nats-user',
-      WORKER.user,
-      '--nats-pass',
-      WORKER.pass,
-      '--nats-commands-user',
-      COMMANDS.user,
-      '--nats-commands-pass',
-      COMMANDS.pass,
-      '--db',
-      join(dir, `w${i + 1}.db`),
-    ],
+    workerArgs: (i) => [...workerNatsFlags(`nats://127.0.0.1:${proxies[i]!.port}`), '--db', join(dir, `w${i + 1}.db`)],
     admit: async (session, id, prompt, delivery) => {
       await client.admit(session, { id, prompt, delivery });
     },

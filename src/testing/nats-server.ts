@@ -332,3 +332,19 @@ export async function startNatsServer(
     },
   };
 }
+
+/** A worker's flags (`sessiond start`) on NATS: nats.conf's worker user, and its commands user to serve commands. */
+export function workerNatsFlags(servers: string): string[] {
+  return [
+    '--nats',
+    servers,
+    '--nats-user',
+    WORKER.user,
+    '--nats-pass',
+    WORKER.pass,
+    '--nats-commands-user',
+    COMMANDS.user,
+    '--nats-commands-pass',
+    COMMANDS.pass,
+  ];
+}

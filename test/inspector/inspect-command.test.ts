@@ -13,7 +13,7 @@ import { openEngine } from '../../src/engine.ts';
 import { echoRunner } from '../../src/runner/echo.ts';
 import { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
-import { ADMIN, CLIENT, COMMANDS, OBSERVER, WORKER, freePort, startNatsServer } from '../../src/testing/nats-server.ts';
+import { ADMIN, CLIENT, OBSERVER, freePort, startNatsServer, workerNatsFlags } from '../../src/testing/nats-server.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import type { ConversationView } from '../../src/inspector/conversation-at.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
@@ -49,22 +49,7 @@ async function stop(p: LongRunning): Promise<void> {
 
 /** A `sessiond start --nats` worker serving commands, its projection in `db` (`extra`: more flags). */
 function natsWorker(url: string, db: string, extra: string[] = []): LongRunning {
-  return startCli([
-    'start',
-    '--nats',
-    url,
-    '--nats-user',
-    WORKER.user,
-    '--nats-pass',
-    WORKER.pass,
-    '--nats-commands-user',
-    COMMANDS.user,
-    '--nats-commands-pass',
-    COMMANDS.pass,
-    '--db',
-    db,
-    ...extra,
-  ]);
+  return startCli(['start', ...workerNatsFlags(url), '--db', db, ...extra]);
 }
 
 /** GET every kind of route of the inspector for a session (a reader's whole visit). */

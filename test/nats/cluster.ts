@@ -3,7 +3,7 @@
 // log that the tests assert on (who claimed what, how each execution ended, which inputs ran).
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { JetStreamEventLog } from '../../src/nats/jetstream-event-log.ts';
-import { COMMANDS, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { WORKER, workerNatsFlags, type NatsServer } from '../../src/testing/nats-server.ts';
 import { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { startCli, type LongRunning } from '../support/cli.ts';
 
@@ -43,16 +43,7 @@ export async function startWorkers(
     const db = dbFile(`${name}.db`);
     const args = [
       'start',
-      '--nats',
-      server.url,
-      '--nats-user',
-      WORKER.user,
-      '--nats-pass',
-      WORKER.pass,
-      '--nats-commands-user',
-      COMMANDS.user,
-      '--nats-commands-pass',
-      COMMANDS.pass,
+      ...workerNatsFlags(server.url),
       '--db',
       db,
       '--lease-ms',

@@ -20,7 +20,7 @@ import { connectNats } from '../../src/nats/connection.ts';
 import { isStreamNotFound } from '../../src/nats/stream.ts';
 import { STREAM_NAME } from '../../src/nats/subjects.ts';
 import { SNAPSHOT_STREAM } from '../../src/nats/snapshot-store.ts';
-import { REPO_NATS_CONF, startNatsServer, ADMIN, CLIENT, COMMANDS, WORKER, type NatsServer } from '../../src/testing/nats-server.ts';
+import { REPO_NATS_CONF, startNatsServer, ADMIN, CLIENT, WORKER, workerNatsFlags, type NatsServer } from '../../src/testing/nats-server.ts';
 import { tempDir } from '../support/tmp.ts';
 import { runCli, startCli } from '../support/cli.ts';
 import { natsCli } from './natscli.ts';
@@ -93,21 +93,7 @@ async function streamInfo(server: NatsServer, name: string) {
   }
 }
 
-const startArgs = (server: NatsServer) => [
-  'start',
-  '--nats',
-  server.url,
-  '--nats-user',
-  WORKER.user,
-  '--nats-pass',
-  WORKER.pass,
-  '--nats-commands-user',
-  COMMANDS.user,
-  '--nats-commands-pass',
-  COMMANDS.pass,
-  '--db',
-  tmp.file(`w-${Math.random().toString(36).slice(2)}.db`),
-];
+const startArgs = (server: NatsServer) => ['start', ...workerNatsFlags(server.url), '--db', tmp.file(`w-${Math.random().toString(36).slice(2)}.db`)];
 const setupArgs = (server: NatsServer, ...more: string[]) => ['setup', '--nats', server.url, '--nats-user', ADMIN.user, '--nats-pass', ADMIN.pass, ...more];
 
 /** A worker starts on the streams (it prints how to send it a prompt), then stops. */

@@ -86,19 +86,20 @@ export function registerInspect(program: Command, ctx: CliContext): void {
         : opened.db
           ? sqliteInspectorIndex(opened.db)
           : undefined;
+      const deletionError = (err: unknown) => ctx.err(`sessiond inspect: deletions: ${messageOf(err)}`);
+      const deletions = opened.db
+        ? sqliteDeletionFeed(opened.db, systemClock, deletionError)
+        : opened.log instanceof JetStreamEventLog
+          ? deletionFeed(opened.log.nc, deletionError)
+          : undefined;
       const inspector = await startInspector({
         log: opened.log,
         // what a worker's inspector indexed in the file (read-only: what this one adds stays in memory)
         ...(index ? { index } : {}),
         // the workers' snapshots in the file: views near a session's head start from them while the index catches up
         ...(opened.db ? { snapshots: new SqliteSnapshotStore(opened.db, systemClock) } : {}),
-        // on NATS, the sessions deleted (the audit stream): forgotten from the list and the index file
-        ...(opened.db ? { deletions: sqliteDeletionFeed(opened.db, systemClock, (err) => ctx.err(`sessiond inspect: deletions: ${messageOf(err)}`)) } : {}),
-        ...(opened.log instanceof JetStreamEventLog
-          ? {
-              deletions: deletionFeed(opened.log.nc, (err) => ctx.err(`sessiond inspect: deletions: ${messageOf(err)}`)),
-            }
-          : {}),
+        // the sessions deleted (the file's records, or the NATS audit stream): forgotten from the list and the index
+        ...(deletions ? { deletions } : {}),
         port: opts.port,
         host: opts.host,
         ...auth,
