@@ -138,7 +138,11 @@ export interface Sessiond extends Omit<Sessions, 'close'>, Pick<Engine, 'awaitId
   readonly metricsUrl: string | undefined;
   /** Stops every part in reverse order; returns how many running turns were handed back. */
   close(): Promise<{ handedBack: number }>;
+  /** While `close` runs: the part it is closing, in words (said when a stop takes too long). */
+  readonly closing: string | undefined;
 }
+
+const nameOf = (part: { what: string | (() => string) }) => (typeof part.what === 'string' ? part.what : part.what());
 
 const silent: HostReport = { out: () => {}, err: () => {} };
 
@@ -175,15 +179,18 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
   const heartbeatMs = options.heartbeatMs ?? DEFAULT_HEARTBEAT_MS;
   const metrics = options.metricsPort === undefined ? undefined : createWorkerMetrics({ log: options.nats ? 'nats' : 'sqlite' });
   // everything opened so far, closed in reverse order on the way out (also if start-up fails)
-  const opened: { what: string; close: () => Promise<unknown> }[] = [];
+  const opened: { what: string | (() => string); close: () => Promise<unknown> }[] = [];
+  let closing: (typeof opened)[number] | undefined;
   const closeAll = async () => {
     for (const step of opened.reverse()) {
+      closing = step;
       try {
         await step.close();
       } catch (err) {
-        report.err(`sessiond: closing ${step.what} failed: ${messageOf(err)}`);
+        report.err(`sessiond: closing ${nameOf(step)} failed: ${messageOf(err)}`);
       }
     }
+    closing = undefined;
     opened.length = 0;
   };
   const signal = options.signal;
@@ -381,7 +388,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
         },
       },
     });
-    opened.push({ what: 'the worker', close: () => worker.stop() });
+    opened.push({ what: () => `the worker, at ${worker.stopping ?? 'its end'}`, close: () => worker.stop() });
     if (options.nats?.commands) {
       const commands = options.nats.commands;
       const cnc = await step(
@@ -464,6 +471,9 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       awaitIdle: (id) => engine.awaitIdle(id),
       activeTurns: () => engine.activeTurns(),
       subscribe: (filter, handler, subscribeOptions) => engine.subscribe(filter, handler, subscribeOptions),
+      get closing() {
+        return closing && nameOf(closing);
+      },
       async close() {
         const handedBack = engine.activeTurns();
         await closeAll();

@@ -51,6 +51,8 @@ export interface Worker {
   readonly position: number;
   /** Stops the sweep, the subscriptions and the execution service (turns in progress are handed back). */
   stop(): Promise<void>;
+  /** While `stop` runs: what it waits for, in words (said when a stop takes too long). */
+  readonly stopping: string | undefined;
 }
 
 /** Does this event end a turn (a child's, whose caller may be waiting on it)? */
@@ -79,6 +81,7 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
   let sweeper: RecoverySweeper | undefined;
   let blobSweeper: BlobSweeper | undefined;
   let stopped = false;
+  let stopping: string | undefined;
 
   const handle = (events: readonly SessionEvent[]) => {
     execution.handler.observe(events);
@@ -184,19 +187,27 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
     get position() {
       return subscription?.position ?? 0;
     },
+    get stopping() {
+      return stopping;
+    },
     async stop() {
       stopped = true;
-      await sweeper?.stop();
-      await blobSweeper?.stop();
+      const step = async (what: string, close: () => Promise<void> | undefined) => {
+        stopping = what;
+        await close();
+      };
+      await step('the recovery sweep', () => sweeper?.stop());
+      await step('the blob sweep', () => blobSweeper?.stop());
       if (projector) {
-        await ahead?.close();
+        await step('the catch-up subscription', () => ahead?.close());
         // the projection follows the turns handed back, then stops
-        await execution.close();
-        await subscription?.close();
+        await step('the turns in progress (handing them back)', () => execution.close());
+        await step('the log subscription', () => subscription?.close());
       } else {
-        await subscription?.close();
-        await execution.close();
+        await step('the log subscription', () => subscription?.close());
+        await step('the turns in progress (handing them back)', () => execution.close());
       }
+      stopping = undefined;
     },
   };
 }

@@ -343,17 +343,20 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     log.out(gatewayLine(served.url, gateway.tokens, gateway.tokensFrom, gateway.jwt));
   }
   await stop.stopped;
+  let closing = () => 'the gateway';
   // a part that never finishes closing must not keep the process from exiting: its turn's lease
   // runs out and another worker recovers it
   const deadline = setTimeout(() => {
     log.err(
-      `sessiond: still closing ${opts.shutdownTimeoutMs / 1000} s after the stop (a runner that ignores its abort signal, or a connection that does not drain): exiting now; unfinished turns are recovered when their leases run out`,
+      `sessiond: still closing ${closing()} ${opts.shutdownTimeoutMs / 1000} s after the stop (a runner that ignores its abort signal, or a connection that does not drain): exiting now; unfinished turns are recovered when their leases run out`,
     );
     process.exit(1);
   }, opts.shutdownTimeoutMs);
   deadline.unref();
   await served?.close(); // streams end first: their clients reconnect to whoever serves next
+  closing = () => sessiond.closing ?? 'the worker';
   const { handedBack } = await sessiond.close();
+  closing = () => 'the MCP servers';
   await mcp?.close(); // after the turns: their calls were aborted with them
   clearTimeout(deadline);
   log.out(stoppedLine(handedBack));
