@@ -30,6 +30,7 @@ import { describeQuarantine, type QuarantinedMessage } from './events/quarantine
 import { recordQuarantine } from './storage/sqlite/quarantine-store.ts';
 import { startCommandService } from './nats/command-service.ts';
 import { COMMAND_QUEUE, commandVerbs, subjects } from './nats/subjects.ts';
+import { keepInspectorIndex } from './inspector/index-keeper.ts';
 import { SqliteInspectorIndex } from './inspector/sqlite-index.ts';
 import { startInspector } from './inspector/server.ts';
 import type { TokenTable } from './gateway/tokens.ts';
@@ -112,6 +113,11 @@ export interface SessiondOptions {
   prices?: Prices;
   /** Serve the inspector on 127.0.0.1:PORT. */
   inspectPort?: number;
+  /**
+   * Without `inspectPort`, on a SQLite file: keep the inspector's index in the file as the log grows,
+   * in idle time (src/inspector/index-keeper.ts), so `sessiond inspect` starts from it. Default true.
+   */
+  keepInspectorIndex?: boolean;
   /** The inspector's tokens (the gateway's): its API then needs a token reaching every session, fork `manage` (src/inspector/auth.ts). */
   inspectAuth?: { tokens?: TokenTable; jwt?: JwtVerifier };
   /** Serve Prometheus metrics, /healthz and /readyz on 127.0.0.1:PORT. */
@@ -166,6 +172,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
     'urls',
     'prices',
     'inspectPort',
+    'keepInspectorIndex',
     'inspectAuth',
     'metricsPort',
     'report',
@@ -414,6 +421,17 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       report.out('  not serving commands: no commands user (give --nats-commands-user and SESSIOND_NATS_COMMANDS_PASS, the commands user of nats.conf)');
     }
     signal?.throwIfAborted();
+    if (options.inspectPort === undefined && !options.nats && options.keepInspectorIndex !== false && !engine.db.memory) {
+      const keeper = await keepInspectorIndex({
+        log: engine.log,
+        db: engine.db,
+        clock: systemClock,
+        deletions: sqliteDeletionFeed(engine.db, systemClock, (err) => report.err(`sessiond: inspector index: deletions: ${messageOf(err)}`)),
+        onError: (err) =>
+          report.err(`sessiond: inspector index: ${messageOf(err)} (turns go on; a later sessiond inspect reads the log from where the index got)`),
+      });
+      opened.push({ what: 'the inspector index', close: () => keeper.close() });
+    }
     let inspectorUrl: string | undefined;
     if (options.inspectPort !== undefined) {
       let indexWriteFailed = false; // told once

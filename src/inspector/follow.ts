@@ -5,12 +5,12 @@
  * a session's older life when the session is written again, and a deleted session when told.
  * The HTTP server (server.ts) answers views from what it holds.
  */
-import type { Clock } from '../clock.ts';
+import type { Clock, TimerHandle } from '../clock.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import type { EventLog } from '../events/event-log.ts';
 import { HttpError, messageOf } from '../errors.ts';
 import { ConversationMarks } from './conversation-marks.ts';
-import { MemoryInspectorIndex, type InspectorIndexStore } from './index-store.ts';
+import { MemoryInspectorIndex, type Followed, type FollowedSession, type InspectorIndexStore } from './index-store.ts';
 import { createInspectorStore, sessionsWrittenAgain, whenFolded, type InspectorContext, type InspectorStore } from './store.ts';
 import { TimelineIndex } from './timeline-index.ts';
 
@@ -27,6 +27,12 @@ export interface FollowOptions {
   /** The events of a batch committed after the follow started (what live pages are sent), and the context once folded. */
   onFresh?: (events: readonly SessionEvent[], sessions: InspectorContext['sessions']) => void;
   deletions?: DeletionFeed;
+  /**
+   * Sessions held in memory at most (with `index`): the others are let go once kept, and read back
+   * from the index when their next events come (a worker keeping the index for a later inspector).
+   * Absent: every session is held (the inspector's list shows them all).
+   */
+  holdSessions?: number;
   /** The subscription failed: the follow has stopped. */
   onError: (err: unknown) => void;
 }
@@ -58,7 +64,14 @@ export async function followLog(options: FollowOptions): Promise<LogFollow> {
   const kept = options.index ?? new MemoryInspectorIndex();
   const startHead = await log.head();
   // a kept index resumes the follow where it stopped: the list and the tree at once, the log read from there on
-  let followed = options.index ? kept.followed(log.name) : undefined;
+  // (a follow that holds few sessions reads them back one by one as their events come)
+  const hold = options.index ? options.holdSessions : undefined;
+  let followed: Followed | undefined;
+  if (options.index && hold === undefined) followed = kept.followed(log.name);
+  else if (options.index) {
+    const position = kept.followedPosition(log.name);
+    followed = position === undefined ? undefined : { position, sessions: [] };
+  }
   if (followed && followed.position > startHead) followed = undefined; // a log that is not the one followed (restored from an older copy)
   // a follow from the log's start replaces what the index kept of another (the sessions, the timeline blocks)
   if (options.index && !followed) kept.putFollowed(log.name, 0, [], true);
@@ -69,10 +82,42 @@ export async function followLog(options: FollowOptions): Promise<LogFollow> {
   let failure: unknown;
   const failed = new Set<(err: unknown) => void>();
 
+  // with `holdSessions`: the sessions in memory, least recently folded first
+  const held = new Map<string, true>();
+  /** Reads back the batch's sessions that were let go (as last kept), and counts each as recently folded. */
+  const holdBatch = (events: readonly SessionEvent[]) => {
+    const back: FollowedSession[] = [];
+    for (const id of new Set(events.map((e) => e.sessionId))) {
+      const head = context().snapshots[id] ? undefined : kept.headOf(id);
+      if (head) back.push(head);
+      held.delete(id);
+      held.set(id, true);
+    }
+    if (back.length > 0) store.send({ type: 'loaded', sessions: back });
+  };
+  /** Lets go of the least recently folded sessions past `hold` (each was just kept). */
+  const letGo = () => {
+    if (hold === undefined || held.size <= hold) return;
+    const ids: string[] = [];
+    for (const id of held.keys()) {
+      if (held.size - ids.length <= hold) break;
+      ids.push(id);
+    }
+    for (const id of ids) {
+      held.delete(id);
+      index.forget(id);
+      marks.forget(id);
+    }
+    store.send({ type: 'released', ids });
+  };
   // the sessions folded since the follow's state was last kept
   const dirty = new Set<string>();
   let keptAt = clock.now();
+  /** A keep due once the follow has been quiet a while (what the last batches folded is not left unkept). */
+  let keepLater: TimerHandle | undefined;
   const keepFollow = () => {
+    clock.clearTimeout(keepLater);
+    keepLater = undefined;
     if (!options.index || dirty.size === 0) return;
     const ctx = context();
     const changed = [...dirty].flatMap((id) => {
@@ -82,6 +127,7 @@ export async function followLog(options: FollowOptions): Promise<LogFollow> {
     kept.putFollowed(log.name, ctx.position, changed);
     dirty.clear();
     keptAt = clock.now();
+    letGo();
   };
   /** The stretch of each session's log before this batch that the timeline index or the marks have not taken (a follow resumed past them): read first. */
   const fillGaps = async (events: readonly SessionEvent[]) => {
@@ -120,14 +166,17 @@ export async function followLog(options: FollowOptions): Promise<LogFollow> {
       const events = deletedThrough.size === 0 ? batch : batch.filter((e) => (e.position ?? Number.POSITIVE_INFINITY) > (deletedThrough.get(e.sessionId) ?? 0));
       const through = batch[batch.length - 1]!.position;
       // a session deleted and written again: what was kept of its older life goes first
+      if (hold !== undefined) holdBatch(events);
       for (const id of sessionsWrittenAgain(context(), events)) forget(id);
-      if (followed) await fillGaps(events);
+      // resumed past what the index or the marks took of a session (after a restart, or let go since)
+      if (followed || hold !== undefined) await fillGaps(events);
       store.send({ type: 'committed', events, ...(through === undefined ? {} : { through }) });
       kept.putCheckpoints(context().checkpoints);
       index.add(events);
       marks.add(events);
       for (const e of events) dirty.add(e.sessionId);
       if (clock.now() - keptAt >= KEEP_FOLLOW_MS) keepFollow();
+      else if (options.index && keepLater === undefined) keepLater = clock.setTimeout(keepFollow, KEEP_FOLLOW_MS);
       const fresh = (e: SessionEvent) => (e.position ?? Number.POSITIVE_INFINITY) > startHead;
       const last = events.at(-1);
       if (last && fresh(last)) options.onFresh?.(events.filter(fresh), context().sessions);

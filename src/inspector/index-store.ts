@@ -86,8 +86,12 @@ export function summarizeBlock(b: TimelineBlock): TimelineBlockSummary {
 export interface InspectorIndexStore {
   /** Where the follow of `log` (its name) stopped, undefined when it never did under this index version (start from the log's start). */
   followed(log: string): Followed | undefined;
+  /** Only the position of `followed` (its sessions are read back one by one, `headOf`). */
+  followedPosition(log: string): number | undefined;
   /** Keeps where the follow of `log` is: `position`, and the sessions that changed since the last call (`reset`: a follow from the start: the other sessions and every timeline block are dropped). */
   putFollowed(log: string, position: number, sessions: readonly FollowedSession[], reset?: boolean): void;
+  /** One session as the follow last kept it (undefined: not kept): a follow that holds few sessions in memory reads them back. */
+  headOf(sessionId: string): FollowedSession | undefined;
   /** The session's full timeline blocks from the first, ascending and contiguous (summaries only). */
   timelineOf(sessionId: string): TimelineBlockSummary[];
   /** One full block (undefined: not kept). */
@@ -130,11 +134,19 @@ export class MemoryInspectorIndex implements InspectorIndexStore {
     return { position: this.follow.position, sessions: [...this.follow.sessions.values()] };
   }
 
+  followedPosition(log: string): number | undefined {
+    return this.follow?.log === log ? this.follow.position : undefined;
+  }
+
   putFollowed(log: string, position: number, sessions: readonly FollowedSession[], reset = false): void {
     if (reset) this.timeline.clear();
     if (reset || this.follow?.log !== log) this.follow = { log, position, sessions: new Map() };
     this.follow.position = position;
     for (const s of sessions) this.follow.sessions.set(s.snapshot.context.sessionId, s);
+  }
+
+  headOf(sessionId: string): FollowedSession | undefined {
+    return this.follow?.sessions.get(sessionId);
   }
 
   timelineOf(sessionId: string): TimelineBlockSummary[] {

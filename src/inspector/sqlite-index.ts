@@ -49,6 +49,7 @@ export class SqliteInspectorIndex implements InspectorIndexStore {
       dropMarks: db.prepare('DELETE FROM inspector_mark WHERE session_id = ?'),
       follow: db.prepare('SELECT position FROM inspector_follow WHERE log = ? AND version = ?').pluck(),
       heads: db.prepare('SELECT data FROM inspector_head').pluck(),
+      head: db.prepare('SELECT data FROM inspector_head WHERE session_id = ?').pluck(),
       putFollow: db.prepare('INSERT OR REPLACE INTO inspector_follow (log, version, position) VALUES (?, ?, ?)'),
       putHead: db.prepare('INSERT OR REPLACE INTO inspector_head (session_id, data) VALUES (?, ?)'),
       dropFollows: db.prepare('DELETE FROM inspector_follow'),
@@ -101,6 +102,10 @@ export class SqliteInspectorIndex implements InspectorIndexStore {
     return { position, sessions: (this.stmts.heads.all() as string[]).map((d) => JSON.parse(d) as FollowedSession) };
   }
 
+  followedPosition(log: string): number | undefined {
+    return (this.stmts.follow.get(log, this.version) as number | undefined) ?? this.memory.followedPosition(log);
+  }
+
   putFollowed(log: string, position: number, sessions: readonly FollowedSession[], reset = false): void {
     this.write(
       () => {
@@ -114,6 +119,11 @@ export class SqliteInspectorIndex implements InspectorIndexStore {
       },
       () => this.memory.putFollowed(log, position, sessions, reset),
     );
+  }
+
+  headOf(sessionId: string): FollowedSession | undefined {
+    const data = this.stmts.head.get(sessionId) as string | undefined;
+    return data === undefined ? this.memory.headOf(sessionId) : (JSON.parse(data) as FollowedSession);
   }
 
   timelineOf(sessionId: string): TimelineBlockSummary[] {

@@ -130,12 +130,28 @@ export function foldBatch(ctx: InspectorContext, events: readonly SessionEvent[]
   return { position: Math.max(position, through ?? position), snapshots, previous, sessions, checkpoints };
 }
 
-/** The context without the session (deleted from the log). */
-export function forgetSession(ctx: InspectorContext, sessionId: string): InspectorContext {
-  const { [sessionId]: _snapshot, ...snapshots } = ctx.snapshots;
-  const { [sessionId]: _previous, ...previous } = ctx.previous;
-  const { [sessionId]: _summary, ...sessions } = ctx.sessions;
+/** The context without the sessions (deleted from the log, or let go from memory by a follow that keeps them in its index). */
+export function withoutSessions(ctx: InspectorContext, ids: readonly string[]): InspectorContext {
+  const snapshots = { ...ctx.snapshots };
+  const previous = { ...ctx.previous };
+  const sessions = { ...ctx.sessions };
+  for (const id of ids) {
+    delete snapshots[id];
+    delete previous[id];
+    delete sessions[id];
+  }
   return { ...ctx, snapshots, previous, sessions, checkpoints: [] };
+}
+
+/** The context with sessions read back from the index (as the follow kept them), to fold their next events. */
+export function withSessions(ctx: InspectorContext, kept: FollowedState['sessions']): InspectorContext {
+  const back = resumedContext({ position: ctx.position, sessions: kept });
+  return {
+    ...ctx,
+    snapshots: { ...ctx.snapshots, ...back.snapshots },
+    previous: { ...ctx.previous, ...back.previous },
+    sessions: { ...ctx.sessions, ...back.sessions },
+  };
 }
 
 /** The session's snapshot the store has folded (or the one before its last event), when it is at or before `seq` (undefined: none). */
@@ -169,7 +185,9 @@ export function createInspectorStore(followed?: FollowedState) {
     context: resumedContext(followed),
     on: {
       committed: (ctx, e: { events: readonly SessionEvent[]; through?: number }) => foldBatch(ctx, e.events, e.through),
-      forgotten: (ctx, e: { sessionId: string }) => forgetSession(ctx, e.sessionId),
+      forgotten: (ctx, e: { sessionId: string }) => withoutSessions(ctx, [e.sessionId]),
+      loaded: (ctx, e: { sessions: FollowedState['sessions'] }) => withSessions(ctx, e.sessions),
+      released: (ctx, e: { ids: readonly string[] }) => withoutSessions(ctx, e.ids),
     },
   });
 }

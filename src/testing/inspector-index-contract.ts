@@ -131,12 +131,17 @@ export function inspectorIndexContract(name: string, open: () => Promise<Inspect
     fx.index.putFollowed(log, 14, [followedAt(a, 3)]);
     const back = fx.index.followed(log)!;
     assert.is(back.position, 14);
+    assert.is(fx.index.followedPosition(log), 14, 'the position alone');
+    assert.is(fx.index.followedPosition(`other_${a}`), undefined);
     const byId = new Map(back.sessions.map((x) => [x.snapshot.context.sessionId, x]));
     assert.equal(byId.get(a), followedAt(a, 3), 'a session put again is replaced');
     assert.equal(byId.get(b), followedAt(b, 1), 'one not changed since is kept');
+    assert.equal(fx.index.headOf(a), followedAt(a, 3), 'one session read back alone');
+    assert.is(fx.index.headOf(`never_${a}`), undefined, 'a session never kept');
     assert.is(fx.index.followed(`other_${a}`), undefined, 'another log');
     fx.index.forget(b);
     assert.ok(!fx.index.followed(log)!.sessions.some((x) => x.snapshot.context.sessionId === b), 'a session forgotten is not followed');
+    assert.is(fx.index.headOf(b), undefined, 'nor read back alone');
     fx.index.putTimelineBlocks(a, [block(0)]);
     fx.index.putFollowed(log, 3, [followedAt(b, 1)], true);
     assert.equal(fx.index.timelineOf(a), [], 'reset: the timeline blocks go too (built again by the follow)');

@@ -128,6 +128,47 @@ test('sessiond inspect --db - serves a finished log read-only: the conversation,
   assert.equal(eventsHash(file).count, before.count + 1);
 });
 
+test("sessiond start keeps the inspector index in its file as the log grows: inspect --db resumes from it, not from the log's start", async () => {
+  const file = tmp.file('kept.db');
+  const worker = startCli(['start', '--db', file]);
+  let head = 0;
+  try {
+    await worker.waitFor('send it a prompt');
+    for (const n of [1, 2, 3]) {
+      const admitted = await runCli(['prompt', 'ses_kept', `prompt number ${n}`, '--db', file]);
+      assert.is(admitted.code, 0, admitted.stderr);
+      await worker.waitFor(new RegExp(`(ses_kept  turn succeeded[^]*){${n}}`));
+    }
+    const db = openDatabase(file, { readonly: true });
+    try {
+      head = db.prepare('SELECT MAX(position) FROM event').pluck().get() as number;
+      const kept = () => (db.prepare('SELECT MAX(position) FROM inspector_follow').pluck().get() as number | null) ?? 0;
+      await waitFor(() => kept() >= head, { what: `the worker to keep the index up to log position ${head}` });
+    } finally {
+      db.close();
+    }
+  } finally {
+    await stop(worker);
+  }
+  const port = await freePort();
+  const inspect = startCli(['inspect', '--db', file, '--port', String(port)]);
+  try {
+    await inspect.waitFor('  index: ');
+    assert.match(inspect.output(), `index: the one the workers keep in the file (resumed after log position ${head}: reads only what the log gained since)`);
+    const base = `http://127.0.0.1:${port}/`;
+    const listed = await api<Listed>(base, '/api/sessions');
+    assert.equal(
+      listed.body.sessions.map((s) => [s.sessionId, s.state, s.pending]),
+      [['ses_kept', 'settled', 0]],
+      'the list, from the index at once',
+    );
+    const conv = await api<ConversationView>(base, '/api/sessions/ses_kept/conversation');
+    assert.equal(conv.body.entries.filter((e) => e.kind === 'prompt').length, 3, 'every prompt in the conversation');
+  } finally {
+    await stop(inspect);
+  }
+});
+
 test('sessiond inspect - a missing database, a file that is not sessiond, a bad port are clear errors', async () => {
   const missing = await runCli(['inspect', '--db', tmp.file('nothing-here.db')]);
   assert.is(missing.code, 2, missing.stderr);

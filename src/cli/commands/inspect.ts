@@ -107,9 +107,11 @@ export function registerInspect(program: Command, ctx: CliContext): void {
       });
       ctx.out(`sessiond inspector on ${inspector.url} (read-only: it takes no work and writes nothing)`);
       ctx.out(`  over ${opened.describe}`);
-      if (indexFile !== undefined)
+      const resumed = `resumed after log position ${inspector.resumedAfter}: reads only what the log gained since`;
+      if (indexFile !== undefined) ctx.out(`  index: ${indexFile} (${inspector.resumedAfter > 0 ? resumed : 'new: follows the log from its start'})`);
+      else if (opened.db)
         ctx.out(
-          `  index: ${indexFile} (${inspector.resumedAfter > 0 ? `resumed after log position ${inspector.resumedAfter}: reads only what the log gained since` : 'new: follows the log from its start'})`,
+          `  index: the one the workers keep in the file (${inspector.resumedAfter > 0 ? resumed : 'none kept yet: follows the log from its start, in memory'})`,
         );
       if (tokens || jwt)
         ctx.out(

@@ -62,6 +62,8 @@ export interface StartOptions extends NatsFlags, NatsCommandFlags, GatewayFlags 
   blobSweepMs?: number;
   shutdownTimeoutMs: number;
   inspect?: number;
+  /** `--no-inspector-index`: false. */
+  inspectorIndex: boolean;
   metrics?: number;
   logFormat?: LogFormat;
   model?: string;
@@ -206,6 +208,10 @@ export function addWorkerOptions(command: Command, ctx: CliContext): Command {
     )
     .option(ALLOW_URL_HOST_OPTION[0], ALLOW_URL_HOST_OPTION[1], collectHost)
     .option(INSPECT_OPTION[0], INSPECT_OPTION[1], inspectPort)
+    .option(
+      '--no-inspector-index',
+      'without --inspect, do not keep the inspector index in the SQLite file (kept by default, in idle time, for sessiond inspect)',
+    )
     .option('--metrics <port>', 'serve Prometheus metrics (/metrics) and health (/healthz, /readyz) on http://127.0.0.1:PORT', port('--metrics'))
     .option(LOG_FORMAT_OPTION[0], LOG_FORMAT_OPTION[1], parseLogFormat);
   return addNatsCommandOptions(addNatsOptions(command, ctx, 'worker'));
@@ -294,6 +300,7 @@ export async function runWorker(opts: StartOptions, ctx: CliContext): Promise<vo
     ...(opts.allowUrlHost?.length ? { urls: { allow: opts.allowUrlHost } } : {}),
     ...(prices ? { prices } : {}),
     ...(opts.inspect !== undefined ? { inspectPort: opts.inspect } : {}),
+    ...(opts.inspectorIndex ? {} : { keepInspectorIndex: false }),
     ...(inspectAuth && (inspectAuth.tokens || inspectAuth.jwt) ? { inspectAuth: withoutUndefined(inspectAuth) } : {}),
     ...(opts.metrics !== undefined ? { metricsPort: opts.metrics } : {}),
     report: log,

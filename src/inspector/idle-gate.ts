@@ -1,0 +1,64 @@
+/**
+ * When a follow that runs inside a busy worker (the inspector's index, kept by `sessiond start`) may
+ * take its next batch: at once while the rest of the process leaves the event loop mostly idle, and
+ * at least once every `floorMs` when it does not (so the follow falls behind under load, never stops).
+ * The load is sampled while the follow waits, so its own work is not counted; a sample that found
+ * the loop idle lets batches through for `trustMs` before the next.
+ */
+import { performance } from 'node:perf_hooks';
+import { sleep, type Clock } from '../clock.ts';
+
+/** Cumulative milliseconds the event loop was busy (as `performance.eventLoopUtilization()` counts). */
+export type LoopBusy = () => number;
+
+export interface IdleGateOptions {
+  clock: Clock;
+  /** Share of a sample the rest of the process may keep the loop busy for the follow to go on (default 0.5). */
+  busy?: number;
+  /** The sample, in ms (default 20). */
+  sampleMs?: number;
+  /** How long an idle sample lets batches through (default 100 ms). */
+  trustMs?: number;
+  /** One batch at least this often, busy or not (default 1,000 ms). */
+  floorMs?: number;
+  loopBusy?: LoopBusy;
+}
+
+export class IdleGate {
+  private readonly busy: number;
+  private readonly sampleMs: number;
+  private readonly trustMs: number;
+  private readonly floorMs: number;
+  private readonly loopBusy: LoopBusy;
+  private readonly closed = new AbortController();
+  /** When a sample last found the loop idle, and when a batch last went. */
+  private idleAt = Number.NEGATIVE_INFINITY;
+  private wentAt: number;
+
+  constructor(private readonly options: IdleGateOptions) {
+    this.busy = options.busy ?? 0.5;
+    this.sampleMs = options.sampleMs ?? 20;
+    this.trustMs = options.trustMs ?? 100;
+    this.floorMs = options.floorMs ?? 1_000;
+    this.loopBusy = options.loopBusy ?? (() => performance.eventLoopUtilization().active);
+    this.wentAt = options.clock.now();
+  }
+
+  /** Resolves when the follow may take its next batch. */
+  async turn(): Promise<void> {
+    const clock = this.options.clock;
+    while (!this.closed.signal.aborted && clock.now() - this.idleAt >= this.trustMs && clock.now() - this.wentAt < this.floorMs) {
+      const before = this.loopBusy();
+      const from = clock.now();
+      await sleep(clock, this.sampleMs, this.closed.signal);
+      const spent = clock.now() - from;
+      if (spent > 0 && (this.loopBusy() - before) / spent < this.busy) this.idleAt = clock.now();
+    }
+    this.wentAt = clock.now();
+  }
+
+  /** Lets every waiting and later turn go at once (the follow is closing). */
+  close(): void {
+    this.closed.abort();
+  }
+}
