@@ -1,7 +1,8 @@
 /**
  * When a follow that runs inside a busy worker (the inspector's index, kept by `sessiond start`) may
- * take its next batch: at once while the rest of the process leaves the event loop mostly idle, and
- * at least once every `floorMs` when it does not (so the follow falls behind under load, never stops).
+ * take its next batch: at once while the rest of the process leaves the event loop mostly idle;
+ * when it does not, once its last batch is at most `share` of the time since (and `floorMs` at
+ * least), so under load the follow takes a small share of the loop and falls behind, never stops.
  * The load is sampled while the follow waits, so its own work is not counted; a sample that found
  * the loop idle lets batches through for `trustMs` before the next.
  */
@@ -19,7 +20,9 @@ export interface IdleGateOptions {
   sampleMs?: number;
   /** How long an idle sample lets batches through (default 100 ms). */
   trustMs?: number;
-  /** One batch at least this often, busy or not (default 1,000 ms). */
+  /** Under load, the share of the time the follow's batches may take (default 0.02)... */
+  share?: number;
+  /** ...and never more than one batch in this many ms (default 1,000). */
   floorMs?: number;
   loopBusy?: LoopBusy;
 }
@@ -29,6 +32,7 @@ export class IdleGate {
   private readonly sampleMs: number;
   private readonly trustMs: number;
   private readonly floorMs: number;
+  private readonly share: number;
   private readonly loopBusy: LoopBusy;
   private readonly closed = new AbortController();
   /** When a sample last found the loop idle, and when a batch last went. */
@@ -40,6 +44,7 @@ export class IdleGate {
     this.sampleMs = options.sampleMs ?? 20;
     this.trustMs = options.trustMs ?? 100;
     this.floorMs = options.floorMs ?? 1_000;
+    this.share = options.share ?? 0.02;
     this.loopBusy = options.loopBusy ?? (() => performance.eventLoopUtilization().active);
     this.wentAt = options.clock.now();
   }
@@ -47,7 +52,10 @@ export class IdleGate {
   /** Resolves when the follow may take its next batch. */
   async turn(): Promise<void> {
     const clock = this.options.clock;
-    while (!this.closed.signal.aborted && clock.now() - this.idleAt >= this.trustMs && clock.now() - this.wentAt < this.floorMs) {
+    await new Promise<void>((resolve) => setImmediate(resolve)); // pending I/O (a prompt, a wake) goes first
+    // the follow's own stretch: from the last batch let through to this call
+    const spacing = Math.max(this.floorMs, (clock.now() - this.wentAt) / this.share);
+    while (!this.closed.signal.aborted && clock.now() - this.idleAt >= this.trustMs && clock.now() - this.wentAt < spacing) {
       const before = this.loopBusy();
       const from = clock.now();
       await sleep(clock, this.sampleMs, this.closed.signal);

@@ -29,6 +29,8 @@ test("worker subscription - one log subscription; another process's admission wa
     db: file,
     report: { out: () => undefined, err: () => undefined },
     sweepMs: 3_600_000,
+    // the inspector's index, which a worker keeps by default, reads the log on its own in idle time (test/inspector/held-follow.test.ts)
+    keepInspectorIndex: false,
     decorateLog: (log) => spyLog(log, { subscribed: (after) => subscribed.push(after) }),
     runner: async (ctx) => {
       const db = openDatabase(file, { readonly: true });

@@ -48,6 +48,16 @@ test('idle gate - a busy loop holds the follow, one batch a second, and lets it 
   assert.ok(await settledAfter(clock, next, 40), 'the load fell: it goes after a sample');
 });
 
+test('idle gate - under load a long batch spaces the next out, so the follow takes 2 % of the loop', async () => {
+  const { clock, gate: g } = gate({ value: 0.9 });
+  const first = g.turn();
+  assert.ok(await settledAfter(clock, first, 1_000), 'the first batch after a second');
+  await clock.advance(100); // the batch took 100 ms
+  const next = g.turn();
+  assert.not.ok(await settledAfter(clock, next, 3_000), 'not a second later');
+  assert.ok(await settledAfter(clock, next, 1_920), 'but 5 s after the last went (100 ms is 2 % of it)');
+});
+
 test('idle gate - closing lets every turn go at once', async () => {
   const { clock, gate: g } = gate({ value: 1 });
   const waiting = g.turn();
