@@ -3,6 +3,7 @@
  * IMMEDIATE transactions, group-committed across sessions; other processes' commits noticed through
  * `PRAGMA data_version`. Durability and why: docs/architecture.md#storage.
  */
+import { resolve } from 'node:path';
 import { systemClock, type Clock } from '../../clock.ts';
 import { ErrorCode, SessiondError, messageOf, SequenceConflictError } from '../../errors.ts';
 import { validateId } from '../../ids.ts';
@@ -106,7 +107,8 @@ export class SqliteEventLog implements EventLog {
     private readonly db: Db,
     options: SqliteEventLogOptions = {},
   ) {
-    this.name = `sqlite:${db.name}`;
+    // the file's absolute path: the same log whichever way a process names it (the inspector's index is kept by it)
+    this.name = `sqlite:${db.memory ? db.name : resolve(db.name)}`;
     this.maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
     this.clock = options.clock ?? systemClock;
     this.notifier = new ChangeNotifier(db, options.maxPollMs ?? DEFAULT_MAX_POLL_MS, this.clock);
