@@ -153,11 +153,13 @@ export async function followLog(options: FollowOptions): Promise<LogFollow> {
   const deletedThrough = new Map<string, number>();
   const forgetDeleted = async (sessionId: string, headPosition: number) => {
     deletedThrough.set(sessionId, Math.max(deletedThrough.get(sessionId) ?? 0, headPosition));
-    // unknown here, or written again since (the follow shows its new life): nothing to forget
-    if (!context().snapshots[sessionId] || (await log.lastSeq(sessionId)) > 0) return;
+    // unknown here (nor kept, for a follow that lets sessions go), or written again since (the follow shows its new life): nothing to forget
+    const known = context().snapshots[sessionId] !== undefined || (hold !== undefined && kept.headOf(sessionId) !== undefined);
+    if (!known || (await log.lastSeq(sessionId)) > 0) return;
     store.send({ type: 'forgotten', sessionId });
     forget(sessionId);
     dirty.delete(sessionId);
+    held.delete(sessionId);
   };
   const subscription = log.subscribe({
     after: followed?.position ?? 0,
@@ -165,8 +167,8 @@ export async function followLog(options: FollowOptions): Promise<LogFollow> {
       // events of a deleted life read before their purge are left out (the position still moves past them)
       const events = deletedThrough.size === 0 ? batch : batch.filter((e) => (e.position ?? Number.POSITIVE_INFINITY) > (deletedThrough.get(e.sessionId) ?? 0));
       const through = batch[batch.length - 1]!.position;
-      // a session deleted and written again: what was kept of its older life goes first
       if (hold !== undefined) holdBatch(events);
+      // a session deleted and written again: what was kept of its older life goes first
       for (const id of sessionsWrittenAgain(context(), events)) forget(id);
       // resumed past what the index or the marks took of a session (after a restart, or let go since)
       if (followed || hold !== undefined) await fillGaps(events);

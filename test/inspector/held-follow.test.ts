@@ -14,6 +14,8 @@ import { SqliteInspectorIndex } from '../../src/inspector/sqlite-index.ts';
 import { openDatabase, type Db } from '../../src/storage/sqlite/database.ts';
 import { migrate } from '../../src/storage/sqlite/migrate.ts';
 import { systemClock, type Clock } from '../../src/clock.ts';
+import { deleteSessionData, sqliteDeletionFeed } from '../../src/storage/sqlite/delete-session.ts';
+import { waitFor } from '../../src/testing/wait.ts';
 import { tempDir } from '../support/tmp.ts';
 
 const tmp = tempDir();
@@ -104,6 +106,34 @@ test('held follow - a second start holding few sessions resumes from the positio
     assert.equal(seen, [SHORT[0]], 'only the session written since was read back');
     const head = new SqliteInspectorIndex(db).headOf(SHORT[0]!)!;
     assert.is(head.summary.seq, await engine.log.lastSeq(SHORT[0]!), 'its row in the list is at its last event');
+  } finally {
+    db.close();
+  }
+});
+
+test('held follow - a session deleted while let go leaves the kept list too', async () => {
+  const db = indexDb('deleted.db');
+  const gone = SHORT[2]!;
+  try {
+    const follow = await followLog({
+      log: engine.log,
+      index: new SqliteInspectorIndex(db),
+      clock: systemClock,
+      turn: async () => undefined,
+      holdSessions: 1,
+      deletions: sqliteDeletionFeed(engine.db, systemClock, undefined, 20),
+      onError: (err) => {
+        throw err;
+      },
+    });
+    try {
+      await follow.untilFolded(await engine.log.head());
+      await waitFor(() => new SqliteInspectorIndex(db).headOf(gone) !== undefined, { what: 'the session kept (within a quiet second)' });
+      deleteSessionData(engine.db, gone, { now: Date.now(), by: 'test' });
+      await waitFor(() => new SqliteInspectorIndex(db).headOf(gone) === undefined, { what: 'the deleted session to leave the kept list' });
+    } finally {
+      await follow.close();
+    }
   } finally {
     db.close();
   }
