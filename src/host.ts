@@ -421,12 +421,14 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       report.out('  not serving commands: no commands user (give --nats-commands-user and SESSIOND_NATS_COMMANDS_PASS, the commands user of nats.conf)');
     }
     signal?.throwIfAborted();
+    // the sessions deleted, as this file records them (on NATS too: the worker applies each one to it), for the inspector's index
+    const deletions = sqliteDeletionFeed(engine.db, systemClock, (err) => report.err(`sessiond: inspector: deletions: ${messageOf(err)}`));
     if (options.inspectPort === undefined && !options.nats && options.keepInspectorIndex !== false && !engine.db.memory) {
       const keeper = await keepInspectorIndex({
         log: engine.log,
         db: engine.db,
         clock: systemClock,
-        deletions: sqliteDeletionFeed(engine.db, systemClock, (err) => report.err(`sessiond: inspector index: deletions: ${messageOf(err)}`)),
+        deletions,
         onError: (err) =>
           report.err(`sessiond: inspector index: ${messageOf(err)} (turns go on; a later sessiond inspect reads the log from where the index got)`),
       });
@@ -446,8 +448,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
         }),
         // views near a session's head start from the workers' latest snapshot while the index catches up
         snapshots: snapshots ?? new SqliteSnapshotStore(engine.db, systemClock),
-        // the sessions deleted, as this file records them (on NATS too: the worker applies each one to it)
-        deletions: sqliteDeletionFeed(engine.db, systemClock, (err) => report.err(`sessiond: inspector: deletions: ${messageOf(err)}`)),
+        deletions,
         // the conversation shows answers as they stream: this worker's live bus (on NATS too: its own turns)
         live: (onEvent) => engine.subscribe({}, onEvent),
         port: options.inspectPort,
