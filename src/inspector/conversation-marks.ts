@@ -69,7 +69,7 @@ export class ConversationMarks {
     for (const [sessionId, list] of bySession) this.addSession(sessionId, list);
   }
 
-  /** Drops what is held of the session (an older life of it: the index forgets its marks too). */
+  /** Drops what memory holds of the session: an older life of it (the caller has the index forget its marks too), or one let go (its marks stay kept; resumed from the last). */
   forget(sessionId: string): void {
     this.sessions.delete(sessionId);
   }

@@ -108,7 +108,7 @@ export async function followLog(options: FollowOptions): Promise<LogFollow> {
       index.forget(id);
       marks.forget(id);
     }
-    store.send({ type: 'released', ids });
+    store.send({ type: 'dropped', ids });
   };
   // the sessions folded since the follow's state was last kept
   const dirty = new Set<string>();
@@ -156,7 +156,7 @@ export async function followLog(options: FollowOptions): Promise<LogFollow> {
     // unknown here (nor kept, for a follow that lets sessions go), or written again since (the follow shows its new life): nothing to forget
     const known = context().snapshots[sessionId] !== undefined || (hold !== undefined && kept.headOf(sessionId) !== undefined);
     if (!known || (await log.lastSeq(sessionId)) > 0) return;
-    store.send({ type: 'forgotten', sessionId });
+    store.send({ type: 'dropped', ids: [sessionId] });
     forget(sessionId);
     dirty.delete(sessionId);
     held.delete(sessionId);

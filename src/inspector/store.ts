@@ -185,9 +185,9 @@ export function createInspectorStore(followed?: FollowedState) {
     context: resumedContext(followed),
     on: {
       committed: (ctx, e: { events: readonly SessionEvent[]; through?: number }) => foldBatch(ctx, e.events, e.through),
-      forgotten: (ctx, e: { sessionId: string }) => withoutSessions(ctx, [e.sessionId]),
+      // deleted from the log, or let go by a follow that keeps them in its index
+      dropped: (ctx, e: { ids: readonly string[] }) => withoutSessions(ctx, e.ids),
       loaded: (ctx, e: { sessions: FollowedState['sessions'] }) => withSessions(ctx, e.sessions),
-      released: (ctx, e: { ids: readonly string[] }) => withoutSessions(ctx, e.ids),
     },
   });
 }

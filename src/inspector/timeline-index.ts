@@ -85,7 +85,7 @@ export class TimelineIndex {
     }
   }
 
-  /** Drops what is held of the session (an older life of it: the store forgets its blocks too). */
+  /** Drops what memory holds of the session: an older life of it (the caller has the store forget its blocks too), or one let go (its blocks stay kept). */
   forget(sessionId: string): void {
     this.sessions.delete(sessionId);
     for (const key of [...this.cache.keys()]) if (key.startsWith(`${sessionId}\u0000`)) this.cache.delete(key);
