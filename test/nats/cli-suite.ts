@@ -5,7 +5,7 @@
 import { suite } from 'uvu';
 import { startNatsServer, type NatsServer } from '../../src/testing/nats-server.ts';
 import { startCli, type LongRunning } from '../support/cli.ts';
-import { COMMANDS, WORKER } from '../../src/testing/nats-server.ts';
+import { workerNatsFlags } from '../../src/testing/nats-server.ts';
 import { tempDir } from '../support/tmp.ts';
 
 export type CliCtx = { server: NatsServer; tmp: ReturnType<typeof tempDir>; workers: LongRunning[] };
@@ -31,24 +31,7 @@ export function cliSuite(name: string) {
 
 /** A `sessiond start --nats` worker serving commands, its echo steps `echoDelayMs` long (or `extra` flags such as `--runner PATH`), once it says it is up. */
 export async function natsWorker(ctx: CliCtx, db: string, echoDelayMs: number, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<LongRunning> {
-  const w = startCli(
-    [
-      'start',
-      '--nats',
-      ctx.server.url,
-      ...as(WORKER),
-      '--nats-commands-user',
-      COMMANDS.user,
-      '--nats-commands-pass',
-      COMMANDS.pass,
-      '--db',
-      ctx.tmp.file(db),
-      '--echo-delay-ms',
-      String(echoDelayMs),
-      ...extra,
-    ],
-    { env },
-  );
+  const w = startCli(['start', ...workerNatsFlags(ctx.server.url), '--db', ctx.tmp.file(db), '--echo-delay-ms', String(echoDelayMs), ...extra], { env });
   ctx.workers.push(w);
   await w.waitFor('send it a prompt');
   return w;
