@@ -7,6 +7,7 @@ import { systemClock, type Clock, type TimerHandle } from '../clock.ts';
 import { wholeNumber } from '../options.ts';
 import { connect, errors as natsErrors, type NatsConnection } from '@nats-io/transport-node';
 import { ConnectionError, ErrorCode, PermissionError, SessiondError, messageOf } from '../errors.ts';
+import { settleRequestsWithoutErrors } from './request-settle.ts';
 import { SUBJECT_TOKENS } from './subjects.ts';
 
 /** nats.conf's listener on loopback. */
@@ -123,6 +124,7 @@ export function parseConnectionOptions(input: NatsConnectionOptions | undefined 
 /** Connects (first attempt must succeed within `timeoutMs`), then reconnects forever. */
 export async function connectNats(options: NatsConnectionOptions = {}): Promise<NatsConnection> {
   const o = parseConnectionOptions(options);
+  settleRequestsWithoutErrors(); // an answered request builds no Error (request-settle.ts)
   try {
     return await connect({
       servers: o.servers,
