@@ -5,6 +5,7 @@
  */
 import type { Db } from './database.ts';
 import type { Clock } from '../../clock.ts';
+import { sessionTails } from './session-tails.ts';
 
 export interface DeletionRecord {
   sessionId: string;
@@ -70,6 +71,7 @@ export function deleteSessionData(db: Db, sessionId: string, audit: DeletionAudi
       const last = audit.known?.lastSeq ?? counted!.last;
       const position = audit.known?.headPosition ?? (head.get() as { head: number }).head;
       if (audit.rows ?? true) for (const d of deletes) d.run(sessionId);
+      sessionTails(db).forget(sessionId); // its id may be taken again from sequence 0
       const out: DeletionRecord = {
         sessionId,
         deletedAt: audit.now,

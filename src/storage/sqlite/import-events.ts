@@ -8,6 +8,7 @@ import { ErrorCode, SessiondError } from '../../errors.ts';
 import { pack } from '../../events/codec.ts';
 import type { SessionEvent } from '../../events/envelope.ts';
 import type { Db } from './database.ts';
+import { sessionTails } from './session-tails.ts';
 
 /** Returns `importEvents(events)`: the events as committed, each with the log position it got. */
 export function eventImporter(db: Db) {
@@ -45,5 +46,8 @@ export function eventImporter(db: Db) {
     }
     return committed;
   });
-  return (events: readonly SessionEvent[]): SessionEvent[] => write.immediate(events);
+  return (events: readonly SessionEvent[]): SessionEvent[] => {
+    sessionTails(db).forgetAll(); // a log on this connection reads the sequences imported
+    return write.immediate(events);
+  };
 }

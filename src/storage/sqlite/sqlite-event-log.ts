@@ -25,6 +25,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { ChangeNotifier } from './change-notifier.ts';
 import { commitHooks, type CommitHook } from './commit-hooks.ts';
 import { readsBackAsIs } from '../../events/reads-back.ts';
+import { sessionTails, type SessionTails } from './session-tails.ts';
 
 export const DEFAULT_READ_BATCH = 1000;
 export const DEFAULT_MAX_POLL_MS = 100;
@@ -60,18 +61,6 @@ export interface SqliteEventLogOptions {
 
 /** Events of its own commits a log keeps for its subscribers (between this and twice as many). */
 const RECENT_EVENTS = 4096;
-/** Sessions whose last committed sequence a connection's logs remember (see `tails`). */
-const TAILS = 8192;
-
-/**
- * The last sequence each recently written session has, as committed through this connection, and
- * the connection's `PRAGMA data_version` inside that commit's transaction. While data_version still
- * reads the same, no other connection has committed since (it changes only for other connections'
- * commits), so the session has nothing after that sequence and a read after it can return at once.
- * Shared by every SqliteEventLog on the connection: they do not change data_version for each other.
- */
-const tailsOf = new WeakMap<Db, Map<string, { seq: number; version: number }>>();
-
 export class SqliteEventLog implements EventLog {
   readonly name: string;
   private readonly notifier: ChangeNotifier;
@@ -96,12 +85,17 @@ export class SqliteEventLog implements EventLog {
   private recent: SessionEvent[] = [];
   /** The events this group wrote (not a retry's, already committed), in position order, as the file gives them: for the commit hooks and `tails`. */
   private groupEvents: SessionEvent[] = [];
-  private readonly tails: Map<string, { seq: number; version: number }>;
+  /** The connection's session tails (session-tails.ts): reads after them and appends expecting them skip the query. */
+  private readonly tails: SessionTails;
+  /** In a group's transaction: data_version at its start, and the sequence each session it appended to is now at. */
+  private groupVersion = -1;
+  private readonly groupSeqs = new Map<string, number>();
   /**
    * Group commit at work: transactions written and the appends they carried; `fromRecent`: subscriber
-   * batches served from `recent`; `knownTail`: session reads answered without a query (see `tails`).
+   * batches served from `recent`; `knownTail`: session reads answered without a query (see `tails`);
+   * `seqReads`: appends whose session's last sequence was read from the file (the rest knew it).
    */
-  readonly stats = { groups: 0, appends: 0, fromRecent: 0, knownTail: 0 };
+  readonly stats = { groups: 0, appends: 0, fromRecent: 0, knownTail: 0, seqReads: 0 };
 
   constructor(
     private readonly db: Db,
@@ -120,13 +114,14 @@ export class SqliteEventLog implements EventLog {
       head: db.prepare('SELECT COALESCE(MAX(position), 0) FROM event').pluck(),
       dataVersion: db.prepare('PRAGMA data_version').pluck(),
     };
-    let tails = tailsOf.get(db);
-    if (!tails) tailsOf.set(db, (tails = new Map()));
-    this.tails = tails;
+    this.tails = sessionTails(db);
     this.writeOne = db.transaction((sessionId: string, expectedSeq: number, parsed: DraftEvent[]) => this.write(sessionId, expectedSeq, parsed));
     this.savepoint = db.transaction((hook: CommitHook, events: readonly SessionEvent[]) => hook(events));
     this.writeGroup = db.transaction((group: QueuedAppend[]) => {
       this.groupEvents = [];
+      this.groupSeqs.clear();
+      // read under the write lock: no other connection commits between this and our COMMIT
+      this.groupVersion = this.stmts.dataVersion.get() as number;
       const outcomes = group.map((p) => {
         try {
           return { events: this.writeOne(p.sessionId, p.expectedSeq, p.drafts) }; // nested: a savepoint per append
@@ -135,8 +130,7 @@ export class SqliteEventLog implements EventLog {
         }
       });
       this.runCommitHooks();
-      // read under the write lock: no other connection commits between this and our COMMIT
-      return { outcomes, version: this.stmts.dataVersion.get() as number };
+      return { outcomes, version: this.groupVersion };
     });
   }
 
@@ -174,7 +168,7 @@ export class SqliteEventLog implements EventLog {
     // the last event of each append is its session's tail (a later append of the same session replaces it)
     const written = this.groupEvents;
     for (let i = 0; i < written.length; i++) {
-      if (written[i + 1]?.sessionId !== written[i]!.sessionId) this.rememberTail(written[i]!.sessionId, written[i]!.seq, version);
+      if (written[i + 1]?.sessionId !== written[i]!.sessionId) this.tails.remember(written[i]!.sessionId, written[i]!.seq, version);
     }
     this.stats.groups++;
     this.stats.appends += group.length;
@@ -212,12 +206,6 @@ export class SqliteEventLog implements EventLog {
     if (this.recent.length > RECENT_EVENTS * 2) this.recent = this.recent.slice(-RECENT_EVENTS);
   }
 
-  private rememberTail(sessionId: string, seq: number, version: number): void {
-    this.tails.delete(sessionId); // (re)inserted last: the map's order is the eviction order
-    this.tails.set(sessionId, { seq, version });
-    if (this.tails.size > TAILS) this.tails.delete(this.tails.keys().next().value!);
-  }
-
   /** Up to `limit` events after position `after` from the recent run, or undefined when it does not hold the next one. */
   private fromRecent(after: number, limit: number): SessionEvent[] | undefined {
     const first = this.recent[0]?.position;
@@ -228,7 +216,7 @@ export class SqliteEventLog implements EventLog {
 
   /** One append inside a transaction (a savepoint when nested): check the sequence, insert the batch. */
   private write(sessionId: string, expectedSeq: number, parsed: DraftEvent[]): SessionEvent[] {
-    const actual = this.stmts.lastSeq.get(sessionId) as number;
+    const actual = this.knownSeq(sessionId) === expectedSeq ? expectedSeq : this.readSeq(sessionId);
     if (actual !== expectedSeq) {
       const retried = this.findRetry(sessionId, expectedSeq, parsed);
       if (retried) return retried;
@@ -264,7 +252,25 @@ export class SqliteEventLog implements EventLog {
       return event;
     });
     for (const e of events) this.groupEvents.push(storedForm.get(e) ?? e);
+    this.groupSeqs.set(sessionId, expectedSeq + events.length);
     return events;
+  }
+
+  /**
+   * The session's last sequence without a query, when this connection's own commits tell it: appended
+   * earlier in this group, or its tail kept from a commit after which no other connection committed.
+   * Trusted only when it is what the append expects; any other answer is read from the file.
+   */
+  private knownSeq(sessionId: string): number | undefined {
+    const inGroup = this.groupSeqs.get(sessionId);
+    if (inGroup !== undefined) return inGroup;
+    const tail = this.tails.get(sessionId);
+    return tail !== undefined && tail.version === this.groupVersion ? tail.seq : undefined;
+  }
+
+  private readSeq(sessionId: string): number {
+    this.stats.seqReads++;
+    return this.stmts.lastSeq.get(sessionId) as number;
   }
 
   /** An append whose events are already committed, exactly, is a retry: return what was written. */

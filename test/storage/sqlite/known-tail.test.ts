@@ -2,10 +2,14 @@
  * A read of a session after the sequence this connection last committed for it is answered without
  * a query (SqliteEventLog's `tails`), and only while no other connection has committed since: what
  * another process, or another log on the same connection, appended in between is always read.
+ * The same for an append: one expecting that sequence writes without reading `MAX(seq)`, and one
+ * after another connection's commit, or after a deletion on this one, reads it (and conflicts when stale).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { SqliteEventLog } from '../../../src/storage/sqlite/sqlite-event-log.ts';
+import { deleteSessionData } from '../../../src/storage/sqlite/delete-session.ts';
+import type { Db } from '../../../src/storage/sqlite/database.ts';
 import { draft, ev } from '../../../src/testing/fixtures.ts';
 import { logFile } from '../../support/log-files.ts';
 
@@ -69,6 +73,82 @@ test('known tail - a failed append leaves the tail where the last commit put it'
   assert.equal(
     (await a.log.readSession('ses_t', { afterSeq: 1 })).map((e) => e.seq),
     [2],
+  );
+  await file.close();
+});
+
+/** A log on `db` whose reads of a session's last sequence (`MAX(seq)`) are counted. */
+function countingLog(db: Db): { log: SqliteEventLog; seqReads: () => number } {
+  let reads = 0;
+  const prepare = db.prepare.bind(db);
+  const spied = (sql: string) => {
+    const statement = prepare(sql);
+    if (!/MAX\(seq\)/.test(sql)) return statement;
+    const get = statement.get.bind(statement);
+    statement.get = ((...args: unknown[]) => {
+      reads++;
+      return get(...(args as []));
+    }) as typeof statement.get;
+    return statement;
+  };
+  db.prepare = spied as typeof db.prepare;
+  const log = new SqliteEventLog(db);
+  db.prepare = prepare as typeof db.prepare;
+  return { log, seqReads: () => reads };
+}
+
+test("known tail - appends after this connection's own commits read no sequence from the file", async () => {
+  const file = logFile();
+  const { log, seqReads } = countingLog(file.open().db);
+  for (let seq = 0; seq < 6; seq++) await log.append('ses_t', seq, [admitted(seq)]);
+  assert.is(seqReads(), 1, 'only the first append (no tail yet) reads MAX(seq)');
+  // two appends of the session in one group: the second knows the first's sequence
+  await Promise.all([log.append('ses_u', 0, [admitted(10)]), log.append('ses_u', 1, [admitted(11)])]);
+  assert.is(seqReads(), 2);
+  assert.equal(
+    (await log.readSession('ses_u')).map((e) => e.seq),
+    [1, 2],
+  );
+  await log.close();
+  await file.close();
+});
+
+test("known tail - after another connection's commit an append reads the sequence: a stale one conflicts, a current one lands", async () => {
+  const file = logFile();
+  const a = file.open();
+  const { log, seqReads } = countingLog(a.db);
+  const b = file.open();
+  await log.append('ses_t', 0, [admitted(1)]);
+  await b.log.append('ses_other', 0, [admitted(2)]); // another session: data_version moves all the same
+  await log.append('ses_t', 1, [admitted(3)]);
+  assert.is(seqReads(), 2, 'read again after the other connection committed');
+  await b.log.append('ses_t', 2, [admitted(4)]);
+  await log.append('ses_t', 2, [admitted(5)]).then(
+    () => assert.unreachable('our tail is stale: the append conflicts'),
+    (err: Error) => assert.match(err.message, /sequence/i),
+  );
+  await log.append('ses_t', 3, [admitted(6)]);
+  assert.equal(
+    (await a.log.readSession('ses_t')).map((e) => e.seq),
+    [1, 2, 3, 4],
+  );
+  await log.close();
+  await file.close();
+});
+
+test('known tail - a session deleted on this connection starts again from 0, and an append expecting its old tail conflicts', async () => {
+  const file = logFile();
+  const a = file.open();
+  await a.log.append('ses_t', 0, [admitted(1), admitted(2)]);
+  deleteSessionData(a.db, 'ses_t', { now: 1, by: 'test' });
+  await a.log.append('ses_t', 2, [admitted(3)]).then(
+    () => assert.unreachable('the session was deleted: nothing is at sequence 2'),
+    (err: Error) => assert.match(err.message, /sequence/i),
+  );
+  await a.log.append('ses_t', 0, [admitted(4)]);
+  assert.equal(
+    (await a.log.readSession('ses_t')).map((e) => e.seq),
+    [1],
   );
   await file.close();
 });
