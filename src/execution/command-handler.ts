@@ -53,10 +53,12 @@ export interface CommandHandlerStats {
   snapshotsDiscarded: number;
   /** Stored snapshots not checked because they claim more than `MAX_CHECKED_PENDING` pending inputs (folded from the log). */
   snapshotsSetAside: number;
+  /** Events `observe` folded into a cached snapshot: other writers' (this handler's own are folded once, by the append). */
+  observed: number;
 }
 
 export class CommandHandler {
-  readonly stats: CommandHandlerStats = { snapshotsDiscarded: 0, snapshotsSetAside: 0 };
+  readonly stats: CommandHandlerStats = { snapshotsDiscarded: 0, snapshotsSetAside: 0, observed: 0 };
   private readonly snapshots = new Map<string, SessionSnapshot>();
   /** Sessions whose stored snapshot failed the check on this load (replaced by the folded one). */
   private readonly discardedStored = new Set<string>();
@@ -64,6 +66,8 @@ export class CommandHandler {
   private readonly storedAt = new Map<string, number>();
   /** The tail of each session's queue of `execute` calls in this process (see `execute`). */
   private readonly writing = new Map<string, Promise<unknown>>();
+  /** Ids of the events this handler is appending: the append folds them, so `observe` passes them by. */
+  private readonly appending = new Set<string>();
   private readonly machine: SessionMachine;
   private readonly cacheSize: number;
   private readonly store: SnapshotStore | undefined;
@@ -171,18 +175,30 @@ export class CommandHandler {
     });
   }
 
+  /** Resolves once the commands of the session in progress in this handler are done (their appends folded into the cache). */
+  async writesDone(sessionId: string): Promise<void> {
+    await this.writing.get(sessionId);
+  }
+
   /** The cached snapshot without touching the log (may be behind). */
   cached(sessionId: string): SessionSnapshot | undefined {
     return this.snapshots.get(sessionId);
   }
 
-  /** Folds events committed elsewhere (e.g. seen on a subscription) when they are the next ones. */
+  /**
+   * Folds events committed elsewhere (e.g. seen on a subscription) when they are the next ones. The
+   * events of this handler's own appends are folded by the append that wrote them (a subscription
+   * may see them before the append returns): not twice.
+   */
   observe(events: readonly SessionEvent[]): void {
     for (const e of events) {
+      if (this.appending.has(e.id)) continue;
       const snap = this.snapshots.get(e.sessionId);
       if (!snap) continue;
-      if (e.seq === snap.context.seq + 1) this.cache(e.sessionId, evolve(snap, e, this.machine));
-      else if (e.seq > snap.context.seq + 1) this.forget(e.sessionId); // gap: reload next time
+      if (e.seq === snap.context.seq + 1) {
+        this.cache(e.sessionId, evolve(snap, e, this.machine));
+        this.stats.observed++;
+      } else if (e.seq > snap.context.seq + 1) this.forget(e.sessionId); // gap: reload next time
     }
   }
 
@@ -254,8 +270,11 @@ export class CommandHandler {
     let snapshot = options.fresh || !this.snapshots.has(sessionId) ? await this.load(sessionId) : this.snapshots.get(sessionId)!;
     for (let attempt = 0; ; attempt++) {
       const drafts = this.decideAll(sessionId, snapshot, builds, this.clock.now());
+      for (const d of drafts) this.appending.add(d.id);
       try {
-        const committed = await this.log.append(sessionId, snapshot.context.seq, drafts);
+        const committed = await this.log.append(sessionId, snapshot.context.seq, drafts).finally(() => {
+          for (const d of drafts) this.appending.delete(d.id);
+        });
         for (const e of committed) snapshot = evolve(snapshot, e, this.machine);
         this.remember(sessionId, snapshot);
         const since = snapshot.context.seq - (this.storedAt.get(sessionId) ?? 0);

@@ -379,7 +379,12 @@ export class SessionExecution {
       // the cache is the log's state at or after it) does not. The cache never goes back.
       wanted = Math.max(wanted, this.rewake.get(sessionId) ?? 0);
       this.rewake.delete(sessionId);
-      const known = current ? this.handler.cached(sessionId) : undefined;
+      let known = current ? this.handler.cached(sessionId) : undefined;
+      if (known && known.context.seq < wanted) {
+        // woken from the log for an append of this process not yet returned: the append caches it
+        await this.handler.writesDone(sessionId);
+        known = this.handler.cached(sessionId);
+      }
       const snapshot = known && known.context.seq >= wanted ? known : await this.handler.load(sessionId);
       wanted = 0;
       // Nothing to run and nothing in progress: done. An execution in progress goes to the machine,
