@@ -19,6 +19,7 @@ import { presentedToken, type Grant, type TokenTable } from './tokens.ts';
 import { grantOf } from './authenticate.ts';
 import { blobReaderOf, sendBlob } from './blob-route.ts';
 import { blobUploaderOf, bodyChunks, uploadRequestOf } from './blob-upload.ts';
+import { closeAfterAnswer } from './lingering-close.ts';
 import type { JwtVerifier } from './jwt.ts';
 import { checkScope, type Scope } from './scopes.ts';
 import { gatewayQuotas, type GatewayLimits } from './quota-checks.ts';
@@ -194,11 +195,8 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
           const request = uploadRequestOf(c.req, c.url, maxBlobBytes, actingOwner(c.grant));
           reply(c.res, 201, await uploader.upload(bodyChunks(c.req, request, bodyTimeoutMs), request));
         } catch (err) {
-          // the rest of a refused body is not read: the connection closes once the answer is sent
-          if (!c.req.readableEnded) {
-            c.res.setHeader('connection', 'close');
-            c.res.once('finish', () => c.req.socket.destroy());
-          }
+          // a refused body: the connection closes once the answer is sent, its rest drained (lingering-close.ts)
+          closeAfterAnswer(c.req, c.res);
           throw err;
         }
         return STREAMING;
@@ -589,22 +587,21 @@ function segment(raw: string, what: string): string {
   }
 }
 
-/**
- * The JSON body: at most `limit` bytes, all of it within `timeoutMs` (else 408 and the connection
- * closed: a stalled body holds nothing for long), nested at most `MAX_BODY_DEPTH` (checked before parsing).
- */
 /** The caller's W3C `traceparent` header, passed on with the input (the engine ignores and counts a malformed one). */
 function callerTrace(c: Call): { traceparent?: string } {
   const header = c.req.headers.traceparent;
   return typeof header === 'string' && header !== '' ? { traceparent: header } : {};
 }
 
+/**
+ * The JSON body: at most `limit` bytes (else 413), all of it within `timeoutMs` (else 408: a stalled
+ * body holds nothing for long), nested at most `MAX_BODY_DEPTH` (checked before parsing). A body
+ * refused before its end closes its connection after the answer (lingering-close.ts).
+ */
 async function readBody(req: IncomingMessage, res: ServerResponse, limit: number, timeoutMs: number): Promise<Record<string, unknown>> {
   let timer: NodeJS.Timeout | undefined;
   const stalled = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      res.setHeader('connection', 'close');
-      res.once('finish', () => req.socket.destroy());
       reject(
         new HttpError(
           408,
@@ -616,6 +613,10 @@ async function readBody(req: IncomingMessage, res: ServerResponse, limit: number
   });
   try {
     return await Promise.race([readJson(req, limit), stalled]);
+  } catch (err) {
+    // a body refused before its end (over the limit, too slow): the connection closes once the answer is sent (lingering-close.ts)
+    closeAfterAnswer(req, res);
+    throw err;
   } finally {
     clearTimeout(timer);
   }
@@ -632,10 +633,12 @@ async function readJson(req: IncomingMessage, limit: number): Promise<Record<str
   if (declared > limit) throw tooLarge();
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
+  // not `for await`: leaving one destroys the request, whose rest is still to be drained (lingering-close.ts)
+  const body = (req as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+  for (let next = await body.next(); !next.done; next = await body.next()) {
+    size += next.value.length;
     if (size > limit) throw tooLarge();
-    chunks.push(chunk);
+    chunks.push(next.value);
   }
   if (size === 0) return {};
   const type = req.headers['content-type'] ?? '';
