@@ -3,7 +3,7 @@
  * any process commits them, through an ordered consumer started anew after each outage.
  * How: docs/nats.md#the-jetstream-event-log.
  */
-import type { Consumer, ConsumerMessages } from '@nats-io/jetstream';
+import type { Consumer, ConsumerMessages, JsMsg } from '@nats-io/jetstream';
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
 import type { SessionEvent } from '../events/envelope.ts';
 import { logClosedError, type SubscribeOptions, type Subscription } from '../events/event-log.ts';
@@ -42,6 +42,7 @@ export class JetStreamSubscriptions {
     const run = async () => {
       for (let failures = 0; !stopped; failures++) {
         let consumer: Consumer | undefined;
+        let runs: ReadyRuns<JsMsg> | undefined;
         messages = undefined;
         try {
           consumer = await b.js.consumers.get(b.stream, { opt_start_seq: position + 1 });
@@ -68,7 +69,7 @@ export class JetStreamSubscriptions {
           })().catch(() => undefined);
           // what has arrived is handed over at once: a subscriber that catches up folds many
           // messages per call (one transaction for the projector) instead of one per message
-          const runs = new ReadyRuns(messages[Symbol.asyncIterator]());
+          runs = new ReadyRuns(messages[Symbol.asyncIterator]());
           for (let run = await runs.next(DEFAULT_READ_BATCH); run.length > 0 && !stopped; run = await runs.next(DEFAULT_READ_BATCH)) {
             const events: SessionEvent[] = [];
             let last = position;
@@ -90,6 +91,7 @@ export class JetStreamSubscriptions {
         } catch (err) {
           if (err instanceof HandlerError) throw err.cause;
         } finally {
+          runs?.end(); // else messages the loop did not take keep the close below waiting
           await messages?.close();
           consumer?.delete().catch(() => undefined);
         }

@@ -11,6 +11,15 @@ export class ReadyRuns<T> {
 
   constructor(private readonly source: AsyncIterator<T>) {}
 
+  /**
+   * Ends the source, as leaving a `for await` does (its `return()`): a source left holding items it
+   * has not handed over stays suspended otherwise, and nats.js's consumer messages finish their
+   * close only once their iterator is done (a worker's close waited on it forever).
+   */
+  end(): void {
+    void this.source.return?.().catch(() => undefined);
+  }
+
   /** The next run: at least one item, or none once the source has ended. */
   async next(max: number): Promise<T[]> {
     const run: T[] = [];
