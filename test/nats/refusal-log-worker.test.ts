@@ -55,7 +55,11 @@ s('refusal log - a flooded worker writes one line per kind and summaries with th
   assert.match(full().join('\n'), 'A message on sessiond.cmd.admit has no reply subject');
   assert.not.match(worker.output(), 'Invalid session id', 'answered refusals are not logged');
   for (const line of refusalLines()) assert.ok(line.length <= PREFIX.length + DEFAULT_MAX_LOG_LINE_CHARS + 20, `a long line: ${line.length} characters`);
-  assert.match(summaries()[0]!, /\(invalid_input \d+, permission \d+\) in the last 10 s$|\(permission \d+, invalid_input \d+\) in the last 10 s$/);
+  // each summary counts its window's kinds; the rounds may straddle a window (a loaded machine), so
+  // both kinds are asked of the summaries together (30 of each cannot all be first of their window)
+  for (const line of summaries()) assert.match(line, /\((invalid_input|permission) \d+(, (invalid_input|permission) \d+)?\) in the last 10 s$/);
+  assert.match(summaries().join('\n'), /invalid_input \d+/);
+  assert.match(summaries().join('\n'), /permission \d+/);
   worker.child.kill('SIGTERM');
   assert.is(await worker.exited, 0, worker.output());
 });
