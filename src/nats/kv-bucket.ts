@@ -6,7 +6,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { NotFoundError } from '../errors.ts';
-import { isStreamNotFound, isWrongLastSequence } from './stream.ts';
+import { DEFAULT_STREAM_WAIT_MS, isStreamNotFound, isWrongLastSequence, untilJetStreamAnswers } from './stream.ts';
 
 /** A compare-and-set write that lost to another writer (read again and retry). */
 export const isKvConflict = (err: unknown): boolean =>
@@ -26,15 +26,30 @@ export async function openKvBucket(nc: NatsConnection, bucket: string, holds: st
   }
 }
 
-/** `sessiond setup`: creates the bucket (history 1, `replicas` as the event stream's), or leaves an existing one. */
-export async function setupKvBucket(nc: NatsConnection, bucket: string, options: { replicas?: number } = {}): Promise<{ created: boolean; replicas: number }> {
+/**
+ * `sessiond setup`: creates the bucket (history 1, `replicas` as the event stream's), or leaves an
+ * existing one. Asked again while JetStream answers with something that passes (a cluster still
+ * forming: "no suitable peers for placement, peer offline"), for up to `waitMs` (default 60 s).
+ */
+export async function setupKvBucket(
+  nc: NatsConnection,
+  bucket: string,
+  options: { replicas?: number; waitMs?: number } = {},
+): Promise<{ created: boolean; replicas: number }> {
   const jsm = await jetstreamManager(nc);
-  try {
-    const info = await jsm.streams.info(`KV_${bucket}`);
-    return { created: false, replicas: info.config.num_replicas };
-  } catch (err) {
-    if (!isStreamNotFound(err)) throw err;
-    const kv = await new Kvm(nc).create(bucket, { history: 1, replicas: options.replicas ?? 1 });
-    return { created: true, replicas: (await kv.status()).replicas };
-  }
+  return untilJetStreamAnswers(
+    `KV_${bucket}`,
+    'create',
+    async () => {
+      try {
+        const info = await jsm.streams.info(`KV_${bucket}`);
+        return { created: false, replicas: info.config.num_replicas };
+      } catch (err) {
+        if (!isStreamNotFound(err)) throw err;
+        const kv = await new Kvm(nc).create(bucket, { history: 1, replicas: options.replicas ?? 1 });
+        return { created: true, replicas: (await kv.status()).replicas };
+      }
+    },
+    options.waitMs ?? DEFAULT_STREAM_WAIT_MS,
+  );
 }

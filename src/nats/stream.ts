@@ -453,7 +453,8 @@ function refuseUnfenced(name: string, replicas: number, version: string | undefi
 }
 
 /** Sends a JetStream API request again while JetStream does not answer (an election, a restart), up to `waitMs`; then the stream is unavailable. */
-async function untilJetStreamAnswers<T>(name: string, action: string, request: () => Promise<T>, waitMs: number): Promise<T> {
+/** `request`, asked again while JetStream gives a transient answer (`isJsTransient`, a dropped connection) for up to `waitMs`. */
+export async function untilJetStreamAnswers<T>(name: string, action: string, request: () => Promise<T>, waitMs: number): Promise<T> {
   const deadline = systemClock.now() + waitMs;
   for (let pause = 100; ; pause = Math.min(pause * 2, 2_000)) {
     try {
