@@ -36,7 +36,8 @@ export async function setupKvBucket(
   bucket: string,
   options: { replicas?: number; waitMs?: number } = {},
 ): Promise<{ created: boolean; replicas: number }> {
-  const jsm = await jetstreamManager(nc);
+  // no account check up front: it would be one request not asked again (the requests below are)
+  const jsm = await jetstreamManager(nc, { checkAPI: false });
   return untilJetStreamAnswers(
     `KV_${bucket}`,
     'create',

@@ -82,7 +82,8 @@ export function registerSetup(program: Command, ctx: CliContext): void {
     if (!nats) throw new UsageError('setup configures the NATS streams: give --nats <url> (or SESSIOND_NATS) and the admin user.');
     const nc = await connectNats(nats);
     try {
-      const jsm = await jetstreamManager(nc);
+      // no account check up front: each request below is asked again while JetStream does not answer
+      const jsm = await jetstreamManager(nc, { checkAPI: false });
       const clustered = Boolean(nc.info?.cluster);
       // a cluster whose servers do not fence appends on replicated streams gets 1 replica by default (more is refused there)
       const fenced = fencesReplicated(nc.info?.version);
