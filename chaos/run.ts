@@ -43,6 +43,7 @@ import { clientDecisions, openApprovalsOf } from './decisions.ts';
 import { SessiondClient } from '../src/client/client.ts';
 import { connectNats } from '../src/nats/connection.ts';
 import { startNatsServer, ADMIN, CLIENT, workerNatsFlags, type NatsServer } from '../src/testing/nats-server.ts';
+import { storedEvents } from '../src/storage/sqlite/event-rows.ts';
 
 const BIN = fileURLToPath(new URL('../bin/sessiond.js', import.meta.url));
 /** The workers' runner: echo's work, plus turns that sleep (`nap`) and ask a person (`ask`). */
@@ -122,7 +123,7 @@ async function sqliteBackend(dir: string): Promise<Backend> {
   // the driver admits with the workers' limits (the hostile client pushes at them)
   const execution = new SessionExecution({ log, runner: async () => {}, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS, limits: HOSTILE_LIMITS });
   const reader = new Database(file, { readonly: true });
-  const rows = reader.prepare('SELECT aggregate_id, seq, type, time, data FROM event ORDER BY position');
+  const stored = storedEvents(reader);
   return {
     name: 'sqlite',
     workerArgs: () => ['--db', file],
@@ -136,7 +137,7 @@ async function sqliteBackend(dir: string): Promise<Backend> {
     decide: async (session, callId, approve) => {
       await resolveWait(execution.handler, session, { kind: 'approval', name: callId, outcome: approve ? 'approved' : 'denied', reason: 'chaos' });
     },
-    readLog: async () => ({ events: fromSqliteRows(rows.all() as never), unreadable: 0 }),
+    readLog: async () => ({ events: fromSqliteRows(stored.after(0, -1)), unreadable: 0 }),
     close: async () => {
       await execution.close();
       reader.close();

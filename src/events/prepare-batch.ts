@@ -1,6 +1,6 @@
 /**
  * Checks an append's arguments and drafts the same way for every EventLog: a valid session id, a whole
- * expected sequence, at least one event, each draft valid (schema, size limit, not live-only). A log
+ * expected sequence, at least one event, no id twice, each draft valid (schema, size limit, not live-only). A log
  * that packs the batch anyway passes `sizes: 'deferred'` and checks payload sizes only when the batch
  * is over the limit (a payload can be over it only if its batch is).
  */
@@ -9,6 +9,7 @@ import { validateId } from '../ids.ts';
 import { isDurable } from './catalog.ts';
 import { checkPayloadSize, parseDraftUnsized } from './codec.ts';
 import type { DraftEvent } from './envelope.ts';
+import { duplicateEventError } from './event-log.ts';
 
 export function prepareBatch(sessionId: string, expectedSeq: number, drafts: DraftEvent[], maxPayloadBytes: number | { sizes: 'deferred' }): DraftEvent[] {
   validateId(sessionId, 'session id');
@@ -20,6 +21,12 @@ export function prepareBatch(sessionId: string, expectedSeq: number, drafts: Dra
   }
   if (!Array.isArray(drafts) || drafts.length === 0) {
     throw new SessiondError(ErrorCode.InvalidOption, `Append to session ${sessionId} has no events: pass at least one.`);
+  }
+  for (let i = 1; i < drafts.length; i++) {
+    const id = (drafts[i] as { id?: unknown } | undefined)?.id;
+    for (let j = 0; j < i; j++) {
+      if (id !== undefined && (drafts[j] as { id?: unknown } | undefined)?.id === id) throw duplicateEventError(sessionId, [String(id)]);
+    }
   }
   return drafts.map((d) => {
     const parsed = parseDraftUnsized(d);

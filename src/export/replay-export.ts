@@ -9,6 +9,7 @@ import { Projector } from '../projector/projector.ts';
 import { resetProjection } from '../projector/rebuild.ts';
 import { eventImporter } from '../storage/sqlite/import-events.ts';
 import type { Db } from '../storage/sqlite/database.ts';
+import { storedEvents } from '../storage/sqlite/event-rows.ts';
 import { readExport, type ExportBlobChunk, type ExportHeader } from './export-file.ts';
 import { blobRefsOf } from '../events/blob-refs.ts';
 import { withheldSessions, type Withheld } from './evidence.ts';
@@ -55,7 +56,7 @@ export type ReplayResult = Omit<ReplayProgress, 'bytes' | 'totalBytes'> & {
 };
 
 export async function replayExport(db: Db, file: string, options: ReplayOptions = {}): Promise<ReplayResult> {
-  const head = db.prepare('SELECT COALESCE(MAX(position), 0) FROM event').pluck().get() as number;
+  const head = storedEvents(db).head();
   if (head > 0) {
     throw new SessiondError(ErrorCode.InvalidOption, `${db.name} already holds an event log (up to position ${head}): replay into a fresh database file.`);
   }

@@ -12,8 +12,10 @@ import { migrate } from '../storage/sqlite/migrate.ts';
 import { LATEST_SCHEMA_VERSION } from '../storage/sqlite/migrations/index.ts';
 import { openDatabase, type Db } from '../storage/sqlite/database.ts';
 import type { LogProblem } from './stored-log.ts';
+import { type EventRow, storedEvents } from '../storage/sqlite/event-rows.ts';
 
-const EVENT_COLUMNS = 'position, id, aggregate_id, seq, type, version, time, data';
+const EVENT_COLUMNS = ['position', 'id', 'aggregate_id', 'seq', 'type', 'version', 'time', 'data'] as const;
+const PAGE = 1000;
 
 /** The schema version a database records (read-only: nothing is created). */
 export function storedSchemaVersion(db: Db): number {
@@ -24,33 +26,34 @@ export function storedSchemaVersion(db: Db): number {
 const hasColumn = (db: Db, table: string, column: string) =>
   (db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).some((c) => c.name === column);
 
-/** The first event row that differs between the two logs, in words; undefined when they are the same. */
+/**
+ * The first event that differs between the two logs, in words; undefined when they are the same.
+ * Compared per event whichever layout each file has (event-rows.ts), the payload byte for byte.
+ */
 export function firstChangedEvent(before: Db, after: Db): string | undefined {
-  const cols = hasColumn(before, 'event', 'committed_at') ? `${EVENT_COLUMNS}, committed_at` : EVENT_COLUMNS;
-  const names = cols.split(', ');
-  const a = before.prepare(`SELECT ${cols} FROM event ORDER BY position`).raw().iterate() as Iterator<unknown[]>;
-  const b = after.prepare(`SELECT ${cols} FROM event ORDER BY position`).raw().iterate() as Iterator<unknown[]>;
-  for (;;) {
-    const x = a.next();
-    const y = b.next();
-    if (x.done && y.done) return undefined;
-    if (x.done || y.done) {
-      a.return?.();
-      b.return?.();
-      return x.done
-        ? `the upgraded log has an event row at position ${y.value![0]} the original lacks`
-        : `the upgraded log lost the event row at position ${x.value![0]}`;
+  const names: readonly (keyof EventRow)[] =
+    before.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'event'").get() !== undefined && !hasColumn(before, 'event', 'committed_at')
+      ? EVENT_COLUMNS
+      : [...EVENT_COLUMNS, 'committed_at'];
+  const a = storedEvents(before);
+  const b = storedEvents(after);
+  for (let at = 0; ; ) {
+    const xs = a.after(at, PAGE);
+    const ys = b.after(at, PAGE);
+    for (let k = 0; k < Math.max(xs.length, ys.length); k++) {
+      const x = xs[k];
+      const y = ys[k];
+      if (x === undefined) return `the upgraded log has an event at position ${y!.position} the original lacks`;
+      if (y === undefined) return `the upgraded log lost the event at position ${x.position}`;
+      const changed = names.find((n) => {
+        const l = x[n] ?? null;
+        const r = y[n] ?? null;
+        return l instanceof Uint8Array && r instanceof Uint8Array ? !Buffer.from(l).equals(Buffer.from(r)) : l !== r;
+      });
+      if (changed) return `the upgrade changes the event at position ${x.position} (its ${changed})`;
     }
-    const i = names.findIndex((_, k) => {
-      const l = x.value[k];
-      const r = y.value[k];
-      return Buffer.isBuffer(l) && Buffer.isBuffer(r) ? !l.equals(r) : l !== r;
-    });
-    if (i >= 0) {
-      a.return?.();
-      b.return?.();
-      return `the upgrade changes the event row at position ${x.value[0]} (its ${names[i]})`;
-    }
+    if (xs.length < PAGE && ys.length < PAGE) return undefined;
+    at = Math.min(xs[xs.length - 1]?.position ?? Number.POSITIVE_INFINITY, ys[ys.length - 1]?.position ?? Number.POSITIVE_INFINITY);
   }
 }
 
@@ -104,7 +107,7 @@ export async function checkUpgrade(db: Db, describe: string): Promise<UpgradeChe
     }
     const changed = firstChangedEvent(db, copy);
     if (changed) return result([`${older}; migrated a temporary copy`], [{ kind: 'upgrade_fails', reason: changed }], undefined);
-    const events = copy.prepare('SELECT COUNT(*) FROM event').pluck().get() as number;
+    const events = storedEvents(copy).count();
     const notes = [
       `${older}, and migrated a temporary copy to schema ${LATEST_SCHEMA_VERSION}: the upgrade succeeds and keeps all ${events.toLocaleString('en-US')} events byte for byte (the file itself was not changed)`,
     ];

@@ -7,6 +7,7 @@
  */
 import type { SessionMachine } from '../machines/decider.ts';
 import type { Db } from '../storage/sqlite/database.ts';
+import { storedEvents } from '../storage/sqlite/event-rows.ts';
 import { foldSession, type SessionFoldOptions } from './fold-session.ts';
 import { type Problem, type SessionProblems, type VerifyReport, sortProblems } from './problems.ts';
 import { compareProjections } from './projection-compare.ts';
@@ -39,7 +40,7 @@ const sessionOf = (item: StoredItem) => ('event' in item ? item.event.sessionId 
 /** The stored projection's checkpoint, or why it is not compared. */
 function storedCheckpoint(db: Db): { at: number; note?: string } | { skip: string } {
   if (!hasTable(db, 'session_execution')) return { skip: 'it has no projection tables' };
-  const head = (db.prepare('SELECT COALESCE(MAX(position), 0) FROM event').pluck().get() as number) ?? 0;
+  const head = storedEvents(db).head();
   if (!hasTable(db, 'projector_checkpoint')) {
     return { at: head, note: 'its schema records no projector checkpoint: compared with the projection of the whole log' };
   }

@@ -11,6 +11,7 @@ import { encodeBatch } from '../../src/nats/stream.ts';
 import { committed, type Proto } from '../../src/testing/fixtures.ts';
 import { tempDir } from '../support/tmp.ts';
 import waitingRunner from '../../chaos/waiting-runner.ts';
+import { storedEventRows } from '../support/stored-events.ts';
 
 async function cleanLog(): Promise<RawEvent[]> {
   const tmp = tempDir();
@@ -18,11 +19,7 @@ async function cleanLog(): Promise<RawEvent[]> {
   for (const p of ['one two', 'three four']) await engine.admit('ses_c', { prompt: p });
   await engine.awaitIdle('ses_c');
   await engine.cancel('ses_c'); // nothing to cancel: changes nothing
-  const rows = engine.db.prepare('SELECT aggregate_id, seq, type, time, data FROM event ORDER BY position').all() as Parameters<
-    typeof fromSqliteRows
-  >[0] extends Iterable<infer R>
-    ? R[]
-    : never;
+  const rows = storedEventRows(engine.db);
   await engine.close();
   tmp.remove();
   return fromSqliteRows(rows);
@@ -136,7 +133,7 @@ test('chaos checker - waits: a clean approval flow passes; a call started unappr
     await (approve ? engine.approve(session, call!) : engine.deny(session, call!));
     await engine.awaitIdle(session);
   }
-  const rows = engine.db.prepare('SELECT aggregate_id, seq, type, time, data FROM event ORDER BY position').all() as never;
+  const rows = storedEventRows(engine.db);
   await engine.close();
   tmp.remove();
   const events = fromSqliteRows(rows);

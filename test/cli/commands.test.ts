@@ -10,6 +10,7 @@ import { eventImporter } from '../../src/storage/sqlite/import-events.ts';
 import { committed, ev, session } from '../../src/testing/fixtures.ts';
 import { runCli, startCli } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
+import { deleteEvents } from '../support/stored-events.ts';
 
 async function seeded() {
   const tmp = tempDir();
@@ -135,7 +136,7 @@ test('cli export - warns when a session starts past seq 1 or jumps, and when the
   eventImporter(d)(seqs(5).map((n) => admitted('ses_gap', n)));
   eventImporter(d)(seqs(2).map((n) => admitted('ses_whole', n)));
   // a log that lost the start of one session and the middle of another (as after a purge below a seq)
-  d.prepare(`DELETE FROM event WHERE (aggregate_id = 'ses_late' AND seq < 15) OR (aggregate_id = 'ses_gap' AND seq IN (3, 4))`).run();
+  deleteEvents(d, (r) => (r.aggregate_id === 'ses_late' && r.seq < 15) || (r.aggregate_id === 'ses_gap' && (r.seq === 3 || r.seq === 4)));
   d.close();
   const one = await runCli(['export', '--db', db, '--session', 'ses_late', '--out', tmp.file('late.sdx')]);
   assert.is(one.code, 0, one.stderr);

@@ -13,6 +13,7 @@ import { openDatabase } from '../../src/storage/sqlite/database.ts';
 import { runCli, startCli } from '../support/cli.ts';
 import { waitFor } from '../../src/testing/wait.ts';
 import { tempDir } from '../support/tmp.ts';
+import { storedEventRows } from '../support/stored-events.ts';
 
 const OLD = Date.parse('2026-01-05T10:00:00Z');
 
@@ -36,7 +37,7 @@ async function seeded() {
 const sessionsIn = (file: string) => {
   const d = openDatabase(file);
   try {
-    return (d.prepare('SELECT DISTINCT aggregate_id AS id FROM event ORDER BY id').all() as { id: string }[]).map((r) => r.id);
+    return [...new Set(storedEventRows(d).map((r) => r.aggregate_id))].sort();
   } finally {
     d.close();
   }

@@ -18,6 +18,7 @@ import { migrate } from '../../src/storage/sqlite/migrate.ts';
 import { SqliteEventLog } from '../../src/storage/sqlite/sqlite-event-log.ts';
 import { tempDir } from '../support/tmp.ts';
 import { committed, draft, ev, expectCode } from '../../src/testing/fixtures.ts';
+import { changeEvents } from '../support/stored-events.ts';
 
 const good = committed(ev('input.admitted', { inputId: 'inp_1', prompt: 'hi', delivery: 'queue', wake: true, source: 'user' }), {
   id: 'evt_1',
@@ -63,9 +64,9 @@ test("one codec - a SQLite row goes through the same checks: a row changed behin
   const log = new SqliteEventLog(db);
   await log.append('ses_c', 0, [draft(ev('input.admitted', { inputId: 'inp_1', prompt: 'hi', delivery: 'queue', wake: true }), { id: 'evt_1', time: 1 })]);
   assert.is((await log.readSession('ses_c'))[0]!.type, 'input.admitted');
-  db.prepare('UPDATE event SET data = ? WHERE id = ?').run(Buffer.from(pack({ inputId: 'inp_1', prompt: 42 })), 'evt_1');
+  changeEvents(db, (r) => r.id === 'evt_1', { data: Buffer.from(pack({ inputId: 'inp_1', prompt: 42 })) });
   await expectCode(log.readSession('ses_c'), ErrorCode.InvalidPayload, 'Event row 1 (session ses_c, seq 1) is not a valid sessiond event');
-  db.prepare('UPDATE event SET type = ? WHERE id = ?').run('input.exploded', 'evt_1');
+  changeEvents(db, (r) => r.id === 'evt_1', { type: 'input.exploded' });
   await expectCode(log.readSession('ses_c'), ErrorCode.UnknownEventType);
   await log.close();
   db.close();

@@ -18,6 +18,7 @@ import { waitFor } from '../../src/testing/wait.ts';
 import { tempDir } from '../support/tmp.ts';
 import { spyLog } from '../support/spy-log.ts';
 import { DEFAULT_PROJECTOR_NAME } from '../../src/projector/projector.ts';
+import { storedEvents } from '../../src/storage/sqlite/event-rows.ts';
 
 test("worker subscription - one log subscription; another process's admission wakes a turn that finds its input projected, its cancel aborts it", async () => {
   const tmp = tempDir();
@@ -88,7 +89,7 @@ test('worker subscription - a turn handed back on stop is in the projection the 
     const db = openDatabase(file, { readonly: true });
     try {
       return {
-        events: db.prepare('SELECT MAX(position) FROM event').pluck().get() as number,
+        events: storedEvents(db).head(),
         projected: db.prepare('SELECT position FROM projector_checkpoint WHERE name = ?').pluck().get(DEFAULT_PROJECTOR_NAME) as number,
       };
     } finally {

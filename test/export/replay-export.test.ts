@@ -20,6 +20,7 @@ import { engineLog } from '../projector/engine-log.ts';
 import { memoryDb } from '../projector/support.ts';
 import { expectCode, stream } from '../../src/testing/fixtures.ts';
 import { tempDir } from '../support/tmp.ts';
+import { storedEventRows } from '../support/stored-events.ts';
 
 const log = await engineLog();
 
@@ -50,7 +51,7 @@ async function importAndRebuild(file: string, count = Infinity, keep: (e: Sessio
   return db;
 }
 
-const eventRows = (db: Db) => db.prepare('SELECT * FROM event ORDER BY position').all();
+const eventRows = (db: Db) => storedEventRows(db);
 const checkpoint = (db: Db) => new Projector(db).checkpoint();
 
 function assertSame(db: Db, reference: Db, what: string) {

@@ -18,6 +18,7 @@ import { startCli, ROOT, type LongRunning } from '../support/cli.ts';
 import { stablePort } from '../../src/testing/nats-server.ts';
 import { tempDir } from '../support/tmp.ts';
 import { openDatabase } from '../../src/storage/sqlite/database.ts';
+import { storedSeqs } from '../support/stored-events.ts';
 
 const CHROMIUM = process.env.SESSIOND_CHROMIUM ?? '/usr/bin/chromium';
 const WAIT = { timeout: 30_000 };
@@ -34,7 +35,7 @@ test.after(async () => {
 function seqsInLog(file: string, sessionId: string): number[] {
   const db = openDatabase(file, { readonly: true });
   try {
-    return (db.prepare('SELECT seq FROM event WHERE aggregate_id = ? ORDER BY seq').all(sessionId) as { seq: number }[]).map((r) => r.seq);
+    return storedSeqs(db, sessionId);
   } finally {
     db.close();
   }

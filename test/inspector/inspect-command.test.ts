@@ -19,6 +19,8 @@ import type { ConversationView } from '../../src/inspector/conversation-at.ts';
 import type { SessionEvent } from '../../src/events/envelope.ts';
 import { runCli, startCli, type LongRunning } from '../support/cli.ts';
 import { tempDir } from '../support/tmp.ts';
+import { storedEventRows } from '../support/stored-events.ts';
+import { storedEvents } from '../../src/storage/sqlite/event-rows.ts';
 
 const tmp = tempDir();
 test.after(() => tmp.remove());
@@ -35,7 +37,7 @@ async function api<T = unknown>(base: string, path: string, init?: RequestInit):
 function eventsHash(file: string): { count: number; hash: string } {
   const db = openDatabase(file, { readonly: true });
   try {
-    const rows = db.prepare('SELECT * FROM event ORDER BY position').all();
+    const rows = storedEventRows(db);
     return { count: rows.length, hash: createHash('sha256').update(JSON.stringify(rows)).digest('hex') };
   } finally {
     db.close();
@@ -141,7 +143,7 @@ test("sessiond start keeps the inspector index in its file as the log grows: ins
     }
     const db = openDatabase(file, { readonly: true });
     try {
-      head = db.prepare('SELECT MAX(position) FROM event').pluck().get() as number;
+      head = storedEvents(db).head();
       const kept = () => (db.prepare('SELECT MAX(position) FROM inspector_follow').pluck().get() as number | null) ?? 0;
       await waitFor(() => kept() >= head, { what: `the worker to keep the index up to log position ${head}` });
     } finally {

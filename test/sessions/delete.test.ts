@@ -49,7 +49,7 @@ async function inEngine(body: (engine: Engine, file: string) => Promise<void>): 
 }
 
 const count = (engine: Engine, table: string, id: string) =>
-  (engine.db.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE ${table === 'event' ? 'aggregate_id' : 'session_id'} = ?`).get(id) as { n: number }).n;
+  (engine.db.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE ${table === 'event_batch' ? 'aggregate_id' : 'session_id'} = ?`).get(id) as { n: number }).n;
 
 async function turn(engine: Engine, id: string, prompt: string): Promise<void> {
   await engine.admit(id, { prompt, tags: { who: 'ada' } });
@@ -60,7 +60,7 @@ async function turn(engine: Engine, id: string, prompt: string): Promise<void> {
 function sessionTables(engine: Engine): string[] {
   const tables = engine.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
   const keyed = tables.filter((t) => (engine.db.prepare(`PRAGMA table_info(${t})`).all() as { name: string }[]).some((c) => c.name === 'session_id'));
-  return ['event', ...keyed.filter((t) => t !== 'session_deletion')].sort();
+  return ['event_batch', ...keyed.filter((t) => t !== 'session_deletion')].sort();
 }
 
 test('delete - every row of the session goes and none of the others; one audit row without the content; the projection equals a rebuild', async () =>

@@ -15,6 +15,7 @@ import { runCli } from '../support/cli.ts';
 import { loadSchemaFixture, schemaFixtures } from '../support/schema-fixtures.ts';
 import { tempDir } from '../support/tmp.ts';
 import { currentDb } from './helpers.ts';
+import { changeEvents } from '../support/stored-events.ts';
 
 const tmp = tempDir();
 const good = tmp.file('good.db');
@@ -22,7 +23,7 @@ const bad = tmp.file('bad.db');
 
 test.before(async () => {
   await currentDb(good);
-  await currentDb(bad, (db) => db.prepare("UPDATE event SET version = 9 WHERE aggregate_id = 'ses_tools' AND seq = 4").run());
+  await currentDb(bad, (db) => changeEvents(db, (r) => r.aggregate_id === 'ses_tools' && r.seq === 4, { version: 9 }));
 });
 test.after(() => tmp.remove());
 

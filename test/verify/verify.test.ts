@@ -22,6 +22,7 @@ import { ev, draft } from '../../src/testing/fixtures.ts';
 import { loadSchemaFixture, schemaFixtures } from '../support/schema-fixtures.ts';
 import { tempDir } from '../support/tmp.ts';
 import { currentDb, tamperedFixture, problemsOf, verifyFile } from './helpers.ts';
+import { changeEvents, deleteEvents, rewriteEvents, storedEventRows } from '../support/stored-events.ts';
 
 const sha = (file: string) => createHash('sha256').update(readFileSync(file)).digest('hex');
 
@@ -31,8 +32,9 @@ test('verify - every committed schema fixture reads the same: as it is (an older
     for (const fixture of schemaFixtures()) {
       const file = tmp.file(`v${fixture.version}.db`);
       const db = loadSchemaFixture(fixture, file);
-      const events = db.prepare('SELECT COUNT(*) FROM event').pluck().get() as number;
-      const sessions = db.prepare('SELECT COUNT(DISTINCT aggregate_id) FROM event').pluck().get() as number;
+      const rows = storedEventRows(db);
+      const events = rows.length;
+      const sessions = new Set(rows.map((r) => r.aggregate_id)).size;
       db.pragma('wal_checkpoint(TRUNCATE)');
       db.close();
       const before = sha(file);
@@ -80,9 +82,9 @@ test('verify - the version-1 tool calls of the schema 1 to 9 fixtures read throu
 test('verify - undecodable: an unknown payload version, bytes that are not msgpack, an unknown type, each at its seq; the other sessions read the same', async () => {
   const tmp = tempDir();
   await currentDb(tmp.file('s.db'), (db) => {
-    db.prepare("UPDATE event SET version = 9 WHERE aggregate_id = 'ses_tools' AND seq = 4").run();
-    db.prepare("UPDATE event SET data = x'92' WHERE aggregate_id = 'ses_queue' AND seq = 8").run();
-    db.prepare("UPDATE event SET type = 'session.teleported' WHERE aggregate_id = 'ses_dropped' AND seq = 3").run();
+    changeEvents(db, (r) => r.aggregate_id === 'ses_tools' && r.seq === 4, { version: 9 });
+    changeEvents(db, (r) => r.aggregate_id === 'ses_queue' && r.seq === 8, { data: Buffer.from([0x92]) });
+    changeEvents(db, (r) => r.aggregate_id === 'ses_dropped' && r.seq === 3, { type: 'session.teleported' });
   });
   const report = await verifyFile(tmp.file('s.db'));
   assert.not.ok(report.ok);
@@ -103,8 +105,12 @@ test('verify - undecodable: an unknown payload version, bytes that are not msgpa
 test('verify - refused: a gap, an event stored out of commit order, two live owners (the safety audit)', async () => {
   const tmp = tempDir();
   await currentDb(tmp.file('s.db'), (db) => {
-    db.prepare("DELETE FROM event WHERE aggregate_id = 'ses_tools' AND seq = 5").run();
-    db.prepare("UPDATE event SET position = (SELECT MAX(position) + 1 FROM event) WHERE aggregate_id = 'ses_queue' AND seq = 3").run();
+    deleteEvents(db, (r) => r.aggregate_id === 'ses_tools' && r.seq === 5);
+    const head = Math.max(...storedEventRows(db).map((r) => r.position));
+    rewriteEvents(db, (rows) => {
+      const moved = rows.find((r) => r.aggregate_id === 'ses_queue' && r.seq === 3)!;
+      return [...rows.filter((r) => r !== moved), { ...moved, position: head + 1 }];
+    });
   });
   const db = openDatabase(tmp.file('s.db'));
   const log = new SqliteEventLog(db);

@@ -6,6 +6,7 @@
 import type { Db } from './database.ts';
 import type { Clock } from '../../clock.ts';
 import { sessionTails } from './session-tails.ts';
+import { storedEvents } from './event-rows.ts';
 
 export interface DeletionRecord {
   sessionId: string;
@@ -26,7 +27,7 @@ export interface DeletionRecord {
 
 /** Every table that holds a session's data, and its session column. */
 const SESSION_TABLES: readonly (readonly [table: string, column: string])[] = [
-  ['event', 'aggregate_id'],
+  ['event_batch', 'aggregate_id'],
   ['session_input', 'session_id'],
   ['session_message', 'session_id'],
   ['session_execution', 'session_id'],
@@ -51,7 +52,7 @@ export interface DeletionAudit {
   /**
    * A deletion made elsewhere (on NATS, by the admin; a worker applies it to its own projection):
    * the counts and the log's head at the delete (a stream sequence) as recorded there, instead of
-   * counted from this file's event table (which holds no events on NATS).
+   * counted from this file's events (it holds none on NATS).
    */
   known?: { events: number; lastSeq: number; headPosition: number };
   /** Whether to delete the session's rows (default yes; a worker keeps those of a later session of the id). */
@@ -59,17 +60,16 @@ export interface DeletionAudit {
 }
 
 export function deleteSessionData(db: Db, sessionId: string, audit: DeletionAudit): DeletionRecord {
-  const count = db.prepare('SELECT COUNT(*) AS n, COALESCE(MAX(seq), 0) AS last FROM event WHERE aggregate_id = ?');
-  const head = db.prepare('SELECT COALESCE(MAX(position), 0) AS head FROM event');
+  const stored = storedEvents(db);
   const deletes = SESSION_TABLES.map(([table, column]) => db.prepare(`DELETE FROM ${table} WHERE ${column} = ?`));
   const record = db.prepare(`INSERT INTO session_deletion (session_id, deleted_at, deleted_by, reason, events, last_seq, head_position, archived_to)
                              VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
   return db
     .transaction((): DeletionRecord => {
-      const counted = audit.known ? undefined : (count.get(sessionId) as { n: number; last: number });
+      const counted = audit.known ? undefined : stored.sessionCount(sessionId);
       const n = audit.known?.events ?? counted!.n;
       const last = audit.known?.lastSeq ?? counted!.last;
-      const position = audit.known?.headPosition ?? (head.get() as { head: number }).head;
+      const position = audit.known?.headPosition ?? stored.head();
       if (audit.rows ?? true) for (const d of deletes) d.run(sessionId);
       sessionTails(db).forget(sessionId); // its id may be taken again from sequence 0
       const out: DeletionRecord = {

@@ -1,7 +1,8 @@
 /**
- * The embedded event log: the `event` table of a sessiond SQLite database. Fenced appends in
- * IMMEDIATE transactions, group-committed across sessions; other processes' commits noticed through
- * `PRAGMA data_version`. Durability and why: docs/architecture.md#storage.
+ * The embedded event log: the `event_batch` table of a sessiond SQLite database, one row per append
+ * (event-rows.ts). Fenced appends in IMMEDIATE transactions, group-committed across sessions; other
+ * processes' commits noticed through `PRAGMA data_version`. Durability and why:
+ * docs/architecture.md#storage.
  */
 import { resolve } from 'node:path';
 import { systemClock, type Clock } from '../../clock.ts';
@@ -9,6 +10,7 @@ import { ErrorCode, SessiondError, messageOf, SequenceConflictError } from '../.
 import { validateId } from '../../ids.ts';
 import { catalog } from '../../events/catalog.ts';
 import { checkPayloadSize, eventFromFrame, pack, unpack, DEFAULT_MAX_PAYLOAD_BYTES } from '../../events/codec.ts';
+import { type EventRow, type Frame, packFrames, rowsOfBatch, type BatchRow, storedEvents, type StoredEvents } from './event-rows.ts';
 import { prepareBatch } from '../../events/prepare-batch.ts';
 import type { DraftEvent, SessionEvent } from '../../events/envelope.ts';
 import {
@@ -38,18 +40,7 @@ interface QueuedAppend {
   reject: (err: unknown) => void;
 }
 
-/** A row of the event table as better-sqlite3 returns it. */
-export interface EventRow {
-  position: number;
-  id: string;
-  aggregate_id: string;
-  seq: number;
-  type: string;
-  version: number;
-  time: number;
-  data: Buffer;
-  committed_at?: number | null;
-}
+export type { EventRow } from './event-rows.ts';
 
 export interface SqliteEventLogOptions {
   maxPayloadBytes?: number;
@@ -68,8 +59,13 @@ export class SqliteEventLog implements EventLog {
   private readonly maxPayloadBytes: number;
   private closed = false;
   private readonly stmts;
-  /** Prepared at the first append: read-only commands open databases of older schemas (no committed_at). */
+  /** The file's events, per event, whichever layout the file has (event-rows.ts). */
+  private readonly stored: StoredEvents;
+  /** Prepared at the first append: read-only commands open databases of older schemas (no event_batch). */
   private insertStmt?: BetterSqlite3.Statement;
+  private lastBatchStmt?: BetterSqlite3.Statement;
+  private highStmt?: BetterSqlite3.Statement;
+  private byFirstIdStmt?: BetterSqlite3.Statement;
   private queue: QueuedAppend[] = [];
   private readonly savepoint: BetterSqlite3.Transaction<(hook: CommitHook, events: readonly SessionEvent[]) => void>;
   private readonly writeOne: BetterSqlite3.Transaction<(sessionId: string, expectedSeq: number, parsed: DraftEvent[]) => SessionEvent[]>;
@@ -89,7 +85,10 @@ export class SqliteEventLog implements EventLog {
   private readonly tails: SessionTails;
   /** In a group's transaction: data_version at its start, and the sequence each session it appended to is now at. */
   private groupVersion = -1;
-  private readonly groupSeqs = new Map<string, number>();
+  /** In a group's transaction: the highest position handed out (the next batch ends past it). */
+  private groupHigh = 0;
+  /** In a group's transaction: each session appended to, its last sequence and the ids of its last append. */
+  private readonly groupTails = new Map<string, Tail>();
   /**
    * Group commit at work: transactions written and the appends they carried; `fromRecent`: subscriber
    * batches served from `recent`; `knownTail`: session reads answered without a query (see `tails`);
@@ -106,12 +105,8 @@ export class SqliteEventLog implements EventLog {
     this.maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
     this.clock = options.clock ?? systemClock;
     this.notifier = new ChangeNotifier(db, options.maxPollMs ?? DEFAULT_MAX_POLL_MS, this.clock);
+    this.stored = storedEvents(db);
     this.stmts = {
-      lastSeq: db.prepare('SELECT COALESCE(MAX(seq), 0) AS seq FROM event WHERE aggregate_id = ?').pluck(),
-      byId: db.prepare('SELECT * FROM event WHERE id = ?'),
-      session: db.prepare('SELECT * FROM event WHERE aggregate_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
-      all: db.prepare('SELECT * FROM event WHERE position > ? ORDER BY position LIMIT ?'),
-      head: db.prepare('SELECT COALESCE(MAX(position), 0) FROM event').pluck(),
       dataVersion: db.prepare('PRAGMA data_version').pluck(),
     };
     this.tails = sessionTails(db);
@@ -119,9 +114,10 @@ export class SqliteEventLog implements EventLog {
     this.savepoint = db.transaction((hook: CommitHook, events: readonly SessionEvent[]) => hook(events));
     this.writeGroup = db.transaction((group: QueuedAppend[]) => {
       this.groupEvents = [];
-      this.groupSeqs.clear();
+      this.groupTails.clear();
       // read under the write lock: no other connection commits between this and our COMMIT
       this.groupVersion = this.stmts.dataVersion.get() as number;
+      this.groupHigh = this.readHigh();
       const outcomes = group.map((p) => {
         try {
           return { events: this.writeOne(p.sessionId, p.expectedSeq, p.drafts) }; // nested: a savepoint per append
@@ -165,11 +161,7 @@ export class SqliteEventLog implements EventLog {
       for (const p of group) p.reject(err);
       return;
     }
-    // the last event of each append is its session's tail (a later append of the same session replaces it)
-    const written = this.groupEvents;
-    for (let i = 0; i < written.length; i++) {
-      if (written[i + 1]?.sessionId !== written[i]!.sessionId) this.tails.remember(written[i]!.sessionId, written[i]!.seq, version);
-    }
+    for (const [sessionId, tail] of this.groupTails) this.tails.remember(sessionId, tail.seq, version, tail.ids);
     this.stats.groups++;
     this.stats.appends += group.length;
     for (const o of outcomes) if ('events' in o) this.remember(o.events);
@@ -214,76 +206,104 @@ export class SqliteEventLog implements EventLog {
     return this.recent.slice(after + 1 - first, after + 1 - first + limit);
   }
 
-  /** One append inside a transaction (a savepoint when nested): check the sequence, insert the batch. */
+  /** One append inside a transaction (a savepoint when nested): check the sequence and ids, insert the batch as one row. */
   private write(sessionId: string, expectedSeq: number, parsed: DraftEvent[]): SessionEvent[] {
-    const actual = this.knownSeq(sessionId) === expectedSeq ? expectedSeq : this.readSeq(sessionId);
-    if (actual !== expectedSeq) {
-      const retried = this.findRetry(sessionId, expectedSeq, parsed);
+    if (!this.stored.batches) throw olderSchemaError(this.name);
+    const known = this.knownTail(sessionId);
+    const tail = known !== undefined && known.seq === expectedSeq ? known : this.readTail(sessionId);
+    if (tail.seq !== expectedSeq) {
+      const retried = this.findRetry(sessionId, expectedSeq, parsed, tail);
       if (retried) return retried;
-      throw new SequenceConflictError(sessionId, expectedSeq, actual);
+      throw new SequenceConflictError(sessionId, expectedSeq, tail.seq);
     }
+    // ids of the session's last append reused in the next one (as the NATS log checks them; an
+    // earlier append's first id is refused by the file's index on it)
+    const reused = parsed.filter((d) => tail.ids.includes(d.id));
+    if (reused.length > 0)
+      throw duplicateEventError(
+        sessionId,
+        reused.map((d) => d.id),
+      );
     const insert = (this.insertStmt ??= this.db.prepare(
-      'INSERT INTO event (id, aggregate_id, seq, type, version, time, data, committed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO event_batch (position, aggregate_id, last_seq, count, first_id, committed_at, frames) VALUES (?, ?, ?, ?, ?, ?, ?)',
     ));
     const committedAt = this.clock.now();
-    const events = parsed.map((d, i) => {
-      const seq = expectedSeq + i + 1;
-      const version = catalog[d.type].version;
+    const n = parsed.length;
+    const frames: Frame[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const d = parsed[i]!;
       const data = pack(d.payload);
       if (data.byteLength > this.maxPayloadBytes) checkPayloadSize(d, this.maxPayloadBytes); // throws, naming the event and the limit
-      let info: ReturnType<typeof insert.run>;
-      try {
-        info = insert.run(d.id, sessionId, seq, d.type, version, d.time, data, committedAt);
-      } catch (err) {
-        if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE' || (err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-          throw duplicateEventError(sessionId, [d.id]);
-        }
-        throw err;
-      }
-      const position = Number(info.lastInsertRowid);
-      const event = { id: d.id, type: d.type, version, sessionId, seq, time: d.time, payload: d.payload, position, committedAt } as SessionEvent;
+      frames[i] = [d.id, d.type, catalog[d.type].version, d.time, data];
+    }
+    const lastSeq = expectedSeq + n;
+    const last = this.groupHigh + n;
+    try {
+      insert.run(last, sessionId, lastSeq, n, parsed[0]!.id, committedAt, packFrames(frames));
+    } catch (err) {
+      // the first id of an earlier append (the file keeps those unique, as NATS keeps message ids)
+      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw duplicateEventError(sessionId, [parsed[0]!.id]);
+      throw err;
+    }
+    this.groupHigh = last;
+    const first = last - n + 1;
+    const events = frames.map(([id, type, version, time, data], i) => {
+      const d = parsed[i]!;
+      const position = first + i;
+      const seq = expectedSeq + i + 1;
+      const event = { id, type, version, sessionId, seq, time, payload: d.payload, position, committedAt } as SessionEvent;
       // what a reader of the file gets: the same objects when the payload reads back as it is
       if (!readsBackAsIs(d.payload)) {
-        storedForm.set(
-          event,
-          toEvent({ position, id: d.id, aggregate_id: sessionId, seq, type: d.type, version, time: d.time, data: data as Buffer, committed_at: committedAt }),
-        );
+        storedForm.set(event, toEvent({ position, id, aggregate_id: sessionId, seq, type, version, time, data, committed_at: committedAt }));
       }
       return event;
     });
     for (const e of events) this.groupEvents.push(storedForm.get(e) ?? e);
-    this.groupSeqs.set(sessionId, expectedSeq + events.length);
+    this.groupTails.set(sessionId, { seq: lastSeq, ids: events.map((e) => e.id) });
     return events;
   }
 
+  /** The highest position the file ever handed out (AUTOINCREMENT's: deleted newest positions are not reused). */
+  private readHigh(): number {
+    if (!this.stored.batches) return 0;
+    this.highStmt ??= this.db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'event_batch'").pluck();
+    return (this.highStmt.get() as number | undefined) ?? 0;
+  }
+
   /**
-   * The session's last sequence without a query, when this connection's own commits tell it: appended
-   * earlier in this group, or its tail kept from a commit after which no other connection committed.
-   * Trusted only when it is what the append expects; any other answer is read from the file.
+   * The session's last sequence and last append's ids without a query, when this connection's own
+   * commits tell them: appended earlier in this group, or kept from a commit after which no other
+   * connection committed. Trusted only when it is what the append expects; any other answer is read.
    */
-  private knownSeq(sessionId: string): number | undefined {
-    const inGroup = this.groupSeqs.get(sessionId);
+  private knownTail(sessionId: string): Tail | undefined {
+    const inGroup = this.groupTails.get(sessionId);
     if (inGroup !== undefined) return inGroup;
     const tail = this.tails.get(sessionId);
-    return tail !== undefined && tail.version === this.groupVersion ? tail.seq : undefined;
+    return tail !== undefined && tail.version === this.groupVersion ? tail : undefined;
   }
 
-  private readSeq(sessionId: string): number {
+  /** The session's last sequence and its last append's ids, read from the file. */
+  private readTail(sessionId: string): Tail {
     this.stats.seqReads++;
-    return this.stmts.lastSeq.get(sessionId) as number;
+    this.lastBatchStmt ??= this.db.prepare('SELECT * FROM event_batch WHERE aggregate_id = ? ORDER BY last_seq DESC LIMIT 1');
+    const row = this.lastBatchStmt.get(sessionId) as BatchRow | undefined;
+    return row ? { seq: row.last_seq, ids: rowsOfBatch(row).map((r) => r.id) } : NO_TAIL;
   }
 
-  /** An append whose events are already committed, exactly, is a retry: return what was written. */
-  private findRetry(sessionId: string, expectedSeq: number, drafts: DraftEvent[]): SessionEvent[] | undefined {
-    const rows = drafts.map((d) => this.stmts.byId.get(d.id) as EventRow | undefined);
-    if (rows.every((r) => r === undefined)) return undefined;
-    const exact = rows.every((r, i) => r !== undefined && r.aggregate_id === sessionId && r.seq === expectedSeq + i + 1);
-    if (!exact)
-      throw duplicateEventError(
-        sessionId,
-        rows.filter((r) => r !== undefined).map((r) => r!.id),
-      );
-    return rows.map((r) => toEvent(r!));
+  /**
+   * The append's events already committed, exactly, right after `expectedSeq`: a retry, answered
+   * with what was written. Its ids among those events, the session's last append or the first ids
+   * of the file's appends: reused ids.
+   */
+  private findRetry(sessionId: string, expectedSeq: number, drafts: DraftEvent[], tail: Tail): SessionEvent[] | undefined {
+    const rows = this.stored.session(sessionId, expectedSeq, drafts.length);
+    if (rows.length === drafts.length && rows.every((r, i) => r.id === drafts[i]!.id)) return rows.map(toEvent);
+    this.byFirstIdStmt ??= this.db.prepare('SELECT 1 FROM event_batch WHERE first_id = ?').pluck();
+    const reused = drafts
+      .filter((d) => tail.ids.includes(d.id) || rows.some((r) => r.id === d.id) || this.byFirstIdStmt!.get(d.id) !== undefined)
+      .map((d) => d.id);
+    if (reused.length > 0) throw duplicateEventError(sessionId, reused);
+    return undefined;
   }
 
   async readSession(sessionId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<SessionEvent[]> {
@@ -297,13 +317,12 @@ export class SqliteEventLog implements EventLog {
       this.stats.knownTail++;
       return [];
     }
-    const rows = this.stmts.session.all(sessionId, options.afterSeq ?? 0, options.limit ?? -1) as EventRow[];
-    return rows.map(toEvent);
+    return this.stored.session(sessionId, options.afterSeq ?? 0, options.limit ?? -1).map(toEvent);
   }
 
   async lastSeq(sessionId: string): Promise<number> {
     validateId(sessionId, 'session id');
-    return this.stmts.lastSeq.get(sessionId) as number;
+    return this.stored.lastSeq(sessionId);
   }
 
   async readAll(options: { after?: number; limit?: number } = {}): Promise<SessionEvent[]> {
@@ -311,8 +330,7 @@ export class SqliteEventLog implements EventLog {
   }
 
   readAllSync(options: { after?: number; limit?: number } = {}): SessionEvent[] {
-    const rows = this.stmts.all.all(options.after ?? 0, options.limit ?? -1) as EventRow[];
-    return rows.map(toEvent);
+    return this.stored.after(options.after ?? 0, options.limit ?? -1).map(toEvent);
   }
 
   /** Pages of `readAll`, each read when the previous one is done with, until one comes back empty. */
@@ -328,7 +346,7 @@ export class SqliteEventLog implements EventLog {
   }
 
   async head(): Promise<number> {
-    return this.stmts.head.get() as number;
+    return this.stored.head();
   }
 
   subscribe(options: SubscribeOptions): Subscription {
@@ -372,6 +390,21 @@ export class SqliteEventLog implements EventLog {
     this.flush(); // appends already accepted are written (or fail) now, while the database is open
     this.notifier.stop();
   }
+}
+
+/** A session's last sequence and the ids of its last append. */
+interface Tail {
+  seq: number;
+  ids: readonly string[];
+}
+
+const NO_TAIL: Tail = { seq: 0, ids: [] };
+
+function olderSchemaError(name: string): SessiondError {
+  return new SessiondError(
+    ErrorCode.InvalidOption,
+    `Event log ${name} is a database of an older schema (events stored a row each, before schema 22), opened without migrating: it can be read, not appended to. Open it with a sessiond command that migrates it (sessiond start, sessiond migrate).`,
+  );
 }
 
 /** An appended event's form as the file gives it back, where that differs from the event in hand (see `readsBackAsIs`). */

@@ -89,7 +89,7 @@ test('the engine checkpoints on the thread and gives the file back whole at clos
   }
   const reopened = openDatabase(tmp.file('e.db'));
   migrate(reopened);
-  assert.is(reopened.prepare("SELECT COUNT(DISTINCT aggregate_id) FROM event WHERE aggregate_id LIKE 'ses_ck%'").pluck().get(), 20);
+  assert.is(reopened.prepare("SELECT COUNT(DISTINCT aggregate_id) FROM event_batch WHERE aggregate_id LIKE 'ses_ck%'").pluck().get(), 20);
   reopened.close();
   tmp.remove();
 });

@@ -17,6 +17,7 @@ import { pack, unpack } from '../../../src/events/codec.ts';
 import { listFromProjection } from '../../../src/sessions/list-projection.ts';
 import { loadSchemaFixture, schemaFixtures } from '../../support/schema-fixtures.ts';
 import { tempDir } from '../../support/tmp.ts';
+import { storedEvents } from '../../../src/storage/sqlite/event-rows.ts';
 
 const named = (db: Db) =>
   Object.fromEntries(
@@ -35,7 +36,11 @@ const shape = (db: Db) =>
       db.prepare(`PRAGMA table_info(${t})`).all(),
     ]),
   );
-const eventRows = (db: Db) => db.prepare('SELECT position, id, aggregate_id, seq, type, version, time, data FROM event ORDER BY position').raw().all();
+/** Every stored event, whichever layout the file has (a row each up to schema 21, batch rows after). */
+const eventRows = (db: Db) =>
+  storedEvents(db)
+    .after(0, -1)
+    .map((r) => [r.position, r.id, r.aggregate_id, r.seq, r.type, r.version, r.time, Buffer.from(r.data), r.committed_at ?? null]);
 
 function freshSchema(dir: ReturnType<typeof tempDir>): Db {
   const db = openDatabase(dir.file('fresh.db'));

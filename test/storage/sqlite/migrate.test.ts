@@ -6,6 +6,7 @@ import { migrations, LATEST_SCHEMA_VERSION } from '../../../src/storage/sqlite/m
 import { ErrorCode } from '../../../src/errors.ts';
 import { expectCode } from '../../../src/testing/fixtures.ts';
 import { tempDir } from '../../support/tmp.ts';
+import { storedEvents } from '../../../src/storage/sqlite/event-rows.ts';
 
 type Column = { name: string; type: string; notnull: number; dflt_value: string | null; pk: number };
 const columns = (db: ReturnType<typeof openDatabase>, table: string) =>
@@ -73,7 +74,13 @@ test('migrate - upgrading preserves existing rows (msg_existing) and creates ses
   // the session list is folded from the log's events: the projection starts again from position 0
   assert.equal(db.prepare('SELECT COUNT(*) AS n FROM session_message').get(), { n: 0 });
   assert.equal(db.prepare('SELECT * FROM projector_checkpoint').all(), []);
-  assert.equal(db.prepare('SELECT COUNT(*) AS n FROM event').get(), { n: 1 }, 'the log is untouched');
+  assert.equal(
+    storedEvents(db)
+      .after(0, -1)
+      .map((r) => [r.position, r.id, r.aggregate_id, r.seq, r.type, r.version, r.time, Buffer.from(r.data).toString('hex')]),
+    [[1, 'evt_1', 'ses_a', 1, 'input.admitted', 1, 10, '80']],
+    'the log is untouched (a batch of one since schema 22)',
+  );
   close();
 });
 
@@ -159,15 +166,17 @@ test('migrate - the named indexes exist, unique where the design says', () => {
     assert.match(idx!.sql.replace(/\s+/g, ' '), `(${cols})`);
     assert.is(idx!.sql.startsWith('CREATE UNIQUE'), unique, `${name} unique=${unique}`);
   };
-  expect('event_aggregate_seq_idx', 'event', 'aggregate_id, seq', true);
+  expect('event_batch_session_idx', 'event_batch', 'aggregate_id, last_seq', true);
+  expect('event_batch_first_id_idx', 'event_batch', 'first_id', true);
   expect('session_execution_owner_idx', 'session_execution', 'owner_id', false);
   expect('session_message_session_type_seq_idx', 'session_message', 'session_id, type, seq', false);
   expect('session_recovery_execution_idx', 'session_recovery', 'execution_id', true);
   expect('session_wait_due_idx', 'session_wait', 'until', false);
-  // the unique index really refuses a second event at the same sequence
-  const ins = db.prepare(`INSERT INTO event (id, aggregate_id, seq, type, version, time, data) VALUES (?, 'ses_a', 1, 't', 1, 0, x'80')`);
-  ins.run('evt_1');
-  assert.throws(() => ins.run('evt_2'), /UNIQUE constraint failed/);
+  // the unique indexes really refuse a second batch ending at the same sequence, and a first id twice
+  const ins = db.prepare(`INSERT INTO event_batch (aggregate_id, last_seq, count, first_id, frames) VALUES ('ses_a', ?, 1, ?, x'90')`);
+  ins.run(1, 'evt_1');
+  assert.throws(() => ins.run(1, 'evt_2'), /UNIQUE constraint failed/);
+  assert.throws(() => ins.run(2, 'evt_1'), /UNIQUE constraint failed/);
   close();
 });
 

@@ -5,6 +5,7 @@ import { migrate } from '../../../src/storage/sqlite/migrate.ts';
 import { SqliteEventLog } from '../../../src/storage/sqlite/sqlite-event-log.ts';
 import { eventLogContract } from '../../../src/testing/event-log-contract.ts';
 import { draft, ev } from '../../../src/testing/fixtures.ts';
+import { pack } from '../../../src/events/codec.ts';
 import { tempDir } from '../../support/tmp.ts';
 
 eventLogContract('sqlite', async () => {
@@ -38,19 +39,20 @@ test('sqlite log - events stored before migration 8 read without committedAt; a 
   const tmp = tempDir();
   const file = tmp.file('v7.db');
   const db = openDatabase(file);
-  migrate(db);
-  const log = new SqliteEventLog(db);
-  await log.append('ses_old', 0, [
-    draft(ev('input.admitted', { inputId: 'in_1', prompt: 'x', delivery: 'queue', wake: false }), { id: 'evt_old1', time: 1000 }),
-  ]);
-  await log.close();
-  db.exec('ALTER TABLE event DROP COLUMN committed_at; DELETE FROM schema_migrations WHERE version = 8;'); // as written by schema 7
+  migrate(db, { target: 7 }); // as written by schema 7: a row per event, no commit time
+  db.prepare("INSERT INTO event (id, aggregate_id, seq, type, version, time, data) VALUES ('evt_old1', 'ses_old', 1, 'input.admitted', 1, 1000, ?)").run(
+    pack({ inputId: 'in_1', prompt: 'x', delivery: 'queue', wake: false }),
+  );
   db.close();
   const old = openDatabase(file, { readonly: true });
   const reader = new SqliteEventLog(old);
   const [event] = await reader.readSession('ses_old');
   assert.is(event!.time, 1000);
   assert.not.ok('committedAt' in event!, 'no commit time is invented');
+  await reader.append('ses_old', 1, [draft(ev('input.admitted', { inputId: 'in_2', prompt: 'y' }))]).then(
+    () => assert.unreachable('an older schema opened without migrating is read, not appended to'),
+    (err: Error) => assert.match(err.message, /older schema .* sessiond migrate/),
+  );
   await reader.close();
   old.close();
   tmp.remove();

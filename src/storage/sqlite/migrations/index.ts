@@ -20,6 +20,7 @@ import { migration018 } from './018_blobs.ts';
 import { migration019 } from './019_inspector_index.ts';
 import { migration020 } from './020_session_blobs.ts';
 import { migration021 } from './021_inspector_follow.ts';
+import { migration022 } from './022_event_batches.ts';
 
 /** Every migration this build knows, in order. Append only: never edit a shipped migration. */
 export const migrations: readonly Migration[] = [
@@ -44,5 +45,6 @@ export const migrations: readonly Migration[] = [
   migration019,
   migration020,
   migration021,
+  migration022,
 ];
 export const LATEST_SCHEMA_VERSION = migrations.length;
