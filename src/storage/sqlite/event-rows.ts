@@ -11,7 +11,7 @@
  * event; `storedEvents` reads either layout as the same per-event rows.
  */
 import { ErrorCode, SessiondError, messageOf } from '../../errors.ts';
-import { pack, unpack } from '../../events/codec.ts';
+import { unpack } from '../../events/codec.ts';
 import type { Db } from './database.ts';
 
 /** One stored event as a row: what the `event` table held, and what a batch row holds per event. */
@@ -42,7 +42,97 @@ export interface BatchRow {
 /** One event's frame in a batch: id, type, version, time and the payload's packed bytes. */
 export type Frame = [id: string, type: string, version: number, time: number, data: Uint8Array];
 
-export const packFrames = (frames: Frame[]): Uint8Array => pack(frames);
+/**
+ * The frames as one msgpack array of `[id, type, version, time, payload bytes]`, written directly
+ * (the payloads are packed already: msgpackr would copy them through its encoder once more).
+ */
+export function packFrames(frames: Frame[]): Uint8Array {
+  let size = headerSize(frames.length, 0x0f);
+  for (const [id, type, version, time, data] of frames) {
+    size += 1 + strSize(id) + strSize(type) + uintSize(version) + uintSize(time) + binHeaderSize(data.byteLength) + data.byteLength;
+  }
+  const out = Buffer.allocUnsafe(size);
+  let at = writeArrayHeader(out, 0, frames.length);
+  for (const [id, type, version, time, data] of frames) {
+    out[at++] = 0x95; // fixarray of 5
+    at = writeStr(out, at, id);
+    at = writeStr(out, at, type);
+    at = writeUint(out, at, version);
+    at = writeUint(out, at, time);
+    at = writeBinHeader(out, at, data.byteLength);
+    out.set(data, at);
+    at += data.byteLength;
+  }
+  return out;
+}
+
+const headerSize = (n: number, fix: number) => (n <= fix ? 1 : n < 0x10000 ? 3 : 5);
+const strSize = (s: string) => {
+  const n = Buffer.byteLength(s, 'utf8');
+  return (n < 32 ? 1 : n < 0x100 ? 2 : n < 0x10000 ? 3 : 5) + n;
+};
+const binHeaderSize = (n: number) => (n < 0x100 ? 2 : n < 0x10000 ? 3 : 5);
+function uintSize(v: number): number {
+  if (!Number.isSafeInteger(v) || v < 0)
+    throw new SessiondError(ErrorCode.InvalidPayload, `Cannot store ${v} as a version or time: expected a whole number >= 0.`);
+  return v < 0x80 ? 1 : v < 0x100 ? 2 : v < 0x10000 ? 3 : v < 0x100000000 ? 5 : 9;
+}
+function writeArrayHeader(out: Buffer, at: number, n: number): number {
+  if (n < 16) out[at++] = 0x90 | n;
+  else if (n < 0x10000) {
+    out[at++] = 0xdc;
+    at = out.writeUInt16BE(n, at);
+  } else {
+    out[at++] = 0xdd;
+    at = out.writeUInt32BE(n, at);
+  }
+  return at;
+}
+function writeStr(out: Buffer, at: number, s: string): number {
+  const n = Buffer.byteLength(s, 'utf8');
+  if (n < 32) out[at++] = 0xa0 | n;
+  else if (n < 0x100) {
+    out[at++] = 0xd9;
+    out[at++] = n;
+  } else if (n < 0x10000) {
+    out[at++] = 0xda;
+    at = out.writeUInt16BE(n, at);
+  } else {
+    out[at++] = 0xdb;
+    at = out.writeUInt32BE(n, at);
+  }
+  return at + out.write(s, at, 'utf8');
+}
+function writeUint(out: Buffer, at: number, v: number): number {
+  if (v < 0x80) out[at++] = v;
+  else if (v < 0x100) {
+    out[at++] = 0xcc;
+    out[at++] = v;
+  } else if (v < 0x10000) {
+    out[at++] = 0xcd;
+    at = out.writeUInt16BE(v, at);
+  } else if (v < 0x100000000) {
+    out[at++] = 0xce;
+    at = out.writeUInt32BE(v, at);
+  } else {
+    out[at++] = 0xcf;
+    at = out.writeBigUInt64BE(BigInt(v), at);
+  }
+  return at;
+}
+function writeBinHeader(out: Buffer, at: number, n: number): number {
+  if (n < 0x100) {
+    out[at++] = 0xc4;
+    out[at++] = n;
+  } else if (n < 0x10000) {
+    out[at++] = 0xc5;
+    at = out.writeUInt16BE(n, at);
+  } else {
+    out[at++] = 0xc6;
+    at = out.writeUInt32BE(n, at);
+  }
+  return at;
+}
 
 /** The batch's events as per-event rows; a batch whose frames cannot be read throws, naming it. */
 export function rowsOfBatch(row: BatchRow): EventRow[] {

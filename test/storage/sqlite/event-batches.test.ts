@@ -16,7 +16,8 @@ import { eventImporter } from '../../../src/storage/sqlite/import-events.ts';
 import { migrate } from '../../../src/storage/sqlite/migrate.ts';
 import { SqliteEventLog } from '../../../src/storage/sqlite/sqlite-event-log.ts';
 import { committed, draft, ev } from '../../../src/testing/fixtures.ts';
-import { pack } from '../../../src/events/codec.ts';
+import { pack, unpack } from '../../../src/events/codec.ts';
+import { type Frame, packFrames } from '../../../src/storage/sqlite/event-rows.ts';
 import { logFile } from '../../support/log-files.ts';
 import { tempDir } from '../../support/tmp.ts';
 
@@ -172,6 +173,34 @@ test("event batches - an import stores each run of a session's events committed 
   );
   db.close();
   tmp.remove();
+});
+
+test('event batches - the frames are written as plain msgpack: every length and number form reads back exactly', () => {
+  const strings = ['', 'a'.repeat(31), 'b'.repeat(32), 'c'.repeat(255), 'd'.repeat(256), 'e'.repeat(70_000), 'ünï€😀'];
+  const numbers = [0, 1, 127, 128, 255, 256, 65_535, 65_536, 2 ** 32 - 1, 2 ** 32, 1_765_000_000_000, Number.MAX_SAFE_INTEGER];
+  const datas = [0, 1, 255, 256, 65_535, 65_536].map((n) => new Uint8Array(n).fill(7));
+  const frames: Frame[] = [];
+  for (let i = 0; i < Math.max(strings.length, numbers.length, datas.length); i++) {
+    frames.push([
+      strings[i % strings.length]!,
+      strings[(i + 3) % strings.length]!,
+      numbers[(i + 5) % numbers.length]!,
+      numbers[i % numbers.length]!,
+      datas[i % datas.length]!,
+    ]);
+  }
+  for (const n of [1, 15, 16, 12]) {
+    const some = frames.slice(0, n);
+    const back = unpack(packFrames(some)) as unknown[][];
+    assert.is(back.length, some.length);
+    back.forEach((f, i) => {
+      assert.equal(f.slice(0, 4), some[i]!.slice(0, 4), `frame ${i} of ${n}`);
+      assert.ok(Buffer.from(f[4] as Uint8Array).equals(Buffer.from(some[i]![4])), `frame ${i} of ${n}: the payload bytes`);
+    });
+  }
+  const many = Array.from({ length: 70_000 }, (_, i): Frame => [`evt_${i}`, 't', 1, i, new Uint8Array([0x80])]);
+  assert.is((unpack(packFrames(many)) as unknown[]).length, 70_000, 'an array over 65,535 frames');
+  assert.throws(() => packFrames([['evt_x', 't', -1, 0, new Uint8Array()]]), /whole number >= 0/);
 });
 
 test.run();
