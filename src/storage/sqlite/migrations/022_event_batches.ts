@@ -1,6 +1,6 @@
 import type { Db } from '../database.ts';
 import type { Migration } from '../migration.ts';
-import { packFrames } from '../event-rows.ts';
+import { type EventRow, packFrames } from '../event-rows.ts';
 
 /**
  * One row per append (src/storage/sqlite/event-rows.ts): `event_batch` replaces `event`. Each
@@ -29,21 +29,11 @@ export const migration022: Migration = {
       'SELECT position, id, aggregate_id, seq, type, version, time, data, committed_at FROM event WHERE position > ? ORDER BY position LIMIT 1000',
     );
     const insert = db.prepare('INSERT INTO event_batch (position, aggregate_id, last_seq, count, first_id, committed_at, frames) VALUES (?, ?, ?, 1, ?, ?, ?)');
-    type Row = {
-      position: number;
-      id: string;
-      aggregate_id: string;
-      seq: number;
-      type: string;
-      version: number;
-      time: number;
-      data: Buffer;
-      committed_at: number | null;
-    };
     for (let after = 0; ; ) {
-      const rows = page.all(after) as Row[];
+      const rows = page.all(after) as EventRow[];
       if (rows.length === 0) break;
-      for (const r of rows) insert.run(r.position, r.aggregate_id, r.seq, r.id, r.committed_at, packFrames([[r.id, r.type, r.version, r.time, r.data]]));
+      for (const r of rows)
+        insert.run(r.position, r.aggregate_id, r.seq, r.id, r.committed_at ?? null, packFrames([[r.id, r.type, r.version, r.time, r.data]]));
       after = rows[rows.length - 1]!.position;
     }
     const high = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'event'").pluck().get() as number | undefined;
