@@ -1,11 +1,12 @@
 /**
  * How a SQLite file stores events, for everything that reads or writes them. Since schema 22 an
  * append is one row of `event_batch`: the session, its last sequence and position, how many events,
- * the commit time, and the events' frames packed together (each event's id, type, version, time and
- * payload bytes, the payload exactly as it was packed). Each event keeps a position of its own: the
- * batch holds positions `position - count + 1` to `position`, and sequences `last_seq - count + 1` to
- * `last_seq`. One row and one index entry per append, where the older `event` table had a row and
- * three index entries per event (docs/architecture.md#storage, bench/README.md hot path step 10).
+ * the first event's id, the commit time, and the events' frames packed together (each event's id,
+ * type, version, time and payload bytes, the payload exactly as it was packed). Each event keeps a
+ * position of its own: the batch holds positions `position - count + 1` to `position`, and sequences
+ * `last_seq - count + 1` to `last_seq`. One row and two index entries per append, where the older
+ * `event` table had a row and three index entries per event (docs/architecture.md#storage,
+ * bench/README.md hot path step 10).
  *
  * Files of older schemas (opened read-only, never migrated) still have the `event` table, a row per
  * event; `storedEvents` reads either layout as the same per-event rows.
