@@ -54,6 +54,24 @@ async function textIs(page: Page, selector: string, text: string): Promise<void>
   }
 }
 
+/**
+ * Clicks until the element's text is `text`: the session list is rendered again on every pushed
+ * state, and a click that lands while the row is replaced selects nothing (seen once in CI: the
+ * session never opened). Each try waits for the answer (no sleep); 15 s in all.
+ */
+async function clickUntil(page: Page, target: string, selector: string, text: string): Promise<void> {
+  const deadline = Date.now() + WAIT.timeout;
+  for (;;) {
+    await page.click(target);
+    try {
+      await page.waitForFunction(([sel, want]) => document.querySelector(sel!)?.textContent?.trim() === want, [selector, text] as const, { timeout: 2_000 });
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+  }
+}
+
 test('inspector page - live state, time travel to an earlier sequence, screenshot', async () => {
   if (!existsSync(CHROMIUM)) {
     throw new Error(
@@ -79,8 +97,7 @@ test('inspector page - live state, time travel to an earlier sequence, screensho
     await engine.admit('ses_browser', { prompt: 'watch this session change state on its chart' });
     const listState = '[data-session-id="ses_browser"] [data-testid="session-state"]';
     await textIs(page, listState, 'running');
-    await page.click('[data-session-id="ses_browser"] a');
-    await textIs(page, '#session-id', 'ses_browser');
+    await clickUntil(page, '[data-session-id="ses_browser"] a', '#session-id', 'ses_browser');
     await textIs(page, listState, 'settled');
     await textIs(page, '#current-state', 'settled');
     await textIs(page, '#at-state', 'settled');
