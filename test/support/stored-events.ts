@@ -8,7 +8,7 @@
  *   rewriteEvents(db, (rows) => rows.map((r) => (r.seq === 4 ? { ...r, version: 9 } : r)));
  */
 import type { Db } from '../../src/storage/sqlite/database.ts';
-import { type EventRow, packFrames, storedEvents } from '../../src/storage/sqlite/event-rows.ts';
+import { batchWriter, type EventRow, storedEvents } from '../../src/storage/sqlite/event-rows.ts';
 import { sessionTails } from '../../src/storage/sqlite/session-tails.ts';
 
 /** Every stored event, in position order. */
@@ -23,10 +23,10 @@ export const storedSeqs = (db: Db, sessionId: string): number[] =>
 /** Replaces the file's events with what `edit` returns from them (positions as the rows give them). */
 export function rewriteEvents(db: Db, edit: (rows: EventRow[]) => EventRow[]): void {
   const rows = edit(storedEventRows(db));
-  const insert = db.prepare('INSERT INTO event_batch (position, aggregate_id, last_seq, count, first_id, committed_at, frames) VALUES (?, ?, ?, 1, ?, ?, ?)');
+  const writeBatch = batchWriter(db);
   db.transaction(() => {
     db.prepare('DELETE FROM event_batch').run();
-    for (const r of rows) insert.run(r.position, r.aggregate_id, r.seq, r.id, r.committed_at ?? null, packFrames([[r.id, r.type, r.version, r.time, r.data]]));
+    for (const r of rows) writeBatch(r.position, r.aggregate_id, r.seq, [[r.id, r.type, r.version, r.time, r.data]], r.committed_at ?? null);
   }).immediate();
   sessionTails(db).forgetAll();
 }

@@ -176,6 +176,30 @@ export function rowsOfBatch(row: BatchRow): EventRow[] {
 
 const hasTable = (db: Db, name: string) => db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
 
+/**
+ * Writes batch rows (the statement prepared once): the events `frames`, ending at `position` and at
+ * the session's sequence `lastSeq`; the row's count and first id come from the frames. A first id
+ * already in the file fails with SQLite's `SQLITE_CONSTRAINT_UNIQUE` (`isUniqueViolation`).
+ */
+export function batchWriter(db: Db): (position: number, sessionId: string, lastSeq: number, frames: Frame[], committedAt: number | null) => void {
+  const insert = db.prepare('INSERT INTO event_batch (position, aggregate_id, last_seq, count, first_id, committed_at, frames) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  return (position, sessionId, lastSeq, frames, committedAt) => {
+    insert.run(position, sessionId, lastSeq, frames.length, frames[0]![0], committedAt, packFrames(frames));
+  };
+}
+
+/** Whether `err` is SQLite refusing a row that a unique index already holds. */
+export const isUniqueViolation = (err: unknown): boolean => (err as { code?: string } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE';
+
+/**
+ * Reads the highest position the file ever handed out (AUTOINCREMENT's own record: deleted newest
+ * positions are never reused); 0 before the first append. The statement is prepared once.
+ */
+export function highPositionReader(db: Db): () => number {
+  const high = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'event_batch'").pluck();
+  return () => (high.get() as number | undefined) ?? 0;
+}
+
 /** Whether the file stores events as batches (schema 22 and later). */
 export const storesBatches = (db: Db): boolean => hasTable(db, 'event_batch');
 

@@ -9,7 +9,7 @@ import { ErrorCode, SessiondError } from '../../errors.ts';
 import { pack } from '../../events/codec.ts';
 import type { SessionEvent } from '../../events/envelope.ts';
 import type { Db } from './database.ts';
-import { type Frame, packFrames } from './event-rows.ts';
+import { batchWriter, type Frame, highPositionReader, isUniqueViolation } from './event-rows.ts';
 import { sessionTails } from './session-tails.ts';
 
 /** Most events one imported batch row holds. */
@@ -17,14 +17,14 @@ const MAX_RUN = 256;
 
 /** Returns `importEvents(events)`: the events as committed, each with the log position it got. */
 export function eventImporter(db: Db) {
-  const insert = db.prepare('INSERT INTO event_batch (position, aggregate_id, last_seq, count, first_id, committed_at, frames) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  const writeBatch = batchWriter(db);
   const lastSeq = db.prepare('SELECT COALESCE(MAX(last_seq), 0) FROM event_batch WHERE aggregate_id = ?').pluck();
-  const high = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'event_batch'").pluck();
+  const high = highPositionReader(db);
   const write = db.transaction((events: readonly SessionEvent[]): SessionEvent[] => {
     // read from the table once per session and call, never kept across calls: a call (or the
     // caller's transaction around it) that rolls back must not leave sequences behind
     const last = new Map<string, number>();
-    let position = (high.get() as number | undefined) ?? 0;
+    let position = high();
     const committed: SessionEvent[] = new Array(events.length);
     for (let start = 0; start < events.length; ) {
       const head = events[start]!;
@@ -58,7 +58,12 @@ export function eventImporter(db: Db) {
         } as SessionEvent;
       }
       // the original commit time travels with the events (a replayed log audits like the original)
-      insert.run(position, head.sessionId, events[end - 1]!.seq, end - start, head.id, head.committedAt ?? null, packFrames(frames));
+      try {
+        writeBatch(position, head.sessionId, events[end - 1]!.seq, frames, head.committedAt ?? null);
+      } catch (err) {
+        if (isUniqueViolation(err)) throw reusedIdError(head);
+        throw err;
+      }
       start = end;
     }
     return committed;
@@ -68,3 +73,11 @@ export function eventImporter(db: Db) {
     return write.immediate(events);
   };
 }
+
+/** The run starting at `head` begins with an id the file holds already (the first of an earlier append). */
+const reusedIdError = (head: SessionEvent) =>
+  new SessiondError(
+    ErrorCode.DuplicateEvent,
+    `Cannot import event ${head.id} (session ${head.sessionId}, sequence ${head.seq}): the target database already holds an event with this id. Event ids are unique in a log; replay into a fresh database, and check the source for an id used twice.`,
+    { details: { sessionId: head.sessionId, seq: head.seq, id: head.id } },
+  );

@@ -10,7 +10,17 @@ import { ErrorCode, SessiondError, messageOf, SequenceConflictError } from '../.
 import { validateId } from '../../ids.ts';
 import { catalog } from '../../events/catalog.ts';
 import { checkPayloadSize, eventFromFrame, pack, unpack, DEFAULT_MAX_PAYLOAD_BYTES } from '../../events/codec.ts';
-import { type EventRow, type Frame, packFrames, rowsOfBatch, type BatchRow, storedEvents, type StoredEvents } from './event-rows.ts';
+import {
+  type BatchRow,
+  batchWriter,
+  type EventRow,
+  type Frame,
+  highPositionReader,
+  isUniqueViolation,
+  rowsOfBatch,
+  storedEvents,
+  type StoredEvents,
+} from './event-rows.ts';
 import { prepareBatch } from '../../events/prepare-batch.ts';
 import type { DraftEvent, SessionEvent } from '../../events/envelope.ts';
 import {
@@ -62,9 +72,9 @@ export class SqliteEventLog implements EventLog {
   /** The file's events, per event, whichever layout the file has (event-rows.ts). */
   private readonly stored: StoredEvents;
   /** Prepared at the first append: read-only commands open databases of older schemas (no event_batch). */
-  private insertStmt?: BetterSqlite3.Statement;
+  private writeBatch?: ReturnType<typeof batchWriter>;
   private lastBatchStmt?: BetterSqlite3.Statement;
-  private highStmt?: BetterSqlite3.Statement;
+  private readHighPosition?: () => number;
   private byFirstIdStmt?: BetterSqlite3.Statement;
   private queue: QueuedAppend[] = [];
   private readonly savepoint: BetterSqlite3.Transaction<(hook: CommitHook, events: readonly SessionEvent[]) => void>;
@@ -224,9 +234,7 @@ export class SqliteEventLog implements EventLog {
         sessionId,
         reused.map((d) => d.id),
       );
-    const insert = (this.insertStmt ??= this.db.prepare(
-      'INSERT INTO event_batch (position, aggregate_id, last_seq, count, first_id, committed_at, frames) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    ));
+    const writeBatch = (this.writeBatch ??= batchWriter(this.db));
     const committedAt = this.clock.now();
     const n = parsed.length;
     const frames: Frame[] = new Array(n);
@@ -239,10 +247,10 @@ export class SqliteEventLog implements EventLog {
     const lastSeq = expectedSeq + n;
     const last = this.groupHigh + n;
     try {
-      insert.run(last, sessionId, lastSeq, n, parsed[0]!.id, committedAt, packFrames(frames));
+      writeBatch(last, sessionId, lastSeq, frames, committedAt);
     } catch (err) {
       // the first id of an earlier append (the file keeps those unique, as NATS keeps message ids)
-      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw duplicateEventError(sessionId, [parsed[0]!.id]);
+      if (isUniqueViolation(err)) throw duplicateEventError(sessionId, [parsed[0]!.id]);
       throw err;
     }
     this.groupHigh = last;
@@ -266,8 +274,8 @@ export class SqliteEventLog implements EventLog {
   /** The highest position the file ever handed out (AUTOINCREMENT's: deleted newest positions are not reused). */
   private readHigh(): number {
     if (!this.stored.batches) return 0;
-    this.highStmt ??= this.db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'event_batch'").pluck();
-    return (this.highStmt.get() as number | undefined) ?? 0;
+    this.readHighPosition ??= highPositionReader(this.db);
+    return this.readHighPosition();
   }
 
   /**

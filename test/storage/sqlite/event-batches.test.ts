@@ -175,6 +175,35 @@ test("event batches - an import stores each run of a session's events committed 
   tmp.remove();
 });
 
+test('event batches - an import of an id the file holds already is refused with duplicate_event, naming the event; nothing of the call is kept', () => {
+  const tmp = tempDir();
+  const db = openDatabase(tmp.file('import-dup.db'));
+  migrate(db);
+  const importEvents = eventImporter(db);
+  const first = committed(ev('input.admitted', { inputId: 'inp_1', prompt: 'x' }), { sessionId: 'ses_a', seq: 1, time: 10, committedAt: 10 });
+  importEvents([first]);
+  const again = {
+    ...committed(ev('input.admitted', { inputId: 'inp_2', prompt: 'y' }), { sessionId: 'ses_b', seq: 1, time: 11, committedAt: 11 }),
+    id: first.id,
+  };
+  const fresh = committed(ev('input.admitted', { inputId: 'inp_3', prompt: 'z' }), { sessionId: 'ses_c', seq: 1, time: 11, committedAt: 11 });
+  const err = (() => {
+    try {
+      importEvents([fresh, again]);
+    } catch (e) {
+      return e;
+    }
+    throw new Error('expected the import to be refused');
+  })();
+  assert.ok(isSessiondError(err), String(err));
+  assert.is(err.code, ErrorCode.DuplicateEvent);
+  assert.match(err.message, `Cannot import event ${first.id} (session ses_b, sequence 1)`);
+  assert.match(err.message, 'replay into a fresh database');
+  assert.is(rowCount(db), 1, 'the call is one transaction: the fresh event before it is not kept either');
+  db.close();
+  tmp.remove();
+});
+
 test('event batches - the frames are written as plain msgpack: every length and number form reads back exactly', () => {
   const strings = ['', 'a'.repeat(31), 'b'.repeat(32), 'c'.repeat(255), 'd'.repeat(256), 'e'.repeat(70_000), 'ünï€😀'];
   const numbers = [0, 1, 127, 128, 255, 256, 65_535, 65_536, 2 ** 32 - 1, 2 ** 32, 1_765_000_000_000, Number.MAX_SAFE_INTEGER];
