@@ -5,6 +5,7 @@
  */
 import { systemClock, type Clock, type TimerHandle } from '../clock.ts';
 import { wholeNumber } from '../options.ts';
+import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { connect, errors as natsErrors, type NatsConnection } from '@nats-io/transport-node';
 import { ConnectionError, ErrorCode, PermissionError, SessiondError, messageOf } from '../errors.ts';
 import { settleRequestsWithoutErrors } from './request-settle.ts';
@@ -162,6 +163,29 @@ export function isTransientNatsError(err: unknown): boolean {
   if (err instanceof natsErrors.ConnectionError) return true;
   // @nats-io/jetstream raises JetStreamNotEnabled when a JetStream request finds no responder
   return err instanceof Error && err.name === 'JetStreamNotEnabled';
+}
+
+/**
+ * The connection's JetStream manager, refusing at once a server that runs without JetStream (its
+ * INFO says so and no server answers the JetStream API: in a cluster, another server may answer
+ * for it). sessiond keeps its log, snapshots and buckets in JetStream, and the patient loops after
+ * this (a cluster electing its leader) would otherwise ask for a minute before giving up. No request
+ * is made when the server runs JetStream; a probe that times out is left to those loops.
+ */
+export async function requireJetStream(nc: NatsConnection): Promise<JetStreamManager> {
+  if (!nc.info?.jetstream) {
+    try {
+      return await jetstreamManager(nc);
+    } catch (err) {
+      if (err instanceof Error && err.name === 'JetStreamNotEnabled') {
+        throw new ConnectionError(
+          `nats-server ${nc.getServer()}${nc.info?.version ? ` (${nc.info.version})` : ''} runs without JetStream, and sessiond keeps its log, snapshots and buckets in JetStream streams. Start the server with JetStream (\`nats-server -js\`, or a \`jetstream { store_dir: ... }\` block in its config, as in sessiond's nats.conf), then try again.`,
+          { cause: err },
+        );
+      }
+    }
+  }
+  return jetstreamManager(nc, { checkAPI: false });
 }
 
 /** The server refused a publish or subscribe for the connected user (nats.conf permissions). */

@@ -4,14 +4,14 @@
  * jetstream-log-base.ts. Design: docs/nats.md#the-jetstream-event-log.
  */
 import { wholeNumber } from '../options.ts';
-import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import { jetstream, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { millis, type NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, NotFoundError, SessiondError } from '../errors.ts';
 import { systemClock, type Clock } from '../clock.ts';
 import { DEFAULT_MAX_PAYLOAD_BYTES } from '../events/codec.ts';
 import type { DraftEvent, SessionEvent } from '../events/envelope.ts';
 import type { EventLog, ReadPagesOptions, SubscribeOptions, Subscription } from '../events/event-log.ts';
-import { connectNats, isNatsConnection, type NatsConnectionOptions } from './connection.ts';
+import { connectNats, isNatsConnection, requireJetStream, type NatsConnectionOptions } from './connection.ts';
 import { ensureEventStream, isStreamNotFound, DEFAULT_DUPLICATE_WINDOW_MS } from './stream.ts';
 import { STREAM_NAME } from './subjects.ts';
 import { describeQuarantine, type QuarantineHandler, type QuarantinedMessage } from '../events/quarantine.ts';
@@ -90,7 +90,7 @@ export class JetStreamEventLog implements EventLog {
         clock: options.clock ?? systemClock,
         onQuarantine: options.onQuarantine ?? ((q: QuarantinedMessage) => process.stderr.write(`sessiond: ${describeQuarantine(q)}\n`)),
       };
-      const jsm = await jetstreamManager(nc);
+      const jsm = await requireJetStream(nc);
       const info =
         (options.ensureStream ?? true)
           ? await ensureEventStream(jsm, {

@@ -5,9 +5,8 @@
  * verify); `--tenant NAME` prints a tenant's nats.conf user (why: docs/nats.md#the-events-stream).
  */
 import type { Command } from 'commander';
-import { jetstreamManager } from '@nats-io/jetstream';
 import { millis } from '@nats-io/transport-node';
-import { connectNats } from '../../nats/connection.ts';
+import { connectNats, requireJetStream } from '../../nats/connection.ts';
 import {
   setupEventStream,
   fencesReplicated,
@@ -82,8 +81,8 @@ export function registerSetup(program: Command, ctx: CliContext): void {
     if (!nats) throw new UsageError('setup configures the NATS streams: give --nats <url> (or SESSIOND_NATS) and the admin user.');
     const nc = await connectNats(nats);
     try {
-      // no account check up front: each request below is asked again while JetStream does not answer
-      const jsm = await jetstreamManager(nc, { checkAPI: false });
+      // a server without JetStream is refused at once; each request below is asked again while JetStream does not answer
+      const jsm = await requireJetStream(nc);
       const clustered = Boolean(nc.info?.cluster);
       // a cluster whose servers do not fence appends on replicated streams gets 1 replica by default (more is refused there)
       const fenced = fencesReplicated(nc.info?.version);
