@@ -8,7 +8,7 @@ import { checkKeys } from './options.ts';
 import { EXECUTION_OPTIONS } from './execution/session-execution.ts';
 import type { EventLog } from './events/event-log.ts';
 import { openDatabase, type Db, type Synchronous } from './storage/sqlite/database.ts';
-import { migrate } from './storage/sqlite/migrate.ts';
+import { migrate, type MigrateOptions } from './storage/sqlite/migrate.ts';
 import { startCheckpointer } from './storage/sqlite/checkpointer.ts';
 import { SqliteEventLog } from './storage/sqlite/sqlite-event-log.ts';
 import { SqliteSnapshotStore } from './storage/sqlite/sqlite-snapshot-store.ts';
@@ -46,6 +46,8 @@ import { publishCommits } from './events/publishing-log.ts';
 export interface EngineOptions extends Omit<ExecutionOptions, 'log' | 'blobAccess'> {
   /** SQLite file (created and migrated when needed): the embedded log, and the projection. */
   file: string;
+  /** How far a long migration of the file got, as it goes (`migrate`'s `onProgress`): for a progress line on a large file. */
+  onMigrationProgress?: MigrateOptions['onProgress'];
   /** Another event log (e.g. a JetStreamEventLog); the SQLite file then only holds the projection. */
   log?: EventLog;
   /** Wraps the log the engine writes through (the embedded one or `log`), e.g. with `observeAppends` for metrics. */
@@ -108,16 +110,16 @@ export interface Engine extends Sessions {
 }
 
 export async function openEngine(options: EngineOptions): Promise<Engine> {
-  checkKeys('openEngine', options, [...EXECUTION_OPTIONS.filter((k) => k !== 'blobAccess'), 'file', 'decorateLog', 'synchronous']);
+  checkKeys('openEngine', options, [...EXECUTION_OPTIONS.filter((k) => k !== 'blobAccess'), 'file', 'decorateLog', 'synchronous', 'onMigrationProgress']);
   const blobGraceMs = checkGraceMs(options.blobGraceMs, 'engine option blobGraceMs');
   const db = openDatabase(options.file, { ...(options.synchronous ? { synchronous: options.synchronous } : {}) });
-  migrate(db, options.clock ? { clock: options.clock } : {});
+  migrate(db, { ...(options.clock ? { clock: options.clock } : {}), ...(options.onMigrationProgress ? { onProgress: options.onMigrationProgress } : {}) });
   const ownLog = options.log === undefined;
   // what this process publishes live (deltas, its commits) goes to its subscribers, and to `bus` (NATS)
   const live = new LocalLiveBus();
   const inner = publishCommits(options.log ?? new SqliteEventLog(db), live);
   const log = options.decorateLog ? options.decorateLog(inner) : inner;
-  const { file: _file, log: _log, synchronous: _sync, decorateLog: _decorate, bus: _bus, ...rest } = options;
+  const { file: _file, log: _log, synchronous: _sync, decorateLog: _decorate, bus: _bus, onMigrationProgress: _progress, ...rest } = options;
   const executionOptions = { ...rest, bus: options.bus ? fanOut(options.bus, live) : live };
   // snapshots beside the log: by default in the SQLite file (on NATS `sessiond start` passes the
   // shared JetStream store; this file is the fallback)

@@ -48,6 +48,7 @@ import { Projector } from './projector/projector.ts';
 import { randomIds } from './ids.ts';
 import { openDatabase } from './storage/sqlite/database.ts';
 import { migrate } from './storage/sqlite/migrate.ts';
+import { migrationProgress, progressLines } from './cli/progress.ts';
 import { SqliteSnapshotStore } from './storage/sqlite/sqlite-snapshot-store.ts';
 import { sqliteDeletionFeed } from './storage/sqlite/delete-session.ts';
 import { noLimits, type CallLimits } from './capacity/limits-file.ts';
@@ -326,6 +327,10 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       () =>
         openEngine({
           file: options.db,
+          // a long upgrade of the file (a large one) says how far it got, a line at each tenth
+          onMigrationProgress: migrationProgress((label, total) =>
+            progressLines((line) => report.out(line), `upgrading ${options.db} to ${label}`, 'rows', total),
+          ).onProgress,
           ownerId,
           ...(tenantBudgets ? { tenantBudgets } : {}),
           ...(blobs ? { blobs } : {}),

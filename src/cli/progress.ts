@@ -34,6 +34,17 @@ export function progress(ctx: CliContext, label: string, unit: string, total: nu
       },
     };
   }
+  const lines = progressLines(ctx.err, label, unit, total);
+  return {
+    update: lines.update,
+    stop(summary) {
+      if (summary) ctx.out(summary);
+    },
+  };
+}
+
+/** Progress as plain lines, one at each new tenth (0% first), with rate and ETA: for logs and a worker's start-up. */
+export function progressLines(line: (text: string) => void, label: string, unit: string, total: number): Progress {
   let lastTenth = -1;
   let max = total;
   const started = performance.now();
@@ -46,11 +57,29 @@ export function progress(ctx: CliContext, label: string, unit: string, total: nu
         const secs = (performance.now() - started) / 1000;
         const rate = secs > 0 ? Math.round(done / secs) : 0;
         const eta = rate > 0 ? Math.round((max - done) / rate) : 0;
-        ctx.err(`${label}: ${done}/${max} ${unit} (${tenth * 10}%), ${rate} ${unit}/s, ETA ${eta} s`);
+        line(`${label}: ${done}/${max} ${unit} (${tenth * 10}%), ${rate} ${unit}/s, ETA ${eta} s`);
       }
     },
-    stop(summary) {
-      if (summary) ctx.out(summary);
+    stop() {},
+  };
+}
+
+/**
+ * `migrate`'s `onProgress` as one progress per migration, each opened by `open` with a label
+ * (`schema 22 (event_batches)`) and its row count; `stop()` ends the last one.
+ */
+export function migrationProgress(open: (label: string, total: number) => Progress) {
+  let current: { version: number; progress: Progress } | undefined;
+  return {
+    onProgress(m: { version: number; name: string }, done: number, total: number) {
+      if (current?.version !== m.version) {
+        current?.progress.stop();
+        current = { version: m.version, progress: open(`schema ${m.version} (${m.name})`, total) };
+      }
+      current.progress.update(done, total);
+    },
+    stop() {
+      current?.progress.stop();
     },
   };
 }

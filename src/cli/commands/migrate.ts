@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { openDatabase } from '../../storage/sqlite/database.ts';
 import { migrate } from '../../storage/sqlite/migrate.ts';
 import type { CliContext } from '../context.ts';
+import { migrationProgress, progress } from '../progress.ts';
 
 export function registerMigrate(program: Command, ctx: CliContext): void {
   program
@@ -11,7 +12,10 @@ export function registerMigrate(program: Command, ctx: CliContext): void {
     .action((opts: { db: string }) => {
       const db = openDatabase(opts.db);
       try {
-        const result = migrate(db);
+        // a long data migration (a large file) shows how far it got
+        const shown = migrationProgress((label, total) => progress(ctx, `upgrading to ${label}`, 'rows', total));
+        const result = migrate(db, { onProgress: shown.onProgress });
+        shown.stop();
         if (result.applied.length === 0) {
           ctx.out(`${opts.db}: schema is at version ${result.to}, nothing to do`);
         } else {

@@ -11,7 +11,7 @@ import { migrations as builtIn } from './migrations/index.ts';
 import type { Migration } from './migration.ts';
 import type { Db } from './database.ts';
 
-export type { Migration } from './migration.ts';
+export type { Migration, MigrationProgress } from './migration.ts';
 
 export interface MigrateResult {
   from: number;
@@ -41,8 +41,22 @@ function checkList(list: readonly Migration[]): void {
   });
 }
 
+/** A data migration over fewer rows says nothing of how far it got. */
+export const PROGRESS_FROM_ROWS = 10_000;
+
+export interface MigrateOptions {
+  migrations?: readonly Migration[];
+  target?: number;
+  clock?: Clock;
+  /**
+   * How far a long data migration got (rows done of total), as it goes: for a progress line on a
+   * large file. Only for migrations of `PROGRESS_FROM_ROWS` rows or more (the rest take well under a second).
+   */
+  onProgress?: (migration: { version: number; name: string }, done: number, total: number) => void;
+}
+
 /** Applies every pending migration (up to `target` when given). */
-export function migrate(db: Db, options: { migrations?: readonly Migration[]; target?: number; clock?: Clock } = {}): MigrateResult {
+export function migrate(db: Db, options: MigrateOptions = {}): MigrateResult {
   const list = options.migrations ?? builtIn;
   const clock = options.clock ?? systemClock;
   checkList(list);
@@ -63,7 +77,10 @@ export function migrate(db: Db, options: { migrations?: readonly Migration[]; ta
       const current = schemaVersion(db);
       if (current >= m.version) return false; // another process got here first
       if (typeof m.up === 'string') db.exec(m.up);
-      else m.up(db);
+      else
+        m.up(db, (done, total) => {
+          if (total >= PROGRESS_FROM_ROWS) options.onProgress?.({ version: m.version, name: m.name }, done, total);
+        });
       db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, clock.now());
       return true;
     });

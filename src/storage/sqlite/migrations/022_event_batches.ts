@@ -13,7 +13,7 @@ import { type EventRow, packFrames } from '../event-rows.ts';
 export const migration022: Migration = {
   version: 22,
   name: 'event_batches',
-  up: (db: Db) => {
+  up: (db: Db, progress) => {
     db.exec(`
       CREATE TABLE event_batch (
         position     INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -29,12 +29,16 @@ export const migration022: Migration = {
       'SELECT position, id, aggregate_id, seq, type, version, time, data, committed_at FROM event WHERE position > ? ORDER BY position LIMIT 1000',
     );
     const insert = db.prepare('INSERT INTO event_batch (position, aggregate_id, last_seq, count, first_id, committed_at, frames) VALUES (?, ?, ?, 1, ?, ?, ?)');
-    for (let after = 0; ; ) {
+    const total = db.prepare('SELECT COUNT(*) FROM event').pluck().get() as number;
+    progress(0, total);
+    for (let after = 0, done = 0; ; ) {
       const rows = page.all(after) as EventRow[];
       if (rows.length === 0) break;
       for (const r of rows)
         insert.run(r.position, r.aggregate_id, r.seq, r.id, r.committed_at ?? null, packFrames([[r.id, r.type, r.version, r.time, r.data]]));
       after = rows[rows.length - 1]!.position;
+      done += rows.length;
+      progress(done, total);
     }
     const high = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'event'").pluck().get() as number | undefined;
     db.exec('DROP TABLE event');
