@@ -40,7 +40,7 @@ export interface NatsWorld {
   serve(target: CommandTarget, options?: CommandServiceOptions): Promise<CommandService>;
   client(user?: User, options?: Partial<SessiondClientOptions>): Promise<SessiondClient>;
   /** Registers something to close at teardown (closed in reverse order; `what` names it if its close hangs). */
-  defer(close: () => Promise<unknown>, what?: string): void;
+  defer(close: () => Promise<unknown>, what?: string | (() => string)): void;
   /** Closes everything opened since the last call (for `after.each`). */
   reset(): Promise<void>;
   dispose(): Promise<void>;
@@ -50,9 +50,9 @@ export interface NatsWorld {
 export async function natsWorld(options: { bin?: string; streams?: boolean } = {}): Promise<NatsWorld> {
   const server = await startNatsServer({ ...(options.bin ? { bin: options.bin } : {}), ...(options.streams === false ? { streams: false } : {}) });
   const tmp = tempDir('sessiond-nats-test-');
-  let closers: { close: () => Promise<unknown>; what: string }[] = [];
+  let closers: { close: () => Promise<unknown>; what: string | (() => string) }[] = [];
   let files = 0;
-  const defer = (close: () => Promise<unknown>, what = 'something the test deferred') => {
+  const defer = (close: () => Promise<unknown>, what: string | (() => string) = 'something the test deferred') => {
     closers.push({ close, what });
   };
   const connect = async (user: User = WORKER) => {
@@ -70,7 +70,7 @@ export async function natsWorld(options: { bin?: string; streams?: boolean } = {
       const late = new Promise<'late'>((r) => {
         timer = setTimeout(() => r('late'), CLOSE_WITHIN_MS);
       });
-      if ((await Promise.race([close().catch(() => undefined), late])) === 'late') hung.push(what);
+      if ((await Promise.race([close().catch(() => undefined), late])) === 'late') hung.push(typeof what === 'string' ? what : what());
       clearTimeout(timer);
     }
     if (hung.length > 0) throw new Error(`Teardown: closing ${hung.join(', ')} did not finish within ${CLOSE_WITHIN_MS} ms.`);
@@ -93,7 +93,10 @@ export async function natsWorld(options: { bin?: string; streams?: boolean } = {
         return { engine, log, nc, host: undefined };
       }
       const host = await startSessiond({ db: file, runner, ...options.host, nats: { connection: { servers: server.url, ...WORKER, reconnectWaitMs: 50 } } });
-      defer(() => host.close(), 'a worker (startSessiond)');
+      defer(
+        () => host.close(),
+        () => `a worker (startSessiond, stuck closing ${host.closing ?? 'nothing'})`,
+      );
       return { engine: host.engine, log: host.nats!.log, nc: host.nats!.connection, host };
     },
     async serve(target, options = {}) {
