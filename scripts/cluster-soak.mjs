@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { UVU } from './uvu-command.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { values } = parseArgs({
@@ -35,7 +36,7 @@ if (
 function round() {
   return new Promise((resolve) => {
     const env = { ...process.env, FORCE_COLOR: '0', ...(values.replicas ? { SESSIOND_CLUSTER_REPLICAS: values.replicas } : {}) };
-    const child = spawn(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', 'test', 'cluster/(failover(-[a-z]+)?|durability)\\.test\\.ts$'], {
+    const child = spawn(process.execPath, [...UVU, 'test', 'cluster/(failover(-[a-z]+)?|durability)\\.test\\.ts$'], {
       cwd: ROOT,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -10,6 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { UVU } from './uvu-command.mjs';
 
 const { values, positionals } = parseArgs({
   options: { runs: { type: 'string', default: '20' }, load: { type: 'boolean', default: false } },
@@ -32,7 +33,7 @@ process.on('SIGINT', () => process.exit(130));
 const escapeRegex = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 function runOnce(file) {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', 'test', `^${escapeRegex(file)}$`, '--no-color'], {
+    const child = spawn(process.execPath, [...UVU, 'test', `^${escapeRegex(file)}$`, '--no-color'], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, FORCE_COLOR: '0' },
     });

@@ -6,6 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { UVU } from './uvu-command.mjs';
 
 const LITELLM_VERSION = process.env.SESSIOND_LITELLM_VERSION ?? '1.80.0';
 const REFUSED = new Set(['1.107.0']);
@@ -33,7 +34,7 @@ if (!installed()) {
   }
 }
 process.stdout.write(`litellm ${LITELLM_VERSION} ready; running test/proxies\n`);
-const run = spawnSync(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', 'test/proxies', '[^/]*-proxy\\.ts$'], {
+const run = spawnSync(process.execPath, [...UVU, 'test/proxies', '[^/]*-proxy\\.ts$'], {
   stdio: 'inherit',
   env: { ...process.env, SESSIOND_LITELLM: join(venv, 'bin', 'litellm') },
 });

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ensureTools, toolPath } from './tools.mjs';
 import { inProcess, mergeDurations, orderJobs, readDurations } from './test-order.mjs';
+import { UVU } from './uvu-command.mjs';
 
 const started = Date.now();
 /** A file (or client suite) still running after this is stopped and counted as failed: a hang costs minutes, not the whole run. */
@@ -158,7 +159,7 @@ const committed = readDurations(join('test', 'durations.json'));
 
 async function runFile(file) {
   const fileStarted = Date.now();
-  const uvu = await run(process.execPath, ['--import', 'tsx', 'node_modules/uvu/bin.js', dir, `^${escapeRegex(file)}$`, '--no-color'], {
+  const uvu = await run(process.execPath, [...UVU, dir, `^${escapeRegex(file)}$`, '--no-color'], {
     capture: true,
     quiet: JOBS > 1,
   });

@@ -33,4 +33,17 @@ test('test runner - a pattern with alternatives runs only the test files it name
   assert.not.match(r.stdout, 'a-helper.ts');
 });
 
+test('test runner - a failure whose error has object details (a SessiondError) is printed, and the tests after it run', () => {
+  const r = spawnSync(process.execPath, ['scripts/test.mjs'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 120_000,
+    env: { ...process.env, SESSIOND_TEST_DIR: 'scripts/fixtures/details-suite' },
+  });
+  assert.is(r.stdout.trim().split('\n').at(-1), '1 passed, 1 failed', r.stdout + r.stderr);
+  assert.match(r.stdout, 'FAIL  "throws an error whose details are an object"');
+  assert.match(r.stdout, 'the message a developer needs to see');
+  assert.match(r.stdout, '(1 / 2)', 'the test after it ran');
+});
+
 test.run();
