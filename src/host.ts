@@ -47,7 +47,7 @@ import { applyDeletion } from './nats/delete-session.ts';
 import { Projector } from './projector/projector.ts';
 import { randomIds } from './ids.ts';
 import { openDatabase } from './storage/sqlite/database.ts';
-import { migrate } from './storage/sqlite/migrate.ts';
+import { migrate, type MigrateOptions } from './storage/sqlite/migrate.ts';
 import { migrationProgress, progressLines } from './cli/progress.ts';
 import { SqliteSnapshotStore } from './storage/sqlite/sqlite-snapshot-store.ts';
 import { sqliteDeletionFeed } from './storage/sqlite/delete-session.ts';
@@ -283,13 +283,17 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       // every batch this worker commits goes out on its live subjects once, as it is acknowledged
       log = publishCommits(eventLog, bus);
     }
+    // a long upgrade of the file (a large one) says how far it got, a line at each tenth
+    const upgradeLines = migrationProgress((label, total) =>
+      progressLines((line) => report.out(line), `upgrading ${options.db} to ${label}`, 'rows', total),
+    ).onProgress;
     // the limits on model calls: one gate per worker, over the store every worker of the deployment shares
     const ownerId = randomIds.next('own');
     let modelCalls: ModelCallGate | undefined;
     if (options.modelCallLimits && !noLimits(options.modelCallLimits)) {
       const limits = options.modelCallLimits;
       const store = await step(
-        () => capacityStore(options.db, nats?.connection),
+        () => capacityStore(options.db, nats?.connection, upgradeLines),
         (late) => late.close(),
       );
       opened.push({ what: 'the capacity store', close: () => store.close() });
@@ -327,10 +331,7 @@ export async function startSessiond(options: SessiondOptions): Promise<Sessiond>
       () =>
         openEngine({
           file: options.db,
-          // a long upgrade of the file (a large one) says how far it got, a line at each tenth
-          onMigrationProgress: migrationProgress((label, total) =>
-            progressLines((line) => report.out(line), `upgrading ${options.db} to ${label}`, 'rows', total),
-          ).onProgress,
+          onMigrationProgress: upgradeLines,
           ownerId,
           ...(tenantBudgets ? { tenantBudgets } : {}),
           ...(blobs ? { blobs } : {}),
@@ -590,11 +591,11 @@ async function openBlobBucket(nc: NatsConnection, report: HostReport): Promise<B
 const BLOB_BUCKET_WAIT_MS = 10_000;
 
 /** Where the limits on model calls are kept: the NATS deployment's bucket, or the SQLite file that holds the log. */
-async function capacityStore(db: string, nc: NatsConnection | undefined): Promise<CapacityStore> {
+async function capacityStore(db: string, nc: NatsConnection | undefined, onProgress: MigrateOptions['onProgress']): Promise<CapacityStore> {
   if (nc) return await jetstreamCapacityStore(nc);
   const file = openDatabase(db);
   try {
-    migrate(file);
+    migrate(file, onProgress ? { onProgress } : {});
     return sqliteCapacityStore(file);
   } catch (err) {
     file.close();
