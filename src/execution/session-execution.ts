@@ -348,6 +348,11 @@ export class SessionExecution {
     return this.handler.load(validateId(sessionId, 'session id'));
   }
 
+  /** The sessions this process is driving now (claiming, running or handing back a turn): what `close` waits for. */
+  driving(): string[] {
+    return [...this.loops.keys()];
+  }
+
   /** Stops taking work; turns in progress here are aborted and handed back (`released`). */
   async close(): Promise<void> {
     this.closing = true;

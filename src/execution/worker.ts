@@ -61,6 +61,9 @@ const turnEnded = (e: SessionEvent) =>
   e.type === 'execution.cancelled' ||
   (e.type === 'wait.resolved' && e.payload.outcome === 'cancelled');
 
+const SWEEP_STEP = 'the recovery sweep';
+const TURNS_STEP = 'the turns in progress (handing them back)';
+
 export function startWorker(execution: SessionExecution, options: WorkerOptions = {}): Worker {
   const onError = options.onError ?? ((err) => process.stderr.write(`sessiond: worker error: ${messageOf(err)}\n`));
   const failed = (part: string) => (err: unknown) => {
@@ -188,6 +191,12 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
       return subscription?.position ?? 0;
     },
     get stopping() {
+      // what the step waits for, where it can tell (a stop that hangs names its cause)
+      if (stopping === SWEEP_STEP && sweeper) return `${stopping} (${sweeper.doing})`;
+      if (stopping === TURNS_STEP) {
+        const driving = execution.driving();
+        return `${stopping}${driving.length > 0 ? `: still driving ${driving.slice(0, 5).join(', ')}${driving.length > 5 ? ', ...' : ''}` : ''}`;
+      }
       return stopping;
     },
     async stop() {
@@ -196,16 +205,16 @@ export function startWorker(execution: SessionExecution, options: WorkerOptions 
         stopping = what;
         await close();
       };
-      await step('the recovery sweep', () => sweeper?.stop());
+      await step(SWEEP_STEP, () => sweeper?.stop());
       await step('the blob sweep', () => blobSweeper?.stop());
       if (projector) {
         await step('the catch-up subscription', () => ahead?.close());
         // the projection follows the turns handed back, then stops
-        await step('the turns in progress (handing them back)', () => execution.close());
+        await step(TURNS_STEP, () => execution.close());
         await step('the log subscription', () => subscription?.close());
       } else {
         await step('the log subscription', () => subscription?.close());
-        await step('the turns in progress (handing them back)', () => execution.close());
+        await step(TURNS_STEP, () => execution.close());
       }
       stopping = undefined;
     },

@@ -81,6 +81,8 @@ export class RecoverySweeper {
   private timer: TimerHandle | undefined;
   private running: Promise<SweepReport> | undefined;
   private stopped = false;
+  /** The session the pass in progress is on (what `stop` waits for), undefined between sessions. */
+  private on: string | undefined;
   /** Deliveries `deliverTo` started that have not ended (stop waits for them). */
   private readonly delivering = new Set<Promise<void>>();
 
@@ -102,6 +104,15 @@ export class RecoverySweeper {
       if (!this.stopped) this.timer = this.o.clock.setTimeout(() => void tick(), this.intervalMs);
     };
     void tick();
+  }
+
+  /** What the sweep is doing, in words (said when a stop waits for it). */
+  get doing(): string {
+    const parts = [
+      this.on ? `a pass, on session ${this.on}` : this.running ? 'a pass' : '',
+      this.delivering.size > 0 ? `${this.delivering.size} deliveries` : '',
+    ];
+    return parts.filter(Boolean).join(' and ') || 'nothing';
   }
 
   async stop(): Promise<void> {
@@ -131,11 +142,14 @@ export class RecoverySweeper {
     ]);
     for (const sessionId of sessions) {
       if (this.stopped) break;
+      this.on = sessionId;
       try {
         await this.recoverOne(sessionId, report);
       } catch (err) {
         report.errors.push({ sessionId, message: messageOf(err) });
         this.o.onNotice?.({ type: 'error', sessionId, message: messageOf(err) });
+      } finally {
+        this.on = undefined;
       }
     }
     return report;

@@ -35,7 +35,7 @@ test('start signals - a runner that ignores its abort signal does not keep a sto
   worker.child.kill('SIGTERM');
   assert.is(await worker.exited, 1, worker.output());
   assert.match(worker.output(), 'SIGTERM: stopping');
-  assert.match(worker.output(), 'still closing the worker, at the turns in progress (handing them back) 1.5 s after the stop');
+  assert.match(worker.output(), 'still closing the worker, at the turns in progress (handing them back): still driving ses_stuck 1.5 s after the stop');
   tmp.remove();
 });
 
