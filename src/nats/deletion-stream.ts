@@ -18,6 +18,7 @@ import { nanos, type NatsConnection } from '@nats-io/transport-node';
 import { ErrorCode, SessiondError, messageOf } from '../errors.ts';
 import type { DeletionRecord } from '../storage/sqlite/delete-session.ts';
 import { DEFAULT_DUPLICATE_WINDOW_MS, manageStream, type StreamSetup } from './stream.ts';
+import { endUnread } from './consumer-messages.ts';
 
 export const AUDIT_STREAM = 'SESSIOND_AUDIT';
 export const AUDIT_PREFIX = 'sessiond.audit';
@@ -137,6 +138,8 @@ export function followDeletions(
     if (pending === 0) markCaughtUp();
     if (closed) return;
     messages = await consumer.consume({ max_messages: 64 });
+    // closed while the consumer was being made (`caughtUp` resolved before): its close saw none to end
+    if (closed) return endUnread(messages);
     for await (const m of messages) {
       try {
         await options.onDeletion(parseDeletion(m.json(), m.seq), m.seq);

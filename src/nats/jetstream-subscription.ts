@@ -10,6 +10,7 @@ import { logClosedError, type SubscribeOptions, type Subscription } from '../eve
 import { waitAtMost } from './connection.ts';
 import { BACKOFF_MS, DEFAULT_READ_BATCH, type JetStreamLogBase } from './jetstream-log-base.ts';
 import { ReadyRuns } from './ready-runs.ts';
+import { endUnread } from './consumer-messages.ts';
 
 /** Consumer notifications after which a subscription starts a new consumer at once. */
 const LOST_CONSUMER = new Set(['consumer_deleted', 'consumer_not_found', 'heartbeats_missed', 'stream_not_found']);
@@ -91,8 +92,12 @@ export class JetStreamSubscriptions {
         } catch (err) {
           if (err instanceof HandlerError) throw err.cause;
         } finally {
-          runs?.end(); // else messages the loop did not take keep the close below waiting
-          await messages?.close();
+          if (runs) {
+            runs.end(); // else messages the loop did not take keep the close below waiting
+            await messages?.close();
+          } else if (messages) {
+            await endUnread(messages); // closed before the loop took any (stopped while the consumer was made)
+          }
           consumer?.delete().catch(() => undefined);
         }
         if (stopped) break;

@@ -72,4 +72,11 @@ test('subscription close - closed during a batch, with more than a run of the ba
   }
 });
 
+test('subscription close - closed at once, while its consumer is being made: the close finishes', async () => {
+  for (let round = 0; round < 5; round++) {
+    const sub = log.subscribe({ after: 1_990 + round, onBatch: () => {} });
+    await within(sub.close(), 10_000, `round ${round}: the close of a subscription closed as it started`);
+  }
+});
+
 test.run();
