@@ -161,9 +161,11 @@ export function isTransientNatsError(err: unknown): boolean {
   if (err instanceof natsErrors.RequestError) return !(err.cause instanceof natsErrors.PermissionViolationError);
   if (err instanceof natsErrors.ClosedConnectionError || err instanceof natsErrors.DrainingConnectionError) return false;
   if (err instanceof natsErrors.ConnectionError) return true;
-  // @nats-io/jetstream raises JetStreamNotEnabled when a JetStream request finds no responder
-  return err instanceof Error && err.name === 'JetStreamNotEnabled';
+  return isJetStreamNotEnabled(err);
 }
+
+/** @nats-io/jetstream raises JetStreamNotEnabled when a JetStream request finds no responder. */
+const isJetStreamNotEnabled = (err: unknown) => err instanceof Error && err.name === 'JetStreamNotEnabled';
 
 /**
  * The connection's JetStream manager, refusing at once a server that runs without JetStream (its
@@ -177,7 +179,7 @@ export async function requireJetStream(nc: NatsConnection): Promise<JetStreamMan
     try {
       return await jetstreamManager(nc);
     } catch (err) {
-      if (err instanceof Error && err.name === 'JetStreamNotEnabled') {
+      if (isJetStreamNotEnabled(err)) {
         throw new ConnectionError(
           `nats-server ${nc.getServer()}${nc.info?.version ? ` (${nc.info.version})` : ''} runs without JetStream, and sessiond keeps its log, snapshots and buckets in JetStream streams. Start the server with JetStream (\`nats-server -js\`, or a \`jetstream { store_dir: ... }\` block in its config, as in sessiond's nats.conf), then try again.`,
           { cause: err },
